@@ -1,0 +1,49 @@
+# Thin wrapper around CMake. The two quick-start commands are `make demo` and `make test`.
+#   make deps    install missing Debian packages (scripts/deps.sh)
+#   make build   configure + build the Release tree in build/
+#   make debug   configure + build the Debug tree in build-debug/
+#   make test    deps + build + every test (ctest), failing on any failure
+#   make demo    deps + build + the main job on a built-in model
+#   make asan    build + test with AddressSanitizer/UBSan in build-asan/
+#   make tsan    build + test with ThreadSanitizer in build-tsan/
+#   make clean   remove the build trees
+
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build debug test demo asan tsan clean
+
+all: build
+
+deps:
+	@sh scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+debug: deps
+	cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
+	cmake --build build-debug -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	./$(BUILD)/tools/mixrt demo
+
+asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMIXRT_SANITIZE=address $(CMAKE_FLAGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
+tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DMIXRT_SANITIZE=thread $(CMAKE_FLAGS)
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L concurrency
+
+clean:
+	rm -rf build build-debug build-asan build-tsan

@@ -1,0 +1,169 @@
+/* The graph IR as other modules see it: value and node records, and the internal calls that
+ * passes, the partitioner and the executors use to read and rewrite graphs.
+ *
+ * Values and nodes live in two arrays indexed by mx_value_id / mx_node_id. Ids are never reused:
+ * a removed node or value is flagged DEAD and skipped by every walk. Names, attributes, shapes,
+ * symbolic values and constant data are in the graph's arena; consumer lists are growable
+ * malloc'd arrays. The public API (mixrt/graph.h) is a thin layer over this. */
+#ifndef MIXRT_GRAPH_IR_H
+#define MIXRT_GRAPH_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/arena.h"
+#include "common/strmap.h"
+#include "mixrt/graph.h"
+
+struct mx_op_def;
+
+/* Value flags. */
+enum {
+  MX_VALUE_INPUT = 1u << 0,   /* a graph input */
+  MX_VALUE_OUTPUT = 1u << 1,  /* a graph output (possibly also an input or a constant) */
+  MX_VALUE_CONST = 1u << 2,   /* has constant data (initializer, Constant node or folded) */
+  MX_VALUE_DEAD = 1u << 3,    /* removed; ignore */
+  MX_VALUE_OUTER = 1u << 4    /* in a subgraph: a reference to a value of an enclosing graph */
+};
+
+/* Node flags. */
+enum {
+  MX_NODE_DEAD = 1u << 0      /* removed; ignore */
+};
+
+typedef struct mx_value {
+  const char *name;           /* unique within the graph; arena */
+  mx_dtype dtype;             /* MX_DTYPE_UNDEFINED until declared or inferred */
+  mx_shape shape;             /* declared or inferred; rank MX_RANK_UNKNOWN until known */
+  mx_node_id producer;        /* producing node, or MX_NO_NODE (input, constant, outer) */
+  uint32_t producer_slot;     /* output index on the producer */
+  uint32_t flags;             /* MX_VALUE_* */
+  mx_node_id *consumers;      /* consuming nodes, one entry per use (malloc'd) */
+  size_t n_consumers;
+  size_t cap_consumers;
+  mx_tensor *data;            /* constant data (host, arena) when MX_VALUE_CONST, else NULL */
+  mx_dim *sv;                 /* symbolic value of a small integer tensor, row-major; arena */
+  int32_t sv_len;             /* elements in sv, or -1 when the value is not known */
+} mx_value;
+
+typedef struct mx_node {
+  const char *name;           /* unique within the graph; arena */
+  const char *op_type;        /* ONNX op type; arena */
+  const char *domain;         /* "" for the default ONNX domain; arena */
+  const struct mx_op_def *def;/* resolved definition (NULL until inference resolves it) */
+  int64_t opset;              /* version of `domain` the graph imports */
+  mx_value_id *inputs;        /* MX_NO_VALUE for an omitted optional input; arena */
+  uint32_t n_inputs;
+  mx_value_id *outputs;       /* arena */
+  uint32_t n_outputs;
+  mx_attr *attrs;             /* deep copies in the arena; GRAPH attrs own their subgraph */
+  uint32_t n_attrs;
+  void *params;               /* parsed attribute struct (def->params_size bytes), or NULL */
+  uint32_t flags;             /* MX_NODE_* */
+} mx_node;
+
+typedef struct mx_opset_entry {
+  const char *domain;         /* "" = default ONNX domain; arena */
+  int64_t version;
+} mx_opset_entry;
+
+struct mx_graph {
+  const char *name;           /* arena */
+  mx_arena arena;             /* owns names, attributes, shapes, sv, constant data */
+  mx_symtab *syms;            /* symbol table, shared with subgraphs */
+  bool owns_syms;             /* true for a root graph */
+  struct mx_graph *parent;    /* enclosing graph of a subgraph, else NULL */
+
+  mx_value *values;           /* all values ever created, by id */
+  size_t n_values, cap_values;
+  mx_node *nodes;             /* all nodes ever created, by id */
+  size_t n_nodes, cap_nodes;
+  size_t n_live_nodes;        /* nodes without MX_NODE_DEAD */
+
+  mx_value_id *inputs;        /* graph inputs in order (malloc'd) */
+  size_t n_inputs, cap_inputs;
+  mx_value_id *outputs;       /* graph outputs in order (malloc'd) */
+  size_t n_outputs, cap_outputs;
+
+  mx_opset_entry *opsets;     /* imported opsets (malloc'd) */
+  size_t n_opsets, cap_opsets;
+
+  mx_strmap value_names;      /* name -> value id (keys are the arena names) */
+  mx_strmap node_names;       /* name -> node id */
+  uint64_t name_counter;      /* for generated names */
+
+  mx_graph **subgraphs;       /* owned subgraphs (from GRAPH attributes), malloc'd */
+  size_t n_subgraphs, cap_subgraphs;
+
+  mx_node_id *topo;           /* cached topological order of live nodes (malloc'd) or NULL */
+  size_t n_topo;
+
+  mx_log_fn log;              /* pass log callback, or NULL */
+  void *log_user;
+  int64_t ir_version;         /* ONNX IR version of an imported model, 0 otherwise */
+  mx_error err;               /* last error (mx_graph_last_error) */
+};
+
+/* --- errors and logging --------------------------------------------------------------------- */
+
+/* Records a failure on the graph (printf-style) and returns `status`. */
+mx_status mx__graph_fail(mx_graph *g, mx_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Copies an error record onto the graph and returns its status. */
+mx_status mx__graph_fail_err(mx_graph *g, const mx_error *err);
+/* Sends one line to the graph's log callback, if any. */
+void mx__graph_log(mx_graph *g, mx_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* --- building blocks ------------------------------------------------------------------------ */
+
+/* Creates a subgraph sharing g's symbol table; g owns it (it is freed with g). */
+mx_status mx__graph_create_subgraph(mx_graph *g, const char *name, mx_graph **out);
+/* Adopts an existing graph as a subgraph of g (it must use g's symbol table or own none). */
+mx_status mx__graph_adopt_subgraph(mx_graph *g, mx_graph *sub);
+
+/* New value with a unique name (NULL: generated "<hint>_N"). Dtype undefined, rank unknown. */
+mx_status mx__graph_new_value(mx_graph *g, const char *name, mx_value_id *out);
+/* A name not used by any value or node of g, built from `hint`; arena. NULL on OOM. */
+const char *mx__graph_unique_name(mx_graph *g, const char *hint);
+/* Turns v into a constant holding a copy of t (dtype and shape follow t). */
+mx_status mx__graph_set_const(mx_graph *g, mx_value_id v, const mx_tensor *t);
+/* Adds a use of v by node n. */
+mx_status mx__graph_add_use(mx_graph *g, mx_value_id v, mx_node_id n);
+/* Removes one use of v by node n (no-op when absent). */
+void mx__graph_remove_use(mx_graph *g, mx_value_id v, mx_node_id n);
+/* Redirects every use of `from` (node inputs and graph outputs) to `to`. */
+mx_status mx__graph_replace_uses(mx_graph *g, mx_value_id from, mx_value_id to);
+/* Marks node n dead and drops its input uses; its outputs lose their producer. */
+void mx__graph_remove_node(mx_graph *g, mx_node_id n);
+/* Marks value v dead (it must have no consumers and not be a graph input/output). */
+void mx__graph_remove_value(mx_graph *g, mx_value_id v);
+/* Forgets the cached topological order (call after changing edges). */
+void mx__graph_invalidate(mx_graph *g);
+
+/* --- walking -------------------------------------------------------------------------------- */
+
+/* Stable topological order of the live nodes: among ready nodes the smallest id goes first, so a
+ * graph built in a valid order keeps it. The array is cached on the graph (borrowed, valid until
+ * the next change). Fails with MX_ERR_INVALID_GRAPH naming a node on a cycle. */
+mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n);
+
+/* The attribute called `name` on node n, or NULL. */
+const mx_attr *mx__node_attr(const mx_node *n, const char *name);
+
+/* Deep-copies attributes into g's arena (GRAPH attributes are adopted, not copied). */
+mx_status mx__graph_copy_attrs(mx_graph *g, const mx_attr *src, size_t n, mx_attr **out);
+/* Copies a tensor (header and data) into g's arena. */
+mx_tensor *mx__graph_copy_tensor(mx_graph *g, const mx_tensor *t);
+
+static inline mx_value *mx__val(const mx_graph *g, mx_value_id v) { return &g->values[v]; }
+static inline mx_node *mx__node(const mx_graph *g, mx_node_id n) { return &g->nodes[n]; }
+static inline bool mx__value_valid(const mx_graph *g, mx_value_id v) {
+  return v < g->n_values && !(g->values[v].flags & MX_VALUE_DEAD);
+}
+static inline bool mx__node_valid(const mx_graph *g, mx_node_id n) {
+  return n < g->n_nodes && !(g->nodes[n].flags & MX_NODE_DEAD);
+}
+
+#endif /* MIXRT_GRAPH_IR_H */

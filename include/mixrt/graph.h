@@ -1,0 +1,188 @@
+/* Graphs: the builder API and read access to mixrt's IR.
+ *
+ * A graph holds values (tensors: graph inputs, constants, node outputs) and nodes (one op each).
+ * Every value has at most one producer and any number of consumers. Values and nodes are
+ * addressed by small integer ids that stay valid for the graph's lifetime. One graph owns
+ * everything it holds (names, attributes, constant data, subgraphs).
+ *
+ * Typical use (a graph computing y = x + 1 over a symbolic batch):
+ *
+ *   mx_graph *g; mx_graph_create("add_one", &g);
+ *   mx_shape s = {1, {mx_sym_named(mx_graph_symtab(g), "batch")}};
+ *   mx_value_id x, one, y;
+ *   mx_graph_add_input(g, "x", MX_FLOAT32, &s, &x);
+ *   float v = 1.0f; mx_tensor c = {.dtype = MX_FLOAT32, .rank = 0, .data = &v};
+ *   mx_graph_add_constant(g, "one", &c, &one);
+ *   mx_graph_add_op(g, "Add", (mx_value_id[]){x, one}, 2, NULL, 0, &y);
+ *   mx_graph_add_output(g, y);
+ *   if (mx_graph_infer(g) != MX_OK) puts(mx_graph_last_error(g));
+ *   mx_graph_destroy(g);
+ *
+ * Failing calls return a status and leave a message on the graph (mx_graph_last_error) that
+ * names the node, value or attribute at fault; the graph stays as it was before the call. */
+#ifndef MIXRT_GRAPH_H
+#define MIXRT_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixrt/dtype.h"
+#include "mixrt/log.h"
+#include "mixrt/shape.h"
+#include "mixrt/status.h"
+#include "mixrt/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mx_graph mx_graph;
+typedef uint32_t mx_value_id;
+typedef uint32_t mx_node_id;
+#define MX_NO_VALUE ((mx_value_id)UINT32_MAX) /* an omitted optional input */
+#define MX_NO_NODE ((mx_node_id)UINT32_MAX)
+
+/* The default-domain opset a new graph imports; ONNX import replaces it with the model's. */
+#define MX_DEFAULT_OPSET 23
+
+typedef enum mx_attr_type {
+  MX_ATTR_UNDEFINED = 0,
+  MX_ATTR_FLOAT = 1,
+  MX_ATTR_INT = 2,
+  MX_ATTR_STRING = 3,
+  MX_ATTR_TENSOR = 4,
+  MX_ATTR_GRAPH = 5,
+  MX_ATTR_FLOATS = 6,
+  MX_ATTR_INTS = 7,
+  MX_ATTR_STRINGS = 8
+} mx_attr_type; /* values equal ONNX's AttributeProto.AttributeType */
+
+/* A node attribute. Only the fields of its type are read; everything is copied on add. */
+typedef struct mx_attr {
+  const char *name;
+  mx_attr_type type;
+  int64_t i;                   /* INT */
+  float f;                     /* FLOAT */
+  const char *s;               /* STRING: NUL-terminated text */
+  const int64_t *ints;         /* INTS: count entries */
+  const float *floats;         /* FLOATS: count entries */
+  const char *const *strings;  /* STRINGS: count entries */
+  size_t count;                /* length of ints / floats / strings */
+  const mx_tensor *tensor;     /* TENSOR: host data, copied */
+  mx_graph *graph;             /* GRAPH: ownership moves to the node's graph on success */
+} mx_attr;
+
+static inline mx_attr mx_attr_int(const char *name, int64_t v) {
+  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_INT; a.i = v; return a;
+}
+static inline mx_attr mx_attr_float(const char *name, float v) {
+  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_FLOAT; a.f = v; return a;
+}
+static inline mx_attr mx_attr_string(const char *name, const char *v) {
+  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_STRING; a.s = v; return a;
+}
+static inline mx_attr mx_attr_ints(const char *name, const int64_t *v, size_t n) {
+  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_INTS; a.ints = v; a.count = n; return a;
+}
+static inline mx_attr mx_attr_floats(const char *name, const float *v, size_t n) {
+  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_FLOATS; a.floats = v; a.count = n; return a;
+}
+static inline mx_attr mx_attr_tensor(const char *name, const mx_tensor *t) {
+  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_TENSOR; a.tensor = t; return a;
+}
+
+/* Everything that describes one node for mx_graph_add_node. */
+typedef struct mx_node_desc {
+  const char *op_type;               /* ONNX op type, e.g. "MatMul" */
+  const char *domain;                /* NULL or "" for the default ONNX domain */
+  const char *name;                  /* NULL: a unique name is generated */
+  const mx_value_id *inputs;         /* MX_NO_VALUE for an omitted optional input */
+  size_t n_inputs;
+  const mx_attr *attrs;
+  size_t n_attrs;
+  const char *const *output_names;   /* NULL (or a NULL entry): "<node name>:<index>" */
+  size_t n_outputs;
+} mx_node_desc;
+
+/* --- lifetime ------------------------------------------------------------------------------- */
+
+/* Creates an empty graph importing MX_DEFAULT_OPSET. *out receives ownership. */
+mx_status mx_graph_create(const char *name, mx_graph **out);
+/* Frees the graph and everything it owns. NULL is a no-op. */
+void mx_graph_destroy(mx_graph *g);
+/* Message of the last failure on this graph ("" if none). Borrowed until the next call. */
+const char *mx_graph_last_error(const mx_graph *g);
+/* The graph's symbol table (shared with its subgraphs). Borrowed. */
+mx_symtab *mx_graph_symtab(mx_graph *g);
+/* Installs a log callback for passes run on this graph (NULL removes it). */
+void mx_graph_set_log(mx_graph *g, mx_log_fn fn, void *user);
+const char *mx_graph_name(const mx_graph *g);
+
+/* Sets the opset version the graph imports for `domain` (NULL or "" = default ONNX domain). */
+mx_status mx_graph_set_opset(mx_graph *g, const char *domain, int64_t version);
+/* Imported version of `domain`, or 0 when the graph does not import it. */
+int64_t mx_graph_opset(const mx_graph *g, const char *domain);
+
+/* --- building ------------------------------------------------------------------------------- */
+
+/* Declares a graph input. `shape` may hold symbolic and unknown dims (NULL: unknown rank). */
+mx_status mx_graph_add_input(mx_graph *g, const char *name, mx_dtype dtype, const mx_shape *shape,
+                             mx_value_id *out);
+/* Adds a constant (initializer); its data is copied. */
+mx_status mx_graph_add_constant(mx_graph *g, const char *name, const mx_tensor *t,
+                                mx_value_id *out);
+/* Adds a node; outputs[0..desc->n_outputs) receive the ids of its new output values. */
+mx_status mx_graph_add_node(mx_graph *g, const mx_node_desc *desc, mx_value_id *outputs);
+/* Shorthand for a single-output node in the default domain with a generated name. */
+mx_status mx_graph_add_op(mx_graph *g, const char *op_type, const mx_value_id *inputs,
+                          size_t n_inputs, const mx_attr *attrs, size_t n_attrs,
+                          mx_value_id *output);
+/* Marks a value as the next graph output. */
+mx_status mx_graph_add_output(mx_graph *g, mx_value_id v);
+
+/* --- reading -------------------------------------------------------------------------------- */
+
+size_t mx_graph_input_count(const mx_graph *g);
+mx_value_id mx_graph_input(const mx_graph *g, size_t index);
+size_t mx_graph_output_count(const mx_graph *g);
+mx_value_id mx_graph_output(const mx_graph *g, size_t index);
+/* Number of live nodes. */
+size_t mx_graph_node_count(const mx_graph *g);
+/* The value called `name`, or MX_NO_VALUE. */
+mx_value_id mx_graph_find_value(const mx_graph *g, const char *name);
+/* The node called `name`, or MX_NO_NODE. */
+mx_node_id mx_graph_find_node(const mx_graph *g, const char *name);
+const char *mx_graph_value_name(const mx_graph *g, mx_value_id v);
+mx_dtype mx_graph_value_dtype(const mx_graph *g, mx_value_id v);
+/* Copies the (possibly symbolic) shape of a value; false for an invalid id. */
+bool mx_graph_value_shape(const mx_graph *g, mx_value_id v, mx_shape *shape);
+/* Constant data of a value (initializer or folded), or NULL. Borrowed from the graph. */
+const mx_tensor *mx_graph_value_constant(const mx_graph *g, mx_value_id v);
+
+/* --- passes --------------------------------------------------------------------------------- */
+
+/* Checks structure: dangling or duplicate names, cycles, arity, attributes, dtypes. */
+mx_status mx_graph_validate(mx_graph *g);
+/* Resolves op definitions and infers dtypes, shapes and symbolic values of every value. */
+mx_status mx_graph_infer(mx_graph *g);
+
+/* What mx_graph_optimize did. */
+typedef struct mx_optimize_report {
+  size_t folded_nodes;    /* nodes replaced by constants */
+  size_t removed_nodes;   /* nodes removed because nothing used their outputs */
+  size_t removed_values;  /* constants and values removed with them */
+} mx_optimize_report;
+
+/* Validation + inference + constant folding + dead-node removal, to a fixed point.
+ * `report` may be NULL. */
+mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *report);
+
+/* Binds symbol `name` to `value` everywhere (graph inputs and inferred shapes) and re-infers.
+ * Fails with MX_ERR_NOT_FOUND when the graph has no such symbol. */
+mx_status mx_graph_bind_symbol(mx_graph *g, const char *name, int64_t value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MIXRT_GRAPH_H */

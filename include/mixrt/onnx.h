@@ -1,0 +1,31 @@
+/* ONNX import (and, later, export) of mixrt graphs.
+ *
+ * Import reads a ModelProto: opset imports, graph inputs (dim_value, dim_param -> symbols,
+ * missing dims -> unknown), outputs, initializers (raw_data, typed fields, external data files
+ * relative to the model), Constant nodes (turned into constants), attributes of every kind and
+ * nested graphs (kept as subgraphs). Truncated, corrupt or hostile files return a status and a
+ * message; they never crash and never leak. */
+#ifndef MIXRT_ONNX_H
+#define MIXRT_ONNX_H
+
+#include <stddef.h>
+
+#include "mixrt/graph.h"
+#include "mixrt/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Loads an ONNX model file. *out receives a new graph (mx_graph_destroy) on success; on failure
+ * *out is NULL and err (may be NULL) says what is wrong and where. */
+mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err);
+
+/* Loads an ONNX model from memory. `base_dir` locates external-data files (NULL: none allowed). */
+mx_status mx_onnx_load_memory(const void *data, size_t size, const char *base_dir, mx_graph **out,
+                              mx_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MIXRT_ONNX_H */

@@ -1,0 +1,11 @@
+/* The table of `mixrt` commands, in the order `mixrt --help` lists them. */
+#include "tools/commands.h"
+
+const mx_cli_command mx_cli_commands[] = {
+    {"info", "build configuration, library versions and the machine's topology", mx_cmd_info,
+     mx_cmd_info_help},
+    {"inspect", "a model's inputs, outputs, ops and inferred shapes", mx_cmd_inspect,
+     mx_cmd_inspect_help},
+    {"demo", "the main job on a built-in model", mx_cmd_demo, mx_cmd_demo_help},
+    {NULL, NULL, NULL, NULL},
+};

@@ -1,0 +1,17 @@
+/* The table of `mixrt` commands. Adding a command: write cmd_<name>.c defining its run and help
+ * functions, declare them here, and add a row to commands.c. */
+#ifndef MIXRT_TOOLS_COMMANDS_H
+#define MIXRT_TOOLS_COMMANDS_H
+
+#include "tools/cli.h"
+
+extern const mx_cli_command mx_cli_commands[]; /* terminated by a row with name NULL */
+
+int mx_cmd_info(int argc, char **argv);
+void mx_cmd_info_help(FILE *out);
+int mx_cmd_inspect(int argc, char **argv);
+void mx_cmd_inspect_help(FILE *out);
+int mx_cmd_demo(int argc, char **argv);
+void mx_cmd_demo_help(FILE *out);
+
+#endif /* MIXRT_TOOLS_COMMANDS_H */
