@@ -1,0 +1,37 @@
+/* Graph passes shared with the modules above graph/: per-node checking and inference (used by
+ * the whole-graph pass here and, at run time, by the reference interpreter and the dynamic
+ * executor), and constant folding with a caller-supplied evaluator (graph/ has no kernels). */
+#ifndef MIXRT_GRAPH_PASSES_H
+#define MIXRT_GRAPH_PASSES_H
+
+#include "graph/ir.h"
+#include "graph/ops/op.h"
+
+/* Resolves node n's definition and checks its arity and attributes against the schema, then
+ * parses its params (once; they are cached on the node). Errors name the node. */
+mx_status mx__node_prepare(mx_graph *g, mx_node_id n, mx_error *err);
+
+/* Runs node n's inference on the given input infos. out[0..n_outputs) receive the results;
+ * out_sv must hold n_outputs * MX_SV_MAX entries. `syms` is the table used for arithmetic: the
+ * graph's own at compile time; at run time (runtime = true) a caller-owned scratch table, since
+ * the graph's table must not change while it is executing. Errors name the node. */
+mx_status mx__node_infer(const mx_graph *g, mx_node_id n, mx_symtab *syms, const mx_value_info *in,
+                         mx_value_info *out, mx_dim *out_sv, bool runtime, mx_error *err);
+
+/* Fills `info` with what the graph knows about value v. */
+void mx__value_info_of(const mx_graph *g, mx_value_id v, mx_value_info *info);
+
+/* Evaluates node n on constant inputs: fills outs[0..n_outputs) with host tensors whose data
+ * the callee allocated with malloc (the caller frees it). Returns MX_ERR_UNSUPPORTED to decline. */
+typedef mx_status (*mx_fold_eval_fn)(void *user, mx_graph *g, mx_node_id n, mx_tensor *outs);
+
+/* Replaces nodes whose outputs are all known constants by those constants: outputs whose
+ * symbolic value is fully concrete (shape arithmetic) always; any node with only constant inputs
+ * when `eval` is given (tensors up to max_bytes). Adds to *folded the number of nodes folded. */
+mx_status mx__graph_fold_constants(mx_graph *g, mx_fold_eval_fn eval, void *user, size_t max_bytes,
+                                   size_t *folded);
+
+/* Removes nodes whose outputs nothing uses and constants nobody reads. */
+mx_status mx__graph_remove_dead(mx_graph *g, size_t *removed_nodes, size_t *removed_values);
+
+#endif /* MIXRT_GRAPH_PASSES_H */

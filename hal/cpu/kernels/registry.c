@@ -1,0 +1,73 @@
+/* Kernel registry: finds the kernel of an op for the dtype of its deciding tensor.
+ * Lookups scan the (small) table per op name; executors look kernels up once per node when
+ * they plan, never per step. */
+#include <string.h>
+
+#include "hal/cpu/kernels/groups.h"
+
+static const mx_kernel_def *const *const groups[] = {
+    mx__kernels_elementwise, mx__kernels_reduce, mx__kernels_nn,
+    mx__kernels_linalg,      mx__kernels_shape,  mx__kernels_index,
+};
+#define N_GROUPS (sizeof groups / sizeof groups[0])
+
+void mx__ktensor_set_dims(mx_ktensor *t, int32_t rank, const int64_t *dims) {
+  t->rank = rank;
+  int64_t stride = 1;
+  for (int32_t i = MX_MAX_RANK - 1; i >= 0; i--) {
+    if (i >= rank) {
+      t->dims[i] = 0;
+      t->strides[i] = 0;
+      continue;
+    }
+    t->dims[i] = dims[i];
+    t->strides[i] = stride;
+    stride *= dims[i] ? dims[i] : 1;
+  }
+}
+
+int64_t mx__ktensor_numel(const mx_ktensor *t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->rank; i++) n *= t->dims[i];
+  return n;
+}
+
+static bool same_domain(const mx_kernel_def *k, const char *domain) {
+  const char *kd = k->domain ? k->domain : "";
+  if (!domain || strcmp(domain, "ai.onnx") == 0) domain = "";
+  return strcmp(kd, domain) == 0;
+}
+
+const mx_kernel_def *mx__kernel_find(const char *domain, const char *op, const mx_kernel_call *call) {
+  for (size_t g = 0; g < N_GROUPS; g++) {
+    for (const mx_kernel_def *const *k = groups[g]; *k; k++) {
+      if (strcmp((*k)->op, op) != 0 || !same_domain(*k, domain)) continue;
+      int key = (*k)->key;
+      uint32_t idx = key >= 0 ? (uint32_t)key : (uint32_t)call->n_in + (uint32_t)(-1 - key);
+      if (idx >= (uint32_t)call->n_in + call->n_out) continue;
+      if ((*k)->dtypes & MX_KDT(call->t[idx].dtype)) return *k;
+    }
+  }
+  return NULL;
+}
+
+bool mx__kernel_exists(const char *domain, const char *op) {
+  for (size_t g = 0; g < N_GROUPS; g++)
+    for (const mx_kernel_def *const *k = groups[g]; *k; k++)
+      if (strcmp((*k)->op, op) == 0 && same_domain(*k, domain)) return true;
+  return false;
+}
+
+size_t mx__kernel_count(void) {
+  size_t n = 0;
+  for (size_t g = 0; g < N_GROUPS; g++)
+    for (const mx_kernel_def *const *k = groups[g]; *k; k++) n++;
+  return n;
+}
+
+const mx_kernel_def *mx__kernel_at(size_t index) {
+  for (size_t g = 0; g < N_GROUPS; g++)
+    for (const mx_kernel_def *const *k = groups[g]; *k; k++)
+      if (index-- == 0) return *k;
+  return NULL;
+}
