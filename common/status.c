@@ -52,9 +52,13 @@ void mx__error_prefix(mx_error *err, const char *fmt, ...) {
   int n = vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
   if (n <= 0) return;
-  char joined[MX_ERROR_MESSAGE_MAX];
-  snprintf(joined, sizeof joined, "%s%s", prefix, err->message);
-  memcpy(err->message, joined, sizeof joined);
+  /* Shift the message right and put the prefix in front, truncating the tail if needed. */
+  size_t plen = (size_t)n < sizeof err->message - 1 ? (size_t)n : sizeof err->message - 1;
+  size_t mlen = strlen(err->message);
+  if (plen + mlen > sizeof err->message - 1) mlen = sizeof err->message - 1 - plen;
+  memmove(err->message + plen, err->message, mlen);
+  memcpy(err->message, prefix, plen);
+  err->message[plen + mlen] = '\0';
 }
 
 void mx__error_copy(mx_error *dst, const mx_error *src) {

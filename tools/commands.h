@@ -11,7 +11,7 @@ int mx_cmd_info(int argc, char **argv);
 void mx_cmd_info_help(FILE *out);
 int mx_cmd_inspect(int argc, char **argv);
 void mx_cmd_inspect_help(FILE *out);
-int mx_cmd_demo(int argc, char **argv);
-void mx_cmd_demo_help(FILE *out);
+int mx_cmd_conformance(int argc, char **argv);
+void mx_cmd_conformance_help(FILE *out);
 
 #endif /* MIXRT_TOOLS_COMMANDS_H */

@@ -1,0 +1,63 @@
+/* Tensor comparison by the ONNX backend-test rules (mx_tensor_allclose): exact dtype and shape,
+ * |a - e| <= atol + rtol * |e| for floats with NaN == NaN and same-sign infinities, exact
+ * equality for integers and bools. */
+#include <math.h>
+#include <stdio.h>
+
+#include "hal/cpu/kernels/kutil.h"
+#include "mixrt/reference.h"
+
+static void say(char *why, size_t n, const char *fmt, long long a, long long b) {
+  if (why && n) snprintf(why, n, fmt, a, b);
+}
+
+bool mx_tensor_allclose(const mx_tensor *a, const mx_tensor *e, double rtol, double atol, char *why,
+                        size_t why_size) {
+  if (why && why_size) why[0] = '\0';
+  if (a->dtype != e->dtype) {
+    if (why && why_size)
+      snprintf(why, why_size, "dtype %s, expected %s", mx_dtype_name(a->dtype), mx_dtype_name(e->dtype));
+    return false;
+  }
+  if (a->rank != e->rank) {
+    say(why, why_size, "rank %lld, expected %lld", a->rank, e->rank);
+    return false;
+  }
+  for (int32_t i = 0; i < a->rank; i++) {
+    if (a->dims[i] != e->dims[i]) {
+      if (why && why_size)
+        snprintf(why, why_size, "dim %d is %lld, expected %lld", (int)i, (long long)a->dims[i],
+                 (long long)e->dims[i]);
+      return false;
+    }
+  }
+  int64_t n;
+  if (!mx_tensor_numel(e, &n)) {
+    if (why && why_size) snprintf(why, why_size, "invalid dims");
+    return false;
+  }
+  bool is_float = mx_dtype_is_float(e->dtype);
+  for (int64_t i = 0; i < n; i++) {
+    if (!is_float) {
+      int64_t x = mx__kget_i64(a->data, a->dtype, i), y = mx__kget_i64(e->data, e->dtype, i);
+      if (x != y) {
+        if (why && why_size)
+          snprintf(why, why_size, "element %lld is %lld, expected %lld", (long long)i, (long long)x, (long long)y);
+        return false;
+      }
+      continue;
+    }
+    double x = mx__kget_f64(a->data, a->dtype, i), y = mx__kget_f64(e->data, e->dtype, i);
+    bool ok;
+    if (isnan(y)) ok = isnan(x);
+    else if (isinf(y)) ok = isinf(x) && signbit(x) == signbit(y);
+    else ok = !isnan(x) && !isinf(x) && fabs(x - y) <= atol + rtol * fabs(y);
+    if (!ok) {
+      if (why && why_size)
+        snprintf(why, why_size, "element %lld is %.9g, expected %.9g (|diff| %.3g > %.3g)", (long long)i, x, y,
+                 fabs(x - y), atol + rtol * fabs(y));
+      return false;
+    }
+  }
+  return true;
+}
