@@ -6,6 +6,8 @@ const mx_cli_command mx_cli_commands[] = {
      mx_cmd_info_help},
     {"inspect", "a model's inputs, outputs, ops and inferred shapes", mx_cmd_inspect,
      mx_cmd_inspect_help},
+    {"run", "run a model on .npy or random inputs and report outputs and latency", mx_cmd_run,
+     mx_cmd_run_help},
     {"conformance", "run the ONNX node tests through the reference interpreter", mx_cmd_conformance,
      mx_cmd_conformance_help},
     {NULL, NULL, NULL, NULL},

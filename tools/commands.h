@@ -11,6 +11,8 @@ int mx_cmd_info(int argc, char **argv);
 void mx_cmd_info_help(FILE *out);
 int mx_cmd_inspect(int argc, char **argv);
 void mx_cmd_inspect_help(FILE *out);
+int mx_cmd_run(int argc, char **argv);
+void mx_cmd_run_help(FILE *out);
 int mx_cmd_conformance(int argc, char **argv);
 void mx_cmd_conformance_help(FILE *out);
 

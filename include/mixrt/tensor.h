@@ -53,6 +53,13 @@ mx_status mx_tensor_load_pb(const char *path, mx_tensor *t, char **name_out, mx_
 mx_status mx_tensor_parse_pb(const void *data, size_t size, mx_tensor *t, char **name_out,
                              mx_error *err);
 
+/* Loads a NumPy .npy file (format 1.0-3.0, little-endian, C order) into a host tensor the caller
+ * owns (mx_tensor_release). Element types: <f4 <f2 <f8 |i1 |u1 <i2 <i4 <i8 |b1, and <u2 read as
+ * bfloat16 bit patterns (NumPy has no bfloat16). Errors name the file. */
+mx_status mx_tensor_load_npy(const char *path, mx_tensor *t, mx_error *err);
+/* Writes a host tensor as a .npy file (bfloat16 is written as <u2 bit patterns). */
+mx_status mx_tensor_save_npy(const char *path, const mx_tensor *t, mx_error *err);
+
 #ifdef __cplusplus
 }
 #endif
