@@ -25,6 +25,13 @@ mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err);
 mx_status mx_onnx_load_memory(const void *data, size_t size, const char *base_dir, mx_graph **out,
                               mx_error *err);
 
+/* Writes g as an ONNX model (nodes in topological order, constants as initializers with raw
+ * data, inputs/outputs with dtypes and shapes: symbols as dim_param). *data receives a malloc'd
+ * buffer the caller frees with free(). */
+mx_status mx_onnx_save_memory(mx_graph *g, void **data, size_t *size, mx_error *err);
+/* Same, written to a file. */
+mx_status mx_onnx_save_file(mx_graph *g, const char *path, mx_error *err);
+
 #ifdef __cplusplus
 }
 #endif
