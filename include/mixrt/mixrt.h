@@ -1,0 +1,15 @@
+/* mixrt: a runtime for ML compute graphs whose shapes are partly static and partly dynamic.
+ * The umbrella header: includes every public header. */
+#ifndef MIXRT_MIXRT_H
+#define MIXRT_MIXRT_H
+
+#include "mixrt/dtype.h"
+#include "mixrt/graph.h"
+#include "mixrt/log.h"
+#include "mixrt/onnx.h"
+#include "mixrt/reference.h"
+#include "mixrt/shape.h"
+#include "mixrt/status.h"
+#include "mixrt/tensor.h"
+
+#endif /* MIXRT_MIXRT_H */
