@@ -1,0 +1,143 @@
+/* The per-(batch, head) Attention computation, written once for a compute type and included by
+ * nn_attention.c twice: ATT_T float (float32, and float16/bfloat16 widened in the workspace)
+ * and ATT_T double (float64). The includer defines ATT_T, ATT_SUF (function-name suffix),
+ * ATT_GEMM (cblas_sgemm / cblas_dgemm), ATT_TANH, and the att_plan struct.
+ *
+ * For each (b, h): scores = scale * Q_h K_g^T over the past rows then the new rows (two GEMMs
+ * writing the two column ranges, no concatenation), softcap, mask / causal / padding bias,
+ * a stable softmax whose fully-masked rows become zeros, then Y_h = P V_g (two GEMMs again).
+ * Query head h reads key/value head g = h / (q_heads / kv_heads). */
+
+#define ATT_CAT2(a, b) a##_##b
+#define ATT_CAT(a, b) ATT_CAT2(a, b)
+#define ATT_FN(name) ATT_CAT(name, ATT_SUF)
+
+/* Stores n values of the compute type as elements [off, off+n) of tensor t (any float type). */
+static void ATT_FN(att_store_row)(mx_ktensor *t, int64_t off, const ATT_T *src, int64_t n) {
+  if (t->dtype == MX_FLOAT32 && sizeof(ATT_T) == 4) {
+    memcpy((float *)t->data + off, src, (size_t)n * 4);
+  } else if (t->dtype == MX_FLOAT64 && sizeof(ATT_T) == 8) {
+    memcpy((double *)t->data + off, src, (size_t)n * 8);
+  } else if (t->dtype == MX_FLOAT16 || t->dtype == MX_BFLOAT16) {
+    uint16_t *d = (uint16_t *)t->data + off;
+    for (int64_t i = 0; i < n; i++)
+      d[i] = t->dtype == MX_FLOAT16 ? mx__f32_to_f16((float)src[i]) : mx__f32_to_bf16((float)src[i]);
+  } else {
+    for (int64_t i = 0; i < n; i++) mx__kset_f64(t->data, t->dtype, off + i, (double)src[i]);
+  }
+}
+
+/* Softmax of one score row in place; a row with no finite maximum (everything masked) becomes
+ * all zeros, so its output row is zero rather than NaN. */
+static void ATT_FN(att_softmax_row)(ATT_T *s, int64_t n) {
+#if ATT_IS_FLOAT
+  float m = mx__kmax_f32(s, n);
+  if (m == -INFINITY) {
+    memset(s, 0, (size_t)n * sizeof *s);
+    return;
+  }
+  float inv = (float)(1.0 / mx__kexp_sum_f32(s, s, n, m));
+  for (int64_t j = 0; j < n; j++) s[j] *= inv;
+#else
+  double m = -INFINITY, sum = 0.0;
+  for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
+  if (m == -INFINITY) {
+    memset(s, 0, (size_t)n * sizeof *s);
+    return;
+  }
+  for (int64_t j = 0; j < n; j++) {
+    s[j] = exp(s[j] - m);
+    sum += s[j];
+  }
+  for (int64_t j = 0; j < n; j++) s[j] /= sum;
+#endif
+}
+
+/* Adds the mask, causal and padding biases to row i of head (b, h). */
+static void ATT_FN(att_bias_row)(const att_plan *p, const void *mask, int64_t b, int64_t h, int64_t i, ATT_T *s) {
+  int64_t T = p->T;
+  if (mask) {
+    int64_t mo = b * p->m_str[0] + h * p->m_str[1] + i * p->m_str[2];
+    int64_t lim = p->Tm < T ? p->Tm : T;
+    if (p->mask_bool) {
+      const uint8_t *mb = (const uint8_t *)mask + mo;
+      for (int64_t j = 0; j < lim; j++)
+        if (!mb[j * p->m_str[3]]) s[j] = -INFINITY;
+    } else {
+      const ATT_T *mf = (const ATT_T *)mask + mo;
+      for (int64_t j = 0; j < lim; j++) s[j] += mf[j * p->m_str[3]];
+    }
+    /* A mask shorter than the key length leaves the remaining keys out. */
+    for (int64_t j = lim; j < T; j++) s[j] = -INFINITY;
+  }
+  if (p->causal) {
+    int64_t off = p->P;
+    if (p->P == 0 && p->nonpad) off = p->nonpad[b] - p->Sq;
+    /* Key j is visible to query i when j <= i + off. */
+    int64_t first = i + off + 1;
+    if (first < 0) first = 0;
+    for (int64_t j = first; j < T; j++) s[j] = -INFINITY;
+  }
+  if (p->nonpad) {
+    int64_t first = p->nonpad[b];
+    if (first < 0) first = 0;
+    for (int64_t j = first; j < T; j++) s[j] = -INFINITY;
+  }
+}
+
+static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const ATT_T *k, const ATT_T *v, const ATT_T *pk,
+                              const ATT_T *pv, const void *mask, ATT_T *y, mx_ktensor *qk_out, ATT_T *scores) {
+  int64_t Sq = p->Sq, T = p->T, P = p->P, Skv = p->Skv, Dk = p->Dk, Dv = p->Dv;
+  int64_t group = p->Hq / p->Hkv;
+  ATT_T scale = (ATT_T)p->scale;
+  for (int64_t b = 0; b < p->B; b++) {
+    for (int64_t h = 0; h < p->Hq; h++) {
+      int64_t g = h / group;
+      const ATT_T *qh = q + b * p->q_batch + h * p->q_head;
+      const ATT_T *kh = k + b * p->k_batch + g * p->k_head;
+      const ATT_T *vh = v + b * p->v_batch + g * p->v_head;
+      ATT_T *yh = y + b * p->y_batch + h * p->y_head;
+      /* scores = scale * Q K^T, past columns first. */
+      if (Dk == 0 || T == 0) {
+        memset(scores, 0, (size_t)(Sq * T) * sizeof *scores);
+      } else {
+        if (P > 0)
+          ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)Sq, (blasint)P, (blasint)Dk, scale, qh,
+                   (blasint)p->q_row, pk + (b * p->Hkv + g) * P * Dk, (blasint)Dk, (ATT_T)0, scores, (blasint)T);
+        if (Skv > 0)
+          ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)Sq, (blasint)Skv, (blasint)Dk, scale, qh,
+                   (blasint)p->q_row, kh, (blasint)p->k_row, (ATT_T)0, scores + P, (blasint)T);
+      }
+      int64_t qk_base = ((b * p->Hq + h) * Sq) * T;
+      for (int64_t i = 0; i < Sq; i++) {
+        ATT_T *s = scores + i * T;
+        if (qk_out && p->mode == 0) ATT_FN(att_store_row)(qk_out, qk_base + i * T, s, T);
+        if (p->softcap > 0.0f) {
+          ATT_T c = (ATT_T)p->softcap;
+          for (int64_t j = 0; j < T; j++) s[j] = c * ATT_TANH(s[j] / c);
+        }
+        if (qk_out && p->mode == 1) ATT_FN(att_store_row)(qk_out, qk_base + i * T, s, T);
+        ATT_FN(att_bias_row)(p, mask, b, h, i, s);
+        if (qk_out && p->mode == 2) ATT_FN(att_store_row)(qk_out, qk_base + i * T, s, T);
+        ATT_FN(att_softmax_row)(s, T);
+        if (qk_out && p->mode == 3) ATT_FN(att_store_row)(qk_out, qk_base + i * T, s, T);
+      }
+      /* Y_h = P V, past rows first. */
+      if (Dv == 0) continue;
+      if (T == 0) {
+        for (int64_t i = 0; i < Sq; i++) memset(yh + i * p->y_row, 0, (size_t)Dv * sizeof *yh);
+        continue;
+      }
+      if (P > 0)
+        ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Sq, (blasint)Dv, (blasint)P, (ATT_T)1, scores,
+                 (blasint)T, pv + (b * p->Hkv + g) * P * Dv, (blasint)Dv, (ATT_T)0, yh, (blasint)p->y_row);
+      if (Skv > 0)
+        ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Sq, (blasint)Dv, (blasint)Skv, (ATT_T)1,
+                 scores + P, (blasint)T, vh, (blasint)p->v_row, (ATT_T)(P > 0 ? 1 : 0), yh, (blasint)p->y_row);
+    }
+  }
+}
+
+#undef ATT_FN
+#undef ATT_CAT
+#undef ATT_CAT2

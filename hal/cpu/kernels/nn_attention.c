@@ -1,0 +1,247 @@
+/* CPU kernel of Attention (opsets 23 and 24): a real fused kernel, not a decomposition.
+ *
+ * Inputs Q, K, V are 3-D (batch, seq, heads*head_size) or 4-D (batch, heads, seq, head_size);
+ * the plan turns either layout into strides, so no transposes are materialized. past_key /
+ * past_value (4-D) and the new K/V are used in place as two column ranges of the scores; the
+ * present_key / present_value outputs get the concatenation. The mask (bool or float, rank
+ * 1..4, broadcast to (batch, q_heads, q_seq, mask_len), shorter masks leaving the remaining keys
+ * out), is_causal (aligned to the bottom right: the offset is the past length, or
+ * nonpad_kv_seqlen[b] - q_seq for an external cache), and nonpad_kv_seqlen padding all become
+ * -inf biases. float32 and float64 compute in their own type through CBLAS; float16/bfloat16
+ * are widened to float32 in the workspace and rounded once. */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "graph/ops/nn-params.h"
+#include "hal/cpu/kernels/kutil.h"
+#include "hal/cpu/kernels/linalg-impl.h"
+#include "hal/cpu/kernels/nn-impl.h"
+
+typedef struct att_plan {
+  int64_t B, Hq, Hkv, Sq, Skv, P, T, Dk, Dv;  /* T = P + Skv keys */
+  int64_t q_batch, q_head, q_row;             /* element strides of Q (3-D and 4-D alike) */
+  int64_t k_batch, k_head, k_row;
+  int64_t v_batch, v_head, v_row;
+  int64_t y_batch, y_head, y_row;
+  float scale, softcap;
+  int32_t mode;                               /* qk_matmul_output_mode */
+  bool causal;
+  bool mask_bool;
+  int64_t Tm;                                 /* mask's last dim (keys it covers) */
+  int64_t m_str[4];                           /* mask strides over (batch, head, q row, key) */
+  const int64_t *nonpad;                      /* nonpad_kv_seqlen (batch entries) or NULL */
+} att_plan;
+
+static bool present(const mx_kernel_call *call, uint32_t i) {
+  return i < call->n_in && call->t[i].dtype != MX_DTYPE_UNDEFINED;
+}
+
+static mx_status att_make_plan(const mx_kernel_call *call, att_plan *p, const char **why) {
+  const mx_attention_params *prm = call->params;
+  const mx_ktensor *q = &call->t[0], *k = &call->t[1], *v = &call->t[2];
+  memset(p, 0, sizeof *p);
+  int32_t r = q->rank;
+  if ((r != 3 && r != 4) || k->rank != r || v->rank != r) {
+    *why = "Attention: Q, K and V must all be 3-D or all 4-D";
+    return MX_ERR_KERNEL;
+  }
+  p->B = q->dims[0];
+  if (k->dims[0] != p->B || v->dims[0] != p->B) goto bad_shape;
+  if (r == 4) {
+    p->Hq = q->dims[1], p->Sq = q->dims[2], p->Dk = q->dims[3];
+    p->Hkv = k->dims[1], p->Skv = k->dims[2], p->Dv = v->dims[3];
+    if (k->dims[3] != p->Dk || v->dims[1] != p->Hkv || v->dims[2] != p->Skv) goto bad_shape;
+    p->q_row = p->Dk, p->q_head = p->Sq * p->Dk, p->q_batch = p->Hq * p->Sq * p->Dk;
+    p->k_row = p->Dk, p->k_head = p->Skv * p->Dk, p->k_batch = p->Hkv * p->Skv * p->Dk;
+    p->v_row = p->Dv, p->v_head = p->Skv * p->Dv, p->v_batch = p->Hkv * p->Skv * p->Dv;
+    p->y_row = p->Dv, p->y_head = p->Sq * p->Dv, p->y_batch = p->Hq * p->Sq * p->Dv;
+  } else {
+    p->Hq = prm->q_num_heads, p->Hkv = prm->kv_num_heads;
+    if (p->Hq <= 0 || p->Hkv <= 0) {
+      *why = "Attention: 3-D inputs need q_num_heads and kv_num_heads";
+      return MX_ERR_KERNEL;
+    }
+    if (q->dims[2] % p->Hq || k->dims[2] % p->Hkv || v->dims[2] % p->Hkv) goto bad_shape;
+    p->Sq = q->dims[1], p->Dk = q->dims[2] / p->Hq;
+    p->Skv = k->dims[1], p->Dv = v->dims[2] / p->Hkv;
+    if (k->dims[2] / p->Hkv != p->Dk || v->dims[1] != p->Skv) goto bad_shape;
+    p->q_row = p->Hq * p->Dk, p->q_head = p->Dk, p->q_batch = p->Sq * p->Hq * p->Dk;
+    p->k_row = p->Hkv * p->Dk, p->k_head = p->Dk, p->k_batch = p->Skv * p->Hkv * p->Dk;
+    p->v_row = p->Hkv * p->Dv, p->v_head = p->Dv, p->v_batch = p->Skv * p->Hkv * p->Dv;
+    p->y_row = p->Hq * p->Dv, p->y_head = p->Dv, p->y_batch = p->Sq * p->Hq * p->Dv;
+  }
+  if (p->Hkv == 0 || p->Hq % p->Hkv != 0) {
+    *why = "Attention: query heads are not a multiple of key/value heads";
+    return MX_ERR_KERNEL;
+  }
+  if (present(call, 4) != present(call, 5)) {
+    *why = "Attention: past_key and past_value must be given together";
+    return MX_ERR_KERNEL;
+  }
+  if (present(call, 4)) {
+    const mx_ktensor *pk = &call->t[4], *pv = &call->t[5];
+    if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != p->B || pk->dims[1] != p->Hkv || pk->dims[3] != p->Dk ||
+        pv->dims[0] != p->B || pv->dims[1] != p->Hkv || pv->dims[2] != pk->dims[2] || pv->dims[3] != p->Dv)
+      goto bad_shape;
+    p->P = pk->dims[2];
+  }
+  p->T = p->P + p->Skv;
+  p->scale = prm->has_scale ? prm->scale : (p->Dk > 0 ? (float)(1.0 / sqrt((double)p->Dk)) : 1.0f);
+  p->softcap = prm->softcap;
+  p->mode = prm->qk_matmul_output_mode;
+  p->causal = prm->is_causal != 0;
+  if (present(call, 3)) {
+    const mx_ktensor *m = &call->t[3];
+    if (m->rank < 1 || m->rank > 4) goto bad_mask;
+    int64_t want[4] = {p->B, p->Hq, p->Sq, -1};
+    for (int32_t i = 0; i < m->rank - 1; i++) {
+      int64_t d = m->dims[i], w = want[4 - m->rank + i];
+      if (d != 1 && d != w) goto bad_mask;
+    }
+    p->Tm = m->dims[m->rank - 1];
+    if (p->Tm > p->T) goto bad_mask;
+    mx__kbroadcast_strides(m, 4, p->m_str);
+    p->mask_bool = m->dtype == MX_BOOL;
+  }
+  if (present(call, 6)) {
+    const mx_ktensor *np = &call->t[6];
+    if (np->dtype != MX_INT64 || mx__ktensor_numel(np) != p->B) {
+      *why = "Attention: nonpad_kv_seqlen must hold one int64 per batch entry";
+      return MX_ERR_KERNEL;
+    }
+    p->nonpad = np->data;
+  }
+  /* The output must have the shape the inputs give. */
+  const mx_ktensor *y = &call->t[call->n_in];
+  if (mx__ktensor_numel(y) != p->B * p->Hq * p->Sq * p->Dv) goto bad_shape;
+  for (uint32_t o = 1; o < call->n_out && o < 4; o++) {
+    int64_t want = o == 1 ? p->B * p->Hkv * p->T * p->Dk : o == 2 ? p->B * p->Hkv * p->T * p->Dv : p->B * p->Hq * p->Sq * p->T;
+    if (call->t[call->n_in + o].dtype != MX_DTYPE_UNDEFINED && mx__ktensor_numel(&call->t[call->n_in + o]) != want)
+      goto bad_shape;
+  }
+  return MX_OK;
+bad_shape:
+  *why = "Attention: the shapes of Q, K, V, past and outputs do not agree";
+  return MX_ERR_KERNEL;
+bad_mask:
+  *why = "Attention: attn_mask does not broadcast to (batch, q_heads, q_seq, keys)";
+  return MX_ERR_KERNEL;
+}
+
+/* present = concat(past, new) along the sequence, for key (D = Dk) or value (D = Dv): raw
+ * element copies of `es` bytes, any dtype. */
+static void att_present(const att_plan *p, const void *past, const void *cur, int64_t batch_s, int64_t head_s,
+                        int64_t row_s, int64_t D, size_t es, void *out) {
+  char *o = out;
+  for (int64_t b = 0; b < p->B; b++) {
+    for (int64_t g = 0; g < p->Hkv; g++) {
+      if (p->P > 0) {
+        size_t n = (size_t)(p->P * D) * es;
+        memcpy(o, (const char *)past + (size_t)((b * p->Hkv + g) * p->P * D) * es, n);
+        o += n;
+      }
+      for (int64_t s = 0; s < p->Skv; s++) {
+        memcpy(o, (const char *)cur + (size_t)(b * batch_s + g * head_s + s * row_s) * es, (size_t)D * es);
+        o += (size_t)D * es;
+      }
+    }
+  }
+}
+
+#define ATT_T float
+#define ATT_SUF f32
+#define ATT_IS_FLOAT 1
+#define ATT_GEMM cblas_sgemm
+#define ATT_TANH tanhf
+#include "hal/cpu/kernels/nn-attention-impl.h"
+#undef ATT_T
+#undef ATT_SUF
+#undef ATT_IS_FLOAT
+#undef ATT_GEMM
+#undef ATT_TANH
+
+#define ATT_T double
+#define ATT_SUF f64
+#define ATT_IS_FLOAT 0
+#define ATT_GEMM cblas_dgemm
+#define ATT_TANH tanh
+#include "hal/cpu/kernels/nn-attention-impl.h"
+#undef ATT_T
+#undef ATT_SUF
+#undef ATT_IS_FLOAT
+#undef ATT_GEMM
+#undef ATT_TANH
+
+/* Workspace: the score matrix of one head, plus float32 copies of every float input and of Y
+ * for 16-bit types. */
+static size_t att_workspace(const mx_kernel_call *call) {
+  att_plan p;
+  const char *why;
+  if (att_make_plan(call, &p, &why) != MX_OK) return 0;
+  mx_dtype dt = call->t[0].dtype;
+  size_t es = dt == MX_FLOAT64 ? 8 : 4;
+  size_t total = mx__kalign64((size_t)(p.Sq * p.T) * es);
+  if (dt == MX_FLOAT16 || dt == MX_BFLOAT16) {
+    for (uint32_t i = 0; i < call->n_in && i < 6; i++) {
+      if (!present(call, i) || call->t[i].dtype == MX_BOOL) continue;
+      total += mx__kalign64((size_t)mx__ktensor_numel(&call->t[i]) * 4);
+    }
+    total += mx__kalign64((size_t)mx__ktensor_numel(&call->t[call->n_in]) * 4);
+  }
+  return total;
+}
+
+static mx_status att_run(mx_kernel_call *call) {
+  att_plan p;
+  mx_status st = att_make_plan(call, &p, &call->why);
+  if (st != MX_OK) return st;
+  mx_dtype dt = call->t[0].dtype;
+  size_t es = mx_dtype_size(dt);
+  mx_ktensor *y = mx__kout(call, 0);
+  /* present_key / present_value first: they only copy. */
+  const void *pk = present(call, 4) ? call->t[4].data : NULL, *pv = present(call, 5) ? call->t[5].data : NULL;
+  if (call->n_out > 1 && call->t[call->n_in + 1].data)
+    att_present(&p, pk, call->t[1].data, p.k_batch, p.k_head, p.k_row, p.Dk, es, call->t[call->n_in + 1].data);
+  if (call->n_out > 2 && call->t[call->n_in + 2].data)
+    att_present(&p, pv, call->t[2].data, p.v_batch, p.v_head, p.v_row, p.Dv, es, call->t[call->n_in + 2].data);
+  mx_ktensor *qk = call->n_out > 3 && call->t[call->n_in + 3].data ? &call->t[call->n_in + 3] : NULL;
+  if (p.B == 0 || p.Hq == 0 || p.Sq == 0) return MX_OK;
+  const void *mask = present(call, 3) ? call->t[3].data : NULL;
+  mx__kblas_init();
+  char *w = call->workspace;
+  if (dt == MX_FLOAT64) {
+    att_core_f64(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk, (double *)w);
+    return MX_OK;
+  }
+  float *scores = (float *)w;
+  w += mx__kalign64((size_t)(p.Sq * p.T) * 4);
+  if (dt == MX_FLOAT32) {
+    att_core_f32(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk, scores);
+    return MX_OK;
+  }
+  if (dt != MX_FLOAT16 && dt != MX_BFLOAT16) return MX_ERR_UNSUPPORTED;
+  /* 16-bit floats: widen every float input (same layouts) and compute Y in float32. */
+  const float *f[6] = {NULL};
+  for (uint32_t i = 0; i < call->n_in && i < 6; i++) {
+    if (!present(call, i) || call->t[i].dtype == MX_BOOL) continue;
+    int64_t n = mx__ktensor_numel(&call->t[i]);
+    mx__khalf_to_f32(call->t[i].data, call->t[i].dtype, (float *)w, n);
+    f[i] = (const float *)w;
+    w += mx__kalign64((size_t)n * 4);
+  }
+  const void *fmask = mask && call->t[3].dtype != MX_BOOL ? (const void *)f[3] : mask;
+  float *fy = (float *)w;
+  att_core_f32(&p, f[0], f[1], f[2], f[4], f[5], fmask, fy, qk, scores);
+  mx__kf32_to_half(fy, y->dtype, y->data, mx__ktensor_numel(y));
+  return MX_OK;
+}
+
+const mx_kernel_def mx__kernel_attention_float = {.op = "Attention",
+                                                  .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT16) |
+                                                            MX_KDT(MX_BFLOAT16),
+                                                  .key = 0,
+                                                  .run = att_run,
+                                                  .workspace = att_workspace};
+const mx_kernel_def mx__kernel_attention_f64 = {
+    .op = "Attention", .dtypes = MX_KDT(MX_FLOAT64), .key = 0, .run = att_run, .workspace = att_workspace};
