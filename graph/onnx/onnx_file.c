@@ -1,0 +1,305 @@
+/* Files for the ONNX importer: reading a model or tensor file into memory, and locating,
+ * validating and reading the external-data regions that large initializers live in.
+ *
+ * External data is where a hostile model could reach outside its own files, so a location
+ * must be a relative path without ".." components, and its resolved real path (symbolic links
+ * followed) must still lie inside the model's directory. The region (offset, length) must lie
+ * inside the file and its length must equal the tensor's byte size, so nothing is allocated
+ * that the file cannot back. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "graph/onnx/onnx-impl.h"
+
+/* strerror text of errno value e (thread-safe; GNU strerror_r, the build defines _GNU_SOURCE). */
+static const char *errno_text(int e, char *buf, size_t n) { return strerror_r(e, buf, n); }
+
+/* --- whole files ------------------------------------------------------------------------------ */
+
+mx_status mx__onnx_read_file(const char *path, size_t limit, uint8_t **data, size_t *size,
+                             mx_error *err) {
+  char eb[128];
+  mx_status st = MX_OK;
+  uint8_t *buf = NULL;
+  size_t len = 0, cap = 0;
+  *data = NULL;
+  *size = 0;
+  if (!path) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "file path is NULL");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return mx__fail(err, MX_ERR_IO, "cannot open '%s': %s", path, errno_text(errno, eb, sizeof eb));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    st = mx__fail(err, MX_ERR_IO, "cannot stat '%s': %s", path, errno_text(errno, eb, sizeof eb));
+    goto close_fd;
+  }
+  if (S_ISDIR(sb.st_mode)) {
+    st = mx__fail(err, MX_ERR_IO, "cannot read '%s': %s", path, errno_text(EISDIR, eb, sizeof eb));
+    goto close_fd;
+  }
+  if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > (uint64_t)limit) {
+    st = mx__fail(err, MX_ERR_LIMIT, "'%s' is %lld bytes, more than the %zu bytes mixrt reads",
+                  path, (long long)sb.st_size, limit);
+    goto close_fd;
+  }
+  /* Read to the end rather than trusting st_size: pipes have none, and files may change. */
+  cap = S_ISREG(sb.st_mode) && sb.st_size > 0 ? (size_t)sb.st_size + 1 : 65536;
+  buf = malloc(cap);
+  if (!buf) {
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory reading '%s'", path);
+    goto close_fd;
+  }
+  for (;;) {
+    if (len == cap) {
+      if (cap > limit) {
+        st = mx__fail(err, MX_ERR_LIMIT, "'%s' is more than the %zu bytes mixrt reads", path, limit);
+        goto free_buf;
+      }
+      size_t ncap = cap > limit / 2 ? limit + 1 : cap * 2;
+      uint8_t *nb = realloc(buf, ncap);
+      if (!nb) {
+        st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory reading '%s'", path);
+        goto free_buf;
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    ssize_t r = read(fd, buf + len, cap - len);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      st = mx__fail(err, MX_ERR_IO, "cannot read '%s': %s", path, errno_text(errno, eb, sizeof eb));
+      goto free_buf;
+    }
+    if (r == 0) break;
+    len += (size_t)r;
+  }
+  if (len > limit) {
+    st = mx__fail(err, MX_ERR_LIMIT, "'%s' is more than the %zu bytes mixrt reads", path, limit);
+    goto free_buf;
+  }
+  close(fd);
+  *data = buf;
+  *size = len;
+  return MX_OK;
+free_buf:
+  free(buf);
+close_fd:
+  close(fd);
+  return st;
+}
+
+char *mx__onnx_dirname(const char *path) {
+  const char *slash = path ? strrchr(path, '/') : NULL;
+  if (!slash) return strdup(".");
+  size_t n = slash == path ? 1 : (size_t)(slash - path); /* "/model.onnx" -> "/" */
+  char *d = malloc(n + 1);
+  if (!d) return NULL;
+  memcpy(d, path, n);
+  d[n] = '\0';
+  return d;
+}
+
+/* --- external data ---------------------------------------------------------------------------- */
+
+/* Parses a non-negative decimal integer that is the whole string. */
+static bool parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s) return false;
+  uint64_t v = 0;
+  for (const char *p = s; *p; p++) {
+    if (*p < '0' || *p > '9') return false;
+    unsigned d = (unsigned)(*p - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+/* True when the relative path has a ".." component (it could leave the base directory). */
+static bool has_dotdot(const char *p) {
+  while (*p) {
+    const char *end = strchr(p, '/');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == 2 && p[0] == '.' && p[1] == '.') return true;
+    if (!end) break;
+    p = end + 1;
+  }
+  return false;
+}
+
+/* True when `path` is `dir` itself or lies below it (both canonical, from realpath). */
+static bool path_inside(const char *dir, const char *path) {
+  size_t n = strlen(dir);
+  if (strncmp(dir, path, n) != 0) return false;
+  if (n == 1 && dir[0] == '/') return true;
+  return path[n] == '/' || path[n] == '\0';
+}
+
+mx_status mx__onnx_ext_open(const char *base_dir, const Onnx__TensorProto *tp, size_t nbytes,
+                            const char *what, mx__onnx_ext *ext, mx_error *err) {
+  char eb[128];
+  mx_status st = MX_OK;
+  const char *location = NULL;
+  uint64_t offset = 0, length = 0;
+  bool has_length = false;
+  char *joined = NULL, *real_dir = NULL, *real_path = NULL;
+  int fd = -1;
+  ext->fd = -1;
+  ext->path = NULL;
+
+  for (size_t i = 0; i < tp->n_external_data; i++) {
+    const Onnx__StringStringEntryProto *e = tp->external_data[i];
+    if (!e || !e->key) continue;
+    const char *v = e->value ? e->value : "";
+    if (strcmp(e->key, "location") == 0) {
+      location = v;
+    } else if (strcmp(e->key, "offset") == 0) {
+      if (!parse_u64(v, &offset))
+        return mx__fail(err, MX_ERR_MALFORMED, "%s: external data offset '%.64s' is not a number",
+                        what, v);
+    } else if (strcmp(e->key, "length") == 0) {
+      if (!parse_u64(v, &length))
+        return mx__fail(err, MX_ERR_MALFORMED, "%s: external data length '%.64s' is not a number",
+                        what, v);
+      has_length = true;
+    } /* "checksum" and unknown keys are not needed to read the data */
+  }
+  if (!location || !*location)
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: external data without a location", what);
+  if (!base_dir)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
+                    "%s: data is in external file '%s', but the model was loaded from memory "
+                    "without a base directory", what, location);
+  if (location[0] == '/')
+    return mx__fail(err, MX_ERR_MALFORMED,
+                    "%s: external data location '%s' is an absolute path (it must be relative to "
+                    "the model's directory)", what, location);
+  if (has_dotdot(location))
+    return mx__fail(err, MX_ERR_MALFORMED,
+                    "%s: external data location '%s' leaves the model's directory", what, location);
+  if (has_length && length != nbytes)
+    return mx__fail(err, MX_ERR_MALFORMED,
+                    "%s: external data length %llu does not match the %zu bytes its dims and "
+                    "element type need", what, (unsigned long long)length, nbytes);
+
+  size_t nd = strlen(base_dir), nl = strlen(location);
+  joined = malloc(nd + nl + 2);
+  if (!joined) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
+  memcpy(joined, base_dir, nd);
+  joined[nd] = '/';
+  memcpy(joined + nd + 1, location, nl + 1);
+
+  real_dir = realpath(base_dir, NULL);
+  if (!real_dir) {
+    st = mx__fail(err, MX_ERR_IO, "%s: cannot resolve the model directory '%s': %s", what,
+                  base_dir, errno_text(errno, eb, sizeof eb));
+    goto free_joined;
+  }
+  real_path = realpath(joined, NULL);
+  if (!real_path) {
+    st = mx__fail(err, MX_ERR_IO, "%s: cannot open external data file '%s': %s", what, joined,
+                  errno_text(errno, eb, sizeof eb));
+    goto free_real_dir;
+  }
+  if (!path_inside(real_dir, real_path)) {
+    st = mx__fail(err, MX_ERR_MALFORMED,
+                  "%s: external data location '%s' resolves to '%s', outside the model's "
+                  "directory", what, location, real_path);
+    goto free_real_path;
+  }
+  fd = open(real_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    st = mx__fail(err, MX_ERR_IO, "%s: cannot open external data file '%s': %s", what, real_path,
+                  errno_text(errno, eb, sizeof eb));
+    goto free_real_path;
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    st = mx__fail(err, MX_ERR_IO, "%s: cannot stat external data file '%s': %s", what, real_path,
+                  errno_text(errno, eb, sizeof eb));
+    goto close_fd;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    st = mx__fail(err, MX_ERR_IO, "%s: external data '%s' is not a regular file", what, real_path);
+    goto close_fd;
+  }
+  uint64_t fsize = (uint64_t)sb.st_size;
+  if (offset > fsize) {
+    st = mx__fail(err, MX_ERR_MALFORMED,
+                  "%s: external data offset %llu is past the end of '%s' (%llu bytes)", what,
+                  (unsigned long long)offset, real_path, (unsigned long long)fsize);
+    goto close_fd;
+  }
+  if (!has_length) length = fsize - offset;
+  if (length > fsize - offset) {
+    st = mx__fail(err, MX_ERR_MALFORMED,
+                  "%s: external data region (offset %llu, length %llu) runs past the end of '%s' "
+                  "(%llu bytes)", what, (unsigned long long)offset, (unsigned long long)length,
+                  real_path, (unsigned long long)fsize);
+    goto close_fd;
+  }
+  if (length != nbytes) {
+    st = mx__fail(err, MX_ERR_MALFORMED,
+                  "%s: external data in '%s' holds %llu bytes from offset %llu, but its dims and "
+                  "element type need %zu", what, real_path, (unsigned long long)length,
+                  (unsigned long long)offset, nbytes);
+    goto close_fd;
+  }
+  if (offset > (uint64_t)INT64_MAX - length) {
+    st = mx__fail(err, MX_ERR_MALFORMED, "%s: external data offset %llu is out of range", what,
+                  (unsigned long long)offset);
+    goto close_fd;
+  }
+  free(real_dir);
+  free(joined);
+  ext->fd = fd;
+  ext->path = real_path;
+  ext->offset = offset;
+  ext->length = nbytes;
+  return MX_OK;
+close_fd:
+  close(fd);
+free_real_path:
+  free(real_path);
+free_real_dir:
+  free(real_dir);
+free_joined:
+  free(joined);
+  return st;
+}
+
+mx_status mx__onnx_ext_read(mx__onnx_ext *ext, void *dst, const char *what, mx_error *err) {
+  char eb[128];
+  uint8_t *p = dst;
+  size_t done = 0;
+  while (done < ext->length) {
+    size_t chunk = ext->length - done;
+    if (chunk > ((size_t)1 << 30)) chunk = (size_t)1 << 30;
+    ssize_t r = pread(ext->fd, p + done, chunk, (off_t)(ext->offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return mx__fail(err, MX_ERR_IO, "%s: cannot read external data file '%s': %s", what,
+                      ext->path, errno_text(errno, eb, sizeof eb));
+    }
+    if (r == 0)
+      return mx__fail(err, MX_ERR_IO, "%s: external data file '%s' ended after %llu of %zu bytes",
+                      what, ext->path, (unsigned long long)done, ext->length);
+    done += (size_t)r;
+  }
+  return MX_OK;
+}
+
+void mx__onnx_ext_close(mx__onnx_ext *ext) {
+  if (!ext) return;
+  if (ext->fd >= 0) close(ext->fd);
+  free(ext->path);
+  ext->fd = -1;
+  ext->path = NULL;
+}
