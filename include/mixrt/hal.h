@@ -1,0 +1,245 @@
+/* mixrt devices: creation options, device memory, streams and events.
+ *
+ * A device runs work asynchronously on streams (in-order queues). Memory allocated from a
+ * device is "device memory": on the CPU device it is host RAM, but only copies and kernels may
+ * touch it, so code written against this header keeps working on a real accelerator. Events
+ * mark a point in a stream; another stream can wait for that point without blocking the host.
+ *
+ * Errors. Host calls return an mx_status at once; a call that fails leaves a message readable
+ * with mx_device_last_error. Work that fails on the device (a kernel, an asynchronous copy, an
+ * injected fault) marks its stream failed: the error is sticky, every later command on that
+ * stream is skipped, mx_stream_synchronize / mx_stream_query report it (mx_stream_get_error
+ * names the failing command), and mx_stream_reset clears it.
+ *
+ * Thread safety: all calls may be made from any host thread. Submissions to one stream from
+ * several threads are serialized (their relative order is the order the calls acquire the
+ * stream). Destroying an object while another thread still uses it is a programmer error.
+ *
+ * Environment (read at mx_device_create when the options leave the setting to it):
+ *   MIXRT_DEVICE_CHECK=1   checking mode: every model task argument address and every copy
+ *                          range is validated against the live allocations.
+ *   MIXRT_FAULT=POINT:N[,POINT:N...]  fault injection, POINT one of alloc, copy, launch, kernel:
+ *                          the Nth operation of that kind fails (see docs/hal.md). */
+#ifndef MIXRT_HAL_H
+#define MIXRT_HAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixrt/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mx_device mx_device; /* a device: memory, streams, events */
+typedef struct mx_stream mx_stream; /* an in-order queue of device work */
+typedef struct mx_event mx_event;   /* a point in a stream, waitable from other streams */
+
+typedef enum mx_device_kind {
+  MX_DEVICE_CPU = 0,   /* each stream is served by a worker thread */
+  MX_DEVICE_INLINE = 1 /* work runs synchronously in the calling thread (same semantics) */
+} mx_device_kind;
+
+/* How CPU-device worker threads are bound to processors (hwloc). */
+typedef enum mx_pinning {
+  MX_PIN_AUTO = 0,    /* chosen from the topology: none on machines with at most 2 processing
+                         units, compact on machines with several NUMA nodes, else scatter */
+  MX_PIN_NONE = 1,    /* no binding; the OS schedules workers */
+  MX_PIN_COMPACT = 2, /* worker i on processing unit i (neighbours share caches) */
+  MX_PIN_SCATTER = 3  /* workers spread over packages and cores before reusing SMT siblings */
+} mx_pinning;
+
+typedef enum mx_device_check {
+  MX_CHECK_FROM_ENV = 0, /* MIXRT_DEVICE_CHECK decides (unset or 0: off, 1: on) */
+  MX_CHECK_OFF = 1,
+  MX_CHECK_ON = 2
+} mx_device_check;
+
+/* Fault-injection points. Counting starts at 1 for the first operation of the kind. */
+typedef enum mx_fault_point {
+  MX_FAULT_ALLOC = 0,  /* mx_device_alloc: returns MX_ERR_DEVICE_OOM */
+  MX_FAULT_COPY = 1,   /* copies and memsets: a synchronous one returns MX_ERR_DEVICE, an
+                          asynchronous one fails its stream with MX_ERR_DEVICE */
+  MX_FAULT_LAUNCH = 2, /* kernel launches and model executes: the call returns MX_ERR_DEVICE,
+                          nothing runs, and the stream is failed at that point of its order */
+  MX_FAULT_KERNEL = 3, /* kernel runs on the device (also tasks inside models): the kernel is
+                          not run and its stream fails with MX_ERR_KERNEL */
+  MX_FAULT_POINT_COUNT
+} mx_fault_point;
+
+#define MX_DEVICE_OPTIONS_VERSION 1u
+
+typedef struct mx_device_options {
+  uint32_t version;       /* MX_DEVICE_OPTIONS_VERSION; set by mx_device_options_init */
+  mx_device_kind kind;
+  uint32_t max_workers;   /* CPU device: cap on worker threads; 0 = one worker per stream.
+                             With a cap, streams share workers round-robin. */
+  mx_pinning pinning;
+  uint64_t memory_limit;  /* bytes of device memory that may be allocated at once; 0 = no
+                             limit. Exceeding it gives MX_ERR_DEVICE_OOM. */
+  mx_device_check check;
+  bool fault_from_env;    /* when every fault_nth is 0, read MIXRT_FAULT (default true) */
+  uint64_t fault_nth[MX_FAULT_POINT_COUNT]; /* 0 = off; N = the Nth operation fails (once) */
+  uint32_t ring_slots;    /* CPU device: commands each stream queue holds (power of two >= 4);
+                             0 = 1024. A full queue blocks the submitting thread. */
+  int64_t spin_ns;        /* how long an idle worker or a waiting host thread spins before it
+                             parks, in ns; < 0 = default (20000); 0 = park at once */
+} mx_device_options;
+
+/* Fills *o with the defaults: CPU device, one worker per stream, automatic pinning, no memory
+ * limit, checking and faults from the environment. */
+void mx_device_options_init(mx_device_options *o);
+
+/* Creates a device. `o` may be NULL (defaults); it is only read during the call. On success
+ * *out receives a device the caller owns (mx_device_destroy). On failure *out is NULL and
+ * err (optional) says why: a bad option, or a malformed MIXRT_FAULT / MIXRT_DEVICE_CHECK. */
+mx_status mx_device_create(const mx_device_options *o, mx_device **out, mx_error *err);
+
+/* Destroys a device and everything still created from it: waits for the work queued on its
+ * streams, then frees its models, streams, events and device allocations. Handles to them
+ * become invalid. NULL is a no-op. */
+void mx_device_destroy(mx_device *dev);
+
+/* Message of the last host call that failed on this device (any thread); "" if none. The string
+ * belongs to the device and is valid until the next failing call. */
+const char *mx_device_last_error(const mx_device *dev);
+
+typedef struct mx_device_info {
+  mx_device_kind kind;
+  mx_pinning pinning;         /* the resolved policy (never MX_PIN_AUTO) */
+  uint32_t processing_units;  /* hwloc PUs the process may run on */
+  uint32_t max_workers;       /* as created (0 = one worker per stream) */
+  uint32_t workers;           /* worker threads running now */
+  uint32_t pinned_workers;    /* workers whose binding succeeded (since creation) */
+  uint32_t ring_slots;        /* commands per stream queue */
+  int64_t spin_ns;            /* resolved spin time before parking */
+  bool check;                 /* checking mode is on */
+  uint64_t fault_nth[MX_FAULT_POINT_COUNT]; /* resolved fault-injection settings */
+} mx_device_info;
+
+/* Fills *info (caller-owned). */
+void mx_device_get_info(const mx_device *dev, mx_device_info *info);
+
+typedef struct mx_device_memory_stats {
+  uint64_t bytes_in_use;  /* bytes of live allocations (registered buffers not counted) */
+  uint64_t peak_bytes;    /* maximum of bytes_in_use since creation or the last peak reset */
+  uint64_t limit_bytes;   /* memory_limit of the device (0 = none) */
+  uint64_t allocations;   /* successful mx_device_alloc calls since creation */
+  uint64_t frees;         /* successful frees (synchronous and stream-ordered) since creation */
+  uint64_t live;          /* allocations not yet freed */
+} mx_device_memory_stats;
+
+/* Fills *st (caller-owned). */
+void mx_device_memory_stats_get(const mx_device *dev, mx_device_memory_stats *st);
+/* Sets peak_bytes to the current bytes_in_use. */
+void mx_device_memory_reset_peak(mx_device *dev);
+
+/* --- device memory ---------------------------------------------------------------------------- */
+
+/* Allocates `size` bytes of device memory aligned to `align` (a power of two; 0 = 64). The
+ * memory is uninitialised and owned by the caller until mx_device_free. Fails with
+ * MX_ERR_DEVICE_OOM when the memory limit would be exceeded or the host is out of memory. */
+mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr);
+
+/* Frees device memory from mx_device_alloc at once. Work still queued that uses it is the
+ * caller's responsibility (use mx_device_free_async to free in stream order). NULL is a no-op.
+ * A pointer that is not a live allocation gives MX_ERR_INVALID_ARGUMENT. */
+mx_status mx_device_free(mx_device *dev, void *ptr);
+
+/* Frees device memory when the stream reaches this point (after the work queued before it). */
+mx_status mx_device_free_async(mx_stream *s, void *ptr);
+
+/* Declares caller-owned memory [ptr, ptr + size) as usable device memory (for example buffers
+ * an adapter allocated itself). The device never frees it; it counts as a live allocation for
+ * checking mode, not for statistics or the memory limit. */
+mx_status mx_device_register_buffer(mx_device *dev, void *ptr, size_t size);
+/* Removes a registration made by mx_device_register_buffer. */
+mx_status mx_device_unregister_buffer(mx_device *dev, void *ptr);
+
+typedef enum mx_copy_kind {
+  MX_COPY_H2D = 0, /* host memory to device memory */
+  MX_COPY_D2H = 1, /* device memory to host memory */
+  MX_COPY_D2D = 2  /* device memory to device memory */
+} mx_copy_kind;
+
+/* Copies n bytes now, in the calling thread, without ordering against any stream. The buffers
+ * are borrowed for the call. In checking mode the device side(s) must lie inside one live
+ * allocation, else MX_ERR_INVALID_ARGUMENT. */
+mx_status mx_device_copy(mx_device *dev, void *dst, const void *src, size_t n, mx_copy_kind kind);
+
+/* Queues a copy of n bytes on stream s. Both buffers must stay valid until the stream reaches
+ * the copy (host buffers included: nothing is staged). */
+mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t n,
+                               mx_copy_kind kind);
+
+/* Sets n bytes of device memory to (unsigned char)value, now / in stream order. */
+mx_status mx_device_memset(mx_device *dev, void *dst, int value, size_t n);
+mx_status mx_device_memset_async(mx_stream *s, void *dst, int value, size_t n);
+
+/* --- streams -------------------------------------------------------------------------------- */
+
+/* Creates a stream. A higher priority is served first when streams share a worker
+ * (max_workers); a negative priority also lowers the OS priority of a dedicated worker. On
+ * success *out is owned by the caller (mx_stream_destroy). */
+mx_status mx_stream_create(mx_device *dev, int priority, mx_stream **out);
+
+/* Waits until every command queued on the stream has finished (failed streams skip their
+ * commands, so this never waits on failed work), then destroys it. Events recorded on it stay
+ * valid (they count as reached). NULL is a no-op. */
+void mx_stream_destroy(mx_stream *s);
+
+/* Waits for every command queued so far; returns the stream's sticky error or MX_OK. */
+mx_status mx_stream_synchronize(mx_stream *s);
+
+/* Non-blocking: the sticky error if the stream failed, else MX_ERR_BUSY while commands are
+ * pending, else MX_OK. */
+mx_status mx_stream_query(mx_stream *s);
+
+/* Waits for the queued commands, then clears the sticky error so the stream runs work again.
+ * Returns the error that was cleared (MX_OK if there was none). */
+mx_status mx_stream_reset(mx_stream *s);
+
+typedef struct mx_stream_error {
+  mx_status status;     /* MX_OK when the stream is healthy */
+  uint64_t command;     /* 1-based number of the failing command among the stream's
+                           submissions since creation; 0 when healthy */
+  int64_t model_task;   /* failing task of a model (add order), -1 when not in a model */
+  int32_t model_stream; /* its internal stream, -1 when not in a model */
+  char message[MX_ERROR_MESSAGE_MAX];
+} mx_stream_error;
+
+/* Copies the sticky error of s into *out (caller-owned); returns out->status. */
+mx_status mx_stream_get_error(mx_stream *s, mx_stream_error *out);
+
+/* The device a stream belongs to (borrowed). */
+mx_device *mx_stream_device(const mx_stream *s);
+
+/* --- events --------------------------------------------------------------------------------- */
+
+/* Creates an event (owned by the caller, mx_event_destroy). An event never recorded counts as
+ * reached. */
+mx_status mx_event_create(mx_device *dev, mx_event **out);
+/* NULL is a no-op. Waits already queued on streams are unaffected. */
+void mx_event_destroy(mx_event *e);
+
+/* Marks the current end of stream s: the event is reached when everything queued on s so far
+ * has finished. Re-recording moves the event; waits queued earlier keep the old point. */
+mx_status mx_event_record(mx_event *e, mx_stream *s);
+
+/* Makes stream s wait (on the device, the host does not block) until event e is reached as
+ * recorded now. If the recording stream failed before the event's point, s fails too. */
+mx_status mx_stream_wait_event(mx_stream *s, mx_event *e);
+
+/* Non-blocking: MX_OK when reached, MX_ERR_BUSY when not yet, or the error of the recording
+ * stream if it failed before the event's point. */
+mx_status mx_event_query(mx_event *e);
+
+/* Waits until the event is reached; returns like mx_event_query. */
+mx_status mx_event_synchronize(mx_event *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MIXRT_HAL_H */
