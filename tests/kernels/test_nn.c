@@ -1,0 +1,520 @@
+/* Kernel tests of Softmax/LogSoftmax, LayerNormalization, RMSNormalization, Attention and
+ * RotaryEmbedding (hal/cpu/kernels/nn*.c): hand-computed values, numerical stability with
+ * large inputs, negative and middle axes, the opset < 13 2-D coercion, NaN/-inf handling,
+ * float16 rounding, Attention's causal alignment with a past cache, grouped heads, 3-D layouts,
+ * fully-masked rows, qk_matmul_output modes and padding, and rotary position lookups. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/half.h"
+#include "graph/ops/nn-params.h"
+#include "hal/cpu/kernels/kernel.h"
+
+static mx_kernel_call *kc_new(uint16_t n_in, uint16_t n_out, const void *params) {
+  mx_kernel_call *c = calloc(1, mx_kernel_call_size((uint32_t)n_in + n_out));
+  cr_assert(c);
+  c->n_in = n_in;
+  c->n_out = n_out;
+  c->params = params;
+  return c;
+}
+
+static void kc_set(mx_kernel_call *c, uint32_t i, mx_dtype dt, int32_t rank, const int64_t *dims, void *data) {
+  mx_ktensor *t = &c->t[i];
+  t->dtype = dt;
+  t->data = data;
+  mx__ktensor_set_dims(t, rank, dims);
+}
+
+static mx_status kc_run(const char *op, mx_kernel_call *c) {
+  const mx_kernel_def *k = mx__kernel_find("", op, c);
+  cr_assert(k, "no %s kernel for this dtype", op);
+  size_t ws = k->workspace ? k->workspace(c) : 0;
+  void *w = ws ? aligned_alloc(64, (ws + 63) & ~(size_t)63) : NULL;
+  c->workspace = w;
+  c->workspace_size = ws;
+  mx_status st = k->run(c);
+  free(w);
+  c->workspace = NULL;
+  return st;
+}
+
+static void expect_f32(const float *got, const float *want, int64_t n, float tol) {
+  for (int64_t i = 0; i < n; i++) {
+    if (isnan(want[i])) {
+      cr_expect(isnan(got[i]), "[%lld] want NaN, got %g", (long long)i, (double)got[i]);
+      continue;
+    }
+    cr_expect(fabsf(got[i] - want[i]) <= tol * (1.0f + fabsf(want[i])), "[%lld] got %.7g want %.7g", (long long)i,
+              (double)got[i], (double)want[i]);
+  }
+}
+
+TestSuite(nn_kernels);
+
+/* --- Softmax ---------------------------------------------------------------------------------- */
+
+static void softmax_ref(const double *x, double *y, int n) {
+  double m = x[0], s = 0;
+  for (int i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
+  for (int i = 0; i < n; i++) s += exp(x[i] - m);
+  for (int i = 0; i < n; i++) y[i] = exp(x[i] - m) / s;
+}
+
+Test(nn_kernels, softmax_last_axis_and_large_values) {
+  float x[] = {1, 2, 3, 1000, 1001, 1002}, y[6];
+  mx_softmax_params p = {.axis = -1};
+  mx_kernel_call *c = kc_new(1, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 2, (int64_t[]){2, 3}, x);
+  kc_set(c, 1, MX_FLOAT32, 2, (int64_t[]){2, 3}, y);
+  cr_assert_eq(kc_run("Softmax", c), MX_OK);
+  double r[3];
+  softmax_ref((double[]){1, 2, 3}, r, 3);
+  float want[6];
+  for (int i = 0; i < 6; i++) want[i] = (float)r[i % 3];
+  expect_f32(y, want, 6, 1e-6f);
+  free(c);
+}
+
+Test(nn_kernels, softmax_long_row_vectorized_path) {
+  enum { N = 1003 };
+  static float x[N], y[N];
+  static double xd[N], r[N];
+  for (int i = 0; i < N; i++) xd[i] = x[i] = (float)((i * 37) % 101) * 0.173f - 8.0f;
+  softmax_ref(xd, r, N);
+  mx_softmax_params p = {.axis = 0};
+  mx_kernel_call *c = kc_new(1, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 1, (int64_t[]){N}, x);
+  kc_set(c, 1, MX_FLOAT32, 1, (int64_t[]){N}, y);
+  cr_assert_eq(kc_run("Softmax", c), MX_OK);
+  for (int i = 0; i < N; i++) cr_expect(fabs(y[i] - r[i]) <= 2e-6 * r[i] + 1e-12, "[%d] %g vs %g", i, y[i], r[i]);
+  free(c);
+}
+
+Test(nn_kernels, softmax_middle_axis) {
+  /* [2,2,2] over axis 1: pairs (x[o,0,i], x[o,1,i]). */
+  float x[] = {0, 0, 1, 2, 3, 3, 3, 3}, y[8];
+  mx_softmax_params p = {.axis = 1};
+  mx_kernel_call *c = kc_new(1, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 3, (int64_t[]){2, 2, 2}, x);
+  kc_set(c, 1, MX_FLOAT32, 3, (int64_t[]){2, 2, 2}, y);
+  cr_assert_eq(kc_run("Softmax", c), MX_OK);
+  float e1 = (float)(1 / (1 + exp(1.0))), e2 = (float)(1 / (1 + exp(2.0)));
+  expect_f32(y, (float[]){e1, e2, 1 - e1, 1 - e2, 0.5f, 0.5f, 0.5f, 0.5f}, 8, 1e-6f);
+  free(c);
+}
+
+Test(nn_kernels, softmax_opset11_flattens_the_tail) {
+  /* Axis 1 of [2,2,2] before opset 13: softmax over the 4 trailing elements of each batch. */
+  float x[] = {0, 1, 2, 3, 5, 5, 5, 5}, y[8];
+  mx_softmax_params p = {.axis = 1, .flatten = 1};
+  mx_kernel_call *c = kc_new(1, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 3, (int64_t[]){2, 2, 2}, x);
+  kc_set(c, 1, MX_FLOAT32, 3, (int64_t[]){2, 2, 2}, y);
+  cr_assert_eq(kc_run("Softmax", c), MX_OK);
+  double r[4];
+  softmax_ref((double[]){0, 1, 2, 3}, r, 4);
+  expect_f32(y, (float[]){(float)r[0], (float)r[1], (float)r[2], (float)r[3], 0.25f, 0.25f, 0.25f, 0.25f}, 8, 1e-6f);
+  free(c);
+}
+
+Test(nn_kernels, logsoftmax_values) {
+  float x[] = {1, 2, 3}, y[3];
+  mx_softmax_params p = {.axis = -1, .log = 1};
+  mx_kernel_call *c = kc_new(1, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 1, (int64_t[]){3}, x);
+  kc_set(c, 1, MX_FLOAT32, 1, (int64_t[]){3}, y);
+  cr_assert_eq(kc_run("LogSoftmax", c), MX_OK);
+  double lse = 3 + log(exp(-2.0) + exp(-1.0) + 1);
+  expect_f32(y, (float[]){(float)(1 - lse), (float)(2 - lse), (float)(3 - lse)}, 3, 1e-6f);
+  free(c);
+}
+
+Test(nn_kernels, softmax_nan_and_neg_inf) {
+  /* A NaN poisons its row (like numpy); -inf entries get exactly 0. */
+  float x[] = {1, NAN, 2, -INFINITY, 0, -INFINITY}, y[6];
+  mx_softmax_params p = {.axis = -1};
+  mx_kernel_call *c = kc_new(1, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 2, (int64_t[]){2, 3}, x);
+  kc_set(c, 1, MX_FLOAT32, 2, (int64_t[]){2, 3}, y);
+  cr_assert_eq(kc_run("Softmax", c), MX_OK);
+  cr_assert(isnan(y[0]) && isnan(y[1]) && isnan(y[2]));
+  cr_assert(y[3] == 0.0f && y[4] == 1.0f && y[5] == 0.0f);
+  free(c);
+}
+
+Test(nn_kernels, softmax_float16_and_float64) {
+  uint16_t xh[] = {mx__f32_to_f16(0), mx__f32_to_f16(0), mx__f32_to_f16(0)}, yh[3];
+  mx_softmax_params p = {.axis = -1};
+  mx_kernel_call *c = kc_new(1, 1, &p);
+  kc_set(c, 0, MX_FLOAT16, 1, (int64_t[]){3}, xh);
+  kc_set(c, 1, MX_FLOAT16, 1, (int64_t[]){3}, yh);
+  cr_assert_eq(kc_run("Softmax", c), MX_OK);
+  for (int i = 0; i < 3; i++) cr_expect_eq(yh[i], mx__f32_to_f16(1.0f / 3.0f), "0x%04x", yh[i]);
+  double xd[] = {0, log(3.0)}, yd[2];
+  kc_set(c, 0, MX_FLOAT64, 1, (int64_t[]){2}, xd);
+  kc_set(c, 1, MX_FLOAT64, 1, (int64_t[]){2}, yd);
+  cr_assert_eq(kc_run("Softmax", c), MX_OK);
+  cr_assert(fabs(yd[0] - 0.25) < 1e-15 && fabs(yd[1] - 0.75) < 1e-15);
+  free(c);
+}
+
+Test(nn_kernels, softmax_zero_size) {
+  float dummy = 0;
+  mx_softmax_params p = {.axis = -1};
+  mx_kernel_call *c = kc_new(1, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 2, (int64_t[]){0, 3}, &dummy);
+  kc_set(c, 1, MX_FLOAT32, 2, (int64_t[]){0, 3}, &dummy);
+  cr_assert_eq(kc_run("Softmax", c), MX_OK);
+  free(c);
+}
+
+/* --- norms ------------------------------------------------------------------------------------ */
+
+Test(nn_kernels, layernorm_values_and_statistics) {
+  float x[] = {1, 2, 3, 4, -1, -1, -1, -1}, sc[] = {1, 2, 1, 1}, b[] = {0, 0, 0, 10}, y[8], mean[2], inv[2];
+  mx_norm_params p = {.axis = -1, .epsilon = 1e-5f, .stash_type = MX_FLOAT32};
+  mx_kernel_call *c = kc_new(3, 3, &p);
+  kc_set(c, 0, MX_FLOAT32, 2, (int64_t[]){2, 4}, x);
+  kc_set(c, 1, MX_FLOAT32, 1, (int64_t[]){4}, sc);
+  kc_set(c, 2, MX_FLOAT32, 1, (int64_t[]){4}, b);
+  kc_set(c, 3, MX_FLOAT32, 2, (int64_t[]){2, 4}, y);
+  kc_set(c, 4, MX_FLOAT32, 2, (int64_t[]){2, 1}, mean);
+  kc_set(c, 5, MX_FLOAT32, 2, (int64_t[]){2, 1}, inv);
+  cr_assert_eq(kc_run("LayerNormalization", c), MX_OK);
+  float is = (float)(1 / sqrt(1.25 + 1e-5)), i0 = (float)(1 / sqrt(1e-5));
+  expect_f32(y, (float[]){-1.5f * is, -0.5f * is * 2, 0.5f * is, 1.5f * is + 10, 0, 0, 0, 10}, 8, 1e-6f);
+  expect_f32(mean, (float[]){2.5f, -1}, 2, 1e-7f);
+  expect_f32(inv, (float[]){is, i0}, 2, 1e-6f);
+  free(c);
+}
+
+Test(nn_kernels, layernorm_axis0_broadcast_scale_float16) {
+  /* axis 0 normalizes everything; a scalar-shaped scale broadcasts. */
+  uint16_t x[4], sc = mx__f32_to_f16(2.0f), y[4];
+  float xv[] = {0, 0, 4, 4};
+  for (int i = 0; i < 4; i++) x[i] = mx__f32_to_f16(xv[i]);
+  mx_norm_params p = {.axis = 0, .epsilon = 0.0f, .stash_type = MX_FLOAT32};
+  mx_kernel_call *c = kc_new(2, 1, &p);
+  kc_set(c, 0, MX_FLOAT16, 2, (int64_t[]){2, 2}, x);
+  kc_set(c, 1, MX_FLOAT16, 1, (int64_t[]){1}, &sc);
+  kc_set(c, 2, MX_FLOAT16, 2, (int64_t[]){2, 2}, y);
+  cr_assert_eq(kc_run("LayerNormalization", c), MX_OK);
+  float want[] = {-2, -2, 2, 2};
+  for (int i = 0; i < 4; i++) cr_expect_float_eq(mx__f16_to_f32(y[i]), want[i], 0);
+  free(c);
+}
+
+Test(nn_kernels, layernorm_float64_constant_row_is_stable) {
+  /* A huge constant row: the two-pass variance is exactly 0, so y = bias. */
+  double x[] = {1e12, 1e12, 1e12}, sc[] = {1, 1, 1}, b[] = {1, 2, 3}, y[3];
+  mx_norm_params p = {.axis = -1, .epsilon = 1e-5f, .stash_type = MX_FLOAT32};
+  mx_kernel_call *c = kc_new(3, 1, &p);
+  kc_set(c, 0, MX_FLOAT64, 2, (int64_t[]){1, 3}, x);
+  kc_set(c, 1, MX_FLOAT64, 1, (int64_t[]){3}, sc);
+  kc_set(c, 2, MX_FLOAT64, 1, (int64_t[]){3}, b);
+  kc_set(c, 3, MX_FLOAT64, 2, (int64_t[]){1, 3}, y);
+  cr_assert_eq(kc_run("LayerNormalization", c), MX_OK);
+  cr_assert(y[0] == 1 && y[1] == 2 && y[2] == 3);
+  free(c);
+}
+
+Test(nn_kernels, rmsnorm_values_and_scale_type) {
+  float x[] = {3, 4, 0, 0}, sc[] = {1, 0.5f};
+  float y[4];
+  mx_norm_params p = {.axis = -1, .epsilon = 0.0f, .stash_type = MX_FLOAT32};
+  mx_kernel_call *c = kc_new(2, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 2, (int64_t[]){2, 2}, x);
+  kc_set(c, 1, MX_FLOAT32, 1, (int64_t[]){2}, sc);
+  kc_set(c, 2, MX_FLOAT32, 2, (int64_t[]){2, 2}, y);
+  cr_assert_eq(kc_run("RMSNormalization", c), MX_OK);
+  float r = (float)sqrt(12.5);
+  cr_expect(fabsf(y[0] - 3 / r) < 1e-6f && fabsf(y[1] - 2 / r) < 1e-6f);
+  cr_expect(isnan(y[2]), "0/0 with epsilon 0 is NaN like numpy");
+  /* float32 X with a float16 scale gives a float16 Y. */
+  uint16_t sch[] = {mx__f32_to_f16(1), mx__f32_to_f16(1)}, yh[4];
+  p.epsilon = 1e-5f;
+  kc_set(c, 1, MX_FLOAT16, 1, (int64_t[]){2}, sch);
+  kc_set(c, 2, MX_FLOAT16, 2, (int64_t[]){2, 2}, yh);
+  cr_assert_eq(kc_run("RMSNormalization", c), MX_OK);
+  cr_expect_eq(yh[0], mx__f32_to_f16((float)(3 / sqrt(12.5 + 1e-5))));
+  cr_expect_eq(yh[2], mx__f32_to_f16(0.0f));
+  free(c);
+}
+
+/* --- Attention -------------------------------------------------------------------------------- */
+
+/* Naive reference for 4-D inputs: past concatenated, optional float mask [Sq, T], causal with
+ * the past offset, GQA by integer division of heads. Writes y [B, Hq, Sq, Dv]. */
+static void attention_ref(int B, int Hq, int Hkv, int Sq, int P, int Skv, int D, const float *q, const float *k,
+                          const float *v, const float *pk, const float *pv, const float *mask, bool causal,
+                          float scale, float *y) {
+  int T = P + Skv;
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < Hq; h++) {
+      int g = h / (Hq / Hkv);
+      for (int i = 0; i < Sq; i++) {
+        double s[64], m = -INFINITY, sum = 0;
+        for (int j = 0; j < T; j++) {
+          const float *kr = j < P ? pk + ((b * Hkv + g) * P + j) * D : k + ((b * Hkv + g) * Skv + (j - P)) * D;
+          double dot = 0;
+          for (int d = 0; d < D; d++) dot += (double)q[((b * Hq + h) * Sq + i) * D + d] * kr[d];
+          s[j] = dot * scale + (mask ? mask[i * T + j] : 0);
+          if (causal && j > i + P) s[j] = -INFINITY;
+          m = s[j] > m ? s[j] : m;
+        }
+        for (int j = 0; j < T; j++) sum += exp(s[j] - m);
+        for (int d = 0; d < D; d++) {
+          double acc = 0;
+          for (int j = 0; j < T; j++) {
+            const float *vr = j < P ? pv + ((b * Hkv + g) * P + j) * D : v + ((b * Hkv + g) * Skv + (j - P)) * D;
+            acc += exp(s[j] - m) / sum * vr[d];
+          }
+          y[((b * Hq + h) * Sq + i) * D + d] = (float)acc;
+        }
+      }
+    }
+}
+
+static void fill(float *x, int n, int seed) {
+  for (int i = 0; i < n; i++) x[i] = (float)(((i + 1) * (seed * 7 + 13)) % 17) / 8.0f - 1.0f;
+}
+
+Test(nn_kernels, attention_gqa_causal_with_past_matches_reference) {
+  enum { B = 2, HQ = 4, HKV = 2, SQ = 2, P = 3, SKV = 2, D = 4, T = P + SKV };
+  static float q[B * HQ * SQ * D], k[B * HKV * SKV * D], v[B * HKV * SKV * D];
+  static float pk[B * HKV * P * D], pv[B * HKV * P * D], mask[SQ * T];
+  static float y[B * HQ * SQ * D], want[B * HQ * SQ * D], prk[B * HKV * T * D], prv[B * HKV * T * D];
+  fill(q, B * HQ * SQ * D, 1), fill(k, B * HKV * SKV * D, 2), fill(v, B * HKV * SKV * D, 3);
+  fill(pk, B * HKV * P * D, 4), fill(pv, B * HKV * P * D, 5), fill(mask, SQ * T, 6);
+  mx_attention_params p = {.is_causal = 1};
+  attention_ref(B, HQ, HKV, SQ, P, SKV, D, q, k, v, pk, pv, mask, true, 0.5f, want);
+  mx_kernel_call *c = kc_new(6, 3, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){B, HQ, SQ, D}, q);
+  kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){B, HKV, SKV, D}, k);
+  kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){B, HKV, SKV, D}, v);
+  kc_set(c, 3, MX_FLOAT32, 2, (int64_t[]){SQ, T}, mask);
+  kc_set(c, 4, MX_FLOAT32, 4, (int64_t[]){B, HKV, P, D}, pk);
+  kc_set(c, 5, MX_FLOAT32, 4, (int64_t[]){B, HKV, P, D}, pv);
+  kc_set(c, 6, MX_FLOAT32, 4, (int64_t[]){B, HQ, SQ, D}, y);
+  kc_set(c, 7, MX_FLOAT32, 4, (int64_t[]){B, HKV, T, D}, prk);
+  kc_set(c, 8, MX_FLOAT32, 4, (int64_t[]){B, HKV, T, D}, prv);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  expect_f32(y, want, B * HQ * SQ * D, 1e-5f);
+  /* present = past rows then new rows, per (batch, kv head). */
+  cr_assert_eq(memcmp(prk, pk, P * D * sizeof(float)), 0);
+  cr_assert_eq(memcmp(prk + P * D, k, SKV * D * sizeof(float)), 0);
+  cr_assert_eq(memcmp(prv + (1 * HKV + 1) * T * D + P * D, v + (1 * HKV + 1) * SKV * D, SKV * D * sizeof(float)), 0);
+  free(c);
+}
+
+Test(nn_kernels, attention_3d_layout_equals_4d) {
+  /* The same numbers in (batch, seq, heads*D) form give the transposed output. */
+  enum { H = 2, S = 3, D = 2 };
+  float q4[H * S * D], k4[H * S * D], v4[H * S * D], y4[H * S * D];
+  float q3[S * H * D], k3[S * H * D], v3[S * H * D], y3[S * H * D];
+  fill(q4, H * S * D, 1), fill(k4, H * S * D, 2), fill(v4, H * S * D, 3);
+  for (int h = 0; h < H; h++)
+    for (int s = 0; s < S; s++)
+      for (int d = 0; d < D; d++) {
+        q3[(s * H + h) * D + d] = q4[(h * S + s) * D + d];
+        k3[(s * H + h) * D + d] = k4[(h * S + s) * D + d];
+        v3[(s * H + h) * D + d] = v4[(h * S + s) * D + d];
+      }
+  mx_attention_params p4 = {0}, p3 = {.q_num_heads = H, .kv_num_heads = H};
+  mx_kernel_call *c = kc_new(3, 1, &p4);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){1, H, S, D}, q4);
+  kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){1, H, S, D}, k4);
+  kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){1, H, S, D}, v4);
+  kc_set(c, 3, MX_FLOAT32, 4, (int64_t[]){1, H, S, D}, y4);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  c->params = &p3;
+  kc_set(c, 0, MX_FLOAT32, 3, (int64_t[]){1, S, H * D}, q3);
+  kc_set(c, 1, MX_FLOAT32, 3, (int64_t[]){1, S, H * D}, k3);
+  kc_set(c, 2, MX_FLOAT32, 3, (int64_t[]){1, S, H * D}, v3);
+  kc_set(c, 3, MX_FLOAT32, 3, (int64_t[]){1, S, H * D}, y3);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  for (int h = 0; h < H; h++)
+    for (int s = 0; s < S; s++)
+      for (int d = 0; d < D; d++)
+        cr_expect_float_eq(y3[(s * H + h) * D + d], y4[(h * S + s) * D + d], 1e-6f);
+  free(c);
+}
+
+Test(nn_kernels, attention_fully_masked_row_is_zero_and_modes) {
+  /* Bool mask row 0 all false: Y row 0 = 0 and the softmax (mode 3) row 0 = 0. */
+  float q[] = {1, 0, 0, 1}, k[] = {1, 0, 0, 1}, v[] = {1, 2, 3, 4}, y[4], qk[4];
+  uint8_t mask[] = {0, 0, 1, 1};
+  mx_attention_params p = {.qk_matmul_output_mode = 3, .has_scale = 1, .scale = 1.0f};
+  mx_kernel_call *c = kc_new(4, 4, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, q);
+  kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, k);
+  kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, v);
+  kc_set(c, 3, MX_BOOL, 2, (int64_t[]){2, 2}, mask);
+  kc_set(c, 4, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, y);
+  kc_set(c, 7, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, qk);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  float e = (float)(1 / (1 + exp(-1.0))); /* row 1: scores [0, 1] */
+  expect_f32(y, (float[]){0, 0, (1 - e) * 1 + e * 3, (1 - e) * 2 + e * 4}, 4, 1e-6f);
+  expect_f32(qk, (float[]){0, 0, 1 - e, e}, 4, 1e-6f);
+  /* Mode 0 gives the raw scaled scores; mode 2 adds the mask (-inf where false). */
+  p.qk_matmul_output_mode = 0;
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  expect_f32(qk, (float[]){1, 0, 0, 1}, 4, 0);
+  p.qk_matmul_output_mode = 2;
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  cr_assert(isinf(qk[0]) && qk[0] < 0 && isinf(qk[1]) && qk[2] == 0 && qk[3] == 1);
+  free(c);
+}
+
+Test(nn_kernels, attention_softcap_before_mask) {
+  /* softcap 0.5 squashes the scores; the -inf mask must still remove key 1 entirely. */
+  float q[] = {4, 0}, k[] = {1, 0, 1, 0}, v[] = {1, 1000}, y, qk[2], mask[] = {0, -INFINITY};
+  mx_attention_params p = {.softcap = 0.5f, .qk_matmul_output_mode = 1, .has_scale = 1, .scale = 1.0f};
+  mx_kernel_call *c = kc_new(4, 4, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 2}, q);
+  kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, k);
+  kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 1}, v);
+  kc_set(c, 3, MX_FLOAT32, 2, (int64_t[]){1, 2}, mask);
+  kc_set(c, 4, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 1}, &y);
+  kc_set(c, 7, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 2}, qk);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  cr_assert_float_eq(y, 1.0f, 1e-6f);
+  float capped = 0.5f * tanhf(8.0f);
+  expect_f32(qk, (float[]){capped, capped}, 2, 1e-6f);
+  free(c);
+}
+
+Test(nn_kernels, attention_nonpad_and_causal_offset) {
+  /* External cache of 4 keys, 1 valid for batch 0 and 3 for batch 1, decode query: batch 0
+   * attends key 0 only, batch 1 keys 0..2 (bottom-right causal offset nonpad - 1). */
+  float q[] = {0, 0}, k[8] = {0}, v[] = {1, 2, 3, 100, 1, 2, 3, 100}, y[2];
+  int64_t nonpad[] = {1, 3};
+  mx_attention_params p = {.is_causal = 1};
+  mx_kernel_call *c = kc_new(7, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){2, 1, 1, 1}, q);
+  kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){2, 1, 4, 1}, k);
+  kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){2, 1, 4, 1}, v);
+  kc_set(c, 6, MX_INT64, 1, (int64_t[]){2}, nonpad);
+  kc_set(c, 7, MX_FLOAT32, 4, (int64_t[]){2, 1, 1, 1}, y);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  expect_f32(y, (float[]){1, 2}, 2, 1e-6f);
+  free(c);
+}
+
+Test(nn_kernels, attention_short_mask_hides_remaining_keys) {
+  /* A float mask covering 1 of 2 keys: key 1 is left out. */
+  float q[] = {1}, k[] = {1, 1}, v[] = {5, 7}, y, mask[] = {0};
+  mx_attention_params p = {0};
+  mx_kernel_call *c = kc_new(4, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 1}, q);
+  kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 1}, k);
+  kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 1}, v);
+  kc_set(c, 3, MX_FLOAT32, 2, (int64_t[]){1, 1}, mask);
+  kc_set(c, 4, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 1}, &y);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  cr_assert_float_eq(y, 5.0f, 1e-6f);
+  free(c);
+}
+
+Test(nn_kernels, attention_float16_and_float64_agree) {
+  enum { N = 2 * 3 * 4 };
+  float q[N], k[N], v[N];
+  fill(q, N, 1), fill(k, N, 2), fill(v, N, 3);
+  uint16_t qh[N], kh[N], vh[N], yh[N];
+  double qd[N], kd[N], vd[N], yd[N];
+  for (int i = 0; i < N; i++) {
+    qh[i] = mx__f32_to_f16(q[i]), kh[i] = mx__f32_to_f16(k[i]), vh[i] = mx__f32_to_f16(v[i]);
+    qd[i] = q[i], kd[i] = k[i], vd[i] = v[i];
+  }
+  mx_attention_params p = {.is_causal = 1};
+  int64_t dims[] = {1, 2, 3, 4};
+  mx_kernel_call *c = kc_new(3, 1, &p);
+  kc_set(c, 0, MX_FLOAT16, 4, dims, qh);
+  kc_set(c, 1, MX_FLOAT16, 4, dims, kh);
+  kc_set(c, 2, MX_FLOAT16, 4, dims, vh);
+  kc_set(c, 3, MX_FLOAT16, 4, dims, yh);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  kc_set(c, 0, MX_FLOAT64, 4, dims, qd);
+  kc_set(c, 1, MX_FLOAT64, 4, dims, kd);
+  kc_set(c, 2, MX_FLOAT64, 4, dims, vd);
+  kc_set(c, 3, MX_FLOAT64, 4, dims, yd);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  for (int i = 0; i < N; i++) cr_expect_eq(yh[i], mx__f32_to_f16((float)yd[i]), "[%d] 0x%04x vs %g", i, yh[i], yd[i]);
+  /* Causal, first query row sees only key 0: Y = V row 0. */
+  cr_assert_eq(yd[0], vd[0]);
+  free(c);
+}
+
+Test(nn_kernels, attention_bad_heads_is_kernel_error) {
+  float x[24] = {0}, y[24];
+  mx_attention_params p = {0};
+  mx_kernel_call *c = kc_new(3, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){1, 3, 2, 4}, x);
+  kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){1, 2, 3, 4}, x);
+  kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){1, 2, 3, 4}, x);
+  kc_set(c, 3, MX_FLOAT32, 4, (int64_t[]){1, 3, 2, 4}, y);
+  cr_assert_eq(kc_run("Attention", c), MX_ERR_KERNEL);
+  cr_assert(c->why && strstr(c->why, "heads"));
+  free(c);
+}
+
+/* --- RotaryEmbedding -------------------------------------------------------------------------- */
+
+Test(nn_kernels, rotary_halves_and_interleaved) {
+  /* One head of 4: cos = 0, sin = 1 rotates by 90 degrees. */
+  float x[] = {1, 2, 3, 4}, cs[] = {0, 0}, sn[] = {1, 1}, y[4];
+  mx_rotary_params p = {0};
+  mx_kernel_call *c = kc_new(3, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 4}, x);
+  kc_set(c, 1, MX_FLOAT32, 3, (int64_t[]){1, 1, 2}, cs);
+  kc_set(c, 2, MX_FLOAT32, 3, (int64_t[]){1, 1, 2}, sn);
+  kc_set(c, 3, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 4}, y);
+  cr_assert_eq(kc_run("RotaryEmbedding", c), MX_OK);
+  /* halves: x1 = [1,2], x2 = [3,4] -> [-x2, x1] */
+  expect_f32(y, (float[]){-3, -4, 1, 2}, 4, 0);
+  p.interleaved = 1;
+  cr_assert_eq(kc_run("RotaryEmbedding", c), MX_OK);
+  /* pairs (1,2), (3,4) -> (-2,1), (-4,3) */
+  expect_f32(y, (float[]){-2, 1, -4, 3}, 4, 0);
+  free(c);
+}
+
+Test(nn_kernels, rotary_position_ids_partial_dim_3d) {
+  /* 3-D input, 2 heads of 4, rotary dim 2: only the first pair of each head turns; position 1
+   * of the cache has cos = 0, sin = -1. */
+  float x[] = {1, 2, 3, 4, 5, 6, 7, 8}, cs[] = {1, 0}, sn[] = {0, -1}, y[8];
+  int64_t ids[] = {1};
+  mx_rotary_params p = {.num_heads = 2, .rotary_embedding_dim = 2};
+  mx_kernel_call *c = kc_new(4, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 3, (int64_t[]){1, 1, 8}, x);
+  kc_set(c, 1, MX_FLOAT32, 2, (int64_t[]){2, 1}, cs);
+  kc_set(c, 2, MX_FLOAT32, 2, (int64_t[]){2, 1}, sn);
+  kc_set(c, 3, MX_INT64, 2, (int64_t[]){1, 1}, ids);
+  kc_set(c, 4, MX_FLOAT32, 3, (int64_t[]){1, 1, 8}, y);
+  cr_assert_eq(kc_run("RotaryEmbedding", c), MX_OK);
+  /* (a, b) -> (cos a - sin b, sin a + cos b) = (b, -a) */
+  expect_f32(y, (float[]){2, -1, 3, 4, 6, -5, 7, 8}, 8, 0);
+  ids[0] = 2;
+  cr_assert_eq(kc_run("RotaryEmbedding", c), MX_ERR_KERNEL);
+  cr_assert(c->why && strstr(c->why, "position"));
+  free(c);
+}
+
+Test(nn_kernels, rotary_float16_rounds_once) {
+  float cv = (float)cos(0.3), sv = (float)sin(0.3);
+  uint16_t x[] = {mx__f32_to_f16(0.7f), mx__f32_to_f16(-1.3f)}, cs = mx__f32_to_f16(cv), sn = mx__f32_to_f16(sv), y[2];
+  mx_rotary_params p = {0};
+  mx_kernel_call *c = kc_new(3, 1, &p);
+  kc_set(c, 0, MX_FLOAT16, 4, (int64_t[]){1, 1, 1, 2}, x);
+  kc_set(c, 1, MX_FLOAT16, 3, (int64_t[]){1, 1, 1}, &cs);
+  kc_set(c, 2, MX_FLOAT16, 3, (int64_t[]){1, 1, 1}, &sn);
+  kc_set(c, 3, MX_FLOAT16, 4, (int64_t[]){1, 1, 1, 2}, y);
+  cr_assert_eq(kc_run("RotaryEmbedding", c), MX_OK);
+  float a = mx__f16_to_f32(x[0]), b = mx__f16_to_f32(x[1]), cf = mx__f16_to_f32(cs), sf = mx__f16_to_f32(sn);
+  cr_expect_eq(y[0], mx__f32_to_f16(cf * a - sf * b));
+  cr_expect_eq(y[1], mx__f32_to_f16(sf * a + cf * b));
+  free(c);
+}
