@@ -1,0 +1,33 @@
+/* Private helpers of the shape and index kernel files (shape*.c, index*.c): the strided element
+ * copy most layout kernels reduce to, reading index tensors, and the kernel definitions that
+ * live in secondary files but are listed in the groups' exported arrays. */
+#ifndef MIXRT_HAL_CPU_KERNELS_SHAPE_IMPL_H
+#define MIXRT_HAL_CPU_KERNELS_SHAPE_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hal/cpu/kernels/kernel.h"
+
+/* Copies a strided view of `in` into contiguous `out`: output element c (coordinates over
+ * dims[0..rank)) is input element sum_k c[k] * in_strides[k] (strides in elements, may be 0
+ * or negative). es is the element size in bytes. Axes that are contiguous in the input are
+ * merged and inner rows with stride 1 go through memcpy. Empty views copy nothing. */
+void mx__kcopy_strided(void *out, const void *in, size_t es, int32_t rank, const int64_t *dims,
+                       const int64_t *in_strides);
+
+/* Element i of an int32/int64 index tensor. */
+static inline int64_t mx__kindex_at(const mx_ktensor *t, int64_t i) {
+  return t->dtype == MX_INT32 ? ((const int32_t *)t->data)[i] : ((const int64_t *)t->data)[i];
+}
+
+/* True when out and in name the same bytes (an aliased Reshape/Identity needs no copy). */
+static inline int mx__ksame(const mx_ktensor *out, const mx_ktensor *in) { return out->data == in->data; }
+
+/* Kernels living in secondary files. */
+extern const mx_kernel_def mx__kernel_transpose;
+extern const mx_kernel_def mx__kernel_slice;
+extern const mx_kernel_def mx__kernel_trilu, mx__kernel_nonzero;
+extern const mx_kernel_def mx__kernel_topk_float, mx__kernel_topk_int;
+
+#endif /* MIXRT_HAL_CPU_KERNELS_SHAPE_IMPL_H */
