@@ -2,19 +2,26 @@
  * tensor file of every case) is truncated at several offsets and has bytes changed at seeded
  * random positions. Each load must either fail with a status and a message, or give a graph
  * that is structurally sound (valid value ids, no cycle) and is then destroyed. Run under
- * ASan/UBSan this also proves that no such load crashes, reads out of bounds or leaks. */
+ * ASan/UBSan this also proves that no such load crashes, reads out of bounds or leaks.
+ * The node tests hold single-node graphs only, so a hand-built model with subgraphs (nested
+ * two levels, using outer values), Constant nodes, attributes of every kind, typed and
+ * external tensor data, omitted inputs and outputs and repeated node names is truncated at
+ * every offset and mutated too. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph/ir.h"
 #include "mixrt/onnx.h"
+#include "onnx/onnx_build.h"
 #include "support/onnx_node.h"
 
 #define N_TRUNCATIONS 10   /* offsets per file, including 0 and size - 1 */
 #define N_MODEL_FLIPS 64   /* mutated copies per model */
 #define N_PB_FLIPS 16      /* mutated copies per tensor file */
+#define N_RICH_FLIPS 4000  /* mutated copies of the hand-built model with every feature */
 
 static size_t load_cases(mxt_onnx_case **cases) {
   const char *root = mxt_onnx_node_dir();
@@ -210,4 +217,99 @@ Test(onnx_malformed, truncated_and_mutated_tensor_files, .timeout = 120) {
   fprintf(stderr, "tensor files: %zu loads failed cleanly, %zu gave tensors\n", failed, ok);
   cr_expect_gt(failed, 0);
   mxt_onnx_node_cases_free(cases, n);
+}
+
+/* A small model that uses every feature import has; its external data lives in `dir`. */
+static uint8_t *rich_model(mxb *b, const char *dir, size_t *size) {
+  enum { F32 = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, I64 = ONNX__TENSOR_PROTO__DATA_TYPE__INT64 };
+  Onnx__ModelProto *m = mxb_model(b, 17);
+  mxb_opset(b, m, "com.example", 1);
+  mxb_input(b, m->graph, "cond", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, "");
+  mxb_input(b, m->graph, "x", F32, "batch,?,4");
+  mxb_input(b, m->graph, "w", F32, "4");
+  mxb_initializer(b, m->graph, mxb_tensor(b, "w", F32, "4", (float[]){1, 2, 3, 4}, 16));
+  Onnx__TensorProto *typed = mxb_tensor(b, "typed", ONNX__TENSOR_PROTO__DATA_TYPE__INT8, "2", NULL, 0);
+  typed->n_int32_data = 2;
+  typed->int32_data = mxb_alloc(b, 2 * sizeof(int32_t));
+  mxb_initializer(b, m->graph, typed);
+  Onnx__TensorProto *ext = mxb_tensor(b, "ext", F32, "2", NULL, 0);
+  mxb_external(b, ext, "location", "w.bin");
+  mxb_external(b, ext, "offset", "4");
+  mxb_external(b, ext, "length", "8");
+  mxb_initializer(b, m->graph, ext);
+  Onnx__GraphProto *then_g = mxb_graph(b, "then_body");
+  mxb_node(b, then_g, "Add", "t_add", "x,late", "t_out");
+  mxb_output(b, then_g, "t_out", F32, NULL);
+  Onnx__GraphProto *inner = mxb_graph(b, "inner");
+  mxb_node(b, inner, "Neg", "i_neg", "x", "i_out");
+  mxb_output(b, inner, "i_out", F32, NULL);
+  Onnx__GraphProto *else_g = mxb_graph(b, "");
+  Onnx__NodeProto *n = mxb_node(b, else_g, "If", "e_if", "cond", "e_out");
+  mxb_attr_graph(b, n, "then_branch", inner);
+  mxb_attr_graph(b, n, "else_branch", inner);
+  mxb_output(b, else_g, "e_out", F32, NULL);
+  mxb_output(b, else_g, "w", F32, NULL);
+  n = mxb_node(b, m->graph, "If", "branch", "cond", "y,w_out");
+  mxb_attr_graph(b, n, "then_branch", then_g);
+  mxb_attr_graph(b, n, "else_branch", else_g);
+  mxb_node(b, m->graph, "Relu", "late_node", "x", "late");
+  n = mxb_node(b, m->graph, "Constant", "c1", NULL, "cf");
+  mxb_attr_floats(b, n, "value_floats", (float[]){1, 2}, 2);
+  n = mxb_node(b, m->graph, "Constant", "", NULL, "");
+  mxb_attr_tensor(b, n, "value", mxb_tensor(b, "v", I64, "1", (int64_t[]){3}, 8));
+  n = mxb_node(b, m->graph, "Custom", "", "y,,cf", "z,,q");
+  n->domain = mxb_str(b, "com.example");
+  mxb_attr_int(b, n, "i", 3);
+  mxb_attr_float(b, n, "f", 1);
+  mxb_attr_string(b, n, "s", "abc");
+  mxb_attr_ints(b, n, "is", (int64_t[]){1, 2}, 2);
+  mxb_attr_floats(b, n, "fs", (float[]){1}, 1);
+  mxb_attr_strings(b, n, "ss", (const char *const[]){"a", "b"}, 2);
+  mxb_attr_tensor(b, n, "t", mxb_tensor(b, "tt", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, "2",
+                                        (uint16_t[]){0x3c00, 0x4000}, 4));
+  mxb_node(b, m->graph, "Neg", "dup", "z", "z2");
+  mxb_node(b, m->graph, "Neg", "dup", "z2", "z3");
+  mxb_output(b, m->graph, "z3", F32, NULL);
+  mxb_output(b, m->graph, "x", F32, NULL);
+  mxb_output(b, m->graph, "w", F32, NULL);
+  char path[300];
+  snprintf(path, sizeof path, "%s/w.bin", dir);
+  cr_assert_eq(mxb_write_file(path, (float[]){0, 5, 6}, 12), 0);
+  return mxb_pack(b, m, size);
+}
+
+Test(onnx_malformed, hand_built_model_with_every_feature, .timeout = 120) {
+  mxb b = {0};
+  char dir[] = "/tmp/mixrt-rich-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  size_t size, ok = 0, failed = 0;
+  uint8_t *bytes = rich_model(&b, dir, &size);
+  mx_graph *g = NULL;
+  mx_error err;
+  cr_assert_eq(mx_onnx_load_memory(bytes, size, dir, &g, &err), MX_OK, "%s", err.message);
+  check_graph("hand-built model", g);
+  mx_graph_destroy(g);
+  for (size_t at = 0; at < size; at++) {
+    char what[64];
+    snprintf(what, sizeof what, "hand-built model truncated to %zu bytes", at);
+    load_model_bytes(what, bytes, at, dir, &ok, &failed);
+  }
+  uint8_t *work = malloc(size);
+  cr_assert_not_null(work);
+  uint64_t rng = seed_of("hand-built");
+  for (int k = 0; k < N_RICH_FLIPS; k++) {
+    char what[64];
+    memcpy(work, bytes, size);
+    mutate(work, size, &rng);
+    snprintf(what, sizeof what, "hand-built model mutation %d", k);
+    load_model_bytes(what, work, size, dir, &ok, &failed);
+  }
+  fprintf(stderr, "hand-built model: %zu loads failed cleanly, %zu gave valid graphs\n", failed, ok);
+  cr_expect_gt(ok, 0);
+  free(work);
+  char path[300];
+  snprintf(path, sizeof path, "%s/w.bin", dir);
+  unlink(path);
+  rmdir(dir);
+  mxb_free(&b);
 }
