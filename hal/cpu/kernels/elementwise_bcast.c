@@ -1,0 +1,169 @@
+/* Broadcast walking for the elementwise kernels, the float16/bfloat16 row adapter and the
+ * saturating integer store (see elementwise-impl.h for the model).
+ *
+ * Planning right-aligns every input against the output (numpy rules), gives broadcast dims a
+ * stride of 0, drops size-1 dims and merges neighbouring dims that every operand walks in
+ * step. What remains is usually one or two dims, so the walk's bookkeeping is paid per row,
+ * not per element. */
+#include <string.h>
+
+#include "hal/cpu/kernels/elementwise-impl.h"
+
+mx_status mx__ew_plan_make(mx_kernel_call *call, const mx_ktensor *out, const mx_ktensor *const *ins, int n_in,
+                           mx__ew_plan *plan) {
+  memset(plan, 0, sizeof *plan);
+  int32_t r = out->rank;
+  int n_ops = n_in + 1;
+  int64_t st[MX__EW_MAX_OPS][MX_MAX_RANK];
+  int64_t s = 1;
+  for (int32_t k = r - 1; k >= 0; k--) {
+    st[0][k] = s;
+    s *= out->dims[k];
+  }
+  plan->esize[0] = (int64_t)mx_dtype_size(out->dtype);
+  for (int j = 0; j < n_in; j++) {
+    const mx_ktensor *in = ins[j];
+    plan->esize[j + 1] = (int64_t)mx_dtype_size(in->dtype);
+    if (in->rank > r) {
+      call->why = "an input has a higher rank than the output";
+      return MX_ERR_KERNEL;
+    }
+    int32_t off = r - in->rank;
+    s = 1;
+    for (int32_t k = r - 1; k >= 0; k--) {
+      int64_t d = k >= off ? in->dims[k - off] : 1;
+      if (d != out->dims[k] && d != 1) {
+        call->why = "an input does not broadcast to the output shape";
+        return MX_ERR_KERNEL;
+      }
+      st[j + 1][k] = d == 1 ? 0 : s;
+      s *= d;
+    }
+  }
+  /* Merge from the innermost dim outwards, skipping size-1 dims. */
+  int64_t md[MX_MAX_RANK], ms[MX__EW_MAX_OPS][MX_MAX_RANK];
+  int32_t m = 0;
+  for (int32_t k = r - 1; k >= 0; k--) {
+    if (out->dims[k] == 1) continue;
+    bool merge = m > 0;
+    for (int op = 0; op < n_ops && merge; op++) merge = ms[op][m - 1] * md[m - 1] == st[op][k];
+    if (merge) {
+      md[m - 1] *= out->dims[k];
+      continue;
+    }
+    md[m] = out->dims[k];
+    for (int op = 0; op < n_ops; op++) ms[op][m] = st[op][k];
+    m++;
+  }
+  if (m == 0) { /* a single element */
+    md[0] = 1;
+    for (int op = 0; op < n_ops; op++) ms[op][0] = 0;
+    m = 1;
+  }
+  plan->rank = m;
+  plan->n_ops = n_ops;
+  for (int32_t k = 0; k < m; k++) {
+    plan->dims[k] = md[m - 1 - k];
+    for (int op = 0; op < n_ops; op++) plan->strides[op][k] = ms[op][m - 1 - k];
+  }
+  return MX_OK;
+}
+
+bool mx__ew_run(const mx__ew_plan *plan, void *const *base, mx__ew_row_fn fn, void *ctx) {
+  int32_t r = plan->rank;
+  int n_ops = plan->n_ops;
+  int64_t n = plan->dims[r - 1];
+  char *ptr[MX__EW_MAX_OPS];
+  int64_t inner[MX__EW_MAX_OPS], step[MX__EW_MAX_OPS][MX_MAX_RANK];
+  for (int op = 0; op < n_ops; op++) {
+    ptr[op] = base[op];
+    inner[op] = plan->strides[op][r - 1];
+    for (int32_t k = 0; k < r; k++) step[op][k] = plan->strides[op][k] * plan->esize[op];
+  }
+  int64_t idx[MX_MAX_RANK] = {0};
+  for (;;) {
+    if (!fn(ctx, n, ptr, inner)) return false;
+    int32_t k = r - 2;
+    for (; k >= 0; k--) {
+      for (int op = 0; op < n_ops; op++) ptr[op] += step[op][k];
+      if (++idx[k] < plan->dims[k]) break;
+      for (int op = 0; op < n_ops; op++) ptr[op] -= step[op][k] * plan->dims[k];
+      idx[k] = 0;
+    }
+    if (k < 0) return true;
+  }
+}
+
+bool mx__ew_bin_row(void *ctx, int64_t n, char *const *p, const int64_t *s) {
+  const mx__ew_bin_ctx *c = ctx;
+  return c->fn(n, p[1], s[1], p[2], s[2], p[0]);
+}
+
+/* Loads m elements (stride 0 or more) of a 16-bit operand as float32; returns the stride the
+ * row function should use (0 when the operand is broadcast along the row). */
+static int64_t load_half(const char *p, int64_t s, mx_dtype dt, int64_t off, int64_t m, float *buf) {
+  const uint16_t *h = (const uint16_t *)p;
+  if (s == 0) {
+    mx__khalf_to_f32(h, dt, buf, 1);
+    return 0;
+  }
+  if (s == 1) {
+    mx__khalf_to_f32(h + off, dt, buf, m);
+  } else {
+    for (int64_t i = 0; i < m; i++) mx__khalf_to_f32(h + (off + i) * s, dt, buf + i, 1);
+  }
+  return 1;
+}
+
+bool mx__ew_half_row(void *ctx, int64_t n, char *const *p, const int64_t *s) {
+  const mx__ew_bin_ctx *c = ctx;
+  float ba[MX__EW_CHUNK], bb[MX__EW_CHUNK], bo[MX__EW_CHUNK];
+  int64_t ea = (int64_t)mx_dtype_size(c->dt[1]), eb = (int64_t)mx_dtype_size(c->dt[2]);
+  int64_t eo = (int64_t)mx_dtype_size(c->dt[0]);
+  for (int64_t off = 0; off < n; off += MX__EW_CHUNK) {
+    int64_t m = n - off < MX__EW_CHUNK ? n - off : MX__EW_CHUNK;
+    const void *a = ba, *b = bb;
+    int64_t sa, sb;
+    if (mx__ew_is_half(c->dt[1]))
+      sa = load_half(p[1], s[1], c->dt[1], off, m, ba);
+    else
+      a = p[1] + off * s[1] * ea, sa = s[1];
+    if (mx__ew_is_half(c->dt[2]))
+      sb = load_half(p[2], s[2], c->dt[2], off, m, bb);
+    else
+      b = p[2] + off * s[2] * eb, sb = s[2];
+    bool half_out = mx__ew_is_half(c->dt[0]);
+    void *o = half_out ? (void *)bo : (void *)(p[0] + off * eo);
+    if (!c->fn(m, a, sa, b, sb, o)) return false;
+    if (half_out) mx__kf32_to_half(bo, c->dt[0], (uint16_t *)p[0] + off, m);
+  }
+  return true;
+}
+
+mx_status mx__ew_binary_apply(mx_kernel_call *call, mx__ew_bin_fn fn, const mx_ktensor *out, const mx_ktensor *a,
+                              const mx_ktensor *b) {
+  if (mx__ktensor_numel(out) == 0) return MX_OK;
+  const mx_ktensor *ins[2] = {a, b};
+  mx__ew_plan plan;
+  mx_status st = mx__ew_plan_make(call, out, ins, 2, &plan);
+  if (st != MX_OK) return st;
+  mx__ew_bin_ctx ctx = {fn, {out->dtype, a->dtype, b->dtype}};
+  bool half = mx__ew_is_half(out->dtype) || mx__ew_is_half(a->dtype) || mx__ew_is_half(b->dtype);
+  void *base[3] = {out->data, a->data, b->data};
+  if (!mx__ew_run(&plan, base, half ? mx__ew_half_row : mx__ew_bin_row, &ctx)) {
+    call->why = "integer division or modulo by zero";
+    return MX_ERR_KERNEL;
+  }
+  return MX_OK;
+}
+
+void mx__ew_store_sat(void *p, mx_dtype dt, int64_t i, double v) {
+  switch (dt) {
+    case MX_INT8: ((int8_t *)p)[i] = (int8_t)mx__ew_sat_i64(v, INT8_MIN, INT8_MAX); break;
+    case MX_UINT8: ((uint8_t *)p)[i] = (uint8_t)mx__ew_sat_i64(v, 0, UINT8_MAX); break;
+    case MX_INT16: ((int16_t *)p)[i] = (int16_t)mx__ew_sat_i64(v, INT16_MIN, INT16_MAX); break;
+    case MX_INT32: ((int32_t *)p)[i] = (int32_t)mx__ew_sat_i64(v, INT32_MIN, INT32_MAX); break;
+    case MX_INT64: ((int64_t *)p)[i] = mx__ew_sat_i64(v, -9223372036854775808.0, 9223372036854775807.0); break;
+    default: mx__kset_f64(p, dt, i, v); break;
+  }
+}
