@@ -214,7 +214,9 @@ mx_status mx__onnx_ext_open(const char *base_dir, const Onnx__TensorProto *tp, s
                   "directory", what, location, real_path);
     goto free_real_path;
   }
-  fd = open(real_path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO planted in the model's directory must not hang the load (it is
+   * refused below as not a regular file); reads of regular files ignore the flag. */
+  fd = open(real_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     st = mx__fail(err, MX_ERR_IO, "%s: cannot open external data file '%s': %s", what, real_path,
                   errno_text(errno, eb, sizeof eb));

@@ -578,6 +578,20 @@ Test(onnx_hostile, external_data_sizes_are_checked) {
   mxb_free(&b);
 }
 
+Test(onnx_hostile, external_data_in_a_fifo_does_not_hang, .timeout = 30) {
+  mxb b = {0};
+  char *dir = temp_dir();
+  char *fifo = path_in(dir, "pipe.bin");
+  cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo: %s", strerror(errno));
+  EXPECT_FAILURE(&b, external_model(&b, "pipe.bin", NULL, NULL), dir, MX_ERR_IO,
+                 "initializer 'w'", "not a regular file");
+  unlink(fifo);
+  rmdir(dir);
+  free(fifo);
+  free(dir);
+  mxb_free(&b);
+}
+
 /* --- files -------------------------------------------------------------------------------------- */
 
 Test(onnx_hostile, missing_file_is_an_io_error_naming_the_path) {
