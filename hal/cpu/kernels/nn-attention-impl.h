@@ -29,7 +29,7 @@ static void ATT_FN(att_store_row)(mx_ktensor *t, int64_t off, const ATT_T *src, 
 
 /* Softmax of one score row in place; a row with no finite maximum (everything masked) becomes
  * all zeros, so its output row is zero rather than NaN. */
-static void ATT_FN(att_softmax_row)(ATT_T *s, int64_t n) {
+MX_KHOT static void ATT_FN(att_softmax_row)(ATT_T *s, int64_t n) {
 #if ATT_IS_FLOAT
   float m = mx__kmax_f32(s, n);
   if (m == -INFINITY) {

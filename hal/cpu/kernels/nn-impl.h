@@ -10,13 +10,47 @@
 
 #include "hal/cpu/kernels/kernel.h"
 
+/* Marks a hot function: gcc also compiles it for x86-64-v3 (AVX2, FMA) and picks the copy at
+ * load time, since the default build targets baseline x86-64 (SSE2). */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define MX_KHOT __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define MX_KHOT
+#endif
+
+/* Order-preserving integer key of a float (for non-NaN values: a < b exactly when
+ * key(a) < key(b)); NaNs land beyond the infinities. Integer min/max over keys vectorizes where
+ * float compares would not (gcc keeps trapping float compares as branches). The map is its own
+ * inverse. */
+static inline int32_t mx__kfkey(float x) {
+  int32_t i;
+  memcpy(&i, &x, sizeof i);
+  return i ^ ((i >> 31) & 0x7fffffff);
+}
+static inline float mx__kfunkey(int32_t k) {
+  int32_t i = k ^ ((k >> 31) & 0x7fffffff);
+  float f;
+  memcpy(&f, &i, sizeof f);
+  return f;
+}
+
 /* exp(x) for float32 without branches or calls, so loops over it vectorize: Cody-Waite range
- * reduction x = n*ln2 + r and a degree-6 polynomial for exp(r), within about 2 ulp of expf.
- * Below -87 it returns 0 (true values there are under 1.7e-38), above 88 +infinity, and NaN
- * stays NaN. Softmax-style callers pass x - max <= 0, where it is accurate. */
+ * reduction x = n*ln2 + r and a degree-6 polynomial for exp(r), within 1.5 ulp of exp. Below
+ * -87 it returns 0 (true values there are under 1.7e-38), above 88 +infinity, and NaN stays
+ * NaN. Clamping and the special cases use integer keys and bit masks: no data-dependent
+ * branches for the compiler to keep. */
 static inline float mx__kexpf(float x) {
-  float xc = x < -87.0f ? -87.0f : x;
-  xc = xc > 88.0f ? 88.0f : xc;
+  const int32_t key_lo = -1118699521; /* mx__kfkey(-87.0f) */
+  const int32_t key_hi = 1118830592;  /* mx__kfkey(88.0f) */
+  int32_t ix;
+  memcpy(&ix, &x, sizeof ix);
+  int32_t key = ix ^ ((ix >> 31) & 0x7fffffff);
+  int32_t kc = key < key_lo ? key_lo : key;
+  kc = kc > key_hi ? key_hi : kc;
+  int32_t lo = -(int32_t)(key < key_lo);                      /* all ones: result 0 */
+  int32_t hi = -(int32_t)(key > key_hi);                      /* all ones: result +inf */
+  int32_t nan = -(int32_t)((ix & 0x7fffffff) > 0x7f800000);   /* all ones: result x */
+  float xc = mx__kfunkey(kc);
   float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds n into the low bits */
   float n = t - 12582912.0f;
   uint32_t tb;
@@ -35,25 +69,37 @@ static inline float mx__kexpf(float x) {
   float s;
   memcpy(&s, &sb, sizeof s);
   float res = p * s;
-  res = x < -87.0f ? 0.0f : res;
-  res = x > 88.0f ? INFINITY : res;
+  int32_t rb;
+  memcpy(&rb, &res, sizeof rb);
+  rb &= ~lo;
+  rb = (rb & ~hi) | (0x7f800000 & hi);
+  rb = (rb & ~nan) | (ix & nan);
+  memcpy(&res, &rb, sizeof res);
   return res;
 }
 
 /* Lanes of the split reductions below (independent accumulators vectorize without -ffast-math). */
 #define MX_KLANES 8
 
-/* max(x[0..n)) ignoring NaN (callers see NaN again through x - max); -inf for n == 0. */
+/* max(x[0..n)) over integer keys; -inf for n == 0. A NaN may come out as the maximum (callers
+ * then see NaN everywhere through x - max, like numpy) or be passed over (callers see it again
+ * through exp(NaN - max)). */
 static inline float mx__kmax_f32(const float *x, int64_t n) {
-  float m[MX_KLANES];
-  for (int j = 0; j < MX_KLANES; j++) m[j] = -INFINITY;
+  int32_t m[MX_KLANES];
+  for (int j = 0; j < MX_KLANES; j++) m[j] = mx__kfkey(-INFINITY);
   int64_t i = 0;
   for (; i + MX_KLANES <= n; i += MX_KLANES)
-    for (int j = 0; j < MX_KLANES; j++) m[j] = x[i + j] > m[j] ? x[i + j] : m[j];
-  for (; i < n; i++) m[0] = x[i] > m[0] ? x[i] : m[0];
-  float r = m[0];
+    for (int j = 0; j < MX_KLANES; j++) {
+      int32_t k = mx__kfkey(x[i + j]);
+      m[j] = k > m[j] ? k : m[j];
+    }
+  for (; i < n; i++) {
+    int32_t k = mx__kfkey(x[i]);
+    m[0] = k > m[0] ? k : m[0];
+  }
+  int32_t r = m[0];
   for (int j = 1; j < MX_KLANES; j++) r = m[j] > r ? m[j] : r;
-  return r;
+  return mx__kfunkey(r);
 }
 
 /* Sum of x[0..n) in MX_KLANES float lanes, combined in double. */

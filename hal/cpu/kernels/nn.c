@@ -41,8 +41,9 @@ static mx_status sm_make_dims(mx_kernel_call *call, sm_dims *d) {
   return MX_OK;
 }
 
-/* Softmax over a contiguous row (y may alias x). */
-static void sm_row_f32(const float *x, float *y, int64_t n, bool want_log) {
+/* Softmax over a contiguous row (y may alias x). The exp loop is the hot spot of attention and
+ * softmax layers, hence a second copy for AVX2/FMA machines (MX_KHOT). */
+MX_KHOT static void sm_row_f32(const float *x, float *y, int64_t n, bool want_log) {
   float m = mx__kmax_f32(x, n);
   if (want_log) {
     float a[MX_KLANES] = {0};
@@ -61,7 +62,8 @@ static void sm_row_f32(const float *x, float *y, int64_t n, bool want_log) {
 }
 
 /* Softmax over n rows of `inner` contiguous columns each (column-wise), with scratch m, s. */
-static void sm_cols_f32(const float *x, float *y, int64_t n, int64_t inner, bool want_log, float *m, float *s) {
+MX_KHOT static void sm_cols_f32(const float *x, float *y, int64_t n, int64_t inner, bool want_log, float *m,
+                                float *s) {
   for (int64_t j = 0; j < inner; j++) {
     m[j] = -INFINITY;
     s[j] = 0.0f;

@@ -1,0 +1,203 @@
+/* bench_kernels: throughput of the CPU kernels that dominate transformer inference, printed as
+ * JSON.
+ *
+ * - MatMul float32 GFLOP/s for [1,256]x[256,768] (a decode-step projection),
+ *   [1,4096]x[4096,4096] (a large decode-step projection, memory bound) and
+ *   [128,768]x[768,3072] (a prefill MLP block, compute bound).
+ * - Add and Softmax float32 on 1M elements, in GB/s of compulsory traffic (Add: two reads and
+ *   one write per element; Softmax over rows of 1024: one read and one write), next to the
+ *   single-core memcpy bandwidth on buffers of the same size, measured in the same run: the
+ *   ceiling for memory-bound kernels. Each figure is the best of several timed repetitions.
+ *
+ * Kernels are called through mx__kernel_find exactly as executors do (workspace included).
+ * Usage: bench_kernels [--quick]   (--quick: fewer repetitions, for smoke tests) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "graph/ops/nn-params.h"
+#include "hal/cpu/kernels/kernel.h"
+
+static double min_seconds = 0.5; /* time each measurement for at least this long */
+
+/* A kernel call block with its workspace, ready to run repeatedly. */
+typedef struct bench_call {
+  mx_kernel_call *call;
+  const mx_kernel_def *def;
+  void *ws;
+} bench_call;
+
+static int bc_prepare(bench_call *b, const char *op) {
+  b->def = mx__kernel_find("", op, b->call);
+  if (!b->def) {
+    fprintf(stderr, "bench_kernels: no %s kernel\n", op);
+    return -1;
+  }
+  size_t ws = b->def->workspace ? b->def->workspace(b->call) : 0;
+  b->ws = ws ? aligned_alloc(64, (ws + 63) & ~(size_t)63) : NULL;
+  if (ws && !b->ws) return -1;
+  b->call->workspace = b->ws;
+  b->call->workspace_size = ws;
+  return 0;
+}
+
+/* Best seconds per call over repetitions lasting at least min_seconds in total. */
+static double bc_time(bench_call *b) {
+  if (b->def->run(b->call) != MX_OK) {
+    fprintf(stderr, "bench_kernels: %s failed: %s\n", b->def->op, b->call->why ? b->call->why : "");
+    return -1.0;
+  }
+  double best = 1e30, total = 0.0;
+  int reps = 0;
+  while (total < min_seconds || reps < 3) {
+    uint64_t t0 = mx__now_ns();
+    b->def->run(b->call);
+    double dt = (double)(mx__now_ns() - t0) * 1e-9;
+    if (dt < best) best = dt;
+    total += dt;
+    reps++;
+  }
+  return best;
+}
+
+static float *alloc_floats(size_t n, float seed) {
+  float *p = aligned_alloc(64, ((n * sizeof(float)) + 63) & ~(size_t)63);
+  if (!p) return NULL;
+  for (size_t i = 0; i < n; i++) p[i] = (float)((i * 2654435761u) % 1000u) * 1e-3f * seed - 0.5f;
+  return p;
+}
+
+static mx_kernel_call *call_new(uint16_t n_in, uint16_t n_out, const void *params) {
+  mx_kernel_call *c = calloc(1, mx_kernel_call_size((uint32_t)n_in + n_out));
+  if (!c) return NULL;
+  c->n_in = n_in;
+  c->n_out = n_out;
+  c->params = params;
+  return c;
+}
+
+static void set_tensor(mx_kernel_call *c, uint32_t i, int32_t rank, const int64_t *dims, void *data) {
+  c->t[i].dtype = MX_FLOAT32;
+  c->t[i].data = data;
+  mx__ktensor_set_dims(&c->t[i], rank, dims);
+}
+
+static double bench_matmul(int64_t m, int64_t k, int64_t n) {
+  float *a = alloc_floats((size_t)(m * k), 1.0f), *b = alloc_floats((size_t)(k * n), 0.5f);
+  float *y = alloc_floats((size_t)(m * n), 0.0f);
+  mx_kernel_call *c = call_new(2, 1, NULL);
+  double gflops = -1.0;
+  bench_call bc = {.call = c};
+  if (!a || !b || !y || !c) goto done;
+  set_tensor(c, 0, 2, (int64_t[]){m, k}, a);
+  set_tensor(c, 1, 2, (int64_t[]){k, n}, b);
+  set_tensor(c, 2, 2, (int64_t[]){m, n}, y);
+  if (bc_prepare(&bc, "MatMul") != 0) goto done;
+  double s = bc_time(&bc);
+  if (s > 0) gflops = 2.0 * (double)m * (double)k * (double)n / s * 1e-9;
+done:
+  free(bc.ws);
+  free(c);
+  free(a);
+  free(b);
+  free(y);
+  return gflops;
+}
+
+/* GB/s of memcpy over n floats (read + write counted). */
+static double bench_memcpy(size_t n) {
+  float *src = alloc_floats(n, 1.0f), *dst = alloc_floats(n, 0.0f);
+  double gbps = -1.0;
+  if (!src || !dst) goto done;
+  double best = 1e30, total = 0.0;
+  int reps = 0;
+  while (total < min_seconds || reps < 3) {
+    uint64_t t0 = mx__now_ns();
+    memcpy(dst, src, n * sizeof(float));
+    __asm__ volatile("" ::"r"(dst) : "memory"); /* keep the copy */
+    double dt = (double)(mx__now_ns() - t0) * 1e-9;
+    if (dt < best) best = dt;
+    total += dt;
+    reps++;
+  }
+  gbps = 2.0 * (double)(n * sizeof(float)) / best * 1e-9;
+done:
+  free(src);
+  free(dst);
+  return gbps;
+}
+
+static double bench_add(size_t n) {
+  float *a = alloc_floats(n, 1.0f), *b = alloc_floats(n, 2.0f), *y = alloc_floats(n, 0.0f);
+  mx_kernel_call *c = call_new(2, 1, NULL);
+  bench_call bc = {.call = c};
+  double gbps = -1.0;
+  if (!a || !b || !y || !c) goto done;
+  int64_t d[] = {(int64_t)n};
+  set_tensor(c, 0, 1, d, a);
+  set_tensor(c, 1, 1, d, b);
+  set_tensor(c, 2, 1, d, y);
+  if (bc_prepare(&bc, "Add") != 0) goto done;
+  double s = bc_time(&bc);
+  if (s > 0) gbps = 3.0 * (double)(n * sizeof(float)) / s * 1e-9;
+done:
+  free(bc.ws);
+  free(c);
+  free(a);
+  free(b);
+  free(y);
+  return gbps;
+}
+
+static double bench_softmax(size_t n, int64_t row) {
+  float *x = alloc_floats(n, 8.0f), *y = alloc_floats(n, 0.0f);
+  mx_softmax_params p = {.axis = -1};
+  mx_kernel_call *c = call_new(1, 1, &p);
+  bench_call bc = {.call = c};
+  double gbps = -1.0;
+  if (!x || !y || !c) goto done;
+  int64_t d[] = {(int64_t)n / row, row};
+  set_tensor(c, 0, 2, d, x);
+  set_tensor(c, 1, 2, d, y);
+  if (bc_prepare(&bc, "Softmax") != 0) goto done;
+  double s = bc_time(&bc);
+  if (s > 0) gbps = 2.0 * (double)(n * sizeof(float)) / s * 1e-9;
+done:
+  free(bc.ws);
+  free(c);
+  free(x);
+  free(y);
+  return gbps;
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) {
+      min_seconds = 0.02;
+    } else {
+      fprintf(stderr, "usage: bench_kernels [--quick]\n");
+      return 2;
+    }
+  }
+  static const int64_t shapes[3][3] = {{1, 256, 768}, {1, 4096, 4096}, {128, 768, 3072}};
+  double g[3];
+  for (int i = 0; i < 3; i++) g[i] = bench_matmul(shapes[i][0], shapes[i][1], shapes[i][2]);
+  const size_t n = 1u << 20;
+  double mc = bench_memcpy(n), add = bench_add(n), sm = bench_softmax(n, 1024);
+  char date[32];
+  time_t now = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  printf("{\n  \"benchmark\": \"kernels\",\n  \"date\": \"%s\",\n  \"matmul_f32\": [\n", date);
+  for (int i = 0; i < 3; i++)
+    printf("    {\"shape\": \"[%lld,%lld]x[%lld,%lld]\", \"gflops\": %.2f}%s\n", (long long)shapes[i][0],
+           (long long)shapes[i][1], (long long)shapes[i][1], (long long)shapes[i][2], g[i], i < 2 ? "," : "");
+  printf("  ],\n  \"elements\": %zu,\n  \"memcpy_gbps\": %.2f,\n", n, mc);
+  printf("  \"add_f32\": {\"gbps\": %.2f, \"fraction_of_memcpy\": %.3f},\n", add, mc > 0 ? add / mc : 0.0);
+  printf("  \"softmax_f32\": {\"row\": 1024, \"gbps\": %.2f, \"fraction_of_memcpy\": %.3f}\n}\n", sm,
+         mc > 0 ? sm / mc : 0.0);
+  for (int i = 0; i < 3; i++)
+    if (g[i] < 0) return 1;
+  return mc < 0 || add < 0 || sm < 0 ? 1 : 0;
+}
