@@ -72,6 +72,8 @@ typedef struct mx__chan {
   _Atomic uint64_t completed; /* commands finished or skipped on the device side */
   _Atomic uint64_t error_seq; /* sequence number of the command that failed it; 0 = healthy */
   _Atomic int error_status;   /* its mx_status (valid when error_seq != 0) */
+  uint64_t base;              /* `submitted` when the current stream took the channel: command
+                                 numbers shown to users are seq - base */
   struct mx__chan *next_free; /* device free list (under dev->lock) */
   struct mx__chan *next_all;  /* every channel of the device, for teardown */
 } mx__chan;
@@ -116,6 +118,9 @@ mx_status mx__stream_create(mx_device *dev, int priority, bool internal, mx_stre
 /* Launch fault injection for calls that launch through other paths (model execute): returns
  * MX_OK, or MX_ERR_DEVICE after failing s at this point of its order. */
 mx_status mx__launch_fault(mx_stream *s, const char *what);
+
+/* 1-based number of command `seq` among the submissions of the channel's current stream. */
+static inline uint64_t mx__cmd_no(const mx__chan *chan, uint64_t seq) { return seq - chan->base; }
 
 static inline bool mx__stream_failed(const mx_stream *s) {
   return atomic_load_explicit(&s->err_status, memory_order_relaxed) != MX_OK;

@@ -53,7 +53,7 @@ void mx_device_options_init(mx_device_options *o) {
 static mx_status parse_fault_spec(const char *spec, uint64_t nth[MX_FAULT_POINT_COUNT],
                                   mx_error *err) {
   const char *p = spec;
-  while (*p) {
+  for (;;) {
     const char *end = strchr(p, ',');
     size_t len = end ? (size_t)(end - p) : strlen(p);
     const char *colon = memchr(p, ':', len);
@@ -79,7 +79,8 @@ static mx_status parse_fault_spec(const char *spec, uint64_t nth[MX_FAULT_POINT_
                       "MIXRT_FAULT='%s': '%.*s' is not POINT:N with POINT one of alloc, copy, "
                       "launch, kernel and N >= 1", spec, (int)len, p);
     nth[point] = n;
-    p = end ? end + 1 : p + len;
+    if (!end) break;
+    p = end + 1;
   }
   return MX_OK;
 }
@@ -225,6 +226,7 @@ static mx__chan *chan_acquire(mx_device *dev) {
      * recorded on it stay reached. */
     atomic_store(&c->error_seq, 0);
     atomic_store(&c->error_status, MX_OK);
+    c->base = atomic_load(&c->submitted);
     c->next_free = NULL;
   }
   return c;
@@ -348,7 +350,7 @@ mx_status mx_stream_get_error(mx_stream *s, mx_stream_error *out) {
   out->model_task = -1;
   out->model_stream = -1;
   if (out->status != MX_OK) {
-    out->command = atomic_load(&s->chan->error_seq);
+    out->command = mx__cmd_no(s->chan, atomic_load(&s->chan->error_seq));
     out->model_task = s->err_task;
     out->model_stream = s->err_model_stream;
     memcpy(out->message, s->err_msg, sizeof out->message);
@@ -380,7 +382,8 @@ void mx__stream_check_wait(mx_stream *s, uint64_t seq, const mx__chan *chan, uin
   mx_status st = (mx_status)atomic_load(&chan->error_status);
   mx__stream_fail(s, seq, st, -1, -1,
                   "command %" PRIu64 ": waited for an event of a stream that failed at its command "
-                  "%" PRIu64 " (%s)", seq, es, mx_status_string(st));
+                  "%" PRIu64 " (%s)", mx__cmd_no(s->chan, seq), mx__cmd_no(chan, es),
+                  mx_status_string(st));
 }
 
 /* --- launches --------------------------------------------------------------------------------- */

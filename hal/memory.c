@@ -161,14 +161,14 @@ bool mx__mem_contains_locked(mx_device *dev, const void *p, size_t n, char *why,
 bool mx__mem_free(mx_device *dev, void *ptr, char *why, size_t why_size) {
   mx__mem_node *node = NULL;
   mx__mem_lock(dev);
-  dev->mem_root = treap_erase(dev->mem_root, (uintptr_t)ptr, &node);
-  if (node && node->external) {
-    dev->mem_root = treap_insert(dev->mem_root, node);
+  mx__mem_node *found = treap_floor(dev->mem_root, (uintptr_t)ptr);
+  if (found && found->start == (uintptr_t)ptr && found->external) {
     mx__mem_unlock(dev);
     snprintf(why, why_size, "%p is a registered buffer, not an allocation (use "
              "mx_device_unregister_buffer)", ptr);
     return false;
   }
+  dev->mem_root = treap_erase(dev->mem_root, (uintptr_t)ptr, &node);
   if (!node) {
     mx__mem_unlock(dev);
     snprintf(why, why_size, "%p is not a live device allocation (freed twice, or not from "
@@ -300,11 +300,9 @@ mx_status mx_device_unregister_buffer(mx_device *dev, void *ptr) {
   if (!dev) return MX_ERR_INVALID_ARGUMENT;
   mx__mem_node *node = NULL;
   mx__mem_lock(dev);
-  dev->mem_root = treap_erase(dev->mem_root, (uintptr_t)ptr, &node);
-  if (node && !node->external) {
-    dev->mem_root = treap_insert(dev->mem_root, node);
-    node = NULL;
-  }
+  mx__mem_node *found = treap_floor(dev->mem_root, (uintptr_t)ptr);
+  if (found && found->start == (uintptr_t)ptr && found->external)
+    dev->mem_root = treap_erase(dev->mem_root, (uintptr_t)ptr, &node);
   mx__mem_unlock(dev);
   if (!node)
     return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT,

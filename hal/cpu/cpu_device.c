@@ -403,7 +403,7 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       if (MX__UNLIKELY(dev->fault_nth[MX_FAULT_KERNEL] != 0) && mx__fault_hit(dev, MX_FAULT_KERNEL)) {
         mx__stream_fail(b, c->seq, MX_ERR_KERNEL, -1, -1,
                         "command %" PRIu64 " (kernel) failed: injected fault (kernel:%" PRIu64 ")",
-                        c->seq, dev->fault_nth[MX_FAULT_KERNEL]);
+                        mx__cmd_no(b->chan, c->seq), dev->fault_nth[MX_FAULT_KERNEL]);
         break;
       }
       /* fallthrough */
@@ -411,7 +411,7 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       void *args = (c->flags & CMD_HEAP) ? c->u.call.heap : (void *)c->args;
       mx_status st = c->u.call.fn(args, c->size);
       if (MX__UNLIKELY(st != MX_OK))
-        mx__stream_fail(b, c->seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s", c->seq,
+        mx__stream_fail(b, c->seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s", mx__cmd_no(b->chan, c->seq),
                         c->kind == CMD_KERNEL ? "kernel" : "host callback", mx_status_string(st));
       break;
     }
@@ -419,7 +419,7 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       if (c->flags & CMD_INJECT) {
         mx__stream_fail(b, c->seq, MX_ERR_DEVICE, -1, -1,
                         "command %" PRIu64 " (asynchronous copy of %zu bytes) failed: injected "
-                        "fault (copy:%" PRIu64 ")", c->seq, c->u.copy.n,
+                        "fault (copy:%" PRIu64 ")", mx__cmd_no(b->chan, c->seq), c->u.copy.n,
                         dev->fault_nth[MX_FAULT_COPY]);
       } else if (c->u.copy.n) {
         memmove(c->u.copy.dst, c->u.copy.src, c->u.copy.n);
@@ -429,7 +429,7 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       if (c->flags & CMD_INJECT) {
         mx__stream_fail(b, c->seq, MX_ERR_DEVICE, -1, -1,
                         "command %" PRIu64 " (asynchronous memset of %zu bytes) failed: injected "
-                        "fault (copy:%" PRIu64 ")", c->seq, c->u.set.n,
+                        "fault (copy:%" PRIu64 ")", mx__cmd_no(b->chan, c->seq), c->u.set.n,
                         dev->fault_nth[MX_FAULT_COPY]);
       } else if (c->u.set.n) {
         memset(c->u.set.dst, c->u.set.value, c->u.set.n);
@@ -439,7 +439,7 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       char why[256];
       if (!mx__mem_free(dev, c->u.free.ptr, why, sizeof why))
         mx__stream_fail(b, c->seq, MX_ERR_INVALID_ARGUMENT, -1, -1,
-                        "command %" PRIu64 " (stream-ordered free) failed: %s", c->seq, why);
+                        "command %" PRIu64 " (stream-ordered free) failed: %s", mx__cmd_no(b->chan, c->seq), why);
       break;
     }
     case CMD_WAIT:
@@ -450,7 +450,7 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
     case CMD_FAIL:
       mx__stream_fail(b, c->seq, c->u.fail.status, -1, -1,
                       "command %" PRIu64 " (launch) failed: injected fault (launch:%" PRIu64 ")",
-                      c->seq, dev->fault_nth[MX_FAULT_LAUNCH]);
+                      mx__cmd_no(b->chan, c->seq), dev->fault_nth[MX_FAULT_LAUNCH]);
       break;
     default:
       break;
@@ -474,10 +474,12 @@ static bool drain(cpu_stream *s) {
     if (c) {
       if (atomic_load(s->wait_word) < s->wait_target) return progress;
     } else {
-      MX__TSAN_RELEASE(&s->ring.c_head);
-      void *p;
-      if (!ck_ring_dequeue_spsc(&s->ring, s->ring_buf, &p)) return progress;
+      /* Look first, so the TSan acquire precedes the dequeue's read of the entry. */
+      if (ck_ring_size(&s->ring) == 0) return progress;
       MX__TSAN_ACQUIRE(&s->ring.p_tail);
+      MX__TSAN_RELEASE(&s->ring.c_head);
+      void *p = NULL;
+      ck_ring_dequeue_spsc(&s->ring, s->ring_buf, &p); /* single consumer: cannot fail now */
       c = s->cur = p;
       s->phase = 0;
       s->pc = 0;

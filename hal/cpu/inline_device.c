@@ -47,11 +47,11 @@ static mx_status inline_call(mx_stream *s, mx_hal_fn fn, const void *args, size_
     if (kernel && dev->fault_nth[MX_FAULT_KERNEL] != 0 && mx__fault_hit(dev, MX_FAULT_KERNEL)) {
       mx__stream_fail(s, seq, MX_ERR_KERNEL, -1, -1,
                       "command %" PRIu64 " (kernel) failed: injected fault (kernel:%" PRIu64 ")",
-                      seq, dev->fault_nth[MX_FAULT_KERNEL]);
+                      mx__cmd_no(s->chan, seq), dev->fault_nth[MX_FAULT_KERNEL]);
     } else {
       mx_status st = fn(copy, size);
       if (st != MX_OK)
-        mx__stream_fail(s, seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s", seq,
+        mx__stream_fail(s, seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s", mx__cmd_no(s->chan, seq),
                         kernel ? "kernel" : "host callback", mx_status_string(st));
     }
   }
@@ -69,7 +69,7 @@ static mx_status inline_submit(mx_stream *s, const mx__op *op) {
       if (op->inject)
         mx__stream_fail(s, seq, MX_ERR_DEVICE, -1, -1,
                         "command %" PRIu64 " (asynchronous copy of %zu bytes) failed: injected "
-                        "fault (copy:%" PRIu64 ")", seq, op->n, dev->fault_nth[MX_FAULT_COPY]);
+                        "fault (copy:%" PRIu64 ")", mx__cmd_no(s->chan, seq), op->n, dev->fault_nth[MX_FAULT_COPY]);
       else if (op->n)
         memmove(op->dst, op->src, op->n);
       break;
@@ -77,7 +77,7 @@ static mx_status inline_submit(mx_stream *s, const mx__op *op) {
       if (op->inject)
         mx__stream_fail(s, seq, MX_ERR_DEVICE, -1, -1,
                         "command %" PRIu64 " (asynchronous memset of %zu bytes) failed: injected "
-                        "fault (copy:%" PRIu64 ")", seq, op->n, dev->fault_nth[MX_FAULT_COPY]);
+                        "fault (copy:%" PRIu64 ")", mx__cmd_no(s->chan, seq), op->n, dev->fault_nth[MX_FAULT_COPY]);
       else if (op->n)
         memset(op->dst, op->value, op->n);
       break;
@@ -85,7 +85,7 @@ static mx_status inline_submit(mx_stream *s, const mx__op *op) {
       char why[256];
       if (!mx__mem_free(dev, op->dst, why, sizeof why))
         mx__stream_fail(s, seq, MX_ERR_INVALID_ARGUMENT, -1, -1,
-                        "command %" PRIu64 " (stream-ordered free) failed: %s", seq, why);
+                        "command %" PRIu64 " (stream-ordered free) failed: %s", mx__cmd_no(s->chan, seq), why);
       break;
     }
     case MX__OP_WAIT:
@@ -94,7 +94,7 @@ static mx_status inline_submit(mx_stream *s, const mx__op *op) {
     case MX__OP_FAIL:
       mx__stream_fail(s, seq, op->status, -1, -1,
                       "command %" PRIu64 " (launch) failed: injected fault (launch:%" PRIu64 ")",
-                      seq, dev->fault_nth[MX_FAULT_LAUNCH]);
+                      mx__cmd_no(s->chan, seq), dev->fault_nth[MX_FAULT_LAUNCH]);
       break;
   }
 done:
