@@ -16,5 +16,6 @@ extern const mx_op_def *const mx__ops_nn[];
 extern const mx_op_def *const mx__ops_linalg[];
 extern const mx_op_def *const mx__ops_shape[];
 extern const mx_op_def *const mx__ops_index[];
+extern const mx_op_def *const mx__ops_mixrt[]; /* mixrt_ops.c: PartitionedCall (domain "mixrt") */
 
 #endif /* MIXRT_GRAPH_OPS_GROUPS_H */

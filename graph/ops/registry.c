@@ -11,7 +11,7 @@
 #include "graph/ops/op.h"
 
 static const mx_op_def *const *const groups[] = {
-    mx__ops_elementwise, mx__ops_reduce, mx__ops_nn, mx__ops_linalg, mx__ops_shape, mx__ops_index,
+    mx__ops_elementwise, mx__ops_reduce, mx__ops_nn, mx__ops_linalg, mx__ops_shape, mx__ops_index, mx__ops_mixrt,
 };
 
 static mx_strmap by_name;                 /* "domain\x1fop" -> index into all_defs */

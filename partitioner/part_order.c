@@ -1,0 +1,193 @@
+/* First step of a partition: the topological order of the input graph, its constant sources
+ * and its compute nodes, plus the checks that the graph is one the partitioner can take
+ * (inferred, acyclic, no subgraph attributes).
+ *
+ * The order is computed here rather than with mx__graph_topo_order so that the input graph
+ * stays untouched (that call caches the order on the graph). It uses the same rule: among
+ * ready nodes the smallest id goes first, so a graph built in a valid order keeps it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "partitioner/partitioner-impl.h"
+
+/* Binary min-heap of node ids. */
+static void heap_push(mx_node_id *h, size_t *n, mx_node_id x) {
+  size_t i = (*n)++;
+  while (i > 0) {
+    size_t up = (i - 1) / 2;
+    if (h[up] <= x) break;
+    h[i] = h[up];
+    i = up;
+  }
+  h[i] = x;
+}
+
+static mx_node_id heap_pop(mx_node_id *h, size_t *n) {
+  mx_node_id top = h[0], last = h[--(*n)];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && h[c + 1] < h[c]) c++;
+    if (last <= h[c]) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n) h[i] = last;
+  return top;
+}
+
+static bool live_producer(const mx_graph *g, mx_value_id v) {
+  mx_node_id pr = g->values[v].producer;
+  return pr != MX_NO_NODE && mx__node_valid(g, pr);
+}
+
+/* A node without inputs whose outputs are all constants. */
+static bool is_constant_node(const mx_graph *g, const mx_node *nd) {
+  if (nd->n_outputs == 0) return false;
+  for (uint32_t i = 0; i < nd->n_inputs; i++)
+    if (nd->inputs[i] != MX_NO_VALUE) return false;
+  for (uint32_t i = 0; i < nd->n_outputs; i++)
+    if (!(g->values[nd->outputs[i]].flags & MX_VALUE_CONST)) return false;
+  return true;
+}
+
+/* Checks what the partitioner relies on: resolved ops, known dtypes, no nested graphs. */
+static mx_status check_node(mx_partition *p, const mx_node *nd) {
+  const mx_graph *g = p->g;
+  if (!nd->def)
+    return mx__part_fail(p, MX_ERR_INVALID_ARGUMENT,
+                         "graph '%s' is not inferred: node '%s' (%s) has no resolved op (run mx_graph_infer first)",
+                         g->name, nd->name, nd->op_type);
+  for (uint32_t i = 0; i < nd->n_attrs; i++)
+    if (nd->attrs[i].type == MX_ATTR_GRAPH)
+      return mx__part_fail(p, MX_ERR_UNSUPPORTED,
+                           "node '%s' (%s): attribute '%s' holds a subgraph; the partitioner does not take "
+                           "nodes with subgraphs",
+                           nd->name, nd->op_type, nd->attrs[i].name);
+  for (uint32_t i = 0; i < nd->n_outputs; i++)
+    if (g->values[nd->outputs[i]].dtype == MX_DTYPE_UNDEFINED)
+      return mx__part_fail(p, MX_ERR_INVALID_ARGUMENT,
+                           "graph '%s' is not inferred: output %u ('%s') of node '%s' has no dtype", g->name, i,
+                           g->values[nd->outputs[i]].name, nd->name);
+  return MX_OK;
+}
+
+mx_status mx__part_order(mx_partition *p) {
+  const mx_graph *g = p->g;
+  size_t nn = g->n_nodes, nv = g->n_values;
+  mx_status st = MX_OK;
+  uint32_t *indeg = calloc(nn ? nn : 1, sizeof *indeg);
+  mx_node_id *heap = malloc((nn ? nn : 1) * sizeof *heap);
+  p->order = malloc((nn ? nn : 1) * sizeof *p->order);
+  p->rank_of = malloc((nn ? nn : 1) * sizeof *p->rank_of);
+  p->pos_of = malloc((nn ? nn : 1) * sizeof *p->pos_of);
+  p->compute = malloc((nn ? nn : 1) * sizeof *p->compute);
+  p->const_of_value = malloc((nv ? nv : 1) * sizeof *p->const_of_value);
+  if (!indeg || !heap || !p->order || !p->rank_of || !p->pos_of || !p->compute || !p->const_of_value) {
+    st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory ordering graph '%s'", g->name);
+    goto done;
+  }
+  for (size_t i = 0; i < nn; i++) {
+    p->rank_of[i] = MX__PART_NONE;
+    p->pos_of[i] = MX__PART_NONE;
+  }
+  for (size_t v = 0; v < nv; v++) p->const_of_value[v] = MX__PART_NONE;
+
+  size_t n_live = 0;
+  for (size_t i = 0; i < nn; i++) {
+    const mx_node *nd = &g->nodes[i];
+    if (nd->flags & MX_NODE_DEAD) continue;
+    n_live++;
+    st = check_node(p, nd);
+    if (st != MX_OK) goto done;
+    for (uint32_t k = 0; k < nd->n_inputs; k++) {
+      mx_value_id v = nd->inputs[k];
+      if (v == MX_NO_VALUE) continue;
+      if (!mx__value_valid(g, v)) {
+        st = mx__part_fail(p, MX_ERR_INVALID_GRAPH, "node '%s' (%s): input %u refers to a removed value", nd->name,
+                           nd->op_type, k);
+        goto done;
+      }
+      if (g->values[v].dtype == MX_DTYPE_UNDEFINED) {
+        st = mx__part_fail(p, MX_ERR_INVALID_ARGUMENT, "graph '%s' is not inferred: input %u ('%s') of node '%s' has no dtype",
+                           g->name, k, g->values[v].name, nd->name);
+        goto done;
+      }
+      if (live_producer(g, v)) indeg[i]++;
+    }
+  }
+  size_t hn = 0;
+  for (size_t i = 0; i < nn; i++)
+    if (!(g->nodes[i].flags & MX_NODE_DEAD) && indeg[i] == 0) heap_push(heap, &hn, (mx_node_id)i);
+  size_t on = 0;
+  while (hn) {
+    mx_node_id x = heap_pop(heap, &hn);
+    p->rank_of[x] = (uint32_t)on;
+    p->order[on++] = x;
+    const mx_node *nd = &g->nodes[x];
+    for (uint32_t k = 0; k < nd->n_outputs; k++) {
+      const mx_value *v = &g->values[nd->outputs[k]];
+      for (size_t c = 0; c < v->n_consumers; c++) {
+        mx_node_id cn = v->consumers[c];
+        if (g->nodes[cn].flags & MX_NODE_DEAD) continue;
+        if (--indeg[cn] == 0) heap_push(heap, &hn, cn);
+      }
+    }
+  }
+  p->n_order = on;
+  if (on != n_live) {
+    const char *culprit = "?";
+    for (size_t i = 0; i < nn; i++)
+      if (!(g->nodes[i].flags & MX_NODE_DEAD) && indeg[i] > 0) {
+        culprit = g->nodes[i].name;
+        break;
+      }
+    st = mx__part_fail(p, MX_ERR_INVALID_GRAPH, "graph '%s' has a cycle through node '%s'", g->name, culprit);
+    goto done;
+  }
+
+  /* Constant sources: initializers (and folded values) by value id, then Constant nodes. */
+  size_t n_const_nodes = 0;
+  for (size_t i = 0; i < on; i++)
+    if (is_constant_node(g, &g->nodes[p->order[i]])) n_const_nodes++;
+  size_t n_init = 0;
+  for (size_t v = 0; v < nv; v++) {
+    const mx_value *val = &g->values[v];
+    if ((val->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) || !(val->flags & MX_VALUE_CONST)) continue;
+    if (live_producer(g, (mx_value_id)v)) continue;
+    n_init++;
+  }
+  p->consts = calloc(n_init + n_const_nodes ? n_init + n_const_nodes : 1, sizeof *p->consts);
+  if (!p->consts) {
+    st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory listing the constants of '%s'", g->name);
+    goto done;
+  }
+  uint32_t nc = 0;
+  for (size_t v = 0; v < nv; v++) {
+    const mx_value *val = &g->values[v];
+    if ((val->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) || !(val->flags & MX_VALUE_CONST)) continue;
+    if (live_producer(g, (mx_value_id)v)) continue;
+    p->consts[nc] = (mx__part_const){(mx_value_id)v, MX_NO_NODE, MX__PART_NONE, false};
+    p->const_of_value[v] = nc++;
+  }
+  uint32_t npos = 0;
+  for (size_t i = 0; i < on; i++) {
+    mx_node_id x = p->order[i];
+    const mx_node *nd = &g->nodes[x];
+    if (is_constant_node(g, nd)) {
+      p->consts[nc] = (mx__part_const){nd->outputs[0], x, MX__PART_NONE, false};
+      for (uint32_t k = 0; k < nd->n_outputs; k++) p->const_of_value[nd->outputs[k]] = nc;
+      nc++;
+    } else {
+      p->pos_of[x] = npos;
+      p->compute[npos++] = x;
+    }
+  }
+  p->n_consts = nc;
+  p->n_compute = npos;
+done:
+  free(indeg);
+  free(heap);
+  return st;
+}

@@ -1,0 +1,42 @@
+/* What the stages after the partitioner (static and dynamic compilation, the V2 lowering, the
+ * benchmarks) need to read a partitioned root graph: the names of the partition call op and its
+ * attributes, small readers for a call node, and the phase timings of a partition.
+ *
+ * The call op itself (inference through its body) is defined in graph/ops/mixrt_ops.c; the
+ * names below must match its schema. */
+#ifndef MIXRT_PARTITIONER_H
+#define MIXRT_PARTITIONER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph/ir.h"
+#include "mixrt/partition.h"
+
+#define MX_PART_CALL_OP "PartitionedCall"   /* op type of a partition call node */
+#define MX_PART_DOMAIN "mixrt"              /* its domain */
+#define MX_PART_DOMAIN_VERSION 1            /* opset version of the domain a root imports */
+#define MX_PART_ATTR_BODY "body"            /* GRAPH: the cluster's subgraph */
+#define MX_PART_ATTR_UNKNOWN "unknown"      /* INT: 0 KNOWN, 1 UNKNOWN */
+#define MX_PART_ATTR_CONST_INPUTS "const_inputs" /* INTS: call input positions fed by shared constants */
+
+/* True when node n is a partition call. */
+bool mx__part_is_call(const mx_node *n);
+/* The call's subgraph (borrowed from the node), or NULL when n is not a call. */
+mx_graph *mx__part_call_body(const mx_node *n);
+/* True when the call runs an UNKNOWN cluster. */
+bool mx__part_call_is_unknown(const mx_node *n);
+/* True when call input `index` is a shared constant (its data never changes). */
+bool mx__part_call_input_is_const(const mx_node *n, uint32_t index);
+
+/* Wall-clock time of each phase of one mx_partition_create, in nanoseconds. */
+typedef struct mx__part_timings {
+  uint64_t mark_ns;    /* topological order and unknown marking */
+  uint64_t merge_ns;   /* cluster building and merging */
+  uint64_t place_ns;   /* final clusters, constant placement, boundary values */
+  uint64_t build_ns;   /* root graph and subgraphs */
+} mx__part_timings;
+
+void mx__partition_timings(const mx_partition *p, mx__part_timings *out);
+
+#endif /* MIXRT_PARTITIONER_H */
