@@ -245,7 +245,7 @@ static mx_status range_infer(mx_infer_ctx *ctx) {
     o->shape.dims[0] = mx__infer_fresh(ctx, "range");
     return MX_OK;
   }
-  mx_dim len;
+  mx_dim len = MX_DIM_UNKNOWN;
   mx_status st = range_symbolic_len(ctx, start, limit, dv, &len);
   if (st != MX_OK) return st;
   o->shape.dims[0] = len;

@@ -4,7 +4,7 @@
  * contiguous in the input are merged, so most copies become a few long rows. Rows with input
  * stride 1 are copied with memcpy, stride 0 rows are fills, other strides use a typed loop per
  * element size. Transpose whose innermost output axis is not innermost in the input swaps the
- * two innermost axes through 32x32 tiles, so both reads and writes stay within cache lines. */
+ * two innermost axes through small tiles, so both reads and writes stay within cache lines. */
 #include <string.h>
 
 #include "graph/ops/shape-params.h"
@@ -91,16 +91,19 @@ void mx__kcopy_strided(void *out, const void *in, size_t es, int32_t rank, const
 
 /* --- Transpose -------------------------------------------------------------------------------- */
 
-#define TILE 32
+/* Tile of the 2-D transpose: TILE_J elements along the input's contiguous axis by TILE_L input
+ * rows. Few rows per tile keep power-of-two row strides from evicting each other in L1. */
+#define TILE_J 64
+#define TILE_L 8
 
 /* Transposes a [nj, nl] block: out[j*out_sj + l] = in[j + l*in_sl]. */
 #define TILE_FN(T)                                                                                 \
   static void tile_##T(T *restrict out, const T *restrict in, int64_t nj, int64_t nl, int64_t in_sl, \
                        int64_t out_sj) {                                                           \
-    for (int64_t j0 = 0; j0 < nj; j0 += TILE) {                                                    \
-      int64_t je = j0 + TILE < nj ? j0 + TILE : nj;                                                \
-      for (int64_t l0 = 0; l0 < nl; l0 += TILE) {                                                  \
-        int64_t le = l0 + TILE < nl ? l0 + TILE : nl;                                              \
+    for (int64_t j0 = 0; j0 < nj; j0 += TILE_J) {                                                  \
+      int64_t je = j0 + TILE_J < nj ? j0 + TILE_J : nj;                                            \
+      for (int64_t l0 = 0; l0 < nl; l0 += TILE_L) {                                                \
+        int64_t le = l0 + TILE_L < nl ? l0 + TILE_L : nl;                                          \
         for (int64_t j = j0; j < je; j++)                                                          \
           for (int64_t l = l0; l < le; l++) out[j * out_sj + l] = in[j + l * in_sl];               \
       }                                                                                            \
