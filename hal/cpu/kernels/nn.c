@@ -70,15 +70,22 @@ MX_KHOT static void sm_cols_f32(const float *x, float *y, int64_t n, int64_t inn
   }
   for (int64_t k = 0; k < n; k++) {
     const float *xr = x + k * inner;
-    for (int64_t j = 0; j < inner; j++) m[j] = xr[j] > m[j] ? xr[j] : m[j];
+    for (int64_t j = 0; j < inner; j++) {
+      int32_t a = mx__kfkey(xr[j]), b = mx__kfkey(m[j]);
+      m[j] = mx__kfunkey(a > b ? a : b);
+    }
   }
   for (int64_t k = 0; k < n; k++) {
     const float *xr = x + k * inner;
     float *yr = y + k * inner;
-    for (int64_t j = 0; j < inner; j++) {
-      float e = mx__kexpf(xr[j] - m[j]);
-      if (!want_log) yr[j] = e;
-      s[j] += e;
+    if (want_log) {
+      for (int64_t j = 0; j < inner; j++) s[j] += mx__kexpf(xr[j] - m[j]);
+    } else {
+      for (int64_t j = 0; j < inner; j++) {
+        float e = mx__kexpf(xr[j] - m[j]);
+        yr[j] = e;
+        s[j] += e;
+      }
     }
   }
   if (want_log) {
