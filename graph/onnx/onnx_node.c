@@ -280,11 +280,19 @@ mx_status mx__onnx_import_node(mx__onnx_import *im, mx__onnx_scope *sc, size_t i
                   label, np->n_input, np->n_output, np->n_attribute, MX_ONNX_MAX_NODE_ARITY);
     goto release;
   }
-  for (size_t k = 0; k < np->n_attribute; k++)
-    if (!np->attribute[k]->name || !*np->attribute[k]->name) {
+  for (size_t k = 0; k < np->n_attribute; k++) {
+    const Onnx__AttributeProto *a = np->attribute[k];
+    if (!a->name || !*a->name) {
       st = mx__fail(im->err, MX_ERR_MALFORMED, "node %s: attribute #%zu has no name", label, k);
       goto release;
     }
+    if (a->ref_attr_name && *a->ref_attr_name) {
+      st = mx__fail(im->err, MX_ERR_INVALID_GRAPH,
+                    "node %s: attribute '%.100s' refers to function attribute '%.100s', which only "
+                    "nodes inside function bodies may do", label, a->name, a->ref_attr_name);
+      goto release;
+    }
+  }
   if (is_default_domain(np->domain) && strcmp(np->op_type, "Constant") == 0) {
     st = import_constant(im, sc, &scratch, np, label);
     goto release;

@@ -311,6 +311,18 @@ Test(onnx_hostile, type_proto_attribute) {
   mxb_free(&b);
 }
 
+Test(onnx_hostile, function_attribute_reference_outside_a_function) {
+  mxb b = {0};
+  Onnx__ModelProto *m = mxb_model(&b, 17);
+  mxb_input(&b, m->graph, "x", FLOAT, "2");
+  Onnx__NodeProto *n = mxb_node(&b, m->graph, "LeakyRelu", "lr", "x", "y");
+  Onnx__AttributeProto *a = mxb_attr(&b, n, "alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+  a->ref_attr_name = mxb_str(&b, "slope");
+  mxb_output(&b, m->graph, "y", FLOAT, NULL);
+  EXPECT_FAILURE(&b, m, NULL, MX_ERR_INVALID_GRAPH, "'lr'", "'alpha'", "'slope'");
+  mxb_free(&b);
+}
+
 Test(onnx_hostile, string_constant) {
   mxb b = {0};
   Onnx__ModelProto *m = mxb_model(&b, 17);
