@@ -64,15 +64,15 @@ static mx_status gather_run(mx_kernel_call *call) {
   }
   for (int64_t q = 0; q < outer; q++) {
     const unsigned char *base = src + (size_t)(q * n) * block;
-    if (block == 4) {
-      /* Scalars of 4 bytes (float32 / int32 tables gathered element by element). */
+    if (inner == 1 && es == 4) {
+      /* Single 4-byte elements (float32 / int32 values gathered one by one). */
       uint32_t *o = (uint32_t *)(void *)dst;
       const uint32_t *b = (const uint32_t *)(const void *)base;
       for (int64_t j = 0; j < m; j++) {
         int64_t i = mx__kindex_at(ind, j);
         o[j] = b[i < 0 ? i + n : i];
       }
-    } else if (block == 8) {
+    } else if (inner == 1 && es == 8) {
       uint64_t *o = (uint64_t *)(void *)dst;
       const uint64_t *b = (const uint64_t *)(const void *)base;
       for (int64_t j = 0; j < m; j++) {
