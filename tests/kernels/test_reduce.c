@@ -108,7 +108,7 @@ Test(reduce_kernel, non_adjacent_axes_and_all) {
 }
 
 Test(reduce_kernel, the_other_reductions) {
-  float x[6] = {1, -2, 3, -4, 0.5f, 2}, o[2];
+  float x[6] = {1, -2, 3, -4, 0.5f, 2}, o[3];
   cr_assert_eq(red_f32("ReduceProd", 2, DIMS(2, 3), x, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK);
   expect_f32(o, (float[]){-6, -4}, 2, 0.0f);
   cr_assert_eq(red_f32("ReduceSumSquare", 2, DIMS(2, 3), x, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK);
@@ -211,6 +211,22 @@ Test(reduce_kernel, long_rows_match_double) {
   cr_assert(fabs(o - ref) <= 1e-4 * fabs(ref) + 1e-2, "%g vs %g", (double)o, ref);
   cr_assert_eq(red_f32("ReduceSumSquare", 1, DIMS(N), x, 1, DIMS(0), 1, DIMS(1), &o), MX_OK);
   cr_assert(fabs(o - ref_sq) <= 1e-4 * ref_sq, "%g vs %g", (double)o, ref_sq);
+  float mx = -INFINITY, mn = INFINITY;
+  for (int i = 0; i < N; i++) mx = x[i] > mx ? x[i] : mx, mn = x[i] < mn ? x[i] : mn;
+  cr_assert_eq(red_f32("ReduceMax", 1, DIMS(N), x, 1, DIMS(0), 1, DIMS(1), &o), MX_OK);
+  cr_assert_eq(o, mx);
+  cr_assert_eq(red_f32("ReduceMin", 1, DIMS(N), x, 1, DIMS(0), 1, DIMS(1), &o), MX_OK);
+  cr_assert_eq(o, mn);
+  float keep = x[5000];
+  x[5000] = NAN;
+  cr_assert_eq(red_f32("ReduceMax", 1, DIMS(N), x, 1, DIMS(0), 1, DIMS(1), &o), MX_OK);
+  cr_assert(isnan(o));
+  x[5000] = keep;
+  keep = x[N - 1];
+  x[N - 1] = NAN; /* in the tail after the 64-lane blocks */
+  cr_assert_eq(red_f32("ReduceMin", 1, DIMS(N), x, 1, DIMS(0), 1, DIMS(1), &o), MX_OK);
+  cr_assert(isnan(o));
+  x[N - 1] = keep;
   /* the same data as 1000 outer rows reduced over axis 0 (kept inner rows) */
   float *cols = malloc(100 * sizeof *cols);
   cr_assert_eq(red_f32("ReduceSum", 2, DIMS(1000, 100), x, 1, DIMS(0), 2, DIMS(1, 100), cols), MX_OK);

@@ -71,8 +71,11 @@ static inline int64_t mx__ew_sat_i64(double v, double lo, double hi) {
   if (v >= hi) return hi >= 9.2e18 ? INT64_MAX : (int64_t)hi;
   return (int64_t)v;
 }
-/* Stores double v into element i of an integer or bool buffer, saturating; floats round once. */
+/* Stores double v into element i of a buffer of dtype dt: integers saturate, bool is v != 0,
+ * floats round once (correctly, also for float16/bfloat16). */
 void mx__ew_store_sat(void *p, mx_dtype dt, int64_t i, double v);
+/* double -> float16 (dt FLOAT16) or bfloat16 bits, rounded once to nearest even. */
+uint16_t mx__ew_f64_to_half(double v, mx_dtype dt);
 
 /* Kernel definitions of the group, one per op (the registry picks by the deciding dtype). */
 #define MX__EW_KERNEL_LIST(X)                                                                        \

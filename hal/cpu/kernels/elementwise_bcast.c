@@ -1,10 +1,12 @@
 /* Broadcast walking for the elementwise kernels, the float16/bfloat16 row adapter and the
- * saturating integer store (see elementwise-impl.h for the model).
+ * saturating store with its correctly rounded double -> float16/bfloat16 conversion (see
+ * elementwise-impl.h for the model).
  *
  * Planning right-aligns every input against the output (numpy rules), gives broadcast dims a
  * stride of 0, drops size-1 dims and merges neighbouring dims that every operand walks in
  * step. What remains is usually one or two dims, so the walk's bookkeeping is paid per row,
  * not per element. */
+#include <math.h>
 #include <string.h>
 
 #include "hal/cpu/kernels/elementwise-impl.h"
@@ -157,8 +159,24 @@ mx_status mx__ew_binary_apply(mx_kernel_call *call, mx__ew_bin_fn fn, const mx_k
   return MX_OK;
 }
 
+/* double -> float rounded to odd: inexact results are truncated toward zero with the last bit
+ * set, so a later rounding to a format with at least two fewer bits rounds correctly. */
+static float f64_to_f32_odd(double d) {
+  float f = (float)d;
+  if (d != d || (double)f == d) return f;
+  if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
+  return mx__bits_f32(mx__f32_bits(f) | 1u);
+}
+
+uint16_t mx__ew_f64_to_half(double v, mx_dtype dt) {
+  float f = f64_to_f32_odd(v);
+  return dt == MX_FLOAT16 ? mx__f32_to_f16(f) : mx__f32_to_bf16(f);
+}
+
 void mx__ew_store_sat(void *p, mx_dtype dt, int64_t i, double v) {
   switch (dt) {
+    case MX_FLOAT16:
+    case MX_BFLOAT16: ((uint16_t *)p)[i] = mx__ew_f64_to_half(v, dt); break;
     case MX_INT8: ((int8_t *)p)[i] = (int8_t)mx__ew_sat_i64(v, INT8_MIN, INT8_MAX); break;
     case MX_UINT8: ((uint8_t *)p)[i] = (uint8_t)mx__ew_sat_i64(v, 0, UINT8_MAX); break;
     case MX_INT16: ((int16_t *)p)[i] = (int16_t)mx__ew_sat_i64(v, INT16_MIN, INT16_MAX); break;

@@ -339,7 +339,7 @@ static mx_status run_variadic(mx_kernel_call *c, const bin_table t, bool mean) {
     return MX_OK;
   }
   /* Read order: an input sharing the output's memory goes first. */
-  uint32_t order[256], n_alias = 0;
+  uint32_t order[256] = {0}, n_alias = 0;
   if (n > 256) {
     c->why = "more than 256 inputs";
     return MX_ERR_KERNEL;

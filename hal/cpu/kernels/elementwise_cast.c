@@ -11,27 +11,12 @@
  *
  * Where walks the three-way broadcast with one row function per element size, since picking
  * an element is a copy of its bytes. */
-#include <math.h>
 #include <string.h>
 
 #include "graph/ops/elementwise-params.h"
 #include "hal/cpu/kernels/elementwise-impl.h"
 
 /* --- Cast ----------------------------------------------------------------------------------- */
-
-/* double -> float rounded to odd: inexact results are truncated toward zero with the last bit
- * set, so a later rounding to a format with at least two fewer bits rounds correctly. */
-static float f64_to_f32_odd(double d) {
-  float f = (float)d;
-  if (d != d || (double)f == d) return f;
-  if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
-  return mx__bits_f32(mx__f32_bits(f) | 1u);
-}
-
-static uint16_t f64_to_half(double d, mx_dtype dt) {
-  float f = f64_to_f32_odd(d);
-  return dt == MX_FLOAT16 ? mx__f32_to_f16(f) : mx__f32_to_bf16(f);
-}
 
 /* Stores a float source value (as double) into any dtype. `from_f32` marks float32 and 16-bit
  * sources, which convert to 16-bit floats without the round-to-odd step. */
@@ -40,7 +25,7 @@ static void store_from_float(void *p, mx_dtype dt, int64_t i, double v, bool fro
     case MX_FLOAT16:
     case MX_BFLOAT16:
       ((uint16_t *)p)[i] = from_f32 ? (dt == MX_FLOAT16 ? mx__f32_to_f16((float)v) : mx__f32_to_bf16((float)v))
-                                    : f64_to_half(v, dt);
+                                    : mx__ew_f64_to_half(v, dt);
       break;
     case MX_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
     default: mx__ew_store_sat(p, dt, i, v); break;
@@ -53,7 +38,7 @@ static void store_from_int(void *p, mx_dtype dt, int64_t i, int64_t v) {
     case MX_FLOAT32: ((float *)p)[i] = (float)v; break;
     case MX_FLOAT64: ((double *)p)[i] = (double)v; break;
     case MX_FLOAT16:
-    case MX_BFLOAT16: ((uint16_t *)p)[i] = f64_to_half((double)v, dt); break;
+    case MX_BFLOAT16: ((uint16_t *)p)[i] = mx__ew_f64_to_half((double)v, dt); break;
     default: mx__kset_i64(p, dt, i, v); break;
   }
 }

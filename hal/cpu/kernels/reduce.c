@@ -91,15 +91,11 @@ DEF_RED(red_f_sum, float, MAP_ID, C_ADD, 0.0f)
 DEF_RED(red_f_sq, float, MAP_SQ, C_ADD, 0.0f)
 DEF_RED(red_f_abs, float, fabsf, C_ADD, 0.0f)
 DEF_RED(red_f_prod, float, MAP_ID, C_MUL, 1.0f)
-DEF_RED(red_f_max, float, MAP_ID, C_MAX, -INFINITY)
-DEF_RED(red_f_min, float, MAP_ID, C_MIN, INFINITY)
 DEF_RED(red_f_exp, float, MAP_EXPF, C_ADD, 0.0f)
 DEF_RED(red_d_sum, double, MAP_ID, C_ADD, 0.0)
 DEF_RED(red_d_sq, double, MAP_SQ, C_ADD, 0.0)
 DEF_RED(red_d_abs, double, fabs, C_ADD, 0.0)
 DEF_RED(red_d_prod, double, MAP_ID, C_MUL, 1.0)
-DEF_RED(red_d_max, double, MAP_ID, C_MAX, -INFINITY)
-DEF_RED(red_d_min, double, MAP_ID, C_MIN, INFINITY)
 DEF_RED(red_d_exp, double, MAP_EXPD, C_ADD, 0.0)
 DEF_RED(red_i_sum, int64_t, MAP_ID, I_ADD, 0)
 DEF_RED(red_i_sq, int64_t, I_SQ, I_ADD, 0)
@@ -126,6 +122,27 @@ DEF_ROWS(rows_i_abs, int64_t, I_ABS, I_ADD)
 DEF_ROWS(rows_i_prod, int64_t, MAP_ID, I_MUL)
 DEF_ROWS(rows_i_max, int64_t, MAP_ID, I_MAX)
 DEF_ROWS(rows_i_min, int64_t, MAP_ID, I_MIN)
+
+/* Float max/min of a contiguous row: folded 64 lanes at a time with the (vectorized) row
+ * combine, then the lanes and the tail; NaN wins as in the row combine. */
+#define DEF_RED_EXTREME(NAME, A, ROWS, COMB, INIT)        \
+  static A NAME(const A *restrict x, int64_t n, A s) {   \
+    (void)s;                                             \
+    A lane[64];                                          \
+    A r = INIT;                                          \
+    int64_t i = 0;                                       \
+    if (n >= 64) {                                       \
+      memcpy(lane, x, sizeof lane);                      \
+      for (i = 64; i + 64 <= n; i += 64) ROWS(lane, x + i, 64, NULL); \
+      for (int k = 0; k < 64; k++) r = COMB(r, lane[k]); \
+    }                                                    \
+    for (; i < n; i++) r = COMB(r, x[i]);                \
+    return r;                                            \
+  }
+DEF_RED_EXTREME(red_f_max, float, rows_f_max, C_MAX, -INFINITY)
+DEF_RED_EXTREME(red_f_min, float, rows_f_min, C_MIN, INFINITY)
+DEF_RED_EXTREME(red_d_max, double, rows_d_max, C_MAX, -INFINITY)
+DEF_RED_EXTREME(red_d_min, double, rows_d_min, C_MIN, INFINITY)
 
 static void rows_f_exp(float *restrict acc, const float *restrict x, int64_t n, const float *s) {
   for (int64_t i = 0; i < n; i++) acc[i] += expf(x[i] - s[i]);
