@@ -282,33 +282,39 @@ static void fill(float *x, int n, int seed) {
   for (int i = 0; i < n; i++) x[i] = (float)(((i + 1) * (seed * 7 + 13)) % 17) / 8.0f - 1.0f;
 }
 
-Test(nn_kernels, attention_gqa_causal_with_past_matches_reference) {
-  enum { B = 2, HQ = 4, HKV = 2, SQ = 2, P = 3, SKV = 2, D = 4, T = P + SKV };
-  static float q[B * HQ * SQ * D], k[B * HKV * SKV * D], v[B * HKV * SKV * D];
-  static float pk[B * HKV * P * D], pv[B * HKV * P * D], mask[SQ * T];
-  static float y[B * HQ * SQ * D], want[B * HQ * SQ * D], prk[B * HKV * T * D], prv[B * HKV * T * D];
-  fill(q, B * HQ * SQ * D, 1), fill(k, B * HKV * SKV * D, 2), fill(v, B * HKV * SKV * D, 3);
-  fill(pk, B * HKV * P * D, 4), fill(pv, B * HKV * P * D, 5), fill(mask, SQ * T, 6);
+/* GQA + causal + float mask + past cache against the naive reference, for sq query rows. */
+static void check_gqa_causal_with_past(int sq) {
+  enum { B = 2, HQ = 4, HKV = 2, P = 3, SKV = 2, D = 4, T = P + SKV, SQMAX = 2 };
+  static float q[B * HQ * SQMAX * D], k[B * HKV * SKV * D], v[B * HKV * SKV * D];
+  static float pk[B * HKV * P * D], pv[B * HKV * P * D], mask[SQMAX * T];
+  static float y[B * HQ * SQMAX * D], want[B * HQ * SQMAX * D], prk[B * HKV * T * D], prv[B * HKV * T * D];
+  fill(q, B * HQ * sq * D, 1), fill(k, B * HKV * SKV * D, 2), fill(v, B * HKV * SKV * D, 3);
+  fill(pk, B * HKV * P * D, 4), fill(pv, B * HKV * P * D, 5), fill(mask, sq * T, 6);
   mx_attention_params p = {.is_causal = 1};
-  attention_ref(B, HQ, HKV, SQ, P, SKV, D, q, k, v, pk, pv, mask, true, 0.5f, want);
+  attention_ref(B, HQ, HKV, sq, P, SKV, D, q, k, v, pk, pv, mask, true, 0.5f, want);
   mx_kernel_call *c = kc_new(6, 3, &p);
-  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){B, HQ, SQ, D}, q);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){B, HQ, sq, D}, q);
   kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){B, HKV, SKV, D}, k);
   kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){B, HKV, SKV, D}, v);
-  kc_set(c, 3, MX_FLOAT32, 2, (int64_t[]){SQ, T}, mask);
+  kc_set(c, 3, MX_FLOAT32, 2, (int64_t[]){sq, T}, mask);
   kc_set(c, 4, MX_FLOAT32, 4, (int64_t[]){B, HKV, P, D}, pk);
   kc_set(c, 5, MX_FLOAT32, 4, (int64_t[]){B, HKV, P, D}, pv);
-  kc_set(c, 6, MX_FLOAT32, 4, (int64_t[]){B, HQ, SQ, D}, y);
+  kc_set(c, 6, MX_FLOAT32, 4, (int64_t[]){B, HQ, sq, D}, y);
   kc_set(c, 7, MX_FLOAT32, 4, (int64_t[]){B, HKV, T, D}, prk);
   kc_set(c, 8, MX_FLOAT32, 4, (int64_t[]){B, HKV, T, D}, prv);
   cr_assert_eq(kc_run("Attention", c), MX_OK);
-  expect_f32(y, want, B * HQ * SQ * D, 1e-5f);
+  expect_f32(y, want, B * HQ * sq * D, 1e-5f);
   /* present = past rows then new rows, per (batch, kv head). */
   cr_assert_eq(memcmp(prk, pk, P * D * sizeof(float)), 0);
   cr_assert_eq(memcmp(prk + P * D, k, SKV * D * sizeof(float)), 0);
   cr_assert_eq(memcmp(prv + (1 * HKV + 1) * T * D + P * D, v + (1 * HKV + 1) * SKV * D, SKV * D * sizeof(float)), 0);
   free(c);
 }
+
+Test(nn_kernels, attention_gqa_causal_with_past_matches_reference) { check_gqa_causal_with_past(2); }
+
+/* One query row takes the matrix-vector path. */
+Test(nn_kernels, attention_decode_step_matches_reference) { check_gqa_causal_with_past(1); }
 
 Test(nn_kernels, attention_3d_layout_equals_4d) {
   /* The same numbers in (batch, seq, heads*D) form give the transposed output. */

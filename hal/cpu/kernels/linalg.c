@@ -92,8 +92,10 @@ static void mm2d_f32(const float *a, const float *b, float *c, int64_t m, int64_
   if (k == 0) {
     memset(c, 0, (size_t)(m * n) * sizeof *c);
   } else if (m == 1) {
+    memset(c, 0, (size_t)n * sizeof *c); /* gemv scales y by beta = 0: no NaN garbage there */
     cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, 1.0f, b, (blasint)n, a, 1, 0.0f, c, 1);
   } else if (n == 1) {
+    memset(c, 0, (size_t)m * sizeof *c);
     cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, 1.0f, a, (blasint)k, b, 1, 0.0f, c, 1);
   } else {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, 1.0f, a,
@@ -106,8 +108,10 @@ static void mm2d_f64(const double *a, const double *b, double *c, int64_t m, int
   if (k == 0) {
     memset(c, 0, (size_t)(m * n) * sizeof *c);
   } else if (m == 1) {
+    memset(c, 0, (size_t)n * sizeof *c);
     cblas_dgemv(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, 1.0, b, (blasint)n, a, 1, 0.0, c, 1);
   } else if (n == 1) {
+    memset(c, 0, (size_t)m * sizeof *c);
     cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, 1.0, a, (blasint)k, b, 1, 0.0, c, 1);
   } else {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, 1.0, a,

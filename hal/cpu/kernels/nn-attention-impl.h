@@ -101,12 +101,25 @@ static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const ATT_T *k, 
       if (Dk == 0 || T == 0) {
         memset(scores, 0, (size_t)(Sq * T) * sizeof *scores);
       } else {
-        if (P > 0)
-          ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)Sq, (blasint)P, (blasint)Dk, scale, qh,
-                   (blasint)p->q_row, pk + (b * p->Hkv + g) * P * Dk, (blasint)Dk, (ATT_T)0, scores, (blasint)T);
-        if (Skv > 0)
-          ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)Sq, (blasint)Skv, (blasint)Dk, scale, qh,
-                   (blasint)p->q_row, kh, (blasint)p->k_row, (ATT_T)0, scores + P, (blasint)T);
+        const ATT_T *pkh = pk ? pk + (b * p->Hkv + g) * P * Dk : NULL;
+        if (Sq == 1) {
+          /* Decode step: one query row, matrix-vector products. gemv may scale the old contents
+           * of y by beta = 0, so they must not be NaN garbage. */
+          memset(scores, 0, (size_t)T * sizeof *scores);
+          if (P > 0)
+            ATT_GEMV(CblasRowMajor, CblasNoTrans, (blasint)P, (blasint)Dk, scale, pkh, (blasint)Dk, qh, 1, (ATT_T)0,
+                     scores, 1);
+          if (Skv > 0)
+            ATT_GEMV(CblasRowMajor, CblasNoTrans, (blasint)Skv, (blasint)Dk, scale, kh, (blasint)p->k_row, qh, 1,
+                     (ATT_T)0, scores + P, 1);
+        } else {
+          if (P > 0)
+            ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)Sq, (blasint)P, (blasint)Dk, scale, qh,
+                     (blasint)p->q_row, pkh, (blasint)Dk, (ATT_T)0, scores, (blasint)T);
+          if (Skv > 0)
+            ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)Sq, (blasint)Skv, (blasint)Dk, scale, qh,
+                     (blasint)p->q_row, kh, (blasint)p->k_row, (ATT_T)0, scores + P, (blasint)T);
+        }
       }
       int64_t qk_base = ((b * p->Hq + h) * Sq) * T;
       for (int64_t i = 0; i < Sq; i++) {
@@ -128,12 +141,24 @@ static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const ATT_T *k, 
         for (int64_t i = 0; i < Sq; i++) memset(yh + i * p->y_row, 0, (size_t)Dv * sizeof *yh);
         continue;
       }
-      if (P > 0)
-        ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Sq, (blasint)Dv, (blasint)P, (ATT_T)1, scores,
-                 (blasint)T, pv + (b * p->Hkv + g) * P * Dv, (blasint)Dv, (ATT_T)0, yh, (blasint)p->y_row);
-      if (Skv > 0)
-        ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Sq, (blasint)Dv, (blasint)Skv, (ATT_T)1,
-                 scores + P, (blasint)T, vh, (blasint)p->v_row, (ATT_T)(P > 0 ? 1 : 0), yh, (blasint)p->y_row);
+      const ATT_T *pvh = pv ? pv + (b * p->Hkv + g) * P * Dv : NULL;
+      ATT_T beta = (ATT_T)(P > 0 ? 1 : 0);
+      if (Sq == 1) {
+        memset(yh, 0, (size_t)Dv * sizeof *yh);
+        if (P > 0)
+          ATT_GEMV(CblasRowMajor, CblasTrans, (blasint)P, (blasint)Dv, (ATT_T)1, pvh, (blasint)Dv, scores, 1, (ATT_T)0,
+                   yh, 1);
+        if (Skv > 0)
+          ATT_GEMV(CblasRowMajor, CblasTrans, (blasint)Skv, (blasint)Dv, (ATT_T)1, vh, (blasint)p->v_row, scores + P, 1,
+                   beta, yh, 1);
+      } else {
+        if (P > 0)
+          ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Sq, (blasint)Dv, (blasint)P, (ATT_T)1, scores,
+                   (blasint)T, pvh, (blasint)Dv, (ATT_T)0, yh, (blasint)p->y_row);
+        if (Skv > 0)
+          ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Sq, (blasint)Dv, (blasint)Skv, (ATT_T)1,
+                   scores + P, (blasint)T, vh, (blasint)p->v_row, beta, yh, (blasint)p->y_row);
+      }
     }
   }
 }
