@@ -576,10 +576,12 @@ mx_status mx_graph_add_node(mx_graph *g, const mx_node_desc *desc, mx_value_id *
     if (v != MX_NO_VALUE) g->values[v].consumers[g->values[v].n_consumers++] = nid;
   }
   for (size_t i = 0; i < desc->n_attrs; i++) {
-    if (attrs[i].type == MX_ATTR_GRAPH) {
-      attrs[i].graph->parent = g;
-      g->subgraphs[g->n_subgraphs++] = attrs[i].graph;
-    }
+    if (attrs[i].type != MX_ATTR_GRAPH) continue;
+    /* A subgraph made with mx__graph_create_subgraph is already owned by g. */
+    bool owned = false;
+    for (size_t k = 0; k < g->n_subgraphs && !owned; k++) owned = g->subgraphs[k] == attrs[i].graph;
+    attrs[i].graph->parent = g;
+    if (!owned) g->subgraphs[g->n_subgraphs++] = attrs[i].graph;
   }
   for (size_t i = 0; i < desc->n_outputs; i++) outputs[i] = outs[i];
   mx__graph_invalidate(g);

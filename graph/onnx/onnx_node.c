@@ -51,21 +51,6 @@ static mx_status bytes_to_string(mx__onnx_import *im, mx_arena *a, const Protobu
   return MX_OK;
 }
 
-/* Keeps one registration per subgraph: mx__graph_create_subgraph registers a subgraph with its
- * parent at once, and mx_graph_add_node registers the graphs of GRAPH attributes again. */
-static void drop_duplicate_subgraph(mx_graph *g, const mx_graph *sub) {
-  size_t first = SIZE_MAX, count = 0;
-  for (size_t i = 0; i < g->n_subgraphs; i++)
-    if (g->subgraphs[i] == sub) {
-      if (first == SIZE_MAX) first = i;
-      count++;
-    }
-  if (count < 2) return;
-  memmove(&g->subgraphs[first], &g->subgraphs[first + 1],
-          (g->n_subgraphs - first - 1) * sizeof *g->subgraphs);
-  g->n_subgraphs--;
-}
-
 /* Imports a GRAPH attribute's body as a subgraph of sc->g (owned by sc->g from creation). */
 static mx_status import_subgraph(mx__onnx_import *im, mx__onnx_scope *sc, const char *node_name,
                                  const Onnx__AttributeProto *a, mx_graph **out) {
@@ -352,8 +337,6 @@ mx_status mx__onnx_import_node(mx__onnx_import *im, mx__onnx_scope *sc, size_t i
     mx__onnx_graph_failed(im, sc->g, st);
     goto release;
   }
-  for (size_t k = 0; k < np->n_attribute; k++)
-    if (attrs[k].type == MX_ATTR_GRAPH) drop_duplicate_subgraph(sc->g, attrs[k].graph);
   goto release;
 oom:
   st = mx__fail(im->err, MX_ERR_OUT_OF_MEMORY, "node %s: out of host memory", label);
