@@ -3,7 +3,7 @@
  * arithmetic on a symbolic batch and sequence must infer with no unknown rank anywhere, the
  * Reshapes must land on [batch, seq, 4, 16] and back on [batch, seq, 64], and the output must
  * be exactly the input's [batch, seq, 64]. Binding the symbols afterwards must make every
- * shape concrete and fold all the shape arithmetic away. */
+ * shape concrete and let the optimizer fold the shape arithmetic. */
 #include <criterion/criterion.h>
 #include <string.h>
 
