@@ -47,6 +47,10 @@ typedef struct mx__waitq {
   _Atomic uint32_t waiters; /* threads registered to park on `word` */
 } mx__waitq;
 
+/* Spinning waiters (host threads and idle workers) spin with the pause instruction alone for
+ * this long, then yield the processor between checks until their spin time ends and they park. */
+#define MX__SPIN_PURE_NS 2000u
+
 void mx__futex_wait(_Atomic uint32_t *word, uint32_t expected);
 void mx__futex_wake(_Atomic uint32_t *word, int count);
 
@@ -68,14 +72,16 @@ void mx__waitq_wait_ge(mx__waitq *q, _Atomic uint64_t *word, uint64_t target, in
 /* --- channels, streams, events ---------------------------------------------------------------- */
 
 typedef struct mx__chan {
-  _Atomic uint64_t submitted; /* commands queued (written under the stream's submit lock) */
-  _Atomic uint64_t completed; /* commands finished or skipped on the device side */
-  _Atomic uint64_t error_seq; /* sequence number of the command that failed it; 0 = healthy */
-  _Atomic int error_status;   /* its mx_status (valid when error_seq != 0) */
+  /* Host side (written per submission). */
+  _Alignas(64) _Atomic uint64_t submitted; /* commands queued (under the stream's submit lock) */
   uint64_t base;              /* `submitted` when the current stream took the channel: command
                                  numbers shown to users are seq - base */
   struct mx__chan *next_free; /* device free list (under dev->lock) */
   struct mx__chan *next_all;  /* every channel of the device, for teardown */
+  /* Device side (written per completion), on its own cache line. */
+  _Alignas(64) _Atomic uint64_t completed; /* commands finished or skipped on the device side */
+  _Atomic uint64_t error_seq; /* sequence number of the command that failed it; 0 = healthy */
+  _Atomic int error_status;   /* its mx_status (valid when error_seq != 0) */
 } mx__chan;
 
 /* Common head of every stream object; a backend's stream struct starts with it. */
@@ -84,15 +90,16 @@ struct mx_stream {
   mx__chan *chan;               /* sequence counters (owned by the device, recycled) */
   int priority;                 /* higher runs first on a shared worker */
   bool internal;                /* private stream of a model: not in the device list */
-  pthread_mutex_t submit_lock;  /* serializes host submissions: sequence numbers, queue slots */
   /* Sticky error. Written only by the thread that runs this stream's commands, before
    * err_status (release) and chan->error_seq are published; cleared by mx_stream_reset once the
    * stream is drained. */
   _Atomic int err_status;       /* mx_status; MX_OK while healthy */
   int64_t err_task;             /* failing model task (add order) or -1 */
   int32_t err_model_stream;     /* its internal stream or -1 */
-  char err_msg[MX_ERROR_MESSAGE_MAX];
   struct mx_stream *prev, *next; /* device stream list (under dev->lock) */
+  /* Written by every submission: kept off the line the device side reads per command. */
+  _Alignas(64) pthread_mutex_t submit_lock; /* serializes host submissions */
+  char err_msg[MX_ERROR_MESSAGE_MAX];
 };
 
 struct mx_event {
@@ -204,8 +211,8 @@ struct mx_hal_model {
   uint32_t *id_slot_start;      /* CSR over ids: slots of id i are [start[i], start[i+1]) */
   mx__id_slot *id_slots;        /* (owned) */
 
-  /* Host side, under host_lock. */
-  pthread_mutex_t host_lock;
+  /* Host side, under host_lock (own cache lines: the device side never writes them). */
+  _Alignas(64) pthread_mutex_t host_lock;
   void **host_base;             /* latest bases set by update_bases (owned) */
   uint8_t *dirty;               /* per id: changed since the last execute (owned) */
   uint32_t *dirty_ids;          /* the ids with dirty set, in change order (owned) */
@@ -214,7 +221,7 @@ struct mx_hal_model {
   mx__patch *patches;           /* ring of patch batches handed to the device (owned) */
   uint64_t patch_cap;           /* entries in the ring */
   uint64_t patch_head;          /* entries ever written by the host */
-  _Atomic uint64_t patch_consumed; /* entries ever consumed by first steps */
+  _Alignas(64) _Atomic uint64_t patch_consumed; /* entries ever consumed by first steps */
 
   /* Device side. Executions run one after another (each waits for the previous one). */
   void **dev_base;              /* base table as the device sees it (owned) */
@@ -231,10 +238,10 @@ struct mx_hal_model {
   uint64_t exec_t0;             /* when the current execution's first step started, ns */
 
   /* Statistics (device side writes, host reads). */
-  _Atomic uint64_t st_exec, st_patched, st_last_patched, st_ids, st_last_ids;
+  _Alignas(64) _Atomic uint64_t st_exec, st_patched, st_last_patched, st_ids, st_last_ids;
   _Atomic uint64_t st_patch_ns, st_exec_ns;
 
-  void *impl;                   /* backend state (CPU: private streams), owned by the backend */
+  _Alignas(64) void *impl;      /* backend state (CPU: private streams), owned by the backend */
   struct mx_hal_model *prev, *next; /* device model list (under dev->lock) */
 };
 

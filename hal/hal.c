@@ -214,8 +214,10 @@ static mx__chan *chan_acquire(mx_device *dev) {
   if (c) {
     dev->chans_free = c->next_free;
   } else {
-    c = calloc(1, sizeof *c);
+    void *mem = NULL;
+    c = posix_memalign(&mem, 64, sizeof *c) == 0 ? mem : NULL;
     if (c) {
+      memset(c, 0, sizeof *c);
       c->next_all = dev->chans_all;
       dev->chans_all = c;
     }

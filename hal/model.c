@@ -84,8 +84,10 @@ mx_status mx_hal_model_create(mx_device *dev, const mx_hal_model_desc *desc, mx_
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_create: unknown mode %d",
                     (int)desc->mode);
 
-  mx_hal_model *m = calloc(1, sizeof *m);
-  if (!m) return mx__fail_oom(err, "HAL model");
+  void *mem = NULL;
+  if (posix_memalign(&mem, 64, sizeof(mx_hal_model)) != 0) return mx__fail_oom(err, "HAL model");
+  mx_hal_model *m = mem;
+  memset(m, 0, sizeof *m);
   m->dev = dev;
   m->desc = *desc;
   pthread_mutex_init(&m->host_lock, NULL);

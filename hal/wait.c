@@ -2,11 +2,13 @@
  *
  * Host threads never spin without bound: a wait spins for the device's spin time (cheap when
  * the device is about to finish) and then parks on a futex word that device-side progress
- * bumps. The protocol is an eventcount: the waiter registers, re-reads the condition and parks
+ * bumps. After the first MX__SPIN_PURE_NS of spinning, each round also yields the processor,
+ * so on a machine with more runnable threads than cores the thread being waited for can run. The protocol is an eventcount: the waiter registers, re-reads the condition and parks
  * only if the word did not move; the notifier publishes progress with a sequentially
  * consistent store, then reads the waiter count, so one of the two always sees the other. */
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -31,11 +33,14 @@ void mx__waitq_notify(mx__waitq *q) {
 void mx__waitq_wait_ge(mx__waitq *q, _Atomic uint64_t *word, uint64_t target, int64_t spin_ns) {
   if (atomic_load(word) >= target) return;
   if (spin_ns > 0) {
-    uint64_t deadline = mx__now_ns() + (uint64_t)spin_ns;
+    uint64_t start = mx__now_ns();
     for (unsigned i = 1;; i++) {
       mx__cpu_relax();
       if (atomic_load(word) >= target) return;
-      if ((i & 63) == 0 && mx__now_ns() >= deadline) break;
+      if ((i & 63) != 0) continue;
+      uint64_t spent = mx__now_ns() - start;
+      if (spent >= (uint64_t)spin_ns) break;
+      if (spent >= MX__SPIN_PURE_NS) sched_yield();
     }
   }
   atomic_fetch_add(&q->waiters, 1);

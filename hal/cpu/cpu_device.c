@@ -15,8 +15,9 @@
  * head of its stream with the counter and target it waits for, and the worker moves on, so a
  * shared worker never deadlocks on work it serves itself.
  *
- * Spin then park. An idle worker spins for the device's spin time, then parks on its futex
- * "bell". Producers ring the bell only when the worker announced it is sleeping (one fence and
+ * Spin then park. An idle worker spins for the device's spin time (yielding the processor
+ * after the first MX__SPIN_PURE_NS, so a descheduled host thread gets to run on a small
+ * machine), then parks on its futex "bell". Producers ring the bell only when the worker announced it is sleeping (one fence and
  * a load on the launch path). A worker that parks with a blocked command registers as
  * "blocked"; completions ring the bells of blocked sleepers only. Host threads that wait (full
  * ring, synchronize) spin and then park on the device's host wait queue, which completions
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -103,14 +105,17 @@ typedef struct cpu_worker cpu_worker;
 
 typedef struct cpu_stream {
   struct mx_stream base;      /* must stay first */
-  cpu_worker *worker;         /* serving worker (owned by the device) */
-  ck_ring_t ring;             /* positions; entries point into slots */
+  /* Read-only after creation (both sides). */
+  _Alignas(64) cpu_worker *worker; /* serving worker (owned by the device) */
   ck_ring_buffer_t *ring_buf; /* ring entries (owned) */
   cpu_cmd *slots;             /* command slots (owned, 64-byte aligned) */
   uint32_t mask;              /* ring size - 1 */
-  uint64_t pushed;            /* host: commands ever pushed on this ring (under submit_lock) */
+  /* Host side, under submit_lock. */
+  _Alignas(64) uint64_t pushed; /* commands ever pushed on this ring */
+  /* Ring positions (ck_ring pads them onto separate cache lines). */
+  _Alignas(64) ck_ring_t ring;
   /* Worker-private. */
-  cpu_cmd *cur;               /* dequeued command waiting for *wait_word >= wait_target */
+  _Alignas(64) cpu_cmd *cur;  /* dequeued command waiting for *wait_word >= wait_target */
   uint32_t phase, pc;         /* resume point of a model command */
   _Atomic uint64_t *wait_word;
   uint64_t wait_target;
@@ -564,7 +569,12 @@ static void *worker_main(void *arg) {
     }
     if (idle_start != UINT64_MAX) {
       mx__cpu_relax();
-      if ((++spins & 31) != 0 || mx__now_ns() - idle_start < spin_ns) continue;
+      if ((++spins & 31) != 0) continue;
+      uint64_t spent = mx__now_ns() - idle_start;
+      if (spent < spin_ns) {
+        if (spent >= MX__SPIN_PURE_NS) sched_yield();
+        continue;
+      }
     }
     park(w);
     idle_start = UINT64_MAX;
