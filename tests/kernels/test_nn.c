@@ -221,6 +221,23 @@ Test(nn_kernels, layernorm_float64_constant_row_is_stable) {
   free(c);
 }
 
+Test(nn_kernels, layernorm_scale_varying_per_row) {
+  /* Scale [2,1] broadcasts numpy-style over X [2,3]: row r is scaled by scale[r]. */
+  float x[] = {1, 2, 3, 1, 2, 3}, sc[] = {1, 2}, y[6];
+  mx_norm_params p = {.axis = -1, .epsilon = 0.0f, .stash_type = MX_FLOAT32};
+  mx_kernel_call *c = kc_new(2, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 2, (int64_t[]){2, 3}, x);
+  kc_set(c, 1, MX_FLOAT32, 2, (int64_t[]){2, 1}, sc);
+  kc_set(c, 2, MX_FLOAT32, 2, (int64_t[]){2, 3}, y);
+  cr_assert_eq(kc_run("LayerNormalization", c), MX_OK);
+  float r = (float)sqrt(1.5);
+  expect_f32(y, (float[]){-r, 0, r, -2 * r, 0, 2 * r}, 6, 1e-6f);
+  /* A scale that does not broadcast is a kernel error. */
+  kc_set(c, 1, MX_FLOAT32, 1, (int64_t[]){2}, sc);
+  cr_assert_eq(kc_run("LayerNormalization", c), MX_ERR_KERNEL);
+  free(c);
+}
+
 Test(nn_kernels, rmsnorm_values_and_scale_type) {
   float x[] = {3, 4, 0, 0}, sc[] = {1, 0.5f};
   float y[4];
@@ -451,6 +468,20 @@ Test(nn_kernels, attention_float16_and_float64_agree) {
   for (int i = 0; i < N; i++) cr_expect_eq(yh[i], mx__f32_to_f16((float)yd[i]), "[%d] 0x%04x vs %g", i, yh[i], yd[i]);
   /* Causal, first query row sees only key 0: Y = V row 0. */
   cr_assert_eq(yd[0], vd[0]);
+  free(c);
+}
+
+Test(nn_kernels, attention_no_keys_gives_zeros) {
+  /* Zero keys: every row is fully masked by construction, Y is all zeros. */
+  float q[] = {1, 2, 3, 4}, dummy = 0, y[4] = {9, 9, 9, 9};
+  mx_attention_params p = {0};
+  mx_kernel_call *c = kc_new(3, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, q);
+  kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){1, 1, 0, 2}, &dummy);
+  kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){1, 1, 0, 2}, &dummy);
+  kc_set(c, 3, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, y);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  expect_f32(y, (float[]){0, 0, 0, 0}, 4, 0);
   free(c);
 }
 
