@@ -294,7 +294,9 @@ Test(ew_kernel, comparisons_of_integers_and_halves) {
   uint16_t ha[2] = {mx__f32_to_f16(1.5f), mx__f32_to_f16(-2.0f)}, hb[2] = {mx__f32_to_f16(1.5f), mx__f32_to_f16(1.0f)};
   cr_assert_eq(bin_n("Equal", MX_FLOAT16, MX_BOOL, 2, ha, hb, o, NULL), MX_OK);
   cr_assert_arr_eq(o, ((uint8_t[]){1, 0}), 2);
-  cr_assert_eq(bin_n("Less", MX_BFLOAT16, MX_BOOL, 2, ha, hb, o, NULL), MX_OK); /* bits reinterpreted */
+  uint16_t ba[2] = {mx__f32_to_bf16(-3.0f), mx__f32_to_bf16(2.0f)}, bb[2] = {mx__f32_to_bf16(1.0f), mx__f32_to_bf16(2.0f)};
+  cr_assert_eq(bin_n("Less", MX_BFLOAT16, MX_BOOL, 2, ba, bb, o, NULL), MX_OK);
+  cr_assert_arr_eq(o, ((uint8_t[]){1, 0}), 2);
 }
 
 Test(ew_kernel, logic_broadcast) {
