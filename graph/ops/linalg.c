@@ -233,7 +233,7 @@ static mx_status einsum_parse(const mx_parse_ctx *pc, void *params) {
                           (int)p->n_operands, pc->n_inputs);
   if (arrow) {
     bool ell;
-    st = parse_term(pc, eq, arrow + 2, strlen(arrow + 2), (int8_t *)p->out, &p->out_len, &ell);
+    st = parse_term(pc, eq, arrow + 2, strlen(arrow + 2), p->out, &p->out_len, &ell);
     if (st != MX_OK) return st;
     p->out_has_ellipsis = ell;
     if (ell && !any_ellipsis)

@@ -368,7 +368,8 @@ static mx_status rotary_infer(mx_infer_ctx *ctx) {
                           mx_dtype_name(ctx->in[3].dtype));
   const mx_shape *x = &ctx->in[0].shape;
   if (x->rank != MX_RANK_UNKNOWN && x->rank != 3 && x->rank != 4)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; RotaryEmbedding takes 3-D or 4-D input", (int)x->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; RotaryEmbedding takes 3-D or 4-D input",
+                          (int)x->rank);
   if (x->rank == 3 && p->num_heads == 0)
     return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH, "3-D input needs the num_heads attribute");
   if (x->rank == 3 && mx_dim_is_concrete(x->dims[2]) && x->dims[2] % p->num_heads != 0)

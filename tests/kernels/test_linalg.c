@@ -54,15 +54,18 @@ static void expect_f32(const float *got, const float *want, int64_t n, float tol
 }
 
 /* Naive batched matmul with numpy broadcasting, for 4-D operands (1s where a dim is absent). */
-static void naive_bmm(const float *a, const int64_t *ad, const float *b, const int64_t *bd, float *y, const int64_t *yd) {
+static void naive_bmm(const float *a, const int64_t *ad, const float *b, const int64_t *bd, float *y,
+                      const int64_t *yd) {
   for (int64_t i0 = 0; i0 < yd[0]; i0++)
     for (int64_t i1 = 0; i1 < yd[1]; i1++)
       for (int64_t m = 0; m < yd[2]; m++)
         for (int64_t n = 0; n < yd[3]; n++) {
-          int64_t a0 = ad[0] == 1 ? 0 : i0, a1 = ad[1] == 1 ? 0 : i1, b0 = bd[0] == 1 ? 0 : i0, b1 = bd[1] == 1 ? 0 : i1;
+          int64_t a0 = ad[0] == 1 ? 0 : i0, a1 = ad[1] == 1 ? 0 : i1;
+          int64_t b0 = bd[0] == 1 ? 0 : i0, b1 = bd[1] == 1 ? 0 : i1;
           double s = 0;
           for (int64_t k = 0; k < ad[3]; k++)
-            s += (double)a[((a0 * ad[1] + a1) * ad[2] + m) * ad[3] + k] * b[((b0 * bd[1] + b1) * bd[2] + k) * bd[3] + n];
+            s += (double)a[((a0 * ad[1] + a1) * ad[2] + m) * ad[3] + k] *
+                 b[((b0 * bd[1] + b1) * bd[2] + k) * bd[3] + n];
           y[((i0 * yd[1] + i1) * yd[2] + m) * yd[3] + n] = (float)s;
         }
 }

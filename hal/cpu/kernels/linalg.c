@@ -336,7 +336,8 @@ static mx_status gemm_run_int(mx_kernel_call *call, const gemm_dims *g) {
         acc += (uint64_t)mx__kget_i64(a->data, a->dtype, i * sa_i + q * sa_k) *
                (uint64_t)mx__kget_i64(b->data, b->dtype, q * sb_k + j * sb_j);
       double v = (double)p->alpha * (double)(int64_t)acc;
-      if (g->has_c) v += (double)p->beta * (double)mx__kget_i64(call->t[2].data, call->t[2].dtype, i * g->c_s0 + j * g->c_s1);
+      if (g->has_c)
+        v += (double)p->beta * (double)mx__kget_i64(call->t[2].data, call->t[2].dtype, i * g->c_s0 + j * g->c_s1);
       mx__kset_i64(y->data, y->dtype, i * g->n + j, (int64_t)v);
     }
   }

@@ -116,7 +116,9 @@ static mx_status att_make_plan(const mx_kernel_call *call, att_plan *p, const ch
   const mx_ktensor *y = &call->t[call->n_in];
   if (mx__ktensor_numel(y) != p->B * p->Hq * p->Sq * p->Dv) goto bad_shape;
   for (uint32_t o = 1; o < call->n_out && o < 4; o++) {
-    int64_t want = o == 1 ? p->B * p->Hkv * p->T * p->Dk : o == 2 ? p->B * p->Hkv * p->T * p->Dv : p->B * p->Hq * p->Sq * p->T;
+    int64_t want = o == 1   ? p->B * p->Hkv * p->T * p->Dk
+                   : o == 2 ? p->B * p->Hkv * p->T * p->Dv
+                            : p->B * p->Hq * p->Sq * p->T;
     if (call->t[call->n_in + o].dtype != MX_DTYPE_UNDEFINED && mx__ktensor_numel(&call->t[call->n_in + o]) != want)
       goto bad_shape;
   }
