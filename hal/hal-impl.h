@@ -86,16 +86,16 @@ typedef struct mx__chan {
 
 /* Common head of every stream object; a backend's stream struct starts with it. */
 struct mx_stream {
-  mx_device *dev;               /* owning device (borrowed) */
-  mx__chan *chan;               /* sequence counters (owned by the device, recycled) */
-  int priority;                 /* higher runs first on a shared worker */
-  bool internal;                /* private stream of a model: not in the device list */
+  mx_device *dev; /* owning device (borrowed) */
+  mx__chan *chan; /* sequence counters (owned by the device, recycled) */
+  int priority;   /* higher runs first on a shared worker */
+  bool internal;  /* private stream of a model: not in the device list */
   /* Sticky error. Written only by the thread that runs this stream's commands, before
    * err_status (release) and chan->error_seq are published; cleared by mx_stream_reset once the
    * stream is drained. */
-  _Atomic int err_status;       /* mx_status; MX_OK while healthy */
-  int64_t err_task;             /* failing model task (add order) or -1 */
-  int32_t err_model_stream;     /* its internal stream or -1 */
+  _Atomic int err_status;        /* mx_status; MX_OK while healthy */
+  int64_t err_task;              /* failing model task (add order) or -1 */
+  int32_t err_model_stream;      /* its internal stream or -1 */
   struct mx_stream *prev, *next; /* device stream list (under dev->lock) */
   /* Written by every submission: kept off the line the device side reads per command. */
   _Alignas(64) pthread_mutex_t submit_lock; /* serializes host submissions */
@@ -103,10 +103,10 @@ struct mx_stream {
 };
 
 struct mx_event {
-  mx_device *dev;              /* owning device (borrowed) */
-  pthread_mutex_t lock;        /* guards chan and target against concurrent record/wait */
-  mx__chan *chan;              /* channel of the last record; NULL = never recorded */
-  uint64_t target;             /* reached when chan->completed >= target */
+  mx_device *dev;               /* owning device (borrowed) */
+  pthread_mutex_t lock;         /* guards chan and target against concurrent record/wait */
+  mx__chan *chan;               /* channel of the last record; NULL = never recorded */
+  uint64_t target;              /* reached when chan->completed >= target */
   struct mx_event *prev, *next; /* device event list (under dev->lock) */
 };
 
@@ -145,14 +145,14 @@ typedef enum mx__op_kind {
 
 typedef struct mx__op {
   mx__op_kind kind;
-  bool inject;       /* copy/memset: injected fault, fail instead of copying */
-  mx_status status;  /* FAIL: the status to report */
-  void *dst;         /* COPY/MEMSET destination, FREE pointer */
-  const void *src;   /* COPY source */
-  size_t n;          /* COPY/MEMSET bytes */
-  int value;         /* MEMSET byte */
-  mx__chan *chan;    /* WAIT channel */
-  uint64_t target;   /* WAIT target */
+  bool inject;      /* copy/memset: injected fault, fail instead of copying */
+  mx_status status; /* FAIL: the status to report */
+  void *dst;        /* COPY/MEMSET destination, FREE pointer */
+  const void *src;  /* COPY source */
+  size_t n;         /* COPY/MEMSET bytes */
+  int value;        /* MEMSET byte */
+  mx__chan *chan;   /* WAIT channel */
+  uint64_t target;  /* WAIT target */
 } mx__op;
 
 /* --- models ----------------------------------------------------------------------------------- */
@@ -164,13 +164,13 @@ typedef enum mx__item_kind {
 } mx__item_kind;
 
 typedef struct mx__model_item {
-  mx_hal_fn fn;         /* TASK: kernel; NULL otherwise */
-  unsigned char *args;  /* TASK: argument block in the model arena (16-byte aligned) */
-  uint32_t size;        /* TASK: argument bytes */
-  uint16_t kind;        /* mx__item_kind */
-  uint16_t part;        /* internal stream the item belongs to */
-  uint32_t index;       /* TASK: task index (add order); RECORD/WAIT: event index */
-  uint32_t n_slots;     /* TASK: number of slots */
+  mx_hal_fn fn;             /* TASK: kernel; NULL otherwise */
+  unsigned char *args;      /* TASK: argument block in the model arena (16-byte aligned) */
+  uint32_t size;            /* TASK: argument bytes */
+  uint16_t kind;            /* mx__item_kind */
+  uint16_t part;            /* internal stream the item belongs to */
+  uint32_t index;           /* TASK: task index (add order); RECORD/WAIT: event index */
+  uint32_t n_slots;         /* TASK: number of slots */
   const mx_hal_slot *slots; /* TASK: its slots (in the model arena) */
 } mx__model_item;
 
@@ -185,8 +185,8 @@ typedef struct mx__order_entry {
 } mx__order_entry;
 
 typedef struct mx__patch {
-  uint32_t id;  /* alloc id */
-  void *base;   /* its new base */
+  uint32_t id; /* alloc id */
+  void *base;  /* its new base */
 } mx__patch;
 
 typedef struct mx__id_slot {
@@ -195,53 +195,53 @@ typedef struct mx__id_slot {
 } mx__id_slot;
 
 struct mx_hal_model {
-  mx_device *dev;               /* owning device (borrowed) */
+  mx_device *dev; /* owning device (borrowed) */
   mx_hal_model_desc desc;
   bool built;
-  bool slow;                    /* tasks go through the slow path (indirect, checking, faults) */
+  bool slow; /* tasks go through the slow path (indirect, checking, faults) */
   char last_error[MX_ERROR_MESSAGE_MAX];
-  mx_arena arena;               /* argument blocks and slot copies (owned) */
-  mx__model_part *parts;        /* desc.n_streams entries (owned) */
-  mx__order_entry *order;       /* every item in add order (owned) */
+  mx_arena arena;         /* argument blocks and slot copies (owned) */
+  mx__model_part *parts;  /* desc.n_streams entries (owned) */
+  mx__order_entry *order; /* every item in add order (owned) */
   size_t n_order, cap_order;
   uint32_t n_tasks;
-  uint64_t n_slots;             /* slots over all tasks */
-  mx__model_item **task_items;  /* task index -> its item (built at build_end, owned) */
-  uint8_t *ev_recorded;         /* per event: recorded while building (owned) */
-  uint32_t *id_slot_start;      /* CSR over ids: slots of id i are [start[i], start[i+1]) */
-  mx__id_slot *id_slots;        /* (owned) */
+  uint64_t n_slots;            /* slots over all tasks */
+  mx__model_item **task_items; /* task index -> its item (built at build_end, owned) */
+  uint8_t *ev_recorded;        /* per event: recorded while building (owned) */
+  uint32_t *id_slot_start;     /* CSR over ids: slots of id i are [start[i], start[i+1]) */
+  mx__id_slot *id_slots;       /* (owned) */
 
   /* Host side, under host_lock (own cache lines: the device side never writes them). */
   _Alignas(64) pthread_mutex_t host_lock;
-  void **host_base;             /* latest bases set by update_bases (owned) */
-  uint8_t *dirty;               /* per id: changed since the last execute (owned) */
-  uint32_t *dirty_ids;          /* the ids with dirty set, in change order (owned) */
+  void **host_base;    /* latest bases set by update_bases (owned) */
+  uint8_t *dirty;      /* per id: changed since the last execute (owned) */
+  uint32_t *dirty_ids; /* the ids with dirty set, in change order (owned) */
   uint32_t n_dirty;
-  uint64_t exec_submitted;      /* executions queued so far */
-  mx__patch *patches;           /* ring of patch batches handed to the device (owned) */
-  uint64_t patch_cap;           /* entries in the ring */
-  uint64_t patch_head;          /* entries ever written by the host */
+  uint64_t exec_submitted; /* executions queued so far */
+  mx__patch *patches;      /* ring of patch batches handed to the device (owned) */
+  uint64_t patch_cap;      /* entries in the ring */
+  uint64_t patch_head;     /* entries ever written by the host */
   _Alignas(64) _Atomic uint64_t patch_consumed; /* entries ever consumed by first steps */
 
   /* Device side. Executions run one after another (each waits for the previous one). */
-  void **dev_base;              /* base table as the device sees it (owned) */
-  _Atomic uint64_t started;     /* last execution whose first step is done */
-  _Atomic uint64_t done;        /* last execution fully finished */
-  _Atomic uint64_t *part_done;  /* per internal stream: last execution it finished (owned) */
-  _Atomic uint64_t *ev_epoch;   /* per event: last execution that recorded it (owned) */
-  uint8_t *part_skip;           /* per internal stream: skip tasks in this execution (owned) */
-  _Atomic int exec_failed;      /* 0, or 1 once a task of the current execution failed */
-  mx_status exec_status;        /* first failure of the current execution (by its winner) */
+  void **dev_base;             /* base table as the device sees it (owned) */
+  _Atomic uint64_t started;    /* last execution whose first step is done */
+  _Atomic uint64_t done;       /* last execution fully finished */
+  _Atomic uint64_t *part_done; /* per internal stream: last execution it finished (owned) */
+  _Atomic uint64_t *ev_epoch;  /* per event: last execution that recorded it (owned) */
+  uint8_t *part_skip;          /* per internal stream: skip tasks in this execution (owned) */
+  _Atomic int exec_failed;     /* 0, or 1 once a task of the current execution failed */
+  mx_status exec_status;       /* first failure of the current execution (by its winner) */
   int64_t exec_task;
   int32_t exec_stream;
   char exec_msg[MX_ERROR_MESSAGE_MAX];
-  uint64_t exec_t0;             /* when the current execution's first step started, ns */
+  uint64_t exec_t0; /* when the current execution's first step started, ns */
 
   /* Statistics (device side writes, host reads). */
   _Alignas(64) _Atomic uint64_t st_exec, st_patched, st_last_patched, st_ids, st_last_ids;
   _Atomic uint64_t st_patch_ns, st_exec_ns;
 
-  _Alignas(64) void *impl;      /* backend state (CPU: private streams), owned by the backend */
+  _Alignas(64) void *impl;          /* backend state (CPU: private streams), owned by the backend */
   struct mx_hal_model *prev, *next; /* device model list (under dev->lock) */
 };
 
@@ -268,9 +268,9 @@ void mx__model_end(mx_hal_model *m, uint64_t exec, mx_stream *s, uint64_t seq);
 /* --- device ----------------------------------------------------------------------------------- */
 
 typedef struct mx__device_ops {
-  uint32_t api_version;        /* MX_HAL_API_VERSION the backend was written for */
+  uint32_t api_version; /* MX_HAL_API_VERSION the backend was written for */
   const char *name;
-  size_t stream_size;          /* bytes of the backend stream (starts with struct mx_stream) */
+  size_t stream_size; /* bytes of the backend stream (starts with struct mx_stream) */
   mx_status (*init)(mx_device *dev, mx_error *err);
   void (*fini)(mx_device *dev); /* every stream is already gone */
   mx_status (*stream_init)(mx_stream *s);
@@ -292,27 +292,27 @@ typedef struct mx__mem_node mx__mem_node;
 
 struct mx_device {
   const mx__device_ops *ops;
-  void *impl;                   /* backend state (owned by the backend) */
-  mx_device_options opt;        /* resolved options */
-  int64_t spin_ns;              /* resolved spin time before parking */
-  bool check;                   /* checking mode */
-  bool faults;                  /* any fault point armed */
+  void *impl;            /* backend state (owned by the backend) */
+  mx_device_options opt; /* resolved options */
+  int64_t spin_ns;       /* resolved spin time before parking */
+  bool check;            /* checking mode */
+  bool faults;           /* any fault point armed */
   uint64_t fault_nth[MX_FAULT_POINT_COUNT];
   _Atomic uint64_t fault_count[MX_FAULT_POINT_COUNT]; /* operations seen per point */
 
-  pthread_mutex_t lock;         /* guards the lists below, the channels and last_error */
+  pthread_mutex_t lock; /* guards the lists below, the channels and last_error */
   char last_error[MX_ERROR_MESSAGE_MAX];
-  mx_stream *streams;           /* user streams (their objects are owned by their users) */
+  mx_stream *streams; /* user streams (their objects are owned by their users) */
   mx_event *events;
   mx_hal_model *models;
   mx__chan *chans_all, *chans_free; /* channels (owned), every one and the recyclable ones */
 
-  pthread_mutex_t mem_lock;     /* guards the memory fields */
-  mx__mem_node *mem_root;       /* live allocations and registered buffers, by address */
+  pthread_mutex_t mem_lock; /* guards the memory fields */
+  mx__mem_node *mem_root;   /* live allocations and registered buffers, by address */
   uint64_t mem_in_use, mem_peak, mem_allocs, mem_frees, mem_live;
-  uint64_t mem_rng;             /* treap priority generator */
+  uint64_t mem_rng; /* treap priority generator */
 
-  mx__waitq host_wq;            /* host threads waiting for device progress */
+  mx__waitq host_wq; /* host threads waiting for device progress */
 };
 
 /* Records a host-call failure on the device (message for mx_device_last_error). */

@@ -77,7 +77,8 @@ static mx_status parse_fault_spec(const char *spec, uint64_t nth[MX_FAULT_POINT_
     if (point < 0 || !number_ok || n == 0)
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
                       "MIXRT_FAULT='%s': '%.*s' is not POINT:N with POINT one of alloc, copy, "
-                      "launch, kernel and N >= 1", spec, (int)len, p);
+                      "launch, kernel and N >= 1",
+                      spec, (int)len, p);
     nth[point] = n;
     if (!end) break;
     p = end + 1;
@@ -305,8 +306,10 @@ void mx_stream_destroy(mx_stream *s) {
   stream_drain(s);
   if (!s->internal) {
     pthread_mutex_lock(&dev->lock);
-    if (s->prev) s->prev->next = s->next;
-    else dev->streams = s->next;
+    if (s->prev)
+      s->prev->next = s->next;
+    else
+      dev->streams = s->next;
     if (s->next) s->next->prev = s->prev;
     pthread_mutex_unlock(&dev->lock);
   }
@@ -326,8 +329,7 @@ mx_status mx_stream_query(mx_stream *s) {
   if (!s) return MX_ERR_INVALID_ARGUMENT;
   mx_status err = (mx_status)atomic_load_explicit(&s->err_status, memory_order_acquire);
   if (err != MX_OK) return err;
-  return atomic_load(&s->chan->completed) >= atomic_load(&s->chan->submitted) ? MX_OK
-                                                                                : MX_ERR_BUSY;
+  return atomic_load(&s->chan->completed) >= atomic_load(&s->chan->submitted) ? MX_OK : MX_ERR_BUSY;
 }
 
 mx_status mx_stream_reset(mx_stream *s) {
@@ -383,9 +385,10 @@ void mx__stream_check_wait(mx_stream *s, uint64_t seq, const mx__chan *chan, uin
   if (es == 0 || es > target) return;
   mx_status st = (mx_status)atomic_load(&chan->error_status);
   mx__stream_fail(s, seq, st, -1, -1,
-                  "command %" PRIu64 ": waited for an event of a stream that failed at its command "
-                  "%" PRIu64 " (%s)", mx__cmd_no(s->chan, seq), mx__cmd_no(chan, es),
-                  mx_status_string(st));
+                  "command %" PRIu64
+                  ": waited for an event of a stream that failed at its command "
+                  "%" PRIu64 " (%s)",
+                  mx__cmd_no(s->chan, seq), mx__cmd_no(chan, es), mx_status_string(st));
 }
 
 /* --- launches --------------------------------------------------------------------------------- */
@@ -396,8 +399,8 @@ static mx_status inject_launch_fault(mx_stream *s, const char *what) {
   mx__op op = {.kind = MX__OP_FAIL, .status = MX_ERR_DEVICE};
   mx_status st = dev->ops->submit(s, &op);
   if (st != MX_OK) return st;
-  return mx__device_fail(dev, MX_ERR_DEVICE, "%s failed: injected fault (launch:%" PRIu64 ")",
-                         what, dev->fault_nth[MX_FAULT_LAUNCH]);
+  return mx__device_fail(dev, MX_ERR_DEVICE, "%s failed: injected fault (launch:%" PRIu64 ")", what,
+                         dev->fault_nth[MX_FAULT_LAUNCH]);
 }
 
 static mx_status bad_call(mx_stream *s, const char *what, mx_hal_fn fn, size_t size) {
@@ -406,8 +409,8 @@ static mx_status bad_call(mx_stream *s, const char *what, mx_hal_fn fn, size_t s
   if (size > UINT32_MAX)
     return mx__device_fail(s->dev, MX_ERR_INVALID_ARGUMENT,
                            "%s: argument block of %zu bytes is too large", what, size);
-  return mx__device_fail(s->dev, MX_ERR_INVALID_ARGUMENT,
-                         "%s: NULL argument block of %zu bytes", what, size);
+  return mx__device_fail(s->dev, MX_ERR_INVALID_ARGUMENT, "%s: NULL argument block of %zu bytes",
+                         what, size);
 }
 
 mx_status mx_hal_launch(mx_stream *s, mx_hal_fn fn, const void *args, size_t size) {
@@ -454,8 +457,10 @@ void mx_event_destroy(mx_event *e) {
   if (!e) return;
   mx_device *dev = e->dev;
   pthread_mutex_lock(&dev->lock);
-  if (e->prev) e->prev->next = e->next;
-  else dev->events = e->next;
+  if (e->prev)
+    e->prev->next = e->next;
+  else
+    dev->events = e->next;
   if (e->next) e->next->prev = e->prev;
   pthread_mutex_unlock(&dev->lock);
   pthread_mutex_destroy(&e->lock);

@@ -59,9 +59,9 @@ typedef enum mx_hal_model_mode {
 } mx_hal_model_mode;
 
 typedef struct mx_hal_model_desc {
-  uint32_t n_streams;     /* internal streams (>= 1); stream 0 runs on the execute stream */
-  uint32_t n_events;      /* internal events between internal streams */
-  uint32_t n_ids;         /* size of the base table: alloc ids are 0 .. n_ids-1 */
+  uint32_t n_streams; /* internal streams (>= 1); stream 0 runs on the execute stream */
+  uint32_t n_events;  /* internal events between internal streams */
+  uint32_t n_ids;     /* size of the base table: alloc ids are 0 .. n_ids-1 */
   mx_hal_model_mode mode;
 } mx_hal_model_desc;
 

@@ -15,10 +15,10 @@
 #include "hal/hal-impl.h"
 
 struct mx__mem_node {
-  uintptr_t start;   /* first byte */
-  size_t size;       /* bytes requested (0 allowed) */
-  uint64_t prio;     /* treap priority (max-heap) */
-  bool external;     /* registered buffer: not owned, not counted */
+  uintptr_t start; /* first byte */
+  size_t size;     /* bytes requested (0 allowed) */
+  uint64_t prio;   /* treap priority (max-heap) */
+  bool external;   /* registered buffer: not owned, not counted */
   mx__mem_node *left, *right;
 };
 
@@ -164,15 +164,19 @@ bool mx__mem_free(mx_device *dev, void *ptr, char *why, size_t why_size) {
   mx__mem_node *found = treap_floor(dev->mem_root, (uintptr_t)ptr);
   if (found && found->start == (uintptr_t)ptr && found->external) {
     mx__mem_unlock(dev);
-    snprintf(why, why_size, "%p is a registered buffer, not an allocation (use "
-             "mx_device_unregister_buffer)", ptr);
+    snprintf(why, why_size,
+             "%p is a registered buffer, not an allocation (use "
+             "mx_device_unregister_buffer)",
+             ptr);
     return false;
   }
   dev->mem_root = treap_erase(dev->mem_root, (uintptr_t)ptr, &node);
   if (!node) {
     mx__mem_unlock(dev);
-    snprintf(why, why_size, "%p is not a live device allocation (freed twice, or not from "
-             "mx_device_alloc)", ptr);
+    snprintf(why, why_size,
+             "%p is not a live device allocation (freed twice, or not from "
+             "mx_device_alloc)",
+             ptr);
     return false;
   }
   dev->mem_in_use -= node->size;
@@ -206,7 +210,8 @@ mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr)
   if (mx__fault_hit(dev, MX_FAULT_ALLOC))
     return mx__device_fail(dev, MX_ERR_DEVICE_OOM,
                            "mx_device_alloc: allocation of %zu bytes failed: injected fault "
-                           "(alloc:%" PRIu64 ")", size, dev->fault_nth[MX_FAULT_ALLOC]);
+                           "(alloc:%" PRIu64 ")",
+                           size, dev->fault_nth[MX_FAULT_ALLOC]);
 
   mx_status st = MX_OK;
   void *block = NULL;
@@ -223,7 +228,8 @@ mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr)
     mx__mem_unlock(dev);
     st = mx__device_fail(dev, MX_ERR_DEVICE_OOM,
                          "device memory limit exceeded: %zu bytes requested, %" PRIu64
-                         " of %" PRIu64 " bytes in use", size, in_use, limit);
+                         " of %" PRIu64 " bytes in use",
+                         size, in_use, limit);
     goto free_node;
   }
   dev->mem_in_use += size;
@@ -272,7 +278,9 @@ mx_status mx_device_register_buffer(mx_device *dev, void *ptr, size_t size) {
   if (!ptr)
     return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT, "mx_device_register_buffer: NULL buffer");
   mx__mem_node *node = malloc(sizeof *node);
-  if (!node) return mx__device_fail(dev, MX_ERR_OUT_OF_MEMORY, "mx_device_register_buffer: out of host memory");
+  if (!node)
+    return mx__device_fail(dev, MX_ERR_OUT_OF_MEMORY,
+                           "mx_device_register_buffer: out of host memory");
   uintptr_t a = (uintptr_t)ptr;
   mx__mem_lock(dev);
   mx__mem_node *below = treap_floor(dev->mem_root, a);
@@ -284,7 +292,8 @@ mx_status mx_device_register_buffer(mx_device *dev, void *ptr, size_t size) {
     free(node);
     return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT,
                            "mx_device_register_buffer: [%p, +%zu) overlaps a live allocation or "
-                           "registered buffer", ptr, size);
+                           "registered buffer",
+                           ptr, size);
   }
   node->start = a;
   node->size = size;
@@ -345,14 +354,16 @@ static mx_status check_copy(mx_device *dev, const char *fn, void *dst, const voi
     mx__mem_unlock(dev);
     st = mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT,
                          "%s (%s): source range [%p, +%zu bytes) is not inside a live device "
-                         "allocation: %s", fn, copy_names[kind], src, n, why);
+                         "allocation: %s",
+                         fn, copy_names[kind], src, n, why);
     goto out;
   }
   if (kind != MX_COPY_D2H && !mx__mem_contains_locked(dev, dst, n, why, sizeof why)) {
     mx__mem_unlock(dev);
     st = mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT,
                          "%s (%s): destination range [%p, +%zu bytes) is not inside a live "
-                         "device allocation: %s", fn, copy_names[kind], dst, n, why);
+                         "device allocation: %s",
+                         fn, copy_names[kind], dst, n, why);
     goto out;
   }
   mx__mem_unlock(dev);
@@ -365,8 +376,8 @@ static mx_status check_copy_args(mx_device *dev, const char *fn, void *dst, cons
   if ((unsigned)kind > MX_COPY_D2D)
     return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT, "%s: unknown copy kind %d", fn, (int)kind);
   if (n && (!dst || !src))
-    return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT, "%s: NULL %s with %zu bytes to copy",
-                           fn, dst ? "source" : "destination", n);
+    return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT, "%s: NULL %s with %zu bytes to copy", fn,
+                           dst ? "source" : "destination", n);
   if (n && dev->check) return check_copy(dev, fn, dst, src, n, kind);
   return MX_OK;
 }
@@ -378,7 +389,8 @@ mx_status mx_device_copy(mx_device *dev, void *dst, const void *src, size_t n, m
   if (mx__fault_hit(dev, MX_FAULT_COPY))
     return mx__device_fail(dev, MX_ERR_DEVICE,
                            "mx_device_copy (%s) of %zu bytes failed: injected fault (copy:%" PRIu64
-                           ")", copy_names[kind], n, dev->fault_nth[MX_FAULT_COPY]);
+                           ")",
+                           copy_names[kind], n, dev->fault_nth[MX_FAULT_COPY]);
   if (n) memmove(dst, src, n);
   return MX_OK;
 }
@@ -395,17 +407,16 @@ mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t 
 }
 
 static mx_status check_memset_args(mx_device *dev, const char *fn, void *dst, size_t n) {
-  if (n && !dst)
-    return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT, "%s: NULL destination", fn);
+  if (n && !dst) return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT, "%s: NULL destination", fn);
   if (n && dev->check) {
     char why[256];
     mx__mem_lock(dev);
     bool ok = mx__mem_contains_locked(dev, dst, n, why, sizeof why);
     mx__mem_unlock(dev);
     if (!ok)
-      return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT,
-                             "%s: range [%p, +%zu bytes) is not inside a live device allocation: %s",
-                             fn, dst, n, why);
+      return mx__device_fail(
+          dev, MX_ERR_INVALID_ARGUMENT,
+          "%s: range [%p, +%zu bytes) is not inside a live device allocation: %s", fn, dst, n, why);
   }
   return MX_OK;
 }
@@ -416,7 +427,8 @@ mx_status mx_device_memset(mx_device *dev, void *dst, int value, size_t n) {
   if (st != MX_OK) return st;
   if (mx__fault_hit(dev, MX_FAULT_COPY))
     return mx__device_fail(dev, MX_ERR_DEVICE,
-                           "mx_device_memset of %zu bytes failed: injected fault (copy:%" PRIu64 ")",
+                           "mx_device_memset of %zu bytes failed: injected fault (copy:%" PRIu64
+                           ")",
                            n, dev->fault_nth[MX_FAULT_COPY]);
   if (n) memset(dst, value, n);
   return MX_OK;

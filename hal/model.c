@@ -104,8 +104,8 @@ mx_status mx_hal_model_create(mx_device *dev, const mx_hal_model_desc *desc, mx_
   m->part_done = calloc(ns, sizeof *m->part_done);
   m->ev_epoch = calloc(ne ? ne : 1, sizeof *m->ev_epoch);
   m->part_skip = calloc(ns, 1);
-  if (!m->parts || !m->ev_recorded || !m->host_base || !m->dirty || !m->dirty_ids ||
-      !m->patches || !m->dev_base || !m->part_done || !m->ev_epoch || !m->part_skip)
+  if (!m->parts || !m->ev_recorded || !m->host_base || !m->dirty || !m->dirty_ids || !m->patches ||
+      !m->dev_base || !m->part_done || !m->ev_epoch || !m->part_skip)
     goto free_model;
 
   pthread_mutex_lock(&dev->lock);
@@ -140,8 +140,9 @@ static mx_status check_building(mx_hal_model *m, uint32_t stream, const char *wh
     return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s: the model is built (build_end was called)",
                       what);
   if (stream >= m->desc.n_streams)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s: internal stream %u out of range (model has %u)",
-                      what, stream, m->desc.n_streams);
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT,
+                      "%s: internal stream %u out of range (model has %u)", what, stream,
+                      m->desc.n_streams);
   return MX_OK;
 }
 
@@ -166,7 +167,8 @@ mx_status mx_hal_model_add_task(mx_hal_model *m, uint32_t stream, const mx_hal_t
     if ((uint64_t)sl->arg_offset + sizeof(void *) > task->args_size)
       return model_fail(m, MX_ERR_INVALID_ARGUMENT,
                         "task %u slot %u: a pointer at byte %u does not fit in the %u-byte "
-                        "argument block", t, k, sl->arg_offset, task->args_size);
+                        "argument block",
+                        t, k, sl->arg_offset, task->args_size);
     if (sl->alloc_id >= m->desc.n_ids)
       return model_fail(m, MX_ERR_INVALID_ARGUMENT,
                         "task %u slot %u: alloc id %u out of range (model has %u ids)", t, k,
@@ -179,9 +181,9 @@ mx_status mx_hal_model_add_task(mx_hal_model *m, uint32_t stream, const mx_hal_t
   it.index = t;
   it.n_slots = task->n_slots;
   it.args = mx__arena_memdup(&m->arena, task->args, task->args_size, 16);
-  it.slots = task->n_slots ? mx__arena_memdup(&m->arena, task->slots,
-                                              task->n_slots * sizeof *task->slots, 8)
-                           : NULL;
+  it.slots = task->n_slots
+                 ? mx__arena_memdup(&m->arena, task->slots, task->n_slots * sizeof *task->slots, 8)
+                 : NULL;
   if (!it.args || (task->n_slots && !it.slots))
     return model_fail(m, MX_ERR_OUT_OF_MEMORY, "task %u: out of host memory", t);
   st = append_item(m, stream, &it);
@@ -224,7 +226,8 @@ mx_status mx_hal_model_add_event_wait(mx_hal_model *m, uint32_t stream, uint32_t
 
 mx_status mx_hal_model_build_end(mx_hal_model *m) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
-  if (m->built) return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_build_end: called twice");
+  if (m->built)
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_build_end: called twice");
   if (m->n_slots > UINT32_MAX)
     return model_fail(m, MX_ERR_LIMIT, "model has %" PRIu64 " slots (limit %u)", m->n_slots,
                       UINT32_MAX);
@@ -288,7 +291,8 @@ mx_status mx_hal_model_update_bases(mx_hal_model *m, const uint32_t *ids, void *
     if (ids[i] >= m->desc.n_ids)
       return model_fail(m, MX_ERR_INVALID_ARGUMENT,
                         "mx_hal_model_update_bases: entry %zu: alloc id %u out of range (model "
-                        "has %u ids)", i, ids[i], m->desc.n_ids);
+                        "has %u ids)",
+                        i, ids[i], m->desc.n_ids);
   }
   pthread_mutex_lock(&m->host_lock);
   for (size_t i = 0; i < n; i++) {
@@ -337,7 +341,8 @@ mx_status mx_hal_model_execute(mx_hal_model *m, mx_stream *s) {
     m->n_dirty = 0;
   }
   pthread_mutex_unlock(&m->host_lock);
-  if (st != MX_OK) return model_fail(m, st, "mx_hal_model_execute: %s", mx_device_last_error(m->dev));
+  if (st != MX_OK)
+    return model_fail(m, st, "mx_hal_model_execute: %s", mx_device_last_error(m->dev));
   return MX_OK;
 }
 
@@ -364,8 +369,10 @@ void mx_hal_model_destroy(mx_hal_model *m) {
     dev->ops->model_release(m);
   }
   pthread_mutex_lock(&dev->lock);
-  if (m->prev) m->prev->next = m->next;
-  else dev->models = m->next;
+  if (m->prev)
+    m->prev->next = m->next;
+  else
+    dev->models = m->next;
   if (m->next) m->next->prev = m->prev;
   pthread_mutex_unlock(&dev->lock);
   model_free(m);
@@ -403,15 +410,16 @@ static bool check_slot_locked(mx_hal_model *m, const mx__model_item *it, uint32_
   if (!base) {
     exec_fail(m, MX_ERR_INVALID_ARGUMENT, it->index, (int32_t)part,
               "model task %u (internal stream %u) slot %u: alloc id %u has no base address "
-              "(update_bases was never called for it)", it->index, part, k, sl->alloc_id);
+              "(update_bases was never called for it)",
+              it->index, part, k, sl->alloc_id);
     return false;
   }
   void *addr = slot_address(base, sl->offset);
   if (!mx__mem_contains_locked(m->dev, addr, 0, why, sizeof why)) {
     exec_fail(m, MX_ERR_INVALID_ARGUMENT, it->index, (int32_t)part,
               "model task %u (internal stream %u) slot %u: address %p (alloc id %u base %p + "
-              "offset %" PRIu64 ") is not inside a live device allocation: %s", it->index, part,
-              k, addr, sl->alloc_id, base, sl->offset, why);
+              "offset %" PRIu64 ") is not inside a live device allocation: %s",
+              it->index, part, k, addr, sl->alloc_id, base, sl->offset, why);
     return false;
   }
   return true;

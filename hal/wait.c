@@ -3,9 +3,10 @@
  * Host threads never spin without bound: a wait spins for the device's spin time (cheap when
  * the device is about to finish) and then parks on a futex word that device-side progress
  * bumps. After the first MX__SPIN_PURE_NS of spinning, each round also yields the processor,
- * so on a machine with more runnable threads than cores the thread being waited for can run. The protocol is an eventcount: the waiter registers, re-reads the condition and parks
- * only if the word did not move; the notifier publishes progress with a sequentially
- * consistent store, then reads the waiter count, so one of the two always sees the other. */
+ * so on a machine with more runnable threads than cores the thread being waited for can run. The
+ * protocol is an eventcount: the waiter registers, re-reads the condition and parks only if the
+ * word did not move; the notifier publishes progress with a sequentially consistent store, then
+ * reads the waiter count, so one of the two always sees the other. */
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>

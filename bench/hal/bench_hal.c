@@ -42,10 +42,10 @@ static void die(const char *what, mx_status st, const char *msg) {
   exit(1);
 }
 
-#define CHECK(call, dev)                                                  \
-  do {                                                                    \
-    mx_status st_ = (call);                                               \
-    if (st_ != MX_OK) die(#call, st_, mx_device_last_error(dev));         \
+#define CHECK(call, dev)                                          \
+  do {                                                            \
+    mx_status st_ = (call);                                       \
+    if (st_ != MX_OK) die(#call, st_, mx_device_last_error(dev)); \
   } while (0)
 
 static int cmp_double(const void *a, const void *b) {
@@ -228,10 +228,10 @@ static void bench_model_execute(mx_device *dev, mx_stream *s, void *buf, exec_co
 
 typedef struct refresh_cost {
   uint32_t changed;
-  double host_ns;       /* update_bases + execute */
-  double patch_ns;      /* device: first step */
-  uint64_t patched;     /* slots patched per execution */
-  double exec_ns;       /* device: whole execution */
+  double host_ns;   /* update_bases + execute */
+  double patch_ns;  /* device: first step */
+  uint64_t patched; /* slots patched per execution */
+  double exec_ns;   /* device: whole execution */
 } refresh_cost;
 
 static void bench_refresh(mx_device *dev, mx_stream *s, void *buf0, void *buf1,
@@ -336,31 +336,37 @@ static void run_device(mx_device_kind kind, const char *name, bool last) {
 
   printf("    \"%s\": {\n", name);
   printf("      \"pinning\": \"%s\",\n", info.pinning == MX_PIN_NONE      ? "none"
-                                       : info.pinning == MX_PIN_COMPACT ? "compact"
-                                                                        : "scatter");
-  printf("      \"launch_host_ns\": {\"burst\": %.1f, \"streaming\": %.1f, "
-         "\"streaming_end_to_end\": %.1f},\n", launch_burst, launch_stream, launch_e2e);
+                                         : info.pinning == MX_PIN_COMPACT ? "compact"
+                                                                          : "scatter");
+  printf(
+      "      \"launch_host_ns\": {\"burst\": %.1f, \"streaming\": %.1f, "
+      "\"streaming_end_to_end\": %.1f},\n",
+      launch_burst, launch_stream, launch_e2e);
   printf("      \"model_task_device_ns\": {\"patch\": %.2f, \"indirect\": %.2f},\n", task_patch,
          task_indirect);
   printf("      \"model_execute_host_ns\": [\n");
   for (int k = 0; k < 5; k++)
-    printf("        {\"tasks\": %u, \"busy_stream\": %.1f, \"queued\": %.1f, "
-           "\"idle_stream\": %.1f}%s\n", ex[k].tasks, ex[k].busy_ns, ex[k].queued_ns,
-           ex[k].idle_ns, k < 4 ? "," : "");
+    printf(
+        "        {\"tasks\": %u, \"busy_stream\": %.1f, \"queued\": %.1f, "
+        "\"idle_stream\": %.1f}%s\n",
+        ex[k].tasks, ex[k].busy_ns, ex[k].queued_ns, ex[k].idle_ns, k < 4 ? "," : "");
   printf("      ],\n");
-  printf("      \"model_execute_flatness\": {\"busy_stream\": %.2f, \"queued\": %.2f, "
-         "\"idle_stream\": %.2f},\n", ex[4].busy_ns / ex[0].busy_ns,
-         ex[4].queued_ns / ex[0].queued_ns, ex[4].idle_ns / ex[0].idle_ns);
+  printf(
+      "      \"model_execute_flatness\": {\"busy_stream\": %.2f, \"queued\": %.2f, "
+      "\"idle_stream\": %.2f},\n",
+      ex[4].busy_ns / ex[0].busy_ns, ex[4].queued_ns / ex[0].queued_ns,
+      ex[4].idle_ns / ex[0].idle_ns);
   const char *mode_names[2] = {"patch", "indirect"};
   refresh_cost *modes[2] = {rp, ri};
   printf("      \"refresh\": {\"tasks\": 10000, \"ids\": 1000, \"slots_per_id\": 10,\n");
   for (int md = 0; md < 2; md++) {
     printf("        \"%s\": [\n", mode_names[md]);
     for (int k = 0; k < 5; k++)
-      printf("          {\"changed\": %u, \"host_ns\": %.0f, \"patch_device_ns\": %.0f, "
-             "\"patched_slots\": %" PRIu64 ", \"exec_device_ns\": %.0f}%s\n",
-             modes[md][k].changed, modes[md][k].host_ns, modes[md][k].patch_ns,
-             modes[md][k].patched, modes[md][k].exec_ns, k < 4 ? "," : "");
+      printf(
+          "          {\"changed\": %u, \"host_ns\": %.0f, \"patch_device_ns\": %.0f, "
+          "\"patched_slots\": %" PRIu64 ", \"exec_device_ns\": %.0f}%s\n",
+          modes[md][k].changed, modes[md][k].host_ns, modes[md][k].patch_ns, modes[md][k].patched,
+          modes[md][k].exec_ns, k < 4 ? "," : "");
     printf("        ]%s\n", md == 0 ? "," : "");
   }
   printf("      },\n");
@@ -390,8 +396,9 @@ int main(int argc, char **argv) {
   printf("  \"benchmark\": \"hal\",\n");
   printf("  \"processing_units\": %u,\n", info.processing_units);
   printf("  \"repetitions\": %d,\n", g_reps);
-  printf("  \"targets\": {\"launch_host_ns\": 150, \"model_task_device_ns\": 30, "
-         "\"model_execute_flatness\": 2.0},\n");
+  printf(
+      "  \"targets\": {\"launch_host_ns\": 150, \"model_task_device_ns\": 30, "
+      "\"model_execute_flatness\": 2.0},\n");
   printf("  \"devices\": {\n");
   run_device(MX_DEVICE_CPU, "cpu", false);
   run_device(MX_DEVICE_INLINE, "inline", true);

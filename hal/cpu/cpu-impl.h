@@ -12,10 +12,10 @@
 #include "hal/hal-impl.h"
 
 typedef struct mx__cpu_topo {
-  hwloc_topology_t topo;   /* loaded topology (owned); NULL if it could not be loaded */
-  mx_pinning policy;       /* resolved policy (never MX_PIN_AUTO) */
-  uint32_t n_pus;          /* processing units the process may use */
-  hwloc_bitmap_t *order;   /* binding targets in worker order (owned, n_order entries) */
+  hwloc_topology_t topo; /* loaded topology (owned); NULL if it could not be loaded */
+  mx_pinning policy;     /* resolved policy (never MX_PIN_AUTO) */
+  uint32_t n_pus;        /* processing units the process may use */
+  hwloc_bitmap_t *order; /* binding targets in worker order (owned, n_order entries) */
   uint32_t n_order;
 } mx__cpu_topo;
 

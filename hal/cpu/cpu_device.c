@@ -17,11 +17,11 @@
  *
  * Spin then park. An idle worker spins for the device's spin time (yielding the processor
  * after the first MX__SPIN_PURE_NS, so a descheduled host thread gets to run on a small
- * machine), then parks on its futex "bell". Producers ring the bell only when the worker announced it is sleeping (one fence and
- * a load on the launch path). A worker that parks with a blocked command registers as
- * "blocked"; completions ring the bells of blocked sleepers only. Host threads that wait (full
- * ring, synchronize) spin and then park on the device's host wait queue, which completions
- * bump only when someone waits. */
+ * machine), then parks on its futex "bell". Producers ring the bell only when the worker announced
+ * it is sleeping (one fence and a load on the launch path). A worker that parks with a blocked
+ * command registers as "blocked"; completions ring the bells of blocked sleepers only. Host threads
+ * that wait (full ring, synchronize) spin and then park on the device's host wait queue, which
+ * completions bump only when someone waits. */
 #include <ck_ring.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -58,15 +58,15 @@ enum cmd_flags {
 
 /* One ring slot. */
 typedef struct cpu_cmd {
-  uint8_t kind;      /* enum cmd_kind */
-  uint8_t flags;     /* enum cmd_flags */
+  uint8_t kind;  /* enum cmd_kind */
+  uint8_t flags; /* enum cmd_flags */
   uint16_t reserved;
-  uint32_t size;     /* KERNEL/CALLBACK: argument bytes */
-  uint64_t seq;      /* the command's sequence number on its stream's channel */
+  uint32_t size; /* KERNEL/CALLBACK: argument bytes */
+  uint64_t seq;  /* the command's sequence number on its stream's channel */
   union {
     struct {
       mx_hal_fn fn;
-      void *heap;    /* argument block when larger than the slot (owned by the command) */
+      void *heap; /* argument block when larger than the slot (owned by the command) */
     } call;
     struct {
       void *dst;
@@ -90,10 +90,10 @@ typedef struct cpu_cmd {
     } fail;
     struct {
       mx_hal_model *m;
-      uint64_t exec;         /* execution number */
-      uint64_t patch_start;  /* MODEL_RUN: its patch batch in the model's ring */
+      uint64_t exec;        /* execution number */
+      uint64_t patch_start; /* MODEL_RUN: its patch batch in the model's ring */
       uint32_t patch_count;
-      uint32_t part;         /* MODEL_PART: internal stream */
+      uint32_t part; /* MODEL_PART: internal stream */
     } model;
   } u;
   _Alignas(16) unsigned char args[MX_HAL_INLINE_ARGS]; /* inline argument block */
@@ -104,19 +104,19 @@ _Static_assert(sizeof(cpu_cmd) == 256, "a command slot is four cache lines");
 typedef struct cpu_worker cpu_worker;
 
 typedef struct cpu_stream {
-  struct mx_stream base;      /* must stay first */
+  struct mx_stream base; /* must stay first */
   /* Read-only after creation (both sides). */
   _Alignas(64) cpu_worker *worker; /* serving worker (owned by the device) */
-  ck_ring_buffer_t *ring_buf; /* ring entries (owned) */
-  cpu_cmd *slots;             /* command slots (owned, 64-byte aligned) */
-  uint32_t mask;              /* ring size - 1 */
+  ck_ring_buffer_t *ring_buf;      /* ring entries (owned) */
+  cpu_cmd *slots;                  /* command slots (owned, 64-byte aligned) */
+  uint32_t mask;                   /* ring size - 1 */
   /* Host side, under submit_lock. */
   _Alignas(64) uint64_t pushed; /* commands ever pushed on this ring */
   /* Ring positions (ck_ring pads them onto separate cache lines). */
   _Alignas(64) ck_ring_t ring;
   /* Worker-private. */
-  _Alignas(64) cpu_cmd *cur;  /* dequeued command waiting for *wait_word >= wait_target */
-  uint32_t phase, pc;         /* resume point of a model command */
+  _Alignas(64) cpu_cmd *cur; /* dequeued command waiting for *wait_word >= wait_target */
+  uint32_t phase, pc;        /* resume point of a model command */
   _Atomic uint64_t *wait_word;
   uint64_t wait_target;
 } cpu_stream;
@@ -129,25 +129,25 @@ typedef struct cpu_list {
 
 struct cpu_worker {
   mx_device *dev;
-  uint32_t index;                /* slot in the device table; the pinning target */
+  uint32_t index; /* slot in the device table; the pinning target */
   pthread_t thread;
-  bool running;                  /* thread started and not joined (under cd->lock) */
-  size_t n_streams;              /* streams assigned (under cd->lock) */
-  _Atomic uint32_t bell;         /* futex word; bumped to wake the worker */
-  _Atomic uint32_t sleeping;     /* 1 while the worker is parked or about to park */
+  bool running;                    /* thread started and not joined (under cd->lock) */
+  size_t n_streams;                /* streams assigned (under cd->lock) */
+  _Atomic uint32_t bell;           /* futex word; bumped to wake the worker */
+  _Atomic uint32_t sleeping;       /* 1 while the worker is parked or about to park */
   _Atomic uint32_t parked_blocked; /* 1 while parked with a blocked command */
-  _Atomic int stop;              /* asks the thread to exit once its list is empty */
-  _Atomic(cpu_list *) list;      /* published list: one of bufs, or the empty list */
-  cpu_list *bufs[2];             /* two lists of capacity `cap` (owned, under cd->lock); the one
-                                    not published is rewritten on the next change, so removing a
-                                    stream never allocates */
+  _Atomic int stop;                /* asks the thread to exit once its list is empty */
+  _Atomic(cpu_list *) list;        /* published list: one of bufs, or the empty list */
+  cpu_list *bufs[2];               /* two lists of capacity `cap` (owned, under cd->lock); the one
+                                      not published is rewritten on the next change, so removing a
+                                      stream never allocates */
   size_t cap;
-  _Atomic uint64_t gen;          /* bumped with every new list */
-  _Atomic uint64_t seen_gen;     /* last generation the thread adopted */
+  _Atomic uint64_t gen;      /* bumped with every new list */
+  _Atomic uint64_t seen_gen; /* last generation the thread adopted */
   /* Thread-private. */
-  cpu_list *mine;                /* adopted list (borrowed from `list`) */
-  uint64_t adopted;              /* its generation */
-  bool niced;                    /* OS priority lowered already */
+  cpu_list *mine;   /* adopted list (borrowed from `list`) */
+  uint64_t adopted; /* its generation */
+  bool niced;       /* OS priority lowered already */
 };
 
 typedef struct cpu_device {
@@ -405,7 +405,8 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
   if (MX__UNLIKELY(mx__stream_failed(b))) return true; /* failed streams skip their commands */
   switch (c->kind) {
     case CMD_KERNEL:
-      if (MX__UNLIKELY(dev->fault_nth[MX_FAULT_KERNEL] != 0) && mx__fault_hit(dev, MX_FAULT_KERNEL)) {
+      if (MX__UNLIKELY(dev->fault_nth[MX_FAULT_KERNEL] != 0) &&
+          mx__fault_hit(dev, MX_FAULT_KERNEL)) {
         mx__stream_fail(b, c->seq, MX_ERR_KERNEL, -1, -1,
                         "command %" PRIu64 " (kernel) failed: injected fault (kernel:%" PRIu64 ")",
                         mx__cmd_no(b->chan, c->seq), dev->fault_nth[MX_FAULT_KERNEL]);
@@ -416,16 +417,18 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       void *args = (c->flags & CMD_HEAP) ? c->u.call.heap : (void *)c->args;
       mx_status st = c->u.call.fn(args, c->size);
       if (MX__UNLIKELY(st != MX_OK))
-        mx__stream_fail(b, c->seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s", mx__cmd_no(b->chan, c->seq),
+        mx__stream_fail(b, c->seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s",
+                        mx__cmd_no(b->chan, c->seq),
                         c->kind == CMD_KERNEL ? "kernel" : "host callback", mx_status_string(st));
       break;
     }
     case CMD_COPY:
       if (c->flags & CMD_INJECT) {
         mx__stream_fail(b, c->seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64 " (asynchronous copy of %zu bytes) failed: injected "
-                        "fault (copy:%" PRIu64 ")", mx__cmd_no(b->chan, c->seq), c->u.copy.n,
-                        dev->fault_nth[MX_FAULT_COPY]);
+                        "command %" PRIu64
+                        " (asynchronous copy of %zu bytes) failed: injected "
+                        "fault (copy:%" PRIu64 ")",
+                        mx__cmd_no(b->chan, c->seq), c->u.copy.n, dev->fault_nth[MX_FAULT_COPY]);
       } else if (c->u.copy.n) {
         memmove(c->u.copy.dst, c->u.copy.src, c->u.copy.n);
       }
@@ -433,9 +436,10 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
     case CMD_MEMSET:
       if (c->flags & CMD_INJECT) {
         mx__stream_fail(b, c->seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64 " (asynchronous memset of %zu bytes) failed: injected "
-                        "fault (copy:%" PRIu64 ")", mx__cmd_no(b->chan, c->seq), c->u.set.n,
-                        dev->fault_nth[MX_FAULT_COPY]);
+                        "command %" PRIu64
+                        " (asynchronous memset of %zu bytes) failed: injected "
+                        "fault (copy:%" PRIu64 ")",
+                        mx__cmd_no(b->chan, c->seq), c->u.set.n, dev->fault_nth[MX_FAULT_COPY]);
       } else if (c->u.set.n) {
         memset(c->u.set.dst, c->u.set.value, c->u.set.n);
       }
@@ -444,7 +448,8 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       char why[256];
       if (!mx__mem_free(dev, c->u.free.ptr, why, sizeof why))
         mx__stream_fail(b, c->seq, MX_ERR_INVALID_ARGUMENT, -1, -1,
-                        "command %" PRIu64 " (stream-ordered free) failed: %s", mx__cmd_no(b->chan, c->seq), why);
+                        "command %" PRIu64 " (stream-ordered free) failed: %s",
+                        mx__cmd_no(b->chan, c->seq), why);
       break;
     }
     case CMD_WAIT:
@@ -457,8 +462,7 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
                       "command %" PRIu64 " (launch) failed: injected fault (launch:%" PRIu64 ")",
                       mx__cmd_no(b->chan, c->seq), dev->fault_nth[MX_FAULT_LAUNCH]);
       break;
-    default:
-      break;
+    default: break;
   }
   return true;
 }
@@ -682,8 +686,10 @@ static mx_status cpu_stream_init(mx_stream *b) {
   void *slots = NULL;
   s->ring_buf = calloc(n, sizeof *s->ring_buf);
   if (!s->ring_buf || posix_memalign(&slots, 64, (size_t)n * sizeof(cpu_cmd)) != 0) {
-    st = mx__device_fail(dev, MX_ERR_OUT_OF_MEMORY, "mx_stream_create: out of host memory for "
-                         "a %u-slot queue", n);
+    st = mx__device_fail(dev, MX_ERR_OUT_OF_MEMORY,
+                         "mx_stream_create: out of host memory for "
+                         "a %u-slot queue",
+                         n);
     goto free_ring;
   }
   s->slots = slots;

@@ -51,8 +51,9 @@ static mx_status inline_call(mx_stream *s, mx_hal_fn fn, const void *args, size_
     } else {
       mx_status st = fn(copy, size);
       if (st != MX_OK)
-        mx__stream_fail(s, seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s", mx__cmd_no(s->chan, seq),
-                        kernel ? "kernel" : "host callback", mx_status_string(st));
+        mx__stream_fail(s, seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s",
+                        mx__cmd_no(s->chan, seq), kernel ? "kernel" : "host callback",
+                        mx_status_string(st));
     }
   }
   end_cmd(s, seq);
@@ -68,16 +69,20 @@ static mx_status inline_submit(mx_stream *s, const mx__op *op) {
     case MX__OP_COPY:
       if (op->inject)
         mx__stream_fail(s, seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64 " (asynchronous copy of %zu bytes) failed: injected "
-                        "fault (copy:%" PRIu64 ")", mx__cmd_no(s->chan, seq), op->n, dev->fault_nth[MX_FAULT_COPY]);
+                        "command %" PRIu64
+                        " (asynchronous copy of %zu bytes) failed: injected "
+                        "fault (copy:%" PRIu64 ")",
+                        mx__cmd_no(s->chan, seq), op->n, dev->fault_nth[MX_FAULT_COPY]);
       else if (op->n)
         memmove(op->dst, op->src, op->n);
       break;
     case MX__OP_MEMSET:
       if (op->inject)
         mx__stream_fail(s, seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64 " (asynchronous memset of %zu bytes) failed: injected "
-                        "fault (copy:%" PRIu64 ")", mx__cmd_no(s->chan, seq), op->n, dev->fault_nth[MX_FAULT_COPY]);
+                        "command %" PRIu64
+                        " (asynchronous memset of %zu bytes) failed: injected "
+                        "fault (copy:%" PRIu64 ")",
+                        mx__cmd_no(s->chan, seq), op->n, dev->fault_nth[MX_FAULT_COPY]);
       else if (op->n)
         memset(op->dst, op->value, op->n);
       break;
@@ -85,12 +90,11 @@ static mx_status inline_submit(mx_stream *s, const mx__op *op) {
       char why[256];
       if (!mx__mem_free(dev, op->dst, why, sizeof why))
         mx__stream_fail(s, seq, MX_ERR_INVALID_ARGUMENT, -1, -1,
-                        "command %" PRIu64 " (stream-ordered free) failed: %s", mx__cmd_no(s->chan, seq), why);
+                        "command %" PRIu64 " (stream-ordered free) failed: %s",
+                        mx__cmd_no(s->chan, seq), why);
       break;
     }
-    case MX__OP_WAIT:
-      mx__stream_check_wait(s, seq, op->chan, op->target);
-      break;
+    case MX__OP_WAIT: mx__stream_check_wait(s, seq, op->chan, op->target); break;
     case MX__OP_FAIL:
       mx__stream_fail(s, seq, op->status, -1, -1,
                       "command %" PRIu64 " (launch) failed: injected fault (launch:%" PRIu64 ")",
@@ -121,9 +125,15 @@ static mx_status inline_init(mx_device *dev, mx_error *err) {
 }
 
 static void inline_fini(mx_device *dev) { (void)dev; }
-static mx_status inline_stream_init(mx_stream *s) { (void)s; return MX_OK; }
+static mx_status inline_stream_init(mx_stream *s) {
+  (void)s;
+  return MX_OK;
+}
 static void inline_stream_fini(mx_stream *s) { (void)s; }
-static mx_status inline_model_prepare(mx_hal_model *m) { (void)m; return MX_OK; }
+static mx_status inline_model_prepare(mx_hal_model *m) {
+  (void)m;
+  return MX_OK;
+}
 static void inline_model_release(mx_hal_model *m) { (void)m; }
 static void inline_notify(mx_device *dev) { mx__waitq_notify(&dev->host_wq); }
 

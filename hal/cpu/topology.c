@@ -75,10 +75,10 @@ static bool order_scatter(mx__cpu_topo *t) {
     for (int r = 0; r < max_per_pkg; r++) {
       for (int p = 0; p < npkg; p++) {
         if (r >= pkg_count[p + 1] - pkg_count[p] || t->n_order >= (uint32_t)npu) continue;
-        hwloc_obj_t core = hwloc_get_obj_by_type(t->topo, HWLOC_OBJ_CORE,
-                                                 (unsigned)by_pkg[pkg_count[p] + r]);
-        hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(t->topo, core->cpuset,
-                                                             HWLOC_OBJ_PU, (unsigned)k);
+        hwloc_obj_t core =
+            hwloc_get_obj_by_type(t->topo, HWLOC_OBJ_CORE, (unsigned)by_pkg[pkg_count[p] + r]);
+        hwloc_obj_t pu =
+            hwloc_get_obj_inside_cpuset_by_type(t->topo, core->cpuset, HWLOC_OBJ_PU, (unsigned)k);
         if (!pu || !pu->cpuset) continue;
         hwloc_bitmap_t set = hwloc_bitmap_dup(pu->cpuset);
         if (set) t->order[t->n_order++] = set;
@@ -110,9 +110,12 @@ mx_status mx__cpu_topo_init(mx__cpu_topo *t, mx_pinning requested, mx_error *err
   mx_pinning policy = requested;
   if (policy == MX_PIN_AUTO) {
     int numa = hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_NUMANODE);
-    if (t->n_pus <= 2) policy = MX_PIN_NONE;
-    else if (numa > 1) policy = MX_PIN_COMPACT;
-    else policy = MX_PIN_SCATTER;
+    if (t->n_pus <= 2)
+      policy = MX_PIN_NONE;
+    else if (numa > 1)
+      policy = MX_PIN_COMPACT;
+    else
+      policy = MX_PIN_SCATTER;
   }
   t->policy = policy;
   if (policy == MX_PIN_NONE) return MX_OK;

@@ -72,20 +72,20 @@ typedef enum mx_fault_point {
 #define MX_DEVICE_OPTIONS_VERSION 1u
 
 typedef struct mx_device_options {
-  uint32_t version;       /* MX_DEVICE_OPTIONS_VERSION; set by mx_device_options_init */
+  uint32_t version; /* MX_DEVICE_OPTIONS_VERSION; set by mx_device_options_init */
   mx_device_kind kind;
-  uint32_t max_workers;   /* CPU device: cap on worker threads; 0 = one worker per stream.
-                             With a cap, streams share workers round-robin. */
+  uint32_t max_workers; /* CPU device: cap on worker threads; 0 = one worker per stream.
+                           With a cap, each new stream joins the least loaded worker. */
   mx_pinning pinning;
-  uint64_t memory_limit;  /* bytes of device memory that may be allocated at once; 0 = no
-                             limit. Exceeding it gives MX_ERR_DEVICE_OOM. */
+  uint64_t memory_limit; /* bytes of device memory that may be allocated at once; 0 = no
+                            limit. Exceeding it gives MX_ERR_DEVICE_OOM. */
   mx_device_check check;
-  bool fault_from_env;    /* when every fault_nth is 0, read MIXRT_FAULT (default true) */
+  bool fault_from_env; /* when every fault_nth is 0, read MIXRT_FAULT (default true) */
   uint64_t fault_nth[MX_FAULT_POINT_COUNT]; /* 0 = off; N = the Nth operation fails (once) */
-  uint32_t ring_slots;    /* CPU device: commands each stream queue holds (power of two >= 4);
-                             0 = 1024. A full queue blocks the submitting thread. */
-  int64_t spin_ns;        /* how long an idle worker or a waiting host thread spins before it
-                             parks, in ns; < 0 = default (20000); 0 = park at once */
+  uint32_t ring_slots; /* CPU device: commands each stream queue holds (power of two >= 4);
+                          0 = 1024. A full queue blocks the submitting thread. */
+  int64_t spin_ns;     /* how long an idle worker or a waiting host thread spins before it
+                          parks, in ns; < 0 = default (20000); 0 = park at once */
 } mx_device_options;
 
 /* Fills *o with the defaults: CPU device, one worker per stream, automatic pinning, no memory
@@ -108,14 +108,14 @@ const char *mx_device_last_error(const mx_device *dev);
 
 typedef struct mx_device_info {
   mx_device_kind kind;
-  mx_pinning pinning;         /* the resolved policy (never MX_PIN_AUTO) */
-  uint32_t processing_units;  /* hwloc PUs the process may run on */
-  uint32_t max_workers;       /* as created (0 = one worker per stream) */
-  uint32_t workers;           /* worker threads running now */
-  uint32_t pinned_workers;    /* workers whose binding succeeded (since creation) */
-  uint32_t ring_slots;        /* commands per stream queue */
-  int64_t spin_ns;            /* resolved spin time before parking */
-  bool check;                 /* checking mode is on */
+  mx_pinning pinning;                       /* the resolved policy (never MX_PIN_AUTO) */
+  uint32_t processing_units;                /* hwloc PUs the process may run on */
+  uint32_t max_workers;                     /* as created (0 = one worker per stream) */
+  uint32_t workers;                         /* worker threads running now */
+  uint32_t pinned_workers;                  /* workers whose binding succeeded (since creation) */
+  uint32_t ring_slots;                      /* commands per stream queue */
+  int64_t spin_ns;                          /* resolved spin time before parking */
+  bool check;                               /* checking mode is on */
   uint64_t fault_nth[MX_FAULT_POINT_COUNT]; /* resolved fault-injection settings */
 } mx_device_info;
 
@@ -123,12 +123,12 @@ typedef struct mx_device_info {
 void mx_device_get_info(const mx_device *dev, mx_device_info *info);
 
 typedef struct mx_device_memory_stats {
-  uint64_t bytes_in_use;  /* bytes of live allocations (registered buffers not counted) */
-  uint64_t peak_bytes;    /* maximum of bytes_in_use since creation or the last peak reset */
-  uint64_t limit_bytes;   /* memory_limit of the device (0 = none) */
-  uint64_t allocations;   /* successful mx_device_alloc calls since creation */
-  uint64_t frees;         /* successful frees (synchronous and stream-ordered) since creation */
-  uint64_t live;          /* allocations not yet freed */
+  uint64_t bytes_in_use; /* bytes of live allocations (registered buffers not counted) */
+  uint64_t peak_bytes;   /* maximum of bytes_in_use since creation or the last peak reset */
+  uint64_t limit_bytes;  /* memory_limit of the device (0 = none) */
+  uint64_t allocations;  /* successful mx_device_alloc calls since creation */
+  uint64_t frees;        /* successful frees (synchronous and stream-ordered) since creation */
+  uint64_t live;         /* allocations not yet freed */
 } mx_device_memory_stats;
 
 /* Fills *st (caller-owned). */

@@ -108,7 +108,8 @@ Test(hal_fault, launch) {
     cr_assert_eq(mx_stream_synchronize(s), MX_ERR_DEVICE);
     mx_stream_error e;
     mx_stream_get_error(s, &e);
-    cr_assert_eq(e.command, 3, "%s: the failure sits at the launch's place in the order", cfg->name);
+    cr_assert_eq(e.command, 3, "%s: the failure sits at the launch's place in the order",
+                 cfg->name);
     cr_assert_eq(pos, 2, "launch 4 was skipped");
     cr_assert_eq(mx_stream_reset(s), MX_ERR_DEVICE);
     append_args a = {log, &pos, 5};
@@ -165,9 +166,9 @@ Test(hal_fault, kernel_plain_and_in_model) {
     int64_t pos = 0;
     append_args a = {log, &pos, 1};
     cr_assert_eq(mx_hal_host_callback(s, k_append, &a, sizeof a), MX_OK); /* not a kernel */
-    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);         /* kernel 1 */
-    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);         /* kernel 2 fails */
-    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);         /* skipped */
+    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);        /* kernel 1 */
+    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);        /* kernel 2 fails */
+    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);        /* skipped */
     cr_assert_eq(mx_stream_synchronize(s), MX_ERR_KERNEL, "%s", cfg->name);
     mx_stream_error e;
     mx_stream_get_error(s, &e);
@@ -196,8 +197,8 @@ Test(hal_fault, kernel_plain_and_in_model) {
       mx_stream_get_error(s, &e);
       cr_assert_eq(e.model_task, 3, "%s", cfg->name);
       cr_assert_eq(e.model_stream, 0);
-      cr_assert(strstr(e.message, "model task 3 (internal stream 0) failed: injected fault"),
-                "%s", e.message);
+      cr_assert(strstr(e.message, "model task 3 (internal stream 0) failed: injected fault"), "%s",
+                e.message);
       cr_assert_eq(pos, 3, "tasks after the failing one are skipped");
       cr_assert_eq(mx_stream_reset(s), MX_ERR_KERNEL);
       pos = 0;
@@ -295,7 +296,8 @@ Test(hal_fault, environment_variables) {
   const char *bad[] = {"launch", "launch:0", "lunch:3", "alloc:3,", "copy:x", "kernel:1:2"};
   for (int i = 0; i < 6; i++) {
     setenv("MIXRT_FAULT", bad[i], 1);
-    cr_assert_eq(mx_device_create(NULL, &dev, &err), MX_ERR_INVALID_ARGUMENT, "'%s' accepted", bad[i]);
+    cr_assert_eq(mx_device_create(NULL, &dev, &err), MX_ERR_INVALID_ARGUMENT, "'%s' accepted",
+                 bad[i]);
     cr_assert_null(dev);
     cr_assert(strstr(err.message, "MIXRT_FAULT="), "%s", err.message);
   }

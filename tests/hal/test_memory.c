@@ -61,8 +61,9 @@ Test(hal_memory, memory_limit_gives_device_oom) {
     cr_assert_eq(mx_device_alloc(dev, 600, 0, &a), MX_OK);
     cr_assert_eq(mx_device_alloc(dev, 500, 0, &b), MX_ERR_DEVICE_OOM);
     cr_assert_null(b);
-    cr_assert(strstr(mx_device_last_error(dev), "device memory limit exceeded: 500 bytes requested, "
-                                                "600 of 1000 bytes in use"),
+    cr_assert(strstr(mx_device_last_error(dev),
+                     "device memory limit exceeded: 500 bytes requested, "
+                     "600 of 1000 bytes in use"),
               "%s", mx_device_last_error(dev));
     cr_assert_eq(mx_device_alloc(dev, 400, 0, &b), MX_OK, "exactly at the limit");
     cr_assert_eq(mx_device_alloc(dev, 1, 0, &d), MX_ERR_DEVICE_OOM);
@@ -127,7 +128,8 @@ Test(hal_memory, checking_mode_copy_ranges) {
     cr_assert_eq(mx_device_copy(dev, d, host, 100, MX_COPY_H2D), MX_OK);
     cr_assert_eq(mx_device_copy(dev, d + 50, host, 50, MX_COPY_H2D), MX_OK);
     cr_assert_eq(mx_device_copy(dev, d + 50, host, 51, MX_COPY_H2D), MX_ERR_INVALID_ARGUMENT);
-    cr_assert(strstr(mx_device_last_error(dev), "destination range"), "%s", mx_device_last_error(dev));
+    cr_assert(strstr(mx_device_last_error(dev), "destination range"), "%s",
+              mx_device_last_error(dev));
     cr_assert(strstr(mx_device_last_error(dev), "100 bytes"), "%s", mx_device_last_error(dev));
     cr_assert_eq(mx_device_copy(dev, host, d + 1, 100, MX_COPY_D2H), MX_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(mx_device_last_error(dev), "source range"));
@@ -144,7 +146,8 @@ Test(hal_memory, checking_mode_copy_ranges) {
     cr_assert_eq(mx_device_free(dev, host), MX_ERR_INVALID_ARGUMENT, "registered, not owned");
     cr_assert_eq(mx_device_unregister_buffer(dev, host), MX_OK);
     cr_assert_eq(mx_device_unregister_buffer(dev, host), MX_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(mx_device_unregister_buffer(dev, d), MX_ERR_INVALID_ARGUMENT, "owned, not registered");
+    cr_assert_eq(mx_device_unregister_buffer(dev, d), MX_ERR_INVALID_ARGUMENT,
+                 "owned, not registered");
     cr_assert_eq(mx_device_copy_async(s, d, host, 100, MX_COPY_H2D), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s), MX_OK);
     mx_device_memory_stats st;
@@ -164,7 +167,8 @@ Test(hal_memory, many_allocations) {
   enum { N = 2000 };
   void **p = calloc(N, sizeof *p);
   uint64_t rng = 3;
-  for (int i = 0; i < N; i++) cr_assert_eq(mx_device_alloc(dev, 1 + hal_rand(&rng) % 300, 0, &p[i]), MX_OK);
+  for (int i = 0; i < N; i++)
+    cr_assert_eq(mx_device_alloc(dev, 1 + hal_rand(&rng) % 300, 0, &p[i]), MX_OK);
   for (int i = 0; i < N; i++) {
     int j = (int)(hal_rand(&rng) % N);
     void *t = p[i];

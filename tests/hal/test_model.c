@@ -37,14 +37,14 @@ static void gen_program(uint64_t seed, int n, int n_streams, mtask *t) {
 /* cells are indexed by alloc id (ids never alias: bases are distinct buffers). */
 static void ref_run(const mtask *t, int n, int64_t cells[NB][MC]) {
   for (int i = 0; i < n; i++)
-    cells[t[i].dst_id][t[i].dst_cell] = axpb_ref(cells[t[i].a_id][t[i].a_cell],
-                                                 cells[t[i].b_id][t[i].b_cell], t[i].mul, t[i].add);
+    cells[t[i].dst_id][t[i].dst_cell] =
+        axpb_ref(cells[t[i].a_id][t[i].a_cell], cells[t[i].b_id][t[i].b_cell], t[i].mul, t[i].add);
 }
 
 static mx_hal_model *build_model(mx_device *dev, const mtask *t, int n, int n_streams,
                                  mx_hal_model_mode mode) {
-  mx_hal_model_desc d = {.n_streams = (uint32_t)n_streams, .n_events = (uint32_t)n,
-                         .n_ids = NB, .mode = mode};
+  mx_hal_model_desc d = {
+      .n_streams = (uint32_t)n_streams, .n_events = (uint32_t)n, .n_ids = NB, .mode = mode};
   mx_hal_model *m = NULL;
   mx_error err;
   cr_assert_eq(mx_hal_model_create(dev, &d, &m, &err), MX_OK, "%s", err.message);
@@ -68,8 +68,8 @@ static mx_hal_model *build_model(mx_device *dev, const mtask *t, int n, int n_st
       deps[nd++] = readers[k->dst_id][k->dst_cell][r];
     for (int q = 0; q < nd; q++) {
       if (deps[q] >= 0 && t[deps[q]].stream != k->stream)
-        cr_assert_eq(mx_hal_model_add_event_wait(m, (uint32_t)k->stream, (uint32_t)deps[q]),
-                     MX_OK, "%s", mx_hal_model_last_error(m));
+        cr_assert_eq(mx_hal_model_add_event_wait(m, (uint32_t)k->stream, (uint32_t)deps[q]), MX_OK,
+                     "%s", mx_hal_model_last_error(m));
     }
     axpb_args a = {NULL, NULL, NULL, k->mul, k->add};
     mx_hal_slot slots[3] = {
@@ -98,12 +98,14 @@ static mx_hal_model *build_model(mx_device *dev, const mtask *t, int n, int n_st
 /* Uploads init[] into the buffers as seen through `assign` (id -> buffer). */
 static void upload(mx_device *dev, int64_t *bufs[NB], const int assign[NB], int64_t init[NB][MC]) {
   for (int id = 0; id < NB; id++)
-    cr_assert_eq(mx_device_copy(dev, bufs[assign[id]], init[id], sizeof init[id], MX_COPY_H2D), MX_OK);
+    cr_assert_eq(mx_device_copy(dev, bufs[assign[id]], init[id], sizeof init[id], MX_COPY_H2D),
+                 MX_OK);
 }
 
 static void download(mx_device *dev, int64_t *bufs[NB], const int assign[NB], int64_t out[NB][MC]) {
   for (int id = 0; id < NB; id++)
-    cr_assert_eq(mx_device_copy(dev, out[id], bufs[assign[id]], sizeof out[id], MX_COPY_D2H), MX_OK);
+    cr_assert_eq(mx_device_copy(dev, out[id], bufs[assign[id]], sizeof out[id], MX_COPY_D2H),
+                 MX_OK);
 }
 
 static void set_bases(mx_hal_model *m, int64_t *bufs[NB], const int assign[NB]) {
@@ -166,8 +168,9 @@ Test(hal_model, matches_one_by_one_and_reference) {
             for (int k = 0; k < MC; k++)
               cr_assert_eq(got[b][k], expect[b][k],
                            "%s mode %d seed %llu round %d (%d streams): id %d cell %d = %lld, "
-                           "expected %lld", cfg->name, md, (unsigned long long)seed, round,
-                           n_streams, b, k, (long long)got[b][k], (long long)expect[b][k]);
+                           "expected %lld",
+                           cfg->name, md, (unsigned long long)seed, round, n_streams, b, k,
+                           (long long)got[b][k], (long long)expect[b][k]);
         }
         mx_hal_model_stats st;
         mx_hal_model_stats_get(m, &st);
@@ -313,11 +316,13 @@ Test(hal_model, executions_serialize_and_updates_apply_next) {
       ref_run(prog, N, expect);
       download(dev, bufs[0], ident, got);
       for (int b = 0; b < NB; b++)
-        for (int k = 0; k < MC; k++) cr_assert_eq(got[b][k], expect[b][k], "%s: first execution", cfg->name);
+        for (int k = 0; k < MC; k++)
+          cr_assert_eq(got[b][k], expect[b][k], "%s: first execution", cfg->name);
       ref_run(prog, N, expect);
       download(dev, bufs[1], ident, got);
       for (int b = 0; b < NB; b++)
-        for (int k = 0; k < MC; k++) cr_assert_eq(got[b][k], expect[b][k], "%s: executions 2 and 3", cfg->name);
+        for (int k = 0; k < MC; k++)
+          cr_assert_eq(got[b][k], expect[b][k], "%s: executions 2 and 3", cfg->name);
       mx_hal_model_destroy(m);
       mx_stream_destroy(s1);
       mx_stream_destroy(s2);

@@ -26,7 +26,8 @@ Test(hal_stream, in_stream_order) {
     }
     cr_assert_eq(mx_stream_synchronize(s), MX_OK, "%s", cfg->name);
     cr_assert_eq(pos, N, "%s", cfg->name);
-    for (int i = 0; i < N; i++) cr_assert_eq(log[i], i, "%s: log[%d] = %lld", cfg->name, i, (long long)log[i]);
+    for (int i = 0; i < N; i++)
+      cr_assert_eq(log[i], i, "%s: log[%d] = %lld", cfg->name, i, (long long)log[i]);
     cr_assert_eq(mx_stream_query(s), MX_OK);
     free(log);
     mx_stream_destroy(s);
@@ -182,7 +183,8 @@ Test(hal_stream, sticky_error_and_reset) {
     cr_assert_eq(mx_stream_query(s), MX_ERR_KERNEL);
     mx_stream_error info;
     cr_assert_eq(mx_stream_get_error(s, &info), MX_ERR_KERNEL);
-    cr_assert_eq(info.command, 2, "%s: failing command %llu", cfg->name, (unsigned long long)info.command);
+    cr_assert_eq(info.command, 2, "%s: failing command %llu", cfg->name,
+                 (unsigned long long)info.command);
     cr_assert_eq(info.model_task, -1);
     cr_assert(strstr(info.message, "command 2 (kernel) failed"), "%s", info.message);
     cr_assert_eq(mx_stream_get_error(t, &info), MX_ERR_KERNEL);
@@ -225,7 +227,8 @@ Test(hal_stream, destroy_with_work_in_flight) {
       cr_assert_eq(mx_hal_launch(s, k_sleep_flag, &a, sizeof a), MX_OK);
     }
     mx_stream_destroy(s);
-    for (int i = 0; i < N; i++) cr_assert_eq(atomic_load(&flags[i]), 1, "%s: kernel %d", cfg->name, i);
+    for (int i = 0; i < N; i++)
+      cr_assert_eq(atomic_load(&flags[i]), 1, "%s: kernel %d", cfg->name, i);
 
     /* Device destroy with everything still alive. */
     mx_stream *s2;
