@@ -215,8 +215,9 @@ mx_status mx__part_rebuild(mx__part_work *w) {
   uint32_t *out_cnt = calloc((size_t)n + 1, sizeof *out_cnt);
   uint32_t *heap = malloc(((size_t)n + 1) * sizeof *heap);
   if (!in_cnt || !out_cnt || !heap) goto oom;
-  /* Resolve every position once (find compresses the paths). */
-  for (uint32_t x = 0; x < n; x++) mx__part_find(w, x);
+  /* Point every position straight at its root. */
+  for (uint32_t x = 0; x < n; x++) w->scratch[x] = mx__part_find(w, x);
+  for (uint32_t x = 0; x < n; x++) w->parent[x] = w->scratch[x];
   size_t e_in = 0, e_out = 0;
   for (uint32_t b = 0; b < n; b++) {
     uint32_t rb = w->parent[b];

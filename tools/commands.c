@@ -10,5 +10,8 @@ const mx_cli_command mx_cli_commands[] = {
      mx_cmd_run_help},
     {"conformance", "run the ONNX node tests through the reference interpreter", mx_cmd_conformance,
      mx_cmd_conformance_help},
+    {"partition", "split a model into KNOWN and UNKNOWN clusters and show why (text, DOT, JSON)",
+     mx_cmd_partition, mx_cmd_partition_help},
+    {"demo", "the main job on a built-in model", mx_cmd_demo, mx_cmd_demo_help},
     {NULL, NULL, NULL, NULL},
 };

@@ -13,7 +13,11 @@ int mx_cmd_inspect(int argc, char **argv);
 void mx_cmd_inspect_help(FILE *out);
 int mx_cmd_run(int argc, char **argv);
 void mx_cmd_run_help(FILE *out);
+int mx_cmd_demo(int argc, char **argv);
+void mx_cmd_demo_help(FILE *out);
 int mx_cmd_conformance(int argc, char **argv);
 void mx_cmd_conformance_help(FILE *out);
+int mx_cmd_partition(int argc, char **argv);
+void mx_cmd_partition_help(FILE *out);
 
 #endif /* MIXRT_TOOLS_COMMANDS_H */

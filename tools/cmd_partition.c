@@ -1,0 +1,147 @@
+/* `mixrt partition MODEL.onnx`: how the dynamic-shape partitioner splits a model into KNOWN
+ * and UNKNOWN clusters, as a text, DOT or JSON dump, or the reason for one node. */
+#include <stdio.h>
+#include <string.h>
+
+#include "mixrt/onnx.h"
+#include "mixrt/partition.h"
+#include "tools/commands.h"
+#include "tools/inspect.h"
+
+#define MAX_BINDINGS 64
+#define MAX_FORCED 256
+
+void mx_cmd_partition_help(FILE *out) {
+  fprintf(out,
+          "usage: mixrt partition MODEL.onnx [--shape SYM=VAL ...] [--static-min-ops N] [--stable]\n"
+          "                       [--force-unknown NODE ...] [--format text|dot|json] [-o FILE]\n"
+          "                       [--explain NODE]\n\n"
+          "Imports an ONNX model, binds the given symbols, runs shape inference, constant folding and\n"
+          "dead-node removal, then partitions the graph into KNOWN clusters (every shape concrete:\n"
+          "compiled into static models) and UNKNOWN clusters (run op by op with run-time shapes), and\n"
+          "prints the result. docs/partition.md explains how to read it.\n\n"
+          "options:\n"
+          "  --shape SYM=VAL        bind a symbolic dim (e.g. --shape batch=1) before inference\n"
+          "  --static-min-ops N     known clusters with fewer than N ops become unknown (default %d;\n"
+          "                         0 keeps every known cluster; -1 makes the whole graph dynamic)\n"
+          "  --stable               stable mode: clusters are runs of the topological order\n"
+          "  --force-unknown NODE   mark NODE unknown whatever its shapes (repeatable)\n"
+          "  --format FMT           text (default): one line per cluster and the totals;\n"
+          "                         dot: Graphviz, clusters as colored boxes (render with `dot -Tsvg`);\n"
+          "                         json: clusters, nodes with their reasons, totals\n"
+          "  -o FILE                write to FILE instead of standard output\n"
+          "  --explain NODE         print why NODE (or a graph input or constant) is in its cluster,\n"
+          "                         traced back to the graph input or op that caused it, instead of\n"
+          "                         the dump (not combined with --format)\n\n"
+          "exit codes: 0 ok, 1 the model cannot be loaded, inferred or partitioned (or NODE does not\n"
+          "exist), 2 usage error\n",
+          MX_PARTITION_DEFAULT_STATIC_MIN_OPS);
+}
+
+typedef enum { FMT_TEXT, FMT_DOT, FMT_JSON } dump_format;
+
+int mx_cmd_partition(int argc, char **argv) {
+  const char *model = NULL, *out_path = NULL, *explain = NULL;
+  mx_partition_options o;
+  mx_partition_options_init(&o);
+  dump_format fmt = FMT_TEXT;
+  bool fmt_given = false;
+  mx_symbol_binding bindings[MAX_BINDINGS];
+  char names[MAX_BINDINGS][128];
+  size_t nb = 0;
+  const char *forced[MAX_FORCED];
+  size_t nf = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--stable") == 0) {
+      o.stable = true;
+    } else if (strcmp(a, "--shape") == 0) {
+      const char *v = mx_cli_option_value("partition", argc, argv, &i);
+      if (!v) return MX_EXIT_USAGE;
+      if (nb == MAX_BINDINGS) return mx_cli_usage_error("partition", "at most %d --shape options", MAX_BINDINGS);
+      if (!mx_cli_parse_binding(v, &bindings[nb], names[nb], sizeof names[nb]))
+        return mx_cli_usage_error("partition", "--shape needs SYMBOL=VALUE with VALUE >= 0, not '%s'", v);
+      nb++;
+    } else if (strcmp(a, "--static-min-ops") == 0) {
+      const char *v = mx_cli_option_value("partition", argc, argv, &i);
+      if (!v) return MX_EXIT_USAGE;
+      if (!mx_cli_parse_int(v, &o.static_min_ops) || o.static_min_ops < -1)
+        return mx_cli_usage_error("partition", "--static-min-ops needs an integer >= -1, not '%s'", v);
+    } else if (strcmp(a, "--force-unknown") == 0) {
+      const char *v = mx_cli_option_value("partition", argc, argv, &i);
+      if (!v) return MX_EXIT_USAGE;
+      if (nf == MAX_FORCED) return mx_cli_usage_error("partition", "at most %d --force-unknown options", MAX_FORCED);
+      forced[nf++] = v;
+    } else if (strcmp(a, "--format") == 0) {
+      const char *v = mx_cli_option_value("partition", argc, argv, &i);
+      if (!v) return MX_EXIT_USAGE;
+      if (strcmp(v, "text") == 0) fmt = FMT_TEXT;
+      else if (strcmp(v, "dot") == 0) fmt = FMT_DOT;
+      else if (strcmp(v, "json") == 0) fmt = FMT_JSON;
+      else return mx_cli_usage_error("partition", "--format must be text, dot or json, not '%s'", v);
+      fmt_given = true;
+    } else if (strcmp(a, "-o") == 0) {
+      out_path = mx_cli_option_value("partition", argc, argv, &i);
+      if (!out_path) return MX_EXIT_USAGE;
+    } else if (strcmp(a, "--explain") == 0) {
+      explain = mx_cli_option_value("partition", argc, argv, &i);
+      if (!explain) return MX_EXIT_USAGE;
+    } else if (a[0] == '-') {
+      return mx_cli_usage_error("partition", "unknown option '%s'", a);
+    } else if (!model) {
+      model = a;
+    } else {
+      return mx_cli_usage_error("partition", "only one MODEL may be given");
+    }
+  }
+  if (!model) return mx_cli_usage_error("partition", "MODEL.onnx is required");
+  if (explain && fmt_given) return mx_cli_usage_error("partition", "--explain prints text; do not combine it with --format");
+  o.force_unknown = forced;
+  o.n_force_unknown = nf;
+
+  int rc = MX_EXIT_OK;
+  mx_graph *g = NULL;
+  mx_partition *p = NULL;
+  FILE *out = stdout;
+  mx_error err = {0};
+  if (mx_onnx_load_file(model, &g, &err) != MX_OK) {
+    rc = mx_cli_runtime_error("partition", "%s", err.message);
+    goto done;
+  }
+  for (size_t i = 0; i < nb; i++) {
+    if (mx_graph_bind_symbol(g, bindings[i].name, bindings[i].value) != MX_OK) {
+      rc = mx_cli_runtime_error("partition", "--shape %s=%lld: %s", bindings[i].name, (long long)bindings[i].value,
+                                mx_graph_last_error(g));
+      goto done;
+    }
+  }
+  if (mx_graph_optimize(g, NULL) != MX_OK) {
+    rc = mx_cli_runtime_error("partition", "%s", mx_graph_last_error(g));
+    goto done;
+  }
+  if (mx_partition_create(g, &o, &p, &err) != MX_OK) {
+    rc = mx_cli_runtime_error("partition", "%s", err.message);
+    goto done;
+  }
+  if (out_path) {
+    out = fopen(out_path, "w");
+    if (!out) {
+      out = stdout;
+      rc = mx_cli_runtime_error("partition", "cannot write '%s'", out_path);
+      goto done;
+    }
+  }
+  mx_status st;
+  if (explain) st = mx_partition_explain(p, explain, out);
+  else if (fmt == FMT_DOT) st = mx_partition_dump_dot(p, out);
+  else if (fmt == FMT_JSON) st = mx_partition_dump_json(p, out);
+  else st = mx_partition_dump_text(p, out);
+  if (st == MX_ERR_NOT_FOUND) rc = mx_cli_runtime_error("partition", "%s", mx_partition_last_error(p));
+  else if (st != MX_OK) rc = mx_cli_runtime_error("partition", "writing %s failed", out_path ? out_path : "the output");
+done:
+  if (out != stdout && fclose(out) != 0 && rc == MX_EXIT_OK)
+    rc = mx_cli_runtime_error("partition", "writing '%s' failed", out_path);
+  mx_partition_destroy(p);
+  mx_graph_destroy(g);
+  return rc;
+}
