@@ -7,9 +7,3 @@ add_test(NAME conformance_reference
   COMMAND mixrt_cli conformance --quiet --skip-missing
           --gaps "${CMAKE_CURRENT_SOURCE_DIR}/conformance/KNOWN_GAPS.md")
 set_tests_properties(conformance_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
-
-# Command-line behaviour: help, exit codes, inspect on the transformer fixture.
-add_test(NAME cli
-  COMMAND sh "${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.sh" "$<TARGET_FILE:mixrt_cli>"
-          "${CMAKE_CURRENT_BINARY_DIR}/cli-work")
-set_tests_properties(cli PROPERTIES TIMEOUT 300)

@@ -1,5 +1,5 @@
 /* Test fixture: one encoder layer in the style of an exported transformer, built with the
- * builder API.
+ * builder API by mixrt's encoder generator (mx_model_encoder, include/mixrt/models.h).
  *
  * Every Reshape target comes from shape arithmetic on the input's symbolic batch and sequence
  * dims (Shape -> Gather -> Unsqueeze -> Concat, and Shape -> Slice -> Concat on the way back),

@@ -1,0 +1,141 @@
+/* The `mixrt` program as users meet it: help texts, exit codes (0 ok, 1 runtime, 2 usage), and
+ * inspect/run/demo on the exported-transformer-style encoder written to an ONNX fixture file. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "mixrt/models.h"
+#include "mixrt/onnx.h"
+#include "mixrt/reference.h"
+
+#define MIXRT_BIN MIXRT_BINARY_DIR "/tools/mixrt"
+#define WORK_DIR MIXRT_BINARY_DIR "/tests/cli-work"
+
+/* Runs `mixrt <args>` (stderr folded into stdout); returns the exit code, output in buf. */
+static int run(char *buf, size_t cap, const char *args) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s %s 2>&1", MIXRT_BIN, args);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p, "cannot start %s", cmd);
+  size_t n = fread(buf, 1, cap - 1, p);
+  buf[n] = '\0';
+  int status = pclose(p);
+  cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
+  return WEXITSTATUS(status);
+}
+
+/* Writes the encoder fixture to WORK_DIR/<name>.onnx and returns its path. */
+static const char *write_fixture(const char *name) {
+  static char path[512];
+  mkdir(MIXRT_BINARY_DIR "/tests", 0755);
+  mkdir(WORK_DIR, 0755);
+  snprintf(path, sizeof path, "%s/%s.onnx", WORK_DIR, name);
+  mx_graph *g;
+  mx_error err;
+  cr_assert_eq(mx_model_encoder(NULL, &g, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_onnx_save_file(g, path, &err), MX_OK, "%s", err.message);
+  mx_graph_destroy(g);
+  return path;
+}
+
+static char out[1 << 16];
+
+Test(cli, help_lists_commands) {
+  cr_assert_eq(run(out, sizeof out, "--help"), 0);
+  const char *cmds[] = {"info", "inspect", "run", "conformance", "demo"};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) cr_assert(strstr(out, cmds[i]), "%s missing:\n%s", cmds[i], out);
+  cr_assert_eq(run(out, sizeof out, "inspect --help"), 0);
+  cr_assert(strstr(out, "usage: mixrt inspect"), "%s", out);
+  cr_assert_eq(run(out, sizeof out, "run --help"), 0);
+  cr_assert(strstr(out, "--output-dir"), "%s", out);
+}
+
+Test(cli, usage_errors_exit_2) {
+  cr_assert_eq(run(out, sizeof out, ""), 2);
+  cr_assert_eq(run(out, sizeof out, "frobnicate"), 2);
+  cr_assert(strstr(out, "unknown command 'frobnicate'"), "%s", out);
+  cr_assert_eq(run(out, sizeof out, "inspect"), 2);
+  cr_assert_eq(run(out, sizeof out, "inspect a.onnx --bogus"), 2);
+  cr_assert(strstr(out, "--bogus"), "%s", out);
+  cr_assert_eq(run(out, sizeof out, "inspect a.onnx --shape seq"), 2);
+  cr_assert_eq(run(out, sizeof out, "run a.onnx --steps 0"), 2);
+}
+
+Test(cli, runtime_errors_exit_1_and_name_the_file) {
+  cr_assert_eq(run(out, sizeof out, "inspect /nonexistent/model.onnx"), 1);
+  cr_assert(strstr(out, "/nonexistent/model.onnx"), "%s", out);
+  FILE *f = fopen(WORK_DIR "/garbage.onnx", "wb");
+  if (!f) {
+    mkdir(MIXRT_BINARY_DIR "/tests", 0755);
+    mkdir(WORK_DIR, 0755);
+    f = fopen(WORK_DIR "/garbage.onnx", "wb");
+  }
+  cr_assert_not_null(f);
+  fputs("this is not a protobuf \xff\xff\xff\xff", f);
+  fclose(f);
+  cr_assert_eq(run(out, sizeof out, "inspect " WORK_DIR "/garbage.onnx"), 1);
+  cr_assert(strstr(out, "garbage.onnx"), "%s", out);
+}
+
+Test(cli, info_reports_topology) {
+  cr_assert_eq(run(out, sizeof out, "info"), 0);
+  cr_assert(strstr(out, "topology:") && strstr(out, "core"), "%s", out);
+  cr_assert_eq(run(out, sizeof out, "info --json"), 0);
+  cr_assert(strstr(out, "\"numa_nodes\""), "%s", out);
+}
+
+/* Issue "Done when": inspect on the exported-transformer fixture reports 0 unknown-rank values. */
+Test(cli, inspect_fixture_has_no_unknown_rank) {
+  const char *path = write_fixture("encoder_inspect");
+  char args[1024];
+  snprintf(args, sizeof args, "inspect %s", path);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, ", 0 unknown-rank"), "%s", out);
+  cr_assert(strstr(out, "x                        float32   [batch, seq, 64]"), "%s", out);
+  cr_assert(strstr(out, "y                        float32   [batch, seq, 64]"), "%s", out);
+  snprintf(args, sizeof args, "inspect %s --json", path);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, "\"unknown_rank\": 0"), "%s", out);
+  /* Binding both symbols folds the shape arithmetic away and leaves nothing symbolic. */
+  snprintf(args, sizeof args, "inspect %s --shape batch=2 --shape seq=8", path);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, " 0 symbolic, 0 unknown-rank"), "%s", out);
+  cr_assert_null(strstr(out, "folded 0 nodes"), "%s", out);
+  snprintf(args, sizeof args, "inspect %s --shape nosuch=2", path);
+  cr_assert_eq(run(out, sizeof out, args), 1, "%s", out);
+  cr_assert(strstr(out, "nosuch"), "%s", out);
+}
+
+Test(cli, run_writes_outputs_equal_to_the_library) {
+  const char *path = write_fixture("encoder_run");
+  char args[1024];
+  snprintf(args, sizeof args, "run %s --random", path);
+  cr_assert_eq(run(out, sizeof out, args), 2, "%s", out);
+  cr_assert(strstr(out, "--shape"), "%s", out);
+  snprintf(args, sizeof args, "run %s --random --seed 3 --shape batch=1 --shape seq=5 --steps 2 --output-dir %s",
+           path, WORK_DIR);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, "y                        float32   [1, 5, 64]"), "%s", out);
+  cr_assert(strstr(out, "median"), "%s", out);
+  mx_tensor y;
+  mx_error err;
+  cr_assert_eq(mx_tensor_load_npy(WORK_DIR "/y.npy", &y, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(y.rank, 3);
+  cr_assert_eq(y.dims[1], 5);
+  /* Feed the same output back as an input file: run accepts .npy inputs by name. */
+  cr_assert_eq(mx_tensor_save_npy(WORK_DIR "/x.npy", &y, &err), MX_OK, "%s", err.message);
+  snprintf(args, sizeof args, "run %s --input x=%s/x.npy", path, WORK_DIR);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  snprintf(args, sizeof args, "run %s --input nosuch=%s/x.npy", path, WORK_DIR);
+  cr_assert_eq(run(out, sizeof out, args), 2, "%s", out);
+  mx_tensor_release(&y);
+}
+
+Test(cli, demo_runs) {
+  cr_assert_eq(run(out, sizeof out, "demo"), 0, "%s", out);
+  cr_assert(strstr(out, "0 unknown-rank"), "%s", out);
+  cr_assert(strstr(out, "[2, 16, 64]"), "%s", out);
+}
