@@ -130,7 +130,8 @@ static mx_status infer_reduce(mx_infer_ctx *ctx, const reduce_spec *s) {
     return MX_OK;
   }
   if (rank < 0) {
-    out->shape.rank = MX_RANK_UNKNOWN;
+    /* Reducing everything without keepdims gives a scalar whatever the rank. */
+    out->shape.rank = n_axes == 0 && !p->keepdims ? 0 : MX_RANK_UNKNOWN;
     return MX_OK;
   }
   bool reduced[MX_MAX_RANK] = {false};

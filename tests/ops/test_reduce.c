@@ -6,6 +6,7 @@
 
 #include "graph/ir.h"
 #include "graph/ops/op.h"
+#include "graph/passes/passes.h"
 #include "mixrt/graph.h"
 
 static mx_graph *G;
@@ -108,6 +109,19 @@ Test(reduce_infer, no_axes_reduce_everything) {
   infer_ok();
   expect_shape(a, MX_FLOAT32, SHAPE(1, 1, 1));
   expect_shape(b, MX_FLOAT32, SCALAR);
+}
+
+Test(reduce_infer, unknown_rank_input) {
+  mx_value_id x;
+  cr_assert_eq(mx_graph_add_input(G, "x", MX_FLOAT32, NULL, &x), MX_OK);
+  mx_attr kd = mx_attr_int("keepdims", 0);
+  mx_value_id all = op("ReduceSum", &x, 1, &kd, 1);
+  mx_value_id keep = op("ReduceSum", &x, 1, NULL, 0);
+  infer_ok();
+  expect_shape(all, MX_FLOAT32, SCALAR);
+  mx_shape s;
+  mx_graph_value_shape(G, keep, &s);
+  cr_assert_eq(s.rank, MX_RANK_UNKNOWN);
 }
 
 Test(reduce_infer, noop_with_empty_axes_copies_the_shape) {
@@ -247,4 +261,30 @@ Test(reduce_infer, cumsum_axis_dtype) {
   mx_value_id ax = input("ax", MX_FLOAT32, SCALAR);
   op("CumSum", (mx_value_id[]){x, ax}, 2, NULL, 0);
   infer_fails(MX_ERR_DTYPE, "input 1");
+}
+
+Test(reduce_infer, runtime_axes_values_give_concrete_shapes) {
+  mx_value_id x = input("x", MX_FLOAT32, SHAPE(S("b"), 5, 7));
+  mx_value_id ax = input("ax", MX_INT64, SHAPE(1));
+  mx_attr kd = mx_attr_int("keepdims", 0);
+  mx_value_id y = op("ReduceMean", (mx_value_id[]){x, ax}, 2, &kd, 1);
+  infer_ok();
+  expect_shape(y, MX_FLOAT32, SHAPE(MX_DIM_UNKNOWN, MX_DIM_UNKNOWN));
+  /* At run time the executor passes concrete shapes and the axes' values. */
+  mx_symtab *scratch;
+  cr_assert_eq(mx_symtab_create(&scratch), MX_OK);
+  mx_dim axes_sv[1] = {mx_sym_const(scratch, -2)};
+  mx_value_info in[2];
+  memset(in, 0, sizeof in);
+  in[0] = (mx_value_info){.present = true, .dtype = MX_FLOAT32, .shape = {3, {4, 5, 7}}, .sv_len = -1};
+  in[1] = (mx_value_info){.present = true, .dtype = MX_INT64, .shape = {1, {1}}, .sv = axes_sv, .sv_len = 1};
+  mx_value_info out[1];
+  mx_dim out_sv[MX_SV_MAX];
+  mx_error err = {0};
+  mx_node_id n = G->values[y].producer;
+  cr_assert_eq(mx__node_infer(G, n, scratch, in, out, out_sv, true, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(out[0].shape.rank, 2);
+  cr_assert_eq(out[0].shape.dims[0], 4);
+  cr_assert_eq(out[0].shape.dims[1], 7);
+  mx_symtab_destroy(scratch);
 }
