@@ -38,6 +38,10 @@ static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) {
     call->why = "MatMul: an input is a scalar";
     return MX_ERR_KERNEL;
   }
+  if (b->dtype != a->dtype || call->t[call->n_in].dtype != a->dtype) {
+    call->why = "MatMul: A, B and Y must have one dtype";
+    return MX_ERR_KERNEL;
+  }
   memset(p, 0, sizeof *p);
   p->m = ra >= 2 ? a->dims[ra - 2] : 1;
   p->k = a->dims[ra - 1];
@@ -244,6 +248,11 @@ static mx_status gemm_make_dims(mx_kernel_call *call, gemm_dims *g) {
     call->why = "Gemm: A and B must be 2-D";
     return MX_ERR_KERNEL;
   }
+  bool c_in = call->n_in > 2 && call->t[2].dtype != MX_DTYPE_UNDEFINED;
+  if (b->dtype != a->dtype || call->t[call->n_in].dtype != a->dtype || (c_in && call->t[2].dtype != a->dtype)) {
+    call->why = "Gemm: A, B, C and Y must have one dtype";
+    return MX_ERR_KERNEL;
+  }
   g->m = a->dims[p->trans_a ? 1 : 0];
   g->k = a->dims[p->trans_a ? 0 : 1];
   int64_t kb = b->dims[p->trans_b ? 1 : 0];
@@ -252,7 +261,7 @@ static mx_status gemm_make_dims(mx_kernel_call *call, gemm_dims *g) {
     call->why = "Gemm: the contraction dims of op(A) and op(B) differ";
     return MX_ERR_KERNEL;
   }
-  g->has_c = call->n_in > 2 && call->t[2].dtype != MX_DTYPE_UNDEFINED && p->beta != 0.0f;
+  g->has_c = c_in && p->beta != 0.0f;
   g->c_s0 = g->c_s1 = 0;
   if (g->has_c) {
     const mx_ktensor *c = &call->t[2];

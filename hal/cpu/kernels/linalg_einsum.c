@@ -137,7 +137,7 @@ static mx_status ein_make_plan(const mx_kernel_call *call, ein_plan *p, const ch
 static bool ein_as_matmul(const ein_plan *p, const mx_kernel_call *call, ein_mm *mm) {
   if (p->n_ops != 2 || p->diagonal || p->broadcast) return false;
   mx_dtype dt = call->t[0].dtype;
-  if (dt != MX_FLOAT32 && dt != MX_FLOAT64) return false;
+  if ((dt != MX_FLOAT32 && dt != MX_FLOAT64) || call->t[1].dtype != dt || call->t[2].dtype != dt) return false;
   memset(mm, 0, sizeof *mm);
   bool in_out[EIN_MAX_SLOTS] = {false};
   for (int32_t j = 0; j < p->n_out; j++) in_out[p->out_slot[j]] = true;

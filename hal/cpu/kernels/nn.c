@@ -29,6 +29,10 @@ static mx_status sm_make_dims(mx_kernel_call *call, sm_dims *d) {
     call->why = "Softmax: axis out of range";
     return MX_ERR_KERNEL;
   }
+  if (call->t[call->n_in].dtype != x->dtype) {
+    call->why = "Softmax: Y must have X's dtype";
+    return MX_ERR_KERNEL;
+  }
   d->outer = d->n = d->inner = 1;
   for (int32_t i = 0; i < x->rank; i++) {
     if (i < axis)

@@ -41,6 +41,20 @@ static mx_status att_make_plan(const mx_kernel_call *call, att_plan *p, const ch
   const mx_attention_params *prm = call->params;
   const mx_ktensor *q = &call->t[0], *k = &call->t[1], *v = &call->t[2];
   memset(p, 0, sizeof *p);
+  for (uint32_t i = 1; i < call->n_in && i < 6; i++) {
+    bool mask_bool = i == 3 && call->t[i].dtype == MX_BOOL;
+    if (present(call, i) && !mask_bool && call->t[i].dtype != q->dtype) {
+      *why = "Attention: Q, K, V, past and a float mask must have one dtype";
+      return MX_ERR_KERNEL;
+    }
+  }
+  for (uint32_t o = 0; o < call->n_out; o++) {
+    mx_dtype dt = call->t[call->n_in + o].dtype;
+    if (dt != MX_DTYPE_UNDEFINED && dt != q->dtype) {
+      *why = "Attention: outputs must have Q's dtype";
+      return MX_ERR_KERNEL;
+    }
+  }
   int32_t r = q->rank;
   if ((r != 3 && r != 4) || k->rank != r || v->rank != r) {
     *why = "Attention: Q, K and V must all be 3-D or all 4-D";

@@ -26,6 +26,14 @@ static mx_status rot_make_plan(const mx_kernel_call *call, rot_plan *p, const ch
   const mx_ktensor *x = &call->t[0], *c = &call->t[1], *s = &call->t[2];
   bool has_ids = call->n_in > 3 && call->t[3].dtype != MX_DTYPE_UNDEFINED;
   memset(p, 0, sizeof *p);
+  if (c->dtype != x->dtype || s->dtype != x->dtype || call->t[call->n_in].dtype != x->dtype) {
+    *why = "RotaryEmbedding: X, the caches and Y must have one dtype";
+    return MX_ERR_KERNEL;
+  }
+  if (has_ids && call->t[3].dtype != MX_INT64) {
+    *why = "RotaryEmbedding: position_ids must be int64";
+    return MX_ERR_KERNEL;
+  }
   if (x->rank == 4) {
     p->four_d = true;
     p->B = x->dims[0], p->H = x->dims[1], p->S = x->dims[2], p->D = x->dims[3];
