@@ -91,7 +91,10 @@ static mx_status infer_reduce(mx_infer_ctx *ctx, const reduce_spec *s) {
     st = mx__ew_check_dtype(ctx, 1, MX__EW_DT(MX_INT64));
     if (st != MX_OK) return st;
     if (ctx->in[1].shape.rank > 1) return mx__infer_fail(ctx, MX_ERR_SHAPE, "the axes input must be 1-D");
-    if (!mx__in_const_ints(ctx, 1, axes, MX_MAX_RANK, &n_axes)) {
+    const mx_shape *as = &ctx->in[1].shape;
+    if (as->rank == 1 && as->dims[0] == 0) {
+      n_axes = 0; /* an empty axes tensor needs no values */
+    } else if (!mx__in_const_ints(ctx, 1, axes, MX_MAX_RANK, &n_axes)) {
       axes_known = false;
       /* Too many known values (duplicates) is an error, not an unknown. */
       int32_t len;

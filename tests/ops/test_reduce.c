@@ -131,7 +131,10 @@ Test(reduce_infer, noop_with_empty_axes_copies_the_shape) {
   mx_value_id a = op("ReduceSumSquare", (mx_value_id[]){x, empty}, 2, &noop, 1);
   mx_value_id b = op("ReduceLogSumExp", &x, 1, &noop, 1);
   mx_value_id c = op("ReduceMin", (mx_value_id[]){x, empty}, 2, NULL, 0);
+  mx_value_id none = input("none", MX_INT64, SHAPE(0));
+  mx_value_id d = op("ReduceMax", (mx_value_id[]){x, none}, 2, &noop, 1);
   infer_ok();
+  expect_shape(d, MX_FLOAT32, SHAPE(S("b"), 3));
   expect_shape(a, MX_FLOAT32, SHAPE(S("b"), 3));
   expect_shape(b, MX_FLOAT32, SHAPE(S("b"), 3));
   expect_shape(c, MX_FLOAT32, SHAPE(1, 1));
