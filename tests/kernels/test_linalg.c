@@ -396,6 +396,14 @@ Test(linalg_kernels, einsum_empty_sum_is_zero) {
   kc_set(c, 1, MX_FLOAT32, 1, (int64_t[]){2}, y);
   cr_assert_eq(kc_run("Einsum", c), MX_OK);
   cr_assert(y[0] == 0 && y[1] == 0);
+  /* The same with an empty float64 operand whose data pointer is NULL. */
+  double yd[3] = {5, 5, 5};
+  mx_einsum_params pj = einsum_params("ij->j", 1);
+  c->params = &pj;
+  kc_set(c, 0, MX_FLOAT64, 2, (int64_t[]){0, 3}, NULL);
+  kc_set(c, 1, MX_FLOAT64, 1, (int64_t[]){3}, yd);
+  cr_assert_eq(kc_run("Einsum", c), MX_OK);
+  cr_assert(yd[0] == 0 && yd[1] == 0 && yd[2] == 0);
   free(c);
 }
 

@@ -540,6 +540,18 @@ Test(nn_kernels, rotary_position_ids_partial_dim_3d) {
   free(c);
 }
 
+Test(nn_kernels, rotary_empty_sequence) {
+  float cs = 1;
+  mx_rotary_params p = {0};
+  mx_kernel_call *c = kc_new(3, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){1, 2, 0, 4}, NULL);
+  kc_set(c, 1, MX_FLOAT32, 3, (int64_t[]){1, 0, 2}, &cs);
+  kc_set(c, 2, MX_FLOAT32, 3, (int64_t[]){1, 0, 2}, &cs);
+  kc_set(c, 3, MX_FLOAT32, 4, (int64_t[]){1, 2, 0, 4}, NULL);
+  cr_assert_eq(kc_run("RotaryEmbedding", c), MX_OK);
+  free(c);
+}
+
 Test(nn_kernels, rotary_float16_rounds_once) {
   float cv = (float)cos(0.3), sv = (float)sin(0.3);
   uint16_t x[] = {mx__f32_to_f16(0.7f), mx__f32_to_f16(-1.3f)}, cs = mx__f32_to_f16(cv), sn = mx__f32_to_f16(sv), y[2];

@@ -337,7 +337,7 @@ static mx_status ein_run(mx_kernel_call *call) {
     int64_t n = mx__ktensor_numel(t);
     if (is_float) {
       double *d = (double *)w;
-      if (t->dtype == MX_FLOAT64)
+      if (t->dtype == MX_FLOAT64 && n > 0)
         memcpy(d, t->data, (size_t)n * 8);
       else
         for (int64_t i = 0; i < n; i++) d[i] = mx__kget_f64(t->data, t->dtype, i);

@@ -93,12 +93,18 @@ static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const ATT_T *k, 
   for (int64_t b = 0; b < p->B; b++) {
     for (int64_t h = 0; h < p->Hq; h++) {
       int64_t g = h / group;
-      const ATT_T *qh = q + b * p->q_batch + h * p->q_head;
-      const ATT_T *kh = k + b * p->k_batch + g * p->k_head;
-      const ATT_T *vh = v + b * p->v_batch + g * p->v_head;
-      ATT_T *yh = y + b * p->y_batch + h * p->y_head;
+      ATT_T *yh = Dv > 0 ? y + b * p->y_batch + h * p->y_head : NULL;
+      if (T == 0) {
+        /* No keys at all: every row is empty, Y is zero. */
+        for (int64_t i = 0; yh && i < Sq; i++) memset(yh + i * p->y_row, 0, (size_t)Dv * sizeof *yh);
+        continue;
+      }
+      /* Pointers into possibly empty (NULL) tensors are formed only when they are used. */
+      const ATT_T *qh = Dk > 0 ? q + b * p->q_batch + h * p->q_head : NULL;
+      const ATT_T *kh = Skv > 0 && Dk > 0 ? k + b * p->k_batch + g * p->k_head : NULL;
+      const ATT_T *vh = Skv > 0 && Dv > 0 ? v + b * p->v_batch + g * p->v_head : NULL;
       /* scores = scale * Q K^T, past columns first. */
-      if (Dk == 0 || T == 0) {
+      if (Dk == 0) {
         memset(scores, 0, (size_t)(Sq * T) * sizeof *scores);
       } else {
         const ATT_T *pkh = pk ? pk + (b * p->Hkv + g) * P * Dk : NULL;
@@ -137,10 +143,6 @@ static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const ATT_T *k, 
       }
       /* Y_h = P V, past rows first. */
       if (Dv == 0) continue;
-      if (T == 0) {
-        for (int64_t i = 0; i < Sq; i++) memset(yh + i * p->y_row, 0, (size_t)Dv * sizeof *yh);
-        continue;
-      }
       const ATT_T *pvh = pv ? pv + (b * p->Hkv + g) * P * Dv : NULL;
       ATT_T beta = (ATT_T)(P > 0 ? 1 : 0);
       if (Sq == 1) {

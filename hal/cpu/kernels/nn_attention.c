@@ -150,6 +150,7 @@ bad_mask:
 static void att_present(const att_plan *p, const void *past, const void *cur, int64_t batch_s, int64_t head_s,
                         int64_t row_s, int64_t D, size_t es, void *out) {
   char *o = out;
+  if (D == 0) return;
   for (int64_t b = 0; b < p->B; b++) {
     for (int64_t g = 0; g < p->Hkv; g++) {
       if (p->P > 0) {

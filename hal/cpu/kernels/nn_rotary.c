@@ -111,6 +111,7 @@ static mx_status rot_run(mx_kernel_call *call) {
   const mx_ktensor *x = &call->t[0], *c = &call->t[1], *s = &call->t[2];
   mx_ktensor *y = mx__kout(call, 0);
   const int64_t *ids = call->n_in > 3 && call->t[3].dtype != MX_DTYPE_UNDEFINED ? call->t[3].data : NULL;
+  if (p.B * p.S * p.H * p.D == 0) return MX_OK;
   mx_dtype dt = x->dtype;
   bool half_t = dt == MX_FLOAT16 || dt == MX_BFLOAT16;
   if (!half_t && dt != MX_FLOAT32) return MX_ERR_UNSUPPORTED;
