@@ -73,6 +73,39 @@ static inline size_t mx_kernel_call_data_offset(uint32_t i) {
   return sizeof(mx_kernel_call) + (size_t)i * sizeof(mx_ktensor) + offsetof(mx_ktensor, data);
 }
 
+/* --- kernels as device work ------------------------------------------------------------------ *
+ * A kernel launched through the HAL (mx_hal_launch, or a HAL model task) uses an argument block
+ * laid out as an mx_kernel_task header followed by the mx_kernel_call (with its tensors), and
+ * mx__kernel_task_run as the HAL function. For a data-dependent op, shape_out points at host
+ * memory where the task copies each output's actual rank and dims after the kernel ran
+ * (n_out records of 1 + MX_MAX_RANK int64s: rank, then dims), since the kernel only updates
+ * the HAL's private copy of the block. */
+typedef struct mx_kernel_task {
+  mx_kernel_fn run;       /* the kernel */
+  int64_t *shape_out;     /* data-dependent ops: actual output shapes are copied here; else NULL */
+} mx_kernel_task;
+
+#define MX_KERNEL_SHAPE_RECORD (1 + MX_MAX_RANK) /* int64s per output in shape_out */
+
+/* The call inside a task block. */
+static inline mx_kernel_call *mx__kernel_task_call(void *block) {
+  return (mx_kernel_call *)((char *)block + sizeof(mx_kernel_task));
+}
+/* Bytes of a task block with n tensors. */
+static inline size_t mx_kernel_task_size(uint32_t n_tensors) {
+  return sizeof(mx_kernel_task) + mx_kernel_call_size(n_tensors);
+}
+/* Byte offset of tensor i's data pointer inside a task block. */
+static inline size_t mx_kernel_task_data_offset(uint32_t i) {
+  return sizeof(mx_kernel_task) + mx_kernel_call_data_offset(i);
+}
+/* Byte offset of the workspace pointer inside a task block. */
+static inline size_t mx_kernel_task_workspace_offset(void) {
+  return sizeof(mx_kernel_task) + offsetof(mx_kernel_call, workspace);
+}
+/* The HAL function (mx_hal_fn signature) that runs a task block. */
+mx_status mx__kernel_task_run(void *args, size_t size);
+
 /* Sets rank and dims and fills contiguous row-major strides. */
 void mx__ktensor_set_dims(mx_ktensor *t, int32_t rank, const int64_t *dims);
 /* Elements of a tensor (product of dims; 1 for rank 0). */
