@@ -1,12 +1,14 @@
 /* The per-(batch, head) Attention computation, written once for a compute type and included by
  * nn_attention.c twice: ATT_T float (float32, and float16/bfloat16 widened in the workspace)
  * and ATT_T double (float64). The includer defines ATT_T, ATT_SUF (function-name suffix),
- * ATT_GEMM (cblas_sgemm / cblas_dgemm), ATT_TANH, and the att_plan struct.
+ * ATT_IS_FLOAT, ATT_GEMM / ATT_GEMV (the CBLAS routines of the type), ATT_TANH, and the
+ * att_plan struct.
  *
  * For each (b, h): scores = scale * Q_h K_g^T over the past rows then the new rows (two GEMMs
  * writing the two column ranges, no concatenation), softcap, mask / causal / padding bias,
  * a stable softmax whose fully-masked rows become zeros, then Y_h = P V_g (two GEMMs again).
- * Query head h reads key/value head g = h / (q_heads / kv_heads). */
+ * A single query row (a decode step) uses GEMV instead. Query head h reads key/value head
+ * g = h / (q_heads / kv_heads). */
 
 #define ATT_CAT2(a, b) a##_##b
 #define ATT_CAT(a, b) ATT_CAT2(a, b)
