@@ -24,7 +24,7 @@
 #include "common/clock.h"
 #include "hal/hal.h"
 
-static int g_reps = 15;
+static int g_reps = 21;
 
 static mx_status k_noop(void *args, size_t size) {
   (void)args;
@@ -396,6 +396,13 @@ int main(int argc, char **argv) {
   printf("  \"benchmark\": \"hal\",\n");
   printf("  \"processing_units\": %u,\n", info.processing_units);
   printf("  \"repetitions\": %d,\n", g_reps);
+  double load[3] = {-1, -1, -1};
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
+    fclose(f);
+  }
+  printf("  \"loadavg_1min_at_start\": %.2f,\n", load[0]);
   printf(
       "  \"targets\": {\"launch_host_ns\": 150, \"model_task_device_ns\": 30, "
       "\"model_execute_flatness\": 2.0},\n");

@@ -193,10 +193,11 @@ static cpu_cmd *push_begin(cpu_stream *s) {
       entry->value = c;
       return c;
     }
-    /* Full: the ring frees a slot when the command after the oldest queued one is dequeued,
-     * which happens no later than the completion of the oldest queued command + 1. */
+    /* Full. Wait until half the queue has completed (a completed command has been dequeued,
+     * so its slot is free): resuming in large steps keeps producer and worker from handing the
+     * processor back and forth per command when they share one. */
     uint64_t sub = atomic_load_explicit(&b->chan->submitted, memory_order_relaxed);
-    mx__waitq_wait_ge(&b->dev->host_wq, &b->chan->completed, sub + 2 - (s->mask + 1),
+    mx__waitq_wait_ge(&b->dev->host_wq, &b->chan->completed, sub - (s->mask + 1) / 2,
                       b->dev->spin_ns);
   }
 }

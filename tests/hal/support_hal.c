@@ -2,6 +2,8 @@
 #include "support_hal.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -91,4 +93,12 @@ uint64_t hal_rand(uint64_t *state) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
+}
+
+/* Provided by the sanitizer runtime in AddressSanitizer builds; NULL otherwise. */
+int __lsan_do_recoverable_leak_check(void) __attribute__((weak));
+
+void hal_check_leaks(void) {
+  if (__lsan_do_recoverable_leak_check)
+    cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "host memory leaked (report above)");
 }

@@ -66,6 +66,11 @@ mx_status k_sum_bytes(void *args, size_t size);
 /* Does nothing. */
 mx_status k_noop(void *args, size_t size);
 
+/* Called at the end of every test, once all its objects are destroyed: in AddressSanitizer
+ * builds, runs a leak check in the test's process and fails the test if any host memory leaked
+ * (the runner ends test processes without the exit-time check). A no-op in other builds. */
+void hal_check_leaks(void);
+
 /* Deterministic generator (splitmix64). */
 uint64_t hal_rand(uint64_t *state);
 

@@ -140,8 +140,10 @@ Test(hal_dag, random_dags_all_devices) {
     for (uint64_t seed = 1; seed <= 12; seed++)
       run_dag(&hal_configs[c], seed * 7919 + (uint64_t)c, 300);
   }
+  hal_check_leaks();
 }
 
 Test(hal_dag, long_dags) {
   for (int c = 0; c < hal_n_configs; c++) run_dag(&hal_configs[c], 424242 + (uint64_t)c, 3000);
+  hal_check_leaks();
 }

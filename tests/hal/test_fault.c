@@ -42,6 +42,7 @@ Test(hal_fault, alloc) {
     assert_no_device_memory(dev, hal_configs[c].name);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 Test(hal_fault, copy_sync_and_async) {
@@ -89,6 +90,7 @@ Test(hal_fault, copy_sync_and_async) {
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 Test(hal_fault, launch) {
@@ -120,6 +122,7 @@ Test(hal_fault, launch) {
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 Test(hal_fault, launch_of_model_execute) {
@@ -154,6 +157,7 @@ Test(hal_fault, launch_of_model_execute) {
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 Test(hal_fault, kernel_plain_and_in_model) {
@@ -210,6 +214,7 @@ Test(hal_fault, kernel_plain_and_in_model) {
       mx_device_destroy(dev);
     }
   }
+  hal_check_leaks();
 }
 
 /* Every point, at every N over a fixed workload: each run fails exactly once somewhere, the
@@ -260,6 +265,7 @@ Test(hal_fault, every_point_every_n) {
       }
     }
   }
+  hal_check_leaks();
 }
 
 Test(hal_fault, environment_variables) {
@@ -307,4 +313,5 @@ Test(hal_fault, environment_variables) {
   cr_assert(strstr(err.message, "MIXRT_DEVICE_CHECK='yes'"), "%s", err.message);
   unsetenv("MIXRT_DEVICE_CHECK");
   unsetenv("MIXRT_FAULT");
+  hal_check_leaks();
 }

@@ -50,6 +50,7 @@ Test(hal_memory, alloc_free_stats_alignment) {
     cr_assert_eq(st.frees, 5);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 Test(hal_memory, memory_limit_gives_device_oom) {
@@ -76,6 +77,7 @@ Test(hal_memory, memory_limit_gives_device_oom) {
     cr_assert_eq(st.limit_bytes, 1000);
     mx_device_destroy(dev); /* frees a and b */
   }
+  hal_check_leaks();
 }
 
 Test(hal_memory, copies_memsets_and_ordered_free) {
@@ -113,6 +115,7 @@ Test(hal_memory, copies_memsets_and_ordered_free) {
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 Test(hal_memory, checking_mode_copy_ranges) {
@@ -157,6 +160,7 @@ Test(hal_memory, checking_mode_copy_ranges) {
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 /* Many allocations in random order keep the address index consistent. */
@@ -187,4 +191,5 @@ Test(hal_memory, many_allocations) {
   cr_assert_eq(st.bytes_in_use, 0);
   free(p);
   mx_device_destroy(dev);
+  hal_check_leaks();
 }

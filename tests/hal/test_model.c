@@ -185,6 +185,7 @@ Test(hal_model, matches_one_by_one_and_reference) {
       }
     }
   }
+  hal_check_leaks();
 }
 
 /* *dst = value */
@@ -275,6 +276,7 @@ Test(hal_model, refresh_patches_exactly_changed_slots) {
       mx_device_destroy(dev);
     }
   }
+  hal_check_leaks();
 }
 
 /* Executions on different streams never overlap; bases updated while an execution is in
@@ -329,6 +331,7 @@ Test(hal_model, executions_serialize_and_updates_apply_next) {
       mx_device_destroy(dev);
     }
   }
+  hal_check_leaks();
 }
 
 typedef struct failif_args {
@@ -388,6 +391,7 @@ Test(hal_model, task_failure_names_task_and_stream) {
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 Test(hal_model, checking_mode_catches_bad_slots) {
@@ -442,6 +446,7 @@ Test(hal_model, checking_mode_catches_bad_slots) {
       mx_device_destroy(dev);
     }
   }
+  hal_check_leaks();
 }
 
 Test(hal_model, build_validation) {
@@ -484,6 +489,7 @@ Test(hal_model, build_validation) {
   mx_hal_model_destroy(NULL);
   mx_stream_destroy(s);
   mx_device_destroy(dev);
+  hal_check_leaks();
 }
 
 /* A long single-stream chain (the shape of the benchmark) with many executes. */
@@ -513,4 +519,5 @@ Test(hal_model, long_chain_many_executes) {
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }

@@ -33,6 +33,7 @@ Test(hal_stream, in_stream_order) {
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 Test(hal_stream, large_argument_blocks) {
@@ -62,6 +63,7 @@ Test(hal_stream, large_argument_blocks) {
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 Test(hal_stream, bad_arguments) {
@@ -88,6 +90,7 @@ Test(hal_stream, bad_arguments) {
   cr_assert(strstr(err.message, "power of two"));
   mx_stream_destroy(s);
   mx_device_destroy(dev);
+  hal_check_leaks();
 }
 
 /* Two streams ping-pong through events; each step appends to one shared log. */
@@ -123,6 +126,7 @@ Test(hal_stream, events_order_two_streams) {
     free(log);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 /* A stream waiting for an event does not block the host, and query reports busy meanwhile. */
@@ -153,6 +157,7 @@ Test(hal_stream, wait_does_not_block_host) {
   mx_stream_destroy(a);
   mx_stream_destroy(b);
   mx_device_destroy(dev);
+  hal_check_leaks();
 }
 
 Test(hal_stream, sticky_error_and_reset) {
@@ -209,6 +214,7 @@ Test(hal_stream, sticky_error_and_reset) {
     mx_stream_destroy(t);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 /* Destroying a stream waits for its queued work; destroying the device with streams, events,
@@ -254,6 +260,7 @@ Test(hal_stream, destroy_with_work_in_flight) {
     cr_assert_eq(atomic_load(&mflag), 1, "%s", cfg->name);
     cr_assert_eq(atomic_load(&last), 1, "%s", cfg->name);
   }
+  hal_check_leaks();
 }
 
 /* Many streams with priorities on shared and dedicated workers; creation and destruction in
@@ -294,6 +301,7 @@ Test(hal_stream, many_streams_and_priorities) {
     }
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
 
 /* Pinning policies can be requested explicitly; the device reports what it applied. */
@@ -315,4 +323,5 @@ Test(hal_stream, pinning_policies) {
     for (int i = 0; i < 3; i++) mx_stream_destroy(s[i]);
     mx_device_destroy(dev);
   }
+  hal_check_leaks();
 }
