@@ -3,9 +3,10 @@
  * The root has its own arena and shares the input graph's symbol table (so symbolic dims keep
  * their meaning). It holds, in this order: the graph inputs, the constants kept in the root,
  * the Constant nodes kept in the root, one partition call per KNOWN/UNKNOWN cluster in cluster
- * order (a topological order), and the graph outputs. Each call's subgraph is created by the
- * root (mx__graph_create_subgraph), so the root owns it; the call's "body" attribute refers to
- * it.
+ * order (a topological order), and the graph outputs. Each call's subgraph is adopted by the
+ * root (mx__graph_adopt_subgraph), so the root owns it; the call's "body" attribute refers to
+ * it. Subgraphs get an arena chunk sized to their cluster, so thousands of tiny clusters stay
+ * cheap.
  *
  * A subgraph has one input per value crossing in and one output per value crossing out, in
  * parent-index order (input k of the subgraph is input k of the call, likewise outputs); its
@@ -172,6 +173,53 @@ static mx_status add_constant_like(mx_partition *p, mx_graph *dst, uint32_t k, m
   return MX_OK;
 }
 
+/* A graph with its own arena (chunks of `chunk` bytes) sharing the input graph's symbol table,
+ * importing the input graph's opsets plus "mixrt", with room for `n_nodes` nodes and `n_values`
+ * values. */
+static mx_status new_graph(mx_partition *p, const char *name, size_t chunk, size_t n_nodes, size_t n_values,
+                           mx_graph **out) {
+  const mx_graph *g = p->g;
+  mx_graph *r = calloc(1, sizeof *r);
+  if (!r) return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory creating graph '%s'", name);
+  mx__arena_init(&r->arena, chunk);
+  mx__strmap_init(&r->value_names);
+  mx__strmap_init(&r->node_names);
+  r->syms = g->syms;
+  r->owns_syms = false;
+  r->ir_version = g->ir_version;
+  *out = r;
+  r->name = mx__arena_strdup(&r->arena, name);
+  if (!r->name || !MX_GROW(r->nodes, r->cap_nodes, n_nodes ? n_nodes : 1) ||
+      !MX_GROW(r->values, r->cap_values, n_values ? n_values : 1))
+    return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory creating graph '%s'", name);
+  for (size_t i = 0; i < g->n_opsets; i++)
+    if (mx_graph_set_opset(r, g->opsets[i].domain, g->opsets[i].version) != MX_OK) return fail_from(p, r, name);
+  if (mx_graph_set_opset(r, MX_PART_DOMAIN, MX_PART_DOMAIN_VERSION) != MX_OK) return fail_from(p, r, name);
+  return MX_OK;
+}
+
+/* Counts of the graph that will hold cluster c (nodes and values), and a fitting arena chunk:
+ * small clusters get small chunks, so thousands of tiny subgraphs stay cheap. */
+static void cluster_sizes(const mx_partition *p, const mx__part_cluster *c, size_t *n_nodes, size_t *n_values,
+                          size_t *chunk) {
+  const mx_graph *g = p->g;
+  size_t nn = c->n_nodes, nv = c->n_in, bytes = 1024 + 256 * (size_t)c->n_in;
+  for (uint32_t m = 0; m < c->n_nodes; m++) {
+    const mx_node *nd = &g->nodes[p->members[c->first_node + m]];
+    nv += nd->n_outputs;
+    bytes += 192 + 160 * (size_t)nd->n_outputs + 16 * (size_t)nd->n_attrs;
+  }
+  for (uint32_t k = 0; k < c->n_consts; k++) {
+    const mx__part_const *kc = &p->consts[p->cluster_consts[c->first_const + k]];
+    nn += kc->node != MX_NO_NODE;
+    nv += kc->node != MX_NO_NODE ? g->nodes[kc->node].n_outputs : 1;
+    bytes += 256;
+  }
+  *n_nodes = nn;
+  *n_values = nv;
+  *chunk = bytes < 4096 ? 4096 : bytes > 65536 ? 65536 : bytes;
+}
+
 /* Builds the subgraph of compute cluster id and its call node in the root. */
 static mx_status build_cluster(build_ctx *b, uint32_t id) {
   mx_partition *p = b->p;
@@ -188,9 +236,14 @@ static mx_status build_cluster(build_ctx *b, uint32_t id) {
     goto done;
   }
   snprintf(name, sizeof name, "partition_%u", id);
-  mx_graph *sub;
-  if (mx__graph_create_subgraph(root, name, &sub) != MX_OK) {
-    st = fail_from(p, root, name);
+  size_t sub_nodes, sub_values, chunk;
+  cluster_sizes(p, c, &sub_nodes, &sub_values, &chunk);
+  mx_graph *sub = NULL;
+  st = new_graph(p, name, chunk, sub_nodes, sub_values, &sub);
+  if (st == MX_OK && mx__graph_adopt_subgraph(root, sub) != MX_OK)
+    st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory adopting subgraph '%s'", name);
+  if (st != MX_OK) {
+    mx_graph_destroy(sub); /* not adopted: still ours */
     goto done;
   }
   c->body = sub;
@@ -285,29 +338,20 @@ done:
   return st;
 }
 
-/* A root graph: own arena, the input graph's symbol table, the same opsets plus "mixrt". */
-static mx_status new_root(mx_partition *p) {
-  const mx_graph *g = p->g;
-  mx_graph *r = calloc(1, sizeof *r);
-  if (!r) return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory creating the root of '%s'", g->name);
-  mx__arena_init(&r->arena, 0);
-  mx__strmap_init(&r->value_names);
-  mx__strmap_init(&r->node_names);
-  r->syms = g->syms;
-  r->owns_syms = false;
-  r->ir_version = g->ir_version;
-  p->root = r;
-  r->name = mx__arena_strdup(&r->arena, g->name);
-  if (!r->name) return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory creating the root of '%s'", g->name);
-  for (size_t i = 0; i < g->n_opsets; i++)
-    if (mx_graph_set_opset(r, g->opsets[i].domain, g->opsets[i].version) != MX_OK) return fail_from(p, r, g->name);
-  if (mx_graph_set_opset(r, MX_PART_DOMAIN, MX_PART_DOMAIN_VERSION) != MX_OK) return fail_from(p, r, g->name);
-  return MX_OK;
-}
-
 mx_status mx__part_build(mx_partition *p) {
   const mx_graph *g = p->g;
-  mx_status st = new_root(p);
+  size_t root_nodes = 0, root_values = g->n_inputs;
+  for (uint32_t id = 0; id < p->n_clusters; id++) {
+    const mx__part_cluster *c = &p->clusters[id];
+    if (c->type == MX_CLUSTER_KNOWN || c->type == MX_CLUSTER_UNKNOWN) {
+      root_nodes++;
+      root_values += c->n_out;
+    } else if (c->type == MX_CLUSTER_INPUT) {
+      root_nodes++;
+      root_values += 1;
+    }
+  }
+  mx_status st = new_graph(p, g->name, 0, root_nodes, root_values, &p->root);
   if (st != MX_OK) return st;
   mx_graph *root = p->root;
   size_t nv = g->n_values ? g->n_values : 1;

@@ -29,12 +29,13 @@ bool mx__part_call_is_unknown(const mx_node *n);
 /* True when call input `index` is a shared constant (its data never changes). */
 bool mx__part_call_input_is_const(const mx_node *n, uint32_t index);
 
-/* Wall-clock time of each phase of one mx_partition_create, in nanoseconds. */
+/* Time of each phase of one mx_partition_create, in nanoseconds: wall clock, and CPU time of
+ * the calling thread (which does not grow when other jobs share the machine). */
 typedef struct mx__part_timings {
-  uint64_t mark_ns;    /* topological order and unknown marking */
-  uint64_t merge_ns;   /* cluster building and merging */
-  uint64_t place_ns;   /* final clusters, constant placement, boundary values */
-  uint64_t build_ns;   /* root graph and subgraphs */
+  uint64_t mark_ns, mark_cpu_ns;    /* topological order and unknown marking */
+  uint64_t merge_ns, merge_cpu_ns;  /* cluster building and merging */
+  uint64_t place_ns, place_cpu_ns;  /* final clusters, constant placement, boundary values */
+  uint64_t build_ns, build_cpu_ns;  /* root graph and subgraphs */
 } mx__part_timings;
 
 void mx__partition_timings(const mx_partition *p, mx__part_timings *out);
