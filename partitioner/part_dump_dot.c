@@ -11,8 +11,10 @@
 static void dot_escaped(FILE *out, const char *s) {
   for (; s && *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-    else if (c >= 0x20) fputc(c, out);
+    if (c == '"' || c == '\\')
+      fprintf(out, "\\%c", c);
+    else if (c >= 0x20)
+      fputc(c, out);
   }
 }
 
@@ -34,9 +36,18 @@ static void dot_label2(FILE *out, const char *first, const char *second) {
 
 static void style_of(mx_cluster_type t, const char **line, const char **fill) {
   switch (t) {
-    case MX_CLUSTER_KNOWN: *line = "#2e7d32"; *fill = "#c8e6c9"; return;
-    case MX_CLUSTER_UNKNOWN: *line = "#e65100"; *fill = "#ffe0b2"; return;
-    default: *line = "#757575"; *fill = "#eeeeee"; return;
+    case MX_CLUSTER_KNOWN:
+      *line = "#2e7d32";
+      *fill = "#c8e6c9";
+      return;
+    case MX_CLUSTER_UNKNOWN:
+      *line = "#e65100";
+      *fill = "#ffe0b2";
+      return;
+    default:
+      *line = "#757575";
+      *fill = "#eeeeee";
+      return;
   }
 }
 
@@ -45,10 +56,13 @@ static void source_id(const mx_partition *p, mx_value_id v, char *buf, size_t ca
   const mx_graph *g = p->g;
   const mx_value *val = &g->values[v];
   uint32_t k = p->const_of_value[v];
-  if (k != MX__PART_NONE && p->consts[k].node != MX_NO_NODE) snprintf(buf, cap, "n%u", p->consts[k].node);
-  else if (!(val->flags & MX_VALUE_INPUT) && val->producer != MX_NO_NODE && mx__node_valid(g, val->producer))
+  if (k != MX__PART_NONE && p->consts[k].node != MX_NO_NODE)
+    snprintf(buf, cap, "n%u", p->consts[k].node);
+  else if (!(val->flags & MX_VALUE_INPUT) && val->producer != MX_NO_NODE &&
+           mx__node_valid(g, val->producer))
     snprintf(buf, cap, "n%u", val->producer);
-  else snprintf(buf, cap, "v%u", v);
+  else
+    snprintf(buf, cap, "v%u", v);
 }
 
 static void const_node(FILE *out, const mx_partition *p, uint32_t k) {
@@ -68,7 +82,9 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
   const mx_graph *g = p->g;
   fprintf(out, "digraph partition {\n  graph [rankdir=TB, fontname=\"Helvetica\", label=");
   dot_string(out, g->name);
-  fprintf(out, "];\n  node [shape=box, style=filled, fillcolor=white, fontname=\"Helvetica\", fontsize=10];\n");
+  fprintf(out,
+          "];\n  node [shape=box, style=filled, fillcolor=white, fontname=\"Helvetica\", "
+          "fontsize=10];\n");
   fprintf(out, "  edge [color=\"#616161\"];\n");
   for (uint32_t id = 0; id < p->n_clusters; id++) {
     const mx__part_cluster *c = &p->clusters[id];
@@ -76,8 +92,8 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
     style_of(c->type, &line, &fill);
     char label[96];
     if (c->n_nodes)
-      snprintf(label, sizeof label, "%u %s (%u op%s)", id, mx_cluster_type_name(c->type), c->n_nodes,
-               c->n_nodes == 1 ? "" : "s");
+      snprintf(label, sizeof label, "%u %s (%u op%s)", id, mx_cluster_type_name(c->type),
+               c->n_nodes, c->n_nodes == 1 ? "" : "s");
     else
       snprintf(label, sizeof label, "%u %s", id, mx_cluster_type_name(c->type));
     fprintf(out, "  subgraph cluster_%u {\n    label=", id);
@@ -90,7 +106,8 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
       dot_label2(out, g->values[c->source].name, s);
       fprintf(out, "];\n");
     }
-    for (uint32_t k = 0; k < c->n_consts; k++) const_node(out, p, p->cluster_consts[c->first_const + k]);
+    for (uint32_t k = 0; k < c->n_consts; k++)
+      const_node(out, p, p->cluster_consts[c->first_const + k]);
     for (uint32_t m = 0; m < c->n_nodes; m++) {
       mx_node_id n = p->members[c->first_node + m];
       fprintf(out, "    n%u [label=", n);
@@ -117,7 +134,8 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
       if (v == MX_NO_VALUE) continue;
       source_id(p, v, src, sizeof src);
       bool cross = p->cluster_of_value[v] != cn;
-      fprintf(out, "  %s -> n%u%s;\n", src, n, cross ? " [style=bold, penwidth=2.5, color=\"#000000\"]" : "");
+      fprintf(out, "  %s -> n%u%s;\n", src, n,
+              cross ? " [style=bold, penwidth=2.5, color=\"#000000\"]" : "");
     }
   }
   for (size_t i = 0; i < g->n_outputs; i++) {

@@ -8,13 +8,15 @@
 
 mx_status mx_partition_dump_text(const mx_partition *p, FILE *out) {
   if (!p || !out) return MX_ERR_INVALID_ARGUMENT;
-  fprintf(out, "partition of graph '%s': %u clusters (static_min_ops %lld, %s mode)\n", p->g->name, p->n_clusters,
-          (long long)p->static_min_ops, p->stable ? "stable" : "normal");
+  fprintf(out, "partition of graph '%s': %u clusters (static_min_ops %lld, %s mode)\n", p->g->name,
+          p->n_clusters, (long long)p->static_min_ops, p->stable ? "stable" : "normal");
   for (uint32_t id = 0; id < p->n_clusters; id++) {
     const mx__part_cluster *c = &p->clusters[id];
     char ranks[48] = "-";
-    if (c->n_nodes) snprintf(ranks, sizeof ranks, "%lld..%lld", (long long)c->min_rank, (long long)c->max_rank);
-    fprintf(out, "cluster %u %-9s ops %u ranks %s in ", id, mx_cluster_type_name(c->type), c->n_nodes, ranks);
+    if (c->n_nodes)
+      snprintf(ranks, sizeof ranks, "%lld..%lld", (long long)c->min_rank, (long long)c->max_rank);
+    fprintf(out, "cluster %u %-9s ops %u ranks %s in ", id, mx_cluster_type_name(c->type),
+            c->n_nodes, ranks);
     mx__part_print_ids(out, p->links + c->first_pred, c->n_pred);
     fprintf(out, " out ");
     mx__part_print_ids(out, p->links + c->first_succ, c->n_succ);
@@ -28,14 +30,17 @@ mx_status mx_partition_dump_text(const mx_partition *p, FILE *out) {
     if (c->n_nodes > shown) fprintf(out, ", ... (+%zu)", (size_t)c->n_nodes - shown);
     if ((c->type == MX_CLUSTER_KNOWN || c->type == MX_CLUSTER_UNKNOWN) && c->n_consts)
       fprintf(out, " + %u constant%s", c->n_consts, c->n_consts == 1 ? "" : "s");
-    if (c->type == MX_CLUSTER_NETOUTPUT) fprintf(out, " %u output%s", c->n_in, c->n_in == 1 ? "" : "s");
+    if (c->type == MX_CLUSTER_NETOUTPUT)
+      fprintf(out, " %u output%s", c->n_in, c->n_in == 1 ? "" : "s");
     fprintf(out, "\n");
   }
   const mx_partition_totals *t = &p->totals;
   fprintf(out,
-          "totals: known %zu ops in %zu cluster%s, unknown %zu ops in %zu cluster%s, constants %zu (%zu shared), "
+          "totals: known %zu ops in %zu cluster%s, unknown %zu ops in %zu cluster%s, constants %zu "
+          "(%zu shared), "
           "boundary values %zu\n",
-          t->known_nodes, t->known_clusters, t->known_clusters == 1 ? "" : "s", t->unknown_nodes, t->unknown_clusters,
-          t->unknown_clusters == 1 ? "" : "s", t->constants, t->shared_constants, t->boundary_values);
+          t->known_nodes, t->known_clusters, t->known_clusters == 1 ? "" : "s", t->unknown_nodes,
+          t->unknown_clusters, t->unknown_clusters == 1 ? "" : "s", t->constants,
+          t->shared_constants, t->boundary_values);
   return ferror(out) ? MX_ERR_IO : MX_OK;
 }

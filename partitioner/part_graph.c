@@ -57,10 +57,10 @@ mx_status mx__part_work_init(mx__part_work *w, mx_partition *p) {
   w->scratch = malloc(nn * sizeof *w->scratch);
   w->scratch2 = malloc((nn + 2) * sizeof *w->scratch2);
   w->pred_off = calloc(nn + 1, sizeof *w->pred_off);
-  bool ok = w->parent && w->rank && w->size && w->unknown && w->dead && w->min_pos && w->in_head && w->in_tail &&
-            w->out_head && w->out_tail && w->mem_head && w->mem_tail && w->mem_next && w->order && w->aux &&
-            w->scratch && w->scratch2 && w->pred_off && marks_init(&w->visited, n) && marks_init(&w->seen, n) &&
-            marks_init(&w->tried, n);
+  bool ok = w->parent && w->rank && w->size && w->unknown && w->dead && w->min_pos && w->in_head &&
+            w->in_tail && w->out_head && w->out_tail && w->mem_head && w->mem_tail && w->mem_next &&
+            w->order && w->aux && w->scratch && w->scratch2 && w->pred_off &&
+            marks_init(&w->visited, n) && marks_init(&w->seen, n) && marks_init(&w->tried, n);
   if (!ok) goto oom;
   for (uint32_t i = 0; i < n; i++) {
     w->parent[i] = i;
@@ -96,7 +96,8 @@ mx_status mx__part_work_init(mx__part_work *w, mx_partition *p) {
   }
   return MX_OK;
 oom:
-  return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory building the cluster graph of '%s'", g->name);
+  return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory building the cluster graph of '%s'",
+                       g->name);
 }
 
 void mx__part_work_free(mx__part_work *w) {
@@ -231,7 +232,9 @@ mx_status mx__part_rebuild(mx__part_work *w) {
     }
   }
   size_t need_seg = 2 * (size_t)n, need_ent = e_in + e_out;
-  if (!grow_segs(w, need_seg ? need_seg : 1) || !MX_GROW(w->ent, w->cap_ent, need_ent ? need_ent : 1)) goto oom;
+  if (!grow_segs(w, need_seg ? need_seg : 1) ||
+      !MX_GROW(w->ent, w->cap_ent, need_ent ? need_ent : 1))
+    goto oom;
   w->n_seg = need_seg;
   w->n_ent = need_ent;
   /* In-segment r is [start, start+len) in the first half of ent, out-segment n+r in the second. */
@@ -285,11 +288,14 @@ mx_status mx__part_rebuild(mx__part_work *w) {
   }
   w->n_roots = on;
   if (on != roots)
-    st = mx__part_fail(w->p, MX_ERR_INTERNAL, "partition of '%s': the cluster graph has a cycle (%u of %u clusters ordered)",
-                       w->p->g->name, on, roots);
+    st = mx__part_fail(
+        w->p, MX_ERR_INTERNAL,
+        "partition of '%s': the cluster graph has a cycle (%u of %u clusters ordered)",
+        w->p->g->name, on, roots);
   goto done;
 oom:
-  st = mx__part_fail(w->p, MX_ERR_OUT_OF_MEMORY, "out of memory rebuilding the cluster graph of '%s'", w->p->g->name);
+  st = mx__part_fail(w->p, MX_ERR_OUT_OF_MEMORY,
+                     "out of memory rebuilding the cluster graph of '%s'", w->p->g->name);
 done:
   free(in_cnt);
   free(out_cnt);
@@ -297,8 +303,8 @@ done:
   return st;
 }
 
-static void link_chain(uint32_t *seg_next, uint32_t *head_into, uint32_t *tail_into, uint32_t *head_from,
-                       uint32_t *tail_from) {
+static void link_chain(uint32_t *seg_next, uint32_t *head_into, uint32_t *tail_into,
+                       uint32_t *head_from, uint32_t *tail_from) {
   if (*head_from == MX__PART_NONE) return;
   if (*head_into == MX__PART_NONE) {
     *head_into = *head_from;
@@ -313,8 +319,10 @@ void mx__part_union(mx__part_work *w, uint32_t from, uint32_t into) {
   w->parent[from] = into;
   w->size[into] += w->size[from];
   if (w->min_pos[from] < w->min_pos[into]) w->min_pos[into] = w->min_pos[from];
-  link_chain(w->seg_next, &w->in_head[into], &w->in_tail[into], &w->in_head[from], &w->in_tail[from]);
-  link_chain(w->seg_next, &w->out_head[into], &w->out_tail[into], &w->out_head[from], &w->out_tail[from]);
+  link_chain(w->seg_next, &w->in_head[into], &w->in_tail[into], &w->in_head[from],
+             &w->in_tail[from]);
+  link_chain(w->seg_next, &w->out_head[into], &w->out_tail[into], &w->out_head[from],
+             &w->out_tail[from]);
   w->mem_next[w->mem_tail[into]] = w->mem_head[from];
   w->mem_tail[into] = w->mem_tail[from];
 }

@@ -56,20 +56,22 @@ static bool is_constant_node(const mx_graph *g, const mx_node *nd) {
 static mx_status check_node(mx_partition *p, const mx_node *nd) {
   const mx_graph *g = p->g;
   if (!nd->def)
-    return mx__part_fail(p, MX_ERR_INVALID_ARGUMENT,
-                         "graph '%s' is not inferred: node '%s' (%s) has no resolved op (run mx_graph_infer first)",
-                         g->name, nd->name, nd->op_type);
+    return mx__part_fail(
+        p, MX_ERR_INVALID_ARGUMENT,
+        "graph '%s' is not inferred: node '%s' (%s) has no resolved op (run mx_graph_infer first)",
+        g->name, nd->name, nd->op_type);
   for (uint32_t i = 0; i < nd->n_attrs; i++)
     if (nd->attrs[i].type == MX_ATTR_GRAPH)
-      return mx__part_fail(p, MX_ERR_UNSUPPORTED,
-                           "node '%s' (%s): attribute '%s' holds a subgraph; the partitioner does not take "
-                           "nodes with subgraphs",
-                           nd->name, nd->op_type, nd->attrs[i].name);
+      return mx__part_fail(
+          p, MX_ERR_UNSUPPORTED,
+          "node '%s' (%s): attribute '%s' holds a subgraph; the partitioner does not take "
+          "nodes with subgraphs",
+          nd->name, nd->op_type, nd->attrs[i].name);
   for (uint32_t i = 0; i < nd->n_outputs; i++)
     if (g->values[nd->outputs[i]].dtype == MX_DTYPE_UNDEFINED)
       return mx__part_fail(p, MX_ERR_INVALID_ARGUMENT,
-                           "graph '%s' is not inferred: output %u ('%s') of node '%s' has no dtype", g->name, i,
-                           g->values[nd->outputs[i]].name, nd->name);
+                           "graph '%s' is not inferred: output %u ('%s') of node '%s' has no dtype",
+                           g->name, i, g->values[nd->outputs[i]].name, nd->name);
   return MX_OK;
 }
 
@@ -84,7 +86,8 @@ mx_status mx__part_order(mx_partition *p) {
   p->pos_of = malloc((nn ? nn : 1) * sizeof *p->pos_of);
   p->compute = malloc((nn ? nn : 1) * sizeof *p->compute);
   p->const_of_value = malloc((nv ? nv : 1) * sizeof *p->const_of_value);
-  if (!indeg || !heap || !p->order || !p->rank_of || !p->pos_of || !p->compute || !p->const_of_value) {
+  if (!indeg || !heap || !p->order || !p->rank_of || !p->pos_of || !p->compute ||
+      !p->const_of_value) {
     st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory ordering graph '%s'", g->name);
     goto done;
   }
@@ -105,12 +108,14 @@ mx_status mx__part_order(mx_partition *p) {
       mx_value_id v = nd->inputs[k];
       if (v == MX_NO_VALUE) continue;
       if (!mx__value_valid(g, v)) {
-        st = mx__part_fail(p, MX_ERR_INVALID_GRAPH, "node '%s' (%s): input %u refers to a removed value", nd->name,
+        st = mx__part_fail(p, MX_ERR_INVALID_GRAPH,
+                           "node '%s' (%s): input %u refers to a removed value", nd->name,
                            nd->op_type, k);
         goto done;
       }
       if (g->values[v].dtype == MX_DTYPE_UNDEFINED) {
-        st = mx__part_fail(p, MX_ERR_INVALID_ARGUMENT, "graph '%s' is not inferred: input %u ('%s') of node '%s' has no dtype",
+        st = mx__part_fail(p, MX_ERR_INVALID_ARGUMENT,
+                           "graph '%s' is not inferred: input %u ('%s') of node '%s' has no dtype",
                            g->name, k, g->values[v].name, nd->name);
         goto done;
       }
@@ -143,7 +148,8 @@ mx_status mx__part_order(mx_partition *p) {
         culprit = g->nodes[i].name;
         break;
       }
-    st = mx__part_fail(p, MX_ERR_INVALID_GRAPH, "graph '%s' has a cycle through node '%s'", g->name, culprit);
+    st = mx__part_fail(p, MX_ERR_INVALID_GRAPH, "graph '%s' has a cycle through node '%s'", g->name,
+                       culprit);
     goto done;
   }
 
@@ -154,19 +160,24 @@ mx_status mx__part_order(mx_partition *p) {
   size_t n_init = 0;
   for (size_t v = 0; v < nv; v++) {
     const mx_value *val = &g->values[v];
-    if ((val->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) || !(val->flags & MX_VALUE_CONST)) continue;
+    if ((val->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) ||
+        !(val->flags & MX_VALUE_CONST))
+      continue;
     if (live_producer(g, (mx_value_id)v)) continue;
     n_init++;
   }
   p->consts = calloc(n_init + n_const_nodes ? n_init + n_const_nodes : 1, sizeof *p->consts);
   if (!p->consts) {
-    st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory listing the constants of '%s'", g->name);
+    st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory listing the constants of '%s'",
+                       g->name);
     goto done;
   }
   uint32_t nc = 0;
   for (size_t v = 0; v < nv; v++) {
     const mx_value *val = &g->values[v];
-    if ((val->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) || !(val->flags & MX_VALUE_CONST)) continue;
+    if ((val->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) ||
+        !(val->flags & MX_VALUE_CONST))
+      continue;
     if (live_producer(g, (mx_value_id)v)) continue;
     p->consts[nc] = (mx__part_const){(mx_value_id)v, MX_NO_NODE, MX__PART_NONE, false};
     p->const_of_value[v] = nc++;

@@ -50,7 +50,8 @@ static uint32_t heap_pop(uint32_t *h, uint32_t *n) {
 
 /* Orders the merged groups topologically. gidx[pos] receives the group index (0.. in order of
  * first position); *topo receives the groups in order. */
-static mx_status order_groups(mx_partition *p, uint32_t *gidx, uint32_t **topo_out, uint32_t *n_groups) {
+static mx_status order_groups(mx_partition *p, uint32_t *gidx, uint32_t **topo_out,
+                              uint32_t *n_groups) {
   const mx_graph *g = p->g;
   uint32_t n = p->n_compute, ng = 0;
   mx_status st = MX_OK;
@@ -105,7 +106,8 @@ static mx_status order_groups(mx_partition *p, uint32_t *gidx, uint32_t **topo_o
       if (--indeg[adj[i]] == 0) heap_push(heap, &hn, adj[i]);
   }
   if (tn != ng) {
-    st = mx__part_fail(p, MX_ERR_INTERNAL, "partition of '%s': the merged clusters form a cycle", g->name);
+    st = mx__part_fail(p, MX_ERR_INTERNAL, "partition of '%s': the merged clusters form a cycle",
+                       g->name);
     goto done;
   }
   *topo_out = topo;
@@ -113,7 +115,8 @@ static mx_status order_groups(mx_partition *p, uint32_t *gidx, uint32_t **topo_o
   *n_groups = ng;
   goto done;
 oom:
-  st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory ordering the clusters of '%s'", g->name);
+  st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory ordering the clusters of '%s'",
+                     g->name);
 done:
   free(local);
   free(off);
@@ -149,8 +152,10 @@ static uint32_t place_constants(mx_partition *p) {
         mx_node_id cn = val->consumers[c];
         if (!mx__node_valid(g, cn)) continue;
         uint32_t cl = node_cluster(p, cn);
-        if (only == MX__PART_NONE) only = cl;
-        else if (only != cl) several = true;
+        if (only == MX__PART_NONE)
+          only = cl;
+        else if (only != cl)
+          several = true;
       }
     }
     k->shared = several || root_use || only == MX__PART_NONE;
@@ -160,7 +165,8 @@ static uint32_t place_constants(mx_partition *p) {
   return shared;
 }
 
-static bool push_bound(mx_partition *p, size_t *cap, mx_value_id v, uint32_t index, uint32_t peer, bool constant) {
+static bool push_bound(mx_partition *p, size_t *cap, mx_value_id v, uint32_t index, uint32_t peer,
+                       bool constant) {
   if (!MX_GROW(p->bounds, *cap, p->n_bounds + 1)) return false;
   p->bounds[p->n_bounds++] = (mx__part_bound){v, index, peer, constant};
   return true;
@@ -186,7 +192,8 @@ static uint32_t first_reader(const mx_partition *p, mx_value_id v, uint32_t self
 }
 
 /* Appends the sorted distinct ids of buf[0..n) to p->links. */
-static bool push_links(mx_partition *p, size_t *cap, uint32_t *buf, uint32_t n, uint32_t *first, uint32_t *count) {
+static bool push_links(mx_partition *p, size_t *cap, uint32_t *buf, uint32_t n, uint32_t *first,
+                       uint32_t *count) {
   qsort(buf, n, sizeof *buf, cmp_u32);
   *first = (uint32_t)p->n_links;
   *count = 0;
@@ -205,14 +212,15 @@ static mx_status boundaries(mx_partition *p) {
   mx_status st = MX_OK;
   size_t cap_bounds = 0, cap_links = 0, cap_buf = 64, nb = 0;
   uint32_t netout = p->n_clusters - 1;
-  uint32_t *listed = malloc((g->n_values ? g->n_values : 1) * sizeof *listed); /* by value: cluster that listed it */
+  uint32_t *listed = malloc((g->n_values ? g->n_values : 1) *
+                            sizeof *listed); /* by value: cluster that listed it */
   uint32_t *buf = malloc(cap_buf * sizeof *buf);
   if (!listed || !buf) goto oom;
   for (size_t v = 0; v < g->n_values; v++) listed[v] = MX__PART_NONE;
-#define PUSH_BUF(x)                                           \
-  do {                                                        \
-    if (!MX_GROW(buf, cap_buf, nb + 1)) goto oom;             \
-    buf[nb++] = (x);                                          \
+#define PUSH_BUF(x)                               \
+  do {                                            \
+    if (!MX_GROW(buf, cap_buf, nb + 1)) goto oom; \
+    buf[nb++] = (x);                              \
   } while (0)
   for (uint32_t id = 0; id < p->n_clusters; id++) {
     mx__part_cluster *c = &p->clusters[id];
@@ -222,7 +230,9 @@ static mx_status boundaries(mx_partition *p) {
       nb = 0;
       for (size_t i = 0; i < g->n_outputs; i++) {
         mx_value_id v = g->outputs[i];
-        if (!push_bound(p, &cap_bounds, v, c->n_in++, p->cluster_of_value[v], is_shared_const(p, v))) goto oom;
+        if (!push_bound(p, &cap_bounds, v, c->n_in++, p->cluster_of_value[v],
+                        is_shared_const(p, v)))
+          goto oom;
         PUSH_BUF(p->cluster_of_value[v]);
       }
       c->first_out = (uint32_t)p->n_bounds;
@@ -278,7 +288,8 @@ static mx_status boundaries(mx_partition *p) {
         if (val->flags & MX_VALUE_OUTPUT) PUSH_BUF(netout);
         for (size_t r = 0; r < val->n_consumers; r++) {
           mx_node_id cn = val->consumers[r];
-          if (mx__node_valid(g, cn) && p->cluster_of_node[cn] != id) PUSH_BUF(p->cluster_of_node[cn]);
+          if (mx__node_valid(g, cn) && p->cluster_of_node[cn] != id)
+            PUSH_BUF(p->cluster_of_node[cn]);
         }
       }
     }
@@ -291,7 +302,8 @@ static mx_status boundaries(mx_partition *p) {
   p->totals.boundary_values = crossing;
   goto done;
 oom:
-  st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory listing the boundary values of '%s'", g->name);
+  st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory listing the boundary values of '%s'",
+                     g->name);
 done:
   free(listed);
   free(buf);
@@ -308,7 +320,8 @@ mx_status mx__part_place(mx_partition *p) {
   p->cluster_of_value = malloc((g->n_values ? g->n_values : 1) * sizeof *p->cluster_of_value);
   p->members = malloc((n ? n : 1) * sizeof *p->members);
   p->cluster_consts = malloc((p->n_consts ? p->n_consts : 1) * sizeof *p->cluster_consts);
-  if (!gidx || !p->cluster_of_node || !p->cluster_of_value || !p->members || !p->cluster_consts) goto oom;
+  if (!gidx || !p->cluster_of_node || !p->cluster_of_value || !p->members || !p->cluster_consts)
+    goto oom;
   st = order_groups(p, gidx, &topo, &ng);
   if (st != MX_OK) goto done;
   group_id = malloc(((size_t)ng + 1) * sizeof *group_id);
@@ -351,7 +364,8 @@ mx_status mx__part_place(mx_partition *p) {
   }
   for (uint32_t i = 0; i < ng; i++) p->clusters[base + i].type = MX_CLUSTER_KNOWN;
   for (uint32_t x = 0; x < n; x++)
-    if (p->group_unknown[p->group_of[x]]) p->clusters[p->cluster_of_node[p->compute[x]]].type = MX_CLUSTER_UNKNOWN;
+    if (p->group_unknown[p->group_of[x]])
+      p->clusters[p->cluster_of_node[p->compute[x]]].type = MX_CLUSTER_UNKNOWN;
   p->clusters[p->n_clusters - 1].type = MX_CLUSTER_NETOUTPUT;
 
   /* Members (positions are in topological order, so each cluster's list is too). */
@@ -391,8 +405,10 @@ mx_status mx__part_place(mx_partition *p) {
     const mx_value *val = &g->values[v];
     uint32_t cl = MX__PART_NONE;
     if (!(val->flags & MX_VALUE_DEAD)) {
-      if (p->const_of_value[v] != MX__PART_NONE) cl = p->consts[p->const_of_value[v]].cluster;
-      else if (val->producer != MX_NO_NODE && mx__node_valid(g, val->producer)) cl = p->cluster_of_node[val->producer];
+      if (p->const_of_value[v] != MX__PART_NONE)
+        cl = p->consts[p->const_of_value[v]].cluster;
+      else if (val->producer != MX_NO_NODE && mx__node_valid(g, val->producer))
+        cl = p->cluster_of_node[val->producer];
     }
     p->cluster_of_value[v] = cl;
   }
@@ -415,7 +431,8 @@ mx_status mx__part_place(mx_partition *p) {
   }
   goto done;
 oom:
-  st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory placing the clusters of '%s'", g->name);
+  st =
+      mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory placing the clusters of '%s'", g->name);
 done:
   free(gidx);
   free(topo);

@@ -14,7 +14,7 @@
 typedef struct text {
   char *buf;
   size_t cap;
-  size_t len;  /* length the full text needs */
+  size_t len; /* length the full text needs */
 } text;
 
 static void put(text *t, const char *fmt, ...) MX_PRINTF(2, 3);
@@ -100,12 +100,16 @@ static void reason_line(text *t, const mx_partition *p, mx_node_id n) {
       put(t, "static_min_ops is %lld: the whole graph runs dynamically", (long long)r->limit);
       break;
     case MX_PART_ABSORBED:
-      put(t, "shapes are concrete, but it lies on a path between the directly connected unknown nodes '%s' -> '%s'",
-          r->from == MX_NO_NODE ? "?" : g->nodes[r->from].name, r->to == MX_NO_NODE ? "?" : g->nodes[r->to].name);
+      put(t,
+          "shapes are concrete, but it lies on a path between the directly connected unknown nodes "
+          "'%s' -> '%s'",
+          r->from == MX_NO_NODE ? "?" : g->nodes[r->from].name,
+          r->to == MX_NO_NODE ? "?" : g->nodes[r->to].name);
       break;
     case MX_PART_SMALL_CLUSTER:
       put(t, "shapes are concrete, but its known %s had %lld op%s, fewer than static_min_ops %lld",
-          p->stable ? "run" : "cluster", (long long)r->cluster_ops, r->cluster_ops == 1 ? "" : "s", (long long)r->limit);
+          p->stable ? "run" : "cluster", (long long)r->cluster_ops, r->cluster_ops == 1 ? "" : "s",
+          (long long)r->limit);
       break;
     case MX_PART_CONSTANT: {
       uint32_t c = p->cluster_of_node[n];
@@ -149,7 +153,8 @@ static void explain_symbol(FILE *out, const mx_partition *p, uint32_t s) {
         if (idx[j] != s) continue;
         char dt[128];
         mx_sym_format(g->syms, d, dt, sizeof dt);
-        fprintf(out, "  symbol '%s' comes from graph input '%s' dim %d (declared %s)\n", name, in->name, k, dt);
+        fprintf(out, "  symbol '%s' comes from graph input '%s' dim %d (declared %s)\n", name,
+                in->name, k, dt);
         found = true;
       }
     }
@@ -162,13 +167,14 @@ static void explain_symbol(FILE *out, const mx_partition *p, uint32_t s) {
     *dot = '\0';
     mx_node_id n = mx_graph_find_node(g, buf);
     if (n != MX_NO_NODE) {
-      fprintf(out, "  symbol '%s' is a size created at run time by node '%s' (%s)\n", name, g->nodes[n].name,
-              g->nodes[n].op_type);
+      fprintf(out, "  symbol '%s' is a size created at run time by node '%s' (%s)\n", name,
+              g->nodes[n].name, g->nodes[n].op_type);
       explain_reason_of(out, p, n, "    ");
       return;
     }
   }
-  fprintf(out, "  symbol '%s' is not declared by any graph input (it appeared during inference)\n", name);
+  fprintf(out, "  symbol '%s' is not declared by any graph input (it appeared during inference)\n",
+          name);
 }
 
 /* Explains every symbol a dim uses. */
@@ -213,14 +219,16 @@ static void explain_unknown(FILE *out, const mx_partition *p, mx_value_id v, int
         }
     }
     if (next == MX_NO_VALUE) {
-      fprintf(out, "  introduced by node '%s' (%s): its inference could not determine the %s of '%s'\n", nd->name,
-              nd->op_type, dim >= 0 ? "dim" : "rank", val->name);
-      if (p->reason[pr].kind == MX_PART_DATA_DEPENDENT || p->reason[pr].kind == MX_PART_VALUE_DEPENDENT)
+      fprintf(out,
+              "  introduced by node '%s' (%s): its inference could not determine the %s of '%s'\n",
+              nd->name, nd->op_type, dim >= 0 ? "dim" : "rank", val->name);
+      if (p->reason[pr].kind == MX_PART_DATA_DEPENDENT ||
+          p->reason[pr].kind == MX_PART_VALUE_DEPENDENT)
         explain_reason_of(out, p, pr, "    ");
       return;
     }
-    fprintf(out, "  '%s' comes from node '%s' (%s), whose input '%s' has %s too\n", val->name, nd->name, nd->op_type,
-            g->values[next].name, what);
+    fprintf(out, "  '%s' comes from node '%s' (%s), whose input '%s' has %s too\n", val->name,
+            nd->name, nd->op_type, g->values[next].name, what);
     v = next;
     dim = next_dim;
   }
@@ -245,8 +253,10 @@ static void explain_node(FILE *out, mx_partition *p, mx_node_id n) {
   uint32_t c = p->cluster_of_node[n];
   const mx__part_cluster *cl = &p->clusters[c];
   fprintf(out, "node '%s' (%s)\n", nd->name, nd->op_type);
-  fprintf(out, "  cluster %u: %s, %u op%s", c, mx_cluster_type_name(cl->type), cl->n_nodes, cl->n_nodes == 1 ? "" : "s");
-  if (cl->n_nodes) fprintf(out, ", ranks %lld..%lld", (long long)cl->min_rank, (long long)cl->max_rank);
+  fprintf(out, "  cluster %u: %s, %u op%s", c, mx_cluster_type_name(cl->type), cl->n_nodes,
+          cl->n_nodes == 1 ? "" : "s");
+  if (cl->n_nodes)
+    fprintf(out, ", ranks %lld..%lld", (long long)cl->min_rank, (long long)cl->max_rank);
   fprintf(out, "\n");
   char line[1024];
   mx__part_reason_text(p, n, line, sizeof line);
@@ -266,13 +276,15 @@ static void explain_node(FILE *out, mx_partition *p, mx_node_id n) {
       break;
     case MX_PART_ABSORBED:
       fprintf(out, "  merging '%s' and '%s' without it would make a cycle between clusters\n",
-              r->from == MX_NO_NODE ? "?" : g->nodes[r->from].name, r->to == MX_NO_NODE ? "?" : g->nodes[r->to].name);
+              r->from == MX_NO_NODE ? "?" : g->nodes[r->from].name,
+              r->to == MX_NO_NODE ? "?" : g->nodes[r->to].name);
       if (r->from != MX_NO_NODE) explain_reason_of(out, p, r->from, "    ");
       if (r->to != MX_NO_NODE) explain_reason_of(out, p, r->to, "    ");
       break;
     case MX_PART_KNOWN:
       if (cl->type == MX_CLUSTER_KNOWN)
-        fprintf(out, "  merged with its known neighbours where the direct edge was the only path\n");
+        fprintf(out,
+                "  merged with its known neighbours where the direct edge was the only path\n");
       else
         fprintf(out, "  its cluster became unknown by merging\n");
       break;
@@ -288,7 +300,9 @@ static void explain_value(FILE *out, mx_partition *p, mx_value_id v) {
   uint32_t c = p->cluster_of_value[v];
   char s[256];
   mx__part_shape_text(p, v, s, sizeof s);
-  const char *kind = (val->flags & MX_VALUE_INPUT) ? "graph input" : (val->flags & MX_VALUE_CONST) ? "constant" : "value";
+  const char *kind = (val->flags & MX_VALUE_INPUT)   ? "graph input"
+                     : (val->flags & MX_VALUE_CONST) ? "constant"
+                                                     : "value";
   fprintf(out, "%s '%s' %s %s\n", kind, val->name, mx_dtype_name(val->dtype), s);
   if (c == MX__PART_NONE) {
     fprintf(out, "  not used by the partition\n");
@@ -325,5 +339,6 @@ mx_status mx_partition_explain(mx_partition *p, const char *name, FILE *out) {
     explain_value(out, p, v);
     return MX_OK;
   }
-  return mx__part_fail(p, MX_ERR_NOT_FOUND, "explain: graph '%s' has no node or value named '%s'", g->name, name);
+  return mx__part_fail(p, MX_ERR_NOT_FOUND, "explain: graph '%s' has no node or value named '%s'",
+                       g->name, name);
 }

@@ -34,10 +34,10 @@
 
 /* A constant source: a constant value nothing produces, or a Constant node. */
 typedef struct mx__part_const {
-  mx_value_id value;    /* the constant value (a Constant node's first output) */
-  mx_node_id node;      /* the Constant node, or MX_NO_NODE for an initializer */
-  uint32_t cluster;     /* final cluster that holds it */
-  bool shared;          /* kept in the root as an INPUT cluster */
+  mx_value_id value; /* the constant value (a Constant node's first output) */
+  mx_node_id node;   /* the Constant node, or MX_NO_NODE for an initializer */
+  uint32_t cluster;  /* final cluster that holds it */
+  bool shared;       /* kept in the root as an INPUT cluster */
 } mx__part_const;
 
 /* A value crossing a boundary (public mx_partition_boundary plus nothing else). */
@@ -46,56 +46,56 @@ typedef mx_partition_boundary mx__part_bound;
 /* One final cluster. Index ranges point into the partition's shared arrays. */
 typedef struct mx__part_cluster {
   mx_cluster_type type;
-  uint32_t first_node, n_nodes;    /* into p->members: node ids in topological order */
-  uint32_t first_const, n_consts;  /* into p->cluster_consts: indices into p->consts */
-  uint32_t first_in, n_in;         /* into p->bounds: values crossing in, parent-index order */
-  uint32_t first_out, n_out;       /* into p->bounds: values crossing out */
-  uint32_t first_pred, n_pred;     /* into p->links: producer clusters, ascending */
-  uint32_t first_succ, n_succ;     /* into p->links: consumer clusters, ascending */
-  int64_t min_rank, max_rank;      /* topological positions of its nodes; -1 without nodes */
-  mx_value_id source;              /* DATA: the graph input; INPUT: the constant value */
-  mx_node_id call;                 /* its call node in the root, or MX_NO_NODE */
-  mx_graph *body;                  /* the call's subgraph (owned by the root), or NULL */
+  uint32_t first_node, n_nodes;   /* into p->members: node ids in topological order */
+  uint32_t first_const, n_consts; /* into p->cluster_consts: indices into p->consts */
+  uint32_t first_in, n_in;        /* into p->bounds: values crossing in, parent-index order */
+  uint32_t first_out, n_out;      /* into p->bounds: values crossing out */
+  uint32_t first_pred, n_pred;    /* into p->links: producer clusters, ascending */
+  uint32_t first_succ, n_succ;    /* into p->links: consumer clusters, ascending */
+  int64_t min_rank, max_rank;     /* topological positions of its nodes; -1 without nodes */
+  mx_value_id source;             /* DATA: the graph input; INPUT: the constant value */
+  mx_node_id call;                /* its call node in the root, or MX_NO_NODE */
+  mx_graph *body;                 /* the call's subgraph (owned by the root), or NULL */
 } mx__part_cluster;
 
 struct mx_partition {
-  const mx_graph *g;               /* the input graph (borrowed; outlives the partition) */
-  int64_t static_min_ops;          /* options in force */
+  const mx_graph *g;      /* the input graph (borrowed; outlives the partition) */
+  int64_t static_min_ops; /* options in force */
   bool stable;
-  mx_graph *root;                  /* the partitioned root graph (owned), NULL once detached */
-  mx_error err;                    /* last failure (mx_partition_last_error) */
+  mx_graph *root; /* the partitioned root graph (owned), NULL once detached */
+  mx_error err;   /* last failure (mx_partition_last_error) */
 
   /* --- order (part_order.c) --- */
-  mx_node_id *order;               /* live nodes in topological order (malloc'd) */
+  mx_node_id *order; /* live nodes in topological order (malloc'd) */
   size_t n_order;
-  uint32_t *rank_of;               /* by node id: index in `order`, MX__PART_NONE when dead */
-  mx_node_id *compute;             /* compute nodes by position (malloc'd) */
+  uint32_t *rank_of;   /* by node id: index in `order`, MX__PART_NONE when dead */
+  mx_node_id *compute; /* compute nodes by position (malloc'd) */
   uint32_t n_compute;
-  uint32_t *pos_of;                /* by node id: position, MX__PART_NONE for constant / dead */
-  mx__part_const *consts;          /* constant sources: initializers by value id, then Constant
-                                      nodes in topological order (malloc'd) */
+  uint32_t *pos_of;       /* by node id: position, MX__PART_NONE for constant / dead */
+  mx__part_const *consts; /* constant sources: initializers by value id, then Constant
+                             nodes in topological order (malloc'd) */
   uint32_t n_consts;
-  uint32_t *const_of_value;        /* by value id: index into consts, MX__PART_NONE otherwise */
+  uint32_t *const_of_value; /* by value id: index into consts, MX__PART_NONE otherwise */
 
   /* --- marking (part_mark.c) --- */
-  mx_partition_reason *reason;     /* by node id (malloc'd) */
-  uint8_t *marked_unknown;         /* by position: unknown after marking, before any merge */
+  mx_partition_reason *reason; /* by node id (malloc'd) */
+  uint8_t *marked_unknown;     /* by position: unknown after marking, before any merge */
   uint32_t n_marked_unknown;
 
   /* --- merge result (part_merge.c) --- */
-  uint32_t *group_of;              /* by position: merged group (a union-find root) */
-  uint8_t *group_unknown;          /* by group root: 1 when the group is UNKNOWN */
+  uint32_t *group_of;     /* by position: merged group (a union-find root) */
+  uint8_t *group_unknown; /* by group root: 1 when the group is UNKNOWN */
 
   /* --- final clusters (part_place.c) --- */
-  mx__part_cluster *clusters;      /* malloc'd, n_clusters */
+  mx__part_cluster *clusters; /* malloc'd, n_clusters */
   uint32_t n_clusters;
-  uint32_t *cluster_of_node;       /* by node id: final cluster, MX__PART_NONE when dead */
-  uint32_t *cluster_of_value;      /* by value id: cluster holding its source, or NONE */
-  mx_node_id *members;             /* node ids grouped by cluster (malloc'd, n_compute) */
-  uint32_t *cluster_consts;        /* const indices grouped by cluster (malloc'd, n_consts) */
-  mx__part_bound *bounds;          /* boundary values of every cluster (malloc'd) */
+  uint32_t *cluster_of_node;  /* by node id: final cluster, MX__PART_NONE when dead */
+  uint32_t *cluster_of_value; /* by value id: cluster holding its source, or NONE */
+  mx_node_id *members;        /* node ids grouped by cluster (malloc'd, n_compute) */
+  uint32_t *cluster_consts;   /* const indices grouped by cluster (malloc'd, n_consts) */
+  mx__part_bound *bounds;     /* boundary values of every cluster (malloc'd) */
   size_t n_bounds;
-  uint32_t *links;                 /* neighbour cluster ids of every cluster (malloc'd) */
+  uint32_t *links; /* neighbour cluster ids of every cluster (malloc'd) */
   size_t n_links;
   mx_partition_totals totals;
 
@@ -115,45 +115,45 @@ mx_status mx__part_mark(mx_partition *p, const mx_partition_options *o);
 
 /* --- part_graph.c: the cluster graph during merging ---------------------------------------- */
 
+/* Marks by position that are cleared in O(1): a position is marked when m[x] == epoch. */
+typedef struct mx__part_marks {
+  uint32_t *m;    /* n entries */
+  uint32_t epoch; /* current mark value (0 is never used) */
+  uint32_t n;
+} mx__part_marks;
+
 /* Work state. Clusters are named by a position (the union-find root); edge lists are chains of
  * segments (ranges of `ent`) so that merging two clusters links chains in O(1). Out-lists are
  * compacted lazily when scanned; in-lists are consumed once per phase, by the cluster being
  * processed. */
-/* Marks by position that are cleared in O(1): a position is marked when m[x] == epoch. */
-typedef struct mx__part_marks {
-  uint32_t *m;                /* n entries */
-  uint32_t epoch;             /* current mark value (0 is never used) */
-  uint32_t n;
-} mx__part_marks;
-
 typedef struct mx__part_work {
   mx_partition *p;
-  uint32_t n;                 /* clusters at the start (= compute nodes) */
-  uint32_t *parent;           /* union-find parent (root: itself) */
-  uint32_t *rank;             /* roots: index in the phase's topological order of clusters */
-  uint32_t *size;             /* roots: ops in the cluster */
-  uint8_t *unknown;           /* roots: 1 UNKNOWN, 0 KNOWN */
-  uint8_t *dead;              /* roots: cannot reach the cluster being processed or a later one */
-  uint32_t *min_pos;          /* roots: smallest member position (tie-break when sorting) */
-  uint32_t *in_head, *in_tail;    /* roots: chain of in-segments (MX__PART_NONE: empty) */
-  uint32_t *out_head, *out_tail;  /* roots: chain of out-segments */
-  uint32_t *pred_off;         /* node edges by destination position: pred[pred_off[b]..[b+1]) */
-  uint32_t *pred;             /*   are the positions of b's compute producers (with repeats) */
+  uint32_t n;                  /* clusters at the start (= compute nodes) */
+  uint32_t *parent;            /* union-find parent (root: itself) */
+  uint32_t *rank;              /* roots: index in the phase's topological order of clusters */
+  uint32_t *size;              /* roots: ops in the cluster */
+  uint8_t *unknown;            /* roots: 1 UNKNOWN, 0 KNOWN */
+  uint8_t *dead;               /* roots: cannot reach the cluster being processed or a later one */
+  uint32_t *min_pos;           /* roots: smallest member position (tie-break when sorting) */
+  uint32_t *in_head, *in_tail; /* roots: chain of in-segments (MX__PART_NONE: empty) */
+  uint32_t *out_head, *out_tail; /* roots: chain of out-segments */
+  uint32_t *pred_off;            /* node edges by destination position: pred[pred_off[b]..[b+1]) */
+  uint32_t *pred;                /*   are the positions of b's compute producers (with repeats) */
   uint32_t *seg_start, *seg_len, *seg_next; /* segments (growable) */
   size_t n_seg, cap_seg;
-  uint32_t *ent;              /* segment entries: cluster positions, possibly stale (growable) */
+  uint32_t *ent; /* segment entries: cluster positions, possibly stale (growable) */
   size_t n_ent, cap_ent;
   uint32_t *mem_head, *mem_tail, *mem_next; /* member positions of each root (linked) */
-  uint32_t *order;            /* the phase's topological order of roots */
+  uint32_t *order;                          /* the phase's topological order of roots */
   uint32_t n_roots;
-  mx__part_marks visited;     /* search marks */
-  mx__part_marks seen;        /* duplicate marks while compacting one list */
-  mx__part_marks tried;       /* inputs already tried for the cluster being processed */
-  uint32_t *aux;              /* by position: local index during one search */
-  uint32_t *scratch;          /* scratch list by position (n entries) */
-  uint32_t *scratch2;         /* neighbour list written by mx__part_out_neighbors (n entries) */
-  uint32_t *tmp;              /* growable scratch for edge pairs (2 words each) */
-  size_t n_tmp, cap_tmp;      /* in pairs */
+  mx__part_marks visited; /* search marks */
+  mx__part_marks seen;    /* duplicate marks while compacting one list */
+  mx__part_marks tried;   /* inputs already tried for the cluster being processed */
+  uint32_t *aux;          /* by position: local index during one search */
+  uint32_t *scratch;      /* scratch list by position (n entries) */
+  uint32_t *scratch2;     /* neighbour list written by mx__part_out_neighbors (n entries) */
+  uint32_t *tmp;          /* growable scratch for edge pairs (2 words each) */
+  size_t n_tmp, cap_tmp;  /* in pairs */
 } mx__part_work;
 
 mx_status mx__part_work_init(mx__part_work *w, mx_partition *p);
@@ -172,7 +172,9 @@ void mx__part_union(mx__part_work *w, uint32_t from, uint32_t into);
 bool mx__part_out_neighbors(mx__part_work *w, uint32_t x, uint32_t *n);
 /* Starts a new set of marks (clears the array on wrap-around). */
 void mx__part_marks_reset(mx__part_marks *k);
-static inline bool mx__part_marked(const mx__part_marks *k, uint32_t x) { return k->m[x] == k->epoch; }
+static inline bool mx__part_marked(const mx__part_marks *k, uint32_t x) {
+  return k->m[x] == k->epoch;
+}
 static inline void mx__part_mark_set(mx__part_marks *k, uint32_t x) { k->m[x] = k->epoch; }
 /* Appends the pair (a, b) to w->tmp; false on OOM. */
 bool mx__part_tmp_push(mx__part_work *w, uint32_t a, uint32_t b);

@@ -13,12 +13,13 @@
 #include "graph/ir.h"
 #include "mixrt/partition.h"
 
-#define MX_PART_CALL_OP "PartitionedCall"   /* op type of a partition call node */
-#define MX_PART_DOMAIN "mixrt"              /* its domain */
-#define MX_PART_DOMAIN_VERSION 1            /* opset version of the domain a root imports */
-#define MX_PART_ATTR_BODY "body"            /* GRAPH: the cluster's subgraph */
-#define MX_PART_ATTR_UNKNOWN "unknown"      /* INT: 0 KNOWN, 1 UNKNOWN */
-#define MX_PART_ATTR_CONST_INPUTS "const_inputs" /* INTS: call input positions fed by shared constants */
+#define MX_PART_CALL_OP "PartitionedCall" /* op type of a partition call node */
+#define MX_PART_DOMAIN "mixrt"            /* its domain */
+#define MX_PART_DOMAIN_VERSION 1          /* opset version of the domain a root imports */
+#define MX_PART_ATTR_BODY "body"          /* GRAPH: the cluster's subgraph */
+#define MX_PART_ATTR_UNKNOWN "unknown"    /* INT: 0 KNOWN, 1 UNKNOWN */
+#define MX_PART_ATTR_CONST_INPUTS \
+  "const_inputs" /* INTS: call input positions fed by shared constants */
 
 /* True when node n is a partition call. */
 bool mx__part_is_call(const mx_node *n);
@@ -32,10 +33,10 @@ bool mx__part_call_input_is_const(const mx_node *n, uint32_t index);
 /* Time of each phase of one mx_partition_create, in nanoseconds: wall clock, and CPU time of
  * the calling thread (which does not grow when other jobs share the machine). */
 typedef struct mx__part_timings {
-  uint64_t mark_ns, mark_cpu_ns;    /* topological order and unknown marking */
-  uint64_t merge_ns, merge_cpu_ns;  /* cluster building and merging */
-  uint64_t place_ns, place_cpu_ns;  /* final clusters, constant placement, boundary values */
-  uint64_t build_ns, build_cpu_ns;  /* root graph and subgraphs */
+  uint64_t mark_ns, mark_cpu_ns;   /* topological order and unknown marking */
+  uint64_t merge_ns, merge_cpu_ns; /* cluster building and merging */
+  uint64_t place_ns, place_cpu_ns; /* final clusters, constant placement, boundary values */
+  uint64_t build_ns, build_cpu_ns; /* root graph and subgraphs */
 } mx__part_timings;
 
 void mx__partition_timings(const mx_partition *p, mx__part_timings *out);

@@ -12,30 +12,32 @@
 #define MAX_FORCED 256
 
 void mx_cmd_partition_help(FILE *out) {
-  fprintf(out,
-          "usage: mixrt partition MODEL.onnx [--shape SYM=VAL ...] [--static-min-ops N] [--stable]\n"
-          "                       [--force-unknown NODE ...] [--format text|dot|json] [-o FILE]\n"
-          "                       [--explain NODE]\n\n"
-          "Imports an ONNX model, binds the given symbols, runs shape inference, constant folding and\n"
-          "dead-node removal, then partitions the graph into KNOWN clusters (every shape concrete:\n"
-          "compiled into static models) and UNKNOWN clusters (run op by op with run-time shapes), and\n"
-          "prints the result. docs/partition.md explains how to read it.\n\n"
-          "options:\n"
-          "  --shape SYM=VAL        bind a symbolic dim (e.g. --shape batch=1) before inference\n"
-          "  --static-min-ops N     known clusters with fewer than N ops become unknown (default %d;\n"
-          "                         0 keeps every known cluster; -1 makes the whole graph dynamic)\n"
-          "  --stable               stable mode: clusters are runs of the topological order\n"
-          "  --force-unknown NODE   mark NODE unknown whatever its shapes (repeatable)\n"
-          "  --format FMT           text (default): one line per cluster and the totals;\n"
-          "                         dot: Graphviz, clusters as colored boxes (render with `dot -Tsvg`);\n"
-          "                         json: clusters, nodes with their reasons, totals\n"
-          "  -o FILE                write to FILE instead of standard output\n"
-          "  --explain NODE         print why NODE (or a graph input or constant) is in its cluster,\n"
-          "                         traced back to the graph input or op that caused it, instead of\n"
-          "                         the dump (not combined with --format)\n\n"
-          "exit codes: 0 ok, 1 the model cannot be loaded, inferred or partitioned (or NODE does not\n"
-          "exist), 2 usage error\n",
-          MX_PARTITION_DEFAULT_STATIC_MIN_OPS);
+  fprintf(
+      out,
+      "usage: mixrt partition MODEL.onnx [--shape SYM=VAL ...] [--static-min-ops N] [--stable]\n"
+      "                       [--force-unknown NODE ...] [--format text|dot|json] [-o FILE]\n"
+      "                       [--explain NODE]\n\n"
+      "Imports an ONNX model, binds the given symbols, runs shape inference, constant folding and\n"
+      "dead-node removal, then partitions the graph into KNOWN clusters (every shape concrete:\n"
+      "compiled into static models) and UNKNOWN clusters (run op by op with run-time shapes), and\n"
+      "prints the result. docs/partition.md explains how to read it.\n\n"
+      "options:\n"
+      "  --shape SYM=VAL        bind a symbolic dim (e.g. --shape batch=1) before inference\n"
+      "  --static-min-ops N     known clusters with fewer than N ops become unknown (default %d;\n"
+      "                         0 keeps every known cluster; -1 makes the whole graph dynamic)\n"
+      "  --stable               stable mode: clusters are runs of the topological order\n"
+      "  --force-unknown NODE   mark NODE unknown whatever its shapes (repeatable)\n"
+      "  --format FMT           text (default): one line per cluster and the totals;\n"
+      "                         dot: Graphviz, clusters as colored boxes (render with `dot "
+      "-Tsvg`);\n"
+      "                         json: clusters, nodes with their reasons, totals\n"
+      "  -o FILE                write to FILE instead of standard output\n"
+      "  --explain NODE         print why NODE (or a graph input or constant) is in its cluster,\n"
+      "                         traced back to the graph input or op that caused it, instead of\n"
+      "                         the dump (not combined with --format)\n\n"
+      "exit codes: 0 ok, 1 the model cannot be loaded, inferred or partitioned (or NODE does not\n"
+      "exist), 2 usage error\n",
+      MX_PARTITION_DEFAULT_STATIC_MIN_OPS);
 }
 
 typedef enum { FMT_TEXT, FMT_DOT, FMT_JSON } dump_format;
@@ -58,27 +60,35 @@ int mx_cmd_partition(int argc, char **argv) {
     } else if (strcmp(a, "--shape") == 0) {
       const char *v = mx_cli_option_value("partition", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
-      if (nb == MAX_BINDINGS) return mx_cli_usage_error("partition", "at most %d --shape options", MAX_BINDINGS);
+      if (nb == MAX_BINDINGS)
+        return mx_cli_usage_error("partition", "at most %d --shape options", MAX_BINDINGS);
       if (!mx_cli_parse_binding(v, &bindings[nb], names[nb], sizeof names[nb]))
-        return mx_cli_usage_error("partition", "--shape needs SYMBOL=VALUE with VALUE >= 0, not '%s'", v);
+        return mx_cli_usage_error("partition",
+                                  "--shape needs SYMBOL=VALUE with VALUE >= 0, not '%s'", v);
       nb++;
     } else if (strcmp(a, "--static-min-ops") == 0) {
       const char *v = mx_cli_option_value("partition", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
       if (!mx_cli_parse_int(v, &o.static_min_ops) || o.static_min_ops < -1)
-        return mx_cli_usage_error("partition", "--static-min-ops needs an integer >= -1, not '%s'", v);
+        return mx_cli_usage_error("partition", "--static-min-ops needs an integer >= -1, not '%s'",
+                                  v);
     } else if (strcmp(a, "--force-unknown") == 0) {
       const char *v = mx_cli_option_value("partition", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
-      if (nf == MAX_FORCED) return mx_cli_usage_error("partition", "at most %d --force-unknown options", MAX_FORCED);
+      if (nf == MAX_FORCED)
+        return mx_cli_usage_error("partition", "at most %d --force-unknown options", MAX_FORCED);
       forced[nf++] = v;
     } else if (strcmp(a, "--format") == 0) {
       const char *v = mx_cli_option_value("partition", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
-      if (strcmp(v, "text") == 0) fmt = FMT_TEXT;
-      else if (strcmp(v, "dot") == 0) fmt = FMT_DOT;
-      else if (strcmp(v, "json") == 0) fmt = FMT_JSON;
-      else return mx_cli_usage_error("partition", "--format must be text, dot or json, not '%s'", v);
+      if (strcmp(v, "text") == 0)
+        fmt = FMT_TEXT;
+      else if (strcmp(v, "dot") == 0)
+        fmt = FMT_DOT;
+      else if (strcmp(v, "json") == 0)
+        fmt = FMT_JSON;
+      else
+        return mx_cli_usage_error("partition", "--format must be text, dot or json, not '%s'", v);
       fmt_given = true;
     } else if (strcmp(a, "-o") == 0) {
       out_path = mx_cli_option_value("partition", argc, argv, &i);
@@ -95,7 +105,9 @@ int mx_cmd_partition(int argc, char **argv) {
     }
   }
   if (!model) return mx_cli_usage_error("partition", "MODEL.onnx is required");
-  if (explain && fmt_given) return mx_cli_usage_error("partition", "--explain prints text; do not combine it with --format");
+  if (explain && fmt_given)
+    return mx_cli_usage_error("partition",
+                              "--explain prints text; do not combine it with --format");
   o.force_unknown = forced;
   o.n_force_unknown = nf;
 
@@ -110,8 +122,8 @@ int mx_cmd_partition(int argc, char **argv) {
   }
   for (size_t i = 0; i < nb; i++) {
     if (mx_graph_bind_symbol(g, bindings[i].name, bindings[i].value) != MX_OK) {
-      rc = mx_cli_runtime_error("partition", "--shape %s=%lld: %s", bindings[i].name, (long long)bindings[i].value,
-                                mx_graph_last_error(g));
+      rc = mx_cli_runtime_error("partition", "--shape %s=%lld: %s", bindings[i].name,
+                                (long long)bindings[i].value, mx_graph_last_error(g));
       goto done;
     }
   }
@@ -132,12 +144,18 @@ int mx_cmd_partition(int argc, char **argv) {
     }
   }
   mx_status st;
-  if (explain) st = mx_partition_explain(p, explain, out);
-  else if (fmt == FMT_DOT) st = mx_partition_dump_dot(p, out);
-  else if (fmt == FMT_JSON) st = mx_partition_dump_json(p, out);
-  else st = mx_partition_dump_text(p, out);
-  if (st == MX_ERR_NOT_FOUND) rc = mx_cli_runtime_error("partition", "%s", mx_partition_last_error(p));
-  else if (st != MX_OK) rc = mx_cli_runtime_error("partition", "writing %s failed", out_path ? out_path : "the output");
+  if (explain)
+    st = mx_partition_explain(p, explain, out);
+  else if (fmt == FMT_DOT)
+    st = mx_partition_dump_dot(p, out);
+  else if (fmt == FMT_JSON)
+    st = mx_partition_dump_json(p, out);
+  else
+    st = mx_partition_dump_text(p, out);
+  if (st == MX_ERR_NOT_FOUND)
+    rc = mx_cli_runtime_error("partition", "%s", mx_partition_last_error(p));
+  else if (st != MX_OK)
+    rc = mx_cli_runtime_error("partition", "writing %s failed", out_path ? out_path : "the output");
 done:
   if (out != stdout && fclose(out) != 0 && rc == MX_EXIT_OK)
     rc = mx_cli_runtime_error("partition", "writing '%s' failed", out_path);

@@ -59,11 +59,11 @@ typedef struct mx_partition_options {
 void mx_partition_options_init(mx_partition_options *o);
 
 typedef enum mx_cluster_type {
-  MX_CLUSTER_DATA = 0,      /* one graph input; stays in the root */
-  MX_CLUSTER_INPUT = 1,     /* a constant kept in the root: shared by several clusters or a graph output */
-  MX_CLUSTER_KNOWN = 2,     /* every shape concrete: becomes a static model */
-  MX_CLUSTER_UNKNOWN = 3,   /* runs op by op with run-time shapes */
-  MX_CLUSTER_NETOUTPUT = 4  /* the graph outputs; stays in the root */
+  MX_CLUSTER_DATA = 0,     /* one graph input; stays in the root */
+  MX_CLUSTER_INPUT = 1,    /* a constant kept in the root (several readers, or a graph output) */
+  MX_CLUSTER_KNOWN = 2,    /* every shape concrete: becomes a static model */
+  MX_CLUSTER_UNKNOWN = 3,  /* runs op by op with run-time shapes */
+  MX_CLUSTER_NETOUTPUT = 4 /* the graph outputs; stays in the root */
 } mx_cluster_type;
 
 /* "DATA", "INPUT", "KNOWN", "UNKNOWN", "NETOUTPUT" (never NULL). */
@@ -77,10 +77,10 @@ typedef enum mx_partition_reason_kind {
   MX_PART_UNKNOWN_RANK = 3,    /* a tensor has an unknown rank */
   MX_PART_DATA_DEPENDENT = 4,  /* the op's output shape depends on input data (NonZero) */
   MX_PART_VALUE_DEPENDENT = 5, /* the op reads an input's value that is not known at compile time */
-  MX_PART_HOST_PLACEMENT = 6,  /* shape arithmetic on values known only at run time: runs on the host */
+  MX_PART_HOST_PLACEMENT = 6,  /* shape arithmetic on run-time values: runs on the host */
   MX_PART_FORCED = 7,          /* named in mx_partition_options.force_unknown */
   MX_PART_ALL_DYNAMIC = 8,     /* static_min_ops is -1: the whole graph runs dynamically */
-  MX_PART_ABSORBED = 9,        /* known, but on a path between two directly connected unknown nodes */
+  MX_PART_ABSORBED = 9,        /* known, but on a path between two connected unknown nodes */
   MX_PART_SMALL_CLUSTER = 10,  /* known, but its known cluster had fewer than static_min_ops ops */
   MX_PART_CONSTANT = 11        /* a Constant node: placed with the cluster(s) that read it */
 } mx_partition_reason_kind;
@@ -91,14 +91,14 @@ const char *mx_partition_reason_name(mx_partition_reason_kind k);
 /* A reason record. Ids refer to the input graph. */
 typedef struct mx_partition_reason {
   mx_partition_reason_kind kind;
-  mx_value_id value;      /* the tensor that decided it, or MX_NO_VALUE */
-  int32_t slot;           /* position of `value` among the node's inputs (or outputs), or -1 */
-  bool is_output;         /* `slot` counts outputs rather than inputs */
-  int32_t dim;            /* the dim index of `value`, or -1 */
-  mx_node_id from, to;    /* ABSORBED: the directly connected pair (from -> to) whose path holds
-                             the node; else MX_NO_NODE */
-  int64_t cluster_ops;    /* SMALL_CLUSTER: ops in the known cluster (or run) it came from */
-  int64_t limit;          /* SMALL_CLUSTER / ALL_DYNAMIC: the static_min_ops in force */
+  mx_value_id value;   /* the tensor that decided it, or MX_NO_VALUE */
+  int32_t slot;        /* position of `value` among the node's inputs (or outputs), or -1 */
+  bool is_output;      /* `slot` counts outputs rather than inputs */
+  int32_t dim;         /* the dim index of `value`, or -1 */
+  mx_node_id from, to; /* ABSORBED: the directly connected pair (from -> to) whose path holds
+                          the node; else MX_NO_NODE */
+  int64_t cluster_ops; /* SMALL_CLUSTER: ops in the known cluster (or run) it came from */
+  int64_t limit;       /* SMALL_CLUSTER / ALL_DYNAMIC: the static_min_ops in force */
 } mx_partition_reason;
 
 /* --- lifetime ------------------------------------------------------------------------------- */
@@ -107,8 +107,8 @@ typedef struct mx_partition_reason {
  * g is not modified and must outlive *out. On success *out receives a new partition (destroy
  * with mx_partition_destroy); on failure *out is NULL and err (may be NULL) names the node or
  * option at fault. */
-mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opts, mx_partition **out,
-                              mx_error *err);
+mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opts,
+                              mx_partition **out, mx_error *err);
 /* Frees the partition and, unless detached, its root graph. NULL is a no-op. */
 void mx_partition_destroy(mx_partition *p);
 /* Message of the last failure on p ("" if none). Borrowed until the next call. */
@@ -125,25 +125,25 @@ mx_graph *mx_partition_detach_root(mx_partition *p);
 /* --- clusters ------------------------------------------------------------------------------- */
 
 typedef struct mx_partition_cluster_info {
-  uint32_t id;            /* index, 0..count-1: DATA, INPUT, then calls in root order, NETOUTPUT last */
+  uint32_t id; /* index, 0..count-1: DATA, INPUT, then calls in root order, NETOUTPUT last */
   mx_cluster_type type;
-  size_t n_nodes;         /* ops (input-graph nodes) in the cluster; 0 for DATA/INPUT/NETOUTPUT */
-  size_t n_constants;     /* constants it holds (moved into its subgraph, or the INPUT constant) */
-  int64_t min_rank;       /* smallest / largest topological position of its nodes in the input */
-  int64_t max_rank;       /*   graph; -1 for clusters without nodes */
-  size_t n_inputs;        /* values crossing in (call inputs, in parent-index order) */
-  size_t n_outputs;       /* values crossing out (call outputs, in parent-index order) */
-  mx_node_id call;        /* its partition call node in the root, or MX_NO_NODE */
-  mx_graph *body;         /* the call's subgraph (borrowed from the root), or NULL */
+  size_t n_nodes;     /* ops (input-graph nodes) in the cluster; 0 for DATA/INPUT/NETOUTPUT */
+  size_t n_constants; /* constants it holds (moved into its subgraph, or the INPUT constant) */
+  int64_t min_rank;   /* smallest / largest topological position of its nodes in the input */
+  int64_t max_rank;   /*   graph; -1 for clusters without nodes */
+  size_t n_inputs;    /* values crossing in (call inputs, in parent-index order) */
+  size_t n_outputs;   /* values crossing out (call outputs, in parent-index order) */
+  mx_node_id call;    /* its partition call node in the root, or MX_NO_NODE */
+  mx_graph *body;     /* the call's subgraph (borrowed from the root), or NULL */
 } mx_partition_cluster_info;
 
 /* One value crossing a cluster boundary. */
 typedef struct mx_partition_boundary {
-  mx_value_id value;      /* the value in the input graph */
-  uint32_t parent_index;  /* its position among the call node's inputs (or outputs) */
-  uint32_t peer;          /* inputs: the cluster that produces it; outputs: the first cluster
-                             that reads it (NETOUTPUT for a graph output read by nobody else) */
-  bool constant;          /* a shared constant passed from the root: never changes */
+  mx_value_id value;     /* the value in the input graph */
+  uint32_t parent_index; /* its position among the call node's inputs (or outputs) */
+  uint32_t peer;         /* inputs: the cluster that produces it; outputs: the first cluster
+                            that reads it (NETOUTPUT for a graph output read by nobody else) */
+  bool constant;         /* a shared constant passed from the root: never changes */
 } mx_partition_boundary;
 
 size_t mx_partition_cluster_count(const mx_partition *p);
@@ -152,15 +152,17 @@ bool mx_partition_cluster(const mx_partition *p, size_t id, mx_partition_cluster
 /* Node k (0..n_nodes-1, topological order) of cluster id, or MX_NO_NODE. */
 mx_node_id mx_partition_cluster_node(const mx_partition *p, size_t id, size_t k);
 /* Input / output k of cluster id; false when out of range. */
-bool mx_partition_cluster_input(const mx_partition *p, size_t id, size_t k, mx_partition_boundary *out);
-bool mx_partition_cluster_output(const mx_partition *p, size_t id, size_t k, mx_partition_boundary *out);
+bool mx_partition_cluster_input(const mx_partition *p, size_t id, size_t k,
+                                mx_partition_boundary *out);
+bool mx_partition_cluster_output(const mx_partition *p, size_t id, size_t k,
+                                 mx_partition_boundary *out);
 
 /* --- nodes ---------------------------------------------------------------------------------- */
 
 typedef struct mx_partition_node_info {
-  uint32_t cluster;              /* the cluster that holds the node */
-  bool unknown;                  /* that cluster is UNKNOWN */
-  mx_partition_reason reason;    /* why */
+  uint32_t cluster;           /* the cluster that holds the node */
+  bool unknown;               /* that cluster is UNKNOWN */
+  mx_partition_reason reason; /* why */
 } mx_partition_node_info;
 
 /* Info about node n of the input graph; false for an invalid or removed node. */
@@ -170,12 +172,12 @@ bool mx_partition_node(const mx_partition *p, mx_node_id n, mx_partition_node_in
 size_t mx_partition_reason_format(const mx_partition *p, mx_node_id n, char *buf, size_t cap);
 
 typedef struct mx_partition_totals {
-  size_t known_nodes, unknown_nodes;        /* ops in KNOWN / UNKNOWN clusters */
+  size_t known_nodes, unknown_nodes; /* ops in KNOWN / UNKNOWN clusters */
   size_t known_clusters, unknown_clusters;
-  size_t constants;                         /* constants of the input graph */
-  size_t shared_constants;                  /* of those, kept in the root (INPUT clusters) */
-  size_t boundary_values;                   /* distinct values read in another cluster than
-                                               the one that produces them */
+  size_t constants;        /* constants of the input graph */
+  size_t shared_constants; /* of those, kept in the root (INPUT clusters) */
+  size_t boundary_values;  /* distinct values read in another cluster than
+                              the one that produces them */
 } mx_partition_totals;
 
 void mx_partition_get_totals(const mx_partition *p, mx_partition_totals *out);

@@ -31,7 +31,8 @@ Test(api, errors_name_what_is_wrong) {
   mx_error err = {0};
   /* Not inferred yet. */
   cr_assert_eq(mx_partition_create(g, NULL, &p, &err), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(err.message, "not inferred") && strstr(err.message, "'first'"), "%s", err.message);
+  cr_assert(strstr(err.message, "not inferred") && strstr(err.message, "'first'"), "%s",
+            err.message);
   pt_infer(g);
   mx_partition_options o;
   mx_partition_options_init(&o);
@@ -85,8 +86,14 @@ Test(api, multi_output_node) {
   mx_value_id x = pt_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){4, 6});
   mx_attr attrs[] = {mx_attr_int("axis", 1), mx_attr_int("num_outputs", 2)};
   const char *outs[] = {"left", "right"};
-  mx_node_desc d = {.op_type = "Split", .name = "split", .inputs = &x, .n_inputs = 1, .attrs = attrs, .n_attrs = 2,
-                    .output_names = outs, .n_outputs = 2};
+  mx_node_desc d = {.op_type = "Split",
+                    .name = "split",
+                    .inputs = &x,
+                    .n_inputs = 1,
+                    .attrs = attrs,
+                    .n_attrs = 2,
+                    .output_names = outs,
+                    .n_outputs = 2};
   mx_value_id lr[2];
   cr_assert_eq(mx_graph_add_node(g, &d, lr), MX_OK, "%s", mx_graph_last_error(g));
   mx_value_id ka = pt_op1(g, "Relu", "ka", lr[0]);
@@ -148,8 +155,12 @@ Test(api, runtime_k_is_traced) {
   mx_value_id x = pt_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){4, 8});
   mx_value_id k = pt_input(g, "k", MX_INT64, 1, (mx_dim[]){1});
   const char *outs[] = {"values", "indices"};
-  mx_node_desc d = {.op_type = "TopK", .name = "topk", .inputs = (mx_value_id[]){x, k}, .n_inputs = 2,
-                    .output_names = outs, .n_outputs = 2};
+  mx_node_desc d = {.op_type = "TopK",
+                    .name = "topk",
+                    .inputs = (mx_value_id[]){x, k},
+                    .n_inputs = 2,
+                    .output_names = outs,
+                    .n_outputs = 2};
   mx_value_id vi[2];
   cr_assert_eq(mx_graph_add_node(g, &d, vi), MX_OK, "%s", mx_graph_last_error(g));
   mx_value_id r = pt_op1(g, "Relu", "after", vi[0]);
@@ -159,7 +170,8 @@ Test(api, runtime_k_is_traced) {
   mx_partition *p = pt_partition(g, 0, false, NULL, 0);
   pt_expect(p, g, "U:topk,after");
   mx_partition_reason_kind kind = pt_reason(p, g, "topk");
-  cr_assert(kind == MX_PART_UNKNOWN_DIM || kind == MX_PART_SYMBOLIC_DIM || kind == MX_PART_VALUE_DEPENDENT,
+  cr_assert(kind == MX_PART_UNKNOWN_DIM || kind == MX_PART_SYMBOLIC_DIM ||
+                kind == MX_PART_VALUE_DEPENDENT,
             "topk: %s", mx_partition_reason_name(kind));
   char *why = pt_explain(p, "after");
   cr_assert(strstr(why, "'topk' (TopK)"), "%s", why);

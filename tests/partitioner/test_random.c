@@ -24,7 +24,7 @@ static uint32_t below(rng *r, uint32_t n) { return (uint32_t)(next(r) % n); }
 
 typedef struct dag {
   mx_graph *g;
-  char **forced;      /* names of nodes marked unknown (malloc'd) */
+  char **forced; /* names of nodes marked unknown (malloc'd) */
   size_t n_forced;
   int64_t limit;
   bool stable;
@@ -55,12 +55,14 @@ static dag make_dag(uint64_t seed) {
     char name[16];
     snprintf(name, sizeof name, "n%u", i);
     /* Prefer recent values so chains form, sometimes reach far back. */
-    uint32_t back = below(&r, 4) == 0 ? below(&r, (uint32_t)nv) : below(&r, nv < 4 ? (uint32_t)nv : 4);
+    uint32_t back =
+        below(&r, 4) == 0 ? below(&r, (uint32_t)nv) : below(&r, nv < 4 ? (uint32_t)nv : 4);
     mx_value_id a = vals[nv - 1 - back];
     uint32_t kind = below(&r, 3);
     mx_value_id y;
     if (kind == 0) {
-      mx_value_id b = n_consts && below(&r, 3) == 0 ? consts[below(&r, n_consts)] : vals[below(&r, (uint32_t)nv)];
+      mx_value_id b = n_consts && below(&r, 3) == 0 ? consts[below(&r, n_consts)]
+                                                    : vals[below(&r, (uint32_t)nv)];
       y = pt_op2(d.g, "Add", name, a, b);
     } else {
       y = pt_op1(d.g, kind == 1 ? "Neg" : "Relu", name, a);
@@ -70,7 +72,8 @@ static dag make_dag(uint64_t seed) {
   }
   /* Outputs: every node output nothing reads, plus a random one. */
   for (size_t i = n_inputs; i < nv; i++)
-    if (d.g->values[vals[i]].n_consumers == 0) cr_assert_eq(mx_graph_add_output(d.g, vals[i]), MX_OK);
+    if (d.g->values[vals[i]].n_consumers == 0)
+      cr_assert_eq(mx_graph_add_output(d.g, vals[i]), MX_OK);
   cr_assert_eq(mx_graph_add_output(d.g, vals[below(&r, (uint32_t)nv)]), MX_OK);
   static const int64_t limits[] = {-1, 0, 1, 2, 3, 4, 4, 4, 6};
   d.limit = limits[below(&r, 9)];
@@ -112,14 +115,16 @@ static void check_properties(const dag *d, mx_partition *p, uint64_t seed) {
       cr_assert(mx_partition_node(p, n, &info));
       cr_assert_eq(info.cluster, id);
       if (ci.type == MX_CLUSTER_KNOWN) {
-        cr_assert_not(is_forced(d, g->nodes[n].name), "seed %llu: unknown node %s in known cluster %zu",
-                      (unsigned long long)seed, g->nodes[n].name, id);
+        cr_assert_not(is_forced(d, g->nodes[n].name),
+                      "seed %llu: unknown node %s in known cluster %zu", (unsigned long long)seed,
+                      g->nodes[n].name, id);
         cr_assert_eq(info.reason.kind, MX_PART_KNOWN);
       }
     }
   }
   cr_assert_eq(members, mx_graph_node_count(g), "seed %llu", (unsigned long long)seed);
-  for (size_t n = 0; n < g->n_nodes; n++) cr_assert_eq(seen[n], 1, "seed %llu: node %zu", (unsigned long long)seed, n);
+  for (size_t n = 0; n < g->n_nodes; n++)
+    cr_assert_eq(seen[n], 1, "seed %llu: node %zu", (unsigned long long)seed, n);
   free(seen);
   /* Edges go forward in cluster order (so the cluster graph is acyclic), and in normal mode
    * two directly connected unknown nodes share a cluster. */
@@ -132,11 +137,11 @@ static void check_properties(const dag *d, mx_partition *p, uint64_t seed) {
       if (pr == MX_NO_NODE) continue;
       mx_partition_node_info ai;
       mx_partition_node(p, pr, &ai);
-      cr_assert_leq(ai.cluster, bi.cluster, "seed %llu: edge %s -> %s goes backwards", (unsigned long long)seed,
-                    g->nodes[pr].name, nd->name);
+      cr_assert_leq(ai.cluster, bi.cluster, "seed %llu: edge %s -> %s goes backwards",
+                    (unsigned long long)seed, g->nodes[pr].name, nd->name);
       if (!d->stable && d->limit >= 0 && is_forced(d, nd->name) && is_forced(d, g->nodes[pr].name))
-        cr_assert_eq(ai.cluster, bi.cluster, "seed %llu: unknown %s -> %s split", (unsigned long long)seed,
-                     g->nodes[pr].name, nd->name);
+        cr_assert_eq(ai.cluster, bi.cluster, "seed %llu: unknown %s -> %s split",
+                     (unsigned long long)seed, g->nodes[pr].name, nd->name);
     }
   }
   for (size_t id = 0; id < nc; id++) {
@@ -145,7 +150,8 @@ static void check_properties(const dag *d, mx_partition *p, uint64_t seed) {
     for (size_t k = 0; k < ci.n_inputs; k++) {
       mx_partition_boundary b;
       cr_assert(mx_partition_cluster_input(p, id, k, &b));
-      cr_assert_lt(b.peer, id, "seed %llu: cluster %zu reads from a later cluster", (unsigned long long)seed, id);
+      cr_assert_lt(b.peer, id, "seed %llu: cluster %zu reads from a later cluster",
+                   (unsigned long long)seed, id);
       cr_assert_eq(b.parent_index, k);
     }
   }
@@ -156,7 +162,8 @@ static void check_properties(const dag *d, mx_partition *p, uint64_t seed) {
 Test(random, thousand_dags) {
   for (uint64_t seed = 1; seed <= 1000; seed++) {
     dag d = make_dag(seed);
-    mx_partition *p = pt_partition(d.g, d.limit, d.stable, (const char *const *)d.forced, d.n_forced);
+    mx_partition *p =
+        pt_partition(d.g, d.limit, d.stable, (const char *const *)d.forced, d.n_forced);
     char *json1 = pt_dump(p, mx_partition_dump_json);
     char *text1 = pt_dump(p, mx_partition_dump_text);
     check_properties(&d, p, seed);
@@ -164,13 +171,15 @@ Test(random, thousand_dags) {
     /* Same graph again, and a copy built from the same seed: identical dumps. */
     p = pt_partition(d.g, d.limit, d.stable, (const char *const *)d.forced, d.n_forced);
     char *json2 = pt_dump(p, mx_partition_dump_json);
-    cr_assert_str_eq(json1, json2, "seed %llu: JSON differs between runs", (unsigned long long)seed);
+    cr_assert_str_eq(json1, json2, "seed %llu: JSON differs between runs",
+                     (unsigned long long)seed);
     free(json2);
     mx_partition_destroy(p);
     dag e = make_dag(seed);
     p = pt_partition(e.g, e.limit, e.stable, (const char *const *)e.forced, e.n_forced);
     char *text2 = pt_dump(p, mx_partition_dump_text);
-    cr_assert_str_eq(text1, text2, "seed %llu: text differs for a rebuilt graph", (unsigned long long)seed);
+    cr_assert_str_eq(text1, text2, "seed %llu: text differs for a rebuilt graph",
+                     (unsigned long long)seed);
     free(text2);
     mx_partition_destroy(p);
     free_dag(&e);

@@ -322,13 +322,16 @@ Test(scenarios, constant_shared_by_known_and_unknown) {
       for (uint32_t k = 0; k < nd->n_inputs; k++) {
         if (nd->inputs[k] != rw) continue;
         found = true;
-        cr_assert(mx__part_call_input_is_const(nd, k), "call %s input %u must be marked constant", nd->name, k);
+        cr_assert(mx__part_call_input_is_const(nd, k), "call %s input %u must be marked constant",
+                  nd->name, k);
       }
       cr_assert(found, "call %s must read w", nd->name);
       mx_graph *body = mx__part_call_body(nd);
       cr_assert_not_null(body);
-      if (mx__part_call_is_unknown(nd)) cr_assert_neq(mx_graph_find_value(body, "z"), MX_NO_VALUE);
-      else cr_assert_neq(mx_graph_find_value(body, "v"), MX_NO_VALUE);
+      if (mx__part_call_is_unknown(nd))
+        cr_assert_neq(mx_graph_find_value(body, "z"), MX_NO_VALUE);
+      else
+        cr_assert_neq(mx_graph_find_value(body, "v"), MX_NO_VALUE);
     }
     cr_assert_eq(calls, 2);
     char *why = pt_explain(p, "w");
