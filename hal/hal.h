@@ -34,8 +34,10 @@
  * MX_OK fails the stream (sticky) and names this command or model task. */
 typedef mx_status (*mx_hal_fn)(void *args, size_t size);
 
-/* Argument blocks up to this size are launched without any allocation. Larger blocks are
- * copied to the heap (a slower path that may fail with MX_ERR_OUT_OF_MEMORY). */
+/* Argument blocks up to this size fit one queue slot. Larger blocks take several consecutive
+ * slots and are still launched without allocation up to a quarter of the stream's queue
+ * (ring_slots / 4 slots of 256 bytes: about 64 KiB by default); beyond that they are copied to
+ * the heap (a slower path that may fail with MX_ERR_OUT_OF_MEMORY). */
 #define MX_HAL_INLINE_ARGS 208u
 
 /* Queues a kernel on stream s. args (size bytes, may be NULL when size is 0) is copied before

@@ -1,12 +1,16 @@
 /* The CPU device: streams served by worker threads through lock-free rings.
  *
- * Each stream owns a single-producer single-consumer ck_ring of pointers into a preallocated
- * array of 256-byte command slots: the entry at ring position p always uses slot p mod size.
- * Because a ck_ring of size n holds at most n-1 entries, the producer can only reuse a slot once
- * the consumer has dequeued the command after it, i.e. once the old command has finished, so
- * the worker runs commands in place (no copy) and a launch with an argument block of up to
- * MX_HAL_INLINE_ARGS bytes allocates nothing. Host submitters of one stream are serialized by
- * the stream's submit lock, which makes them a single producer.
+ * Each stream has a single-producer single-consumer ck_ring of pointers to commands, and a
+ * circular array of 256-byte command slots the commands live in. A command takes one slot
+ * (header + MX_HAL_INLINE_ARGS bytes of arguments) or, for a larger argument block, several
+ * consecutive slots (never wrapping: the producer skips the tail of the array instead). Slot
+ * positions count up in 64 bits: the producer advances `alloc_pos`, the worker publishes
+ * `slots_released` once a command has finished, so a slot is rewritten only after the command
+ * using it is done and the worker runs commands in place, without copying. Launches with
+ * argument blocks up to a quarter of the queue (about 64 KiB with the default 1024 slots) never
+ * allocate; larger blocks are copied to the heap. At most size - 1 slots are in use, so the
+ * ring (size - 1 entries) never fills. Host submitters of one stream are serialized by the
+ * stream's submit lock, which makes them a single producer.
  *
  * Workers. By default (max_workers = 0) each stream gets its own worker thread; with a cap,
  * streams share workers (least loaded first). A worker scans its streams in priority order and
@@ -56,13 +60,13 @@ enum cmd_flags {
   CMD_INJECT = 2 /* copy/memset: injected fault */
 };
 
-/* One ring slot. */
+/* A command: the first (or only) slot it takes. */
 typedef struct cpu_cmd {
-  uint8_t kind;  /* enum cmd_kind */
-  uint8_t flags; /* enum cmd_flags */
-  uint16_t reserved;
-  uint32_t size; /* KERNEL/CALLBACK: argument bytes */
-  uint64_t seq;  /* the command's sequence number on its stream's channel */
+  uint8_t kind;    /* enum cmd_kind */
+  uint8_t flags;   /* enum cmd_flags */
+  uint16_t nslots; /* consecutive slots the command takes (its arguments continue into them) */
+  uint32_t size;   /* KERNEL/CALLBACK: argument bytes */
+  uint64_t seq;    /* the command's sequence number on its stream's channel */
   union {
     struct {
       mx_hal_fn fn;
@@ -109,14 +113,18 @@ typedef struct cpu_stream {
   _Alignas(64) cpu_worker *worker; /* serving worker (owned by the device) */
   ck_ring_buffer_t *ring_buf;      /* ring entries (owned) */
   cpu_cmd *slots;                  /* command slots (owned, 64-byte aligned) */
-  uint32_t mask;                   /* ring size - 1 */
+  uint32_t mask;                   /* number of slots (= ring entries) - 1 */
+  uint32_t max_cmd_slots;          /* slots one command may take; larger blocks go to the heap */
   /* Host side, under submit_lock. */
-  _Alignas(64) uint64_t pushed; /* commands ever pushed on this ring */
+  _Alignas(64) uint64_t alloc_pos; /* slot positions ever handed out */
+  uint64_t released_seen;          /* last value of slots_released the host read */
   /* Ring positions (ck_ring pads them onto separate cache lines). */
   _Alignas(64) ck_ring_t ring;
-  /* Worker-private. */
-  _Alignas(64) cpu_cmd *cur; /* dequeued command waiting for *wait_word >= wait_target */
-  uint32_t phase, pc;        /* resume point of a model command */
+  /* Worker side. */
+  _Alignas(64) _Atomic uint64_t slots_released; /* slot positions free again (commands done) */
+  uint64_t release_pos;                         /* worker's copy of slots_released */
+  cpu_cmd *cur;       /* dequeued command waiting for *wait_word >= wait_target */
+  uint32_t phase, pc; /* resume point of a model command */
   _Atomic uint64_t *wait_word;
   uint64_t wait_target;
 } cpu_stream;
@@ -182,32 +190,49 @@ static void cpu_notify(mx_device *dev) {
 
 /* --- producer side ---------------------------------------------------------------------------- */
 
-/* Reserves the next slot of s (caller holds the submit lock); parks while the ring is full. */
-static cpu_cmd *push_begin(cpu_stream *s) {
-  mx_stream *b = &s->base;
-  for (;;) {
-    ck_ring_buffer_t *entry = ck_ring_enqueue_reserve_spsc(&s->ring, s->ring_buf);
-    if (MX__LIKELY(entry != NULL)) {
-      MX__TSAN_ACQUIRE(&s->ring.c_head);
-      cpu_cmd *c = &s->slots[s->pushed & s->mask];
-      entry->value = c;
-      return c;
-    }
-    /* Full. Wait until half the queue has completed (a completed command has been dequeued,
-     * so its slot is free): resuming in large steps keeps producer and worker from handing the
-     * processor back and forth per command when they share one. */
-    uint64_t sub = atomic_load_explicit(&b->chan->submitted, memory_order_relaxed);
-    mx__waitq_wait_ge(&b->dev->host_wq, &b->chan->completed, sub - (s->mask + 1) / 2,
-                      b->dev->spin_ns);
-  }
+/* Slots a command with an inline argument block of `size` bytes takes. */
+static uint32_t slots_for(size_t size) {
+  if (size <= MX_HAL_INLINE_ARGS) return 1;
+  size_t more = (size - MX_HAL_INLINE_ARGS + sizeof(cpu_cmd) - 1) / sizeof(cpu_cmd);
+  return more + 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(more + 1);
 }
 
-/* Publishes the slot reserved by push_begin and wakes the worker if it sleeps. */
+/* Where a command's inline argument block starts (it may run on into the following slots). */
+static inline unsigned char *cmd_args(cpu_cmd *c) {
+  return (unsigned char *)c + offsetof(cpu_cmd, args);
+}
+
+/* Reserves k consecutive slots and a ring entry on s (caller holds the submit lock); parks
+ * while the slots are in use. */
+static cpu_cmd *push_begin(cpu_stream *s, uint32_t k) {
+  mx_stream *b = &s->base;
+  uint64_t n = (uint64_t)s->mask + 1;
+  uint64_t start = s->alloc_pos;
+  uint64_t idx = start & s->mask;
+  if (idx + k > n) start += n - idx; /* commands never wrap: skip the tail */
+  uint64_t end = start + k;
+  if (end - s->released_seen > n - 1) {
+    s->released_seen = atomic_load_explicit(&s->slots_released, memory_order_acquire);
+    if (end - s->released_seen > n - 1) {
+      mx__waitq_wait_ge(&b->dev->host_wq, &s->slots_released, end - (n - 1), b->dev->spin_ns);
+      s->released_seen = atomic_load_explicit(&s->slots_released, memory_order_acquire);
+    }
+  }
+  s->alloc_pos = end;
+  /* Entries in the ring never outnumber the slots in use (< n - k here), so this succeeds. */
+  ck_ring_buffer_t *entry = ck_ring_enqueue_reserve_spsc(&s->ring, s->ring_buf);
+  MX__TSAN_ACQUIRE(&s->ring.c_head);
+  cpu_cmd *c = &s->slots[start & s->mask];
+  c->nslots = (uint16_t)k;
+  entry->value = c;
+  return c;
+}
+
+/* Publishes the command reserved by push_begin and wakes the worker if it sleeps. */
 static void push_commit(cpu_stream *s, cpu_cmd *c) {
   mx__chan *ch = s->base.chan;
   uint64_t seq = atomic_load_explicit(&ch->submitted, memory_order_relaxed) + 1;
   c->seq = seq;
-  s->pushed++;
   MX__TSAN_RELEASE(&s->ring.p_tail);
   ck_ring_enqueue_commit_spsc(&s->ring);
   atomic_store_explicit(&ch->submitted, seq, memory_order_relaxed);
@@ -220,21 +245,23 @@ static void push_commit(cpu_stream *s, cpu_cmd *c) {
 static mx_status cpu_call(mx_stream *b, mx_hal_fn fn, const void *args, size_t size, bool kernel) {
   cpu_stream *s = (cpu_stream *)b;
   void *heap = NULL;
-  if (MX__UNLIKELY(size > MX_HAL_INLINE_ARGS)) {
+  uint32_t k = slots_for(size);
+  if (MX__UNLIKELY(k > s->max_cmd_slots)) {
     heap = malloc(size);
     if (!heap)
       return mx__device_fail(b->dev, MX_ERR_OUT_OF_MEMORY,
                              "launch: out of host memory for a %zu-byte argument block", size);
     memcpy(heap, args, size);
+    k = 1;
   }
   pthread_mutex_lock(&b->submit_lock);
-  cpu_cmd *c = push_begin(s);
+  cpu_cmd *c = push_begin(s, k);
   c->kind = kernel ? CMD_KERNEL : CMD_CALLBACK;
   c->flags = heap ? CMD_HEAP : 0;
   c->size = (uint32_t)size;
   c->u.call.fn = fn;
   c->u.call.heap = heap;
-  if (!heap && size) memcpy(c->args, args, size);
+  if (!heap && size) memcpy(cmd_args(c), args, size);
   push_commit(s, c);
   pthread_mutex_unlock(&b->submit_lock);
   return MX_OK;
@@ -243,7 +270,7 @@ static mx_status cpu_call(mx_stream *b, mx_hal_fn fn, const void *args, size_t s
 static mx_status cpu_submit(mx_stream *b, const mx__op *op) {
   cpu_stream *s = (cpu_stream *)b;
   pthread_mutex_lock(&b->submit_lock);
-  cpu_cmd *c = push_begin(s);
+  cpu_cmd *c = push_begin(s, 1);
   c->flags = op->inject ? CMD_INJECT : 0;
   c->size = 0;
   switch (op->kind) {
@@ -313,7 +340,7 @@ static mx_status cpu_model_execute(mx_hal_model *m, mx_stream *b, uint64_t exec,
                                    uint64_t patch_start, uint32_t patch_count) {
   cpu_stream *s = (cpu_stream *)b;
   pthread_mutex_lock(&b->submit_lock);
-  cpu_cmd *c = push_begin(s);
+  cpu_cmd *c = push_begin(s, 1);
   c->kind = CMD_MODEL_RUN;
   c->flags = 0;
   c->u.model.m = m;
@@ -328,7 +355,7 @@ static mx_status cpu_model_execute(mx_hal_model *m, mx_stream *b, uint64_t exec,
   for (uint32_t i = 1; i < m->desc.n_streams; i++) {
     cpu_stream *a = (cpu_stream *)aux[i - 1];
     pthread_mutex_lock(&a->base.submit_lock);
-    c = push_begin(a);
+    c = push_begin(a, 1);
     c->kind = CMD_MODEL_PART;
     c->flags = 0;
     c->u.model.m = m;
@@ -415,7 +442,7 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       }
       /* fallthrough */
     case CMD_CALLBACK: {
-      void *args = (c->flags & CMD_HEAP) ? c->u.call.heap : (void *)c->args;
+      void *args = (c->flags & CMD_HEAP) ? c->u.call.heap : (void *)cmd_args(c);
       mx_status st = c->u.call.fn(args, c->size);
       if (MX__UNLIKELY(st != MX_OK))
         mx__stream_fail(b, c->seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s",
@@ -472,7 +499,14 @@ static void finish(cpu_stream *s, cpu_cmd *c) {
   if (c->flags & CMD_HEAP) free(c->u.call.heap);
   s->cur = NULL;
   s->wait_word = NULL;
-  atomic_store(&s->base.chan->completed, c->seq);
+  uint64_t seq = c->seq; /* the slot may be rewritten as soon as it is released */
+  /* The command starts at the first position >= release_pos that maps to its slot (the
+   * producer may have skipped the array's tail before it); release through its last slot. */
+  uint64_t idx = (uint64_t)(c - s->slots);
+  uint64_t start = s->release_pos + ((idx - s->release_pos) & s->mask);
+  s->release_pos = start + c->nslots;
+  atomic_store_explicit(&s->slots_released, s->release_pos, memory_order_release);
+  atomic_store(&s->base.chan->completed, seq);
   cpu_notify(s->base.dev);
 }
 
@@ -696,6 +730,8 @@ static mx_status cpu_stream_init(mx_stream *b) {
   s->slots = slots;
   ck_ring_init(&s->ring, n);
   s->mask = n - 1;
+  s->max_cmd_slots = n / 4 < 65535 ? n / 4 : 65535;
+  if (s->max_cmd_slots == 0) s->max_cmd_slots = 1;
 
   pthread_mutex_lock(&cd->lock);
   cpu_worker *w = pick_worker(dev, cd);

@@ -29,20 +29,37 @@ static void end_cmd(mx_stream *s, uint64_t seq) {
   mx__waitq_notify(&s->dev->host_wq);
 }
 
+/* An inline stream keeps a scratch buffer for argument blocks larger than the stack copy, so
+ * repeated large launches allocate only when a block is larger than any before. */
+typedef struct inline_stream {
+  struct mx_stream base;  /* must stay first */
+  unsigned char *scratch; /* argument copies (owned, under the submit lock) */
+  size_t scratch_cap;     /* bytes */
+} inline_stream;
+
 static mx_status inline_call(mx_stream *s, mx_hal_fn fn, const void *args, size_t size,
                              bool kernel) {
+  inline_stream *is = (inline_stream *)s;
   mx_device *dev = s->dev;
   /* The function may modify its block, so it gets a copy, as on the CPU device. */
   _Alignas(16) unsigned char local[MX_HAL_INLINE_ARGS];
+  uint64_t seq = begin_cmd(s);
   void *copy = local;
   if (size > sizeof local) {
-    copy = malloc(size);
-    if (!copy)
-      return mx__device_fail(dev, MX_ERR_OUT_OF_MEMORY,
-                             "launch: out of host memory for a %zu-byte argument block", size);
+    if (size > is->scratch_cap) {
+      unsigned char *grown = realloc(is->scratch, size);
+      if (!grown) {
+        /* Nothing ran: give the sequence number to an empty command. */
+        end_cmd(s, seq);
+        return mx__device_fail(dev, MX_ERR_OUT_OF_MEMORY,
+                               "launch: out of host memory for a %zu-byte argument block", size);
+      }
+      is->scratch = grown;
+      is->scratch_cap = size;
+    }
+    copy = is->scratch;
   }
   if (size) memcpy(copy, args, size);
-  uint64_t seq = begin_cmd(s);
   if (!mx__stream_failed(s)) {
     if (kernel && dev->fault_nth[MX_FAULT_KERNEL] != 0 && mx__fault_hit(dev, MX_FAULT_KERNEL)) {
       mx__stream_fail(s, seq, MX_ERR_KERNEL, -1, -1,
@@ -57,7 +74,6 @@ static mx_status inline_call(mx_stream *s, mx_hal_fn fn, const void *args, size_
     }
   }
   end_cmd(s, seq);
-  if (copy != local) free(copy);
   return MX_OK;
 }
 
@@ -129,7 +145,11 @@ static mx_status inline_stream_init(mx_stream *s) {
   (void)s;
   return MX_OK;
 }
-static void inline_stream_fini(mx_stream *s) { (void)s; }
+static void inline_stream_fini(mx_stream *s) {
+  inline_stream *is = (inline_stream *)s;
+  free(is->scratch);
+  is->scratch = NULL;
+}
 static mx_status inline_model_prepare(mx_hal_model *m) {
   (void)m;
   return MX_OK;
@@ -149,7 +169,7 @@ static void inline_info(const mx_device *dev, mx_device_info *info) {
 const mx__device_ops mx__inline_device_ops = {
     .api_version = MX_HAL_API_VERSION,
     .name = "inline",
-    .stream_size = sizeof(struct mx_stream),
+    .stream_size = sizeof(inline_stream),
     .init = inline_init,
     .fini = inline_fini,
     .stream_init = inline_stream_init,

@@ -42,10 +42,13 @@ Test(hal_stream, large_argument_blocks) {
     mx_device *dev = hal_device(cfg, NULL);
     mx_stream *s;
     cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
-    size_t sizes[] = {8, 9, MX_HAL_INLINE_ARGS, MX_HAL_INLINE_ARGS + 1, 1000, 70000};
-    int64_t results[6] = {0};
-    int64_t expect[6] = {0};
-    for (int i = 0; i < 6; i++) {
+    /* one slot, two slots, the multi-slot limits of the 8- and 1024-slot queues, the heap */
+    size_t sizes[] = {
+        8, 9, MX_HAL_INLINE_ARGS, MX_HAL_INLINE_ARGS + 1, 464, 465, 1000, 65488, 65489, 70000};
+    enum { NS = sizeof sizes / sizeof sizes[0] };
+    int64_t results[NS] = {0};
+    int64_t expect[NS] = {0};
+    for (int i = 0; i < NS; i++) {
       unsigned char *block = malloc(sizes[i]);
       int64_t *dst = &results[i];
       memcpy(block, &dst, sizeof dst);
@@ -58,8 +61,44 @@ Test(hal_stream, large_argument_blocks) {
       free(block);
     }
     cr_assert_eq(mx_stream_synchronize(s), MX_OK);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < NS; i++)
       cr_assert_eq(results[i], expect[i], "%s: size %zu", cfg->name, sizes[i]);
+    mx_stream_destroy(s);
+    mx_device_destroy(dev);
+  }
+  hal_check_leaks();
+}
+
+/* Argument blocks of random sizes through small queues: multi-slot commands, skipped array
+ * tails and full queues, every block checked. */
+Test(hal_stream, mixed_argument_sizes_through_small_queues) {
+  for (int c = 0; c < hal_n_configs; c++) {
+    const hal_config *cfg = &hal_configs[c];
+    mx_device_options o = hal_options(cfg);
+    o.ring_slots = 16;
+    mx_device *dev = hal_device(cfg, &o);
+    mx_stream *s;
+    cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
+    enum { N = 3000 };
+    int64_t *results = calloc(N, sizeof *results);
+    int64_t *expect = calloc(N, sizeof *expect);
+    unsigned char *block = malloc(2000);
+    uint64_t rng = 11;
+    for (int i = 0; i < N; i++) {
+      size_t size = 8 + (size_t)(hal_rand(&rng) % 1200);
+      int64_t *dst = &results[i];
+      memcpy(block, &dst, sizeof dst);
+      for (size_t k = sizeof dst; k < size; k++) {
+        block[k] = (unsigned char)hal_rand(&rng);
+        expect[i] += block[k];
+      }
+      cr_assert_eq(mx_hal_launch(s, k_sum_bytes, block, size), MX_OK);
+    }
+    cr_assert_eq(mx_stream_synchronize(s), MX_OK);
+    for (int i = 0; i < N; i++) cr_assert_eq(results[i], expect[i], "%s: launch %d", cfg->name, i);
+    free(block);
+    free(results);
+    free(expect);
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
