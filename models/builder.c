@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +82,7 @@ mx_value_id mx__mb_scalar_f32(mx_mb *b, const char *name, float v) {
 /* Makes room for n floats of weight values. */
 static float *scratch(mx_mb *b, int32_t rank, const int64_t *dims, size_t *n_out) {
   size_t n = 1;
+  if (b->st != MX_OK) return NULL;
   for (int32_t i = 0; i < rank; i++) {
     if (dims[i] < 0 || (dims[i] && n > SIZE_MAX / sizeof(float) / (size_t)dims[i])) {
       b->st = MX_ERR_LIMIT;
@@ -101,20 +103,37 @@ static float *scratch(mx_mb *b, int32_t rank, const int64_t *dims, size_t *n_out
   return b->scratch;
 }
 
+float *mx__mb_scratch(mx_mb *b, int32_t rank, const int64_t *dims, size_t *n) {
+  return scratch(b, rank, dims, n);
+}
+
+/* Next uniform value in [-1, 1) of the xorshift generator. */
+static float next_uniform(mx_mb *b) {
+  uint64_t x = b->rng;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  b->rng = x;
+  return (float)(x >> 40) / (float)(1ull << 24) * 2.0f - 1.0f;
+}
+
 mx_value_id mx__mb_weights(mx_mb *b, const char *name, int32_t rank, const int64_t *dims, float scale) {
+  return mx__mb_weights_around(b, name, rank, dims, 0.0f, scale);
+}
+
+mx_value_id mx__mb_weights_around(mx_mb *b, const char *name, int32_t rank, const int64_t *dims,
+                                  float center, float spread) {
   if (b->st != MX_OK) return MX_NO_VALUE;
   size_t n;
   float *w = scratch(b, rank, dims, &n);
   if (!w) return MX_NO_VALUE;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t x = b->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    b->rng = x;
-    w[i] = ((float)(x >> 40) / (float)(1ull << 24) * 2.0f - 1.0f) * scale;
-  }
+  for (size_t i = 0; i < n; i++) w[i] = center + next_uniform(b) * spread;
   return mx__mb_const(b, name, MX_FLOAT32, rank, dims, w);
+}
+
+const char *mx__mb_name(char *buf, size_t cap, const char *prefix, const char *what) {
+  snprintf(buf, cap, "%s%s", prefix, what);
+  return buf;
 }
 
 mx_value_id mx__mb_fill(mx_mb *b, const char *name, int32_t rank, const int64_t *dims, float value) {

@@ -40,5 +40,14 @@ mx_value_id mx__mb_scalar_f32(mx_mb *b, const char *name, float v);
 mx_value_id mx__mb_weights(mx_mb *b, const char *name, int32_t rank, const int64_t *dims, float scale);
 /* A float32 constant filled with one value. */
 mx_value_id mx__mb_fill(mx_mb *b, const char *name, int32_t rank, const int64_t *dims, float value);
+/* A float32 constant with uniform values in [center - spread, center + spread) (norm scales). */
+mx_value_id mx__mb_weights_around(mx_mb *b, const char *name, int32_t rank, const int64_t *dims,
+                                  float center, float spread);
+/* Room for the float values of a constant of the given dims (the builder's scratch, valid until
+ * the next weight call; fill it and pass it to mx__mb_const). NULL after a failure (then b->st
+ * says why); *n receives the element count. */
+float *mx__mb_scratch(mx_mb *b, int32_t rank, const int64_t *dims, size_t *n);
+/* A node name "<prefix><what>" in buf (prefix may be ""), returned for direct use. */
+const char *mx__mb_name(char *buf, size_t cap, const char *prefix, const char *what);
 
 #endif /* MIXRT_MODELS_BUILDER_H */
