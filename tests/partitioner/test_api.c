@@ -273,3 +273,27 @@ Test(api, dump_contents) {
   mx_partition_destroy(p);
   mx_graph_destroy(g);
 }
+
+/* A cluster with more outputs than the op registry's arity field holds: the partition and its
+ * records are complete; the call is left unresolved. */
+Test(api, call_with_many_outputs) {
+  mx_graph *g = pt_graph("wide_outputs");
+  mx_value_id x = pt_input(g, "x", MX_FLOAT32, 1, (mx_dim[]){4});
+  for (int i = 0; i < 300; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "r%d", i);
+    cr_assert_eq(mx_graph_add_output(g, pt_op1(g, "Relu", name, x)), MX_OK);
+  }
+  pt_infer(g);
+  mx_partition *p = pt_partition(g, 4, false, NULL, 0);
+  mx_partition_cluster_info ci;
+  cr_assert(mx_partition_cluster(p, 1, &ci));
+  cr_assert_eq(ci.type, MX_CLUSTER_KNOWN);
+  cr_assert_eq(ci.n_outputs, 300);
+  mx_graph *root = mx_partition_root(p);
+  cr_assert_eq(root->nodes[ci.call].n_outputs, 300);
+  cr_assert_null(root->nodes[ci.call].def);
+  cr_assert_eq(mx_graph_infer(ci.body), MX_OK, "%s", mx_graph_last_error(ci.body));
+  mx_partition_destroy(p);
+  mx_graph_destroy(g);
+}
