@@ -1,7 +1,9 @@
 /* bench_hal: the HAL's own overheads, on the CPU device and the inline device, as JSON.
  *
- *   launch            host cost of one mx_hal_launch (no-op kernel, 32-byte argument block),
- *                     averaged over a burst; plus the end-to-end cost (burst + synchronize)
+ *   launch            host cost of one mx_hal_launch (no-op kernel, 32-byte argument block):
+ *                     a burst of 256 into a stream kept busy (the host side alone), and a
+ *                     stream of 100000 while the worker consumes (host, and end to end with
+ *                     the synchronize); the same for a 480-byte block (two queue slots)
  *   model_task        device-side cost per task inside a HAL model (10000 no-op tasks with one
  *                     slot each), from the model's own device timer, PATCH and INDIRECT modes
  *   model_execute     host cost of mx_hal_model_execute for chains of 1 .. 10000 tasks: queued
@@ -93,13 +95,16 @@ static mx_status k_gate(void *args, size_t size) {
 
 /* --- launch --------------------------------------------------------------------------------- */
 
-static void bench_launch(mx_device *dev, double *burst_ns, double *stream_ns, double *e2e_ns) {
+/* Launch cost with an argument block of `size` bytes (32: a small kernel; 480: a kernel call
+ * block with three tensors, which takes two queue slots). */
+static void bench_launch(mx_device *dev, size_t size, double *burst_ns, double *stream_ns,
+                         double *e2e_ns) {
   mx_stream *s;
   CHECK(mx_stream_create(dev, 0, &s), dev);
-  enum { N = 100000, B = 512 };
-  noop_args a = {0};
+  enum { N = 100000, B = 256 };
+  unsigned char a[512] = {0};
   double b[64], h[64], e[64];
-  for (int w = 0; w < 1000; w++) CHECK(mx_hal_launch(s, k_noop, &a, sizeof a), dev);
+  for (int w = 0; w < 1000; w++) CHECK(mx_hal_launch(s, k_noop, a, size), dev);
   CHECK(mx_stream_synchronize(s), dev);
   bool gated = mx_device_kind_of(dev) == MX_DEVICE_CPU;
   for (int r = 0; r < g_reps; r++) {
@@ -108,14 +113,14 @@ static void bench_launch(mx_device *dev, double *burst_ns, double *stream_ns, do
     gate_args g = {&open};
     if (gated) CHECK(mx_hal_host_callback(s, k_gate, &g, sizeof g), dev);
     uint64_t t0 = mx__now_ns();
-    for (int i = 0; i < B; i++) mx_hal_launch(s, k_noop, &a, sizeof a);
+    for (int i = 0; i < B; i++) mx_hal_launch(s, k_noop, a, size);
     uint64_t t1 = mx__now_ns();
     atomic_store(&open, 1);
     CHECK(mx_stream_synchronize(s), dev);
     b[r] = (double)(t1 - t0) / B;
     /* streaming: the worker consumes while the host launches */
     t0 = mx__now_ns();
-    for (int i = 0; i < N; i++) mx_hal_launch(s, k_noop, &a, sizeof a);
+    for (int i = 0; i < N; i++) mx_hal_launch(s, k_noop, a, size);
     t1 = mx__now_ns();
     CHECK(mx_stream_synchronize(s), dev);
     uint64_t t2 = mx__now_ns();
@@ -316,8 +321,9 @@ static void run_device(mx_device_kind kind, const char *name, bool last) {
   mx_device *dev = make_device(kind);
   mx_device_info info;
   mx_device_get_info(dev, &info);
-  double launch_burst, launch_stream, launch_e2e;
-  bench_launch(dev, &launch_burst, &launch_stream, &launch_e2e);
+  double launch_burst, launch_stream, launch_e2e, big_burst, big_stream, big_e2e;
+  bench_launch(dev, sizeof(noop_args), &launch_burst, &launch_stream, &launch_e2e);
+  bench_launch(dev, 480, &big_burst, &big_stream, &big_e2e);
 
   mx_stream *s;
   CHECK(mx_stream_create(dev, 0, &s), dev);
@@ -342,6 +348,10 @@ static void run_device(mx_device_kind kind, const char *name, bool last) {
       "      \"launch_host_ns\": {\"burst\": %.1f, \"streaming\": %.1f, "
       "\"streaming_end_to_end\": %.1f},\n",
       launch_burst, launch_stream, launch_e2e);
+  printf(
+      "      \"launch_480B_host_ns\": {\"burst\": %.1f, \"streaming\": %.1f, "
+      "\"streaming_end_to_end\": %.1f},\n",
+      big_burst, big_stream, big_e2e);
   printf("      \"model_task_device_ns\": {\"patch\": %.2f, \"indirect\": %.2f},\n", task_patch,
          task_indirect);
   printf("      \"model_execute_host_ns\": [\n");

@@ -3,10 +3,12 @@
  * Same semantics as the CPU device (sequence numbers, sticky errors, skipped commands on a
  * failed stream, fault injection, models with patch steps) without any thread: useful on 1-2
  * core machines and for debugging, since a failing kernel's stack is the caller's. Events are
- * trivially satisfied because everything submitted has already run; a wait only checks whether
- * the recording stream failed before the event. Models run their items in add order, which is
- * a valid schedule because every internal wait follows its record. A stream's submit lock is
- * held while its command runs, so one stream's commands never run concurrently. */
+ * trivially satisfied when one thread drives the device, because everything submitted has
+ * already run; a wait checks whether the recording stream failed before the event (and, if
+ * another host thread is still running the recorded work, waits for it). Models run their items
+ * in add order, which is a valid schedule because every internal wait follows its record. A
+ * stream's submit lock is held while its command runs, so one stream's commands never run
+ * concurrently. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +81,10 @@ static mx_status inline_call(mx_stream *s, mx_hal_fn fn, const void *args, size_
 
 static mx_status inline_submit(mx_stream *s, const mx__op *op) {
   mx_device *dev = s->dev;
+  /* Single-threaded use always finds the event reached. When another host thread is still
+   * running the recorded work on its stream, the caller waits: here the caller is the device. */
+  if (op->kind == MX__OP_WAIT)
+    mx__waitq_wait_ge(&dev->host_wq, &op->chan->completed, op->target, dev->spin_ns);
   uint64_t seq = begin_cmd(s);
   if (mx__stream_failed(s)) goto done;
   switch (op->kind) {

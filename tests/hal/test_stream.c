@@ -2,6 +2,7 @@
  * (inline and heap blocks), host callbacks, full queues, events across streams, sticky errors
  * and reset, and destroying streams and devices with work in flight. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,70 @@ Test(hal_stream, mixed_argument_sizes_through_small_queues) {
     free(results);
     free(expect);
     mx_stream_destroy(s);
+    mx_device_destroy(dev);
+  }
+  hal_check_leaks();
+}
+
+/* Several host threads submit to one shared stream and to their own streams at once: every
+ * command runs once, and each thread's commands keep their order. */
+typedef struct submitter {
+  mx_stream *shared, *own;
+  int id;
+  int64_t *log; /* shared stream's log (written on the device side, in stream order) */
+  int64_t *pos;
+  int64_t own_log[1000];
+  int64_t own_pos;
+} submitter;
+
+static void *submit_thread(void *arg) {
+  submitter *t = arg;
+  for (int i = 0; i < 1000; i++) {
+    append_args a = {t->log, t->pos, (int64_t)t->id * 1000000 + i};
+    cr_assert_eq(mx_hal_launch(t->shared, k_append, &a, sizeof a), MX_OK);
+    append_args b = {t->own_log, &t->own_pos, i};
+    cr_assert_eq(mx_hal_launch(t->own, k_append, &b, sizeof b), MX_OK);
+  }
+  cr_assert_eq(mx_stream_synchronize(t->own), MX_OK);
+  return NULL;
+}
+
+Test(hal_stream, concurrent_submitters) {
+  for (int c = 0; c < hal_n_configs; c++) {
+    const hal_config *cfg = &hal_configs[c];
+    mx_device *dev = hal_device(cfg, NULL);
+    mx_stream *shared;
+    cr_assert_eq(mx_stream_create(dev, 0, &shared), MX_OK);
+    enum { T = 4 };
+    submitter *subs = calloc(T, sizeof *subs);
+    int64_t *log = calloc(T * 1000, sizeof *log);
+    int64_t pos = 0;
+    pthread_t th[T];
+    for (int i = 0; i < T; i++) {
+      subs[i].shared = shared;
+      subs[i].id = i;
+      subs[i].log = log;
+      subs[i].pos = &pos;
+      cr_assert_eq(mx_stream_create(dev, 0, &subs[i].own), MX_OK);
+      cr_assert_eq(pthread_create(&th[i], NULL, submit_thread, &subs[i]), 0);
+    }
+    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    cr_assert_eq(mx_stream_synchronize(shared), MX_OK);
+    cr_assert_eq(pos, T * 1000, "%s", cfg->name);
+    int64_t next[T] = {0};
+    for (int k = 0; k < T * 1000; k++) {
+      int id = (int)(log[k] / 1000000);
+      cr_assert_eq(log[k] % 1000000, next[id], "%s: thread %d out of order", cfg->name, id);
+      next[id]++;
+    }
+    for (int i = 0; i < T; i++) {
+      cr_assert_eq(subs[i].own_pos, 1000);
+      for (int k = 0; k < 1000; k++) cr_assert_eq(subs[i].own_log[k], k);
+      mx_stream_destroy(subs[i].own);
+    }
+    free(subs);
+    free(log);
+    mx_stream_destroy(shared);
     mx_device_destroy(dev);
   }
   hal_check_leaks();
