@@ -137,11 +137,12 @@ static void explain_reason_of(FILE *out, const mx_partition *p, mx_node_id n, co
   fprintf(out, "%snode '%s' (%s): %s\n", indent, p->g->nodes[n].name, p->g->nodes[n].op_type, line);
 }
 
-/* Where symbol `s` comes from. */
+/* Where symbol `s` comes from: the graph input dims that use it (on one line), or the node
+ * whose data-dependent size created it. */
 static void explain_symbol(FILE *out, const mx_partition *p, uint32_t s) {
   const mx_graph *g = p->g;
   const char *name = mx_symtab_symbol_name(g->syms, s);
-  bool found = false;
+  size_t found = 0;
   for (size_t i = 0; i < g->n_inputs; i++) {
     const mx_value *in = &g->values[g->inputs[i]];
     for (int32_t k = 0; k < in->shape.rank; k++) {
@@ -149,16 +150,22 @@ static void explain_symbol(FILE *out, const mx_partition *p, uint32_t s) {
       if (!mx_dim_is_expr(d)) continue;
       uint32_t idx[16];
       size_t ns = mx_sym_symbols_of(g->syms, d, idx, 16);
-      for (size_t j = 0; j < ns && j < 16; j++) {
-        if (idx[j] != s) continue;
+      bool uses = false;
+      for (size_t j = 0; j < ns && j < 16; j++) uses = uses || idx[j] == s;
+      if (!uses) continue;
+      if (found == 0) {
         char dt[128];
         mx_sym_format(g->syms, d, dt, sizeof dt);
-        fprintf(out, "  symbol '%s' comes from graph input '%s' dim %d (declared %s)\n", name,
+        fprintf(out, "  symbol '%s' comes from graph input '%s' dim %d (declared %s)", name,
                 in->name, k, dt);
-        found = true;
+      } else if (found < 4) {
+        fprintf(out, "%s '%s' dim %d", found == 1 ? ", also" : ",", in->name, k);
       }
+      found++;
     }
   }
+  if (found > 4) fprintf(out, ", ... (+%zu)", found - 4);
+  if (found) fprintf(out, "\n");
   if (found || !name) return;
   /* A fresh symbol "<node>.<what>[_N]": try each prefix that ends before a '.'. */
   char buf[256];
