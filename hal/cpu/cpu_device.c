@@ -24,7 +24,7 @@
  * machine), then parks on its futex "bell". Producers ring the bell only when the worker announced
  * it is sleeping (one fence and a load on the launch path). A worker that parks with a blocked
  * command registers as "blocked"; completions ring the bells of blocked sleepers only. Host threads
- * that wait (full ring, synchronize) spin and then park on the device's host wait queue, which
+ * that wait (full queue, synchronize) spin and then park on the device's host wait queue, which
  * completions bump only when someone waits. */
 #include <ck_ring.h>
 #include <errno.h>
