@@ -1,16 +1,11 @@
-/* The cluster graph the merge rules work on.
+/* The cluster graph the merge rules work on (the layout is described in partitioner-impl.h).
  *
- * A cluster is named by the position of its union-find root. Each root has a chain of
- * in-segments and a chain of out-segments; a segment is a range of the shared entry array, and
- * an entry names a neighbour cluster by a position that may since have been merged (the reader
- * resolves it with mx__part_find). Merging two clusters links their chains, so a merge costs
- * O(1) besides the union-find.
- *
- * At the start of each merge phase mx__part_rebuild recomputes every list from the node edges
- * (resolved, deduplicated, self edges dropped) and sorts the clusters topologically. During a
- * phase, out-lists are compacted when a search scans them: stale entries are resolved, repeats
- * and entries into dead clusters are dropped, and a chain of several segments is rewritten as
- * one. */
+ * mx__part_rebuild recomputes every list from the node edges at the start of a merge phase
+ * (resolved, deduplicated, self edges dropped), sorts the clusters topologically and sorts each
+ * out-segment by the rank of its targets. Merging two clusters links their in-chains and melds
+ * their out-heaps. mx__part_out_neighbors is the one reader of out-lists: a scan bounded by a
+ * rank, which pops the heap's segments whose first key is in range, compacts the prefix it
+ * reads, and pushes them back. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,8 +42,7 @@ mx_status mx__part_work_init(mx__part_work *w, mx_partition *p) {
   w->min_pos = malloc(nn * sizeof *w->min_pos);
   w->in_head = malloc(nn * sizeof *w->in_head);
   w->in_tail = malloc(nn * sizeof *w->in_tail);
-  w->out_head = malloc(nn * sizeof *w->out_head);
-  w->out_tail = malloc(nn * sizeof *w->out_tail);
+  w->out_root = malloc(nn * sizeof *w->out_root);
   w->mem_head = malloc(nn * sizeof *w->mem_head);
   w->mem_tail = malloc(nn * sizeof *w->mem_tail);
   w->mem_next = malloc(nn * sizeof *w->mem_next);
@@ -56,11 +50,17 @@ mx_status mx__part_work_init(mx__part_work *w, mx_partition *p) {
   w->aux = malloc(nn * sizeof *w->aux);
   w->scratch = malloc(nn * sizeof *w->scratch);
   w->scratch2 = malloc((nn + 2) * sizeof *w->scratch2);
+  w->popped = malloc(nn * sizeof *w->popped);
+  w->seg_start = malloc(2 * nn * sizeof *w->seg_start);
+  w->seg_len = malloc(2 * nn * sizeof *w->seg_len);
+  w->seg_next = malloc(2 * nn * sizeof *w->seg_next);
+  w->seg_left = malloc(2 * nn * sizeof *w->seg_left);
   w->pred_off = calloc(nn + 1, sizeof *w->pred_off);
   bool ok = w->parent && w->rank && w->size && w->unknown && w->dead && w->min_pos && w->in_head &&
-            w->in_tail && w->out_head && w->out_tail && w->mem_head && w->mem_tail && w->mem_next &&
-            w->order && w->aux && w->scratch && w->scratch2 && w->pred_off &&
-            marks_init(&w->visited, n) && marks_init(&w->seen, n) && marks_init(&w->tried, n);
+            w->in_tail && w->out_root && w->mem_head && w->mem_tail && w->mem_next && w->order &&
+            w->aux && w->scratch && w->scratch2 && w->popped && w->seg_start && w->seg_len &&
+            w->seg_next && w->seg_left && w->pred_off && marks_init(&w->visited, n) &&
+            marks_init(&w->seen, n) && marks_init(&w->tried, n);
   if (!ok) goto oom;
   for (uint32_t i = 0; i < n; i++) {
     w->parent[i] = i;
@@ -83,7 +83,10 @@ mx_status mx__part_work_init(mx__part_work *w, mx_partition *p) {
     w->pred_off[b + 1] = (uint32_t)n_edges;
   }
   w->pred = malloc((n_edges ? n_edges : 1) * sizeof *w->pred);
-  if (!w->pred) goto oom;
+  w->cap_ent = 2 * n_edges + 1;
+  w->ent = malloc(w->cap_ent * sizeof *w->ent);
+  w->key = malloc(w->cap_ent * sizeof *w->key);
+  if (!w->pred || !w->ent || !w->key) goto oom;
   size_t e = 0;
   for (uint32_t b = 0; b < n; b++) {
     const mx_node *nd = &g->nodes[p->compute[b]];
@@ -109,8 +112,7 @@ void mx__part_work_free(mx__part_work *w) {
   free(w->min_pos);
   free(w->in_head);
   free(w->in_tail);
-  free(w->out_head);
-  free(w->out_tail);
+  free(w->out_root);
   free(w->mem_head);
   free(w->mem_tail);
   free(w->mem_next);
@@ -118,12 +120,15 @@ void mx__part_work_free(mx__part_work *w) {
   free(w->aux);
   free(w->scratch);
   free(w->scratch2);
+  free(w->popped);
   free(w->pred_off);
   free(w->pred);
   free(w->seg_start);
   free(w->seg_len);
   free(w->seg_next);
+  free(w->seg_left);
   free(w->ent);
+  free(w->key);
   free(w->tmp);
   free(w->visited.m);
   free(w->seen.m);
@@ -151,25 +156,9 @@ bool mx__part_tmp_push(mx__part_work *w, uint32_t a, uint32_t b) {
   return true;
 }
 
-/* Makes room for `need` segments in the three parallel segment arrays. */
-static bool grow_segs(mx__part_work *w, size_t need) {
-  if (need <= w->cap_seg) return true;
-  size_t cap = w->cap_seg ? w->cap_seg : 64;
-  while (cap < need) cap *= 2;
-  uint32_t *a = realloc(w->seg_start, cap * sizeof *a);
-  if (!a) return false;
-  w->seg_start = a;
-  uint32_t *b = realloc(w->seg_len, cap * sizeof *b);
-  if (!b) return false;
-  w->seg_len = b;
-  uint32_t *c = realloc(w->seg_next, cap * sizeof *c);
-  if (!c) return false;
-  w->seg_next = c;
-  w->cap_seg = cap;
-  return true;
-}
+/* --- the topological sort of clusters ----------------------------------------------------- */
 
-/* Min-heap of roots keyed by min_pos. */
+/* Binary min-heap of roots keyed by min_pos. */
 static void heap_push(const uint32_t *key, uint32_t *h, uint32_t *n, uint32_t x) {
   uint32_t i = (*n)++;
   while (i > 0) {
@@ -209,17 +198,34 @@ static void dedupe_segment(mx__part_work *w, uint32_t s) {
   w->seg_len[s] = k;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Sorts out-segment s by the rank of its targets and records the ranks as keys. buf holds at
+ * least seg_len[s] entries. */
+static void sort_out_segment(mx__part_work *w, uint32_t s, uint64_t *buf) {
+  uint32_t *e = w->ent + w->seg_start[s], *k = w->key + w->seg_start[s], len = w->seg_len[s];
+  for (uint32_t i = 0; i < len; i++) buf[i] = (uint64_t)w->rank[e[i]] << 32 | e[i];
+  qsort(buf, len, sizeof *buf, cmp_u64);
+  for (uint32_t i = 0; i < len; i++) {
+    k[i] = (uint32_t)(buf[i] >> 32);
+    e[i] = (uint32_t)buf[i];
+  }
+}
+
 mx_status mx__part_rebuild(mx__part_work *w) {
   uint32_t n = w->n;
   mx_status st = MX_OK;
   uint32_t *in_cnt = calloc((size_t)n + 1, sizeof *in_cnt);
   uint32_t *out_cnt = calloc((size_t)n + 1, sizeof *out_cnt);
   uint32_t *heap = malloc(((size_t)n + 1) * sizeof *heap);
+  uint64_t *buf = NULL;
   if (!in_cnt || !out_cnt || !heap) goto oom;
   /* Point every position straight at its root. */
   for (uint32_t x = 0; x < n; x++) w->scratch[x] = mx__part_find(w, x);
   for (uint32_t x = 0; x < n; x++) w->parent[x] = w->scratch[x];
-  size_t e_in = 0, e_out = 0;
   for (uint32_t b = 0; b < n; b++) {
     uint32_t rb = w->parent[b];
     for (uint32_t i = w->pred_off[b]; i < w->pred_off[b + 1]; i++) {
@@ -227,18 +233,11 @@ mx_status mx__part_rebuild(mx__part_work *w) {
       if (ra == rb) continue;
       out_cnt[ra]++;
       in_cnt[rb]++;
-      e_in++;
-      e_out++;
     }
   }
-  size_t need_seg = 2 * (size_t)n, need_ent = e_in + e_out;
-  if (!grow_segs(w, need_seg ? need_seg : 1) ||
-      !MX_GROW(w->ent, w->cap_ent, need_ent ? need_ent : 1))
-    goto oom;
-  w->n_seg = need_seg;
-  w->n_ent = need_ent;
-  /* In-segment r is [start, start+len) in the first half of ent, out-segment n+r in the second. */
+  /* In-segment r is the first half of ent, out-segment n + r the second. */
   size_t off = 0;
+  uint32_t max_out = 0;
   for (uint32_t r = 0; r < n; r++) {
     w->seg_start[r] = (uint32_t)off;
     w->seg_len[r] = 0;
@@ -248,8 +247,9 @@ mx_status mx__part_rebuild(mx__part_work *w) {
   for (uint32_t r = 0; r < n; r++) {
     w->seg_start[n + r] = (uint32_t)off;
     w->seg_len[n + r] = 0;
-    w->seg_next[n + r] = MX__PART_NONE;
+    w->seg_next[n + r] = w->seg_left[n + r] = MX__PART_NONE;
     off += out_cnt[r];
+    if (out_cnt[r] > max_out) max_out = out_cnt[r];
   }
   for (uint32_t b = 0; b < n; b++) {
     uint32_t rb = w->parent[b];
@@ -262,15 +262,12 @@ mx_status mx__part_rebuild(mx__part_work *w) {
   }
   uint32_t roots = 0;
   for (uint32_t r = 0; r < n; r++) {
-    if (w->parent[r] != r) {
-      w->in_head[r] = w->in_tail[r] = w->out_head[r] = w->out_tail[r] = MX__PART_NONE;
-      continue;
-    }
+    w->in_head[r] = w->in_tail[r] = w->out_root[r] = MX__PART_NONE;
+    if (w->parent[r] != r) continue;
     roots++;
     dedupe_segment(w, r);
     dedupe_segment(w, n + r);
     w->in_head[r] = w->in_tail[r] = r;
-    w->out_head[r] = w->out_tail[r] = n + r;
     w->dead[r] = 0;
     in_cnt[r] = w->seg_len[r]; /* in-degree for the sort below */
   }
@@ -287,11 +284,21 @@ mx_status mx__part_rebuild(mx__part_work *w) {
       if (--in_cnt[e[i]] == 0) heap_push(w->min_pos, heap, &hn, e[i]);
   }
   w->n_roots = on;
-  if (on != roots)
+  if (on != roots) {
     st = mx__part_fail(
         w->p, MX_ERR_INTERNAL,
         "partition of '%s': the cluster graph has a cycle (%u of %u clusters ordered)",
         w->p->g->name, on, roots);
+    goto done;
+  }
+  /* Out-segments sorted by target rank; each root's heap is its one segment. */
+  buf = malloc(((size_t)max_out + 1) * sizeof *buf);
+  if (!buf) goto oom;
+  for (uint32_t r = 0; r < n; r++) {
+    if (w->parent[r] != r || w->seg_len[n + r] == 0) continue;
+    sort_out_segment(w, n + r, buf);
+    w->out_root[r] = n + r;
+  }
   goto done;
 oom:
   st = mx__part_fail(w->p, MX_ERR_OUT_OF_MEMORY,
@@ -300,7 +307,49 @@ done:
   free(in_cnt);
   free(out_cnt);
   free(heap);
+  free(buf);
   return st;
+}
+
+/* --- merging and reading ------------------------------------------------------------------ */
+
+/* First key of out-segment s (it is never empty while in a heap). */
+static inline uint32_t seg_key(const mx__part_work *w, uint32_t s) {
+  return w->key[w->seg_start[s]];
+}
+
+/* Melds two skew heaps of out-segments (top-down, iterative). */
+static uint32_t meld(mx__part_work *w, uint32_t a, uint32_t b) {
+  if (a == MX__PART_NONE) return b;
+  if (b == MX__PART_NONE) return a;
+  if (seg_key(w, b) < seg_key(w, a)) {
+    uint32_t t = a;
+    a = b;
+    b = t;
+  }
+  uint32_t root = a, parent = a;
+  a = w->seg_next[parent];
+  w->seg_next[parent] = w->seg_left[parent];
+  while (a != MX__PART_NONE && b != MX__PART_NONE) {
+    if (seg_key(w, b) < seg_key(w, a)) {
+      uint32_t t = a;
+      a = b;
+      b = t;
+    }
+    w->seg_left[parent] = a;
+    parent = a;
+    a = w->seg_next[parent];
+    w->seg_next[parent] = w->seg_left[parent];
+  }
+  w->seg_left[parent] = a != MX__PART_NONE ? a : b;
+  return root;
+}
+
+static uint32_t heap_take(mx__part_work *w, uint32_t *root) {
+  uint32_t s = *root;
+  *root = meld(w, w->seg_left[s], w->seg_next[s]);
+  w->seg_left[s] = w->seg_next[s] = MX__PART_NONE;
+  return s;
 }
 
 static void link_chain(uint32_t *seg_next, uint32_t *head_into, uint32_t *tail_into,
@@ -321,42 +370,40 @@ void mx__part_union(mx__part_work *w, uint32_t from, uint32_t into) {
   if (w->min_pos[from] < w->min_pos[into]) w->min_pos[into] = w->min_pos[from];
   link_chain(w->seg_next, &w->in_head[into], &w->in_tail[into], &w->in_head[from],
              &w->in_tail[from]);
-  link_chain(w->seg_next, &w->out_head[into], &w->out_tail[into], &w->out_head[from],
-             &w->out_tail[from]);
+  w->out_root[into] = meld(w, w->out_root[into], w->out_root[from]);
+  w->out_root[from] = MX__PART_NONE;
   w->mem_next[w->mem_tail[into]] = w->mem_head[from];
   w->mem_tail[into] = w->mem_tail[from];
 }
 
-bool mx__part_out_neighbors(mx__part_work *w, uint32_t x, uint32_t *n_out) {
+void mx__part_out_neighbors(mx__part_work *w, uint32_t x, uint32_t limit, uint32_t *n_out) {
   mx__part_marks_reset(&w->seen);
-  uint32_t k = 0, n_segs = 0;
-  for (uint32_t s = w->out_head[x]; s != MX__PART_NONE; s = w->seg_next[s]) {
-    n_segs++;
-    const uint32_t *e = w->ent + w->seg_start[s];
-    for (uint32_t i = 0; i < w->seg_len[s]; i++) {
-      uint32_t y = mx__part_find(w, e[i]);
+  uint32_t k = 0, n_popped = 0;
+  while (w->out_root[x] != MX__PART_NONE && seg_key(w, w->out_root[x]) <= limit) {
+    uint32_t s = heap_take(w, &w->out_root[x]);
+    uint32_t *e = w->ent + w->seg_start[s], *ky = w->key + w->seg_start[s];
+    uint32_t len = w->seg_len[s], j = 0, kept = 0;
+    /* Read the prefix in range; keep live entries (resolved) at the front, in order. */
+    for (; j < len && ky[j] <= limit; j++) {
+      uint32_t y = mx__part_find(w, e[j]);
       if (y == x || w->dead[y] || mx__part_marked(&w->seen, y)) continue;
       mx__part_mark_set(&w->seen, y);
       w->scratch2[k++] = y;
+      e[kept] = y;
+      ky[kept] = ky[j];
+      kept++;
     }
+    /* Close the gap by moving the kept entries up to the unread rest. */
+    uint32_t drop = j - kept;
+    if (drop) {
+      memmove(e + drop, e, (size_t)kept * sizeof *e);
+      memmove(ky + drop, ky, (size_t)kept * sizeof *ky);
+      w->seg_start[s] += drop;
+      w->seg_len[s] -= drop;
+    }
+    if (w->seg_len[s]) w->popped[n_popped++] = s;
   }
+  for (uint32_t i = 0; i < n_popped; i++) w->out_root[x] = meld(w, w->out_root[x], w->popped[i]);
+  if (w->out_root[x] == MX__PART_NONE) w->dead[x] = 1;
   *n_out = k;
-  if (n_segs == 0) return true;
-  if (n_segs == 1) {
-    uint32_t s = w->out_head[x];
-    memcpy(w->ent + w->seg_start[s], w->scratch2, (size_t)k * sizeof *w->ent);
-    w->seg_len[s] = k;
-    return true;
-  }
-  /* Several segments: rewrite them as one new segment at the end of the entry array. */
-  if (!MX_GROW(w->ent, w->cap_ent, w->n_ent + k)) return false;
-  if (!grow_segs(w, w->n_seg + 1)) return false;
-  uint32_t s = (uint32_t)w->n_seg++;
-  w->seg_start[s] = (uint32_t)w->n_ent;
-  w->seg_len[s] = k;
-  w->seg_next[s] = MX__PART_NONE;
-  memcpy(w->ent + w->n_ent, w->scratch2, (size_t)k * sizeof *w->ent);
-  w->n_ent += k;
-  w->out_head[x] = w->out_tail[x] = s;
-  return true;
 }

@@ -122,10 +122,20 @@ typedef struct mx__part_marks {
   uint32_t n;
 } mx__part_marks;
 
-/* Work state. Clusters are named by a position (the union-find root); edge lists are chains of
- * segments (ranges of `ent`) so that merging two clusters links chains in O(1). Out-lists are
- * compacted lazily when scanned; in-lists are consumed once per phase, by the cluster being
- * processed. */
+/* Work state. Clusters are named by a position (the union-find root). Edge lists are made of
+ * segments, ranges of `ent` built by mx__part_rebuild; an entry names a neighbour by a position
+ * that may since have been merged (readers resolve it with mx__part_find).
+ *
+ * In-lists: a chain of segments per root, linked in O(1) on merge and consumed once per phase
+ * by the cluster being processed.
+ *
+ * Out-lists: each out-segment is sorted by `key`, the rank its target had when the phase
+ * began. Merges only raise ranks (a cluster merged into the one being processed takes its rank)
+ * so a key is a lower bound of its target's current rank. A root's out-segments form a skew heap
+ * ordered by their first key, melded in O(log) on merge. A search bounded by rank L scans only
+ * the segment prefixes with keys <= L, and drops what it finds there that is stale (the cluster
+ * itself, dead clusters, repeats): an edge into a later cluster costs nothing until that cluster
+ * is reached, which keeps wide fan-outs linear. */
 typedef struct mx__part_work {
   mx_partition *p;
   uint32_t n;                  /* clusters at the start (= compute nodes) */
@@ -133,25 +143,29 @@ typedef struct mx__part_work {
   uint32_t *rank;              /* roots: index in the phase's topological order of clusters */
   uint32_t *size;              /* roots: ops in the cluster */
   uint8_t *unknown;            /* roots: 1 UNKNOWN, 0 KNOWN */
-  uint8_t *dead;               /* roots: cannot reach the cluster being processed or a later one */
+  uint8_t *dead;               /* roots: no out-edge left (cannot reach any other cluster) */
   uint32_t *min_pos;           /* roots: smallest member position (tie-break when sorting) */
   uint32_t *in_head, *in_tail; /* roots: chain of in-segments (MX__PART_NONE: empty) */
-  uint32_t *out_head, *out_tail; /* roots: chain of out-segments */
-  uint32_t *pred_off;            /* node edges by destination position: pred[pred_off[b]..[b+1]) */
-  uint32_t *pred;                /*   are the positions of b's compute producers (with repeats) */
-  uint32_t *seg_start, *seg_len, *seg_next; /* segments (growable) */
-  size_t n_seg, cap_seg;
-  uint32_t *ent; /* segment entries: cluster positions, possibly stale (growable) */
-  size_t n_ent, cap_ent;
+  uint32_t *out_root;          /* roots: skew heap of out-segments (MX__PART_NONE: empty) */
+  uint32_t *pred_off;          /* node edges by destination position: pred[pred_off[b]..[b+1]) */
+  uint32_t *pred;              /*   are the positions of b's compute producers (with repeats) */
+  uint32_t *seg_start;         /* 2n segments: in-segment of root r is r, out-segment is n + r */
+  uint32_t *seg_len;           /*   entries still in the segment */
+  uint32_t *seg_next;          /*   in: next segment of the chain; out: right child in the heap */
+  uint32_t *seg_left;          /*   out: left child in the heap */
+  uint32_t *ent;               /* entries: neighbour positions, possibly stale */
+  uint32_t *key;               /* out entries: the target's rank when the phase began */
+  size_t cap_ent;              /* capacity of ent and key */
   uint32_t *mem_head, *mem_tail, *mem_next; /* member positions of each root (linked) */
   uint32_t *order;                          /* the phase's topological order of roots */
   uint32_t n_roots;
   mx__part_marks visited; /* search marks */
-  mx__part_marks seen;    /* duplicate marks while compacting one list */
+  mx__part_marks seen;    /* duplicate marks while scanning one list */
   mx__part_marks tried;   /* inputs already tried for the cluster being processed */
   uint32_t *aux;          /* by position: local index during one search */
   uint32_t *scratch;      /* scratch list by position (n entries) */
   uint32_t *scratch2;     /* neighbour list written by mx__part_out_neighbors (n entries) */
+  uint32_t *popped;       /* segments taken off a heap during one scan (n entries) */
   uint32_t *tmp;          /* growable scratch for edge pairs (2 words each) */
   size_t n_tmp, cap_tmp;  /* in pairs */
 } mx__part_work;
@@ -167,9 +181,10 @@ mx_status mx__part_rebuild(mx__part_work *w);
 /* Merges cluster `from` into cluster `into` (both roots); `into` stays the root and keeps its
  * rank and type. */
 void mx__part_union(mx__part_work *w, uint32_t from, uint32_t into);
-/* Compacts root x's out-list (drops entries into x itself, dead clusters and repeats) and
- * writes its distinct neighbour roots into w->scratch2[0..*n). Returns false on OOM. */
-bool mx__part_out_neighbors(mx__part_work *w, uint32_t x, uint32_t *n);
+/* Writes into w->scratch2[0..*n) the distinct neighbour roots of root x whose edge keys are
+ * at most `limit` (every neighbour ranked at most `limit` is among them), dropping the stale
+ * entries it reads. Marks x dead when no out-edge is left at all. */
+void mx__part_out_neighbors(mx__part_work *w, uint32_t x, uint32_t limit, uint32_t *n);
 /* Starts a new set of marks (clears the array on wrap-around). */
 void mx__part_marks_reset(mx__part_marks *k);
 static inline bool mx__part_marked(const mx__part_marks *k, uint32_t x) {

@@ -5,12 +5,14 @@
  *                previous 3 layers), 5% of the nodes forced UNKNOWN (force_unknown), seeded;
  *   transformer  repeated decode layers (RMSNorm, Q/K/V projections, attention over a KV cache of
  *                symbolic length, output projection, MLP; 28 ops per layer), the attention
- *                UNKNOWN through its symbolic shapes.
+ *                UNKNOWN through its symbolic shapes;
+ *   fanout       one node read by all the others (1% of them forced UNKNOWN): the worst case
+ *                for single-path checks that scan out-lists.
  * For each: graph build and inference times, the partition's wall and CPU time (CPU time split
  * into its phases: mark, merge, place, build), the clusters found, and the partition's CPU ns per
  * node and per n*log2(n) so that growth can be compared across sizes within one run.
  *
- * usage: bench_partition [--max-nodes N] [--family layered|transformer|all] [--reps R]
+ * usage: bench_partition [--max-nodes N] [--family layered|transformer|fanout|all] [--reps R]
  * (R repetitions of the partition, the fastest is reported; default 3). */
 #include <math.h>
 #include <stdio.h>
@@ -198,6 +200,29 @@ static bench_graph transformer(size_t n_nodes) {
   return b;
 }
 
+/* One Relu feeding n - 1 Neg nodes, 1% of them forced UNKNOWN: every single-path check starts
+ * from the hub, whose out-list holds every other node. */
+static bench_graph fanout(size_t n_nodes) {
+  bench_graph b = {0};
+  uint64_t t0 = mx__now_ns();
+  if (mx_graph_create("fanout", &b.g) != MX_OK) FAIL("out of memory");
+  mx_shape s = {.rank = 2, .dims = {2, 3}};
+  mx_value_id x, hub;
+  if (mx_graph_add_input(b.g, "x", MX_FLOAT32, &s, &x) != MX_OK)
+    FAIL("%s", mx_graph_last_error(b.g));
+  hub = add(b.g, "Relu", "hub", &x, 1, NULL, 0);
+  b.forced = malloc(n_nodes * sizeof *b.forced);
+  if (!b.forced) FAIL("out of memory");
+  for (size_t i = 1; i < n_nodes; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "leaf%zu", i);
+    mx_graph_add_output(b.g, add(b.g, "Neg", name, &hub, 1, NULL, 0));
+    if (i % 100 == 7) b.forced[b.n_forced++] = strdup(name);
+  }
+  b.build_ms = (double)(mx__now_ns() - t0) / 1e6;
+  return b;
+}
+
 static void free_graph(bench_graph *b) {
   for (size_t i = 0; i < b->n_forced; i++) free(b->forced[i]);
   free(b->forced);
@@ -205,7 +230,9 @@ static void free_graph(bench_graph *b) {
 }
 
 static void run(const char *family, size_t n_target, int reps, bool *first) {
-  bench_graph b = strcmp(family, "layered") == 0 ? layered(n_target) : transformer(n_target);
+  bench_graph b = strcmp(family, "layered") == 0       ? layered(n_target)
+                  : strcmp(family, "transformer") == 0 ? transformer(n_target)
+                                                       : fanout(n_target);
   uint64_t t0 = mx__now_ns();
   if (mx_graph_infer(b.g) != MX_OK) FAIL("infer: %s", mx_graph_last_error(b.g));
   double infer_ms = (double)(mx__now_ns() - t0) / 1e6;
@@ -263,18 +290,18 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
       reps = atoi(argv[++i]);
     else {
-      fprintf(
-          stderr,
-          "usage: bench_partition [--max-nodes N] [--family layered|transformer|all] [--reps R]\n");
+      fprintf(stderr,
+              "usage: bench_partition [--max-nodes N] [--family layered|transformer|fanout|all] "
+              "[--reps R]\n");
       return 2;
     }
   }
   if (reps < 1) reps = 1;
   static const size_t sizes[] = {1000, 10000, 100000, 1000000};
-  static const char *const families[] = {"layered", "transformer"};
+  static const char *const families[] = {"layered", "transformer", "fanout"};
   bool first = true;
   printf("{\"benchmark\": \"partition\", \"results\": [");
-  for (size_t f = 0; f < 2; f++) {
+  for (size_t f = 0; f < 3; f++) {
     if (strcmp(family, "all") != 0 && strcmp(family, families[f]) != 0) continue;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
       if (sizes[i] > max_nodes) continue;
