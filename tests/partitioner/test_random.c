@@ -94,6 +94,48 @@ static bool is_forced(const dag *d, const char *name) {
   return false;
 }
 
+/* Normal mode merges as far as the rules allow: two directly connected clusters of the same
+ * type (KNOWN-KNOWN, UNKNOWN-UNKNOWN) always have a second path between them, through another
+ * cluster, that merging would turn into a cycle. Checked by brute force on the cluster graph. */
+static void check_maximal(const dag *d, mx_partition *p, uint64_t seed) {
+  const mx_graph *g = d->g;
+  size_t nc = mx_partition_cluster_count(p);
+  bool *edge = calloc(nc * nc, sizeof *edge), *reach = calloc(nc, sizeof *reach);
+  cr_assert(edge && reach);
+  for (size_t n = 0; n < g->n_nodes; n++) {
+    const mx_node *nd = &g->nodes[n];
+    mx_partition_node_info bi;
+    mx_partition_node(p, (mx_node_id)n, &bi);
+    for (uint32_t k = 0; k < nd->n_inputs; k++) {
+      mx_node_id pr = g->values[nd->inputs[k]].producer;
+      if (pr == MX_NO_NODE) continue;
+      mx_partition_node_info ai;
+      mx_partition_node(p, pr, &ai);
+      if (ai.cluster != bi.cluster) edge[ai.cluster * nc + bi.cluster] = true;
+    }
+  }
+  for (size_t a = 0; a < nc; a++) {
+    mx_partition_cluster_info ca;
+    mx_partition_cluster(p, a, &ca);
+    for (size_t b = a + 1; b < nc; b++) {
+      if (!edge[a * nc + b]) continue;
+      mx_partition_cluster_info cb;
+      mx_partition_cluster(p, b, &cb);
+      if (ca.type != cb.type) continue;
+      /* Clusters reachable from a without the direct edge a -> b (ids are topological). */
+      memset(reach, 0, nc * sizeof *reach);
+      for (size_t x = a + 1; x < b; x++) reach[x] = edge[a * nc + x];
+      for (size_t x = a + 1; x < b; x++)
+        for (size_t y = x + 1; y <= b && reach[x]; y++)
+          if (edge[x * nc + y]) reach[y] = true;
+      cr_assert(reach[b], "seed %llu: %s clusters %zu -> %zu could have merged",
+                (unsigned long long)seed, mx_cluster_type_name(ca.type), a, b);
+    }
+  }
+  free(edge);
+  free(reach);
+}
+
 static void check_properties(const dag *d, mx_partition *p, uint64_t seed) {
   const mx_graph *g = d->g;
   size_t nc = mx_partition_cluster_count(p);
@@ -155,6 +197,7 @@ static void check_properties(const dag *d, mx_partition *p, uint64_t seed) {
       cr_assert_eq(b.parent_index, k);
     }
   }
+  if (!d->stable) check_maximal(d, p, seed);
   pt_check_root_order(p);
   pt_check_roundtrip(p, g, false);
 }
