@@ -40,16 +40,34 @@ void __tsan_release(void *addr);
 
 /* --- waiting (hal/wait.c) --------------------------------------------------------------------- */
 
-/* A futex word plus the number of threads parked on it. A notifier bumps the word and wakes
- * only when `waiters` is non-zero; waiters register before their final re-check. */
-typedef struct mx__waitq {
-  _Atomic uint32_t word;    /* bumped by every notification that may wake someone */
-  _Atomic uint32_t waiters; /* threads registered to park on `word` */
-} mx__waitq;
+/* Host threads waiting for device progress. A waiter parks in one of a few slots saying which
+ * counter it waits for and the value it needs; a notifier that has just advanced a counter wakes
+ * only the slots whose condition it met (it compares the counter's address, it never reads
+ * through a waiter's pointer). When every slot is taken, further waiters share a broadcast futex
+ * that any progress bumps. The protocol is an eventcount: the waiter arms, re-reads the counter
+ * and parks only if the futex word did not move; the notifier publishes progress with a
+ * sequentially consistent store before it looks at the slots, so one side always sees the
+ * other. */
+#define MX__WAIT_SLOTS 8
 
 /* Spinning waiters (host threads and idle workers) spin with the pause instruction alone for
  * this long, then yield the processor between checks until their spin time ends and they park. */
 #define MX__SPIN_PURE_NS 2000u
+
+typedef struct mx__waiter {
+  _Alignas(64) _Atomic uint32_t state; /* 0 free, 1 claimed, 2 armed (parked or parking),
+                                          3 woken by a notifier */
+  _Atomic uint32_t futex;              /* bumped by the notifier that wakes this slot */
+  _Atomic uintptr_t word;              /* address of the counter waited on (compared only) */
+  _Atomic uint64_t target;             /* value the counter must reach */
+} mx__waiter;
+
+typedef struct mx__waitq {
+  _Atomic uint32_t armed;         /* slots in state 2 (notifiers skip the scan at 0) */
+  _Atomic uint32_t bcast;         /* broadcast futex word for overflow waiters */
+  _Atomic uint32_t bcast_waiters; /* overflow waiters parked on bcast */
+  mx__waiter slot[MX__WAIT_SLOTS];
+} mx__waitq;
 
 void mx__futex_wait(_Atomic uint32_t *word, uint32_t expected);
 void mx__futex_wake(_Atomic uint32_t *word, int count);
@@ -62,11 +80,12 @@ static inline void mx__cpu_relax(void) {
 #endif
 }
 
-/* Wakes the host threads parked on q, if any. The caller has just published progress with a
- * sequentially consistent store. */
-void mx__waitq_notify(mx__waitq *q);
+/* The caller has just advanced *word to `value` with a sequentially consistent store: wakes the
+ * host threads waiting for *word to reach at most `value` (and the overflow waiters). */
+void mx__waitq_notify(mx__waitq *q, const _Atomic uint64_t *word, uint64_t value);
 
-/* Blocks the calling host thread until *word >= target: spins for spin_ns, then parks on q. */
+/* Blocks the calling host thread until *word >= target: spins for spin_ns, then parks on q. The
+ * code that advances *word must call mx__waitq_notify(q, word, new value). */
 void mx__waitq_wait_ge(mx__waitq *q, _Atomic uint64_t *word, uint64_t target, int64_t spin_ns);
 
 /* --- channels, streams, events ---------------------------------------------------------------- */
@@ -283,7 +302,8 @@ typedef struct mx__device_ops {
   /* Queues execution `exec` of m on s with its patch batch; called under m->host_lock. */
   mx_status (*model_execute)(mx_hal_model *m, mx_stream *s, uint64_t exec, uint64_t patch_start,
                              uint32_t patch_count);
-  /* Device-side progress that may unblock waiters was just published (seq_cst). */
+  /* Device-side progress that may unblock other streams' commands was just published
+   * (seq_cst); host waiters are notified separately through dev->host_wq. */
   void (*notify)(mx_device *dev);
   void (*info)(const mx_device *dev, mx_device_info *info);
 } mx__device_ops;

@@ -456,6 +456,7 @@ void mx__model_begin(mx_hal_model *m, uint64_t exec, uint64_t start, uint32_t co
     patched += hi - lo;
   }
   atomic_store(&m->patch_consumed, start + count);
+  mx__waitq_notify(&m->dev->host_wq, &m->patch_consumed, start + count);
 
   atomic_store_explicit(&m->exec_failed, 0, memory_order_relaxed);
   m->exec_status = MX_OK;
@@ -562,5 +563,8 @@ void mx__model_end(mx_hal_model *m, uint64_t exec, mx_stream *s, uint64_t seq) {
     mx__stream_fail(s, seq, m->exec_status, m->exec_task, m->exec_stream, "%s", m->exec_msg);
   atomic_fetch_add_explicit(&m->st_exec, 1, memory_order_relaxed);
   atomic_store_explicit(&m->st_exec_ns, mx__now_ns() - m->exec_t0, memory_order_relaxed);
+  mx_device *dev = m->dev;
+  /* Last access to m: once `done` is visible the host may destroy the model. */
   atomic_store(&m->done, exec);
+  mx__waitq_notify(&dev->host_wq, &m->done, exec);
 }

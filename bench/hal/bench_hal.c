@@ -14,7 +14,8 @@
  *   event_round_trip  stream A: kernel, record eA; stream B: wait eA, kernel, record eB; A waits
  *                     eB; time per round trip (two cross-stream hand-offs)
  *
- * Usage: bench_hal [--quick]   (--quick: fewer repetitions, for smoke runs)
+ * Usage: bench_hal [--quick] [--pin none|compact|scatter|auto]
+ *   --quick: fewer repetitions, for smoke runs; --pin: worker pinning (default auto)
  * Every figure is a median over repetitions measured in the same run. */
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -27,6 +28,7 @@
 #include "hal/hal.h"
 
 static int g_reps = 21;
+static mx_pinning g_pin = MX_PIN_AUTO; /* --pin */
 
 static mx_status k_noop(void *args, size_t size) {
   (void)args;
@@ -70,6 +72,7 @@ static mx_device *make_device(mx_device_kind kind) {
   mx_device_options o;
   mx_device_options_init(&o);
   o.kind = kind;
+  o.pinning = g_pin;
   o.check = MX_CHECK_OFF;
   o.fault_from_env = false;
   mx_device *dev = NULL;
@@ -389,12 +392,39 @@ static void run_device(mx_device_kind kind, const char *name, bool last) {
   mx_device_destroy(dev);
 }
 
+/* ns per iteration of a dependent multiply-add loop: how fast this thread runs right now (the
+ * machine may be shared; compare runs with similar values). */
+static double calibrate(void) {
+  double v[5];
+  for (int r = 0; r < 5; r++) {
+    volatile uint64_t x = 1;
+    uint64_t t0 = mx__now_ns();
+    for (int i = 0; i < 2000000; i++) x = x * 3 + 1;
+    v[r] = (double)(mx__now_ns() - t0) / 2000000;
+  }
+  return median(v, 5);
+}
+
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) {
       g_reps = 3;
+    } else if (strcmp(argv[i], "--pin") == 0 && i + 1 < argc) {
+      const char *p = argv[++i];
+      if (strcmp(p, "none") == 0)
+        g_pin = MX_PIN_NONE;
+      else if (strcmp(p, "compact") == 0)
+        g_pin = MX_PIN_COMPACT;
+      else if (strcmp(p, "scatter") == 0)
+        g_pin = MX_PIN_SCATTER;
+      else if (strcmp(p, "auto") == 0)
+        g_pin = MX_PIN_AUTO;
+      else {
+        fprintf(stderr, "bench_hal: --pin takes none, compact, scatter or auto\n");
+        return 2;
+      }
     } else {
-      fprintf(stderr, "usage: bench_hal [--quick]\n");
+      fprintf(stderr, "usage: bench_hal [--quick] [--pin none|compact|scatter|auto]\n");
       return 2;
     }
   }
@@ -413,6 +443,7 @@ int main(int argc, char **argv) {
     fclose(f);
   }
   printf("  \"loadavg_1min_at_start\": %.2f,\n", load[0]);
+  printf("  \"host_loop_ns_at_start\": %.3f,\n", calibrate());
   printf(
       "  \"targets\": {\"launch_host_ns\": 150, \"model_task_device_ns\": 30, "
       "\"model_execute_flatness\": 2.0},\n");

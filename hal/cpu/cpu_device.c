@@ -25,7 +25,7 @@
  * it is sleeping (one fence and a load on the launch path). A worker that parks with a blocked
  * command registers as "blocked"; completions ring the bells of blocked sleepers only. Host threads
  * that wait (full queue, synchronize) spin and then park on the device's host wait queue, which
- * completions bump only when someone waits. */
+ * wakes them only once the counter they wait for reaches their target. */
 #include <ck_ring.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -179,7 +179,6 @@ static void wake_worker(cpu_worker *w) {
 
 static void cpu_notify(mx_device *dev) {
   cpu_device *cd = dev->impl;
-  mx__waitq_notify(&dev->host_wq);
   if (MX__LIKELY(atomic_load(&cd->n_blocked) == 0)) return;
   uint32_t n = atomic_load(&cd->n_workers);
   for (uint32_t i = 0; i < n; i++) {
@@ -505,9 +504,12 @@ static void finish(cpu_stream *s, cpu_cmd *c) {
   uint64_t idx = (uint64_t)(c - s->slots);
   uint64_t start = s->release_pos + ((idx - s->release_pos) & s->mask);
   s->release_pos = start + c->nslots;
-  atomic_store_explicit(&s->slots_released, s->release_pos, memory_order_release);
+  atomic_store(&s->slots_released, s->release_pos);
   atomic_store(&s->base.chan->completed, seq);
-  cpu_notify(s->base.dev);
+  mx_device *dev = s->base.dev;
+  cpu_notify(dev);
+  mx__waitq_notify(&dev->host_wq, &s->slots_released, s->release_pos);
+  mx__waitq_notify(&dev->host_wq, &s->base.chan->completed, seq);
 }
 
 /* Runs up to DRAIN_BUDGET commands of s; true if anything was dequeued or resumed. */
@@ -549,7 +551,7 @@ static void adopt(cpu_worker *w) {
     w->niced = true;
   }
   atomic_store(&w->seen_gen, g);
-  mx__waitq_notify(&w->dev->host_wq);
+  mx__waitq_notify(&w->dev->host_wq, &w->seen_gen, g);
 }
 
 static bool worker_ready(cpu_worker *w) {

@@ -28,7 +28,7 @@ static uint64_t begin_cmd(mx_stream *s) {
 static void end_cmd(mx_stream *s, uint64_t seq) {
   atomic_store(&s->chan->completed, seq);
   pthread_mutex_unlock(&s->submit_lock);
-  mx__waitq_notify(&s->dev->host_wq);
+  mx__waitq_notify(&s->dev->host_wq, &s->chan->completed, seq);
 }
 
 /* An inline stream keeps a scratch buffer for argument blocks larger than the stack copy, so
@@ -161,7 +161,7 @@ static mx_status inline_model_prepare(mx_hal_model *m) {
   return MX_OK;
 }
 static void inline_model_release(mx_hal_model *m) { (void)m; }
-static void inline_notify(mx_device *dev) { mx__waitq_notify(&dev->host_wq); }
+static void inline_notify(mx_device *dev) { (void)dev; /* no worker to wake */ }
 
 static void inline_info(const mx_device *dev, mx_device_info *info) {
   (void)dev;
