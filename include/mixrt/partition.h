@@ -21,7 +21,8 @@
  *   mx_partition_destroy(p);
  *
  * The input graph is never modified. The partition reads names and shapes from it and the root
- * graph shares its symbol table, so the input graph must outlive the partition and its root. */
+ * graph shares its symbol table, so the input graph must outlive the partition and its root
+ * (inferring the root again may add fresh symbols to that shared table). */
 #ifndef MIXRT_PARTITION_H
 #define MIXRT_PARTITION_H
 
