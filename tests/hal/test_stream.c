@@ -170,6 +170,46 @@ Test(hal_stream, concurrent_submitters) {
   hal_check_leaks();
 }
 
+/* More host threads wait at once than the device has waiter slots: the extra ones share the
+ * broadcast path, and every wait returns once its own stream is done. */
+typedef struct sync_job {
+  mx_stream *s;
+  atomic_int *flag;
+  mx_status st;
+} sync_job;
+
+static void *sync_thread(void *arg) {
+  sync_job *j = arg;
+  j->st = mx_stream_synchronize(j->s);
+  if (atomic_load(j->flag) != 1) j->st = MX_ERR_INTERNAL; /* returned before the work ran */
+  return NULL;
+}
+
+Test(hal_stream, many_parked_host_waiters) {
+  const hal_config *cfg = &hal_configs[2]; /* parks at once */
+  mx_device *dev = hal_device(cfg, NULL);
+  enum { T = 12 };
+  mx_stream *s[T];
+  atomic_int flags[T];
+  sync_job jobs[T];
+  pthread_t th[T];
+  for (int i = 0; i < T; i++) {
+    cr_assert_eq(mx_stream_create(dev, 0, &s[i]), MX_OK);
+    atomic_init(&flags[i], 0);
+    sleep_args a = {&flags[i], (int64_t)(5 + i) * 1000 * 1000};
+    cr_assert_eq(mx_hal_launch(s[i], k_sleep_flag, &a, sizeof a), MX_OK);
+    jobs[i] = (sync_job){s[i], &flags[i], MX_ERR_BUSY};
+  }
+  for (int i = 0; i < T; i++) cr_assert_eq(pthread_create(&th[i], NULL, sync_thread, &jobs[i]), 0);
+  for (int i = 0; i < T; i++) {
+    pthread_join(th[i], NULL);
+    cr_assert_eq(jobs[i].st, MX_OK, "waiter %d", i);
+    mx_stream_destroy(s[i]);
+  }
+  mx_device_destroy(dev);
+  hal_check_leaks();
+}
+
 Test(hal_stream, bad_arguments) {
   mx_device *dev = hal_device(&hal_configs[0], NULL);
   mx_stream *s;
