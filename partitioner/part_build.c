@@ -338,11 +338,9 @@ static mx_status build_cluster(build_ctx *b, uint32_t id) {
       goto done;
     }
   }
-  /* Resolve the call's op now, so the root is ready for inference; the registry's 8-bit arity
-   * field cannot describe more than 255 outputs, so a larger call stays unresolved (building
-   * and reading it work, inferring the root does not). */
+  /* Resolve the call's op now, so the root is ready for inference. */
   mx_error err = {0};
-  if (c->n_out <= 255 && mx__node_prepare(root, call, &err) != MX_OK) {
+  if (mx__node_prepare(root, call, &err) != MX_OK) {
     st = mx__part_fail(p, err.status, "partition call '%s': %s", call_name, err.message);
     goto done;
   }

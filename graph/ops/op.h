@@ -21,8 +21,8 @@
 
 /* Elements of a symbolic value the inference keeps (longer integer tensors get none). */
 #define MX_SV_MAX 64
-/* Arity marker for variadic ops (Concat, Sum, Max, Min, ...). */
-#define MX_VARIADIC 255
+/* Arity marker for variadic ops (Concat, Sum, Max, Min, ...): any count up to this. */
+#define MX_VARIADIC 65535
 
 /* Op flags. */
 enum {
@@ -92,8 +92,8 @@ typedef struct mx_infer_ctx {
 typedef struct mx_op_def {
   const char *name;            /* op type */
   const char *domain;          /* "" for the default ONNX domain */
-  uint8_t min_inputs, max_inputs;    /* max MX_VARIADIC for variadic */
-  uint8_t min_outputs, max_outputs;
+  uint16_t min_inputs, max_inputs;   /* max MX_VARIADIC for variadic */
+  uint16_t min_outputs, max_outputs; /* max MX_VARIADIC for a variable count (Split) */
   uint32_t flags;              /* MX_OP_* */
   uint64_t value_inputs;       /* bit i: the VALUE of input i shapes the outputs */
   const mx_attr_spec *attrs;   /* schema, terminated by an entry with name NULL */
