@@ -1,0 +1,882 @@
+/* .mxm model files: writing static plans (mx_mxm_save*) and reading them back (mx_mxm_load*).
+ *
+ * A file is a fixed 24-byte preamble (magic, container version, header size, header checksum),
+ * a FileHeader message (format versions, payload size and checksum) and a ModelFile message
+ * (proto/mixrt_model.proto). Weights are inline bytes fields, or one side file next to the .mxm
+ * with its own size and checksum. Reading trusts nothing: the preamble, both checksums and the
+ * sizes are checked before any message is parsed, every count is bounded before anything is
+ * allocated for it, the allocation table must match the plan's inputs and outputs, and each
+ * plan then goes through mx__plan_check (indices, ranges, kernels, params, inference). Any
+ * failure is MX_ERR_MALFORMED naming the file, except a file written for a newer reader
+ * (MX_ERR_UNSUPPORTED). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "graph/ops/op.h"
+#include "proto/mixrt_model.pb-c.h"
+#include "static_exec/static_exec-impl.h"
+
+#define MXM_MAGIC "MIXRTMXM"
+#define MXM_CONTAINER 1u
+#define MXM_PREAMBLE 24u
+#define MXM_FORMAT_VERSION 1u       /* what this code writes */
+#define MXM_READER_VERSION 1u       /* the newest min_reader_version this code accepts */
+#define MXM_MAX_HEADER (1u << 20)
+#define MXM_MAX_PLANS 4096u
+#define WEIGHTS_SUFFIX ".weights"
+
+#ifndef MIXRT_VERSION_STRING
+#define MIXRT_VERSION_STRING "dev"
+#endif
+
+/* --- checksum and little-endian helpers --------------------------------------------------------- */
+
+static uint64_t load_le64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+static uint32_t load_le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void store_le64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void store_le32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+uint64_t mx__mxm_checksum(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint64_t h = 0x6a09e667f3bcc909ull ^ (uint64_t)n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    h = (h ^ load_le64(p + i)) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
+  }
+  if (i < n) {
+    unsigned char tail[8] = {0};
+    memcpy(tail, p + i, n - i);
+    h = (h ^ load_le64(tail)) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+/* --- plan -> messages ------------------------------------------------------------------------- */
+
+/* A message of `size` bytes in the arena, initialised from *init (the type's INIT value). */
+static void *new_msg(mx_arena *a, const void *init, size_t size) {
+  void *m = mx__arena_alloc(a, size, 8);
+  if (m) memcpy(m, init, size);
+  return m;
+}
+#define NEW_MSG(arena, type, INIT) ((type *)new_msg((arena), &(type)INIT, sizeof(type)))
+
+static char *str(const char *s) { return (char *)(s ? s : ""); }
+
+static Mxm__TensorDesc *io_msg(mx_arena *a, const mx__pio *io) {
+  Mxm__TensorDesc *d = NEW_MSG(a, Mxm__TensorDesc, MXM__TENSOR_DESC__INIT);
+  if (!d) return NULL;
+  d->name = str(io->name);
+  d->dtype = (int32_t)io->dtype;
+  d->n_dims = (size_t)io->rank;
+  d->dims = (int64_t *)io->dims;
+  d->frozen = io->frozen;
+  return d;
+}
+
+static Mxm__Attribute *attr_msg(mx_arena *a, const mx_attr *at) {
+  Mxm__Attribute *m = NEW_MSG(a, Mxm__Attribute, MXM__ATTRIBUTE__INIT);
+  if (!m) return NULL;
+  m->name = str(at->name);
+  m->type = (int32_t)at->type;
+  m->i = at->i;
+  m->f = at->f;
+  switch (at->type) {
+    case MX_ATTR_STRING: m->s = str(at->s); break;
+    case MX_ATTR_INTS:
+      m->n_ints = at->count;
+      m->ints = (int64_t *)at->ints;
+      break;
+    case MX_ATTR_FLOATS:
+      m->n_floats = at->count;
+      m->floats = (float *)at->floats;
+      break;
+    case MX_ATTR_STRINGS:
+      m->n_strings = at->count;
+      m->strings = (char **)at->strings;
+      break;
+    case MX_ATTR_TENSOR: {
+      size_t nb = 0;
+      mx_tensor_nbytes(at->tensor, &nb);
+      m->tensor_dtype = (int32_t)at->tensor->dtype;
+      m->n_tensor_dims = (size_t)at->tensor->rank;
+      m->tensor_dims = (int64_t *)at->tensor->dims;
+      m->tensor_data.len = nb;
+      m->tensor_data.data = at->tensor->data;
+      break;
+    }
+    default: break;
+  }
+  return m;
+}
+
+static Mxm__Task *task_msg(mx_arena *a, const mx__ptask *pt) {
+  Mxm__Task *m = NEW_MSG(a, Mxm__Task, MXM__TASK__INIT);
+  if (!m) return NULL;
+  m->kind = pt->kind == MX__TASK_COPY ? MXM__TASK__KIND__COPY : MXM__TASK__KIND__KERNEL;
+  m->name = str(pt->name);
+  m->op = str(pt->op);
+  m->domain = str(pt->domain);
+  m->opset = pt->opset;
+  m->key_dtype = pt->key_dtype;
+  m->params.len = pt->params_size;
+  m->params.data = pt->params;
+  m->n_inputs = pt->n_in;
+  m->workspace_offset = pt->ws_offset;
+  m->workspace_size = pt->ws_size;
+  m->stream = pt->stream;
+  m->n_wait_events = pt->n_waits;
+  m->wait_events = pt->waits;
+  m->n_record_events = pt->n_records;
+  m->record_events = pt->records;
+  m->n_attributes = pt->n_attrs;
+  m->attributes = mx__arena_array(a, pt->n_attrs ? pt->n_attrs : 1, sizeof *m->attributes, 8);
+  uint32_t nt = pt->n_in + pt->n_out;
+  m->n_tensors = nt;
+  m->tensors = mx__arena_array(a, nt ? nt : 1, sizeof *m->tensors, 8);
+  if (!m->attributes || !m->tensors) return NULL;
+  for (uint32_t i = 0; i < pt->n_attrs; i++)
+    if (!(m->attributes[i] = attr_msg(a, &pt->attrs[i]))) return NULL;
+  for (uint32_t i = 0; i < nt; i++) {
+    const mx__ptensor *t = &pt->t[i];
+    Mxm__TaskTensor *tm = NEW_MSG(a, Mxm__TaskTensor, MXM__TASK_TENSOR__INIT);
+    if (!tm) return NULL;
+    tm->dtype = (int32_t)t->dtype;
+    tm->n_dims = t->dtype == MX_DTYPE_UNDEFINED ? 0 : (size_t)t->rank;
+    tm->dims = (int64_t *)t->dims;
+    tm->has_data = t->alloc != MX__NO_ALLOC;
+    tm->alloc_id = tm->has_data ? t->alloc : 0;
+    tm->offset = tm->has_data ? t->offset : 0;
+    tm->has_values = t->n_values >= 0;
+    tm->n_values = t->n_values > 0 ? (size_t)t->n_values : 0;
+    tm->values = t->values;
+    m->tensors[i] = tm;
+  }
+  return m;
+}
+
+/* The message of plan p; weights inline unless ext_offset is not NULL (then their position in
+ * the side file). */
+static Mxm__StaticPlan *plan_msg(mx_arena *a, const mx_static_plan *p, const uint64_t *ext_offset) {
+  Mxm__StaticPlan *m = NEW_MSG(a, Mxm__StaticPlan, MXM__STATIC_PLAN__INIT);
+  Mxm__MemoryPlan *mem = NEW_MSG(a, Mxm__MemoryPlan, MXM__MEMORY_PLAN__INIT);
+  Mxm__Weights *w = NEW_MSG(a, Mxm__Weights, MXM__WEIGHTS__INIT);
+  if (!m || !mem || !w) return NULL;
+  m->name = str(p->name);
+  m->n_streams = p->n_streams;
+  m->n_events = p->n_events;
+  m->cross_edges = p->cross_edges;
+  m->hal_mode = (uint32_t)p->mode;
+  m->fm_external = p->fm_external;
+  m->n_inputs = p->n_inputs;
+  m->n_outputs = p->n_outputs;
+  m->inputs = mx__arena_array(a, p->n_inputs ? p->n_inputs : 1, sizeof *m->inputs, 8);
+  m->outputs = mx__arena_array(a, p->n_outputs ? p->n_outputs : 1, sizeof *m->outputs, 8);
+  uint32_t nid = mx__plan_ids(p);
+  m->n_allocations = nid;
+  m->allocations = mx__arena_array(a, nid, sizeof *m->allocations, 8);
+  m->n_tasks = p->n_tasks;
+  m->tasks = mx__arena_array(a, p->n_tasks ? p->n_tasks : 1, sizeof *m->tasks, 8);
+  mem->n_buffers = p->n_buffers;
+  mem->buffers = mx__arena_array(a, p->n_buffers ? p->n_buffers : 1, sizeof *mem->buffers, 8);
+  if (!m->inputs || !m->outputs || !m->allocations || !m->tasks || !mem->buffers) return NULL;
+  for (uint32_t i = 0; i < p->n_inputs; i++)
+    if (!(m->inputs[i] = io_msg(a, &p->inputs[i]))) return NULL;
+  for (uint32_t i = 0; i < p->n_outputs; i++)
+    if (!(m->outputs[i] = io_msg(a, &p->outputs[i]))) return NULL;
+  for (uint32_t id = 0; id < nid; id++) {
+    Mxm__Allocation *al = NEW_MSG(a, Mxm__Allocation, MXM__ALLOCATION__INIT);
+    if (!al) return NULL;
+    uint32_t index;
+    al->kind = (Mxm__Allocation__Kind)mx__plan_id_kind(p, id, &index);
+    al->index = index;
+    al->size = mx__plan_id_size(p, id);
+    m->allocations[id] = al;
+  }
+  for (uint32_t t = 0; t < p->n_tasks; t++)
+    if (!(m->tasks[t] = task_msg(a, &p->tasks[t]))) return NULL;
+  mem->fm_bytes = p->fm_bytes;
+  mem->lower_bound = p->lower_bound;
+  mem->no_reuse = p->no_reuse;
+  mem->placement = str(p->placement);
+  mem->in_place = p->in_place;
+  mem->aliases = p->aliases;
+  for (uint32_t b = 0; b < p->n_buffers; b++) {
+    const mx__pbuf *pb = &p->buffers[b];
+    Mxm__Buffer *bm = NEW_MSG(a, Mxm__Buffer, MXM__BUFFER__INIT);
+    if (!bm) return NULL;
+    bm->offset = pb->offset;
+    bm->size = pb->size;
+    bm->n_users = pb->n_users;
+    bm->users = pb->users;
+    bm->workspace = pb->workspace;
+    bm->name = str(pb->name);
+    mem->buffers[b] = bm;
+  }
+  m->memory = mem;
+  w->size = p->weight_bytes;
+  if (ext_offset) {
+    w->external_offset = *ext_offset;
+  } else {
+    w->data.len = (size_t)p->weight_bytes;
+    w->data.data = p->weights;
+  }
+  m->weights = w;
+  return m;
+}
+
+/* Serializes the header and payload of a ModelFile: *pre receives the preamble and header
+ * (malloc'd, *pre_size bytes), *payload the ModelFile bytes (malloc'd). */
+static mx_status pack_file(const Mxm__ModelFile *mf, unsigned char **pre, size_t *pre_size,
+                           unsigned char **payload, size_t *payload_size, mx_error *err) {
+  *pre = NULL;
+  *payload = NULL;
+  size_t psz = mxm__model_file__get_packed_size(mf);
+  unsigned char *pl = malloc(psz ? psz : 1);
+  if (!pl) return mx__fail_oom(err, ".mxm payload");
+  mxm__model_file__pack(mf, pl);
+  Mxm__FileHeader hdr = MXM__FILE_HEADER__INIT;
+  hdr.format_version = MXM_FORMAT_VERSION;
+  hdr.min_reader_version = 1;
+  hdr.payload_size = psz;
+  hdr.payload_checksum = mx__mxm_checksum(pl, psz);
+  hdr.producer = "mixrt " MIXRT_VERSION_STRING;
+  size_t hsz = mxm__file_header__get_packed_size(&hdr);
+  unsigned char *pr = malloc(MXM_PREAMBLE + hsz);
+  if (!pr) {
+    free(pl);
+    return mx__fail_oom(err, ".mxm header");
+  }
+  memcpy(pr, MXM_MAGIC, 8);
+  store_le32(pr + 8, MXM_CONTAINER);
+  store_le32(pr + 12, (uint32_t)hsz);
+  mxm__file_header__pack(&hdr, pr + MXM_PREAMBLE);
+  store_le64(pr + 16, mx__mxm_checksum(pr + MXM_PREAMBLE, hsz));
+  *pre = pr;
+  *pre_size = MXM_PREAMBLE + hsz;
+  *payload = pl;
+  *payload_size = psz;
+  return MX_OK;
+}
+
+/* Writes the pieces to path (through a temporary file renamed at the end). */
+static mx_status write_file(const char *path, const void *a, size_t na, const void *b, size_t nb,
+                            mx_error *err) {
+  size_t plen = strlen(path);
+  char *tmp = malloc(plen + 8);
+  if (!tmp) return mx__fail_oom(err, "file name");
+  snprintf(tmp, plen + 8, "%s.tmp", path);
+  mx_status st = MX_OK;
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    st = mx__fail(err, MX_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
+    goto free_name;
+  }
+  bool ok = (na == 0 || fwrite(a, 1, na, f) == na) && (nb == 0 || fwrite(b, 1, nb, f) == nb);
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    st = mx__fail(err, MX_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    remove(tmp);
+  }
+free_name:
+  free(tmp);
+  return st;
+}
+
+/* The side file's name for an .mxm path: its base name + ".weights". */
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const char *path,
+                            const mx_mxm_save_options *o, mx_error *err) {
+  if ((!plans && n) || !path || n > MXM_MAX_PLANS)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: invalid arguments");
+  for (size_t i = 0; i < n; i++)
+    if (!plans[i]) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: plan %zu is NULL", i);
+  bool external = o && o->external_weights;
+  mx_arena a;
+  mx__arena_init(&a, 64 * 1024);
+  mx_status st = MX_OK;
+  unsigned char *pre = NULL, *payload = NULL, *wbuf = NULL;
+  char *wpath = NULL;
+  size_t pre_size = 0, payload_size = 0, wsize = 0;
+  uint64_t *offs = calloc(n ? n : 1, sizeof *offs);
+  Mxm__ModelFile mf = MXM__MODEL_FILE__INIT;
+  Mxm__ExternalWeights ew = MXM__EXTERNAL_WEIGHTS__INIT;
+  mf.n_static_plans = n;
+  mf.static_plans = mx__arena_array(&a, n ? n : 1, sizeof *mf.static_plans, 8);
+  if (!offs || !mf.static_plans) {
+    st = mx__fail_oom(err, ".mxm messages");
+    goto free_all;
+  }
+  if (external) {
+    for (size_t i = 0; i < n; i++) {
+      offs[i] = wsize;
+      wsize += (size_t)((plans[i]->weight_bytes + 63) & ~(uint64_t)63);
+    }
+    wbuf = calloc(wsize ? wsize : 1, 1);
+    size_t wl = strlen(path) + sizeof WEIGHTS_SUFFIX;
+    wpath = malloc(wl);
+    if (!wbuf || !wpath) {
+      st = mx__fail_oom(err, ".mxm weights");
+      goto free_all;
+    }
+    snprintf(wpath, wl, "%s%s", path, WEIGHTS_SUFFIX);
+    for (size_t i = 0; i < n; i++)
+      if (plans[i]->weight_bytes) memcpy(wbuf + offs[i], plans[i]->weights, (size_t)plans[i]->weight_bytes);
+    ew.file = (char *)base_name(wpath);
+    ew.size = wsize;
+    ew.checksum = mx__mxm_checksum(wbuf, wsize);
+    mf.external_weights = &ew;
+  }
+  for (size_t i = 0; i < n; i++) {
+    mf.static_plans[i] = plan_msg(&a, plans[i], external ? &offs[i] : NULL);
+    if (!mf.static_plans[i]) {
+      st = mx__fail_oom(err, ".mxm messages");
+      goto free_all;
+    }
+  }
+  st = pack_file(&mf, &pre, &pre_size, &payload, &payload_size, err);
+  if (st == MX_OK && external) st = write_file(wpath, wbuf, wsize, NULL, 0, err);
+  if (st == MX_OK) st = write_file(path, pre, pre_size, payload, payload_size, err);
+
+free_all:
+  free(payload);
+  free(pre);
+  free(wpath);
+  free(wbuf);
+  free(offs);
+  mx__arena_release(&a);
+  return st;
+}
+
+mx_status mx_mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,
+                      mx_error *err) {
+  return mx_mxm_save_plans(&plan, 1, path, o, err);
+}
+
+mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size, mx_error *err) {
+  if (data) *data = NULL;
+  if (!plan || !data || !size) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_memory: NULL argument");
+  mx_arena a;
+  mx__arena_init(&a, 64 * 1024);
+  Mxm__ModelFile mf = MXM__MODEL_FILE__INIT;
+  Mxm__StaticPlan *pm = plan_msg(&a, plan, NULL);
+  unsigned char *pre = NULL, *payload = NULL;
+  size_t pre_size = 0, payload_size = 0;
+  mx_status st = pm ? MX_OK : mx__fail_oom(err, ".mxm messages");
+  if (st == MX_OK) {
+    mf.n_static_plans = 1;
+    mf.static_plans = &pm;
+    st = pack_file(&mf, &pre, &pre_size, &payload, &payload_size, err);
+  }
+  if (st == MX_OK) {
+    unsigned char *buf = malloc(pre_size + payload_size);
+    if (!buf) {
+      st = mx__fail_oom(err, ".mxm buffer");
+    } else {
+      memcpy(buf, pre, pre_size);
+      memcpy(buf + pre_size, payload, payload_size);
+      *data = buf;
+      *size = pre_size + payload_size;
+    }
+  }
+  free(payload);
+  free(pre);
+  mx__arena_release(&a);
+  return st;
+}
+
+/* --- messages -> plan ------------------------------------------------------------------------- */
+
+#define BAD(...) mx__fail(err, MX_ERR_MALFORMED, __VA_ARGS__)
+
+static mx_status dims_from(const int64_t *src, size_t n, int32_t *rank, int64_t *dims, mx_error *err,
+                           const char *what) {
+  if (n > MX_MAX_RANK) return BAD("%s: rank %zu exceeds %d", what, n, MX_MAX_RANK);
+  *rank = (int32_t)n;
+  memset(dims, 0, MX_MAX_RANK * sizeof *dims);
+  for (size_t k = 0; k < n; k++) {
+    if (src[k] < 0) return BAD("%s: negative dim", what);
+    dims[k] = src[k];
+  }
+  return MX_OK;
+}
+
+static mx_status io_from(mx_static_plan *p, const Mxm__TensorDesc *d, mx__pio *io, mx_error *err,
+                         const char *what, size_t i) {
+  char label[64];
+  snprintf(label, sizeof label, "%s %zu", what, i);
+  if (!d) return BAD("%s: missing", label);
+  io->name = mx__arena_strdup(&p->arena, d->name ? d->name : "");
+  if (!io->name) return mx__fail_oom(err, "plan names");
+  io->dtype = (mx_dtype)d->dtype;
+  io->frozen = d->frozen;
+  mx_status st = dims_from(d->dims, d->n_dims, &io->rank, io->dims, err, label);
+  if (st != MX_OK) return st;
+  if (!mx_dtype_is_supported(d->dtype) || !mx__dims_nbytes(io->dtype, io->rank, io->dims, &io->nbytes))
+    return BAD("%s ('%s'): invalid dtype or size", label, io->name);
+  return MX_OK;
+}
+
+static mx_status attr_from(mx_static_plan *p, const Mxm__Attribute *m, mx_attr *at, mx_error *err,
+                           uint32_t ti) {
+  if (!m) return BAD("task %u: missing attribute", ti);
+  memset(at, 0, sizeof *at);
+  at->name = mx__arena_strdup(&p->arena, m->name ? m->name : "");
+  if (!at->name) return mx__fail_oom(err, "plan attributes");
+  at->type = (mx_attr_type)m->type;
+  at->i = m->i;
+  at->f = m->f;
+  switch (m->type) {
+    case MX_ATTR_INT:
+    case MX_ATTR_FLOAT: break;
+    case MX_ATTR_STRING:
+      at->s = mx__arena_strdup(&p->arena, m->s ? m->s : "");
+      if (!at->s) return mx__fail_oom(err, "plan attributes");
+      break;
+    case MX_ATTR_INTS:
+      at->count = m->n_ints;
+      at->ints = mx__arena_memdup(&p->arena, m->ints, m->n_ints * sizeof *m->ints, 8);
+      if (!at->ints) return mx__fail_oom(err, "plan attributes");
+      break;
+    case MX_ATTR_FLOATS:
+      at->count = m->n_floats;
+      at->floats = mx__arena_memdup(&p->arena, m->floats, m->n_floats * sizeof *m->floats, 8);
+      if (!at->floats) return mx__fail_oom(err, "plan attributes");
+      break;
+    case MX_ATTR_STRINGS: {
+      const char **s = mx__arena_array(&p->arena, m->n_strings ? m->n_strings : 1, sizeof *s, 8);
+      if (!s) return mx__fail_oom(err, "plan attributes");
+      for (size_t k = 0; k < m->n_strings; k++) {
+        s[k] = mx__arena_strdup(&p->arena, m->strings[k] ? m->strings[k] : "");
+        if (!s[k]) return mx__fail_oom(err, "plan attributes");
+      }
+      at->strings = s;
+      at->count = m->n_strings;
+      break;
+    }
+    case MX_ATTR_TENSOR: {
+      mx_tensor *t = mx__arena_alloc(&p->arena, sizeof *t, 8);
+      if (!t) return mx__fail_oom(err, "plan attributes");
+      char label[64];
+      snprintf(label, sizeof label, "task %u attribute tensor", ti);
+      mx_status st = dims_from(m->tensor_dims, m->n_tensor_dims, &t->rank, t->dims, err, label);
+      if (st != MX_OK) return st;
+      t->dtype = (mx_dtype)m->tensor_dtype;
+      uint64_t nb;
+      if (!mx_dtype_is_supported(m->tensor_dtype) || !mx__dims_nbytes(t->dtype, t->rank, t->dims, &nb) ||
+          nb != m->tensor_data.len)
+        return BAD("task %u attribute '%s': tensor size does not match its data", ti, at->name);
+      t->data = mx__arena_memdup(&p->arena, m->tensor_data.data, (size_t)nb, 16);
+      if (!t->data) return mx__fail_oom(err, "plan attributes");
+      at->tensor = t;
+      break;
+    }
+    default: return BAD("task %u attribute '%s': unsupported type %d", ti, at->name, (int)m->type);
+  }
+  return MX_OK;
+}
+
+static mx_status tensor_from(mx_static_plan *p, const Mxm__TaskTensor *m, mx__ptensor *t, mx_error *err,
+                             uint32_t ti, size_t i) {
+  char label[64];
+  snprintf(label, sizeof label, "task %u tensor %zu", ti, i);
+  if (!m) return BAD("%s: missing", label);
+  memset(t, 0, sizeof *t);
+  t->dtype = (mx_dtype)m->dtype;
+  t->alloc = MX__NO_ALLOC;
+  t->n_values = -1;
+  mx_status st = dims_from(m->dims, m->n_dims, &t->rank, t->dims, err, label);
+  if (st != MX_OK) return st;
+  if (m->dtype != 0) {
+    if (!mx_dtype_is_supported(m->dtype) || !mx__dims_nbytes(t->dtype, t->rank, t->dims, &t->nbytes))
+      return BAD("%s: invalid dtype or size", label);
+  }
+  if (m->has_data) {
+    t->alloc = m->alloc_id;
+    t->offset = m->offset;
+    if (t->alloc == MX__NO_ALLOC) return BAD("%s: invalid alloc id", label);
+  }
+  if (m->has_values) {
+    if (m->n_values > MX_SV_MAX) return BAD("%s: %zu stored values", label, m->n_values);
+    t->values = mx__arena_memdup(&p->arena, m->values, (m->n_values ? m->n_values : 1) * sizeof *m->values, 8);
+    if (!t->values) return mx__fail_oom(err, "plan tensors");
+    t->n_values = (int32_t)m->n_values;
+  }
+  return MX_OK;
+}
+
+static mx_status task_from(mx_static_plan *p, const Mxm__Task *m, mx__ptask *pt, uint32_t ti, mx_error *err) {
+  if (!m) return BAD("task %u: missing", ti);
+  if (m->kind != MXM__TASK__KIND__KERNEL && m->kind != MXM__TASK__KIND__COPY)
+    return BAD("task %u: unknown kind %d", ti, (int)m->kind);
+  if (m->n_tensors > MX__MAX_TASK_TENSORS || m->n_inputs > m->n_tensors)
+    return BAD("task %u: %zu tensors, %u inputs", ti, m->n_tensors, m->n_inputs);
+  if (m->params.len > MX__MAX_PARAMS_BYTES || m->n_attributes > 4096 || m->n_wait_events > MX__MAX_TASKS ||
+      m->n_record_events > MX__MAX_TASKS)
+    return BAD("task %u: too many params, attributes or events", ti);
+  pt->kind = m->kind == MXM__TASK__KIND__COPY ? MX__TASK_COPY : MX__TASK_KERNEL;
+  pt->name = mx__arena_strdup(&p->arena, m->name ? m->name : "");
+  pt->op = mx__arena_strdup(&p->arena, m->op ? m->op : "");
+  pt->domain = mx__arena_strdup(&p->arena, m->domain ? m->domain : "");
+  if (!pt->name || !pt->op || !pt->domain) return mx__fail_oom(err, "plan tasks");
+  pt->opset = m->opset;
+  pt->key_dtype = m->key_dtype;
+  if (m->params.len) {
+    pt->params = mx__arena_memdup(&p->arena, m->params.data, m->params.len, 16);
+    if (!pt->params) return mx__fail_oom(err, "plan params");
+    pt->params_size = (uint32_t)m->params.len;
+  }
+  pt->n_attrs = (uint32_t)m->n_attributes;
+  if (pt->n_attrs) {
+    pt->attrs = mx__arena_array(&p->arena, pt->n_attrs, sizeof *pt->attrs, 8);
+    if (!pt->attrs) return mx__fail_oom(err, "plan attributes");
+    for (uint32_t k = 0; k < pt->n_attrs; k++) {
+      mx_status st = attr_from(p, m->attributes[k], &pt->attrs[k], err, ti);
+      if (st != MX_OK) return st;
+    }
+  }
+  pt->n_in = m->n_inputs;
+  pt->n_out = (uint32_t)m->n_tensors - m->n_inputs;
+  pt->t = mx__arena_array(&p->arena, m->n_tensors ? m->n_tensors : 1, sizeof *pt->t, 8);
+  if (!pt->t) return mx__fail_oom(err, "plan tensors");
+  for (size_t i = 0; i < m->n_tensors; i++) {
+    mx_status st = tensor_from(p, m->tensors[i], &pt->t[i], err, ti, i);
+    if (st != MX_OK) return st;
+  }
+  pt->ws_offset = m->workspace_offset;
+  pt->ws_size = m->workspace_size;
+  pt->stream = m->stream;
+  pt->n_waits = (uint32_t)m->n_wait_events;
+  pt->n_records = (uint32_t)m->n_record_events;
+  if (pt->n_waits) {
+    pt->waits = mx__arena_memdup(&p->arena, m->wait_events, pt->n_waits * sizeof *pt->waits, 4);
+    if (!pt->waits) return mx__fail_oom(err, "plan events");
+  }
+  if (pt->n_records) {
+    pt->records = mx__arena_memdup(&p->arena, m->record_events, pt->n_records * sizeof *pt->records, 4);
+    if (!pt->records) return mx__fail_oom(err, "plan events");
+  }
+  return MX_OK;
+}
+
+/* Builds a plan from its message; weights come from the message or from `side` (the side file's
+ * bytes, side_size of them, or NULL). */
+static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *side, size_t side_size,
+                           mx_static_plan **out, mx_error *err) {
+  *out = NULL;
+  if (!m->memory || !m->weights) return BAD("plan: missing memory plan or weights record");
+  if (m->n_tasks > MX__MAX_TASKS || m->n_inputs + m->n_outputs > MX__MAX_IO ||
+      m->memory->n_buffers > 2u * MX__MAX_TASKS)
+    return BAD("plan: too many tasks, inputs, outputs or buffers");
+  if (m->hal_mode > MX_HAL_MODEL_INDIRECT) return BAD("plan: unknown HAL mode %u", m->hal_mode);
+  mx_static_plan *p = mx__plan_new();
+  if (!p) return mx__fail_oom(err, "plan");
+  mx_status st = MX_OK;
+  p->name = mx__arena_strdup(&p->arena, m->name ? m->name : "");
+  p->placement = mx__arena_strdup(&p->arena, m->memory->placement ? m->memory->placement : "");
+  p->n_streams = m->n_streams;
+  p->n_events = m->n_events;
+  p->cross_edges = m->cross_edges;
+  p->mode = (mx_hal_model_mode)m->hal_mode;
+  p->fm_external = m->fm_external;
+  p->n_inputs = (uint32_t)m->n_inputs;
+  p->n_outputs = (uint32_t)m->n_outputs;
+  p->n_tasks = (uint32_t)m->n_tasks;
+  p->n_buffers = (uint32_t)m->memory->n_buffers;
+  p->fm_bytes = m->memory->fm_bytes;
+  p->lower_bound = m->memory->lower_bound;
+  p->no_reuse = m->memory->no_reuse;
+  p->in_place = m->memory->in_place;
+  p->aliases = m->memory->aliases;
+  p->inputs = mx__arena_array(&p->arena, p->n_inputs ? p->n_inputs : 1, sizeof *p->inputs, 8);
+  p->outputs = mx__arena_array(&p->arena, p->n_outputs ? p->n_outputs : 1, sizeof *p->outputs, 8);
+  p->tasks = mx__arena_array(&p->arena, p->n_tasks ? p->n_tasks : 1, sizeof *p->tasks, 8);
+  p->buffers = mx__arena_array(&p->arena, p->n_buffers ? p->n_buffers : 1, sizeof *p->buffers, 8);
+  if (!p->name || !p->placement || !p->inputs || !p->outputs || !p->tasks || !p->buffers) {
+    st = mx__fail_oom(err, "plan records");
+    goto free_plan;
+  }
+  for (uint32_t i = 0; i < p->n_inputs && st == MX_OK; i++) st = io_from(p, m->inputs[i], &p->inputs[i], err, "input", i);
+  for (uint32_t i = 0; i < p->n_outputs && st == MX_OK; i++)
+    st = io_from(p, m->outputs[i], &p->outputs[i], err, "output", i);
+  for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++) st = task_from(p, m->tasks[t], &p->tasks[t], t, err);
+  if (st != MX_OK) goto free_plan;
+  for (uint32_t b = 0; b < p->n_buffers; b++) {
+    const Mxm__Buffer *bm = m->memory->buffers[b];
+    mx__pbuf *pb = &p->buffers[b];
+    if (!bm || bm->n_users > MX__MAX_TASKS) {
+      st = BAD("plan: buffer %u is invalid", b);
+      goto free_plan;
+    }
+    pb->offset = bm->offset;
+    pb->size = bm->size;
+    pb->workspace = bm->workspace;
+    pb->n_users = (uint32_t)bm->n_users;
+    pb->name = mx__arena_strdup(&p->arena, bm->name ? bm->name : "");
+    pb->users = mx__arena_memdup(&p->arena, bm->users, (bm->n_users ? bm->n_users : 1) * sizeof *bm->users, 4);
+    if (!pb->name || !pb->users) {
+      st = mx__fail_oom(err, "plan buffers");
+      goto free_plan;
+    }
+  }
+  /* Weights. */
+  p->weight_bytes = m->weights->size;
+  const unsigned char *wsrc = NULL;
+  if (side) {
+    if (m->weights->data.len || m->weights->external_offset > side_size ||
+        p->weight_bytes > side_size - m->weights->external_offset) {
+      st = BAD("plan: weights outside the weights file");
+      goto free_plan;
+    }
+    wsrc = side + m->weights->external_offset;
+  } else {
+    if (m->weights->data.len != p->weight_bytes) {
+      st = BAD("plan: %zu bytes of inline weights, %llu announced", m->weights->data.len,
+               (unsigned long long)p->weight_bytes);
+      goto free_plan;
+    }
+    wsrc = m->weights->data.data;
+  }
+  if (p->weight_bytes) {
+    if (p->weight_bytes > SIZE_MAX - 63) {
+      st = BAD("plan: weights too large");
+      goto free_plan;
+    }
+    p->weights = aligned_alloc(64, ((size_t)p->weight_bytes + 63) & ~(size_t)63);
+    if (!p->weights) {
+      st = mx__fail_oom(err, "plan weights");
+      goto free_plan;
+    }
+    memcpy(p->weights, wsrc, (size_t)p->weight_bytes);
+  }
+  /* The allocation table must be the one the inputs and outputs imply. */
+  if (m->n_allocations != mx__plan_ids(p)) {
+    st = BAD("plan: %zu allocation entries, %u expected", m->n_allocations, mx__plan_ids(p));
+    goto free_plan;
+  }
+  for (uint32_t id = 0; id < mx__plan_ids(p); id++) {
+    const Mxm__Allocation *al = m->allocations[id];
+    uint32_t index;
+    mx_static_alloc_kind kind = mx__plan_id_kind(p, id, &index);
+    if (!al || (int)al->kind != (int)kind || al->index != index || al->size != mx__plan_id_size(p, id)) {
+      st = BAD("plan: allocation entry %u does not match the plan", id);
+      goto free_plan;
+    }
+  }
+  p->trusted = false;
+  st = mx__plan_check(p, err);
+  if (st != MX_OK) goto free_plan;
+  *out = p;
+  return MX_OK;
+
+free_plan:
+  mx_static_plan_destroy(p);
+  return st;
+}
+
+/* Reads a whole file into a malloc'd buffer. */
+static mx_status read_all(const char *path, unsigned char **data, size_t *size, mx_error *err) {
+  *data = NULL;
+  *size = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return mx__fail(err, MX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  mx_status st = MX_OK;
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 0 ||
+      (uint64_t)sb.st_size > (uint64_t)SIZE_MAX - 1) {
+    st = mx__fail(err, MX_ERR_IO, "'%s' is not a readable regular file", path);
+    goto close_file;
+  }
+  size_t n = (size_t)sb.st_size;
+  unsigned char *buf = malloc(n ? n : 1);
+  if (!buf) {
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "'%s': out of host memory for %zu bytes", path, n);
+    goto close_file;
+  }
+  if (n && fread(buf, 1, n, f) != n) {
+    free(buf);
+    st = mx__fail(err, MX_ERR_IO, "cannot read '%s'", path);
+    goto close_file;
+  }
+  *data = buf;
+  *size = n;
+close_file:
+  fclose(f);
+  return st;
+}
+
+/* Parses the container of an .mxm image; *mf receives the unpacked ModelFile. */
+static mx_status parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf, mx_error *err) {
+  *mf = NULL;
+  if (n < MXM_PREAMBLE) return BAD("truncated: %zu bytes, not even the %u-byte preamble", n, MXM_PREAMBLE);
+  if (memcmp(d, MXM_MAGIC, 8) != 0) return BAD("not an .mxm file (bad magic)");
+  if (load_le32(d + 8) != MXM_CONTAINER) return BAD("unknown container version %u", load_le32(d + 8));
+  uint32_t hsz = load_le32(d + 12);
+  if (hsz > MXM_MAX_HEADER || hsz > n - MXM_PREAMBLE)
+    return BAD("truncated or corrupt: header of %u bytes in a %zu-byte file", hsz, n);
+  if (mx__mxm_checksum(d + MXM_PREAMBLE, hsz) != load_le64(d + 16)) return BAD("header checksum mismatch");
+  Mxm__FileHeader *h = mxm__file_header__unpack(NULL, hsz, d + MXM_PREAMBLE);
+  if (!h) return BAD("corrupt header");
+  mx_status st = MX_OK;
+  size_t rest = n - MXM_PREAMBLE - hsz;
+  if (h->min_reader_version > MXM_READER_VERSION) {
+    st = mx__fail(err, MX_ERR_UNSUPPORTED, "written by a newer mixrt (needs reader format %u, this is %u)",
+                  h->min_reader_version, MXM_READER_VERSION);
+  } else if (h->payload_size != rest) {
+    st = BAD("%s: payload of %llu bytes announced, %zu present", h->payload_size > rest ? "truncated" : "corrupt",
+             (unsigned long long)h->payload_size, rest);
+  } else if (mx__mxm_checksum(d + MXM_PREAMBLE + hsz, rest) != h->payload_checksum) {
+    st = BAD("payload checksum mismatch");
+  } else {
+    *mf = mxm__model_file__unpack(NULL, rest, d + MXM_PREAMBLE + hsz);
+    if (!*mf) st = BAD("corrupt payload");
+  }
+  mxm__file_header__free_unpacked(h, NULL);
+  return st;
+}
+
+/* Loads the side weights file named by mf into *side (malloc'd). */
+static mx_status load_side(const Mxm__ExternalWeights *ew, const char *path, unsigned char **side,
+                           size_t *side_size, mx_error *err) {
+  *side = NULL;
+  if (!path) return BAD("the weights are in an external file, which an in-memory image cannot name");
+  if (!ew->file || !ew->file[0] || strchr(ew->file, '/') || strcmp(ew->file, ".") == 0 ||
+      strcmp(ew->file, "..") == 0)
+    return BAD("invalid weights file name");
+  const char *slash = strrchr(path, '/');
+  size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
+  size_t wl = dl + strlen(ew->file) + 1;
+  char *wpath = malloc(wl);
+  if (!wpath) return mx__fail_oom(err, "weights file name");
+  memcpy(wpath, path, dl);
+  snprintf(wpath + dl, wl - dl, "%s", ew->file);
+  mx_status st = read_all(wpath, side, side_size, err);
+  if (st == MX_OK && (*side_size != ew->size || mx__mxm_checksum(*side, *side_size) != ew->checksum)) {
+    st = BAD("weights file '%s' does not match (size or checksum)", wpath);
+    free(*side);
+    *side = NULL;
+  }
+  free(wpath);
+  return st;
+}
+
+/* Decodes an .mxm image (path NULL for memory: no side file allowed). */
+static mx_status load_image(const unsigned char *d, size_t n, const char *path, const char *label,
+                            mx_static_plan ***plans, size_t *n_plans, mx_error *err) {
+  *plans = NULL;
+  *n_plans = 0;
+  Mxm__ModelFile *mf = NULL;
+  unsigned char *side = NULL;
+  size_t side_size = 0;
+  mx_static_plan **out = NULL;
+  size_t made = 0;
+  mx_status st = parse_container(d, n, &mf, err);
+  if (st != MX_OK) goto fail;
+  if (mf->n_static_plans > MXM_MAX_PLANS) {
+    st = BAD("%zu static plans", mf->n_static_plans);
+    goto fail;
+  }
+  if (mf->external_weights) {
+    st = load_side(mf->external_weights, path, &side, &side_size, err);
+    if (st != MX_OK) goto fail;
+  }
+  out = calloc(mf->n_static_plans ? mf->n_static_plans : 1, sizeof *out);
+  if (!out) {
+    st = mx__fail_oom(err, "plans");
+    goto fail;
+  }
+  for (; made < mf->n_static_plans; made++) {
+    st = plan_from(mf->static_plans[made], side, mf->external_weights ? side_size : 0, &out[made], err);
+    if (st != MX_OK) {
+      mx__error_prefix(err, "static plan %zu: ", made);
+      goto fail;
+    }
+  }
+  *plans = out;
+  *n_plans = made;
+  free(side);
+  mxm__model_file__free_unpacked(mf, NULL);
+  return MX_OK;
+
+fail:
+  for (size_t i = 0; out && i < made; i++) mx_static_plan_destroy(out[i]);
+  free(out);
+  free(side);
+  if (mf) mxm__model_file__free_unpacked(mf, NULL);
+  mx__error_prefix(err, "%s '%s': ", path ? "file" : "image", label);
+  if (st == MX_ERR_OUT_OF_MEMORY || st == MX_ERR_IO || st == MX_ERR_UNSUPPORTED) return st;
+  if (err) err->status = MX_ERR_MALFORMED;
+  return MX_ERR_MALFORMED;
+}
+
+mx_status mx_mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *n, mx_error *err) {
+  if (plans) *plans = NULL;
+  if (n) *n = 0;
+  if (!path || !plans || !n) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_plans: NULL argument");
+  unsigned char *d;
+  size_t size;
+  mx_status st = read_all(path, &d, &size, err);
+  if (st != MX_OK) return st;
+  st = load_image(d, size, path, path, plans, n, err);
+  free(d);
+  return st;
+}
+
+/* Keeps plan 0 of a one-plan image. */
+static mx_status single(mx_static_plan **plans, size_t n, const char *label, mx_static_plan **out, mx_error *err) {
+  if (n == 1) {
+    *out = plans[0];
+    free(plans);
+    return MX_OK;
+  }
+  for (size_t i = 0; i < n; i++) mx_static_plan_destroy(plans[i]);
+  free(plans);
+  return mx__fail(err, MX_ERR_UNSUPPORTED, "'%s' holds %zu static plans, not one (use mx_mxm_load_plans)", label, n);
+}
+
+mx_status mx_mxm_load(const char *path, mx_static_plan **out, mx_error *err) {
+  if (out) *out = NULL;
+  if (!out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load: NULL argument");
+  mx_static_plan **plans;
+  size_t n;
+  mx_status st = mx_mxm_load_plans(path, &plans, &n, err);
+  if (st != MX_OK) return st;
+  return single(plans, n, path, out, err);
+}
+
+mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label, mx_static_plan **out,
+                             mx_error *err) {
+  if (out) *out = NULL;
+  if (!out || (!data && size)) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_memory: NULL argument");
+  if (!label) label = "memory";
+  mx_static_plan **plans;
+  size_t n;
+  mx_status st = load_image(data ? data : (const void *)"", size, NULL, label, &plans, &n, err);
+  if (st != MX_OK) return st;
+  return single(plans, n, label, out, err);
+}

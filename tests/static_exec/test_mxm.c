@@ -1,0 +1,310 @@
+/* .mxm files: a round trip (inline and external weights, several plans per file) gives the same
+ * results bit for bit; every truncation and every single flipped byte of a file is rejected
+ * with MX_ERR_MALFORMED naming the file; a file asking for a newer reader is refused; crafted
+ * plans with bad indices, ranges or params are refused by the load checks. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "block.h"
+#include "proto/mixrt_model.pb-c.h"
+#include "static_exec/static_exec-impl.h"
+#include "support/onnx_node.h"
+#include "support_static.h"
+
+static mx_graph *small_block(void) {
+  mxt_block_config cfg = mxt_block_default();
+  cfg.seq = 8;
+  cfg.hidden = 32;
+  cfg.ffn = 64;
+  mx_graph *g;
+  cr_assert_eq(mxt_block_build(&cfg, &g), MX_OK);
+  return g;
+}
+
+/* Runs plan p on seeded inputs; returns outputs (host, caller releases). */
+static void run_plan(mx_device *dev, const mx_static_plan *p, const mx_graph *g, mx_tensor *out) {
+  mx_static_model *m;
+  mx_error err;
+  cr_assert_eq(mx_static_model_create(dev, p, NULL, &m, &err), MX_OK, "%s", err.message);
+  mx_stream *s;
+  cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
+  mx_tensor in[4];
+  cr_assert_eq(st_random_inputs(g, 5, in), MX_OK);
+  char why[256];
+  cr_assert_eq(st_run_device(m, s, in, out, why, sizeof why), MX_OK, "%s", why);
+  for (size_t i = 0; i < mx_graph_input_count(g); i++) mx_tensor_release(&in[i]);
+  mx_stream_destroy(s);
+  mx_static_model_destroy(m);
+}
+
+static char *temp_path(const char *leaf) {
+  char *p = malloc(512);
+  snprintf(p, 512, "%s/mixrt_test_%d_%s", P_tmpdir, (int)getpid(), leaf);
+  return p;
+}
+
+static void round_trip(bool external) {
+  mx_graph *g = small_block();
+  mx_device *dev = st_device(MX_DEVICE_CPU, true);
+  mx_static_options o;
+  mx_static_options_init(&o);
+  o.max_streams = 2;
+  mx_static_plan *p, *q;
+  mx_error err;
+  cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
+  char *path = temp_path(external ? "ext.mxm" : "inline.mxm");
+  mx_mxm_save_options so = {.external_weights = external};
+  cr_assert_eq(mx_mxm_save(p, path, &so, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_mxm_load(path, &q, &err), MX_OK, "%s", err.message);
+  mx_static_report a, b;
+  mx_static_plan_report(p, &a);
+  mx_static_plan_report(q, &b);
+  cr_assert_eq(a.fm_bytes, b.fm_bytes);
+  cr_assert_eq(a.tasks, b.tasks);
+  cr_assert_eq(a.events, b.events);
+  cr_assert_eq(a.weight_bytes, b.weight_bytes);
+  mx_tensor x[1], y[1];
+  run_plan(dev, p, g, x);
+  run_plan(dev, q, g, y);
+  char why[256];
+  cr_assert(st_same_bits(&x[0], &y[0], why, sizeof why), "%s", why);
+  mx_tensor_release(&x[0]);
+  mx_tensor_release(&y[0]);
+  if (external) {
+    /* A damaged side file is refused. */
+    char wpath[600];
+    snprintf(wpath, sizeof wpath, "%s.weights", path);
+    FILE *f = fopen(wpath, "r+b");
+    cr_assert(f);
+    fseek(f, 100, SEEK_SET);
+    int ch = fgetc(f);
+    fseek(f, 100, SEEK_SET);
+    fputc(ch ^ 0x40, f);
+    fclose(f);
+    mx_static_plan *bad = NULL;
+    cr_assert_eq(mx_mxm_load(path, &bad, &err), MX_ERR_MALFORMED);
+    cr_assert(strstr(err.message, path), "%s", err.message);
+    remove(wpath);
+  }
+  remove(path);
+  free(path);
+  mx_static_plan_destroy(q);
+  mx_static_plan_destroy(p);
+  mx_device_destroy(dev);
+  mx_graph_destroy(g);
+}
+
+Test(static_mxm, round_trip_inline) { round_trip(false); }
+Test(static_mxm, round_trip_external_weights) { round_trip(true); }
+
+Test(static_mxm, several_plans) {
+  mx_graph *g = small_block();
+  mx_static_plan *p[2];
+  mx_error err;
+  mx_static_options o;
+  mx_static_options_init(&o);
+  cr_assert_eq(mx_static_compile(g, &o, &p[0], &err), MX_OK);
+  o.max_streams = 4;
+  o.name = "second";
+  cr_assert_eq(mx_static_compile(g, &o, &p[1], &err), MX_OK);
+  char *path = temp_path("two.mxm");
+  cr_assert_eq(mx_mxm_save_plans((const mx_static_plan *const *)p, 2, path, NULL, &err), MX_OK, "%s", err.message);
+  mx_static_plan **q;
+  size_t n;
+  cr_assert_eq(mx_mxm_load_plans(path, &q, &n, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(n, 2);
+  cr_assert_str_eq(mx_static_plan_name(q[1]), "second");
+  mx_static_plan *one;
+  cr_assert_eq(mx_mxm_load(path, &one, &err), MX_ERR_UNSUPPORTED);
+  for (size_t i = 0; i < n; i++) mx_static_plan_destroy(q[i]);
+  free(q);
+  remove(path);
+  free(path);
+  mx_static_plan_destroy(p[0]);
+  mx_static_plan_destroy(p[1]);
+  mx_graph_destroy(g);
+}
+
+Test(static_mxm, truncated_and_flipped_files_are_rejected) {
+  mx_graph *g;
+  mxt_block_config cfg = mxt_block_default();
+  cfg.seq = 4;
+  cfg.hidden = 8;
+  cfg.heads = 2;
+  cfg.ffn = 8;
+  cr_assert_eq(mxt_block_build(&cfg, &g), MX_OK);
+  mx_static_plan *p;
+  mx_error err;
+  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK);
+  unsigned char *img;
+  size_t n;
+  cr_assert_eq(mx_mxm_save_memory(p, (void **)&img, &n, &err), MX_OK);
+  mx_static_plan *q = NULL;
+  cr_assert_eq(mx_mxm_load_memory(img, n, "good", &q, &err), MX_OK, "%s", err.message);
+  mx_static_plan_destroy(q);
+  for (size_t len = 0; len < n; len += 1 + len / 64) {
+    q = NULL;
+    cr_assert_eq(mx_mxm_load_memory(img, len, "cut", &q, &err), MX_ERR_MALFORMED, "truncated at %zu", len);
+    cr_assert_null(q);
+    cr_assert(strstr(err.message, "'cut'"), "%s", err.message);
+  }
+  for (size_t i = 0; i < n; i++) {
+    img[i] ^= (unsigned char)(1u << (i % 8));
+    q = NULL;
+    mx_status st = mx_mxm_load_memory(img, n, "flipped", &q, &err);
+    cr_assert_eq(st, MX_ERR_MALFORMED, "byte %zu flipped: %s", i, mx_status_name(st));
+    cr_assert_null(q);
+    img[i] ^= (unsigned char)(1u << (i % 8));
+  }
+  /* Trailing bytes are refused too. */
+  unsigned char *longer = malloc(n + 1);
+  memcpy(longer, img, n);
+  longer[n] = 0;
+  cr_assert_eq(mx_mxm_load_memory(longer, n + 1, "long", &q, &err), MX_ERR_MALFORMED);
+  free(longer);
+  /* The file form names the file. */
+  char *path = temp_path("cut.mxm");
+  FILE *f = fopen(path, "wb");
+  fwrite(img, 1, n / 2, f);
+  fclose(f);
+  cr_assert_eq(mx_mxm_load(path, &q, &err), MX_ERR_MALFORMED);
+  cr_assert(strstr(err.message, path), "%s", err.message);
+  remove(path);
+  free(path);
+  free(img);
+  mx_static_plan_destroy(p);
+  mx_graph_destroy(g);
+}
+
+/* Re-packs an image after `edit` changed its ModelFile, with valid checksums, so the load checks
+ * (not the checksums) have to catch the damage. */
+typedef void (*edit_fn)(Mxm__ModelFile *mf);
+
+static mx_status load_edited(const unsigned char *img, size_t n, edit_fn edit, mx_error *err) {
+  uint32_t hsz = (uint32_t)img[12] | (uint32_t)img[13] << 8 | (uint32_t)img[14] << 16 | (uint32_t)img[15] << 24;
+  Mxm__FileHeader *h = mxm__file_header__unpack(NULL, hsz, img + 24);
+  cr_assert(h);
+  Mxm__ModelFile *mf = mxm__model_file__unpack(NULL, n - 24 - hsz, img + 24 + hsz);
+  cr_assert(mf);
+  edit(mf);
+  size_t psz = mxm__model_file__get_packed_size(mf);
+  unsigned char *pl = malloc(psz + 1);
+  mxm__model_file__pack(mf, pl);
+  h->payload_size = psz;
+  h->payload_checksum = mx__mxm_checksum(pl, psz);
+  size_t nh = mxm__file_header__get_packed_size(h);
+  unsigned char *out = malloc(24 + nh + psz);
+  memcpy(out, img, 12);
+  out[12] = (unsigned char)nh;
+  out[13] = (unsigned char)(nh >> 8);
+  out[14] = (unsigned char)(nh >> 16);
+  out[15] = (unsigned char)(nh >> 24);
+  mxm__file_header__pack(h, out + 24);
+  uint64_t hc = mx__mxm_checksum(out + 24, nh);
+  for (int i = 0; i < 8; i++) out[16 + i] = (unsigned char)(hc >> (8 * i));
+  memcpy(out + 24 + nh, pl, psz);
+  mx_static_plan *q = NULL;
+  mx_status st = mx_mxm_load_memory(out, 24 + nh + psz, "edited", &q, err);
+  mx_static_plan_destroy(q);
+  free(out);
+  free(pl);
+  mxm__model_file__free_unpacked(mf, NULL);
+  mxm__file_header__free_unpacked(h, NULL);
+  return st;
+}
+
+static Mxm__Task *first_kernel(Mxm__ModelFile *mf, const char *op) {
+  Mxm__StaticPlan *sp = mf->static_plans[0];
+  for (size_t t = 0; t < sp->n_tasks; t++)
+    if (strcmp(sp->tasks[t]->op, op) == 0) return sp->tasks[t];
+  cr_assert_fail("no %s task", op);
+  return NULL;
+}
+
+static void e_nothing(Mxm__ModelFile *mf) { (void)mf; }
+static void e_alloc_id(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->tensors[0]->alloc_id = 99; }
+static void e_offset(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->tensors[1]->offset += 1u << 20; }
+static void e_dims(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->tensors[2]->dims[0] += 1; }
+static void e_stream(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->stream = 7; }
+static void e_event(Mxm__ModelFile *mf) {
+  Mxm__Task *t = first_kernel(mf, "MatMul");
+  free(t->wait_events); /* free_unpacked releases the array with free() */
+  t->wait_events = malloc(sizeof *t->wait_events);
+  t->wait_events[0] = 5;
+  t->n_wait_events = 1;
+}
+static void e_params(Mxm__ModelFile *mf) {
+  Mxm__Task *t = first_kernel(mf, "Transpose");
+  cr_assert_gt(t->params.len, 0);
+  t->params.data[0] ^= 1;
+}
+static void e_perm(Mxm__ModelFile *mf) {
+  Mxm__Task *t = first_kernel(mf, "Transpose");
+  for (size_t a = 0; a < t->n_attributes; a++)
+    if (strcmp(t->attributes[a]->name, "perm") == 0) t->attributes[a]->ints[0] = 9;
+}
+static void e_workspace(Mxm__ModelFile *mf) { first_kernel(mf, "Softmax")->workspace_size = 0; }
+static void e_writes_weights(Mxm__ModelFile *mf) {
+  Mxm__Task *t = first_kernel(mf, "Gelu");
+  t->tensors[t->n_inputs]->alloc_id = 0;
+  t->tensors[t->n_inputs]->offset = 0;
+}
+static void e_allocation(Mxm__ModelFile *mf) { mf->static_plans[0]->allocations[1]->size += 64; }
+static void e_op(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->op[5] = 'X'; }
+static void e_weights(Mxm__ModelFile *mf) { mf->static_plans[0]->weights->size += 1; }
+static void e_dtype(Mxm__ModelFile *mf) { first_kernel(mf, "Gelu")->tensors[0]->dtype = 7; }
+
+Test(static_mxm, crafted_plans_are_rejected) {
+  mx_graph *g = small_block();
+  mx_static_plan *p;
+  mx_error err;
+  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK);
+  unsigned char *img;
+  size_t n;
+  cr_assert_eq(mx_mxm_save_memory(p, (void **)&img, &n, &err), MX_OK);
+  cr_assert_eq(load_edited(img, n, e_nothing, &err), MX_OK, "%s", err.message);
+  static const struct {
+    const char *what;
+    edit_fn fn;
+  } edits[] = {{"alloc id", e_alloc_id},     {"offset", e_offset},         {"dims", e_dims},
+               {"stream", e_stream},         {"event", e_event},           {"params", e_params},
+               {"perm", e_perm},             {"workspace", e_workspace},   {"writes weights", e_writes_weights},
+               {"allocation", e_allocation}, {"op", e_op},                 {"weights", e_weights},
+               {"dtype", e_dtype}};
+  for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
+    mx_status st = load_edited(img, n, edits[k].fn, &err);
+    cr_assert_eq(st, MX_ERR_MALFORMED, "%s: %s", edits[k].what, mx_status_name(st));
+    cr_assert(strstr(err.message, "'edited'"), "%s", err.message);
+  }
+  free(img);
+  mx_static_plan_destroy(p);
+  mx_graph_destroy(g);
+}
+
+Test(static_mxm, newer_reader_needed) {
+  mx_graph *g = small_block();
+  mx_static_plan *p;
+  mx_error err;
+  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK);
+  unsigned char *img;
+  size_t n;
+  cr_assert_eq(mx_mxm_save_memory(p, (void **)&img, &n, &err), MX_OK);
+  uint32_t hsz = (uint32_t)img[12] | (uint32_t)img[13] << 8;
+  Mxm__FileHeader *h = mxm__file_header__unpack(NULL, hsz, img + 24);
+  h->min_reader_version = 99;
+  size_t nh = mxm__file_header__get_packed_size(h);
+  cr_assert_eq(nh, hsz);
+  mxm__file_header__pack(h, img + 24);
+  uint64_t hc = mx__mxm_checksum(img + 24, nh);
+  for (int i = 0; i < 8; i++) img[16 + i] = (unsigned char)(hc >> (8 * i));
+  mx_static_plan *q;
+  cr_assert_eq(mx_mxm_load_memory(img, n, "future", &q, &err), MX_ERR_UNSUPPORTED);
+  cr_assert(strstr(err.message, "newer"), "%s", err.message);
+  mxm__file_header__free_unpacked(h, NULL);
+  free(img);
+  mx_static_plan_destroy(p);
+  mx_graph_destroy(g);
+}
