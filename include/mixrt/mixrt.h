@@ -5,6 +5,7 @@
 
 #include "mixrt/dtype.h"
 #include "mixrt/graph.h"
+#include "mixrt/hal.h"
 #include "mixrt/log.h"
 #include "mixrt/models.h"
 #include "mixrt/onnx.h"
