@@ -1,0 +1,590 @@
+/* Dynamic executor lifetime and the step skeleton: create/destroy, mx_dyn_exec_run, the
+ * prepare / launch / free steps of one op, step begin (stream join) and end (output delivery),
+ * releasing values and recovering from a failed step. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dynamic_exec/dynamic_exec-impl.h"
+
+mx_status mx__dyn_fail(mx_dyn_exec *e, mx_status st, const char *fmt, ...) {
+  e->err.status = st;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->err.message, sizeof e->err.message, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+const char *mx_dyn_exec_last_error(const mx_dyn_exec *e) { return e ? e->err.message : ""; }
+
+mx_caching_allocator *mx_dyn_exec_allocator(mx_dyn_exec *e) { return e ? e->alloc : NULL; }
+
+mx_stream *mx_dyn_exec_stream(mx_dyn_exec *e, size_t k) {
+  return e && k < e->n_streams ? e->streams[k] : NULL;
+}
+
+void mx_dyn_exec_stats_get(const mx_dyn_exec *e, mx_dyn_exec_stats *st) {
+  if (e && st) *st = e->stats;
+}
+
+/* --- values ----------------------------------------------------------------------------------- */
+
+mx_status mx__dyn_alloc_value(mx_dyn_exec *e, mx_value_id v, size_t nbytes, int s) {
+  mx__dyn_val *rv = &e->vals[v];
+  void *p = NULL;
+  mx_status st = mx_caching_alloc(e->alloc, nbytes, s >= 0 ? e->streams[s] : NULL, &p, &e->err);
+  if (st != MX_OK) {
+    mx__error_prefix(&e->err, "value '%s': ", e->g->values[v].name);
+    return st;
+  }
+  rv->dev = p;
+  rv->block = p;
+  rv->buf = p ? v : MX__DYN_NONE;
+  rv->refs = p ? 1 : 0;
+  rv->use_mask = s >= 0 ? 1u << s : 0;
+  rv->last_stream = (int8_t)s;
+  return MX_OK;
+}
+
+/* Gives an owner's block back to the allocator, ordered after every stream that used it. */
+static void release_block(mx_dyn_exec *e, mx__dyn_val *o) {
+  if (!o->block) return;
+  mx_stream *last = o->last_stream >= 0 ? e->streams[o->last_stream] : NULL;
+  uint32_t others = o->use_mask;
+  if (o->last_stream >= 0) others &= ~(1u << o->last_stream);
+  while (others) {
+    int k = __builtin_ctz(others);
+    others &= others - 1;
+    if (e->streams[k] != last) mx_caching_record_stream(e->alloc, o->block, e->streams[k], NULL);
+  }
+  mx_caching_free(e->alloc, o->block, last, NULL);
+  o->block = NULL;
+  o->use_mask = 0;
+  o->last_stream = -1;
+}
+
+void mx__dyn_value_free(mx_dyn_exec *e, mx_value_id v) {
+  mx__dyn_val *rv = &e->vals[v];
+  if (!rv->live || rv->pinned) return;
+  rv->live = false;
+  rv->dev = NULL;
+  rv->host = NULL;
+  rv->upload_stream = -1;
+  uint32_t b = rv->buf;
+  rv->buf = MX__DYN_NONE;
+  if (b != MX__DYN_NONE && --e->vals[b].refs == 0) release_block(e, &e->vals[b]);
+}
+
+void mx__dyn_op_free_after(mx_dyn_exec *e, size_t i) {
+  const mx__dyn_op *op = &e->plan->ops[i];
+  const uint32_t *f = e->plan->frees + op->free_first;
+  for (uint32_t k = 0; k < op->n_free; k++) mx__dyn_value_free(e, f[k]);
+}
+
+/* --- per-op steps ----------------------------------------------------------------------------- */
+
+static size_t shape_bytes(const mx__dyn_val *rv, uint32_t esize) {
+  size_t n = esize;
+  for (int32_t d = 0; d < rv->rank; d++) n *= (size_t)rv->dims[d];
+  return n;
+}
+
+mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
+  const mx_dyn_plan *p = e->plan;
+  const mx__dyn_op *op = &p->ops[i];
+  if (op->kind == MX__DYN_OP_SKIP) return MX_OK;
+  e->cur_op = (uint32_t)i;
+  mx_status st = mx__dyn_shapes(e, i);
+  if (st != MX_OK) return st;
+  const mx_value_id *outs = op->nd->outputs;
+  switch (op->kind) {
+    case MX__DYN_OP_DEVICE:
+      for (uint32_t k = 0; k < op->n_out; k++) {
+        mx__dyn_val *rv = &e->vals[outs[k]];
+        st = mx__dyn_alloc_value(e, outs[k], shape_bytes(rv, p->vals[outs[k]].esize), op->stream);
+        if (st != MX_OK) return st;
+        rv->host = NULL;
+        rv->live = true;
+        rv->ready_stream = (int8_t)op->stream;
+        rv->upload_stream = -1;
+      }
+      return MX_OK;
+    case MX__DYN_OP_HOST:
+      for (uint32_t k = 0; k < op->n_out; k++) {
+        mx__dyn_val *rv = &e->vals[outs[k]];
+        st = mx__dyn_host_reserve(rv, rv->nbytes);
+        if (st != MX_OK) return mx__dyn_fail(e, st, "node '%s': out of host memory", op->nd->name);
+        rv->host = rv->host_buf;
+        rv->dev = NULL;
+        rv->buf = MX__DYN_NONE;
+        rv->live = true;
+        rv->ready_stream = -1;
+        rv->upload_stream = -1;
+      }
+      return MX_OK;
+    case MX__DYN_OP_EVAL:
+      for (uint32_t k = 0; k < op->n_out; k++) {
+        mx__dyn_val *rv = &e->vals[outs[k]];
+        rv->host = rv->host_buf;
+        rv->dev = NULL;
+        rv->buf = MX__DYN_NONE;
+        rv->live = true;
+        rv->ready_stream = -1;
+        rv->upload_stream = -1;
+      }
+      return MX_OK;
+    case MX__DYN_OP_ALIAS: {
+      const mx__dyn_val *in = &e->vals[op->nd->inputs[0]];
+      mx__dyn_val *rv = &e->vals[outs[0]];
+      /* Data uploaded this step is ordered by the uploader's event, which the alias does not
+       * carry: the alias then keeps only the host copy and uploads on its own if needed. */
+      bool share = in->upload_stream < 0;
+      rv->dev = share ? in->dev : NULL;
+      rv->buf = share ? in->buf : MX__DYN_NONE;
+      if (rv->buf != MX__DYN_NONE) e->vals[rv->buf].refs++;
+      rv->host = in->host;
+      rv->ready_stream = in->ready_stream;
+      rv->upload_stream = -1;
+      rv->live = true;
+      if (rv->nbytes != in->nbytes)
+        return mx__dyn_fail(e, MX_ERR_SHAPE, "node '%s' (%s): output has %zu bytes but input '%s' has %zu",
+                            op->nd->name, op->nd->op_type, rv->nbytes, e->g->values[op->nd->inputs[0]].name,
+                            in->nbytes);
+      return MX_OK;
+    }
+    default:
+      return MX_OK;
+  }
+}
+
+mx_status mx__dyn_op_launch(mx_dyn_exec *e, size_t i) {
+  const mx__dyn_op *op = &e->plan->ops[i];
+  e->cur_op = (uint32_t)i;
+  if (op->kind == MX__DYN_OP_DEVICE) return mx__dyn_launch_device(e, i);
+  if (op->kind == MX__DYN_OP_HOST) return mx__dyn_run_host(e, i);
+  return MX_OK;
+}
+
+/* --- step begin / end / abort ----------------------------------------------------------------- */
+
+mx_status mx__dyn_step_begin(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs, mx_stream *caller) {
+  if (e->in_step) mx__dyn_step_abort(e);
+  e->step++;
+  e->stats.steps++;
+  e->in_step = true;
+  e->used_streams = 0;
+  e->changed = 0;
+  e->cur_op = MX__DYN_NONE;
+  atomic_store(&e->fail.op, MX__DYN_NONE);
+  atomic_store(&e->fail.why, NULL);
+  e->caller = caller ? caller : e->streams[0];
+  if (mx_stream_device(e->caller) != e->dev)
+    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "the caller stream belongs to another device");
+  for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS; k++) {
+    if (!e->h2d_pending[k]) continue;
+    mx_event_synchronize(e->h2d_events[k]);
+    e->h2d_pending[k] = false;
+  }
+  for (size_t k = 0; k < e->n_bound; k++) e->sym_val[e->bound_syms[k]] = INT64_MIN;
+  mx_status st = mx__dyn_bind_inputs(e, inputs, n_inputs);
+  if (st != MX_OK) return st;
+  bool join = false;
+  for (uint32_t k = 0; k < e->n_streams; k++) join = join || e->streams[k] != e->caller;
+  if (join) {
+    st = mx_event_record(e->start_event, e->caller);
+    for (uint32_t k = 0; k < e->n_streams && st == MX_OK; k++)
+      if (e->streams[k] != e->caller) st = mx_stream_wait_event(e->streams[k], e->start_event);
+    if (st != MX_OK)
+      return mx__dyn_fail(e, st, "ordering the streams after the caller stream failed: %s",
+                          mx_device_last_error(e->dev));
+  }
+  return MX_OK;
+}
+
+/* Delivers graph output i (see mx_dyn_exec_run). */
+static mx_status deliver(mx_dyn_exec *e, size_t i, mx_tensor *t, bool *need_sync) {
+  const mx_graph *g = e->g;
+  mx_value_id v = g->outputs[i];
+  mx__dyn_val *rv = &e->vals[v];
+  const mx__dyn_pval *pv = &e->plan->vals[v];
+  const char *name = g->values[v].name;
+  mx_status st = MX_OK;
+  if (!rv->live) return mx__dyn_fail(e, MX_ERR_INTERNAL, "output '%s' was not computed", name);
+  if (t->placement != MX_HOST && t->placement != MX_DEVICE)
+    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "output '%s': invalid placement %d", name, (int)t->placement);
+  size_t n = rv->nbytes;
+  const void *src_dev = rv->dev, *src_host = rv->host;
+  if (n && !src_dev && !src_host) return mx__dyn_fail(e, MX_ERR_INTERNAL, "output '%s' has no data", name);
+  if (t->data) {
+    bool same = t->dtype == pv->dtype && t->rank == rv->rank;
+    for (int32_t d = 0; same && d < rv->rank; d++) same = t->dims[d] == rv->dims[d];
+    if (!same) {
+      char want[160] = "", *w = want;
+      for (int32_t d = 0; d < rv->rank; d++)
+        w += snprintf(w, (size_t)(want + sizeof want - w), "%s%lld", d ? ", " : "", (long long)rv->dims[d]);
+      return mx__dyn_fail(e, MX_ERR_SHAPE, "output '%s': the caller's buffer must be %s [%s]", name,
+                          mx_dtype_name(pv->dtype), want);
+    }
+  } else {
+    e->out_alloc[i] = true;
+    if (t->placement == MX_DEVICE) {
+      bool own = rv->buf == v && rv->refs == 1 && rv->block;
+      for (size_t k = i + 1; own && k < g->n_outputs; k++) own = g->outputs[k] != v;
+      if (own) {
+        /* Hand the block over: the caller frees it on its stream, after the join. */
+        t->data = rv->block;
+        rv->block = NULL;
+        rv->buf = MX__DYN_NONE;
+        rv->refs = 0;
+        rv->dev = NULL;
+        n = 0;
+      } else if (n) {
+        st = mx_caching_alloc(e->alloc, n, e->caller, &t->data, &e->err);
+        if (st != MX_OK) {
+          mx__error_prefix(&e->err, "output '%s': ", name);
+          return st;
+        }
+      }
+    } else if (n) {
+      t->data = malloc(n);
+      if (!t->data) return mx__dyn_fail(e, MX_ERR_OUT_OF_MEMORY, "output '%s': out of host memory (%zu bytes)", name, n);
+    }
+    t->dtype = pv->dtype;
+    t->rank = rv->rank;
+    memset(t->dims, 0, sizeof t->dims);
+    memcpy(t->dims, rv->dims, (size_t)rv->rank * sizeof *rv->dims);
+  }
+  t->name = name;
+  if (!n) return MX_OK;
+  if (t->placement == MX_HOST) {
+    if (src_host) {
+      memcpy(t->data, src_host, n);
+    } else {
+      st = mx_device_copy_async(e->caller, t->data, src_dev, n, MX_COPY_D2H);
+      *need_sync = true;
+    }
+  } else {
+    st = mx_device_copy_async(e->caller, t->data, src_dev ? src_dev : src_host, n,
+                              src_dev ? MX_COPY_D2D : MX_COPY_H2D);
+    if (!src_dev) e->h2d_pending[MX_DYN_MAX_STREAMS] = true;
+  }
+  if (st != MX_OK)
+    return mx__dyn_fail(e, st, "output '%s': copy failed: %s", name, mx_device_last_error(e->dev));
+  return MX_OK;
+}
+
+/* Frees the outputs this step's delivery allocated and empties them. */
+static void undeliver(mx_dyn_exec *e, mx_tensor *outputs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!e->out_alloc[i]) continue;
+    if (outputs[i].placement == MX_DEVICE)
+      mx_caching_free(e->alloc, outputs[i].data, NULL, NULL);
+    else
+      free(outputs[i].data);
+    mx_placement pl = outputs[i].placement;
+    memset(&outputs[i], 0, sizeof outputs[i]);
+    outputs[i].placement = pl;
+    e->out_alloc[i] = false;
+  }
+}
+
+mx_status mx__dyn_step_end(mx_dyn_exec *e, mx_tensor *outputs, size_t n_outputs) {
+  const mx_graph *g = e->g;
+  if (n_outputs != g->n_outputs)
+    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "graph '%s' has %zu outputs, %zu requested", g->name,
+                        g->n_outputs, n_outputs);
+  if (n_outputs && !outputs) return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "outputs is NULL");
+  mx_status st = MX_OK;
+  e->cur_op = MX__DYN_NONE;
+  /* Join: the caller stream waits for every stream this step used. */
+  for (uint32_t k = 0; k < e->n_streams && st == MX_OK; k++) {
+    if (!(e->used_streams & (1u << k)) || e->streams[k] == e->caller) continue;
+    bool dup = false;
+    for (uint32_t j = 0; j < k && !dup; j++) dup = e->streams[j] == e->streams[k] && (e->used_streams & (1u << j));
+    if (dup) continue;
+    st = mx_event_record(e->end_events[k], e->streams[k]);
+    if (st == MX_OK) st = mx_stream_wait_event(e->caller, e->end_events[k]);
+    if (st != MX_OK)
+      return mx__dyn_fail(e, st, "joining the streams into the caller stream failed: %s", mx_device_last_error(e->dev));
+  }
+  bool need_sync = false;
+  for (size_t i = 0; i < n_outputs; i++) e->out_alloc[i] = false;
+  for (size_t i = 0; i < n_outputs && st == MX_OK; i++) st = deliver(e, i, &outputs[i], &need_sync);
+  if (st == MX_OK && need_sync) {
+    st = mx_stream_synchronize(e->caller);
+    if (st != MX_OK) st = mx__dyn_kernel_failure(e, st);
+  }
+  if (st != MX_OK) {
+    undeliver(e, outputs, n_outputs);
+    return st;
+  }
+  for (size_t i = 0; i < n_outputs; i++) {
+    e->out_alloc[i] = false;
+    mx__dyn_value_free(e, g->outputs[i]);
+  }
+  for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS; k++) {
+    if (!e->h2d_pending[k]) continue;
+    mx_stream *s = k < e->n_streams ? e->streams[k] : e->caller;
+    if (mx_event_record(e->h2d_events[k], s) != MX_OK) {
+      mx_stream_synchronize(s);
+      e->h2d_pending[k] = false;
+    }
+  }
+  e->in_step = false;
+  return MX_OK;
+}
+
+/* Drains s; resets it when it failed. */
+static void drain(mx_stream *s) {
+  if (s && mx_stream_synchronize(s) != MX_OK) mx_stream_reset(s);
+}
+
+void mx__dyn_step_abort(mx_dyn_exec *e) {
+  if (!e->in_step) return;
+  for (uint32_t k = 0; k < e->n_streams; k++) drain(e->streams[k]);
+  drain(e->caller);
+  for (size_t v = 0; v < e->plan->n_values; v++) {
+    mx__dyn_val *rv = &e->vals[v];
+    if (rv->block) mx_caching_free(e->alloc, rv->block, NULL, NULL);
+    rv->block = NULL;
+    rv->refs = 0;
+    rv->use_mask = 0;
+    rv->last_stream = -1;
+    if (rv->pinned) continue;
+    rv->live = false;
+    rv->dev = NULL;
+    rv->host = NULL;
+    rv->buf = MX__DYN_NONE;
+    rv->upload_stream = -1;
+  }
+  for (size_t i = 0; i < e->plan->n_ops; i++) e->ops[i].shapes_valid = false;
+  for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS; k++) e->h2d_pending[k] = false;
+  e->stats.failed_steps++;
+  e->in_step = false;
+}
+
+mx_status mx_dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+                          size_t n_outputs, mx_stream *caller_stream) {
+  if (!e) return MX_ERR_INVALID_ARGUMENT;
+  const mx_dyn_plan *p = e->plan;
+  if (n_outputs != e->g->n_outputs)
+    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "graph '%s' has %zu outputs, %zu requested", e->g->name,
+                        e->g->n_outputs, n_outputs);
+  if (n_outputs && !outputs) return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "outputs is NULL");
+  mx_status st = mx__dyn_step_begin(e, inputs, n_inputs, caller_stream);
+  for (size_t i = 0; i < p->n_ops && st == MX_OK; i++) {
+    const mx__dyn_op *op = &p->ops[i];
+    if (op->kind == MX__DYN_OP_SKIP) continue;
+    st = mx__dyn_op_prepare(e, i);
+    if (st == MX_OK) st = mx__dyn_op_launch(e, i);
+    if (st == MX_OK && (op->flags & MX__DYN_DATA_DEP)) st = mx__dyn_op_sync_shape(e, i);
+    if (st == MX_OK) mx__dyn_op_free_after(e, i);
+  }
+  if (st == MX_OK) st = mx__dyn_step_end(e, outputs, n_outputs);
+  if (st != MX_OK) mx__dyn_step_abort(e);
+  return st;
+}
+
+/* --- lifetime --------------------------------------------------------------------------------- */
+
+static mx_status create_events(mx_dyn_exec *e, mx_error *err) {
+  const mx_dyn_plan *p = e->plan;
+  e->events = calloc(p->n_events ? p->n_events : 1, sizeof *e->events);
+  if (!e->events) return mx__fail_oom(err, "executor events");
+  mx_status st = MX_OK;
+  for (uint32_t k = 0; k < p->n_events && st == MX_OK; k++) st = mx_event_create(e->dev, &e->events[k]);
+  if (st == MX_OK) st = mx_event_create(e->dev, &e->start_event);
+  for (uint32_t k = 0; k < e->n_streams && st == MX_OK; k++) st = mx_event_create(e->dev, &e->end_events[k]);
+  for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS && st == MX_OK; k++) st = mx_event_create(e->dev, &e->h2d_events[k]);
+  if (st != MX_OK) return mx__fail(err, st, "creating executor events failed: %s", mx_device_last_error(e->dev));
+  return MX_OK;
+}
+
+static mx_status init_values(mx_dyn_exec *e, mx_error *err) {
+  const mx_dyn_plan *p = e->plan;
+  const mx_graph *g = e->g;
+  for (size_t v = 0; v < p->n_values; v++) {
+    mx__dyn_val *rv = &e->vals[v];
+    const mx__dyn_pval *pv = &p->vals[v];
+    rv->buf = MX__DYN_NONE;
+    rv->last_stream = rv->ready_stream = rv->upload_stream = -1;
+    if (pv->host_cap) {
+      mx_status st = mx__dyn_host_reserve(rv, pv->host_cap);
+      if (st != MX_OK) return mx__fail_oom(err, "executor host buffers");
+    }
+    const mx_value *val = &g->values[v];
+    if (pv->home != MX__DYN_HOME_CONST || !val->data) continue;
+    const mx_tensor *t = val->data;
+    rv->pinned = rv->live = true;
+    rv->host = t->data;
+    rv->rank = t->rank;
+    memcpy(rv->dims, t->dims, sizeof rv->dims);
+    mx_tensor_nbytes(t, &rv->nbytes);
+    if (!(pv->flags & MX__DYN_V_DEV_READ) || !rv->nbytes) continue;
+    mx_status st = mx_device_alloc(e->dev, rv->nbytes, 64, &rv->const_dev);
+    if (st == MX_OK) st = mx_device_copy(e->dev, rv->const_dev, t->data, rv->nbytes, MX_COPY_H2D);
+    if (st != MX_OK)
+      return mx__fail(err, st, "constant '%s': upload of %zu bytes failed: %s", val->name, rv->nbytes,
+                      mx_device_last_error(e->dev));
+    rv->dev = rv->const_dev;
+  }
+  return MX_OK;
+}
+
+static mx_status init_ops(mx_dyn_exec *e, mx_error *err) {
+  const mx_dyn_plan *p = e->plan;
+  for (size_t i = 0; i < p->n_ops; i++) {
+    const mx__dyn_op *op = &p->ops[i];
+    mx__dyn_opstate *os = &e->ops[i];
+    if (op->kind != MX__DYN_OP_DEVICE && op->kind != MX__DYN_OP_HOST) continue;
+    os->meta = aligned_alloc(16, (size_t)op->block_size * p->opt.meta_entries);
+    if (!os->meta) return mx__fail_oom(err, "executor launch blocks");
+    if (op->flags & MX__DYN_DATA_DEP) {
+      os->shape_out = calloc((size_t)op->n_out * MX_KERNEL_SHAPE_RECORD, sizeof *os->shape_out);
+      if (!os->shape_out) return mx__fail_oom(err, "executor shape records");
+    }
+  }
+  return MX_OK;
+}
+
+static mx_status init_symbols(mx_dyn_exec *e, mx_error *err) {
+  const mx_dyn_plan *p = e->plan;
+  size_t ns = p->n_syms ? p->n_syms : 1;
+  e->sym_val = malloc(ns * sizeof *e->sym_val);
+  e->sym_prev = malloc(ns * sizeof *e->sym_prev);
+  e->bound_syms = malloc((e->g->n_inputs * MX_MAX_RANK + p->n_late + 1) * sizeof *e->bound_syms);
+  bool *seen = calloc(ns, sizeof *seen);
+  mx_status st = MX_OK;
+  if (!e->sym_val || !e->sym_prev || !e->bound_syms || !seen) {
+    st = mx__fail_oom(err, "executor symbols");
+    goto done;
+  }
+  for (size_t s = 0; s < ns; s++) e->sym_val[s] = e->sym_prev[s] = INT64_MIN;
+  for (size_t k = 0; k < e->g->n_inputs * MX_MAX_RANK; k++) {
+    uint32_t s = p->input_syms[k];
+    if (s == MX__DYN_NONE || seen[s]) continue;
+    seen[s] = true;
+    e->bound_syms[e->n_bound++] = s;
+  }
+  for (size_t k = 0; k < p->n_late; k++) {
+    if (seen[p->late_syms[k]]) continue;
+    seen[p->late_syms[k]] = true;
+    e->bound_syms[e->n_bound++] = p->late_syms[k];
+  }
+done:
+  free(seen);
+  return st;
+}
+
+mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching_allocator *alloc,
+                             mx_stream *const *streams, size_t n_streams, mx_dyn_exec **out, mx_error *err) {
+  if (out) *out = NULL;
+  if (!dev || !plan || !out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_exec_create: NULL argument");
+  if (alloc && mx_caching_allocator_device(alloc) != dev)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_exec_create: the allocator serves another device");
+  for (size_t k = 0; streams && k < n_streams; k++)
+    if (!streams[k] || mx_stream_device(streams[k]) != dev)
+      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_exec_create: stream %zu is NULL or of another device", k);
+  mx_status st = MX_OK;
+  mx_dyn_exec *e = calloc(1, sizeof *e);
+  if (!e) return mx__fail_oom(err, "executor");
+  e->dev = dev;
+  e->plan = plan;
+  e->g = plan->g;
+  e->n_streams = plan->n_streams;
+  atomic_init(&e->fail.op, MX__DYN_NONE);
+  if (alloc) {
+    e->alloc = alloc;
+  } else {
+    st = mx_caching_allocator_create(dev, &e->alloc, err);
+    if (st != MX_OK) goto fail;
+    e->own_alloc = true;
+  }
+  for (uint32_t k = 0; k < e->n_streams; k++) {
+    if (streams && n_streams) {
+      e->streams[k] = streams[k % n_streams];
+      continue;
+    }
+    st = mx_stream_create(dev, 0, &e->own_streams[k]);
+    if (st != MX_OK) {
+      mx__fail(err, st, "creating executor stream %u failed: %s", k, mx_device_last_error(dev));
+      goto fail;
+    }
+    e->n_own_streams = k + 1;
+    e->streams[k] = e->own_streams[k];
+  }
+  size_t nio = plan->max_io ? plan->max_io : 1;
+  e->vals = calloc(plan->n_values ? plan->n_values : 1, sizeof *e->vals);
+  e->ops = calloc(plan->n_ops ? plan->n_ops : 1, sizeof *e->ops);
+  e->infos = calloc(2 * nio, sizeof *e->infos);
+  e->info_sv = calloc(2 * nio * MX_SV_MAX, sizeof *e->info_sv);
+  e->info_data = calloc(nio, sizeof *e->info_data);
+  e->out_alloc = calloc(e->g->n_outputs ? e->g->n_outputs : 1, sizeof *e->out_alloc);
+  if (!e->vals || !e->ops || !e->infos || !e->info_sv || !e->info_data || !e->out_alloc) {
+    st = mx__fail_oom(err, "executor");
+    goto fail;
+  }
+  st = mx_symtab_create(&e->scratch);
+  if (st != MX_OK) {
+    mx__fail_oom(err, "executor symbol table");
+    goto fail;
+  }
+  st = create_events(e, err);
+  if (st == MX_OK) st = init_symbols(e, err);
+  if (st == MX_OK) st = init_ops(e, err);
+  if (st == MX_OK) st = init_values(e, err);
+  if (st != MX_OK) goto fail;
+  *out = e;
+  return MX_OK;
+
+fail:
+  mx_dyn_exec_destroy(e);
+  return st;
+}
+
+void mx_dyn_exec_destroy(mx_dyn_exec *e) {
+  if (!e) return;
+  if (e->in_step) mx__dyn_step_abort(e);
+  for (uint32_t k = 0; k < e->n_streams; k++)
+    if (e->streams[k]) mx_stream_synchronize(e->streams[k]);
+  if (e->vals) {
+    for (size_t v = 0; v < e->plan->n_values; v++) {
+      mx__dyn_val *rv = &e->vals[v];
+      if (rv->block && e->alloc) mx_caching_free(e->alloc, rv->block, NULL, NULL);
+      if (rv->const_dev) mx_device_free(e->dev, rv->const_dev);
+      free(rv->host_buf);
+    }
+  }
+  if (e->ops) {
+    for (size_t i = 0; i < e->plan->n_ops; i++) {
+      free(e->ops[i].meta);
+      free(e->ops[i].shape_out);
+    }
+  }
+  if (e->events)
+    for (uint32_t k = 0; k < e->plan->n_events; k++) mx_event_destroy(e->events[k]);
+  free(e->events);
+  mx_event_destroy(e->start_event);
+  for (uint32_t k = 0; k < MX_DYN_MAX_STREAMS; k++) mx_event_destroy(e->end_events[k]);
+  for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS; k++) mx_event_destroy(e->h2d_events[k]);
+  if (e->own_alloc) {
+    mx_caching_allocator_destroy(e->alloc);
+  } else {
+    for (uint32_t k = 0; k < e->n_own_streams; k++) mx_caching_forget_stream(e->alloc, e->own_streams[k]);
+  }
+  for (uint32_t k = 0; k < e->n_own_streams; k++) mx_stream_destroy(e->own_streams[k]);
+  mx_symtab_destroy(e->scratch);
+  free(e->vals);
+  free(e->ops);
+  free(e->infos);
+  free(e->info_sv);
+  free(e->info_data);
+  free(e->out_alloc);
+  free(e->sym_val);
+  free(e->sym_prev);
+  free(e->bound_syms);
+  free(e->host_ws);
+  free(e);
+}
