@@ -14,6 +14,7 @@ const mx_cli_command mx_cli_commands[] = {
      mx_cmd_partition, mx_cmd_partition_help},
     {"gen", "write a built-in model (llama decode step, mixture of experts, encoder) as ONNX",
      mx_cmd_gen, mx_cmd_gen_help},
+    {"bench", "benchmarks printing JSON (scheduler)", mx_cmd_bench, mx_cmd_bench_help},
     {"demo", "the main job on a built-in model", mx_cmd_demo, mx_cmd_demo_help},
     {NULL, NULL, NULL, NULL},
 };
