@@ -64,7 +64,7 @@ void mx_cmd_gen_help(FILE *out) {
           "  --heads N      llama (%lld), encoder (%lld): attention (query) heads; for the encoder\n"
           "                 they must divide --hidden\n"
           "  --kv-heads N   llama (%lld): key/value heads; must divide --heads\n"
-          "  --head-dim N   llama (0): size of one head, even; 0 means hidden / heads (heads must\n"
+          "  --head-dim N   llama (%lld): size of one head, even; 0 means hidden / heads (heads must\n"
           "                 then divide hidden)\n"
           "  --ffn N        llama (%lld), moe (%lld): MLP width (per expert for moe)\n"
           "  --vocab N      llama (%lld)\n"
@@ -77,7 +77,7 @@ void mx_cmd_gen_help(FILE *out) {
           "exit codes: 0 written, 1 runtime error (e.g. the file cannot be written), 2 usage error\n"
           "(unknown or inapplicable option, bad value, configuration the model refuses)\n",
           (long long)l.layers, (long long)e.layers, (long long)l.hidden, (long long)m.hidden, (long long)e.hidden,
-          (long long)l.heads, (long long)e.heads, (long long)l.kv_heads, (long long)l.ffn, (long long)m.ffn,
+          (long long)l.heads, (long long)e.heads, (long long)l.kv_heads, (long long)l.head_dim, (long long)l.ffn, (long long)m.ffn,
           (long long)l.vocab, (long long)l.max_pos, (long long)e.max_pos, (long long)m.experts, (long long)m.top_k,
           (unsigned long long)l.seed);
 }
@@ -131,31 +131,39 @@ static void take(const gen_args *a, int o, int64_t *field) {
   if (a->given[o]) *field = a->val[o];
 }
 
-/* Builds the chosen model. */
+/* Builds the chosen model from its defaults and the options given. */
 static mx_status build(const gen_args *a, mx_graph **g, mx_error *err) {
-  uint64_t seed_given = (uint64_t)a->val[O_SEED];
   if (a->model == M_LLAMA) {
     mx_llama_config c;
     mx_llama_config_default(&c);
-    take(a, O_LAYERS, &c.layers), take(a, O_HIDDEN, &c.hidden), take(a, O_HEADS, &c.heads);
-    take(a, O_KV_HEADS, &c.kv_heads), take(a, O_HEAD_DIM, &c.head_dim), take(a, O_FFN, &c.ffn);
-    take(a, O_VOCAB, &c.vocab), take(a, O_MAX_POS, &c.max_pos);
-    if (a->given[O_SEED]) c.seed = seed_given;
+    take(a, O_LAYERS, &c.layers);
+    take(a, O_HIDDEN, &c.hidden);
+    take(a, O_HEADS, &c.heads);
+    take(a, O_KV_HEADS, &c.kv_heads);
+    take(a, O_HEAD_DIM, &c.head_dim);
+    take(a, O_FFN, &c.ffn);
+    take(a, O_VOCAB, &c.vocab);
+    take(a, O_MAX_POS, &c.max_pos);
+    if (a->given[O_SEED]) c.seed = (uint64_t)a->val[O_SEED];
     return mx_model_llama(&c, g, err);
   }
   if (a->model == M_MOE) {
     mx_moe_config c;
     mx_moe_config_default(&c);
-    take(a, O_HIDDEN, &c.hidden), take(a, O_FFN, &c.ffn), take(a, O_EXPERTS, &c.experts);
+    take(a, O_HIDDEN, &c.hidden);
+    take(a, O_FFN, &c.ffn);
+    take(a, O_EXPERTS, &c.experts);
     take(a, O_TOP_K, &c.top_k);
-    if (a->given[O_SEED]) c.seed = seed_given;
+    if (a->given[O_SEED]) c.seed = (uint64_t)a->val[O_SEED];
     return mx_model_moe(&c, g, err);
   }
   mx_encoder_config c;
   mx_encoder_config_default(&c);
-  take(a, O_LAYERS, &c.layers), take(a, O_HIDDEN, &c.hidden), take(a, O_HEADS, &c.heads);
+  take(a, O_LAYERS, &c.layers);
+  take(a, O_HIDDEN, &c.hidden);
+  take(a, O_HEADS, &c.heads);
   take(a, O_MAX_POS, &c.max_pos);
-  if (a->given[O_SEED]) c.seed = seed_given;
+  if (a->given[O_SEED]) c.seed = (uint64_t)a->val[O_SEED];
   return mx_model_encoder(&c, g, err);
 }
 
