@@ -18,11 +18,10 @@
  *   --quick: fewer repetitions, for smoke runs; --pin: worker pinning (default auto)
  * Every figure is a median over repetitions measured in the same run. */
 #include <inttypes.h>
-#include <stdatomic.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/clock.h"
 #include "hal/hal.h"
@@ -85,14 +84,15 @@ static mx_device *make_device(mx_device_kind kind) {
 /* --- gate: keeps a stream busy so bursts measure the host side alone -------------------------- */
 
 typedef struct gate_args {
-  atomic_int *open;
+  sem_t *open; /* posted by the host once its burst is queued */
 } gate_args;
 
+/* Blocks the stream's worker (in the kernel, using no processor) until the host opens it. */
 static mx_status k_gate(void *args, size_t size) {
   (void)size;
   gate_args *g = args;
-  struct timespec ts = {0, 2000};
-  while (!atomic_load(g->open)) nanosleep(&ts, NULL);
+  while (sem_wait(g->open) != 0) {
+  }
   return MX_OK;
 }
 
@@ -112,14 +112,16 @@ static void bench_launch(mx_device *dev, size_t size, double *burst_ns, double *
   bool gated = mx_device_kind_of(dev) == MX_DEVICE_CPU;
   for (int r = 0; r < g_reps; r++) {
     /* burst into a busy stream: the worker does not consume meanwhile */
-    atomic_int open = !gated;
+    sem_t open;
+    sem_init(&open, 0, 0);
     gate_args g = {&open};
     if (gated) CHECK(mx_hal_host_callback(s, k_gate, &g, sizeof g), dev);
     uint64_t t0 = mx__now_ns();
     for (int i = 0; i < B; i++) mx_hal_launch(s, k_noop, a, size);
     uint64_t t1 = mx__now_ns();
-    atomic_store(&open, 1);
+    sem_post(&open);
     CHECK(mx_stream_synchronize(s), dev);
+    sem_destroy(&open);
     b[r] = (double)(t1 - t0) / B;
     /* streaming: the worker consumes while the host launches */
     t0 = mx__now_ns();
@@ -202,14 +204,16 @@ static void bench_model_execute(mx_device *dev, mx_stream *s, void *buf, exec_co
     enum { B = 64 };
     double busy[64], q[64], idle[64];
     for (int r = 0; r < g_reps; r++) {
-      atomic_int open = !gated;
+      sem_t open;
+      sem_init(&open, 0, 0);
       gate_args g = {&open};
       if (gated) CHECK(mx_hal_host_callback(s, k_gate, &g, sizeof g), dev);
       uint64_t t0 = mx__now_ns();
       for (int i = 0; i < B; i++) mx_hal_model_execute(m, s);
       uint64_t t1 = mx__now_ns();
-      atomic_store(&open, 1);
+      sem_post(&open);
       CHECK(mx_stream_synchronize(s), dev);
+      sem_destroy(&open);
       busy[r] = (double)(t1 - t0) / B;
       t0 = mx__now_ns();
       for (int i = 0; i < B; i++) mx_hal_model_execute(m, s);
