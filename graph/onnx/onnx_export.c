@@ -4,7 +4,8 @@
  * Nodes go out in the graph's stable topological order, constants as initializers with
  * raw_data, inputs and outputs with their dtypes and (possibly symbolic) shapes: a symbol becomes
  * a dim_param with its name, any other expression a dim_param with its printed form, an unknown
- * dim a dimension without a value. The message tree is built in a scratch arena and freed in one
+ * dim a dimension without a value; a value without a dtype yet (the outputs of a graph not
+ * inferred) goes out without a type. The message tree is built in a scratch arena and freed in one
  * go after packing. */
 #include <errno.h>
 #include <stdio.h>
@@ -49,10 +50,14 @@ static Onnx__TensorProto *export_tensor(exporter *ex, const char *name, const mx
 
 static Onnx__ValueInfoProto *export_value_info(exporter *ex, const mx_graph *g, const mx_value *v) {
   Onnx__ValueInfoProto *vi = NEW(ex, Onnx__ValueInfoProto, onnx__value_info_proto__descriptor);
+  if (!vi) return NULL;
+  vi->name = mx__arena_strdup(&ex->arena, v->name);
+  /* A value of a graph not yet inferred has no element type: ONNX has no valid code for that
+   * (0 is rejected by readers), so it goes out without a type, which readers infer. */
+  if (v->dtype == MX_DTYPE_UNDEFINED) return vi->name ? vi : NULL;
   Onnx__TypeProto *tp = NEW(ex, Onnx__TypeProto, onnx__type_proto__descriptor);
   Onnx__TypeProto__Tensor *tt = NEW(ex, Onnx__TypeProto__Tensor, onnx__type_proto__tensor__descriptor);
-  if (!vi || !tp || !tt) return NULL;
-  vi->name = mx__arena_strdup(&ex->arena, v->name);
+  if (!tp || !tt) return NULL;
   vi->type = tp;
   tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
   tp->tensor_type = tt;

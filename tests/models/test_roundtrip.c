@@ -3,7 +3,8 @@
  * be identical (inputs and outputs with names, dtypes and printed shapes; nodes in the same
  * topological order with the same op types, names, edges and attributes; constants byte for
  * byte), and the reference interpreter must give bit-identical outputs on both. A second export
- * of the imported graph must give the same bytes as the first. */
+ * of the imported graph must give the same bytes as the first. A graph exported before inference
+ * (its outputs have no dtype yet) is written without output types and reads back the same. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "mixrt/models.h"
 #include "mixrt/onnx.h"
 #include "models/models_support.h"
+#include "onnx/onnx.pb-c.h"
 
 /* Exports g (inferred here), imports the bytes, checks the graphs and a second export agree,
  * and returns the imported graph (inferred). */
@@ -105,6 +107,42 @@ Test(roundtrip, moe_default) {
 Test(roundtrip, moe_other) {
   mx_moe_config c = {.hidden = 12, .ffn = 7, .experts = 6, .top_k = 1, .seed = 3};
   moe_round_trip(&c);
+}
+
+Test(roundtrip, uninferred_graphs) {
+  for (int which = 0; which < 3; which++) {
+    mx_graph *g, *ref, *back;
+    mx_error err;
+    mx_status st = which == 0 ? mx_model_llama(NULL, &g, &err)
+                   : which == 1 ? mx_model_moe(NULL, &g, &err)
+                                : mx_model_encoder(NULL, &g, &err);
+    cr_assert_eq(st, MX_OK, "%s", err.message);
+    cr_assert_eq(which == 0 ? mx_model_llama(NULL, &ref, &err)
+                 : which == 1 ? mx_model_moe(NULL, &ref, &err)
+                              : mx_model_encoder(NULL, &ref, &err),
+                 MX_OK);
+    void *bytes;
+    size_t size;
+    cr_assert_eq(mx_onnx_save_memory(g, &bytes, &size, &err), MX_OK, "%s", err.message);
+    /* No output is declared with element type 0 (UNDEFINED), which readers reject. */
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, bytes);
+    cr_assert_not_null(m);
+    cr_assert_eq(m->graph->n_output, mx_graph_output_count(g));
+    for (size_t i = 0; i < m->graph->n_output; i++) {
+      const Onnx__TypeProto *tp = m->graph->output[i]->type;
+      cr_assert(!tp || (tp->tensor_type && tp->tensor_type->elem_type != 0), "output %s", m->graph->output[i]->name);
+    }
+    onnx__model_proto__free_unpacked(m, NULL);
+    cr_assert_eq(mx_onnx_load_memory(bytes, size, NULL, &back, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(mx_graph_infer(back), MX_OK, "%s", mx_graph_last_error(back));
+    cr_assert_eq(mx_graph_infer(ref), MX_OK, "%s", mx_graph_last_error(ref));
+    char why[512] = "";
+    cr_assert(mxt_graphs_identical(ref, back, why, sizeof why), "%s: %s", mx_graph_name(ref), why);
+    free(bytes);
+    mx_graph_destroy(back);
+    mx_graph_destroy(ref);
+    mx_graph_destroy(g);
+  }
 }
 
 Test(roundtrip, encoder) {
