@@ -49,12 +49,15 @@ typedef struct mx_dyn_options {
   uint32_t max_streams;   /* independent branches spread over up to this many streams (1..16;
                              0 = 1) */
   bool host_ops;          /* run small integer shape arithmetic on the host (default true) */
+  bool eval_ops;          /* compute host values from their symbolic values, without running
+                             their kernels, when every element is formable (default true) */
   bool alias_ops;         /* let byte-moving ops (Reshape, Squeeze, ...) share their input's
                              buffer instead of copying (default true) */
   uint32_t meta_entries;  /* launch-metadata entries cached per op (1..16; 0 = 4) */
 } mx_dyn_options;
 
-/* Fills *o with the defaults: one stream, host ops and aliasing on, 4 cache entries. */
+/* Fills *o with the defaults: one stream, host ops, evaluation and aliasing on, 4 cache
+ * entries. */
 void mx_dyn_options_init(mx_dyn_options *o);
 
 /* --- plans ------------------------------------------------------------------------------------ */

@@ -11,6 +11,7 @@ void mx_dyn_options_init(mx_dyn_options *o) {
   memset(o, 0, sizeof *o);
   o->max_streams = 1;
   o->host_ops = true;
+  o->eval_ops = true;
   o->alias_ops = true;
   o->meta_entries = 4;
 }
@@ -192,7 +193,7 @@ static mx_status plan_op(builder *b, size_t i) {
 
   if (all_const) {
     op->kind = MX__DYN_OP_SKIP;
-  } else if (host_ok && eval_eligible(b, nd)) {
+  } else if (host_ok && p->opt.eval_ops && eval_eligible(b, nd)) {
     op->kind = MX__DYN_OP_EVAL;
   } else if (alias_ok) {
     op->kind = MX__DYN_OP_ALIAS;
