@@ -18,9 +18,11 @@
  * first, largest "breadth" first, first-use order) and the smallest arena wins. Sizes and
  * offsets are multiples of 64 bytes.
  *
- * Figures: the lower bound is the largest total of buffers live at one schedule position (they
- * pairwise conflict whatever the streams, so no arena can be smaller); the no-reuse total is the
- * sum of every buffer. */
+ * Figures: the lower bound is the largest total of buffers that must be pairwise disjoint: the
+ * buffers live at one schedule position (they conflict whatever the streams), and with several
+ * streams a greedy extension of the fullest such sets by buffers conflicting with all members
+ * (concurrent branches); no arena can be smaller. The no-reuse total is the sum of every
+ * buffer. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,6 +214,50 @@ static void make_order(const mx__compile *c, int which, const uint64_t *live, so
   for (uint32_t b = 0; b < c->n_bufs; b++) out[b] = keys[b].idx;
 }
 
+/* With several streams more buffers are live together than at any one position of the serial
+ * schedule. Any set of pairwise-conflicting buffers must be disjoint, so its total is a lower
+ * bound too: starting from the live sets of the fullest positions, greedily add the largest
+ * buffers that conflict with every member. */
+static void clique_bound(mx__compile *c, const uint64_t *live, uint32_t *members, sort_key *keys) {
+  uint32_t n = c->n_tasks, nb = c->n_bufs;
+  for (uint32_t p = 0; p < n; p++) {
+    keys[p].k1 = live[p];
+    keys[p].k2 = keys[p].k3 = 0;
+    keys[p].idx = p;
+  }
+  qsort(keys, n, sizeof *keys, cmp_key);
+  uint32_t *by_size = members + nb; /* second half of the scratch */
+  for (uint32_t b = 0; b < nb; b++) by_size[b] = b;
+  for (uint32_t i = 1; i < nb; i++) {
+    uint32_t x = by_size[i], j = i;
+    while (j > 0 && c->bufs[by_size[j - 1]].size < c->bufs[x].size) {
+      by_size[j] = by_size[j - 1];
+      j--;
+    }
+    by_size[j] = x;
+  }
+  for (uint32_t k = 0; k < n && k < 32 && 2 * keys[k].k1 >= c->lower_bound; k++) {
+    uint32_t p = keys[k].idx, nm = 0;
+    uint64_t total = 0;
+    for (uint32_t b = 0; b < nb; b++)
+      if (c->bufs[b].lo <= p && p <= c->bufs[b].hi) {
+        members[nm++] = b;
+        total += c->bufs[b].size;
+      }
+    for (uint32_t i = 0; i < nb; i++) {
+      uint32_t b = by_size[i];
+      const mx__cbuf *B = &c->bufs[b];
+      if (B->lo <= p && p <= B->hi) continue;
+      bool all = true;
+      for (uint32_t m = 0; m < nm && all; m++) all = conflict(c, B, &c->bufs[members[m]]);
+      if (!all) continue;
+      members[nm++] = b;
+      total += B->size;
+    }
+    if (total > c->lower_bound) c->lower_bound = total;
+  }
+}
+
 /* Lower bound, no-reuse total and the best placement. */
 static mx_status assign_offsets(mx__compile *c) {
   uint32_t n = c->n_tasks, nb = c->n_bufs;
@@ -237,6 +283,19 @@ static mx_status assign_offsets(mx__compile *c) {
     run += live[p];
     live[p] = run;
     if (run > c->lower_bound) c->lower_bound = run;
+  }
+  if (c->n_streams > 1 && nb) {
+    uint32_t *scratch = malloc(2 * (size_t)nb * sizeof *scratch);
+    sort_key *pkeys = malloc((size_t)(n ? n : 1) * sizeof *pkeys);
+    if (!scratch || !pkeys) {
+      free(scratch);
+      free(pkeys);
+      st = mx__fail_oom(c->err, "memory plan");
+      goto free_scratch;
+    }
+    clique_bound(c, live, scratch, pkeys);
+    free(scratch);
+    free(pkeys);
   }
   uint64_t best_arena = UINT64_MAX;
   for (int w = 0; w < N_ORDERS; w++) {

@@ -9,16 +9,19 @@
 #include "mixrt/reference.h"
 #include "tools/commands.h"
 #include "tools/run_inputs.h"
+#include "tools/run_mxm.h"
 
 #define MAX_ITEMS 64
 
 void mx_cmd_run_help(FILE *out) {
   fprintf(out,
-          "usage: mixrt run MODEL.onnx [--input NAME=FILE.npy ...] [--random] [--seed N]\n"
+          "usage: mixrt run MODEL.onnx|MODEL.mxm [--input NAME=FILE.npy ...] [--random] [--seed N]\n"
           "                 [--shape SYMBOL=VALUE ...] [--steps N] [--reference] [--output-dir DIR]\n\n"
           "Runs a model once per step and prints its outputs (dtype, shape, first values) and the\n"
-          "per-step latency (median, p10, p90). The model runs through the reference interpreter\n"
-          "(op by op on the host, every shape resolved at run time); --reference says so explicitly.\n\n"
+          "per-step latency (median, p10, p90). An ONNX model runs through the reference interpreter\n"
+          "(op by op on the host, every shape resolved at run time); --reference says so explicitly.\n"
+          "A compiled model (.mxm, from `mixrt compile`) runs as a static model on the CPU device;\n"
+          "its shapes are fixed, so --shape does not apply to it.\n\n"
           "options:\n"
           "  --input NAME=FILE.npy  value of graph input NAME (NumPy .npy)\n"
           "  --random               seeded random values for inputs without --input\n"
@@ -101,6 +104,10 @@ int mx_cmd_run(int argc, char **argv) {
     struct stat sb;
     if (stat(out_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
       return mx_cli_usage_error("run", "--output-dir '%s' is not a folder", out_dir);
+  }
+  if (mx_cli_is_mxm(model)) {
+    mx_run_mxm_args ra = {model, files, nf, random, (uint64_t)seed, steps, out_dir, nb};
+    return mx_cli_run_mxm(&ra);
   }
   mx_error err;
   mx_graph *g;

@@ -15,6 +15,8 @@ const mx_cli_command mx_cli_commands[] = {
     {"gen", "write a built-in model (llama decode step, mixture of experts, encoder) as ONNX",
      mx_cmd_gen, mx_cmd_gen_help},
     {"bench", "benchmarks printing JSON (scheduler)", mx_cmd_bench, mx_cmd_bench_help},
+    {"compile", "compile a fully static model into an .mxm file (static plan, memory-plan report)",
+     mx_cmd_compile, mx_cmd_compile_help},
     {"demo", "the main job on a built-in model", mx_cmd_demo, mx_cmd_demo_help},
     {NULL, NULL, NULL, NULL},
 };

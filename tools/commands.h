@@ -19,6 +19,8 @@ int mx_cmd_demo(int argc, char **argv);
 void mx_cmd_demo_help(FILE *out);
 int mx_cmd_conformance(int argc, char **argv);
 void mx_cmd_conformance_help(FILE *out);
+int mx_cmd_compile(int argc, char **argv);
+void mx_cmd_compile_help(FILE *out);
 int mx_cmd_partition(int argc, char **argv);
 void mx_cmd_partition_help(FILE *out);
 int mx_cmd_gen(int argc, char **argv);
