@@ -5,9 +5,14 @@
  *          SMT siblings and caches.
  * scatter: one processing unit per core, cores taken round-robin over packages, before any
  *          second SMT sibling is used.
- * auto:    none on machines with at most 2 processing units (workers and the host thread would
- *          only be forced onto each other's processor), compact when there are several NUMA
- *          nodes (keep streams near the memory they share), scatter otherwise. */
+ * auto:    scatter, or compact when there are several NUMA nodes (keep streams near the memory
+ *          they share); none on a single processing unit. The order is rotated so the
+ *          processing unit of the thread creating the device comes last: the first workers then
+ *          run beside the submitting thread rather than on top of it. Pinning even on a 2-PU
+ *          machine keeps two busy streams from time-sharing one processor while the other idles
+ *          (measured: event round trips between two streams ~2 us pinned against 2-17 us
+ *          unpinned on the shared 2-vCPU machine). */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,6 +99,24 @@ free_tables:
   return ok;
 }
 
+/* AUTO only: rotates the order so the processing unit the creating thread runs on comes last;
+ * the first workers then start away from the thread that will most likely submit to them. */
+static void rotate_away_from_caller(mx__cpu_topo *t) {
+  int cpu = sched_getcpu();
+  if (cpu < 0 || t->n_order < 2) return;
+  uint32_t at = t->n_order;
+  for (uint32_t i = 0; i < t->n_order && at == t->n_order; i++) {
+    if (hwloc_bitmap_isset(t->order[i], (unsigned)cpu)) at = i;
+  }
+  if (at == t->n_order) return;
+  /* rotate left by at + 1: entry `at` becomes the last one */
+  for (uint32_t r = 0; r <= at; r++) {
+    hwloc_bitmap_t first = t->order[0];
+    memmove(&t->order[0], &t->order[1], (t->n_order - 1) * sizeof t->order[0]);
+    t->order[t->n_order - 1] = first;
+  }
+}
+
 mx_status mx__cpu_topo_init(mx__cpu_topo *t, mx_pinning requested, mx_error *err) {
   memset(t, 0, sizeof *t);
   long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -110,7 +133,7 @@ mx_status mx__cpu_topo_init(mx__cpu_topo *t, mx_pinning requested, mx_error *err
   mx_pinning policy = requested;
   if (policy == MX_PIN_AUTO) {
     int numa = hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_NUMANODE);
-    if (t->n_pus <= 2)
+    if (t->n_pus <= 1)
       policy = MX_PIN_NONE;
     else if (numa > 1)
       policy = MX_PIN_COMPACT;
@@ -120,6 +143,7 @@ mx_status mx__cpu_topo_init(mx__cpu_topo *t, mx_pinning requested, mx_error *err
   t->policy = policy;
   if (policy == MX_PIN_NONE) return MX_OK;
   bool ok = policy == MX_PIN_COMPACT ? order_compact(t) : order_scatter(t);
+  if (ok && requested == MX_PIN_AUTO) rotate_away_from_caller(t);
   if (ok) return MX_OK;
   mx__cpu_topo_fini(t);
   return mx__fail(err, MX_ERR_DEVICE, "pinning '%s': hwloc found no processing unit to bind to",

@@ -44,8 +44,9 @@ typedef enum mx_device_kind {
 
 /* How CPU-device worker threads are bound to processors (hwloc). */
 typedef enum mx_pinning {
-  MX_PIN_AUTO = 0,    /* chosen from the topology: none on machines with at most 2 processing
-                         units, compact on machines with several NUMA nodes, else scatter */
+  MX_PIN_AUTO = 0,    /* chosen from the topology: scatter (compact with several NUMA nodes;
+                         none on a single processing unit), starting away from the processing
+                         unit of the thread that creates the device */
   MX_PIN_NONE = 1,    /* no binding; the OS schedules workers */
   MX_PIN_COMPACT = 2, /* worker i on processing unit i (neighbours share caches) */
   MX_PIN_SCATTER = 3  /* workers spread over packages and cores before reusing SMT siblings */
