@@ -47,6 +47,7 @@ typedef struct ca_pool {
   mx_stream *stream;              /* the stream (NULL for pool 0 and free slots) */
   bool used;                      /* slot in use (pool 0 always) */
   uint64_t epoch;                 /* current epoch: frees are stamped with it */
+  bool unfenced;                  /* blocks were freed in the current epoch */
   uint64_t safe_below;            /* blocks freed in epochs below this are past their last use */
   ca_fence fences[FENCE_RING];    /* outstanding fences, oldest at fence_head */
   uint32_t fence_head, n_fences;
@@ -220,6 +221,7 @@ static uint64_t fence_record(mx_caching_allocator *a, ca_pool *p) {
   }
   f->cover = cover;
   p->epoch++;
+  p->unfenced = false;
   a->st.fences++;
   return cover;
 }
@@ -500,6 +502,7 @@ mx_status mx_caching_free(mx_caching_allocator *a, void *ptr, mx_stream *stream,
   b->live = false;
   b->pool = (uint8_t)pi;
   b->epoch = p->epoch;
+  p->unfenced = true;
   bin_push(p, b);
   a->st.bytes_in_use -= b->size;
   a->st.bytes_requested -= b->requested;
@@ -509,6 +512,18 @@ mx_status mx_caching_free(mx_caching_allocator *a, void *ptr, mx_stream *stream,
 unlock:
   pthread_mutex_unlock(&a->lock);
   return st;
+}
+
+void mx_caching_fence(mx_caching_allocator *a, mx_stream *stream) {
+  if (!a || !stream) return;
+  pthread_mutex_lock(&a->lock);
+  for (int i = 1; i < N_POOLS; i++) {
+    ca_pool *p = a->pools[i];
+    if (!p || !p->used || p->stream != stream) continue;
+    if (p->unfenced) fence_record(a, p);
+    break;
+  }
+  pthread_mutex_unlock(&a->lock);
 }
 
 mx_status mx_caching_trim(mx_caching_allocator *a, mx_error *err) {

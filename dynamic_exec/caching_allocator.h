@@ -87,6 +87,13 @@ mx_status mx_caching_record_stream(mx_caching_allocator *a, void *ptr, mx_stream
  * gives MX_ERR_INVALID_ARGUMENT. */
 mx_status mx_caching_free(mx_caching_allocator *a, void *ptr, mx_stream *stream, mx_error *err);
 
+/* Records a fence on `stream` covering the blocks freed there so far (nothing when there are
+ * none since the last fence). Never waits. Call it at natural boundaries (the end of a step):
+ * blocks freed on the stream then become reusable on other streams as soon as the stream gets
+ * there, instead of only after a fence recorded lazily behind whatever work was queued later.
+ * NULL and unknown streams are a no-op. */
+void mx_caching_fence(mx_caching_allocator *a, mx_stream *stream);
+
 /* Returns every cached block to the device, after waiting until the streams that last used
  * them are past those uses. Live blocks are untouched. */
 mx_status mx_caching_trim(mx_caching_allocator *a, mx_error *err);

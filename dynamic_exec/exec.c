@@ -324,6 +324,10 @@ mx_status mx__dyn_step_end(mx_dyn_exec *e, mx_tensor *outputs, size_t n_outputs)
     e->out_alloc[i] = false;
     mx__dyn_value_free(e, g->outputs[i]);
   }
+  /* Blocks freed this step become reusable on other streams once each stream gets here. */
+  for (uint32_t k = 0; k < e->n_streams; k++)
+    if (e->used_streams & (1u << k)) mx_caching_fence(e->alloc, e->streams[k]);
+  mx_caching_fence(e->alloc, e->caller);
   for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS; k++) {
     if (!e->h2d_pending[k]) continue;
     mx_stream *s = k < e->n_streams ? e->streams[k] : e->caller;

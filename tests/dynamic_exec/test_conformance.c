@@ -106,7 +106,7 @@ static int run_dynamic(mx_graph *g, mx_device *dev, uint32_t streams, conf_case 
   return bad;
 }
 
-Test(dyn_conformance, every_model_equals_reference, .timeout = 300) {
+Test(dyn_conformance, every_model_equals_reference) {
   const char *root = mxt_onnx_node_dir();
   if (!root) cr_skip_test("ONNX node-test data not found");
   mxt_onnx_case *cases;

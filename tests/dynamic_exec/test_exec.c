@@ -316,7 +316,7 @@ static mx_graph *random_dag(uint64_t seed, int n_ops) {
   return g;
 }
 
-Test(dyn_exec, random_dags_over_streams, .timeout = 120) {
+Test(dyn_exec, random_dags_over_streams) {
   mx_device *dev = dyn_device(MX_DEVICE_CPU, true);
   for (uint64_t seed = 1; seed <= 12; seed++) {
     mx_graph *g = random_dag(seed, 60);

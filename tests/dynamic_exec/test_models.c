@@ -69,7 +69,7 @@ static mx_graph *attention_block(void) {
   return g;
 }
 
-Test(dyn_models, attention_past_lengths, .timeout = 120) {
+Test(dyn_models, attention_past_lengths) {
   static const int64_t pasts[] = {0, 1, 7, 100, 1000};
   const size_t n = sizeof pasts / sizeof *pasts;
   mx_graph *g = attention_block();
@@ -94,7 +94,7 @@ Test(dyn_models, attention_past_lengths, .timeout = 120) {
 
 /* A decode loop: each step's present cache is the next step's past, kept on the device and
  * handed from the executor's outputs to its inputs without copies. */
-Test(dyn_models, attention_decode_loop_on_device, .timeout = 120) {
+Test(dyn_models, attention_decode_loop_on_device) {
   mx_graph *g = attention_block();
   for (size_t c = 0; c < 3; c++) {
     mx_device *dev = dyn_device(MX_DEVICE_CPU, true);
@@ -211,7 +211,7 @@ static mx_graph *moe_block(void) {
   return g;
 }
 
-Test(dyn_models, moe_with_idle_experts, .timeout = 120) {
+Test(dyn_models, moe_with_idle_experts) {
   static const int64_t tokens[] = {5, 1, 16, 0, 3, 16};
   const size_t n = sizeof tokens / sizeof *tokens;
   mx_graph *g = moe_block();
@@ -243,7 +243,7 @@ Test(dyn_models, moe_with_idle_experts, .timeout = 120) {
 
 /* --- encoder ---------------------------------------------------------------------------------- */
 
-Test(dyn_models, encoder_batch_seq, .timeout = 120) {
+Test(dyn_models, encoder_batch_seq) {
   static const int64_t bs[][2] = {{1, 1}, {2, 5}, {3, 17}, {1, 64}, {2, 5}, {4, 9}};
   const size_t n = sizeof bs / sizeof *bs;
   mx_encoder_config cfg;
@@ -276,7 +276,7 @@ Test(dyn_models, encoder_batch_seq, .timeout = 120) {
 
 /* --- generators ------------------------------------------------------------------------------- */
 
-Test(dyn_models, llama_decode_generator, .timeout = 120) {
+Test(dyn_models, llama_decode_generator) {
   mx_llama_config cfg;
   mx_llama_config_default(&cfg);
   mx_graph *g;
@@ -304,7 +304,7 @@ Test(dyn_models, llama_decode_generator, .timeout = 120) {
   dyn_check_leaks();
 }
 
-Test(dyn_models, moe_generator, .timeout = 120) {
+Test(dyn_models, moe_generator) {
   mx_moe_config cfg;
   mx_moe_config_default(&cfg);
   mx_graph *g;
