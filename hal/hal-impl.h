@@ -214,28 +214,28 @@ typedef struct mx__id_slot {
 } mx__id_slot;
 
 struct mx_hal_model {
-  mx_device *dev; /* owning device (borrowed) */
-  mx_hal_model_desc desc;
-  bool built;
-  bool slow; /* tasks go through the slow path (indirect, checking, faults) */
-  char last_error[MX_ERROR_MESSAGE_MAX];
-  mx_arena arena;         /* argument blocks and slot copies (owned) */
-  mx__model_part *parts;  /* desc.n_streams entries (owned) */
-  mx__order_entry *order; /* every item in add order (owned) */
-  size_t n_order, cap_order;
-  uint32_t n_tasks;
-  uint64_t n_slots;            /* slots over all tasks */
-  mx__model_item **task_items; /* task index -> its item (built at build_end, owned) */
-  uint8_t *ev_recorded;        /* per event: recorded while building (owned) */
-  uint32_t *id_slot_start;     /* CSR over ids: slots of id i are [start[i], start[i+1]) */
-  mx__id_slot *id_slots;       /* (owned) */
+  mx_device *dev;         /* owning device (borrowed) */
+  mx_hal_model_desc desc; /* as created */
+  bool built;             /* build_end succeeded: no more items, executes allowed */
+  bool slow;              /* tasks go through the slow path (indirect, checking, faults) */
+  char last_error[MX_ERROR_MESSAGE_MAX]; /* message of the last failing host call */
+  mx_arena arena;                        /* argument blocks and slot copies (owned) */
+  mx__model_part *parts;                 /* desc.n_streams entries (owned) */
+  mx__order_entry *order;                /* every item in add order (owned) */
+  size_t n_order, cap_order;             /* entries, capacity */
+  uint32_t n_tasks;                      /* tasks added */
+  uint64_t n_slots;                      /* slots over all tasks */
+  mx__model_item **task_items;           /* task index -> its item (built at build_end, owned) */
+  uint8_t *ev_recorded;                  /* per event: recorded while building (owned) */
+  uint32_t *id_slot_start; /* CSR over ids: slots of id i are [start[i], start[i+1]) */
+  mx__id_slot *id_slots;   /* (owned) */
 
   /* Host side, under host_lock (own cache lines: the device side never writes them). */
   _Alignas(64) pthread_mutex_t host_lock;
-  void **host_base;    /* latest bases set by update_bases (owned) */
-  uint8_t *dirty;      /* per id: changed since the last execute (owned) */
-  uint32_t *dirty_ids; /* the ids with dirty set, in change order (owned) */
-  uint32_t n_dirty;
+  void **host_base;        /* latest bases set by update_bases (owned) */
+  uint8_t *dirty;          /* per id: changed since the last execute (owned) */
+  uint32_t *dirty_ids;     /* the ids with dirty set, in change order (owned) */
+  uint32_t n_dirty;        /* entries of dirty_ids */
   uint64_t exec_submitted; /* executions queued so far */
   mx__patch *patches;      /* ring of patch batches handed to the device (owned) */
   uint64_t patch_cap;      /* entries in the ring */
@@ -251,12 +251,14 @@ struct mx_hal_model {
   uint8_t *part_skip;          /* per internal stream: skip tasks in this execution (owned) */
   _Atomic int exec_failed;     /* 0, or 1 once a task of the current execution failed */
   mx_status exec_status;       /* first failure of the current execution (by its winner) */
-  int64_t exec_task;
-  int32_t exec_stream;
-  char exec_msg[MX_ERROR_MESSAGE_MAX];
-  uint64_t exec_t0; /* when the current execution's first step started, ns */
+  int64_t exec_task;           /* its task index (add order), -1 when not a task */
+  int32_t exec_stream;         /* its internal stream, -1 when none */
+  char exec_msg[MX_ERROR_MESSAGE_MAX]; /* its message, copied to the stream at the end */
+  uint64_t exec_t0;                    /* when the current execution's first step started, ns */
 
-  /* Statistics (device side writes, host reads). */
+  /* Statistics (device side writes, host reads; see mx_hal_model_stats): executions, slots
+   * patched (total, last), ids refreshed (total, last), and the last patch / execution time in
+   * ns. */
   _Alignas(64) _Atomic uint64_t st_exec, st_patched, st_last_patched, st_ids, st_last_ids;
   _Atomic uint64_t st_patch_ns, st_exec_ns;
 
@@ -311,26 +313,27 @@ typedef struct mx__device_ops {
 typedef struct mx__mem_node mx__mem_node;
 
 struct mx_device {
-  const mx__device_ops *ops;
-  void *impl;            /* backend state (owned by the backend) */
-  mx_device_options opt; /* resolved options */
-  int64_t spin_ns;       /* resolved spin time before parking */
-  bool check;            /* checking mode */
-  bool faults;           /* any fault point armed */
-  uint64_t fault_nth[MX_FAULT_POINT_COUNT];
+  const mx__device_ops *ops;                          /* backend table (static, borrowed) */
+  void *impl;                                         /* backend state (owned by the backend) */
+  mx_device_options opt;                              /* resolved options */
+  int64_t spin_ns;                                    /* resolved spin time before parking */
+  bool check;                                         /* checking mode */
+  bool faults;                                        /* any fault point armed */
+  uint64_t fault_nth[MX_FAULT_POINT_COUNT];           /* 0 = off, N = the Nth operation fails */
   _Atomic uint64_t fault_count[MX_FAULT_POINT_COUNT]; /* operations seen per point */
 
-  pthread_mutex_t lock; /* guards the lists below, the channels and last_error */
-  char last_error[MX_ERROR_MESSAGE_MAX];
-  mx_stream *streams; /* user streams (their objects are owned by their users) */
-  mx_event *events;
-  mx_hal_model *models;
-  mx__chan *chans_all, *chans_free; /* channels (owned), every one and the recyclable ones */
+  pthread_mutex_t lock;                  /* guards the lists below, the channels and last_error */
+  char last_error[MX_ERROR_MESSAGE_MAX]; /* message of the last failing host call */
+  mx_stream *streams;                    /* user streams (their objects are owned by their users) */
+  mx_event *events;                      /* every live event (owned by their users) */
+  mx_hal_model *models;                  /* every live model (owned by their users) */
+  mx__chan *chans_all, *chans_free;      /* channels (owned), every one and the recyclable ones */
 
-  pthread_mutex_t mem_lock; /* guards the memory fields */
-  mx__mem_node *mem_root;   /* live allocations and registered buffers, by address */
-  uint64_t mem_in_use, mem_peak, mem_allocs, mem_frees, mem_live;
-  uint64_t mem_rng; /* treap priority generator */
+  pthread_mutex_t mem_lock;      /* guards the memory fields */
+  mx__mem_node *mem_root;        /* live allocations and registered buffers, by address */
+  uint64_t mem_in_use, mem_peak; /* bytes (reserved before the host allocation happens) */
+  uint64_t mem_allocs, mem_frees, mem_live; /* counts since creation, and live now */
+  uint64_t mem_rng;                         /* treap priority generator */
 
   mx__waitq host_wq; /* host threads waiting for device progress */
 };
