@@ -17,5 +17,5 @@ int rand_r(unsigned int *seed) {
 }
 #else
 /* An empty translation unit is not valid ISO C. */
-typedef int mx_tests_hal_no_tsan;
+typedef int mx_tests_no_tsan;
 #endif
