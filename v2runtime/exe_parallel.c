@@ -33,6 +33,58 @@ void __tsan_release(void *addr);
 
 #define SPIN_BEFORE_PARK_NS 200000u /* idle workers spin this long between runs before parking */
 
+/* The ready queue. ck_ring's multi-consumer dequeue reads a slot before its compare-and-swap
+ * claims it (and retries when another consumer won): correct, but ThreadSanitizer cannot see
+ * concurrencykit's atomics and reports that read. TSan builds therefore use a locked ring with the
+ * same interface, so the rest of the executor is checked as it is. */
+typedef struct ready_queue {
+#if defined(__SANITIZE_THREAD__)
+  pthread_mutex_t lock;
+  uint32_t head, tail;    /* positions, wrapping at cap */
+#else
+  ck_ring_t ring;
+#endif
+  ck_ring_buffer_t *buf;  /* storage (cap entries, a power of two) */
+  uint32_t cap;
+} ready_queue;
+
+static void queue_reset(ready_queue *q) {
+#if defined(__SANITIZE_THREAD__)
+  pthread_mutex_lock(&q->lock);
+  q->head = q->tail = 0;
+  pthread_mutex_unlock(&q->lock);
+#else
+  ck_ring_init(&q->ring, q->cap);
+#endif
+}
+
+static bool queue_push(ready_queue *q, uint32_t x) {
+#if defined(__SANITIZE_THREAD__)
+  pthread_mutex_lock(&q->lock);
+  bool ok = q->tail - q->head < q->cap - 1;
+  if (ok) q->buf[q->tail++ & (q->cap - 1)].value = (void *)(uintptr_t)x;
+  pthread_mutex_unlock(&q->lock);
+  return ok;
+#else
+  return ck_ring_enqueue_mpmc(&q->ring, q->buf, (void *)(uintptr_t)x);
+#endif
+}
+
+static bool queue_pop(ready_queue *q, uint32_t *x) {
+  void *item;
+#if defined(__SANITIZE_THREAD__)
+  pthread_mutex_lock(&q->lock);
+  bool ok = q->head != q->tail;
+  if (ok) item = q->buf[q->head++ & (q->cap - 1)].value;
+  pthread_mutex_unlock(&q->lock);
+  if (!ok) return false;
+#else
+  if (!ck_ring_dequeue_mpmc(&q->ring, q->buf, &item)) return false;
+#endif
+  *x = (uint32_t)(uintptr_t)item;
+  return true;
+}
+
 typedef struct worker {
   struct mx_exe_pool *pool;
   pthread_t thread;
@@ -57,9 +109,7 @@ struct mx_exe_pool {
   const mx_exe_graph *g;
   mx_exe_run *run;
   uint32_t *indeg;              /* working indegrees (cap_nodes) */
-  ck_ring_t ring;
-  ck_ring_buffer_t *ring_buf;   /* ring storage (ring_cap entries, a power of two) */
-  uint32_t ring_cap;
+  ready_queue queue;            /* ready nodes */
   uint32_t cap_nodes;
   _Atomic uint32_t remaining;   /* nodes not yet finished */
   _Atomic bool failed;
@@ -84,12 +134,11 @@ static void participate(mx_exe_pool *p) {
     /* Read after `remaining`: the caller publishes g and run before it (see mx__exe_run_parallel). */
     const mx_exe_graph *g = p->g;
     mx_exe_run *run = p->run;
-    void *item;
-    if (!ck_ring_dequeue_mpmc(&p->ring, p->ring_buf, &item)) {
+    uint32_t x;
+    if (!queue_pop(&p->queue, &x)) {
       sched_yield();
       continue;
     }
-    uint32_t x = (uint32_t)(uintptr_t)item;
     TSAN_ACQUIRE(&p->indeg[x]);
     const mx_exe_node *nd = &g->nodes[x];
     mx_status st;
@@ -112,7 +161,7 @@ static void participate(mx_exe_pool *p) {
       if (zero) {
         TSAN_ACQUIRE(&p->indeg[s]);
         TSAN_RELEASE(&p->indeg[s]);
-        while (!ck_ring_enqueue_mpmc(&p->ring, p->ring_buf, (void *)(uintptr_t)s)) sched_yield();
+        while (!queue_push(&p->queue, s)) sched_yield();
       }
     }
     atomic_fetch_sub_explicit(&p->remaining, 1, memory_order_acq_rel);
@@ -174,6 +223,9 @@ mx_status mx__exe_pool_create(uint32_t threads, mx_exe_pool **out, mx_error *err
   pthread_cond_init(&p->wake, NULL);
   pthread_mutex_init(&p->serial, NULL);
   pthread_mutex_init(&p->fail_lock, NULL);
+#if defined(__SANITIZE_THREAD__)
+  pthread_mutex_init(&p->queue.lock, NULL);
+#endif
   p->workers = calloc(p->n_workers ? p->n_workers : 1, sizeof *p->workers);
   if (!p->workers) goto oom;
   for (uint32_t i = 0; i < p->n_workers; i++) {
@@ -201,7 +253,10 @@ void mx__exe_pool_destroy(mx_exe_pool *p) {
   for (uint32_t i = 0; i < p->n_workers; i++) pthread_join(p->workers[i].thread, NULL);
   free(p->workers);
   free(p->indeg);
-  free(p->ring_buf);
+  free(p->queue.buf);
+#if defined(__SANITIZE_THREAD__)
+  pthread_mutex_destroy(&p->queue.lock);
+#endif
   pthread_mutex_destroy(&p->lock);
   pthread_cond_destroy(&p->wake);
   pthread_mutex_destroy(&p->serial);
@@ -221,14 +276,14 @@ mx_status mx__exe_run_parallel(mx_exe_pool *p, const mx_exe_graph *g, mx_exe_run
   }
   uint32_t cap = 2;
   while (cap <= n) cap *= 2; /* a ck_ring holds capacity - 1 entries */
-  if (cap > p->ring_cap) {
-    ck_ring_buffer_t *rb = realloc(p->ring_buf, cap * sizeof *rb);
+  if (cap > p->queue.cap) {
+    ck_ring_buffer_t *rb = realloc(p->queue.buf, cap * sizeof *rb);
     if (!rb) return MX_ERR_OUT_OF_MEMORY;
-    p->ring_buf = rb;
-    p->ring_cap = cap;
+    p->queue.buf = rb;
+    p->queue.cap = cap;
   }
   /* Workers of the previous run have all left participate() (the caller waited for them). */
-  ck_ring_init(&p->ring, p->ring_cap);
+  queue_reset(&p->queue);
   memcpy(p->indeg, g->indegree, n * sizeof *p->indeg);
   p->g = g;
   p->run = run;
@@ -237,7 +292,7 @@ mx_status mx__exe_run_parallel(mx_exe_pool *p, const mx_exe_graph *g, mx_exe_run
   for (uint32_t i = 0; i < n; i++) {
     if (g->indegree[i]) continue;
     TSAN_RELEASE(&p->indeg[i]);
-    ck_ring_enqueue_mpmc(&p->ring, p->ring_buf, (void *)(uintptr_t)i);
+    queue_push(&p->queue, i);
   }
   pthread_mutex_lock(&p->lock);
   atomic_fetch_add(&p->generation, 1);
