@@ -8,7 +8,7 @@
 
 #include "dynamic_exec/dynamic_exec-impl.h"
 
-mx_status mx__dyn_bind_symbol(mx_dyn_exec *e, uint32_t s, int64_t value, const char *what, int dim) {
+bool mx__dyn_bind_symbol(mx_dyn_exec *e, uint32_t s, int64_t value) {
   int64_t *cur = &e->sym_val[s];
   if (*cur == INT64_MIN) {
     *cur = value;
@@ -16,11 +16,9 @@ mx_status mx__dyn_bind_symbol(mx_dyn_exec *e, uint32_t s, int64_t value, const c
       e->sym_prev[s] = value;
       e->changed |= mx__dyn_sym_bit(s);
     }
-    return MX_OK;
+    return true;
   }
-  if (*cur == value) return MX_OK;
-  return mx__dyn_fail(e, MX_ERR_SHAPE, "%s %d is %lld, but symbol '%s' is already %lld", what, dim,
-                      (long long)value, mx_symtab_symbol_name(e->g->syms, s), (long long)*cur);
+  return *cur == value;
 }
 
 /* The caller's tensor for graph input i. */
@@ -52,8 +50,6 @@ static mx_status check_input(mx_dyn_exec *e, size_t i, const mx_tensor *t) {
   if (t->placement != MX_HOST && t->placement != MX_DEVICE)
     return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "input '%s': invalid placement %d", name, (int)t->placement);
   if (decl->rank >= 0) {
-    char what[300];
-    snprintf(what, sizeof what, "input '%s': dim", name);
     for (int32_t k = 0; k < t->rank; k++) {
       const mx__dyn_dimx *d = &decl->dims[k];
       if (d->kind == MX__DYN_DIM_CONST) {
@@ -64,8 +60,10 @@ static mx_status check_input(mx_dyn_exec *e, size_t i, const mx_tensor *t) {
       }
       uint32_t s = e->plan->input_syms[i * MX_MAX_RANK + (size_t)k];
       if (s == MX__DYN_NONE) continue;
-      mx_status st = mx__dyn_bind_symbol(e, s, t->dims[k], what, (int)k);
-      if (st != MX_OK) return st;
+      if (!mx__dyn_bind_symbol(e, s, t->dims[k]))
+        return mx__dyn_fail(e, MX_ERR_SHAPE, "input '%s': dim %d is %lld, but symbol '%s' is already %lld", name,
+                            (int)k, (long long)t->dims[k], mx_symtab_symbol_name(e->g->syms, s),
+                            (long long)e->sym_val[s]);
     }
   }
   mx__dyn_val *rv = &e->vals[v];

@@ -170,11 +170,18 @@ typedef struct mx__dyn_opstate {
   int64_t *shape_out;      /* data-dependent ops: n_out shape records (owned) */
 } mx__dyn_opstate;
 
-/* First failure of a launched kernel, written on the device side. */
-typedef struct mx__dyn_fail {
-  _Atomic uint32_t op;            /* failing op, MX__DYN_NONE when none */
-  _Atomic(const char *) why;      /* the kernel's static explanation, or NULL */
-  _Atomic uint64_t done[MX_DYN_MAX_STREAMS]; /* last op that finished per stream: step << 32 | op */
+/* Last op finished on one stream (step << 32 | op), on its own cache line: written by that
+ * stream's device side after every kernel, read by the host only after a failure. */
+typedef struct mx__dyn_done {
+  _Alignas(64) _Atomic uint64_t v;
+} mx__dyn_done;
+
+/* First failure of a launched kernel, written on the device side. Cache-line aligned so the
+ * device side never shares a line with the host's per-op fields. */
+typedef struct mx__dyn_failrec {
+  _Alignas(64) _Atomic uint32_t op; /* failing op, MX__DYN_NONE when none */
+  _Atomic(const char *) why;        /* the kernel's static explanation, or NULL */
+  mx__dyn_done done[MX_DYN_MAX_STREAMS];
 } mx__dyn_failrec;
 
 /* Header in front of every kernel task block the executor launches. */
@@ -225,15 +232,16 @@ struct mx_dyn_exec {
   uint64_t step;                  /* step counter */
   uint32_t used_streams;          /* bit per executor stream the step queued work on */
   bool in_step;                   /* between begin and end/abort */
-  mx__dyn_failrec fail;              /* device-side failure record */
-  mx_dyn_exec_stats stats;
+  mx__dyn_failrec fail;           /* device-side failure record */
+  _Alignas(64) mx_dyn_exec_stats stats;
   mx_error err;                   /* last failure */
 };
 
 /* bind.c */
 mx_status mx__dyn_bind_inputs(mx_dyn_exec *e, const mx_tensor *inputs, size_t n);
-/* Binds symbol s to value for this step; contradiction: error naming `what` (printf-style). */
-mx_status mx__dyn_bind_symbol(mx_dyn_exec *e, uint32_t s, int64_t value, const char *what, int dim);
+/* Binds symbol s to value for this step (recording whether it changed since the previous step);
+ * false when it is already bound to another value this step (the caller reports it). */
+bool mx__dyn_bind_symbol(mx_dyn_exec *e, uint32_t s, int64_t value);
 
 /* shapes.c */
 mx_status mx__dyn_eval_dimx(const mx_dyn_exec *e, const mx__dyn_dimx *d, int64_t *out);

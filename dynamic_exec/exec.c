@@ -492,8 +492,9 @@ mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching
     if (!streams[k] || mx_stream_device(streams[k]) != dev)
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_exec_create: stream %zu is NULL or of another device", k);
   mx_status st = MX_OK;
-  mx_dyn_exec *e = calloc(1, sizeof *e);
+  mx_dyn_exec *e = aligned_alloc(64, (sizeof *e + 63) & ~(size_t)63);
   if (!e) return mx__fail_oom(err, "executor");
+  memset(e, 0, sizeof *e);
   e->dev = dev;
   e->plan = plan;
   e->g = plan->g;

@@ -73,13 +73,13 @@ static mx_status bind_values(mx_dyn_exec *e, const mx__dyn_op *op) {
     const mx__dyn_pval *pv = &e->plan->vals[v];
     if (pv->sv_len <= 0 || !rv->host || rv->nbytes != (size_t)pv->sv_len * pv->esize) continue;
     const mx__dyn_dimx *sv = e->plan->svx + pv->sv_first;
-    char what[300];
-    snprintf(what, sizeof what, "node '%s' (%s): output %u element", op->nd->name, op->nd->op_type, k);
     for (int32_t j = 0; j < pv->sv_len; j++) {
       if (sv[j].kind != MX__DYN_DIM_SYM && sv[j].kind != MX__DYN_DIM_BIND) continue;
       int64_t x = pv->dtype == MX_INT64 ? ((const int64_t *)rv->host)[j] : ((const int32_t *)rv->host)[j];
-      mx_status st = mx__dyn_bind_symbol(e, (uint32_t)sv[j].v, x, what, (int)j);
-      if (st != MX_OK) return st;
+      if (!mx__dyn_bind_symbol(e, (uint32_t)sv[j].v, x))
+        return mx__dyn_fail(e, MX_ERR_SHAPE, "node '%s' (%s): output %u element %d is %lld, but symbol '%s' is "
+                            "already %lld", op->nd->name, op->nd->op_type, k, (int)j, (long long)x,
+                            mx_symtab_symbol_name(e->g->syms, (size_t)sv[j].v), (long long)e->sym_val[sv[j].v]);
     }
   }
   return MX_OK;

@@ -18,7 +18,8 @@ static mx_status dyn_task_run(void *args, size_t size) {
   unsigned char *task = (unsigned char *)args + MX__DYN_HDR_SIZE;
   mx_status st = mx__kernel_task_run(task, size - MX__DYN_HDR_SIZE);
   if (st == MX_OK) {
-    atomic_store_explicit(&h->fail->done[h->stream], ((uint64_t)h->step << 32) | h->op, memory_order_release);
+    atomic_store_explicit(&h->fail->done[h->stream].v, ((uint64_t)h->step << 32) | h->op,
+                          memory_order_release);
     return MX_OK;
   }
   uint32_t none = MX__DYN_NONE;
@@ -194,7 +195,7 @@ mx_status mx__dyn_kernel_failure(mx_dyn_exec *e, mx_status st) {
     for (uint32_t k = 0; k < e->n_streams; k++) {
       mx_stream_error ke;
       if (mx_stream_get_error(e->streams[k], &ke) == MX_OK) continue;
-      uint64_t done = atomic_load(&e->fail.done[k]);
+      uint64_t done = atomic_load(&e->fail.done[k].v);
       uint32_t after = (uint16_t)(done >> 32) == step ? (uint32_t)done : MX__DYN_NONE;
       for (uint32_t i = after == MX__DYN_NONE ? 0 : after + 1; i < limit && i < fop; i++) {
         if (p->ops[i].kind != MX__DYN_OP_DEVICE || p->ops[i].stream != k) continue;

@@ -88,16 +88,16 @@ mx_status mx__dyn_bind_outputs(mx_dyn_exec *e, size_t i) {
     const mx__dyn_pval *pv = &e->plan->vals[v];
     const mx__dyn_val *rv = &e->vals[v];
     if (pv->home == MX__DYN_HOME_NONE || pv->rank != rv->rank) continue;
-    char what[300];
-    snprintf(what, sizeof what, "node '%s' (%s): output %u dim", op->nd->name, op->nd->op_type, k);
     for (int32_t d = 0; d < rv->rank; d++) {
       const mx__dyn_dimx *x = &pv->dims[d];
       if (x->kind == MX__DYN_DIM_CONST && x->v != rv->dims[d])
-        return mx__dyn_fail(e, MX_ERR_SHAPE, "%s %d is %lld, %lld expected", what, (int)d, (long long)rv->dims[d],
-                            (long long)x->v);
+        return mx__dyn_fail(e, MX_ERR_SHAPE, "node '%s' (%s): output %u dim %d is %lld, %lld expected",
+                            op->nd->name, op->nd->op_type, k, (int)d, (long long)rv->dims[d], (long long)x->v);
       if (x->kind != MX__DYN_DIM_SYM && x->kind != MX__DYN_DIM_BIND) continue;
-      mx_status st = mx__dyn_bind_symbol(e, (uint32_t)x->v, rv->dims[d], what, (int)d);
-      if (st != MX_OK) return st;
+      if (!mx__dyn_bind_symbol(e, (uint32_t)x->v, rv->dims[d]))
+        return mx__dyn_fail(e, MX_ERR_SHAPE, "node '%s' (%s): output %u dim %d is %lld, but symbol '%s' is already "
+                            "%lld", op->nd->name, op->nd->op_type, k, (int)d, (long long)rv->dims[d],
+                            mx_symtab_symbol_name(e->g->syms, (size_t)x->v), (long long)e->sym_val[x->v]);
     }
   }
   return MX_OK;
