@@ -275,19 +275,23 @@ static void plan_needs(mx_dyn_plan *p) {
   for (size_t i = p->n_ops; i-- > 0;) {
     mx__dyn_op *op = &p->ops[i];
     const mx_node *nd = op->nd;
-    if (op->kind == MX__DYN_OP_EVAL) {
+    if (op->kind == MX__DYN_OP_EVAL || op->kind == MX__DYN_OP_ALIAS) {
+      /* Evaluated values and aliases that nothing reads are not produced at all. */
       bool any = !needed;
       for (uint32_t k = 0; k < nd->n_outputs && !any; k++) any = needed[nd->outputs[k]];
       if (!any) op->kind = MX__DYN_OP_SKIP;
-      continue;
+      if (op->kind != MX__DYN_OP_ALIAS) continue;
     }
     if (op->kind == MX__DYN_OP_SKIP) continue;
-    uint64_t value_inputs = (op->flags & MX__DYN_INFER) ? nd->def->value_inputs : 0;
+    const bool infer = (op->flags & MX__DYN_INFER) != 0;
+    uint64_t value_inputs = infer ? nd->def->value_inputs : 0;
     for (uint32_t j = 0; j < nd->n_inputs; j++) {
       mx_value_id v = nd->inputs[j];
       if (v == MX_NO_VALUE) continue;
       mx__dyn_pval *pv = &p->vals[v];
-      bool read = false;
+      /* Everything but a plain alias reads at least the shapes of all its inputs (kernel task
+       * blocks, run-time inference, upper bounds), so their producers must run. */
+      bool read = op->kind != MX__DYN_OP_ALIAS || infer;
       if (j < 64 && (value_inputs >> j) & 1) {
         pv->flags |= MX__DYN_V_HOST_READ;
         read = true;
@@ -303,7 +307,7 @@ static void plan_needs(mx_dyn_plan *p) {
           read = true;
           break;
         case MX__DYN_OP_ALIAS:
-          if (j == 0) read = !needed || needed[nd->outputs[0]];
+          if (j == 0) read = true;
           break;
         default:
           break;

@@ -1,10 +1,12 @@
 /* Every public ONNX node-test model run through the dynamic executor: outputs equal the
- * reference interpreter's and match the expected test data. Each model runs twice: as written
- * (concrete shapes: everything is evaluated once and reused) on the CPU device with 2 streams,
- * and with every graph-input dim turned into a symbol before inference (symbolic output
- * expressions, run-time inference where the shapes depend on input values, host evaluation of
- * shape arithmetic) on the inline device, two steps each so the second reuses what the first
- * computed. */
+ * reference interpreter's and match the expected test data. Each model runs in three
+ * configurations, two steps each (the second reuses what the first computed):
+ *   - as written (concrete shapes), CPU device, 2 streams;
+ *   - with every graph-input dim turned into a symbol before inference (symbolic output
+ *     expressions, run-time inference where shapes depend on input values, host evaluation of
+ *     shape arithmetic), inline device;
+ *   - the symbolic variant again on the CPU device with 4 streams, host kernels instead of
+ *     evaluated values and copies instead of aliases. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,16 +49,13 @@ static void symbolize_inputs(mx_graph *g) {
   }
 }
 
-/* Runs g dynamically (two steps) and compares with the reference and the expected data.
- * Returns 1 on a mismatch or failure (message on stderr), 0 on success. */
-static int run_dynamic(mx_graph *g, mx_device *dev, uint32_t streams, conf_case *c, const char *what) {
-  mx_dyn_options o;
-  mx_dyn_options_init(&o);
-  o.max_streams = streams;
+/* Runs g dynamically (two steps) with options o and compares with the reference and the
+ * expected data. Returns 1 on a mismatch or failure (message on stderr), 0 on success. */
+static int run_dynamic(mx_graph *g, mx_device *dev, const mx_dyn_options *o, conf_case *c, const char *what) {
   mx_dyn_plan *plan;
   mx_dyn_exec *e;
   mx_error err;
-  if (mx_dyn_plan_create(g, &o, &plan, &err) != MX_OK) {
+  if (mx_dyn_plan_create(g, o, &plan, &err) != MX_OK) {
     fprintf(stderr, "%s: plan: %s\n", what, err.message);
     return 1;
   }
@@ -131,7 +130,10 @@ Test(dyn_conformance, every_model_equals_reference) {
       cr_assert_eq(mxt_onnx_node_load_pb(tc, true, i, &c->expected[i], NULL, &err), MX_OK, "%s", err.message);
     cr_assert_eq(mx_reference_run(g, c->in, c->n_in, c->ref, c->n_out, &err), MX_OK, "%s: reference: %s",
                  tc->name, err.message);
-    if (run_dynamic(g, cpu, 2, c, tc->name) == 0)
+    mx_dyn_options o;
+    mx_dyn_options_init(&o);
+    o.max_streams = 2;
+    if (run_dynamic(g, cpu, &o, c, tc->name) == 0)
       passed++;
     else
       failed++;
@@ -144,7 +146,14 @@ Test(dyn_conformance, every_model_equals_reference) {
       char what[300];
       snprintf(what, sizeof what, "%s (symbolic inputs)", tc->name);
       sym_run++;
-      sym_failed += (size_t)run_dynamic(g, inl, 1, c, what);
+      mx_dyn_options_init(&o);
+      sym_failed += (size_t)run_dynamic(g, inl, &o, c, what);
+      /* Host kernels instead of evaluation, copies instead of aliases, 4 streams. */
+      snprintf(what, sizeof what, "%s (symbolic inputs, host kernels, no aliasing)", tc->name);
+      o.eval_ops = false;
+      o.alias_ops = false;
+      o.max_streams = 4;
+      sym_failed += (size_t)run_dynamic(g, cpu, &o, c, what);
     } else {
       sym_skipped++;
     }
