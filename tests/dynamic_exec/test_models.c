@@ -6,12 +6,15 @@
  *   - a mixture-of-experts block (router MatMul, TopK, per-expert Equal/NonZero/Gather, expert
  *     MLP, ScatterND combine) with experts that receive no token, down to zero tokens;
  *   - the exported-transformer encoder (Reshape targets from Shape arithmetic) at several
- *     batch/seq values, and the Llama decode step and MoE generators of mixrt/models.h. */
+ *     batch/seq values, and the Llama decode step and MoE generators of mixrt/models.h;
+ *   - the bodies of the UNKNOWN partition calls of the Llama decode step, run on their own. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mixrt/models.h"
+#include "mixrt/partition.h"
 #include "mixrt/reference.h"
 #include "support_dyn.h"
 
@@ -319,6 +322,72 @@ Test(dyn_models, moe_generator) {
     cr_expect_eq(dyn_run_steps(g, dev, stream_counts[c], steps, 1, n, 1e-4, 1e-5, "moe generator"), 0);
   mx_device_destroy(dev);
   for (size_t s = 0; s < n; s++) mx_tensor_release(&steps[s]);
+  mx_graph_destroy(g);
+  dyn_check_leaks();
+}
+
+/* --- partition bodies ------------------------------------------------------------------------- */
+
+/* A concrete size for every dim of a declared shape: symbols get 3 + (index % 4), expressions
+ * are evaluated from those. */
+static void concrete_dims(mx_graph *g, mx_value_id v, mx_tensor *t) {
+  mx_shape s;
+  cr_assert(mx_graph_value_shape(g, v, &s));
+  mx_symtab *syms = mx_graph_symtab(g);
+  size_t n = mx_symtab_symbol_count(syms);
+  int64_t *vals = malloc((n ? n : 1) * sizeof *vals);
+  cr_assert_not_null(vals);
+  for (size_t k = 0; k < n; k++) vals[k] = 3 + (int64_t)(k % 4);
+  t->rank = s.rank;
+  for (int32_t d = 0; d < s.rank; d++) {
+    if (mx_dim_is_concrete(s.dims[d])) {
+      t->dims[d] = s.dims[d];
+    } else {
+      cr_assert_eq(mx_sym_eval(syms, s.dims[d], vals, n, &t->dims[d]), MX_OK);
+    }
+  }
+  free(vals);
+}
+
+/* The UNKNOWN partition calls of the Llama decode step, each body planned and run on its own
+ * (random inputs of its declared shapes), equal the reference on the same body. */
+Test(dyn_models, partition_call_bodies) {
+  mx_llama_config cfg;
+  mx_llama_config_default(&cfg);
+  mx_graph *g;
+  cr_assert_eq(mx_model_llama(&cfg, &g, NULL), MX_OK);
+  cr_assert_eq(mx_graph_infer(g), MX_OK);
+  mx_partition *part;
+  mx_error err;
+  cr_assert_eq(mx_partition_create(g, NULL, &part, &err), MX_OK, "%s", err.message);
+  mx_device *dev = dyn_device(MX_DEVICE_CPU, true);
+  size_t bodies = 0;
+  for (size_t c = 0; c < mx_partition_cluster_count(part); c++) {
+    mx_partition_cluster_info info;
+    cr_assert(mx_partition_cluster(part, c, &info));
+    if (info.type != MX_CLUSTER_UNKNOWN) continue;
+    mx_graph *body = info.body;
+    cr_assert_not_null(body);
+    size_t n_in = mx_graph_input_count(body);
+    mx_tensor *in = calloc(n_in ? n_in : 1, sizeof *in);
+    cr_assert_not_null(in);
+    for (size_t i = 0; i < n_in; i++) {
+      mx_value_id v = mx_graph_input(body, i);
+      mx_tensor shape = {0};
+      concrete_dims(body, v, &shape);
+      in[i] = dyn_random(mx_graph_value_dtype(body, v), shape.rank, shape.dims, 1000 + i + 10 * c);
+    }
+    char what[64];
+    snprintf(what, sizeof what, "partition body %zu", c);
+    for (uint32_t streams = 1; streams <= 2; streams++)
+      cr_expect_eq(dyn_run_steps(body, dev, streams, in, n_in, 1, 1e-4, 1e-5, what), 0);
+    for (size_t i = 0; i < n_in; i++) mx_tensor_release(&in[i]);
+    free(in);
+    bodies++;
+  }
+  cr_expect_gt(bodies, 0, "the decode step has unknown clusters");
+  mx_device_destroy(dev);
+  mx_partition_destroy(part);
   mx_graph_destroy(g);
   dyn_check_leaks();
 }
