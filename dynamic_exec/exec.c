@@ -504,7 +504,7 @@ mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching
     e->alloc = alloc;
   } else {
     st = mx_caching_allocator_create(dev, &e->alloc, err);
-    if (st != MX_OK) goto fail;
+    if (st != MX_OK) goto destroy_exec;
     e->own_alloc = true;
   }
   for (uint32_t k = 0; k < e->n_streams; k++) {
@@ -515,7 +515,7 @@ mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching
     st = mx_stream_create(dev, 0, &e->own_streams[k]);
     if (st != MX_OK) {
       mx__fail(err, st, "creating executor stream %u failed: %s", k, mx_device_last_error(dev));
-      goto fail;
+      goto destroy_exec;
     }
     e->n_own_streams = k + 1;
     e->streams[k] = e->own_streams[k];
@@ -529,22 +529,22 @@ mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching
   e->out_alloc = calloc(e->g->n_outputs ? e->g->n_outputs : 1, sizeof *e->out_alloc);
   if (!e->vals || !e->ops || !e->infos || !e->info_sv || !e->info_data || !e->out_alloc) {
     st = mx__fail_oom(err, "executor");
-    goto fail;
+    goto destroy_exec;
   }
   st = mx_symtab_create(&e->scratch);
   if (st != MX_OK) {
     mx__fail_oom(err, "executor symbol table");
-    goto fail;
+    goto destroy_exec;
   }
   st = create_events(e, err);
   if (st == MX_OK) st = init_symbols(e, err);
   if (st == MX_OK) st = init_ops(e, err);
   if (st == MX_OK) st = init_values(e, err);
-  if (st != MX_OK) goto fail;
+  if (st != MX_OK) goto destroy_exec;
   *out = e;
   return MX_OK;
 
-fail:
+destroy_exec:
   mx_dyn_exec_destroy(e);
   return st;
 }

@@ -22,6 +22,7 @@ typedef struct builder {
   mx_graph *g;
   const mx_symtab *syms;
   bool *bindable;      /* per symbol: bound from inputs or by an earlier op (owned) */
+  bool *input_bound;   /* per symbol: bound by a graph input dim (owned) */
   uint32_t *sym_buf;   /* scratch for mx_sym_symbols_of (owned) */
   size_t sym_cap;
   mx__dyn_dimx *svx;   /* growing array of eval values (moved to the plan) */
@@ -425,7 +426,7 @@ mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan
   b.sym_buf = malloc(b.sym_cap * sizeof *b.sym_buf);
   if (!p->ops || !p->vals || !p->input_syms || !b.bindable || !b.sym_buf) {
     st = mx__fail_oom(err, "plan");
-    goto fail;
+    goto free_scratch;
   }
 
   /* Values: sources first. */
@@ -464,12 +465,12 @@ mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan
       p->input_syms[i * MX_MAX_RANK + (size_t)d] = s;
     }
   }
-  bool *input_bound = malloc(b.sym_cap * sizeof *input_bound);
-  if (!input_bound) {
+  b.input_bound = malloc(b.sym_cap * sizeof *b.input_bound);
+  if (!b.input_bound) {
     st = mx__fail_oom(err, "plan");
-    goto fail;
+    goto free_scratch;
   }
-  memcpy(input_bound, b.bindable, b.sym_cap * sizeof *input_bound);
+  memcpy(b.input_bound, b.bindable, b.sym_cap * sizeof *b.input_bound);
   for (size_t i = 0; i < g->n_inputs; i++) {
     mx_value_id v = g->inputs[i];
     const mx_value *val = &g->values[v];
@@ -495,29 +496,24 @@ mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan
     if (nt > p->max_io) p->max_io = nt;
     op->block_size = (uint32_t)((MX__DYN_HDR_SIZE + mx_kernel_task_size(nt) + 15) & ~(size_t)15);
     st = plan_op(&b, i);
-    if (st != MX_OK) {
-      free(input_bound);
-      goto fail;
-    }
+    if (st != MX_OK) goto free_scratch;
   }
   /* Symbols bound by ops during a step (reset at every step start). */
   size_t n_late = 0;
-  for (size_t s = 0; s < p->n_syms; s++) n_late += b.bindable[s] && !input_bound[s];
+  for (size_t s = 0; s < p->n_syms; s++) n_late += b.bindable[s] && !b.input_bound[s];
   p->late_syms = malloc((n_late ? n_late : 1) * sizeof *p->late_syms);
   if (!p->late_syms) {
-    free(input_bound);
     st = mx__fail_oom(err, "plan");
-    goto fail;
+    goto free_scratch;
   }
   for (size_t s = 0; s < p->n_syms; s++)
-    if (b.bindable[s] && !input_bound[s]) p->late_syms[p->n_late++] = (uint32_t)s;
-  free(input_bound);
+    if (b.bindable[s] && !b.input_bound[s]) p->late_syms[p->n_late++] = (uint32_t)s;
 
   plan_needs(p);
   st = plan_frees(p, err);
-  if (st != MX_OK) goto fail;
+  if (st != MX_OK) goto free_scratch;
   st = mx__dyn_plan_streams(p, err);
-  if (st != MX_OK) goto fail;
+  if (st != MX_OK) goto free_scratch;
   p->svx = b.svx;
   b.svx = NULL;
 
@@ -534,16 +530,16 @@ mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan
     in->data_dependent_ops += (op->flags & MX__DYN_DATA_DEP) != 0;
   }
   in->streams = p->n_streams;
-  free(b.bindable);
-  free(b.sym_buf);
   *out = p;
-  return MX_OK;
+  p = NULL;
+  st = MX_OK;
 
-fail:
+free_scratch:
+  mx_dyn_plan_destroy(p);
   free(b.svx);
+  free(b.input_bound);
   free(b.bindable);
   free(b.sym_buf);
-  mx_dyn_plan_destroy(p);
   return st;
 }
 
