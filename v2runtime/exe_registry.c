@@ -7,6 +7,7 @@
 
 static const mx_exe_kernel_def *const *const groups[] = {
     mx__exe_kernels_basic,
+    mx__exe_kernels_model,
 };
 
 #define MAX_KERNELS 256

@@ -1,0 +1,177 @@
+/* Sessions: load a model once, run it every step.
+ *
+ * A session compiles a model into mixrt's hybrid form: the graph is inferred and folded, split
+ * by the partitioner into KNOWN clusters (each compiled into a static model whose tasks are sunk
+ * to the device once and run with one call per step, refreshing only the addresses that changed)
+ * and UNKNOWN clusters (run op by op with run-time shapes), and lowered into an execution graph
+ * of small kernels (Init at load, Main every step, DeInit at unload). A .mxm file stores all of
+ * it, so loading one repeats no compile work.
+ *
+ * Typical decode loop:
+ *
+ *   mx_session_options o; mx_session_options_init(&o);
+ *   mx_session *s; mx_error err;
+ *   if (mx_session_create(&o, &s, &err) != MX_OK) { puts(err.message); return; }
+ *   if (mx_session_load_file(s, "llama.onnx") != MX_OK) puts(mx_session_last_error(s));
+ *   mx_tensor in[5] = {...}, out[5] = {{0}};     // out[i].data == NULL: the session allocates
+ *   mx_session_run(s, in, 5, out, 5);
+ *   ... mx_tensor_release(&out[i]) ...
+ *   mx_session_destroy(s);
+ *
+ * Every failure returns a status and leaves a message naming the input, node or file at fault
+ * (mx_session_last_error); the session stays usable. One session may be used by one thread at a
+ * time: a call made while another thread is inside the session returns MX_ERR_BUSY. Different
+ * sessions are independent and may run on different threads at once. */
+#ifndef MIXRT_SESSION_H
+#define MIXRT_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixrt/graph.h"
+#include "mixrt/hal.h"
+#include "mixrt/log.h"
+#include "mixrt/status.h"
+#include "mixrt/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mx_session mx_session;
+
+typedef enum mx_executor_kind {
+  MX_EXECUTOR_SEQUENTIAL = 0,  /* a precomputed priority order: the default */
+  MX_EXECUTOR_TOPOLOGICAL = 1, /* a ready queue over indegrees */
+  MX_EXECUTOR_MULTI_THREAD = 2 /* a pool of pinned workers, lock-free ready queue */
+} mx_executor_kind;
+
+/* The range a symbolic dim takes at run time (for planning; values outside are an error). */
+typedef struct mx_symbol_range {
+  const char *name;
+  int64_t min, max;
+} mx_symbol_range;
+
+typedef struct mx_session_options {
+  mx_device *device;                /* a device to run on (borrowed, must outlive the session);
+                                       NULL: the session creates one from device_options */
+  mx_device_options device_options; /* used when device is NULL */
+  uint32_t streams;                 /* streams for static models and dynamic ops (>= 1; default 1) */
+  mx_executor_kind executor;        /* default MX_EXECUTOR_SEQUENTIAL */
+  uint32_t executor_threads;        /* multi-thread executor pool size (0: one per core) */
+  int64_t static_min_ops;           /* partitioner: smaller known clusters run dynamically;
+                                       0 keeps every known cluster; -1 runs everything dynamically
+                                       (default 4) */
+  bool stable_partition;            /* partitioner stable mode */
+  const char *const *frozen_inputs; /* inputs whose address never changes after the first step */
+  size_t n_frozen_inputs;
+  const mx_symbol_range *symbol_ranges; /* declared ranges of symbolic dims */
+  size_t n_symbol_ranges;
+  mx_log_fn log;                    /* compile and load messages (NULL: none) */
+  void *log_user;
+  void *uv_loop;                    /* a uv_loop_t* on which async completions are delivered
+                                       (borrowed); NULL: an internal loop thread */
+} mx_session_options;
+
+/* Fills *o with the defaults. */
+void mx_session_options_init(mx_session_options *o);
+
+/* Creates a session with no model. `o` is read during the call only (strings it points to are
+ * copied). On failure *out is NULL and err (may be NULL) says why. */
+mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_error *err);
+/* Waits for runs in flight, unloads the model, frees everything. NULL is a no-op. */
+void mx_session_destroy(mx_session *s);
+/* Message of the last failure on this session ("" if none); valid until the next call. */
+const char *mx_session_last_error(const mx_session *s);
+
+/* --- loading -------------------------------------------------------------------------------- */
+
+/* Loads an ONNX model or a .mxm file (told apart by content) and compiles it (ONNX) or restores
+ * it (.mxm). Replaces a model already loaded. */
+mx_status mx_session_load_file(mx_session *s, const char *path);
+/* Same, from memory (ONNX external data is not available from memory). */
+mx_status mx_session_load_memory(mx_session *s, const void *data, size_t size);
+/* Compiles a graph built with the builder API. The session takes ownership of g, also on
+ * failure. */
+mx_status mx_session_load_graph(mx_session *s, mx_graph *g);
+/* Writes the loaded model as a .mxm file (partitioned root, static plans, execution graph). */
+mx_status mx_session_save(mx_session *s, const char *path);
+
+/* --- model description ---------------------------------------------------------------------- */
+
+typedef struct mx_io_info {
+  const char *name;   /* owned by the session */
+  mx_dtype dtype;
+  int32_t rank;       /* MX_RANK_UNKNOWN if unknown */
+  const char *shape;  /* printed shape, e.g. "[1, 2, past_len, 16]" (owned by the session) */
+} mx_io_info;
+
+size_t mx_session_input_count(const mx_session *s);
+size_t mx_session_output_count(const mx_session *s);
+/* False when index is out of range or no model is loaded. */
+bool mx_session_input_info(const mx_session *s, size_t index, mx_io_info *info);
+bool mx_session_output_info(const mx_session *s, size_t index, mx_io_info *info);
+
+/* --- running -------------------------------------------------------------------------------- */
+
+/* Runs one step.
+ * inputs: one tensor per model input, by position, or by name when every given tensor has a
+ *   name; host (MX_HOST) or device memory (MX_DEVICE, allocated from the session's device).
+ * outputs: one per model output, by position (or by name likewise). An entry whose data is NULL
+ *   receives a host tensor the caller owns (mx_tensor_release). An entry with data is a caller
+ *   buffer (host or device) whose dtype and dims must equal the actual output's; device buffers
+ *   are written in place (zero copy). */
+mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+                         size_t n_outputs);
+
+/* Called once per asynchronous run when it has completed on the device (status MX_OK) or
+ * failed (message names the cause; valid during the call). */
+typedef void (*mx_run_callback)(void *user, mx_status status, const char *message);
+
+/* Enqueues one step and returns without waiting for the device. Every output must be a caller
+ * buffer (data set); inputs and outputs must stay valid until the callback. `stream` is the
+ * caller's stream (NULL: the session's own), on which the step is ordered after earlier work. The
+ * callback runs on the session's libuv loop (mx_session_options.uv_loop, or an internal loop
+ * thread). */
+mx_status mx_session_run_async(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+                               size_t n_outputs, mx_stream *stream, mx_run_callback callback, void *user);
+/* Waits until every asynchronous run has completed and its callback has returned. */
+mx_status mx_session_synchronize(mx_session *s);
+
+/* The session's device (borrowed), e.g. to allocate device buffers for inputs and outputs. */
+mx_device *mx_session_device(mx_session *s);
+
+/* --- statistics and tracing ----------------------------------------------------------------- */
+
+typedef struct mx_session_stats {
+  uint64_t steps;              /* steps run */
+  uint64_t step_ns;            /* host time of the steps (wall clock) */
+  uint64_t static_ns;          /* time in static models (device side) */
+  uint64_t dynamic_ns;         /* time in dynamic ops (host launch + device wait) */
+  uint64_t host_ns;            /* time in host kernels (feeds, host ops, outputs) */
+  uint64_t static_executes;    /* static model executions */
+  uint64_t dynamic_launches;   /* dynamic op launches */
+  uint64_t refreshed_entries;  /* allocation-table entries refreshed in static models */
+  uint64_t device_allocations; /* device allocations made by the session's allocator */
+  uint64_t allocator_hits;     /* allocations served from the allocator's cache */
+  uint64_t allocator_misses;
+  uint64_t bytes_in_use;       /* device bytes held now (not summed) */
+  uint64_t bytes_cached;       /* of which cached for reuse (not summed) */
+  uint64_t peak_bytes;         /* peak device bytes (not summed) */
+  uint64_t kernels_run;        /* execution-graph kernels run */
+} mx_session_stats;
+
+/* Fills *last (the last step) and *total (since load); either may be NULL. */
+mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last, mx_session_stats *total);
+
+/* Starts recording a trace of the following steps (Chrome trace-event format, viewable in
+ * Perfetto: one lane per stream and one for the host). */
+mx_status mx_session_trace_begin(mx_session *s);
+/* Stops recording and writes the trace to `path` as JSON. */
+mx_status mx_session_trace_end(mx_session *s, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MIXRT_SESSION_H */

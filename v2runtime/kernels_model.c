@@ -1,0 +1,379 @@
+/* The exe-graph kernels of a session: what the lowering of a partitioned root graph is made of.
+ *
+ * Init:   UploadConstant, StaticModelCreate, DynExecCreate
+ * Main:   FeedInput; for a KNOWN call StaticAllocOutputs, StaticModelUpdateArgs,
+ *         StaticModelExecute; for an UNKNOWN call BindSymbols, then per op InferShape (+ output
+ *         allocation), Launch, SyncOutputShape (data-dependent ops), FreeMemory, then
+ *         DynStepEnd; FreeValue guarders after the last reader of a root value; OutputDeliver
+ * DeInit: StaticModelDestroy, DynExecDestroy, FreeConstant
+ * Each kernel finds its call, op or value through its attribute (mx_kattr) and the session
+ * through run->user (the step). */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "v2runtime/exe_registry.h"
+#include "v2runtime/session-impl.h"
+
+#define STEP(run) ((mx_step *)(run)->user)
+#define ATTR(n) ((const mx_kattr *)(n)->attr)
+
+static mx_rt_call *call_of(mx_exe_run *run, const mx_exe_node *n) {
+  return &STEP(run)->s->prog->calls[ATTR(n)->call];
+}
+
+/* --- Init / DeInit -------------------------------------------------------------------------- */
+
+static mx_status k_upload_constant(mx_exe_run *run, const mx_exe_node *n) {
+  mx_session *s = STEP(run)->s;
+  mx_program *p = s->prog;
+  uint32_t r = ATTR(n)->value;
+  const mx_tensor *c = p->root->values[r].data;
+  mx_rt_value *rv = &p->values[r];
+  size_t nbytes = 0;
+  mx_tensor_nbytes(c, &nbytes);
+  void *dev = NULL;
+  mx_status st = mx_device_alloc(s->dev, nbytes ? nbytes : 1, 64, &dev);
+  if (st != MX_OK)
+    return mx__fail(run->err, st, "constant '%s': cannot allocate %zu bytes of device memory: %s",
+                    p->root->values[r].name, nbytes, mx_device_last_error(s->dev));
+  if (nbytes && (st = mx_device_copy(s->dev, dev, c->data, nbytes, MX_COPY_H2D)) != MX_OK) {
+    mx_device_free(s->dev, dev);
+    return mx__fail(run->err, st, "constant '%s': upload failed: %s", p->root->values[r].name,
+                    mx_device_last_error(s->dev));
+  }
+  rv->t = *c;
+  rv->t.data = dev;
+  rv->t.placement = MX_DEVICE;
+  rv->t.name = p->root->values[r].name;
+  rv->constant = true;
+  return MX_OK;
+}
+
+static mx_status k_free_constant(mx_exe_run *run, const mx_exe_node *n) {
+  mx_session *s = STEP(run)->s;
+  mx_rt_value *rv = &s->prog->values[ATTR(n)->value];
+  if (rv->constant && rv->t.data) mx_device_free(s->dev, rv->t.data);
+  rv->t.data = NULL;
+  rv->constant = false;
+  return MX_OK;
+}
+
+static mx_status k_static_create(mx_exe_run *run, const mx_exe_node *n) {
+  mx_session *s = STEP(run)->s;
+  mx_rt_call *c = call_of(run, n);
+  mx_static_load_options lo;
+  mx_static_load_options_init(&lo);
+  mx_status st = mx_static_model_create(s->dev, c->plan, &lo, &c->model, run->err);
+  if (st != MX_OK) mx__error_prefix(run->err, "static model of '%s': ", c->name);
+  return st;
+}
+
+static mx_status k_static_destroy(mx_exe_run *run, const mx_exe_node *n) {
+  mx_rt_call *c = call_of(run, n);
+  mx_static_model_destroy(c->model);
+  c->model = NULL;
+  return MX_OK;
+}
+
+static mx_status k_dyn_create(mx_exe_run *run, const mx_exe_node *n) {
+  mx_session *s = STEP(run)->s;
+  mx_rt_call *c = call_of(run, n);
+  mx_status st = mx_dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
+  if (st != MX_OK) mx__error_prefix(run->err, "dynamic partition '%s': ", c->name);
+  return st;
+}
+
+static mx_status k_dyn_destroy(mx_exe_run *run, const mx_exe_node *n) {
+  mx_rt_call *c = call_of(run, n);
+  mx_dyn_exec_destroy(c->dexec);
+  c->dexec = NULL;
+  return MX_OK;
+}
+
+/* --- feeding inputs ------------------------------------------------------------------------- */
+
+static mx_status k_feed_input(mx_exe_run *run, const mx_exe_node *n) {
+  uint64_t t0 = mx__now_ns();
+  mx_step *step = STEP(run);
+  mx_session *s = step->s;
+  mx_program *p = s->prog;
+  uint32_t i = ATTR(n)->op, r = ATTR(n)->value;
+  const mx_value *decl = &p->root->values[r];
+  const mx_tensor *t = step->inputs[i];
+  mx_symtab *syms = p->root->syms;
+  if (t->dtype != decl->dtype)
+    return mx__fail(run->err, MX_ERR_DTYPE, "input '%s': dtype %s given, %s expected", decl->name,
+                    mx_dtype_name(t->dtype), mx_dtype_name(decl->dtype));
+  size_t nbytes;
+  if (t->rank < 0 || t->rank > MX_MAX_RANK || !mx_tensor_nbytes(t, &nbytes))
+    return mx__fail(run->err, MX_ERR_SHAPE, "input '%s': invalid or overflowing dims", decl->name);
+  if (nbytes && !t->data) return mx__fail(run->err, MX_ERR_INVALID_ARGUMENT, "input '%s': data is NULL", decl->name);
+  if (decl->shape.rank != MX_RANK_UNKNOWN) {
+    if (t->rank != decl->shape.rank)
+      return mx__fail(run->err, MX_ERR_SHAPE, "input '%s': rank %d given, %d expected", decl->name, (int)t->rank,
+                      (int)decl->shape.rank);
+    for (int32_t k = 0; k < t->rank; k++) {
+      mx_dim d = decl->shape.dims[k];
+      if (mx_dim_is_concrete(d)) {
+        if (d != t->dims[k])
+          return mx__fail(run->err, MX_ERR_SHAPE, "input '%s': dim %d is %lld, %lld expected", decl->name, (int)k,
+                          (long long)t->dims[k], (long long)d);
+        continue;
+      }
+      int64_t sym = mx_sym_symbol_index(syms, d);
+      if (sym < 0) continue; /* an expression: the partitions that read it check it */
+      int64_t *b = &step->bindings[sym];
+      const char *sname = mx_symtab_symbol_name(syms, (size_t)sym);
+      if (*b != INT64_MIN && *b != t->dims[k])
+        return mx__fail(run->err, MX_ERR_SHAPE, "input '%s': dim %d is %lld, but symbol '%s' is already %lld",
+                        decl->name, (int)k, (long long)t->dims[k], sname, (long long)*b);
+      *b = t->dims[k];
+      for (size_t q = 0; q < s->opts.n_symbol_ranges; q++) {
+        const mx_symbol_range *sr = &s->ranges[q];
+        if (strcmp(sr->name, sname) == 0 && (t->dims[k] < sr->min || t->dims[k] > sr->max))
+          return mx__fail(run->err, MX_ERR_SHAPE,
+                          "input '%s': dim %d is %lld, outside the declared range of '%s' [%lld, %lld]",
+                          decl->name, (int)k, (long long)t->dims[k], sname, (long long)sr->min,
+                          (long long)sr->max);
+      }
+    }
+  }
+  mx_rt_value *rv = &p->values[r];
+  rv->t = *t;
+  rv->t.name = decl->name;
+  rv->owned = false;
+  step->host_ns += mx__now_ns() - t0;
+  return MX_OK;
+}
+
+/* --- KNOWN calls ---------------------------------------------------------------------------- */
+
+/* The caller's output record that a root value can be written into directly, or NULL. */
+static mx_tensor *zero_copy_target(mx_step *step, mx_program *p, mx_value_id r, mx_dtype dtype, int32_t rank,
+                                   const int64_t *dims) {
+  const mx_graph *root = p->root;
+  for (size_t k = 0; k < root->n_outputs; k++) {
+    if (root->outputs[k] != r) continue;
+    mx_tensor *o = step->out_by_graph[k];
+    if (!o->data || o->placement != MX_DEVICE || o->dtype != dtype || o->rank != rank) return NULL;
+    for (int32_t d = 0; d < rank; d++)
+      if (o->dims[d] != dims[d]) return NULL;
+    return o;
+  }
+  return NULL;
+}
+
+static mx_status k_static_alloc(mx_exe_run *run, const mx_exe_node *n) {
+  mx_step *step = STEP(run);
+  mx_session *s = step->s;
+  mx_program *p = s->prog;
+  mx_rt_call *c = call_of(run, n);
+  for (uint32_t j = 0; j < c->n_out; j++) {
+    mx_static_io io;
+    mx_static_model_output(c->model, j, &io);
+    mx_rt_value *rv = &p->values[c->out_values[j]];
+    memset(&rv->t, 0, sizeof rv->t);
+    rv->t.dtype = io.dtype;
+    rv->t.rank = io.rank;
+    memcpy(rv->t.dims, io.dims, sizeof io.dims);
+    rv->t.placement = MX_DEVICE;
+    rv->t.name = p->root->values[c->out_values[j]].name;
+    mx_tensor *zc = zero_copy_target(step, p, c->out_values[j], io.dtype, io.rank, io.dims);
+    if (zc) {
+      rv->t.data = zc->data;
+      rv->owned = false;
+      continue;
+    }
+    mx_status st = mx_caching_alloc(s->alloc, (size_t)io.nbytes, step->stream, &rv->t.data, run->err);
+    if (st != MX_OK) {
+      mx__error_prefix(run->err, "output '%s' of static partition '%s': ", rv->t.name, c->name);
+      return st;
+    }
+    rv->owned = rv->t.data != NULL;
+  }
+  return MX_OK;
+}
+
+static mx_status k_static_update_args(mx_exe_run *run, const mx_exe_node *n) {
+  mx_program *p = STEP(run)->s->prog;
+  mx_rt_call *c = call_of(run, n);
+  for (uint32_t k = 0; k < c->n_in; k++) c->args_in[k] = p->values[c->in_values[k]].t;
+  for (uint32_t j = 0; j < c->n_out; j++) c->args_out[j] = p->values[c->out_values[j]].t;
+  mx_status st = mx_static_model_update_args(c->model, c->args_in, c->n_in, c->args_out, c->n_out);
+  if (st != MX_OK)
+    return mx__fail(run->err, st, "static partition '%s': %s", c->name, mx_static_model_last_error(c->model));
+  return MX_OK;
+}
+
+static mx_status k_static_execute(mx_exe_run *run, const mx_exe_node *n) {
+  mx_step *step = STEP(run);
+  mx_rt_call *c = call_of(run, n);
+  mx_status st = mx_static_model_execute(c->model, step->stream);
+  if (st != MX_OK)
+    return mx__fail(run->err, st, "static partition '%s': %s", c->name, mx_static_model_last_error(c->model));
+  step->s->last.static_executes++;
+  return MX_OK;
+}
+
+/* --- UNKNOWN calls -------------------------------------------------------------------------- */
+
+static mx_status dyn_fail(mx_exe_run *run, mx_rt_call *c, mx_status st) {
+  return mx__fail(run->err, st, "%s", mx_dyn_exec_last_error(c->dexec));
+}
+
+static mx_status k_bind_symbols(mx_exe_run *run, const mx_exe_node *n) {
+  mx_step *step = STEP(run);
+  mx_program *p = step->s->prog;
+  mx_rt_call *c = call_of(run, n);
+  step->dynamic_ns -= mx__now_ns();
+  for (uint32_t k = 0; k < c->n_in; k++) c->args_in[k] = p->values[c->in_values[k]].t;
+  c->in_step = true;
+  mx_status st = mx__dyn_step_begin(c->dexec, c->args_in, c->n_in, step->stream);
+  return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
+}
+
+static mx_status k_infer_shape(mx_exe_run *run, const mx_exe_node *n) {
+  mx_rt_call *c = call_of(run, n);
+  mx_status st = mx__dyn_op_prepare(c->dexec, ATTR(n)->op);
+  return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
+}
+
+static mx_status k_launch(mx_exe_run *run, const mx_exe_node *n) {
+  mx_rt_call *c = call_of(run, n);
+  mx_status st = mx__dyn_op_launch(c->dexec, ATTR(n)->op);
+  return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
+}
+
+static mx_status k_sync_output_shape(mx_exe_run *run, const mx_exe_node *n) {
+  mx_rt_call *c = call_of(run, n);
+  mx_status st = mx__dyn_op_sync_shape(c->dexec, ATTR(n)->op);
+  return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
+}
+
+static mx_status k_free_memory(mx_exe_run *run, const mx_exe_node *n) {
+  mx_rt_call *c = call_of(run, n);
+  mx__dyn_op_free_after(c->dexec, ATTR(n)->op);
+  return MX_OK;
+}
+
+static mx_status k_dyn_step_end(mx_exe_run *run, const mx_exe_node *n) {
+  mx_step *step = STEP(run);
+  mx_program *p = step->s->prog;
+  mx_rt_call *c = call_of(run, n);
+  /* Graph outputs go straight into the caller's device buffers when there are any; the executor
+   * checks their dtype and dims against the result. */
+  for (uint32_t j = 0; j < c->n_out; j++) {
+    mx_tensor *a = &c->args_out[j];
+    memset(a, 0, sizeof *a);
+    a->placement = MX_DEVICE;
+    mx_value_id r = c->out_values[j];
+    for (size_t k = 0; k < p->root->n_outputs; k++) {
+      mx_tensor *o = step->out_by_graph[k];
+      if (p->root->outputs[k] == r && o->data && o->placement == MX_DEVICE) *a = *o;
+    }
+  }
+  mx_status st = mx__dyn_step_end(c->dexec, c->args_out, c->n_out);
+  if (st != MX_OK) return dyn_fail(run, c, st);
+  c->in_step = false;
+  for (uint32_t j = 0; j < c->n_out; j++) {
+    mx_rt_value *rv = &p->values[c->out_values[j]];
+    bool caller = false;
+    for (size_t k = 0; k < p->root->n_outputs; k++)
+      caller = caller || (step->out_by_graph[k]->data && step->out_by_graph[k]->data == c->args_out[j].data);
+    rv->t = c->args_out[j];
+    rv->t.name = p->root->values[c->out_values[j]].name;
+    rv->owned = !caller && rv->t.data != NULL;
+  }
+  step->dynamic_ns += mx__now_ns();
+  return MX_OK;
+}
+
+/* --- values and outputs --------------------------------------------------------------------- */
+
+static mx_status k_free_value(mx_exe_run *run, const mx_exe_node *n) {
+  mx_step *step = STEP(run);
+  mx_session *s = step->s;
+  mx_rt_value *rv = &s->prog->values[ATTR(n)->value];
+  if (!rv->owned) return MX_OK;
+  rv->owned = false;
+  mx_status st = mx_caching_free(s->alloc, rv->t.data, step->stream, run->err);
+  rv->t.data = NULL;
+  return st;
+}
+
+static mx_status k_output_deliver(mx_exe_run *run, const mx_exe_node *n) {
+  uint64_t t0 = mx__now_ns();
+  mx_step *step = STEP(run);
+  mx_program *p = step->s->prog;
+  uint32_t k = ATTR(n)->op;
+  const mx_rt_value *rv = &p->values[ATTR(n)->value];
+  mx_tensor *o = step->out_by_graph[k];
+  const char *name = p->root->values[ATTR(n)->value].name;
+  size_t nbytes = 0;
+  mx_tensor_nbytes(&rv->t, &nbytes);
+  if (o->data && o->data == rv->t.data) goto done; /* written in place */
+  if (o->data) {
+    bool same = o->dtype == rv->t.dtype && o->rank == rv->t.rank;
+    for (int32_t d = 0; same && d < o->rank; d++) same = o->dims[d] == rv->t.dims[d];
+    if (!same) {
+      char want[160] = "", got[160] = "";
+      for (int32_t d = 0, w = 0; d < rv->t.rank; d++)
+        w += snprintf(want + w, sizeof want - (size_t)w, "%s%lld", d ? ", " : "", (long long)rv->t.dims[d]);
+      for (int32_t d = 0, w = 0; d < o->rank && o->rank <= MX_MAX_RANK; d++)
+        w += snprintf(got + w, sizeof got - (size_t)w, "%s%lld", d ? ", " : "", (long long)o->dims[d]);
+      return mx__fail(run->err, MX_ERR_SHAPE, "output '%s': the buffer given is %s [%s], the result is %s [%s]",
+                      name, mx_dtype_name(o->dtype), got, mx_dtype_name(rv->t.dtype), want);
+    }
+  } else {
+    mx_status st = mx_tensor_alloc(rv->t.dtype, rv->t.rank, rv->t.dims, o);
+    if (st != MX_OK)
+      return mx__fail(run->err, st, "output '%s': cannot allocate %zu bytes of host memory", name, nbytes);
+    step->alloc_output[k] = true;
+  }
+  o->name = name;
+  if (nbytes) {
+    if (rv->t.placement == MX_HOST && o->placement == MX_HOST) {
+      /* Host to host: the source is a caller's input (ready now). */
+      memcpy(o->data, rv->t.data, nbytes);
+    } else {
+      mx_copy_kind kind = rv->t.placement == MX_HOST ? MX_COPY_H2D : o->placement == MX_HOST ? MX_COPY_D2H : MX_COPY_D2D;
+      mx_status st = mx_device_copy_async(step->stream, o->data, rv->t.data, nbytes, kind);
+      if (st != MX_OK) return mx__fail(run->err, st, "output '%s': copy failed", name);
+    }
+  }
+done:
+  o->name = name;
+  step->host_ns += mx__now_ns() - t0;
+  return MX_OK;
+}
+
+static const mx_exe_kernel_def defs[] = {
+    {"UploadConstant", k_upload_constant, 0, NULL, "Init: copies a shared constant to the device"},
+    {"FreeConstant", k_free_constant, 0, NULL, "DeInit: frees a shared constant"},
+    {"StaticModelCreate", k_static_create, 0, NULL, "Init: loads a static plan (weights, FM arena, sunk tasks)"},
+    {"StaticModelDestroy", k_static_destroy, 0, NULL, "DeInit: unloads a static model"},
+    {"DynExecCreate", k_dyn_create, 0, NULL, "Init: binds a dynamic plan to the device, allocator and streams"},
+    {"DynExecDestroy", k_dyn_destroy, 0, NULL, "DeInit: frees a dynamic executor"},
+    {"FeedInput", k_feed_input, 0, NULL, "checks a caller's input against the model and binds its symbols"},
+    {"StaticAllocOutputs", k_static_alloc, MX_EXE_SERIAL, NULL,
+     "allocates a static model's outputs (or takes the caller's buffers: zero copy)"},
+    {"StaticModelUpdateArgs", k_static_update_args, 0, NULL,
+     "gives a static model this step's addresses; refreshes only the entries that moved"},
+    {"StaticModelExecute", k_static_execute, MX_EXE_SERIAL, NULL, "runs a sunk static model: one call"},
+    {"BindSymbols", k_bind_symbols, MX_EXE_SERIAL, NULL, "starts a dynamic partition's step: checks inputs, binds symbols"},
+    {"InferShape", k_infer_shape, MX_EXE_SERIAL, NULL, "a dynamic op's output shapes and buffers"},
+    {"Launch", k_launch, MX_EXE_SERIAL, NULL, "queues a dynamic op on its stream"},
+    {"SyncOutputShape", k_sync_output_shape, MX_EXE_SERIAL, NULL, "reads a data-dependent op's actual output shape"},
+    {"FreeMemory", k_free_memory, MX_EXE_SERIAL, NULL, "frees the values whose last reader was this op"},
+    {"DynStepEnd", k_dyn_step_end, MX_EXE_SERIAL, NULL, "ends a dynamic partition's step, hands over its outputs"},
+    {"FreeValue", k_free_value, MX_EXE_SERIAL, NULL, "frees a root value after its last reader (stream-ordered)"},
+    {"OutputDeliver", k_output_deliver, MX_EXE_SERIAL, NULL,
+     "writes a result into the caller's output (nothing when written in place)"},
+};
+
+const mx_exe_kernel_def *const mx__exe_kernels_model[] = {
+    &defs[0],  &defs[1],  &defs[2],  &defs[3],  &defs[4],  &defs[5],  &defs[6],  &defs[7],  &defs[8],
+    &defs[9],  &defs[10], &defs[11], &defs[12], &defs[13], &defs[14], &defs[15], &defs[16], &defs[17], NULL,
+};

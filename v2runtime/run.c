@@ -1,0 +1,203 @@
+/* Running steps: mx_session_run matches the caller's inputs and outputs to the model's, runs
+ * the Main execution graph, waits for the device, and on any failure puts everything back as it
+ * was (dynamic steps aborted, step buffers freed, streams reset, outputs it allocated released)
+ * so the next step starts clean. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/grow.h"
+#include "v2runtime/session-impl.h"
+
+static mx_status enter(mx_session *s) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&s->busy, &expected, 1))
+    return mx__fail(&s->err, MX_ERR_BUSY, "the session is in use by another thread (one caller at a time)");
+  return MX_OK;
+}
+
+static void leave(mx_session *s) { atomic_store(&s->busy, 0); }
+
+/* Sizes the step's per-io arrays for the loaded program. */
+static mx_status prepare_step(mx_session *s) {
+  const mx_graph *root = s->prog->root;
+  size_t need = root->n_inputs > root->n_outputs ? root->n_inputs : root->n_outputs;
+  size_t n_syms = mx_symtab_symbol_count(root->syms);
+  mx_step *st = &s->step;
+  if (need > s->cap_io || !st->bindings) {
+    size_t cap = need > 8 ? need : 8;
+    const mx_tensor **in = realloc(st->inputs, cap * sizeof *in);
+    if (in) st->inputs = in;
+    mx_tensor **ob = realloc(st->out_by_graph, cap * sizeof *ob);
+    if (ob) st->out_by_graph = ob;
+    bool *ao = realloc(st->alloc_output, cap * sizeof *ao);
+    if (ao) st->alloc_output = ao;
+    if (!in || !ob || !ao) return mx__fail(&s->err, MX_ERR_OUT_OF_MEMORY, "out of host memory starting a step");
+    s->cap_io = cap;
+  }
+  int64_t *b = realloc(st->bindings, (n_syms ? n_syms : 1) * sizeof *b);
+  if (!b) return mx__fail(&s->err, MX_ERR_OUT_OF_MEMORY, "out of host memory starting a step");
+  st->bindings = b;
+  for (size_t i = 0; i < n_syms; i++) b[i] = INT64_MIN;
+  return MX_OK;
+}
+
+/* Maps caller tensors to model inputs or outputs: by name when every one has a name, else by
+ * position. */
+static mx_status match(mx_session *s, const mx_value_id *ids, size_t n_model, mx_tensor *given, size_t n_given,
+                       const char *what, void **slots) {
+  const mx_graph *root = s->prog->root;
+  if (n_given != n_model)
+    return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "the model has %zu %ss, %zu given", n_model, what, n_given);
+  if (n_given && !given) return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "%ss is NULL", what);
+  bool named = n_given > 0;
+  for (size_t i = 0; i < n_given; i++) named = named && given[i].name;
+  for (size_t i = 0; i < n_model; i++) slots[i] = named ? NULL : &given[i];
+  if (!named) return MX_OK;
+  for (size_t i = 0; i < n_given; i++) {
+    size_t k = 0;
+    while (k < n_model && strcmp(root->values[ids[k]].name, given[i].name) != 0) k++;
+    if (k == n_model) return mx__fail(&s->err, MX_ERR_NOT_FOUND, "the model has no %s named '%s'", what, given[i].name);
+    if (slots[k]) return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "%s '%s' is given twice", what, given[i].name);
+    slots[k] = &given[i];
+  }
+  return MX_OK;
+}
+
+void mx__program_abort_step(mx_session *s, mx_step *step) {
+  mx_program *p = s->prog;
+  for (size_t c = 0; c < p->n_calls; c++) {
+    if (!p->calls[c].in_step) continue;
+    mx__dyn_step_abort(p->calls[c].dexec);
+    p->calls[c].in_step = false;
+  }
+  /* Nothing of the failed step may still run before its buffers go back. */
+  for (uint32_t i = 0; i < s->n_streams; i++) mx_stream_reset(s->streams[i]);
+  if (step->stream) mx_stream_reset(step->stream);
+  for (size_t r = 0; r < p->n_values; r++) {
+    mx_rt_value *rv = &p->values[r];
+    if (!rv->owned) continue;
+    mx_caching_free(s->alloc, rv->t.data, NULL, NULL);
+    rv->owned = false;
+    rv->t.data = NULL;
+  }
+  for (size_t k = 0; k < p->root->n_outputs; k++) {
+    if (!step->alloc_output[k]) continue;
+    mx_tensor_release(step->out_by_graph[k]);
+    step->alloc_output[k] = false;
+  }
+}
+
+/* Explains a device-side failure found when waiting for the step. */
+static mx_status device_failure(mx_session *s, mx_stream *stream, mx_status st) {
+  mx_stream_error e;
+  mx_stream_get_error(stream, &e);
+  return mx__fail(&s->err, st, "the step failed on the device: %s", e.message[0] ? e.message : mx_status_string(st));
+}
+
+static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
+  mx_program *p = s->prog;
+  mx_session_stats *l = &s->last;
+  uint64_t execs = l->static_executes;
+  memset(l, 0, sizeof *l);
+  l->steps = 1;
+  l->step_ns = step_ns;
+  l->static_executes = execs;
+  l->dynamic_ns = step->dynamic_ns;
+  l->host_ns = step->host_ns;
+  l->kernels_run = step->kernels;
+  for (size_t c = 0; c < p->n_calls; c++) {
+    mx_rt_call *call = &p->calls[c];
+    if (call->model) {
+      mx_static_model_stats ms;
+      mx_static_model_stats_get(call->model, &ms);
+      l->static_ns += ms.hal.last_exec_ns;
+      l->refreshed_entries += ms.last_refreshed;
+    }
+  }
+  mx_caching_stats cs;
+  mx_caching_stats_get(s->alloc, &cs);
+  l->device_allocations = cs.device_allocs - s->total.device_allocations;
+  l->allocator_hits = cs.hits - s->total.allocator_hits;
+  l->allocator_misses = cs.misses - s->total.allocator_misses;
+  l->bytes_in_use = cs.bytes_in_use;
+  l->bytes_cached = cs.bytes_cached;
+  l->peak_bytes = cs.peak_in_use;
+  uint64_t launches = 0; /* the executors count since their creation */
+  for (size_t c = 0; c < p->n_calls; c++)
+    if (p->calls[c].dexec) {
+      mx_dyn_exec_stats ds;
+      mx_dyn_exec_stats_get(p->calls[c].dexec, &ds);
+      launches += ds.launches;
+    }
+  mx_session_stats *t = &s->total;
+  l->dynamic_launches = launches - t->dynamic_launches;
+  t->steps += 1;
+  t->step_ns += l->step_ns;
+  t->static_ns += l->static_ns;
+  t->dynamic_ns += l->dynamic_ns;
+  t->host_ns += l->host_ns;
+  t->static_executes += l->static_executes;
+  t->refreshed_entries += l->refreshed_entries;
+  t->kernels_run += l->kernels_run;
+  t->device_allocations = cs.device_allocs;
+  t->allocator_hits = cs.hits;
+  t->allocator_misses = cs.misses;
+  t->bytes_in_use = cs.bytes_in_use;
+  t->bytes_cached = cs.bytes_cached;
+  t->peak_bytes = cs.peak_in_use;
+  t->dynamic_launches = launches;
+}
+
+mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+                         size_t n_outputs) {
+  if (!s) return MX_ERR_INVALID_ARGUMENT;
+  mx_status st = enter(s);
+  if (st != MX_OK) return st;
+  uint64_t t0 = mx__now_ns();
+  mx_error_clear(&s->err);
+  mx_program *p = s->prog;
+  mx_step *step = &s->step;
+  if (!p) {
+    st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no model is loaded");
+    goto out;
+  }
+  st = prepare_step(s);
+  if (st != MX_OK) goto out;
+  st = match(s, p->root->inputs, p->root->n_inputs, (mx_tensor *)inputs, n_inputs, "input", (void **)step->inputs);
+  if (st == MX_OK)
+    st = match(s, p->root->outputs, p->root->n_outputs, outputs, n_outputs, "output", (void **)step->out_by_graph);
+  if (st != MX_OK) goto out;
+  for (size_t k = 0; k < p->root->n_outputs; k++) {
+    step->alloc_output[k] = false;
+    mx_tensor *o = step->out_by_graph[k];
+    if (o->data && (o->rank < 0 || o->rank > MX_MAX_RANK)) {
+      st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "output '%s': rank %d is out of range",
+                    p->root->values[p->root->outputs[k]].name, (int)o->rank);
+      goto out;
+    }
+  }
+  step->s = s;
+  step->outputs = outputs;
+  step->stream = s->streams[0];
+  step->dynamic_ns = 0;
+  step->host_ns = 0;
+  step->kernels = 0;
+  s->last.static_executes = 0;
+  st = mx__program_run_graph(s, &p->main, step);
+  if (st == MX_OK) {
+    mx_status dev = mx_stream_synchronize(step->stream);
+    if (dev != MX_OK) st = device_failure(s, step->stream, dev);
+  }
+  if (st != MX_OK) {
+    mx__program_abort_step(s, step);
+    goto out;
+  }
+  mx_caching_fence(s->alloc, step->stream);
+  account(s, step, mx__now_ns() - t0);
+out:
+  leave(s);
+  return st;
+}

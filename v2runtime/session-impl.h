@@ -1,0 +1,117 @@
+/* Private state of sessions and of the program a session runs (v2runtime only).
+ *
+ * A program is what compiling a model produces: the optimized source graph (it owns the symbol
+ * table), the partitioned root graph, one entry per partition call (a static plan and model for
+ * a KNOWN call, a dynamic plan and executor for an UNKNOWN one), the run-time record of every
+ * root value, and the three execution graphs over one table of value slots. */
+#ifndef MIXRT_V2RUNTIME_SESSION_IMPL_H
+#define MIXRT_V2RUNTIME_SESSION_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dynamic_exec/dynamic_exec.h"
+#include "graph/ir.h"
+#include "mixrt/session.h"
+#include "static_exec/static_exec.h"
+#include "v2runtime/exe_graph.h"
+
+/* One value of the root graph during a step. */
+typedef struct mx_rt_value {
+  mx_tensor t;      /* dtype, rank, dims, data and placement this step */
+  bool owned;       /* data is an allocator block the runtime frees after its last use */
+  bool constant;    /* a shared constant uploaded at load (freed at unload) */
+} mx_rt_value;
+
+/* One partition call of the root graph. */
+typedef struct mx_rt_call {
+  mx_node_id node;            /* the call node in the root */
+  const char *name;           /* its name (borrowed from the root) */
+  bool unknown;               /* UNKNOWN: dynamic executor; KNOWN: static model */
+  uint32_t n_in, n_out;
+  mx_value_id *in_values;     /* root value of each call input (malloc'd) */
+  mx_value_id *out_values;    /* root value of each call output (malloc'd) */
+  mx_tensor *args_in;         /* per-step argument arrays handed to the executor (malloc'd) */
+  mx_tensor *args_out;
+  mx_static_plan *plan;       /* KNOWN: compiled plan (owned) */
+  mx_static_model *model;     /* KNOWN: loaded model (owned; created by Init) */
+  mx_dyn_plan *dplan;         /* UNKNOWN: plan (owned) */
+  mx_dyn_exec *dexec;         /* UNKNOWN: executor (owned; created by Init) */
+  bool in_step;               /* UNKNOWN: a step began and has not ended */
+  uint32_t stream;            /* session stream index it runs on */
+} mx_rt_call;
+
+typedef struct mx_program {
+  mx_graph *source;           /* the optimized model (owns the symbol table) */
+  mx_graph *root;             /* the partitioned root graph (owned) */
+  mx_rt_call *calls;          /* partition calls in root order (malloc'd) */
+  size_t n_calls;
+  mx_rt_value *values;        /* by root value id (malloc'd, root->n_values entries) */
+  size_t n_values;
+  mx_exe_graph init, main, deinit;
+  mx_exe_value *slots;        /* exe value table shared by the three graphs (malloc'd) */
+  uint32_t n_slots;
+  bool initialized;           /* Init ran successfully (DeInit must run) */
+  char **input_shapes;        /* printed shape of each graph input (malloc'd strings) */
+  char **output_shapes;
+  size_t static_calls, dynamic_calls;
+} mx_program;
+
+/* What the kernels of one step see (run->user). */
+typedef struct mx_step {
+  struct mx_session *s;
+  const mx_tensor **inputs;   /* by graph input index (borrowed from the caller) */
+  mx_tensor *outputs;         /* by graph output index: the caller's records, filled in place */
+  mx_tensor **out_by_graph;   /* by graph output index: the caller's record (index mapping) */
+  bool *alloc_output;         /* by graph output index: the session allocates it for the caller */
+  mx_stream *stream;          /* the stream the step is ordered on */
+  int64_t *bindings;          /* symbol values seen this step (INT64_MIN: unbound) */
+  uint64_t dynamic_ns;        /* host time inside dynamic partitions this step */
+  uint64_t host_ns;           /* host time in feed and output kernels this step */
+  uint64_t kernels;           /* exe kernels run */
+} mx_step;
+
+struct mx_session {
+  mx_session_options opts;    /* copy; strings below are owned copies */
+  char **frozen_names;        /* owned copies of opts.frozen_inputs */
+  mx_symbol_range *ranges;    /* owned copies of opts.symbol_ranges (names owned too) */
+  mx_device *dev;
+  bool owns_dev;
+  mx_stream **streams;        /* session streams (owned), opts.streams of them */
+  uint32_t n_streams;
+  mx_caching_allocator *alloc;/* every device buffer of steps (owned) */
+  mx_exe_pool *pool;          /* multi-thread executor (owned), or NULL */
+  mx_exe_topo_scratch topo;   /* topological executor scratch */
+  mx_program *prog;           /* loaded model, or NULL */
+  _Atomic int busy;           /* a thread is inside the session */
+  mx_error err;               /* last failure */
+  mx_step step;               /* the step in progress */
+  size_t cap_io;              /* capacity of the step's per-io arrays */
+  mx_session_stats last, total;
+};
+
+/* --- compile and lower (compile.c, lower.c) ------------------------------------------------- */
+
+/* Compiles g (ownership taken, also on failure) into a program for session s. */
+mx_status mx__program_compile(struct mx_session *s, mx_graph *g, mx_program **out, mx_error *err);
+/* Builds the Init/Main/DeInit graphs of a program whose calls are planned. */
+mx_status mx__program_lower(struct mx_session *s, mx_program *p, mx_error *err);
+/* Frees a program (runs nothing: DeInit must have run). NULL is a no-op. */
+void mx__program_free(mx_program *p);
+
+/* Runs one of the program's graphs with the session's executor. */
+mx_status mx__program_run_graph(struct mx_session *s, const mx_exe_graph *g, mx_step *step);
+
+/* Cleans up after a failed step: aborts dynamic steps, frees the step's blocks. */
+void mx__program_abort_step(struct mx_session *s, mx_step *step);
+
+/* Kernel attributes (constant bytes of exe nodes). */
+typedef struct mx_kattr {
+  uint32_t call;    /* call index, or UINT32_MAX */
+  uint32_t op;      /* dynamic op index within the call, or graph io index */
+  uint32_t value;   /* root value id, or UINT32_MAX */
+  uint32_t extra;
+} mx_kattr;
+
+#endif /* MIXRT_V2RUNTIME_SESSION_IMPL_H */

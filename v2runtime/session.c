@@ -1,0 +1,265 @@
+/* The session API (include/mixrt/session.h): options, lifetime, loading (compile + Init), model
+ * description and statistics. Running a step is in run.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "mixrt/onnx.h"
+#include "mixrt/session.h"
+#include "v2runtime/session-impl.h"
+
+void mx_session_options_init(mx_session_options *o) {
+  memset(o, 0, sizeof *o);
+  mx_device_options_init(&o->device_options);
+  o->streams = 1;
+  o->executor = MX_EXECUTOR_SEQUENTIAL;
+  o->static_min_ops = 4;
+}
+
+/* Claims the session for the calling thread; MX_ERR_BUSY when another thread is inside. */
+static mx_status enter(mx_session *s) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&s->busy, &expected, 1))
+    return mx__fail(&s->err, MX_ERR_BUSY, "the session is in use by another thread (one caller at a time)");
+  return MX_OK;
+}
+
+static void leave(mx_session *s) { atomic_store(&s->busy, 0); }
+
+static void free_option_copies(mx_session *s) {
+  for (size_t i = 0; s->frozen_names && i < s->opts.n_frozen_inputs; i++) free(s->frozen_names[i]);
+  free(s->frozen_names);
+  for (size_t i = 0; s->ranges && i < s->opts.n_symbol_ranges; i++) free((char *)s->ranges[i].name);
+  free(s->ranges);
+}
+
+static mx_status copy_options(mx_session *s, const mx_session_options *o, mx_error *err) {
+  s->opts = *o;
+  s->opts.frozen_inputs = NULL;
+  s->opts.symbol_ranges = NULL;
+  if (o->n_frozen_inputs) {
+    if (!o->frozen_inputs) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "frozen_inputs is NULL");
+    s->frozen_names = calloc(o->n_frozen_inputs, sizeof *s->frozen_names);
+    if (!s->frozen_names) goto oom;
+    for (size_t i = 0; i < o->n_frozen_inputs; i++)
+      if (!o->frozen_inputs[i] || !(s->frozen_names[i] = strdup(o->frozen_inputs[i]))) goto oom;
+  }
+  if (o->n_symbol_ranges) {
+    if (!o->symbol_ranges) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "symbol_ranges is NULL");
+    s->ranges = calloc(o->n_symbol_ranges, sizeof *s->ranges);
+    if (!s->ranges) goto oom;
+    for (size_t i = 0; i < o->n_symbol_ranges; i++) {
+      const mx_symbol_range *r = &o->symbol_ranges[i];
+      if (!r->name || r->min < 0 || r->max < r->min)
+        return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "symbol range %zu: needs a name and 0 <= min <= max", i);
+      s->ranges[i] = *r;
+      if (!(s->ranges[i].name = strdup(r->name))) goto oom;
+    }
+  }
+  return MX_OK;
+oom:
+  return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory copying session options");
+}
+
+mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_error *err) {
+  if (!out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "out is NULL");
+  *out = NULL;
+  mx_session_options defaults;
+  if (!o) {
+    mx_session_options_init(&defaults);
+    o = &defaults;
+  }
+  if (o->streams == 0 || o->streams > 16)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "streams must be between 1 and 16, not %u", o->streams);
+  if (o->executor > MX_EXECUTOR_MULTI_THREAD)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "unknown executor %d", (int)o->executor);
+  if (o->static_min_ops < -1)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "static_min_ops must be -1 or more, not %lld",
+                    (long long)o->static_min_ops);
+  mx_session *s = calloc(1, sizeof *s);
+  if (!s) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory creating a session");
+  s->n_streams = o->streams;
+  mx_status st = copy_options(s, o, err);
+  if (st != MX_OK) goto fail;
+  if (o->device) {
+    s->dev = o->device;
+  } else {
+    st = mx_device_create(&o->device_options, &s->dev, err);
+    if (st != MX_OK) goto fail;
+    s->owns_dev = true;
+  }
+  s->streams = calloc(s->n_streams, sizeof *s->streams);
+  if (!s->streams) {
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory creating a session");
+    goto fail;
+  }
+  for (uint32_t i = 0; i < s->n_streams; i++) {
+    st = mx_stream_create(s->dev, 0, &s->streams[i]);
+    if (st != MX_OK) {
+      mx__fail(err, st, "cannot create stream %u: %s", i, mx_device_last_error(s->dev));
+      goto fail;
+    }
+  }
+  st = mx_caching_allocator_create(s->dev, &s->alloc, err);
+  if (st != MX_OK) goto fail;
+  if (o->executor == MX_EXECUTOR_MULTI_THREAD) {
+    st = mx__exe_pool_create(o->executor_threads, &s->pool, err);
+    if (st != MX_OK) goto fail;
+  }
+  *out = s;
+  return MX_OK;
+fail:
+  mx_session_destroy(s);
+  return st;
+}
+
+/* Runs DeInit and frees the program. */
+static void unload(mx_session *s) {
+  mx_program *p = s->prog;
+  if (!p) return;
+  for (uint32_t i = 0; i < s->n_streams; i++) mx_stream_synchronize(s->streams[i]);
+  if (p->initialized) {
+    mx_error ignored;
+    mx_step step = {.s = s};
+    mx_exe_run run = {.values = p->slots, .user = &step, .err = &ignored, .failed_node = UINT32_MAX};
+    /* DeInit kernels free what Init made and cannot fail half-way. */
+    mx__exe_run_sequential(&p->deinit, &run);
+  }
+  mx__program_free(p);
+  s->prog = NULL;
+}
+
+void mx_session_destroy(mx_session *s) {
+  if (!s) return;
+  unload(s);
+  mx__exe_pool_destroy(s->pool);
+  mx__exe_topo_scratch_release(&s->topo);
+  for (uint32_t i = 0; s->streams && i < s->n_streams; i++) {
+    mx_caching_forget_stream(s->alloc, s->streams[i]);
+    mx_stream_destroy(s->streams[i]);
+  }
+  mx_caching_allocator_destroy(s->alloc);
+  free(s->streams);
+  free(s->step.inputs);
+  free(s->step.out_by_graph);
+  free(s->step.alloc_output);
+  free(s->step.bindings);
+  if (s->owns_dev) mx_device_destroy(s->dev);
+  free_option_copies(s);
+  free(s);
+}
+
+const char *mx_session_last_error(const mx_session *s) { return s ? s->err.message : ""; }
+mx_device *mx_session_device(mx_session *s) { return s ? s->dev : NULL; }
+
+mx_status mx__program_run_graph(mx_session *s, const mx_exe_graph *g, mx_step *step) {
+  mx_exe_run run = {.values = s->prog->slots, .user = step, .err = &s->err, .failed_node = UINT32_MAX};
+  mx_status st;
+  switch (s->opts.executor) {
+    case MX_EXECUTOR_TOPOLOGICAL: st = mx__exe_run_topological(g, &run, &s->topo); break;
+    case MX_EXECUTOR_MULTI_THREAD: st = mx__exe_run_parallel(s->pool, g, &run); break;
+    default: st = mx__exe_run_sequential(g, &run); break;
+  }
+  step->kernels += g->n_nodes;
+  if (st != MX_OK && s->err.status == MX_OK) mx__fail(&s->err, st, "execution graph node %u failed", run.failed_node);
+  return st;
+}
+
+/* Compiles g (owned) and runs Init. */
+static mx_status load_graph(mx_session *s, mx_graph *g) {
+  unload(s);
+  mx_error_clear(&s->err);
+  mx_program *p;
+  mx_status st = mx__program_compile(s, g, &p, &s->err);
+  if (st != MX_OK) return st;
+  s->prog = p;
+  mx_step step = {.s = s, .stream = s->streams[0]};
+  st = mx__program_run_graph(s, &p->init, &step);
+  if (st != MX_OK) {
+    /* Undo what Init made: DeInit tolerates missing handles. */
+    p->initialized = true;
+    mx_error keep = s->err;
+    unload(s);
+    s->err = keep;
+    return st;
+  }
+  p->initialized = true;
+  memset(&s->last, 0, sizeof s->last);
+  memset(&s->total, 0, sizeof s->total);
+  if (s->opts.log) {
+    char line[256];
+    snprintf(line, sizeof line, "loaded: %zu static and %zu dynamic partitions, %u + %u + %u kernels", p->static_calls,
+             p->dynamic_calls, p->init.n_nodes, p->main.n_nodes, p->deinit.n_nodes);
+    s->opts.log(s->opts.log_user, MX_LOG_INFO, line);
+  }
+  return MX_OK;
+}
+
+mx_status mx_session_load_graph(mx_session *s, mx_graph *g) {
+  if (!s) {
+    mx_graph_destroy(g);
+    return MX_ERR_INVALID_ARGUMENT;
+  }
+  mx_status st = enter(s);
+  if (st != MX_OK) {
+    mx_graph_destroy(g);
+    return st;
+  }
+  if (!g) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "graph is NULL");
+  else st = load_graph(s, g);
+  leave(s);
+  return st;
+}
+
+mx_status mx_session_load_file(mx_session *s, const char *path) {
+  if (!s) return MX_ERR_INVALID_ARGUMENT;
+  mx_status st = enter(s);
+  if (st != MX_OK) return st;
+  mx_graph *g = NULL;
+  if (!path) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "path is NULL");
+  else st = mx_onnx_load_file(path, &g, &s->err);
+  if (st == MX_OK) st = load_graph(s, g);
+  leave(s);
+  return st;
+}
+
+mx_status mx_session_load_memory(mx_session *s, const void *data, size_t size) {
+  if (!s) return MX_ERR_INVALID_ARGUMENT;
+  mx_status st = enter(s);
+  if (st != MX_OK) return st;
+  mx_graph *g = NULL;
+  if (!data) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "data is NULL");
+  else st = mx_onnx_load_memory(data, size, NULL, &g, &s->err);
+  if (st == MX_OK) st = load_graph(s, g);
+  leave(s);
+  return st;
+}
+
+size_t mx_session_input_count(const mx_session *s) { return s && s->prog ? s->prog->root->n_inputs : 0; }
+size_t mx_session_output_count(const mx_session *s) { return s && s->prog ? s->prog->root->n_outputs : 0; }
+
+static bool io_info(const mx_session *s, size_t index, bool input, mx_io_info *info) {
+  if (!s || !s->prog || !info) return false;
+  const mx_graph *root = s->prog->root;
+  size_t n = input ? root->n_inputs : root->n_outputs;
+  if (index >= n) return false;
+  const mx_value *v = &root->values[input ? root->inputs[index] : root->outputs[index]];
+  info->name = v->name;
+  info->dtype = v->dtype;
+  info->rank = v->shape.rank;
+  info->shape = input ? s->prog->input_shapes[index] : s->prog->output_shapes[index];
+  return true;
+}
+
+bool mx_session_input_info(const mx_session *s, size_t index, mx_io_info *info) { return io_info(s, index, true, info); }
+bool mx_session_output_info(const mx_session *s, size_t index, mx_io_info *info) {
+  return io_info(s, index, false, info);
+}
+
+mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last, mx_session_stats *total) {
+  if (!s) return MX_ERR_INVALID_ARGUMENT;
+  if (last) *last = s->last;
+  if (total) *total = s->total;
+  return MX_OK;
+}
