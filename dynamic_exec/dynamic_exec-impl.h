@@ -168,6 +168,9 @@ typedef struct mx__dyn_opstate {
   uint8_t next_victim;     /* entry to refill next */
   bool shapes_valid;       /* output dims of the previous step are still in the value states */
   int64_t *shape_out;      /* data-dependent ops: n_out shape records (owned) */
+  unsigned char *infer_key; /* inferred ops: input shapes and values of the last inference
+                               (owned), infer_key_len bytes of infer_key_cap */
+  size_t infer_key_len, infer_key_cap;
 } mx__dyn_opstate;
 
 /* Last op finished on one stream (step << 32 | op), on its own cache line: written by that

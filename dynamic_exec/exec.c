@@ -566,6 +566,7 @@ void mx_dyn_exec_destroy(mx_dyn_exec *e) {
     for (size_t i = 0; i < e->plan->n_ops; i++) {
       free(e->ops[i].meta);
       free(e->ops[i].shape_out);
+      free(e->ops[i].infer_key);
     }
   }
   if (e->events)

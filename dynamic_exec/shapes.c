@@ -2,8 +2,10 @@
  * step's symbol values (no allocation; skipped when no symbol the op depends on changed since
  * the previous step), the upper bound of a data-dependent op, or full run-time inference with
  * the executor's scratch symbol table where no expression could be formed (value inputs
- * produced on the device are read back first). Eval ops also get their values here. */
+ * produced on the device are read back first; an op whose input shapes and values equal those
+ * of its last inference keeps its output shapes). Eval ops also get their values here. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dynamic_exec/dynamic_exec-impl.h"
@@ -103,22 +105,68 @@ mx_status mx__dyn_bind_outputs(mx_dyn_exec *e, size_t i) {
   return MX_OK;
 }
 
+/* Bytes of op i's inference key: every input's rank and dims, and the bytes of the value
+ * inputs read back for inference (e->infos must be filled). */
+static size_t infer_key_size(const mx_dyn_exec *e, const mx__dyn_op *op) {
+  size_t n = 0;
+  for (uint32_t j = 0; j < op->n_in; j++) {
+    const mx_value_info *in = &e->infos[j];
+    n += sizeof(int32_t) + (in->present ? (size_t)in->shape.rank * sizeof(int64_t) : 0);
+    if (in->data) n += sizeof(uint64_t) + e->vals[op->nd->inputs[j]].nbytes;
+  }
+  return n;
+}
+
+/* Compares len bytes of the key at *at with p (compare), or writes them; advances *at. */
+static bool key_part(unsigned char *key, size_t *at, const void *p, size_t len, bool compare) {
+  bool same = !compare || memcmp(key + *at, p, len) == 0;
+  if (!compare) memcpy(key + *at, p, len);
+  *at += len;
+  return same;
+}
+
+/* Writes the key into key (compare = false) or compares it with key (compare = true). */
+static bool infer_key(const mx_dyn_exec *e, const mx__dyn_op *op, unsigned char *key, bool compare) {
+  size_t at = 0;
+  for (uint32_t j = 0; j < op->n_in; j++) {
+    const mx_value_info *in = &e->infos[j];
+    int32_t rank = in->present ? in->shape.rank : -1;
+    if (!key_part(key, &at, &rank, sizeof rank, compare)) return false;
+    if (rank > 0 && !key_part(key, &at, in->shape.dims, (size_t)rank * sizeof(int64_t), compare)) return false;
+    if (!in->data) continue;
+    uint64_t nb = e->vals[op->nd->inputs[j]].nbytes;
+    if (!key_part(key, &at, &nb, sizeof nb, compare)) return false;
+    if (nb && !key_part(key, &at, in->data->data, nb, compare)) return false;
+  }
+  return true;
+}
+
 static mx_status run_inference(mx_dyn_exec *e, size_t i) {
   const mx__dyn_op *op = &e->plan->ops[i];
+  mx__dyn_opstate *os = &e->ops[i];
   const mx_node *nd = op->nd;
   size_t nio = e->plan->max_io ? e->plan->max_io : 1;
   mx_value_info *out = e->infos + nio;
   mx_dim *out_sv = e->info_sv + nio * MX_SV_MAX;
+  mx_status st = mx__dyn_fill_infos(e, i, true);
+  if (st != MX_OK) return st;
+  /* Same input shapes and values as the last inference: its output shapes still hold. */
+  size_t key_len = infer_key_size(e, op);
+  if (os->shapes_valid && key_len == os->infer_key_len && infer_key(e, op, os->infer_key, true)) {
+    e->stats.shape_reuses++;
+    return mx__dyn_bind_outputs(e, i);
+  }
   if (++e->scratch_uses > SCRATCH_RENEW) {
     mx_symtab *fresh;
     if (mx_symtab_create(&fresh) == MX_OK) {
       mx_symtab_destroy(e->scratch);
       e->scratch = fresh;
       e->scratch_uses = 0;
+      st = mx__dyn_fill_infos(e, i, true); /* the sv constants lived in the old table */
+      if (st != MX_OK) return st;
     }
   }
-  mx_status st = mx__dyn_fill_infos(e, i, true);
-  if (st != MX_OK) return st;
+  os->shapes_valid = false;
   e->stats.inferences++;
   e->err.status = MX_OK;
   e->err.message[0] = '\0';
@@ -138,8 +186,18 @@ static mx_status run_inference(mx_dyn_exec *e, size_t i) {
                           nd->name, nd->op_type, k, buf);
     }
   }
-  e->ops[i].shapes_valid = false;
-  return mx__dyn_bind_outputs(e, i);
+  st = mx__dyn_bind_outputs(e, i);
+  if (st != MX_OK) return st;
+  if (key_len > os->infer_key_cap) {
+    unsigned char *k = realloc(os->infer_key, key_len);
+    if (!k) return MX_OK; /* no key: the next step infers again */
+    os->infer_key = k;
+    os->infer_key_cap = key_len;
+  }
+  infer_key(e, op, os->infer_key, false);
+  os->infer_key_len = key_len;
+  os->shapes_valid = true;
+  return MX_OK;
 }
 
 static mx_status upper_bound(mx_dyn_exec *e, size_t i) {

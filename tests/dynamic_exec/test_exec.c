@@ -591,3 +591,51 @@ Test(dyn_exec, plan_errors) {
   mx_graph_destroy(g);
   dyn_check_leaks();
 }
+
+/* A Reshape whose target is only known at run time infers its output shape, after reading the
+ * target back from the device; a step with the same input shapes and target values reuses the
+ * last inference, and the symbols its output dims name are bound for the ops after it. */
+Test(dyn_exec, run_time_inference_is_reused) {
+  mx_graph *g;
+  cr_assert_eq(mx_graph_create("reshape", &g), MX_OK);
+  mx_dim n = mx_sym_named(mx_graph_symtab(g), "n");
+  mx_value_id x = dyn_input(g, "x", MX_FLOAT32, 1, &n);
+  mx_value_id t = dyn_input(g, "target", MX_INT64, 1, (mx_dim[]){2});
+  mx_value_id one = dyn_ints(g, "one", (int64_t[]){1}, 1);
+  mx_value_id t2 = dyn_op(g, "Mul", (mx_value_id[]){t, one}, 2, NULL, 0); /* computed: value unknown */
+  mx_value_id r = dyn_op(g, "Reshape", (mx_value_id[]){x, t2}, 2, NULL, 0);
+  mx_value_id y = dyn_op(g, "Softmax", &r, 1, NULL, 0);
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
+  cr_assert_eq(mx_graph_infer(g), MX_OK);
+  rig rg = make_rig(g, dyn_device(MX_DEVICE_CPU, true), 1);
+  mx_dyn_plan_info info;
+  mx_dyn_plan_info_get(rg.plan, &info);
+  cr_expect_eq(info.infer_ops, 1);
+  int64_t six = 6;
+  mx_tensor xs = dyn_random(MX_FLOAT32, 1, &six, 2);
+  int64_t a[2] = {2, 3}, b[2] = {3, 2};
+  mx_tensor ta = {.dtype = MX_INT64, .rank = 1, .dims = {2}, .data = a}, tb = ta;
+  tb.data = b;
+  mx_tensor in[2] = {xs, ta};
+  cr_expect_eq(step_ok(g, rg.e, in, 2, "first"), 0);
+  uint64_t inf = exec_stats(rg.e).inferences;
+  cr_expect_eq(inf, 1);
+  cr_expect_eq(step_ok(g, rg.e, in, 2, "same target"), 0);
+  cr_expect_eq(exec_stats(rg.e).inferences, inf, "reused");
+  in[1] = tb;
+  cr_expect_eq(step_ok(g, rg.e, in, 2, "new target"), 0);
+  cr_expect_eq(exec_stats(rg.e).inferences, inf + 1);
+  cr_expect_gt(exec_stats(rg.e).readbacks, 0, "the computed target was read back");
+  /* A target that does not fit is an inference error naming the node; the next step works. */
+  int64_t bad[2] = {4, 2};
+  mx_tensor tc = ta;
+  tc.data = bad;
+  in[1] = tc;
+  expect_error(rg.e, in, 2, MX_ERR_SHAPE, "node 'Reshape");
+  in[1] = ta;
+  cr_expect_eq(step_ok(g, rg.e, in, 2, "after an error"), 0);
+  mx_tensor_release(&xs);
+  free_rig(&rg);
+  mx_graph_destroy(g);
+  dyn_check_leaks();
+}
