@@ -533,8 +533,8 @@ static mx_status check_options(const mx_graph *g, const mx_static_options *o, mx
   return MX_OK;
 }
 
-/* Fixed-weight estimate of the HAL argument block of the largest possible task, checked to fit
- * the limits a loader enforces. */
+/* The limits a loader enforces (task count, tensors and params bytes per task), checked here so
+ * that every compiled plan can be saved and loaded again. */
 static mx_status check_limits(const mx__compile *c) {
   if (c->n_tasks > MX__MAX_TASKS)
     return mx__fail(c->err, MX_ERR_LIMIT, "graph '%s': %u tasks (limit %u)", c->g->name, c->n_tasks,

@@ -87,7 +87,8 @@ static mx_status copy_ios(mx_static_model *m, const mx__pio *src, uint32_t n, mx
   return MX_OK;
 }
 
-/* Builds one plan task's HAL task into blk (capacity blk_cap bytes) and slots. */
+/* Builds plan task ti as a HAL task (argument block in blk, slots in slots, both large enough)
+ * and appends it with its event waits and records. */
 static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t ti, void *blk,
                            mx_hal_slot *slots, mx_error *err) {
   const mx__ptask *pt = &p->tasks[ti];

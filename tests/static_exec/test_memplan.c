@@ -10,6 +10,7 @@
 
 Test(static_memplan, random_graph_invariants) {
   int checked = 0;
+  uint64_t cross = 0, waits = 0;
   for (uint64_t seed = 1; seed <= 60; seed++) {
     mx_graph *g;
     cr_assert_eq(st_random_graph(seed, 10 + (int)(seed * 7 % 90), seed % 3 == 0, &g), MX_OK);
@@ -28,12 +29,25 @@ Test(static_memplan, random_graph_invariants) {
       mx_static_plan_report(p, &r);
       cr_assert_geq(r.fm_bytes, r.lower_bound);
       cr_assert_leq(r.fm_bytes, r.no_reuse);
+      /* Events: at most one wait per other stream per task (the reduction keeps only the latest
+       * producer of each stream), never more waits than cross-stream edges. */
+      cr_assert_leq(r.waits, r.cross_edges);
+      cr_assert_leq(r.events, r.waits);
+      for (size_t t = 0; t < mx_static_plan_task_count(p); t++) {
+        mx_static_task_info ti;
+        mx_static_plan_task(p, t, &ti);
+        cr_assert_leq(ti.n_waits + 1, r.streams);
+      }
+      cross += r.cross_edges;
+      waits += r.waits;
       mx_static_plan_destroy(p);
       checked++;
     }
     mx_graph_destroy(g);
   }
   cr_assert_eq(checked, 180);
+  cr_assert_lt(waits, cross, "the reduction removed no event (%llu waits for %llu cross-stream edges)",
+               (unsigned long long)waits, (unsigned long long)cross);
 }
 
 Test(static_memplan, random_graphs_match_reference) {
