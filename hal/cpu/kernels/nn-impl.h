@@ -11,8 +11,9 @@
 #include "hal/cpu/kernels/kernel.h"
 
 /* Marks a hot function: gcc also compiles it for x86-64-v3 (AVX2, FMA) and picks the copy at
- * load time, since the default build targets baseline x86-64 (SSE2). */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+ * load time, since the default build targets baseline x86-64 (SSE2). Not under ThreadSanitizer:
+ * the copy is picked by a resolver that runs before the sanitizer's runtime is ready. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define MX_KHOT __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define MX_KHOT
