@@ -31,8 +31,9 @@ static mx_status check_tensor(const mx_static_plan *p, uint32_t ti, uint32_t i, 
   if (t->n_values > MX_SV_MAX || (t->n_values >= 0 && !t->values))
     return BAD("task %u ('%s') tensor %u: invalid stored value", ti, pt->name, i);
   if (t->alloc == MX__NO_ALLOC) {
-    if (nb) return BAD("task %u ('%s') tensor %u: %llu bytes without an address", ti, pt->name, i,
-                       (unsigned long long)nb);
+    if (nb)
+      return BAD("task %u ('%s') tensor %u: %llu bytes without an address", ti, pt->name, i,
+                 (unsigned long long)nb);
     return MX_OK;
   }
   if (!nb) return BAD("task %u ('%s') tensor %u: an address for an empty tensor", ti, pt->name, i);
@@ -66,7 +67,8 @@ static mx_status check_io(const mx__pio *io, uint32_t n, const char *what, mx_er
 }
 
 /* Schema check of a task's attributes (like graph inference does for nodes). */
-static mx_status check_attrs(const mx__ptask *pt, uint32_t ti, const mx_op_def *def, mx_error *err) {
+static mx_status check_attrs(const mx__ptask *pt, uint32_t ti, const mx_op_def *def,
+                             mx_error *err) {
   for (uint32_t i = 0; i < pt->n_attrs; i++) {
     const mx_attr *a = &pt->attrs[i];
     const mx_attr_spec *s = def->attrs;
@@ -81,15 +83,17 @@ static mx_status check_attrs(const mx__ptask *pt, uint32_t ti, const mx_op_def *
   for (const mx_attr_spec *s = def->attrs; s && s->name; s++) {
     if (!s->required) continue;
     bool found = false;
-    for (uint32_t i = 0; i < pt->n_attrs && !found; i++) found = strcmp(pt->attrs[i].name, s->name) == 0;
-    if (!found) return BAD("task %u ('%s'): required attribute '%s' is missing", ti, pt->name, s->name);
+    for (uint32_t i = 0; i < pt->n_attrs && !found; i++)
+      found = strcmp(pt->attrs[i].name, s->name) == 0;
+    if (!found)
+      return BAD("task %u ('%s'): required attribute '%s' is missing", ti, pt->name, s->name);
   }
   return MX_OK;
 }
 
 /* Input info for re-inference: shapes, constant data from the weights, stored values. */
-static void input_info(const mx_static_plan *p, mx_symtab *syms, const mx__ptensor *t, mx_value_info *info,
-                       mx_tensor *data, mx_dim *sv) {
+static void input_info(const mx_static_plan *p, mx_symtab *syms, const mx__ptensor *t,
+                       mx_value_info *info, mx_tensor *data, mx_dim *sv) {
   memset(info, 0, sizeof *info);
   info->sv_len = -1;
   if (t->dtype == MX_DTYPE_UNDEFINED) return;
@@ -108,7 +112,8 @@ static void input_info(const mx_static_plan *p, mx_symtab *syms, const mx__ptens
     if ((t->dtype == MX_INT64 || t->dtype == MX_INT32) && n <= MX_SV_MAX) {
       for (uint64_t k = 0; k < n; k++) {
         int64_t v;
-        if (t->dtype == MX_INT64) memcpy(&v, (const char *)data->data + 8 * k, 8);
+        if (t->dtype == MX_INT64)
+          memcpy(&v, (const char *)data->data + 8 * k, 8);
         else {
           int32_t v32;
           memcpy(&v32, (const char *)data->data + 4 * k, 4);
@@ -127,11 +132,13 @@ static void input_info(const mx_static_plan *p, mx_symtab *syms, const mx__ptens
 }
 
 /* Re-derives a kernel task: schema, parse, inference, kernel, workspace. */
-static mx_status check_kernel(const mx_static_plan *p, uint32_t ti, mx_symtab *syms, mx_error *err) {
+static mx_status check_kernel(const mx_static_plan *p, uint32_t ti, mx_symtab *syms,
+                              mx_error *err) {
   const mx__ptask *pt = &p->tasks[ti];
   const mx_op_def *def = mx__op_find(pt->domain, pt->op);
   if (!def) return BAD("task %u ('%s'): unknown op '%s'", ti, pt->name, pt->op);
-  if (pt->n_in < def->min_inputs || (def->max_inputs != MX_VARIADIC && pt->n_in > def->max_inputs) ||
+  if (pt->n_in < def->min_inputs ||
+      (def->max_inputs != MX_VARIADIC && pt->n_in > def->max_inputs) ||
       pt->n_out < def->min_outputs || pt->n_out > def->max_outputs)
     return BAD("task %u ('%s'): %u inputs / %u outputs do not fit op %s", ti, pt->name, pt->n_in,
                pt->n_out, pt->op);
@@ -179,9 +186,17 @@ static mx_status check_kernel(const mx_static_plan *p, uint32_t ti, mx_symtab *s
     out[k].sv = out_sv + (size_t)k * MX_SV_MAX;
     out[k].sv_len = -1;
   }
-  mx_infer_ctx ctx = {.syms = syms, .params = pt->params, .opset = pt->opset, .node_name = pt->name,
-                      .n_in = ni, .n_out = no, .in = in, .out = out, .out_sv = out_sv,
-                      .runtime = true, .err = &perr};
+  mx_infer_ctx ctx = {.syms = syms,
+                      .params = pt->params,
+                      .opset = pt->opset,
+                      .node_name = pt->name,
+                      .n_in = ni,
+                      .n_out = no,
+                      .in = in,
+                      .out = out,
+                      .out_sv = out_sv,
+                      .runtime = true,
+                      .err = &perr};
   if (def->infer(&ctx) != MX_OK) {
     st = BAD("task %u ('%s'): inference rejects its shapes: %s", ti, pt->name, perr.message);
     goto free_scratch;
@@ -235,16 +250,19 @@ static mx_status check_task(const mx_static_plan *p, uint32_t ti, uint32_t *reco
   if (pt->kind != MX__TASK_KERNEL && pt->kind != MX__TASK_COPY)
     return BAD("task %u ('%s'): unknown kind %d", ti, pt->name, (int)pt->kind);
   if (pt->stream >= p->n_streams)
-    return BAD("task %u ('%s'): stream %u out of range (%u streams)", ti, pt->name, pt->stream, p->n_streams);
+    return BAD("task %u ('%s'): stream %u out of range (%u streams)", ti, pt->name, pt->stream,
+               p->n_streams);
   for (uint32_t k = 0; k < pt->n_waits; k++) {
     uint32_t e = pt->waits[k];
     if (e >= p->n_events || recorded_by[e] == MX__NONE)
-      return BAD("task %u ('%s'): waits for event %u, which no earlier task records", ti, pt->name, e);
+      return BAD("task %u ('%s'): waits for event %u, which no earlier task records", ti, pt->name,
+                 e);
   }
   for (uint32_t k = 0; k < pt->n_records; k++) {
     uint32_t e = pt->records[k];
     if (e >= p->n_events || recorded_by[e] != MX__NONE)
-      return BAD("task %u ('%s'): records event %u, out of range or recorded twice", ti, pt->name, e);
+      return BAD("task %u ('%s'): records event %u, out of range or recorded twice", ti, pt->name,
+                 e);
     recorded_by[e] = ti;
   }
   uint32_t nt = pt->n_in + pt->n_out;
@@ -258,12 +276,13 @@ static mx_status check_task(const mx_static_plan *p, uint32_t ti, uint32_t *reco
     if (pt->n_in != 1 || pt->n_out != 1 || pt->t[0].alloc == MX__NO_ALLOC ||
         pt->t[1].alloc == MX__NO_ALLOC || pt->t[0].nbytes != pt->t[1].nbytes ||
         mx__plan_id_kind(p, pt->t[1].alloc, NULL) != MX_STATIC_OUTPUT || pt->ws_size)
-      return BAD("task %u ('%s'): a copy needs one source and one OUTPUT destination of equal size", ti,
-                 pt->name);
+      return BAD("task %u ('%s'): a copy needs one source and one OUTPUT destination of equal size",
+                 ti, pt->name);
     return MX_OK;
   }
   if (pt->ws_size) {
-    if (pt->ws_offset % 64 || pt->ws_offset > p->fm_bytes || pt->ws_size > p->fm_bytes - pt->ws_offset)
+    if (pt->ws_offset % 64 || pt->ws_offset > p->fm_bytes ||
+        pt->ws_size > p->fm_bytes - pt->ws_offset)
       return BAD("task %u ('%s'): workspace %llu+%llu outside the %llu-byte FM arena", ti, pt->name,
                  (unsigned long long)pt->ws_offset, (unsigned long long)pt->ws_size,
                  (unsigned long long)p->fm_bytes);
@@ -300,7 +319,8 @@ mx_status mx__plan_check(const mx_static_plan *p, mx_error *err) {
     return mx__fail_oom(err, "plan check");
   }
   for (uint32_t e = 0; e < p->n_events; e++) recorded_by[e] = MX__NONE;
-  for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++) st = check_task(p, t, recorded_by, syms, err);
+  for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++)
+    st = check_task(p, t, recorded_by, syms, err);
   for (uint32_t e = 0; st == MX_OK && e < p->n_events; e++)
     if (recorded_by[e] == MX__NONE) st = BAD("plan '%s': event %u is never recorded", p->name, e);
   mx_symtab_destroy(syms);

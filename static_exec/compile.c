@@ -24,8 +24,8 @@
 
 /* Host-side figures of the cost model (estimated device time in ns). */
 #define COST_LAUNCH_NS 500.0
-#define COST_NS_PER_BYTE 0.125   /* ~8 GB/s */
-#define COST_NS_PER_FLOP 0.05    /* ~20 GFLOP/s */
+#define COST_NS_PER_BYTE 0.125 /* ~8 GB/s */
+#define COST_NS_PER_FLOP 0.05  /* ~20 GFLOP/s */
 
 static bool value_concrete(const mx_value *v) {
   if (v->shape.rank < 0 || v->shape.rank > MX_MAX_RANK) return false;
@@ -48,8 +48,8 @@ static mx_status check_value(mx__compile *c, const mx_node *nd, mx_value_id v, c
                     "%s: value '%s' belongs to an enclosing graph; pass it as a graph input", where,
                     val->name);
   if (!mx_dtype_size(val->dtype))
-    return mx__fail(c->err, MX_ERR_SHAPE, "%s: value '%s' has no known dtype (infer the graph first)",
-                    where, val->name);
+    return mx__fail(c->err, MX_ERR_SHAPE,
+                    "%s: value '%s' has no known dtype (infer the graph first)", where, val->name);
   if (!value_concrete(val)) {
     char buf[256];
     mx_shape_format(c->g->syms, &val->shape, buf, sizeof buf);
@@ -175,12 +175,12 @@ static mx_status build_tasks(mx__compile *c, const mx_node_id *order, size_t n_o
     free(call);
     if (!kd) {
       mx_dtype dt = nd->n_inputs && nd->inputs[0] != MX_NO_VALUE ? g->values[nd->inputs[0]].dtype
-                                                                   : g->values[out0].dtype;
+                                                                 : g->values[out0].dtype;
       return mx__fail(c->err, MX_ERR_UNSUPPORTED, "node '%s' (%s): no CPU kernel for dtype %s",
                       nd->name, nd->op_type, mx_dtype_name(dt));
     }
-    mx__ctask t = {.kind = MX__TASK_KERNEL, .node = nid, .kd = kd, .ws_size = ws,
-                   .copy_src = MX_NO_VALUE};
+    mx__ctask t = {
+        .kind = MX__TASK_KERNEL, .node = nid, .kd = kd, .ws_size = ws, .copy_src = MX_NO_VALUE};
     t.cost = kernel_cost(c, nd);
     uint32_t ti = add_task(c, &t);
     for (uint32_t o = 0; o < nd->n_outputs; o++) {
@@ -213,8 +213,8 @@ static mx_status place_outputs(mx__compile *c) {
                       "by a node",
                       j, g->values[v].name);
     if (cv->nbytes == 0) continue; /* an empty output: nothing to copy */
-    mx__ctask t = {.kind = MX__TASK_COPY, .node = MX_NO_NODE, .copy_src = v,
-                   .copy_out = (uint32_t)j};
+    mx__ctask t = {
+        .kind = MX__TASK_COPY, .node = MX_NO_NODE, .copy_src = v, .copy_out = (uint32_t)j};
     t.cost = COST_LAUNCH_NS + 2.0 * (double)cv->nbytes * COST_NS_PER_BYTE;
     add_task(c, &t);
   }
@@ -248,7 +248,8 @@ static mx_status build_edges(mx__compile *c) {
   }
   for (uint32_t t = 0; t < c->n_tasks; t++) {
     mx__ctask *task = &c->tasks[t];
-    task->succs = mx__arena_array(&c->arena, task->n_succs ? task->n_succs : 1, sizeof *task->succs, 4);
+    task->succs =
+        mx__arena_array(&c->arena, task->n_succs ? task->n_succs : 1, sizeof *task->succs, 4);
     if (!task->succs) return mx__fail_oom(c->err, "task edges");
     task->n_succs = 0;
   }
@@ -270,12 +271,16 @@ static void locate(mx__compile *c, mx_value_id v, uint32_t *alloc, uint64_t *off
   mx_value_id r = c->vals[v].root;
   const mx__cval *rv = &c->vals[r];
   switch (rv->loc) {
-    case MX__LOC_INPUT: *alloc = MX__ID_INPUT0 + rv->index; break;
+    case MX__LOC_INPUT:
+      *alloc = MX__ID_INPUT0 + rv->index;
+      break;
     case MX__LOC_WEIGHT:
       *alloc = MX__ID_WEIGHT;
       *offset = rv->weight_offset;
       break;
-    case MX__LOC_OUTPUT: *alloc = MX__ID_INPUT0 + (uint32_t)c->g->n_inputs + rv->index; break;
+    case MX__LOC_OUTPUT:
+      *alloc = MX__ID_INPUT0 + (uint32_t)c->g->n_inputs + rv->index;
+      break;
     case MX__LOC_FM: {
       uint32_t b = c->vals[mx__group_of(c, r)].buffer;
       if (b == MX__NONE) return;
@@ -283,7 +288,8 @@ static void locate(mx__compile *c, mx_value_id v, uint32_t *alloc, uint64_t *off
       *offset = c->bufs[b].offset;
       break;
     }
-    case MX__LOC_NONE: break;
+    case MX__LOC_NONE:
+      break;
   }
 }
 
@@ -345,7 +351,8 @@ static mx_status emit_tensor(mx__compile *c, mx_static_plan *p, mx_value_id v, b
   if (!store_values || t->alloc == MX__ID_WEIGHT || val->sv_len < 0 || !val->sv ||
       val->sv_len > MX_SV_MAX || (val->dtype != MX_INT64 && val->dtype != MX_INT32))
     return MX_OK;
-  int64_t *vals = mx__arena_array(&p->arena, val->sv_len ? (size_t)val->sv_len : 1, sizeof *vals, 8);
+  int64_t *vals =
+      mx__arena_array(&p->arena, val->sv_len ? (size_t)val->sv_len : 1, sizeof *vals, 8);
   if (!vals) return mx__fail_oom(c->err, "plan tensor values");
   for (int32_t k = 0; k < val->sv_len; k++)
     if (!mx_sym_const_value(c->g->syms, val->sv[k], &vals[k])) return MX_OK;

@@ -92,7 +92,8 @@ static bool try_in_place(mx__compile *c, uint32_t t, ulist *ul, bool *ok) {
     }
     if (clash) continue;
     bool dies = true;
-    for (size_t k = 0; k < ul[grp].n && dies; k++) dies = ul[grp].u[k] == t || mx__hb(c, ul[grp].u[k], t);
+    for (size_t k = 0; k < ul[grp].n && dies; k++)
+      dies = ul[grp].u[k] == t || mx__hb(c, ul[grp].u[k], t);
     if (!dies) continue;
     c->vals[o].group = grp;
     for (size_t k = 0; k < ul[o].n; k++) {
@@ -134,7 +135,8 @@ static bool conflict(const mx__compile *c, const mx__cbuf *a, const mx__cbuf *b)
 }
 
 /* One placement in the given order; writes offsets, returns the arena size. */
-static uint64_t place(const mx__compile *c, const uint32_t *order, uint64_t *off, uint32_t *placed) {
+static uint64_t place(const mx__compile *c, const uint32_t *order, uint64_t *off,
+                      uint32_t *placed) {
   uint32_t np = 0;
   uint64_t arena = 0;
   for (uint32_t i = 0; i < c->n_bufs; i++) {
@@ -195,9 +197,21 @@ static void make_order(const mx__compile *c, int which, const uint64_t *live, so
     sort_key *k = &keys[b];
     k->idx = b;
     switch (which) {
-      case ORDER_SIZE: k->k1 = B->size; k->k2 = n - B->lo; k->k3 = 0; break;
-      case ORDER_SIZE_LIFE: k->k1 = B->size; k->k2 = life; k->k3 = n - B->lo; break;
-      case ORDER_LIFE: k->k1 = life; k->k2 = B->size; k->k3 = n - B->lo; break;
+      case ORDER_SIZE:
+        k->k1 = B->size;
+        k->k2 = n - B->lo;
+        k->k3 = 0;
+        break;
+      case ORDER_SIZE_LIFE:
+        k->k1 = B->size;
+        k->k2 = life;
+        k->k3 = n - B->lo;
+        break;
+      case ORDER_LIFE:
+        k->k1 = life;
+        k->k2 = B->size;
+        k->k3 = n - B->lo;
+        break;
       case ORDER_BREADTH: {
         uint64_t m = 0;
         for (uint32_t p = B->lo; p <= B->hi; p++)
@@ -207,7 +221,11 @@ static void make_order(const mx__compile *c, int which, const uint64_t *live, so
         k->k3 = n - B->lo;
         break;
       }
-      default: k->k1 = n - B->lo; k->k2 = B->size; k->k3 = 0; break;
+      default:
+        k->k1 = n - B->lo;
+        k->k2 = B->size;
+        k->k3 = 0;
+        break;
     }
   }
   qsort(keys, c->n_bufs, sizeof *keys, cmp_key);
@@ -343,7 +361,8 @@ mx_status mx__static_memplan(mx__compile *c) {
   /* One buffer per non-empty group, one per workspace. */
   uint32_t cap = 0;
   for (size_t v = 0; v < nv; v++)
-    if (c->vals[v].loc == MX__LOC_FM && c->vals[v].root == v && mx__group_of(c, (uint32_t)v) == v) cap++;
+    if (c->vals[v].loc == MX__LOC_FM && c->vals[v].root == v && mx__group_of(c, (uint32_t)v) == v)
+      cap++;
   for (uint32_t t = 0; t < c->n_tasks; t++) cap += c->tasks[t].ws_size ? 1 : 0;
   c->bufs = calloc(cap ? cap : 1, sizeof *c->bufs);
   if (!c->bufs) {

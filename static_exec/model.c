@@ -20,31 +20,31 @@
 #include "static_exec/static_exec-impl.h"
 
 struct mx_static_model {
-  mx_device *dev;              /* borrowed; outlives the model */
-  mx_hal_model *hal;           /* the sunk task chain (owned) */
-  mx_arena arena;              /* names and params bytes the task blocks point to */
+  mx_device *dev;    /* borrowed; outlives the model */
+  mx_hal_model *hal; /* the sunk task chain (owned) */
+  mx_arena arena;    /* names and params bytes the task blocks point to */
   uint32_t n_inputs, n_outputs;
-  uint32_t n_ids;              /* allocation-table entries */
-  mx__pio *inputs, *outputs;   /* arena */
-  void *weights;               /* device copy of the WEIGHT region (owned), NULL if empty */
+  uint32_t n_ids;            /* allocation-table entries */
+  mx__pio *inputs, *outputs; /* arena */
+  void *weights;             /* device copy of the WEIGHT region (owned), NULL if empty */
   uint64_t weight_bytes;
-  void *fm_owned;              /* model-owned FM arena (device, owned) or NULL */
-  void *fm_base;               /* FM arena of the next execute (owned or supplied), or NULL */
+  void *fm_owned; /* model-owned FM arena (device, owned) or NULL */
+  void *fm_base;  /* FM arena of the next execute (owned or supplied), or NULL */
   uint64_t fm_bytes;
-  bool fm_external;            /* FM supplied by update_workspaces */
-  bool args_set;               /* update_args succeeded at least once */
-  bool *frozen;                /* per input */
-  void **last;                 /* per alloc id: address installed last (NULL: none yet) */
-  void **staging;              /* per input, then per output: model-owned device buffer for
-                                  host tensors, allocated on first use (owned), or NULL */
-  const void **host_in;        /* per input: host source of this step's staged copy, or NULL */
-  void **host_out;             /* per output: host destination of this step's copy, or NULL */
-  uint32_t *upd_ids;           /* scratch for one refresh (n_ids entries) */
+  bool fm_external;     /* FM supplied by update_workspaces */
+  bool args_set;        /* update_args succeeded at least once */
+  bool *frozen;         /* per input */
+  void **last;          /* per alloc id: address installed last (NULL: none yet) */
+  void **staging;       /* per input, then per output: model-owned device buffer for
+                           host tensors, allocated on first use (owned), or NULL */
+  const void **host_in; /* per input: host source of this step's staged copy, or NULL */
+  void **host_out;      /* per output: host destination of this step's copy, or NULL */
+  uint32_t *upd_ids;    /* scratch for one refresh (n_ids entries) */
   void **upd_addrs;
-  uint32_t *pending;           /* ids refreshed since the last execute (n_ids entries) */
+  uint32_t *pending; /* ids refreshed since the last execute (n_ids entries) */
   uint32_t n_pending;
-  uint8_t *pending_flag;       /* per id: already in pending */
-  uint32_t *last_ref;          /* ids refreshed for the last execute, ascending (n_ids entries) */
+  uint8_t *pending_flag; /* per id: already in pending */
+  uint32_t *last_ref;    /* ids refreshed for the last execute, ascending (n_ids entries) */
   uint32_t n_last_ref;
   uint64_t executions, total_refreshed, staged_copies;
   char last_error[MX_ERROR_MESSAGE_MAX];
@@ -73,7 +73,7 @@ mx_status mx__static_copy_fn(void *args, size_t size) {
   return MX_OK;
 }
 
-/* --- create ------------------------------------------------------------------------------------ */
+/* --- create ----------------------------------------------------------------------------------- */
 
 static mx_status copy_ios(mx_static_model *m, const mx__pio *src, uint32_t n, mx__pio **dst,
                           mx_error *err) {
@@ -98,8 +98,10 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
     mx__copy_args *a = blk;
     memset(a, 0, sizeof *a);
     a->n = pt->t[0].nbytes;
-    slots[ns++] = (mx_hal_slot){(uint32_t)offsetof(mx__copy_args, src), pt->t[0].alloc, pt->t[0].offset};
-    slots[ns++] = (mx_hal_slot){(uint32_t)offsetof(mx__copy_args, dst), pt->t[1].alloc, pt->t[1].offset};
+    slots[ns++] =
+        (mx_hal_slot){(uint32_t)offsetof(mx__copy_args, src), pt->t[0].alloc, pt->t[0].offset};
+    slots[ns++] =
+        (mx_hal_slot){(uint32_t)offsetof(mx__copy_args, dst), pt->t[1].alloc, pt->t[1].offset};
     task.fn = mx__static_copy_fn;
     task.args_size = (uint32_t)sizeof *a;
   } else {
@@ -119,8 +121,8 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
     }
     const mx_kernel_def *kd = mx__kernel_find(pt->domain, pt->op, call);
     if (!kd)
-      return mx__fail(err, MX_ERR_UNSUPPORTED, "task %u ('%s', %s): no CPU kernel for its dtypes", ti,
-                      pt->name, pt->op);
+      return mx__fail(err, MX_ERR_UNSUPPORTED, "task %u ('%s', %s): no CPU kernel for its dtypes",
+                      ti, pt->name, pt->op);
     kt->run = kd->run;
     kt->shape_out = NULL;
     if (pt->params_size) {
@@ -130,7 +132,8 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
     }
     call->workspace_size = (size_t)pt->ws_size;
     if (pt->ws_size)
-      slots[ns++] = (mx_hal_slot){(uint32_t)mx_kernel_task_workspace_offset(), MX__ID_FM, pt->ws_offset};
+      slots[ns++] =
+          (mx_hal_slot){(uint32_t)mx_kernel_task_workspace_offset(), MX__ID_FM, pt->ws_offset};
     task.fn = mx__kernel_task_run;
     task.args_size = (uint32_t)size;
   }
@@ -174,8 +177,8 @@ static mx_status build(mx_static_model *m, const mx_static_plan *p, mx_hal_model
     st = mx__fail_oom(err, "task blocks");
     goto free_scratch;
   }
-  mx_hal_model_desc desc = {.n_streams = p->n_streams, .n_events = p->n_events, .n_ids = m->n_ids,
-                            .mode = mode};
+  mx_hal_model_desc desc = {
+      .n_streams = p->n_streams, .n_events = p->n_events, .n_ids = m->n_ids, .mode = mode};
   st = mx_hal_model_create(m->dev, &desc, &m->hal, err);
   if (st != MX_OK) goto free_scratch;
   for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++) st = sink_task(m, p, t, blk, slots, err);
@@ -246,10 +249,11 @@ mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
   m->n_ids = mx__plan_ids(plan);
   m->fm_bytes = plan->fm_bytes;
   m->weight_bytes = plan->weight_bytes;
-  m->fm_external = o.fm == MX_STATIC_FM_FROM_PLAN ? plan->fm_external : o.fm == MX_STATIC_FM_EXTERNAL;
+  m->fm_external =
+      o.fm == MX_STATIC_FM_FROM_PLAN ? plan->fm_external : o.fm == MX_STATIC_FM_EXTERNAL;
   mx_hal_model_mode mode = o.mode == MX_STATIC_MODE_FROM_PLAN ? plan->mode
-                           : o.mode == MX_STATIC_MODE_PATCH  ? MX_HAL_MODEL_PATCH
-                                                             : MX_HAL_MODEL_INDIRECT;
+                           : o.mode == MX_STATIC_MODE_PATCH   ? MX_HAL_MODEL_PATCH
+                                                              : MX_HAL_MODEL_INDIRECT;
   size_t nio = (size_t)m->n_inputs + m->n_outputs;
   m->frozen = calloc(m->n_inputs ? m->n_inputs : 1, sizeof *m->frozen);
   m->last = calloc(m->n_ids, sizeof *m->last);
@@ -307,7 +311,7 @@ destroy_model:
   return st;
 }
 
-/* --- steps ------------------------------------------------------------------------------------- */
+/* --- steps ------------------------------------------------------------------------------------ */
 
 static void format_dims(char *buf, size_t cap, int32_t rank, const int64_t *dims) {
   size_t n = (size_t)snprintf(buf, cap, "[");
@@ -326,7 +330,8 @@ static mx_status check_tensor(mx_static_model *m, const char *what, uint32_t i, 
     return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s %u ('%s'): unknown placement %d", what, i,
                       io->name, (int)t->placement);
   uint64_t nb = 0;
-  bool valid = t->rank >= 0 && t->rank <= MX_MAX_RANK && mx__dims_nbytes(t->dtype, t->rank, t->dims, &nb);
+  bool valid =
+      t->rank >= 0 && t->rank <= MX_MAX_RANK && mx__dims_nbytes(t->dtype, t->rank, t->dims, &nb);
   bool same = valid && t->rank == io->rank;
   for (int32_t k = 0; same && k < io->rank; k++) same = t->dims[k] == io->dims[k];
   if (!same) {
@@ -334,17 +339,17 @@ static mx_status check_tensor(mx_static_model *m, const char *what, uint32_t i, 
     if (valid) format_dims(got, sizeof got, t->rank, t->dims);
     format_dims(want, sizeof want, io->rank, io->dims);
     if (valid && nb < io->nbytes)
-      return model_fail(m, MX_ERR_SHAPE,
-                        "%s %u ('%s'): buffer too small: shape %s holds %llu bytes, the model needs "
-                        "%s (%llu bytes)",
-                        what, i, io->name, got, (unsigned long long)nb, want,
-                        (unsigned long long)io->nbytes);
+      return model_fail(
+          m, MX_ERR_SHAPE,
+          "%s %u ('%s'): buffer too small: shape %s holds %llu bytes, the model needs "
+          "%s (%llu bytes)",
+          what, i, io->name, got, (unsigned long long)nb, want, (unsigned long long)io->nbytes);
     return model_fail(m, MX_ERR_SHAPE, "%s %u ('%s'): shape %s given, %s expected", what, i,
                       io->name, got, want);
   }
   if (io->nbytes && !t->data)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s %u ('%s'): data is NULL for %llu bytes",
-                      what, i, io->name, (unsigned long long)io->nbytes);
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s %u ('%s'): data is NULL for %llu bytes", what,
+                      i, io->name, (unsigned long long)io->nbytes);
   return MX_OK;
 }
 
@@ -354,8 +359,8 @@ static mx_status ensure_staging(mx_static_model *m, uint32_t k, const char *what
   if (m->staging[k]) return MX_OK;
   mx_status st = mx_device_alloc(m->dev, (size_t)io->nbytes, 64, &m->staging[k]);
   if (st != MX_OK)
-    return model_fail(m, st, "%s %u ('%s'): cannot allocate a %llu-byte staging buffer: %s", what, i,
-                      io->name, (unsigned long long)io->nbytes, mx_device_last_error(m->dev));
+    return model_fail(m, st, "%s %u ('%s'): cannot allocate a %llu-byte staging buffer: %s", what,
+                      i, io->name, (unsigned long long)io->nbytes, mx_device_last_error(m->dev));
   return MX_OK;
 }
 
@@ -377,9 +382,8 @@ static mx_status apply_updates(mx_static_model *m, uint32_t n) {
   return MX_OK;
 }
 
-mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *inputs,
-                                      size_t n_inputs, const mx_tensor *outputs,
-                                      size_t n_outputs) {
+mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *inputs, size_t n_inputs,
+                                      const mx_tensor *outputs, size_t n_outputs) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
   if (n_inputs != m->n_inputs || n_outputs != m->n_outputs)
     return model_fail(m, MX_ERR_INVALID_ARGUMENT,
@@ -436,11 +440,12 @@ mx_status mx_static_model_update_workspaces(mx_static_model *m, void *fm_base) {
                       "update_workspaces: the model owns its FM arena (load it with an external "
                       "FM to supply one)");
   if (m->fm_bytes && !fm_base)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "update_workspaces: NULL FM arena (%llu bytes needed)",
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT,
+                      "update_workspaces: NULL FM arena (%llu bytes needed)",
                       (unsigned long long)m->fm_bytes);
   if (((uintptr_t)fm_base & 63u) != 0)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "update_workspaces: FM arena %p is not 64-byte aligned",
-                      fm_base);
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT,
+                      "update_workspaces: FM arena %p is not 64-byte aligned", fm_base);
   m->fm_base = fm_base;
   if (!m->fm_bytes || fm_base == m->last[MX__ID_FM]) return MX_OK;
   m->upd_ids[0] = MX__ID_FM;
@@ -454,7 +459,9 @@ static int cmp_u32(const void *a, const void *b) {
 }
 
 mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
-  if (!m || !s) return m ? model_fail(m, MX_ERR_INVALID_ARGUMENT, "execute: NULL stream") : MX_ERR_INVALID_ARGUMENT;
+  if (!m || !s)
+    return m ? model_fail(m, MX_ERR_INVALID_ARGUMENT, "execute: NULL stream")
+             : MX_ERR_INVALID_ARGUMENT;
   if (mx_stream_device(s) != m->dev)
     return model_fail(m, MX_ERR_INVALID_ARGUMENT, "execute: the stream belongs to another device");
   if (!m->args_set && m->n_inputs + m->n_outputs)
@@ -466,10 +473,11 @@ mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
   mx_status st;
   for (uint32_t i = 0; i < m->n_inputs; i++) {
     if (!m->host_in[i]) continue;
-    st = mx_device_copy_async(s, m->staging[i], m->host_in[i], (size_t)m->inputs[i].nbytes, MX_COPY_H2D);
+    st = mx_device_copy_async(s, m->staging[i], m->host_in[i], (size_t)m->inputs[i].nbytes,
+                              MX_COPY_H2D);
     if (st != MX_OK)
-      return model_fail(m, st, "execute: input %u ('%s'): staging copy failed: %s", i, m->inputs[i].name,
-                        mx_device_last_error(m->dev));
+      return model_fail(m, st, "execute: input %u ('%s'): staging copy failed: %s", i,
+                        m->inputs[i].name, mx_device_last_error(m->dev));
     m->staged_copies++;
   }
   st = mx_hal_model_execute(m->hal, s);
@@ -495,14 +503,15 @@ mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
   return MX_OK;
 }
 
-/* --- accessors --------------------------------------------------------------------------------- */
+/* --- accessors -------------------------------------------------------------------------------- */
 
 void *mx_static_model_run_address(const mx_static_model *m, mx_static_alloc_kind kind,
                                   uint64_t offset) {
   if (!m) return NULL;
   if (kind == MX_STATIC_WEIGHT && m->weights && offset < m->weight_bytes)
     return (char *)m->weights + offset;
-  if (kind == MX_STATIC_FM && m->fm_base && offset < m->fm_bytes) return (char *)m->fm_base + offset;
+  if (kind == MX_STATIC_FM && m->fm_base && offset < m->fm_bytes)
+    return (char *)m->fm_base + offset;
   return NULL;
 }
 

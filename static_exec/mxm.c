@@ -22,8 +22,8 @@
 #define MXM_MAGIC "MIXRTMXM"
 #define MXM_CONTAINER 1u
 #define MXM_PREAMBLE 24u
-#define MXM_FORMAT_VERSION 1u       /* what this code writes */
-#define MXM_READER_VERSION 1u       /* the newest min_reader_version this code accepts */
+#define MXM_FORMAT_VERSION 1u /* what this code writes */
+#define MXM_READER_VERSION 1u /* the newest min_reader_version this code accepts */
 #define MXM_MAX_HEADER (1u << 20)
 #define MXM_MAX_PLANS 4096u
 #define WEIGHTS_SUFFIX ".weights"
@@ -32,7 +32,7 @@
 #define MIXRT_VERSION_STRING "dev"
 #endif
 
-/* --- checksum and little-endian helpers --------------------------------------------------------- */
+/* --- checksum and little-endian helpers ------------------------------------------------------- */
 
 static uint64_t load_le64(const unsigned char *p) {
   uint64_t v = 0;
@@ -103,7 +103,9 @@ static Mxm__Attribute *attr_msg(mx_arena *a, const mx_attr *at) {
   m->i = at->i;
   m->f = at->f;
   switch (at->type) {
-    case MX_ATTR_STRING: m->s = str(at->s); break;
+    case MX_ATTR_STRING:
+      m->s = str(at->s);
+      break;
     case MX_ATTR_INTS:
       m->n_ints = at->count;
       m->ints = (int64_t *)at->ints;
@@ -126,7 +128,8 @@ static Mxm__Attribute *attr_msg(mx_arena *a, const mx_attr *at) {
       m->tensor_data.data = at->tensor->data;
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return m;
 }
@@ -315,7 +318,8 @@ mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const 
   if ((!plans && n) || !path || n > MXM_MAX_PLANS)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: invalid arguments");
   for (size_t i = 0; i < n; i++)
-    if (!plans[i]) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: plan %zu is NULL", i);
+    if (!plans[i])
+      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: plan %zu is NULL", i);
   bool external = o && o->external_weights;
   mx_arena a;
   mx__arena_init(&a, 64 * 1024);
@@ -346,7 +350,8 @@ mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const 
     }
     snprintf(wpath, wl, "%s%s", path, WEIGHTS_SUFFIX);
     for (size_t i = 0; i < n; i++)
-      if (plans[i]->weight_bytes) memcpy(wbuf + offs[i], plans[i]->weights, (size_t)plans[i]->weight_bytes);
+      if (plans[i]->weight_bytes)
+        memcpy(wbuf + offs[i], plans[i]->weights, (size_t)plans[i]->weight_bytes);
     ew.file = (char *)base_name(wpath);
     ew.size = wsize;
     ew.checksum = mx__mxm_checksum(wbuf, wsize);
@@ -380,7 +385,8 @@ mx_status mx_mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm
 
 mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size, mx_error *err) {
   if (data) *data = NULL;
-  if (!plan || !data || !size) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_memory: NULL argument");
+  if (!plan || !data || !size)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_memory: NULL argument");
   mx_arena a;
   mx__arena_init(&a, 64 * 1024);
   Mxm__ModelFile mf = MXM__MODEL_FILE__INIT;
@@ -414,8 +420,8 @@ mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *si
 
 #define BAD(...) mx__fail(err, MX_ERR_MALFORMED, __VA_ARGS__)
 
-static mx_status dims_from(const int64_t *src, size_t n, int32_t *rank, int64_t *dims, mx_error *err,
-                           const char *what) {
+static mx_status dims_from(const int64_t *src, size_t n, int32_t *rank, int64_t *dims,
+                           mx_error *err, const char *what) {
   if (n > MX_MAX_RANK) return BAD("%s: rank %zu exceeds %d", what, n, MX_MAX_RANK);
   *rank = (int32_t)n;
   memset(dims, 0, MX_MAX_RANK * sizeof *dims);
@@ -437,7 +443,8 @@ static mx_status io_from(mx_static_plan *p, const Mxm__TensorDesc *d, mx__pio *i
   io->frozen = d->frozen;
   mx_status st = dims_from(d->dims, d->n_dims, &io->rank, io->dims, err, label);
   if (st != MX_OK) return st;
-  if (!mx_dtype_is_supported(d->dtype) || !mx__dims_nbytes(io->dtype, io->rank, io->dims, &io->nbytes))
+  if (!mx_dtype_is_supported(d->dtype) ||
+      !mx__dims_nbytes(io->dtype, io->rank, io->dims, &io->nbytes))
     return BAD("%s ('%s'): invalid dtype or size", label, io->name);
   return MX_OK;
 }
@@ -453,7 +460,8 @@ static mx_status attr_from(mx_static_plan *p, const Mxm__Attribute *m, mx_attr *
   at->f = m->f;
   switch (m->type) {
     case MX_ATTR_INT:
-    case MX_ATTR_FLOAT: break;
+    case MX_ATTR_FLOAT:
+      break;
     case MX_ATTR_STRING:
       at->s = mx__arena_strdup(&p->arena, m->s ? m->s : "");
       if (!at->s) return mx__fail_oom(err, "plan attributes");
@@ -488,21 +496,22 @@ static mx_status attr_from(mx_static_plan *p, const Mxm__Attribute *m, mx_attr *
       if (st != MX_OK) return st;
       t->dtype = (mx_dtype)m->tensor_dtype;
       uint64_t nb;
-      if (!mx_dtype_is_supported(m->tensor_dtype) || !mx__dims_nbytes(t->dtype, t->rank, t->dims, &nb) ||
-          nb != m->tensor_data.len)
+      if (!mx_dtype_is_supported(m->tensor_dtype) ||
+          !mx__dims_nbytes(t->dtype, t->rank, t->dims, &nb) || nb != m->tensor_data.len)
         return BAD("task %u attribute '%s': tensor size does not match its data", ti, at->name);
       t->data = mx__arena_memdup(&p->arena, m->tensor_data.data, (size_t)nb, 16);
       if (!t->data) return mx__fail_oom(err, "plan attributes");
       at->tensor = t;
       break;
     }
-    default: return BAD("task %u attribute '%s': unsupported type %d", ti, at->name, (int)m->type);
+    default:
+      return BAD("task %u attribute '%s': unsupported type %d", ti, at->name, (int)m->type);
   }
   return MX_OK;
 }
 
-static mx_status tensor_from(mx_static_plan *p, const Mxm__TaskTensor *m, mx__ptensor *t, mx_error *err,
-                             uint32_t ti, size_t i) {
+static mx_status tensor_from(mx_static_plan *p, const Mxm__TaskTensor *m, mx__ptensor *t,
+                             mx_error *err, uint32_t ti, size_t i) {
   char label[64];
   snprintf(label, sizeof label, "task %u tensor %zu", ti, i);
   if (!m) return BAD("%s: missing", label);
@@ -513,7 +522,8 @@ static mx_status tensor_from(mx_static_plan *p, const Mxm__TaskTensor *m, mx__pt
   mx_status st = dims_from(m->dims, m->n_dims, &t->rank, t->dims, err, label);
   if (st != MX_OK) return st;
   if (m->dtype != 0) {
-    if (!mx_dtype_is_supported(m->dtype) || !mx__dims_nbytes(t->dtype, t->rank, t->dims, &t->nbytes))
+    if (!mx_dtype_is_supported(m->dtype) ||
+        !mx__dims_nbytes(t->dtype, t->rank, t->dims, &t->nbytes))
       return BAD("%s: invalid dtype or size", label);
   }
   if (m->has_data) {
@@ -523,21 +533,23 @@ static mx_status tensor_from(mx_static_plan *p, const Mxm__TaskTensor *m, mx__pt
   }
   if (m->has_values) {
     if (m->n_values > MX_SV_MAX) return BAD("%s: %zu stored values", label, m->n_values);
-    t->values = mx__arena_memdup(&p->arena, m->values, (m->n_values ? m->n_values : 1) * sizeof *m->values, 8);
+    t->values = mx__arena_memdup(&p->arena, m->values,
+                                 (m->n_values ? m->n_values : 1) * sizeof *m->values, 8);
     if (!t->values) return mx__fail_oom(err, "plan tensors");
     t->n_values = (int32_t)m->n_values;
   }
   return MX_OK;
 }
 
-static mx_status task_from(mx_static_plan *p, const Mxm__Task *m, mx__ptask *pt, uint32_t ti, mx_error *err) {
+static mx_status task_from(mx_static_plan *p, const Mxm__Task *m, mx__ptask *pt, uint32_t ti,
+                           mx_error *err) {
   if (!m) return BAD("task %u: missing", ti);
   if (m->kind != MXM__TASK__KIND__KERNEL && m->kind != MXM__TASK__KIND__COPY)
     return BAD("task %u: unknown kind %d", ti, (int)m->kind);
   if (m->n_tensors > MX__MAX_TASK_TENSORS || m->n_inputs > m->n_tensors)
     return BAD("task %u: %zu tensors, %u inputs", ti, m->n_tensors, m->n_inputs);
-  if (m->params.len > MX__MAX_PARAMS_BYTES || m->n_attributes > 4096 || m->n_wait_events > MX__MAX_TASKS ||
-      m->n_record_events > MX__MAX_TASKS)
+  if (m->params.len > MX__MAX_PARAMS_BYTES || m->n_attributes > 4096 ||
+      m->n_wait_events > MX__MAX_TASKS || m->n_record_events > MX__MAX_TASKS)
     return BAD("task %u: too many params, attributes or events", ti);
   pt->kind = m->kind == MXM__TASK__KIND__COPY ? MX__TASK_COPY : MX__TASK_KERNEL;
   pt->name = mx__arena_strdup(&p->arena, m->name ? m->name : "");
@@ -578,7 +590,8 @@ static mx_status task_from(mx_static_plan *p, const Mxm__Task *m, mx__ptask *pt,
     if (!pt->waits) return mx__fail_oom(err, "plan events");
   }
   if (pt->n_records) {
-    pt->records = mx__arena_memdup(&p->arena, m->record_events, pt->n_records * sizeof *pt->records, 4);
+    pt->records =
+        mx__arena_memdup(&p->arena, m->record_events, pt->n_records * sizeof *pt->records, 4);
     if (!pt->records) return mx__fail_oom(err, "plan events");
   }
   return MX_OK;
@@ -621,10 +634,12 @@ static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *side, 
     st = mx__fail_oom(err, "plan records");
     goto free_plan;
   }
-  for (uint32_t i = 0; i < p->n_inputs && st == MX_OK; i++) st = io_from(p, m->inputs[i], &p->inputs[i], err, "input", i);
+  for (uint32_t i = 0; i < p->n_inputs && st == MX_OK; i++)
+    st = io_from(p, m->inputs[i], &p->inputs[i], err, "input", i);
   for (uint32_t i = 0; i < p->n_outputs && st == MX_OK; i++)
     st = io_from(p, m->outputs[i], &p->outputs[i], err, "output", i);
-  for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++) st = task_from(p, m->tasks[t], &p->tasks[t], t, err);
+  for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++)
+    st = task_from(p, m->tasks[t], &p->tasks[t], t, err);
   if (st != MX_OK) goto free_plan;
   for (uint32_t b = 0; b < p->n_buffers; b++) {
     const Mxm__Buffer *bm = m->memory->buffers[b];
@@ -638,7 +653,8 @@ static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *side, 
     pb->workspace = bm->workspace;
     pb->n_users = (uint32_t)bm->n_users;
     pb->name = mx__arena_strdup(&p->arena, bm->name ? bm->name : "");
-    pb->users = mx__arena_memdup(&p->arena, bm->users, (bm->n_users ? bm->n_users : 1) * sizeof *bm->users, 4);
+    pb->users = mx__arena_memdup(&p->arena, bm->users,
+                                 (bm->n_users ? bm->n_users : 1) * sizeof *bm->users, 4);
     if (!pb->name || !pb->users) {
       st = mx__fail_oom(err, "plan buffers");
       goto free_plan;
@@ -683,7 +699,8 @@ static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *side, 
     const Mxm__Allocation *al = m->allocations[id];
     uint32_t index;
     mx_static_alloc_kind kind = mx__plan_id_kind(p, id, &index);
-    if (!al || (int)al->kind != (int)kind || al->index != index || al->size != mx__plan_id_size(p, id)) {
+    if (!al || (int)al->kind != (int)kind || al->index != index ||
+        al->size != mx__plan_id_size(p, id)) {
       st = BAD("plan: allocation entry %u does not match the plan", id);
       goto free_plan;
     }
@@ -731,25 +748,31 @@ close_file:
 }
 
 /* Parses the container of an .mxm image; *mf receives the unpacked ModelFile. */
-static mx_status parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf, mx_error *err) {
+static mx_status parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
+                                 mx_error *err) {
   *mf = NULL;
-  if (n < MXM_PREAMBLE) return BAD("truncated: %zu bytes, not even the %u-byte preamble", n, MXM_PREAMBLE);
+  if (n < MXM_PREAMBLE)
+    return BAD("truncated: %zu bytes, not even the %u-byte preamble", n, MXM_PREAMBLE);
   if (memcmp(d, MXM_MAGIC, 8) != 0) return BAD("not an .mxm file (bad magic)");
-  if (load_le32(d + 8) != MXM_CONTAINER) return BAD("unknown container version %u", load_le32(d + 8));
+  if (load_le32(d + 8) != MXM_CONTAINER)
+    return BAD("unknown container version %u", load_le32(d + 8));
   uint32_t hsz = load_le32(d + 12);
   if (hsz > MXM_MAX_HEADER || hsz > n - MXM_PREAMBLE)
     return BAD("truncated or corrupt: header of %u bytes in a %zu-byte file", hsz, n);
-  if (mx__mxm_checksum(d + MXM_PREAMBLE, hsz) != load_le64(d + 16)) return BAD("header checksum mismatch");
+  if (mx__mxm_checksum(d + MXM_PREAMBLE, hsz) != load_le64(d + 16))
+    return BAD("header checksum mismatch");
   Mxm__FileHeader *h = mxm__file_header__unpack(NULL, hsz, d + MXM_PREAMBLE);
   if (!h) return BAD("corrupt header");
   mx_status st = MX_OK;
   size_t rest = n - MXM_PREAMBLE - hsz;
   if (h->min_reader_version > MXM_READER_VERSION) {
-    st = mx__fail(err, MX_ERR_UNSUPPORTED, "written by a newer mixrt (needs reader format %u, this is %u)",
+    st = mx__fail(err, MX_ERR_UNSUPPORTED,
+                  "written by a newer mixrt (needs reader format %u, this is %u)",
                   h->min_reader_version, MXM_READER_VERSION);
   } else if (h->payload_size != rest) {
-    st = BAD("%s: payload of %llu bytes announced, %zu present", h->payload_size > rest ? "truncated" : "corrupt",
-             (unsigned long long)h->payload_size, rest);
+    st = BAD("%s: payload of %llu bytes announced, %zu present",
+             h->payload_size > rest ? "truncated" : "corrupt", (unsigned long long)h->payload_size,
+             rest);
   } else if (mx__mxm_checksum(d + MXM_PREAMBLE + hsz, rest) != h->payload_checksum) {
     st = BAD("payload checksum mismatch");
   } else {
@@ -764,7 +787,8 @@ static mx_status parse_container(const unsigned char *d, size_t n, Mxm__ModelFil
 static mx_status load_side(const Mxm__ExternalWeights *ew, const char *path, unsigned char **side,
                            size_t *side_size, mx_error *err) {
   *side = NULL;
-  if (!path) return BAD("the weights are in an external file, which an in-memory image cannot name");
+  if (!path)
+    return BAD("the weights are in an external file, which an in-memory image cannot name");
   if (!ew->file || !ew->file[0] || strchr(ew->file, '/') || strcmp(ew->file, ".") == 0 ||
       strcmp(ew->file, "..") == 0)
     return BAD("invalid weights file name");
@@ -776,7 +800,8 @@ static mx_status load_side(const Mxm__ExternalWeights *ew, const char *path, uns
   memcpy(wpath, path, dl);
   snprintf(wpath + dl, wl - dl, "%s", ew->file);
   mx_status st = read_all(wpath, side, side_size, err);
-  if (st == MX_OK && (*side_size != ew->size || mx__mxm_checksum(*side, *side_size) != ew->checksum)) {
+  if (st == MX_OK &&
+      (*side_size != ew->size || mx__mxm_checksum(*side, *side_size) != ew->checksum)) {
     st = BAD("weights file '%s' does not match (size or checksum)", wpath);
     free(*side);
     *side = NULL;
@@ -811,7 +836,8 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
     goto fail;
   }
   for (; made < mf->n_static_plans; made++) {
-    st = plan_from(mf->static_plans[made], side, mf->external_weights ? side_size : 0, &out[made], err);
+    st = plan_from(mf->static_plans[made], side, mf->external_weights ? side_size : 0, &out[made],
+                   err);
     if (st != MX_OK) {
       mx__error_prefix(err, "static plan %zu: ", made);
       goto fail;
@@ -837,7 +863,8 @@ fail:
 mx_status mx_mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *n, mx_error *err) {
   if (plans) *plans = NULL;
   if (n) *n = 0;
-  if (!path || !plans || !n) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_plans: NULL argument");
+  if (!path || !plans || !n)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_plans: NULL argument");
   unsigned char *d;
   size_t size;
   mx_status st = read_all(path, &d, &size, err);
@@ -848,7 +875,8 @@ mx_status mx_mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *n
 }
 
 /* Keeps plan 0 of a one-plan image. */
-static mx_status single(mx_static_plan **plans, size_t n, const char *label, mx_static_plan **out, mx_error *err) {
+static mx_status single(mx_static_plan **plans, size_t n, const char *label, mx_static_plan **out,
+                        mx_error *err) {
   if (n == 1) {
     *out = plans[0];
     free(plans);
@@ -856,7 +884,8 @@ static mx_status single(mx_static_plan **plans, size_t n, const char *label, mx_
   }
   for (size_t i = 0; i < n; i++) mx_static_plan_destroy(plans[i]);
   free(plans);
-  return mx__fail(err, MX_ERR_UNSUPPORTED, "'%s' holds %zu static plans, not one (use mx_mxm_load_plans)", label, n);
+  return mx__fail(err, MX_ERR_UNSUPPORTED,
+                  "'%s' holds %zu static plans, not one (use mx_mxm_load_plans)", label, n);
 }
 
 mx_status mx_mxm_load(const char *path, mx_static_plan **out, mx_error *err) {
@@ -872,7 +901,8 @@ mx_status mx_mxm_load(const char *path, mx_static_plan **out, mx_error *err) {
 mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label, mx_static_plan **out,
                              mx_error *err) {
   if (out) *out = NULL;
-  if (!out || (!data && size)) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_memory: NULL argument");
+  if (!out || (!data && size))
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_memory: NULL argument");
   if (!label) label = "memory";
   mx_static_plan **plans;
   size_t n;

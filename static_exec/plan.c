@@ -8,10 +8,14 @@
 
 const char *mx_static_alloc_kind_name(mx_static_alloc_kind k) {
   switch (k) {
-    case MX_STATIC_WEIGHT: return "WEIGHT";
-    case MX_STATIC_FM: return "FM";
-    case MX_STATIC_INPUT: return "INPUT";
-    case MX_STATIC_OUTPUT: return "OUTPUT";
+    case MX_STATIC_WEIGHT:
+      return "WEIGHT";
+    case MX_STATIC_FM:
+      return "FM";
+    case MX_STATIC_INPUT:
+      return "INPUT";
+    case MX_STATIC_OUTPUT:
+      return "OUTPUT";
   }
   return "?";
 }
@@ -71,10 +75,14 @@ uint64_t mx__plan_id_size(const mx_static_plan *p, uint32_t id) {
   uint32_t idx;
   if (id >= mx__plan_ids(p)) return 0;
   switch (mx__plan_id_kind(p, id, &idx)) {
-    case MX_STATIC_WEIGHT: return p->weight_bytes;
-    case MX_STATIC_FM: return p->fm_bytes;
-    case MX_STATIC_INPUT: return p->inputs[idx].nbytes;
-    case MX_STATIC_OUTPUT: return p->outputs[idx].nbytes;
+    case MX_STATIC_WEIGHT:
+      return p->weight_bytes;
+    case MX_STATIC_FM:
+      return p->fm_bytes;
+    case MX_STATIC_INPUT:
+      return p->inputs[idx].nbytes;
+    case MX_STATIC_OUTPUT:
+      return p->outputs[idx].nbytes;
   }
   return 0;
 }
@@ -135,7 +143,8 @@ mx_status mx__plan_copy_attrs(mx_static_plan *p, const mx_attr *src, uint32_t n,
       case MX_ATTR_GRAPH:
         return mx__fail(err, MX_ERR_UNSUPPORTED,
                         "attribute '%s' holds a subgraph: a static plan cannot store it", d->name);
-      default: break;
+      default:
+        break;
     }
   }
   *out = a;
@@ -155,8 +164,10 @@ void mx_static_plan_report(const mx_static_plan *p, mx_static_report *r) {
   r->tasks = p->n_tasks;
   for (uint32_t t = 0; t < p->n_tasks; t++) {
     const mx__ptask *k = &p->tasks[t];
-    if (k->kind == MX__TASK_COPY) r->copy_tasks++;
-    else r->kernel_tasks++;
+    if (k->kind == MX__TASK_COPY)
+      r->copy_tasks++;
+    else
+      r->kernel_tasks++;
     r->workspace_bytes += k->ws_size;
     r->waits += k->n_waits;
   }
@@ -186,8 +197,9 @@ void mx_static_plan_print_report(const mx_static_plan *p, FILE *out) {
   fprintf(out, "  streams: %u; events: %u (%u cross-stream edges, %u waits kept)\n", r.streams,
           r.events, r.cross_edges, r.waits);
   fprintf(out, "  weights: %" PRIu64 " bytes\n", r.weight_bytes);
-  fprintf(out, "  FM arena: %" PRIu64 " bytes (%u buffers, %u in place, workspaces %" PRIu64
-               " bytes; placement order: %s)\n",
+  fprintf(out,
+          "  FM arena: %" PRIu64 " bytes (%u buffers, %u in place, workspaces %" PRIu64
+          " bytes; placement order: %s)\n",
           r.fm_bytes, r.buffers, r.in_place, r.workspace_bytes, r.placement);
   if (r.lower_bound)
     fprintf(out, "  lower bound: %" PRIu64 " bytes (arena / bound = %.3f)\n", r.lower_bound,

@@ -27,12 +27,12 @@
 #define MX__MAX_IO (1u << 16)
 #define MX__MAX_PARAMS_BYTES (1u << 20)
 
-/* --- plan records ------------------------------------------------------------------------------ */
+/* --- plan records ----------------------------------------------------------------------------- */
 
 typedef enum mx__task_kind { MX__TASK_KERNEL = 0, MX__TASK_COPY = 1 } mx__task_kind;
 
 typedef struct mx__ptensor {
-  mx_dtype dtype;            /* MX_DTYPE_UNDEFINED for an omitted optional input */
+  mx_dtype dtype; /* MX_DTYPE_UNDEFINED for an omitted optional input */
   int32_t rank;
   int64_t dims[MX_MAX_RANK]; /* concrete */
   uint64_t nbytes;           /* bytes of the data (from dtype and dims) */
@@ -46,29 +46,29 @@ typedef struct mx__ptensor {
 
 typedef struct mx__ptask {
   mx__task_kind kind;
-  const char *name;          /* node name or "copy:<output>"; plan arena */
-  const char *op;            /* op type ("Copy" for copies); plan arena */
-  const char *domain;        /* "" for the default ONNX domain; plan arena */
-  int64_t opset;             /* version of the op's domain (re-inference at load) */
-  int32_t key_dtype;         /* dtype of the tensor that chose the kernel (information) */
-  void *params;              /* parsed params bytes (plan arena), NULL when params_size is 0 */
+  const char *name;   /* node name or "copy:<output>"; plan arena */
+  const char *op;     /* op type ("Copy" for copies); plan arena */
+  const char *domain; /* "" for the default ONNX domain; plan arena */
+  int64_t opset;      /* version of the op's domain (re-inference at load) */
+  int32_t key_dtype;  /* dtype of the tensor that chose the kernel (information) */
+  void *params;       /* parsed params bytes (plan arena), NULL when params_size is 0 */
   uint32_t params_size;
-  mx_attr *attrs;            /* the node's attributes (plan arena deep copies): a loader parses
-                                them again and requires the same params bytes */
+  mx_attr *attrs; /* the node's attributes (plan arena deep copies): a loader parses
+                     them again and requires the same params bytes */
   uint32_t n_attrs;
-  uint32_t n_in, n_out;      /* copies: 1 and 1 (t[0] source, t[1] destination) */
-  mx__ptensor *t;            /* n_in + n_out records; plan arena */
-  uint64_t ws_offset;        /* workspace slice in FM (bytes, 64-aligned) */
-  uint64_t ws_size;          /* 0: none */
-  uint32_t stream;           /* internal stream */
-  uint32_t *waits;           /* events to wait for before the task; plan arena */
+  uint32_t n_in, n_out; /* copies: 1 and 1 (t[0] source, t[1] destination) */
+  mx__ptensor *t;       /* n_in + n_out records; plan arena */
+  uint64_t ws_offset;   /* workspace slice in FM (bytes, 64-aligned) */
+  uint64_t ws_size;     /* 0: none */
+  uint32_t stream;      /* internal stream */
+  uint32_t *waits;      /* events to wait for before the task; plan arena */
   uint32_t n_waits;
-  uint32_t *records;         /* events recorded after the task; plan arena */
+  uint32_t *records; /* events recorded after the task; plan arena */
   uint32_t n_records;
 } mx__ptask;
 
 typedef struct mx__pio {
-  const char *name;          /* plan arena */
+  const char *name; /* plan arena */
   mx_dtype dtype;
   int32_t rank;
   int64_t dims[MX_MAX_RANK];
@@ -77,32 +77,32 @@ typedef struct mx__pio {
 } mx__pio;
 
 typedef struct mx__pbuf {
-  uint64_t offset, size;     /* bytes in FM */
-  uint32_t *users;           /* ascending task indices; plan arena */
+  uint64_t offset, size; /* bytes in FM */
+  uint32_t *users;       /* ascending task indices; plan arena */
   uint32_t n_users;
   bool workspace;
-  const char *name;          /* plan arena */
+  const char *name; /* plan arena */
 } mx__pbuf;
 
 struct mx_static_plan {
-  mx_arena arena;            /* every string and array of the plan except the weights */
+  mx_arena arena; /* every string and array of the plan except the weights */
   const char *name;
-  uint32_t n_streams;        /* internal streams (>= 1) */
+  uint32_t n_streams; /* internal streams (>= 1) */
   uint32_t n_events;
   mx_hal_model_mode mode;
   bool fm_external;
-  bool trusted;              /* made by mx_static_compile (loaded plans are checked first) */
+  bool trusted; /* made by mx_static_compile (loaded plans are checked first) */
   uint32_t n_inputs, n_outputs;
   mx__pio *inputs, *outputs;
   uint32_t n_tasks;
-  mx__ptask *tasks;          /* in schedule order */
+  mx__ptask *tasks; /* in schedule order */
   uint32_t n_buffers;
   mx__pbuf *buffers;
   uint64_t fm_bytes, lower_bound, no_reuse;
-  uint32_t cross_edges;      /* cross-stream data edges before event reduction */
+  uint32_t cross_edges; /* cross-stream data edges before event reduction */
   uint32_t in_place, aliases;
-  const char *placement;     /* static text or plan arena */
-  uint8_t *weights;          /* weight_bytes bytes, 64-byte aligned (malloc'd), or NULL */
+  const char *placement; /* static text or plan arena */
+  uint8_t *weights;      /* weight_bytes bytes, 64-byte aligned (malloc'd), or NULL */
   uint64_t weight_bytes;
 };
 
@@ -144,27 +144,27 @@ uint64_t mx__mxm_checksum(const void *data, size_t n);
 
 typedef struct mx__ctask {
   mx__task_kind kind;
-  mx_node_id node;           /* kernel tasks: the graph node */
-  mx_value_id copy_src;      /* copy tasks: the value copied */
-  uint32_t copy_out;         /* copy tasks: the graph output written */
-  const mx_kernel_def *kd;   /* kernel tasks: the kernel found for the dtypes */
-  uint64_t ws_size;          /* kernel workspace bytes */
-  double cost;               /* estimated device time, ns */
-  double blevel;             /* longest estimated path from the task to the end, ns */
-  uint32_t *preds;           /* distinct tasks producing its inputs (ctx arena) */
+  mx_node_id node;         /* kernel tasks: the graph node */
+  mx_value_id copy_src;    /* copy tasks: the value copied */
+  uint32_t copy_out;       /* copy tasks: the graph output written */
+  const mx_kernel_def *kd; /* kernel tasks: the kernel found for the dtypes */
+  uint64_t ws_size;        /* kernel workspace bytes */
+  double cost;             /* estimated device time, ns */
+  double blevel;           /* longest estimated path from the task to the end, ns */
+  uint32_t *preds;         /* distinct tasks producing its inputs (ctx arena) */
   uint32_t n_preds;
-  uint32_t *succs;           /* distinct tasks consuming its outputs (ctx arena) */
+  uint32_t *succs; /* distinct tasks consuming its outputs (ctx arena) */
   uint32_t n_succs;
-  uint32_t pos;              /* position in the schedule */
+  uint32_t pos; /* position in the schedule */
   uint32_t stream;
-  uint32_t spos;             /* 1-based position on its stream */
-  uint32_t event;            /* event recorded after it, or MX__NONE */
-  uint32_t *waits;           /* events it waits for (ctx arena) */
+  uint32_t spos;   /* 1-based position on its stream */
+  uint32_t event;  /* event recorded after it, or MX__NONE */
+  uint32_t *waits; /* events it waits for (ctx arena) */
   uint32_t n_waits;
 } mx__ctask;
 
 typedef enum mx__loc {
-  MX__LOC_NONE = 0,          /* not used by any task */
+  MX__LOC_NONE = 0, /* not used by any task */
   MX__LOC_INPUT = 1,
   MX__LOC_WEIGHT = 2,
   MX__LOC_OUTPUT = 3,
@@ -172,47 +172,47 @@ typedef enum mx__loc {
 } mx__loc;
 
 typedef struct mx__cval {
-  mx__loc loc;               /* where the root's bytes live */
-  uint32_t index;            /* INPUT / OUTPUT: the graph input / output number */
-  mx_value_id root;          /* alias root (itself unless produced by an eliminated alias op) */
-  uint32_t producer;         /* task writing it (of the root for aliases), or MX__NONE */
+  mx__loc loc;       /* where the root's bytes live */
+  uint32_t index;    /* INPUT / OUTPUT: the graph input / output number */
+  mx_value_id root;  /* alias root (itself unless produced by an eliminated alias op) */
+  uint32_t producer; /* task writing it (of the root for aliases), or MX__NONE */
   uint64_t nbytes;
-  uint32_t group;            /* FM roots: union-find parent (a value id) for in-place sharing */
-  uint32_t buffer;           /* FM group roots: buffer index, MX__NONE when empty */
-  uint64_t weight_offset;    /* WEIGHT roots */
+  uint32_t group;         /* FM roots: union-find parent (a value id) for in-place sharing */
+  uint32_t buffer;        /* FM group roots: buffer index, MX__NONE when empty */
+  uint64_t weight_offset; /* WEIGHT roots */
 } mx__cval;
 
 typedef struct mx__cbuf {
-  uint64_t size;             /* bytes, multiple of 64 */
-  uint32_t *users;           /* tasks accessing it (ctx malloc'd, grown) */
+  uint64_t size;   /* bytes, multiple of 64 */
+  uint32_t *users; /* tasks accessing it (ctx malloc'd, grown) */
   uint32_t n_users, cap_users;
-  uint32_t lo, hi;           /* first / last schedule position of a user */
-  uint32_t first;            /* the task at lo (writes it first) */
+  uint32_t lo, hi; /* first / last schedule position of a user */
+  uint32_t first;  /* the task at lo (writes it first) */
   uint64_t offset;
   bool workspace;
-  mx_value_id value;         /* the group root (value buffers) */
-  uint32_t task;             /* workspace buffers: their task */
+  mx_value_id value; /* the group root (value buffers) */
+  uint32_t task;     /* workspace buffers: their task */
 } mx__cbuf;
 
 typedef struct mx__compile {
   mx_graph *g;
   mx_error *err;
-  mx_arena arena;            /* scratch of the compile (freed at the end) */
+  mx_arena arena; /* scratch of the compile (freed at the end) */
   uint32_t max_streams;
   uint32_t n_tasks;
-  mx__ctask *tasks;          /* kernels in graph topological order, then copies */
-  uint32_t *order;           /* schedule: order[pos] = task */
-  mx__cval *vals;            /* per value id */
-  uint32_t n_streams;        /* streams used */
-  uint32_t *vc;              /* vc[t * max_streams + s]: last 1-based position of stream s that
-                                is finished before task t starts (vector clock) */
+  mx__ctask *tasks;   /* kernels in graph topological order, then copies */
+  uint32_t *order;    /* schedule: order[pos] = task */
+  mx__cval *vals;     /* per value id */
+  uint32_t n_streams; /* streams used */
+  uint32_t *vc;       /* vc[t * max_streams + s]: last 1-based position of stream s that
+                         is finished before task t starts (vector clock) */
   uint32_t n_events, cross_edges, n_waits;
   mx__cbuf *bufs;
   uint32_t n_bufs;
   uint32_t in_place, aliases;
   uint64_t fm_bytes, lower_bound, no_reuse;
   const char *placement;
-  mx_value_id *wvals;        /* constants in the WEIGHT region, in layout order (malloc'd) */
+  mx_value_id *wvals; /* constants in the WEIGHT region, in layout order (malloc'd) */
   uint32_t n_wvals;
 } mx__compile;
 

@@ -55,23 +55,23 @@ typedef enum mx_static_alloc_kind {
 /* "WEIGHT", "FM", "INPUT", "OUTPUT". */
 const char *mx_static_alloc_kind_name(mx_static_alloc_kind k);
 
-/* --- compile -------------------------------------------------------------------------------- */
+/* --- compile ---------------------------------------------------------------------------------- */
 
 #define MX_STATIC_OPTIONS_VERSION 1u
 
 typedef struct mx_static_options {
-  uint32_t version;               /* MX_STATIC_OPTIONS_VERSION (set by mx_static_options_init) */
-  uint32_t max_streams;           /* internal streams the plan may use, 1..MX_STATIC_MAX_STREAMS
-                                     (0 = 1). Independent branches go to different streams. */
-  const uint32_t *frozen_inputs;  /* graph input indices whose address never changes after the
-                                     first step (borrowed during the call); e.g. the positions a
-                                     partition call lists in its "const_inputs" attribute */
+  uint32_t version;              /* MX_STATIC_OPTIONS_VERSION (set by mx_static_options_init) */
+  uint32_t max_streams;          /* internal streams the plan may use, 1..MX_STATIC_MAX_STREAMS
+                                    (0 = 1). Independent branches go to different streams. */
+  const uint32_t *frozen_inputs; /* graph input indices whose address never changes after the
+                                    first step (borrowed during the call); e.g. the positions a
+                                    partition call lists in its "const_inputs" attribute */
   size_t n_frozen;
-  bool fm_external;               /* the caller supplies the FM arena per step
-                                     (mx_static_model_update_workspaces) instead of the model
-                                     owning one */
-  mx_hal_model_mode mode;         /* HAL model mode: MX_HAL_MODEL_PATCH (default) or INDIRECT */
-  const char *name;               /* plan name (copied); NULL = the graph's name */
+  bool fm_external;       /* the caller supplies the FM arena per step
+                             (mx_static_model_update_workspaces) instead of the model
+                             owning one */
+  mx_hal_model_mode mode; /* HAL model mode: MX_HAL_MODEL_PATCH (default) or INDIRECT */
+  const char *name;       /* plan name (copied); NULL = the graph's name */
 } mx_static_options;
 
 /* Fills *o with the defaults: one stream, nothing frozen, model-owned FM, PATCH mode. */
@@ -91,25 +91,25 @@ void mx_static_plan_destroy(mx_static_plan *p);
 
 /* Memory and task figures of a plan. */
 typedef struct mx_static_report {
-  uint64_t fm_bytes;         /* FM arena size (bytes, multiple of 64) */
-  uint64_t lower_bound;      /* largest total of simultaneously live FM bytes (a lower bound on
-                                any arena for this schedule) */
-  uint64_t no_reuse;         /* total of every FM buffer (what an arena without reuse needs) */
-  uint64_t weight_bytes;     /* weight region, 64-byte aligned entries */
-  uint64_t workspace_bytes;  /* total of the kernels' workspace slices (inside FM) */
-  uint32_t tasks;            /* tasks in the schedule */
-  uint32_t kernel_tasks;     /* of which kernels */
-  uint32_t copy_tasks;       /* of which explicit copies (outputs that are inputs, constants or
-                                repeated values) */
-  uint32_t streams;          /* internal streams used */
-  uint32_t events;           /* internal events (each recorded once) */
-  uint32_t cross_edges;      /* data edges between tasks of different streams */
-  uint32_t waits;            /* event waits kept after removing the redundant ones */
-  uint32_t buffers;          /* FM buffers planned (workspaces included) */
-  uint32_t in_place;         /* elementwise outputs placed over a dying input */
-  uint32_t aliases;          /* alias ops (Reshape, Squeeze, ...) run as no task */
-  uint32_t inputs, outputs;  /* graph inputs / outputs */
-  const char *placement;     /* the placement order that gave the smallest arena (static text) */
+  uint64_t fm_bytes;        /* FM arena size (bytes, multiple of 64) */
+  uint64_t lower_bound;     /* largest total of simultaneously live FM bytes (a lower bound on
+                               any arena for this schedule) */
+  uint64_t no_reuse;        /* total of every FM buffer (what an arena without reuse needs) */
+  uint64_t weight_bytes;    /* weight region, 64-byte aligned entries */
+  uint64_t workspace_bytes; /* total of the kernels' workspace slices (inside FM) */
+  uint32_t tasks;           /* tasks in the schedule */
+  uint32_t kernel_tasks;    /* of which kernels */
+  uint32_t copy_tasks;      /* of which explicit copies (outputs that are inputs, constants or
+                               repeated values) */
+  uint32_t streams;         /* internal streams used */
+  uint32_t events;          /* internal events (each recorded once) */
+  uint32_t cross_edges;     /* data edges between tasks of different streams */
+  uint32_t waits;           /* event waits kept after removing the redundant ones */
+  uint32_t buffers;         /* FM buffers planned (workspaces included) */
+  uint32_t in_place;        /* elementwise outputs placed over a dying input */
+  uint32_t aliases;         /* alias ops (Reshape, Squeeze, ...) run as no task */
+  uint32_t inputs, outputs; /* graph inputs / outputs */
+  const char *placement;    /* the placement order that gave the smallest arena (static text) */
 } mx_static_report;
 
 /* Fills *r (caller-owned). */
@@ -124,12 +124,12 @@ const char *mx_static_plan_name(const mx_static_plan *p);
 
 /* One graph input or output of a plan or model. */
 typedef struct mx_static_io {
-  const char *name;          /* borrowed from the plan / model */
+  const char *name; /* borrowed from the plan / model */
   mx_dtype dtype;
   int32_t rank;
   int64_t dims[MX_MAX_RANK];
   uint64_t nbytes;
-  bool frozen;               /* inputs: declared frozen */
+  bool frozen; /* inputs: declared frozen */
 } mx_static_io;
 
 size_t mx_static_plan_input_count(const mx_static_plan *p);
@@ -140,23 +140,23 @@ bool mx_static_plan_output(const mx_static_plan *p, size_t index, mx_static_io *
 
 /* Read access to the schedule and the memory plan (for tests, dumps and tools). */
 typedef struct mx_static_task_info {
-  const char *name;          /* node name, or "copy:<output>" (borrowed) */
-  const char *op;            /* op type, or "Copy" (borrowed) */
-  bool copy;                 /* an explicit copy task */
-  uint32_t stream;           /* internal stream */
-  const uint32_t *waits;     /* events waited on before the task (borrowed) */
+  const char *name;      /* node name, or "copy:<output>" (borrowed) */
+  const char *op;        /* op type, or "Copy" (borrowed) */
+  bool copy;             /* an explicit copy task */
+  uint32_t stream;       /* internal stream */
+  const uint32_t *waits; /* events waited on before the task (borrowed) */
   uint32_t n_waits;
-  const uint32_t *records;   /* events recorded right after the task (borrowed) */
+  const uint32_t *records; /* events recorded right after the task (borrowed) */
   uint32_t n_records;
 } mx_static_task_info;
 
 typedef struct mx_static_buffer_info {
-  uint64_t offset;           /* in the FM arena (bytes) */
-  uint64_t size;             /* bytes, multiple of 64 */
-  const uint32_t *users;     /* tasks that read or write it, ascending (borrowed) */
+  uint64_t offset;       /* in the FM arena (bytes) */
+  uint64_t size;         /* bytes, multiple of 64 */
+  const uint32_t *users; /* tasks that read or write it, ascending (borrowed) */
   uint32_t n_users;
-  bool workspace;            /* a kernel's workspace slice (one user) */
-  const char *name;          /* the value it holds first, or the task of a workspace */
+  bool workspace;   /* a kernel's workspace slice (one user) */
+  const char *name; /* the value it holds first, or the task of a workspace */
 } mx_static_buffer_info;
 
 size_t mx_static_plan_task_count(const mx_static_plan *p);
@@ -210,9 +210,8 @@ void mx_static_model_destroy(mx_static_model *m);
  * stay valid until the execute stream has finished the step. Only the allocation entries whose
  * address changed since the previous step are refreshed; frozen inputs are compared only at the
  * first step. The arrays are borrowed for the call. */
-mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *inputs,
-                                      size_t n_inputs, const mx_tensor *outputs,
-                                      size_t n_outputs);
+mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *inputs, size_t n_inputs,
+                                      const mx_tensor *outputs, size_t n_outputs);
 
 /* StaticModelUpdateWorkspaces: the FM arena for the next step (models with an external FM
  * only). fm_base is device memory of at least mx_static_model_fm_size bytes, 64-byte aligned;
@@ -238,12 +237,12 @@ bool mx_static_model_input(const mx_static_model *m, size_t index, mx_static_io 
 bool mx_static_model_output(const mx_static_model *m, size_t index, mx_static_io *out);
 
 typedef struct mx_static_model_stats {
-  uint64_t executions;        /* executes queued */
-  uint32_t entries;           /* allocation-table entries (2 + inputs + outputs) */
-  uint32_t last_refreshed;    /* entries refreshed for the last execute */
-  uint64_t total_refreshed;   /* entries refreshed over every execute */
-  uint64_t staged_copies;     /* host staging copies queued, in total */
-  mx_hal_model_stats hal;     /* the HAL model's figures (slots patched, device times) */
+  uint64_t executions;      /* executes queued */
+  uint32_t entries;         /* allocation-table entries (2 + inputs + outputs) */
+  uint32_t last_refreshed;  /* entries refreshed for the last execute */
+  uint64_t total_refreshed; /* entries refreshed over every execute */
+  uint64_t staged_copies;   /* host staging copies queued, in total */
+  mx_hal_model_stats hal;   /* the HAL model's figures (slots patched, device times) */
 } mx_static_model_stats;
 
 /* Fills *st (caller-owned). Synchronize the stream first for exact HAL figures. */
@@ -256,7 +255,7 @@ size_t mx_static_model_last_refreshed(const mx_static_model *m, uint32_t *ids, s
 /* Message of the last failing call on the model; "" if none. Owned by the model. */
 const char *mx_static_model_last_error(const mx_static_model *m);
 
-/* --- .mxm model files --------------------------------------------------------------------------- */
+/* --- .mxm model files ------------------------------------------------------------------------- */
 
 typedef struct mx_mxm_save_options {
   bool external_weights; /* write the weights into "<file>.weights" next to the .mxm */
@@ -280,9 +279,8 @@ mx_status mx_mxm_load(const char *path, mx_static_plan **out, mx_error *err);
 
 /* In-memory forms (weights always inline). save: *data is malloc'd (free()). load: `label`
  * names the buffer in messages (NULL: "memory"). */
-mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size,
+mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size, mx_error *err);
+mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label, mx_static_plan **out,
                              mx_error *err);
-mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label,
-                             mx_static_plan **out, mx_error *err);
 
 #endif /* MIXRT_STATIC_EXEC_STATIC_EXEC_H */

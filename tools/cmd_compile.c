@@ -13,24 +13,25 @@
 #define MAX_ITEMS 64
 
 void mx_cmd_compile_help(FILE *out) {
-  fprintf(out,
-          "usage: mixrt compile MODEL.onnx [--shape SYM=VAL ...] [--streams N] [--frozen INDEX ...]\n"
-          "                     [--indirect] [--external-fm] [--external-weights] -o M.mxm\n\n"
-          "Compiles a fully static model into a static plan and writes it as an .mxm file that\n"
-          "`mixrt run M.mxm` executes. Every symbolic input dim must be bound with --shape; the\n"
-          "model is then inferred, constant-folded and compiled: a schedule (critical path first),\n"
-          "up to N streams with events between them, the feature-map memory plan and one task per\n"
-          "op. The memory-plan report is printed (docs/static.md explains it).\n\n"
-          "options:\n"
-          "  --shape SYM=VAL        bind a symbolic dim (e.g. --shape batch=1)\n"
-          "  --streams N            internal streams independent branches may use (default 1)\n"
-          "  --frozen INDEX         graph input INDEX never changes address after the first step\n"
-          "  --indirect             HAL INDIRECT mode (tasks read the base table) instead of PATCH\n"
-          "  --external-fm          the caller supplies the feature-map arena at each step\n"
-          "  --external-weights     write the weights to M.mxm.weights next to the .mxm\n"
-          "  -o FILE                the .mxm file to write (required)\n\n"
-          "exit codes: 0 ok, 1 the model cannot be loaded, is not fully static or cannot be\n"
-          "compiled or written, 2 usage error\n");
+  fprintf(
+      out,
+      "usage: mixrt compile MODEL.onnx [--shape SYM=VAL ...] [--streams N] [--frozen INDEX ...]\n"
+      "                     [--indirect] [--external-fm] [--external-weights] -o M.mxm\n\n"
+      "Compiles a fully static model into a static plan and writes it as an .mxm file that\n"
+      "`mixrt run M.mxm` executes. Every symbolic input dim must be bound with --shape; the\n"
+      "model is then inferred, constant-folded and compiled: a schedule (critical path first),\n"
+      "up to N streams with events between them, the feature-map memory plan and one task per\n"
+      "op. The memory-plan report is printed (docs/static.md explains it).\n\n"
+      "options:\n"
+      "  --shape SYM=VAL        bind a symbolic dim (e.g. --shape batch=1)\n"
+      "  --streams N            internal streams independent branches may use (default 1)\n"
+      "  --frozen INDEX         graph input INDEX never changes address after the first step\n"
+      "  --indirect             HAL INDIRECT mode (tasks read the base table) instead of PATCH\n"
+      "  --external-fm          the caller supplies the feature-map arena at each step\n"
+      "  --external-weights     write the weights to M.mxm.weights next to the .mxm\n"
+      "  -o FILE                the .mxm file to write (required)\n\n"
+      "exit codes: 0 ok, 1 the model cannot be loaded, is not fully static or cannot be\n"
+      "compiled or written, 2 usage error\n");
 }
 
 /* Lists the symbols that inputs still use; returns false when there are none. */
@@ -56,7 +57,8 @@ static bool report_unbound(const mx_graph *g) {
         for (size_t j = 0; j < m && j < 16; j++) uses = uses || idx[j] == s;
       }
       if (uses && len < sizeof users)
-        len += (size_t)snprintf(users + len, sizeof users - len, "%s'%s'", len ? ", " : "", v->name);
+        len +=
+            (size_t)snprintf(users + len, sizeof users - len, "%s'%s'", len ? ", " : "", v->name);
     }
     if (!len) continue;
     if (!any) fprintf(stderr, "mixrt compile: the model is not fully static:\n");
@@ -64,7 +66,8 @@ static bool report_unbound(const mx_graph *g) {
     if (s == n_syms)
       fprintf(stderr, "  unknown dims or ranks (no symbol to bind) in input(s) %s\n", users);
     else
-      fprintf(stderr, "  unbound symbol '%s' used by input(s) %s\n", mx_symtab_symbol_name(g->syms, s), users);
+      fprintf(stderr, "  unbound symbol '%s' used by input(s) %s\n",
+              mx_symtab_symbol_name(g->syms, s), users);
   }
   if (any) fprintf(stderr, "bind every symbol with --shape SYM=VALUE\n");
   return any;
@@ -85,7 +88,8 @@ int mx_cmd_compile(int argc, char **argv) {
       const char *v = mx_cli_option_value("compile", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
       if (nb == MAX_ITEMS || !mx_cli_parse_binding(v, &bindings[nb], names[nb], sizeof names[nb]))
-        return mx_cli_usage_error("compile", "--shape needs SYMBOL=VALUE with VALUE >= 0, not '%s'", v);
+        return mx_cli_usage_error("compile", "--shape needs SYMBOL=VALUE with VALUE >= 0, not '%s'",
+                                  v);
       nb++;
     } else if (strcmp(a, "--streams") == 0 || strcmp(a, "--frozen") == 0) {
       const char *v = mx_cli_option_value("compile", argc, argv, &i);
@@ -99,7 +103,8 @@ int mx_cmd_compile(int argc, char **argv) {
       if (streams) {
         o.max_streams = (uint32_t)x;
       } else {
-        if (nf == MAX_ITEMS) return mx_cli_usage_error("compile", "at most %d --frozen options", MAX_ITEMS);
+        if (nf == MAX_ITEMS)
+          return mx_cli_usage_error("compile", "at most %d --frozen options", MAX_ITEMS);
         frozen[nf++] = (uint32_t)x;
       }
     } else if (strcmp(a, "--indirect") == 0) {
@@ -133,8 +138,8 @@ int mx_cmd_compile(int argc, char **argv) {
   }
   for (size_t i = 0; i < nb; i++) {
     if (mx_graph_bind_symbol(g, bindings[i].name, bindings[i].value) != MX_OK) {
-      rc = mx_cli_runtime_error("compile", "--shape %s=%lld: %s", bindings[i].name, (long long)bindings[i].value,
-                                mx_graph_last_error(g));
+      rc = mx_cli_runtime_error("compile", "--shape %s=%lld: %s", bindings[i].name,
+                                (long long)bindings[i].value, mx_graph_last_error(g));
       goto done;
     }
   }

@@ -2,13 +2,14 @@
  * (from .npy files or seeded random values, through a graph that only declares the plan's
  * inputs), loads the model on the CPU device and runs it once per step on host tensors (staged
  * by the model), timing each step up to the synchronization of its stream. */
+#include "tools/run_mxm.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
 #include "static_exec/static_exec.h"
 #include "tools/cli.h"
-#include "tools/run_mxm.h"
 
 bool mx_cli_is_mxm(const char *path) {
   size_t n = path ? strlen(path) : 0;
@@ -54,10 +55,12 @@ static mx_status input_graph(const mx_static_plan *p, mx_graph **out) {
 
 int mx_cli_run_mxm(const mx_run_mxm_args *a) {
   if (a->n_bindings)
-    return mx_cli_usage_error("run", "--shape does not apply to a compiled model (its shapes are fixed)");
+    return mx_cli_usage_error("run",
+                              "--shape does not apply to a compiled model (its shapes are fixed)");
   mx_error err = {0};
   mx_static_plan *p = NULL;
-  if (mx_mxm_load(a->model, &p, &err) != MX_OK) return mx_cli_runtime_error("run", "%s", err.message);
+  if (mx_mxm_load(a->model, &p, &err) != MX_OK)
+    return mx_cli_runtime_error("run", "%s", err.message);
   int rc = MX_EXIT_RUNTIME;
   size_t n_in = mx_static_plan_input_count(p), n_out = mx_static_plan_output_count(p);
   mx_graph *g = NULL;
@@ -95,7 +98,8 @@ int mx_cli_run_mxm(const mx_run_mxm_args *a) {
   mx_device_options o;
   mx_device_options_init(&o);
   if (mx_device_create(&o, &dev, &err) != MX_OK || mx_stream_create(dev, 0, &s) != MX_OK) {
-    rc = mx_cli_runtime_error("run", "CPU device: %s", dev ? mx_device_last_error(dev) : err.message);
+    rc = mx_cli_runtime_error("run", "CPU device: %s",
+                              dev ? mx_device_last_error(dev) : err.message);
     goto cleanup;
   }
   if (mx_static_model_create(dev, p, NULL, &m, &err) != MX_OK) {
@@ -107,7 +111,8 @@ int mx_cli_run_mxm(const mx_run_mxm_args *a) {
     mx_status st = mx_static_model_update_args(m, inputs, n_in, outputs, n_out);
     if (st == MX_OK) st = mx_static_model_execute(m, s);
     if (st != MX_OK) {
-      rc = mx_cli_runtime_error("run", "step %lld: %s", (long long)step, mx_static_model_last_error(m));
+      rc = mx_cli_runtime_error("run", "step %lld: %s", (long long)step,
+                                mx_static_model_last_error(m));
       goto cleanup;
     }
     if (mx_stream_synchronize(s) != MX_OK) {
@@ -134,10 +139,11 @@ int mx_cli_run_mxm(const mx_run_mxm_args *a) {
   mx_static_plan_report(p, &r);
   int64_t n = a->steps;
   qsort(times, (size_t)n, sizeof *times, cmp_u64);
-  printf("executor: static (%u tasks on %u streams, FM arena %llu bytes); steps: %lld; step latency: "
-         "median %.3f ms, p10 %.3f ms, p90 %.3f ms\n",
-         r.tasks, r.streams, (unsigned long long)r.fm_bytes, (long long)n, times[n / 2] / 1e6, times[n / 10] / 1e6,
-         times[(n * 9) / 10] / 1e6);
+  printf(
+      "executor: static (%u tasks on %u streams, FM arena %llu bytes); steps: %lld; step latency: "
+      "median %.3f ms, p10 %.3f ms, p90 %.3f ms\n",
+      r.tasks, r.streams, (unsigned long long)r.fm_bytes, (long long)n, times[n / 2] / 1e6,
+      times[n / 10] / 1e6, times[(n * 9) / 10] / 1e6);
   rc = MX_EXIT_OK;
 cleanup:
   mx_static_model_destroy(m);

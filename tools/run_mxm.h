@@ -11,14 +11,14 @@
 
 /* What `mixrt run` parsed from its command line (everything borrowed). */
 typedef struct mx_run_mxm_args {
-  const char *model;                   /* the .mxm file */
-  const mx_named_file *files;          /* --input NAME=FILE.npy */
+  const char *model;          /* the .mxm file */
+  const mx_named_file *files; /* --input NAME=FILE.npy */
   size_t n_files;
-  bool random;                         /* --random */
-  uint64_t seed;                       /* --seed */
-  int64_t steps;                       /* --steps (>= 1) */
-  const char *out_dir;                 /* --output-dir or NULL */
-  size_t n_bindings;                   /* --shape options given (refused: shapes are fixed) */
+  bool random;         /* --random */
+  uint64_t seed;       /* --seed */
+  int64_t steps;       /* --steps (>= 1) */
+  const char *out_dir; /* --output-dir or NULL */
+  size_t n_bindings;   /* --shape options given (refused: shapes are fixed) */
 } mx_run_mxm_args;
 
 /* True when path names an .mxm file (by its extension). */

@@ -43,7 +43,7 @@ static double median(double *v, int n) {
   return n ? v[n / 2] : 0;
 }
 
-/* --- memory ------------------------------------------------------------------------------------ */
+/* --- memory ----------------------------------------------------------------------------------- */
 
 static bool g_first_row = true;
 
@@ -58,14 +58,17 @@ static void memory_row(const char *name, mx_graph *g, uint32_t streams) {
   double ms = (double)(mx__now_ns() - t0) / 1e6;
   mx_static_report r;
   mx_static_plan_report(p, &r);
-  printf("%s    {\"graph\": \"%s\", \"max_streams\": %u, \"streams\": %u, \"tasks\": %u, \"events\": %u, "
-         "\"fm_bytes\": %" PRIu64 ", \"lower_bound\": %" PRIu64 ", \"no_reuse\": %" PRIu64
-         ", \"arena_over_bound\": %.4f, \"saving_vs_no_reuse\": %.4f, \"in_place\": %u, \"aliases\": %u, "
-         "\"placement\": \"%s\", \"compile_ms\": %.3f}",
-         g_first_row ? "" : ",\n", name, streams, r.streams, r.tasks, r.events, r.fm_bytes, r.lower_bound,
-         r.no_reuse, r.lower_bound ? (double)r.fm_bytes / (double)r.lower_bound : 1.0,
-         r.no_reuse ? 1.0 - (double)r.fm_bytes / (double)r.no_reuse : 0.0, r.in_place, r.aliases, r.placement,
-         ms);
+  printf(
+      "%s    {\"graph\": \"%s\", \"max_streams\": %u, \"streams\": %u, \"tasks\": %u, \"events\": "
+      "%u, "
+      "\"fm_bytes\": %" PRIu64 ", \"lower_bound\": %" PRIu64 ", \"no_reuse\": %" PRIu64
+      ", \"arena_over_bound\": %.4f, \"saving_vs_no_reuse\": %.4f, \"in_place\": %u, \"aliases\": "
+      "%u, "
+      "\"placement\": \"%s\", \"compile_ms\": %.3f}",
+      g_first_row ? "" : ",\n", name, streams, r.streams, r.tasks, r.events, r.fm_bytes,
+      r.lower_bound, r.no_reuse, r.lower_bound ? (double)r.fm_bytes / (double)r.lower_bound : 1.0,
+      r.no_reuse ? 1.0 - (double)r.fm_bytes / (double)r.no_reuse : 0.0, r.in_place, r.aliases,
+      r.placement, ms);
   g_first_row = false;
   mx_static_plan_destroy(p);
 }
@@ -103,12 +106,14 @@ static void memory_section(bool quick) {
   int n_graphs = quick ? 10 : 50;
   printf("  \"random_graphs\": [\n");
   for (uint32_t s = 1; s <= 4; s *= 4) {
-    double *ratio = malloc((size_t)n_graphs * sizeof *ratio), *saving = malloc((size_t)n_graphs * sizeof *saving);
+    double *ratio = malloc((size_t)n_graphs * sizeof *ratio),
+           *saving = malloc((size_t)n_graphs * sizeof *saving);
     int at_bound = 0, within = 0;
     double worst = 0;
     for (int k = 0; k < n_graphs; k++) {
       mx_graph *rg;
-      if (mxt_random_graph((uint64_t)k + 1000, 20 + (k * 37) % 180, k % 4 == 0, &rg) != MX_OK) die("random", "graph");
+      if (mxt_random_graph((uint64_t)k + 1000, 20 + (k * 37) % 180, k % 4 == 0, &rg) != MX_OK)
+        die("random", "graph");
       mx_static_options o;
       mx_static_options_init(&o);
       o.max_streams = s;
@@ -124,18 +129,19 @@ static void memory_section(bool quick) {
       mx_static_plan_destroy(p);
       mx_graph_destroy(rg);
     }
-    printf("    {\"max_streams\": %u, \"graphs\": %d, \"arena_over_bound_median\": %.4f, "
-           "\"arena_over_bound_max\": %.4f, \"at_bound\": %d, \"within_1_05\": %d, "
-           "\"saving_vs_no_reuse_median\": %.4f}%s\n",
-           s, n_graphs, median(ratio, n_graphs), worst, at_bound, within, median(saving, n_graphs),
-           s == 1 ? "," : "");
+    printf(
+        "    {\"max_streams\": %u, \"graphs\": %d, \"arena_over_bound_median\": %.4f, "
+        "\"arena_over_bound_max\": %.4f, \"at_bound\": %d, \"within_1_05\": %d, "
+        "\"saving_vs_no_reuse_median\": %.4f}%s\n",
+        s, n_graphs, median(ratio, n_graphs), worst, at_bound, within, median(saving, n_graphs),
+        s == 1 ? "," : "");
     free(ratio);
     free(saving);
   }
   printf("  ],\n");
 }
 
-/* --- overhead ---------------------------------------------------------------------------------- */
+/* --- overhead --------------------------------------------------------------------------------- */
 
 #define VEC 16
 
@@ -146,8 +152,10 @@ static mx_graph *chain(int n) {
   mx_value_id v;
   if (mx_graph_add_input(g, "x", MX_FLOAT32, &s, &v) != MX_OK) die("chain", mx_graph_last_error(g));
   for (int k = 0; k < n; k++)
-    if (mx_graph_add_op(g, k % 2 ? "Relu" : "Neg", &v, 1, NULL, 0, &v) != MX_OK) die("chain", mx_graph_last_error(g));
-  if (mx_graph_add_output(g, v) != MX_OK || mx_graph_infer(g) != MX_OK) die("chain", mx_graph_last_error(g));
+    if (mx_graph_add_op(g, k % 2 ? "Relu" : "Neg", &v, 1, NULL, 0, &v) != MX_OK)
+      die("chain", mx_graph_last_error(g));
+  if (mx_graph_add_output(g, v) != MX_OK || mx_graph_infer(g) != MX_OK)
+    die("chain", mx_graph_last_error(g));
   return g;
 }
 
@@ -165,7 +173,7 @@ static mx_device *device(mx_device_kind kind) {
 
 typedef struct figures {
   double host_steady, host_moving, wall_steady, device_per_task;
-  double host_overhead;  /* host time not spent running tasks (inline: host - device time) */
+  double host_overhead;   /* host time not spent running tasks (inline: host - device time) */
   double moving_overhead; /* same with the output moving every step */
   double launch_host, launch_wall;
   size_t block_bytes;
@@ -179,19 +187,26 @@ static void measure_static(mx_device *dev, mx_stream *s, int n, bool inline_dev,
   if (mx_static_compile(g, NULL, &p, &err) != MX_OK) die("compile", err.message);
   if (mx_static_model_create(dev, p, NULL, &m, &err) != MX_OK) die("create", err.message);
   void *in, *out[2];
-  if (mx_device_alloc(dev, VEC * 4, 64, &in) != MX_OK || mx_device_alloc(dev, VEC * 4, 64, &out[0]) != MX_OK ||
-      mx_device_alloc(dev, VEC * 4, 64, &out[1]) != MX_OK || mx_device_memset(dev, in, 0, VEC * 4) != MX_OK)
+  if (mx_device_alloc(dev, VEC * 4, 64, &in) != MX_OK ||
+      mx_device_alloc(dev, VEC * 4, 64, &out[0]) != MX_OK ||
+      mx_device_alloc(dev, VEC * 4, 64, &out[1]) != MX_OK ||
+      mx_device_memset(dev, in, 0, VEC * 4) != MX_OK)
     die("alloc", mx_device_last_error(dev));
-  mx_tensor ti = {.dtype = MX_FLOAT32, .rank = 1, .dims = {VEC}, .data = in, .placement = MX_DEVICE};
+  mx_tensor ti = {
+      .dtype = MX_FLOAT32, .rank = 1, .dims = {VEC}, .data = in, .placement = MX_DEVICE};
   mx_tensor to = ti;
-  double *host = malloc((size_t)g_steps * sizeof *host), *host2 = malloc((size_t)g_steps * sizeof *host2);
-  double *wall = malloc((size_t)g_steps * sizeof *wall), *dev_t = malloc((size_t)g_steps * sizeof *dev_t);
-  double *over = malloc((size_t)g_steps * sizeof *over), *over2 = malloc((size_t)g_steps * sizeof *over2);
+  double *host = malloc((size_t)g_steps * sizeof *host),
+         *host2 = malloc((size_t)g_steps * sizeof *host2);
+  double *wall = malloc((size_t)g_steps * sizeof *wall),
+         *dev_t = malloc((size_t)g_steps * sizeof *dev_t);
+  double *over = malloc((size_t)g_steps * sizeof *over),
+         *over2 = malloc((size_t)g_steps * sizeof *over2);
   for (int phase = 0; phase < 2; phase++) {
     for (int k = -50; k < g_steps; k++) {
       to.data = phase == 1 ? out[(k + 100) % 2] : out[0];
       uint64_t t0 = mx__now_ns();
-      if (mx_static_model_update_args(m, &ti, 1, &to, 1) != MX_OK || mx_static_model_execute(m, s) != MX_OK)
+      if (mx_static_model_update_args(m, &ti, 1, &to, 1) != MX_OK ||
+          mx_static_model_execute(m, s) != MX_OK)
         die("step", mx_static_model_last_error(m));
       uint64_t t1 = mx__now_ns();
       if (mx_stream_synchronize(s) != MX_OK) die("synchronize", "");
@@ -238,7 +253,8 @@ static void measure_launches(mx_device *dev, mx_stream *s, int n, figures *f) {
   unsigned char *blocks = calloc((size_t)n, size);
   void *buf[2];
   if (!blocks || mx_device_alloc(dev, VEC * 4, 64, &buf[0]) != MX_OK ||
-      mx_device_alloc(dev, VEC * 4, 64, &buf[1]) != MX_OK || mx_device_memset(dev, buf[0], 0, VEC * 4) != MX_OK)
+      mx_device_alloc(dev, VEC * 4, 64, &buf[1]) != MX_OK ||
+      mx_device_memset(dev, buf[0], 0, VEC * 4) != MX_OK)
     die("alloc", mx_device_last_error(dev));
   const int64_t dims[1] = {VEC};
   for (int k = 0; k < n; k++) {
@@ -257,7 +273,8 @@ static void measure_launches(mx_device *dev, mx_stream *s, int n, figures *f) {
     if (!kd) die("kernel lookup", k % 2 ? "Relu" : "Neg");
     kt->run = kd->run;
   }
-  double *host = malloc((size_t)g_steps * sizeof *host), *wall = malloc((size_t)g_steps * sizeof *wall);
+  double *host = malloc((size_t)g_steps * sizeof *host),
+         *wall = malloc((size_t)g_steps * sizeof *wall);
   for (int k = -20; k < g_steps; k++) {
     uint64_t t0 = mx__now_ns();
     for (int i = 0; i < n; i++)
@@ -290,16 +307,19 @@ static void overhead_device(mx_device_kind kind, const char *name, bool last) {
   for (int i = 0; i < 3; i++) {
     measure_static(dev, s, sizes[i], kind == MX_DEVICE_INLINE, &f[i]);
     measure_launches(dev, s, sizes[i], &f[i]);
-    printf("      {\"ops\": %d, \"static_host_ns_steady\": %.0f, \"static_host_ns_moving\": %.0f, "
-           "\"static_host_overhead_ns\": %.0f, \"static_host_overhead_ns_moving\": %.0f, "
-           "\"static_step_wall_ns\": %.0f, \"static_device_ns_per_task\": %.1f, "
-           "\"launch_host_ns\": %.0f, \"launch_host_ns_per_op\": %.1f, \"launch_step_wall_ns\": %.0f, "
-           "\"launch_block_bytes\": %zu, \"wall_speedup\": %.2f}%s\n",
-           sizes[i], f[i].host_steady, f[i].host_moving, f[i].host_overhead, f[i].moving_overhead, f[i].wall_steady, f[i].device_per_task, f[i].launch_host,
-           f[i].launch_host / sizes[i], f[i].launch_wall, f[i].block_bytes, f[i].launch_wall / f[i].wall_steady,
-           i == 2 ? "," : ",");
+    printf(
+        "      {\"ops\": %d, \"static_host_ns_steady\": %.0f, \"static_host_ns_moving\": %.0f, "
+        "\"static_host_overhead_ns\": %.0f, \"static_host_overhead_ns_moving\": %.0f, "
+        "\"static_step_wall_ns\": %.0f, \"static_device_ns_per_task\": %.1f, "
+        "\"launch_host_ns\": %.0f, \"launch_host_ns_per_op\": %.1f, \"launch_step_wall_ns\": %.0f, "
+        "\"launch_block_bytes\": %zu, \"wall_speedup\": %.2f}%s\n",
+        sizes[i], f[i].host_steady, f[i].host_moving, f[i].host_overhead, f[i].moving_overhead,
+        f[i].wall_steady, f[i].device_per_task, f[i].launch_host, f[i].launch_host / sizes[i],
+        f[i].launch_wall, f[i].block_bytes, f[i].launch_wall / f[i].wall_steady,
+        i == 2 ? "," : ",");
   }
-  printf("      {\"static_host_overhead_flatness_1000_over_10\": %.2f}\n", f[2].host_overhead / f[0].host_overhead);
+  printf("      {\"static_host_overhead_flatness_1000_over_10\": %.2f}\n",
+         f[2].host_overhead / f[0].host_overhead);
   printf("    ]%s\n", last ? "" : ",");
   mx_stream_destroy(s);
   mx_device_destroy(dev);
@@ -322,9 +342,11 @@ int main(int argc, char **argv) {
     if (fscanf(fl, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
     fclose(fl);
   }
-  printf("{\n  \"benchmark\": \"static\",\n  \"steps\": %d,\n  \"loadavg_1min_at_start\": %.2f,\n", g_steps, load[0]);
-  printf("  \"targets\": {\"arena_over_bound\": 1.05, \"transformer_saving_vs_no_reuse\": 0.40, "
-         "\"static_host_flatness\": \"flat in op count\"},\n");
+  printf("{\n  \"benchmark\": \"static\",\n  \"steps\": %d,\n  \"loadavg_1min_at_start\": %.2f,\n",
+         g_steps, load[0]);
+  printf(
+      "  \"targets\": {\"arena_over_bound\": 1.05, \"transformer_saving_vs_no_reuse\": 0.40, "
+      "\"static_host_flatness\": \"flat in op count\"},\n");
   memory_section(quick);
   printf("  \"overhead\": {\n");
   overhead_device(MX_DEVICE_CPU, "cpu", false);

@@ -27,7 +27,7 @@ typedef struct mxt_rg {
   mx_status st;
   uint64_t rng;
   mx_value_id vals[512];
-  int64_t shape[512][2];  /* dims of vals[i] */
+  int64_t shape[512][2]; /* dims of vals[i] */
   int nv;
   int n_const;
 } mxt_rg;
@@ -51,7 +51,8 @@ static inline mx_value_id mxt_rg_const(mxt_rg *r, int64_t d0, int64_t d1) {
   return v;
 }
 
-static inline mx_value_id mxt_rg_op(mxt_rg *r, const char *op, const mx_value_id *in, size_t n, const mx_attr *a, size_t na) {
+static inline mx_value_id mxt_rg_op(mxt_rg *r, const char *op, const mx_value_id *in, size_t n,
+                                    const mx_attr *a, size_t na) {
   mx_value_id v = MX_NO_VALUE;
   if (r->st == MX_OK) r->st = mx_graph_add_op(r->g, op, in, n, a, na, &v);
   return v;
@@ -68,7 +69,8 @@ static inline mx_value_id mxt_rg_pick_shape(mxt_rg *r, int64_t d0, int64_t d1) {
 }
 
 /* Builds and infers a graph of about n_ops ops; *out is owned by the caller (mx_graph_destroy). */
-static inline mx_status mxt_random_graph(uint64_t seed, int n_ops, bool corner_outputs, mx_graph **out) {
+static inline mx_status mxt_random_graph(uint64_t seed, int n_ops, bool corner_outputs,
+                                         mx_graph **out) {
   static const int64_t sizes[] = {4, 8, 16, 32, 48};
   static const char *unary[] = {"Relu", "Neg", "Sigmoid", "Tanh", "Abs"};
   static const char *binary[] = {"Add", "Mul", "Sub", "Max"};
@@ -96,11 +98,14 @@ static inline mx_status mxt_random_graph(uint64_t seed, int n_ops, bool corner_o
     mx_value_id y = MX_NO_VALUE;
     switch (mxt_rg_rnd(&r, 8)) {
       case 0:
-      case 1: y = mxt_rg_op(&r, unary[mxt_rg_rnd(&r, 5)], &a, 1, NULL, 0); break;
+      case 1:
+        y = mxt_rg_op(&r, unary[mxt_rg_rnd(&r, 5)], &a, 1, NULL, 0);
+        break;
       case 2:
       case 3: {
         mx_value_id b = mxt_rg_pick_shape(&r, d0, d1);
-        if (b == MX_NO_VALUE) b = mxt_rg_rnd(&r, 2) ? mxt_rg_const(&r, d0, d1) : mxt_rg_const(&r, 1, d1);
+        if (b == MX_NO_VALUE)
+          b = mxt_rg_rnd(&r, 2) ? mxt_rg_const(&r, d0, d1) : mxt_rg_const(&r, 1, d1);
         y = mxt_rg_op(&r, binary[mxt_rg_rnd(&r, 4)], (mx_value_id[]){a, b}, 2, NULL, 0);
         break;
       }
@@ -143,12 +148,13 @@ static inline mx_status mxt_random_graph(uint64_t seed, int n_ops, bool corner_o
   /* Outputs: the last value, a few random ones (repeats possible). */
   if (r.st == MX_OK) r.st = mx_graph_add_output(r.g, r.vals[r.nv - 1]);
   int extra = mxt_rg_rnd(&r, 3);
-  for (int k = 0; k < extra && r.st == MX_OK; k++) r.st = mx_graph_add_output(r.g, r.vals[mxt_rg_rnd(&r, r.nv)]);
+  for (int k = 0; k < extra && r.st == MX_OK; k++)
+    r.st = mx_graph_add_output(r.g, r.vals[mxt_rg_rnd(&r, r.nv)]);
   if (corner_outputs && r.st == MX_OK) {
-    r.st = mx_graph_add_output(r.g, r.vals[r.nv - 1]);                  /* a repeat */
-    if (r.st == MX_OK) r.st = mx_graph_add_output(r.g, r.vals[0]);      /* a graph input */
+    r.st = mx_graph_add_output(r.g, r.vals[r.nv - 1]);             /* a repeat */
+    if (r.st == MX_OK) r.st = mx_graph_add_output(r.g, r.vals[0]); /* a graph input */
     mx_value_id c = mxt_rg_const(&r, 2, 3);
-    if (r.st == MX_OK) r.st = mx_graph_add_output(r.g, c);              /* a constant */
+    if (r.st == MX_OK) r.st = mx_graph_add_output(r.g, c); /* a constant */
   }
   if (r.st == MX_OK) r.st = mx_graph_infer(r.g);
   if (r.st != MX_OK) {

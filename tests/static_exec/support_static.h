@@ -19,8 +19,8 @@ mx_device *st_device(mx_device_kind kind, bool check);
  * executes on s, synchronizes and copies the outputs back into host tensors allocated here
  * (outputs[j], release with mx_tensor_release). Returns the first failing status and puts the
  * message into why. */
-mx_status st_run_device(mx_static_model *m, mx_stream *s, const mx_tensor *inputs, mx_tensor *outputs,
-                        char *why, size_t why_size);
+mx_status st_run_device(mx_static_model *m, mx_stream *s, const mx_tensor *inputs,
+                        mx_tensor *outputs, char *why, size_t why_size);
 
 /* Same with host tensors (staged by the model). */
 mx_status st_run_host(mx_static_model *m, mx_stream *s, const mx_tensor *inputs, mx_tensor *outputs,

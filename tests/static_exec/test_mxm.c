@@ -111,7 +111,8 @@ Test(static_mxm, several_plans) {
   o.name = "second";
   cr_assert_eq(mx_static_compile(g, &o, &p[1], &err), MX_OK);
   char *path = temp_path("two.mxm");
-  cr_assert_eq(mx_mxm_save_plans((const mx_static_plan *const *)p, 2, path, NULL, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_mxm_save_plans((const mx_static_plan *const *)p, 2, path, NULL, &err), MX_OK,
+               "%s", err.message);
   mx_static_plan **q;
   size_t n;
   cr_assert_eq(mx_mxm_load_plans(path, &q, &n, &err), MX_OK, "%s", err.message);
@@ -147,7 +148,8 @@ Test(static_mxm, truncated_and_flipped_files_are_rejected) {
   mx_static_plan_destroy(q);
   for (size_t len = 0; len < n; len += 1 + len / 64) {
     q = NULL;
-    cr_assert_eq(mx_mxm_load_memory(img, len, "cut", &q, &err), MX_ERR_MALFORMED, "truncated at %zu", len);
+    cr_assert_eq(mx_mxm_load_memory(img, len, "cut", &q, &err), MX_ERR_MALFORMED,
+                 "truncated at %zu", len);
     cr_assert_null(q);
     cr_assert(strstr(err.message, "'cut'"), "%s", err.message);
   }
@@ -184,7 +186,8 @@ Test(static_mxm, truncated_and_flipped_files_are_rejected) {
 typedef void (*edit_fn)(Mxm__ModelFile *mf);
 
 static mx_status load_edited(const unsigned char *img, size_t n, edit_fn edit, mx_error *err) {
-  uint32_t hsz = (uint32_t)img[12] | (uint32_t)img[13] << 8 | (uint32_t)img[14] << 16 | (uint32_t)img[15] << 24;
+  uint32_t hsz = (uint32_t)img[12] | (uint32_t)img[13] << 8 | (uint32_t)img[14] << 16 |
+                 (uint32_t)img[15] << 24;
   Mxm__FileHeader *h = mxm__file_header__unpack(NULL, hsz, img + 24);
   cr_assert(h);
   Mxm__ModelFile *mf = mxm__model_file__unpack(NULL, n - 24 - hsz, img + 24 + hsz);
@@ -225,8 +228,12 @@ static Mxm__Task *first_kernel(Mxm__ModelFile *mf, const char *op) {
 }
 
 static void e_nothing(Mxm__ModelFile *mf) { (void)mf; }
-static void e_alloc_id(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->tensors[0]->alloc_id = 99; }
-static void e_offset(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->tensors[1]->offset += 1u << 20; }
+static void e_alloc_id(Mxm__ModelFile *mf) {
+  first_kernel(mf, "MatMul")->tensors[0]->alloc_id = 99;
+}
+static void e_offset(Mxm__ModelFile *mf) {
+  first_kernel(mf, "MatMul")->tensors[1]->offset += 1u << 20;
+}
 static void e_dims(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->tensors[2]->dims[0] += 1; }
 static void e_stream(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->stream = 7; }
 static void e_event(Mxm__ModelFile *mf) {
@@ -269,10 +276,18 @@ Test(static_mxm, crafted_plans_are_rejected) {
   static const struct {
     const char *what;
     edit_fn fn;
-  } edits[] = {{"alloc id", e_alloc_id},     {"offset", e_offset},         {"dims", e_dims},
-               {"stream", e_stream},         {"event", e_event},           {"params", e_params},
-               {"perm", e_perm},             {"workspace", e_workspace},   {"writes weights", e_writes_weights},
-               {"allocation", e_allocation}, {"op", e_op},                 {"weights", e_weights},
+  } edits[] = {{"alloc id", e_alloc_id},
+               {"offset", e_offset},
+               {"dims", e_dims},
+               {"stream", e_stream},
+               {"event", e_event},
+               {"params", e_params},
+               {"perm", e_perm},
+               {"workspace", e_workspace},
+               {"writes weights", e_writes_weights},
+               {"allocation", e_allocation},
+               {"op", e_op},
+               {"weights", e_weights},
                {"dtype", e_dtype}};
   for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
     mx_status st = load_edited(img, n, edits[k].fn, &err);

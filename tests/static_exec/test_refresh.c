@@ -78,7 +78,8 @@ static void run_steps(mx_device_kind kind, mx_hal_model_mode mode) {
     cr_assert_eq(mx_device_alloc(dev, vec, 64, &b_buf[k]), MX_OK);
     cr_assert_eq(mx_device_alloc(dev, (size_t)fm_size, 64, &fm_buf[k]), MX_OK);
   }
-  float b_host[C], b_other[C], a_host[R * C], c_host[R * C], y2_host[R * C], y1_out[R * C], y2_out[R * C];
+  float b_host[C], b_other[C], a_host[R * C], c_host[R * C], y2_host[R * C], y1_out[R * C],
+      y2_out[R * C];
   for (int i = 0; i < C; i++) {
     b_host[i] = 0.25f * (float)(i % 5) - 0.5f;
     b_other[i] = 1000.0f;
@@ -115,13 +116,25 @@ static void run_steps(mx_device_kind kind, mx_hal_model_mode mode) {
     mx_tensor in[3] = {
         {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = a_buf[ia], .placement = MX_DEVICE},
         {.dtype = MX_FLOAT32, .rank = 1, .dims = {C}, .data = b_addr, .placement = MX_DEVICE},
-        {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = c_buf[ic], .placement = MX_DEVICE}};
-    mx_tensor out[2] = {
-        {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = y1_buf[iy1], .placement = MX_DEVICE},
-        {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = y2_on_host ? (void *)y2_host : y2_buf[iy2],
-         .placement = y2_on_host ? MX_HOST : MX_DEVICE}};
-    cr_assert_eq(mx_static_model_update_workspaces(m, fm_buf[ifm]), MX_OK, "%s", mx_static_model_last_error(m));
-    cr_assert_eq(mx_static_model_update_args(m, in, 3, out, 2), MX_OK, "%s", mx_static_model_last_error(m));
+        {.dtype = MX_FLOAT32,
+         .rank = 2,
+         .dims = {R, C},
+         .data = c_buf[ic],
+         .placement = MX_DEVICE}};
+    mx_tensor out[2] = {{.dtype = MX_FLOAT32,
+                         .rank = 2,
+                         .dims = {R, C},
+                         .data = y1_buf[iy1],
+                         .placement = MX_DEVICE},
+                        {.dtype = MX_FLOAT32,
+                         .rank = 2,
+                         .dims = {R, C},
+                         .data = y2_on_host ? (void *)y2_host : y2_buf[iy2],
+                         .placement = y2_on_host ? MX_HOST : MX_DEVICE}};
+    cr_assert_eq(mx_static_model_update_workspaces(m, fm_buf[ifm]), MX_OK, "%s",
+                 mx_static_model_last_error(m));
+    cr_assert_eq(mx_static_model_update_args(m, in, 3, out, 2), MX_OK, "%s",
+                 mx_static_model_last_error(m));
     cr_assert_eq(mx_static_model_execute(m, s), MX_OK, "%s", mx_static_model_last_error(m));
     cr_assert_eq(mx_stream_synchronize(s), MX_OK, "step %d", step);
 
@@ -153,15 +166,19 @@ static void run_steps(mx_device_kind kind, mx_hal_model_mode mode) {
     cr_assert_eq(st.total_refreshed, total_expected);
     cr_assert_eq(st.executions, (uint64_t)step + 1);
     /* The first execution also applies the WEIGHT base installed at create. */
-    cr_assert_eq(st.hal.last_refreshed_ids, ne + (step == 0), "step %d: the HAL applied %llu ids", step,
-                 (unsigned long long)st.hal.last_refreshed_ids);
-    if (ne == 0) cr_assert_eq(st.hal.last_patched_slots, 0, "step %d: a step without change patched slots", step);
+    cr_assert_eq(st.hal.last_refreshed_ids, ne + (step == 0), "step %d: the HAL applied %llu ids",
+                 step, (unsigned long long)st.hal.last_refreshed_ids);
+    if (ne == 0)
+      cr_assert_eq(st.hal.last_patched_slots, 0, "step %d: a step without change patched slots",
+                   step);
     if (mode == MX_HAL_MODEL_INDIRECT) cr_assert_eq(st.hal.last_patched_slots, 0);
 
     /* Results against the reference interpreter with the first b. */
     cr_assert_eq(mx_device_copy(dev, y1_out, y1_buf[iy1], mat, MX_COPY_D2H), MX_OK);
-    if (y2_on_host) memcpy(y2_out, y2_host, mat);
-    else cr_assert_eq(mx_device_copy(dev, y2_out, y2_buf[iy2], mat, MX_COPY_D2H), MX_OK);
+    if (y2_on_host)
+      memcpy(y2_out, y2_host, mat);
+    else
+      cr_assert_eq(mx_device_copy(dev, y2_out, y2_buf[iy2], mat, MX_COPY_D2H), MX_OK);
     mx_tensor rin[3] = {{.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = a_host},
                         {.dtype = MX_FLOAT32, .rank = 1, .dims = {C}, .data = b_host},
                         {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = c_host}};
@@ -200,11 +217,13 @@ Test(static_refresh, steady_state_refreshes_nothing) {
     cr_assert_eq(mx_device_alloc(dev, sizes[k], 64, &bufs[k]), MX_OK);
     cr_assert_eq(mx_device_memset(dev, bufs[k], 0, sizes[k]), MX_OK);
   }
-  mx_tensor in[3] = {{.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = bufs[0], .placement = MX_DEVICE},
-                     {.dtype = MX_FLOAT32, .rank = 1, .dims = {C}, .data = bufs[1], .placement = MX_DEVICE},
-                     {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = bufs[2], .placement = MX_DEVICE}};
-  mx_tensor out[2] = {{.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = bufs[3], .placement = MX_DEVICE},
-                      {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = bufs[4], .placement = MX_DEVICE}};
+  mx_tensor in[3] = {
+      {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = bufs[0], .placement = MX_DEVICE},
+      {.dtype = MX_FLOAT32, .rank = 1, .dims = {C}, .data = bufs[1], .placement = MX_DEVICE},
+      {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = bufs[2], .placement = MX_DEVICE}};
+  mx_tensor out[2] = {
+      {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = bufs[3], .placement = MX_DEVICE},
+      {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = bufs[4], .placement = MX_DEVICE}};
   for (int step = 0; step < 20; step++) {
     cr_assert_eq(mx_static_model_update_args(m, in, 3, out, 2), MX_OK);
     cr_assert_eq(mx_static_model_execute(m, s), MX_OK);
