@@ -164,6 +164,9 @@ void mx_dyn_exec_stats_get(const mx_dyn_exec *e, mx_dyn_exec_stats *st);
 size_t mx__dyn_op_count(const mx_dyn_plan *p);
 /* The graph node of op i. */
 mx_node_id mx__dyn_op_node(const mx_dyn_plan *p, size_t i);
+/* Plan stream op i is launched on (mx_dyn_exec_stream gives the stream), or -1 when it does not
+ * run on a stream (host ops, evaluated values, aliases). */
+int mx__dyn_op_stream(const mx_dyn_plan *p, size_t i);
 /* True when op i is data-dependent: mx__dyn_op_sync_shape must follow its launch. */
 bool mx__dyn_op_needs_sync(const mx_dyn_plan *p, size_t i);
 

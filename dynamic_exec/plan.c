@@ -567,3 +567,7 @@ mx_node_id mx__dyn_op_node(const mx_dyn_plan *p, size_t i) { return p->ops[i].no
 bool mx__dyn_op_needs_sync(const mx_dyn_plan *p, size_t i) {
   return p->ops[i].kind == MX__DYN_OP_DEVICE && (p->ops[i].flags & MX__DYN_DATA_DEP);
 }
+
+int mx__dyn_op_stream(const mx_dyn_plan *p, size_t i) {
+  return p->ops[i].kind == MX__DYN_OP_DEVICE ? (int)p->ops[i].stream : -1;
+}

@@ -63,13 +63,21 @@ typedef struct mx_exe_graph {
   uint32_t *order;          /* a topological order by (priority, id) (owned) */
 } mx_exe_graph;
 
-/* Per-run state every kernel sees. The executor sets node_index before each call. */
+/* Called after every node when tracing (start and end in ns of the monotonic clock). Under the
+ * multi-thread executor it may be called from several threads at once. */
+typedef void (*mx_exe_node_hook)(mx_exe_run *run, uint32_t node, uint64_t start_ns, uint64_t end_ns);
+
+/* Per-run state every kernel sees. */
 struct mx_exe_run {
   mx_exe_value *values;     /* the program's value table */
   void *user;               /* the caller's step state (a session step) */
   mx_error *err;            /* where a failing kernel explains itself */
   uint32_t failed_node;     /* index of the first failing node, or UINT32_MAX */
+  mx_exe_node_hook on_node; /* tracing hook, or NULL (the executors then time nothing) */
 };
+
+/* Runs one node, timing it for the hook when one is set. */
+static inline mx_status mx__exe_call(mx_exe_run *run, const mx_exe_node *nd, uint32_t index);
 
 /* --- building ------------------------------------------------------------------------------- */
 
@@ -122,5 +130,15 @@ uint32_t mx__exe_pool_threads(const mx_exe_pool *p);
 /* Runs g on the pool (the calling thread takes part): atomic indegrees and a lock-free ready
  * queue; MX_EXE_SERIAL kernels run under one lock. One run at a time per pool. */
 mx_status mx__exe_run_parallel(mx_exe_pool *p, const mx_exe_graph *g, mx_exe_run *run);
+
+#include "common/clock.h"
+
+static inline mx_status mx__exe_call(mx_exe_run *run, const mx_exe_node *nd, uint32_t index) {
+  if (!run->on_node) return nd->fn(run, nd);
+  uint64_t t0 = mx__now_ns();
+  mx_status st = nd->fn(run, nd);
+  run->on_node(run, index, t0, mx__now_ns());
+  return st;
+}
 
 #endif /* MIXRT_V2RUNTIME_EXE_GRAPH_H */

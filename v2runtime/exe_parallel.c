@@ -144,10 +144,10 @@ static void participate(mx_exe_pool *p) {
     mx_status st;
     if (nd->flags & MX_EXE_SERIAL) {
       pthread_mutex_lock(&p->serial);
-      st = nd->fn(run, nd);
+      st = mx__exe_call(run, nd, x);
       pthread_mutex_unlock(&p->serial);
     } else {
-      st = nd->fn(run, nd);
+      st = mx__exe_call(run, nd, x);
     }
     if (st != MX_OK) {
       record_failure(p, x, st);

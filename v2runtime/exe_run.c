@@ -6,12 +6,14 @@
 
 #include "v2runtime/exe_graph.h"
 
+#define MX__LIKELY(x) __builtin_expect(!!(x), 1)
+
 mx_status mx__exe_run_sequential(const mx_exe_graph *g, mx_exe_run *run) {
   const mx_exe_node *nodes = g->nodes;
   const uint32_t *order = g->order;
   for (uint32_t i = 0, n = g->n_nodes; i < n; i++) {
     const mx_exe_node *nd = &nodes[order[i]];
-    mx_status st = nd->fn(run, nd);
+    mx_status st = MX__LIKELY(!run->on_node) ? nd->fn(run, nd) : mx__exe_call(run, nd, order[i]);
     if (st != MX_OK) {
       run->failed_node = order[i];
       return st;
@@ -45,7 +47,7 @@ mx_status mx__exe_run_topological(const mx_exe_graph *g, mx_exe_run *run, mx_exe
   while (head < tail) {
     uint32_t x = queue[head++];
     const mx_exe_node *nd = &g->nodes[x];
-    mx_status st = nd->fn(run, nd);
+    mx_status st = mx__exe_call(run, nd, x);
     if (st != MX_OK) {
       run->failed_node = x;
       return st;

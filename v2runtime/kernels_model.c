@@ -207,10 +207,25 @@ static mx_status k_static_update_args(mx_exe_run *run, const mx_exe_node *n) {
   return MX_OK;
 }
 
+/* Trace lane of a session stream (1 + its index; 1 for a caller's stream). */
+static uint32_t lane_of(const mx_session *s, const mx_stream *stream) {
+  for (uint32_t i = 0; i < s->n_streams; i++)
+    if (s->streams[i] == stream) return 1 + i;
+  return 1;
+}
+
 static mx_status k_static_execute(mx_exe_run *run, const mx_exe_node *n) {
   mx_step *step = STEP(run);
+  mx_session *s = step->s;
   mx_rt_call *c = call_of(run, n);
+  uint32_t slice = UINT32_MAX;
+  if (s->trace.on) {
+    char label[80];
+    snprintf(label, sizeof label, "static %s", c->name);
+    slice = mx__trace_device_begin(s, step->stream, lane_of(s, step->stream), label);
+  }
   mx_status st = mx_static_model_execute(c->model, step->stream);
+  mx__trace_device_end(s, step->stream, slice);
   if (st != MX_OK)
     return mx__fail(run->err, st, "static partition '%s': %s", c->name, mx_static_model_last_error(c->model));
   step->s->last.static_executes++;
@@ -241,8 +256,23 @@ static mx_status k_infer_shape(mx_exe_run *run, const mx_exe_node *n) {
 }
 
 static mx_status k_launch(mx_exe_run *run, const mx_exe_node *n) {
+  mx_session *s = STEP(run)->s;
   mx_rt_call *c = call_of(run, n);
-  mx_status st = mx__dyn_op_launch(c->dexec, ATTR(n)->op);
+  uint32_t op = ATTR(n)->op, slice = UINT32_MAX;
+  int ps = s->trace.on ? mx__dyn_op_stream(c->dplan, op) : -1;
+  mx_stream *stream = ps >= 0 ? mx_dyn_exec_stream(c->dexec, (size_t)ps) : NULL;
+  if (stream) {
+    mx_node_id nid = mx__dyn_op_node(c->dplan, op);
+    const mx_graph *body = NULL;
+    const mx_node *call = &s->prog->root->nodes[c->node];
+    for (uint32_t k = 0; k < call->n_attrs && !body; k++)
+      if (call->attrs[k].type == MX_ATTR_GRAPH) body = call->attrs[k].graph;
+    char label[80];
+    snprintf(label, sizeof label, "%s (%s)", body ? body->nodes[nid].name : "op", body ? body->nodes[nid].op_type : "?");
+    slice = mx__trace_device_begin(s, stream, lane_of(s, stream), label);
+  }
+  mx_status st = mx__dyn_op_launch(c->dexec, op);
+  if (stream) mx__trace_device_end(s, stream, slice);
   return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
 }
 

@@ -151,8 +151,9 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   t->dynamic_launches = launches;
 }
 
-mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
-                         size_t n_outputs) {
+/* One step, synchronous or asynchronous (the caller's stream, callback and user data). */
+static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+                          size_t n_outputs, bool async, mx_stream *stream, mx_run_callback cb, void *user) {
   if (!s) return MX_ERR_INVALID_ARGUMENT;
   mx_status st = enter(s);
   if (st != MX_OK) return st;
@@ -164,6 +165,17 @@ mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs
     st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no model is loaded");
     goto out;
   }
+  if (stream && mx_stream_device(stream) != s->dev) {
+    st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "the stream given belongs to another device");
+    goto out;
+  }
+  if (s->async.started && s->async.device_failed) {
+    /* An earlier asynchronous step failed on the device: its streams skip work until reset. */
+    mx__async_wait(s);
+    for (uint32_t i = 0; i < s->n_streams; i++) mx_stream_reset(s->streams[i]);
+    if (stream) mx_stream_reset(stream);
+    s->async.device_failed = false;
+  }
   st = prepare_step(s);
   if (st != MX_OK) goto out;
   st = match(s, p->root->inputs, p->root->n_inputs, (mx_tensor *)inputs, n_inputs, "input", (void **)step->inputs);
@@ -173,23 +185,40 @@ mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs
   for (size_t k = 0; k < p->root->n_outputs; k++) {
     step->alloc_output[k] = false;
     mx_tensor *o = step->out_by_graph[k];
+    const char *name = p->root->values[p->root->outputs[k]].name;
     if (o->data && (o->rank < 0 || o->rank > MX_MAX_RANK)) {
-      st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "output '%s': rank %d is out of range",
-                    p->root->values[p->root->outputs[k]].name, (int)o->rank);
+      st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "output '%s': rank %d is out of range", name, (int)o->rank);
+      goto out;
+    }
+    if (async && !o->data) {
+      st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT,
+                    "output '%s': asynchronous runs write into caller buffers (set data, dtype and dims)", name);
       goto out;
     }
   }
+  mx_async_step *slot = NULL;
+  if (async) {
+    st = mx__async_start(s);
+    if (st != MX_OK) goto out;
+    slot = mx__async_slot(s);
+  }
   step->s = s;
   step->outputs = outputs;
-  step->stream = s->streams[0];
+  step->stream = stream ? stream : s->streams[0];
   step->dynamic_ns = 0;
   step->host_ns = 0;
   step->kernels = 0;
   s->last.static_executes = 0;
   st = mx__program_run_graph(s, &p->main, step);
-  if (st == MX_OK) {
+  if (st == MX_OK && !async) {
     mx_status dev = mx_stream_synchronize(step->stream);
     if (dev != MX_OK) st = device_failure(s, step->stream, dev);
+  }
+  if (st == MX_OK && async) {
+    slot->stream = step->stream;
+    slot->cb = cb;
+    slot->user = user;
+    st = mx__async_submit(s, slot);
   }
   if (st != MX_OK) {
     mx__program_abort_step(s, step);
@@ -200,4 +229,23 @@ mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs
 out:
   leave(s);
   return st;
+}
+
+mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+                         size_t n_outputs) {
+  return run_step(s, inputs, n_inputs, outputs, n_outputs, false, NULL, NULL, NULL);
+}
+
+mx_status mx_session_run_async(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+                               size_t n_outputs, mx_stream *stream, mx_run_callback callback, void *user) {
+  return run_step(s, inputs, n_inputs, outputs, n_outputs, true, stream, callback, user);
+}
+
+mx_status mx_session_synchronize(mx_session *s) {
+  if (!s) return MX_ERR_INVALID_ARGUMENT;
+  mx_status st = enter(s);
+  if (st != MX_OK) return st;
+  mx__async_wait(s);
+  leave(s);
+  return MX_OK;
 }

@@ -15,7 +15,9 @@
 #include "graph/ir.h"
 #include "mixrt/session.h"
 #include "static_exec/static_exec.h"
+#include "v2runtime/async.h"
 #include "v2runtime/exe_graph.h"
+#include "v2runtime/trace.h"
 
 /* One value of the root graph during a step. */
 typedef struct mx_rt_value {
@@ -89,6 +91,8 @@ struct mx_session {
   mx_step step;               /* the step in progress */
   size_t cap_io;              /* capacity of the step's per-io arrays */
   mx_session_stats last, total;
+  mx_trace trace;             /* recording state (mx_session_trace_begin/end) */
+  mx_async async;             /* asynchronous runs */
 };
 
 /* --- compile and lower (compile.c, lower.c) ------------------------------------------------- */

@@ -80,6 +80,7 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
   mx_session *s = calloc(1, sizeof *s);
   if (!s) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory creating a session");
   s->n_streams = o->streams;
+  pthread_mutex_init(&s->trace.lock, NULL);
   mx_status st = copy_options(s, o, err);
   if (st != MX_OK) goto fail;
   if (o->device) {
@@ -118,6 +119,7 @@ fail:
 static void unload(mx_session *s) {
   mx_program *p = s->prog;
   if (!p) return;
+  mx__async_wait(s);
   for (uint32_t i = 0; i < s->n_streams; i++) mx_stream_synchronize(s->streams[i]);
   if (p->initialized) {
     mx_error ignored;
@@ -132,6 +134,7 @@ static void unload(mx_session *s) {
 
 void mx_session_destroy(mx_session *s) {
   if (!s) return;
+  mx__async_stop(s);
   unload(s);
   mx__exe_pool_destroy(s->pool);
   mx__exe_topo_scratch_release(&s->topo);
@@ -146,6 +149,8 @@ void mx_session_destroy(mx_session *s) {
   free(s->step.alloc_output);
   free(s->step.bindings);
   if (s->owns_dev) mx_device_destroy(s->dev);
+  mx__trace_release(&s->trace);
+  pthread_mutex_destroy(&s->trace.lock);
   free_option_copies(s);
   free(s);
 }
@@ -155,6 +160,7 @@ mx_device *mx_session_device(mx_session *s) { return s ? s->dev : NULL; }
 
 mx_status mx__program_run_graph(mx_session *s, const mx_exe_graph *g, mx_step *step) {
   mx_exe_run run = {.values = s->prog->slots, .user = step, .err = &s->err, .failed_node = UINT32_MAX};
+  if (s->trace.on && g == &s->prog->main) run.on_node = mx__trace_node;
   mx_status st;
   switch (s->opts.executor) {
     case MX_EXECUTOR_TOPOLOGICAL: st = mx__exe_run_topological(g, &run, &s->topo); break;
@@ -262,4 +268,22 @@ mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last, mx_s
   if (last) *last = s->last;
   if (total) *total = s->total;
   return MX_OK;
+}
+
+mx_status mx_session_trace_begin(mx_session *s) {
+  if (!s) return MX_ERR_INVALID_ARGUMENT;
+  mx_status st = enter(s);
+  if (st != MX_OK) return st;
+  st = mx__trace_begin(s);
+  leave(s);
+  return st;
+}
+
+mx_status mx_session_trace_end(mx_session *s, const char *path) {
+  if (!s) return MX_ERR_INVALID_ARGUMENT;
+  mx_status st = enter(s);
+  if (st != MX_OK) return st;
+  st = path ? mx__trace_end(s, path) : mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "trace path is NULL");
+  leave(s);
+  return st;
 }
