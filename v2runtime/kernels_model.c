@@ -386,7 +386,7 @@ static const mx_exe_kernel_def defs[] = {
     {"StaticModelDestroy", k_static_destroy, 0, NULL, "DeInit: unloads a static model"},
     {"DynExecCreate", k_dyn_create, 0, NULL, "Init: binds a dynamic plan to the device, allocator and streams"},
     {"DynExecDestroy", k_dyn_destroy, 0, NULL, "DeInit: frees a dynamic executor"},
-    {"FeedInput", k_feed_input, 0, NULL, "checks a caller's input against the model and binds its symbols"},
+    {"FeedInput", k_feed_input, MX_EXE_SERIAL, NULL, "checks a caller's input against the model and binds its symbols"},
     {"StaticAllocOutputs", k_static_alloc, MX_EXE_SERIAL, NULL,
      "allocates a static model's outputs (or takes the caller's buffers: zero copy)"},
     {"StaticModelUpdateArgs", k_static_update_args, 0, NULL,

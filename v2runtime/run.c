@@ -11,14 +11,8 @@
 #include "common/grow.h"
 #include "v2runtime/session-impl.h"
 
-static mx_status enter(mx_session *s) {
-  int expected = 0;
-  if (!atomic_compare_exchange_strong(&s->busy, &expected, 1))
-    return mx__fail(&s->err, MX_ERR_BUSY, "the session is in use by another thread (one caller at a time)");
-  return MX_OK;
-}
-
-static void leave(mx_session *s) { atomic_store(&s->busy, 0); }
+#define enter mx__session_enter
+#define leave mx__session_leave
 
 /* Sizes the step's per-io arrays for the loaded program. */
 static mx_status prepare_step(mx_session *s) {

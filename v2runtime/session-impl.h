@@ -95,6 +95,11 @@ struct mx_session {
   mx_async async;             /* asynchronous runs */
 };
 
+/* Claims the session for the calling thread; MX_ERR_BUSY (and nothing written to the session)
+ * when another thread is inside. */
+mx_status mx__session_enter(struct mx_session *s);
+void mx__session_leave(struct mx_session *s);
+
 /* --- compile and lower (compile.c, lower.c) ------------------------------------------------- */
 
 /* Compiles g (ownership taken, also on failure) into a program for session s. */

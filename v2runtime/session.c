@@ -17,15 +17,25 @@ void mx_session_options_init(mx_session_options *o) {
   o->static_min_ops = 4;
 }
 
-/* Claims the session for the calling thread; MX_ERR_BUSY when another thread is inside. */
-static mx_status enter(mx_session *s) {
+/* The session whose last call on this thread was refused as busy. A refused call must not touch
+ * the session's own error record (the thread inside is using it), so its message lives here. */
+static _Thread_local const mx_session *refused_here;
+static const char busy_message[] = "the session is in use by another thread (one caller at a time)";
+
+mx_status mx__session_enter(mx_session *s) {
   int expected = 0;
-  if (!atomic_compare_exchange_strong(&s->busy, &expected, 1))
-    return mx__fail(&s->err, MX_ERR_BUSY, "the session is in use by another thread (one caller at a time)");
+  if (!atomic_compare_exchange_strong(&s->busy, &expected, 1)) {
+    refused_here = s;
+    return MX_ERR_BUSY;
+  }
+  refused_here = NULL;
   return MX_OK;
 }
 
-static void leave(mx_session *s) { atomic_store(&s->busy, 0); }
+void mx__session_leave(mx_session *s) { atomic_store(&s->busy, 0); }
+
+#define enter mx__session_enter
+#define leave mx__session_leave
 
 static void free_option_copies(mx_session *s) {
   for (size_t i = 0; s->frozen_names && i < s->opts.n_frozen_inputs; i++) free(s->frozen_names[i]);
@@ -155,7 +165,10 @@ void mx_session_destroy(mx_session *s) {
   free(s);
 }
 
-const char *mx_session_last_error(const mx_session *s) { return s ? s->err.message : ""; }
+const char *mx_session_last_error(const mx_session *s) {
+  if (!s) return "";
+  return refused_here == s ? busy_message : s->err.message;
+}
 mx_device *mx_session_device(mx_session *s) { return s ? s->dev : NULL; }
 
 mx_status mx__program_run_graph(mx_session *s, const mx_exe_graph *g, mx_step *step) {
