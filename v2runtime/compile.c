@@ -134,8 +134,8 @@ mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_e
     c->args_in = calloc(c->n_in ? c->n_in : 1, sizeof *c->args_in);
     c->args_out = calloc(c->n_out ? c->n_out : 1, sizeof *c->args_out);
     if (!c->in_values || !c->out_values || !c->args_in || !c->args_out) goto oom;
-    memcpy(c->in_values, nd->inputs, c->n_in * sizeof *c->in_values);
-    memcpy(c->out_values, nd->outputs, c->n_out * sizeof *c->out_values);
+    if (c->n_in) memcpy(c->in_values, nd->inputs, c->n_in * sizeof *c->in_values);
+    if (c->n_out) memcpy(c->out_values, nd->outputs, c->n_out * sizeof *c->out_values);
     st = plan_call(s, p, c, err);
     if (st != MX_OK) goto fail;
     if (c->unknown) p->dynamic_calls++;

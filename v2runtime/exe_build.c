@@ -167,7 +167,7 @@ mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *e
   size_t cap_all = b->n_edges + b->n_io;
   all = malloc((cap_all ? cap_all : 1) * sizeof *all);
   if (!all) goto oom;
-  memcpy(all, b->edges, b->n_edges * sizeof *all);
+  if (b->n_edges) memcpy(all, b->edges, b->n_edges * sizeof *all);
   n_all = b->n_edges;
   for (uint32_t i = 0; i < n; i++) {
     const pending_node *p = &b->nodes[i];
@@ -193,7 +193,7 @@ mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *e
   h.k = malloc((n ? n : 1) * sizeof *h.k);
   if (!g->nodes || !g->io || !g->attr_data || !g->succ_start || !g->succ || !g->indegree || !g->order || !h.k)
     goto oom;
-  memcpy(g->io, b->io, b->n_io * sizeof *g->io);
+  if (b->n_io) memcpy(g->io, b->io, b->n_io * sizeof *g->io);
   g->n_io = b->n_io;
   if (b->n_attr) memcpy(g->attr_data, b->attr, b->n_attr);
   g->attr_size = b->n_attr;
@@ -224,7 +224,7 @@ mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *e
   /* Priority order: Kahn's algorithm taking the smallest (priority, id) among ready nodes. */
   uint32_t *indeg = malloc((n ? n : 1) * sizeof *indeg);
   if (!indeg) goto oom;
-  memcpy(indeg, g->indegree, n * sizeof *indeg);
+  if (n) memcpy(indeg, g->indegree, n * sizeof *indeg);
   for (uint32_t i = 0; i < n; i++)
     if (!indeg[i]) heap_push(&h, ((uint64_t)g->nodes[i].priority << 32) | i);
   uint32_t done_n = 0;

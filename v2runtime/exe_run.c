@@ -39,7 +39,7 @@ mx_status mx__exe_run_topological(const mx_exe_graph *g, mx_exe_run *run, mx_exe
     s->n = n;
   }
   uint32_t *indeg = s->indegree, *queue = s->queue;
-  memcpy(indeg, g->indegree, n * sizeof *indeg);
+  if (n) memcpy(indeg, g->indegree, n * sizeof *indeg);
   /* Every node enters the queue exactly once, so a plain array is the ring. */
   uint32_t head = 0, tail = 0;
   for (uint32_t i = 0; i < n; i++)
