@@ -198,8 +198,10 @@ mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
                                  const mx_static_load_options *opt, mx_static_model **out,
                                  mx_error *err);
 
-/* Waits for the model's executions in flight, then frees it and its device memory. NULL is a
- * no-op. */
+/* Waits for the model's executions in flight, then frees it and its device memory (weights, an
+ * owned FM arena, staging buffers). Staged host copies are queued on the caller's stream after
+ * the execution: synchronize that stream before destroying a model that staged host tensors.
+ * NULL is a no-op. */
 void mx_static_model_destroy(mx_static_model *m);
 
 /* StaticModelUpdateArgs: the tensors of the next step. inputs[0..n_inputs) and
