@@ -114,6 +114,11 @@ mx_status mx_sym_eval(const mx_symtab *t, mx_dim d, const int64_t *values, size_
  * (always NUL-terminated when n > 0). Returns the length the full text needs. */
 size_t mx_sym_format(const mx_symtab *t, mx_dim d, char *buf, size_t n);
 
+/* Parses text in the form mx_sym_format prints ("past_len + 1", "2*seq", "floor(s / 2)",
+ * "(s mod 3)", "min(a, b)", "s^2", "-1"); names become symbols of t (created on first use).
+ * MX_ERR_MALFORMED when the text is not such an expression (t may have gained symbols). */
+mx_status mx_sym_parse(mx_symtab *t, const char *text, mx_dim *out);
+
 /* Prints a shape as "[batch, seq, 768]" ("[*]" for an unknown rank). Returns the needed length. */
 size_t mx_shape_format(const mx_symtab *t, const mx_shape *s, char *buf, size_t n);
 
