@@ -11,7 +11,8 @@
  * them, so hostile nesting cannot exhaust the stack.
  *
  * Graph input dims: dim_value is a concrete dim (-1, GE's encoding, is unknown), dim_param a
- * symbol of the graph's symbol table (equal names give equal dims), anything else unknown; a
+ * symbol of the graph's symbol table (equal names give equal dims) or, in the form mixrt prints
+ * expressions ("past_len + 1"), that expression; anything else unknown; a
  * missing shape (or GE's single dim -2) is an unknown rank. A graph input that is also an
  * initializer is a constant. value_info and the types declared for graph outputs are not
  * imported: inference computes them. */
@@ -99,7 +100,10 @@ static mx_status input_shape(mx__onnx_import *im, mx_graph *g, const Onnx__Tenso
       dim = d->dim_value; /* -1 is MX_DIM_UNKNOWN */
     } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                d->dim_param && *d->dim_param) {
-      dim = mx_sym_named(mx_graph_symtab(g), d->dim_param);
+      /* An expression written by mixrt's export ("past_len + 1") parses back to itself; any
+       * other text (a plain name, or one the parser does not take) is one symbol. */
+      if (mx_sym_parse(mx_graph_symtab(g), d->dim_param, &dim) != MX_OK)
+        dim = mx_sym_named(mx_graph_symtab(g), d->dim_param);
       if (dim == MX_DIM_UNKNOWN && mx_symtab_status(mx_graph_symtab(g)) != MX_OK)
         return mx__fail(im->err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory for symbol '%s'",
                         what, d->dim_param);
