@@ -315,7 +315,13 @@ static const char *base_name(const char *path) {
 
 mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const char *path,
                             const mx_mxm_save_options *o, mx_error *err) {
-  if ((!plans && n) || !path || n > MXM_MAX_PLANS)
+  return mx_mxm_save_model(plans, n, NULL, 0, path, o, err);
+}
+
+mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
+                            size_t runtime_size, const char *path, const mx_mxm_save_options *o,
+                            mx_error *err) {
+  if ((!plans && n) || !path || n > MXM_MAX_PLANS || (runtime_size && !runtime))
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: invalid arguments");
   for (size_t i = 0; i < n; i++)
     if (!plans[i])
@@ -332,6 +338,8 @@ mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const 
   Mxm__ExternalWeights ew = MXM__EXTERNAL_WEIGHTS__INIT;
   mf.n_static_plans = n;
   mf.static_plans = mx__arena_array(&a, n ? n : 1, sizeof *mf.static_plans, 8);
+  mf.runtime.data = (uint8_t *)runtime;
+  mf.runtime.len = runtime_size;
   if (!offs || !mf.static_plans) {
     st = mx__fail_oom(err, ".mxm messages");
     goto free_all;
@@ -810,11 +818,17 @@ static mx_status load_side(const Mxm__ExternalWeights *ew, const char *path, uns
   return st;
 }
 
-/* Decodes an .mxm image (path NULL for memory: no side file allowed). */
+/* Decodes an .mxm image (path NULL for memory: no side file allowed). When runtime is not NULL
+ * it receives a malloc'd copy of the runtime record (NULL when the file has none). */
 static mx_status load_image(const unsigned char *d, size_t n, const char *path, const char *label,
-                            mx_static_plan ***plans, size_t *n_plans, mx_error *err) {
+                            mx_static_plan ***plans, size_t *n_plans, void **runtime,
+                            size_t *runtime_size, mx_error *err) {
   *plans = NULL;
   *n_plans = 0;
+  if (runtime) {
+    *runtime = NULL;
+    *runtime_size = 0;
+  }
   Mxm__ModelFile *mf = NULL;
   unsigned char *side = NULL;
   size_t side_size = 0;
@@ -843,6 +857,15 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
       goto fail;
     }
   }
+  if (runtime && mf->runtime.len) {
+    *runtime = malloc(mf->runtime.len);
+    if (!*runtime) {
+      st = mx__fail_oom(err, "runtime record");
+      goto fail;
+    }
+    memcpy(*runtime, mf->runtime.data, mf->runtime.len);
+    *runtime_size = mf->runtime.len;
+  }
   *plans = out;
   *n_plans = made;
   free(side);
@@ -861,15 +884,20 @@ fail:
 }
 
 mx_status mx_mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *n, mx_error *err) {
+  return mx_mxm_load_model(path, plans, n, NULL, NULL, err);
+}
+
+mx_status mx_mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
+                            size_t *runtime_size, mx_error *err) {
   if (plans) *plans = NULL;
   if (n) *n = 0;
-  if (!path || !plans || !n)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_plans: NULL argument");
+  if (!path || !plans || !n || (runtime && !runtime_size))
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_model: NULL argument");
   unsigned char *d;
   size_t size;
   mx_status st = read_all(path, &d, &size, err);
   if (st != MX_OK) return st;
-  st = load_image(d, size, path, path, plans, n, err);
+  st = load_image(d, size, path, path, plans, n, runtime, runtime_size, err);
   free(d);
   return st;
 }
@@ -906,7 +934,7 @@ mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label, m
   if (!label) label = "memory";
   mx_static_plan **plans;
   size_t n;
-  mx_status st = load_image(data ? data : (const void *)"", size, NULL, label, &plans, &n, err);
+  mx_status st = load_image(data ? data : (const void *)"", size, NULL, label, &plans, &n, NULL, NULL, err);
   if (st != MX_OK) return st;
   return single(plans, n, label, out, err);
 }

@@ -271,6 +271,16 @@ mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const 
 mx_status mx_mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,
                       mx_error *err);
 
+/* Writes plans[0..n) and an opaque runtime record (runtime_size bytes, may be 0: none) — the V2
+ * runtime's description of a partitioned model — into a new .mxm file. */
+mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
+                            size_t runtime_size, const char *path, const mx_mxm_save_options *o,
+                            mx_error *err);
+/* Reads an .mxm file: its static plans (as mx_mxm_load_plans) and, when runtime is not NULL, a
+ * malloc'd copy of its runtime record (*runtime NULL and *runtime_size 0 when there is none). */
+mx_status mx_mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
+                            size_t *runtime_size, mx_error *err);
+
 /* Reads every static plan of an .mxm file. On success *plans receives a malloc'd array of n
  * plans the caller owns (mx_static_plan_destroy each, then free the array). Truncated, corrupt
  * or inconsistent files fail with MX_ERR_MALFORMED naming the file; files needing a newer

@@ -81,6 +81,58 @@ static char *shape_text(const mx_graph *g, mx_value_id v) {
   return strdup(buf);
 }
 
+mx_status mx__program_calls(mx_program *p, mx_error *err) {
+  const mx_node_id *order;
+  size_t n_order;
+  mx_status st = mx__graph_topo_order(p->root, &order, &n_order);
+  if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(p->root));
+  p->calls = calloc(n_order ? n_order : 1, sizeof *p->calls);
+  if (!p->calls) goto oom;
+  for (size_t i = 0; i < n_order; i++) {
+    mx_node *nd = &p->root->nodes[order[i]];
+    if (!mx__part_is_call(nd))
+      return mx__fail(err, MX_ERR_INVALID_GRAPH, "root node '%s' (%s) is not a partition call", nd->name, nd->op_type);
+    mx_rt_call *c = &p->calls[p->n_calls++];
+    c->node = order[i];
+    c->name = nd->name;
+    c->unknown = mx__part_call_is_unknown(nd);
+    c->n_in = nd->n_inputs;
+    c->n_out = nd->n_outputs;
+    c->in_values = malloc((c->n_in ? c->n_in : 1) * sizeof *c->in_values);
+    c->out_values = malloc((c->n_out ? c->n_out : 1) * sizeof *c->out_values);
+    c->args_in = calloc(c->n_in ? c->n_in : 1, sizeof *c->args_in);
+    c->args_out = calloc(c->n_out ? c->n_out : 1, sizeof *c->args_out);
+    if (!c->in_values || !c->out_values || !c->args_in || !c->args_out) goto oom;
+    for (uint32_t k = 0; k < c->n_in; k++)
+      if (nd->inputs[k] == MX_NO_VALUE)
+        return mx__fail(err, MX_ERR_INVALID_GRAPH, "partition call '%s': input %u is missing", c->name, k);
+    if (c->n_in) memcpy(c->in_values, nd->inputs, c->n_in * sizeof *c->in_values);
+    if (c->n_out) memcpy(c->out_values, nd->outputs, c->n_out * sizeof *c->out_values);
+  }
+  return MX_OK;
+oom:
+  return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory building the program");
+}
+
+mx_status mx__program_finish(mx_program *p, mx_error *err) {
+  for (size_t c = 0; c < p->n_calls; c++) {
+    if (p->calls[c].unknown) p->dynamic_calls++;
+    else p->static_calls++;
+  }
+  p->n_values = p->root->n_values;
+  p->values = calloc(p->n_values ? p->n_values : 1, sizeof *p->values);
+  p->input_shapes = calloc(p->root->n_inputs ? p->root->n_inputs : 1, sizeof *p->input_shapes);
+  p->output_shapes = calloc(p->root->n_outputs ? p->root->n_outputs : 1, sizeof *p->output_shapes);
+  if (!p->values || !p->input_shapes || !p->output_shapes) goto oom;
+  for (size_t i = 0; i < p->root->n_inputs; i++)
+    if (!(p->input_shapes[i] = shape_text(p->root, p->root->inputs[i]))) goto oom;
+  for (size_t i = 0; i < p->root->n_outputs; i++)
+    if (!(p->output_shapes[i] = shape_text(p->root, p->root->outputs[i]))) goto oom;
+  return MX_OK;
+oom:
+  return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory building the program");
+}
+
 mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_error *err) {
   *out = NULL;
   mx_status st;
@@ -93,7 +145,6 @@ mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_e
   p->source = g;
   st = optimize(g, err);
   if (st != MX_OK) goto fail;
-
   mx_partition_options po;
   mx_partition_options_init(&po);
   po.static_min_ops = s->opts.static_min_ops;
@@ -107,55 +158,13 @@ mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_e
     st = mx__fail(err, MX_ERR_INTERNAL, "the partitioner returned no root graph");
     goto fail;
   }
-
-  const mx_node_id *order;
-  size_t n_order;
-  st = mx__graph_topo_order(p->root, &order, &n_order);
-  if (st != MX_OK) {
-    st = mx__fail(err, st, "%s", mx_graph_last_error(p->root));
-    goto fail;
-  }
-  p->calls = calloc(n_order ? n_order : 1, sizeof *p->calls);
-  if (!p->calls) goto oom;
-  for (size_t i = 0; i < n_order; i++) {
-    mx_node *nd = &p->root->nodes[order[i]];
-    if (!mx__part_is_call(nd)) {
-      st = mx__fail(err, MX_ERR_INTERNAL, "root node '%s' (%s) is not a partition call", nd->name, nd->op_type);
-      goto fail;
-    }
-    mx_rt_call *c = &p->calls[p->n_calls++];
-    c->node = order[i];
-    c->name = nd->name;
-    c->unknown = mx__part_call_is_unknown(nd);
-    c->n_in = nd->n_inputs;
-    c->n_out = nd->n_outputs;
-    c->in_values = malloc((c->n_in ? c->n_in : 1) * sizeof *c->in_values);
-    c->out_values = malloc((c->n_out ? c->n_out : 1) * sizeof *c->out_values);
-    c->args_in = calloc(c->n_in ? c->n_in : 1, sizeof *c->args_in);
-    c->args_out = calloc(c->n_out ? c->n_out : 1, sizeof *c->args_out);
-    if (!c->in_values || !c->out_values || !c->args_in || !c->args_out) goto oom;
-    if (c->n_in) memcpy(c->in_values, nd->inputs, c->n_in * sizeof *c->in_values);
-    if (c->n_out) memcpy(c->out_values, nd->outputs, c->n_out * sizeof *c->out_values);
-    st = plan_call(s, p, c, err);
-    if (st != MX_OK) goto fail;
-    if (c->unknown) p->dynamic_calls++;
-    else p->static_calls++;
-  }
-  p->n_values = p->root->n_values;
-  p->values = calloc(p->n_values ? p->n_values : 1, sizeof *p->values);
-  p->input_shapes = calloc(p->root->n_inputs ? p->root->n_inputs : 1, sizeof *p->input_shapes);
-  p->output_shapes = calloc(p->root->n_outputs ? p->root->n_outputs : 1, sizeof *p->output_shapes);
-  if (!p->values || !p->input_shapes || !p->output_shapes) goto oom;
-  for (size_t i = 0; i < p->root->n_inputs; i++)
-    if (!(p->input_shapes[i] = shape_text(p->root, p->root->inputs[i]))) goto oom;
-  for (size_t i = 0; i < p->root->n_outputs; i++)
-    if (!(p->output_shapes[i] = shape_text(p->root, p->root->outputs[i]))) goto oom;
-  st = mx__program_lower(s, p, err);
+  st = mx__program_calls(p, err);
+  for (size_t c = 0; c < p->n_calls && st == MX_OK; c++) st = plan_call(s, p, &p->calls[c], err);
+  if (st == MX_OK) st = mx__program_finish(p, err);
+  if (st == MX_OK) st = mx__program_lower(s, p, err);
   if (st != MX_OK) goto fail;
   *out = p;
   return MX_OK;
-oom:
-  st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory compiling a model");
 fail:
   mx_partition_destroy(part);
   mx__program_free(p);

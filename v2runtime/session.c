@@ -185,13 +185,9 @@ mx_status mx__program_run_graph(mx_session *s, const mx_exe_graph *g, mx_step *s
   return st;
 }
 
-/* Compiles g (owned) and runs Init. */
-static mx_status load_graph(mx_session *s, mx_graph *g) {
-  unload(s);
-  mx_error_clear(&s->err);
-  mx_program *p;
-  mx_status st = mx__program_compile(s, g, &p, &s->err);
-  if (st != MX_OK) return st;
+/* Makes p the session's program and runs its Init. */
+static mx_status install(mx_session *s, mx_program *p) {
+  mx_status st;
   s->prog = p;
   mx_step step = {.s = s, .stream = s->streams[0]};
   st = mx__program_run_graph(s, &p->init, &step);
@@ -204,8 +200,13 @@ static mx_status load_graph(mx_session *s, mx_graph *g) {
     return st;
   }
   p->initialized = true;
+  /* Step figures restart with the model; the allocator's counters run for the session's life. */
+  mx_session_stats keep = s->total;
   memset(&s->last, 0, sizeof s->last);
   memset(&s->total, 0, sizeof s->total);
+  s->total.device_allocations = keep.device_allocations;
+  s->total.allocator_hits = keep.allocator_hits;
+  s->total.allocator_misses = keep.allocator_misses;
   if (s->opts.log) {
     char line[256];
     snprintf(line, sizeof line, "loaded: %zu static and %zu dynamic partitions, %u + %u + %u kernels", p->static_calls,
@@ -213,6 +214,26 @@ static mx_status load_graph(mx_session *s, mx_graph *g) {
     s->opts.log(s->opts.log_user, MX_LOG_INFO, line);
   }
   return MX_OK;
+}
+
+/* Compiles g (owned) and runs Init. */
+static mx_status load_graph(mx_session *s, mx_graph *g) {
+  unload(s);
+  mx_error_clear(&s->err);
+  mx_program *p;
+  mx_status st = mx__program_compile(s, g, &p, &s->err);
+  if (st != MX_OK) return st;
+  return install(s, p);
+}
+
+/* True when the file starts like an .mxm file. */
+static bool is_mxm(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  char magic[8];
+  bool yes = fread(magic, 1, 8, f) == 8 && memcmp(magic, "MIXRTMXM", 8) == 0;
+  fclose(f);
+  return yes;
 }
 
 mx_status mx_session_load_graph(mx_session *s, mx_graph *g) {
@@ -236,9 +257,30 @@ mx_status mx_session_load_file(mx_session *s, const char *path) {
   mx_status st = enter(s);
   if (st != MX_OK) return st;
   mx_graph *g = NULL;
+  if (!path) {
+    st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "path is NULL");
+  } else if (is_mxm(path)) {
+    unload(s);
+    mx_error_clear(&s->err);
+    mx_program *p;
+    st = mx__program_load_mxm(s, path, &p, &s->err);
+    if (st == MX_OK) st = install(s, p);
+  } else {
+    st = mx_onnx_load_file(path, &g, &s->err);
+    if (st == MX_OK) st = load_graph(s, g);
+  }
+  leave(s);
+  return st;
+}
+
+mx_status mx_session_save(mx_session *s, const char *path) {
+  if (!s) return MX_ERR_INVALID_ARGUMENT;
+  mx_status st = enter(s);
+  if (st != MX_OK) return st;
+  mx_error_clear(&s->err);
   if (!path) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "path is NULL");
-  else st = mx_onnx_load_file(path, &g, &s->err);
-  if (st == MX_OK) st = load_graph(s, g);
+  else if (!s->prog) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no model is loaded");
+  else st = mx__program_save_mxm(s, path, &s->err);
   leave(s);
   return st;
 }

@@ -1,0 +1,157 @@
+/* .mxm files of partitioned models: save from a session, load into a new one (no compile work),
+ * identical results; truncated and corrupted files are rejected with a message, never run. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mixrt/models.h"
+#include "session/session_support.h"
+#include "support/onnx_node.h"
+
+static mx_session *new_session(uint32_t streams, mx_executor_kind ex) {
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.streams = streams;
+  o.executor = ex;
+  mx_session *s;
+  mx_error err;
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  return s;
+}
+
+static char *temp_path(void) {
+  static char path[64];
+  snprintf(path, sizeof path, "/tmp/mixrt-test-%d-XXXXXX", (int)getpid());
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  return path;
+}
+
+/* Runs `steps` decode steps on two sessions side by side and expects identical outputs. */
+static void same_decode(mx_session *a, mx_session *b, const mx_llama_config *cfg, int steps) {
+  size_t n = mx_session_input_count(a);
+  cr_assert_eq(n, mx_session_input_count(b));
+  mx_tensor in[16] = {{0}};
+  int64_t hd = cfg->hidden / cfg->heads;
+  cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &in[0]), MX_OK);
+  for (size_t i = 1; i < n; i++)
+    cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, cfg->kv_heads, 0, hd}, &in[i]), MX_OK);
+  for (int k = 0; k < steps; k++) {
+    ((int64_t *)in[0].data)[0] = (k * 7 + 3) % cfg->vocab;
+    mx_tensor oa[16] = {{0}}, ob[16] = {{0}};
+    cr_assert_eq(mx_session_run(a, in, n, oa, n), MX_OK, "%s", mx_session_last_error(a));
+    cr_assert_eq(mx_session_run(b, in, n, ob, n), MX_OK, "%s", mx_session_last_error(b));
+    for (size_t i = 0; i < n; i++) {
+      char why[256];
+      cr_assert(mxs_same(&ob[i], &oa[i], why, sizeof why), "step %d output %zu: %s", k, i, why);
+    }
+    for (size_t i = 1; i < n; i++) {
+      mx_tensor_release(&in[i]);
+      in[i] = oa[i];
+      in[i].name = NULL;
+      mx_tensor_release(&ob[i]);
+    }
+    mx_tensor_release(&oa[0]);
+    mx_tensor_release(&ob[0]);
+  }
+  for (size_t i = 0; i < n; i++) mx_tensor_release(&in[i]);
+}
+
+Test(mxm, partitioned_llama_round_trip) {
+  mx_llama_config cfg;
+  mx_llama_config_default(&cfg);
+  mx_graph *g;
+  mx_error err;
+  cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK);
+  mx_session *a = new_session(1, MX_EXECUTOR_SEQUENTIAL);
+  cr_assert_eq(mx_session_load_graph(a, g), MX_OK, "%s", mx_session_last_error(a));
+  const char *path = temp_path();
+  cr_assert_eq(mx_session_save(a, path), MX_OK, "%s", mx_session_last_error(a));
+  for (int variant = 0; variant < 2; variant++) {
+    mx_session *b = new_session(variant ? 2 : 1, variant ? MX_EXECUTOR_TOPOLOGICAL : MX_EXECUTOR_SEQUENTIAL);
+    cr_assert_eq(mx_session_load_file(b, path), MX_OK, "%s", mx_session_last_error(b));
+    for (size_t i = 0; i < mx_session_output_count(a); i++) {
+      mx_io_info ia, ib;
+      cr_assert(mx_session_output_info(a, i, &ia) && mx_session_output_info(b, i, &ib));
+      cr_assert_str_eq(ia.name, ib.name);
+      cr_assert_str_eq(ia.shape, ib.shape, "output shapes keep their symbolic form");
+    }
+    same_decode(a, b, &cfg, 6);
+    mx_session_destroy(b);
+  }
+  unlink(path);
+  mx_session_destroy(a);
+}
+
+Test(mxm, moe_and_encoder_round_trip) {
+  for (int which = 0; which < 2; which++) {
+    mx_graph *g;
+    mx_error err;
+    if (which == 0) cr_assert_eq(mx_model_moe(NULL, &g, &err), MX_OK);
+    else cr_assert_eq(mx_model_encoder(NULL, &g, &err), MX_OK);
+    mx_session *a = new_session(1, MX_EXECUTOR_SEQUENTIAL), *b = new_session(1, MX_EXECUTOR_SEQUENTIAL);
+    cr_assert_eq(mx_session_load_graph(a, g), MX_OK, "%s", mx_session_last_error(a));
+    const char *path = temp_path();
+    cr_assert_eq(mx_session_save(a, path), MX_OK, "%s", mx_session_last_error(a));
+    cr_assert_eq(mx_session_load_file(b, path), MX_OK, "%s", mx_session_last_error(b));
+    for (int k = 0; k < 3; k++) {
+      mx_tensor x, ya = {0}, yb = {0};
+      int64_t dims[3] = {which ? 2 : 3 + 4 * k, which ? 5 + k : 64, 64};
+      cr_assert_eq(mxs_random_tensor(MX_FLOAT32, which ? 3 : 2, which ? dims : dims, 40 + k, &x), MX_OK);
+      cr_assert_eq(mx_session_run(a, &x, 1, &ya, 1), MX_OK, "%s", mx_session_last_error(a));
+      cr_assert_eq(mx_session_run(b, &x, 1, &yb, 1), MX_OK, "%s", mx_session_last_error(b));
+      char why[256];
+      cr_assert(mxs_same(&yb, &ya, why, sizeof why), "model %d step %d: %s", which, k, why);
+      mx_tensor_release(&x);
+      mx_tensor_release(&ya);
+      mx_tensor_release(&yb);
+    }
+    unlink(path);
+    mx_session_destroy(a);
+    mx_session_destroy(b);
+  }
+}
+
+Test(mxm, damaged_files_are_rejected) {
+  mx_graph *g;
+  mx_error err;
+  cr_assert_eq(mx_model_llama(NULL, &g, &err), MX_OK);
+  mx_session *a = new_session(1, MX_EXECUTOR_SEQUENTIAL);
+  cr_assert_eq(mx_session_load_graph(a, g), MX_OK);
+  const char *path = temp_path();
+  char good[80];
+  snprintf(good, sizeof good, "%s", path);
+  cr_assert_eq(mx_session_save(a, good), MX_OK, "%s", mx_session_last_error(a));
+  unsigned char *data;
+  size_t size;
+  cr_assert(mxt_onnx_node_read_file(good, &data, &size));
+  const char *bad = temp_path();
+  size_t cuts[] = {9, 30, size / 3, size / 2, size - 1};
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+    FILE *f = fopen(bad, "wb");
+    fwrite(data, 1, cuts[i], f);
+    fclose(f);
+    cr_assert_neq(mx_session_load_file(a, bad), MX_OK, "truncated at %zu", cuts[i]);
+    cr_assert(strstr(mx_session_last_error(a), bad), "%s", mx_session_last_error(a));
+  }
+  uint64_t rng = 7;
+  for (int i = 0; i < 40; i++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    size_t at = 8 + (size_t)(rng >> 33) % (size - 8);
+    data[at] ^= (unsigned char)(1u + (rng >> 20) % 255);
+    FILE *f = fopen(bad, "wb");
+    fwrite(data, 1, size, f);
+    fclose(f);
+    cr_assert_neq(mx_session_load_file(a, bad), MX_OK, "byte %zu flipped", at);
+    data[at] ^= (unsigned char)(1u + (rng >> 20) % 255);
+  }
+  /* The session still loads and runs the good file. */
+  cr_assert_eq(mx_session_load_file(a, good), MX_OK, "%s", mx_session_last_error(a));
+  free(data);
+  unlink(bad);
+  unlink(good);
+  mx_session_destroy(a);
+}

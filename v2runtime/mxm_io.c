@@ -1,0 +1,286 @@
+/* .mxm files of partitioned models: the static plans of the KNOWN calls (static_exec's container)
+ * plus a runtime record — the partitioned root graph as ONNX (call bodies inside, symbolic dims
+ * in mixrt's expression form) and the three lowered execution graphs — so a load repeats no
+ * compile work: no folding, no partitioning, no static compile, no lowering. Dynamic plans are
+ * rebuilt from the call bodies (they hold no compiled state beyond the graph).
+ *
+ * Nothing in a file is trusted: every kernel name, value slot and attribute index of the
+ * execution graphs is checked against the restored program before Init runs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "mixrt/onnx.h"
+#include "partitioner/partitioner.h"
+#include "proto/mixrt_model.pb-c.h"
+#include "v2runtime/exe_registry.h"
+#include "v2runtime/session-impl.h"
+
+#define RUNTIME_VERSION 1u
+#define MAX_SLOTS (1u << 26)
+
+/* --- save ----------------------------------------------------------------------------------- */
+
+typedef struct packed_graph {
+  Mxm__ExeGraph msg;
+  Mxm__ExeNode *nodes;     /* n_nodes (malloc'd) */
+  Mxm__ExeNode **ptrs;     /* (malloc'd) */
+  uint32_t *inputs;        /* all nodes' inputs, then outputs (malloc'd, point into io) */
+  uint32_t *from, *to;     /* edges (malloc'd) */
+} packed_graph;
+
+static void packed_release(packed_graph *pg) {
+  free(pg->nodes);
+  free(pg->ptrs);
+  free(pg->from);
+  free(pg->to);
+}
+
+static bool pack_graph(const mx_exe_graph *g, packed_graph *pg) {
+  memset(pg, 0, sizeof *pg);
+  mxm__exe_graph__init(&pg->msg);
+  uint32_t n = g->n_nodes, n_edges = g->succ_start ? g->succ_start[n] : 0;
+  pg->nodes = calloc(n ? n : 1, sizeof *pg->nodes);
+  pg->ptrs = calloc(n ? n : 1, sizeof *pg->ptrs);
+  pg->from = malloc((n_edges ? n_edges : 1) * sizeof *pg->from);
+  pg->to = malloc((n_edges ? n_edges : 1) * sizeof *pg->to);
+  if (!pg->nodes || !pg->ptrs || !pg->from || !pg->to) return false;
+  for (uint32_t i = 0; i < n; i++) {
+    const mx_exe_node *nd = &g->nodes[i];
+    Mxm__ExeNode *m = &pg->nodes[i];
+    mxm__exe_node__init(m);
+    m->kernel = (char *)mx__exe_kernel_at(nd->kernel)->name;
+    m->n_inputs = nd->n_in;
+    m->inputs = (uint32_t *)nd->io;
+    m->n_outputs = nd->n_out;
+    m->outputs = (uint32_t *)nd->io + nd->n_in;
+    m->attr.data = (uint8_t *)nd->attr;
+    m->attr.len = nd->attr ? nd->attr_size : 0;
+    m->priority = nd->priority;
+    pg->ptrs[i] = m;
+    for (uint32_t e = g->succ_start[i]; e < g->succ_start[i + 1]; e++) {
+      pg->from[e] = i;
+      pg->to[e] = g->succ[e];
+    }
+  }
+  pg->msg.n_nodes = n;
+  pg->msg.nodes = pg->ptrs;
+  pg->msg.n_edge_from = pg->msg.n_edge_to = n_edges;
+  pg->msg.edge_from = pg->from;
+  pg->msg.edge_to = pg->to;
+  return true;
+}
+
+mx_status mx__program_save_mxm(mx_session *s, const char *path, mx_error *err) {
+  mx_program *p = s->prog;
+  mx_status st;
+  void *onnx = NULL, *rt_bytes = NULL;
+  size_t onnx_size = 0;
+  packed_graph pg[3];
+  memset(pg, 0, sizeof pg);
+  const mx_static_plan **plans = calloc(p->n_calls ? p->n_calls : 1, sizeof *plans);
+  protobuf_c_boolean *unknown = calloc(p->n_calls ? p->n_calls : 1, sizeof *unknown);
+  if (!plans || !unknown) goto oom;
+  size_t n_plans = 0;
+  for (size_t c = 0; c < p->n_calls; c++) {
+    unknown[c] = p->calls[c].unknown;
+    if (!p->calls[c].unknown) plans[n_plans++] = p->calls[c].plan;
+  }
+  st = mx_onnx_save_memory(p->root, &onnx, &onnx_size, err);
+  if (st != MX_OK) goto done;
+  if (!pack_graph(&p->init, &pg[0]) || !pack_graph(&p->main, &pg[1]) || !pack_graph(&p->deinit, &pg[2])) goto oom;
+  Mxm__Runtime rt = MXM__RUNTIME__INIT;
+  rt.version = RUNTIME_VERSION;
+  rt.root_onnx.data = onnx;
+  rt.root_onnx.len = onnx_size;
+  rt.n_call_unknown = p->n_calls;
+  rt.call_unknown = unknown;
+  rt.init = &pg[0].msg;
+  rt.main = &pg[1].msg;
+  rt.deinit = &pg[2].msg;
+  rt.n_slots = p->n_slots;
+  size_t rt_size = mxm__runtime__get_packed_size(&rt);
+  rt_bytes = malloc(rt_size ? rt_size : 1);
+  if (!rt_bytes) goto oom;
+  mxm__runtime__pack(&rt, rt_bytes);
+  st = mx_mxm_save_model(plans, n_plans, rt_bytes, rt_size, path, NULL, err);
+  goto done;
+oom:
+  st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
+done:
+  for (int i = 0; i < 3; i++) packed_release(&pg[i]);
+  free(rt_bytes);
+  free(onnx);
+  free(unknown);
+  free(plans);
+  return st;
+}
+
+/* --- load ----------------------------------------------------------------------------------- */
+
+typedef enum kernel_use {
+  USE_NONE,        /* not allowed in a session program */
+  USE_CONSTANT,    /* value: a shared constant */
+  USE_VALUE,       /* value: any root value */
+  USE_INPUT,       /* op: graph input index, value: that input */
+  USE_OUTPUT,      /* op: graph output index, value: that output */
+  USE_STATIC,      /* call: a KNOWN call */
+  USE_DYNAMIC,     /* call: an UNKNOWN call */
+  USE_DYNAMIC_OP   /* call: an UNKNOWN call, op: one of its ops */
+} kernel_use;
+
+static const struct {
+  const char *name;
+  kernel_use use;
+} kernel_uses[] = {
+    {"UploadConstant", USE_CONSTANT}, {"FreeConstant", USE_CONSTANT},  {"FreeValue", USE_VALUE},
+    {"FeedInput", USE_INPUT},         {"OutputDeliver", USE_OUTPUT},   {"StaticModelCreate", USE_STATIC},
+    {"StaticModelDestroy", USE_STATIC}, {"StaticAllocOutputs", USE_STATIC}, {"StaticModelUpdateArgs", USE_STATIC},
+    {"StaticModelExecute", USE_STATIC}, {"DynExecCreate", USE_DYNAMIC}, {"DynExecDestroy", USE_DYNAMIC},
+    {"BindSymbols", USE_DYNAMIC},     {"DynStepEnd", USE_DYNAMIC},     {"InferShape", USE_DYNAMIC_OP},
+    {"Launch", USE_DYNAMIC_OP},       {"SyncOutputShape", USE_DYNAMIC_OP}, {"FreeMemory", USE_DYNAMIC_OP},
+};
+
+/* Checks that a node's attribute refers to what its kernel expects in this program. */
+static bool attr_ok(const mx_program *p, const char *kernel, const mx_kattr *a) {
+  kernel_use use = USE_NONE;
+  for (size_t i = 0; i < sizeof kernel_uses / sizeof kernel_uses[0]; i++)
+    if (strcmp(kernel_uses[i].name, kernel) == 0) use = kernel_uses[i].use;
+  const mx_graph *root = p->root;
+  switch (use) {
+    case USE_CONSTANT:
+      return a->value < p->n_values && (root->values[a->value].flags & MX_VALUE_CONST) &&
+             !(root->values[a->value].flags & MX_VALUE_DEAD);
+    case USE_VALUE: return a->value < p->n_values;
+    case USE_INPUT: return a->op < root->n_inputs && a->value == root->inputs[a->op];
+    case USE_OUTPUT: return a->op < root->n_outputs && a->value == root->outputs[a->op];
+    case USE_STATIC: return a->call < p->n_calls && !p->calls[a->call].unknown;
+    case USE_DYNAMIC: return a->call < p->n_calls && p->calls[a->call].unknown;
+    case USE_DYNAMIC_OP:
+      return a->call < p->n_calls && p->calls[a->call].unknown && a->op < mx__dyn_op_count(p->calls[a->call].dplan);
+    case USE_NONE: break;
+  }
+  return false;
+}
+
+static mx_status unpack_graph(const mx_program *p, const Mxm__ExeGraph *m, const char *which, mx_exe_graph *g,
+                              mx_error *err) {
+  if (!m) return mx__fail(err, MX_ERR_MALFORMED, "the %s graph is missing", which);
+  mx_exe_builder *b;
+  if (mx__exe_builder_create(&b) != MX_OK) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+  mx_status st = MX_OK;
+  for (size_t i = 0; i < m->n_nodes && st == MX_OK; i++) {
+    const Mxm__ExeNode *nd = m->nodes[i];
+    int k = nd->kernel ? mx__exe_kernel_find(nd->kernel) : -1;
+    if (k < 0) {
+      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu: unknown kernel '%s'", which, i,
+                    nd->kernel ? nd->kernel : "");
+      break;
+    }
+    if (nd->n_inputs > UINT16_MAX || nd->n_outputs > UINT16_MAX || nd->attr.len != sizeof(mx_kattr)) {
+      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): bad arity or attribute size", which, i, nd->kernel);
+      break;
+    }
+    for (size_t j = 0; j < nd->n_inputs && st == MX_OK; j++)
+      if (nd->inputs[j] >= p->n_slots) st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu: slot out of range", which, i);
+    for (size_t j = 0; j < nd->n_outputs && st == MX_OK; j++)
+      if (nd->outputs[j] >= p->n_slots) st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu: slot out of range", which, i);
+    mx_kattr a;
+    memcpy(&a, nd->attr.data, sizeof a);
+    if (st == MX_OK && !attr_ok(p, nd->kernel, &a))
+      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): its attribute does not fit the model", which, i,
+                    nd->kernel);
+    if (st == MX_OK)
+      st = mx__exe_builder_add(b, (uint16_t)k, nd->inputs, (uint16_t)nd->n_inputs, nd->outputs, (uint16_t)nd->n_outputs,
+                               &a, sizeof a, nd->priority, NULL);
+  }
+  if (st == MX_OK && m->n_edge_from != m->n_edge_to)
+    st = mx__fail(err, MX_ERR_MALFORMED, "%s graph: edge lists differ in length", which);
+  for (size_t e = 0; e < m->n_edge_from && st == MX_OK; e++)
+    if (mx__exe_builder_edge(b, m->edge_from[e], m->edge_to[e]) != MX_OK)
+      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph: edge %zu is out of range", which, e);
+  if (st == MX_OK) {
+    st = mx__exe_builder_finish(b, g, err);
+    if (st != MX_OK) st = MX_ERR_MALFORMED;
+  }
+  mx__exe_builder_destroy(b);
+  return st;
+}
+
+mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out, mx_error *err) {
+  *out = NULL;
+  mx_static_plan **plans = NULL;
+  size_t n_plans = 0, rt_size = 0, used_plans = 0;
+  void *rt_bytes = NULL;
+  Mxm__Runtime *rt = NULL;
+  mx_program *p = NULL;
+  mx_status st = mx_mxm_load_model(path, &plans, &n_plans, &rt_bytes, &rt_size, err);
+  if (st != MX_OK) return st;
+  if (!rt_bytes) {
+    st = mx__fail(err, MX_ERR_UNSUPPORTED,
+                  "'%s' holds static plans only, no partitioned model: write it with `mixrt compile` or "
+                  "mx_session_save to run it in a session",
+                  path);
+    goto done;
+  }
+  rt = mxm__runtime__unpack(NULL, rt_size, rt_bytes);
+  if (!rt || rt->version != RUNTIME_VERSION || rt->n_slots > MAX_SLOTS) {
+    st = mx__fail(err, MX_ERR_MALFORMED, "'%s': corrupt or unknown runtime record", path);
+    goto done;
+  }
+  p = calloc(1, sizeof *p);
+  if (!p) {
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading '%s'", path);
+    goto done;
+  }
+  st = mx_onnx_load_memory(rt->root_onnx.data, rt->root_onnx.len, NULL, &p->root, err);
+  if (st == MX_OK && mx_graph_infer(p->root) != MX_OK) st = mx__fail(err, MX_ERR_MALFORMED, "%s", mx_graph_last_error(p->root));
+  if (st == MX_OK) st = mx__program_calls(p, err);
+  if (st == MX_OK && p->n_calls != rt->n_call_unknown)
+    st = mx__fail(err, MX_ERR_MALFORMED, "%zu partition calls in the root graph, %zu recorded", p->n_calls,
+                  rt->n_call_unknown);
+  for (size_t c = 0; c < p->n_calls && st == MX_OK; c++) {
+    mx_rt_call *call = &p->calls[c];
+    call->unknown = rt->call_unknown[c];
+    if (!call->unknown) {
+      if (used_plans == n_plans || strcmp(mx_static_plan_name(plans[used_plans]), call->name) != 0) {
+        st = mx__fail(err, MX_ERR_MALFORMED, "no static plan for partition call '%s'", call->name);
+        break;
+      }
+      call->plan = plans[used_plans];
+      plans[used_plans++] = NULL;
+    } else {
+      mx_dyn_options dopt;
+      mx_dyn_options_init(&dopt);
+      dopt.max_streams = s->n_streams;
+      st = mx_dyn_plan_create(mx__part_call_body(&p->root->nodes[call->node]), &dopt, &call->dplan, err);
+    }
+  }
+  if (st == MX_OK && used_plans != n_plans)
+    st = mx__fail(err, MX_ERR_MALFORMED, "%zu static plans are not used by any partition call", n_plans - used_plans);
+  if (st == MX_OK) st = mx__program_finish(p, err);
+  if (st == MX_OK) {
+    p->n_slots = rt->n_slots;
+    p->slots = calloc(p->n_slots ? p->n_slots : 1, sizeof *p->slots);
+    if (!p->slots) st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading '%s'", path);
+  }
+  if (st == MX_OK) st = unpack_graph(p, rt->init, "Init", &p->init, err);
+  if (st == MX_OK) st = unpack_graph(p, rt->main, "Main", &p->main, err);
+  if (st == MX_OK) st = unpack_graph(p, rt->deinit, "DeInit", &p->deinit, err);
+  if (st != MX_OK) {
+    mx__error_prefix(err, "'%s': ", path);
+    if (st != MX_ERR_OUT_OF_MEMORY && st != MX_ERR_IO) st = MX_ERR_MALFORMED;
+    if (err) err->status = st;
+    goto done;
+  }
+  *out = p;
+  p = NULL;
+done:
+  mx__program_free(p);
+  if (rt) mxm__runtime__free_unpacked(rt, NULL);
+  free(rt_bytes);
+  for (size_t i = 0; i < n_plans; i++) mx_static_plan_destroy(plans[i]);
+  free(plans);
+  return st;
+}
