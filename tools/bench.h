@@ -1,10 +1,51 @@
-/* `mixrt bench` subcommands: each prints one JSON object on stdout. */
+/* `mixrt bench` subcommands (each prints one JSON object on stdout) and the decode-step helpers
+ * that `mixrt demo` and `mixrt bench llm` share (tools/demo_llm.c). */
 #ifndef MIXRT_TOOLS_BENCH_H
 #define MIXRT_TOOLS_BENCH_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mixrt/models.h"
+#include "mixrt/session.h"
+#include "mixrt/tensor.h"
 #include "tools/cli.h"
 
 /* `mixrt bench scheduler [...]` (argv[0] is "scheduler"). */
 int mx_bench_scheduler(int argc, char **argv);
+/* `mixrt bench llm [...]` (argv[0] is "llm"). */
+int mx_bench_llm(int argc, char **argv);
+/* Prints the help of `mixrt bench llm`. */
+void mx_bench_llm_help(FILE *out);
+
+/* --- decode-step helpers (tools/demo_llm.c) ---------------------------------------------- */
+
+/* Fills *cfg with a named size: "tiny" (2 layers, hidden 64, 4 heads, 2 key/value heads, ffn
+ * 172, vocab 128) or "small" (4 layers, hidden 256, 4 heads of 64, 2 key/value heads, ffn 688,
+ * vocab 1000). False for another name. */
+bool mx_cli_llm_size(const char *name, mx_llama_config *cfg);
+/* Size of one attention head of cfg. */
+int64_t mx_cli_llm_head_dim(const mx_llama_config *cfg);
+
+/* Parses "cpu" / "inline"; false otherwise. */
+bool mx_cli_parse_device(const char *text, mx_device_kind *out);
+/* Parses "sequential" / "topological" / "multi-thread" (also "seq", "topo", "mt"). */
+bool mx_cli_parse_executor(const char *text, mx_executor_kind *out);
+const char *mx_cli_device_name(mx_device_kind k);
+const char *mx_cli_executor_name(mx_executor_kind k);
+
+/* The inputs of one decode step of a Llama decode-step model with `layers` layers: in[0] is
+ * input_ids [1, 1] = token, in[1 + 2i] / in[2 + 2i] are past_key_i / past_value_i
+ * [1, kv_heads, past, head_dim], zero (seed 0) or seeded values in [-1, 1). Host tensors the
+ * caller releases with mx_cli_llm_inputs_release; on failure nothing is left allocated. */
+mx_status mx_cli_llm_inputs(const mx_llama_config *cfg, int64_t token, int64_t past, uint64_t seed, mx_tensor *in);
+/* Releases the 1 + 2 * layers tensors of in. */
+void mx_cli_llm_inputs_release(const mx_llama_config *cfg, mx_tensor *in);
+/* Index of the largest logit (the first one on ties): the greedy next token. */
+int64_t mx_cli_argmax(const mx_tensor *logits);
+
+/* Sorts v[0..n) and returns the value at quantile q in [0, 1] (nearest rank); 0 when n is 0. */
+uint64_t mx_cli_quantile(uint64_t *v, size_t n, double q);
 
 #endif /* MIXRT_TOOLS_BENCH_H */

@@ -1,0 +1,1161 @@
+/* `mixrt bench llm`: decode-step latency of the Llama-style decode model (mx_model_llama) at
+ * several KV-cache lengths, for mixrt hybrid (static models + dynamic ops), mixrt all-dynamic
+ * (static_min_ops -1), the mixrt reference interpreter, and ONNX Runtime.
+ *
+ * Each configuration is written once as an ONNX file (mx_onnx_save_file) into a work directory;
+ * every system loads that same file and gets the same inputs (token 7, seeded random past keys
+ * and values of the chosen length). Every system first runs the step once for the correctness
+ * comparison (outputs against ONNX Runtime's, and hybrid / all-dynamic against the reference
+ * interpreter bit for bit), then a few warm-up steps, then the timed rounds: in each round every
+ * system runs its block of steps, the order rotating from round to round, so slow drifts of
+ * the machine hit every system alike. A sample is the wall time of one step as its caller sees
+ * it: around mx_session_run (outputs allocated by the session) or mx_reference_run for mixrt,
+ * around `await session.run(feeds)` inside the Node process for ONNX Runtime.
+ *
+ * ONNX Runtime runs in a persistent Node process (bench/peers/ort_runner.js, package
+ * onnxruntime-node installed by `make bench-deps`) spoken to over pipes: one request line, one
+ * reply line; tensors go through .npy files in the work directory. The binding's own per-call
+ * cost is measured on an Identity model of one float, beside mixrt's session on the same model.
+ * Without node or the package, or with --no-ort, the ONNX Runtime figures are null and the JSON
+ * says why. The result is one JSON object on stdout. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "mixrt/onnx.h"
+#include "mixrt/partition.h"
+#include "mixrt/reference.h"
+#include "tools/bench.h"
+
+#define CMD "bench llm"
+
+enum { SYS_HYBRID, SYS_DYNAMIC, SYS_REFERENCE, SYS_ORT, SYS_COUNT };
+enum { MAX_PAST = 8, MAX_LAYERS = 8, MAX_IO = 1 + 2 * MAX_LAYERS, N_CONFIGS = 2, TOKEN = 7 };
+
+static const char *const sys_names[SYS_COUNT] = {"hybrid", "dynamic", "reference", "ort"};
+static const char *const config_names[N_CONFIGS] = {"tiny", "small"};
+
+/* The user's choices. */
+typedef struct llm_args {
+  bool configs[N_CONFIGS];   /* which of tiny, small */
+  int64_t past[MAX_PAST];    /* KV-cache lengths */
+  size_t n_past;
+  int64_t rounds;            /* timed rounds */
+  int64_t steps;             /* steps per system per round */
+  int64_t warmup;            /* untimed steps per system before the rounds */
+  int64_t identity_runs;     /* calls timed on the Identity model */
+  bool systems[SYS_COUNT];   /* which systems run */
+  bool no_ort;               /* --no-ort given */
+  mx_device_kind device;
+  int64_t streams;
+  mx_executor_kind executor;
+  bool device_io;            /* --io device: inputs and outputs in device buffers (zero copy) */
+  const char *node;          /* the node program (borrowed) */
+  const char *peers_dir;     /* bench/peers (borrowed, or NULL: found next to the sources) */
+  const char *work_dir;      /* kept work directory (borrowed), or NULL: a temporary one */
+} llm_args;
+
+/* Latency of one system at one point, in microseconds. */
+typedef struct timing {
+  bool have;
+  double median, p10, p90;
+  size_t samples;
+} timing;
+
+/* Largest differences of one system's outputs to ONNX Runtime's (relative = largest absolute
+ * difference divided by the largest magnitude in ONNX Runtime's tensors of that kind). */
+typedef struct diff {
+  bool have;
+  double logits_abs, logits_rel;
+  double present_abs, present_rel;
+} diff;
+
+/* Per-step averages of the hybrid session over the timed steps. */
+typedef struct hybrid_step {
+  double static_executes, dynamic_launches, kernels, refreshed, device_allocations;
+  double static_us, dynamic_us, host_us, step_us;
+} hybrid_step;
+
+/* Everything measured at one (configuration, past length). */
+typedef struct point {
+  int64_t past;
+  timing t[SYS_COUNT];
+  diff to_ort[SYS_ORT];          /* hybrid, dynamic, reference against ONNX Runtime */
+  int same_as_ref[2];            /* hybrid, dynamic bitwise equal to the reference: 1, 0, or -1 not run */
+  bool have_step;
+  hybrid_step step;
+} point;
+
+typedef struct config_result {
+  bool run;
+  mx_llama_config cfg;
+  size_t nodes;                  /* nodes of the ONNX graph */
+  point points[MAX_PAST];
+} config_result;
+
+/* The ONNX Runtime peer process. */
+typedef struct peer {
+  pid_t pid;                     /* the node process, or -1 when the peer is not running */
+  FILE *to, *from;               /* its stdin / stdout */
+  char *line;                    /* the last reply line (getline buffer, owned) */
+  size_t line_cap;
+  char version[64];              /* onnxruntime-node version */
+  char node_version[64];
+  char reason[512];              /* why ONNX Runtime is not measured (pid < 0) */
+} peer;
+
+/* --- options ---------------------------------------------------------------------------------- */
+
+void mx_bench_llm_help(FILE *out) {
+  fprintf(out,
+          "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--steps N]\n"
+          "                       [--warmup N] [--systems hybrid,dynamic,reference,ort] [--no-ort]\n"
+          "                       [--device cpu|inline] [--streams N] [--executor E]\n"
+          "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n\n"
+          "llm: decode-step latency of the Llama-style decode model at each past length, for mixrt\n"
+          "  hybrid, mixrt all-dynamic (static_min_ops -1), the mixrt reference interpreter and ONNX\n"
+          "  Runtime (CPU, intra-op 1 thread, inter-op 1 thread, sequential), all on the same ONNX file\n"
+          "  and the same inputs, run in interleaved rounds. Prints JSON: median / p10 / p90 per\n"
+          "  system, the ratio hybrid / ONNX Runtime, the largest differences of logits and present\n"
+          "  tensors to ONNX Runtime's, whether hybrid and all-dynamic equal the reference bit for\n"
+          "  bit, and the ONNX Runtime binding's own per-call cost (an Identity model).\n"
+          "  tiny: 2 layers, hidden 64, 4 heads (2 key/value heads), ffn 172, vocab 128;\n"
+          "  small: 4 layers, hidden 256, 4 heads of 64 (2 key/value heads), ffn 688, vocab 1000.\n\n"
+          "options:\n"
+          "  --configs LIST     tiny, small or both (default tiny,small)\n"
+          "  --past LIST        KV-cache lengths, up to 8 (default 16,128,512)\n"
+          "  --rounds N         timed rounds (default 10)\n"
+          "  --steps N          steps per system per round (default 20)\n"
+          "  --warmup N         untimed steps per system first (default 3)\n"
+          "  --systems LIST     which systems run (default all four)\n"
+          "  --no-ort           skip ONNX Runtime (its figures are null, with the reason)\n"
+          "  --device D         mixrt device: inline (default: on one stream the work runs in the\n"
+          "                     calling thread, measured faster than a worker thread on 2 cores) or cpu\n"
+          "  --streams N        mixrt streams (default 1)\n"
+          "  --executor E       sequential (default), topological or multi-thread\n"
+          "  --node PATH        the Node.js program (default: node, found in PATH)\n"
+          "  --peers DIR        the folder holding ort_runner.js and node_modules (default: bench/peers\n"
+          "                     of the source tree, or $MIXRT_PEERS_DIR)\n"
+          "  --work-dir DIR     write the ONNX and .npy files there and keep them (default: a temporary\n"
+          "                     folder, removed at the end)\n"
+          "  --identity-runs N  calls timed on the Identity model (default 2000)\n\n"
+          "ONNX Runtime comes from the npm package onnxruntime-node: `make bench-deps` installs it.\n"
+          "exit codes: 0 measured, 1 runtime error (a system failed or gave outputs of another shape),\n"
+          "2 usage error\n");
+}
+
+/* Parses a comma-separated list of positive numbers into v[0..cap). */
+static bool parse_list(const char *text, int64_t *v, size_t cap, size_t *n) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", text);
+  *n = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (*n == cap || !mx_cli_parse_int(tok, &v[*n]) || v[*n] < 0 || v[*n] > 100000) return false;
+    (*n)++;
+  }
+  return *n > 0;
+}
+
+/* Parses a comma-separated list of names into sel[0..count). */
+static bool parse_names(const char *text, const char *const *names, size_t count, bool *sel) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", text);
+  memset(sel, 0, count * sizeof *sel);
+  bool any = false;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    size_t k = 0;
+    while (k < count && strcmp(names[k], tok) != 0) k++;
+    if (k == count) return false;
+    sel[k] = any = true;
+  }
+  return any;
+}
+
+static int parse_args(int argc, char **argv, llm_args *a) {
+  memset(a, 0, sizeof *a);
+  a->configs[0] = a->configs[1] = true;
+  a->past[0] = 16, a->past[1] = 128, a->past[2] = 512, a->n_past = 3;
+  a->rounds = 10, a->steps = 20, a->warmup = 3, a->identity_runs = 2000;
+  for (int s = 0; s < SYS_COUNT; s++) a->systems[s] = true;
+  a->device = MX_DEVICE_INLINE;
+  a->streams = 1;
+  a->executor = MX_EXECUTOR_SEQUENTIAL;
+  a->node = "node";
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--no-ort") == 0) {
+      a->no_ort = true;
+      continue;
+    }
+    static const char *const valued[] = {"--configs", "--past",   "--rounds", "--steps",  "--warmup",
+                                         "--systems", "--device", "--streams", "--executor", "--io", "--node",
+                                         "--peers",   "--work-dir", "--identity-runs"};
+    size_t k = 0;
+    while (k < sizeof valued / sizeof valued[0] && strcmp(arg, valued[k]) != 0) k++;
+    if (k == sizeof valued / sizeof valued[0]) return mx_cli_usage_error(CMD, "unknown option '%s'", arg);
+    const char *v = mx_cli_option_value(CMD, argc, argv, &i);
+    if (!v) return MX_EXIT_USAGE;
+    int64_t x = 0;
+    bool numeric = strcmp(arg, "--rounds") == 0 || strcmp(arg, "--steps") == 0 || strcmp(arg, "--warmup") == 0 ||
+                   strcmp(arg, "--streams") == 0 || strcmp(arg, "--identity-runs") == 0;
+    if (numeric) {
+      int64_t min = strcmp(arg, "--warmup") == 0 ? 0 : 1;
+      if (!mx_cli_parse_int(v, &x) || x < min || x > 1000000)
+        return mx_cli_usage_error(CMD, "%s needs a whole number >= %lld, not '%s'", arg, (long long)min, v);
+    }
+    if (strcmp(arg, "--configs") == 0) {
+      if (!parse_names(v, config_names, N_CONFIGS, a->configs))
+        return mx_cli_usage_error(CMD, "--configs takes tiny, small or tiny,small, not '%s'", v);
+    } else if (strcmp(arg, "--past") == 0) {
+      if (!parse_list(v, a->past, MAX_PAST, &a->n_past))
+        return mx_cli_usage_error(CMD, "--past takes up to %d lengths 0..100000 separated by commas, not '%s'",
+                                  MAX_PAST, v);
+    } else if (strcmp(arg, "--systems") == 0) {
+      if (!parse_names(v, sys_names, SYS_COUNT, a->systems))
+        return mx_cli_usage_error(CMD, "--systems takes hybrid, dynamic, reference, ort separated by commas, not '%s'",
+                                  v);
+    } else if (strcmp(arg, "--rounds") == 0) {
+      a->rounds = x;
+    } else if (strcmp(arg, "--steps") == 0) {
+      a->steps = x;
+    } else if (strcmp(arg, "--warmup") == 0) {
+      a->warmup = x;
+    } else if (strcmp(arg, "--identity-runs") == 0) {
+      a->identity_runs = x;
+    } else if (strcmp(arg, "--streams") == 0) {
+      if (x > 64) return mx_cli_usage_error(CMD, "--streams must be 1..64");
+      a->streams = x;
+    } else if (strcmp(arg, "--device") == 0) {
+      if (!mx_cli_parse_device(v, &a->device)) return mx_cli_usage_error(CMD, "unknown device '%s' (cpu or inline)", v);
+    } else if (strcmp(arg, "--executor") == 0) {
+      if (!mx_cli_parse_executor(v, &a->executor))
+        return mx_cli_usage_error(CMD, "unknown executor '%s' (sequential, topological or multi-thread)", v);
+    } else if (strcmp(arg, "--io") == 0) {
+      if (strcmp(v, "host") != 0 && strcmp(v, "device") != 0)
+        return mx_cli_usage_error(CMD, "--io takes host or device, not '%s'", v);
+      a->device_io = v[0] == 'd';
+    } else if (strcmp(arg, "--node") == 0) {
+      a->node = v;
+    } else if (strcmp(arg, "--peers") == 0) {
+      a->peers_dir = v;
+    } else {
+      a->work_dir = v;
+    }
+  }
+  return MX_EXIT_OK;
+}
+
+/* --- the ONNX Runtime peer -------------------------------------------------------------------- */
+
+/* Sends one request line and reads the reply into p->line (without its newline). True when
+ * the reply starts with "ok"; false on "err ..." or when the process is gone (p->line then
+ * holds a message). */
+static bool peer_call(peer *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool peer_call(peer *p, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vfprintf(p->to, fmt, ap);
+  va_end(ap);
+  if (w < 0 || fputc('\n', p->to) == EOF || fflush(p->to) != 0 || getline(&p->line, &p->line_cap, p->from) < 0) {
+    free(p->line);
+    p->line = strdup("err the ONNX Runtime process stopped answering");
+    p->line_cap = p->line ? strlen(p->line) + 1 : 0;
+    return false;
+  }
+  p->line[strcspn(p->line, "\r\n")] = '\0';
+  return strncmp(p->line, "ok", 2) == 0 && (p->line[2] == '\0' || p->line[2] == ' ');
+}
+
+/* Text after the reply's first word ("" when none). */
+static const char *reply_rest(const peer *p) {
+  const char *sp = p->line ? strchr(p->line, ' ') : NULL;
+  return sp ? sp + 1 : "";
+}
+
+static void peer_stop(peer *p) {
+  if (p->to) {
+    fputs("quit\n", p->to);
+    fclose(p->to);
+  }
+  if (p->from) fclose(p->from);
+  if (p->pid > 0) waitpid(p->pid, NULL, 0);
+  free(p->line);
+  p->to = p->from = NULL;
+  p->line = NULL;
+  p->pid = -1;
+}
+
+/* Finds bench/peers: --peers, $MIXRT_PEERS_DIR, or the folder next to this source file's
+ * tools/ folder (the build records the source path). */
+static void peers_dir(const llm_args *a, char *buf, size_t cap) {
+  const char *env = getenv("MIXRT_PEERS_DIR");
+  if (a->peers_dir) {
+    snprintf(buf, cap, "%s", a->peers_dir);
+  } else if (env && *env) {
+    snprintf(buf, cap, "%s", env);
+  } else {
+    char src[1024];
+    snprintf(src, sizeof src, "%s", __FILE__);
+    char *slash = strrchr(src, '/');
+    if (slash) *slash = '\0';
+    slash = strrchr(src, '/');
+    if (slash) {
+      *slash = '\0';
+      snprintf(buf, cap, "%s/bench/peers", src);
+    } else {
+      snprintf(buf, cap, "bench/peers");
+    }
+  }
+}
+
+/* Starts the Node process and waits for its "ready" line. On failure p->pid is -1 and
+ * p->reason says why (the benchmark then runs without ONNX Runtime). */
+static void peer_start(const llm_args *a, peer *p) {
+  char dir[1024], script[1100], modules[1100];
+  peers_dir(a, dir, sizeof dir);
+  snprintf(script, sizeof script, "%s/ort_runner.js", dir);
+  snprintf(modules, sizeof modules, "%s/node_modules/onnxruntime-node/package.json", dir);
+  if (access(script, R_OK) != 0) {
+    snprintf(p->reason, sizeof p->reason, "%s not found (give --peers DIR)", script);
+    return;
+  }
+  if (access(modules, R_OK) != 0) {
+    snprintf(p->reason, sizeof p->reason, "onnxruntime-node is not installed in %s (run make bench-deps)", dir);
+    return;
+  }
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0) {
+    snprintf(p->reason, sizeof p->reason, "pipe: %s", strerror(errno));
+    return;
+  }
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    snprintf(p->reason, sizeof p->reason, "pipe: %s", strerror(errno));
+    close(in[0]);
+    close(in[1]);
+    return;
+  }
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in[0], STDIN_FILENO);
+    dup2(out[1], STDOUT_FILENO);
+    execlp(a->node, a->node, script, (char *)NULL);
+    fprintf(stderr, "mixrt bench llm: cannot run %s: %s\n", a->node, strerror(errno));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  if (pid < 0) {
+    snprintf(p->reason, sizeof p->reason, "fork: %s", strerror(errno));
+    close(in[1]);
+    close(out[0]);
+    return;
+  }
+  p->pid = pid;
+  p->to = fdopen(in[1], "w");
+  p->from = fdopen(out[0], "r");
+  if (!p->to || !p->from) {
+    if (!p->to) close(in[1]);
+    if (!p->from) close(out[0]);
+    snprintf(p->reason, sizeof p->reason, "fdopen: %s", strerror(errno));
+    peer_stop(p);
+    return;
+  }
+  if (getline(&p->line, &p->line_cap, p->from) < 0 || strncmp(p->line, "ready ", 6) != 0) {
+    if (p->line) p->line[strcspn(p->line, "\r\n")] = '\0';
+    snprintf(p->reason, sizeof p->reason, "%s did not start the ONNX Runtime peer%s%s", a->node,
+             p->line && *p->line ? ": " : " (is Node.js installed? run make bench-deps)", p->line ? p->line : "");
+    peer_stop(p);
+    return;
+  }
+  if (sscanf(p->line + 6, "%63s %63s", p->version, p->node_version) != 2) snprintf(p->version, sizeof p->version, "?");
+}
+
+/* Parses the times of a "run" reply into samples[0..n) (ns); false when fewer came back. */
+static bool parse_times(const peer *p, uint64_t *samples, int64_t n) {
+  const char *s = reply_rest(p);
+  for (int64_t k = 0; k < n; k++) {
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s) return false;
+    samples[k] = v;
+    s = end;
+  }
+  return true;
+}
+
+/* --- files ------------------------------------------------------------------------------------ */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* Writes in[0..n) as DIR/<name>.npy, named after the session's inputs. */
+static mx_status write_inputs(mx_session *s, const char *dir, const mx_tensor *in, size_t n, mx_error *err) {
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    snprintf(err->message, sizeof err->message, "cannot create %s: %s", dir, strerror(errno));
+    return MX_ERR_IO;
+  }
+  for (size_t i = 0; i < n; i++) {
+    mx_io_info info;
+    mx_session_input_info(s, i, &info);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, info.name);
+    mx_status st = mx_tensor_save_npy(path, &in[i], err);
+    if (st != MX_OK) return st;
+  }
+  return MX_OK;
+}
+
+/* An ONNX model of one Identity on a float [1] (the binding-overhead probe). */
+static mx_status write_identity(const char *path, mx_error *err) {
+  mx_graph *g;
+  mx_status st = mx_graph_create("identity", &g);
+  if (st != MX_OK) return st;
+  mx_shape shape = {.rank = 1, .dims = {1}};
+  mx_value_id x, y;
+  const char *out_names[1] = {"y"};
+  if ((st = mx_graph_add_input(g, "x", MX_FLOAT32, &shape, &x)) != MX_OK) goto fail;
+  mx_node_desc d = {.op_type = "Identity", .name = "identity", .inputs = &x, .n_inputs = 1, .output_names = out_names,
+                    .n_outputs = 1};
+  if ((st = mx_graph_add_node(g, &d, &y)) != MX_OK || (st = mx_graph_add_output(g, y)) != MX_OK ||
+      (st = mx_graph_infer(g)) != MX_OK)
+    goto fail;
+  st = mx_onnx_save_file(g, path, err);
+  mx_graph_destroy(g);
+  return st;
+fail:
+  snprintf(err->message, sizeof err->message, "building the Identity model: %s", mx_graph_last_error(g));
+  mx_graph_destroy(g);
+  return st;
+}
+
+/* --- measuring -------------------------------------------------------------------------------- */
+
+static void releaseall(mx_tensor *t, size_t n) {
+  for (size_t k = 0; k < n; k++) mx_tensor_release(&t[k]);
+}
+
+/* State shared by the measurement of one configuration. */
+typedef struct bench_ctx {
+  const llm_args *a;
+  peer *p;
+  const char *dir;               /* the work directory */
+  mx_device *dev;                /* the device both sessions run on (borrowed) */
+  mx_session *sessions[2];       /* hybrid, dynamic (NULL when not run) */
+  mx_graph *ref;                 /* the reference interpreter's graph */
+  const char *name;              /* configuration name, also the peer's session name */
+  bool ort;                      /* ONNX Runtime runs for this configuration */
+  bool device_io;                /* sessions read dev_in and write dev_out (--io device) */
+  mx_tensor dev_in[MAX_IO];      /* device copies of the point's inputs (owned, --io device) */
+  mx_tensor dev_out[MAX_IO];     /* device output buffers of the point's shapes (owned) */
+} bench_ctx;
+
+/* Frees the device buffers of the point. */
+static void free_device_io(bench_ctx *c, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    mx_device_free(c->dev, c->dev_in[k].data);
+    mx_device_free(c->dev, c->dev_out[k].data);
+  }
+  memset(c->dev_in, 0, sizeof c->dev_in);
+  memset(c->dev_out, 0, sizeof c->dev_out);
+}
+
+/* A device tensor of the given type and dims (at least one byte is allocated). */
+static mx_status device_tensor(mx_device *dev, mx_dtype dt, int32_t rank, const int64_t *dims, mx_tensor *t) {
+  memset(t, 0, sizeof *t);
+  t->dtype = dt;
+  t->rank = rank;
+  memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+  t->placement = MX_DEVICE;
+  size_t nbytes;
+  if (!mx_tensor_nbytes(t, &nbytes)) return MX_ERR_LIMIT;
+  return mx_device_alloc(dev, nbytes ? nbytes : 1, 0, &t->data);
+}
+
+/* --io device: uploads the inputs and allocates output buffers of the step's shapes
+ * (logits [1, 1, vocab], presents [1, kv_heads, past + 1, head_dim]). */
+static mx_status make_device_io(bench_ctx *c, const mx_llama_config *cfg, const mx_tensor *in, size_t n) {
+  mx_status st = MX_OK;
+  for (size_t k = 0; k < n && st == MX_OK; k++) {
+    size_t nbytes = 0;
+    mx_tensor_nbytes(&in[k], &nbytes);
+    st = device_tensor(c->dev, in[k].dtype, in[k].rank, in[k].dims, &c->dev_in[k]);
+    if (st == MX_OK && nbytes) st = mx_device_copy(c->dev, c->dev_in[k].data, in[k].data, nbytes, MX_COPY_H2D);
+    if (st != MX_OK) break;
+    if (k == 0) {
+      st = device_tensor(c->dev, MX_FLOAT32, 3, (const int64_t[]){1, 1, cfg->vocab}, &c->dev_out[0]);
+    } else {
+      int64_t dims[4] = {1, cfg->kv_heads, in[k].dims[2] + 1, mx_cli_llm_head_dim(cfg)};
+      st = device_tensor(c->dev, MX_FLOAT32, 4, dims, &c->dev_out[k]);
+    }
+  }
+  if (st != MX_OK) free_device_io(c, n);
+  return st;
+}
+
+/* Runs one step of mixrt system sys. Host I/O (and the reference interpreter): out receives
+ * host tensors the caller releases. Device I/O: the session reads c->dev_in and writes
+ * c->dev_out; out receives host copies only when `download` is set (else it is left empty). */
+static mx_status run_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n, mx_tensor *out, bool download,
+                           char *why, size_t cap) {
+  memset(out, 0, n * sizeof *out);
+  mx_status st;
+  if (sys == SYS_REFERENCE) {
+    mx_error err;
+    st = mx_reference_run(c->ref, in, n, out, n, &err);
+    if (st != MX_OK) snprintf(why, cap, "reference: %s", err.message);
+    return st;
+  }
+  mx_session *s = c->sessions[sys];
+  st = c->device_io ? mx_session_run(s, c->dev_in, n, c->dev_out, n) : mx_session_run(s, in, n, out, n);
+  if (st != MX_OK) {
+    snprintf(why, cap, "%s: %s", sys_names[sys], mx_session_last_error(s));
+    releaseall(out, n);
+    return st;
+  }
+  for (size_t k = 0; c->device_io && download && k < n && st == MX_OK; k++) {
+    const mx_tensor *d = &c->dev_out[k];
+    size_t nbytes = 0;
+    mx_tensor_nbytes(d, &nbytes);
+    st = mx_tensor_alloc(d->dtype, d->rank, d->dims, &out[k]);
+    if (st == MX_OK && nbytes) st = mx_device_copy(c->dev, out[k].data, d->data, nbytes, MX_COPY_D2H);
+    if (st != MX_OK) {
+      snprintf(why, cap, "%s: reading the device outputs: %s", sys_names[sys], mx_status_string(st));
+      releaseall(out, n);
+    }
+  }
+  return st;
+}
+
+/* Times `count` steps of a mixrt system into samples (ns; NULL: untimed warm-up). */
+static mx_status time_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n, int64_t count, uint64_t *samples,
+                            char *why, size_t cap) {
+  mx_tensor out[MAX_IO];
+  for (int64_t k = 0; k < count; k++) {
+    uint64_t t0 = mx__now_ns();
+    mx_status st = run_mixrt(c, sys, in, n, out, false, why, cap);
+    uint64_t t1 = mx__now_ns();
+    if (st != MX_OK) return st;
+    if (samples) samples[k] = t1 - t0;
+    releaseall(out, n);
+  }
+  return MX_OK;
+}
+
+static timing summarize(uint64_t *samples, size_t n) {
+  timing t = {.have = n > 0, .samples = n};
+  t.median = (double)mx_cli_quantile(samples, n, 0.5) / 1e3;
+  t.p10 = (double)mx_cli_quantile(samples, n, 0.1) / 1e3;
+  t.p90 = (double)mx_cli_quantile(samples, n, 0.9) / 1e3;
+  return t;
+}
+
+/* Largest |a - b| and largest |b| over a pair of float tensors of the same shape. */
+static bool tensor_diff(const mx_tensor *a, const mx_tensor *b, double *max_abs, double *max_mag) {
+  if (a->dtype != MX_FLOAT32 || b->dtype != MX_FLOAT32 || a->rank != b->rank) return false;
+  for (int32_t d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d]) return false;
+  int64_t n = 0;
+  mx_tensor_numel(a, &n);
+  const float *x = a->data, *y = b->data;
+  for (int64_t k = 0; k < n; k++) {
+    double e = fabs((double)x[k] - (double)y[k]), m = fabs((double)y[k]);
+    if (e > *max_abs || isnan(e)) *max_abs = isnan(e) ? INFINITY : e;
+    if (m > *max_mag) *max_mag = m;
+  }
+  return true;
+}
+
+/* Compares out[0..n) (logits first, then presents) with ONNX Runtime's. */
+static bool compare(const mx_tensor *out, const mx_tensor *ort, size_t n, diff *d) {
+  double la = 0, lm = 0, pa = 0, pm = 0;
+  if (!tensor_diff(&out[0], &ort[0], &la, &lm)) return false;
+  for (size_t k = 1; k < n; k++)
+    if (!tensor_diff(&out[k], &ort[k], &pa, &pm)) return false;
+  d->have = true;
+  d->logits_abs = la;
+  d->logits_rel = lm > 0 ? la / lm : la;
+  d->present_abs = pa;
+  d->present_rel = pm > 0 ? pa / pm : pa;
+  return true;
+}
+
+
+/* Correctness: one step of every system on `in`, compared. */
+static int check_point(bench_ctx *c, const mx_tensor *in, size_t n, point *pt) {
+  mx_tensor outs[3][MAX_IO], ort[MAX_IO];
+  bool have[3] = {false, false, false};
+  char why[600];
+  int rc = MX_EXIT_OK;
+  memset(ort, 0, sizeof ort);
+  for (int s = 0; s < SYS_ORT; s++) {
+    if (!c->a->systems[s]) continue;
+    if (run_mixrt(c, s, in, n, outs[s], true, why, sizeof why) != MX_OK) {
+      rc = mx_cli_runtime_error(CMD, "%s past %lld: %s", c->name, (long long)pt->past, why);
+      goto release;
+    }
+    have[s] = true;
+  }
+  if (c->ort) {
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/%s-%lld-ort", c->dir, c->name, (long long)pt->past);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+      rc = mx_cli_runtime_error(CMD, "cannot create %s: %s", dir, strerror(errno));
+      goto release;
+    }
+    if (!peer_call(c->p, "save %s %s", c->name, dir)) {
+      rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s past %lld: %s", c->name, (long long)pt->past, c->p->line);
+      goto release;
+    }
+    for (size_t k = 0; k < n; k++) {
+      mx_io_info info;
+      mx_session_output_info(c->sessions[0] ? c->sessions[0] : c->sessions[1], k, &info);
+      char path[1300];
+      mx_error err;
+      snprintf(path, sizeof path, "%s/%s.npy", dir, info.name);
+      if (mx_tensor_load_npy(path, &ort[k], &err) != MX_OK) {
+        rc = mx_cli_runtime_error(CMD, "reading ONNX Runtime's output: %s", err.message);
+        goto release;
+      }
+    }
+    for (int s = 0; s < SYS_ORT; s++) {
+      if (have[s] && !compare(outs[s], ort, n, &pt->to_ort[s])) {
+        rc = mx_cli_runtime_error(CMD, "%s past %lld: %s gives outputs of another type or shape than ONNX Runtime",
+                                  c->name, (long long)pt->past, sys_names[s]);
+        goto release;
+      }
+    }
+  }
+  for (int s = 0; s < 2; s++) {
+    pt->same_as_ref[s] = -1;
+    if (!have[s] || !have[SYS_REFERENCE]) continue;
+    bool same = true;
+    for (size_t k = 0; k < n && same; k++) same = mx_tensor_allclose(&outs[s][k], &outs[SYS_REFERENCE][k], 0, 0, NULL, 0);
+    pt->same_as_ref[s] = same;
+  }
+release:
+  for (int s = 0; s < 3; s++)
+    if (have[s]) releaseall(outs[s], n);
+  releaseall(ort, n);
+  return rc;
+}
+
+/* Measures one past length of one configuration. */
+static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
+  const llm_args *a = c->a;
+  const size_t n = 1 + 2 * (size_t)cfg->layers;
+  mx_tensor in[MAX_IO];
+  mx_error err;
+  char why[600];
+  int rc = MX_EXIT_OK;
+  uint64_t *samples[SYS_COUNT] = {NULL};
+  size_t counts[SYS_COUNT] = {0};
+  mx_session_stats before = {0}, after = {0};
+  mx_status st = mx_cli_llm_inputs(cfg, TOKEN % cfg->vocab, pt->past, 1000 + (uint64_t)pt->past, in);
+  if (st != MX_OK) return mx_cli_runtime_error(CMD, "allocating the inputs: %s", mx_status_string(st));
+  if (c->device_io && (st = make_device_io(c, cfg, in, n)) != MX_OK) {
+    rc = mx_cli_runtime_error(CMD, "device buffers for the inputs and outputs: %s", mx_status_string(st));
+    goto release_inputs;
+  }
+  if (c->ort) {
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/%s-%lld-in", c->dir, c->name, (long long)pt->past);
+    if (write_inputs(c->sessions[0] ? c->sessions[0] : c->sessions[1], dir, in, n, &err) != MX_OK) {
+      rc = mx_cli_runtime_error(CMD, "%s", err.message);
+      goto free_device;
+    }
+    if (!peer_call(c->p, "feed %s %s", c->name, dir)) {
+      rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s: %s", c->name, c->p->line);
+      goto free_device;
+    }
+  }
+  rc = check_point(c, in, n, pt);
+  if (rc != MX_EXIT_OK) goto free_device;
+  int order[SYS_COUNT], n_sys = 0;
+  for (int s = 0; s < SYS_COUNT; s++) {
+    bool on = s == SYS_ORT ? c->ort : a->systems[s];
+    if (!on) continue;
+    order[n_sys++] = s;
+    samples[s] = calloc((size_t)(a->rounds * a->steps), sizeof **samples);
+    if (!samples[s]) {
+      rc = mx_cli_runtime_error(CMD, "out of memory");
+      goto free_samples;
+    }
+    if (s != SYS_ORT && time_mixrt(c, s, in, n, a->warmup, NULL, why, sizeof why) != MX_OK) {
+      rc = mx_cli_runtime_error(CMD, "%s past %lld: %s", c->name, (long long)pt->past, why);
+      goto free_samples;
+    }
+    if (s == SYS_ORT && a->warmup && !peer_call(c->p, "run %s %lld", c->name, (long long)a->warmup)) {
+      rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s: %s", c->name, c->p->line);
+      goto free_samples;
+    }
+  }
+  if (c->sessions[0]) mx_session_get_stats(c->sessions[0], NULL, &before);
+  uint64_t hybrid_steps = 0;
+  for (int64_t r = 0; r < a->rounds; r++) {
+    for (int k = 0; k < n_sys; k++) {
+      int s = order[(r + k) % n_sys];
+      uint64_t *dst = samples[s] + counts[s];
+      if (s == SYS_ORT) {
+        if (!peer_call(c->p, "run %s %lld", c->name, (long long)a->steps) || !parse_times(c->p, dst, a->steps)) {
+          rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s: %s", c->name, c->p->line);
+          goto free_samples;
+        }
+      } else if (time_mixrt(c, s, in, n, a->steps, dst, why, sizeof why) != MX_OK) {
+        rc = mx_cli_runtime_error(CMD, "%s past %lld: %s", c->name, (long long)pt->past, why);
+        goto free_samples;
+      }
+      if (s == SYS_HYBRID) hybrid_steps += (uint64_t)a->steps;
+      counts[s] += (size_t)a->steps;
+    }
+  }
+  if (c->sessions[0] && hybrid_steps) {
+    mx_session_get_stats(c->sessions[0], NULL, &after);
+    double k = (double)hybrid_steps;
+    pt->have_step = true;
+    pt->step = (hybrid_step){
+        .static_executes = (double)(after.static_executes - before.static_executes) / k,
+        .dynamic_launches = (double)(after.dynamic_launches - before.dynamic_launches) / k,
+        .kernels = (double)(after.kernels_run - before.kernels_run) / k,
+        .refreshed = (double)(after.refreshed_entries - before.refreshed_entries) / k,
+        .device_allocations = (double)(after.device_allocations - before.device_allocations) / k,
+        .static_us = (double)(after.static_ns - before.static_ns) / k / 1e3,
+        .dynamic_us = (double)(after.dynamic_ns - before.dynamic_ns) / k / 1e3,
+        .host_us = (double)(after.host_ns - before.host_ns) / k / 1e3,
+        .step_us = (double)(after.step_ns - before.step_ns) / k / 1e3};
+  }
+  for (int s = 0; s < SYS_COUNT; s++)
+    if (samples[s]) pt->t[s] = summarize(samples[s], counts[s]);
+free_samples:
+  for (int s = 0; s < SYS_COUNT; s++) free(samples[s]);
+free_device:
+  if (c->device_io) free_device_io(c, n);
+release_inputs:
+  mx_cli_llm_inputs_release(cfg, in);
+  return rc;
+}
+
+static mx_session *open_session(const llm_args *a, mx_device *dev, int64_t static_min_ops, const char *path,
+                                int *rc) {
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.device = dev;
+  o.streams = (uint32_t)a->streams;
+  o.executor = a->executor;
+  o.static_min_ops = static_min_ops;
+  mx_session *s;
+  mx_error err;
+  if (mx_session_create(&o, &s, &err) != MX_OK) {
+    *rc = mx_cli_runtime_error(CMD, "%s", err.message);
+    return NULL;
+  }
+  if (mx_session_load_file(s, path) != MX_OK) {
+    *rc = mx_cli_runtime_error(CMD, "loading %s: %s", path, mx_session_last_error(s));
+    mx_session_destroy(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* Writes configuration `which` as ONNX and measures every past length. */
+static int measure_config(const llm_args *a, peer *p, mx_device *dev, const char *dir, int which,
+                          config_result *cr) {
+  mx_cli_llm_size(config_names[which], &cr->cfg);
+  cr->run = true;
+  bench_ctx c = {.a = a, .p = p, .dir = dir, .dev = dev, .name = config_names[which],
+                 .ort = a->systems[SYS_ORT] && p->pid > 0, .device_io = a->device_io};
+  char path[1100];
+  snprintf(path, sizeof path, "%s/%s.onnx", dir, c.name);
+  mx_error err;
+  mx_graph *g;
+  int rc = MX_EXIT_OK;
+  if (mx_model_llama(&cr->cfg, &g, &err) != MX_OK) return mx_cli_runtime_error(CMD, "%s", err.message);
+  if (mx_graph_infer(g) != MX_OK) {
+    rc = mx_cli_runtime_error(CMD, "inferring the %s model: %s", c.name, mx_graph_last_error(g));
+    mx_graph_destroy(g);
+    return rc;
+  }
+  cr->nodes = mx_graph_node_count(g);
+  mx_status st = mx_onnx_save_file(g, path, &err);
+  mx_graph_destroy(g);
+  if (st != MX_OK) return mx_cli_runtime_error(CMD, "%s", err.message);
+  if (a->systems[SYS_REFERENCE] && mx_onnx_load_file(path, &c.ref, &err) != MX_OK)
+    return mx_cli_runtime_error(CMD, "%s", err.message);
+  if (a->systems[SYS_HYBRID] && !(c.sessions[0] = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, path, &rc)))
+    goto close;
+  if (a->systems[SYS_DYNAMIC] && !(c.sessions[1] = open_session(a, dev, -1, path, &rc))) goto close;
+  if (!c.sessions[0] && !c.sessions[1] && c.ort) {
+    /* The .npy names come from a session's input list; open one that is only used for that. */
+    if (!(c.sessions[1] = open_session(a, dev, -1, path, &rc))) goto close;
+  }
+  if (c.ort && !peer_call(p, "load %s %s", c.name, path)) {
+    rc = mx_cli_runtime_error(CMD, "ONNX Runtime cannot load %s: %s", path, p->line);
+    goto close;
+  }
+  for (size_t k = 0; k < a->n_past && rc == MX_EXIT_OK; k++) {
+    cr->points[k].past = a->past[k];
+    if (a->past[k] + 1 > cr->cfg.max_pos) {
+      rc = mx_cli_usage_error(CMD, "--past %lld exceeds the model's rotary table (%lld positions)",
+                              (long long)a->past[k], (long long)cr->cfg.max_pos);
+      break;
+    }
+    rc = measure_point(&c, &cr->cfg, &cr->points[k]);
+  }
+  if (c.ort) peer_call(p, "drop %s", c.name);
+close:
+  mx_session_destroy(c.sessions[0]);
+  mx_session_destroy(c.sessions[1]);
+  mx_graph_destroy(c.ref);
+  return rc;
+}
+
+/* The binding overhead: `runs` calls of an Identity model through ONNX Runtime, and through a
+ * mixrt session on the same device settings for comparison. */
+static int measure_identity(const llm_args *a, peer *p, mx_device *dev, const char *dir, timing *ort_t,
+                            timing *mixrt_t) {
+  char path[1100], in_dir[1100];
+  snprintf(path, sizeof path, "%s/identity.onnx", dir);
+  snprintf(in_dir, sizeof in_dir, "%s/identity-in", dir);
+  mx_error err;
+  if (write_identity(path, &err) != MX_OK) return mx_cli_runtime_error(CMD, "%s", err.message);
+  int rc = MX_EXIT_OK;
+  uint64_t *samples = calloc((size_t)a->identity_runs, sizeof *samples);
+  mx_session *s = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, path, &rc);
+  mx_tensor x = {0}, dx = {0}, dy = {0};
+  if (!s) goto free_samples;
+  if (!samples) {
+    rc = mx_cli_runtime_error(CMD, "out of memory");
+    goto close;
+  }
+  const int64_t one = 1;
+  mx_tensor_alloc(MX_FLOAT32, 1, &one, &x);
+  if (!x.data || (a->device_io && (device_tensor(dev, MX_FLOAT32, 1, &one, &dx) != MX_OK ||
+                                   device_tensor(dev, MX_FLOAT32, 1, &one, &dy) != MX_OK))) {
+    rc = mx_cli_runtime_error(CMD, "out of memory");
+    goto close;
+  }
+  if (a->device_io) mx_device_copy(dev, dx.data, x.data, sizeof(float), MX_COPY_H2D);
+  for (int64_t k = -a->warmup; k < a->identity_runs; k++) {
+    mx_tensor y = {0};
+    uint64_t t0 = mx__now_ns();
+    mx_status st = a->device_io ? mx_session_run(s, &dx, 1, &dy, 1) : mx_session_run(s, &x, 1, &y, 1);
+    uint64_t t1 = mx__now_ns();
+    if (st != MX_OK) {
+      rc = mx_cli_runtime_error(CMD, "identity: %s", mx_session_last_error(s));
+      goto close;
+    }
+    mx_tensor_release(&y);
+    if (k >= 0) samples[k] = t1 - t0;
+  }
+  *mixrt_t = summarize(samples, (size_t)a->identity_runs);
+  if (p->pid > 0) {
+    if (write_inputs(s, in_dir, &x, 1, &err) != MX_OK) {
+      rc = mx_cli_runtime_error(CMD, "%s", err.message);
+      goto close;
+    }
+    if (!peer_call(p, "load identity %s", path) || !peer_call(p, "feed identity %s", in_dir) ||
+        (a->warmup && !peer_call(p, "run identity %lld", (long long)a->warmup)) ||
+        !peer_call(p, "run identity %lld", (long long)a->identity_runs) ||
+        !parse_times(p, samples, a->identity_runs)) {
+      rc = mx_cli_runtime_error(CMD, "ONNX Runtime, Identity model: %s", p->line);
+      goto close;
+    }
+    peer_call(p, "drop identity");
+    *ort_t = summarize(samples, (size_t)a->identity_runs);
+  }
+close:
+  mx_tensor_release(&x);
+  mx_device_free(dev, dx.data);
+  mx_device_free(dev, dy.data);
+  mx_session_destroy(s);
+free_samples:
+  free(samples);
+  return rc;
+}
+
+/* --- JSON ------------------------------------------------------------------------------------- */
+
+static void json_num(double v) {
+  if (isfinite(v)) printf("%.6g", v);
+  else printf("null");
+}
+
+static void json_str(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') printf("\\%c", ch);
+    else if (ch < 0x20) printf("\\u%04x", ch);
+    else putchar(ch);
+  }
+  putchar('"');
+}
+
+static void json_timing(const timing *t) {
+  if (!t->have) {
+    printf("null");
+    return;
+  }
+  printf("{\"median\": ");
+  json_num(t->median);
+  printf(", \"p10\": ");
+  json_num(t->p10);
+  printf(", \"p90\": ");
+  json_num(t->p90);
+  printf(", \"samples\": %zu}", t->samples);
+}
+
+static void json_diff(const diff *d) {
+  if (!d->have) {
+    printf("null");
+    return;
+  }
+  printf("{\"logits_max_abs\": ");
+  json_num(d->logits_abs);
+  printf(", \"logits_rel\": ");
+  json_num(d->logits_rel);
+  printf(", \"present_max_abs\": ");
+  json_num(d->present_abs);
+  printf(", \"present_rel\": ");
+  json_num(d->present_rel);
+  printf("}");
+}
+
+static void json_ratio(const timing *x, const timing *y) {
+  if (x->have && y->have && y->median > 0) json_num(x->median / y->median);
+  else printf("null");
+}
+
+static void json_same(int v) { printf("%s", v < 0 ? "null" : v ? "true" : "false"); }
+
+/* Worst value of one figure over every point of a configuration; NAN when none. */
+typedef double (*figure_fn)(const point *pt);
+
+static double fig_ratio_ort(const point *pt) {
+  const timing *h = &pt->t[SYS_HYBRID], *o = &pt->t[SYS_ORT];
+  return h->have && o->have ? h->median / o->median : NAN;
+}
+static double fig_ratio_dynamic(const point *pt) {
+  const timing *h = &pt->t[SYS_HYBRID], *d = &pt->t[SYS_DYNAMIC];
+  return h->have && d->have ? h->median / d->median : NAN;
+}
+static double fig_logits_rel(const point *pt) {
+  return pt->to_ort[SYS_HYBRID].have ? pt->to_ort[SYS_HYBRID].logits_rel : NAN;
+}
+
+static double worst(const config_result *cr, size_t n_past, figure_fn f) {
+  double w = NAN;
+  for (size_t k = 0; k < n_past; k++) {
+    double v = f(&cr->points[k]);
+    if (!isnan(v) && (isnan(w) || v > w)) w = v;
+  }
+  return w;
+}
+
+static void json_target(bool *first, const char *name, double value, double limit, const char *missing) {
+  printf("%s\n    {\"target\": ", *first ? "" : ",");
+  json_str(name);
+  printf(", \"limit\": ");
+  json_num(limit);
+  printf(", \"worst\": ");
+  json_num(value);
+  printf(", \"met\": %s", isnan(value) ? "null" : value <= limit ? "true" : "false");
+  if (isnan(value)) {
+    printf(", \"why_null\": ");
+    json_str(missing);
+  }
+  printf("}");
+  *first = false;
+}
+
+static void print_json(const llm_args *a, int argc, char **argv, const peer *p, double load, const timing *id_ort,
+                       const timing *id_mixrt, const config_result *res) {
+  char cpu[256] = "unknown";
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char line[512];
+    while (fgets(line, sizeof line, f))
+      if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+        snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
+        cpu[strcspn(cpu, "\n")] = '\0';
+        break;
+      }
+    fclose(f);
+  }
+  printf("{\"benchmark\": \"llm\",\n \"command\": \"mixrt bench");
+  for (int i = 0; i < argc; i++) {
+    putchar(' ');
+    for (const char *s = argv[i]; *s; s++) printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+  }
+  printf("\",\n \"machine\": {\"cpu\": ");
+  json_str(cpu);
+  printf(", \"online_cpus\": %ld, \"load_average_at_start\": ", sysconf(_SC_NPROCESSORS_ONLN));
+  json_num(load);
+  printf("},\n \"mixrt\": {\"device\": \"%s\", \"streams\": %lld, \"executor\": \"%s\", "
+         "\"hybrid_static_min_ops\": %d, \"dynamic_static_min_ops\": -1, \"io\": \"%s\", \"io_means\": \"%s\"},\n",
+         mx_cli_device_name(a->device), (long long)a->streams, mx_cli_executor_name(a->executor),
+         MX_PARTITION_DEFAULT_STATIC_MIN_OPS, a->device_io ? "device" : "host",
+         a->device_io ? "inputs uploaded to device buffers before timing; outputs written into device buffers "
+                        "of the step's shapes allocated before timing (zero copy)"
+                      : "host input tensors; outputs allocated by the session as host tensors, released after "
+                        "the timed call");
+  printf(" \"method\": {\"rounds\": %lld, \"steps_per_round\": %lld, \"warmup\": %lld, \"token\": %d, "
+         "\"past\": \"seeded random values in [-1, 1)\", \"order\": \"systems take turns by round, rotating\", "
+         "\"unit\": \"microseconds per step\", "
+         "\"relative_difference\": \"largest |x - ort| / largest |ort| over the logits (or all present tensors)\"},\n",
+         (long long)a->rounds, (long long)a->steps, (long long)a->warmup, TOKEN);
+  bool ort_on = p->pid > 0;
+  printf(" \"ort\": {\"available\": %s, \"reason\": ", ort_on ? "true" : "false");
+  if (ort_on) printf("null");
+  else json_str(p->reason);
+  printf(", \"package\": ");
+  if (ort_on) {
+    char pkg[96];
+    snprintf(pkg, sizeof pkg, "onnxruntime-node %s", p->version);
+    json_str(pkg);
+  } else {
+    printf("null");
+  }
+  printf(", \"node\": ");
+  if (ort_on) json_str(p->node_version);
+  else printf("null");
+  printf(", \"session_options\": {\"execution_provider\": \"cpu\", \"intra_op_num_threads\": 1, "
+         "\"inter_op_num_threads\": 1, \"execution_mode\": \"sequential\", \"graph_optimization_level\": \"all\"}, "
+         "\"timed\": \"inside Node, around await session.run(feeds)\"},\n");
+  printf(" \"identity_call_us\": {\"ort\": ");
+  json_timing(id_ort);
+  printf(", \"mixrt\": ");
+  json_timing(id_mixrt);
+  printf("},\n \"results\": [");
+  bool first_cfg = true;
+  for (int c = 0; c < N_CONFIGS; c++) {
+    const config_result *cr = &res[c];
+    if (!cr->run) continue;
+    const mx_llama_config *g = &cr->cfg;
+    printf("%s\n  {\"config\": \"%s\", \"layers\": %lld, \"hidden\": %lld, \"heads\": %lld, \"kv_heads\": %lld, "
+           "\"head_dim\": %lld, \"ffn\": %lld, \"vocab\": %lld, \"nodes\": %zu, \"points\": [",
+           first_cfg ? "" : ",", config_names[c], (long long)g->layers, (long long)g->hidden, (long long)g->heads,
+           (long long)g->kv_heads, (long long)mx_cli_llm_head_dim(g), (long long)g->ffn, (long long)g->vocab, cr->nodes);
+    first_cfg = false;
+    for (size_t k = 0; k < a->n_past; k++) {
+      const point *pt = &cr->points[k];
+      printf("%s\n    {\"past\": %lld, \"step_us\": {", k ? "," : "", (long long)pt->past);
+      for (int s = 0; s < SYS_COUNT; s++) {
+        printf("%s\"%s\": ", s ? ", " : "", sys_names[s]);
+        json_timing(&pt->t[s]);
+      }
+      printf("},\n     \"ratio_hybrid_ort\": ");
+      json_ratio(&pt->t[SYS_HYBRID], &pt->t[SYS_ORT]);
+      printf(", \"ratio_hybrid_ort_without_binding\": ");
+      if (pt->t[SYS_HYBRID].have && pt->t[SYS_ORT].have && id_ort->have && pt->t[SYS_ORT].median > id_ort->median)
+        json_num(pt->t[SYS_HYBRID].median / (pt->t[SYS_ORT].median - id_ort->median));
+      else
+        printf("null");
+      printf(", \"ratio_hybrid_dynamic\": ");
+      json_ratio(&pt->t[SYS_HYBRID], &pt->t[SYS_DYNAMIC]);
+      printf(", \"ratio_hybrid_reference\": ");
+      json_ratio(&pt->t[SYS_HYBRID], &pt->t[SYS_REFERENCE]);
+      printf(",\n     \"hybrid_equals_reference\": ");
+      json_same(pt->same_as_ref[0]);
+      printf(", \"dynamic_equals_reference\": ");
+      json_same(pt->same_as_ref[1]);
+      printf(",\n     \"diff_to_ort\": ");
+      if (pt->to_ort[SYS_HYBRID].have || pt->to_ort[SYS_DYNAMIC].have || pt->to_ort[SYS_REFERENCE].have) {
+        printf("{");
+        for (int s = 0; s < SYS_ORT; s++) {
+          printf("%s\"%s\": ", s ? ", " : "", sys_names[s]);
+          json_diff(&pt->to_ort[s]);
+        }
+        printf("}");
+      } else {
+        printf("null");
+      }
+      printf(",\n     \"hybrid_per_step\": ");
+      if (pt->have_step) {
+        const hybrid_step *h = &pt->step;
+        printf("{\"static_executes\": %.2f, \"dynamic_launches\": %.2f, \"exe_graph_kernels\": %.2f, "
+               "\"refreshed_entries\": %.2f, \"device_allocations\": %.3f, \"session_step_us\": %.2f, "
+               "\"static_us\": %.2f, \"dynamic_us\": %.2f, \"host_us\": %.2f}",
+               h->static_executes, h->dynamic_launches, h->kernels, h->refreshed, h->device_allocations, h->step_us,
+               h->static_us, h->dynamic_us, h->host_us);
+      } else {
+        printf("null");
+      }
+      printf("}");
+    }
+    printf("\n  ]}");
+  }
+  printf("\n ],\n \"targets\": [");
+  bool first = true;
+  const char *no_ort = ort_on ? "ONNX Runtime or hybrid not measured for this configuration" : p->reason;
+  if (res[0].run) {
+    json_target(&first, "tiny: hybrid / ort <= 0.2", worst(&res[0], a->n_past, fig_ratio_ort), 0.2, no_ort);
+    json_target(&first, "tiny: hybrid / dynamic < 1", worst(&res[0], a->n_past, fig_ratio_dynamic), 1.0,
+                "hybrid or dynamic not measured");
+    json_target(&first, "tiny: logits relative difference to ort <= 1e-4",
+                worst(&res[0], a->n_past, fig_logits_rel), 1e-4, no_ort);
+  }
+  if (res[1].run) {
+    json_target(&first, "small: hybrid / ort <= 1.0", worst(&res[1], a->n_past, fig_ratio_ort), 1.0, no_ort);
+    json_target(&first, "small: hybrid / dynamic < 1", worst(&res[1], a->n_past, fig_ratio_dynamic), 1.0,
+                "hybrid or dynamic not measured");
+    json_target(&first, "small: logits relative difference to ort <= 1e-4",
+                worst(&res[1], a->n_past, fig_logits_rel), 1e-4, no_ort);
+  }
+  printf("\n ]}\n");
+}
+
+/* --- the command ------------------------------------------------------------------------------ */
+
+int mx_bench_llm(int argc, char **argv) {
+  llm_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc != MX_EXIT_OK) return rc;
+  signal(SIGPIPE, SIG_IGN); /* a dead peer shows as a failed write, not a killed benchmark */
+  char tmp[] = "/tmp/mixrt-bench-llm-XXXXXX";
+  const char *dir = a.work_dir;
+  if (dir) {
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return mx_cli_runtime_error(CMD, "cannot create %s: %s", dir, strerror(errno));
+  } else if (!(dir = mkdtemp(tmp))) {
+    return mx_cli_runtime_error(CMD, "cannot create a temporary folder: %s", strerror(errno));
+  }
+  double load[1] = {NAN};
+  if (getloadavg(load, 1) != 1) load[0] = NAN;
+  peer p = {.pid = -1};
+  if (a.no_ort) snprintf(p.reason, sizeof p.reason, "--no-ort was given");
+  else if (!a.systems[SYS_ORT]) snprintf(p.reason, sizeof p.reason, "ort is not among --systems");
+  else peer_start(&a, &p);
+  config_result res[N_CONFIGS];
+  memset(res, 0, sizeof res);
+  timing id_ort = {0}, id_mixrt = {0};
+  mx_device_options dopt;
+  mx_device_options_init(&dopt);
+  dopt.kind = a.device;
+  mx_device *dev = NULL;
+  mx_error err;
+  if (mx_device_create(&dopt, &dev, &err) != MX_OK) {
+    rc = mx_cli_runtime_error(CMD, "%s", err.message);
+    goto stop_peer;
+  }
+  rc = measure_identity(&a, &p, dev, dir, &id_ort, &id_mixrt);
+  for (int c = 0; c < N_CONFIGS && rc == MX_EXIT_OK; c++)
+    if (a.configs[c]) rc = measure_config(&a, &p, dev, dir, c, &res[c]);
+  if (rc == MX_EXIT_OK) print_json(&a, argc, argv, &p, load[0], &id_ort, &id_mixrt, res);
+  mx_device_destroy(dev);
+stop_peer:
+  peer_stop(&p);
+  if (!a.work_dir) nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  return rc;
+}
