@@ -1,5 +1,6 @@
-/* `mixrt run MODEL`: runs a model on inputs from .npy files or random data and reports the
- * outputs and per-step latency. */
+/* `mixrt run MODEL`: runs a model (ONNX or .mxm) through a session — or the reference
+ * interpreter — on inputs from .npy files or random data, and reports the outputs, the per-step
+ * latency and where the time went. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -7,29 +8,38 @@
 #include "common/clock.h"
 #include "mixrt/onnx.h"
 #include "mixrt/reference.h"
+#include "mixrt/session.h"
 #include "tools/commands.h"
 #include "tools/run_inputs.h"
-#include "tools/run_mxm.h"
+#include "tools/session_opts.h"
+#include "v2runtime/session-impl.h"
 
 #define MAX_ITEMS 64
 
 void mx_cmd_run_help(FILE *out) {
   fprintf(out,
           "usage: mixrt run MODEL.onnx|MODEL.mxm [--input NAME=FILE.npy ...] [--random] [--seed N]\n"
-          "                 [--shape SYMBOL=VALUE ...] [--steps N] [--reference] [--output-dir DIR]\n\n"
-          "Runs a model once per step and prints its outputs (dtype, shape, first values) and the\n"
-          "per-step latency (median, p10, p90). An ONNX model runs through the reference interpreter\n"
-          "(op by op on the host, every shape resolved at run time); --reference says so explicitly.\n"
-          "A compiled model (.mxm, from `mixrt compile`) runs as a static model on the CPU device;\n"
-          "its shapes are fixed, so --shape does not apply to it.\n\n"
+          "                 [--shape SYM=VAL ...] [--steps N] [--executor seq|topo|mt] [--streams K]\n"
+          "                 [--static-min-ops N] [--device cpu|inline] [--frozen NAME ...]\n"
+          "                 [--trace FILE.json] [--output-dir DIR] [--reference] [--check]\n\n"
+          "Runs a model once per step and prints its outputs (dtype, shape, first values), the\n"
+          "per-step latency (median, p10, p90) and the time split between static models, dynamic ops\n"
+          "and host kernels. An ONNX model is compiled into mixrt's hybrid form first (partitioned into\n"
+          "static models and dynamic ops, lowered into an execution graph); an .mxm file (from\n"
+          "`mixrt compile`) is loaded without compiling.\n\n"
           "options:\n"
-          "  --input NAME=FILE.npy  value of graph input NAME (NumPy .npy)\n"
-          "  --random               seeded random values for inputs without --input\n"
-          "  --seed N               seed of --random (default 1)\n"
-          "  --shape SYM=VALUE      value of a symbolic dim, for --random inputs\n"
-          "  --steps N              run N times (default 1)\n"
-          "  --reference            use the reference interpreter\n"
-          "  --output-dir DIR       write every output as DIR/<name>.npy\n");
+          "  --input NAME=FILE.npy   value of graph input NAME (NumPy .npy)\n"
+          "  --random                seeded random values for inputs without --input\n"
+          "  --seed N                seed of --random (default 1)\n"
+          "  --shape SYM=VALUE       value of a symbolic dim, for --random inputs\n"
+          "  --steps N               run N times (default 1)\n"
+          "%s"
+          "  --trace FILE.json       write a Chrome trace of the steps (open it in Perfetto)\n"
+          "  --output-dir DIR        write every output of the last step as DIR/<name>.npy\n"
+          "  --reference             run through the reference interpreter instead (ONNX only)\n"
+          "  --check                 also run the reference interpreter and compare every output\n"
+          "                          bit for bit (ONNX only)\n",
+          mx_cli_session_opts_help);
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -49,111 +59,242 @@ static void file_name(char *buf, size_t cap, const char *dir, const char *name) 
   snprintf(buf, cap, "%s/%s.npy", dir, safe);
 }
 
-int mx_cmd_run(int argc, char **argv) {
-  const char *model = NULL, *out_dir = NULL;
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+typedef struct run_args {
+  const char *model, *out_dir, *trace;
   mx_named_file files[MAX_ITEMS];
+  size_t nf;
   mx_symbol_binding bindings[MAX_ITEMS];
-  char names[MAX_ITEMS][128];
-  char file_names[MAX_ITEMS][128];
-  size_t nf = 0, nb = 0;
-  bool random = false;
-  int64_t steps = 1, seed = 1;
+  size_t nb;
+  bool random, reference, check;
+  int64_t steps, seed;
+  mx_cli_session_opts so;
+} run_args;
+
+static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*file_names)[128]) {
+  a->steps = 1;
+  a->seed = 1;
+  mx_cli_session_opts_init(&a->so);
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--input") == 0) {
+    const char *o = argv[i];
+    int r = mx_cli_session_option("run", &a->so, argc, argv, &i);
+    if (r > 1) return r - 100;
+    if (r == 1) continue;
+    if (strcmp(o, "--input") == 0) {
       const char *v = mx_cli_option_value("run", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
       const char *eq = strchr(v, '=');
-      if (!eq || eq == v || (size_t)(eq - v) >= sizeof file_names[0] || nf == MAX_ITEMS)
+      if (!eq || eq == v || (size_t)(eq - v) >= 128 || a->nf == MAX_ITEMS)
         return mx_cli_usage_error("run", "--input needs NAME=FILE.npy, not '%s'", v);
-      memcpy(file_names[nf], v, (size_t)(eq - v));
-      file_names[nf][eq - v] = '\0';
-      files[nf].name = file_names[nf];
-      files[nf].path = eq + 1;
-      nf++;
-    } else if (strcmp(a, "--shape") == 0) {
+      memcpy(file_names[a->nf], v, (size_t)(eq - v));
+      file_names[a->nf][eq - v] = '\0';
+      a->files[a->nf].name = file_names[a->nf];
+      a->files[a->nf].path = eq + 1;
+      a->nf++;
+    } else if (strcmp(o, "--shape") == 0) {
       const char *v = mx_cli_option_value("run", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
-      if (nb == MAX_ITEMS || !mx_cli_parse_binding(v, &bindings[nb], names[nb], sizeof names[nb]))
+      if (a->nb == MAX_ITEMS || !mx_cli_parse_binding(v, &a->bindings[a->nb], names[a->nb], 128))
         return mx_cli_usage_error("run", "--shape needs SYMBOL=VALUE with VALUE >= 0, not '%s'", v);
-      nb++;
-    } else if (strcmp(a, "--steps") == 0 || strcmp(a, "--seed") == 0) {
+      a->nb++;
+    } else if (strcmp(o, "--steps") == 0 || strcmp(o, "--seed") == 0) {
       const char *v = mx_cli_option_value("run", argc, argv, &i);
       int64_t x;
       if (!v) return MX_EXIT_USAGE;
-      if (!mx_cli_parse_int(v, &x) || x < (a[3] == 't' ? 1 : 0) || x > 100000000)
-        return mx_cli_usage_error("run", "%s needs a number, not '%s'", a, v);
-      if (a[3] == 't') steps = x;
-      else seed = x;
-    } else if (strcmp(a, "--random") == 0) {
-      random = true;
-    } else if (strcmp(a, "--reference") == 0) {
-      /* the reference interpreter is the executor of this command */
-    } else if (strcmp(a, "--output-dir") == 0) {
-      if (!(out_dir = mx_cli_option_value("run", argc, argv, &i))) return MX_EXIT_USAGE;
-    } else if (a[0] == '-') {
-      return mx_cli_usage_error("run", "unknown option '%s'", a);
-    } else if (!model) {
-      model = a;
+      bool steps = o[3] == 't';
+      if (!mx_cli_parse_int(v, &x) || x < (steps ? 1 : 0) || x > 100000000)
+        return mx_cli_usage_error("run", "%s needs a number, not '%s'", o, v);
+      if (steps) a->steps = x;
+      else a->seed = x;
+    } else if (strcmp(o, "--random") == 0) {
+      a->random = true;
+    } else if (strcmp(o, "--reference") == 0) {
+      a->reference = true;
+    } else if (strcmp(o, "--check") == 0) {
+      a->check = true;
+    } else if (strcmp(o, "--output-dir") == 0) {
+      if (!(a->out_dir = mx_cli_option_value("run", argc, argv, &i))) return MX_EXIT_USAGE;
+    } else if (strcmp(o, "--trace") == 0) {
+      if (!(a->trace = mx_cli_option_value("run", argc, argv, &i))) return MX_EXIT_USAGE;
+    } else if (o[0] == '-') {
+      return mx_cli_usage_error("run", "unknown option '%s'", o);
+    } else if (!a->model) {
+      a->model = o;
     } else {
       return mx_cli_usage_error("run", "only one MODEL may be given");
     }
   }
-  if (!model) return mx_cli_usage_error("run", "MODEL is required");
-  if (out_dir) {
+  if (!a->model) return mx_cli_usage_error("run", "MODEL is required");
+  if (a->out_dir) {
     struct stat sb;
-    if (stat(out_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-      return mx_cli_usage_error("run", "--output-dir '%s' is not a folder", out_dir);
+    if (stat(a->out_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+      return mx_cli_usage_error("run", "--output-dir '%s' is not a folder", a->out_dir);
   }
-  if (mx_cli_is_mxm(model)) {
-    mx_run_mxm_args ra = {model, files, nf, random, (uint64_t)seed, steps, out_dir, nb};
-    return mx_cli_run_mxm(&ra);
+  bool mxm = ends_with(a->model, ".mxm");
+  if (mxm && (a->reference || a->check))
+    return mx_cli_usage_error("run", "--reference and --check need the ONNX model, not an .mxm file");
+  if (a->reference && (a->trace || a->check))
+    return mx_cli_usage_error("run", "--trace and --check apply to the hybrid runtime, not to --reference");
+  return MX_EXIT_OK;
+}
+
+/* Every --shape must name a symbol of the model. */
+static int check_bindings(const run_args *a, const mx_graph *g) {
+  for (size_t i = 0; i < a->nb; i++)
+    if (mx_sym_symbol_index(g->syms, mx_sym_lookup(g->syms, a->bindings[i].name)) < 0)
+      return mx_cli_usage_error("run", "--shape %s: the model has no symbolic dim called '%s'", a->bindings[i].name,
+                                a->bindings[i].name);
+  return MX_EXIT_OK;
+}
+
+static void print_latency(const char *what, uint64_t *times, int64_t steps) {
+  qsort(times, (size_t)steps, sizeof *times, cmp_u64);
+  printf("%s; steps: %lld; step latency: median %.3f ms, p10 %.3f ms, p90 %.3f ms\n", what, (long long)steps,
+         times[steps / 2] / 1e6, times[steps / 10] / 1e6, times[(steps * 9) / 10] / 1e6);
+}
+
+static int save_outputs(const char *dir, mx_tensor *outs, size_t n) {
+  for (size_t k = 0; dir && k < n; k++) {
+    char path[4096];
+    mx_error err;
+    file_name(path, sizeof path, dir, outs[k].name ? outs[k].name : "output");
+    if (mx_tensor_save_npy(path, &outs[k], &err) != MX_OK) return mx_cli_runtime_error("run", "%s", err.message);
   }
+  return MX_EXIT_OK;
+}
+
+/* The reference interpreter path (--reference). */
+static int run_reference(run_args *a, mx_graph *g, mx_tensor *inputs, size_t n_in, mx_tensor *outputs, size_t n_out,
+                         uint64_t *times) {
   mx_error err;
-  mx_graph *g;
-  if (mx_onnx_load_file(model, &g, &err) != MX_OK) return mx_cli_runtime_error("run", "%s", err.message);
-  int rc = MX_EXIT_RUNTIME;
-  size_t n_in = mx_graph_input_count(g), n_out = mx_graph_output_count(g);
-  mx_tensor *inputs = calloc(n_in ? n_in : 1, sizeof *inputs);
-  mx_tensor *outputs = calloc(n_out ? n_out : 1, sizeof *outputs);
-  uint64_t *times = calloc((size_t)steps, sizeof *times);
-  if (!inputs || !outputs || !times) {
-    rc = mx_cli_runtime_error("run", "out of memory");
-    goto cleanup;
-  }
-  rc = mx_cli_make_inputs("run", g, files, nf, random, (uint64_t)seed, bindings, nb, inputs);
-  if (rc != MX_EXIT_OK) goto cleanup;
-  for (int64_t s = 0; s < steps; s++) {
+  for (int64_t s = 0; s < a->steps; s++) {
     for (size_t k = 0; k < n_out; k++) mx_tensor_release(&outputs[k]);
     uint64_t t0 = mx__now_ns();
-    if (mx_reference_run(g, inputs, n_in, outputs, n_out, &err) != MX_OK) {
-      rc = mx_cli_runtime_error("run", "step %lld: %s", (long long)s, err.message);
-      goto cleanup;
-    }
+    if (mx_reference_run(g, inputs, n_in, outputs, n_out, &err) != MX_OK)
+      return mx_cli_runtime_error("run", "step %lld: %s", (long long)s, err.message);
     times[s] = mx__now_ns() - t0;
   }
   printf("outputs:\n");
-  for (size_t k = 0; k < n_out; k++) {
-    mx_cli_print_tensor(stdout, outputs[k].name, &outputs[k]);
-    if (out_dir) {
-      char path[4096];
-      file_name(path, sizeof path, out_dir, outputs[k].name ? outputs[k].name : "output");
-      if (mx_tensor_save_npy(path, &outputs[k], &err) != MX_OK) {
-        rc = mx_cli_runtime_error("run", "%s", err.message);
-        goto cleanup;
+  for (size_t k = 0; k < n_out; k++) mx_cli_print_tensor(stdout, outputs[k].name, &outputs[k]);
+  int rc = save_outputs(a->out_dir, outputs, n_out);
+  print_latency("executor: reference interpreter", times, a->steps);
+  return rc;
+}
+
+static const char *executor_name(mx_executor_kind k) {
+  return k == MX_EXECUTOR_TOPOLOGICAL ? "topological" : k == MX_EXECUTOR_MULTI_THREAD ? "multi-thread" : "sequential";
+}
+
+static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inputs, size_t n_in, mx_tensor *outputs,
+                       size_t n_out, uint64_t *times) {
+  if (a->trace && mx_session_trace_begin(s) != MX_OK)
+    return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
+  for (int64_t st = 0; st < a->steps; st++) {
+    for (size_t k = 0; k < n_out; k++) mx_tensor_release(&outputs[k]);
+    uint64_t t0 = mx__now_ns();
+    if (mx_session_run(s, inputs, n_in, outputs, n_out) != MX_OK)
+      return mx_cli_runtime_error("run", "step %lld: %s", (long long)st, mx_session_last_error(s));
+    times[st] = mx__now_ns() - t0;
+  }
+  if (a->trace) {
+    if (mx_session_trace_end(s, a->trace) != MX_OK) return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
+  }
+  printf("outputs:\n");
+  for (size_t k = 0; k < n_out; k++) mx_cli_print_tensor(stdout, outputs[k].name, &outputs[k]);
+  int rc = save_outputs(a->out_dir, outputs, n_out);
+  if (rc != MX_EXIT_OK) return rc;
+  const mx_program *p = s->prog;
+  char what[256];
+  snprintf(what, sizeof what, "executor: hybrid (%zu static and %zu dynamic partitions; %s, %u stream%s, %s device)",
+           p->static_calls, p->dynamic_calls, executor_name(a->so.o.executor), a->so.o.streams,
+           a->so.o.streams == 1 ? "" : "s", a->so.o.device_options.kind == MX_DEVICE_INLINE ? "inline" : "CPU");
+  print_latency(what, times, a->steps);
+  mx_session_stats last, total;
+  mx_session_get_stats(s, &last, &total);
+  printf("time split over %llu steps: static models %.3f ms, dynamic ops %.3f ms, host kernels %.3f ms\n",
+         (unsigned long long)total.steps, total.static_ns / 1e6, total.dynamic_ns / 1e6, total.host_ns / 1e6);
+  printf("per step: %llu static executions, %llu dynamic launches, %llu kernels; refreshed entries %llu (last step %llu); "
+         "device allocations %llu (last step %llu)\n",
+         (unsigned long long)last.static_executes, (unsigned long long)last.dynamic_launches,
+         (unsigned long long)last.kernels_run, (unsigned long long)total.refreshed_entries,
+         (unsigned long long)last.refreshed_entries, (unsigned long long)total.device_allocations,
+         (unsigned long long)last.device_allocations);
+  if (a->trace) printf("trace: %s\n", a->trace);
+  if (a->check) {
+    mx_tensor *want = calloc(n_out ? n_out : 1, sizeof *want);
+    mx_error err;
+    if (!want) return mx_cli_runtime_error("run", "out of memory");
+    rc = MX_EXIT_OK;
+    if (mx_reference_run(ref, inputs, n_in, want, n_out, &err) != MX_OK) {
+      rc = mx_cli_runtime_error("run", "check: the reference interpreter failed: %s", err.message);
+    } else {
+      for (size_t k = 0; k < n_out && rc == MX_EXIT_OK; k++) {
+        char why[256];
+        if (!mx_tensor_allclose(&outputs[k], &want[k], 0.0, 0.0, why, sizeof why)) {
+          printf("check: FAIL: output '%s' differs from the reference interpreter: %s\n", outputs[k].name, why);
+          rc = MX_EXIT_RUNTIME;
+        }
       }
+      if (rc == MX_EXIT_OK) printf("check: PASS: every output equals the reference interpreter bit for bit\n");
+    }
+    for (size_t k = 0; k < n_out; k++) mx_tensor_release(&want[k]);
+    free(want);
+  }
+  return rc;
+}
+
+int mx_cmd_run(int argc, char **argv) {
+  run_args a;
+  memset(&a, 0, sizeof a);
+  char names[MAX_ITEMS][128], file_names[MAX_ITEMS][128];
+  int rc = parse(argc, argv, &a, names, file_names);
+  if (rc != MX_EXIT_OK) return rc;
+  bool mxm = ends_with(a.model, ".mxm");
+  mx_error err;
+  mx_graph *g = NULL;      /* the ONNX model (reference, --check, input declarations) */
+  mx_session *s = NULL;
+  mx_tensor *inputs = NULL, *outputs = NULL;
+  uint64_t *times = NULL;
+  size_t n_in = 0, n_out = 0;
+  if (!mxm && mx_onnx_load_file(a.model, &g, &err) != MX_OK) return mx_cli_runtime_error("run", "%s", err.message);
+  if (!a.reference) {
+    if (mx_session_create(&a.so.o, &s, &err) != MX_OK) {
+      rc = mx_cli_runtime_error("run", "%s", err.message);
+      goto done;
+    }
+    if (mx_session_load_file(s, a.model) != MX_OK) {
+      rc = mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
+      goto done;
     }
   }
-  qsort(times, (size_t)steps, sizeof *times, cmp_u64);
-  printf("executor: reference; steps: %lld; step latency: median %.3f ms, p10 %.3f ms, p90 %.3f ms\n",
-         (long long)steps, times[steps / 2] / 1e6, times[steps / 10] / 1e6, times[(steps * 9) / 10] / 1e6);
-  rc = MX_EXIT_OK;
-cleanup:
+  /* Inputs are described by the ONNX graph, or by the loaded program's root graph. */
+  mx_graph *decl = g ? g : s->prog->root;
+  rc = check_bindings(&a, decl);
+  if (rc != MX_EXIT_OK) goto done;
+  n_in = mx_graph_input_count(decl);
+  n_out = mx_graph_output_count(decl);
+  inputs = calloc(n_in ? n_in : 1, sizeof *inputs);
+  outputs = calloc(n_out ? n_out : 1, sizeof *outputs);
+  times = calloc((size_t)a.steps, sizeof *times);
+  if (!inputs || !outputs || !times) {
+    rc = mx_cli_runtime_error("run", "out of memory");
+    goto done;
+  }
+  rc = mx_cli_make_inputs("run", decl, a.files, a.nf, a.random, (uint64_t)a.seed, a.bindings, a.nb, inputs);
+  if (rc != MX_EXIT_OK) goto done;
+  rc = a.reference ? run_reference(&a, g, inputs, n_in, outputs, n_out, times)
+                   : run_session(&a, s, g, inputs, n_in, outputs, n_out, times);
+done:
   for (size_t k = 0; inputs && k < n_in; k++) mx_tensor_release(&inputs[k]);
   for (size_t k = 0; outputs && k < n_out; k++) mx_tensor_release(&outputs[k]);
   free(times);
   free(outputs);
   free(inputs);
+  mx_session_destroy(s);
   mx_graph_destroy(g);
   return rc;
 }

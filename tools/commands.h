@@ -13,6 +13,8 @@ int mx_cmd_inspect(int argc, char **argv);
 void mx_cmd_inspect_help(FILE *out);
 int mx_cmd_run(int argc, char **argv);
 void mx_cmd_run_help(FILE *out);
+int mx_cmd_kernels(int argc, char **argv);
+void mx_cmd_kernels_help(FILE *out);
 int mx_cmd_bench(int argc, char **argv);
 void mx_cmd_bench_help(FILE *out);
 int mx_cmd_demo(int argc, char **argv);

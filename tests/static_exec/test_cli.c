@@ -58,23 +58,32 @@ Test(static_cli, compile_and_run_encoder) {
   cr_assert_eq(mx_onnx_save_file(g, WORK_DIR "/enc.onnx", &err), MX_OK, "%s", err.message);
   mx_graph_destroy(g);
 
-  cr_assert_eq(run("compile " WORK_DIR "/enc.onnx -o " WORK_DIR "/enc.mxm"), 1, "%s", out);
-  cr_assert(strstr(out, "unbound symbol 'batch' used by input(s) 'x'") && strstr(out, "'seq'"),
-            "%s", out);
+  /* Unbound symbols stay dynamic: a hybrid model. */
+  cr_assert_eq(run("compile " WORK_DIR "/enc.onnx -o " WORK_DIR "/enc_hybrid.mxm"), 0, "%s", out);
+  cr_assert(strstr(out, "x                        float32   [batch, seq, 64]"), "%s", out);
+  cr_assert_eq(run("run " WORK_DIR "/enc_hybrid.mxm --random --shape batch=2 --shape seq=9"), 0, "%s", out);
+  cr_assert(strstr(out, "executor: hybrid"), "%s", out);
+  char h[512];
+  first_output(h, sizeof h);
+  /* Every symbol bound: one static model. */
   cr_assert_eq(run("compile " WORK_DIR "/enc.onnx -o " WORK_DIR
                    "/enc.mxm --shape batch=2 --shape seq=9 --streams 2"),
                0, "%s", out);
+  cr_assert(strstr(out, "1 static and 0 dynamic partitions"), "%s", out);
   cr_assert(strstr(out, "FM arena") && strstr(out, "lower bound") && strstr(out, "no reuse"), "%s",
             out);
-  cr_assert_eq(run("run " WORK_DIR "/enc.mxm --random --steps 3"), 0, "%s", out);
-  cr_assert(strstr(out, "executor: static"), "%s", out);
+  cr_assert_eq(run("run " WORK_DIR "/enc.mxm --random --steps 3 --streams 2"), 0, "%s", out);
+  cr_assert(strstr(out, "executor: hybrid (1 static and 0 dynamic partitions"), "%s", out);
   char a[512], b[512];
   first_output(a, sizeof a);
   cr_assert_eq(run("run " WORK_DIR "/enc.onnx --random --shape batch=2 --shape seq=9"), 0, "%s",
                out);
   first_output(b, sizeof b);
   cr_assert_str_eq(a, b);
+  cr_assert_str_eq(h, b);
   cr_assert_eq(run("run " WORK_DIR "/enc.mxm --random --shape batch=3"), 2, "%s", out);
+  cr_assert(strstr(out, "no symbolic dim called 'batch'"), "%s", out);
+  cr_assert_eq(run("compile " WORK_DIR "/enc.onnx -o " WORK_DIR "/x.mxm --shape nosuch=3"), 2, "%s", out);
   cr_assert_eq(run("compile " WORK_DIR "/enc.onnx"), 2, "%s", out);
   cr_assert_eq(run("compile --help"), 0);
   cr_assert(strstr(out, "usage: mixrt compile"), "%s", out);

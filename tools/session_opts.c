@@ -1,0 +1,63 @@
+/* Session options on the command line (see session_opts.h). */
+#include <string.h>
+
+#include "tools/cli.h"
+#include "tools/session_opts.h"
+
+const char mx_cli_session_opts_help[] =
+    "  --executor seq|topo|mt  execution-graph executor: sequential priority order (default),\n"
+    "                          topological ready queue, or multi-thread worker pool\n"
+    "  --streams K             streams for static models and dynamic ops (default 1)\n"
+    "  --static-min-ops N      known clusters with fewer ops run dynamically (default 4; 0 keeps\n"
+    "                          every known cluster static; -1 runs everything dynamically)\n"
+    "  --device cpu|inline     the CPU device (worker thread per stream, default) or the inline\n"
+    "                          device (work runs in the calling thread)\n"
+    "  --frozen NAME           graph input NAME never changes address after the first step\n";
+
+void mx_cli_session_opts_init(mx_cli_session_opts *so) {
+  memset(so, 0, sizeof *so);
+  mx_session_options_init(&so->o);
+  so->o.frozen_inputs = so->frozen;
+}
+
+int mx_cli_session_option(const char *cmd, mx_cli_session_opts *so, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  if (strcmp(a, "--executor") == 0) {
+    const char *v = mx_cli_option_value(cmd, argc, argv, i);
+    if (!v) return MX_EXIT_USAGE + 100;
+    if (strcmp(v, "seq") == 0 || strcmp(v, "sequential") == 0) so->o.executor = MX_EXECUTOR_SEQUENTIAL;
+    else if (strcmp(v, "topo") == 0 || strcmp(v, "topological") == 0) so->o.executor = MX_EXECUTOR_TOPOLOGICAL;
+    else if (strcmp(v, "mt") == 0 || strcmp(v, "multi-thread") == 0) so->o.executor = MX_EXECUTOR_MULTI_THREAD;
+    else return mx_cli_usage_error(cmd, "--executor takes seq, topo or mt, not '%s'", v) + 100;
+    return 1;
+  }
+  if (strcmp(a, "--device") == 0) {
+    const char *v = mx_cli_option_value(cmd, argc, argv, i);
+    if (!v) return MX_EXIT_USAGE + 100;
+    if (strcmp(v, "cpu") == 0) so->o.device_options.kind = MX_DEVICE_CPU;
+    else if (strcmp(v, "inline") == 0) so->o.device_options.kind = MX_DEVICE_INLINE;
+    else return mx_cli_usage_error(cmd, "--device takes cpu or inline, not '%s'", v) + 100;
+    return 1;
+  }
+  if (strcmp(a, "--streams") == 0 || strcmp(a, "--static-min-ops") == 0) {
+    const char *v = mx_cli_option_value(cmd, argc, argv, i);
+    int64_t x;
+    if (!v) return MX_EXIT_USAGE + 100;
+    bool streams = a[3] == 't' && a[4] == 'r';
+    if (!mx_cli_parse_int(v, &x) || (streams ? (x < 1 || x > 16) : (x < -1 || x > 1000000)))
+      return mx_cli_usage_error(cmd, "%s needs %s, not '%s'", a, streams ? "a number from 1 to 16" : "-1 or more", v) +
+             100;
+    if (streams) so->o.streams = (uint32_t)x;
+    else so->o.static_min_ops = x;
+    return 1;
+  }
+  if (strcmp(a, "--frozen") == 0) {
+    const char *v = mx_cli_option_value(cmd, argc, argv, i);
+    if (!v) return MX_EXIT_USAGE + 100;
+    if (so->o.n_frozen_inputs == MX_CLI_MAX_FROZEN)
+      return mx_cli_usage_error(cmd, "at most %d --frozen options", MX_CLI_MAX_FROZEN) + 100;
+    so->frozen[so->o.n_frozen_inputs++] = v;
+    return 1;
+  }
+  return 0;
+}
