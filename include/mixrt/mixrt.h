@@ -11,6 +11,7 @@
 #include "mixrt/onnx.h"
 #include "mixrt/partition.h"
 #include "mixrt/reference.h"
+#include "mixrt/session.h"
 #include "mixrt/shape.h"
 #include "mixrt/status.h"
 #include "mixrt/tensor.h"
