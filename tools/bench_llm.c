@@ -60,6 +60,7 @@ typedef struct llm_args {
   int64_t streams;
   mx_executor_kind executor;
   bool device_io;            /* --io device: inputs and outputs in device buffers (zero copy) */
+  bool decode;               /* --mode decode: every step feeds its outputs to the next */
   const char *node;          /* the node program (borrowed) */
   const char *peers_dir;     /* bench/peers (borrowed, or NULL: found next to the sources) */
   const char *work_dir;      /* kept work directory (borrowed), or NULL: a temporary one */
@@ -120,7 +121,8 @@ void mx_bench_llm_help(FILE *out) {
   fprintf(out,
           "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--steps N]\n"
           "                       [--warmup N] [--systems hybrid,dynamic,reference,ort] [--no-ort]\n"
-          "                       [--device cpu|inline] [--streams N] [--executor E]\n"
+          "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
+          "                       [--streams N] [--executor E]\n"
           "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n\n"
           "llm: decode-step latency of the Llama-style decode model at each past length, for mixrt\n"
           "  hybrid, mixrt all-dynamic (static_min_ops -1), the mixrt reference interpreter and ONNX\n"
@@ -136,16 +138,23 @@ void mx_bench_llm_help(FILE *out) {
           "  --past LIST        KV-cache lengths, up to 8 (default 16,128,512)\n"
           "  --rounds N         timed rounds (default 10)\n"
           "  --steps N          steps per system per round (default 20)\n"
-          "  --warmup N         untimed steps per system first (default 3)\n"
+          "  --warmup N         untimed steps per system first (default 20)\n"
           "  --systems LIST     which systems run (default all four)\n"
           "  --no-ort           skip ONNX Runtime (its figures are null, with the reason)\n"
+          "  --mode fixed       every timed step runs on the same inputs (default)\n"
+          "  --mode decode      every system decodes greedily from the point's inputs, its presents\n"
+          "                     becoming its pasts: the past length grows by one per step across the\n"
+          "                     warm-up and the rounds (the JSON gives the range)\n"
+          "  --io device        mixrt sessions read inputs from and write outputs into device buffers\n"
+          "                     prepared before the timed call, zero copy (default)\n"
+          "  --io host          host inputs; outputs allocated by the session as host tensors\n"
           "  --device D         mixrt device: inline (default: on one stream the work runs in the\n"
           "                     calling thread, measured faster than a worker thread on 2 cores) or cpu\n"
           "  --streams N        mixrt streams (default 1)\n"
           "  --executor E       sequential (default), topological or multi-thread\n"
           "  --node PATH        the Node.js program (default: node, found in PATH)\n"
-          "  --peers DIR        the folder holding ort_runner.js and node_modules (default: bench/peers\n"
-          "                     of the source tree, or $MIXRT_PEERS_DIR)\n"
+          "  --peers DIR        the folder holding ort_runner.js and node_modules (default:\n"
+          "                     $MIXRT_PEERS_DIR when set, else bench/peers of the source tree)\n"
           "  --work-dir DIR     write the ONNX and .npy files there and keep them (default: a temporary\n"
           "                     folder, removed at the end)\n"
           "  --identity-runs N  calls timed on the Identity model (default 2000)\n\n"
@@ -185,9 +194,10 @@ static int parse_args(int argc, char **argv, llm_args *a) {
   memset(a, 0, sizeof *a);
   a->configs[0] = a->configs[1] = true;
   a->past[0] = 16, a->past[1] = 128, a->past[2] = 512, a->n_past = 3;
-  a->rounds = 10, a->steps = 20, a->warmup = 3, a->identity_runs = 2000;
+  a->rounds = 10, a->steps = 20, a->warmup = 20, a->identity_runs = 2000;
   for (int s = 0; s < SYS_COUNT; s++) a->systems[s] = true;
   a->device = MX_DEVICE_INLINE;
+  a->device_io = true;
   a->streams = 1;
   a->executor = MX_EXECUTOR_SEQUENTIAL;
   a->node = "node";
@@ -198,7 +208,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
       continue;
     }
     static const char *const valued[] = {"--configs", "--past",   "--rounds", "--steps",  "--warmup",
-                                         "--systems", "--device", "--streams", "--executor", "--io", "--node",
+                                         "--systems", "--device", "--streams", "--executor", "--io", "--mode", "--node",
                                          "--peers",   "--work-dir", "--identity-runs"};
     size_t k = 0;
     while (k < sizeof valued / sizeof valued[0] && strcmp(arg, valued[k]) != 0) k++;
@@ -240,6 +250,10 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     } else if (strcmp(arg, "--executor") == 0) {
       if (!mx_cli_parse_executor(v, &a->executor))
         return mx_cli_usage_error(CMD, "unknown executor '%s' (sequential, topological or multi-thread)", v);
+    } else if (strcmp(arg, "--mode") == 0) {
+      if (strcmp(v, "fixed") != 0 && strcmp(v, "decode") != 0)
+        return mx_cli_usage_error(CMD, "--mode takes fixed or decode, not '%s'", v);
+      a->decode = v[0] == 'd';
     } else if (strcmp(arg, "--io") == 0) {
       if (strcmp(v, "host") != 0 && strcmp(v, "device") != 0)
         return mx_cli_usage_error(CMD, "--io takes host or device, not '%s'", v);
@@ -251,6 +265,15 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     } else {
       a->work_dir = v;
     }
+  }
+  mx_llama_config cfg;
+  mx_cli_llm_size("tiny", &cfg);
+  for (size_t k = 0; k < a->n_past; k++) {
+    int64_t last = a->past[k] + (a->decode ? a->warmup + a->rounds * a->steps - 1 : 0);
+    if (last >= cfg.max_pos)
+      return mx_cli_usage_error(CMD, "past length %lld%s exceeds the models' rotary table (%lld positions)",
+                                (long long)last, a->decode ? " (reached in decode mode)" : "",
+                                (long long)cfg.max_pos);
   }
   return MX_EXIT_OK;
 }
@@ -458,6 +481,10 @@ typedef struct bench_ctx {
   const char *name;              /* configuration name, also the peer's session name */
   bool ort;                      /* ONNX Runtime runs for this configuration */
   bool device_io;                /* sessions read dev_in and write dev_out (--io device) */
+  const mx_llama_config *cfg;    /* the configuration measured */
+  mx_tensor state[SYS_ORT][MAX_IO]; /* --mode decode: each mixrt system's next inputs (owned; in
+                                       device memory for the sessions under --io device) */
+  bool state_live[SYS_ORT];      /* state[s] holds tensors */
   mx_tensor dev_in[MAX_IO];      /* device copies of the point's inputs (owned, --io device) */
   mx_tensor dev_out[MAX_IO];     /* device output buffers of the point's shapes (owned) */
 } bench_ctx;
@@ -552,6 +579,109 @@ static mx_status time_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n
     releaseall(out, n);
   }
   return MX_OK;
+}
+
+/* True when system sys keeps its decode state in device memory. */
+static bool state_on_device(const bench_ctx *c, int sys) { return c->device_io && sys != SYS_REFERENCE; }
+
+/* Frees the decode state of system sys. */
+static void state_free(bench_ctx *c, int sys, size_t n) {
+  if (!c->state_live[sys]) return;
+  for (size_t k = 0; k < n; k++) {
+    if (state_on_device(c, sys)) mx_device_free(c->dev, c->state[sys][k].data);
+    else mx_tensor_release(&c->state[sys][k]);
+  }
+  memset(c->state[sys], 0, sizeof c->state[sys]);
+  c->state_live[sys] = false;
+}
+
+/* --mode decode: system sys starts from a copy of the point's inputs. */
+static mx_status state_init(bench_ctx *c, int sys, const mx_tensor *in, size_t n) {
+  mx_status st = MX_OK;
+  c->state_live[sys] = true;
+  for (size_t k = 0; k < n && st == MX_OK; k++) {
+    size_t nbytes = 0;
+    mx_tensor_nbytes(&in[k], &nbytes);
+    mx_tensor *t = &c->state[sys][k];
+    if (state_on_device(c, sys)) {
+      st = device_tensor(c->dev, in[k].dtype, in[k].rank, in[k].dims, t);
+      if (st == MX_OK && nbytes) st = mx_device_copy(c->dev, t->data, in[k].data, nbytes, MX_COPY_H2D);
+    } else {
+      st = mx_tensor_alloc(in[k].dtype, in[k].rank, in[k].dims, t);
+      if (st == MX_OK && nbytes) memcpy(t->data, in[k].data, nbytes);
+    }
+  }
+  if (st != MX_OK) state_free(c, sys, n);
+  return st;
+}
+
+/* --mode decode: `count` steps of system sys from its state, each timed into samples (NULL:
+ * untimed warm-up). After a step the presents become the pasts and the argmax of the logits
+ * the token; only the run itself is timed. Under --io device the output buffers of each step
+ * are allocated before the timed call and the inputs are freed after it. */
+static mx_status decode_steps(bench_ctx *c, int sys, size_t n, int64_t count, uint64_t *samples, char *why,
+                              size_t cap) {
+  mx_tensor *in = c->state[sys];
+  const bool dev = state_on_device(c, sys);
+  mx_status st = MX_OK;
+  float *logits = malloc((size_t)c->cfg->vocab * sizeof *logits);
+  if (!logits) return MX_ERR_OUT_OF_MEMORY;
+  for (int64_t k = 0; k < count && st == MX_OK; k++) {
+    mx_tensor out[MAX_IO];
+    memset(out, 0, sizeof out);
+    for (size_t i = 0; dev && i < n && st == MX_OK; i++) {
+      int64_t dims[4] = {1, 1, c->cfg->vocab, 0};
+      if (i) memcpy(dims, in[i].dims, sizeof dims), dims[2]++;
+      st = device_tensor(c->dev, MX_FLOAT32, i ? 4 : 3, dims, &out[i]);
+    }
+    if (st != MX_OK) {
+      snprintf(why, cap, "%s: device output buffers: %s", sys_names[sys], mx_status_string(st));
+      for (size_t i = 0; i < n; i++) mx_device_free(c->dev, out[i].data);
+      break;
+    }
+    mx_error err;
+    uint64_t t0 = mx__now_ns();
+    st = sys == SYS_REFERENCE ? mx_reference_run(c->ref, in, n, out, n, &err)
+                              : mx_session_run(c->sessions[sys], in, n, out, n);
+    uint64_t t1 = mx__now_ns();
+    if (st != MX_OK) {
+      snprintf(why, cap, "%s: %s", sys_names[sys],
+               sys == SYS_REFERENCE ? err.message : mx_session_last_error(c->sessions[sys]));
+      for (size_t i = 0; dev && i < n; i++) mx_device_free(c->dev, out[i].data);
+      break;
+    }
+    if (samples) samples[k] = t1 - t0;
+    mx_tensor host_logits = out[0];
+    if (dev) {
+      host_logits.data = logits;
+      host_logits.placement = MX_HOST;
+      st = mx_device_copy(c->dev, logits, out[0].data, (size_t)c->cfg->vocab * sizeof *logits, MX_COPY_D2H);
+    }
+    int64_t token = mx_cli_argmax(&host_logits);
+    for (size_t i = 1; i < n; i++) { /* present -> past */
+      if (dev) mx_device_free(c->dev, in[i].data);
+      else mx_tensor_release(&in[i]);
+      in[i] = out[i];
+      in[i].name = NULL;
+    }
+    if (dev) {
+      mx_device_free(c->dev, out[0].data);
+      if (st == MX_OK) st = mx_device_copy(c->dev, in[0].data, &token, sizeof token, MX_COPY_H2D);
+    } else {
+      mx_tensor_release(&out[0]);
+      ((int64_t *)in[0].data)[0] = token;
+    }
+    if (st != MX_OK) snprintf(why, cap, "%s: reading the logits: %s", sys_names[sys], mx_status_string(st));
+  }
+  free(logits);
+  return st;
+}
+
+/* One timed block of a mixrt system: the fixed step repeated, or decode steps. */
+static mx_status run_block(bench_ctx *c, int sys, const mx_tensor *in, size_t n, int64_t count, uint64_t *samples,
+                           char *why, size_t cap) {
+  if (c->a->decode) return decode_steps(c, sys, n, count, samples, why, cap);
+  return time_mixrt(c, sys, in, n, count, samples, why, cap);
 }
 
 static timing summarize(uint64_t *samples, size_t n) {
@@ -693,11 +823,16 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
       rc = mx_cli_runtime_error(CMD, "out of memory");
       goto free_samples;
     }
-    if (s != SYS_ORT && time_mixrt(c, s, in, n, a->warmup, NULL, why, sizeof why) != MX_OK) {
+    if (s != SYS_ORT && a->decode && (st = state_init(c, s, in, n)) != MX_OK) {
+      rc = mx_cli_runtime_error(CMD, "%s: the decode state: %s", sys_names[s], mx_status_string(st));
+      goto free_samples;
+    }
+    if (s != SYS_ORT && run_block(c, s, in, n, a->warmup, NULL, why, sizeof why) != MX_OK) {
       rc = mx_cli_runtime_error(CMD, "%s past %lld: %s", c->name, (long long)pt->past, why);
       goto free_samples;
     }
-    if (s == SYS_ORT && a->warmup && !peer_call(c->p, "run %s %lld", c->name, (long long)a->warmup)) {
+    if (s == SYS_ORT && a->warmup &&
+        !peer_call(c->p, "%s %s %lld", a->decode ? "decode" : "run", c->name, (long long)a->warmup)) {
       rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s: %s", c->name, c->p->line);
       goto free_samples;
     }
@@ -709,11 +844,12 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
       int s = order[(r + k) % n_sys];
       uint64_t *dst = samples[s] + counts[s];
       if (s == SYS_ORT) {
-        if (!peer_call(c->p, "run %s %lld", c->name, (long long)a->steps) || !parse_times(c->p, dst, a->steps)) {
+        if (!peer_call(c->p, "%s %s %lld", a->decode ? "decode" : "run", c->name, (long long)a->steps) ||
+            !parse_times(c->p, dst, a->steps)) {
           rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s: %s", c->name, c->p->line);
           goto free_samples;
         }
-      } else if (time_mixrt(c, s, in, n, a->steps, dst, why, sizeof why) != MX_OK) {
+      } else if (run_block(c, s, in, n, a->steps, dst, why, sizeof why) != MX_OK) {
         rc = mx_cli_runtime_error(CMD, "%s past %lld: %s", c->name, (long long)pt->past, why);
         goto free_samples;
       }
@@ -740,6 +876,7 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
     if (samples[s]) pt->t[s] = summarize(samples[s], counts[s]);
 free_samples:
   for (int s = 0; s < SYS_COUNT; s++) free(samples[s]);
+  for (int s = 0; s < SYS_ORT; s++) state_free(c, s, n);
 free_device:
   if (c->device_io) free_device_io(c, n);
 release_inputs:
@@ -775,7 +912,7 @@ static int measure_config(const llm_args *a, peer *p, mx_device *dev, const char
   mx_cli_llm_size(config_names[which], &cr->cfg);
   cr->run = true;
   bench_ctx c = {.a = a, .p = p, .dir = dir, .dev = dev, .name = config_names[which],
-                 .ort = a->systems[SYS_ORT] && p->pid > 0, .device_io = a->device_io};
+                 .ort = a->systems[SYS_ORT] && p->pid > 0, .device_io = a->device_io, .cfg = &cr->cfg};
   char path[1100];
   snprintf(path, sizeof path, "%s/%s.onnx", dir, c.name);
   mx_error err;
@@ -806,11 +943,6 @@ static int measure_config(const llm_args *a, peer *p, mx_device *dev, const char
   }
   for (size_t k = 0; k < a->n_past && rc == MX_EXIT_OK; k++) {
     cr->points[k].past = a->past[k];
-    if (a->past[k] + 1 > cr->cfg.max_pos) {
-      rc = mx_cli_usage_error(CMD, "--past %lld exceeds the model's rotary table (%lld positions)",
-                              (long long)a->past[k], (long long)cr->cfg.max_pos);
-      break;
-    }
     rc = measure_point(&c, &cr->cfg, &cr->points[k]);
   }
   if (c.ort) peer_call(p, "drop %s", c.name);
@@ -1011,10 +1143,15 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
                         "of the step's shapes allocated before timing (zero copy)"
                       : "host input tensors; outputs allocated by the session as host tensors, released after "
                         "the timed call");
-  printf(" \"method\": {\"rounds\": %lld, \"steps_per_round\": %lld, \"warmup\": %lld, \"token\": %d, "
+  printf(" \"method\": {\"mode\": \"%s\", \"mode_means\": \"%s\", \"rounds\": %lld, \"steps_per_round\": %lld, "
+         "\"warmup\": %lld, \"token\": %d, "
          "\"past\": \"seeded random values in [-1, 1)\", \"order\": \"systems take turns by round, rotating\", "
          "\"unit\": \"microseconds per step\", "
          "\"relative_difference\": \"largest |x - ort| / largest |ort| over the logits (or all present tensors)\"},\n",
+         a->decode ? "decode" : "fixed",
+         a->decode ? "each system decodes greedily from the point's inputs, feeding presents back as pasts; its "
+                     "state carries across rounds, so the past length grows by one per step (past_range)"
+                   : "every step runs on the same inputs of the point's past length",
          (long long)a->rounds, (long long)a->steps, (long long)a->warmup, TOKEN);
   bool ort_on = p->pid > 0;
   printf(" \"ort\": {\"available\": %s, \"reason\": ", ort_on ? "true" : "false");
@@ -1051,7 +1188,10 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
     first_cfg = false;
     for (size_t k = 0; k < a->n_past; k++) {
       const point *pt = &cr->points[k];
-      printf("%s\n    {\"past\": %lld, \"step_us\": {", k ? "," : "", (long long)pt->past);
+      int64_t first = a->decode ? pt->past + a->warmup : pt->past;
+      int64_t last = a->decode ? first + a->rounds * a->steps - 1 : pt->past;
+      printf("%s\n    {\"past\": %lld, \"past_range\": [%lld, %lld], \"step_us\": {", k ? "," : "", (long long)pt->past,
+             (long long)first, (long long)last);
       for (int s = 0; s < SYS_COUNT; s++) {
         printf("%s\"%s\": ", s ? ", " : "", sys_names[s]);
         json_timing(&pt->t[s]);

@@ -1,62 +1,377 @@
-/* `mixrt demo`: the main job on a built-in model. Today: the exported-transformer-style encoder
- * (symbolic batch and seq, Reshape targets from Shape arithmetic) inspected and run through the
- * reference interpreter, showing how mixrt resolves its shapes symbolically. */
+/* `mixrt demo`: the main job, end to end, on a built-in model. Builds a Llama-style decode step
+ * in memory (mx_model_llama: projections and MLP have fixed shapes, attention over the KV cache
+ * has the symbolic length past_len), prints how the partitioner splits it into static models
+ * and dynamic ops and why, loads it into a session, and decodes greedily: each step's present
+ * key/value tensors become the next step's past, the argmax of the logits the next token. It
+ * prints a progress line every 8 steps, then the step latency (median, p90), tokens/s, where the
+ * time went (static models, dynamic ops, host kernels, from mx_session_get_stats), the refresh
+ * and allocator counters, and a check: the first 4 steps run again through the reference
+ * interpreter on the same inputs must give bit-identical outputs (exit 1 when they do not). */
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+#include "graph/ir.h"
 #include "mixrt/models.h"
+#include "mixrt/partition.h"
 #include "mixrt/reference.h"
+#include "mixrt/session.h"
+#include "tools/bench.h"
 #include "tools/commands.h"
-#include "tools/inspect.h"
-#include "tools/run_inputs.h"
+
+enum { CHECK_STEPS = 4, PROGRESS_EVERY = 8, MAX_IO = 1 + 2 * 64, MAX_LAYERS = 64 };
+
+/* The user's choices. */
+typedef struct demo_args {
+  const char *size;         /* "tiny" or "small" (borrowed from argv or a literal) */
+  bool overridden;          /* a field of the size was set explicitly */
+  mx_llama_config cfg;      /* the size, then the explicit overrides */
+  int64_t steps;            /* decode steps */
+  int64_t token;            /* the first token */
+  mx_device_kind device;
+  int64_t streams;
+  mx_executor_kind executor;
+  int64_t static_min_ops;   /* partitioner threshold; -1 runs everything dynamically */
+} demo_args;
 
 void mx_cmd_demo_help(FILE *out) {
   fprintf(out,
-          "usage: mixrt demo [--layers N] [--hidden N] [--heads N]\n\n"
-          "Builds a built-in encoder in the style of exported transformers (input x [batch, seq, hidden],\n"
-          "every Reshape target computed from Shape arithmetic), prints its summary after symbolic\n"
-          "shape inference (no value is left with an unknown rank), then binds batch=2, seq=16 and runs\n"
-          "it through the reference interpreter.\n\n"
+          "usage: mixrt demo [--size tiny|small] [--steps N] [--device cpu|inline] [--streams N]\n"
+          "                  [--executor sequential|topological|multi-thread] [--static-min-ops N]\n"
+          "                  [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--head-dim N]\n"
+          "                  [--ffn N] [--vocab N] [--seed N] [--token N]\n\n"
+          "The main job on a built-in model: builds a Llama-style decode step in memory (batch 1, one\n"
+          "new token, a KV cache of symbolic length past_len), prints how it is split into static\n"
+          "models and dynamic ops and why, loads it into a session and decodes greedily: the present\n"
+          "key/value outputs of a step are the past inputs of the next, the argmax of the logits the\n"
+          "next token. A progress line every 8 steps; then the step latency (median, p90, measured\n"
+          "around each mx_session_run), tokens/s, the time split between static models, dynamic ops\n"
+          "and host kernels, the address-refresh and allocator counters, and a check: the first 4\n"
+          "steps, run again through the reference interpreter on the same inputs, must give\n"
+          "bit-identical outputs.\n\n"
           "options:\n"
-          "  --layers N   encoder layers (default 2)\n"
-          "  --hidden N   model width (default 64)\n"
-          "  --heads N    attention heads (default 4)\n");
+          "  --size tiny|small   tiny: 2 layers, hidden 64, 4 heads (2 key/value heads), ffn 172,\n"
+          "                      vocab 128; small (default): 4 layers, hidden 256, 4 heads of 64\n"
+          "                      (2 key/value heads), ffn 688, vocab 1000\n"
+          "  --layers, --hidden, --heads, --kv-heads, --head-dim, --ffn, --vocab, --seed N\n"
+          "                      override one field of the size (see mixrt gen --help)\n"
+          "  --steps N           decode steps (default 64)\n"
+          "  --token N           the first token (default 1)\n"
+          "  --device cpu|inline cpu: a worker thread per stream; inline (default): work runs in the\n"
+          "                      calling thread (faster for one stream on a small machine)\n"
+          "  --streams N         streams (default 1)\n"
+          "  --executor E        execution-graph executor (default sequential)\n"
+          "  --static-min-ops N  known clusters with fewer ops run dynamically; -1 runs everything\n"
+          "                      dynamically (default 4)\n\n"
+          "exit codes: 0 done and the check passed, 1 runtime error or the check failed, 2 usage error\n");
+}
+
+static int parse_args(int argc, char **argv, demo_args *a) {
+  memset(a, 0, sizeof *a);
+  a->size = "small";
+  a->steps = 64;
+  a->token = 1;
+  a->device = MX_DEVICE_INLINE;
+  a->streams = 1;
+  a->executor = MX_EXECUTOR_SEQUENTIAL;
+  a->static_min_ops = MX_PARTITION_DEFAULT_STATIC_MIN_OPS;
+  /* Overrides are applied after the size, whatever their order on the command line. */
+  struct { const char *flag; int64_t value; bool given; } over[] = {
+      {"--layers", 0, false}, {"--hidden", 0, false}, {"--heads", 0, false}, {"--kv-heads", 0, false},
+      {"--head-dim", 0, false}, {"--ffn", 0, false},  {"--vocab", 0, false}, {"--seed", 0, false}};
+  const size_t n_over = sizeof over / sizeof over[0];
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    size_t k = 0;
+    while (k < n_over && strcmp(arg, over[k].flag) != 0) k++;
+    bool numeric = k < n_over || strcmp(arg, "--steps") == 0 || strcmp(arg, "--token") == 0 ||
+                   strcmp(arg, "--streams") == 0 || strcmp(arg, "--static-min-ops") == 0;
+    bool word = strcmp(arg, "--size") == 0 || strcmp(arg, "--device") == 0 || strcmp(arg, "--executor") == 0;
+    if (!numeric && !word) return mx_cli_usage_error("demo", "unknown option '%s'", arg);
+    const char *v = mx_cli_option_value("demo", argc, argv, &i);
+    if (!v) return MX_EXIT_USAGE;
+    int64_t x = 0;
+    if (numeric && !mx_cli_parse_int(v, &x))
+      return mx_cli_usage_error("demo", "%s needs a whole number, not '%s'", arg, v);
+    if (k < n_over) {
+      bool zero_ok = strcmp(arg, "--head-dim") == 0 || strcmp(arg, "--seed") == 0;
+      if (x < (zero_ok ? 0 : 1)) return mx_cli_usage_error("demo", "%s must be >= %d", arg, zero_ok ? 0 : 1);
+      over[k].value = x;
+      over[k].given = true;
+    } else if (strcmp(arg, "--size") == 0) {
+      mx_llama_config probe;
+      if (!mx_cli_llm_size(v, &probe)) return mx_cli_usage_error("demo", "unknown size '%s' (tiny or small)", v);
+      a->size = v;
+    } else if (strcmp(arg, "--steps") == 0) {
+      if (x < 1) return mx_cli_usage_error("demo", "--steps must be >= 1");
+      a->steps = x;
+    } else if (strcmp(arg, "--token") == 0) {
+      if (x < 0) return mx_cli_usage_error("demo", "--token must be >= 0");
+      a->token = x;
+    } else if (strcmp(arg, "--streams") == 0) {
+      if (x < 1 || x > 64) return mx_cli_usage_error("demo", "--streams must be 1..64");
+      a->streams = x;
+    } else if (strcmp(arg, "--static-min-ops") == 0) {
+      if (x < -1) return mx_cli_usage_error("demo", "--static-min-ops must be >= -1");
+      a->static_min_ops = x;
+    } else if (strcmp(arg, "--device") == 0) {
+      if (!mx_cli_parse_device(v, &a->device)) return mx_cli_usage_error("demo", "unknown device '%s' (cpu or inline)", v);
+    } else if (!mx_cli_parse_executor(v, &a->executor)) { /* --executor */
+      return mx_cli_usage_error("demo", "unknown executor '%s' (sequential, topological or multi-thread)", v);
+    }
+  }
+  mx_cli_llm_size(a->size, &a->cfg);
+  int64_t *fields[] = {&a->cfg.layers, &a->cfg.hidden, &a->cfg.heads, &a->cfg.kv_heads,
+                       &a->cfg.head_dim, &a->cfg.ffn, &a->cfg.vocab, NULL};
+  for (size_t k = 0; k < n_over; k++) {
+    if (!over[k].given) continue;
+    if (fields[k]) *fields[k] = over[k].value;
+    else a->cfg.seed = (uint64_t)over[k].value;
+    a->overridden = true;
+  }
+  if (a->cfg.layers > MAX_LAYERS) return mx_cli_usage_error("demo", "--layers must be <= %d", MAX_LAYERS);
+  if (a->token >= a->cfg.vocab)
+    return mx_cli_usage_error("demo", "--token %lld is not below the vocabulary size %lld", (long long)a->token,
+                              (long long)a->cfg.vocab);
+  if (a->cfg.max_pos < a->steps)
+    return mx_cli_usage_error("demo", "--steps %lld exceeds the rotary table (%lld positions)", (long long)a->steps,
+                              (long long)a->cfg.max_pos);
+  return MX_EXIT_OK;
+}
+
+/* Appends up to three node names of cluster id, then "..." and the last one. */
+static void cluster_names(const mx_partition *p, const mx_graph *g, size_t id, size_t n_nodes, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (size_t k = 0; k < n_nodes && len < cap; k++) {
+    if (k == 3 && n_nodes > 4) {
+      len += (size_t)snprintf(buf + len, cap - len, ", ...");
+      k = n_nodes - 1;
+    }
+    mx_node_id n = mx_partition_cluster_node(p, id, k);
+    len += (size_t)snprintf(buf + len, cap - len, "%s%s", k ? ", " : "", g->nodes[n].name);
+  }
+}
+
+/* Partitions a copy of the model with the session's threshold and prints one line per static
+ * or dynamic cluster (for a dynamic one, why its first op is dynamic), then the totals. */
+static int print_partition(const demo_args *a) {
+  mx_error err;
+  mx_graph *g;
+  if (mx_model_llama(&a->cfg, &g, &err) != MX_OK) return mx_cli_runtime_error("demo", "%s", err.message);
+  int rc = MX_EXIT_OK;
+  mx_partition *p = NULL;
+  if (mx_graph_infer(g) != MX_OK) {
+    rc = mx_cli_runtime_error("demo", "inferring the model: %s", mx_graph_last_error(g));
+    goto destroy_graph;
+  }
+  mx_partition_options po;
+  mx_partition_options_init(&po);
+  po.static_min_ops = a->static_min_ops;
+  if (mx_partition_create(g, &po, &p, &err) != MX_OK) {
+    rc = mx_cli_runtime_error("demo", "partitioning: %s", err.message);
+    goto destroy_graph;
+  }
+  printf("== partition (static_min_ops %lld): static models run as one sunk task chain each, dynamic ops "
+         "one by one with run-time shapes ==\n",
+         (long long)a->static_min_ops);
+  for (size_t id = 0; id < mx_partition_cluster_count(p); id++) {
+    mx_partition_cluster_info ci;
+    mx_partition_cluster(p, id, &ci);
+    if (ci.type != MX_CLUSTER_KNOWN && ci.type != MX_CLUSTER_UNKNOWN) continue;
+    char names[256], why[256];
+    cluster_names(p, g, id, ci.n_nodes, names, sizeof names);
+    printf("  %-7s #%-3zu %3zu op%s  %s\n", ci.type == MX_CLUSTER_KNOWN ? "static" : "dynamic", id, ci.n_nodes,
+           ci.n_nodes == 1 ? " " : "s", names);
+    if (ci.type == MX_CLUSTER_UNKNOWN) {
+      mx_partition_reason_format(p, mx_partition_cluster_node(p, id, 0), why, sizeof why);
+      printf("                       why: %s\n", why);
+    }
+  }
+  mx_partition_totals t;
+  mx_partition_get_totals(p, &t);
+  printf("  totals: %zu ops in %zu static model%s, %zu ops in %zu dynamic cluster%s, %zu values cross a boundary\n\n",
+         t.known_nodes, t.known_clusters, t.known_clusters == 1 ? "" : "s", t.unknown_nodes, t.unknown_clusters,
+         t.unknown_clusters == 1 ? "" : "s", t.boundary_values);
+  mx_partition_destroy(p);
+destroy_graph:
+  mx_graph_destroy(g);
+  return rc;
+}
+
+/* Compares every output of one step with the reference interpreter's, bit for bit. */
+static bool same_as_reference(mx_graph *ref, const mx_tensor *in, const mx_tensor *out, size_t n, int64_t step,
+                              char *why, size_t cap) {
+  mx_tensor want[MAX_IO];
+  memset(want, 0, n * sizeof *want);
+  mx_error err;
+  if (mx_reference_run(ref, in, n, want, n, &err) != MX_OK) {
+    snprintf(why, cap, "step %lld: the reference interpreter failed: %s", (long long)step, err.message);
+    return false;
+  }
+  bool same = true;
+  for (size_t k = 0; k < n && same; k++) {
+    char reason[200];
+    if (!mx_tensor_allclose(&out[k], &want[k], 0.0, 0.0, reason, sizeof reason)) {
+      snprintf(why, cap, "step %lld output '%s': %s", (long long)step, mx_graph_value_name(ref, mx_graph_output(ref, k)),
+               reason);
+      same = false;
+    }
+  }
+  for (size_t k = 0; k < n; k++) mx_tensor_release(&want[k]);
+  return same;
+}
+
+static double us(uint64_t ns) { return (double)ns / 1000.0; }
+static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0.0; }
+static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+/* Prints the summary after the decode loop. */
+static void print_results(const demo_args *a, mx_session *s, uint64_t *lat, const int64_t *tokens) {
+  const size_t n = (size_t)a->steps;
+  uint64_t sum = 0;
+  for (size_t k = 0; k < n; k++) sum += lat[k];
+  const uint64_t first = lat[0];
+  printf("\ntokens: ");
+  for (size_t k = 0; k < n && k < 24; k++) printf("%lld ", (long long)tokens[k]);
+  printf("%s\n\n== results ==\n", n > 24 ? "..." : "");
+  uint64_t med = mx_cli_quantile(lat, n, 0.5), p90 = mx_cli_quantile(lat, n, 0.9);
+  printf("step latency: median %.1f us, p90 %.1f us over %zu steps (first step %.1f us: first-use allocations)\n",
+         us(med), us(p90), n, us(first));
+  printf("throughput:   %.0f tokens/s (%zu steps in %.2f ms)\n", (double)n * 1e9 / (double)sum, n, (double)sum / 1e6);
+  mx_session_stats t;
+  mx_session_get_stats(s, NULL, &t);
+  uint64_t accounted = t.static_ns + t.dynamic_ns + t.host_ns;
+  printf("time split (sum over the steps, share of the session's step time %.2f ms):\n", (double)t.step_ns / 1e6);
+  printf("  static models %5.1f%%  %.1f us/step (device-side execution of the sunk task chains)\n",
+         pct(t.static_ns, t.step_ns), us(t.static_ns) / (double)n);
+  printf("  dynamic ops   %5.1f%%  %.1f us/step (per-op shape inference, allocation, launch, wait)\n",
+         pct(t.dynamic_ns, t.step_ns), us(t.dynamic_ns) / (double)n);
+  printf("  host kernels  %5.1f%%  %.1f us/step (feeding inputs, collecting outputs)\n", pct(t.host_ns, t.step_ns),
+         us(t.host_ns) / (double)n);
+  if (accounted <= t.step_ns)
+    printf("  the rest      %5.1f%%  %.1f us/step (execution-graph scheduling, argument refresh, synchronization)\n",
+           pct(t.step_ns - accounted, t.step_ns), us(t.step_ns - accounted) / (double)n);
+  else
+    printf("  (static models overlap host work on this device, so the shares add up to more than 100%%)\n");
+  printf("counters: %llu static executes, %llu dynamic launches, %llu execution-graph kernels, "
+         "%llu refreshed allocation-table entries (%.1f per step)\n",
+         (unsigned long long)t.static_executes, (unsigned long long)t.dynamic_launches,
+         (unsigned long long)t.kernels_run, (unsigned long long)t.refreshed_entries,
+         (double)t.refreshed_entries / (double)n);
+  printf("allocator: %llu device allocations, %llu cache hits, %llu misses; %.2f MiB in use (%.2f MiB cached), "
+         "peak %.2f MiB\n",
+         (unsigned long long)t.device_allocations, (unsigned long long)t.allocator_hits,
+         (unsigned long long)t.allocator_misses, mib(t.bytes_in_use), mib(t.bytes_cached), mib(t.peak_bytes));
 }
 
 int mx_cmd_demo(int argc, char **argv) {
-  mx_encoder_config cfg;
-  mx_encoder_config_default(&cfg);
-  cfg.layers = 2;
-  for (int i = 1; i < argc; i++) {
-    int64_t *target = NULL;
-    if (strcmp(argv[i], "--layers") == 0) target = &cfg.layers;
-    else if (strcmp(argv[i], "--hidden") == 0) target = &cfg.hidden;
-    else if (strcmp(argv[i], "--heads") == 0) target = &cfg.heads;
-    else return mx_cli_usage_error("demo", "unknown option '%s'", argv[i]);
-    const char *v = mx_cli_option_value("demo", argc, argv, &i);
-    if (!v) return MX_EXIT_USAGE;
-    if (!mx_cli_parse_int(v, target) || *target <= 0)
-      return mx_cli_usage_error("demo", "%s needs a positive number, not '%s'", argv[i - 1], v);
-  }
+  demo_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc != MX_EXIT_OK) return rc;
+  const mx_llama_config *cfg = &a.cfg;
+  const size_t n_io = 1 + 2 * (size_t)cfg->layers;
   mx_error err;
-  mx_graph *g;
-  if (mx_model_encoder(&cfg, &g, &err) != MX_OK) return mx_cli_runtime_error("demo", "%s", err.message);
-  printf("== built-in model: exported-transformer-style encoder, %lld layer(s), hidden %lld ==\n",
-         (long long)cfg.layers, (long long)cfg.hidden);
-  int rc = mx_cli_inspect_graph("demo", g, NULL, 0, false, stdout);
-  if (rc != MX_EXIT_OK) goto done;
-  printf("\n== run through the reference interpreter with batch=2, seq=16 ==\n");
-  mx_symbol_binding bind[2] = {{"batch", 2}, {"seq", 16}};
-  mx_tensor input, output;
-  rc = mx_cli_make_inputs("demo", g, NULL, 0, true, 1, bind, 2, &input);
-  if (rc != MX_EXIT_OK) goto done;
-  if (mx_reference_run(g, &input, 1, &output, 1, &err) != MX_OK) {
+  mx_graph *g = NULL, *ref = NULL;
+  mx_status st = mx_model_llama(cfg, &g, &err);
+  if (st == MX_ERR_INVALID_ARGUMENT) return mx_cli_usage_error("demo", "%s", err.message);
+  if (st != MX_OK) return mx_cli_runtime_error("demo", "%s", err.message);
+  printf("== mixrt demo: greedy decoding with a Llama-style decoder (%s size%s) ==\n", a.size,
+         a.overridden ? ", with the fields given on the command line" : "");
+  printf("model: %lld layers, hidden %lld, %lld heads (%lld key/value heads, head dim %lld), ffn %lld, vocab %lld, "
+         "%zu nodes\n",
+         (long long)cfg->layers, (long long)cfg->hidden, (long long)cfg->heads, (long long)cfg->kv_heads,
+         (long long)mx_cli_llm_head_dim(cfg), (long long)cfg->ffn, (long long)cfg->vocab, mx_graph_node_count(g));
+  printf("inputs: input_ids [1, 1], past_key_<i> / past_value_<i> [1, %lld, past_len, %lld]; the symbolic past_len "
+         "grows by one every step\n\n",
+         (long long)cfg->kv_heads, (long long)mx_cli_llm_head_dim(cfg));
+  rc = print_partition(&a);
+  if (rc != MX_EXIT_OK) goto destroy_graphs;
+  if ((st = mx_model_llama(cfg, &ref, &err)) != MX_OK) {
     rc = mx_cli_runtime_error("demo", "%s", err.message);
-  } else {
-    mx_cli_print_tensor(stdout, "y", &output);
-    mx_tensor_release(&output);
+    goto destroy_graphs;
   }
-  mx_tensor_release(&input);
-done:
+
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.device_options.kind = a.device;
+  o.streams = (uint32_t)a.streams;
+  o.executor = a.executor;
+  o.static_min_ops = a.static_min_ops;
+  mx_session *s;
+  if (mx_session_create(&o, &s, &err) != MX_OK) {
+    rc = mx_cli_runtime_error("demo", "%s", err.message);
+    goto destroy_graphs;
+  }
+  uint64_t t0 = mx__now_ns();
+  st = mx_session_load_graph(s, g);
+  g = NULL; /* the session owns it now, also on failure */
+  if (st != MX_OK) {
+    rc = mx_cli_runtime_error("demo", "loading the model: %s", mx_session_last_error(s));
+    goto destroy_session;
+  }
+  printf("== session: %s device, %lld stream%s, %s executor; compiled and loaded in %.1f ms ==\n\n",
+         mx_cli_device_name(a.device), (long long)a.streams, a.streams == 1 ? "" : "s",
+         mx_cli_executor_name(a.executor), (double)(mx__now_ns() - t0) / 1e6);
+
+  uint64_t *lat = calloc((size_t)a.steps, sizeof *lat);
+  int64_t *tokens = calloc((size_t)a.steps, sizeof *tokens);
+  mx_tensor in[MAX_IO], out[MAX_IO];
+  bool have_inputs = false, check_ok = true;
+  char why[512] = "";
+  if (!lat || !tokens) {
+    rc = mx_cli_runtime_error("demo", "out of memory");
+    goto free_buffers;
+  }
+  if ((st = mx_cli_llm_inputs(cfg, a.token, 0, 0, in)) != MX_OK) {
+    rc = mx_cli_runtime_error("demo", "allocating the inputs: %s", mx_status_string(st));
+    goto free_buffers;
+  }
+  have_inputs = true;
+  printf("== decode: %lld greedy steps from token %lld, present -> past ==\n", (long long)a.steps, (long long)a.token);
+  for (int64_t step = 0; step < a.steps; step++) {
+    memset(out, 0, sizeof out);
+    uint64_t ts = mx__now_ns();
+    st = mx_session_run(s, in, n_io, out, n_io);
+    lat[step] = mx__now_ns() - ts;
+    if (st != MX_OK) {
+      rc = mx_cli_runtime_error("demo", "step %lld: %s", (long long)step, mx_session_last_error(s));
+      goto free_buffers;
+    }
+    if (step < CHECK_STEPS && check_ok) check_ok = same_as_reference(ref, in, out, n_io, step, why, sizeof why);
+    tokens[step] = mx_cli_argmax(&out[0]);
+    for (size_t i = 1; i < n_io; i++) { /* present -> past */
+      mx_tensor_release(&in[i]);
+      in[i] = out[i];
+      in[i].name = NULL;
+    }
+    mx_tensor_release(&out[0]);
+    ((int64_t *)in[0].data)[0] = tokens[step];
+    if ((step + 1) % PROGRESS_EVERY == 0 || step + 1 == a.steps) {
+      uint64_t window[PROGRESS_EVERY];
+      size_t w = 0;
+      for (int64_t k = step; k >= 0 && w < PROGRESS_EVERY && k > step - PROGRESS_EVERY; k--) window[w++] = lat[k];
+      printf("step %3lld/%lld  past_len %3lld  next token %5lld  step %8.1f us  (median of the last %zu: %.1f us)\n",
+             (long long)(step + 1), (long long)a.steps, (long long)step, (long long)tokens[step], us(lat[step]), w,
+             us(mx_cli_quantile(window, w, 0.5)));
+    }
+  }
+  print_results(&a, s, lat, tokens);
+  int64_t checked = a.steps < CHECK_STEPS ? a.steps : CHECK_STEPS;
+  if (check_ok) {
+    printf("check: first %lld steps equal the reference interpreter: PASS\n", (long long)checked);
+  } else {
+    printf("check: first %lld steps equal the reference interpreter: FAIL (%s)\n", (long long)checked, why);
+    rc = MX_EXIT_RUNTIME;
+  }
+free_buffers:
+  if (have_inputs) mx_cli_llm_inputs_release(cfg, in);
+  free(tokens);
+  free(lat);
+destroy_session:
+  mx_session_destroy(s);
+destroy_graphs:
+  mx_graph_destroy(ref);
   mx_graph_destroy(g);
   return rc;
 }

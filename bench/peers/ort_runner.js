@@ -11,6 +11,8 @@
  *   load NAME MODEL.onnx   create a session        -> ok INPUT,INPUT,... OUTPUT,OUTPUT,...
  *   feed NAME DIR          read DIR/<input>.npy for every input and keep them as the feeds -> ok
  *   run NAME N             run N times with the kept feeds -> ok NS NS ... (one time per run)
+ *   decode NAME N          N greedy decode steps: after each run the outputs present_X become the
+ *                          feeds past_X and the argmax of logits the feed input_ids -> ok NS NS ...
  *   save NAME DIR          run once, write DIR/<output>.npy for every output -> ok
  *   drop NAME              release the session -> ok
  *   quit                   exit (no reply)
@@ -94,6 +96,24 @@ function writeNpy(file, tensor) {
                                         Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
 }
 
+/* The feeds of the next decode step: past_X <- present_X, input_ids <- argmax(logits). */
+function nextFeeds(session, feeds, out) {
+  const next = {};
+  for (const input of session.inputNames) {
+    if (input === 'input_ids') {
+      const logits = out.logits.data;
+      let best = 0;
+      for (let k = 1; k < logits.length; k++) if (logits[k] > logits[best]) best = k;
+      next[input] = new ort.Tensor('int64', BigInt64Array.from([BigInt(best)]), feeds[input].dims);
+    } else if (input.startsWith('past_') && out['present_' + input.slice(5)]) {
+      next[input] = out['present_' + input.slice(5)];
+    } else {
+      throw new Error('decode: no output feeds input ' + input);
+    }
+  }
+  return next;
+}
+
 const sessions = new Map(); /* NAME -> { session, feeds } */
 
 function get(name) {
@@ -126,6 +146,20 @@ async function handle(words) {
       const t0 = process.hrtime.bigint();
       await entry.session.run(entry.feeds);
       times[i] = process.hrtime.bigint() - t0;
+    }
+    return 'ok ' + times.join(' ');
+  }
+  if (cmd === 'decode') {
+    const entry = get(name);
+    if (!entry.feeds) throw new Error(name + ': no feeds yet');
+    const n = Number(arg);
+    if (!Number.isInteger(n) || n < 1) throw new Error('decode needs a count >= 1, not ' + arg);
+    const times = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const t0 = process.hrtime.bigint();
+      const out = await entry.session.run(entry.feeds);
+      times[i] = process.hrtime.bigint() - t0;
+      entry.feeds = nextFeeds(entry.session, entry.feeds, out);
     }
     return 'ok ' + times.join(' ');
   }

@@ -1,0 +1,212 @@
+/* `mixrt bench llm` on quick settings: it runs, prints one JSON document that parses, with the
+ * keys the results table is made from; without ONNX Runtime (--no-ort) the peer's figures are
+ * null and the reason is given; hybrid and all-dynamic equal the reference interpreter bit for
+ * bit; bad options are usage errors. When bench/peers has onnxruntime-node installed and node is
+ * on PATH, one run with the peer checks its figures are present and its logits agree. Nothing
+ * here looks at timings. */
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MIXRT_BIN MIXRT_BINARY_DIR "/tools/mixrt"
+#define QUICK "bench llm --configs tiny --past 16 --rounds 2 --steps 3 --warmup 1 --identity-runs 10"
+
+static char out[1 << 18];
+
+/* Runs `mixrt <args>`, stdout only (stderr is left alone); returns the exit code. */
+static int run(const char *args) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s %s", MIXRT_BIN, args);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p, "cannot start %s", cmd);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  int status = pclose(p);
+  cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
+  return WEXITSTATUS(status);
+}
+
+/* --- a strict JSON validator (RFC 8259 grammar, no extensions) ------------------------------- */
+
+static const char *ws(const char *s) {
+  while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
+  return s;
+}
+
+static const char *value(const char *s, int depth);
+
+static const char *string(const char *s) {
+  if (*s != '"') return NULL;
+  for (s++; *s != '"'; s++) {
+    if ((unsigned char)*s < 0x20) return NULL;
+    if (*s != '\\') continue;
+    s++;
+    if (*s == 'u') {
+      for (int k = 1; k <= 4; k++)
+        if (!isxdigit((unsigned char)s[k])) return NULL;
+      s += 4;
+    } else if (!strchr("\"\\/bfnrt", *s) || !*s) {
+      return NULL;
+    }
+  }
+  return s + 1;
+}
+
+static const char *number(const char *s) {
+  if (*s == '-') s++;
+  if (*s == '0') s++;
+  else if (isdigit((unsigned char)*s)) while (isdigit((unsigned char)*s)) s++;
+  else return NULL;
+  if (*s == '.') {
+    if (!isdigit((unsigned char)*++s)) return NULL;
+    while (isdigit((unsigned char)*s)) s++;
+  }
+  if (*s == 'e' || *s == 'E') {
+    s++;
+    if (*s == '+' || *s == '-') s++;
+    if (!isdigit((unsigned char)*s)) return NULL;
+    while (isdigit((unsigned char)*s)) s++;
+  }
+  return s;
+}
+
+static const char *container(const char *s, int depth, char close, bool keys) {
+  s = ws(s + 1);
+  if (*s == close) return s + 1;
+  for (;;) {
+    if (keys) {
+      if (!(s = string(s))) return NULL;
+      s = ws(s);
+      if (*s++ != ':') return NULL;
+    }
+    if (!(s = value(ws(s), depth + 1))) return NULL;
+    s = ws(s);
+    if (*s == close) return s + 1;
+    if (*s++ != ',') return NULL;
+    s = ws(s);
+  }
+}
+
+static const char *value(const char *s, int depth) {
+  if (depth > 64) return NULL;
+  if (*s == '{') return container(s, depth, '}', true);
+  if (*s == '[') return container(s, depth, ']', false);
+  if (*s == '"') return string(s);
+  if (!strncmp(s, "true", 4)) return s + 4;
+  if (!strncmp(s, "false", 5)) return s + 5;
+  if (!strncmp(s, "null", 4)) return s + 4;
+  return number(s);
+}
+
+static bool json_ok(const char *text) {
+  const char *end = value(ws(text), 0);
+  return end && *ws(end) == '\0';
+}
+
+static void expect_keys(const char *const *keys, size_t n) {
+  for (size_t k = 0; k < n; k++) {
+    char quoted[128];
+    snprintf(quoted, sizeof quoted, "\"%s\":", keys[k]);
+    cr_assert(strstr(out, quoted), "key %s missing:\n%s", keys[k], out);
+  }
+}
+
+Test(validator, accepts_and_rejects) {
+  cr_assert(json_ok("{\"a\": [1, -2.5e3, true, null, \"x\\n\"], \"b\": {}}"));
+  cr_assert(!json_ok("{\"a\": 1,}"));
+  cr_assert(!json_ok("{\"a\": nan}"));
+  cr_assert(!json_ok("{\"a\": 01}"));
+  cr_assert(!json_ok("[1] 2"));
+}
+
+Test(bench_llm, no_ort_prints_the_expected_json) {
+  cr_assert_eq(run(QUICK " --no-ort"), 0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  const char *keys[] = {"benchmark", "command", "machine", "mixrt", "device", "io", "method", "mode", "ort",
+                        "available", "reason", "identity_call_us", "results", "config", "points", "past",
+                        "step_us", "hybrid", "dynamic", "reference", "median", "p10", "p90", "samples",
+                        "ratio_hybrid_ort", "ratio_hybrid_dynamic", "hybrid_equals_reference",
+                        "dynamic_equals_reference", "diff_to_ort", "hybrid_per_step", "targets", "met"};
+  expect_keys(keys, sizeof keys / sizeof keys[0]);
+  cr_assert(strstr(out, "\"benchmark\": \"llm\""), "%s", out);
+  cr_assert(strstr(out, "\"available\": false, \"reason\": \"--no-ort was given\""), "%s", out);
+  cr_assert(strstr(out, "\"ort\": null"), "the ONNX Runtime column is null:\n%s", out);
+  cr_assert(strstr(out, "\"ratio_hybrid_ort\": null"), "%s", out);
+  cr_assert(strstr(out, "\"diff_to_ort\": null"), "%s", out);
+  cr_assert(strstr(out, "\"hybrid_equals_reference\": true"), "%s", out);
+  cr_assert(strstr(out, "\"dynamic_equals_reference\": true"), "%s", out);
+  cr_assert(strstr(out, "\"config\": \"tiny\""), "%s", out);
+  cr_assert(!strstr(out, "\"config\": \"small\""), "only the configurations asked for:\n%s", out);
+  cr_assert(strstr(out, "\"samples\": 6"), "2 rounds of 3 steps:\n%s", out);
+}
+
+Test(bench_llm, decode_mode_host_io_and_systems) {
+  cr_assert_eq(run(QUICK " --no-ort --mode decode --io host --systems hybrid,reference"), 0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  cr_assert(strstr(out, "\"mode\": \"decode\""), "%s", out);
+  cr_assert(strstr(out, "\"io\": \"host\""), "%s", out);
+  cr_assert(strstr(out, "\"past_range\": [17, 22]"), "warm-up 1, then 6 steps:\n%s", out);
+  cr_assert(strstr(out, "\"dynamic\": null"), "%s", out);
+  cr_assert(strstr(out, "\"hybrid_equals_reference\": true"), "%s", out);
+}
+
+Test(bench_llm, cpu_device_two_past_lengths) {
+  cr_assert_eq(run("bench llm --configs tiny --past 0,3 --rounds 1 --steps 2 --warmup 0 --identity-runs 5 --no-ort "
+                   "--device cpu --streams 2"),
+               0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  cr_assert(strstr(out, "\"device\": \"cpu\", \"streams\": 2"), "%s", out);
+  cr_assert(strstr(out, "\"past\": 0,"), "%s", out);
+  cr_assert(strstr(out, "\"past\": 3,"), "%s", out);
+}
+
+Test(bench_llm, usage_errors_exit_2) {
+  cr_assert_eq(run("bench llm --configs huge 2>/dev/null"), 2);
+  cr_assert_eq(run("bench llm --past x 2>/dev/null"), 2);
+  cr_assert_eq(run("bench llm --past 1,2,3,4,5,6,7,8,9 2>/dev/null"), 2);
+  cr_assert_eq(run("bench llm --past 4000 2>/dev/null"), 2);
+  cr_assert_eq(run("bench llm --systems hybrid,gpu 2>/dev/null"), 2);
+  cr_assert_eq(run("bench llm --mode sometimes 2>/dev/null"), 2);
+  cr_assert_eq(run("bench llm --rounds 0 2>/dev/null"), 2);
+  cr_assert_eq(run("bench llm --bogus 2>/dev/null"), 2);
+  cr_assert_eq(run("bench 2>/dev/null"), 2);
+  cr_assert_eq(run("bench llm --help"), 0);
+  cr_assert(strstr(out, "usage: mixrt bench llm"), "%s", out);
+  cr_assert(strstr(out, "--no-ort"), "%s", out);
+}
+
+/* True when the ONNX Runtime peer can run here (the package installed, node on PATH). */
+static bool peer_installed(void) {
+  const char *src = __FILE__; /* <source>/tests/cli_bench/test_bench_llm.c */
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", src);
+  for (int k = 0; k < 3; k++) {
+    char *slash = strrchr(dir, '/');
+    if (!slash) return false;
+    *slash = '\0';
+  }
+  const char *env = getenv("MIXRT_PEERS_DIR");
+  char pkg[1200];
+  if (env && *env) snprintf(pkg, sizeof pkg, "%s/node_modules/onnxruntime-node/package.json", env);
+  else snprintf(pkg, sizeof pkg, "%s/bench/peers/node_modules/onnxruntime-node/package.json", dir);
+  return access(pkg, R_OK) == 0 && system("node --version > /dev/null 2>&1") == 0;
+}
+
+Test(bench_llm, with_onnx_runtime_when_installed) {
+  if (!peer_installed()) cr_skip_test("onnxruntime-node or node is not installed (make bench-deps)");
+  cr_assert_eq(run(QUICK), 0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  cr_assert(strstr(out, "\"available\": true"), "%s", out);
+  cr_assert(!strstr(out, "\"ort\": null"), "%s", out);
+  cr_assert(!strstr(out, "\"diff_to_ort\": null"), "%s", out);
+  /* The logits agree with ONNX Runtime's within 1e-4 relative: every logits_rel is 0 or tiny. */
+  for (const char *p = strstr(out, "\"logits_rel\": "); p; p = strstr(p + 1, "\"logits_rel\": ")) {
+    double v = strtod(p + strlen("\"logits_rel\": "), NULL);
+    cr_assert(v <= 1e-4, "logits differ from ONNX Runtime's by %g:\n%s", v, out);
+  }
+}
