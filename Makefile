@@ -6,13 +6,15 @@
 #   make demo    deps + build + the main job on a built-in model
 #   make asan    build + test with AddressSanitizer/UBSan in build-asan/
 #   make tsan    build + test with ThreadSanitizer in build-tsan/
+#   make bench-deps  Node.js, npm, gnuplot and the pinned onnxruntime-node (scripts/bench-deps.sh)
+#   make bench   build + bench-deps + mixrt bench llm (JSON and table in build/) + the plot
 #   make clean   remove the build trees
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build debug test demo asan tsan clean
+.PHONY: all deps build debug test demo asan tsan clean bench-deps bench
 
 all: build
 
@@ -44,6 +46,14 @@ tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DMIXRT_SANITIZE=thread $(CMAKE_FLAGS)
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L concurrency
+
+bench-deps:
+	@sh scripts/bench-deps.sh
+
+bench: build bench-deps
+	./$(BUILD)/tools/mixrt bench llm --table $(BUILD)/bench-llm.dat > $(BUILD)/bench-llm.json
+	gnuplot -e "data='$(BUILD)/bench-llm.dat'; out='$(BUILD)/llm_latency.png'" bench/plot/llm_latency.gp
+	@echo "bench: $(BUILD)/bench-llm.json, $(BUILD)/bench-llm.dat, $(BUILD)/llm_latency.png"
 
 clean:
 	rm -rf build build-debug build-asan build-tsan

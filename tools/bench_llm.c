@@ -64,6 +64,7 @@ typedef struct llm_args {
   const char *node;          /* the node program (borrowed) */
   const char *peers_dir;     /* bench/peers (borrowed, or NULL: found next to the sources) */
   const char *work_dir;      /* kept work directory (borrowed), or NULL: a temporary one */
+  const char *table;         /* --table FILE: the latencies as a gnuplot data file (borrowed) */
 } llm_args;
 
 /* Latency of one system at one point, in microseconds. */
@@ -123,7 +124,8 @@ void mx_bench_llm_help(FILE *out) {
           "                       [--warmup N] [--systems hybrid,dynamic,reference,ort] [--no-ort]\n"
           "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
           "                       [--streams N] [--executor E]\n"
-          "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n\n"
+          "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n"
+          "                       [--table FILE]\n\n"
           "llm: decode-step latency of the Llama-style decode model at each past length, for mixrt\n"
           "  hybrid, mixrt all-dynamic (static_min_ops -1), the mixrt reference interpreter and ONNX\n"
           "  Runtime (CPU, intra-op 1 thread, inter-op 1 thread, sequential), all on the same ONNX file\n"
@@ -157,7 +159,11 @@ void mx_bench_llm_help(FILE *out) {
           "                     $MIXRT_PEERS_DIR when set, else bench/peers of the source tree)\n"
           "  --work-dir DIR     write the ONNX and .npy files there and keep them (default: a temporary\n"
           "                     folder, removed at the end)\n"
-          "  --identity-runs N  calls timed on the Identity model (default 2000)\n\n"
+          "  --identity-runs N  calls timed on the Identity model (default 2000)\n"
+          "  --table FILE       also write the latencies as a gnuplot data file: one block per\n"
+          "                     configuration (index 0 tiny, 1 small, as run), a row per past length:\n"
+          "                     past, then median, p10, p90 of hybrid, dynamic, reference, ort in us\n"
+          "                     (? when not measured); bench/plot/llm_latency.gp plots it\n\n"
           "ONNX Runtime comes from the npm package onnxruntime-node: `make bench-deps` installs it.\n"
           "exit codes: 0 measured, 1 runtime error (a system failed or gave outputs of another shape),\n"
           "2 usage error\n");
@@ -209,7 +215,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     }
     static const char *const valued[] = {"--configs", "--past",   "--rounds", "--steps",  "--warmup",
                                          "--systems", "--device", "--streams", "--executor", "--io", "--mode", "--node",
-                                         "--peers",   "--work-dir", "--identity-runs"};
+                                         "--peers",   "--work-dir", "--identity-runs", "--table"};
     size_t k = 0;
     while (k < sizeof valued / sizeof valued[0] && strcmp(arg, valued[k]) != 0) k++;
     if (k == sizeof valued / sizeof valued[0]) return mx_cli_usage_error(CMD, "unknown option '%s'", arg);
@@ -260,6 +266,8 @@ static int parse_args(int argc, char **argv, llm_args *a) {
       a->device_io = v[0] == 'd';
     } else if (strcmp(arg, "--node") == 0) {
       a->node = v;
+    } else if (strcmp(arg, "--table") == 0) {
+      a->table = v;
     } else if (strcmp(arg, "--peers") == 0) {
       a->peers_dir = v;
     } else {
@@ -1257,6 +1265,34 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
   printf("\n ]}\n");
 }
 
+/* Writes the latencies as a gnuplot data file (see --table in the help). */
+static int write_table(const llm_args *a, const config_result *res) {
+  FILE *f = fopen(a->table, "w");
+  if (!f) return mx_cli_runtime_error(CMD, "cannot write %s: %s", a->table, strerror(errno));
+  fprintf(f, "# mixrt bench llm: decode-step latency in microseconds (median p10 p90 per system); ? = not "
+             "measured\n# mode %s, io %s, device %s\n",
+          a->decode ? "decode" : "fixed", a->device_io ? "device" : "host", mx_cli_device_name(a->device));
+  bool first = true;
+  for (int c = 0; c < N_CONFIGS; c++) {
+    if (!res[c].run) continue;
+    fprintf(f, "%s# config %s\n# past", first ? "" : "\n\n", config_names[c]);
+    first = false;
+    for (int s = 0; s < SYS_COUNT; s++) fprintf(f, " %s_median %s_p10 %s_p90", sys_names[s], sys_names[s], sys_names[s]);
+    fputc('\n', f);
+    for (size_t k = 0; k < a->n_past; k++) {
+      const point *pt = &res[c].points[k];
+      fprintf(f, "%lld", (long long)pt->past);
+      for (int s = 0; s < SYS_COUNT; s++) {
+        if (pt->t[s].have) fprintf(f, " %.3f %.3f %.3f", pt->t[s].median, pt->t[s].p10, pt->t[s].p90);
+        else fprintf(f, " ? ? ?");
+      }
+      fputc('\n', f);
+    }
+  }
+  if (fclose(f) != 0) return mx_cli_runtime_error(CMD, "cannot write %s: %s", a->table, strerror(errno));
+  return MX_EXIT_OK;
+}
+
 /* --- the command ------------------------------------------------------------------------------ */
 
 int mx_bench_llm(int argc, char **argv) {
@@ -1293,6 +1329,7 @@ int mx_bench_llm(int argc, char **argv) {
   for (int c = 0; c < N_CONFIGS && rc == MX_EXIT_OK; c++)
     if (a.configs[c]) rc = measure_config(&a, &p, dev, dir, c, &res[c]);
   if (rc == MX_EXIT_OK) print_json(&a, argc, argv, &p, load[0], &id_ort, &id_mixrt, res);
+  if (rc == MX_EXIT_OK && a.table) rc = write_table(&a, res);
   mx_device_destroy(dev);
 stop_peer:
   peer_stop(&p);
