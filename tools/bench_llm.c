@@ -138,15 +138,18 @@ void mx_bench_llm_help(FILE *out) {
           "options:\n"
           "  --configs LIST     tiny, small or both (default tiny,small)\n"
           "  --past LIST        KV-cache lengths, up to 8 (default 16,128,512)\n"
-          "  --rounds N         timed rounds (default 10)\n"
+          "  --rounds N         timed rounds (default 20)\n"
           "  --steps N          steps per system per round (default 20)\n"
-          "  --warmup N         untimed steps per system first (default 20)\n"
+          "  --warmup N         untimed steps per system before each past length (default 200: ONNX\n"
+          "                     Runtime's Node path takes a few hundred calls to reach its speed)\n"
           "  --systems LIST     which systems run (default all four)\n"
           "  --no-ort           skip ONNX Runtime (its figures are null, with the reason)\n"
           "  --mode fixed       every timed step runs on the same inputs (default)\n"
           "  --mode decode      every system decodes greedily from the point's inputs, its presents\n"
-          "                     becoming its pasts: the past length grows by one per step across the\n"
-          "                     warm-up and the rounds (the JSON gives the range)\n"
+          "                     becoming its pasts, so no two timed steps have the same shapes: the\n"
+          "                     past length grows by one per step over the rounds (the JSON gives the\n"
+          "                     range; give fewer rounds and steps, e.g. --rounds 5 --steps 10); the\n"
+          "                     warm-up decodes too, then every system starts again from the inputs\n"
           "  --io device        mixrt sessions read inputs from and write outputs into device buffers\n"
           "                     prepared before the timed call, zero copy (default)\n"
           "  --io host          host inputs; outputs allocated by the session as host tensors\n"
@@ -200,7 +203,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
   memset(a, 0, sizeof *a);
   a->configs[0] = a->configs[1] = true;
   a->past[0] = 16, a->past[1] = 128, a->past[2] = 512, a->n_past = 3;
-  a->rounds = 10, a->steps = 20, a->warmup = 20, a->identity_runs = 2000;
+  a->rounds = 20, a->steps = 20, a->warmup = 200, a->identity_runs = 2000;
   for (int s = 0; s < SYS_COUNT; s++) a->systems[s] = true;
   a->device = MX_DEVICE_INLINE;
   a->device_io = true;
@@ -277,7 +280,8 @@ static int parse_args(int argc, char **argv, llm_args *a) {
   mx_llama_config cfg;
   mx_cli_llm_size("tiny", &cfg);
   for (size_t k = 0; k < a->n_past; k++) {
-    int64_t last = a->past[k] + (a->decode ? a->warmup + a->rounds * a->steps - 1 : 0);
+    int64_t grown = a->warmup > a->rounds * a->steps ? a->warmup : a->rounds * a->steps;
+    int64_t last = a->past[k] + (a->decode ? grown - 1 : 0);
     if (last >= cfg.max_pos)
       return mx_cli_usage_error(CMD, "past length %lld%s exceeds the models' rotary table (%lld positions)",
                                 (long long)last, a->decode ? " (reached in decode mode)" : "",
@@ -807,14 +811,14 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
     rc = mx_cli_runtime_error(CMD, "device buffers for the inputs and outputs: %s", mx_status_string(st));
     goto release_inputs;
   }
+  char in_dir[1200];
+  snprintf(in_dir, sizeof in_dir, "%s/%s-%lld-in", c->dir, c->name, (long long)pt->past);
   if (c->ort) {
-    char dir[1200];
-    snprintf(dir, sizeof dir, "%s/%s-%lld-in", c->dir, c->name, (long long)pt->past);
-    if (write_inputs(c->sessions[0] ? c->sessions[0] : c->sessions[1], dir, in, n, &err) != MX_OK) {
+    if (write_inputs(c->sessions[0] ? c->sessions[0] : c->sessions[1], in_dir, in, n, &err) != MX_OK) {
       rc = mx_cli_runtime_error(CMD, "%s", err.message);
       goto free_device;
     }
-    if (!peer_call(c->p, "feed %s %s", c->name, dir)) {
+    if (!peer_call(c->p, "feed %s %s", c->name, in_dir)) {
       rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s: %s", c->name, c->p->line);
       goto free_device;
     }
@@ -841,6 +845,18 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
     }
     if (s == SYS_ORT && a->warmup &&
         !peer_call(c->p, "%s %s %lld", a->decode ? "decode" : "run", c->name, (long long)a->warmup)) {
+      rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s: %s", c->name, c->p->line);
+      goto free_samples;
+    }
+    /* Decode mode: the timed steps start again from the point's inputs. */
+    if (s != SYS_ORT && a->decode) {
+      state_free(c, s, n);
+      if ((st = state_init(c, s, in, n)) != MX_OK) {
+        rc = mx_cli_runtime_error(CMD, "%s: the decode state: %s", sys_names[s], mx_status_string(st));
+        goto free_samples;
+      }
+    }
+    if (s == SYS_ORT && a->decode && !peer_call(c->p, "feed %s %s", c->name, in_dir)) {
       rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s: %s", c->name, c->p->line);
       goto free_samples;
     }
@@ -1158,7 +1174,8 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
          "\"relative_difference\": \"largest |x - ort| / largest |ort| over the logits (or all present tensors)\"},\n",
          a->decode ? "decode" : "fixed",
          a->decode ? "each system decodes greedily from the point's inputs, feeding presents back as pasts; its "
-                     "state carries across rounds, so the past length grows by one per step (past_range)"
+                     "state carries across rounds, so the past length grows by one per step (past_range); the "
+                     "warm-up decodes from the same inputs, then the state restarts from them"
                    : "every step runs on the same inputs of the point's past length",
          (long long)a->rounds, (long long)a->steps, (long long)a->warmup, TOKEN);
   bool ort_on = p->pid > 0;
@@ -1196,7 +1213,7 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
     first_cfg = false;
     for (size_t k = 0; k < a->n_past; k++) {
       const point *pt = &cr->points[k];
-      int64_t first = a->decode ? pt->past + a->warmup : pt->past;
+      int64_t first = pt->past;
       int64_t last = a->decode ? first + a->rounds * a->steps - 1 : pt->past;
       printf("%s\n    {\"past\": %lld, \"past_range\": [%lld, %lld], \"step_us\": {", k ? "," : "", (long long)pt->past,
              (long long)first, (long long)last);
