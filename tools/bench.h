@@ -21,9 +21,10 @@ void mx_bench_llm_help(FILE *out);
 
 /* --- decode-step helpers (tools/demo_llm.c) ---------------------------------------------- */
 
-/* Fills *cfg with a named size: "tiny" (2 layers, hidden 64, 4 heads, 2 key/value heads, ffn
- * 172, vocab 128) or "small" (4 layers, hidden 256, 4 heads of 64, 2 key/value heads, ffn 688,
- * vocab 1000). False for another name. */
+/* Fills *cfg with a named size: "tiny" (the generator's defaults: 2 layers, hidden 64, 4 heads,
+ * 2 key/value heads, ffn 172, vocab 128) or "small" (the benchmark configuration of
+ * docs/models.md: 4 layers, hidden 256, 4 heads of 64, 4 key/value heads, ffn 688, vocab 1000).
+ * False for another name. */
 bool mx_cli_llm_size(const char *name, mx_llama_config *cfg);
 /* Size of one attention head of cfg. */
 int64_t mx_cli_llm_head_dim(const mx_llama_config *cfg);

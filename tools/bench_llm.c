@@ -134,7 +134,7 @@ void mx_bench_llm_help(FILE *out) {
           "  tensors to ONNX Runtime's, whether hybrid and all-dynamic equal the reference bit for\n"
           "  bit, and the ONNX Runtime binding's own per-call cost (an Identity model).\n"
           "  tiny: 2 layers, hidden 64, 4 heads (2 key/value heads), ffn 172, vocab 128;\n"
-          "  small: 4 layers, hidden 256, 4 heads of 64 (2 key/value heads), ffn 688, vocab 1000.\n\n"
+          "  small: 4 layers, hidden 256, 4 heads of 64 (4 key/value heads), ffn 688, vocab 1000.\n\n"
           "options:\n"
           "  --configs LIST     tiny, small or both (default tiny,small)\n"
           "  --past LIST        KV-cache lengths, up to 8 (default 16,128,512)\n"

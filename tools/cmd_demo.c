@@ -52,7 +52,7 @@ void mx_cmd_demo_help(FILE *out) {
           "options:\n"
           "  --size tiny|small   tiny: 2 layers, hidden 64, 4 heads (2 key/value heads), ffn 172,\n"
           "                      vocab 128; small (default): 4 layers, hidden 256, 4 heads of 64\n"
-          "                      (2 key/value heads), ffn 688, vocab 1000\n"
+          "                      (4 key/value heads), ffn 688, vocab 1000\n"
           "  --layers, --hidden, --heads, --kv-heads, --head-dim, --ffn, --vocab, --seed N\n"
           "                      override one field of the size (see mixrt gen --help)\n"
           "  --steps N           decode steps (default 64)\n"

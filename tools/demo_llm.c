@@ -20,6 +20,7 @@ bool mx_cli_llm_size(const char *name, mx_llama_config *cfg) {
     cfg->layers = 4;
     cfg->hidden = 256;
     cfg->heads = 4;
+    cfg->kv_heads = 4;
     cfg->head_dim = 64;
     cfg->ffn = 688;
     cfg->vocab = 1000;
