@@ -72,7 +72,7 @@ static bool pack_graph(const mx_exe_graph *g, packed_graph *pg) {
   return true;
 }
 
-mx_status mx__program_save_mxm(mx_session *s, const char *path, mx_error *err) {
+mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_weights, mx_error *err) {
   mx_program *p = s->prog;
   mx_status st;
   void *onnx = NULL, *rt_bytes = NULL;
@@ -104,7 +104,8 @@ mx_status mx__program_save_mxm(mx_session *s, const char *path, mx_error *err) {
   rt_bytes = malloc(rt_size ? rt_size : 1);
   if (!rt_bytes) goto oom;
   mxm__runtime__pack(&rt, rt_bytes);
-  st = mx_mxm_save_model(plans, n_plans, rt_bytes, rt_size, path, NULL, err);
+  mx_mxm_save_options so = {.external_weights = external_weights};
+  st = mx_mxm_save_model(plans, n_plans, rt_bytes, rt_size, path, &so, err);
   goto done;
 oom:
   st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);

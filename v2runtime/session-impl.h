@@ -111,7 +111,7 @@ mx_status mx__program_finish(mx_program *p, mx_error *err);
 /* Restores a program from an .mxm file (static plans + runtime record; see mxm_io.c). */
 mx_status mx__program_load_mxm(struct mx_session *s, const char *path, mx_program **out, mx_error *err);
 /* Writes the loaded program as an .mxm file. */
-mx_status mx__program_save_mxm(struct mx_session *s, const char *path, mx_error *err);
+mx_status mx__program_save_mxm(struct mx_session *s, const char *path, bool external_weights, mx_error *err);
 /* Builds the Init/Main/DeInit graphs of a program whose calls are planned. */
 mx_status mx__program_lower(struct mx_session *s, mx_program *p, mx_error *err);
 /* Frees a program (runs nothing: DeInit must have run). NULL is a no-op. */

@@ -273,14 +273,14 @@ mx_status mx_session_load_file(mx_session *s, const char *path) {
   return st;
 }
 
-mx_status mx_session_save(mx_session *s, const char *path) {
+mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save_options *o) {
   if (!s) return MX_ERR_INVALID_ARGUMENT;
   mx_status st = enter(s);
   if (st != MX_OK) return st;
   mx_error_clear(&s->err);
   if (!path) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "path is NULL");
   else if (!s->prog) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no model is loaded");
-  else st = mx__program_save_mxm(s, path, &s->err);
+  else st = mx__program_save_mxm(s, path, o && o->external_weights, &s->err);
   leave(s);
   return st;
 }

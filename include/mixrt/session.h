@@ -95,8 +95,13 @@ mx_status mx_session_load_memory(mx_session *s, const void *data, size_t size);
 /* Compiles a graph built with the builder API. The session takes ownership of g, also on
  * failure. */
 mx_status mx_session_load_graph(mx_session *s, mx_graph *g);
-/* Writes the loaded model as a .mxm file (partitioned root, static plans, execution graph). */
-mx_status mx_session_save(mx_session *s, const char *path);
+typedef struct mx_session_save_options {
+  bool external_weights; /* write the static models' weights to "<path>.weights" beside the file */
+} mx_session_save_options;
+
+/* Writes the loaded model as a .mxm file (partitioned root, static plans, execution graphs).
+ * `o` may be NULL (weights inline). */
+mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save_options *o);
 
 /* --- model description ---------------------------------------------------------------------- */
 
@@ -162,7 +167,9 @@ typedef struct mx_session_stats {
   uint64_t kernels_run;        /* execution-graph kernels run */
 } mx_session_stats;
 
-/* Fills *last (the last step) and *total (since load); either may be NULL. */
+/* Fills *last (the last step) and *total (since the model was loaded; the allocator counters
+ * device_allocations, allocator_hits and allocator_misses since the session was created);
+ * either may be NULL. */
 mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last, mx_session_stats *total);
 
 /* Starts recording a trace of the following steps (Chrome trace-event format, viewable in

@@ -134,8 +134,49 @@ Test(cli, run_writes_outputs_equal_to_the_library) {
   mx_tensor_release(&y);
 }
 
-Test(cli, demo_runs) {
-  cr_assert_eq(run(out, sizeof out, "demo"), 0, "%s", out);
-  cr_assert(strstr(out, "0 unknown-rank"), "%s", out);
-  cr_assert(strstr(out, "[2, 16, 64]"), "%s", out);
+Test(cli, demo_runs_and_checks_itself) {
+  cr_assert_eq(run(out, sizeof out, "demo --steps 8"), 0, "%s", out);
+  cr_assert(strstr(out, "equal the reference interpreter: PASS"), "%s", out);
+}
+
+Test(cli, run_hybrid_with_check_trace_and_options) {
+  const char *path = write_fixture("encoder_hybrid");
+  char args[1024];
+  snprintf(args, sizeof args,
+           "run %s --random --shape batch=2 --shape seq=7 --steps 3 --check --trace %s/trace.json --streams 2 "
+           "--executor topo",
+           path, WORK_DIR);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, "executor: hybrid ("), "%s", out);
+  cr_assert(strstr(out, "topological, 2 streams"), "%s", out);
+  cr_assert(strstr(out, "check: PASS"), "%s", out);
+  cr_assert(strstr(out, "time split over 3 steps"), "%s", out);
+  struct stat sb;
+  cr_assert_eq(stat(WORK_DIR "/trace.json", &sb), 0);
+  cr_assert_gt(sb.st_size, 100);
+  snprintf(args, sizeof args, "run %s --random --shape batch=1 --shape seq=3 --static-min-ops -1 --device inline --check",
+           path);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, "0 static and 1 dynamic partitions"), "%s", out);
+  cr_assert_eq(run(out, sizeof out, "run x.onnx --executor nope"), 2, "%s", out);
+  cr_assert_eq(run(out, sizeof out, "run x.mxm --check"), 2, "%s", out);
+}
+
+Test(cli, compile_any_model_and_run_the_mxm) {
+  const char *path = write_fixture("encoder_compile");
+  char args[1024];
+  snprintf(args, sizeof args, "compile %s -o %s/encoder.mxm", path, WORK_DIR);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, "wrote "), "%s", out);
+  snprintf(args, sizeof args, "run %s/encoder.mxm --random --shape batch=2 --shape seq=4 --seed 9", WORK_DIR);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  char from_mxm[256];
+  const char *o = strstr(out, "outputs:\n");
+  cr_assert_not_null(o);
+  snprintf(from_mxm, sizeof from_mxm, "%.*s", (int)strcspn(o + 9, "\n"), o + 9);
+  snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=4 --seed 9 --reference", path);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  o = strstr(out, "outputs:\n");
+  cr_assert_not_null(o);
+  cr_assert_eq(strncmp(o + 9, from_mxm, strlen(from_mxm)), 0, "%s vs %s", from_mxm, o + 9);
 }

@@ -69,7 +69,7 @@ Test(mxm, partitioned_llama_round_trip) {
   mx_session *a = new_session(1, MX_EXECUTOR_SEQUENTIAL);
   cr_assert_eq(mx_session_load_graph(a, g), MX_OK, "%s", mx_session_last_error(a));
   const char *path = temp_path();
-  cr_assert_eq(mx_session_save(a, path), MX_OK, "%s", mx_session_last_error(a));
+  cr_assert_eq(mx_session_save(a, path, NULL), MX_OK, "%s", mx_session_last_error(a));
   for (int variant = 0; variant < 2; variant++) {
     mx_session *b = new_session(variant ? 2 : 1, variant ? MX_EXECUTOR_TOPOLOGICAL : MX_EXECUTOR_SEQUENTIAL);
     cr_assert_eq(mx_session_load_file(b, path), MX_OK, "%s", mx_session_last_error(b));
@@ -95,7 +95,7 @@ Test(mxm, moe_and_encoder_round_trip) {
     mx_session *a = new_session(1, MX_EXECUTOR_SEQUENTIAL), *b = new_session(1, MX_EXECUTOR_SEQUENTIAL);
     cr_assert_eq(mx_session_load_graph(a, g), MX_OK, "%s", mx_session_last_error(a));
     const char *path = temp_path();
-    cr_assert_eq(mx_session_save(a, path), MX_OK, "%s", mx_session_last_error(a));
+    cr_assert_eq(mx_session_save(a, path, NULL), MX_OK, "%s", mx_session_last_error(a));
     cr_assert_eq(mx_session_load_file(b, path), MX_OK, "%s", mx_session_last_error(b));
     for (int k = 0; k < 3; k++) {
       mx_tensor x, ya = {0}, yb = {0};
@@ -124,7 +124,7 @@ Test(mxm, damaged_files_are_rejected) {
   const char *path = temp_path();
   char good[80];
   snprintf(good, sizeof good, "%s", path);
-  cr_assert_eq(mx_session_save(a, good), MX_OK, "%s", mx_session_last_error(a));
+  cr_assert_eq(mx_session_save(a, good, NULL), MX_OK, "%s", mx_session_last_error(a));
   unsigned char *data;
   size_t size;
   cr_assert(mxt_onnx_node_read_file(good, &data, &size));
