@@ -179,6 +179,8 @@ void mx__program_free(mx_program *p) {
     mx_static_plan_destroy(call->plan);
     mx_dyn_exec_destroy(call->dexec);
     mx_dyn_plan_destroy(call->dplan);
+    mx_event_destroy(call->done);
+    free(call->waits);
     free(call->in_values);
     free(call->out_values);
     free(call->args_in);

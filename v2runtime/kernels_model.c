@@ -23,6 +23,33 @@ static mx_rt_call *call_of(mx_exe_run *run, const mx_exe_node *n) {
   return &STEP(run)->s->prog->calls[ATTR(n)->call];
 }
 
+/* The stream a call runs on this step. */
+static mx_stream *call_stream(const mx_step *step, const mx_rt_call *c) { return step->streams[c->stream]; }
+
+/* Orders call c's stream after the calls on other streams whose outputs it reads. */
+static mx_status wait_producers(mx_exe_run *run, const mx_rt_call *c) {
+  mx_step *step = STEP(run);
+  const mx_program *p = step->s->prog;
+  for (uint32_t w = 0; w < c->n_waits; w++) {
+    mx_status st = mx_stream_wait_event(call_stream(step, c), p->calls[c->waits[w]].done);
+    if (st != MX_OK) return mx__fail(run->err, st, "partition '%s': cannot wait for partition '%s'", c->name,
+                                     p->calls[c->waits[w]].name);
+  }
+  return MX_OK;
+}
+
+/* Marks the end of call c's work on its stream, for the calls on other streams that read it. */
+static mx_status record_done(mx_exe_run *run, const mx_rt_call *c) {
+  if (!c->done) return MX_OK;
+  mx_status st = mx_event_record(c->done, call_stream(STEP(run), c));
+  return st == MX_OK ? MX_OK : mx__fail(run->err, st, "partition '%s': cannot record its event", c->name);
+}
+
+/* The stream a root value is produced on this step (the step stream for inputs and constants). */
+static mx_stream *value_stream(const mx_step *step, const mx_rt_value *rv) {
+  return rv->producer >= 0 ? call_stream(step, &step->s->prog->calls[rv->producer]) : step->stream;
+}
+
 /* --- Init / DeInit -------------------------------------------------------------------------- */
 
 static mx_status k_upload_constant(mx_exe_run *run, const mx_exe_node *n) {
@@ -186,7 +213,7 @@ static mx_status k_static_alloc(mx_exe_run *run, const mx_exe_node *n) {
       rv->owned = false;
       continue;
     }
-    mx_status st = mx_caching_alloc(s->alloc, (size_t)io.nbytes, step->stream, &rv->t.data, run->err);
+    mx_status st = mx_caching_alloc(s->alloc, (size_t)io.nbytes, call_stream(step, c), &rv->t.data, run->err);
     if (st != MX_OK) {
       mx__error_prefix(run->err, "output '%s' of static partition '%s': ", rv->t.name, c->name);
       return st;
@@ -218,14 +245,18 @@ static mx_status k_static_execute(mx_exe_run *run, const mx_exe_node *n) {
   mx_step *step = STEP(run);
   mx_session *s = step->s;
   mx_rt_call *c = call_of(run, n);
+  mx_stream *cs = call_stream(step, c);
+  mx_status st = wait_producers(run, c);
+  if (st != MX_OK) return st;
   uint32_t slice = UINT32_MAX;
   if (s->trace.on) {
     char label[80];
     snprintf(label, sizeof label, "static %s", c->name);
-    slice = mx__trace_device_begin(s, step->stream, lane_of(s, step->stream), label);
+    slice = mx__trace_device_begin(s, cs, lane_of(s, cs), label);
   }
-  mx_status st = mx_static_model_execute(c->model, step->stream);
-  mx__trace_device_end(s, step->stream, slice);
+  st = mx_static_model_execute(c->model, cs);
+  mx__trace_device_end(s, cs, slice);
+  if (st == MX_OK) st = record_done(run, c);
   if (st != MX_OK)
     return mx__fail(run->err, st, "static partition '%s': %s", c->name, mx_static_model_last_error(c->model));
   step->s->last.static_executes++;
@@ -244,8 +275,10 @@ static mx_status k_bind_symbols(mx_exe_run *run, const mx_exe_node *n) {
   mx_rt_call *c = call_of(run, n);
   step->dynamic_ns -= mx__now_ns();
   for (uint32_t k = 0; k < c->n_in; k++) c->args_in[k] = p->values[c->in_values[k]].t;
+  mx_status st = wait_producers(run, c);
+  if (st != MX_OK) return st;
   c->in_step = true;
-  mx_status st = mx__dyn_step_begin(c->dexec, c->args_in, c->n_in, step->stream);
+  st = mx__dyn_step_begin(c->dexec, c->args_in, c->n_in, call_stream(step, c));
   return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
 }
 
@@ -307,6 +340,8 @@ static mx_status k_dyn_step_end(mx_exe_run *run, const mx_exe_node *n) {
   mx_status st = mx__dyn_step_end(c->dexec, c->args_out, c->n_out);
   if (st != MX_OK) return dyn_fail(run, c, st);
   c->in_step = false;
+  st = record_done(run, c);
+  if (st != MX_OK) return st;
   for (uint32_t j = 0; j < c->n_out; j++) {
     mx_rt_value *rv = &p->values[c->out_values[j]];
     bool caller = false;
@@ -328,7 +363,13 @@ static mx_status k_free_value(mx_exe_run *run, const mx_exe_node *n) {
   mx_rt_value *rv = &s->prog->values[ATTR(n)->value];
   if (!rv->owned) return MX_OK;
   rv->owned = false;
-  mx_status st = mx_caching_free(s->alloc, rv->t.data, step->stream, run->err);
+  mx_stream *home = value_stream(step, rv);
+  mx_status st = MX_OK;
+  /* Readers on other streams keep the block from reuse until they are past it. */
+  for (uint32_t k = 0; k < MX_STEP_MAX_STREAMS && st == MX_OK; k++)
+    if ((rv->reader_streams >> k & 1u) && step->streams[k] && step->streams[k] != home)
+      st = mx_caching_record_stream(s->alloc, rv->t.data, step->streams[k], run->err);
+  if (st == MX_OK) st = mx_caching_free(s->alloc, rv->t.data, home, run->err);
   rv->t.data = NULL;
   return st;
 }
@@ -369,7 +410,7 @@ static mx_status k_output_deliver(mx_exe_run *run, const mx_exe_node *n) {
       memcpy(o->data, rv->t.data, nbytes);
     } else {
       mx_copy_kind kind = rv->t.placement == MX_HOST ? MX_COPY_H2D : o->placement == MX_HOST ? MX_COPY_D2H : MX_COPY_D2D;
-      mx_status st = mx_device_copy_async(step->stream, o->data, rv->t.data, nbytes, kind);
+      mx_status st = mx_device_copy_async(value_stream(step, rv), o->data, rv->t.data, nbytes, kind);
       if (st != MX_OK) return mx__fail(run->err, st, "output '%s': copy failed", name);
     }
   }

@@ -198,3 +198,63 @@ done:
   free(handles);
   return st;
 }
+
+mx_status mx__program_assign_streams(mx_session *s, mx_program *p, mx_error *err) {
+  uint32_t n = s->n_streams < MX_STEP_MAX_STREAMS ? s->n_streams : MX_STEP_MAX_STREAMS;
+  int64_t tail[MX_STEP_MAX_STREAMS];      /* last call placed on each stream, -1: none yet */
+  uint64_t last_use[MX_STEP_MAX_STREAMS]; /* when a call was last placed on it */
+  for (uint32_t k = 0; k < MX_STEP_MAX_STREAMS; k++) {
+    tail[k] = -1;
+    last_use[k] = 0;
+  }
+  for (size_t r = 0; r < p->n_values; r++) {
+    p->values[r].producer = -1;
+    p->values[r].reader_streams = 0;
+  }
+  for (size_t c = 0; c < p->n_calls; c++)
+    for (uint32_t j = 0; j < p->calls[c].n_out; j++) p->values[p->calls[c].out_values[j]].producer = (int32_t)c;
+  p->used_streams = 1;
+  uint64_t clock = 0;
+  for (size_t c = 0; c < p->n_calls; c++) {
+    mx_rt_call *call = &p->calls[c];
+    int64_t chosen = -1;
+    /* Continue a producer's chain when this call is the next thing on its stream. */
+    for (uint32_t k = 0; k < call->n_in && chosen < 0; k++) {
+      int32_t prod = p->values[call->in_values[k]].producer;
+      if (prod >= 0 && tail[p->calls[prod].stream] == prod) chosen = p->calls[prod].stream;
+    }
+    /* Otherwise a fresh stream, else the one used longest ago. */
+    for (uint32_t k = 0; k < n && chosen < 0; k++)
+      if (tail[k] < 0) chosen = k;
+    if (chosen < 0) {
+      chosen = 0;
+      for (uint32_t k = 1; k < n; k++)
+        if (last_use[k] < last_use[chosen]) chosen = k;
+    }
+    call->stream = (uint32_t)chosen;
+    tail[chosen] = (int64_t)c;
+    last_use[chosen] = ++clock;
+    p->used_streams |= 1u << chosen;
+    free(call->waits);
+    call->waits = NULL;
+    call->n_waits = 0;
+    for (uint32_t k = 0; k < call->n_in; k++) {
+      mx_rt_value *v = &p->values[call->in_values[k]];
+      v->reader_streams |= 1u << chosen;
+      if (v->producer < 0 || p->calls[v->producer].stream == call->stream) continue;
+      bool seen = false;
+      for (uint32_t w = 0; w < call->n_waits; w++) seen = seen || call->waits[w] == (uint32_t)v->producer;
+      if (seen) continue;
+      uint32_t *nw = realloc(call->waits, (call->n_waits + 1) * sizeof *nw);
+      if (!nw) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory assigning streams");
+      call->waits = nw;
+      call->waits[call->n_waits++] = (uint32_t)v->producer;
+    }
+  }
+  /* Outputs are delivered on their producer's stream (the step stream for inputs and constants). */
+  for (size_t k = 0; k < p->root->n_outputs; k++) {
+    mx_rt_value *v = &p->values[p->root->outputs[k]];
+    v->reader_streams |= 1u << (v->producer >= 0 ? p->calls[v->producer].stream : 0);
+  }
+  return MX_OK;
+}

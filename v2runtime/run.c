@@ -199,11 +199,20 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   step->s = s;
   step->outputs = outputs;
   step->stream = stream ? stream : s->streams[0];
+  step->streams[0] = step->stream;
+  for (uint32_t k = 1; k < MX_STEP_MAX_STREAMS; k++) step->streams[k] = k < s->n_streams ? s->streams[k] : NULL;
   step->dynamic_ns = 0;
   step->host_ns = 0;
   step->kernels = 0;
   s->last.static_executes = 0;
   st = mx__program_run_graph(s, &p->main, step);
+  /* Join the partitions' streams back into the step's stream. */
+  for (uint32_t k = 1; k < MX_STEP_MAX_STREAMS && st == MX_OK; k++) {
+    if (!(p->used_streams >> k & 1u)) continue;
+    st = mx_event_record(s->join[k], step->streams[k]);
+    if (st == MX_OK) st = mx_stream_wait_event(step->stream, s->join[k]);
+    if (st != MX_OK) mx__fail(&s->err, st, "cannot join stream %u into the step's stream", k);
+  }
   if (st == MX_OK && !async) {
     mx_status dev = mx_stream_synchronize(step->stream);
     if (dev != MX_OK) st = device_failure(s, step->stream, dev);

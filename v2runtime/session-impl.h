@@ -21,10 +21,15 @@
 
 /* One value of the root graph during a step. */
 typedef struct mx_rt_value {
-  mx_tensor t;      /* dtype, rank, dims, data and placement this step */
-  bool owned;       /* data is an allocator block the runtime frees after its last use */
-  bool constant;    /* a shared constant uploaded at load (freed at unload) */
+  mx_tensor t;               /* dtype, rank, dims, data and placement this step */
+  bool owned;                /* data is an allocator block the runtime frees after its last use */
+  bool constant;             /* a shared constant uploaded at load (freed at unload) */
+  int32_t producer;          /* the call producing it, or -1 (graph input, constant) */
+  uint32_t reader_streams;   /* bit per step stream that reads it (calls and outputs) */
 } mx_rt_value;
+
+/* Most streams a step spreads partitions over (bit masks of stream indices are 32 bits). */
+#define MX_STEP_MAX_STREAMS 16
 
 /* One partition call of the root graph. */
 typedef struct mx_rt_call {
@@ -41,7 +46,11 @@ typedef struct mx_rt_call {
   mx_dyn_plan *dplan;         /* UNKNOWN: plan (owned) */
   mx_dyn_exec *dexec;         /* UNKNOWN: executor (owned; created by Init) */
   bool in_step;               /* UNKNOWN: a step began and has not ended */
-  uint32_t stream;            /* session stream index it runs on */
+  uint32_t stream;            /* step stream index it runs on (0: the step's own stream) */
+  uint32_t *waits;            /* calls on other streams whose outputs it reads (malloc'd) */
+  uint32_t n_waits;
+  mx_event *done;             /* recorded on its stream when its work is queued (owned; made at
+                                 install, only when the program uses several streams) */
 } mx_rt_call;
 
 typedef struct mx_program {
@@ -55,6 +64,7 @@ typedef struct mx_program {
   mx_exe_value *slots;        /* exe value table shared by the three graphs (malloc'd) */
   uint32_t n_slots;
   bool initialized;           /* Init ran successfully (DeInit must run) */
+  uint32_t used_streams;      /* bit per step stream the calls use (bit 0 always) */
   char **input_shapes;        /* printed shape of each graph input (malloc'd strings) */
   char **output_shapes;
   size_t static_calls, dynamic_calls;
@@ -67,7 +77,9 @@ typedef struct mx_step {
   mx_tensor *outputs;         /* by graph output index: the caller's records, filled in place */
   mx_tensor **out_by_graph;   /* by graph output index: the caller's record (index mapping) */
   bool *alloc_output;         /* by graph output index: the session allocates it for the caller */
-  mx_stream *stream;          /* the stream the step is ordered on */
+  mx_stream *stream;          /* the stream the step is ordered on (step stream 0) */
+  mx_stream *streams[MX_STEP_MAX_STREAMS]; /* step stream k: 0 the step's own, k > 0 session
+                                              stream k */
   int64_t *bindings;          /* symbol values seen this step (INT64_MIN: unbound) */
   uint64_t dynamic_ns;        /* host time inside dynamic partitions this step */
   uint64_t host_ns;           /* host time in feed and output kernels this step */
@@ -93,6 +105,8 @@ struct mx_session {
   mx_session_stats last, total;
   mx_trace trace;             /* recording state (mx_session_trace_begin/end) */
   mx_async async;             /* asynchronous runs */
+  mx_event *join[MX_STEP_MAX_STREAMS]; /* per step stream k > 0: joins it back into stream 0 at
+                                          the end of a step (owned) */
 };
 
 /* Claims the session for the calling thread; MX_ERR_BUSY (and nothing written to the session)
@@ -116,6 +130,12 @@ mx_status mx__program_save_mxm(struct mx_session *s, const char *path, bool exte
 mx_status mx__program_lower(struct mx_session *s, mx_program *p, mx_error *err);
 /* Frees a program (runs nothing: DeInit must have run). NULL is a no-op. */
 void mx__program_free(mx_program *p);
+
+/* Assigns every call a step stream (chains stay on one stream, independent branches spread)
+ * and works out the cross-stream waits, value producers and reader streams (lower.c). */
+mx_status mx__program_assign_streams(struct mx_session *s, mx_program *p, mx_error *err);
+/* Creates the per-call events the stream assignment needs (session.c; freed with the program). */
+mx_status mx__program_make_events(struct mx_session *s, mx_program *p, mx_error *err);
 
 /* Runs one of the program's graphs with the session's executor. */
 mx_status mx__program_run_graph(struct mx_session *s, const mx_exe_graph *g, mx_step *step);

@@ -80,7 +80,7 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
     mx_session_options_init(&defaults);
     o = &defaults;
   }
-  if (o->streams == 0 || o->streams > 16)
+  if (o->streams == 0 || o->streams > MX_STEP_MAX_STREAMS)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "streams must be between 1 and 16, not %u", o->streams);
   if (o->executor > MX_EXECUTOR_MULTI_THREAD)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "unknown executor %d", (int)o->executor);
@@ -107,6 +107,7 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
   }
   for (uint32_t i = 0; i < s->n_streams; i++) {
     st = mx_stream_create(s->dev, 0, &s->streams[i]);
+    if (st == MX_OK && i > 0) st = mx_event_create(s->dev, &s->join[i]);
     if (st != MX_OK) {
       mx__fail(err, st, "cannot create stream %u: %s", i, mx_device_last_error(s->dev));
       goto fail;
@@ -153,6 +154,7 @@ void mx_session_destroy(mx_session *s) {
     mx_stream_destroy(s->streams[i]);
   }
   mx_caching_allocator_destroy(s->alloc);
+  for (uint32_t i = 0; i < MX_STEP_MAX_STREAMS; i++) mx_event_destroy(s->join[i]);
   free(s->streams);
   free(s->step.inputs);
   free(s->step.out_by_graph);
@@ -185,10 +187,30 @@ mx_status mx__program_run_graph(mx_session *s, const mx_exe_graph *g, mx_step *s
   return st;
 }
 
+mx_status mx__program_make_events(mx_session *s, mx_program *p, mx_error *err) {
+  if (p->used_streams == 1) return MX_OK; /* one stream: stream order is enough */
+  for (size_t c = 0; c < p->n_calls; c++) {
+    if (p->calls[c].done) continue;
+    mx_status st = mx_event_create(s->dev, &p->calls[c].done);
+    if (st != MX_OK)
+      return mx__fail(err, st, "cannot create the event of partition '%s': %s", p->calls[c].name,
+                      mx_device_last_error(s->dev));
+  }
+  return MX_OK;
+}
+
 /* Makes p the session's program and runs its Init. */
 static mx_status install(mx_session *s, mx_program *p) {
   mx_status st;
   s->prog = p;
+  st = mx__program_assign_streams(s, p, &s->err);
+  if (st == MX_OK) st = mx__program_make_events(s, p, &s->err);
+  if (st != MX_OK) {
+    mx_error keep = s->err;
+    unload(s);
+    s->err = keep;
+    return st;
+  }
   mx_step step = {.s = s, .stream = s->streams[0]};
   st = mx__program_run_graph(s, &p->init, &step);
   if (st != MX_OK) {
