@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/grow.h"
+#include "common/heap.h"
 #include "graph/ir.h"
 
 /* --- errors and logging --------------------------------------------------------------------- */
@@ -659,33 +660,6 @@ const mx_tensor *mx_graph_value_constant(const mx_graph *g, mx_value_id v) {
 
 /* --- topological order ---------------------------------------------------------------------- */
 
-/* Binary min-heap of node ids (ready nodes; smallest id first keeps the order stable). */
-static void heap_push(mx_node_id *h, size_t *n, mx_node_id x) {
-  size_t i = (*n)++;
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (h[p] <= x) break;
-    h[i] = h[p];
-    i = p;
-  }
-  h[i] = x;
-}
-
-static mx_node_id heap_pop(mx_node_id *h, size_t *n) {
-  mx_node_id top = h[0], last = h[--(*n)];
-  size_t i = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= *n) break;
-    if (c + 1 < *n && h[c + 1] < h[c]) c++;
-    if (last <= h[c]) break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (*n) h[i] = last;
-  return top;
-}
-
 mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n) {
   if (g->topo) {
     *order = g->topo;
@@ -714,9 +688,9 @@ mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n)
   }
   size_t hn = 0, on = 0;
   for (size_t i = 0; i < nn; i++)
-    if (!(g->nodes[i].flags & MX_NODE_DEAD) && indeg[i] == 0) heap_push(heap, &hn, (mx_node_id)i);
+    if (!(g->nodes[i].flags & MX_NODE_DEAD) && indeg[i] == 0) mx__heap_u32_push(heap, &hn, (mx_node_id)i);
   while (hn) {
-    mx_node_id x = heap_pop(heap, &hn);
+    mx_node_id x = mx__heap_u32_pop(heap, &hn);
     out[on++] = x;
     const mx_node *nd = &g->nodes[x];
     for (uint32_t k = 0; k < nd->n_outputs; k++) {
@@ -724,7 +698,7 @@ mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n)
       for (size_t c = 0; c < v->n_consumers; c++) {
         mx_node_id cn = v->consumers[c];
         if (g->nodes[cn].flags & MX_NODE_DEAD) continue;
-        if (--indeg[cn] == 0) heap_push(heap, &hn, cn);
+        if (--indeg[cn] == 0) mx__heap_u32_push(heap, &hn, cn);
       }
     }
   }

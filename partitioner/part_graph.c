@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/grow.h"
+#include "common/heap.h"
 #include "partitioner/partitioner-impl.h"
 
 void mx__part_marks_reset(mx__part_marks *k) {
@@ -158,33 +159,6 @@ bool mx__part_tmp_push(mx__part_work *w, uint32_t a, uint32_t b) {
 
 /* --- the topological sort of clusters ----------------------------------------------------- */
 
-/* Binary min-heap of roots keyed by min_pos. */
-static void heap_push(const uint32_t *key, uint32_t *h, uint32_t *n, uint32_t x) {
-  uint32_t i = (*n)++;
-  while (i > 0) {
-    uint32_t up = (i - 1) / 2;
-    if (key[h[up]] <= key[x]) break;
-    h[i] = h[up];
-    i = up;
-  }
-  h[i] = x;
-}
-
-static uint32_t heap_pop(const uint32_t *key, uint32_t *h, uint32_t *n) {
-  uint32_t top = h[0], last = h[--(*n)];
-  uint32_t i = 0;
-  for (;;) {
-    uint32_t c = 2 * i + 1;
-    if (c >= *n) break;
-    if (c + 1 < *n && key[h[c + 1]] < key[h[c]]) c++;
-    if (key[last] <= key[h[c]]) break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (*n) h[i] = last;
-  return top;
-}
-
 /* Removes repeated entries from segment s (first occurrence kept, order kept). */
 static void dedupe_segment(mx__part_work *w, uint32_t s) {
   mx__part_marks_reset(&w->seen);
@@ -220,7 +194,7 @@ mx_status mx__part_rebuild(mx__part_work *w) {
   mx_status st = MX_OK;
   uint32_t *in_cnt = calloc((size_t)n + 1, sizeof *in_cnt);
   uint32_t *out_cnt = calloc((size_t)n + 1, sizeof *out_cnt);
-  uint32_t *heap = malloc(((size_t)n + 1) * sizeof *heap);
+  uint64_t *heap = malloc(((size_t)n + 1) * sizeof *heap); /* (min_pos << 32 | root) */
   uint64_t *buf = NULL;
   if (!in_cnt || !out_cnt || !heap) goto oom;
   /* Point every position straight at its root. */
@@ -271,17 +245,21 @@ mx_status mx__part_rebuild(mx__part_work *w) {
     w->dead[r] = 0;
     in_cnt[r] = w->seg_len[r]; /* in-degree for the sort below */
   }
-  /* Kahn's algorithm over the roots; ties go to the smallest member position. */
-  uint32_t hn = 0, on = 0;
+  /* Kahn's algorithm over the roots; ties go to the smallest member position. Roots' member
+   * sets are disjoint, so min_pos is unique per root and the packed key orders by it alone. */
+  size_t hn = 0;
+  uint32_t on = 0;
   for (uint32_t r = 0; r < n; r++)
-    if (w->parent[r] == r && in_cnt[r] == 0) heap_push(w->min_pos, heap, &hn, r);
+    if (w->parent[r] == r && in_cnt[r] == 0)
+      mx__heap_u64_push(heap, &hn, (uint64_t)w->min_pos[r] << 32 | r);
   while (hn) {
-    uint32_t x = heap_pop(w->min_pos, heap, &hn);
+    uint32_t x = (uint32_t)mx__heap_u64_pop(heap, &hn);
     w->rank[x] = on;
     w->order[on++] = x;
     const uint32_t *e = w->ent + w->seg_start[n + x];
     for (uint32_t i = 0; i < w->seg_len[n + x]; i++)
-      if (--in_cnt[e[i]] == 0) heap_push(w->min_pos, heap, &hn, e[i]);
+      if (--in_cnt[e[i]] == 0)
+        mx__heap_u64_push(heap, &hn, (uint64_t)w->min_pos[e[i]] << 32 | e[i]);
   }
   w->n_roots = on;
   if (on != roots) {

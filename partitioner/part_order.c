@@ -8,34 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/heap.h"
 #include "partitioner/partitioner-impl.h"
-
-/* Binary min-heap of node ids. */
-static void heap_push(mx_node_id *h, size_t *n, mx_node_id x) {
-  size_t i = (*n)++;
-  while (i > 0) {
-    size_t up = (i - 1) / 2;
-    if (h[up] <= x) break;
-    h[i] = h[up];
-    i = up;
-  }
-  h[i] = x;
-}
-
-static mx_node_id heap_pop(mx_node_id *h, size_t *n) {
-  mx_node_id top = h[0], last = h[--(*n)];
-  size_t i = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= *n) break;
-    if (c + 1 < *n && h[c + 1] < h[c]) c++;
-    if (last <= h[c]) break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (*n) h[i] = last;
-  return top;
-}
 
 static bool live_producer(const mx_graph *g, mx_value_id v) {
   mx_node_id pr = g->values[v].producer;
@@ -124,10 +98,10 @@ mx_status mx__part_order(mx_partition *p) {
   }
   size_t hn = 0;
   for (size_t i = 0; i < nn; i++)
-    if (!(g->nodes[i].flags & MX_NODE_DEAD) && indeg[i] == 0) heap_push(heap, &hn, (mx_node_id)i);
+    if (!(g->nodes[i].flags & MX_NODE_DEAD) && indeg[i] == 0) mx__heap_u32_push(heap, &hn, (mx_node_id)i);
   size_t on = 0;
   while (hn) {
-    mx_node_id x = heap_pop(heap, &hn);
+    mx_node_id x = mx__heap_u32_pop(heap, &hn);
     p->rank_of[x] = (uint32_t)on;
     p->order[on++] = x;
     const mx_node *nd = &g->nodes[x];
@@ -136,7 +110,7 @@ mx_status mx__part_order(mx_partition *p) {
       for (size_t c = 0; c < v->n_consumers; c++) {
         mx_node_id cn = v->consumers[c];
         if (g->nodes[cn].flags & MX_NODE_DEAD) continue;
-        if (--indeg[cn] == 0) heap_push(heap, &hn, cn);
+        if (--indeg[cn] == 0) mx__heap_u32_push(heap, &hn, cn);
       }
     }
   }

@@ -14,38 +14,12 @@
 #include <string.h>
 
 #include "common/grow.h"
+#include "common/heap.h"
 #include "partitioner/partitioner-impl.h"
 
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return x < y ? -1 : x > y;
-}
-
-/* Min-heap of group indices (smaller index first). */
-static void heap_push(uint32_t *h, uint32_t *n, uint32_t x) {
-  uint32_t i = (*n)++;
-  while (i > 0) {
-    uint32_t up = (i - 1) / 2;
-    if (h[up] <= x) break;
-    h[i] = h[up];
-    i = up;
-  }
-  h[i] = x;
-}
-
-static uint32_t heap_pop(uint32_t *h, uint32_t *n) {
-  uint32_t top = h[0], last = h[--(*n)];
-  uint32_t i = 0;
-  for (;;) {
-    uint32_t c = 2 * i + 1;
-    if (c >= *n) break;
-    if (c + 1 < *n && h[c + 1] < h[c]) c++;
-    if (last <= h[c]) break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (*n) h[i] = last;
-  return top;
 }
 
 /* Orders the merged groups topologically. gidx[pos] receives the group index (0.. in order of
@@ -96,14 +70,15 @@ static mx_status order_groups(mx_partition *p, uint32_t *gidx, uint32_t **topo_o
     }
   }
   /* off[i] now ends group i's list; it starts at off[i - 1]. */
-  uint32_t hn = 0, tn = 0;
+  size_t hn = 0;
+  uint32_t tn = 0;
   for (uint32_t i = 0; i < ng; i++)
-    if (indeg[i] == 0) heap_push(heap, &hn, i);
+    if (indeg[i] == 0) mx__heap_u32_push(heap, &hn, i);
   while (hn) {
-    uint32_t x = heap_pop(heap, &hn);
+    uint32_t x = mx__heap_u32_pop(heap, &hn);
     topo[tn++] = x;
     for (uint32_t i = x ? off[x - 1] : 0; i < off[x]; i++)
-      if (--indeg[adj[i]] == 0) heap_push(heap, &hn, adj[i]);
+      if (--indeg[adj[i]] == 0) mx__heap_u32_push(heap, &hn, adj[i]);
   }
   if (tn != ng) {
     st = mx__part_fail(p, MX_ERR_INTERNAL, "partition of '%s': the merged clusters form a cycle",

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/grow.h"
+#include "common/heap.h"
 #include "graph/onnx/onnx-impl.h"
 
 /* --- name sets -------------------------------------------------------------------------------- */
@@ -213,33 +214,6 @@ done:
   return st;
 }
 
-/* Binary min-heap of node indices: the ready node that comes first in the file goes first. */
-static void heap_push(uint32_t *h, size_t *n, uint32_t x) {
-  size_t i = (*n)++;
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (h[p] <= x) break;
-    h[i] = h[p];
-    i = p;
-  }
-  h[i] = x;
-}
-
-static uint32_t heap_pop(uint32_t *h, size_t *n) {
-  uint32_t top = h[0], last = h[--(*n)];
-  size_t i = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= *n) break;
-    if (c + 1 < *n && h[c + 1] < h[c]) c++;
-    if (last <= h[c]) break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (*n) h[i] = last;
-  return top;
-}
-
 /* Reports a cycle among the nodes not placed (indeg > 0). Starting from one of them and
  * following unplaced producers must revisit a node; that node is on a cycle. */
 static mx_status report_cycle(mx__onnx_import *im, const mx__onnx_scope *sc, const uint32_t *indeg,
@@ -321,12 +295,12 @@ mx_status mx__onnx_order_nodes(mx__onnx_import *im, const mx__onnx_scope *sc, ui
   /* Kahn's sweep; the heap keeps file order among ready nodes. */
   size_t hn = 0, on = 0;
   for (uint32_t i = 0; i < n; i++)
-    if (indeg[i] == 0) heap_push(heap, &hn, i);
+    if (indeg[i] == 0) mx__heap_u32_push(heap, &hn, i);
   while (hn) {
-    uint32_t x = heap_pop(heap, &hn);
+    uint32_t x = mx__heap_u32_pop(heap, &hn);
     out[on++] = x;
     for (size_t e = out_start[x]; e < out_start[x + 1]; e++)
-      if (--indeg[succ[e]] == 0) heap_push(heap, &hn, succ[e]);
+      if (--indeg[succ[e]] == 0) mx__heap_u32_push(heap, &hn, succ[e]);
   }
   if (on != n) {
     st = report_cycle(im, sc, indeg, edges.v, in_start, mark);
