@@ -10,100 +10,11 @@
 #include "graph/ir.h"
 #include "graph/ops/op.h"
 #include "mixrt/graph.h"
+#include "ops/ops_support.h"
 
-static mx_graph *G;
-static mx_symtab *T;
+static void setup(void) { mxt_ops_setup("ew"); }
 
-static void setup(void) {
-  cr_assert_eq(mx_graph_create("ew", &G), MX_OK);
-  T = mx_graph_symtab(G);
-}
-static void teardown(void) {
-  mx_graph_destroy(G);
-  G = NULL;
-}
-
-TestSuite(ew_infer, .init = setup, .fini = teardown);
-
-static mx_dim S(const char *name) { return mx_sym_named(T, name); }
-static mx_dim C(int64_t v) { return mx_sym_const(T, v); }
-
-static mx_shape shp(int32_t rank, const mx_dim *dims) {
-  mx_shape s = {rank, {0}};
-  for (int32_t i = 0; i < rank; i++) s.dims[i] = dims[i];
-  return s;
-}
-#define SHAPE(...) shp((int32_t)(sizeof((mx_dim[]){__VA_ARGS__}) / sizeof(mx_dim)), (mx_dim[]){__VA_ARGS__})
-static const mx_shape SCALAR = {0, {0}};
-
-static mx_value_id input(const char *name, mx_dtype dt, mx_shape s) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_input(G, name, dt, &s, &v), MX_OK, "%s", mx_graph_last_error(G));
-  return v;
-}
-
-static mx_value_id input_unknown_rank(const char *name, mx_dtype dt) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_input(G, name, dt, NULL, &v), MX_OK);
-  return v;
-}
-
-/* An int64 1-D graph input whose symbolic value is `sv` (static storage). */
-static mx_value_id input_sv(const char *name, mx_dtype dt, int32_t n, mx_dim *sv) {
-  mx_value_id v = input(name, dt, n < 0 ? SCALAR : SHAPE(n));
-  mx_value *val = &G->values[v];
-  val->sv = sv;
-  val->sv_len = n < 0 ? 1 : n;
-  return v;
-}
-
-static mx_value_id const_i64(const char *name, int32_t rank, const int64_t *dims, const int64_t *data) {
-  mx_tensor t = {.dtype = MX_INT64, .rank = rank, .data = (void *)data};
-  for (int32_t i = 0; i < rank; i++) t.dims[i] = dims[i];
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_constant(G, name, &t, &v), MX_OK);
-  return v;
-}
-
-static mx_value_id op(const char *type, const mx_value_id *in, size_t n, const mx_attr *attrs, size_t na) {
-  mx_value_id out;
-  cr_assert_eq(mx_graph_add_op(G, type, in, n, attrs, na, &out), MX_OK, "%s", mx_graph_last_error(G));
-  return out;
-}
-
-static void infer_ok(void) { cr_assert_eq(mx_graph_infer(G), MX_OK, "%s", mx_graph_last_error(G)); }
-
-static void expect_shape(mx_value_id v, mx_dtype dt, mx_shape want) {
-  mx_shape got;
-  cr_assert(mx_graph_value_shape(G, v, &got));
-  char a[128], b[128];
-  mx_shape_format(T, &got, a, sizeof a);
-  mx_shape_format(T, &want, b, sizeof b);
-  cr_assert_eq(mx_graph_value_dtype(G, v), dt, "dtype %s", mx_dtype_name(mx_graph_value_dtype(G, v)));
-  cr_assert_str_eq(a, b);
-}
-
-/* Asserts that v's symbolic value is exactly want[0..n) (MX_DIM_UNKNOWN entries included). */
-static void expect_sv(mx_value_id v, int32_t n, const mx_dim *want) {
-  const mx_value *val = &G->values[v];
-  cr_assert_eq(val->sv_len, n, "sv_len %d, want %d", (int)val->sv_len, (int)n);
-  for (int32_t i = 0; i < n; i++) {
-    char a[64], b[64];
-    mx_sym_format(T, val->sv[i], a, sizeof a);
-    mx_sym_format(T, want[i], b, sizeof b);
-    cr_assert_eq(val->sv[i], want[i], "element %d: %s, want %s", (int)i, a, b);
-  }
-}
-#define EXPECT_SV(v, ...) \
-  expect_sv(v, (int32_t)(sizeof((mx_dim[]){__VA_ARGS__}) / sizeof(mx_dim)), (mx_dim[]){__VA_ARGS__})
-
-static void expect_no_sv(mx_value_id v) { cr_assert_lt(G->values[v].sv_len, 0); }
-
-static void infer_fails(mx_status want, const char *needle) {
-  mx_status st = mx_graph_infer(G);
-  cr_assert_eq(st, want, "status %s: %s", mx_status_name(st), mx_graph_last_error(G));
-  if (needle) cr_assert(strstr(mx_graph_last_error(G), needle), "message: %s", mx_graph_last_error(G));
-}
+TestSuite(ew_infer, .init = setup, .fini = mxt_ops_teardown);
 
 /* --- shapes and dtypes -------------------------------------------------------------------- */
 

@@ -6,65 +6,11 @@
 #include <string.h>
 
 #include "mixrt/graph.h"
+#include "ops/ops_support.h"
 
-static mx_graph *G;
-static mx_symtab *T;
+static void setup(void) { mxt_ops_setup("nn"); }
 
-static void setup(void) {
-  cr_assert_eq(mx_graph_create("nn", &G), MX_OK);
-  T = mx_graph_symtab(G);
-}
-static void teardown(void) {
-  mx_graph_destroy(G);
-  G = NULL;
-}
-
-TestSuite(nn_infer, .init = setup, .fini = teardown);
-
-static mx_dim S(const char *name) { return mx_sym_named(T, name); }
-
-static mx_shape shp(int32_t rank, const mx_dim *dims) {
-  mx_shape s = {rank, {0}};
-  for (int32_t i = 0; i < rank; i++) s.dims[i] = dims[i];
-  return s;
-}
-#define SHAPE(...) shp((int32_t)(sizeof((mx_dim[]){__VA_ARGS__}) / sizeof(mx_dim)), (mx_dim[]){__VA_ARGS__})
-
-static mx_value_id input(const char *name, mx_dtype dt, mx_shape s) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_input(G, name, dt, &s, &v), MX_OK, "%s", mx_graph_last_error(G));
-  return v;
-}
-
-static mx_value_id op(const char *type, const mx_value_id *in, size_t n, const mx_attr *attrs, size_t na) {
-  mx_value_id out;
-  cr_assert_eq(mx_graph_add_op(G, type, in, n, attrs, na, &out), MX_OK, "%s", mx_graph_last_error(G));
-  return out;
-}
-
-/* A node with several outputs; outs receives their ids. */
-static void node(const char *type, const mx_value_id *in, size_t n, const mx_attr *attrs, size_t na,
-                 mx_value_id *outs, size_t n_out) {
-  mx_node_desc d = {.op_type = type, .inputs = in, .n_inputs = n, .attrs = attrs, .n_attrs = na, .n_outputs = n_out};
-  cr_assert_eq(mx_graph_add_node(G, &d, outs), MX_OK, "%s", mx_graph_last_error(G));
-}
-
-static void infer_ok(void) { cr_assert_eq(mx_graph_infer(G), MX_OK, "%s", mx_graph_last_error(G)); }
-
-static void infer_fails(mx_status want, const char *needle) {
-  mx_status st = mx_graph_infer(G);
-  cr_assert_eq(st, want, "status %s: %s", mx_status_name(st), mx_graph_last_error(G));
-  if (needle) cr_assert(strstr(mx_graph_last_error(G), needle), "message: %s", mx_graph_last_error(G));
-}
-
-static void expect_shape_str(mx_value_id v, mx_dtype dt, const char *want) {
-  mx_shape got;
-  cr_assert(mx_graph_value_shape(G, v, &got));
-  char a[160];
-  mx_shape_format(T, &got, a, sizeof a);
-  cr_assert_eq(mx_graph_value_dtype(G, v), dt, "dtype %s", mx_dtype_name(mx_graph_value_dtype(G, v)));
-  cr_assert_str_eq(a, want);
-}
+TestSuite(nn_infer, .init = setup, .fini = mxt_ops_teardown);
 
 /* --- Softmax ---------------------------------------------------------------------------------- */
 
@@ -113,9 +59,9 @@ Test(nn_infer, layernorm_statistics_shapes) {
   mx_value_id sc = input("scale", MX_FLOAT16, SHAPE(768));
   mx_value_id bi = input("bias", MX_FLOAT16, SHAPE(768));
   mx_value_id o1[3], o2[3];
-  node("LayerNormalization", (mx_value_id[]){x, sc, bi}, 3, NULL, 0, o1, 3);
+  op_multi("LayerNormalization", (mx_value_id[]){x, sc, bi}, 3, NULL, 0, o1, 3);
   mx_attr ax = mx_attr_int("axis", 1);
-  node("LayerNormalization", (mx_value_id[]){x, sc}, 2, &ax, 1, o2, 3);
+  op_multi("LayerNormalization", (mx_value_id[]){x, sc}, 2, &ax, 1, o2, 3);
   infer_ok();
   expect_shape_str(o1[0], MX_FLOAT16, "[b, s, 768]");
   expect_shape_str(o1[1], MX_FLOAT32, "[b, s, 1]");
@@ -165,7 +111,7 @@ Test(nn_infer, attention_decode_step_with_symbolic_past) {
   mx_value_id pv = input("pv", MX_FLOAT32, SHAPE(b, 8, past, 64));
   mx_value_id outs[4];
   mx_attr causal = mx_attr_int("is_causal", 1);
-  node("Attention", (mx_value_id[]){q, k, v, MX_NO_VALUE, pk, pv}, 6, &causal, 1, outs, 4);
+  op_multi("Attention", (mx_value_id[]){q, k, v, MX_NO_VALUE, pk, pv}, 6, &causal, 1, outs, 4);
   infer_ok();
   expect_shape_str(outs[0], MX_FLOAT32, "[batch, 32, 1, 64]");
   expect_shape_str(outs[1], MX_FLOAT32, "[batch, 8, past + 1, 64]");
@@ -183,7 +129,7 @@ Test(nn_infer, attention_3d_grouped_heads) {
   mx_value_id v = input("v", MX_FLOAT16, SHAPE(2, S("s"), 96));
   mx_attr at[] = {mx_attr_int("q_num_heads", 8), mx_attr_int("kv_num_heads", 2)};
   mx_value_id outs[3];
-  node("Attention", (mx_value_id[]){q, k, v}, 3, at, 2, outs, 3);
+  op_multi("Attention", (mx_value_id[]){q, k, v}, 3, at, 2, outs, 3);
   infer_ok();
   expect_shape_str(outs[0], MX_FLOAT16, "[2, s, 384]");
   expect_shape_str(outs[1], MX_FLOAT16, "[2, 2, s, 64]");

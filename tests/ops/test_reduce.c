@@ -8,67 +8,14 @@
 #include "graph/ops/op.h"
 #include "graph/passes/passes.h"
 #include "mixrt/graph.h"
+#include "ops/ops_support.h"
 
-static mx_graph *G;
-static mx_symtab *T;
+static void setup(void) { mxt_ops_setup("red"); }
 
-static void setup(void) {
-  cr_assert_eq(mx_graph_create("red", &G), MX_OK);
-  T = mx_graph_symtab(G);
-}
-static void teardown(void) {
-  mx_graph_destroy(G);
-  G = NULL;
-}
-
-TestSuite(reduce_infer, .init = setup, .fini = teardown);
-
-static mx_dim S(const char *name) { return mx_sym_named(T, name); }
-static mx_dim C(int64_t v) { return mx_sym_const(T, v); }
-
-static mx_shape shp(int32_t rank, const mx_dim *dims) {
-  mx_shape s = {rank, {0}};
-  for (int32_t i = 0; i < rank; i++) s.dims[i] = dims[i];
-  return s;
-}
-#define SHAPE(...) shp((int32_t)(sizeof((mx_dim[]){__VA_ARGS__}) / sizeof(mx_dim)), (mx_dim[]){__VA_ARGS__})
-static const mx_shape SCALAR = {0, {0}};
-
-static mx_value_id input(const char *name, mx_dtype dt, mx_shape s) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_input(G, name, dt, &s, &v), MX_OK, "%s", mx_graph_last_error(G));
-  return v;
-}
+TestSuite(reduce_infer, .init = setup, .fini = mxt_ops_teardown);
 
 static mx_value_id axes_const(const char *name, int32_t n, const int64_t *axes) {
-  mx_tensor t = {.dtype = MX_INT64, .rank = 1, .dims = {n}, .data = (void *)axes};
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_constant(G, name, &t, &v), MX_OK);
-  return v;
-}
-
-static mx_value_id op(const char *type, const mx_value_id *in, size_t n, const mx_attr *attrs, size_t na) {
-  mx_value_id out;
-  cr_assert_eq(mx_graph_add_op(G, type, in, n, attrs, na, &out), MX_OK, "%s", mx_graph_last_error(G));
-  return out;
-}
-
-static void infer_ok(void) { cr_assert_eq(mx_graph_infer(G), MX_OK, "%s", mx_graph_last_error(G)); }
-
-static void infer_fails(mx_status want, const char *needle) {
-  mx_status st = mx_graph_infer(G);
-  cr_assert_eq(st, want, "status %s: %s", mx_status_name(st), mx_graph_last_error(G));
-  if (needle) cr_assert(strstr(mx_graph_last_error(G), needle), "message: %s", mx_graph_last_error(G));
-}
-
-static void expect_shape(mx_value_id v, mx_dtype dt, mx_shape want) {
-  mx_shape got;
-  cr_assert(mx_graph_value_shape(G, v, &got));
-  char a[128], b[128];
-  mx_shape_format(T, &got, a, sizeof a);
-  mx_shape_format(T, &want, b, sizeof b);
-  cr_assert_eq(mx_graph_value_dtype(G, v), dt, "dtype %s", mx_dtype_name(mx_graph_value_dtype(G, v)));
-  cr_assert_str_eq(a, b);
+  return const_i64(name, 1, (int64_t[]){n}, axes);
 }
 
 Test(reduce_infer, sum_axes_input_from_opset_13) {

@@ -12,138 +12,11 @@
 #include "graph/ops/op.h"
 #include "graph/passes/passes.h"
 #include "mixrt/graph.h"
+#include "ops/ops_support.h"
 
-static mx_graph *G;
-static mx_symtab *T;
+static void setup(void) { mxt_ops_setup("shape"); }
 
-static void setup(void) {
-  cr_assert_eq(mx_graph_create("shape", &G), MX_OK);
-  T = mx_graph_symtab(G);
-}
-static void teardown(void) {
-  mx_graph_destroy(G);
-  G = NULL;
-}
-
-TestSuite(shape_infer, .init = setup, .fini = teardown);
-
-static mx_dim S(const char *name) { return mx_sym_named(T, name); }
-static mx_dim C(int64_t v) { return mx_sym_const(T, v); }
-
-static mx_shape shp(int32_t rank, const mx_dim *dims) {
-  mx_shape s = {rank, {0}};
-  for (int32_t i = 0; i < rank; i++) s.dims[i] = dims[i];
-  return s;
-}
-#define SHAPE(...) shp((int32_t)(sizeof((mx_dim[]){__VA_ARGS__}) / sizeof(mx_dim)), (mx_dim[]){__VA_ARGS__})
-static const mx_shape SCALAR = {0, {0}};
-
-static mx_value_id input(const char *name, mx_dtype dt, mx_shape s) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_input(G, name, dt, &s, &v), MX_OK, "%s", mx_graph_last_error(G));
-  return v;
-}
-
-static mx_value_id input_unknown_rank(const char *name, mx_dtype dt) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_input(G, name, dt, NULL, &v), MX_OK);
-  return v;
-}
-
-/* A 1-D int64 graph input of n elements whose symbolic value is sv (static storage). */
-static mx_value_id input_sv(const char *name, int32_t n, mx_dim *sv) {
-  mx_value_id v = input(name, MX_INT64, SHAPE(n));
-  G->values[v].sv = sv;
-  G->values[v].sv_len = n;
-  return v;
-}
-
-static mx_value_id const_i64(const char *name, int32_t rank, const int64_t *dims, const int64_t *data) {
-  mx_tensor t = {.dtype = MX_INT64, .rank = rank, .data = (void *)data};
-  for (int32_t i = 0; i < rank; i++) t.dims[i] = dims[i];
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_constant(G, name, &t, &v), MX_OK);
-  return v;
-}
-#define CONST_1D(name, ...)                                                                       \
-  const_i64(name, 1, (int64_t[]){(int64_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))}, \
-            (int64_t[]){__VA_ARGS__})
-
-static mx_value_id const_scalar(const char *name, mx_dtype dt, double v) {
-  union {
-    float f;
-    double d;
-    int32_t i32;
-    int64_t i64;
-  } u;
-  switch (dt) {
-    case MX_FLOAT32: u.f = (float)v; break;
-    case MX_FLOAT64: u.d = v; break;
-    case MX_INT32: u.i32 = (int32_t)v; break;
-    default: u.i64 = (int64_t)v; break;
-  }
-  mx_tensor t = {.dtype = dt, .rank = 0, .data = &u};
-  mx_value_id id;
-  cr_assert_eq(mx_graph_add_constant(G, name, &t, &id), MX_OK);
-  return id;
-}
-
-static mx_value_id op(const char *type, const mx_value_id *in, size_t n, const mx_attr *attrs, size_t na) {
-  mx_value_id out;
-  cr_assert_eq(mx_graph_add_op(G, type, in, n, attrs, na, &out), MX_OK, "%s", mx_graph_last_error(G));
-  return out;
-}
-
-/* A node with n_out outputs written to outs. */
-static void op_multi(const char *type, const mx_value_id *in, size_t n, const mx_attr *attrs, size_t na,
-                     mx_value_id *outs, size_t n_out) {
-  mx_node_desc d = {.op_type = type, .inputs = in, .n_inputs = n, .attrs = attrs, .n_attrs = na, .n_outputs = n_out};
-  cr_assert_eq(mx_graph_add_node(G, &d, outs), MX_OK, "%s", mx_graph_last_error(G));
-}
-
-static void infer_ok(void) { cr_assert_eq(mx_graph_infer(G), MX_OK, "%s", mx_graph_last_error(G)); }
-
-static void infer_fails(mx_status want, const char *needle) {
-  mx_status st = mx_graph_infer(G);
-  cr_assert_eq(st, want, "status %s: %s", mx_status_name(st), mx_graph_last_error(G));
-  if (needle) cr_assert(strstr(mx_graph_last_error(G), needle), "message: %s", mx_graph_last_error(G));
-}
-
-static void expect_shape(mx_value_id v, mx_dtype dt, mx_shape want) {
-  mx_shape got;
-  cr_assert(mx_graph_value_shape(G, v, &got));
-  char a[160], b[160];
-  mx_shape_format(T, &got, a, sizeof a);
-  mx_shape_format(T, &want, b, sizeof b);
-  cr_assert_eq(mx_graph_value_dtype(G, v), dt, "dtype %s", mx_dtype_name(mx_graph_value_dtype(G, v)));
-  cr_assert_str_eq(a, b);
-  cr_assert_eq(got.rank, want.rank);
-  for (int32_t i = 0; i < got.rank; i++) cr_assert_eq(got.dims[i], want.dims[i], "dim %d", (int)i);
-}
-
-static mx_shape shape_of(mx_value_id v) {
-  mx_shape s;
-  cr_assert(mx_graph_value_shape(G, v, &s));
-  return s;
-}
-
-static void expect_sv(mx_value_id v, int32_t n, const mx_dim *want) {
-  const mx_value *val = &G->values[v];
-  cr_assert_eq(val->sv_len, n, "sv_len %d, want %d", (int)val->sv_len, (int)n);
-  for (int32_t i = 0; i < n; i++) {
-    char a[64], b[64];
-    mx_sym_format(T, val->sv[i], a, sizeof a);
-    mx_sym_format(T, want[i], b, sizeof b);
-    cr_assert_eq(val->sv[i], want[i], "element %d: %s, want %s", (int)i, a, b);
-  }
-}
-#define EXPECT_SV(v, ...) \
-  expect_sv(v, (int32_t)(sizeof((mx_dim[]){__VA_ARGS__}) / sizeof(mx_dim)), (mx_dim[]){__VA_ARGS__})
-
-static void expect_no_sv(mx_value_id v) { cr_assert_lt(G->values[v].sv_len, 0); }
-
-/* True when d is a symbolic expression (a fresh symbol, say), neither concrete nor unknown. */
-static bool is_expr(mx_dim d) { return mx_dim_is_expr(d) && !mx_sym_const_value(T, d, NULL); }
+TestSuite(shape_infer, .init = setup, .fini = mxt_ops_teardown);
 
 /* --- Shape, Size ------------------------------------------------------------------------------ */
 
@@ -206,9 +79,9 @@ Test(shape_infer, reshape_infers_minus_one_by_exact_symbolic_division) {
   t1[0] = 0, t1[1] = 0, t1[2] = 12, t1[3] = C(-1);
   t2[0] = S("batch"), t2[1] = S("seq"), t2[2] = 12, t2[3] = 64;
   t3[0] = C(-1), t3[1] = 768;
-  mx_value_id y1 = op("Reshape", (mx_value_id[]){x, input_sv("t1", 4, t1)}, 2, NULL, 0);
-  mx_value_id y2 = op("Reshape", (mx_value_id[]){x, input_sv("t2", 4, t2)}, 2, NULL, 0);
-  mx_value_id y3 = op("Reshape", (mx_value_id[]){x, input_sv("t3", 2, t3)}, 2, NULL, 0);
+  mx_value_id y1 = op("Reshape", (mx_value_id[]){x, input_sv("t1", MX_INT64, 4, t1)}, 2, NULL, 0);
+  mx_value_id y2 = op("Reshape", (mx_value_id[]){x, input_sv("t2", MX_INT64, 4, t2)}, 2, NULL, 0);
+  mx_value_id y3 = op("Reshape", (mx_value_id[]){x, input_sv("t3", MX_INT64, 2, t3)}, 2, NULL, 0);
   infer_ok();
   expect_shape(y1, MX_FLOAT32, SHAPE(S("batch"), S("seq"), 12, 64));
   expect_shape(y2, MX_FLOAT32, SHAPE(S("batch"), S("seq"), 12, 64));
@@ -219,7 +92,7 @@ Test(shape_infer, reshape_minus_one_with_symbolic_target_dims) {
   mx_value_id x = input("x", MX_FLOAT32, SHAPE(S("batch"), S("seq"), 12, 64));
   static mx_dim t[3];
   t[0] = S("batch"), t[1] = C(-1), t[2] = 768;
-  mx_value_id y = op("Reshape", (mx_value_id[]){x, input_sv("t", 3, t)}, 2, NULL, 0);
+  mx_value_id y = op("Reshape", (mx_value_id[]){x, input_sv("t", MX_INT64, 3, t)}, 2, NULL, 0);
   infer_ok();
   expect_shape(y, MX_FLOAT32, SHAPE(S("batch"), S("seq"), 768));
 }
@@ -617,7 +490,7 @@ Test(shape_infer, expand_broadcasts_with_a_symbolic_target) {
   mx_value_id x = input("x", MX_FLOAT32, SHAPE(1, S("seq"), 1));
   static mx_dim t[3];
   t[0] = S("batch"), t[1] = 1, t[2] = 64;
-  mx_value_id y = op("Expand", (mx_value_id[]){x, input_sv("t", 3, t)}, 2, NULL, 0);
+  mx_value_id y = op("Expand", (mx_value_id[]){x, input_sv("t", MX_INT64, 3, t)}, 2, NULL, 0);
   mx_value_id z = op("Expand", (mx_value_id[]){x, CONST_1D("r", 2, 1, 1, 1)}, 2, NULL, 0);
   infer_ok();
   expect_shape(y, MX_FLOAT32, SHAPE(S("batch"), S("seq"), 64));
