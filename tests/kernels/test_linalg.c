@@ -11,47 +11,7 @@
 #include "graph/ops/linalg-params.h"
 #include "graph/ops/op.h"
 #include "hal/cpu/kernels/kernel.h"
-
-static mx_kernel_call *kc_new(uint16_t n_in, uint16_t n_out, const void *params) {
-  mx_kernel_call *c = calloc(1, mx_kernel_call_size((uint32_t)n_in + n_out));
-  cr_assert(c);
-  c->n_in = n_in;
-  c->n_out = n_out;
-  c->params = params;
-  return c;
-}
-
-static void kc_set(mx_kernel_call *c, uint32_t i, mx_dtype dt, int32_t rank, const int64_t *dims, void *data) {
-  mx_ktensor *t = &c->t[i];
-  t->dtype = dt;
-  t->data = data;
-  mx__ktensor_set_dims(t, rank, dims);
-}
-
-/* Finds the kernel, gives it a workspace of the size it asks for, runs it. */
-static mx_status kc_run(const char *op, mx_kernel_call *c) {
-  const mx_kernel_def *k = mx__kernel_find("", op, c);
-  cr_assert(k, "no %s kernel for this dtype", op);
-  size_t ws = k->workspace ? k->workspace(c) : 0;
-  void *w = ws ? aligned_alloc(64, (ws + 63) & ~(size_t)63) : NULL;
-  c->workspace = w;
-  c->workspace_size = ws;
-  mx_status st = k->run(c);
-  free(w);
-  c->workspace = NULL;
-  return st;
-}
-
-static void expect_f32(const float *got, const float *want, int64_t n, float tol) {
-  for (int64_t i = 0; i < n; i++) {
-    if (isnan(want[i])) {
-      cr_expect(isnan(got[i]), "[%lld] want NaN, got %g", (long long)i, (double)got[i]);
-      continue;
-    }
-    cr_expect(fabsf(got[i] - want[i]) <= tol * (1.0f + fabsf(want[i])), "[%lld] got %.7g want %.7g", (long long)i,
-              (double)got[i], (double)want[i]);
-  }
-}
+#include "kernels/kernels_support.h"
 
 /* Naive batched matmul with numpy broadcasting, for 4-D operands (1s where a dim is absent). */
 static void naive_bmm(const float *a, const int64_t *ad, const float *b, const int64_t *bd, float *y,
@@ -79,7 +39,7 @@ Test(linalg_kernels, matmul_2x3_by_3x2) {
   kc_set(c, 1, MX_FLOAT32, 2, (int64_t[]){3, 2}, b);
   kc_set(c, 2, MX_FLOAT32, 2, (int64_t[]){2, 2}, y);
   cr_assert_eq(kc_run("MatMul", c), MX_OK);
-  expect_f32(y, (float[]){58, 64, 139, 154}, 4, 0);
+  expect_f32_near(y, (float[]){58, 64, 139, 154}, 4, 0);
   free(c);
 }
 
@@ -95,7 +55,7 @@ Test(linalg_kernels, matmul_batch_broadcast_matches_naive) {
   kc_set(c, 1, MX_FLOAT32, 4, bd, b);
   kc_set(c, 2, MX_FLOAT32, 4, yd, y);
   cr_assert_eq(kc_run("MatMul", c), MX_OK);
-  expect_f32(y, want, 180, 1e-6f);
+  expect_f32_near(y, want, 180, 1e-6f);
   free(c);
 }
 
@@ -111,7 +71,7 @@ Test(linalg_kernels, matmul_shared_weights_folds_batch) {
   kc_set(c, 1, MX_FLOAT32, 2, bd + 2, b);
   kc_set(c, 2, MX_FLOAT32, 3, yd + 1, y);
   cr_assert_eq(kc_run("MatMul", c), MX_OK);
-  expect_f32(y, want, 30, 1e-6f);
+  expect_f32_near(y, want, 30, 1e-6f);
   free(c);
 }
 
@@ -123,7 +83,7 @@ Test(linalg_kernels, matmul_one_d_operands) {
   kc_set(c, 1, MX_FLOAT32, 2, (int64_t[]){3, 2}, m);
   kc_set(c, 2, MX_FLOAT32, 1, (int64_t[]){2}, y2);
   cr_assert_eq(kc_run("MatMul", c), MX_OK);
-  expect_f32(y2, (float[]){4, 5}, 2, 0);
+  expect_f32_near(y2, (float[]){4, 5}, 2, 0);
   /* [3] x [3] -> scalar */
   kc_set(c, 1, MX_FLOAT32, 1, (int64_t[]){3}, v);
   kc_set(c, 2, MX_FLOAT32, 0, NULL, &s);
@@ -140,7 +100,7 @@ Test(linalg_kernels, matmul_zero_size_dims) {
   kc_set(c, 1, MX_FLOAT32, 2, (int64_t[]){0, 2}, &dummy);
   kc_set(c, 2, MX_FLOAT32, 2, (int64_t[]){2, 2}, y);
   cr_assert_eq(kc_run("MatMul", c), MX_OK);
-  expect_f32(y, (float[]){0, 0, 0, 0}, 4, 0);
+  expect_f32_near(y, (float[]){0, 0, 0, 0}, 4, 0);
   float y2[1] = {7};
   kc_set(c, 0, MX_FLOAT32, 2, (int64_t[]){0, 3}, &dummy);
   kc_set(c, 1, MX_FLOAT32, 2, (int64_t[]){3, 2}, &dummy);
@@ -261,7 +221,7 @@ Test(linalg_kernels, gemm_transposes_alpha_beta_row_bias) {
   kc_set(c, 3, MX_FLOAT32, 2, (int64_t[]){2, 2}, y);
   cr_assert_eq(kc_run("Gemm", c), MX_OK);
   /* op(A) = [[1,3,5],[2,4,6]], op(B) = [[1,0],[0,1],[1,0]]: product [[6,3],[8,4]]. */
-  expect_f32(y, (float[]){2 * 6 + 5, 2 * 3 + 10, 2 * 8 + 5, 2 * 4 + 10}, 4, 0);
+  expect_f32_near(y, (float[]){2 * 6 + 5, 2 * 3 + 10, 2 * 8 + 5, 2 * 4 + 10}, 4, 0);
   free(c);
 }
 
@@ -273,7 +233,7 @@ Test(linalg_kernels, gemm_without_c_and_scalar_c) {
   kc_set(c, 1, MX_FLOAT32, 2, (int64_t[]){2, 2}, b);
   kc_set(c, 2, MX_FLOAT32, 2, (int64_t[]){2, 2}, y);
   cr_assert_eq(kc_run("Gemm", c), MX_OK);
-  expect_f32(y, (float[]){3, 3, 7, 7}, 4, 0);
+  expect_f32_near(y, (float[]){3, 3, 7, 7}, 4, 0);
   free(c);
   c = kc_new(3, 1, &p);
   kc_set(c, 0, MX_FLOAT32, 2, (int64_t[]){2, 2}, a);
@@ -281,7 +241,7 @@ Test(linalg_kernels, gemm_without_c_and_scalar_c) {
   kc_set(c, 2, MX_FLOAT32, 0, NULL, &cs);
   kc_set(c, 3, MX_FLOAT32, 2, (int64_t[]){2, 2}, y);
   cr_assert_eq(kc_run("Gemm", c), MX_OK);
-  expect_f32(y, (float[]){6, 6, 10, 10}, 4, 0);
+  expect_f32_near(y, (float[]){6, 6, 10, 10}, 4, 0);
   free(c);
 }
 
@@ -329,7 +289,7 @@ Test(linalg_kernels, einsum_batched_matmul_fast_path) {
   kc_set(c, 2, MX_FLOAT32, 3, (int64_t[]){2, 2, 2}, y);
   cr_assert_eq(kc_run("Einsum", c), MX_OK);
   /* batch 0: A=[[1,2],[3,4]], B^T rows [1,0],[0,1] -> A; batch 1: A=[[5,6],[7,8]] x [[2,1],[1,2]]^T. */
-  expect_f32(y, (float[]){1, 2, 3, 4, 16, 17, 22, 23}, 8, 0);
+  expect_f32_near(y, (float[]){1, 2, 3, 4, 16, 17, 22, 23}, 8, 0);
   free(c);
 }
 
@@ -365,7 +325,7 @@ Test(linalg_kernels, einsum_ellipsis_broadcast_generic) {
   kc_set(c, 1, MX_FLOAT32, 3, bd + 1, b);
   kc_set(c, 2, MX_FLOAT32, 4, yd, y);
   cr_assert_eq(kc_run("Einsum", c), MX_OK);
-  expect_f32(y, want, 24, 1e-6f);
+  expect_f32_near(y, want, 24, 1e-6f);
   free(c);
 }
 

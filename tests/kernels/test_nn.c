@@ -11,46 +11,7 @@
 #include "common/half.h"
 #include "graph/ops/nn-params.h"
 #include "hal/cpu/kernels/kernel.h"
-
-static mx_kernel_call *kc_new(uint16_t n_in, uint16_t n_out, const void *params) {
-  mx_kernel_call *c = calloc(1, mx_kernel_call_size((uint32_t)n_in + n_out));
-  cr_assert(c);
-  c->n_in = n_in;
-  c->n_out = n_out;
-  c->params = params;
-  return c;
-}
-
-static void kc_set(mx_kernel_call *c, uint32_t i, mx_dtype dt, int32_t rank, const int64_t *dims, void *data) {
-  mx_ktensor *t = &c->t[i];
-  t->dtype = dt;
-  t->data = data;
-  mx__ktensor_set_dims(t, rank, dims);
-}
-
-static mx_status kc_run(const char *op, mx_kernel_call *c) {
-  const mx_kernel_def *k = mx__kernel_find("", op, c);
-  cr_assert(k, "no %s kernel for this dtype", op);
-  size_t ws = k->workspace ? k->workspace(c) : 0;
-  void *w = ws ? aligned_alloc(64, (ws + 63) & ~(size_t)63) : NULL;
-  c->workspace = w;
-  c->workspace_size = ws;
-  mx_status st = k->run(c);
-  free(w);
-  c->workspace = NULL;
-  return st;
-}
-
-static void expect_f32(const float *got, const float *want, int64_t n, float tol) {
-  for (int64_t i = 0; i < n; i++) {
-    if (isnan(want[i])) {
-      cr_expect(isnan(got[i]), "[%lld] want NaN, got %g", (long long)i, (double)got[i]);
-      continue;
-    }
-    cr_expect(fabsf(got[i] - want[i]) <= tol * (1.0f + fabsf(want[i])), "[%lld] got %.7g want %.7g", (long long)i,
-              (double)got[i], (double)want[i]);
-  }
-}
+#include "kernels/kernels_support.h"
 
 TestSuite(nn_kernels);
 
@@ -74,7 +35,7 @@ Test(nn_kernels, softmax_last_axis_and_large_values) {
   softmax_ref((double[]){1, 2, 3}, r, 3);
   float want[6];
   for (int i = 0; i < 6; i++) want[i] = (float)r[i % 3];
-  expect_f32(y, want, 6, 1e-6f);
+  expect_f32_near(y, want, 6, 1e-6f);
   free(c);
 }
 
@@ -102,7 +63,7 @@ Test(nn_kernels, softmax_middle_axis) {
   kc_set(c, 1, MX_FLOAT32, 3, (int64_t[]){2, 2, 2}, y);
   cr_assert_eq(kc_run("Softmax", c), MX_OK);
   float e1 = (float)(1 / (1 + exp(1.0))), e2 = (float)(1 / (1 + exp(2.0)));
-  expect_f32(y, (float[]){e1, e2, 1 - e1, 1 - e2, 0.5f, 0.5f, 0.5f, 0.5f}, 8, 1e-6f);
+  expect_f32_near(y, (float[]){e1, e2, 1 - e1, 1 - e2, 0.5f, 0.5f, 0.5f, 0.5f}, 8, 1e-6f);
   free(c);
 }
 
@@ -116,7 +77,7 @@ Test(nn_kernels, softmax_opset11_flattens_the_tail) {
   cr_assert_eq(kc_run("Softmax", c), MX_OK);
   double r[4];
   softmax_ref((double[]){0, 1, 2, 3}, r, 4);
-  expect_f32(y, (float[]){(float)r[0], (float)r[1], (float)r[2], (float)r[3], 0.25f, 0.25f, 0.25f, 0.25f}, 8, 1e-6f);
+  expect_f32_near(y, (float[]){(float)r[0], (float)r[1], (float)r[2], (float)r[3], 0.25f, 0.25f, 0.25f, 0.25f}, 8, 1e-6f);
   free(c);
 }
 
@@ -128,7 +89,7 @@ Test(nn_kernels, logsoftmax_values) {
   kc_set(c, 1, MX_FLOAT32, 1, (int64_t[]){3}, y);
   cr_assert_eq(kc_run("LogSoftmax", c), MX_OK);
   double lse = 3 + log(exp(-2.0) + exp(-1.0) + 1);
-  expect_f32(y, (float[]){(float)(1 - lse), (float)(2 - lse), (float)(3 - lse)}, 3, 1e-6f);
+  expect_f32_near(y, (float[]){(float)(1 - lse), (float)(2 - lse), (float)(3 - lse)}, 3, 1e-6f);
   free(c);
 }
 
@@ -185,9 +146,9 @@ Test(nn_kernels, layernorm_values_and_statistics) {
   kc_set(c, 5, MX_FLOAT32, 2, (int64_t[]){2, 1}, inv);
   cr_assert_eq(kc_run("LayerNormalization", c), MX_OK);
   float is = (float)(1 / sqrt(1.25 + 1e-5)), i0 = (float)(1 / sqrt(1e-5));
-  expect_f32(y, (float[]){-1.5f * is, -0.5f * is * 2, 0.5f * is, 1.5f * is + 10, 0, 0, 0, 10}, 8, 1e-6f);
-  expect_f32(mean, (float[]){2.5f, -1}, 2, 1e-7f);
-  expect_f32(inv, (float[]){is, i0}, 2, 1e-6f);
+  expect_f32_near(y, (float[]){-1.5f * is, -0.5f * is * 2, 0.5f * is, 1.5f * is + 10, 0, 0, 0, 10}, 8, 1e-6f);
+  expect_f32_near(mean, (float[]){2.5f, -1}, 2, 1e-7f);
+  expect_f32_near(inv, (float[]){is, i0}, 2, 1e-6f);
   free(c);
 }
 
@@ -231,7 +192,7 @@ Test(nn_kernels, layernorm_scale_varying_per_row) {
   kc_set(c, 2, MX_FLOAT32, 2, (int64_t[]){2, 3}, y);
   cr_assert_eq(kc_run("LayerNormalization", c), MX_OK);
   float r = (float)sqrt(1.5);
-  expect_f32(y, (float[]){-r, 0, r, -2 * r, 0, 2 * r}, 6, 1e-6f);
+  expect_f32_near(y, (float[]){-r, 0, r, -2 * r, 0, 2 * r}, 6, 1e-6f);
   /* A scale that does not broadcast is a kernel error. */
   kc_set(c, 1, MX_FLOAT32, 1, (int64_t[]){2}, sc);
   cr_assert_eq(kc_run("LayerNormalization", c), MX_ERR_KERNEL);
@@ -320,7 +281,7 @@ static void check_gqa_causal_with_past(int sq) {
   kc_set(c, 7, MX_FLOAT32, 4, (int64_t[]){B, HKV, T, D}, prk);
   kc_set(c, 8, MX_FLOAT32, 4, (int64_t[]){B, HKV, T, D}, prv);
   cr_assert_eq(kc_run("Attention", c), MX_OK);
-  expect_f32(y, want, B * HQ * sq * D, 1e-5f);
+  expect_f32_near(y, want, B * HQ * sq * D, 1e-5f);
   /* present = past rows then new rows, per (batch, kv head). */
   cr_assert_eq(memcmp(prk, pk, P * D * sizeof(float)), 0);
   cr_assert_eq(memcmp(prk + P * D, k, SKV * D * sizeof(float)), 0);
@@ -380,12 +341,12 @@ Test(nn_kernels, attention_fully_masked_row_is_zero_and_modes) {
   kc_set(c, 7, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, qk);
   cr_assert_eq(kc_run("Attention", c), MX_OK);
   float e = (float)(1 / (1 + exp(-1.0))); /* row 1: scores [0, 1] */
-  expect_f32(y, (float[]){0, 0, (1 - e) * 1 + e * 3, (1 - e) * 2 + e * 4}, 4, 1e-6f);
-  expect_f32(qk, (float[]){0, 0, 1 - e, e}, 4, 1e-6f);
+  expect_f32_near(y, (float[]){0, 0, (1 - e) * 1 + e * 3, (1 - e) * 2 + e * 4}, 4, 1e-6f);
+  expect_f32_near(qk, (float[]){0, 0, 1 - e, e}, 4, 1e-6f);
   /* Mode 0 gives the raw scaled scores; mode 2 adds the mask (-inf where false). */
   p.qk_matmul_output_mode = 0;
   cr_assert_eq(kc_run("Attention", c), MX_OK);
-  expect_f32(qk, (float[]){1, 0, 0, 1}, 4, 0);
+  expect_f32_near(qk, (float[]){1, 0, 0, 1}, 4, 0);
   p.qk_matmul_output_mode = 2;
   cr_assert_eq(kc_run("Attention", c), MX_OK);
   cr_assert(isinf(qk[0]) && qk[0] < 0 && isinf(qk[1]) && qk[2] == 0 && qk[3] == 1);
@@ -406,7 +367,7 @@ Test(nn_kernels, attention_softcap_before_mask) {
   cr_assert_eq(kc_run("Attention", c), MX_OK);
   cr_assert_float_eq(y, 1.0f, 1e-6f);
   float capped = 0.5f * tanhf(8.0f);
-  expect_f32(qk, (float[]){capped, capped}, 2, 1e-6f);
+  expect_f32_near(qk, (float[]){capped, capped}, 2, 1e-6f);
   free(c);
 }
 
@@ -423,7 +384,7 @@ Test(nn_kernels, attention_nonpad_and_causal_offset) {
   kc_set(c, 6, MX_INT64, 1, (int64_t[]){2}, nonpad);
   kc_set(c, 7, MX_FLOAT32, 4, (int64_t[]){2, 1, 1, 1}, y);
   cr_assert_eq(kc_run("Attention", c), MX_OK);
-  expect_f32(y, (float[]){1, 2}, 2, 1e-6f);
+  expect_f32_near(y, (float[]){1, 2}, 2, 1e-6f);
   free(c);
 }
 
@@ -481,7 +442,7 @@ Test(nn_kernels, attention_no_keys_gives_zeros) {
   kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){1, 1, 0, 2}, &dummy);
   kc_set(c, 3, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 2}, y);
   cr_assert_eq(kc_run("Attention", c), MX_OK);
-  expect_f32(y, (float[]){0, 0, 0, 0}, 4, 0);
+  expect_f32_near(y, (float[]){0, 0, 0, 0}, 4, 0);
   free(c);
 }
 
@@ -511,11 +472,11 @@ Test(nn_kernels, rotary_halves_and_interleaved) {
   kc_set(c, 3, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 4}, y);
   cr_assert_eq(kc_run("RotaryEmbedding", c), MX_OK);
   /* halves: x1 = [1,2], x2 = [3,4] -> [-x2, x1] */
-  expect_f32(y, (float[]){-3, -4, 1, 2}, 4, 0);
+  expect_f32_near(y, (float[]){-3, -4, 1, 2}, 4, 0);
   p.interleaved = 1;
   cr_assert_eq(kc_run("RotaryEmbedding", c), MX_OK);
   /* pairs (1,2), (3,4) -> (-2,1), (-4,3) */
-  expect_f32(y, (float[]){-2, 1, -4, 3}, 4, 0);
+  expect_f32_near(y, (float[]){-2, 1, -4, 3}, 4, 0);
   free(c);
 }
 
@@ -533,7 +494,7 @@ Test(nn_kernels, rotary_position_ids_partial_dim_3d) {
   kc_set(c, 4, MX_FLOAT32, 3, (int64_t[]){1, 1, 8}, y);
   cr_assert_eq(kc_run("RotaryEmbedding", c), MX_OK);
   /* (a, b) -> (cos a - sin b, sin a + cos b) = (b, -a) */
-  expect_f32(y, (float[]){2, -1, 3, 4, 6, -5, 7, 8}, 8, 0);
+  expect_f32_near(y, (float[]){2, -1, 3, 4, 6, -5, 7, 8}, 8, 0);
   ids[0] = 2;
   cr_assert_eq(kc_run("RotaryEmbedding", c), MX_ERR_KERNEL);
   cr_assert(c->why && strstr(c->why, "position"));

@@ -11,35 +11,8 @@
 #include "common/half.h"
 #include "graph/ops/reduce-params.h"
 #include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernels_support.h"
 
-static mx_kernel_call *new_call(uint32_t n_in, uint32_t n_out) {
-  mx_kernel_call *c = calloc(1, mx_kernel_call_size(n_in + n_out));
-  cr_assert_not_null(c);
-  c->n_in = (uint16_t)n_in;
-  c->n_out = (uint16_t)n_out;
-  return c;
-}
-
-static void set_t(mx_kernel_call *c, uint32_t i, mx_dtype dt, int32_t rank, const int64_t *dims, void *data) {
-  mx__ktensor_set_dims(&c->t[i], rank, dims);
-  c->t[i].dtype = dt;
-  c->t[i].data = data;
-}
-#define DIMS(...) (const int64_t[]){__VA_ARGS__}
-
-static mx_status run(const char *op, mx_kernel_call *c, const void *params) {
-  c->params = params;
-  const mx_kernel_def *k = mx__kernel_find(NULL, op, c);
-  cr_assert_not_null(k, "no kernel for %s", op);
-  size_t ws = k->workspace ? k->workspace(c) : 0;
-  void *mem = ws ? aligned_alloc(64, (ws + 63) / 64 * 64) : NULL;
-  c->workspace = mem;
-  c->workspace_size = ws;
-  c->why = NULL;
-  mx_status st = k->run(c);
-  free(mem);
-  return st;
-}
 
 /* Attribute-style params: axes given, keepdims as asked. */
 static mx_reduce_params attr_axes(int32_t n, const int64_t *axes, int keepdims) {
@@ -55,24 +28,12 @@ static mx_reduce_params attr_axes(int32_t n, const int64_t *axes, int keepdims) 
 static mx_status red_f32(const char *op, int32_t rank, const int64_t *dims, const float *x, int32_t n_axes,
                          const int64_t *axes, int32_t orank, const int64_t *od, float *out) {
   mx_reduce_params p = attr_axes(n_axes, axes, 1);
-  mx_kernel_call *c = new_call(1, 1);
-  set_t(c, 0, MX_FLOAT32, rank, dims, (void *)x);
-  set_t(c, 1, MX_FLOAT32, orank, od, out);
-  mx_status st = run(op, c, &p);
+  mx_kernel_call *c = kc_new(1, 1, NULL);
+  kc_set(c, 0, MX_FLOAT32, rank, dims, (void *)x);
+  kc_set(c, 1, MX_FLOAT32, orank, od, out);
+  mx_status st = kc_run_with(op, c, &p);
   free(c);
   return st;
-}
-
-static void expect_f32(const float *got, const float *want, int n, float tol) {
-  for (int i = 0; i < n; i++) {
-    if (isnan(want[i]))
-      cr_assert(isnan(got[i]), "element %d: %g, want NaN", i, (double)got[i]);
-    else if (isinf(want[i]))
-      cr_assert_eq(got[i], want[i], "element %d: %g, want %g", i, (double)got[i], (double)want[i]);
-    else
-      cr_assert(fabsf(got[i] - want[i]) <= tol * (1.0f + fabsf(want[i])), "element %d: %.9g, want %.9g", i,
-                (double)got[i], (double)want[i]);
-  }
 }
 
 /* x[i][j][k] = i*100 + j*10 + k over [2, 3, 4]. */
@@ -88,54 +49,54 @@ TestSuite(reduce_kernel, .init = fill_x);
 Test(reduce_kernel, sum_over_each_axis) {
   float o[12];
   cr_assert_eq(red_f32("ReduceSum", 3, DIMS(2, 3, 4), X, 1, DIMS(2), 3, DIMS(2, 3, 1), o), MX_OK);
-  expect_f32(o, (float[]){6, 46, 86, 406, 446, 486}, 6, 0.0f);
+  assert_f32_near(o, (float[]){6, 46, 86, 406, 446, 486}, 6, 0.0f);
   cr_assert_eq(red_f32("ReduceSum", 3, DIMS(2, 3, 4), X, 1, DIMS(1), 3, DIMS(2, 1, 4), o), MX_OK);
-  expect_f32(o, (float[]){30, 33, 36, 39, 330, 333, 336, 339}, 8, 0.0f);
+  assert_f32_near(o, (float[]){30, 33, 36, 39, 330, 333, 336, 339}, 8, 0.0f);
   cr_assert_eq(red_f32("ReduceSum", 3, DIMS(2, 3, 4), X, 1, DIMS(-3), 3, DIMS(1, 3, 4), o), MX_OK);
-  expect_f32(o, (float[]){100, 102, 104, 106, 120, 122, 124, 126, 140, 142, 144, 146}, 12, 0.0f);
+  assert_f32_near(o, (float[]){100, 102, 104, 106, 120, 122, 124, 126, 140, 142, 144, 146}, 12, 0.0f);
 }
 
 Test(reduce_kernel, non_adjacent_axes_and_all) {
   float o[3], all;
   cr_assert_eq(red_f32("ReduceSum", 3, DIMS(2, 3, 4), X, 2, DIMS(0, 2), 3, DIMS(1, 3, 1), o), MX_OK);
-  expect_f32(o, (float[]){412, 492, 572}, 3, 0.0f);
+  assert_f32_near(o, (float[]){412, 492, 572}, 3, 0.0f);
   cr_assert_eq(red_f32("ReduceMean", 3, DIMS(2, 3, 4), X, 0, NULL, 0, NULL, &all), MX_OK);
-  expect_f32(&all, (float[]){61.5f}, 1, 1e-6f);
+  assert_f32_near(&all, (float[]){61.5f}, 1, 1e-6f);
   cr_assert_eq(red_f32("ReduceMax", 3, DIMS(2, 3, 4), X, 2, DIMS(-1, 0), 1, DIMS(3), o), MX_OK);
-  expect_f32(o, (float[]){103, 113, 123}, 3, 0.0f);
+  assert_f32_near(o, (float[]){103, 113, 123}, 3, 0.0f);
   cr_assert_eq(red_f32("ReduceMin", 3, DIMS(2, 3, 4), X, 2, DIMS(1, 2), 1, DIMS(2), o), MX_OK);
-  expect_f32(o, (float[]){0, 100}, 2, 0.0f);
+  assert_f32_near(o, (float[]){0, 100}, 2, 0.0f);
 }
 
 Test(reduce_kernel, the_other_reductions) {
   float x[6] = {1, -2, 3, -4, 0.5f, 2}, o[3];
   cr_assert_eq(red_f32("ReduceProd", 2, DIMS(2, 3), x, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK);
-  expect_f32(o, (float[]){-6, -4}, 2, 0.0f);
+  assert_f32_near(o, (float[]){-6, -4}, 2, 0.0f);
   cr_assert_eq(red_f32("ReduceSumSquare", 2, DIMS(2, 3), x, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK);
-  expect_f32(o, (float[]){14, 20.25f}, 2, 0.0f);
+  assert_f32_near(o, (float[]){14, 20.25f}, 2, 0.0f);
   cr_assert_eq(red_f32("ReduceL1", 2, DIMS(2, 3), x, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK);
-  expect_f32(o, (float[]){6, 6.5f}, 2, 0.0f);
+  assert_f32_near(o, (float[]){6, 6.5f}, 2, 0.0f);
   cr_assert_eq(red_f32("ReduceL2", 2, DIMS(2, 3), x, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK);
-  expect_f32(o, (float[]){sqrtf(14), 4.5f}, 2, 1e-6f);
+  assert_f32_near(o, (float[]){sqrtf(14), 4.5f}, 2, 1e-6f);
   cr_assert_eq(red_f32("ReduceLogSumExp", 2, DIMS(2, 3), x, 1, DIMS(0), 2, DIMS(1, 3), o), MX_OK);
-  expect_f32(o, (float[]){logf(expf(1) + expf(-4)), logf(expf(-2) + expf(0.5f)), logf(expf(3) + expf(2))}, 3,
+  assert_f32_near(o, (float[]){logf(expf(1) + expf(-4)), logf(expf(-2) + expf(0.5f)), logf(expf(3) + expf(2))}, 3,
              1e-6f);
 }
 
 Test(reduce_kernel, log_sum_exp_is_stable) {
   float x[6] = {1000, 1000, -1000, -1000, -INFINITY, -INFINITY}, o[3];
   cr_assert_eq(red_f32("ReduceLogSumExp", 2, DIMS(3, 2), x, 1, DIMS(1), 2, DIMS(3, 1), o), MX_OK);
-  expect_f32(o, (float[]){1000 + logf(2), -1000 + logf(2), -INFINITY}, 3, 1e-6f);
+  assert_f32_near(o, (float[]){1000 + logf(2), -1000 + logf(2), -INFINITY}, 3, 1e-6f);
 }
 
 Test(reduce_kernel, nan_propagates) {
   float x[4] = {1, NAN, 3, 4}, o[2];
   cr_assert_eq(red_f32("ReduceMax", 2, DIMS(2, 2), x, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK);
-  expect_f32(o, (float[]){NAN, 4}, 2, 0.0f);
+  assert_f32_near(o, (float[]){NAN, 4}, 2, 0.0f);
   cr_assert_eq(red_f32("ReduceMin", 2, DIMS(2, 2), x, 1, DIMS(0), 2, DIMS(1, 2), o), MX_OK);
-  expect_f32(o, (float[]){1, NAN}, 2, 0.0f);
+  assert_f32_near(o, (float[]){1, NAN}, 2, 0.0f);
   cr_assert_eq(red_f32("ReduceSum", 2, DIMS(2, 2), x, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK);
-  expect_f32(o, (float[]){NAN, 7}, 2, 0.0f);
+  assert_f32_near(o, (float[]){NAN, 7}, 2, 0.0f);
 }
 
 Test(reduce_kernel, empty_sets_give_identities) {
@@ -145,7 +106,7 @@ Test(reduce_kernel, empty_sets_give_identities) {
   float want[] = {0, 1, -INFINITY, INFINITY, NAN, -INFINITY, 0};
   for (int i = 0; i < 7; i++) {
     cr_assert_eq(red_f32(ops[i], 2, DIMS(2, 0), NULL, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK, "%s", ops[i]);
-    expect_f32(o, (float[]){want[i], want[i]}, 2, 0.0f);
+    assert_f32_near(o, (float[]){want[i], want[i]}, 2, 0.0f);
   }
   /* A zero-size kept dim: nothing to write. */
   o[0] = 42;
@@ -160,26 +121,26 @@ Test(reduce_kernel, axes_from_input_noop_and_all) {
   p.keepdims = 0;
   int64_t axes[1] = {-1};
   float o[6];
-  mx_kernel_call *c = new_call(2, 1);
-  set_t(c, 0, MX_FLOAT32, 3, DIMS(2, 3, 4), X);
-  set_t(c, 1, MX_INT64, 1, DIMS(1), axes);
-  set_t(c, 2, MX_FLOAT32, 2, DIMS(2, 3), o);
-  cr_assert_eq(run("ReduceMean", c, &p), MX_OK);
-  expect_f32(o, (float[]){1.5f, 11.5f, 21.5f, 101.5f, 111.5f, 121.5f}, 6, 1e-6f);
+  mx_kernel_call *c = kc_new(2, 1, NULL);
+  kc_set(c, 0, MX_FLOAT32, 3, DIMS(2, 3, 4), X);
+  kc_set(c, 1, MX_INT64, 1, DIMS(1), axes);
+  kc_set(c, 2, MX_FLOAT32, 2, DIMS(2, 3), o);
+  cr_assert_eq(kc_run_with("ReduceMean", c, &p), MX_OK);
+  assert_f32_near(o, (float[]){1.5f, 11.5f, 21.5f, 101.5f, 111.5f, 121.5f}, 6, 1e-6f);
   /* empty axes: reduce everything, or copy with noop_with_empty_axes */
   float all, copy[24];
-  set_t(c, 1, MX_INT64, 1, DIMS(0), NULL);
-  set_t(c, 2, MX_FLOAT32, 0, NULL, &all);
-  cr_assert_eq(run("ReduceSum", c, &p), MX_OK);
+  kc_set(c, 1, MX_INT64, 1, DIMS(0), NULL);
+  kc_set(c, 2, MX_FLOAT32, 0, NULL, &all);
+  cr_assert_eq(kc_run_with("ReduceSum", c, &p), MX_OK);
   cr_assert_eq(all, 1476.0f);
   p.noop_with_empty_axes = 1;
-  set_t(c, 2, MX_FLOAT32, 3, DIMS(2, 3, 4), copy);
-  cr_assert_eq(run("ReduceSum", c, &p), MX_OK);
+  kc_set(c, 2, MX_FLOAT32, 3, DIMS(2, 3, 4), copy);
+  cr_assert_eq(kc_run_with("ReduceSum", c, &p), MX_OK);
   cr_assert_arr_eq(copy, X, sizeof copy);
   /* omitted axes input behaves like empty axes */
   c->t[1].dtype = MX_DTYPE_UNDEFINED;
   memset(copy, 0, sizeof copy);
-  cr_assert_eq(run("ReduceMax", c, &p), MX_OK);
+  cr_assert_eq(kc_run_with("ReduceMax", c, &p), MX_OK);
   cr_assert_arr_eq(copy, X, sizeof copy);
   free(c);
 }
@@ -187,13 +148,13 @@ Test(reduce_kernel, axes_from_input_noop_and_all) {
 Test(reduce_kernel, bad_axes_fail) {
   mx_reduce_params p = attr_axes(2, DIMS(1, -1), 1);
   float o[2];
-  mx_kernel_call *c = new_call(1, 1);
-  set_t(c, 0, MX_FLOAT32, 2, DIMS(2, 2), X);
-  set_t(c, 1, MX_FLOAT32, 2, DIMS(2, 1), o);
-  cr_assert_eq(run("ReduceSum", c, &p), MX_ERR_KERNEL);
+  mx_kernel_call *c = kc_new(1, 1, NULL);
+  kc_set(c, 0, MX_FLOAT32, 2, DIMS(2, 2), X);
+  kc_set(c, 1, MX_FLOAT32, 2, DIMS(2, 1), o);
+  cr_assert_eq(kc_run_with("ReduceSum", c, &p), MX_ERR_KERNEL);
   cr_assert_not_null(c->why);
   p = attr_axes(1, DIMS(2), 1);
-  cr_assert_eq(run("ReduceSum", c, &p), MX_ERR_KERNEL);
+  cr_assert_eq(kc_run_with("ReduceSum", c, &p), MX_ERR_KERNEL);
   free(c);
 }
 
@@ -244,12 +205,12 @@ Test(reduce_kernel, float16_mean_rounds_once) {
   float v[4] = {1.0f, 0x1p-11f, 0x1p-11f, 0.0f};
   for (int i = 0; i < 4; i++) x[i] = mx__f32_to_f16(v[i]);
   mx_reduce_params p = attr_axes(0, NULL, 0);
-  mx_kernel_call *c = new_call(1, 1);
-  set_t(c, 0, MX_FLOAT16, 1, DIMS(4), x);
-  set_t(c, 1, MX_FLOAT16, 0, NULL, &o);
-  cr_assert_eq(run("ReduceSum", c, &p), MX_OK);
+  mx_kernel_call *c = kc_new(1, 1, NULL);
+  kc_set(c, 0, MX_FLOAT16, 1, DIMS(4), x);
+  kc_set(c, 1, MX_FLOAT16, 0, NULL, &o);
+  cr_assert_eq(kc_run_with("ReduceSum", c, &p), MX_OK);
   cr_assert_eq(o, 0x3c01, "got 0x%04x", o);
-  cr_assert_eq(run("ReduceMean", c, &p), MX_OK);
+  cr_assert_eq(kc_run_with("ReduceMean", c, &p), MX_OK);
   cr_assert_eq(o, mx__f32_to_f16((1.0f + 0x1p-10f) / 4), "got 0x%04x", o);
   free(c);
 }
@@ -257,38 +218,38 @@ Test(reduce_kernel, float16_mean_rounds_once) {
 Test(reduce_kernel, integers_wrap_saturate_and_truncate) {
   int8_t x[4] = {100, 100, -7, 2}, o[2];
   mx_reduce_params p = attr_axes(1, DIMS(1), 1);
-  mx_kernel_call *c = new_call(1, 1);
-  set_t(c, 0, MX_INT8, 2, DIMS(2, 2), x);
-  set_t(c, 1, MX_INT8, 2, DIMS(2, 1), o);
-  cr_assert_eq(run("ReduceSum", c, &p), MX_OK);
+  mx_kernel_call *c = kc_new(1, 1, NULL);
+  kc_set(c, 0, MX_INT8, 2, DIMS(2, 2), x);
+  kc_set(c, 1, MX_INT8, 2, DIMS(2, 1), o);
+  cr_assert_eq(kc_run_with("ReduceSum", c, &p), MX_OK);
   cr_assert_eq(o[0], -56);
   cr_assert_eq(o[1], -5);
-  cr_assert_eq(run("ReduceMean", c, &p), MX_OK);
+  cr_assert_eq(kc_run_with("ReduceMean", c, &p), MX_OK);
   cr_assert_eq(o[0], 100); /* the mean of the exact sum, like numpy */
   cr_assert_eq(o[1], -2);
-  cr_assert_eq(run("ReduceL1", c, &p), MX_OK);
+  cr_assert_eq(kc_run_with("ReduceL1", c, &p), MX_OK);
   cr_assert_eq(o[1], 9);
-  cr_assert_eq(run("ReduceL2", c, &p), MX_OK);
+  cr_assert_eq(kc_run_with("ReduceL2", c, &p), MX_OK);
   cr_assert_eq(o[0], 127); /* sqrt(20000) = 141.4, saturated */
   cr_assert_eq(o[1], 7);
   free(c);
   int32_t e[1], m;
   p = attr_axes(1, DIMS(0), 0);
-  c = new_call(1, 1);
-  set_t(c, 0, MX_INT32, 1, DIMS(0), e);
-  set_t(c, 1, MX_INT32, 0, NULL, &m);
-  cr_assert_eq(run("ReduceMax", c, &p), MX_OK);
+  c = kc_new(1, 1, NULL);
+  kc_set(c, 0, MX_INT32, 1, DIMS(0), e);
+  kc_set(c, 1, MX_INT32, 0, NULL, &m);
+  cr_assert_eq(kc_run_with("ReduceMax", c, &p), MX_OK);
   cr_assert_eq(m, INT32_MIN);
-  cr_assert_eq(run("ReduceMin", c, &p), MX_OK);
+  cr_assert_eq(kc_run_with("ReduceMin", c, &p), MX_OK);
   cr_assert_eq(m, INT32_MAX);
-  cr_assert_eq(run("ReduceProd", c, &p), MX_OK);
+  cr_assert_eq(kc_run_with("ReduceProd", c, &p), MX_OK);
   cr_assert_eq(m, 1);
   free(c);
   int64_t shape[3] = {2, 3, 5}, prod;
-  c = new_call(1, 1);
-  set_t(c, 0, MX_INT64, 1, DIMS(3), shape);
-  set_t(c, 1, MX_INT64, 0, NULL, &prod);
-  cr_assert_eq(run("ReduceProd", c, &p), MX_OK);
+  c = kc_new(1, 1, NULL);
+  kc_set(c, 0, MX_INT64, 1, DIMS(3), shape);
+  kc_set(c, 1, MX_INT64, 0, NULL, &prod);
+  cr_assert_eq(kc_run_with("ReduceProd", c, &p), MX_OK);
   cr_assert_eq(prod, 30);
   free(c);
 }
@@ -296,13 +257,13 @@ Test(reduce_kernel, integers_wrap_saturate_and_truncate) {
 Test(reduce_kernel, bool_max_min) {
   uint8_t x[6] = {0, 0, 1, 1, 1, 1}, o[3];
   mx_reduce_params p = attr_axes(1, DIMS(1), 0);
-  mx_kernel_call *c = new_call(1, 1);
-  set_t(c, 0, MX_BOOL, 2, DIMS(3, 2), x);
-  set_t(c, 1, MX_BOOL, 1, DIMS(3), o);
-  cr_assert_eq(run("ReduceMax", c, &p), MX_OK);
+  mx_kernel_call *c = kc_new(1, 1, NULL);
+  kc_set(c, 0, MX_BOOL, 2, DIMS(3, 2), x);
+  kc_set(c, 1, MX_BOOL, 1, DIMS(3), o);
+  cr_assert_eq(kc_run_with("ReduceMax", c, &p), MX_OK);
   cr_assert_arr_eq(o, ((uint8_t[]){0, 1, 1}), 3);
   x[3] = 0;
-  cr_assert_eq(run("ReduceMin", c, &p), MX_OK);
+  cr_assert_eq(kc_run_with("ReduceMin", c, &p), MX_OK);
   cr_assert_arr_eq(o, ((uint8_t[]){0, 0, 1}), 3);
   cr_assert_null(mx__kernel_find(NULL, "ReduceSum", c));
   free(c);
@@ -313,10 +274,10 @@ Test(reduce_kernel, bool_max_min) {
 static mx_status arg(const char *op, mx_dtype dt, int32_t rank, const int64_t *dims, const void *x, int32_t axis,
                      int last, int32_t orank, const int64_t *od, int64_t *out) {
   mx_argreduce_params p = {axis, 1, last, 0};
-  mx_kernel_call *c = new_call(1, 1);
-  set_t(c, 0, dt, rank, dims, (void *)x);
-  set_t(c, 1, MX_INT64, orank, od, out);
-  mx_status st = run(op, c, &p);
+  mx_kernel_call *c = kc_new(1, 1, NULL);
+  kc_set(c, 0, dt, rank, dims, (void *)x);
+  kc_set(c, 1, MX_INT64, orank, od, out);
+  mx_status st = kc_run_with(op, c, &p);
   free(c);
   return st;
 }
@@ -370,11 +331,11 @@ static mx_status cumsum(mx_dtype dt, int32_t rank, const int64_t *dims, const vo
                         int rev, void *out) {
   mx_cumsum_params p = {excl, rev};
   int32_t ax = (int32_t)axis;
-  mx_kernel_call *c = new_call(2, 1);
-  set_t(c, 0, dt, rank, dims, (void *)x);
-  set_t(c, 1, MX_INT32, 0, NULL, &ax);
-  set_t(c, 2, dt, rank, dims, out);
-  mx_status st = run("CumSum", c, &p);
+  mx_kernel_call *c = kc_new(2, 1, NULL);
+  kc_set(c, 0, dt, rank, dims, (void *)x);
+  kc_set(c, 1, MX_INT32, 0, NULL, &ax);
+  kc_set(c, 2, dt, rank, dims, out);
+  mx_status st = kc_run_with("CumSum", c, &p);
   free(c);
   return st;
 }
