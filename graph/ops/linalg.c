@@ -21,19 +21,6 @@ static bool linalg_dtype_ok(mx_dtype dt) {
          dt == MX_INT32 || dt == MX_INT64;
 }
 
-/* Fails when two dims are provably different (neither broadcasts). */
-static mx_status check_same_dim(mx_infer_ctx *ctx, mx_dim a, mx_dim b, const char *what) {
-  if (mx_dim_is_unknown(a) || mx_dim_is_unknown(b) || a == b) return MX_OK;
-  int sign;
-  if ((mx_dim_is_concrete(a) && mx_dim_is_concrete(b)) || mx_sym_compare(ctx->syms, a, b, &sign)) {
-    char ta[64], tb[64];
-    mx_sym_format(ctx->syms, a, ta, sizeof ta);
-    mx_sym_format(ctx->syms, b, tb, sizeof tb);
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s: %s does not match %s", what, ta, tb);
-  }
-  return MX_OK;
-}
-
 /* The more precise of two dims that must be equal (a concrete one wins over a symbol). */
 static mx_dim pick_dim(mx_dim a, mx_dim b) {
   if (mx_dim_is_unknown(a)) return b;
@@ -49,9 +36,8 @@ static mx_status matmul_infer(mx_infer_ctx *ctx) {
   if (!linalg_dtype_ok(a->dtype))
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s, which MatMul does not take",
                           mx_dtype_name(a->dtype));
-  if (b->dtype != a->dtype)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 has dtype %s but input 0 has %s",
-                          mx_dtype_name(b->dtype), mx_dtype_name(a->dtype));
+  mx_status st = mx__infer_same_dtype(ctx, 1, 0);
+  if (st != MX_OK) return st;
   mx_value_info *o = &ctx->out[0];
   o->dtype = a->dtype;
   if (a->shape.rank == MX_RANK_UNKNOWN || b->shape.rank == MX_RANK_UNKNOWN) {
@@ -63,7 +49,7 @@ static mx_status matmul_infer(mx_infer_ctx *ctx) {
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %d is a scalar; MatMul needs rank >= 1", ra == 0 ? 0 : 1);
   mx_dim ka = a->shape.dims[ra - 1];
   mx_dim kb = rb == 1 ? b->shape.dims[0] : b->shape.dims[rb - 2];
-  mx_status st = check_same_dim(ctx, ka, kb, "MatMul contraction dim (last of input 0, rows of input 1)");
+  st = mx__check_same_dim(ctx, ka, kb, "MatMul contraction dim (last of input 0, rows of input 1)");
   if (st != MX_OK) return st;
   mx_shape ba = {0}, bb = {0}, bo;
   ba.rank = ra > 2 ? ra - 2 : 0;
@@ -111,13 +97,10 @@ static mx_status gemm_infer(mx_infer_ctx *ctx) {
   if (!linalg_dtype_ok(a->dtype))
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s, which Gemm does not take",
                           mx_dtype_name(a->dtype));
-  if (b->dtype != a->dtype)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 has dtype %s but input 0 has %s",
-                          mx_dtype_name(b->dtype), mx_dtype_name(a->dtype));
+  mx_status st = mx__infer_same_dtype(ctx, 1, 0);
+  if (st != MX_OK) return st;
   bool has_c = mx__in_present(ctx, 2);
-  if (has_c && ctx->in[2].dtype != a->dtype)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 2 has dtype %s but input 0 has %s",
-                          mx_dtype_name(ctx->in[2].dtype), mx_dtype_name(a->dtype));
+  if (has_c && (st = mx__infer_same_dtype(ctx, 2, 0)) != MX_OK) return st;
   for (int i = 0; i < 2; i++)
     if (ctx->in[i].shape.rank != MX_RANK_UNKNOWN && ctx->in[i].shape.rank != 2)
       return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %d has rank %d; Gemm needs 2-D A and B", i,
@@ -131,7 +114,7 @@ static mx_status gemm_infer(mx_infer_ctx *ctx) {
     kb = b->shape.dims[p->trans_b ? 1 : 0];
     n = b->shape.dims[p->trans_b ? 0 : 1];
   }
-  mx_status st = check_same_dim(ctx, ka, kb, "Gemm contraction dim of op(A) and op(B)");
+  st = mx__check_same_dim(ctx, ka, kb, "Gemm contraction dim of op(A) and op(B)");
   if (st != MX_OK) return st;
   if (has_c) {
     const mx_shape *c = &ctx->in[2].shape;
@@ -266,9 +249,8 @@ static mx_status einsum_infer(mx_infer_ctx *ctx) {
   const mx_einsum_params *p = ctx->params;
   mx_dtype dt = ctx->in[0].dtype;
   for (uint32_t i = 0; i < ctx->n_in; i++) {
-    if (ctx->in[i].dtype != dt)
-      return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s but input 0 has %s", i,
-                            mx_dtype_name(ctx->in[i].dtype), mx_dtype_name(dt));
+    mx_status st = mx__infer_same_dtype(ctx, i, 0);
+    if (st != MX_OK) return st;
   }
   if (dt == MX_BOOL) return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype bool, which Einsum does not take");
   mx_value_info *o = &ctx->out[0];
@@ -310,7 +292,7 @@ static mx_status einsum_infer(mx_infer_ctx *ctx) {
       } else if (dim != 1) {
         char what[96];
         snprintf(what, sizeof what, "Einsum label '%c' (input %d)", (char)c, (int)k);
-        mx_status st = check_same_dim(ctx, have, dim, what);
+        mx_status st = mx__check_same_dim(ctx, have, dim, what);
         if (st != MX_OK) return st;
         label_dim[(int)c] = pick_dim(have, dim);
       } else if (mx_dim_is_unknown(have)) {

@@ -14,33 +14,10 @@
 #include "graph/ops/nn-params.h"
 #include "graph/ops/op.h"
 
-static bool is_float_dtype(mx_dtype dt) {
-  return dt == MX_FLOAT32 || dt == MX_FLOAT16 || dt == MX_BFLOAT16 || dt == MX_FLOAT64;
-}
-
 static mx_status need_float(mx_infer_ctx *ctx, uint32_t i, const char *op) {
-  if (is_float_dtype(ctx->in[i].dtype)) return MX_OK;
+  if (mx_dtype_is_float(ctx->in[i].dtype)) return MX_OK;
   return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s; %s takes float16, bfloat16, float32 or float64",
                         i, mx_dtype_name(ctx->in[i].dtype), op);
-}
-
-static mx_status need_same(mx_infer_ctx *ctx, uint32_t i, uint32_t ref) {
-  if (ctx->in[i].dtype == ctx->in[ref].dtype) return MX_OK;
-  return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s but input %u has %s", i,
-                        mx_dtype_name(ctx->in[i].dtype), ref, mx_dtype_name(ctx->in[ref].dtype));
-}
-
-/* Fails when two dims are provably different. */
-static mx_status check_same_dim(mx_infer_ctx *ctx, mx_dim a, mx_dim b, const char *what) {
-  if (mx_dim_is_unknown(a) || mx_dim_is_unknown(b) || a == b) return MX_OK;
-  int sign;
-  if ((mx_dim_is_concrete(a) && mx_dim_is_concrete(b)) || mx_sym_compare(ctx->syms, a, b, &sign)) {
-    char ta[64], tb[64];
-    mx_sym_format(ctx->syms, a, ta, sizeof ta);
-    mx_sym_format(ctx->syms, b, tb, sizeof tb);
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s: %s does not match %s", what, ta, tb);
-  }
-  return MX_OK;
 }
 
 /* --- Softmax / LogSoftmax ----------------------------------------------------------------------- */
@@ -133,8 +110,8 @@ static mx_status norm_axis(mx_infer_ctx *ctx, int32_t *axis) {
 static mx_status layernorm_infer(mx_infer_ctx *ctx) {
   const mx_norm_params *p = ctx->params;
   mx_status st = need_float(ctx, 0, "LayerNormalization");
-  if (st == MX_OK) st = need_same(ctx, 1, 0);
-  if (st == MX_OK && mx__in_present(ctx, 2)) st = need_same(ctx, 2, 0);
+  if (st == MX_OK) st = mx__infer_same_dtype(ctx, 1, 0);
+  if (st == MX_OK && mx__in_present(ctx, 2)) st = mx__infer_same_dtype(ctx, 2, 0);
   int32_t axis;
   if (st == MX_OK) st = norm_axis(ctx, &axis);
   if (st != MX_OK) return st;
@@ -211,7 +188,7 @@ static mx_status attention_parse(const mx_parse_ctx *pc, void *params) {
   p->softcap = mx__parse_float(pc, "softcap");
   if (p->softcap < 0.0f) return mx__parse_fail(pc, "softcap %g is negative", (double)p->softcap);
   int64_t prec = mx__parse_int(pc, "softmax_precision");
-  if (prec != 0 && !is_float_dtype((mx_dtype)prec))
+  if (prec != 0 && !mx_dtype_is_float((mx_dtype)prec))
     return mx__parse_fail(pc, "softmax_precision %lld is not a floating-point dtype", (long long)prec);
   p->softmax_precision = (int32_t)prec;
   return MX_OK;
@@ -229,11 +206,11 @@ static mx_status split_heads(mx_infer_ctx *ctx, mx_dim hidden, int32_t heads, co
 static mx_status attention_infer(mx_infer_ctx *ctx) {
   const mx_attention_params *p = ctx->params;
   mx_status st = need_float(ctx, 0, "Attention");
-  if (st == MX_OK) st = need_same(ctx, 1, 0);
-  if (st == MX_OK) st = need_same(ctx, 2, 0);
-  if (st == MX_OK && mx__in_present(ctx, 3) && ctx->in[3].dtype != MX_BOOL) st = need_same(ctx, 3, 0);
-  if (st == MX_OK && mx__in_present(ctx, 4)) st = need_same(ctx, 4, 0);
-  if (st == MX_OK && mx__in_present(ctx, 5)) st = need_same(ctx, 5, 0);
+  if (st == MX_OK) st = mx__infer_same_dtype(ctx, 1, 0);
+  if (st == MX_OK) st = mx__infer_same_dtype(ctx, 2, 0);
+  if (st == MX_OK && mx__in_present(ctx, 3) && ctx->in[3].dtype != MX_BOOL) st = mx__infer_same_dtype(ctx, 3, 0);
+  if (st == MX_OK && mx__in_present(ctx, 4)) st = mx__infer_same_dtype(ctx, 4, 0);
+  if (st == MX_OK && mx__in_present(ctx, 5)) st = mx__infer_same_dtype(ctx, 5, 0);
   if (st != MX_OK) return st;
   if (mx__in_present(ctx, 4) != mx__in_present(ctx, 5))
     return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH, "past_key and past_value must be given together");
@@ -282,10 +259,11 @@ static mx_status attention_infer(mx_infer_ctx *ctx) {
     }
   }
   if (mx_dim_is_unknown(b) && k->rank == r && r > 0) b = k->dims[0];
-  if ((st = check_same_dim(ctx, dq, dk, "Attention head size of Q and K")) != MX_OK) return st;
+  if ((st = mx__check_same_dim(ctx, dq, dk, "Attention head size of Q and K")) != MX_OK) return st;
   if (r == 4 && k->rank == 4 && v->rank == 4) {
-    if ((st = check_same_dim(ctx, k->dims[2], v->dims[2], "Attention sequence length of K and V")) != MX_OK) return st;
-    if ((st = check_same_dim(ctx, k->dims[1], v->dims[1], "Attention head count of K and V")) != MX_OK) return st;
+    if ((st = mx__check_same_dim(ctx, k->dims[2], v->dims[2], "Attention sequence length of K and V")) != MX_OK)
+      return st;
+    if ((st = mx__check_same_dim(ctx, k->dims[1], v->dims[1], "Attention head count of K and V")) != MX_OK) return st;
   }
   if (mx_dim_is_concrete(hq) && mx_dim_is_concrete(hkv) && (hkv == 0 || hq % hkv != 0))
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "%lld query heads are not a multiple of %lld key/value heads",
@@ -360,8 +338,8 @@ static mx_status rotary_infer(mx_infer_ctx *ctx) {
   if (dt != MX_FLOAT32 && dt != MX_FLOAT16 && dt != MX_BFLOAT16)
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; RotaryEmbedding takes float32, float16 or bfloat16",
                           mx_dtype_name(dt));
-  mx_status st = need_same(ctx, 1, 0);
-  if (st == MX_OK) st = need_same(ctx, 2, 0);
+  mx_status st = mx__infer_same_dtype(ctx, 1, 0);
+  if (st == MX_OK) st = mx__infer_same_dtype(ctx, 2, 0);
   if (st != MX_OK) return st;
   if (mx__in_present(ctx, 3) && ctx->in[3].dtype != MX_INT64)
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 3 (position_ids) has dtype %s, not int64",

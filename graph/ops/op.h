@@ -156,6 +156,11 @@ bool mx__norm_axis(int64_t axis, int32_t rank, int32_t *out);
  * are provably incompatible. */
 mx_status mx__broadcast_shapes(mx_infer_ctx *ctx, const mx_shape *a, const mx_shape *b,
                                mx_shape *out);
+/* Fails with MX_ERR_SHAPE when two dims that must be equal provably differ (both concrete, or
+ * symbols whose order is decided); unknown dims pass. `what` names the pair in the message. */
+mx_status mx__check_same_dim(mx_infer_ctx *ctx, mx_dim a, mx_dim b, const char *what);
+/* Fails with MX_ERR_DTYPE unless input i has the dtype of input ref. */
+mx_status mx__infer_same_dtype(mx_infer_ctx *ctx, uint32_t i, uint32_t ref);
 /* The integer elements of input i when known (from sv); NULL otherwise. *n gets the count. */
 const mx_dim *mx__in_values(const mx_infer_ctx *ctx, uint32_t i, int32_t *n);
 /* Input i's elements as concrete int64 when every one is a constant; false otherwise. */

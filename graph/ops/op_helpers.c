@@ -48,26 +48,26 @@ mx_status mx__parse_string(const mx_parse_ctx *pc, const char *name, char *buf, 
   return MX_OK;
 }
 
-mx_status mx__parse_ints(const mx_parse_ctx *pc, const char *name, int64_t *out, size_t cap, size_t *n) {
+/* Copies a list attribute of the given type (INTS or FLOATS) into out[0..cap) (elem bytes
+ * each); absent or of another type: *n = 0. */
+static mx_status parse_list(const mx_parse_ctx *pc, const char *name, mx_attr_type type, void *out, size_t elem,
+                            size_t cap, size_t *n) {
   const mx_attr *a = mx__parse_attr(pc, name);
   *n = 0;
-  if (!a || a->type != MX_ATTR_INTS) return MX_OK;
+  if (!a || a->type != type) return MX_OK;
   if (a->count > cap) return mx__parse_fail(pc, "attribute '%s' has %zu entries, at most %zu are supported",
                                             name, a->count, cap);
-  memcpy(out, a->ints, a->count * sizeof *out);
+  memcpy(out, type == MX_ATTR_INTS ? (const void *)a->ints : (const void *)a->floats, a->count * elem);
   *n = a->count;
   return MX_OK;
 }
 
+mx_status mx__parse_ints(const mx_parse_ctx *pc, const char *name, int64_t *out, size_t cap, size_t *n) {
+  return parse_list(pc, name, MX_ATTR_INTS, out, sizeof *out, cap, n);
+}
+
 mx_status mx__parse_floats(const mx_parse_ctx *pc, const char *name, float *out, size_t cap, size_t *n) {
-  const mx_attr *a = mx__parse_attr(pc, name);
-  *n = 0;
-  if (!a || a->type != MX_ATTR_FLOATS) return MX_OK;
-  if (a->count > cap) return mx__parse_fail(pc, "attribute '%s' has %zu entries, at most %zu are supported",
-                                            name, a->count, cap);
-  memcpy(out, a->floats, a->count * sizeof *out);
-  *n = a->count;
-  return MX_OK;
+  return parse_list(pc, name, MX_ATTR_FLOATS, out, sizeof *out, cap, n);
 }
 
 mx_status mx__parse_fail(const mx_parse_ctx *pc, const char *fmt, ...) {
@@ -149,6 +149,24 @@ mx_status mx__broadcast_shapes(mx_infer_ctx *ctx, const mx_shape *a, const mx_sh
     out->dims[i] = d;
   }
   return MX_OK;
+}
+
+mx_status mx__check_same_dim(mx_infer_ctx *ctx, mx_dim a, mx_dim b, const char *what) {
+  if (mx_dim_is_unknown(a) || mx_dim_is_unknown(b) || a == b) return MX_OK;
+  int sign;
+  if ((mx_dim_is_concrete(a) && mx_dim_is_concrete(b)) || mx_sym_compare(ctx->syms, a, b, &sign)) {
+    char ta[64], tb[64];
+    mx_sym_format(ctx->syms, a, ta, sizeof ta);
+    mx_sym_format(ctx->syms, b, tb, sizeof tb);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s: %s does not match %s", what, ta, tb);
+  }
+  return MX_OK;
+}
+
+mx_status mx__infer_same_dtype(mx_infer_ctx *ctx, uint32_t i, uint32_t ref) {
+  if (ctx->in[i].dtype == ctx->in[ref].dtype) return MX_OK;
+  return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s but input %u has %s", i,
+                        mx_dtype_name(ctx->in[i].dtype), ref, mx_dtype_name(ctx->in[ref].dtype));
 }
 
 const mx_dim *mx__in_values(const mx_infer_ctx *ctx, uint32_t i, int32_t *n) {

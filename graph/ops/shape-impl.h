@@ -28,6 +28,8 @@ bool mx__shp_concrete(const mx_shape *s, int64_t *dims);
 bool mx__shp_concrete_numel(const mx_shape *s, int64_t *n);
 /* Copies n values into the sv of output i. */
 void mx__shp_set_sv(mx_infer_ctx *ctx, uint32_t i, const mx_dim *v, int32_t n);
+/* Output i gets the dtype and sv of input j (ops that keep the elements and change the shape). */
+void mx__shp_pass_values(mx_infer_ctx *ctx, uint32_t i, uint32_t j);
 /* Output i gets the dtype, shape and sv of input j. */
 void mx__shp_pass(mx_infer_ctx *ctx, uint32_t i, uint32_t j);
 
@@ -53,6 +55,10 @@ mx_status mx__shp_want_dtype(mx_infer_ctx *ctx, uint32_t i, mx_dtype dt, const c
  * MX_ERR_SHAPE. */
 mx_status mx__shp_dim_of_value(mx_infer_ctx *ctx, mx_dim v, mx_dim *out, const char *what);
 
+/* The rank a 1-D shape-giving input i gives by its length alone (its values unknown): its one
+ * dim when concrete, else MX_RANK_UNKNOWN (also for an unknown rank). Fails with MX_ERR_SHAPE
+ * when it is not 1-D, MX_ERR_LIMIT when the length exceeds MX_MAX_RANK. */
+mx_status mx__shp_rank_of_length(mx_infer_ctx *ctx, uint32_t i, int32_t *rank);
 /* The shape given by the values of 1-D int64 input i (Expand, ConstantOfShape): dims from its
  * values; else, when its length is known, that rank with unknown dims (fresh symbols when
  * `fresh`); else an unknown rank. Negative sizes fail with MX_ERR_SHAPE naming `what`. */

@@ -92,34 +92,19 @@ static mx_status reshape_parse(const mx_parse_ctx *pc, void *params) {
   return MX_OK;
 }
 
-/* Output rank from the shape input's own shape when its values are unknown. */
-static mx_status rank_from_shape_input(mx_infer_ctx *ctx, uint32_t i, int32_t *rank) {
-  const mx_shape *s = &ctx->in[i].shape;
-  *rank = MX_RANK_UNKNOWN;
-  if (s->rank == MX_RANK_UNKNOWN) return MX_OK;
-  if (s->rank != 1) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u must be 1-D, not rank %d", i, (int)s->rank);
-  if (!mx_dim_is_concrete(s->dims[0])) return MX_OK;
-  if (s->dims[0] > MX_MAX_RANK)
-    return mx__infer_fail(ctx, MX_ERR_LIMIT, "input %u asks for rank %lld; mixrt supports up to %d", i,
-                          (long long)s->dims[0], MX_MAX_RANK);
-  *rank = (int32_t)s->dims[0];
-  return MX_OK;
-}
-
 static mx_status reshape_infer(mx_infer_ctx *ctx) {
   const mx_reshape_params *p = ctx->params;
   mx_status st = mx__shp_want_dtype(ctx, 1, MX_INT64, "shape");
   if (st != MX_OK) return st;
   const mx_shape *in = &ctx->in[0].shape;
   mx_value_info *o = &ctx->out[0];
-  o->dtype = ctx->in[0].dtype;
-  if (ctx->in[0].sv && ctx->in[0].sv_len >= 0) mx__shp_set_sv(ctx, 0, ctx->in[0].sv, ctx->in[0].sv_len);
+  mx__shp_pass_values(ctx, 0, 0);
 
   mx_dim target[MX_MAX_RANK];
   int32_t n;
   if (!mx__shp_values(ctx, 1, target, MX_MAX_RANK, &n)) {
     int32_t rank;
-    st = rank_from_shape_input(ctx, 1, &rank);
+    st = mx__shp_rank_of_length(ctx, 1, &rank);
     if (st != MX_OK) return st;
     o->shape.rank = rank;
     for (int32_t k = 0; k < rank; k++) o->shape.dims[k] = mx__infer_fresh(ctx, "reshape");
@@ -208,9 +193,8 @@ static mx_status flatten_infer(mx_infer_ctx *ctx) {
   const mx_flatten_params *p = ctx->params;
   const mx_shape *in = &ctx->in[0].shape;
   mx_value_info *o = &ctx->out[0];
-  o->dtype = ctx->in[0].dtype;
+  mx__shp_pass_values(ctx, 0, 0);
   o->shape.rank = 2;
-  if (ctx->in[0].sv && ctx->in[0].sv_len >= 0) mx__shp_set_sv(ctx, 0, ctx->in[0].sv, ctx->in[0].sv_len);
   if (in->rank == MX_RANK_UNKNOWN) {
     o->shape.dims[0] = p->axis == 0 ? 1 : MX_DIM_UNKNOWN;
     o->shape.dims[1] = MX_DIM_UNKNOWN;
@@ -299,8 +283,7 @@ static mx_status norm_axes(mx_infer_ctx *ctx, const int64_t *axes, int32_t n, in
 static mx_status squeeze_infer(mx_infer_ctx *ctx) {
   const mx_shape *in = &ctx->in[0].shape;
   mx_value_info *o = &ctx->out[0];
-  o->dtype = ctx->in[0].dtype;
-  if (ctx->in[0].sv && ctx->in[0].sv_len >= 0) mx__shp_set_sv(ctx, 0, ctx->in[0].sv, ctx->in[0].sv_len);
+  mx__shp_pass_values(ctx, 0, 0);
   int64_t axes[MX_MAX_RANK];
   int32_t n;
   bool given, known;
@@ -348,8 +331,7 @@ static const mx_op_def mx__op_squeeze = {
 static mx_status unsqueeze_infer(mx_infer_ctx *ctx) {
   const mx_shape *in = &ctx->in[0].shape;
   mx_value_info *o = &ctx->out[0];
-  o->dtype = ctx->in[0].dtype;
-  if (ctx->in[0].sv && ctx->in[0].sv_len >= 0) mx__shp_set_sv(ctx, 0, ctx->in[0].sv, ctx->in[0].sv_len);
+  mx__shp_pass_values(ctx, 0, 0);
   int64_t axes[MX_MAX_RANK];
   int32_t n;
   bool given, known;

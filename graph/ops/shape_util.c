@@ -98,10 +98,14 @@ void mx__shp_set_sv(mx_infer_ctx *ctx, uint32_t i, const mx_dim *v, int32_t n) {
   ctx->out[i].sv_len = n;
 }
 
-void mx__shp_pass(mx_infer_ctx *ctx, uint32_t i, uint32_t j) {
+void mx__shp_pass_values(mx_infer_ctx *ctx, uint32_t i, uint32_t j) {
   ctx->out[i].dtype = ctx->in[j].dtype;
-  ctx->out[i].shape = ctx->in[j].shape;
   if (ctx->in[j].sv && ctx->in[j].sv_len >= 0) mx__shp_set_sv(ctx, i, ctx->in[j].sv, ctx->in[j].sv_len);
+}
+
+void mx__shp_pass(mx_infer_ctx *ctx, uint32_t i, uint32_t j) {
+  mx__shp_pass_values(ctx, i, j);
+  ctx->out[i].shape = ctx->in[j].shape;
 }
 
 bool mx__shp_sv_strided(mx_infer_ctx *ctx, uint32_t out, const mx_dim *in_sv, int32_t in_len,
@@ -173,6 +177,19 @@ mx_status mx__shp_dim_of_value(mx_infer_ctx *ctx, mx_dim v, mx_dim *out, const c
   return MX_OK;
 }
 
+mx_status mx__shp_rank_of_length(mx_infer_ctx *ctx, uint32_t i, int32_t *rank) {
+  const mx_shape *s = &ctx->in[i].shape;
+  *rank = MX_RANK_UNKNOWN;
+  if (s->rank == MX_RANK_UNKNOWN) return MX_OK;
+  if (s->rank != 1) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u must be 1-D, not rank %d", i, (int)s->rank);
+  if (!mx_dim_is_concrete(s->dims[0])) return MX_OK;
+  if (s->dims[0] > MX_MAX_RANK)
+    return mx__infer_fail(ctx, MX_ERR_LIMIT, "input %u asks for rank %lld; mixrt supports up to %d", i,
+                          (long long)s->dims[0], MX_MAX_RANK);
+  *rank = (int32_t)s->dims[0];
+  return MX_OK;
+}
+
 mx_status mx__shp_target_shape(mx_infer_ctx *ctx, uint32_t i, mx_shape *out, bool fresh, const char *what) {
   mx_dim vals[MX_MAX_RANK];
   int32_t n;
@@ -185,15 +202,8 @@ mx_status mx__shp_target_shape(mx_infer_ctx *ctx, uint32_t i, mx_shape *out, boo
     }
     return MX_OK;
   }
-  const mx_shape *s = &ctx->in[i].shape;
-  out->rank = MX_RANK_UNKNOWN;
-  if (s->rank == MX_RANK_UNKNOWN) return MX_OK;
-  if (s->rank != 1) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u must be 1-D, not rank %d", i, (int)s->rank);
-  if (!mx_dim_is_concrete(s->dims[0])) return MX_OK;
-  if (s->dims[0] > MX_MAX_RANK)
-    return mx__infer_fail(ctx, MX_ERR_LIMIT, "input %u asks for rank %lld; mixrt supports up to %d", i,
-                          (long long)s->dims[0], MX_MAX_RANK);
-  out->rank = (int32_t)s->dims[0];
+  mx_status st = mx__shp_rank_of_length(ctx, i, &out->rank);
+  if (st != MX_OK) return st;
   for (int32_t k = 0; k < out->rank; k++) out->dims[k] = fresh ? mx__infer_fresh(ctx, what) : MX_DIM_UNKNOWN;
   return MX_OK;
 }
