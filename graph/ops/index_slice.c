@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "graph/ops/index-params.h"
+#include "graph/ops/slice-range.h"
 #include "graph/ops/shape-impl.h"
 
 static const mx_attr_spec slice_attrs[] = {
@@ -42,29 +43,6 @@ static mx_status slice_parse(const mx_parse_ctx *pc, void *params) {
     return mx__parse_fail(pc, "starts, ends and axes must have the same length");
   p->n = (int32_t)ns;
   return MX_OK;
-}
-
-/* Concrete slice of an axis of size d: effective first index and length. */
-static void slice_concrete(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *first, int64_t *len) {
-  if (s < 0) s += d;
-  if (e < 0) e += d;
-  if (step > 0) {
-    s = s < 0 ? 0 : s > d ? d : s;
-    e = e < 0 ? 0 : e > d ? d : e;
-    *first = s;
-    *len = e > s ? (e - s - 1) / step + 1 : 0;
-    return;
-  }
-  int64_t mag = step == INT64_MIN ? INT64_MAX : -step;
-  if (d == 0) {
-    *first = 0;
-    *len = 0;
-    return;
-  }
-  s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
-  e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-  *first = s;
-  *len = s > e ? (s - e - 1) / mag + 1 : 0;
 }
 
 /* Resolves a start or end x on an axis of symbolic size d (see the file comment). */
@@ -204,7 +182,7 @@ static mx_status slice_infer(mx_infer_ctx *ctx) {
     if (mx_dim_is_concrete(d) && mx_sym_const_value(ctx->syms, starts[k], &s) &&
         mx_sym_const_value(ctx->syms, ends[k], &e)) {
       int64_t len;
-      slice_concrete(d, s, e, steps[k], &first[a], &len);
+      mx__slice_range(d, s, e, steps[k], &first[a], &len);
       o->shape.dims[a] = len;
       step_of[a] = steps[k];
       continue;

@@ -8,30 +8,8 @@
 #include <string.h>
 
 #include "graph/ops/index-params.h"
+#include "graph/ops/slice-range.h"
 #include "hal/cpu/kernels/shape-impl.h"
-
-/* First index and length of a slice of an axis of size d (ONNX rules). */
-static void resolve(int64_t d, int64_t s, int64_t e, int64_t step, int64_t *first, int64_t *len) {
-  if (s < 0) s += d;
-  if (e < 0) e += d;
-  if (step > 0) {
-    s = s < 0 ? 0 : s > d ? d : s;
-    e = e < 0 ? 0 : e > d ? d : e;
-    *first = s;
-    *len = e > s ? (e - s - 1) / step + 1 : 0;
-    return;
-  }
-  int64_t mag = step == INT64_MIN ? INT64_MAX : -step;
-  if (d == 0) {
-    *first = 0;
-    *len = 0;
-    return;
-  }
-  s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
-  e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-  *first = s;
-  *len = s > e ? (s - e - 1) / mag + 1 : 0;
-}
 
 /* Element k of an optional 1-D index input, or `def` when it is absent. */
 static int64_t arg_at(const mx_ktensor *t, int64_t k, int64_t def) {
@@ -88,7 +66,7 @@ static mx_status slice_run(mx_kernel_call *call) {
       return MX_ERR_KERNEL;
     }
     seen |= 1u << axis;
-    resolve(in->dims[axis], s, e, st, &first[axis], &len[axis]);
+    mx__slice_range(in->dims[axis], s, e, st, &first[axis], &len[axis]);
     step[axis] = st;
   }
   int64_t strides[MX_MAX_RANK], stride = 1, base = 0;
