@@ -13,18 +13,6 @@
 #include "hal/cpu/kernels/kutil.h"
 #include "hal/cpu/kernels/shape-impl.h"
 
-static bool norm_axis(int64_t axis, int32_t rank, int32_t *out) {
-  if (axis < -(int64_t)rank || axis >= (int64_t)rank) return false;
-  *out = (int32_t)(axis < 0 ? axis + rank : axis);
-  return true;
-}
-
-static int64_t span(const mx_ktensor *t, int32_t from, int32_t to) {
-  int64_t n = 1;
-  for (int32_t k = from; k < to; k++) n *= t->dims[k];
-  return n;
-}
-
 /* Resolves a possibly negative index against size n; false when out of range. */
 static inline bool fix_index(int64_t *i, int64_t n) {
   if (*i < 0) *i += n;
@@ -40,12 +28,13 @@ static mx_status gather_run(mx_kernel_call *call) {
   const mx_ktensor *data = mx__kin(call, 0), *ind = mx__kin(call, 1);
   mx_ktensor *out = mx__kout(call, 0);
   int32_t axis;
-  if (!is_index_dtype(ind->dtype) || !norm_axis(p->axis, data->rank, &axis)) {
+  if (!is_index_dtype(ind->dtype) || !mx__knorm_axis(p->axis, data->rank, &axis)) {
     call->why = "Gather: bad indices dtype or axis";
     return MX_ERR_KERNEL;
   }
   size_t es = mx_dtype_size(data->dtype);
-  int64_t outer = span(data, 0, axis), n = data->dims[axis], inner = span(data, axis + 1, data->rank);
+  int64_t outer = mx__kspan(data, 0, axis), n = data->dims[axis];
+  int64_t inner = mx__kspan(data, axis + 1, data->rank);
   int64_t m = mx__ktensor_numel(ind);
   if (mx__ktensor_numel(out) != outer * m * inner) {
     call->why = "Gather: output size does not match";
@@ -99,7 +88,7 @@ static mx_status gather_elements_run(mx_kernel_call *call) {
   const mx_ktensor *data = mx__kin(call, 0), *ind = mx__kin(call, 1);
   mx_ktensor *out = mx__kout(call, 0);
   int32_t r = data->rank, axis;
-  if (!is_index_dtype(ind->dtype) || ind->rank != r || !norm_axis(p->axis, r, &axis)) {
+  if (!is_index_dtype(ind->dtype) || ind->rank != r || !mx__knorm_axis(p->axis, r, &axis)) {
     call->why = "GatherElements: bad indices dtype, rank or axis";
     return MX_ERR_KERNEL;
   }
@@ -160,10 +149,10 @@ static bool nd_make_plan(const mx_ktensor *data, const mx_ktensor *ind, int64_t 
   if (p->depth < 0 || p->depth > r - b) return false;
   for (int32_t k = 0; k < b; k++)
     if (ind->dims[k] != data->dims[k]) return false;
-  p->batches = span(ind, 0, (int32_t)b);
-  p->tuples = span(ind, (int32_t)b, q - 1);
-  p->slice = span(data, (int32_t)(b + p->depth), r);
-  p->batch_stride = span(data, (int32_t)b, r);
+  p->batches = mx__kspan(ind, 0, (int32_t)b);
+  p->tuples = mx__kspan(ind, (int32_t)b, q - 1);
+  p->slice = mx__kspan(data, (int32_t)(b + p->depth), r);
+  p->batch_stride = mx__kspan(data, (int32_t)b, r);
   int64_t s = 1;
   for (int32_t k = r - 1; k >= 0; k--) {
     p->dstride[k] = s;

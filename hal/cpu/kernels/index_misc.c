@@ -98,10 +98,7 @@ static int cmp_i_asc(const void *pa, const void *pb) {
 
 static bool topk_axis(const mx_kernel_call *call, int32_t *axis) {
   const mx_topk_params *p = call->params;
-  int32_t r = call->t[0].rank;
-  if (p->axis < -(int64_t)r || p->axis >= (int64_t)r) return false;
-  *axis = (int32_t)(p->axis < 0 ? p->axis + r : p->axis);
-  return true;
+  return mx__knorm_axis(p->axis, call->t[0].rank, axis);
 }
 
 static size_t topk_workspace(const mx_kernel_call *call) {
@@ -132,9 +129,7 @@ static mx_status topk_run(mx_kernel_call *call) {
       return MX_ERR_KERNEL;
     }
   }
-  int64_t outer = 1, inner = 1;
-  for (int32_t d = 0; d < axis; d++) outer *= x->dims[d];
-  for (int32_t d = axis + 1; d < x->rank; d++) inner *= x->dims[d];
+  int64_t outer = mx__kspan(x, 0, axis), inner = mx__kspan(x, axis + 1, x->rank);
   if (outer * inner * k == 0) return MX_OK;
   bool is_float = mx_dtype_is_float(x->dtype);
   int (*cmp)(const void *, const void *) =

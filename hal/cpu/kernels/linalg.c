@@ -90,69 +90,53 @@ static void mm_offsets(const mm_plan *p, int64_t idx, int64_t *oa, int64_t *ob) 
   *ob = b;
 }
 
-/* C[m,n] = A[m,k] * B[k,n], all row-major contiguous, float32. */
-static void mm2d_f32(const float *a, const float *b, float *c, int64_t m, int64_t k, int64_t n) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    memset(c, 0, (size_t)(m * n) * sizeof *c);
-  } else if (m == 1) {
-    memset(c, 0, (size_t)n * sizeof *c); /* gemv scales y by beta = 0: no NaN garbage there */
-    cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, 1.0f, b, (blasint)n, a, 1, 0.0f, c, 1);
-  } else if (n == 1) {
-    memset(c, 0, (size_t)m * sizeof *c);
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, 1.0f, a, (blasint)k, b, 1, 0.0f, c, 1);
-  } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, 1.0f, a,
-                (blasint)k, b, (blasint)n, 0.0f, c, (blasint)n);
-  }
-}
-
-static void mm2d_f64(const double *a, const double *b, double *c, int64_t m, int64_t k, int64_t n) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    memset(c, 0, (size_t)(m * n) * sizeof *c);
-  } else if (m == 1) {
-    memset(c, 0, (size_t)n * sizeof *c);
-    cblas_dgemv(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, 1.0, b, (blasint)n, a, 1, 0.0, c, 1);
-  } else if (n == 1) {
-    memset(c, 0, (size_t)m * sizeof *c);
-    cblas_dgemv(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, 1.0, a, (blasint)k, b, 1, 0.0, c, 1);
-  } else {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, 1.0, a,
-                (blasint)k, b, (blasint)n, 0.0, c, (blasint)n);
-  }
-}
-
-/* Integer products wrap like numpy's fixed-width integers (unsigned arithmetic avoids UB). */
-static void mm2d_i32(const int32_t *a, const int32_t *b, int32_t *c, int64_t m, int64_t k, int64_t n) {
-  uint32_t *restrict cu = (uint32_t *)c;
-  for (int64_t i = 0; i < m; i++) {
-    uint32_t *restrict row = cu + i * n;
-    for (int64_t j = 0; j < n; j++) row[j] = 0;
-    for (int64_t q = 0; q < k; q++) {
-      uint32_t av = (uint32_t)a[i * k + q];
-      const int32_t *restrict br = b + q * n;
-      for (int64_t j = 0; j < n; j++) row[j] += av * (uint32_t)br[j];
-    }
-  }
-}
-
-static void mm2d_i64(const int64_t *a, const int64_t *b, int64_t *c, int64_t m, int64_t k, int64_t n) {
-  uint64_t *restrict cu = (uint64_t *)c;
-  for (int64_t i = 0; i < m; i++) {
-    uint64_t *restrict row = cu + i * n;
-    for (int64_t j = 0; j < n; j++) row[j] = 0;
-    for (int64_t q = 0; q < k; q++) {
-      uint64_t av = (uint64_t)a[i * k + q];
-      const int64_t *restrict br = b + q * n;
-      for (int64_t j = 0; j < n; j++) row[j] += av * (uint64_t)br[j];
-    }
-  }
-}
-
-/* Runs the batched product on element buffers of `esize` bytes with the 2-D routine `fn`. */
+/* The 2-D products C[m,n] = A[m,k] * B[k,n], all row-major contiguous. They take void pointers
+ * so that mm_run can call any of them. */
 typedef void (*mm2d_fn)(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n);
 
+/* Floating point through BLAS in precision T: gemv for a single row or column, gemm otherwise. */
+#define MM2D_BLAS(NAME, T, GEMV, GEMM)                                                                      \
+  static void NAME(const void *a, const void *b, void *vc, int64_t m, int64_t k, int64_t n) {               \
+    T *c = vc;                                                                                              \
+    if (m == 0 || n == 0) return;                                                                           \
+    if (k == 0) {                                                                                           \
+      memset(c, 0, (size_t)(m * n) * sizeof *c);                                                            \
+    } else if (m == 1) {                                                                                    \
+      memset(c, 0, (size_t)n * sizeof *c); /* gemv scales y by beta = 0: no NaN garbage there */            \
+      GEMV(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, (T)1, b, (blasint)n, a, 1, (T)0, c, 1);       \
+    } else if (n == 1) {                                                                                    \
+      memset(c, 0, (size_t)m * sizeof *c);                                                                  \
+      GEMV(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, (T)1, a, (blasint)k, b, 1, (T)0, c, 1);     \
+    } else {                                                                                                \
+      GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, (T)1, a,          \
+           (blasint)k, b, (blasint)n, (T)0, c, (blasint)n);                                                 \
+    }                                                                                                       \
+  }
+MM2D_BLAS(mm2d_f32, float, cblas_sgemv, cblas_sgemm)
+MM2D_BLAS(mm2d_f64, double, cblas_dgemv, cblas_dgemm)
+#undef MM2D_BLAS
+
+/* Integers of type T: products wrap like numpy's fixed-width integers (arithmetic in the
+ * unsigned type U avoids UB). */
+#define MM2D_INT(NAME, T, U)                                                                                \
+  static void NAME(const void *va, const void *vb, void *vc, int64_t m, int64_t k, int64_t n) {             \
+    const T *a = va, *b = vb;                                                                               \
+    U *restrict cu = vc;                                                                                    \
+    for (int64_t i = 0; i < m; i++) {                                                                       \
+      U *restrict row = cu + i * n;                                                                         \
+      for (int64_t j = 0; j < n; j++) row[j] = 0;                                                           \
+      for (int64_t q = 0; q < k; q++) {                                                                     \
+        U av = (U)a[i * k + q];                                                                             \
+        const T *restrict br = b + q * n;                                                                   \
+        for (int64_t j = 0; j < n; j++) row[j] += av * (U)br[j];                                            \
+      }                                                                                                     \
+    }                                                                                                       \
+  }
+MM2D_INT(mm2d_i32, int32_t, uint32_t)
+MM2D_INT(mm2d_i64, int64_t, uint64_t)
+#undef MM2D_INT
+
+/* Runs the batched product on element buffers of `esize` bytes with the 2-D routine `fn`. */
 static void mm_run(const mm_plan *p, const void *a, const void *b, void *c, size_t esize, mm2d_fn fn) {
   if (p->fold) {
     fn(a, b, c, p->batch * p->m, p->k, p->n);
@@ -167,19 +151,6 @@ static void mm_run(const mm_plan *p, const void *a, const void *b, void *c, size
   }
 }
 
-static void mm2d_f32_any(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n) {
-  mm2d_f32(a, b, c, m, k, n);
-}
-static void mm2d_f64_any(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n) {
-  mm2d_f64(a, b, c, m, k, n);
-}
-static void mm2d_i32_any(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n) {
-  mm2d_i32(a, b, c, m, k, n);
-}
-static void mm2d_i64_any(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n) {
-  mm2d_i64(a, b, c, m, k, n);
-}
-
 static mx_status matmul_run(mx_kernel_call *call) {
   mm_plan p;
   mx_status st = mm_make_plan(call, &p);
@@ -190,14 +161,14 @@ static mx_status matmul_run(mx_kernel_call *call) {
   switch (y->dtype) {
     case MX_FLOAT32:
       mx__kblas_init();
-      mm_run(&p, a, b, y->data, 4, mm2d_f32_any);
+      mm_run(&p, a, b, y->data, 4, mm2d_f32);
       return MX_OK;
     case MX_FLOAT64:
       mx__kblas_init();
-      mm_run(&p, a, b, y->data, 8, mm2d_f64_any);
+      mm_run(&p, a, b, y->data, 8, mm2d_f64);
       return MX_OK;
-    case MX_INT32: mm_run(&p, a, b, y->data, 4, mm2d_i32_any); return MX_OK;
-    case MX_INT64: mm_run(&p, a, b, y->data, 8, mm2d_i64_any); return MX_OK;
+    case MX_INT32: mm_run(&p, a, b, y->data, 4, mm2d_i32); return MX_OK;
+    case MX_INT64: mm_run(&p, a, b, y->data, 8, mm2d_i64); return MX_OK;
     case MX_FLOAT16:
     case MX_BFLOAT16: {
       mx__kblas_init();
@@ -208,7 +179,7 @@ static mx_status matmul_run(mx_kernel_call *call) {
       float *fy = (float *)((char *)fb + mx__kalign64((size_t)nb * 4));
       mx__khalf_to_f32(a, call->t[0].dtype, fa, na);
       mx__khalf_to_f32(b, call->t[1].dtype, fb, nb);
-      mm_run(&p, fa, fb, fy, 4, mm2d_f32_any);
+      mm_run(&p, fa, fb, fy, 4, mm2d_f32);
       mx__kf32_to_half(fy, y->dtype, y->data, ny);
       return MX_OK;
     }

@@ -250,24 +250,30 @@ static void ein_offsets(const ein_plan *p, const int64_t *coord, int64_t *off) {
   }
 }
 
+/* Sets coord[slots[0..n)] to the row-major coordinates of linear index idx over those slots. */
+static void ein_coord(const ein_plan *p, const int32_t *slots, int32_t n, int64_t idx, int64_t *coord) {
+  for (int32_t j = n - 1; j >= 0; j--) {
+    coord[slots[j]] = idx % p->size[slots[j]];
+    idx /= p->size[slots[j]];
+  }
+}
+
+/* Number of summed coordinates: the product of the summed slots' sizes. */
+static int64_t ein_n_sum(const ein_plan *p) {
+  int64_t n_sum = 1;
+  for (int32_t i = 0; i < p->n_sum; i++) n_sum *= p->size[p->sum_slot[i]];
+  return n_sum;
+}
+
 /* The generic loop over double copies of the operands. */
 static void ein_run_f64(const ein_plan *p, const double *const *ops, mx_ktensor *y) {
   int64_t coord[EIN_MAX_SLOTS] = {0}, off[MX_EINSUM_MAX_OPERANDS];
-  int64_t n_sum = 1;
-  for (int32_t i = 0; i < p->n_sum; i++) n_sum *= p->size[p->sum_slot[i]];
+  int64_t n_sum = ein_n_sum(p);
   for (int64_t o = 0; o < p->out_numel; o++) {
-    int64_t rem = o;
-    for (int32_t j = p->n_out - 1; j >= 0; j--) {
-      coord[p->out_slot[j]] = rem % p->size[p->out_slot[j]];
-      rem /= p->size[p->out_slot[j]];
-    }
+    ein_coord(p, p->out_slot, p->n_out, o, coord);
     double acc = 0.0;
     for (int64_t s = 0; s < n_sum; s++) {
-      int64_t r = s;
-      for (int32_t i = p->n_sum - 1; i >= 0; i--) {
-        coord[p->sum_slot[i]] = r % p->size[p->sum_slot[i]];
-        r /= p->size[p->sum_slot[i]];
-      }
+      ein_coord(p, p->sum_slot, p->n_sum, s, coord);
       ein_offsets(p, coord, off);
       double prod = ops[0][off[0]];
       for (int32_t k = 1; k < p->n_ops; k++) prod *= ops[k][off[k]];
@@ -277,23 +283,15 @@ static void ein_run_f64(const ein_plan *p, const double *const *ops, mx_ktensor 
   }
 }
 
+/* The same over int64 copies, wrapping like the integer kernels. */
 static void ein_run_i64(const ein_plan *p, const int64_t *const *ops, mx_ktensor *y) {
   int64_t coord[EIN_MAX_SLOTS] = {0}, off[MX_EINSUM_MAX_OPERANDS];
-  int64_t n_sum = 1;
-  for (int32_t i = 0; i < p->n_sum; i++) n_sum *= p->size[p->sum_slot[i]];
+  int64_t n_sum = ein_n_sum(p);
   for (int64_t o = 0; o < p->out_numel; o++) {
-    int64_t rem = o;
-    for (int32_t j = p->n_out - 1; j >= 0; j--) {
-      coord[p->out_slot[j]] = rem % p->size[p->out_slot[j]];
-      rem /= p->size[p->out_slot[j]];
-    }
+    ein_coord(p, p->out_slot, p->n_out, o, coord);
     uint64_t acc = 0;
     for (int64_t s = 0; s < n_sum; s++) {
-      int64_t r = s;
-      for (int32_t i = p->n_sum - 1; i >= 0; i--) {
-        coord[p->sum_slot[i]] = r % p->size[p->sum_slot[i]];
-        r /= p->size[p->sum_slot[i]];
-      }
+      ein_coord(p, p->sum_slot, p->n_sum, s, coord);
       ein_offsets(p, coord, off);
       uint64_t prod = (uint64_t)ops[0][off[0]];
       for (int32_t k = 1; k < p->n_ops; k++) prod *= (uint64_t)ops[k][off[k]];

@@ -1,9 +1,11 @@
 /* Private helpers of the shape and index kernel files (shape*.c, index*.c): the strided element
- * copy most layout kernels reduce to, reading index tensors, and the kernel definitions that
- * live in secondary files but are listed in the groups' exported arrays. */
+ * copy most layout kernels reduce to, axis and dim-span arithmetic, reading index tensors, and
+ * the kernel definitions that live in secondary files but are listed in the groups' exported
+ * arrays. */
 #ifndef MIXRT_HAL_CPU_KERNELS_SHAPE_IMPL_H
 #define MIXRT_HAL_CPU_KERNELS_SHAPE_IMPL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +17,20 @@
  * merged and inner rows with stride 1 go through memcpy. Empty views copy nothing. */
 void mx__kcopy_strided(void *out, const void *in, size_t es, int32_t rank, const int64_t *dims,
                        const int64_t *in_strides);
+
+/* Normalizes a possibly negative axis against rank; false when out of range. */
+static inline bool mx__knorm_axis(int64_t axis, int32_t rank, int32_t *out) {
+  if (axis < -(int64_t)rank || axis >= (int64_t)rank) return false;
+  *out = (int32_t)(axis < 0 ? axis + rank : axis);
+  return true;
+}
+
+/* Product of t's dims [from, to) (1 when empty). */
+static inline int64_t mx__kspan(const mx_ktensor *t, int32_t from, int32_t to) {
+  int64_t n = 1;
+  for (int32_t k = from; k < to; k++) n *= t->dims[k];
+  return n;
+}
 
 /* Element i of an int32/int64 index tensor. */
 static inline int64_t mx__kindex_at(const mx_ktensor *t, int64_t i) {

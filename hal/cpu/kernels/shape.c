@@ -89,92 +89,73 @@ static const mx_kernel_def k_dropout = {.op = "Dropout", .dtypes = MX_KDT_ALL, .
 
 /* --- Concat, Split ---------------------------------------------------------------------------- */
 
-/* Product of dims [from, to). */
-static int64_t span(const mx_ktensor *t, int32_t from, int32_t to) {
-  int64_t n = 1;
-  for (int32_t k = from; k < to; k++) n *= t->dims[k];
-  return n;
-}
+/* Concat and Split move the same bytes in opposite directions. The whole tensor (Concat's
+ * output, Split's input) is [outer, axis, inner]; the parts (Concat's inputs, Split's outputs)
+ * share its outer and inner spans, and part i owns a band of every outer row, after the bands
+ * of parts 0..i-1. The parts' axis sizes must add up to the whole's. */
+typedef struct concat_split_text {
+  const char *bad_axis;  /* call->why when the axis is out of range */
+  const char *bad_part;  /* ... when a part's rank, dtype or other dims differ from the whole */
+  const char *bad_sum;   /* ... when the parts' axis sizes do not add up */
+} concat_split_text;
 
-static bool norm_axis(int64_t axis, int32_t rank, int32_t *out) {
-  if (axis < -(int64_t)rank || axis >= (int64_t)rank) return false;
-  *out = (int32_t)(axis < 0 ? axis + rank : axis);
-  return true;
+static const concat_split_text concat_text = {"Concat: axis out of range",
+                                              "Concat: an input does not match the output",
+                                              "Concat: input sizes do not add up to the output"};
+static const concat_split_text split_text = {"Split: axis out of range", "Split: an output does not match the input",
+                                             "Split: output sizes do not add up to the input"};
+
+/* Checks the n parts against whole along `axis` (may be negative), then copies parts into
+ * whole (to_whole, Concat) or whole into the parts (Split). */
+static mx_status concat_split(mx_kernel_call *call, int64_t axis_attr, mx_ktensor *whole, mx_ktensor *parts,
+                              uint32_t n, bool to_whole, const concat_split_text *text) {
+  int32_t axis;
+  if (!mx__knorm_axis(axis_attr, whole->rank, &axis)) {
+    call->why = text->bad_axis;
+    return MX_ERR_KERNEL;
+  }
+  size_t es = mx_dtype_size(whole->dtype);
+  int64_t outer = mx__kspan(whole, 0, axis), inner = mx__kspan(whole, axis + 1, whole->rank), total = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const mx_ktensor *t = &parts[i];
+    if (t->rank != whole->rank || t->dtype != whole->dtype || mx__kspan(t, 0, axis) != outer ||
+        mx__kspan(t, axis + 1, t->rank) != inner) {
+      call->why = text->bad_part;
+      return MX_ERR_KERNEL;
+    }
+    total += t->dims[axis];
+  }
+  if (total != whole->dims[axis]) {
+    call->why = text->bad_sum;
+    return MX_ERR_KERNEL;
+  }
+  unsigned char *w = whole->data;
+  size_t row = (size_t)(whole->dims[axis] * inner) * es;
+  size_t at = 0; /* byte offset of the current part's band inside a row of the whole */
+  for (uint32_t i = 0; i < n; i++) {
+    size_t chunk = (size_t)(parts[i].dims[axis] * inner) * es;
+    if (chunk) {
+      unsigned char *band = parts[i].data;
+      for (int64_t q = 0; q < outer; q++) {
+        if (to_whole)
+          memcpy(w + (size_t)q * row + at, band + (size_t)q * chunk, chunk);
+        else
+          memcpy(band + (size_t)q * chunk, w + (size_t)q * row + at, chunk);
+      }
+    }
+    at += chunk;
+  }
+  return MX_OK;
 }
 
 static mx_status concat_run(mx_kernel_call *call) {
   const mx_concat_params *p = call->params;
-  mx_ktensor *out = mx__kout(call, 0);
-  int32_t axis;
-  if (!norm_axis(p->axis, out->rank, &axis)) {
-    call->why = "Concat: axis out of range";
-    return MX_ERR_KERNEL;
-  }
-  size_t es = mx_dtype_size(out->dtype);
-  int64_t outer = span(out, 0, axis), inner = span(out, axis + 1, out->rank), total = 0;
-  for (uint32_t i = 0; i < call->n_in; i++) {
-    const mx_ktensor *in = mx__kin(call, i);
-    if (in->rank != out->rank || in->dtype != out->dtype || span(in, 0, axis) != outer ||
-        span(in, axis + 1, in->rank) != inner) {
-      call->why = "Concat: an input does not match the output";
-      return MX_ERR_KERNEL;
-    }
-    total += in->dims[axis];
-  }
-  if (total != out->dims[axis]) {
-    call->why = "Concat: input sizes do not add up to the output";
-    return MX_ERR_KERNEL;
-  }
-  unsigned char *o = out->data;
-  size_t row = (size_t)(out->dims[axis] * inner) * es;
-  size_t at = 0; /* byte offset of the current input's chunk inside an output row */
-  for (uint32_t i = 0; i < call->n_in; i++) {
-    const mx_ktensor *in = mx__kin(call, i);
-    size_t chunk = (size_t)(in->dims[axis] * inner) * es;
-    if (chunk) {
-      const unsigned char *src = in->data;
-      for (int64_t q = 0; q < outer; q++) memcpy(o + (size_t)q * row + at, src + (size_t)q * chunk, chunk);
-    }
-    at += chunk;
-  }
-  return MX_OK;
+  return concat_split(call, p->axis, mx__kout(call, 0), mx__kin(call, 0), call->n_in, true, &concat_text);
 }
 
 static mx_status split_run(mx_kernel_call *call) {
   const mx_split_params *p = call->params;
-  const mx_ktensor *in = mx__kin(call, 0);
-  int32_t axis;
-  if (!norm_axis(p->axis, in->rank, &axis)) {
-    call->why = "Split: axis out of range";
-    return MX_ERR_KERNEL;
-  }
-  size_t es = mx_dtype_size(in->dtype);
-  int64_t outer = span(in, 0, axis), inner = span(in, axis + 1, in->rank), total = 0;
-  for (uint32_t i = 0; i < call->n_out; i++) {
-    const mx_ktensor *o = mx__kout(call, i);
-    if (o->rank != in->rank || o->dtype != in->dtype || span(o, 0, axis) != outer ||
-        span(o, axis + 1, o->rank) != inner) {
-      call->why = "Split: an output does not match the input";
-      return MX_ERR_KERNEL;
-    }
-    total += o->dims[axis];
-  }
-  if (total != in->dims[axis]) {
-    call->why = "Split: output sizes do not add up to the input";
-    return MX_ERR_KERNEL;
-  }
-  const unsigned char *src = in->data;
-  size_t row = (size_t)(in->dims[axis] * inner) * es, at = 0;
-  for (uint32_t i = 0; i < call->n_out; i++) {
-    mx_ktensor *o = mx__kout(call, i);
-    size_t chunk = (size_t)(o->dims[axis] * inner) * es;
-    if (chunk) {
-      unsigned char *dst = o->data;
-      for (int64_t q = 0; q < outer; q++) memcpy(dst + (size_t)q * chunk, src + (size_t)q * row + at, chunk);
-    }
-    at += chunk;
-  }
-  return MX_OK;
+  return concat_split(call, p->axis, mx__kin(call, 0), mx__kout(call, 0), call->n_out, false, &split_text);
 }
 
 static const mx_kernel_def k_concat = {.op = "Concat", .dtypes = MX_KDT_ALL, .key = 0, .run = concat_run};
