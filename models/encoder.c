@@ -43,7 +43,8 @@ static mx_value_id layer(mx_mb *b, const mx_encoder_config *cfg, int64_t li, mx_
                          mx_value_id seq1, mx_value_id heads, bool last) {
   const int64_t H = cfg->hidden, NH = cfg->heads, HD = cfg->hidden / cfg->heads;
   char p[32], n[96];
-  snprintf(p, sizeof p, cfg->layers > 1 ? "l%lld/" : "", (long long)li);
+  p[0] = '\0';
+  if (cfg->layers > 1) snprintf(p, sizeof p, "l%lld/", (long long)li);
 #define NAME(s) (snprintf(n, sizeof n, "%s%s", p, (s)), n)
   static const int64_t to_heads[] = {0, 2, 1, 3}, to_keys[] = {0, 2, 3, 1};
   const float ws = 1.0f / sqrtf((float)H);
