@@ -541,8 +541,8 @@ static mx_status tensor_from(mx_static_plan *p, const Mxm__TaskTensor *m, mx__pt
   }
   if (m->has_values) {
     if (m->n_values > MX_SV_MAX) return BAD("%s: %zu stored values", label, m->n_values);
-    t->values = mx__arena_memdup(&p->arena, m->values,
-                                 (m->n_values ? m->n_values : 1) * sizeof *m->values, 8);
+    /* No stored value: a one-byte placeholder, nothing copied (m->values is NULL then). */
+    t->values = mx__arena_memdup(&p->arena, m->values, m->n_values * sizeof *m->values, 8);
     if (!t->values) return mx__fail_oom(err, "plan tensors");
     t->n_values = (int32_t)m->n_values;
   }
@@ -661,8 +661,7 @@ static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *side, 
     pb->workspace = bm->workspace;
     pb->n_users = (uint32_t)bm->n_users;
     pb->name = mx__arena_strdup(&p->arena, bm->name ? bm->name : "");
-    pb->users = mx__arena_memdup(&p->arena, bm->users,
-                                 (bm->n_users ? bm->n_users : 1) * sizeof *bm->users, 4);
+    pb->users = mx__arena_memdup(&p->arena, bm->users, bm->n_users * sizeof *bm->users, 4);
     if (!pb->name || !pb->users) {
       st = mx__fail_oom(err, "plan buffers");
       goto free_plan;
