@@ -21,7 +21,7 @@ static bool sv_tensor(mx_graph *g, const mx_value *v, mx_tensor *t, int64_t *buf
   for (int32_t i = 0; i < v->shape.rank; i++) {
     if (!mx_dim_is_concrete(v->shape.dims[i])) return false;
     t->dims[i] = v->shape.dims[i];
-    n *= t->dims[i];
+    if (__builtin_mul_overflow(n, t->dims[i], &n)) return false; /* hostile dims: no fold */
   }
   if (n != v->sv_len) return false;
   for (int64_t i = 0; i < n; i++)
