@@ -109,8 +109,31 @@ static mx_status infer_in_place(mx_infer_ctx *ctx, mx_graph *body) {
   return MX_OK;
 }
 
+/* Local value records of a body inferred at run time: info[v] for every value, its sv (if
+ * any) in sv[v * MX_SV_MAX ..). */
+typedef struct scratch_values {
+  mx_value_info *info; /* n_values records */
+  mx_dim *sv;          /* MX_SV_MAX entries per value */
+} scratch_values;
+
+static void scratch_get(void *user, mx_value_id v, mx_value_info *info) {
+  const scratch_values *s = user;
+  *info = s->info[v];
+}
+
+static mx_status scratch_put(void *user, mx_value_id v, const mx_value_info *out) {
+  scratch_values *s = user;
+  s->info[v] = *out;
+  s->info[v].sv = NULL;
+  if (out->sv && out->sv_len >= 0) {
+    memcpy(s->sv + (size_t)v * MX_SV_MAX, out->sv, (size_t)out->sv_len * sizeof *s->sv);
+    s->info[v].sv = s->sv + (size_t)v * MX_SV_MAX;
+  }
+  return MX_OK;
+}
+
 /* Run time: infers the body on local value records (nothing in the body changes). Nodes are
- * visited in a topological order computed here. */
+ * visited in a topological order computed here (first ready, first visited). */
 static mx_status infer_scratch(mx_infer_ctx *ctx, const mx_graph *body) {
   size_t nv = body->n_values, nn = body->n_nodes;
   mx_status st = MX_OK;
@@ -118,9 +141,6 @@ static mx_status infer_scratch(mx_infer_ctx *ctx, const mx_graph *body) {
   mx_dim *sv = malloc((nv ? nv : 1) * MX_SV_MAX * sizeof *sv); /* MX_SV_MAX per value */
   uint32_t *indeg = calloc(nn ? nn : 1, sizeof *indeg);
   mx_node_id *queue = malloc((nn ? nn : 1) * sizeof *queue);
-  mx_value_info *in = NULL, *out = NULL;
-  mx_dim *out_sv = NULL;
-  size_t cap_in = 0, cap_out = 0;
   if (!info || !sv || !indeg || !queue) goto oom;
   for (size_t v = 0; v < nv; v++) {
     mx__value_info_of(body, (mx_value_id)v, &info[v]);
@@ -140,7 +160,7 @@ static mx_status infer_scratch(mx_infer_ctx *ctx, const mx_graph *body) {
       info[v].sv_len = -1;
     }
   }
-  size_t qn = 0, qh = 0;
+  size_t qn = 0;
   for (size_t n = 0; n < nn; n++) {
     const mx_node *nd = &body->nodes[n];
     if (nd->flags & MX_NODE_DEAD) continue;
@@ -152,52 +172,20 @@ static mx_status infer_scratch(mx_infer_ctx *ctx, const mx_graph *body) {
     }
     if (indeg[n] == 0) queue[qn++] = (mx_node_id)n;
   }
-  while (qh < qn) {
-    mx_node_id n = queue[qh++];
-    const mx_node *nd = &body->nodes[n];
-    if (!nd->def) {
-      st = mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH, "body '%s': node '%s' was never prepared",
-                          body->name, nd->name);
-      goto done;
-    }
-    if (nd->n_inputs > cap_in) {
-      free(in);
-      cap_in = nd->n_inputs * 2;
-      in = malloc(cap_in * sizeof *in);
-      if (!in) goto oom;
-    }
-    if (nd->n_outputs > cap_out) {
-      free(out);
-      free(out_sv);
-      cap_out = nd->n_outputs * 2;
-      out = malloc(cap_out * sizeof *out);
-      out_sv = malloc(cap_out * MX_SV_MAX * sizeof *out_sv);
-      if (!out || !out_sv) goto oom;
-    }
-    for (uint32_t k = 0; k < nd->n_inputs; k++) {
-      if (nd->inputs[k] == MX_NO_VALUE)
-        mx__value_info_of(body, MX_NO_VALUE, &in[k]);
-      else
-        in[k] = info[nd->inputs[k]];
-    }
-    st = mx__node_infer(body, n, ctx->syms, in, out, out_sv, true, ctx->err);
-    if (st != MX_OK) goto done;
+  for (size_t qh = 0; qh < qn; qh++) {
+    const mx_node *nd = &body->nodes[queue[qh]];
     for (uint32_t k = 0; k < nd->n_outputs; k++) {
-      mx_value_id v = nd->outputs[k];
-      const mx_dim *src = out[k].sv;
-      info[v] = out[k];
-      info[v].sv = NULL;
-      if (src && out[k].sv_len >= 0) {
-        memcpy(sv + (size_t)v * MX_SV_MAX, src, (size_t)out[k].sv_len * sizeof *sv);
-        info[v].sv = sv + (size_t)v * MX_SV_MAX;
-      }
-      const mx_value *val = &body->values[v];
+      const mx_value *val = &body->values[nd->outputs[k]];
       for (size_t c = 0; c < val->n_consumers; c++) {
         mx_node_id cn = val->consumers[c];
         if (!(body->nodes[cn].flags & MX_NODE_DEAD) && --indeg[cn] == 0) queue[qn++] = cn;
       }
     }
   }
+  scratch_values values = {info, sv};
+  mx__infer_io io = {scratch_get, scratch_put, &values};
+  st = mx__graph_infer_nodes(body, queue, qn, ctx->syms, true, &io, "body", ctx->err);
+  if (st != MX_OK) goto done;
   for (uint32_t k = 0; k < ctx->n_out; k++) {
     const mx_value_info *o = &info[body->outputs[k]];
     set_output(ctx, k, o->dtype, &o->shape, o->sv, o->sv_len);
@@ -210,9 +198,6 @@ done:
   free(sv);
   free(indeg);
   free(queue);
-  free(in);
-  free(out);
-  free(out_sv);
   return st;
 }
 

@@ -151,8 +151,61 @@ mx_status mx__node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *syms, con
   return MX_OK;
 }
 
-/* Stores one inferred output on its value. */
-static mx_status store_output(mx_graph *g, mx_value_id v, const mx_value_info *info) {
+mx_status mx__graph_infer_nodes(const mx_graph *g, const mx_node_id *order, size_t n_order, mx_symtab *syms,
+                                bool runtime, const mx__infer_io *io, const char *what, mx_error *err) {
+  mx_status st = MX_OK;
+  mx_value_info *in = NULL, *out = NULL;
+  mx_dim *out_sv = NULL;
+  size_t cap_in = 0, cap_out = 0;
+  for (size_t i = 0; i < n_order; i++) {
+    const mx_node *nd = &g->nodes[order[i]];
+    if (!nd->def) {
+      st = mx__fail(err, MX_ERR_INVALID_GRAPH, "%s '%s': node '%s' was never prepared", what, g->name, nd->name);
+      goto done;
+    }
+    if (nd->n_inputs > cap_in) {
+      free(in);
+      cap_in = nd->n_inputs * 2;
+      in = malloc(cap_in * sizeof *in);
+      if (!in) goto oom;
+    }
+    if (nd->n_outputs > cap_out) {
+      free(out);
+      free(out_sv);
+      cap_out = nd->n_outputs * 2;
+      out = malloc(cap_out * sizeof *out);
+      out_sv = malloc(cap_out * MX_SV_MAX * sizeof *out_sv);
+      if (!out || !out_sv) goto oom;
+    }
+    for (uint32_t k = 0; k < nd->n_inputs; k++) {
+      if (nd->inputs[k] == MX_NO_VALUE)
+        mx__value_info_of(g, MX_NO_VALUE, &in[k]);
+      else
+        io->get(io->user, nd->inputs[k], &in[k]);
+    }
+    st = mx__node_infer(g, order[i], syms, in, out, out_sv, runtime, err);
+    if (st != MX_OK) goto done;
+    for (uint32_t k = 0; k < nd->n_outputs; k++) {
+      st = io->put(io->user, nd->outputs[k], &out[k]);
+      if (st != MX_OK) goto done;
+    }
+  }
+  goto done;
+oom:
+  st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of memory inferring %s '%s'", what, g->name);
+done:
+  free(in);
+  free(out);
+  free(out_sv);
+  return st;
+}
+
+/* mx__infer_io over the graph's own values. */
+static void graph_get(void *user, mx_value_id v, mx_value_info *info) { mx__value_info_of(user, v, info); }
+
+/* Stores one inferred output on its value (the put of mx_graph_infer; user is the graph). */
+static mx_status store_output(void *user, mx_value_id v, const mx_value_info *info) {
+  mx_graph *g = user;
   mx_value *val = &g->values[v];
   val->dtype = info->dtype;
   val->shape = info->shape;
@@ -214,46 +267,12 @@ mx_status mx_graph_infer(mx_graph *g) {
   size_t n_order;
   st = mx__graph_topo_order(g, &order, &n_order);
   if (st != MX_OK) return st;
-  mx_value_info *in = NULL, *out = NULL;
-  mx_dim *out_sv = NULL;
-  size_t cap_in = 0, cap_out = 0;
-  for (size_t i = 0; i < n_order; i++) {
-    mx_node *nd = &g->nodes[order[i]];
-    if (nd->n_inputs > cap_in) {
-      free(in);
-      cap_in = nd->n_inputs * 2;
-      in = malloc(cap_in * sizeof *in);
-      if (!in) goto oom;
-    }
-    if (nd->n_outputs > cap_out) {
-      free(out);
-      free(out_sv);
-      cap_out = nd->n_outputs * 2;
-      out = malloc(cap_out * sizeof *out);
-      out_sv = malloc(cap_out * MX_SV_MAX * sizeof *out_sv);
-      if (!out || !out_sv) goto oom;
-    }
-    for (uint32_t k = 0; k < nd->n_inputs; k++) mx__value_info_of(g, nd->inputs[k], &in[k]);
-    st = mx__node_infer(g, order[i], g->syms, in, out, out_sv, false, &g->err);
-    if (st != MX_OK) goto done;
-    for (uint32_t k = 0; k < nd->n_outputs; k++) {
-      st = store_output(g, nd->outputs[k], &out[k]);
-      if (st != MX_OK) goto done;
-    }
-  }
-  if (mx_symtab_status(g->syms) != MX_OK) {
-    st = mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "graph '%s': out of memory in the symbol table", g->name);
-    goto done;
-  }
-  st = MX_OK;
-  goto done;
-oom:
-  st = mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory inferring graph '%s'", g->name);
-done:
-  free(in);
-  free(out);
-  free(out_sv);
-  return st;
+  mx__infer_io io = {graph_get, store_output, g};
+  st = mx__graph_infer_nodes(g, order, n_order, g->syms, false, &io, "graph", &g->err);
+  if (st != MX_OK) return st;
+  if (mx_symtab_status(g->syms) != MX_OK)
+    return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "graph '%s': out of memory in the symbol table", g->name);
+  return MX_OK;
 }
 
 mx_status mx_graph_bind_symbol(mx_graph *g, const char *name, int64_t value) {

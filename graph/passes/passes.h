@@ -21,6 +21,24 @@ mx_status mx__node_infer(const mx_graph *g, mx_node_id n, mx_symtab *syms, const
 /* Fills `info` with what the graph knows about value v. */
 void mx__value_info_of(const mx_graph *g, mx_value_id v, mx_value_info *info);
 
+/* Where mx__graph_infer_nodes reads node inputs and keeps node outputs: the graph's own values
+ * (mx_graph_infer) or caller-owned records (run-time inference of a PartitionedCall body). */
+typedef struct mx__infer_io {
+  /* Fills *info for input value v (never MX_NO_VALUE). */
+  void (*get)(void *user, mx_value_id v, mx_value_info *info);
+  /* Keeps the inferred *info of output value v (its sv is only valid during the call: copy
+   * it). On failure leaves a message in the error of mx__graph_infer_nodes. */
+  mx_status (*put)(void *user, mx_value_id v, const mx_value_info *info);
+  void *user; /* passed to get and put */
+} mx__infer_io;
+
+/* Infers the nodes order[0..n_order) of g in that order with mx__node_infer (symbols in syms,
+ * `runtime` as there): each node's inputs come from io->get, its outputs go to io->put. Stops at
+ * the first failure, whose message is in err (may be NULL); `what` names g in the messages of
+ * this function ("graph", "body"). Every node must have been prepared (mx__node_prepare). */
+mx_status mx__graph_infer_nodes(const mx_graph *g, const mx_node_id *order, size_t n_order, mx_symtab *syms,
+                                bool runtime, const mx__infer_io *io, const char *what, mx_error *err);
+
 /* Evaluates node n on constant inputs: fills outs[0..n_outputs) with host tensors whose data
  * the callee allocated with malloc (the caller frees it). Returns MX_ERR_UNSUPPORTED to decline. */
 typedef mx_status (*mx_fold_eval_fn)(void *user, mx_graph *g, mx_node_id n, mx_tensor *outs);
