@@ -88,12 +88,24 @@ static void check_graph(const char *what, mx_graph *g) {
   for (size_t i = 0; i < g->n_subgraphs; i++) check_graph(what, g->subgraphs[i]);
 }
 
-/* Loads a model from an exactly-sized heap copy (so ASan sees any read past the end). */
-static void load_model_bytes(const char *what, const uint8_t *bytes, size_t size,
-                             const char *base_dir, size_t *ok, size_t *failed) {
+/* An exactly-sized heap copy of bytes (so ASan sees any read past the end); free it. */
+static uint8_t *exact_copy(const uint8_t *bytes, size_t size) {
   uint8_t *copy = malloc(size ? size : 1);
   cr_assert_not_null(copy);
   if (size) memcpy(copy, bytes, size);
+  return copy;
+}
+
+/* A failed load must say so in err too, with a message. */
+static void expect_clean_failure(const char *what, mx_status st, const mx_error *err) {
+  cr_assert_eq(err->status, st, "%s", what);
+  cr_assert_neq(err->message[0], '\0', "%s: %s without a message", what, mx_status_name(st));
+}
+
+/* Loads a model from an exactly-sized heap copy. */
+static void load_model_bytes(const char *what, const uint8_t *bytes, size_t size,
+                             const char *base_dir, size_t *ok, size_t *failed) {
+  uint8_t *copy = exact_copy(bytes, size);
   mx_graph *g = NULL;
   mx_error err;
   mx_status st = mx_onnx_load_memory(copy, size, base_dir, &g, &err);
@@ -104,18 +116,16 @@ static void load_model_bytes(const char *what, const uint8_t *bytes, size_t size
     (*ok)++;
   } else {
     cr_assert_null(g, "%s: failed load left a graph", what);
-    cr_assert_eq(err.status, st, "%s", what);
-    cr_assert_neq(err.message[0], '\0', "%s: %s without a message", what, mx_status_name(st));
+    expect_clean_failure(what, st, &err);
     (*failed)++;
   }
   free(copy);
 }
 
+/* Parses a tensor file from an exactly-sized heap copy. */
 static void load_tensor_bytes(const char *what, const uint8_t *bytes, size_t size, size_t *ok,
                               size_t *failed) {
-  uint8_t *copy = malloc(size ? size : 1);
-  cr_assert_not_null(copy);
-  if (size) memcpy(copy, bytes, size);
+  uint8_t *copy = exact_copy(bytes, size);
   mx_tensor t;
   char *name = NULL;
   mx_error err;
@@ -130,8 +140,7 @@ static void load_tensor_bytes(const char *what, const uint8_t *bytes, size_t siz
     (*ok)++;
   } else {
     cr_assert_null(name, "%s", what);
-    cr_assert_eq(err.status, st, "%s", what);
-    cr_assert_neq(err.message[0], '\0', "%s: %s without a message", what, mx_status_name(st));
+    expect_clean_failure(what, st, &err);
     (*failed)++;
   }
   free(copy);
