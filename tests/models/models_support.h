@@ -20,6 +20,10 @@ void mxt_run(mx_graph *g, const mx_tensor *in, size_t n_in, mx_tensor *out, size
 /* Frees n tensors filled by mixrt or mxt_random_f32. */
 void mxt_release_all(mx_tensor *t, size_t n);
 
+/* Checks a generator's refusal of a bad config: status MX_ERR_INVALID_ARGUMENT, no graph
+ * (g as the generator left it), err set and its message naming `word` (the bad field). */
+void mxt_expect_bad_config(mx_status st, const mx_graph *g, const mx_error *err, const char *word);
+
 /* The shape of value `name` in g printed with mx_shape_format (into buf). Fails the test when g
  * has no such value. */
 const char *mxt_shape_of(mx_graph *g, const char *name, char *buf, size_t cap);

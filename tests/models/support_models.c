@@ -34,6 +34,13 @@ void mxt_release_all(mx_tensor *t, size_t n) {
   for (size_t i = 0; i < n; i++) mx_tensor_release(&t[i]);
 }
 
+void mxt_expect_bad_config(mx_status st, const mx_graph *g, const mx_error *err, const char *word) {
+  cr_assert_eq(st, MX_ERR_INVALID_ARGUMENT, "config naming %s accepted", word);
+  cr_assert_null(g);
+  cr_assert_eq(err->status, MX_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(err->message, word), "message '%s' does not name %s", err->message, word);
+}
+
 const char *mxt_shape_of(mx_graph *g, const char *name, char *buf, size_t cap) {
   mx_value_id v = mx_graph_find_value(g, name);
   cr_assert_neq(v, MX_NO_VALUE, "no value '%s'", name);
