@@ -46,6 +46,14 @@ mx_value_id dyn_op(mx_graph *g, const char *op, const mx_value_id *in, size_t n,
   return out;
 }
 
+mx_graph *dyn_default_encoder(mx_encoder_config *cfg) {
+  mx_encoder_config_default(cfg);
+  mx_graph *g;
+  cr_assert_eq(mx_model_encoder(cfg, &g, NULL), MX_OK);
+  cr_assert_eq(mx_graph_infer(g), MX_OK);
+  return g;
+}
+
 mx_value_id dyn_weights(mx_graph *g, const char *name, int32_t rank, const int64_t *dims, float scale,
                         uint64_t seed) {
   mx_tensor t = dyn_random(MX_FLOAT32, rank, dims, seed);

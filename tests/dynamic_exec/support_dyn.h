@@ -9,6 +9,7 @@
 #include "dynamic_exec/dynamic_exec.h"
 #include "mixrt/graph.h"
 #include "mixrt/hal.h"
+#include "mixrt/models.h"
 
 /* A CPU or inline device with checking mode on (or as given) and faults off. Asserts. */
 mx_device *dyn_device(mx_device_kind kind, bool check);
@@ -19,6 +20,8 @@ mx_device *dyn_device_opts(const mx_device_options *o);
 mx_value_id dyn_input(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, const mx_dim *dims);
 mx_value_id dyn_op(mx_graph *g, const char *op, const mx_value_id *in, size_t n, const mx_attr *attrs,
                    size_t n_attrs);
+/* The default encoder layer (mx_model_encoder), inferred; *cfg receives its config. Asserts. */
+mx_graph *dyn_default_encoder(mx_encoder_config *cfg);
 /* A float32 constant of the given dims with values in [-scale, scale) from seed. */
 mx_value_id dyn_weights(mx_graph *g, const char *name, int32_t rank, const int64_t *dims, float scale,
                         uint64_t seed);

@@ -192,10 +192,7 @@ Test(dyn_exec, output_delivery) {
 
 Test(dyn_exec, per_op_steps_shared_allocator_and_caller_stream) {
   mx_encoder_config cfg;
-  mx_encoder_config_default(&cfg);
-  mx_graph *g;
-  cr_assert_eq(mx_model_encoder(&cfg, &g, NULL), MX_OK);
-  cr_assert_eq(mx_graph_infer(g), MX_OK);
+  mx_graph *g = dyn_default_encoder(&cfg);
   mx_device *dev = dyn_device(MX_DEVICE_CPU, true);
   mx_caching_allocator *a;
   cr_assert_eq(mx_caching_allocator_create(dev, &a, NULL), MX_OK);
@@ -255,10 +252,7 @@ Test(dyn_exec, per_op_steps_shared_allocator_and_caller_stream) {
  * aliasing off, Reshapes copy. Same results. */
 Test(dyn_exec, host_kernels_and_copies) {
   mx_encoder_config cfg;
-  mx_encoder_config_default(&cfg);
-  mx_graph *g;
-  cr_assert_eq(mx_model_encoder(&cfg, &g, NULL), MX_OK);
-  cr_assert_eq(mx_graph_infer(g), MX_OK);
+  mx_graph *g = dyn_default_encoder(&cfg);
   mx_device *dev = dyn_device(MX_DEVICE_CPU, true);
   mx_dyn_options o;
   mx_dyn_options_init(&o);
