@@ -94,6 +94,35 @@ static bool is_forced(const dag *d, const char *name) {
   return false;
 }
 
+/* A data edge of the graph: node `from` produces an input of node `to`. */
+typedef struct node_edge {
+  mx_node_id from, to;
+  uint32_t from_cluster, to_cluster; /* the clusters holding them */
+} node_edge;
+
+/* Every data edge between nodes of g, by consumer and then input slot; *n receives the count.
+ * malloc'd (free it). */
+static node_edge *node_edges(const mx_graph *g, const mx_partition *p, size_t *n) {
+  size_t cap = 1;
+  for (size_t i = 0; i < g->n_nodes; i++) cap += g->nodes[i].n_inputs;
+  node_edge *e = malloc(cap * sizeof *e);
+  cr_assert_not_null(e);
+  *n = 0;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const mx_node *nd = &g->nodes[i];
+    mx_partition_node_info bi;
+    mx_partition_node(p, (mx_node_id)i, &bi);
+    for (uint32_t k = 0; k < nd->n_inputs; k++) {
+      mx_node_id pr = g->values[nd->inputs[k]].producer;
+      if (pr == MX_NO_NODE) continue;
+      mx_partition_node_info ai;
+      mx_partition_node(p, pr, &ai);
+      e[(*n)++] = (node_edge){pr, (mx_node_id)i, ai.cluster, bi.cluster};
+    }
+  }
+  return e;
+}
+
 /* Normal mode merges as far as the rules allow: two directly connected clusters of the same
  * type (KNOWN-KNOWN, UNKNOWN-UNKNOWN) always have a second path between them, through another
  * cluster, that merging would turn into a cycle. Checked by brute force on the cluster graph. */
@@ -102,18 +131,11 @@ static void check_maximal(const dag *d, mx_partition *p, uint64_t seed) {
   size_t nc = mx_partition_cluster_count(p);
   bool *edge = calloc(nc * nc, sizeof *edge), *reach = calloc(nc, sizeof *reach);
   cr_assert(edge && reach);
-  for (size_t n = 0; n < g->n_nodes; n++) {
-    const mx_node *nd = &g->nodes[n];
-    mx_partition_node_info bi;
-    mx_partition_node(p, (mx_node_id)n, &bi);
-    for (uint32_t k = 0; k < nd->n_inputs; k++) {
-      mx_node_id pr = g->values[nd->inputs[k]].producer;
-      if (pr == MX_NO_NODE) continue;
-      mx_partition_node_info ai;
-      mx_partition_node(p, pr, &ai);
-      if (ai.cluster != bi.cluster) edge[ai.cluster * nc + bi.cluster] = true;
-    }
-  }
+  size_t ne;
+  node_edge *e = node_edges(g, p, &ne);
+  for (size_t i = 0; i < ne; i++)
+    if (e[i].from_cluster != e[i].to_cluster) edge[e[i].from_cluster * nc + e[i].to_cluster] = true;
+  free(e);
   for (size_t a = 0; a < nc; a++) {
     mx_partition_cluster_info ca;
     mx_partition_cluster(p, a, &ca);
@@ -170,22 +192,17 @@ static void check_properties(const dag *d, mx_partition *p, uint64_t seed) {
   free(seen);
   /* Edges go forward in cluster order (so the cluster graph is acyclic), and in normal mode
    * two directly connected unknown nodes share a cluster. */
-  for (size_t n = 0; n < g->n_nodes; n++) {
-    const mx_node *nd = &g->nodes[n];
-    mx_partition_node_info bi;
-    mx_partition_node(p, (mx_node_id)n, &bi);
-    for (uint32_t k = 0; k < nd->n_inputs; k++) {
-      mx_node_id pr = g->values[nd->inputs[k]].producer;
-      if (pr == MX_NO_NODE) continue;
-      mx_partition_node_info ai;
-      mx_partition_node(p, pr, &ai);
-      cr_assert_leq(ai.cluster, bi.cluster, "seed %llu: edge %s -> %s goes backwards",
-                    (unsigned long long)seed, g->nodes[pr].name, nd->name);
-      if (!d->stable && d->limit >= 0 && is_forced(d, nd->name) && is_forced(d, g->nodes[pr].name))
-        cr_assert_eq(ai.cluster, bi.cluster, "seed %llu: unknown %s -> %s split",
-                     (unsigned long long)seed, g->nodes[pr].name, nd->name);
-    }
+  size_t ne;
+  node_edge *e = node_edges(g, p, &ne);
+  for (size_t i = 0; i < ne; i++) {
+    const char *from = g->nodes[e[i].from].name, *to = g->nodes[e[i].to].name;
+    cr_assert_leq(e[i].from_cluster, e[i].to_cluster, "seed %llu: edge %s -> %s goes backwards",
+                  (unsigned long long)seed, from, to);
+    if (!d->stable && d->limit >= 0 && is_forced(d, to) && is_forced(d, from))
+      cr_assert_eq(e[i].from_cluster, e[i].to_cluster, "seed %llu: unknown %s -> %s split",
+                   (unsigned long long)seed, from, to);
   }
+  free(e);
   for (size_t id = 0; id < nc; id++) {
     mx_partition_cluster_info ci;
     mx_partition_cluster(p, id, &ci);
