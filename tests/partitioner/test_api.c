@@ -1,6 +1,8 @@
 /* The partition API at its edges: argument and graph errors with clear messages, graphs
  * without compute nodes, multi-output nodes, host placement and unknown-dim reasons and their
- * explanations, detaching the root, the PartitionedCall op, and what the dumps contain. */
+ * explanations, detaching the root, the PartitionedCall op (compile-time and run-time
+ * inference), and what the dumps contain. */
+#include "graph/passes/passes.h"
 #include "test_helpers.h"
 
 Test(api, null_and_defaults) {
@@ -240,6 +242,64 @@ Test(api, call_inference_follows_bindings) {
   mx_partition_cluster(p, 1, &ci);
   cr_assert(mx_graph_value_shape(ci.body, mx_graph_find_value(ci.body, "a"), &s));
   cr_assert_eq(s.dims[0], 5, "the body sees the binding");
+  mx_partition_destroy(p);
+  mx_graph_destroy(g);
+}
+
+/* Run-time inference of a call (concrete input shapes, a scratch symbol table) infers the
+ * body on local records: the output shape follows the input, a bad shape fails naming the body's
+ * node, and the body itself keeps its compile-time shapes. */
+Test(api, call_inference_at_run_time) {
+  mx_graph *g = pt_graph("rt");
+  mx_dim n = mx_sym_named(mx_graph_symtab(g), "n");
+  mx_value_id x = pt_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){n, 3});
+  mx_value_id c = pt_const(g, "c", 1, (int64_t[]){3}, 1.0f);
+  mx_value_id a = pt_op2(g, "Add", "a", x, c);
+  mx_value_id s = pt_op1(g, "Shape", "s", a);
+  mx_value_id b = pt_op2(g, "Reshape", "b", a, s);
+  cr_assert_eq(mx_graph_add_output(g, b), MX_OK);
+  pt_infer(g);
+  mx_partition *p = pt_partition(g, -1, false, NULL, 0);
+  mx_graph *root = mx_partition_root(p);
+  mx_node_id call = MX_NO_NODE;
+  for (size_t i = 0; i < root->n_nodes; i++)
+    if (strcmp(root->nodes[i].op_type, "PartitionedCall") == 0) call = (mx_node_id)i;
+  cr_assert_neq(call, MX_NO_NODE);
+  const mx_node *nd = &root->nodes[call];
+  cr_assert_eq(nd->n_outputs, 1);
+  mx_symtab *scratch;
+  cr_assert_eq(mx_symtab_create(&scratch), MX_OK);
+  mx_value_info in[4], out[1];
+  mx_dim out_sv[MX_SV_MAX];
+  cr_assert_leq(nd->n_inputs, 4);
+  for (int64_t rows = 1; rows <= 7; rows += 6) {
+    for (uint32_t i = 0; i < nd->n_inputs; i++) {
+      mx__value_info_of(root, nd->inputs[i], &in[i]);
+      if (in[i].shape.rank == 2) in[i].shape.dims[0] = rows;
+    }
+    mx_error err = {0};
+    cr_assert_eq(mx__node_infer(root, call, scratch, in, out, out_sv, true, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(out[0].dtype, MX_FLOAT32);
+    cr_assert_eq(out[0].shape.rank, 2);
+    cr_assert_eq(out[0].shape.dims[0], rows);
+    cr_assert_eq(out[0].shape.dims[1], 3);
+  }
+  for (uint32_t i = 0; i < nd->n_inputs; i++) {
+    mx__value_info_of(root, nd->inputs[i], &in[i]);
+    if (in[i].shape.rank == 2) in[i].shape.dims[0] = 2, in[i].shape.dims[1] = 4;
+  }
+  mx_error err = {0};
+  cr_assert_eq(mx__node_infer(root, call, scratch, in, out, out_sv, true, &err), MX_ERR_SHAPE);
+  cr_assert(strstr(err.message, "node 'a'"), "%s", err.message);
+  mx_partition_cluster_info ci;
+  bool found = false;
+  for (size_t id = 0; id < mx_partition_cluster_count(p) && !found; id++)
+    found = mx_partition_cluster(p, id, &ci) && ci.type == MX_CLUSTER_UNKNOWN;
+  cr_assert(found);
+  mx_shape shape;
+  cr_assert(mx_graph_value_shape(ci.body, mx_graph_find_value(ci.body, "a"), &shape));
+  cr_assert_eq(shape.dims[0], n, "run-time inference leaves the body as it was");
+  mx_symtab_destroy(scratch);
   mx_partition_destroy(p);
   mx_graph_destroy(g);
 }
