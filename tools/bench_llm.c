@@ -406,7 +406,9 @@ static void peer_start(const llm_args *a, peer *p) {
     peer_stop(p);
     return;
   }
-  if (getline(&p->line, &p->line_cap, p->from) < 0 || strncmp(p->line, "ready ", 6) != 0) {
+  ssize_t got = getline(&p->line, &p->line_cap, p->from);
+  if (got < 0 || strncmp(p->line, "ready ", 6) != 0) {
+    if (p->line && got < 0) p->line[0] = '\0'; /* nothing was read: the buffer holds no string */
     if (p->line) p->line[strcspn(p->line, "\r\n")] = '\0';
     snprintf(p->reason, sizeof p->reason, "%s did not start the ONNX Runtime peer%s%s", a->node,
              p->line && *p->line ? ": " : " (is Node.js installed? run make bench-deps)", p->line ? p->line : "");

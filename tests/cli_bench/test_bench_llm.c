@@ -145,6 +145,15 @@ Test(bench_llm, no_ort_prints_the_expected_json) {
   cr_assert(strstr(out, "\"samples\": 6"), "2 rounds of 3 steps:\n%s", out);
 }
 
+Test(bench_llm, without_node_the_peer_is_null_with_the_reason) {
+  cr_assert_eq(run(QUICK " --node /nonexistent/node 2>/dev/null"), 0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  cr_assert(strstr(out, "\"available\": false, \"reason\": \"/nonexistent/node did not start"), "%s", out);
+  cr_assert(strstr(out, "\"ort\": null"), "%s", out);
+  cr_assert_eq(run(QUICK " --peers /nonexistent/peers"), 0, "%s", out);
+  cr_assert(strstr(out, "ort_runner.js not found"), "%s", out);
+}
+
 Test(bench_llm, decode_mode_host_io_and_systems) {
   cr_assert_eq(run(QUICK " --no-ort --mode decode --io host --systems hybrid,reference"), 0, "%s", out);
   cr_assert(json_ok(out), "not JSON:\n%s", out);
