@@ -5,9 +5,9 @@
 
 #include "v2runtime/exe_registry.h"
 
-static const mx_exe_kernel_def *const *const groups[] = {
-    mx__exe_kernels_basic,
-    mx__exe_kernels_model,
+static const mx_exe_kernel_group *const groups[] = {
+    &mx__exe_kernels_basic,
+    &mx__exe_kernels_model,
 };
 
 #define MAX_KERNELS 256
@@ -17,7 +17,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void build(void) {
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
-    for (const mx_exe_kernel_def *const *k = groups[g]; *k && n_table < MAX_KERNELS; k++) table[n_table++] = *k;
+    for (size_t k = 0; k < groups[g]->n && n_table < MAX_KERNELS; k++) table[n_table++] = &groups[g]->defs[k];
 }
 
 uint16_t mx__exe_kernel_count(void) {

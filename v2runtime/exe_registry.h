@@ -19,9 +19,14 @@ typedef struct mx_exe_kernel_def {
   const char *summary;    /* one line for `mixrt kernels` */
 } mx_exe_kernel_def;
 
-/* Kernel groups, NULL-terminated, one per file. */
-extern const mx_exe_kernel_def *const mx__exe_kernels_basic[];
-extern const mx_exe_kernel_def *const mx__exe_kernels_model[];
+/* Kernel groups, one per file. */
+typedef struct mx_exe_kernel_group {
+  const mx_exe_kernel_def *defs;
+  size_t n;
+} mx_exe_kernel_group;
+
+extern const mx_exe_kernel_group mx__exe_kernels_basic;
+extern const mx_exe_kernel_group mx__exe_kernels_model;
 
 uint16_t mx__exe_kernel_count(void);
 const mx_exe_kernel_def *mx__exe_kernel_at(uint16_t index);

@@ -29,8 +29,9 @@ static void trace_touch(const mx_exe_run *run, const mx_exe_node *n, char *buf, 
   (void)run;
 }
 
-static const mx_exe_kernel_def k_noop = {"Noop", run_noop, 0, NULL, "does nothing (scheduler benchmarks)"};
-static const mx_exe_kernel_def k_touch = {"Touch", run_touch, 0, trace_touch,
-                                          "checks its inputs were written, writes its outputs (executor tests)"};
+static const mx_exe_kernel_def defs[] = {
+    {"Noop", run_noop, 0, NULL, "does nothing (scheduler benchmarks)"},
+    {"Touch", run_touch, 0, trace_touch, "checks its inputs were written, writes its outputs (executor tests)"},
+};
 
-const mx_exe_kernel_def *const mx__exe_kernels_basic[] = {&k_noop, &k_touch, NULL};
+const mx_exe_kernel_group mx__exe_kernels_basic = {defs, sizeof defs / sizeof defs[0]};

@@ -309,6 +309,14 @@ static mx_status k_launch(mx_exe_run *run, const mx_exe_node *n) {
   return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
 }
 
+/* Host ops (small integer shape arithmetic, values evaluated from their symbolic form, buffer
+ * aliases) run in the calling thread: no stream, no launch. */
+static mx_status k_host_compute(mx_exe_run *run, const mx_exe_node *n) {
+  mx_rt_call *c = call_of(run, n);
+  mx_status st = mx__dyn_op_launch(c->dexec, ATTR(n)->op);
+  return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
+}
+
 static mx_status k_sync_output_shape(mx_exe_run *run, const mx_exe_node *n) {
   mx_rt_call *c = call_of(run, n);
   mx_status st = mx__dyn_op_sync_shape(c->dexec, ATTR(n)->op);
@@ -410,7 +418,7 @@ static mx_status k_output_deliver(mx_exe_run *run, const mx_exe_node *n) {
       memcpy(o->data, rv->t.data, nbytes);
     } else {
       mx_copy_kind kind = rv->t.placement == MX_HOST ? MX_COPY_H2D : o->placement == MX_HOST ? MX_COPY_D2H : MX_COPY_D2D;
-      mx_status st = mx_device_copy_async(value_stream(step, rv), o->data, rv->t.data, nbytes, kind);
+      mx_status st = mx_hal_copy_async_named(value_stream(step, rv), o->data, rv->t.data, nbytes, kind, name);
       if (st != MX_OK) return mx__fail(run->err, st, "output '%s': copy failed", name);
     }
   }
@@ -436,6 +444,8 @@ static const mx_exe_kernel_def defs[] = {
     {"BindSymbols", k_bind_symbols, MX_EXE_SERIAL, NULL, "starts a dynamic partition's step: checks inputs, binds symbols"},
     {"InferShape", k_infer_shape, MX_EXE_SERIAL, NULL, "a dynamic op's output shapes and buffers"},
     {"Launch", k_launch, MX_EXE_SERIAL, NULL, "queues a dynamic op on its stream"},
+    {"HostCompute", k_host_compute, MX_EXE_SERIAL, NULL,
+     "runs a host op of a dynamic partition (shape arithmetic, evaluated values, aliases)"},
     {"SyncOutputShape", k_sync_output_shape, MX_EXE_SERIAL, NULL, "reads a data-dependent op's actual output shape"},
     {"FreeMemory", k_free_memory, MX_EXE_SERIAL, NULL, "frees the values whose last reader was this op"},
     {"DynStepEnd", k_dyn_step_end, MX_EXE_SERIAL, NULL, "ends a dynamic partition's step, hands over its outputs"},
@@ -444,7 +454,4 @@ static const mx_exe_kernel_def defs[] = {
      "writes a result into the caller's output (nothing when written in place)"},
 };
 
-const mx_exe_kernel_def *const mx__exe_kernels_model[] = {
-    &defs[0],  &defs[1],  &defs[2],  &defs[3],  &defs[4],  &defs[5],  &defs[6],  &defs[7],  &defs[8],
-    &defs[9],  &defs[10], &defs[11], &defs[12], &defs[13], &defs[14], &defs[15], &defs[16], &defs[17], NULL,
-};
+const mx_exe_kernel_group mx__exe_kernels_model = {defs, sizeof defs / sizeof defs[0]};

@@ -90,7 +90,8 @@ static mx_status lower_dynamic_call(lowering *L, uint32_t ci, uint32_t handle, u
     uint32_t prepared = L->next_slot++, launched = L->next_slot++, next = L->next_slot++;
     mx_kattr a = attr_of(ci, (uint32_t)i, UINT32_MAX);
     st = add(L, L->main, "InferShape", &tok, 1, &prepared, 1, a, prio, NULL);
-    if (st == MX_OK) st = add(L, L->main, "Launch", &prepared, 1, &launched, 1, a, prio, NULL);
+    const char *run_kernel = mx__dyn_op_stream(c->dplan, i) >= 0 ? "Launch" : "HostCompute";
+    if (st == MX_OK) st = add(L, L->main, run_kernel, &prepared, 1, &launched, 1, a, prio, NULL);
     if (st == MX_OK && mx__dyn_op_needs_sync(c->dplan, i)) {
       uint32_t synced = L->next_slot++;
       st = add(L, L->main, "SyncOutputShape", &launched, 1, &synced, 1, a, prio, NULL);

@@ -140,7 +140,8 @@ static const struct {
     {"StaticModelDestroy", USE_STATIC}, {"StaticAllocOutputs", USE_STATIC}, {"StaticModelUpdateArgs", USE_STATIC},
     {"StaticModelExecute", USE_STATIC}, {"DynExecCreate", USE_DYNAMIC}, {"DynExecDestroy", USE_DYNAMIC},
     {"BindSymbols", USE_DYNAMIC},     {"DynStepEnd", USE_DYNAMIC},     {"InferShape", USE_DYNAMIC_OP},
-    {"Launch", USE_DYNAMIC_OP},       {"SyncOutputShape", USE_DYNAMIC_OP}, {"FreeMemory", USE_DYNAMIC_OP},
+    {"Launch", USE_DYNAMIC_OP},       {"HostCompute", USE_DYNAMIC_OP}, {"SyncOutputShape", USE_DYNAMIC_OP},
+    {"FreeMemory", USE_DYNAMIC_OP},
 };
 
 /* Checks that a node's attribute refers to what its kernel expects in this program. */
