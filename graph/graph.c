@@ -660,25 +660,20 @@ const mx_tensor *mx_graph_value_constant(const mx_graph *g, mx_value_id v) {
 
 /* --- topological order ---------------------------------------------------------------------- */
 
-mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n) {
-  if (g->topo) {
-    *order = g->topo;
-    *n = g->n_topo;
-    return MX_OK;
-  }
+bool mx__graph_order_nodes(const mx_graph *g, mx_node_id *out, size_t *n, const char **culprit) {
   size_t nn = g->n_nodes;
   uint32_t *indeg = calloc(nn ? nn : 1, sizeof *indeg);
   mx_node_id *heap = malloc((nn ? nn : 1) * sizeof *heap);
-  mx_node_id *out = malloc((nn ? nn : 1) * sizeof *out);
-  if (!indeg || !heap || !out) {
+  if (!indeg || !heap) {
     free(indeg);
     free(heap);
-    free(out);
-    return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory ordering graph '%s'", g->name);
+    return false;
   }
+  size_t n_live = 0;
   for (size_t i = 0; i < nn; i++) {
     const mx_node *nd = &g->nodes[i];
     if (nd->flags & MX_NODE_DEAD) continue;
+    n_live++;
     for (uint32_t k = 0; k < nd->n_inputs; k++) {
       mx_value_id v = nd->inputs[k];
       if (v == MX_NO_VALUE) continue;
@@ -702,21 +697,37 @@ mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n)
       }
     }
   }
-  if (on != g->n_live_nodes) {
-    const char *culprit = "?";
+  *n = on;
+  *culprit = "?";
+  if (on < n_live)
     for (size_t i = 0; i < nn; i++)
       if (!(g->nodes[i].flags & MX_NODE_DEAD) && indeg[i] > 0) {
-        culprit = g->nodes[i].name;
+        *culprit = g->nodes[i].name;
         break;
       }
-    free(indeg);
-    free(heap);
+  free(indeg);
+  free(heap);
+  return true;
+}
+
+mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n) {
+  if (g->topo) {
+    *order = g->topo;
+    *n = g->n_topo;
+    return MX_OK;
+  }
+  size_t nn = g->n_nodes, on;
+  const char *culprit;
+  mx_node_id *out = malloc((nn ? nn : 1) * sizeof *out);
+  if (!out || !mx__graph_order_nodes(g, out, &on, &culprit)) {
+    free(out);
+    return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory ordering graph '%s'", g->name);
+  }
+  if (on != g->n_live_nodes) {
     free(out);
     return mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "graph '%s' has a cycle through node '%s'",
                           g->name, culprit);
   }
-  free(indeg);
-  free(heap);
   g->topo = out;
   g->n_topo = on;
   *order = out;

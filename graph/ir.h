@@ -148,6 +148,11 @@ void mx__graph_invalidate(mx_graph *g);
  * graph built in a valid order keeps it. The array is cached on the graph (borrowed, valid until
  * the next change). Fails with MX_ERR_INVALID_GRAPH naming a node on a cycle. */
 mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n);
+/* The same order computed into out (room for g->n_nodes ids) and not cached, for callers that
+ * must leave g untouched. *n receives the count placed; when it is less than the live nodes
+ * (some lie on or behind a cycle), *culprit names the first such node by id (a string of g).
+ * Returns false when out of memory. */
+bool mx__graph_order_nodes(const mx_graph *g, mx_node_id *out, size_t *n, const char **culprit);
 
 /* The attribute called `name` on node n, or NULL. */
 const mx_attr *mx__node_attr(const mx_node *n, const char *name);

@@ -2,18 +2,26 @@
  * and its compute nodes, plus the checks that the graph is one the partitioner can take
  * (inferred, acyclic, no subgraph attributes).
  *
- * The order is computed here rather than with mx__graph_topo_order so that the input graph
- * stays untouched (that call caches the order on the graph). It uses the same rule: among
+ * The order comes from mx__graph_order_nodes rather than mx__graph_topo_order so that the input
+ * graph stays untouched (the latter caches the order on the graph). The rule is the same: among
  * ready nodes the smallest id goes first, so a graph built in a valid order keeps it. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/heap.h"
 #include "partitioner/partitioner-impl.h"
 
 static bool live_producer(const mx_graph *g, mx_value_id v) {
   mx_node_id pr = g->values[v].producer;
   return pr != MX_NO_NODE && mx__node_valid(g, pr);
+}
+
+/* A constant the graph holds as a value (initializer or folded value), not produced by a live
+ * node: a constant source of its own. */
+static bool is_constant_value(const mx_graph *g, mx_value_id v) {
+  const mx_value *val = &g->values[v];
+  if ((val->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) || !(val->flags & MX_VALUE_CONST))
+    return false;
+  return !live_producer(g, v);
 }
 
 /* A node without inputs whose outputs are all constants. */
@@ -53,14 +61,12 @@ mx_status mx__part_order(mx_partition *p) {
   const mx_graph *g = p->g;
   size_t nn = g->n_nodes, nv = g->n_values;
   mx_status st = MX_OK;
-  uint32_t *indeg = calloc(nn ? nn : 1, sizeof *indeg);
-  mx_node_id *heap = malloc((nn ? nn : 1) * sizeof *heap);
   p->order = malloc((nn ? nn : 1) * sizeof *p->order);
   p->rank_of = malloc((nn ? nn : 1) * sizeof *p->rank_of);
   p->pos_of = malloc((nn ? nn : 1) * sizeof *p->pos_of);
   p->compute = malloc((nn ? nn : 1) * sizeof *p->compute);
   p->const_of_value = malloc((nv ? nv : 1) * sizeof *p->const_of_value);
-  if (!indeg || !heap || !p->order || !p->rank_of || !p->pos_of || !p->compute ||
+  if (!p->order || !p->rank_of || !p->pos_of || !p->compute ||
       !p->const_of_value) {
     st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory ordering graph '%s'", g->name);
     goto done;
@@ -93,35 +99,17 @@ mx_status mx__part_order(mx_partition *p) {
                            g->name, k, g->values[v].name, nd->name);
         goto done;
       }
-      if (live_producer(g, v)) indeg[i]++;
     }
   }
-  size_t hn = 0;
-  for (size_t i = 0; i < nn; i++)
-    if (!(g->nodes[i].flags & MX_NODE_DEAD) && indeg[i] == 0) mx__heap_u32_push(heap, &hn, (mx_node_id)i);
-  size_t on = 0;
-  while (hn) {
-    mx_node_id x = mx__heap_u32_pop(heap, &hn);
-    p->rank_of[x] = (uint32_t)on;
-    p->order[on++] = x;
-    const mx_node *nd = &g->nodes[x];
-    for (uint32_t k = 0; k < nd->n_outputs; k++) {
-      const mx_value *v = &g->values[nd->outputs[k]];
-      for (size_t c = 0; c < v->n_consumers; c++) {
-        mx_node_id cn = v->consumers[c];
-        if (g->nodes[cn].flags & MX_NODE_DEAD) continue;
-        if (--indeg[cn] == 0) mx__heap_u32_push(heap, &hn, cn);
-      }
-    }
+  size_t on;
+  const char *culprit;
+  if (!mx__graph_order_nodes(g, p->order, &on, &culprit)) {
+    st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory ordering graph '%s'", g->name);
+    goto done;
   }
+  for (size_t i = 0; i < on; i++) p->rank_of[p->order[i]] = (uint32_t)i;
   p->n_order = on;
   if (on != n_live) {
-    const char *culprit = "?";
-    for (size_t i = 0; i < nn; i++)
-      if (!(g->nodes[i].flags & MX_NODE_DEAD) && indeg[i] > 0) {
-        culprit = g->nodes[i].name;
-        break;
-      }
     st = mx__part_fail(p, MX_ERR_INVALID_GRAPH, "graph '%s' has a cycle through node '%s'", g->name,
                        culprit);
     goto done;
@@ -132,14 +120,8 @@ mx_status mx__part_order(mx_partition *p) {
   for (size_t i = 0; i < on; i++)
     if (is_constant_node(g, &g->nodes[p->order[i]])) n_const_nodes++;
   size_t n_init = 0;
-  for (size_t v = 0; v < nv; v++) {
-    const mx_value *val = &g->values[v];
-    if ((val->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) ||
-        !(val->flags & MX_VALUE_CONST))
-      continue;
-    if (live_producer(g, (mx_value_id)v)) continue;
-    n_init++;
-  }
+  for (size_t v = 0; v < nv; v++)
+    if (is_constant_value(g, (mx_value_id)v)) n_init++;
   p->consts = calloc(n_init + n_const_nodes ? n_init + n_const_nodes : 1, sizeof *p->consts);
   if (!p->consts) {
     st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory listing the constants of '%s'",
@@ -148,11 +130,7 @@ mx_status mx__part_order(mx_partition *p) {
   }
   uint32_t nc = 0;
   for (size_t v = 0; v < nv; v++) {
-    const mx_value *val = &g->values[v];
-    if ((val->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) ||
-        !(val->flags & MX_VALUE_CONST))
-      continue;
-    if (live_producer(g, (mx_value_id)v)) continue;
+    if (!is_constant_value(g, (mx_value_id)v)) continue;
     p->consts[nc] = (mx__part_const){(mx_value_id)v, MX_NO_NODE, MX__PART_NONE, false};
     p->const_of_value[v] = nc++;
   }
@@ -172,7 +150,5 @@ mx_status mx__part_order(mx_partition *p) {
   p->n_consts = nc;
   p->n_compute = npos;
 done:
-  free(indeg);
-  free(heap);
   return st;
 }
