@@ -75,12 +75,8 @@ mx_status mx__part_work_init(mx__part_work *w, mx_partition *p) {
   size_t n_edges = 0;
   for (uint32_t b = 0; b < n; b++) {
     const mx_node *nd = &g->nodes[p->compute[b]];
-    for (uint32_t k = 0; k < nd->n_inputs; k++) {
-      mx_value_id v = nd->inputs[k];
-      if (v == MX_NO_VALUE) continue;
-      mx_node_id pr = g->values[v].producer;
-      if (pr != MX_NO_NODE && p->pos_of[pr] != MX__PART_NONE) n_edges++;
-    }
+    for (uint32_t k = 0; k < nd->n_inputs; k++)
+      if (mx__part_input_pos(p, nd, k) != MX__PART_NONE) n_edges++;
     w->pred_off[b + 1] = (uint32_t)n_edges;
   }
   w->pred = malloc((n_edges ? n_edges : 1) * sizeof *w->pred);
@@ -92,10 +88,8 @@ mx_status mx__part_work_init(mx__part_work *w, mx_partition *p) {
   for (uint32_t b = 0; b < n; b++) {
     const mx_node *nd = &g->nodes[p->compute[b]];
     for (uint32_t k = 0; k < nd->n_inputs; k++) {
-      mx_value_id v = nd->inputs[k];
-      if (v == MX_NO_VALUE) continue;
-      mx_node_id pr = g->values[v].producer;
-      if (pr != MX_NO_NODE && p->pos_of[pr] != MX__PART_NONE) w->pred[e++] = p->pos_of[pr];
+      uint32_t a = mx__part_input_pos(p, nd, k);
+      if (a != MX__PART_NONE) w->pred[e++] = a;
     }
   }
   return MX_OK;

@@ -16,18 +16,6 @@
 #include "graph/ops/op.h"
 #include "partitioner/partitioner-impl.h"
 
-static mx_partition_reason make_reason(mx_partition_reason_kind kind) {
-  mx_partition_reason r;
-  memset(&r, 0, sizeof r);
-  r.kind = kind;
-  r.value = MX_NO_VALUE;
-  r.slot = -1;
-  r.dim = -1;
-  r.from = MX_NO_NODE;
-  r.to = MX_NO_NODE;
-  return r;
-}
-
 /* Checks one tensor's shape; fills *r and returns true when it makes the node unknown. */
 static bool shape_reason(const mx_value *val, mx_value_id v, int32_t slot, bool is_output,
                          mx_partition_reason *r) {
@@ -45,7 +33,7 @@ static bool shape_reason(const mx_value *val, mx_value_id v, int32_t slot, bool 
     }
   }
   if (kind == MX_PART_KNOWN) return false;
-  *r = make_reason(kind);
+  *r = mx__part_reason(kind);
   r->value = v;
   r->slot = slot;
   r->is_output = is_output;
@@ -65,11 +53,11 @@ static bool value_known(const mx_graph *g, const mx_value *val) {
 }
 
 static mx_partition_reason mark_node(const mx_graph *g, const mx_node *nd, bool forced) {
-  mx_partition_reason r = make_reason(MX_PART_KNOWN);
-  if (forced) return make_reason(MX_PART_FORCED);
+  mx_partition_reason r = mx__part_reason(MX_PART_KNOWN);
+  if (forced) return mx__part_reason(MX_PART_FORCED);
   const mx_op_def *def = nd->def;
   if (def->flags & MX_OP_DATA_DEPENDENT) {
-    r = make_reason(MX_PART_DATA_DEPENDENT);
+    r = mx__part_reason(MX_PART_DATA_DEPENDENT);
     if (nd->n_outputs) {
       r.value = nd->outputs[0];
       r.slot = 0;
@@ -89,7 +77,7 @@ static mx_partition_reason mark_node(const mx_graph *g, const mx_node *nd, bool 
     mx_value_id v = nd->inputs[i];
     if (v == MX_NO_VALUE || !(def->value_inputs & (1ull << i))) continue;
     if (!value_known(g, &g->values[v])) {
-      r = make_reason(MX_PART_VALUE_DEPENDENT);
+      r = mx__part_reason(MX_PART_VALUE_DEPENDENT);
       r.value = v;
       r.slot = (int32_t)i;
       return r;
@@ -99,7 +87,7 @@ static mx_partition_reason mark_node(const mx_graph *g, const mx_node *nd, bool 
     for (uint32_t i = 0; i < nd->n_outputs; i++) {
       const mx_value *val = &g->values[nd->outputs[i]];
       if (val->sv_len >= 0 && val->sv && !value_known(g, val)) {
-        r = make_reason(MX_PART_HOST_PLACEMENT);
+        r = mx__part_reason(MX_PART_HOST_PLACEMENT);
         r.value = nd->outputs[i];
         r.slot = (int32_t)i;
         r.is_output = true;
@@ -121,7 +109,7 @@ mx_status mx__part_mark(mx_partition *p, const mx_partition_options *o) {
     st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory marking graph '%s'", g->name);
     goto done;
   }
-  for (size_t i = 0; i < nn; i++) p->reason[i] = make_reason(MX_PART_KNOWN);
+  for (size_t i = 0; i < nn; i++) p->reason[i] = mx__part_reason(MX_PART_KNOWN);
   for (size_t i = 0; i < o->n_force_unknown; i++) {
     const char *name = o->force_unknown ? o->force_unknown[i] : NULL;
     mx_node_id n = mx_graph_find_node(g, name);
@@ -134,7 +122,7 @@ mx_status mx__part_mark(mx_partition *p, const mx_partition_options *o) {
   }
   for (uint32_t i = 0; i < p->n_consts; i++)
     if (p->consts[i].node != MX_NO_NODE)
-      p->reason[p->consts[i].node] = make_reason(MX_PART_CONSTANT);
+      p->reason[p->consts[i].node] = mx__part_reason(MX_PART_CONSTANT);
   p->n_marked_unknown = 0;
   for (uint32_t pos = 0; pos < p->n_compute; pos++) {
     mx_node_id n = p->compute[pos];

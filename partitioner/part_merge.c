@@ -39,18 +39,6 @@ static void set_member_reasons(mx__part_work *w, uint32_t r, const mx_partition_
   }
 }
 
-static mx_partition_reason reason_of(mx_partition_reason_kind kind) {
-  mx_partition_reason r;
-  memset(&r, 0, sizeof r);
-  r.kind = kind;
-  r.value = MX_NO_VALUE;
-  r.slot = -1;
-  r.dim = -1;
-  r.from = MX_NO_NODE;
-  r.to = MX_NO_NODE;
-  return r;
-}
-
 static mx_status oom(mx__part_work *w) {
   return mx__part_fail(w->p, MX_ERR_OUT_OF_MEMORY, "out of memory merging the clusters of '%s'",
                        w->p->g->name);
@@ -121,7 +109,7 @@ static mx_status absorb_paths(mx__part_work *w, uint32_t u, uint32_t c, uint32_t
       }
     }
   }
-  mx_partition_reason why = reason_of(MX_PART_ABSORBED);
+  mx_partition_reason why = mx__part_reason(MX_PART_ABSORBED);
   why.from = w->p->compute[from_pos];
   why.to = w->p->compute[to_pos];
   for (uint32_t l = 0; l < nv; l++) {
@@ -225,7 +213,7 @@ static void phase_small(mx__part_work *w, int64_t limit) {
   if (limit <= 0) return;
   for (uint32_t x = 0; x < w->n; x++) {
     if (w->parent[x] != x || w->unknown[x] || (int64_t)w->size[x] >= limit) continue;
-    mx_partition_reason why = reason_of(MX_PART_SMALL_CLUSTER);
+    mx_partition_reason why = mx__part_reason(MX_PART_SMALL_CLUSTER);
     why.cluster_ops = w->size[x];
     why.limit = limit;
     set_member_reasons(w, x, &why);
@@ -267,7 +255,7 @@ static void merge_stable(mx_partition *p) {
     bool unknown = p->marked_unknown[start];
     for (uint32_t x = start; x < end; x++) p->group_unknown[x] = unknown;
     if (!unknown && limit > 0 && (int64_t)(end - start) < limit) {
-      mx_partition_reason why = reason_of(MX_PART_SMALL_CLUSTER);
+      mx_partition_reason why = mx__part_reason(MX_PART_SMALL_CLUSTER);
       why.cluster_ops = end - start;
       why.limit = limit;
       for (uint32_t x = start; x < end; x++) {
@@ -296,7 +284,7 @@ mx_status mx__part_merge(mx_partition *p) {
   if (n == 0) return MX_OK;
   if (p->static_min_ops < 0) {
     /* The whole graph runs dynamically: one UNKNOWN cluster. */
-    mx_partition_reason why = reason_of(MX_PART_ALL_DYNAMIC);
+    mx_partition_reason why = mx__part_reason(MX_PART_ALL_DYNAMIC);
     why.limit = p->static_min_ops;
     for (uint32_t x = 0; x < n; x++) {
       p->group_of[x] = 0;

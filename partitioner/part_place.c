@@ -48,11 +48,9 @@ static mx_status order_groups(mx_partition *p, uint32_t *gidx, uint32_t **topo_o
     for (uint32_t b = 0; b < n; b++) {
       const mx_node *nd = &g->nodes[p->compute[b]];
       for (uint32_t k = 0; k < nd->n_inputs; k++) {
-        mx_value_id v = nd->inputs[k];
-        if (v == MX_NO_VALUE) continue;
-        mx_node_id pr = g->values[v].producer;
-        if (pr == MX_NO_NODE || p->pos_of[pr] == MX__PART_NONE) continue;
-        uint32_t ga = gidx[p->pos_of[pr]], gb = gidx[b];
+        uint32_t a = mx__part_input_pos(p, nd, k);
+        if (a == MX__PART_NONE) continue;
+        uint32_t ga = gidx[a], gb = gidx[b];
         if (ga == gb) continue;
         if (pass == 0) {
           off[ga + 1]++;

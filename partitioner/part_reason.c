@@ -122,6 +122,18 @@ static void reason_line(text *t, const mx_partition *p, mx_node_id n) {
   }
 }
 
+mx_partition_reason mx__part_reason(mx_partition_reason_kind kind) {
+  mx_partition_reason r;
+  memset(&r, 0, sizeof r);
+  r.kind = kind;
+  r.value = MX_NO_VALUE;
+  r.slot = -1;
+  r.dim = -1;
+  r.from = MX_NO_NODE;
+  r.to = MX_NO_NODE;
+  return r;
+}
+
 size_t mx__part_reason_text(const mx_partition *p, mx_node_id n, char *buf, size_t cap) {
   text t = {buf, buf ? cap : 0, 0};
   if (buf && cap) buf[0] = '\0';

@@ -102,6 +102,16 @@ struct mx_partition {
   mx__part_timings timings;
 };
 
+/* Position (index in p->compute) of the compute node that produces input k of nd, or
+ * MX__PART_NONE when there is none (omitted input, graph input, constant source). Valid once
+ * mx__part_order has run. */
+static inline uint32_t mx__part_input_pos(const mx_partition *p, const mx_node *nd, uint32_t k) {
+  mx_value_id v = nd->inputs[k];
+  if (v == MX_NO_VALUE) return MX__PART_NONE;
+  mx_node_id pr = p->g->values[v].producer;
+  return pr == MX_NO_NODE ? MX__PART_NONE : p->pos_of[pr];
+}
+
 /* --- part_order.c ------------------------------------------------------------------------- */
 
 /* Orders the live nodes, finds constant sources and compute nodes. Checks that g is inferred
@@ -212,6 +222,8 @@ mx_status mx__part_build(mx_partition *p);
 
 /* --- part_reason.c ------------------------------------------------------------------------ */
 
+/* A reason of the given kind with every reference empty (no value, slot, dim or nodes). */
+mx_partition_reason mx__part_reason(mx_partition_reason_kind kind);
 /* One-line text of node n's reason (snprintf semantics). */
 size_t mx__part_reason_text(const mx_partition *p, mx_node_id n, char *buf, size_t cap);
 
