@@ -70,26 +70,30 @@ mx_status mx__parse_floats(const mx_parse_ctx *pc, const char *name, float *out,
   return parse_list(pc, name, MX_ATTR_FLOATS, out, sizeof *out, cap, n);
 }
 
-mx_status mx__parse_fail(const mx_parse_ctx *pc, const char *fmt, ...) {
-  if (!pc->err) return MX_ERR_INVALID_GRAPH;
+/* Records status with a printf-style message on err (when not NULL); returns status. */
+static mx_status vfail(mx_error *err, mx_status status, const char *fmt, va_list ap) {
+  if (!err) return status;
   char msg[400];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  return mx__fail(err, status, "%s", msg);
+}
+
+mx_status mx__parse_fail(const mx_parse_ctx *pc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  mx_status st = vfail(pc->err, MX_ERR_INVALID_GRAPH, fmt, ap);
   va_end(ap);
-  return mx__fail(pc->err, MX_ERR_INVALID_GRAPH, "%s", msg);
+  return st;
 }
 
 /* --- infer helpers -------------------------------------------------------------------------- */
 
 mx_status mx__infer_fail(mx_infer_ctx *ctx, mx_status status, const char *fmt, ...) {
-  if (!ctx->err) return status;
-  char msg[400];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  mx_status st = vfail(ctx->err, status, fmt, ap);
   va_end(ap);
-  return mx__fail(ctx->err, status, "%s", msg);
+  return st;
 }
 
 mx_dim mx__infer_fresh(mx_infer_ctx *ctx, const char *what) {
