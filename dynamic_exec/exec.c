@@ -262,12 +262,12 @@ static mx_status deliver(mx_dyn_exec *e, size_t i, mx_tensor *t, bool *need_sync
     if (src_host) {
       memcpy(t->data, src_host, n);
     } else {
-      st = mx_device_copy_async(e->caller, t->data, src_dev, n, MX_COPY_D2H);
+      st = mx_hal_copy_async_named(e->caller, t->data, src_dev, n, MX_COPY_D2H, name);
       *need_sync = true;
     }
   } else {
-    st = mx_device_copy_async(e->caller, t->data, src_dev ? src_dev : src_host, n,
-                              src_dev ? MX_COPY_D2D : MX_COPY_H2D);
+    st = mx_hal_copy_async_named(e->caller, t->data, src_dev ? src_dev : src_host, n,
+                                 src_dev ? MX_COPY_D2D : MX_COPY_H2D, name);
     if (!src_dev) e->h2d_pending[MX_DYN_MAX_STREAMS] = true;
   }
   if (st != MX_OK)

@@ -140,7 +140,7 @@ mx_status mx__dyn_launch_device(mx_dyn_exec *e, size_t i) {
     }
   }
   call->workspace = ws;
-  st = mx_hal_launch(stream, dyn_task_run, block, op->block_size);
+  st = mx_hal_launch_named(stream, dyn_task_run, block, op->block_size, nd->name);
   e->used_streams |= 1u << s;
   if (ws) mx_caching_free(e->alloc, ws, stream, NULL);
   if (st != MX_OK) goto launch_error;

@@ -101,6 +101,9 @@ typedef struct mx__chan {
   _Alignas(64) _Atomic uint64_t completed; /* commands finished or skipped on the device side */
   _Atomic uint64_t error_seq; /* sequence number of the command that failed it; 0 = healthy */
   _Atomic int error_status;   /* its mx_status (valid when error_seq != 0) */
+  /* Its message (valid when error_seq != 0; written before the failed command completes, so a
+   * stream whose wait saw that completion reads it whole). */
+  char error_msg[MX_ERROR_MESSAGE_MAX];
 } mx__chan;
 
 /* Common head of every stream object; a backend's stream struct starts with it. */
@@ -145,6 +148,9 @@ mx_status mx__stream_create(mx_device *dev, int priority, bool internal, mx_stre
  * MX_OK, or MX_ERR_DEVICE after failing s at this point of its order. */
 mx_status mx__launch_fault(mx_stream *s, const char *what);
 
+/* The printf arguments for "%s%s%s" that quote an optional name: " 'name'" or nothing. */
+#define MX__QUOTE(name) (name) ? " '" : "", (name) ? (name) : "", (name) ? "'" : ""
+
 /* 1-based number of command `seq` among the submissions of the channel's current stream. */
 static inline uint64_t mx__cmd_no(const mx__chan *chan, uint64_t seq) { return seq - chan->base; }
 
@@ -172,6 +178,8 @@ typedef struct mx__op {
   int value;        /* MEMSET byte */
   mx__chan *chan;   /* WAIT channel */
   uint64_t target;  /* WAIT target */
+  const char *name; /* COPY/MEMSET: what is copied, for failure reports (borrowed until the
+                       command has run), or NULL */
 } mx__op;
 
 /* --- models ----------------------------------------------------------------------------------- */
@@ -226,6 +234,10 @@ struct mx_hal_model {
   uint32_t n_tasks;                      /* tasks added */
   uint64_t n_slots;                      /* slots over all tasks */
   mx__model_item **task_items;           /* task index -> its item (built at build_end, owned) */
+  const char *name;                      /* desc.name copied into the arena, or NULL */
+  const char **task_names; /* task index -> its name in the arena or NULL (grown with the
+                              tasks, owned); read only when a task fails */
+  size_t cap_task_names;   /* entries of task_names */
   uint8_t *ev_recorded;                  /* per event: recorded while building (owned) */
   uint32_t *id_slot_start; /* CSR over ids: slots of id i are [start[i], start[i+1]) */
   mx__id_slot *id_slots;   /* (owned) */
@@ -308,6 +320,10 @@ typedef struct mx__device_ops {
    * (seq_cst); host waiters are notified separately through dev->host_wq. */
   void (*notify)(mx_device *dev);
   void (*info)(const mx_device *dev, mx_device_info *info);
+  /* Version 2: call with a name for failure reports (borrowed until the command has run; may
+   * be NULL). When NULL, launches go through call and stay unnamed. */
+  mx_status (*call_named)(mx_stream *s, mx_hal_fn fn, const void *args, size_t size, bool kernel,
+                          const char *name);
 } mx__device_ops;
 
 typedef struct mx__mem_node mx__mem_node;

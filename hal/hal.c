@@ -373,6 +373,7 @@ void mx__stream_fail(mx_stream *s, uint64_t seq, mx_status status, int64_t task,
   va_start(ap, fmt);
   vsnprintf(s->err_msg, sizeof s->err_msg, fmt, ap);
   va_end(ap);
+  memcpy(s->chan->error_msg, s->err_msg, sizeof s->chan->error_msg);
   /* Published before the command's completion (which is sequentially consistent), so a stream
    * that sees the completion also sees the failure. */
   atomic_store_explicit(&s->chan->error_status, status, memory_order_relaxed);
@@ -384,11 +385,12 @@ void mx__stream_check_wait(mx_stream *s, uint64_t seq, const mx__chan *chan, uin
   uint64_t es = atomic_load(&chan->error_seq);
   if (es == 0 || es > target) return;
   mx_status st = (mx_status)atomic_load(&chan->error_status);
+  /* The other stream's message says what failed there (the waiter saw that command complete,
+   * so the message is whole). */
   mx__stream_fail(s, seq, st, -1, -1,
-                  "command %" PRIu64
-                  ": waited for an event of a stream that failed at its command "
-                  "%" PRIu64 " (%s)",
-                  mx__cmd_no(s->chan, seq), mx__cmd_no(chan, es), mx_status_string(st));
+                  "command %" PRIu64 ": waited for an event of a stream that failed at its command %" PRIu64
+                  ": %s",
+                  mx__cmd_no(s->chan, seq), mx__cmd_no(chan, es), chan->error_msg);
 }
 
 /* --- launches --------------------------------------------------------------------------------- */
@@ -413,13 +415,19 @@ static mx_status bad_call(mx_stream *s, const char *what, mx_hal_fn fn, size_t s
                          what, size);
 }
 
-mx_status mx_hal_launch(mx_stream *s, mx_hal_fn fn, const void *args, size_t size) {
+mx_status mx_hal_launch_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size,
+                              const char *name) {
   if (MX__UNLIKELY(!s || !fn || (size && !args) || size > UINT32_MAX))
     return bad_call(s, "mx_hal_launch", fn, size);
   mx_device *dev = s->dev;
   if (MX__UNLIKELY(dev->faults) && mx__fault_hit(dev, MX_FAULT_LAUNCH))
     return inject_launch_fault(s, "mx_hal_launch");
+  if (dev->ops->call_named) return dev->ops->call_named(s, fn, args, size, true, name);
   return dev->ops->call(s, fn, args, size, true);
+}
+
+mx_status mx_hal_launch(mx_stream *s, mx_hal_fn fn, const void *args, size_t size) {
+  return mx_hal_launch_named(s, fn, args, size, NULL);
 }
 
 mx_status mx_hal_host_callback(mx_stream *s, mx_hal_fn fn, const void *args, size_t size) {

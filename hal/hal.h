@@ -26,8 +26,9 @@
 #include "mixrt/hal.h"
 
 /* Version of the device interface (the backend table in hal/hal-impl.h). New entries are only
- * appended; a backend built for an older version leaves the newer ones NULL. */
-#define MX_HAL_API_VERSION 1u
+ * appended; a backend built for an older version leaves the newer ones NULL. Version 2 added
+ * call_named (names in failure reports). */
+#define MX_HAL_API_VERSION 2u
 
 /* Device work: runs with a pointer to the HAL's copy of the argument block (16-byte aligned,
  * valid during the call; the function may modify it) and its size. Returning anything but
@@ -43,6 +44,19 @@ typedef mx_status (*mx_hal_fn)(void *args, size_t size);
 /* Queues a kernel on stream s. args (size bytes, may be NULL when size is 0) is copied before
  * the call returns. Counts as a launch and as a kernel for fault injection. */
 mx_status mx_hal_launch(mx_stream *s, mx_hal_fn fn, const void *args, size_t size);
+
+/* mx_hal_launch with a name for failure reports: when this command fails on the device (the
+ * kernel's status or an injected fault) the stream's error reads "command N (kernel 'NAME')
+ * failed: ...", and a stream that waits for it through an event repeats that message. `name`
+ * is borrowed and must stay valid until the command has run (an op name owned by a plan, say);
+ * NULL launches unnamed. */
+mx_status mx_hal_launch_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size,
+                              const char *name);
+
+/* mx_device_copy_async with the name of what is copied for failure reports ("command N
+ * (asynchronous copy of B bytes of 'NAME') failed: ..."); same lifetime rule as above. */
+mx_status mx_hal_copy_async_named(mx_stream *s, void *dst, const void *src, size_t n,
+                                  mx_copy_kind kind, const char *name);
 
 /* Queues a host function on stream s, run in stream order like a kernel (same copy rules).
  * Host callbacks are not counted by launch/kernel fault injection. */
@@ -65,6 +79,7 @@ typedef struct mx_hal_model_desc {
   uint32_t n_events;  /* internal events between internal streams */
   uint32_t n_ids;     /* size of the base table: alloc ids are 0 .. n_ids-1 */
   mx_hal_model_mode mode;
+  const char *name; /* for failure reports ("model 'NAME' task 3 ..."; copied); NULL: none */
 } mx_hal_model_desc;
 
 /* One device address inside a task's argument block. */
@@ -102,9 +117,13 @@ mx_status mx_hal_model_create(mx_device *dev, const mx_hal_model_desc *desc, mx_
 
 /* Appends a task to internal stream `stream`. The task's argument block and slots are copied.
  * If task_index is not NULL it receives the task's index (add order, from 0), which is how
- * failures and checking mode name tasks. */
+ * failures and checking mode name tasks (with the model's name when it has one). */
 mx_status mx_hal_model_add_task(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
                                 uint32_t *task_index);
+/* The same with a name for failure reports ("model 'M' task 3 'NAME' (internal stream 0) failed:
+ * ..."); `name` is copied (NULL: none). */
+mx_status mx_hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
+                                      const char *name, uint32_t *task_index);
 
 /* Appends "record internal event `event`" to internal stream `stream`. Each event is recorded
  * once per model. */

@@ -395,15 +395,20 @@ mx_status mx_device_copy(mx_device *dev, void *dst, const void *src, size_t n, m
   return MX_OK;
 }
 
-mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t n,
-                               mx_copy_kind kind) {
+mx_status mx_hal_copy_async_named(mx_stream *s, void *dst, const void *src, size_t n,
+                                  mx_copy_kind kind, const char *name) {
   if (!s) return MX_ERR_INVALID_ARGUMENT;
   mx_device *dev = s->dev;
   mx_status st = check_copy_args(dev, "mx_device_copy_async", dst, src, n, kind);
   if (st != MX_OK) return st;
-  mx__op op = {.kind = MX__OP_COPY, .dst = dst, .src = src, .n = n};
+  mx__op op = {.kind = MX__OP_COPY, .dst = dst, .src = src, .n = n, .name = name};
   op.inject = mx__fault_hit(dev, MX_FAULT_COPY);
   return dev->ops->submit(s, &op);
+}
+
+mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t n,
+                               mx_copy_kind kind) {
+  return mx_hal_copy_async_named(s, dst, src, n, kind, NULL);
 }
 
 static mx_status check_memset_args(mx_device *dev, const char *fn, void *dst, size_t n) {

@@ -51,6 +51,7 @@ static void model_free(mx_hal_model *m) {
   free(m->parts);
   free(m->order);
   free(m->task_items);
+  free(m->task_names);
   free(m->ev_recorded);
   free(m->id_slot_start);
   free(m->id_slots);
@@ -90,8 +91,10 @@ mx_status mx_hal_model_create(mx_device *dev, const mx_hal_model_desc *desc, mx_
   memset(m, 0, sizeof *m);
   m->dev = dev;
   m->desc = *desc;
+  m->desc.name = NULL;
   pthread_mutex_init(&m->host_lock, NULL);
   mx__arena_init(&m->arena, 64 * 1024);
+  if (desc->name && !(m->name = mx__arena_strdup(&m->arena, desc->name))) goto free_model;
   uint32_t ns = desc->n_streams, ne = desc->n_events, ni = desc->n_ids;
   m->patch_cap = 2 * (uint64_t)ni + 16;
   m->parts = calloc(ns, sizeof *m->parts);
@@ -148,6 +151,11 @@ static mx_status check_building(mx_hal_model *m, uint32_t stream, const char *wh
 
 mx_status mx_hal_model_add_task(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
                                 uint32_t *task_index) {
+  return mx_hal_model_add_task_named(m, stream, task, NULL, task_index);
+}
+
+mx_status mx_hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
+                                      const char *task_name, uint32_t *task_index) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
   mx_status st = check_building(m, stream, "mx_hal_model_add_task");
   if (st != MX_OK) return st;
@@ -184,8 +192,11 @@ mx_status mx_hal_model_add_task(mx_hal_model *m, uint32_t stream, const mx_hal_t
   it.slots = task->n_slots
                  ? mx__arena_memdup(&m->arena, task->slots, task->n_slots * sizeof *task->slots, 8)
                  : NULL;
-  if (!it.args || (task->n_slots && !it.slots))
+  const char *name = task_name ? mx__arena_strdup(&m->arena, task_name) : NULL;
+  if (!it.args || (task->n_slots && !it.slots) || (task_name && !name) ||
+      !MX_GROW(m->task_names, m->cap_task_names, (size_t)t + 1))
     return model_fail(m, MX_ERR_OUT_OF_MEMORY, "task %u: out of host memory", t);
+  m->task_names[t] = name;
   st = append_item(m, stream, &it);
   if (st != MX_OK) return st;
   m->n_tasks++;
@@ -401,25 +412,33 @@ static inline void *slot_address(void *base, uint64_t offset) {
   return (void *)((uintptr_t)base + (uintptr_t)offset);
 }
 
+/* "model 'M' task 3 'T'" for failure reports, with the names that were given. */
+static const char *task_label(const mx_hal_model *m, uint32_t index, char *buf, size_t n) {
+  const char *tn = m->task_names && index < m->n_tasks ? m->task_names[index] : NULL;
+  snprintf(buf, n, "model%s%s%s task %u%s%s%s", MX__QUOTE(m->name), index, MX__QUOTE(tn));
+  return buf;
+}
+
 /* Checking mode: validates one slot address; records the failure and returns false. */
 static bool check_slot_locked(mx_hal_model *m, const mx__model_item *it, uint32_t part,
                               uint32_t k) {
   const mx_hal_slot *sl = &it->slots[k];
   void *base = m->dev_base[sl->alloc_id];
-  char why[256];
+  char why[256], label[160];
   if (!base) {
     exec_fail(m, MX_ERR_INVALID_ARGUMENT, it->index, (int32_t)part,
-              "model task %u (internal stream %u) slot %u: alloc id %u has no base address "
+              "%s (internal stream %u) slot %u: alloc id %u has no base address "
               "(update_bases was never called for it)",
-              it->index, part, k, sl->alloc_id);
+              task_label(m, it->index, label, sizeof label), part, k, sl->alloc_id);
     return false;
   }
   void *addr = slot_address(base, sl->offset);
   if (!mx__mem_contains_locked(m->dev, addr, 0, why, sizeof why)) {
     exec_fail(m, MX_ERR_INVALID_ARGUMENT, it->index, (int32_t)part,
-              "model task %u (internal stream %u) slot %u: address %p (alloc id %u base %p + "
+              "%s (internal stream %u) slot %u: address %p (alloc id %u base %p + "
               "offset %" PRIu64 ") is not inside a live device allocation: %s",
-              it->index, part, k, addr, sl->alloc_id, base, sl->offset, why);
+              task_label(m, it->index, label, sizeof label), part, k, addr, sl->alloc_id, base, sl->offset,
+              why);
     return false;
   }
   return true;
@@ -493,9 +512,10 @@ static mx_status run_task_slow(mx_hal_model *m, mx__model_item *it, uint32_t par
     }
   }
   if (mx__fault_hit(dev, MX_FAULT_KERNEL)) {
+    char label[160];
     exec_fail(m, MX_ERR_KERNEL, it->index, (int32_t)part,
-              "model task %u (internal stream %u) failed: injected fault (kernel:%" PRIu64 ")",
-              it->index, part, dev->fault_nth[MX_FAULT_KERNEL]);
+              "%s (internal stream %u) failed: injected fault (kernel:%" PRIu64 ")",
+              task_label(m, it->index, label, sizeof label), part, dev->fault_nth[MX_FAULT_KERNEL]);
     return MX_ERR_KERNEL;
   }
   return it->fn(it->args, it->size);
@@ -507,8 +527,9 @@ static void record_event(mx_hal_model *m, uint32_t event, uint64_t exec) {
 }
 
 static void task_failed(mx_hal_model *m, const mx__model_item *it, uint32_t part, mx_status st) {
-  exec_fail(m, st, it->index, (int32_t)part, "model task %u (internal stream %u) failed: %s",
-            it->index, part, mx_status_string(st));
+  char label[160];
+  exec_fail(m, st, it->index, (int32_t)part, "%s (internal stream %u) failed: %s",
+            task_label(m, it->index, label, sizeof label), part, mx_status_string(st));
 }
 
 bool mx__model_run_part(mx_hal_model *m, uint32_t part, uint64_t exec, uint32_t *pc,

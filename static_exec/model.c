@@ -143,7 +143,7 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "task %u ('%s'): %s", ti, pt->name,
                       mx_hal_model_last_error(m->hal));
   }
-  mx_status st = mx_hal_model_add_task(m->hal, pt->stream, &task, NULL);
+  mx_status st = mx_hal_model_add_task_named(m->hal, pt->stream, &task, pt->name, NULL);
   if (st != MX_OK)
     return mx__fail(err, st, "task %u ('%s'): %s", ti, pt->name, mx_hal_model_last_error(m->hal));
   for (uint32_t k = 0; k < pt->n_records; k++) {
@@ -177,8 +177,11 @@ static mx_status build(mx_static_model *m, const mx_static_plan *p, mx_hal_model
     st = mx__fail_oom(err, "task blocks");
     goto free_scratch;
   }
-  mx_hal_model_desc desc = {
-      .n_streams = p->n_streams, .n_events = p->n_events, .n_ids = m->n_ids, .mode = mode};
+  mx_hal_model_desc desc = {.n_streams = p->n_streams,
+                            .n_events = p->n_events,
+                            .n_ids = m->n_ids,
+                            .mode = mode,
+                            .name = p->name};
   st = mx_hal_model_create(m->dev, &desc, &m->hal, err);
   if (st != MX_OK) goto free_scratch;
   for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++) st = sink_task(m, p, t, blk, slots, err);
@@ -473,8 +476,8 @@ mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
   mx_status st;
   for (uint32_t i = 0; i < m->n_inputs; i++) {
     if (!m->host_in[i]) continue;
-    st = mx_device_copy_async(s, m->staging[i], m->host_in[i], (size_t)m->inputs[i].nbytes,
-                              MX_COPY_H2D);
+    st = mx_hal_copy_async_named(s, m->staging[i], m->host_in[i], (size_t)m->inputs[i].nbytes,
+                                 MX_COPY_H2D, m->inputs[i].name);
     if (st != MX_OK)
       return model_fail(m, st, "execute: input %u ('%s'): staging copy failed: %s", i,
                         m->inputs[i].name, mx_device_last_error(m->dev));
@@ -484,8 +487,8 @@ mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
   if (st != MX_OK) return model_fail(m, st, "execute: %s", mx_hal_model_last_error(m->hal));
   for (uint32_t j = 0; j < m->n_outputs; j++) {
     if (!m->host_out[j]) continue;
-    st = mx_device_copy_async(s, m->host_out[j], m->staging[m->n_inputs + j],
-                              (size_t)m->outputs[j].nbytes, MX_COPY_D2H);
+    st = mx_hal_copy_async_named(s, m->host_out[j], m->staging[m->n_inputs + j],
+                                 (size_t)m->outputs[j].nbytes, MX_COPY_D2H, m->outputs[j].name);
     if (st != MX_OK)
       return model_fail(m, st, "execute: output %u ('%s'): staging copy failed: %s", j,
                         m->outputs[j].name, mx_device_last_error(m->dev));

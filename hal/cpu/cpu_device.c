@@ -70,17 +70,20 @@ typedef struct cpu_cmd {
   union {
     struct {
       mx_hal_fn fn;
-      void *heap; /* argument block when larger than the slot (owned by the command) */
+      void *heap;       /* argument block when larger than the slot (owned by the command) */
+      const char *name; /* for failure reports, or NULL (borrowed) */
     } call;
     struct {
       void *dst;
       const void *src;
       size_t n;
+      const char *name; /* what is copied, for failure reports, or NULL (borrowed) */
     } copy;
     struct {
       void *dst;
       size_t n;
       int value;
+      const char *name; /* for failure reports, or NULL (borrowed) */
     } set;
     struct {
       void *ptr;
@@ -241,7 +244,8 @@ static void push_commit(cpu_stream *s, cpu_cmd *c) {
   if (atomic_load_explicit(&w->sleeping, memory_order_relaxed)) wake_worker(w);
 }
 
-static mx_status cpu_call(mx_stream *b, mx_hal_fn fn, const void *args, size_t size, bool kernel) {
+static mx_status cpu_call_named(mx_stream *b, mx_hal_fn fn, const void *args, size_t size, bool kernel,
+                                const char *name) {
   cpu_stream *s = (cpu_stream *)b;
   void *heap = NULL;
   uint32_t k = slots_for(size);
@@ -260,10 +264,15 @@ static mx_status cpu_call(mx_stream *b, mx_hal_fn fn, const void *args, size_t s
   c->size = (uint32_t)size;
   c->u.call.fn = fn;
   c->u.call.heap = heap;
+  c->u.call.name = name;
   if (!heap && size) memcpy(cmd_args(c), args, size);
   push_commit(s, c);
   pthread_mutex_unlock(&b->submit_lock);
   return MX_OK;
+}
+
+static mx_status cpu_call(mx_stream *b, mx_hal_fn fn, const void *args, size_t size, bool kernel) {
+  return cpu_call_named(b, fn, args, size, kernel, NULL);
 }
 
 static mx_status cpu_submit(mx_stream *b, const mx__op *op) {
@@ -278,12 +287,14 @@ static mx_status cpu_submit(mx_stream *b, const mx__op *op) {
       c->u.copy.dst = op->dst;
       c->u.copy.src = op->src;
       c->u.copy.n = op->n;
+      c->u.copy.name = op->name;
       break;
     case MX__OP_MEMSET:
       c->kind = CMD_MEMSET;
       c->u.set.dst = op->dst;
       c->u.set.n = op->n;
       c->u.set.value = op->value;
+      c->u.set.name = op->name;
       break;
     case MX__OP_FREE:
       c->kind = CMD_FREE;
@@ -435,8 +446,8 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       if (MX__UNLIKELY(dev->fault_nth[MX_FAULT_KERNEL] != 0) &&
           mx__fault_hit(dev, MX_FAULT_KERNEL)) {
         mx__stream_fail(b, c->seq, MX_ERR_KERNEL, -1, -1,
-                        "command %" PRIu64 " (kernel) failed: injected fault (kernel:%" PRIu64 ")",
-                        mx__cmd_no(b->chan, c->seq), dev->fault_nth[MX_FAULT_KERNEL]);
+                        "command %" PRIu64 " (kernel%s%s%s) failed: injected fault (kernel:%" PRIu64 ")",
+                        mx__cmd_no(b->chan, c->seq), MX__QUOTE(c->u.call.name), dev->fault_nth[MX_FAULT_KERNEL]);
         break;
       }
       /* fallthrough */
@@ -444,18 +455,18 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       void *args = (c->flags & CMD_HEAP) ? c->u.call.heap : (void *)cmd_args(c);
       mx_status st = c->u.call.fn(args, c->size);
       if (MX__UNLIKELY(st != MX_OK))
-        mx__stream_fail(b, c->seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s",
-                        mx__cmd_no(b->chan, c->seq),
-                        c->kind == CMD_KERNEL ? "kernel" : "host callback", mx_status_string(st));
+        mx__stream_fail(b, c->seq, st, -1, -1, "command %" PRIu64 " (%s%s%s%s) failed: %s",
+                        mx__cmd_no(b->chan, c->seq), c->kind == CMD_KERNEL ? "kernel" : "host callback",
+                        MX__QUOTE(c->u.call.name), mx_status_string(st));
       break;
     }
     case CMD_COPY:
       if (c->flags & CMD_INJECT) {
         mx__stream_fail(b, c->seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64
-                        " (asynchronous copy of %zu bytes) failed: injected "
+                        "command %" PRIu64 " (asynchronous copy of %zu bytes%s%s%s%s) failed: injected "
                         "fault (copy:%" PRIu64 ")",
-                        mx__cmd_no(b->chan, c->seq), c->u.copy.n, dev->fault_nth[MX_FAULT_COPY]);
+                        mx__cmd_no(b->chan, c->seq), c->u.copy.n, c->u.copy.name ? " of" : "",
+                        MX__QUOTE(c->u.copy.name), dev->fault_nth[MX_FAULT_COPY]);
       } else if (c->u.copy.n) {
         memmove(c->u.copy.dst, c->u.copy.src, c->u.copy.n);
       }
@@ -463,10 +474,10 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
     case CMD_MEMSET:
       if (c->flags & CMD_INJECT) {
         mx__stream_fail(b, c->seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64
-                        " (asynchronous memset of %zu bytes) failed: injected "
+                        "command %" PRIu64 " (asynchronous memset of %zu bytes%s%s%s%s) failed: injected "
                         "fault (copy:%" PRIu64 ")",
-                        mx__cmd_no(b->chan, c->seq), c->u.set.n, dev->fault_nth[MX_FAULT_COPY]);
+                        mx__cmd_no(b->chan, c->seq), c->u.set.n, c->u.set.name ? " of" : "",
+                        MX__QUOTE(c->u.set.name), dev->fault_nth[MX_FAULT_COPY]);
       } else if (c->u.set.n) {
         memset(c->u.set.dst, c->u.set.value, c->u.set.n);
       }
@@ -840,4 +851,5 @@ const mx__device_ops mx__cpu_device_ops = {
     .model_execute = cpu_model_execute,
     .notify = cpu_notify,
     .info = cpu_info,
+    .call_named = cpu_call_named,
 };

@@ -39,8 +39,8 @@ typedef struct inline_stream {
   size_t scratch_cap;     /* bytes */
 } inline_stream;
 
-static mx_status inline_call(mx_stream *s, mx_hal_fn fn, const void *args, size_t size,
-                             bool kernel) {
+static mx_status inline_call_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size,
+                                   bool kernel, const char *name) {
   inline_stream *is = (inline_stream *)s;
   mx_device *dev = s->dev;
   /* The function may modify its block, so it gets a copy, as on the CPU device. */
@@ -65,18 +65,22 @@ static mx_status inline_call(mx_stream *s, mx_hal_fn fn, const void *args, size_
   if (!mx__stream_failed(s)) {
     if (kernel && dev->fault_nth[MX_FAULT_KERNEL] != 0 && mx__fault_hit(dev, MX_FAULT_KERNEL)) {
       mx__stream_fail(s, seq, MX_ERR_KERNEL, -1, -1,
-                      "command %" PRIu64 " (kernel) failed: injected fault (kernel:%" PRIu64 ")",
-                      mx__cmd_no(s->chan, seq), dev->fault_nth[MX_FAULT_KERNEL]);
+                      "command %" PRIu64 " (kernel%s%s%s) failed: injected fault (kernel:%" PRIu64 ")",
+                      mx__cmd_no(s->chan, seq), MX__QUOTE(name), dev->fault_nth[MX_FAULT_KERNEL]);
     } else {
       mx_status st = fn(copy, size);
       if (st != MX_OK)
-        mx__stream_fail(s, seq, st, -1, -1, "command %" PRIu64 " (%s) failed: %s",
-                        mx__cmd_no(s->chan, seq), kernel ? "kernel" : "host callback",
+        mx__stream_fail(s, seq, st, -1, -1, "command %" PRIu64 " (%s%s%s%s) failed: %s",
+                        mx__cmd_no(s->chan, seq), kernel ? "kernel" : "host callback", MX__QUOTE(name),
                         mx_status_string(st));
     }
   }
   end_cmd(s, seq);
   return MX_OK;
+}
+
+static mx_status inline_call(mx_stream *s, mx_hal_fn fn, const void *args, size_t size, bool kernel) {
+  return inline_call_named(s, fn, args, size, kernel, NULL);
 }
 
 static mx_status inline_submit(mx_stream *s, const mx__op *op) {
@@ -91,20 +95,20 @@ static mx_status inline_submit(mx_stream *s, const mx__op *op) {
     case MX__OP_COPY:
       if (op->inject)
         mx__stream_fail(s, seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64
-                        " (asynchronous copy of %zu bytes) failed: injected "
+                        "command %" PRIu64 " (asynchronous copy of %zu bytes%s%s%s%s) failed: injected "
                         "fault (copy:%" PRIu64 ")",
-                        mx__cmd_no(s->chan, seq), op->n, dev->fault_nth[MX_FAULT_COPY]);
+                        mx__cmd_no(s->chan, seq), op->n, op->name ? " of" : "", MX__QUOTE(op->name),
+                        dev->fault_nth[MX_FAULT_COPY]);
       else if (op->n)
         memmove(op->dst, op->src, op->n);
       break;
     case MX__OP_MEMSET:
       if (op->inject)
         mx__stream_fail(s, seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64
-                        " (asynchronous memset of %zu bytes) failed: injected "
+                        "command %" PRIu64 " (asynchronous memset of %zu bytes%s%s%s%s) failed: injected "
                         "fault (copy:%" PRIu64 ")",
-                        mx__cmd_no(s->chan, seq), op->n, dev->fault_nth[MX_FAULT_COPY]);
+                        mx__cmd_no(s->chan, seq), op->n, op->name ? " of" : "", MX__QUOTE(op->name),
+                        dev->fault_nth[MX_FAULT_COPY]);
       else if (op->n)
         memset(op->dst, op->value, op->n);
       break;
@@ -187,4 +191,5 @@ const mx__device_ops mx__inline_device_ops = {
     .model_execute = inline_model_execute,
     .notify = inline_notify,
     .info = inline_info,
+    .call_named = inline_call_named,
 };
