@@ -2,7 +2,8 @@
  * nn_attention.c twice: ATT_T float (float32, and float16/bfloat16 widened in the workspace)
  * and ATT_T double (float64). The includer defines ATT_T, ATT_SUF (function-name suffix),
  * ATT_IS_FLOAT, ATT_GEMM / ATT_GEMV (the CBLAS routines of the type), ATT_TANH, and the
- * att_plan struct.
+ * att_plan struct; this file undefines those parameters at its end, so the next inclusion can
+ * define them afresh.
  *
  * For each (b, h): scores = scale * Q_h K_g^T over the past rows then the new rows (two GEMMs
  * writing the two column ranges, no concatenation), softcap, mask / causal / padding bias,
@@ -170,3 +171,9 @@ static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const ATT_T *k, 
 #undef ATT_FN
 #undef ATT_CAT
 #undef ATT_CAT2
+#undef ATT_T
+#undef ATT_SUF
+#undef ATT_IS_FLOAT
+#undef ATT_GEMM
+#undef ATT_GEMV
+#undef ATT_TANH

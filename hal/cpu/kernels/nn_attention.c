@@ -173,12 +173,6 @@ static void att_present(const att_plan *p, const void *past, const void *cur, in
 #define ATT_GEMV cblas_sgemv
 #define ATT_TANH tanhf
 #include "hal/cpu/kernels/nn-attention-impl.h"
-#undef ATT_T
-#undef ATT_SUF
-#undef ATT_IS_FLOAT
-#undef ATT_GEMM
-#undef ATT_GEMV
-#undef ATT_TANH
 
 #define ATT_T double
 #define ATT_SUF f64
@@ -187,12 +181,6 @@ static void att_present(const att_plan *p, const void *past, const void *cur, in
 #define ATT_GEMV cblas_dgemv
 #define ATT_TANH tanh
 #include "hal/cpu/kernels/nn-attention-impl.h"
-#undef ATT_T
-#undef ATT_SUF
-#undef ATT_IS_FLOAT
-#undef ATT_GEMM
-#undef ATT_GEMV
-#undef ATT_TANH
 
 /* Workspace: the score matrix of one head, plus float32 copies of every float input and of Y
  * for 16-bit types. */
