@@ -24,6 +24,16 @@ static mx_graph *small_block(void) {
   return g;
 }
 
+/* Compiles g (default options) into *p and saves it to a malloc'd in-memory image of *n bytes
+ * (free it). */
+static unsigned char *compiled_image(mx_graph *g, mx_static_plan **p, size_t *n) {
+  mx_error err;
+  cr_assert_eq(mx_static_compile(g, NULL, p, &err), MX_OK);
+  unsigned char *img;
+  cr_assert_eq(mx_mxm_save_memory(*p, (void **)&img, n, &err), MX_OK);
+  return img;
+}
+
 /* Runs plan p on seeded inputs; returns outputs (host, caller releases). */
 static void run_plan(mx_device *dev, const mx_static_plan *p, const mx_graph *g, mx_tensor *out) {
   mx_static_model *m;
@@ -139,10 +149,8 @@ Test(static_mxm, truncated_and_flipped_files_are_rejected) {
   cr_assert_eq(mxt_block_build(&cfg, &g), MX_OK);
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK);
-  unsigned char *img;
   size_t n;
-  cr_assert_eq(mx_mxm_save_memory(p, (void **)&img, &n, &err), MX_OK);
+  unsigned char *img = compiled_image(g, &p, &n);
   mx_static_plan *q = NULL;
   cr_assert_eq(mx_mxm_load_memory(img, n, "good", &q, &err), MX_OK, "%s", err.message);
   mx_static_plan_destroy(q);
@@ -268,10 +276,8 @@ Test(static_mxm, crafted_plans_are_rejected) {
   mx_graph *g = small_block();
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK);
-  unsigned char *img;
   size_t n;
-  cr_assert_eq(mx_mxm_save_memory(p, (void **)&img, &n, &err), MX_OK);
+  unsigned char *img = compiled_image(g, &p, &n);
   cr_assert_eq(load_edited(img, n, e_nothing, &err), MX_OK, "%s", err.message);
   static const struct {
     const char *what;
@@ -303,10 +309,8 @@ Test(static_mxm, newer_reader_needed) {
   mx_graph *g = small_block();
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK);
-  unsigned char *img;
   size_t n;
-  cr_assert_eq(mx_mxm_save_memory(p, (void **)&img, &n, &err), MX_OK);
+  unsigned char *img = compiled_image(g, &p, &n);
   uint32_t hsz = (uint32_t)img[12] | (uint32_t)img[13] << 8;
   Mxm__FileHeader *h = mxm__file_header__unpack(NULL, hsz, img + 24);
   h->min_reader_version = 99;
