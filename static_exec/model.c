@@ -522,25 +522,14 @@ uint64_t mx_static_model_fm_size(const mx_static_model *m) { return m ? m->fm_by
 size_t mx_static_model_input_count(const mx_static_model *m) { return m ? m->n_inputs : 0; }
 size_t mx_static_model_output_count(const mx_static_model *m) { return m ? m->n_outputs : 0; }
 
-static bool io_out(const mx__pio *io, mx_static_io *out) {
-  memset(out, 0, sizeof *out);
-  out->name = io->name;
-  out->dtype = io->dtype;
-  out->rank = io->rank;
-  memcpy(out->dims, io->dims, sizeof out->dims);
-  out->nbytes = io->nbytes;
-  out->frozen = io->frozen;
-  return true;
-}
-
 bool mx_static_model_input(const mx_static_model *m, size_t index, mx_static_io *out) {
   if (!m || !out || index >= m->n_inputs) return false;
-  return io_out(&m->inputs[index], out);
+  return mx__pio_info(&m->inputs[index], out);
 }
 
 bool mx_static_model_output(const mx_static_model *m, size_t index, mx_static_io *out) {
   if (!m || !out || index >= m->n_outputs) return false;
-  return io_out(&m->outputs[index], out);
+  return mx__pio_info(&m->outputs[index], out);
 }
 
 void mx_static_model_stats_get(const mx_static_model *m, mx_static_model_stats *st) {

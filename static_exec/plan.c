@@ -215,7 +215,7 @@ void mx_static_plan_print_report(const mx_static_plan *p, FILE *out) {
   for (uint32_t i = 0; i < p->n_outputs; i++) print_io(out, "output", &p->outputs[i]);
 }
 
-static bool io_info(const mx__pio *io, mx_static_io *out) {
+bool mx__pio_info(const mx__pio *io, mx_static_io *out) {
   memset(out, 0, sizeof *out);
   out->name = io->name;
   out->dtype = io->dtype;
@@ -231,12 +231,12 @@ size_t mx_static_plan_output_count(const mx_static_plan *p) { return p ? p->n_ou
 
 bool mx_static_plan_input(const mx_static_plan *p, size_t index, mx_static_io *out) {
   if (!p || !out || index >= p->n_inputs) return false;
-  return io_info(&p->inputs[index], out);
+  return mx__pio_info(&p->inputs[index], out);
 }
 
 bool mx_static_plan_output(const mx_static_plan *p, size_t index, mx_static_io *out) {
   if (!p || !out || index >= p->n_outputs) return false;
-  return io_info(&p->outputs[index], out);
+  return mx__pio_info(&p->outputs[index], out);
 }
 
 size_t mx_static_plan_task_count(const mx_static_plan *p) { return p ? p->n_tasks : 0; }

@@ -116,6 +116,9 @@ static inline uint32_t mx__plan_ids(const mx_static_plan *p) {
 mx_static_alloc_kind mx__plan_id_kind(const mx_static_plan *p, uint32_t id, uint32_t *index);
 /* Size in bytes of the region behind alloc id `id`. */
 uint64_t mx__plan_id_size(const mx_static_plan *p, uint32_t id);
+/* Fills the public description of a plan (or model) input or output; returns true. out->name
+ * borrows io->name. */
+bool mx__pio_info(const mx__pio *io, mx_static_io *out);
 
 /* Deep-copies attributes into a plan's arena (GRAPH attributes are refused). */
 mx_status mx__plan_copy_attrs(mx_static_plan *p, const mx_attr *src, uint32_t n, mx_attr **out,
