@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/grow.h"
+#include "common/heap.h"
 #include "v2runtime/exe_graph.h"
 #include "v2runtime/exe_registry.h"
 
@@ -95,38 +96,6 @@ static int cmp_edge(const void *a, const void *b) {
   return x->to < y->to ? -1 : x->to > y->to;
 }
 
-/* Min-heap on (priority, id) for the priority order. */
-typedef struct heap {
-  uint64_t *k;
-  size_t n;
-} heap;
-
-static void heap_push(heap *h, uint64_t x) {
-  size_t i = h->n++;
-  while (i) {
-    size_t p = (i - 1) / 2;
-    if (h->k[p] <= x) break;
-    h->k[i] = h->k[p];
-    i = p;
-  }
-  h->k[i] = x;
-}
-
-static uint64_t heap_pop(heap *h) {
-  uint64_t top = h->k[0], last = h->k[--h->n];
-  size_t i = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= h->n) break;
-    if (c + 1 < h->n && h->k[c + 1] < h->k[c]) c++;
-    if (last <= h->k[c]) break;
-    h->k[i] = h->k[c];
-    i = c;
-  }
-  if (h->n) h->k[i] = last;
-  return top;
-}
-
 void mx__exe_graph_release(mx_exe_graph *g) {
   if (!g) return;
   free(g->nodes);
@@ -148,7 +117,8 @@ mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *e
     if (b->io[i] + 1 > max_value) max_value = b->io[i] + 1;
   uint32_t *writer = malloc((max_value ? max_value : 1) * sizeof *writer);
   edge *all = NULL;
-  heap h = {NULL, 0};
+  uint64_t *heap = NULL; /* ready nodes keyed (priority << 32 | id) */
+  size_t n_heap = 0;
   size_t n_all = 0;
   if (!writer) goto oom;
   for (uint32_t v = 0; v < max_value; v++) writer[v] = UINT32_MAX;
@@ -190,8 +160,8 @@ mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *e
   g->succ = malloc((n_all ? n_all : 1) * sizeof *g->succ);
   g->indegree = calloc(n ? n : 1, sizeof *g->indegree);
   g->order = malloc((n ? n : 1) * sizeof *g->order);
-  h.k = malloc((n ? n : 1) * sizeof *h.k);
-  if (!g->nodes || !g->io || !g->attr_data || !g->succ_start || !g->succ || !g->indegree || !g->order || !h.k)
+  heap = malloc((n ? n : 1) * sizeof *heap);
+  if (!g->nodes || !g->io || !g->attr_data || !g->succ_start || !g->succ || !g->indegree || !g->order || !heap)
     goto oom;
   if (b->n_io) memcpy(g->io, b->io, b->n_io * sizeof *g->io);
   g->n_io = b->n_io;
@@ -226,14 +196,14 @@ mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *e
   if (!indeg) goto oom;
   if (n) memcpy(indeg, g->indegree, n * sizeof *indeg);
   for (uint32_t i = 0; i < n; i++)
-    if (!indeg[i]) heap_push(&h, ((uint64_t)g->nodes[i].priority << 32) | i);
+    if (!indeg[i]) mx__heap_u64_push(heap, &n_heap, ((uint64_t)g->nodes[i].priority << 32) | i);
   uint32_t done_n = 0;
-  while (h.n) {
-    uint32_t x = (uint32_t)heap_pop(&h);
+  while (n_heap) {
+    uint32_t x = (uint32_t)mx__heap_u64_pop(heap, &n_heap);
     g->order[done_n++] = x;
     for (uint32_t e = g->succ_start[x]; e < g->succ_start[x + 1]; e++) {
       uint32_t s = g->succ[e];
-      if (--indeg[s] == 0) heap_push(&h, ((uint64_t)g->nodes[s].priority << 32) | s);
+      if (--indeg[s] == 0) mx__heap_u64_push(heap, &n_heap, ((uint64_t)g->nodes[s].priority << 32) | s);
     }
   }
   free(indeg);
@@ -246,7 +216,7 @@ mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *e
 oom:
   st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory building an execution graph");
 done:
-  free(h.k);
+  free(heap);
   free(all);
   free(writer);
   if (st != MX_OK) mx__exe_graph_release(g);
