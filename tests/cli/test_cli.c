@@ -5,33 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "mixrt/models.h"
 #include "mixrt/onnx.h"
 #include "mixrt/reference.h"
+#include "support/cli_run.h"
 
-#define MIXRT_BIN MIXRT_BINARY_DIR "/tools/mixrt"
 #define WORK_DIR MIXRT_BINARY_DIR "/tests/cli-work"
 
-/* Runs `mixrt <args>` (stderr folded into stdout); returns the exit code, output in buf. */
+/* Runs `mixrt <args>`; returns the exit code, output in buf. */
 static int run(char *buf, size_t cap, const char *args) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "%s %s 2>&1", MIXRT_BIN, args);
-  FILE *p = popen(cmd, "r");
-  cr_assert_not_null(p, "cannot start %s", cmd);
-  size_t n = fread(buf, 1, cap - 1, p);
-  buf[n] = '\0';
-  int status = pclose(p);
-  cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
-  return WEXITSTATUS(status);
+  int rc = mxt_cli_run(buf, cap, args);
+  cr_assert_geq(rc, 0, "%s", buf);
+  return rc;
 }
 
 /* Writes the encoder fixture to WORK_DIR/<name>.onnx and returns its path. */
 static const char *write_fixture(const char *name) {
   static char path[512];
-  mkdir(MIXRT_BINARY_DIR "/tests", 0755);
-  mkdir(WORK_DIR, 0755);
+  mxt_make_work_dir("cli-work");
   snprintf(path, sizeof path, "%s/%s.onnx", WORK_DIR, name);
   mx_graph *g;
   mx_error err;
@@ -67,12 +59,8 @@ Test(cli, usage_errors_exit_2) {
 Test(cli, runtime_errors_exit_1_and_name_the_file) {
   cr_assert_eq(run(out, sizeof out, "inspect /nonexistent/model.onnx"), 1);
   cr_assert(strstr(out, "/nonexistent/model.onnx"), "%s", out);
+  mxt_make_work_dir("cli-work");
   FILE *f = fopen(WORK_DIR "/garbage.onnx", "wb");
-  if (!f) {
-    mkdir(MIXRT_BINARY_DIR "/tests", 0755);
-    mkdir(WORK_DIR, 0755);
-    f = fopen(WORK_DIR "/garbage.onnx", "wb");
-  }
   cr_assert_not_null(f);
   fputs("this is not a protobuf \xff\xff\xff\xff", f);
   fclose(f);

@@ -10,27 +10,20 @@
 #include <unistd.h>
 
 #include "mixrt/onnx.h"
+#include "support/cli_run.h"
 #include "models/models_support.h"
 
-#define MIXRT_BIN MIXRT_BINARY_DIR "/tools/mixrt"
 #define WORK_DIR MIXRT_BINARY_DIR "/tests/models-work"
 
 static char out[1 << 16];
 
-/* Runs `mixrt <args>` (stderr folded into stdout); returns the exit code, output in out. */
+/* Runs `mixrt <args>`; returns the exit code, output in out. */
 static int run(const char *args) {
-  if (access(MIXRT_BIN, X_OK) != 0) cr_skip_test("%s is not built", MIXRT_BIN);
-  mkdir(MIXRT_BINARY_DIR "/tests", 0755);
-  mkdir(WORK_DIR, 0755);
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "%s %s 2>&1", MIXRT_BIN, args);
-  FILE *p = popen(cmd, "r");
-  cr_assert_not_null(p, "cannot start %s", cmd);
-  size_t n = fread(out, 1, sizeof out - 1, p);
-  out[n] = '\0';
-  int status = pclose(p);
-  cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
-  return WEXITSTATUS(status);
+  if (!mxt_cli_available()) cr_skip_test("%s is not built", MXT_MIXRT_BIN);
+  mxt_make_work_dir("models-work");
+  int rc = mxt_cli_run(out, sizeof out, args);
+  cr_assert_geq(rc, 0, "%s", out);
+  return rc;
 }
 
 /* Loads a written file and infers it; returns the graph. */

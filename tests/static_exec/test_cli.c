@@ -13,30 +13,22 @@
 #include "block.h"
 #include "mixrt/models.h"
 #include "mixrt/onnx.h"
+#include "support/cli_run.h"
 
-#define MIXRT_BIN MIXRT_BINARY_DIR "/tools/mixrt"
 #define WORK_DIR MIXRT_BINARY_DIR "/tests/static-cli-work"
 
 static char out[1 << 16];
 
 static void need_binary(void) {
-  struct stat sb;
-  if (stat(MIXRT_BIN, &sb) != 0) cr_skip_test("%s was not built", MIXRT_BIN);
-  mkdir(MIXRT_BINARY_DIR "/tests", 0755);
-  mkdir(WORK_DIR, 0755);
+  if (!mxt_cli_available()) cr_skip_test("%s was not built", MXT_MIXRT_BIN);
+  mxt_make_work_dir("static-cli-work");
 }
 
-/* Runs `mixrt <args>` (stderr folded into stdout); returns the exit code, output in out. */
+/* Runs `mixrt <args>`; returns the exit code, output in out. */
 static int run(const char *args) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "%s %s 2>&1", MIXRT_BIN, args);
-  FILE *p = popen(cmd, "r");
-  cr_assert_not_null(p, "cannot start %s", cmd);
-  size_t n = fread(out, 1, sizeof out - 1, p);
-  out[n] = '\0';
-  int status = pclose(p);
-  cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
-  return WEXITSTATUS(status);
+  int rc = mxt_cli_run(out, sizeof out, args);
+  cr_assert_geq(rc, 0, "%s", out);
+  return rc;
 }
 
 /* The first output line of a `mixrt run` (name, dtype, shape, first values). */
