@@ -357,6 +357,7 @@ static void peers_dir(const llm_args *a, char *buf, size_t cap) {
  * p->reason says why (the benchmark then runs without ONNX Runtime). */
 static void peer_start(const llm_args *a, peer *p) {
   char dir[1024], script[1100], modules[1100];
+  int in[2] = {-1, -1}, out[2] = {-1, -1}; /* pipe ends not yet handed to a FILE or the child */
   peers_dir(a, dir, sizeof dir);
   snprintf(script, sizeof script, "%s/ort_runner.js", dir);
   snprintf(modules, sizeof modules, "%s/node_modules/onnxruntime-node/package.json", dir);
@@ -368,16 +369,9 @@ static void peer_start(const llm_args *a, peer *p) {
     snprintf(p->reason, sizeof p->reason, "onnxruntime-node is not installed in %s (run make bench-deps)", dir);
     return;
   }
-  int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) != 0) {
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
     snprintf(p->reason, sizeof p->reason, "pipe: %s", strerror(errno));
-    return;
-  }
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    snprintf(p->reason, sizeof p->reason, "pipe: %s", strerror(errno));
-    close(in[0]);
-    close(in[1]);
-    return;
+    goto fail;
   }
   fflush(stdout);
   pid_t pid = fork();
@@ -388,34 +382,41 @@ static void peer_start(const llm_args *a, peer *p) {
     fprintf(stderr, "mixrt bench llm: cannot run %s: %s\n", a->node, strerror(errno));
     _exit(127);
   }
-  close(in[0]);
-  close(out[1]);
   if (pid < 0) {
     snprintf(p->reason, sizeof p->reason, "fork: %s", strerror(errno));
-    close(in[1]);
-    close(out[0]);
-    return;
+    goto fail;
   }
   p->pid = pid;
-  p->to = fdopen(in[1], "w");
-  p->from = fdopen(out[0], "r");
-  if (!p->to || !p->from) {
-    if (!p->to) close(in[1]);
-    if (!p->from) close(out[0]);
+  close(in[0]);
+  close(out[1]);
+  in[0] = out[1] = -1;
+  if (!(p->to = fdopen(in[1], "w"))) {
     snprintf(p->reason, sizeof p->reason, "fdopen: %s", strerror(errno));
-    peer_stop(p);
-    return;
+    goto fail;
   }
+  in[1] = -1;
+  if (!(p->from = fdopen(out[0], "r"))) {
+    snprintf(p->reason, sizeof p->reason, "fdopen: %s", strerror(errno));
+    goto fail;
+  }
+  out[0] = -1;
   ssize_t got = getline(&p->line, &p->line_cap, p->from);
   if (got < 0 || strncmp(p->line, "ready ", 6) != 0) {
     if (p->line && got < 0) p->line[0] = '\0'; /* nothing was read: the buffer holds no string */
     if (p->line) p->line[strcspn(p->line, "\r\n")] = '\0';
     snprintf(p->reason, sizeof p->reason, "%s did not start the ONNX Runtime peer%s%s", a->node,
              p->line && *p->line ? ": " : " (is Node.js installed? run make bench-deps)", p->line ? p->line : "");
-    peer_stop(p);
-    return;
+    goto fail;
   }
   if (sscanf(p->line + 6, "%63s %63s", p->version, p->node_version) != 2) snprintf(p->version, sizeof p->version, "?");
+  return;
+fail:
+  /* Raw pipe ends first, so a started child sees end-of-file and exits before it is waited for. */
+  for (int k = 0; k < 2; k++) {
+    if (in[k] >= 0) close(in[k]);
+    if (out[k] >= 0) close(out[k]);
+  }
+  peer_stop(p);
 }
 
 /* Parses the times of a "run" reply into samples[0..n) (ns); false when fewer came back. */
@@ -459,21 +460,22 @@ static mx_status write_inputs(mx_session *s, const char *dir, const mx_tensor *i
 static mx_status write_identity(const char *path, mx_error *err) {
   mx_graph *g;
   mx_status st = mx_graph_create("identity", &g);
-  if (st != MX_OK) return st;
+  if (st != MX_OK) {
+    snprintf(err->message, sizeof err->message, "creating the Identity model: %s", mx_status_string(st));
+    return st;
+  }
   mx_shape shape = {.rank = 1, .dims = {1}};
   mx_value_id x, y;
   const char *out_names[1] = {"y"};
-  if ((st = mx_graph_add_input(g, "x", MX_FLOAT32, &shape, &x)) != MX_OK) goto fail;
   mx_node_desc d = {.op_type = "Identity", .name = "identity", .inputs = &x, .n_inputs = 1, .output_names = out_names,
                     .n_outputs = 1};
-  if ((st = mx_graph_add_node(g, &d, &y)) != MX_OK || (st = mx_graph_add_output(g, y)) != MX_OK ||
-      (st = mx_graph_infer(g)) != MX_OK)
-    goto fail;
+  if ((st = mx_graph_add_input(g, "x", MX_FLOAT32, &shape, &x)) != MX_OK || (st = mx_graph_add_node(g, &d, &y)) != MX_OK ||
+      (st = mx_graph_add_output(g, y)) != MX_OK || (st = mx_graph_infer(g)) != MX_OK) {
+    snprintf(err->message, sizeof err->message, "building the Identity model: %s", mx_graph_last_error(g));
+    goto destroy_graph;
+  }
   st = mx_onnx_save_file(g, path, err);
-  mx_graph_destroy(g);
-  return st;
-fail:
-  snprintf(err->message, sizeof err->message, "building the Identity model: %s", mx_graph_last_error(g));
+destroy_graph:
   mx_graph_destroy(g);
   return st;
 }
@@ -932,6 +934,23 @@ static mx_session *open_session(const llm_args *a, mx_device *dev, int64_t stati
   return s;
 }
 
+/* Builds the decode step of cfg, infers it and writes it as ONNX to path; *nodes receives its
+ * node count. */
+static mx_status write_model(const mx_llama_config *cfg, const char *path, size_t *nodes, mx_error *err) {
+  mx_graph *g;
+  mx_status st = mx_model_llama(cfg, &g, err);
+  if (st != MX_OK) return st;
+  if ((st = mx_graph_infer(g)) != MX_OK) {
+    snprintf(err->message, sizeof err->message, "inferring the model: %s", mx_graph_last_error(g));
+    goto destroy_graph;
+  }
+  *nodes = mx_graph_node_count(g);
+  st = mx_onnx_save_file(g, path, err);
+destroy_graph:
+  mx_graph_destroy(g);
+  return st;
+}
+
 /* Writes configuration `which` as ONNX and measures every past length. */
 static int measure_config(const llm_args *a, peer *p, mx_device *dev, const char *dir, int which,
                           config_result *cr) {
@@ -942,18 +961,8 @@ static int measure_config(const llm_args *a, peer *p, mx_device *dev, const char
   char path[1100];
   snprintf(path, sizeof path, "%s/%s.onnx", dir, c.name);
   mx_error err;
-  mx_graph *g;
   int rc = MX_EXIT_OK;
-  if (mx_model_llama(&cr->cfg, &g, &err) != MX_OK) return mx_cli_runtime_error(CMD, "%s", err.message);
-  if (mx_graph_infer(g) != MX_OK) {
-    rc = mx_cli_runtime_error(CMD, "inferring the %s model: %s", c.name, mx_graph_last_error(g));
-    mx_graph_destroy(g);
-    return rc;
-  }
-  cr->nodes = mx_graph_node_count(g);
-  mx_status st = mx_onnx_save_file(g, path, &err);
-  mx_graph_destroy(g);
-  if (st != MX_OK) return mx_cli_runtime_error(CMD, "%s", err.message);
+  if (write_model(&cr->cfg, path, &cr->nodes, &err) != MX_OK) return mx_cli_runtime_error(CMD, "%s", err.message);
   if (a->systems[SYS_REFERENCE] && mx_onnx_load_file(path, &c.ref, &err) != MX_OK)
     return mx_cli_runtime_error(CMD, "%s", err.message);
   if (a->systems[SYS_HYBRID] && !(c.sessions[0] = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, path, &rc)))
