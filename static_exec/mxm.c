@@ -10,10 +10,12 @@
  * failure is MX_ERR_MALFORMED naming the file, except a file written for a newer reader
  * (MX_ERR_UNSUPPORTED). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "graph/ops/op.h"
 #include "proto/mixrt_model.pb-c.h"
@@ -723,21 +725,29 @@ free_plan:
   return st;
 }
 
-/* Reads a whole file into a malloc'd buffer. */
+/* Reads a whole file into a malloc'd buffer. The file is opened without blocking and must be a
+ * regular file: a FIFO planted where a model or its weights should be (nobody writing to it)
+ * fails at once instead of blocking the open forever. */
 static mx_status read_all(const char *path, unsigned char **data, size_t *size, mx_error *err) {
   *data = NULL;
   *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return mx__fail(err, MX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return mx__fail(err, MX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   mx_status st = MX_OK;
   struct stat sb;
-  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 0 ||
+  FILE *f = NULL;
+  unsigned char *buf = NULL;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 0 ||
       (uint64_t)sb.st_size > (uint64_t)SIZE_MAX - 1) {
     st = mx__fail(err, MX_ERR_IO, "'%s' is not a readable regular file", path);
     goto close_file;
   }
+  if (!(f = fdopen(fd, "rb"))) {
+    st = mx__fail(err, MX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    goto close_file;
+  }
   size_t n = (size_t)sb.st_size;
-  unsigned char *buf = malloc(n ? n : 1);
+  buf = malloc(n ? n : 1);
   if (!buf) {
     st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "'%s': out of host memory for %zu bytes", path, n);
     goto close_file;
@@ -750,7 +760,10 @@ static mx_status read_all(const char *path, unsigned char **data, size_t *size, 
   *data = buf;
   *size = n;
 close_file:
-  fclose(f);
+  if (f)
+    fclose(f); /* closes fd too */
+  else
+    close(fd);
   return st;
 }
 
