@@ -348,6 +348,8 @@ struct mx_device {
   pthread_mutex_t mem_lock;      /* guards the memory fields */
   mx__mem_node *mem_root;        /* live allocations and registered buffers, by address */
   uint64_t mem_in_use, mem_peak; /* bytes (reserved before the host allocation happens) */
+  uint64_t mem_capacity;         /* bytes the device can ever provide: the host's physical memory
+                                    (device memory is host RAM); larger requests are refused */
   uint64_t mem_allocs, mem_frees, mem_live; /* counts since creation, and live now */
   uint64_t mem_rng;                         /* treap priority generator */
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hal/hal-impl.h"
 
@@ -151,6 +152,8 @@ mx_status mx_device_create(const mx_device_options *o, mx_device **out, mx_error
   dev->opt = opt;
   dev->spin_ns = opt.spin_ns;
   dev->check = check;
+  long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  dev->mem_capacity = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : UINT64_MAX;
   for (int i = 0; i < MX_FAULT_POINT_COUNT; i++) {
     dev->fault_nth[i] = opt.fault_nth[i];
     dev->faults |= opt.fault_nth[i] != 0;

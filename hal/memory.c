@@ -213,6 +213,15 @@ mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr)
                            "(alloc:%" PRIu64 ")",
                            size, dev->fault_nth[MX_FAULT_ALLOC]);
 
+  /* Refused before asking the host: an absurd size (a corrupt or hostile shape) must not reach
+   * the host allocator, which may grant it lazily and fail only when the memory is touched. */
+  uint64_t cap = dev->mem_capacity, lim = dev->opt.memory_limit;
+  if (size > cap && (!lim || lim >= cap)) /* a smaller limit refuses it below, and says so */
+    return mx__device_fail(dev, MX_ERR_DEVICE_OOM,
+                           "mx_device_alloc: %zu bytes requested, more than the device has (%" PRIu64
+                           " bytes of host memory)",
+                           size, dev->mem_capacity);
+
   mx_status st = MX_OK;
   void *block = NULL;
   mx__mem_node *node = malloc(sizeof *node);

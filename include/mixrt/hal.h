@@ -141,7 +141,9 @@ void mx_device_memory_reset_peak(mx_device *dev);
 
 /* Allocates `size` bytes of device memory aligned to `align` (a power of two; 0 = 64). The
  * memory is uninitialised and owned by the caller until mx_device_free. Fails with
- * MX_ERR_DEVICE_OOM when the memory limit would be exceeded or the host is out of memory. */
+ * MX_ERR_DEVICE_OOM when the memory limit would be exceeded, when `size` is more than the
+ * device's memory (on the CPU devices: the host's physical memory) or when the host is out of
+ * memory. */
 mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr);
 
 /* Frees device memory from mx_device_alloc at once. Work still queued that uses it is the
