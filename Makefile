@@ -2,10 +2,13 @@
 #   make deps    install missing Debian packages (scripts/deps.sh)
 #   make build   configure + build the Release tree in build/
 #   make debug   configure + build the Debug tree in build-debug/
-#   make test    deps + build + every test (ctest), failing on any failure
+#   make test    deps + build + every test (ctest), then the sanitizer suites (asan, tsan) and
+#                the fuzz targets for FUZZ_SECONDS each (fuzz); fails on any failure or report
 #   make demo    deps + build + the main job on a built-in model
-#   make asan    build + test with AddressSanitizer/UBSan in build-asan/
-#   make tsan    build + test with ThreadSanitizer in build-tsan/
+#   make asan    build + every test with AddressSanitizer/UBSan in build-asan/
+#   make tsan    build + the concurrency-labelled tests with ThreadSanitizer in build-tsan/
+#   make fuzz    build the libFuzzer targets with clang (build-fuzz/) and run each for
+#                FUZZ_SECONDS (default 60) on seed corpora (fuzz/run.sh; docs/reliability.md)
 #   make bench-deps  Node.js, npm, gnuplot and the pinned onnxruntime-node (scripts/bench-deps.sh)
 #   make bench   build + bench-deps + mixrt bench llm (JSON and table in build/) + the plot
 #   make clean   remove the build trees
@@ -13,8 +16,9 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build debug test demo asan tsan clean bench-deps bench
+.PHONY: all deps build debug test demo asan tsan fuzz clean bench-deps bench
 
 all: build
 
@@ -33,6 +37,9 @@ debug: deps
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) --no-print-directory asan
+	$(MAKE) --no-print-directory tsan
+	$(MAKE) --no-print-directory fuzz
 
 demo: build
 	./$(BUILD)/tools/mixrt demo
@@ -47,6 +54,9 @@ tsan: deps
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L concurrency
 
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) sh fuzz/run.sh
+
 bench-deps:
 	@sh scripts/bench-deps.sh
 
@@ -56,4 +66,4 @@ bench: build bench-deps
 	@echo "bench: $(BUILD)/bench-llm.json, $(BUILD)/bench-llm.dat, $(BUILD)/llm_latency.png"
 
 clean:
-	rm -rf build build-debug build-asan build-tsan
+	rm -rf build build-debug build-asan build-tsan build-fuzz

@@ -83,7 +83,7 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-Test(onnx_conformance, every_model_imports_and_matches_its_data, .timeout = 120) {
+Test(onnx_conformance, every_model_imports_and_matches_its_data) {
   mxt_onnx_case *cases;
   size_t n = load_cases(&cases);
   size_t imported = 0, tensors = 0;

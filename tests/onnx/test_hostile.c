@@ -590,7 +590,7 @@ Test(onnx_hostile, external_data_sizes_are_checked) {
   mxb_free(&b);
 }
 
-Test(onnx_hostile, external_data_in_a_fifo_does_not_hang, .timeout = 30) {
+Test(onnx_hostile, external_data_in_a_fifo_does_not_hang) {
   mxb b = {0};
   char *dir = temp_dir();
   char *fifo = path_in(dir, "pipe.bin");

@@ -146,7 +146,7 @@ static void load_tensor_bytes(const char *what, const uint8_t *bytes, size_t siz
   free(copy);
 }
 
-Test(onnx_malformed, truncated_models, .timeout = 120) {
+Test(onnx_malformed, truncated_models) {
   mxt_onnx_case *cases;
   size_t n = load_cases(&cases), ok = 0, failed = 0;
   for (size_t c = 0; c < n; c++) {
@@ -166,7 +166,7 @@ Test(onnx_malformed, truncated_models, .timeout = 120) {
   mxt_onnx_node_cases_free(cases, n);
 }
 
-Test(onnx_malformed, mutated_models, .timeout = 120) {
+Test(onnx_malformed, mutated_models) {
   mxt_onnx_case *cases;
   size_t n = load_cases(&cases), ok = 0, failed = 0;
   for (size_t c = 0; c < n; c++) {
@@ -192,7 +192,7 @@ Test(onnx_malformed, mutated_models, .timeout = 120) {
   mxt_onnx_node_cases_free(cases, n);
 }
 
-Test(onnx_malformed, truncated_and_mutated_tensor_files, .timeout = 120) {
+Test(onnx_malformed, truncated_and_mutated_tensor_files) {
   mxt_onnx_case *cases;
   size_t n = load_cases(&cases), ok = 0, failed = 0;
   for (size_t c = 0; c < n; c++) {
@@ -287,7 +287,7 @@ static uint8_t *rich_model(mxb *b, const char *dir, size_t *size) {
   return mxb_pack(b, m, size);
 }
 
-Test(onnx_malformed, hand_built_model_with_every_feature, .timeout = 120) {
+Test(onnx_malformed, hand_built_model_with_every_feature) {
   mxb b = {0};
   char dir[] = "/tmp/mixrt-rich-XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
