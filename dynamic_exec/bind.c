@@ -68,6 +68,7 @@ static mx_status check_input(mx_dyn_exec *e, size_t i, const mx_tensor *t) {
   }
   mx__dyn_val *rv = &e->vals[v];
   rv->live = true;
+  rv->live_step = e->step;
   rv->rank = t->rank;
   memset(rv->dims, 0, sizeof rv->dims);
   memcpy(rv->dims, t->dims, (size_t)t->rank * sizeof *t->dims);

@@ -155,6 +155,7 @@ typedef struct mx__dyn_val {
   int8_t upload_stream;    /* stream that uploaded host data this step, -1: none */
   bool live;               /* holds this step's data */
   bool pinned;             /* constants: live for the executor's lifetime, never released */
+  uint64_t live_step;      /* the step whose data a live value holds (mx_dyn_exec.step) */
   void *host_buf;          /* persistent host buffer (owned), host_cap bytes */
   size_t host_cap;
   void *const_dev;         /* constants: device copy made at create (owned, mx_device_alloc) */

@@ -91,12 +91,39 @@ static size_t shape_bytes(const mx__dyn_val *rv, uint32_t esize) {
   return n;
 }
 
+/* True when value v holds data of the current step (constants always do), or when nothing
+ * computes it at run time (no producer, or a skipped one: readers use its symbolic values). */
+static bool ready(const mx_dyn_exec *e, mx_value_id v) {
+  const mx__dyn_val *rv = &e->vals[v];
+  if (rv->pinned || (rv->live && rv->live_step == e->step)) return true;
+  const mx__dyn_pval *pv = &e->plan->vals[v];
+  if (pv->home == MX__DYN_HOME_INPUT) return false;
+  return pv->producer == MX__DYN_NONE || e->plan->ops[pv->producer].kind == MX__DYN_OP_SKIP;
+}
+
+/* The per-op kernels must come in plan order (an op's inputs computed first, its shapes
+ * inferred before its launch). A lowered graph read from a file is checked for its shape, not
+ * for that order, so a damaged one could otherwise launch an op on values this step never
+ * computed: each op checks its inputs (and, at launch, its outputs) and refuses instead. */
+static mx_status check_ready(mx_dyn_exec *e, const mx__dyn_op *op, bool outputs, const char *what) {
+  const mx_node *nd = op->nd;
+  for (uint32_t j = 0; j < op->n_in + (outputs ? op->n_out : 0); j++) {
+    mx_value_id v = j < op->n_in ? nd->inputs[j] : nd->outputs[j - op->n_in];
+    if (v == MX_NO_VALUE || ready(e, v)) continue;
+    return mx__dyn_fail(e, MX_ERR_INVALID_GRAPH, "node '%s' (%s): %s before its %s '%s' was computed this step",
+                        nd->name, nd->op_type, what, j < op->n_in ? "input" : "output", e->g->values[v].name);
+  }
+  return MX_OK;
+}
+
 mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
   const mx_dyn_plan *p = e->plan;
   const mx__dyn_op *op = &p->ops[i];
   if (op->kind == MX__DYN_OP_SKIP) return MX_OK;
   e->cur_op = (uint32_t)i;
-  mx_status st = mx__dyn_shapes(e, i);
+  mx_status st = check_ready(e, op, false, "shape inference");
+  if (st != MX_OK) return st;
+  st = mx__dyn_shapes(e, i);
   if (st != MX_OK) return st;
   const mx_value_id *outs = op->nd->outputs;
   switch (op->kind) {
@@ -107,6 +134,7 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
         if (st != MX_OK) return st;
         rv->host = NULL;
         rv->live = true;
+        rv->live_step = e->step;
         rv->ready_stream = (int8_t)op->stream;
         rv->upload_stream = -1;
       }
@@ -120,6 +148,7 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
         rv->dev = NULL;
         rv->buf = MX__DYN_NONE;
         rv->live = true;
+        rv->live_step = e->step;
         rv->ready_stream = -1;
         rv->upload_stream = -1;
       }
@@ -131,6 +160,7 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
         rv->dev = NULL;
         rv->buf = MX__DYN_NONE;
         rv->live = true;
+        rv->live_step = e->step;
         rv->ready_stream = -1;
         rv->upload_stream = -1;
       }
@@ -148,6 +178,7 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
       rv->ready_stream = in->ready_stream;
       rv->upload_stream = -1;
       rv->live = true;
+      rv->live_step = e->step;
       if (rv->nbytes != in->nbytes)
         return mx__dyn_fail(e, MX_ERR_SHAPE, "node '%s' (%s): output has %zu bytes but input '%s' has %zu",
                             op->nd->name, op->nd->op_type, rv->nbytes, e->g->values[op->nd->inputs[0]].name,
@@ -162,9 +193,10 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
 mx_status mx__dyn_op_launch(mx_dyn_exec *e, size_t i) {
   const mx__dyn_op *op = &e->plan->ops[i];
   e->cur_op = (uint32_t)i;
-  if (op->kind == MX__DYN_OP_DEVICE) return mx__dyn_launch_device(e, i);
-  if (op->kind == MX__DYN_OP_HOST) return mx__dyn_run_host(e, i);
-  return MX_OK;
+  if (op->kind != MX__DYN_OP_DEVICE && op->kind != MX__DYN_OP_HOST) return MX_OK;
+  mx_status st = check_ready(e, op, true, "launched");
+  if (st != MX_OK) return st;
+  return op->kind == MX__DYN_OP_DEVICE ? mx__dyn_launch_device(e, i) : mx__dyn_run_host(e, i);
 }
 
 /* --- step begin / end / abort ----------------------------------------------------------------- */
