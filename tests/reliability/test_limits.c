@@ -41,6 +41,7 @@ Test(limits, inputs_outside_declared_symbol_ranges) {
   char why[512];
   mx_status st = mxr_llama_step(&l, s, 3, MXR_CHECK, why, sizeof why);
   cr_assert_eq(st, MX_ERR_SHAPE, "%s", why);
+  cr_log_info("past_len 9, range [0, 8]: %s", why);
   cr_assert(strstr(why, "past_key_0") && strstr(why, "past_len") && strstr(why, "[0, 8]") && strstr(why, "9"),
             "the message names the input, the symbol, its range and the value: %s", why);
   /* Back inside the range: the session works and is right. */
@@ -71,6 +72,8 @@ Test(limits, huge_and_overflowing_input_dims) {
     mx_status st = mx_session_run(s, in, l.n_io, out, l.n_io);
     cr_assert_neq(st, MX_OK, "case %zu ran", c);
     const char *msg = mx_session_last_error(s);
+    cr_log_info("dims [%lld, %lld, %lld, %lld]: %s: %s", (long long)cases[c][0], (long long)cases[c][1],
+                (long long)cases[c][2], (long long)cases[c][3], mx_status_string(st), msg);
     cr_assert(strstr(msg, "past_key_0"), "case %zu: the message names the input: %s", c, msg);
     for (size_t k = 0; k < l.n_io; k++) cr_assert_null(out[k].data, "case %zu: output %zu left allocated", c, k);
     mx_tensor_release(&in[0]);
@@ -170,6 +173,7 @@ Test(limits, device_out_of_memory_then_smaller_steps_work) {
   /* A limit below the weights: loading fails naming what did not fit; the session stays usable. */
   s = session(16u << 10, NULL, 0);
   cr_assert_neq(mxr_llama_load(&l, s), MX_OK);
+  cr_log_info("16 KiB limit, loading the llama: %s", mx_session_last_error(s));
   cr_assert(strstr(mx_session_last_error(s), "limit"), "%s", mx_session_last_error(s));
   mxr_moe m;
   cr_assert_eq(mxr_moe_init(&m), MX_OK);
