@@ -6,11 +6,13 @@
  * every system loads that same file and gets the same inputs (token 7, seeded random past keys
  * and values of the chosen length). Every system first runs the step once for the correctness
  * comparison (outputs against ONNX Runtime's, and hybrid / all-dynamic against the reference
- * interpreter bit for bit), then a few warm-up steps, then the timed rounds: in each round every
+ * interpreter bit for bit), then warm-up steps, then the timed rounds: in each round every
  * system runs its block of steps, the order rotating from round to round, so slow drifts of
  * the machine hit every system alike. A sample is the wall time of one step as its caller sees
- * it: around mx_session_run (outputs allocated by the session) or mx_reference_run for mixrt,
- * around `await session.run(feeds)` inside the Node process for ONNX Runtime.
+ * it: around mx_session_run (inputs and outputs in device buffers prepared beforehand, or host
+ * tensors with --io host) or mx_reference_run for mixrt, around `await session.run(feeds)`
+ * inside the Node process for ONNX Runtime. Every timed step repeats the same inputs (--mode
+ * fixed), or each system decodes from them, feeding its presents back (--mode decode).
  *
  * ONNX Runtime runs in a persistent Node process (bench/peers/ort_runner.js, package
  * onnxruntime-node installed by `make bench-deps`) spoken to over pipes: one request line, one
