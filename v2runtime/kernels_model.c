@@ -122,7 +122,7 @@ static mx_status k_dyn_destroy(mx_exe_run *run, const mx_exe_node *n) {
 /* --- feeding inputs ------------------------------------------------------------------------- */
 
 static mx_status k_feed_input(mx_exe_run *run, const mx_exe_node *n) {
-  uint64_t t0 = mx__now_ns();
+  uint64_t t0 = mx__ticks();
   mx_step *step = STEP(run);
   mx_session *s = step->s;
   mx_program *p = s->prog;
@@ -171,7 +171,7 @@ static mx_status k_feed_input(mx_exe_run *run, const mx_exe_node *n) {
   rv->t = *t;
   rv->t.name = decl->name;
   rv->owned = false;
-  step->host_ns += mx__now_ns() - t0;
+  step->host_ticks += mx__ticks() - t0;
   return MX_OK;
 }
 
@@ -273,7 +273,7 @@ static mx_status k_bind_symbols(mx_exe_run *run, const mx_exe_node *n) {
   mx_step *step = STEP(run);
   mx_program *p = step->s->prog;
   mx_rt_call *c = call_of(run, n);
-  step->dynamic_ns -= mx__now_ns();
+  step->dynamic_ticks -= mx__ticks();
   for (uint32_t k = 0; k < c->n_in; k++) c->args_in[k] = p->values[c->in_values[k]].t;
   mx_status st = wait_producers(run, c);
   if (st != MX_OK) return st;
@@ -359,7 +359,7 @@ static mx_status k_dyn_step_end(mx_exe_run *run, const mx_exe_node *n) {
     rv->t.name = p->root->values[c->out_values[j]].name;
     rv->owned = !caller && rv->t.data != NULL;
   }
-  step->dynamic_ns += mx__now_ns();
+  step->dynamic_ticks += mx__ticks();
   return MX_OK;
 }
 
@@ -383,7 +383,7 @@ static mx_status k_free_value(mx_exe_run *run, const mx_exe_node *n) {
 }
 
 static mx_status k_output_deliver(mx_exe_run *run, const mx_exe_node *n) {
-  uint64_t t0 = mx__now_ns();
+  uint64_t t0 = mx__ticks();
   mx_step *step = STEP(run);
   mx_program *p = step->s->prog;
   uint32_t k = ATTR(n)->op;
@@ -424,7 +424,7 @@ static mx_status k_output_deliver(mx_exe_run *run, const mx_exe_node *n) {
   }
 done:
   o->name = name;
-  step->host_ns += mx__now_ns() - t0;
+  step->host_ticks += mx__ticks() - t0;
   return MX_OK;
 }
 

@@ -99,8 +99,13 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   l->steps = 1;
   l->step_ns = step_ns;
   l->static_executes = execs;
-  l->dynamic_ns = step->dynamic_ns;
-  l->host_ns = step->host_ns;
+  /* Ticks to nanoseconds, by the ratio of both clocks since the session was created. */
+  uint64_t now_ticks = mx__ticks(), now_ns = mx__now_ns();
+  double ns_per_tick = now_ticks > s->tick0 && now_ns > s->ns0
+                           ? (double)(now_ns - s->ns0) / (double)(now_ticks - s->tick0)
+                           : 1.0;
+  l->dynamic_ns = (uint64_t)((double)step->dynamic_ticks * ns_per_tick);
+  l->host_ns = (uint64_t)((double)step->host_ticks * ns_per_tick);
   l->kernels_run = step->kernels;
   for (size_t c = 0; c < p->n_calls; c++) {
     mx_rt_call *call = &p->calls[c];
@@ -201,8 +206,8 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   step->stream = stream ? stream : s->streams[0];
   step->streams[0] = step->stream;
   for (uint32_t k = 1; k < MX_STEP_MAX_STREAMS; k++) step->streams[k] = k < s->n_streams ? s->streams[k] : NULL;
-  step->dynamic_ns = 0;
-  step->host_ns = 0;
+  step->dynamic_ticks = 0;
+  step->host_ticks = 0;
   step->kernels = 0;
   s->last.static_executes = 0;
   st = mx__program_run_graph(s, &p->main, step);

@@ -81,8 +81,8 @@ typedef struct mx_step {
   mx_stream *streams[MX_STEP_MAX_STREAMS]; /* step stream k: 0 the step's own, k > 0 session
                                               stream k */
   int64_t *bindings;          /* symbol values seen this step (INT64_MIN: unbound) */
-  uint64_t dynamic_ns;        /* host time inside dynamic partitions this step */
-  uint64_t host_ns;           /* host time in feed and output kernels this step */
+  uint64_t dynamic_ticks;     /* host time inside dynamic partitions this step (mx__ticks) */
+  uint64_t host_ticks;        /* host time in feed and output kernels this step (mx__ticks) */
   uint64_t kernels;           /* exe kernels run */
 } mx_step;
 
@@ -103,6 +103,7 @@ struct mx_session {
   mx_step step;               /* the step in progress */
   size_t cap_io;              /* capacity of the step's per-io arrays */
   mx_session_stats last, total;
+  uint64_t tick0, ns0;        /* mx__ticks and mx__now_ns at creation: their ratio converts */
   mx_trace trace;             /* recording state (mx_session_trace_begin/end) */
   mx_async async;             /* asynchronous runs */
   mx_event *join[MX_STEP_MAX_STREAMS]; /* per step stream k > 0: joins it back into stream 0 at

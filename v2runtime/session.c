@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "mixrt/onnx.h"
 #include "mixrt/session.h"
@@ -90,6 +91,8 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
   mx_session *s = calloc(1, sizeof *s);
   if (!s) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory creating a session");
   s->n_streams = o->streams;
+  s->tick0 = mx__ticks();
+  s->ns0 = mx__now_ns();
   pthread_mutex_init(&s->trace.lock, NULL);
   mx_status st = copy_options(s, o, err);
   if (st != MX_OK) goto fail;
