@@ -159,6 +159,8 @@ typedef struct mx__dyn_val {
   void *host_buf;          /* persistent host buffer (owned), host_cap bytes */
   size_t host_cap;
   void *const_dev;         /* constants: device copy made at create (owned, mx_device_alloc) */
+  uint32_t bound_out;      /* graph output whose caller buffer (mx_dyn_exec.out_bind) its
+                              producer writes this step, NONE: none */
 } mx__dyn_val;
 
 /* Run-time state of one op. */
@@ -229,6 +231,9 @@ struct mx_dyn_exec {
   void *host_ws;                  /* host kernels' workspace (owned), host_ws_cap bytes */
   size_t host_ws_cap;
   bool *out_alloc;                /* per graph output: allocated by this step's delivery (owned) */
+  mx_tensor *out_bind;            /* per graph output: the caller's buffer bound this step
+                                     (mx__dyn_bind_output; data borrowed, NULL: none) (owned) */
+  uint32_t n_out_bound;           /* entries of out_bind with data set */
   uint32_t *bound_syms;           /* symbols reset at every step start (owned), n_bound */
   size_t n_bound;
   uint32_t cur_op;                /* op being prepared or launched (failure messages) */

@@ -113,7 +113,9 @@ void mx_dyn_exec_destroy(mx_dyn_exec *e);
  *   asynchronously: host data must stay valid until caller_stream reaches the end of the step;
  *   mx_dyn_exec_run synchronizes before returning whenever an output is placed on the host).
  * - outputs[0..n_outputs): one per graph output. With data set, the caller's buffer (placement
- *   says where) receives the result; its dtype, rank and dims must equal the result's. With
+ *   says where) receives the result; its dtype, rank and dims must equal the result's. A device
+ *   buffer is written in place by the op producing the output when mx__dyn_bind_output accepts
+ *   it (no copy), otherwise the result is copied into it. With
  *   data NULL the executor allocates it and the caller owns it: placement MX_HOST gives host
  *   memory (mx_tensor_release), MX_DEVICE a block of mx_dyn_exec_allocator(e) (give it back
  *   with mx_caching_free on the stream of its last use). dtype, rank, dims and name are filled
@@ -149,14 +151,19 @@ typedef struct mx_dyn_exec_stats {
   uint64_t readbacks;       /* device -> host copies of values host code needed */
   uint64_t uploads;         /* host -> device copies of inputs and host values */
   uint64_t event_waits;     /* cross-stream waits queued */
+  uint64_t output_copies;   /* graph outputs copied into a buffer the caller gave (data set) at
+                               the end of a step, instead of being written there in place */
+  uint64_t outputs_in_place; /* graph outputs an op wrote straight into the caller's buffer
+                               (mx__dyn_bind_output): no copy */
 } mx_dyn_exec_stats;
 
 /* Fills *st (caller-owned). */
 void mx_dyn_exec_stats_get(const mx_dyn_exec *e, mx_dyn_exec_stats *st);
 
 /* --- per-op steps (what mx_dyn_exec_run is made of; the V2 runtime calls them directly) ------ *
- * A step is: mx__dyn_step_begin, then for every op i in 0..mx__dyn_op_count(): prepare,
- * launch, sync_shape when mx__dyn_op_needs_sync, free_after; then mx__dyn_step_end. Any
+ * A step is: mx__dyn_step_begin, optionally mx__dyn_bind_output per graph output, then for
+ * every op i in 0..mx__dyn_op_count(): prepare, launch, sync_shape when mx__dyn_op_needs_sync,
+ * free_after; then mx__dyn_step_end. Any
  * failure must be followed by mx__dyn_step_abort. Failures leave their message on the
  * executor. */
 
@@ -174,6 +181,19 @@ bool mx__dyn_op_needs_sync(const mx_dyn_plan *p, size_t i);
  * orders the executor's streams after caller_stream (NULL: the first stream). */
 mx_status mx__dyn_step_begin(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs,
                              mx_stream *caller_stream);
+/* Zero copy for graph output k: the op producing it this step writes straight into buf->data
+ * (device memory of the executor's device, ready when the caller stream reaches the step
+ * start, borrowed until the step ends) instead of into an allocator block that step_end would
+ * copy from. Call it after mx__dyn_step_begin and before the producing op is prepared, and
+ * pass the same buffer to mx__dyn_step_end, which then makes no copy. The binding takes effect
+ * only when the output is computed by a device op that is not data-dependent, buf is MX_DEVICE
+ * with non-empty data, its dtype equals the output's and its dims equal the output's at
+ * prepare time, it overlaps neither a graph input of this step nor another bound buffer, and
+ * no other buffer is bound to the same value; otherwise (an input, an alias of an input, a
+ * host value, another shape) nothing changes and step_end copies as before. buf NULL, data
+ * NULL or a host placement is no binding. A failed step may leave buf partly written. Fails
+ * (MX_ERR_INVALID_ARGUMENT) only outside a step or when k is out of range. */
+mx_status mx__dyn_bind_output(mx_dyn_exec *e, size_t k, const mx_tensor *buf);
 /* InferShape + AllocOutputs of op i: output dims (expressions, run-time inference or upper
  * bound) and output buffers. */
 mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i);

@@ -116,6 +116,72 @@ static mx_status check_ready(mx_dyn_exec *e, const mx__dyn_op *op, bool outputs,
   return MX_OK;
 }
 
+/* True when the caller's buffer bound to value v (rv->bound_out) has v's dtype and current dims
+ * and nbytes > 0. */
+static bool bound_fits(const mx_dyn_exec *e, const mx__dyn_val *rv, mx_value_id v, size_t nbytes) {
+  const mx_tensor *t = &e->out_bind[rv->bound_out];
+  if (!nbytes || t->dtype != e->plan->vals[v].dtype || t->rank != rv->rank) return false;
+  return memcmp(t->dims, rv->dims, (size_t)rv->rank * sizeof *rv->dims) == 0;
+}
+
+/* Start and end (exclusive) of a tensor's bytes; false when it has none. */
+static bool byte_range(const mx_tensor *t, uintptr_t *lo, uintptr_t *hi) {
+  size_t n;
+  if (!t->data || !mx_tensor_nbytes(t, &n) || !n) return false;
+  *lo = (uintptr_t)t->data;
+  *hi = *lo + n;
+  return true;
+}
+
+static bool overlaps(uintptr_t lo, uintptr_t hi, const void *p, size_t n) {
+  return p && n && (uintptr_t)p < hi && lo < (uintptr_t)p + n;
+}
+
+mx_status mx__dyn_bind_output(mx_dyn_exec *e, size_t k, const mx_tensor *buf) {
+  if (!e) return MX_ERR_INVALID_ARGUMENT;
+  if (!e->in_step) return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "binding output %zu outside a step", k);
+  const mx_graph *g = e->g;
+  if (k >= g->n_outputs)
+    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "binding output %zu: graph '%s' has %zu outputs", k, g->name,
+                        g->n_outputs);
+  if (!buf || !buf->data || buf->placement != MX_DEVICE || buf->rank < 0 || buf->rank > MX_MAX_RANK) return MX_OK;
+  mx_value_id v = g->outputs[k];
+  const mx__dyn_pval *pv = &e->plan->vals[v];
+  mx__dyn_val *rv = &e->vals[v];
+  if (rv->bound_out != MX__DYN_NONE || pv->home != MX__DYN_HOME_DEVICE || pv->producer == MX__DYN_NONE ||
+      buf->dtype != pv->dtype)
+    return MX_OK;
+  const mx__dyn_op *op = &e->plan->ops[pv->producer];
+  if (op->kind != MX__DYN_OP_DEVICE || (op->flags & MX__DYN_DATA_DEP)) return MX_OK;
+  /* The producer would overwrite what the step still reads, or another bound output. */
+  uintptr_t lo, hi;
+  if (!byte_range(buf, &lo, &hi)) return MX_OK;
+  for (size_t i = 0; i < g->n_inputs; i++) {
+    const mx__dyn_val *in = &e->vals[g->inputs[i]];
+    if (overlaps(lo, hi, in->dev, in->nbytes) || overlaps(lo, hi, in->host, in->nbytes)) return MX_OK;
+  }
+  for (size_t j = 0; j < g->n_outputs && e->n_out_bound; j++) {
+    uintptr_t blo, bhi;
+    if (j != k && byte_range(&e->out_bind[j], &blo, &bhi) && blo < hi && lo < bhi) return MX_OK;
+  }
+  e->out_bind[k] = *buf;
+  e->n_out_bound++;
+  rv->bound_out = (uint32_t)k;
+  return MX_OK;
+}
+
+/* Forgets every output binding of the step. */
+static void unbind_outputs(mx_dyn_exec *e) {
+  if (!e->n_out_bound) return;
+  const mx_graph *g = e->g;
+  for (size_t k = 0; k < g->n_outputs; k++) {
+    if (!e->out_bind[k].data) continue;
+    e->vals[g->outputs[k]].bound_out = MX__DYN_NONE;
+    e->out_bind[k].data = NULL;
+  }
+  e->n_out_bound = 0;
+}
+
 mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
   const mx_dyn_plan *p = e->plan;
   const mx__dyn_op *op = &p->ops[i];
@@ -130,8 +196,15 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
     case MX__DYN_OP_DEVICE:
       for (uint32_t k = 0; k < op->n_out; k++) {
         mx__dyn_val *rv = &e->vals[outs[k]];
-        st = mx__dyn_alloc_value(e, outs[k], shape_bytes(rv, p->vals[outs[k]].esize), op->stream);
-        if (st != MX_OK) return st;
+        size_t nbytes = shape_bytes(rv, p->vals[outs[k]].esize);
+        if (rv->bound_out != MX__DYN_NONE && bound_fits(e, rv, outs[k], nbytes)) {
+          /* The caller's buffer: borrowed, so nothing is ever freed for it. */
+          rv->dev = e->out_bind[rv->bound_out].data;
+          rv->buf = MX__DYN_NONE;
+        } else {
+          st = mx__dyn_alloc_value(e, outs[k], nbytes, op->stream);
+          if (st != MX_OK) return st;
+        }
         rv->host = NULL;
         rv->live = true;
         rv->live_step = e->step;
@@ -290,6 +363,11 @@ static mx_status deliver(mx_dyn_exec *e, size_t i, mx_tensor *t, bool *need_sync
   }
   t->name = name;
   if (!n) return MX_OK;
+  if (t->data == src_dev) {
+    e->stats.outputs_in_place++; /* written by its producer (mx__dyn_bind_output) */
+    return MX_OK;
+  }
+  if (!e->out_alloc[i]) e->stats.output_copies++;
   if (t->placement == MX_HOST) {
     if (src_host) {
       memcpy(t->data, src_host, n);
@@ -356,6 +434,7 @@ mx_status mx__dyn_step_end(mx_dyn_exec *e, mx_tensor *outputs, size_t n_outputs)
     e->out_alloc[i] = false;
     mx__dyn_value_free(e, g->outputs[i]);
   }
+  unbind_outputs(e);
   /* Blocks freed this step become reusable on other streams once each stream gets here. */
   for (uint32_t k = 0; k < e->n_streams; k++)
     if (e->used_streams & (1u << k)) mx_caching_fence(e->alloc, e->streams[k]);
@@ -397,6 +476,7 @@ void mx__dyn_step_abort(mx_dyn_exec *e) {
   }
   for (size_t i = 0; i < e->plan->n_ops; i++) e->ops[i].shapes_valid = false;
   for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS; k++) e->h2d_pending[k] = false;
+  unbind_outputs(e);
   e->stats.failed_steps++;
   e->in_step = false;
 }
@@ -410,6 +490,8 @@ mx_status mx_dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inpu
                         e->g->n_outputs, n_outputs);
   if (n_outputs && !outputs) return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "outputs is NULL");
   mx_status st = mx__dyn_step_begin(e, inputs, n_inputs, caller_stream);
+  for (size_t k = 0; k < n_outputs && st == MX_OK; k++)
+    if (outputs[k].data && outputs[k].placement == MX_DEVICE) st = mx__dyn_bind_output(e, k, &outputs[k]);
   for (size_t i = 0; i < p->n_ops && st == MX_OK; i++) {
     const mx__dyn_op *op = &p->ops[i];
     if (op->kind == MX__DYN_OP_SKIP) continue;
@@ -445,6 +527,7 @@ static mx_status init_values(mx_dyn_exec *e, mx_error *err) {
     mx__dyn_val *rv = &e->vals[v];
     const mx__dyn_pval *pv = &p->vals[v];
     rv->buf = MX__DYN_NONE;
+    rv->bound_out = MX__DYN_NONE;
     rv->last_stream = rv->ready_stream = rv->upload_stream = -1;
     if (pv->host_cap) {
       mx_status st = mx__dyn_host_reserve(rv, pv->host_cap);
@@ -559,7 +642,8 @@ mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching
   e->info_sv = calloc(2 * nio * MX_SV_MAX, sizeof *e->info_sv);
   e->info_data = calloc(nio, sizeof *e->info_data);
   e->out_alloc = calloc(e->g->n_outputs ? e->g->n_outputs : 1, sizeof *e->out_alloc);
-  if (!e->vals || !e->ops || !e->infos || !e->info_sv || !e->info_data || !e->out_alloc) {
+  e->out_bind = calloc(e->g->n_outputs ? e->g->n_outputs : 1, sizeof *e->out_bind);
+  if (!e->vals || !e->ops || !e->infos || !e->info_sv || !e->info_data || !e->out_alloc || !e->out_bind) {
     st = mx__fail_oom(err, "executor");
     goto destroy_exec;
   }
@@ -620,6 +704,7 @@ void mx_dyn_exec_destroy(mx_dyn_exec *e) {
   free(e->info_sv);
   free(e->info_data);
   free(e->out_alloc);
+  free(e->out_bind);
   free(e->sym_val);
   free(e->sym_prev);
   free(e->bound_syms);

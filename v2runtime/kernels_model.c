@@ -279,6 +279,16 @@ static mx_status k_bind_symbols(mx_exe_run *run, const mx_exe_node *n) {
   if (st != MX_OK) return st;
   c->in_step = true;
   st = mx__dyn_step_begin(c->dexec, c->args_in, c->n_in, call_stream(step, c));
+  /* The ops producing graph outputs write straight into the caller's device buffers (the same
+   * ones DynStepEnd passes, the last match of each value): no copy at the end of the step. */
+  for (uint32_t j = 0; j < c->n_out && st == MX_OK; j++) {
+    const mx_tensor *o = NULL;
+    for (size_t k = 0; k < p->root->n_outputs; k++) {
+      const mx_tensor *ok = step->out_by_graph[k];
+      if (p->root->outputs[k] == c->out_values[j] && ok->data && ok->placement == MX_DEVICE) o = ok;
+    }
+    if (o) st = mx__dyn_bind_output(c->dexec, j, o);
+  }
   return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
 }
 

@@ -124,15 +124,17 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   l->bytes_in_use = cs.bytes_in_use;
   l->bytes_cached = cs.bytes_cached;
   l->peak_bytes = cs.peak_in_use;
-  uint64_t launches = 0; /* the executors count since their creation */
+  uint64_t launches = 0, copies = 0; /* the executors count since their creation */
   for (size_t c = 0; c < p->n_calls; c++)
     if (p->calls[c].dexec) {
       mx_dyn_exec_stats ds;
       mx_dyn_exec_stats_get(p->calls[c].dexec, &ds);
       launches += ds.launches;
+      copies += ds.output_copies;
     }
   mx_session_stats *t = &s->total;
   l->dynamic_launches = launches - t->dynamic_launches;
+  l->output_copies = copies - t->output_copies;
   t->steps += 1;
   t->step_ns += l->step_ns;
   t->static_ns += l->static_ns;
@@ -148,6 +150,7 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   t->bytes_cached = cs.bytes_cached;
   t->peak_bytes = cs.peak_in_use;
   t->dynamic_launches = launches;
+  t->output_copies = copies;
 }
 
 /* One step, synchronous or asynchronous (the caller's stream, callback and user data). */

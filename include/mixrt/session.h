@@ -165,6 +165,9 @@ typedef struct mx_session_stats {
   uint64_t bytes_cached;       /* of which cached for reuse (not summed) */
   uint64_t peak_bytes;         /* peak device bytes (not summed) */
   uint64_t kernels_run;        /* execution-graph kernels run */
+  uint64_t output_copies;      /* caller's device output buffers that a dynamic partition filled
+                                  by a copy at the end of its step instead of its ops writing them
+                                  in place (an input or host value delivered as an output) */
 } mx_session_stats;
 
 /* Fills *last (the last step) and *total (since the model was loaded; the allocator counters

@@ -1,9 +1,9 @@
 /* The dynamic executor's step mechanics: steady state (no device allocation, every shape and
  * task block reused), launch-metadata cache across changing shapes, output delivery (caller
- * buffers, hand-over of device blocks, empty results), the per-op step functions, shared
- * allocators and caller streams, host kernels, random DAGs over several streams, and failures:
- * bad inputs, kernel failures (real and injected), launch and allocation faults, each leaving
- * the executor usable for the next step. */
+ * buffers, hand-over of device blocks, empty results, outputs written in place into caller
+ * buffers), the per-op step functions, shared allocators and caller streams, host kernels,
+ * random DAGs over several streams, and failures: bad inputs, kernel failures (real and
+ * injected), launch and allocation faults, each leaving the executor usable for the next step. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -185,6 +185,136 @@ Test(dyn_exec, output_delivery) {
   mx_tensor_release(&x);
   free_rig(&r);
   mx_graph_destroy(g);
+  dyn_check_leaks();
+}
+
+/* x float32 [n] -> y0 = x * 0.5, y1 = Tanh(y0) (listed twice), y2 = y1 + x, x itself,
+ * Identity(x) (an alias of the input) and Shape(x) (a host value): 7 outputs. */
+static mx_graph *many_outputs(void) {
+  mx_graph *g;
+  cr_assert_eq(mx_graph_create("many_outputs", &g), MX_OK);
+  mx_dim n = mx_sym_named(mx_graph_symtab(g), "n");
+  mx_value_id x = dyn_input(g, "x", MX_FLOAT32, 1, &n);
+  float half = 0.5f;
+  mx_tensor ht = {.dtype = MX_FLOAT32, .rank = 0, .data = &half};
+  mx_value_id c;
+  cr_assert_eq(mx_graph_add_constant(g, "half", &ht, &c), MX_OK);
+  mx_value_id y0 = dyn_op(g, "Mul", (mx_value_id[]){x, c}, 2, NULL, 0);
+  mx_value_id y1 = dyn_op(g, "Tanh", &y0, 1, NULL, 0);
+  mx_value_id y2 = dyn_op(g, "Add", (mx_value_id[]){y1, x}, 2, NULL, 0);
+  mx_value_id id = dyn_op(g, "Identity", &x, 1, NULL, 0);
+  mx_value_id shape = dyn_op(g, "Shape", &x, 1, NULL, 0);
+  const mx_value_id outs[] = {y0, y1, y1, y2, x, id, shape};
+  for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
+  cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
+  return g;
+}
+
+enum { N_MANY = 7 };
+
+/* Device buffers (mx_device_alloc) of the reference results' dtypes and shapes. */
+static void device_outputs(mx_device *dev, const mx_tensor *ref, mx_tensor *out) {
+  for (size_t k = 0; k < N_MANY; k++) {
+    size_t nb;
+    cr_assert(mx_tensor_nbytes(&ref[k], &nb));
+    out[k] = ref[k];
+    out[k].name = NULL;
+    out[k].placement = MX_DEVICE;
+    cr_assert_eq(mx_device_alloc(dev, nb, 64, &out[k].data), MX_OK);
+  }
+}
+
+static void expect_outputs(mx_device *dev, const mx_tensor *out, const mx_tensor *ref, const bool *check,
+                           const char *what) {
+  for (size_t k = 0; k < N_MANY; k++) {
+    if (check && !check[k]) continue;
+    mx_tensor back = dyn_to_host(dev, &out[k]);
+    cr_expect(mx_tensor_allclose(&back, &ref[k], 0, 0, NULL, 0), "%s: output %zu differs", what, k);
+    mx_tensor_release(&back);
+  }
+}
+
+/* Outputs computed by device ops are written straight into the caller's device buffers; an
+ * input, an alias of one, a host value and a value listed twice (its second buffer) are copied. */
+Test(dyn_exec, outputs_written_in_place) {
+  const mx_device_kind kinds[] = {MX_DEVICE_CPU, MX_DEVICE_INLINE};
+  for (int dk = 0; dk < 2; dk++) {
+    mx_graph *g = many_outputs();
+    rig r = make_rig(g, dyn_device(kinds[dk], true), 2);
+    int64_t n = 24;
+    mx_tensor x = dyn_random(MX_FLOAT32, 1, &n, 11);
+    mx_tensor ref[N_MANY];
+    cr_assert_eq(mx_reference_run(g, &x, 1, ref, N_MANY, NULL), MX_OK);
+    mx_tensor dx = dyn_to_device(r.e, &x);
+    mx_tensor out[N_MANY];
+    device_outputs(r.dev, ref, out);
+    void *given[N_MANY];
+    for (size_t k = 0; k < N_MANY; k++) given[k] = out[k].data;
+    mx_stream *s0 = mx_dyn_exec_stream(r.e, 0);
+    for (int step = 0; step < 3; step++) {
+      mx_dyn_exec_stats before = exec_stats(r.e);
+      cr_assert_eq(mx_dyn_exec_run(r.e, step == 1 ? &x : &dx, 1, out, N_MANY, NULL), MX_OK, "%s",
+                   mx_dyn_exec_last_error(r.e));
+      mx_dyn_exec_stats after = exec_stats(r.e);
+      for (size_t k = 0; k < N_MANY; k++) cr_expect(out[k].data == given[k], "output %zu moved", k);
+      cr_expect_eq(after.outputs_in_place - before.outputs_in_place, 3, "y0, y1 (first) and y2 in place");
+      cr_expect_eq(after.output_copies - before.output_copies, 4, "y1 (second), x, Identity(x), Shape(x) copied");
+      cr_assert_eq(mx_stream_synchronize(s0), MX_OK);
+      expect_outputs(r.dev, out, ref, NULL, "in place");
+    }
+    cr_expect_eq(alloc_stats(r.e).blocks_in_use, 1, "only the device input is live");
+
+    /* A buffer overlapping an input is not written before the inputs are read: y0's buffer is
+     * the input itself, yet y2 (which reads x after y0 is computed) comes out right. */
+    mx_tensor xin = dyn_to_device(r.e, &x);
+    mx_tensor over[N_MANY];
+    memcpy(over, out, sizeof over);
+    over[0].data = xin.data;
+    mx_dyn_exec_stats before = exec_stats(r.e);
+    cr_assert_eq(mx_dyn_exec_run(r.e, &xin, 1, over, N_MANY, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+    cr_expect_eq(exec_stats(r.e).outputs_in_place - before.outputs_in_place, 2, "y1 and y2 only");
+    cr_assert_eq(mx_stream_synchronize(s0), MX_OK);
+    const bool check[N_MANY] = {true, true, true, true, false, false, true}; /* x was overwritten by y0 */
+    expect_outputs(r.dev, over, ref, check, "overlapping input");
+
+    /* A buffer of another shape is not bound, and delivery refuses it as before. */
+    mx_tensor wrong[N_MANY];
+    memcpy(wrong, out, sizeof wrong);
+    wrong[3].dims[0] = n - 1;
+    cr_expect_eq(mx_dyn_exec_run(r.e, &dx, 1, wrong, N_MANY, NULL), MX_ERR_SHAPE);
+    cr_expect(strstr(mx_dyn_exec_last_error(r.e), "the caller's buffer must be float32 [24]"), "%s",
+              mx_dyn_exec_last_error(r.e));
+
+    /* Binding needs a step and an existing output; an aborted step forgets its bindings. */
+    cr_expect_eq(mx__dyn_bind_output(r.e, 0, &out[0]), MX_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(mx__dyn_step_begin(r.e, &dx, 1, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+    cr_expect_eq(mx__dyn_bind_output(r.e, N_MANY, &out[0]), MX_ERR_INVALID_ARGUMENT);
+    cr_expect(strstr(mx_dyn_exec_last_error(r.e), "has 7 outputs"), "%s", mx_dyn_exec_last_error(r.e));
+    cr_expect_eq(mx__dyn_bind_output(r.e, 0, &out[0]), MX_OK);
+    cr_expect_eq(mx__dyn_bind_output(r.e, 1, NULL), MX_OK, "NULL: no binding");
+    mx__dyn_step_abort(r.e);
+    mx_tensor host_out[N_MANY];
+    for (size_t k = 0; k < N_MANY; k++) host_out[k] = (mx_tensor){.placement = MX_HOST};
+    before = exec_stats(r.e);
+    cr_assert_eq(mx_dyn_exec_run(r.e, &dx, 1, host_out, N_MANY, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+    cr_expect_eq(exec_stats(r.e).outputs_in_place, before.outputs_in_place);
+    for (size_t k = 0; k < N_MANY; k++) {
+      cr_expect(mx_tensor_allclose(&host_out[k], &ref[k], 0, 0, NULL, 0), "after abort: output %zu", k);
+      mx_tensor_release(&host_out[k]);
+    }
+
+    cr_assert_eq(mx_caching_free(mx_dyn_exec_allocator(r.e), dx.data, s0, NULL), MX_OK);
+    cr_assert_eq(mx_caching_free(mx_dyn_exec_allocator(r.e), xin.data, s0, NULL), MX_OK);
+    cr_assert_eq(mx_stream_synchronize(s0), MX_OK);
+    cr_expect_eq(alloc_stats(r.e).bytes_in_use, 0);
+    for (size_t k = 0; k < N_MANY; k++) {
+      cr_assert_eq(mx_device_free(r.dev, given[k]), MX_OK);
+      mx_tensor_release(&ref[k]);
+    }
+    mx_tensor_release(&x);
+    free_rig(&r);
+    mx_graph_destroy(g);
+  }
   dyn_check_leaks();
 }
 
