@@ -10,7 +10,8 @@
  * and its blocks are always safe. */
 #include "dynamic_exec/caching_allocator.h"
 
-#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,13 +59,44 @@ typedef struct ca_pool {
 
 struct mx_caching_allocator {
   mx_device *dev;                 /* borrowed */
-  pthread_mutex_t lock;           /* guards everything below */
+  atomic_bool lock;               /* guards everything below (ca_lock / ca_unlock) */
   ca_pool *pools[N_POOLS];        /* pool 0 = no stream; others created on first use (owned) */
-  uint32_t last_pool;             /* pool found by the previous lookup (a cheap first guess) */
+  uint32_t n_slots;               /* pool slots ever used: 1 + the highest slot index taken */
+  mx_stream *last_stream;         /* stream of the previous lookup (NULL: none) ... */
+  uint32_t last_pool;             /* ... and its pool: the first guess of the next lookup */
   ca_block **map;                 /* ptr -> block, open addressing (owned); NULL = empty slot */
   size_t map_cap, map_count;      /* slots (power of two), blocks in the table */
   mx_caching_stats st;
 };
+
+/* --- the lock ---------------------------------------------------------------------------------- */
+
+/* Critical sections are a few dozen instructions and the usual caller is the only thread using
+ * the allocator (one session or executor per thread), so the lock is one atomic exchange when
+ * free; a waiter spins briefly, then yields the processor between attempts (a holder may be
+ * waiting for a stream in the rare slow paths: out of device memory, trim, forget). */
+#define SPIN_TRIES 128
+
+static void ca_lock_wait(mx_caching_allocator *a) {
+  for (unsigned n = 0;; n++) {
+    if (!atomic_load_explicit(&a->lock, memory_order_relaxed) &&
+        !atomic_exchange_explicit(&a->lock, true, memory_order_acquire))
+      return;
+    if (n < SPIN_TRIES) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+static inline void ca_lock(mx_caching_allocator *a) {
+  if (atomic_exchange_explicit(&a->lock, true, memory_order_acquire)) ca_lock_wait(a);
+}
+
+static inline void ca_unlock(mx_caching_allocator *a) { atomic_store_explicit(&a->lock, false, memory_order_release); }
 
 /* --- size classes ----------------------------------------------------------------------------- */
 
@@ -163,16 +195,17 @@ static ca_pool *pool_new(mx_stream *s) {
  * is taken. */
 static int pool_index(mx_caching_allocator *a, mx_stream *s) {
   if (!s) return 0;
-  uint32_t g = a->last_pool;
-  if (g && a->pools[g] && a->pools[g]->used && a->pools[g]->stream == s) return (int)g;
+  if (s == a->last_stream) return (int)a->last_pool;
   int free_slot = -1;
   for (int i = 1; i < N_POOLS; i++) {
     ca_pool *p = a->pools[i];
     if (p && p->used && p->stream == s) {
+      a->last_stream = s;
       a->last_pool = (uint32_t)i;
       return i;
     }
     if (free_slot < 0 && (!p || !p->used)) free_slot = i;
+    if (i >= (int)a->n_slots && free_slot >= 0) break; /* no pool beyond the slots used */
   }
   if (free_slot < 0) return -2;
   if (!a->pools[free_slot]) {
@@ -183,8 +216,18 @@ static int pool_index(mx_caching_allocator *a, mx_stream *s) {
     p->stream = s;
     p->used = true;
   }
+  if ((uint32_t)free_slot >= a->n_slots) a->n_slots = (uint32_t)free_slot + 1;
+  a->last_stream = s;
   a->last_pool = (uint32_t)free_slot;
   return free_slot;
+}
+
+/* Index of the pool of stream s (not NULL) if the allocator has seen it, else -1. */
+static int pool_find(mx_caching_allocator *a, mx_stream *s) {
+  if (s == a->last_stream) return (int)a->last_pool;
+  for (uint32_t i = 1; i < a->n_slots; i++)
+    if (a->pools[i] && a->pools[i]->used && a->pools[i]->stream == s) return (int)i;
+  return -1;
 }
 
 /* Advances safe_below over the fences already reached. */
@@ -339,13 +382,12 @@ mx_status mx_caching_allocator_create(mx_device *dev, mx_caching_allocator **out
   if (!a) goto oom;
   a->pools[0] = pool_new(NULL);
   if (!a->pools[0]) goto free_a;
-  if (pthread_mutex_init(&a->lock, NULL) != 0) goto free_pool;
+  atomic_init(&a->lock, false);
+  a->n_slots = 1;
   a->dev = dev;
   *out = a;
   return MX_OK;
 
-free_pool:
-  free(a->pools[0]);
 free_a:
   free(a);
 oom:
@@ -367,7 +409,6 @@ void mx_caching_allocator_destroy(mx_caching_allocator *a) {
     free(p);
   }
   free(a->map);
-  pthread_mutex_destroy(&a->lock);
   free(a);
 }
 
@@ -390,7 +431,7 @@ mx_status mx_caching_alloc(mx_caching_allocator *a, size_t size, mx_stream *stre
   if (!size_class(size, &cls, &csize))
     return mx__fail(err, MX_ERR_LIMIT, "caching allocator: %zu bytes is too large", size);
   mx_status st = MX_OK;
-  pthread_mutex_lock(&a->lock);
+  ca_lock(a);
   int pi = pool_index(a, stream);
   if (pi < 0) {
     st = pool_error(pi, err);
@@ -445,7 +486,7 @@ mx_status mx_caching_alloc(mx_caching_allocator *a, size_t size, mx_stream *stre
   if (a->st.bytes_in_use > a->st.peak_in_use) a->st.peak_in_use = a->st.bytes_in_use;
   *ptr = b->ptr;
 unlock:
-  pthread_mutex_unlock(&a->lock);
+  ca_unlock(a);
   return st;
 }
 
@@ -453,7 +494,7 @@ mx_status mx_caching_record_stream(mx_caching_allocator *a, void *ptr, mx_stream
   if (!a) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_record_stream: NULL allocator");
   if (!ptr || !stream) return MX_OK;
   mx_status st = MX_OK;
-  pthread_mutex_lock(&a->lock);
+  ca_lock(a);
   ca_block *b = map_find(a, ptr);
   int pi = pool_index(a, stream);
   if (!b || !b->live) {
@@ -463,7 +504,7 @@ mx_status mx_caching_record_stream(mx_caching_allocator *a, void *ptr, mx_stream
   } else {
     b->use_mask |= 1ull << pi;
   }
-  pthread_mutex_unlock(&a->lock);
+  ca_unlock(a);
   return st;
 }
 
@@ -471,7 +512,7 @@ mx_status mx_caching_free(mx_caching_allocator *a, void *ptr, mx_stream *stream,
   if (!a) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_free: NULL allocator");
   if (!ptr) return MX_OK;
   mx_status st = MX_OK;
-  pthread_mutex_lock(&a->lock);
+  ca_lock(a);
   ca_block *b = map_find(a, ptr);
   if (!b || !b->live) {
     st = mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_free: %p is not a live block of this allocator", ptr);
@@ -510,39 +551,33 @@ mx_status mx_caching_free(mx_caching_allocator *a, void *ptr, mx_stream *stream,
   a->st.bytes_cached += b->size;
   a->st.blocks_cached++;
 unlock:
-  pthread_mutex_unlock(&a->lock);
+  ca_unlock(a);
   return st;
 }
 
 void mx_caching_fence(mx_caching_allocator *a, mx_stream *stream) {
   if (!a || !stream) return;
-  pthread_mutex_lock(&a->lock);
-  for (int i = 1; i < N_POOLS; i++) {
-    ca_pool *p = a->pools[i];
-    if (!p || !p->used || p->stream != stream) continue;
-    if (p->unfenced) fence_record(a, p);
-    break;
-  }
-  pthread_mutex_unlock(&a->lock);
+  ca_lock(a);
+  int pi = pool_find(a, stream);
+  if (pi > 0 && a->pools[pi]->unfenced) fence_record(a, a->pools[pi]);
+  ca_unlock(a);
 }
 
 mx_status mx_caching_trim(mx_caching_allocator *a, mx_error *err) {
   if (!a) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_trim: NULL allocator");
-  pthread_mutex_lock(&a->lock);
+  ca_lock(a);
   if (a->st.blocks_cached) {
     settle_all(a);
     release_cached(a);
   }
-  pthread_mutex_unlock(&a->lock);
+  ca_unlock(a);
   return MX_OK;
 }
 
 void mx_caching_forget_stream(mx_caching_allocator *a, mx_stream *stream) {
   if (!a || !stream) return;
-  pthread_mutex_lock(&a->lock);
-  int pi = -1;
-  for (int i = 1; i < N_POOLS && pi < 0; i++)
-    if (a->pools[i] && a->pools[i]->used && a->pools[i]->stream == stream) pi = i;
+  ca_lock(a);
+  int pi = pool_find(a, stream);
   if (pi < 0) goto unlock;
   ca_pool *p = a->pools[pi], *idle = a->pools[0];
   mx_stream_synchronize(stream);
@@ -576,21 +611,24 @@ void mx_caching_forget_stream(mx_caching_allocator *a, mx_stream *stream) {
   p->fence_head = 0;
   p->epoch = 1;
   p->safe_below = 1;
-  if (a->last_pool == (uint32_t)pi) a->last_pool = 0;
+  if (a->last_stream == stream) {
+    a->last_stream = NULL;
+    a->last_pool = 0;
+  }
 unlock:
-  pthread_mutex_unlock(&a->lock);
+  ca_unlock(a);
 }
 
 void mx_caching_stats_get(mx_caching_allocator *a, mx_caching_stats *st) {
   if (!a || !st) return;
-  pthread_mutex_lock(&a->lock);
+  ca_lock(a);
   *st = a->st;
-  pthread_mutex_unlock(&a->lock);
+  ca_unlock(a);
 }
 
 void mx_caching_reset_peak(mx_caching_allocator *a) {
   if (!a) return;
-  pthread_mutex_lock(&a->lock);
+  ca_lock(a);
   a->st.peak_in_use = a->st.bytes_in_use;
-  pthread_mutex_unlock(&a->lock);
+  ca_unlock(a);
 }

@@ -21,7 +21,8 @@
  * most MX_CACHING_MAX_STREAMS distinct streams may be in use at a time; before destroying a
  * stream the allocator has seen, call mx_caching_forget_stream.
  *
- * Thread safety: every function may be called from any thread (one internal mutex). */
+ * Thread safety: every function may be called from any thread (one internal lock, held for a
+ * few dozen instructions on the usual paths). */
 #ifndef MIXRT_DYNAMIC_EXEC_CACHING_ALLOCATOR_H
 #define MIXRT_DYNAMIC_EXEC_CACHING_ALLOCATOR_H
 
