@@ -222,6 +222,90 @@ Test(nn_kernels, rmsnorm_values_and_scale_type) {
   free(c);
 }
 
+/* Scale and bias laid out every way they may broadcast onto X [3,4,5] (dense rows read in
+ * place, broadcast or per-row ones gathered, float32 or float64 or float16 typed) give the
+ * same bits as the same values materialized to X's full shape in another dtype (the generic
+ * gather). Normalizing over the last axis (n = 5) and over the last two (n = 20). */
+static void norm_layout_case(const char *op, bool bias, mx_dtype xdt, int64_t axis, int32_t srank,
+                             const int64_t *sdims) {
+  enum { N = 60 };
+  float xf[N];
+  double xd[N], full_s[N], full_b[N];
+  for (int i = 0; i < N; i++) xf[i] = (float)((i * 37) % 19) * 0.25f - 2.0f, xd[i] = xf[i];
+  /* The small tensor's values, and their broadcast to [3,4,5] in double. */
+  int64_t sn = 1;
+  for (int32_t k = 0; k < srank; k++) sn *= sdims[k];
+  float s32[N], b32[N];
+  double s64[N], b64[N];
+  uint16_t s16[N], b16[N];
+  for (int64_t i = 0; i < sn; i++) {
+    s32[i] = 0.5f + (float)i * 0.125f, b32[i] = (float)i * -0.25f;
+    s64[i] = s32[i], b64[i] = b32[i];
+    s16[i] = mx__f32_to_f16(s32[i]), b16[i] = mx__f32_to_f16(b32[i]);
+  }
+  for (int i = 0; i < N; i++) {
+    int64_t c[3] = {i / 20, (i / 5) % 4, i % 5}, off = 0, st = 1;
+    for (int32_t k = srank - 1; k >= 0; k--) {
+      int64_t xk = 3 - srank + k;
+      off += (sdims[k] == 1 ? 0 : c[xk]) * st;
+      st *= sdims[k];
+    }
+    full_s[i] = s64[off], full_b[i] = b64[off];
+  }
+  mx_norm_params p = {.axis = axis, .epsilon = 1e-5f, .stash_type = MX_FLOAT32};
+  uint32_t n_in = bias ? 3 : 2;
+  /* Reference: the full-shape tensors in the other float type (float64 for a float32 X). */
+  float yf_ref[N], yf[N];
+  double yd_ref[N], yd[N];
+  float full_sf[N], full_bf[N];
+  for (int i = 0; i < N; i++) full_sf[i] = (float)full_s[i], full_bf[i] = (float)full_b[i];
+  void *xp = xdt == MX_FLOAT32 ? (void *)xf : (void *)xd;
+  void *yrp = xdt == MX_FLOAT32 ? (void *)yf_ref : (void *)yd_ref, *yp = xdt == MX_FLOAT32 ? (void *)yf : (void *)yd;
+  mx_dtype ref_dt = xdt == MX_FLOAT32 ? MX_FLOAT64 : MX_FLOAT32;
+  mx_kernel_call *c = kc_new((uint16_t)n_in, 1, &p);
+  kc_set(c, 0, xdt, 3, DIMS(3, 4, 5), xp);
+  kc_set(c, 1, ref_dt, 3, DIMS(3, 4, 5), ref_dt == MX_FLOAT64 ? (void *)full_s : (void *)full_sf);
+  if (bias) kc_set(c, 2, ref_dt, 3, DIMS(3, 4, 5), ref_dt == MX_FLOAT64 ? (void *)full_b : (void *)full_bf);
+  kc_set(c, n_in, xdt, 3, DIMS(3, 4, 5), yrp);
+  cr_assert_eq(kc_run(op, c), MX_OK);
+  /* The small layout in each typed form. */
+  mx_dtype dts[3] = {MX_FLOAT32, MX_FLOAT64, MX_FLOAT16};
+  void *sp[3] = {s32, s64, s16}, *bp[3] = {b32, b64, b16};
+  for (int k = 0; k < 3; k++) {
+    kc_set(c, 1, dts[k], srank, sdims, sp[k]);
+    if (bias) kc_set(c, 2, dts[k], srank, sdims, bp[k]);
+    kc_set(c, n_in, xdt, 3, DIMS(3, 4, 5), yp);
+    cr_assert_eq(kc_run(op, c), MX_OK);
+    size_t bytes = xdt == MX_FLOAT32 ? sizeof yf : sizeof yd;
+    /* float16 holds these values exactly too (multiples of 1/8 below 8). */
+    cr_expect(memcmp(yp, yrp, bytes) == 0, "%s axis %lld scale rank %d dtype %d differs", op, (long long)axis,
+              srank, (int)dts[k]);
+  }
+  free(c);
+}
+
+Test(nn_kernels, norm_scale_layouts_give_same_bits) {
+  const char *ops[2] = {"LayerNormalization", "RMSNormalization"};
+  mx_dtype xdts[2] = {MX_FLOAT32, MX_FLOAT64};
+  for (int o = 0; o < 2; o++)
+    for (int d = 0; d < 2; d++) {
+      bool b = o == 0;
+      /* Over the last axis: dense [5], [1,5]; per row [3,4,5] (dense) and [3,1,1] / [4,1] (broadcast). */
+      norm_layout_case(ops[o], b, xdts[d], -1, 1, DIMS(5));
+      norm_layout_case(ops[o], b, xdts[d], -1, 2, DIMS(1, 5));
+      norm_layout_case(ops[o], b, xdts[d], -1, 3, DIMS(3, 4, 5));
+      norm_layout_case(ops[o], b, xdts[d], -1, 3, DIMS(3, 1, 1));
+      norm_layout_case(ops[o], b, xdts[d], -1, 2, DIMS(4, 1));
+      /* Over the last two: dense [4,5]; broadcast inside the row [5], [4,1], [1,1]; per row [3,1,5]. */
+      norm_layout_case(ops[o], b, xdts[d], 1, 2, DIMS(4, 5));
+      norm_layout_case(ops[o], b, xdts[d], 1, 1, DIMS(5));
+      norm_layout_case(ops[o], b, xdts[d], 1, 2, DIMS(4, 1));
+      norm_layout_case(ops[o], b, xdts[d], 1, 2, DIMS(1, 1));
+      norm_layout_case(ops[o], b, xdts[d], 1, 3, DIMS(3, 1, 5));
+      norm_layout_case(ops[o], b, xdts[d], 1, 3, DIMS(3, 4, 5));
+    }
+}
+
 /* --- Attention -------------------------------------------------------------------------------- */
 
 /* Naive reference for 4-D inputs: past concatenated, optional float mask [Sq, T], causal with

@@ -193,6 +193,8 @@ typedef struct norm_plan {
   int64_t sc_str[MX_MAX_RANK];  /* scale strides broadcast to X's rank */
   int64_t b_str[MX_MAX_RANK];   /* bias strides broadcast to X's rank */
   bool sc_per_row, b_per_row;   /* the tensor varies along the leading (row) dims */
+  bool sc_dense, b_dense;       /* the tensor holds the n normalized elements of a row contiguously
+                                   (no broadcast inside the row): rows can be read in place */
 } norm_plan;
 
 static mx_status norm_make_plan(mx_kernel_call *call, bool rms, norm_plan *p) {
@@ -218,6 +220,7 @@ static mx_status norm_make_plan(mx_kernel_call *call, bool rms, norm_plan *p) {
   const mx_ktensor *ts[2] = {p->scale, p->bias};
   int64_t *strs[2] = {p->sc_str, p->b_str};
   bool *per_row[2] = {&p->sc_per_row, &p->b_per_row};
+  bool *dense[2] = {&p->sc_dense, &p->b_dense};
   for (int k = 0; k < 2; k++) {
     const mx_ktensor *t = ts[k];
     if (!t) continue;
@@ -228,6 +231,15 @@ static mx_status norm_make_plan(mx_kernel_call *call, bool rms, norm_plan *p) {
     }
     mx__kbroadcast_strides(t, x->rank, strs[k]);
     for (int32_t i = 0; i < axis; i++) *per_row[k] |= strs[k][i] != 0;
+    /* Dense: over the normalized dims the strides are X's own row-major ones (a size-1 dim of
+     * X may have any stride). */
+    bool d = true;
+    int64_t want = 1;
+    for (int32_t i = x->rank - 1; i >= axis && d; i--) {
+      d = x->dims[i] == 1 || strs[k][i] == want;
+      want *= x->dims[i];
+    }
+    *dense[k] = d;
   }
   return MX_OK;
 bad:
@@ -235,29 +247,65 @@ bad:
   return MX_ERR_KERNEL;
 }
 
-/* Writes the elements of t (strides str over X's dims) that meet row `row` into buf[0..n) as
- * float (or double when dbl). */
-static void norm_gather(const norm_plan *p, const mx_ktensor *x, const mx_ktensor *t, const int64_t *str,
-                        int64_t row, void *buf, bool dbl) {
+/* Element offset in t (strides str over X's dims) of the first element that meets row `row`. */
+static int64_t norm_row_base(const norm_plan *p, const mx_ktensor *x, const int64_t *str, int64_t row) {
   int64_t base = 0, r = row;
   for (int32_t i = p->axis - 1; i >= 0; i--) {
     base += (r % x->dims[i]) * str[i];
     r /= x->dims[i];
   }
-  int64_t coord[MX_MAX_RANK] = {0}, off = base;
-  for (int64_t j = 0; j < p->n; j++) {
-    double v = mx__kget_f64(t->data, t->dtype, off);
-    if (dbl)
-      ((double *)buf)[j] = v;
-    else
-      ((float *)buf)[j] = (float)v;
-    for (int32_t i = x->rank - 1; i >= p->axis; i--) {
-      off += str[i];
-      if (++coord[i] < x->dims[i]) break;
-      off -= str[i] * coord[i];
-      coord[i] = 0;
-    }
-  }
+  return base;
+}
+
+/* Walks the n elements of t that meet a row (strides str over X's normalized dims, from
+ * offset `off`) with an odometer, storing LOAD(off) as element j of the typed buffer. The
+ * dtype is dispatched once per call, outside the loop. */
+#define NORM_GATHER_LOOP(BUF_T, LOAD)                                            \
+  do {                                                                         \
+    int64_t coord[MX_MAX_RANK] = {0};                                          \
+    for (int64_t j = 0; j < p->n; j++) {                                       \
+      ((BUF_T *)buf)[j] = (BUF_T)(LOAD);                                       \
+      for (int32_t i = x->rank - 1; i >= p->axis; i--) {                       \
+        off += str[i];                                                         \
+        if (++coord[i] < x->dims[i]) break;                                    \
+        off -= str[i] * coord[i];                                              \
+        coord[i] = 0;                                                          \
+      }                                                                        \
+    }                                                                          \
+  } while (0)
+
+/* Writes the elements of t (strides str over X's dims) that meet row `row` into buf[0..n) as
+ * float (or double when dbl). Typed loops for float32 and float64 tensors; the generic
+ * accessor for the other dtypes. */
+static void norm_gather(const norm_plan *p, const mx_ktensor *x, const mx_ktensor *t, const int64_t *str,
+                        int64_t row, void *buf, bool dbl) {
+  int64_t off = norm_row_base(p, x, str, row);
+  if (t->dtype == MX_FLOAT32 && !dbl)
+    NORM_GATHER_LOOP(float, ((const float *)t->data)[off]);
+  else if (t->dtype == MX_FLOAT32)
+    NORM_GATHER_LOOP(double, ((const float *)t->data)[off]);
+  else if (t->dtype == MX_FLOAT64 && dbl)
+    NORM_GATHER_LOOP(double, ((const double *)t->data)[off]);
+  else if (dbl)
+    NORM_GATHER_LOOP(double, mx__kget_f64(t->data, t->dtype, off));
+  else
+    NORM_GATHER_LOOP(float, mx__kget_f64(t->data, t->dtype, off));
+}
+#undef NORM_GATHER_LOOP
+
+/* The scale or bias values of row `row` as n floats: in place when t is a dense float32 tensor
+ * (no copy at all), else gathered into buf. */
+static const float *norm_vec_f32(const norm_plan *p, const mx_ktensor *x, const mx_ktensor *t, const int64_t *str,
+                                 bool dense, int64_t row, float *buf) {
+  if (dense && t->dtype == MX_FLOAT32) return (const float *)t->data + norm_row_base(p, x, str, row);
+  norm_gather(p, x, t, str, row, buf, false);
+  return buf;
+}
+static const double *norm_vec_f64(const norm_plan *p, const mx_ktensor *x, const mx_ktensor *t, const int64_t *str,
+                                  bool dense, int64_t row, double *buf) {
+  if (dense && t->dtype == MX_FLOAT64) return (const double *)t->data + norm_row_base(p, x, str, row);
+  norm_gather(p, x, t, str, row, buf, true);
+  return buf;
 }
 
 /* Statistics outputs (Mean, InvStdDev) of LayerNormalization, if the node has them. */
@@ -268,19 +316,21 @@ static void norm_store_stats(mx_kernel_call *call, int64_t row, double mean, dou
     mx__kset_f64(call->t[call->n_in + 2].data, call->t[call->n_in + 2].dtype, row, inv);
 }
 
-/* The float32 path: X float32/float16/bfloat16, Y any float type, statistics in float32. */
-static void norm_run_f32(mx_kernel_call *call, const norm_plan *p, float eps) {
+/* The float32 path: X float32/float16/bfloat16, Y any float type, statistics in float32. Hot
+ * in every transformer layer, hence the AVX2 copy (same bits: the lanes are explicit). */
+MX_KHOT static void norm_run_f32(mx_kernel_call *call, const norm_plan *p, float eps) {
   const mx_ktensor *x = &call->t[0];
   mx_ktensor *y = mx__kout(call, 0);
   int64_t n = p->n;
   char *w = call->workspace;
   float *xbuf = (float *)w;
   float *ybuf = (float *)(w + mx__kalign64((size_t)n * 4));
-  float *sbuf = (float *)((char *)ybuf + mx__kalign64((size_t)n * 4));
-  float *bbuf = (float *)((char *)sbuf + mx__kalign64((size_t)n * 4));
-  /* Row-independent scale/bias are gathered once. */
-  if (!p->sc_per_row) norm_gather(p, x, p->scale, p->sc_str, 0, sbuf, false);
-  if (p->bias && !p->b_per_row) norm_gather(p, x, p->bias, p->b_str, 0, bbuf, false);
+  float *sws = (float *)((char *)ybuf + mx__kalign64((size_t)n * 4));
+  float *bws = (float *)((char *)sws + mx__kalign64((size_t)n * 4));
+  /* Row-independent scale/bias are resolved once (in place when dense float32). */
+  const float *sbuf = NULL, *bbuf = NULL;
+  if (!p->sc_per_row) sbuf = norm_vec_f32(p, x, p->scale, p->sc_str, p->sc_dense, 0, sws);
+  if (p->bias && !p->b_per_row) bbuf = norm_vec_f32(p, x, p->bias, p->b_str, p->b_dense, 0, bws);
   for (int64_t r = 0; r < p->rows; r++) {
     const float *xr;
     if (x->dtype == MX_FLOAT32) {
@@ -290,8 +340,8 @@ static void norm_run_f32(mx_kernel_call *call, const norm_plan *p, float eps) {
       xr = xbuf;
     }
     float *yr = y->dtype == MX_FLOAT32 ? (float *)y->data + r * n : ybuf;
-    if (p->sc_per_row) norm_gather(p, x, p->scale, p->sc_str, r, sbuf, false);
-    if (p->bias && p->b_per_row) norm_gather(p, x, p->bias, p->b_str, r, bbuf, false);
+    if (p->sc_per_row) sbuf = norm_vec_f32(p, x, p->scale, p->sc_str, p->sc_dense, r, sws);
+    if (p->bias && p->b_per_row) bbuf = norm_vec_f32(p, x, p->bias, p->b_str, p->b_dense, r, bws);
     double mean = 0.0, inv;
     if (p->rms) {
       float a[MX_KLANES] = {0};
@@ -338,14 +388,15 @@ static void norm_run_f64(mx_kernel_call *call, const norm_plan *p, double eps) {
   mx_ktensor *y = mx__kout(call, 0);
   int64_t n = p->n;
   char *w = call->workspace;
-  double *sbuf = (double *)w;
-  double *bbuf = (double *)(w + mx__kalign64((size_t)n * 8));
-  if (!p->sc_per_row) norm_gather(p, x, p->scale, p->sc_str, 0, sbuf, true);
-  if (p->bias && !p->b_per_row) norm_gather(p, x, p->bias, p->b_str, 0, bbuf, true);
+  double *sws = (double *)w;
+  double *bws = (double *)(w + mx__kalign64((size_t)n * 8));
+  const double *sbuf = NULL, *bbuf = NULL;
+  if (!p->sc_per_row) sbuf = norm_vec_f64(p, x, p->scale, p->sc_str, p->sc_dense, 0, sws);
+  if (p->bias && !p->b_per_row) bbuf = norm_vec_f64(p, x, p->bias, p->b_str, p->b_dense, 0, bws);
   for (int64_t r = 0; r < p->rows; r++) {
     const double *xr = (const double *)x->data + r * n;
-    if (p->sc_per_row) norm_gather(p, x, p->scale, p->sc_str, r, sbuf, true);
-    if (p->bias && p->b_per_row) norm_gather(p, x, p->bias, p->b_str, r, bbuf, true);
+    if (p->sc_per_row) sbuf = norm_vec_f64(p, x, p->scale, p->sc_str, p->sc_dense, r, sws);
+    if (p->bias && p->b_per_row) bbuf = norm_vec_f64(p, x, p->bias, p->b_str, p->b_dense, r, bws);
     double mean = 0.0, ss = 0.0;
     if (!p->rms) {
       for (int64_t i = 0; i < n; i++) mean += xr[i];
