@@ -323,9 +323,21 @@ static void format_dims(char *buf, size_t cap, int32_t rank, const int64_t *dims
   if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
+/* True when t is exactly what io describes (dtype, rank, dims; data set unless empty), the
+ * per-step case: nothing else to check, and no size to compute since io's is known valid. */
+static inline bool tensor_matches(const mx__pio *io, const mx_tensor *t) {
+  if (t->dtype != io->dtype || t->rank != io->rank ||
+      (t->placement != MX_HOST && t->placement != MX_DEVICE) || (io->nbytes && !t->data))
+    return false;
+  for (int32_t k = 0; k < io->rank; k++)
+    if (t->dims[k] != io->dims[k]) return false;
+  return true;
+}
+
 /* Checks one caller tensor against the model's description. */
 static mx_status check_tensor(mx_static_model *m, const char *what, uint32_t i, const mx__pio *io,
                               const mx_tensor *t) {
+  if (tensor_matches(io, t)) return MX_OK;
   if (t->dtype != io->dtype)
     return model_fail(m, MX_ERR_DTYPE, "%s %u ('%s'): dtype %s given, %s expected", what, i,
                       io->name, mx_dtype_name(t->dtype), mx_dtype_name(io->dtype));
@@ -461,6 +473,20 @@ static int cmp_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Sorts ids[0..n) ascending. A step refreshes a few entries, usually already in order
+ * (update_args adds them by id): insertion sort, without qsort's call overhead. */
+static void sort_ids(uint32_t *ids, uint32_t n) {
+  if (n > 32) {
+    qsort(ids, n, sizeof *ids, cmp_u32);
+    return;
+  }
+  for (uint32_t i = 1; i < n; i++) {
+    uint32_t x = ids[i], j = i;
+    for (; j > 0 && ids[j - 1] > x; j--) ids[j] = ids[j - 1];
+    ids[j] = x;
+  }
+}
+
 mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
   if (!m || !s)
     return m ? model_fail(m, MX_ERR_INVALID_ARGUMENT, "execute: NULL stream")
@@ -501,7 +527,7 @@ mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
     m->last_ref[k] = m->pending[k];
     m->pending_flag[m->pending[k]] = 0;
   }
-  if (m->n_last_ref > 1) qsort(m->last_ref, m->n_last_ref, sizeof *m->last_ref, cmp_u32);
+  sort_ids(m->last_ref, m->n_last_ref);
   m->n_pending = 0;
   return MX_OK;
 }
