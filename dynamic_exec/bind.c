@@ -21,12 +21,18 @@ bool mx__dyn_bind_symbol(mx_dyn_exec *e, uint32_t s, int64_t value) {
   return *cur == value;
 }
 
-/* The caller's tensor for graph input i. */
+/* The caller's tensor for graph input i. By name, the position that matched last step is tried
+ * first (callers pass their tensors in the same order every step). */
 static const mx_tensor *match_input(mx_dyn_exec *e, const mx_tensor *inputs, size_t n, bool named, size_t i) {
   if (!named) return &inputs[i];
   const char *want = e->g->values[e->g->inputs[i]].name;
-  for (size_t k = 0; k < n; k++)
-    if (strcmp(inputs[k].name, want) == 0) return &inputs[k];
+  uint32_t last = e->in_pos[i];
+  if (last < n && strcmp(inputs[last].name, want) == 0) return &inputs[last];
+  for (size_t k = 0; k < n; k++) {
+    if (k == last || strcmp(inputs[k].name, want) != 0) continue;
+    e->in_pos[i] = (uint32_t)k;
+    return &inputs[k];
+  }
   return NULL;
 }
 
@@ -44,7 +50,7 @@ static mx_status check_input(mx_dyn_exec *e, size_t i, const mx_tensor *t) {
     return mx__dyn_fail(e, MX_ERR_SHAPE, "input '%s': rank %d given, %d expected", name, (int)t->rank,
                         (int)decl->rank);
   size_t nbytes;
-  if (!mx_tensor_nbytes(t, &nbytes))
+  if (!mx__dyn_dims_bytes(t->dims, t->rank, decl->esize, &nbytes))
     return mx__dyn_fail(e, MX_ERR_SHAPE, "input '%s': invalid or overflowing dims", name);
   if (nbytes && !t->data) return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "input '%s': data is NULL", name);
   if (t->placement != MX_HOST && t->placement != MX_DEVICE)
@@ -70,8 +76,7 @@ static mx_status check_input(mx_dyn_exec *e, size_t i, const mx_tensor *t) {
   rv->live = true;
   rv->live_step = e->step;
   rv->rank = t->rank;
-  memset(rv->dims, 0, sizeof rv->dims);
-  memcpy(rv->dims, t->dims, (size_t)t->rank * sizeof *t->dims);
+  for (int32_t k = 0; k < MX_MAX_RANK; k++) rv->dims[k] = k < t->rank ? t->dims[k] : 0;
   rv->nbytes = nbytes;
   rv->dev = t->placement == MX_DEVICE ? t->data : NULL;
   rv->host = t->placement == MX_HOST ? t->data : NULL;
@@ -117,7 +122,7 @@ mx_status mx__dyn_bind_inputs(mx_dyn_exec *e, const mx_tensor *inputs, size_t n)
     if (st != MX_OK) return st;
   }
   for (size_t i = 0; i < n; i++) {
-    mx_status st = check_expressions(e, i);
+    mx_status st = e->in_exprs[i] ? check_expressions(e, i) : MX_OK;
     if (st != MX_OK) return st;
   }
   return MX_OK;

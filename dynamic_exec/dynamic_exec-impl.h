@@ -132,6 +132,16 @@ struct mx_dyn_plan {
 /* Builds stream assignment, events and waits (plan_streams.c). */
 mx_status mx__dyn_plan_streams(mx_dyn_plan *p, mx_error *err);
 
+/* Bytes of a tensor of esize-byte elements with dims[0..rank) (rank within 0..MX_MAX_RANK):
+ * false for a negative dim or when the element count overflows int64 or the size size_t (the
+ * limits of mx_tensor_nbytes, without its dtype lookup and divisions). */
+static inline bool mx__dyn_dims_bytes(const int64_t *dims, int32_t rank, size_t esize, size_t *out) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < rank; d++)
+    if (dims[d] < 0 || __builtin_mul_overflow(n, dims[d], &n)) return false;
+  return !__builtin_mul_overflow((size_t)n, esize, out);
+}
+
 /* Symbol mask bit of symbol index s. */
 static inline uint64_t mx__dyn_sym_bit(size_t s) { return 1ull << (s < 63 ? s : 63); }
 
@@ -214,8 +224,9 @@ struct mx_dyn_exec {
   mx_event *start_event;          /* caller -> streams at step start (owned) */
   mx_event *end_events[MX_DYN_MAX_STREAMS]; /* streams -> caller at step end (owned) */
   mx_event *h2d_events[MX_DYN_MAX_STREAMS + 1]; /* last upload from executor host memory per
-                                     stream ([n_streams]: the caller stream) (owned) */
-  bool h2d_pending[MX_DYN_MAX_STREAMS + 1];
+                                     stream ([MX_DYN_MAX_STREAMS]: the caller stream) (owned) */
+  uint32_t h2d_pending;           /* bit k: h2d_events[k] must be recorded at the step end and
+                                     waited for before the next step rewrites the host buffers */
 
   mx__dyn_val *vals;              /* by value id (owned) */
   mx__dyn_opstate *ops;           /* by plan op (owned) */
@@ -231,8 +242,13 @@ struct mx_dyn_exec {
   void *host_ws;                  /* host kernels' workspace (owned), host_ws_cap bytes */
   size_t host_ws_cap;
   bool *out_alloc;                /* per graph output: allocated by this step's delivery (owned) */
+  uint32_t *in_pos;               /* per graph input: the caller's tensor that matched it by
+                                     name last step (its position; tried first) (owned) */
+  uint8_t *in_exprs;              /* per graph input: 1 when a declared dim is an expression to
+                                     check once the symbols are bound (owned) */
   mx_tensor *out_bind;            /* per graph output: the caller's buffer bound this step
                                      (mx__dyn_bind_output; data borrowed, NULL: none) (owned) */
+  size_t *out_bind_bytes;         /* per graph output: bytes of out_bind's buffer */
   uint32_t n_out_bound;           /* entries of out_bind with data set */
   uint32_t *bound_syms;           /* symbols reset at every step start (owned), n_bound */
   size_t n_bound;

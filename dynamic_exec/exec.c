@@ -124,15 +124,6 @@ static bool bound_fits(const mx_dyn_exec *e, const mx__dyn_val *rv, mx_value_id 
   return memcmp(t->dims, rv->dims, (size_t)rv->rank * sizeof *rv->dims) == 0;
 }
 
-/* Start and end (exclusive) of a tensor's bytes; false when it has none. */
-static bool byte_range(const mx_tensor *t, uintptr_t *lo, uintptr_t *hi) {
-  size_t n;
-  if (!t->data || !mx_tensor_nbytes(t, &n) || !n) return false;
-  *lo = (uintptr_t)t->data;
-  *hi = *lo + n;
-  return true;
-}
-
 static bool overlaps(uintptr_t lo, uintptr_t hi, const void *p, size_t n) {
   return p && n && (uintptr_t)p < hi && lo < (uintptr_t)p + n;
 }
@@ -154,17 +145,17 @@ mx_status mx__dyn_bind_output(mx_dyn_exec *e, size_t k, const mx_tensor *buf) {
   const mx__dyn_op *op = &e->plan->ops[pv->producer];
   if (op->kind != MX__DYN_OP_DEVICE || (op->flags & MX__DYN_DATA_DEP)) return MX_OK;
   /* The producer would overwrite what the step still reads, or another bound output. */
-  uintptr_t lo, hi;
-  if (!byte_range(buf, &lo, &hi)) return MX_OK;
+  size_t n;
+  if (!mx__dyn_dims_bytes(buf->dims, buf->rank, pv->esize, &n) || !n) return MX_OK;
+  uintptr_t lo = (uintptr_t)buf->data, hi = lo + n;
   for (size_t i = 0; i < g->n_inputs; i++) {
     const mx__dyn_val *in = &e->vals[g->inputs[i]];
     if (overlaps(lo, hi, in->dev, in->nbytes) || overlaps(lo, hi, in->host, in->nbytes)) return MX_OK;
   }
-  for (size_t j = 0; j < g->n_outputs && e->n_out_bound; j++) {
-    uintptr_t blo, bhi;
-    if (j != k && byte_range(&e->out_bind[j], &blo, &bhi) && blo < hi && lo < bhi) return MX_OK;
-  }
+  for (size_t j = 0; j < g->n_outputs && e->n_out_bound; j++)
+    if (overlaps(lo, hi, e->out_bind[j].data, e->out_bind_bytes[j])) return MX_OK;
   e->out_bind[k] = *buf;
+  e->out_bind_bytes[k] = n;
   e->n_out_bound++;
   rv->bound_out = (uint32_t)k;
   return MX_OK;
@@ -287,10 +278,10 @@ mx_status mx__dyn_step_begin(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_i
   e->caller = caller ? caller : e->streams[0];
   if (mx_stream_device(e->caller) != e->dev)
     return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "the caller stream belongs to another device");
-  for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS; k++) {
-    if (!e->h2d_pending[k]) continue;
+  while (e->h2d_pending) {
+    int k = __builtin_ctz(e->h2d_pending);
+    e->h2d_pending &= e->h2d_pending - 1;
     mx_event_synchronize(e->h2d_events[k]);
-    e->h2d_pending[k] = false;
   }
   for (size_t k = 0; k < e->n_bound; k++) e->sym_val[e->bound_syms[k]] = INT64_MIN;
   mx_status st = mx__dyn_bind_inputs(e, inputs, n_inputs);
@@ -378,7 +369,7 @@ static mx_status deliver(mx_dyn_exec *e, size_t i, mx_tensor *t, bool *need_sync
   } else {
     st = mx_hal_copy_async_named(e->caller, t->data, src_dev ? src_dev : src_host, n,
                                  src_dev ? MX_COPY_D2D : MX_COPY_H2D, name);
-    if (!src_dev) e->h2d_pending[MX_DYN_MAX_STREAMS] = true;
+    if (!src_dev) e->h2d_pending |= 1u << MX_DYN_MAX_STREAMS;
   }
   if (st != MX_OK)
     return mx__dyn_fail(e, st, "output '%s': copy failed: %s", name, mx_device_last_error(e->dev));
@@ -436,15 +427,19 @@ mx_status mx__dyn_step_end(mx_dyn_exec *e, mx_tensor *outputs, size_t n_outputs)
   }
   unbind_outputs(e);
   /* Blocks freed this step become reusable on other streams once each stream gets here. */
-  for (uint32_t k = 0; k < e->n_streams; k++)
-    if (e->used_streams & (1u << k)) mx_caching_fence(e->alloc, e->streams[k]);
-  mx_caching_fence(e->alloc, e->caller);
-  for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS; k++) {
-    if (!e->h2d_pending[k]) continue;
+  bool caller_fenced = false;
+  for (uint32_t k = 0; k < e->n_streams; k++) {
+    if (!(e->used_streams & (1u << k))) continue;
+    mx_caching_fence(e->alloc, e->streams[k]);
+    caller_fenced = caller_fenced || e->streams[k] == e->caller;
+  }
+  if (!caller_fenced) mx_caching_fence(e->alloc, e->caller);
+  for (uint32_t pend = e->h2d_pending; pend; pend &= pend - 1) {
+    uint32_t k = (uint32_t)__builtin_ctz(pend);
     mx_stream *s = k < e->n_streams ? e->streams[k] : e->caller;
     if (mx_event_record(e->h2d_events[k], s) != MX_OK) {
       mx_stream_synchronize(s);
-      e->h2d_pending[k] = false;
+      e->h2d_pending &= ~(1u << k);
     }
   }
   e->in_step = false;
@@ -475,7 +470,7 @@ void mx__dyn_step_abort(mx_dyn_exec *e) {
     rv->upload_stream = -1;
   }
   for (size_t i = 0; i < e->plan->n_ops; i++) e->ops[i].shapes_valid = false;
-  for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS; k++) e->h2d_pending[k] = false;
+  e->h2d_pending = 0;
   unbind_outputs(e);
   e->stats.failed_steps++;
   e->in_step = false;
@@ -581,6 +576,10 @@ static mx_status init_symbols(mx_dyn_exec *e, mx_error *err) {
     goto done;
   }
   for (size_t s = 0; s < ns; s++) e->sym_val[s] = e->sym_prev[s] = INT64_MIN;
+  for (size_t i = 0; i < e->g->n_inputs; i++) {
+    const mx__dyn_pval *pv = &p->vals[e->g->inputs[i]];
+    for (int32_t k = 0; k < pv->rank; k++) e->in_exprs[i] |= pv->dims[k].kind == MX__DYN_DIM_EXPR;
+  }
   for (size_t k = 0; k < e->g->n_inputs * MX_MAX_RANK; k++) {
     uint32_t s = p->input_syms[k];
     if (s == MX__DYN_NONE || seen[s]) continue;
@@ -643,7 +642,11 @@ mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching
   e->info_data = calloc(nio, sizeof *e->info_data);
   e->out_alloc = calloc(e->g->n_outputs ? e->g->n_outputs : 1, sizeof *e->out_alloc);
   e->out_bind = calloc(e->g->n_outputs ? e->g->n_outputs : 1, sizeof *e->out_bind);
-  if (!e->vals || !e->ops || !e->infos || !e->info_sv || !e->info_data || !e->out_alloc || !e->out_bind) {
+  e->out_bind_bytes = calloc(e->g->n_outputs ? e->g->n_outputs : 1, sizeof *e->out_bind_bytes);
+  e->in_pos = calloc(e->g->n_inputs ? e->g->n_inputs : 1, sizeof *e->in_pos);
+  e->in_exprs = calloc(e->g->n_inputs ? e->g->n_inputs : 1, sizeof *e->in_exprs);
+  if (!e->vals || !e->ops || !e->infos || !e->info_sv || !e->info_data || !e->out_alloc || !e->out_bind ||
+      !e->out_bind_bytes || !e->in_pos || !e->in_exprs) {
     st = mx__fail_oom(err, "executor");
     goto destroy_exec;
   }
@@ -705,6 +708,9 @@ void mx_dyn_exec_destroy(mx_dyn_exec *e) {
   free(e->info_data);
   free(e->out_alloc);
   free(e->out_bind);
+  free(e->out_bind_bytes);
+  free(e->in_pos);
+  free(e->in_exprs);
   free(e->sym_val);
   free(e->sym_prev);
   free(e->bound_syms);

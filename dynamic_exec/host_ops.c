@@ -56,7 +56,7 @@ mx_status mx__dyn_upload(mx_dyn_exec *e, mx_value_id v, uint32_t s) {
     return mx__dyn_fail(e, st, "value '%s': upload failed: %s", name, mx_device_last_error(e->dev));
   rv->upload_stream = (int8_t)s;
   rv->ready_stream = (int8_t)s;
-  e->h2d_pending[s] = true;
+  e->h2d_pending |= 1u << s;
   e->used_streams |= 1u << s;
   int32_t ev = e->plan->vals[v].upload_event;
   if (ev >= 0 && (st = mx_event_record(e->events[ev], stream)) != MX_OK)

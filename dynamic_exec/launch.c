@@ -37,7 +37,9 @@ static bool meta_matches(const mx_dyn_exec *e, const mx__dyn_op *op, const unsig
     if (v == MX_NO_VALUE) continue;
     const mx__dyn_val *rv = &e->vals[v];
     const mx_ktensor *t = &call->t[j];
-    if (t->rank != rv->rank || memcmp(t->dims, rv->dims, (size_t)rv->rank * sizeof *rv->dims) != 0) return false;
+    if (t->rank != rv->rank) return false;
+    for (int32_t d = 0; d < rv->rank; d++)
+      if (t->dims[d] != rv->dims[d]) return false;
   }
   return true;
 }
