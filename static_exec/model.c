@@ -334,10 +334,9 @@ static inline bool tensor_matches(const mx__pio *io, const mx_tensor *t) {
   return true;
 }
 
-/* Checks one caller tensor against the model's description. */
+/* Explains why a caller tensor does not match the model's description (tensor_matches failed). */
 static mx_status check_tensor(mx_static_model *m, const char *what, uint32_t i, const mx__pio *io,
                               const mx_tensor *t) {
-  if (tensor_matches(io, t)) return MX_OK;
   if (t->dtype != io->dtype)
     return model_fail(m, MX_ERR_DTYPE, "%s %u ('%s'): dtype %s given, %s expected", what, i,
                       io->name, mx_dtype_name(t->dtype), mx_dtype_name(io->dtype));
@@ -409,13 +408,16 @@ mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *input
   mx_status st;
   /* Everything is checked (and staging prepared) before any state changes. */
   for (uint32_t i = 0; i < m->n_inputs; i++) {
-    st = check_tensor(m, "input", i, &m->inputs[i], &inputs[i]);
+    st = tensor_matches(&m->inputs[i], &inputs[i]) ? MX_OK
+                                                   : check_tensor(m, "input", i, &m->inputs[i], &inputs[i]);
     if (st == MX_OK && inputs[i].placement == MX_HOST && m->inputs[i].nbytes)
       st = ensure_staging(m, i, "input", i, &m->inputs[i]);
     if (st != MX_OK) return st;
   }
   for (uint32_t j = 0; j < m->n_outputs; j++) {
-    st = check_tensor(m, "output", j, &m->outputs[j], &outputs[j]);
+    st = tensor_matches(&m->outputs[j], &outputs[j])
+             ? MX_OK
+             : check_tensor(m, "output", j, &m->outputs[j], &outputs[j]);
     if (st == MX_OK && outputs[j].placement == MX_HOST && m->outputs[j].nbytes)
       st = ensure_staging(m, m->n_inputs + j, "output", j, &m->outputs[j]);
     if (st != MX_OK) return st;
