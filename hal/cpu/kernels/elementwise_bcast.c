@@ -5,14 +5,77 @@
  * Planning right-aligns every input against the output (numpy rules), gives broadcast dims a
  * stride of 0, drops size-1 dims and merges neighbouring dims that every operand walks in
  * step. What remains is usually one or two dims, so the walk's bookkeeping is paid per row,
- * not per element. */
+ * not per element. The common shapes (same shape, a scalar, a bias row over the trailing dims)
+ * are recognized first and planned directly, since the kernels run per call and plan anew. */
 #include <math.h>
 #include <string.h>
 
 #include "hal/cpu/kernels/elementwise-impl.h"
 
+/* How an input meets the output, when that is one of the common cases. */
+typedef enum ew_kind {
+  EW_FULL,    /* as many elements as the output, in its order (same shape up to leading 1s) */
+  EW_SCALAR,  /* one element */
+  EW_SUFFIX,  /* the output's trailing dims (leading dims 1 or missing): repeats every m elements */
+  EW_OTHER    /* anything else, including shapes that do not broadcast: the general planner */
+} ew_kind;
+
+/* Classifies input t against out (numel n): t's dims, from the innermost, equal out's until
+ * the first mismatch, and every dim of t before it must be 1. *m is the number of elements of
+ * t (its repeat length along the output). */
+static ew_kind ew_classify(const mx_ktensor *t, const mx_ktensor *out, int64_t n, int64_t *m) {
+  if (t->rank > out->rank) return EW_OTHER;
+  int32_t off = out->rank - t->rank, k = t->rank - 1;
+  int64_t c = 1;
+  for (; k >= 0 && t->dims[k] == out->dims[k + off]; k--) c *= t->dims[k];
+  for (; k >= 0; k--)
+    if (t->dims[k] != 1) return EW_OTHER;
+  *m = c;
+  return c == n ? EW_FULL : c == 1 ? EW_SCALAR : EW_SUFFIX;
+}
+
+/* The common cases without the general planner: every input is the output's shape, a single
+ * element, or one shared suffix of the output's dims (a bias row). Fills only the fields
+ * mx__ew_run reads (rank 1, or rank 2 as [n / m, m]); false when some input needs more. These
+ * are the plans the general path would merge the same shapes into, so rows are the same. */
+static bool ew_plan_fast(const mx_ktensor *out, const mx_ktensor *const *ins, int n_in, mx__ew_plan *plan) {
+  int64_t n = mx__ktensor_numel(out), row = n;
+  if (n == 0) return false; /* callers skip empty outputs; the general path stays the one for them */
+  ew_kind kind[MX__EW_MAX_OPS - 1];
+  for (int j = 0; j < n_in; j++) {
+    int64_t m;
+    kind[j] = ew_classify(ins[j], out, n, &m);
+    if (kind[j] == EW_OTHER) return false;
+    if (kind[j] == EW_SUFFIX) {
+      if (row != n && row != m) return false; /* two different suffixes */
+      row = m;
+    }
+  }
+  plan->n_ops = n_in + 1;
+  plan->esize[0] = (int64_t)mx_dtype_size(out->dtype);
+  for (int j = 0; j < n_in; j++) plan->esize[j + 1] = (int64_t)mx_dtype_size(ins[j]->dtype);
+  if (row == n) {
+    plan->rank = 1;
+    plan->dims[0] = n;
+    plan->strides[0][0] = 1;
+    for (int j = 0; j < n_in; j++) plan->strides[j + 1][0] = kind[j] == EW_SCALAR ? 0 : 1;
+    return true;
+  }
+  plan->rank = 2;
+  plan->dims[0] = n / row;
+  plan->dims[1] = row;
+  plan->strides[0][0] = row;
+  plan->strides[0][1] = 1;
+  for (int j = 0; j < n_in; j++) {
+    plan->strides[j + 1][0] = kind[j] == EW_FULL ? row : 0;
+    plan->strides[j + 1][1] = kind[j] == EW_SCALAR ? 0 : 1;
+  }
+  return true;
+}
+
 mx_status mx__ew_plan_make(mx_kernel_call *call, const mx_ktensor *out, const mx_ktensor *const *ins, int n_in,
                            mx__ew_plan *plan) {
+  if (ew_plan_fast(out, ins, n_in, plan)) return MX_OK;
   memset(plan, 0, sizeof *plan);
   int32_t r = out->rank;
   int n_ops = n_in + 1;
@@ -151,8 +214,15 @@ mx_status mx__ew_binary_apply(mx_kernel_call *call, mx__ew_bin_fn fn, const mx_k
   if (st != MX_OK) return st;
   mx__ew_bin_ctx ctx = {fn, {out->dtype, a->dtype, b->dtype}};
   bool half = mx__ew_is_half(out->dtype) || mx__ew_is_half(a->dtype) || mx__ew_is_half(b->dtype);
-  void *base[3] = {out->data, a->data, b->data};
-  if (!mx__ew_run(&plan, base, half ? mx__ew_half_row : mx__ew_bin_row, &ctx)) {
+  bool ok;
+  if (!half && plan.rank == 1) {
+    /* One row (same shapes or a scalar operand): the row function directly, no walk. */
+    ok = fn(plan.dims[0], a->data, plan.strides[1][0], b->data, plan.strides[2][0], out->data);
+  } else {
+    void *base[3] = {out->data, a->data, b->data};
+    ok = mx__ew_run(&plan, base, half ? mx__ew_half_row : mx__ew_bin_row, &ctx);
+  }
+  if (!ok) {
     call->why = "integer division or modulo by zero";
     return MX_ERR_KERNEL;
   }

@@ -13,12 +13,15 @@
 
 #include "graph/ops/elementwise-params.h"
 #include "hal/cpu/kernels/elementwise-impl.h"
+#include "hal/cpu/kernels/kmath.h"
 
 /* --- row functions -------------------------------------------------------------------------- */
 
-/* A row function NAME computing o[i] = EXPR from x = a[i*sa] (type TA) and y = b[i*sb] (TB). */
-#define ROW2(NAME, TA, TB, TO, EXPR)                                                                   \
-  static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) {      \
+/* A row function NAME computing o[i] = EXPR from x = a[i*sa] (type TA) and y = b[i*sb] (TB).
+ * ROW2_ATTR puts ATTR before it (MX_KHOT for the float32 arithmetic every model runs). */
+#define ROW2(NAME, TA, TB, TO, EXPR) ROW2_ATTR(, NAME, TA, TB, TO, EXPR)
+#define ROW2_ATTR(ATTR, NAME, TA, TB, TO, EXPR)                                                        \
+  ATTR static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) {      \
     const TA *restrict a = pa;                                                                         \
     const TB *restrict b = pb;                                                                         \
     TO *restrict o = po;                                                                               \
@@ -66,9 +69,14 @@
 #define mul_EXPR(T, U) (T)((U)x * (U)y)
 #define max_EXPR(T, U) (x > y ? x : y)
 #define min_EXPR(T, U) (x < y ? x : y)
-NATIVE_TYPES(ARITH_ROW, add)
-NATIVE_TYPES(ARITH_ROW, sub)
-NATIVE_TYPES(ARITH_ROW, mul)
+/* float32 add/sub/mul (residuals, gating) with an AVX2 copy; the other types plain. */
+#define HOT_F32_TYPES(X, OP)                                                                          \
+  X(OP, f64, double, double) X(OP, i8, int8_t, uint32_t) X(OP, u8, uint8_t, uint32_t)                 \
+  X(OP, i16, int16_t, uint32_t) X(OP, i32, int32_t, uint32_t) X(OP, i64, int64_t, uint64_t)           \
+  ROW2_ATTR(MX_KHOT, OP##_f32, float, float, float, OP##_EXPR(float, float))
+HOT_F32_TYPES(ARITH_ROW, add)
+HOT_F32_TYPES(ARITH_ROW, sub)
+HOT_F32_TYPES(ARITH_ROW, mul)
 
 /* Integer max/min; the float ones return a NaN operand like numpy (x != x only for NaN). */
 #define INT_TYPES(X, OP)                                                                              \
@@ -97,7 +105,7 @@ ROW2(and_b, uint8_t, uint8_t, uint8_t, (x != 0) & (y != 0))
 ROW2(or_b, uint8_t, uint8_t, uint8_t, (x != 0) | (y != 0))
 ROW2(xor_b, uint8_t, uint8_t, uint8_t, (x != 0) ^ (y != 0))
 
-ROW2(div_f32, float, float, float, x / y)
+ROW2_ATTR(MX_KHOT, div_f32, float, float, float, x / y)
 ROW2(div_f64, double, double, double, x / y)
 ROW2(pow_f32, float, float, float, powf(x, y))
 ROW2(pow_f64, double, double, double, pow(x, y))
@@ -219,8 +227,9 @@ static mx_status run_binary(mx_kernel_call *c, const bin_table t, const mx_binar
   if (a->dtype != b->dtype) return unsupported(c);
   mx__ew_bin_fn fn = pick(t, a->dtype);
   if (!fn) return unsupported(c);
-  mx_ktensor bb = *b;
+  mx_ktensor bb; /* B reshaped for legacy broadcasting (only then copied: the struct is large) */
   if (p && p->legacy) {
+    bb = *b;
     /* B's dims start at A's dim `axis`: pad B with trailing size-1 dims. */
     int32_t axis = p->axis < 0 ? p->axis + a->rank : p->axis;
     if (axis < 0 || axis + b->rank > a->rank) {
@@ -230,8 +239,9 @@ static mx_status run_binary(mx_kernel_call *c, const bin_table t, const mx_binar
     int64_t dims[MX_MAX_RANK];
     for (int32_t k = 0; k < a->rank - axis; k++) dims[k] = k < b->rank ? b->dims[k] : 1;
     mx__ktensor_set_dims(&bb, a->rank - axis, dims);
+    b = &bb;
   }
-  return mx__ew_binary_apply(c, fn, o, a, &bb);
+  return mx__ew_binary_apply(c, fn, o, a, b);
 }
 
 #define BINARY_KERNEL(NAME, TABLE)                                                  \
