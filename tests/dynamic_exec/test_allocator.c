@@ -2,9 +2,10 @@
  * after the freeing stream (and every stream recorded as a user) is past the free, statistics,
  * trim, out-of-memory recovery, forgotten streams, bad frees; a randomized stress over several
  * streams in checking mode whose blocks carry patterns verified in stream order (a block handed
- * out while still in use would be overwritten before its verification); and a steady state
- * without device allocations. */
+ * out while still in use would be overwritten before its verification); a steady state
+ * without device allocations; and several threads sharing one allocator. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -423,6 +424,68 @@ Test(dyn_allocator, steady_state_without_device_allocations) {
   mx_caching_allocator_destroy(a);
   for (int i = 0; i < N_STREAMS; i++) mx_stream_destroy(s[i]);
   mx_event_destroy(ev);
+  mx_device_destroy(dev);
+  dyn_check_leaks();
+}
+
+/* --- threads ---------------------------------------------------------------------------------- */
+
+enum { N_THREADS = 4, THREAD_ROUNDS = 2000 };
+
+typedef struct thread_args {
+  mx_caching_allocator *a;
+  mx_stream *stream;      /* the thread's own stream, or NULL */
+  unsigned seed;
+  int failures;
+} thread_args;
+
+/* Allocates, writes, checks and frees blocks of varied sizes; every other round on its stream,
+ * in between with no stream (blocks any thread may take at once). A block handed to two threads
+ * at a time would show another thread's byte. */
+static void *alloc_thread(void *arg) {
+  thread_args *t = arg;
+  uint64_t rng = t->seed;
+  for (int r = 0; r < THREAD_ROUNDS; r++) {
+    size_t n = 64 + dyn_rand(&rng) % 4000;
+    mx_stream *s = (r & 1) ? t->stream : NULL;
+    void *p;
+    if (mx_caching_alloc(t->a, n, s, &p, NULL) != MX_OK) {
+      t->failures++;
+      continue;
+    }
+    memset(p, (int)t->seed, n);
+    for (size_t k = 0; k < n; k += 97) t->failures += ((unsigned char *)p)[k] != (unsigned char)t->seed;
+    if (s) mx_stream_synchronize(s);
+    t->failures += mx_caching_free(t->a, p, s, NULL) != MX_OK;
+    if (r % 64 == 0) mx_caching_fence(t->a, t->stream);
+  }
+  return NULL;
+}
+
+/* Several threads allocating from one allocator at once (run under TSan by the concurrency
+ * label): no block is ever shared, and the statistics add up. */
+Test(dyn_allocator, threads_share_one_allocator) {
+  mx_device *dev = dyn_device(MX_DEVICE_INLINE, false);
+  mx_caching_allocator *a = new_alloc(dev);
+  pthread_t th[N_THREADS];
+  thread_args args[N_THREADS];
+  for (int i = 0; i < N_THREADS; i++) {
+    args[i] = (thread_args){.a = a, .seed = 1u + (unsigned)i};
+    cr_assert_eq(mx_stream_create(dev, 0, &args[i].stream), MX_OK);
+  }
+  for (int i = 0; i < N_THREADS; i++) cr_assert_eq(pthread_create(&th[i], NULL, alloc_thread, &args[i]), 0);
+  for (int i = 0; i < N_THREADS; i++) cr_assert_eq(pthread_join(th[i], NULL), 0);
+  for (int i = 0; i < N_THREADS; i++) cr_expect_eq(args[i].failures, 0, "thread %d", i);
+  mx_caching_stats st = stats(a);
+  cr_expect_eq(st.allocs, (uint64_t)N_THREADS * THREAD_ROUNDS);
+  cr_expect_eq(st.bytes_in_use, 0);
+  cr_expect_eq(st.blocks_in_use, 0);
+  cr_expect_eq(st.hits + st.misses, st.allocs);
+  for (int i = 0; i < N_THREADS; i++) {
+    mx_caching_forget_stream(a, args[i].stream);
+    mx_stream_destroy(args[i].stream);
+  }
+  mx_caching_allocator_destroy(a);
   mx_device_destroy(dev);
   dyn_check_leaks();
 }
