@@ -378,6 +378,101 @@ Test(nn_kernels, attention_gqa_causal_with_past_matches_reference) { check_gqa_c
 /* One query row takes the matrix-vector path. */
 Test(nn_kernels, attention_decode_step_matches_reference) { check_gqa_causal_with_past(1); }
 
+/* One query row over caches of every length around the switch between the loop path (short
+ * caches) and GEMV (long ones): head sizes with and without a multiple-of-8 part, GQA, no past,
+ * two new key rows, the 3-D layout (K rows strided by kv_heads * head size), float32 and
+ * float64, against a double-precision reference. */
+static void decode_case(mx_dtype dt, bool three_d, int P, int SKV, int D) {
+  enum { HQ = 4, HKV = 2 };
+  int T = P + SKV;
+  size_t es = dt == MX_FLOAT64 ? 8 : 4;
+  float *qf = malloc(HQ * D * 4), *kf = malloc((size_t)HKV * SKV * D * 4), *vf = malloc((size_t)HKV * SKV * D * 4);
+  float *pkf = malloc((size_t)HKV * (P + 1) * D * 4), *pvf = malloc((size_t)HKV * (P + 1) * D * 4);
+  double *want = malloc(HQ * D * 8), *sc = malloc((size_t)T * 8);
+  void *q = malloc(HQ * D * es), *k = malloc((size_t)HKV * SKV * D * es), *v = malloc((size_t)HKV * SKV * D * es);
+  void *pk = malloc((size_t)HKV * (P + 1) * D * es), *pv = malloc((size_t)HKV * (P + 1) * D * es);
+  void *y = malloc(HQ * D * es);
+  cr_assert(qf && kf && vf && pkf && pvf && want && sc && q && k && v && pk && pv && y);
+  fill(qf, HQ * D, 1), fill(kf, HKV * SKV * D, 2), fill(vf, HKV * SKV * D, 3);
+  fill(pkf, HKV * P * D, 4), fill(pvf, HKV * P * D, 5);
+  /* In the 3-D layout the new K/V rows are [SKV, HKV * D]; kf/vf hold [HKV, SKV, D]. */
+  float *kl = malloc((size_t)HKV * SKV * D * 4), *vl = malloc((size_t)HKV * SKV * D * 4);
+  cr_assert(kl && vl);
+  for (int g = 0; g < HKV; g++)
+    for (int s2 = 0; s2 < SKV; s2++)
+      for (int d = 0; d < D; d++) {
+        int src = (g * SKV + s2) * D + d, dst = three_d ? (s2 * HKV + g) * D + d : src;
+        kl[dst] = kf[src], vl[dst] = vf[src];
+      }
+  const float *srcs[5] = {qf, kl, vl, pkf, pvf};
+  void *dsts[5] = {q, k, v, pk, pv};
+  int counts[5] = {HQ * D, HKV * SKV * D, HKV * SKV * D, HKV * P * D, HKV * P * D};
+  for (int t = 0; t < 5; t++)
+    for (int i = 0; i < counts[t]; i++) {
+      if (dt == MX_FLOAT64) ((double *)dsts[t])[i] = srcs[t][i];
+      else ((float *)dsts[t])[i] = srcs[t][i];
+    }
+  double scale = (float)(1.0 / sqrt((double)D)); /* the kernel keeps the scale as a float */
+  for (int h = 0; h < HQ; h++) {
+    int g = h / (HQ / HKV);
+    double m = -INFINITY, sum = 0;
+    for (int j = 0; j < T; j++) {
+      const float *kr = j < P ? pkf + (g * P + j) * D : kf + (g * SKV + j - P) * D;
+      double dot = 0;
+      for (int d = 0; d < D; d++) dot += (double)qf[h * D + d] * kr[d];
+      sc[j] = dot * scale;
+      m = sc[j] > m ? sc[j] : m;
+    }
+    for (int j = 0; j < T; j++) sum += exp(sc[j] - m);
+    for (int d = 0; d < D; d++) {
+      double acc = 0;
+      for (int j = 0; j < T; j++) {
+        const float *vr = j < P ? pvf + (g * P + j) * D : vf + (g * SKV + j - P) * D;
+        acc += exp(sc[j] - m) / sum * vr[d];
+      }
+      want[h * D + d] = acc;
+    }
+  }
+  mx_attention_params prm = {.q_num_heads = three_d ? HQ : 0, .kv_num_heads = three_d ? HKV : 0};
+  mx_kernel_call *c = kc_new(6, 1, &prm);
+  if (three_d) {
+    kc_set(c, 0, dt, 3, DIMS(1, 1, HQ * D), q);
+    kc_set(c, 1, dt, 3, DIMS(1, SKV, HKV * D), k);
+    kc_set(c, 2, dt, 3, DIMS(1, SKV, HKV * D), v);
+    kc_set(c, 6, dt, 3, DIMS(1, 1, HQ * D), y);
+  } else {
+    kc_set(c, 0, dt, 4, DIMS(1, HQ, 1, D), q);
+    kc_set(c, 1, dt, 4, DIMS(1, HKV, SKV, D), k);
+    kc_set(c, 2, dt, 4, DIMS(1, HKV, SKV, D), v);
+    kc_set(c, 6, dt, 4, DIMS(1, HQ, 1, D), y);
+  }
+  if (P > 0) {
+    kc_set(c, 4, dt, 4, DIMS(1, HKV, P, D), pk);
+    kc_set(c, 5, dt, 4, DIMS(1, HKV, P, D), pv);
+  }
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  for (int i = 0; i < HQ * D; i++) {
+    double got = dt == MX_FLOAT64 ? ((double *)y)[i] : ((float *)y)[i];
+    double tol = dt == MX_FLOAT64 ? 1e-12 : 2e-6;
+    cr_expect(fabs(got - want[i]) <= tol * (1 + fabs(want[i])), "dt %d 3d %d P %d Skv %d D %d [%d]: %.9g, want %.9g",
+              (int)dt, (int)three_d, P, SKV, D, i, got, want[i]);
+  }
+  free(c);
+  void *all[] = {qf, kf, vf, pkf, pvf, want, sc, q, k, v, pk, pv, y, kl, vl};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+}
+
+Test(nn_kernels, attention_decode_short_and_long_caches) {
+  const int pasts[] = {0, 1, 3, 7, 16, 40, 63, 64, 200};
+  const int heads[] = {5, 16, 20, 64};
+  for (int dt = 0; dt < 2; dt++)
+    for (int layout = 0; layout < 2; layout++)
+      for (size_t i = 0; i < sizeof pasts / sizeof pasts[0]; i++)
+        for (size_t j = 0; j < sizeof heads / sizeof heads[0]; j++)
+          for (int skv = 1; skv <= 2; skv++)
+            decode_case(dt ? MX_FLOAT64 : MX_FLOAT32, layout == 1, pasts[i], skv, heads[j]);
+}
+
 Test(nn_kernels, attention_3d_layout_equals_4d) {
   /* The same numbers in (batch, seq, heads*D) form give the transposed output. */
   enum { H = 2, S = 3, D = 2 };

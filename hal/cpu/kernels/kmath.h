@@ -5,7 +5,8 @@
  * for hot functions that get a second, AVX2 copy, and the order-preserving integer key of a
  * float that min/max and clamping use instead of float compares.
  *
- * Accuracy: exp within 1.5 ulp over the whole float range (subnormal results included),
+ * Accuracy: exp within 1.5 ulp over the whole float range (subnormal results included; a
+ * cheaper variant for softmax flushes results below 2^-126 to 0),
  * sigmoid and tanh within about 3 ulp (relative error below 2e-7). NaN in gives NaN out;
  * +-infinity and large |x| give the limits (0, 1, +-1, +inf) without overflow or NaN.
  *
@@ -13,6 +14,7 @@
 #ifndef MIXRT_HAL_CPU_KERNELS_KMATH_H
 #define MIXRT_HAL_CPU_KERNELS_KMATH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -48,15 +50,20 @@ static inline int32_t mx__kfkey(float x) {
 static inline float mx__kfunkey(int32_t k) { return mx__ki32_as_f32(k ^ ((k >> 31) & 0x7fffffff)); }
 
 /* exp(x) for float32 without branches or calls. Cody-Waite range reduction x = n*ln2 + r
- * (|r| <= ln2/2) and a degree-6 polynomial for exp(r), within 1.5 ulp of exp. The result is
+ * (|r| <= ln2/2) and a degree-6 polynomial for exp(r), within 1.5 ulp of exp.
+ *
+ * full (a constant at every call site, so the unused variant compiles away): the result is
  * scaled by 2^n as 2^(n/2) * 2^(n - n/2), so n down to -150 (subnormal results, rounded once
- * by the last multiply) and up to 128 need no special case. Arguments are clamped to
+ * by the last multiply) and up to 128 need no special case; arguments are clamped to
  * [-104, 88.7228317] through their integer keys: below, the result is 0 (exp(-104) is under
- * half the smallest subnormal); above, +infinity (the next float up overflows). NaN stays NaN.
- * For results in the normal range this is bit for bit the value of p * 2^n. */
-static inline float mx__kexpf(float x) {
-  const int32_t key_lo = -1120927745; /* mx__kfkey(-104.0f) */
-  const int32_t key_hi = 1118925335;  /* mx__kfkey(88.72283172607421875f): largest x with finite exp */
+ * half the smallest subnormal), above, +infinity (the next float up overflows).
+ * Not full: one scaling by 2^n and the clamp [-87, 88], so results below exp(-87) ~ 1.6e-38
+ * flush to 0 and x above 88 gives +infinity; six vector operations fewer, for callers whose
+ * arguments are <= 0 and whose tiny results do not matter (softmax weights next to the
+ * maximum's 1). Both: NaN stays NaN, and results in the normal range are the same bits. */
+static inline float mx__kexpf_core(float x, bool full) {
+  const int32_t key_lo = full ? -1120927745 /* mx__kfkey(-104.0f) */ : -1118699521 /* mx__kfkey(-87.0f) */;
+  const int32_t key_hi = full ? 1118925335 /* mx__kfkey(88.72283172607421875f) */ : 1118830592 /* (88.0f) */;
   int32_t ix = mx__kf32_as_i32(x);
   int32_t key = ix ^ ((ix >> 31) & 0x7fffffff);
   int32_t kc = key < key_lo ? key_lo : key;
@@ -67,7 +74,7 @@ static inline float mx__kexpf(float x) {
   float xc = mx__kfunkey(kc);
   float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds n into the low bits */
   float n = t - 12582912.0f;
-  int32_t e = (int32_t)((uint32_t)mx__kf32_as_i32(t) - 0x4B400000u); /* n as an integer, -150..128 */
+  int32_t e = (int32_t)((uint32_t)mx__kf32_as_i32(t) - 0x4B400000u); /* n as an integer */
   float r = xc - n * 0.693145751953125f; /* ln2 split in two: n * hi is exact for |n| < 512 */
   r = r - n * 1.428606765330187045e-06f;
   float p = 1.9875691500e-4f;
@@ -77,15 +84,26 @@ static inline float mx__kexpf(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;
-  int32_t e1 = e / 2, e2 = e - e1; /* both in [-75, 64]: 2^e1 and 2^e2 are normal floats */
-  float s1 = mx__ki32_as_f32((int32_t)((uint32_t)(e1 + 127) << 23));
-  float s2 = mx__ki32_as_f32((int32_t)((uint32_t)(e2 + 127) << 23));
-  int32_t rb = mx__kf32_as_i32(p * s1 * s2); /* p * s1 is exact; the second product rounds once */
+  float res;
+  if (full) {
+    int32_t e1 = e / 2, e2 = e - e1; /* both in [-75, 64]: 2^e1 and 2^e2 are normal floats */
+    float s1 = mx__ki32_as_f32((int32_t)((uint32_t)(e1 + 127) << 23));
+    float s2 = mx__ki32_as_f32((int32_t)((uint32_t)(e2 + 127) << 23));
+    res = p * s1 * s2; /* p * s1 is exact; the second product rounds once */
+  } else {
+    res = p * mx__ki32_as_f32((int32_t)((uint32_t)(e + 127) << 23)); /* n in [-126, 127] */
+  }
+  int32_t rb = mx__kf32_as_i32(res);
   rb &= ~lo;
   rb = (rb & ~hi) | (0x7f800000 & hi);
   rb = (rb & ~nan) | (ix & nan);
   return mx__ki32_as_f32(rb);
 }
+
+/* exp over the whole float range (the Exp op, sigmoid). */
+static inline float mx__kexpf(float x) { return mx__kexpf_core(x, true); }
+/* exp for arguments <= 0 where results below ~1.6e-38 may be 0 (softmax). */
+static inline float mx__kexpf_ftz(float x) { return mx__kexpf_core(x, false); }
 
 /* exp(y) - 1 for y <= 0 (or NaN), accurate also near 0 where exp(y) - 1 would cancel:
  * y = n*ln2 + r, expm1(r) by its Taylor series to r^8 (|r| <= ln2/2: truncation below 1e-9

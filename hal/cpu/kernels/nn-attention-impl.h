@@ -8,8 +8,9 @@
  * For each (b, h): scores = scale * Q_h K_g^T over the past rows then the new rows (two GEMMs
  * writing the two column ranges, no concatenation), softcap, mask / causal / padding bias,
  * a stable softmax whose fully-masked rows become zeros, then Y_h = P V_g (two GEMMs again).
- * A single query row (a decode step) uses GEMV instead. Query head h reads key/value head
- * g = h / (q_heads / kv_heads). */
+ * A single query row (a decode step) uses GEMV instead, or for a short cache plain dot products
+ * and row updates (see att_dots). Query head h reads key/value head g = h / (q_heads /
+ * kv_heads). */
 
 #define ATT_CAT2(a, b) a##_##b
 #define ATT_CAT(a, b) ATT_CAT2(a, b)
@@ -88,11 +89,70 @@ static void ATT_FN(att_bias_row)(const att_plan *p, const void *mask, int64_t b,
   }
 }
 
-static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const ATT_T *k, const ATT_T *v, const ATT_T *pk,
+/* Decode-step products without BLAS. A BLAS gemv call costs ~400-800 instructions before any
+ * arithmetic (argument checks, blocking, scaling y by beta), more than a small product itself:
+ * for one query over a short cache these loops are cheaper, for long caches BLAS's kernels win
+ * (measured crossover: about 60 keys at head size 16, 30 at 64). ATT_SMALL is the bound on
+ * keys * (head size + 16) below which att_core uses them. */
+#ifndef ATT_SMALL
+#define ATT_SMALL 2048
+#endif
+
+/* out[j] = scale * (q . k_j) for n key rows of D elements (row stride ks). Four rows at a time
+ * share the loads of q; each dot runs in MX_KLANES lanes (plus a scalar sum of the D % 8 tail)
+ * folded pairwise at the end, so it vectorizes without reassociating anything. */
+static inline void ATT_FN(att_dots)(const ATT_T *restrict q, const ATT_T *restrict k, int64_t ks, int64_t n,
+                                    int64_t D, ATT_T scale, ATT_T *restrict out) {
+  const int64_t D8 = D - D % MX_KLANES;
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const ATT_T *restrict kr = k + j * ks;
+    ATT_T a[4][MX_KLANES] = {{0}}, t[4] = {0};
+    for (int64_t d = 0; d < D8; d += MX_KLANES)
+      for (int r = 0; r < 4; r++)
+        for (int l = 0; l < MX_KLANES; l++) a[r][l] += q[d + l] * kr[r * ks + d + l];
+    for (int64_t d = D8; d < D; d++)
+      for (int r = 0; r < 4; r++) t[r] += q[d] * kr[r * ks + d];
+    for (int r = 0; r < 4; r++) {
+      ATT_T b0 = (a[r][0] + a[r][4]) + (a[r][2] + a[r][6]), b1 = (a[r][1] + a[r][5]) + (a[r][3] + a[r][7]);
+      out[j + r] = scale * ((b0 + b1) + t[r]);
+    }
+  }
+  for (; j < n; j++) {
+    const ATT_T *restrict kr = k + j * ks;
+    ATT_T a[MX_KLANES] = {0}, t = 0;
+    for (int64_t d = 0; d < D8; d += MX_KLANES)
+      for (int l = 0; l < MX_KLANES; l++) a[l] += q[d + l] * kr[d + l];
+    for (int64_t d = D8; d < D; d++) t += q[d] * kr[d];
+    ATT_T b0 = (a[0] + a[4]) + (a[2] + a[6]), b1 = (a[1] + a[5]) + (a[3] + a[7]);
+    out[j] = scale * ((b0 + b1) + t);
+  }
+}
+
+/* y[0..D) += sum over the n rows j of w[j] * v_j (row stride vs), rows in order, two rows per
+ * pass over y. */
+static inline void ATT_FN(att_axpys)(const ATT_T *restrict w, const ATT_T *restrict v, int64_t vs, int64_t n,
+                                     int64_t D, ATT_T *restrict y) {
+  int64_t j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const ATT_T w0 = w[j], w1 = w[j + 1];
+    const ATT_T *restrict v0 = v + j * vs, *restrict v1 = v0 + vs;
+    for (int64_t d = 0; d < D; d++) y[d] = (y[d] + w0 * v0[d]) + w1 * v1[d];
+  }
+  for (; j < n; j++) {
+    const ATT_T wj = w[j];
+    const ATT_T *restrict vr = v + j * vs;
+    for (int64_t d = 0; d < D; d++) y[d] += wj * vr[d];
+  }
+}
+
+MX_KHOT static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const ATT_T *k, const ATT_T *v, const ATT_T *pk,
                               const ATT_T *pv, const void *mask, ATT_T *y, mx_ktensor *qk_out, ATT_T *scores) {
   int64_t Sq = p->Sq, T = p->T, P = p->P, Skv = p->Skv, Dk = p->Dk, Dv = p->Dv;
   int64_t group = p->Hq / p->Hkv;
   ATT_T scale = (ATT_T)p->scale;
+  int64_t Dmax = Dk > Dv ? Dk : Dv;
+  bool small = T * (Dmax + 16) <= ATT_SMALL; /* decode products without BLAS (see att_dots) */
   for (int64_t b = 0; b < p->B; b++) {
     for (int64_t h = 0; h < p->Hq; h++) {
       int64_t g = h / group;
@@ -111,16 +171,21 @@ static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const ATT_T *k, 
         memset(scores, 0, (size_t)(Sq * T) * sizeof *scores);
       } else {
         const ATT_T *pkh = pk ? pk + (b * p->Hkv + g) * P * Dk : NULL;
-        if (Sq == 1) {
-          /* Decode step: one query row, matrix-vector products. gemv may scale the old contents
-           * of y by beta = 0, so they must not be NaN garbage. */
+        if (Sq == 1 && small) {
+          /* Decode step, short cache: dot products with the past rows then the new ones. */
+          if (P > 0) ATT_FN(att_dots)(qh, pkh, Dk, P, Dk, scale, scores);
+          if (Skv > 0) ATT_FN(att_dots)(qh, kh, p->k_row, Skv, Dk, scale, scores + P);
+        } else if (Sq == 1) {
+          /* Decode step: one query row, matrix-vector products. y is cleared first and then
+           * accumulated into (beta = 1): gemv would scale old contents by beta = 0, keeping NaN
+           * garbage, and skipping that scaling also saves a call. */
           memset(scores, 0, (size_t)T * sizeof *scores);
           if (P > 0)
-            ATT_GEMV(CblasRowMajor, CblasNoTrans, (blasint)P, (blasint)Dk, scale, pkh, (blasint)Dk, qh, 1, (ATT_T)0,
+            ATT_GEMV(CblasRowMajor, CblasNoTrans, (blasint)P, (blasint)Dk, scale, pkh, (blasint)Dk, qh, 1, (ATT_T)1,
                      scores, 1);
           if (Skv > 0)
             ATT_GEMV(CblasRowMajor, CblasNoTrans, (blasint)Skv, (blasint)Dk, scale, kh, (blasint)p->k_row, qh, 1,
-                     (ATT_T)0, scores + P, 1);
+                     (ATT_T)1, scores + P, 1);
         } else {
           if (P > 0)
             ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)Sq, (blasint)P, (blasint)Dk, scale, qh,
@@ -150,12 +215,17 @@ static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const ATT_T *k, 
       ATT_T beta = (ATT_T)(P > 0 ? 1 : 0);
       if (Sq == 1) {
         memset(yh, 0, (size_t)Dv * sizeof *yh);
-        if (P > 0)
-          ATT_GEMV(CblasRowMajor, CblasTrans, (blasint)P, (blasint)Dv, (ATT_T)1, pvh, (blasint)Dv, scores, 1, (ATT_T)0,
-                   yh, 1);
-        if (Skv > 0)
-          ATT_GEMV(CblasRowMajor, CblasTrans, (blasint)Skv, (blasint)Dv, (ATT_T)1, vh, (blasint)p->v_row, scores + P, 1,
-                   beta, yh, 1);
+        if (small) {
+          if (P > 0) ATT_FN(att_axpys)(scores, pvh, Dv, P, Dv, yh);
+          if (Skv > 0) ATT_FN(att_axpys)(scores + P, vh, p->v_row, Skv, Dv, yh);
+        } else {
+          if (P > 0)
+            ATT_GEMV(CblasRowMajor, CblasTrans, (blasint)P, (blasint)Dv, (ATT_T)1, pvh, (blasint)Dv, scores, 1,
+                     (ATT_T)1, yh, 1);
+          if (Skv > 0)
+            ATT_GEMV(CblasRowMajor, CblasTrans, (blasint)Skv, (blasint)Dv, (ATT_T)1, vh, (blasint)p->v_row,
+                     scores + P, 1, (ATT_T)1, yh, 1);
+        }
       } else {
         if (P > 0)
           ATT_GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Sq, (blasint)Dv, (blasint)P, (ATT_T)1, scores,

@@ -50,7 +50,7 @@ static inline double mx__ksum_f32(const float *x, int64_t n) {
 /* y[i] = exp(x[i] - m), returning the sum of the y (x and y may be the same buffer). The exp
  * pass and the sum are separate loops: each vectorizes cleanly, and the row is hot in cache. */
 static inline double mx__kexp_sum_f32(const float *x, float *y, int64_t n, float m) {
-  for (int64_t i = 0; i < n; i++) y[i] = mx__kexpf(x[i] - m);
+  for (int64_t i = 0; i < n; i++) y[i] = mx__kexpf_ftz(x[i] - m);
   return mx__ksum_f32(y, n);
 }
 

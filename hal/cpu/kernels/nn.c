@@ -53,9 +53,9 @@ MX_KHOT static void sm_row_f32(const float *x, float *y, int64_t n, bool want_lo
     float a[MX_KLANES] = {0};
     int64_t i = 0;
     for (; i + MX_KLANES <= n; i += MX_KLANES)
-      for (int j = 0; j < MX_KLANES; j++) a[j] += mx__kexpf(x[i + j] - m);
+      for (int j = 0; j < MX_KLANES; j++) a[j] += mx__kexpf_ftz(x[i + j] - m);
     double s = 0.0;
-    for (; i < n; i++) s += mx__kexpf(x[i] - m);
+    for (; i < n; i++) s += mx__kexpf_ftz(x[i] - m);
     for (int j = 0; j < MX_KLANES; j++) s += a[j];
     float shift = m + (float)log(s);
     for (i = 0; i < n; i++) y[i] = x[i] - shift;
@@ -83,10 +83,10 @@ MX_KHOT static void sm_cols_f32(const float *x, float *y, int64_t n, int64_t inn
     const float *xr = x + k * inner;
     float *yr = y + k * inner;
     if (want_log) {
-      for (int64_t j = 0; j < inner; j++) s[j] += mx__kexpf(xr[j] - m[j]);
+      for (int64_t j = 0; j < inner; j++) s[j] += mx__kexpf_ftz(xr[j] - m[j]);
     } else {
       for (int64_t j = 0; j < inner; j++) {
-        float e = mx__kexpf(xr[j] - m[j]);
+        float e = mx__kexpf_ftz(xr[j] - m[j]);
         yr[j] = e;
         s[j] += e;
       }
