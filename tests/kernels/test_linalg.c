@@ -210,6 +210,48 @@ Test(linalg_kernels, matmul_float64) {
   free(c);
 }
 
+/* Single-row and single-column products (the gemv paths, which clear Y and accumulate into it)
+ * over an output buffer full of NaN garbage, float32 and float64, against a double loop. */
+Test(linalg_kernels, matmul_gemv_paths_ignore_old_output) {
+  enum { K = 64, N = 172 };
+  static float a[K], b[K * N], y[N];
+  static double ad[K], bd[K * N], yd[N];
+  for (int i = 0; i < K; i++) a[i] = (float)((i * 7) % 11) * 0.25f - 1.0f, ad[i] = a[i];
+  for (int i = 0; i < K * N; i++) b[i] = (float)((i * 13) % 17) * 0.125f - 1.0f, bd[i] = b[i];
+  /* [1,K] x [K,N] */
+  for (int pass = 0; pass < 2; pass++) {
+    bool dbl = pass == 1;
+    mx_dtype dt = dbl ? MX_FLOAT64 : MX_FLOAT32;
+    for (int i = 0; i < N; i++) y[i] = NAN, yd[i] = NAN;
+    mx_kernel_call *c = kc_new(2, 1, NULL);
+    kc_set(c, 0, dt, 2, DIMS(1, K), dbl ? (void *)ad : (void *)a);
+    kc_set(c, 1, dt, 2, DIMS(K, N), dbl ? (void *)bd : (void *)b);
+    kc_set(c, 2, dt, 2, DIMS(1, N), dbl ? (void *)yd : (void *)y);
+    cr_assert_eq(kc_run("MatMul", c), MX_OK);
+    for (int n = 0; n < N; n++) {
+      double want = 0;
+      for (int k = 0; k < K; k++) want += ad[k] * bd[k * N + n];
+      double got = dbl ? yd[n] : y[n];
+      cr_assert(fabs(got - want) <= 1e-5 * (1 + fabs(want)), "%s column %d: %g, want %g", dbl ? "f64" : "f32", n,
+                got, want);
+    }
+    /* [N,K] x [K] (B 1-D: one column): B's first K values as the vector. */
+    for (int i = 0; i < N; i++) y[i] = NAN, yd[i] = NAN;
+    kc_set(c, 0, dt, 2, DIMS(N, K), dbl ? (void *)bd : (void *)b);
+    kc_set(c, 1, dt, 1, DIMS(K), dbl ? (void *)ad : (void *)a);
+    kc_set(c, 2, dt, 1, DIMS(N), dbl ? (void *)yd : (void *)y);
+    cr_assert_eq(kc_run("MatMul", c), MX_OK);
+    for (int m = 0; m < N; m++) {
+      double want = 0;
+      for (int k = 0; k < K; k++) want += bd[m * K + k] * ad[k];
+      double got = dbl ? yd[m] : y[m];
+      cr_assert(fabs(got - want) <= 1e-5 * (1 + fabs(want)), "%s row %d: %g, want %g", dbl ? "f64" : "f32", m, got,
+                want);
+    }
+    free(c);
+  }
+}
+
 Test(linalg_kernels, gemm_transposes_alpha_beta_row_bias) {
   /* A^T with A = [[1,2],[3,4],[5,6]] (3x2) -> op(A) 2x3; B^T with B 2x3 -> op(B) 3x2. */
   float a[] = {1, 2, 3, 4, 5, 6}, b[] = {1, 0, 1, 0, 1, 0}, cb[] = {10, 20}, y[4];

@@ -42,7 +42,7 @@ static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) {
     call->why = "MatMul: A, B and Y must have one dtype";
     return MX_ERR_KERNEL;
   }
-  memset(p, 0, sizeof *p);
+  /* Every field is set below (the batch arrays up to brank), so no clearing of the struct. */
   p->m = ra >= 2 ? a->dims[ra - 2] : 1;
   p->k = a->dims[ra - 1];
   p->n = rb >= 2 ? b->dims[rb - 1] : 1;
@@ -102,11 +102,13 @@ typedef void (*mm2d_fn)(const void *a, const void *b, void *c, int64_t m, int64_
     if (k == 0) {                                                                                           \
       memset(c, 0, (size_t)(m * n) * sizeof *c);                                                            \
     } else if (m == 1) {                                                                                    \
-      memset(c, 0, (size_t)n * sizeof *c); /* gemv scales y by beta = 0: no NaN garbage there */            \
-      GEMV(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, (T)1, b, (blasint)n, a, 1, (T)0, c, 1);       \
+      /* gemv would scale y by beta = 0 (keeping NaN garbage) in a separate call: y is cleared and   \
+       * accumulated into with beta = 1 instead, the same bits. */                                  \
+      memset(c, 0, (size_t)n * sizeof *c);                                                                  \
+      GEMV(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, (T)1, b, (blasint)n, a, 1, (T)1, c, 1);       \
     } else if (n == 1) {                                                                                    \
       memset(c, 0, (size_t)m * sizeof *c);                                                                  \
-      GEMV(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, (T)1, a, (blasint)k, b, 1, (T)0, c, 1);     \
+      GEMV(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, (T)1, a, (blasint)k, b, 1, (T)1, c, 1);     \
     } else {                                                                                                \
       GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, (T)1, a,          \
            (blasint)k, b, (blasint)n, (T)0, c, (blasint)n);                                                 \
