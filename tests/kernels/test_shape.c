@@ -156,6 +156,29 @@ Test(shape_kernels, transpose_matches_naive_for_every_element_size) {
   }
 }
 
+/* Permutations that only move size-1 axes are a plain copy; ones that reorder longer axes among
+ * size-1 axes are not. Both against the naive loop. */
+Test(shape_kernels, transpose_moving_size1_axes) {
+  static const mx_dtype dts[] = {MX_INT8, MX_FLOAT32, MX_FLOAT64};
+  for (size_t d = 0; d < 3; d++) {
+    check_transpose(dts[d], 4, DIMS(1, 1, 4, 16), DIMS(0, 2, 1, 3)); /* decode-step heads */
+    check_transpose(dts[d], 4, DIMS(1, 4, 1, 16), DIMS(0, 2, 1, 3)); /* and back */
+    check_transpose(dts[d], 3, DIMS(5, 1, 7), DIMS(1, 0, 2));
+    check_transpose(dts[d], 3, DIMS(1, 1, 1), DIMS(2, 0, 1));
+    check_transpose(dts[d], 4, DIMS(1, 3, 1, 5), DIMS(2, 3, 0, 1));  /* reorders 3 and 5: not a copy */
+    check_transpose(dts[d], 4, DIMS(3, 1, 1, 5), DIMS(3, 1, 2, 0));  /* reorders 3 and 5: not a copy */
+  }
+  /* Zero-size: nothing written. */
+  float in[1] = {1}, out[1] = {42};
+  mx_transpose_params p = {.perm = {1, 0, 2}, .n_perm = 3, .has_perm = 1};
+  mx_kernel_call *c = kc_new(1, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 3, DIMS(1, 0, 3), in);
+  kc_set(c, 1, MX_FLOAT32, 3, DIMS(0, 1, 3), out);
+  cr_assert_eq(kc_run("Transpose", c), MX_OK);
+  cr_assert_eq(out[0], 42);
+  free(c);
+}
+
 Test(shape_kernels, transpose_default_reverses_and_handles_edges) {
   float in[6] = {1, 2, 3, 4, 5, 6}, out[7] = {0};
   mx_transpose_params p = {0};

@@ -4,7 +4,8 @@
  * contiguous in the input are merged, so most copies become a few long rows. Rows with input
  * stride 1 are copied with memcpy, stride 0 rows are fills, other strides use a typed loop per
  * element size. Transpose whose innermost output axis is not innermost in the input swaps the
- * two innermost axes through small tiles, so both reads and writes stay within cache lines. */
+ * two innermost axes through small tiles, so both reads and writes stay within cache lines;
+ * one that only moves size-1 axes is a single memcpy. */
 #include <string.h>
 
 #include "graph/ops/shape-params.h"
@@ -138,6 +139,22 @@ static mx_status transpose_run(mx_kernel_call *call) {
   if (p && p->has_perm && p->n_perm != rank) {
     call->why = "Transpose: perm length differs from the input rank";
     return MX_ERR_KERNEL;
+  }
+  /* A permutation that keeps the axes longer than 1 in their order (it only moves size-1 axes,
+   * like [1,1,H,D] -> [1,H,1,D] in a decode step) leaves the bytes where they are: one copy. */
+  if (p && p->has_perm) {
+    int32_t last = -1;
+    bool ordered = true;
+    for (int32_t k = 0; k < rank && ordered; k++) {
+      int64_t a = p->perm[k];
+      if (a < 0 || a >= rank) ordered = false; /* let the general path deal with it */
+      else if (in->dims[a] != 1) ordered = a > last, last = (int32_t)a;
+    }
+    if (ordered) {
+      size_t bytes = (size_t)mx__ktensor_numel(in) * es;
+      if (bytes && out->data != in->data) memcpy(out->data, in->data, bytes);
+      return MX_OK;
+    }
   }
   /* Output axis k reads input axis perm[k]. */
   int64_t d[MX_MAX_RANK], s[MX_MAX_RANK], in_strides[MX_MAX_RANK];
