@@ -178,18 +178,14 @@ static mx_status k_feed_input(mx_exe_run *run, const mx_exe_node *n) {
 /* --- KNOWN calls ---------------------------------------------------------------------------- */
 
 /* The caller's output record that a root value can be written into directly, or NULL. */
-static mx_tensor *zero_copy_target(mx_step *step, mx_program *p, mx_value_id r, mx_dtype dtype, int32_t rank,
+static mx_tensor *zero_copy_target(mx_step *step, const mx_rt_value *rv, mx_dtype dtype, int32_t rank,
                                    const int64_t *dims) {
-  const mx_graph *root = p->root;
-  for (size_t k = 0; k < root->n_outputs; k++) {
-    if (root->outputs[k] != r) continue;
-    mx_tensor *o = step->out_by_graph[k];
-    if (!o->data || o->placement != MX_DEVICE || o->dtype != dtype || o->rank != rank) return NULL;
-    for (int32_t d = 0; d < rank; d++)
-      if (o->dims[d] != dims[d]) return NULL;
-    return o;
-  }
-  return NULL;
+  if (rv->graph_output < 0) return NULL;
+  mx_tensor *o = step->out_by_graph[rv->graph_output];
+  if (!o->data || o->placement != MX_DEVICE || o->dtype != dtype || o->rank != rank) return NULL;
+  for (int32_t d = 0; d < rank; d++)
+    if (o->dims[d] != dims[d]) return NULL;
+  return o;
 }
 
 static mx_status k_static_alloc(mx_exe_run *run, const mx_exe_node *n) {
@@ -198,18 +194,22 @@ static mx_status k_static_alloc(mx_exe_run *run, const mx_exe_node *n) {
   mx_program *p = s->prog;
   mx_rt_call *c = call_of(run, n);
   for (uint32_t j = 0; j < c->n_out; j++) {
-    mx_static_io io;
-    mx_static_model_output(c->model, j, &io);
     mx_rt_value *rv = &p->values[c->out_values[j]];
-    memset(&rv->t, 0, sizeof rv->t);
-    rv->t.dtype = io.dtype;
-    rv->t.rank = io.rank;
-    memcpy(rv->t.dims, io.dims, sizeof io.dims);
-    rv->t.placement = MX_DEVICE;
-    rv->t.name = p->root->values[c->out_values[j]].name;
-    mx_tensor *zc = zero_copy_target(step, p, c->out_values[j], io.dtype, io.rank, io.dims);
-    if (zc) {
-      rv->t.data = zc->data;
+    mx_static_io io;
+    if (!rv->home) {
+      /* Multi-stream programs: the description is set here, the buffer comes from the
+       * allocator. (Single-stream programs set it once, with the home buffer.) */
+      mx_static_model_output(c->model, j, &io);
+      memset(&rv->t, 0, sizeof rv->t);
+      rv->t.dtype = io.dtype;
+      rv->t.rank = io.rank;
+      memcpy(rv->t.dims, io.dims, sizeof io.dims);
+      rv->t.placement = MX_DEVICE;
+      rv->t.name = p->root->values[c->out_values[j]].name;
+    }
+    mx_tensor *zc = zero_copy_target(step, rv, rv->t.dtype, rv->t.rank, rv->t.dims);
+    if (zc || rv->home) {
+      rv->t.data = zc ? zc->data : rv->home;
       rv->owned = false;
       continue;
     }
@@ -280,14 +280,11 @@ static mx_status k_bind_symbols(mx_exe_run *run, const mx_exe_node *n) {
   c->in_step = true;
   st = mx__dyn_step_begin(c->dexec, c->args_in, c->n_in, call_stream(step, c));
   /* The ops producing graph outputs write straight into the caller's device buffers (the same
-   * ones DynStepEnd passes, the last match of each value): no copy at the end of the step. */
+   * ones DynStepEnd passes: the value's first graph output): no copy at the end of the step. */
   for (uint32_t j = 0; j < c->n_out && st == MX_OK; j++) {
-    const mx_tensor *o = NULL;
-    for (size_t k = 0; k < p->root->n_outputs; k++) {
-      const mx_tensor *ok = step->out_by_graph[k];
-      if (p->root->outputs[k] == c->out_values[j] && ok->data && ok->placement == MX_DEVICE) o = ok;
-    }
-    if (o) st = mx__dyn_bind_output(c->dexec, j, o);
+    const mx_rt_value *rv = &p->values[c->out_values[j]];
+    const mx_tensor *o = rv->graph_output >= 0 ? step->out_by_graph[rv->graph_output] : NULL;
+    if (o && o->data && o->placement == MX_DEVICE) st = mx__dyn_bind_output(c->dexec, j, o);
   }
   return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
 }
@@ -349,11 +346,9 @@ static mx_status k_dyn_step_end(mx_exe_run *run, const mx_exe_node *n) {
     mx_tensor *a = &c->args_out[j];
     memset(a, 0, sizeof *a);
     a->placement = MX_DEVICE;
-    mx_value_id r = c->out_values[j];
-    for (size_t k = 0; k < p->root->n_outputs; k++) {
-      mx_tensor *o = step->out_by_graph[k];
-      if (p->root->outputs[k] == r && o->data && o->placement == MX_DEVICE) *a = *o;
-    }
+    const mx_rt_value *rv = &p->values[c->out_values[j]];
+    mx_tensor *o = rv->graph_output >= 0 ? step->out_by_graph[rv->graph_output] : NULL;
+    if (o && o->data && o->placement == MX_DEVICE) *a = *o;
   }
   mx_status st = mx__dyn_step_end(c->dexec, c->args_out, c->n_out);
   if (st != MX_OK) return dyn_fail(run, c, st);
@@ -362,9 +357,8 @@ static mx_status k_dyn_step_end(mx_exe_run *run, const mx_exe_node *n) {
   if (st != MX_OK) return st;
   for (uint32_t j = 0; j < c->n_out; j++) {
     mx_rt_value *rv = &p->values[c->out_values[j]];
-    bool caller = false;
-    for (size_t k = 0; k < p->root->n_outputs; k++)
-      caller = caller || (step->out_by_graph[k]->data && step->out_by_graph[k]->data == c->args_out[j].data);
+    const mx_tensor *o = rv->graph_output >= 0 ? step->out_by_graph[rv->graph_output] : NULL;
+    bool caller = o && o->data && o->data == c->args_out[j].data;
     rv->t = c->args_out[j];
     rv->t.name = p->root->values[c->out_values[j]].name;
     rv->owned = !caller && rv->t.data != NULL;

@@ -211,7 +211,9 @@ mx_status mx__program_assign_streams(mx_session *s, mx_program *p, mx_error *err
   for (size_t r = 0; r < p->n_values; r++) {
     p->values[r].producer = -1;
     p->values[r].reader_streams = 0;
+    p->values[r].graph_output = -1;
   }
+  for (size_t k = p->root->n_outputs; k-- > 0;) p->values[p->root->outputs[k]].graph_output = (int32_t)k;
   for (size_t c = 0; c < p->n_calls; c++)
     for (uint32_t j = 0; j < p->calls[c].n_out; j++) p->values[p->calls[c].out_values[j]].producer = (int32_t)c;
   p->used_streams = 1;

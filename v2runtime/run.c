@@ -51,8 +51,12 @@ static mx_status match(mx_session *s, const mx_value_id *ids, size_t n_model, mx
   for (size_t i = 0; i < n_model; i++) slots[i] = named ? NULL : &given[i];
   if (!named) return MX_OK;
   for (size_t i = 0; i < n_given; i++) {
-    size_t k = 0;
-    while (k < n_model && strcmp(root->values[ids[k]].name, given[i].name) != 0) k++;
+    /* Callers usually pass tensors in the model's order: try that position first (the same
+     * pointer when the names come from the model itself). */
+    const char *own = i < n_model ? root->values[ids[i]].name : NULL;
+    size_t k = own && (own == given[i].name || strcmp(own, given[i].name) == 0) ? i : 0;
+    if (k != i)
+      while (k < n_model && strcmp(root->values[ids[k]].name, given[i].name) != 0) k++;
     if (k == n_model) return mx__fail(&s->err, MX_ERR_NOT_FOUND, "the model has no %s named '%s'", what, given[i].name);
     if (slots[k]) return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "%s '%s' is given twice", what, given[i].name);
     slots[k] = &given[i];

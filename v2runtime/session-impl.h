@@ -25,6 +25,10 @@ typedef struct mx_rt_value {
   bool owned;                /* data is an allocator block the runtime frees after its last use */
   bool constant;             /* a shared constant uploaded at load (freed at unload) */
   int32_t producer;          /* the call producing it, or -1 (graph input, constant) */
+  int32_t graph_output;      /* first graph output index it is, or -1 */
+  void *home;                /* a device buffer of its own for the program's life (static
+                                outputs of single-stream programs: a stable address, so no
+                                allocation and no refresh per step), or NULL */
   uint32_t reader_streams;   /* bit per step stream that reads it (calls and outputs) */
 } mx_rt_value;
 
@@ -135,6 +139,9 @@ void mx__program_free(mx_program *p);
 /* Assigns every call a step stream (chains stay on one stream, independent branches spread)
  * and works out the cross-stream waits, value producers and reader streams (lower.c). */
 mx_status mx__program_assign_streams(struct mx_session *s, mx_program *p, mx_error *err);
+/* Gives static outputs of single-stream programs a device buffer for the program's life
+ * (session.c; freed at unload). */
+mx_status mx__program_make_homes(struct mx_session *s, mx_program *p, mx_error *err);
 /* Creates the per-call events the stream assignment needs (session.c; freed with the program). */
 mx_status mx__program_make_events(struct mx_session *s, mx_program *p, mx_error *err);
 

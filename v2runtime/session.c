@@ -142,6 +142,8 @@ static void unload(mx_session *s) {
     /* DeInit kernels free what Init made and cannot fail half-way. */
     mx__exe_run_sequential(&p->deinit, &run);
   }
+  for (size_t r = 0; p->values && r < p->n_values; r++)
+    if (p->values[r].home) mx_device_free(s->dev, p->values[r].home);
   mx__program_free(p);
   s->prog = NULL;
 }
@@ -202,12 +204,42 @@ mx_status mx__program_make_events(mx_session *s, mx_program *p, mx_error *err) {
   return MX_OK;
 }
 
+mx_status mx__program_make_homes(mx_session *s, mx_program *p, mx_error *err) {
+  /* On one stream, the next step's producer is queued after this step's readers: a fixed buffer
+   * is safe. With several streams, buffers come from the caching allocator, which tracks the
+   * readers of other streams. */
+  if (p->used_streams != 1) return MX_OK;
+  for (size_t c = 0; c < p->n_calls; c++) {
+    const mx_rt_call *call = &p->calls[c];
+    if (call->unknown) continue;
+    for (uint32_t j = 0; j < call->n_out; j++) {
+      mx_rt_value *rv = &p->values[call->out_values[j]];
+      mx_static_io io;
+      if (rv->home || !mx_static_plan_output(call->plan, j, &io)) continue;
+      /* The description never changes: StaticAllocOutputs only sets the data pointer. */
+      memset(&rv->t, 0, sizeof rv->t);
+      rv->t.dtype = io.dtype;
+      rv->t.rank = io.rank;
+      memcpy(rv->t.dims, io.dims, sizeof io.dims);
+      rv->t.placement = MX_DEVICE;
+      rv->t.name = p->root->values[call->out_values[j]].name;
+      mx_status st = mx_device_alloc(s->dev, io.nbytes ? (size_t)io.nbytes : 1, 64, &rv->home);
+      if (st != MX_OK)
+        return mx__fail(err, st, "output '%s' of static partition '%s': cannot allocate %llu bytes: %s",
+                        p->root->values[call->out_values[j]].name, call->name, (unsigned long long)io.nbytes,
+                        mx_device_last_error(s->dev));
+    }
+  }
+  return MX_OK;
+}
+
 /* Makes p the session's program and runs its Init. */
 static mx_status install(mx_session *s, mx_program *p) {
   mx_status st;
   s->prog = p;
   st = mx__program_assign_streams(s, p, &s->err);
   if (st == MX_OK) st = mx__program_make_events(s, p, &s->err);
+  if (st == MX_OK) st = mx__program_make_homes(s, p, &s->err);
   if (st != MX_OK) {
     mx_error keep = s->err;
     unload(s);
