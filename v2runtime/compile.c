@@ -192,6 +192,9 @@ void mx__program_free(mx_program *p) {
   mx__exe_graph_release(&p->deinit);
   free(p->slots);
   free(p->values);
+  free(p->input_dim_sym);
+  free(p->sym_min);
+  free(p->sym_max);
   for (size_t i = 0; p->input_shapes && p->root && i < p->root->n_inputs; i++) free(p->input_shapes[i]);
   for (size_t i = 0; p->output_shapes && p->root && i < p->root->n_outputs; i++) free(p->output_shapes[i]);
   free(p->input_shapes);

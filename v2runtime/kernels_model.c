@@ -124,8 +124,7 @@ static mx_status k_dyn_destroy(mx_exe_run *run, const mx_exe_node *n) {
 static mx_status k_feed_input(mx_exe_run *run, const mx_exe_node *n) {
   uint64_t t0 = mx__ticks();
   mx_step *step = STEP(run);
-  mx_session *s = step->s;
-  mx_program *p = s->prog;
+  mx_program *p = step->s->prog;
   uint32_t i = ATTR(n)->op, r = ATTR(n)->value;
   const mx_value *decl = &p->root->values[r];
   const mx_tensor *t = step->inputs[i];
@@ -149,22 +148,19 @@ static mx_status k_feed_input(mx_exe_run *run, const mx_exe_node *n) {
                           (long long)t->dims[k], (long long)d);
         continue;
       }
-      int64_t sym = mx_sym_symbol_index(syms, d);
+      int32_t sym = p->input_dim_sym[(size_t)i * MX_MAX_RANK + (size_t)k];
       if (sym < 0) continue; /* an expression: the partitions that read it check it */
       int64_t *b = &step->bindings[sym];
-      const char *sname = mx_symtab_symbol_name(syms, (size_t)sym);
       if (*b != INT64_MIN && *b != t->dims[k])
         return mx__fail(run->err, MX_ERR_SHAPE, "input '%s': dim %d is %lld, but symbol '%s' is already %lld",
-                        decl->name, (int)k, (long long)t->dims[k], sname, (long long)*b);
+                        decl->name, (int)k, (long long)t->dims[k], mx_symtab_symbol_name(syms, (size_t)sym),
+                        (long long)*b);
       *b = t->dims[k];
-      for (size_t q = 0; q < s->opts.n_symbol_ranges; q++) {
-        const mx_symbol_range *sr = &s->ranges[q];
-        if (strcmp(sr->name, sname) == 0 && (t->dims[k] < sr->min || t->dims[k] > sr->max))
-          return mx__fail(run->err, MX_ERR_SHAPE,
-                          "input '%s': dim %d is %lld, outside the declared range of '%s' [%lld, %lld]",
-                          decl->name, (int)k, (long long)t->dims[k], sname, (long long)sr->min,
-                          (long long)sr->max);
-      }
+      if (t->dims[k] < p->sym_min[sym] || t->dims[k] > p->sym_max[sym])
+        return mx__fail(run->err, MX_ERR_SHAPE,
+                        "input '%s': dim %d is %lld, outside the declared range of '%s' [%lld, %lld]", decl->name,
+                        (int)k, (long long)t->dims[k], mx_symtab_symbol_name(syms, (size_t)sym),
+                        (long long)p->sym_min[sym], (long long)p->sym_max[sym]);
     }
   }
   mx_rt_value *rv = &p->values[r];

@@ -69,6 +69,11 @@ typedef struct mx_program {
   uint32_t n_slots;
   bool initialized;           /* Init ran successfully (DeInit must run) */
   uint32_t used_streams;      /* bit per step stream the calls use (bit 0 always) */
+  int32_t *input_dim_sym;     /* graph input i, dim k: the symbol it binds, or -1 (concrete, an
+                                 expression, unknown); n_inputs * MX_MAX_RANK (malloc'd) */
+  int64_t *sym_min, *sym_max; /* declared range of each symbol (INT64_MIN..INT64_MAX when none)
+                                 (malloc'd, one per symbol of the root's table) */
+  size_t n_syms;              /* symbols when the feeds were prepared */
   char **input_shapes;        /* printed shape of each graph input (malloc'd strings) */
   char **output_shapes;
   size_t static_calls, dynamic_calls;
@@ -139,6 +144,9 @@ void mx__program_free(mx_program *p);
 /* Assigns every call a step stream (chains stay on one stream, independent branches spread)
  * and works out the cross-stream waits, value producers and reader streams (lower.c). */
 mx_status mx__program_assign_streams(struct mx_session *s, mx_program *p, mx_error *err);
+/* Resolves what FeedInput checks once: the symbol each input dim binds, each symbol's declared
+ * range (session.c). */
+mx_status mx__program_prepare_feeds(struct mx_session *s, mx_program *p, mx_error *err);
 /* Gives static outputs of single-stream programs a device buffer for the program's life
  * (session.c; freed at unload). */
 mx_status mx__program_make_homes(struct mx_session *s, mx_program *p, mx_error *err);

@@ -204,6 +204,37 @@ mx_status mx__program_make_events(mx_session *s, mx_program *p, mx_error *err) {
   return MX_OK;
 }
 
+mx_status mx__program_prepare_feeds(mx_session *s, mx_program *p, mx_error *err) {
+  const mx_graph *root = p->root;
+  p->n_syms = mx_symtab_symbol_count(root->syms);
+  free(p->input_dim_sym);
+  free(p->sym_min);
+  free(p->sym_max);
+  p->input_dim_sym = malloc((root->n_inputs ? root->n_inputs : 1) * MX_MAX_RANK * sizeof *p->input_dim_sym);
+  p->sym_min = malloc((p->n_syms ? p->n_syms : 1) * sizeof *p->sym_min);
+  p->sym_max = malloc((p->n_syms ? p->n_syms : 1) * sizeof *p->sym_max);
+  if (!p->input_dim_sym || !p->sym_min || !p->sym_max)
+    return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory preparing the model's inputs");
+  for (size_t i = 0; i < root->n_inputs; i++) {
+    const mx_value *v = &root->values[root->inputs[i]];
+    for (int32_t k = 0; k < MX_MAX_RANK; k++) {
+      int64_t sym = k < v->shape.rank && mx_dim_is_expr(v->shape.dims[k]) ? mx_sym_symbol_index(root->syms, v->shape.dims[k]) : -1;
+      p->input_dim_sym[i * MX_MAX_RANK + (size_t)k] = (int32_t)sym;
+    }
+  }
+  for (size_t q = 0; q < p->n_syms; q++) {
+    p->sym_min[q] = INT64_MIN;
+    p->sym_max[q] = INT64_MAX;
+  }
+  for (size_t q = 0; q < s->opts.n_symbol_ranges; q++) {
+    int64_t sym = mx_sym_symbol_index(root->syms, mx_sym_lookup(root->syms, s->ranges[q].name));
+    if (sym < 0 || (size_t)sym >= p->n_syms) continue; /* a range of a symbol the model lacks */
+    p->sym_min[sym] = s->ranges[q].min;
+    p->sym_max[sym] = s->ranges[q].max;
+  }
+  return MX_OK;
+}
+
 mx_status mx__program_make_homes(mx_session *s, mx_program *p, mx_error *err) {
   /* On one stream, the next step's producer is queued after this step's readers: a fixed buffer
    * is safe. With several streams, buffers come from the caching allocator, which tracks the
@@ -240,6 +271,7 @@ static mx_status install(mx_session *s, mx_program *p) {
   st = mx__program_assign_streams(s, p, &s->err);
   if (st == MX_OK) st = mx__program_make_events(s, p, &s->err);
   if (st == MX_OK) st = mx__program_make_homes(s, p, &s->err);
+  if (st == MX_OK) st = mx__program_prepare_feeds(s, p, &s->err);
   if (st != MX_OK) {
     mx_error keep = s->err;
     unload(s);
