@@ -94,7 +94,7 @@ static void zero_step(mx_session *s) {
   for (size_t i = 0; i < n_in; i++) mx_tensor_release(&in[i]);
 }
 
-/* A session on an inline device with the harnesses' memory limit. */
+/* A session on a new device of `kind` with the harnesses' memory limit. */
 static mx_session *new_session(mx_device_kind kind, uint32_t streams, mx_executor_kind ex,
                                const mx_symbol_range *ranges, size_t n_ranges) {
   mx_session_options o;
