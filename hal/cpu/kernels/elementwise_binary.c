@@ -13,15 +13,12 @@
 
 #include "graph/ops/elementwise-params.h"
 #include "hal/cpu/kernels/elementwise-impl.h"
-#include "hal/cpu/kernels/kmath.h"
 
 /* --- row functions -------------------------------------------------------------------------- */
 
-/* A row function NAME computing o[i] = EXPR from x = a[i*sa] (type TA) and y = b[i*sb] (TB).
- * ROW2_ATTR puts ATTR before it (MX_KHOT for the float32 arithmetic every model runs). */
-#define ROW2(NAME, TA, TB, TO, EXPR) ROW2_ATTR(, NAME, TA, TB, TO, EXPR)
-#define ROW2_ATTR(ATTR, NAME, TA, TB, TO, EXPR)                                                        \
-  ATTR static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) {      \
+/* A row function NAME computing o[i] = EXPR from x = a[i*sa] (type TA) and y = b[i*sb] (TB). */
+#define ROW2(NAME, TA, TB, TO, EXPR)                                                                   \
+  static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) {      \
     const TA *restrict a = pa;                                                                         \
     const TB *restrict b = pb;                                                                         \
     TO *restrict o = po;                                                                               \
@@ -69,14 +66,9 @@
 #define mul_EXPR(T, U) (T)((U)x * (U)y)
 #define max_EXPR(T, U) (x > y ? x : y)
 #define min_EXPR(T, U) (x < y ? x : y)
-/* float32 add/sub/mul (residuals, gating) with an AVX2 copy; the other types plain. */
-#define HOT_F32_TYPES(X, OP)                                                                          \
-  X(OP, f64, double, double) X(OP, i8, int8_t, uint32_t) X(OP, u8, uint8_t, uint32_t)                 \
-  X(OP, i16, int16_t, uint32_t) X(OP, i32, int32_t, uint32_t) X(OP, i64, int64_t, uint64_t)           \
-  ROW2_ATTR(MX_KHOT, OP##_f32, float, float, float, OP##_EXPR(float, float))
-HOT_F32_TYPES(ARITH_ROW, add)
-HOT_F32_TYPES(ARITH_ROW, sub)
-HOT_F32_TYPES(ARITH_ROW, mul)
+NATIVE_TYPES(ARITH_ROW, add)
+NATIVE_TYPES(ARITH_ROW, sub)
+NATIVE_TYPES(ARITH_ROW, mul)
 
 /* Integer max/min; the float ones return a NaN operand like numpy (x != x only for NaN). */
 #define INT_TYPES(X, OP)                                                                              \
@@ -105,7 +97,7 @@ ROW2(and_b, uint8_t, uint8_t, uint8_t, (x != 0) & (y != 0))
 ROW2(or_b, uint8_t, uint8_t, uint8_t, (x != 0) | (y != 0))
 ROW2(xor_b, uint8_t, uint8_t, uint8_t, (x != 0) ^ (y != 0))
 
-ROW2_ATTR(MX_KHOT, div_f32, float, float, float, x / y)
+ROW2(div_f32, float, float, float, x / y)
 ROW2(div_f64, double, double, double, x / y)
 ROW2(pow_f32, float, float, float, powf(x, y))
 ROW2(pow_f64, double, double, double, pow(x, y))
