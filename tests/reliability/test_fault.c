@@ -13,9 +13,10 @@
  * load fails naming what it hit, and loading again on the same session works. Host leaks fail
  * the tests in the AddressSanitizer build (tests/support/support_leak_check.c).
  *
- * Configurations: the inline device (every failure surfaces in the calling thread) and the CPU
+ * Configurations: the inline device (every failure surfaces in the calling thread), the CPU
  * device with two streams and the topological executor (kernel and copy failures surface
- * asynchronously, when the step waits for its streams). */
+ * asynchronously, when the step waits for its streams), and for the llama step also the
+ * multi-thread executor (a failure in one worker while others run). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@ typedef struct config {
 static const config configs[] = {
     {"inline device, 1 stream, sequential", MX_DEVICE_INLINE, 1, MX_EXECUTOR_SEQUENTIAL},
     {"CPU device, 2 streams, topological", MX_DEVICE_CPU, 2, MX_EXECUTOR_TOPOLOGICAL},
+    {"CPU device, 2 streams, multi-thread", MX_DEVICE_CPU, 2, MX_EXECUTOR_MULTI_THREAD},
 };
 
 static const char *const point_names[MX_FAULT_POINT_COUNT] = {"alloc", "copy", "launch", "kernel"};
@@ -290,6 +292,7 @@ Test(fault, llama_decode_step_inline_device) { llama_sweep(&configs[0], true); }
 Test(fault, llama_decode_step_cpu_device_2_streams) { llama_sweep(&configs[1], true); }
 Test(fault, llama_first_step_inline_device) { llama_sweep(&configs[0], false); }
 Test(fault, llama_first_step_cpu_device_2_streams) { llama_sweep(&configs[1], false); }
+Test(fault, llama_decode_step_multi_thread_executor) { llama_sweep(&configs[2], true); }
 Test(fault, moe_step_inline_device) { moe_sweep(&configs[0], true); }
 Test(fault, moe_step_cpu_device_2_streams) { moe_sweep(&configs[1], true); }
 Test(fault, moe_first_step_inline_device) { moe_sweep(&configs[0], false); }
