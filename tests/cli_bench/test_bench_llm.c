@@ -10,103 +10,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#define MIXRT_BIN MIXRT_BINARY_DIR "/tools/mixrt"
+#include "support/cli_run.h"
+#include "support/json_check.h"
+
 #define QUICK "bench llm --configs tiny --past 16 --rounds 2 --steps 3 --warmup 1 --identity-runs 10"
 
 static char out[1 << 18];
 
 /* Runs `mixrt <args>`, stdout only (stderr is left alone); returns the exit code. */
 static int run(const char *args) {
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "%s %s", MIXRT_BIN, args);
-  FILE *p = popen(cmd, "r");
-  cr_assert_not_null(p, "cannot start %s", cmd);
-  size_t n = fread(out, 1, sizeof out - 1, p);
-  out[n] = '\0';
-  int status = pclose(p);
-  cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
-  return WEXITSTATUS(status);
+  int rc = mxt_cli_run_stdout(out, sizeof out, args);
+  cr_assert_geq(rc, 0, "%s", out);
+  return rc;
 }
 
-/* --- a strict JSON validator (RFC 8259 grammar, no extensions) ------------------------------- */
-
-static const char *ws(const char *s) {
-  while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
-  return s;
-}
-
-static const char *value(const char *s, int depth);
-
-static const char *string(const char *s) {
-  if (*s != '"') return NULL;
-  for (s++; *s != '"'; s++) {
-    if ((unsigned char)*s < 0x20) return NULL;
-    if (*s != '\\') continue;
-    s++;
-    if (*s == 'u') {
-      for (int k = 1; k <= 4; k++)
-        if (!isxdigit((unsigned char)s[k])) return NULL;
-      s += 4;
-    } else if (!strchr("\"\\/bfnrt", *s) || !*s) {
-      return NULL;
-    }
-  }
-  return s + 1;
-}
-
-static const char *number(const char *s) {
-  if (*s == '-') s++;
-  if (*s == '0') s++;
-  else if (isdigit((unsigned char)*s)) while (isdigit((unsigned char)*s)) s++;
-  else return NULL;
-  if (*s == '.') {
-    if (!isdigit((unsigned char)*++s)) return NULL;
-    while (isdigit((unsigned char)*s)) s++;
-  }
-  if (*s == 'e' || *s == 'E') {
-    s++;
-    if (*s == '+' || *s == '-') s++;
-    if (!isdigit((unsigned char)*s)) return NULL;
-    while (isdigit((unsigned char)*s)) s++;
-  }
-  return s;
-}
-
-static const char *container(const char *s, int depth, char close, bool keys) {
-  s = ws(s + 1);
-  if (*s == close) return s + 1;
-  for (;;) {
-    if (keys) {
-      if (!(s = string(s))) return NULL;
-      s = ws(s);
-      if (*s++ != ':') return NULL;
-    }
-    if (!(s = value(ws(s), depth + 1))) return NULL;
-    s = ws(s);
-    if (*s == close) return s + 1;
-    if (*s++ != ',') return NULL;
-    s = ws(s);
-  }
-}
-
-static const char *value(const char *s, int depth) {
-  if (depth > 64) return NULL;
-  if (*s == '{') return container(s, depth, '}', true);
-  if (*s == '[') return container(s, depth, ']', false);
-  if (*s == '"') return string(s);
-  if (!strncmp(s, "true", 4)) return s + 4;
-  if (!strncmp(s, "false", 5)) return s + 5;
-  if (!strncmp(s, "null", 4)) return s + 4;
-  return number(s);
-}
-
-static bool json_ok(const char *text) {
-  const char *end = value(ws(text), 0);
-  return end && *ws(end) == '\0';
-}
+static bool json_ok(const char *text) { return mxt_json_valid(text, NULL, 0); }
 
 static void expect_keys(const char *const *keys, size_t n) {
   for (size_t k = 0; k < n; k++) {

@@ -5,24 +5,18 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 
-#define MIXRT_BIN MIXRT_BINARY_DIR "/tools/mixrt"
+#include "support/cli_run.h"
+
 #define PASS_LINE "check: first 4 steps equal the reference interpreter: PASS"
 
 static char out[1 << 17];
 
 /* Runs `mixrt <args>` with stderr folded into stdout; returns the exit code, output in out. */
 static int run(const char *args) {
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "%s %s 2>&1", MIXRT_BIN, args);
-  FILE *p = popen(cmd, "r");
-  cr_assert_not_null(p, "cannot start %s", cmd);
-  size_t n = fread(out, 1, sizeof out - 1, p);
-  out[n] = '\0';
-  int status = pclose(p);
-  cr_assert(WIFEXITED(status), "%s did not exit normally", cmd);
-  return WEXITSTATUS(status);
+  int rc = mxt_cli_run(out, sizeof out, args);
+  cr_assert_geq(rc, 0, "%s", out);
+  return rc;
 }
 
 Test(demo, eight_steps_pass_the_check) {

@@ -1,8 +1,10 @@
-/* Helpers of the session tests: running a graph through a session and through the reference
- * interpreter on the same inputs and comparing every output exactly. */
+/* Helpers of the session tests: sessions with the options the tests vary, seeded inputs, and the
+ * exact comparison of a session's outputs with the reference interpreter's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <criterion/criterion.h>
 
 #include "session/session_support.h"
 
@@ -35,4 +37,16 @@ mx_status mxs_random_tensor(mx_dtype dt, int32_t rank, const int64_t *dims, uint
 
 bool mxs_same(const mx_tensor *a, const mx_tensor *b, char *why, size_t cap) {
   return mx_tensor_allclose(a, b, 0.0, 0.0, why, cap);
+}
+
+mx_session *mxs_new_session(uint32_t streams, mx_executor_kind ex, int64_t static_min_ops) {
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.streams = streams;
+  o.executor = ex;
+  o.static_min_ops = static_min_ops;
+  mx_session *s;
+  mx_error err;
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  return s;
 }

@@ -14,17 +14,6 @@
 #include "session/session_support.h"
 #include "support/json_check.h"
 
-static mx_session *new_session(uint32_t streams, mx_executor_kind ex) {
-  mx_session_options o;
-  mx_session_options_init(&o);
-  o.streams = streams;
-  o.executor = ex;
-  mx_session *s;
-  mx_error err;
-  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
-  return s;
-}
-
 typedef struct counter {
   _Atomic int done;
   _Atomic int failed;
@@ -41,7 +30,7 @@ static void on_done(void *user, mx_status st, const char *message) {
 
 Test(async, pipelined_100_deep_equals_sync) {
   enum { N = 100 };
-  mx_session *s = new_session(2, MX_EXECUTOR_SEQUENTIAL);
+  mx_session *s = mxs_new_session(2, MX_EXECUTOR_SEQUENTIAL, 4);
   mx_graph *g;
   mx_error err;
   cr_assert_eq(mx_model_encoder(NULL, &g, &err), MX_OK);
@@ -87,7 +76,7 @@ Test(async, pipelined_decode_loop_feeds_itself) {
   mx_error err;
   cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK);
   cr_assert_eq(mx_model_llama(&cfg, &ref, &err), MX_OK);
-  mx_session *s = new_session(1, MX_EXECUTOR_SEQUENTIAL);
+  mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
   cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
   size_t n = mx_session_input_count(s);
   int64_t hd = cfg.hidden / cfg.heads;
@@ -130,7 +119,7 @@ Test(async, pipelined_decode_loop_feeds_itself) {
 }
 
 Test(trace, json_with_host_and_stream_lanes) {
-  mx_session *s = new_session(2, MX_EXECUTOR_TOPOLOGICAL);
+  mx_session *s = mxs_new_session(2, MX_EXECUTOR_TOPOLOGICAL, 4);
   mx_graph *g;
   mx_error err;
   mx_llama_config cfg;
@@ -199,7 +188,7 @@ static void *hammer(void *arg) {
 }
 
 Test(session, two_threads_on_one_session_get_busy_not_corruption) {
-  mx_session *s = new_session(1, MX_EXECUTOR_SEQUENTIAL);
+  mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
   mx_graph *g;
   mx_error err;
   cr_assert_eq(mx_model_encoder(NULL, &g, &err), MX_OK);

@@ -6,20 +6,8 @@
 #include "mixrt/models.h"
 #include "session/session_support.h"
 
-static mx_session *new_session(uint32_t streams, mx_executor_kind ex, int64_t static_min_ops) {
-  mx_session_options o;
-  mx_session_options_init(&o);
-  o.streams = streams;
-  o.executor = ex;
-  o.static_min_ops = static_min_ops;
-  mx_session *s;
-  mx_error err;
-  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
-  return s;
-}
-
 static void check_encoder(uint32_t streams, mx_executor_kind ex, int64_t min_ops) {
-  mx_session *s = new_session(streams, ex, min_ops);
+  mx_session *s = mxs_new_session(streams, ex, min_ops);
   mx_graph *g, *ref;
   mx_error err;
   mx_encoder_config cfg;

@@ -11,17 +11,6 @@
 #include "mixrt/models.h"
 #include "session/session_support.h"
 
-static mx_session *new_session(uint32_t streams, mx_executor_kind ex) {
-  mx_session_options o;
-  mx_session_options_init(&o);
-  o.streams = streams;
-  o.executor = ex;
-  mx_session *s;
-  mx_error err;
-  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
-  return s;
-}
-
 enum { MAX_IO = 64 };
 
 static void decode_loop(uint32_t streams, mx_executor_kind ex, int steps) {
@@ -31,7 +20,7 @@ static void decode_loop(uint32_t streams, mx_executor_kind ex, int steps) {
   mx_error err;
   cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK, "%s", err.message);
   cr_assert_eq(mx_model_llama(&cfg, &ref, &err), MX_OK, "%s", err.message);
-  mx_session *s = new_session(streams, ex);
+  mx_session *s = mxs_new_session(streams, ex, 4);
   cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
   size_t n_in = mx_session_input_count(s), n_out = mx_session_output_count(s);
   cr_assert_eq(n_in, 1 + 2 * (size_t)cfg.layers);
@@ -184,7 +173,7 @@ static void moe(uint32_t streams, mx_executor_kind ex) {
   mx_error err;
   cr_assert_eq(mx_model_moe(&cfg, &g, &err), MX_OK, "%s", err.message);
   cr_assert_eq(mx_model_moe(&cfg, &ref, &err), MX_OK, "%s", err.message);
-  mx_session *s = new_session(streams, ex);
+  mx_session *s = mxs_new_session(streams, ex, 4);
   cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
   const int64_t tokens[] = {1, 7, 2, 16, 3, 1};
   for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {

@@ -10,17 +10,6 @@
 #include "session/session_support.h"
 #include "support/onnx_node.h"
 
-static mx_session *new_session(uint32_t streams, mx_executor_kind ex) {
-  mx_session_options o;
-  mx_session_options_init(&o);
-  o.streams = streams;
-  o.executor = ex;
-  mx_session *s;
-  mx_error err;
-  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
-  return s;
-}
-
 static char *temp_path(void) {
   static char path[64];
   snprintf(path, sizeof path, "/tmp/mixrt-test-%d-XXXXXX", (int)getpid());
@@ -66,12 +55,12 @@ Test(mxm, partitioned_llama_round_trip) {
   mx_graph *g;
   mx_error err;
   cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK);
-  mx_session *a = new_session(1, MX_EXECUTOR_SEQUENTIAL);
+  mx_session *a = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
   cr_assert_eq(mx_session_load_graph(a, g), MX_OK, "%s", mx_session_last_error(a));
   const char *path = temp_path();
   cr_assert_eq(mx_session_save(a, path, NULL), MX_OK, "%s", mx_session_last_error(a));
   for (int variant = 0; variant < 2; variant++) {
-    mx_session *b = new_session(variant ? 2 : 1, variant ? MX_EXECUTOR_TOPOLOGICAL : MX_EXECUTOR_SEQUENTIAL);
+    mx_session *b = mxs_new_session(variant ? 2 : 1, variant ? MX_EXECUTOR_TOPOLOGICAL : MX_EXECUTOR_SEQUENTIAL, 4);
     cr_assert_eq(mx_session_load_file(b, path), MX_OK, "%s", mx_session_last_error(b));
     for (size_t i = 0; i < mx_session_output_count(a); i++) {
       mx_io_info ia, ib;
@@ -92,7 +81,7 @@ Test(mxm, moe_and_encoder_round_trip) {
     mx_error err;
     if (which == 0) cr_assert_eq(mx_model_moe(NULL, &g, &err), MX_OK);
     else cr_assert_eq(mx_model_encoder(NULL, &g, &err), MX_OK);
-    mx_session *a = new_session(1, MX_EXECUTOR_SEQUENTIAL), *b = new_session(1, MX_EXECUTOR_SEQUENTIAL);
+    mx_session *a = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4), *b = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
     cr_assert_eq(mx_session_load_graph(a, g), MX_OK, "%s", mx_session_last_error(a));
     const char *path = temp_path();
     cr_assert_eq(mx_session_save(a, path, NULL), MX_OK, "%s", mx_session_last_error(a));
@@ -119,7 +108,7 @@ Test(mxm, damaged_files_are_rejected) {
   mx_graph *g;
   mx_error err;
   cr_assert_eq(mx_model_llama(NULL, &g, &err), MX_OK);
-  mx_session *a = new_session(1, MX_EXECUTOR_SEQUENTIAL);
+  mx_session *a = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
   cr_assert_eq(mx_session_load_graph(a, g), MX_OK);
   const char *path = temp_path();
   char good[80];

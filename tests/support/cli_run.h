@@ -16,6 +16,8 @@ bool mxt_cli_available(void);
  * buf (NUL-terminated, truncated to cap - 1 bytes). Returns the exit code, or -1 when the
  * program could not be started or did not exit normally (buf then says why). */
 int mxt_cli_run(char *buf, size_t cap, const char *args);
+/* The same, capturing stdout only (stderr goes to the test's own stderr). */
+int mxt_cli_run_stdout(char *buf, size_t cap, const char *args);
 
 /* Creates <build>/tests and <build>/tests/<name> if missing. */
 void mxt_make_work_dir(const char *name);

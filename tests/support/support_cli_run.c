@@ -9,9 +9,9 @@
 
 bool mxt_cli_available(void) { return access(MXT_MIXRT_BIN, X_OK) == 0; }
 
-int mxt_cli_run(char *buf, size_t cap, const char *args) {
+static int run(char *buf, size_t cap, const char *args, bool with_stderr) {
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "%s %s 2>&1", MXT_MIXRT_BIN, args);
+  snprintf(cmd, sizeof cmd, "%s %s%s", MXT_MIXRT_BIN, args, with_stderr ? " 2>&1" : "");
   FILE *p = popen(cmd, "r");
   if (!p) {
     snprintf(buf, cap, "cannot start %s", cmd);
@@ -30,6 +30,10 @@ int mxt_cli_run(char *buf, size_t cap, const char *args) {
   }
   return WEXITSTATUS(status);
 }
+
+int mxt_cli_run(char *buf, size_t cap, const char *args) { return run(buf, cap, args, true); }
+
+int mxt_cli_run_stdout(char *buf, size_t cap, const char *args) { return run(buf, cap, args, false); }
 
 void mxt_make_work_dir(const char *name) {
   char path[1024];
