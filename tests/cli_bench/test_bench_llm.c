@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "support/cli_run.h"
@@ -65,13 +66,55 @@ Test(bench_llm, no_ort_prints_the_expected_json) {
   cr_assert(strstr(out, "\"samples\": 6"), "2 rounds of 3 steps:\n%s", out);
 }
 
+/* Writes an empty file at path (its folder must exist). */
+static void touch(const char *path) {
+  FILE *f = fopen(path, "w");
+  cr_assert(f, "cannot create %s", path);
+  fclose(f);
+}
+
+/* A peers folder of its own, so each reason is reached whatever bench/peers holds on this
+ * machine: a runner script, and (when installed is true) what looks like an installed package. */
+static const char *fake_peers(const char *name, bool installed) {
+  static char dir[1024];
+  char path[1200];
+  mxt_make_work_dir(name);
+  snprintf(dir, sizeof dir, "%s/tests/%s", MIXRT_BINARY_DIR, name);
+  snprintf(path, sizeof path, "%s/ort_runner.js", dir);
+  touch(path);
+  if (installed) {
+    const char *parts[] = {"/node_modules", "/node_modules/onnxruntime-node"};
+    for (size_t k = 0; k < 2; k++) {
+      snprintf(path, sizeof path, "%s%s", dir, parts[k]);
+      mkdir(path, 0755);
+    }
+    snprintf(path, sizeof path, "%s/node_modules/onnxruntime-node/package.json", dir);
+    touch(path);
+  }
+  return dir;
+}
+
 Test(bench_llm, without_node_the_peer_is_null_with_the_reason) {
-  cr_assert_eq(run(QUICK " --node /nonexistent/node 2>/dev/null"), 0, "%s", out);
+  char args[2048];
+  snprintf(args, sizeof args, QUICK " --peers %s --node /nonexistent/node 2>/dev/null",
+           fake_peers("bench_llm_peers_installed", true));
+  cr_assert_eq(run(args), 0, "%s", out);
   cr_assert(json_ok(out), "not JSON:\n%s", out);
   cr_assert(strstr(out, "\"available\": false, \"reason\": \"/nonexistent/node did not start"), "%s", out);
   cr_assert(strstr(out, "\"ort\": null"), "%s", out);
+  cr_assert(strstr(out, "\"hybrid_equals_reference\": true"), "the run goes on without the peer:\n%s", out);
+}
+
+Test(bench_llm, without_the_package_or_the_runner_the_reason_says_which) {
+  char args[2048];
+  snprintf(args, sizeof args, QUICK " --peers %s", fake_peers("bench_llm_peers_empty", false));
+  cr_assert_eq(run(args), 0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  cr_assert(strstr(out, "onnxruntime-node is not installed in"), "%s", out);
+  cr_assert(strstr(out, "(run make bench-deps)"), "%s", out);
   cr_assert_eq(run(QUICK " --peers /nonexistent/peers"), 0, "%s", out);
   cr_assert(strstr(out, "ort_runner.js not found"), "%s", out);
+  cr_assert(strstr(out, "\"ort\": null"), "%s", out);
 }
 
 Test(bench_llm, decode_mode_host_io_and_systems) {
