@@ -58,6 +58,8 @@ static mx_status k_upload_constant(mx_exe_run *run, const mx_exe_node *n) {
   uint32_t r = ATTR(n)->value;
   const mx_tensor *c = p->root->values[r].data;
   mx_rt_value *rv = &p->values[r];
+  if (rv->constant)
+    return mx__fail(run->err, MX_ERR_INTERNAL, "constant '%s' is uploaded twice", p->root->values[r].name);
   size_t nbytes = 0;
   mx_tensor_nbytes(c, &nbytes);
   void *dev = NULL;
@@ -90,6 +92,9 @@ static mx_status k_free_constant(mx_exe_run *run, const mx_exe_node *n) {
 static mx_status k_static_create(mx_exe_run *run, const mx_exe_node *n) {
   mx_session *s = STEP(run)->s;
   mx_rt_call *c = call_of(run, n);
+  /* Init makes each handle once (lowering and the .mxm loader see to it); a second make would
+   * lose the first. */
+  if (c->model) return mx__fail(run->err, MX_ERR_INTERNAL, "static model of '%s' is created twice", c->name);
   mx_static_load_options lo;
   mx_static_load_options_init(&lo);
   mx_status st = mx_static_model_create(s->dev, c->plan, &lo, &c->model, run->err);
@@ -107,6 +112,7 @@ static mx_status k_static_destroy(mx_exe_run *run, const mx_exe_node *n) {
 static mx_status k_dyn_create(mx_exe_run *run, const mx_exe_node *n) {
   mx_session *s = STEP(run)->s;
   mx_rt_call *c = call_of(run, n);
+  if (c->dexec) return mx__fail(run->err, MX_ERR_INTERNAL, "dynamic partition '%s' is created twice", c->name);
   mx_status st = mx_dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
   if (st != MX_OK) mx__error_prefix(run->err, "dynamic partition '%s': ", c->name);
   return st;

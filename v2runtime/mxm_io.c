@@ -131,24 +131,51 @@ typedef enum kernel_use {
   USE_DYNAMIC_OP   /* call: an UNKNOWN call, op: one of its ops */
 } kernel_use;
 
+/* The graphs a kernel may appear in. Handles and constants are made only by Init and released
+ * only by DeInit: a file that creates in Main, or destroys in Init or Main, would leak or leave
+ * Main a released handle. */
+enum { IN_INIT = 1, IN_MAIN = 2, IN_DEINIT = 4 };
+
+/* What a kernel makes once per target in Init (a call's handle, a constant's upload). */
+typedef enum kernel_makes { MAKES_NOTHING, MAKES_CONSTANT, MAKES_HANDLE } kernel_makes;
+
 static const struct {
   const char *name;
   kernel_use use;
+  unsigned graphs; /* IN_* bits */
+  kernel_makes makes;
 } kernel_uses[] = {
-    {"UploadConstant", USE_CONSTANT}, {"FreeConstant", USE_CONSTANT},  {"FreeValue", USE_VALUE},
-    {"FeedInput", USE_INPUT},         {"OutputDeliver", USE_OUTPUT},   {"StaticModelCreate", USE_STATIC},
-    {"StaticModelDestroy", USE_STATIC}, {"StaticAllocOutputs", USE_STATIC}, {"StaticModelUpdateArgs", USE_STATIC},
-    {"StaticModelExecute", USE_STATIC}, {"DynExecCreate", USE_DYNAMIC}, {"DynExecDestroy", USE_DYNAMIC},
-    {"BindSymbols", USE_DYNAMIC},     {"DynStepEnd", USE_DYNAMIC},     {"InferShape", USE_DYNAMIC_OP},
-    {"Launch", USE_DYNAMIC_OP},       {"HostCompute", USE_DYNAMIC_OP}, {"SyncOutputShape", USE_DYNAMIC_OP},
-    {"FreeMemory", USE_DYNAMIC_OP},
+    {"UploadConstant", USE_CONSTANT, IN_INIT, MAKES_CONSTANT},
+    {"FreeConstant", USE_CONSTANT, IN_DEINIT, MAKES_NOTHING},
+    {"StaticModelCreate", USE_STATIC, IN_INIT, MAKES_HANDLE},
+    {"StaticModelDestroy", USE_STATIC, IN_DEINIT, MAKES_NOTHING},
+    {"DynExecCreate", USE_DYNAMIC, IN_INIT, MAKES_HANDLE},
+    {"DynExecDestroy", USE_DYNAMIC, IN_DEINIT, MAKES_NOTHING},
+    {"FreeValue", USE_VALUE, IN_MAIN, MAKES_NOTHING},
+    {"FeedInput", USE_INPUT, IN_MAIN, MAKES_NOTHING},
+    {"OutputDeliver", USE_OUTPUT, IN_MAIN, MAKES_NOTHING},
+    {"StaticAllocOutputs", USE_STATIC, IN_MAIN, MAKES_NOTHING},
+    {"StaticModelUpdateArgs", USE_STATIC, IN_MAIN, MAKES_NOTHING},
+    {"StaticModelExecute", USE_STATIC, IN_MAIN, MAKES_NOTHING},
+    {"BindSymbols", USE_DYNAMIC, IN_MAIN, MAKES_NOTHING},
+    {"DynStepEnd", USE_DYNAMIC, IN_MAIN, MAKES_NOTHING},
+    {"InferShape", USE_DYNAMIC_OP, IN_MAIN, MAKES_NOTHING},
+    {"Launch", USE_DYNAMIC_OP, IN_MAIN, MAKES_NOTHING},
+    {"HostCompute", USE_DYNAMIC_OP, IN_MAIN, MAKES_NOTHING},
+    {"SyncOutputShape", USE_DYNAMIC_OP, IN_MAIN, MAKES_NOTHING},
+    {"FreeMemory", USE_DYNAMIC_OP, IN_MAIN, MAKES_NOTHING},
 };
 
-/* Checks that a node's attribute refers to what its kernel expects in this program. */
-static bool attr_ok(const mx_program *p, const char *kernel, const mx_kattr *a) {
-  kernel_use use = USE_NONE;
+/* The table row of a kernel, or -1 when it has no place in a session program. */
+static int kernel_row(const char *kernel) {
   for (size_t i = 0; i < sizeof kernel_uses / sizeof kernel_uses[0]; i++)
-    if (strcmp(kernel_uses[i].name, kernel) == 0) use = kernel_uses[i].use;
+    if (strcmp(kernel_uses[i].name, kernel) == 0) return (int)i;
+  return -1;
+}
+
+/* Checks that a node's attribute refers to what its kernel expects in this program. */
+static bool attr_ok(const mx_program *p, int row, const mx_kattr *a) {
+  kernel_use use = row >= 0 ? kernel_uses[row].use : USE_NONE;
   const mx_graph *root = p->root;
   switch (use) {
     case USE_CONSTANT:
@@ -166,8 +193,10 @@ static bool attr_ok(const mx_program *p, const char *kernel, const mx_kattr *a) 
   return false;
 }
 
-static mx_status unpack_graph(const mx_program *p, const Mxm__ExeGraph *m, const char *which, mx_exe_graph *g,
-                              mx_error *err) {
+/* Unpacks one execution graph (graph is IN_INIT, IN_MAIN or IN_DEINIT). made[] counts, per call
+ * then per root value, the handles and constant uploads the graph makes (Init only). */
+static mx_status unpack_graph(const mx_program *p, const Mxm__ExeGraph *m, const char *which, unsigned graph,
+                              uint32_t *made, mx_exe_graph *g, mx_error *err) {
   if (!m) return mx__fail(err, MX_ERR_MALFORMED, "the %s graph is missing", which);
   mx_exe_builder *b;
   if (mx__exe_builder_create(&b) != MX_OK) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -190,9 +219,19 @@ static mx_status unpack_graph(const mx_program *p, const Mxm__ExeGraph *m, const
       if (nd->outputs[j] >= p->n_slots) st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu: slot out of range", which, i);
     mx_kattr a;
     memcpy(&a, nd->attr.data, sizeof a);
-    if (st == MX_OK && !attr_ok(p, nd->kernel, &a))
+    int row = kernel_row(nd->kernel);
+    if (st == MX_OK && !attr_ok(p, row, &a))
       st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): its attribute does not fit the model", which, i,
                     nd->kernel);
+    if (st == MX_OK && !(kernel_uses[row].graphs & graph))
+      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): this kernel has no place in the %s graph", which, i,
+                    nd->kernel, which);
+    if (st == MX_OK && kernel_uses[row].makes != MAKES_NOTHING) {
+      size_t at = kernel_uses[row].makes == MAKES_HANDLE ? a.call : p->n_calls + a.value;
+      if (made[at]++)
+        st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): made a second time for the same %s", which, i,
+                      nd->kernel, kernel_uses[row].makes == MAKES_HANDLE ? "partition call" : "constant");
+    }
     if (st == MX_OK)
       st = mx__exe_builder_add(b, (uint16_t)k, nd->inputs, (uint16_t)nd->n_inputs, nd->outputs, (uint16_t)nd->n_outputs,
                                &a, sizeof a, nd->priority, NULL);
@@ -267,9 +306,18 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
     p->slots = calloc(p->n_slots ? p->n_slots : 1, sizeof *p->slots);
     if (!p->slots) st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading '%s'", path);
   }
-  if (st == MX_OK) st = unpack_graph(p, rt->init, "Init", &p->init, err);
-  if (st == MX_OK) st = unpack_graph(p, rt->main, "Main", &p->main, err);
-  if (st == MX_OK) st = unpack_graph(p, rt->deinit, "DeInit", &p->deinit, err);
+  uint32_t *made = NULL;
+  if (st == MX_OK && !(made = calloc(p->n_calls + p->n_values + 1, sizeof *made)))
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading '%s'", path);
+  if (st == MX_OK) st = unpack_graph(p, rt->init, "Init", IN_INIT, made, &p->init, err);
+  /* Every partition call's handle is made by Init: Main's kernels rely on it. */
+  for (size_t c = 0; c < p->n_calls && st == MX_OK; c++)
+    if (!made[c])
+      st = mx__fail(err, MX_ERR_MALFORMED, "the Init graph does not create the %s of partition call '%s'",
+                    p->calls[c].unknown ? "dynamic executor" : "static model", p->calls[c].name);
+  if (st == MX_OK) st = unpack_graph(p, rt->main, "Main", IN_MAIN, made, &p->main, err);
+  if (st == MX_OK) st = unpack_graph(p, rt->deinit, "DeInit", IN_DEINIT, made, &p->deinit, err);
+  free(made);
   if (st != MX_OK) {
     mx__error_prefix(err, "'%s': ", path);
     if (st != MX_ERR_OUT_OF_MEMORY && st != MX_ERR_IO) st = MX_ERR_MALFORMED;

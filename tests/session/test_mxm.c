@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "mixrt/models.h"
+#include "proto/mixrt_model.pb-c.h"
+#include "static_exec/static_exec.h"
 #include "session/session_support.h"
 #include "support/onnx_node.h"
 
@@ -140,6 +142,116 @@ Test(mxm, damaged_files_are_rejected) {
   /* The session still loads and runs the good file. */
   cr_assert_eq(mx_session_load_file(a, good), MX_OK, "%s", mx_session_last_error(a));
   free(data);
+  unlink(bad);
+  unlink(good);
+  mx_session_destroy(a);
+}
+
+/* Rewrites the runtime record of the .mxm at `good` into `bad` after edit(rt) changed it, keeping
+ * the static plans (so checksums are right and only the execution graphs are wrong). */
+static void rewrite_runtime(const char *good, const char *bad, void (*edit)(Mxm__Runtime *rt, void *tmp)) {
+  mx_static_plan **plans;
+  size_t n_plans, size;
+  void *bytes;
+  mx_error err;
+  cr_assert_eq(mx_mxm_load_model(good, &plans, &n_plans, &bytes, &size, &err), MX_OK, "%s", err.message);
+  Mxm__Runtime *rt = mxm__runtime__unpack(NULL, size, bytes);
+  cr_assert(rt);
+  /* The edit may swap in arrays of its own: keep the originals to free the message. */
+  Mxm__ExeGraph keep_init = *rt->init, keep_main = *rt->main;
+  void *tmp[64];
+  if (edit) edit(rt, tmp);
+  size_t n = mxm__runtime__get_packed_size(rt);
+  uint8_t *packed = malloc(n);
+  mxm__runtime__pack(rt, packed);
+  *rt->init = keep_init;
+  *rt->main = keep_main;
+  cr_assert_eq(mx_mxm_save_model((const mx_static_plan *const *)plans, n_plans, packed, n, bad, NULL, &err), MX_OK,
+               "%s", err.message);
+  free(packed);
+  mxm__runtime__free_unpacked(rt, NULL);
+  free(bytes);
+  for (size_t i = 0; i < n_plans; i++) mx_static_plan_destroy(plans[i]);
+  free(plans);
+}
+
+/* The index of the first node of g running `kernel`. */
+static size_t node_of(const Mxm__ExeGraph *g, const char *kernel) {
+  for (size_t i = 0; i < g->n_nodes; i++)
+    if (strcmp(g->nodes[i]->kernel, kernel) == 0) return i;
+  cr_assert_fail("no %s node", kernel);
+  return 0;
+}
+
+/* Appends node to g (through tmp, an array of 64 pointers the caller keeps alive). */
+static void append_node(Mxm__ExeGraph *g, Mxm__ExeNode *node, void *tmp) {
+  Mxm__ExeNode **nodes = tmp;
+  cr_assert_lt(g->n_nodes, 64);
+  memcpy(nodes, g->nodes, g->n_nodes * sizeof *nodes);
+  nodes[g->n_nodes] = node;
+  g->nodes = nodes;
+  g->n_nodes++;
+}
+
+static void create_twice(Mxm__Runtime *rt, void *tmp) {
+  append_node(rt->init, rt->init->nodes[node_of(rt->init, "StaticModelCreate")], tmp);
+}
+
+static void create_in_main(Mxm__Runtime *rt, void *tmp) {
+  append_node(rt->main, rt->init->nodes[node_of(rt->init, "DynExecCreate")], tmp);
+}
+
+static void destroy_in_main(Mxm__Runtime *rt, void *tmp) {
+  append_node(rt->main, rt->deinit->nodes[node_of(rt->deinit, "StaticModelDestroy")], tmp);
+}
+
+static void upload_twice(Mxm__Runtime *rt, void *tmp) {
+  append_node(rt->init, rt->init->nodes[node_of(rt->init, "UploadConstant")], tmp);
+}
+
+/* A static model's create node pointed at the other static call: one call is created twice,
+ * the other never. */
+static void create_the_wrong_call(Mxm__Runtime *rt, void *tmp) {
+  (void)tmp;
+  size_t first = node_of(rt->init, "StaticModelCreate");
+  uint32_t calls[2];
+  int found = 0;
+  for (size_t i = 0; i < rt->init->n_nodes && found < 2; i++)
+    if (strcmp(rt->init->nodes[i]->kernel, "StaticModelCreate") == 0)
+      memcpy(&calls[found++], rt->init->nodes[i]->attr.data, sizeof calls[0]); /* mx_kattr starts with call */
+  cr_assert_eq(found, 2);
+  memcpy(rt->init->nodes[first]->attr.data, &calls[1], sizeof calls[1]);
+}
+
+Test(mxm, misplaced_lifecycle_kernels_are_rejected) {
+  mx_graph *g;
+  mx_error err;
+  cr_assert_eq(mx_model_llama(NULL, &g, &err), MX_OK);
+  mx_session *a = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
+  cr_assert_eq(mx_session_load_graph(a, g), MX_OK);
+  char good[80], bad[80];
+  snprintf(good, sizeof good, "%s", temp_path());
+  snprintf(bad, sizeof bad, "%s", temp_path());
+  cr_assert_eq(mx_session_save(a, good, NULL), MX_OK, "%s", mx_session_last_error(a));
+  struct {
+    void (*edit)(Mxm__Runtime *, void *);
+    const char *says;
+  } cases[] = {
+      {create_twice, "(StaticModelCreate): made a second time for the same partition call"},
+      {create_in_main, "(DynExecCreate): this kernel has no place in the Main graph"},
+      {destroy_in_main, "(StaticModelDestroy): this kernel has no place in the Main graph"},
+      {upload_twice, "(UploadConstant): made a second time for the same constant"},
+      {create_the_wrong_call, "made a second time for the same partition call"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rewrite_runtime(good, bad, cases[i].edit);
+    cr_assert_eq(mx_session_load_file(a, bad), MX_ERR_MALFORMED, "case %zu: %s", i, mx_session_last_error(a));
+    cr_assert(strstr(mx_session_last_error(a), cases[i].says), "case %zu: %s", i, mx_session_last_error(a));
+    cr_assert(strstr(mx_session_last_error(a), bad), "the message names the file: %s", mx_session_last_error(a));
+  }
+  /* The unchanged record still loads and runs. */
+  rewrite_runtime(good, bad, NULL);
+  cr_assert_eq(mx_session_load_file(a, bad), MX_OK, "%s", mx_session_last_error(a));
   unlink(bad);
   unlink(good);
   mx_session_destroy(a);
