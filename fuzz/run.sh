@@ -8,6 +8,8 @@
 # Without clang or libFuzzer the run is skipped with a loud message (exit 0).
 #
 # Environment: FUZZ_SECONDS (60), FUZZ_JOBS (2), FUZZ_TARGETS (all), FUZZ_BUILD (build-fuzz),
+# FUZZ_SEED (libFuzzer's -seed; unset: a new seed each run, except under CI=true, where it is 1
+# so that a CI failure replays exactly: same seeds, same mutations, in the same order),
 # MIXRT_ONNX_NODE_DIR (the conformance models for the seeds).
 set -eu
 cd "$(dirname "$0")/.."
@@ -15,6 +17,10 @@ seconds=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-2}
 build=${FUZZ_BUILD:-build-fuzz}
 targets=${FUZZ_TARGETS:-onnx tensor_pb mxm session_mxm session_run}
+seed=${FUZZ_SEED:-}
+if [ -z "$seed" ] && [ "${CI:-}" = true ]; then
+    seed=1
+fi
 
 skip() {
     echo
@@ -48,14 +54,14 @@ run_one() {
     t=$1
     mkdir -p "$build/corpus/$t"
     set +e
-    "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 \
+    "$build/fuzz/fuzz_$t" ${seed:+-seed="$seed"} -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$build/findings/$t-" \
         "$build/corpus/$t" "$build/seeds/$t" >"$build/logs/$t.log" 2>&1
     echo $? >"$build/logs/$t.rc"
     set -e
 }
 
-echo "fuzz: $seconds s per target, $jobs at a time: $targets"
+echo "fuzz: $seconds s per target, $jobs at a time, seed ${seed:-new each run}: $targets"
 running=0
 for t in $targets; do
     rm -f "$build/logs/$t.rc"
