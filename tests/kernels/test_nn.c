@@ -434,7 +434,11 @@ static void decode_case(mx_dtype dt, bool three_d, int P, int SKV, int D) {
     }
   }
   mx_attention_params prm = {.q_num_heads = three_d ? HQ : 0, .kv_num_heads = three_d ? HKV : 0};
-  mx_kernel_call *c = kc_new(6, 1, &prm);
+  void *prk = malloc((size_t)HKV * T * D * es), *prv = malloc((size_t)HKV * T * D * es);
+  cr_assert(prk && prv);
+  mx_kernel_call *c = kc_new(6, 3, &prm);
+  kc_set(c, 7, dt, 4, DIMS(1, HKV, T, D), prk);
+  kc_set(c, 8, dt, 4, DIMS(1, HKV, T, D), prv);
   if (three_d) {
     kc_set(c, 0, dt, 3, DIMS(1, 1, HQ * D), q);
     kc_set(c, 1, dt, 3, DIMS(1, SKV, HKV * D), k);
@@ -457,13 +461,25 @@ static void decode_case(mx_dtype dt, bool three_d, int P, int SKV, int D) {
     cr_expect(fabs(got - want[i]) <= tol * (1 + fabs(want[i])), "dt %d 3d %d P %d Skv %d D %d [%d]: %.9g, want %.9g",
               (int)dt, (int)three_d, P, SKV, D, i, got, want[i]);
   }
+  /* present = past rows then the new rows, per key/value head, exactly. */
+  for (int g = 0; g < HKV; g++)
+    for (int j = 0; j < T; j++)
+      for (int d = 0; d < D; d++) {
+        size_t at = ((size_t)g * T + j) * D + d;
+        double wk = j < P ? pkf[(g * P + j) * D + d] : kf[(g * SKV + j - P) * D + d];
+        double wv = j < P ? pvf[(g * P + j) * D + d] : vf[(g * SKV + j - P) * D + d];
+        double gk = dt == MX_FLOAT64 ? ((double *)prk)[at] : ((float *)prk)[at];
+        double gv = dt == MX_FLOAT64 ? ((double *)prv)[at] : ((float *)prv)[at];
+        cr_expect(gk == wk && gv == wv, "dt %d 3d %d P %d Skv %d D %d: present row %d of head %d", (int)dt,
+                  (int)three_d, P, SKV, D, j, g);
+      }
   free(c);
-  void *all[] = {qf, kf, vf, pkf, pvf, want, sc, q, k, v, pk, pv, y, kl, vl};
+  void *all[] = {qf, kf, vf, pkf, pvf, want, sc, q, k, v, pk, pv, y, kl, vl, prk, prv};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
 Test(nn_kernels, attention_decode_short_and_long_caches) {
-  const int pasts[] = {0, 1, 3, 7, 16, 40, 63, 64, 200};
+  const int pasts[] = {0, 1, 3, 7, 16, 40, 63, 64, 200, 515};
   const int heads[] = {5, 16, 20, 64};
   for (int dt = 0; dt < 2; dt++)
     for (int layout = 0; layout < 2; layout++)
