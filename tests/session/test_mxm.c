@@ -106,12 +106,18 @@ Test(mxm, moe_and_encoder_round_trip) {
   }
 }
 
-Test(mxm, damaged_files_are_rejected) {
+/* A session with the default llama step loaded (1 stream, sequential executor). */
+static mx_session *llama_session(void) {
   mx_graph *g;
   mx_error err;
   cr_assert_eq(mx_model_llama(NULL, &g, &err), MX_OK);
-  mx_session *a = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
-  cr_assert_eq(mx_session_load_graph(a, g), MX_OK);
+  mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
+  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
+  return s;
+}
+
+Test(mxm, damaged_files_are_rejected) {
+  mx_session *a = llama_session();
   const char *path = temp_path();
   char good[80];
   snprintf(good, sizeof good, "%s", path);
@@ -224,11 +230,7 @@ static void create_the_wrong_call(Mxm__Runtime *rt, void *tmp) {
 }
 
 Test(mxm, misplaced_lifecycle_kernels_are_rejected) {
-  mx_graph *g;
-  mx_error err;
-  cr_assert_eq(mx_model_llama(NULL, &g, &err), MX_OK);
-  mx_session *a = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
-  cr_assert_eq(mx_session_load_graph(a, g), MX_OK);
+  mx_session *a = llama_session();
   char good[80], bad[80];
   snprintf(good, sizeof good, "%s", temp_path());
   snprintf(bad, sizeof bad, "%s", temp_path());
