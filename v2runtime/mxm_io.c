@@ -310,11 +310,18 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
   if (st == MX_OK && !(made = calloc(p->n_calls + p->n_values + 1, sizeof *made)))
     st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading '%s'", path);
   if (st == MX_OK) st = unpack_graph(p, rt->init, "Init", IN_INIT, made, &p->init, err);
-  /* Every partition call's handle is made by Init: Main's kernels rely on it. */
+  /* Init makes every partition call's handle and uploads every live constant of the root (as
+   * lowering does): Main's kernels rely on them. */
   for (size_t c = 0; c < p->n_calls && st == MX_OK; c++)
     if (!made[c])
       st = mx__fail(err, MX_ERR_MALFORMED, "the Init graph does not create the %s of partition call '%s'",
                     p->calls[c].unknown ? "dynamic executor" : "static model", p->calls[c].name);
+  for (size_t r = 0; r < p->n_values && st == MX_OK; r++) {
+    const mx_value *v = &p->root->values[r];
+    bool live_constant = (v->flags & MX_VALUE_CONST) && !(v->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT));
+    if (live_constant && !made[p->n_calls + r])
+      st = mx__fail(err, MX_ERR_MALFORMED, "the Init graph does not upload constant '%s'", v->name);
+  }
   if (st == MX_OK) st = unpack_graph(p, rt->main, "Main", IN_MAIN, made, &p->main, err);
   if (st == MX_OK) st = unpack_graph(p, rt->deinit, "DeInit", IN_DEINIT, made, &p->deinit, err);
   free(made);
