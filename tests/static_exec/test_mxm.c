@@ -327,3 +327,52 @@ Test(static_mxm, newer_reader_needed) {
   mx_static_plan_destroy(p);
   mx_graph_destroy(g);
 }
+
+/* Places output 0 of the first `op` task at its input 0's alloc and offset plus `shift` bytes. */
+static void put_output_over_input(Mxm__ModelFile *mf, const char *op, uint64_t shift) {
+  Mxm__Task *t = first_kernel(mf, op);
+  Mxm__TaskTensor *in = t->tensors[0], *out = t->tensors[t->n_inputs];
+  cr_assert_eq(in->alloc_id, 1, "%s's input 0 is in the FM arena", op); /* so the output may be written there */
+  out->alloc_id = in->alloc_id;
+  out->offset = in->offset + shift;
+}
+static void e_transpose_in_place(Mxm__ModelFile *mf) { put_output_over_input(mf, "Transpose", 0); }
+static void e_gelu_in_place(Mxm__ModelFile *mf) { put_output_over_input(mf, "Gelu", 0); }
+static void e_gelu_shifted(Mxm__ModelFile *mf) { put_output_over_input(mf, "Gelu", 64); }
+static void e_workspace_over_output(Mxm__ModelFile *mf) {
+  Mxm__Task *t = first_kernel(mf, "Softmax");
+  cr_assert_gt(t->workspace_size, 0);
+  Mxm__TaskTensor *out = t->tensors[t->n_inputs];
+  cr_assert_eq(out->alloc_id, 1);
+  t->workspace_offset = out->offset - out->offset % 64;
+}
+
+/* A kernel's output may share bytes with no other tensor of its task, except an elementwise
+ * op's output lying exactly over an input (in place); its workspace with none. */
+Test(static_mxm, overlapping_task_tensors_are_rejected) {
+  mx_graph *g = small_block();
+  mx_static_plan *p;
+  mx_error err;
+  size_t n;
+  unsigned char *img = compiled_image(g, &p, &n);
+  static const struct {
+    const char *what;
+    edit_fn fn;
+    const char *says; /* NULL: accepted */
+  } edits[] = {{"Transpose over its input", e_transpose_in_place, "output 0 shares bytes with input 0"},
+               {"Gelu exactly over its input", e_gelu_in_place, NULL},
+               {"Gelu 64 bytes into its input", e_gelu_shifted, "output 0 shares bytes with input 0"},
+               {"Softmax workspace over its output", e_workspace_over_output, "its workspace shares bytes"}};
+  for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
+    mx_status st = load_edited(img, n, edits[k].fn, &err);
+    if (!edits[k].says) {
+      cr_assert_eq(st, MX_OK, "%s: %s", edits[k].what, err.message);
+      continue;
+    }
+    cr_assert_eq(st, MX_ERR_MALFORMED, "%s: %s", edits[k].what, mx_status_name(st));
+    cr_assert(strstr(err.message, edits[k].says), "%s: %s", edits[k].what, err.message);
+  }
+  free(img);
+  mx_static_plan_destroy(p);
+  mx_graph_destroy(g);
+}
