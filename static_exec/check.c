@@ -5,9 +5,10 @@
  * attributes are checked against the op's schema and parsed again (the params bytes must come
  * out identical), inference is run again on the stored input shapes (the stored output dtypes
  * and dims must come out identical), the CPU kernel is looked up again and its workspace must
- * fit the stored slice, and no output or workspace shares bytes with another tensor of its task
- * (but for in-place elementwise outputs). A plan that passes is exactly what compile could have produced for some
- * graph, so the kernels never see params or shapes their op's rules would reject. */
+ * fit the stored slice, and no output or workspace shares bytes with another tensor of its
+ * task (but for in-place elementwise outputs). A plan that passes is exactly what compile could
+ * have produced for some graph, so the kernels never see params or shapes their op's rules would
+ * reject, nor overlapping ranges. */
 #include <stdlib.h>
 #include <string.h>
 
