@@ -323,6 +323,9 @@ static mx_status check_task(const mx_static_plan *p, uint32_t ti, uint32_t *reco
         mx__plan_id_kind(p, pt->t[1].alloc, NULL) != MX_STATIC_OUTPUT || pt->ws_size)
       return BAD("task %u ('%s'): a copy needs one source and one OUTPUT destination of equal size",
                  ti, pt->name);
+    bool same;
+    if (overlaps(&pt->t[0], &pt->t[1], &same))
+      return BAD("task %u ('%s'): a copy's source and destination share bytes", ti, pt->name);
     return MX_OK;
   }
   if (pt->ws_size) {

@@ -376,3 +376,39 @@ Test(static_mxm, overlapping_task_tensors_are_rejected) {
   mx_static_plan_destroy(p);
   mx_graph_destroy(g);
 }
+
+/* The copy of a repeated output made to write over its own source. */
+static void e_copy_over_source(Mxm__ModelFile *mf) {
+  Mxm__StaticPlan *sp = mf->static_plans[0];
+  for (size_t t = 0; t < sp->n_tasks; t++) {
+    Mxm__Task *task = sp->tasks[t];
+    if (task->kind != MXM__TASK__KIND__COPY) continue;
+    task->tensors[1]->alloc_id = task->tensors[0]->alloc_id;
+    task->tensors[1]->offset = task->tensors[0]->offset;
+    return;
+  }
+  cr_assert_fail("no copy task");
+}
+
+Test(static_mxm, copy_over_its_source_is_rejected) {
+  /* y = Relu(x), returned twice: the second output is a copy of the first. */
+  mx_graph *g;
+  cr_assert_eq(mx_graph_create("twice", &g), MX_OK);
+  mx_shape s = {2, {3, 5}};
+  mx_value_id x, y;
+  cr_assert_eq(mx_graph_add_input(g, "x", MX_FLOAT32, &s, &x), MX_OK);
+  cr_assert_eq(mx_graph_add_op(g, "Relu", &x, 1, NULL, 0, &y), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
+  cr_assert_eq(mx_graph_infer(g), MX_OK);
+  mx_static_plan *p;
+  mx_error err;
+  size_t n;
+  unsigned char *img = compiled_image(g, &p, &n);
+  cr_assert_eq(load_edited(img, n, e_nothing, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(load_edited(img, n, e_copy_over_source, &err), MX_ERR_MALFORMED);
+  cr_assert(strstr(err.message, "a copy's source and destination share bytes"), "%s", err.message);
+  free(img);
+  mx_static_plan_destroy(p);
+  mx_graph_destroy(g);
+}
