@@ -89,6 +89,23 @@ static void ATT_FN(att_bias_row)(const att_plan *p, const void *mask, int64_t b,
   }
 }
 
+/* Turns row i of head (b, h)'s scores into weights: the qk output of the chosen mode, softcap,
+ * mask / causal / padding biases, softmax. */
+static void ATT_FN(att_finish_row)(const att_plan *p, const void *mask, int64_t b, int64_t h, int64_t i, ATT_T *s,
+                                   mx_ktensor *qk_out) {
+  int64_t T = p->T, qk_row = ((b * p->Hq + h) * p->Sq + i) * T;
+  if (qk_out && p->mode == 0) ATT_FN(att_store_row)(qk_out, qk_row, s, T);
+  if (p->softcap > 0.0f) {
+    ATT_T c = (ATT_T)p->softcap;
+    for (int64_t j = 0; j < T; j++) s[j] = c * ATT_TANH(s[j] / c);
+  }
+  if (qk_out && p->mode == 1) ATT_FN(att_store_row)(qk_out, qk_row, s, T);
+  ATT_FN(att_bias_row)(p, mask, b, h, i, s);
+  if (qk_out && p->mode == 2) ATT_FN(att_store_row)(qk_out, qk_row, s, T);
+  ATT_FN(att_softmax_row)(s, T);
+  if (qk_out && p->mode == 3) ATT_FN(att_store_row)(qk_out, qk_row, s, T);
+}
+
 /* Decode-step products without BLAS. A BLAS gemv call costs ~400-800 instructions before any
  * arithmetic (argument checks, blocking, scaling y by beta), more than a small product itself:
  * for one query over a short cache these loops are cheaper, for long caches BLAS's kernels win
@@ -195,20 +212,7 @@ MX_KHOT static void ATT_FN(att_core)(const att_plan *p, const ATT_T *q, const AT
                      (blasint)p->q_row, kh, (blasint)p->k_row, (ATT_T)0, scores + P, (blasint)T);
         }
       }
-      int64_t qk_base = ((b * p->Hq + h) * Sq) * T;
-      for (int64_t i = 0; i < Sq; i++) {
-        ATT_T *s = scores + i * T;
-        if (qk_out && p->mode == 0) ATT_FN(att_store_row)(qk_out, qk_base + i * T, s, T);
-        if (p->softcap > 0.0f) {
-          ATT_T c = (ATT_T)p->softcap;
-          for (int64_t j = 0; j < T; j++) s[j] = c * ATT_TANH(s[j] / c);
-        }
-        if (qk_out && p->mode == 1) ATT_FN(att_store_row)(qk_out, qk_base + i * T, s, T);
-        ATT_FN(att_bias_row)(p, mask, b, h, i, s);
-        if (qk_out && p->mode == 2) ATT_FN(att_store_row)(qk_out, qk_base + i * T, s, T);
-        ATT_FN(att_softmax_row)(s, T);
-        if (qk_out && p->mode == 3) ATT_FN(att_store_row)(qk_out, qk_base + i * T, s, T);
-      }
+      for (int64_t i = 0; i < Sq; i++) ATT_FN(att_finish_row)(p, mask, b, h, i, scores + i * T, qk_out);
       /* Y_h = P V, past rows first. */
       if (Dv == 0) continue;
       const ATT_T *pvh = pv ? pv + (b * p->Hkv + g) * P * Dv : NULL;

@@ -174,6 +174,8 @@ static void att_present(const att_plan *p, const void *past, const void *cur, in
 #define ATT_TANH tanhf
 #include "hal/cpu/kernels/nn-attention-impl.h"
 
+#include "hal/cpu/kernels/nn-attention-decode-impl.h"
+
 #define ATT_T double
 #define ATT_SUF f64
 #define ATT_IS_FLOAT 0
@@ -190,7 +192,9 @@ static size_t att_workspace(const mx_kernel_call *call) {
   if (att_make_plan(call, &p, &why) != MX_OK) return 0;
   mx_dtype dt = call->t[0].dtype;
   size_t es = dt == MX_FLOAT64 ? 8 : 4;
-  size_t total = mx__kalign64((size_t)(p.Sq * p.T) * es);
+  /* Score rows: Sq of one head, or one per head of a key/value group in the decode step. */
+  int64_t rows = att_decode_fits(&p) && p.Hq / p.Hkv > p.Sq ? p.Hq / p.Hkv : p.Sq;
+  size_t total = mx__kalign64((size_t)(rows * p.T) * es);
   if (dt == MX_FLOAT16 || dt == MX_BFLOAT16) {
     for (uint32_t i = 0; i < call->n_in && i < 6; i++) {
       if (!present(call, i) || call->t[i].dtype == MX_BOOL) continue;
@@ -208,15 +212,20 @@ static mx_status att_run(mx_kernel_call *call) {
   mx_dtype dt = call->t[0].dtype;
   size_t es = mx_dtype_size(dt);
   mx_ktensor *y = mx__kout(call, 0);
-  /* present_key / present_value first: they only copy. */
   const void *pk = present(call, 4) ? call->t[4].data : NULL, *pv = present(call, 5) ? call->t[5].data : NULL;
-  if (call->n_out > 1 && call->t[call->n_in + 1].data)
-    att_present(&p, pk, call->t[1].data, p.k_batch, p.k_head, p.k_row, p.Dk, es, call->t[call->n_in + 1].data);
-  if (call->n_out > 2 && call->t[call->n_in + 2].data)
-    att_present(&p, pv, call->t[2].data, p.v_batch, p.v_head, p.v_row, p.Dv, es, call->t[call->n_in + 2].data);
+  void *present_k = call->n_out > 1 ? call->t[call->n_in + 1].data : NULL;
+  void *present_v = call->n_out > 2 ? call->t[call->n_in + 2].data : NULL;
   mx_ktensor *qk = call->n_out > 3 && call->t[call->n_in + 3].data ? &call->t[call->n_in + 3] : NULL;
-  if (p.B == 0 || p.Hq == 0 || p.Sq == 0) return MX_OK;
   const void *mask = present(call, 3) ? call->t[3].data : NULL;
+  if (dt == MX_FLOAT32 && att_decode_fits(&p)) {
+    att_decode_f32(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk,
+                   (float *)call->workspace, present_k, present_v);
+    return MX_OK;
+  }
+  /* present_key / present_value first: they only copy. */
+  if (present_k) att_present(&p, pk, call->t[1].data, p.k_batch, p.k_head, p.k_row, p.Dk, es, present_k);
+  if (present_v) att_present(&p, pv, call->t[2].data, p.v_batch, p.v_head, p.v_row, p.Dv, es, present_v);
+  if (p.B == 0 || p.Hq == 0 || p.Sq == 0) return MX_OK;
   mx__kblas_init();
   char *w = call->workspace;
   if (dt == MX_FLOAT64) {
