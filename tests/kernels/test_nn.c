@@ -480,7 +480,7 @@ static void decode_case(mx_dtype dt, bool three_d, int P, int SKV, int D) {
 
 Test(nn_kernels, attention_decode_short_and_long_caches) {
   const int pasts[] = {0, 1, 3, 7, 16, 40, 63, 64, 200, 515};
-  const int heads[] = {5, 16, 20, 64};
+  const int heads[] = {5, 8, 16, 20, 24, 64};
   for (int dt = 0; dt < 2; dt++)
     for (int layout = 0; layout < 2; layout++)
       for (size_t i = 0; i < sizeof pasts / sizeof pasts[0]; i++)

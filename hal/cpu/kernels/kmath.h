@@ -23,7 +23,7 @@
  * the copy is picked by a resolver that runs before the sanitizer's runtime is ready. Both
  * copies round alike: C11 mode keeps gcc from contracting a * b + c into an FMA. */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define MX_KHOT __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define MX_KHOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define MX_KHOT
 #endif

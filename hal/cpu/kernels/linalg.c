@@ -11,6 +11,7 @@
 
 #include "graph/ops/linalg-params.h"
 #include "hal/cpu/kernels/groups.h"
+#include "hal/cpu/kernels/kmath.h"
 #include "hal/cpu/kernels/kutil.h"
 #include "hal/cpu/kernels/linalg-impl.h"
 
@@ -114,9 +115,39 @@ typedef void (*mm2d_fn)(const void *a, const void *b, void *c, int64_t m, int64_
            (blasint)k, b, (blasint)n, (T)0, c, (blasint)n);                                                 \
     }                                                                                                       \
   }
-MM2D_BLAS(mm2d_f32, float, cblas_sgemv, cblas_sgemm)
+MM2D_BLAS(mm2d_f32_blas, float, cblas_sgemv, cblas_sgemm)
 MM2D_BLAS(mm2d_f64, double, cblas_dgemv, cblas_dgemm)
 #undef MM2D_BLAS
+
+/* A row times a small matrix (the decode step's projections): below this many elements of B,
+ * a BLAS gemv call's fixed cost (argument checks, blocking: several hundred instructions) is as
+ * large as the product, so mm_row_f32 does it directly. */
+#define MM_ROW_MAX_ELEMS (1 << 16)
+
+/* c[0..n) = a[0..k) B for row-major B[k, n]: rows of B added into c four at a time, each
+ * element's terms in the order of k, in vector lanes across n. */
+MX_KHOT static void mm_row_f32(const float *restrict a, const float *restrict b, float *restrict c, int64_t k,
+                               int64_t n) {
+  memset(c, 0, (size_t)n * sizeof *c);
+  int64_t q = 0;
+  for (; q + 4 <= k; q += 4) {
+    const float a0 = a[q], a1 = a[q + 1], a2 = a[q + 2], a3 = a[q + 3];
+    const float *restrict b0 = b + q * n, *restrict b1 = b0 + n, *restrict b2 = b1 + n, *restrict b3 = b2 + n;
+    for (int64_t j = 0; j < n; j++) c[j] = (((c[j] + a0 * b0[j]) + a1 * b1[j]) + a2 * b2[j]) + a3 * b3[j];
+  }
+  for (; q < k; q++) {
+    const float aq = a[q];
+    const float *restrict bq = b + q * n;
+    for (int64_t j = 0; j < n; j++) c[j] += aq * bq[j];
+  }
+}
+
+static void mm2d_f32(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n) {
+  if (m == 1 && k > 0 && k * n <= MM_ROW_MAX_ELEMS)
+    mm_row_f32(a, b, c, k, n);
+  else
+    mm2d_f32_blas(a, b, c, m, k, n);
+}
 
 /* Integers of type T: products wrap like numpy's fixed-width integers (arithmetic in the
  * unsigned type U avoids UB). */

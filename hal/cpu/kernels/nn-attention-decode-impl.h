@@ -1,118 +1,136 @@
-/* The float32 decode step of Attention (one query row), included once by nn_attention.c after
- * the float instance of nn-attention-impl.h (it uses att_finish_row_f32).
+/* The float32 decode step of Attention (one query row) for one vector width, included by
+ * nn_attention.c twice: ATTV 8 (head sizes a multiple of 8) and ATTV 16 (a multiple of 16). The
+ * includer defines ATTV and provides att_finish_row_f32 and att_chunk_rows; this file undefines
+ * ATTV at its end.
  *
  * One pass over each cache per key/value head: the first query head of the group reads a chunk
  * of past rows for its products and writes them into present_key / present_value from the same
- * loads; the group's other heads read the chunk again while it is in L1. The products are written with 8-lane vectors (gcc/clang vector
- * extensions, so the AVX2 copy of the function gets ymm registers and the baseline one pairs of
- * xmm): a dot product of one query with eight key rows sums the rows' lane vectors with a
- * transpose-and-add tree (14 shuffles for 8 rows) instead of folding each row on its own, and
- * the weighted sum of value rows keeps four independent accumulators per 8 columns so the adds
- * do not wait on each other. Head sizes must be multiples of 8 (att_decode_fits); other shapes
- * take att_core. */
+ * loads; the group's other heads read the chunk again while it is in L1. The products use
+ * ATTV-lane vectors (gcc/clang vector extensions: the AVX-512 copy of the function gets one
+ * register per vector, the AVX2 and baseline copies split them): a dot product of one query with
+ * ATTV key rows sums the rows' lane vectors with a transpose-and-add tree (unpack, shufps and
+ * lane permutes: 14 shuffles for 8 rows, 30 for 16) instead of folding each row on its own, and
+ * the weighted sum of value rows keeps four independent accumulators per ATTV columns so the adds
+ * do not wait on each other.
+ *
+ * The vectors never cross a call: every helper is always inlined into att_decode_f32_<ATTV>, so
+ * each of its target copies keeps them in its own registers. */
 
-/* The 32-byte vectors never cross a call: every helper below is always inlined into
- * att_decode_f32, whose AVX2 and baseline copies then each use their own registers. (A call
- * between a baseline helper and the AVX2 copy would pass vectors by two different conventions:
- * what gcc's -Wpsabi note is about.) */
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
+#define ATTV_CAT2(a, b) a##_##b
+#define ATTV_CAT(a, b) ATTV_CAT2(a, b)
+#define ATTV_FN(name) ATTV_CAT(name, ATTV)
+#define ATTV_T ATTV_FN(att_vf)
+#define ATTV_INLINE __attribute__((always_inline)) static inline
 
-typedef float att_v8 __attribute__((vector_size(32)));
+typedef float ATTV_T __attribute__((vector_size(ATTV * 4)));
 
-__attribute__((always_inline)) static inline att_v8 att_ld8(const float *p) {
-  att_v8 v;
+ATTV_INLINE ATTV_T ATTV_FN(att_ld)(const float *p) {
+  ATTV_T v;
   memcpy(&v, p, sizeof v);
   return v;
 }
 
-__attribute__((always_inline)) static inline void att_st8(float *p, att_v8 v) { memcpy(p, &v, sizeof v); }
+ATTV_INLINE void ATTV_FN(att_st)(float *p, ATTV_T v) { memcpy(p, &v, sizeof v); }
 
-/* Lane r of the result is the sum of a[r]'s eight lanes. Each step is one shuffle instruction
- * on AVX (unpack, shufps, vperm2f128). */
-__attribute__((always_inline)) static inline att_v8 att_hsum8(const att_v8 a[8]) {
-  att_v8 s[4];
+/* Lane r of the result is the sum of a[r]'s lanes. */
+ATTV_INLINE ATTV_T ATTV_FN(att_hsum)(const ATTV_T a[ATTV]) {
+#if ATTV == 8
+  /* Pairs of rows: per 128-bit block, [r0 x, r1 x, r0 y, r1 y]. */
+  ATTV_T s[4];
   for (int i = 0; i < 4; i++)
     s[i] = __builtin_shufflevector(a[2 * i], a[2 * i + 1], 0, 8, 1, 9, 4, 12, 5, 13) +
            __builtin_shufflevector(a[2 * i], a[2 * i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  att_v8 t0 = __builtin_shufflevector(s[0], s[1], 0, 1, 8, 9, 4, 5, 12, 13) +
+  /* Quads: per block, [r0, r1, r2, r3] partial sums. */
+  ATTV_T t0 = __builtin_shufflevector(s[0], s[1], 0, 1, 8, 9, 4, 5, 12, 13) +
               __builtin_shufflevector(s[0], s[1], 2, 3, 10, 11, 6, 7, 14, 15);
-  att_v8 t1 = __builtin_shufflevector(s[2], s[3], 0, 1, 8, 9, 4, 5, 12, 13) +
+  ATTV_T t1 = __builtin_shufflevector(s[2], s[3], 0, 1, 8, 9, 4, 5, 12, 13) +
               __builtin_shufflevector(s[2], s[3], 2, 3, 10, 11, 6, 7, 14, 15);
+  /* The two blocks added: rows 0-3, then rows 4-7. */
   return __builtin_shufflevector(t0, t1, 0, 1, 2, 3, 8, 9, 10, 11) +
          __builtin_shufflevector(t0, t1, 4, 5, 6, 7, 12, 13, 14, 15);
+#else
+  /* The same tree over four 128-bit blocks, then two more levels across blocks. */
+  ATTV_T s[8];
+  for (int i = 0; i < 8; i++)
+    s[i] = __builtin_shufflevector(a[2 * i], a[2 * i + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13,
+                                   29) +
+           __builtin_shufflevector(a[2 * i], a[2 * i + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15,
+                                   31);
+  ATTV_T t[4];
+  for (int i = 0; i < 4; i++)
+    t[i] = __builtin_shufflevector(s[2 * i], s[2 * i + 1], 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28,
+                                   29) +
+           __builtin_shufflevector(s[2 * i], s[2 * i + 1], 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30,
+                                   31);
+  /* t[i]: block k holds the block-k partial sums of rows 4i..4i+3. Blocks 0+1 and 2+3 next. */
+  ATTV_T u[2];
+  for (int i = 0; i < 2; i++)
+    u[i] = __builtin_shufflevector(t[2 * i], t[2 * i + 1], 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26,
+                                   27) +
+           __builtin_shufflevector(t[2 * i], t[2 * i + 1], 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30,
+                                   31);
+  /* u[i]: [rows 8i..8i+3 (blocks 0+1), rows 8i+4.. (0+1), rows 8i..8i+3 (2+3), rows 8i+4.. (2+3)]. */
+  return __builtin_shufflevector(u[0], u[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+         __builtin_shufflevector(u[0], u[1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+#endif
 }
 
-/* out[j] = scale * (q . k_j) for n key rows of D elements (row stride ks; D % 8 == 0). When copy
- * is not NULL, the rows also go there (contiguous, D apart) from the same loads. */
-__attribute__((always_inline)) static inline void att_dots8(const float *restrict q, const float *restrict k,
-                                                            int64_t ks, int64_t n, int64_t D, float scale,
-                                                            float *restrict out, float *restrict copy) {
+/* out[j] = scale * (q . k_j) for n key rows of D elements (row stride ks; D % ATTV == 0). When
+ * copy is not NULL, the rows also go there (contiguous, D apart) from the same loads. */
+ATTV_INLINE void ATTV_FN(att_dots)(const float *restrict q, const float *restrict k, int64_t ks, int64_t n, int64_t D,
+                                   float scale, float *restrict out, float *restrict copy) {
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    att_v8 a[8] = {{0}};
-    for (int64_t d = 0; d < D; d += 8) {
-      att_v8 qv = att_ld8(q + d);
-      for (int r = 0; r < 8; r++) {
-        att_v8 kv = att_ld8(k + (j + r) * ks + d);
-        if (copy) att_st8(copy + (j + r) * D + d, kv);
+  for (; j + ATTV <= n; j += ATTV) {
+    ATTV_T a[ATTV] = {{0}};
+    for (int64_t d = 0; d < D; d += ATTV) {
+      ATTV_T qv = ATTV_FN(att_ld)(q + d);
+      for (int r = 0; r < ATTV; r++) {
+        ATTV_T kv = ATTV_FN(att_ld)(k + (j + r) * ks + d);
+        if (copy) ATTV_FN(att_st)(copy + (j + r) * D + d, kv);
         a[r] += qv * kv;
       }
     }
-    att_st8(out + j, att_hsum8(a) * scale);
+    ATTV_FN(att_st)(out + j, ATTV_FN(att_hsum)(a) * scale);
   }
   for (; j < n; j++) {
-    att_v8 a[8] = {{0}};
-    for (int64_t d = 0; d < D; d += 8) {
-      att_v8 kv = att_ld8(k + j * ks + d);
-      if (copy) att_st8(copy + j * D + d, kv);
-      a[0] += att_ld8(q + d) * kv;
+    ATTV_T a[ATTV] = {{0}};
+    for (int64_t d = 0; d < D; d += ATTV) {
+      ATTV_T kv = ATTV_FN(att_ld)(k + j * ks + d);
+      if (copy) ATTV_FN(att_st)(copy + j * D + d, kv);
+      a[0] += ATTV_FN(att_ld)(q + d) * kv;
     }
-    out[j] = att_hsum8(a)[0] * scale;
+    out[j] = ATTV_FN(att_hsum)(a)[0] * scale;
   }
 }
 
-/* y[0..D) += sum over the n rows j of w[j] * v_j (row stride vs; D % 8 == 0). When copy is not
+/* y[0..D) += sum over the n rows j of w[j] * v_j (row stride vs; D % ATTV == 0). When copy is not
  * NULL, the rows also go there (contiguous, D apart) from the same loads. */
-__attribute__((always_inline)) static inline void att_axpys8(const float *restrict w, const float *restrict v,
-                                                             int64_t vs, int64_t n, int64_t D, float *restrict y,
-                                                             float *restrict copy) {
-  for (int64_t d = 0; d < D; d += 8) {
-    att_v8 a[4] = {att_ld8(y + d), {0}, {0}, {0}};
+ATTV_INLINE void ATTV_FN(att_axpys)(const float *restrict w, const float *restrict v, int64_t vs, int64_t n,
+                                    int64_t D, float *restrict y, float *restrict copy) {
+  for (int64_t d = 0; d < D; d += ATTV) {
+    ATTV_T a[4] = {ATTV_FN(att_ld)(y + d), {0}, {0}, {0}};
     int64_t j = 0;
     for (; j + 4 <= n; j += 4)
       for (int r = 0; r < 4; r++) {
-        att_v8 vv = att_ld8(v + (j + r) * vs + d);
-        if (copy) att_st8(copy + (j + r) * D + d, vv);
+        ATTV_T vv = ATTV_FN(att_ld)(v + (j + r) * vs + d);
+        if (copy) ATTV_FN(att_st)(copy + (j + r) * D + d, vv);
         a[r] += w[j + r] * vv;
       }
     for (; j < n; j++) {
-      att_v8 vv = att_ld8(v + j * vs + d);
-      if (copy) att_st8(copy + j * D + d, vv);
+      ATTV_T vv = ATTV_FN(att_ld)(v + j * vs + d);
+      if (copy) ATTV_FN(att_st)(copy + j * D + d, vv);
       a[0] += w[j] * vv;
     }
-    att_st8(y + d, (a[0] + a[1]) + (a[2] + a[3]));
+    ATTV_FN(att_st)(y + d, (a[0] + a[1]) + (a[2] + a[3]));
   }
-}
-
-/* True when att_decode_f32 handles the call. */
-static bool att_decode_fits(const att_plan *p) {
-  return p->Sq == 1 && p->B > 0 && p->Hq > 0 && p->Dk > 0 && p->Dv > 0 && p->Dk % 8 == 0 && p->Dv % 8 == 0;
-}
-
-/* Rows of the cache per chunk: about 8 KB of one head's rows, a multiple of 8. */
-static int64_t att_chunk_rows(int64_t D) {
-  int64_t c = (8192 / (D * (int64_t)sizeof(float))) & ~(int64_t)7;
-  return c < 8 ? 8 : c;
 }
 
 /* The decode step for every batch entry and key/value head g: scores of the group's query heads
  * (scores holds group * T floats), their weights, and Y, with the presents written on the way
  * when present_k / present_v are not NULL. */
-MX_KHOT static void att_decode_f32(const att_plan *p, const float *q, const float *k, const float *v, const float *pk,
-                                   const float *pv, const void *mask, float *y, mx_ktensor *qk_out, float *scores,
-                                   float *present_k, float *present_v) {
+MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, const float *k, const float *v,
+                                            const float *pk, const float *pv, const void *mask, float *y,
+                                            mx_ktensor *qk_out, float *scores, float *present_k, float *present_v) {
   const int64_t T = p->T, P = p->P, Skv = p->Skv, Dk = p->Dk, Dv = p->Dv, group = p->Hq / p->Hkv;
   const float scale = p->scale;
   const int64_t ck = att_chunk_rows(Dk), cv = att_chunk_rows(Dv);
@@ -128,14 +146,14 @@ MX_KHOT static void att_decode_f32(const att_plan *p, const float *q, const floa
       for (int64_t j0 = 0; j0 < P; j0 += ck) {
         int64_t c = P - j0 < ck ? P - j0 : ck;
         for (int64_t r = 0; r < group; r++)
-          att_dots8(qb + r * p->q_head, pkh + j0 * Dk, Dk, c, Dk, scale, scores + r * T + j0,
-                    r == 0 && okh ? okh + j0 * Dk : NULL);
+          ATTV_FN(att_dots)(qb + r * p->q_head, pkh + j0 * Dk, Dk, c, Dk, scale, scores + r * T + j0,
+                            r == 0 && okh ? okh + j0 * Dk : NULL);
       }
       if (Skv > 0) {
         const float *kh = k + b * p->k_batch + g * p->k_head;
         for (int64_t r = 0; r < group; r++)
-          att_dots8(qb + r * p->q_head, kh, p->k_row, Skv, Dk, scale, scores + r * T + P,
-                    r == 0 && okh ? okh + P * Dk : NULL);
+          ATTV_FN(att_dots)(qb + r * p->q_head, kh, p->k_row, Skv, Dk, scale, scores + r * T + P,
+                            r == 0 && okh ? okh + P * Dk : NULL);
       }
       for (int64_t r = 0; r < group; r++) {
         if (T > 0) att_finish_row_f32(p, mask, b, h0 + r, 0, scores + r * T, qk_out);
@@ -147,15 +165,22 @@ MX_KHOT static void att_decode_f32(const att_plan *p, const float *q, const floa
       for (int64_t j0 = 0; j0 < P; j0 += cv) {
         int64_t c = P - j0 < cv ? P - j0 : cv;
         for (int64_t r = 0; r < group; r++)
-          att_axpys8(scores + r * T + j0, pvh + j0 * Dv, Dv, c, Dv, yb + r * p->y_head,
-                     r == 0 && ovh ? ovh + j0 * Dv : NULL);
+          ATTV_FN(att_axpys)(scores + r * T + j0, pvh + j0 * Dv, Dv, c, Dv, yb + r * p->y_head,
+                             r == 0 && ovh ? ovh + j0 * Dv : NULL);
       }
       if (Skv > 0) {
         const float *vh = v + b * p->v_batch + g * p->v_head;
         for (int64_t r = 0; r < group; r++)
-          att_axpys8(scores + r * T + P, vh, p->v_row, Skv, Dv, yb + r * p->y_head,
-                     r == 0 && ovh ? ovh + P * Dv : NULL);
+          ATTV_FN(att_axpys)(scores + r * T + P, vh, p->v_row, Skv, Dv, yb + r * p->y_head,
+                             r == 0 && ovh ? ovh + P * Dv : NULL);
       }
     }
   }
 }
+
+#undef ATTV_INLINE
+#undef ATTV_T
+#undef ATTV_FN
+#undef ATTV_CAT
+#undef ATTV_CAT2
+#undef ATTV

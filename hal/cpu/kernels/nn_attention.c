@@ -174,7 +174,36 @@ static void att_present(const att_plan *p, const void *past, const void *cur, in
 #define ATT_TANH tanhf
 #include "hal/cpu/kernels/nn-attention-impl.h"
 
+/* The float32 decode step (nn-attention-decode-impl.h): head sizes a multiple of 8. */
+static bool att_decode_fits(const att_plan *p) {
+  return p->Sq == 1 && p->B > 0 && p->Hq > 0 && p->Dk > 0 && p->Dv > 0 && p->Dk % 8 == 0 && p->Dv % 8 == 0;
+}
+
+/* Rows of the cache per chunk: about 8 KB of one head's rows, a multiple of 16. */
+static int64_t att_chunk_rows(int64_t D) {
+  int64_t c = (8192 / (D * (int64_t)sizeof(float))) & ~(int64_t)15;
+  return c < 16 ? 16 : c;
+}
+
+/* Vectors of 8 or 16 floats cross no call in the decode step (see the file), so gcc's note that
+ * their passing convention differs without AVX does not apply. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+#define ATTV 8
 #include "hal/cpu/kernels/nn-attention-decode-impl.h"
+#define ATTV 16
+#include "hal/cpu/kernels/nn-attention-decode-impl.h"
+
+/* The decode step with the widest vectors the head sizes allow. */
+static void att_decode_f32(const att_plan *p, const float *q, const float *k, const float *v, const float *pk,
+                           const float *pv, const void *mask, float *y, mx_ktensor *qk_out, float *scores,
+                           float *present_k, float *present_v) {
+  if (p->Dk % 16 == 0 && p->Dv % 16 == 0)
+    att_decode_f32_16(p, q, k, v, pk, pv, mask, y, qk_out, scores, present_k, present_v);
+  else
+    att_decode_f32_8(p, q, k, v, pk, pv, mask, y, qk_out, scores, present_k, present_v);
+}
 
 #define ATT_T double
 #define ATT_SUF f64
