@@ -2,7 +2,7 @@
  * Sigmoid and Tanh, Gelu): exp, expm1 of non-positive arguments, sigmoid and tanh written
  * without data-dependent branches or libm calls, so that gcc -O3 vectorizes the loops that call
  * them (libm's expf / tanhf are scalar calls and keep a loop scalar). Also the MX_KHOT marker
- * for hot functions that get a second, AVX2 copy, and the order-preserving integer key of a
+ * for hot functions that get AVX-512 and AVX2 copies, and the order-preserving integer key of a
  * float that min/max and clamping use instead of float compares.
  *
  * Accuracy: exp within 1.5 ulp over the whole float range (subnormal results included; a
@@ -18,10 +18,11 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Marks a hot function: gcc also compiles it for x86-64-v3 (AVX2, FMA) and picks the copy at
- * load time, since the default build targets baseline x86-64 (SSE2). Not under ThreadSanitizer:
- * the copy is picked by a resolver that runs before the sanitizer's runtime is ready. Both
- * copies round alike: C11 mode keeps gcc from contracting a * b + c into an FMA. */
+/* Marks a hot function: gcc also compiles it for x86-64-v4 (AVX-512) and x86-64-v3 (AVX2, FMA)
+ * and picks the copy at load time, since the default build targets baseline x86-64 (SSE2). Not
+ * under ThreadSanitizer: the copy is picked by a resolver that runs before the sanitizer's
+ * runtime is ready. All copies round alike: C11 mode keeps gcc from contracting a * b + c into an
+ * FMA, and the kernels fix their summation orders in explicit lanes. */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define MX_KHOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
