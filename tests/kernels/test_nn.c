@@ -344,16 +344,17 @@ static void fill(float *x, int n, int seed) {
   for (int i = 0; i < n; i++) x[i] = (float)(((i + 1) * (seed * 7 + 13)) % 17) / 8.0f - 1.0f;
 }
 
-/* GQA + causal + float mask + past cache against the naive reference, for sq query rows. */
-static void check_gqa_causal_with_past(int sq) {
-  enum { B = 2, HQ = 4, HKV = 2, P = 3, SKV = 2, D = 4, T = P + SKV, SQMAX = 2 };
-  static float q[B * HQ * SQMAX * D], k[B * HKV * SKV * D], v[B * HKV * SKV * D];
-  static float pk[B * HKV * P * D], pv[B * HKV * P * D], mask[SQMAX * T];
-  static float y[B * HQ * SQMAX * D], want[B * HQ * SQMAX * D], prk[B * HKV * T * D], prv[B * HKV * T * D];
+/* GQA + causal + float mask + past cache against the naive reference, for sq query rows and head
+ * size D (4: the general path; 8: the float32 decode step when sq is 1). */
+static void check_gqa_causal_with_past(int sq, int D) {
+  enum { B = 2, HQ = 4, HKV = 2, P = 3, SKV = 2, DMAX = 8, T = P + SKV, SQMAX = 2 };
+  static float q[B * HQ * SQMAX * DMAX], k[B * HKV * SKV * DMAX], v[B * HKV * SKV * DMAX];
+  static float pk[B * HKV * P * DMAX], pv[B * HKV * P * DMAX], mask[SQMAX * T];
+  static float y[B * HQ * SQMAX * DMAX], want[B * HQ * SQMAX * DMAX], prk[B * HKV * T * DMAX], prv[B * HKV * T * DMAX];
   fill(q, B * HQ * sq * D, 1), fill(k, B * HKV * SKV * D, 2), fill(v, B * HKV * SKV * D, 3);
   fill(pk, B * HKV * P * D, 4), fill(pv, B * HKV * P * D, 5), fill(mask, sq * T, 6);
   mx_attention_params p = {.is_causal = 1};
-  attention_ref(B, HQ, HKV, sq, P, SKV, D, q, k, v, pk, pv, mask, true, 0.5f, want);
+  attention_ref(B, HQ, HKV, sq, P, SKV, D, q, k, v, pk, pv, mask, true, (float)(1.0 / sqrt((double)D)), want);
   mx_kernel_call *c = kc_new(6, 3, &p);
   kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){B, HQ, sq, D}, q);
   kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){B, HKV, SKV, D}, k);
@@ -373,10 +374,16 @@ static void check_gqa_causal_with_past(int sq) {
   free(c);
 }
 
-Test(nn_kernels, attention_gqa_causal_with_past_matches_reference) { check_gqa_causal_with_past(2); }
+Test(nn_kernels, attention_gqa_causal_with_past_matches_reference) {
+  check_gqa_causal_with_past(2, 4);
+  check_gqa_causal_with_past(2, 8);
+}
 
 /* One query row takes the matrix-vector path. */
-Test(nn_kernels, attention_decode_step_matches_reference) { check_gqa_causal_with_past(1); }
+Test(nn_kernels, attention_decode_step_matches_reference) {
+  check_gqa_causal_with_past(1, 4);
+  check_gqa_causal_with_past(1, 8);
+}
 
 /* One query row over caches of every length around the switch between the loop path (short
  * caches) and GEMV (long ones): head sizes with and without a multiple-of-8 part, GQA, no past,
@@ -545,6 +552,38 @@ Test(nn_kernels, attention_fully_masked_row_is_zero_and_modes) {
   p.qk_matmul_output_mode = 2;
   cr_assert_eq(kc_run("Attention", c), MX_OK);
   cr_assert(isinf(qk[0]) && qk[0] < 0 && isinf(qk[1]) && qk[2] == 0 && qk[3] == 1);
+  free(c);
+}
+
+/* The float32 decode step (one query row, head size 8): qk outputs of modes 0 and 3, a bool
+ * mask, and a fully masked row giving zeros. */
+Test(nn_kernels, attention_decode_step_modes_and_masked_row) {
+  float q[8] = {1}, k[16] = {0}, v[16], y[8], qk[2];
+  k[0] = 1, k[8 + 1] = 1; /* key 0 = e0, key 1 = e1: scores [1, 0] */
+  for (int i = 0; i < 16; i++) v[i] = (float)i;
+  uint8_t mask[2] = {1, 1};
+  mx_attention_params p = {.qk_matmul_output_mode = 3, .has_scale = 1, .scale = 1.0f};
+  mx_kernel_call *c = kc_new(4, 4, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 8}, q);
+  kc_set(c, 1, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 8}, k);
+  kc_set(c, 2, MX_FLOAT32, 4, (int64_t[]){1, 1, 2, 8}, v);
+  kc_set(c, 3, MX_BOOL, 1, (int64_t[]){2}, mask);
+  kc_set(c, 4, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 8}, y);
+  kc_set(c, 7, MX_FLOAT32, 4, (int64_t[]){1, 1, 1, 2}, qk);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  float e = (float)(1 / (1 + exp(-1.0)));
+  expect_f32_near(qk, (float[]){e, 1 - e}, 2, 1e-6f);
+  float want[8];
+  for (int d = 0; d < 8; d++) want[d] = e * v[d] + (1 - e) * v[8 + d];
+  expect_f32_near(y, want, 8, 1e-5f);
+  p.qk_matmul_output_mode = 0;
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  expect_f32_near(qk, (float[]){1, 0}, 2, 0);
+  mask[0] = mask[1] = 0;
+  p.qk_matmul_output_mode = 3;
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  expect_f32_near(qk, (float[]){0, 0}, 2, 0);
+  expect_f32_near(y, (float[8]){0}, 8, 0);
   free(c);
 }
 
