@@ -30,7 +30,9 @@ static mx_status check_tensor(const mx_static_plan *p, uint32_t ti, uint32_t i, 
   uint64_t nb;
   if (!mx__dims_nbytes(t->dtype, t->rank, t->dims, &nb) || nb != t->nbytes)
     return BAD("task %u ('%s') tensor %u: invalid rank, dims or size", ti, pt->name, i);
-  if (t->n_values > MX_SV_MAX || (t->n_values >= 0 && !t->values))
+  /* A stored value is the whole tensor's value: one entry per element. */
+  if (t->n_values > MX_SV_MAX || (t->n_values >= 0 && !t->values) ||
+      (t->n_values >= 0 && (uint64_t)t->n_values * mx_dtype_size(t->dtype) != nb))
     return BAD("task %u ('%s') tensor %u: invalid stored value", ti, pt->name, i);
   if (t->alloc == MX__NO_ALLOC) {
     if (nb)

@@ -114,8 +114,8 @@ bool mx__shp_sv_strided(mx_infer_ctx *ctx, uint32_t out, const mx_dim *in_sv, in
   int64_t total = 1;
   for (int32_t k = 0; k < rank; k++) {
     if (out_dims[k] < 0 || (mods && mods[k] <= 0 && out_dims[k] > 0)) return false;
+    if (out_dims[k] > 0 && total > MX_SV_MAX / out_dims[k]) return false; /* also keeps total from overflowing */
     total *= out_dims[k];
-    if (total > MX_SV_MAX) return false;
   }
   mx_dim *dst = mx__infer_out_sv(ctx, out);
   int64_t coord[MX_MAX_RANK] = {0};

@@ -271,6 +271,15 @@ static void e_allocation(Mxm__ModelFile *mf) { mf->static_plans[0]->allocations[
 static void e_op(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->op[5] = 'X'; }
 static void e_weights(Mxm__ModelFile *mf) { mf->static_plans[0]->weights->size += 1; }
 static void e_dtype(Mxm__ModelFile *mf) { first_kernel(mf, "Gelu")->tensors[0]->dtype = 7; }
+/* A stored value of one entry on a tensor of many elements. */
+static void e_values_count(Mxm__ModelFile *mf) {
+  Mxm__TaskTensor *t = first_kernel(mf, "Transpose")->tensors[0];
+  t->has_values = true;
+  free(t->values); /* free_unpacked releases the array with free() */
+  t->values = malloc(sizeof *t->values);
+  t->values[0] = 3;
+  t->n_values = 1;
+}
 
 Test(static_mxm, crafted_plans_are_rejected) {
   mx_graph *g = small_block();
@@ -294,7 +303,8 @@ Test(static_mxm, crafted_plans_are_rejected) {
                {"allocation", e_allocation},
                {"op", e_op},
                {"weights", e_weights},
-               {"dtype", e_dtype}};
+               {"dtype", e_dtype},
+               {"stored value count", e_values_count}};
   for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
     mx_status st = load_edited(img, n, edits[k].fn, &err);
     cr_assert_eq(st, MX_ERR_MALFORMED, "%s: %s", edits[k].what, mx_status_name(st));
