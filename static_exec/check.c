@@ -136,6 +136,47 @@ static void input_info(const mx_static_plan *p, mx_symtab *syms, const mx__ptens
 }
 
 /* Re-derives a kernel task: schema, parse, inference, kernel, workspace. */
+/* True when tensors a and b (both with addresses) share bytes; *same when they are the very same
+ * range. */
+static bool overlaps(const mx__ptensor *a, const mx__ptensor *b, bool *same) {
+  *same = a->alloc == b->alloc && a->offset == b->offset && a->nbytes == b->nbytes;
+  return a->alloc == b->alloc && a->offset < b->offset + b->nbytes && b->offset < a->offset + a->nbytes;
+}
+
+/* A kernel's outputs are written while its inputs are read: an output may share bytes with no
+ * other tensor of the task, except output 0 of an elementwise op lying exactly over an input
+ * (in place), and the workspace may share bytes with none. Kernels copy and compute on the
+ * assumption that ranges do not overlap (memcpy, restrict), so a plan that breaks it is refused
+ * here rather than left to produce undefined behaviour. */
+static mx_status check_overlaps(const mx_static_plan *p, uint32_t ti, bool elementwise, mx_error *err) {
+  const mx__ptask *pt = &p->tasks[ti];
+  uint32_t nt = pt->n_in + pt->n_out;
+  for (uint32_t o = pt->n_in; o < nt; o++) {
+    const mx__ptensor *out = &pt->t[o];
+    if (out->alloc == MX__NO_ALLOC) continue;
+    for (uint32_t i = 0; i < nt; i++) {
+      const mx__ptensor *x = &pt->t[i];
+      bool same;
+      if (i == o || x->alloc == MX__NO_ALLOC || !overlaps(out, x, &same)) continue;
+      if (same && elementwise && o == pt->n_in && i < pt->n_in) continue;
+      return BAD("task %u ('%s'): output %u shares bytes with %s %u", ti, pt->name, o - pt->n_in,
+                 i < pt->n_in ? "input" : "output", i < pt->n_in ? i : i - pt->n_in);
+    }
+  }
+  if (pt->ws_size) {
+    mx__ptensor ws = {.alloc = MX__NO_ALLOC, .offset = pt->ws_offset, .nbytes = pt->ws_size};
+    for (uint32_t i = 0; i < nt; i++) {
+      const mx__ptensor *x = &pt->t[i];
+      bool same;
+      if (x->alloc == MX__NO_ALLOC || mx__plan_id_kind(p, x->alloc, NULL) != MX_STATIC_FM) continue;
+      ws.alloc = x->alloc;
+      if (overlaps(&ws, x, &same))
+        return BAD("task %u ('%s'): its workspace shares bytes with tensor %u", ti, pt->name, i);
+    }
+  }
+  return MX_OK;
+}
+
 static mx_status check_kernel(const mx_static_plan *p, uint32_t ti, mx_symtab *syms,
                               mx_error *err) {
   const mx__ptask *pt = &p->tasks[ti];
@@ -234,7 +275,7 @@ static mx_status check_kernel(const mx_static_plan *p, uint32_t ti, mx_symtab *s
              (unsigned long long)pt->ws_size, need);
     goto free_scratch;
   }
-  st = MX_OK;
+  st = check_overlaps(p, ti, (def->flags & MX_OP_ELEMENTWISE) != 0, err);
 
 free_scratch:
   free(call);
@@ -245,49 +286,6 @@ free_scratch:
   free(in);
   free(params);
   return st;
-}
-
-/* True when tensors a and b (both with addresses) share bytes; *same when they are the very same
- * range. */
-static bool overlaps(const mx__ptensor *a, const mx__ptensor *b, bool *same) {
-  *same = a->alloc == b->alloc && a->offset == b->offset && a->nbytes == b->nbytes;
-  return a->alloc == b->alloc && a->offset < b->offset + b->nbytes && b->offset < a->offset + a->nbytes;
-}
-
-/* A kernel's outputs are written while its inputs are read: an output may share bytes with no
- * other tensor of the task, except output 0 of an elementwise op lying exactly over an input
- * (in place), and the workspace may share bytes with none. Kernels copy and compute on the
- * assumption that ranges do not overlap (memcpy, restrict), so a plan that breaks it is refused
- * here rather than left to produce undefined behaviour. */
-static mx_status check_overlaps(const mx_static_plan *p, uint32_t ti, mx_error *err) {
-  const mx__ptask *pt = &p->tasks[ti];
-  const mx_op_def *def = mx__op_find(pt->domain, pt->op);
-  bool elementwise = def && (def->flags & MX_OP_ELEMENTWISE);
-  uint32_t nt = pt->n_in + pt->n_out;
-  for (uint32_t o = pt->n_in; o < nt; o++) {
-    const mx__ptensor *out = &pt->t[o];
-    if (out->alloc == MX__NO_ALLOC) continue;
-    for (uint32_t i = 0; i < nt; i++) {
-      const mx__ptensor *x = &pt->t[i];
-      bool same;
-      if (i == o || x->alloc == MX__NO_ALLOC || !overlaps(out, x, &same)) continue;
-      if (same && elementwise && o == pt->n_in && i < pt->n_in) continue;
-      return BAD("task %u ('%s'): output %u shares bytes with %s %u", ti, pt->name, o - pt->n_in,
-                 i < pt->n_in ? "input" : "output", i < pt->n_in ? i : i - pt->n_in);
-    }
-  }
-  if (pt->ws_size) {
-    mx__ptensor ws = {.alloc = MX__NO_ALLOC, .offset = pt->ws_offset, .nbytes = pt->ws_size};
-    for (uint32_t i = 0; i < nt; i++) {
-      const mx__ptensor *x = &pt->t[i];
-      bool same;
-      if (x->alloc == MX__NO_ALLOC || mx__plan_id_kind(p, x->alloc, NULL) != MX_STATIC_FM) continue;
-      ws.alloc = x->alloc;
-      if (overlaps(&ws, x, &same))
-        return BAD("task %u ('%s'): its workspace shares bytes with tensor %u", ti, pt->name, i);
-    }
-  }
-  return MX_OK;
 }
 
 static mx_status check_task(const mx_static_plan *p, uint32_t ti, uint32_t *recorded_by,
@@ -337,8 +335,7 @@ static mx_status check_task(const mx_static_plan *p, uint32_t ti, uint32_t *reco
                  (unsigned long long)pt->ws_offset, (unsigned long long)pt->ws_size,
                  (unsigned long long)p->fm_bytes);
   }
-  mx_status st = check_kernel(p, ti, syms, err);
-  return st == MX_OK ? check_overlaps(p, ti, err) : st;
+  return check_kernel(p, ti, syms, err);
 }
 
 mx_status mx__plan_check(const mx_static_plan *p, mx_error *err) {
