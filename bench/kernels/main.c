@@ -7,7 +7,12 @@
  * - Add and Softmax float32 on 1M elements, in GB/s of compulsory traffic (Add: two reads and
  *   one write per element; Softmax over rows of 1024: one read and one write), next to the
  *   single-core memcpy bandwidth on buffers of the same size, measured in the same run: the
- *   ceiling for memory-bound kernels. Each figure is the best of several timed repetitions.
+ *   ceiling for memory-bound kernels.
+ * - Attention float32 decode step (one query row over a cache of 512 rows, presents written),
+ *   in microseconds per call and GB/s of compulsory traffic (cache read, presents written), for
+ *   the shapes of one layer of `mixrt bench llm`'s tiny (4 query heads, 2 key/value heads of 16)
+ *   and small (4 and 4 heads of 64) models.
+ * Each figure is the best of several timed repetitions.
  *
  * Kernels are called through mx__kernel_find exactly as executors do (workspace included).
  * Usage: bench_kernels [--quick]   (--quick: fewer repetitions, for smoke tests) */
@@ -172,6 +177,45 @@ done:
   return gbps;
 }
 
+/* Seconds per decode-step Attention call: Q [1, hq, 1, d], K and V [1, hkv, 1, d], past
+ * [1, hkv, past, d], outputs Y and both presents. *gbps gets the compulsory traffic rate. */
+static double bench_attention_decode(int64_t hq, int64_t hkv, int64_t d, int64_t past, double *gbps) {
+  const size_t cache = (size_t)(hkv * past * d), grown = (size_t)(hkv * (past + 1) * d);
+  float *q = alloc_floats((size_t)(hq * d), 1.0f), *k = alloc_floats((size_t)(hkv * d), 2.0f);
+  float *v = alloc_floats((size_t)(hkv * d), 3.0f), *pk = alloc_floats(cache, 4.0f);
+  float *pv = alloc_floats(cache, 5.0f), *y = alloc_floats((size_t)(hq * d), 0.0f);
+  float *ok = alloc_floats(grown, 0.0f), *ov = alloc_floats(grown, 0.0f);
+  mx_attention_params prm = {0};
+  mx_kernel_call *c = call_new(6, 3, &prm);
+  bench_call bc = {.call = c};
+  double s = -1.0;
+  if (!q || !k || !v || !pk || !pv || !y || !ok || !ov || !c) goto done;
+  set_tensor(c, 0, 4, (int64_t[]){1, hq, 1, d}, q);
+  set_tensor(c, 1, 4, (int64_t[]){1, hkv, 1, d}, k);
+  set_tensor(c, 2, 4, (int64_t[]){1, hkv, 1, d}, v);
+  c->t[3].dtype = MX_DTYPE_UNDEFINED; /* no mask */
+  set_tensor(c, 4, 4, (int64_t[]){1, hkv, past, d}, pk);
+  set_tensor(c, 5, 4, (int64_t[]){1, hkv, past, d}, pv);
+  set_tensor(c, 6, 4, (int64_t[]){1, hq, 1, d}, y);
+  set_tensor(c, 7, 4, (int64_t[]){1, hkv, past + 1, d}, ok);
+  set_tensor(c, 8, 4, (int64_t[]){1, hkv, past + 1, d}, ov);
+  if (bc_prepare(&bc, "Attention") != 0) goto done;
+  s = bc_time(&bc);
+  if (s > 0) *gbps = (double)(2 * (cache + grown) * sizeof(float)) / s * 1e-9;
+done:
+  free(bc.ws);
+  free(c);
+  free(q);
+  free(k);
+  free(v);
+  free(pk);
+  free(pv);
+  free(y);
+  free(ok);
+  free(ov);
+  return s;
+}
+
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) {
@@ -186,6 +230,11 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 3; i++) g[i] = bench_matmul(shapes[i][0], shapes[i][1], shapes[i][2]);
   const size_t n = 1u << 20;
   double mc = bench_memcpy(n), add = bench_add(n), sm = bench_softmax(n, 1024);
+  static const int64_t att_shapes[2][3] = {{4, 2, 16}, {4, 4, 64}};
+  static const char *const att_names[2] = {"tiny", "small"};
+  double att_s[2], att_gbps[2] = {0, 0};
+  for (int i = 0; i < 2; i++)
+    att_s[i] = bench_attention_decode(att_shapes[i][0], att_shapes[i][1], att_shapes[i][2], 512, &att_gbps[i]);
   char date[32];
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -195,9 +244,16 @@ int main(int argc, char **argv) {
            (long long)shapes[i][1], (long long)shapes[i][1], (long long)shapes[i][2], g[i], i < 2 ? "," : "");
   printf("  ],\n  \"elements\": %zu,\n  \"memcpy_gbps\": %.2f,\n", n, mc);
   printf("  \"add_f32\": {\"gbps\": %.2f, \"fraction_of_memcpy\": %.3f},\n", add, mc > 0 ? add / mc : 0.0);
-  printf("  \"softmax_f32\": {\"row\": 1024, \"gbps\": %.2f, \"fraction_of_memcpy\": %.3f}\n}\n", sm,
+  printf("  \"softmax_f32\": {\"row\": 1024, \"gbps\": %.2f, \"fraction_of_memcpy\": %.3f},\n", sm,
          mc > 0 ? sm / mc : 0.0);
+  printf("  \"attention_decode_f32\": [\n");
+  for (int i = 0; i < 2; i++)
+    printf("    {\"model\": \"%s\", \"q_heads\": %lld, \"kv_heads\": %lld, \"head_size\": %lld, \"past\": 512, "
+           "\"us\": %.3f, \"gbps\": %.2f}%s\n",
+           att_names[i], (long long)att_shapes[i][0], (long long)att_shapes[i][1], (long long)att_shapes[i][2],
+           att_s[i] * 1e6, att_gbps[i], i < 1 ? "," : "");
+  printf("  ]\n}\n");
   for (int i = 0; i < 3; i++)
     if (g[i] < 0) return 1;
-  return mc < 0 || add < 0 || sm < 0 ? 1 : 0;
+  return mc < 0 || add < 0 || sm < 0 || att_s[0] < 0 || att_s[1] < 0 ? 1 : 0;
 }

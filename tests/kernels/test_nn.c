@@ -487,13 +487,49 @@ static void decode_case(mx_dtype dt, bool three_d, int P, int SKV, int D) {
 
 Test(nn_kernels, attention_decode_short_and_long_caches) {
   const int pasts[] = {0, 1, 3, 7, 16, 40, 63, 64, 200, 515};
-  const int heads[] = {5, 8, 16, 20, 24, 64};
+  const int heads[] = {5, 8, 16, 20, 24, 32, 64, 128};
   for (int dt = 0; dt < 2; dt++)
     for (int layout = 0; layout < 2; layout++)
       for (size_t i = 0; i < sizeof pasts / sizeof pasts[0]; i++)
         for (size_t j = 0; j < sizeof heads / sizeof heads[0]; j++)
           for (int skv = 1; skv <= 2; skv++)
             decode_case(dt ? MX_FLOAT64 : MX_FLOAT32, layout == 1, pasts[i], skv, heads[j]);
+}
+
+/* The float32 decode step without mask, softcap or qk output keeps its weights unnormalized
+ * and scales Y once; non-finite scores must still come out as the normalized softmax would give
+ * them: a NaN query or NaN scores give a NaN head, and a head whose every score is -inf gives
+ * zeros. */
+Test(nn_kernels, attention_decode_plain_step_with_nonfinite_scores) {
+  enum { HQ = 4, HKV = 2, P = 40, D = 16, T = P + 1 };
+  static float q[HQ * D], k[HKV * D], v[HKV * D], pk[HKV * P * D], pv[HKV * P * D], y[HQ * D];
+  static float prk[HKV * T * D], prv[HKV * T * D];
+  fill(q, HQ * D, 1), fill(k, HKV * D, 2), fill(v, HKV * D, 3), fill(pk, HKV * P * D, 4), fill(pv, HKV * P * D, 5);
+  q[0] = NAN; /* head 0 (key/value head 0) */
+  /* Every key of key/value head 1 (query heads 2 and 3) is all -inf: query 2, all ones, scores
+   * -inf everywhere; query 3, (-1, 0, 0, ...), meets 0 * -inf and scores NaN. */
+  for (int d = 0; d < D; d++) q[2 * D + d] = 1.0f, q[3 * D + d] = d == 0 ? -1.0f : 0.0f;
+  for (int j = 0; j < P; j++)
+    for (int d = 0; d < D; d++) pk[(P + j) * D + d] = -INFINITY;
+  for (int d = 0; d < D; d++) k[D + d] = -INFINITY;
+  mx_attention_params prm = {0};
+  mx_kernel_call *c = kc_new(6, 3, &prm);
+  kc_set(c, 0, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), q);
+  kc_set(c, 1, MX_FLOAT32, 4, DIMS(1, HKV, 1, D), k);
+  kc_set(c, 2, MX_FLOAT32, 4, DIMS(1, HKV, 1, D), v);
+  kc_set(c, 4, MX_FLOAT32, 4, DIMS(1, HKV, P, D), pk);
+  kc_set(c, 5, MX_FLOAT32, 4, DIMS(1, HKV, P, D), pv);
+  kc_set(c, 6, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), y);
+  kc_set(c, 7, MX_FLOAT32, 4, DIMS(1, HKV, T, D), prk);
+  kc_set(c, 8, MX_FLOAT32, 4, DIMS(1, HKV, T, D), prv);
+  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  for (int d = 0; d < D; d++) {
+    cr_expect(isnan(y[d]), "head 0 (NaN query) [%d] = %g", d, y[d]);
+    cr_expect(isfinite(y[D + d]), "head 1 [%d] = %g", d, y[D + d]);
+    cr_expect(y[2 * D + d] == 0.0f, "head 2 (every score -inf) [%d] = %g", d, y[2 * D + d]);
+    cr_expect(isnan(y[3 * D + d]), "head 3 (NaN scores) [%d] = %g", d, y[3 * D + d]);
+  }
+  free(c);
 }
 
 Test(nn_kernels, attention_3d_layout_equals_4d) {

@@ -20,9 +20,11 @@
 #define ATTV_CAT(a, b) ATTV_CAT2(a, b)
 #define ATTV_FN(name) ATTV_CAT(name, ATTV)
 #define ATTV_T ATTV_FN(att_vf)
+#define ATTV_I ATTV_FN(att_vi)
 #define ATTV_INLINE __attribute__((always_inline)) static inline
 
 typedef float ATTV_T __attribute__((vector_size(ATTV * 4)));
+typedef int32_t ATTV_I __attribute__((vector_size(ATTV * 4)));
 
 ATTV_INLINE ATTV_T ATTV_FN(att_ld)(const float *p) {
   ATTV_T v;
@@ -31,6 +33,66 @@ ATTV_INLINE ATTV_T ATTV_FN(att_ld)(const float *p) {
 }
 
 ATTV_INLINE void ATTV_FN(att_st)(float *p, ATTV_T v) { memcpy(p, &v, sizeof v); }
+
+ATTV_INLINE ATTV_T ATTV_FN(att_splat)(float x) { return (ATTV_T){0} + x; }
+
+/* Lane-wise a where pick is all ones, else b. */
+ATTV_INLINE ATTV_T ATTV_FN(att_sel)(ATTV_I pick, ATTV_T a, ATTV_T b) {
+  return (ATTV_T)((pick & (ATTV_I)a) | (~pick & (ATTV_I)b));
+}
+
+/* Lane-wise maximum of the running maximum m and s; a NaN in s is passed over (the softmax then
+ * meets it again through exp(NaN - max)). */
+ATTV_INLINE ATTV_T ATTV_FN(att_max)(ATTV_T m, ATTV_T s) { return ATTV_FN(att_sel)(s > m, s, m); }
+
+/* exp(x) lane by lane for softmax arguments (x <= 0 or NaN): mx__kexpf_ftz's steps, so the
+ * results are the same bits (below -87 they flush to 0). Its clamp of large arguments has
+ * nothing to do here, and a NaN argument gives a NaN without keeping its payload. */
+ATTV_INLINE ATTV_T ATTV_FN(att_exp_neg)(ATTV_T x) {
+  const ATTV_I flush = x < -87.0f;
+  const ATTV_T xc = ATTV_FN(att_sel)(flush, ATTV_FN(att_splat)(-87.0f), x);
+  const ATTV_T t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds n into the low bits */
+  const ATTV_T n = t - 12582912.0f;
+  const ATTV_I e = (ATTV_I)t - 0x4B400000; /* n as an integer */
+  ATTV_T r = xc - n * 0.693145751953125f;
+  r = r - n * 1.428606765330187045e-06f;
+  ATTV_T p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  const ATTV_T res = p * (ATTV_T)((e + 127) << 23);
+  return (ATTV_T)((ATTV_I)res & ~flush);
+}
+
+/* s[j] = exp(s[j] - m) for the n scores of a row, returning their sum (two vector accumulators,
+ * then the lanes in double). */
+ATTV_INLINE double ATTV_FN(att_exp_sum)(float *s, int64_t n, float m) {
+  const ATTV_T mv = ATTV_FN(att_splat)(m);
+  ATTV_T a[4] = {{0}};
+  int64_t j = 0;
+  for (; j + 4 * ATTV <= n; j += 4 * ATTV)
+    for (int u = 0; u < 4; u++) {
+      ATTV_T e = ATTV_FN(att_exp_neg)(ATTV_FN(att_ld)(s + j + u * ATTV) - mv);
+      ATTV_FN(att_st)(s + j + u * ATTV, e);
+      a[u] += e;
+    }
+  for (; j + ATTV <= n; j += ATTV) {
+    ATTV_T e = ATTV_FN(att_exp_neg)(ATTV_FN(att_ld)(s + j) - mv);
+    ATTV_FN(att_st)(s + j, e);
+    a[0] += e;
+  }
+  float lanes[ATTV];
+  ATTV_FN(att_st)(lanes, (a[0] + a[1]) + (a[2] + a[3]));
+  double sum = 0.0;
+  for (int l = 0; l < ATTV; l++) sum += lanes[l];
+  for (; j < n; j++) {
+    s[j] = mx__kexpf_ftz(s[j] - m);
+    sum += s[j];
+  }
+  return sum;
+}
 
 /* Lane r of the result is the sum of a[r]'s lanes. */
 ATTV_INLINE ATTV_T ATTV_FN(att_hsum)(const ATTV_T a[ATTV]) {
@@ -76,30 +138,44 @@ ATTV_INLINE ATTV_T ATTV_FN(att_hsum)(const ATTV_T a[ATTV]) {
 }
 
 /* out[j] = scale * (q . k_j) for n key rows of D elements (row stride ks; D % ATTV == 0). When
- * copy is not NULL, the rows also go there (contiguous, D apart) from the same loads. */
+ * copy is not NULL, the rows also go there (contiguous, D apart) from the same loads. *vmax
+ * takes in the scores lane by lane (its largest lane is their maximum). Each caller passes D as a constant where it can (see att_decode_f32_<ATTV>): the rows of a block
+ * are then at fixed offsets from one pointer, where a run-time D keeps one pointer per row. */
 ATTV_INLINE void ATTV_FN(att_dots)(const float *restrict q, const float *restrict k, int64_t ks, int64_t n, int64_t D,
-                                   float scale, float *restrict out, float *restrict copy) {
+                                   float scale, float *restrict out, float *restrict copy, ATTV_T *vmax) {
   int64_t j = 0;
   for (; j + ATTV <= n; j += ATTV) {
-    ATTV_T a[ATTV] = {{0}};
-    for (int64_t d = 0; d < D; d += ATTV) {
-      ATTV_T qv = ATTV_FN(att_ld)(q + d);
+    const float *restrict kb = k + j * ks;
+    float *restrict cb = copy ? copy + j * D : NULL;
+    ATTV_T a[ATTV];
+    const ATTV_T q0 = ATTV_FN(att_ld)(q);
+    for (int r = 0; r < ATTV; r++) {
+      ATTV_T kv = ATTV_FN(att_ld)(kb + r * ks);
+      if (cb) ATTV_FN(att_st)(cb + r * D, kv);
+      a[r] = q0 * kv;
+    }
+    for (int64_t d = ATTV; d < D; d += ATTV) {
+      const ATTV_T qv = ATTV_FN(att_ld)(q + d);
       for (int r = 0; r < ATTV; r++) {
-        ATTV_T kv = ATTV_FN(att_ld)(k + (j + r) * ks + d);
-        if (copy) ATTV_FN(att_st)(copy + (j + r) * D + d, kv);
+        ATTV_T kv = ATTV_FN(att_ld)(kb + r * ks + d);
+        if (cb) ATTV_FN(att_st)(cb + r * D + d, kv);
         a[r] += qv * kv;
       }
     }
-    ATTV_FN(att_st)(out + j, ATTV_FN(att_hsum)(a) * scale);
+    const ATTV_T sv = ATTV_FN(att_hsum)(a) * scale;
+    ATTV_FN(att_st)(out + j, sv);
+    *vmax = ATTV_FN(att_max)(*vmax, sv);
   }
   for (; j < n; j++) {
+    /* The block's tree with one row, so a row's score does not depend on where it falls. */
     ATTV_T a[ATTV] = {{0}};
     for (int64_t d = 0; d < D; d += ATTV) {
       ATTV_T kv = ATTV_FN(att_ld)(k + j * ks + d);
       if (copy) ATTV_FN(att_st)(copy + j * D + d, kv);
-      a[0] += ATTV_FN(att_ld)(q + d) * kv;
+      a[0] = d == 0 ? ATTV_FN(att_ld)(q) * kv : a[0] + ATTV_FN(att_ld)(q + d) * kv;
     }
     out[j] = ATTV_FN(att_hsum)(a)[0] * scale;
+    *vmax = ATTV_FN(att_max)(*vmax, ATTV_FN(att_splat)(out[j]));
   }
 }
 
@@ -125,15 +201,23 @@ ATTV_INLINE void ATTV_FN(att_axpys)(const float *restrict w, const float *restri
   }
 }
 
-/* The decode step for every batch entry and key/value head g: scores of the group's query heads
- * (scores holds group * T floats), their weights, and Y, with the presents written on the way
- * when present_k / present_v are not NULL. */
-MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, const float *k, const float *v,
-                                            const float *pk, const float *pv, const void *mask, float *y,
-                                            mx_ktensor *qk_out, float *scores, float *present_k, float *present_v) {
-  const int64_t T = p->T, P = p->P, Skv = p->Skv, Dk = p->Dk, Dv = p->Dv, group = p->Hq / p->Hkv;
+/* The decode step for every batch entry and key/value head g with head sizes Dk and Dv: scores
+ * of the group's query heads (scores holds group * T floats), their weights, and Y, with the
+ * presents written on the way when present_k / present_v are not NULL. stats holds
+ * group * (1 + ATTV) floats.
+ *
+ * Without a mask, causal or padding bias, softcap or qk output (a plain decode step), the
+ * weights stay unnormalized, exp(s - max), and Y is scaled by 1 / sum once at the end, which
+ * saves a pass over each score row. */
+ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, const float *k, const float *v,
+                                          const float *pk, const float *pv, const void *mask, float *y,
+                                          mx_ktensor *qk_out, float *scores, float *stats, float *present_k,
+                                          float *present_v, const int64_t Dk, const int64_t Dv) {
+  const int64_t T = p->T, P = p->P, Skv = p->Skv, group = p->Hq / p->Hkv;
   const float scale = p->scale;
   const int64_t ck = att_chunk_rows(Dk), cv = att_chunk_rows(Dv);
+  float *inv = stats, *vmax = stats + group; /* per query head of the group: 1 / sum, ATTV maxima */
+  const bool plain = !mask && !p->causal && !p->nonpad && !(p->softcap > 0.0f) && !qk_out;
   for (int64_t b = 0; b < p->B; b++) {
     for (int64_t g = 0; g < p->Hkv; g++) {
       const int64_t h0 = g * group, slab = b * p->Hkv + g; /* slab: (b, g) in past and present */
@@ -143,20 +227,38 @@ MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, c
        * them into present_key. */
       const float *pkh = P > 0 ? pk + slab * P * Dk : NULL;
       float *okh = present_k ? present_k + slab * T * Dk : NULL;
+      for (int64_t r = 0; r < group; r++) ATTV_FN(att_st)(vmax + r * ATTV, ATTV_FN(att_splat)(-INFINITY));
       for (int64_t j0 = 0; j0 < P; j0 += ck) {
         int64_t c = P - j0 < ck ? P - j0 : ck;
-        for (int64_t r = 0; r < group; r++)
+        for (int64_t r = 0; r < group; r++) {
+          ATTV_T m = ATTV_FN(att_ld)(vmax + r * ATTV);
           ATTV_FN(att_dots)(qb + r * p->q_head, pkh + j0 * Dk, Dk, c, Dk, scale, scores + r * T + j0,
-                            r == 0 && okh ? okh + j0 * Dk : NULL);
+                            r == 0 && okh ? okh + j0 * Dk : NULL, &m);
+          ATTV_FN(att_st)(vmax + r * ATTV, m);
+        }
       }
       if (Skv > 0) {
         const float *kh = k + b * p->k_batch + g * p->k_head;
-        for (int64_t r = 0; r < group; r++)
+        for (int64_t r = 0; r < group; r++) {
+          ATTV_T m = ATTV_FN(att_ld)(vmax + r * ATTV);
           ATTV_FN(att_dots)(qb + r * p->q_head, kh, p->k_row, Skv, Dk, scale, scores + r * T + P,
-                            r == 0 && okh ? okh + P * Dk : NULL);
+                            r == 0 && okh ? okh + P * Dk : NULL, &m);
+          ATTV_FN(att_st)(vmax + r * ATTV, m);
+        }
       }
       for (int64_t r = 0; r < group; r++) {
-        if (T > 0) att_finish_row_f32(p, mask, b, h0 + r, 0, scores + r * T, qk_out);
+        float *s = scores + r * T;
+        inv[r] = 1.0f;
+        if (!plain) {
+          if (T > 0) att_finish_row_f32(p, mask, b, h0 + r, 0, s, qk_out);
+        } else if (T > 0) {
+          float m = vmax[r * ATTV];
+          for (int l = 1; l < ATTV; l++) m = vmax[r * ATTV + l] > m ? vmax[r * ATTV + l] : m;
+          if (m == -INFINITY)
+            att_softmax_row_f32(s, T); /* no finite score: zeros, or NaN if there is one */
+          else
+            inv[r] = (float)(1.0 / ATTV_FN(att_exp_sum)(s, T, m));
+        }
         memset(yb + r * p->y_head, 0, (size_t)Dv * sizeof(float));
       }
       /* Values: the same walk, accumulating every head's weighted sum. */
@@ -174,8 +276,34 @@ MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, c
           ATTV_FN(att_axpys)(scores + r * T + P, vh, p->v_row, Skv, Dv, yb + r * p->y_head,
                              r == 0 && ovh ? ovh + P * Dv : NULL);
       }
+      if (plain)
+        for (int64_t r = 0; r < group; r++) {
+          float *yr = yb + r * p->y_head;
+          for (int64_t d = 0; d < Dv; d++) yr[d] *= inv[r];
+        }
     }
   }
+}
+
+/* The decode step, with the common head sizes as constants (see att_dots). */
+MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, const float *k, const float *v,
+                                            const float *pk, const float *pv, const void *mask, float *y,
+                                            mx_ktensor *qk_out, float *scores, float *stats, float *present_k,
+                                            float *present_v) {
+  const int64_t D = p->Dk == p->Dv ? p->Dk : 0;
+#define ATTV_BODY(dk, dv) \
+  ATTV_FN(att_decode_body)(p, q, k, v, pk, pv, mask, y, qk_out, scores, stats, present_k, present_v, dk, dv)
+  if (D == ATTV)
+    ATTV_BODY(ATTV, ATTV);
+  else if (D == 2 * ATTV)
+    ATTV_BODY(2 * ATTV, 2 * ATTV);
+  else if (D == 4 * ATTV)
+    ATTV_BODY(4 * ATTV, 4 * ATTV);
+  else if (D == 8 * ATTV)
+    ATTV_BODY(8 * ATTV, 8 * ATTV);
+  else
+    ATTV_BODY(p->Dk, p->Dv);
+#undef ATTV_BODY
 }
 
 #undef ATTV_INLINE

@@ -31,13 +31,23 @@ static void ATT_FN(att_store_row)(mx_ktensor *t, int64_t off, const ATT_T *src, 
   }
 }
 
-/* Softmax of one score row in place; a row with no finite maximum (everything masked) becomes
- * all zeros, so its output row is zero rather than NaN. */
+/* A row whose maximum is -inf: all zeros when every score is -inf (everything masked), so its
+ * output row is zero rather than NaN; all NaN when a score is NaN (the maximum passes NaNs
+ * over), as the softmax of such a row is. */
+static void ATT_FN(att_softmax_empty_row)(ATT_T *s, int64_t n) {
+  ATT_T fill = 0;
+  for (int64_t j = 0; j < n; j++)
+    if (s[j] != s[j]) fill = s[j];
+  for (int64_t j = 0; j < n; j++) s[j] = fill;
+}
+
+/* Softmax of one score row in place (see att_softmax_empty_row for rows without a finite
+ * maximum). */
 MX_KHOT static void ATT_FN(att_softmax_row)(ATT_T *s, int64_t n) {
 #if ATT_IS_FLOAT
   float m = mx__kmax_f32(s, n);
   if (m == -INFINITY) {
-    memset(s, 0, (size_t)n * sizeof *s);
+    ATT_FN(att_softmax_empty_row)(s, n);
     return;
   }
   float inv = (float)(1.0 / mx__kexp_sum_f32(s, s, n, m));
@@ -46,7 +56,7 @@ MX_KHOT static void ATT_FN(att_softmax_row)(ATT_T *s, int64_t n) {
   double m = -INFINITY, sum = 0.0;
   for (int64_t j = 0; j < n; j++) m = s[j] > m ? s[j] : m;
   if (m == -INFINITY) {
-    memset(s, 0, (size_t)n * sizeof *s);
+    ATT_FN(att_softmax_empty_row)(s, n);
     return;
   }
   for (int64_t j = 0; j < n; j++) {

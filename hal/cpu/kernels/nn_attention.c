@@ -198,11 +198,11 @@ static int64_t att_chunk_rows(int64_t D) {
 /* The decode step with the widest vectors the head sizes allow. */
 static void att_decode_f32(const att_plan *p, const float *q, const float *k, const float *v, const float *pk,
                            const float *pv, const void *mask, float *y, mx_ktensor *qk_out, float *scores,
-                           float *present_k, float *present_v) {
+                           float *stats, float *present_k, float *present_v) {
   if (p->Dk % 16 == 0 && p->Dv % 16 == 0)
-    att_decode_f32_16(p, q, k, v, pk, pv, mask, y, qk_out, scores, present_k, present_v);
+    att_decode_f32_16(p, q, k, v, pk, pv, mask, y, qk_out, scores, stats, present_k, present_v);
   else
-    att_decode_f32_8(p, q, k, v, pk, pv, mask, y, qk_out, scores, present_k, present_v);
+    att_decode_f32_8(p, q, k, v, pk, pv, mask, y, qk_out, scores, stats, present_k, present_v);
 }
 
 #define ATT_T double
@@ -221,9 +221,13 @@ static size_t att_workspace(const mx_kernel_call *call) {
   if (att_make_plan(call, &p, &why) != MX_OK) return 0;
   mx_dtype dt = call->t[0].dtype;
   size_t es = dt == MX_FLOAT64 ? 8 : 4;
-  /* Score rows: Sq of one head, or one per head of a key/value group in the decode step. */
-  int64_t rows = att_decode_fits(&p) && p.Hq / p.Hkv > p.Sq ? p.Hq / p.Hkv : p.Sq;
-  size_t total = mx__kalign64((size_t)(rows * p.T) * es);
+  /* Score rows: Sq of one head, or in the float32 decode step one per head of a key/value group,
+   * followed by each head's 1 / sum and 16 lanes of running maxima. */
+  if (dt == MX_FLOAT32 && att_decode_fits(&p)) {
+    int64_t group = p.Hq / p.Hkv;
+    return mx__kalign64((size_t)(group * p.T) * 4) + mx__kalign64((size_t)(group * 17) * 4);
+  }
+  size_t total = mx__kalign64((size_t)(p.Sq * p.T) * es);
   if (dt == MX_FLOAT16 || dt == MX_BFLOAT16) {
     for (uint32_t i = 0; i < call->n_in && i < 6; i++) {
       if (!present(call, i) || call->t[i].dtype == MX_BOOL) continue;
@@ -247,8 +251,10 @@ static mx_status att_run(mx_kernel_call *call) {
   mx_ktensor *qk = call->n_out > 3 && call->t[call->n_in + 3].data ? &call->t[call->n_in + 3] : NULL;
   const void *mask = present(call, 3) ? call->t[3].data : NULL;
   if (dt == MX_FLOAT32 && att_decode_fits(&p)) {
-    att_decode_f32(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk,
-                   (float *)call->workspace, present_k, present_v);
+    float *scores = call->workspace;
+    float *stats = (float *)((char *)call->workspace + mx__kalign64((size_t)(p.Hq / p.Hkv * p.T) * 4));
+    att_decode_f32(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk, scores, stats,
+                   present_k, present_v);
     return MX_OK;
   }
   /* present_key / present_value first: they only copy. */
