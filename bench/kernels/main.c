@@ -8,10 +8,10 @@
  *   one write per element; Softmax over rows of 1024: one read and one write), next to the
  *   single-core memcpy bandwidth on buffers of the same size, measured in the same run: the
  *   ceiling for memory-bound kernels.
- * - Attention float32 decode step (one query row over a cache of 512 rows, presents written),
- *   in microseconds per call and GB/s of compulsory traffic (cache read, presents written), for
- *   the shapes of one layer of `mixrt bench llm`'s tiny (4 query heads, 2 key/value heads of 16)
- *   and small (4 and 4 heads of 64) models.
+ * - Attention float32 decode step (one query row, presents written), in microseconds per call
+ *   and GB/s of compulsory traffic (cache read, presents written), for the shapes of one layer
+ *   of `mixrt bench llm`'s tiny model (4 query heads, 2 key/value heads of 16) over caches of 16
+ *   and 512 rows and its small model (4 and 4 heads of 64) over 512 rows.
  * Each figure is the best of several timed repetitions.
  *
  * Kernels are called through mx__kernel_find exactly as executors do (workspace included).
@@ -230,11 +230,13 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 3; i++) g[i] = bench_matmul(shapes[i][0], shapes[i][1], shapes[i][2]);
   const size_t n = 1u << 20;
   double mc = bench_memcpy(n), add = bench_add(n), sm = bench_softmax(n, 1024);
-  static const int64_t att_shapes[2][3] = {{4, 2, 16}, {4, 4, 64}};
-  static const char *const att_names[2] = {"tiny", "small"};
-  double att_s[2], att_gbps[2] = {0, 0};
-  for (int i = 0; i < 2; i++)
-    att_s[i] = bench_attention_decode(att_shapes[i][0], att_shapes[i][1], att_shapes[i][2], 512, &att_gbps[i]);
+  /* q heads, kv heads, head size, past */
+  static const int64_t att_shapes[3][4] = {{4, 2, 16, 16}, {4, 2, 16, 512}, {4, 4, 64, 512}};
+  static const char *const att_names[3] = {"tiny", "tiny", "small"};
+  double att_s[3], att_gbps[3] = {0, 0, 0};
+  for (int i = 0; i < 3; i++)
+    att_s[i] = bench_attention_decode(att_shapes[i][0], att_shapes[i][1], att_shapes[i][2], att_shapes[i][3],
+                                      &att_gbps[i]);
   char date[32];
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -247,13 +249,13 @@ int main(int argc, char **argv) {
   printf("  \"softmax_f32\": {\"row\": 1024, \"gbps\": %.2f, \"fraction_of_memcpy\": %.3f},\n", sm,
          mc > 0 ? sm / mc : 0.0);
   printf("  \"attention_decode_f32\": [\n");
-  for (int i = 0; i < 2; i++)
-    printf("    {\"model\": \"%s\", \"q_heads\": %lld, \"kv_heads\": %lld, \"head_size\": %lld, \"past\": 512, "
+  for (int i = 0; i < 3; i++)
+    printf("    {\"model\": \"%s\", \"q_heads\": %lld, \"kv_heads\": %lld, \"head_size\": %lld, \"past\": %lld, "
            "\"us\": %.3f, \"gbps\": %.2f}%s\n",
            att_names[i], (long long)att_shapes[i][0], (long long)att_shapes[i][1], (long long)att_shapes[i][2],
-           att_s[i] * 1e6, att_gbps[i], i < 1 ? "," : "");
+           (long long)att_shapes[i][3], att_s[i] * 1e6, att_gbps[i], i < 2 ? "," : "");
   printf("  ]\n}\n");
   for (int i = 0; i < 3; i++)
     if (g[i] < 0) return 1;
-  return mc < 0 || add < 0 || sm < 0 || att_s[0] < 0 || att_s[1] < 0 ? 1 : 0;
+  return mc < 0 || add < 0 || sm < 0 || att_s[0] < 0 || att_s[1] < 0 || att_s[2] < 0 ? 1 : 0;
 }

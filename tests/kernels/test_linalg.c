@@ -252,6 +252,41 @@ Test(linalg_kernels, matmul_gemv_paths_ignore_old_output) {
   }
 }
 
+/* A float32 row times a small matrix (the decode step's projections) for every width class of
+ * its column blocks (32, 16, 8 and 4 columns, then single ones) and odd and even k, against a
+ * double-precision product; an element's value does not depend on the width of B around it. */
+Test(linalg_kernels, matmul_row_widths_and_columns_agree) {
+  enum { KMAX = 67, NMAX = 172 };
+  static float a[KMAX], b[KMAX * NMAX], nb[KMAX * NMAX], y[NMAX], ny[NMAX];
+  for (int i = 0; i < KMAX; i++) a[i] = (float)((i * 7) % 11) * 0.25f - 1.0f;
+  for (int i = 0; i < KMAX * NMAX; i++) b[i] = (float)((i * 13) % 17) * 0.125f - 1.0f;
+  const int ks[] = {1, 2, 3, 64, 67}, ns[] = {1, 3, 4, 7, 8, 13, 16, 31, 32, 33, 47, 63, 100, 172};
+  mx_kernel_call *c = kc_new(2, 1, NULL);
+  for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+      int K = ks[ki], N = ns[ni];
+      for (int i = 0; i < N; i++) y[i] = NAN;
+      kc_set(c, 0, MX_FLOAT32, 2, DIMS(1, K), a);
+      kc_set(c, 1, MX_FLOAT32, 2, DIMS(K, N), b);
+      kc_set(c, 2, MX_FLOAT32, 2, DIMS(1, N), y);
+      cr_assert_eq(kc_run("MatMul", c), MX_OK);
+      for (int n = 0; n < N; n++) {
+        double want = 0;
+        for (int k = 0; k < K; k++) want += (double)a[k] * b[k * N + n];
+        cr_assert(fabs(y[n] - want) <= 1e-5 * (1 + fabs(want)), "k %d n %d column %d: %g, want %g", K, N, n, y[n],
+                  want);
+      }
+      /* The same columns inside the widest B: the same bits. */
+      for (int k = 0; k < K; k++)
+        for (int n = 0; n < NMAX; n++) nb[k * NMAX + n] = n < N ? b[k * N + n] : 0.5f;
+      kc_set(c, 1, MX_FLOAT32, 2, DIMS(K, NMAX), nb);
+      kc_set(c, 2, MX_FLOAT32, 2, DIMS(1, NMAX), ny);
+      cr_assert_eq(kc_run("MatMul", c), MX_OK);
+      cr_assert_eq(memcmp(y, ny, (size_t)N * sizeof(float)), 0, "k %d n %d: columns differ inside a wider B", K, N);
+    }
+  free(c);
+}
+
 Test(linalg_kernels, gemm_transposes_alpha_beta_row_bias) {
   /* A^T with A = [[1,2],[3,4],[5,6]] (3x2) -> op(A) 2x3; B^T with B 2x3 -> op(B) 3x2. */
   float a[] = {1, 2, 3, 4, 5, 6}, b[] = {1, 0, 1, 0, 1, 0}, cb[] = {10, 20}, y[4];

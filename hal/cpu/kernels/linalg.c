@@ -124,21 +124,82 @@ MM2D_BLAS(mm2d_f64, double, cblas_dgemv, cblas_dgemm)
  * large as the product, so mm_row_f32 does it directly. */
 #define MM_ROW_MAX_ELEMS (1 << 16)
 
-/* c[0..n) = a[0..k) B for row-major B[k, n]: rows of B added into c four at a time, each
- * element's terms in the order of k, in vector lanes across n. */
+/* 16, 8 and 4 floats (gcc vector extensions; 16 floats are one AVX-512 register, two AVX2 ones).
+ * The vectors never cross a call, so gcc's note that their passing convention depends on the
+ * ISA does not apply. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+typedef float mm_v16 __attribute__((vector_size(64)));
+typedef float mm_v8 __attribute__((vector_size(32)));
+typedef float mm_v4 __attribute__((vector_size(16)));
+
+__attribute__((always_inline)) static inline mm_v16 mm_ld16(const float *p) {
+  mm_v16 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* c[0..n) = a[0..k) B for row-major B[k, n]. Each element of c is the sum of its terms of even q
+ * plus the sum of its terms of odd q, each in the order of q: a block of 32 (or 16) columns keeps
+ * the two sums in registers over all of k, so the adds form four (or two) independent chains
+ * per block instead of a chain through memory. The columns past the last such block get the
+ * same two sums in narrower vectors, then scalar code, so an element's value does not depend on
+ * its column. */
 MX_KHOT static void mm_row_f32(const float *restrict a, const float *restrict b, float *restrict c, int64_t k,
                                int64_t n) {
-  memset(c, 0, (size_t)n * sizeof *c);
-  int64_t q = 0;
-  for (; q + 4 <= k; q += 4) {
-    const float a0 = a[q], a1 = a[q + 1], a2 = a[q + 2], a3 = a[q + 3];
-    const float *restrict b0 = b + q * n, *restrict b1 = b0 + n, *restrict b2 = b1 + n, *restrict b3 = b2 + n;
-    for (int64_t j = 0; j < n; j++) c[j] = (((c[j] + a0 * b0[j]) + a1 * b1[j]) + a2 * b2[j]) + a3 * b3[j];
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    mm_v16 e0 = {0}, e1 = {0}, o0 = {0}, o1 = {0};
+    const float *restrict bj = b + j;
+    int64_t q = 0;
+    for (; q + 2 <= k; q += 2) {
+      const float *restrict b0 = bj + q * n, *restrict b1 = b0 + n;
+      e0 += a[q] * mm_ld16(b0);
+      e1 += a[q] * mm_ld16(b0 + 16);
+      o0 += a[q + 1] * mm_ld16(b1);
+      o1 += a[q + 1] * mm_ld16(b1 + 16);
+    }
+    if (q < k) {
+      e0 += a[q] * mm_ld16(bj + q * n);
+      e1 += a[q] * mm_ld16(bj + q * n + 16);
+    }
+    mm_v16 r0 = e0 + o0, r1 = e1 + o1;
+    memcpy(c + j, &r0, sizeof r0);
+    memcpy(c + j + 16, &r1, sizeof r1);
   }
-  for (; q < k; q++) {
-    const float aq = a[q];
-    const float *restrict bq = b + q * n;
-    for (int64_t j = 0; j < n; j++) c[j] += aq * bq[j];
+  /* The remaining columns in blocks of 16, 8 and 4 (and the last < 4 in scalar code). */
+#define MM_ROW_BLOCK(W, T)                                    \
+  for (; j + W <= n; j += W) {                                \
+    T e0 = {0}, o0 = {0}, v;                                  \
+    const float *restrict bj = b + j;                         \
+    int64_t q = 0;                                            \
+    for (; q + 2 <= k; q += 2) {                              \
+      memcpy(&v, bj + q * n, sizeof v);                       \
+      e0 += a[q] * v;                                         \
+      memcpy(&v, bj + q * n + n, sizeof v);                   \
+      o0 += a[q + 1] * v;                                     \
+    }                                                         \
+    if (q < k) {                                              \
+      memcpy(&v, bj + q * n, sizeof v);                       \
+      e0 += a[q] * v;                                         \
+    }                                                         \
+    v = e0 + o0;                                              \
+    memcpy(c + j, &v, sizeof v);                              \
+  }
+  MM_ROW_BLOCK(16, mm_v16)
+  MM_ROW_BLOCK(8, mm_v8)
+  MM_ROW_BLOCK(4, mm_v4)
+#undef MM_ROW_BLOCK
+  for (; j < n; j++) {
+    float e = 0.0f, o = 0.0f;
+    int64_t q = 0;
+    for (; q + 2 <= k; q += 2) {
+      e += a[q] * b[q * n + j];
+      o += a[q + 1] * b[(q + 1) * n + j];
+    }
+    if (q < k) e += a[q] * b[q * n + j];
+    c[j] = e + o;
   }
 }
 

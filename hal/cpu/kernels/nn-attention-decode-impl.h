@@ -66,7 +66,7 @@ ATTV_INLINE ATTV_T ATTV_FN(att_exp_neg)(ATTV_T x) {
   return (ATTV_T)((ATTV_I)res & ~flush);
 }
 
-/* s[j] = exp(s[j] - m) for the n scores of a row, returning their sum (two vector accumulators,
+/* s[j] = exp(s[j] - m) for n scores, returning their sum (two vector accumulators,
  * then the lanes in double). */
 ATTV_INLINE double ATTV_FN(att_exp_sum)(float *s, int64_t n, float m) {
   const ATTV_T mv = ATTV_FN(att_splat)(m);
@@ -201,22 +201,29 @@ ATTV_INLINE void ATTV_FN(att_axpys)(const float *restrict w, const float *restri
   }
 }
 
+/* The weights of chunk [j0, j0 + n) of a head's scores ready for the weighted sum: exp(s - max)
+ * added into the head's sum on a plain step, already final otherwise. */
+ATTV_INLINE void ATTV_FN(att_weights)(att_head *h, float *s, int64_t n) {
+  if (!h->ready) h->sum += ATTV_FN(att_exp_sum)(s, n, h->max);
+}
+
 /* The decode step for every batch entry and key/value head g with head sizes Dk and Dv: scores
  * of the group's query heads (scores holds group * T floats), their weights, and Y, with the
- * presents written on the way when present_k / present_v are not NULL. stats holds
- * group * (1 + ATTV) floats.
+ * presents written on the way when present_k / present_v are not NULL. heads holds one
+ * att_head per query head of a group.
  *
- * Without a mask, causal or padding bias, softcap or qk output (a plain decode step), the
- * weights stay unnormalized, exp(s - max), and Y is scaled by 1 / sum once at the end, which
- * saves a pass over each score row. */
+ * A plain step (no mask, causal or padding bias, softcap or qk output) takes each head's
+ * maximum with the products, turns each chunk of scores into unnormalized weights exp(s - max)
+ * just before the chunk's weighted sum (the exps then overlap the value rows' loads) and scales
+ * Y by 1 / sum once at the end. Otherwise att_finish_row_f32 makes the final weights between the
+ * two walks. */
 ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, const float *k, const float *v,
                                           const float *pk, const float *pv, const void *mask, float *y,
-                                          mx_ktensor *qk_out, float *scores, float *stats, float *present_k,
+                                          mx_ktensor *qk_out, float *scores, att_head *heads, float *present_k,
                                           float *present_v, const int64_t Dk, const int64_t Dv) {
   const int64_t T = p->T, P = p->P, Skv = p->Skv, group = p->Hq / p->Hkv;
   const float scale = p->scale;
   const int64_t ck = att_chunk_rows(Dk), cv = att_chunk_rows(Dv);
-  float *inv = stats, *vmax = stats + group; /* per query head of the group: 1 / sum, ATTV maxima */
   const bool plain = !mask && !p->causal && !p->nonpad && !(p->softcap > 0.0f) && !qk_out;
   for (int64_t b = 0; b < p->B; b++) {
     for (int64_t g = 0; g < p->Hkv; g++) {
@@ -227,37 +234,41 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
        * them into present_key. */
       const float *pkh = P > 0 ? pk + slab * P * Dk : NULL;
       float *okh = present_k ? present_k + slab * T * Dk : NULL;
-      for (int64_t r = 0; r < group; r++) ATTV_FN(att_st)(vmax + r * ATTV, ATTV_FN(att_splat)(-INFINITY));
+      for (int64_t r = 0; r < group; r++) ATTV_FN(att_st)(heads[r].lanes, ATTV_FN(att_splat)(-INFINITY));
       for (int64_t j0 = 0; j0 < P; j0 += ck) {
         int64_t c = P - j0 < ck ? P - j0 : ck;
         for (int64_t r = 0; r < group; r++) {
-          ATTV_T m = ATTV_FN(att_ld)(vmax + r * ATTV);
+          ATTV_T m = ATTV_FN(att_ld)(heads[r].lanes);
           ATTV_FN(att_dots)(qb + r * p->q_head, pkh + j0 * Dk, Dk, c, Dk, scale, scores + r * T + j0,
                             r == 0 && okh ? okh + j0 * Dk : NULL, &m);
-          ATTV_FN(att_st)(vmax + r * ATTV, m);
+          ATTV_FN(att_st)(heads[r].lanes, m);
         }
       }
       if (Skv > 0) {
         const float *kh = k + b * p->k_batch + g * p->k_head;
         for (int64_t r = 0; r < group; r++) {
-          ATTV_T m = ATTV_FN(att_ld)(vmax + r * ATTV);
+          ATTV_T m = ATTV_FN(att_ld)(heads[r].lanes);
           ATTV_FN(att_dots)(qb + r * p->q_head, kh, p->k_row, Skv, Dk, scale, scores + r * T + P,
                             r == 0 && okh ? okh + P * Dk : NULL, &m);
-          ATTV_FN(att_st)(vmax + r * ATTV, m);
+          ATTV_FN(att_st)(heads[r].lanes, m);
         }
       }
       for (int64_t r = 0; r < group; r++) {
+        att_head *h = &heads[r];
         float *s = scores + r * T;
-        inv[r] = 1.0f;
+        h->ready = true;
+        h->sum = 0.0;
         if (!plain) {
           if (T > 0) att_finish_row_f32(p, mask, b, h0 + r, 0, s, qk_out);
         } else if (T > 0) {
-          float m = vmax[r * ATTV];
-          for (int l = 1; l < ATTV; l++) m = vmax[r * ATTV + l] > m ? vmax[r * ATTV + l] : m;
-          if (m == -INFINITY)
+          float m = h->lanes[0];
+          for (int l = 1; l < ATTV; l++) m = h->lanes[l] > m ? h->lanes[l] : m;
+          if (m == -INFINITY) {
             att_softmax_row_f32(s, T); /* no finite score: zeros, or NaN if there is one */
-          else
-            inv[r] = (float)(1.0 / ATTV_FN(att_exp_sum)(s, T, m));
+          } else {
+            h->max = m;
+            h->ready = false;
+          }
         }
         memset(yb + r * p->y_head, 0, (size_t)Dv * sizeof(float));
       }
@@ -266,21 +277,26 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
       float *ovh = present_v ? present_v + slab * T * Dv : NULL;
       for (int64_t j0 = 0; j0 < P; j0 += cv) {
         int64_t c = P - j0 < cv ? P - j0 : cv;
-        for (int64_t r = 0; r < group; r++)
+        for (int64_t r = 0; r < group; r++) {
+          ATTV_FN(att_weights)(&heads[r], scores + r * T + j0, c);
           ATTV_FN(att_axpys)(scores + r * T + j0, pvh + j0 * Dv, Dv, c, Dv, yb + r * p->y_head,
                              r == 0 && ovh ? ovh + j0 * Dv : NULL);
+        }
       }
       if (Skv > 0) {
         const float *vh = v + b * p->v_batch + g * p->v_head;
-        for (int64_t r = 0; r < group; r++)
+        for (int64_t r = 0; r < group; r++) {
+          ATTV_FN(att_weights)(&heads[r], scores + r * T + P, Skv);
           ATTV_FN(att_axpys)(scores + r * T + P, vh, p->v_row, Skv, Dv, yb + r * p->y_head,
                              r == 0 && ovh ? ovh + P * Dv : NULL);
-      }
-      if (plain)
-        for (int64_t r = 0; r < group; r++) {
-          float *yr = yb + r * p->y_head;
-          for (int64_t d = 0; d < Dv; d++) yr[d] *= inv[r];
         }
+      }
+      for (int64_t r = 0; r < group; r++) {
+        if (heads[r].ready) continue;
+        const float inv = (float)(1.0 / heads[r].sum);
+        float *yr = yb + r * p->y_head;
+        for (int64_t d = 0; d < Dv; d++) yr[d] *= inv;
+      }
     }
   }
 }
@@ -288,11 +304,11 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
 /* The decode step, with the common head sizes as constants (see att_dots). */
 MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, const float *k, const float *v,
                                             const float *pk, const float *pv, const void *mask, float *y,
-                                            mx_ktensor *qk_out, float *scores, float *stats, float *present_k,
+                                            mx_ktensor *qk_out, float *scores, att_head *heads, float *present_k,
                                             float *present_v) {
   const int64_t D = p->Dk == p->Dv ? p->Dk : 0;
 #define ATTV_BODY(dk, dv) \
-  ATTV_FN(att_decode_body)(p, q, k, v, pk, pv, mask, y, qk_out, scores, stats, present_k, present_v, dk, dv)
+  ATTV_FN(att_decode_body)(p, q, k, v, pk, pv, mask, y, qk_out, scores, heads, present_k, present_v, dk, dv)
   if (D == ATTV)
     ATTV_BODY(ATTV, ATTV);
   else if (D == 2 * ATTV)

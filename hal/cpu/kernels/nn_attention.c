@@ -179,6 +179,14 @@ static bool att_decode_fits(const att_plan *p) {
   return p->Sq == 1 && p->B > 0 && p->Hq > 0 && p->Dk > 0 && p->Dv > 0 && p->Dk % 8 == 0 && p->Dv % 8 == 0;
 }
 
+/* What the float32 decode step keeps per query head of a key/value group. */
+typedef struct att_head {
+  float lanes[16]; /* running maxima of the scores, lane by lane (8 or 16 lanes used) */
+  float max;       /* the scores' maximum (plain step) */
+  bool ready;      /* the scores hold final weights (not a plain step, or no finite score) */
+  double sum;      /* sum of exp(score - max) so far (plain step) */
+} att_head;
+
 /* Rows of the cache per chunk: about 8 KB of one head's rows, a multiple of 16. */
 static int64_t att_chunk_rows(int64_t D) {
   int64_t c = (8192 / (D * (int64_t)sizeof(float))) & ~(int64_t)15;
@@ -198,11 +206,11 @@ static int64_t att_chunk_rows(int64_t D) {
 /* The decode step with the widest vectors the head sizes allow. */
 static void att_decode_f32(const att_plan *p, const float *q, const float *k, const float *v, const float *pk,
                            const float *pv, const void *mask, float *y, mx_ktensor *qk_out, float *scores,
-                           float *stats, float *present_k, float *present_v) {
+                           att_head *heads, float *present_k, float *present_v) {
   if (p->Dk % 16 == 0 && p->Dv % 16 == 0)
-    att_decode_f32_16(p, q, k, v, pk, pv, mask, y, qk_out, scores, stats, present_k, present_v);
+    att_decode_f32_16(p, q, k, v, pk, pv, mask, y, qk_out, scores, heads, present_k, present_v);
   else
-    att_decode_f32_8(p, q, k, v, pk, pv, mask, y, qk_out, scores, stats, present_k, present_v);
+    att_decode_f32_8(p, q, k, v, pk, pv, mask, y, qk_out, scores, heads, present_k, present_v);
 }
 
 #define ATT_T double
@@ -222,10 +230,10 @@ static size_t att_workspace(const mx_kernel_call *call) {
   mx_dtype dt = call->t[0].dtype;
   size_t es = dt == MX_FLOAT64 ? 8 : 4;
   /* Score rows: Sq of one head, or in the float32 decode step one per head of a key/value group,
-   * followed by each head's 1 / sum and 16 lanes of running maxima. */
+   * followed by an att_head per head of the group. */
   if (dt == MX_FLOAT32 && att_decode_fits(&p)) {
     int64_t group = p.Hq / p.Hkv;
-    return mx__kalign64((size_t)(group * p.T) * 4) + mx__kalign64((size_t)(group * 17) * 4);
+    return mx__kalign64((size_t)(group * p.T) * 4) + mx__kalign64((size_t)group * sizeof(att_head));
   }
   size_t total = mx__kalign64((size_t)(p.Sq * p.T) * es);
   if (dt == MX_FLOAT16 || dt == MX_BFLOAT16) {
@@ -252,8 +260,8 @@ static mx_status att_run(mx_kernel_call *call) {
   const void *mask = present(call, 3) ? call->t[3].data : NULL;
   if (dt == MX_FLOAT32 && att_decode_fits(&p)) {
     float *scores = call->workspace;
-    float *stats = (float *)((char *)call->workspace + mx__kalign64((size_t)(p.Hq / p.Hkv * p.T) * 4));
-    att_decode_f32(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk, scores, stats,
+    att_head *heads = (att_head *)((char *)call->workspace + mx__kalign64((size_t)(p.Hq / p.Hkv * p.T) * 4));
+    att_decode_f32(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk, scores, heads,
                    present_k, present_v);
     return MX_OK;
   }
