@@ -532,6 +532,57 @@ Test(nn_kernels, attention_decode_plain_step_with_nonfinite_scores) {
   free(c);
 }
 
+/* The float32 decode step walks the query heads of a key/value group two at a time: each head's
+ * Y must be the same bits as when it has its key/value head to itself (the group's K and V
+ * repeated per query head), for groups of 2 and 3 (a pair and a single), head sizes 8, 16 and
+ * 64, caches whose length is and is not a multiple of the row blocks. */
+static void decode_grouping_case(int group, int D, int P) {
+  enum { HKV = 2 };
+  const int HQ = HKV * group, T = P + 1;
+  float *q = malloc((size_t)HQ * D * 4), *k = malloc((size_t)HKV * D * 4), *v = malloc((size_t)HKV * D * 4);
+  float *pk = malloc((size_t)HKV * P * D * 4 + 4), *pv = malloc((size_t)HKV * P * D * 4 + 4);
+  float *kr = malloc((size_t)HQ * D * 4), *vr = malloc((size_t)HQ * D * 4);
+  float *pkr = malloc((size_t)HQ * P * D * 4 + 4), *pvr = malloc((size_t)HQ * P * D * 4 + 4);
+  float *y = malloc((size_t)HQ * D * 4), *yr = malloc((size_t)HQ * D * 4);
+  float *prk = malloc((size_t)HQ * T * D * 4), *prv = malloc((size_t)HQ * T * D * 4);
+  cr_assert(q && k && v && pk && pv && kr && vr && pkr && pvr && y && yr && prk && prv);
+  fill(q, HQ * D, 1), fill(k, HKV * D, 2), fill(v, HKV * D, 3), fill(pk, HKV * P * D, 4), fill(pv, HKV * P * D, 5);
+  for (int h = 0; h < HQ; h++) {
+    int g = h / group;
+    memcpy(kr + h * D, k + g * D, (size_t)D * 4);
+    memcpy(vr + h * D, v + g * D, (size_t)D * 4);
+    memcpy(pkr + (size_t)h * P * D, pk + (size_t)g * P * D, (size_t)P * D * 4);
+    memcpy(pvr + (size_t)h * P * D, pv + (size_t)g * P * D, (size_t)P * D * 4);
+  }
+  mx_attention_params prm = {0};
+  for (int pass = 0; pass < 2; pass++) {
+    int hkv = pass == 0 ? HKV : HQ;
+    mx_kernel_call *c = kc_new(6, 3, &prm);
+    kc_set(c, 0, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), q);
+    kc_set(c, 1, MX_FLOAT32, 4, DIMS(1, hkv, 1, D), pass == 0 ? k : kr);
+    kc_set(c, 2, MX_FLOAT32, 4, DIMS(1, hkv, 1, D), pass == 0 ? v : vr);
+    kc_set(c, 4, MX_FLOAT32, 4, DIMS(1, hkv, P, D), pass == 0 ? pk : pkr);
+    kc_set(c, 5, MX_FLOAT32, 4, DIMS(1, hkv, P, D), pass == 0 ? pv : pvr);
+    kc_set(c, 6, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), pass == 0 ? y : yr);
+    kc_set(c, 7, MX_FLOAT32, 4, DIMS(1, hkv, T, D), prk);
+    kc_set(c, 8, MX_FLOAT32, 4, DIMS(1, hkv, T, D), prv);
+    cr_assert_eq(kc_run("Attention", c), MX_OK);
+    free(c);
+  }
+  for (int i = 0; i < HQ * D; i++)
+    cr_expect(memcmp(&y[i], &yr[i], 4) == 0, "group %d D %d P %d: Y[%d] %.9g grouped, %.9g alone", group, D, P, i,
+              y[i], yr[i]);
+  float *all[] = {q, k, v, pk, pv, kr, vr, pkr, pvr, y, yr, prk, prv};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+}
+
+Test(nn_kernels, attention_decode_grouped_heads_equal_lone_heads) {
+  const int groups[] = {2, 3}, heads[] = {8, 16, 64}, pasts[] = {0, 5, 16, 37, 300};
+  for (size_t gi = 0; gi < 2; gi++)
+    for (size_t di = 0; di < 3; di++)
+      for (size_t pi = 0; pi < 5; pi++) decode_grouping_case(groups[gi], heads[di], pasts[pi]);
+}
+
 Test(nn_kernels, attention_3d_layout_equals_4d) {
   /* The same numbers in (batch, seq, heads*D) form give the transposed output. */
   enum { H = 2, S = 3, D = 2 };

@@ -179,6 +179,59 @@ ATTV_INLINE void ATTV_FN(att_dots)(const float *restrict q, const float *restric
   }
 }
 
+/* att_dots for two query heads a and b of a key/value group in one walk over the rows (each row
+ * loaded once): blocks of ATTV / 2 rows, whose 2 * (ATTV / 2) dot products go through one
+ * att_hsum tree, so a head's scores come out as att_dots gives them. *vmax takes head a's
+ * scores in its low ATTV / 2 lanes and head b's in the high ones. */
+ATTV_INLINE void ATTV_FN(att_dots2)(const float *restrict qa, const float *restrict qb, const float *restrict k,
+                                    int64_t ks, int64_t n, int64_t D, float scale, float *restrict outa,
+                                    float *restrict outb, float *restrict copy, ATTV_T *vmax) {
+  enum { H = ATTV / 2 };
+  int64_t j = 0;
+  for (; j + H <= n; j += H) {
+    const float *restrict kb = k + j * ks;
+    float *restrict cb = copy ? copy + j * D : NULL;
+    ATTV_T a[ATTV];
+    const ATTV_T qa0 = ATTV_FN(att_ld)(qa), qb0 = ATTV_FN(att_ld)(qb);
+    for (int r = 0; r < H; r++) {
+      ATTV_T kv = ATTV_FN(att_ld)(kb + r * ks);
+      if (cb) ATTV_FN(att_st)(cb + r * D, kv);
+      a[r] = qa0 * kv;
+      a[H + r] = qb0 * kv;
+    }
+    for (int64_t d = ATTV; d < D; d += ATTV) {
+      const ATTV_T qav = ATTV_FN(att_ld)(qa + d), qbv = ATTV_FN(att_ld)(qb + d);
+      for (int r = 0; r < H; r++) {
+        ATTV_T kv = ATTV_FN(att_ld)(kb + r * ks + d);
+        if (cb) ATTV_FN(att_st)(cb + r * D + d, kv);
+        a[r] += qav * kv;
+        a[H + r] += qbv * kv;
+      }
+    }
+    const ATTV_T sv = ATTV_FN(att_hsum)(a) * scale;
+    float lanes[ATTV];
+    ATTV_FN(att_st)(lanes, sv);
+    memcpy(outa + j, lanes, H * sizeof(float));
+    memcpy(outb + j, lanes + H, H * sizeof(float));
+    *vmax = ATTV_FN(att_max)(*vmax, sv);
+  }
+  if (j < n) {
+    /* The last rows one head at a time, each head's maximum kept in its own half. */
+    ATTV_T ma = ATTV_FN(att_splat)(-INFINITY), mb = ma;
+    ATTV_FN(att_dots)(qa, k + j * ks, ks, n - j, D, scale, outa + j, copy ? copy + j * D : NULL, &ma);
+    ATTV_FN(att_dots)(qb, k + j * ks, ks, n - j, D, scale, outb + j, NULL, &mb);
+    float la[ATTV], lb[ATTV], lm[ATTV];
+    ATTV_FN(att_st)(la, ma);
+    ATTV_FN(att_st)(lb, mb);
+    ATTV_FN(att_st)(lm, *vmax);
+    for (int l = 0; l < H; l++) {
+      lm[l] = la[l] > lm[l] ? la[l] : lm[l];
+      lm[H + l] = lb[l] > lm[H + l] ? lb[l] : lm[H + l];
+    }
+    *vmax = ATTV_FN(att_ld)(lm);
+  }
+}
+
 /* y[0..D) += sum over the n rows j of w[j] * v_j (row stride vs; D % ATTV == 0). When copy is not
  * NULL, the rows also go there (contiguous, D apart) from the same loads. */
 ATTV_INLINE void ATTV_FN(att_axpys)(const float *restrict w, const float *restrict v, int64_t vs, int64_t n,
@@ -201,10 +254,67 @@ ATTV_INLINE void ATTV_FN(att_axpys)(const float *restrict w, const float *restri
   }
 }
 
+/* att_axpys for two query heads a and b in one walk over the rows (each row loaded once), with
+ * each head's sums in the same order as att_axpys. */
+ATTV_INLINE void ATTV_FN(att_axpys2)(const float *restrict wa, const float *restrict wb, const float *restrict v,
+                                     int64_t vs, int64_t n, int64_t D, float *restrict ya, float *restrict yb,
+                                     float *restrict copy) {
+  for (int64_t d = 0; d < D; d += ATTV) {
+    ATTV_T a[4] = {ATTV_FN(att_ld)(ya + d), {0}, {0}, {0}}, b[4] = {ATTV_FN(att_ld)(yb + d), {0}, {0}, {0}};
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4)
+      for (int r = 0; r < 4; r++) {
+        ATTV_T vv = ATTV_FN(att_ld)(v + (j + r) * vs + d);
+        if (copy) ATTV_FN(att_st)(copy + (j + r) * D + d, vv);
+        a[r] += wa[j + r] * vv;
+        b[r] += wb[j + r] * vv;
+      }
+    for (; j < n; j++) {
+      ATTV_T vv = ATTV_FN(att_ld)(v + j * vs + d);
+      if (copy) ATTV_FN(att_st)(copy + j * D + d, vv);
+      a[0] += wa[j] * vv;
+      b[0] += wb[j] * vv;
+    }
+    ATTV_FN(att_st)(ya + d, (a[0] + a[1]) + (a[2] + a[3]));
+    ATTV_FN(att_st)(yb + d, (b[0] + b[1]) + (b[2] + b[3]));
+  }
+}
+
 /* The weights of chunk [j0, j0 + n) of a head's scores ready for the weighted sum: exp(s - max)
  * added into the head's sum on a plain step, already final otherwise. */
 ATTV_INLINE void ATTV_FN(att_weights)(att_head *h, float *s, int64_t n) {
   if (!h->ready) h->sum += ATTV_FN(att_exp_sum)(s, n, h->max);
+}
+
+/* The scores of query head r of a group, and of head r + 1 with it when the group has one
+ * (att_dots2), over n key rows; s points at head 0's scores of the first row (heads are T
+ * apart). */
+ATTV_INLINE void ATTV_FN(att_dots_heads)(const att_plan *p, const float *qg, int64_t r, int64_t group,
+                                         const float *k, int64_t ks, int64_t n, int64_t D, float *s, float *copy,
+                                         att_head *heads) {
+  ATTV_T m = ATTV_FN(att_ld)(heads[r].lanes);
+  if (r + 1 < group)
+    ATTV_FN(att_dots2)(qg + r * p->q_head, qg + (r + 1) * p->q_head, k, ks, n, D, p->scale, s + r * p->T,
+                       s + (r + 1) * p->T, copy, &m);
+  else
+    ATTV_FN(att_dots)(qg + r * p->q_head, k, ks, n, D, p->scale, s + r * p->T, copy, &m);
+  ATTV_FN(att_st)(heads[r].lanes, m);
+}
+
+/* The weighted sums of query head r of a group, and of head r + 1 with it (att_axpys2), over n
+ * value rows, after making the rows' weights (att_weights); w points at head 0's weights of the
+ * first row, yg at head 0's output. */
+ATTV_INLINE void ATTV_FN(att_axpys_heads)(const att_plan *p, int64_t r, int64_t group, float *w, const float *v,
+                                          int64_t vs, int64_t n, int64_t D, float *yg, float *copy,
+                                          att_head *heads) {
+  ATTV_FN(att_weights)(&heads[r], w + r * p->T, n);
+  if (r + 1 < group) {
+    ATTV_FN(att_weights)(&heads[r + 1], w + (r + 1) * p->T, n);
+    ATTV_FN(att_axpys2)(w + r * p->T, w + (r + 1) * p->T, v, vs, n, D, yg + r * p->y_head, yg + (r + 1) * p->y_head,
+                        copy);
+  } else {
+    ATTV_FN(att_axpys)(w + r * p->T, v, vs, n, D, yg + r * p->y_head, copy);
+  }
 }
 
 /* The decode step for every batch entry and key/value head g with head sizes Dk and Dv: scores
@@ -222,7 +332,6 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
                                           mx_ktensor *qk_out, float *scores, att_head *heads, float *present_k,
                                           float *present_v, const int64_t Dk, const int64_t Dv) {
   const int64_t T = p->T, P = p->P, Skv = p->Skv, group = p->Hq / p->Hkv;
-  const float scale = p->scale;
   const int64_t ck = att_chunk_rows(Dk), cv = att_chunk_rows(Dv);
   const bool plain = !mask && !p->causal && !p->nonpad && !(p->softcap > 0.0f) && !qk_out;
   for (int64_t b = 0; b < p->B; b++) {
@@ -237,22 +346,22 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
       for (int64_t r = 0; r < group; r++) ATTV_FN(att_st)(heads[r].lanes, ATTV_FN(att_splat)(-INFINITY));
       for (int64_t j0 = 0; j0 < P; j0 += ck) {
         int64_t c = P - j0 < ck ? P - j0 : ck;
-        for (int64_t r = 0; r < group; r++) {
-          ATTV_T m = ATTV_FN(att_ld)(heads[r].lanes);
-          ATTV_FN(att_dots)(qb + r * p->q_head, pkh + j0 * Dk, Dk, c, Dk, scale, scores + r * T + j0,
-                            r == 0 && okh ? okh + j0 * Dk : NULL, &m);
-          ATTV_FN(att_st)(heads[r].lanes, m);
-        }
+        for (int64_t r = 0; r < group; r += 2)
+          ATTV_FN(att_dots_heads)(p, qb, r, group, pkh + j0 * Dk, Dk, c, Dk, scores + j0,
+                                  r == 0 && okh ? okh + j0 * Dk : NULL, heads);
       }
       if (Skv > 0) {
         const float *kh = k + b * p->k_batch + g * p->k_head;
-        for (int64_t r = 0; r < group; r++) {
-          ATTV_T m = ATTV_FN(att_ld)(heads[r].lanes);
-          ATTV_FN(att_dots)(qb + r * p->q_head, kh, p->k_row, Skv, Dk, scale, scores + r * T + P,
-                            r == 0 && okh ? okh + P * Dk : NULL, &m);
-          ATTV_FN(att_st)(heads[r].lanes, m);
-        }
+        for (int64_t r = 0; r < group; r += 2)
+          ATTV_FN(att_dots_heads)(p, qb, r, group, kh, p->k_row, Skv, Dk, scores + P,
+                                  r == 0 && okh ? okh + P * Dk : NULL, heads);
       }
+      /* A pair's running maxima: head r's in the low half of heads[r], head r + 1's in the high. */
+      for (int64_t r = 0; r + 1 < group; r += 2)
+        for (int l = 0; l < ATTV / 2; l++) {
+          heads[r + 1].lanes[l] = heads[r].lanes[ATTV / 2 + l];
+          heads[r].lanes[ATTV / 2 + l] = -INFINITY;
+        }
       for (int64_t r = 0; r < group; r++) {
         att_head *h = &heads[r];
         float *s = scores + r * T;
@@ -277,19 +386,15 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
       float *ovh = present_v ? present_v + slab * T * Dv : NULL;
       for (int64_t j0 = 0; j0 < P; j0 += cv) {
         int64_t c = P - j0 < cv ? P - j0 : cv;
-        for (int64_t r = 0; r < group; r++) {
-          ATTV_FN(att_weights)(&heads[r], scores + r * T + j0, c);
-          ATTV_FN(att_axpys)(scores + r * T + j0, pvh + j0 * Dv, Dv, c, Dv, yb + r * p->y_head,
-                             r == 0 && ovh ? ovh + j0 * Dv : NULL);
-        }
+        for (int64_t r = 0; r < group; r += 2)
+          ATTV_FN(att_axpys_heads)(p, r, group, scores + j0, pvh + j0 * Dv, Dv, c, Dv, yb,
+                                   r == 0 && ovh ? ovh + j0 * Dv : NULL, heads);
       }
       if (Skv > 0) {
         const float *vh = v + b * p->v_batch + g * p->v_head;
-        for (int64_t r = 0; r < group; r++) {
-          ATTV_FN(att_weights)(&heads[r], scores + r * T + P, Skv);
-          ATTV_FN(att_axpys)(scores + r * T + P, vh, p->v_row, Skv, Dv, yb + r * p->y_head,
-                             r == 0 && ovh ? ovh + P * Dv : NULL);
-        }
+        for (int64_t r = 0; r < group; r += 2)
+          ATTV_FN(att_axpys_heads)(p, r, group, scores + P, vh, p->v_row, Skv, Dv, yb,
+                                   r == 0 && ovh ? ovh + P * Dv : NULL, heads);
       }
       for (int64_t r = 0; r < group; r++) {
         if (heads[r].ready) continue;
