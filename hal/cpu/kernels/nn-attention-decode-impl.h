@@ -143,6 +143,7 @@ ATTV_INLINE ATTV_T ATTV_FN(att_hsum)(const ATTV_T a[ATTV]) {
  * are then at fixed offsets from one pointer, where a run-time D keeps one pointer per row. */
 ATTV_INLINE void ATTV_FN(att_dots)(const float *restrict q, const float *restrict k, int64_t ks, int64_t n, int64_t D,
                                    float scale, float *restrict out, float *restrict copy, ATTV_T *vmax) {
+  ATTV_T mx = *vmax;
   int64_t j = 0;
   for (; j + ATTV <= n; j += ATTV) {
     const float *restrict kb = k + j * ks;
@@ -164,7 +165,7 @@ ATTV_INLINE void ATTV_FN(att_dots)(const float *restrict q, const float *restric
     }
     const ATTV_T sv = ATTV_FN(att_hsum)(a) * scale;
     ATTV_FN(att_st)(out + j, sv);
-    *vmax = ATTV_FN(att_max)(*vmax, sv);
+    mx = ATTV_FN(att_max)(mx, sv);
   }
   for (; j < n; j++) {
     /* The block's tree with one row, so a row's score does not depend on where it falls. */
@@ -175,8 +176,9 @@ ATTV_INLINE void ATTV_FN(att_dots)(const float *restrict q, const float *restric
       a[0] = d == 0 ? ATTV_FN(att_ld)(q) * kv : a[0] + ATTV_FN(att_ld)(q + d) * kv;
     }
     out[j] = ATTV_FN(att_hsum)(a)[0] * scale;
-    *vmax = ATTV_FN(att_max)(*vmax, ATTV_FN(att_splat)(out[j]));
+    mx = ATTV_FN(att_max)(mx, ATTV_FN(att_splat)(out[j]));
   }
+  *vmax = mx;
 }
 
 /* att_dots for two query heads a and b of a key/value group in one walk over the rows (each row
@@ -187,6 +189,7 @@ ATTV_INLINE void ATTV_FN(att_dots2)(const float *restrict qa, const float *restr
                                     int64_t ks, int64_t n, int64_t D, float scale, float *restrict outa,
                                     float *restrict outb, float *restrict copy, ATTV_T *vmax) {
   enum { H = ATTV / 2 };
+  ATTV_T mx = *vmax;
   int64_t j = 0;
   for (; j + H <= n; j += H) {
     const float *restrict kb = k + j * ks;
@@ -213,8 +216,9 @@ ATTV_INLINE void ATTV_FN(att_dots2)(const float *restrict qa, const float *restr
     ATTV_FN(att_st)(lanes, sv);
     memcpy(outa + j, lanes, H * sizeof(float));
     memcpy(outb + j, lanes + H, H * sizeof(float));
-    *vmax = ATTV_FN(att_max)(*vmax, sv);
+    mx = ATTV_FN(att_max)(mx, sv);
   }
+  *vmax = mx;
   if (j < n) {
     /* The last rows one head at a time, each head's maximum kept in its own half. */
     ATTV_T ma = ATTV_FN(att_splat)(-INFINITY), mb = ma;
