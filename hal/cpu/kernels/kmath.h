@@ -139,16 +139,15 @@ static inline float mx__kexpm1_neg(float y) {
 }
 
 /* 1 / (1 + exp(-x)) without overflow: e = exp(-|x|) is in [0, 1], and the result is 1/(1+e)
- * for x >= 0 or e/(1+e) for x < 0, picked by the sign bit. Large negative x gives the tiny
+ * for x >= 0 or e/(1+e) for x < 0: the numerator is picked by the sign bit before the one
+ * division (e / d, not e * (1 / d): one rounding less). Large negative x gives the tiny
  * (subnormal, then 0) values e, large positive x gives 1. NaN propagates through e. */
 static inline float mx__ksigmoidf(float x) {
   int32_t ix = mx__kf32_as_i32(x);
   float e = mx__kexpf(mx__ki32_as_f32(ix | INT32_MIN)); /* exp(-|x|) */
-  float d = 1.0f + e;
-  float pos = 1.0f / d;
-  float neg = e / d; /* not e * pos: one rounding less */
   int32_t m = ix >> 31; /* all ones for negative x */
-  return mx__ki32_as_f32((mx__kf32_as_i32(pos) & ~m) | (mx__kf32_as_i32(neg) & m));
+  float num = mx__ki32_as_f32((mx__kf32_as_i32(1.0f) & ~m) | (mx__kf32_as_i32(e) & m));
+  return num / (1.0f + e);
 }
 
 /* tanh(x) = sign(x) * -expm1(-2|x|) / (2 + expm1(-2|x|)): no cancellation near 0 (tiny and
