@@ -188,7 +188,7 @@ static mx_status plan_op(builder *b, size_t i) {
   for (uint32_t k = 0; k < nd->n_outputs; k++)
     all_const = all_const && (g->values[nd->outputs[k]].flags & MX_VALUE_CONST);
   const mx_value *in0 = nd->n_inputs && nd->inputs[0] != MX_NO_VALUE ? &g->values[nd->inputs[0]] : NULL;
-  bool alias_ok = p->opt.alias_ops && (def->flags & MX_OP_ALIAS) && !dd && in0 && nd->n_outputs >= 1 &&
+  bool alias_ok = p->opt.alias_ops && mx__node_keeps_bytes(g, nd) && !dd && in0 && nd->n_outputs >= 1 &&
                   g->values[nd->outputs[0]].dtype == in0->dtype && only_first_output_used(g, nd);
   bool host_ok = host_eligible(b, nd);
 

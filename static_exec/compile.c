@@ -2,8 +2,9 @@
  *
  * 1. Walk the nodes in topological order: every value must have a dtype and a concrete shape
  *    and no op may be data-dependent. Nodes whose outputs are all constants are skipped; alias
- *    ops (Reshape, Squeeze, ...) whose output is not a graph output become no task at all (the
- *    output names the bytes of the input); every other node becomes a kernel task with the CPU
+ *    ops (Reshape, Squeeze, ..., and a Transpose that moves only dims of size 1) whose output is
+ *    not a graph output become no task at all (the output names the bytes of the input); every
+ *    other node becomes a kernel task with the CPU
  *    kernel chosen for its dtypes and the workspace that kernel asks for.
  * 2. Locations (design §5): graph inputs are read where the caller put them (INPUT i),
  *    constants from the WEIGHT region, the first occurrence of a graph output produced by a task
@@ -156,7 +157,7 @@ static mx_status build_tasks(mx__compile *c, const mx_node_id *order, size_t n_o
     }
     mx_value_id out0 = nd->n_outputs ? nd->outputs[0] : MX_NO_VALUE;
     mx_value_id in0 = nd->n_inputs ? nd->inputs[0] : MX_NO_VALUE;
-    if ((nd->def->flags & MX_OP_ALIAS) && nd->n_outputs == 1 && in0 != MX_NO_VALUE &&
+    if (mx__node_keeps_bytes(g, nd) && nd->n_outputs == 1 && in0 != MX_NO_VALUE &&
         !(g->values[out0].flags & MX_VALUE_OUTPUT) &&
         g->values[out0].dtype == g->values[in0].dtype &&
         c->vals[out0].nbytes == c->vals[in0].nbytes) {

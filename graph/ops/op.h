@@ -105,7 +105,18 @@ typedef struct mx_op_def {
   /* For MX_OP_DATA_DEPENDENT ops: the largest shape output `index` can have, given concrete
    * input shapes in ctx (ctx->runtime is true). */
   mx_status (*upper_bound)(mx_infer_ctx *ctx, uint32_t index, mx_shape *bound);
+  /* For ops without MX_OP_ALIAS that still leave the bytes where they are for some inputs:
+   * whether output 0 is exactly input 0's bytes for this node (params parsed) when input 0 has
+   * shape in0 in every run. NULL: never. */
+  bool (*keeps_bytes)(const void *params, const mx_shape *in0);
 } mx_op_def;
+
+/* Whether node nd's output 0 is exactly the bytes of its input 0 (a view under another shape):
+ * an MX_OP_ALIAS op, or an op whose keeps_bytes says so for the input's inferred shape (a
+ * Transpose that moves only dims of size 1). Executors may then bind the output to the input's
+ * memory instead of running a kernel. */
+struct mx_node;
+bool mx__node_keeps_bytes(const mx_graph *g, const struct mx_node *nd);
 
 /* The definition of (domain, op_type), or NULL. domain NULL or "ai.onnx" means "". */
 const mx_op_def *mx__op_find(const char *domain, const char *op_type);

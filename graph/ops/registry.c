@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/strmap.h"
+#include "graph/ir.h"
 #include "graph/ops/groups.h"
 #include "graph/ops/op.h"
 
@@ -64,4 +65,10 @@ size_t mx__op_count(void) {
 const mx_op_def *mx__op_at(size_t index) {
   pthread_once(&once, build_table);
   return index < n_defs ? all_defs[index] : NULL;
+}
+
+bool mx__node_keeps_bytes(const mx_graph *g, const mx_node *nd) {
+  if (!nd->def || nd->n_inputs == 0 || nd->inputs[0] == MX_NO_VALUE || nd->n_outputs == 0) return false;
+  if (nd->def->flags & MX_OP_ALIAS) return true;
+  return nd->def->keeps_bytes && nd->params && nd->def->keeps_bytes(nd->params, &g->values[nd->inputs[0]].shape);
 }

@@ -78,10 +78,26 @@ static mx_status transpose_infer(mx_infer_ctx *ctx) {
   return MX_OK;
 }
 
+/* A transpose that moves only dims of size 1 (the others keep their order) leaves every element
+ * at its offset: [1, 1, H, D] -> [1, H, 1, D] is a reshape. */
+static bool transpose_keeps_bytes(const void *params, const mx_shape *in0) {
+  const mx_transpose_params *p = params;
+  int32_t rank = in0->rank;
+  if (rank < 0 || rank > MX_MAX_RANK || (p->has_perm && p->n_perm != rank)) return false;
+  int64_t last = -1;
+  for (int32_t k = 0; k < rank; k++) {
+    int64_t a = p->has_perm ? p->perm[k] : rank - 1 - k;
+    if (in0->dims[a] == 1) continue;
+    if (a < last) return false;
+    last = a;
+  }
+  return true;
+}
+
 const mx_op_def mx__op_transpose = {
     .name = "Transpose", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .attrs = transpose_attrs, .params_size = sizeof(mx_transpose_params), .parse = transpose_parse,
-    .infer = transpose_infer,
+    .infer = transpose_infer, .keeps_bytes = transpose_keeps_bytes,
 };
 
 /* --- Concat ----------------------------------------------------------------------------------- */

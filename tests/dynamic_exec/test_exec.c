@@ -412,6 +412,38 @@ Test(dyn_exec, host_kernels_and_copies) {
   dyn_check_leaks();
 }
 
+/* A Transpose moving only dims of size 1 (here [b, 1, 4, 8] -> [b, 4, 1, 8] with symbolic b)
+ * shares its input's buffer like a Reshape; one moving b past the 4 does not. Both equal the
+ * reference. */
+Test(dyn_exec, transpose_of_unit_dims_shares_its_input) {
+  static const int64_t perms[2][4] = {{0, 2, 1, 3}, {2, 1, 0, 3}};
+  for (int c = 0; c < 2; c++) {
+    mx_graph *g;
+    cr_assert_eq(mx_graph_create("unit_transpose", &g), MX_OK);
+    mx_shape s = {4, {mx_sym_named(mx_graph_symtab(g), "b"), 1, 4, 8}};
+    mx_value_id x, t, y;
+    cr_assert_eq(mx_graph_add_input(g, "x", MX_FLOAT32, &s, &x), MX_OK);
+    mx_attr perm = mx_attr_ints("perm", perms[c], 4);
+    cr_assert_eq(mx_graph_add_op(g, "Transpose", &x, 1, &perm, 1, &t), MX_OK);
+    cr_assert_eq(mx_graph_add_op(g, "Relu", &t, 1, NULL, 0, &y), MX_OK);
+    cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
+    cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
+    rig r = make_rig(g, dyn_device(MX_DEVICE_CPU, true), 1);
+    mx_dyn_plan_info info;
+    mx_dyn_plan_info_get(r.plan, &info);
+    cr_expect_eq(info.alias_ops, c == 0 ? 1u : 0u, "perm %d: %zu alias ops", c, info.alias_ops);
+    for (int64_t b = 1; b <= 3; b += 2) {
+      mx_tensor in = dyn_random(MX_FLOAT32, 4, (int64_t[]){b, 1, 4, 8}, 7 + (uint64_t)b);
+      in.name = "x";
+      cr_expect_eq(step_ok(g, r.e, &in, 1, "unit transpose"), 0);
+      mx_tensor_release(&in);
+    }
+    free_rig(&r);
+    mx_graph_destroy(g);
+  }
+  dyn_check_leaks();
+}
+
 /* --- random DAGs ------------------------------------------------------------------------------ */
 
 /* n_ops elementwise ops, each reading one or two earlier values, over x [n]. */

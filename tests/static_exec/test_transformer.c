@@ -82,3 +82,46 @@ Test(static_transformer, encoder_with_bound_symbols) {
   mx_device_destroy(dev);
   mx_graph_destroy(g);
 }
+
+/* A Transpose that moves only dims of size 1 ([1, 1, 4, 8] -> [1, 4, 1, 8], as a decode step's
+ * head split does) keeps every element at its offset: it becomes an alias (no task), while one
+ * that reorders dims larger than 1 stays a task; both equal the reference interpreter. */
+Test(static_transformer, transpose_of_unit_dims_is_an_alias) {
+  static const struct {
+    int64_t dims[4], perm[4];
+    uint32_t aliases;
+  } cases[] = {
+      {{1, 1, 4, 8}, {0, 2, 1, 3}, 1}, /* moves a 1 past the 4: a view */
+      {{1, 4, 1, 8}, {0, 1, 3, 2}, 1}, /* the 8 and the 1 swap: still a view */
+      {{2, 1, 4, 8}, {2, 1, 0, 3}, 0}, /* the 2 and the 4 swap: a copy */
+  };
+  mx_device *dev = st_device(MX_DEVICE_INLINE, true);
+  cr_assert(dev);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    mx_graph *g;
+    cr_assert_eq(mx_graph_create("unit_transpose", &g), MX_OK);
+    mx_shape s = {4, {cases[i].dims[0], cases[i].dims[1], cases[i].dims[2], cases[i].dims[3]}};
+    mx_value_id x, t, y;
+    cr_assert_eq(mx_graph_add_input(g, "x", MX_FLOAT32, &s, &x), MX_OK);
+    mx_attr perm = mx_attr_ints("perm", cases[i].perm, 4);
+    cr_assert_eq(mx_graph_add_op(g, "Transpose", &x, 1, &perm, 1, &t), MX_OK);
+    cr_assert_eq(mx_graph_add_op(g, "Relu", &t, 1, NULL, 0, &y), MX_OK);
+    cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
+    cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
+    mx_static_options o;
+    mx_static_options_init(&o);
+    mx_static_plan *p;
+    mx_error err;
+    cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
+    mx_static_report r;
+    mx_static_plan_report(p, &r);
+    cr_expect_eq(r.aliases, cases[i].aliases, "case %zu: %u aliases", i, (unsigned)r.aliases);
+    cr_expect_eq(mx_static_plan_task_count(p), 2 - (size_t)cases[i].aliases, "case %zu: %zu tasks", i,
+                 mx_static_plan_task_count(p));
+    mx_static_plan_destroy(p);
+    char why[512] = "";
+    cr_assert(st_check_against_reference(g, &o, NULL, dev, 5 + i, why, sizeof why), "case %zu: %s", i, why);
+    mx_graph_destroy(g);
+  }
+  mx_device_destroy(dev);
+}
