@@ -254,7 +254,8 @@ Test(linalg_kernels, matmul_gemv_paths_ignore_old_output) {
 
 /* A float32 row times a small matrix (the decode step's projections) for every width class of
  * its column blocks (32, 16, 8 and 4 columns, then single ones) and odd and even k, against a
- * double-precision product; an element's value does not depend on the width of B around it. */
+ * double-precision product; an element's value does not depend on the width of B around it.
+ * Larger B (walked row after row) against the same product. */
 Test(linalg_kernels, matmul_row_widths_and_columns_agree) {
   enum { KMAX = 67, NMAX = 172 };
   static float a[KMAX], b[KMAX * NMAX], nb[KMAX * NMAX], y[NMAX], ny[NMAX];
@@ -284,6 +285,25 @@ Test(linalg_kernels, matmul_row_widths_and_columns_agree) {
       cr_assert_eq(kc_run("MatMul", c), MX_OK);
       cr_assert_eq(memcmp(y, ny, (size_t)N * sizeof(float)), 0, "k %d n %d: columns differ inside a wider B", K, N);
     }
+  /* B beyond 64 KB (walked row after row) up to the BLAS limit. */
+  static const int big[][2] = {{256, 256}, {300, 100}, {100, 300}};
+  static float ba[300], bb[300 * 300], by[300];
+  for (int i = 0; i < 300; i++) ba[i] = (float)((i * 5) % 13) * 0.125f - 0.75f;
+  for (int i = 0; i < 300 * 300; i++) bb[i] = (float)((i * 11) % 19) * 0.0625f - 0.5f;
+  for (size_t t = 0; t < sizeof big / sizeof big[0]; t++) {
+    int K = big[t][0], N = big[t][1];
+    for (int i = 0; i < N; i++) by[i] = NAN;
+    kc_set(c, 0, MX_FLOAT32, 2, DIMS(1, K), ba);
+    kc_set(c, 1, MX_FLOAT32, 2, DIMS(K, N), bb);
+    kc_set(c, 2, MX_FLOAT32, 2, DIMS(1, N), by);
+    cr_assert_eq(kc_run("MatMul", c), MX_OK);
+    for (int n = 0; n < N; n++) {
+      double want = 0;
+      for (int k = 0; k < K; k++) want += (double)ba[k] * bb[k * N + n];
+      cr_assert(fabs(by[n] - want) <= 1e-5 * (1 + fabs(want)), "k %d n %d column %d: %g, want %g", K, N, n, by[n],
+                want);
+    }
+  }
   free(c);
 }
 

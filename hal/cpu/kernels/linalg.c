@@ -121,7 +121,7 @@ MM2D_BLAS(mm2d_f64, double, cblas_dgemv, cblas_dgemm)
 
 /* A row times a small matrix (the decode step's projections): below this many elements of B,
  * a BLAS gemv call's fixed cost (argument checks, blocking: several hundred instructions) is as
- * large as the product, so mm_row_f32 does it directly. */
+ * large as the product, so mm_row_regs_f32 or mm_row_stream_f32 does it directly. */
 #define MM_ROW_MAX_ELEMS (1 << 16)
 
 /* 16, 8 and 4 floats (gcc vector extensions; 16 floats are one AVX-512 register, two AVX2 ones).
@@ -146,8 +146,8 @@ __attribute__((always_inline)) static inline mm_v16 mm_ld16(const float *p) {
  * per block instead of a chain through memory. The columns past the last such block get the
  * same two sums in narrower vectors, then scalar code, so an element's value does not depend on
  * its column. */
-MX_KHOT static void mm_row_f32(const float *restrict a, const float *restrict b, float *restrict c, int64_t k,
-                               int64_t n) {
+MX_KHOT static void mm_row_regs_f32(const float *restrict a, const float *restrict b, float *restrict c, int64_t k,
+                                    int64_t n) {
   int64_t j = 0;
   for (; j + 32 <= n; j += 32) {
     mm_v16 e0 = {0}, e1 = {0}, o0 = {0}, o1 = {0};
@@ -203,9 +203,34 @@ MX_KHOT static void mm_row_f32(const float *restrict a, const float *restrict b,
   }
 }
 
+/* c[0..n) = a[0..k) B for row-major B[k, n] walking B row after row: rows added into c four at a
+ * time, each element's terms in the order of k, in vector lanes across n. For a B larger than the
+ * first-level cache, where mm_row_regs_f32's column blocks would walk B in strided strips. */
+MX_KHOT static void mm_row_stream_f32(const float *restrict a, const float *restrict b, float *restrict c, int64_t k,
+                                      int64_t n) {
+  memset(c, 0, (size_t)n * sizeof *c);
+  int64_t q = 0;
+  for (; q + 4 <= k; q += 4) {
+    const float a0 = a[q], a1 = a[q + 1], a2 = a[q + 2], a3 = a[q + 3];
+    const float *restrict b0 = b + q * n, *restrict b1 = b0 + n, *restrict b2 = b1 + n, *restrict b3 = b2 + n;
+    for (int64_t j = 0; j < n; j++) c[j] = (((c[j] + a0 * b0[j]) + a1 * b1[j]) + a2 * b2[j]) + a3 * b3[j];
+  }
+  for (; q < k; q++) {
+    const float aq = a[q];
+    const float *restrict bq = b + q * n;
+    for (int64_t j = 0; j < n; j++) c[j] += aq * bq[j];
+  }
+}
+
+/* B up to this many elements (64 KB) takes mm_row_regs_f32: it stays in the first two cache
+ * levels, where the column blocks' strided walk costs nothing and the register sums win. */
+#define MM_ROW_REGS_MAX_ELEMS (1 << 14)
+
 static void mm2d_f32(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n) {
-  if (m == 1 && k > 0 && k * n <= MM_ROW_MAX_ELEMS)
-    mm_row_f32(a, b, c, k, n);
+  if (m == 1 && k > 0 && k * n <= MM_ROW_REGS_MAX_ELEMS)
+    mm_row_regs_f32(a, b, c, k, n);
+  else if (m == 1 && k > 0 && k * n <= MM_ROW_MAX_ELEMS)
+    mm_row_stream_f32(a, b, c, k, n);
   else
     mm2d_f32_blas(a, b, c, m, k, n);
 }
