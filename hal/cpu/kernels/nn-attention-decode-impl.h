@@ -3,9 +3,10 @@
  * includer defines ATTV and provides att_finish_row_f32 and att_chunk_rows; this file undefines
  * ATTV at its end.
  *
- * One pass over each cache per key/value head: the first query head of the group reads a chunk
- * of past rows for its products and writes them into present_key / present_value from the same
- * loads; the group's other heads read the chunk again while it is in L1. The products use
+ * One pass over each cache per key/value head: the group's query heads go two at a time, the
+ * first pair loading a chunk of past rows once for both heads' products and writing them into
+ * present_key / present_value from the same loads; further pairs read the chunk again while it
+ * is in L1. The products use
  * ATTV-lane vectors (gcc/clang vector extensions: the AVX-512 copy of the function gets one
  * register per vector, the AVX2 and baseline copies split them): a dot product of one query with
  * ATTV key rows sums the rows' lane vectors with a transpose-and-add tree (unpack, shufps and
@@ -137,150 +138,96 @@ ATTV_INLINE ATTV_T ATTV_FN(att_hsum)(const ATTV_T a[ATTV]) {
 #endif
 }
 
-/* out[j] = scale * (q . k_j) for n key rows of D elements (row stride ks; D % ATTV == 0). When
- * copy is not NULL, the rows also go there (contiguous, D apart) from the same loads. *vmax
- * takes in the scores lane by lane (its largest lane is their maximum). Each caller passes D as a constant where it can (see att_decode_f32_<ATTV>): the rows of a block
- * are then at fixed offsets from one pointer, where a run-time D keeps one pointer per row. */
-ATTV_INLINE void ATTV_FN(att_dots)(const float *restrict q, const float *restrict k, int64_t ks, int64_t n, int64_t D,
-                                   float scale, float *restrict out, float *restrict copy, ATTV_T *vmax) {
+/* out[h][j] = scale * (q[h] . k_j) for nh (1 or 2, a constant) query heads of a key/value group
+ * over n key rows of D elements (row stride ks; D % ATTV == 0), in one walk: each row is loaded
+ * once for every head, and when copy is not NULL it also goes there (contiguous, D apart) from
+ * the same load. Blocks of R = ATTV / nh rows: the block's nh * R dot products (lane h * R + r:
+ * head h, row r) go through one att_hsum tree, which sums every lane vector in the same order,
+ * so a head's scores are the same bits whether it walks alone or with another. *vmax takes the
+ * scores lane by lane in that layout (a head's largest lane is its maximum).
+ *
+ * Each caller passes D as a constant where it can (see att_decode_f32_<ATTV>): the rows of a
+ * block are then at fixed offsets from one pointer, where a run-time D keeps one pointer per
+ * row. */
+ATTV_INLINE void ATTV_FN(att_dots)(const int nh, const float *const q[2], const float *restrict k, int64_t ks,
+                                   int64_t n, int64_t D, float scale, float *const out[2], float *restrict copy,
+                                   ATTV_T *vmax) {
+  const int R = ATTV / nh;
   ATTV_T mx = *vmax;
   int64_t j = 0;
-  for (; j + ATTV <= n; j += ATTV) {
+  for (; j + R <= n; j += R) {
     const float *restrict kb = k + j * ks;
     float *restrict cb = copy ? copy + j * D : NULL;
-    ATTV_T a[ATTV];
-    const ATTV_T q0 = ATTV_FN(att_ld)(q);
-    for (int r = 0; r < ATTV; r++) {
+    ATTV_T a[ATTV], qv[2];
+    for (int h = 0; h < nh; h++) qv[h] = ATTV_FN(att_ld)(q[h]);
+    for (int r = 0; r < R; r++) {
       ATTV_T kv = ATTV_FN(att_ld)(kb + r * ks);
       if (cb) ATTV_FN(att_st)(cb + r * D, kv);
-      a[r] = q0 * kv;
+      for (int h = 0; h < nh; h++) a[h * R + r] = qv[h] * kv;
     }
     for (int64_t d = ATTV; d < D; d += ATTV) {
-      const ATTV_T qv = ATTV_FN(att_ld)(q + d);
-      for (int r = 0; r < ATTV; r++) {
+      for (int h = 0; h < nh; h++) qv[h] = ATTV_FN(att_ld)(q[h] + d);
+      for (int r = 0; r < R; r++) {
         ATTV_T kv = ATTV_FN(att_ld)(kb + r * ks + d);
         if (cb) ATTV_FN(att_st)(cb + r * D + d, kv);
-        a[r] += qv * kv;
+        for (int h = 0; h < nh; h++) a[h * R + r] += qv[h] * kv;
       }
     }
     const ATTV_T sv = ATTV_FN(att_hsum)(a) * scale;
-    ATTV_FN(att_st)(out + j, sv);
+    if (nh == 1) {
+      ATTV_FN(att_st)(out[0] + j, sv);
+    } else {
+      float lanes[ATTV];
+      ATTV_FN(att_st)(lanes, sv);
+      for (int h = 0; h < nh; h++) memcpy(out[h] + j, lanes + h * R, (size_t)R * sizeof(float));
+    }
     mx = ATTV_FN(att_max)(mx, sv);
   }
   for (; j < n; j++) {
-    /* The block's tree with one row, so a row's score does not depend on where it falls. */
-    ATTV_T a[ATTV] = {{0}};
-    for (int64_t d = 0; d < D; d += ATTV) {
-      ATTV_T kv = ATTV_FN(att_ld)(k + j * ks + d);
-      if (copy) ATTV_FN(att_st)(copy + j * D + d, kv);
-      a[0] = d == 0 ? ATTV_FN(att_ld)(q) * kv : a[0] + ATTV_FN(att_ld)(q + d) * kv;
-    }
-    out[j] = ATTV_FN(att_hsum)(a)[0] * scale;
-    mx = ATTV_FN(att_max)(mx, ATTV_FN(att_splat)(out[j]));
-  }
-  *vmax = mx;
-}
-
-/* att_dots for two query heads a and b of a key/value group in one walk over the rows (each row
- * loaded once): blocks of ATTV / 2 rows, whose 2 * (ATTV / 2) dot products go through one
- * att_hsum tree, so a head's scores come out as att_dots gives them. *vmax takes head a's
- * scores in its low ATTV / 2 lanes and head b's in the high ones. */
-ATTV_INLINE void ATTV_FN(att_dots2)(const float *restrict qa, const float *restrict qb, const float *restrict k,
-                                    int64_t ks, int64_t n, int64_t D, float scale, float *restrict outa,
-                                    float *restrict outb, float *restrict copy, ATTV_T *vmax) {
-  enum { H = ATTV / 2 };
-  ATTV_T mx = *vmax;
-  int64_t j = 0;
-  for (; j + H <= n; j += H) {
-    const float *restrict kb = k + j * ks;
-    float *restrict cb = copy ? copy + j * D : NULL;
-    ATTV_T a[ATTV];
-    const ATTV_T qa0 = ATTV_FN(att_ld)(qa), qb0 = ATTV_FN(att_ld)(qb);
-    for (int r = 0; r < H; r++) {
-      ATTV_T kv = ATTV_FN(att_ld)(kb + r * ks);
-      if (cb) ATTV_FN(att_st)(cb + r * D, kv);
-      a[r] = qa0 * kv;
-      a[H + r] = qb0 * kv;
-    }
-    for (int64_t d = ATTV; d < D; d += ATTV) {
-      const ATTV_T qav = ATTV_FN(att_ld)(qa + d), qbv = ATTV_FN(att_ld)(qb + d);
-      for (int r = 0; r < H; r++) {
-        ATTV_T kv = ATTV_FN(att_ld)(kb + r * ks + d);
-        if (cb) ATTV_FN(att_st)(cb + r * D + d, kv);
-        a[r] += qav * kv;
-        a[H + r] += qbv * kv;
-      }
-    }
-    const ATTV_T sv = ATTV_FN(att_hsum)(a) * scale;
+    /* Row by row, each head through the block's tree with one row, so a row's score does not
+     * depend on where it falls. */
     float lanes[ATTV];
-    ATTV_FN(att_st)(lanes, sv);
-    memcpy(outa + j, lanes, H * sizeof(float));
-    memcpy(outb + j, lanes + H, H * sizeof(float));
-    mx = ATTV_FN(att_max)(mx, sv);
+    for (int h = 0; h < nh; h++) {
+      ATTV_T a[ATTV] = {{0}};
+      for (int64_t d = 0; d < D; d += ATTV) {
+        ATTV_T kv = ATTV_FN(att_ld)(k + j * ks + d);
+        if (copy && h == 0) ATTV_FN(att_st)(copy + j * D + d, kv);
+        a[0] = d == 0 ? ATTV_FN(att_ld)(q[h]) * kv : a[0] + ATTV_FN(att_ld)(q[h] + d) * kv;
+      }
+      out[h][j] = ATTV_FN(att_hsum)(a)[0] * scale;
+      for (int r = 0; r < R; r++) lanes[h * R + r] = out[h][j];
+    }
+    mx = ATTV_FN(att_max)(mx, ATTV_FN(att_ld)(lanes));
   }
   *vmax = mx;
-  if (j < n) {
-    /* The last rows one head at a time, each head's maximum kept in its own half. */
-    ATTV_T ma = ATTV_FN(att_splat)(-INFINITY), mb = ma;
-    ATTV_FN(att_dots)(qa, k + j * ks, ks, n - j, D, scale, outa + j, copy ? copy + j * D : NULL, &ma);
-    ATTV_FN(att_dots)(qb, k + j * ks, ks, n - j, D, scale, outb + j, NULL, &mb);
-    float la[ATTV], lb[ATTV], lm[ATTV];
-    ATTV_FN(att_st)(la, ma);
-    ATTV_FN(att_st)(lb, mb);
-    ATTV_FN(att_st)(lm, *vmax);
-    for (int l = 0; l < H; l++) {
-      lm[l] = la[l] > lm[l] ? la[l] : lm[l];
-      lm[H + l] = lb[l] > lm[H + l] ? lb[l] : lm[H + l];
-    }
-    *vmax = ATTV_FN(att_ld)(lm);
-  }
 }
 
-/* y[0..D) += sum over the n rows j of w[j] * v_j (row stride vs; D % ATTV == 0). When copy is not
- * NULL, the rows also go there (contiguous, D apart) from the same loads. */
-ATTV_INLINE void ATTV_FN(att_axpys)(const float *restrict w, const float *restrict v, int64_t vs, int64_t n,
-                                    int64_t D, float *restrict y, float *restrict copy) {
+/* y[h][0..D) += sum over the n rows j of w[h][j] * v_j for nh (1 or 2, a constant) query heads
+ * (row stride vs; D % ATTV == 0), in one walk: each row is loaded once for every head, and when
+ * copy is not NULL it also goes there (contiguous, D apart) from the same load. Each head keeps
+ * four independent accumulators per ATTV columns, rows j taking accumulator j % 4, so a head's
+ * sums are in the same order whether it walks alone or with another. */
+ATTV_INLINE void ATTV_FN(att_axpys)(const int nh, const float *const w[2], const float *restrict v, int64_t vs,
+                                    int64_t n, int64_t D, float *const y[2], float *restrict copy) {
   for (int64_t d = 0; d < D; d += ATTV) {
-    ATTV_T a[4] = {ATTV_FN(att_ld)(y + d), {0}, {0}, {0}};
+    ATTV_T a[2][4];
+    for (int h = 0; h < nh; h++) {
+      a[h][0] = ATTV_FN(att_ld)(y[h] + d);
+      a[h][1] = a[h][2] = a[h][3] = ATTV_FN(att_splat)(0.0f);
+    }
     int64_t j = 0;
     for (; j + 4 <= n; j += 4)
       for (int r = 0; r < 4; r++) {
         ATTV_T vv = ATTV_FN(att_ld)(v + (j + r) * vs + d);
         if (copy) ATTV_FN(att_st)(copy + (j + r) * D + d, vv);
-        a[r] += w[j + r] * vv;
+        for (int h = 0; h < nh; h++) a[h][r] += w[h][j + r] * vv;
       }
     for (; j < n; j++) {
       ATTV_T vv = ATTV_FN(att_ld)(v + j * vs + d);
       if (copy) ATTV_FN(att_st)(copy + j * D + d, vv);
-      a[0] += w[j] * vv;
+      for (int h = 0; h < nh; h++) a[h][0] += w[h][j] * vv;
     }
-    ATTV_FN(att_st)(y + d, (a[0] + a[1]) + (a[2] + a[3]));
-  }
-}
-
-/* att_axpys for two query heads a and b in one walk over the rows (each row loaded once), with
- * each head's sums in the same order as att_axpys. */
-ATTV_INLINE void ATTV_FN(att_axpys2)(const float *restrict wa, const float *restrict wb, const float *restrict v,
-                                     int64_t vs, int64_t n, int64_t D, float *restrict ya, float *restrict yb,
-                                     float *restrict copy) {
-  for (int64_t d = 0; d < D; d += ATTV) {
-    ATTV_T a[4] = {ATTV_FN(att_ld)(ya + d), {0}, {0}, {0}}, b[4] = {ATTV_FN(att_ld)(yb + d), {0}, {0}, {0}};
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4)
-      for (int r = 0; r < 4; r++) {
-        ATTV_T vv = ATTV_FN(att_ld)(v + (j + r) * vs + d);
-        if (copy) ATTV_FN(att_st)(copy + (j + r) * D + d, vv);
-        a[r] += wa[j + r] * vv;
-        b[r] += wb[j + r] * vv;
-      }
-    for (; j < n; j++) {
-      ATTV_T vv = ATTV_FN(att_ld)(v + j * vs + d);
-      if (copy) ATTV_FN(att_st)(copy + j * D + d, vv);
-      a[0] += wa[j] * vv;
-      b[0] += wb[j] * vv;
-    }
-    ATTV_FN(att_st)(ya + d, (a[0] + a[1]) + (a[2] + a[3]));
-    ATTV_FN(att_st)(yb + d, (b[0] + b[1]) + (b[2] + b[3]));
+    for (int h = 0; h < nh; h++) ATTV_FN(att_st)(y[h] + d, (a[h][0] + a[h][1]) + (a[h][2] + a[h][3]));
   }
 }
 
@@ -290,34 +237,37 @@ ATTV_INLINE void ATTV_FN(att_weights)(att_head *h, float *s, int64_t n) {
   if (!h->ready) h->sum += ATTV_FN(att_exp_sum)(s, n, h->max);
 }
 
-/* The scores of query head r of a group, and of head r + 1 with it when the group has one
- * (att_dots2), over n key rows; s points at head 0's scores of the first row (heads are T
- * apart). */
+/* The scores of query head r of a group, and of head r + 1 with it when the group has one, over
+ * n key rows (att_dots); s points at head 0's scores of the first row (heads are T apart). */
 ATTV_INLINE void ATTV_FN(att_dots_heads)(const att_plan *p, const float *qg, int64_t r, int64_t group,
                                          const float *k, int64_t ks, int64_t n, int64_t D, float *s, float *copy,
                                          att_head *heads) {
+  const bool pair = r + 1 < group;
+  const float *const q[2] = {qg + r * p->q_head, pair ? qg + (r + 1) * p->q_head : NULL};
+  float *const out[2] = {s + r * p->T, pair ? s + (r + 1) * p->T : NULL};
   ATTV_T m = ATTV_FN(att_ld)(heads[r].lanes);
-  if (r + 1 < group)
-    ATTV_FN(att_dots2)(qg + r * p->q_head, qg + (r + 1) * p->q_head, k, ks, n, D, p->scale, s + r * p->T,
-                       s + (r + 1) * p->T, copy, &m);
+  if (pair)
+    ATTV_FN(att_dots)(2, q, k, ks, n, D, p->scale, out, copy, &m);
   else
-    ATTV_FN(att_dots)(qg + r * p->q_head, k, ks, n, D, p->scale, s + r * p->T, copy, &m);
+    ATTV_FN(att_dots)(1, q, k, ks, n, D, p->scale, out, copy, &m);
   ATTV_FN(att_st)(heads[r].lanes, m);
 }
 
-/* The weighted sums of query head r of a group, and of head r + 1 with it (att_axpys2), over n
- * value rows, after making the rows' weights (att_weights); w points at head 0's weights of the
- * first row, yg at head 0's output. */
+/* The weighted sums of query head r of a group, and of head r + 1 with it when the group has one,
+ * over n value rows (att_axpys), after making the rows' weights (att_weights); w points at head
+ * 0's weights of the first row, yg at head 0's output. */
 ATTV_INLINE void ATTV_FN(att_axpys_heads)(const att_plan *p, int64_t r, int64_t group, float *w, const float *v,
                                           int64_t vs, int64_t n, int64_t D, float *yg, float *copy,
                                           att_head *heads) {
+  const bool pair = r + 1 < group;
+  const float *const wh[2] = {w + r * p->T, pair ? w + (r + 1) * p->T : NULL};
+  float *const y[2] = {yg + r * p->y_head, pair ? yg + (r + 1) * p->y_head : NULL};
   ATTV_FN(att_weights)(&heads[r], w + r * p->T, n);
-  if (r + 1 < group) {
+  if (pair) {
     ATTV_FN(att_weights)(&heads[r + 1], w + (r + 1) * p->T, n);
-    ATTV_FN(att_axpys2)(w + r * p->T, w + (r + 1) * p->T, v, vs, n, D, yg + r * p->y_head, yg + (r + 1) * p->y_head,
-                        copy);
+    ATTV_FN(att_axpys)(2, wh, v, vs, n, D, y, copy);
   } else {
-    ATTV_FN(att_axpys)(w + r * p->T, v, vs, n, D, yg + r * p->y_head, copy);
+    ATTV_FN(att_axpys)(1, wh, v, vs, n, D, y, copy);
   }
 }
 
@@ -328,8 +278,7 @@ ATTV_INLINE void ATTV_FN(att_axpys_heads)(const att_plan *p, int64_t r, int64_t 
  *
  * A plain step (no mask, causal or padding bias, softcap or qk output) takes each head's
  * maximum with the products, turns each chunk of scores into unnormalized weights exp(s - max)
- * just before the chunk's weighted sum (the exps then overlap the value rows' loads) and scales
- * Y by 1 / sum once at the end. Otherwise att_finish_row_f32 makes the final weights between the
+ * just before the chunk's weighted sum and scales Y by 1 / sum once at the end. Otherwise att_finish_row_f32 makes the final weights between the
  * two walks. */
 ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, const float *k, const float *v,
                                           const float *pk, const float *pv, const void *mask, float *y,
@@ -433,6 +382,7 @@ MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, c
 
 #undef ATTV_INLINE
 #undef ATTV_T
+#undef ATTV_I
 #undef ATTV_FN
 #undef ATTV_CAT
 #undef ATTV_CAT2
