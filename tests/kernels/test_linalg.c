@@ -252,6 +252,21 @@ Test(linalg_kernels, matmul_gemv_paths_ignore_old_output) {
   }
 }
 
+/* Runs y = a[1, K] x b[K, N] through the MatMul kernel and checks every column against a
+ * double-precision product. */
+static void check_row_product(mx_kernel_call *c, const float *a, const float *b, float *y, int K, int N) {
+  for (int i = 0; i < N; i++) y[i] = NAN;
+  kc_set(c, 0, MX_FLOAT32, 2, DIMS(1, K), (void *)a);
+  kc_set(c, 1, MX_FLOAT32, 2, DIMS(K, N), (void *)b);
+  kc_set(c, 2, MX_FLOAT32, 2, DIMS(1, N), y);
+  cr_assert_eq(kc_run("MatMul", c), MX_OK);
+  for (int n = 0; n < N; n++) {
+    double want = 0;
+    for (int k = 0; k < K; k++) want += (double)a[k] * b[k * N + n];
+    cr_assert(fabs(y[n] - want) <= 1e-5 * (1 + fabs(want)), "k %d n %d column %d: %g, want %g", K, N, n, y[n], want);
+  }
+}
+
 /* A float32 row times a small matrix (the decode step's projections) for every width class of
  * its column blocks (32, 16, 8 and 4 columns, then single ones) and odd and even k, against a
  * double-precision product; an element's value does not depend on the width of B around it.
@@ -266,23 +281,11 @@ Test(linalg_kernels, matmul_row_widths_and_columns_agree) {
   for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
     for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
       int K = ks[ki], N = ns[ni];
-      for (int i = 0; i < N; i++) y[i] = NAN;
-      kc_set(c, 0, MX_FLOAT32, 2, DIMS(1, K), a);
-      kc_set(c, 1, MX_FLOAT32, 2, DIMS(K, N), b);
-      kc_set(c, 2, MX_FLOAT32, 2, DIMS(1, N), y);
-      cr_assert_eq(kc_run("MatMul", c), MX_OK);
-      for (int n = 0; n < N; n++) {
-        double want = 0;
-        for (int k = 0; k < K; k++) want += (double)a[k] * b[k * N + n];
-        cr_assert(fabs(y[n] - want) <= 1e-5 * (1 + fabs(want)), "k %d n %d column %d: %g, want %g", K, N, n, y[n],
-                  want);
-      }
+      check_row_product(c, a, b, y, K, N);
       /* The same columns inside the widest B: the same bits. */
       for (int k = 0; k < K; k++)
         for (int n = 0; n < NMAX; n++) nb[k * NMAX + n] = n < N ? b[k * N + n] : 0.5f;
-      kc_set(c, 1, MX_FLOAT32, 2, DIMS(K, NMAX), nb);
-      kc_set(c, 2, MX_FLOAT32, 2, DIMS(1, NMAX), ny);
-      cr_assert_eq(kc_run("MatMul", c), MX_OK);
+      check_row_product(c, a, nb, ny, K, NMAX);
       cr_assert_eq(memcmp(y, ny, (size_t)N * sizeof(float)), 0, "k %d n %d: columns differ inside a wider B", K, N);
     }
   /* B beyond 64 KB (walked row after row) up to the BLAS limit. */
@@ -290,20 +293,7 @@ Test(linalg_kernels, matmul_row_widths_and_columns_agree) {
   static float ba[300], bb[300 * 300], by[300];
   for (int i = 0; i < 300; i++) ba[i] = (float)((i * 5) % 13) * 0.125f - 0.75f;
   for (int i = 0; i < 300 * 300; i++) bb[i] = (float)((i * 11) % 19) * 0.0625f - 0.5f;
-  for (size_t t = 0; t < sizeof big / sizeof big[0]; t++) {
-    int K = big[t][0], N = big[t][1];
-    for (int i = 0; i < N; i++) by[i] = NAN;
-    kc_set(c, 0, MX_FLOAT32, 2, DIMS(1, K), ba);
-    kc_set(c, 1, MX_FLOAT32, 2, DIMS(K, N), bb);
-    kc_set(c, 2, MX_FLOAT32, 2, DIMS(1, N), by);
-    cr_assert_eq(kc_run("MatMul", c), MX_OK);
-    for (int n = 0; n < N; n++) {
-      double want = 0;
-      for (int k = 0; k < K; k++) want += (double)ba[k] * bb[k * N + n];
-      cr_assert(fabs(by[n] - want) <= 1e-5 * (1 + fabs(want)), "k %d n %d column %d: %g, want %g", K, N, n, by[n],
-                want);
-    }
-  }
+  for (size_t t = 0; t < sizeof big / sizeof big[0]; t++) check_row_product(c, ba, bb, by, big[t][0], big[t][1]);
   free(c);
 }
 
