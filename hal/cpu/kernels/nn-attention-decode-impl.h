@@ -67,14 +67,14 @@ ATTV_INLINE ATTV_T ATTV_FN(att_exp_neg)(ATTV_T x) {
   return (ATTV_T)((ATTV_I)res & ~flush);
 }
 
-/* s[j] = exp(s[j] - m) for n scores, returning their sum (two vector accumulators,
- * then the lanes in double). */
+/* s[j] = exp(s[j] - m) for n scores, returning their sum (two vector accumulators, then the
+ * lanes in double, then the last n % ATTV scores). */
 ATTV_INLINE double ATTV_FN(att_exp_sum)(float *s, int64_t n, float m) {
   const ATTV_T mv = ATTV_FN(att_splat)(m);
-  ATTV_T a[4] = {{0}};
+  ATTV_T a[2] = {{0}};
   int64_t j = 0;
-  for (; j + 4 * ATTV <= n; j += 4 * ATTV)
-    for (int u = 0; u < 4; u++) {
+  for (; j + 2 * ATTV <= n; j += 2 * ATTV)
+    for (int u = 0; u < 2; u++) {
       ATTV_T e = ATTV_FN(att_exp_neg)(ATTV_FN(att_ld)(s + j + u * ATTV) - mv);
       ATTV_FN(att_st)(s + j + u * ATTV, e);
       a[u] += e;
@@ -85,7 +85,7 @@ ATTV_INLINE double ATTV_FN(att_exp_sum)(float *s, int64_t n, float m) {
     a[0] += e;
   }
   float lanes[ATTV];
-  ATTV_FN(att_st)(lanes, (a[0] + a[1]) + (a[2] + a[3]));
+  ATTV_FN(att_st)(lanes, a[0] + a[1]);
   double sum = 0.0;
   for (int l = 0; l < ATTV; l++) sum += lanes[l];
   for (; j < n; j++) {
@@ -138,6 +138,28 @@ ATTV_INLINE ATTV_T ATTV_FN(att_hsum)(const ATTV_T a[ATTV]) {
 #endif
 }
 
+/* Columns [d, d + ATTV) of a block of ATTV / nh key rows at kb (row stride ks) into the block's
+ * products a (lane vector h * R + r: head h, row r), which column 0 starts and later columns
+ * add to; the rows also go to cb (D apart) when it is not NULL. One running pointer into the rows
+ * (and one into the copy) rather than one per row: with a run-time stride, one address per row
+ * would be more than the registers hold. */
+ATTV_INLINE void ATTV_FN(att_dots_cols)(const int nh, const float *const q[2], const float *restrict kb, int64_t ks,
+                                        float *restrict cb, int64_t D, int64_t d, ATTV_T a[ATTV]) {
+  const int R = ATTV / nh;
+  ATTV_T qv[2];
+  for (int h = 0; h < nh; h++) qv[h] = ATTV_FN(att_ld)(q[h] + d);
+  const float *kr = kb + d;
+  float *cr = cb ? cb + d : NULL;
+  for (int r = 0; r < R; r++, kr += ks) {
+    ATTV_T kv = ATTV_FN(att_ld)(kr);
+    if (cr) {
+      ATTV_FN(att_st)(cr, kv);
+      cr += D;
+    }
+    for (int h = 0; h < nh; h++) a[h * R + r] = d == 0 ? qv[h] * kv : a[h * R + r] + qv[h] * kv;
+  }
+}
+
 /* out[h][j] = scale * (q[h] . k_j) for nh (1 or 2, a constant) query heads of a key/value group
  * over n key rows of D elements (row stride ks; D % ATTV == 0), in one walk: each row is loaded
  * once for every head, and when copy is not NULL it also goes there (contiguous, D apart) from
@@ -145,10 +167,7 @@ ATTV_INLINE ATTV_T ATTV_FN(att_hsum)(const ATTV_T a[ATTV]) {
  * head h, row r) go through one att_hsum tree, which sums every lane vector in the same order,
  * so a head's scores are the same bits whether it walks alone or with another. *vmax takes the
  * scores lane by lane in that layout (a head's largest lane is its maximum).
- *
- * Each caller passes D as a constant where it can (see att_decode_f32_<ATTV>): the rows of a
- * block are then at fixed offsets from one pointer, where a run-time D keeps one pointer per
- * row. */
+ * A row's D elements are summed in order, ATTV at a time. */
 ATTV_INLINE void ATTV_FN(att_dots)(const int nh, const float *const q[2], const float *restrict k, int64_t ks,
                                    int64_t n, int64_t D, float scale, float *const out[2], float *restrict copy,
                                    ATTV_T *vmax) {
@@ -158,21 +177,9 @@ ATTV_INLINE void ATTV_FN(att_dots)(const int nh, const float *const q[2], const 
   for (; j + R <= n; j += R) {
     const float *restrict kb = k + j * ks;
     float *restrict cb = copy ? copy + j * D : NULL;
-    ATTV_T a[ATTV], qv[2];
-    for (int h = 0; h < nh; h++) qv[h] = ATTV_FN(att_ld)(q[h]);
-    for (int r = 0; r < R; r++) {
-      ATTV_T kv = ATTV_FN(att_ld)(kb + r * ks);
-      if (cb) ATTV_FN(att_st)(cb + r * D, kv);
-      for (int h = 0; h < nh; h++) a[h * R + r] = qv[h] * kv;
-    }
-    for (int64_t d = ATTV; d < D; d += ATTV) {
-      for (int h = 0; h < nh; h++) qv[h] = ATTV_FN(att_ld)(q[h] + d);
-      for (int r = 0; r < R; r++) {
-        ATTV_T kv = ATTV_FN(att_ld)(kb + r * ks + d);
-        if (cb) ATTV_FN(att_st)(cb + r * D + d, kv);
-        for (int h = 0; h < nh; h++) a[h * R + r] += qv[h] * kv;
-      }
-    }
+    ATTV_T a[ATTV];
+    ATTV_FN(att_dots_cols)(nh, q, kb, ks, cb, D, 0, a);
+    for (int64_t d = ATTV; d < D; d += ATTV) ATTV_FN(att_dots_cols)(nh, q, kb, ks, cb, D, d, a);
     const ATTV_T sv = ATTV_FN(att_hsum)(a) * scale;
     if (nh == 1) {
       ATTV_FN(att_st)(out[0] + j, sv);
@@ -296,18 +303,17 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
        * them into present_key. */
       const float *pkh = P > 0 ? pk + slab * P * Dk : NULL;
       float *okh = present_k ? present_k + slab * T * Dk : NULL;
+      const float *kh = Skv > 0 ? k + b * p->k_batch + g * p->k_head : NULL;
       for (int64_t r = 0; r < group; r++) ATTV_FN(att_st)(heads[r].lanes, ATTV_FN(att_splat)(-INFINITY));
-      for (int64_t j0 = 0; j0 < P; j0 += ck) {
-        int64_t c = P - j0 < ck ? P - j0 : ck;
+      /* One call site for both kinds of rows keeps the inlined walks few. */
+      for (int64_t j0 = 0; j0 < T;) {
+        const bool past = j0 < P;
+        const int64_t c = past ? (P - j0 < ck ? P - j0 : ck) : Skv;
+        const float *rows = past ? pkh + j0 * Dk : kh;
         for (int64_t r = 0; r < group; r += 2)
-          ATTV_FN(att_dots_heads)(p, qb, r, group, pkh + j0 * Dk, Dk, c, Dk, scores + j0,
+          ATTV_FN(att_dots_heads)(p, qb, r, group, rows, past ? Dk : p->k_row, c, Dk, scores + j0,
                                   r == 0 && okh ? okh + j0 * Dk : NULL, heads);
-      }
-      if (Skv > 0) {
-        const float *kh = k + b * p->k_batch + g * p->k_head;
-        for (int64_t r = 0; r < group; r += 2)
-          ATTV_FN(att_dots_heads)(p, qb, r, group, kh, p->k_row, Skv, Dk, scores + P,
-                                  r == 0 && okh ? okh + P * Dk : NULL, heads);
+        j0 += c;
       }
       /* A pair's running maxima: head r's in the low half of heads[r], head r + 1's in the high. */
       for (int64_t r = 0; r + 1 < group; r += 2)
@@ -337,17 +343,15 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
       /* Values: the same walk, accumulating every head's weighted sum. */
       const float *pvh = P > 0 ? pv + slab * P * Dv : NULL;
       float *ovh = present_v ? present_v + slab * T * Dv : NULL;
-      for (int64_t j0 = 0; j0 < P; j0 += cv) {
-        int64_t c = P - j0 < cv ? P - j0 : cv;
+      const float *vh = Skv > 0 ? v + b * p->v_batch + g * p->v_head : NULL;
+      for (int64_t j0 = 0; j0 < T;) {
+        const bool past = j0 < P;
+        const int64_t c = past ? (P - j0 < cv ? P - j0 : cv) : Skv;
+        const float *rows = past ? pvh + j0 * Dv : vh;
         for (int64_t r = 0; r < group; r += 2)
-          ATTV_FN(att_axpys_heads)(p, r, group, scores + j0, pvh + j0 * Dv, Dv, c, Dv, yb,
+          ATTV_FN(att_axpys_heads)(p, r, group, scores + j0, rows, past ? Dv : p->v_row, c, Dv, yb,
                                    r == 0 && ovh ? ovh + j0 * Dv : NULL, heads);
-      }
-      if (Skv > 0) {
-        const float *vh = v + b * p->v_batch + g * p->v_head;
-        for (int64_t r = 0; r < group; r += 2)
-          ATTV_FN(att_axpys_heads)(p, r, group, scores + P, vh, p->v_row, Skv, Dv, yb,
-                                   r == 0 && ovh ? ovh + P * Dv : NULL, heads);
+        j0 += c;
       }
       for (int64_t r = 0; r < group; r++) {
         if (heads[r].ready) continue;
@@ -359,25 +363,12 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
   }
 }
 
-/* The decode step, with the common head sizes as constants (see att_dots). */
+/* The decode step (att_decode_body), in its own target copies. */
 MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, const float *k, const float *v,
                                             const float *pk, const float *pv, const void *mask, float *y,
                                             mx_ktensor *qk_out, float *scores, att_head *heads, float *present_k,
                                             float *present_v) {
-  const int64_t D = p->Dk == p->Dv ? p->Dk : 0;
-#define ATTV_BODY(dk, dv) \
-  ATTV_FN(att_decode_body)(p, q, k, v, pk, pv, mask, y, qk_out, scores, heads, present_k, present_v, dk, dv)
-  if (D == ATTV)
-    ATTV_BODY(ATTV, ATTV);
-  else if (D == 2 * ATTV)
-    ATTV_BODY(2 * ATTV, 2 * ATTV);
-  else if (D == 4 * ATTV)
-    ATTV_BODY(4 * ATTV, 4 * ATTV);
-  else if (D == 8 * ATTV)
-    ATTV_BODY(8 * ATTV, 8 * ATTV);
-  else
-    ATTV_BODY(p->Dk, p->Dv);
-#undef ATTV_BODY
+  ATTV_FN(att_decode_body)(p, q, k, v, pk, pv, mask, y, qk_out, scores, heads, present_k, present_v, p->Dk, p->Dv);
 }
 
 #undef ATTV_INLINE
