@@ -278,19 +278,19 @@ ATTV_INLINE void ATTV_FN(att_axpys_heads)(const att_plan *p, int64_t r, int64_t 
   }
 }
 
-/* The decode step for every batch entry and key/value head g with head sizes Dk and Dv: scores
- * of the group's query heads (scores holds group * T floats), their weights, and Y, with the
- * presents written on the way when present_k / present_v are not NULL. heads holds one
- * att_head per query head of a group.
+/* The decode step for every batch entry and key/value head g: scores of the group's query heads
+ * (scores holds group * T floats), their weights, and Y, with the presents written on the way
+ * when present_k / present_v are not NULL. heads holds one att_head per query head of a group.
  *
  * A plain step (no mask, causal or padding bias, softcap or qk output) takes each head's
  * maximum with the products, turns each chunk of scores into unnormalized weights exp(s - max)
- * just before the chunk's weighted sum and scales Y by 1 / sum once at the end. Otherwise att_finish_row_f32 makes the final weights between the
- * two walks. */
-ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, const float *k, const float *v,
-                                          const float *pk, const float *pv, const void *mask, float *y,
-                                          mx_ktensor *qk_out, float *scores, att_head *heads, float *present_k,
-                                          float *present_v, const int64_t Dk, const int64_t Dv) {
+ * just before the chunk's weighted sum and scales Y by 1 / sum once at the end. Otherwise
+ * att_finish_row_f32 makes the final weights between the two walks. */
+MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, const float *k, const float *v,
+                                            const float *pk, const float *pv, const void *mask, float *y,
+                                            mx_ktensor *qk_out, float *scores, att_head *heads, float *present_k,
+                                            float *present_v) {
+  const int64_t Dk = p->Dk, Dv = p->Dv;
   const int64_t T = p->T, P = p->P, Skv = p->Skv, group = p->Hq / p->Hkv;
   const int64_t ck = att_chunk_rows(Dk), cv = att_chunk_rows(Dv);
   const bool plain = !mask && !p->causal && !p->nonpad && !(p->softcap > 0.0f) && !qk_out;
@@ -299,7 +299,7 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
       const int64_t h0 = g * group, slab = b * p->Hkv + g; /* slab: (b, g) in past and present */
       const float *qb = q + b * p->q_batch + h0 * p->q_head;
       float *yb = y + b * p->y_batch + h0 * p->y_head;
-      /* Keys: the past rows chunk by chunk, then the new rows; the first head's pass copies
+      /* Keys: the past rows chunk by chunk, then the new rows; the first pair's walk copies
        * them into present_key. */
       const float *pkh = P > 0 ? pk + slab * P * Dk : NULL;
       float *okh = present_k ? present_k + slab * T * Dk : NULL;
@@ -361,14 +361,6 @@ ATTV_INLINE void ATTV_FN(att_decode_body)(const att_plan *p, const float *q, con
       }
     }
   }
-}
-
-/* The decode step (att_decode_body), in its own target copies. */
-MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, const float *k, const float *v,
-                                            const float *pk, const float *pv, const void *mask, float *y,
-                                            mx_ktensor *qk_out, float *scores, att_head *heads, float *present_k,
-                                            float *present_v) {
-  ATTV_FN(att_decode_body)(p, q, k, v, pk, pv, mask, y, qk_out, scores, heads, present_k, present_v, p->Dk, p->Dv);
 }
 
 #undef ATTV_INLINE
