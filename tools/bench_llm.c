@@ -7,8 +7,9 @@
  * and values of the chosen length). Every system first runs the step once for the correctness
  * comparison (outputs against ONNX Runtime's, and hybrid / all-dynamic against the reference
  * interpreter bit for bit), then warm-up steps, then the timed rounds: in each round every
- * system runs its block of steps, the order rotating from round to round, so slow drifts of
- * the machine hit every system alike. A sample is the wall time of one step as its caller sees
+ * system runs its block of steps (a few untimed steps first), in an order that changes from
+ * round to round (round_position), so slow drifts of the machine hit every system alike, and
+ * each round's blocks are also compared pairwise (rounds_compared). A sample is the wall time of one step as its caller sees
  * it: around mx_session_run (inputs and outputs in device buffers prepared beforehand, or host
  * tensors with --io host) or mx_reference_run for mixrt, around `await session.run(feeds)`
  * inside the Node process for ONNX Runtime. Every timed step repeats the same inputs (--mode
@@ -55,6 +56,7 @@ typedef struct llm_args {
   int64_t rounds;            /* timed rounds */
   int64_t steps;             /* steps per system per round */
   int64_t warmup;            /* untimed steps per system before the rounds */
+  int64_t block_warmup;      /* untimed steps at the start of every block, before its timed steps */
   int64_t identity_runs;     /* calls timed on the Identity model */
   bool systems[SYS_COUNT];   /* which systems run */
   bool no_ort;               /* --no-ort given */
@@ -90,10 +92,20 @@ typedef struct hybrid_step {
   double static_us, dynamic_us, host_us, step_us;
 } hybrid_step;
 
+/* The hybrid against another system round by round: each round's two blocks ran one after the
+ * other, so a slow spell of the machine falls on both. */
+typedef struct round_pairs {
+  bool have;
+  int64_t rounds;        /* rounds compared */
+  int64_t hybrid_faster; /* rounds whose hybrid block median was below the other's */
+  double median_ratio;   /* median over the rounds of hybrid block median / other block median */
+} round_pairs;
+
 /* Everything measured at one (configuration, past length). */
 typedef struct point {
   int64_t past;
   timing t[SYS_COUNT];
+  round_pairs vs[SYS_COUNT];     /* the hybrid against dynamic, reference, ort (index 0 unused) */
   diff to_ort[SYS_ORT];          /* hybrid, dynamic, reference against ONNX Runtime */
   int same_as_ref[2];            /* hybrid, dynamic bitwise equal to the reference: 1, 0, or -1 not run */
   bool have_step;
@@ -123,7 +135,8 @@ typedef struct peer {
 void mx_bench_llm_help(FILE *out) {
   fprintf(out,
           "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--steps N]\n"
-          "                       [--warmup N] [--systems hybrid,dynamic,reference,ort] [--no-ort]\n"
+          "                       [--warmup N] [--block-warmup N] [--systems hybrid,dynamic,reference,ort]\n"
+          "                       [--no-ort]"
           "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
           "                       [--streams N] [--executor E]\n"
           "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n"
@@ -132,7 +145,8 @@ void mx_bench_llm_help(FILE *out) {
           "  hybrid, mixrt all-dynamic (static_min_ops -1), the mixrt reference interpreter and ONNX\n"
           "  Runtime (CPU, intra-op 1 thread, inter-op 1 thread, sequential), all on the same ONNX file\n"
           "  and the same inputs, run in interleaved rounds. Prints JSON: median / p10 / p90 per\n"
-          "  system, the ratio hybrid / ONNX Runtime, the largest differences of logits and present\n"
+          "  system, the ratio hybrid / ONNX Runtime, the rounds in which the hybrid's block was faster\n"
+          "  than each other system's block of the same round, the largest differences of logits and present\n"
           "  tensors to ONNX Runtime's, whether hybrid and all-dynamic equal the reference bit for\n"
           "  bit, and the ONNX Runtime binding's own per-call cost (an Identity model).\n"
           "  tiny: 2 layers, hidden 64, 4 heads (2 key/value heads), ffn 172, vocab 128;\n"
@@ -144,6 +158,9 @@ void mx_bench_llm_help(FILE *out) {
           "  --steps N          steps per system per round (default 20)\n"
           "  --warmup N         untimed steps per system before each past length (default 200: ONNX\n"
           "                     Runtime's Node path takes a few hundred calls to reach its speed)\n"
+          "  --block-warmup N   untimed steps at the start of every block (default 5): the system that\n"
+          "                     ran before has taken the caches, and a decode loop that runs alone\n"
+          "                     does not pay for that on every step\n"
           "  --systems LIST     which systems run (default all four)\n"
           "  --no-ort           skip ONNX Runtime (its figures are null, with the reason)\n"
           "  --mode fixed       every timed step runs on the same inputs (default)\n"
@@ -205,7 +222,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
   memset(a, 0, sizeof *a);
   a->configs[0] = a->configs[1] = true;
   a->past[0] = 16, a->past[1] = 128, a->past[2] = 512, a->n_past = 3;
-  a->rounds = 20, a->steps = 20, a->warmup = 200, a->identity_runs = 2000;
+  a->rounds = 20, a->steps = 20, a->warmup = 200, a->block_warmup = 5, a->identity_runs = 2000;
   for (int s = 0; s < SYS_COUNT; s++) a->systems[s] = true;
   a->device = MX_DEVICE_INLINE;
   a->device_io = true;
@@ -218,7 +235,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
       a->no_ort = true;
       continue;
     }
-    static const char *const valued[] = {"--configs", "--past",   "--rounds", "--steps",  "--warmup",
+    static const char *const valued[] = {"--configs", "--past",   "--rounds", "--steps",  "--warmup", "--block-warmup",
                                          "--systems", "--device", "--streams", "--executor", "--io", "--mode", "--node",
                                          "--peers",   "--work-dir", "--identity-runs", "--table"};
     size_t k = 0;
@@ -227,10 +244,11 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     const char *v = mx_cli_option_value(CMD, argc, argv, &i);
     if (!v) return MX_EXIT_USAGE;
     int64_t x = 0;
-    bool numeric = strcmp(arg, "--rounds") == 0 || strcmp(arg, "--steps") == 0 || strcmp(arg, "--warmup") == 0 ||
+    const bool zero_ok = strcmp(arg, "--warmup") == 0 || strcmp(arg, "--block-warmup") == 0;
+    bool numeric = zero_ok || strcmp(arg, "--rounds") == 0 || strcmp(arg, "--steps") == 0 ||
                    strcmp(arg, "--streams") == 0 || strcmp(arg, "--identity-runs") == 0;
     if (numeric) {
-      int64_t min = strcmp(arg, "--warmup") == 0 ? 0 : 1;
+      int64_t min = zero_ok ? 0 : 1;
       if (!mx_cli_parse_int(v, &x) || x < min || x > 1000000)
         return mx_cli_usage_error(CMD, "%s needs a whole number >= %lld, not '%s'", arg, (long long)min, v);
     }
@@ -251,6 +269,8 @@ static int parse_args(int argc, char **argv, llm_args *a) {
       a->steps = x;
     } else if (strcmp(arg, "--warmup") == 0) {
       a->warmup = x;
+    } else if (strcmp(arg, "--block-warmup") == 0) {
+      a->block_warmup = x;
     } else if (strcmp(arg, "--identity-runs") == 0) {
       a->identity_runs = x;
     } else if (strcmp(arg, "--streams") == 0) {
@@ -282,7 +302,8 @@ static int parse_args(int argc, char **argv, llm_args *a) {
   mx_llama_config cfg;
   mx_cli_llm_size("tiny", &cfg);
   for (size_t k = 0; k < a->n_past; k++) {
-    int64_t grown = a->warmup > a->rounds * a->steps ? a->warmup : a->rounds * a->steps;
+    const int64_t timed = a->rounds * (a->block_warmup + a->steps);
+    int64_t grown = a->warmup > timed ? a->warmup : timed;
     int64_t last = a->past[k] + (a->decode ? grown - 1 : 0);
     if (last >= cfg.max_pos)
       return mx_cli_usage_error(CMD, "past length %lld%s exceeds the models' rotary table (%lld positions)",
@@ -421,14 +442,15 @@ fail:
   peer_stop(p);
 }
 
-/* Parses the times of a "run" reply into samples[0..n) (ns); false when fewer came back. */
-static bool parse_times(const peer *p, uint64_t *samples, int64_t n) {
+/* Parses the times of a "run" reply (ns): the first `skip` are passed over (untimed warm-up),
+ * the next n go to samples[0..n). False when fewer came back. */
+static bool parse_times(const peer *p, int64_t skip, uint64_t *samples, int64_t n) {
   const char *s = reply_rest(p);
-  for (int64_t k = 0; k < n; k++) {
+  for (int64_t k = -skip; k < n; k++) {
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
     if (end == s) return false;
-    samples[k] = v;
+    if (k >= 0) samples[k] = v;
     s = end;
   }
   return true;
@@ -702,6 +724,57 @@ static mx_status run_block(bench_ctx *c, int sys, const mx_tensor *in, size_t n,
   return time_mixrt(c, sys, in, n, count, samples, why, cap);
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Which of the n systems runs k-th in round r. The rounds cycle through the rows of a Williams
+ * square (and, for odd n, their reverses): every system runs at every position equally often,
+ * and right after every other system equally often. A plain rotation would always put a system
+ * after the same one, so whatever that one leaves behind in the caches and predictors (ONNX
+ * Runtime's process, or the session sharing its inputs) would fall on it every round. */
+static int round_position(int64_t r, int k, int n) {
+  const int64_t rows = n % 2 ? 2 * (int64_t)n : n;
+  int64_t row = r % rows;
+  if (row >= n) { /* odd n: the second half reverses the first */
+    row -= n;
+    k = n - 1 - k;
+  }
+  /* Offsets 0, 1, n - 1, 2, n - 2, ... */
+  int w = k % 2 ? (k + 1) / 2 : (n - k / 2) % n;
+  return (int)((row + w) % n);
+}
+
+/* Median of one block of samples, left in place (the quantile helper sorts). */
+static double block_median(const uint64_t *block, int64_t steps, uint64_t *scratch) {
+  memcpy(scratch, block, (size_t)steps * sizeof *block);
+  return (double)mx_cli_quantile(scratch, (size_t)steps, 0.5);
+}
+
+/* Compares the hybrid's block with the other system's block of the same round, round by round.
+ * Without the scratch memory it reports nothing rather than fail the benchmark. */
+static round_pairs compare_rounds(const uint64_t *hybrid, const uint64_t *other, int64_t rounds, int64_t steps) {
+  round_pairs rp = {0};
+  uint64_t *scratch = malloc((size_t)steps * sizeof *scratch);
+  double *ratio = malloc((size_t)rounds * sizeof *ratio);
+  if (scratch && ratio) {
+    for (int64_t r = 0; r < rounds; r++) {
+      double h = block_median(hybrid + r * steps, steps, scratch);
+      double o = block_median(other + r * steps, steps, scratch);
+      ratio[r] = o > 0 ? h / o : 1.0;
+      if (h < o) rp.hybrid_faster++;
+    }
+    qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
+    rp.median_ratio = rounds % 2 ? ratio[rounds / 2] : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2;
+    rp.rounds = rounds;
+    rp.have = true;
+  }
+  free(scratch);
+  free(ratio);
+  return rp;
+}
+
 static timing summarize(uint64_t *samples, size_t n) {
   timing t = {.have = n > 0, .samples = n};
   t.median = (double)mx_cli_quantile(samples, n, 0.5) / 1e3;
@@ -871,19 +944,21 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
   uint64_t hybrid_steps = 0;
   for (int64_t r = 0; r < a->rounds; r++) {
     for (int k = 0; k < n_sys; k++) {
-      int s = order[(r + k) % n_sys];
+      int s = order[round_position(r, k, n_sys)];
       uint64_t *dst = samples[s] + counts[s];
       if (s == SYS_ORT) {
-        if (!peer_call(c->p, "%s %s %lld", a->decode ? "decode" : "run", c->name, (long long)a->steps) ||
-            !parse_times(c->p, dst, a->steps)) {
+        if (!peer_call(c->p, "%s %s %lld", a->decode ? "decode" : "run", c->name,
+                       (long long)(a->block_warmup + a->steps)) ||
+            !parse_times(c->p, a->block_warmup, dst, a->steps)) {
           rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s: %s", c->name, c->p->line);
           goto free_samples;
         }
-      } else if (run_block(c, s, in, n, a->steps, dst, why, sizeof why) != MX_OK) {
+      } else if ((a->block_warmup && run_block(c, s, in, n, a->block_warmup, NULL, why, sizeof why) != MX_OK) ||
+                 run_block(c, s, in, n, a->steps, dst, why, sizeof why) != MX_OK) {
         rc = mx_cli_runtime_error(CMD, "%s past %lld: %s", c->name, (long long)pt->past, why);
         goto free_samples;
       }
-      if (s == SYS_HYBRID) hybrid_steps += (uint64_t)a->steps;
+      if (s == SYS_HYBRID) hybrid_steps += (uint64_t)(a->block_warmup + a->steps); /* the stats count both */
       counts[s] += (size_t)a->steps;
     }
   }
@@ -902,6 +977,9 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
         .host_us = (double)(after.host_ns - before.host_ns) / k / 1e3,
         .step_us = (double)(after.step_ns - before.step_ns) / k / 1e3};
   }
+  if (samples[SYS_HYBRID])
+    for (int s = SYS_HYBRID + 1; s < SYS_COUNT; s++)
+      if (samples[s]) pt->vs[s] = compare_rounds(samples[SYS_HYBRID], samples[s], a->rounds, a->steps);
   for (int s = 0; s < SYS_COUNT; s++)
     if (samples[s]) pt->t[s] = summarize(samples[s], counts[s]);
 free_samples:
@@ -1037,7 +1115,7 @@ static int measure_identity(const llm_args *a, peer *p, mx_device *dev, const ch
     if (!peer_call(p, "load identity %s", path) || !peer_call(p, "feed identity %s", in_dir) ||
         (a->warmup && !peer_call(p, "run identity %lld", (long long)a->warmup)) ||
         !peer_call(p, "run identity %lld", (long long)a->identity_runs) ||
-        !parse_times(p, samples, a->identity_runs)) {
+        !parse_times(p, 0, samples, a->identity_runs)) {
       rc = mx_cli_runtime_error(CMD, "ONNX Runtime, Identity model: %s", p->line);
       goto close;
     }
@@ -1181,8 +1259,12 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
                       : "host input tensors; outputs allocated by the session as host tensors, released after "
                         "the timed call");
   printf(" \"method\": {\"mode\": \"%s\", \"mode_means\": \"%s\", \"rounds\": %lld, \"steps_per_round\": %lld, "
-         "\"warmup\": %lld, \"token\": %d, "
-         "\"past\": \"seeded random values in [-1, 1)\", \"order\": \"systems take turns by round, rotating\", "
+         "\"warmup\": %lld, \"block_warmup\": %lld, \"token\": %d, "
+         "\"past\": \"seeded random values in [-1, 1)\", \"order\": \"systems take turns by round, the orders "
+         "cycling through a Williams square: each system at each position, and right after each other system, "
+         "equally often; each block starts with block_warmup untimed steps\", "
+         "\"rounds_compared\": \"per round, the median of the hybrid's block against the other system's block of "
+         "that round\", "
          "\"unit\": \"microseconds per step\", "
          "\"relative_difference\": \"largest |x - ort| / largest |ort| over the logits (or all present tensors)\"},\n",
          a->decode ? "decode" : "fixed",
@@ -1190,7 +1272,7 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
                      "state carries across rounds, so the past length grows by one per step (past_range); the "
                      "warm-up decodes from the same inputs, then the state restarts from them"
                    : "every step runs on the same inputs of the point's past length",
-         (long long)a->rounds, (long long)a->steps, (long long)a->warmup, TOKEN);
+         (long long)a->rounds, (long long)a->steps, (long long)a->warmup, (long long)a->block_warmup, TOKEN);
   bool ort_on = p->pid > 0;
   printf(" \"ort\": {\"available\": %s, \"reason\": ", ort_on ? "true" : "false");
   if (ort_on) printf("null");
@@ -1227,7 +1309,7 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
     for (size_t k = 0; k < a->n_past; k++) {
       const point *pt = &cr->points[k];
       int64_t first = pt->past;
-      int64_t last = a->decode ? first + a->rounds * a->steps - 1 : pt->past;
+      int64_t last = a->decode ? first + a->rounds * (a->block_warmup + a->steps) - 1 : pt->past;
       printf("%s\n    {\"past\": %lld, \"past_range\": [%lld, %lld], \"step_us\": {", k ? "," : "", (long long)pt->past,
              (long long)first, (long long)last);
       for (int s = 0; s < SYS_COUNT; s++) {
@@ -1245,6 +1327,20 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
       json_ratio(&pt->t[SYS_HYBRID], &pt->t[SYS_DYNAMIC]);
       printf(", \"ratio_hybrid_reference\": ");
       json_ratio(&pt->t[SYS_HYBRID], &pt->t[SYS_REFERENCE]);
+      printf(",\n     \"rounds_compared\": {");
+      for (int s = SYS_HYBRID + 1; s < SYS_COUNT; s++) {
+        const round_pairs *rp = &pt->vs[s];
+        printf("%s\"%s\": ", s > SYS_HYBRID + 1 ? ", " : "", sys_names[s]);
+        if (!rp->have) {
+          printf("null");
+          continue;
+        }
+        printf("{\"hybrid_faster\": %lld, \"rounds\": %lld, \"median_ratio\": ", (long long)rp->hybrid_faster,
+               (long long)rp->rounds);
+        json_num(rp->median_ratio);
+        printf("}");
+      }
+      printf("}");
       printf(",\n     \"hybrid_equals_reference\": ");
       json_same(pt->same_as_ref[0]);
       printf(", \"dynamic_equals_reference\": ");

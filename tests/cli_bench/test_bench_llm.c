@@ -64,6 +64,20 @@ Test(bench_llm, no_ort_prints_the_expected_json) {
   cr_assert(strstr(out, "\"config\": \"tiny\""), "%s", out);
   cr_assert(!strstr(out, "\"config\": \"small\""), "only the configurations asked for:\n%s", out);
   cr_assert(strstr(out, "\"samples\": 6"), "2 rounds of 3 steps:\n%s", out);
+  /* Per-step counters count the untimed block steps too, and divide by them. */
+  cr_assert(strstr(out, "\"static_executes\": 3.00, \"dynamic_launches\": 2.00"), "%s", out);
+  const char *pairs[] = {"rounds_compared", "hybrid_faster", "rounds", "median_ratio", "block_warmup"};
+  expect_keys(pairs, sizeof pairs / sizeof pairs[0]);
+  cr_assert(strstr(out, "\"dynamic\": {\"hybrid_faster\": "), "%s", out);
+  cr_assert(strstr(out, "\"rounds\": 2, \"median_ratio\": "), "%s", out);
+  cr_assert(strstr(out, "\"ort\": null}"), "no ONNX Runtime blocks to compare with:\n%s", out);
+}
+
+Test(bench_llm, block_warmup_option) {
+  cr_assert_eq(run(QUICK " --no-ort --mode decode --block-warmup 0 --systems hybrid"), 0, "%s", out);
+  cr_assert(strstr(out, "\"block_warmup\": 0"), "%s", out);
+  cr_assert(strstr(out, "\"past_range\": [16, 21]"), "2 rounds of 3 timed steps only:\n%s", out);
+  cr_assert_eq(run(QUICK " --no-ort --block-warmup -1"), 2, "%s", out);
 }
 
 /* Writes an empty file at path (its folder must exist). */
@@ -122,7 +136,8 @@ Test(bench_llm, decode_mode_host_io_and_systems) {
   cr_assert(json_ok(out), "not JSON:\n%s", out);
   cr_assert(strstr(out, "\"mode\": \"decode\""), "%s", out);
   cr_assert(strstr(out, "\"io\": \"host\""), "%s", out);
-  cr_assert(strstr(out, "\"past_range\": [16, 21]"), "6 steps from past 16 (the warm-up restarts):\n%s", out);
+  cr_assert(strstr(out, "\"past_range\": [16, 31]"),
+            "2 rounds of 5 untimed and 3 timed steps from past 16 (the warm-up restarts):\n%s", out);
   cr_assert(strstr(out, "\"dynamic\": null"), "%s", out);
   cr_assert(strstr(out, "\"hybrid_equals_reference\": true"), "%s", out);
 }

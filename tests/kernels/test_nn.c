@@ -583,6 +583,61 @@ Test(nn_kernels, attention_decode_grouped_heads_equal_lone_heads) {
       for (size_t pi = 0; pi < 5; pi++) decode_grouping_case(groups[gi], heads[di], pasts[pi]);
 }
 
+/* A decode step whose past and presents together pass the core's L2 writes the presents by
+ * streaming stores when they are 16-byte aligned, by ordinary stores otherwise. Both must give
+ * the same presents (the exact concatenation) and the same Y bits; head sizes 16 and 64 (the
+ * two vector widths' walks) and a cache well past 1 MiB of rows. */
+static void decode_stream_case(int D, int P) {
+  enum { HQ = 8, HKV = 4 };
+  const int T = P + 1;
+  const size_t past_n = (size_t)HKV * P * D, pres_n = (size_t)HKV * T * D;
+  float *q = malloc((size_t)HQ * D * 4), *k = malloc((size_t)HKV * D * 4), *v = malloc((size_t)HKV * D * 4);
+  float *pk = malloc(past_n * 4), *pv = malloc(past_n * 4), *y[2] = {malloc((size_t)HQ * D * 4), malloc((size_t)HQ * D * 4)};
+  /* One float more than the presents need, so pass 1 can start 4 bytes in: not 16-byte aligned. */
+  float *prk[2], *prv[2];
+  void *blk[4];
+  for (int i = 0; i < 4; i++) cr_assert_eq(posix_memalign(&blk[i], 64, (pres_n + 1) * 4), 0);
+  prk[0] = blk[0], prv[0] = blk[1], prk[1] = (float *)blk[2] + 1, prv[1] = (float *)blk[3] + 1;
+  cr_assert(q && k && v && pk && pv && y[0] && y[1]);
+  fill(q, HQ * D, 1), fill(k, HKV * D, 2), fill(v, HKV * D, 3), fill(pk, (int)past_n, 4), fill(pv, (int)past_n, 5);
+  mx_attention_params prm = {0};
+  for (int pass = 0; pass < 2; pass++) {
+    mx_kernel_call *c = kc_new(6, 3, &prm);
+    kc_set(c, 0, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), q);
+    kc_set(c, 1, MX_FLOAT32, 4, DIMS(1, HKV, 1, D), k);
+    kc_set(c, 2, MX_FLOAT32, 4, DIMS(1, HKV, 1, D), v);
+    kc_set(c, 4, MX_FLOAT32, 4, DIMS(1, HKV, P, D), pk);
+    kc_set(c, 5, MX_FLOAT32, 4, DIMS(1, HKV, P, D), pv);
+    kc_set(c, 6, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), y[pass]);
+    kc_set(c, 7, MX_FLOAT32, 4, DIMS(1, HKV, T, D), prk[pass]);
+    kc_set(c, 8, MX_FLOAT32, 4, DIMS(1, HKV, T, D), prv[pass]);
+    cr_assert_eq(kc_run("Attention", c), MX_OK);
+    free(c);
+  }
+  cr_expect(memcmp(y[0], y[1], (size_t)HQ * D * 4) == 0, "D %d P %d: Y differs between streamed and stored presents",
+            D, P);
+  int bad = 0;
+  for (int g = 0; g < HKV && !bad; g++)
+    for (int j = 0; j < T && !bad; j++) {
+      const float *wk = j < P ? pk + ((size_t)g * P + j) * D : k + (size_t)g * D;
+      const float *wv = j < P ? pv + ((size_t)g * P + j) * D : v + (size_t)g * D;
+      for (int pass = 0; pass < 2; pass++) {
+        size_t at = ((size_t)g * T + j) * D;
+        if (memcmp(prk[pass] + at, wk, (size_t)D * 4) != 0 || memcmp(prv[pass] + at, wv, (size_t)D * 4) != 0) bad = 1;
+        cr_expect(!bad, "D %d P %d pass %d: present row %d of head %d", D, P, pass, j, g);
+      }
+    }
+  float *all[] = {q, k, v, pk, pv, y[0], y[1]};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+  for (int i = 0; i < 4; i++) free(blk[i]);
+}
+
+Test(nn_kernels, attention_decode_streamed_presents_equal_stored_ones) {
+  decode_stream_case(16, 2100); /* 4 heads x 2100 rows x 16 x 4 bytes x 2 (K, V): 1.08 MB of past */
+  decode_stream_case(64, 1000);
+  decode_stream_case(64, 1003); /* a cache length off the row blocks */
+}
+
 Test(nn_kernels, attention_3d_layout_equals_4d) {
   /* The same numbers in (batch, seq, heads*D) form give the transposed output. */
   enum { H = 2, S = 3, D = 2 };

@@ -35,6 +35,26 @@ ATTV_INLINE ATTV_T ATTV_FN(att_ld)(const float *p) {
 
 ATTV_INLINE void ATTV_FN(att_st)(float *p, ATTV_T v) { memcpy(p, &v, sizeof v); }
 
+/* A row of a present copy: a plain store, or with stream set (p 16-byte aligned) a streaming
+ * store that goes to memory without reading the line into the caches first (att_stream_fits). */
+ATTV_INLINE void ATTV_FN(att_st_copy)(float *p, ATTV_T v, bool stream) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (stream) {
+    /* 16-byte streaming stores exist at every x86-64 level the kernels are built for. */
+    typedef float att_v4 __attribute__((vector_size(16)));
+    for (int i = 0; i < ATTV / 4; i++) {
+      att_v4 x;
+      memcpy(&x, (const float *)&v + 4 * i, sizeof x);
+      __builtin_ia32_movntps(p + 4 * i, x);
+    }
+    return;
+  }
+#else
+  (void)stream;
+#endif
+  memcpy(p, &v, sizeof v);
+}
+
 ATTV_INLINE ATTV_T ATTV_FN(att_splat)(float x) { return (ATTV_T){0} + x; }
 
 /* Lane-wise a where pick is all ones, else b. */
@@ -140,11 +160,12 @@ ATTV_INLINE ATTV_T ATTV_FN(att_hsum)(const ATTV_T a[ATTV]) {
 
 /* Columns [d, d + ATTV) of a block of ATTV / nh key rows at kb (row stride ks) into the block's
  * products a (lane vector h * R + r: head h, row r), which column 0 starts and later columns
- * add to; the rows also go to cb (D apart) when it is not NULL. One running pointer into the rows
+ * add to; the rows also go to cb (D apart) when it is not NULL, by streaming stores when stream
+ * is set. One running pointer into the rows
  * (and one into the copy) rather than one per row: with a run-time stride, one address per row
  * would be more than the registers hold. */
 ATTV_INLINE void ATTV_FN(att_dots_cols)(const int nh, const float *const q[2], const float *restrict kb, int64_t ks,
-                                        float *restrict cb, int64_t D, int64_t d, ATTV_T a[ATTV]) {
+                                        float *restrict cb, bool stream, int64_t D, int64_t d, ATTV_T a[ATTV]) {
   const int R = ATTV / nh;
   ATTV_T qv[2];
   for (int h = 0; h < nh; h++) qv[h] = ATTV_FN(att_ld)(q[h] + d);
@@ -153,7 +174,7 @@ ATTV_INLINE void ATTV_FN(att_dots_cols)(const int nh, const float *const q[2], c
   for (int r = 0; r < R; r++, kr += ks) {
     ATTV_T kv = ATTV_FN(att_ld)(kr);
     if (cr) {
-      ATTV_FN(att_st)(cr, kv);
+      ATTV_FN(att_st_copy)(cr, kv, stream);
       cr += D;
     }
     for (int h = 0; h < nh; h++) a[h * R + r] = d == 0 ? qv[h] * kv : a[h * R + r] + qv[h] * kv;
@@ -163,14 +184,14 @@ ATTV_INLINE void ATTV_FN(att_dots_cols)(const int nh, const float *const q[2], c
 /* out[h][j] = scale * (q[h] . k_j) for nh (1 or 2, a constant) query heads of a key/value group
  * over n key rows of D elements (row stride ks; D % ATTV == 0), in one walk: each row is loaded
  * once for every head, and when copy is not NULL it also goes there (contiguous, D apart) from
- * the same load. Blocks of R = ATTV / nh rows: the block's nh * R dot products (lane h * R + r:
+ * the same load (streaming stores when stream is set). Blocks of R = ATTV / nh rows: the block's nh * R dot products (lane h * R + r:
  * head h, row r) go through one att_hsum tree, which sums every lane vector in the same order,
  * so a head's scores are the same bits whether it walks alone or with another. *vmax takes the
  * scores lane by lane in that layout (a head's largest lane is its maximum).
  * A row's D elements are summed in order, ATTV at a time. */
 ATTV_INLINE void ATTV_FN(att_dots)(const int nh, const float *const q[2], const float *restrict k, int64_t ks,
                                    int64_t n, int64_t D, float scale, float *const out[2], float *restrict copy,
-                                   ATTV_T *vmax) {
+                                   bool stream, ATTV_T *vmax) {
   const int R = ATTV / nh;
   ATTV_T mx = *vmax;
   int64_t j = 0;
@@ -178,8 +199,8 @@ ATTV_INLINE void ATTV_FN(att_dots)(const int nh, const float *const q[2], const 
     const float *restrict kb = k + j * ks;
     float *restrict cb = copy ? copy + j * D : NULL;
     ATTV_T a[ATTV];
-    ATTV_FN(att_dots_cols)(nh, q, kb, ks, cb, D, 0, a);
-    for (int64_t d = ATTV; d < D; d += ATTV) ATTV_FN(att_dots_cols)(nh, q, kb, ks, cb, D, d, a);
+    ATTV_FN(att_dots_cols)(nh, q, kb, ks, cb, stream, D, 0, a);
+    for (int64_t d = ATTV; d < D; d += ATTV) ATTV_FN(att_dots_cols)(nh, q, kb, ks, cb, stream, D, d, a);
     const ATTV_T sv = ATTV_FN(att_hsum)(a) * scale;
     if (nh == 1) {
       ATTV_FN(att_st)(out[0] + j, sv);
@@ -198,7 +219,7 @@ ATTV_INLINE void ATTV_FN(att_dots)(const int nh, const float *const q[2], const 
       ATTV_T a[ATTV] = {{0}};
       for (int64_t d = 0; d < D; d += ATTV) {
         ATTV_T kv = ATTV_FN(att_ld)(k + j * ks + d);
-        if (copy && h == 0) ATTV_FN(att_st)(copy + j * D + d, kv);
+        if (copy && h == 0) ATTV_FN(att_st_copy)(copy + j * D + d, kv, stream);
         a[0] = d == 0 ? ATTV_FN(att_ld)(q[h]) * kv : a[0] + ATTV_FN(att_ld)(q[h] + d) * kv;
       }
       out[h][j] = ATTV_FN(att_hsum)(a)[0] * scale;
@@ -211,11 +232,12 @@ ATTV_INLINE void ATTV_FN(att_dots)(const int nh, const float *const q[2], const 
 
 /* y[h][0..D) += sum over the n rows j of w[h][j] * v_j for nh (1 or 2, a constant) query heads
  * (row stride vs; D % ATTV == 0), in one walk: each row is loaded once for every head, and when
- * copy is not NULL it also goes there (contiguous, D apart) from the same load. Each head keeps
+ * copy is not NULL it also goes there (contiguous, D apart) from the same load (streaming stores
+ * when stream is set). Each head keeps
  * four independent accumulators per ATTV columns, rows j taking accumulator j % 4, so a head's
  * sums are in the same order whether it walks alone or with another. */
 ATTV_INLINE void ATTV_FN(att_axpys)(const int nh, const float *const w[2], const float *restrict v, int64_t vs,
-                                    int64_t n, int64_t D, float *const y[2], float *restrict copy) {
+                                    int64_t n, int64_t D, float *const y[2], float *restrict copy, bool stream) {
   for (int64_t d = 0; d < D; d += ATTV) {
     ATTV_T a[2][4];
     for (int h = 0; h < nh; h++) {
@@ -226,12 +248,12 @@ ATTV_INLINE void ATTV_FN(att_axpys)(const int nh, const float *const w[2], const
     for (; j + 4 <= n; j += 4)
       for (int r = 0; r < 4; r++) {
         ATTV_T vv = ATTV_FN(att_ld)(v + (j + r) * vs + d);
-        if (copy) ATTV_FN(att_st)(copy + (j + r) * D + d, vv);
+        if (copy) ATTV_FN(att_st_copy)(copy + (j + r) * D + d, vv, stream);
         for (int h = 0; h < nh; h++) a[h][r] += w[h][j + r] * vv;
       }
     for (; j < n; j++) {
       ATTV_T vv = ATTV_FN(att_ld)(v + j * vs + d);
-      if (copy) ATTV_FN(att_st)(copy + j * D + d, vv);
+      if (copy) ATTV_FN(att_st_copy)(copy + j * D + d, vv, stream);
       for (int h = 0; h < nh; h++) a[h][0] += w[h][j] * vv;
     }
     for (int h = 0; h < nh; h++) ATTV_FN(att_st)(y[h] + d, (a[h][0] + a[h][1]) + (a[h][2] + a[h][3]));
@@ -254,9 +276,9 @@ ATTV_INLINE void ATTV_FN(att_dots_heads)(const att_plan *p, const float *qg, int
   float *const out[2] = {s + r * p->T, pair ? s + (r + 1) * p->T : NULL};
   ATTV_T m = ATTV_FN(att_ld)(heads[r].lanes);
   if (pair)
-    ATTV_FN(att_dots)(2, q, k, ks, n, D, p->scale, out, copy, &m);
+    ATTV_FN(att_dots)(2, q, k, ks, n, D, p->scale, out, copy, p->stream_presents, &m);
   else
-    ATTV_FN(att_dots)(1, q, k, ks, n, D, p->scale, out, copy, &m);
+    ATTV_FN(att_dots)(1, q, k, ks, n, D, p->scale, out, copy, p->stream_presents, &m);
   ATTV_FN(att_st)(heads[r].lanes, m);
 }
 
@@ -272,9 +294,9 @@ ATTV_INLINE void ATTV_FN(att_axpys_heads)(const att_plan *p, int64_t r, int64_t 
   ATTV_FN(att_weights)(&heads[r], w + r * p->T, n);
   if (pair) {
     ATTV_FN(att_weights)(&heads[r + 1], w + (r + 1) * p->T, n);
-    ATTV_FN(att_axpys)(2, wh, v, vs, n, D, y, copy);
+    ATTV_FN(att_axpys)(2, wh, v, vs, n, D, y, copy, p->stream_presents);
   } else {
-    ATTV_FN(att_axpys)(1, wh, v, vs, n, D, y, copy);
+    ATTV_FN(att_axpys)(1, wh, v, vs, n, D, y, copy, p->stream_presents);
   }
 }
 
@@ -361,6 +383,10 @@ MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, c
       }
     }
   }
+#if defined(__x86_64__) || defined(__i386__)
+  /* Streaming stores are weakly ordered: make them visible before the launch reports done. */
+  if (p->stream_presents) __builtin_ia32_sfence();
+#endif
 }
 
 #undef ATTV_INLINE
