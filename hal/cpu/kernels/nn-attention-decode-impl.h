@@ -205,9 +205,18 @@ ATTV_INLINE void ATTV_FN(att_dots)(const int nh, const float *const q[2], const 
     if (nh == 1) {
       ATTV_FN(att_st)(out[0] + j, sv);
     } else {
-      float lanes[ATTV];
-      ATTV_FN(att_st)(lanes, sv);
-      for (int h = 0; h < nh; h++) memcpy(out[h] + j, lanes + h * R, (size_t)R * sizeof(float));
+      /* Each head's half straight from the register: a round trip through a stack array costs
+       * a store the narrower reloads then wait for. */
+      typedef float att_half __attribute__((vector_size(ATTV * sizeof(float) / 2)));
+#if ATTV == 8
+      const att_half lo = __builtin_shufflevector(sv, sv, 0, 1, 2, 3);
+      const att_half hi = __builtin_shufflevector(sv, sv, 4, 5, 6, 7);
+#else
+      const att_half lo = __builtin_shufflevector(sv, sv, 0, 1, 2, 3, 4, 5, 6, 7);
+      const att_half hi = __builtin_shufflevector(sv, sv, 8, 9, 10, 11, 12, 13, 14, 15);
+#endif
+      memcpy(out[0] + j, &lo, sizeof lo);
+      memcpy(out[1] + j, &hi, sizeof hi);
     }
     mx = ATTV_FN(att_max)(mx, sv);
   }
