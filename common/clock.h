@@ -22,4 +22,11 @@ static inline uint64_t mx__ticks(void) {
 #endif
 }
 
+/* Nanoseconds per tick: the ratio of both clocks since (tick0, ns0), read together earlier
+ * (1 when no time has passed on either). */
+static inline double mx__ns_per_tick(uint64_t tick0, uint64_t ns0) {
+  uint64_t ticks = mx__ticks(), ns = mx__now_ns();
+  return ticks > tick0 && ns > ns0 ? (double)(ns - ns0) / (double)(ticks - tick0) : 1.0;
+}
+
 #endif /* MIXRT_COMMON_CLOCK_H */

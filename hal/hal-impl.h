@@ -266,13 +266,13 @@ struct mx_hal_model {
   int64_t exec_task;           /* its task index (add order), -1 when not a task */
   int32_t exec_stream;         /* its internal stream, -1 when none */
   char exec_msg[MX_ERROR_MESSAGE_MAX]; /* its message, copied to the stream at the end */
-  uint64_t exec_t0;                    /* when the current execution's first step started, ns */
+  uint64_t exec_t0;                    /* when the current execution's first step started, ticks */
 
   /* Statistics (device side writes, host reads; see mx_hal_model_stats): executions, slots
    * patched (total, last), ids refreshed (total, last), and the last patch / execution time in
    * ns. */
   _Alignas(64) _Atomic uint64_t st_exec, st_patched, st_last_patched, st_ids, st_last_ids;
-  _Atomic uint64_t st_patch_ns, st_exec_ns;
+  _Atomic uint64_t st_patch_ticks, st_exec_ticks; /* mx__ticks: statistics_get makes them ns */
 
   _Alignas(64) void *impl;          /* backend state (CPU: private streams), owned by the backend */
   struct mx_hal_model *prev, *next; /* device model list (under dev->lock) */
@@ -333,6 +333,7 @@ struct mx_device {
   void *impl;                                         /* backend state (owned by the backend) */
   mx_device_options opt;                              /* resolved options */
   int64_t spin_ns;                                    /* resolved spin time before parking */
+  uint64_t tick0, ns0;                                /* mx__ticks and mx__now_ns at creation */
   bool check;                                         /* checking mode */
   bool faults;                                        /* any fault point armed */
   uint64_t fault_nth[MX_FAULT_POINT_COUNT];           /* 0 = off, N = the Nth operation fails */

@@ -368,8 +368,11 @@ void mx_hal_model_stats_get(const mx_hal_model *m, mx_hal_model_stats *st) {
   st->last_patched_slots = atomic_load(&m->st_last_patched);
   st->refreshed_ids = atomic_load(&m->st_ids);
   st->last_refreshed_ids = atomic_load(&m->st_last_ids);
-  st->last_patch_ns = atomic_load(&m->st_patch_ns);
-  st->last_exec_ns = atomic_load(&m->st_exec_ns);
+  /* Executions time themselves on the tick counter (a clock_gettime is tens of ns in a VM, three
+   * of them a sizeable share of a small model's execution); converted here. */
+  double ns_per_tick = mx__ns_per_tick(m->dev->tick0, m->dev->ns0);
+  st->last_patch_ns = (uint64_t)((double)atomic_load(&m->st_patch_ticks) * ns_per_tick);
+  st->last_exec_ns = (uint64_t)((double)atomic_load(&m->st_exec_ticks) * ns_per_tick);
 }
 
 void mx_hal_model_destroy(mx_hal_model *m) {
@@ -457,7 +460,7 @@ static bool check_all_slots(mx_hal_model *m) {
 }
 
 void mx__model_begin(mx_hal_model *m, uint64_t exec, uint64_t start, uint32_t count, bool abort) {
-  uint64_t t0 = mx__now_ns();
+  uint64_t t0 = mx__ticks();
   m->exec_t0 = t0;
   uint64_t patched = 0, ids = 0;
   bool patch_mode = m->desc.mode == MX_HAL_MODEL_PATCH;
@@ -490,7 +493,7 @@ void mx__model_begin(mx_hal_model *m, uint64_t exec, uint64_t start, uint32_t co
   atomic_fetch_add_explicit(&m->st_patched, patched, memory_order_relaxed);
   atomic_store_explicit(&m->st_last_ids, ids, memory_order_relaxed);
   atomic_fetch_add_explicit(&m->st_ids, ids, memory_order_relaxed);
-  atomic_store_explicit(&m->st_patch_ns, mx__now_ns() - t0, memory_order_relaxed);
+  atomic_store_explicit(&m->st_patch_ticks, mx__ticks() - t0, memory_order_relaxed);
   (void)exec;
 }
 
@@ -583,7 +586,7 @@ void mx__model_end(mx_hal_model *m, uint64_t exec, mx_stream *s, uint64_t seq) {
   if (atomic_load(&m->exec_failed))
     mx__stream_fail(s, seq, m->exec_status, m->exec_task, m->exec_stream, "%s", m->exec_msg);
   atomic_fetch_add_explicit(&m->st_exec, 1, memory_order_relaxed);
-  atomic_store_explicit(&m->st_exec_ns, mx__now_ns() - m->exec_t0, memory_order_relaxed);
+  atomic_store_explicit(&m->st_exec_ticks, mx__ticks() - m->exec_t0, memory_order_relaxed);
   mx_device *dev = m->dev;
   /* Last access to m: once `done` is visible the host may destroy the model. */
   atomic_store(&m->done, exec);
