@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "common/arena.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "hal/hal.h"
 
@@ -333,7 +334,7 @@ struct mx_device {
   void *impl;                                         /* backend state (owned by the backend) */
   mx_device_options opt;                              /* resolved options */
   int64_t spin_ns;                                    /* resolved spin time before parking */
-  uint64_t tick0, ns0;                                /* mx__ticks and mx__now_ns at creation */
+  mx__tick_clock clock;                               /* converts model statistics' ticks to ns */
   bool check;                                         /* checking mode */
   bool faults;                                        /* any fault point armed */
   uint64_t fault_nth[MX_FAULT_POINT_COUNT];           /* 0 = off, N = the Nth operation fails */

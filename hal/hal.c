@@ -152,8 +152,7 @@ mx_status mx_device_create(const mx_device_options *o, mx_device **out, mx_error
   if (!dev) return mx__fail_oom(err, "device");
   dev->opt = opt;
   dev->spin_ns = opt.spin_ns;
-  dev->tick0 = mx__ticks();
-  dev->ns0 = mx__now_ns();
+  mx__tick_clock_start(&dev->clock);
   dev->check = check;
   long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
   dev->mem_capacity = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : UINT64_MAX;

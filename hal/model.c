@@ -370,7 +370,7 @@ void mx_hal_model_stats_get(const mx_hal_model *m, mx_hal_model_stats *st) {
   st->last_refreshed_ids = atomic_load(&m->st_last_ids);
   /* Executions time themselves on the tick counter (a clock_gettime is tens of ns in a VM, three
    * of them a sizeable share of a small model's execution); converted here. */
-  double ns_per_tick = mx__ns_per_tick(m->dev->tick0, m->dev->ns0);
+  double ns_per_tick = mx__tick_clock_ratio(&m->dev->clock);
   st->last_patch_ns = (uint64_t)((double)atomic_load(&m->st_patch_ticks) * ns_per_tick);
   st->last_exec_ns = (uint64_t)((double)atomic_load(&m->st_exec_ticks) * ns_per_tick);
 }

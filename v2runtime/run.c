@@ -104,7 +104,7 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   l->step_ns = step_ns;
   l->static_executes = execs;
   /* Ticks to nanoseconds, by the ratio of both clocks since the session was created. */
-  double ns_per_tick = mx__ns_per_tick(s->tick0, s->ns0);
+  double ns_per_tick = mx__tick_clock_ratio(&s->clock);
   l->dynamic_ns = (uint64_t)((double)step->dynamic_ticks * ns_per_tick);
   l->host_ns = (uint64_t)((double)step->host_ticks * ns_per_tick);
   l->kernels_run = step->kernels;

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "dynamic_exec/dynamic_exec.h"
 #include "graph/ir.h"
 #include "mixrt/session.h"
@@ -112,7 +113,7 @@ struct mx_session {
   mx_step step;               /* the step in progress */
   size_t cap_io;              /* capacity of the step's per-io arrays */
   mx_session_stats last, total;
-  uint64_t tick0, ns0;        /* mx__ticks and mx__now_ns at creation: their ratio converts */
+  mx__tick_clock clock;       /* converts the statistics' ticks to ns */
   mx_trace trace;             /* recording state (mx_session_trace_begin/end) */
   mx_async async;             /* asynchronous runs */
   mx_event *join[MX_STEP_MAX_STREAMS]; /* per step stream k > 0: joins it back into stream 0 at

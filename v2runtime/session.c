@@ -91,8 +91,7 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
   mx_session *s = calloc(1, sizeof *s);
   if (!s) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory creating a session");
   s->n_streams = o->streams;
-  s->tick0 = mx__ticks();
-  s->ns0 = mx__now_ns();
+  mx__tick_clock_start(&s->clock);
   pthread_mutex_init(&s->trace.lock, NULL);
   mx_status st = copy_options(s, o, err);
   if (st != MX_OK) goto fail;
