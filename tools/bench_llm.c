@@ -53,7 +53,8 @@ typedef struct llm_args {
   bool configs[N_CONFIGS];   /* which of tiny, small */
   int64_t past[MAX_PAST];    /* KV-cache lengths */
   size_t n_past;
-  int64_t rounds;            /* timed rounds */
+  int64_t rounds;            /* timed rounds (at least) */
+  double min_time;           /* fixed mode: more rounds until a point has taken this long, s */
   int64_t steps;             /* steps per system per round */
   int64_t warmup;            /* untimed steps per system before the rounds */
   int64_t block_warmup;      /* untimed steps at the start of every block, before its timed steps */
@@ -104,6 +105,7 @@ typedef struct round_pairs {
 /* Everything measured at one (configuration, past length). */
 typedef struct point {
   int64_t past;
+  int64_t rounds;                /* rounds run (--rounds, or more for --min-time) */
   timing t[SYS_COUNT];
   round_pairs vs[SYS_COUNT];     /* the hybrid against dynamic, reference, ort (index 0 unused) */
   diff to_ort[SYS_ORT];          /* hybrid, dynamic, reference against ONNX Runtime */
@@ -134,7 +136,8 @@ typedef struct peer {
 
 void mx_bench_llm_help(FILE *out) {
   fprintf(out,
-          "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--steps N]\n"
+          "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--min-time S]\n"
+          "                       [--steps N]\n"
           "                       [--warmup N] [--block-warmup N] [--systems hybrid,dynamic,reference,ort]\n"
           "                       [--no-ort]"
           "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
@@ -154,7 +157,12 @@ void mx_bench_llm_help(FILE *out) {
           "options:\n"
           "  --configs LIST     tiny, small or both (default tiny,small)\n"
           "  --past LIST        KV-cache lengths, up to 8 (default 16,128,512)\n"
-          "  --rounds N         timed rounds (default 20)\n"
+          "  --rounds N         timed rounds, at least (default 20)\n"
+          "  --min-time S       fixed mode: after those rounds, more rounds until the point has taken\n"
+          "                     S seconds, to a whole cycle of orders (default 1; 0: exactly --rounds).\n"
+          "                     A shared host has slow spells of a fraction of a second: a point\n"
+          "                     much shorter than that is measured wholly inside or outside one.\n"
+          "                     Decode mode runs exactly --rounds (its past lengths must be known)\n"
           "  --steps N          steps per system per round (default 20)\n"
           "  --warmup N         untimed steps per system before each past length (default 200: ONNX\n"
           "                     Runtime's Node path takes a few hundred calls to reach its speed)\n"
@@ -222,7 +230,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
   memset(a, 0, sizeof *a);
   a->configs[0] = a->configs[1] = true;
   a->past[0] = 16, a->past[1] = 128, a->past[2] = 512, a->n_past = 3;
-  a->rounds = 20, a->steps = 20, a->warmup = 200, a->block_warmup = 5, a->identity_runs = 2000;
+  a->rounds = 20, a->min_time = 1.0, a->steps = 20, a->warmup = 200, a->block_warmup = 5, a->identity_runs = 2000;
   for (int s = 0; s < SYS_COUNT; s++) a->systems[s] = true;
   a->device = MX_DEVICE_INLINE;
   a->device_io = true;
@@ -235,7 +243,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
       a->no_ort = true;
       continue;
     }
-    static const char *const valued[] = {"--configs", "--past",   "--rounds", "--steps",  "--warmup", "--block-warmup",
+    static const char *const valued[] = {"--configs", "--past",   "--rounds", "--min-time", "--steps",  "--warmup", "--block-warmup",
                                          "--systems", "--device", "--streams", "--executor", "--io", "--mode", "--node",
                                          "--peers",   "--work-dir", "--identity-runs", "--table"};
     size_t k = 0;
@@ -265,6 +273,13 @@ static int parse_args(int argc, char **argv, llm_args *a) {
                                   v);
     } else if (strcmp(arg, "--rounds") == 0) {
       a->rounds = x;
+    } else if (strcmp(arg, "--min-time") == 0) {
+      char *end = NULL;
+      errno = 0;
+      double t = strtod(v, &end);
+      if (errno || end == v || *end || !(t >= 0.0 && t <= 3600.0))
+        return mx_cli_usage_error(CMD, "--min-time needs seconds from 0 to 3600, not '%s'", v);
+      a->min_time = t;
     } else if (strcmp(arg, "--steps") == 0) {
       a->steps = x;
     } else if (strcmp(arg, "--warmup") == 0) {
@@ -746,6 +761,28 @@ static int round_position(int64_t r, int k, int n) {
   return (int)((row + w) % n);
 }
 
+/* Whether round r (past --rounds) should run: in fixed mode while the point has taken less than
+ * --min-time, and then on to the end of the cycle of orders, so every order runs equally often. */
+static bool more_rounds(const llm_args *a, int64_t r, int n_sys, uint64_t t_start) {
+  if (a->decode || a->min_time <= 0.0) return false;
+  const int64_t cycle = n_sys % 2 ? 2 * (int64_t)n_sys : n_sys;
+  if (r % cycle != 0) return true;
+  return (double)(mx__now_ns() - t_start) * 1e-9 < a->min_time;
+}
+
+/* Doubles the rounds every system's sample array holds. */
+static bool grow_samples(uint64_t *samples[SYS_COUNT], int64_t *cap_rounds, int64_t steps) {
+  int64_t cap = *cap_rounds * 2;
+  for (int s = 0; s < SYS_COUNT; s++) {
+    if (!samples[s]) continue;
+    uint64_t *p = realloc(samples[s], (size_t)(cap * steps) * sizeof *p);
+    if (!p) return false;
+    samples[s] = p;
+  }
+  *cap_rounds = cap;
+  return true;
+}
+
 /* Median of one block of samples, left in place (the quantile helper sorts). */
 static double block_median(const uint64_t *block, int64_t steps, uint64_t *scratch) {
   memcpy(scratch, block, (size_t)steps * sizeof *block);
@@ -905,11 +942,12 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
   rc = check_point(c, in, n, pt);
   if (rc != MX_EXIT_OK) goto free_device;
   int order[SYS_COUNT], n_sys = 0;
+  int64_t cap_rounds = a->rounds; /* rounds the sample arrays hold; --min-time grows them */
   for (int s = 0; s < SYS_COUNT; s++) {
     bool on = s == SYS_ORT ? c->ort : a->systems[s];
     if (!on) continue;
     order[n_sys++] = s;
-    samples[s] = calloc((size_t)(a->rounds * a->steps), sizeof **samples);
+    samples[s] = calloc((size_t)(cap_rounds * a->steps), sizeof **samples);
     if (!samples[s]) {
       rc = mx_cli_runtime_error(CMD, "out of memory");
       goto free_samples;
@@ -942,7 +980,13 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
   }
   if (c->sessions[0]) mx_session_get_stats(c->sessions[0], NULL, &before);
   uint64_t hybrid_steps = 0;
-  for (int64_t r = 0; r < a->rounds; r++) {
+  const uint64_t t_start = mx__now_ns();
+  int64_t r = 0;
+  for (; r < a->rounds || more_rounds(a, r, n_sys, t_start); r++) {
+    if (r == cap_rounds && !grow_samples(samples, &cap_rounds, a->steps)) {
+      rc = mx_cli_runtime_error(CMD, "out of memory");
+      goto free_samples;
+    }
     for (int k = 0; k < n_sys; k++) {
       int s = order[round_position(r, k, n_sys)];
       uint64_t *dst = samples[s] + counts[s];
@@ -977,9 +1021,10 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
         .host_us = (double)(after.host_ns - before.host_ns) / k / 1e3,
         .step_us = (double)(after.step_ns - before.step_ns) / k / 1e3};
   }
+  pt->rounds = r;
   if (samples[SYS_HYBRID])
     for (int s = SYS_HYBRID + 1; s < SYS_COUNT; s++)
-      if (samples[s]) pt->vs[s] = compare_rounds(samples[SYS_HYBRID], samples[s], a->rounds, a->steps);
+      if (samples[s]) pt->vs[s] = compare_rounds(samples[SYS_HYBRID], samples[s], r, a->steps);
   for (int s = 0; s < SYS_COUNT; s++)
     if (samples[s]) pt->t[s] = summarize(samples[s], counts[s]);
 free_samples:
@@ -1259,7 +1304,7 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
                       : "host input tensors; outputs allocated by the session as host tensors, released after "
                         "the timed call");
   printf(" \"method\": {\"mode\": \"%s\", \"mode_means\": \"%s\", \"rounds\": %lld, \"steps_per_round\": %lld, "
-         "\"warmup\": %lld, \"block_warmup\": %lld, \"token\": %d, "
+         "\"min_time_s\": %g, \"warmup\": %lld, \"block_warmup\": %lld, \"token\": %d, "
          "\"past\": \"seeded random values in [-1, 1)\", \"order\": \"systems take turns by round, the orders "
          "cycling through a Williams square: each system at each position, and right after each other system, "
          "equally often; each block starts with block_warmup untimed steps\", "
@@ -1272,7 +1317,8 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
                      "state carries across rounds, so the past length grows by one per step (past_range); the "
                      "warm-up decodes from the same inputs, then the state restarts from them"
                    : "every step runs on the same inputs of the point's past length",
-         (long long)a->rounds, (long long)a->steps, (long long)a->warmup, (long long)a->block_warmup, TOKEN);
+         (long long)a->rounds, (long long)a->steps, a->decode ? 0.0 : a->min_time, (long long)a->warmup,
+         (long long)a->block_warmup, TOKEN);
   bool ort_on = p->pid > 0;
   printf(" \"ort\": {\"available\": %s, \"reason\": ", ort_on ? "true" : "false");
   if (ort_on) printf("null");
@@ -1310,8 +1356,8 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
       const point *pt = &cr->points[k];
       int64_t first = pt->past;
       int64_t last = a->decode ? first + a->rounds * (a->block_warmup + a->steps) - 1 : pt->past;
-      printf("%s\n    {\"past\": %lld, \"past_range\": [%lld, %lld], \"step_us\": {", k ? "," : "", (long long)pt->past,
-             (long long)first, (long long)last);
+      printf("%s\n    {\"past\": %lld, \"past_range\": [%lld, %lld], \"rounds\": %lld, \"step_us\": {", k ? "," : "",
+             (long long)pt->past, (long long)first, (long long)last, (long long)pt->rounds);
       for (int s = 0; s < SYS_COUNT; s++) {
         printf("%s\"%s\": ", s ? ", " : "", sys_names[s]);
         json_timing(&pt->t[s]);

@@ -16,7 +16,7 @@
 #include "support/cli_run.h"
 #include "support/json_check.h"
 
-#define QUICK "bench llm --configs tiny --past 16 --rounds 2 --steps 3 --warmup 1 --identity-runs 10"
+#define QUICK "bench llm --configs tiny --past 16 --rounds 2 --min-time 0 --steps 3 --warmup 1 --identity-runs 10"
 
 static char out[1 << 18];
 
@@ -71,6 +71,28 @@ Test(bench_llm, no_ort_prints_the_expected_json) {
   cr_assert(strstr(out, "\"dynamic\": {\"hybrid_faster\": "), "%s", out);
   cr_assert(strstr(out, "\"rounds\": 2, \"median_ratio\": "), "%s", out);
   cr_assert(strstr(out, "\"ort\": null}"), "no ONNX Runtime blocks to compare with:\n%s", out);
+}
+
+/* --min-time: rounds past --rounds until the point has taken that long, ending on a whole cycle of
+ * orders (6 rounds for three systems); decode mode ignores it. */
+Test(bench_llm, min_time_adds_whole_cycles_of_rounds) {
+  cr_assert_eq(run("bench llm --configs tiny --past 16 --rounds 1 --min-time 0.05 --steps 2 --warmup 0 "
+                   "--identity-runs 5 --no-ort"),
+               0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  cr_assert(strstr(out, "\"min_time_s\": 0.05"), "%s", out);
+  const char *at = strstr(out, "\"past_range\": [16, 16], \"rounds\": ");
+  cr_assert(at, "%s", out);
+  long rounds = strtol(at + strlen("\"past_range\": [16, 16], \"rounds\": "), NULL, 10);
+  cr_assert(rounds >= 6 && rounds % 6 == 0, "rounds %ld: whole cycles of 6 orders\n%s", rounds, out);
+  char want[64];
+  snprintf(want, sizeof want, "\"samples\": %ld}", rounds * 2);
+  cr_assert(strstr(out, want), "2 steps a round:\n%s", out);
+  cr_assert_eq(run("bench llm --configs tiny --past 16 --rounds 1 --min-time 5 --steps 2 --warmup 0 "
+                   "--identity-runs 5 --no-ort --mode decode --systems hybrid"),
+               0, "%s", out);
+  cr_assert(strstr(out, "\"rounds\": 1, \"step_us\""), "decode mode runs exactly --rounds:\n%s", out);
+  cr_assert(strstr(out, "\"min_time_s\": 0,"), "%s", out);
 }
 
 Test(bench_llm, block_warmup_option) {
@@ -143,7 +165,7 @@ Test(bench_llm, decode_mode_host_io_and_systems) {
 }
 
 Test(bench_llm, cpu_device_two_past_lengths) {
-  cr_assert_eq(run("bench llm --configs tiny --past 0,3 --rounds 1 --steps 2 --warmup 0 --identity-runs 5 --no-ort "
+  cr_assert_eq(run("bench llm --configs tiny --past 0,3 --rounds 1 --min-time 0 --steps 2 --warmup 0 --identity-runs 5 --no-ort "
                    "--device cpu --streams 2"),
                0, "%s", out);
   cr_assert(json_ok(out), "not JSON:\n%s", out);
@@ -160,6 +182,8 @@ Test(bench_llm, usage_errors_exit_2) {
   cr_assert_eq(run("bench llm --systems hybrid,gpu 2>/dev/null"), 2);
   cr_assert_eq(run("bench llm --mode sometimes 2>/dev/null"), 2);
   cr_assert_eq(run("bench llm --rounds 0 2>/dev/null"), 2);
+  cr_assert_eq(run("bench llm --min-time -1 2>/dev/null"), 2);
+  cr_assert_eq(run("bench llm --min-time 1x 2>/dev/null"), 2);
   cr_assert_eq(run("bench llm --bogus 2>/dev/null"), 2);
   cr_assert_eq(run("bench 2>/dev/null"), 2);
   cr_assert_eq(run("bench llm --help"), 0);
