@@ -100,6 +100,7 @@ typedef struct round_pairs {
   int64_t rounds;        /* rounds compared */
   int64_t hybrid_faster; /* rounds whose hybrid block median was below the other's */
   double median_ratio;   /* median over the rounds of hybrid block median / other block median */
+  double sign_test_p;    /* two-sided sign test: chance of a split this uneven if both were alike */
 } round_pairs;
 
 /* Everything measured at one (configuration, past length). */
@@ -789,6 +790,18 @@ static double block_median(const uint64_t *block, int64_t steps, uint64_t *scrat
   return (double)mx_cli_quantile(scratch, (size_t)steps, 0.5);
 }
 
+/* Two-sided sign test: the probability of k or fewer, or as many or more the other way, of n
+ * fair coin tosses coming up heads (1 at most). */
+static double sign_test(int64_t k, int64_t n) {
+  if (n <= 0) return 1.0;
+  int64_t lo = k < n - k ? k : n - k;
+  double tail = 0.0;
+  for (int64_t i = 0; i <= lo; i++)
+    tail += exp(lgamma((double)n + 1) - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) - (double)n * log(2.0));
+  double p = 2.0 * tail;
+  return p < 1.0 ? p : 1.0;
+}
+
 /* Compares the hybrid's block with the other system's block of the same round, round by round.
  * Without the scratch memory it reports nothing rather than fail the benchmark. */
 static round_pairs compare_rounds(const uint64_t *hybrid, const uint64_t *other, int64_t rounds, int64_t steps) {
@@ -805,6 +818,7 @@ static round_pairs compare_rounds(const uint64_t *hybrid, const uint64_t *other,
     qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
     rp.median_ratio = rounds % 2 ? ratio[rounds / 2] : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2;
     rp.rounds = rounds;
+    rp.sign_test_p = sign_test(rp.hybrid_faster, rounds);
     rp.have = true;
   }
   free(scratch);
@@ -1384,6 +1398,8 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
         printf("{\"hybrid_faster\": %lld, \"rounds\": %lld, \"median_ratio\": ", (long long)rp->hybrid_faster,
                (long long)rp->rounds);
         json_num(rp->median_ratio);
+        printf(", \"sign_test_p\": ");
+        json_num(rp->sign_test_p);
         printf("}");
       }
       printf("}");

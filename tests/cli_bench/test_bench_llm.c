@@ -66,7 +66,7 @@ Test(bench_llm, no_ort_prints_the_expected_json) {
   cr_assert(strstr(out, "\"samples\": 6"), "2 rounds of 3 steps:\n%s", out);
   /* Per-step counters count the untimed block steps too, and divide by them. */
   cr_assert(strstr(out, "\"static_executes\": 3.00, \"dynamic_launches\": 2.00"), "%s", out);
-  const char *pairs[] = {"rounds_compared", "hybrid_faster", "rounds", "median_ratio", "block_warmup"};
+  const char *pairs[] = {"rounds_compared", "hybrid_faster", "rounds", "median_ratio", "sign_test_p", "block_warmup"};
   expect_keys(pairs, sizeof pairs / sizeof pairs[0]);
   cr_assert(strstr(out, "\"dynamic\": {\"hybrid_faster\": "), "%s", out);
   cr_assert(strstr(out, "\"rounds\": 2, \"median_ratio\": "), "%s", out);
