@@ -38,14 +38,13 @@ ATTV_INLINE void ATTV_FN(att_st)(float *p, ATTV_T v) { memcpy(p, &v, sizeof v); 
 /* A row of a present copy: a plain store, or with stream set (p 16-byte aligned) a streaming
  * store that goes to memory without reading the line into the caches first (att_stream_fits). */
 ATTV_INLINE void ATTV_FN(att_st_copy)(float *p, ATTV_T v, bool stream) {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__SSE__)
   if (stream) {
     /* 16-byte streaming stores exist at every x86-64 level the kernels are built for. */
-    typedef float att_v4 __attribute__((vector_size(16)));
     for (int i = 0; i < ATTV / 4; i++) {
-      att_v4 x;
+      __m128 x;
       memcpy(&x, (const float *)&v + 4 * i, sizeof x);
-      __builtin_ia32_movntps(p + 4 * i, x);
+      _mm_stream_ps(p + 4 * i, x);
     }
     return;
   }
@@ -392,9 +391,9 @@ MX_KHOT static void ATTV_FN(att_decode_f32)(const att_plan *p, const float *q, c
       }
     }
   }
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__SSE__)
   /* Streaming stores are weakly ordered: make them visible before the launch reports done. */
-  if (p->stream_presents) __builtin_ia32_sfence();
+  if (p->stream_presents) _mm_sfence();
 #endif
 }
 

@@ -14,6 +14,9 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__SSE__)
+#include <xmmintrin.h> /* streaming stores of the decode step's presents */
+#endif
 
 #include "graph/ops/nn-params.h"
 #include "hal/cpu/kernels/kutil.h"
