@@ -9,8 +9,8 @@
  * interpreter bit for bit), then warm-up steps, then the timed rounds: in each round every
  * system runs its block of steps (a few untimed steps first), in an order that changes from
  * round to round (round_position), so slow drifts of the machine hit every system alike, and
- * each round's blocks are also compared pairwise (rounds_compared). A sample is the wall time of one step as its caller sees
- * it: around mx_session_run (inputs and outputs in device buffers prepared beforehand, or host
+ * each round's blocks are also compared pairwise (rounds_compared). A sample is the wall time
+ * of one step as its caller sees it: around mx_session_run (inputs and outputs in device buffers prepared beforehand, or host
  * tensors with --io host) or mx_reference_run for mixrt, around `await session.run(feeds)`
  * inside the Node process for ONNX Runtime. Every timed step repeats the same inputs (--mode
  * fixed), or each system decodes from them, feeding its presents back (--mode decode).
@@ -244,9 +244,10 @@ static int parse_args(int argc, char **argv, llm_args *a) {
       a->no_ort = true;
       continue;
     }
-    static const char *const valued[] = {"--configs", "--past",   "--rounds", "--min-time", "--steps",  "--warmup", "--block-warmup",
-                                         "--systems", "--device", "--streams", "--executor", "--io", "--mode", "--node",
-                                         "--peers",   "--work-dir", "--identity-runs", "--table"};
+    static const char *const valued[] = {"--configs",  "--past",     "--rounds",        "--min-time", "--steps",
+                                         "--warmup",   "--block-warmup", "--systems",   "--device",   "--streams",
+                                         "--executor", "--io",       "--mode",          "--node",     "--peers",
+                                         "--work-dir", "--identity-runs", "--table"};
     size_t k = 0;
     while (k < sizeof valued / sizeof valued[0] && strcmp(arg, valued[k]) != 0) k++;
     if (k == sizeof valued / sizeof valued[0]) return mx_cli_usage_error(CMD, "unknown option '%s'", arg);

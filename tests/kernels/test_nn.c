@@ -496,6 +496,28 @@ Test(nn_kernels, attention_decode_short_and_long_caches) {
             decode_case(dt ? MX_FLOAT64 : MX_FLOAT32, layout == 1, pasts[i], skv, heads[j]);
 }
 
+/* One float32 decode step in the 4-D layout, no mask: q [1, hq, 1, d], k and v [1, hkv, 1, d],
+ * the caches pk, pv [1, hkv, p, d] (no past inputs when they are NULL), y [1, hq, 1, d] and the presents
+ * [1, hkv, p + 1, d]; the call must succeed. */
+static void run_decode_f32(int hq, int hkv, int d, int p, const float *q, const float *k, const float *v,
+                           const float *pk, const float *pv, float *y, float *prk, float *prv) {
+  mx_attention_params prm = {0};
+  mx_kernel_call *c = kc_new(6, 3, &prm);
+  kc_set(c, 0, MX_FLOAT32, 4, DIMS(1, hq, 1, d), (void *)q);
+  kc_set(c, 1, MX_FLOAT32, 4, DIMS(1, hkv, 1, d), (void *)k);
+  kc_set(c, 2, MX_FLOAT32, 4, DIMS(1, hkv, 1, d), (void *)v);
+  if (pk && pv) {
+    kc_set(c, 4, MX_FLOAT32, 4, DIMS(1, hkv, p, d), (void *)pk);
+    kc_set(c, 5, MX_FLOAT32, 4, DIMS(1, hkv, p, d), (void *)pv);
+  }
+  kc_set(c, 6, MX_FLOAT32, 4, DIMS(1, hq, 1, d), y);
+  kc_set(c, 7, MX_FLOAT32, 4, DIMS(1, hkv, p + 1, d), prk);
+  kc_set(c, 8, MX_FLOAT32, 4, DIMS(1, hkv, p + 1, d), prv);
+  cr_assert_eq(kc_run("Attention", c), MX_OK, "decode step: %d query heads, %d key/value heads of %d, past %d", hq,
+               hkv, d, p);
+  free(c);
+}
+
 /* The float32 decode step without mask, softcap or qk output keeps its weights unnormalized
  * and scales Y once; non-finite scores must still come out as the normalized softmax would give
  * them: a NaN query or NaN scores give a NaN head, and a head whose every score is -inf gives
@@ -512,24 +534,13 @@ Test(nn_kernels, attention_decode_plain_step_with_nonfinite_scores) {
   for (int j = 0; j < P; j++)
     for (int d = 0; d < D; d++) pk[(P + j) * D + d] = -INFINITY;
   for (int d = 0; d < D; d++) k[D + d] = -INFINITY;
-  mx_attention_params prm = {0};
-  mx_kernel_call *c = kc_new(6, 3, &prm);
-  kc_set(c, 0, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), q);
-  kc_set(c, 1, MX_FLOAT32, 4, DIMS(1, HKV, 1, D), k);
-  kc_set(c, 2, MX_FLOAT32, 4, DIMS(1, HKV, 1, D), v);
-  kc_set(c, 4, MX_FLOAT32, 4, DIMS(1, HKV, P, D), pk);
-  kc_set(c, 5, MX_FLOAT32, 4, DIMS(1, HKV, P, D), pv);
-  kc_set(c, 6, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), y);
-  kc_set(c, 7, MX_FLOAT32, 4, DIMS(1, HKV, T, D), prk);
-  kc_set(c, 8, MX_FLOAT32, 4, DIMS(1, HKV, T, D), prv);
-  cr_assert_eq(kc_run("Attention", c), MX_OK);
+  run_decode_f32(HQ, HKV, D, P, q, k, v, pk, pv, y, prk, prv);
   for (int d = 0; d < D; d++) {
     cr_expect(isnan(y[d]), "head 0 (NaN query) [%d] = %g", d, y[d]);
     cr_expect(isfinite(y[D + d]), "head 1 [%d] = %g", d, y[D + d]);
     cr_expect(y[2 * D + d] == 0.0f, "head 2 (every score -inf) [%d] = %g", d, y[2 * D + d]);
     cr_expect(isnan(y[3 * D + d]), "head 3 (NaN scores) [%d] = %g", d, y[3 * D + d]);
   }
-  free(c);
 }
 
 /* The float32 decode step walks the query heads of a key/value group two at a time: each head's
@@ -554,21 +565,8 @@ static void decode_grouping_case(int group, int D, int P) {
     memcpy(pkr + (size_t)h * P * D, pk + (size_t)g * P * D, (size_t)P * D * 4);
     memcpy(pvr + (size_t)h * P * D, pv + (size_t)g * P * D, (size_t)P * D * 4);
   }
-  mx_attention_params prm = {0};
-  for (int pass = 0; pass < 2; pass++) {
-    int hkv = pass == 0 ? HKV : HQ;
-    mx_kernel_call *c = kc_new(6, 3, &prm);
-    kc_set(c, 0, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), q);
-    kc_set(c, 1, MX_FLOAT32, 4, DIMS(1, hkv, 1, D), pass == 0 ? k : kr);
-    kc_set(c, 2, MX_FLOAT32, 4, DIMS(1, hkv, 1, D), pass == 0 ? v : vr);
-    kc_set(c, 4, MX_FLOAT32, 4, DIMS(1, hkv, P, D), pass == 0 ? pk : pkr);
-    kc_set(c, 5, MX_FLOAT32, 4, DIMS(1, hkv, P, D), pass == 0 ? pv : pvr);
-    kc_set(c, 6, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), pass == 0 ? y : yr);
-    kc_set(c, 7, MX_FLOAT32, 4, DIMS(1, hkv, T, D), prk);
-    kc_set(c, 8, MX_FLOAT32, 4, DIMS(1, hkv, T, D), prv);
-    cr_assert_eq(kc_run("Attention", c), MX_OK);
-    free(c);
-  }
+  run_decode_f32(HQ, HKV, D, P, q, k, v, pk, pv, y, prk, prv);
+  run_decode_f32(HQ, HQ, D, P, q, kr, vr, pkr, pvr, yr, prk, prv); /* each query head alone */
   for (int i = 0; i < HQ * D; i++)
     cr_expect(memcmp(&y[i], &yr[i], 4) == 0, "group %d D %d P %d: Y[%d] %.9g grouped, %.9g alone", group, D, P, i,
               y[i], yr[i]);
@@ -592,7 +590,8 @@ static void decode_stream_case(int D, int P) {
   const int T = P + 1;
   const size_t past_n = (size_t)HKV * P * D, pres_n = (size_t)HKV * T * D;
   float *q = malloc((size_t)HQ * D * 4), *k = malloc((size_t)HKV * D * 4), *v = malloc((size_t)HKV * D * 4);
-  float *pk = malloc(past_n * 4), *pv = malloc(past_n * 4), *y[2] = {malloc((size_t)HQ * D * 4), malloc((size_t)HQ * D * 4)};
+  float *pk = malloc(past_n * 4), *pv = malloc(past_n * 4);
+  float *y[2] = {malloc((size_t)HQ * D * 4), malloc((size_t)HQ * D * 4)};
   /* One float more than the presents need, so pass 1 can start 4 bytes in: not 16-byte aligned. */
   float *prk[2], *prv[2];
   void *blk[4];
@@ -600,20 +599,7 @@ static void decode_stream_case(int D, int P) {
   prk[0] = blk[0], prv[0] = blk[1], prk[1] = (float *)blk[2] + 1, prv[1] = (float *)blk[3] + 1;
   cr_assert(q && k && v && pk && pv && y[0] && y[1]);
   fill(q, HQ * D, 1), fill(k, HKV * D, 2), fill(v, HKV * D, 3), fill(pk, (int)past_n, 4), fill(pv, (int)past_n, 5);
-  mx_attention_params prm = {0};
-  for (int pass = 0; pass < 2; pass++) {
-    mx_kernel_call *c = kc_new(6, 3, &prm);
-    kc_set(c, 0, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), q);
-    kc_set(c, 1, MX_FLOAT32, 4, DIMS(1, HKV, 1, D), k);
-    kc_set(c, 2, MX_FLOAT32, 4, DIMS(1, HKV, 1, D), v);
-    kc_set(c, 4, MX_FLOAT32, 4, DIMS(1, HKV, P, D), pk);
-    kc_set(c, 5, MX_FLOAT32, 4, DIMS(1, HKV, P, D), pv);
-    kc_set(c, 6, MX_FLOAT32, 4, DIMS(1, HQ, 1, D), y[pass]);
-    kc_set(c, 7, MX_FLOAT32, 4, DIMS(1, HKV, T, D), prk[pass]);
-    kc_set(c, 8, MX_FLOAT32, 4, DIMS(1, HKV, T, D), prv[pass]);
-    cr_assert_eq(kc_run("Attention", c), MX_OK);
-    free(c);
-  }
+  for (int pass = 0; pass < 2; pass++) run_decode_f32(HQ, HKV, D, P, q, k, v, pk, pv, y[pass], prk[pass], prv[pass]);
   cr_expect(memcmp(y[0], y[1], (size_t)HQ * D * 4) == 0, "D %d P %d: Y differs between streamed and stored presents",
             D, P);
   int bad = 0;

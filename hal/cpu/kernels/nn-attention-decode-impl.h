@@ -183,10 +183,11 @@ ATTV_INLINE void ATTV_FN(att_dots_cols)(const int nh, const float *const q[2], c
 /* out[h][j] = scale * (q[h] . k_j) for nh (1 or 2, a constant) query heads of a key/value group
  * over n key rows of D elements (row stride ks; D % ATTV == 0), in one walk: each row is loaded
  * once for every head, and when copy is not NULL it also goes there (contiguous, D apart) from
- * the same load (streaming stores when stream is set). Blocks of R = ATTV / nh rows: the block's nh * R dot products (lane h * R + r:
- * head h, row r) go through one att_hsum tree, which sums every lane vector in the same order,
- * so a head's scores are the same bits whether it walks alone or with another. *vmax takes the
- * scores lane by lane in that layout (a head's largest lane is its maximum).
+ * the same load (streaming stores when stream is set). Blocks of R = ATTV / nh rows: the
+ * block's nh * R dot products (lane h * R + r: head h, row r) go through one att_hsum tree,
+ * which sums every lane vector in the same order, so a head's scores are the same bits whether
+ * it walks alone or with another. *vmax takes the scores lane by lane in that layout (a head's
+ * largest lane is its maximum).
  * A row's D elements are summed in order, ATTV at a time. */
 ATTV_INLINE void ATTV_FN(att_dots)(const int nh, const float *const q[2], const float *restrict k, int64_t ks,
                                    int64_t n, int64_t D, float scale, float *const out[2], float *restrict copy,
