@@ -6,9 +6,10 @@
  * out identical), inference is run again on the stored input shapes (the stored output dtypes
  * and dims must come out identical), the CPU kernel is looked up again and its workspace must
  * fit the stored slice, and no output or workspace shares bytes with another tensor of its
- * task (but for in-place elementwise outputs). A plan that passes is exactly what compile could
- * have produced for some graph, so the kernels never see params or shapes their op's rules would
- * reject, nor overlapping ranges. */
+ * task (but for in-place elementwise outputs). On several streams, tasks sharing bytes must be
+ * ordered by events (check_order.c). A plan that passes is exactly what compile could have
+ * produced for some graph, so the kernels never see params or shapes their op's rules would
+ * reject, nor overlapping ranges, and the streams never race. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -371,6 +372,7 @@ mx_status mx__plan_check(const mx_static_plan *p, mx_error *err) {
     st = check_task(p, t, recorded_by, syms, err);
   for (uint32_t e = 0; st == MX_OK && e < p->n_events; e++)
     if (recorded_by[e] == MX__NONE) st = BAD("plan '%s': event %u is never recorded", p->name, e);
+  if (st == MX_OK) st = mx__plan_check_order(p, err);
   mx_symtab_destroy(syms);
   free(recorded_by);
   return st;

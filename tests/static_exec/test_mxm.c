@@ -422,3 +422,134 @@ Test(static_mxm, copy_over_its_source_is_rejected) {
   mx_static_plan_destroy(p);
   mx_graph_destroy(g);
 }
+
+/* Removes every event wait of the first task that has some: its inputs from another stream are
+ * no longer ordered after their producers. */
+static void e_drop_waits(Mxm__ModelFile *mf) {
+  Mxm__StaticPlan *sp = mf->static_plans[0];
+  for (size_t t = 0; t < sp->n_tasks; t++) {
+    Mxm__Task *task = sp->tasks[t];
+    if (!task->n_wait_events) continue;
+    task->n_wait_events = 0;
+    return;
+  }
+  cr_assert_fail("no task waits for an event");
+}
+
+static uint64_t tensor_bytes(const Mxm__TaskTensor *t) {
+  uint64_t n = mx_dtype_size((mx_dtype)t->dtype);
+  for (size_t d = 0; d < t->n_dims; d++) n *= (uint64_t)t->dims[d];
+  return n;
+}
+
+/* Gives the first kernel on stream 1 that follows a kernel on stream 0 in the plan's order the
+ * output bytes of that kernel (when they are as large), so two tasks that no event orders write
+ * the same bytes. */
+static void e_shared_output(Mxm__ModelFile *mf) {
+  Mxm__StaticPlan *sp = mf->static_plans[0];
+  Mxm__Task *zero = NULL;
+  for (size_t t = 0; t < sp->n_tasks; t++) {
+    Mxm__Task *task = sp->tasks[t];
+    if (task->kind != MXM__TASK__KIND__KERNEL || task->n_tensors <= task->n_inputs) continue;
+    Mxm__TaskTensor *out = task->tensors[task->n_inputs];
+    if (out->alloc_id != 1) continue;
+    if (task->stream == 0) zero = task;
+    if (task->stream != 1 || !zero) continue;
+    Mxm__TaskTensor *z = zero->tensors[zero->n_inputs];
+    if (tensor_bytes(z) < tensor_bytes(out)) continue;
+    out->offset = z->offset;
+    return;
+  }
+  cr_assert_fail("no pair of kernels on streams 0 and 1 writing the FM arena");
+}
+
+/* On several streams, tasks that share bytes must be ordered by events: the compiled plan
+ * passes; without a task's waits, or with a task on stream 1 writing over an output of stream
+ * 0, it is refused with both tasks named. */
+Test(static_mxm, unordered_tasks_on_two_streams_are_rejected) {
+  mx_graph *g = small_block();
+  mx_static_options o;
+  mx_static_options_init(&o);
+  o.max_streams = 2;
+  mx_static_plan *p;
+  mx_error err;
+  cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
+  mx_static_report r;
+  mx_static_plan_report(p, &r);
+  cr_assert_eq(r.streams, 2, "the block's Q/K/V branches use both streams");
+  cr_assert_gt(r.cross_edges, 0);
+  unsigned char *img;
+  size_t n;
+  cr_assert_eq(mx_mxm_save_memory(p, (void **)&img, &n, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(load_edited(img, n, e_nothing, &err), MX_OK, "%s", err.message);
+  static const struct {
+    const char *what;
+    edit_fn fn;
+  } edits[] = {{"a task without its waits", e_drop_waits}, {"two streams writing the same bytes", e_shared_output}};
+  for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
+    mx_status st = load_edited(img, n, edits[k].fn, &err);
+    cr_assert_eq(st, MX_ERR_MALFORMED, "%s: %s", edits[k].what, mx_status_name(st));
+    cr_assert(strstr(err.message, "no event orders them"), "%s: %s", edits[k].what, err.message);
+    cr_assert(strstr(err.message, "stream 0") && strstr(err.message, "stream 1"), "%s: %s", edits[k].what,
+              err.message);
+  }
+  free(img);
+  mx_static_plan_destroy(p);
+  mx_graph_destroy(g);
+}
+
+/* mx__plan_check_order on hand-made plans of three tasks over 64 bytes of the FM arena: task 0
+ * (stream 0) writes them, task 1 (stream 1) reads them after waiting for task 0's event, task 2
+ * (stream 0) writes them again. Without an event from task 1 to task 2 the write may overtake
+ * the read; with it the plan is ordered. Then task 1 reading without its wait races with the
+ * first write. */
+typedef struct tiny_plan {
+  mx_static_plan p;
+  mx__ptask tasks[3];
+  mx__ptensor t[3];
+  uint32_t ev[2]; /* event ids: 0 recorded by task 0, 1 by task 1 */
+} tiny_plan;
+
+static void tiny_plan_init(tiny_plan *tp, bool event_1_to_2, bool task_1_waits) {
+  memset(tp, 0, sizeof *tp);
+  tp->p.name = "tiny";
+  tp->p.n_streams = 2;
+  tp->p.n_events = 2;
+  tp->p.n_tasks = 3;
+  tp->p.tasks = tp->tasks;
+  tp->p.fm_bytes = 64;
+  tp->ev[0] = 0, tp->ev[1] = 1;
+  static const char *const names[3] = {"first write", "read", "second write"};
+  for (int i = 0; i < 3; i++) {
+    tp->t[i] = (mx__ptensor){.dtype = MX_FLOAT32, .rank = 1, .dims = {16}, .nbytes = 64, .alloc = MX__ID_FM,
+                             .n_values = -1};
+    tp->tasks[i] = (mx__ptask){.kind = MX__TASK_KERNEL, .name = names[i], .op = "Relu", .domain = "",
+                               .stream = i == 1, .t = &tp->t[i]};
+    if (i == 1) tp->tasks[i].n_in = 1;
+    else tp->tasks[i].n_out = 1;
+  }
+  tp->tasks[0].records = &tp->ev[0], tp->tasks[0].n_records = 1;
+  if (task_1_waits) tp->tasks[1].waits = &tp->ev[0], tp->tasks[1].n_waits = 1;
+  tp->tasks[1].records = &tp->ev[1], tp->tasks[1].n_records = 1;
+  if (event_1_to_2) tp->tasks[2].waits = &tp->ev[1], tp->tasks[2].n_waits = 1;
+}
+
+Test(static_mxm, order_check_read_then_write_and_write_then_read) {
+  tiny_plan tp;
+  mx_error err;
+  tiny_plan_init(&tp, true, true);
+  cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_OK, "%s", err.message);
+  tiny_plan_init(&tp, false, true);
+  cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_ERR_MALFORMED);
+  cr_assert(strstr(err.message, "tasks 1 ('read', stream 1) and 2 ('second write', stream 0)"), "%s", err.message);
+  cr_assert(strstr(err.message, "bytes 0..64 of the FM region 1, the second writing"), "%s", err.message);
+  tiny_plan_init(&tp, true, false);
+  cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_ERR_MALFORMED);
+  cr_assert(strstr(err.message, "tasks 0 ('first write', stream 0) and 1 ('read', stream 1)"), "%s", err.message);
+  cr_assert(strstr(err.message, "the first writing"), "%s", err.message);
+  /* On one stream the same three tasks run in order: nothing to check. */
+  tiny_plan_init(&tp, false, false);
+  tp.tasks[1].stream = 0;
+  tp.p.n_streams = 1;
+  cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_OK, "%s", err.message);
+}
