@@ -10,9 +10,9 @@
  * system runs its block of steps (a few untimed steps first), in an order that changes from
  * round to round (round_position), so slow drifts of the machine hit every system alike, and
  * each round's blocks are also compared pairwise (rounds_compared). A sample is the wall time
- * of one step as its caller sees it: around mx_session_run (inputs and outputs in device buffers prepared beforehand, or host
- * tensors with --io host) or mx_reference_run for mixrt, around `await session.run(feeds)`
- * inside the Node process for ONNX Runtime. Every timed step repeats the same inputs (--mode
+ * of one step as its caller sees it: around mx_session_run (inputs and outputs in device
+ * buffers prepared beforehand, or host tensors with --io host) or mx_reference_run for mixrt,
+ * around `await session.run(feeds)` inside the Node process for ONNX Runtime. Every timed step repeats the same inputs (--mode
  * fixed), or each system decodes from them, feeding its presents back (--mode decode).
  *
  * ONNX Runtime runs in a persistent Node process (bench/peers/ort_runner.js, package
@@ -138,9 +138,8 @@ typedef struct peer {
 void mx_bench_llm_help(FILE *out) {
   fprintf(out,
           "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--min-time S]\n"
-          "                       [--steps N]\n"
-          "                       [--warmup N] [--block-warmup N] [--systems hybrid,dynamic,reference,ort]\n"
-          "                       [--no-ort]"
+          "                       [--steps N] [--warmup N] [--block-warmup N]\n"
+          "                       [--systems hybrid,dynamic,reference,ort] [--no-ort]\n"
           "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
           "                       [--streams N] [--executor E]\n"
           "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n"
@@ -149,10 +148,11 @@ void mx_bench_llm_help(FILE *out) {
           "  hybrid, mixrt all-dynamic (static_min_ops -1), the mixrt reference interpreter and ONNX\n"
           "  Runtime (CPU, intra-op 1 thread, inter-op 1 thread, sequential), all on the same ONNX file\n"
           "  and the same inputs, run in interleaved rounds. Prints JSON: median / p10 / p90 per\n"
-          "  system, the ratio hybrid / ONNX Runtime, the rounds in which the hybrid's block was faster\n"
-          "  than each other system's block of the same round, the largest differences of logits and present\n"
-          "  tensors to ONNX Runtime's, whether hybrid and all-dynamic equal the reference bit for\n"
-          "  bit, and the ONNX Runtime binding's own per-call cost (an Identity model).\n"
+          "  system, the ratio hybrid / ONNX Runtime, the rounds in which the hybrid's block was\n"
+          "  faster than each other system's block of the same round (with a sign test), the largest\n"
+          "  differences of logits and present tensors to ONNX Runtime's, whether hybrid and\n"
+          "  all-dynamic equal the reference bit for bit, and the ONNX Runtime binding's own per-call\n"
+          "  cost (an Identity model).\n"
           "  tiny: 2 layers, hidden 64, 4 heads (2 key/value heads), ffn 172, vocab 128;\n"
           "  small: 4 layers, hidden 256, 4 heads of 64 (4 key/value heads), ffn 688, vocab 1000.\n\n"
           "options:\n"
@@ -163,7 +163,7 @@ void mx_bench_llm_help(FILE *out) {
           "                     S seconds, to a whole cycle of orders (default 1; 0: exactly --rounds).\n"
           "                     A shared host has slow spells of a fraction of a second: a point\n"
           "                     much shorter than that is measured wholly inside or outside one.\n"
-          "                     Decode mode runs exactly --rounds (its past lengths must be known)\n"
+          "                     Decode mode runs exactly --rounds (its past lengths must be known).\n"
           "  --steps N          steps per system per round (default 20)\n"
           "  --warmup N         untimed steps per system before each past length (default 200: ONNX\n"
           "                     Runtime's Node path takes a few hundred calls to reach its speed)\n"

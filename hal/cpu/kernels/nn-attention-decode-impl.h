@@ -160,9 +160,8 @@ ATTV_INLINE ATTV_T ATTV_FN(att_hsum)(const ATTV_T a[ATTV]) {
 /* Columns [d, d + ATTV) of a block of ATTV / nh key rows at kb (row stride ks) into the block's
  * products a (lane vector h * R + r: head h, row r), which column 0 starts and later columns
  * add to; the rows also go to cb (D apart) when it is not NULL, by streaming stores when stream
- * is set. One running pointer into the rows
- * (and one into the copy) rather than one per row: with a run-time stride, one address per row
- * would be more than the registers hold. */
+ * is set. One running pointer into the rows (and one into the copy) rather than one per row:
+ * with a run-time stride, one address per row would be more than the registers hold. */
 ATTV_INLINE void ATTV_FN(att_dots_cols)(const int nh, const float *const q[2], const float *restrict kb, int64_t ks,
                                         float *restrict cb, bool stream, int64_t D, int64_t d, ATTV_T a[ATTV]) {
   const int R = ATTV / nh;
@@ -242,9 +241,9 @@ ATTV_INLINE void ATTV_FN(att_dots)(const int nh, const float *const q[2], const 
 /* y[h][0..D) += sum over the n rows j of w[h][j] * v_j for nh (1 or 2, a constant) query heads
  * (row stride vs; D % ATTV == 0), in one walk: each row is loaded once for every head, and when
  * copy is not NULL it also goes there (contiguous, D apart) from the same load (streaming stores
- * when stream is set). Each head keeps
- * four independent accumulators per ATTV columns, rows j taking accumulator j % 4, so a head's
- * sums are in the same order whether it walks alone or with another. */
+ * when stream is set). Each head keeps four independent accumulators per ATTV columns, rows j
+ * taking accumulator j % 4, so a head's sums are in the same order whether it walks alone or
+ * with another. */
 ATTV_INLINE void ATTV_FN(att_axpys)(const int nh, const float *const w[2], const float *restrict v, int64_t vs,
                                     int64_t n, int64_t D, float *const y[2], float *restrict copy, bool stream) {
   for (int64_t d = 0; d < D; d += ATTV) {
