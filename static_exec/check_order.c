@@ -1,7 +1,9 @@
-/* Load check of a multi-stream plan's ordering. Two tasks on different streams that touch the
- * same bytes, one of them writing, must be ordered by events (a chain of records and waits):
- * otherwise the CPU device's stream threads would race on those bytes, and a crafted .mxm file
- * would get undefined behaviour rather than an error.
+/* Load check of a plan's ordering. Two tasks on different streams that touch the same bytes,
+ * one of them writing, must be ordered by events (a chain of records and waits): otherwise the
+ * CPU device's stream threads would race on those bytes, and a crafted .mxm file would get
+ * undefined behaviour rather than an error. And on any number of streams, a task may read bytes
+ * of the FM arena or an output only after an earlier task wrote them in the same execution:
+ * otherwise it would compute on whatever the previous execution left there.
  *
  * Happens-before comes from vector clocks. A task's clock holds, per stream, how many of that
  * stream's tasks have finished before the task starts: its own stream's earlier tasks and,
@@ -11,8 +13,8 @@
  *
  * The bytes a task may write (the FM arena and the outputs) are cut into pieces at every access
  * boundary. Walking the tasks in plan order, each piece remembers its last writer and, per
- * stream, its latest reader since then. A read must come after the last writer, a write after
- * the last writer and every stream's latest reader. Remembering only those is enough: the
+ * stream, its latest reader since then. A read must come after the last writer (and there must
+ * be one), a write after the last writer and every stream's latest reader. Remembering only those is enough: the
  * writers of a piece are ordered one after another (or the walk stopped), and a stream's earlier
  * readers come before its latest in that stream's own order. The work is the pieces each access
  * covers, not every pair of tasks that ever share bytes (that grows with the square of a long
@@ -183,6 +185,13 @@ static mx_status check_access(order_check *c, const access *a, mx_error *err) {
     if (++c->visits > MAX_VISITS)
       return BAD("plan '%s': too many overlapping accesses to check their order", c->p->name);
     const uint32_t *st = g->state + (size_t)k * (S + 1);
+    if (st[0] == MX__NONE && !a->write) {
+      const mx__ptask *ty = &c->p->tasks[y];
+      return BAD("plan '%s': task %u ('%s') reads bytes %llu..%llu of the %s region %u, which no earlier task "
+                 "writes",
+                 c->p->name, y, ty->name, (unsigned long long)g->bounds[k], (unsigned long long)g->bounds[k + 1],
+                 mx_static_alloc_kind_name(mx__plan_id_kind(c->p, a->alloc, NULL)), a->alloc);
+    }
     if (st[0] != MX__NONE && st[0] != y && !ordered(c, st[0], y))
       return race(c, st[0], y, a, g->bounds[k], g->bounds[k + 1], true, err);
     for (uint32_t s = 0; a->write && s < S; s++)
@@ -228,7 +237,7 @@ static mx_status walk(order_check *c, mx_error *err) {
 
 mx_status mx__plan_check_order(const mx_static_plan *p, mx_error *err) {
   const uint32_t S = p->n_streams, n = p->n_tasks;
-  if (S < 2 || n < 2) return MX_OK; /* one stream runs its tasks in order */
+  if (n == 0) return MX_OK;
   if ((uint64_t)n * S > MAX_ENTRIES)
     return BAD("plan '%s': %u tasks on %u streams, too many to check their order", p->name, n, S);
   order_check c = {.p = p, .S = S};

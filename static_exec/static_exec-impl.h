@@ -125,14 +125,16 @@ mx_status mx__plan_copy_attrs(mx_static_plan *p, const mx_attr *src, uint32_t n,
                               mx_error *err);
 
 /* Checks a plan that came from outside (a file): every index, size and offset, the kernels and
- * their params (inference re-run on the stored shapes), and on several streams that events
- * order every two tasks sharing bytes (mx__plan_check_order). Errors are MX_ERR_MALFORMED
+ * their params (inference re-run on the stored shapes), that bytes are written before they are
+ * read, and on several streams that events order every two tasks sharing bytes
+ * (mx__plan_check_order). Errors are MX_ERR_MALFORMED
  * naming the task or field. */
 mx_status mx__plan_check(const mx_static_plan *p, mx_error *err);
 
 /* The ordering part of mx__plan_check (check_order.c), for a plan whose tasks, ranges and
- * events it already passed: two tasks on different streams using the same bytes of the FM
- * arena or an output, one writing, must be ordered by a chain of events. */
+ * events it already passed: a task reads bytes of the FM arena or an output only after an
+ * earlier task wrote them, and two tasks on different streams using the same such bytes, one
+ * writing, must be ordered by a chain of events. */
 mx_status mx__plan_check_order(const mx_static_plan *p, mx_error *err);
 
 /* Bytes of a tensor with these dtype and dims; false on overflow, a bad dtype or dim. */

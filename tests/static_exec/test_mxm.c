@@ -502,7 +502,8 @@ Test(static_mxm, unordered_tasks_on_two_streams_are_rejected) {
  * (stream 0) writes them, task 1 (stream 1) reads them after waiting for task 0's event, task 2
  * (stream 0) writes them again. Without an event from task 1 to task 2 the write may overtake
  * the read; with it the plan is ordered. Then task 1 reading without its wait races with the
- * first write. */
+ * first write. On one stream the order is the plan's, but a task that reads before anything
+ * wrote is still refused. */
 typedef struct tiny_plan {
   mx_static_plan p;
   mx__ptask tasks[3];
@@ -547,9 +548,14 @@ Test(static_mxm, order_check_read_then_write_and_write_then_read) {
   cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_ERR_MALFORMED);
   cr_assert(strstr(err.message, "tasks 0 ('first write', stream 0) and 1 ('read', stream 1)"), "%s", err.message);
   cr_assert(strstr(err.message, "the first writing"), "%s", err.message);
-  /* On one stream the same three tasks run in order: nothing to check. */
+  /* On one stream the same three tasks run in order. */
   tiny_plan_init(&tp, false, false);
   tp.tasks[1].stream = 0;
   tp.p.n_streams = 1;
   cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_OK, "%s", err.message);
+  /* ... but a read of bytes nothing wrote yet in the execution is refused on any stream count. */
+  tp.tasks[0].n_in = 1, tp.tasks[0].n_out = 0;
+  cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_ERR_MALFORMED);
+  cr_assert(strstr(err.message, "task 0 ('first write') reads bytes 0..64 of the FM region 1, which no earlier task writes"),
+            "%s", err.message);
 }
