@@ -192,10 +192,10 @@ static mx_status check_access(order_check *c, const access *a, mx_error *err) {
                  c->p->name, y, ty->name, (unsigned long long)g->bounds[k], (unsigned long long)g->bounds[k + 1],
                  mx_static_alloc_kind_name(mx__plan_id_kind(c->p, a->alloc, NULL)), a->alloc);
     }
-    if (st[0] != MX__NONE && st[0] != y && !ordered(c, st[0], y))
+    if (st[0] != MX__NONE && !ordered(c, st[0], y))
       return race(c, st[0], y, a, g->bounds[k], g->bounds[k + 1], true, err);
     for (uint32_t s = 0; a->write && s < S; s++)
-      if (st[1 + s] != MX__NONE && st[1 + s] != y && !ordered(c, st[1 + s], y))
+      if (st[1 + s] != MX__NONE && !ordered(c, st[1 + s], y))
         return race(c, st[1 + s], y, a, g->bounds[k], g->bounds[k + 1], false, err);
   }
   return MX_OK;
