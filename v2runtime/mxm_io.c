@@ -5,7 +5,8 @@
  * rebuilt from the call bodies (they hold no compiled state beyond the graph).
  *
  * Nothing in a file is trusted: every kernel name, value slot and attribute index of the
- * execution graphs is checked against the restored program before Init runs. */
+ * execution graphs is checked against the restored program before Init runs, and the Main graph
+ * as a whole (mxm_main_check.c: every step kernel once, in an order the kernels can run in). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,6 +324,7 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
       st = mx__fail(err, MX_ERR_MALFORMED, "the Init graph does not upload constant '%s'", v->name);
   }
   if (st == MX_OK) st = unpack_graph(p, rt->main, "Main", IN_MAIN, made, &p->main, err);
+  if (st == MX_OK) st = mx__program_check_main(p, &p->main, err);
   if (st == MX_OK) st = unpack_graph(p, rt->deinit, "DeInit", IN_DEINIT, made, &p->deinit, err);
   free(made);
   if (st != MX_OK) {

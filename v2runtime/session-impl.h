@@ -135,6 +135,10 @@ mx_status mx__program_calls(mx_program *p, mx_error *err);
 mx_status mx__program_finish(mx_program *p, mx_error *err);
 /* Restores a program from an .mxm file (static plans + runtime record; see mxm_io.c). */
 mx_status mx__program_load_mxm(struct mx_session *s, const char *path, mx_program **out, mx_error *err);
+/* Checks a restored Main graph against the program: every step kernel of every call, op, input,
+ * output and produced value once, ordered so each finds its inputs ready and no value is freed
+ * before its last reader (mxm_main_check.c). MX_ERR_MALFORMED names the nodes at fault. */
+mx_status mx__program_check_main(const mx_program *p, const mx_exe_graph *g, mx_error *err);
 /* Writes the loaded program as an .mxm file. */
 mx_status mx__program_save_mxm(struct mx_session *s, const char *path, bool external_weights, mx_error *err);
 /* Builds the Init/Main/DeInit graphs of a program whose calls are planned. */

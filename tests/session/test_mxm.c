@@ -258,3 +258,228 @@ Test(mxm, misplaced_lifecycle_kernels_are_rejected) {
   unlink(good);
   mx_session_destroy(a);
 }
+
+/* --- the Main graph as a whole (v2runtime/mxm_main_check.c) ---------------------------------- */
+
+/* Room for edited copies of a Main graph (static: the edits outlive the edit function until
+ * rewrite_runtime packs the record). */
+#define EDIT_CAP 4096
+static Mxm__ExeNode *edit_nodes[EDIT_CAP];
+static Mxm__ExeNode edit_copy[4];
+static uint32_t edit_from[EDIT_CAP], edit_to[EDIT_CAP], edit_inputs[4][8];
+
+/* Makes g's node and edge arrays editable copies (the originals stay for freeing). */
+static void editable(Mxm__ExeGraph *g) {
+  cr_assert_lt(g->n_nodes, EDIT_CAP);
+  cr_assert_lt(g->n_edge_from, EDIT_CAP);
+  memcpy(edit_nodes, g->nodes, g->n_nodes * sizeof *edit_nodes);
+  memcpy(edit_from, g->edge_from, g->n_edge_from * sizeof *edit_from);
+  memcpy(edit_to, g->edge_to, g->n_edge_to * sizeof *edit_to);
+  g->nodes = edit_nodes;
+  g->edge_from = edit_from;
+  g->edge_to = edit_to;
+}
+
+/* Replaces node i by an editable copy (copy slot k) and returns it. */
+static Mxm__ExeNode *edit_node(Mxm__ExeGraph *g, size_t i, int k) {
+  edit_copy[k] = *g->nodes[i];
+  g->nodes[i] = &edit_copy[k];
+  return &edit_copy[k];
+}
+
+/* Drops every stored edge into node `to` (data edges come back from the slots at load). */
+static void drop_edges_into(Mxm__ExeGraph *g, size_t to) {
+  size_t n = 0;
+  for (size_t e = 0; e < g->n_edge_from; e++)
+    if (g->edge_to[e] != to) {
+      g->edge_from[n] = g->edge_from[e];
+      g->edge_to[n++] = g->edge_to[e];
+    }
+  g->n_edge_from = g->n_edge_to = n;
+}
+
+static void add_edge(Mxm__ExeGraph *g, uint32_t from, uint32_t to) {
+  cr_assert_lt(g->n_edge_from, EDIT_CAP);
+  g->edge_from[g->n_edge_from] = from;
+  g->edge_to[g->n_edge_from] = to;
+  g->n_edge_from = ++g->n_edge_to;
+}
+
+/* The index of the last node of g running `kernel`. */
+static size_t last_node_of(const Mxm__ExeGraph *g, const char *kernel) {
+  for (size_t i = g->n_nodes; i-- > 0;)
+    if (strcmp(g->nodes[i]->kernel, kernel) == 0) return i;
+  cr_assert_fail("no %s node", kernel);
+  return 0;
+}
+
+/* A FreeValue node of g with a stored edge from a node other than its value's producer: the
+ * value's last reader. Returns the FreeValue node, *reader the reader. */
+static size_t free_with_reader(const Mxm__ExeGraph *g, uint32_t *reader) {
+  for (size_t e = 0; e < g->n_edge_from; e++) {
+    uint32_t f = g->edge_to[e], r = g->edge_from[e];
+    if (strcmp(g->nodes[f]->kernel, "FreeValue") != 0) continue;
+    const char *rk = g->nodes[r]->kernel;
+    /* The producer writes the value's slot; a reader reads it or ends a call reading it. */
+    bool writes = false;
+    for (size_t j = 0; j < g->nodes[r]->n_outputs; j++) writes = writes || g->nodes[r]->outputs[j] == g->nodes[f]->inputs[0];
+    if (!writes && (strcmp(rk, "StaticModelExecute") == 0 || strcmp(rk, "DynStepEnd") == 0)) {
+      *reader = r;
+      return f;
+    }
+  }
+  cr_assert_fail("no FreeValue after a reader");
+  return 0;
+}
+
+/* The last static call's StaticModelUpdateArgs keeps only its handle and allocation token: no
+ * edge from the calls producing its inputs. */
+static void args_before_inputs(Mxm__Runtime *rt, void *tmp) {
+  (void)tmp;
+  Mxm__ExeGraph *g = rt->main;
+  editable(g);
+  size_t i = last_node_of(g, "StaticModelUpdateArgs");
+  Mxm__ExeNode *n = edit_node(g, i, 0);
+  cr_assert_gt(n->n_inputs, 2);
+  n->n_inputs = 2;
+  drop_edges_into(g, i);
+}
+
+/* A FreeValue without the edges from its value's readers. */
+static void free_before_reader(Mxm__Runtime *rt, void *tmp) {
+  (void)tmp;
+  Mxm__ExeGraph *g = rt->main;
+  editable(g);
+  uint32_t reader;
+  drop_edges_into(g, free_with_reader(g, &reader));
+}
+
+/* A second StaticModelExecute of the same call (on a slot of its own, so only the check sees it). */
+static void execute_twice(Mxm__Runtime *rt, void *tmp) {
+  (void)tmp;
+  Mxm__ExeGraph *g = rt->main;
+  editable(g);
+  size_t i = last_node_of(g, "StaticModelExecute");
+  edit_copy[0] = *g->nodes[i];
+  edit_inputs[0][0] = rt->n_slots++;
+  edit_copy[0].n_outputs = 1;
+  edit_copy[0].outputs = edit_inputs[0];
+  g->nodes[g->n_nodes++] = &edit_copy[0];
+}
+
+/* Removes node i (its edges with it; later nodes move down one). */
+static void remove_node(Mxm__ExeGraph *g, size_t i) {
+  memmove(&g->nodes[i], &g->nodes[i + 1], (g->n_nodes - i - 1) * sizeof *g->nodes);
+  g->n_nodes--;
+  size_t n = 0;
+  for (size_t e = 0; e < g->n_edge_from; e++) {
+    if (g->edge_from[e] == i || g->edge_to[e] == i) continue;
+    g->edge_from[n] = g->edge_from[e] - (g->edge_from[e] > i);
+    g->edge_to[n++] = g->edge_to[e] - (g->edge_to[e] > i);
+  }
+  g->n_edge_from = g->n_edge_to = n;
+}
+
+/* A static call whose StaticModelExecute is gone: its outputs would keep the last step's data. */
+static void execute_missing(Mxm__Runtime *rt, void *tmp) {
+  (void)tmp;
+  editable(rt->main);
+  remove_node(rt->main, last_node_of(rt->main, "StaticModelExecute"));
+}
+
+/* A static call's StaticModelExecute renamed to its StaticAllocOutputs: that role twice. */
+static void alloc_twice(Mxm__Runtime *rt, void *tmp) {
+  (void)tmp;
+  Mxm__ExeGraph *g = rt->main;
+  editable(g);
+  Mxm__ExeNode *n = edit_node(g, last_node_of(g, "StaticModelExecute"), 0);
+  n->kernel = (char *)"StaticAllocOutputs";
+}
+
+/* A dynamic op's Launch reading a slot nothing writes: nothing orders it after its InferShape. */
+static void launch_before_infer(Mxm__Runtime *rt, void *tmp) {
+  (void)tmp;
+  Mxm__ExeGraph *g = rt->main;
+  editable(g);
+  size_t i = last_node_of(g, "Launch");
+  Mxm__ExeNode *n = edit_node(g, i, 0);
+  edit_inputs[0][0] = rt->n_slots++;
+  n->n_inputs = 1;
+  n->inputs = edit_inputs[0];
+  drop_edges_into(g, i);
+}
+
+/* A device op run as a host op. */
+static void launch_as_host(Mxm__Runtime *rt, void *tmp) {
+  (void)tmp;
+  Mxm__ExeGraph *g = rt->main;
+  editable(g);
+  Mxm__ExeNode *n = edit_node(g, last_node_of(g, "Launch"), 0);
+  n->kernel = (char *)"HostCompute";
+}
+
+/* A FreeValue ordered after its reader through another FreeValue (no direct edge): valid. */
+static void free_after_reader_through_another(Mxm__Runtime *rt, void *tmp) {
+  (void)tmp;
+  Mxm__ExeGraph *g = rt->main;
+  editable(g);
+  uint32_t reader;
+  size_t f = free_with_reader(g, &reader);
+  size_t other = last_node_of(g, "FreeValue");
+  if (other == f) other = node_of(g, "FreeValue");
+  cr_assert_neq(other, f);
+  drop_edges_into(g, f);
+  add_edge(g, reader, (uint32_t)other);
+  add_edge(g, (uint32_t)other, (uint32_t)f);
+}
+
+/* A FreeValue whose only stored edge comes from a FeedInput (which nothing precedes): not
+ * direct, and no path from the reader either. */
+static void free_after_unrelated_node(Mxm__Runtime *rt, void *tmp) {
+  (void)tmp;
+  Mxm__ExeGraph *g = rt->main;
+  editable(g);
+  uint32_t reader;
+  size_t f = free_with_reader(g, &reader);
+  drop_edges_into(g, f);
+  add_edge(g, (uint32_t)node_of(g, "FeedInput"), (uint32_t)f);
+}
+
+Test(mxm, main_graph_roles_and_order_are_checked) {
+  mx_session *a = llama_session();
+  char good[80], bad[80];
+  snprintf(good, sizeof good, "%s", temp_path());
+  snprintf(bad, sizeof bad, "%s", temp_path());
+  cr_assert_eq(mx_session_save(a, good, NULL), MX_OK, "%s", mx_session_last_error(a));
+  struct {
+    void (*edit)(Mxm__Runtime *, void *);
+    const char *says;
+  } cases[] = {
+      {args_before_inputs, "does not order StaticModelUpdateArgs of partition"},
+      {free_before_reader, "which reads"},
+      {launch_before_infer, "does not order Launch of op"},
+      {execute_twice, "runs StaticModelExecute of partition"},
+      {execute_missing, "never runs StaticModelExecute of partition"},
+      {alloc_twice, "runs StaticAllocOutputs of partition"},
+      {launch_as_host, "which is a device op"},
+      {free_after_unrelated_node, "which reads"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rewrite_runtime(good, bad, cases[i].edit);
+    cr_assert_eq(mx_session_load_file(a, bad), MX_ERR_MALFORMED, "case %zu: %s", i, mx_session_last_error(a));
+    cr_assert(strstr(mx_session_last_error(a), cases[i].says), "case %zu: %s", i, mx_session_last_error(a));
+    cr_assert(strstr(mx_session_last_error(a), bad), "the message names the file: %s", mx_session_last_error(a));
+  }
+  /* An order through another node is an order: the file loads and decodes like the original. */
+  rewrite_runtime(good, bad, free_after_reader_through_another);
+  mx_session *b = mxs_new_session(1, MX_EXECUTOR_TOPOLOGICAL, 4);
+  cr_assert_eq(mx_session_load_file(b, bad), MX_OK, "%s", mx_session_last_error(b));
+  cr_assert_eq(mx_session_load_file(a, good), MX_OK, "%s", mx_session_last_error(a));
+  mx_llama_config cfg;
+  mx_llama_config_default(&cfg);
+  same_decode(a, b, &cfg, 4);
+  mx_session_destroy(b);
+  unlink(bad);
+  unlink(good);
+  mx_session_destroy(a);
+}
