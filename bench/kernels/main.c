@@ -12,7 +12,10 @@
  *   and GB/s of compulsory traffic (cache read, presents written), for the shapes of one layer
  *   of `mixrt bench llm`'s tiny model (4 query heads, 2 key/value heads of 16) over caches of 16
  *   and 512 rows and its small model (4 and 4 heads of 64) over 512 rows.
- * Each figure is the best of several timed repetitions.
+ * - One sequential read of as many bytes as `mixrt bench llm`'s small model has weights
+ *   (15 230 064), best and median microseconds: the floor of a small decode step at a short
+ *   past length, which reads every weight once and little else.
+ * Each figure is the best of several timed repetitions (the read also gives its median).
  *
  * Kernels are called through mx__kernel_find exactly as executors do (workspace included).
  * Usage: bench_kernels [--quick]   (--quick: fewer repetitions, for smoke tests) */
@@ -134,6 +137,52 @@ done:
   return gbps;
 }
 
+/* Weight bytes of `mixrt bench llm`'s small model (4 layers, hidden 256, ffn 688, vocab 1000). */
+#define SMALL_MODEL_WEIGHT_BYTES 15230064u
+
+typedef float read_v4 __attribute__((vector_size(16)));
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* Seconds of one sequential read of `bytes` (a multiple of 64), summed into four vector
+ * accumulators so the adds never wait on each other: best and median of the repetitions. */
+static double bench_read(size_t bytes, double *median) {
+  size_t n = bytes / sizeof(read_v4);
+  read_v4 *p = aligned_alloc(64, n * sizeof *p);
+  enum { MAX_REPS = 8192 };
+  double *times = malloc(MAX_REPS * sizeof *times);
+  double best = -1.0;
+  *median = -1.0;
+  if (!p || !times) goto done;
+  for (size_t i = 0; i < n; i++) p[i] = (read_v4){1.0f, 2.0f, 3.0f, 4.0f};
+  double total = 0.0;
+  int reps = 0;
+  while ((total < min_seconds || reps < 3) && reps < MAX_REPS) {
+    uint64_t t0 = mx__now_ns();
+    read_v4 a = {0}, b = {0}, c = {0}, d = {0};
+    for (size_t i = 0; i + 4 <= n; i += 4) {
+      a += p[i];
+      b += p[i + 1];
+      c += p[i + 2];
+      d += p[i + 3];
+    }
+    read_v4 sum = a + b + c + d;
+    __asm__ volatile("" ::"x"(sum)); /* keep the reads */
+    times[reps] = (double)(mx__now_ns() - t0) * 1e-9;
+    total += times[reps++];
+  }
+  qsort(times, (size_t)reps, sizeof *times, cmp_double);
+  best = times[0];
+  *median = times[reps / 2];
+done:
+  free(p);
+  free(times);
+  return best;
+}
+
 static double bench_add(size_t n) {
   float *a = alloc_floats(n, 1.0f), *b = alloc_floats(n, 2.0f), *y = alloc_floats(n, 0.0f);
   mx_kernel_call *c = call_new(2, 1, NULL);
@@ -237,6 +286,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 3; i++)
     att_s[i] = bench_attention_decode(att_shapes[i][0], att_shapes[i][1], att_shapes[i][2], att_shapes[i][3],
                                       &att_gbps[i]);
+  double read_median, read_best = bench_read(SMALL_MODEL_WEIGHT_BYTES / 64 * 64, &read_median);
   char date[32];
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
@@ -254,8 +304,13 @@ int main(int argc, char **argv) {
            "\"us\": %.3f, \"gbps\": %.2f}%s\n",
            att_names[i], (long long)att_shapes[i][0], (long long)att_shapes[i][1], (long long)att_shapes[i][2],
            (long long)att_shapes[i][3], att_s[i] * 1e6, att_gbps[i], i < 2 ? "," : "");
-  printf("  ]\n}\n");
+  printf("  ],\n");
+  printf("  \"read_small_model_weights\": {\"bytes\": %u, \"best_us\": %.1f, \"median_us\": %.1f, "
+         "\"best_gbps\": %.2f}\n}\n",
+         SMALL_MODEL_WEIGHT_BYTES, read_best * 1e6, read_median * 1e6,
+         read_best > 0 ? SMALL_MODEL_WEIGHT_BYTES / read_best * 1e-9 : 0.0);
   for (int i = 0; i < 3; i++)
     if (g[i] < 0) return 1;
+  if (read_best < 0) return 1;
   return mc < 0 || add < 0 || sm < 0 || att_s[0] < 0 || att_s[1] < 0 || att_s[2] < 0 ? 1 : 0;
 }
