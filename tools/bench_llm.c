@@ -88,10 +88,11 @@ typedef struct diff {
 } diff;
 
 /* Per-step averages of the hybrid session over the timed steps. */
-typedef struct hybrid_step {
+/* A mixrt session's own counters, per step (mx_session_stats over the point's rounds). */
+typedef struct session_step {
   double static_executes, dynamic_launches, kernels, refreshed, device_allocations;
   double static_us, dynamic_us, host_us, step_us;
-} hybrid_step;
+} session_step;
 
 /* The hybrid against another system round by round: each round's two blocks ran one after the
  * other, so a slow spell of the machine falls on both. */
@@ -111,8 +112,8 @@ typedef struct point {
   round_pairs vs[SYS_COUNT];     /* the hybrid against dynamic, reference, ort (index 0 unused) */
   diff to_ort[SYS_ORT];          /* hybrid, dynamic, reference against ONNX Runtime */
   int same_as_ref[2];            /* hybrid, dynamic bitwise equal to the reference: 1, 0, or -1 not run */
-  bool have_step;
-  hybrid_step step;
+  bool have_step[2];     /* by system: hybrid, dynamic */
+  session_step step[2];
 } point;
 
 typedef struct config_result {
@@ -935,7 +936,7 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
   int rc = MX_EXIT_OK;
   uint64_t *samples[SYS_COUNT] = {NULL};
   size_t counts[SYS_COUNT] = {0};
-  mx_session_stats before = {0}, after = {0};
+  mx_session_stats before[2] = {{0}}, after = {0};
   mx_status st = mx_cli_llm_inputs(cfg, TOKEN % cfg->vocab, pt->past, 1000 + (uint64_t)pt->past, in);
   if (st != MX_OK) return mx_cli_runtime_error(CMD, "allocating the inputs: %s", mx_status_string(st));
   if (c->device_io && (st = make_device_io(c, cfg, in, n)) != MX_OK) {
@@ -993,8 +994,9 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
       goto free_samples;
     }
   }
-  if (c->sessions[0]) mx_session_get_stats(c->sessions[0], NULL, &before);
-  uint64_t hybrid_steps = 0;
+  for (int s = 0; s < 2; s++)
+    if (c->sessions[s]) mx_session_get_stats(c->sessions[s], NULL, &before[s]);
+  uint64_t session_steps[2] = {0, 0};
   const uint64_t t_start = mx__now_ns();
   int64_t r = 0;
   for (; r < a->rounds || more_rounds(a, r, n_sys, t_start); r++) {
@@ -1017,24 +1019,27 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
         rc = mx_cli_runtime_error(CMD, "%s past %lld: %s", c->name, (long long)pt->past, why);
         goto free_samples;
       }
-      if (s == SYS_HYBRID) hybrid_steps += (uint64_t)(a->block_warmup + a->steps); /* the stats count both */
+      if (s == SYS_HYBRID || s == SYS_DYNAMIC) /* the stats count warm-up steps too */
+        session_steps[s == SYS_DYNAMIC] += (uint64_t)(a->block_warmup + a->steps);
       counts[s] += (size_t)a->steps;
     }
   }
-  if (c->sessions[0] && hybrid_steps) {
-    mx_session_get_stats(c->sessions[0], NULL, &after);
-    double k = (double)hybrid_steps;
-    pt->have_step = true;
-    pt->step = (hybrid_step){
-        .static_executes = (double)(after.static_executes - before.static_executes) / k,
-        .dynamic_launches = (double)(after.dynamic_launches - before.dynamic_launches) / k,
-        .kernels = (double)(after.kernels_run - before.kernels_run) / k,
-        .refreshed = (double)(after.refreshed_entries - before.refreshed_entries) / k,
-        .device_allocations = (double)(after.device_allocations - before.device_allocations) / k,
-        .static_us = (double)(after.static_ns - before.static_ns) / k / 1e3,
-        .dynamic_us = (double)(after.dynamic_ns - before.dynamic_ns) / k / 1e3,
-        .host_us = (double)(after.host_ns - before.host_ns) / k / 1e3,
-        .step_us = (double)(after.step_ns - before.step_ns) / k / 1e3};
+  for (int s = 0; s < 2; s++) {
+    if (!c->sessions[s] || !session_steps[s]) continue;
+    const mx_session_stats *b = &before[s];
+    mx_session_get_stats(c->sessions[s], NULL, &after);
+    double k = (double)session_steps[s];
+    pt->have_step[s] = true;
+    pt->step[s] = (session_step){
+        .static_executes = (double)(after.static_executes - b->static_executes) / k,
+        .dynamic_launches = (double)(after.dynamic_launches - b->dynamic_launches) / k,
+        .kernels = (double)(after.kernels_run - b->kernels_run) / k,
+        .refreshed = (double)(after.refreshed_entries - b->refreshed_entries) / k,
+        .device_allocations = (double)(after.device_allocations - b->device_allocations) / k,
+        .static_us = (double)(after.static_ns - b->static_ns) / k / 1e3,
+        .dynamic_us = (double)(after.dynamic_ns - b->dynamic_ns) / k / 1e3,
+        .host_us = (double)(after.host_ns - b->host_ns) / k / 1e3,
+        .step_us = (double)(after.step_ns - b->step_ns) / k / 1e3};
   }
   pt->rounds = r;
   if (samples[SYS_HYBRID])
@@ -1419,16 +1424,18 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
       } else {
         printf("null");
       }
-      printf(",\n     \"hybrid_per_step\": ");
-      if (pt->have_step) {
-        const hybrid_step *h = &pt->step;
-        printf("{\"static_executes\": %.2f, \"dynamic_launches\": %.2f, \"exe_graph_kernels\": %.2f, "
-               "\"refreshed_entries\": %.2f, \"device_allocations\": %.3f, \"session_step_us\": %.2f, "
-               "\"static_us\": %.2f, \"dynamic_us\": %.2f, \"host_us\": %.2f}",
-               h->static_executes, h->dynamic_launches, h->kernels, h->refreshed, h->device_allocations, h->step_us,
-               h->static_us, h->dynamic_us, h->host_us);
-      } else {
-        printf("null");
+      for (int s = 0; s < 2; s++) {
+        printf(",\n     \"%s_per_step\": ", sys_names[s]);
+        if (pt->have_step[s]) {
+          const session_step *h = &pt->step[s];
+          printf("{\"static_executes\": %.2f, \"dynamic_launches\": %.2f, \"exe_graph_kernels\": %.2f, "
+                 "\"refreshed_entries\": %.2f, \"device_allocations\": %.3f, \"session_step_us\": %.2f, "
+                 "\"static_us\": %.2f, \"dynamic_us\": %.2f, \"host_us\": %.2f}",
+                 h->static_executes, h->dynamic_launches, h->kernels, h->refreshed, h->device_allocations,
+                 h->step_us, h->static_us, h->dynamic_us, h->host_us);
+        } else {
+          printf("null");
+        }
       }
       printf("}");
     }

@@ -52,7 +52,8 @@ Test(bench_llm, no_ort_prints_the_expected_json) {
                         "available", "reason", "identity_call_us", "results", "config", "points", "past",
                         "step_us", "hybrid", "dynamic", "reference", "median", "p10", "p90", "samples",
                         "ratio_hybrid_ort", "ratio_hybrid_dynamic", "hybrid_equals_reference",
-                        "dynamic_equals_reference", "diff_to_ort", "hybrid_per_step", "targets", "met"};
+                        "dynamic_equals_reference", "diff_to_ort", "hybrid_per_step", "dynamic_per_step",
+                        "targets", "met"};
   expect_keys(keys, sizeof keys / sizeof keys[0]);
   cr_assert(strstr(out, "\"benchmark\": \"llm\""), "%s", out);
   cr_assert(strstr(out, "\"available\": false, \"reason\": \"--no-ort was given\""), "%s", out);
@@ -65,7 +66,12 @@ Test(bench_llm, no_ort_prints_the_expected_json) {
   cr_assert(!strstr(out, "\"config\": \"small\""), "only the configurations asked for:\n%s", out);
   cr_assert(strstr(out, "\"samples\": 6"), "2 rounds of 3 steps:\n%s", out);
   /* Per-step counters count the untimed block steps too, and divide by them. */
-  cr_assert(strstr(out, "\"static_executes\": 3.00, \"dynamic_launches\": 2.00"), "%s", out);
+  cr_assert(strstr(out, "\"hybrid_per_step\": {\"static_executes\": 3.00, \"dynamic_launches\": 2.00"), "%s", out);
+  /* The all-dynamic session runs no static model, and launches every op the hybrid's static
+   * models hold as tasks. */
+  cr_assert(strstr(out, "\"dynamic_per_step\": {\"static_executes\": 0.00, \"dynamic_launches\": "), "%s", out);
+  cr_assert(!strstr(out, "\"dynamic_per_step\": {\"static_executes\": 0.00, \"dynamic_launches\": 2.00"), "%s",
+            out);
   const char *pairs[] = {"rounds_compared", "hybrid_faster", "rounds", "median_ratio", "sign_test_p", "block_warmup"};
   expect_keys(pairs, sizeof pairs / sizeof pairs[0]);
   cr_assert(strstr(out, "\"dynamic\": {\"hybrid_faster\": "), "%s", out);
