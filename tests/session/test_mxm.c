@@ -229,28 +229,44 @@ static void create_the_wrong_call(Mxm__Runtime *rt, void *tmp) {
   memcpy(rt->init->nodes[first]->attr.data, &calls[1], sizeof calls[1]);
 }
 
-Test(mxm, misplaced_lifecycle_kernels_are_rejected) {
+/* An edit of a saved runtime record, and words the refusal of the edited file must contain. */
+typedef struct edit_case {
+  void (*edit)(Mxm__Runtime *rt, void *tmp);
+  const char *says;
+} edit_case;
+
+/* The default llama step in a session, saved to `good`; `bad` is a second temporary path (both
+ * 80 bytes). */
+static mx_session *saved_llama(char *good, char *bad) {
   mx_session *a = llama_session();
-  char good[80], bad[80];
-  snprintf(good, sizeof good, "%s", temp_path());
-  snprintf(bad, sizeof bad, "%s", temp_path());
+  snprintf(good, 80, "%s", temp_path());
+  snprintf(bad, 80, "%s", temp_path());
   cr_assert_eq(mx_session_save(a, good, NULL), MX_OK, "%s", mx_session_last_error(a));
-  struct {
-    void (*edit)(Mxm__Runtime *, void *);
-    const char *says;
-  } cases[] = {
+  return a;
+}
+
+/* Each case's edit of `good` written to `bad` is refused by session a with MX_ERR_MALFORMED, its
+ * words and the file's name. */
+static void expect_refusals(mx_session *a, const char *good, const char *bad, const edit_case *cases, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    rewrite_runtime(good, bad, cases[i].edit);
+    cr_assert_eq(mx_session_load_file(a, bad), MX_ERR_MALFORMED, "case %zu: %s", i, mx_session_last_error(a));
+    cr_assert(strstr(mx_session_last_error(a), cases[i].says), "case %zu: %s", i, mx_session_last_error(a));
+    cr_assert(strstr(mx_session_last_error(a), bad), "the message names the file: %s", mx_session_last_error(a));
+  }
+}
+
+Test(mxm, misplaced_lifecycle_kernels_are_rejected) {
+  char good[80], bad[80];
+  mx_session *a = saved_llama(good, bad);
+  const edit_case cases[] = {
       {create_twice, "(StaticModelCreate): made a second time for the same partition call"},
       {create_in_main, "(DynExecCreate): this kernel has no place in the Main graph"},
       {destroy_in_main, "(StaticModelDestroy): this kernel has no place in the Main graph"},
       {upload_twice, "(UploadConstant): made a second time for the same constant"},
       {create_the_wrong_call, "made a second time for the same partition call"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    rewrite_runtime(good, bad, cases[i].edit);
-    cr_assert_eq(mx_session_load_file(a, bad), MX_ERR_MALFORMED, "case %zu: %s", i, mx_session_last_error(a));
-    cr_assert(strstr(mx_session_last_error(a), cases[i].says), "case %zu: %s", i, mx_session_last_error(a));
-    cr_assert(strstr(mx_session_last_error(a), bad), "the message names the file: %s", mx_session_last_error(a));
-  }
+  expect_refusals(a, good, bad, cases, sizeof cases / sizeof cases[0]);
   /* The unchanged record still loads and runs. */
   rewrite_runtime(good, bad, NULL);
   cr_assert_eq(mx_session_load_file(a, bad), MX_OK, "%s", mx_session_last_error(a));
@@ -446,15 +462,9 @@ static void free_after_unrelated_node(Mxm__Runtime *rt, void *tmp) {
 }
 
 Test(mxm, main_graph_roles_and_order_are_checked) {
-  mx_session *a = llama_session();
   char good[80], bad[80];
-  snprintf(good, sizeof good, "%s", temp_path());
-  snprintf(bad, sizeof bad, "%s", temp_path());
-  cr_assert_eq(mx_session_save(a, good, NULL), MX_OK, "%s", mx_session_last_error(a));
-  struct {
-    void (*edit)(Mxm__Runtime *, void *);
-    const char *says;
-  } cases[] = {
+  mx_session *a = saved_llama(good, bad);
+  const edit_case cases[] = {
       {args_before_inputs, "does not order StaticModelUpdateArgs of partition"},
       {free_before_reader, "which reads"},
       {launch_before_infer, "does not order Launch of op"},
@@ -464,12 +474,7 @@ Test(mxm, main_graph_roles_and_order_are_checked) {
       {launch_as_host, "which is a device op"},
       {free_after_unrelated_node, "which reads"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    rewrite_runtime(good, bad, cases[i].edit);
-    cr_assert_eq(mx_session_load_file(a, bad), MX_ERR_MALFORMED, "case %zu: %s", i, mx_session_last_error(a));
-    cr_assert(strstr(mx_session_last_error(a), cases[i].says), "case %zu: %s", i, mx_session_last_error(a));
-    cr_assert(strstr(mx_session_last_error(a), bad), "the message names the file: %s", mx_session_last_error(a));
-  }
+  expect_refusals(a, good, bad, cases, sizeof cases / sizeof cases[0]);
   /* An order through another node is an order: the file loads and decodes like the original. */
   rewrite_runtime(good, bad, free_after_reader_through_another);
   mx_session *b = mxs_new_session(1, MX_EXECUTOR_TOPOLOGICAL, 4);
