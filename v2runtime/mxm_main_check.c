@@ -107,26 +107,30 @@ static const char *value_name(const checker *C, uint32_t v) {
   return name ? name : "?";
 }
 
-/* Describes node i ("StaticModelExecute of partition 'x'") into C->where[slot]. */
+/* The row of node n's kernel in kernel_names, or -1. */
+static int kernel_kind(const checker *C, const mx_exe_node *n) {
+  for (int j = 0; j < K_COUNT; j++)
+    if ((int)n->kernel == C->kid[j]) return j;
+  return -1;
+}
+
+/* Describes node i ("StaticModelExecute of partition 'x'") into C->where[slot]. Only the
+ * attribute fields its kernel uses are read: mxm_io.c checked those, not the others. */
 static const char *describe(checker *C, uint32_t i, int slot) {
   const mx_exe_node *n = &C->g->nodes[i];
   const mx_kattr *a = attr_of(n);
   const char *kernel = mx__exe_kernel_at(n->kernel)->name;
   char *out = C->where[slot];
   size_t cap = sizeof C->where[slot];
-  if (a->call != UINT32_MAX && a->call < C->p->n_calls) {
-    const mx_rt_call *c = &C->p->calls[a->call];
-    int k = (int)n->kernel;
-    if (k == C->kid[K_INFER] || k == C->kid[K_LAUNCH] || k == C->kid[K_HOST] || k == C->kid[K_SYNC] ||
-        k == C->kid[K_FREE_MEMORY])
-      snprintf(out, cap, "%s of op %u of partition '%s'", kernel, a->op, c->name);
-    else
-      snprintf(out, cap, "%s of partition '%s'", kernel, c->name);
-  } else if (a->value < C->p->n_values) {
+  int k = kernel_kind(C, n);
+  if (k >= K_INFER)
+    snprintf(out, cap, "%s of op %u of partition '%s'", kernel, a->op, C->p->calls[a->call].name);
+  else if (k >= K_ALLOC)
+    snprintf(out, cap, "%s of partition '%s'", kernel, C->p->calls[a->call].name);
+  else if (k >= 0)
     snprintf(out, cap, "%s of '%s'", kernel, value_name(C, a->value));
-  } else {
-    snprintf(out, cap, "%s", kernel);
-  }
+  else
+    snprintf(out, cap, "%s (node %u)", kernel, i);
   return out;
 }
 
@@ -143,9 +147,7 @@ static mx_status place(checker *C, uint32_t i) {
   const mx_program *p = C->p;
   const mx_exe_node *n = &C->g->nodes[i];
   const mx_kattr *a = attr_of(n);
-  int k = -1;
-  for (int j = 0; j < K_COUNT && k < 0; j++)
-    if ((int)n->kernel == C->kid[j]) k = j;
+  int k = kernel_kind(C, n);
   switch (k) {
     case K_FEED: return take(C, &C->r.feed[a->op], i);
     case K_DELIVER: return take(C, &C->r.deliver[a->op], i);
