@@ -299,6 +299,9 @@ void mx__model_run_in_order(mx_hal_model *m, uint64_t exec);
 /* Last step: statistics; fails stream s at command seq if a task failed; publishes done. */
 void mx__model_end(mx_hal_model *m, uint64_t exec, mx_stream *s, uint64_t seq);
 
+/* What launches and model tasks run on a device created with skip_kernels: nothing. */
+mx_status mx__skipped_kernel(void *args, size_t size);
+
 /* --- device ----------------------------------------------------------------------------------- */
 
 typedef struct mx__device_ops {
@@ -337,6 +340,8 @@ struct mx_device {
   mx__tick_clock clock;                               /* converts model statistics' ticks to ns */
   bool check;                                         /* checking mode */
   bool faults;                                        /* any fault point armed */
+  bool skip_kernels;                                  /* launches and model tasks run
+                                                         mx__skipped_kernel instead */
   uint64_t fault_nth[MX_FAULT_POINT_COUNT];           /* 0 = off, N = the Nth operation fails */
   _Atomic uint64_t fault_count[MX_FAULT_POINT_COUNT]; /* operations seen per point */
 

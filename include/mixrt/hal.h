@@ -70,7 +70,8 @@ typedef enum mx_fault_point {
   MX_FAULT_POINT_COUNT
 } mx_fault_point;
 
-#define MX_DEVICE_OPTIONS_VERSION 1u
+/* 2 added skip_kernels; version 1 records (without it) are still accepted. */
+#define MX_DEVICE_OPTIONS_VERSION 2u
 
 typedef struct mx_device_options {
   uint32_t version; /* MX_DEVICE_OPTIONS_VERSION; set by mx_device_options_init */
@@ -87,6 +88,11 @@ typedef struct mx_device_options {
                           0 = 1024. A full queue blocks the submitting thread. */
   int64_t spin_ns;     /* how long an idle worker or a waiting host thread spins before it
                           parks, in ns; < 0 = default (20000); 0 = park at once */
+  bool skip_kernels;   /* benchmarking only: kernel launches and model tasks do everything but
+                          run the kernel (argument copies, stream order, events, statistics);
+                          copies, memsets and host callbacks still run. Results are garbage
+                          (and host code that reads them back may fail): it measures what a
+                          runtime spends around the kernels. Default false. (Version 2.) */
 } mx_device_options;
 
 /* Fills *o with the defaults: CPU device, one worker per stream, automatic pinning, no memory

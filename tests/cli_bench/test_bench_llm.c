@@ -180,6 +180,24 @@ Test(bench_llm, cpu_device_two_past_lengths) {
   cr_assert(strstr(out, "\"past\": 3,"), "%s", out);
 }
 
+/* --skip-kernels: only the two mixrt sessions run (the reference and ONNX Runtime are dropped when
+ * --systems is not given), nothing is compared, and the JSON says what the times mean. */
+Test(bench_llm, skip_kernels_measures_mixrt_alone) {
+  cr_assert_eq(run(QUICK " --skip-kernels"), 0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  cr_assert(strstr(out, "\"kernels\": \"skipped: the device runs no kernel"), "%s", out);
+  cr_assert(strstr(out, "\"reason\": \"--skip-kernels: mixrt's own cost only\""), "%s", out);
+  cr_assert(strstr(out, "\"reference\": null"), "%s", out);
+  cr_assert(strstr(out, "\"hybrid_equals_reference\": null"), "outputs are not computed, so not compared:\n%s", out);
+  cr_assert(strstr(out, "\"ratio_hybrid_dynamic\": "), "%s", out);
+  cr_assert(!strstr(out, "\"ratio_hybrid_dynamic\": null"), "%s", out);
+  cr_assert(strstr(out, "tiny: hybrid / dynamic < 1 (kernels skipped: mixrt's own cost)"), "%s", out);
+  /* The sessions do the same work per step as with kernels. */
+  cr_assert(strstr(out, "\"hybrid_per_step\": {\"static_executes\": 3.00, \"dynamic_launches\": 2.00"), "%s", out);
+  cr_assert_eq(run(QUICK " --skip-kernels --systems hybrid,reference 2>/dev/null"), 2);
+  cr_assert_eq(run(QUICK " --skip-kernels --mode decode 2>/dev/null"), 2);
+}
+
 Test(bench_llm, usage_errors_exit_2) {
   cr_assert_eq(run("bench llm --configs huge 2>/dev/null"), 2);
   cr_assert_eq(run("bench llm --past x 2>/dev/null"), 2);

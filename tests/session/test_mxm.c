@@ -338,7 +338,8 @@ static size_t free_with_reader(const Mxm__ExeGraph *g, uint32_t *reader) {
     const char *rk = g->nodes[r]->kernel;
     /* The producer writes the value's slot; a reader reads it or ends a call reading it. */
     bool writes = false;
-    for (size_t j = 0; j < g->nodes[r]->n_outputs; j++) writes = writes || g->nodes[r]->outputs[j] == g->nodes[f]->inputs[0];
+    for (size_t j = 0; j < g->nodes[r]->n_outputs; j++)
+      writes = writes || g->nodes[r]->outputs[j] == g->nodes[f]->inputs[0];
     if (!writes && (strcmp(rk, "StaticModelExecute") == 0 || strcmp(rk, "DynStepEnd") == 0)) {
       *reader = r;
       return f;
