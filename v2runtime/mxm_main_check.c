@@ -276,7 +276,8 @@ static mx_status collect_needs(checker *C) {
   for (size_t k = 0; k < root->n_outputs && st == MX_OK; k++)
     st = add_need(C, producer_node(C, root->outputs[k]), C->r.deliver[k], NEED_READY, root->outputs[k]);
   for (size_t v = 0; v < p->n_values && st == MX_OK; v++)
-    if (C->r.free_value[v] != NONE) st = add_need(C, producer_node(C, (uint32_t)v), C->r.free_value[v], NEED_READY, (uint32_t)v);
+    if (C->r.free_value[v] != NONE)
+      st = add_need(C, producer_node(C, (uint32_t)v), C->r.free_value[v], NEED_READY, (uint32_t)v);
   for (size_t c = 0; c < p->n_calls && st == MX_OK; c++) {
     const mx_rt_call *call = &p->calls[c];
     uint32_t last = C->r.call[3 * c + (call->unknown ? 1 : 2)];
