@@ -6,7 +6,7 @@ set -eu
 
 PACKAGES="cmake make pkg-config gcc clang libclang-rt-14-dev \
 libuv1-dev libck-dev libprotobuf-c-dev protobuf-c-compiler libcriterion-dev \
-libhwloc-dev libopenblas-dev libonnx-dev"
+libhwloc-dev libopenblas-dev libonnx-dev qemu-user"
 
 missing=""
 for p in $PACKAGES; do

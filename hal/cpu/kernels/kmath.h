@@ -22,7 +22,9 @@
  * and picks the copy at load time, since the default build targets baseline x86-64 (SSE2). Not
  * under ThreadSanitizer: the copy is picked by a resolver that runs before the sanitizer's
  * runtime is ready. All copies round alike: C11 mode keeps gcc from contracting a * b + c into an
- * FMA, and the kernels fix their summation orders in explicit lanes. */
+ * FMA, and the kernels fix their summation orders in explicit lanes (tests/kernels/
+ * test_isa_copies.c runs every such kernel on this CPU and on emulated AVX2 and baseline CPUs and
+ * compares the bits). */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define MX_KHOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
