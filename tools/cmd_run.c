@@ -21,7 +21,8 @@ void mx_cmd_run_help(FILE *out) {
           "usage: mixrt run MODEL.onnx|MODEL.mxm [--input NAME=FILE.npy ...] [--random] [--seed N]\n"
           "                 [--shape SYM=VAL ...] [--steps N] [--executor seq|topo|mt] [--streams K]\n"
           "                 [--static-min-ops N] [--device cpu|inline] [--frozen NAME ...]\n"
-          "                 [--trace FILE.json] [--output-dir DIR] [--reference] [--check]\n\n"
+          "                 [--trace FILE.json] [--output-dir DIR] [--reference] [--check]\n"
+          "                 [--skip-kernels]\n\n"
           "Runs a model once per step and prints its outputs (dtype, shape, first values), the\n"
           "per-step latency (median, p10, p90) and the time split between static models, dynamic ops\n"
           "and host kernels. An ONNX model is compiled into mixrt's hybrid form first (partitioned into\n"
@@ -38,7 +39,11 @@ void mx_cmd_run_help(FILE *out) {
           "  --output-dir DIR        write every output of the last step as DIR/<name>.npy\n"
           "  --reference             run through the reference interpreter instead (ONNX only)\n"
           "  --check                 also run the reference interpreter and compare every output\n"
-          "                          bit for bit (ONNX only)\n",
+          "                          bit for bit (ONNX only)\n"
+          "  --skip-kernels          the device runs no kernel and no static-model task, everything\n"
+          "                          around them runs: the latency is mixrt's own per-step cost.\n"
+          "                          Outputs are not computed (nor printed); a model whose shapes\n"
+          "                          depend on computed values (NonZero, say) may fail\n",
           mx_cli_session_opts_help);
 }
 
@@ -70,7 +75,7 @@ typedef struct run_args {
   size_t nf;
   mx_symbol_binding bindings[MAX_ITEMS];
   size_t nb;
-  bool random, reference, check;
+  bool random, reference, check, skip_kernels;
   int64_t steps, seed;
   mx_cli_session_opts so;
 } run_args;
@@ -116,6 +121,9 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
       a->reference = true;
     } else if (strcmp(o, "--check") == 0) {
       a->check = true;
+    } else if (strcmp(o, "--skip-kernels") == 0) {
+      a->skip_kernels = true;
+      a->so.o.device_options.skip_kernels = true;
     } else if (strcmp(o, "--output-dir") == 0) {
       if (!(a->out_dir = mx_cli_option_value("run", argc, argv, &i))) return MX_EXIT_USAGE;
     } else if (strcmp(o, "--trace") == 0) {
@@ -137,6 +145,8 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
   bool mxm = ends_with(a->model, ".mxm");
   if (mxm && (a->reference || a->check))
     return mx_cli_usage_error("run", "--reference and --check need the ONNX model, not an .mxm file");
+  if (a->skip_kernels && (a->reference || a->check || a->out_dir))
+    return mx_cli_usage_error("run", "--skip-kernels computes no output: not with --reference, --check or --output-dir");
   if (a->reference && (a->trace || a->check))
     return mx_cli_usage_error("run", "--trace and --check apply to the hybrid runtime, not to --reference");
   return MX_EXIT_OK;
@@ -203,15 +213,20 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
   if (a->trace) {
     if (mx_session_trace_end(s, a->trace) != MX_OK) return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
   }
-  printf("outputs:\n");
-  for (size_t k = 0; k < n_out; k++) mx_cli_print_tensor(stdout, outputs[k].name, &outputs[k]);
+  if (a->skip_kernels) {
+    printf("outputs: not computed (--skip-kernels: the device ran no kernel)\n");
+  } else {
+    printf("outputs:\n");
+    for (size_t k = 0; k < n_out; k++) mx_cli_print_tensor(stdout, outputs[k].name, &outputs[k]);
+  }
   int rc = save_outputs(a->out_dir, outputs, n_out);
   if (rc != MX_EXIT_OK) return rc;
   const mx_program *p = s->prog;
   char what[256];
-  snprintf(what, sizeof what, "executor: hybrid (%zu static and %zu dynamic partitions; %s, %u stream%s, %s device)",
+  snprintf(what, sizeof what, "executor: hybrid (%zu static and %zu dynamic partitions; %s, %u stream%s, %s device%s)",
            p->static_calls, p->dynamic_calls, executor_name(a->so.o.executor), a->so.o.streams,
-           a->so.o.streams == 1 ? "" : "s", a->so.o.device_options.kind == MX_DEVICE_INLINE ? "inline" : "CPU");
+           a->so.o.streams == 1 ? "" : "s", a->so.o.device_options.kind == MX_DEVICE_INLINE ? "inline" : "CPU",
+           a->skip_kernels ? ", kernels skipped" : "");
   print_latency(what, times, a->steps);
   mx_session_stats last, total;
   mx_session_get_stats(s, &last, &total);

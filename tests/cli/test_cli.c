@@ -150,6 +150,25 @@ Test(cli, run_hybrid_with_check_trace_and_options) {
   cr_assert_eq(run(out, sizeof out, "run x.mxm --check"), 2, "%s", out);
 }
 
+/* --skip-kernels: the same partitions and per-step work, no outputs computed or printed; the
+ * options that need outputs are usage errors. */
+Test(cli, run_skip_kernels_reports_the_work_without_outputs) {
+  const char *path = write_fixture("encoder_skip");
+  char args[1024];
+  snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=7 --steps 3 --skip-kernels", path);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, "outputs: not computed (--skip-kernels"), "%s", out);
+  cr_assert(!strstr(out, "float32   ["), "no output values are printed:\n%s", out);
+  cr_assert(strstr(out, ", kernels skipped); steps: 3"), "%s", out);
+  cr_assert(strstr(out, "per step: "), "%s", out);
+  const char *bad[] = {"--check", "--reference", "--output-dir " WORK_DIR};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=7 --skip-kernels %s", path, bad[i]);
+    cr_assert_eq(run(out, sizeof out, args), 2, "%s: %s", bad[i], out);
+    cr_assert(strstr(out, "--skip-kernels computes no output"), "%s", out);
+  }
+}
+
 Test(cli, compile_any_model_and_run_the_mxm) {
   const char *path = write_fixture("encoder_compile");
   char args[1024];
