@@ -77,25 +77,14 @@ static float *alloc_floats(size_t n, float seed) {
   return p;
 }
 
-static mx_kernel_call *call_new(uint16_t n_in, uint16_t n_out, const void *params) {
-  mx_kernel_call *c = calloc(1, mx_kernel_call_size((uint32_t)n_in + n_out));
-  if (!c) return NULL;
-  c->n_in = n_in;
-  c->n_out = n_out;
-  c->params = params;
-  return c;
-}
-
 static void set_tensor(mx_kernel_call *c, uint32_t i, int32_t rank, const int64_t *dims, void *data) {
-  c->t[i].dtype = MX_FLOAT32;
-  c->t[i].data = data;
-  mx__ktensor_set_dims(&c->t[i], rank, dims);
+  mx__ktensor_set(&c->t[i], MX_FLOAT32, rank, dims, data);
 }
 
 static double bench_matmul(int64_t m, int64_t k, int64_t n) {
   float *a = alloc_floats((size_t)(m * k), 1.0f), *b = alloc_floats((size_t)(k * n), 0.5f);
   float *y = alloc_floats((size_t)(m * n), 0.0f);
-  mx_kernel_call *c = call_new(2, 1, NULL);
+  mx_kernel_call *c = mx__kernel_call_new(2, 1, NULL);
   double gflops = -1.0;
   bench_call bc = {.call = c};
   if (!a || !b || !y || !c) goto done;
@@ -185,7 +174,7 @@ done:
 
 static double bench_add(size_t n) {
   float *a = alloc_floats(n, 1.0f), *b = alloc_floats(n, 2.0f), *y = alloc_floats(n, 0.0f);
-  mx_kernel_call *c = call_new(2, 1, NULL);
+  mx_kernel_call *c = mx__kernel_call_new(2, 1, NULL);
   bench_call bc = {.call = c};
   double gbps = -1.0;
   if (!a || !b || !y || !c) goto done;
@@ -208,7 +197,7 @@ done:
 static double bench_softmax(size_t n, int64_t row) {
   float *x = alloc_floats(n, 8.0f), *y = alloc_floats(n, 0.0f);
   mx_softmax_params p = {.axis = -1};
-  mx_kernel_call *c = call_new(1, 1, &p);
+  mx_kernel_call *c = mx__kernel_call_new(1, 1, &p);
   bench_call bc = {.call = c};
   double gbps = -1.0;
   if (!x || !y || !c) goto done;
@@ -235,7 +224,7 @@ static double bench_attention_decode(int64_t hq, int64_t hkv, int64_t d, int64_t
   float *pv = alloc_floats(cache, 5.0f), *y = alloc_floats((size_t)(hq * d), 0.0f);
   float *ok = alloc_floats(grown, 0.0f), *ov = alloc_floats(grown, 0.0f);
   mx_attention_params prm = {0};
-  mx_kernel_call *c = call_new(6, 3, &prm);
+  mx_kernel_call *c = mx__kernel_call_new(6, 3, &prm);
   bench_call bc = {.call = c};
   double s = -1.0;
   if (!q || !k || !v || !pk || !pv || !y || !ok || !ov || !c) goto done;

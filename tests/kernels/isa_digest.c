@@ -47,18 +47,13 @@ static uint64_t fnv1a(const void *data, size_t n, uint64_t h) {
 
 /* A call block of n_in inputs and n_out outputs over `params`. */
 static mx_kernel_call *call_new(uint16_t n_in, uint16_t n_out, const void *params) {
-  mx_kernel_call *c = calloc(1, mx_kernel_call_size((uint32_t)n_in + n_out));
+  mx_kernel_call *c = mx__kernel_call_new(n_in, n_out, params);
   if (!c) exit(1);
-  c->n_in = n_in;
-  c->n_out = n_out;
-  c->params = params;
   return c;
 }
 
 static void set_f32(mx_kernel_call *c, uint32_t i, int32_t rank, const int64_t *dims, float *data) {
-  c->t[i].dtype = MX_FLOAT32;
-  c->t[i].data = data;
-  mx__ktensor_set_dims(&c->t[i], rank, dims);
+  mx__ktensor_set(&c->t[i], MX_FLOAT32, rank, dims, data);
 }
 
 /* Runs `op` on c and prints the hash of the given output buffers. */

@@ -6,19 +6,13 @@
 #include <stdlib.h>
 
 mx_kernel_call *kc_new(uint16_t n_in, uint16_t n_out, const void *params) {
-  mx_kernel_call *c = calloc(1, mx_kernel_call_size((uint32_t)n_in + n_out));
+  mx_kernel_call *c = mx__kernel_call_new(n_in, n_out, params);
   cr_assert(c);
-  c->n_in = n_in;
-  c->n_out = n_out;
-  c->params = params;
   return c;
 }
 
 void kc_set(mx_kernel_call *c, uint32_t i, mx_dtype dt, int32_t rank, const int64_t *dims, void *data) {
-  mx_ktensor *t = &c->t[i];
-  t->dtype = dt;
-  t->data = data;
-  mx__ktensor_set_dims(t, rank, dims);
+  mx__ktensor_set(&c->t[i], dt, rank, dims, data);
 }
 
 mx_status kc_run(const char *op, mx_kernel_call *c) {

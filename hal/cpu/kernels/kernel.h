@@ -108,6 +108,11 @@ mx_status mx__kernel_task_run(void *args, size_t size);
 
 /* Sets rank and dims and fills contiguous row-major strides. */
 void mx__ktensor_set_dims(mx_ktensor *t, int32_t rank, const int64_t *dims);
+/* Sets a whole tensor of a call block: dtype, data (borrowed), rank, dims and strides. */
+void mx__ktensor_set(mx_ktensor *t, mx_dtype dtype, int32_t rank, const int64_t *dims, void *data);
+/* A zeroed call block for n_in inputs and n_out outputs over params (borrowed; may be NULL), for
+ * code that runs kernels by hand (benchmarks, tests); NULL when out of host memory. free() it. */
+mx_kernel_call *mx__kernel_call_new(uint16_t n_in, uint16_t n_out, const void *params);
 /* Elements of a tensor (product of dims; 1 for rank 0). */
 int64_t mx__ktensor_numel(const mx_ktensor *t);
 

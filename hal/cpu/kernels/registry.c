@@ -1,6 +1,7 @@
-/* Kernel registry: finds the kernel of an op for the dtype of its deciding tensor.
- * Lookups scan the (small) table per op name; executors look kernels up once per node when
- * they plan, never per step. */
+/* Kernel registry: finds the kernel of an op for the dtype of its deciding tensor. Lookups scan
+ * the (small) table per op name; executors look kernels up once per node when they plan, never
+ * per step. Also the small helpers that fill call blocks (tensor dims and strides, a new block). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "hal/cpu/kernels/groups.h"
@@ -24,6 +25,21 @@ void mx__ktensor_set_dims(mx_ktensor *t, int32_t rank, const int64_t *dims) {
     t->strides[i] = stride;
     stride *= dims[i] ? dims[i] : 1;
   }
+}
+
+void mx__ktensor_set(mx_ktensor *t, mx_dtype dtype, int32_t rank, const int64_t *dims, void *data) {
+  t->dtype = dtype;
+  t->data = data;
+  mx__ktensor_set_dims(t, rank, dims);
+}
+
+mx_kernel_call *mx__kernel_call_new(uint16_t n_in, uint16_t n_out, const void *params) {
+  mx_kernel_call *c = calloc(1, mx_kernel_call_size((uint32_t)n_in + n_out));
+  if (!c) return NULL;
+  c->n_in = n_in;
+  c->n_out = n_out;
+  c->params = params;
+  return c;
 }
 
 int64_t mx__ktensor_numel(const mx_ktensor *t) {
