@@ -88,7 +88,6 @@ typedef struct diff {
   double present_abs, present_rel;
 } diff;
 
-/* Per-step averages of the hybrid session over the timed steps. */
 /* A mixrt session's own counters, per step (mx_session_stats over the point's rounds). */
 typedef struct session_step {
   double static_executes, dynamic_launches, kernels, refreshed, device_allocations;

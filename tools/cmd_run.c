@@ -75,7 +75,7 @@ typedef struct run_args {
   size_t nf;
   mx_symbol_binding bindings[MAX_ITEMS];
   size_t nb;
-  bool random, reference, check, skip_kernels;
+  bool random, reference, check;
   int64_t steps, seed;
   mx_cli_session_opts so;
 } run_args;
@@ -122,7 +122,6 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
     } else if (strcmp(o, "--check") == 0) {
       a->check = true;
     } else if (strcmp(o, "--skip-kernels") == 0) {
-      a->skip_kernels = true;
       a->so.o.device_options.skip_kernels = true;
     } else if (strcmp(o, "--output-dir") == 0) {
       if (!(a->out_dir = mx_cli_option_value("run", argc, argv, &i))) return MX_EXIT_USAGE;
@@ -145,8 +144,9 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
   bool mxm = ends_with(a->model, ".mxm");
   if (mxm && (a->reference || a->check))
     return mx_cli_usage_error("run", "--reference and --check need the ONNX model, not an .mxm file");
-  if (a->skip_kernels && (a->reference || a->check || a->out_dir))
-    return mx_cli_usage_error("run", "--skip-kernels computes no output: not with --reference, --check or --output-dir");
+  if (a->so.o.device_options.skip_kernels && (a->reference || a->check || a->out_dir))
+    return mx_cli_usage_error("run",
+                              "--skip-kernels computes no output: not with --reference, --check or --output-dir");
   if (a->reference && (a->trace || a->check))
     return mx_cli_usage_error("run", "--trace and --check apply to the hybrid runtime, not to --reference");
   return MX_EXIT_OK;
@@ -213,7 +213,7 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
   if (a->trace) {
     if (mx_session_trace_end(s, a->trace) != MX_OK) return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
   }
-  if (a->skip_kernels) {
+  if (a->so.o.device_options.skip_kernels) {
     printf("outputs: not computed (--skip-kernels: the device ran no kernel)\n");
   } else {
     printf("outputs:\n");
@@ -226,7 +226,7 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
   snprintf(what, sizeof what, "executor: hybrid (%zu static and %zu dynamic partitions; %s, %u stream%s, %s device%s)",
            p->static_calls, p->dynamic_calls, executor_name(a->so.o.executor), a->so.o.streams,
            a->so.o.streams == 1 ? "" : "s", a->so.o.device_options.kind == MX_DEVICE_INLINE ? "inline" : "CPU",
-           a->skip_kernels ? ", kernels skipped" : "");
+           a->so.o.device_options.skip_kernels ? ", kernels skipped" : "");
   print_latency(what, times, a->steps);
   mx_session_stats last, total;
   mx_session_get_stats(s, &last, &total);
