@@ -168,7 +168,6 @@ typedef struct mx__dyn_val {
   uint64_t live_step;      /* the step whose data a live value holds (mx_dyn_exec.step) */
   void *host_buf;          /* persistent host buffer (owned), host_cap bytes */
   size_t host_cap;
-  void *const_dev;         /* constants: device copy made at create (owned, mx_device_alloc) */
   uint32_t bound_out;      /* graph output whose caller buffer (mx_dyn_exec.out_bind) its
                               producer writes this step, NONE: none */
 } mx__dyn_val;
@@ -229,6 +228,8 @@ struct mx_dyn_exec {
                                      waited for before the next step rewrites the host buffers */
 
   mx__dyn_val *vals;              /* by value id (owned) */
+  void *const_block;              /* device copies of the constants kernels read, one block
+                                     (owned, mx_device_alloc); NULL when there are none */
   mx__dyn_opstate *ops;           /* by plan op (owned) */
   int64_t *sym_val;               /* this step's symbol values, INT64_MIN unbound (owned) */
   int64_t *sym_prev;              /* values of the previous step (change detection) (owned) */

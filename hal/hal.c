@@ -50,6 +50,7 @@ void mx_device_options_init(mx_device_options *o) {
   o->check = MX_CHECK_FROM_ENV;
   o->fault_from_env = true;
   o->spin_ns = -1;
+  o->huge_pages = true;
 }
 
 /* Parses MIXRT_FAULT ("point:N[,point:N...]") into nth[]. */
@@ -93,14 +94,16 @@ static mx_status parse_fault_spec(const char *spec, uint64_t nth[MX_FAULT_POINT_
 static mx_status resolve_options(const mx_device_options *in, mx_device_options *o, bool *check,
                                  mx_error *err) {
   if (in) {
-    if (in->version == 1) {
-      /* A caller built against version 1 passed the record without skip_kernels. */
+    if (in->version == 1 || in->version == 2) {
+      /* A caller built against an older header passed a shorter record: copy what it has,
+       * keep the defaults of the fields added since. */
       mx_device_options_init(o);
-      memcpy(o, in, offsetof(mx_device_options, skip_kernels));
+      memcpy(o, in, in->version == 1 ? offsetof(mx_device_options, skip_kernels)
+                                     : offsetof(mx_device_options, huge_pages));
       o->version = MX_DEVICE_OPTIONS_VERSION;
     } else if (in->version != MX_DEVICE_OPTIONS_VERSION) {
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                      "device options version %u is not 1 or %u (call mx_device_options_init)",
+                      "device options version %u is not 1, 2 or %u (call mx_device_options_init)",
                       in->version, MX_DEVICE_OPTIONS_VERSION);
     } else {
       *o = *in;

@@ -62,6 +62,7 @@ typedef struct llm_args {
   bool systems[SYS_COUNT];   /* which systems run */
   bool no_ort;               /* --no-ort given */
   bool skip_kernels;         /* --skip-kernels: the device runs no kernel (mixrt's own cost) */
+  bool no_huge_pages;        /* --no-huge-pages: device memory in 4 KiB pages only */
   mx_device_kind device;
   int64_t streams;
   mx_executor_kind executor;
@@ -141,6 +142,7 @@ void mx_bench_llm_help(FILE *out) {
           "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--min-time S]\n"
           "                       [--steps N] [--warmup N] [--block-warmup N]\n"
           "                       [--systems hybrid,dynamic,reference,ort] [--no-ort] [--skip-kernels]\n"
+          "                       [--no-huge-pages]\n"
           "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
           "                       [--streams N] [--executor E]\n"
           "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n"
@@ -177,6 +179,8 @@ void mx_bench_llm_help(FILE *out) {
           "                     copies, stream order, events and copies as usual): the times are what\n"
           "                     mixrt itself spends per step. Only hybrid and dynamic run (nothing is\n"
           "                     computed, so nothing is compared); not with --mode decode\n"
+          "  --no-huge-pages    mixrt's device memory in 4 KiB pages only (by default its blocks of\n"
+          "                     1.5 MiB and more, the weights above all, get 2 MiB huge pages)\n"
           "  --mode fixed       every timed step runs on the same inputs (default)\n"
           "  --mode decode      every system decodes greedily from the point's inputs, its presents\n"
           "                     becoming its pasts, so no two timed steps have the same shapes: the\n"
@@ -252,6 +256,10 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     }
     if (strcmp(arg, "--skip-kernels") == 0) {
       a->skip_kernels = true;
+      continue;
+    }
+    if (strcmp(arg, "--no-huge-pages") == 0) {
+      a->no_huge_pages = true;
       continue;
     }
     static const char *const valued[] = {"--configs",  "--past",     "--rounds",        "--min-time", "--steps",
@@ -1339,9 +1347,10 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
   printf(", \"online_cpus\": %ld, \"load_average_at_start\": ", sysconf(_SC_NPROCESSORS_ONLN));
   json_num(load);
   printf("},\n \"mixrt\": {\"device\": \"%s\", \"streams\": %lld, \"executor\": \"%s\", "
-         "\"hybrid_static_min_ops\": %d, \"dynamic_static_min_ops\": -1, \"io\": \"%s\", \"io_means\": \"%s\"},\n",
+         "\"hybrid_static_min_ops\": %d, \"dynamic_static_min_ops\": -1, \"huge_pages\": %s, \"io\": \"%s\", "
+         "\"io_means\": \"%s\"},\n",
          mx_cli_device_name(a->device), (long long)a->streams, mx_cli_executor_name(a->executor),
-         MX_PARTITION_DEFAULT_STATIC_MIN_OPS, a->device_io ? "device" : "host",
+         MX_PARTITION_DEFAULT_STATIC_MIN_OPS, a->no_huge_pages ? "false" : "true", a->device_io ? "device" : "host",
          a->device_io ? "inputs uploaded to device buffers before timing; outputs written into device buffers "
                         "of the step's shapes allocated before timing (zero copy)"
                       : "host input tensors; outputs allocated by the session as host tensors, released after "
@@ -1545,6 +1554,7 @@ int mx_bench_llm(int argc, char **argv) {
   mx_device_options_init(&dopt);
   dopt.kind = a.device;
   dopt.skip_kernels = a.skip_kernels;
+  dopt.huge_pages = !a.no_huge_pages;
   mx_device *dev = NULL;
   mx_error err;
   if (mx_device_create(&dopt, &dev, &err) != MX_OK) {

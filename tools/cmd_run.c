@@ -22,7 +22,7 @@ void mx_cmd_run_help(FILE *out) {
           "                 [--shape SYM=VAL ...] [--steps N] [--executor seq|topo|mt] [--streams K]\n"
           "                 [--static-min-ops N] [--device cpu|inline] [--frozen NAME ...]\n"
           "                 [--trace FILE.json] [--output-dir DIR] [--reference] [--check]\n"
-          "                 [--skip-kernels]\n\n"
+          "                 [--skip-kernels] [--no-huge-pages]\n\n"
           "Runs a model once per step and prints its outputs (dtype, shape, first values), the\n"
           "per-step latency (median, p10, p90) and the time split between static models, dynamic ops\n"
           "and host kernels. An ONNX model is compiled into mixrt's hybrid form first (partitioned into\n"
@@ -43,7 +43,9 @@ void mx_cmd_run_help(FILE *out) {
           "  --skip-kernels          the device runs no kernel and no static-model task, everything\n"
           "                          around them runs: the latency is mixrt's own per-step cost.\n"
           "                          Outputs are not computed (nor printed); a model whose shapes\n"
-          "                          depend on computed values (NonZero, say) may fail\n",
+          "                          depend on computed values (NonZero, say) may fail\n"
+          "  --no-huge-pages         back device memory with 4 KiB pages only (by default blocks of\n"
+          "                          1.5 MiB and more, the weights above all, get 2 MiB huge pages)\n",
           mx_cli_session_opts_help);
 }
 
@@ -123,6 +125,8 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
       a->check = true;
     } else if (strcmp(o, "--skip-kernels") == 0) {
       a->so.o.device_options.skip_kernels = true;
+    } else if (strcmp(o, "--no-huge-pages") == 0) {
+      a->so.o.device_options.huge_pages = false;
     } else if (strcmp(o, "--output-dir") == 0) {
       if (!(a->out_dir = mx_cli_option_value("run", argc, argv, &i))) return MX_EXIT_USAGE;
     } else if (strcmp(o, "--trace") == 0) {

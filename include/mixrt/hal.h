@@ -70,8 +70,9 @@ typedef enum mx_fault_point {
   MX_FAULT_POINT_COUNT
 } mx_fault_point;
 
-/* 2 added skip_kernels; version 1 records (without it) are still accepted. */
-#define MX_DEVICE_OPTIONS_VERSION 2u
+/* 2 added skip_kernels, 3 huge_pages; version 1 and 2 records (without them) are still
+ * accepted and get the defaults of the fields they lack. */
+#define MX_DEVICE_OPTIONS_VERSION 3u
 
 typedef struct mx_device_options {
   uint32_t version; /* MX_DEVICE_OPTIONS_VERSION; set by mx_device_options_init */
@@ -93,7 +94,21 @@ typedef struct mx_device_options {
                           copies, memsets and host callbacks still run. Results are garbage
                           (and host code that reads them back may fail): it measures what a
                           runtime spends around the kernels. Default false. (Version 2.) */
+  bool huge_pages;     /* CPU devices: allocations of at least MX_DEVICE_HUGE_PAGE_MIN bytes
+                          are aligned to and rounded up to MX_DEVICE_HUGE_PAGE bytes and
+                          advised to the kernel as transparent huge pages (Linux
+                          madvise(MADV_HUGEPAGE)), so reading a large weight block walks one
+                          page table entry per 2 MiB instead of per 4 KiB. The host may use up
+                          to 2 MiB more per such allocation than requested (bytes_in_use and the
+                          memory limit count the requested size). Advice only: where the
+                          system's transparent huge pages are off, nothing changes.
+                          Default true. (Version 3.) */
 } mx_device_options;
+
+/* Huge-page backing (mx_device_options.huge_pages): the page size, and the smallest
+ * allocation that gets it (smaller ones would waste more than a quarter of the page). */
+#define MX_DEVICE_HUGE_PAGE ((size_t)2 << 20)
+#define MX_DEVICE_HUGE_PAGE_MIN ((size_t)3 << 19)
 
 /* Fills *o with the defaults: CPU device, one worker per stream, automatic pinning, no memory
  * limit, checking and faults from the environment. */

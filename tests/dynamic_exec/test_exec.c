@@ -795,3 +795,54 @@ Test(dyn_exec, run_time_inference_is_reused) {
   mx_graph_destroy(g);
   dyn_check_leaks();
 }
+
+/* --- constants -------------------------------------------------------------------------------- */
+
+/* x float32 [n, w] -> `len` MatMuls by distinct seeded [w, w] weights. */
+static mx_graph *weights_chain(int len, int64_t w) {
+  mx_graph *g;
+  cr_assert_eq(mx_graph_create("weights", &g), MX_OK);
+  mx_dim dims[2] = {mx_sym_named(mx_graph_symtab(g), "n"), mx_sym_const(mx_graph_symtab(g), w)};
+  mx_value_id v = dyn_input(g, "x", MX_FLOAT32, 2, dims);
+  for (int i = 0; i < len; i++) {
+    int64_t shape[2] = {w, w};
+    mx_tensor t = dyn_random(MX_FLOAT32, 2, shape, 100 + (uint64_t)i);
+    for (int64_t k = 0; k < w * w; k++) ((float *)t.data)[k] /= (float)w; /* keep values near 1 */
+    char name[16];
+    snprintf(name, sizeof name, "w%d", i);
+    mx_value_id c;
+    cr_assert_eq(mx_graph_add_constant(g, name, &t, &c), MX_OK);
+    mx_tensor_release(&t);
+    v = dyn_op(g, "MatMul", (mx_value_id[]){v, c}, 2, NULL, 0);
+  }
+  cr_assert_eq(mx_graph_add_output(g, v), MX_OK);
+  cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
+  return g;
+}
+
+Test(dyn_exec, constants_live_in_one_device_block) {
+  /* However many weights the graph has, the executor uploads them into one device allocation
+   * (one TLB-friendly block, huge pages when large), and every kernel still finds its own. */
+  uint64_t made[2];
+  const int lens[2] = {1, 6};
+  for (int k = 0; k < 2; k++) {
+    mx_graph *g = weights_chain(lens[k], 16);
+    mx_device *dev = dyn_device(MX_DEVICE_INLINE, true);
+    mx_device_memory_stats before, after;
+    mx_device_memory_stats_get(dev, &before);
+    rig r = make_rig(g, dev, 1);
+    mx_device_memory_stats_get(dev, &after);
+    made[k] = after.allocations - before.allocations;
+    cr_expect_geq(after.bytes_in_use - before.bytes_in_use, (uint64_t)lens[k] * 16 * 16 * sizeof(float),
+                  "the weights are on the device");
+    static const int64_t xs[2] = {3, 16};
+    mx_tensor x = dyn_random(MX_FLOAT32, 2, xs, 7);
+    cr_expect_eq(step_ok(g, r.e, &x, 1, "weights"), 0);
+    mx_tensor_release(&x);
+    free_rig(&r);
+    mx_graph_destroy(g);
+  }
+  cr_expect_eq(made[1], made[0], "1 weight: %llu device allocations at create; 6 weights: %llu",
+               (unsigned long long)made[0], (unsigned long long)made[1]);
+  dyn_check_leaks();
+}
