@@ -163,9 +163,10 @@ void mx_bench_llm_help(FILE *out) {
           "  --past LIST        KV-cache lengths, up to 8 (default 16,128,512)\n"
           "  --rounds N         timed rounds, at least (default 20)\n"
           "  --min-time S       fixed mode: after those rounds, more rounds until the point has taken\n"
-          "                     S seconds, to a whole cycle of orders (default 1; 0: exactly --rounds).\n"
+          "                     S seconds, to a whole cycle of orders (default 3; 0: exactly --rounds).\n"
           "                     A shared host has slow spells of a fraction of a second: a point\n"
-          "                     much shorter than that is measured wholly inside or outside one.\n"
+          "                     much shorter than that is measured wholly inside or outside one;\n"
+          "                     and small's points need some 60 rounds for their ratios to settle.\n"
           "                     Decode mode runs exactly --rounds (its past lengths must be known).\n"
           "  --steps N          steps per system per round (default 20)\n"
           "  --warmup N         untimed steps per system before each past length (default 200: ONNX\n"
@@ -240,7 +241,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
   memset(a, 0, sizeof *a);
   a->configs[0] = a->configs[1] = true;
   a->past[0] = 16, a->past[1] = 128, a->past[2] = 512, a->n_past = 3;
-  a->rounds = 20, a->min_time = 1.0, a->steps = 20, a->warmup = 200, a->block_warmup = 5, a->identity_runs = 2000;
+  a->rounds = 20, a->min_time = 3.0, a->steps = 20, a->warmup = 200, a->block_warmup = 5, a->identity_runs = 2000;
   for (int s = 0; s < SYS_COUNT; s++) a->systems[s] = true;
   a->device = MX_DEVICE_INLINE;
   a->device_io = true;

@@ -227,9 +227,10 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
   if (rc != MX_EXIT_OK) return rc;
   const mx_program *p = s->prog;
   char what[256];
-  snprintf(what, sizeof what, "executor: hybrid (%zu static and %zu dynamic partitions; %s, %u stream%s, %s device%s)",
+  snprintf(what, sizeof what, "executor: hybrid (%zu static and %zu dynamic partitions; %s, %u stream%s, %s device%s%s)",
            p->static_calls, p->dynamic_calls, executor_name(a->so.o.executor), a->so.o.streams,
            a->so.o.streams == 1 ? "" : "s", a->so.o.device_options.kind == MX_DEVICE_INLINE ? "inline" : "CPU",
+           a->so.o.device_options.huge_pages ? "" : ", no huge pages",
            a->so.o.device_options.skip_kernels ? ", kernels skipped" : "");
   print_latency(what, times, a->steps);
   mx_session_stats last, total;

@@ -169,6 +169,19 @@ Test(cli, run_skip_kernels_reports_the_work_without_outputs) {
   }
 }
 
+/* --no-huge-pages: the device's memory in 4 KiB pages only; the outputs are the same bits. */
+Test(cli, run_without_huge_pages_says_so_and_computes_the_same) {
+  const char *path = write_fixture("encoder_pages");
+  char args[1024];
+  snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=7 --steps 2 --check --no-huge-pages", path);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, ", no huge pages); steps: 2"), "%s", out);
+  cr_assert(strstr(out, "check: PASS"), "%s", out);
+  snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=7 --steps 2", path);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(!strstr(out, "no huge pages"), "huge pages are the default:\n%s", out);
+}
+
 Test(cli, compile_any_model_and_run_the_mxm) {
   const char *path = write_fixture("encoder_compile");
   char args[1024];

@@ -180,6 +180,16 @@ Test(bench_llm, cpu_device_two_past_lengths) {
   cr_assert(strstr(out, "\"past\": 3,"), "%s", out);
 }
 
+/* --no-huge-pages reaches mixrt's device, and the JSON records which memory was used. */
+Test(bench_llm, huge_pages_are_on_record) {
+  cr_assert_eq(run(QUICK " --no-ort"), 0, "%s", out);
+  cr_assert(strstr(out, "\"huge_pages\": true"), "%s", out);
+  cr_assert_eq(run(QUICK " --no-ort --no-huge-pages"), 0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  cr_assert(strstr(out, "\"huge_pages\": false"), "%s", out);
+  cr_assert(strstr(out, "\"hybrid_equals_reference\": true"), "%s", out);
+}
+
 /* --skip-kernels: only the two mixrt sessions run (the reference and ONNX Runtime are dropped when
  * --systems is not given), nothing is compared, and the JSON says what the times mean. */
 Test(bench_llm, skip_kernels_measures_mixrt_alone) {
