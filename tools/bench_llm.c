@@ -39,90 +39,7 @@
 #include "mixrt/partition.h"
 #include "mixrt/reference.h"
 #include "tools/bench.h"
-
-#define CMD "bench llm"
-
-enum { SYS_HYBRID, SYS_DYNAMIC, SYS_REFERENCE, SYS_ORT, SYS_COUNT };
-enum { MAX_PAST = 8, MAX_LAYERS = 8, MAX_IO = 1 + 2 * MAX_LAYERS, N_CONFIGS = 2, TOKEN = 7 };
-
-static const char *const sys_names[SYS_COUNT] = {"hybrid", "dynamic", "reference", "ort"};
-static const char *const config_names[N_CONFIGS] = {"tiny", "small"};
-
-/* The user's choices. */
-typedef struct llm_args {
-  bool configs[N_CONFIGS];   /* which of tiny, small */
-  int64_t past[MAX_PAST];    /* KV-cache lengths */
-  size_t n_past;
-  int64_t rounds;            /* timed rounds (at least) */
-  double min_time;           /* fixed mode: more rounds until a point has taken this long, s */
-  int64_t steps;             /* steps per system per round */
-  int64_t warmup;            /* untimed steps per system before the rounds */
-  int64_t block_warmup;      /* untimed steps at the start of every block, before its timed steps */
-  int64_t identity_runs;     /* calls timed on the Identity model */
-  bool systems[SYS_COUNT];   /* which systems run */
-  bool no_ort;               /* --no-ort given */
-  bool skip_kernels;         /* --skip-kernels: the device runs no kernel (mixrt's own cost) */
-  bool no_huge_pages;        /* --no-huge-pages: device memory in 4 KiB pages only */
-  mx_device_kind device;
-  int64_t streams;
-  mx_executor_kind executor;
-  bool device_io;            /* --io device: inputs and outputs in device buffers (zero copy) */
-  bool decode;               /* --mode decode: every step feeds its outputs to the next */
-  const char *node;          /* the node program (borrowed) */
-  const char *peers_dir;     /* bench/peers (borrowed, or NULL: found next to the sources) */
-  const char *work_dir;      /* kept work directory (borrowed), or NULL: a temporary one */
-  const char *table;         /* --table FILE: the latencies as a gnuplot data file (borrowed) */
-} llm_args;
-
-/* Latency of one system at one point, in microseconds. */
-typedef struct timing {
-  bool have;
-  double median, p10, p90;
-  size_t samples;
-} timing;
-
-/* Largest differences of one system's outputs to ONNX Runtime's (relative = largest absolute
- * difference divided by the largest magnitude in ONNX Runtime's tensors of that kind). */
-typedef struct diff {
-  bool have;
-  double logits_abs, logits_rel;
-  double present_abs, present_rel;
-} diff;
-
-/* A mixrt session's own counters, per step (mx_session_stats over the point's rounds). */
-typedef struct session_step {
-  double static_executes, dynamic_launches, kernels, refreshed, device_allocations;
-  double static_us, dynamic_us, host_us, step_us;
-} session_step;
-
-/* The hybrid against another system round by round: each round's two blocks ran one after the
- * other, so a slow spell of the machine falls on both. */
-typedef struct round_pairs {
-  bool have;
-  int64_t rounds;        /* rounds compared */
-  int64_t hybrid_faster; /* rounds whose hybrid block median was below the other's */
-  double median_ratio;   /* median over the rounds of hybrid block median / other block median */
-  double sign_test_p;    /* two-sided sign test: chance of a split this uneven if both were alike */
-} round_pairs;
-
-/* Everything measured at one (configuration, past length). */
-typedef struct point {
-  int64_t past;
-  int64_t rounds;                /* rounds run (--rounds, or more for --min-time) */
-  timing t[SYS_COUNT];
-  round_pairs vs[SYS_COUNT];     /* the hybrid against dynamic, reference, ort (index 0 unused) */
-  diff to_ort[SYS_ORT];          /* hybrid, dynamic, reference against ONNX Runtime */
-  int same_as_ref[2];            /* hybrid, dynamic bitwise equal to the reference: 1, 0, or -1 not run */
-  bool have_step[2];     /* by system: hybrid, dynamic */
-  session_step step[2];
-} point;
-
-typedef struct config_result {
-  bool run;
-  mx_llama_config cfg;
-  size_t nodes;                  /* nodes of the ONNX graph */
-  point points[MAX_PAST];
-} config_result;
+#include "tools/bench_llm.h"
 
 /* The ONNX Runtime peer process. */
 typedef struct peer {
@@ -142,7 +59,7 @@ void mx_bench_llm_help(FILE *out) {
           "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--min-time S]\n"
           "                       [--steps N] [--warmup N] [--block-warmup N]\n"
           "                       [--systems hybrid,dynamic,reference,ort] [--no-ort] [--skip-kernels]\n"
-          "                       [--no-huge-pages]\n"
+          "                       [--no-huge-pages] [--processes N]\n"
           "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
           "                       [--streams N] [--executor E]\n"
           "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n"
@@ -182,6 +99,15 @@ void mx_bench_llm_help(FILE *out) {
           "                     computed, so nothing is compared); not with --mode decode\n"
           "  --no-huge-pages    mixrt's device memory in 4 KiB pages only (by default its blocks of\n"
           "                     1.5 MiB and more, the weights above all, get 2 MiB huge pages)\n"
+          "  --processes N      run the whole measurement in N fresh processes, one after another\n"
+          "                     (default 1; up to 100), and sum them up: each process's JSON under\n"
+          "                     \"runs\"; per point, every process's ratios, their median and the rounds\n"
+          "                     compared pooled (\"across_processes\"); the targets take the median over\n"
+          "                     processes. Where a process's memory lands on a shared host moves a\n"
+          "                     memory-bound step by several percent, once per process: rounds cannot\n"
+          "                     even that out, more processes can. Not with --table\n"
+          "  --results FILE     write this process's figures to FILE (binary; what each process of\n"
+          "                     --processes does)\n"
           "  --mode fixed       every timed step runs on the same inputs (default)\n"
           "  --mode decode      every system decodes greedily from the point's inputs, its presents\n"
           "                     becoming its pasts, so no two timed steps have the same shapes: the\n"
@@ -242,6 +168,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
   a->configs[0] = a->configs[1] = true;
   a->past[0] = 16, a->past[1] = 128, a->past[2] = 512, a->n_past = 3;
   a->rounds = 20, a->min_time = 3.0, a->steps = 20, a->warmup = 200, a->block_warmup = 5, a->identity_runs = 2000;
+  a->processes = 1;
   for (int s = 0; s < SYS_COUNT; s++) a->systems[s] = true;
   a->device = MX_DEVICE_INLINE;
   a->device_io = true;
@@ -266,7 +193,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     static const char *const valued[] = {"--configs",  "--past",     "--rounds",        "--min-time", "--steps",
                                          "--warmup",   "--block-warmup", "--systems",   "--device",   "--streams",
                                          "--executor", "--io",       "--mode",          "--node",     "--peers",
-                                         "--work-dir", "--identity-runs", "--table"};
+                                         "--work-dir", "--identity-runs", "--table", "--processes", "--results"};
     size_t k = 0;
     while (k < sizeof valued / sizeof valued[0] && strcmp(arg, valued[k]) != 0) k++;
     if (k == sizeof valued / sizeof valued[0]) return mx_cli_usage_error(CMD, "unknown option '%s'", arg);
@@ -275,7 +202,8 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     int64_t x = 0;
     const bool zero_ok = strcmp(arg, "--warmup") == 0 || strcmp(arg, "--block-warmup") == 0;
     bool numeric = zero_ok || strcmp(arg, "--rounds") == 0 || strcmp(arg, "--steps") == 0 ||
-                   strcmp(arg, "--streams") == 0 || strcmp(arg, "--identity-runs") == 0;
+                   strcmp(arg, "--streams") == 0 || strcmp(arg, "--identity-runs") == 0 ||
+                   strcmp(arg, "--processes") == 0;
     if (numeric) {
       int64_t min = zero_ok ? 0 : 1;
       if (!mx_cli_parse_int(v, &x) || x < min || x > 1000000)
@@ -330,6 +258,11 @@ static int parse_args(int argc, char **argv, llm_args *a) {
       a->node = v;
     } else if (strcmp(arg, "--table") == 0) {
       a->table = v;
+    } else if (strcmp(arg, "--processes") == 0) {
+      if (x > 100) return mx_cli_usage_error(CMD, "--processes must be 1..100");
+      a->processes = x;
+    } else if (strcmp(arg, "--results") == 0) {
+      a->results = v;
     } else if (strcmp(arg, "--peers") == 0) {
       a->peers_dir = v;
     } else {
@@ -349,6 +282,10 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     if (a->decode)
       return mx_cli_usage_error(CMD, "--skip-kernels runs no kernel: --mode decode has no values to feed back");
   }
+  if (a->processes > 1 && a->table)
+    return mx_cli_usage_error(CMD, "--table writes one process's latencies: not with --processes");
+  if (a->processes > 1 && a->results)
+    return mx_cli_usage_error(CMD, "--results is what each process of --processes writes: not both");
   mx_llama_config cfg;
   mx_cli_llm_size("tiny", &cfg);
   for (size_t k = 0; k < a->n_past; k++) {
@@ -824,9 +761,7 @@ static double block_median(const uint64_t *block, int64_t steps, uint64_t *scrat
   return (double)mx_cli_quantile(scratch, (size_t)steps, 0.5);
 }
 
-/* Two-sided sign test: the probability of k or fewer, or as many or more the other way, of n
- * fair coin tosses coming up heads (1 at most). */
-static double sign_test(int64_t k, int64_t n) {
+double mx_cli_llm_sign_test(int64_t k, int64_t n) {
   if (n <= 0) return 1.0;
   int64_t lo = k < n - k ? k : n - k;
   double tail = 0.0;
@@ -852,7 +787,7 @@ static round_pairs compare_rounds(const uint64_t *hybrid, const uint64_t *other,
     qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
     rp.median_ratio = rounds % 2 ? ratio[rounds / 2] : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2;
     rp.rounds = rounds;
-    rp.sign_test_p = sign_test(rp.hybrid_faster, rounds);
+    rp.sign_test_p = mx_cli_llm_sign_test(rp.hybrid_faster, rounds);
     rp.have = true;
   }
   free(scratch);
@@ -1231,12 +1166,12 @@ free_samples:
 
 /* --- JSON ------------------------------------------------------------------------------------- */
 
-static void json_num(double v) {
+void mx_cli_json_num(double v) {
   if (isfinite(v)) printf("%.6g", v);
   else printf("null");
 }
 
-static void json_str(const char *s) {
+void mx_cli_json_str(const char *s) {
   putchar('"');
   for (; *s; s++) {
     unsigned char ch = (unsigned char)*s;
@@ -1253,11 +1188,11 @@ static void json_timing(const timing *t) {
     return;
   }
   printf("{\"median\": ");
-  json_num(t->median);
+  mx_cli_json_num(t->median);
   printf(", \"p10\": ");
-  json_num(t->p10);
+  mx_cli_json_num(t->p10);
   printf(", \"p90\": ");
-  json_num(t->p90);
+  mx_cli_json_num(t->p90);
   printf(", \"samples\": %zu}", t->samples);
 }
 
@@ -1267,18 +1202,18 @@ static void json_diff(const diff *d) {
     return;
   }
   printf("{\"logits_max_abs\": ");
-  json_num(d->logits_abs);
+  mx_cli_json_num(d->logits_abs);
   printf(", \"logits_rel\": ");
-  json_num(d->logits_rel);
+  mx_cli_json_num(d->logits_rel);
   printf(", \"present_max_abs\": ");
-  json_num(d->present_abs);
+  mx_cli_json_num(d->present_abs);
   printf(", \"present_rel\": ");
-  json_num(d->present_rel);
+  mx_cli_json_num(d->present_rel);
   printf("}");
 }
 
 static void json_ratio(const timing *x, const timing *y) {
-  if (x->have && y->have && y->median > 0) json_num(x->median / y->median);
+  if (x->have && y->have && y->median > 0) mx_cli_json_num(x->median / y->median);
   else printf("null");
 }
 
@@ -1308,17 +1243,22 @@ static double worst(const config_result *cr, size_t n_past, figure_fn f) {
   return w;
 }
 
-static void json_target(bool *first, const char *name, double value, double limit, const char *missing) {
+void mx_cli_llm_json_target(bool *first, const char *name, double value, double limit, const char *missing,
+                            double worst_single_process) {
   printf("%s\n    {\"target\": ", *first ? "" : ",");
-  json_str(name);
+  mx_cli_json_str(name);
   printf(", \"limit\": ");
-  json_num(limit);
+  mx_cli_json_num(limit);
   printf(", \"worst\": ");
-  json_num(value);
+  mx_cli_json_num(value);
   printf(", \"met\": %s", isnan(value) ? "null" : value <= limit ? "true" : "false");
   if (isnan(value)) {
     printf(", \"why_null\": ");
-    json_str(missing);
+    mx_cli_json_str(missing);
+  }
+  if (!isnan(worst_single_process)) {
+    printf(", \"worst_single_process\": ");
+    mx_cli_json_num(worst_single_process);
   }
   printf("}");
   *first = false;
@@ -1344,9 +1284,9 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
     for (const char *s = argv[i]; *s; s++) printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
   }
   printf("\",\n \"machine\": {\"cpu\": ");
-  json_str(cpu);
+  mx_cli_json_str(cpu);
   printf(", \"online_cpus\": %ld, \"load_average_at_start\": ", sysconf(_SC_NPROCESSORS_ONLN));
-  json_num(load);
+  mx_cli_json_num(load);
   printf("},\n \"mixrt\": {\"device\": \"%s\", \"streams\": %lld, \"executor\": \"%s\", "
          "\"hybrid_static_min_ops\": %d, \"dynamic_static_min_ops\": -1, \"huge_pages\": %s, \"io\": \"%s\", "
          "\"io_means\": \"%s\"},\n",
@@ -1378,17 +1318,17 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
   bool ort_on = p->pid > 0;
   printf(" \"ort\": {\"available\": %s, \"reason\": ", ort_on ? "true" : "false");
   if (ort_on) printf("null");
-  else json_str(p->reason);
+  else mx_cli_json_str(p->reason);
   printf(", \"package\": ");
   if (ort_on) {
     char pkg[96];
     snprintf(pkg, sizeof pkg, "onnxruntime-node %s", p->version);
-    json_str(pkg);
+    mx_cli_json_str(pkg);
   } else {
     printf("null");
   }
   printf(", \"node\": ");
-  if (ort_on) json_str(p->node_version);
+  if (ort_on) mx_cli_json_str(p->node_version);
   else printf("null");
   printf(", \"session_options\": {\"execution_provider\": \"cpu\", \"intra_op_num_threads\": 1, "
          "\"inter_op_num_threads\": 1, \"execution_mode\": \"sequential\", \"graph_optimization_level\": \"all\"}, "
@@ -1422,7 +1362,7 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
       json_ratio(&pt->t[SYS_HYBRID], &pt->t[SYS_ORT]);
       printf(", \"ratio_hybrid_ort_without_binding\": ");
       if (pt->t[SYS_HYBRID].have && pt->t[SYS_ORT].have && id_ort->have && pt->t[SYS_ORT].median > id_ort->median)
-        json_num(pt->t[SYS_HYBRID].median / (pt->t[SYS_ORT].median - id_ort->median));
+        mx_cli_json_num(pt->t[SYS_HYBRID].median / (pt->t[SYS_ORT].median - id_ort->median));
       else
         printf("null");
       printf(", \"ratio_hybrid_dynamic\": ");
@@ -1439,9 +1379,9 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
         }
         printf("{\"hybrid_faster\": %lld, \"rounds\": %lld, \"median_ratio\": ", (long long)rp->hybrid_faster,
                (long long)rp->rounds);
-        json_num(rp->median_ratio);
+        mx_cli_json_num(rp->median_ratio);
         printf(", \"sign_test_p\": ");
-        json_num(rp->sign_test_p);
+        mx_cli_json_num(rp->sign_test_p);
         printf("}");
       }
       printf("}");
@@ -1481,20 +1421,20 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
   bool first = true;
   const char *no_ort = ort_on ? "ONNX Runtime or hybrid not measured for this configuration" : p->reason;
   if (res[0].run) {
-    json_target(&first, "tiny: hybrid / ort <= 0.2", worst(&res[0], a->n_past, fig_ratio_ort), 0.2, no_ort);
-    json_target(&first, a->skip_kernels ? "tiny: hybrid / dynamic < 1 (kernels skipped: mixrt's own cost)"
+    mx_cli_llm_json_target(&first, "tiny: hybrid / ort <= 0.2", worst(&res[0], a->n_past, fig_ratio_ort), 0.2, no_ort, NAN);
+    mx_cli_llm_json_target(&first, a->skip_kernels ? "tiny: hybrid / dynamic < 1 (kernels skipped: mixrt's own cost)"
                                         : "tiny: hybrid / dynamic < 1",
-                worst(&res[0], a->n_past, fig_ratio_dynamic), 1.0, "hybrid or dynamic not measured");
-    json_target(&first, "tiny: logits relative difference to ort <= 1e-4",
-                worst(&res[0], a->n_past, fig_logits_rel), 1e-4, no_ort);
+                worst(&res[0], a->n_past, fig_ratio_dynamic), 1.0, "hybrid or dynamic not measured", NAN);
+    mx_cli_llm_json_target(&first, "tiny: logits relative difference to ort <= 1e-4",
+                worst(&res[0], a->n_past, fig_logits_rel), 1e-4, no_ort, NAN);
   }
   if (res[1].run) {
-    json_target(&first, "small: hybrid / ort <= 1.0", worst(&res[1], a->n_past, fig_ratio_ort), 1.0, no_ort);
-    json_target(&first, a->skip_kernels ? "small: hybrid / dynamic < 1 (kernels skipped: mixrt's own cost)"
+    mx_cli_llm_json_target(&first, "small: hybrid / ort <= 1.0", worst(&res[1], a->n_past, fig_ratio_ort), 1.0, no_ort, NAN);
+    mx_cli_llm_json_target(&first, a->skip_kernels ? "small: hybrid / dynamic < 1 (kernels skipped: mixrt's own cost)"
                                          : "small: hybrid / dynamic < 1",
-                worst(&res[1], a->n_past, fig_ratio_dynamic), 1.0, "hybrid or dynamic not measured");
-    json_target(&first, "small: logits relative difference to ort <= 1e-4",
-                worst(&res[1], a->n_past, fig_logits_rel), 1e-4, no_ort);
+                worst(&res[1], a->n_past, fig_ratio_dynamic), 1.0, "hybrid or dynamic not measured", NAN);
+    mx_cli_llm_json_target(&first, "small: logits relative difference to ort <= 1e-4",
+                worst(&res[1], a->n_past, fig_logits_rel), 1e-4, no_ort, NAN);
   }
   printf("\n ]}\n");
 }
@@ -1527,12 +1467,24 @@ static int write_table(const llm_args *a, const config_result *res) {
   return MX_EXIT_OK;
 }
 
+/* Writes this process's figures for the --processes driver (llm_results_header, then the
+ * configurations' results). */
+static int write_results(const llm_args *a, const config_result *res) {
+  FILE *f = fopen(a->results, "wb");
+  if (!f) return mx_cli_runtime_error(CMD, "cannot write %s: %s", a->results, strerror(errno));
+  llm_results_header h = {.magic = "MXBLLM1", .result_size = sizeof *res, .n_configs = N_CONFIGS};
+  bool ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(res, sizeof *res, N_CONFIGS, f) == N_CONFIGS;
+  if (fclose(f) != 0 || !ok) return mx_cli_runtime_error(CMD, "cannot write %s: %s", a->results, strerror(errno));
+  return MX_EXIT_OK;
+}
+
 /* --- the command ------------------------------------------------------------------------------ */
 
 int mx_bench_llm(int argc, char **argv) {
   llm_args a;
   int rc = parse_args(argc, argv, &a);
   if (rc != MX_EXIT_OK) return rc;
+  if (a.processes > 1) return mx_cli_llm_processes(&a, argc, argv);
   signal(SIGPIPE, SIG_IGN); /* a dead peer shows as a failed write, not a killed benchmark */
   char tmp[] = "/tmp/mixrt-bench-llm-XXXXXX";
   const char *dir = a.work_dir;
@@ -1567,6 +1519,7 @@ int mx_bench_llm(int argc, char **argv) {
     if (a.configs[c]) rc = measure_config(&a, &p, dev, dir, c, &res[c]);
   if (rc == MX_EXIT_OK) print_json(&a, argc, argv, &p, load[0], &id_ort, &id_mixrt, res);
   if (rc == MX_EXIT_OK && a.table) rc = write_table(&a, res);
+  if (rc == MX_EXIT_OK && a.results) rc = write_results(&a, res);
   mx_device_destroy(dev);
 stop_peer:
   peer_stop(&p);

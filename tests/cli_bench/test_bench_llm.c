@@ -180,6 +180,36 @@ Test(bench_llm, cpu_device_two_past_lengths) {
   cr_assert(strstr(out, "\"past\": 3,"), "%s", out);
 }
 
+static int count(const char *text, const char *what) {
+  int n = 0;
+  for (const char *p = strstr(text, what); p; p = strstr(p + 1, what)) n++;
+  return n;
+}
+
+/* --processes: the measurement runs in fresh processes, whose documents are kept whole, and the
+ * figures are summed up across them. */
+Test(bench_llm, processes_sum_up_fresh_runs) {
+  cr_assert_eq(run(QUICK " --past 16,32 --no-ort --processes 3"), 0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  cr_assert(strstr(out, "\"processes\": 3"), "%s", out);
+  cr_assert_eq(count(out, "\"benchmark\": \"llm\""), 4, "the summary and 3 runs:\n%s", out);
+  cr_assert_eq(count(out, "--results /tmp/mixrt-bench-processes-"), 3, "each run says how it was called:\n%s", out);
+  cr_assert_eq(count(out, "\"per_process\": ["), 2, "one ratio list per point (no ort):\n%s", out);
+  cr_assert(strstr(out, "\"rounds_compared_pooled\": {\"dynamic\": {\"hybrid_faster\": "), "%s", out);
+  cr_assert(strstr(out, "\"rounds\": 6, \"sign_test_p\""), "2 rounds in each of 3 processes:\n%s", out);
+  cr_assert(strstr(out, "\"hybrid_and_dynamic_equal_reference_in_every_process\": true"), "%s", out);
+  cr_assert(strstr(out, "\"target\": \"tiny: hybrid / dynamic < 1 (median over processes)\""), "%s", out);
+  cr_assert(strstr(out, "\"worst_single_process\": "), "%s", out);
+  cr_assert(strstr(out, "\"why_null\": \"--no-ort was given\""), "%s", out);
+  /* A process that fails fails the whole, naming it. */
+  cr_assert_eq(run(QUICK " --no-ort --processes 2 --work-dir /proc/no/such/dir 2>&1"), 1, "%s", out);
+  cr_assert(strstr(out, "process 1 failed (exit status 1)"), "%s", out);
+  cr_assert_eq(run(QUICK " --processes 0 2>/dev/null"), 2);
+  cr_assert_eq(run(QUICK " --processes 101 2>/dev/null"), 2);
+  cr_assert_eq(run(QUICK " --processes 2 --table /tmp/x.dat 2>/dev/null"), 2);
+  cr_assert_eq(run(QUICK " --processes 2 --results /tmp/x.bin 2>/dev/null"), 2);
+}
+
 /* --no-huge-pages reaches mixrt's device, and the JSON records which memory was used. */
 Test(bench_llm, huge_pages_are_on_record) {
   cr_assert_eq(run(QUICK " --no-ort"), 0, "%s", out);

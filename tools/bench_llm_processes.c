@@ -1,0 +1,331 @@
+/* `mixrt bench llm --processes N`: the same measurement in N fresh processes, one after another,
+ * summed up across them.
+ *
+ * Why: on a shared host, where a process's memory lands (its pages in the last-level cache and
+ * in the host's memory) is decided once per process, and it moves a memory-bound step by
+ * several percent, one system more than another. Within a process, rounds and Williams orders
+ * even out the machine's drifts; only more processes even out placement. Each process is this
+ * executable run again with the same options and `--results FILE`, its JSON document kept
+ * whole in "runs". "across_processes" gives, per point, every process's ratio of medians and
+ * their median, how many processes had the hybrid ahead, and the rounds compared pooled over
+ * all processes with their sign test; the targets use the median over processes of each
+ * point's ratio (the worst point), and say which single process was worst. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tools/bench_llm.h"
+#include "tools/cli.h"
+
+/* One process's figures and its JSON document. */
+typedef struct process_run {
+  config_result res[N_CONFIGS];
+  char *json; /* the document it printed (owned), trailing white space removed */
+} process_run;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  remove(path);
+  return 0;
+}
+
+static char *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = NULL;
+  size_t n = 0, cap = 0;
+  for (;;) {
+    if (n + 4096 + 1 > cap) {
+      cap = cap ? cap * 2 : 65536;
+      char *grown = realloc(buf, cap);
+      if (!grown) {
+        free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = grown;
+    }
+    size_t got = fread(buf + n, 1, cap - n - 1, f);
+    n += got;
+    if (got == 0) break;
+  }
+  fclose(f);
+  buf[n] = '\0';
+  if (size) *size = n;
+  return buf;
+}
+
+/* Runs process `index`: this executable with the user's options (without --processes) and
+ * --results, its stdout into `json_path`. */
+static int run_one(const char *exe, int argc, char **argv, int index, const char *json_path, const char *bin_path) {
+  char **cargv = calloc((size_t)argc + 6, sizeof *cargv);
+  if (!cargv) return mx_cli_runtime_error(CMD, "out of memory");
+  int n = 0;
+  cargv[n++] = "mixrt";
+  cargv[n++] = "bench";
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--processes") == 0) {
+      i++; /* and its value */
+      continue;
+    }
+    cargv[n++] = argv[i];
+  }
+  cargv[n++] = "--results";
+  cargv[n++] = (char *)bin_path;
+  cargv[n] = NULL;
+  int fd = open(json_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    free(cargv);
+    return mx_cli_runtime_error(CMD, "cannot create %s: %s", json_path, strerror(errno));
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, STDOUT_FILENO);
+    close(fd);
+    execv(exe, cargv);
+    fprintf(stderr, "mixrt " CMD ": cannot run %s: %s\n", exe, strerror(errno));
+    _exit(127);
+  }
+  close(fd);
+  free(cargv);
+  if (pid < 0) return mx_cli_runtime_error(CMD, "cannot start process %d: %s", index + 1, strerror(errno));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return mx_cli_runtime_error(CMD, "process %d failed (%s %d); its messages are above", index + 1,
+                                WIFEXITED(status) ? "exit status" : "signal",
+                                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  return MX_EXIT_OK;
+}
+
+static int load_one(process_run *pr, int index, const char *json_path, const char *bin_path) {
+  size_t size = 0;
+  char *bin = read_file(bin_path, &size);
+  llm_results_header h;
+  bool ok = bin && size == sizeof h + sizeof pr->res;
+  if (ok) {
+    memcpy(&h, bin, sizeof h);
+    ok = memcmp(h.magic, "MXBLLM1", 8) == 0 && h.result_size == sizeof(config_result) && h.n_configs == N_CONFIGS;
+  }
+  if (ok) memcpy(pr->res, bin + sizeof h, sizeof pr->res);
+  free(bin);
+  if (!ok) return mx_cli_runtime_error(CMD, "process %d: its figures in %s are missing or malformed", index + 1, bin_path);
+  pr->json = read_file(json_path, &size);
+  if (!pr->json) return mx_cli_runtime_error(CMD, "process %d: cannot read %s: %s", index + 1, json_path, strerror(errno));
+  while (size && (pr->json[size - 1] == '\n' || pr->json[size - 1] == ' ')) pr->json[--size] = '\0';
+  return MX_EXIT_OK;
+}
+
+/* --- summing up ------------------------------------------------------------------------------ */
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* Median of the finite values among v[0..n) (v is left alone); NAN when there are none. */
+static double median_of(const double *v, int n) {
+  double *s = malloc((size_t)(n ? n : 1) * sizeof *s);
+  if (!s) return NAN;
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (isfinite(v[i])) s[m++] = v[i];
+  qsort(s, (size_t)m, sizeof *s, cmp_double);
+  double r = m == 0 ? NAN : m % 2 ? s[m / 2] : (s[m / 2 - 1] + s[m / 2]) / 2;
+  free(s);
+  return r;
+}
+
+static double ratio(const point *pt, int other) {
+  const timing *h = &pt->t[SYS_HYBRID], *o = &pt->t[other];
+  return h->have && o->have && o->median > 0 ? h->median / o->median : NAN;
+}
+
+static void json_list(const double *v, int n) {
+  putchar('[');
+  for (int i = 0; i < n; i++) {
+    if (i) printf(", ");
+    mx_cli_json_num(v[i]);
+  }
+  putchar(']');
+}
+
+/* The hybrid's ratio to system `other` at point (c, k) over the processes. */
+static void json_ratio_across(const process_run *runs, int n, int c, size_t k, int other, double *scratch) {
+  int below = 0;
+  double lo = NAN, hi = NAN;
+  for (int i = 0; i < n; i++) {
+    scratch[i] = ratio(&runs[i].res[c].points[k], other);
+    if (!isfinite(scratch[i])) continue;
+    below += scratch[i] < 1.0;
+    lo = isnan(lo) || scratch[i] < lo ? scratch[i] : lo;
+    hi = isnan(hi) || scratch[i] > hi ? scratch[i] : hi;
+  }
+  double med = median_of(scratch, n);
+  if (isnan(med)) {
+    printf("null");
+    return;
+  }
+  printf("{\"median\": ");
+  mx_cli_json_num(med);
+  printf(", \"min\": ");
+  mx_cli_json_num(lo);
+  printf(", \"max\": ");
+  mx_cli_json_num(hi);
+  printf(", \"processes_below_1\": %d, \"per_process\": ", below);
+  json_list(scratch, n);
+  printf("}");
+}
+
+static void json_pooled_rounds(const process_run *runs, int n, int c, size_t k, int other) {
+  int64_t faster = 0, rounds = 0;
+  for (int i = 0; i < n; i++) {
+    const round_pairs *rp = &runs[i].res[c].points[k].vs[other];
+    if (!rp->have) continue;
+    faster += rp->hybrid_faster;
+    rounds += rp->rounds;
+  }
+  if (!rounds) {
+    printf("null");
+    return;
+  }
+  printf("{\"hybrid_faster\": %lld, \"rounds\": %lld, \"sign_test_p\": ", (long long)faster, (long long)rounds);
+  mx_cli_json_num(mx_cli_llm_sign_test(faster, rounds));
+  printf("}");
+}
+
+/* Per configuration and system: the target figure, the worst point's median over processes
+ * (a ratio to `other`), and the worst single process at any point. */
+static void ratio_figures(const llm_args *a, const process_run *runs, int n, int c, int other, double *scratch,
+                          double *worst_median, double *worst_process) {
+  *worst_median = *worst_process = NAN;
+  for (size_t k = 0; k < a->n_past; k++) {
+    for (int i = 0; i < n; i++) {
+      scratch[i] = ratio(&runs[i].res[c].points[k], other);
+      if (isfinite(scratch[i]) && (isnan(*worst_process) || scratch[i] > *worst_process)) *worst_process = scratch[i];
+    }
+    double med = median_of(scratch, n);
+    if (isfinite(med) && (isnan(*worst_median) || med > *worst_median)) *worst_median = med;
+  }
+}
+
+static double worst_logits(const llm_args *a, const process_run *runs, int n, int c) {
+  double w = NAN;
+  for (int i = 0; i < n; i++)
+    for (size_t k = 0; k < a->n_past; k++) {
+      const diff *d = &runs[i].res[c].points[k].to_ort[SYS_HYBRID];
+      if (d->have && (isnan(w) || d->logits_rel > w)) w = d->logits_rel;
+    }
+  return w;
+}
+
+
+static void print_summary(const llm_args *a, int argc, char **argv, const process_run *runs, int n, double *scratch) {
+  printf("{\"benchmark\": \"llm\",\n \"command\": \"mixrt bench");
+  for (int i = 0; i < argc; i++) {
+    putchar(' ');
+    for (const char *s = argv[i]; *s; s++) printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+  }
+  printf("\",\n \"processes\": %d,\n \"runs\": [\n", n);
+  for (int i = 0; i < n; i++) printf("%s%s", runs[i].json, i + 1 < n ? ",\n" : "\n");
+  printf(" ],\n \"across_processes\": {\"statistic\": \"per point, each process's ratio of the hybrid's median to "
+         "the other system's; the targets take the median of those over the processes (at the worst point): a "
+         "process's memory placement on a shared host moves its ratio by several percent either way, which "
+         "rounds within one process cannot even out\",\n  \"configs\": [");
+  bool first_cfg = true;
+  for (int c = 0; c < N_CONFIGS; c++) {
+    if (!runs[0].res[c].run) continue;
+    printf("%s\n   {\"config\": \"%s\", \"points\": [", first_cfg ? "" : ",", config_names[c]);
+    first_cfg = false;
+    for (size_t k = 0; k < a->n_past; k++) {
+      printf("%s\n    {\"past\": %lld, \"step_us_median_per_process\": {", k ? "," : "",
+             (long long)runs[0].res[c].points[k].past);
+      for (int s = 0; s < SYS_COUNT; s++) {
+        for (int i = 0; i < n; i++) {
+          const timing *t = &runs[i].res[c].points[k].t[s];
+          scratch[i] = t->have ? t->median : NAN;
+        }
+        printf("%s\"%s\": ", s ? ", " : "", sys_names[s]);
+        json_list(scratch, n);
+      }
+      printf("},\n     \"ratio_hybrid_dynamic\": ");
+      json_ratio_across(runs, n, c, k, SYS_DYNAMIC, scratch);
+      printf(",\n     \"ratio_hybrid_ort\": ");
+      json_ratio_across(runs, n, c, k, SYS_ORT, scratch);
+      printf(",\n     \"rounds_compared_pooled\": {\"dynamic\": ");
+      json_pooled_rounds(runs, n, c, k, SYS_DYNAMIC);
+      printf(", \"reference\": ");
+      json_pooled_rounds(runs, n, c, k, SYS_REFERENCE);
+      printf(", \"ort\": ");
+      json_pooled_rounds(runs, n, c, k, SYS_ORT);
+      int same = 1;
+      for (int i = 0; i < n; i++) {
+        const int *v = runs[i].res[c].points[k].same_as_ref;
+        if (v[0] < 0 || v[1] < 0) same = -1;
+        else if (same == 1 && !(v[0] && v[1])) same = 0;
+      }
+      printf("},\n     \"hybrid_and_dynamic_equal_reference_in_every_process\": %s}",
+             same < 0 ? "null" : same ? "true" : "false");
+    }
+    printf("\n   ]}");
+  }
+  printf("\n  ]},\n \"targets\": [");
+  bool first = true;
+  const char *why_ort = a->no_ort                ? "--no-ort was given"
+                        : a->skip_kernels          ? "--skip-kernels: mixrt's own cost only"
+                        : !a->systems[SYS_ORT]     ? "ort is not among --systems"
+                                                   : "ONNX Runtime or the hybrid was not measured (see the runs)";
+  const char *why_dyn = "hybrid or dynamic not measured";
+  for (int c = 0; c < N_CONFIGS; c++) {
+    if (!runs[0].res[c].run) continue;
+    double med, one;
+    char name[128];
+    ratio_figures(a, runs, n, c, SYS_ORT, scratch, &med, &one);
+    snprintf(name, sizeof name, "%s: hybrid / ort <= %s (median over processes)", config_names[c], c ? "1.0" : "0.2");
+    mx_cli_llm_json_target(&first, name, med, c ? 1.0 : 0.2, why_ort, one);
+    ratio_figures(a, runs, n, c, SYS_DYNAMIC, scratch, &med, &one);
+    snprintf(name, sizeof name, "%s: hybrid / dynamic < 1 (median over processes%s)", config_names[c],
+             a->skip_kernels ? "; kernels skipped: mixrt's own cost" : "");
+    mx_cli_llm_json_target(&first, name, med, 1.0, why_dyn, one);
+    snprintf(name, sizeof name, "%s: logits relative difference to ort <= 1e-4 (every process)", config_names[c]);
+    mx_cli_llm_json_target(&first, name, worst_logits(a, runs, n, c), 1e-4, why_ort, NAN);
+  }
+  printf("\n ]}\n");
+}
+
+int mx_cli_llm_processes(const llm_args *a, int argc, char **argv) {
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len <= 0) return mx_cli_runtime_error(CMD, "cannot find this program (/proc/self/exe): %s", strerror(errno));
+  exe[len] = '\0';
+  char dir[] = "/tmp/mixrt-bench-processes-XXXXXX";
+  if (!mkdtemp(dir)) return mx_cli_runtime_error(CMD, "cannot create a temporary folder: %s", strerror(errno));
+  const int n = (int)a->processes;
+  process_run *runs = calloc((size_t)n, sizeof *runs);
+  double *scratch = malloc((size_t)n * sizeof *scratch);
+  int rc = runs && scratch ? MX_EXIT_OK : mx_cli_runtime_error(CMD, "out of memory");
+  for (int i = 0; i < n && rc == MX_EXIT_OK; i++) {
+    char json_path[128], bin_path[128];
+    snprintf(json_path, sizeof json_path, "%s/process-%d.json", dir, i + 1);
+    snprintf(bin_path, sizeof bin_path, "%s/process-%d.bin", dir, i + 1);
+    fprintf(stderr, "mixrt " CMD ": process %d of %d\n", i + 1, n);
+    rc = run_one(exe, argc, argv, i, json_path, bin_path);
+    if (rc == MX_EXIT_OK) rc = load_one(&runs[i], i, json_path, bin_path);
+  }
+  if (rc == MX_EXIT_OK) print_summary(a, argc, argv, runs, n, scratch);
+  for (int i = 0; runs && i < n; i++) free(runs[i].json);
+  free(runs);
+  free(scratch);
+  nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+  return rc;
+}
