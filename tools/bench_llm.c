@@ -450,6 +450,8 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
   return remove(path);
 }
 
+void mx_cli_remove_tree(const char *dir) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
 /* Writes in[0..n) as DIR/<name>.npy, named after the session's inputs. */
 static mx_status write_inputs(mx_session *s, const char *dir, const mx_tensor *in, size_t n, mx_error *err) {
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
@@ -1523,6 +1525,6 @@ int mx_bench_llm(int argc, char **argv) {
   mx_device_destroy(dev);
 stop_peer:
   peer_stop(&p);
-  if (!a.work_dir) nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  if (!a.work_dir) mx_cli_remove_tree(dir);
   return rc;
 }

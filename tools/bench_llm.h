@@ -117,6 +117,9 @@ void mx_cli_json_str(const char *s);
 void mx_cli_llm_json_target(bool *first, const char *name, double value, double limit, const char *missing,
                             double worst_single_process);
 
+/* Removes a folder and everything in it (the work folders). */
+void mx_cli_remove_tree(const char *dir);
+
 /* Runs the measurement in a->processes fresh processes, one after another, and prints their
  * JSON documents with the figures summed up across them. */
 int mx_cli_llm_processes(const llm_args *a, int argc, char **argv);

@@ -12,7 +12,6 @@
  * point's ratio (the worst point), and say which single process was worst. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +28,6 @@ typedef struct process_run {
   config_result res[N_CONFIGS];
   char *json; /* the document it printed (owned), trailing white space removed */
 } process_run;
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  remove(path);
-  return 0;
-}
 
 static char *read_file(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
@@ -326,6 +319,6 @@ int mx_cli_llm_processes(const llm_args *a, int argc, char **argv) {
   for (int i = 0; runs && i < n; i++) free(runs[i].json);
   free(runs);
   free(scratch);
-  nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+  mx_cli_remove_tree(dir);
   return rc;
 }
