@@ -58,7 +58,7 @@ void mx_bench_llm_help(FILE *out) {
   fprintf(out,
           "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--min-time S]\n"
           "                       [--steps N] [--warmup N] [--block-warmup N]\n"
-          "                       [--systems hybrid,dynamic,reference,ort] [--no-ort] [--skip-kernels]\n"
+          "                       [--systems hybrid,dynamic,reference,ort,control] [--no-ort] [--skip-kernels]\n"
           "                       [--no-huge-pages] [--processes N]\n"
           "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
           "                       [--streams N] [--executor E]\n"
@@ -91,7 +91,12 @@ void mx_bench_llm_help(FILE *out) {
           "  --block-warmup N   untimed steps at the start of every block (default 5): the system that\n"
           "                     ran before has taken the caches, and a decode loop that runs alone\n"
           "                     does not pay for that on every step\n"
-          "  --systems LIST     which systems run (default all four)\n"
+          "  --systems LIST     which systems run: hybrid, dynamic, reference, ort (the default), and\n"
+          "                     control: a second hybrid session, identical to the first, run in\n"
+          "                     the same rounds. Its ratio_hybrid_control is what the machine\n"
+          "                     alone moves a ratio by (where each session's memory landed, the\n"
+          "                     order of the blocks): a hybrid / dynamic ratio that differs from 1\n"
+          "                     by less than hybrid / control does is not shown\n"
           "  --no-ort           skip ONNX Runtime (its figures are null, with the reason)\n"
           "  --skip-kernels     the device runs no kernel and no static-model task (launches, argument\n"
           "                     copies, stream order, events and copies as usual): the times are what\n"
@@ -169,7 +174,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
   a->past[0] = 16, a->past[1] = 128, a->past[2] = 512, a->n_past = 3;
   a->rounds = 20, a->min_time = 3.0, a->steps = 20, a->warmup = 200, a->block_warmup = 5, a->identity_runs = 2000;
   a->processes = 1;
-  for (int s = 0; s < SYS_COUNT; s++) a->systems[s] = true;
+  for (int s = 0; s < SYS_COUNT; s++) a->systems[s] = s != SYS_CONTROL;
   a->device = MX_DEVICE_INLINE;
   a->device_io = true;
   a->streams = 1;
@@ -219,7 +224,7 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     } else if (strcmp(arg, "--systems") == 0) {
       systems_given = true;
       if (!parse_names(v, sys_names, SYS_COUNT, a->systems))
-        return mx_cli_usage_error(CMD, "--systems takes hybrid, dynamic, reference, ort separated by commas, not '%s'",
+        return mx_cli_usage_error(CMD, "--systems takes hybrid, dynamic, reference, ort, control separated by commas, not '%s'",
                                   v);
     } else if (strcmp(arg, "--rounds") == 0) {
       a->rounds = x;
@@ -270,14 +275,14 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     }
   }
   if (a->skip_kernels) {
-    /* Only the two mixrt sessions run on the device; their outputs are not computed, so nothing
-     * is compared and no step may depend on a previous one's values. */
+    /* Only the mixrt sessions run on the device; their outputs are not computed, so nothing is
+     * compared and no step may depend on a previous one's values. */
     if (a->systems[SYS_REFERENCE] || a->systems[SYS_ORT]) {
       if (!systems_given)
         a->systems[SYS_REFERENCE] = a->systems[SYS_ORT] = false;
       else
-        return mx_cli_usage_error(CMD, "--skip-kernels measures mixrt's own cost: --systems may name only hybrid "
-                                       "and dynamic");
+        return mx_cli_usage_error(CMD, "--skip-kernels measures mixrt's own cost: --systems may name only hybrid, "
+                                       "dynamic and control");
     }
     if (a->decode)
       return mx_cli_usage_error(CMD, "--skip-kernels runs no kernel: --mode decode has no values to feed back");
@@ -505,7 +510,8 @@ typedef struct bench_ctx {
   peer *p;
   const char *dir;               /* the work directory */
   mx_device *dev;                /* the device both sessions run on (borrowed) */
-  mx_session *sessions[2];       /* hybrid, dynamic (NULL when not run) */
+  mx_session *sessions[SYS_ORT]; /* by system: hybrid, dynamic, control (NULL when not run; the
+                                    reference interpreter's slot is always NULL) */
   mx_graph *ref;                 /* the reference interpreter's graph */
   const char *name;              /* configuration name, also the peer's session name */
   bool ort;                      /* ONNX Runtime runs for this configuration */
@@ -838,8 +844,8 @@ static bool compare(const mx_tensor *out, const mx_tensor *ort, size_t n, diff *
 
 /* Correctness: one step of every system on `in`, compared. */
 static int check_point(bench_ctx *c, const mx_tensor *in, size_t n, point *pt) {
-  mx_tensor outs[3][MAX_IO], ort[MAX_IO];
-  bool have[3] = {false, false, false};
+  mx_tensor outs[SYS_ORT][MAX_IO], ort[MAX_IO];
+  bool have[SYS_ORT] = {false};
   char why[600];
   int rc = MX_EXIT_OK;
   memset(ort, 0, sizeof ort);
@@ -889,7 +895,7 @@ static int check_point(bench_ctx *c, const mx_tensor *in, size_t n, point *pt) {
     pt->same_as_ref[s] = same;
   }
 release:
-  for (int s = 0; s < 3; s++)
+  for (int s = 0; s < SYS_ORT; s++)
     if (have[s]) releaseall(outs[s], n);
   releaseall(ort, n);
   return rc;
@@ -1082,6 +1088,9 @@ static int measure_config(const llm_args *a, peer *p, mx_device *dev, const char
   if (a->systems[SYS_HYBRID] && !(c.sessions[0] = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, path, &rc)))
     goto close;
   if (a->systems[SYS_DYNAMIC] && !(c.sessions[1] = open_session(a, dev, -1, path, &rc))) goto close;
+  if (a->systems[SYS_CONTROL] &&
+      !(c.sessions[SYS_CONTROL] = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, path, &rc)))
+    goto close;
   if (!c.sessions[0] && !c.sessions[1] && c.ort) {
     /* The .npy names come from a session's input list; open one that is only used for that. */
     if (!(c.sessions[1] = open_session(a, dev, -1, path, &rc))) goto close;
@@ -1096,8 +1105,7 @@ static int measure_config(const llm_args *a, peer *p, mx_device *dev, const char
   }
   if (c.ort) peer_call(p, "drop %s", c.name);
 close:
-  mx_session_destroy(c.sessions[0]);
-  mx_session_destroy(c.sessions[1]);
+  for (int s = 0; s < SYS_ORT; s++) mx_session_destroy(c.sessions[s]);
   mx_graph_destroy(c.ref);
   return rc;
 }
@@ -1371,6 +1379,8 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
       json_ratio(&pt->t[SYS_HYBRID], &pt->t[SYS_DYNAMIC]);
       printf(", \"ratio_hybrid_reference\": ");
       json_ratio(&pt->t[SYS_HYBRID], &pt->t[SYS_REFERENCE]);
+      printf(", \"ratio_hybrid_control\": ");
+      json_ratio(&pt->t[SYS_HYBRID], &pt->t[SYS_CONTROL]);
       printf(",\n     \"rounds_compared\": {");
       for (int s = SYS_HYBRID + 1; s < SYS_COUNT; s++) {
         const round_pairs *rp = &pt->vs[s];
@@ -1392,7 +1402,8 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
       printf(", \"dynamic_equals_reference\": ");
       json_same(pt->same_as_ref[1]);
       printf(",\n     \"diff_to_ort\": ");
-      if (pt->to_ort[SYS_HYBRID].have || pt->to_ort[SYS_DYNAMIC].have || pt->to_ort[SYS_REFERENCE].have) {
+      if (pt->to_ort[SYS_HYBRID].have || pt->to_ort[SYS_DYNAMIC].have || pt->to_ort[SYS_REFERENCE].have ||
+          pt->to_ort[SYS_CONTROL].have) {
         printf("{");
         for (int s = 0; s < SYS_ORT; s++) {
           printf("%s\"%s\": ", s ? ", " : "", sys_names[s]);
@@ -1441,6 +1452,10 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
   printf("\n ]}\n");
 }
 
+/* The systems in the data file's column order: the control session comes last, after the
+ * columns bench/plot/llm_latency.gp reads. */
+static const int column_system[SYS_COUNT] = {SYS_HYBRID, SYS_DYNAMIC, SYS_REFERENCE, SYS_ORT, SYS_CONTROL};
+
 /* Writes the latencies as a gnuplot data file (see --table in the help). */
 static int write_table(const llm_args *a, const config_result *res) {
   FILE *f = fopen(a->table, "w");
@@ -1453,12 +1468,16 @@ static int write_table(const llm_args *a, const config_result *res) {
     if (!res[c].run) continue;
     fprintf(f, "%s# config %s\n# past", first ? "" : "\n\n", config_names[c]);
     first = false;
-    for (int s = 0; s < SYS_COUNT; s++) fprintf(f, " %s_median %s_p10 %s_p90", sys_names[s], sys_names[s], sys_names[s]);
+    for (int i = 0; i < SYS_COUNT; i++) {
+      const char *name = sys_names[column_system[i]];
+      fprintf(f, " %s_median %s_p10 %s_p90", name, name, name);
+    }
     fputc('\n', f);
     for (size_t k = 0; k < a->n_past; k++) {
       const point *pt = &res[c].points[k];
       fprintf(f, "%lld", (long long)pt->past);
-      for (int s = 0; s < SYS_COUNT; s++) {
+      for (int i = 0; i < SYS_COUNT; i++) {
+        const int s = column_system[i];
         if (pt->t[s].have) fprintf(f, " %.3f %.3f %.3f", pt->t[s].median, pt->t[s].p10, pt->t[s].p90);
         else fprintf(f, " ? ? ?");
       }

@@ -14,10 +14,13 @@
 
 #define CMD "bench llm"
 
-enum { SYS_HYBRID, SYS_DYNAMIC, SYS_REFERENCE, SYS_ORT, SYS_COUNT };
+/* The systems measured. Every one before SYS_ORT runs in this process; SYS_CONTROL is a second
+ * hybrid session, identical to the first, run only when asked for: the hybrid / control ratio
+ * is what the machine alone moves a ratio by. */
+enum { SYS_HYBRID, SYS_DYNAMIC, SYS_REFERENCE, SYS_CONTROL, SYS_ORT, SYS_COUNT };
 enum { MAX_PAST = 8, MAX_LAYERS = 8, MAX_IO = 1 + 2 * MAX_LAYERS, N_CONFIGS = 2, TOKEN = 7 };
 
-static const char *const sys_names[SYS_COUNT] = {"hybrid", "dynamic", "reference", "ort"};
+static const char *const sys_names[SYS_COUNT] = {"hybrid", "dynamic", "reference", "control", "ort"};
 static const char *const config_names[N_CONFIGS] = {"tiny", "small"};
 
 /* The user's choices. */
@@ -85,7 +88,7 @@ typedef struct point {
   int64_t rounds;                /* rounds run (--rounds, or more for --min-time) */
   timing t[SYS_COUNT];
   round_pairs vs[SYS_COUNT];     /* the hybrid against dynamic, reference, ort (index 0 unused) */
-  diff to_ort[SYS_ORT];          /* hybrid, dynamic, reference against ONNX Runtime */
+  diff to_ort[SYS_ORT];          /* hybrid, dynamic, reference, control against ONNX Runtime */
   int same_as_ref[2];            /* hybrid, dynamic bitwise equal to the reference: 1, 0, or -1 not run */
   bool have_step[2];     /* by system: hybrid, dynamic */
   session_step step[2];

@@ -255,12 +255,16 @@ static void print_summary(const llm_args *a, int argc, char **argv, const proces
       json_ratio_across(runs, n, c, k, SYS_DYNAMIC, scratch);
       printf(",\n     \"ratio_hybrid_ort\": ");
       json_ratio_across(runs, n, c, k, SYS_ORT, scratch);
+      printf(",\n     \"ratio_hybrid_control\": ");
+      json_ratio_across(runs, n, c, k, SYS_CONTROL, scratch);
       printf(",\n     \"rounds_compared_pooled\": {\"dynamic\": ");
       json_pooled_rounds(runs, n, c, k, SYS_DYNAMIC);
       printf(", \"reference\": ");
       json_pooled_rounds(runs, n, c, k, SYS_REFERENCE);
       printf(", \"ort\": ");
       json_pooled_rounds(runs, n, c, k, SYS_ORT);
+      printf(", \"control\": ");
+      json_pooled_rounds(runs, n, c, k, SYS_CONTROL);
       int same = 1;
       for (int i = 0; i < n; i++) {
         const int *v = runs[i].res[c].points[k].same_as_ref;

@@ -210,6 +210,36 @@ Test(bench_llm, processes_sum_up_fresh_runs) {
   cr_assert_eq(run(QUICK " --processes 2 --results /tmp/x.bin 2>/dev/null"), 2);
 }
 
+/* control: a second hybrid session in the same rounds, off unless asked for; its ratio is the
+ * machine's own spread. The data file keeps the plot's columns first and adds control's last. */
+Test(bench_llm, control_session_is_compared_like_the_others) {
+  cr_assert_eq(run(QUICK " --no-ort"), 0, "%s", out);
+  cr_assert(strstr(out, "\"ratio_hybrid_control\": null"), "off by default:\n%s", out);
+  char table[] = "/tmp/mixrt-test-control-XXXXXX";
+  int fd = mkstemp(table);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  char args[512];
+  snprintf(args, sizeof args, QUICK " --no-ort --systems hybrid,dynamic,control --table %s", table);
+  cr_assert_eq(run(args), 0, "%s", out);
+  cr_assert(json_ok(out), "not JSON:\n%s", out);
+  cr_assert(!strstr(out, "\"ratio_hybrid_control\": null"), "%s", out);
+  cr_assert(strstr(out, "\"control\": {\"hybrid_faster\": "), "%s", out);
+  cr_assert(strstr(out, "\"control\": {\"median\": "), "%s", out);
+  FILE *f = fopen(table, "r");
+  cr_assert(f);
+  char line[1024], header[1024] = "";
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "# past", 6) == 0) snprintf(header, sizeof header, "%s", line);
+  fclose(f);
+  unlink(table);
+  cr_assert(strstr(header, "reference_p90 ort_median ort_p10 ort_p90 control_median control_p10 control_p90"), "%s",
+            header);
+  cr_assert_eq(run(QUICK " --no-ort --systems hybrid,control --processes 2"), 0, "%s", out);
+  cr_assert_eq(count(out, "\"ratio_hybrid_control\": {\"median\": "), 1, "%s", out);
+  cr_assert_eq(run(QUICK " --skip-kernels --systems hybrid,dynamic,control"), 0, "%s", out);
+}
+
 /* --no-huge-pages reaches mixrt's device, and the JSON records which memory was used. */
 Test(bench_llm, huge_pages_are_on_record) {
   cr_assert_eq(run(QUICK " --no-ort"), 0, "%s", out);
