@@ -144,6 +144,67 @@ static double ratio(const point *pt, int other) {
   return h->have && o->have && o->median > 0 ? h->median / o->median : NAN;
 }
 
+/* Two-sided Mann-Whitney test of whether the finite values of x[0..n) and y[0..n) come from
+ * one distribution: exact (by counting the orders of the two samples) while both have at most
+ * 20 values, the normal approximation beyond. Ties count a half. NAN with fewer than 2 each. */
+static double mann_whitney_p(const double *x, const double *y, int n) {
+  int m1 = 0, m2 = 0;
+  double u = 0.0; /* pairs with x above y */
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(x[i])) continue;
+    m1++;
+    for (int j = 0; j < n; j++)
+      if (isfinite(y[j])) u += x[i] > y[j] ? 1.0 : x[i] == y[j] ? 0.5 : 0.0;
+  }
+  for (int j = 0; j < n; j++) m2 += isfinite(y[j]);
+  if (m1 < 2 || m2 < 2) return NAN;
+  const int umax = m1 * m2;
+  double p;
+  if (m1 <= 20 && m2 <= 20) {
+    /* ways[a][b][k]: orders of a x's and b y's with k pairs of x above y. */
+    const int w = umax + 1;
+    double *ways = calloc((size_t)(m1 + 1) * (size_t)(m2 + 1) * (size_t)w, sizeof *ways);
+    if (!ways) return NAN;
+#define WAYS(a, b, k) ways[((size_t)(a) * (size_t)(m2 + 1) + (size_t)(b)) * (size_t)w + (size_t)(k)]
+    for (int a = 0; a <= m1; a++)
+      for (int b = 0; b <= m2; b++) {
+        if (a == 0 || b == 0) {
+          WAYS(a, b, 0) = 1.0;
+          continue;
+        }
+        for (int k = 0; k <= a * b; k++) /* the largest value is an x (above all b y's) or a y */
+          WAYS(a, b, k) = (k >= b ? WAYS(a - 1, b, k - b) : 0.0) + WAYS(a, b - 1, k);
+      }
+    double total = 0.0, low = 0.0, high = 0.0;
+    for (int k = 0; k <= umax; k++) {
+      total += WAYS(m1, m2, k);
+      if (k <= floor(u)) low += WAYS(m1, m2, k);
+      if (k >= ceil(u)) high += WAYS(m1, m2, k);
+    }
+#undef WAYS
+    free(ways);
+    p = 2.0 * (low < high ? low : high) / total;
+  } else {
+    double mean = umax / 2.0, sd = sqrt((double)m1 * m2 * (m1 + m2 + 1) / 12.0);
+    double z = (fabs(u - mean) - 0.5) / sd;
+    p = z > 0 ? erfc(z / sqrt(2.0)) : 1.0;
+  }
+  return p < 1.0 ? p : 1.0;
+}
+
+/* At point (c, k): whether the processes' hybrid / dynamic ratios differ from their hybrid /
+ * control ratios (Mann-Whitney p; NAN without a control), and whether the former's median is
+ * the lower. scratch holds 2n values. */
+static double against_control(const process_run *runs, int n, int c, size_t k, double *scratch, bool *lower) {
+  double *xs = scratch, *ys = scratch + n;
+  for (int i = 0; i < n; i++) {
+    xs[i] = ratio(&runs[i].res[c].points[k], SYS_DYNAMIC);
+    ys[i] = ratio(&runs[i].res[c].points[k], SYS_CONTROL);
+  }
+  *lower = median_of(xs, n) < median_of(ys, n);
+  return mann_whitney_p(xs, ys, n);
+}
+
 static void json_list(const double *v, int n) {
   putchar('[');
   for (int i = 0; i < n; i++) {
@@ -265,13 +326,23 @@ static void print_summary(const llm_args *a, int argc, char **argv, const proces
       json_pooled_rounds(runs, n, c, k, SYS_ORT);
       printf(", \"control\": ");
       json_pooled_rounds(runs, n, c, k, SYS_CONTROL);
+      bool lower = false;
+      double p = against_control(runs, n, c, k, scratch, &lower);
+      printf("},\n     \"dynamic_against_control\": ");
+      if (isnan(p)) {
+        printf("null");
+      } else {
+        printf("{\"mann_whitney_p\": ");
+        mx_cli_json_num(p);
+        printf(", \"dynamic_ratio_median_lower\": %s}", lower ? "true" : "false");
+      }
       int same = 1;
       for (int i = 0; i < n; i++) {
         const int *v = runs[i].res[c].points[k].same_as_ref;
         if (v[0] < 0 || v[1] < 0) same = -1;
         else if (same == 1 && !(v[0] && v[1])) same = 0;
       }
-      printf("},\n     \"hybrid_and_dynamic_equal_reference_in_every_process\": %s}",
+      printf(",\n     \"hybrid_and_dynamic_equal_reference_in_every_process\": %s}",
              same < 0 ? "null" : same ? "true" : "false");
     }
     printf("\n   ]}");
@@ -297,7 +368,33 @@ static void print_summary(const llm_args *a, int argc, char **argv, const proces
     snprintf(name, sizeof name, "%s: logits relative difference to ort <= 1e-4 (every process)", config_names[c]);
     mx_cli_llm_json_target(&first, name, worst_logits(a, runs, n, c), 1e-4, why_ort, NAN);
   }
-  printf("\n ]}\n");
+  printf("\n ],\n \"beyond_control\": ");
+  if (!a->systems[SYS_CONTROL]) {
+    printf("null");
+  } else {
+    /* Per configuration: at how many points the hybrid / dynamic ratios were lower than the
+     * hybrid / control ratios with p < 0.05, i.e. shown beyond the machine's own spread. */
+    printf("[");
+    bool first_c = true;
+    for (int c = 0; c < N_CONFIGS; c++) {
+      if (!runs[0].res[c].run) continue;
+      int shown = 0;
+      double worst_p = NAN;
+      for (size_t k = 0; k < a->n_past; k++) {
+        bool lower = false;
+        double p = against_control(runs, n, c, k, scratch, &lower);
+        if (!isnan(p) && lower && p < 0.05) shown++;
+        if (!isnan(p) && (isnan(worst_p) || (lower ? p : 1.0) > worst_p)) worst_p = lower ? p : 1.0;
+      }
+      printf("%s\n    {\"config\": \"%s\", \"points_shown\": %d, \"points\": %zu, \"worst_p\": ", first_c ? "" : ",",
+             config_names[c], shown, a->n_past);
+      mx_cli_json_num(worst_p);
+      printf("}");
+      first_c = false;
+    }
+    printf("\n ]");
+  }
+  printf("}\n");
 }
 
 int mx_cli_llm_processes(const llm_args *a, int argc, char **argv) {
@@ -309,7 +406,7 @@ int mx_cli_llm_processes(const llm_args *a, int argc, char **argv) {
   if (!mkdtemp(dir)) return mx_cli_runtime_error(CMD, "cannot create a temporary folder: %s", strerror(errno));
   const int n = (int)a->processes;
   process_run *runs = calloc((size_t)n, sizeof *runs);
-  double *scratch = malloc((size_t)n * sizeof *scratch);
+  double *scratch = malloc((size_t)n * 2 * sizeof *scratch); /* two lists of n */
   int rc = runs && scratch ? MX_EXIT_OK : mx_cli_runtime_error(CMD, "out of memory");
   for (int i = 0; i < n && rc == MX_EXIT_OK; i++) {
     char json_path[128], bin_path[128];

@@ -201,6 +201,8 @@ Test(bench_llm, processes_sum_up_fresh_runs) {
   cr_assert(strstr(out, "\"target\": \"tiny: hybrid / dynamic < 1 (median over processes)\""), "%s", out);
   cr_assert(strstr(out, "\"worst_single_process\": "), "%s", out);
   cr_assert(strstr(out, "\"why_null\": \"--no-ort was given\""), "%s", out);
+  cr_assert(strstr(out, "\"beyond_control\": null"), "no control was run:\n%s", out);
+  cr_assert(strstr(out, "\"dynamic_against_control\": null"), "%s", out);
   /* A process that fails fails the whole, naming it. */
   cr_assert_eq(run(QUICK " --no-ort --processes 2 --work-dir /proc/no/such/dir 2>&1"), 1, "%s", out);
   cr_assert(strstr(out, "process 1 failed (exit status 1)"), "%s", out);
@@ -237,6 +239,10 @@ Test(bench_llm, control_session_is_compared_like_the_others) {
             header);
   cr_assert_eq(run(QUICK " --no-ort --systems hybrid,control --processes 2"), 0, "%s", out);
   cr_assert_eq(count(out, "\"ratio_hybrid_control\": {\"median\": "), 1, "%s", out);
+  /* With a control, the processes' ratios to it are tested against their ratios to dynamic;
+   * 2 processes are too few for the test, which says so with null. */
+  cr_assert(strstr(out, "\"beyond_control\": [\n    {\"config\": \"tiny\", \"points_shown\": 0, \"points\": 1"), "%s",
+            out);
   cr_assert_eq(run(QUICK " --skip-kernels --systems hybrid,dynamic,control"), 0, "%s", out);
 }
 
