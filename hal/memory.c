@@ -6,15 +6,15 @@
  * address in O(log n). The memory limit is enforced by reserving the bytes before the host
  * allocation happens, so concurrent allocations never overshoot it. Large allocations are
  * aligned to a huge page and advised as such (mx_device_options.huge_pages): a decode step
- * reads every weight once, and with 4 KiB pages that read costs a TLB miss per page (the
+ * reads every weight once, and with 4 KiB pages that read can miss the TLB on every page (the
  * weights of a small llama span thousands of pages, beyond the TLB). Allocation and free are
  * not on the per-step hot path (executors cache device memory above the HAL), so one mutex
  * guards the tree and the statistics. */
 #include <inttypes.h>
-#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "hal/hal-impl.h"
 

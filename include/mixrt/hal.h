@@ -106,12 +106,13 @@ typedef struct mx_device_options {
 } mx_device_options;
 
 /* Huge-page backing (mx_device_options.huge_pages): the page size, and the smallest
- * allocation that gets it (smaller ones would waste more than a quarter of the page). */
+ * allocation that gets it. Rounding wastes a quarter of a page at that size, and at most one
+ * page per block above it (nearly all of one for a block just over a page). */
 #define MX_DEVICE_HUGE_PAGE ((size_t)2 << 20)
 #define MX_DEVICE_HUGE_PAGE_MIN ((size_t)3 << 19)
 
 /* Fills *o with the defaults: CPU device, one worker per stream, automatic pinning, no memory
- * limit, checking and faults from the environment. */
+ * limit, checking and faults from the environment, huge pages for large allocations. */
 void mx_device_options_init(mx_device_options *o);
 
 /* Creates a device. `o` may be NULL (defaults); it is only read during the call. On success
