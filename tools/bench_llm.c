@@ -1433,21 +1433,17 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
   printf("\n ],\n \"targets\": [");
   bool first = true;
   const char *no_ort = ort_on ? "ONNX Runtime or hybrid not measured for this configuration" : p->reason;
-  if (res[0].run) {
-    mx_cli_llm_json_target(&first, "tiny: hybrid / ort <= 0.2", worst(&res[0], a->n_past, fig_ratio_ort), 0.2, no_ort, NAN);
-    mx_cli_llm_json_target(&first, a->skip_kernels ? "tiny: hybrid / dynamic < 1 (kernels skipped: mixrt's own cost)"
-                                        : "tiny: hybrid / dynamic < 1",
-                worst(&res[0], a->n_past, fig_ratio_dynamic), 1.0, "hybrid or dynamic not measured", NAN);
-    mx_cli_llm_json_target(&first, "tiny: logits relative difference to ort <= 1e-4",
-                worst(&res[0], a->n_past, fig_logits_rel), 1e-4, no_ort, NAN);
-  }
-  if (res[1].run) {
-    mx_cli_llm_json_target(&first, "small: hybrid / ort <= 1.0", worst(&res[1], a->n_past, fig_ratio_ort), 1.0, no_ort, NAN);
-    mx_cli_llm_json_target(&first, a->skip_kernels ? "small: hybrid / dynamic < 1 (kernels skipped: mixrt's own cost)"
-                                         : "small: hybrid / dynamic < 1",
-                worst(&res[1], a->n_past, fig_ratio_dynamic), 1.0, "hybrid or dynamic not measured", NAN);
-    mx_cli_llm_json_target(&first, "small: logits relative difference to ort <= 1e-4",
-                worst(&res[1], a->n_past, fig_logits_rel), 1e-4, no_ort, NAN);
+  for (int c = 0; c < N_CONFIGS; c++) {
+    if (!res[c].run) continue;
+    char name[128];
+    snprintf(name, sizeof name, "%s: hybrid / ort <= %.1f", config_names[c], config_ort_limit[c]);
+    mx_cli_llm_json_target(&first, name, worst(&res[c], a->n_past, fig_ratio_ort), config_ort_limit[c], no_ort, NAN);
+    snprintf(name, sizeof name, "%s: hybrid / dynamic < 1%s", config_names[c],
+             a->skip_kernels ? " (kernels skipped: mixrt's own cost)" : "");
+    mx_cli_llm_json_target(&first, name, worst(&res[c], a->n_past, fig_ratio_dynamic), 1.0,
+                           "hybrid or dynamic not measured", NAN);
+    snprintf(name, sizeof name, "%s: logits relative difference to ort <= 1e-4", config_names[c]);
+    mx_cli_llm_json_target(&first, name, worst(&res[c], a->n_past, fig_logits_rel), 1e-4, no_ort, NAN);
   }
   printf("\n ]}\n");
 }
@@ -1488,6 +1484,13 @@ static int write_table(const llm_args *a, const config_result *res) {
   return MX_EXIT_OK;
 }
 
+const char *mx_cli_llm_no_ort_reason(const llm_args *a) {
+  if (a->no_ort) return "--no-ort was given";
+  if (a->skip_kernels) return "--skip-kernels: mixrt's own cost only";
+  if (!a->systems[SYS_ORT]) return "ort is not among --systems";
+  return NULL;
+}
+
 /* Writes this process's figures for the --processes driver (llm_results_header, then the
  * configurations' results). */
 static int write_results(const llm_args *a, const config_result *res) {
@@ -1517,9 +1520,8 @@ int mx_bench_llm(int argc, char **argv) {
   double load[1] = {NAN};
   if (getloadavg(load, 1) != 1) load[0] = NAN;
   peer p = {.pid = -1};
-  if (a.no_ort) snprintf(p.reason, sizeof p.reason, "--no-ort was given");
-  else if (a.skip_kernels) snprintf(p.reason, sizeof p.reason, "--skip-kernels: mixrt's own cost only");
-  else if (!a.systems[SYS_ORT]) snprintf(p.reason, sizeof p.reason, "ort is not among --systems");
+  const char *no_ort = mx_cli_llm_no_ort_reason(&a);
+  if (no_ort) snprintf(p.reason, sizeof p.reason, "%s", no_ort);
   else peer_start(&a, &p);
   config_result res[N_CONFIGS];
   memset(res, 0, sizeof res);

@@ -22,6 +22,8 @@ enum { MAX_PAST = 8, MAX_LAYERS = 8, MAX_IO = 1 + 2 * MAX_LAYERS, N_CONFIGS = 2,
 
 static const char *const sys_names[SYS_COUNT] = {"hybrid", "dynamic", "reference", "control", "ort"};
 static const char *const config_names[N_CONFIGS] = {"tiny", "small"};
+/* The limit on hybrid / ONNX Runtime per configuration. */
+static const double config_ort_limit[N_CONFIGS] = {0.2, 1.0};
 
 /* The user's choices. */
 typedef struct llm_args {
@@ -119,6 +121,9 @@ void mx_cli_json_num(double v);
 void mx_cli_json_str(const char *s);
 void mx_cli_llm_json_target(bool *first, const char *name, double value, double limit, const char *missing,
                             double worst_single_process);
+
+/* Why ONNX Runtime is not run with these options, or NULL when it is to be. */
+const char *mx_cli_llm_no_ort_reason(const llm_args *a);
 
 /* Removes a folder and everything in it (the work folders). */
 void mx_cli_remove_tree(const char *dir);

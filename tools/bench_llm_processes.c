@@ -349,18 +349,17 @@ static void print_summary(const llm_args *a, int argc, char **argv, const proces
   }
   printf("\n  ]},\n \"targets\": [");
   bool first = true;
-  const char *why_ort = a->no_ort                ? "--no-ort was given"
-                        : a->skip_kernels          ? "--skip-kernels: mixrt's own cost only"
-                        : !a->systems[SYS_ORT]     ? "ort is not among --systems"
-                                                   : "ONNX Runtime or the hybrid was not measured (see the runs)";
+  const char *why_ort = mx_cli_llm_no_ort_reason(a);
+  if (!why_ort) why_ort = "ONNX Runtime or the hybrid was not measured (see the runs)";
   const char *why_dyn = "hybrid or dynamic not measured";
   for (int c = 0; c < N_CONFIGS; c++) {
     if (!runs[0].res[c].run) continue;
     double med, one;
     char name[128];
     ratio_figures(a, runs, n, c, SYS_ORT, scratch, &med, &one);
-    snprintf(name, sizeof name, "%s: hybrid / ort <= %s (median over processes)", config_names[c], c ? "1.0" : "0.2");
-    mx_cli_llm_json_target(&first, name, med, c ? 1.0 : 0.2, why_ort, one);
+    snprintf(name, sizeof name, "%s: hybrid / ort <= %.1f (median over processes)", config_names[c],
+             config_ort_limit[c]);
+    mx_cli_llm_json_target(&first, name, med, config_ort_limit[c], why_ort, one);
     ratio_figures(a, runs, n, c, SYS_DYNAMIC, scratch, &med, &one);
     snprintf(name, sizeof name, "%s: hybrid / dynamic < 1 (median over processes%s)", config_names[c],
              a->skip_kernels ? "; kernels skipped: mixrt's own cost" : "");
