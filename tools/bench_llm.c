@@ -40,6 +40,7 @@
 #include "mixrt/reference.h"
 #include "tools/bench.h"
 #include "tools/bench_llm.h"
+#include "tools/sysmem.h"
 
 /* The ONNX Runtime peer process. */
 typedef struct peer {
@@ -1104,6 +1105,7 @@ static int measure_config(const llm_args *a, peer *p, mx_device *dev, const char
     rc = measure_point(&c, &cr->cfg, &cr->points[k]);
   }
   if (c.ort) peer_call(p, "drop %s", c.name);
+  cr->huge_kib = mx_cli_anon_huge_kib();
 close:
   for (int s = 0; s < SYS_ORT; s++) mx_session_destroy(c.sessions[s]);
   mx_graph_destroy(c.ref);
@@ -1297,6 +1299,9 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
   mx_cli_json_str(cpu);
   printf(", \"online_cpus\": %ld, \"load_average_at_start\": ", sysconf(_SC_NPROCESSORS_ONLN));
   mx_cli_json_num(load);
+  char thp[32];
+  printf(", \"transparent_huge_pages\": ");
+  mx_cli_json_str(mx_cli_thp_mode(thp, sizeof thp));
   printf("},\n \"mixrt\": {\"device\": \"%s\", \"streams\": %lld, \"executor\": \"%s\", "
          "\"hybrid_static_min_ops\": %d, \"dynamic_static_min_ops\": -1, \"huge_pages\": %s, \"io\": \"%s\", "
          "\"io_means\": \"%s\"},\n",
@@ -1354,9 +1359,11 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
     if (!cr->run) continue;
     const mx_llama_config *g = &cr->cfg;
     printf("%s\n  {\"config\": \"%s\", \"layers\": %lld, \"hidden\": %lld, \"heads\": %lld, \"kv_heads\": %lld, "
-           "\"head_dim\": %lld, \"ffn\": %lld, \"vocab\": %lld, \"nodes\": %zu, \"points\": [",
+           "\"head_dim\": %lld, \"ffn\": %lld, \"vocab\": %lld, \"nodes\": %zu, \"anon_huge_pages_kib\": %lld, "
+           "\"points\": [",
            first_cfg ? "" : ",", config_names[c], (long long)g->layers, (long long)g->hidden, (long long)g->heads,
-           (long long)g->kv_heads, (long long)mx_cli_llm_head_dim(g), (long long)g->ffn, (long long)g->vocab, cr->nodes);
+           (long long)g->kv_heads, (long long)mx_cli_llm_head_dim(g), (long long)g->ffn, (long long)g->vocab, cr->nodes,
+           (long long)cr->huge_kib);
     first_cfg = false;
     for (size_t k = 0; k < a->n_past; k++) {
       const point *pt = &cr->points[k];

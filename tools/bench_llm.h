@@ -100,6 +100,8 @@ typedef struct config_result {
   bool run;
   mx_llama_config cfg;
   size_t nodes;                  /* nodes of the ONNX graph */
+  int64_t huge_kib;              /* KiB of the process backed by huge pages after the points,
+                                    sessions still loaded (-1: unknown) */
   point points[MAX_PAST];
 } config_result;
 

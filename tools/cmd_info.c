@@ -8,6 +8,7 @@
 #include "graph/ops/op.h"
 #include "hal/cpu/kernels/kernel.h"
 #include "tools/commands.h"
+#include "tools/sysmem.h"
 
 /* OpenBLAS's configuration string (declared here: not every cblas.h declares it). */
 char *openblas_get_config(void);
@@ -18,7 +19,9 @@ void mx_cmd_info_help(FILE *out) {
           "Prints mixrt's version and build configuration (build type, compiler, sanitizer), the\n"
           "versions of the libraries it uses (libuv, protobuf-c, hwloc, OpenBLAS, concurrencykit),\n"
           "the number of op definitions and CPU kernels, and the machine's topology as hwloc\n"
-          "sees it: packages, cores, hardware threads and NUMA nodes.\n\n"
+          "sees it: packages, cores, hardware threads and NUMA nodes, and the system's transparent\n"
+          "huge-page mode (mixrt advises huge pages for its large device blocks; \"never\" turns\n"
+          "that off, \"madvise\" and \"always\" honour it).\n\n"
           "options:\n  --json    the same as one JSON object\n");
 }
 
@@ -48,15 +51,17 @@ int mx_cmd_info(int argc, char **argv) {
   snprintf(hwloc_ver, sizeof hwloc_ver, "%u.%u.%u", hv >> 16, (hv >> 8) & 0xff, hv & 0xff);
   const char *blas = openblas_get_config();
   const char *san = MIXRT_SANITIZER[0] ? MIXRT_SANITIZER : "none";
+  char thp[32];
+  mx_cli_thp_mode(thp, sizeof thp);
   if (json) {
     printf("{\"version\": \"%s\", \"build_type\": \"%s\", \"compiler\": \"%s\", \"sanitizer\": \"%s\", "
            "\"libuv\": \"%s\", \"protobuf_c\": \"%s\", \"hwloc\": \"%s\", \"openblas\": \"%s\", "
            "\"concurrencykit\": \"system package (no version API)\", \"op_definitions\": %zu, "
            "\"cpu_kernels\": %zu, \"topology\": {\"packages\": %d, \"cores\": %d, \"pus\": %d, "
-           "\"numa_nodes\": %d}}\n",
+           "\"numa_nodes\": %d}, \"transparent_huge_pages\": \"%s\"}\n",
            MIXRT_VERSION_STRING, MIXRT_BUILD_TYPE, MIXRT_COMPILER, san, uv_version_string(),
            protobuf_c_version(), hwloc_ver, blas ? blas : "?", mx__op_count(), mx__kernel_count(), packages,
-           cores, pus, numa);
+           cores, pus, numa, thp);
     return MX_EXIT_OK;
   }
   printf("mixrt %s\n", MIXRT_VERSION_STRING);
@@ -67,5 +72,6 @@ int mx_cmd_info(int argc, char **argv) {
   printf("ops:        %zu op definitions, %zu CPU kernels\n", mx__op_count(), mx__kernel_count());
   printf("topology:   %d package(s), %d core(s), %d hardware thread(s), %d NUMA node(s)\n", packages, cores,
          pus, numa);
+  printf("memory:     transparent huge pages %s\n", thp);
   return MX_EXIT_OK;
 }

@@ -12,6 +12,7 @@
 #include "tools/commands.h"
 #include "tools/run_inputs.h"
 #include "tools/session_opts.h"
+#include "tools/sysmem.h"
 #include "v2runtime/session-impl.h"
 
 #define MAX_ITEMS 64
@@ -243,6 +244,14 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
          (unsigned long long)last.kernels_run, (unsigned long long)total.refreshed_entries,
          (unsigned long long)last.refreshed_entries, (unsigned long long)total.device_allocations,
          (unsigned long long)last.device_allocations);
+  char thp[32];
+  int64_t huge_kib = mx_cli_anon_huge_kib();
+  mx_cli_thp_mode(thp, sizeof thp);
+  if (huge_kib >= 0)
+    printf("huge pages: %.1f MiB of this process (transparent huge pages %s%s)\n", (double)huge_kib / 1024.0, thp,
+           a->so.o.device_options.huge_pages ? "" : "; mixrt asked for none");
+  else
+    printf("huge pages: unknown (transparent huge pages %s)\n", thp);
   if (a->trace) printf("trace: %s\n", a->trace);
   if (a->check) {
     mx_tensor *want = calloc(n_out ? n_out : 1, sizeof *want);

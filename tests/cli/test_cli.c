@@ -71,8 +71,10 @@ Test(cli, runtime_errors_exit_1_and_name_the_file) {
 Test(cli, info_reports_topology) {
   cr_assert_eq(run(out, sizeof out, "info"), 0);
   cr_assert(strstr(out, "topology:") && strstr(out, "core"), "%s", out);
+  cr_assert(strstr(out, "memory:     transparent huge pages "), "%s", out);
   cr_assert_eq(run(out, sizeof out, "info --json"), 0);
   cr_assert(strstr(out, "\"numa_nodes\""), "%s", out);
+  cr_assert(strstr(out, "\"transparent_huge_pages\": \""), "%s", out);
 }
 
 /* Issue "Done when": inspect on the exported-transformer fixture reports 0 unknown-rank values. */
@@ -176,6 +178,7 @@ Test(cli, run_without_huge_pages_says_so_and_computes_the_same) {
   snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=7 --steps 2 --check --no-huge-pages", path);
   cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
   cr_assert(strstr(out, ", no huge pages); steps: 2"), "%s", out);
+  cr_assert(strstr(out, "huge pages: ") && strstr(out, "mixrt asked for none"), "%s", out);
   cr_assert(strstr(out, "check: PASS"), "%s", out);
   snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=7 --steps 2", path);
   cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);

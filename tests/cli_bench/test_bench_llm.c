@@ -250,6 +250,9 @@ Test(bench_llm, control_session_is_compared_like_the_others) {
 Test(bench_llm, huge_pages_are_on_record) {
   cr_assert_eq(run(QUICK " --no-ort"), 0, "%s", out);
   cr_assert(strstr(out, "\"huge_pages\": true"), "%s", out);
+  /* What the system did with the advice is on record too (its values depend on the host). */
+  cr_assert(strstr(out, "\"transparent_huge_pages\": \""), "%s", out);
+  cr_assert(strstr(out, "\"anon_huge_pages_kib\": "), "%s", out);
   cr_assert_eq(run(QUICK " --no-ort --no-huge-pages"), 0, "%s", out);
   cr_assert(json_ok(out), "not JSON:\n%s", out);
   cr_assert(strstr(out, "\"huge_pages\": false"), "%s", out);
