@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "tools/bench_llm.h"
 #include "tools/cli.h"
 
@@ -28,32 +29,6 @@ typedef struct process_run {
   config_result res[N_CONFIGS];
   char *json; /* the document it printed (owned), trailing white space removed */
 } process_run;
-
-static char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  size_t n = 0, cap = 0;
-  for (;;) {
-    if (n + 4096 + 1 > cap) {
-      cap = cap ? cap * 2 : 65536;
-      char *grown = realloc(buf, cap);
-      if (!grown) {
-        free(buf);
-        fclose(f);
-        return NULL;
-      }
-      buf = grown;
-    }
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
-    n += got;
-    if (got == 0) break;
-  }
-  fclose(f);
-  buf[n] = '\0';
-  if (size) *size = n;
-  return buf;
-}
 
 /* Runs process `index`: this executable with the user's options (without --processes) and
  * --results, its stdout into `json_path`. */
@@ -101,11 +76,16 @@ static int run_one(const char *exe, int argc, char **argv, int index, const char
   return MX_EXIT_OK;
 }
 
+/* Largest document or figures file a process may leave: far above what any run writes. */
+#define MAX_PROCESS_FILE ((size_t)1 << 30)
+
 static int load_one(process_run *pr, int index, const char *json_path, const char *bin_path) {
+  uint8_t *bin = NULL, *json = NULL;
   size_t size = 0;
-  char *bin = read_file(bin_path, &size);
+  mx_error err;
   llm_results_header h;
-  bool ok = bin && size == sizeof h + sizeof pr->res;
+  bool ok = mx__read_file(bin_path, MAX_PROCESS_FILE, &bin, &size, &err) == MX_OK &&
+            size == sizeof h + sizeof pr->res;
   if (ok) {
     memcpy(&h, bin, sizeof h);
     ok = memcmp(h.magic, "MXBLLM1", 8) == 0 && h.result_size == sizeof(config_result) && h.n_configs == N_CONFIGS;
@@ -113,8 +93,9 @@ static int load_one(process_run *pr, int index, const char *json_path, const cha
   if (ok) memcpy(pr->res, bin + sizeof h, sizeof pr->res);
   free(bin);
   if (!ok) return mx_cli_runtime_error(CMD, "process %d: its figures in %s are missing or malformed", index + 1, bin_path);
-  pr->json = read_file(json_path, &size);
-  if (!pr->json) return mx_cli_runtime_error(CMD, "process %d: cannot read %s: %s", index + 1, json_path, strerror(errno));
+  if (mx__read_file(json_path, MAX_PROCESS_FILE, &json, &size, &err) != MX_OK)
+    return mx_cli_runtime_error(CMD, "process %d: %s", index + 1, err.message);
+  pr->json = (char *)json; /* NUL-terminated */
   while (size && (pr->json[size - 1] == '\n' || pr->json[size - 1] == ' ')) pr->json[--size] = '\0';
   return MX_EXIT_OK;
 }

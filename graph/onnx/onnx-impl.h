@@ -73,10 +73,6 @@ typedef struct mx__onnx_names {
 
 /* --- onnx_file.c ------------------------------------------------------------------------------ */
 
-/* Reads a whole file (at most `limit` bytes, else MX_ERR_LIMIT) into a malloc'd buffer
- * (*data, freed by the caller; never NULL on success). MX_ERR_IO names the path and reason. */
-mx_status mx__onnx_read_file(const char *path, size_t limit, uint8_t **data, size_t *size,
-                             mx_error *err);
 /* The directory part of `path` ("." when it has none); malloc'd, NULL when out of memory. */
 char *mx__onnx_dirname(const char *path);
 

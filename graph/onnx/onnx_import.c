@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/file.h"
 #include "graph/onnx/onnx-impl.h"
 #include "mixrt/onnx.h"
 
@@ -378,7 +379,7 @@ mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err) {
   if (!out) return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx_onnx_load_file: out is NULL");
   *out = NULL;
   if (!path) return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx_onnx_load_file: path is NULL");
-  st = mx__onnx_read_file(path, MX_ONNX_MAX_FILE_BYTES, &buf, &size, e);
+  st = mx__read_file(path, MX_ONNX_MAX_FILE_BYTES, &buf, &size, e);
   if (st != MX_OK) return st;
   char *dir = mx__onnx_dirname(path);
   if (!dir) {

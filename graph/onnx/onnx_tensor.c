@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/file.h"
 #include "graph/onnx/onnx-impl.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -271,7 +272,7 @@ mx_status mx_tensor_load_pb(const char *path, mx_tensor *t, char **name_out, mx_
   if (!t) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_tensor_load_pb: tensor is NULL");
   memset(t, 0, sizeof *t);
   if (!path) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_tensor_load_pb: path is NULL");
-  st = mx__onnx_read_file(path, MX_ONNX_MAX_FILE_BYTES, &buf, &size, err);
+  st = mx__read_file(path, MX_ONNX_MAX_FILE_BYTES, &buf, &size, err);
   if (st != MX_OK) return st;
   dir = mx__onnx_dirname(path);
   if (!dir) {

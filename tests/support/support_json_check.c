@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/file.h"
 #include "support/json_check.h"
 
 typedef struct cursor {
@@ -126,26 +127,10 @@ bool mxt_json_valid(const char *text, char *why, size_t cap) {
 }
 
 char *mxt_read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
-    n += got;
-    if (n + 1 < cap) break;
-    char *nb = realloc(buf, cap * 2);
-    if (!nb) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = nb;
-    cap *= 2;
-  }
-  fclose(f);
-  if (buf) buf[n] = '\0';
-  return buf;
+  uint8_t *data = NULL;
+  size_t size = 0;
+  mx_error err;
+  return mx__read_file(path, SIZE_MAX / 2, &data, &size, &err) == MX_OK ? (char *)data : NULL;
 }
 
 size_t mxt_count(const char *haystack, const char *needle) {

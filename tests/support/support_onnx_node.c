@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/file.h"
+
 #ifndef MIXRT_ONNX_NODE_DIR_DEFAULT
 #define MIXRT_ONNX_NODE_DIR_DEFAULT "../shared/onnx-node"
 #endif
@@ -135,34 +137,6 @@ mx_status mxt_onnx_node_load_pb(const mxt_onnx_case *c, bool output, size_t i, m
 }
 
 bool mxt_onnx_node_read_file(const char *path, unsigned char **data, size_t *size) {
-  *data = NULL;
-  *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
-  size_t cap = 4096, n = 0;
-  unsigned char *buf = malloc(cap);
-  while (buf) {
-    if (n == cap) {
-      unsigned char *nb = realloc(buf, cap * 2);
-      if (!nb) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t r = fread(buf + n, 1, cap - n, f);
-    n += r;
-    if (r == 0) break;
-  }
-  bool ok = buf && !ferror(f);
-  fclose(f);
-  if (!ok) {
-    free(buf);
-    return false;
-  }
-  *data = buf;
-  *size = n;
-  return true;
+  mx_error err;
+  return mx__read_file(path, SIZE_MAX / 2, data, size, &err) == MX_OK;
 }
