@@ -725,6 +725,18 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+double mx_cli_median(const double *v, size_t n) {
+  double *s = malloc((n ? n : 1) * sizeof *s);
+  if (!s) return NAN;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (isfinite(v[i])) s[m++] = v[i];
+  qsort(s, m, sizeof *s, cmp_double);
+  double r = m == 0 ? NAN : m % 2 ? s[m / 2] : (s[m / 2 - 1] + s[m / 2]) / 2;
+  free(s);
+  return r;
+}
+
 /* Which of the n systems runs k-th in round r. The rounds cycle through the rows of a Williams
  * square (and, for odd n, their reverses): every system runs at every position equally often,
  * and right after every other system equally often. A plain rotation would always put a system
@@ -793,8 +805,7 @@ static round_pairs compare_rounds(const uint64_t *hybrid, const uint64_t *other,
       ratio[r] = o > 0 ? h / o : 1.0;
       if (h < o) rp.hybrid_faster++;
     }
-    qsort(ratio, (size_t)rounds, sizeof *ratio, cmp_double);
-    rp.median_ratio = rounds % 2 ? ratio[rounds / 2] : (ratio[rounds / 2 - 1] + ratio[rounds / 2]) / 2;
+    rp.median_ratio = mx_cli_median(ratio, (size_t)rounds);
     rp.rounds = rounds;
     rp.sign_test_p = mx_cli_llm_sign_test(rp.hybrid_faster, rounds);
     rp.have = true;

@@ -116,6 +116,8 @@ typedef struct llm_results_header {
 /* Two-sided sign test: the probability of k or fewer, or as many or more the other way, of n
  * fair coin tosses coming up heads (1 at most). */
 double mx_cli_llm_sign_test(int64_t k, int64_t n);
+/* Median of the finite values among v[0..n) (v is left alone); NAN when there are none. */
+double mx_cli_median(const double *v, size_t n);
 /* JSON output on stdout: a number (null when not finite), a quoted string, and one entry of
  * the "targets" list (value NAN: met is null, with `missing` as the reason; the worst single
  * process of --processes is printed when not NAN). */

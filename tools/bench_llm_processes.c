@@ -102,24 +102,6 @@ static int load_one(process_run *pr, int index, const char *json_path, const cha
 
 /* --- summing up ------------------------------------------------------------------------------ */
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-/* Median of the finite values among v[0..n) (v is left alone); NAN when there are none. */
-static double median_of(const double *v, int n) {
-  double *s = malloc((size_t)(n ? n : 1) * sizeof *s);
-  if (!s) return NAN;
-  int m = 0;
-  for (int i = 0; i < n; i++)
-    if (isfinite(v[i])) s[m++] = v[i];
-  qsort(s, (size_t)m, sizeof *s, cmp_double);
-  double r = m == 0 ? NAN : m % 2 ? s[m / 2] : (s[m / 2 - 1] + s[m / 2]) / 2;
-  free(s);
-  return r;
-}
-
 static double ratio(const point *pt, int other) {
   const timing *h = &pt->t[SYS_HYBRID], *o = &pt->t[other];
   return h->have && o->have && o->median > 0 ? h->median / o->median : NAN;
@@ -182,7 +164,7 @@ static double against_control(const process_run *runs, int n, int c, size_t k, d
     xs[i] = ratio(&runs[i].res[c].points[k], SYS_DYNAMIC);
     ys[i] = ratio(&runs[i].res[c].points[k], SYS_CONTROL);
   }
-  *lower = median_of(xs, n) < median_of(ys, n);
+  *lower = mx_cli_median(xs, (size_t)n) < mx_cli_median(ys, (size_t)n);
   return mann_whitney_p(xs, ys, n);
 }
 
@@ -206,7 +188,7 @@ static void json_ratio_across(const process_run *runs, int n, int c, size_t k, i
     lo = isnan(lo) || scratch[i] < lo ? scratch[i] : lo;
     hi = isnan(hi) || scratch[i] > hi ? scratch[i] : hi;
   }
-  double med = median_of(scratch, n);
+  double med = mx_cli_median(scratch, (size_t)n);
   if (isnan(med)) {
     printf("null");
     return;
@@ -249,7 +231,7 @@ static void ratio_figures(const llm_args *a, const process_run *runs, int n, int
       scratch[i] = ratio(&runs[i].res[c].points[k], other);
       if (isfinite(scratch[i]) && (isnan(*worst_process) || scratch[i] > *worst_process)) *worst_process = scratch[i];
     }
-    double med = median_of(scratch, n);
+    double med = mx_cli_median(scratch, (size_t)n);
     if (isfinite(med) && (isnan(*worst_median) || med > *worst_median)) *worst_median = med;
   }
 }
