@@ -1266,6 +1266,15 @@ static double worst(const config_result *cr, size_t n_past, figure_fn f) {
   return w;
 }
 
+void mx_cli_llm_json_head(int argc, char **argv) {
+  printf("{\"benchmark\": \"llm\",\n \"command\": \"mixrt bench");
+  for (int i = 0; i < argc; i++) {
+    putchar(' ');
+    for (const char *s = argv[i]; *s; s++) printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+  }
+  putchar('"');
+}
+
 void mx_cli_llm_json_target(bool *first, const char *name, double value, double limit, const char *missing,
                             double worst_single_process) {
   printf("%s\n    {\"target\": ", *first ? "" : ",");
@@ -1301,12 +1310,8 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
       }
     fclose(f);
   }
-  printf("{\"benchmark\": \"llm\",\n \"command\": \"mixrt bench");
-  for (int i = 0; i < argc; i++) {
-    putchar(' ');
-    for (const char *s = argv[i]; *s; s++) printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-  }
-  printf("\",\n \"machine\": {\"cpu\": ");
+  mx_cli_llm_json_head(argc, argv);
+  printf(",\n \"machine\": {\"cpu\": ");
   mx_cli_json_str(cpu);
   printf(", \"online_cpus\": %ld, \"load_average_at_start\": ", sysconf(_SC_NPROCESSORS_ONLN));
   mx_cli_json_num(load);

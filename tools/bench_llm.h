@@ -122,6 +122,9 @@ double mx_cli_median(const double *v, size_t n);
  * the "targets" list (value NAN: met is null, with `missing` as the reason; the worst single
  * process of --processes is printed when not NAN). */
 void mx_cli_json_num(double v);
+/* Opens the document: {"benchmark": "llm", "command": "mixrt bench <argv, escaped>" (no comma
+ * after it). */
+void mx_cli_llm_json_head(int argc, char **argv);
 void mx_cli_json_str(const char *s);
 void mx_cli_llm_json_target(bool *first, const char *name, double value, double limit, const char *missing,
                             double worst_single_process);

@@ -155,15 +155,19 @@ static double mann_whitney_p(const double *x, const double *y, int n) {
   return p < 1.0 ? p : 1.0;
 }
 
+/* Every process's hybrid / `other` ratio at point (c, k) into out[0..n) (NAN where either
+ * was not measured). */
+static void ratios(const process_run *runs, int n, int c, size_t k, int other, double *out) {
+  for (int i = 0; i < n; i++) out[i] = ratio(&runs[i].res[c].points[k], other);
+}
+
 /* At point (c, k): whether the processes' hybrid / dynamic ratios differ from their hybrid /
  * control ratios (Mann-Whitney p; NAN without a control), and whether the former's median is
  * the lower. scratch holds 2n values. */
 static double against_control(const process_run *runs, int n, int c, size_t k, double *scratch, bool *lower) {
   double *xs = scratch, *ys = scratch + n;
-  for (int i = 0; i < n; i++) {
-    xs[i] = ratio(&runs[i].res[c].points[k], SYS_DYNAMIC);
-    ys[i] = ratio(&runs[i].res[c].points[k], SYS_CONTROL);
-  }
+  ratios(runs, n, c, k, SYS_DYNAMIC, xs);
+  ratios(runs, n, c, k, SYS_CONTROL, ys);
   *lower = mx_cli_median(xs, (size_t)n) < mx_cli_median(ys, (size_t)n);
   return mann_whitney_p(xs, ys, n);
 }
@@ -181,8 +185,8 @@ static void json_list(const double *v, int n) {
 static void json_ratio_across(const process_run *runs, int n, int c, size_t k, int other, double *scratch) {
   int below = 0;
   double lo = NAN, hi = NAN;
+  ratios(runs, n, c, k, other, scratch);
   for (int i = 0; i < n; i++) {
-    scratch[i] = ratio(&runs[i].res[c].points[k], other);
     if (!isfinite(scratch[i])) continue;
     below += scratch[i] < 1.0;
     lo = isnan(lo) || scratch[i] < lo ? scratch[i] : lo;
@@ -227,10 +231,9 @@ static void ratio_figures(const llm_args *a, const process_run *runs, int n, int
                           double *worst_median, double *worst_process) {
   *worst_median = *worst_process = NAN;
   for (size_t k = 0; k < a->n_past; k++) {
-    for (int i = 0; i < n; i++) {
-      scratch[i] = ratio(&runs[i].res[c].points[k], other);
+    ratios(runs, n, c, k, other, scratch);
+    for (int i = 0; i < n; i++)
       if (isfinite(scratch[i]) && (isnan(*worst_process) || scratch[i] > *worst_process)) *worst_process = scratch[i];
-    }
     double med = mx_cli_median(scratch, (size_t)n);
     if (isfinite(med) && (isnan(*worst_median) || med > *worst_median)) *worst_median = med;
   }
@@ -246,14 +249,9 @@ static double worst_logits(const llm_args *a, const process_run *runs, int n, in
   return w;
 }
 
-
 static void print_summary(const llm_args *a, int argc, char **argv, const process_run *runs, int n, double *scratch) {
-  printf("{\"benchmark\": \"llm\",\n \"command\": \"mixrt bench");
-  for (int i = 0; i < argc; i++) {
-    putchar(' ');
-    for (const char *s = argv[i]; *s; s++) printf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-  }
-  printf("\",\n \"processes\": %d,\n \"runs\": [\n", n);
+  mx_cli_llm_json_head(argc, argv);
+  printf(",\n \"processes\": %d,\n \"runs\": [\n", n);
   for (int i = 0; i < n; i++) printf("%s%s", runs[i].json, i + 1 < n ? ",\n" : "\n");
   printf(" ],\n \"across_processes\": {\"statistic\": \"per point, each process's ratio of the hybrid's median to "
          "the other system's; the targets take the median of those over the processes (at the worst point): a "
