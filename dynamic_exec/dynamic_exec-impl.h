@@ -229,7 +229,10 @@ struct mx_dyn_exec {
 
   mx__dyn_val *vals;              /* by value id (owned) */
   void *const_block;              /* device copies of the constants kernels read, one block
-                                     (owned, mx_device_alloc); NULL when there are none */
+                                     (owned, mx_device_alloc, or held from
+                                     mx_device_shared_acquire when const_shared); NULL when
+                                     there are none */
+  bool const_shared;              /* const_block is a shared block of the device */
   mx__dyn_opstate *ops;           /* by plan op (owned) */
   int64_t *sym_val;               /* this step's symbol values, INT64_MIN unbound (owned) */
   int64_t *sym_prev;              /* values of the previous step (change detection) (owned) */

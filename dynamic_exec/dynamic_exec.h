@@ -54,6 +54,9 @@ typedef struct mx_dyn_options {
   bool alias_ops;         /* let byte-moving ops (Reshape, Squeeze, ...) share their input's
                              buffer instead of copying (default true) */
   uint32_t meta_entries;  /* launch-metadata entries cached per op (1..16; 0 = 4) */
+  bool share_constants;   /* executors take their constants' device block as a shared block
+                             (mx_device_shared_acquire): executors of plans with equal constants
+                             on one device hold one copy (default false: a block of their own) */
 } mx_dyn_options;
 
 /* Fills *o with the defaults: one stream, host ops, evaluation and aliasing on, 4 cache

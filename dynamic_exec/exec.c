@@ -522,6 +522,32 @@ static bool device_constant(const mx_dyn_exec *e, size_t v) {
          (e->plan->vals[v].flags & MX__DYN_V_DEV_READ);
 }
 
+/* The constants' block as a shared block of the device (mx_dyn_options.share_constants): laid
+ * out in host memory first (the layout of upload_constants, padding zeroed so equal constants
+ * give equal bytes), then acquired, so executors of equal plans on one device hold one copy. */
+static mx_status upload_shared_constants(mx_dyn_exec *e, size_t total, mx_error *err) {
+  char *host = calloc(1, total);
+  if (!host) return mx__fail_oom(err, "constants staging");
+  size_t off = 0;
+  for (size_t v = 0; v < e->plan->n_values; v++) {
+    if (!device_constant(e, v)) continue;
+    memcpy(host + off, e->vals[v].host, e->vals[v].nbytes);
+    off += (e->vals[v].nbytes + 63) & ~(size_t)63;
+  }
+  mx_status st = mx_device_shared_acquire(e->dev, host, total, 64, &e->const_block);
+  free(host);
+  if (st != MX_OK)
+    return mx__fail(err, st, "constants: %zu bytes: %s", total, mx_device_last_error(e->dev));
+  e->const_shared = true;
+  off = 0;
+  for (size_t v = 0; v < e->plan->n_values; v++) {
+    if (!device_constant(e, v)) continue;
+    e->vals[v].dev = (char *)e->const_block + off;
+    off += (e->vals[v].nbytes + 63) & ~(size_t)63;
+  }
+  return MX_OK;
+}
+
 /* Uploads the constants kernels read into one device block, in value order at 64-byte offsets:
  * one allocation instead of one per weight, large enough for huge pages
  * (mx_device_options.huge_pages), so a step's walk over the weights misses the TLB per 2 MiB
@@ -536,6 +562,7 @@ static mx_status upload_constants(mx_dyn_exec *e, mx_error *err) {
     total += n;
   }
   if (!total) return MX_OK;
+  if (e->plan->opt.share_constants) return upload_shared_constants(e, total, err);
   mx_status st = mx_device_alloc(e->dev, total, 64, &e->const_block);
   if (st != MX_OK)
     return mx__fail(err, st, "constants: allocation of %zu bytes failed: %s", total,
@@ -712,7 +739,10 @@ void mx_dyn_exec_destroy(mx_dyn_exec *e) {
       free(rv->host_buf);
     }
   }
-  if (e->const_block) mx_device_free(e->dev, e->const_block);
+  if (e->const_block && e->const_shared)
+    mx_device_shared_release(e->dev, e->const_block);
+  else if (e->const_block)
+    mx_device_free(e->dev, e->const_block);
   if (e->ops) {
     for (size_t i = 0; i < e->plan->n_ops; i++) {
       free(e->ops[i].meta);

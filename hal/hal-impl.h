@@ -331,6 +331,7 @@ typedef struct mx__device_ops {
 } mx__device_ops;
 
 typedef struct mx__mem_node mx__mem_node;
+typedef struct mx__shared_block mx__shared_block;
 
 struct mx_device {
   const mx__device_ops *ops;                          /* backend table (static, borrowed) */
@@ -360,6 +361,10 @@ struct mx_device {
   uint64_t mem_allocs, mem_frees, mem_live; /* counts since creation, and live now */
   uint64_t mem_rng;                         /* treap priority generator */
 
+  pthread_mutex_t share_lock;    /* guards the shared blocks; taken before mem_lock, never inside */
+  mx__shared_block *shared;      /* live shared blocks (hal/shared.c; owned) */
+  uint64_t shared_hits;          /* acquisitions served by an existing block */
+
   mx__waitq host_wq; /* host threads waiting for device progress */
 };
 
@@ -383,6 +388,13 @@ bool mx__mem_contains_locked(mx_device *dev, const void *p, size_t n, char *why,
 bool mx__mem_free(mx_device *dev, void *ptr, char *why, size_t why_size);
 /* Frees every allocation and registration (device teardown). */
 void mx__mem_release_all(mx_device *dev);
+/* Marks the live allocation at ptr shared (mx_device_free refuses it) or not; false if ptr is
+ * not a live allocation. */
+bool mx__mem_set_shared(mx_device *dev, void *ptr, bool shared);
+/* Forgets every shared block's record (device teardown; the blocks go with the allocations). */
+void mx__shared_release_all(mx_device *dev);
+/* The shared blocks' figures for mx_device_memory_stats. */
+void mx__shared_stats(mx_device *dev, uint64_t *blocks, uint64_t *bytes, uint64_t *hits);
 
 /* Backends. */
 extern const mx__device_ops mx__cpu_device_ops;

@@ -178,6 +178,7 @@ mx_status mx_device_create(const mx_device_options *o, mx_device **out, mx_error
   dev->mem_rng = ((uint64_t)ts.tv_nsec << 1) | 1u;
   pthread_mutex_init(&dev->lock, NULL);
   pthread_mutex_init(&dev->mem_lock, NULL);
+  pthread_mutex_init(&dev->share_lock, NULL);
 
   st = dev->ops->init(dev, err);
   if (st != MX_OK) goto destroy_locks;
@@ -185,6 +186,7 @@ mx_status mx_device_create(const mx_device_options *o, mx_device **out, mx_error
   return MX_OK;
 
 destroy_locks:
+  pthread_mutex_destroy(&dev->share_lock);
   pthread_mutex_destroy(&dev->mem_lock);
   pthread_mutex_destroy(&dev->lock);
   free(dev);
@@ -198,12 +200,14 @@ void mx_device_destroy(mx_device *dev) {
   while (dev->streams) mx_stream_destroy(dev->streams);
   while (dev->events) mx_event_destroy(dev->events);
   dev->ops->fini(dev);
+  mx__shared_release_all(dev);
   mx__mem_release_all(dev);
   for (mx__chan *c = dev->chans_all; c;) {
     mx__chan *next = c->next_all;
     free(c);
     c = next;
   }
+  pthread_mutex_destroy(&dev->share_lock);
   pthread_mutex_destroy(&dev->mem_lock);
   pthread_mutex_destroy(&dev->lock);
   free(dev);

@@ -23,6 +23,7 @@ struct mx__mem_node {
   size_t size;     /* bytes requested (0 allowed) */
   uint64_t prio;   /* treap priority (max-heap) */
   bool external;   /* registered buffer: not owned, not counted */
+  bool shared;     /* a shared block: freed only through mx_device_shared_release */
   mx__mem_node *left, *right;
 };
 
@@ -174,6 +175,11 @@ bool mx__mem_free(mx_device *dev, void *ptr, char *why, size_t why_size) {
              ptr);
     return false;
   }
+  if (found && found->start == (uintptr_t)ptr && found->shared) {
+    mx__mem_unlock(dev);
+    snprintf(why, why_size, "%p is a shared block (use mx_device_shared_release)", ptr);
+    return false;
+  }
   dev->mem_root = treap_erase(dev->mem_root, (uintptr_t)ptr, &node);
   if (!node) {
     mx__mem_unlock(dev);
@@ -190,6 +196,15 @@ bool mx__mem_free(mx_device *dev, void *ptr, char *why, size_t why_size) {
   free(ptr);
   free(node);
   return true;
+}
+
+bool mx__mem_set_shared(mx_device *dev, void *ptr, bool shared) {
+  mx__mem_lock(dev);
+  mx__mem_node *found = treap_floor(dev->mem_root, (uintptr_t)ptr);
+  bool live = found && found->start == (uintptr_t)ptr && !found->external;
+  if (live) found->shared = shared;
+  mx__mem_unlock(dev);
+  return live;
 }
 
 void mx__mem_release_all(mx_device *dev) {
@@ -270,6 +285,7 @@ mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr)
   node->start = (uintptr_t)block;
   node->size = size;
   node->external = false;
+  node->shared = false;
   node->left = node->right = NULL;
   mx__mem_lock(dev);
   node->prio = next_prio(dev);
@@ -324,6 +340,7 @@ mx_status mx_device_register_buffer(mx_device *dev, void *ptr, size_t size) {
   node->start = a;
   node->size = size;
   node->external = true;
+  node->shared = false;
   node->left = node->right = NULL;
   node->prio = next_prio(dev);
   dev->mem_root = treap_insert(dev->mem_root, node);
@@ -357,6 +374,7 @@ void mx_device_memory_stats_get(const mx_device *dev, mx_device_memory_stats *st
   st->frees = d->mem_frees;
   st->live = d->mem_live;
   mx__mem_unlock(d);
+  mx__shared_stats(d, &st->shared_blocks, &st->shared_bytes, &st->shared_hits);
 }
 
 void mx_device_memory_reset_peak(mx_device *dev) {
@@ -482,10 +500,14 @@ mx_status mx_device_free_async(mx_stream *s, void *ptr) {
   mx__mem_lock(dev);
   mx__mem_node *node = treap_floor(dev->mem_root, (uintptr_t)ptr);
   bool live = node && node->start == (uintptr_t)ptr && !node->external;
+  bool shared = live && node->shared;
   mx__mem_unlock(dev);
   if (!live)
     return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT,
                            "mx_device_free_async: %p is not a live device allocation", ptr);
+  if (shared)
+    return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT,
+                           "mx_device_free_async: %p is a shared block (use mx_device_shared_release)", ptr);
   mx__op op = {.kind = MX__OP_FREE, .dst = ptr};
   return dev->ops->submit(s, &op);
 }

@@ -26,7 +26,9 @@ struct mx_static_model {
   uint32_t n_inputs, n_outputs;
   uint32_t n_ids;            /* allocation-table entries */
   mx__pio *inputs, *outputs; /* arena */
-  void *weights;             /* device copy of the WEIGHT region (owned), NULL if empty */
+  void *weights;             /* device copy of the WEIGHT region (owned, or held as a shared
+                                block when weights_shared), NULL if empty */
+  bool weights_shared;       /* weights came from mx_device_shared_acquire */
   uint64_t weight_bytes;
   void *fm_owned; /* model-owned FM arena (device, owned) or NULL */
   void *fm_base;  /* FM arena of the next execute (owned or supplied), or NULL */
@@ -206,7 +208,10 @@ void mx_static_model_destroy(mx_static_model *m) {
   if (m->staging)
     for (uint32_t i = 0; i < m->n_inputs + m->n_outputs; i++) mx_device_free(m->dev, m->staging[i]);
   mx_device_free(m->dev, m->fm_owned);
-  mx_device_free(m->dev, m->weights);
+  if (m->weights_shared)
+    mx_device_shared_release(m->dev, m->weights);
+  else
+    mx_device_free(m->dev, m->weights);
   free(m->frozen);
   free(m->last);
   free(m->staging);
@@ -283,9 +288,14 @@ mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
   }
 
   if (plan->weight_bytes) {
-    st = mx_device_alloc(dev, (size_t)plan->weight_bytes, 64, &m->weights);
-    if (st == MX_OK)
-      st = mx_device_copy(dev, m->weights, plan->weights, (size_t)plan->weight_bytes, MX_COPY_H2D);
+    if (o.share_weights) {
+      st = mx_device_shared_acquire(dev, plan->weights, (size_t)plan->weight_bytes, 64, &m->weights);
+      m->weights_shared = st == MX_OK;
+    } else {
+      st = mx_device_alloc(dev, (size_t)plan->weight_bytes, 64, &m->weights);
+      if (st == MX_OK)
+        st = mx_device_copy(dev, m->weights, plan->weights, (size_t)plan->weight_bytes, MX_COPY_H2D);
+    }
     if (st != MX_OK) {
       mx__fail(err, st, "plan '%s': cannot upload %llu bytes of weights: %s", plan->name,
                (unsigned long long)plan->weight_bytes, mx_device_last_error(dev));

@@ -183,6 +183,9 @@ typedef struct mx_static_load_options {
   mx_static_mode mode;
   const uint32_t *frozen_inputs; /* more frozen inputs, added to the plan's (borrowed) */
   size_t n_frozen;
+  bool share_weights;            /* the weights as a shared block of the device
+                                    (mx_device_shared_acquire): models of equal weights on one
+                                    device hold one copy (default false: a copy of its own) */
 } mx_static_load_options;
 
 /* Fills *o with "as compiled" settings and no extra frozen input. */

@@ -1044,11 +1044,14 @@ release_inputs:
   return rc;
 }
 
-static mx_session *open_session(const llm_args *a, mx_device *dev, int64_t static_min_ops, const char *path,
-                                int *rc) {
+/* private_weights: the session uploads weights of its own instead of sharing equal ones with
+ * the sessions before it (the control, whose point is to land in memory of its own). */
+static mx_session *open_session(const llm_args *a, mx_device *dev, int64_t static_min_ops, bool private_weights,
+                                const char *path, int *rc) {
   mx_session_options o;
   mx_session_options_init(&o);
   o.device = dev;
+  o.private_weights = private_weights;
   o.streams = (uint32_t)a->streams;
   o.executor = a->executor;
   o.static_min_ops = static_min_ops;
@@ -1097,16 +1100,20 @@ static int measure_config(const llm_args *a, peer *p, mx_device *dev, const char
   if (write_model(&cr->cfg, path, &cr->nodes, &err) != MX_OK) return mx_cli_runtime_error(CMD, "%s", err.message);
   if (a->systems[SYS_REFERENCE] && mx_onnx_load_file(path, &c.ref, &err) != MX_OK)
     return mx_cli_runtime_error(CMD, "%s", err.message);
-  if (a->systems[SYS_HYBRID] && !(c.sessions[0] = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, path, &rc)))
+  mx_device_memory_stats mem0, mem1;
+  mx_device_memory_stats_get(dev, &mem0);
+  if (a->systems[SYS_HYBRID] && !(c.sessions[0] = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, false, path, &rc)))
     goto close;
-  if (a->systems[SYS_DYNAMIC] && !(c.sessions[1] = open_session(a, dev, -1, path, &rc))) goto close;
+  if (a->systems[SYS_DYNAMIC] && !(c.sessions[1] = open_session(a, dev, -1, false, path, &rc))) goto close;
   if (a->systems[SYS_CONTROL] &&
-      !(c.sessions[SYS_CONTROL] = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, path, &rc)))
+      !(c.sessions[SYS_CONTROL] = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, true, path, &rc)))
     goto close;
   if (!c.sessions[0] && !c.sessions[1] && c.ort) {
     /* The .npy names come from a session's input list; open one that is only used for that. */
-    if (!(c.sessions[1] = open_session(a, dev, -1, path, &rc))) goto close;
+    if (!(c.sessions[1] = open_session(a, dev, -1, false, path, &rc))) goto close;
   }
+  mx_device_memory_stats_get(dev, &mem1);
+  cr->shared_hits = mem1.shared_hits - mem0.shared_hits;
   if (c.ort && !peer_call(p, "load %s %s", c.name, path)) {
     rc = mx_cli_runtime_error(CMD, "ONNX Runtime cannot load %s: %s", path, p->line);
     goto close;
@@ -1134,7 +1141,7 @@ static int measure_identity(const llm_args *a, peer *p, mx_device *dev, const ch
   if (write_identity(path, &err) != MX_OK) return mx_cli_runtime_error(CMD, "%s", err.message);
   int rc = MX_EXIT_OK;
   uint64_t *samples = calloc((size_t)a->identity_runs, sizeof *samples);
-  mx_session *s = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, path, &rc);
+  mx_session *s = open_session(a, dev, MX_PARTITION_DEFAULT_STATIC_MIN_OPS, false, path, &rc);
   mx_tensor x = {0}, dx = {0}, dy = {0};
   if (!s) goto free_samples;
   if (!samples) {
@@ -1376,10 +1383,10 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
     const mx_llama_config *g = &cr->cfg;
     printf("%s\n  {\"config\": \"%s\", \"layers\": %lld, \"hidden\": %lld, \"heads\": %lld, \"kv_heads\": %lld, "
            "\"head_dim\": %lld, \"ffn\": %lld, \"vocab\": %lld, \"nodes\": %zu, \"anon_huge_pages_kib\": %lld, "
-           "\"points\": [",
+           "\"weight_blocks_shared_between_systems\": %llu, \"points\": [",
            first_cfg ? "" : ",", config_names[c], (long long)g->layers, (long long)g->hidden, (long long)g->heads,
            (long long)g->kv_heads, (long long)mx_cli_llm_head_dim(g), (long long)g->ffn, (long long)g->vocab, cr->nodes,
-           (long long)cr->huge_kib);
+           (long long)cr->huge_kib, (unsigned long long)cr->shared_hits);
     first_cfg = false;
     for (size_t k = 0; k < a->n_past; k++) {
       const point *pt = &cr->points[k];

@@ -102,6 +102,8 @@ typedef struct config_result {
   size_t nodes;                  /* nodes of the ONNX graph */
   int64_t huge_kib;              /* KiB of the process backed by huge pages after the points,
                                     sessions still loaded (-1: unknown) */
+  uint64_t shared_hits;          /* weight blocks the systems' sessions found already loaded by
+                                    another one (mx_device_memory_stats.shared_hits at load) */
   point points[MAX_PAST];
 } config_result;
 

@@ -244,6 +244,13 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
          (unsigned long long)last.kernels_run, (unsigned long long)total.refreshed_entries,
          (unsigned long long)last.refreshed_entries, (unsigned long long)total.device_allocations,
          (unsigned long long)last.device_allocations);
+  mx_device_memory_stats mem;
+  mx_device_memory_stats_get(mx_session_device(s), &mem);
+  printf("device memory: %.1f MiB in use (peak %.1f MiB); weights %.1f MiB in %llu shared block%s (held once "
+         "however many sessions of this model use the device)\n",
+         (double)mem.bytes_in_use / 1048576.0, (double)mem.peak_bytes / 1048576.0,
+         (double)mem.shared_bytes / 1048576.0, (unsigned long long)mem.shared_blocks,
+         mem.shared_blocks == 1 ? "" : "s");
   char thp[32];
   int64_t huge_kib = mx_cli_anon_huge_kib();
   mx_cli_thp_mode(thp, sizeof thp);

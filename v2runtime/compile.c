@@ -70,6 +70,7 @@ static mx_status plan_call(mx_session *s, mx_program *p, mx_rt_call *c, mx_error
   mx_dyn_options dopt;
   mx_dyn_options_init(&dopt);
   dopt.max_streams = s->n_streams;
+  dopt.share_constants = !s->opts.private_weights;
   mx_status st = mx_dyn_plan_create(body, &dopt, &c->dplan, err);
   if (st != MX_OK) mx__error_prefix(err, "dynamic partition '%s': ", c->name);
   return st;

@@ -63,14 +63,22 @@ static mx_status k_upload_constant(mx_exe_run *run, const mx_exe_node *n) {
   size_t nbytes = 0;
   mx_tensor_nbytes(c, &nbytes);
   void *dev = NULL;
-  mx_status st = mx_device_alloc(s->dev, nbytes ? nbytes : 1, 64, &dev);
-  if (st != MX_OK)
-    return mx__fail(run->err, st, "constant '%s': cannot allocate %zu bytes of device memory: %s",
-                    p->root->values[r].name, nbytes, mx_device_last_error(s->dev));
-  if (nbytes && (st = mx_device_copy(s->dev, dev, c->data, nbytes, MX_COPY_H2D)) != MX_OK) {
-    mx_device_free(s->dev, dev);
-    return mx__fail(run->err, st, "constant '%s': upload failed: %s", p->root->values[r].name,
-                    mx_device_last_error(s->dev));
+  mx_status st;
+  if (!s->opts.private_weights) {
+    st = mx_device_shared_acquire(s->dev, c->data, nbytes, 64, &dev);
+    if (st != MX_OK)
+      return mx__fail(run->err, st, "constant '%s': cannot upload %zu bytes: %s", p->root->values[r].name, nbytes,
+                      mx_device_last_error(s->dev));
+  } else {
+    st = mx_device_alloc(s->dev, nbytes ? nbytes : 1, 64, &dev);
+    if (st != MX_OK)
+      return mx__fail(run->err, st, "constant '%s': cannot allocate %zu bytes of device memory: %s",
+                      p->root->values[r].name, nbytes, mx_device_last_error(s->dev));
+    if (nbytes && (st = mx_device_copy(s->dev, dev, c->data, nbytes, MX_COPY_H2D)) != MX_OK) {
+      mx_device_free(s->dev, dev);
+      return mx__fail(run->err, st, "constant '%s': upload failed: %s", p->root->values[r].name,
+                      mx_device_last_error(s->dev));
+    }
   }
   rv->t = *c;
   rv->t.data = dev;
@@ -83,7 +91,10 @@ static mx_status k_upload_constant(mx_exe_run *run, const mx_exe_node *n) {
 static mx_status k_free_constant(mx_exe_run *run, const mx_exe_node *n) {
   mx_session *s = STEP(run)->s;
   mx_rt_value *rv = &s->prog->values[ATTR(n)->value];
-  if (rv->constant && rv->t.data) mx_device_free(s->dev, rv->t.data);
+  if (rv->constant && rv->t.data && s->opts.private_weights)
+    mx_device_free(s->dev, rv->t.data);
+  else if (rv->constant && rv->t.data)
+    mx_device_shared_release(s->dev, rv->t.data);
   rv->t.data = NULL;
   rv->constant = false;
   return MX_OK;
@@ -97,6 +108,7 @@ static mx_status k_static_create(mx_exe_run *run, const mx_exe_node *n) {
   if (c->model) return mx__fail(run->err, MX_ERR_INTERNAL, "static model of '%s' is created twice", c->name);
   mx_static_load_options lo;
   mx_static_load_options_init(&lo);
+  lo.share_weights = !s->opts.private_weights;
   mx_status st = mx_static_model_create(s->dev, c->plan, &lo, &c->model, run->err);
   if (st != MX_OK) mx__error_prefix(run->err, "static model of '%s': ", c->name);
   return st;

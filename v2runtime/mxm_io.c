@@ -296,6 +296,7 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
       mx_dyn_options dopt;
       mx_dyn_options_init(&dopt);
       dopt.max_streams = s->n_streams;
+      dopt.share_constants = !s->opts.private_weights;
       st = mx_dyn_plan_create(mx__part_call_body(&p->root->nodes[call->node]), &dopt, &call->dplan, err);
     }
   }

@@ -152,6 +152,10 @@ typedef struct mx_device_memory_stats {
   uint64_t allocations;  /* successful mx_device_alloc calls since creation */
   uint64_t frees;        /* successful frees (synchronous and stream-ordered) since creation */
   uint64_t live;         /* allocations not yet freed */
+  uint64_t shared_blocks; /* live shared blocks (mx_device_shared_acquire), counted in live too */
+  uint64_t shared_bytes;  /* their bytes, counted once in bytes_in_use however many hold them */
+  uint64_t shared_hits;   /* acquisitions since creation served by an existing block: the
+                             allocations and uploads sharing saved */
 } mx_device_memory_stats;
 
 /* Fills *st (caller-owned). */
@@ -198,6 +202,23 @@ mx_status mx_device_copy(mx_device *dev, void *dst, const void *src, size_t n, m
  * the copy (host buffers included: nothing is staged). */
 mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t n,
                                mx_copy_kind kind);
+
+/* --- shared read-only blocks ------------------------------------------------------------------- */
+
+/* Device memory holding the n bytes at host address src, shared by every holder of equal bytes
+ * on this device: weights of several sessions of one model take one copy. The first call
+ * allocates a block (as mx_device_alloc with `align`) and uploads the bytes; a later call whose
+ * bytes are equal (compared in full, not only by hash) and whose alignment the block meets gets
+ * the same block, and the block counts one more holder. Holders only read the block. Each
+ * successful call is balanced by one mx_device_shared_release; mx_device_free and
+ * mx_device_free_async refuse a shared block. Fails like mx_device_alloc and mx_device_copy
+ * (nothing held then). */
+mx_status mx_device_shared_acquire(mx_device *dev, const void *src, size_t n, size_t align, void **ptr);
+
+/* Drops one holder of a block from mx_device_shared_acquire; the last one frees it at once (work
+ * still queued that reads it is the caller's responsibility). NULL is a no-op; a pointer that is
+ * not a shared block gives MX_ERR_INVALID_ARGUMENT. */
+mx_status mx_device_shared_release(mx_device *dev, void *ptr);
 
 /* Sets n bytes of device memory to (unsigned char)value, now / in stream order. */
 mx_status mx_device_memset(mx_device *dev, void *dst, int value, size_t n);

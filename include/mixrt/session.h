@@ -72,6 +72,12 @@ typedef struct mx_session_options {
   void *log_user;
   void *uv_loop;                    /* a uv_loop_t* on which async completions are delivered
                                        (borrowed); NULL: an internal loop thread */
+  bool private_weights;             /* false (default): the weights (static models' weight
+                                       blocks, the dynamic partitions' constants, the execution
+                                       graph's shared constants) are shared blocks of the device
+                                       (mx_device_shared_acquire), so sessions of one model on
+                                       one device hold one copy; true: this session uploads
+                                       copies of its own */
 } mx_session_options;
 
 /* Fills *o with the defaults. */

@@ -185,6 +185,24 @@ Test(cli, run_without_huge_pages_says_so_and_computes_the_same) {
   cr_assert(!strstr(out, "no huge pages"), "huge pages are the default:\n%s", out);
 }
 
+/* The device memory line: the encoder's weights are shared blocks, and they are most of it. */
+Test(cli, run_reports_device_memory_and_shared_weights) {
+  const char *path = write_fixture("encoder_memory");
+  char args[1024];
+  snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=7 --steps 2", path);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  const char *line = strstr(out, "device memory: ");
+  cr_assert(line, "%s", out);
+  double in_use = 0, peak = 0, weights = 0;
+  unsigned long long blocks = 0;
+  cr_assert_eq(sscanf(line, "device memory: %lf MiB in use (peak %lf MiB); weights %lf MiB in %llu shared block", &in_use,
+                      &peak, &weights, &blocks), 4, "%s", line);
+  cr_assert_gt(blocks, 0, "%s", line);
+  cr_assert_gt(weights, 0.0, "%s", line);
+  cr_assert_leq(weights, in_use, "%s", line);
+  cr_assert_leq(in_use, peak, "%s", line);
+}
+
 Test(cli, compile_any_model_and_run_the_mxm) {
   const char *path = write_fixture("encoder_compile");
   char args[1024];
