@@ -111,7 +111,8 @@ void mx_bench_llm_help(FILE *out) {
           "                     compared pooled (\"across_processes\"); the targets take the median over\n"
           "                     processes. Where a process's memory lands on a shared host moves a\n"
           "                     memory-bound step by several percent, once per process: rounds cannot\n"
-          "                     even that out, more processes can. Not with --table\n"
+          "                     even that out, more processes can. With --table, each figure of the\n"
+          "                     table is its median over the processes\n"
           "  --results FILE     write this process's figures to FILE (binary; what each process of\n"
           "                     --processes does)\n"
           "  --mode fixed       every timed step runs on the same inputs (default)\n"
@@ -288,8 +289,6 @@ static int parse_args(int argc, char **argv, llm_args *a) {
     if (a->decode)
       return mx_cli_usage_error(CMD, "--skip-kernels runs no kernel: --mode decode has no values to feed back");
   }
-  if (a->processes > 1 && a->table)
-    return mx_cli_usage_error(CMD, "--table writes one process's latencies: not with --processes");
   if (a->processes > 1 && a->results)
     return mx_cli_usage_error(CMD, "--results is what each process of --processes writes: not both");
   mx_llama_config cfg;
@@ -1482,13 +1481,14 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
  * columns bench/plot/llm_latency.gp reads. */
 static const int column_system[SYS_COUNT] = {SYS_HYBRID, SYS_DYNAMIC, SYS_REFERENCE, SYS_ORT, SYS_CONTROL};
 
-/* Writes the latencies as a gnuplot data file (see --table in the help). */
-static int write_table(const llm_args *a, const config_result *res) {
+int mx_cli_llm_write_table(const llm_args *a, const config_result *res, int64_t processes) {
   FILE *f = fopen(a->table, "w");
   if (!f) return mx_cli_runtime_error(CMD, "cannot write %s: %s", a->table, strerror(errno));
   fprintf(f, "# mixrt bench llm: decode-step latency in microseconds (median p10 p90 per system); ? = not "
              "measured\n# mode %s, io %s, device %s\n",
           a->decode ? "decode" : "fixed", a->device_io ? "device" : "host", mx_cli_device_name(a->device));
+  if (processes > 1)
+    fprintf(f, "# each figure: its median over %lld processes (--processes)\n", (long long)processes);
   bool first = true;
   for (int c = 0; c < N_CONFIGS; c++) {
     if (!res[c].run) continue;
@@ -1571,7 +1571,7 @@ int mx_bench_llm(int argc, char **argv) {
   for (int c = 0; c < N_CONFIGS && rc == MX_EXIT_OK; c++)
     if (a.configs[c]) rc = measure_config(&a, &p, dev, dir, c, &res[c]);
   if (rc == MX_EXIT_OK) print_json(&a, argc, argv, &p, load[0], &id_ort, &id_mixrt, res);
-  if (rc == MX_EXIT_OK && a.table) rc = write_table(&a, res);
+  if (rc == MX_EXIT_OK && a.table) rc = mx_cli_llm_write_table(&a, res, 1);
   if (rc == MX_EXIT_OK && a.results) rc = write_results(&a, res);
   mx_device_destroy(dev);
 stop_peer:

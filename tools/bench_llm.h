@@ -133,6 +133,9 @@ void mx_cli_llm_json_target(bool *first, const char *name, double value, double 
 
 /* Why ONNX Runtime is not run with these options, or NULL when it is to be. */
 const char *mx_cli_llm_no_ort_reason(const llm_args *a);
+/* Writes res's latencies as a gnuplot data file at a->table (see --table in the help); with
+ * processes > 1 the header says each figure is a median over that many processes. */
+int mx_cli_llm_write_table(const llm_args *a, const config_result *res, int64_t processes);
 
 /* Removes a folder and everything in it (the work folders). */
 void mx_cli_remove_tree(const char *dir);

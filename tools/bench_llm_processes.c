@@ -39,8 +39,8 @@ static int run_one(const char *exe, int argc, char **argv, int index, const char
   cargv[n++] = "mixrt";
   cargv[n++] = "bench";
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--processes") == 0) {
-      i++; /* and its value */
+    if (strcmp(argv[i], "--processes") == 0 || strcmp(argv[i], "--table") == 0) {
+      i++; /* and its value: the table is written once, from every process's figures */
       continue;
     }
     cargv[n++] = argv[i];
@@ -357,6 +357,34 @@ static void print_summary(const llm_args *a, int argc, char **argv, const proces
   printf("}\n");
 }
 
+/* --table with --processes: every system's median, p10 and p90 at every point, each the median
+ * of the processes' figures (a figure no process measured stays unmeasured). */
+static int write_median_table(const llm_args *a, const process_run *runs, int n, double *scratch) {
+  config_result *res = calloc(N_CONFIGS, sizeof *res);
+  if (!res) return mx_cli_runtime_error(CMD, "out of memory");
+  for (int c = 0; c < N_CONFIGS; c++) {
+    res[c].run = runs[0].res[c].run;
+    for (size_t k = 0; k < a->n_past; k++) {
+      point *pt = &res[c].points[k];
+      pt->past = runs[0].res[c].points[k].past;
+      for (int s = 0; s < SYS_COUNT; s++) {
+        double *fig[3] = {&pt->t[s].median, &pt->t[s].p10, &pt->t[s].p90};
+        for (int f = 0; f < 3; f++) {
+          for (int i = 0; i < n; i++) {
+            const timing *t = &runs[i].res[c].points[k].t[s];
+            scratch[i] = !t->have ? NAN : f == 0 ? t->median : f == 1 ? t->p10 : t->p90;
+          }
+          *fig[f] = mx_cli_median(scratch, (size_t)n);
+        }
+        pt->t[s].have = isfinite(pt->t[s].median);
+      }
+    }
+  }
+  int rc = mx_cli_llm_write_table(a, res, n);
+  free(res);
+  return rc;
+}
+
 int mx_cli_llm_processes(const llm_args *a, int argc, char **argv) {
   char exe[4096];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -377,6 +405,7 @@ int mx_cli_llm_processes(const llm_args *a, int argc, char **argv) {
     if (rc == MX_EXIT_OK) rc = load_one(&runs[i], i, json_path, bin_path);
   }
   if (rc == MX_EXIT_OK) print_summary(a, argc, argv, runs, n, scratch);
+  if (rc == MX_EXIT_OK && a->table) rc = write_median_table(a, runs, n, scratch);
   for (int i = 0; runs && i < n; i++) free(runs[i].json);
   free(runs);
   free(scratch);

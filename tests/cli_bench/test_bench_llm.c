@@ -188,9 +188,45 @@ static int count(const char *text, const char *what) {
 
 /* --processes: the measurement runs in fresh processes, whose documents are kept whole, and the
  * figures are summed up across them. */
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 Test(bench_llm, processes_sum_up_fresh_runs) {
-  cr_assert_eq(run(QUICK " --past 16,32 --no-ort --processes 3"), 0, "%s", out);
+  char table[] = "/tmp/mixrt-test-processes-XXXXXX";
+  int fd = mkstemp(table);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  char args[512];
+  snprintf(args, sizeof args, QUICK " --past 16,32 --no-ort --processes 3 --table %s", table);
+  cr_assert_eq(run(args), 0, "%s", out);
   cr_assert(json_ok(out), "not JSON:\n%s", out);
+  /* --table: one table, each figure the median of the processes' figures (the hybrid's median
+   * step at past 16 checked against the three processes' medians in the JSON). */
+  const char *list = strstr(out, "\"step_us_median_per_process\": {\"hybrid\": [");
+  cr_assert(list, "%s", out);
+  double v[3];
+  cr_assert_eq(sscanf(strchr(list, '[') + 1, "%lf, %lf, %lf", &v[0], &v[1], &v[2]), 3, "%s", list);
+  qsort(v, 3, sizeof v[0], cmp_d);
+  FILE *f = fopen(table, "r");
+  cr_assert(f);
+  char line[1024];
+  bool said = false;
+  double past = 0, hybrid = 0;
+  int rows = 0;
+  while (fgets(line, sizeof line, f)) {
+    said |= strstr(line, "# each figure: its median over 3 processes") != NULL;
+    if (line[0] != '#' && line[0] != '\n' && rows++ == 0) cr_assert_eq(sscanf(line, "%lf %lf", &past, &hybrid), 2, "%s", line);
+  }
+  fclose(f);
+  unlink(table);
+  cr_assert(said, "the table says its figures are medians over the processes");
+  cr_assert_eq(rows, 2, "one row per past length");
+  cr_assert_eq(past, 16.0);
+  cr_assert(hybrid > 0.999 * v[1] - 0.001 && hybrid < 1.001 * v[1] + 0.001, "table %.3f, processes %g %g %g", hybrid,
+            v[0], v[1], v[2]);
+  cr_assert_eq(count(out, "--table"), 1, "only the summary was called with --table:\n%s", out);
   cr_assert(strstr(out, "\"processes\": 3"), "%s", out);
   cr_assert_eq(count(out, "\"benchmark\": \"llm\""), 4, "the summary and 3 runs:\n%s", out);
   cr_assert_eq(count(out, "--results /tmp/mixrt-bench-processes-"), 3, "each run says how it was called:\n%s", out);
@@ -208,7 +244,6 @@ Test(bench_llm, processes_sum_up_fresh_runs) {
   cr_assert(strstr(out, "process 1 failed (exit status 1)"), "%s", out);
   cr_assert_eq(run(QUICK " --processes 0 2>/dev/null"), 2);
   cr_assert_eq(run(QUICK " --processes 101 2>/dev/null"), 2);
-  cr_assert_eq(run(QUICK " --processes 2 --table /tmp/x.dat 2>/dev/null"), 2);
   cr_assert_eq(run(QUICK " --processes 2 --results /tmp/x.bin 2>/dev/null"), 2);
 }
 
