@@ -522,36 +522,25 @@ static bool device_constant(const mx_dyn_exec *e, size_t v) {
          (e->plan->vals[v].flags & MX__DYN_V_DEV_READ);
 }
 
-/* The constants' block as a shared block of the device (mx_dyn_options.share_constants): laid
- * out in host memory first (the layout of upload_constants, padding zeroed so equal constants
- * give equal bytes), then acquired, so executors of equal plans on one device hold one copy. */
-static mx_status upload_shared_constants(mx_dyn_exec *e, size_t total, mx_error *err) {
-  char *host = calloc(1, total);
-  if (!host) return mx__fail_oom(err, "constants staging");
+/* The constants kernels read live in one device block, in value order at 64-byte offsets: one
+ * allocation instead of one per weight, large enough for huge pages
+ * (mx_device_options.huge_pages), so a step's walk over the weights misses the TLB per 2 MiB
+ * rather than per 4 KiB. This lays them out: with `base`, points each constant's device address
+ * at its place in the block; with `staging`, copies its bytes to the same place there. */
+static void place_constants(mx_dyn_exec *e, char *base, char *staging) {
   size_t off = 0;
   for (size_t v = 0; v < e->plan->n_values; v++) {
     if (!device_constant(e, v)) continue;
-    memcpy(host + off, e->vals[v].host, e->vals[v].nbytes);
-    off += (e->vals[v].nbytes + 63) & ~(size_t)63;
+    mx__dyn_val *rv = &e->vals[v];
+    if (base) rv->dev = base + off;
+    if (staging) memcpy(staging + off, rv->host, rv->nbytes);
+    off += (rv->nbytes + 63) & ~(size_t)63;
   }
-  mx_status st = mx_device_shared_acquire(e->dev, host, total, 64, &e->const_block);
-  free(host);
-  if (st != MX_OK)
-    return mx__fail(err, st, "constants: %zu bytes: %s", total, mx_device_last_error(e->dev));
-  e->const_shared = true;
-  off = 0;
-  for (size_t v = 0; v < e->plan->n_values; v++) {
-    if (!device_constant(e, v)) continue;
-    e->vals[v].dev = (char *)e->const_block + off;
-    off += (e->vals[v].nbytes + 63) & ~(size_t)63;
-  }
-  return MX_OK;
 }
 
-/* Uploads the constants kernels read into one device block, in value order at 64-byte offsets:
- * one allocation instead of one per weight, large enough for huge pages
- * (mx_device_options.huge_pages), so a step's walk over the weights misses the TLB per 2 MiB
- * rather than per 4 KiB. */
+/* Uploads the constants' block (place_constants). With mx_dyn_options.share_constants it is a
+ * shared block of the device: laid out in host memory first (padding zeroed, so equal constants
+ * give equal bytes) and acquired, so executors of equal plans on one device hold one copy. */
 static mx_status upload_constants(mx_dyn_exec *e, mx_error *err) {
   size_t total = 0;
   for (size_t v = 0; v < e->plan->n_values; v++) {
@@ -562,21 +551,30 @@ static mx_status upload_constants(mx_dyn_exec *e, mx_error *err) {
     total += n;
   }
   if (!total) return MX_OK;
-  if (e->plan->opt.share_constants) return upload_shared_constants(e, total, err);
-  mx_status st = mx_device_alloc(e->dev, total, 64, &e->const_block);
+  mx_status st;
+  if (e->plan->opt.share_constants) {
+    char *staging = calloc(1, total);
+    if (!staging) return mx__fail_oom(err, "constants staging");
+    place_constants(e, NULL, staging);
+    st = mx_device_shared_acquire(e->dev, staging, total, 64, &e->const_block);
+    free(staging);
+    if (st != MX_OK) return mx__fail(err, st, "constants: %zu bytes: %s", total, mx_device_last_error(e->dev));
+    e->const_shared = true;
+    place_constants(e, e->const_block, NULL);
+    return MX_OK;
+  }
+  st = mx_device_alloc(e->dev, total, 64, &e->const_block);
   if (st != MX_OK)
     return mx__fail(err, st, "constants: allocation of %zu bytes failed: %s", total,
                     mx_device_last_error(e->dev));
-  size_t off = 0;
+  place_constants(e, e->const_block, NULL);
   for (size_t v = 0; v < e->plan->n_values; v++) {
     if (!device_constant(e, v)) continue;
-    mx__dyn_val *rv = &e->vals[v];
-    rv->dev = (char *)e->const_block + off;
+    const mx__dyn_val *rv = &e->vals[v];
     st = mx_device_copy(e->dev, rv->dev, rv->host, rv->nbytes, MX_COPY_H2D);
     if (st != MX_OK)
       return mx__fail(err, st, "constant '%s': upload of %zu bytes failed: %s", e->g->values[v].name,
                       rv->nbytes, mx_device_last_error(e->dev));
-    off += (rv->nbytes + 63) & ~(size_t)63;
   }
   return MX_OK;
 }
