@@ -306,3 +306,102 @@ Test(shared_weights, sessions_on_two_threads) {
   mx_session_destroy(b);
   mx_device_destroy(dev);
 }
+
+/* A device of `kind` with the Nth allocation failing (0: none) and a memory limit (0: none). */
+static mx_device *new_device_with(uint64_t fail_alloc, uint64_t limit) {
+  mx_device_options o;
+  mx_device_options_init(&o);
+  o.kind = MX_DEVICE_INLINE;
+  o.fault_from_env = false;
+  o.fault_nth[MX_FAULT_ALLOC] = fail_alloc;
+  o.memory_limit = limit;
+  mx_device *dev;
+  mx_error err;
+  cr_assert_eq(mx_device_create(&o, &dev, &err), MX_OK, "%s", err.message);
+  return dev;
+}
+
+/* A session that opens, or NULL with its message in why (the load failed; the session is
+ * destroyed). */
+static mx_session *try_open_llama(mx_device *dev, bool private_weights, char *why, size_t cap) {
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.device = dev;
+  o.private_weights = private_weights;
+  mx_session *s;
+  mx_error err;
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  mx_graph *g;
+  cr_assert_eq(mx_model_llama(NULL, &g, &err), MX_OK, "%s", err.message);
+  if (mx_session_load_graph(s, g) == MX_OK) return s;
+  snprintf(why, cap, "%s", mx_session_last_error(s));
+  mx_session_destroy(s);
+  return NULL;
+}
+
+/* Every allocation of a second session's load failing in turn: the load fails with the device
+ * out of memory, gives back every hold it took on the first session's blocks, and the first
+ * session decodes on, exactly. */
+Test(shared_weights, a_failed_second_load_gives_back_its_holds) {
+  mx_device *probe = new_device_with(0, 0);
+  mx_session *a = open_llama(probe, 1, 4, false);
+  const uint64_t first = mem(probe).allocations;
+  mx_session *b = open_llama(probe, 1, 4, false);
+  const uint64_t second = mem(probe).allocations - first;
+  mx_session_destroy(b);
+  mx_session_destroy(a);
+  mx_device_destroy(probe);
+  cr_assert_gt(second, 0);
+  for (uint64_t k = 1; k <= second; k++) {
+    mx_device *dev = new_device_with(first + k, 0);
+    a = open_llama(dev, 1, 4, false);
+    const mx_device_memory_stats one = mem(dev);
+    char why[MX_ERROR_MESSAGE_MAX];
+    cr_assert_null(try_open_llama(dev, false, why, sizeof why), "allocation %llu of the second load should fail",
+                   (unsigned long long)k);
+    cr_assert(strstr(why, "injected fault"), "allocation %llu: %s", (unsigned long long)k, why);
+    const mx_device_memory_stats after = mem(dev);
+    cr_assert_eq(after.shared_blocks, one.shared_blocks, "allocation %llu", (unsigned long long)k);
+    cr_assert_eq(after.bytes_in_use, one.bytes_in_use, "allocation %llu: the failed load left memory behind",
+                 (unsigned long long)k);
+    cr_assert_eq(after.live, one.live, "allocation %llu", (unsigned long long)k);
+    decoder d;
+    decoder_init(&d, a, 1);
+    decoder_steps(&d, 2);
+    decoder_fini(&d);
+    mx_session_destroy(a);
+    const mx_device_memory_stats end = mem(dev);
+    cr_assert_eq(end.shared_blocks, 0, "allocation %llu: a hold was never given back", (unsigned long long)k);
+    cr_assert_eq(end.bytes_in_use, 0, "allocation %llu", (unsigned long long)k);
+    mx_device_destroy(dev);
+  }
+}
+
+/* Under a memory limit that holds one session's weights but not two, a second sharing session
+ * loads and a private one is refused for lack of device memory, naming it. */
+Test(shared_weights, sharing_fits_a_second_session_into_a_memory_limit) {
+  mx_device *probe = new_device_with(0, 0);
+  mx_session *a = open_llama(probe, 1, 4, false);
+  const mx_device_memory_stats one = mem(probe);
+  mx_session_destroy(a);
+  mx_device_destroy(probe);
+  /* Room for two sessions' memory apart from the weights, and a little more, but not for a
+   * second copy of the weights. */
+  const uint64_t limit = 2 * one.peak_bytes - one.shared_bytes + one.shared_bytes / 4;
+  cr_assert_lt(limit, 2 * one.peak_bytes);
+  mx_device *dev = new_device_with(0, limit);
+  a = open_llama(dev, 1, 4, false);
+  char why[MX_ERROR_MESSAGE_MAX];
+  cr_assert_null(try_open_llama(dev, true, why, sizeof why), "a private copy of the weights does not fit");
+  cr_assert(strstr(why, "memory limit"), "%s", why);
+  mx_session *b = try_open_llama(dev, false, why, sizeof why);
+  cr_assert_not_null(b, "the sharing session fits: %s", why);
+  decoder d;
+  decoder_init(&d, b, 1);
+  decoder_steps(&d, 3);
+  decoder_fini(&d);
+  mx_session_destroy(b);
+  mx_session_destroy(a);
+  cr_assert_eq(mem(dev).bytes_in_use, 0);
+  mx_device_destroy(dev);
+}
