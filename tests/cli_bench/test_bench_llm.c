@@ -188,6 +188,13 @@ static int count(const char *text, const char *what) {
 
 /* --processes: the measurement runs in fresh processes, whose documents are kept whole, and the
  * figures are summed up across them. */
+/* Creates an empty file from a mkstemp template (rewritten in place with the file's name). */
+static void make_temp_file(char *path_template) {
+  int fd = mkstemp(path_template);
+  cr_assert_geq(fd, 0, "cannot create a file from %s", path_template);
+  close(fd);
+}
+
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -195,9 +202,7 @@ static int cmp_d(const void *a, const void *b) {
 
 Test(bench_llm, processes_sum_up_fresh_runs) {
   char table[] = "/tmp/mixrt-test-processes-XXXXXX";
-  int fd = mkstemp(table);
-  cr_assert_geq(fd, 0);
-  close(fd);
+  make_temp_file(table);
   char args[512];
   snprintf(args, sizeof args, QUICK " --past 16,32 --no-ort --processes 3 --table %s", table);
   cr_assert_eq(run(args), 0, "%s", out);
@@ -253,9 +258,7 @@ Test(bench_llm, control_session_is_compared_like_the_others) {
   cr_assert_eq(run(QUICK " --no-ort"), 0, "%s", out);
   cr_assert(strstr(out, "\"ratio_hybrid_control\": null"), "off by default:\n%s", out);
   char table[] = "/tmp/mixrt-test-control-XXXXXX";
-  int fd = mkstemp(table);
-  cr_assert_geq(fd, 0);
-  close(fd);
+  make_temp_file(table);
   char args[512];
   snprintf(args, sizeof args, QUICK " --no-ort --systems hybrid,dynamic,control --table %s", table);
   cr_assert_eq(run(args), 0, "%s", out);

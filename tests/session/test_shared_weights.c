@@ -17,15 +17,21 @@
 
 enum { MAX_IO = 16, STEPS = 6 };
 
-static mx_device *new_device(mx_device_kind kind) {
+/* A device of `kind` with the Nth allocation failing (0: none) and a memory limit (0: none). */
+static mx_device *device_with(mx_device_kind kind, uint64_t fail_alloc, uint64_t limit) {
   mx_device_options o;
   mx_device_options_init(&o);
   o.kind = kind;
+  o.fault_from_env = false;
+  o.fault_nth[MX_FAULT_ALLOC] = fail_alloc;
+  o.memory_limit = limit;
   mx_device *dev;
   mx_error err;
   cr_assert_eq(mx_device_create(&o, &dev, &err), MX_OK, "%s", err.message);
   return dev;
 }
+
+static mx_device *new_device(mx_device_kind kind) { return device_with(kind, 0, 0); }
 
 static mx_device_memory_stats mem(const mx_device *dev) {
   mx_device_memory_stats st;
@@ -33,8 +39,8 @@ static mx_device_memory_stats mem(const mx_device *dev) {
   return st;
 }
 
-/* A session on dev with the llama of `seed`, loaded from a built graph. */
-static mx_session *open_llama(mx_device *dev, uint64_t seed, int64_t static_min_ops, bool private_weights) {
+/* An empty session on dev. */
+static mx_session *session_on(mx_device *dev, int64_t static_min_ops, bool private_weights) {
   mx_session_options o;
   mx_session_options_init(&o);
   o.device = dev;
@@ -43,6 +49,13 @@ static mx_session *open_llama(mx_device *dev, uint64_t seed, int64_t static_min_
   mx_session *s;
   mx_error err;
   cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  return s;
+}
+
+/* A session on dev with the llama of `seed`, loaded from a built graph. */
+static mx_session *open_llama(mx_device *dev, uint64_t seed, int64_t static_min_ops, bool private_weights) {
+  mx_session *s = session_on(dev, static_min_ops, private_weights);
+  mx_error err;
   mx_llama_config cfg;
   mx_llama_config_default(&cfg);
   cfg.seed = seed;
@@ -229,12 +242,7 @@ Test(shared_weights, mxm_session_shares_with_compiled_one) {
   close(fd);
   cr_assert_eq(mx_session_save(a, path, NULL), MX_OK, "%s", mx_session_last_error(a));
   const mx_device_memory_stats one = mem(dev);
-  mx_session_options o;
-  mx_session_options_init(&o);
-  o.device = dev;
-  mx_session *b;
-  mx_error err;
-  cr_assert_eq(mx_session_create(&o, &b, &err), MX_OK, "%s", err.message);
+  mx_session *b = session_on(dev, 4, false);
   cr_assert_eq(mx_session_load_file(b, path), MX_OK, "%s", mx_session_last_error(b));
   unlink(path);
   const mx_device_memory_stats two = mem(dev);
@@ -307,30 +315,15 @@ Test(shared_weights, sessions_on_two_threads) {
   mx_device_destroy(dev);
 }
 
-/* A device of `kind` with the Nth allocation failing (0: none) and a memory limit (0: none). */
 static mx_device *new_device_with(uint64_t fail_alloc, uint64_t limit) {
-  mx_device_options o;
-  mx_device_options_init(&o);
-  o.kind = MX_DEVICE_INLINE;
-  o.fault_from_env = false;
-  o.fault_nth[MX_FAULT_ALLOC] = fail_alloc;
-  o.memory_limit = limit;
-  mx_device *dev;
-  mx_error err;
-  cr_assert_eq(mx_device_create(&o, &dev, &err), MX_OK, "%s", err.message);
-  return dev;
+  return device_with(MX_DEVICE_INLINE, fail_alloc, limit);
 }
 
 /* A session that opens, or NULL with its message in why (the load failed; the session is
  * destroyed). */
 static mx_session *try_open_llama(mx_device *dev, bool private_weights, char *why, size_t cap) {
-  mx_session_options o;
-  mx_session_options_init(&o);
-  o.device = dev;
-  o.private_weights = private_weights;
-  mx_session *s;
+  mx_session *s = session_on(dev, 4, private_weights);
   mx_error err;
-  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
   mx_graph *g;
   cr_assert_eq(mx_model_llama(NULL, &g, &err), MX_OK, "%s", err.message);
   if (mx_session_load_graph(s, g) == MX_OK) return s;
