@@ -306,6 +306,17 @@ fail:
   return st;
 }
 
+mx_status mx_device_upload(mx_device *dev, const void *src, size_t n, size_t align, void **ptr) {
+  mx_status st = mx_device_alloc(dev, n, align, ptr);
+  if (st != MX_OK || n == 0) return st;
+  st = mx_device_copy(dev, *ptr, src, n, MX_COPY_H2D);
+  if (st != MX_OK) {
+    mx_device_free(dev, *ptr);
+    *ptr = NULL;
+  }
+  return st;
+}
+
 mx_status mx_device_free(mx_device *dev, void *ptr) {
   if (!dev) return MX_ERR_INVALID_ARGUMENT;
   if (!ptr) return MX_OK;

@@ -85,11 +85,9 @@ mx_status mx_device_shared_acquire(mx_device *dev, const void *src, size_t n, si
     return MX_OK;
   }
   void *block = NULL;
-  mx_status st = mx_device_alloc(dev, n, align, &block);
-  if (st == MX_OK && n) st = mx_device_copy(dev, block, src, n, MX_COPY_H2D);
+  mx_status st = mx_device_upload(dev, src, n, align, &block);
   if (st != MX_OK) {
     pthread_mutex_unlock(&dev->share_lock);
-    mx_device_free(dev, block);
     free(rec);
     return st; /* the allocation or the copy left its message on the device */
   }

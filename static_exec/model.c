@@ -292,9 +292,7 @@ mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
       st = mx_device_shared_acquire(dev, plan->weights, (size_t)plan->weight_bytes, 64, &m->weights);
       m->weights_shared = st == MX_OK;
     } else {
-      st = mx_device_alloc(dev, (size_t)plan->weight_bytes, 64, &m->weights);
-      if (st == MX_OK)
-        st = mx_device_copy(dev, m->weights, plan->weights, (size_t)plan->weight_bytes, MX_COPY_H2D);
+      st = mx_device_upload(dev, plan->weights, (size_t)plan->weight_bytes, 64, &m->weights);
     }
     if (st != MX_OK) {
       mx__fail(err, st, "plan '%s': cannot upload %llu bytes of weights: %s", plan->name,

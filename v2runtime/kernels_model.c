@@ -63,23 +63,11 @@ static mx_status k_upload_constant(mx_exe_run *run, const mx_exe_node *n) {
   size_t nbytes = 0;
   mx_tensor_nbytes(c, &nbytes);
   void *dev = NULL;
-  mx_status st;
-  if (!s->opts.private_weights) {
-    st = mx_device_shared_acquire(s->dev, c->data, nbytes, 64, &dev);
-    if (st != MX_OK)
-      return mx__fail(run->err, st, "constant '%s': cannot upload %zu bytes: %s", p->root->values[r].name, nbytes,
-                      mx_device_last_error(s->dev));
-  } else {
-    st = mx_device_alloc(s->dev, nbytes ? nbytes : 1, 64, &dev);
-    if (st != MX_OK)
-      return mx__fail(run->err, st, "constant '%s': cannot allocate %zu bytes of device memory: %s",
-                      p->root->values[r].name, nbytes, mx_device_last_error(s->dev));
-    if (nbytes && (st = mx_device_copy(s->dev, dev, c->data, nbytes, MX_COPY_H2D)) != MX_OK) {
-      mx_device_free(s->dev, dev);
-      return mx__fail(run->err, st, "constant '%s': upload failed: %s", p->root->values[r].name,
-                      mx_device_last_error(s->dev));
-    }
-  }
+  mx_status st = s->opts.private_weights ? mx_device_upload(s->dev, c->data, nbytes, 64, &dev)
+                                          : mx_device_shared_acquire(s->dev, c->data, nbytes, 64, &dev);
+  if (st != MX_OK)
+    return mx__fail(run->err, st, "constant '%s': cannot upload %zu bytes: %s", p->root->values[r].name, nbytes,
+                    mx_device_last_error(s->dev));
   rv->t = *c;
   rv->t.data = dev;
   rv->t.placement = MX_DEVICE;

@@ -172,6 +172,11 @@ void mx_device_memory_reset_peak(mx_device *dev);
  * memory. */
 mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr);
 
+/* mx_device_alloc of n bytes, then mx_device_copy of the n bytes at host address src into them:
+ * a block holding a copy of src. On failure nothing stays allocated and the device's last error
+ * says which step failed. */
+mx_status mx_device_upload(mx_device *dev, const void *src, size_t n, size_t align, void **ptr);
+
 /* Frees device memory from mx_device_alloc at once. Work still queued that uses it is the
  * caller's responsibility (use mx_device_free_async to free in stream order). NULL is a no-op.
  * A pointer that is not a live allocation gives MX_ERR_INVALID_ARGUMENT. */

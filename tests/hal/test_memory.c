@@ -193,3 +193,39 @@ Test(hal_memory, many_allocations) {
   mx_device_destroy(dev);
   hal_check_leaks();
 }
+
+/* mx_device_upload: a block holding a copy of the source; a failing copy (an injected fault, a
+ * NULL source) leaves nothing allocated and says why. */
+Test(hal_memory, upload_allocates_and_copies_or_leaves_nothing) {
+  for (int c = 0; c < hal_n_configs; c++) {
+    mx_device_options o = hal_options(&hal_configs[c]);
+    o.fault_from_env = false;
+    o.fault_nth[MX_FAULT_COPY] = 2;
+    mx_device *dev = hal_device(&hal_configs[c], &o);
+    unsigned char src[300];
+    for (size_t i = 0; i < sizeof src; i++) src[i] = (unsigned char)(i * 7 + 1);
+    void *p = NULL;
+    cr_assert_eq(mx_device_upload(dev, src, sizeof src, 256, &p), MX_OK, "%s", mx_device_last_error(dev));
+    cr_assert_eq((uintptr_t)p % 256, 0);
+    cr_assert_eq(memcmp(p, src, sizeof src), 0, "the block holds the source");
+    mx_device_memory_stats st;
+    mx_device_memory_stats_get(dev, &st);
+    cr_assert_eq(st.live, 1);
+    cr_assert_eq(st.bytes_in_use, sizeof src);
+    void *q = (void *)1;
+    cr_assert_eq(mx_device_upload(dev, src, sizeof src, 0, &q), MX_ERR_DEVICE, "the second copy is the injected fault");
+    cr_assert_null(q);
+    cr_assert(strstr(mx_device_last_error(dev), "injected fault"), "%s", mx_device_last_error(dev));
+    cr_assert_eq(mx_device_upload(dev, NULL, 8, 0, &q), MX_ERR_INVALID_ARGUMENT);
+    cr_assert_null(q);
+    cr_assert(strstr(mx_device_last_error(dev), "NULL source"), "%s", mx_device_last_error(dev));
+    cr_assert_eq(mx_device_upload(dev, NULL, 0, 0, &q), MX_OK, "nothing to copy");
+    cr_assert_not_null(q);
+    mx_device_memory_stats_get(dev, &st);
+    cr_assert_eq(st.live, 2, "the failed uploads left nothing behind");
+    cr_assert_eq(mx_device_free(dev, q), MX_OK);
+    cr_assert_eq(mx_device_free(dev, p), MX_OK);
+    mx_device_destroy(dev);
+  }
+  hal_check_leaks();
+}
