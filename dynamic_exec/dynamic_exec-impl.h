@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "dynamic_exec/dynamic_exec.h"
 #include "graph/passes/passes.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "hal/hal.h"
 
 #define MX__DYN_NONE UINT32_MAX

@@ -3,7 +3,7 @@
 #   - the generated seeds (fuzz_seeds: small llama / MoE / encoder models, TensorProto files of
 #     every dtype, static-plan .mxm files, well-formed session steps),
 #   - the ONNX conformance models and their input/output TensorProto files, from
-#     MIXRT_ONNX_NODE_DIR (default ../shared/onnx-node beside the repository), when present,
+#     MIXRT_ONNX_NODE_DIR (default tests/data/onnx-node in the repository), when present,
 #   - session .mxm files written by `mixrt compile` (small generated models, bound and unbound
 #     symbols, and a few conformance models),
 #   - every kept regression input of tests/reliability/data/fuzz/<target>/.
@@ -17,7 +17,7 @@ mkdir -p "$out/onnx" "$out/tensor_pb" "$out/mxm" "$out/session_mxm" "$out/sessio
 
 "$build/fuzz/fuzz_seeds" "$out"
 
-node=${MIXRT_ONNX_NODE_DIR:-$here/../shared/onnx-node}
+node=${MIXRT_ONNX_NODE_DIR:-$here/tests/data/onnx-node}
 if [ -d "$node" ]; then
     for d in "$node"/*/; do
         [ -f "$d/model.onnx" ] || continue

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "hal/cpu/kernels/kutil.h"
+#include "kernels/kutil.h"
 #include "mixrt/reference.h"
 
 static void say(char *why, size_t n, const char *fmt, long long a, long long b) {

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hal/cpu/kernels/kernel.h"
-#include "hal/cpu/kernels/kutil.h"
+#include "kernels/kernel.h"
+#include "kernels/kutil.h"
 #include "reference/reference.h"
 
 void *mx__host_alloc(size_t nbytes) {

@@ -10,7 +10,7 @@
 #include "common/arena.h"
 #include "common/error.h"
 #include "graph/ir.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "static_exec/static_exec.h"
 
 #define MX__NO_ALLOC UINT32_MAX /* a tensor without data (empty or omitted) */

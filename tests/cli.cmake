@@ -1,7 +1,7 @@
 # ctest entries that drive the `mixrt` program.
 
 # The ONNX node tests through the reference interpreter. The data folder comes from the
-# MIXRT_ONNX_NODE_DIR environment variable at test time, defaulting to ../shared/onnx-node;
+# MIXRT_ONNX_NODE_DIR environment variable at test time, defaulting to tests/data/onnx-node in the repository;
 # when it is absent the test is reported as skipped (exit 77) with a loud message.
 add_test(NAME conformance_reference
   COMMAND mixrt_cli conformance --quiet --skip-missing

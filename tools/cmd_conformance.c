@@ -8,7 +8,7 @@
 #include "tools/conformance.h"
 
 #ifndef MIXRT_ONNX_NODE_DIR_DEFAULT
-#define MIXRT_ONNX_NODE_DIR_DEFAULT "../shared/onnx-node"
+#define MIXRT_ONNX_NODE_DIR_DEFAULT "tests/data/onnx-node"
 #endif
 
 void mx_cmd_conformance_help(FILE *out) {

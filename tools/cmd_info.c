@@ -6,7 +6,7 @@
 #include <uv.h>
 
 #include "graph/ops/op.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "tools/commands.h"
 #include "tools/sysmem.h"
 

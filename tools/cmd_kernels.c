@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "graph/ops/op.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "tools/commands.h"
 #include "v2runtime/exe_registry.h"
 

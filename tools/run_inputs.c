@@ -4,7 +4,7 @@
 
 #include "common/half.h"
 #include "graph/ir.h"
-#include "hal/cpu/kernels/kutil.h"
+#include "kernels/kutil.h"
 #include "tools/cli.h"
 #include "tools/run_inputs.h"
 

@@ -39,7 +39,7 @@
 
 #include "common/clock.h"
 #include "dynamic_exec/dynamic_exec.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "hal/hal.h"
 #include "static_exec/static_exec.h"
 

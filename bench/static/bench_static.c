@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "mixrt/models.h"
 #include "static_exec/static_exec.h"
 #include "tests/static_exec/block.h"

@@ -1,5 +1,5 @@
 /* Params structs of the elementwise ops (graph/ops/elementwise*.c), read by the CPU kernels in
- * hal/cpu/kernels/elementwise*.c. Plain old data: they are copied, hashed and serialized byte
+ * kernels/elementwise*.c. Plain old data: they are copied, hashed and serialized byte
  * for byte, so no pointers and no implicit padding. */
 #ifndef MIXRT_GRAPH_OPS_ELEMENTWISE_PARAMS_H
 #define MIXRT_GRAPH_OPS_ELEMENTWISE_PARAMS_H

@@ -1,7 +1,7 @@
 /* Params structs of the index group (Gather, GatherElements, GatherND, ScatterND, Slice, Trilu,
  * TopK, NonZero).
  *
- * graph/ops/index*.c fill them from node attributes; the CPU kernels in hal/cpu/kernels/index*.c
+ * graph/ops/index*.c fill them from node attributes; the CPU kernels in kernels/index*.c
  * read them. Plain old data without pointers (compiled models store them byte for byte).
  * NonZero has no params. */
 #ifndef MIXRT_GRAPH_OPS_INDEX_PARAMS_H

@@ -1,5 +1,5 @@
 /* Params structs of the reduction ops (graph/ops/reduce.c), read by the CPU kernels in
- * hal/cpu/kernels/reduce*.c. Plain old data: copied, hashed and serialized byte for byte, so no
+ * kernels/reduce*.c. Plain old data: copied, hashed and serialized byte for byte, so no
  * pointers and no implicit padding. */
 #ifndef MIXRT_GRAPH_OPS_REDUCE_PARAMS_H
 #define MIXRT_GRAPH_OPS_REDUCE_PARAMS_H

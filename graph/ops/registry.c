@@ -12,13 +12,16 @@
 #include "graph/ops/op.h"
 
 static const mx_op_def *const *const groups[] = {
-    mx__ops_elementwise, mx__ops_reduce, mx__ops_nn, mx__ops_linalg, mx__ops_shape, mx__ops_index, mx__ops_mixrt,
+    mx__ops_elementwise, mx__ops_reduce, mx__ops_nn, mx__ops_linalg, mx__ops_shape, mx__ops_index,
+    mx__ops_conv, mx__ops_pool, mx__ops_norm, mx__ops_activation, mx__ops_loss, mx__ops_resample,
+    mx__ops_tensor, mx__ops_quant, mx__ops_rnn, mx__ops_signal, mx__ops_llm, mx__ops_random,
+    mx__ops_mixrt,
 };
 
 static mx_strmap by_name;                 /* "domain\x1fop" -> index into all_defs */
-static const mx_op_def *all_defs[512];    /* every definition in group order */
+static const mx_op_def *all_defs[1024];    /* every definition in group order */
 static size_t n_defs;
-static char keys[512][96];                /* storage for the map's keys */
+static char keys[1024][96];                /* storage for the map's keys */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void make_key(char *buf, size_t cap, const char *domain, const char *op) {

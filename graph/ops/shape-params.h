@@ -1,7 +1,7 @@
 /* Params structs of the shape group (Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze,
  * Transpose, Concat, Split, Expand, Tile, Identity, Dropout, Constant, ConstantOfShape, Range).
  *
- * graph/ops/shape*.c fill them from node attributes; the CPU kernels in hal/cpu/kernels/shape*.c
+ * graph/ops/shape*.c fill them from node attributes; the CPU kernels in kernels/shape*.c
  * read them. They are plain old data without pointers: compiled models store them byte for
  * byte. Ops without attributes (Size, Expand, Tile, Identity, Range) have no params. */
 #ifndef MIXRT_GRAPH_OPS_SHAPE_PARAMS_H

@@ -1,5 +1,5 @@
 /* Slice's index rule, in one place for the two sides that must agree on it: shape inference
- * (graph/ops/index_slice.c, on concrete dims) and the CPU kernel (hal/cpu/kernels/index_slice.c,
+ * (graph/ops/index_slice.c, on concrete dims) and the CPU kernel (kernels/index_slice.c,
  * which checks the output dims against it).
  *
  * ONNX semantics: negative starts and ends count from the end; with a positive step both clamp

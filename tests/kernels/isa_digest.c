@@ -1,5 +1,5 @@
 /* kernels_isa_digest: runs every CPU kernel that has AVX-512, AVX2 and baseline copies (MX_KHOT,
- * hal/cpu/kernels/kmath.h) on seeded inputs, and prints one line per case: its name and a
+ * kernels/kmath.h) on seeded inputs, and prints one line per case: its name and a
  * 64-bit FNV-1a hash of the output bytes. The first line names the highest level this CPU
  * supports, which is the copy it runs in a build with copies (not the sanitizer builds).
  *
@@ -18,7 +18,7 @@
 
 #include "graph/ops/elementwise-params.h"
 #include "graph/ops/nn-params.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 

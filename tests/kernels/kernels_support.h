@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 
 /* A zeroed call block for n_in inputs and n_out outputs with the given params (not copied; may
  * be NULL). malloc'd: the test frees it. Fails the test when out of memory. */

@@ -1,4 +1,4 @@
-/* Tests of the elementwise CPU kernels (hal/cpu/kernels/elementwise*.c): broadcasting edge cases
+/* Tests of the elementwise CPU kernels (kernels/elementwise*.c): broadcasting edge cases
  * (scalars, rank 0, zero-size dims, bias rows, both-sided broadcast, legacy axis), integer
  * wrapping and division semantics, Mod signs, mixed-type Pow, NaN/Inf propagation, float16 and
  * bfloat16 rounding (once, not per step), Cast rules (saturation, NaN, double rounding), Where,
@@ -10,7 +10,7 @@
 
 #include "common/half.h"
 #include "graph/ops/elementwise-params.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 
 /* --- call building ---------------------------------------------------------------------------- */

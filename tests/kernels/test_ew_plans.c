@@ -1,4 +1,4 @@
-/* Tests of the elementwise broadcast planning (hal/cpu/kernels/elementwise_bcast.c): the direct
+/* Tests of the elementwise broadcast planning (kernels/elementwise_bcast.c): the direct
  * plans for the common shapes (same shape, a single element, a row over the trailing dims) and
  * the general planner must give what a naive numpy-style index mapping gives, for every pair
  * of input shapes from a list that mixes both kinds (leading 1s, missing dims, column and
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/half.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 
 typedef struct shape {

@@ -1,4 +1,4 @@
-/* Kernel tests of the index group (hal/cpu/kernels/index*.c): Gather (embedding rows, inner
+/* Kernel tests of the index group (kernels/index*.c): Gather (embedding rows, inner
  * axes, negative and out-of-range indices, int32 indices, 16-bit and 1-byte dtypes),
  * GatherElements, GatherND with batch dims, ScatterND with every reduction (float16 rounding
  * once), Slice with negative steps and INT64 limits on both the input and attribute paths,
@@ -10,7 +10,7 @@
 
 #include "common/half.h"
 #include "graph/ops/index-params.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 
 

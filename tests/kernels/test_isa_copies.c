@@ -1,5 +1,5 @@
 /* The kernels gcc compiles three times (AVX-512, AVX2 and baseline x86-64 copies, picked at load
- * time: MX_KHOT in hal/cpu/kernels/kmath.h) give the same bits whichever copy runs, so a model
+ * time: MX_KHOT in kernels/kmath.h) give the same bits whichever copy runs, so a model
  * computes the same outputs on every x86-64 machine. kernels_isa_digest (isa_digest.c) hashes
  * their outputs on seeded inputs; this runs it on this CPU and under qemu-x86_64 emulating an AVX2
  * CPU without AVX-512 (-cpu max) and a baseline one (-cpu qemu64), and expects the same hashes.

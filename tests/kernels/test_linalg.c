@@ -1,4 +1,4 @@
-/* Kernel tests of MatMul, Gemm and Einsum (hal/cpu/kernels/linalg*.c): hand-computed products,
+/* Kernel tests of MatMul, Gemm and Einsum (kernels/linalg*.c): hand-computed products,
  * batch broadcasting and 1-D promotion checked against a naive loop, zero-size dims, float16
  * rounding once, integer wrap-around, NaN propagation, Gemm's transposes/alpha/beta/C
  * broadcasting, and Einsum's fast (BLAS) and generic paths including diagonals and "...". */
@@ -10,7 +10,7 @@
 #include "common/half.h"
 #include "graph/ops/linalg-params.h"
 #include "graph/ops/op.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 
 /* Naive batched matmul with numpy broadcasting, for 4-D operands (1s where a dim is absent). */

@@ -1,5 +1,5 @@
 /* Kernel tests of Softmax/LogSoftmax, LayerNormalization, RMSNormalization, Attention and
- * RotaryEmbedding (hal/cpu/kernels/nn*.c): hand-computed values, numerical stability with
+ * RotaryEmbedding (kernels/nn*.c): hand-computed values, numerical stability with
  * large inputs, negative and middle axes, the opset < 13 2-D coercion, NaN/-inf handling,
  * float16 rounding, Attention's causal alignment with a past cache, grouped heads, 3-D layouts,
  * fully-masked rows, qk_matmul_output modes and padding, and rotary position lookups. */
@@ -10,7 +10,7 @@
 
 #include "common/half.h"
 #include "graph/ops/nn-params.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 
 TestSuite(nn_kernels);

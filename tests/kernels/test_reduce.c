@@ -1,4 +1,4 @@
-/* Tests of the reduce CPU kernels (hal/cpu/kernels/reduce*.c): every Reduce* op over inner,
+/* Tests of the reduce CPU kernels (kernels/reduce*.c): every Reduce* op over inner,
  * outer, middle and non-adjacent axes, axes from the attribute or the input (negative, empty
  * with and without noop_with_empty_axes), empty sets, NaN/Inf, integer wrapping and
  * saturation, float16 rounding, long rows against a double reference, ArgMax/ArgMin ties and
@@ -10,7 +10,7 @@
 
 #include "common/half.h"
 #include "graph/ops/reduce-params.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 
 

@@ -1,4 +1,4 @@
-/* Kernel tests of the shape group (hal/cpu/kernels/shape*.c): Shape/Size, the byte copies
+/* Kernel tests of the shape group (kernels/shape*.c): Shape/Size, the byte copies
  * (Reshape, Identity, Dropout with its mask), Transpose against a naive loop for every element
  * size and for shapes that exercise the tiled path, Concat/Split, Expand/Tile broadcasting,
  * Constant/ConstantOfShape and Range, with rank-0, zero-size and negative-axis edge cases and
@@ -10,7 +10,7 @@
 
 #include "common/half.h"
 #include "graph/ops/shape-params.h"
-#include "hal/cpu/kernels/kernel.h"
+#include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 
 #define NDIMS(...) ((int32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))

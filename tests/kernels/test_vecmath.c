@@ -1,4 +1,4 @@
-/* Tests of the branch-free float32 math of hal/cpu/kernels/kmath.h as the kernels use it: the
+/* Tests of the branch-free float32 math of kernels/kmath.h as the kernels use it: the
  * Exp, Sigmoid and Tanh kernels (vectorized rows, AVX2 copy where the machine has it), Gelu's
  * tanh form and Softmax, checked against double-precision libm in ulps over a sweep of the
  * whole float range (every 4099th bit pattern, so signs, subnormals, huge values and the
@@ -15,8 +15,8 @@
 #include "common/half.h"
 #include "graph/ops/elementwise-params.h"
 #include "graph/ops/nn-params.h"
-#include "hal/cpu/kernels/kernel.h"
-#include "hal/cpu/kernels/kmath.h"
+#include "kernels/kernel.h"
+#include "kernels/kmath.h"
 #include "kernels/kernels_support.h"
 
 /* Runs a unary kernel over n float32 (or 16-bit) elements. */

