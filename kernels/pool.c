@@ -1,6 +1,177 @@
-/* CPU kernels of the pooling group: MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool, MaxUnpool. */
+/* CPU kernels of the pooling group: MaxPool (with Indices), AveragePool, LpPool,
+ * GlobalAveragePool, GlobalMaxPool, GlobalLpPool and MaxUnpool.
+ *
+ * Windows are walked per (n, c) plane over three normalized spatial dims (kernels/conv-impl.h).
+ * float32 is read in place; float64 computes in double; float16, bfloat16, int8 and uint8
+ * (all exact in float32) are widened to float32 in the workspace and stored back once.
+ *
+ * AveragePool's divisor: the taps inside the image (count_include_pad = 0), or the taps inside
+ * the image and its explicit padding (count_include_pad = 1); a ceil_mode window that hangs
+ * past the end padding does not count the overhang either way. */
+#include <math.h>
+#include <string.h>
+
+#include "graph/ops/conv-params.h"
+#include "kernels/conv-impl.h"
 #include "kernels/groups.h"
+#include "kernels/kutil.h"
+
+/* What one pooling call computes. */
+typedef struct pool_plan {
+  mx_kwin w;
+  int64_t planes;          /* N * C */
+  int32_t op;              /* MX_CONVOP_* */
+  int32_t count_include_pad;
+  int32_t storage_order;
+  double p;                /* Lp exponent */
+} pool_plan;
+
+#define PT float
+#define PT_FN(name) name##_f32
+#include "kernels/pool-tmpl.h"
+#undef PT
+#undef PT_FN
+
+#define PT double
+#define PT_FN(name) name##_f64
+#include "kernels/pool-tmpl.h"
+#undef PT
+#undef PT_FN
+
+static bool is_global(int32_t op) {
+  return op == MX_CONVOP_GLOBAL_AVERAGE_POOL || op == MX_CONVOP_GLOBAL_MAX_POOL || op == MX_CONVOP_GLOBAL_LP_POOL;
+}
+
+static mx_status plan_pool(const mx_kernel_call *call, pool_plan *pl, const char **why) {
+  const mx_conv_params *p = call->params;
+  const mx_ktensor *x = &call->t[0], *y = &call->t[call->n_in];
+  memset(pl, 0, sizeof *pl);
+  if (x->rank < 3 || y->rank != x->rank || y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1]) {
+    *why = "pooling: X and Y must be [N, C, spatial...] with the same N and C";
+    return MX_ERR_KERNEL;
+  }
+  int32_t spatial = x->rank - 2;
+  pl->planes = x->dims[0] * x->dims[1];
+  pl->op = p->op;
+  pl->count_include_pad = p->count_include_pad;
+  pl->storage_order = p->storage_order;
+  pl->p = p->p;
+  if (is_global(p->op)) {
+    /* One window over the whole plane, seen as a single row. */
+    int64_t n = 1;
+    for (int32_t i = 0; i < spatial; i++) n *= x->dims[2 + i];
+    mx_conv_params q;
+    memset(&q, 0, sizeof q);
+    mx__kwin_forward(&q, 1, &n, (const int64_t[]){1}, &n, &pl->w);
+    pl->op = p->op == MX_CONVOP_GLOBAL_AVERAGE_POOL ? MX_CONVOP_AVERAGE_POOL
+             : p->op == MX_CONVOP_GLOBAL_MAX_POOL   ? MX_CONVOP_MAX_POOL
+                                                    : MX_CONVOP_LP_POOL;
+    return MX_OK;
+  }
+  if (p->n_kernel != spatial) {
+    *why = "pooling: kernel_shape must have one entry per spatial dim";
+    return MX_ERR_KERNEL;
+  }
+  if (!mx__kwin_forward(p, spatial, x->dims + 2, y->dims + 2, p->kernel_shape, &pl->w)) {
+    *why = "pooling: only 1-D, 2-D and 3-D windows are supported";
+    return MX_ERR_UNSUPPORTED;
+  }
+  return MX_OK;
+}
+
+static bool widened(mx_dtype dt) { return dt != MX_FLOAT32 && dt != MX_FLOAT64; }
+
+static size_t pool_workspace(const mx_kernel_call *call) {
+  const mx_ktensor *x = &call->t[0], *y = &call->t[call->n_in];
+  if (!widened(x->dtype)) return 0;
+  return mx__kconv_align((size_t)mx__ktensor_numel(x) * 4) + mx__kconv_align((size_t)mx__ktensor_numel(y) * 4);
+}
+
+static mx_status pool_run(mx_kernel_call *call) {
+  pool_plan pl;
+  mx_status st = plan_pool(call, &pl, &call->why);
+  if (st != MX_OK) return st;
+  const mx_ktensor *x = &call->t[0];
+  mx_ktensor *y = mx__kout(call, 0);
+  int64_t *idx = NULL;
+  if (call->n_out > 1 && call->t[call->n_in + 1].data) {
+    if (call->t[call->n_in + 1].dtype != MX_INT64) {
+      call->why = "MaxPool: Indices must be int64";
+      return MX_ERR_KERNEL;
+    }
+    idx = call->t[call->n_in + 1].data;
+  }
+  if (y->dtype != x->dtype) {
+    call->why = "pooling: Y must have X's dtype";
+    return MX_ERR_KERNEL;
+  }
+  int64_t nx = mx__ktensor_numel(x), ny = mx__ktensor_numel(y);
+  if (ny == 0) return MX_OK;
+  if (x->dtype == MX_FLOAT32) {
+    pool_all_f32(&pl, x->data, y->data, idx);
+    return MX_OK;
+  }
+  if (x->dtype == MX_FLOAT64) {
+    pool_all_f64(&pl, x->data, y->data, idx);
+    return MX_OK;
+  }
+  float *xf = call->workspace;
+  float *yf = (float *)((char *)call->workspace + mx__kconv_align((size_t)nx * 4));
+  if (x->dtype == MX_FLOAT16 || x->dtype == MX_BFLOAT16)
+    mx__khalf_to_f32(x->data, x->dtype, xf, nx);
+  else
+    for (int64_t i = 0; i < nx; i++) xf[i] = (float)mx__kget_f64(x->data, x->dtype, i);
+  pool_all_f32(&pl, xf, yf, idx);
+  if (y->dtype == MX_FLOAT16 || y->dtype == MX_BFLOAT16)
+    mx__kf32_to_half(yf, y->dtype, y->data, ny);
+  else
+    for (int64_t i = 0; i < ny; i++) mx__kset_f64(y->data, y->dtype, i, yf[i]);
+  return MX_OK;
+}
+
+#define MX_KDT_POOL MX_KDT_FLOATS
+static const mx_kernel_def k_maxpool = {.op = "MaxPool",
+                                        .dtypes = MX_KDT_FLOATS | MX_KDT(MX_INT8) | MX_KDT(MX_UINT8),
+                                        .key = 0,
+                                        .run = pool_run,
+                                        .workspace = pool_workspace};
+static const mx_kernel_def k_avgpool = {
+    .op = "AveragePool", .dtypes = MX_KDT_POOL, .key = 0, .run = pool_run, .workspace = pool_workspace};
+static const mx_kernel_def k_lppool = {
+    .op = "LpPool", .dtypes = MX_KDT_POOL, .key = 0, .run = pool_run, .workspace = pool_workspace};
+static const mx_kernel_def k_global_avgpool = {
+    .op = "GlobalAveragePool", .dtypes = MX_KDT_POOL, .key = 0, .run = pool_run, .workspace = pool_workspace};
+static const mx_kernel_def k_global_maxpool = {
+    .op = "GlobalMaxPool", .dtypes = MX_KDT_POOL, .key = 0, .run = pool_run, .workspace = pool_workspace};
+static const mx_kernel_def k_global_lppool = {
+    .op = "GlobalLpPool", .dtypes = MX_KDT_POOL, .key = 0, .run = pool_run, .workspace = pool_workspace};
+
+/* --- MaxUnpool ---------------------------------------------------------------------------------- */
+
+/* Y is zero except Y.flat[I[i]] = X.flat[i]; I holds flat indices into Y, as MaxPool writes them. */
+static mx_status maxunpool_run(mx_kernel_call *call) {
+  const mx_ktensor *x = &call->t[0], *ind = &call->t[1];
+  mx_ktensor *y = mx__kout(call, 0);
+  int64_t nx = mx__ktensor_numel(x), ny = mx__ktensor_numel(y);
+  if (mx__ktensor_numel(ind) != nx || ind->dtype != MX_INT64 || y->dtype != x->dtype) {
+    call->why = "MaxUnpool: I must be int64 with X's shape, Y of X's dtype";
+    return MX_ERR_KERNEL;
+  }
+  size_t es = mx_dtype_size(x->dtype);
+  if (ny) memset(y->data, 0, (size_t)ny * es);
+  const int64_t *iv = ind->data;
+  for (int64_t i = 0; i < nx; i++) {
+    if (iv[i] < 0 || iv[i] >= ny) {
+      call->why = "MaxUnpool: an index in I is outside Y";
+      return MX_ERR_KERNEL;
+    }
+    memcpy((char *)y->data + (size_t)iv[i] * es, (const char *)x->data + (size_t)i * es, es);
+  }
+  return MX_OK;
+}
+
+static const mx_kernel_def k_maxunpool = {.op = "MaxUnpool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = maxunpool_run};
 
 const mx_kernel_def *const mx__kernels_pool[] = {
-    NULL,
+    &k_maxpool, &k_avgpool, &k_lppool, &k_global_avgpool, &k_global_maxpool, &k_global_lppool, &k_maxunpool, NULL,
 };

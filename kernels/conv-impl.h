@@ -1,0 +1,55 @@
+/* Private declarations shared by the convolution and pooling kernels (kernels/conv*.c,
+ * kernels/pool.c): the sliding-window geometry of one node with concrete dims.
+ *
+ * Every op of the family is computed over three spatial dims: 1-D and 2-D inputs get leading
+ * dims of size 1 (a 1-D input of width W is [1, 1, W]), so one set of loops serves 1-D, 2-D
+ * and 3-D, and the innermost loop always runs along the contiguous width. */
+#ifndef MIXRT_KERNELS_CONV_IMPL_H
+#define MIXRT_KERNELS_CONV_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph/ops/conv-params.h"
+#include "kernels/kernel.h"
+
+/* A window sliding over an image: `grid` positions (the output of a Conv or pool, the input of
+ * a ConvTranspose), each reading the image at grid*s - pb + tap*d for every kernel tap. */
+typedef struct mx_kwin {
+  int32_t spatial;          /* spatial dims of the node (1..3) */
+  int64_t img[3];           /* image size per dim (leading 1s) */
+  int64_t grid[3];          /* window positions per dim */
+  int64_t k[3], s[3], d[3]; /* kernel taps, stride, dilation */
+  int64_t pb[3], pe[3];     /* padding before / after the image */
+  int64_t img_size, grid_size, k_size;
+} mx_kwin;
+
+/* Fills a window from the node's params and concrete sizes: img and grid each hold `spatial`
+ * entries, k the kernel taps. Pads follow auto_pad (SAME_* split the padding the grid needs;
+ * SAME_UPPER puts the odd one at the end). false when spatial is not 1..3. */
+bool mx__kwin_forward(const mx_conv_params *p, int32_t spatial, const int64_t *img, const int64_t *grid,
+                      const int64_t *k, mx_kwin *w);
+
+/* Window of a ConvTranspose whose output (the image) has `img` dims and input (the grid) `grid`
+ * dims: pads from the attributes, or derived from output_shape / auto_pad as the reference
+ * does. */
+bool mx__kwin_transpose(const mx_conv_params *p, int32_t spatial, const int64_t *img, const int64_t *grid,
+                        const int64_t *k, mx_kwin *w);
+
+/* The float64 cores of kernels/conv.c, for the ops computed in double (ConvInteger,
+ * QLinearConv, DeformConv, Col2Im in conv_misc.c). Layouts as in kernels/conv-tmpl.h. */
+void mx__kconv_im2col_f64(const double *x, int64_t channels, const mx_kwin *w, double *col);
+void mx__kconv_col2im_add_f64(const double *col, int64_t channels, const mx_kwin *w, double *img);
+void mx__kconv_forward_f64(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group, const double *x,
+                           const double *wt, const double *b, double *y, double *col);
+
+/* Kernels defined in conv_misc.c, listed in conv.c's group array. */
+extern const mx_kernel_def mx__kernel_conv_integer;
+extern const mx_kernel_def mx__kernel_qlinear_conv;
+extern const mx_kernel_def mx__kernel_deform_conv;
+extern const mx_kernel_def mx__kernel_col2im;
+
+/* Rounds a workspace byte count up to keep the next carved buffer 64-byte aligned. */
+static inline size_t mx__kconv_align(size_t n) { return (n + 63) & ~(size_t)63; }
+
+#endif /* MIXRT_KERNELS_CONV_IMPL_H */
