@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dynamic_exec/caching_allocator.h"
+#include "hal/caching_allocator.h"
 #include "mixrt/graph.h"
 #include "mixrt/hal.h"
 #include "mixrt/tensor.h"

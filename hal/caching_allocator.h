@@ -23,8 +23,8 @@
  *
  * Thread safety: every function may be called from any thread (one internal lock, held for a
  * few dozen instructions on the usual paths). */
-#ifndef MIXRT_DYNAMIC_EXEC_CACHING_ALLOCATOR_H
-#define MIXRT_DYNAMIC_EXEC_CACHING_ALLOCATOR_H
+#ifndef MIXRT_HAL_CACHING_ALLOCATOR_H
+#define MIXRT_HAL_CACHING_ALLOCATOR_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -112,4 +112,4 @@ void mx_caching_reset_peak(mx_caching_allocator *a);
 /* The class size a request of `size` bytes occupies (0 for 0). */
 size_t mx_caching_class_size(size_t size);
 
-#endif /* MIXRT_DYNAMIC_EXEC_CACHING_ALLOCATOR_H */
+#endif /* MIXRT_HAL_CACHING_ALLOCATOR_H */

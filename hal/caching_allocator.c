@@ -8,7 +8,7 @@
  * in an earlier epoch is known to be past its last use (`safe_below`). Same-stream reuse needs
  * none of this; taking a block from another stream's bins does. Pool 0 stands for "no stream"
  * and its blocks are always safe. */
-#include "dynamic_exec/caching_allocator.h"
+#include "hal/caching_allocator.h"
 
 #include <sched.h>
 #include <stdatomic.h>

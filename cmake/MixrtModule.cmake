@@ -1,0 +1,46 @@
+# Module targets of libmixrt.
+#
+# mixrt_module(NAME LINK deps... [PRIVATE deps...]) makes the object library mixrt_NAME from every
+# .c file below NAME/. Sources include headers by their path from the project root
+# ("graph/ir.h"), so every module gets an include root of its own, <build>/layers/NAME/, that
+# holds one link, NAME -> <source>/NAME. A module sees its own folder, the public headers
+# (include/), and the include roots of the modules it links (LINK is PUBLIC: a module's headers
+# may name its dependencies' types); an #include of any other module's header fails to compile.
+#
+# mixrt_generated_module(NAME SOURCES files... ROOT dir LINK deps...) does the same for generated
+# code whose headers live below ROOT.
+
+set(MIXRT_MODULE_TARGETS "" CACHE INTERNAL "object libraries that make up libmixrt")
+
+function(mixrt_module_defaults target)
+  target_link_libraries(${target} PRIVATE mixrt_build_options)
+  target_include_directories(${target} PUBLIC "${PROJECT_SOURCE_DIR}/include")
+  target_compile_definitions(${target} PRIVATE
+    MIXRT_VERSION_STRING="${PROJECT_VERSION}"
+    MIXRT_BUILD_TYPE="${CMAKE_BUILD_TYPE}"
+    MIXRT_SANITIZER="${MIXRT_SANITIZE}"
+    MIXRT_COMPILER="${CMAKE_C_COMPILER_ID} ${CMAKE_C_COMPILER_VERSION}")
+  set(MIXRT_MODULE_TARGETS ${MIXRT_MODULE_TARGETS} ${target} CACHE INTERNAL "")
+endfunction()
+
+function(mixrt_module name)
+  cmake_parse_arguments(ARG "" "" "LINK;PRIVATE" ${ARGN})
+  set(target mixrt_${name})
+  file(GLOB_RECURSE src CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/${name}/*.c")
+  add_library(${target} OBJECT ${src})
+  set(root "${PROJECT_BINARY_DIR}/layers/${name}")
+  file(MAKE_DIRECTORY "${root}")
+  file(CREATE_LINK "${PROJECT_SOURCE_DIR}/${name}" "${root}/${name}" SYMBOLIC)
+  target_include_directories(${target} PUBLIC "${root}")
+  target_link_libraries(${target} PUBLIC ${ARG_LINK} PRIVATE ${ARG_PRIVATE})
+  mixrt_module_defaults(${target})
+endfunction()
+
+function(mixrt_generated_module name)
+  cmake_parse_arguments(ARG "" "ROOT" "SOURCES;LINK" ${ARGN})
+  set(target mixrt_${name})
+  add_library(${target} OBJECT ${ARG_SOURCES})
+  target_include_directories(${target} PUBLIC "${ARG_ROOT}")
+  target_link_libraries(${target} PUBLIC ${ARG_LINK})
+  mixrt_module_defaults(${target})
+endfunction()
