@@ -61,6 +61,14 @@ bool mx__ew_half_row(void *ctx, int64_t n, char *const *p, const int64_t *s);
 mx_status mx__ew_binary_apply(mx_kernel_call *call, mx__ew_bin_fn fn, const mx_ktensor *out, const mx_ktensor *a,
                               const mx_ktensor *b);
 
+/* Unary row: o[i] = f(x[i]) for n contiguous elements; ctx carries the op's data. */
+typedef void (*mx__ew_un_fn)(int64_t n, const void *x, void *o, const void *ctx);
+/* Entries of a table of unary rows indexed by mx_dtype (NULL: dtype not supported). */
+#define MX__EW_UN_TABLE_SIZE (MX_BFLOAT16 + 1)
+/* out 0 = f(in 0) elementwise through table[dtype] (16-bit floats through the float32 row in
+ * chunks, rounded once); input and output must share dtype and element count. */
+mx_status mx__ew_unary_apply(mx_kernel_call *call, const mx__ew_un_fn *table, const void *ctx);
+
 static inline bool mx__ew_is_half(mx_dtype dt) { return dt == MX_FLOAT16 || dt == MX_BFLOAT16; }
 
 /* Saturating double -> integer conversions (NaN gives 0): C leaves out-of-range float to int
