@@ -4,6 +4,7 @@
  * runs. */
 #include <stdio.h>
 
+#include "common/json.h"
 #include "partitioner/partitioner-impl.h"
 
 static void bound_json(FILE *out, const mx_partition *p, const mx__part_bound *b, bool input) {
@@ -11,9 +12,9 @@ static void bound_json(FILE *out, const mx_partition *p, const mx__part_bound *b
   char s[512];
   mx__part_shape_text(p, b->value, s, sizeof s);
   fprintf(out, "{\"name\": ");
-  mx__part_json_string(out, val->name);
+  mx__json_string(out, val->name);
   fprintf(out, ", \"dtype\": \"%s\", \"shape\": ", mx_dtype_name(val->dtype));
-  mx__part_json_string(out, s);
+  mx__json_string(out, s);
   fprintf(out, ", \"parent_index\": %u, \"%s\": %u", b->parent_index, input ? "from" : "to",
           b->peer);
   if (input) fprintf(out, ", \"const\": %s", b->constant ? "true" : "false");
@@ -29,17 +30,17 @@ static void cluster_json(FILE *out, const mx_partition *p, uint32_t id) {
   const mx_graph *g = p->g;
   fprintf(out, "    {\"id\": %u, \"type\": \"%s\", \"call\": ", id, mx_cluster_type_name(c->type));
   if (p->root && c->call != MX_NO_NODE)
-    mx__part_json_string(out, p->root->nodes[c->call].name);
+    mx__json_string(out, p->root->nodes[c->call].name);
   else
     fprintf(out, "null");
   fprintf(out, ", \"rank_min\": %lld, \"rank_max\": %lld,\n     \"nodes\": [",
           (long long)c->min_rank, (long long)c->max_rank);
   if (c->type == MX_CLUSTER_DATA || c->type == MX_CLUSTER_INPUT) {
-    mx__part_json_string(out, mx__part_cluster_label(p, id, 0));
+    mx__json_string(out, mx__part_cluster_label(p, id, 0));
   } else {
     for (uint32_t m = 0; m < c->n_nodes; m++) {
       if (m) fprintf(out, ", ");
-      mx__part_json_string(out, g->nodes[p->members[c->first_node + m]].name);
+      mx__json_string(out, g->nodes[p->members[c->first_node + m]].name);
     }
   }
   fprintf(out, "],\n     \"constants\": [");
@@ -47,7 +48,7 @@ static void cluster_json(FILE *out, const mx_partition *p, uint32_t id) {
     for (uint32_t k = 0; k < c->n_consts; k++) {
       const mx__part_const *kc = &p->consts[p->cluster_consts[c->first_const + k]];
       if (k) fprintf(out, ", ");
-      mx__part_json_string(
+      mx__json_string(
           out, kc->node != MX_NO_NODE ? g->nodes[kc->node].name : g->values[kc->value].name);
     }
   }
@@ -72,7 +73,7 @@ mx_status mx_partition_dump_json(const mx_partition *p, FILE *out) {
   if (!p || !out) return MX_ERR_INVALID_ARGUMENT;
   const mx_graph *g = p->g;
   fprintf(out, "{\"graph\": ");
-  mx__part_json_string(out, g->name);
+  mx__json_string(out, g->name);
   fprintf(out, ",\n \"options\": {\"static_min_ops\": %lld, \"stable\": %s},\n \"clusters\": [\n",
           (long long)p->static_min_ops, p->stable ? "true" : "false");
   for (uint32_t id = 0; id < p->n_clusters; id++) {
@@ -86,15 +87,15 @@ mx_status mx_partition_dump_json(const mx_partition *p, FILE *out) {
     const mx_node *nd = &g->nodes[n];
     uint32_t c = p->cluster_of_node[n];
     fprintf(out, "    {\"name\": ");
-    mx__part_json_string(out, nd->name);
+    mx__json_string(out, nd->name);
     fprintf(out, ", \"op\": ");
-    mx__part_json_string(out, nd->op_type);
+    mx__json_string(out, nd->op_type);
     fprintf(out,
             ", \"rank\": %zu, \"cluster\": %u, \"unknown\": %s, \"reason\": \"%s\", \"detail\": ",
             i, c, p->clusters[c].type == MX_CLUSTER_UNKNOWN ? "true" : "false",
             mx_partition_reason_name(p->reason[n].kind));
     mx__part_reason_text(p, n, line, sizeof line);
-    mx__part_json_string(out, line);
+    mx__json_string(out, line);
     fprintf(out, "}%s\n", i + 1 < p->n_order ? "," : "");
   }
   const mx_partition_totals *t = &p->totals;

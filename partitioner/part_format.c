@@ -1,22 +1,8 @@
-/* Small text helpers shared by the dumps and explain: JSON string literals, shapes, cluster
- * labels and id lists. */
+/* Small text helpers shared by the dumps and explain: shapes, cluster labels and id lists
+ * (JSON string literals come from common/json.h). */
 #include <stdio.h>
 
 #include "partitioner/partitioner-impl.h"
-
-void mx__part_json_string(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(out, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(out, "\\u%04x", c);
-    else
-      fputc(c, out);
-  }
-  fputc('"', out);
-}
 
 void mx__part_shape_text(const mx_partition *p, mx_value_id v, char *buf, size_t cap) {
   mx_shape_format(p->g->syms, &p->g->values[v].shape, buf, cap);

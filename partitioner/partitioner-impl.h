@@ -229,8 +229,6 @@ size_t mx__part_reason_text(const mx_partition *p, mx_node_id n, char *buf, size
 
 /* --- part_format.c ------------------------------------------------------------------------ */
 
-/* Writes s as a JSON string literal (quotes and escapes). */
-void mx__part_json_string(FILE *out, const char *s);
 /* Formats a value's shape ("[batch, 4]", "[*]" for an unknown rank). */
 void mx__part_shape_text(const mx_partition *p, mx_value_id v, char *buf, size_t cap);
 /* Display name of what cluster c holds first (its first node, or its value). */

@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "common/clock.h"
 #include "mixrt/onnx.h"
 #include "mixrt/partition.h"
@@ -1200,17 +1201,6 @@ void mx_cli_json_num(double v) {
   else printf("null");
 }
 
-void mx_cli_json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') printf("\\%c", ch);
-    else if (ch < 0x20) printf("\\u%04x", ch);
-    else putchar(ch);
-  }
-  putchar('"');
-}
-
 static void json_timing(const timing *t) {
   if (!t->have) {
     printf("null");
@@ -1284,7 +1274,7 @@ void mx_cli_llm_json_head(int argc, char **argv) {
 void mx_cli_llm_json_target(bool *first, const char *name, double value, double limit, const char *missing,
                             double worst_single_process) {
   printf("%s\n    {\"target\": ", *first ? "" : ",");
-  mx_cli_json_str(name);
+  mx__json_string(stdout, name);
   printf(", \"limit\": ");
   mx_cli_json_num(limit);
   printf(", \"worst\": ");
@@ -1292,7 +1282,7 @@ void mx_cli_llm_json_target(bool *first, const char *name, double value, double 
   printf(", \"met\": %s", isnan(value) ? "null" : value <= limit ? "true" : "false");
   if (isnan(value)) {
     printf(", \"why_null\": ");
-    mx_cli_json_str(missing);
+    mx__json_string(stdout, missing);
   }
   if (!isnan(worst_single_process)) {
     printf(", \"worst_single_process\": ");
@@ -1318,12 +1308,12 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
   }
   mx_cli_llm_json_head(argc, argv);
   printf(",\n \"machine\": {\"cpu\": ");
-  mx_cli_json_str(cpu);
+  mx__json_string(stdout, cpu);
   printf(", \"online_cpus\": %ld, \"load_average_at_start\": ", sysconf(_SC_NPROCESSORS_ONLN));
   mx_cli_json_num(load);
   char thp[32];
   printf(", \"transparent_huge_pages\": ");
-  mx_cli_json_str(mx_cli_thp_mode(thp, sizeof thp));
+  mx__json_string(stdout, mx_cli_thp_mode(thp, sizeof thp));
   printf("},\n \"mixrt\": {\"device\": \"%s\", \"streams\": %lld, \"executor\": \"%s\", "
          "\"hybrid_static_min_ops\": %d, \"dynamic_static_min_ops\": -1, \"huge_pages\": %s, \"io\": \"%s\", "
          "\"io_means\": \"%s\"},\n",
@@ -1355,17 +1345,17 @@ static void print_json(const llm_args *a, int argc, char **argv, const peer *p, 
   bool ort_on = p->pid > 0;
   printf(" \"ort\": {\"available\": %s, \"reason\": ", ort_on ? "true" : "false");
   if (ort_on) printf("null");
-  else mx_cli_json_str(p->reason);
+  else mx__json_string(stdout, p->reason);
   printf(", \"package\": ");
   if (ort_on) {
     char pkg[96];
     snprintf(pkg, sizeof pkg, "onnxruntime-node %s", p->version);
-    mx_cli_json_str(pkg);
+    mx__json_string(stdout, pkg);
   } else {
     printf("null");
   }
   printf(", \"node\": ");
-  if (ort_on) mx_cli_json_str(p->node_version);
+  if (ort_on) mx__json_string(stdout, p->node_version);
   else printf("null");
   printf(", \"session_options\": {\"execution_provider\": \"cpu\", \"intra_op_num_threads\": 1, "
          "\"inter_op_num_threads\": 1, \"execution_mode\": \"sequential\", \"graph_optimization_level\": \"all\"}, "

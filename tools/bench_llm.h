@@ -127,7 +127,6 @@ void mx_cli_json_num(double v);
 /* Opens the document: {"benchmark": "llm", "command": "mixrt bench <argv, escaped>" (no comma
  * after it). */
 void mx_cli_llm_json_head(int argc, char **argv);
-void mx_cli_json_str(const char *s);
 void mx_cli_llm_json_target(bool *first, const char *name, double value, double limit, const char *missing,
                             double worst_single_process);
 

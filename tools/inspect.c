@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "graph/ir.h"
 #include "tools/cli.h"
 #include "tools/inspect.h"
@@ -49,17 +50,6 @@ static size_t histogram(const mx_graph *g, op_count **out) {
   return n;
 }
 
-static void print_json_string(FILE *out, const char *s) {
-  fputc('"', out);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-    else if (c < 0x20) fprintf(out, "\\u%04x", c);
-    else fputc(c, out);
-  }
-  fputc('"', out);
-}
-
 static void print_io(FILE *out, mx_graph *g, const mx_value_id *ids, size_t n, bool json) {
   for (size_t i = 0; i < n; i++) {
     const mx_value *v = &g->values[ids[i]];
@@ -67,9 +57,9 @@ static void print_io(FILE *out, mx_graph *g, const mx_value_id *ids, size_t n, b
     mx_shape_format(g->syms, &v->shape, shape, sizeof shape);
     if (json) {
       fprintf(out, "%s{\"name\": ", i ? ", " : "");
-      print_json_string(out, v->name);
+      mx__json_string(out, v->name);
       fprintf(out, ", \"dtype\": \"%s\", \"shape\": ", mx_dtype_name(v->dtype));
-      print_json_string(out, shape);
+      mx__json_string(out, shape);
       fputc('}', out);
     } else {
       fprintf(out, "  %-24s %-9s %s\n", v->name, mx_dtype_name(v->dtype), shape);
@@ -114,7 +104,7 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const mx_symbol_binding *
   int64_t opset = mx_graph_opset(g, "");
   if (json) {
     fprintf(out, "{\"graph\": ");
-    print_json_string(out, g->name);
+    mx__json_string(out, g->name);
     fprintf(out, ", \"opset\": %lld, \"inputs\": [", (long long)opset);
     print_io(out, g, g->inputs, g->n_inputs, true);
     fprintf(out, "], \"outputs\": [");
@@ -122,7 +112,7 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const mx_symbol_binding *
     fprintf(out, "], \"nodes\": %zu, \"ops\": {", nodes_before);
     for (size_t i = 0; i < n_hist; i++) {
       fprintf(out, "%s", i ? ", " : "");
-      print_json_string(out, hist[i].op);
+      mx__json_string(out, hist[i].op);
       fprintf(out, ": %zu", hist[i].n);
     }
     fprintf(out,
@@ -132,7 +122,7 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const mx_symbol_binding *
     size_t ns = mx_symtab_symbol_count(g->syms);
     for (size_t i = 0; i < ns; i++) {
       fprintf(out, "%s", i ? ", " : "");
-      print_json_string(out, mx_symtab_symbol_name(g->syms, i));
+      mx__json_string(out, mx_symtab_symbol_name(g->syms, i));
     }
     fprintf(out, "], \"folded_nodes\": %zu, \"removed_nodes\": %zu, \"removed_values\": %zu, \"nodes_after\": %zu}\n",
             rep.folded_nodes, rep.removed_nodes, rep.removed_values, g->n_live_nodes);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/grow.h"
@@ -110,22 +111,11 @@ void mx__trace_device_end(mx_session *s, mx_stream *stream, uint32_t slice) {
   mx_hal_host_callback(stream, stamp, &where, sizeof where);
 }
 
-static void json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 static void slice_event(FILE *f, const mx_trace_slice *sl, uint64_t origin, bool *first) {
   if (!sl->start_ns || sl->end_ns < sl->start_ns) return; /* a device slice that never ran */
   fprintf(f, "%s\n{\"ph\": \"X\", \"pid\": 1, \"tid\": %u, \"ts\": %.3f, \"dur\": %.3f, \"name\": ", *first ? "" : ",",
           sl->lane, (double)(sl->start_ns - origin) / 1e3, (double)(sl->end_ns - sl->start_ns) / 1e3);
-  json_string(f, sl->label);
+  mx__json_string(f, sl->label);
   fprintf(f, ", \"cat\": \"%s\"}", sl->lane == 0 ? "host" : "device");
   *first = false;
 }
@@ -159,7 +149,7 @@ mx_status mx__trace_end(mx_session *s, const char *path) {
     char name[32];
     if (lane == 0) snprintf(name, sizeof name, "host");
     else snprintf(name, sizeof name, "stream %u", lane - 1);
-    json_string(f, name);
+    mx__json_string(f, name);
     fprintf(f, "}}");
     first = false;
   }
