@@ -4,8 +4,8 @@
  * GridSample computes each grid point's taps (input index per spatial axis, or none for a
  * zero-padded one, and weights) once and applies them to every channel. Coordinates are
  * unnormalized from [-1, 1] by align_corners and kept in float32 like the ONNX definition;
- * nearest rounds half to even on 2-D inputs and half away from zero otherwise (PyTorch's
- * rules). RoiAlign precomputes the bilinear sample points of one ROI for all channels. */
+ * nearest rounds half to even on every rank (the upstream node tests expect that for 3-D too).
+ * RoiAlign computes each bilinear sample point once and applies it to every channel. */
 #include <math.h>
 #include <string.h>
 
@@ -86,7 +86,7 @@ static mx_status grid_sample_run(mx_kernel_call *call) {
         float u = p->align_corners ? (float)((gv + 1.0) / 2.0 * ((double)n - 1.0))
                                    : (float)(((gv + 1.0) * (double)n - 1.0) / 2.0);
         double v = u;
-        if (p->mode == MX_RESIZE_NEAREST) v = ns == 2 ? nearbyint(v) : round(v);
+        if (p->mode == MX_RESIZE_NEAREST) v = nearbyint(v);
         if (v < lo || v > hi) {
           if (p->padding == MX_GRID_BORDER) v = v < 0.0 ? 0.0 : v > (double)n - 1.0 ? (double)n - 1.0 : v;
           else if (p->padding == MX_GRID_REFLECTION) v = (float)gs_reflect(v, lo, hi);
