@@ -178,9 +178,9 @@ static void att_present(const att_plan *p, const void *past, const void *cur, in
 #define ATT_GEMM cblas_sgemm
 #define ATT_GEMV cblas_sgemv
 #define ATT_TANH tanhf
-#include "kernels/nn-attention-impl.h"
+#include "kernels/nn_attention_walk.inc"
 
-/* The float32 decode step (nn-attention-decode-impl.h): head sizes a multiple of 8. */
+/* The float32 decode step (nn_attention_decode.inc): head sizes a multiple of 8. */
 static bool att_decode_fits(const att_plan *p) {
   return p->Sq == 1 && p->B > 0 && p->Hq > 0 && p->Dk > 0 && p->Dv > 0 && p->Dk % 8 == 0 && p->Dv % 8 == 0;
 }
@@ -233,9 +233,9 @@ static int64_t att_chunk_rows(int64_t D) {
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 #define ATTV 8
-#include "kernels/nn-attention-decode-impl.h"
+#include "kernels/nn_attention_decode.inc"
 #define ATTV 16
-#include "kernels/nn-attention-decode-impl.h"
+#include "kernels/nn_attention_decode.inc"
 
 /* The decode step with the widest vectors the head sizes allow. */
 static void att_decode_f32(const att_plan *p, const float *q, const float *k, const float *v, const float *pk,
@@ -253,7 +253,7 @@ static void att_decode_f32(const att_plan *p, const float *q, const float *k, co
 #define ATT_GEMM cblas_dgemm
 #define ATT_GEMV cblas_dgemv
 #define ATT_TANH tanh
-#include "kernels/nn-attention-impl.h"
+#include "kernels/nn_attention_walk.inc"
 
 /* Workspace: the score matrix of one head, plus float32 copies of every float input and of Y
  * for 16-bit types. */
