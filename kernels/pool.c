@@ -148,24 +148,46 @@ static const mx_kernel_def k_global_lppool = {
 
 /* --- MaxUnpool ---------------------------------------------------------------------------------- */
 
-/* Y is zero except Y.flat[I[i]] = X.flat[i]; I holds flat indices into Y, as MaxPool writes them. */
+/* Y is zero except at the indices I: I holds flat indices into the unpooled shape the
+ * attributes give ((in - 1) * stride + kernel - pads, as MaxPool writes them), and that shape
+ * sits at the start of every dim of Y when an output_shape input makes Y larger. */
 static mx_status maxunpool_run(mx_kernel_call *call) {
+  const mx_conv_params *p = call->params;
   const mx_ktensor *x = &call->t[0], *ind = &call->t[1];
   mx_ktensor *y = mx__kout(call, 0);
   int64_t nx = mx__ktensor_numel(x), ny = mx__ktensor_numel(y);
-  if (mx__ktensor_numel(ind) != nx || ind->dtype != MX_INT64 || y->dtype != x->dtype) {
-    call->why = "MaxUnpool: I must be int64 with X's shape, Y of X's dtype";
+  int32_t rank = x->rank, spatial = rank - 2;
+  if (mx__ktensor_numel(ind) != nx || ind->dtype != MX_INT64 || y->dtype != x->dtype || y->rank != rank ||
+      spatial < 1 || p->n_kernel != spatial) {
+    call->why = "MaxUnpool: I must be int64 with X's shape, Y of X's rank and dtype, one kernel size per spatial dim";
     return MX_ERR_KERNEL;
+  }
+  int64_t unpooled[MX_MAX_RANK];
+  unpooled[0] = x->dims[0];
+  unpooled[1] = x->dims[1];
+  for (int32_t i = 0; i < spatial; i++) {
+    int64_t s = p->n_strides ? p->strides[i] : 1, pads = p->n_pads ? p->pads[i] + p->pads[spatial + i] : 0;
+    unpooled[2 + i] = (x->dims[2 + i] - 1) * s - pads + p->kernel_shape[i];
   }
   size_t es = mx_dtype_size(x->dtype);
   if (ny) memset(y->data, 0, (size_t)ny * es);
   const int64_t *iv = ind->data;
   for (int64_t i = 0; i < nx; i++) {
-    if (iv[i] < 0 || iv[i] >= ny) {
-      call->why = "MaxUnpool: an index in I is outside Y";
+    /* The index's coordinates in the unpooled shape, re-linearized over Y's dims. */
+    int64_t rest = iv[i], at = 0, scale = 1;
+    bool inside = rest >= 0;
+    for (int32_t d = rank - 1; d >= 0 && inside; d--) {
+      int64_t coord = unpooled[d] > 0 ? rest % unpooled[d] : 0;
+      rest = unpooled[d] > 0 ? rest / unpooled[d] : 0;
+      inside = coord < y->dims[d];
+      at += coord * scale;
+      scale *= y->dims[d];
+    }
+    if (!inside || rest != 0) {
+      call->why = "MaxUnpool: an index in I is outside the unpooled shape or Y";
       return MX_ERR_KERNEL;
     }
-    memcpy((char *)y->data + (size_t)iv[i] * es, (const char *)x->data + (size_t)i * es, es);
+    memcpy((char *)y->data + (size_t)at * es, (const char *)x->data + (size_t)i * es, es);
   }
   return MX_OK;
 }
