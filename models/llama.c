@@ -21,6 +21,7 @@
  * The rotary tables use the halves (non-interleaved) rotation with base 10000. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/error.h"
 #include "mixrt/models.h"
@@ -39,6 +40,22 @@ void mx_llama_config_default(mx_llama_config *cfg) {
   cfg->vocab = 128;
   cfg->max_pos = 2048;
   cfg->seed = 1;
+}
+
+bool mx_llama_config_preset(mx_llama_config *cfg, const char *name) {
+  mx_llama_config_default(cfg);
+  if (name && strcmp(name, "tiny") == 0) return true;
+  if (name && strcmp(name, "small") == 0) {
+    cfg->layers = 4;
+    cfg->hidden = 256;
+    cfg->heads = 4;
+    cfg->kv_heads = 4;
+    cfg->head_dim = 64;
+    cfg->ffn = 688;
+    cfg->vocab = 1000;
+    return true;
+  }
+  return false;
 }
 
 /* Checks one size field: 1 .. max. */

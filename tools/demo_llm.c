@@ -7,27 +7,7 @@
 
 #include "tools/bench.h"
 
-bool mx_cli_llm_size(const char *name, mx_llama_config *cfg) {
-  mx_llama_config_default(cfg);
-  if (strcmp(name, "tiny") == 0) {
-    cfg->layers = 2;
-    cfg->hidden = 64;
-    cfg->heads = 4;
-    cfg->vocab = 128;
-    return true;
-  }
-  if (strcmp(name, "small") == 0) {
-    cfg->layers = 4;
-    cfg->hidden = 256;
-    cfg->heads = 4;
-    cfg->kv_heads = 4;
-    cfg->head_dim = 64;
-    cfg->ffn = 688;
-    cfg->vocab = 1000;
-    return true;
-  }
-  return false;
-}
+bool mx_cli_llm_size(const char *name, mx_llama_config *cfg) { return mx_llama_config_preset(cfg, name); }
 
 int64_t mx_cli_llm_head_dim(const mx_llama_config *cfg) {
   return cfg->head_dim ? cfg->head_dim : cfg->hidden / cfg->heads;

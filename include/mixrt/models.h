@@ -4,6 +4,7 @@
 #ifndef MIXRT_MODELS_H
 #define MIXRT_MODELS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mixrt/graph.h"
@@ -59,6 +60,12 @@ typedef struct mx_llama_config {
 
 /* Fills cfg with the defaults above. */
 void mx_llama_config_default(mx_llama_config *cfg);
+
+/* Fills cfg with a named size: "tiny" (the defaults: 2 layers, hidden 64, 4 heads, 2 key/value
+ * heads, ffn 172, vocab 128; 0.53 MiB of weights) or "small" (4 layers, hidden 256, 4 heads and
+ * 4 key/value heads of 64, ffn 688, vocab 1000; 14.5 MiB), the sizes `mixrt demo` and
+ * `mixrt bench llm` run. False (cfg holds the defaults) for any other name. */
+bool mx_llama_config_preset(mx_llama_config *cfg, const char *name);
 
 /* Builds the decode step (not yet inferred). cfg NULL: the defaults. *out receives ownership
  * (mx_graph_destroy); on failure it is NULL and err (may be NULL) says why. A bad config (a zero

@@ -96,9 +96,11 @@ Test(llama, other_config_shapes) {
   mx_llama_config_default(&c);
   c.layers = 3, c.hidden = 48, c.heads = 6, c.kv_heads = 3, c.head_dim = 10, c.ffn = 64, c.vocab = 50, c.max_pos = 16;
   check_shapes(&c);
-  mx_llama_config_default(&c);
-  c.heads = 4, c.kv_heads = 4, c.hidden = 256, c.head_dim = 64, c.ffn = 688, c.vocab = 1000, c.layers = 4;
+  cr_assert(mx_llama_config_preset(&c, "small"));
   check_shapes(&c);
+  cr_assert(mx_llama_config_preset(&c, "tiny"));
+  check_shapes(&c);
+  cr_assert_not(mx_llama_config_preset(&c, "huge"));
 }
 
 /* Expects cfg to be refused with MX_ERR_INVALID_ARGUMENT and a message naming `word`. */
