@@ -252,6 +252,17 @@ void mx__ew_store_sat(void *p, mx_dtype dt, int64_t i, double v) {
     case MX_INT16: ((int16_t *)p)[i] = (int16_t)mx__ew_sat_i64(v, INT16_MIN, INT16_MAX); break;
     case MX_INT32: ((int32_t *)p)[i] = (int32_t)mx__ew_sat_i64(v, INT32_MIN, INT32_MAX); break;
     case MX_INT64: ((int64_t *)p)[i] = mx__ew_sat_i64(v, -9223372036854775808.0, 9223372036854775807.0); break;
+    case MX_UINT16: ((uint16_t *)p)[i] = (uint16_t)mx__ew_sat_i64(v, 0, UINT16_MAX); break;
+    case MX_UINT32: ((uint32_t *)p)[i] = (uint32_t)mx__ew_sat_i64(v, 0, UINT32_MAX); break;
+    case MX_UINT64:
+      ((uint64_t *)p)[i] = !(v > 0.0) ? 0 : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
+      break;
+    case MX_INT4:
+    case MX_UINT4:
+    case MX_INT2:
+    case MX_UINT2: /* ONNX Cast truncates, then keeps the low bits (numpy's astype) */
+      mx__kset_sub_byte(p, dt, i, mx__ew_sat_i64(v, -9223372036854775808.0, 9223372036854775807.0));
+      break;
     default: mx__kset_f64(p, dt, i, v); break;
   }
 }

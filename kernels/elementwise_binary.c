@@ -1,8 +1,8 @@
 /* CPU kernels of the binary elementwise ops (Add, Sub, Mul, Div, Pow, Mod, And, Or, Xor, Equal,
  * Less, LessOrEqual, Greater, GreaterOrEqual) and the variadic Sum, Mean, Max, Min.
  *
- * Each op has one row function per native dtype (float32, float64, int8, uint8, int16, int32,
- * int64, and bool where ONNX allows it), stamped out by macros as four loops: both operands
+ * Each op has one row function per native dtype (float32, float64, int8..int64, uint8..uint64,
+ * and bool where ONNX allows it), stamped out by macros as four loops: both operands
  * contiguous, either one broadcast along the row, or general strides. The contiguous loops
  * are what gcc -O3 vectorizes. float16/bfloat16 reuse the float32 row through the converting
  * adapter. Integer arithmetic wraps like numpy (it is done in unsigned types, so overflow is
@@ -54,11 +54,13 @@
 #define NATIVE_TYPES(X, OP)                                                                           \
   X(OP, f32, float, float) X(OP, f64, double, double) X(OP, i8, int8_t, uint32_t)                     \
   X(OP, u8, uint8_t, uint32_t) X(OP, i16, int16_t, uint32_t) X(OP, i32, int32_t, uint32_t)            \
-  X(OP, i64, int64_t, uint64_t)
+  X(OP, i64, int64_t, uint64_t) X(OP, u16, uint16_t, uint32_t) X(OP, u32, uint32_t, uint32_t)         \
+  X(OP, u64, uint64_t, uint64_t)
 
 #define TABLE_ENTRIES(OP)                                                                             \
   [MX_FLOAT32] = OP##_f32, [MX_FLOAT64] = OP##_f64, [MX_INT8] = OP##_i8, [MX_UINT8] = OP##_u8,        \
-  [MX_INT16] = OP##_i16, [MX_INT32] = OP##_i32, [MX_INT64] = OP##_i64
+  [MX_INT16] = OP##_i16, [MX_INT32] = OP##_i32, [MX_INT64] = OP##_i64, [MX_UINT16] = OP##_u16,        \
+  [MX_UINT32] = OP##_u32, [MX_UINT64] = OP##_u64
 
 #define ARITH_ROW(OP, SUF, T, U) ROW2(OP##_##SUF, T, T, T, OP##_EXPR(T, U))
 #define add_EXPR(T, U) (T)((U)x + (U)y)
@@ -73,7 +75,8 @@ NATIVE_TYPES(ARITH_ROW, mul)
 /* Integer max/min; the float ones return a NaN operand like numpy (x != x only for NaN). */
 #define INT_TYPES(X, OP)                                                                              \
   X(OP, i8, int8_t, uint32_t) X(OP, u8, uint8_t, uint32_t) X(OP, i16, int16_t, uint32_t)              \
-  X(OP, i32, int32_t, uint32_t) X(OP, i64, int64_t, uint64_t)
+  X(OP, i32, int32_t, uint32_t) X(OP, i64, int64_t, uint64_t) X(OP, u16, uint16_t, uint32_t)        \
+  X(OP, u32, uint32_t, uint32_t) X(OP, u64, uint64_t, uint64_t)
 INT_TYPES(ARITH_ROW, max)
 INT_TYPES(ARITH_ROW, min)
 ROW2(max_f32, float, float, float, (x > y || x != x) ? x : y)
@@ -139,24 +142,27 @@ ROW2(mod_f64, double, double, double, pymod_d(x, y))
     }                                                                                                  \
     return true;                                                                                       \
   }
-/* uint8: no sign to fix and no trap. */
-#define U8_DIVMOD(NAME, MODE)                                                                         \
+/* Unsigned types: no sign to fix and no trap. */
+#define U_DIVMOD(NAME, T, MODE)                                                                       \
   static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) {      \
-    const uint8_t *a = pa, *b = pb;                                                                    \
-    uint8_t *o = po;                                                                                   \
+    const T *a = pa, *b = pb;                                                                          \
+    T *o = po;                                                                                         \
     for (int64_t i = 0; i < n; i++) {                                                                  \
-      uint8_t x = a[i * sa], y = b[i * sb];                                                            \
+      T x = a[i * sa], y = b[i * sb];                                                                  \
       if (y == 0) return false;                                                                        \
-      o[i] = (uint8_t)(MODE == 0 ? x / y : x % y);                                                     \
+      o[i] = (T)(MODE == 0 ? x / y : x % y);                                                           \
     }                                                                                                  \
     return true;                                                                                       \
   }
 #define INT_DIVMOD_ALL(OP, MODE)                                                                      \
   INT_DIVMOD(OP##_i8, int8_t, uint32_t, MODE)                                                         \
-  U8_DIVMOD(OP##_u8, MODE)                                                                            \
+  U_DIVMOD(OP##_u8, uint8_t, MODE)                                                                    \
   INT_DIVMOD(OP##_i16, int16_t, uint32_t, MODE)                                                       \
   INT_DIVMOD(OP##_i32, int32_t, uint32_t, MODE)                                                       \
-  INT_DIVMOD(OP##_i64, int64_t, uint64_t, MODE)
+  INT_DIVMOD(OP##_i64, int64_t, uint64_t, MODE)                                                       \
+  U_DIVMOD(OP##_u16, uint16_t, MODE)                                                                  \
+  U_DIVMOD(OP##_u32, uint32_t, MODE)                                                                  \
+  U_DIVMOD(OP##_u64, uint64_t, MODE)
 INT_DIVMOD_ALL(div, 0)
 INT_DIVMOD_ALL(mod, 1)
 INT_DIVMOD_ALL(fmod, 2)

@@ -1,11 +1,15 @@
-/* CPU kernels of Cast (any of the ten dtypes to any other) and Where.
+/* CPU kernels of Cast (any supported dtype to any other) and Where.
  *
  * Cast rules: float to float rounds to nearest even once (float64 to float16/bfloat16 goes
  * through a round-to-odd float32, which makes the second rounding exact, so the result is the
  * correctly rounded one; NaN stays NaN and overflow becomes infinity). Integer to integer wraps
  * like a C cast (numpy's astype). Float to integer truncates toward zero and saturates at the
  * target's range, with NaN giving 0 (C leaves those cases undefined; ONNX does not specify
- * them). Anything to bool is "not zero" (NaN is true). Common pairs (float32 <-> 16-bit floats,
+ * them). Anything to bool is "not zero" (NaN is true). The narrow floats (float8*, float4e2m1)
+ * read as their exact float values; writing one rounds to nearest even once from double with
+ * the op's `saturate` rule (common/float8.h), float8e8m0 with its round_mode. Sub-byte integer
+ * targets keep the low bits of the truncated value, from floats too (as ONNX's reference does).
+ * Common pairs (float32 <-> 16-bit floats,
  * float32 <-> float64, int64 <-> int32, int to float32) have their own loops; the rest go
  * element by element through double or int64.
  *
@@ -18,9 +22,27 @@
 
 /* --- Cast ----------------------------------------------------------------------------------- */
 
+/* How values are written into a narrow float target. */
+typedef struct narrow_rule {
+  bool saturate;
+  int e8m0_mode; /* MX__E8M0_UP / DOWN / NEAREST */
+} narrow_rule;
+
+/* Stores v into a narrow float buffer under the op's rule. */
+static void store_narrow(void *p, mx_dtype dt, int64_t i, double v, const narrow_rule *r) {
+  if (dt == MX_FLOAT8E8M0)
+    ((uint8_t *)p)[i] = mx__e8m0_encode((float)v, r->e8m0_mode, r->saturate);
+  else
+    ((uint8_t *)p)[i] = mx__f8_encode(mx__f8_format_of(dt), v, r->saturate);
+}
+
 /* Stores a float source value (as double) into any dtype. `from_f32` marks float32 and 16-bit
  * sources, which convert to 16-bit floats without the round-to-odd step. */
-static void store_from_float(void *p, mx_dtype dt, int64_t i, double v, bool from_f32) {
+static void store_from_float(void *p, mx_dtype dt, int64_t i, double v, bool from_f32, const narrow_rule *r) {
+  if (mx_dtype_is_narrow_float(dt)) {
+    store_narrow(p, dt, i, v, r);
+    return;
+  }
   switch (dt) {
     case MX_FLOAT16:
     case MX_BFLOAT16:
@@ -32,8 +54,19 @@ static void store_from_float(void *p, mx_dtype dt, int64_t i, double v, bool fro
   }
 }
 
-/* Stores an integer source value into any dtype. */
-static void store_from_int(void *p, mx_dtype dt, int64_t i, int64_t v) {
+/* Stores an integer source value into any dtype (`src_unsigned`: v holds a uint64 pattern). */
+static void store_from_int(void *p, mx_dtype dt, int64_t i, int64_t v, bool src_unsigned, const narrow_rule *r) {
+  if (src_unsigned && v < 0) { /* a uint64 past INT64_MAX: only its float value differs */
+    double d = (double)(uint64_t)v;
+    if (mx_dtype_is_float(dt) || mx_dtype_is_narrow_float(dt)) {
+      store_from_float(p, dt, i, d, false, r);
+      return;
+    }
+  }
+  if (mx_dtype_is_narrow_float(dt)) {
+    store_narrow(p, dt, i, (double)v, r);
+    return;
+  }
   switch (dt) {
     case MX_FLOAT32: ((float *)p)[i] = (float)v; break;
     case MX_FLOAT64: ((double *)p)[i] = (double)v; break;
@@ -99,11 +132,14 @@ static mx_status run_Cast(mx_kernel_call *c) {
     return MX_OK;
   }
   if (cast_fast(x->data, from, o->data, to, n)) return MX_OK;
-  if (mx_dtype_is_float(from)) {
+  narrow_rule rule = {p ? p->saturate != 0 : true, p ? p->round_mode : MX__E8M0_UP};
+  if (mx_dtype_is_float(from) || mx_dtype_is_narrow_float(from)) {
     bool f32 = from != MX_FLOAT64;
-    for (int64_t i = 0; i < n; i++) store_from_float(o->data, to, i, mx__kget_f64(x->data, from, i), f32);
+    for (int64_t i = 0; i < n; i++)
+      store_from_float(o->data, to, i, mx__kget_f64(x->data, from, i), f32, &rule);
   } else {
-    for (int64_t i = 0; i < n; i++) store_from_int(o->data, to, i, mx__kget_i64(x->data, from, i));
+    bool u64 = from == MX_UINT64;
+    for (int64_t i = 0; i < n; i++) store_from_int(o->data, to, i, mx__kget_i64(x->data, from, i), u64, &rule);
   }
   return MX_OK;
 }
@@ -157,5 +193,5 @@ static mx_status run_Where(mx_kernel_call *c) {
   return MX_OK;
 }
 
-const mx_kernel_def mx__kdef_Cast = {"Cast", NULL, MX_KDT_ALL, 0, run_Cast, NULL};
+const mx_kernel_def mx__kdef_Cast = {"Cast", NULL, MX_KDT_ALL | MX_KDT_NARROW, 0, run_Cast, NULL};
 const mx_kernel_def mx__kdef_Where = {"Where", NULL, MX_KDT_ALL, 1, run_Where, NULL};

@@ -18,7 +18,7 @@
 #include "kernels/kmath.h"
 
 /* A row: o[i] = f(x[i]) for n contiguous elements; ctx carries op data (Gelu, Clip). */
-typedef void (*un_fn)(int64_t n, const void *x, void *o, const void *ctx);
+typedef mx__ew_un_fn un_fn;
 
 #define ROW1(NAME, TI, TO, EXPR)                                                  \
   static void NAME(int64_t n, const void *px, void *po, const void *ctx) {        \
@@ -91,6 +91,15 @@ SINT_ROWS(erf, ERF_I)
 ROW1(abs_u8, uint8_t, uint8_t, x)
 ROW1(sign_u8, uint8_t, uint8_t, x > 0)
 ROW1(erf_u8, uint8_t, uint8_t, erf((double)x))
+ROW1(abs_u16, uint16_t, uint16_t, x)
+ROW1(abs_u32, uint32_t, uint32_t, x)
+ROW1(abs_u64, uint64_t, uint64_t, x)
+ROW1(sign_u16, uint16_t, uint16_t, x > 0)
+ROW1(sign_u32, uint32_t, uint32_t, x > 0)
+ROW1(sign_u64, uint64_t, uint64_t, x > 0)
+ROW1(erf_u16, uint16_t, uint16_t, erf((double)x))
+ROW1(erf_u32, uint32_t, uint32_t, erf((double)x))
+ROW1(erf_u64, uint64_t, uint64_t, erf((double)x))
 ROW1(not_b, uint8_t, uint8_t, x == 0)
 
 /* Gelu: 0.5 x (1 + erf(x / sqrt 2)), or with tanh(sqrt(2/pi) (x + 0.044715 x^3)). */
@@ -162,16 +171,29 @@ CLIP_INT(clip_u8, uint8_t)
 CLIP_INT(clip_i16, int16_t)
 CLIP_INT(clip_i32, int32_t)
 CLIP_INT(clip_i64, int64_t)
+CLIP_INT(clip_u16, uint16_t)
+CLIP_INT(clip_u32, uint32_t)
+
+/* uint64 compares unsigned; bounds below 0 clamp to 0 (they come from int64 reads of uint64). */
+static void clip_u64(int64_t n, const void *px, void *po, const void *ctx) {
+  const clip_bounds *b = ctx;
+  const uint64_t *restrict a = px;
+  uint64_t *restrict o = po;
+  uint64_t lo = b->lo_i == INT64_MIN ? 0 : (uint64_t)b->lo_i;
+  uint64_t hi = b->hi_i == INT64_MAX ? UINT64_MAX : (uint64_t)b->hi_i;
+  for (int64_t i = 0; i < n; i++) o[i] = a[i] < lo ? lo : a[i] > hi ? hi : a[i];
+}
 
 /* --- tables and the shared runner ----------------------------------------------------------- */
 
-#define N_DT (MX_BFLOAT16 + 1)
+#define N_DT MX__EW_UN_TABLE_SIZE
 typedef un_fn un_table[N_DT];
 
 #define FLT(OP) [MX_FLOAT32] = OP##_f32, [MX_FLOAT64] = OP##_f64
 #define SINT(OP) [MX_INT8] = OP##_i8, [MX_INT16] = OP##_i16, [MX_INT32] = OP##_i32, [MX_INT64] = OP##_i64
+#define UINT(OP) [MX_UINT8] = OP##_u8, [MX_UINT16] = OP##_u16, [MX_UINT32] = OP##_u32, [MX_UINT64] = OP##_u64
 
-static const un_table t_abs = {FLT(abs), SINT(abs), [MX_UINT8] = abs_u8};
+static const un_table t_abs = {FLT(abs), SINT(abs), UINT(abs)};
 static const un_table t_neg = {FLT(neg), SINT(neg)};
 static const un_table t_exp = {FLT(exp)};
 static const un_table t_log = {FLT(log)};
@@ -181,14 +203,14 @@ static const un_table t_cos = {FLT(cos)};
 static const un_table t_tanh = {FLT(tanh)};
 static const un_table t_sigmoid = {FLT(sigmoid)};
 static const un_table t_relu = {FLT(relu), SINT(relu)};
-static const un_table t_erf = {FLT(erf), SINT(erf), [MX_UINT8] = erf_u8};
+static const un_table t_erf = {FLT(erf), SINT(erf), UINT(erf)};
 static const un_table t_floor = {FLT(floor)};
 static const un_table t_ceil = {FLT(ceil)};
 static const un_table t_recip = {FLT(recip)};
-static const un_table t_sign = {FLT(sign), SINT(sign), [MX_UINT8] = sign_u8};
+static const un_table t_sign = {FLT(sign), SINT(sign), UINT(sign)};
 static const un_table t_not = {[MX_BOOL] = not_b};
 static const un_table t_gelu = {FLT(gelu)};
-static const un_table t_clip = {FLT(clip), SINT(clip), [MX_UINT8] = clip_u8};
+static const un_table t_clip = {FLT(clip), SINT(clip), UINT(clip)};
 
 static mx_status run_unary(mx_kernel_call *c, const un_table t, const void *ctx) {
   const mx_ktensor *x = mx__kin(c, 0);
@@ -217,6 +239,10 @@ static mx_status run_unary(mx_kernel_call *c, const un_table t, const void *ctx)
     mx__kf32_to_half(res, dt, dst + off, m);
   }
   return MX_OK;
+}
+
+mx_status mx__ew_unary_apply(mx_kernel_call *c, const mx__ew_un_fn *table, const void *ctx) {
+  return run_unary(c, table, ctx);
 }
 
 #define UNARY_KERNEL(NAME, TABLE) \

@@ -148,6 +148,8 @@ static mx_status topk_run(mx_kernel_call *call) {
           items[j].key.f = ((const float *)x->data)[e];
         else if (is_float)
           items[j].key.f = mx__kget_f64(x->data, x->dtype, e);
+        else if (x->dtype == MX_UINT64) /* flipping the top bit orders uint64 as int64 */
+          items[j].key.i = (int64_t)(((const uint64_t *)x->data)[e] ^ (UINT64_C(1) << 63));
         else
           items[j].key.i = mx__kget_i64(x->data, x->dtype, e);
         items[j].index = j;

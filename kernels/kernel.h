@@ -57,9 +57,16 @@ typedef struct mx_kernel_def {
 
 #define MX_KDT(dt) (1u << (unsigned)(dt))
 #define MX_KDT_FLOATS (MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT16) | MX_KDT(MX_BFLOAT16) | MX_KDT(MX_FLOAT64))
-#define MX_KDT_INTS \
-  (MX_KDT(MX_INT8) | MX_KDT(MX_UINT8) | MX_KDT(MX_INT16) | MX_KDT(MX_INT32) | MX_KDT(MX_INT64))
+#define MX_KDT_SINTS (MX_KDT(MX_INT8) | MX_KDT(MX_INT16) | MX_KDT(MX_INT32) | MX_KDT(MX_INT64))
+#define MX_KDT_UINTS (MX_KDT(MX_UINT8) | MX_KDT(MX_UINT16) | MX_KDT(MX_UINT32) | MX_KDT(MX_UINT64))
+#define MX_KDT_INTS (MX_KDT_SINTS | MX_KDT_UINTS)
 #define MX_KDT_ALL (MX_KDT_FLOATS | MX_KDT_INTS | MX_KDT(MX_BOOL))
+/* The one-byte narrow types (8/4-bit floats, 4/2-bit integers held one per byte): kernels that
+ * only move bytes or convert (Cast, quantization) add these to their masks. */
+#define MX_KDT_NARROW                                                                              \
+  (MX_KDT(MX_FLOAT8E4M3FN) | MX_KDT(MX_FLOAT8E4M3FNUZ) | MX_KDT(MX_FLOAT8E5M2) |                   \
+   MX_KDT(MX_FLOAT8E5M2FNUZ) | MX_KDT(MX_FLOAT4E2M1) | MX_KDT(MX_FLOAT8E8M0) | MX_KDT(MX_UINT4) | \
+   MX_KDT(MX_INT4) | MX_KDT(MX_UINT2) | MX_KDT(MX_INT2))
 
 static inline mx_ktensor *mx__kin(mx_kernel_call *c, uint32_t i) { return &c->t[i]; }
 static inline mx_ktensor *mx__kout(mx_kernel_call *c, uint32_t i) { return &c->t[c->n_in + i]; }

@@ -1,11 +1,13 @@
 /* Helpers shared by CPU kernels: reading and writing elements of any dtype as double or int64
- * (the slow generic path for rare dtypes), float16/bfloat16 conversion of whole rows (the fast
+ * (the slow generic path for rare dtypes, including the narrow floats and the sub-byte integers,
+ * which mixrt holds one element per byte: see mixrt/dtype.h), float16/bfloat16 conversion of whole rows (the fast
  * path computes 16-bit types in float32 and rounds once), and broadcast index mapping. */
 #ifndef MIXRT_KERNELS_KUTIL_H
 #define MIXRT_KERNELS_KUTIL_H
 
 #include <stdint.h>
 
+#include "common/float8.h"
 #include "common/half.h"
 #include "kernels/kernel.h"
 
@@ -22,22 +24,52 @@ static inline double mx__kget_f64(const void *p, mx_dtype dt, int64_t i) {
     case MX_INT32: return ((const int32_t *)p)[i];
     case MX_INT64: return (double)((const int64_t *)p)[i];
     case MX_BOOL: return ((const uint8_t *)p)[i] ? 1.0 : 0.0;
+    case MX_UINT16: return ((const uint16_t *)p)[i];
+    case MX_UINT32: return ((const uint32_t *)p)[i];
+    case MX_UINT64: return (double)((const uint64_t *)p)[i];
+    case MX_INT4:
+    case MX_INT2: return ((const int8_t *)p)[i];
+    case MX_UINT4:
+    case MX_UINT2: return ((const uint8_t *)p)[i];
+    case MX_FLOAT8E4M3FN:
+    case MX_FLOAT8E4M3FNUZ:
+    case MX_FLOAT8E5M2:
+    case MX_FLOAT8E5M2FNUZ:
+    case MX_FLOAT4E2M1:
+    case MX_FLOAT8E8M0: return mx__narrow_to_f32(dt, ((const uint8_t *)p)[i]);
     case MX_DTYPE_UNDEFINED: break;
   }
   return 0.0;
 }
 
-/* Element i of an integer or bool buffer as int64 (floats are truncated toward zero). */
+/* Element i of an integer or bool buffer as int64 (floats are truncated toward zero; uint64
+ * values past INT64_MAX come back as their two's-complement bit pattern). */
 static inline int64_t mx__kget_i64(const void *p, mx_dtype dt, int64_t i) {
   switch (dt) {
-    case MX_INT8: return ((const int8_t *)p)[i];
-    case MX_UINT8: return ((const uint8_t *)p)[i];
+    case MX_INT8:
+    case MX_INT4:
+    case MX_INT2: return ((const int8_t *)p)[i];
+    case MX_UINT8:
+    case MX_UINT4:
+    case MX_UINT2: return ((const uint8_t *)p)[i];
+    case MX_UINT16: return ((const uint16_t *)p)[i];
+    case MX_UINT32: return ((const uint32_t *)p)[i];
+    case MX_UINT64: return (int64_t)((const uint64_t *)p)[i];
     case MX_INT16: return ((const int16_t *)p)[i];
     case MX_INT32: return ((const int32_t *)p)[i];
     case MX_INT64: return ((const int64_t *)p)[i];
     case MX_BOOL: return ((const uint8_t *)p)[i] != 0;
     default: return (int64_t)mx__kget_f64(p, dt, i);
   }
+}
+
+/* Stores an int64 into a sub-byte integer buffer, keeping its low 4 or 2 bits (wrapping like a
+ * C cast; int4/int2 sign-extended so the byte holds the value). */
+static inline void mx__kset_sub_byte(void *p, mx_dtype dt, int64_t i, int64_t v) {
+  int bits = dt == MX_INT4 || dt == MX_UINT4 ? 4 : 2;
+  uint8_t low = (uint8_t)((uint64_t)v & ((1u << bits) - 1));
+  if ((dt == MX_INT4 || dt == MX_INT2) && (low >> (bits - 1))) low = (uint8_t)(low | (0xFFu << bits));
+  ((uint8_t *)p)[i] = low;
 }
 
 /* Stores v (rounded once for 16-bit floats) as element i of a buffer of dtype dt. */
@@ -53,6 +85,19 @@ static inline void mx__kset_f64(void *p, mx_dtype dt, int64_t i, double v) {
     case MX_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
     case MX_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
     case MX_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
+    case MX_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case MX_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case MX_UINT64: ((uint64_t *)p)[i] = v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v; break;
+    case MX_INT4:
+    case MX_INT2:
+    case MX_UINT4:
+    case MX_UINT2: mx__kset_sub_byte(p, dt, i, (int64_t)v); break;
+    case MX_FLOAT8E4M3FN:
+    case MX_FLOAT8E4M3FNUZ:
+    case MX_FLOAT8E5M2:
+    case MX_FLOAT8E5M2FNUZ:
+    case MX_FLOAT4E2M1:
+    case MX_FLOAT8E8M0: ((uint8_t *)p)[i] = mx__narrow_from_f64(dt, v, true); break;
     case MX_DTYPE_UNDEFINED: break;
   }
 }
@@ -66,6 +111,13 @@ static inline void mx__kset_i64(void *p, mx_dtype dt, int64_t i, int64_t v) {
     case MX_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
     case MX_INT64: ((int64_t *)p)[i] = v; break;
     case MX_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    case MX_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+    case MX_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    case MX_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    case MX_INT4:
+    case MX_INT2:
+    case MX_UINT4:
+    case MX_UINT2: mx__kset_sub_byte(p, dt, i, v); break;
     default: mx__kset_f64(p, dt, i, (double)v); break;
   }
 }

@@ -357,6 +357,8 @@ static void store_clamped(void *p, mx_dtype dt, int64_t i, int64_t v) {
     case MX_UINT8: lo = 0, hi = UINT8_MAX; break;
     case MX_INT16: lo = INT16_MIN, hi = INT16_MAX; break;
     case MX_INT32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case MX_UINT16: lo = 0, hi = UINT16_MAX; break;
+    case MX_UINT32: lo = 0, hi = UINT32_MAX; break;
     case MX_BOOL: lo = 0, hi = 1; break;
     default: break;
   }

@@ -54,6 +54,9 @@ ARG_KERNEL(argmax_u8, uint8_t, I_MAX_BETTER)
 ARG_KERNEL(argmax_i16, int16_t, I_MAX_BETTER)
 ARG_KERNEL(argmax_i32, int32_t, I_MAX_BETTER)
 ARG_KERNEL(argmax_i64, int64_t, I_MAX_BETTER)
+ARG_KERNEL(argmax_u16, uint16_t, I_MAX_BETTER)
+ARG_KERNEL(argmax_u32, uint32_t, I_MAX_BETTER)
+ARG_KERNEL(argmax_u64, uint64_t, I_MAX_BETTER)
 ARG_KERNEL(argmin_f32, float, F_MIN_BETTER)
 ARG_KERNEL(argmin_f64, double, F_MIN_BETTER)
 ARG_KERNEL(argmin_i8, int8_t, I_MIN_BETTER)
@@ -61,6 +64,9 @@ ARG_KERNEL(argmin_u8, uint8_t, I_MIN_BETTER)
 ARG_KERNEL(argmin_i16, int16_t, I_MIN_BETTER)
 ARG_KERNEL(argmin_i32, int32_t, I_MIN_BETTER)
 ARG_KERNEL(argmin_i64, int64_t, I_MIN_BETTER)
+ARG_KERNEL(argmin_u16, uint16_t, I_MIN_BETTER)
+ARG_KERNEL(argmin_u32, uint32_t, I_MIN_BETTER)
+ARG_KERNEL(argmin_u64, uint64_t, I_MIN_BETTER)
 
 /* 16-bit floats: compared after conversion, one element at a time. */
 static void arg_half(const uint16_t *x, mx_dtype dt, int64_t outer, int64_t n, int64_t inner, int64_t *out,
@@ -110,6 +116,9 @@ static mx_status run_arg(mx_kernel_call *c, bool is_max) {
     case MX_INT16: (is_max ? argmax_i16 : argmin_i16)(x->data, outer, n, inner, o, last); break;
     case MX_INT32: (is_max ? argmax_i32 : argmin_i32)(x->data, outer, n, inner, o, last); break;
     case MX_INT64: (is_max ? argmax_i64 : argmin_i64)(x->data, outer, n, inner, o, last); break;
+    case MX_UINT16: (is_max ? argmax_u16 : argmin_u16)(x->data, outer, n, inner, o, last); break;
+    case MX_UINT32: (is_max ? argmax_u32 : argmin_u32)(x->data, outer, n, inner, o, last); break;
+    case MX_UINT64: (is_max ? argmax_u64 : argmin_u64)(x->data, outer, n, inner, o, last); break;
     case MX_FLOAT16:
     case MX_BFLOAT16: arg_half(x->data, x->dtype, outer, n, inner, o, last, is_max); break;
     default: c->why = "ArgMax/ArgMin: dtype not supported"; return MX_ERR_UNSUPPORTED;
@@ -150,6 +159,9 @@ CUMSUM_KERNEL(cumsum_u8, uint8_t, uint32_t)
 CUMSUM_KERNEL(cumsum_i16, int16_t, uint32_t)
 CUMSUM_KERNEL(cumsum_i32, int32_t, uint32_t)
 CUMSUM_KERNEL(cumsum_i64, int64_t, uint64_t)
+CUMSUM_KERNEL(cumsum_u16, uint16_t, uint32_t)
+CUMSUM_KERNEL(cumsum_u32, uint32_t, uint32_t)
+CUMSUM_KERNEL(cumsum_u64, uint64_t, uint64_t)
 
 /* 16-bit floats: running sums in a float32 row (acc, inner entries), one rounding per output. */
 static void cumsum_half(const uint16_t *x, uint16_t *y, mx_dtype dt, int64_t outer, int64_t n, int64_t inner,
@@ -207,6 +219,9 @@ static mx_status run_CumSum(mx_kernel_call *c) {
     case MX_INT16: cumsum_i16(x->data, y->data, outer, n, inner, excl, rev); break;
     case MX_INT32: cumsum_i32(x->data, y->data, outer, n, inner, excl, rev); break;
     case MX_INT64: cumsum_i64(x->data, y->data, outer, n, inner, excl, rev); break;
+    case MX_UINT16: cumsum_u16(x->data, y->data, outer, n, inner, excl, rev); break;
+    case MX_UINT32: cumsum_u32(x->data, y->data, outer, n, inner, excl, rev); break;
+    case MX_UINT64: cumsum_u64(x->data, y->data, outer, n, inner, excl, rev); break;
     case MX_FLOAT16:
     case MX_BFLOAT16:
       if (!c->workspace || c->workspace_size < (size_t)inner * sizeof(float)) {

@@ -36,7 +36,7 @@ bool mx_tensor_allclose(const mx_tensor *a, const mx_tensor *e, double rtol, dou
     if (why && why_size) snprintf(why, why_size, "invalid dims");
     return false;
   }
-  bool is_float = mx_dtype_is_float(e->dtype);
+  bool is_float = mx_dtype_is_float(e->dtype) || mx_dtype_is_narrow_float(e->dtype);
   for (int64_t i = 0; i < n; i++) {
     if (!is_float) {
       int64_t x = mx__kget_i64(a->data, a->dtype, i), y = mx__kget_i64(e->data, e->dtype, i);

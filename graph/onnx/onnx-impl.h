@@ -115,6 +115,12 @@ const char *mx__onnx_type_name(int64_t code);
 mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, mx__onnx_src *src,
                                  mx_arena *arena, mx_tensor *t, mx_error *err);
 
+/* Sub-byte element types (int4, uint4, float4e2m1, int2, uint2) between ONNX's packed bytes
+ * (low bits first) and mixrt's one element per byte: unpack works in place on a buffer of n
+ * bytes whose start holds the packed data; pack writes mx_dtype_packed_bytes(dtype, n) bytes. */
+void mx__onnx_unpack_sub_byte(uint8_t *buf, mx_dtype dtype, size_t n);
+void mx__onnx_pack_sub_byte(const uint8_t *src, mx_dtype dtype, size_t n, uint8_t *dst);
+
 /* --- onnx_order.c ----------------------------------------------------------------------------- */
 
 void mx__onnx_names_init(mx__onnx_names *s);

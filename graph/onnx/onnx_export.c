@@ -15,6 +15,7 @@
 #include "common/arena.h"
 #include "common/error.h"
 #include "graph/ir.h"
+#include "graph/onnx/onnx-impl.h"
 #include "mixrt/onnx.h"
 #include "onnx/onnx.pb-c.h"
 
@@ -45,6 +46,13 @@ static Onnx__TensorProto *export_tensor(exporter *ex, const char *name, const mx
   tp->has_raw_data = 1;
   tp->raw_data.len = nbytes;
   tp->raw_data.data = (uint8_t *)t->data; /* borrowed from the graph for the time of packing */
+  if (mx_dtype_bits(t->dtype) < 8) { /* sub-byte types go out packed, as ONNX stores them */
+    size_t n = nbytes; /* one element per byte in mixrt */
+    tp->raw_data.len = mx_dtype_packed_bytes(t->dtype, n);
+    tp->raw_data.data = mx__arena_alloc(&ex->arena, tp->raw_data.len ? tp->raw_data.len : 1, 8);
+    if (!tp->raw_data.data) return NULL;
+    mx__onnx_pack_sub_byte(t->data, t->dtype, n, tp->raw_data.data);
+  }
   return tp;
 }
 

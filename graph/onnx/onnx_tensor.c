@@ -4,8 +4,11 @@
  *
  * A tensor's data comes from exactly one place: raw_data (little-endian bytes), the typed
  * field ONNX assigns to its element type (float_data; int32_data for int32, int16, int8,
- * uint8, bool, float16 and bfloat16, the 16-bit types as their bit patterns; int64_data;
- * double_data) or an external file. Every size is checked before anything is allocated: dims
+ * uint16, uint8, bool, float16, bfloat16 and the 8-bit floats as their bit patterns, and for the
+ * sub-byte types as packed bytes; int64_data; uint64_data for uint32 and uint64; double_data)
+ * or an external file. The sub-byte types (int4, uint4, float4e2m1, int2, uint2) arrive packed
+ * two or four to a byte, low bits first, and are unpacked to one element per byte, the form
+ * mixrt tensors hold them in (see mixrt/dtype.h). Every size is checked before anything is allocated: dims
  * whose element count or byte size overflows are MX_ERR_LIMIT, and data whose length does not
  * match the dims is MX_ERR_MALFORMED naming the tensor, so a file can never make the loader
  * allocate more than the data it actually carries. */
@@ -26,7 +29,8 @@ const char *mx__onnx_type_name(int64_t code) {
       "undefined", "float32", "uint8",   "int8",      "uint16",         "int16",
       "int32",     "int64",   "string",  "bool",      "float16",        "float64",
       "uint32",    "uint64",  "complex64", "complex128", "bfloat16",    "float8e4m3fn",
-      "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1"};
+      "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1",
+      "float8e8m0", "uint2", "int2"};
   if (code < 0 || code >= (int64_t)(sizeof names / sizeof names[0])) return "unknown";
   return names[code];
 }
@@ -43,11 +47,51 @@ static size_t own_field(const Onnx__TensorProto *tp, mx_dtype dtype, const char 
     case MX_UINT8:
     case MX_BOOL:
     case MX_FLOAT16:
-    case MX_BFLOAT16: *field = "int32_data"; return tp->n_int32_data;
+    case MX_BFLOAT16:
+    case MX_UINT16:
+    case MX_FLOAT8E4M3FN:
+    case MX_FLOAT8E4M3FNUZ:
+    case MX_FLOAT8E5M2:
+    case MX_FLOAT8E5M2FNUZ:
+    case MX_FLOAT8E8M0:
+    case MX_UINT4:
+    case MX_INT4:
+    case MX_FLOAT4E2M1:
+    case MX_UINT2:
+    case MX_INT2: *field = "int32_data"; return tp->n_int32_data;
+    case MX_UINT32:
+    case MX_UINT64: *field = "uint64_data"; return tp->n_uint64_data;
     case MX_DTYPE_UNDEFINED: break;
   }
   *field = "?";
   return 0;
+}
+
+/* Unpacks n sub-byte elements from packed bytes in place (buf holds n bytes; the packed ones
+ * sit at its start): element i is bits [i*w, i*w+w) of the stream, sign-extended for int4 and
+ * int2. Runs backwards so no packed byte is overwritten before it is read. */
+void mx__onnx_unpack_sub_byte(uint8_t *buf, mx_dtype dtype, size_t n) {
+  int w = mx_dtype_bits(dtype);
+  if (w >= 8 || w <= 0) return;
+  int per = 8 / w;
+  bool is_signed = dtype == MX_INT4 || dtype == MX_INT2;
+  uint8_t mask = (uint8_t)((1u << w) - 1);
+  for (size_t i = n; i-- > 0;) {
+    uint8_t v = (uint8_t)((buf[i / (size_t)per] >> ((int)(i % (size_t)per) * w)) & mask);
+    if (is_signed && (v >> (w - 1))) v = (uint8_t)(v | (uint8_t)~mask);
+    buf[i] = v;
+  }
+}
+
+/* Packs n one-per-byte sub-byte elements into dst (mx_dtype_packed_bytes(dtype, n) bytes),
+ * low bits first: the inverse of mx__onnx_unpack_sub_byte. */
+void mx__onnx_pack_sub_byte(const uint8_t *src, mx_dtype dtype, size_t n, uint8_t *dst) {
+  int w = mx_dtype_bits(dtype);
+  int per = 8 / w;
+  uint8_t mask = (uint8_t)((1u << w) - 1);
+  memset(dst, 0, mx_dtype_packed_bytes(dtype, n));
+  for (size_t i = 0; i < n; i++)
+    dst[i / (size_t)per] = (uint8_t)(dst[i / (size_t)per] | ((src[i] & mask) << ((int)(i % (size_t)per) * w)));
 }
 
 /* Name of the first non-empty typed field other than `own`, for messages. */
@@ -83,9 +127,26 @@ static void fill_typed(const Onnx__TensorProto *tp, mx_dtype dtype, size_t n, vo
       for (size_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = tp->int32_data[i] != 0;
       break;
     case MX_FLOAT16:
-    case MX_BFLOAT16: /* the 16-bit pattern sits in the low bits of each int32 */
+    case MX_BFLOAT16:
+    case MX_UINT16: /* the 16-bit pattern sits in the low bits of each int32 */
       for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = (uint16_t)(uint32_t)tp->int32_data[i];
       break;
+    case MX_FLOAT8E4M3FN:
+    case MX_FLOAT8E4M3FNUZ:
+    case MX_FLOAT8E5M2:
+    case MX_FLOAT8E5M2FNUZ:
+    case MX_FLOAT8E8M0:
+    case MX_UINT4:
+    case MX_INT4:
+    case MX_FLOAT4E2M1:
+    case MX_UINT2:
+    case MX_INT2: /* one byte (a bit pattern, or packed sub-byte elements) per int32 */
+      for (size_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = (uint8_t)(uint32_t)tp->int32_data[i];
+      break;
+    case MX_UINT32:
+      for (size_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = (uint32_t)tp->uint64_data[i];
+      break;
+    case MX_UINT64: memcpy(dst, tp->uint64_data, n * sizeof(uint64_t)); break;
     case MX_DTYPE_UNDEFINED: break;
   }
 }
@@ -139,6 +200,9 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
                     what, dims_text(&nt, dbuf, sizeof dbuf), mx_dtype_name(nt.dtype));
   if (tp->segment)
     return mx__fail(err, MX_ERR_UNSUPPORTED, "%s is a segment of a larger tensor", what);
+  /* Bytes as stored in the file (sub-byte types packed) and values in the typed field. */
+  size_t stored = mx_dtype_packed_bytes(nt.dtype, (size_t)numel);
+  uint64_t typed_count = mx_dtype_bits(nt.dtype) < 8 ? (uint64_t)stored : (uint64_t)numel;
 
   /* Exactly one source of data. */
   const char *field;
@@ -154,14 +218,14 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
     return mx__fail(err, MX_ERR_MALFORMED, "%s stores its data in more than one place (%s%s%s)",
                     what, external ? "external file, " : "",
                     tp->has_raw_data ? "raw_data, " : "", n_own ? field : "");
-  if (tp->has_raw_data && tp->raw_data.len != nbytes)
+  if (tp->has_raw_data && tp->raw_data.len != stored)
     return mx__fail(err, MX_ERR_MALFORMED,
                     "%s: raw_data holds %zu bytes, but dims %s of %s need %zu", what,
                     tp->raw_data.len, dims_text(&nt, dbuf, sizeof dbuf), mx_dtype_name(nt.dtype),
-                    nbytes);
-  if (n_own && n_own != (uint64_t)numel)
+                    stored);
+  if (n_own && n_own != typed_count)
     return mx__fail(err, MX_ERR_MALFORMED, "%s: %s holds %zu values, but dims %s need %lld", what,
-                    field, n_own, dims_text(&nt, dbuf, sizeof dbuf), (long long)numel);
+                    field, n_own, dims_text(&nt, dbuf, sizeof dbuf), (long long)typed_count);
   if (!external && !tp->has_raw_data && !n_own && numel != 0)
     return mx__fail(err, MX_ERR_MALFORMED, "%s has no data, but dims %s need %lld values", what,
                     dims_text(&nt, dbuf, sizeof dbuf), (long long)numel);
@@ -171,7 +235,7 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
                     "load may decode", what, nbytes,
                     (unsigned long long)MX_ONNX_MAX_DECODED_BYTES);
   if (external) {
-    st = mx__onnx_ext_open(src ? src->base_dir : NULL, tp, nbytes, what, &ext, err);
+    st = mx__onnx_ext_open(src ? src->base_dir : NULL, tp, stored, what, &ext, err);
     if (st != MX_OK) return st;
   }
 
@@ -185,10 +249,11 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
     st = mx__onnx_ext_read(&ext, data, what, err);
     if (st != MX_OK) goto free_data;
   } else if (tp->has_raw_data) {
-    if (nbytes) memcpy(data, tp->raw_data.data, nbytes);
+    if (stored) memcpy(data, tp->raw_data.data, stored);
   } else if (n_own) {
-    fill_typed(tp, nt.dtype, (size_t)numel, data);
+    fill_typed(tp, nt.dtype, (size_t)typed_count, data);
   }
+  if (mx_dtype_bits(nt.dtype) < 8) mx__onnx_unpack_sub_byte(data, nt.dtype, (size_t)numel);
   if (nt.dtype == MX_BOOL && (external || tp->has_raw_data)) /* mixrt bools are 0 or 1 */
     for (size_t i = 0; i < nbytes; i++) ((uint8_t *)data)[i] = ((uint8_t *)data)[i] != 0;
 

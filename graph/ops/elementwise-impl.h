@@ -12,10 +12,17 @@
   (MX__EW_DT(MX_FLOAT32) | MX__EW_DT(MX_FLOAT16) | MX__EW_DT(MX_BFLOAT16) | MX__EW_DT(MX_FLOAT64))
 #define MX__EW_SINTS \
   (MX__EW_DT(MX_INT8) | MX__EW_DT(MX_INT16) | MX__EW_DT(MX_INT32) | MX__EW_DT(MX_INT64))
-#define MX__EW_INTS (MX__EW_SINTS | MX__EW_DT(MX_UINT8))
+#define MX__EW_UINTS \
+  (MX__EW_DT(MX_UINT8) | MX__EW_DT(MX_UINT16) | MX__EW_DT(MX_UINT32) | MX__EW_DT(MX_UINT64))
+#define MX__EW_INTS (MX__EW_SINTS | MX__EW_UINTS)
 #define MX__EW_NUMERIC (MX__EW_FLOATS | MX__EW_INTS)
 #define MX__EW_BOOL MX__EW_DT(MX_BOOL)
 #define MX__EW_ALL (MX__EW_NUMERIC | MX__EW_BOOL)
+/* The one-byte narrow types (8/4-bit floats, 4/2-bit integers): Cast and CastLike take them. */
+#define MX__EW_NARROW                                                                            \
+  (MX__EW_DT(MX_FLOAT8E4M3FN) | MX__EW_DT(MX_FLOAT8E4M3FNUZ) | MX__EW_DT(MX_FLOAT8E5M2) |       \
+   MX__EW_DT(MX_FLOAT8E5M2FNUZ) | MX__EW_DT(MX_FLOAT4E2M1) | MX__EW_DT(MX_FLOAT8E8M0) |         \
+   MX__EW_DT(MX_UINT4) | MX__EW_DT(MX_INT4) | MX__EW_DT(MX_UINT2) | MX__EW_DT(MX_INT2))
 
 /* Fails with MX_ERR_DTYPE naming input i when its dtype is not in `allowed`. */
 mx_status mx__ew_check_dtype(mx_infer_ctx *ctx, uint32_t i, uint32_t allowed);

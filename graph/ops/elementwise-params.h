@@ -23,7 +23,8 @@ typedef struct mx_mod_params {
 /* Cast. */
 typedef struct mx_cast_params {
   int32_t to;           /* target mx_dtype */
-  int32_t saturate;     /* ONNX 'saturate' (only meaningful for float8 targets mixrt lacks) */
+  int32_t saturate;     /* ONNX 'saturate' (float8 targets): 1 clamps out-of-range values */
+  int32_t round_mode;   /* float8e8m0 targets: 0 up, 1 down, 2 nearest (common/float8.h) */
 } mx_cast_params;
 
 /* Clip. Before opset 11 the bounds are attributes; from 11 they are optional inputs 1 and 2. */

@@ -1,5 +1,5 @@
 /* Op definitions of the elementwise ops that do not fit the unary/binary/variadic mould:
- * Cast (any of the ten dtypes to any other; integer values carried through for shape
+ * Cast (any supported dtype to any other; integer values carried through for shape
  * arithmetic), Clip (bounds as attributes before opset 11, as optional scalar inputs from 11),
  * Where (three-way broadcasting; picks symbolic values when the condition is known) and
  * Gelu (opset 20, exact or tanh approximation). */
@@ -32,12 +32,13 @@ static mx_status parse_cast(const mx_parse_ctx *pc, void *params) {
     return mx__parse_fail(pc, "attribute 'round_mode' must be up, down or nearest, not '%s'", mode);
   p->to = (int32_t)to;
   p->saturate = mx__parse_int(pc, "saturate") != 0;
+  p->round_mode = strcmp(mode, "down") == 0 ? 1 : strcmp(mode, "nearest") == 0 ? 2 : 0;
   return MX_OK;
 }
 
 static mx_status infer_cast(mx_infer_ctx *ctx) {
   const mx_cast_params *p = ctx->params;
-  mx_status st = mx__ew_check_dtype(ctx, 0, MX__EW_ALL);
+  mx_status st = mx__ew_check_dtype(ctx, 0, MX__EW_ALL | MX__EW_NARROW);
   if (st != MX_OK) return st;
   mx_dtype to = (mx_dtype)p->to;
   ctx->out[0].dtype = to;
