@@ -786,16 +786,22 @@ static mx_status nms_upper_bound(mx_infer_ctx *ctx, uint32_t index, mx_shape *bo
   int64_t dims[MX_MAX_RANK];
   if (index != 0 || ss->rank != 3 || !mx__shp_concrete(ss, dims))
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "NonMaxSuppression's upper bound needs concrete scores");
+  /* At most max_output_boxes_per_class boxes per batch and class, when that value is known. */
+  int64_t per_class = dims[2], max_out[1];
+  int32_t n;
+  if (mx__shp_ints(ctx, 2, max_out, 1, &n) && n == 1)
+    per_class = max_out[0] < 0 ? 0 : max_out[0] < dims[2] ? max_out[0] : dims[2];
   memset(bound, 0, sizeof *bound);
   bound->rank = 2;
-  bound->dims[0] = dims[0] * dims[1] * dims[2];
+  bound->dims[0] = dims[0] * dims[1] * per_class;
   bound->dims[1] = 3;
   return MX_OK;
 }
 
 static const mx_op_def nms_def = {
     .name = "NonMaxSuppression", .min_inputs = 2, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_DATA_DEPENDENT, .attrs = nms_attrs, .params_size = sizeof(mx_nms_params), .parse = nms_parse,
+    .flags = MX_OP_DATA_DEPENDENT, .value_inputs = 1u << 2, .attrs = nms_attrs,
+    .params_size = sizeof(mx_nms_params), .parse = nms_parse,
     .infer = nms_infer, .upper_bound = nms_upper_bound,
 };
 
