@@ -91,7 +91,7 @@ uint16_t mx__ew_f64_to_half(double v, mx_dtype dt);
   X(Ceil) X(Reciprocal) X(Sign) X(Not) X(Gelu) X(Clip)                                               \
   X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Mod) X(And) X(Or) X(Xor)                                      \
   X(Equal) X(Less) X(LessOrEqual) X(Greater) X(GreaterOrEqual)                                       \
-  X(Sum) X(Mean) X(Max) X(Min) X(Cast) X(Where)
+  X(Sum) X(Mean) X(Max) X(Min) X(Cast) X(CastLike) X(BitCast) X(Where)
 #define MX__EW_DECLARE_(name) extern const mx_kernel_def mx__kdef_##name;
 MX__EW_KERNEL_LIST(MX__EW_DECLARE_)
 #undef MX__EW_DECLARE_

@@ -1,4 +1,4 @@
-/* CPU kernels of Cast (any supported dtype to any other) and Where.
+/* CPU kernels of Cast (any supported dtype to any other), CastLike, BitCast and Where.
  *
  * Cast rules: float to float rounds to nearest even once (float64 to float16/bfloat16 goes
  * through a round-to-odd float32, which makes the second rounding exact, so the result is the
@@ -117,7 +117,7 @@ static mx_status run_Cast(mx_kernel_call *c) {
   mx_ktensor *o = mx__kout(c, 0);
   const mx_cast_params *p = c->params;
   mx_dtype from = x->dtype, to = o->dtype;
-  if (!mx_dtype_size(from) || !mx_dtype_size(to) || (p && p->to != (int32_t)to)) {
+  if (!mx_dtype_size(from) || !mx_dtype_size(to) || (p && p->to != 0 && p->to != (int32_t)to)) {
     c->why = "Cast: unsupported dtypes or output dtype differs from 'to'";
     return MX_ERR_UNSUPPORTED;
   }
@@ -140,6 +140,33 @@ static mx_status run_Cast(mx_kernel_call *c) {
   } else {
     bool u64 = from == MX_UINT64;
     for (int64_t i = 0; i < n; i++) store_from_int(o->data, to, i, mx__kget_i64(x->data, from, i), u64, &rule);
+  }
+  return MX_OK;
+}
+
+/* CastLike: Cast to the output's dtype (input 1's), with Cast's params (`to` 0). */
+static mx_status run_CastLike(mx_kernel_call *c) { return run_Cast(c); }
+
+/* BitCast: a byte copy, except that sub-byte targets take the source's low bits in their own
+ * one-per-byte form (sign-extended for int4/int2) and bool targets become 0 or 1. */
+static mx_status run_BitCast(mx_kernel_call *c) {
+  const mx_ktensor *x = mx__kin(c, 0);
+  mx_ktensor *o = mx__kout(c, 0);
+  mx_dtype from = x->dtype, to = o->dtype;
+  int64_t n = mx__ktensor_numel(x);
+  if (mx_dtype_bits(from) != mx_dtype_bits(to) || !mx_dtype_bits(from) || mx__ktensor_numel(o) != n) {
+    c->why = "BitCast: input and output differ in element width or count";
+    return MX_ERR_KERNEL;
+  }
+  if (n == 0) return MX_OK;
+  if (o->data != x->data) memcpy(o->data, x->data, (size_t)n * mx_dtype_size(from));
+  uint8_t *b = o->data;
+  if (to == MX_FLOAT4E2M1) {
+    for (int64_t i = 0; i < n; i++) b[i] &= 0x0F;
+  } else if (mx_dtype_bits(to) < 8) {
+    for (int64_t i = 0; i < n; i++) mx__kset_sub_byte(b, to, i, b[i]);
+  } else if (to == MX_BOOL) {
+    for (int64_t i = 0; i < n; i++) b[i] = b[i] != 0;
   }
   return MX_OK;
 }
@@ -194,4 +221,6 @@ static mx_status run_Where(mx_kernel_call *c) {
 }
 
 const mx_kernel_def mx__kdef_Cast = {"Cast", NULL, MX_KDT_ALL | MX_KDT_NARROW, 0, run_Cast, NULL};
+const mx_kernel_def mx__kdef_CastLike = {"CastLike", NULL, MX_KDT_ALL | MX_KDT_NARROW, 0, run_CastLike, NULL};
+const mx_kernel_def mx__kdef_BitCast = {"BitCast", NULL, MX_KDT_ALL | MX_KDT_NARROW, 0, run_BitCast, NULL};
 const mx_kernel_def mx__kdef_Where = {"Where", NULL, MX_KDT_ALL, 1, run_Where, NULL};

@@ -58,6 +58,6 @@ mx_dim mx__sv_binary(mx_symtab *t, mx__sv_op op, mx_dim a, mx_dim b);
 void mx__sv_elementwise(mx_infer_ctx *ctx, mx__sv_op op, uint32_t n_in);
 
 /* Op definitions living in elementwise_misc.c. */
-extern const mx_op_def mx__op_cast, mx__op_clip, mx__op_where, mx__op_gelu;
+extern const mx_op_def mx__op_cast, mx__op_castlike, mx__op_bitcast, mx__op_clip, mx__op_where, mx__op_gelu;
 
 #endif /* MIXRT_GRAPH_OPS_ELEMENTWISE_IMPL_H */

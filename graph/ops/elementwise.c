@@ -199,6 +199,6 @@ const mx_op_def *const mx__ops_elementwise[] = {
     &def_And, &def_Or, &def_Xor,
     &def_Equal, &def_Less, &def_LessOrEqual, &def_Greater, &def_GreaterOrEqual,
     &def_Sum, &def_Mean, &def_Max, &def_Min,
-    &mx__op_cast, &mx__op_clip, &mx__op_where, &mx__op_gelu,
+    &mx__op_cast, &mx__op_castlike, &mx__op_bitcast, &mx__op_clip, &mx__op_where, &mx__op_gelu,
     NULL,
 };

@@ -1,6 +1,6 @@
 /* Op definitions of the elementwise ops that do not fit the unary/binary/variadic mould:
  * Cast (any supported dtype to any other; integer values carried through for shape
- * arithmetic), Clip (bounds as attributes before opset 11, as optional scalar inputs from 11),
+ * arithmetic), CastLike (Cast to input 1's dtype), BitCast (same bits, another dtype), Clip (bounds as attributes before opset 11, as optional scalar inputs from 11),
  * Where (three-way broadcasting; picks symbolic values when the condition is known) and
  * Gelu (opset 20, exact or tanh approximation). */
 #include <float.h>
@@ -63,6 +63,81 @@ const mx_op_def mx__op_cast = {
     .name = "Cast", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
     .flags = MX_OP_ELEMENTWISE | MX_OP_HOST_PREFERRED, .attrs = cast_attrs,
     .params_size = sizeof(mx_cast_params), .parse = parse_cast, .infer = infer_cast,
+};
+
+/* --- CastLike and BitCast ------------------------------------------------------------------ */
+
+/* CastLike (opset 15): Cast to the dtype of input 1 (whose values are not read). Its params are
+ * Cast's with `to` 0, as the target comes from input 1. */
+static const mx_attr_spec castlike_attrs[] = {
+    {"saturate", MX_ATTR_INT, false, 1, 0.0f, NULL},  /* opset 19: float8 targets only */
+    {"round_mode", MX_ATTR_STRING, false, 0, 0.0f, "up"}, /* opset 25: float8e8m0 only */
+    {NULL, MX_ATTR_UNDEFINED, false, 0, 0.0f, NULL},
+};
+
+static mx_status parse_castlike(const mx_parse_ctx *pc, void *params) {
+  mx_cast_params *p = params;
+  memset(p, 0, sizeof *p);
+  char mode[16];
+  mx_status st = mx__parse_string(pc, "round_mode", mode, sizeof mode);
+  if (st != MX_OK) return st;
+  if (strcmp(mode, "up") != 0 && strcmp(mode, "down") != 0 && strcmp(mode, "nearest") != 0)
+    return mx__parse_fail(pc, "attribute 'round_mode' must be up, down or nearest, not '%s'", mode);
+  p->saturate = mx__parse_int(pc, "saturate") != 0;
+  p->round_mode = strcmp(mode, "down") == 0 ? 1 : strcmp(mode, "nearest") == 0 ? 2 : 0;
+  return MX_OK;
+}
+
+static mx_status infer_castlike(mx_infer_ctx *ctx) {
+  mx_status st = mx__ew_check_dtype(ctx, 0, MX__EW_ALL | MX__EW_NARROW);
+  if (st == MX_OK) st = mx__ew_check_dtype(ctx, 1, MX__EW_ALL | MX__EW_NARROW);
+  if (st != MX_OK) return st;
+  ctx->out[0].dtype = ctx->in[1].dtype;
+  ctx->out[0].shape = ctx->in[0].shape;
+  return MX_OK;
+}
+
+const mx_op_def mx__op_castlike = {
+    .name = "CastLike", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE | MX_OP_HOST_PREFERRED, .attrs = castlike_attrs,
+    .params_size = sizeof(mx_cast_params), .parse = parse_castlike, .infer = infer_castlike,
+};
+
+/* BitCast (opset 26): the same bits read as another dtype of the same width; same shape. */
+static const mx_attr_spec bitcast_attrs[] = {
+    {"to", MX_ATTR_INT, true, 0, 0.0f, NULL},
+    {NULL, MX_ATTR_UNDEFINED, false, 0, 0.0f, NULL},
+};
+
+static mx_status parse_bitcast(const mx_parse_ctx *pc, void *params) {
+  mx_cast_params *p = params;
+  memset(p, 0, sizeof *p);
+  int64_t to = mx__parse_int(pc, "to");
+  if (to <= 0 || to > 64 || !mx_dtype_is_supported((int)to))
+    return mx__fail(pc->err, MX_ERR_UNSUPPORTED, "node '%s' (BitCast): target type %lld is not supported by mixrt",
+                    pc->node_name ? pc->node_name : "?", (long long)to);
+  p->to = (int32_t)to;
+  return MX_OK;
+}
+
+static mx_status infer_bitcast(mx_infer_ctx *ctx) {
+  const mx_cast_params *p = ctx->params;
+  mx_status st = mx__ew_check_dtype(ctx, 0, MX__EW_ALL | MX__EW_NARROW);
+  if (st != MX_OK) return st;
+  mx_dtype to = (mx_dtype)p->to;
+  if (mx_dtype_bits(to) != mx_dtype_bits(ctx->in[0].dtype))
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "BitCast from %s (%d bits) to %s (%d bits): the widths must match",
+                          mx_dtype_name(ctx->in[0].dtype), mx_dtype_bits(ctx->in[0].dtype), mx_dtype_name(to),
+                          mx_dtype_bits(to));
+  ctx->out[0].dtype = to;
+  ctx->out[0].shape = ctx->in[0].shape;
+  return MX_OK;
+}
+
+const mx_op_def mx__op_bitcast = {
+    .name = "BitCast", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE, .attrs = bitcast_attrs,
+    .params_size = sizeof(mx_cast_params), .parse = parse_bitcast, .infer = infer_bitcast,
 };
 
 /* --- Clip --------------------------------------------------------------------------------- */
