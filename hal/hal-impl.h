@@ -346,8 +346,7 @@ struct mx_device {
   uint64_t fault_nth[MX_FAULT_POINT_COUNT];           /* 0 = off, N = the Nth operation fails */
   _Atomic uint64_t fault_count[MX_FAULT_POINT_COUNT]; /* operations seen per point */
 
-  pthread_mutex_t lock;                  /* guards the lists below, the channels and last_error */
-  char last_error[MX_ERROR_MESSAGE_MAX]; /* message of the last failing host call */
+  pthread_mutex_t lock;                  /* guards the lists below and the channels */
   mx_stream *streams;                    /* user streams (their objects are owned by their users) */
   mx_event *events;                      /* every live event (owned by their users) */
   mx_hal_model *models;                  /* every live model (owned by their users) */

@@ -25,19 +25,24 @@ static const char *const fault_names[MX_FAULT_POINT_COUNT] = {"alloc", "copy", "
 
 /* --- device errors ---------------------------------------------------------------------------- */
 
+/* The message of the last host call that failed, kept per thread (with the device it failed on),
+ * as errno is: sessions that share a device call it from their own threads, and one must never
+ * read, or overwrite, the message of another's failure. Per thread, it needs no lock either. */
+static _Thread_local const mx_device *last_error_device;
+static _Thread_local char last_error_message[MX_ERROR_MESSAGE_MAX];
+
 mx_status mx__device_fail(mx_device *dev, mx_status status, const char *fmt, ...) {
-  char msg[MX_ERROR_MESSAGE_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  vsnprintf(last_error_message, sizeof last_error_message, fmt, ap);
   va_end(ap);
-  pthread_mutex_lock(&dev->lock);
-  memcpy(dev->last_error, msg, sizeof msg);
-  pthread_mutex_unlock(&dev->lock);
+  last_error_device = dev;
   return status;
 }
 
-const char *mx_device_last_error(const mx_device *dev) { return dev ? dev->last_error : ""; }
+const char *mx_device_last_error(const mx_device *dev) {
+  return dev && dev == last_error_device ? last_error_message : "";
+}
 
 /* --- options ---------------------------------------------------------------------------------- */
 

@@ -5,8 +5,8 @@
  * touch it, so code written against this header keeps working on a real accelerator. Events
  * mark a point in a stream; another stream can wait for that point without blocking the host.
  *
- * Errors. Host calls return an mx_status at once; a call that fails leaves a message readable
- * with mx_device_last_error. Work that fails on the device (a kernel, an asynchronous copy, an
+ * Errors. Host calls return an mx_status at once; a call that fails leaves a message that the
+ * same thread reads with mx_device_last_error. Work that fails on the device (a kernel, an asynchronous copy, an
  * injected fault) marks its stream failed: the error is sticky, every later command on that
  * stream is skipped, mx_stream_synchronize / mx_stream_query report it (mx_stream_get_error
  * names the failing command), and mx_stream_reset clears it.
@@ -125,8 +125,9 @@ mx_status mx_device_create(const mx_device_options *o, mx_device **out, mx_error
  * become invalid. NULL is a no-op. */
 void mx_device_destroy(mx_device *dev);
 
-/* Message of the last host call that failed on this device (any thread); "" if none. The string
- * belongs to the device and is valid until the next failing call. */
+/* Message of the last host call that failed on this device in the calling thread; "" if none
+ * (messages are kept per thread, as errno is: threads that share a device never see each
+ * other's). The string belongs to the thread and is valid until its next failing call. */
 const char *mx_device_last_error(const mx_device *dev);
 
 typedef struct mx_device_info {
