@@ -60,7 +60,8 @@ ACT_ROWS(selu, gamma * (x > 0.0f ? x : alpha * expm1_nonpos(x)), gamma * (x > 0.
 ACT_ROWS(celu, x > 0.0f ? x : alpha * expm1f(x / alpha), x > 0.0 ? x : alpha * expm1(x / alpha))
 ACT_ROWS(leaky, x < 0.0f ? alpha * x : x, x < 0.0 ? alpha * x : x)
 ACT_ROWS(hardsigmoid, UNIT_CLAMP(alpha * x + beta), UNIT_CLAMP(alpha * x + beta))
-ACT_ROWS(hardswish, x * UNIT_CLAMP(alpha * x + beta), x * UNIT_CLAMP(alpha * x + beta))
+/* HardSwish: HardSigmoid's formula with alpha = 1/6 and beta = 0.5 fixed. */
+ACT_ROWS(hardswish, x * UNIT_CLAMP(x * (1.0f / 6.0f) + 0.5f), x * UNIT_CLAMP(x * (1.0 / 6.0) + 0.5))
 ACT_ROWS(thresholded, x > alpha ? x : 0.0f, x > alpha ? x : 0.0)
 ACT_ROWS(softplus, softplus_f(x), softplus_d(x))
 ACT_ROWS(softsign, x / (1.0f + fabsf(x)), x / (1.0 + fabs(x)))
@@ -123,7 +124,7 @@ NOT_ROW(not_64, uint64_t)
 typedef mx__ew_un_fn un_table[MX__EW_UN_TABLE_SIZE];
 #define FLT(OP) [MX_FLOAT32] = OP##_f32, [MX_FLOAT64] = OP##_f64
 
-/* One kernel over a float table; ctx is the node's params, or fixed ones (HardSwish). */
+/* One kernel over a float table; ctx is the node's params (NULL for ops without any). */
 #define FLOAT_KERNEL(NAME, OP, CTX)                                         \
   static mx_status run_##NAME(mx_kernel_call *c) {                          \
     static const un_table t = {FLT(OP)};                                    \
@@ -133,7 +134,6 @@ typedef mx__ew_un_fn un_table[MX__EW_UN_TABLE_SIZE];
 
 /* Rows that read alpha/beta/gamma need params; a call without them is malformed. */
 static const mx_activation_params no_params = {0.0f, 0.0f, 0.0f, 0};
-static const mx_activation_params hardswish_params = {1.0f / 6.0f, 0.5f, 0.0f, 0};
 #define PRM (c->params ? c->params : (const void *)&no_params)
 
 FLOAT_KERNEL(Elu, elu, PRM)
@@ -141,7 +141,7 @@ FLOAT_KERNEL(Selu, selu, PRM)
 FLOAT_KERNEL(Celu, celu, PRM)
 FLOAT_KERNEL(LeakyRelu, leaky, PRM)
 FLOAT_KERNEL(HardSigmoid, hardsigmoid, PRM)
-FLOAT_KERNEL(HardSwish, hardswish, &hardswish_params)
+FLOAT_KERNEL(HardSwish, hardswish, NULL)
 FLOAT_KERNEL(ThresholdedRelu, thresholded, PRM)
 FLOAT_KERNEL(Softplus, softplus, NULL)
 FLOAT_KERNEL(Softsign, softsign, NULL)
