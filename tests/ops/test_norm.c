@@ -62,7 +62,7 @@ Test(norm_infer, batchnorm_stat_types_before_opset14_follow_x) {
   mx_value_id in[5];
   bn_inputs(in, MX_FLOAT16, MX_FLOAT32, 3);
   op("BatchNormalization", in, 5, NULL, 0);
-  infer_fails(MX_ERR_DTYPE, "input 3");
+  infer_fails(MX_ERR_DTYPE, "has dtype float32 but input 0 has float16");
 }
 
 Test(norm_infer, batchnorm_spatial0_takes_per_activation_values) {
