@@ -1,5 +1,6 @@
-/* `mixrt bench` subcommands (each prints one JSON object on stdout) and the decode-step helpers
- * that `mixrt demo` and `mixrt bench llm` share (tools/demo_llm.c). */
+/* `mixrt bench scheduler` (it prints one JSON object on stdout) and the decode-step helpers that
+ * `mixrt demo` and `mixrt bench llm` (bench/llm/, a library the program links) share
+ * (tools/demo_llm.c). */
 #ifndef MIXRT_TOOLS_BENCH_H
 #define MIXRT_TOOLS_BENCH_H
 
@@ -14,10 +15,6 @@
 
 /* `mixrt bench scheduler [...]` (argv[0] is "scheduler"). */
 int mx_bench_scheduler(int argc, char **argv);
-/* `mixrt bench llm [...]` (argv[0] is "llm"). */
-int mx_bench_llm(int argc, char **argv);
-/* Prints the help of `mixrt bench llm`. */
-void mx_bench_llm_help(FILE *out);
 
 /* --- decode-step helpers (tools/demo_llm.c) ---------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /* `mixrt bench SUITE`: benchmarks users run on their own machine, printing JSON. */
 #include <string.h>
 
+#include "bench/llm/llm.h"
 #include "tools/bench.h"
 #include "tools/commands.h"
 
