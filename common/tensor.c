@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/value_list.h"
+#include "mixrt/sequence.h"
 #include "mixrt/tensor.h"
 
 bool mx_tensor_numel(const mx_tensor *t, int64_t *numel) {
@@ -44,6 +46,7 @@ mx_status mx_tensor_alloc(mx_dtype dtype, int32_t rank, const int64_t *dims, mx_
 
 void mx_tensor_release(mx_tensor *t) {
   if (!t) return;
-  free(t->data);
+  if (mx_value_is_list(t)) mx__value_list_free(t->data); /* a sequence or optional */
+  else free(t->data);
   memset(t, 0, sizeof *t);
 }

@@ -417,6 +417,7 @@ mx_status mx__graph_copy_attrs(mx_graph *g, const mx_attr *src, size_t n, mx_att
           return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "attribute '%s': graph is NULL", a->name);
         d->graph = a->graph; /* adopted by the caller once the node exists */
         break;
+      case MX_ATTR_TYPE_PROTO: d->i = a->i; break;
       default:
         return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "attribute '%s': unknown type %d",
                               a->name, (int)a->type);

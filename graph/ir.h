@@ -39,6 +39,7 @@ typedef struct mx_value {
   mx_node_id producer;        /* producing node, or MX_NO_NODE (input, constant, outer) */
   uint32_t producer_slot;     /* output index on the producer */
   uint32_t flags;             /* MX_VALUE_* */
+  uint8_t kind;               /* mx_value_kind: tensor (0), sequence or optional */
   mx_node_id *consumers;      /* consuming nodes, one entry per use (malloc'd) */
   size_t n_consumers;
   size_t cap_consumers;

@@ -6,14 +6,43 @@
 
 #include "kernels/kutil.h"
 #include "mixrt/reference.h"
+#include "mixrt/sequence.h"
 
 static void say(char *why, size_t n, const char *fmt, long long a, long long b) {
   if (why && n) snprintf(why, n, fmt, a, b);
 }
 
+/* Sequences and optionals: the same kind and count, then item by item. */
+static bool lists_close(const mx_tensor *a, const mx_tensor *e, double rtol, double atol, char *why,
+                        size_t why_size) {
+  const mx_value_list *la = mx_value_list_of(a), *le = mx_value_list_of(e);
+  mx_value_kind ka = mx_value_kind_of(a), ke = mx_value_kind_of(e);
+  /* An optional sequence and a sequence are one kind for comparison (files do not tell them apart). */
+  bool seq_a = ka == MX_KIND_SEQUENCE || ka == MX_KIND_OPTIONAL_SEQUENCE;
+  bool seq_e = ke == MX_KIND_SEQUENCE || ke == MX_KIND_OPTIONAL_SEQUENCE;
+  if (!la || !le || (seq_a != seq_e && ka != MX_KIND_OPTIONAL && ke != MX_KIND_OPTIONAL)) {
+    if (why && why_size) snprintf(why, why_size, "a %s, expected a %s", seq_a ? "sequence" : la ? "optional" : "tensor",
+                                  seq_e ? "sequence" : le ? "optional" : "tensor");
+    return false;
+  }
+  if (la->count != le->count) {
+    say(why, why_size, "%lld items, expected %lld", (long long)la->count, (long long)le->count);
+    return false;
+  }
+  for (size_t i = 0; i < la->count; i++) {
+    char inner[200] = "";
+    if (!mx_tensor_allclose(&la->items[i], &le->items[i], rtol, atol, inner, sizeof inner)) {
+      if (why && why_size) snprintf(why, why_size, "item %zu: %s", i, inner);
+      return false;
+    }
+  }
+  return true;
+}
+
 bool mx_tensor_allclose(const mx_tensor *a, const mx_tensor *e, double rtol, double atol, char *why,
                         size_t why_size) {
   if (why && why_size) why[0] = '\0';
+  if (mx_value_is_list(a) || mx_value_is_list(e)) return lists_close(a, e, rtol, atol, why, why_size);
   if (a->dtype != e->dtype) {
     if (why && why_size)
       snprintf(why, why_size, "dtype %s, expected %s", mx_dtype_name(a->dtype), mx_dtype_name(e->dtype));

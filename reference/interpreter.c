@@ -1,16 +1,32 @@
 /* The reference interpreter (see mixrt/reference.h): checks the caller's inputs against the
  * graph's declared inputs, then runs every node in topological order through
- * mx__reference_exec_node, freeing each intermediate right after its last consumer. */
+ * mx__reference_exec_node, freeing each intermediate right after its last consumer.
+ *
+ * Subgraphs (If / Loop / Scan bodies) run through the same loop (mx__reference_run_graph) in a
+ * frame chained to their node's frame: a value captured from an enclosing graph is read there
+ * by name, and a value some subgraph captures is kept until its frame ends. Nodes of ops that
+ * run subgraphs or handle sequences and optionals go to reference/control.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
+#include "mixrt/sequence.h"
 #include "reference/reference.h"
 
 /* Checks one given input against the declared graph input, binding symbols as it goes. */
 static mx_status check_input(const mx_graph *g, const mx_value *decl, const mx_tensor *t, int64_t *bound,
                              size_t n_syms, mx_error *err) {
+  if (decl->kind != MX_KIND_TENSOR || mx_value_is_list(t)) {
+    /* A sequence or optional: its kind must match (an optional input also takes a plain value). */
+    mx_value_kind k = mx_value_kind_of(t);
+    bool ok = k == (mx_value_kind)decl->kind || (decl->kind == MX_KIND_OPTIONAL && k == MX_KIND_TENSOR) ||
+              (decl->kind == MX_KIND_OPTIONAL_SEQUENCE && k == MX_KIND_SEQUENCE);
+    if (!ok)
+      return mx__fail(err, MX_ERR_DTYPE, "input '%s': a %s given, a %s expected", decl->name,
+                      mx__reference_kind_name(k), mx__reference_kind_name((mx_value_kind)decl->kind));
+    return MX_OK;
+  }
   if (t->dtype != decl->dtype)
     return mx__fail(err, MX_ERR_DTYPE, "input '%s': dtype %s given, %s expected", decl->name,
                     mx_dtype_name(t->dtype), mx_dtype_name(decl->dtype));
@@ -71,6 +87,7 @@ static mx_status match_inputs(const mx_graph *g, const mx_tensor *inputs, size_t
 }
 
 static mx_status copy_tensor(const mx_tensor *src, mx_tensor *dst) {
+  if (mx_value_is_list(src)) return mx_value_copy(src, dst);
   size_t nbytes = 0;
   mx_tensor_nbytes(src, &nbytes);
   *dst = *src;
@@ -80,6 +97,31 @@ static mx_status copy_tensor(const mx_tensor *src, mx_tensor *dst) {
   if (!dst->data) return MX_ERR_OUT_OF_MEMORY;
   if (nbytes) memcpy(dst->data, src->data, nbytes);
   return MX_OK;
+}
+
+/* Frees a run-time value the frame owns (a tensor's data, or a sequence / optional whole). */
+static void free_value(mx_tensor *t) {
+  if (mx_value_is_list(t)) mx_tensor_release(t);
+  else mx__host_free(t->data);
+  t->data = NULL;
+}
+
+/* Marks in keep[] every value of g that a subgraph of some node reads by name (at any depth). */
+static void mark_captured(const mx_graph *g, const mx_graph *sub, uint8_t *keep) {
+  for (size_t v = 0; v < sub->n_values; v++) {
+    if ((sub->values[v].flags & (MX_VALUE_DEAD | MX_VALUE_OUTER)) != MX_VALUE_OUTER) continue;
+    mx_value_id id = mx_graph_find_value(g, sub->values[v].name);
+    if (id != MX_NO_VALUE) keep[id] = 1;
+  }
+  for (size_t i = 0; i < sub->n_subgraphs; i++) mark_captured(g, sub->subgraphs[i], keep);
+}
+
+const mx_tensor *mx__reference_frame_lookup(const mx__ref_frame *f, const char *name) {
+  for (; f; f = f->parent) {
+    mx_value_id v = mx_graph_find_value(f->g, name);
+    if (v != MX_NO_VALUE) return &f->vals[v]; /* an outer value of f is bound already */
+  }
+  return NULL;
 }
 
 mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
@@ -92,7 +134,13 @@ mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs
   memset(outputs, 0, n_outputs * sizeof *outputs);
   mx_status st = mx_graph_infer(g);
   if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(g));
+  return mx__reference_run_graph(g, NULL, inputs, n_inputs, outputs, n_outputs, err);
+}
 
+mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent, const mx_tensor *inputs,
+                                  size_t n_inputs, mx_tensor *outputs, size_t n_outputs, mx_error *err) {
+  mx_status st;
+  memset(outputs, 0, n_outputs * sizeof *outputs);
   const mx_node_id *order;
   size_t n_order;
   st = mx__graph_topo_order(g, &order, &n_order);
@@ -102,11 +150,12 @@ mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs
   mx_tensor *vals = calloc(nv ? nv : 1, sizeof *vals);      /* run-time tensor of each value */
   uint8_t *owned = calloc(nv ? nv : 1, 1);                    /* 1 when vals[v].data is ours */
   size_t *uses = calloc(nv ? nv : 1, sizeof *uses);           /* remaining consumer uses */
+  uint8_t *keep = calloc(nv ? nv : 1, 1);                     /* 1: a subgraph reads it by name */
   const mx_tensor **by_input = calloc(g->n_inputs ? g->n_inputs : 1, sizeof *by_input);
   int64_t *bound = malloc((n_syms ? n_syms : 1) * sizeof *bound);
   const mx_tensor **ins = NULL;
   mx_symtab *scratch = NULL;
-  if (!vals || !owned || !uses || !by_input || !bound || mx_symtab_create(&scratch) != MX_OK) {
+  if (!vals || !owned || !uses || !keep || !by_input || !bound || mx_symtab_create(&scratch) != MX_OK) {
     st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory starting the reference interpreter");
     goto cleanup;
   }
@@ -115,16 +164,29 @@ mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs
   if (st != MX_OK) goto cleanup;
   for (size_t i = 0; i < g->n_inputs; i++) {
     const mx_value *decl = &g->values[g->inputs[i]];
-    st = check_input(g, decl, by_input[i], bound, n_syms, err);
-    if (st != MX_OK) goto cleanup;
+    if (!parent) { /* a subgraph's inputs come from its node, already checked */
+      st = check_input(g, decl, by_input[i], bound, n_syms, err);
+      if (st != MX_OK) goto cleanup;
+    }
     vals[g->inputs[i]] = *by_input[i];
   }
   for (size_t v = 0; v < nv; v++) {
     const mx_value *val = &g->values[v];
     if (val->flags & MX_VALUE_DEAD) continue;
     if ((val->flags & MX_VALUE_CONST) && !(val->flags & MX_VALUE_INPUT)) vals[v] = *val->data;
+    if ((val->flags & MX_VALUE_OUTER) && parent) {
+      const mx_tensor *o = mx__reference_frame_lookup(parent, val->name);
+      if (!o) {
+        st = mx__fail(err, MX_ERR_INVALID_GRAPH, "graph '%s' reads '%s', which no enclosing graph has", g->name,
+                      val->name);
+        goto cleanup;
+      }
+      vals[v] = *o; /* borrowed */
+    }
     uses[v] = val->n_consumers;
   }
+  for (size_t s = 0; s < g->n_subgraphs; s++) mark_captured(g, g->subgraphs[s], keep);
+  mx__ref_frame frame = {g, vals, parent};
   size_t max_in = 1;
   for (size_t i = 0; i < n_order; i++)
     if (g->nodes[order[i]].n_inputs > max_in) max_in = g->nodes[order[i]].n_inputs;
@@ -143,7 +205,10 @@ mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs
       st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory in the reference interpreter");
       goto cleanup;
     }
-    st = mx__reference_exec_node(g, order[i], scratch, ins, outs, err);
+    if (mx__reference_is_control(g, nd, ins))
+      st = mx__reference_exec_control(&frame, order[i], ins, outs, err);
+    else
+      st = mx__reference_exec_node(g, order[i], scratch, ins, outs, err);
     if (st == MX_OK) {
       for (uint32_t k = 0; k < nd->n_outputs; k++) {
         vals[nd->outputs[k]] = outs[k];
@@ -155,9 +220,9 @@ mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs
     /* Free intermediates whose last consumer this was (graph outputs are kept). */
     for (uint32_t k = 0; k < nd->n_inputs; k++) {
       mx_value_id v = nd->inputs[k];
-      if (v == MX_NO_VALUE || --uses[v] > 0 || !owned[v] || (g->values[v].flags & MX_VALUE_OUTPUT)) continue;
-      mx__host_free(vals[v].data);
-      vals[v].data = NULL;
+      if (v == MX_NO_VALUE || --uses[v] > 0 || !owned[v] || keep[v] || (g->values[v].flags & MX_VALUE_OUTPUT))
+        continue;
+      free_value(&vals[v]);
       owned[v] = 0;
     }
   }
@@ -181,8 +246,9 @@ mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs
 cleanup:
   if (vals && owned)
     for (size_t v = 0; v < nv; v++)
-      if (owned[v]) mx__host_free(vals[v].data);
+      if (owned[v]) free_value(&vals[v]);
   mx_symtab_destroy(scratch);
+  free(keep);
   free(ins);
   free(bound);
   free(by_input);

@@ -6,6 +6,7 @@
 
 #include "mixrt/onnx.h"
 #include "mixrt/reference.h"
+#include "mixrt/sequence.h"
 #include "tools/conformance.h"
 
 #define MAX_IO 64
@@ -75,17 +76,21 @@ static int run_one(const mx_conf_options *opt, const char *test_dir, char *why, 
   }
   for (size_t i = 0; i < n_in; i++) {
     snprintf(path, sizeof path, "%s/test_data_set_0/input_%zu.pb", test_dir, i);
-    if (mx_tensor_load_pb(path, &inputs[i], NULL, &err) != MX_OK) {
+    if (mx_value_load_pb(path, mx_graph_value_kind(g, mx_graph_input(g, i)), &inputs[i], &err) != MX_OK) {
       snprintf(why, why_size, "input %zu: %s", i, err.message);
       goto done;
     }
   }
+  /* Output kinds (tensor, sequence, optional) come from inference; a graph that does not infer
+   * fails in the run below with the reason. */
+  mx_graph_infer(g);
   for (;; n_exp++) {
     snprintf(path, sizeof path, "%s/test_data_set_0/output_%zu.pb", test_dir, n_exp);
     FILE *probe = fopen(path, "rb");
     if (!probe) break;
     fclose(probe);
-    if (n_exp == MAX_IO || mx_tensor_load_pb(path, &expected[n_exp], NULL, &err) != MX_OK) {
+    mx_value_kind kind = n_exp < n_out ? mx_graph_value_kind(g, mx_graph_output(g, n_exp)) : MX_KIND_TENSOR;
+    if (n_exp == MAX_IO || mx_value_load_pb(path, kind, &expected[n_exp], &err) != MX_OK) {
       snprintf(why, why_size, "expected output %zu: %s", n_exp, err.message);
       goto done;
     }

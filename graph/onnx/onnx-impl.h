@@ -121,6 +121,18 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
 void mx__onnx_unpack_sub_byte(uint8_t *buf, mx_dtype dtype, size_t n);
 void mx__onnx_pack_sub_byte(const uint8_t *src, mx_dtype dtype, size_t n, uint8_t *dst);
 
+/* --- onnx_type.c ------------------------------------------------------------------------------ */
+
+/* Reads a value type: *kind, the tensors' element type (UNDEFINED when not given) and their
+ * declared shape (NULL when not given). No type at all is a tensor of unknown type. Maps,
+ * sparse tensors and nestings mixrt has no kind for are MX_ERR_UNSUPPORTED naming `what`. */
+mx_status mx__onnx_type_read(const Onnx__TypeProto *tp, mx_value_kind *kind, mx_dtype *dtype,
+                             const Onnx__TensorShapeProto **shape, const char *what, mx_error *err);
+/* Wraps a tensor TypeProto into the sequence / optional layers of `kind` (arena messages). */
+Onnx__TypeProto *mx__onnx_type_wrap(mx_arena *a, mx_value_kind kind, Onnx__TypeProto *tensor_type);
+/* The TypeProto of an MX_TYPE_CODE (a TYPE_PROTO attribute) in arena a; NULL when out of memory. */
+Onnx__TypeProto *mx__onnx_type_of_code(mx_arena *a, int64_t code);
+
 /* --- onnx_order.c ----------------------------------------------------------------------------- */
 
 void mx__onnx_names_init(mx__onnx_names *s);

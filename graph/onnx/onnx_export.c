@@ -96,6 +96,7 @@ static Onnx__ValueInfoProto *export_value_info(exporter *ex, const mx_graph *g, 
     }
     tt->shape = sp;
   }
+  if (v->kind != MX_KIND_TENSOR && !(vi->type = mx__onnx_type_wrap(&ex->arena, v->kind, tp))) return NULL;
   return vi->name ? vi : NULL;
 }
 
@@ -133,6 +134,10 @@ static Onnx__AttributeProto *export_attr(exporter *ex, const mx_attr *a) {
     case MX_ATTR_GRAPH:
       ap->g = export_graph(ex, a->graph);
       if (!ap->g) return NULL;
+      break;
+    case MX_ATTR_TYPE_PROTO:
+      ap->tp = mx__onnx_type_of_code(&ex->arena, a->i);
+      if (!ap->tp) return NULL;
       break;
     default: return NULL;
   }

@@ -121,30 +121,13 @@ static mx_status add_input(mx__onnx_import *im, mx__onnx_scope *sc, const Onnx__
   mx_dtype dtype = MX_DTYPE_UNDEFINED;
   mx_shape shape = {.rank = MX_RANK_UNKNOWN};
   snprintf(what, sizeof what, "graph '%.100s': input '%.150s'", mx_graph_name(sc->g), vi->name);
-  const Onnx__TypeProto *tp = vi->type;
-  if (tp && tp->value_case != ONNX__TYPE_PROTO__VALUE__NOT_SET) {
-    if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
-      const char *kind = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "a sequence"
-                         : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE    ? "a map"
-                         : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "an optional"
-                         : tp->value_case == ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE
-                             ? "a sparse tensor"
-                             : "not a tensor";
-      return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s is %s; mixrt supports tensors only", what,
-                      kind);
-    }
-    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-    if (tt) {
-      int32_t code = tt->has_elem_type ? tt->elem_type : 0;
-      if (code != 0 && !mx_dtype_is_supported(code))
-        return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s: element type %s (%d) is not supported",
-                        what, mx__onnx_type_name(code), (int)code);
-      dtype = (mx_dtype)code;
-      if (tt->shape) {
-        st = input_shape(im, sc->g, tt->shape, what, &shape);
-        if (st != MX_OK) return st;
-      }
-    }
+  mx_value_kind kind;
+  const Onnx__TensorShapeProto *sp;
+  st = mx__onnx_type_read(vi->type, &kind, &dtype, &sp, what, im->err);
+  if (st != MX_OK) return st;
+  if (sp) {
+    st = input_shape(im, sc->g, sp, what, &shape);
+    if (st != MX_OK) return st;
   }
   mx_value_id id;
   /* mx_graph_add_input insists on a known element type, but subgraph inputs (Loop bodies)
@@ -154,6 +137,7 @@ static mx_status add_input(mx__onnx_import *im, mx__onnx_scope *sc, const Onnx__
                           &shape, &id);
   if (st != MX_OK) return mx__onnx_graph_failed(im, sc->g, st);
   if (dtype == MX_DTYPE_UNDEFINED) mx__val(sc->g, id)->dtype = MX_DTYPE_UNDEFINED;
+  mx__val(sc->g, id)->kind = (uint8_t)kind;
   return MX_OK;
 }
 

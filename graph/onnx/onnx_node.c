@@ -138,11 +138,26 @@ static mx_status convert_attr(mx__onnx_import *im, mx__onnx_scope *sc, mx_arena 
       }
       out->type = MX_ATTR_GRAPH;
       return MX_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO: {
+      /* A value type (Optional's 'type'): kept as one MX_TYPE_CODE. */
+      mx_value_kind kind;
+      mx_dtype dtype;
+      const Onnx__TensorShapeProto *shape;
+      char twhat[450];
+      snprintf(twhat, sizeof twhat, "%s (type TYPE_PROTO)", what);
+      st = mx__onnx_type_read(a->tp, &kind, &dtype, &shape, twhat, im->err);
+      if (st != MX_OK) return st;
+      if (dtype == MX_DTYPE_UNDEFINED)
+        return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s has type TYPE_PROTO without an element type",
+                        what);
+      out->type = MX_ATTR_TYPE_PROTO;
+      out->i = MX_TYPE_CODE(kind, dtype);
+      return MX_OK;
+    }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSORS:
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTOS:
       return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s has type %s, which mixrt does not support",
                       what, attr_type_name(type));

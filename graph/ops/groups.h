@@ -28,6 +28,7 @@ extern const mx_op_def *const mx__ops_rnn[];     /* rnn.c: RNN, GRU, LSTM */
 extern const mx_op_def *const mx__ops_signal[];     /* signal.c: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix */
 extern const mx_op_def *const mx__ops_llm[];     /* llm.c: SwiGLU, LinearAttention, FlexAttention, CausalConvWithState */
 extern const mx_op_def *const mx__ops_random[];     /* random.c: RandomUniform, RandomNormal, RandomUniformLike, RandomNormalLike, Bernoulli, Multinomial */
+extern const mx_op_def *const mx__ops_control[];   /* control.c: If, Loop, Scan, SequenceMap, Sequence*, SplitToSequence, ConcatFromSequence, Optional* */
 extern const mx_op_def *const mx__ops_mixrt[]; /* mixrt_ops.c: PartitionedCall (domain "mixrt") */
 
 #endif /* MIXRT_GRAPH_OPS_GROUPS_H */

@@ -36,7 +36,12 @@ enum {
   /* Output 0 holds exactly the bytes of input 0 (Reshape, Squeeze, Identity, ...). */
   MX_OP_ALIAS = 1u << 3,
   /* Reads only the shape of its input, not its data (Shape, Size). */
-  MX_OP_SHAPE_ONLY = 1u << 4
+  MX_OP_SHAPE_ONLY = 1u << 4,
+  /* Takes or gives sequences / optionals (mx_value_info.kind); other ops refuse them. */
+  MX_OP_ANY_KIND = 1u << 5,
+  /* Runs subgraphs (If, Loop, Scan, SequenceMap): inferred and run by graph/subgraph.c and
+   * reference/control.c from the node itself rather than through infer and a kernel. */
+  MX_OP_SUBGRAPH = 1u << 6
 };
 
 /* What inference knows about one value. */
@@ -47,6 +52,7 @@ typedef struct mx_value_info {
   const mx_dim *sv;        /* symbolic value (row-major), NULL when unknown */
   int32_t sv_len;          /* elements in sv, -1 when unknown */
   const mx_tensor *data;   /* constant data on the host, or NULL */
+  uint8_t kind;            /* mx_value_kind: tensor (0), sequence or optional */
 } mx_value_info;
 
 /* Attribute schema entry. Defaults apply when the node does not carry the attribute. */

@@ -21,6 +21,7 @@ static const char *attr_type_name(mx_attr_type t) {
     case MX_ATTR_FLOATS: return "floats";
     case MX_ATTR_INTS: return "ints";
     case MX_ATTR_STRINGS: return "strings";
+    case MX_ATTR_TYPE_PROTO: return "type";
     case MX_ATTR_UNDEFINED: break;
   }
   return "undefined";
@@ -99,6 +100,7 @@ void mx__value_info_of(const mx_graph *g, mx_value_id v, mx_value_info *info) {
   info->sv = val->sv_len >= 0 ? val->sv : NULL;
   info->sv_len = val->sv_len;
   info->data = val->data;
+  info->kind = val->kind;
 }
 
 mx_status mx__node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *syms, const mx_value_info *in,
@@ -111,8 +113,19 @@ mx_status mx__node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *syms, con
     out[i].sv = out_sv + (size_t)i * MX_SV_MAX;
     out[i].sv_len = -1;
   }
+  if (nd->def->flags & MX_OP_SUBGRAPH) /* If, Loop, Scan, SequenceMap: graph/subgraph.c */
+    return mx__subgraph_node_infer(g, nid, syms, in, out, out_sv, runtime, err);
   for (uint32_t i = 0; i < nd->n_inputs; i++) {
-    if (in[i].present && in[i].dtype == MX_DTYPE_UNDEFINED)
+    if (in[i].present && in[i].kind != MX_KIND_TENSOR && !(nd->def->flags & MX_OP_ANY_KIND)) {
+      if (nd->n_outputs == 1 && strcmp(nd->def->name, "Identity") == 0) { /* passes anything */
+        out[0] = in[0];
+        return MX_OK;
+      }
+      return mx__fail(err, MX_ERR_DTYPE, "node '%s' (%s): input %u ('%s') is a %s, not a tensor",
+                      nd->name, nd->op_type, i, g->values[nd->inputs[i]].name,
+                      in[i].kind == MX_KIND_SEQUENCE ? "sequence" : "optional");
+    }
+    if (in[i].present && in[i].dtype == MX_DTYPE_UNDEFINED && in[i].kind == MX_KIND_TENSOR)
       return mx__fail(err, MX_ERR_INVALID_GRAPH, "node '%s' (%s): input %u ('%s') has no known dtype",
                       nd->name, nd->op_type, i, g->values[nd->inputs[i]].name);
   }
@@ -209,6 +222,7 @@ static mx_status store_output(void *user, mx_value_id v, const mx_value_info *in
   mx_value *val = &g->values[v];
   val->dtype = info->dtype;
   val->shape = info->shape;
+  val->kind = info->kind;
   if (val->flags & MX_VALUE_CONST) return MX_OK; /* folded constants keep their own sv */
   val->sv = NULL;
   val->sv_len = -1;

@@ -18,6 +18,11 @@ mx_status mx__node_prepare(mx_graph *g, mx_node_id n, mx_error *err);
 mx_status mx__node_infer(const mx_graph *g, mx_node_id n, mx_symtab *syms, const mx_value_info *in,
                          mx_value_info *out, mx_dim *out_sv, bool runtime, mx_error *err);
 
+/* mx__node_infer of a node whose op runs subgraphs (MX_OP_SUBGRAPH; graph/subgraph.c): infers
+ * the subgraphs against the node's inputs and captured outer values, then the outputs. */
+mx_status mx__subgraph_node_infer(const mx_graph *g, mx_node_id n, mx_symtab *syms, const mx_value_info *in,
+                                  mx_value_info *out, mx_dim *out_sv, bool runtime, mx_error *err);
+
 /* Fills `info` with what the graph knows about value v. */
 void mx__value_info_of(const mx_graph *g, mx_value_id v, mx_value_info *info);
 

@@ -55,8 +55,23 @@ typedef enum mx_attr_type {
   MX_ATTR_GRAPH = 5,
   MX_ATTR_FLOATS = 6,
   MX_ATTR_INTS = 7,
-  MX_ATTR_STRINGS = 8
+  MX_ATTR_STRINGS = 8,
+  MX_ATTR_TYPE_PROTO = 13      /* a value type: i holds MX_TYPE_CODE(kind, element dtype) */
 } mx_attr_type; /* values equal ONNX's AttributeProto.AttributeType */
+
+/* What a value holds: a tensor, a sequence of tensors, or an optional (empty or holding a
+ * tensor or a sequence). A sequence's or optional's dtype is its tensors' element type, its
+ * shape their common shape when known. */
+typedef enum mx_value_kind {
+  MX_KIND_TENSOR = 0,
+  MX_KIND_SEQUENCE = 1,
+  MX_KIND_OPTIONAL = 2,          /* optional tensor */
+  MX_KIND_OPTIONAL_SEQUENCE = 3  /* optional sequence of tensors */
+} mx_value_kind;
+/* One int naming a value type (the TYPE_PROTO attribute encoding): kind and element dtype. */
+#define MX_TYPE_CODE(kind, dtype) ((int64_t)(kind) * 4096 + (int64_t)(dtype))
+#define MX_TYPE_CODE_KIND(code) ((mx_value_kind)((code) / 4096))
+#define MX_TYPE_CODE_DTYPE(code) ((mx_dtype)((code) % 4096))
 
 /* A node attribute. Only the fields of its type are read; everything is copied on add. */
 typedef struct mx_attr {
@@ -90,6 +105,9 @@ static inline mx_attr mx_attr_floats(const char *name, const float *v, size_t n)
 }
 static inline mx_attr mx_attr_tensor(const char *name, const mx_tensor *t) {
   mx_attr a = {0}; a.name = name; a.type = MX_ATTR_TENSOR; a.tensor = t; return a;
+}
+static inline mx_attr mx_attr_graph(const char *name, mx_graph *g) {
+  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_GRAPH; a.graph = g; return a;
 }
 
 /* Everything that describes one node for mx_graph_add_node. */
@@ -159,6 +177,19 @@ mx_dtype mx_graph_value_dtype(const mx_graph *g, mx_value_id v);
 bool mx_graph_value_shape(const mx_graph *g, mx_value_id v, mx_shape *shape);
 /* Constant data of a value (initializer or folded), or NULL. Borrowed from the graph. */
 const mx_tensor *mx_graph_value_constant(const mx_graph *g, mx_value_id v);
+/* What value v holds (MX_KIND_TENSOR for an invalid id). */
+mx_value_kind mx_graph_value_kind(const mx_graph *g, mx_value_id v);
+/* Declares that graph input v holds a sequence or an optional rather than a tensor. */
+mx_status mx_graph_set_input_kind(mx_graph *g, mx_value_id v, mx_value_kind kind);
+
+/* --- subgraphs (If / Loop / Scan bodies) ------------------------------------------------------ */
+
+/* Creates an empty subgraph of g (for a GRAPH attribute of a node of g): it imports g's opsets
+ * and shares its symbols; g owns it. Pass it in an mx_attr of type MX_ATTR_GRAPH. */
+mx_status mx_graph_create_subgraph(mx_graph *g, const char *name, mx_graph **out);
+/* In subgraph `sub`, a reference to the value called `name` of an enclosing graph (an outer-scope
+ * capture): it reads that value when the node owning `sub` runs. */
+mx_status mx_graph_add_outer(mx_graph *sub, const char *name, mx_value_id *out);
 
 /* --- passes --------------------------------------------------------------------------------- */
 

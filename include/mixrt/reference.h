@@ -6,6 +6,7 @@
 #define MIXRT_REFERENCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mixrt/graph.h"
 #include "mixrt/status.h"
@@ -26,6 +27,12 @@ extern "C" {
  * failure, err (may be NULL) names the input or node at fault and no output is left allocated. */
 mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                            size_t n_outputs, mx_error *err);
+
+/* Most iterations a Loop whose only exit is its condition may run before the interpreter stops
+ * it with an error naming the node (default 16777216; also read from the environment variable
+ * MIXRT_LOOP_MAX_ITERATIONS). A Loop with a trip count M runs M at most regardless. Returns the
+ * previous limit; a value <= 0 only reads it. */
+int64_t mx_reference_loop_limit(int64_t max_iterations);
 
 /* Compares two tensors by the ONNX test rules: same dtype and shape; floats within
  * |a - e| <= atol + rtol * |e|, NaN equal to NaN, infinities equal by sign; integers and bools
