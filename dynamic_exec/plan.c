@@ -389,22 +389,142 @@ static mx_status check_graph(mx_graph *g, const mx_node_id *order, size_t n, mx_
   return MX_OK;
 }
 
+/* The caller's options (or the defaults) with zero counts replaced by their defaults, checked
+ * against the executor's limits. */
+static mx_status resolve_options(const mx_dyn_options *opt, mx_dyn_options *o, mx_error *err) {
+  mx_dyn_options_init(o);
+  if (opt) *o = *opt;
+  if (o->max_streams == 0) o->max_streams = 1;
+  if (o->meta_entries == 0) o->meta_entries = 4;
+  if (o->max_streams > MX_DYN_MAX_STREAMS)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "max_streams %u exceeds %d", o->max_streams, MX_DYN_MAX_STREAMS);
+  if (o->meta_entries > 16)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "meta_entries %u exceeds 16", o->meta_entries);
+  return MX_OK;
+}
+
+/* Every value's plan entry, with the constants' homes and dims (the sources of the plan). */
+static void plan_values(builder *b) {
+  mx_dyn_plan *p = b->p;
+  const mx_graph *g = b->g;
+  for (size_t v = 0; v < p->n_values; v++) {
+    const mx_value *val = &g->values[v];
+    mx__dyn_pval *pv = &p->vals[v];
+    pv->producer = pv->last_op = pv->input_index = pv->src_op = MX__DYN_NONE;
+    pv->upload_event = -1;
+    pv->sv_len = -1;
+    pv->dtype = val->dtype;
+    pv->esize = (uint32_t)mx_dtype_size(val->dtype);
+    pv->rank = (int8_t)(val->shape.rank < 0 ? -1 : val->shape.rank);
+    if (val->flags & MX_VALUE_DEAD) continue;
+    if ((val->flags & MX_VALUE_CONST) && !(val->flags & MX_VALUE_INPUT) && val->data) {
+      pv->home = MX__DYN_HOME_CONST;
+      pv->flags |= MX__DYN_V_FORMABLE;
+      for (int32_t d = 0; d < val->data->rank; d++) pv->dims[d] = (mx__dyn_dimx){val->data->dims[d], MX__DYN_DIM_CONST};
+      pv->rank = (int8_t)val->data->rank;
+    }
+  }
+}
+
+/* The graph inputs: their homes, the symbols their dims bind (p->input_syms, b->bindable and a
+ * copy in b->input_bound), and their dims in run-time form. */
+static mx_status plan_inputs(builder *b) {
+  mx_dyn_plan *p = b->p;
+  const mx_graph *g = b->g;
+  for (size_t i = 0; i < g->n_inputs; i++) {
+    mx_value_id v = g->inputs[i];
+    const mx_value *val = &g->values[v];
+    mx__dyn_pval *pv = &p->vals[v];
+    pv->home = MX__DYN_HOME_INPUT;
+    pv->input_index = (uint32_t)i;
+    for (int32_t d = 0; d < MX_MAX_RANK; d++) {
+      uint32_t s = MX__DYN_NONE;
+      if (d < val->shape.rank) {
+        int64_t si = mx_sym_symbol_index(g->syms, val->shape.dims[d]);
+        if (si >= 0 && (size_t)si < p->n_syms) {
+          s = (uint32_t)si;
+          b->bindable[si] = true;
+        }
+      }
+      p->input_syms[i * MX_MAX_RANK + (size_t)d] = s;
+    }
+  }
+  b->input_bound = malloc(b->sym_cap * sizeof *b->input_bound);
+  if (!b->input_bound) return mx__fail_oom(b->err, "plan");
+  memcpy(b->input_bound, b->bindable, b->sym_cap * sizeof *b->input_bound);
+  for (size_t i = 0; i < g->n_inputs; i++) {
+    mx_value_id v = g->inputs[i];
+    const mx_value *val = &g->values[v];
+    mx__dyn_pval *pv = &p->vals[v];
+    uint64_t m = 0;
+    bool formable = val->shape.rank >= 0;
+    for (int32_t d = 0; d < (val->shape.rank > 0 ? val->shape.rank : 0); d++) {
+      pv->dims[d] = to_dimx(b, val->shape.dims[d], &m);
+      formable = formable && mx__dyn_dim_formable(&pv->dims[d]);
+    }
+    if (formable) pv->flags |= MX__DYN_V_FORMABLE;
+  }
+  return MX_OK;
+}
+
+/* The ops in topological order, each planned by plan_op. */
+static mx_status plan_ops(builder *b, const mx_node_id *order, size_t n_order) {
+  mx_dyn_plan *p = b->p;
+  for (size_t i = 0; i < n_order; i++) {
+    mx__dyn_op *op = &p->ops[i];
+    op->node = order[i];
+    op->nd = &b->g->nodes[order[i]];
+    op->n_in = op->nd->n_inputs;
+    op->n_out = op->nd->n_outputs;
+    op->event = -1;
+    uint32_t nt = op->n_in + op->n_out;
+    if (nt > p->max_io) p->max_io = nt;
+    op->block_size = (uint32_t)((MX__DYN_HDR_SIZE + mx_kernel_task_size(nt) + 15) & ~(size_t)15);
+    mx_status st = plan_op(b, i);
+    if (st != MX_OK) return st;
+  }
+  return MX_OK;
+}
+
+/* Symbols bound by ops during a step (reset at every step start). */
+static mx_status plan_late_syms(builder *b) {
+  mx_dyn_plan *p = b->p;
+  size_t n_late = 0;
+  for (size_t s = 0; s < p->n_syms; s++) n_late += b->bindable[s] && !b->input_bound[s];
+  p->late_syms = malloc((n_late ? n_late : 1) * sizeof *p->late_syms);
+  if (!p->late_syms) return mx__fail_oom(b->err, "plan");
+  for (size_t s = 0; s < p->n_syms; s++)
+    if (b->bindable[s] && !b->input_bound[s]) p->late_syms[p->n_late++] = (uint32_t)s;
+  return MX_OK;
+}
+
+/* The plan's summary counts (mx_dyn_plan_info_get). */
+static void plan_info(mx_dyn_plan *p) {
+  mx_dyn_plan_info *in = &p->info;
+  in->ops = p->n_ops;
+  for (size_t i = 0; i < p->n_ops; i++) {
+    const mx__dyn_op *op = &p->ops[i];
+    in->device_ops += op->kind == MX__DYN_OP_DEVICE;
+    in->host_ops += op->kind == MX__DYN_OP_HOST;
+    in->eval_ops += op->kind == MX__DYN_OP_EVAL;
+    in->alias_ops += op->kind == MX__DYN_OP_ALIAS;
+    in->skipped_ops += op->kind == MX__DYN_OP_SKIP;
+    in->infer_ops += op->kind != MX__DYN_OP_SKIP && (op->flags & MX__DYN_INFER) != 0;
+    in->data_dependent_ops += (op->flags & MX__DYN_DATA_DEP) != 0;
+  }
+  in->streams = p->n_streams;
+}
+
 mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan **out, mx_error *err) {
   if (out) *out = NULL;
   if (!g || !out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_plan_create: NULL argument");
   mx_dyn_options o;
-  mx_dyn_options_init(&o);
-  if (opt) o = *opt;
-  if (o.max_streams == 0) o.max_streams = 1;
-  if (o.meta_entries == 0) o.meta_entries = 4;
-  if (o.max_streams > MX_DYN_MAX_STREAMS)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "max_streams %u exceeds %d", o.max_streams, MX_DYN_MAX_STREAMS);
-  if (o.meta_entries > 16)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "meta_entries %u exceeds 16", o.meta_entries);
+  mx_status st = resolve_options(opt, &o, err);
+  if (st != MX_OK) return st;
 
   const mx_node_id *order;
   size_t n_order;
-  mx_status st = mx__graph_topo_order(g, &order, &n_order);
+  st = mx__graph_topo_order(g, &order, &n_order);
   if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(g));
   st = check_graph(g, order, n_order, err);
   if (st != MX_OK) return st;
@@ -429,86 +549,10 @@ mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan
     goto free_scratch;
   }
 
-  /* Values: sources first. */
-  for (size_t v = 0; v < p->n_values; v++) {
-    const mx_value *val = &g->values[v];
-    mx__dyn_pval *pv = &p->vals[v];
-    pv->producer = pv->last_op = pv->input_index = pv->src_op = MX__DYN_NONE;
-    pv->upload_event = -1;
-    pv->sv_len = -1;
-    pv->dtype = val->dtype;
-    pv->esize = (uint32_t)mx_dtype_size(val->dtype);
-    pv->rank = (int8_t)(val->shape.rank < 0 ? -1 : val->shape.rank);
-    if (val->flags & MX_VALUE_DEAD) continue;
-    if ((val->flags & MX_VALUE_CONST) && !(val->flags & MX_VALUE_INPUT) && val->data) {
-      pv->home = MX__DYN_HOME_CONST;
-      pv->flags |= MX__DYN_V_FORMABLE;
-      for (int32_t d = 0; d < val->data->rank; d++) pv->dims[d] = (mx__dyn_dimx){val->data->dims[d], MX__DYN_DIM_CONST};
-      pv->rank = (int8_t)val->data->rank;
-    }
-  }
-  for (size_t i = 0; i < g->n_inputs; i++) {
-    mx_value_id v = g->inputs[i];
-    const mx_value *val = &g->values[v];
-    mx__dyn_pval *pv = &p->vals[v];
-    pv->home = MX__DYN_HOME_INPUT;
-    pv->input_index = (uint32_t)i;
-    for (int32_t d = 0; d < MX_MAX_RANK; d++) {
-      uint32_t s = MX__DYN_NONE;
-      if (d < val->shape.rank) {
-        int64_t si = mx_sym_symbol_index(g->syms, val->shape.dims[d]);
-        if (si >= 0 && (size_t)si < p->n_syms) {
-          s = (uint32_t)si;
-          b.bindable[si] = true;
-        }
-      }
-      p->input_syms[i * MX_MAX_RANK + (size_t)d] = s;
-    }
-  }
-  b.input_bound = malloc(b.sym_cap * sizeof *b.input_bound);
-  if (!b.input_bound) {
-    st = mx__fail_oom(err, "plan");
+  plan_values(&b); /* sources first */
+  if ((st = plan_inputs(&b)) != MX_OK || (st = plan_ops(&b, order, n_order)) != MX_OK ||
+      (st = plan_late_syms(&b)) != MX_OK)
     goto free_scratch;
-  }
-  memcpy(b.input_bound, b.bindable, b.sym_cap * sizeof *b.input_bound);
-  for (size_t i = 0; i < g->n_inputs; i++) {
-    mx_value_id v = g->inputs[i];
-    const mx_value *val = &g->values[v];
-    mx__dyn_pval *pv = &p->vals[v];
-    uint64_t m = 0;
-    bool formable = val->shape.rank >= 0;
-    for (int32_t d = 0; d < (val->shape.rank > 0 ? val->shape.rank : 0); d++) {
-      pv->dims[d] = to_dimx(&b, val->shape.dims[d], &m);
-      formable = formable && mx__dyn_dim_formable(&pv->dims[d]);
-    }
-    if (formable) pv->flags |= MX__DYN_V_FORMABLE;
-  }
-
-  /* Ops in order. */
-  for (size_t i = 0; i < n_order; i++) {
-    mx__dyn_op *op = &p->ops[i];
-    op->node = order[i];
-    op->nd = &g->nodes[order[i]];
-    op->n_in = op->nd->n_inputs;
-    op->n_out = op->nd->n_outputs;
-    op->event = -1;
-    uint32_t nt = op->n_in + op->n_out;
-    if (nt > p->max_io) p->max_io = nt;
-    op->block_size = (uint32_t)((MX__DYN_HDR_SIZE + mx_kernel_task_size(nt) + 15) & ~(size_t)15);
-    st = plan_op(&b, i);
-    if (st != MX_OK) goto free_scratch;
-  }
-  /* Symbols bound by ops during a step (reset at every step start). */
-  size_t n_late = 0;
-  for (size_t s = 0; s < p->n_syms; s++) n_late += b.bindable[s] && !b.input_bound[s];
-  p->late_syms = malloc((n_late ? n_late : 1) * sizeof *p->late_syms);
-  if (!p->late_syms) {
-    st = mx__fail_oom(err, "plan");
-    goto free_scratch;
-  }
-  for (size_t s = 0; s < p->n_syms; s++)
-    if (b.bindable[s] && !b.input_bound[s]) p->late_syms[p->n_late++] = (uint32_t)s;
-
   plan_needs(p);
   st = plan_frees(p, err);
   if (st != MX_OK) goto free_scratch;
@@ -516,20 +560,7 @@ mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan
   if (st != MX_OK) goto free_scratch;
   p->svx = b.svx;
   b.svx = NULL;
-
-  mx_dyn_plan_info *in = &p->info;
-  in->ops = p->n_ops;
-  for (size_t i = 0; i < p->n_ops; i++) {
-    const mx__dyn_op *op = &p->ops[i];
-    in->device_ops += op->kind == MX__DYN_OP_DEVICE;
-    in->host_ops += op->kind == MX__DYN_OP_HOST;
-    in->eval_ops += op->kind == MX__DYN_OP_EVAL;
-    in->alias_ops += op->kind == MX__DYN_OP_ALIAS;
-    in->skipped_ops += op->kind == MX__DYN_OP_SKIP;
-    in->infer_ops += op->kind != MX__DYN_OP_SKIP && (op->flags & MX__DYN_INFER) != 0;
-    in->data_dependent_ops += (op->flags & MX__DYN_DATA_DEP) != 0;
-  }
-  in->streams = p->n_streams;
+  plan_info(p);
   *out = p;
   p = NULL;
   st = MX_OK;
