@@ -3,8 +3,9 @@
  * Resize is separable: every output index of every axis maps to a few input taps with weights
  * (one tap for nearest, two for linear, four for cubic, a stretched filter for antialiased
  * downscaling), computed once per call into the workspace. An output element is then the sum
- * over the product of its axes' taps. Axes that keep their size under scale 1 are the identity
- * (one tap). The rules follow the ONNX definition: the coordinate transformation chosen by
+ * over the product of its axes' taps, computed row by row: the outer axes' taps of a row
+ * combine into a few (offset, weight) pairs once, and the last axis runs over its own taps.
+ * Axes that keep their size under scale 1 are the identity (one tap). The rules follow the ONNX definition: the coordinate transformation chosen by
  * coordinate_transformation_mode, taps taken as the n nearest input indices with the input
  * edge-extended (a tap at an integer coordinate falls on the right of the pair), exclude_outside
  * renormalizing over the taps inside the input, tf_crop_and_resize answering
@@ -35,15 +36,38 @@ static int64_t rs_reserved_taps(const mx_resize_params *p, int64_t in, int64_t o
   return 4 * q + 8;
 }
 
-static size_t rs_workspace(const mx_kernel_call *call) {
+/* Bytes of every axis' taps (indices, weights, outside flags), rounded up to 16. */
+static size_t rs_taps_bytes(const mx_kernel_call *call) {
   const mx_resize_params *p = call->params;
   const mx_ktensor *x = &call->t[0], *y = &call->t[call->n_in];
-  size_t n = 64;
+  size_t n = 0;
   for (int32_t d = 0; d < y->rank && d < x->rank; d++) {
     int64_t k = rs_reserved_taps(p, x->dims[d], y->dims[d]);
     n += (size_t)y->dims[d] * ((size_t)k * (sizeof(int64_t) + sizeof(double)) + 1);
   }
+  return (n + 15) & ~(size_t)15;
+}
+
+/* One combination of the outer axes' taps of an output row: input offset and weight. */
+typedef struct rs_combo {
+  int64_t off;
+  double w;
+} rs_combo;
+
+/* Combinations reserved per row: the product of the outer axes' reserved taps. */
+static int64_t rs_combo_cap(const mx_kernel_call *call) {
+  const mx_resize_params *p = call->params;
+  const mx_ktensor *x = &call->t[0], *y = &call->t[call->n_in];
+  int64_t n = 1;
+  for (int32_t d = 0; d + 1 < y->rank && d < x->rank; d++) {
+    n *= rs_reserved_taps(p, x->dims[d], y->dims[d]);
+    if (n > ((int64_t)1 << 20)) return (int64_t)1 << 20;
+  }
   return n;
+}
+
+static size_t rs_workspace(const mx_kernel_call *call) {
+  return rs_taps_bytes(call) + (size_t)rs_combo_cap(call) * sizeof(rs_combo) + 64;
 }
 
 static bool rs_input_given(const mx_kernel_call *call, int32_t i) {
@@ -267,53 +291,76 @@ static mx_status rs_run(mx_kernel_call *call) {
     istride[d] = s;
     s *= pl.in[d];
   }
-  int32_t multi[MX_MAX_RANK], nm = 0;
-  for (int32_t d = 0; d < r; d++)
-    if (pl.taps[d] > 1) multi[nm++] = d;
   size_t es = mx_dtype_size(x->dtype);
   bool nearest = p->mode == MX_RESIZE_NEAREST, f32 = x->dtype == MX_FLOAT32;
   const unsigned char *src = x->data;
   unsigned char *dst = y->data;
+  if (r == 0) {
+    memcpy(dst, src, es);
+    return MX_OK;
+  }
+  /* Row by row: the taps of the outer axes combine into a few (offset, weight) pairs per row,
+   * then the last axis runs over its own taps. */
+  rs_combo *combos = (rs_combo *)(ws + rs_taps_bytes(call));
+  int64_t cap = rs_combo_cap(call), last = r - 1, cols = pl.out[last], kl = pl.taps[last];
+  const int64_t *li = idx[last];
+  const double *lw = wt[last];
   int64_t c[MX_MAX_RANK] = {0};
-  for (int64_t e = 0; e < total; e++) {
+  for (int64_t row = 0; row < total / cols; row++, dst += (size_t)cols * es) {
     bool outside = false;
-    int64_t off0 = 0;
-    double w0 = 1.0;
-    for (int32_t d = 0; d < r; d++) {
+    int64_t nc = 1;
+    combos[0].off = 0;
+    combos[0].w = 1.0;
+    for (int32_t d = 0; d < last; d++) {
       outside |= oob[d][c[d]] != 0;
-      if (pl.taps[d] == 1) {
-        off0 += idx[d][c[d]] * istride[d];
-        w0 *= wt[d][c[d]];
+      int64_t k = pl.taps[d];
+      if (nc * k > cap) {
+        call->why = "Resize: too many taps for the workspace";
+        return MX_ERR_KERNEL;
       }
+      /* Expand every combination by the k taps of axis d (last tap first, in place). */
+      for (int64_t j = nc - 1; j >= 0; j--)
+        for (int64_t t = k - 1; t >= 0; t--) {
+          rs_combo *to = &combos[j * k + t];
+          to->off = combos[j].off + idx[d][c[d] * k + t] * istride[d];
+          to->w = combos[j].w * wt[d][c[d] * k + t];
+        }
+      nc *= k;
     }
     if (outside) {
-      mx__kset_f64(dst, y->dtype, e, p->extrapolation_value);
+      for (int64_t o = 0; o < cols; o++) mx__kset_f64(dst, y->dtype, o, p->extrapolation_value);
     } else if (nearest) {
-      memcpy(dst + (size_t)e * es, src + (size_t)off0 * es, es);
-    } else {
-      double acc = 0.0;
-      int64_t t[MX_MAX_RANK] = {0};
-      for (;;) {
-        int64_t off = off0;
-        double w = w0;
-        for (int32_t j = 0; j < nm; j++) {
-          int32_t d = multi[j];
-          int64_t k = c[d] * pl.taps[d] + t[j];
-          off += idx[d][k] * istride[d];
-          w *= wt[d][k];
-        }
-        if (w != 0.0) acc += w * (f32 ? (double)((const float *)src)[off] : mx__kget_f64(src, x->dtype, off));
-        int32_t j = nm - 1;
-        for (; j >= 0; j--) {
-          if (++t[j] < pl.taps[multi[j]]) break;
-          t[j] = 0;
-        }
-        if (j < 0) break;
+      const unsigned char *srow = src + (size_t)combos[0].off * es;
+      const unsigned char *ob = oob[last];
+      if (es == 4) {
+        for (int64_t o = 0; o < cols; o++)
+          if (!ob[o]) memcpy(dst + (size_t)o * 4, srow + (size_t)li[o] * 4, 4);
+      } else {
+        for (int64_t o = 0; o < cols; o++)
+          if (!ob[o]) memcpy(dst + (size_t)o * es, srow + (size_t)li[o] * es, es);
       }
-      if (f32) ((float *)dst)[e] = (float)acc;
-      else mx__kset_f64(dst, y->dtype, e, acc);
+      for (int64_t o = 0; o < cols; o++)
+        if (ob[o]) mx__kset_f64(dst, y->dtype, o, p->extrapolation_value);
+    } else {
+      for (int64_t o = 0; o < cols; o++) {
+        if (oob[last][o]) {
+          mx__kset_f64(dst, y->dtype, o, p->extrapolation_value);
+          continue;
+        }
+        double acc = 0.0;
+        for (int64_t j = 0; j < nc; j++) {
+          double a = 0.0;
+          for (int64_t t = 0; t < kl; t++) {
+            int64_t off = combos[j].off + li[o * kl + t];
+            a += lw[o * kl + t] * (f32 ? (double)((const float *)src)[off] : mx__kget_f64(src, x->dtype, off));
+          }
+          acc += combos[j].w * a;
+        }
+        if (f32) ((float *)dst)[o] = (float)acc;
+        else mx__kset_f64(dst, y->dtype, o, acc);
+      }
     }
-    for (int32_t d = r - 1; d >= 0; d--) {
+    for (int32_t d = last - 1; d >= 0; d--) {
       if (++c[d] < pl.out[d]) break;
       c[d] = 0;
     }
