@@ -199,22 +199,36 @@ static mx_status batchnorm_run(mx_kernel_call *call) {
   nk_load(&call->t[2], bias, cnt);
   nk_load(&call->t[3], mean, cnt);
   nk_load(&call->t[4], var, cnt);
-  if (p->training_mode) {
-    /* The batch's own statistics (population variance over N and the spatial dims) normalize
-     * Y; the running ones are blended with the given ones by momentum. */
-    double count = (double)(n * inner), mom = (double)p->momentum;
-    for (int64_t ch = 0; ch < c; ch++) {
-      double sum = 0.0, ss = 0.0;
+  /* Statistics outputs: 1 running_mean, 2 running_var, 3 saved_mean, 4 saved_var (3 and 4
+   * before opset 14 only). In inference mode (is_test before opset 7) they pass the given
+   * statistics through. */
+  mx_ktensor *stat_out[5] = {0};
+  for (uint32_t i = 1; i < call->n_out && i < 5; i++)
+    if (mx__kout(call, i)->data) {
+      stat_out[i] = mx__kout(call, i);
+      if (mx__ktensor_numel(stat_out[i]) != cnt) {
+        call->why = "BatchNormalization: a statistics output must have one value per channel";
+        return MX_ERR_KERNEL;
+      }
+    }
+  for (int64_t ch = 0; ch < cnt; ch++) {
+    double rm = mean[ch], rv = var[ch];
+    if (p->training_mode) {
+      /* The batch's own statistics (population variance over N and the spatial dims)
+       * normalize Y; the running ones are blended with the given ones by momentum. */
+      double count = (double)(n * inner), mom = (double)p->momentum, sum = 0.0, ss = 0.0;
       for (int64_t k = 0; k < n; k++) sum += nk_sum(&b, (k * c + ch) * inner, inner);
       double bm = sum / count;
       for (int64_t k = 0; k < n; k++) ss += nk_sqdev(&b, (k * c + ch) * inner, inner, bm);
       double bv = ss / count;
-      mx_ktensor *rm = call->n_out > 1 ? mx__kout(call, 1) : NULL, *rv = call->n_out > 2 ? mx__kout(call, 2) : NULL;
-      if (rm && rm->data) mx__kset_f64(rm->data, rm->dtype, ch, mean[ch] * mom + bm * (1.0 - mom));
-      if (rv && rv->data) mx__kset_f64(rv->data, rv->dtype, ch, var[ch] * mom + bv * (1.0 - mom));
+      rm = mean[ch] * mom + bm * (1.0 - mom);
+      rv = var[ch] * mom + bv * (1.0 - mom);
       mean[ch] = bm;
       var[ch] = bv;
     }
+    double stat[5] = {0.0, rm, rv, mean[ch], var[ch]};
+    for (int i = 1; i < 5; i++)
+      if (stat_out[i]) mx__kset_f64(stat_out[i]->data, stat_out[i]->dtype, ch, stat[i]);
   }
   for (int64_t i = 0; i < cnt; i++) {
     a[i] = sc[i] / sqrt(var[i] + (double)p->epsilon);

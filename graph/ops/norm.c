@@ -1,5 +1,6 @@
 /* Op definitions of the normalizations group: BatchNormalization (opsets 1-15: inference and
- * training mode, opset 15's separate scale/statistics types, spatial=0 before opset 9),
+ * training mode with the running (and before opset 14 saved) statistics, opset 15's separate
+ * scale/statistics types, spatial=0 before opset 9),
  * InstanceNormalization, GroupNormalization (opset 18: one scale/bias per group; opset 21: per
  * channel, stash_type), LRN, LpNormalization and MeanVarianceNormalization.
  *
@@ -76,12 +77,13 @@ static mx_status batchnorm_parse(const mx_parse_ctx *pc, void *params) {
     if (!tm && pc->n_outputs > 1)
       return mx__parse_fail(pc, "%u outputs with training_mode 0; running_mean and running_var need training_mode 1",
                             pc->n_outputs);
-  } else {
-    /* Before opset 14 the outputs say the mode: Y alone is inference, Y, mean, var training. */
     if (pc->n_outputs > 3)
-      return mx__fail(pc->err, MX_ERR_UNSUPPORTED, "outputs saved_mean and saved_var (opset %lld) are not supported",
-                      (long long)pc->opset);
-    p->training_mode = pc->n_outputs > 1;
+      return mx__parse_fail(pc, "%u outputs; from opset 14 BatchNormalization has at most 3", pc->n_outputs);
+  } else {
+    /* Before opset 14 the outputs say the mode: Y alone is inference; Y, mean, var (and
+     * saved_mean, saved_var) training, unless is_test (opsets 1-6) says otherwise. */
+    bool is_test = pc->opset < 7 && mx__parse_int(pc, "is_test") != 0;
+    p->training_mode = pc->n_outputs > 1 && !is_test;
   }
   int64_t spatial = pc->opset < 9 ? mx__parse_int(pc, "spatial") : 1;
   if (spatial != 0 && spatial != 1) return mx__parse_fail(pc, "spatial %lld is not 0 or 1", (long long)spatial);

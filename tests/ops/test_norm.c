@@ -50,6 +50,15 @@ Test(norm_infer, batchnorm_outputs_need_training_mode) {
   infer_fails(MX_ERR_INVALID_GRAPH, "training_mode");
 }
 
+Test(norm_infer, batchnorm_opset9_saved_statistics) {
+  cr_assert_eq(mx_graph_set_opset(G, "", 9), MX_OK);
+  mx_value_id in[5], out[5];
+  bn_inputs(in, MX_FLOAT32, MX_FLOAT32, 3);
+  op_multi("BatchNormalization", in, 5, NULL, 0, out, 5);
+  infer_ok();
+  for (int i = 1; i < 5; i++) expect_shape_str(out[i], MX_FLOAT32, "[3]");
+}
+
 Test(norm_infer, batchnorm_scale_of_wrong_length) {
   mx_value_id in[5];
   bn_inputs(in, MX_FLOAT32, MX_FLOAT32, 4);
