@@ -77,33 +77,45 @@ static void CT_FN(col2im_add)(const CT *col, int64_t channels, const mx_kwin *w,
 }
 
 /* One output channel of a convolution whose group has a single input channel (depthwise):
- * y (grid_size) += the taps of wk over the image x, accumulated tap by tap along rows. */
-static void CT_FN(conv_single_channel)(const CT *x, const CT *wk, const mx_kwin *w, CT *y) {
-  const int64_t rowlen = w->grid[2];
-  for (int64_t kd = 0; kd < w->k[0]; kd++)
-    for (int64_t kh = 0; kh < w->k[1]; kh++)
-      for (int64_t kw = 0; kw < w->k[2]; kw++) {
-        const CT wv = wk[(kd * w->k[1] + kh) * w->k[2] + kw];
-        int64_t off = kw * w->d[2] - w->pb[2], lo, hi;
-        CT_FN(valid_range)(rowlen, w->s[2], off, w->img[2], &lo, &hi);
-        if (lo >= hi) continue;
-        CT *yr = y;
-        for (int64_t od = 0; od < w->grid[0]; od++) {
-          int64_t id = od * w->s[0] - w->pb[0] + kd * w->d[0];
-          for (int64_t oh = 0; oh < w->grid[1]; oh++, yr += rowlen) {
-            int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
-            if (id < 0 || id >= w->img[0] || ih < 0 || ih >= w->img[1]) continue;
-            const CT *xr = x + (id * w->img[1] + ih) * w->img[2];
-            if (w->s[2] == 1) {
-              const CT *xo = xr + lo + off;
-              for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xo[ow - lo];
+ * y (grid_size) += the taps of wk over the image x. Output row by output row, so a row stays in
+ * L1 while every tap adds its shifted input row to it (a contiguous multiply-add for stride 1). */
+MX_KHOT static void CT_FN(conv_single_channel)(const CT *restrict x, const CT *restrict wk, const mx_kwin *w,
+                                               CT *restrict y) {
+  const int64_t rowlen = w->grid[2], s = w->s[2], kws = w->k[2];
+  /* The valid output columns of each width tap do not depend on the row: worked out once. */
+  enum { HOISTED = 32 };
+  int64_t tap_lo[HOISTED], tap_hi[HOISTED];
+  for (int64_t kw = 0; kw < kws && kw < HOISTED; kw++)
+    CT_FN(valid_range)(rowlen, s, kw * w->d[2] - w->pb[2], w->img[2], &tap_lo[kw], &tap_hi[kw]);
+  for (int64_t od = 0; od < w->grid[0]; od++)
+    for (int64_t oh = 0; oh < w->grid[1]; oh++) {
+      CT *restrict yr = y + (od * w->grid[1] + oh) * rowlen;
+      for (int64_t kd = 0; kd < w->k[0]; kd++) {
+        int64_t id = od * w->s[0] - w->pb[0] + kd * w->d[0];
+        if (id < 0 || id >= w->img[0]) continue;
+        for (int64_t kh = 0; kh < w->k[1]; kh++) {
+          int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
+          if (ih < 0 || ih >= w->img[1]) continue;
+          const CT *restrict xr = x + (id * w->img[1] + ih) * w->img[2];
+          const CT *restrict wr = wk + (kd * w->k[1] + kh) * w->k[2];
+          for (int64_t kw = 0; kw < kws; kw++) {
+            const CT wv = wr[kw];
+            int64_t off = kw * w->d[2] - w->pb[2], lo, hi;
+            if (kw < HOISTED)
+              lo = tap_lo[kw], hi = tap_hi[kw];
+            else
+              CT_FN(valid_range)(rowlen, s, off, w->img[2], &lo, &hi);
+            if (s == 1) {
+              const CT *restrict xo = xr + lo + off;
+              CT *restrict yo = yr + lo;
+              for (int64_t i = 0; i < hi - lo; i++) yo[i] += wv * xo[i];
             } else {
-              const int64_t s = w->s[2];
               for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * s + off];
             }
           }
         }
       }
+    }
 }
 
 /* Whether the window reads the image unchanged (1x1 taps, stride 1, no padding): the image is

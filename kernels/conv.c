@@ -9,6 +9,7 @@
 #include "graph/ops/conv-params.h"
 #include "kernels/conv-impl.h"
 #include "kernels/groups.h"
+#include "kernels/kmath.h"
 #include "kernels/kutil.h"
 #include "kernels/linalg-impl.h"
 
