@@ -481,7 +481,7 @@ Test(ew_kernel, clip_attributes_inputs_and_nan) {
 /* --- Cast ------------------------------------------------------------------------------------- */
 
 static mx_status cast(mx_dtype from, mx_dtype to, int64_t n, const void *x, void *o) {
-  mx_cast_params p = {(int32_t)to, 1};
+  mx_cast_params p = {(int32_t)to, 1, 0};
   mx_kernel_call *c = kc_new(1, 1, NULL);
   kc_set(c, 0, from, 1, &n, (void *)x);
   kc_set(c, 1, to, 1, &n, o);
@@ -582,7 +582,7 @@ Test(ew_kernel, cast_half_to_wider_is_exact) {
 Test(ew_kernel, cast_checks_the_target) {
   float x[1] = {1};
   int32_t o[1];
-  mx_cast_params p = {MX_INT64, 1};
+  mx_cast_params p = {MX_INT64, 1, 0};
   mx_kernel_call *c = kc_new(1, 1, NULL);
   kc_set(c, 0, MX_FLOAT32, 1, DIMS(1), x);
   kc_set(c, 1, MX_INT32, 1, DIMS(1), o);
