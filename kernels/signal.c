@@ -2,8 +2,8 @@
  * BlackmanWindow and MelWeightMatrix.
  *
  * Transforms run in double precision one line at a time: a radix-2 FFT for power-of-two
- * lengths, otherwise a direct O(n^2) sum over a precomputed twiddle table (the lengths these
- * ops see - frames of audio, small test signals - keep that cheap). Every element type is read
+ * lengths, a direct sum over a twiddle table for short other lengths, and Bluestein's chirp
+ * transform (power-of-two FFTs of a convolution) for long ones. Every element type is read
  * and written through the generic double accessors of kutil.h. */
 #include <math.h>
 #include <string.h>
@@ -23,80 +23,158 @@ static bool has_in(const mx_kernel_call *call, uint32_t i) {
 
 /* --- one complex transform ---------------------------------------------------------------------- */
 
-/* Scratch for a transform of length n: the line (re, im), the result and the twiddles. */
-typedef struct fft_plan {
-  int64_t n;
-  bool pow2;
-  double *re, *im;       /* input line; the result for power-of-two lengths */
-  double *ore, *oim;     /* result of the direct sum */
-  double *tw_re, *tw_im; /* exp(-2 pi i k / n) */
-} fft_plan;
+/* Lengths up to this take the direct sum; longer non-power-of-two lengths go through
+ * Bluestein's chirp transform (three power-of-two FFTs), e.g. the 400-point frames of speech
+ * models. */
+#define DIRECT_MAX 64
 
-static size_t fft_bytes(int64_t n) { return 6 * mx__kalign64((size_t)(n > 0 ? n : 1) * sizeof(double)); }
-
-static void fft_plan_init(fft_plan *f, int64_t n, void *ws) {
-  char *cur = ws;
-  size_t b = mx__kalign64((size_t)(n > 0 ? n : 1) * sizeof(double));
-  f->n = n;
-  f->pow2 = n > 0 && (n & (n - 1)) == 0;
-  double **bufs[6] = {&f->re, &f->im, &f->ore, &f->oim, &f->tw_re, &f->tw_im};
-  for (int i = 0; i < 6; i++, cur += b) *bufs[i] = (double *)cur;
-  for (int64_t k = 0; k < n; k++) {
-    double ang = -2.0 * M_PI * (double)k / (double)n;
-    f->tw_re[k] = cos(ang);
-    f->tw_im[k] = sin(ang);
+/* In-place radix-2 FFT of length m (a power of two) with twiddles tw (exp(-2 pi i k / m));
+ * sgn -1 conjugates them (the inverse, unscaled). */
+static void fft_pow2(double *re, double *im, int64_t m, const double *tw_re, const double *tw_im, double sgn) {
+  for (int64_t i = 1, j = 0; i < m; i++) {
+    int64_t bit = m >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) {
+      double t = re[i];
+      re[i] = re[j], re[j] = t;
+      t = im[i];
+      im[i] = im[j], im[j] = t;
+    }
+  }
+  for (int64_t len = 2; len <= m; len <<= 1) {
+    int64_t half = len >> 1, step = m / len;
+    for (int64_t i = 0; i < m; i += len)
+      for (int64_t j = 0; j < half; j++) {
+        double wr = tw_re[j * step], wi = sgn * tw_im[j * step];
+        double vr = re[i + j + half] * wr - im[i + j + half] * wi;
+        double vi = re[i + j + half] * wi + im[i + j + half] * wr;
+        re[i + j + half] = re[i + j] - vr;
+        im[i + j + half] = im[i + j] - vi;
+        re[i + j] += vr;
+        im[i + j] += vi;
+      }
   }
 }
 
-/* Transforms f->re/im (length n); the result is left in *out_re / *out_im, scaled by 1/n for
- * the inverse. */
-static void fft_run(fft_plan *f, bool inverse, const double **out_re, const double **out_im) {
-  const int64_t n = f->n;
-  const double sgn = inverse ? -1.0 : 1.0;
+typedef enum { FFT_POW2, FFT_DIRECT, FFT_BLUESTEIN } fft_mode;
+
+/* Scratch and tables for transforms of one length n in one direction. */
+typedef struct fft_plan {
+  int64_t n, m;          /* m: the transform length actually run (n, or Bluestein's power of two) */
+  fft_mode mode;
+  bool inverse;
+  double *re, *im;       /* input line (n); the pow2 result in place */
+  double *ore, *oim;     /* result of the direct sum / Bluestein (n) */
+  double *tw_re, *tw_im; /* exp(-2 pi i k / m) */
+  double *ch_re, *ch_im; /* Bluestein: the chirp exp(-+ pi i k^2 / n), n entries */
+  double *are, *aim;     /* Bluestein: the padded product (m) */
+  double *bre, *bim;     /* Bluestein: the FFT of the conjugate chirp (m) */
+} fft_plan;
+
+static fft_mode fft_mode_of(int64_t n, int64_t *m) {
+  *m = n;
+  if (n > 0 && (n & (n - 1)) == 0) return FFT_POW2;
+  if (n <= DIRECT_MAX) return FFT_DIRECT;
+  int64_t p = 1;
+  while (p < 2 * n - 1) p <<= 1;
+  *m = p;
+  return FFT_BLUESTEIN;
+}
+
+static size_t fft_bytes(int64_t n) {
+  int64_t m;
+  fft_mode mode = fft_mode_of(n, &m);
+  size_t bn = mx__kalign64((size_t)(n > 0 ? n : 1) * sizeof(double));
+  size_t bm = mx__kalign64((size_t)(m > 0 ? m : 1) * sizeof(double));
+  return 4 * bn + 2 * bm + (mode == FFT_BLUESTEIN ? 2 * bn + 4 * bm : 0);
+}
+
+static void fft_plan_init(fft_plan *f, int64_t n, bool inverse, void *ws) {
+  memset(f, 0, sizeof *f);
+  f->n = n;
+  f->inverse = inverse;
+  f->mode = fft_mode_of(n, &f->m);
+  const int64_t m = f->m;
+  char *cur = ws;
+  size_t bn = mx__kalign64((size_t)(n > 0 ? n : 1) * sizeof(double));
+  size_t bm = mx__kalign64((size_t)(m > 0 ? m : 1) * sizeof(double));
+  double **n_bufs[4] = {&f->re, &f->im, &f->ore, &f->oim};
+  for (int i = 0; i < 4; i++, cur += bn) *n_bufs[i] = (double *)cur;
+  f->tw_re = (double *)cur, cur += bm;
+  f->tw_im = (double *)cur, cur += bm;
+  for (int64_t k = 0; k < m; k++) {
+    double ang = -2.0 * M_PI * (double)k / (double)m;
+    f->tw_re[k] = cos(ang);
+    f->tw_im[k] = sin(ang);
+  }
+  if (f->mode != FFT_BLUESTEIN) return;
+  f->ch_re = (double *)cur, cur += bn;
+  f->ch_im = (double *)cur, cur += bn;
+  double **m_bufs[4] = {&f->are, &f->aim, &f->bre, &f->bim};
+  for (int i = 0; i < 4; i++, cur += bm) *m_bufs[i] = (double *)cur;
+  /* k j = (k^2 + j^2 - (k - j)^2) / 2: the transform is a convolution with the chirp.
+   * k^2 is reduced mod 2n first so the angle stays exact for long signals. */
+  const double sgn = inverse ? 1.0 : -1.0;
+  for (int64_t k = 0; k < n; k++) {
+    double ang = sgn * M_PI * (double)((k * k) % (2 * n)) / (double)n;
+    f->ch_re[k] = cos(ang);
+    f->ch_im[k] = sin(ang);
+  }
+  for (int64_t k = 0; k < m; k++) f->bre[k] = f->bim[k] = 0.0;
+  for (int64_t k = 0; k < n; k++) {
+    f->bre[k] = f->ch_re[k], f->bim[k] = -f->ch_im[k];
+    if (k > 0) f->bre[m - k] = f->ch_re[k], f->bim[m - k] = -f->ch_im[k];
+  }
+  fft_pow2(f->bre, f->bim, m, f->tw_re, f->tw_im, 1.0);
+}
+
+/* Transforms f->re/im (length n) in the plan's direction; the result is left in *out_re /
+ * *out_im, scaled by 1/n for the inverse. */
+static void fft_run(fft_plan *f, const double **out_re, const double **out_im) {
+  const int64_t n = f->n, m = f->m;
+  const double sgn = f->inverse ? -1.0 : 1.0;
   double *re = f->re, *im = f->im;
-  if (f->pow2) {
-    for (int64_t i = 1, j = 0; i < n; i++) {
-      int64_t bit = n >> 1;
-      for (; j & bit; bit >>= 1) j ^= bit;
-      j ^= bit;
-      if (i < j) {
-        double t = re[i];
-        re[i] = re[j], re[j] = t;
-        t = im[i];
-        im[i] = im[j], im[j] = t;
-      }
-    }
-    for (int64_t len = 2; len <= n; len <<= 1) {
-      int64_t half = len >> 1, step = n / len;
-      for (int64_t i = 0; i < n; i += len)
-        for (int64_t j = 0; j < half; j++) {
-          double wr = f->tw_re[j * step], wi = sgn * f->tw_im[j * step];
-          double vr = re[i + j + half] * wr - im[i + j + half] * wi;
-          double vi = re[i + j + half] * wi + im[i + j + half] * wr;
-          re[i + j + half] = re[i + j] - vr;
-          im[i + j + half] = im[i + j] - vi;
-          re[i + j] += vr;
-          im[i + j] += vi;
-        }
-    }
+  if (f->mode == FFT_POW2) {
+    fft_pow2(re, im, n, f->tw_re, f->tw_im, sgn);
     *out_re = re, *out_im = im;
-  } else {
-    for (int64_t m = 0; m < n; m++) {
+  } else if (f->mode == FFT_DIRECT) {
+    for (int64_t k = 0; k < n; k++) {
       double sr = 0.0, si = 0.0;
-      int64_t idx = 0; /* m * k mod n, stepped without overflow */
-      for (int64_t k = 0; k < n; k++) {
+      int64_t idx = 0; /* k * j mod n, stepped without overflow */
+      for (int64_t j = 0; j < n; j++) {
         double wr = f->tw_re[idx], wi = sgn * f->tw_im[idx];
-        sr += re[k] * wr - im[k] * wi;
-        si += re[k] * wi + im[k] * wr;
-        idx += m;
+        sr += re[j] * wr - im[j] * wi;
+        si += re[j] * wi + im[j] * wr;
+        idx += k;
         if (idx >= n) idx -= n;
       }
-      f->ore[m] = sr;
-      f->oim[m] = si;
+      f->ore[k] = sr;
+      f->oim[k] = si;
+    }
+    *out_re = f->ore, *out_im = f->oim;
+  } else {
+    for (int64_t k = 0; k < m; k++) f->are[k] = f->aim[k] = 0.0;
+    for (int64_t k = 0; k < n; k++) {
+      f->are[k] = re[k] * f->ch_re[k] - im[k] * f->ch_im[k];
+      f->aim[k] = re[k] * f->ch_im[k] + im[k] * f->ch_re[k];
+    }
+    fft_pow2(f->are, f->aim, m, f->tw_re, f->tw_im, 1.0);
+    for (int64_t k = 0; k < m; k++) {
+      double r = f->are[k] * f->bre[k] - f->aim[k] * f->bim[k];
+      double i = f->are[k] * f->bim[k] + f->aim[k] * f->bre[k];
+      f->are[k] = r, f->aim[k] = i;
+    }
+    fft_pow2(f->are, f->aim, m, f->tw_re, f->tw_im, -1.0);
+    const double inv_m = 1.0 / (double)m;
+    for (int64_t k = 0; k < n; k++) {
+      double r = f->are[k] * inv_m, i = f->aim[k] * inv_m;
+      f->ore[k] = r * f->ch_re[k] - i * f->ch_im[k];
+      f->oim[k] = r * f->ch_im[k] + i * f->ch_re[k];
     }
     *out_re = f->ore, *out_im = f->oim;
   }
-  if (inverse) {
+  if (f->inverse) {
     double s = 1.0 / (double)n;
     double *r = (double *)*out_re, *i = (double *)*out_im;
     for (int64_t k = 0; k < n; k++) r[k] *= s, i[k] *= s;
@@ -167,7 +245,7 @@ static mx_status dft_run(mx_kernel_call *call) {
   const mx_ktensor *x = &call->t[0];
   mx_ktensor *y = mx__kout(call, 0);
   fft_plan f;
-  fft_plan_init(&f, g.n, call->workspace);
+  fft_plan_init(&f, g.n, p->inverse != 0, call->workspace);
   const int64_t n = g.n;
   for (int64_t o = 0; o < g.outer; o++)
     for (int64_t i = 0; i < g.inner; i++) {
@@ -191,7 +269,7 @@ static mx_status dft_run(mx_kernel_call *call) {
       }
 #undef X_AT
       const double *ore, *oim;
-      fft_run(&f, p->inverse != 0, &ore, &oim);
+      fft_run(&f, &ore, &oim);
       for (int64_t m = 0; m < g.len_out; m++) {
         int64_t at = ((o * g.len_out + m) * g.inner + i) * g.c_out;
         mx__kset_f64(y->data, y->dtype, at, ore[m]);
@@ -248,7 +326,7 @@ static mx_status stft_run(mx_kernel_call *call) {
   const mx_ktensor *x = &call->t[0], *w = has_in(call, 2) ? &call->t[2] : NULL;
   mx_ktensor *y = mx__kout(call, 0);
   fft_plan f;
-  fft_plan_init(&f, g.n_fft, call->workspace);
+  fft_plan_init(&f, g.n_fft, false, call->workspace);
   for (int64_t b = 0; b < g.batch; b++)
     for (int64_t fr = 0; fr < g.frames; fr++) {
       for (int64_t k = 0; k < g.n_fft; k++) {
@@ -258,7 +336,7 @@ static mx_status stft_run(mx_kernel_call *call) {
         f.im[k] = g.c == 2 ? wk * mx__kget_f64(x->data, x->dtype, at + 1) : 0.0;
       }
       const double *ore, *oim;
-      fft_run(&f, false, &ore, &oim);
+      fft_run(&f, &ore, &oim);
       for (int64_t m = 0; m < g.bins; m++) {
         int64_t at = ((b * g.frames + fr) * g.bins + m) * 2;
         mx__kset_f64(y->data, y->dtype, at, ore[m]);
