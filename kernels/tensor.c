@@ -115,6 +115,12 @@ static int uq_cmp(const uq_view *v, int64_t a, int64_t b) {
       int64_t ea = (o * v->n + a) * v->inner + i, eb = (o * v->n + b) * v->inner + i;
       if (v->is_float) {
         double x = mx__kget_f64(v->data, v->dtype, ea), y = mx__kget_f64(v->data, v->dtype, eb);
+        bool nx = x != x, ny = y != y;
+        /* NaNs are equal to each other and sort after every number (numpy's equal_nan). */
+        if (nx || ny) {
+          if (nx != ny) return nx ? 1 : -1;
+          continue;
+        }
         if (x != y) return x < y ? -1 : 1;
       } else {
         int64_t x = mx__kget_i64(v->data, v->dtype, ea), y = mx__kget_i64(v->data, v->dtype, eb);

@@ -2,9 +2,11 @@
  * what the upstream node tests leave out: Pad's reflect/wrap beyond one period, negative pads
  * and integer constants; DepthToSpace's CRD mode and the SpaceToDepth round trip; Resize on
  * integer data and the opset-10 / Upsample sampling; GridSample reflection; Unique along an
- * axis in first-occurrence order; ScatterElements reductions on integers; Compress on the
- * flattened input; EyeLike below the diagonal; TensorScatter wrapping around the cache. */
+ * axis in first-occurrence order and with NaNs as one value; ScatterElements reductions on
+ * integers; Compress on the flattened input; EyeLike below the diagonal; TensorScatter
+ * wrapping around the cache. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,6 +171,25 @@ Test(resample_kernels, unique_along_an_axis_in_first_occurrence_order) {
   cr_assert_eq(kc_run("Unique", c), MX_OK);
   expect_i64(y, (int64_t[]){1, 1, 2, 3, 4, 5}, 6);
   expect_i64(inv, (int64_t[]){2, 0, 2, 1}, 4);
+  free(c);
+}
+
+Test(resample_kernels, unique_puts_equal_nans_last) {
+  float x[5] = {NAN, 1.0f, NAN, 0.0f, 1.0f}, y[5];
+  int64_t idx[5], inv[5], cnt[5];
+  mx_axis_opt_params p = {.sorted = 1};
+  mx_kernel_call *c = kc_new(1, 4, &p);
+  kc_set(c, 0, MX_FLOAT32, 1, DIMS(5), x);
+  kc_set(c, 1, MX_FLOAT32, 1, DIMS(5), y);
+  kc_set(c, 2, MX_INT64, 1, DIMS(5), idx);
+  kc_set(c, 3, MX_INT64, 1, DIMS(5), inv);
+  kc_set(c, 4, MX_INT64, 1, DIMS(5), cnt);
+  cr_assert_eq(kc_run("Unique", c), MX_OK);
+  cr_assert_eq(c->t[1].dims[0], 3);
+  expect_f32_same(y, (float[]){0.0f, 1.0f, NAN}, 3);
+  expect_i64(idx, (int64_t[]){3, 1, 0}, 3);
+  expect_i64(inv, (int64_t[]){2, 1, 2, 0, 1}, 5);
+  expect_i64(cnt, (int64_t[]){1, 2, 2}, 3);
   free(c);
 }
 
