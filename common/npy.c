@@ -9,10 +9,19 @@
 #include "common/error.h"
 #include "mixrt/tensor.h"
 
+/* A descr read back gives the last entry with it: NumPy has no bfloat16, float8 or 4/2-bit
+ * types, so bfloat16 is written as its uint16 bits ("<u2", read back as bfloat16, which mixrt
+ * models take far more often than uint16), and the one-byte narrow types as their bytes
+ * ("|u1"/"|i1", read back as uint8/int8; int4/int2 sign-extended, as mixrt holds them). */
 static const struct {
   const char *descr;
   mx_dtype dtype;
 } npy_types[] = {
+    {"<u4", MX_UINT32},        {"<u8", MX_UINT64},          {"<u2", MX_UINT16},
+    {"|u1", MX_FLOAT8E4M3FN},  {"|u1", MX_FLOAT8E4M3FNUZ},  {"|u1", MX_FLOAT8E5M2},
+    {"|u1", MX_FLOAT8E5M2FNUZ}, {"|u1", MX_FLOAT8E8M0},     {"|u1", MX_FLOAT4E2M1},
+    {"|u1", MX_UINT4},         {"|u1", MX_UINT2},           {"|i1", MX_INT4},
+    {"|i1", MX_INT2},
     {"<f4", MX_FLOAT32}, {"<f2", MX_FLOAT16}, {"<f8", MX_FLOAT64}, {"|i1", MX_INT8},
     {"|u1", MX_UINT8},   {"<i2", MX_INT16},   {"<i4", MX_INT32},   {"<i8", MX_INT64},
     {"|b1", MX_BOOL},    {"<u2", MX_BFLOAT16},
