@@ -379,11 +379,9 @@ static int cmp_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Step 4b: the plan records. */
-static mx_status emit_plan(mx__compile *c, const mx_static_options *o, mx_static_plan *p) {
-  mx_graph *g = c->g;
-  mx_status st = place_weights(c, &p->weight_bytes);
-  if (st != MX_OK) return st;
+/* The plan's name, counts and figures from the compile, and its record arrays (allocated). */
+static mx_status emit_header(mx__compile *c, const mx_static_options *o, mx_static_plan *p) {
+  const mx_graph *g = c->g;
   p->name = mx__arena_strdup(&p->arena, o->name ? o->name : (g->name ? g->name : "static"));
   p->n_streams = c->n_streams;
   p->n_events = c->n_events;
@@ -405,82 +403,113 @@ static mx_status emit_plan(mx__compile *c, const mx_static_options *o, mx_static
   p->buffers = mx__arena_array(&p->arena, c->n_bufs ? c->n_bufs : 1, sizeof *p->buffers, 8);
   if (!p->name || !p->inputs || !p->outputs || !p->tasks || !p->buffers)
     return mx__fail_oom(c->err, "plan records");
+  return MX_OK;
+}
+
+/* The graph's inputs (the frozen ones marked) and outputs. */
+static mx_status emit_ios(mx__compile *c, const mx_static_options *o, mx_static_plan *p) {
+  const mx_graph *g = c->g;
   for (uint32_t i = 0; i < p->n_inputs; i++) {
-    st = emit_io(c, p, g->inputs[i], g->values[g->inputs[i]].name, &p->inputs[i]);
+    mx_status st = emit_io(c, p, g->inputs[i], g->values[g->inputs[i]].name, &p->inputs[i]);
     if (st != MX_OK) return st;
   }
   for (size_t k = 0; k < o->n_frozen; k++) p->inputs[o->frozen_inputs[k]].frozen = true;
   for (uint32_t j = 0; j < p->n_outputs; j++) {
-    st = emit_io(c, p, g->outputs[j], g->values[g->outputs[j]].name, &p->outputs[j]);
+    mx_status st = emit_io(c, p, g->outputs[j], g->values[g->outputs[j]].name, &p->outputs[j]);
     if (st != MX_OK) return st;
   }
+  return MX_OK;
+}
 
+/* A task's stream, kind, the events it waits for and the one it records. */
+static mx_status emit_task_sync(mx__compile *c, const mx__ctask *ct, mx_static_plan *p, mx__ptask *pt) {
+  pt->stream = ct->stream;
+  pt->kind = ct->kind;
+  if (ct->n_waits) {
+    pt->waits = mx__arena_memdup(&p->arena, ct->waits, ct->n_waits * sizeof *ct->waits, 4);
+    if (!pt->waits) return mx__fail_oom(c->err, "plan events");
+    pt->n_waits = ct->n_waits;
+  }
+  if (ct->event != MX__NONE) {
+    pt->records = mx__arena_memdup(&p->arena, &ct->event, sizeof ct->event, 4);
+    if (!pt->records) return mx__fail_oom(c->err, "plan events");
+    pt->n_records = 1;
+  }
+  return MX_OK;
+}
+
+/* A copy task: its source tensor into graph output copy_out. */
+static mx_status emit_copy_task(mx__compile *c, const mx__ctask *ct, mx_static_plan *p, mx__ptask *pt) {
+  const char *oname = c->g->values[c->g->outputs[ct->copy_out]].name;
+  pt->name = mx__arena_printf(&p->arena, "copy:%s", oname);
+  pt->op = "Copy";
+  pt->domain = "";
+  pt->n_in = 1;
+  pt->n_out = 1;
+  pt->t = mx__arena_array(&p->arena, 2, sizeof *pt->t, 8);
+  if (!pt->name || !pt->t) return mx__fail_oom(c->err, "plan tasks");
+  mx_status st = emit_tensor(c, p, ct->copy_src, false, &pt->t[0]);
+  if (st != MX_OK) return st;
+  pt->t[1] = pt->t[0];
+  pt->t[1].alloc = MX__ID_INPUT0 + p->n_inputs + ct->copy_out;
+  pt->t[1].offset = 0;
+  return MX_OK;
+}
+
+/* A kernel task: its node's names, attributes, params, tensors, key dtype and workspace size. */
+static mx_status emit_node_task(mx__compile *c, const mx__ctask *ct, mx_static_plan *p, mx__ptask *pt) {
+  const mx_node *nd = &c->g->nodes[ct->node];
+  pt->name = mx__arena_strdup(&p->arena, nd->name);
+  pt->op = mx__arena_strdup(&p->arena, nd->op_type);
+  pt->domain = mx__arena_strdup(&p->arena, nd->domain ? nd->domain : "");
+  pt->opset = nd->opset;
+  pt->n_in = nd->n_inputs;
+  pt->n_out = nd->n_outputs;
+  pt->t = mx__arena_array(&p->arena, (size_t)pt->n_in + pt->n_out + 1, sizeof *pt->t, 8);
+  if (!pt->name || !pt->op || !pt->domain || !pt->t) return mx__fail_oom(c->err, "plan tasks");
+  mx_status st = mx__plan_copy_attrs(p, nd->attrs, nd->n_attrs, &pt->attrs, c->err);
+  if (st != MX_OK) {
+    mx__error_prefix(c->err, "node '%s' (%s): ", nd->name, nd->op_type);
+    return st;
+  }
+  pt->n_attrs = nd->n_attrs;
+  if (nd->def->params_size) {
+    pt->params = mx__arena_memdup(&p->arena, nd->params, nd->def->params_size, 16);
+    if (!pt->params) return mx__fail_oom(c->err, "plan params");
+    pt->params_size = (uint32_t)nd->def->params_size;
+  }
+  for (uint32_t i = 0; i < pt->n_in; i++) {
+    st = emit_tensor(c, p, nd->inputs[i], true, &pt->t[i]);
+    if (st != MX_OK) return st;
+  }
+  for (uint32_t k = 0; k < pt->n_out; k++) {
+    st = emit_tensor(c, p, nd->outputs[k], false, &pt->t[pt->n_in + k]);
+    if (st != MX_OK) return st;
+  }
+  int key = ct->kd->key;
+  uint32_t kidx = key >= 0 ? (uint32_t)key : pt->n_in + (uint32_t)(-1 - key);
+  pt->key_dtype = kidx < pt->n_in + pt->n_out ? (int32_t)pt->t[kidx].dtype : 0;
+  pt->ws_size = ct->ws_size;
+  return MX_OK;
+}
+
+/* The tasks in their plan order. */
+static mx_status emit_tasks(mx__compile *c, mx_static_plan *p) {
   p->n_tasks = c->n_tasks;
   for (uint32_t pos = 0; pos < c->n_tasks; pos++) {
     const mx__ctask *ct = &c->tasks[c->order[pos]];
     mx__ptask *pt = &p->tasks[pos];
-    pt->stream = ct->stream;
-    pt->kind = ct->kind;
-    if (ct->n_waits) {
-      pt->waits = mx__arena_memdup(&p->arena, ct->waits, ct->n_waits * sizeof *ct->waits, 4);
-      if (!pt->waits) return mx__fail_oom(c->err, "plan events");
-      pt->n_waits = ct->n_waits;
-    }
-    if (ct->event != MX__NONE) {
-      pt->records = mx__arena_memdup(&p->arena, &ct->event, sizeof ct->event, 4);
-      if (!pt->records) return mx__fail_oom(c->err, "plan events");
-      pt->n_records = 1;
-    }
-    if (ct->kind == MX__TASK_COPY) {
-      const char *oname = g->values[g->outputs[ct->copy_out]].name;
-      pt->name = mx__arena_printf(&p->arena, "copy:%s", oname);
-      pt->op = "Copy";
-      pt->domain = "";
-      pt->n_in = 1;
-      pt->n_out = 1;
-      pt->t = mx__arena_array(&p->arena, 2, sizeof *pt->t, 8);
-      if (!pt->name || !pt->t) return mx__fail_oom(c->err, "plan tasks");
-      st = emit_tensor(c, p, ct->copy_src, false, &pt->t[0]);
-      if (st != MX_OK) return st;
-      pt->t[1] = pt->t[0];
-      pt->t[1].alloc = MX__ID_INPUT0 + p->n_inputs + ct->copy_out;
-      pt->t[1].offset = 0;
-      continue;
-    }
-    const mx_node *nd = &g->nodes[ct->node];
-    pt->name = mx__arena_strdup(&p->arena, nd->name);
-    pt->op = mx__arena_strdup(&p->arena, nd->op_type);
-    pt->domain = mx__arena_strdup(&p->arena, nd->domain ? nd->domain : "");
-    pt->opset = nd->opset;
-    pt->n_in = nd->n_inputs;
-    pt->n_out = nd->n_outputs;
-    pt->t = mx__arena_array(&p->arena, (size_t)pt->n_in + pt->n_out + 1, sizeof *pt->t, 8);
-    if (!pt->name || !pt->op || !pt->domain || !pt->t) return mx__fail_oom(c->err, "plan tasks");
-    st = mx__plan_copy_attrs(p, nd->attrs, nd->n_attrs, &pt->attrs, c->err);
-    if (st != MX_OK) {
-      mx__error_prefix(c->err, "node '%s' (%s): ", nd->name, nd->op_type);
-      return st;
-    }
-    pt->n_attrs = nd->n_attrs;
-    if (nd->def->params_size) {
-      pt->params = mx__arena_memdup(&p->arena, nd->params, nd->def->params_size, 16);
-      if (!pt->params) return mx__fail_oom(c->err, "plan params");
-      pt->params_size = (uint32_t)nd->def->params_size;
-    }
-    for (uint32_t i = 0; i < pt->n_in; i++) {
-      st = emit_tensor(c, p, nd->inputs[i], true, &pt->t[i]);
-      if (st != MX_OK) return st;
-    }
-    for (uint32_t k = 0; k < pt->n_out; k++) {
-      st = emit_tensor(c, p, nd->outputs[k], false, &pt->t[pt->n_in + k]);
-      if (st != MX_OK) return st;
-    }
-    int key = ct->kd->key;
-    uint32_t kidx = key >= 0 ? (uint32_t)key : pt->n_in + (uint32_t)(-1 - key);
-    pt->key_dtype = kidx < pt->n_in + pt->n_out ? (int32_t)pt->t[kidx].dtype : 0;
-    pt->ws_size = ct->ws_size;
+    mx_status st = emit_task_sync(c, ct, p, pt);
+    if (st != MX_OK) return st;
+    st = ct->kind == MX__TASK_COPY ? emit_copy_task(c, ct, p, pt) : emit_node_task(c, ct, p, pt);
+    if (st != MX_OK) return st;
   }
-  /* Buffers: users as plan positions, workspaces into their tasks. */
+  return MX_OK;
+}
+
+/* Buffers: users as plan positions, workspaces into their tasks. */
+static mx_status emit_buffers(mx__compile *c, mx_static_plan *p) {
+  const mx_graph *g = c->g;
   p->n_buffers = c->n_bufs;
   for (uint32_t b = 0; b < c->n_bufs; b++) {
     const mx__cbuf *cb = &c->bufs[b];
@@ -502,18 +531,32 @@ static mx_status emit_plan(mx__compile *c, const mx_static_options *o, mx_static
     }
     if (!pb->name) return mx__fail_oom(c->err, "plan buffers");
   }
-  /* Weights. */
-  if (p->weight_bytes) {
-    size_t sz = (size_t)p->weight_bytes;
-    p->weights = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-    if (!p->weights) return mx__fail_oom(c->err, "plan weights");
-    memset(p->weights, 0, sz);
-    for (uint32_t k = 0; k < c->n_wvals; k++) {
-      const mx__cval *cv = &c->vals[c->wvals[k]];
-      memcpy(p->weights + cv->weight_offset, g->values[c->wvals[k]].data->data, (size_t)cv->nbytes);
-    }
+  return MX_OK;
+}
+
+/* The weights, copied into one 64-byte aligned block at their offsets. */
+static mx_status emit_weights(mx__compile *c, mx_static_plan *p) {
+  if (!p->weight_bytes) return MX_OK;
+  size_t sz = (size_t)p->weight_bytes;
+  p->weights = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+  if (!p->weights) return mx__fail_oom(c->err, "plan weights");
+  memset(p->weights, 0, sz);
+  for (uint32_t k = 0; k < c->n_wvals; k++) {
+    const mx__cval *cv = &c->vals[c->wvals[k]];
+    memcpy(p->weights + cv->weight_offset, c->g->values[c->wvals[k]].data->data, (size_t)cv->nbytes);
   }
   return MX_OK;
+}
+
+/* Step 4b: the plan records. */
+static mx_status emit_plan(mx__compile *c, const mx_static_options *o, mx_static_plan *p) {
+  mx_status st = place_weights(c, &p->weight_bytes);
+  if (st == MX_OK) st = emit_header(c, o, p);
+  if (st == MX_OK) st = emit_ios(c, o, p);
+  if (st == MX_OK) st = emit_tasks(c, p);
+  if (st == MX_OK) st = emit_buffers(c, p);
+  if (st == MX_OK) st = emit_weights(c, p);
+  return st;
 }
 
 static mx_status check_options(const mx_graph *g, const mx_static_options *o, mx_error *err) {
