@@ -397,7 +397,8 @@ static mx_status resolve_options(const mx_dyn_options *opt, mx_dyn_options *o, m
   if (o->max_streams == 0) o->max_streams = 1;
   if (o->meta_entries == 0) o->meta_entries = 4;
   if (o->max_streams > MX_DYN_MAX_STREAMS)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "max_streams %u exceeds %d", o->max_streams, MX_DYN_MAX_STREAMS);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "max_streams %u exceeds %d", o->max_streams,
+                    MX_DYN_MAX_STREAMS);
   if (o->meta_entries > 16)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "meta_entries %u exceeds 16", o->meta_entries);
   return MX_OK;
