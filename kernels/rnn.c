@@ -6,8 +6,8 @@
  * over the gates. sequence_lens is honoured per batch row: a row stops updating after its
  * length (its Y rows stay zero), and the reverse direction starts at the row's own last step.
  *
- * Everything computes in float32 through OpenBLAS: float16, bfloat16 and float64 inputs are
- * converted into the workspace and the outputs converted back once. */
+ * float32 layers compute in float32 and float64 layers in double (sgemm / dgemm); float16 and
+ * bfloat16 inputs are converted to float32 in the workspace and the outputs rounded once. */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -73,29 +73,34 @@ static mx_status rnn_make_dims(const mx_kernel_call *call, rnn_dims *d, const ch
 
 /* --- workspace ---------------------------------------------------------------------------------- */
 
-/* Bytes of a float copy of input i when it is not float32 already. */
+/* The compute type: double for float64 layers, float32 for the others. */
+static bool compute_f64(const mx_kernel_call *call) { return call->t[IN_X].dtype == MX_FLOAT64; }
+static size_t elem_size(const mx_kernel_call *call) { return compute_f64(call) ? sizeof(double) : sizeof(float); }
+
+/* Bytes of a compute-type copy of tensor t when its own data cannot be used as it is. */
+static size_t copy_bytes(const mx_kernel_call *call, const mx_ktensor *t) {
+  if (t->dtype == (compute_f64(call) ? MX_FLOAT64 : MX_FLOAT32)) return 0;
+  return mx__kalign64((size_t)mx__ktensor_numel(t) * elem_size(call));
+}
 static size_t conv_bytes(const mx_kernel_call *call, uint32_t i) {
-  if (!has_in(call, i) || call->t[i].dtype == MX_FLOAT32) return 0;
-  return mx__kalign64((size_t)mx__ktensor_numel(&call->t[i]) * sizeof(float));
+  return has_in(call, i) ? copy_bytes(call, &call->t[i]) : 0;
 }
 static size_t out_bytes(const mx_kernel_call *call, uint32_t i) {
-  const mx_ktensor *t = &call->t[call->n_in + i];
-  if (!has_out(call, i) || t->dtype == MX_FLOAT32) return 0;
-  return mx__kalign64((size_t)mx__ktensor_numel(t) * sizeof(float));
+  return has_out(call, i) ? copy_bytes(call, &call->t[call->n_in + i]) : 0;
 }
 
 /* Scratch of the recurrence itself: input projections, hidden projections, states. */
-static size_t core_bytes(const rnn_dims *d) {
-  size_t gh = (size_t)(d->gates * d->hidden);
-  return mx__kalign64((size_t)(d->seq * d->batch) * gh * 4) + mx__kalign64((size_t)d->batch * gh * 4) +
-         4 * mx__kalign64((size_t)(d->batch * d->hidden) * 4);
+static size_t core_bytes(const mx_kernel_call *call, const rnn_dims *d) {
+  size_t gh = (size_t)(d->gates * d->hidden), es = elem_size(call);
+  return mx__kalign64((size_t)(d->seq * d->batch) * gh * es) + mx__kalign64((size_t)d->batch * gh * es) +
+         4 * mx__kalign64((size_t)(d->batch * d->hidden) * es);
 }
 
 static size_t rnn_workspace(const mx_kernel_call *call) {
   rnn_dims d;
   const char *why;
   if (rnn_make_dims(call, &d, &why) != MX_OK) return 0;
-  size_t n = core_bytes(&d);
+  size_t n = core_bytes(call, &d);
   for (uint32_t i = 0; i < IN_COUNT; i++)
     if (i != IN_SEQ) n += conv_bytes(call, i);
   for (uint32_t i = 0; i < 3; i++) n += out_bytes(call, i);
@@ -109,42 +114,45 @@ static void *carve(char **cur, size_t n) {
   return p;
 }
 
-/* Input i as float32: its own data, or a converted copy in the workspace. */
-static const float *in_f32(mx_kernel_call *call, uint32_t i, char **cur) {
+/* Input i in the compute type: its own data, or a converted copy in the workspace. */
+static const void *in_real(mx_kernel_call *call, uint32_t i, char **cur) {
   if (!has_in(call, i)) return NULL;
   const mx_ktensor *t = &call->t[i];
-  if (t->dtype == MX_FLOAT32) return t->data;
+  size_t bytes = copy_bytes(call, t);
+  if (bytes == 0) return t->data;
   int64_t n = mx__ktensor_numel(t);
-  float *dst = carve(cur, conv_bytes(call, i));
-  if (t->dtype == MX_FLOAT16 || t->dtype == MX_BFLOAT16)
+  void *dst = carve(cur, bytes);
+  if (!compute_f64(call) && (t->dtype == MX_FLOAT16 || t->dtype == MX_BFLOAT16))
     mx__khalf_to_f32(t->data, t->dtype, dst, n);
   else
-    for (int64_t k = 0; k < n; k++) dst[k] = (float)mx__kget_f64(t->data, t->dtype, k);
+    for (int64_t k = 0; k < n; k++) mx__kset_f64(dst, compute_f64(call) ? MX_FLOAT64 : MX_FLOAT32, k,
+                                                 mx__kget_f64(t->data, t->dtype, k));
   return dst;
 }
 
-/* Output i as a float32 buffer: its own data, or workspace to convert from at the end. */
-static float *out_f32(mx_kernel_call *call, uint32_t i, char **cur) {
+/* Output i as a compute-type buffer: its own data, or workspace to convert from at the end. */
+static void *out_real(mx_kernel_call *call, uint32_t i, char **cur) {
   if (!has_out(call, i)) return NULL;
   mx_ktensor *t = mx__kout(call, i);
-  if (t->dtype == MX_FLOAT32) return t->data;
-  return carve(cur, out_bytes(call, i));
+  size_t bytes = copy_bytes(call, t);
+  return bytes == 0 ? t->data : carve(cur, bytes);
 }
 
-static void out_store(mx_kernel_call *call, uint32_t i, const float *src) {
+static void out_store(mx_kernel_call *call, uint32_t i, const void *src) {
   if (!src) return;
   mx_ktensor *t = mx__kout(call, i);
-  if (t->dtype == MX_FLOAT32) return;
+  if (src == t->data) return;
   int64_t n = mx__ktensor_numel(t);
-  if (t->dtype == MX_FLOAT16 || t->dtype == MX_BFLOAT16)
+  mx_dtype cdt = compute_f64(call) ? MX_FLOAT64 : MX_FLOAT32;
+  if (cdt == MX_FLOAT32 && (t->dtype == MX_FLOAT16 || t->dtype == MX_BFLOAT16))
     mx__kf32_to_half(src, t->dtype, t->data, n);
   else
-    for (int64_t k = 0; k < n; k++) mx__kset_f64(t->data, t->dtype, k, src[k]);
+    for (int64_t k = 0; k < n; k++) mx__kset_f64(t->data, t->dtype, k, mx__kget_f64(src, cdt, k));
 }
 
 /* --- activations -------------------------------------------------------------------------------- */
 
-static inline float act_apply(int32_t code, float alpha, float beta, float x) {
+static inline float act_f32(int32_t code, float alpha, float beta, float x) {
   switch (code) {
     case MX_RNN_ACT_SIGMOID: return mx__ksigmoidf(x);
     case MX_RNN_ACT_TANH: return mx__ktanhf(x);
@@ -164,6 +172,26 @@ static inline float act_apply(int32_t code, float alpha, float beta, float x) {
   }
 }
 
+static inline double act_f64(int32_t code, double alpha, double beta, double x) {
+  switch (code) {
+    case MX_RNN_ACT_SIGMOID: return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case MX_RNN_ACT_TANH: return tanh(x);
+    case MX_RNN_ACT_RELU: return x > 0.0 ? x : 0.0;
+    case MX_RNN_ACT_AFFINE: return alpha * x + beta;
+    case MX_RNN_ACT_LEAKY_RELU: return x >= 0.0 ? x : alpha * x;
+    case MX_RNN_ACT_THRESHOLDED_RELU: return x > alpha ? x : 0.0;
+    case MX_RNN_ACT_SCALED_TANH: return alpha * tanh(beta * x);
+    case MX_RNN_ACT_HARD_SIGMOID: {
+      double v = alpha * x + beta;
+      return v < 0.0 ? 0.0 : v > 1.0 ? 1.0 : v;
+    }
+    case MX_RNN_ACT_ELU: return x >= 0.0 ? x : alpha * expm1(x);
+    case MX_RNN_ACT_SOFTSIGN: return x / (1.0 + fabs(x));
+    case MX_RNN_ACT_SOFTPLUS: return x > 40.0 ? x : log1p(exp(x));
+    default: return x;
+  }
+}
+
 /* One activation slot of a direction. */
 typedef struct act_fn {
   int32_t code;
@@ -172,22 +200,54 @@ typedef struct act_fn {
 
 /* --- the recurrence ----------------------------------------------------------------------------- */
 
+/* Buffers are in the compute type (float or double, f64 says which); the elementwise code
+ * reads and writes them through ld / st, whose branch is the same for a whole call. */
 typedef struct rnn_run {
   const mx_rnn_params *p;
   rnn_dims d;
-  const float *x, *w, *r, *b, *h0, *c0, *peep;
+  bool f64;
+  const void *x, *w, *r, *b, *h0, *c0, *peep;
   const int32_t *seq_lens;
-  float *y, *yh, *yc;
-  float *xw;      /* [seq * batch, gates * hidden] input projections plus biases */
-  float *hr;      /* [batch, gates * hidden] hidden projections of one step */
-  float *h, *c;   /* [batch, hidden] states */
-  float *tmp;     /* [batch, hidden] GRU: r * H_prev, then its projection */
-  float *tmp2;
+  void *y, *yh, *yc;
+  void *xw;       /* [seq * batch, gates * hidden] input projections plus biases */
+  void *hr;       /* [batch, gates * hidden] hidden projections of one step */
+  void *h, *c;    /* [batch, hidden] states */
+  void *tmp;      /* [batch, hidden] GRU: r * H_prev */
+  void *tmp2;     /* [batch, hidden] GRU: its projection */
 } rnn_run;
 
-static inline float clip_to(const mx_rnn_params *p, float v) {
-  if (!p->has_clip) return v;
-  return v < -p->clip ? -p->clip : v > p->clip ? p->clip : v;
+static inline double ld(const rnn_run *k, const void *p, int64_t i) {
+  return k->f64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+static inline void st(const rnn_run *k, void *p, int64_t i, double v) {
+  if (k->f64)
+    ((double *)p)[i] = v;
+  else
+    ((float *)p)[i] = (float)v;
+}
+static inline void *at(const rnn_run *k, const void *p, int64_t i) {
+  return (char *)p + (size_t)i * (k->f64 ? sizeof(double) : sizeof(float));
+}
+static inline double act(const rnn_run *k, const act_fn *a, double x) {
+  if (k->p->has_clip) x = x < -k->p->clip ? -k->p->clip : x > k->p->clip ? k->p->clip : x;
+  return k->f64 ? act_f64(a->code, a->alpha, a->beta, x) : (double)act_f32(a->code, a->alpha, a->beta, (float)x);
+}
+
+/* C[M, N] = A[M, K] * B[N, K]^T (row-major, leading dims given). */
+static void gemm_nt(const rnn_run *k, int64_t m, int64_t n, int64_t kk, const void *a, int64_t lda, const void *b,
+                    int64_t ldb, void *c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (kk <= 0) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) st(k, c, i * ldc + j, 0.0);
+    return;
+  }
+  if (k->f64)
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0, a, (int)lda, b, (int)ldb, 0.0, c,
+                (int)ldc);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0f, a, (int)lda, b, (int)ldb, 0.0f,
+                c, (int)ldc);
 }
 
 /* Row of X (and of xw) holding time step t of batch row b. */
@@ -216,35 +276,29 @@ static void run_direction(rnn_run *k, int64_t dir, bool reverse) {
   const mx_rnn_params *p = k->p;
   const rnn_dims *d = &k->d;
   const int64_t H = d->hidden, GH = d->gates * H, B = d->batch;
-  const float *w = k->w + dir * GH * d->in, *r = k->r + dir * GH * H;
-  const float *wb = k->b ? k->b + dir * 2 * GH : NULL, *rb = wb ? wb + GH : NULL;
-  const float *peep = k->peep ? k->peep + dir * 3 * H : NULL;
-  act_fn f = {p->act[dir][0], p->alpha[dir][0], p->beta[dir][0]};
-  act_fn g = {p->act[dir][1], p->alpha[dir][1], p->beta[dir][1]};
-  act_fn hf = {p->act[dir][2], p->alpha[dir][2], p->beta[dir][2]};
+  const void *w = at(k, k->w, dir * GH * d->in), *r = at(k, k->r, dir * GH * H);
+  const void *wb = k->b ? at(k, k->b, dir * 2 * GH) : NULL, *rb = wb ? at(k, wb, GH) : NULL;
+  const void *peep = k->peep ? at(k, k->peep, dir * 3 * H) : NULL;
+  const act_fn f = {p->act[dir][0], p->alpha[dir][0], p->beta[dir][0]};
+  const act_fn g = {p->act[dir][1], p->alpha[dir][1], p->beta[dir][1]};
+  const act_fn hf = {p->act[dir][2], p->alpha[dir][2], p->beta[dir][2]};
   const bool gru = p->kind == MX_RNN_GRU, lstm = p->kind == MX_RNN_LSTM;
   const bool lbr = gru && p->linear_before_reset;
 
   /* Input projections of every step, biases folded in (except GRU's Rb_h under
    * linear_before_reset, which the reset gate scales). */
-  int64_t rows = d->seq * B;
-  if (rows > 0 && d->in > 0)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)GH, (int)d->in, 1.0f, k->x, (int)d->in, w,
-                (int)d->in, 0.0f, k->xw, (int)GH);
-  else
-    memset(k->xw, 0, (size_t)(rows * GH) * sizeof(float));
-  if (wb) {
-    for (int64_t i = 0; i < rows; i++) {
-      float *row = k->xw + i * GH;
-      for (int64_t j = 0; j < GH; j++) row[j] += wb[j] + (lbr && j >= 2 * H ? 0.0f : rb[j]);
-    }
-  }
+  const int64_t rows = d->seq * B;
+  gemm_nt(k, rows, GH, d->in, k->x, d->in, w, d->in, k->xw, GH);
+  if (wb)
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < GH; j++)
+        st(k, k->xw, i * GH + j, ld(k, k->xw, i * GH + j) + ld(k, wb, j) + (lbr && j >= 2 * H ? 0.0 : ld(k, rb, j)));
 
   for (int64_t b = 0; b < B; b++) {
     int64_t so = state_off(k, dir, b);
     for (int64_t j = 0; j < H; j++) {
-      k->h[b * H + j] = k->h0 ? k->h0[so + j] : 0.0f;
-      k->c[b * H + j] = k->c0 ? k->c0[so + j] : 0.0f;
+      st(k, k->h, b * H + j, k->h0 ? ld(k, k->h0, so + j) : 0.0);
+      st(k, k->c, b * H + j, k->c0 ? ld(k, k->c0, so + j) : 0.0);
     }
   }
 
@@ -252,74 +306,69 @@ static void run_direction(rnn_run *k, int64_t dir, bool reverse) {
    * of R go into the step's first GEMM. */
   const int64_t n_hr = gru && !lbr ? 2 * H : GH;
   for (int64_t s = 0; s < d->seq; s++) {
-    if (H > 0 && B > 0)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)n_hr, (int)H, 1.0f, k->h, (int)H, r, (int)H,
-                  0.0f, k->hr, (int)GH);
+    gemm_nt(k, B, n_hr, H, k->h, H, r, H, k->hr, GH);
     if (gru && !lbr) {
       /* Phase 1: z into hr's z slot, r * H_prev into tmp. */
       for (int64_t b = 0; b < B; b++) {
         int64_t len = row_len(k, b);
         if (s >= len) continue;
-        int64_t t = reverse ? len - 1 - s : s;
-        const float *xw = k->xw + x_row(k, t, b) * GH;
-        float *hr = k->hr + b * GH;
+        int64_t t = reverse ? len - 1 - s : s, xo = x_row(k, t, b) * GH, ho = b * GH;
         for (int64_t j = 0; j < H; j++) {
-          hr[j] = act_apply(f.code, f.alpha, f.beta, clip_to(p, xw[j] + hr[j]));
-          float rg = act_apply(f.code, f.alpha, f.beta, clip_to(p, xw[H + j] + hr[H + j]));
-          k->tmp[b * H + j] = rg * k->h[b * H + j];
+          st(k, k->hr, ho + j, act(k, &f, ld(k, k->xw, xo + j) + ld(k, k->hr, ho + j)));
+          double rg = act(k, &f, ld(k, k->xw, xo + H + j) + ld(k, k->hr, ho + H + j));
+          st(k, k->tmp, b * H + j, rg * ld(k, k->h, b * H + j));
         }
       }
-      if (H > 0 && B > 0)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)H, (int)H, 1.0f, k->tmp, (int)H,
-                    r + 2 * H * H, (int)H, 0.0f, k->tmp2, (int)H);
+      gemm_nt(k, B, H, H, k->tmp, H, at(k, r, 2 * H * H), H, k->tmp2, H);
     }
     for (int64_t b = 0; b < B; b++) {
       int64_t len = row_len(k, b);
       if (s >= len) continue;
-      int64_t t = reverse ? len - 1 - s : s;
-      const float *xw = k->xw + x_row(k, t, b) * GH;
-      float *hr = k->hr + b * GH;
-      float *h = k->h + b * H, *c = k->c + b * H;
+      const int64_t t = reverse ? len - 1 - s : s, xo = x_row(k, t, b) * GH, ho = b * GH, so = b * H;
+#define XW(j) ld(k, k->xw, xo + (j))
+#define HR(j) ld(k, k->hr, ho + (j))
       if (p->kind == MX_RNN_SIMPLE) {
-        for (int64_t j = 0; j < H; j++) h[j] = act_apply(f.code, f.alpha, f.beta, clip_to(p, xw[j] + hr[j]));
+        for (int64_t j = 0; j < H; j++) st(k, k->h, so + j, act(k, &f, XW(j) + HR(j)));
       } else if (gru) {
         for (int64_t j = 0; j < H; j++) {
-          float z, hh;
+          double z, hh;
           if (lbr) {
-            z = act_apply(f.code, f.alpha, f.beta, clip_to(p, xw[j] + hr[j]));
-            float rg = act_apply(f.code, f.alpha, f.beta, clip_to(p, xw[H + j] + hr[H + j]));
-            float rec = hr[2 * H + j] + (rb ? rb[2 * H + j] : 0.0f);
-            hh = act_apply(g.code, g.alpha, g.beta, clip_to(p, xw[2 * H + j] + rg * rec));
+            z = act(k, &f, XW(j) + HR(j));
+            double rg = act(k, &f, XW(H + j) + HR(H + j));
+            double rec = HR(2 * H + j) + (rb ? ld(k, rb, 2 * H + j) : 0.0);
+            hh = act(k, &g, XW(2 * H + j) + rg * rec);
           } else {
-            z = hr[j];
-            hh = act_apply(g.code, g.alpha, g.beta, clip_to(p, xw[2 * H + j] + k->tmp2[b * H + j]));
+            z = HR(j);
+            hh = act(k, &g, XW(2 * H + j) + ld(k, k->tmp2, so + j));
           }
-          h[j] = (1.0f - z) * hh + z * h[j];
+          st(k, k->h, so + j, (1.0 - z) * hh + z * ld(k, k->h, so + j));
         }
       } else if (lstm) {
         /* Gate order i, o, f, c; peepholes i, o, f. */
         for (int64_t j = 0; j < H; j++) {
-          float cp = c[j];
-          float gi = xw[j] + hr[j] + (peep ? peep[j] * cp : 0.0f);
-          float gf = xw[2 * H + j] + hr[2 * H + j] + (peep ? peep[2 * H + j] * cp : 0.0f);
-          float gc = xw[3 * H + j] + hr[3 * H + j];
-          float it = act_apply(f.code, f.alpha, f.beta, clip_to(p, gi));
-          float ft = p->input_forget ? 1.0f - it : act_apply(f.code, f.alpha, f.beta, clip_to(p, gf));
-          float ct = act_apply(g.code, g.alpha, g.beta, clip_to(p, gc));
-          float cn = ft * cp + it * ct;
-          float go = xw[H + j] + hr[H + j] + (peep ? peep[H + j] * cn : 0.0f);
-          float ot = act_apply(f.code, f.alpha, f.beta, clip_to(p, go));
-          c[j] = cn;
-          h[j] = ot * act_apply(hf.code, hf.alpha, hf.beta, cn);
+          double cp = ld(k, k->c, so + j);
+          double it = act(k, &f, XW(j) + HR(j) + (peep ? ld(k, peep, j) * cp : 0.0));
+          double ft = p->input_forget ? 1.0 - it
+                                      : act(k, &f, XW(2 * H + j) + HR(2 * H + j) + (peep ? ld(k, peep, 2 * H + j) * cp : 0.0));
+          double ct = act(k, &g, XW(3 * H + j) + HR(3 * H + j));
+          double cn = ft * cp + it * ct;
+          double ot = act(k, &f, XW(H + j) + HR(H + j) + (peep ? ld(k, peep, H + j) * cn : 0.0));
+          st(k, k->c, so + j, cn);
+          /* h() sees the stored cell state (rounded to the compute type), not clipped. */
+          double cs = ld(k, k->c, so + j);
+          st(k, k->h, so + j, ot * (k->f64 ? act_f64(hf.code, hf.alpha, hf.beta, cs)
+                                           : (double)act_f32(hf.code, hf.alpha, hf.beta, (float)cs)));
         }
       }
-      if (k->y) memcpy(k->y + y_off(k, t, dir, b), h, (size_t)H * sizeof(float));
+#undef XW
+#undef HR
+      if (k->y) memcpy(at(k, k->y, y_off(k, t, dir, b)), at(k, k->h, so), (size_t)H * (k->f64 ? 8 : 4));
     }
   }
   for (int64_t b = 0; b < B; b++) {
     int64_t so = state_off(k, dir, b);
-    if (k->yh) memcpy(k->yh + so, k->h + b * H, (size_t)H * sizeof(float));
-    if (k->yc) memcpy(k->yc + so, k->c + b * H, (size_t)H * sizeof(float));
+    if (k->yh) memcpy(at(k, k->yh, so), at(k, k->h, b * H), (size_t)H * (k->f64 ? 8 : 4));
+    if (k->yc) memcpy(at(k, k->yc, so), at(k, k->c, b * H), (size_t)H * (k->f64 ? 8 : 4));
   }
 }
 
@@ -328,6 +377,7 @@ static mx_status rnn_exec(mx_kernel_call *call) {
   rnn_run k;
   memset(&k, 0, sizeof k);
   k.p = p;
+  k.f64 = compute_f64(call);
   mx_status st = rnn_make_dims(call, &k.d, &call->why);
   if (st != MX_OK) return st;
   if (has_in(call, IN_SEQ) && call->t[IN_SEQ].dtype != MX_INT32) {
@@ -336,26 +386,27 @@ static mx_status rnn_exec(mx_kernel_call *call) {
   }
   mx__kblas_init();
   const rnn_dims *d = &k.d;
+  const size_t es = elem_size(call);
   char *cur = call->workspace;
   size_t gh = (size_t)(d->gates * d->hidden), bh = (size_t)(d->batch * d->hidden);
-  k.xw = carve(&cur, mx__kalign64((size_t)(d->seq * d->batch) * gh * 4));
-  k.hr = carve(&cur, mx__kalign64((size_t)d->batch * gh * 4));
-  k.h = carve(&cur, mx__kalign64(bh * 4));
-  k.c = carve(&cur, mx__kalign64(bh * 4));
-  k.tmp = carve(&cur, mx__kalign64(bh * 4));
-  k.tmp2 = carve(&cur, mx__kalign64(bh * 4));
-  k.x = in_f32(call, IN_X, &cur);
-  k.w = in_f32(call, IN_W, &cur);
-  k.r = in_f32(call, IN_R, &cur);
-  k.b = in_f32(call, IN_B, &cur);
-  k.h0 = in_f32(call, IN_H0, &cur);
-  k.c0 = p->kind == MX_RNN_LSTM ? in_f32(call, IN_C0, &cur) : NULL;
-  k.peep = p->kind == MX_RNN_LSTM ? in_f32(call, IN_P, &cur) : NULL;
+  k.xw = carve(&cur, mx__kalign64((size_t)(d->seq * d->batch) * gh * es));
+  k.hr = carve(&cur, mx__kalign64((size_t)d->batch * gh * es));
+  k.h = carve(&cur, mx__kalign64(bh * es));
+  k.c = carve(&cur, mx__kalign64(bh * es));
+  k.tmp = carve(&cur, mx__kalign64(bh * es));
+  k.tmp2 = carve(&cur, mx__kalign64(bh * es));
+  k.x = in_real(call, IN_X, &cur);
+  k.w = in_real(call, IN_W, &cur);
+  k.r = in_real(call, IN_R, &cur);
+  k.b = in_real(call, IN_B, &cur);
+  k.h0 = in_real(call, IN_H0, &cur);
+  k.c0 = p->kind == MX_RNN_LSTM ? in_real(call, IN_C0, &cur) : NULL;
+  k.peep = p->kind == MX_RNN_LSTM ? in_real(call, IN_P, &cur) : NULL;
   k.seq_lens = has_in(call, IN_SEQ) ? call->t[IN_SEQ].data : NULL;
-  k.y = out_f32(call, 0, &cur);
-  k.yh = out_f32(call, 1, &cur);
-  k.yc = p->kind == MX_RNN_LSTM ? out_f32(call, 2, &cur) : NULL;
-  if (k.y) memset(k.y, 0, (size_t)(d->seq * d->nd * bh) * sizeof(float));
+  k.y = out_real(call, 0, &cur);
+  k.yh = out_real(call, 1, &cur);
+  k.yc = p->kind == MX_RNN_LSTM ? out_real(call, 2, &cur) : NULL;
+  if (k.y) memset(k.y, 0, (size_t)(d->seq * d->nd) * bh * es);
   run_direction(&k, 0, p->direction == MX_RNN_REVERSE);
   if (d->nd == 2) run_direction(&k, 1, true);
   out_store(call, 0, k.y);
