@@ -16,7 +16,8 @@ static mx_status fail(mx_kernel_call *c, mx_status st, const char *why) {
 }
 
 /* outer / n / inner element counts around dims [lo, hi) of t. */
-static void split_dims(const mx_ktensor *t, int32_t lo, int32_t hi, int64_t *outer, int64_t *n, int64_t *inner) {
+static void split_dims(const mx_ktensor *t, int32_t lo, int32_t hi, int64_t *outer, int64_t *n,
+                       int64_t *inner) {
   *outer = *n = *inner = 1;
   for (int32_t k = 0; k < t->rank; k++) *(k < lo ? outer : k < hi ? n : inner) *= t->dims[k];
 }
@@ -60,24 +61,24 @@ const mx_kernel_def mx__kdef_Hardmax = {"Hardmax", NULL, MX_KDT_FLOATS, 0, run_H
 /* Running products along the axis for a native type T, multiplying in U (unsigned for
  * integers: wraps like numpy). Output rows are visited in scan order; each is the previous
  * output row times the current (inclusive) or previous (exclusive) input row. */
-#define CUMPROD_KERNEL(NAME, T, U)                                                                   \
+#define CUMPROD_KERNEL(NAME, T, U)                                                                           \
   static void NAME(const void *px, void *py, int64_t outer, int64_t n, int64_t inner, bool excl, bool rev) { \
-    const T *x = px;                                                                                 \
-    T *y = py;                                                                                       \
-    for (int64_t o = 0; o < outer; o++) {                                                            \
-      const T *xo = x + o * n * inner;                                                               \
-      T *yo = y + o * n * inner;                                                                     \
-      for (int64_t t = 0; t < n; t++) {                                                              \
-        int64_t k = rev ? n - 1 - t : t, prev = rev ? k + 1 : k - 1;                                 \
-        T *row = yo + k * inner;                                                                     \
-        if (t == 0) {                                                                                \
-          for (int64_t j = 0; j < inner; j++) row[j] = excl ? (T)1 : xo[k * inner + j];              \
-          continue;                                                                                  \
-        }                                                                                            \
-        const T *before = yo + prev * inner, *mul = xo + (excl ? prev : k) * inner;                  \
-        for (int64_t j = 0; j < inner; j++) row[j] = (T)((U)before[j] * (U)mul[j]);                  \
-      }                                                                                              \
-    }                                                                                                \
+    const T *x = px;                                                                                         \
+    T *y = py;                                                                                               \
+    for (int64_t o = 0; o < outer; o++) {                                                                    \
+      const T *xo = x + o * n * inner;                                                                       \
+      T *yo = y + o * n * inner;                                                                             \
+      for (int64_t t = 0; t < n; t++) {                                                                      \
+        int64_t k = rev ? n - 1 - t : t, prev = rev ? k + 1 : k - 1;                                         \
+        T *row = yo + k * inner;                                                                             \
+        if (t == 0) {                                                                                        \
+          for (int64_t j = 0; j < inner; j++) row[j] = excl ? (T)1 : xo[k * inner + j];                      \
+          continue;                                                                                          \
+        }                                                                                                    \
+        const T *before = yo + prev * inner, *mul = xo + (excl ? prev : k) * inner;                          \
+        for (int64_t j = 0; j < inner; j++) row[j] = (T)((U)before[j] * (U)mul[j]);                          \
+      }                                                                                                      \
+    }                                                                                                        \
   }
 CUMPROD_KERNEL(cumprod_f32, float, float)
 CUMPROD_KERNEL(cumprod_f64, double, double)
@@ -146,10 +147,13 @@ static mx_status run_CumProd(mx_kernel_call *c) {
   fn(x->data, y->data, outer, n, inner, excl, rev);
   return MX_OK;
 }
-const mx_kernel_def mx__kdef_CumProd = {"CumProd", NULL,
-                                        MX_KDT_FLOATS | MX_KDT(MX_INT32) | MX_KDT(MX_INT64) | MX_KDT(MX_UINT32) |
-                                            MX_KDT(MX_UINT64),
-                                        0, run_CumProd, cumprod_workspace};
+const mx_kernel_def mx__kdef_CumProd = {
+    "CumProd",
+    NULL,
+    MX_KDT_FLOATS | MX_KDT(MX_INT32) | MX_KDT(MX_INT64) | MX_KDT(MX_UINT32) | MX_KDT(MX_UINT64),
+    0,
+    run_CumProd,
+    cumprod_workspace};
 
 /* --- Det ---------------------------------------------------------------------------------- */
 
@@ -197,7 +201,8 @@ static mx_status run_Det(mx_kernel_call *c) {
     return fail(c, MX_ERR_KERNEL, "Det: the input is not a batch of square matrices");
   int64_t m = x->dims[x->rank - 1], mm = m * m;
   int64_t batch = mx__ktensor_numel(y);
-  if (mm > 0 && batch * mm != mx__ktensor_numel(x)) return fail(c, MX_ERR_KERNEL, "Det: output size does not match");
+  if (mm > 0 && batch * mm != mx__ktensor_numel(x))
+    return fail(c, MX_ERR_KERNEL, "Det: output size does not match");
   double *a = c->workspace;
   if (mm > 0 && (!a || c->workspace_size < (size_t)mm * sizeof(double)))
     return fail(c, MX_ERR_KERNEL, "Det: workspace too small");
@@ -212,7 +217,9 @@ const mx_kernel_def mx__kdef_Det = {"Det", NULL, MX_KDT_FLOATS, 0, run_Det, det_
 /* --- ReduceLogSum ------------------------------------------------------------------------- */
 
 /* The reduce group's ReduceSum kernel for this call's dtypes (the params are the same struct). */
-static const mx_kernel_def *sum_kernel(const mx_kernel_call *c) { return mx__kernel_find("", "ReduceSum", c); }
+static const mx_kernel_def *sum_kernel(const mx_kernel_call *c) {
+  return mx__kernel_find("", "ReduceSum", c);
+}
 
 static size_t reduce_log_sum_workspace(const mx_kernel_call *c) {
   const mx_kernel_def *k = sum_kernel(c);
@@ -231,9 +238,10 @@ static mx_status run_ReduceLogSum(mx_kernel_call *c) {
     for (int64_t i = 0; i < n; i++) v[i] = logf(v[i]);
   } else {
     /* Integer sums: the log truncated toward zero, saturating (log 0 = -inf). */
-    for (int64_t i = 0; i < n; i++) mx__ew_store_sat(y->data, y->dtype, i, log(mx__kget_f64(y->data, y->dtype, i)));
+    for (int64_t i = 0; i < n; i++)
+      mx__ew_store_sat(y->data, y->dtype, i, log(mx__kget_f64(y->data, y->dtype, i)));
   }
   return MX_OK;
 }
-const mx_kernel_def mx__kdef_ReduceLogSum = {"ReduceLogSum", NULL, MX_KDT_FLOATS | MX_KDT_INTS, 0, run_ReduceLogSum,
-                                             reduce_log_sum_workspace};
+const mx_kernel_def mx__kdef_ReduceLogSum = {
+    "ReduceLogSum", NULL, MX_KDT_FLOATS | MX_KDT_INTS, 0, run_ReduceLogSum, reduce_log_sum_workspace};

@@ -10,22 +10,22 @@
 
 /* NAME(n, a, sa, b, sb, o): o[i] = EXPR of x = a[i*sa] and y = b[i*sb], with a separate loop
  * for the common contiguous case that the compiler vectorizes. */
-#define BIN_ROW(NAME, T, EXPR)                                                                     \
-  static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) {  \
-    const T *a = pa, *b = pb;                                                                      \
-    T *o = po;                                                                                     \
-    if (sa == 1 && sb == 1) {                                                                      \
-      for (int64_t i = 0; i < n; i++) {                                                            \
-        const T x = a[i], y = b[i];                                                                \
-        o[i] = (T)(EXPR);                                                                          \
-      }                                                                                            \
-    } else {                                                                                       \
-      for (int64_t i = 0; i < n; i++) {                                                            \
-        const T x = a[i * sa], y = b[i * sb];                                                      \
-        o[i] = (T)(EXPR);                                                                          \
-      }                                                                                            \
-    }                                                                                              \
-    return true;                                                                                   \
+#define BIN_ROW(NAME, T, EXPR)                                                                    \
+  static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) { \
+    const T *a = pa, *b = pb;                                                                     \
+    T *o = po;                                                                                    \
+    if (sa == 1 && sb == 1) {                                                                     \
+      for (int64_t i = 0; i < n; i++) {                                                           \
+        const T x = a[i], y = b[i];                                                               \
+        o[i] = (T)(EXPR);                                                                         \
+      }                                                                                           \
+    } else {                                                                                      \
+      for (int64_t i = 0; i < n; i++) {                                                           \
+        const T x = a[i * sa], y = b[i * sb];                                                     \
+        o[i] = (T)(EXPR);                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    return true;                                                                                  \
   }
 
 /* PRelu: x < 0 ? slope * x : x (integers multiply wrapping, in the unsigned type). */
@@ -34,12 +34,12 @@ BIN_ROW(prelu_f64, double, x < 0.0 ? y * x : x)
 BIN_ROW(prelu_i32, int32_t, x < 0 ? (int32_t)((uint32_t)y * (uint32_t)x) : x)
 BIN_ROW(prelu_i64, int64_t, x < 0 ? (int64_t)((uint64_t)y * (uint64_t)x) : x)
 
-#define BITWISE_ROWS(OP, EXPR)        \
-  BIN_ROW(OP##_8, uint8_t, EXPR)      \
-  BIN_ROW(OP##_16, uint16_t, EXPR)    \
-  BIN_ROW(OP##_32, uint32_t, EXPR)    \
+#define BITWISE_ROWS(OP, EXPR)     \
+  BIN_ROW(OP##_8, uint8_t, EXPR)   \
+  BIN_ROW(OP##_16, uint16_t, EXPR) \
+  BIN_ROW(OP##_32, uint32_t, EXPR) \
   BIN_ROW(OP##_64, uint64_t, EXPR)
-BITWISE_ROWS(and, x & y)
+BITWISE_ROWS(and, x &y)
 BITWISE_ROWS(or, x | y)
 BITWISE_ROWS(xor, x ^ y)
 BITWISE_ROWS(shl, y >= sizeof x * 8 ? 0 : (uint64_t)x << y)
@@ -74,11 +74,11 @@ static mx_status run_rows(mx_kernel_call *c, mx__ew_bin_fn fn) {
   return mx__ew_binary_apply(c, fn, o, a, b);
 }
 
-#define BITWISE_KERNEL(NAME, OP)                                                        \
-  static mx_status run_##NAME(mx_kernel_call *c) {                                      \
-    static const mx__ew_bin_fn rows[4] = {OP##_8, OP##_16, OP##_32, OP##_64};           \
-    return run_rows(c, by_width(mx__kin(c, 0)->dtype, rows));                           \
-  }                                                                                     \
+#define BITWISE_KERNEL(NAME, OP)                                              \
+  static mx_status run_##NAME(mx_kernel_call *c) {                            \
+    static const mx__ew_bin_fn rows[4] = {OP##_8, OP##_16, OP##_32, OP##_64}; \
+    return run_rows(c, by_width(mx__kin(c, 0)->dtype, rows));                 \
+  }                                                                           \
   const mx_kernel_def mx__kdef_##NAME = {#NAME, NULL, MX_KDT_INTS, 0, run_##NAME, NULL};
 BITWISE_KERNEL(BitwiseAnd, and)
 BITWISE_KERNEL(BitwiseOr, or)
@@ -109,7 +109,10 @@ static mx_status run_PRelu(mx_kernel_call *c) {
   }
   return run_rows(c, fn);
 }
-const mx_kernel_def mx__kdef_PRelu = {"PRelu", NULL,
-                                      MX_KDT_FLOATS | MX_KDT(MX_INT32) | MX_KDT(MX_INT64) | MX_KDT(MX_UINT32) |
-                                          MX_KDT(MX_UINT64),
-                                      0, run_PRelu, NULL};
+const mx_kernel_def mx__kdef_PRelu = {
+    "PRelu",
+    NULL,
+    MX_KDT_FLOATS | MX_KDT(MX_INT32) | MX_KDT(MX_INT64) | MX_KDT(MX_UINT32) | MX_KDT(MX_UINT64),
+    0,
+    run_PRelu,
+    NULL};

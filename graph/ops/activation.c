@@ -17,13 +17,16 @@
 #include "graph/ops/groups.h"
 #include "graph/ops/reduce-params.h"
 
-#define FLT MX__EW_FLOATS
-#define UINTS (MX__EW_DT(MX_UINT8) | MX__EW_DT(MX_UINT16) | MX__EW_DT(MX_UINT32) | MX__EW_DT(MX_UINT64))
+#define FLT      MX__EW_FLOATS
+#define UINTS    (MX__EW_DT(MX_UINT8) | MX__EW_DT(MX_UINT16) | MX__EW_DT(MX_UINT32) | MX__EW_DT(MX_UINT64))
 #define ALL_INTS (MX__EW_SINTS | UINTS)
-#define END_ATTRS {NULL, MX_ATTR_UNDEFINED, false, 0, 0.0f, NULL}
-#define FLOAT_ATTR(NAME, DEF) {NAME, MX_ATTR_FLOAT, false, 0, DEF, NULL}
+#define END_ATTRS \
+  { NULL, MX_ATTR_UNDEFINED, false, 0, 0.0f, NULL }
+#define FLOAT_ATTR(NAME, DEF) \
+  { NAME, MX_ATTR_FLOAT, false, 0, DEF, NULL }
 /* Opset 1 versions carried a 'consumed_inputs' hint without effect. */
-#define CONSUMED_ATTR {"consumed_inputs", MX_ATTR_INTS, false, 0, 0.0f, NULL}
+#define CONSUMED_ATTR \
+  { "consumed_inputs", MX_ATTR_INTS, false, 0, 0.0f, NULL }
 
 /* --- pointwise ---------------------------------------------------------------------------- */
 
@@ -32,16 +35,15 @@ static const mx_attr_spec celu_attrs[] = {FLOAT_ATTR("alpha", 1.0f), END_ATTRS};
 static const mx_attr_spec leaky_attrs[] = {FLOAT_ATTR("alpha", 0.01f), CONSUMED_ATTR, END_ATTRS};
 static const mx_attr_spec thresholded_attrs[] = {FLOAT_ATTR("alpha", 1.0f), END_ATTRS};
 static const mx_attr_spec swish_attrs[] = {FLOAT_ATTR("alpha", 1.0f), END_ATTRS};
-static const mx_attr_spec selu_attrs[] = {
-    FLOAT_ATTR("alpha", 1.67326319217681884765625f), FLOAT_ATTR("gamma", 1.05070102214813232421875f),
-    CONSUMED_ATTR, END_ATTRS};
-static const mx_attr_spec hardsigmoid_attrs[] = {FLOAT_ATTR("alpha", 0.2f), FLOAT_ATTR("beta", 0.5f), CONSUMED_ATTR,
-                                                 END_ATTRS};
+static const mx_attr_spec selu_attrs[] = {FLOAT_ATTR("alpha", 1.67326319217681884765625f),
+                                          FLOAT_ATTR("gamma", 1.05070102214813232421875f), CONSUMED_ATTR,
+                                          END_ATTRS};
+static const mx_attr_spec hardsigmoid_attrs[] = {FLOAT_ATTR("alpha", 0.2f), FLOAT_ATTR("beta", 0.5f),
+                                                 CONSUMED_ATTR, END_ATTRS};
 static const mx_attr_spec shrink_attrs[] = {FLOAT_ATTR("lambd", 0.5f), FLOAT_ATTR("bias", 0.0f), END_ATTRS};
-static const mx_attr_spec isinf_attrs[] = {
-    {"detect_positive", MX_ATTR_INT, false, 1, 0.0f, NULL},
-    {"detect_negative", MX_ATTR_INT, false, 1, 0.0f, NULL},
-    END_ATTRS};
+static const mx_attr_spec isinf_attrs[] = {{"detect_positive", MX_ATTR_INT, false, 1, 0.0f, NULL},
+                                           {"detect_negative", MX_ATTR_INT, false, 1, 0.0f, NULL},
+                                           END_ATTRS};
 
 /* A float attribute that must be finite: NaN or infinite constants make every output NaN. */
 static mx_status parse_finite(const mx_parse_ctx *pc, const char *name, float *out) {
@@ -59,7 +61,8 @@ static mx_status parse_alpha(const mx_parse_ctx *pc, void *params) {
 static mx_status parse_celu(const mx_parse_ctx *pc, void *params) {
   mx_activation_params *p = params;
   mx_status st = parse_alpha(pc, params);
-  if (st == MX_OK && p->alpha == 0.0f) return mx__parse_fail(pc, "attribute 'alpha' must not be 0 (Celu divides by it)");
+  if (st == MX_OK && p->alpha == 0.0f)
+    return mx__parse_fail(pc, "attribute 'alpha' must not be 0 (Celu divides by it)");
   return st;
 }
 
@@ -103,13 +106,20 @@ static mx_status infer_pointwise(mx_infer_ctx *ctx, uint32_t types, bool out_boo
 }
 
 /* One pointwise op: NAME, schema (or NULL), params size and parse (or 0, NULL), dtypes, bool out. */
-#define POINTWISE(NAME, ATTRS, PSIZE, PARSE, TYPES, OUT_BOOL)                                         \
-  static mx_status infer_##NAME(mx_infer_ctx *ctx) { return infer_pointwise(ctx, TYPES, OUT_BOOL); }  \
-  static const mx_op_def def_##NAME = {                                                              \
-      .name = #NAME, .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1, \
-      .flags = MX_OP_ELEMENTWISE, .attrs = ATTRS, .params_size = PSIZE, .parse = PARSE,               \
-      .infer = infer_##NAME};
-#define ACT_PARAMS sizeof(mx_activation_params)
+#define POINTWISE(NAME, ATTRS, PSIZE, PARSE, TYPES, OUT_BOOL)                                        \
+  static mx_status infer_##NAME(mx_infer_ctx *ctx) { return infer_pointwise(ctx, TYPES, OUT_BOOL); } \
+  static const mx_op_def def_##NAME = {.name = #NAME,                                                \
+                                       .domain = "",                                                 \
+                                       .min_inputs = 1,                                              \
+                                       .max_inputs = 1,                                              \
+                                       .min_outputs = 1,                                             \
+                                       .max_outputs = 1,                                             \
+                                       .flags = MX_OP_ELEMENTWISE,                                   \
+                                       .attrs = ATTRS,                                               \
+                                       .params_size = PSIZE,                                         \
+                                       .parse = PARSE,                                               \
+                                       .infer = infer_##NAME};
+#define ACT_PARAMS         sizeof(mx_activation_params)
 #define PLAIN(NAME, TYPES) POINTWISE(NAME, NULL, 0, NULL, TYPES, false)
 
 POINTWISE(Elu, elu_attrs, ACT_PARAMS, parse_alpha, FLT, false)
@@ -167,8 +177,8 @@ static mx_status infer_broadcasting(mx_infer_ctx *ctx, uint32_t types) {
 
 /* PRelu: the slope broadcasts towards X (unidirectionally); Y has X's shape. */
 static mx_status infer_PRelu(mx_infer_ctx *ctx) {
-  mx_status st = mx__ew_check_dtype(ctx, 0, FLT | MX__EW_DT(MX_INT32) | MX__EW_DT(MX_INT64) | MX__EW_DT(MX_UINT32) |
-                                            MX__EW_DT(MX_UINT64));
+  mx_status st = mx__ew_check_dtype(
+      ctx, 0, FLT | MX__EW_DT(MX_INT32) | MX__EW_DT(MX_INT64) | MX__EW_DT(MX_UINT32) | MX__EW_DT(MX_UINT64));
   if (st == MX_OK) st = mx__ew_check_same(ctx, 1, 0);
   if (st != MX_OK) return st;
   const mx_shape *x = &ctx->in[0].shape, *s = &ctx->in[1].shape;
@@ -188,12 +198,19 @@ static mx_status infer_PRelu(mx_infer_ctx *ctx) {
   return MX_OK;
 }
 
-#define BROADCASTING(NAME, ATTRS, PSIZE, PARSE, TYPES)                                                \
-  static mx_status infer_##NAME(mx_infer_ctx *ctx) { return infer_broadcasting(ctx, TYPES); }         \
-  static const mx_op_def def_##NAME = {                                                              \
-      .name = #NAME, .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, \
-      .flags = MX_OP_ELEMENTWISE, .attrs = ATTRS, .params_size = PSIZE, .parse = PARSE,               \
-      .infer = infer_##NAME};
+#define BROADCASTING(NAME, ATTRS, PSIZE, PARSE, TYPES)                                        \
+  static mx_status infer_##NAME(mx_infer_ctx *ctx) { return infer_broadcasting(ctx, TYPES); } \
+  static const mx_op_def def_##NAME = {.name = #NAME,                                         \
+                                       .domain = "",                                          \
+                                       .min_inputs = 2,                                       \
+                                       .max_inputs = 2,                                       \
+                                       .min_outputs = 1,                                      \
+                                       .max_outputs = 1,                                      \
+                                       .flags = MX_OP_ELEMENTWISE,                            \
+                                       .attrs = ATTRS,                                        \
+                                       .params_size = PSIZE,                                  \
+                                       .parse = PARSE,                                        \
+                                       .infer = infer_##NAME};
 
 BROADCASTING(BitwiseAnd, NULL, 0, NULL, ALL_INTS)
 BROADCASTING(BitwiseOr, NULL, 0, NULL, ALL_INTS)
@@ -201,8 +218,15 @@ BROADCASTING(BitwiseXor, NULL, 0, NULL, ALL_INTS)
 BROADCASTING(BitShift, bitshift_attrs, sizeof(mx_bitshift_params), parse_bitshift, UINTS)
 
 static const mx_op_def def_PRelu = {
-    .name = "PRelu", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ELEMENTWISE, .attrs = prelu_attrs, .infer = infer_PRelu,
+    .name = "PRelu",
+    .domain = "",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE,
+    .attrs = prelu_attrs,
+    .infer = infer_PRelu,
 };
 
 /* --- Hardmax ------------------------------------------------------------------------------ */
@@ -230,24 +254,31 @@ static mx_status infer_hardmax(mx_infer_ctx *ctx) {
   /* Before opset 13 the axis may also equal the rank (the 2-D view's second factor is 1). */
   bool ok = p->coerce_2d ? p->axis >= -s->rank && p->axis <= s->rank : mx__norm_axis(p->axis, s->rank, &axis);
   if (s->rank >= 0 && !ok)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %d is out of range for rank %d", (int)p->axis, (int)s->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %d is out of range for rank %d", (int)p->axis,
+                          (int)s->rank);
   ctx->out[0].dtype = ctx->in[0].dtype;
   ctx->out[0].shape = *s;
   return MX_OK;
 }
 
 static const mx_op_def def_Hardmax = {
-    .name = "Hardmax", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .attrs = hardmax_attrs, .params_size = sizeof(mx_hardmax_params), .parse = parse_hardmax,
+    .name = "Hardmax",
+    .domain = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = hardmax_attrs,
+    .params_size = sizeof(mx_hardmax_params),
+    .parse = parse_hardmax,
     .infer = infer_hardmax,
 };
 
 /* --- CumProd ------------------------------------------------------------------------------ */
 
-static const mx_attr_spec cumprod_attrs[] = {
-    {"exclusive", MX_ATTR_INT, false, 0, 0.0f, NULL},
-    {"reverse", MX_ATTR_INT, false, 0, 0.0f, NULL},
-    END_ATTRS};
+static const mx_attr_spec cumprod_attrs[] = {{"exclusive", MX_ATTR_INT, false, 0, 0.0f, NULL},
+                                             {"reverse", MX_ATTR_INT, false, 0, 0.0f, NULL},
+                                             END_ATTRS};
 
 static mx_status parse_cumprod(const mx_parse_ctx *pc, void *params) {
   mx_cumprod_params *p = params;
@@ -258,26 +289,36 @@ static mx_status parse_cumprod(const mx_parse_ctx *pc, void *params) {
 }
 
 static mx_status infer_cumprod(mx_infer_ctx *ctx) {
-  mx_status st = mx__ew_check_dtype(ctx, 0, FLT | MX__EW_DT(MX_INT32) | MX__EW_DT(MX_INT64) |
-                                                MX__EW_DT(MX_UINT32) | MX__EW_DT(MX_UINT64));
+  mx_status st = mx__ew_check_dtype(
+      ctx, 0, FLT | MX__EW_DT(MX_INT32) | MX__EW_DT(MX_INT64) | MX__EW_DT(MX_UINT32) | MX__EW_DT(MX_UINT64));
   if (st == MX_OK) st = mx__ew_check_dtype(ctx, 1, MX__EW_DT(MX_INT32) | MX__EW_DT(MX_INT64));
   if (st != MX_OK) return st;
   const mx_shape *as = &ctx->in[1].shape;
   int64_t n = mx__sv_numel(as);
-  if (as->rank > 1 || (n >= 0 && n != 1)) return mx__infer_fail(ctx, MX_ERR_SHAPE, "the axis input must be a scalar");
+  if (as->rank > 1 || (n >= 0 && n != 1))
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "the axis input must be a scalar");
   const mx_shape *s = &ctx->in[0].shape;
   int64_t axis;
   int32_t cnt, norm;
-  if (s->rank >= 0 && mx__in_const_ints(ctx, 1, &axis, 1, &cnt) && cnt == 1 && !mx__norm_axis(axis, s->rank, &norm))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis, (int)s->rank);
+  if (s->rank >= 0 && mx__in_const_ints(ctx, 1, &axis, 1, &cnt) && cnt == 1 &&
+      !mx__norm_axis(axis, s->rank, &norm))
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis,
+                          (int)s->rank);
   ctx->out[0].dtype = ctx->in[0].dtype;
   ctx->out[0].shape = *s;
   return MX_OK;
 }
 
 static const mx_op_def def_CumProd = {
-    .name = "CumProd", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .attrs = cumprod_attrs, .params_size = sizeof(mx_cumprod_params), .parse = parse_cumprod,
+    .name = "CumProd",
+    .domain = "",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = cumprod_attrs,
+    .params_size = sizeof(mx_cumprod_params),
+    .parse = parse_cumprod,
     .infer = infer_cumprod,
 };
 
@@ -293,7 +334,8 @@ static mx_status infer_det(mx_infer_ctx *ctx) {
     ctx->out[0].shape.rank = MX_RANK_UNKNOWN;
     return MX_OK;
   }
-  if (s->rank < 2) return mx__infer_fail(ctx, MX_ERR_SHAPE, "the input must have rank 2 or more, not %d", (int)s->rank);
+  if (s->rank < 2)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "the input must have rank 2 or more, not %d", (int)s->rank);
   st = mx__check_same_dim(ctx, s->dims[s->rank - 2], s->dims[s->rank - 1], "the matrix rows and columns");
   if (st != MX_OK) return st;
   ctx->out[0].shape.rank = s->rank - 2;
@@ -302,7 +344,12 @@ static mx_status infer_det(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def def_Det = {
-    .name = "Det", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .name = "Det",
+    .domain = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .infer = infer_det,
 };
 
@@ -327,17 +374,53 @@ static const mx_attr_spec reduce_log_sum_attrs[] = {
     END_ATTRS};
 
 static const mx_op_def def_ReduceLogSum = {
-    .name = "ReduceLogSum", .domain = "", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .value_inputs = 1u << 1, .attrs = reduce_log_sum_attrs, .params_size = sizeof(mx_reduce_params),
-    .parse = parse_reduce_log_sum, .infer = infer_reduce_log_sum,
+    .name = "ReduceLogSum",
+    .domain = "",
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = 1u << 1,
+    .attrs = reduce_log_sum_attrs,
+    .params_size = sizeof(mx_reduce_params),
+    .parse = parse_reduce_log_sum,
+    .infer = infer_reduce_log_sum,
 };
 
 const mx_op_def *const mx__ops_activation[] = {
-    &def_Elu, &def_Selu, &def_Celu, &def_LeakyRelu, &def_PRelu, &def_HardSigmoid, &def_HardSwish,
-    &def_ThresholdedRelu, &def_Softplus, &def_Softsign, &def_Shrink, &def_Mish, &def_Swish, &def_Hardmax,
-    &def_Tan, &def_Asin, &def_Acos, &def_Atan, &def_Sinh, &def_Cosh, &def_Asinh, &def_Acosh, &def_Atanh,
-    &def_Round, &def_IsNaN, &def_IsInf,
-    &def_BitShift, &def_BitwiseAnd, &def_BitwiseOr, &def_BitwiseXor, &def_BitwiseNot,
-    &def_Det, &def_CumProd, &def_ReduceLogSum,
+    &def_Elu,
+    &def_Selu,
+    &def_Celu,
+    &def_LeakyRelu,
+    &def_PRelu,
+    &def_HardSigmoid,
+    &def_HardSwish,
+    &def_ThresholdedRelu,
+    &def_Softplus,
+    &def_Softsign,
+    &def_Shrink,
+    &def_Mish,
+    &def_Swish,
+    &def_Hardmax,
+    &def_Tan,
+    &def_Asin,
+    &def_Acos,
+    &def_Atan,
+    &def_Sinh,
+    &def_Cosh,
+    &def_Asinh,
+    &def_Acosh,
+    &def_Atanh,
+    &def_Round,
+    &def_IsNaN,
+    &def_IsInf,
+    &def_BitShift,
+    &def_BitwiseAnd,
+    &def_BitwiseOr,
+    &def_BitwiseXor,
+    &def_BitwiseNot,
+    &def_Det,
+    &def_CumProd,
+    &def_ReduceLogSum,
     NULL,
 };

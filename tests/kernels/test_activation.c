@@ -16,8 +16,8 @@
 #include "kernels/kernels_support.h"
 
 /* Runs a one-input one-output op on n elements of dtype dt (input and output dtypes may differ). */
-static mx_status run_unary(const char *op, const void *params, mx_dtype in_dt, const void *x, mx_dtype out_dt, void *y,
-                           int64_t n) {
+static mx_status run_unary(const char *op, const void *params, mx_dtype in_dt, const void *x, mx_dtype out_dt,
+                           void *y, int64_t n) {
   mx_kernel_call *c = kc_new(1, 1, NULL);
   kc_set(c, 0, in_dt, 1, DIMS(n), (void *)x);
   kc_set(c, 1, out_dt, 1, DIMS(n), y);
@@ -26,12 +26,13 @@ static mx_status run_unary(const char *op, const void *params, mx_dtype in_dt, c
   return st;
 }
 
-static const float XS[] = {-100.0f, -20.0f, -3.5f, -1.0f, -0.25f, -1e-6f, 0.0f, 1e-6f, 0.3f, 1.0f, 2.5f, 20.0f, 100.0f};
+static const float XS[] = {-100.0f, -20.0f, -3.5f, -1.0f, -0.25f, -1e-6f, 0.0f,
+                           1e-6f,   0.3f,   1.0f,  2.5f,  20.0f,  100.0f};
 enum { NX = sizeof XS / sizeof XS[0] };
 
 /* The op over XS in float32 and float64 matches ref within tol (relative, plus tol absolute). */
-static void check_formula(const char *op, const mx_activation_params *p, double (*ref)(double, const mx_activation_params *),
-                          float tol) {
+static void check_formula(const char *op, const mx_activation_params *p,
+                          double (*ref)(double, const mx_activation_params *), float tol) {
   float y[NX], want[NX];
   double xd[NX], yd[NX];
   for (int i = 0; i < NX; i++) {
@@ -51,7 +52,9 @@ static void check_formula(const char *op, const mx_activation_params *p, double 
   cr_expect(isnan(nan_out), "%s(NaN) = %g", op, nan_out);
 }
 
-static double ref_elu(double x, const mx_activation_params *p) { return x > 0 ? x : p->alpha * (exp(x) - 1.0); }
+static double ref_elu(double x, const mx_activation_params *p) {
+  return x > 0 ? x : p->alpha * (exp(x) - 1.0);
+}
 static double ref_selu(double x, const mx_activation_params *p) {
   return p->gamma * (x > 0 ? x : p->alpha * (exp(x) - 1.0));
 }
@@ -109,7 +112,8 @@ Test(activation_kernel, thresholded_relu_and_shrink) {
   int8_t xi[5] = {-128, -2, 1, 2, 127}, yi[5];
   cr_assert_eq(run_unary("Shrink", &sh, MX_INT8, xi, MX_INT8, yi, 5), MX_OK);
   int8_t want[5] = {-127, -1, 0, 1, 126}; /* x + 0.5 / x - 0.5, truncated toward zero */
-  for (int i = 0; i < 5; i++) cr_expect_eq(yi[i], want[i], "Shrink int8 [%d] = %d, want %d", i, yi[i], want[i]);
+  for (int i = 0; i < 5; i++)
+    cr_expect_eq(yi[i], want[i], "Shrink int8 [%d] = %d, want %d", i, yi[i], want[i]);
 }
 
 Test(activation_kernel, float16_runs_through_float32) {
@@ -182,7 +186,8 @@ static mx_status run_binary(const char *op, const void *params, mx_dtype dt, int
 
 Test(activation_kernel, prelu_broadcasts_the_slope) {
   float x[6] = {-1.0f, 2.0f, -3.0f, -4.0f, 5.0f, NAN}, s[3] = {0.5f, 0.25f, 2.0f}, y[6];
-  cr_assert_eq(run_binary("PRelu", NULL, MX_FLOAT32, 2, DIMS(2, 3), x, 1, DIMS(3), s, 2, DIMS(2, 3), y), MX_OK);
+  cr_assert_eq(run_binary("PRelu", NULL, MX_FLOAT32, 2, DIMS(2, 3), x, 1, DIMS(3), s, 2, DIMS(2, 3), y),
+               MX_OK);
   expect_f32_same(y, (float[]){-0.5f, 2.0f, -6.0f, -2.0f, 5.0f, NAN}, 6);
   int64_t xi[3] = {-4, 3, -1}, si = 3, yi[3];
   cr_assert_eq(run_binary("PRelu", NULL, MX_INT64, 1, DIMS(3), xi, 0, NULL, &si, 1, DIMS(3), yi), MX_OK);
@@ -191,11 +196,14 @@ Test(activation_kernel, prelu_broadcasts_the_slope) {
 
 Test(activation_kernel, bitwise_ops_broadcast) {
   int8_t a[4] = {0x0f, -1, 0x55, -128}, b[2] = {0x3c, 0x01}, y[4];
-  cr_assert_eq(run_binary("BitwiseAnd", NULL, MX_INT8, 2, DIMS(2, 2), a, 1, DIMS(2), b, 2, DIMS(2, 2), y), MX_OK);
+  cr_assert_eq(run_binary("BitwiseAnd", NULL, MX_INT8, 2, DIMS(2, 2), a, 1, DIMS(2), b, 2, DIMS(2, 2), y),
+               MX_OK);
   cr_expect_arr_eq(y, ((int8_t[]){0x0c, 0x01, 0x14, 0x00}), 4);
-  cr_assert_eq(run_binary("BitwiseOr", NULL, MX_INT8, 2, DIMS(2, 2), a, 1, DIMS(2), b, 2, DIMS(2, 2), y), MX_OK);
+  cr_assert_eq(run_binary("BitwiseOr", NULL, MX_INT8, 2, DIMS(2, 2), a, 1, DIMS(2), b, 2, DIMS(2, 2), y),
+               MX_OK);
   cr_expect_arr_eq(y, ((int8_t[]){0x3f, -1, 0x7d, -127}), 4);
-  cr_assert_eq(run_binary("BitwiseXor", NULL, MX_INT8, 2, DIMS(2, 2), a, 1, DIMS(2), b, 2, DIMS(2, 2), y), MX_OK);
+  cr_assert_eq(run_binary("BitwiseXor", NULL, MX_INT8, 2, DIMS(2, 2), a, 1, DIMS(2), b, 2, DIMS(2, 2), y),
+               MX_OK);
   cr_expect_arr_eq(y, ((int8_t[]){0x33, -2, 0x69, -127}), 4);
   int32_t ni[3] = {0, -1, 5}, no[3];
   cr_assert_eq(run_unary("BitwiseNot", NULL, MX_INT32, ni, MX_INT32, no, 3), MX_OK);
@@ -210,14 +218,16 @@ Test(activation_kernel, bitshift_both_directions) {
   cr_assert_eq(run_binary("BitShift", &right, MX_UINT8, 1, DIMS(4), x, 1, DIMS(4), s, 1, DIMS(4), y), MX_OK);
   cr_expect_arr_eq(y, ((uint8_t[]){0, 0x40, 0, 4}), 4);
   uint64_t x64[2] = {1, UINT64_MAX}, s64 = 63, y64[2];
-  cr_assert_eq(run_binary("BitShift", &left, MX_UINT64, 1, DIMS(2), x64, 0, NULL, &s64, 1, DIMS(2), y64), MX_OK);
+  cr_assert_eq(run_binary("BitShift", &left, MX_UINT64, 1, DIMS(2), x64, 0, NULL, &s64, 1, DIMS(2), y64),
+               MX_OK);
   cr_expect_eq(y64[0], (uint64_t)1 << 63);
   cr_expect_eq(y64[1], (uint64_t)1 << 63);
 }
 
 /* --- Hardmax, Det, CumProd, ReduceLogSum -------------------------------------------------- */
 
-static mx_status run_hardmax(const mx_hardmax_params *p, int32_t rank, const int64_t *dims, const float *x, float *y) {
+static mx_status run_hardmax(const mx_hardmax_params *p, int32_t rank, const int64_t *dims, const float *x,
+                             float *y) {
   mx_kernel_call *c = kc_new(1, 1, NULL);
   kc_set(c, 0, MX_FLOAT32, rank, dims, (void *)x);
   kc_set(c, 1, MX_FLOAT32, rank, dims, y);
@@ -244,7 +254,8 @@ Test(activation_kernel, hardmax_before_13_uses_the_2d_view) {
   expect_f32_same(y, (float[]){0, 0, 1, 0, 1, 0, 0, 0}, 8);
 }
 
-static mx_status run_det(mx_dtype dt, int32_t rank, const int64_t *dims, const void *x, int32_t orank, void *y) {
+static mx_status run_det(mx_dtype dt, int32_t rank, const int64_t *dims, const void *x, int32_t orank,
+                         void *y) {
   mx_kernel_call *c = kc_new(1, 1, NULL);
   kc_set(c, 0, dt, rank, dims, (void *)x);
   kc_set(c, 1, dt, orank, dims, y);

@@ -20,10 +20,11 @@ TestSuite(activation_infer, .init = setup, .fini = mxt_ops_teardown);
 /* --- pointwise ---------------------------------------------------------------------------- */
 
 Test(activation_infer, pointwise_keep_symbolic_shape_and_dtype) {
-  static const char *const ops[] = {"Elu",   "Selu", "Celu",  "LeakyRelu", "HardSigmoid", "HardSwish",
-                                    "ThresholdedRelu", "Softplus", "Softsign", "Shrink", "Mish", "Swish",
-                                    "Tan",   "Asin", "Acos",  "Atan",  "Sinh", "Cosh", "Asinh", "Acosh",
-                                    "Atanh", "Round"};
+  static const char *const ops[] = {
+      "Elu",      "Selu",     "Celu",   "LeakyRelu", "HardSigmoid", "HardSwish", "ThresholdedRelu",
+      "Softplus", "Softsign", "Shrink", "Mish",      "Swish",       "Tan",       "Asin",
+      "Acos",     "Atan",     "Sinh",   "Cosh",      "Asinh",       "Acosh",     "Atanh",
+      "Round"};
   enum { N = sizeof ops / sizeof ops[0] };
   mx_value_id x = input("x", MX_FLOAT16, SHAPE(S("batch"), S("seq"), 64));
   mx_value_id y[N];
