@@ -134,8 +134,13 @@ mx_dim mx__conv_out_dim(mx_infer_ctx *ctx, const mx_conv_params *p, int32_t i, m
   }
   mx_dim span = mx_sym_sub(t, mx_sym_add(t, in, mx_sym_const(t, pad_begin(p, i) + pad_end(p, i))), extent);
   if (!p->ceil_mode) return mx_sym_add(t, mx_sym_floordiv(t, span, s), 1);
-  /* ceil_mode: the last window must still start inside the input or its leading pad. */
+  /* ceil_mode: the last window must still start inside the input or its leading pad. The
+   * rounded-up window starts before in + pad_begin + stride - extent + pad_end, so only an end
+   * pad of at least extent - stride + 1 can push it out: otherwise the size needs no clamp. */
   mx_dim out = mx_sym_add(t, mx_sym_ceildiv(t, span, s), 1);
+  int64_t ext;
+  if (mx_dim_is_concrete(k) && mx_sym_const_value(t, extent, &ext) && pad_end(p, i) + stride_of(p, i) <= ext)
+    return out;
   mx_dim starts = mx_sym_ceildiv(t, mx_sym_add(t, in, mx_sym_const(t, pad_begin(p, i))), s);
   return mx_sym_min(t, out, starts);
 }

@@ -310,3 +310,17 @@ Test(conv_infer, maxunpool_default_and_given_output_shape) {
   expect_shape_str(y, MX_FLOAT32, "[n, 3, 2*h, 8]");
   expect_shape_str(y2, MX_FLOAT32, "[1, 3, 9, 9]");
 }
+
+Test(conv_infer, ceil_mode_symbolic_needs_no_clamp_without_end_pad) {
+  mx_value_id x = input("x", MX_FLOAT32, SHAPE(S("n"), 1, S("h")));
+  mx_attr a[] = {INTS("kernel_shape", 3), INTS("strides", 2), mx_attr_int("ceil_mode", 1)};
+  mx_value_id y = op("MaxPool", &x, 1, a, 3);
+  mx_attr b[] = {INTS("kernel_shape", 2), INTS("strides", 2), INTS("pads", 1, 1), mx_attr_int("ceil_mode", 1)};
+  mx_value_id z = op("MaxPool", &x, 1, b, 4);
+  infer_ok();
+  cr_assert_eq(shape_of(y).dims[2], mx_sym_add(T, mx_sym_ceildiv(T, mx_sym_sub(T, S("h"), C(3)), C(2)), C(1)));
+  /* With an end pad the last window may start in it: the size is clamped to ceil((h + 1) / 2). */
+  mx_dim clamp = mx_sym_min(T, mx_sym_add(T, mx_sym_ceildiv(T, S("h"), C(2)), C(1)),
+                            mx_sym_ceildiv(T, mx_sym_add(T, S("h"), C(1)), C(2)));
+  cr_assert_eq(shape_of(z).dims[2], clamp);
+}
