@@ -90,6 +90,17 @@ static size_t fft_bytes(int64_t n) {
   return 4 * bn + 2 * bm + (mode == FFT_BLUESTEIN ? 2 * bn + 4 * bm : 0);
 }
 
+/* Scratch enough for any transform length up to n_max: workspaces are sized from shapes alone
+ * (dft_length, axis and frame_length are values, not known then), and fft_bytes is not
+ * monotonic in n. */
+static size_t fft_bytes_bound(int64_t n_max) {
+  int64_t m = 1;
+  while (m < 2 * n_max - 1) m <<= 1;
+  size_t bn = mx__kalign64((size_t)(n_max > 0 ? n_max : 1) * sizeof(double));
+  size_t bm = mx__kalign64((size_t)m * sizeof(double));
+  return 6 * bn + 6 * bm;
+}
+
 static void fft_plan_init(fft_plan *f, int64_t n, bool inverse, void *ws) {
   memset(f, 0, sizeof *f);
   f->n = n;
@@ -231,10 +242,16 @@ static mx_status dft_make_geom(const mx_kernel_call *call, dft_geom *g, const ch
 }
 
 static size_t dft_workspace(const mx_kernel_call *call) {
-  dft_geom g;
-  const char *why;
-  if (dft_make_geom(call, &g, &why) != MX_OK) return 0;
-  return fft_bytes(g.n);
+  /* The transform length is at most the longer of an input dim and twice an output dim (a
+   * one-sided output holds n / 2 + 1 bins), whichever axis the values pick. */
+  const mx_ktensor *x = &call->t[0], *y = &call->t[call->n_in];
+  int64_t n_max = 1;
+  for (int32_t d = 0; d + 1 < x->rank; d++) {
+    int64_t a = x->dims[d], b = d < y->rank ? 2 * y->dims[d] : 0;
+    n_max = a > n_max ? a : n_max;
+    n_max = b > n_max ? b : n_max;
+  }
+  return fft_bytes_bound(n_max);
 }
 
 static mx_status dft_run(mx_kernel_call *call) {
@@ -244,6 +261,10 @@ static mx_status dft_run(mx_kernel_call *call) {
   if (st != MX_OK) return st;
   const mx_ktensor *x = &call->t[0];
   mx_ktensor *y = mx__kout(call, 0);
+  if (fft_bytes(g.n) > call->workspace_size) {
+    call->why = "DFT: dft_length is longer than the workspace sized from the shapes allows";
+    return MX_ERR_KERNEL;
+  }
   fft_plan f;
   fft_plan_init(&f, g.n, p->inverse != 0, call->workspace);
   const int64_t n = g.n;
@@ -313,10 +334,9 @@ static mx_status stft_make_geom(const mx_kernel_call *call, stft_geom *g, const 
 }
 
 static size_t stft_workspace(const mx_kernel_call *call) {
-  stft_geom g;
-  const char *why;
-  if (stft_make_geom(call, &g, &why) != MX_OK) return 0;
-  return fft_bytes(g.n_fft);
+  /* frame_length is a value: bound it by the signal length (a frame fits in the signal). */
+  const mx_ktensor *x = &call->t[0];
+  return fft_bytes_bound(x->rank == 3 ? x->dims[1] : 1);
 }
 
 static mx_status stft_run(mx_kernel_call *call) {
@@ -325,6 +345,10 @@ static mx_status stft_run(mx_kernel_call *call) {
   if (st != MX_OK) return st;
   const mx_ktensor *x = &call->t[0], *w = has_in(call, 2) ? &call->t[2] : NULL;
   mx_ktensor *y = mx__kout(call, 0);
+  if (fft_bytes(g.n_fft) > call->workspace_size) {
+    call->why = "STFT: frame_length is longer than the workspace sized from the shapes allows";
+    return MX_ERR_KERNEL;
+  }
   fft_plan f;
   fft_plan_init(&f, g.n_fft, false, call->workspace);
   for (int64_t b = 0; b < g.batch; b++)
