@@ -181,6 +181,11 @@ static mx_status run_BitwiseNot(mx_kernel_call *c) {
 }
 static const mx_kernel_def kdef_BitwiseNot = {"BitwiseNot", NULL, MX_KDT_INTS, 0, run_BitwiseNot, NULL};
 
+/* The float types IsNaN and IsInf take: the 8-bit floats from opset 20 (read through kutil.h). */
+#define CLASSIFY_KDT                                                                             \
+  (MX_KDT_FLOATS | MX_KDT(MX_FLOAT8E4M3FN) | MX_KDT(MX_FLOAT8E4M3FNUZ) | MX_KDT(MX_FLOAT8E5M2) | \
+   MX_KDT(MX_FLOAT8E5M2FNUZ))
+
 /* IsNaN / IsInf: float in, bool out, so not through the same-dtype runner. detect[0] and
  * detect[1] say whether +inf and -inf count (IsInf); NULL detects NaN. */
 static mx_status run_classify(mx_kernel_call *c, const int32_t *detect) {
@@ -191,7 +196,7 @@ static mx_status run_classify(mx_kernel_call *c, const int32_t *detect) {
     c->why = "the output must be bool with as many elements as the input";
     return MX_ERR_KERNEL;
   }
-  if (!(MX_KDT(x->dtype) & MX_KDT_FLOATS)) {
+  if (!(MX_KDT(x->dtype) & CLASSIFY_KDT)) {
     c->why = "dtype not supported by this kernel";
     return MX_ERR_UNSUPPORTED;
   }
@@ -205,7 +210,7 @@ static mx_status run_classify(mx_kernel_call *c, const int32_t *detect) {
     return MX_OK;
   }
   for (int64_t i = 0; i < n; i++) {
-    double v = mx__kget_f64(x->data, x->dtype, i); /* float64, or 16-bit floats widened exactly */
+    double v = mx__kget_f64(x->data, x->dtype, i); /* float64, or narrower floats widened exactly */
     out[i] = detect ? (uint8_t)((pos && v == INFINITY) || (neg && v == -INFINITY)) : (uint8_t)(v != v);
   }
   return MX_OK;
@@ -217,8 +222,8 @@ static mx_status run_IsInf(mx_kernel_call *c) {
   static const int32_t both[2] = {1, 1};
   return run_classify(c, p ? &p->detect_positive : both);
 }
-static const mx_kernel_def kdef_IsNaN = {"IsNaN", NULL, MX_KDT_FLOATS, 0, run_IsNaN, NULL};
-static const mx_kernel_def kdef_IsInf = {"IsInf", NULL, MX_KDT_FLOATS, 0, run_IsInf, NULL};
+static const mx_kernel_def kdef_IsNaN = {"IsNaN", NULL, CLASSIFY_KDT, 0, run_IsNaN, NULL};
+static const mx_kernel_def kdef_IsInf = {"IsInf", NULL, CLASSIFY_KDT, 0, run_IsInf, NULL};
 
 const mx_kernel_def *const mx__kernels_activation[] = {
     &kdef_Elu,

@@ -20,6 +20,10 @@
 #define FLT      MX__EW_FLOATS
 #define UINTS    (MX__EW_DT(MX_UINT8) | MX__EW_DT(MX_UINT16) | MX__EW_DT(MX_UINT32) | MX__EW_DT(MX_UINT64))
 #define ALL_INTS (MX__EW_SINTS | UINTS)
+/* The 8-bit floats IsNaN and IsInf take from opset 20. */
+#define FLOAT8                                                                            \
+  (MX__EW_DT(MX_FLOAT8E4M3FN) | MX__EW_DT(MX_FLOAT8E4M3FNUZ) | MX__EW_DT(MX_FLOAT8E5M2) | \
+   MX__EW_DT(MX_FLOAT8E5M2FNUZ))
 #define END_ATTRS \
   { NULL, MX_ATTR_UNDEFINED, false, 0, 0.0f, NULL }
 #define FLOAT_ATTR(NAME, DEF) \
@@ -130,8 +134,8 @@ POINTWISE(HardSigmoid, hardsigmoid_attrs, ACT_PARAMS, parse_hardsigmoid, FLT, fa
 POINTWISE(ThresholdedRelu, thresholded_attrs, ACT_PARAMS, parse_alpha, FLT, false)
 POINTWISE(Shrink, shrink_attrs, ACT_PARAMS, parse_shrink, FLT | ALL_INTS, false)
 POINTWISE(Swish, swish_attrs, ACT_PARAMS, parse_alpha, FLT, false)
-POINTWISE(IsInf, isinf_attrs, sizeof(mx_isinf_params), parse_isinf, FLT, true)
-POINTWISE(IsNaN, NULL, 0, NULL, FLT, true)
+POINTWISE(IsInf, isinf_attrs, sizeof(mx_isinf_params), parse_isinf, FLT | FLOAT8, true)
+POINTWISE(IsNaN, NULL, 0, NULL, FLT | FLOAT8, true)
 PLAIN(HardSwish, FLT)
 PLAIN(Softplus, FLT)
 PLAIN(Softsign, FLT)

@@ -1,7 +1,8 @@
 /* Tests of the activation-group CPU kernels (kernels/activation*.c): the pointwise activations
  * against double formulas over a wide range (large magnitudes, NaN), float16 through the
- * float32 rows, integer Shrink, Round's ties to even, IsNaN/IsInf with each detect flag,
- * bitwise ops with broadcasting and over-wide shifts, Hardmax's ties, NaN and pre-13 2-D view,
+ * float32 rows, integer Shrink, Round's ties to even, IsNaN/IsInf with each detect flag (also
+ * on 8-bit floats), bitwise ops with broadcasting and over-wide shifts, Hardmax's ties, NaN and
+ * the pre-13 2-D view,
  * Det with pivoting, singular and batched matrices, CumProd in its exclusive/reverse modes
  * (integers, float16) and ReduceLogSum over attribute axes. */
 #include <criterion/criterion.h>
@@ -168,6 +169,16 @@ Test(activation_kernel, isnan_isinf_flags) {
   uint16_t h[3] = {0x7c00 /* +inf */, 0x7e00 /* NaN */, 0x3c00 /* 1 */};
   cr_assert_eq(run_unary("IsNaN", NULL, MX_FLOAT16, h, MX_BOOL, y, 3), MX_OK);
   cr_expect_arr_eq(y, ((uint8_t[]){0, 1, 0}), 3);
+  uint8_t e5m2[4] = {0x7c /* +inf */, 0xfc /* -inf */, 0x7e /* NaN */, 0x3c /* 1 */};
+  cr_assert_eq(run_unary("IsInf", &both, MX_FLOAT8E5M2, e5m2, MX_BOOL, y, 4), MX_OK);
+  cr_expect_arr_eq(y, ((uint8_t[]){1, 1, 0, 0}), 4);
+  cr_assert_eq(run_unary("IsNaN", NULL, MX_FLOAT8E5M2, e5m2, MX_BOOL, y, 4), MX_OK);
+  cr_expect_arr_eq(y, ((uint8_t[]){0, 0, 1, 0}), 4);
+  uint8_t e4m3[2] = {0x7f /* NaN */, 0x7e /* 448, the largest: e4m3fn has no infinity */};
+  cr_assert_eq(run_unary("IsInf", &both, MX_FLOAT8E4M3FN, e4m3, MX_BOOL, y, 2), MX_OK);
+  cr_expect_arr_eq(y, ((uint8_t[]){0, 0}), 2);
+  cr_assert_eq(run_unary("IsNaN", NULL, MX_FLOAT8E4M3FN, e4m3, MX_BOOL, y, 2), MX_OK);
+  cr_expect_arr_eq(y, ((uint8_t[]){1, 0}), 2);
 }
 
 /* --- binary ------------------------------------------------------------------------------- */
