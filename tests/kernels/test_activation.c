@@ -2,9 +2,8 @@
  * against double formulas over a wide range (large magnitudes, NaN), float16 through the
  * float32 rows, integer Shrink, Round's ties to even, IsNaN/IsInf with each detect flag (also
  * on 8-bit floats), bitwise ops with broadcasting and over-wide shifts, Hardmax's ties, NaN and
- * the pre-13 2-D view,
- * Det with pivoting, singular and batched matrices, CumProd in its exclusive/reverse modes
- * (integers, float16) and ReduceLogSum over attribute axes. */
+ * the pre-13 2-D view, Det with pivoting, singular and batched matrices, CumProd in its
+ * exclusive/reverse modes (integers, float16) and ReduceLogSum over attribute axes. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
