@@ -68,35 +68,43 @@ static bool path_inside(const char *dir, const char *path) {
   return path[n] == '/' || path[n] == '\0';
 }
 
-mx_status mx__onnx_ext_open(const char *base_dir, const Onnx__TensorProto *tp, size_t nbytes,
-                            const char *what, mx__onnx_ext *ext, mx_error *err) {
-  char eb[128];
-  mx_status st = MX_OK;
-  const char *location = NULL;
-  uint64_t offset = 0, length = 0;
-  bool has_length = false;
-  char *joined = NULL, *real_dir = NULL, *real_path = NULL;
-  int fd = -1;
-  ext->fd = -1;
-  ext->path = NULL;
+/* The external_data entries of a tensor that reading it needs. */
+typedef struct ext_entries {
+  const char *location; /* borrowed from the tensor, NULL when absent */
+  uint64_t offset, length;
+  bool has_length;
+} ext_entries;
 
+/* Reads location, offset and length from tp's external_data ("checksum" and unknown keys are
+ * not needed to read the data). */
+static mx_status parse_entries(const Onnx__TensorProto *tp, const char *what, ext_entries *x,
+                               mx_error *err) {
+  *x = (ext_entries){0};
   for (size_t i = 0; i < tp->n_external_data; i++) {
     const Onnx__StringStringEntryProto *e = tp->external_data[i];
     if (!e || !e->key) continue;
     const char *v = e->value ? e->value : "";
     if (strcmp(e->key, "location") == 0) {
-      location = v;
+      x->location = v;
     } else if (strcmp(e->key, "offset") == 0) {
-      if (!parse_u64(v, &offset))
+      if (!parse_u64(v, &x->offset))
         return mx__fail(err, MX_ERR_MALFORMED, "%s: external data offset '%.64s' is not a number",
                         what, v);
     } else if (strcmp(e->key, "length") == 0) {
-      if (!parse_u64(v, &length))
+      if (!parse_u64(v, &x->length))
         return mx__fail(err, MX_ERR_MALFORMED, "%s: external data length '%.64s' is not a number",
                         what, v);
-      has_length = true;
-    } /* "checksum" and unknown keys are not needed to read the data */
+      x->has_length = true;
+    }
   }
+  return MX_OK;
+}
+
+/* What the entries say alone must hold: a location relative to the model's directory that does
+ * not leave it, and a length (when given) of the tensor's nbytes. */
+static mx_status check_entries(const char *base_dir, const ext_entries *x, size_t nbytes,
+                               const char *what, mx_error *err) {
+  const char *location = x->location;
   if (!location || !*location)
     return mx__fail(err, MX_ERR_MALFORMED, "%s: external data without a location", what);
   if (!base_dir)
@@ -110,13 +118,22 @@ mx_status mx__onnx_ext_open(const char *base_dir, const Onnx__TensorProto *tp, s
   if (has_dotdot(location))
     return mx__fail(err, MX_ERR_MALFORMED,
                     "%s: external data location '%s' leaves the model's directory", what, location);
-  if (has_length && length != nbytes)
+  if (x->has_length && x->length != nbytes)
     return mx__fail(err, MX_ERR_MALFORMED,
                     "%s: external data length %llu does not match the %zu bytes its dims and "
-                    "element type need", what, (unsigned long long)length, nbytes);
+                    "element type need", what, (unsigned long long)x->length, nbytes);
+  return MX_OK;
+}
 
+/* The real path (malloc'd, into *out) of base_dir/location, which must still lie inside the
+ * model's directory once symbolic links are followed. */
+static mx_status resolve_inside(const char *base_dir, const char *location, const char *what,
+                                char **out, mx_error *err) {
+  char eb[128];
+  mx_status st = MX_OK;
+  char *real_dir = NULL, *real_path = NULL;
   size_t nd = strlen(base_dir), nl = strlen(location);
-  joined = malloc(nd + nl + 2);
+  char *joined = malloc(nd + nl + 2);
   if (!joined) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
   memcpy(joined, base_dir, nd);
   joined[nd] = '/';
@@ -138,69 +155,95 @@ mx_status mx__onnx_ext_open(const char *base_dir, const Onnx__TensorProto *tp, s
     st = mx__fail(err, MX_ERR_MALFORMED,
                   "%s: external data location '%s' resolves to '%s', outside the model's "
                   "directory", what, location, real_path);
-    goto free_real_path;
+    free(real_path);
+    goto free_real_dir;
   }
-  /* O_NONBLOCK: a FIFO planted in the model's directory must not hang the load (it is
-   * refused below as not a regular file); reads of regular files ignore the flag. */
-  fd = open(real_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    st = mx__fail(err, MX_ERR_IO, "%s: cannot open external data file '%s': %s", what, real_path,
-                  errno_text(errno, eb, sizeof eb));
-    goto free_real_path;
-  }
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    st = mx__fail(err, MX_ERR_IO, "%s: cannot stat external data file '%s': %s", what, real_path,
-                  errno_text(errno, eb, sizeof eb));
-    goto close_fd;
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    st = mx__fail(err, MX_ERR_IO, "%s: external data '%s' is not a regular file", what, real_path);
-    goto close_fd;
-  }
-  uint64_t fsize = (uint64_t)sb.st_size;
-  if (offset > fsize) {
-    st = mx__fail(err, MX_ERR_MALFORMED,
-                  "%s: external data offset %llu is past the end of '%s' (%llu bytes)", what,
-                  (unsigned long long)offset, real_path, (unsigned long long)fsize);
-    goto close_fd;
-  }
-  if (!has_length) length = fsize - offset;
-  if (length > fsize - offset) {
-    st = mx__fail(err, MX_ERR_MALFORMED,
-                  "%s: external data region (offset %llu, length %llu) runs past the end of '%s' "
-                  "(%llu bytes)", what, (unsigned long long)offset, (unsigned long long)length,
-                  real_path, (unsigned long long)fsize);
-    goto close_fd;
-  }
-  if (length != nbytes) {
-    st = mx__fail(err, MX_ERR_MALFORMED,
-                  "%s: external data in '%s' holds %llu bytes from offset %llu, but its dims and "
-                  "element type need %zu", what, real_path, (unsigned long long)length,
-                  (unsigned long long)offset, nbytes);
-    goto close_fd;
-  }
-  if (offset > (uint64_t)INT64_MAX - length) {
-    st = mx__fail(err, MX_ERR_MALFORMED, "%s: external data offset %llu is out of range", what,
-                  (unsigned long long)offset);
-    goto close_fd;
-  }
-  free(real_dir);
-  free(joined);
-  ext->fd = fd;
-  ext->path = real_path;
-  ext->offset = offset;
-  ext->length = nbytes;
-  return MX_OK;
-close_fd:
-  close(fd);
-free_real_path:
-  free(real_path);
+  *out = real_path;
 free_real_dir:
   free(real_dir);
 free_joined:
   free(joined);
   return st;
+}
+
+/* Opens real_path for reading; it must be a regular file. *fsize receives its size. */
+static mx_status open_regular(const char *real_path, const char *what, int *out_fd,
+                              uint64_t *fsize, mx_error *err) {
+  char eb[128];
+  /* O_NONBLOCK: a FIFO planted in the model's directory must not hang the load (it is
+   * refused below as not a regular file); reads of regular files ignore the flag. */
+  int fd = open(real_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return mx__fail(err, MX_ERR_IO, "%s: cannot open external data file '%s': %s", what, real_path,
+                    errno_text(errno, eb, sizeof eb));
+  struct stat sb;
+  mx_status st = MX_OK;
+  if (fstat(fd, &sb) != 0)
+    st = mx__fail(err, MX_ERR_IO, "%s: cannot stat external data file '%s': %s", what, real_path,
+                  errno_text(errno, eb, sizeof eb));
+  else if (!S_ISREG(sb.st_mode))
+    st = mx__fail(err, MX_ERR_IO, "%s: external data '%s' is not a regular file", what, real_path);
+  if (st != MX_OK) {
+    close(fd);
+    return st;
+  }
+  *out_fd = fd;
+  *fsize = (uint64_t)sb.st_size;
+  return MX_OK;
+}
+
+/* The region (offset, and length or the rest of the file) must lie inside the file of fsize
+ * bytes and hold exactly the tensor's nbytes. */
+static mx_status check_region(const ext_entries *x, uint64_t fsize, size_t nbytes,
+                              const char *real_path, const char *what, mx_error *err) {
+  const uint64_t offset = x->offset;
+  if (offset > fsize)
+    return mx__fail(err, MX_ERR_MALFORMED,
+                    "%s: external data offset %llu is past the end of '%s' (%llu bytes)", what,
+                    (unsigned long long)offset, real_path, (unsigned long long)fsize);
+  const uint64_t length = x->has_length ? x->length : fsize - offset;
+  if (length > fsize - offset)
+    return mx__fail(err, MX_ERR_MALFORMED,
+                    "%s: external data region (offset %llu, length %llu) runs past the end of '%s' "
+                    "(%llu bytes)", what, (unsigned long long)offset, (unsigned long long)length,
+                    real_path, (unsigned long long)fsize);
+  if (length != nbytes)
+    return mx__fail(err, MX_ERR_MALFORMED,
+                    "%s: external data in '%s' holds %llu bytes from offset %llu, but its dims and "
+                    "element type need %zu", what, real_path, (unsigned long long)length,
+                    (unsigned long long)offset, nbytes);
+  if (offset > (uint64_t)INT64_MAX - length)
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: external data offset %llu is out of range", what,
+                    (unsigned long long)offset);
+  return MX_OK;
+}
+
+mx_status mx__onnx_ext_open(const char *base_dir, const Onnx__TensorProto *tp, size_t nbytes,
+                            const char *what, mx__onnx_ext *ext, mx_error *err) {
+  ext->fd = -1;
+  ext->path = NULL;
+  ext_entries x;
+  mx_status st = parse_entries(tp, what, &x, err);
+  if (st == MX_OK) st = check_entries(base_dir, &x, nbytes, what, err);
+  char *real_path = NULL;
+  if (st == MX_OK) st = resolve_inside(base_dir, x.location, what, &real_path, err);
+  if (st != MX_OK) return st;
+  int fd = -1;
+  uint64_t fsize = 0;
+  st = open_regular(real_path, what, &fd, &fsize, err);
+  if (st == MX_OK) {
+    st = check_region(&x, fsize, nbytes, real_path, what, err);
+    if (st != MX_OK) close(fd);
+  }
+  if (st != MX_OK) {
+    free(real_path);
+    return st;
+  }
+  ext->fd = fd;
+  ext->path = real_path;
+  ext->offset = x.offset;
+  ext->length = nbytes;
+  return MX_OK;
 }
 
 mx_status mx__onnx_ext_read(mx__onnx_ext *ext, void *dst, const char *what, mx_error *err) {
