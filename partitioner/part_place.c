@@ -283,6 +283,118 @@ done:
   return st;
 }
 
+/* The clusters array: n_in DATA clusters (one per graph input) first, the rest typed later. */
+static bool create_clusters(mx_partition *p, uint32_t n_in) {
+  p->clusters = calloc(p->n_clusters, sizeof *p->clusters);
+  if (!p->clusters) return false;
+  for (uint32_t id = 0; id < p->n_clusters; id++) {
+    mx__part_cluster *c = &p->clusters[id];
+    c->min_rank = c->max_rank = -1;
+    c->source = MX_NO_VALUE;
+    c->call = MX_NO_NODE;
+  }
+  for (uint32_t i = 0; i < n_in; i++) {
+    p->clusters[i].type = MX_CLUSTER_DATA;
+    p->clusters[i].source = p->g->inputs[i];
+  }
+  return true;
+}
+
+/* Final ids: the ng compute clusters after the DATA and INPUT ones (from `base`), one INPUT
+ * cluster per shared constant (from n_in), NETOUTPUT last; and each cluster's type. */
+static void assign_cluster_ids(mx_partition *p, uint32_t n_in, uint32_t base, uint32_t ng) {
+  const uint32_t n = p->n_compute;
+  for (uint32_t x = 0; x < n; x++) p->cluster_of_node[p->compute[x]] += base;
+  uint32_t next_input = n_in;
+  for (uint32_t i = 0; i < p->n_consts; i++) {
+    mx__part_const *k = &p->consts[i];
+    if (k->shared) {
+      k->cluster = next_input++;
+      p->clusters[k->cluster].type = MX_CLUSTER_INPUT;
+      p->clusters[k->cluster].source = k->value;
+    } else {
+      k->cluster += base;
+    }
+    if (k->node != MX_NO_NODE) p->cluster_of_node[k->node] = k->cluster;
+  }
+  for (uint32_t i = 0; i < ng; i++) p->clusters[base + i].type = MX_CLUSTER_KNOWN;
+  for (uint32_t x = 0; x < n; x++)
+    if (p->group_unknown[p->group_of[x]])
+      p->clusters[p->cluster_of_node[p->compute[x]]].type = MX_CLUSTER_UNKNOWN;
+  p->clusters[p->n_clusters - 1].type = MX_CLUSTER_NETOUTPUT;
+}
+
+/* Members (positions are in topological order, so each cluster's list is too) and each
+ * cluster's rank range. fill: one zeroed counter per cluster (scratch). */
+static void list_members(mx_partition *p, uint32_t *fill) {
+  const uint32_t n = p->n_compute;
+  for (uint32_t x = 0; x < n; x++) p->clusters[p->cluster_of_node[p->compute[x]]].n_nodes++;
+  uint32_t acc = 0;
+  for (uint32_t id = 0; id < p->n_clusters; id++) {
+    p->clusters[id].first_node = acc;
+    acc += p->clusters[id].n_nodes;
+  }
+  for (uint32_t x = 0; x < n; x++) {
+    uint32_t id = p->cluster_of_node[p->compute[x]];
+    p->members[p->clusters[id].first_node + fill[id]++] = p->compute[x];
+  }
+  for (uint32_t id = 0; id < p->n_clusters; id++) {
+    mx__part_cluster *c = &p->clusters[id];
+    if (!c->n_nodes) continue;
+    c->min_rank = p->rank_of[p->members[c->first_node]];
+    c->max_rank = p->rank_of[p->members[c->first_node + c->n_nodes - 1]];
+  }
+}
+
+/* Constants by cluster, in constant order. fill: one counter per cluster (scratch). */
+static void list_cluster_consts(mx_partition *p, uint32_t *fill) {
+  for (uint32_t i = 0; i < p->n_consts; i++) p->clusters[p->consts[i].cluster].n_consts++;
+  uint32_t acc = 0;
+  for (uint32_t id = 0; id < p->n_clusters; id++) {
+    p->clusters[id].first_const = acc;
+    acc += p->clusters[id].n_consts;
+    fill[id] = 0;
+  }
+  for (uint32_t i = 0; i < p->n_consts; i++) {
+    uint32_t id = p->consts[i].cluster;
+    p->cluster_consts[p->clusters[id].first_const + fill[id]++] = i;
+  }
+}
+
+/* Where each value comes from: its constant's cluster, its producer's, or its DATA cluster. */
+static void place_values(mx_partition *p, uint32_t n_in) {
+  const mx_graph *g = p->g;
+  for (size_t v = 0; v < g->n_values; v++) {
+    const mx_value *val = &g->values[v];
+    uint32_t cl = MX__PART_NONE;
+    if (!(val->flags & MX_VALUE_DEAD)) {
+      if (p->const_of_value[v] != MX__PART_NONE)
+        cl = p->consts[p->const_of_value[v]].cluster;
+      else if (val->producer != MX_NO_NODE && mx__node_valid(g, val->producer))
+        cl = p->cluster_of_node[val->producer];
+    }
+    p->cluster_of_value[v] = cl;
+  }
+  for (uint32_t i = 0; i < n_in; i++) p->cluster_of_value[g->inputs[i]] = i;
+}
+
+/* The partition's cluster, node and constant counts. */
+static void count_totals(mx_partition *p, uint32_t n_shared) {
+  mx_partition_totals *t = &p->totals;
+  t->constants = p->n_consts;
+  t->shared_constants = n_shared;
+  for (uint32_t id = 0; id < p->n_clusters; id++) {
+    const mx__part_cluster *c = &p->clusters[id];
+    if (c->type == MX_CLUSTER_KNOWN) {
+      t->known_clusters++;
+      t->known_nodes += c->n_nodes;
+    } else if (c->type == MX_CLUSTER_UNKNOWN) {
+      t->unknown_clusters++;
+      t->unknown_nodes += c->n_nodes;
+    }
+  }
+}
+
 mx_status mx__part_place(mx_partition *p) {
   const mx_graph *g = p->g;
   mx_status st = MX_OK;
@@ -309,99 +421,17 @@ mx_status mx__part_place(mx_partition *p) {
   uint32_t n_in = (uint32_t)g->n_inputs;
   uint32_t base = n_in + n_shared;
   p->n_clusters = base + ng + 1;
-  p->clusters = calloc(p->n_clusters, sizeof *p->clusters);
-  if (!p->clusters) goto oom;
-  for (uint32_t id = 0; id < p->n_clusters; id++) {
-    mx__part_cluster *c = &p->clusters[id];
-    c->min_rank = c->max_rank = -1;
-    c->source = MX_NO_VALUE;
-    c->call = MX_NO_NODE;
-  }
-  for (uint32_t i = 0; i < n_in; i++) {
-    p->clusters[i].type = MX_CLUSTER_DATA;
-    p->clusters[i].source = g->inputs[i];
-  }
-  /* Final ids: compute clusters after DATA and INPUT; constants follow. */
-  for (uint32_t x = 0; x < n; x++) p->cluster_of_node[p->compute[x]] += base;
-  uint32_t next_input = n_in;
-  for (uint32_t i = 0; i < p->n_consts; i++) {
-    mx__part_const *k = &p->consts[i];
-    if (k->shared) {
-      k->cluster = next_input++;
-      p->clusters[k->cluster].type = MX_CLUSTER_INPUT;
-      p->clusters[k->cluster].source = k->value;
-    } else {
-      k->cluster += base;
-    }
-    if (k->node != MX_NO_NODE) p->cluster_of_node[k->node] = k->cluster;
-  }
-  for (uint32_t i = 0; i < ng; i++) p->clusters[base + i].type = MX_CLUSTER_KNOWN;
-  for (uint32_t x = 0; x < n; x++)
-    if (p->group_unknown[p->group_of[x]])
-      p->clusters[p->cluster_of_node[p->compute[x]]].type = MX_CLUSTER_UNKNOWN;
-  p->clusters[p->n_clusters - 1].type = MX_CLUSTER_NETOUTPUT;
-
-  /* Members (positions are in topological order, so each cluster's list is too). */
-  for (uint32_t x = 0; x < n; x++) p->clusters[p->cluster_of_node[p->compute[x]]].n_nodes++;
-  uint32_t acc = 0;
-  for (uint32_t id = 0; id < p->n_clusters; id++) {
-    p->clusters[id].first_node = acc;
-    acc += p->clusters[id].n_nodes;
-  }
+  if (!create_clusters(p, n_in)) goto oom;
+  assign_cluster_ids(p, n_in, base, ng);
   fill = calloc(p->n_clusters, sizeof *fill);
   if (!fill) goto oom;
-  for (uint32_t x = 0; x < n; x++) {
-    uint32_t id = p->cluster_of_node[p->compute[x]];
-    p->members[p->clusters[id].first_node + fill[id]++] = p->compute[x];
-  }
-  for (uint32_t id = 0; id < p->n_clusters; id++) {
-    mx__part_cluster *c = &p->clusters[id];
-    if (!c->n_nodes) continue;
-    c->min_rank = p->rank_of[p->members[c->first_node]];
-    c->max_rank = p->rank_of[p->members[c->first_node + c->n_nodes - 1]];
-  }
-  /* Constants by cluster, in constant order. */
-  for (uint32_t i = 0; i < p->n_consts; i++) p->clusters[p->consts[i].cluster].n_consts++;
-  acc = 0;
-  for (uint32_t id = 0; id < p->n_clusters; id++) {
-    p->clusters[id].first_const = acc;
-    acc += p->clusters[id].n_consts;
-    fill[id] = 0;
-  }
-  for (uint32_t i = 0; i < p->n_consts; i++) {
-    uint32_t id = p->consts[i].cluster;
-    p->cluster_consts[p->clusters[id].first_const + fill[id]++] = i;
-  }
-
-  /* Where each value comes from. */
-  for (size_t v = 0; v < g->n_values; v++) {
-    const mx_value *val = &g->values[v];
-    uint32_t cl = MX__PART_NONE;
-    if (!(val->flags & MX_VALUE_DEAD)) {
-      if (p->const_of_value[v] != MX__PART_NONE)
-        cl = p->consts[p->const_of_value[v]].cluster;
-      else if (val->producer != MX_NO_NODE && mx__node_valid(g, val->producer))
-        cl = p->cluster_of_node[val->producer];
-    }
-    p->cluster_of_value[v] = cl;
-  }
-  for (uint32_t i = 0; i < n_in; i++) p->cluster_of_value[g->inputs[i]] = i;
+  list_members(p, fill);
+  list_cluster_consts(p, fill);
+  place_values(p, n_in);
 
   st = boundaries(p);
   if (st != MX_OK) goto done;
-  mx_partition_totals *t = &p->totals;
-  t->constants = p->n_consts;
-  t->shared_constants = n_shared;
-  for (uint32_t id = 0; id < p->n_clusters; id++) {
-    const mx__part_cluster *c = &p->clusters[id];
-    if (c->type == MX_CLUSTER_KNOWN) {
-      t->known_clusters++;
-      t->known_nodes += c->n_nodes;
-    } else if (c->type == MX_CLUSTER_UNKNOWN) {
-      t->unknown_clusters++;
-      t->unknown_nodes += c->n_nodes;
-    }
-  }
+  count_totals(p, n_shared);
   goto done;
 oom:
   st =
