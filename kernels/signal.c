@@ -21,6 +21,13 @@ static bool has_in(const mx_kernel_call *call, uint32_t i) {
   return i < call->n_in && call->t[i].dtype != MX_DTYPE_UNDEFINED && call->t[i].data;
 }
 
+/* The first element of input i as an integer; false when the input is absent or empty. */
+static bool scalar_i64(const mx_kernel_call *call, uint32_t i, int64_t *v) {
+  if (!has_in(call, i) || mx__ktensor_numel(&call->t[i]) < 1) return false;
+  *v = mx__kget_i64(call->t[i].data, call->t[i].dtype, 0);
+  return true;
+}
+
 /* --- one complex transform ---------------------------------------------------------------------- */
 
 /* Lengths up to this take the direct sum; longer non-power-of-two lengths go through
@@ -313,7 +320,10 @@ static mx_status stft_make_geom(const mx_kernel_call *call, stft_geom *g, const 
     return MX_ERR_KERNEL;
   }
   g->batch = x->dims[0], g->len = x->dims[1], g->c = x->dims[2];
-  g->step = mx__kget_i64(call->t[1].data, call->t[1].dtype, 0);
+  if (!scalar_i64(call, 1, &g->step)) {
+    *why = "STFT: frame_step is empty";
+    return MX_ERR_KERNEL;
+  }
   const mx_ktensor *w = has_in(call, 2) ? &call->t[2] : NULL;
   if (has_in(call, 3))
     g->n_fft = mx__kget_i64(call->t[3].data, call->t[3].dtype, 0);
@@ -375,8 +385,8 @@ static mx_status stft_run(mx_kernel_call *call) {
 static mx_status window_run(mx_kernel_call *call) {
   const mx_window_params *p = call->params;
   mx_ktensor *y = mx__kout(call, 0);
-  int64_t size = mx__kget_i64(call->t[0].data, call->t[0].dtype, 0);
-  if (y->rank != 1 || y->dims[0] != size) {
+  int64_t size = -1;
+  if (!scalar_i64(call, 0, &size) || y->rank != 1 || y->dims[0] != size) {
     call->why = "window: the output length differs from size";
     return MX_ERR_KERNEL;
   }
@@ -398,9 +408,13 @@ static mx_status window_run(mx_kernel_call *call) {
 
 static mx_status mel_run(mx_kernel_call *call) {
   mx_ktensor *y = mx__kout(call, 0);
-  int64_t mel_bins = mx__kget_i64(call->t[0].data, call->t[0].dtype, 0);
-  int64_t dft_len = mx__kget_i64(call->t[1].data, call->t[1].dtype, 0);
-  int64_t rate = mx__kget_i64(call->t[2].data, call->t[2].dtype, 0);
+  int64_t mel_bins = -1, dft_len = 0, rate = 0;
+  bool have = scalar_i64(call, 0, &mel_bins) && scalar_i64(call, 1, &dft_len) && scalar_i64(call, 2, &rate) &&
+              has_in(call, 3) && has_in(call, 4);
+  if (!have) {
+    call->why = "MelWeightMatrix: an input is empty";
+    return MX_ERR_KERNEL;
+  }
   float lo = (float)mx__kget_f64(call->t[3].data, call->t[3].dtype, 0);
   float hi = (float)mx__kget_f64(call->t[4].data, call->t[4].dtype, 0);
   int64_t spec_bins = dft_len / 2 + 1;
