@@ -16,12 +16,11 @@ void mx_cmd_kernels_help(FILE *out) {
 }
 
 static void dtype_list(uint32_t mask, char *buf, size_t cap) {
-  static const mx_dtype all[] = {MX_FLOAT32, MX_FLOAT16, MX_BFLOAT16, MX_FLOAT64, MX_INT8,
-                                 MX_UINT8,   MX_INT16,   MX_INT32,    MX_INT64,   MX_BOOL};
   size_t n = 0;
   buf[0] = '\0';
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    if (mask & MX_KDT(all[i])) n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? " " : "", mx_dtype_name(all[i]));
+  for (int code = 1; code <= MX_DTYPE_MAX_CODE; code++)
+    if (mx_dtype_is_supported(code) && (mask & MX_KDT(code)))
+      n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? " " : "", mx_dtype_name((mx_dtype)code));
 }
 
 int mx_cmd_kernels(int argc, char **argv) {
@@ -48,7 +47,7 @@ int mx_cmd_kernels(int argc, char **argv) {
       const mx_kernel_def *kd = mx__kernel_at(k);
       if (strcmp(kd->op, d->name) == 0) mask |= kd->dtypes;
     }
-    char dts[256];
+    char dts[512];
     dtype_list(mask, dts, sizeof dts);
     printf("  %-22s %-6s %s\n", d->name, d->domain && d->domain[0] ? d->domain : "", mask ? dts : "(no CPU kernel)");
   }
