@@ -103,7 +103,8 @@ static mx_status pad_core(mx_kernel_call *call, const mx_ktensor *in, mx_ktensor
       const unsigned char *srow = src + (size_t)base * es;
       for (int64_t c = 0; c < lo; c++)
         memcpy(dst + (size_t)c * es, last[c] < 0 ? cval : srow + (size_t)last[c] * es, es);
-      if (hi > lo) memcpy(dst + (size_t)lo * es, srow + (size_t)(lo - begin[r - 1]) * es, (size_t)(hi - lo) * es);
+      if (hi > lo)
+        memcpy(dst + (size_t)lo * es, srow + (size_t)(lo - begin[r - 1]) * es, (size_t)(hi - lo) * es);
       for (int64_t c = hi; c < cols; c++)
         memcpy(dst + (size_t)c * es, last[c] < 0 ? cval : srow + (size_t)last[c] * es, es);
     }
@@ -230,7 +231,8 @@ static mx_status depth_space_run(mx_kernel_call *call, bool to_space) {
   const mx_depth_space_params *p = call->params;
   const mx_ktensor *in = mx__kin(call, 0);
   mx_ktensor *out = mx__kout(call, 0);
-  if (in->rank != 4 || out->rank != 4 || out->dtype != in->dtype || mx__ktensor_numel(in) != mx__ktensor_numel(out)) {
+  if (in->rank != 4 || out->rank != 4 || out->dtype != in->dtype ||
+      mx__ktensor_numel(in) != mx__ktensor_numel(out)) {
     call->why = "DepthToSpace/SpaceToDepth: input and output must be 4-D of the same size";
     return MX_ERR_KERNEL;
   }

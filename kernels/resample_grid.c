@@ -60,12 +60,13 @@ static mx_status grid_sample_run(mx_kernel_call *call) {
   const mx_ktensor *x = mx__kin(call, 0), *g = mx__kin(call, 1);
   mx_ktensor *y = mx__kout(call, 0);
   int32_t r = x->rank, ns = r - 2;
-  if (r < 3 || ns > GS_MAX_SPATIAL || g->rank != r || g->dims[r - 1] != ns || y->rank != r || g->dims[0] != x->dims[0] ||
-      y->dtype != x->dtype) {
+  if (r < 3 || ns > GS_MAX_SPATIAL || g->rank != r || g->dims[r - 1] != ns || y->rank != r ||
+      g->dims[0] != x->dims[0] || y->dtype != x->dtype) {
     call->why = "GridSample: X, grid and Y shapes disagree";
     return MX_ERR_KERNEL;
   }
-  int64_t n_batch = x->dims[0], chans = x->dims[1], in_sp = mx__kspan(x, 2, r), out_sp = mx__kspan(g, 1, r - 1);
+  int64_t n_batch = x->dims[0], chans = x->dims[1], in_sp = mx__kspan(x, 2, r),
+          out_sp = mx__kspan(g, 1, r - 1);
   int64_t istride[GS_MAX_SPATIAL], s = 1;
   for (int32_t k = ns - 1; k >= 0; k--) {
     istride[k] = s;
@@ -121,7 +122,8 @@ static mx_status grid_sample_run(mx_kernel_call *call) {
             if (tidx[k][t[k]] < 0) zero = true;
             else off += tidx[k][t[k]] * istride[k];
           }
-          if (!zero && w != 0.0) acc += w * (f32 ? (double)((const float *)x->data)[off] : mx__kget_f64(x->data, x->dtype, off));
+          if (!zero && w != 0.0)
+            acc += w * (f32 ? (double)((const float *)x->data)[off] : mx__kget_f64(x->data, x->dtype, off));
           int32_t k = ns - 1;
           for (; k >= 0; k--) {
             if (++t[k] < per_axis) break;
@@ -159,16 +161,19 @@ static mx_status affine_grid_run(mx_kernel_call *call) {
     call->why = "AffineGrid: theta and the output shape disagree";
     return MX_ERR_KERNEL;
   }
-  int64_t n = y->dims[0], d = sp == 3 ? y->dims[1] : 1, h = y->dims[sp == 3 ? 2 : 1], w = y->dims[sp == 3 ? 3 : 2];
+  int64_t n = y->dims[0], d = sp == 3 ? y->dims[1] : 1, h = y->dims[sp == 3 ? 2 : 1],
+          w = y->dims[sp == 3 ? 3 : 2];
   bool ac = p->align_corners != 0;
   int64_t e = 0;
   for (int64_t b = 0; b < n; b++) {
     double th[12];
-    for (int32_t k = 0; k < sp * (sp + 1); k++) th[k] = mx__kget_f64(theta->data, theta->dtype, b * sp * (sp + 1) + k);
+    for (int32_t k = 0; k < sp * (sp + 1); k++)
+      th[k] = mx__kget_f64(theta->data, theta->dtype, b * sp * (sp + 1) + k);
     for (int64_t iz = 0; iz < d; iz++)
       for (int64_t iy = 0; iy < h; iy++)
         for (int64_t ix = 0; ix < w; ix++) {
-          double src[4] = {ag_coord(ix, w, ac), ag_coord(iy, h, ac), sp == 3 ? ag_coord(iz, d, ac) : 1.0, 1.0};
+          double src[4] = {ag_coord(ix, w, ac), ag_coord(iy, h, ac), sp == 3 ? ag_coord(iz, d, ac) : 1.0,
+                           1.0};
           for (int32_t j = 0; j < sp; j++) {
             const double *row = th + j * (sp + 1);
             double v = row[sp];
@@ -230,8 +235,9 @@ static mx_status roi_align_run(mx_kernel_call *call) {
   const mx_roi_align_params *p = call->params;
   const mx_ktensor *x = mx__kin(call, 0), *rois = mx__kin(call, 1), *bi = mx__kin(call, 2);
   mx_ktensor *y = mx__kout(call, 0);
-  if (x->rank != 4 || rois->rank != 2 || rois->dims[1] != 4 || bi->rank != 1 || bi->dims[0] != rois->dims[0] ||
-      y->rank != 4 || y->dims[0] != rois->dims[0] || y->dims[2] != p->output_height || y->dims[3] != p->output_width ||
+  if (x->rank != 4 || rois->rank != 2 || rois->dims[1] != 4 || bi->rank != 1 ||
+      bi->dims[0] != rois->dims[0] || y->rank != 4 || y->dims[0] != rois->dims[0] ||
+      y->dims[2] != p->output_height || y->dims[3] != p->output_width ||
       call->workspace_size < roi_align_workspace(call)) {
     call->why = "RoiAlign: input and output shapes disagree";
     return MX_ERR_KERNEL;
@@ -261,7 +267,8 @@ static mx_status roi_align_run(mx_kernel_call *call) {
     if (gh < 0) gh = 0;
     if (gw < 0) gw = 0;
     int64_t count = gh * gw > 1 ? gh * gw : 1;
-    const unsigned char *base = (const unsigned char *)x->data + (size_t)(b * chans * plane) * mx_dtype_size(x->dtype);
+    const unsigned char *base =
+        (const unsigned char *)x->data + (size_t)(b * chans * plane) * mx_dtype_size(x->dtype);
     for (int64_t ph = 0; ph < ph_n; ph++)
       for (int64_t pw = 0; pw < pw_n; pw++) {
         bool first = true;
@@ -297,4 +304,5 @@ static mx_status roi_align_run(mx_kernel_call *call) {
 }
 
 const mx_kernel_def mx__kernel_roi_align = {
-    .op = "RoiAlign", .dtypes = MX_KDT_FLOATS, .key = 0, .run = roi_align_run, .workspace = roi_align_workspace};
+    .op = "RoiAlign", .dtypes = MX_KDT_FLOATS, .key = 0, .run = roi_align_run,
+    .workspace = roi_align_workspace};

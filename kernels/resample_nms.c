@@ -83,7 +83,8 @@ static mx_status nms_run(mx_kernel_call *call) {
     return MX_ERR_KERNEL;
   }
   int64_t max_out = 0;
-  if (call->n_in > 2 && call->t[2].data && mx__ktensor_numel(&call->t[2]) >= 1) max_out = mx__kget_i64(call->t[2].data, call->t[2].dtype, 0);
+  if (call->n_in > 2 && call->t[2].data && mx__ktensor_numel(&call->t[2]) >= 1)
+    max_out = mx__kget_i64(call->t[2].data, call->t[2].dtype, 0);
   if (max_out < 0) max_out = 0;
   float iou = (float)nms_scalar(call, 3, 0.0);
   bool has_score_thr = call->n_in > 4 && call->t[4].data && mx__ktensor_numel(&call->t[4]) >= 1;
@@ -95,7 +96,8 @@ static mx_status nms_run(mx_kernel_call *call) {
   for (int64_t b = 0; b < nb; b++) {
     for (int64_t i = 0; i < n; i++) {
       float v[4];
-      for (int32_t k = 0; k < 4; k++) v[k] = (float)mx__kget_f64(boxes->data, boxes->dtype, (b * n + i) * 4 + k);
+      for (int32_t k = 0; k < 4; k++)
+        v[k] = (float)mx__kget_f64(boxes->data, boxes->dtype, (b * n + i) * 4 + k);
       nms_corners(v, p->center_point_box != 0, corners + i * 4);
     }
     for (int64_t c = 0; c < nc; c++) {

@@ -5,12 +5,12 @@
  * downscaling), computed once per call into the workspace. An output element is then the sum
  * over the product of its axes' taps, computed row by row: the outer axes' taps of a row
  * combine into a few (offset, weight) pairs once, and the last axis runs over its own taps.
- * Axes that keep their size under scale 1 are the identity (one tap). The rules follow the ONNX definition: the coordinate transformation chosen by
- * coordinate_transformation_mode, taps taken as the n nearest input indices with the input
- * edge-extended (a tap at an integer coordinate falls on the right of the pair), exclude_outside
- * renormalizing over the taps inside the input, tf_crop_and_resize answering
- * extrapolation_value outside the input. Nearest copies elements, so integer types stay exact;
- * the other modes accumulate in double. */
+ * Axes that keep their size under scale 1 are the identity (one tap). The rules follow the
+ * ONNX definition: the coordinate transformation chosen by coordinate_transformation_mode, taps
+ * taken as the n nearest input indices with the input edge-extended (a tap at an integer
+ * coordinate falls on the right of the pair), exclude_outside renormalizing over the taps
+ * inside the input, tf_crop_and_resize answering extrapolation_value outside the input.
+ * Nearest copies elements, so integer types stay exact; the other modes accumulate in double. */
 #include <math.h>
 #include <string.h>
 
@@ -93,7 +93,8 @@ static const char *rs_plan_make(const mx_kernel_call *call, rs_plan *pl) {
   }
   if (rs_input_given(call, p->sizes_input)) {
     const mx_ktensor *ts = &call->t[p->sizes_input];
-    if (ts->dtype != MX_INT64 || mx__ktensor_numel(ts) != na) return "Resize: sizes must be int64, one per axis";
+    if (ts->dtype != MX_INT64 || mx__ktensor_numel(ts) != na)
+      return "Resize: sizes must be int64, one per axis";
     const int64_t *sz = ts->data;
     double common = 0.0;
     for (int32_t k = 0; k < na; k++) {
@@ -108,7 +109,8 @@ static const char *rs_plan_make(const mx_kernel_call *call, rs_plan *pl) {
     for (int32_t k = 0; k < na; k++) pl->scale[axes[k]] = p->attr_scales[k];
   } else if (rs_input_given(call, p->scales_input)) {
     const mx_ktensor *ts = &call->t[p->scales_input];
-    if (!mx_dtype_is_float(ts->dtype) || mx__ktensor_numel(ts) != na) return "Resize: scales must be float, one per axis";
+    if (!mx_dtype_is_float(ts->dtype) || mx__ktensor_numel(ts) != na)
+      return "Resize: scales must be float, one per axis";
     for (int32_t k = 0; k < na; k++) pl->scale[axes[k]] = mx__kget_f64(ts->data, ts->dtype, k);
   } else {
     return "Resize: one of scales and sizes is required";
@@ -118,7 +120,8 @@ static const char *rs_plan_make(const mx_kernel_call *call, rs_plan *pl) {
   if (p->coord == MX_COORD_TF_CROP_AND_RESIZE) {
     if (!rs_input_given(call, p->roi_input)) return "Resize: tf_crop_and_resize needs roi";
     const mx_ktensor *tr = &call->t[p->roi_input];
-    if (!mx_dtype_is_float(tr->dtype) || mx__ktensor_numel(tr) != 2 * na) return "Resize: roi must have 2 values per axis";
+    if (!mx_dtype_is_float(tr->dtype) || mx__ktensor_numel(tr) != 2 * na)
+      return "Resize: roi must have 2 values per axis";
     for (int32_t k = 0; k < na; k++) {
       pl->roi_lo[axes[k]] = mx__kget_f64(tr->data, tr->dtype, k);
       pl->roi_hi[axes[k]] = mx__kget_f64(tr->data, tr->dtype, k + na);
@@ -169,8 +172,8 @@ static double rs_cubic(double x, double a) {
 /* Builds the taps of axis d: for each output index, k taps (input index clamped into the
  * input, weight) and whether it lies outside (extrapolation). Returns the taps per index, or
  * -1 when more than `cap` would be needed. */
-static int64_t rs_axis_taps(const mx_resize_params *p, const rs_plan *pl, int32_t d, int64_t cap, int64_t *idx,
-                            double *w, unsigned char *oob) {
+static int64_t rs_axis_taps(const mx_resize_params *p, const rs_plan *pl, int32_t d, int64_t cap,
+                            int64_t *idx, double *w, unsigned char *oob) {
   int64_t in = pl->in[d], out = pl->out[d];
   if (!pl->resized[d]) {
     for (int64_t o = 0; o < out; o++) {
@@ -352,7 +355,8 @@ static mx_status rs_run(mx_kernel_call *call) {
           double a = 0.0;
           for (int64_t t = 0; t < kl; t++) {
             int64_t off = combos[j].off + li[o * kl + t];
-            a += lw[o * kl + t] * (f32 ? (double)((const float *)src)[off] : mx__kget_f64(src, x->dtype, off));
+            double v = f32 ? (double)((const float *)src)[off] : mx__kget_f64(src, x->dtype, off);
+            a += lw[o * kl + t] * v;
           }
           acc += combos[j].w * a;
         }
@@ -369,6 +373,8 @@ static mx_status rs_run(mx_kernel_call *call) {
 }
 
 const mx_kernel_def mx__kernel_resize = {
-    .op = "Resize", .dtypes = MX_KDT_FLOATS | MX_KDT_INTS, .key = 0, .run = rs_run, .workspace = rs_workspace};
+    .op = "Resize", .dtypes = MX_KDT_FLOATS | MX_KDT_INTS, .key = 0, .run = rs_run,
+    .workspace = rs_workspace};
 const mx_kernel_def mx__kernel_upsample = {
-    .op = "Upsample", .dtypes = MX_KDT_FLOATS | MX_KDT_INTS, .key = 0, .run = rs_run, .workspace = rs_workspace};
+    .op = "Upsample", .dtypes = MX_KDT_FLOATS | MX_KDT_INTS, .key = 0, .run = rs_run,
+    .workspace = rs_workspace};

@@ -21,8 +21,8 @@ static mx_status onehot_run(mx_kernel_call *call) {
   const mx_ktensor *ind = mx__kin(call, 0), *vals = mx__kin(call, 2);
   mx_ktensor *out = mx__kout(call, 0);
   int32_t axis;
-  if (!mx__knorm_axis(p->axis, ind->rank + 1, &axis) || out->rank != ind->rank + 1 || mx__ktensor_numel(vals) != 2 ||
-      vals->dtype != out->dtype) {
+  if (!mx__knorm_axis(p->axis, ind->rank + 1, &axis) || out->rank != ind->rank + 1 ||
+      mx__ktensor_numel(vals) != 2 || vals->dtype != out->dtype) {
     call->why = "OneHot: bad axis, values or output";
     return MX_ERR_KERNEL;
   }
@@ -50,7 +50,8 @@ static mx_status onehot_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def onehot_kernel = {.op = "OneHot", .dtypes = MX_KDT_ALL, .key = 0, .run = onehot_run};
+static const mx_kernel_def onehot_kernel = {
+    .op = "OneHot", .dtypes = MX_KDT_ALL, .key = 0, .run = onehot_run};
 
 /* --- Compress --------------------------------------------------------------------------------- */
 
@@ -59,7 +60,8 @@ static mx_status compress_run(mx_kernel_call *call) {
   const mx_ktensor *in = mx__kin(call, 0), *cond = mx__kin(call, 1);
   mx_ktensor *out = mx__kout(call, 0);
   int32_t axis = 0;
-  if ((p->has_axis && !mx__knorm_axis(p->axis, in->rank, &axis)) || cond->dtype != MX_BOOL || out->dtype != in->dtype) {
+  if ((p->has_axis && !mx__knorm_axis(p->axis, in->rank, &axis)) || cond->dtype != MX_BOOL ||
+      out->dtype != in->dtype) {
     call->why = "Compress: bad axis or condition";
     return MX_ERR_KERNEL;
   }
@@ -70,7 +72,8 @@ static mx_status compress_run(mx_kernel_call *call) {
   const uint8_t *c = cond->data;
   for (int64_t j = 0; j < n && j < len; j++) count += c[j] != 0;
   /* The buffer holds the upper bound along the axis: check it, then write the compact result. */
-  int64_t cap = p->has_axis ? (out->rank == in->rank ? out->dims[axis] : -1) : (out->rank == 1 ? out->dims[0] : -1);
+  int64_t cap =
+      p->has_axis ? (out->rank == in->rank ? out->dims[axis] : -1) : (out->rank == 1 ? out->dims[0] : -1);
   if (cap < count) {
     call->why = "Compress: output buffer is smaller than the selection";
     return MX_ERR_KERNEL;
@@ -95,7 +98,8 @@ static mx_status compress_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def compress_kernel = {.op = "Compress", .dtypes = MX_KDT_ALL, .key = 0, .run = compress_run};
+static const mx_kernel_def compress_kernel = {
+    .op = "Compress", .dtypes = MX_KDT_ALL, .key = 0, .run = compress_run};
 
 /* --- Unique ----------------------------------------------------------------------------------- */
 
@@ -164,7 +168,8 @@ static mx_status unique_run(mx_kernel_call *call) {
   const mx_axis_opt_params *p = call->params;
   const mx_ktensor *x = mx__kin(call, 0);
   int32_t axis = 0;
-  if ((p->has_axis && !mx__knorm_axis(p->axis, x->rank, &axis)) || call->workspace_size < unique_workspace(call)) {
+  if ((p->has_axis && !mx__knorm_axis(p->axis, x->rank, &axis)) ||
+      call->workspace_size < unique_workspace(call)) {
     call->why = "Unique: bad axis";
     return MX_ERR_KERNEL;
   }
@@ -173,8 +178,8 @@ static mx_status unique_run(mx_kernel_call *call) {
   v.n = uq_entries(call);
   v.inner = p->has_axis ? mx__kspan(x, axis + 1, x->rank) : 1;
   int64_t n = v.n;
-  int64_t *order = call->workspace, *tmp = order + n, *group = tmp + n, *first = group + n, *count = first + n,
-          *rank = count + n;
+  int64_t *order = call->workspace, *tmp = order + n, *group = tmp + n, *first = group + n,
+          *count = first + n, *rank = count + n;
   for (int64_t i = 0; i < n; i++) order[i] = i;
   uq_sort(&v, NULL, order, tmp, n);
   int64_t u = 0;
@@ -242,7 +247,8 @@ static const mx_kernel_def unique_kernel = {
 /* --- Scatter / ScatterElements ---------------------------------------------------------------- */
 
 /* Combines update element u into element d of dst (same dtype dt) by the reduction. */
-static void scatter_combine(void *dst, int64_t d, const void *upd, int64_t u, mx_dtype dt, size_t es, int32_t red) {
+static void scatter_combine(void *dst, int64_t d, const void *upd, int64_t u, mx_dtype dt, size_t es,
+                            int32_t red) {
   if (red == MX_SCATTER_NONE) {
     memcpy((unsigned char *)dst + (size_t)d * es, (const unsigned char *)upd + (size_t)u * es, es);
     return;
@@ -273,8 +279,9 @@ static mx_status scatter_run(mx_kernel_call *call) {
   const mx_ktensor *data = mx__kin(call, 0), *ind = mx__kin(call, 1), *upd = mx__kin(call, 2);
   mx_ktensor *out = mx__kout(call, 0);
   int32_t r = data->rank, axis;
-  if (r == 0 || !mx__knorm_axis(p->axis, r, &axis) || ind->rank != r || upd->rank != r || upd->dtype != data->dtype ||
-      out->dtype != data->dtype || mx__ktensor_numel(out) != mx__ktensor_numel(data)) {
+  if (r == 0 || !mx__knorm_axis(p->axis, r, &axis) || ind->rank != r || upd->rank != r ||
+      upd->dtype != data->dtype || out->dtype != data->dtype ||
+      mx__ktensor_numel(out) != mx__ktensor_numel(data)) {
     call->why = "ScatterElements: data, indices and updates disagree";
     return MX_ERR_KERNEL;
   }
@@ -316,7 +323,8 @@ static mx_status scatter_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def scatter_kernel = {.op = "Scatter", .dtypes = MX_KDT_ALL, .key = 0, .run = scatter_run};
+static const mx_kernel_def scatter_kernel = {
+    .op = "Scatter", .dtypes = MX_KDT_ALL, .key = 0, .run = scatter_run};
 static const mx_kernel_def scatter_elements_kernel = {
     .op = "ScatterElements", .dtypes = MX_KDT_ALL, .key = 0, .run = scatter_run};
 
@@ -338,7 +346,8 @@ static mx_status eyelike_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def eyelike_kernel = {.op = "EyeLike", .dtypes = MX_KDT_ALL, .key = -1, .run = eyelike_run};
+static const mx_kernel_def eyelike_kernel = {
+    .op = "EyeLike", .dtypes = MX_KDT_ALL, .key = -1, .run = eyelike_run};
 
 /* --- ReverseSequence -------------------------------------------------------------------------- */
 
@@ -423,7 +432,7 @@ static const mx_kernel_def tensor_scatter_kernel = {
 /* --- the group -------------------------------------------------------------------------------- */
 
 const mx_kernel_def *const mx__kernels_tensor[] = {
-    &onehot_kernel, &compress_kernel, &unique_kernel, &scatter_kernel, &scatter_elements_kernel, &eyelike_kernel,
-    &reverse_sequence_kernel, &tensor_scatter_kernel,
-    NULL,
+    &onehot_kernel,           &compress_kernel,         &unique_kernel,
+    &scatter_kernel,          &scatter_elements_kernel, &eyelike_kernel,
+    &reverse_sequence_kernel, &tensor_scatter_kernel,   NULL,
 };

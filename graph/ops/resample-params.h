@@ -45,7 +45,11 @@ typedef struct mx_depth_space_params {
 
 /* --- Resize and Upsample --------------------------------------------------------------------- */
 
-typedef enum mx_resize_mode { MX_RESIZE_NEAREST = 0, MX_RESIZE_LINEAR = 1, MX_RESIZE_CUBIC = 2 } mx_resize_mode;
+typedef enum mx_resize_mode {
+  MX_RESIZE_NEAREST = 0,
+  MX_RESIZE_LINEAR = 1,
+  MX_RESIZE_CUBIC = 2
+} mx_resize_mode;
 
 typedef enum mx_resize_coord {
   MX_COORD_HALF_PIXEL = 0,
@@ -72,7 +76,7 @@ typedef enum mx_resize_aspect {
 
 typedef struct mx_resize_params {
   int64_t axes[MX_MAX_RANK];     /* normalized at run time; may be negative here */
-  float attr_scales[MX_MAX_RANK];/* Upsample before opset 9: the scales attribute */
+  float attr_scales[MX_MAX_RANK]; /* Upsample before opset 9: the scales attribute */
   float cubic_coeff_a;
   float extrapolation_value;
   int32_t n_axes;                /* 0: every axis */
@@ -91,7 +95,11 @@ typedef struct mx_resize_params {
 
 /* --- GridSample, AffineGrid, RoiAlign, NonMaxSuppression ------------------------------------- */
 
-typedef enum mx_grid_padding { MX_GRID_ZEROS = 0, MX_GRID_BORDER = 1, MX_GRID_REFLECTION = 2 } mx_grid_padding;
+typedef enum mx_grid_padding {
+  MX_GRID_ZEROS = 0,
+  MX_GRID_BORDER = 1,
+  MX_GRID_REFLECTION = 2
+} mx_grid_padding;
 
 typedef struct mx_grid_sample_params {
   int32_t mode;                  /* mx_resize_mode (nearest, linear, cubic) */

@@ -65,10 +65,11 @@ static mx_status norm_axes(mx_infer_ctx *ctx, const int64_t *axes, int32_t n, in
                            const char *what) {
   for (int32_t k = 0; k < n; k++) {
     if (!mx__norm_axis(axes[k], r, &out[k]))
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s: axis %lld is out of range for rank %d", what, (long long)axes[k],
-                            (int)r);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s: axis %lld is out of range for rank %d", what,
+                            (long long)axes[k], (int)r);
     for (int32_t j = 0; j < k; j++)
-      if (out[j] == out[k]) return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s: axis %d is repeated", what, (int)out[k]);
+      if (out[j] == out[k])
+        return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s: axis %d is repeated", what, (int)out[k]);
   }
   return MX_OK;
 }
@@ -104,7 +105,8 @@ static mx_status pad_parse(const mx_parse_ctx *pc, void *params) {
   memset(p, 0, sizeof *p);
   mx_status st = parse_enum(pc, "mode", pad_modes, 4, &p->mode);
   if (st != MX_OK) return st;
-  if (p->mode == MX_PAD_WRAP && pc->opset < 19) return mx__parse_fail(pc, "attribute mode: 'wrap' exists from opset 19");
+  if (p->mode == MX_PAD_WRAP && pc->opset < 19)
+    return mx__parse_fail(pc, "attribute mode: 'wrap' exists from opset 19");
   if (pc->opset >= 11) {
     if (mx__parse_attr(pc, "pads") || mx__parse_attr(pc, "paddings") || mx__parse_attr(pc, "value"))
       return mx__parse_fail(pc, "attributes pads/value are inputs from opset 11");
@@ -173,8 +175,9 @@ static mx_status pad_infer(mx_infer_ctx *ctx) {
     }
   }
   if (axes_known && np >= 0 && np != 2 * na)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "pads has %d values, expected %d (a begin and an end for each of %d axes)",
-                          (int)np, (int)(2 * na), (int)na);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "pads has %d values, expected %d (a begin and an end for each of %d axes)", (int)np,
+                          (int)(2 * na), (int)na);
   if (!axes_known || !pads_known) {
     for (int32_t k = 0; k < na; k++) o->shape.dims[axes[k]] = mx__infer_fresh(ctx, "pad");
     return MX_OK;
@@ -188,7 +191,8 @@ static mx_status pad_infer(mx_infer_ctx *ctx) {
     mx_dim sum = mx_sym_add(ctx->syms, mx_sym_add(ctx->syms, d, b), e);
     int64_t c;
     if (mx_sym_const_value(ctx->syms, sum, &c) && c < 0)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "pads make axis %d negative (%lld)", (int)axes[k], (long long)c);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "pads make axis %d negative (%lld)", (int)axes[k],
+                            (long long)c);
     o->shape.dims[axes[k]] = sum;
   }
   return MX_OK;
@@ -239,7 +243,9 @@ static mx_status center_crop_pad_infer(mx_infer_ctx *ctx) {
     for (int32_t k = 0; k < na; k++) o->shape.dims[axes[k]] = mx__infer_fresh(ctx, "crop");
     return MX_OK;
   }
-  if (n != na) return mx__infer_fail(ctx, MX_ERR_SHAPE, "shape has %d values, expected %d (one per axis)", (int)n, (int)na);
+  if (n != na)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "shape has %d values, expected %d (one per axis)", (int)n,
+                          (int)na);
   for (int32_t k = 0; k < na; k++) {
     st = dim_from_value(ctx, sv[k], "crop", &o->shape.dims[axes[k]]);
     if (st != MX_OK) return st;
@@ -294,18 +300,24 @@ static mx_status resize_parse(const mx_parse_ctx *pc, void *params) {
     st = parse_enum(pc, "coordinate_transformation_mode", resize_coords, 7, &p->coord);
     if (st != MX_OK) return st;
     if (p->coord == MX_COORD_TF_HALF_PIXEL_FOR_NN && pc->opset >= 13)
-      return mx__parse_fail(pc, "attribute coordinate_transformation_mode: 'tf_half_pixel_for_nn' was removed in opset 13");
+      return mx__parse_fail(
+          pc, "attribute coordinate_transformation_mode: 'tf_half_pixel_for_nn' was removed in opset 13");
     if (p->coord == MX_COORD_HALF_PIXEL_SYMMETRIC && pc->opset < 19)
-      return mx__parse_fail(pc, "attribute coordinate_transformation_mode: 'half_pixel_symmetric' exists from opset 19");
+      return mx__parse_fail(
+          pc, "attribute coordinate_transformation_mode: 'half_pixel_symmetric' exists from opset 19");
     p->roi_input = 1;
     p->scales_input = 2;
     p->sizes_input = 3;
-    if (pc->opset < 13 && pc->n_inputs < 3) return mx__parse_fail(pc, "input scales is required in opsets 11 and 12");
+    if (pc->opset < 13 && pc->n_inputs < 3)
+      return mx__parse_fail(pc, "input scales is required in opsets 11 and 12");
   }
   int64_t aa = mx__parse_int(pc, "antialias"), ex = mx__parse_int(pc, "exclude_outside");
-  if (aa != 0 && aa != 1) return mx__parse_fail(pc, "attribute antialias must be 0 or 1, not %lld", (long long)aa);
-  if (ex != 0 && ex != 1) return mx__parse_fail(pc, "attribute exclude_outside must be 0 or 1, not %lld", (long long)ex);
-  if (aa && p->mode == MX_RESIZE_NEAREST) return mx__parse_fail(pc, "attribute antialias: not defined for mode 'nearest'");
+  if (aa != 0 && aa != 1)
+    return mx__parse_fail(pc, "attribute antialias must be 0 or 1, not %lld", (long long)aa);
+  if (ex != 0 && ex != 1)
+    return mx__parse_fail(pc, "attribute exclude_outside must be 0 or 1, not %lld", (long long)ex);
+  if (aa && p->mode == MX_RESIZE_NEAREST)
+    return mx__parse_fail(pc, "attribute antialias: not defined for mode 'nearest'");
   p->antialias = (int32_t)aa;
   p->exclude_outside = (int32_t)ex;
   p->cubic_coeff_a = mx__parse_float(pc, "cubic_coeff_a");
@@ -405,7 +417,8 @@ static mx_status resize_infer(mx_infer_ctx *ctx) {
       for (int32_t k = 0; k < na; k++) o->shape.dims[axes[k]] = mx__infer_fresh(ctx, "resize");
       return MX_OK;
     }
-    if (n != na) return mx__infer_fail(ctx, MX_ERR_SHAPE, "sizes has %d values, expected %d", (int)n, (int)na);
+    if (n != na)
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "sizes has %d values, expected %d", (int)n, (int)na);
     if (p->aspect == MX_ASPECT_STRETCH) {
       for (int32_t k = 0; k < na; k++) {
         st = dim_from_value(ctx, sv[k], "resize", &o->shape.dims[axes[k]]);
@@ -478,7 +491,8 @@ static mx_status depth_space_parse(const mx_parse_ctx *pc, void *params) {
   mx_status st = mx__parse_string(pc, "mode", mode, sizeof mode);
   if (st != MX_OK) return st;
   if (strcmp(mode, "CRD") == 0) p->crd = 1;
-  else if (strcmp(mode, "DCR") != 0) return mx__parse_fail(pc, "attribute mode: unknown value '%s' (DCR or CRD)", mode);
+  else if (strcmp(mode, "DCR") != 0)
+    return mx__parse_fail(pc, "attribute mode: unknown value '%s' (DCR or CRD)", mode);
   if (p->crd && strcmp(pc->def->name, "DepthToSpace") != 0)
     return mx__parse_fail(pc, "attribute mode: SpaceToDepth has no mode");
   return MX_OK;
@@ -499,7 +513,8 @@ static mx_status depth_to_space_infer(mx_infer_ctx *ctx) {
   o->dtype = ctx->in[0].dtype;
   o->shape = *s;
   if (s->rank == MX_RANK_UNKNOWN) return MX_OK;
-  if (s->rank != 4) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input must be 4-D [N, C, H, W], not rank %d", (int)s->rank);
+  if (s->rank != 4)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input must be 4-D [N, C, H, W], not rank %d", (int)s->rank);
   int64_t b = p->blocksize;
   mx_status st = want_multiple(ctx, s->dims[1], b * b, "channels", b);
   if (st != MX_OK) return st;
@@ -516,7 +531,8 @@ static mx_status space_to_depth_infer(mx_infer_ctx *ctx) {
   o->dtype = ctx->in[0].dtype;
   o->shape = *s;
   if (s->rank == MX_RANK_UNKNOWN) return MX_OK;
-  if (s->rank != 4) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input must be 4-D [N, C, H, W], not rank %d", (int)s->rank);
+  if (s->rank != 4)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input must be 4-D [N, C, H, W], not rank %d", (int)s->rank);
   int64_t b = p->blocksize;
   mx_status st = want_multiple(ctx, s->dims[2], b, "height", b);
   if (st == MX_OK) st = want_multiple(ctx, s->dims[3], b, "width", b);
@@ -563,7 +579,8 @@ static mx_status grid_sample_parse(const mx_parse_ctx *pc, void *params) {
   st = parse_enum(pc, "padding_mode", paddings, 3, &p->padding);
   if (st != MX_OK) return st;
   int64_t ac = mx__parse_int(pc, "align_corners");
-  if (ac != 0 && ac != 1) return mx__parse_fail(pc, "attribute align_corners must be 0 or 1, not %lld", (long long)ac);
+  if (ac != 0 && ac != 1)
+    return mx__parse_fail(pc, "attribute align_corners must be 0 or 1, not %lld", (long long)ac);
   p->align_corners = (int32_t)ac;
   return MX_OK;
 }
@@ -576,11 +593,13 @@ static mx_status grid_sample_infer(mx_infer_ctx *ctx) {
   if (st != MX_OK) return st;
   if (xs->rank == MX_RANK_UNKNOWN && gs->rank == MX_RANK_UNKNOWN) return MX_OK;
   int32_t r = xs->rank != MX_RANK_UNKNOWN ? xs->rank : gs->rank;
-  if (r < 3) return mx__infer_fail(ctx, MX_ERR_SHAPE, "X must have rank >= 3 [N, C, spatial...], not %d", (int)r);
+  if (r < 3)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "X must have rank >= 3 [N, C, spatial...], not %d", (int)r);
   if (ctx->opset < 20 && r != 4)
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "X must be 4-D before opset 20, not rank %d", (int)r);
   if (xs->rank != MX_RANK_UNKNOWN && gs->rank != MX_RANK_UNKNOWN && xs->rank != gs->rank)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "grid has rank %d but X has rank %d", (int)gs->rank, (int)xs->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "grid has rank %d but X has rank %d", (int)gs->rank,
+                          (int)xs->rank);
   o->shape.rank = r;
   mx_dim n = xs->rank != MX_RANK_UNKNOWN ? xs->dims[0] : MX_DIM_UNKNOWN;
   if (gs->rank != MX_RANK_UNKNOWN) {
@@ -588,11 +607,13 @@ static mx_status grid_sample_infer(mx_infer_ctx *ctx) {
     if (st != MX_OK) return st;
     mx_dim last = gs->dims[r - 1];
     if (mx_dim_is_concrete(last) && last != r - 2)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "grid's last dim is %lld, expected %d", (long long)last, (int)(r - 2));
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "grid's last dim is %lld, expected %d", (long long)last,
+                            (int)(r - 2));
   }
   o->shape.dims[0] = n;
   o->shape.dims[1] = xs->rank != MX_RANK_UNKNOWN ? xs->dims[1] : MX_DIM_UNKNOWN;
-  for (int32_t k = 2; k < r; k++) o->shape.dims[k] = gs->rank != MX_RANK_UNKNOWN ? gs->dims[k - 1] : MX_DIM_UNKNOWN;
+  for (int32_t k = 2; k < r; k++)
+    o->shape.dims[k] = gs->rank != MX_RANK_UNKNOWN ? gs->dims[k - 1] : MX_DIM_UNKNOWN;
   return MX_OK;
 }
 
@@ -613,7 +634,8 @@ static mx_status affine_grid_parse(const mx_parse_ctx *pc, void *params) {
   mx_affine_grid_params *p = params;
   memset(p, 0, sizeof *p);
   int64_t ac = mx__parse_int(pc, "align_corners");
-  if (ac != 0 && ac != 1) return mx__parse_fail(pc, "attribute align_corners must be 0 or 1, not %lld", (long long)ac);
+  if (ac != 0 && ac != 1)
+    return mx__parse_fail(pc, "attribute align_corners must be 0 or 1, not %lld", (long long)ac);
   p->align_corners = (int32_t)ac;
   return MX_OK;
 }
@@ -626,7 +648,8 @@ static mx_status affine_grid_infer(mx_infer_ctx *ctx) {
   if (st == MX_OK) st = mx__shp_want_dtype(ctx, 1, MX_INT64, "size");
   if (st != MX_OK) return st;
   if (ts->rank != MX_RANK_UNKNOWN && ts->rank != 3)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "theta must be 3-D [N, 2, 3] or [N, 3, 4], not rank %d", (int)ts->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "theta must be 3-D [N, 2, 3] or [N, 3, 4], not rank %d",
+                          (int)ts->rank);
   mx_dim sv[8];
   int32_t n = -1;
   bool known = mx__shp_values(ctx, 1, sv, 8, &n);
@@ -636,17 +659,21 @@ static mx_status affine_grid_infer(mx_infer_ctx *ctx) {
     else if (ts->rank == 3 && mx_dim_is_concrete(ts->dims[1])) n = (int32_t)ts->dims[1] + 2;
   }
   if (n < 0) return MX_OK;
-  if (n != 4 && n != 5) return mx__infer_fail(ctx, MX_ERR_SHAPE, "size must have 4 or 5 values, not %d", (int)n);
+  if (n != 4 && n != 5)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "size must have 4 or 5 values, not %d", (int)n);
   int32_t sp = n - 2;
   if (ts->rank == 3) {
-    if ((mx_dim_is_concrete(ts->dims[1]) && ts->dims[1] != sp) || (mx_dim_is_concrete(ts->dims[2]) && ts->dims[2] != sp + 1))
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "theta must be [N, %d, %d] for a %d-D size", (int)sp, (int)sp + 1, (int)n);
+    if ((mx_dim_is_concrete(ts->dims[1]) && ts->dims[1] != sp) ||
+        (mx_dim_is_concrete(ts->dims[2]) && ts->dims[2] != sp + 1))
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "theta must be [N, %d, %d] for a %d-D size", (int)sp,
+                            (int)sp + 1, (int)n);
   }
   o->shape.rank = n;
   mx_dim batch = ts->rank == 3 ? ts->dims[0] : MX_DIM_UNKNOWN;
   if (known) {
     st = mx__shp_dim_of_value(ctx, sv[0], &o->shape.dims[0], "size");
-    if (st == MX_OK) st = mx__shp_merge_dim(ctx, batch, o->shape.dims[0], &o->shape.dims[0], "batch of theta and size");
+    if (st == MX_OK)
+      st = mx__shp_merge_dim(ctx, batch, o->shape.dims[0], &o->shape.dims[0], "batch of theta and size");
     if (st != MX_OK) return st;
     for (int32_t k = 0; k < sp; k++) {
       st = dim_from_value(ctx, sv[k + 2], "grid", &o->shape.dims[k + 1]);
@@ -750,7 +777,8 @@ static mx_status nms_parse(const mx_parse_ctx *pc, void *params) {
   mx_nms_params *p = params;
   memset(p, 0, sizeof *p);
   int64_t c = mx__parse_int(pc, "center_point_box");
-  if (c != 0 && c != 1) return mx__parse_fail(pc, "attribute center_point_box must be 0 or 1, not %lld", (long long)c);
+  if (c != 0 && c != 1)
+    return mx__parse_fail(pc, "attribute center_point_box must be 0 or 1, not %lld", (long long)c);
   p->center_point_box = (int32_t)c;
   return MX_OK;
 }
@@ -768,7 +796,8 @@ static mx_status nms_infer(mx_infer_ctx *ctx) {
   if (bs->rank != MX_RANK_UNKNOWN && (bs->rank != 3 || (mx_dim_is_concrete(bs->dims[2]) && bs->dims[2] != 4)))
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "boxes must be [batches, boxes, 4]");
   if (ss->rank != MX_RANK_UNKNOWN && ss->rank != 3)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "scores must be [batches, classes, boxes], not rank %d", (int)ss->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "scores must be [batches, classes, boxes], not rank %d",
+                          (int)ss->rank);
   if (bs->rank == 3 && ss->rank == 3) {
     mx_dim d;
     st = mx__shp_merge_dim(ctx, bs->dims[0], ss->dims[0], &d, "batches of boxes and scores");

@@ -21,7 +21,8 @@ static const mx_attr_spec axis_opt_attrs[] = {
 /* Checks an axis against rank r; *out gets it normalized. */
 static mx_status want_axis(mx_infer_ctx *ctx, int64_t axis, int32_t r, int32_t *out) {
   if (mx__norm_axis(axis, r, out)) return MX_OK;
-  return mx__infer_fail(ctx, MX_ERR_SHAPE, "attribute axis: %lld is out of range for rank %d", (long long)axis, (int)r);
+  return mx__infer_fail(ctx, MX_ERR_SHAPE, "attribute axis: %lld is out of range for rank %d",
+                        (long long)axis, (int)r);
 }
 
 /* --- OneHot ----------------------------------------------------------------------------------- */
@@ -45,14 +46,16 @@ static mx_status onehot_infer(mx_infer_ctx *ctx) {
   o->dtype = vals->dtype;
   if (ind->dtype == MX_BOOL || depth->dtype == MX_BOOL)
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "indices and depth must be numeric");
-  if (depth->shape.rank > 1 || (depth->shape.rank == 1 && mx_dim_is_concrete(depth->shape.dims[0]) && depth->shape.dims[0] != 1))
+  if (depth->shape.rank > 1 ||
+      (depth->shape.rank == 1 && mx_dim_is_concrete(depth->shape.dims[0]) && depth->shape.dims[0] != 1))
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "depth must be a scalar or have one element");
   if (vals->shape.rank != MX_RANK_UNKNOWN &&
       (vals->shape.rank != 1 || (mx_dim_is_concrete(vals->shape.dims[0]) && vals->shape.dims[0] != 2)))
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "values must be [off_value, on_value]");
   int32_t r = ind->shape.rank;
   if (r == MX_RANK_UNKNOWN) return MX_OK;
-  if (r + 1 > MX_MAX_RANK) return mx__infer_fail(ctx, MX_ERR_LIMIT, "output rank %d exceeds %d", (int)(r + 1), MX_MAX_RANK);
+  if (r + 1 > MX_MAX_RANK)
+    return mx__infer_fail(ctx, MX_ERR_LIMIT, "output rank %d exceeds %d", (int)(r + 1), MX_MAX_RANK);
   int32_t axis;
   mx_status st = want_axis(ctx, p->axis, r + 1, &axis);
   if (st != MX_OK) return st;
@@ -147,7 +150,8 @@ static mx_status compress_shape(mx_infer_ctx *ctx, bool bound, mx_shape *out) {
 static mx_status compress_infer(mx_infer_ctx *ctx) {
   ctx->out[0].dtype = ctx->in[0].dtype;
   if (ctx->in[1].dtype != MX_BOOL)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "condition must be bool, not %s", mx_dtype_name(ctx->in[1].dtype));
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "condition must be bool, not %s",
+                          mx_dtype_name(ctx->in[1].dtype));
   return compress_shape(ctx, false, &ctx->out[0].shape);
 }
 
@@ -203,7 +207,8 @@ static mx_status unique_infer(mx_infer_ctx *ctx) {
     if (st != MX_OK) return st;
     if (s->rank == 0) return mx__infer_fail(ctx, MX_ERR_SHAPE, "attribute axis: a scalar has no axis");
   }
-  bool empty = p->has_axis ? (s->rank != MX_RANK_UNKNOWN && s->dims[axis] == 0) : (mx__shp_concrete_numel(s, &n) && n == 0);
+  bool empty = p->has_axis ? (s->rank != MX_RANK_UNKNOWN && s->dims[axis] == 0)
+                           : (mx__shp_concrete_numel(s, &n) && n == 0);
   u = empty ? 0 : mx__infer_fresh(ctx, "unique");
   mx_shape shapes[4];
   mx_status st = unique_shapes(ctx, u, shapes);
@@ -280,7 +285,8 @@ static mx_status scatter_infer(mx_infer_ctx *ctx) {
   int32_t axis;
   if (r == 0) return mx__infer_fail(ctx, MX_ERR_SHAPE, "data must have rank >= 1");
   st = want_axis(ctx, p->axis, r, &axis);
-  for (int32_t k = 0; st == MX_OK && is->rank != MX_RANK_UNKNOWN && us->rank != MX_RANK_UNKNOWN && k < r; k++) {
+  for (int32_t k = 0; st == MX_OK && is->rank != MX_RANK_UNKNOWN && us->rank != MX_RANK_UNKNOWN && k < r;
+       k++) {
     mx_dim d;
     st = mx__shp_merge_dim(ctx, is->dims[k], us->dims[k], &d, "indices and updates");
   }
@@ -369,7 +375,8 @@ static mx_status reverse_sequence_infer(mx_infer_ctx *ctx) {
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "sequence_lens must be 1-D, not rank %d", (int)ls->rank);
   if (s->rank != MX_RANK_UNKNOWN && ls->rank == 1) {
     mx_dim d;
-    return mx__shp_merge_dim(ctx, s->dims[p->batch_axis], ls->dims[0], &d, "batch of input and sequence_lens");
+    return mx__shp_merge_dim(ctx, s->dims[p->batch_axis], ls->dims[0], &d,
+                             "batch of input and sequence_lens");
   }
   return MX_OK;
 }
@@ -412,10 +419,12 @@ static mx_status tensor_scatter_infer(mx_infer_ctx *ctx) {
   int32_t axis;
   st = want_axis(ctx, p->axis, cs->rank, &axis);
   if (st != MX_OK) return st;
-  if (axis == 0) return mx__infer_fail(ctx, MX_ERR_SHAPE, "attribute axis: the sequence axis cannot be the batch axis 0");
+  if (axis == 0)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "attribute axis: the sequence axis cannot be the batch axis 0");
   if (us->rank == MX_RANK_UNKNOWN) return MX_OK;
   if (us->rank != cs->rank)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "update has rank %d but past_cache has rank %d", (int)us->rank, (int)cs->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "update has rank %d but past_cache has rank %d", (int)us->rank,
+                          (int)cs->rank);
   for (int32_t k = 0; k < cs->rank; k++) {
     if (k == axis) {
       if (mx_dim_is_concrete(us->dims[k]) && mx_dim_is_concrete(cs->dims[k]) && us->dims[k] > cs->dims[k])
@@ -432,8 +441,8 @@ static mx_status tensor_scatter_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def tensor_scatter_def = {
     .name = "TensorScatter", .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .attrs = tensor_scatter_attrs, .params_size = sizeof(mx_tensor_scatter_params), .parse = tensor_scatter_parse,
-    .infer = tensor_scatter_infer,
+    .attrs = tensor_scatter_attrs, .params_size = sizeof(mx_tensor_scatter_params),
+    .parse = tensor_scatter_parse, .infer = tensor_scatter_infer,
 };
 
 /* --- the group -------------------------------------------------------------------------------- */

@@ -37,11 +37,13 @@ Test(resample_kernels, pad_reflect_and_wrap_beyond_one_period) {
   const int32_t in[3] = {1, 2, 3};
   int32_t out[11];
   cr_assert_eq(pad_1d(in, 3, 5, 3, MX_PAD_REFLECT, out), MX_OK);
-  expect_i64((int64_t[]){out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8], out[9], out[10]},
-             (int64_t[]){2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2}, 11);
+  expect_i64(
+      (int64_t[]){out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8], out[9], out[10]},
+      (int64_t[]){2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2}, 11);
   cr_assert_eq(pad_1d(in, 3, 4, 4, MX_PAD_WRAP, out), MX_OK);
-  expect_i64((int64_t[]){out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8], out[9], out[10]},
-             (int64_t[]){3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1}, 11);
+  expect_i64(
+      (int64_t[]){out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8], out[9], out[10]},
+      (int64_t[]){3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1}, 11);
   cr_assert_eq(pad_1d(in, 3, 2, 1, MX_PAD_EDGE, out), MX_OK);
   expect_i64((int64_t[]){out[0], out[1], out[2], out[3], out[4], out[5]}, (int64_t[]){1, 1, 1, 2, 3, 3}, 6);
 }

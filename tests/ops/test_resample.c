@@ -149,8 +149,10 @@ Test(resample_infer, resize_by_sizes_with_axes) {
 
 Test(resample_infer, resize_keep_aspect_ratio_not_larger) {
   mx_value_id x = input("x", MX_FLOAT32, SHAPE(1, 1, 2, 4));
-  mx_attr a[] = {mx_attr_string("keep_aspect_ratio_policy", "not_larger"), mx_attr_ints("axes", (int64_t[]){2, 3}, 2)};
-  mx_value_id y = op("Resize", (mx_value_id[]){x, MX_NO_VALUE, MX_NO_VALUE, CONST_1D("sizes", 7, 8)}, 4, a, 2);
+  mx_attr a[] = {mx_attr_string("keep_aspect_ratio_policy", "not_larger"),
+                 mx_attr_ints("axes", (int64_t[]){2, 3}, 2)};
+  mx_value_id y =
+      op("Resize", (mx_value_id[]){x, MX_NO_VALUE, MX_NO_VALUE, CONST_1D("sizes", 7, 8)}, 4, a, 2);
   infer_ok();
   expect_shape(y, MX_FLOAT32, SHAPE(1, 1, 4, 8));
 }
@@ -347,7 +349,8 @@ Test(tensor_infer, onehot_inserts_depth) {
 Test(tensor_infer, onehot_axis_out_of_range_fails) {
   mx_value_id ind = input("ind", MX_INT64, SHAPE(5));
   mx_attr axis = mx_attr_int("axis", 2);
-  op("OneHot", (mx_value_id[]){ind, const_scalar("d", MX_INT64, 3), input("v", MX_FLOAT32, SHAPE(2))}, 3, &axis, 1);
+  op("OneHot", (mx_value_id[]){ind, const_scalar("d", MX_INT64, 3), input("v", MX_FLOAT32, SHAPE(2))}, 3,
+     &axis, 1);
   infer_fails(MX_ERR_SHAPE, "attribute axis: 2 is out of range");
 }
 
@@ -435,7 +438,8 @@ Test(tensor_infer, tensor_scatter_keeps_the_cache_shape) {
   mx_value_id cache = input("cache", MX_FLOAT16, SHAPE(S("b"), 8, 16, 64));
   mx_value_id upd = input("upd", MX_FLOAT16, SHAPE(S("b"), 8, 1, 64));
   mx_attr mode = mx_attr_string("mode", "circular");
-  mx_value_id y = op("TensorScatter", (mx_value_id[]){cache, upd, input("wi", MX_INT64, SHAPE(S("b")))}, 3, &mode, 1);
+  mx_value_id y =
+      op("TensorScatter", (mx_value_id[]){cache, upd, input("wi", MX_INT64, SHAPE(S("b")))}, 3, &mode, 1);
   infer_ok();
   expect_shape_str(y, MX_FLOAT16, "[b, 8, 16, 64]");
 }
