@@ -1,4 +1,4 @@
-/* Op definitions of the recurrent layers group: RNN, GRU and LSTM (opsets 7 to 22: every
+/* Op definitions of the recurrent layers group: RNN, GRU and LSTM (opsets 1 to 22: every
  * direction, sequence_lens, initial states, LSTM peepholes and input_forget, GRU's
  * linear_before_reset, clip, the activations / activation_alpha / activation_beta attributes
  * and, from opset 14, layout 1 with the batch first).
@@ -24,6 +24,8 @@ static const mx_attr_spec rnn_attrs[] = {
     {.name = "layout", .type = MX_ATTR_INT, .def_i = 0},
     {.name = "input_forget", .type = MX_ATTR_INT, .def_i = 0},
     {.name = "linear_before_reset", .type = MX_ATTR_INT, .def_i = 0},
+    /* Opset 1 only; Y is produced whenever the node asks for it, so it changes nothing. */
+    {.name = "output_sequence", .type = MX_ATTR_INT, .def_i = 0},
     {0},
 };
 
