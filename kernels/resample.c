@@ -5,7 +5,8 @@
  * Pad and CenterCropPad share one routine: every output axis gets a table mapping each output
  * index to an input index (or -1 for the constant), built once per call in the workspace, and
  * rows are then filled with one memcpy for the part that lies inside the input. Negative pads
- * crop. DepthToSpace and SpaceToDepth are a 6-D strided copy. */
+ * crop. DepthToSpace and SpaceToDepth are a 6-D strided copy. All four only move elements, so
+ * they take every dtype, the one-byte narrow ones (float8, int4, ...) included. */
 #include <string.h>
 
 #include "graph/ops/resample-params.h"
@@ -186,7 +187,8 @@ static mx_status pad_run(mx_kernel_call *call) {
 }
 
 static const mx_kernel_def pad_kernel = {
-    .op = "Pad", .dtypes = MX_KDT_ALL, .key = 0, .run = pad_run, .workspace = pad_core_workspace};
+    .op = "Pad", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = pad_run,
+    .workspace = pad_core_workspace};
 
 /* --- CenterCropPad ---------------------------------------------------------------------------- */
 
@@ -222,7 +224,7 @@ static mx_status center_crop_pad_run(mx_kernel_call *call) {
 }
 
 static const mx_kernel_def center_crop_pad_kernel = {
-    .op = "CenterCropPad", .dtypes = MX_KDT_ALL, .key = 0, .run = center_crop_pad_run,
+    .op = "CenterCropPad", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = center_crop_pad_run,
     .workspace = pad_core_workspace};
 
 /* --- DepthToSpace / SpaceToDepth -------------------------------------------------------------- */
@@ -270,9 +272,9 @@ static mx_status depth_to_space_run(mx_kernel_call *call) { return depth_space_r
 static mx_status space_to_depth_run(mx_kernel_call *call) { return depth_space_run(call, false); }
 
 static const mx_kernel_def depth_to_space_kernel = {
-    .op = "DepthToSpace", .dtypes = MX_KDT_ALL, .key = 0, .run = depth_to_space_run};
+    .op = "DepthToSpace", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = depth_to_space_run};
 static const mx_kernel_def space_to_depth_kernel = {
-    .op = "SpaceToDepth", .dtypes = MX_KDT_ALL, .key = 0, .run = space_to_depth_run};
+    .op = "SpaceToDepth", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = space_to_depth_run};
 
 /* --- the group -------------------------------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /* CPU kernels of the tensor construction and scatter group: OneHot, Compress, Unique, Scatter,
  * ScatterElements, EyeLike, ReverseSequence and TensorScatter, and the group's array.
  *
- * Element moves copy bytes, so every dtype is exact. Compress and Unique are data-dependent:
+ * Element moves copy bytes, so every dtype is exact (Compress, ReverseSequence and TensorScatter
+ * also take the one-byte narrow types). Compress and Unique are data-dependent:
  * their output buffers have the op's upper bound and the kernels write the actual dims. Unique
  * sorts element (or slice) positions with a stable merge sort in the workspace, so equal
  * entries keep ascending positions and the first of a run is the first occurrence. The
@@ -99,7 +100,7 @@ static mx_status compress_run(mx_kernel_call *call) {
 }
 
 static const mx_kernel_def compress_kernel = {
-    .op = "Compress", .dtypes = MX_KDT_ALL, .key = 0, .run = compress_run};
+    .op = "Compress", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = compress_run};
 
 /* --- Unique ----------------------------------------------------------------------------------- */
 
@@ -380,7 +381,7 @@ static mx_status reverse_sequence_run(mx_kernel_call *call) {
 }
 
 static const mx_kernel_def reverse_sequence_kernel = {
-    .op = "ReverseSequence", .dtypes = MX_KDT_ALL, .key = 0, .run = reverse_sequence_run};
+    .op = "ReverseSequence", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = reverse_sequence_run};
 
 /* --- TensorScatter ---------------------------------------------------------------------------- */
 
@@ -427,7 +428,7 @@ static mx_status tensor_scatter_run(mx_kernel_call *call) {
 }
 
 static const mx_kernel_def tensor_scatter_kernel = {
-    .op = "TensorScatter", .dtypes = MX_KDT_ALL, .key = 0, .run = tensor_scatter_run};
+    .op = "TensorScatter", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = tensor_scatter_run};
 
 /* --- the group -------------------------------------------------------------------------------- */
 
