@@ -124,7 +124,8 @@ static bool parse_names(const char *text, const char *const *names, size_t count
   return any;
 }
 
-int mx__llm_parse_args(int argc, char **argv, llm_args *a) {
+/* The defaults of every option. */
+static void set_defaults(llm_args *a) {
   memset(a, 0, sizeof *a);
   a->configs[0] = a->configs[1] = true;
   a->past[0] = 16, a->past[1] = 128, a->past[2] = 512, a->n_past = 3;
@@ -136,100 +137,84 @@ int mx__llm_parse_args(int argc, char **argv, llm_args *a) {
   a->streams = 1;
   a->executor = MX_EXECUTOR_SEQUENTIAL;
   a->node = "node";
-  bool systems_given = false;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (strcmp(arg, "--no-ort") == 0) {
-      a->no_ort = true;
-      continue;
-    }
-    if (strcmp(arg, "--skip-kernels") == 0) {
-      a->skip_kernels = true;
-      continue;
-    }
-    if (strcmp(arg, "--no-huge-pages") == 0) {
-      a->no_huge_pages = true;
-      continue;
-    }
-    static const char *const valued[] = {"--configs",  "--past",     "--rounds",        "--min-time", "--steps",
-                                         "--warmup",   "--block-warmup", "--systems",   "--device",   "--streams",
-                                         "--executor", "--io",       "--mode",          "--node",     "--peers",
-                                         "--work-dir", "--identity-runs", "--table", "--processes", "--results"};
-    size_t k = 0;
-    while (k < sizeof valued / sizeof valued[0] && strcmp(arg, valued[k]) != 0) k++;
-    if (k == sizeof valued / sizeof valued[0]) return mx_cli_usage_error(CMD, "unknown option '%s'", arg);
-    const char *v = mx_cli_option_value(CMD, argc, argv, &i);
-    if (!v) return MX_EXIT_USAGE;
-    int64_t x = 0;
-    const bool zero_ok = strcmp(arg, "--warmup") == 0 || strcmp(arg, "--block-warmup") == 0;
-    bool numeric = zero_ok || strcmp(arg, "--rounds") == 0 || strcmp(arg, "--steps") == 0 ||
-                   strcmp(arg, "--streams") == 0 || strcmp(arg, "--identity-runs") == 0 ||
-                   strcmp(arg, "--processes") == 0;
-    if (numeric) {
-      int64_t min = zero_ok ? 0 : 1;
-      if (!mx_cli_parse_int(v, &x) || x < min || x > 1000000)
-        return mx_cli_usage_error(CMD, "%s needs a whole number >= %lld, not '%s'", arg, (long long)min, v);
-    }
-    if (strcmp(arg, "--configs") == 0) {
-      if (!parse_names(v, config_names, N_CONFIGS, a->configs))
-        return mx_cli_usage_error(CMD, "--configs takes tiny, small or tiny,small, not '%s'", v);
-    } else if (strcmp(arg, "--past") == 0) {
-      if (!parse_list(v, a->past, MAX_PAST, &a->n_past))
-        return mx_cli_usage_error(CMD, "--past takes up to %d lengths 0..100000 separated by commas, not '%s'",
-                                  MAX_PAST, v);
-    } else if (strcmp(arg, "--systems") == 0) {
-      systems_given = true;
-      if (!parse_names(v, sys_names, SYS_COUNT, a->systems))
-        return mx_cli_usage_error(CMD, "--systems takes hybrid, dynamic, reference, ort, control separated by commas, not '%s'",
-                                  v);
-    } else if (strcmp(arg, "--rounds") == 0) {
-      a->rounds = x;
-    } else if (strcmp(arg, "--min-time") == 0) {
-      char *end = NULL;
-      errno = 0;
-      double t = strtod(v, &end);
-      if (errno || end == v || *end || !(t >= 0.0 && t <= 3600.0))
-        return mx_cli_usage_error(CMD, "--min-time needs seconds from 0 to 3600, not '%s'", v);
-      a->min_time = t;
-    } else if (strcmp(arg, "--steps") == 0) {
-      a->steps = x;
-    } else if (strcmp(arg, "--warmup") == 0) {
-      a->warmup = x;
-    } else if (strcmp(arg, "--block-warmup") == 0) {
-      a->block_warmup = x;
-    } else if (strcmp(arg, "--identity-runs") == 0) {
-      a->identity_runs = x;
-    } else if (strcmp(arg, "--streams") == 0) {
-      if (x > 64) return mx_cli_usage_error(CMD, "--streams must be 1..64");
-      a->streams = x;
-    } else if (strcmp(arg, "--device") == 0) {
-      if (!mx_cli_parse_device(v, &a->device)) return mx_cli_usage_error(CMD, "unknown device '%s' (cpu or inline)", v);
-    } else if (strcmp(arg, "--executor") == 0) {
-      if (!mx_cli_parse_executor(v, &a->executor))
-        return mx_cli_usage_error(CMD, "unknown executor '%s' (sequential, topological or multi-thread)", v);
-    } else if (strcmp(arg, "--mode") == 0) {
-      if (strcmp(v, "fixed") != 0 && strcmp(v, "decode") != 0)
-        return mx_cli_usage_error(CMD, "--mode takes fixed or decode, not '%s'", v);
-      a->decode = v[0] == 'd';
-    } else if (strcmp(arg, "--io") == 0) {
-      if (strcmp(v, "host") != 0 && strcmp(v, "device") != 0)
-        return mx_cli_usage_error(CMD, "--io takes host or device, not '%s'", v);
-      a->device_io = v[0] == 'd';
-    } else if (strcmp(arg, "--node") == 0) {
-      a->node = v;
-    } else if (strcmp(arg, "--table") == 0) {
-      a->table = v;
-    } else if (strcmp(arg, "--processes") == 0) {
-      if (x > 100) return mx_cli_usage_error(CMD, "--processes must be 1..100");
-      a->processes = x;
-    } else if (strcmp(arg, "--results") == 0) {
-      a->results = v;
-    } else if (strcmp(arg, "--peers") == 0) {
-      a->peers_dir = v;
-    } else {
-      a->work_dir = v;
-    }
+}
+
+/* Option arg with its value v into *a (*systems_given: --systems was given). */
+static int parse_value(const char *arg, const char *v, llm_args *a, bool *systems_given) {
+  int64_t x = 0;
+  const bool zero_ok = strcmp(arg, "--warmup") == 0 || strcmp(arg, "--block-warmup") == 0;
+  bool numeric = zero_ok || strcmp(arg, "--rounds") == 0 || strcmp(arg, "--steps") == 0 ||
+                 strcmp(arg, "--streams") == 0 || strcmp(arg, "--identity-runs") == 0 ||
+                 strcmp(arg, "--processes") == 0;
+  if (numeric) {
+    int64_t min = zero_ok ? 0 : 1;
+    if (!mx_cli_parse_int(v, &x) || x < min || x > 1000000)
+      return mx_cli_usage_error(CMD, "%s needs a whole number >= %lld, not '%s'", arg, (long long)min, v);
   }
+  if (strcmp(arg, "--configs") == 0) {
+    if (!parse_names(v, config_names, N_CONFIGS, a->configs))
+      return mx_cli_usage_error(CMD, "--configs takes tiny, small or tiny,small, not '%s'", v);
+  } else if (strcmp(arg, "--past") == 0) {
+    if (!parse_list(v, a->past, MAX_PAST, &a->n_past))
+      return mx_cli_usage_error(CMD, "--past takes up to %d lengths 0..100000 separated by commas, not '%s'",
+                                MAX_PAST, v);
+  } else if (strcmp(arg, "--systems") == 0) {
+    *systems_given = true;
+    if (!parse_names(v, sys_names, SYS_COUNT, a->systems))
+      return mx_cli_usage_error(CMD, "--systems takes hybrid, dynamic, reference, ort, control separated by commas, not '%s'",
+                                v);
+  } else if (strcmp(arg, "--rounds") == 0) {
+    a->rounds = x;
+  } else if (strcmp(arg, "--min-time") == 0) {
+    char *end = NULL;
+    errno = 0;
+    double t = strtod(v, &end);
+    if (errno || end == v || *end || !(t >= 0.0 && t <= 3600.0))
+      return mx_cli_usage_error(CMD, "--min-time needs seconds from 0 to 3600, not '%s'", v);
+    a->min_time = t;
+  } else if (strcmp(arg, "--steps") == 0) {
+    a->steps = x;
+  } else if (strcmp(arg, "--warmup") == 0) {
+    a->warmup = x;
+  } else if (strcmp(arg, "--block-warmup") == 0) {
+    a->block_warmup = x;
+  } else if (strcmp(arg, "--identity-runs") == 0) {
+    a->identity_runs = x;
+  } else if (strcmp(arg, "--streams") == 0) {
+    if (x > 64) return mx_cli_usage_error(CMD, "--streams must be 1..64");
+    a->streams = x;
+  } else if (strcmp(arg, "--device") == 0) {
+    if (!mx_cli_parse_device(v, &a->device)) return mx_cli_usage_error(CMD, "unknown device '%s' (cpu or inline)", v);
+  } else if (strcmp(arg, "--executor") == 0) {
+    if (!mx_cli_parse_executor(v, &a->executor))
+      return mx_cli_usage_error(CMD, "unknown executor '%s' (sequential, topological or multi-thread)", v);
+  } else if (strcmp(arg, "--mode") == 0) {
+    if (strcmp(v, "fixed") != 0 && strcmp(v, "decode") != 0)
+      return mx_cli_usage_error(CMD, "--mode takes fixed or decode, not '%s'", v);
+    a->decode = v[0] == 'd';
+  } else if (strcmp(arg, "--io") == 0) {
+    if (strcmp(v, "host") != 0 && strcmp(v, "device") != 0)
+      return mx_cli_usage_error(CMD, "--io takes host or device, not '%s'", v);
+    a->device_io = v[0] == 'd';
+  } else if (strcmp(arg, "--node") == 0) {
+    a->node = v;
+  } else if (strcmp(arg, "--table") == 0) {
+    a->table = v;
+  } else if (strcmp(arg, "--processes") == 0) {
+    if (x > 100) return mx_cli_usage_error(CMD, "--processes must be 1..100");
+    a->processes = x;
+  } else if (strcmp(arg, "--results") == 0) {
+    a->results = v;
+  } else if (strcmp(arg, "--peers") == 0) {
+    a->peers_dir = v;
+  } else {
+    a->work_dir = v;
+  }
+  return MX_EXIT_OK;
+}
+
+/* The choices that make no sense together, or that the models cannot run. */
+static int check_choices(llm_args *a, bool systems_given) {
   if (a->skip_kernels) {
     /* Only the mixrt sessions run on the device; their outputs are not computed, so nothing is
      * compared and no step may depend on a previous one's values. */
@@ -257,6 +242,38 @@ int mx__llm_parse_args(int argc, char **argv, llm_args *a) {
                                 (long long)cfg.max_pos);
   }
   return MX_EXIT_OK;
+}
+
+int mx__llm_parse_args(int argc, char **argv, llm_args *a) {
+  set_defaults(a);
+  bool systems_given = false;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--no-ort") == 0) {
+      a->no_ort = true;
+      continue;
+    }
+    if (strcmp(arg, "--skip-kernels") == 0) {
+      a->skip_kernels = true;
+      continue;
+    }
+    if (strcmp(arg, "--no-huge-pages") == 0) {
+      a->no_huge_pages = true;
+      continue;
+    }
+    static const char *const valued[] = {"--configs",  "--past",     "--rounds",        "--min-time", "--steps",
+                                         "--warmup",   "--block-warmup", "--systems",   "--device",   "--streams",
+                                         "--executor", "--io",       "--mode",          "--node",     "--peers",
+                                         "--work-dir", "--identity-runs", "--table", "--processes", "--results"};
+    size_t k = 0;
+    while (k < sizeof valued / sizeof valued[0] && strcmp(arg, valued[k]) != 0) k++;
+    if (k == sizeof valued / sizeof valued[0]) return mx_cli_usage_error(CMD, "unknown option '%s'", arg);
+    const char *v = mx_cli_option_value(CMD, argc, argv, &i);
+    if (!v) return MX_EXIT_USAGE;
+    int rc = parse_value(arg, v, a, &systems_given);
+    if (rc != MX_EXIT_OK) return rc;
+  }
+  return check_choices(a, systems_given);
 }
 
 const char *mx__llm_no_ort_reason(const llm_args *a) {
