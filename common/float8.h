@@ -73,16 +73,17 @@ static inline uint8_t mx__f8_encode(const mx__f8_format *f, double v, bool satur
   double a = fabs(v);
   int emin = 1 - f->bias; /* exponent of the smallest normal */
   int code;
-  if (isinf(a)) {
+  int e = 0;
+  if (a != 0.0 && !isinf(a)) {
+    (void)frexp(a, &e);
+    e -= 1; /* a = 1.m * 2^e */
+  }
+  if (isinf(a) || e > 32) { /* 2^32 is far beyond every format's largest value */
     code = f->max_code + 1;
   } else if (a == 0.0) {
     code = 0;
   } else {
-    int e;
-    (void)frexp(a, &e);
-    e -= 1; /* a = 1.m * 2^e */
     if (e < emin) e = emin;
-    if (e > 64) e = 64; /* far beyond every format: overflow below */
     /* mantissa counted in steps of the binade's spacing; its parity is the code's */
     double r = rint(ldexp(a, f->man_bits - e));
     code = ((e - emin) << f->man_bits) + (int)r;

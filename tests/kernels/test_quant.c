@@ -33,6 +33,8 @@ Test(narrow_types, e4m3fn_values_and_rounding) {
   cr_expect(isnan(dec(MX_FLOAT8E4M3FN, enc(MX_FLOAT8E4M3FN, 500.0, false))));
   cr_expect_eq(enc(MX_FLOAT8E4M3FN, 500.0, true), 0x7E);
   cr_expect_eq(enc(MX_FLOAT8E4M3FN, INFINITY, true), 0x7E);
+  cr_expect_eq(enc(MX_FLOAT8E4M3FN, -1e300, true), 0xFE);
+  cr_expect_eq(enc(MX_FLOAT8E4M3FN, 1e-300, true), 0x00);
   cr_expect(isnan(dec(MX_FLOAT8E4M3FN, enc(MX_FLOAT8E4M3FN, NAN, true))));
   cr_expect_float_eq(dec(MX_FLOAT8E4M3FN, 0x7E), 448.0f, 0.0f);
   cr_expect(signbit(dec(MX_FLOAT8E4M3FN, 0x80)));
