@@ -39,8 +39,11 @@ static mx_status random_run(mx_kernel_call *call) {
   int64_t n = mx__ktensor_numel(y);
   switch (p->kind) {
     case MX_RANDOM_UNIFORM:
-      for (int64_t i = 0; i < n; i++)
+      for (int64_t i = 0; i < n; i++) {
         mx__kset_f64(y->data, y->dtype, i, (double)p->a + ((double)p->b - (double)p->a) * uniform01(p->seed, (uint64_t)i));
+        /* Rounding to a narrow type can reach high itself; the range is [low, high). */
+        if (p->b > p->a && mx__kget_f64(y->data, y->dtype, i) >= (double)p->b) mx__kset_f64(y->data, y->dtype, i, p->a);
+      }
       return MX_OK;
     case MX_RANDOM_NORMAL:
       for (int64_t i = 0; i < n; i++)
