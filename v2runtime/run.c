@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/grow.h"
+#include "mixrt/reference.h"
 #include "v2runtime/session-impl.h"
 
 #define enter mx__session_enter
@@ -54,9 +55,9 @@ static mx_status match(mx_session *s, const mx_value_id *ids, size_t n_model, mx
     /* Callers usually pass tensors in the model's order: try that position first (the same
      * pointer when the names come from the model itself). */
     const char *own = i < n_model ? root->values[ids[i]].name : NULL;
-    size_t k = own && (own == given[i].name || strcmp(own, given[i].name) == 0) ? i : 0;
-    if (k != i)
-      while (k < n_model && strcmp(root->values[ids[k]].name, given[i].name) != 0) k++;
+    size_t k = own && (own == given[i].name || strcmp(own, given[i].name) == 0) ? i : n_model;
+    if (k == n_model)
+      for (k = 0; k < n_model && strcmp(root->values[ids[k]].name, given[i].name) != 0;) k++;
     if (k == n_model) return mx__fail(&s->err, MX_ERR_NOT_FOUND, "the model has no %s named '%s'", what, given[i].name);
     if (slots[k]) return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "%s '%s' is given twice", what, given[i].name);
     slots[k] = &given[i];
@@ -154,6 +155,56 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   t->output_copies = copies;
 }
 
+/* A step of an interpreted program (control flow, sequences): the reference interpreter runs the
+ * root graph on host copies of the inputs; outputs go into the caller's buffers when given (the
+ * same dtype and size), else into host tensors the caller then owns. */
+static mx_status run_interpreted(mx_session *s, mx_program *p, mx_step *step) {
+  const mx_graph *root = p->root;
+  size_t ni = root->n_inputs, no = root->n_outputs;
+  mx_tensor *ins = calloc(ni ? ni : 1, sizeof *ins), *outs = calloc(no ? no : 1, sizeof *outs);
+  mx_status st = MX_OK;
+  if (!ins || !outs) {
+    st = mx__fail(&s->err, MX_ERR_OUT_OF_MEMORY, "out of host memory starting a step");
+    goto done;
+  }
+  for (size_t i = 0; i < ni; i++) {
+    ins[i] = *step->inputs[i];
+    ins[i].name = NULL;
+    if (ins[i].placement != MX_HOST) {
+      st = mx__fail(&s->err, MX_ERR_UNSUPPORTED, "input '%s': a model with control flow takes host inputs",
+                    root->values[root->inputs[i]].name);
+      goto done;
+    }
+  }
+  st = mx_reference_run(p->root, ins, ni, outs, no, &s->err);
+  if (st != MX_OK) goto done;
+  for (size_t k = 0; k < no && st == MX_OK; k++) {
+    mx_tensor *o = step->out_by_graph[k];
+    const char *name = root->values[root->outputs[k]].name;
+    if (!o->data) {
+      *o = outs[k];
+      o->name = name;
+      memset(&outs[k], 0, sizeof outs[k]);
+      continue;
+    }
+    size_t have = 0, want = 0;
+    if (o->dtype != outs[k].dtype || !mx_tensor_nbytes(o, &have) || !mx_tensor_nbytes(&outs[k], &want) || have != want)
+      st = mx__fail(&s->err, MX_ERR_SHAPE, "output '%s': the caller's buffer does not fit the result", name);
+    else if (o->placement != MX_HOST)
+      st = mx__fail(&s->err, MX_ERR_UNSUPPORTED, "output '%s': a model with control flow writes host buffers", name);
+    else {
+      memcpy(o->data, outs[k].data, want);
+      o->rank = outs[k].rank;
+      memcpy(o->dims, outs[k].dims, sizeof o->dims);
+    }
+  }
+done:
+  for (size_t k = 0; outs && k < no; k++) mx_tensor_release(&outs[k]);
+  free(outs);
+  free(ins);
+  return st;
+}
+
 /* One step, synchronous or asynchronous (the caller's stream, callback and user data). */
 static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                           size_t n_outputs, bool async, mx_stream *stream, mx_run_callback cb, void *user) {
@@ -198,6 +249,13 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
                     "output '%s': asynchronous runs write into caller buffers (set data, dtype and dims)", name);
       goto out;
     }
+  }
+  if (p->interpreted) {
+    st = async ? mx__fail(&s->err, MX_ERR_UNSUPPORTED,
+                          "asynchronous runs of a model with control flow or sequences are not supported")
+               : run_interpreted(s, p, step);
+    if (st == MX_OK) account(s, step, mx__now_ns() - t0);
+    goto out;
   }
   mx_async_step *slot = NULL;
   if (async) {
