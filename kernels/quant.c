@@ -119,6 +119,21 @@ static mx_status run_quantize(mx_kernel_call *c) {
     c->why = "QuantizeLinear: unsupported output dtype";
     return MX_ERR_UNSUPPORTED;
   }
+  if (m.mode == 0 && !f64 && x->dtype == MX_FLOAT32 && s->dtype == MX_FLOAT32 &&
+      (y->dtype == MX_UINT8 || y->dtype == MX_INT8)) { /* the common case, without per-element dispatch */
+    const float *restrict xs = x->data;
+    float sv = *(const float *)s->data, zv = zp ? (float)q_value(zp->data, zp->dtype, 0) : 0.0f;
+    float flo = (float)lo, fhi = (float)hi;
+    for (int64_t i = 0; i < n; i++) {
+      float r = rintf(xs[i] / sv) + zv;
+      r = !(r == r) ? 0.0f : r < flo ? flo : r > fhi ? fhi : r;
+      if (y->dtype == MX_UINT8)
+        ((uint8_t *)y->data)[i] = (uint8_t)r;
+      else
+        ((int8_t *)y->data)[i] = (int8_t)r;
+    }
+    return MX_OK;
+  }
   for (int64_t i = 0; i < n; i++) {
     int64_t k = qmap_index(&m, i);
     double xv = mx__kget_f64(x->data, x->dtype, i), sv = mx__kget_f64(s->data, s->dtype, k);
@@ -155,6 +170,16 @@ static mx_status run_dequantize(mx_kernel_call *c) {
   mx_status st = qmap_make(c, p, x, s, &m);
   if (st != MX_OK || n == 0) return st;
   bool f64 = use_f64(p, s->dtype) || y->dtype == MX_FLOAT64;
+  if (m.mode == 0 && !f64 && y->dtype == MX_FLOAT32 && s->dtype == MX_FLOAT32 &&
+      (x->dtype == MX_UINT8 || x->dtype == MX_INT8)) { /* the common case, without per-element dispatch */
+    float sv = *(const float *)s->data, zv = zp ? (float)q_value(zp->data, zp->dtype, 0) : 0.0f;
+    float *restrict ys = y->data;
+    if (x->dtype == MX_UINT8)
+      for (int64_t i = 0; i < n; i++) ys[i] = ((float)((const uint8_t *)x->data)[i] - zv) * sv;
+    else
+      for (int64_t i = 0; i < n; i++) ys[i] = ((float)((const int8_t *)x->data)[i] - zv) * sv;
+    return MX_OK;
+  }
   for (int64_t i = 0; i < n; i++) {
     int64_t k = qmap_index(&m, i);
     double d = q_value(x->data, x->dtype, i) - (zp ? q_value(zp->data, zp->dtype, k) : 0.0);
