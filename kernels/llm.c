@@ -148,8 +148,10 @@ static mx_status la_run(mx_kernel_call *call) {
       const int64_t row = b * d.t + t;
       for (int64_t h = 0; h < d.hkv; h++) {
         float *s = state + (b * d.hkv + h) * dk * dv;
-        for (int64_t i = 0; i < dk; i++) kt[i] = (float)mx__kget_f64(k->data, k->dtype, (row * d.hkv + h) * dk + i);
-        for (int64_t j = 0; j < dv; j++) vt[j] = (float)mx__kget_f64(v->data, v->dtype, (row * d.hkv + h) * dv + j);
+        for (int64_t i = 0; i < dk; i++)
+          kt[i] = (float)mx__kget_f64(k->data, k->dtype, (row * d.hkv + h) * dk + i);
+        for (int64_t j = 0; j < dv; j++)
+          vt[j] = (float)mx__kget_f64(v->data, v->dtype, (row * d.hkv + h) * dv + j);
         if (gated) {
           /* Decay in log space, per d_k row of the state (or one value per head). */
           for (int64_t i = 0; i < dk; i++) {
@@ -174,7 +176,8 @@ static mx_status la_run(mx_kernel_call *call) {
         /* The query heads of this group read the updated state. */
         for (int64_t gq = 0; gq < group; gq++) {
           int64_t hq = h * group + gq;
-          for (int64_t i = 0; i < dk; i++) qt[i] = (float)mx__kget_f64(q->data, q->dtype, (row * d.hq + hq) * dk + i);
+          for (int64_t i = 0; i < dk; i++)
+            qt[i] = (float)mx__kget_f64(q->data, q->dtype, (row * d.hq + hq) * dk + i);
           for (int64_t j = 0; j < dv; j++) {
             float acc = 0.0f;
             for (int64_t i = 0; i < dk; i++) acc += qt[i] * s[i * dv + j];
@@ -226,18 +229,20 @@ static mx_status flex_run(mx_kernel_call *call) {
   const mx_ktensor *q = &call->t[0], *k = &call->t[1], *v = &call->t[2];
   mx_ktensor *y = mx__kout(call, 0);
   const double scale = p->has_scale ? (double)p->scale : 1.0 / sqrt((double)d.e);
-  double *qb = call->workspace, *kb = qb + d.l * d.e, *vb = kb + d.s * d.e, *sc = vb + d.s * d.ev, *yb = sc + d.l * d.s;
+  double *qb = call->workspace, *kb = qb + d.l * d.e, *vb = kb + d.s * d.e, *sc = vb + d.s * d.ev,
+         *yb = sc + d.l * d.s;
   const int64_t group = d.hq / d.hkv;
   for (int64_t b = 0; b < d.b; b++)
     for (int64_t h = 0; h < d.hq; h++) {
       int64_t kvh = h / group;
-      int64_t qo = (b * d.hq + h) * d.l * d.e, ko = (b * d.hkv + kvh) * d.s * d.e, vo = (b * d.hkv + kvh) * d.s * d.ev;
+      int64_t qo = (b * d.hq + h) * d.l * d.e, ko = (b * d.hkv + kvh) * d.s * d.e,
+              vo = (b * d.hkv + kvh) * d.s * d.ev;
       for (int64_t i = 0; i < d.l * d.e; i++) qb[i] = mx__kget_f64(q->data, q->dtype, qo + i);
       for (int64_t i = 0; i < d.s * d.e; i++) kb[i] = mx__kget_f64(k->data, k->dtype, ko + i);
       for (int64_t i = 0; i < d.s * d.ev; i++) vb[i] = mx__kget_f64(v->data, v->dtype, vo + i);
       if (d.l > 0 && d.s > 0 && d.e > 0)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)d.l, (int)d.s, (int)d.e, scale, qb, (int)d.e, kb,
-                    (int)d.e, 0.0, sc, (int)d.s);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)d.l, (int)d.s, (int)d.e, scale, qb,
+                    (int)d.e, kb, (int)d.e, 0.0, sc, (int)d.s);
       else
         memset(sc, 0, (size_t)(d.l * d.s) * sizeof(double));
       for (int64_t i = 0; i < d.l; i++) {
@@ -247,8 +252,8 @@ static mx_status flex_run(mx_kernel_call *call) {
         for (int64_t j = 0; j < d.s; j++) row[j] /= sum;
       }
       if (d.l > 0 && d.ev > 0 && d.s > 0)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d.l, (int)d.ev, (int)d.s, 1.0, sc, (int)d.s, vb,
-                    (int)d.ev, 0.0, yb, (int)d.ev);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d.l, (int)d.ev, (int)d.s, 1.0, sc,
+                    (int)d.s, vb, (int)d.ev, 0.0, yb, (int)d.ev);
       else
         memset(yb, 0, (size_t)(d.l * d.ev) * sizeof(double));
       int64_t yo = (b * d.hq + h) * d.l * d.ev;
@@ -271,7 +276,8 @@ static mx_status causal_conv_run(mx_kernel_call *call) {
   }
   const int64_t nb = x->dims[0], nc = x->dims[1], len = x->dims[2], kk = w->dims[2], keep = kk - 1;
   if (w->dims[0] != nc || w->dims[1] != 1 || kk < 1 || (bias && mx__ktensor_numel(bias) != nc) ||
-      (past && mx__ktensor_numel(past) != nb * nc * keep) || (present && mx__ktensor_numel(present) != nb * nc * keep)) {
+      (past && mx__ktensor_numel(past) != nb * nc * keep) ||
+      (present && mx__ktensor_numel(present) != nb * nc * keep)) {
     call->why = "CausalConvWithState: weight, bias or state do not match the input";
     return MX_ERR_KERNEL;
   }
@@ -279,9 +285,9 @@ static mx_status causal_conv_run(mx_kernel_call *call) {
     for (int64_t c = 0; c < nc; c++) {
       const int64_t xo = (b * nc + c) * len, so = (b * nc + c) * keep;
       /* Position p of the virtual input: the carried state, then this call's input. */
-#define PADDED(pos)                                                                            \
-  ((pos) < keep ? (past ? mx__kget_f64(past->data, past->dtype, so + (pos)) : 0.0)            \
-                : mx__kget_f64(x->data, x->dtype, xo + (pos) - keep))
+#define PADDED(pos)                                                                \
+  ((pos) < keep ? (past ? mx__kget_f64(past->data, past->dtype, so + (pos)) : 0.0) \
+                : mx__kget_f64(x->data, x->dtype, xo + (pos)-keep))
       double bc = bias ? mx__kget_f64(bias->data, bias->dtype, c) : 0.0;
       for (int64_t t = 0; t < len; t++) {
         double acc = bc;
@@ -289,7 +295,8 @@ static mx_status causal_conv_run(mx_kernel_call *call) {
         mx__kset_f64(y->data, y->dtype, xo + t, p->silu ? silu(acc) : acc);
       }
       if (present)
-        for (int64_t j = 0; j < keep; j++) mx__kset_f64(present->data, present->dtype, so + j, PADDED(len + j));
+        for (int64_t j = 0; j < keep; j++)
+          mx__kset_f64(present->data, present->dtype, so + j, PADDED(len + j));
 #undef PADDED
     }
   return MX_OK;

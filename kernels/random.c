@@ -40,9 +40,11 @@ static mx_status random_run(mx_kernel_call *call) {
   switch (p->kind) {
     case MX_RANDOM_UNIFORM:
       for (int64_t i = 0; i < n; i++) {
-        mx__kset_f64(y->data, y->dtype, i, (double)p->a + ((double)p->b - (double)p->a) * uniform01(p->seed, (uint64_t)i));
+        mx__kset_f64(y->data, y->dtype, i,
+                     (double)p->a + ((double)p->b - (double)p->a) * uniform01(p->seed, (uint64_t)i));
         /* Rounding to a narrow type can reach high itself; the range is [low, high). */
-        if (p->b > p->a && mx__kget_f64(y->data, y->dtype, i) >= (double)p->b) mx__kset_f64(y->data, y->dtype, i, p->a);
+        if (p->b > p->a && mx__kget_f64(y->data, y->dtype, i) >= (double)p->b)
+          mx__kset_f64(y->data, y->dtype, i, p->a);
       }
       return MX_OK;
     case MX_RANDOM_NORMAL:
@@ -61,12 +63,12 @@ static mx_status random_run(mx_kernel_call *call) {
       }
       return MX_OK;
     }
-    default:
-      break;
+    default: break;
   }
   /* Multinomial: each row of x holds unnormalized log-probabilities of its classes. */
   const mx_ktensor *x = &call->t[0];
-  if (x->rank != 2 || y->rank != 2 || y->dims[0] != x->dims[0] || y->dims[1] != p->sample_size || x->dims[1] < 1) {
+  if (x->rank != 2 || y->rank != 2 || y->dims[0] != x->dims[0] || y->dims[1] != p->sample_size ||
+      x->dims[1] < 1) {
     call->why = "Multinomial: the input must be [batch, classes] and the output [batch, sample_size]";
     return MX_ERR_KERNEL;
   }

@@ -75,7 +75,9 @@ static mx_status rnn_make_dims(const mx_kernel_call *call, rnn_dims *d, const ch
 
 /* The compute type: double for float64 layers, float32 for the others. */
 static bool compute_f64(const mx_kernel_call *call) { return call->t[IN_X].dtype == MX_FLOAT64; }
-static size_t elem_size(const mx_kernel_call *call) { return compute_f64(call) ? sizeof(double) : sizeof(float); }
+static size_t elem_size(const mx_kernel_call *call) {
+  return compute_f64(call) ? sizeof(double) : sizeof(float);
+}
 
 /* Bytes of a compute-type copy of tensor t when its own data cannot be used as it is. */
 static size_t copy_bytes(const mx_kernel_call *call, const mx_ktensor *t) {
@@ -125,8 +127,8 @@ static const void *in_real(mx_kernel_call *call, uint32_t i, char **cur) {
   if (!compute_f64(call) && (t->dtype == MX_FLOAT16 || t->dtype == MX_BFLOAT16))
     mx__khalf_to_f32(t->data, t->dtype, dst, n);
   else
-    for (int64_t k = 0; k < n; k++) mx__kset_f64(dst, compute_f64(call) ? MX_FLOAT64 : MX_FLOAT32, k,
-                                                 mx__kget_f64(t->data, t->dtype, k));
+    for (int64_t k = 0; k < n; k++)
+      mx__kset_f64(dst, compute_f64(call) ? MX_FLOAT64 : MX_FLOAT32, k, mx__kget_f64(t->data, t->dtype, k));
   return dst;
 }
 
@@ -209,11 +211,11 @@ typedef struct rnn_run {
   const void *x, *w, *r, *b, *h0, *c0, *peep;
   const int32_t *seq_lens;
   void *y, *yh, *yc;
-  void *xw;       /* [seq * batch, gates * hidden] input projections plus biases */
-  void *hr;       /* [batch, gates * hidden] hidden projections of one step */
-  void *h, *c;    /* [batch, hidden] states */
-  void *tmp;      /* [batch, hidden] GRU: r * H_prev */
-  void *tmp2;     /* [batch, hidden] GRU: its projection */
+  void *xw;    /* [seq * batch, gates * hidden] input projections plus biases */
+  void *hr;    /* [batch, gates * hidden] hidden projections of one step */
+  void *h, *c; /* [batch, hidden] states */
+  void *tmp;   /* [batch, hidden] GRU: r * H_prev */
+  void *tmp2;  /* [batch, hidden] GRU: its projection */
 } rnn_run;
 
 static inline double ld(const rnn_run *k, const void *p, int64_t i) {
@@ -230,12 +232,13 @@ static inline void *at(const rnn_run *k, const void *p, int64_t i) {
 }
 static inline double act(const rnn_run *k, const act_fn *a, double x) {
   if (k->p->has_clip) x = x < -k->p->clip ? -k->p->clip : x > k->p->clip ? k->p->clip : x;
-  return k->f64 ? act_f64(a->code, a->alpha, a->beta, x) : (double)act_f32(a->code, a->alpha, a->beta, (float)x);
+  return k->f64 ? act_f64(a->code, a->alpha, a->beta, x)
+                : (double)act_f32(a->code, a->alpha, a->beta, (float)x);
 }
 
 /* C[M, N] = A[M, K] * B[N, K]^T (row-major, leading dims given). */
-static void gemm_nt(const rnn_run *k, int64_t m, int64_t n, int64_t kk, const void *a, int64_t lda, const void *b,
-                    int64_t ldb, void *c, int64_t ldc) {
+static void gemm_nt(const rnn_run *k, int64_t m, int64_t n, int64_t kk, const void *a, int64_t lda,
+                    const void *b, int64_t ldb, void *c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   if (kk <= 0) {
     for (int64_t i = 0; i < m; i++)
@@ -243,11 +246,11 @@ static void gemm_nt(const rnn_run *k, int64_t m, int64_t n, int64_t kk, const vo
     return;
   }
   if (k->f64)
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0, a, (int)lda, b, (int)ldb, 0.0, c,
-                (int)ldc);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0, a, (int)lda, b,
+                (int)ldb, 0.0, c, (int)ldc);
   else
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0f, a, (int)lda, b, (int)ldb, 0.0f,
-                c, (int)ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)kk, 1.0f, a, (int)lda, b,
+                (int)ldb, 0.0f, c, (int)ldc);
 }
 
 /* Row of X (and of xw) holding time step t of batch row b. */
@@ -292,7 +295,8 @@ static void run_direction(rnn_run *k, int64_t dir, bool reverse) {
   if (wb)
     for (int64_t i = 0; i < rows; i++)
       for (int64_t j = 0; j < GH; j++)
-        st(k, k->xw, i * GH + j, ld(k, k->xw, i * GH + j) + ld(k, wb, j) + (lbr && j >= 2 * H ? 0.0 : ld(k, rb, j)));
+        st(k, k->xw, i * GH + j,
+           ld(k, k->xw, i * GH + j) + ld(k, wb, j) + (lbr && j >= 2 * H ? 0.0 : ld(k, rb, j)));
 
   for (int64_t b = 0; b < B; b++) {
     int64_t so = state_off(k, dir, b);
@@ -348,16 +352,19 @@ static void run_direction(rnn_run *k, int64_t dir, bool reverse) {
         for (int64_t j = 0; j < H; j++) {
           double cp = ld(k, k->c, so + j);
           double it = act(k, &f, XW(j) + HR(j) + (peep ? ld(k, peep, j) * cp : 0.0));
-          double ft = p->input_forget ? 1.0 - it
-                                      : act(k, &f, XW(2 * H + j) + HR(2 * H + j) + (peep ? ld(k, peep, 2 * H + j) * cp : 0.0));
+          double ft =
+              p->input_forget
+                  ? 1.0 - it
+                  : act(k, &f, XW(2 * H + j) + HR(2 * H + j) + (peep ? ld(k, peep, 2 * H + j) * cp : 0.0));
           double ct = act(k, &g, XW(3 * H + j) + HR(3 * H + j));
           double cn = ft * cp + it * ct;
           double ot = act(k, &f, XW(H + j) + HR(H + j) + (peep ? ld(k, peep, H + j) * cn : 0.0));
           st(k, k->c, so + j, cn);
           /* h() sees the stored cell state (rounded to the compute type), not clipped. */
           double cs = ld(k, k->c, so + j);
-          st(k, k->h, so + j, ot * (k->f64 ? act_f64(hf.code, hf.alpha, hf.beta, cs)
-                                           : (double)act_f32(hf.code, hf.alpha, hf.beta, (float)cs)));
+          st(k, k->h, so + j,
+             ot * (k->f64 ? act_f64(hf.code, hf.alpha, hf.beta, cs)
+                          : (double)act_f32(hf.code, hf.alpha, hf.beta, (float)cs)));
         }
       }
 #undef XW
@@ -423,5 +430,8 @@ static const mx_kernel_def k_lstm = {
     .op = "LSTM", .dtypes = MX_KDT_FLOATS, .key = 0, .run = rnn_exec, .workspace = rnn_workspace};
 
 const mx_kernel_def *const mx__kernels_rnn[] = {
-    &k_rnn, &k_gru, &k_lstm, NULL,
+    &k_rnn,
+    &k_gru,
+    &k_lstm,
+    NULL,
 };

@@ -37,7 +37,8 @@ static bool scalar_i64(const mx_kernel_call *call, uint32_t i, int64_t *v) {
 
 /* In-place radix-2 FFT of length m (a power of two) with twiddles tw (exp(-2 pi i k / m));
  * sgn -1 conjugates them (the inverse, unscaled). */
-static void fft_pow2(double *re, double *im, int64_t m, const double *tw_re, const double *tw_im, double sgn) {
+static void fft_pow2(double *re, double *im, int64_t m, const double *tw_re, const double *tw_im,
+                     double sgn) {
   for (int64_t i = 1, j = 0; i < m; i++) {
     int64_t bit = m >> 1;
     for (; j & bit; bit >>= 1) j ^= bit;
@@ -68,7 +69,7 @@ typedef enum { FFT_POW2, FFT_DIRECT, FFT_BLUESTEIN } fft_mode;
 
 /* Scratch and tables for transforms of one length n in one direction. */
 typedef struct fft_plan {
-  int64_t n, m;          /* m: the transform length actually run (n, or Bluestein's power of two) */
+  int64_t n, m; /* m: the transform length actually run (n, or Bluestein's power of two) */
   fft_mode mode;
   bool inverse;
   double *re, *im;       /* input line (n); the pow2 result in place */
@@ -205,7 +206,7 @@ static void fft_run(fft_plan *f, const double **out_re, const double **out_im) {
 typedef struct dft_geom {
   int32_t axis;
   int64_t outer, inner, len_in, len_out, c_in, c_out, n;
-  bool real_out;  /* inverse of a one-sided spectrum */
+  bool real_out; /* inverse of a one-sided spectrum */
 } dft_geom;
 
 static mx_status dft_make_geom(const mx_kernel_call *call, dft_geom *g, const char **why) {
@@ -278,8 +279,9 @@ static mx_status dft_run(mx_kernel_call *call) {
   for (int64_t o = 0; o < g.outer; o++)
     for (int64_t i = 0; i < g.inner; i++) {
       /* Element k of the line along the axis, as a complex number. */
-#define X_AT(k, part) \
-  (g.c_in > (part) ? mx__kget_f64(x->data, x->dtype, ((o * g.len_in + (k)) * g.inner + i) * g.c_in + (part)) : 0.0)
+#define X_AT(k, part)                                                                                        \
+  (g.c_in > (part) ? mx__kget_f64(x->data, x->dtype, ((o * g.len_in + (k)) * g.inner + i) * g.c_in + (part)) \
+                   : 0.0)
       if (g.real_out) {
         /* Rebuild the full spectrum from its one-sided half: X[n - k] = conj(X[k]). */
         for (int64_t k = 0; k < n; k++) {
@@ -418,8 +420,10 @@ static mx_status mel_run(mx_kernel_call *call) {
   float lo = (float)mx__kget_f64(call->t[3].data, call->t[3].dtype, 0);
   float hi = (float)mx__kget_f64(call->t[4].data, call->t[4].dtype, 0);
   int64_t spec_bins = dft_len / 2 + 1;
-  if (mel_bins < 0 || dft_len <= 0 || rate <= 0 || y->rank != 2 || y->dims[0] != spec_bins || y->dims[1] != mel_bins) {
-    call->why = "MelWeightMatrix: bad num_mel_bins, dft_length or sample_rate, or an output shape that differs";
+  if (mel_bins < 0 || dft_len <= 0 || rate <= 0 || y->rank != 2 || y->dims[0] != spec_bins ||
+      y->dims[1] != mel_bins) {
+    call->why =
+        "MelWeightMatrix: bad num_mel_bins, dft_length or sample_rate, or an output shape that differs";
     return MX_ERR_KERNEL;
   }
   int64_t total = spec_bins * mel_bins;
@@ -458,13 +462,17 @@ static mx_status mel_run(mx_kernel_call *call) {
 
 #define OUT_NUMERIC (MX_KDT_FLOATS | MX_KDT_INTS)
 
-static const mx_kernel_def k_dft = {.op = "DFT", .dtypes = MX_KDT_FLOATS, .key = 0, .run = dft_run, .workspace = dft_workspace};
+static const mx_kernel_def k_dft = {
+    .op = "DFT", .dtypes = MX_KDT_FLOATS, .key = 0, .run = dft_run, .workspace = dft_workspace};
 static const mx_kernel_def k_stft = {
     .op = "STFT", .dtypes = MX_KDT_FLOATS, .key = 0, .run = stft_run, .workspace = stft_workspace};
 static const mx_kernel_def k_hann = {.op = "HannWindow", .dtypes = OUT_NUMERIC, .key = -1, .run = window_run};
-static const mx_kernel_def k_hamming = {.op = "HammingWindow", .dtypes = OUT_NUMERIC, .key = -1, .run = window_run};
-static const mx_kernel_def k_blackman = {.op = "BlackmanWindow", .dtypes = OUT_NUMERIC, .key = -1, .run = window_run};
-static const mx_kernel_def k_mel = {.op = "MelWeightMatrix", .dtypes = OUT_NUMERIC, .key = -1, .run = mel_run};
+static const mx_kernel_def k_hamming = {
+    .op = "HammingWindow", .dtypes = OUT_NUMERIC, .key = -1, .run = window_run};
+static const mx_kernel_def k_blackman = {
+    .op = "BlackmanWindow", .dtypes = OUT_NUMERIC, .key = -1, .run = window_run};
+static const mx_kernel_def k_mel = {
+    .op = "MelWeightMatrix", .dtypes = OUT_NUMERIC, .key = -1, .run = mel_run};
 
 const mx_kernel_def *const mx__kernels_signal[] = {
     &k_dft, &k_stft, &k_hann, &k_hamming, &k_blackman, &k_mel, NULL,

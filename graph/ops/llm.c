@@ -14,7 +14,8 @@
 
 static mx_status need_float(mx_infer_ctx *ctx, uint32_t i, const char *op) {
   if (mx_dtype_is_float(ctx->in[i].dtype)) return MX_OK;
-  return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s; %s takes float16, bfloat16, float32 or float64", i,
+  return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                        "input %u has dtype %s; %s takes float16, bfloat16, float32 or float64", i,
                         mx_dtype_name(ctx->in[i].dtype), op);
 }
 
@@ -38,8 +39,8 @@ static mx_status per_head(mx_infer_ctx *ctx, mx_dim hidden, int32_t heads, const
   *out = MX_DIM_UNKNOWN;
   if (mx_dim_is_unknown(hidden)) return MX_OK;
   if (mx_dim_is_concrete(hidden) && hidden % heads != 0)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s size %lld is not a multiple of %d heads", what, (long long)hidden,
-                          (int)heads);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s size %lld is not a multiple of %d heads", what,
+                          (long long)hidden, (int)heads);
   *out = mx_sym_div(ctx->syms, hidden, mx_sym_const(ctx->syms, heads));
   return MX_OK;
 }
@@ -68,7 +69,10 @@ static mx_status swiglu_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_swiglu = {
     .name = "SwiGLU",
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .flags = MX_OP_ELEMENTWISE,
     .attrs = swiglu_attrs,
     .params_size = sizeof(mx_swiglu_params),
@@ -94,8 +98,8 @@ static mx_status linatt_parse(const mx_parse_ctx *pc, void *params) {
   memset(p, 0, sizeof *p);
   int64_t qh = mx__parse_int(pc, "q_num_heads"), kvh = mx__parse_int(pc, "kv_num_heads");
   if (qh <= 0 || kvh <= 0 || qh > INT32_MAX || kvh > INT32_MAX || qh % kvh != 0)
-    return mx__parse_fail(pc, "q_num_heads %lld must be a positive multiple of kv_num_heads %lld", (long long)qh,
-                          (long long)kvh);
+    return mx__parse_fail(pc, "q_num_heads %lld must be a positive multiple of kv_num_heads %lld",
+                          (long long)qh, (long long)kvh);
   p->q_num_heads = (int32_t)qh;
   p->kv_num_heads = (int32_t)kvh;
   p->scale = mx__parse_float(pc, "scale");
@@ -110,8 +114,10 @@ static mx_status linatt_parse(const mx_parse_ctx *pc, void *params) {
     return mx__parse_fail(pc, "update_rule '%s' is not linear, gated, delta or gated_delta", rule);
   bool gated = p->update_rule == MX_LINATT_GATED || p->update_rule == MX_LINATT_GATED_DELTA;
   bool delta = p->update_rule == MX_LINATT_DELTA || p->update_rule == MX_LINATT_GATED_DELTA;
-  if (gated && pc->n_inputs <= LA_DECAY) return mx__parse_fail(pc, "update_rule '%s' needs input 4 (decay)", rule);
-  if (delta && pc->n_inputs <= LA_BETA) return mx__parse_fail(pc, "update_rule '%s' needs input 5 (beta)", rule);
+  if (gated && pc->n_inputs <= LA_DECAY)
+    return mx__parse_fail(pc, "update_rule '%s' needs input 4 (decay)", rule);
+  if (delta && pc->n_inputs <= LA_BETA)
+    return mx__parse_fail(pc, "update_rule '%s' needs input 5 (beta)", rule);
   return MX_OK;
 }
 
@@ -135,25 +141,30 @@ static mx_status linatt_infer(mx_infer_ctx *ctx) {
     if ((st = need_rank(ctx, i, i == LA_PAST ? 4 : 3, names[i])) != MX_OK) return st;
   mx_dim b = in_dim(ctx, LA_Q, 0), t = in_dim(ctx, LA_Q, 1), dk, dv, dk_from_k;
   if ((st = per_head(ctx, in_dim(ctx, LA_Q, 2), p->q_num_heads, "query hidden", &dk)) != MX_OK) return st;
-  if ((st = per_head(ctx, in_dim(ctx, LA_K, 2), p->kv_num_heads, "key hidden", &dk_from_k)) != MX_OK) return st;
+  if ((st = per_head(ctx, in_dim(ctx, LA_K, 2), p->kv_num_heads, "key hidden", &dk_from_k)) != MX_OK)
+    return st;
   if ((st = per_head(ctx, in_dim(ctx, LA_V, 2), p->kv_num_heads, "value hidden", &dv)) != MX_OK) return st;
-  if ((st = mx__check_same_dim(ctx, dk, dk_from_k, "LinearAttention head size of query and key")) != MX_OK) return st;
+  if ((st = mx__check_same_dim(ctx, dk, dk_from_k, "LinearAttention head size of query and key")) != MX_OK)
+    return st;
   if (mx_dim_is_unknown(dk)) dk = dk_from_k;
   for (uint32_t i = LA_K; i <= LA_BETA; i++) {
     if (i == LA_PAST) continue;
     if ((st = mx__check_same_dim(ctx, in_dim(ctx, i, 0), b, "LinearAttention batch")) != MX_OK) return st;
-    if ((st = mx__check_same_dim(ctx, in_dim(ctx, i, 1), t, "LinearAttention sequence length")) != MX_OK) return st;
+    if ((st = mx__check_same_dim(ctx, in_dim(ctx, i, 1), t, "LinearAttention sequence length")) != MX_OK)
+      return st;
   }
   if (mx__in_present(ctx, LA_PAST)) {
     mx_dim want[4] = {b, p->kv_num_heads, dk, dv};
     for (int32_t d = 0; d < 4; d++)
-      if ((st = mx__check_same_dim(ctx, in_dim(ctx, LA_PAST, d), want[d], "LinearAttention past_state")) != MX_OK)
+      if ((st = mx__check_same_dim(ctx, in_dim(ctx, LA_PAST, d), want[d], "LinearAttention past_state")) !=
+          MX_OK)
         return st;
   }
   mx_dim decay_last = in_dim(ctx, LA_DECAY, 2);
   if (mx_dim_is_concrete(decay_last) && decay_last != p->kv_num_heads && mx_dim_is_concrete(dk) &&
       decay_last != p->kv_num_heads * dk)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "decay has %lld values per step; it needs kv_num_heads or kv_num_heads * d_k",
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "decay has %lld values per step; it needs kv_num_heads or kv_num_heads * d_k",
                           (long long)decay_last);
   mx_dim beta_last = in_dim(ctx, LA_BETA, 2);
   if (mx_dim_is_concrete(beta_last) && beta_last != 1 && beta_last != p->kv_num_heads)
@@ -178,7 +189,10 @@ static mx_status linatt_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_linatt = {
     .name = "LinearAttention",
-    .min_inputs = 3, .max_inputs = 6, .min_outputs = 1, .max_outputs = 2,
+    .min_inputs = 3,
+    .max_inputs = 6,
+    .min_outputs = 1,
+    .max_outputs = 2,
     .attrs = linatt_attrs,
     .params_size = sizeof(mx_linear_attention_params),
     .parse = linatt_parse,
@@ -199,7 +213,8 @@ static mx_status flex_parse(const mx_parse_ctx *pc, void *params) {
   mx_flex_attention_params *p = params;
   memset(p, 0, sizeof *p);
   if (mx__parse_attr(pc, "score_mod") || mx__parse_attr(pc, "prob_mod"))
-    return mx__parse_fail(pc, "the score_mod / prob_mod subgraphs are not supported (mixrt kernels run no subgraph)");
+    return mx__parse_fail(
+        pc, "the score_mod / prob_mod subgraphs are not supported (mixrt kernels run no subgraph)");
   p->has_scale = mx__parse_attr(pc, "scale") != NULL;
   p->scale = mx__parse_float(pc, "scale");
   int64_t prec = mx__parse_int(pc, "softmax_precision");
@@ -217,12 +232,14 @@ static mx_status flex_infer(mx_infer_ctx *ctx) {
   for (uint32_t i = 0; i < 3 && st == MX_OK; i++) st = need_rank(ctx, i, 4, names[i]);
   if (st != MX_OK) return st;
   mx_dim hq = in_dim(ctx, 0, 1), hkv = in_dim(ctx, 1, 1);
-  if ((st = mx__check_same_dim(ctx, in_dim(ctx, 0, 3), in_dim(ctx, 1, 3), "FlexAttention head size of Q and K")) != MX_OK)
+  if ((st = mx__check_same_dim(ctx, in_dim(ctx, 0, 3), in_dim(ctx, 1, 3),
+                               "FlexAttention head size of Q and K")) != MX_OK)
     return st;
-  if ((st = mx__check_same_dim(ctx, in_dim(ctx, 1, 2), in_dim(ctx, 2, 2), "FlexAttention sequence length of K and V")) !=
-      MX_OK)
+  if ((st = mx__check_same_dim(ctx, in_dim(ctx, 1, 2), in_dim(ctx, 2, 2),
+                               "FlexAttention sequence length of K and V")) != MX_OK)
     return st;
-  if ((st = mx__check_same_dim(ctx, hkv, in_dim(ctx, 2, 1), "FlexAttention head count of K and V")) != MX_OK) return st;
+  if ((st = mx__check_same_dim(ctx, hkv, in_dim(ctx, 2, 1), "FlexAttention head count of K and V")) != MX_OK)
+    return st;
   if (mx_dim_is_concrete(hq) && mx_dim_is_concrete(hkv) && (hkv == 0 || hq % hkv != 0))
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "%lld query heads are not a multiple of %lld key/value heads",
                           (long long)hq, (long long)hkv);
@@ -239,7 +256,10 @@ static mx_status flex_infer(mx_infer_ctx *ctx) {
 static const mx_op_def op_flex = {
     .name = "FlexAttention",
     .domain = "ai.onnx.preview",
-    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = flex_attrs,
     .params_size = sizeof(mx_flex_attention_params),
     .parse = flex_parse,
@@ -278,16 +298,20 @@ static mx_status causal_conv_infer(mx_infer_ctx *ctx) {
   if (st != MX_OK) return st;
   mx_dim b = in_dim(ctx, 0, 0), c = in_dim(ctx, 0, 1), k = in_dim(ctx, 1, 2);
   mx_dim state_len = mx_dim_is_unknown(k) ? MX_DIM_UNKNOWN : mx_sym_sub(ctx->syms, k, 1);
-  if ((st = mx__check_same_dim(ctx, in_dim(ctx, 1, 0), c, "CausalConvWithState weight channels")) != MX_OK) return st;
+  if ((st = mx__check_same_dim(ctx, in_dim(ctx, 1, 0), c, "CausalConvWithState weight channels")) != MX_OK)
+    return st;
   mx_dim mid = in_dim(ctx, 1, 1);
   if (mx_dim_is_concrete(mid) && mid != 1)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "weight is [%lld, %lld, k]; a depthwise kernel is [channels, 1, k]",
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "weight is [%lld, %lld, k]; a depthwise kernel is [channels, 1, k]",
                           (long long)in_dim(ctx, 1, 0), (long long)mid);
   if (mx_dim_is_concrete(k) && k < 1) return mx__infer_fail(ctx, MX_ERR_SHAPE, "the kernel size is 0");
-  if ((st = mx__check_same_dim(ctx, in_dim(ctx, 2, 0), c, "CausalConvWithState bias channels")) != MX_OK) return st;
+  if ((st = mx__check_same_dim(ctx, in_dim(ctx, 2, 0), c, "CausalConvWithState bias channels")) != MX_OK)
+    return st;
   mx_dim want_state[3] = {b, c, state_len};
   for (int32_t d = 0; d < 3 && mx__in_present(ctx, 3); d++)
-    if ((st = mx__check_same_dim(ctx, in_dim(ctx, 3, d), want_state[d], "CausalConvWithState past_state")) != MX_OK)
+    if ((st = mx__check_same_dim(ctx, in_dim(ctx, 3, d), want_state[d], "CausalConvWithState past_state")) !=
+        MX_OK)
       return st;
   ctx->out[0].dtype = ctx->in[0].dtype;
   ctx->out[0].shape = ctx->in[0].shape;
@@ -301,7 +325,10 @@ static mx_status causal_conv_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_causal_conv = {
     .name = "CausalConvWithState",
-    .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 2,
+    .min_inputs = 2,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 2,
     .attrs = causal_conv_attrs,
     .params_size = sizeof(mx_causal_conv_params),
     .parse = causal_conv_parse,

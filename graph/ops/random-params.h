@@ -13,13 +13,13 @@
 enum { MX_RANDOM_UNIFORM = 0, MX_RANDOM_NORMAL = 1, MX_RANDOM_BERNOULLI = 2, MX_RANDOM_MULTINOMIAL = 3 };
 
 typedef struct mx_random_params {
-  int32_t kind;              /* MX_RANDOM_* */
-  int32_t dtype;             /* ONNX dtype code of the output; 0: the input's dtype */
-  uint64_t seed;             /* the seed attribute's bits, or a hash of the node name: every run of
+  int32_t kind;        /* MX_RANDOM_* */
+  int32_t dtype;       /* ONNX dtype code of the output; 0: the input's dtype */
+  uint64_t seed;       /* the seed attribute's bits, or a hash of the node name: every run of
                                 a node draws the same numbers */
-  float a, b;                /* uniform: low, high; normal: mean, scale */
-  int32_t sample_size;       /* Multinomial */
-  int32_t rank;              /* RandomUniform / RandomNormal: the shape attribute */
+  float a, b;          /* uniform: low, high; normal: mean, scale */
+  int32_t sample_size; /* Multinomial */
+  int32_t rank;        /* RandomUniform / RandomNormal: the shape attribute */
   int64_t shape[MX_MAX_RANK];
 } mx_random_params;
 

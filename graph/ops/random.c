@@ -106,7 +106,8 @@ static mx_status random_parse(const mx_parse_ctx *pc, void *params, int32_t kind
         dt != MX_INT32 && dt != MX_INT64)
       return mx__parse_fail(pc, "dtype %lld is not a numeric or bool type", (long long)dt);
   } else {
-    if (dt != MX_INT32 && dt != MX_INT64) return mx__parse_fail(pc, "dtype %lld is not int32 or int64", (long long)dt);
+    if (dt != MX_INT32 && dt != MX_INT64)
+      return mx__parse_fail(pc, "dtype %lld is not int32 or int64", (long long)dt);
     int64_t n = mx__parse_int(pc, "sample_size");
     if (n < 1 || n > INT32_MAX) return mx__parse_fail(pc, "sample_size %lld is not positive", (long long)n);
     p->sample_size = (int32_t)n;
@@ -115,8 +116,12 @@ static mx_status random_parse(const mx_parse_ctx *pc, void *params, int32_t kind
   return MX_OK;
 }
 
-static mx_status uniform_parse(const mx_parse_ctx *pc, void *p) { return random_parse(pc, p, MX_RANDOM_UNIFORM, false); }
-static mx_status normal_parse(const mx_parse_ctx *pc, void *p) { return random_parse(pc, p, MX_RANDOM_NORMAL, false); }
+static mx_status uniform_parse(const mx_parse_ctx *pc, void *p) {
+  return random_parse(pc, p, MX_RANDOM_UNIFORM, false);
+}
+static mx_status normal_parse(const mx_parse_ctx *pc, void *p) {
+  return random_parse(pc, p, MX_RANDOM_NORMAL, false);
+}
 static mx_status uniform_like_parse(const mx_parse_ctx *pc, void *p) {
   return random_parse(pc, p, MX_RANDOM_UNIFORM, true);
 }
@@ -140,13 +145,15 @@ static mx_status random_infer(mx_infer_ctx *ctx) {
   }
   mx_dtype in = ctx->in[0].dtype;
   if (p->kind == MX_RANDOM_BERNOULLI && !mx_dtype_is_float(in))
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; Bernoulli takes floating-point probabilities",
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "input 0 has dtype %s; Bernoulli takes floating-point probabilities",
                           mx_dtype_name(in));
   ctx->out[0].dtype = p->dtype ? (mx_dtype)p->dtype : in;
   ctx->out[0].shape = ctx->in[0].shape;
   if (p->kind == MX_RANDOM_UNIFORM || p->kind == MX_RANDOM_NORMAL) {
     if (!mx_dtype_is_float(ctx->out[0].dtype))
-      return mx__infer_fail(ctx, MX_ERR_DTYPE, "the output dtype would be %s; set dtype to a floating-point type",
+      return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                            "the output dtype would be %s; set dtype to a floating-point type",
                             mx_dtype_name(ctx->out[0].dtype));
   }
   return MX_OK;
@@ -155,11 +162,13 @@ static mx_status random_infer(mx_infer_ctx *ctx) {
 static mx_status multinomial_infer(mx_infer_ctx *ctx) {
   const mx_random_params *p = ctx->params;
   if (!mx_dtype_is_float(ctx->in[0].dtype))
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; Multinomial takes floating-point log-probabilities",
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "input 0 has dtype %s; Multinomial takes floating-point log-probabilities",
                           mx_dtype_name(ctx->in[0].dtype));
   const mx_shape *x = &ctx->in[0].shape;
   if (x->rank != MX_RANK_UNKNOWN && x->rank != 2)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; Multinomial takes [batch, classes]", (int)x->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; Multinomial takes [batch, classes]",
+                          (int)x->rank);
   ctx->out[0].dtype = (mx_dtype)p->dtype;
   ctx->out[0].shape.rank = 2;
   ctx->out[0].shape.dims[0] = x->rank == 2 ? x->dims[0] : MX_DIM_UNKNOWN;
@@ -167,10 +176,17 @@ static mx_status multinomial_infer(mx_infer_ctx *ctx) {
   return MX_OK;
 }
 
-#define RANDOM_OP(VAR, NAME, NIN, ATTRS, PARSE, INFER)                                             \
-  static const mx_op_def VAR = {                                                                   \
-      .name = NAME, .min_inputs = NIN, .max_inputs = NIN, .min_outputs = 1, .max_outputs = 1,      \
-      .attrs = ATTRS, .params_size = sizeof(mx_random_params), .parse = PARSE, .infer = INFER,     \
+#define RANDOM_OP(VAR, NAME, NIN, ATTRS, PARSE, INFER) \
+  static const mx_op_def VAR = {                       \
+      .name = NAME,                                    \
+      .min_inputs = NIN,                               \
+      .max_inputs = NIN,                               \
+      .min_outputs = 1,                                \
+      .max_outputs = 1,                                \
+      .attrs = ATTRS,                                  \
+      .params_size = sizeof(mx_random_params),         \
+      .parse = PARSE,                                  \
+      .infer = INFER,                                  \
   }
 RANDOM_OP(op_uniform, "RandomUniform", 0, uniform_attrs, uniform_parse, random_infer);
 RANDOM_OP(op_normal, "RandomNormal", 0, normal_attrs, normal_parse, random_infer);

@@ -31,16 +31,16 @@ enum {
 #define MX_RNN_MAX_ACTS 3
 
 typedef struct mx_rnn_params {
-  int32_t kind;                 /* MX_RNN_SIMPLE / GRU / LSTM */
-  int32_t direction;            /* MX_RNN_FORWARD / REVERSE / BIDIRECTIONAL */
-  int64_t hidden_size;          /* 0 when the attribute is absent (taken from R) */
-  int32_t layout;               /* 0: [seq, batch, ...]; 1: [batch, seq, ...] */
+  int32_t kind;        /* MX_RNN_SIMPLE / GRU / LSTM */
+  int32_t direction;   /* MX_RNN_FORWARD / REVERSE / BIDIRECTIONAL */
+  int64_t hidden_size; /* 0 when the attribute is absent (taken from R) */
+  int32_t layout;      /* 0: [seq, batch, ...]; 1: [batch, seq, ...] */
   int32_t has_clip;
-  float clip;                   /* gate pre-activations are clipped to [-clip, clip] */
-  int32_t input_forget;         /* LSTM: forget gate = 1 - input gate */
-  int32_t linear_before_reset;  /* GRU: reset gate applied after the hidden GEMM */
-  int32_t n_acts;               /* activations per direction (1, 2 or 3) */
-  int32_t act[2][MX_RNN_MAX_ACTS];      /* [direction][slot] MX_RNN_ACT_* */
+  float clip;                      /* gate pre-activations are clipped to [-clip, clip] */
+  int32_t input_forget;            /* LSTM: forget gate = 1 - input gate */
+  int32_t linear_before_reset;     /* GRU: reset gate applied after the hidden GEMM */
+  int32_t n_acts;                  /* activations per direction (1, 2 or 3) */
+  int32_t act[2][MX_RNN_MAX_ACTS]; /* [direction][slot] MX_RNN_ACT_* */
   float alpha[2][MX_RNN_MAX_ACTS];
   float beta[2][MX_RNN_MAX_ACTS];
 } mx_rnn_params;

@@ -72,7 +72,8 @@ static mx_status rnn_parse(const mx_parse_ctx *pc, void *params, int32_t kind) {
   else
     return mx__parse_fail(pc, "direction '%s' is not forward, reverse or bidirectional", dir);
   p->hidden_size = mx__parse_int(pc, "hidden_size");
-  if (p->hidden_size < 0) return mx__parse_fail(pc, "hidden_size %lld is negative", (long long)p->hidden_size);
+  if (p->hidden_size < 0)
+    return mx__parse_fail(pc, "hidden_size %lld is negative", (long long)p->hidden_size);
   int64_t layout = mx__parse_int(pc, "layout");
   if (layout != 0 && layout != 1) return mx__parse_fail(pc, "layout %lld is not 0 or 1", (long long)layout);
   p->layout = (int32_t)layout;
@@ -88,8 +89,9 @@ static mx_status rnn_parse(const mx_parse_ctx *pc, void *params, int32_t kind) {
     return mx__parse_fail(pc, "linear_before_reset is a GRU attribute");
 
   /* Default activations: RNN f=Tanh; GRU f=Sigmoid g=Tanh; LSTM f=Sigmoid g=Tanh h=Tanh. */
-  static const int32_t defaults[3][3] = {
-      {MX_RNN_ACT_TANH}, {MX_RNN_ACT_SIGMOID, MX_RNN_ACT_TANH}, {MX_RNN_ACT_SIGMOID, MX_RNN_ACT_TANH, MX_RNN_ACT_TANH}};
+  static const int32_t defaults[3][3] = {{MX_RNN_ACT_TANH},
+                                         {MX_RNN_ACT_SIGMOID, MX_RNN_ACT_TANH},
+                                         {MX_RNN_ACT_SIGMOID, MX_RNN_ACT_TANH, MX_RNN_ACT_TANH}};
   int32_t n_acts = kind + 1;
   p->n_acts = n_acts;
   int32_t n_dirs = p->direction == MX_RNN_BIDIRECTIONAL ? 2 : 1;
@@ -102,8 +104,10 @@ static mx_status rnn_parse(const mx_parse_ctx *pc, void *params, int32_t kind) {
                             (int)n_acts);
     float alphas[2 * MX_RNN_MAX_ACTS], betas[2 * MX_RNN_MAX_ACTS];
     size_t n_alpha = 0, n_beta = 0;
-    if ((st = mx__parse_floats(pc, "activation_alpha", alphas, 2 * MX_RNN_MAX_ACTS, &n_alpha)) != MX_OK) return st;
-    if ((st = mx__parse_floats(pc, "activation_beta", betas, 2 * MX_RNN_MAX_ACTS, &n_beta)) != MX_OK) return st;
+    if ((st = mx__parse_floats(pc, "activation_alpha", alphas, 2 * MX_RNN_MAX_ACTS, &n_alpha)) != MX_OK)
+      return st;
+    if ((st = mx__parse_floats(pc, "activation_beta", betas, 2 * MX_RNN_MAX_ACTS, &n_beta)) != MX_OK)
+      return st;
     /* activation_alpha / activation_beta list one value per activation that takes it, in order. */
     size_t ia = 0, ib = 0;
     for (size_t i = 0; i < acts->count; i++) {
@@ -126,18 +130,26 @@ static mx_status rnn_parse(const mx_parse_ctx *pc, void *params, int32_t kind) {
   return MX_OK;
 }
 
-static mx_status rnn_parse_simple(const mx_parse_ctx *pc, void *params) { return rnn_parse(pc, params, MX_RNN_SIMPLE); }
-static mx_status rnn_parse_gru(const mx_parse_ctx *pc, void *params) { return rnn_parse(pc, params, MX_RNN_GRU); }
-static mx_status rnn_parse_lstm(const mx_parse_ctx *pc, void *params) { return rnn_parse(pc, params, MX_RNN_LSTM); }
+static mx_status rnn_parse_simple(const mx_parse_ctx *pc, void *params) {
+  return rnn_parse(pc, params, MX_RNN_SIMPLE);
+}
+static mx_status rnn_parse_gru(const mx_parse_ctx *pc, void *params) {
+  return rnn_parse(pc, params, MX_RNN_GRU);
+}
+static mx_status rnn_parse_lstm(const mx_parse_ctx *pc, void *params) {
+  return rnn_parse(pc, params, MX_RNN_LSTM);
+}
 
 /* Checks that input i (when present and ranked) has rank `rank` and dims want[] (MX_DIM_UNKNOWN
  * entries unchecked). */
-static mx_status check_input(mx_infer_ctx *ctx, uint32_t i, const char *what, int32_t rank, const mx_dim *want) {
+static mx_status check_input(mx_infer_ctx *ctx, uint32_t i, const char *what, int32_t rank,
+                             const mx_dim *want) {
   if (!mx__in_present(ctx, i)) return MX_OK;
   const mx_shape *s = &ctx->in[i].shape;
   if (s->rank == MX_RANK_UNKNOWN) return MX_OK;
   if (s->rank != rank)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u (%s) has rank %d, not %d", i, what, (int)s->rank, (int)rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u (%s) has rank %d, not %d", i, what, (int)s->rank,
+                          (int)rank);
   for (int32_t d = 0; d < rank; d++) {
     char msg[64];
     snprintf(msg, sizeof msg, "dim %d of %s", (int)d, what);
@@ -151,7 +163,8 @@ static mx_status rnn_infer(mx_infer_ctx *ctx) {
   const mx_rnn_params *p = ctx->params;
   mx_dtype dt = ctx->in[0].dtype;
   if (!mx_dtype_is_float(dt))
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 (X) has dtype %s; recurrent layers take floating-point input",
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "input 0 (X) has dtype %s; recurrent layers take floating-point input",
                           mx_dtype_name(dt));
   mx_status st = mx__infer_same_dtype(ctx, 1, 0);
   if (st == MX_OK) st = mx__infer_same_dtype(ctx, 2, 0);
@@ -167,7 +180,8 @@ static mx_status rnn_infer(mx_infer_ctx *ctx) {
   mx_dim seq = MX_DIM_UNKNOWN, batch = MX_DIM_UNKNOWN, in_size = MX_DIM_UNKNOWN;
   const mx_shape *x = &ctx->in[0].shape;
   if (x->rank != MX_RANK_UNKNOWN) {
-    if (x->rank != 3) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 (X) has rank %d, not 3", (int)x->rank);
+    if (x->rank != 3)
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 (X) has rank %d, not 3", (int)x->rank);
     seq = x->dims[p->layout ? 1 : 0];
     batch = x->dims[p->layout ? 0 : 1];
     in_size = x->dims[2];
@@ -176,8 +190,10 @@ static mx_status rnn_infer(mx_infer_ctx *ctx) {
   mx_dim hidden = p->hidden_size > 0 ? (mx_dim)p->hidden_size : MX_DIM_UNKNOWN;
   const mx_shape *r = &ctx->in[2].shape, *w = &ctx->in[1].shape;
   if (mx_dim_is_unknown(hidden) && r->rank == 3) hidden = r->dims[2];
-  if (mx_dim_is_unknown(hidden) && w->rank == 3 && mx_dim_is_concrete(w->dims[1])) hidden = w->dims[1] / gates;
-  mx_dim gh = mx_dim_is_unknown(hidden) ? MX_DIM_UNKNOWN : mx_sym_mul(ctx->syms, hidden, mx_sym_const(ctx->syms, gates));
+  if (mx_dim_is_unknown(hidden) && w->rank == 3 && mx_dim_is_concrete(w->dims[1]))
+    hidden = w->dims[1] / gates;
+  mx_dim gh = mx_dim_is_unknown(hidden) ? MX_DIM_UNKNOWN
+                                        : mx_sym_mul(ctx->syms, hidden, mx_sym_const(ctx->syms, gates));
   mx_dim want_w[3] = {nd, gh, in_size}, want_r[3] = {nd, gh, hidden};
   mx_dim want_b[2] = {nd, mx_dim_is_unknown(gh) ? MX_DIM_UNKNOWN : mx_sym_mul(ctx->syms, gh, 2)};
   mx_dim want_seq[1] = {batch};
@@ -209,7 +225,10 @@ static mx_status rnn_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_rnn = {
     .name = "RNN",
-    .min_inputs = 3, .max_inputs = 6, .min_outputs = 0, .max_outputs = 2,
+    .min_inputs = 3,
+    .max_inputs = 6,
+    .min_outputs = 0,
+    .max_outputs = 2,
     .attrs = rnn_attrs,
     .params_size = sizeof(mx_rnn_params),
     .parse = rnn_parse_simple,
@@ -218,7 +237,10 @@ static const mx_op_def op_rnn = {
 
 static const mx_op_def op_gru = {
     .name = "GRU",
-    .min_inputs = 3, .max_inputs = 6, .min_outputs = 0, .max_outputs = 2,
+    .min_inputs = 3,
+    .max_inputs = 6,
+    .min_outputs = 0,
+    .max_outputs = 2,
     .attrs = rnn_attrs,
     .params_size = sizeof(mx_rnn_params),
     .parse = rnn_parse_gru,
@@ -227,7 +249,10 @@ static const mx_op_def op_gru = {
 
 static const mx_op_def op_lstm = {
     .name = "LSTM",
-    .min_inputs = 3, .max_inputs = 8, .min_outputs = 0, .max_outputs = 3,
+    .min_inputs = 3,
+    .max_inputs = 8,
+    .min_outputs = 0,
+    .max_outputs = 3,
     .attrs = rnn_attrs,
     .params_size = sizeof(mx_rnn_params),
     .parse = rnn_parse_lstm,
@@ -235,5 +260,8 @@ static const mx_op_def op_lstm = {
 };
 
 const mx_op_def *const mx__ops_rnn[] = {
-    &op_rnn, &op_gru, &op_lstm, NULL,
+    &op_rnn,
+    &op_gru,
+    &op_lstm,
+    NULL,
 };

@@ -28,18 +28,24 @@ static mx_status need_scalar_int(mx_infer_ctx *ctx, uint32_t i, const char *what
                           mx_dtype_name(ctx->in[i].dtype));
   const mx_shape *s = &ctx->in[i].shape;
   if (s->rank != MX_RANK_UNKNOWN && s->rank > 1)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u (%s) must be a scalar, it has rank %d", i, what, (int)s->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u (%s) must be a scalar, it has rank %d", i, what,
+                          (int)s->rank);
   return MX_OK;
 }
 
 /* Output dtypes the window and mel ops may produce. */
 static bool numeric_output(int64_t code) {
   switch (code) {
-    case MX_FLOAT32: case MX_FLOAT64: case MX_FLOAT16: case MX_BFLOAT16:
-    case MX_INT8: case MX_UINT8: case MX_INT16: case MX_INT32: case MX_INT64:
-      return true;
-    default:
-      return false;
+    case MX_FLOAT32:
+    case MX_FLOAT64:
+    case MX_FLOAT16:
+    case MX_BFLOAT16:
+    case MX_INT8:
+    case MX_UINT8:
+    case MX_INT16:
+    case MX_INT32:
+    case MX_INT64: return true;
+    default: return false;
   }
 }
 
@@ -63,8 +69,9 @@ static mx_status dft_parse(const mx_parse_ctx *pc, void *params) {
     p->axis_input = 1;
     p->axis = -2;
   } else {
-    if (pc->n_inputs > 2) return mx__parse_fail(pc, "input 2 (axis) needs opset 20 (the model imports %lld)",
-                                                (long long)pc->opset);
+    if (pc->n_inputs > 2)
+      return mx__parse_fail(pc, "input 2 (axis) needs opset 20 (the model imports %lld)",
+                            (long long)pc->opset);
     p->axis = mx__parse_int(pc, "axis");
   }
   return MX_OK;
@@ -74,11 +81,13 @@ static mx_status dft_infer(mx_infer_ctx *ctx) {
   const mx_dft_params *p = ctx->params;
   mx_dtype dt = ctx->in[0].dtype;
   if (!mx_dtype_is_float(dt))
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; DFT takes floating-point input", mx_dtype_name(dt));
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; DFT takes floating-point input",
+                          mx_dtype_name(dt));
   mx_status st = need_scalar_int(ctx, 1, "dft_length");
   if (st != MX_OK) return st;
   if (mx__in_present(ctx, 2) && ctx->in[2].dtype != MX_INT64)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 2 (axis) has dtype %s, not int64", mx_dtype_name(ctx->in[2].dtype));
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 2 (axis) has dtype %s, not int64",
+                          mx_dtype_name(ctx->in[2].dtype));
   ctx->out[0].dtype = dt;
   const mx_shape *x = &ctx->in[0].shape;
   mx_shape *y = &ctx->out[0].shape;
@@ -88,7 +97,8 @@ static mx_status dft_infer(mx_infer_ctx *ctx) {
   if (r < 2) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; DFT needs at least 2", (int)r);
   mx_dim last = x->dims[r - 1];
   if (mx_dim_is_concrete(last) && last != 1 && last != 2)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "the last dim of input 0 is %lld; it must be 1 (real) or 2 (complex)",
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "the last dim of input 0 is %lld; it must be 1 (real) or 2 (complex)",
                           (long long)last);
   bool real_out = p->inverse && p->onesided;
   y->dims[r - 1] = real_out ? 1 : 2;
@@ -110,7 +120,8 @@ static mx_status dft_infer(mx_infer_ctx *ctx) {
     return MX_OK;
   }
   if (axis < -r || axis > r - 2 || axis == -1)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d (the last dim holds the complex parts)",
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "axis %lld is out of range for rank %d (the last dim holds the complex parts)",
                           (long long)axis, (int)r);
   int32_t a = (int32_t)(axis < 0 ? axis + r : axis);
   mx_dim n = mx__in_present(ctx, 1) ? scalar_dim(ctx, 1, "dft_length") : x->dims[a];
@@ -126,7 +137,10 @@ static mx_status dft_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_dft = {
     .name = "DFT",
-    .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .value_inputs = (1u << 1) | (1u << 2),
     .attrs = dft_attrs,
     .params_size = sizeof(mx_dft_params),
@@ -162,27 +176,30 @@ static mx_status stft_infer(mx_infer_ctx *ctx) {
     return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH, "STFT needs a window or a frame_length");
   const mx_shape *x = &ctx->in[0].shape;
   if (x->rank != MX_RANK_UNKNOWN && x->rank != 3)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "the signal has rank %d; it must be [batch, length, 1 or 2]", (int)x->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "the signal has rank %d; it must be [batch, length, 1 or 2]",
+                          (int)x->rank);
   const mx_shape *w = mx__in_present(ctx, 2) ? &ctx->in[2].shape : NULL;
   if (w && w->rank != MX_RANK_UNKNOWN && w->rank != 1)
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "the window has rank %d; it must be 1-D", (int)w->rank);
   mx_dim n_fft = MX_DIM_UNKNOWN;
   if (mx__in_present(ctx, 3)) {
     n_fft = scalar_dim(ctx, 3, "frame_length");
-    if (w && w->rank == 1 && (st = mx__check_same_dim(ctx, w->dims[0], n_fft, "window length and frame_length")) != MX_OK)
+    if (w && w->rank == 1 &&
+        (st = mx__check_same_dim(ctx, w->dims[0], n_fft, "window length and frame_length")) != MX_OK)
       return st;
   } else if (w && w->rank == 1) {
     n_fft = w->dims[0];
   }
   bool complex_in = x->rank == 3 && x->dims[2] == 2;
   if (p->onesided && complex_in)
-    return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH, "onesided output needs a real signal (the last dim is 2)");
+    return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH,
+                          "onesided output needs a real signal (the last dim is 2)");
   mx_dim step = scalar_dim(ctx, 1, "frame_step");
   mx_dim frames = MX_DIM_UNKNOWN;
   if (x->rank == 3 && !mx_dim_is_unknown(n_fft) && !mx_dim_is_unknown(step)) {
-    if (mx_dim_is_concrete(step) && step == 0)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "frame_step is 0");
-    frames = mx_sym_add(ctx->syms, mx_sym_floordiv(ctx->syms, mx_sym_sub(ctx->syms, x->dims[1], n_fft), step), 1);
+    if (mx_dim_is_concrete(step) && step == 0) return mx__infer_fail(ctx, MX_ERR_SHAPE, "frame_step is 0");
+    frames =
+        mx_sym_add(ctx->syms, mx_sym_floordiv(ctx->syms, mx_sym_sub(ctx->syms, x->dims[1], n_fft), step), 1);
   }
   mx_dim bins = MX_DIM_UNKNOWN;
   if (!mx_dim_is_unknown(n_fft))
@@ -199,7 +216,10 @@ static mx_status stft_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_stft = {
     .name = "STFT",
-    .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .value_inputs = (1u << 1) | (1u << 3),
     .attrs = stft_attrs,
     .params_size = sizeof(mx_stft_params),
@@ -221,11 +241,14 @@ static mx_status window_parse(const mx_parse_ctx *pc, void *params, int32_t kind
   p->kind = kind;
   p->periodic = mx__parse_int(pc, "periodic") != 0;
   int64_t dt = mx__parse_int(pc, "output_datatype");
-  if (!numeric_output(dt)) return mx__parse_fail(pc, "output_datatype %lld is not a numeric dtype mixrt supports", (long long)dt);
+  if (!numeric_output(dt))
+    return mx__parse_fail(pc, "output_datatype %lld is not a numeric dtype mixrt supports", (long long)dt);
   p->output_datatype = (int32_t)dt;
   return MX_OK;
 }
-static mx_status hann_parse(const mx_parse_ctx *pc, void *params) { return window_parse(pc, params, MX_WINDOW_HANN); }
+static mx_status hann_parse(const mx_parse_ctx *pc, void *params) {
+  return window_parse(pc, params, MX_WINDOW_HANN);
+}
 static mx_status hamming_parse(const mx_parse_ctx *pc, void *params) {
   return window_parse(pc, params, MX_WINDOW_HAMMING);
 }
@@ -243,11 +266,18 @@ static mx_status window_infer(mx_infer_ctx *ctx) {
   return MX_OK;
 }
 
-#define WINDOW_OP(VAR, NAME, PARSE)                                                               \
-  static const mx_op_def VAR = {                                                                  \
-      .name = NAME, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,         \
-      .value_inputs = 1u << 0, .attrs = window_attrs, .params_size = sizeof(mx_window_params),    \
-      .parse = PARSE, .infer = window_infer,                                                      \
+#define WINDOW_OP(VAR, NAME, PARSE)            \
+  static const mx_op_def VAR = {               \
+      .name = NAME,                            \
+      .min_inputs = 1,                         \
+      .max_inputs = 1,                         \
+      .min_outputs = 1,                        \
+      .max_outputs = 1,                        \
+      .value_inputs = 1u << 0,                 \
+      .attrs = window_attrs,                   \
+      .params_size = sizeof(mx_window_params), \
+      .parse = PARSE,                          \
+      .infer = window_infer,                   \
   }
 WINDOW_OP(op_hann, "HannWindow", hann_parse);
 WINDOW_OP(op_hamming, "HammingWindow", hamming_parse);
@@ -264,7 +294,8 @@ static mx_status mel_parse(const mx_parse_ctx *pc, void *params) {
   mx_mel_params *p = params;
   memset(p, 0, sizeof *p);
   int64_t dt = mx__parse_int(pc, "output_datatype");
-  if (!numeric_output(dt)) return mx__parse_fail(pc, "output_datatype %lld is not a numeric dtype mixrt supports", (long long)dt);
+  if (!numeric_output(dt))
+    return mx__parse_fail(pc, "output_datatype %lld is not a numeric dtype mixrt supports", (long long)dt);
   p->output_datatype = (int32_t)dt;
   return MX_OK;
 }
@@ -278,19 +309,24 @@ static mx_status mel_infer(mx_infer_ctx *ctx) {
   for (uint32_t i = 3; i < 5; i++)
     if (!mx_dtype_is_float(ctx->in[i].dtype))
       return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u (%s) has dtype %s, not a floating-point type", i,
-                            i == 3 ? "lower_edge_hertz" : "upper_edge_hertz", mx_dtype_name(ctx->in[i].dtype));
+                            i == 3 ? "lower_edge_hertz" : "upper_edge_hertz",
+                            mx_dtype_name(ctx->in[i].dtype));
   mx_dim mel = scalar_dim(ctx, 0, "num_mel_bins");
   mx_dim n = scalar_dim(ctx, 1, "dft_length");
   ctx->out[0].dtype = (mx_dtype)p->output_datatype;
   ctx->out[0].shape.rank = 2;
-  ctx->out[0].shape.dims[0] = mx_dim_is_unknown(n) ? n : mx_sym_add(ctx->syms, mx_sym_floordiv(ctx->syms, n, 2), 1);
+  ctx->out[0].shape.dims[0] =
+      mx_dim_is_unknown(n) ? n : mx_sym_add(ctx->syms, mx_sym_floordiv(ctx->syms, n, 2), 1);
   ctx->out[0].shape.dims[1] = mel;
   return MX_OK;
 }
 
 static const mx_op_def op_mel = {
     .name = "MelWeightMatrix",
-    .min_inputs = 5, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 5,
+    .max_inputs = 5,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .value_inputs = 0x7,
     .attrs = mel_attrs,
     .params_size = sizeof(mx_mel_params),

@@ -23,8 +23,8 @@ TestSuite(rnn_infer, .init = setup, .fini = mxt_ops_teardown);
 /* --- RNN / GRU / LSTM --------------------------------------------------------------------------- */
 
 Test(rnn_infer, lstm_bidirectional_symbolic_seq_and_batch) {
-  mx_value_id in[3] = {input("x", MX_FLOAT32, SHAPE(S("s"), S("b"), 10)), input("w", MX_FLOAT32, SHAPE(2, 64, 10)),
-                       input("r", MX_FLOAT32, SHAPE(2, 64, 16))};
+  mx_value_id in[3] = {input("x", MX_FLOAT32, SHAPE(S("s"), S("b"), 10)),
+                       input("w", MX_FLOAT32, SHAPE(2, 64, 10)), input("r", MX_FLOAT32, SHAPE(2, 64, 16))};
   mx_attr a[2] = {mx_attr_string("direction", "bidirectional"), mx_attr_int("hidden_size", 16)};
   mx_value_id out[3];
   op_multi("LSTM", in, 3, a, 2, out, 3);
@@ -35,8 +35,8 @@ Test(rnn_infer, lstm_bidirectional_symbolic_seq_and_batch) {
 }
 
 Test(rnn_infer, gru_layout1_hidden_from_r) {
-  mx_value_id in[3] = {input("x", MX_FLOAT16, SHAPE(S("b"), S("s"), 5)), input("w", MX_FLOAT16, SHAPE(1, 24, 5)),
-                       input("r", MX_FLOAT16, SHAPE(1, 24, 8))};
+  mx_value_id in[3] = {input("x", MX_FLOAT16, SHAPE(S("b"), S("s"), 5)),
+                       input("w", MX_FLOAT16, SHAPE(1, 24, 5)), input("r", MX_FLOAT16, SHAPE(1, 24, 8))};
   mx_attr a = mx_attr_int("layout", 1);
   mx_value_id out[2];
   op_multi("GRU", in, 3, &a, 1, out, 2);
@@ -81,7 +81,8 @@ Test(rnn_infer, rnn_refuses_integer_input) {
 
 Test(rnn_infer, dft_onesided_halves_the_axis) {
   cr_assert_eq(mx_graph_set_opset(G, "", 20), MX_OK);
-  mx_value_id in[3] = {input("x", MX_FLOAT32, SHAPE(S("b"), 16, 1)), MX_NO_VALUE, const_scalar("axis", MX_INT64, 1)};
+  mx_value_id in[3] = {input("x", MX_FLOAT32, SHAPE(S("b"), 16, 1)), MX_NO_VALUE,
+                       const_scalar("axis", MX_INT64, 1)};
   mx_attr a = mx_attr_int("onesided", 1);
   mx_value_id y = op("DFT", in, 3, &a, 1);
   infer_ok();
@@ -106,8 +107,8 @@ Test(rnn_infer, dft_refuses_the_complex_axis) {
 }
 
 Test(rnn_infer, stft_frames_stay_symbolic) {
-  mx_value_id in[4] = {input("x", MX_FLOAT32, SHAPE(1, S("n"), 1)), const_scalar("step", MX_INT64, 8), MX_NO_VALUE,
-                       const_scalar("len", MX_INT64, 16)};
+  mx_value_id in[4] = {input("x", MX_FLOAT32, SHAPE(1, S("n"), 1)), const_scalar("step", MX_INT64, 8),
+                       MX_NO_VALUE, const_scalar("len", MX_INT64, 16)};
   mx_value_id y = op("STFT", in, 4, NULL, 0);
   infer_ok();
   mx_shape s = shape_of(y);
@@ -151,9 +152,10 @@ Test(rnn_infer, swiglu_broadcasts) {
 }
 
 Test(rnn_infer, linear_attention_grouped_heads_and_state) {
-  mx_value_id in[6] = {input("q", MX_FLOAT32, SHAPE(S("b"), S("t"), 64)), input("k", MX_FLOAT32, SHAPE(S("b"), S("t"), 32)),
-                       input("v", MX_FLOAT32, SHAPE(S("b"), S("t"), 48)), MX_NO_VALUE,
-                       input("g", MX_FLOAT32, SHAPE(S("b"), S("t"), 4)), input("beta", MX_FLOAT32, SHAPE(S("b"), S("t"), 4))};
+  mx_value_id in[6] = {
+      input("q", MX_FLOAT32, SHAPE(S("b"), S("t"), 64)), input("k", MX_FLOAT32, SHAPE(S("b"), S("t"), 32)),
+      input("v", MX_FLOAT32, SHAPE(S("b"), S("t"), 48)), MX_NO_VALUE,
+      input("g", MX_FLOAT32, SHAPE(S("b"), S("t"), 4)),  input("beta", MX_FLOAT32, SHAPE(S("b"), S("t"), 4))};
   mx_attr a[2] = {mx_attr_int("q_num_heads", 8), mx_attr_int("kv_num_heads", 4)};
   mx_value_id out[2];
   op_multi("LinearAttention", in, 6, a, 2, out, 2);
@@ -165,7 +167,8 @@ Test(rnn_infer, linear_attention_grouped_heads_and_state) {
 Test(rnn_infer, linear_attention_delta_needs_beta) {
   mx_value_id in[3] = {input("q", MX_FLOAT32, SHAPE(2, 4, 32)), input("k", MX_FLOAT32, SHAPE(2, 4, 32)),
                        input("v", MX_FLOAT32, SHAPE(2, 4, 32))};
-  mx_attr a[3] = {mx_attr_int("q_num_heads", 4), mx_attr_int("kv_num_heads", 4), mx_attr_string("update_rule", "delta")};
+  mx_attr a[3] = {mx_attr_int("q_num_heads", 4), mx_attr_int("kv_num_heads", 4),
+                  mx_attr_string("update_rule", "delta")};
   mx_value_id out[2];
   op_multi("LinearAttention", in, 3, a, 3, out, 2);
   infer_fails(MX_ERR_INVALID_GRAPH, "beta");
@@ -174,13 +177,15 @@ Test(rnn_infer, linear_attention_delta_needs_beta) {
 Test(rnn_infer, linear_attention_refuses_ungrouped_heads) {
   mx_value_id in[3] = {input("q", MX_FLOAT32, SHAPE(2, 4, 30)), input("k", MX_FLOAT32, SHAPE(2, 4, 20)),
                        input("v", MX_FLOAT32, SHAPE(2, 4, 20))};
-  mx_attr a[3] = {mx_attr_int("q_num_heads", 3), mx_attr_int("kv_num_heads", 2), mx_attr_string("update_rule", "linear")};
+  mx_attr a[3] = {mx_attr_int("q_num_heads", 3), mx_attr_int("kv_num_heads", 2),
+                  mx_attr_string("update_rule", "linear")};
   op("LinearAttention", in, 3, a, 3);
   infer_fails(MX_ERR_INVALID_GRAPH, "multiple");
 }
 
 Test(rnn_infer, causal_conv_state_keeps_kernel_minus_one) {
-  mx_value_id in[2] = {input("x", MX_FLOAT32, SHAPE(S("b"), 16, S("t"))), input("w", MX_FLOAT32, SHAPE(16, 1, 4))};
+  mx_value_id in[2] = {input("x", MX_FLOAT32, SHAPE(S("b"), 16, S("t"))),
+                       input("w", MX_FLOAT32, SHAPE(16, 1, 4))};
   mx_value_id out[2];
   op_multi("CausalConvWithState", in, 2, NULL, 0, out, 2);
   infer_ok();
@@ -203,10 +208,12 @@ Test(rnn_infer, causal_conv_refuses_unknown_activation) {
 
 Test(rnn_infer, flex_attention_grouped_heads) {
   cr_assert_eq(mx_graph_set_opset(G, "ai.onnx.preview", 1), MX_OK);
-  mx_value_id in[3] = {input("q", MX_FLOAT32, SHAPE(S("b"), 8, S("l"), 16)), input("k", MX_FLOAT32, SHAPE(S("b"), 2, S("s"), 16)),
+  mx_value_id in[3] = {input("q", MX_FLOAT32, SHAPE(S("b"), 8, S("l"), 16)),
+                       input("k", MX_FLOAT32, SHAPE(S("b"), 2, S("s"), 16)),
                        input("v", MX_FLOAT32, SHAPE(S("b"), 2, S("s"), 32))};
   mx_value_id y;
-  mx_node_desc d = {.op_type = "FlexAttention", .domain = "ai.onnx.preview", .inputs = in, .n_inputs = 3, .n_outputs = 1};
+  mx_node_desc d = {
+      .op_type = "FlexAttention", .domain = "ai.onnx.preview", .inputs = in, .n_inputs = 3, .n_outputs = 1};
   cr_assert_eq(mx_graph_add_node(G, &d, &y), MX_OK, "%s", mx_graph_last_error(G));
   infer_ok();
   expect_shape_str(y, MX_FLOAT32, "[b, 8, l, 32]");
@@ -259,8 +266,8 @@ Test(rnn_infer, random_uniform_refuses_integer_dtype) {
 
 /* Runs one node of type opname over the given host tensors (NULL: omitted input) and returns
  * n_out outputs (owned by the caller). */
-static void run_node(const char *opname, mx_tensor *const *ins, int n_in, const mx_attr *attrs, int na, mx_tensor *outs,
-                     int n_out) {
+static void run_node(const char *opname, mx_tensor *const *ins, int n_in, const mx_attr *attrs, int na,
+                     mx_tensor *outs, int n_out) {
   mx_graph *g;
   cr_assert_eq(mx_graph_create("run", &g), MX_OK);
   mx_value_id iv[8], ov[4];
@@ -278,7 +285,11 @@ static void run_node(const char *opname, mx_tensor *const *ins, int n_in, const 
     cr_assert_eq(mx_graph_add_input(g, name, ins[i]->dtype, &s, &iv[i]), MX_OK);
     feed[nf++] = *ins[i];
   }
-  mx_node_desc nd = {.op_type = opname, .inputs = iv, .n_inputs = (size_t)n_in, .attrs = attrs, .n_attrs = (size_t)na,
+  mx_node_desc nd = {.op_type = opname,
+                     .inputs = iv,
+                     .n_inputs = (size_t)n_in,
+                     .attrs = attrs,
+                     .n_attrs = (size_t)na,
                      .n_outputs = (size_t)n_out};
   cr_assert_eq(mx_graph_add_node(g, &nd, ov), MX_OK, "%s", mx_graph_last_error(g));
   for (int i = 0; i < n_out; i++) cr_assert_eq(mx_graph_add_output(g, ov[i]), MX_OK);
@@ -365,14 +376,18 @@ static void release_all(mx_tensor *t, int n) {
 static void check_directions(const char *kind, int linear_before_reset) {
   layer_inputs li;
   make_layer(kind, &li);
-  mx_attr fwd[2] = {mx_attr_string("direction", "forward"), mx_attr_int("linear_before_reset", linear_before_reset)};
-  mx_attr rev[2] = {mx_attr_string("direction", "reverse"), mx_attr_int("linear_before_reset", linear_before_reset)};
-  mx_attr bi[2] = {mx_attr_string("direction", "bidirectional"), mx_attr_int("linear_before_reset", linear_before_reset)};
+  mx_attr fwd[2] = {mx_attr_string("direction", "forward"),
+                    mx_attr_int("linear_before_reset", linear_before_reset)};
+  mx_attr rev[2] = {mx_attr_string("direction", "reverse"),
+                    mx_attr_int("linear_before_reset", linear_before_reset)};
+  mx_attr bi[2] = {mx_attr_string("direction", "bidirectional"),
+                   mx_attr_int("linear_before_reset", linear_before_reset)};
   int na = strcmp(kind, "GRU") == 0 ? 2 : 1;
   /* Reverse over X equals forward over X reversed in time, read backwards. */
   mx_tensor *xr = rand_f32(3, (int64_t[]){RS, RB, RI});
   for (int t = 0; t < RS; t++)
-    memcpy((float *)xr->data + t * RB * RI, (float *)li.all[0]->data + (RS - 1 - t) * RB * RI, RB * RI * sizeof(float));
+    memcpy((float *)xr->data + t * RB * RI, (float *)li.all[0]->data + (RS - 1 - t) * RB * RI,
+           RB * RI * sizeof(float));
   mx_tensor *ins_fr[8];
   memcpy(ins_fr, li.dir[1], sizeof ins_fr);
   ins_fr[0] = xr;
@@ -383,9 +398,12 @@ static void check_directions(const char *kind, int linear_before_reset) {
   run_node(kind, li.all, li.n_in, bi, na, o_bi, li.n_out);
   for (int t = 0; t < RS; t++)
     for (int k = 0; k < RB * RH; k++) {
-      cr_assert_float_eq(at_f(&o_rev[0], t * RB * RH + k), at_f(&o_fr[0], (RS - 1 - t) * RB * RH + k), 1e-5, "%s", kind);
-      cr_assert_float_eq(at_f(&o_bi[0], (t * 2 + 0) * RB * RH + k), at_f(&o_f0[0], t * RB * RH + k), 1e-5, "%s", kind);
-      cr_assert_float_eq(at_f(&o_bi[0], (t * 2 + 1) * RB * RH + k), at_f(&o_rev[0], t * RB * RH + k), 1e-5, "%s", kind);
+      cr_assert_float_eq(at_f(&o_rev[0], t * RB * RH + k), at_f(&o_fr[0], (RS - 1 - t) * RB * RH + k), 1e-5,
+                         "%s", kind);
+      cr_assert_float_eq(at_f(&o_bi[0], (t * 2 + 0) * RB * RH + k), at_f(&o_f0[0], t * RB * RH + k), 1e-5,
+                         "%s", kind);
+      cr_assert_float_eq(at_f(&o_bi[0], (t * 2 + 1) * RB * RH + k), at_f(&o_rev[0], t * RB * RH + k), 1e-5,
+                         "%s", kind);
     }
   for (int k = 0; k < RB * RH; k++) {
     cr_assert_float_eq(at_f(&o_rev[1], k), at_f(&o_fr[1], k), 1e-5);
@@ -407,12 +425,14 @@ static void check_directions(const char *kind, int linear_before_reset) {
   run_node(kind, ins_3, li.n_in, rev, na, o_3, li.n_out);
   for (int t = 0; t < RS; t++)
     for (int k = 0; k < RH; k++)
-      cr_assert_float_eq(at_f(&o_l[0], (t * RB + 1) * RH + k), t < 3 ? at_f(&o_3[0], (t * RB + 1) * RH + k) : 0.0f, 1e-5);
+      cr_assert_float_eq(at_f(&o_l[0], (t * RB + 1) * RH + k),
+                         t < 3 ? at_f(&o_3[0], (t * RB + 1) * RH + k) : 0.0f, 1e-5);
   for (int k = 0; k < RH; k++) cr_assert_float_eq(at_f(&o_l[1], RH + k), at_f(&o_3[1], RH + k), 1e-5);
   free_tensor(ins_3[0]);
   free_tensor(xr);
   mx_tensor_release(&lens);
-  release_all(o_rev, li.n_out), release_all(o_fr, li.n_out), release_all(o_f0, li.n_out), release_all(o_bi, li.n_out);
+  release_all(o_rev, li.n_out), release_all(o_fr, li.n_out), release_all(o_f0, li.n_out),
+      release_all(o_bi, li.n_out);
   release_all(o_l, li.n_out), release_all(o_3, li.n_out);
   free_layer(&li);
 }
