@@ -79,7 +79,7 @@ static mx_status gather_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_gather = {.op = "Gather", .dtypes = MX_KDT_ALL, .key = 0, .run = gather_run};
+static const mx_kernel_def k_gather = {.op = "Gather", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = gather_run};
 
 /* --- GatherElements --------------------------------------------------------------------------- */
 

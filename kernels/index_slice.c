@@ -85,4 +85,4 @@ static mx_status slice_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-const mx_kernel_def mx__kernel_slice = {.op = "Slice", .dtypes = MX_KDT_ALL, .key = 0, .run = slice_run};
+const mx_kernel_def mx__kernel_slice = {.op = "Slice", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = slice_run};

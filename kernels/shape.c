@@ -2,9 +2,9 @@
  * Unsqueeze, Identity, Dropout), Concat, Split, Expand, Tile, Constant, ConstantOfShape and
  * Range, plus the group's exported array (Transpose lives in shape_copy.c).
  *
- * Layout kernels are dtype-agnostic: they move elements by size, so one definition covers all
- * ten dtypes. Output shapes were resolved by run-time inference, so Reshape-like ops are a
- * single memcpy (none when the executor aliased output and input), Split takes its sizes from
+ * Layout kernels are dtype-agnostic: they move elements by size, so one definition covers every
+ * dtype, the one-byte narrow types (float8, int4, ...) included. Output shapes were resolved by
+ * run-time inference, so Reshape-like ops are a single memcpy (none when the executor aliased output and input), Split takes its sizes from
  * the output dims, and Concat/Split copy one contiguous chunk per input per outer index. */
 #include <string.h>
 
@@ -46,8 +46,8 @@ static mx_status size_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_shape = {.op = "Shape", .dtypes = MX_KDT_ALL, .key = 0, .run = shape_run};
-static const mx_kernel_def k_size = {.op = "Size", .dtypes = MX_KDT_ALL, .key = 0, .run = size_run};
+static const mx_kernel_def k_shape = {.op = "Shape", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = shape_run};
+static const mx_kernel_def k_size = {.op = "Size", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = size_run};
 
 /* --- byte copies ------------------------------------------------------------------------------ */
 
@@ -64,11 +64,11 @@ static mx_status copy_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_reshape = {.op = "Reshape", .dtypes = MX_KDT_ALL, .key = 0, .run = copy_run};
-static const mx_kernel_def k_flatten = {.op = "Flatten", .dtypes = MX_KDT_ALL, .key = 0, .run = copy_run};
-static const mx_kernel_def k_squeeze = {.op = "Squeeze", .dtypes = MX_KDT_ALL, .key = 0, .run = copy_run};
-static const mx_kernel_def k_unsqueeze = {.op = "Unsqueeze", .dtypes = MX_KDT_ALL, .key = 0, .run = copy_run};
-static const mx_kernel_def k_identity = {.op = "Identity", .dtypes = MX_KDT_ALL, .key = 0, .run = copy_run};
+static const mx_kernel_def k_reshape = {.op = "Reshape", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
+static const mx_kernel_def k_flatten = {.op = "Flatten", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
+static const mx_kernel_def k_squeeze = {.op = "Squeeze", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
+static const mx_kernel_def k_unsqueeze = {.op = "Unsqueeze", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
+static const mx_kernel_def k_identity = {.op = "Identity", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
 
 /* Inference-mode Dropout: the data passes through and the optional mask is all true. */
 static mx_status dropout_run(mx_kernel_call *call) {
@@ -158,8 +158,8 @@ static mx_status split_run(mx_kernel_call *call) {
   return concat_split(call, p->axis, mx__kin(call, 0), mx__kout(call, 0), call->n_out, false, &split_text);
 }
 
-static const mx_kernel_def k_concat = {.op = "Concat", .dtypes = MX_KDT_ALL, .key = 0, .run = concat_run};
-static const mx_kernel_def k_split = {.op = "Split", .dtypes = MX_KDT_ALL, .key = 0, .run = split_run};
+static const mx_kernel_def k_concat = {.op = "Concat", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = concat_run};
+static const mx_kernel_def k_split = {.op = "Split", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = split_run};
 
 /* --- Expand, Tile ----------------------------------------------------------------------------- */
 
@@ -225,8 +225,8 @@ static mx_status tile_run(mx_kernel_call *call) {
   }
 }
 
-static const mx_kernel_def k_expand = {.op = "Expand", .dtypes = MX_KDT_ALL, .key = 0, .run = expand_run};
-static const mx_kernel_def k_tile = {.op = "Tile", .dtypes = MX_KDT_ALL, .key = 0, .run = tile_run};
+static const mx_kernel_def k_expand = {.op = "Expand", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = expand_run};
+static const mx_kernel_def k_tile = {.op = "Tile", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = tile_run};
 
 /* --- Constant, ConstantOfShape ---------------------------------------------------------------- */
 

@@ -212,4 +212,4 @@ static mx_status transpose_run(mx_kernel_call *call) {
   }
 }
 
-const mx_kernel_def mx__kernel_transpose = {.op = "Transpose", .dtypes = MX_KDT_ALL, .key = 0, .run = transpose_run};
+const mx_kernel_def mx__kernel_transpose = {.op = "Transpose", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = transpose_run};

@@ -1,14 +1,15 @@
 /* ONNX import and export of the element types beyond the original ten: sub-byte types unpacked
  * from raw_data and int32_data (int4 sign-extended, one element per byte) and packed again on
  * export, uint16 from int32_data, uint32/uint64 from uint64_data, float8 bytes, and packed
- * lengths checked. (The bundled onnx.proto predates the narrow types: their codes are mx_dtype
- * values, which equal ONNX's.) */
+ * lengths checked, and Identity running on them. (The bundled onnx.proto predates the narrow
+ * types: their codes are mx_dtype values, which equal ONNX's.) */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mixrt/graph.h"
 #include "mixrt/onnx.h"
+#include "mixrt/reference.h"
 #include "mixrt/tensor.h"
 #include "onnx/onnx_build.h"
 
@@ -112,6 +113,15 @@ Test(onnx_narrow_types, int4_initializer_round_trips_through_export) {
   cr_expect_arr_eq(w->data, want, 5);
   cr_expect_eq(f->dtype, MX_FLOAT8E4M3FN);
   cr_expect_arr_eq(f->data, f8, 2);
+  /* Identity moves the narrow types like any one-byte type. */
+  mx_tensor outs[2];
+  memset(outs, 0, sizeof outs);
+  cr_assert_eq(mx_reference_run(g2, NULL, 0, outs, 2, &err), MX_OK, "%s", err.message);
+  cr_expect_eq(outs[0].dtype, MX_INT4);
+  cr_expect_arr_eq(outs[0].data, want, 5);
+  cr_expect_arr_eq(outs[1].data, f8, 2);
+  mx_tensor_release(&outs[0]);
+  mx_tensor_release(&outs[1]);
   free(saved);
   mx_graph_destroy(g);
   mx_graph_destroy(g2);
