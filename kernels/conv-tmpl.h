@@ -76,17 +76,49 @@ static void CT_FN(col2im_add)(const CT *col, int64_t channels, const mx_kwin *w,
   }
 }
 
+/* yo[ow] += sum over the K width taps of wv[kw] * xr[ow*s + off[kw]] for ow in [lo, hi), where
+ * every tap is inside the row. Called with constant K and s so that the taps unroll and the loop
+ * over ow vectorizes; taps are added in order, as the tap-by-tap loop would. */
+static inline void CT_FN(dw_interior)(CT *restrict yo, const CT *restrict xr, const CT *restrict wv,
+                                      const int64_t *off, int64_t s, int64_t lo, int64_t hi, int K) {
+  for (int64_t ow = lo; ow < hi; ow++) {
+    CT a = yo[ow];
+    for (int kw = 0; kw < K; kw++) a += wv[kw] * xr[ow * s + off[kw]];
+    yo[ow] = a;
+  }
+}
+
+/* yr[ow] += wv * xr[ow*s + off] for ow in [lo, hi). */
+static inline void CT_FN(dw_tap)(CT *restrict yr, const CT *restrict xr, CT wv, int64_t off, int64_t s, int64_t lo,
+                                 int64_t hi) {
+  if (s == 1) {
+    const CT *restrict xo = xr + lo + off;
+    CT *restrict yo = yr + lo;
+    for (int64_t i = 0; i < hi - lo; i++) yo[i] += wv * xo[i];
+  } else {
+    for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * s + off];
+  }
+}
+
 /* One output channel of a convolution whose group has a single input channel (depthwise):
  * y (grid_size) += the taps of wk over the image x. Output row by output row, so a row stays in
- * L1 while every tap adds its shifted input row to it (a contiguous multiply-add for stride 1). */
+ * L1 while every tap row adds to it. For 3- and 5-wide kernels the columns where every tap is
+ * inside the image take all taps in one pass; the edge columns, and other widths, go tap by
+ * tap. Either way each output adds its taps in the same order. */
 MX_KHOT static void CT_FN(conv_single_channel)(const CT *restrict x, const CT *restrict wk, const mx_kwin *w,
                                                CT *restrict y) {
   const int64_t rowlen = w->grid[2], s = w->s[2], kws = w->k[2];
   /* The valid output columns of each width tap do not depend on the row: worked out once. */
   enum { HOISTED = 32 };
-  int64_t tap_lo[HOISTED], tap_hi[HOISTED];
-  for (int64_t kw = 0; kw < kws && kw < HOISTED; kw++)
-    CT_FN(valid_range)(rowlen, s, kw * w->d[2] - w->pb[2], w->img[2], &tap_lo[kw], &tap_hi[kw]);
+  int64_t tap_lo[HOISTED], tap_hi[HOISTED], tap_off[HOISTED];
+  int64_t in_lo = 0, in_hi = rowlen; /* columns where every tap is valid */
+  for (int64_t kw = 0; kw < kws && kw < HOISTED; kw++) {
+    tap_off[kw] = kw * w->d[2] - w->pb[2];
+    CT_FN(valid_range)(rowlen, s, tap_off[kw], w->img[2], &tap_lo[kw], &tap_hi[kw]);
+    in_lo = tap_lo[kw] > in_lo ? tap_lo[kw] : in_lo;
+    in_hi = tap_hi[kw] < in_hi ? tap_hi[kw] : in_hi;
+  }
+  const bool fused = (kws == 3 || kws == 5) && (s == 1 || s == 2) && in_lo < in_hi;
   for (int64_t od = 0; od < w->grid[0]; od++)
     for (int64_t oh = 0; oh < w->grid[1]; oh++) {
       CT *restrict yr = y + (od * w->grid[1] + oh) * rowlen;
@@ -98,20 +130,28 @@ MX_KHOT static void CT_FN(conv_single_channel)(const CT *restrict x, const CT *r
           if (ih < 0 || ih >= w->img[1]) continue;
           const CT *restrict xr = x + (id * w->img[1] + ih) * w->img[2];
           const CT *restrict wr = wk + (kd * w->k[1] + kh) * w->k[2];
+          if (fused) {
+            for (int64_t kw = 0; kw < kws; kw++) {
+              int64_t lo = tap_lo[kw], hi = tap_hi[kw];
+              CT_FN(dw_tap)(yr, xr, wr[kw], tap_off[kw], s, lo, hi < in_lo ? hi : in_lo);
+            }
+            if (kws == 3 && s == 1) CT_FN(dw_interior)(yr, xr, wr, tap_off, 1, in_lo, in_hi, 3);
+            if (kws == 3 && s == 2) CT_FN(dw_interior)(yr, xr, wr, tap_off, 2, in_lo, in_hi, 3);
+            if (kws == 5 && s == 1) CT_FN(dw_interior)(yr, xr, wr, tap_off, 1, in_lo, in_hi, 5);
+            if (kws == 5 && s == 2) CT_FN(dw_interior)(yr, xr, wr, tap_off, 2, in_lo, in_hi, 5);
+            for (int64_t kw = 0; kw < kws; kw++) {
+              int64_t lo = tap_lo[kw], hi = tap_hi[kw];
+              CT_FN(dw_tap)(yr, xr, wr[kw], tap_off[kw], s, lo > in_hi ? lo : in_hi, hi);
+            }
+            continue;
+          }
           for (int64_t kw = 0; kw < kws; kw++) {
-            const CT wv = wr[kw];
             int64_t off = kw * w->d[2] - w->pb[2], lo, hi;
             if (kw < HOISTED)
               lo = tap_lo[kw], hi = tap_hi[kw];
             else
               CT_FN(valid_range)(rowlen, s, off, w->img[2], &lo, &hi);
-            if (s == 1) {
-              const CT *restrict xo = xr + lo + off;
-              CT *restrict yo = yr + lo;
-              for (int64_t i = 0; i < hi - lo; i++) yo[i] += wv * xo[i];
-            } else {
-              for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * s + off];
-            }
+            CT_FN(dw_tap)(yr, xr, wr[kw], off, s, lo, hi);
           }
         }
       }

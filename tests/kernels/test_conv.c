@@ -155,6 +155,10 @@ static const conv_case cases[] = {
     {1, 8, 10, 9, 12, 4, 3, 3, 1, 2, 2, 1, {2, 0, 1, 3}, 0, true},           /* grouped, dilated */
     {1, 4, 9, 8, 6, 2, 3, 2, 2, 3, 1, 2, {0}, MX_AUTO_PAD_SAME_LOWER, true}, /* SAME_LOWER */
     {1, 4, 9, 8, 6, 1, 4, 3, 3, 2, 1, 1, {0}, MX_AUTO_PAD_SAME_UPPER, false},
+    {1, 4, 6, 3, 4, 4, 5, 5, 1, 1, 1, 1, {2, 2, 2, 2}, 0, true},             /* depthwise, row narrower than the kernel */
+    {1, 3, 9, 17, 3, 3, 5, 5, 2, 2, 1, 1, {2, 2, 2, 2}, 0, false},           /* depthwise 5x5 s2 */
+    {1, 2, 8, 12, 2, 2, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, 0, true},            /* dilated depthwise */
+    {1, 2, 7, 9, 2, 2, 3, 3, 1, 3, 1, 1, {1, 1, 1, 1}, 0, true},             /* depthwise stride 3 */
 };
 
 Test(conv_kernels, conv2d_float32_matches_direct_loops) {
