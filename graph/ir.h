@@ -155,6 +155,14 @@ mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n)
  * Returns false when out of memory. */
 bool mx__graph_order_nodes(const mx_graph *g, mx_node_id *out, size_t *n, const char **culprit);
 
+/* graph/subgraph.c: a calloc'd flag per value of g (n_values), 1 for a value that a subgraph
+ * of g reads by name (an outer-scope capture, at any depth), so passes keep it; NULL when out
+ * of memory. */
+uint8_t *mx__graph_captured(const mx_graph *g);
+/* Replaces each If node whose condition is a constant by the nodes of the branch it takes
+ * (branches holding subgraphs of their own are left alone); adds the count to *folded. */
+mx_status mx__graph_fold_const_if(mx_graph *g, size_t *folded);
+
 /* The attribute called `name` on node n, or NULL. */
 const mx_attr *mx__node_attr(const mx_node *n, const char *name);
 

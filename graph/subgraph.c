@@ -15,6 +15,7 @@
  * kinds and the shapes come from running the node (reference/control.c). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
@@ -256,6 +257,7 @@ static mx_status if_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *out
  * widened to fresh symbols. shapes[i] receives the final shape of carried value i. */
 static mx_status infer_carried(sg_ctx *c, mx_graph *body, size_t first_in, size_t first_out, size_t n_carried,
                                const mx_value_info *init, mx_shape *shapes) {
+  uint32_t widened[64] = {0}; /* per carried value: dims already made fresh symbols */
   for (size_t i = 0; i < n_carried; i++) {
     shapes[i] = init[i].shape;
     set_input(body, first_in + i, init[i].dtype, (mx_value_kind)init[i].kind, &shapes[i]);
@@ -273,6 +275,18 @@ static mx_status infer_carried(sg_ctx *c, mx_graph *body, size_t first_in, size_
       char what[32];
       snprintf(what, sizeof what, "carried%zu", i);
       mx_shape s = join_shapes(c, &shapes[i], &o->shape, what, &changed);
+      /* A dim widened in an earlier round already stands for any size: it stays as it is. */
+      for (int32_t d = 0; changed && s.rank >= 0 && s.rank == shapes[i].rank && d < s.rank; d++)
+        if (widened[i] & (1u << d)) s.dims[d] = shapes[i].dims[d];
+      if (changed && s.rank >= 0 && s.rank == shapes[i].rank) {
+        changed = false;
+        for (int32_t d = 0; d < s.rank; d++) {
+          if (s.dims[d] != shapes[i].dims[d]) {
+            widened[i] |= 1u << d;
+            changed = true;
+          }
+        }
+      }
       if (changed) {
         if (round >= 3) s.rank = MX_RANK_UNKNOWN; /* give up on the rank rather than loop */
         shapes[i] = s;
@@ -477,6 +491,119 @@ mx_status mx__subgraph_node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *
     out[k].sv_len = -1;
     if (!mx_dtype_size(out[k].dtype))
       return node_fail(&c, MX_ERR_INVALID_GRAPH, "output %u has no known element type", k);
+  }
+  return MX_OK;
+}
+
+/* --- captures and folding --------------------------------------------------------------------- */
+
+/* Marks in keep[] every value of g that sub (or a subgraph nested in it) reads by name. */
+static void mark_captured(const mx_graph *g, const mx_graph *sub, uint8_t *keep) {
+  for (size_t v = 0; v < sub->n_values; v++) {
+    if ((sub->values[v].flags & (MX_VALUE_DEAD | MX_VALUE_OUTER)) != MX_VALUE_OUTER) continue;
+    mx_value_id id = mx_graph_find_value(g, sub->values[v].name);
+    if (id != MX_NO_VALUE) keep[id] = 1;
+  }
+  for (size_t i = 0; i < sub->n_subgraphs; i++) mark_captured(g, sub->subgraphs[i], keep);
+}
+
+uint8_t *mx__graph_captured(const mx_graph *g) {
+  uint8_t *keep = calloc(g->n_values ? g->n_values : 1, 1);
+  if (!keep) return NULL;
+  for (size_t n = 0; n < g->n_nodes; n++) { /* subgraphs of live nodes only */
+    const mx_node *nd = &g->nodes[n];
+    if (nd->flags & MX_NODE_DEAD) continue;
+    for (uint32_t a = 0; a < nd->n_attrs; a++)
+      if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph) mark_captured(g, nd->attrs[a].graph, keep);
+  }
+  return keep;
+}
+
+/* True when no node of sub holds a subgraph (inlining then needs no renaming inside one). */
+static bool flat(const mx_graph *sub) {
+  for (size_t n = 0; n < sub->n_nodes; n++) {
+    const mx_node *nd = &sub->nodes[n];
+    if (nd->flags & MX_NODE_DEAD) continue;
+    for (uint32_t a = 0; a < nd->n_attrs; a++)
+      if (nd->attrs[a].type == MX_ATTR_GRAPH) return false;
+  }
+  return true;
+}
+
+/* Replaces If node nid of g by the nodes of `branch`: constants and node outputs get fresh names
+ * in g, captured names map to g's values, and the If's outputs are redirected. */
+static mx_status inline_branch(mx_graph *g, mx_node_id nid, const mx_graph *branch) {
+  mx_status st = MX_OK;
+  mx_value_id *map = malloc((branch->n_values ? branch->n_values : 1) * sizeof *map);
+  if (!map) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory inlining an If branch");
+  for (size_t v = 0; v < branch->n_values; v++) {
+    const mx_value *bv = &branch->values[v];
+    map[v] = MX_NO_VALUE;
+    if (bv->flags & MX_VALUE_DEAD) continue;
+    if (bv->flags & MX_VALUE_OUTER) {
+      map[v] = mx_graph_find_value(g, bv->name);
+      if (map[v] == MX_NO_VALUE) { /* captured from further out: g captures it too */
+        st = mx_graph_add_outer(g, bv->name, &map[v]);
+        if (st != MX_OK) goto done;
+      }
+    } else if ((bv->flags & MX_VALUE_CONST) && bv->producer == MX_NO_NODE) {
+      const char *nm = mx__graph_unique_name(g, bv->name);
+      st = nm ? mx_graph_add_constant(g, nm, bv->data, &map[v]) : MX_ERR_OUT_OF_MEMORY;
+      if (st != MX_OK) goto done;
+    }
+  }
+  const mx_node_id *order;
+  size_t n_order;
+  st = mx__graph_topo_order((mx_graph *)branch, &order, &n_order);
+  if (st != MX_OK) goto done;
+  for (size_t i = 0; i < n_order; i++) {
+    const mx_node *bn = &branch->nodes[order[i]];
+    mx_value_id ins[64], outs[64];
+    const char *onames[64];
+    if (bn->n_inputs > 64 || bn->n_outputs > 64) {
+      st = mx__graph_fail(g, MX_ERR_LIMIT, "If branch node '%s' has too many inputs or outputs", bn->name);
+      goto done;
+    }
+    for (uint32_t k = 0; k < bn->n_inputs; k++) ins[k] = bn->inputs[k] == MX_NO_VALUE ? MX_NO_VALUE : map[bn->inputs[k]];
+    for (uint32_t k = 0; k < bn->n_outputs; k++) onames[k] = mx__graph_unique_name(g, branch->values[bn->outputs[k]].name);
+    mx_node_desc d = {.op_type = bn->op_type, .domain = bn->domain, .name = mx__graph_unique_name(g, bn->name),
+                      .inputs = ins, .n_inputs = bn->n_inputs, .attrs = bn->attrs, .n_attrs = bn->n_attrs,
+                      .output_names = onames, .n_outputs = bn->n_outputs};
+    st = mx_graph_add_node(g, &d, outs);
+    if (st != MX_OK) goto done;
+    for (uint32_t k = 0; k < bn->n_outputs; k++) map[bn->outputs[k]] = outs[k];
+  }
+  const mx_node *nd = &g->nodes[nid];
+  for (uint32_t k = 0; k < nd->n_outputs; k++) {
+    mx_value_id to = map[branch->outputs[k]];
+    if (to == MX_NO_VALUE) {
+      st = mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "If node '%s': branch output %u has no value", nd->name, k);
+      goto done;
+    }
+    st = mx__graph_replace_uses(g, g->nodes[nid].outputs[k], to);
+    if (st != MX_OK) goto done;
+  }
+  mx__graph_remove_node(g, nid);
+done:
+  free(map);
+  return st;
+}
+
+mx_status mx__graph_fold_const_if(mx_graph *g, size_t *folded) {
+  for (size_t n = 0; n < g->n_nodes; n++) {
+    const mx_node *nd = &g->nodes[n];
+    if ((nd->flags & MX_NODE_DEAD) || strcmp(nd->op_type, "If") != 0 || nd->domain[0] || nd->n_inputs != 1) continue;
+    if (nd->inputs[0] == MX_NO_VALUE) continue;
+    const mx_value *c = &g->values[nd->inputs[0]];
+    int64_t cnt;
+    if (!(c->flags & MX_VALUE_CONST) || !c->data || c->data->dtype != MX_BOOL || !mx_tensor_numel(c->data, &cnt) ||
+        cnt != 1)
+      continue;
+    const mx_graph *branch = body_of(nd, *(const uint8_t *)c->data->data ? "then_branch" : "else_branch");
+    if (!branch || !flat(branch) || branch->n_outputs != nd->n_outputs || branch->n_inputs) continue;
+    mx_status st = inline_branch(g, (mx_node_id)n, branch);
+    if (st != MX_OK) return st;
+    (*folded)++;
   }
   return MX_OK;
 }

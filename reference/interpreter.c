@@ -106,16 +106,6 @@ static void free_value(mx_tensor *t) {
   t->data = NULL;
 }
 
-/* Marks in keep[] every value of g that a subgraph of some node reads by name (at any depth). */
-static void mark_captured(const mx_graph *g, const mx_graph *sub, uint8_t *keep) {
-  for (size_t v = 0; v < sub->n_values; v++) {
-    if ((sub->values[v].flags & (MX_VALUE_DEAD | MX_VALUE_OUTER)) != MX_VALUE_OUTER) continue;
-    mx_value_id id = mx_graph_find_value(g, sub->values[v].name);
-    if (id != MX_NO_VALUE) keep[id] = 1;
-  }
-  for (size_t i = 0; i < sub->n_subgraphs; i++) mark_captured(g, sub->subgraphs[i], keep);
-}
-
 const mx_tensor *mx__reference_frame_lookup(const mx__ref_frame *f, const char *name) {
   for (; f; f = f->parent) {
     mx_value_id v = mx_graph_find_value(f->g, name);
@@ -150,7 +140,7 @@ mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent, cons
   mx_tensor *vals = calloc(nv ? nv : 1, sizeof *vals);      /* run-time tensor of each value */
   uint8_t *owned = calloc(nv ? nv : 1, 1);                    /* 1 when vals[v].data is ours */
   size_t *uses = calloc(nv ? nv : 1, sizeof *uses);           /* remaining consumer uses */
-  uint8_t *keep = calloc(nv ? nv : 1, 1);                     /* 1: a subgraph reads it by name */
+  uint8_t *keep = mx__graph_captured(g);                      /* 1: a subgraph reads it by name */
   const mx_tensor **by_input = calloc(g->n_inputs ? g->n_inputs : 1, sizeof *by_input);
   int64_t *bound = malloc((n_syms ? n_syms : 1) * sizeof *bound);
   const mx_tensor **ins = NULL;
@@ -185,7 +175,6 @@ mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent, cons
     }
     uses[v] = val->n_consumers;
   }
-  for (size_t s = 0; s < g->n_subgraphs; s++) mark_captured(g, g->subgraphs[s], keep);
   mx__ref_frame frame = {g, vals, parent};
   size_t max_in = 1;
   for (size_t i = 0; i < n_order; i++)

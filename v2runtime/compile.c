@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "graph/ops/op.h"
 #include "graph/passes/passes.h"
 #include "mixrt/partition.h"
 #include "partitioner/partitioner.h"
@@ -134,6 +135,23 @@ oom:
   return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory building the program");
 }
 
+/* True when g holds a node that runs subgraphs or handles sequences / optionals, or takes or
+ * gives one of those. */
+static bool needs_interpreter(const mx_graph *g) {
+  for (size_t n = 0; n < g->n_nodes; n++) {
+    const mx_node *nd = &g->nodes[n];
+    if (nd->flags & MX_NODE_DEAD) continue;
+    if (nd->def && (nd->def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND))) return true;
+    for (uint32_t a = 0; a < nd->n_attrs; a++)
+      if (nd->attrs[a].type == MX_ATTR_GRAPH) return true;
+  }
+  for (size_t i = 0; i < g->n_inputs; i++)
+    if (g->values[g->inputs[i]].kind != MX_KIND_TENSOR) return true;
+  for (size_t i = 0; i < g->n_outputs; i++)
+    if (g->values[g->outputs[i]].kind != MX_KIND_TENSOR) return true;
+  return false;
+}
+
 mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_error *err) {
   *out = NULL;
   mx_status st;
@@ -146,6 +164,17 @@ mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_e
   p->source = g;
   st = optimize(g, err);
   if (st != MX_OK) goto fail;
+  if (needs_interpreter(g)) {
+    /* The partitioner takes no subgraph nodes and the executors no sequences: such a model runs
+     * whole on the host through the reference interpreter (constant If nodes are folded above). */
+    p->interpreted = true;
+    p->root = g;
+    p->source = NULL;
+    st = mx__program_finish(p, err);
+    if (st != MX_OK) goto fail;
+    *out = p;
+    return MX_OK;
+  }
   mx_partition_options po;
   mx_partition_options_init(&po);
   po.static_min_ops = s->opts.static_min_ops;

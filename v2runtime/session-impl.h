@@ -78,6 +78,8 @@ typedef struct mx_program {
   char **input_shapes;        /* printed shape of each graph input (malloc'd strings) */
   char **output_shapes;
   size_t static_calls, dynamic_calls;
+  bool interpreted;           /* holds control flow or sequences: root runs on the host through
+                                 the reference interpreter, whole (no calls, empty exe graphs) */
 } mx_program;
 
 /* What the kernels of one step see (run->user). */

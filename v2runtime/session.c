@@ -134,7 +134,7 @@ static void unload(mx_session *s) {
   if (!p) return;
   mx__async_wait(s);
   for (uint32_t i = 0; i < s->n_streams; i++) mx_stream_synchronize(s->streams[i]);
-  if (p->initialized) {
+  if (p->initialized && !p->interpreted) {
     mx_error ignored;
     mx_step step = {.s = s};
     mx_exe_run run = {.values = p->slots, .user = &step, .err = &ignored, .failed_node = UINT32_MAX};
@@ -278,7 +278,7 @@ static mx_status install(mx_session *s, mx_program *p) {
     return st;
   }
   mx_step step = {.s = s, .stream = s->streams[0]};
-  st = mx__program_run_graph(s, &p->init, &step);
+  st = p->interpreted ? MX_OK : mx__program_run_graph(s, &p->init, &step);
   if (st != MX_OK) {
     /* Undo what Init made: DeInit tolerates missing handles. */
     p->initialized = true;
@@ -368,6 +368,8 @@ mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save
   mx_error_clear(&s->err);
   if (!path) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "path is NULL");
   else if (!s->prog) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no model is loaded");
+  else if (s->prog->interpreted)
+    st = mx__fail(&s->err, MX_ERR_UNSUPPORTED, "a model with control flow or sequences cannot be saved as .mxm");
   else st = mx__program_save_mxm(s, path, o && o->external_weights, &s->err);
   leave(s);
   return st;

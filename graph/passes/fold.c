@@ -63,7 +63,9 @@ mx_status mx__graph_fold_constants(mx_graph *g, mx_fold_eval_fn eval, void *user
                                    size_t *folded) {
   const mx_node_id *order0;
   size_t n;
-  mx_status st = mx__graph_topo_order(g, &order0, &n);
+  mx_status st = mx__graph_fold_const_if(g, folded); /* an If on a constant becomes its branch */
+  if (st != MX_OK) return st;
+  st = mx__graph_topo_order(g, &order0, &n);
   if (st != MX_OK) return st;
   /* Folding removes nodes, which drops the cached order: work on a copy. */
   mx_node_id *order = malloc((n ? n : 1) * sizeof *order);
@@ -115,6 +117,9 @@ mx_status mx__graph_remove_dead(mx_graph *g, size_t *removed_nodes, size_t *remo
   /* Walk nodes from the last id down: a node's consumers usually have larger ids, so most dead
    * chains disappear in one sweep; repeat until nothing changes. */
   bool changed = true;
+  /* Values that subgraphs read by name have no consumer edge but are used. */
+  uint8_t *captured = g->n_subgraphs ? mx__graph_captured(g) : NULL;
+  if (g->n_subgraphs && !captured) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory removing dead nodes");
   while (changed) {
     changed = false;
     for (size_t i = g->n_nodes; i-- > 0;) {
@@ -123,7 +128,7 @@ mx_status mx__graph_remove_dead(mx_graph *g, size_t *removed_nodes, size_t *remo
       bool used = false;
       for (uint32_t k = 0; k < nd->n_outputs && !used; k++) {
         const mx_value *v = &g->values[nd->outputs[k]];
-        used = v->n_consumers > 0 || (v->flags & MX_VALUE_OUTPUT);
+        used = v->n_consumers > 0 || (v->flags & MX_VALUE_OUTPUT) || (captured && captured[nd->outputs[k]]);
       }
       if (used) continue;
       mx__graph_remove_node(g, (mx_node_id)i);
@@ -138,10 +143,11 @@ mx_status mx__graph_remove_dead(mx_graph *g, size_t *removed_nodes, size_t *remo
   for (size_t i = 0; i < g->n_values; i++) {
     mx_value *v = &g->values[i];
     if ((v->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTPUT)) || v->n_consumers) continue;
-    if (!(v->flags & MX_VALUE_CONST) || v->producer != MX_NO_NODE) continue;
+    if (!(v->flags & MX_VALUE_CONST) || v->producer != MX_NO_NODE || (captured && captured[i])) continue;
     mx__graph_remove_value(g, (mx_value_id)i);
     (*removed_values)++;
   }
+  free(captured);
   return MX_OK;
 }
 
