@@ -178,7 +178,9 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
   const mx__dyn_op *op = &p->ops[i];
   if (op->kind == MX__DYN_OP_SKIP) return MX_OK;
   e->cur_op = (uint32_t)i;
-  mx_status st = check_ready(e, op, false, "shape inference");
+  /* An eval op reads neither the data nor the shapes of its inputs, only the step's symbols
+   * (an unbound one fails its evaluation), so its inputs may already be released. */
+  mx_status st = op->kind == MX__DYN_OP_EVAL ? MX_OK : check_ready(e, op, false, "shape inference");
   if (st != MX_OK) return st;
   st = mx__dyn_shapes(e, i);
   if (st != MX_OK) return st;
