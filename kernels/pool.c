@@ -125,26 +125,26 @@ static mx_status pool_run(mx_kernel_call *call) {
   if (y->dtype == MX_FLOAT16 || y->dtype == MX_BFLOAT16)
     mx__kf32_to_half(yf, y->dtype, y->data, ny);
   else
-    for (int64_t i = 0; i < ny; i++) mx__kset_f64(y->data, y->dtype, i, yf[i]);
+    for (int64_t i = 0; i < ny; i++) /* a window wholly in the padding has no value: 0 for integers */
+      mx__kset_f64(y->data, y->dtype, i, yf[i] == yf[i] ? yf[i] : 0.0);
   return MX_OK;
 }
 
-#define MX_KDT_POOL MX_KDT_FLOATS
 static const mx_kernel_def k_maxpool = {.op = "MaxPool",
                                         .dtypes = MX_KDT_FLOATS | MX_KDT(MX_INT8) | MX_KDT(MX_UINT8),
                                         .key = 0,
                                         .run = pool_run,
                                         .workspace = pool_workspace};
 static const mx_kernel_def k_avgpool = {
-    .op = "AveragePool", .dtypes = MX_KDT_POOL, .key = 0, .run = pool_run, .workspace = pool_workspace};
+    .op = "AveragePool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = pool_run, .workspace = pool_workspace};
 static const mx_kernel_def k_lppool = {
-    .op = "LpPool", .dtypes = MX_KDT_POOL, .key = 0, .run = pool_run, .workspace = pool_workspace};
+    .op = "LpPool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = pool_run, .workspace = pool_workspace};
 static const mx_kernel_def k_global_avgpool = {
-    .op = "GlobalAveragePool", .dtypes = MX_KDT_POOL, .key = 0, .run = pool_run, .workspace = pool_workspace};
+    .op = "GlobalAveragePool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = pool_run, .workspace = pool_workspace};
 static const mx_kernel_def k_global_maxpool = {
-    .op = "GlobalMaxPool", .dtypes = MX_KDT_POOL, .key = 0, .run = pool_run, .workspace = pool_workspace};
+    .op = "GlobalMaxPool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = pool_run, .workspace = pool_workspace};
 static const mx_kernel_def k_global_lppool = {
-    .op = "GlobalLpPool", .dtypes = MX_KDT_POOL, .key = 0, .run = pool_run, .workspace = pool_workspace};
+    .op = "GlobalLpPool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = pool_run, .workspace = pool_workspace};
 
 /* --- MaxUnpool ---------------------------------------------------------------------------------- */
 
