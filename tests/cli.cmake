@@ -7,3 +7,16 @@ add_test(NAME conformance_reference
   COMMAND mixrt_cli conformance --quiet --skip-missing
           --gaps "${CMAKE_CURRENT_SOURCE_DIR}/conformance/KNOWN_GAPS.md")
 set_tests_properties(conformance_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+
+# The PyTorch model zoo (bench/zoo/export.py, exported once into the build tree) through the hybrid
+# runtime and the reference interpreter, compared with PyTorch eager at rtol 1e-3, atol 1e-4. Skipped
+# (exit 77) with a loud message when /usr/bin/python3 cannot import torch. Sanitizer builds run the
+# small models only: the large CNNs there would take minutes of sanitized im2col.
+set(MIXRT_ZOO_SKIP "")
+if(NOT MIXRT_SANITIZE STREQUAL "")
+  set(MIXRT_ZOO_SKIP --skip resnet50,mobilenet_v3_large,lraspp_mobilenet_v3_large)
+endif()
+add_test(NAME zoo_models
+  COMMAND sh "${CMAKE_CURRENT_SOURCE_DIR}/zoo/run_zoo.sh" --mixrt $<TARGET_FILE:mixrt_cli>
+          --dir "${CMAKE_BINARY_DIR}/zoo" ${MIXRT_ZOO_SKIP})
+set_tests_properties(zoo_models PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)

@@ -4,7 +4,7 @@
 output with PyTorch eager's at rtol 1e-3, atol 1e-4 (|got - want| <= atol + rtol * |want|).
 
 usage: /usr/bin/python3 tests/zoo/run_zoo.py --mixrt PATH --dir ZOO_DIR [--only NAME,...]
-                                              [--steps N] [--no-reference]
+                                              [--skip NAME,...] [--steps N] [--no-reference]
 
 The models are exported into ZOO_DIR once (again when the exporter changed). Exit status 0 when
 everything matches, 1 otherwise. With --steps N (N > 1) it also reports the hybrid step latency
@@ -112,6 +112,7 @@ def main():
     ap.add_argument("--mixrt", required=True)
     ap.add_argument("--dir", required=True)
     ap.add_argument("--only", default="")
+    ap.add_argument("--skip", default="", help="comma-separated model names not to run")
     ap.add_argument("--steps", type=int, default=1)
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--verbose", action="store_true")
@@ -122,12 +123,13 @@ def main():
     with open(os.path.join(zoo_dir, "manifest.json")) as f:
         manifest = json.load(f)
     only = set(filter(None, args.only.split(",")))
+    skip = set(filter(None, args.skip.split(",")))
     paths = [("hybrid", ["--steps", str(args.steps)])]
     if not args.no_reference:
         paths.append(("reference", ["--reference"]))
     failures = 0
     for model in manifest["models"]:
-        if only and model["name"] not in only:
+        if (only and model["name"] not in only) or model["name"] in skip:
             continue
         for case in model["cases"]:
             for path_name, extra in paths:
