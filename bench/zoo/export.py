@@ -43,6 +43,14 @@ def cnn_spec(name, make, shapes, spatial_dynamic=False, out_names=("logits",)):
                 calibration=lambda g: torch.randn(4, 3, height, width, generator=g))
 
 
+def static_cnn_spec(name, make):
+    """A CNN exported with every dim concrete (batch 1, 224x224): the whole graph is known, so
+    mixrt compiles it into static models."""
+    spec = cnn_spec(name, make, [(1, 224, 224)])
+    spec["dynamic_axes"] = {}
+    return spec
+
+
 class SegOut(torch.nn.Module):
     """torchvision's segmentation models return a dict; ONNX export wants a tensor."""
 
@@ -54,12 +62,16 @@ class SegOut(torch.nn.Module):
         return self.net(x)["out"]
 
 
-def gpt_spec():
+def gpt_spec(decode=False):
+    """decode=False: seq and past_len both dynamic (prefill and decode in one graph, every shape
+    symbolic, so mixrt runs it as dynamic ops). decode=True: the decode step proper, one new token
+    (seq fixed at 1), only the cache length dynamic: the projections and the MLP have concrete
+    shapes and become static models, the attention over the cache stays dynamic."""
     cfg = dict(vocab=256, dim=64, heads=4, layers=3)
     heads, head_dim, layers = cfg["heads"], cfg["dim"] // cfg["heads"], cfg["layers"]
     past_names = [f"past_{kind}_{i}" for i in range(layers) for kind in ("key", "value")]
     present_names = [f"present_{kind}_{i}" for i in range(layers) for kind in ("key", "value")]
-    axes = {"input_ids": {1: "seq"}, "logits": {1: "seq"}}
+    axes = {} if decode else {"input_ids": {1: "seq"}, "logits": {1: "seq"}}
     axes.update({n: {2: "past_len"} for n in past_names})
     axes.update({n: {2: "total_len"} for n in present_names})
 
@@ -69,9 +81,14 @@ def gpt_spec():
             for n in past_names:
                 d[n] = torch.randn(1, heads, past, head_dim, generator=g)
             return d
-        return (f"seq{seq}_past{past}", {"seq": seq, "past_len": past}, inputs)
+        syms = {"past_len": past} if decode else {"seq": seq, "past_len": past}
+        return (f"seq{seq}_past{past}", syms, inputs)
 
-    return dict(name="gpt_kv", make=lambda: models.TinyGPT(**cfg), inputs=["input_ids"] + past_names,
+    if decode:
+        return dict(name="gpt_kv_decode", make=lambda: models.TinyGPT(**cfg), seed=1005,
+                    inputs=["input_ids"] + past_names, outputs=["logits"] + present_names, dynamic_axes=axes,
+                    trace_case=case(1, 3), cases=[case(1, 7), case(1, 30)])
+    return dict(name="gpt_kv", make=lambda: models.TinyGPT(**cfg), seed=1005, inputs=["input_ids"] + past_names,
                 outputs=["logits"] + present_names, dynamic_axes=axes,
                 # The export traces with a non-empty cache so the cache length stays a symbol.
                 trace_case=case(4, 3),
@@ -131,6 +148,8 @@ def all_specs():
                  lambda: SegOut(tv.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)),
                  [(1, 224, 224)], spatial_dynamic=True, out_names=("out",)),
         gpt_spec(),
+        gpt_spec(decode=True),
+        static_cnn_spec("mobilenet_v3_small_static", lambda: tv.mobilenet_v3_small(weights=None)),
         bert_spec(),
         lstm_spec(),
         gru_spec(),
@@ -206,7 +225,7 @@ def main():
         if only and spec["name"] not in only:
             continue
         t0 = time.time()
-        entry = export_one(spec, args.out_dir, seed=1000 + i)
+        entry = export_one(spec, args.out_dir, seed=spec.get("seed", 1000 + i))
         print(f"zoo: exported {entry['name']}: {entry['ops']} ops, {len(entry['cases'])} cases "
               f"({time.time() - t0:.1f} s)", flush=True)
         manifest["models"].append(entry)
