@@ -4,7 +4,7 @@ and for each model and a few input shapes saves the inputs and PyTorch eager's o
 files. OUT_DIR/manifest.json lists, per model, its ONNX file, op count, and per case the input
 and output files and the symbol values of that case.
 
-usage: /usr/bin/python3 bench/zoo/export.py OUT_DIR [--only NAME,NAME...]
+usage: /usr/bin/python3 bench/zoo/export.py OUT_DIR [--only NAME,NAME...] [--opset N]
 
 Random weights only (nothing is downloaded), seeded, so every export is the same."""
 import argparse
@@ -177,7 +177,7 @@ def calibrate_batchnorm(net, sample):
     net.eval()
 
 
-def export_one(spec, out_dir, seed):
+def export_one(spec, out_dir, seed, opset):
     torch.manual_seed(seed)
     net = spec["make"]().eval()
     if "calibration" in spec:
@@ -190,12 +190,12 @@ def export_one(spec, out_dir, seed):
         trace_inputs = cases[0][2]
     onnx_path = os.path.join(out_dir, spec["name"] + ".onnx")
     with torch.no_grad():
-        torch.onnx.export(net, tuple(trace_inputs[n] for n in spec["inputs"]), onnx_path, opset_version=OPSET,
+        torch.onnx.export(net, tuple(trace_inputs[n] for n in spec["inputs"]), onnx_path, opset_version=opset,
                           input_names=spec["inputs"], output_names=spec["outputs"],
                           dynamic_axes=spec["dynamic_axes"], do_constant_folding=True)
     proto = onnx.load(onnx_path)
     op_count = len(proto.graph.node)
-    entry = {"name": spec["name"], "model": os.path.basename(onnx_path), "opset": OPSET, "ops": op_count,
+    entry = {"name": spec["name"], "model": os.path.basename(onnx_path), "opset": opset, "ops": op_count,
              "op_types": sorted({n.op_type for n in proto.graph.node}), "cases": []}
     for case_name, syms, inputs in cases:
         case_dir = os.path.join(out_dir, spec["name"], case_name)
@@ -217,15 +217,17 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
     ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    ap.add_argument("--opset", type=int, default=OPSET,
+                    help=f"ONNX opset to export with (default {OPSET}; older ones write other op forms)")
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     only = set(filter(None, args.only.split(",")))
-    manifest = {"opset": OPSET, "torch": torch.__version__, "models": []}
+    manifest = {"opset": args.opset, "torch": torch.__version__, "models": []}
     for i, spec in enumerate(all_specs()):
         if only and spec["name"] not in only:
             continue
         t0 = time.time()
-        entry = export_one(spec, args.out_dir, seed=spec.get("seed", 1000 + i))
+        entry = export_one(spec, args.out_dir, seed=spec.get("seed", 1000 + i), opset=args.opset)
         print(f"zoo: exported {entry['name']}: {entry['ops']} ops, {len(entry['cases'])} cases "
               f"({time.time() - t0:.1f} s)", flush=True)
         manifest["models"].append(entry)
