@@ -12,9 +12,20 @@
 
 set(MIXRT_MODULE_TARGETS "" CACHE INTERNAL "object libraries that make up libmixrt")
 
+# The public version header is configured into the build tree's include root, which every module
+# (and every user of the library) sees next to include/. Before 1.0 every minor release may break
+# the ABI, so the SONAME carries major.minor; from 1.0 on only the major (docs/abi.md).
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(MIXRT_SOVERSION "${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}")
+else()
+  set(MIXRT_SOVERSION "${PROJECT_VERSION_MAJOR}")
+endif()
+set(MIXRT_GENERATED_INCLUDE "${PROJECT_BINARY_DIR}/include")
+configure_file("${CMAKE_CURRENT_LIST_DIR}/version.h.in" "${MIXRT_GENERATED_INCLUDE}/mixrt/version.h" @ONLY)
+
 function(mixrt_module_defaults target)
   target_link_libraries(${target} PRIVATE mixrt_build_options)
-  target_include_directories(${target} PUBLIC "${PROJECT_SOURCE_DIR}/include")
+  target_include_directories(${target} PUBLIC "${PROJECT_SOURCE_DIR}/include" "${MIXRT_GENERATED_INCLUDE}")
   target_compile_definitions(${target} PRIVATE
     MIXRT_VERSION_STRING="${PROJECT_VERSION}"
     MIXRT_BUILD_TYPE="${CMAKE_BUILD_TYPE}"

@@ -1,0 +1,56 @@
+# ctest entry `install_consumer` (cmake -P): installs the build tree into a temporary prefix, then
+# builds and runs examples/c_decode twice against it, once through find_package(mixrt) and once
+# through pkg-config, and checks that both print the same tokens.
+#   -DBUILD_DIR=<build tree> -DSOURCE_DIR=<mixrt source> -DWORK_DIR=<scratch> -DC_COMPILER=<cc>
+foreach(v BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "InstallTest.cmake needs -D${v}=...")
+  endif()
+endforeach()
+
+function(run_step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+run_step("cmake --install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+foreach(f include/mixrt/mixrt.h include/mixrt/version.h bin/mixrt)
+  if(NOT EXISTS "${prefix}/${f}")
+    message(FATAL_ERROR "the install has no ${f}")
+  endif()
+endforeach()
+file(GLOB libdirs LIST_DIRECTORIES true "${prefix}/lib*")
+list(GET libdirs 0 libdir)
+
+# find_package(mixrt) -> mixrt::mixrt
+set(cmake_build "${WORK_DIR}/find_package")
+run_step("configure the consumer" "${CMAKE_COMMAND}" -S "${SOURCE_DIR}/examples/c_decode" -B "${cmake_build}"
+         "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_C_COMPILER=${C_COMPILER}" -DCMAKE_BUILD_TYPE=Release)
+run_step("build the consumer" "${CMAKE_COMMAND}" --build "${cmake_build}")
+run_step("run the find_package consumer" "${cmake_build}/decode" 4)
+set(by_cmake "${step_output}")
+
+# pkg-config --cflags --libs mixrt
+set(ENV{PKG_CONFIG_PATH} "${libdir}/pkgconfig")
+find_program(PKG_CONFIG pkg-config REQUIRED)
+run_step("pkg-config" "${PKG_CONFIG}" --cflags --libs mixrt)
+string(STRIP "${step_output}" flags)
+separate_arguments(flags UNIX_COMMAND "${flags}")
+run_step("compile the pkg-config consumer" "${C_COMPILER}" -std=c11 -Wall -Werror
+         "${SOURCE_DIR}/examples/c_decode/decode.c" -o "${WORK_DIR}/decode_pc" ${flags})
+set(ENV{LD_LIBRARY_PATH} "${libdir}")
+run_step("run the pkg-config consumer" "${WORK_DIR}/decode_pc" 4)
+set(by_pkgconfig "${step_output}")
+
+if(NOT by_cmake MATCHES "tokens: [0-9]+ [0-9]+ [0-9]+ [0-9]+")
+  message(FATAL_ERROR "the consumer printed no tokens:\n${by_cmake}")
+endif()
+if(NOT by_cmake STREQUAL by_pkgconfig)
+  message(FATAL_ERROR "find_package and pkg-config consumers differ:\n${by_cmake}\n${by_pkgconfig}")
+endif()
+message(STATUS "install_consumer: ${by_cmake}")
