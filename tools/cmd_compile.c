@@ -9,6 +9,7 @@
 #include "mixrt/onnx.h"
 #include "mixrt/session.h"
 #include "tools/commands.h"
+#include "tools/fuse_log.h"
 #include "tools/inspect.h"
 #include "tools/session_opts.h"
 #include "v2runtime/session-impl.h"
@@ -19,7 +20,7 @@ void mx_cmd_compile_help(FILE *out) {
   fprintf(out,
           "usage: mixrt compile MODEL.onnx [--shape SYM=VAL ...] [--streams K] [--static-min-ops N]\n"
           "                     [--executor seq|topo|mt] [--device cpu|inline] [--frozen NAME ...]\n"
-          "                     [--external-weights] -o M.mxm\n\n"
+          "                     [--passes P] [--external-weights] -o M.mxm\n\n"
           "Compiles a model the way a session does — inference and constant folding, partitioning\n"
           "into KNOWN and UNKNOWN clusters, a static model (schedule, streams, memory plan, tasks)\n"
           "per KNOWN cluster, a dynamic plan per UNKNOWN one, and the lowered execution graph — and\n"
@@ -100,6 +101,7 @@ int mx_cmd_compile(int argc, char **argv) {
   const mx_program *p = s->prog;
   printf("compiled '%s': %zu static and %zu dynamic partitions, %u Main kernels\n", model, p->static_calls,
          p->dynamic_calls, p->main.n_nodes);
+  mx_cli_print_fuse_report(stdout, mx_session_fuse_report(s));
   printf("inputs:\n");
   for (size_t i = 0; i < mx_session_input_count(s); i++) {
     mx_io_info info;

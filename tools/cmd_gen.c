@@ -59,6 +59,9 @@ void mx_cmd_gen_help(FILE *out) {
           "           same shape; every Reshape target comes from Shape arithmetic.\n\n"
           "options (the models that take each, with their defaults):\n"
           "  -o, --output FILE  the ONNX file to write (required)\n"
+          "  --style S      llama: builtin (fused RMSNormalization, RotaryEmbedding, Attention ops)\n"
+          "                 or exported (the same model in primitive ops, as torch.onnx.export\n"
+          "                 writes it; the rewrite rules fuse it back)\n"
           "  --layers N     llama (%lld), encoder (%lld)\n"
           "  --hidden N     llama (%lld), moe (%lld), encoder (%lld): model width\n"
           "  --heads N      llama (%lld), encoder (%lld): attention (query) heads; for the encoder\n"
@@ -89,6 +92,7 @@ typedef struct gen_args {
   const char *path;        /* -o FILE (borrowed from argv) */
   int64_t val[O_COUNT];    /* option values */
   bool given[O_COUNT];     /* which options were on the command line */
+  bool exported;           /* --style exported: llama with primitive ops, as exporters write it */
 } gen_args;
 
 static int parse_args(int argc, char **argv, gen_args *a) {
@@ -97,6 +101,14 @@ static int parse_args(int argc, char **argv, gen_args *a) {
     const char *arg = argv[i];
     if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
       if (!(a->path = mx_cli_option_value("gen", argc, argv, &i))) return MX_EXIT_USAGE;
+      continue;
+    }
+    if (strcmp(arg, "--style") == 0) {
+      const char *v = mx_cli_option_value("gen", argc, argv, &i);
+      if (!v) return MX_EXIT_USAGE;
+      if (strcmp(v, "exported") != 0 && strcmp(v, "builtin") != 0)
+        return mx_cli_usage_error("gen", "--style takes builtin or exported, not '%s'", v);
+      a->exported = strcmp(v, "exported") == 0;
       continue;
     }
     if (arg[0] == '-') {
@@ -120,6 +132,7 @@ static int parse_args(int argc, char **argv, gen_args *a) {
   }
   if (!a->model_name) return mx_cli_usage_error("gen", "which model? (llama, moe or encoder)");
   if (!a->path) return mx_cli_usage_error("gen", "-o FILE is required");
+  if (a->exported && a->model != M_LLAMA) return mx_cli_usage_error("gen", "--style exported applies to llama only");
   for (int o = 0; o < O_COUNT; o++)
     if (a->given[o] && !(options[o].models & a->model))
       return mx_cli_usage_error("gen", "%s does not apply to the %s model", options[o].flag, a->model_name);
@@ -145,7 +158,7 @@ static mx_status build(const gen_args *a, mx_graph **g, mx_error *err) {
     take(a, O_VOCAB, &c.vocab);
     take(a, O_MAX_POS, &c.max_pos);
     if (a->given[O_SEED]) c.seed = (uint64_t)a->val[O_SEED];
-    return mx_model_llama(&c, g, err);
+    return a->exported ? mx_model_llama_exported(&c, g, err) : mx_model_llama(&c, g, err);
   }
   if (a->model == M_MOE) {
     mx_moe_config c;

@@ -6,6 +6,7 @@
 #include "mixrt/onnx.h"
 #include "mixrt/partition.h"
 #include "tools/commands.h"
+#include "tools/fuse_log.h"
 #include "tools/inspect.h"
 
 #define MAX_BINDINGS 64
@@ -32,6 +33,8 @@ void mx_cmd_partition_help(FILE *out) {
       "-Tsvg`);\n"
       "                         json: clusters, nodes with their reasons, totals\n"
       "  -o FILE                write to FILE instead of standard output\n"
+      "  --passes P             rewrite rules before partitioning: none, default (default), all or\n"
+      "                         RULE,-RULE,... (--passes list names them); their log goes to stderr\n"
       "  --explain NODE         print why NODE (or a graph input or constant) is in its cluster,\n"
       "                         traced back to the graph input or op that caused it, instead of\n"
       "                         the dump (not combined with --format)\n\n"
@@ -53,10 +56,16 @@ int mx_cmd_partition(int argc, char **argv) {
   size_t nb = 0;
   const char *forced[MAX_FORCED];
   size_t nf = 0;
+  const char *passes = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--stable") == 0) {
       o.stable = true;
+    } else if (strcmp(a, "--passes") == 0) {
+      passes = mx_cli_option_value("partition", argc, argv, &i);
+      if (!passes) return MX_EXIT_USAGE;
+      int prc = mx_cli_check_passes("partition", passes);
+      if (prc) return prc;
     } else if (strcmp(a, "--shape") == 0) {
       const char *v = mx_cli_option_value("partition", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
@@ -127,10 +136,13 @@ int mx_cmd_partition(int argc, char **argv) {
       goto done;
     }
   }
-  if (mx_graph_optimize(g, NULL) != MX_OK) {
+  mx_fuse_report fuse;
+  if (mx_graph_optimize(g, NULL) != MX_OK || mx_graph_fuse(g, passes, &fuse) != MX_OK ||
+      mx_graph_optimize(g, NULL) != MX_OK) {
     rc = mx_cli_runtime_error("partition", "%s", mx_graph_last_error(g));
     goto done;
   }
+  mx_cli_print_fuse_report(stderr, &fuse);
   if (mx_partition_create(g, &o, &p, &err) != MX_OK) {
     rc = mx_cli_runtime_error("partition", "%s", err.message);
     goto done;

@@ -7,6 +7,7 @@
 #include "common/json.h"
 #include "graph/ir.h"
 #include "tools/cli.h"
+#include "tools/fuse_log.h"
 #include "tools/inspect.h"
 
 bool mx_cli_parse_binding(const char *text, mx_symbol_binding *out, char *name_buf, size_t name_cap) {
@@ -67,7 +68,7 @@ static void print_io(FILE *out, mx_graph *g, const mx_value_id *ids, size_t n, b
   }
 }
 
-int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const mx_symbol_binding *bindings, size_t n_bindings,
+int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const mx_symbol_binding *bindings, size_t n_bindings,
                          bool json, FILE *out) {
   op_count *hist = NULL;
   size_t n_hist = histogram(g, &hist);
@@ -81,6 +82,9 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const mx_symbol_binding *
   }
   mx_optimize_report rep;
   mx_status st = mx_graph_optimize(g, &rep);
+  mx_fuse_report fuse;
+  if (st == MX_OK) st = mx_graph_fuse(g, passes, &fuse);
+  if (st == MX_OK) st = mx_graph_optimize(g, NULL);
   if (st != MX_OK) {
     free(hist);
     return mx_cli_runtime_error(cmd, "%s", mx_graph_last_error(g));
@@ -117,8 +121,10 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const mx_symbol_binding *
     }
     fprintf(out,
             "}, \"values\": {\"concrete\": %zu, \"symbolic\": %zu, \"unknown_rank\": %zu, \"unknown_dims\": %zu}, "
-            "\"symbols\": [",
+            "\"stage2\": ",
             concrete, symbolic, unknown_rank, unknown_dims);
+    mx_cli_print_fuse_report_json(out, &fuse);
+    fprintf(out, ", \"symbols\": [");
     size_t ns = mx_symtab_symbol_count(g->syms);
     for (size_t i = 0; i < ns; i++) {
       fprintf(out, "%s", i ? ", " : "");
@@ -144,6 +150,7 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const mx_symbol_binding *
   fprintf(out, "values: %zu concrete, %zu symbolic, %zu unknown-rank\n", concrete, symbolic, unknown_rank);
   fprintf(out, "passes: folded %zu nodes, removed %zu nodes and %zu values; %zu nodes remain\n", rep.folded_nodes,
           rep.removed_nodes, rep.removed_values, g->n_live_nodes);
+  mx_cli_print_fuse_report(out, &fuse);
   free(hist);
   return MX_EXIT_OK;
 }

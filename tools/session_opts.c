@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "tools/cli.h"
+#include "tools/fuse_log.h"
 #include "tools/session_opts.h"
 
 const char mx_cli_session_opts_help[] =
@@ -12,7 +13,9 @@ const char mx_cli_session_opts_help[] =
     "                          every known cluster static; -1 runs everything dynamically)\n"
     "  --device cpu|inline     the CPU device (worker thread per stream, default) or the inline\n"
     "                          device (work runs in the calling thread)\n"
-    "  --frozen NAME           graph input NAME never changes address after the first step\n";
+    "  --frozen NAME           graph input NAME never changes address after the first step\n"
+    "  --passes P              rewrite rules (fusion): none, default (default), all or\n"
+    "                          RULE,-RULE,... (--passes list names them)\n";
 
 void mx_cli_session_opts_init(mx_cli_session_opts *so) {
   memset(so, 0, sizeof *so);
@@ -49,6 +52,14 @@ int mx_cli_session_option(const char *cmd, mx_cli_session_opts *so, int argc, ch
              100;
     if (streams) so->o.streams = (uint32_t)x;
     else so->o.static_min_ops = x;
+    return 1;
+  }
+  if (strcmp(a, "--passes") == 0) {
+    const char *v = mx_cli_option_value(cmd, argc, argv, i);
+    if (!v) return MX_EXIT_USAGE + 100;
+    int rc = mx_cli_check_passes(cmd, v);
+    if (rc) return rc + 100;
+    so->o.passes = v;
     return 1;
   }
   if (strcmp(a, "--frozen") == 0) {

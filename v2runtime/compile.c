@@ -17,8 +17,9 @@
 /* Largest constant a folding step may produce (bytes). */
 #define FOLD_MAX_BYTES ((size_t)64 << 20)
 
-static mx_status optimize(mx_graph *g, mx_error *err) {
-  mx_status st = mx_graph_infer(g);
+/* Constant folding and dead-node removal to a fixed point (the graph is inferred). */
+static mx_status fold_loop(mx_graph *g) {
+  mx_status st = MX_OK;
   for (int round = 0; st == MX_OK && round < 16; round++) {
     size_t folded = 0, removed_nodes = 0, removed_values = 0;
     st = mx__graph_fold_constants(g, mx__reference_fold_eval, NULL, FOLD_MAX_BYTES, &folded);
@@ -26,6 +27,16 @@ static mx_status optimize(mx_graph *g, mx_error *err) {
     if (st == MX_OK && (folded || removed_nodes)) st = mx_graph_infer(g);
     if (!folded) break;
   }
+  return st;
+}
+
+/* Stage 1 (inference, folding), Stage 2 (the rewrite rules `passes` selects), then folding
+ * again over what the rules built. */
+static mx_status optimize(mx_graph *g, const char *passes, mx_fuse_report *fuse, mx_error *err) {
+  mx_status st = mx_graph_infer(g);
+  if (st == MX_OK) st = fold_loop(g);
+  if (st == MX_OK) st = mx_graph_fuse(g, passes, fuse);
+  if (st == MX_OK) st = fold_loop(g);
   if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(g));
   return MX_OK;
 }
@@ -162,7 +173,7 @@ mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_e
     return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory compiling a model");
   }
   p->source = g;
-  st = optimize(g, err);
+  st = optimize(g, s->passes, &s->fuse, err);
   if (st != MX_OK) goto fail;
   if (needs_interpreter(g)) {
     /* The partitioner takes no subgraph nodes and the executors no sequences: such a model runs

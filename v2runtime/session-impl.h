@@ -101,6 +101,8 @@ typedef struct mx_step {
 struct mx_session {
   mx_session_options opts;    /* copy; strings below are owned copies */
   char **frozen_names;        /* owned copies of opts.frozen_inputs */
+  char *passes;               /* owned copy of opts.passes, or NULL */
+  mx_fuse_report fuse;        /* what Stage 2 did to the loaded model */
   mx_symbol_range *ranges;    /* owned copies of opts.symbol_ranges (names owned too) */
   mx_device *dev;
   bool owns_dev;

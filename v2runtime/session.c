@@ -43,12 +43,16 @@ static void free_option_copies(mx_session *s) {
   free(s->frozen_names);
   for (size_t i = 0; s->ranges && i < s->opts.n_symbol_ranges; i++) free((char *)s->ranges[i].name);
   free(s->ranges);
+  free(s->passes);
+  s->passes = NULL;
 }
 
 static mx_status copy_options(mx_session *s, const mx_session_options *o, mx_error *err) {
   s->opts = *o;
   s->opts.frozen_inputs = NULL;
   s->opts.symbol_ranges = NULL;
+  s->opts.passes = NULL;
+  if (o->passes && !(s->passes = strdup(o->passes))) goto oom;
   if (o->n_frozen_inputs) {
     if (!o->frozen_inputs) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "frozen_inputs is NULL");
     s->frozen_names = calloc(o->n_frozen_inputs, sizeof *s->frozen_names);
@@ -432,3 +436,5 @@ mx_status mx_session_trace_end(mx_session *s, const char *path) {
   leave(s);
   return st;
 }
+
+const mx_fuse_report *mx_session_fuse_report(const mx_session *s) { return s ? &s->fuse : NULL; }

@@ -209,6 +209,32 @@ typedef struct mx_optimize_report {
  * `report` may be NULL. */
 mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *report);
 
+/* --- Stage 2: rewrite rules (fusion and simplification; graph/passes/rewrite.c) -------------- */
+
+#define MX_FUSE_MAX_RULES 32
+#define MX_FUSE_MAX_OP_TYPES 96
+
+/* What mx_graph_fuse did: per rule whether it ran and how often it hit, and the live op count
+ * and per-op-type histogram before and after (op types beyond MX_FUSE_MAX_OP_TYPES are left
+ * out of the histogram, never of the counts). Strings are static or borrowed from the graph. */
+typedef struct mx_fuse_report {
+  size_t n_rules;
+  struct { const char *name; bool enabled; size_t hits; } rules[MX_FUSE_MAX_RULES];
+  size_t ops_before, ops_after;
+  size_t n_op_types;
+  struct { const char *op_type; size_t before, after; } op_types[MX_FUSE_MAX_OP_TYPES];
+} mx_fuse_report;
+
+/* Runs the rewrite rules that `passes` selects on an inferred graph, to a fixed point, with
+ * dead-node removal and re-inference after each change. `passes`: NULL or "default" (the
+ * default rules), "none", "all", or a comma-separated list of rule names (a leading '-' turns a
+ * default rule off: "default,-cse"). A graph holding subgraphs is left as it is. `report` may be
+ * NULL. Fails with MX_ERR_INVALID_ARGUMENT naming an unknown rule. */
+mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report);
+/* The rules mx_graph_fuse knows, by index (NULL past the last), with a one-line description
+ * and whether "default" runs it. */
+const char *mx_fuse_rule_name(size_t index, const char **what, bool *by_default);
+
 /* Binds symbol `name` to `value` everywhere (graph inputs and inferred shapes) and re-infers.
  * Fails with MX_ERR_NOT_FOUND when the graph has no such symbol. */
 mx_status mx_graph_bind_symbol(mx_graph *g, const char *name, int64_t value);

@@ -72,6 +72,12 @@ bool mx_llama_config_preset(mx_llama_config *cfg, const char *name);
  * or oversized field, heads not a multiple of kv_heads, an odd head_dim) is
  * MX_ERR_INVALID_ARGUMENT naming the field. */
 mx_status mx_model_llama(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
+/* The same decode step (inputs, outputs, weights, results) written with primitive ops the way
+ * torch.onnx.export writes a Hugging Face Llama: RMSNorm as Pow / ReduceMean / Add / Sqrt /
+ * Reciprocal / Mul, rotary as Slice / Neg / Concat / Mul / Add over Gather-ed tables, attention
+ * as Concat (cache) / Expand (grouped heads) / MatMul / Mul / Softmax / MatMul (models/llama_exported.c).
+ * mixrt's rewrite rules (mx_graph_fuse) bring it back to the fused form. */
+mx_status mx_model_llama_exported(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
 
 /* A mixture-of-experts block with data-dependent routing over a symbolic token count.
  *

@@ -78,6 +78,8 @@ typedef struct mx_session_options {
                                        (mx_device_shared_acquire), so sessions of one model on
                                        one device hold one copy; true: this session uploads
                                        copies of its own */
+  const char *passes;               /* Stage 2 rewrite rules (mx_graph_fuse): NULL or "default",
+                                       "none", "all" or a comma-separated rule list (copied) */
 } mx_session_options;
 
 /* Fills *o with the defaults. */
@@ -90,6 +92,9 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
 void mx_session_destroy(mx_session *s);
 /* Message of the last failure on this session ("" if none); valid until the next call. */
 const char *mx_session_last_error(const mx_session *s);
+/* What Stage 2 (mx_graph_fuse, options.passes) did to the last model compiled from ONNX
+ * (all zero for a restored .mxm). Borrowed until the next load. */
+const mx_fuse_report *mx_session_fuse_report(const mx_session *s);
 
 /* --- loading -------------------------------------------------------------------------------- */
 
