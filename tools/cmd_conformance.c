@@ -27,6 +27,8 @@ void mx_cmd_conformance_help(FILE *out) {
           "  --rtol X          relative tolerance (default 1e-3)\n"
           "  --atol X          absolute tolerance (default 1e-7)\n"
           "  --quiet           do not print PASS lines\n"
+          "  --by-op           before the last line, a table: each operator with the number of tests\n"
+          "                    that use it, passed, failed and skipped\n"
           "  --skip-missing    exit 77 (ctest's skip code) with a loud message when DIR is absent\n\n"
           "exit codes: 0 all ran tests passed, 1 a test failed or DIR unreadable, 2 usage error,\n"
           "77 DIR absent with --skip-missing\n",
@@ -62,6 +64,8 @@ int mx_cmd_conformance(int argc, char **argv) {
         return mx_cli_usage_error("conformance", "%s needs a non-negative number, not '%s'", a, v);
     } else if (strcmp(a, "--quiet") == 0) {
       opt.quiet = true;
+    } else if (strcmp(a, "--by-op") == 0) {
+      opt.by_op = true;
     } else if (strcmp(a, "--skip-missing") == 0) {
       skip_missing = true;
     } else if (a[0] == '-') {

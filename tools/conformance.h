@@ -22,6 +22,7 @@ typedef struct mx_conf_options {
   const char *gaps_file;    /* KNOWN_GAPS.md: tests listed there are skipped with its reason */
   double rtol, atol;        /* comparison tolerances */
   bool quiet;               /* omit PASS lines (FAIL and SKIP always print) */
+  bool by_op;               /* print the per-operator summary before the totals line */
   mx_conf_run_fn run;       /* the executor under test */
   void *run_user;
   const char *run_name;     /* "reference", ... (for messages) */

@@ -221,3 +221,20 @@ Test(cli, compile_any_model_and_run_the_mxm) {
   cr_assert_not_null(o);
   cr_assert_eq(strncmp(o + 9, from_mxm, strlen(from_mxm)), 0, "%s vs %s", from_mxm, o + 9);
 }
+
+/* --by-op counts each test under every operator it uses (test_abs uses Abs; the Loop tests count
+ * under Loop and the ops of their bodies), and the last line stays the totals. Random operators
+ * compare on element type and shape only (test_bernoulli's values are another generator's). */
+Test(cli, conformance_by_op_and_random_ops) {
+  char args[1024];
+  snprintf(args, sizeof args, "conformance %s --filter test_abs --by-op --quiet", MIXRT_ONNX_NODE_DIR_DEFAULT);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, "operator "), "%s", out);
+  cr_assert(strstr(out, "\nAbs "), "%s", out);
+  const char *tail = "passed, 0 failed, 0 skipped\n";
+  size_t n = strlen(out), t = strlen(tail);
+  cr_assert(n > t && strcmp(out + n - t, tail) == 0, "the totals are not the last line: %s", out);
+  snprintf(args, sizeof args, "conformance %s --filter test_bernoulli --quiet", MIXRT_ONNX_NODE_DIR_DEFAULT);
+  cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, "4 passed, 0 failed"), "%s", out);
+}
