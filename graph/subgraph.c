@@ -257,9 +257,14 @@ static mx_status if_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *out
  * widened to fresh symbols. shapes[i] receives the final shape of carried value i. */
 static mx_status infer_carried(sg_ctx *c, mx_graph *body, size_t first_in, size_t first_out, size_t n_carried,
                                const mx_value_info *init, mx_shape *shapes) {
+  int depth = 0;
+  for (const mx_graph *p = body->parent; p; p = p->parent) depth++;
   uint32_t widened[64] = {0}; /* per carried value: dims already made fresh symbols */
   for (size_t i = 0; i < n_carried; i++) {
     shapes[i] = init[i].shape;
+    /* Deeply nested bodies start from unknown ranks: one round each, so the rounds of nested
+     * loops cannot multiply without bound. */
+    if (depth > 4) shapes[i].rank = MX_RANK_UNKNOWN;
     set_input(body, first_in + i, init[i].dtype, (mx_value_kind)init[i].kind, &shapes[i]);
   }
   for (int round = 0;; round++) {
@@ -601,6 +606,14 @@ mx_status mx__graph_fold_const_if(mx_graph *g, size_t *folded) {
       continue;
     const mx_graph *branch = body_of(nd, *(const uint8_t *)c->data->data ? "then_branch" : "else_branch");
     if (!branch || !flat(branch) || branch->n_outputs != nd->n_outputs || branch->n_inputs) continue;
+    /* A subgraph reading an output by name would find the removed If's value, not the branch's:
+     * such an If waits until that reader is gone (folded itself; a later round takes it). */
+    uint8_t *captured = g->n_subgraphs ? mx__graph_captured(g) : NULL;
+    if (g->n_subgraphs && !captured) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory folding an If");
+    bool read_by_name = false;
+    for (uint32_t k = 0; captured && k < g->nodes[n].n_outputs; k++) read_by_name |= captured[g->nodes[n].outputs[k]];
+    free(captured);
+    if (read_by_name) continue;
     mx_status st = inline_branch(g, (mx_node_id)n, branch);
     if (st != MX_OK) return st;
     (*folded)++;
