@@ -465,6 +465,16 @@ static mx_status deform_conv_infer(mx_infer_ctx *ctx) {
           MX_OK)
         return st;
   }
+  /* offset holds a (y, x) pair per kernel tap and offset group; mask one weight per tap and group. */
+  const mx_shape *ws = &ctx->in[1].shape;
+  if (rank == 4 && ws->rank == 4 && mx_dim_is_concrete(ws->dims[2]) && mx_dim_is_concrete(ws->dims[3])) {
+    mx_dim taps = p->offset_group * ws->dims[2] * ws->dims[3];
+    if (off->rank == 4 && (st = mx__check_same_dim(ctx, off->dims[1], 2 * taps, "offset channels")) != MX_OK)
+      return st;
+    const mx_shape *mask = mx__in_present(ctx, 4) ? &ctx->in[4].shape : NULL;
+    if (mask && mask->rank == 4 && (st = mx__check_same_dim(ctx, mask->dims[1], taps, "mask channels")) != MX_OK)
+      return st;
+  }
   return MX_OK;
 }
 

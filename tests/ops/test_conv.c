@@ -324,3 +324,11 @@ Test(conv_infer, ceil_mode_symbolic_needs_no_clamp_without_end_pad) {
                             mx_sym_ceildiv(T, mx_sym_add(T, S("h"), C(1)), C(2)));
   cr_assert_eq(shape_of(z).dims[2], clamp);
 }
+
+Test(conv_infer, deform_conv_refuses_offset_channels) {
+  mx_value_id x = input("x", MX_FLOAT32, SHAPE(1, 4, 6, 6));
+  mx_value_id w = input("w", MX_FLOAT32, SHAPE(2, 4, 3, 3));
+  mx_value_id off = input("off", MX_FLOAT32, SHAPE(1, 9, 4, 4));
+  op("DeformConv", (mx_value_id[]){x, w, off}, 3, NULL, 0);
+  infer_fails(MX_ERR_SHAPE, "offset channels");
+}
