@@ -89,3 +89,9 @@ install(CODE "
     \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig/mixrt.pc\" @ONLY)
   message(STATUS \"Installing: \$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig/mixrt.pc\")
   " COMPONENT development)
+
+# The Python package (python/mixrt, ctypes over libmixrt.so) where Debian's python3 looks:
+# <prefix>/lib/python3/dist-packages; it finds libmixrt.so in <prefix>/lib* (docs/python.md).
+set(MIXRT_PYTHON_DIR "lib/python3/dist-packages" CACHE STRING "Install folder of the mixrt Python package, below the prefix")
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/python/mixrt" DESTINATION "${MIXRT_PYTHON_DIR}" COMPONENT python
+  PATTERN "__pycache__" EXCLUDE)

@@ -7,7 +7,7 @@ set -eu
 PACKAGES="cmake make pkg-config gcc clang libclang-rt-14-dev \
 libuv1-dev libck-dev libprotobuf-c-dev protobuf-c-compiler libcriterion-dev \
 libhwloc-dev libopenblas-dev libonnx-dev qemu-user \
-python3-torch python3-torchvision python3-onnx python3-numpy"
+python3-torch python3-torchvision python3-onnx python3-numpy python3-pytest"
 
 missing=""
 for p in $PACKAGES; do

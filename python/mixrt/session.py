@@ -1,0 +1,242 @@
+"""mixrt.Session: one loaded model, run step after step with NumPy arrays in and out.
+
+Inputs are passed to mixrt without a copy when an array is C-contiguous and of the model's
+element type; outputs are arrays over the buffers the session allocated (no copy), freed when
+the last array referring to them is. A session serializes its own calls (a lock), so it may be
+shared by threads; mixrt runs without the GIL, so sessions on different threads run at once.
+"""
+import ctypes
+import re
+import threading
+import weakref
+
+import numpy as np
+
+from . import _lib
+from ._lib import lib
+
+EXECUTORS = {"sequential": 0, "topological": 1, "multi_thread": 2}
+DEVICES = {"cpu": 0, "inline": 1}
+
+# mixrt dtype code <-> NumPy dtype, for the types NumPy has.
+_DTYPES = {
+    1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
+    9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
+}
+_CODES = {np.dtype(t): code for code, t in _DTYPES.items()}
+
+
+class MixrtError(RuntimeError):
+    """A failed mixrt call. str() is mixrt's message; .status is the status name
+    ("MX_ERR_SHAPE", ...)."""
+
+    def __init__(self, status, message):
+        self.status = lib.mx_status_name(status).decode()
+        self.code = status
+        super().__init__(message)
+
+
+def _check(status, message_fn):
+    if status != _lib.OK:
+        raise MixrtError(status, message_fn())
+
+
+class IoInfo:
+    """An input or output of the model: name, dtype (NumPy dtype, or the mixrt type name when
+    NumPy has none), shape (a list of ints and symbol names; None when the rank is unknown)."""
+
+    def __init__(self, info):
+        self.name = info.name.decode()
+        self.dtype = np.dtype(_DTYPES[info.dtype]) if info.dtype in _DTYPES else lib.mx_dtype_name(info.dtype).decode()
+        self.shape = _parse_shape(info.shape.decode()) if info.rank >= 0 else None
+
+    def __repr__(self):
+        return f"IoInfo(name={self.name!r}, dtype={self.dtype}, shape={self.shape})"
+
+
+def _parse_shape(text):
+    inner = text.strip()[1:-1].strip()
+    if not inner:
+        return []
+    dims = []
+    for part in inner.split(","):
+        part = part.strip()
+        dims.append(int(part) if re.fullmatch(r"-?\d+", part) else part)
+    return dims
+
+
+def _options(opts):
+    o = _lib.new_record(_lib.SessionOptions)
+    lib.mx_session_options_init(ctypes.byref(o))
+    keep = []  # strings and arrays the record points to, alive until mx_session_create returns
+    for key, value in opts.items():
+        if key in ("streams", "executor_threads", "static_min_ops"):
+            setattr(o, key, int(value))
+        elif key in ("stable_partition", "private_weights"):
+            setattr(o, key, bool(value))
+        elif key == "executor":
+            if value not in EXECUTORS:
+                raise ValueError(f"mixrt: executor must be one of {sorted(EXECUTORS)}, not {value!r}")
+            o.executor = EXECUTORS[value]
+        elif key == "device":
+            if value not in DEVICES:
+                raise ValueError(f"mixrt: device must be one of {sorted(DEVICES)}, not {value!r}")
+            o.device_options.kind = DEVICES[value]
+        elif key == "huge_pages":
+            o.device_options.huge_pages = bool(value)
+        elif key == "frozen_inputs":
+            names = (ctypes.c_char_p * len(value))(*[n.encode() for n in value])
+            keep.append(names)
+            o.frozen_inputs = ctypes.cast(names, ctypes.POINTER(ctypes.c_char_p))
+            o.n_frozen_inputs = len(value)
+        elif key == "symbol_ranges":
+            ranges = (_lib.SymbolRange * len(value))()
+            for r, (name, (lo, hi)) in zip(ranges, value.items()):
+                r.name, r.min, r.max = name.encode(), lo, hi
+            keep.append(ranges)
+            o.symbol_ranges = ranges
+            o.n_symbol_ranges = len(value)
+        else:
+            raise TypeError(f"mixrt.Session: unknown option {key!r}")
+    return o, keep
+
+
+def _release_tensor(t):
+    lib.mx_tensor_release(ctypes.byref(t))
+
+
+def _to_numpy(t):
+    """An array over the host tensor t that the session allocated; t is released with it."""
+    dims = tuple(t.dims[k] for k in range(t.rank))
+    if t.dtype not in _DTYPES:
+        name = lib.mx_dtype_name(t.dtype).decode()
+        _release_tensor(t)
+        raise MixrtError(5, f"mixrt: output '{(t.name or b'').decode()}' is {name}, which NumPy cannot hold")
+    dtype = np.dtype(_DTYPES[t.dtype])
+    count = int(np.prod(dims, dtype=np.int64))
+    if count == 0 or not t.data:
+        _release_tensor(t)
+        return np.empty(dims, dtype)
+    buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(t.data)
+    owned = _lib.Tensor()
+    ctypes.pointer(owned)[0] = t
+    weakref.finalize(buf, _release_tensor, owned)
+    return np.frombuffer(buf, dtype).reshape(dims)
+
+
+class Session:
+    """Session(path, **options): loads an ONNX model or a .mxm file.
+
+    options: streams, executor ("sequential", "topological", "multi_thread"), executor_threads,
+    static_min_ops, stable_partition, private_weights, device ("cpu", "inline"), huge_pages,
+    frozen_inputs (a list of input names), symbol_ranges ({"past_len": (0, 2048)}).
+    """
+
+    def __init__(self, path, **options):
+        self._s = None
+        self._lock = threading.Lock()
+        o, keep = _options(options)
+        handle = ctypes.c_void_p()
+        err = _lib.Error()
+        _check(lib.mx_session_create(ctypes.byref(o), ctypes.byref(handle), ctypes.byref(err)),
+               lambda: err.message.decode(errors="replace"))
+        del keep
+        self._s = handle
+        self.path = str(path)
+        _check(lib.mx_session_load_file(self._s, self.path.encode()), self._last_error)
+        self.inputs = self._infos(lib.mx_session_input_count, lib.mx_session_input_info)
+        self.outputs = self._infos(lib.mx_session_output_count, lib.mx_session_output_info)
+        self._input_names = [i.name.encode() for i in self.inputs]
+        self._output_names = [i.name.encode() for i in self.outputs]
+        self._output_index = {i.name: k for k, i in enumerate(self.outputs)}
+
+    def _last_error(self):
+        return lib.mx_session_last_error(self._s).decode(errors="replace")
+
+    def _infos(self, count_fn, info_fn):
+        infos = []
+        for k in range(count_fn(self._s)):
+            info = _lib.IoInfo()
+            if not info_fn(self._s, k, ctypes.byref(info)):
+                raise MixrtError(9, f"mixrt: no information on input/output {k}")
+            infos.append(IoInfo(info))
+        return infos
+
+    def close(self):
+        """Unloads the model and frees the session (also done when the object is collected)."""
+        if self._s:
+            lib.mx_session_destroy(self._s)
+            self._s = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def run(self, output_names, feeds):
+        """Runs one step. feeds: {input name: array-like}, every model input. output_names: the
+        outputs to return, in that order (None: all of them). Returns a list of NumPy arrays."""
+        if not self._s:
+            raise MixrtError(1, "mixrt: the session is closed")
+        n_in = len(self.inputs)
+        if len(feeds) != n_in:
+            missing = [i.name for i in self.inputs if i.name not in feeds]
+            raise MixrtError(1, f"mixrt: run needs every input; missing {missing}" if missing else
+                             f"mixrt: run got {len(feeds)} inputs, the model has {n_in}")
+        ins = (_lib.Tensor * n_in)()
+        arrays = []  # the arrays whose memory mixrt reads, alive through the call
+        for t, (name, value) in zip(ins, feeds.items()):
+            a = np.asarray(value)
+            code = _CODES.get(a.dtype)
+            if code is None:
+                raise MixrtError(8, f"mixrt: input '{name}' has NumPy type {a.dtype}, which mixrt does not take")
+            if a.ndim > _lib.MAX_RANK:
+                raise MixrtError(7, f"mixrt: input '{name}' has rank {a.ndim} (at most {_lib.MAX_RANK})")
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+            arrays.append(a)
+            t.dtype, t.rank, t.name = code, a.ndim, name.encode()
+            for k, d in enumerate(a.shape):
+                t.dims[k] = d
+            t.data = a.ctypes.data
+        n_out = len(self.outputs)
+        outs = (_lib.Tensor * n_out)()
+        for t, name in zip(outs, self._output_names):
+            t.name = name
+        with self._lock:
+            if not self._s:
+                raise MixrtError(1, "mixrt: the session is closed")
+            _check(lib.mx_session_run(self._s, ins, n_in, outs, n_out), self._last_error)
+        del arrays
+        if output_names is None:
+            return [_to_numpy(t) for t in outs]
+        wanted = []
+        for name in output_names:
+            if name not in self._output_index:
+                for t in outs:
+                    _release_tensor(t)
+                raise MixrtError(9, f"mixrt: the model has no output '{name}'")
+            wanted.append(self._output_index[name])
+        results = {k: _to_numpy(outs[k]) for k in sorted(set(wanted))}
+        for k in range(n_out):
+            if k not in results:
+                _release_tensor(outs[k])
+        return [results[k] for k in wanted]
+
+    def save(self, path, external_weights=False):
+        """Writes the compiled model as a .mxm file, loadable later without compiling."""
+        o = _lib.SaveOptions(external_weights)
+        with self._lock:
+            _check(lib.mx_session_save(self._s, str(path).encode(), ctypes.byref(o)), self._last_error)
+
+    def stats(self):
+        """{"last": {...}, "total": {...}}: the counters of mx_session_get_stats."""
+        last = _lib.new_record(_lib.SessionStats)
+        total = _lib.new_record(_lib.SessionStats)
+        with self._lock:
+            _check(lib.mx_session_get_stats(self._s, ctypes.byref(last), ctypes.byref(total)), self._last_error)
+        return {k: {f: getattr(r, f) for f in _lib.STATS_FIELDS} for k, r in (("last", last), ("total", total))}
