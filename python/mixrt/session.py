@@ -24,6 +24,7 @@ _DTYPES = {
     9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64,
 }
 _CODES = {np.dtype(t): code for code, t in _DTYPES.items()}
+_NUMPY = {code: np.dtype(t) for code, t in _DTYPES.items()}
 
 
 class MixrtError(RuntimeError):
@@ -105,23 +106,36 @@ def _release_tensor(t):
     lib.mx_tensor_release(ctypes.byref(t))
 
 
+class _Owner:
+    """Holds a host tensor the session allocated; frees it when the arrays over it are gone."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __del__(self):
+        lib.mx_tensor_release(ctypes.byref(self.tensor))
+
+
 def _to_numpy(t):
-    """An array over the host tensor t that the session allocated; t is released with it."""
-    dims = tuple(t.dims[k] for k in range(t.rank))
-    if t.dtype not in _DTYPES:
+    """An array over the host tensor t that the session allocated, without a copy; t (a copy of
+    the record) is released with the last array over it."""
+    dims = tuple(t.dims[:t.rank])
+    dtype = _NUMPY.get(t.dtype)
+    if dtype is None:
         name = lib.mx_dtype_name(t.dtype).decode()
         _release_tensor(t)
         raise MixrtError(5, f"mixrt: output '{(t.name or b'').decode()}' is {name}, which NumPy cannot hold")
-    dtype = np.dtype(_DTYPES[t.dtype])
-    count = int(np.prod(dims, dtype=np.int64))
+    count = 1
+    for d in dims:
+        count *= d
     if count == 0 or not t.data:
         _release_tensor(t)
         return np.empty(dims, dtype)
     buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(t.data)
-    owned = _lib.Tensor()
-    ctypes.pointer(owned)[0] = t
-    weakref.finalize(buf, _release_tensor, owned)
-    return np.frombuffer(buf, dtype).reshape(dims)
+    buf.owner = _Owner(_lib.Tensor.from_buffer_copy(t))
+    return np.ndarray(dims, dtype, buf)
 
 
 class Session:
@@ -149,6 +163,19 @@ class Session:
         self._input_names = [i.name.encode() for i in self.inputs]
         self._output_names = [i.name.encode() for i in self.outputs]
         self._output_index = {i.name: k for k, i in enumerate(self.outputs)}
+        self._names = {}
+        self._ins = (_lib.Tensor * len(self.inputs))()
+        self._outs = (_lib.Tensor * len(self.outputs))()
+        for t, name in zip(self._outs, self._output_names):
+            t.name = name
+        self._outs_template = (_lib.Tensor * len(self.outputs)).from_buffer_copy(self._outs)
+        self._outs_size = ctypes.sizeof(self._outs)
+
+    def _name_bytes(self, name):
+        b = self._names.get(name)
+        if b is None:
+            b = self._names[name] = name.encode()  # kept: the records point into it
+        return b
 
     def _last_error(self):
         return lib.mx_session_last_error(self._s).decode(errors="replace")
@@ -187,40 +214,36 @@ class Session:
             missing = [i.name for i in self.inputs if i.name not in feeds]
             raise MixrtError(1, f"mixrt: run needs every input; missing {missing}" if missing else
                              f"mixrt: run got {len(feeds)} inputs, the model has {n_in}")
-        ins = (_lib.Tensor * n_in)()
+        n_out = len(self.outputs)
+        wanted = None
+        if output_names is not None:
+            wanted = []
+            for name in output_names:
+                if name not in self._output_index:
+                    raise MixrtError(9, f"mixrt: the model has no output '{name}'")
+                wanted.append(self._output_index[name])
         arrays = []  # the arrays whose memory mixrt reads, alive through the call
-        for t, (name, value) in zip(ins, feeds.items()):
-            a = np.asarray(value)
+        for name, value in feeds.items():
+            a = value if type(value) is np.ndarray and value.flags.c_contiguous else np.ascontiguousarray(value)
             code = _CODES.get(a.dtype)
             if code is None:
                 raise MixrtError(8, f"mixrt: input '{name}' has NumPy type {a.dtype}, which mixrt does not take")
             if a.ndim > _lib.MAX_RANK:
                 raise MixrtError(7, f"mixrt: input '{name}' has rank {a.ndim} (at most {_lib.MAX_RANK})")
-            if not a.flags.c_contiguous:
-                a = np.ascontiguousarray(a)
-            arrays.append(a)
-            t.dtype, t.rank, t.name = code, a.ndim, name.encode()
-            for k, d in enumerate(a.shape):
-                t.dims[k] = d
-            t.data = a.ctypes.data
-        n_out = len(self.outputs)
-        outs = (_lib.Tensor * n_out)()
-        for t, name in zip(outs, self._output_names):
-            t.name = name
+            arrays.append((name, code, a))
         with self._lock:
             if not self._s:
                 raise MixrtError(1, "mixrt: the session is closed")
+            # The records are the session's own, rebuilt under the lock for every step.
+            ins, outs = self._ins, self._outs
+            for t, (name, code, a) in zip(ins, arrays):
+                t.dtype, t.rank, t.name, t.data = code, a.ndim, self._name_bytes(name), a.ctypes.data
+                t.dims[:a.ndim] = a.shape
+            ctypes.memmove(outs, self._outs_template, self._outs_size)
             _check(lib.mx_session_run(self._s, ins, n_in, outs, n_out), self._last_error)
-        del arrays
-        if output_names is None:
-            return [_to_numpy(t) for t in outs]
-        wanted = []
-        for name in output_names:
-            if name not in self._output_index:
-                for t in outs:
-                    _release_tensor(t)
-                raise MixrtError(9, f"mixrt: the model has no output '{name}'")
-            wanted.append(self._output_index[name])
+            if wanted is None:
+                return [_to_numpy(t) for t in outs]
+            outs = [_lib.Tensor.from_buffer_copy(t) for t in outs]
         results = {k: _to_numpy(outs[k]) for k in sorted(set(wanted))}
         for k in range(n_out):
             if k not in results:

@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""Per-step overhead of mixrt's Python binding: session.run on the tiny Llama decode step against
+the C call it makes (mx_session_run), in one process. Prints JSON.
+
+Every step runs the same inputs (past_len fixed), so the work inside mixrt is the same each step.
+For each step it records the wall time of session.run in Python and the session's own host time of
+that step (mx_session_get_stats: the wall clock inside mx_session_run); the difference is what the
+binding adds (building the tensor records, the ctypes call, wrapping the outputs as NumPy arrays).
+A third series calls mx_session_run straight through ctypes with records built once, the floor of
+any ctypes binding.
+
+    PYTHONPATH=python MIXRT_LIBRARY=build/libmixrt.so bench/python/run_overhead.py [--steps N] [--past N]
+"""
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import mixrt
+import mixrt.cli
+from mixrt import _lib
+
+
+def quantiles(values_ns):
+    v = np.sort(np.asarray(values_ns, dtype=np.float64)) / 1e3
+    return {"median_us": round(float(np.median(v)), 2), "p10_us": round(float(v[len(v) // 10]), 2),
+            "p90_us": round(float(v[(len(v) * 9) // 10]), 2)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--past", type=int, default=16)
+    ap.add_argument("--warmup", type=int, default=100)
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "llama_tiny.onnx")
+        subprocess.run([mixrt.cli.program(), "gen", "llama", "-o", model], check=True, capture_output=True)
+        s = mixrt.Session(model)
+    rng = np.random.default_rng(1)
+    feeds = {}
+    for i in s.inputs:
+        shape = [d if isinstance(d, int) else args.past for d in i.shape]
+        feeds[i.name] = rng.standard_normal(shape).astype(i.dtype) if i.dtype == np.float32 else np.ones(shape, i.dtype)
+
+    def stats_step_ns():
+        return s.stats()["last"]["step_ns"]
+
+    py_ns, c_ns, raw_ns = [], [], []
+    for k in range(args.warmup + args.steps):
+        t0 = time.perf_counter_ns()
+        outs = s.run(None, feeds)
+        t1 = time.perf_counter_ns()
+        del outs
+        if k >= args.warmup:
+            py_ns.append(t1 - t0)
+            c_ns.append(stats_step_ns())
+
+    # The floor: one ctypes call with records built once; outputs are released by hand.
+    n_in, n_out = len(s.inputs), len(s.outputs)
+    ins = (_lib.Tensor * n_in)()
+    for t, (name, a) in zip(ins, feeds.items()):
+        t.dtype, t.rank, t.name, t.data = mixrt.session._CODES[a.dtype], a.ndim, name.encode(), a.ctypes.data
+        for d, n in enumerate(a.shape):
+            t.dims[d] = n
+    outs = (_lib.Tensor * n_out)()
+    run, release, handle = _lib.lib.mx_session_run, _lib.lib.mx_tensor_release, s._s
+    for k in range(args.warmup + args.steps):
+        ctypes.memset(outs, 0, ctypes.sizeof(outs))
+        t0 = time.perf_counter_ns()
+        st = run(handle, ins, n_in, outs, n_out)
+        t1 = time.perf_counter_ns()
+        if st != 0:
+            sys.exit(f"mx_session_run: {s._last_error()}")
+        for t in outs:
+            release(ctypes.byref(t))
+        if k >= args.warmup:
+            raw_ns.append(t1 - t0)
+
+    added = [p - c for p, c in zip(py_ns, c_ns)]
+    print(json.dumps({
+        "benchmark": "python_run_overhead",
+        "model": "llama tiny decode step (mixrt gen llama)",
+        "past_len": args.past, "steps": args.steps, "mixrt": mixrt.version(),
+        "python_session_run": quantiles(py_ns),
+        "c_mx_session_run": quantiles(c_ns),
+        "ctypes_direct_call": quantiles(raw_ns),
+        "python_added_per_step": quantiles(added),
+        "target_added_us": 10,
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
