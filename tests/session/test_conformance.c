@@ -1,7 +1,9 @@
 /* Every public ONNX conformance model through the session (hybrid execution) equals the
  * reference interpreter bit for bit, for every executor and 1, 2 and 4 streams, with the
  * default partitioning (single-op models run dynamically) and with static_min_ops 0 (every
- * known cluster becomes a static model). */
+ * known cluster becomes a static model). Where a Stage 2 rule replaced primitive ops by a fused
+ * op that computes differently (any rule but the exact ones of exact_rule), the outputs are
+ * compared with the node tests' tolerances instead (rtol 1e-3, atol 1e-7). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,22 @@
 #include "support/onnx_node.h"
 
 enum { MAX_IO = 32 };
+
+/* Rewrite rules that only remove or merge ops, so the outputs keep every bit. */
+static bool exact_rule(const char *name) {
+  static const char *const exact[] = {"identity", "transpose_pair", "reshape_chain", "cse"};
+  for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
+    if (strcmp(name, exact[i]) == 0) return true;
+  return false;
+}
+
+/* True when the last load's Stage 2 applied a rule that changes how outputs are computed. */
+static bool fused_numerics(const mx_session *s) {
+  const mx_fuse_report *r = mx_session_fuse_report(s);
+  for (size_t i = 0; r && i < r->n_rules; i++)
+    if (r->rules[i].hits && !exact_rule(r->rules[i].name)) return true;
+  return false;
+}
 
 /* Runs one case through session s; false (with why) on a failure. */
 static bool run_case(mx_session *s, const mxt_onnx_case *c, char *why, size_t cap) {
@@ -51,9 +69,12 @@ static bool run_case(mx_session *s, const mxt_onnx_case *c, char *why, size_t ca
     snprintf(why, cap, "reference: %s", err.message);
     goto done;
   }
+  bool fused = fused_numerics(s);
   for (size_t k = 0; k < n_out; k++) {
     char w[256];
-    if (!mxs_same(&got[k], &want[k], w, sizeof w)) {
+    bool same = fused ? mx_tensor_allclose(&got[k], &want[k], 1e-3, 1e-7, w, sizeof w)
+                      : mxs_same(&got[k], &want[k], w, sizeof w);
+    if (!same) {
       snprintf(why, cap, "output %zu: %s", k, w);
       goto done;
     }
