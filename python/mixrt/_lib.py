@@ -55,6 +55,7 @@ class SessionOptions(ctypes.Structure):
         ("log_user", ctypes.c_void_p),
         ("uv_loop", ctypes.c_void_p),
         ("private_weights", ctypes.c_bool),
+        ("passes", ctypes.c_char_p),
     ]
 
 

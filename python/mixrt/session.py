@@ -83,6 +83,9 @@ def _options(opts):
             if value not in DEVICES:
                 raise ValueError(f"mixrt: device must be one of {sorted(DEVICES)}, not {value!r}")
             o.device_options.kind = DEVICES[value]
+        elif key == "passes":
+            keep.append(value.encode())
+            o.passes = keep[-1]
         elif key == "huge_pages":
             o.device_options.huge_pages = bool(value)
         elif key == "frozen_inputs":
@@ -143,7 +146,8 @@ class Session:
 
     options: streams, executor ("sequential", "topological", "multi_thread"), executor_threads,
     static_min_ops, stable_partition, private_weights, device ("cpu", "inline"), huge_pages,
-    frozen_inputs (a list of input names), symbol_ranges ({"past_len": (0, 2048)}).
+    frozen_inputs (a list of input names), symbol_ranges ({"past_len": (0, 2048)}), passes (the
+    graph rewrite rules: "none", "default", "all" or a list like "default,-cse").
     """
 
     def __init__(self, path, **options):

@@ -123,7 +123,7 @@ def test_compile_to_mxm(llama, workdir):
 def test_options(llama):
     want = greedy_decode(mixrt.Session(llama), 8)
     s = mixrt.Session(llama, executor="topological", streams=2, static_min_ops=-1, device="inline",
-                      symbol_ranges={"past_len": (0, 64)}, private_weights=True)
+                      symbol_ranges={"past_len": (0, 64)}, private_weights=True, passes="none")
     assert greedy_decode(s, 8) == want
 
 
