@@ -6,6 +6,8 @@
 #ifndef MIXRT_COMMON_ERROR_H
 #define MIXRT_COMMON_ERROR_H
 
+#include <stdarg.h>
+
 #include "mixrt/status.h"
 
 #if defined(__GNUC__)
@@ -16,6 +18,10 @@
 
 /* Records `status` and a printf-style message in err (if not NULL); returns status. */
 mx_status mx__fail(mx_error *err, mx_status status, const char *fmt, ...) MX_PRINTF(3, 4);
+
+/* The same with a va_list: the one body every object's own "fail" helper (mx__graph_fail,
+ * mx__part_fail, ...) forwards to, so each object records its errors in an mx_error alike. */
+mx_status mx__error_vfail(mx_error *err, mx_status status, const char *fmt, va_list ap) MX_PRINTF(3, 0);
 
 /* Prepends printf-style context to err's message (if not NULL and it holds an error). */
 void mx__error_prefix(mx_error *err, const char *fmt, ...) MX_PRINTF(2, 3);

@@ -34,12 +34,17 @@ void mx_error_clear(mx_error *err) {
   err->message[0] = '\0';
 }
 
-mx_status mx__fail(mx_error *err, mx_status status, const char *fmt, ...) {
+mx_status mx__error_vfail(mx_error *err, mx_status status, const char *fmt, va_list ap) {
   if (!err) return status;
   err->status = status;
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  return status;
+}
+
+mx_status mx__fail(mx_error *err, mx_status status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  mx__error_vfail(err, status, fmt, ap);
   va_end(ap);
   return status;
 }

@@ -9,10 +9,9 @@
 #include "dynamic_exec/dynamic_exec-impl.h"
 
 mx_status mx__dyn_fail(mx_dyn_exec *e, mx_status st, const char *fmt, ...) {
-  e->err.status = st;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(e->err.message, sizeof e->err.message, fmt, ap);
+  mx__error_vfail(&e->err, st, fmt, ap);
   va_end(ap);
   return st;
 }

@@ -227,7 +227,7 @@ struct mx_hal_model {
   mx_hal_model_desc desc; /* as created */
   bool built;             /* build_end succeeded: no more items, executes allowed */
   bool slow;              /* tasks go through the slow path (indirect, checking, faults) */
-  char last_error[MX_ERROR_MESSAGE_MAX]; /* message of the last failing host call */
+  mx_error err;                          /* the last failing host call on this model */
   mx_arena arena;                        /* argument blocks and slot copies (owned) */
   mx__model_part *parts;                 /* desc.n_streams entries (owned) */
   mx__order_entry *order;                /* every item in add order (owned) */

@@ -36,12 +36,12 @@ static mx_status model_fail(mx_hal_model *m, mx_status status, const char *fmt, 
 static mx_status model_fail(mx_hal_model *m, mx_status status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(m->last_error, sizeof m->last_error, fmt, ap);
+  mx__error_vfail(&m->err, status, fmt, ap);
   va_end(ap);
   return status;
 }
 
-const char *mx_hal_model_last_error(const mx_hal_model *m) { return m ? m->last_error : ""; }
+const char *mx_hal_model_last_error(const mx_hal_model *m) { return m ? m->err.message : ""; }
 
 /* Frees every buffer of a model (NULL fields are fine); the model itself too. */
 static void model_free(mx_hal_model *m) {

@@ -18,10 +18,9 @@ static uint64_t thread_cpu_ns(void) {
 }
 
 mx_status mx__part_fail(mx_partition *p, mx_status status, const char *fmt, ...) {
-  p->err.status = status;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(p->err.message, sizeof p->err.message, fmt, ap);
+  mx__error_vfail(&p->err, status, fmt, ap);
   va_end(ap);
   return status;
 }

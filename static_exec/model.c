@@ -49,7 +49,7 @@ struct mx_static_model {
   uint32_t *last_ref;    /* ids refreshed for the last execute, ascending (n_ids entries) */
   uint32_t n_last_ref;
   uint64_t executions, total_refreshed, staged_copies;
-  char last_error[MX_ERROR_MESSAGE_MAX];
+  mx_error err;                 /* the last failure of update / execute */
 };
 
 static mx_status model_fail(mx_static_model *m, mx_status st, const char *fmt, ...) MX_PRINTF(3, 4);
@@ -57,12 +57,12 @@ static mx_status model_fail(mx_static_model *m, mx_status st, const char *fmt, .
 static mx_status model_fail(mx_static_model *m, mx_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(m->last_error, sizeof m->last_error, fmt, ap);
+  mx__error_vfail(&m->err, st, fmt, ap);
   va_end(ap);
   return st;
 }
 
-const char *mx_static_model_last_error(const mx_static_model *m) { return m ? m->last_error : ""; }
+const char *mx_static_model_last_error(const mx_static_model *m) { return m ? m->err.message : ""; }
 
 void mx_static_load_options_init(mx_static_load_options *o) {
   if (o) memset(o, 0, sizeof *o);
