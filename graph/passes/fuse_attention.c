@@ -61,6 +61,8 @@ static bool cache_concat(const mx_graph *g, mx_value_id k, mx_value_id *past, mx
 typedef struct attn_match {
   mx_value_id q, k, v, mask, y;
   float scale;
+  int64_t k_perm[4]; /* K = Transpose(k, k_perm) */
+  bool k_direct;     /* k_perm is the identity: k is K itself */
 } attn_match;
 
 static bool match_attention(const mx_graph *g, const mx_node *m2, attn_match *m) {
@@ -109,15 +111,21 @@ static bool match_attention(const mx_graph *g, const mx_node *m2, attn_match *m)
   mx_node_id t = mx__rw_producer(g, g->nodes[m1].inputs[1], "Transpose");
   if (t == MX_NO_NODE) return false;
   const mx_transpose_params *tp = g->nodes[t].params;
-  if (!tp || !tp->has_perm || tp->n_perm != 4 || tp->perm[0] != 0 || tp->perm[1] != 1 || tp->perm[2] != 3 ||
-      tp->perm[3] != 2)
-    return false;
+  if (!tp || !tp->has_perm || tp->n_perm != 4) return false;
+  /* K^T = Transpose(X, perm): K is X under perm with its last two entries swapped (exporters
+   * fold the head split and the key transpose into one perm such as [0, 2, 3, 1]). */
+  m->k_perm[0] = tp->perm[0], m->k_perm[1] = tp->perm[1], m->k_perm[2] = tp->perm[3], m->k_perm[3] = tp->perm[2];
+  m->k_direct = m->k_perm[0] == 0 && m->k_perm[1] == 1 && m->k_perm[2] == 2 && m->k_perm[3] == 3;
   m->q = g->nodes[m1].inputs[0];
-  m->k = unrepeat(g, g->nodes[t].inputs[0]);
+  m->k = m->k_direct ? unrepeat(g, g->nodes[t].inputs[0]) : g->nodes[t].inputs[0];
   m->v = unrepeat(g, m2->inputs[1]);
   m->y = m2->outputs[0];
-  const mx_shape *qs = shape_of(g, m->q), *ks = shape_of(g, m->k), *vs = shape_of(g, m->v);
-  if (qs->rank != 4 || ks->rank != 4 || vs->rank != 4) return false;
+  const mx_shape *qs = shape_of(g, m->q), *vs = shape_of(g, m->v);
+  mx_shape kperm = *shape_of(g, m->k);
+  if (kperm.rank != 4) return false;
+  for (int d = 0; d < 4; d++) kperm.dims[d] = shape_of(g, m->k)->dims[m->k_perm[d]];
+  const mx_shape *ks = &kperm;
+  if (qs->rank != 4 || vs->rank != 4) return false;
   if (!mx_dim_is_concrete(qs->dims[1]) || !mx_dim_is_concrete(ks->dims[1]) || ks->dims[1] < 1 ||
       qs->dims[1] % ks->dims[1] || ks->dims[1] != vs->dims[1] || qs->dims[3] != ks->dims[3] || ks->dims[2] != vs->dims[2])
     return false;
@@ -140,6 +148,15 @@ static mx_status run_attention(mx_graph *g, size_t *hits) {
     mx_attr a[2] = {mx_attr_float("scale", m.scale), mx_attr_int("is_causal", 0)};
     mx_value_id pk, nk, pv, nv;
     mx_status st;
+    if (!m.k_direct) {
+      /* K in [B, H, T, D] order, from the value the score transpose read. */
+      mx_attr pa = mx_attr_ints("perm", m.k_perm, 4);
+      mx_node_desc d = {.op_type = "Transpose", .inputs = &m.k, .n_inputs = 1, .attrs = &pa, .n_attrs = 1, .n_outputs = 1};
+      mx_value_id kt;
+      if ((st = mx_graph_add_node(g, &d, &kt)) != MX_OK) return st;
+      g->values[kt].dtype = g->values[m.k].dtype;
+      m.k = kt;
+    }
     if (cache_concat(g, m.k, &pk, &nk) && cache_concat(g, m.v, &pv, &nv) && shape_of(g, nk)->rank == 4 &&
         shape_of(g, nv)->rank == 4 && !(g->values[m.k].flags & MX_VALUE_INPUT)) {
       /* The cache Concats become the op's present outputs. */

@@ -433,3 +433,39 @@ Test(fusion, passes_selection) {
   cr_assert_eq(r.ops_before, r.ops_after);
   mx_graph_destroy(g);
 }
+
+/* --- attention ------------------------------------------------------------------------------ */
+
+/* BERT-style: heads split by Transpose, K^T as one Transpose [0, 2, 3, 1], Div, additive mask. */
+static void build_bert_attention_axis(mx_graph *g, int64_t softmax_axis) {
+  mx_value_id xq = in_f32(g, "xq", 4, (mx_dim[]){2, 5, 2, 4}), xk = in_f32(g, "xk", 4, (mx_dim[]){2, 5, 2, 4});
+  mx_value_id xv = in_f32(g, "xv", 4, (mx_dim[]){2, 5, 2, 4}), mask = in_f32(g, "mask", 4, (mx_dim[]){2, 1, 1, 5});
+  int64_t p_heads[] = {0, 2, 1, 3}, p_kt[] = {0, 2, 3, 1};
+  mx_attr ah = mx_attr_ints("perm", p_heads, 4), akt = mx_attr_ints("perm", p_kt, 4);
+  mx_value_id q = op(g, "Transpose", 1, &xq, &ah, 1), kt = op(g, "Transpose", 1, &xk, &akt, 1);
+  mx_value_id v = op(g, "Transpose", 1, &xv, &ah, 1);
+  mx_value_id s = OP2(g, "Add", OP2(g, "Div", OP2(g, "MatMul", q, kt), scalar(g, 2.0f)), mask);
+  mx_attr sm = mx_attr_int("axis", softmax_axis);
+  mx_graph_add_output(g, OP2(g, "MatMul", op(g, "Softmax", 1, &s, &sm, 1), v));
+}
+static void build_bert_attention(mx_graph *g) { build_bert_attention_axis(g, -1); }
+static void build_attention_other_axis(mx_graph *g) { build_bert_attention_axis(g, 2); }
+
+static const int64_t attn_dims[][MX_MAX_RANK] = {{2, 5, 2, 4}, {2, 5, 2, 4}, {2, 5, 2, 4}, {2, 1, 1, 5}};
+
+Test(fusion, attention_from_bert_form_with_mask) {
+  mx_fuse_report r;
+  mx_graph *g = fuse_and_compare(build_bert_attention, "attention", attn_dims, &r);
+  cr_assert_eq(hits_of(&r, "attention"), 1);
+  cr_assert_eq(count_op(g, "Attention"), 1);
+  cr_assert_eq(count_op(g, "Softmax"), 0);
+  mx_graph_destroy(g);
+}
+
+Test(fusion, attention_near_miss_softmax_over_queries) {
+  mx_fuse_report r;
+  mx_graph *g = fuse_and_compare(build_attention_other_axis, "attention", attn_dims, &r);
+  cr_assert_eq(hits_of(&r, "attention"), 0);
+  cr_assert_eq(count_op(g, "Softmax"), 1);
+  mx_graph_destroy(g);
+}
