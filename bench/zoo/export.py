@@ -4,7 +4,7 @@ and for each model and a few input shapes saves the inputs and PyTorch eager's o
 files. OUT_DIR/manifest.json lists, per model, its ONNX file, op count, and per case the input
 and output files and the symbol values of that case.
 
-usage: /usr/bin/python3 bench/zoo/export.py OUT_DIR [--only NAME,NAME...] [--opset N]
+usage: /usr/bin/python3 bench/zoo/export.py OUT_DIR [--only NAME,NAME...] [--opset N] [--extra]
 
 Random weights only (nothing is downloaded), seeded, so every export is the same."""
 import argparse
@@ -156,6 +156,36 @@ def all_specs():
     ]
 
 
+def vit_with_random_head():
+    """torchvision zero-initialises ViT's classifier: every logit would be 0."""
+    net = torchvision.models.vit_b_16(weights=None)
+    torch.nn.init.normal_(net.heads.head.weight, std=0.5)
+    return net
+
+
+def extra_specs():
+    """More torchvision CNNs of other shapes, exported only on request (--extra): not part of the
+    ctest run, which must stay a few minutes long."""
+    tv = torchvision.models
+    seg = tv.segmentation
+    return [
+        cnn_spec("efficientnet_b0", lambda: tv.efficientnet_b0(weights=None), [(1, 224, 224)]),
+        cnn_spec("shufflenet_v2_x0_5", lambda: tv.shufflenet_v2_x0_5(weights=None), [(2, 224, 224)]),
+        cnn_spec("mnasnet0_5", lambda: tv.mnasnet0_5(weights=None), [(1, 224, 224)]),
+        cnn_spec("regnet_y_400mf", lambda: tv.regnet_y_400mf(weights=None), [(1, 224, 224)]),
+        cnn_spec("densenet121", lambda: tv.densenet121(weights=None), [(1, 224, 224)]),
+        cnn_spec("googlenet", lambda: tv.googlenet(weights=None, aux_logits=False, init_weights=True),
+                 [(1, 224, 224)]),
+        cnn_spec("convnext_tiny", lambda: tv.convnext_tiny(weights=None), [(1, 224, 224)]),
+        cnn_spec("vit_b_16", vit_with_random_head, [(1, 224, 224)]),
+        cnn_spec("swin_t", lambda: tv.swin_t(weights=None), [(1, 224, 224)]),
+        cnn_spec("deeplabv3_mobilenet_v3_large",
+                 lambda: SegOut(seg.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None,
+                                                                 aux_loss=False)),
+                 [(1, 224, 224)], spatial_dynamic=True, out_names=("out",)),
+    ]
+
+
 def to_tuple(out):
     return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
@@ -189,10 +219,11 @@ def export_one(spec, out_dir, seed, opset):
     else:
         trace_inputs = cases[0][2]
     onnx_path = os.path.join(out_dir, spec["name"] + ".onnx")
-    with torch.no_grad():
-        torch.onnx.export(net, tuple(trace_inputs[n] for n in spec["inputs"]), onnx_path, opset_version=opset,
-                          input_names=spec["inputs"], output_names=spec["outputs"],
-                          dynamic_axes=spec["dynamic_axes"], do_constant_folding=True)
+    # Traced with autograd on: under no_grad torch's nn.MultiheadAttention takes its fused fast
+    # path (aten::_native_multi_head_attention), which has no ONNX export.
+    torch.onnx.export(net, tuple(trace_inputs[n] for n in spec["inputs"]), onnx_path, opset_version=opset,
+                      input_names=spec["inputs"], output_names=spec["outputs"],
+                      dynamic_axes=spec["dynamic_axes"], do_constant_folding=True)
     proto = onnx.load(onnx_path)
     op_count = len(proto.graph.node)
     entry = {"name": spec["name"], "model": os.path.basename(onnx_path), "opset": opset, "ops": op_count,
@@ -217,13 +248,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out_dir")
     ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    ap.add_argument("--extra", action="store_true", help="export the extra CNNs instead (extra_specs)")
     ap.add_argument("--opset", type=int, default=OPSET,
                     help=f"ONNX opset to export with (default {OPSET}; older ones write other op forms)")
     args = ap.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     only = set(filter(None, args.only.split(",")))
     manifest = {"opset": args.opset, "torch": torch.__version__, "models": []}
-    for i, spec in enumerate(all_specs()):
+    for i, spec in enumerate(extra_specs() if args.extra else all_specs()):
         if only and spec["name"] not in only:
             continue
         t0 = time.time()
