@@ -109,6 +109,14 @@ def _release_tensor(t):
     lib.mx_tensor_release(ctypes.byref(t))
 
 
+def _address(a):
+    """The address of a's data. Through the buffer protocol when a is writable and not empty,
+    several times faster than a.ctypes.data, which builds a helper object on every use."""
+    if a.flags.writeable and a.nbytes:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    return a.ctypes.data
+
+
 class _Owner:
     """Holds a host tensor the session allocated; frees it when the arrays over it are gone."""
 
@@ -241,7 +249,7 @@ class Session:
             # The records are the session's own, rebuilt under the lock for every step.
             ins, outs = self._ins, self._outs
             for t, (name, code, a) in zip(ins, arrays):
-                t.dtype, t.rank, t.name, t.data = code, a.ndim, self._name_bytes(name), a.ctypes.data
+                t.dtype, t.rank, t.name, t.data = code, a.ndim, self._name_bytes(name), _address(a)
                 t.dims[:a.ndim] = a.shape
             ctypes.memmove(outs, self._outs_template, self._outs_size)
             _check(lib.mx_session_run(self._s, ins, n_in, outs, n_out), self._last_error)
