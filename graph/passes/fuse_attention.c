@@ -62,10 +62,28 @@ typedef struct attn_match {
   mx_value_id q, k, v, mask, y;
   float scale;
   int64_t k_perm[4]; /* K = Transpose(k, k_perm) */
+  mx_value_id where_cond, where_neg; /* Where(cond, ., neg) before an additive mask, or none */
   bool k_direct;     /* k_perm is the identity: k is K itself */
 } attn_match;
 
+/* v = Where(cond, scores, very negative constant) (a causal mask, as GPT-2 exports write it):
+ * records cond and the constant in m. */
+static bool where_mask(const mx_graph *g, mx_value_id v, attn_match *m) {
+  mx_node_id w = mx__rw_producer(g, v, "Where");
+  double neg;
+  if (w == MX_NO_NODE || !mx__rw_const_scalar(g, g->nodes[w].inputs[2], &neg) || neg > -1e4) return false;
+  mx_value_id sv = g->nodes[w].inputs[1];
+  if (mx__rw_producer(g, sv, "Mul") == MX_NO_NODE && mx__rw_producer(g, sv, "Div") == MX_NO_NODE &&
+      mx__rw_producer(g, sv, "MatMul") == MX_NO_NODE)
+    return false;
+  if (shape_of(g, g->nodes[w].inputs[0])->rank > 4 || g->values[g->nodes[w].inputs[0]].dtype != MX_BOOL) return false;
+  m->where_cond = g->nodes[w].inputs[0];
+  m->where_neg = g->nodes[w].inputs[2];
+  return true;
+}
+
 static bool match_attention(const mx_graph *g, const mx_node *m2, attn_match *m) {
+  m->where_cond = m->where_neg = MX_NO_VALUE;
   mx_node_id sm = mx__rw_producer(g, m2->inputs[0], "Softmax");
   if (sm == MX_NO_NODE) return false;
   const mx_softmax_params *sp = g->nodes[sm].params;
@@ -79,12 +97,12 @@ static bool match_attention(const mx_graph *g, const mx_node *m2, attn_match *m)
     for (int k = 0; k < 2 && m->mask == MX_NO_VALUE; k++) {
       mx_value_id o = g->nodes[a].inputs[k];
       if (mx__rw_producer(g, o, "Mul") != MX_NO_NODE || mx__rw_producer(g, o, "Div") != MX_NO_NODE ||
-          mx__rw_producer(g, o, "MatMul") != MX_NO_NODE) {
+          mx__rw_producer(g, o, "MatMul") != MX_NO_NODE || where_mask(g, o, m)) {
         m->mask = g->nodes[a].inputs[1 - k];
-        s = o;
+        s = m->where_cond != MX_NO_VALUE ? g->nodes[g->values[o].producer].inputs[1] : o;
       }
     }
-    if (m->mask == MX_NO_VALUE) return false;
+    if (m->mask == MX_NO_VALUE || g->values[m->mask].dtype == MX_BOOL) return false;
   } else if ((a = mx__rw_producer(g, s, "Where")) != MX_NO_NODE) {
     double neg;
     if (!mx__rw_const_scalar(g, g->nodes[a].inputs[2], &neg) || neg > -1e4) return false;
@@ -148,6 +166,14 @@ static mx_status run_attention(mx_graph *g, size_t *hits) {
     mx_attr a[2] = {mx_attr_float("scale", m.scale), mx_attr_int("is_causal", 0)};
     mx_value_id pk, nk, pv, nv;
     mx_status st;
+    if (m.where_cond != MX_NO_VALUE) {
+      /* Where(c, s, neg) + am == s + Where(c, am, neg + am): one additive mask. */
+      mx_value_id t, wm;
+      if ((st = mx_graph_add_op(g, "Add", (mx_value_id[]){m.where_neg, m.mask}, 2, NULL, 0, &t)) != MX_OK) return st;
+      if ((st = mx_graph_add_op(g, "Where", (mx_value_id[]){m.where_cond, m.mask, t}, 3, NULL, 0, &wm)) != MX_OK)
+        return st;
+      m.mask = wm;
+    }
     if (!m.k_direct) {
       /* K in [B, H, T, D] order, from the value the score transpose read. */
       mx_attr pa = mx_attr_ints("perm", m.k_perm, 4);
