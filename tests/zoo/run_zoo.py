@@ -101,9 +101,9 @@ def hybrid_figures(text):
     m = re.search(r"(\d+) static and (\d+) dynamic partitions", text)
     if m:
         figures["static"], figures["dynamic"] = int(m.group(1)), int(m.group(2))
-    m = re.search(r"step latency: median ([0-9.]+ ?[mu]?s)", text)
+    m = re.search(r"step latency: median ([0-9.]+ ?[mu]?s), p10 ([0-9.]+ ?[mu]?s)", text)
     if m:
-        figures["median"] = m.group(1).replace(" ", "")
+        figures["median"], figures["p10"] = m.group(1).replace(" ", ""), m.group(2).replace(" ", "")
     return figures
 
 
