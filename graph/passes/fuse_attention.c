@@ -63,6 +63,9 @@ typedef struct attn_match {
   float scale;
   int64_t k_perm[4]; /* K = Transpose(k, k_perm) */
   mx_value_id where_cond, where_neg; /* Where(cond, ., neg) before an additive mask, or none */
+  mx_value_id where_scores;          /* the scores that Where passes through */
+  bool where_inverted;               /* Where(cond, neg, .): cond marks the keys left out */
+  bool where_only;                   /* the Where is the whole mask (no additive mask after it) */
   bool k_direct;     /* k_perm is the identity: k is K itself */
 } attn_match;
 
@@ -71,19 +74,28 @@ typedef struct attn_match {
 static bool where_mask(const mx_graph *g, mx_value_id v, attn_match *m) {
   mx_node_id w = mx__rw_producer(g, v, "Where");
   double neg;
-  if (w == MX_NO_NODE || !mx__rw_const_scalar(g, g->nodes[w].inputs[2], &neg) || neg > -1e4) return false;
-  mx_value_id sv = g->nodes[w].inputs[1];
+  if (w == MX_NO_NODE) return false;
+  /* Where(keep, scores, neg) or, inverted, Where(drop, neg, scores). */
+  int ns = 2;
+  if (!mx__rw_const_scalar(g, g->nodes[w].inputs[2], &neg) || neg > -1e4) {
+    ns = 1;
+    if (!mx__rw_const_scalar(g, g->nodes[w].inputs[1], &neg) || neg > -1e4) return false;
+  }
+  mx_value_id sv = g->nodes[w].inputs[3 - ns];
   if (mx__rw_producer(g, sv, "Mul") == MX_NO_NODE && mx__rw_producer(g, sv, "Div") == MX_NO_NODE &&
       mx__rw_producer(g, sv, "MatMul") == MX_NO_NODE)
     return false;
   if (shape_of(g, g->nodes[w].inputs[0])->rank > 4 || g->values[g->nodes[w].inputs[0]].dtype != MX_BOOL) return false;
   m->where_cond = g->nodes[w].inputs[0];
-  m->where_neg = g->nodes[w].inputs[2];
+  m->where_neg = g->nodes[w].inputs[ns];
+  m->where_inverted = ns == 1;
+  m->where_scores = sv;
   return true;
 }
 
 static bool match_attention(const mx_graph *g, const mx_node *m2, attn_match *m) {
-  m->where_cond = m->where_neg = MX_NO_VALUE;
+  m->where_cond = m->where_neg = m->where_scores = MX_NO_VALUE;
+  m->where_inverted = m->where_only = false;
   mx_node_id sm = mx__rw_producer(g, m2->inputs[0], "Softmax");
   if (sm == MX_NO_NODE) return false;
   const mx_softmax_params *sp = g->nodes[sm].params;
@@ -99,15 +111,15 @@ static bool match_attention(const mx_graph *g, const mx_node *m2, attn_match *m)
       if (mx__rw_producer(g, o, "Mul") != MX_NO_NODE || mx__rw_producer(g, o, "Div") != MX_NO_NODE ||
           mx__rw_producer(g, o, "MatMul") != MX_NO_NODE || where_mask(g, o, m)) {
         m->mask = g->nodes[a].inputs[1 - k];
-        s = m->where_cond != MX_NO_VALUE ? g->nodes[g->values[o].producer].inputs[1] : o;
+        s = m->where_cond != MX_NO_VALUE ? m->where_scores : o;
       }
     }
     if (m->mask == MX_NO_VALUE || g->values[m->mask].dtype == MX_BOOL) return false;
-  } else if ((a = mx__rw_producer(g, s, "Where")) != MX_NO_NODE) {
-    double neg;
-    if (!mx__rw_const_scalar(g, g->nodes[a].inputs[2], &neg) || neg > -1e4) return false;
-    m->mask = g->nodes[a].inputs[0];
-    s = g->nodes[a].inputs[1];
+  } else if (mx__rw_producer(g, s, "Where") != MX_NO_NODE) {
+    if (!where_mask(g, s, m)) return false;
+    m->mask = m->where_cond;
+    m->where_only = true;
+    s = m->where_scores;
   }
   m->scale = 1.0f;
   mx_node_id sc = mx__rw_producer(g, s, "Mul");
@@ -156,6 +168,34 @@ static bool match_attention(const mx_graph *g, const mx_node *m2, attn_match *m)
   return true;
 }
 
+/* Whether value v is computed from node `target`'s outputs (seen: scratch flags per node). */
+static bool reaches(const mx_graph *g, mx_value_id v, mx_node_id target, uint8_t *seen) {
+  if (v == MX_NO_VALUE) return false;
+  mx_node_id p = g->values[v].producer;
+  if (p == MX_NO_NODE || seen[p]) return false;
+  if (p == target) return true;
+  seen[p] = 1;
+  for (uint32_t k = 0; k < g->nodes[p].n_inputs; k++)
+    if (reaches(g, g->nodes[p].inputs[k], target, seen)) return true;
+  return false;
+}
+
+/* Whether any of the values ins[0..n) is computed from the producer of k or of v (then the
+ * cache Concats cannot become outputs of a node reading them). */
+static mx_status reads_cache(const mx_graph *g, const mx_value_id *ins, size_t n, mx_value_id k, mx_value_id v,
+                             bool *out) {
+  uint8_t *seen = calloc(g->n_nodes + 1, 1);
+  if (!seen) return MX_ERR_OUT_OF_MEMORY;
+  *out = false;
+  for (int which = 0; which < 2 && !*out; which++) {
+    memset(seen, 0, g->n_nodes + 1);
+    mx_node_id t = g->values[which ? v : k].producer;
+    for (size_t i = 0; i < n && !*out; i++) *out = reaches(g, ins[i], t, seen);
+  }
+  free(seen);
+  return MX_OK;
+}
+
 static mx_status run_attention(mx_graph *g, size_t *hits) {
   size_t n = g->n_nodes;
   for (size_t i = 0; i < n; i++) {
@@ -166,12 +206,18 @@ static mx_status run_attention(mx_graph *g, size_t *hits) {
     mx_attr a[2] = {mx_attr_float("scale", m.scale), mx_attr_int("is_causal", 0)};
     mx_value_id pk, nk, pv, nv;
     mx_status st;
-    if (m.where_cond != MX_NO_VALUE) {
-      /* Where(c, s, neg) + am == s + Where(c, am, neg + am): one additive mask. */
+    if (m.where_only && m.where_inverted) {
+      /* The op's boolean mask marks the keys taken: the negation of Where's condition. */
+      mx_node_id nn = mx__rw_producer(g, m.where_cond, "Not");
+      if (nn != MX_NO_NODE) m.mask = g->nodes[nn].inputs[0];
+      else if ((st = mx_graph_add_op(g, "Not", &m.where_cond, 1, NULL, 0, &m.mask)) != MX_OK) return st;
+    } else if (m.where_cond != MX_NO_VALUE && !m.where_only) {
+      /* Where(c, s, neg) + am == s + Where(c, am, neg + am): one additive mask (operands of the
+       * Where swapped when it is inverted). */
       mx_value_id t, wm;
       if ((st = mx_graph_add_op(g, "Add", (mx_value_id[]){m.where_neg, m.mask}, 2, NULL, 0, &t)) != MX_OK) return st;
-      if ((st = mx_graph_add_op(g, "Where", (mx_value_id[]){m.where_cond, m.mask, t}, 3, NULL, 0, &wm)) != MX_OK)
-        return st;
+      mx_value_id w3[3] = {m.where_cond, m.where_inverted ? t : m.mask, m.where_inverted ? m.mask : t};
+      if ((st = mx_graph_add_op(g, "Where", w3, 3, NULL, 0, &wm)) != MX_OK) return st;
       m.mask = wm;
     }
     if (!m.k_direct) {
@@ -183,8 +229,16 @@ static mx_status run_attention(mx_graph *g, size_t *hits) {
       g->values[kt].dtype = g->values[m.k].dtype;
       m.k = kt;
     }
-    if (cache_concat(g, m.k, &pk, &nk) && cache_concat(g, m.v, &pv, &nv) && shape_of(g, nk)->rank == 4 &&
-        shape_of(g, nv)->rank == 4 && !(g->values[m.k].flags & MX_VALUE_INPUT)) {
+    bool cache = cache_concat(g, m.k, &pk, &nk) && cache_concat(g, m.v, &pv, &nv) && shape_of(g, nk)->rank == 4 &&
+                 shape_of(g, nv)->rank == 4;
+    if (cache) {
+      bool cyc;
+      mx_value_id ins[6] = {m.q, nk, nv, m.mask, pk, pv};
+      if (reads_cache(g, ins, 6, m.k, m.v, &cyc) != MX_OK)
+        return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory matching attention");
+      cache = !cyc;
+    }
+    if (cache) {
       /* The cache Concats become the op's present outputs. */
       mx_value_id ins[6] = {m.q, nk, nv, m.mask, pk, pv}, outs[3] = {m.y, m.k, m.v};
       st = mx__rw_replace_n(g, outs, 3, "Attention", ins, 6, a, 2);

@@ -503,3 +503,31 @@ Test(fusion, attention_from_gpt2_form_with_causal_where_and_mask) {
   cr_assert_eq(count_op(g, "Softmax"), 0);
   mx_graph_destroy(g);
 }
+
+/* The inverted form torch writes for GPT-2: Where(Not(causal), lowest, scores), no other mask. */
+static void build_gpt_attention_inverted(mx_graph *g) {
+  mx_value_id q = in_f32(g, "q", 4, (mx_dim[]){1, 2, 3, 4}), k = in_f32(g, "k", 4, (mx_dim[]){1, 2, 5, 4});
+  mx_value_id v = in_f32(g, "v", 4, (mx_dim[]){1, 2, 5, 4});
+  int64_t p_t[] = {0, 1, 3, 2};
+  mx_attr at = mx_attr_ints("perm", p_t, 4);
+  bool causal[15];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 5; j++) causal[i * 5 + j] = j <= i + 2;
+  mx_tensor ct = {.dtype = MX_BOOL, .rank = 2, .dims = {3, 5}, .data = causal};
+  mx_value_id cond;
+  cr_assert_eq(mx_graph_add_constant(g, "causal", &ct, &cond), MX_OK);
+  mx_value_id s = OP2(g, "Div", OP2(g, "MatMul", q, op(g, "Transpose", 1, &k, &at, 1)), scalar(g, 2.0f));
+  s = op(g, "Where", 3, (mx_value_id[]){OP1(g, "Not", cond), scalar(g, -3.4028234e38f), s}, NULL, 0);
+  mx_attr sm = mx_attr_int("axis", -1);
+  mx_graph_add_output(g, OP2(g, "MatMul", op(g, "Softmax", 1, &s, &sm, 1), v));
+}
+
+Test(fusion, attention_from_gpt2_inverted_where) {
+  mx_fuse_report r;
+  mx_graph *g = fuse_and_compare(build_gpt_attention_inverted, "attention",
+                                 (const int64_t[][MX_MAX_RANK]){{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 4}}, &r);
+  cr_assert_eq(hits_of(&r, "attention"), 1);
+  cr_assert_eq(count_op(g, "Attention"), 1);
+  cr_assert_eq(count_op(g, "Softmax"), 0);
+  mx_graph_destroy(g);
+}
