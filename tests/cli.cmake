@@ -13,7 +13,7 @@ set_tests_properties(conformance_reference PROPERTIES SKIP_RETURN_CODE 77 TIMEOU
 # (exit 77) with a loud message when /usr/bin/python3 cannot import torch. Sanitizer builds run the
 # small models only: the large CNNs there would take minutes of sanitized im2col.
 set(MIXRT_ZOO_SKIP "")
-if(NOT MIXRT_SANITIZE STREQUAL "")
+if(NOT "${MIXRT_SANITIZE}" STREQUAL "")
   set(MIXRT_ZOO_SKIP --skip resnet50,mobilenet_v3_large,lraspp_mobilenet_v3_large)
 endif()
 add_test(NAME zoo_models
