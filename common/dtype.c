@@ -1,5 +1,5 @@
 /* Element type table: sizes, names and classes of the supported dtypes (every ONNX tensor type
- * but string and the complex types). */
+ * but the complex types; strings only by name and pointer size, see mixrt/dtype.h). */
 #include <string.h>
 
 #include "mixrt/dtype.h"
@@ -29,12 +29,14 @@ int mx_dtype_bits(mx_dtype dtype) {
     case MX_FLOAT4E2M1: return 4;
     case MX_UINT2:
     case MX_INT2: return 2;
+    case MX_STRING: /* no fixed width: see mx_dtype_size */
     case MX_DTYPE_UNDEFINED: return 0;
   }
   return 0;
 }
 
 size_t mx_dtype_size(mx_dtype dtype) {
+  if (dtype == MX_STRING) return sizeof(char *); /* an array of pointers (mixrt/dtype.h) */
   int bits = mx_dtype_bits(dtype);
   if (bits == 0) return 0;
   return bits < 8 ? 1 : (size_t)bits / 8; /* sub-byte types: one element per byte */
@@ -56,6 +58,7 @@ const char *mx_dtype_name(mx_dtype dtype) {
     case MX_INT16: return "int16";
     case MX_INT32: return "int32";
     case MX_INT64: return "int64";
+    case MX_STRING: return "string";
     case MX_BOOL: return "bool";
     case MX_FLOAT16: return "float16";
     case MX_FLOAT64: return "float64";
@@ -84,7 +87,7 @@ mx_dtype mx_dtype_from_name(const char *name) {
   } aliases[] = {
       {"float", MX_FLOAT32},  {"f32", MX_FLOAT32}, {"half", MX_FLOAT16},
       {"f16", MX_FLOAT16},    {"double", MX_FLOAT64}, {"f64", MX_FLOAT64},
-      {"bf16", MX_BFLOAT16},
+      {"bf16", MX_BFLOAT16},  {"string", MX_STRING},
   };
   if (!name) return MX_DTYPE_UNDEFINED;
   for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)

@@ -1,7 +1,9 @@
-/* Plain tensor helpers: element counts with overflow checks, owned host allocations. */
+/* Plain tensor helpers: element counts with overflow checks, owned host allocations (a string
+ * tensor's strings included). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/string_tensor.h"
 #include "common/value_list.h"
 #include "mixrt/sequence.h"
 #include "mixrt/tensor.h"
@@ -46,7 +48,12 @@ mx_status mx_tensor_alloc(mx_dtype dtype, int32_t rank, const int64_t *dims, mx_
 
 void mx_tensor_release(mx_tensor *t) {
   if (!t) return;
-  if (mx_value_is_list(t)) mx__value_list_free(t->data); /* a sequence or optional */
-  else free(t->data);
+  if (mx_value_is_list(t)) {
+    mx__value_list_free(t->data); /* a sequence or optional */
+  } else {
+    int64_t n;
+    if (t->dtype == MX_STRING && t->data && mx_tensor_numel(t, &n)) mx__strings_free(t->data, (size_t)n);
+    free(t->data);
+  }
   memset(t, 0, sizeof *t);
 }

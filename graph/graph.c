@@ -435,7 +435,7 @@ mx_status mx_graph_add_input(mx_graph *g, const char *name, mx_dtype dtype, cons
                              mx_value_id *out) {
   if (!g) return MX_ERR_INVALID_ARGUMENT;
   if (!name || !*name) return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "graph input needs a name");
-  if (!mx_dtype_is_supported(dtype))
+  if (!mx_dtype_is_supported(dtype) && dtype != MX_STRING) /* strings: host only, mixrt/dtype.h */
     return mx__graph_fail(g, MX_ERR_UNSUPPORTED, "graph input '%s': unsupported dtype %d", name, (int)dtype);
   if (shape && (shape->rank < MX_RANK_UNKNOWN || shape->rank > MX_MAX_RANK))
     return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "graph input '%s': rank %d out of range",

@@ -24,5 +24,8 @@ extern const mx_kernel_def *const mx__kernels_rnn[];     /* rnn.c */
 extern const mx_kernel_def *const mx__kernels_signal[];     /* signal.c */
 extern const mx_kernel_def *const mx__kernels_llm[];     /* llm.c */
 extern const mx_kernel_def *const mx__kernels_random[];     /* random.c */
+extern const mx_kernel_def *const mx__kernels_string[];     /* string.c */
+extern const mx_kernel_def *const mx__kernels_ml[];     /* ml.c */
+extern const mx_kernel_def *const mx__kernels_training[];     /* training.c */
 
 #endif /* MIXRT_KERNELS_GROUPS_H */

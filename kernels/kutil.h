@@ -37,6 +37,7 @@ static inline double mx__kget_f64(const void *p, mx_dtype dt, int64_t i) {
     case MX_FLOAT8E5M2FNUZ:
     case MX_FLOAT4E2M1:
     case MX_FLOAT8E8M0: return mx__narrow_to_f32(dt, ((const uint8_t *)p)[i]);
+    case MX_STRING: /* no numeric value: string kernels read char * */
     case MX_DTYPE_UNDEFINED: break;
   }
   return 0.0;
@@ -98,6 +99,7 @@ static inline void mx__kset_f64(void *p, mx_dtype dt, int64_t i, double v) {
     case MX_FLOAT8E5M2FNUZ:
     case MX_FLOAT4E2M1:
     case MX_FLOAT8E8M0: ((uint8_t *)p)[i] = mx__narrow_from_f64(dt, v, true); break;
+    case MX_STRING: /* no numeric value: string kernels read char * */
     case MX_DTYPE_UNDEFINED: break;
   }
 }

@@ -34,7 +34,9 @@ static bool is_constant_node(const mx_graph *g, const mx_node *nd) {
   return true;
 }
 
-/* Checks what the partitioner relies on: resolved ops, known dtypes, no nested graphs. */
+/* Checks what the partitioner relies on: resolved ops, known dtypes, no nested graphs, no string
+ * values (strings are host only: the reference interpreter runs them, sessions and static models
+ * refuse them, see mixrt/dtype.h). */
 static mx_status check_node(mx_partition *p, const mx_node *nd) {
   const mx_graph *g = p->g;
   if (!nd->def)
@@ -54,6 +56,14 @@ static mx_status check_node(mx_partition *p, const mx_node *nd) {
       return mx__part_fail(p, MX_ERR_INVALID_ARGUMENT,
                            "graph '%s' is not inferred: output %u ('%s') of node '%s' has no dtype",
                            g->name, i, g->values[nd->outputs[i]].name, nd->name);
+  for (uint32_t i = 0; i < nd->n_inputs + nd->n_outputs; i++) {
+    mx_value_id v = i < nd->n_inputs ? nd->inputs[i] : nd->outputs[i - nd->n_inputs];
+    if (v != MX_NO_VALUE && mx__value_valid(g, v) && g->values[v].dtype == MX_STRING)
+      return mx__part_fail(p, MX_ERR_UNSUPPORTED,
+                           "node '%s' (%s): value '%s' is a string tensor; strings are host only and "
+                           "run through the reference interpreter (mx_reference_run), not sessions "
+                           "or static models", nd->name, nd->op_type, g->values[v].name);
+  }
   return MX_OK;
 }
 

@@ -1,9 +1,11 @@
 /* Tensor comparison by the ONNX backend-test rules (mx_tensor_allclose): exact dtype and shape,
  * |a - e| <= atol + rtol * |e| for floats with NaN == NaN and same-sign infinities, exact
- * equality for integers and bools. */
+ * equality for integers, bools and strings. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "common/string_tensor.h"
 #include "kernels/kutil.h"
 #include "mixrt/reference.h"
 #include "mixrt/sequence.h"
@@ -64,6 +66,17 @@ bool mx_tensor_allclose(const mx_tensor *a, const mx_tensor *e, double rtol, dou
   if (!mx_tensor_numel(e, &n)) {
     if (why && why_size) snprintf(why, why_size, "invalid dims");
     return false;
+  }
+  if (e->dtype == MX_STRING) {
+    for (int64_t i = 0; i < n; i++) {
+      const char *x = mx__string_at(a->data, (size_t)i), *y = mx__string_at(e->data, (size_t)i);
+      if (strcmp(x, y) != 0) {
+        if (why && why_size)
+          snprintf(why, why_size, "element %lld is \"%.60s\", expected \"%.60s\"", (long long)i, x, y);
+        return false;
+      }
+    }
+    return true;
   }
   bool is_float = mx_dtype_is_float(e->dtype) || mx_dtype_is_narrow_float(e->dtype);
   for (int64_t i = 0; i < n; i++) {

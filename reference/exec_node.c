@@ -1,9 +1,12 @@
 /* Running one node on host tensors: run-time inference of the output shapes from the actual
  * input shapes and values, output allocation (upper bound for data-dependent ops), kernel
- * lookup, scratch, launch, and the actual shape written back by data-dependent kernels. */
+ * lookup, scratch, launch, and the actual shape written back by data-dependent kernels.
+ * String outputs start as arrays of NULL pointers; their kernels malloc each string, and the
+ * output tensor owns them (freed with mx_tensor_release or mx__strings_free). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/string_tensor.h"
 #include "kernels/kernel.h"
 #include "kernels/kutil.h"
 #include "reference/reference.h"
@@ -101,6 +104,7 @@ mx_status mx__reference_exec_node(mx_graph *g, mx_node_id nid, mx_symtab *scratc
       goto free_outputs;
     }
     o->data = mx__host_alloc(nbytes);
+    if (o->data && o->dtype == MX_STRING) memset(o->data, 0, nbytes); /* no strings yet */
     if (!o->data) {
       st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "node '%s' (%s): out of host memory for output %u (%zu bytes)",
                     nd->name, nd->op_type, k, nbytes);
@@ -148,6 +152,9 @@ mx_status mx__reference_exec_node(mx_graph *g, mx_node_id nid, mx_symtab *scratc
 
 free_outputs:
   for (uint32_t k = 0; k < no; k++) {
+    int64_t n;
+    if (outputs[k].dtype == MX_STRING && outputs[k].data && mx_tensor_numel(&outputs[k], &n))
+      mx__strings_free(outputs[k].data, (size_t)n);
     mx__host_free(outputs[k].data);
     memset(&outputs[k], 0, sizeof outputs[k]);
   }
@@ -167,6 +174,9 @@ mx_status mx__reference_fold_eval(void *user, mx_graph *g, mx_node_id nid, mx_te
   if (!nd->def || (nd->def->flags & MX_OP_DATA_DEPENDENT)) return MX_ERR_UNSUPPORTED;
   const mx_tensor *ins[64];
   if (nd->n_inputs > 64 || nd->n_outputs > 64) return MX_ERR_UNSUPPORTED;
+  /* Folded values are freed as plain blocks: string outputs (strings of their own) stay runtime. */
+  for (uint32_t k = 0; k < nd->n_outputs; k++)
+    if (nd->outputs[k] != MX_NO_VALUE && g->values[nd->outputs[k]].dtype == MX_STRING) return MX_ERR_UNSUPPORTED;
   for (uint32_t i = 0; i < nd->n_inputs; i++)
     ins[i] = nd->inputs[i] == MX_NO_VALUE ? NULL : g->values[nd->inputs[i]].data;
   mx_symtab *scratch;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/string_tensor.h"
 #include "mixrt/sequence.h"
 #include "reference/reference.h"
 
@@ -95,14 +96,28 @@ static mx_status copy_tensor(const mx_tensor *src, mx_tensor *dst) {
   dst->placement = MX_HOST;
   dst->data = mx__host_alloc(nbytes);
   if (!dst->data) return MX_ERR_OUT_OF_MEMORY;
+  if (src->dtype == MX_STRING) { /* deep: each string is the copy's own */
+    memset(dst->data, 0, nbytes);
+    mx_status st = mx__strings_copy(dst->data, src->data, nbytes / sizeof(char *));
+    if (st != MX_OK) {
+      mx__host_free(dst->data);
+      dst->data = NULL;
+    }
+    return st;
+  }
   if (nbytes) memcpy(dst->data, src->data, nbytes);
   return MX_OK;
 }
 
 /* Frees a run-time value the frame owns (a tensor's data, or a sequence / optional whole). */
 static void free_value(mx_tensor *t) {
-  if (mx_value_is_list(t)) mx_tensor_release(t);
-  else mx__host_free(t->data);
+  int64_t n;
+  if (mx_value_is_list(t)) {
+    mx_tensor_release(t);
+    return;
+  }
+  if (t->dtype == MX_STRING && t->data && mx_tensor_numel(t, &n)) mx__strings_free(t->data, (size_t)n);
+  mx__host_free(t->data);
   t->data = NULL;
 }
 

@@ -6,7 +6,7 @@
  * field ONNX assigns to its element type (float_data; int32_data for int32, int16, int8,
  * uint16, uint8, bool, float16, bfloat16 and the 8-bit floats as their bit patterns, and for the
  * sub-byte types as packed bytes; int64_data; uint64_data for uint32 and uint64; double_data)
- * or an external file. The sub-byte types (int4, uint4, float4e2m1, int2, uint2) arrive packed
+ * or an external file; strings come from string_data only. The sub-byte types (int4, uint4, float4e2m1, int2, uint2) arrive packed
  * two or four to a byte, low bits first, and are unpacked to one element per byte, the form
  * mixrt tensors hold them in (see mixrt/dtype.h). Every size is checked before anything is allocated: dims
  * whose element count or byte size overflows are MX_ERR_LIMIT, and data whose length does not
@@ -61,6 +61,7 @@ static size_t own_field(const Onnx__TensorProto *tp, mx_dtype dtype, const char 
     case MX_INT2: *field = "int32_data"; return tp->n_int32_data;
     case MX_UINT32:
     case MX_UINT64: *field = "uint64_data"; return tp->n_uint64_data;
+    case MX_STRING: *field = "string_data"; return tp->n_string_data;
     case MX_DTYPE_UNDEFINED: break;
   }
   *field = "?";
@@ -147,6 +148,7 @@ static void fill_typed(const Onnx__TensorProto *tp, mx_dtype dtype, size_t n, vo
       for (size_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = (uint32_t)tp->uint64_data[i];
       break;
     case MX_UINT64: memcpy(dst, tp->uint64_data, n * sizeof(uint64_t)); break;
+    case MX_STRING: /* decode_strings */
     case MX_DTYPE_UNDEFINED: break;
   }
 }
@@ -159,6 +161,48 @@ static const char *dims_text(const mx_tensor *t, char *buf, size_t n) {
     k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
   if (k < n) snprintf(buf + k, n - k, "]");
   return buf;
+}
+
+/* A string tensor from string_data: an array of char * with each string NUL-terminated. In an
+ * arena (graph tensors) the array and the strings live there; otherwise (single-tensor files)
+ * each string is a malloc of its own, as mx_tensor_release expects (mixrt/tensor.h). */
+static mx_status decode_strings(const Onnx__TensorProto *tp, const char *what, mx__onnx_src *src,
+                                mx_arena *arena, mx_tensor *nt, int64_t numel, mx_error *err) {
+  if (tp->has_raw_data || (tp->has_data_location &&
+                           tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: string values must be stored in string_data", what);
+  size_t n_other = tp->n_float_data + tp->n_int32_data + tp->n_int64_data + tp->n_double_data +
+                   tp->n_uint64_data;
+  if (n_other || (int64_t)tp->n_string_data != numel)
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: string_data holds %zu values, but the dims need %lld",
+                    what, tp->n_string_data, (long long)numel);
+  size_t total = (size_t)numel * sizeof(char *);
+  for (size_t i = 0; i < tp->n_string_data; i++) total += tp->string_data[i].len + 1;
+  if (src && total > MX_ONNX_MAX_DECODED_BYTES - src->decoded)
+    return mx__fail(err, MX_ERR_LIMIT, "%s: %zu bytes of strings would take the model past the "
+                    "tensor data one load may decode", what, total);
+  size_t n = (size_t)numel;
+  char **strs = arena ? mx__arena_alloc(arena, n ? n * sizeof(char *) : 1, 64)
+                      : calloc(n ? n : 1, sizeof(char *));
+  if (!strs) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
+  for (size_t i = 0; i < n; i++) {
+    const ProtobufCBinaryData *b = &tp->string_data[i];
+    char *c = arena ? mx__arena_alloc(arena, b->len + 1, 1) : malloc(b->len + 1);
+    if (!c) {
+      if (!arena) {
+        for (size_t k = 0; k < i; k++) free(strs[k]);
+        free(strs);
+      }
+      return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
+    }
+    if (b->len) memcpy(c, b->data, b->len);
+    c[b->len] = '\0';
+    strs[i] = c;
+  }
+  if (src) src->decoded += total;
+  nt->data = strs;
+  nt->placement = MX_HOST;
+  return MX_OK;
 }
 
 mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, mx__onnx_src *src,
@@ -174,7 +218,7 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
   /* Element type. */
   int32_t code = tp->has_data_type ? tp->data_type : 0;
   if (code == 0) return mx__fail(err, MX_ERR_MALFORMED, "%s has no element type", what);
-  if (!mx_dtype_is_supported(code))
+  if (!mx_dtype_is_supported(code) && code != MX_STRING)
     return mx__fail(err, MX_ERR_UNSUPPORTED, "%s: element type %s (%d) is not supported", what,
                     mx__onnx_type_name(code), (int)code);
   nt.dtype = (mx_dtype)code;
@@ -198,6 +242,12 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
   if (!mx_tensor_nbytes(&nt, &nbytes))
     return mx__fail(err, MX_ERR_LIMIT, "%s: dims %s of %s need more bytes than fit in memory",
                     what, dims_text(&nt, dbuf, sizeof dbuf), mx_dtype_name(nt.dtype));
+  if (nt.dtype == MX_STRING) {
+    if (tp->segment) return mx__fail(err, MX_ERR_UNSUPPORTED, "%s is a segment of a larger tensor", what);
+    st = decode_strings(tp, what, src, arena, &nt, numel, err);
+    if (st == MX_OK) *t = nt;
+    return st;
+  }
   if (tp->segment)
     return mx__fail(err, MX_ERR_UNSUPPORTED, "%s is a segment of a larger tensor", what);
   /* Bytes as stored in the file (sub-byte types packed) and values in the typed field. */

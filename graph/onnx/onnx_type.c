@@ -37,7 +37,7 @@ mx_status mx__onnx_type_read(const Onnx__TypeProto *tp, mx_value_kind *kind, mx_
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   if (tt) {
     int32_t code = tt->has_elem_type ? tt->elem_type : 0;
-    if (code != 0 && !mx_dtype_is_supported(code))
+    if (code != 0 && !mx_dtype_is_supported(code) && code != MX_STRING)
       return mx__fail(err, MX_ERR_UNSUPPORTED, "%s: element type %s (%d) is not supported", what,
                       mx__onnx_type_name(code), (int)code);
     *dtype = (mx_dtype)code;

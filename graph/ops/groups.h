@@ -29,6 +29,9 @@ extern const mx_op_def *const mx__ops_signal[];     /* signal.c: DFT, STFT, Hann
 extern const mx_op_def *const mx__ops_llm[];     /* llm.c: SwiGLU, LinearAttention, FlexAttention, CausalConvWithState */
 extern const mx_op_def *const mx__ops_random[];     /* random.c: RandomUniform, RandomNormal, RandomUniformLike, RandomNormalLike, Bernoulli, Multinomial */
 extern const mx_op_def *const mx__ops_control[];   /* control.c: If, Loop, Scan, SequenceMap, Sequence*, SplitToSequence, ConcatFromSequence, Optional* */
+extern const mx_op_def *const mx__ops_string[];     /* string.c: StringConcat, StringSplit, StringNormalizer, RegexFullMatch */
+extern const mx_op_def *const mx__ops_ml[];     /* ml.c (ai.onnx.ml): LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble; TfIdfVectorizer */
+extern const mx_op_def *const mx__ops_training[];     /* training.c (ai.onnx.preview.training): Adagrad, Adam, Momentum */
 extern const mx_op_def *const mx__ops_mixrt[]; /* mixrt_ops.c: PartitionedCall (domain "mixrt") */
 
 #endif /* MIXRT_GRAPH_OPS_GROUPS_H */

@@ -11,7 +11,17 @@
  * files pack them two (4-bit) or four (2-bit) to a byte, low bits first; the ONNX importer
  * unpacks raw_data/int32_data on load and the exporter packs them again, so mx_dtype_size is 1
  * for them and mx_dtype_bits tells the packed width. Kernels compute with the narrow floats by
- * converting to float32 (common/float8.h). */
+ * converting to float32 (common/float8.h).
+ *
+ * Strings. MX_STRING (ONNX code 8) is a host-only type: a string tensor's data is an array of
+ * numel `char *`, each a NUL-terminated UTF-8 string of its own malloc (or, for tensors a graph
+ * holds - initializers, attribute tensors - of the graph's arena); a NULL entry reads as "".
+ * mx_dtype_size(MX_STRING) is sizeof(char *), but the bytes are pointers, so code that copies
+ * tensor data by bytes must not take strings: mx_dtype_is_supported(MX_STRING) is false and
+ * mx_dtype_bits(MX_STRING) is 0, so every path built on those refuses string tensors, and only
+ * the paths that say so take them: ONNX import (string_data), TensorProto .pb loading, the
+ * reference interpreter (string kernels, host values, comparison), mx_tensor_alloc/release.
+ * Static models, device uploads and .npy files refuse them. */
 #ifndef MIXRT_DTYPE_H
 #define MIXRT_DTYPE_H
 
@@ -31,6 +41,7 @@ typedef enum mx_dtype {
   MX_INT16 = 5,
   MX_INT32 = 6,
   MX_INT64 = 7,
+  MX_STRING = 8, /* host only: an array of char * (see above) */
   MX_BOOL = 9,
   MX_FLOAT16 = 10,
   MX_FLOAT64 = 11,
@@ -52,10 +63,10 @@ typedef enum mx_dtype {
 /* Highest mx_dtype code (bit masks over dtypes fit in 32 bits). */
 #define MX_DTYPE_MAX_CODE 26
 
-/* Bytes per element in a mixrt tensor (1 for the sub-byte types, see above); 0 for
- * MX_DTYPE_UNDEFINED or a code mixrt does not support. */
+/* Bytes per element in a mixrt tensor (1 for the sub-byte types, sizeof(char *) for strings, see
+ * above); 0 for MX_DTYPE_UNDEFINED or a code mixrt does not support. */
 size_t mx_dtype_size(mx_dtype dtype);
-/* Bits per element as ONNX stores it: 2, 4, 8, 16, 32 or 64; 0 when unsupported. */
+/* Bits per element as ONNX stores it: 2, 4, 8, 16, 32 or 64; 0 when unsupported or a string. */
 int mx_dtype_bits(mx_dtype dtype);
 
 /* Lower-case name ("float32", "bfloat16", ...); "undefined" for unknown codes. */
@@ -65,7 +76,8 @@ const char *mx_dtype_name(mx_dtype dtype);
  * MX_DTYPE_UNDEFINED when the name is unknown. */
 mx_dtype mx_dtype_from_name(const char *name);
 
-/* True for every element type above (all ONNX tensor types but string and complex). */
+/* True for every fixed-width element type above (all ONNX tensor types but string and complex);
+ * false for MX_STRING, which only the paths listed above take. */
 bool mx_dtype_is_supported(int code);
 bool mx_dtype_is_float(mx_dtype dtype);   /* float16, bfloat16, float32, float64 */
 /* The 8-bit and 4-bit floats: float8e4m3fn/fnuz, float8e5m2/fnuz, float8e8m0, float4e2m1. */

@@ -1,7 +1,11 @@
 /* Plain tensors: the way callers hand data to mixrt and get it back.
  *
  * An mx_tensor describes row-major, contiguous data; it does not own it unless it was filled by
- * a mixrt function documented to allocate (then mx_tensor_release frees it). */
+ * a mixrt function documented to allocate (then mx_tensor_release frees it).
+ *
+ * A string tensor (MX_STRING, host only) holds numel `char *` in data, each a NUL-terminated
+ * UTF-8 string (NULL reads as ""). When mixrt allocated the tensor, each string is a malloc of
+ * its own that mx_tensor_release frees with the array; a caller handing strings in keeps them. */
 #ifndef MIXRT_TENSOR_H
 #define MIXRT_TENSOR_H
 
@@ -38,7 +42,7 @@ bool mx_tensor_numel(const mx_tensor *t, int64_t *numel);
 bool mx_tensor_nbytes(const mx_tensor *t, size_t *nbytes);
 
 /* Fills *t with a new host tensor of the given type and dims whose zeroed data the caller owns
- * (free it with mx_tensor_release). Fails with MX_ERR_LIMIT when the size overflows and
+ * (free it with mx_tensor_release; a string tensor starts with NULL entries, read as ""). Fails with MX_ERR_LIMIT when the size overflows and
  * MX_ERR_OUT_OF_MEMORY when allocation fails. */
 mx_status mx_tensor_alloc(mx_dtype dtype, int32_t rank, const int64_t *dims, mx_tensor *t);
 /* Frees data allocated by mixrt for a host tensor and clears the record. NULL is a no-op. */
@@ -57,7 +61,8 @@ mx_status mx_tensor_parse_pb(const void *data, size_t size, mx_tensor *t, char *
  * owns (mx_tensor_release). Element types: <f4 <f2 <f8 |i1 |u1 <i2 <i4 <i8 |b1, and <u2 read as
  * bfloat16 bit patterns (NumPy has no bfloat16). Errors name the file. */
 mx_status mx_tensor_load_npy(const char *path, mx_tensor *t, mx_error *err);
-/* Writes a host tensor as a .npy file (bfloat16 is written as <u2 bit patterns). */
+/* Writes a host tensor as a .npy file (bfloat16 is written as <u2 bit patterns; strings are
+ * refused). */
 mx_status mx_tensor_save_npy(const char *path, const mx_tensor *t, mx_error *err);
 
 #ifdef __cplusplus

@@ -1,0 +1,50 @@
+/* Params of the ai.onnx.ml ops and TfIdfVectorizer (graph/ops/ml.c, kernels/ml.c): plain old
+ * data with fixed capacities (a node whose tables do not fit is refused when it is parsed). */
+#ifndef MIXRT_GRAPH_OPS_ML_PARAMS_H
+#define MIXRT_GRAPH_OPS_ML_PARAMS_H
+
+#include <stdint.h>
+
+typedef struct mx_binarizer_params {
+  float threshold;
+} mx_binarizer_params;
+
+#define MX_LABEL_MAX 128      /* LabelEncoder entries */
+#define MX_LABEL_STR 48       /* bytes of one string key or value, NUL included */
+
+/* One key, value or default of LabelEncoder: by the table's dtype, s (MX_STRING), i (integers)
+ * or f (floats). */
+typedef struct mx_label {
+  int64_t i;
+  double f;
+  char s[MX_LABEL_STR];
+} mx_label;
+
+typedef struct mx_label_encoder_params {
+  int32_t key_dtype;            /* mx_dtype of the keys (and the input) */
+  int32_t value_dtype;          /* mx_dtype of the values (and the output) */
+  int32_t n;
+  int32_t reserved;             /* always 0 */
+  mx_label def;                 /* the value of a missing key */
+  mx_label keys[MX_LABEL_MAX];
+  mx_label values[MX_LABEL_MAX];
+} mx_label_encoder_params;
+
+#define MX_TFIDF_POOL_MAX 512   /* pool entries */
+#define MX_TFIDF_GRAMS_MAX 16   /* n-gram lengths */
+
+enum { MX_TFIDF_TF = 0, MX_TFIDF_IDF = 1, MX_TFIDF_TFIDF = 2 };
+
+typedef struct mx_tfidf_params {
+  int32_t mode;                             /* MX_TFIDF_* */
+  int32_t min_gram, max_gram, max_skip;
+  int32_t n_counts, n_pool, n_indexes, n_weights;
+  int32_t n_out;                            /* output width: the largest ngram index + 1 */
+  int32_t reserved;                         /* always 0 */
+  int64_t counts[MX_TFIDF_GRAMS_MAX];       /* start in pool of the (k+1)-grams */
+  int64_t indexes[MX_TFIDF_POOL_MAX];       /* output column of each n-gram, in pool order */
+  int64_t pool[MX_TFIDF_POOL_MAX];
+  float weights[MX_TFIDF_POOL_MAX];
+} mx_tfidf_params;
+
+#endif /* MIXRT_GRAPH_OPS_ML_PARAMS_H */

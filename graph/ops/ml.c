@@ -1,0 +1,325 @@
+/* Op definitions of the ml group: the ai.onnx.ml ops LabelEncoder (opsets 1-4: keys and values
+ * as strings, int64s, floats or tensors), Binarizer and ArrayFeatureExtractor (1), and the
+ * default-domain TfIdfVectorizer (9, integer pools). */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/string_tensor.h"
+#include "graph/ops/groups.h"
+#include "graph/ops/ml-params.h"
+#include "graph/ops/op.h"
+
+/* --- Binarizer -------------------------------------------------------------------------------- */
+
+static const mx_attr_spec binarizer_attrs[] = {
+    {.name = "threshold", .type = MX_ATTR_FLOAT},
+    {0},
+};
+
+static mx_status binarizer_parse(const mx_parse_ctx *pc, void *params) {
+  mx_binarizer_params *p = params;
+  memset(p, 0, sizeof *p);
+  p->threshold = mx__parse_float(pc, "threshold");
+  return MX_OK;
+}
+
+static bool numeric(mx_dtype d) { return d == MX_FLOAT32 || d == MX_FLOAT64 || d == MX_INT32 || d == MX_INT64; }
+
+static mx_status binarizer_infer(mx_infer_ctx *ctx) {
+  if (!numeric(ctx->in[0].dtype))
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; Binarizer takes float, double, int32 or int64",
+                          mx_dtype_name(ctx->in[0].dtype));
+  ctx->out[0].dtype = ctx->in[0].dtype;
+  ctx->out[0].shape = ctx->in[0].shape;
+  return MX_OK;
+}
+
+static const mx_op_def op_binarizer = {
+    .name = "Binarizer", .domain = "ai.onnx.ml", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .max_outputs = 1, .flags = MX_OP_ELEMENTWISE, .attrs = binarizer_attrs,
+    .params_size = sizeof(mx_binarizer_params), .parse = binarizer_parse, .infer = binarizer_infer,
+};
+
+/* --- ArrayFeatureExtractor -------------------------------------------------------------------- */
+
+static const mx_attr_spec no_attrs[] = {{0}};
+
+/* Y = X[..., indices]: X's leading dims (1 for a 1-D X) and the number of indices. */
+static mx_status afe_infer(mx_infer_ctx *ctx) {
+  const mx_value_info *x = &ctx->in[0], *y = &ctx->in[1];
+  if (!numeric(x->dtype) && x->dtype != MX_STRING)
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; ArrayFeatureExtractor takes float, double, "
+                          "int32, int64 or string", mx_dtype_name(x->dtype));
+  if (y->dtype != MX_INT64)
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 (indices) has dtype %s; it must be int64",
+                          mx_dtype_name(y->dtype));
+  if (x->shape.rank == 0)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 is a scalar; ArrayFeatureExtractor needs at least 1-D");
+  ctx->out[0].dtype = x->dtype;
+  mx_shape *o = &ctx->out[0].shape;
+  o->rank = x->shape.rank;
+  if (x->shape.rank == MX_RANK_UNKNOWN) return MX_OK;
+  mx_dim count = mx__shape_numel(ctx->syms, &y->shape);
+  if (x->shape.rank == 1) {
+    o->rank = 2;
+    o->dims[0] = 1;
+    o->dims[1] = count;
+    return MX_OK;
+  }
+  for (int32_t d = 0; d < x->shape.rank - 1; d++) o->dims[d] = x->shape.dims[d];
+  o->dims[x->shape.rank - 1] = count;
+  return MX_OK;
+}
+
+static const mx_op_def op_afe = {
+    .name = "ArrayFeatureExtractor", .domain = "ai.onnx.ml", .min_inputs = 2, .max_inputs = 2,
+    .min_outputs = 1, .max_outputs = 1, .attrs = no_attrs, .infer = afe_infer,
+};
+
+/* --- LabelEncoder ----------------------------------------------------------------------------- */
+
+static const mx_attr_spec label_attrs[] = {
+    {.name = "keys_strings", .type = MX_ATTR_STRINGS},
+    {.name = "keys_int64s", .type = MX_ATTR_INTS},
+    {.name = "keys_floats", .type = MX_ATTR_FLOATS},
+    {.name = "keys_tensor", .type = MX_ATTR_TENSOR},
+    {.name = "values_strings", .type = MX_ATTR_STRINGS},
+    {.name = "values_int64s", .type = MX_ATTR_INTS},
+    {.name = "values_floats", .type = MX_ATTR_FLOATS},
+    {.name = "values_tensor", .type = MX_ATTR_TENSOR},
+    {.name = "default_string", .type = MX_ATTR_STRING, .def_s = "_Unused"},
+    {.name = "default_int64", .type = MX_ATTR_INT, .def_i = -1},
+    {.name = "default_float", .type = MX_ATTR_FLOAT, .def_f = -0.0f},
+    {.name = "default_tensor", .type = MX_ATTR_TENSOR},
+    {0},
+};
+
+/* Element i of a numeric attribute tensor as double (integers also exactly as int64 in *iv);
+ * false for an element type LabelEncoder tables do not take. */
+static bool tensor_num(const mx_tensor *t, size_t i, double *fv, int64_t *iv) {
+  const void *d = t->data;
+  switch (t->dtype) {
+    case MX_FLOAT32: *fv = ((const float *)d)[i]; *iv = (int64_t)*fv; return true;
+    case MX_FLOAT64: *fv = ((const double *)d)[i]; *iv = (int64_t)*fv; return true;
+    case MX_INT8: *iv = ((const int8_t *)d)[i]; break;
+    case MX_INT16: *iv = ((const int16_t *)d)[i]; break;
+    case MX_INT32: *iv = ((const int32_t *)d)[i]; break;
+    case MX_INT64: *iv = ((const int64_t *)d)[i]; break;
+    case MX_UINT8: *iv = ((const uint8_t *)d)[i]; break;
+    case MX_UINT16: *iv = ((const uint16_t *)d)[i]; break;
+    case MX_UINT32: *iv = ((const uint32_t *)d)[i]; break;
+    case MX_UINT64: *iv = (int64_t)((const uint64_t *)d)[i]; break;
+    default: return false;
+  }
+  *fv = (double)*iv;
+  return true;
+}
+
+/* Stores element i of a table given as strings, ints, floats or a tensor; false when a string is
+ * too long or a tensor element has a type tables do not take. */
+static bool label_set(mx_label *l, mx_dtype dt, const mx_attr *a, size_t i) {
+  memset(l, 0, sizeof *l);
+  if (a->type == MX_ATTR_TENSOR) {
+    const mx_tensor *t = a->tensor;
+    if (dt == MX_STRING) {
+      const char *s = mx__string_at(t->data, i);
+      if (strlen(s) >= sizeof l->s) return false;
+      strcpy(l->s, s);
+      return true;
+    }
+    return tensor_num(t, i, &l->f, &l->i);
+  }
+  if (a->type == MX_ATTR_STRINGS) {
+    if (strlen(a->strings[i]) >= sizeof l->s) return false;
+    strcpy(l->s, a->strings[i]);
+  } else if (a->type == MX_ATTR_INTS) {
+    l->i = a->ints[i];
+  } else {
+    l->f = a->floats[i];
+  }
+  return true;
+}
+
+/* Element types a LabelEncoder table may have. */
+static bool label_dtype(mx_dtype d) {
+  return d == MX_STRING || d == MX_FLOAT32 || d == MX_FLOAT64 || mx_dtype_is_integer(d);
+}
+
+/* The one table attribute of a kind ("keys" / "values"): its attribute, dtype and length. */
+static mx_status label_table(const mx_parse_ctx *pc, const char *kind, const mx_attr **out, mx_dtype *dt,
+                             size_t *n) {
+  static const char *const suffix[] = {"strings", "int64s", "floats", "tensor"};
+  static const mx_dtype dts[] = {MX_STRING, MX_INT64, MX_FLOAT32, MX_DTYPE_UNDEFINED};
+  *out = NULL;
+  for (int k = 0; k < 4; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s_%s", kind, suffix[k]);
+    const mx_attr *a = mx__parse_attr(pc, name);
+    if (!a) continue;
+    if (*out) return mx__parse_fail(pc, "more than one %s_* attribute", kind);
+    *out = a;
+    if (a->type == MX_ATTR_TENSOR) {
+      int64_t numel = 0;
+      if (!a->tensor || !label_dtype(a->tensor->dtype) ||
+          !mx_tensor_numel(a->tensor, &numel))
+        return mx__parse_fail(pc, "%s is not a valid tensor", name);
+      *dt = a->tensor->dtype;
+      *n = (size_t)numel;
+    } else {
+      *dt = dts[k];
+      *n = a->count;
+    }
+  }
+  if (!*out) return mx__parse_fail(pc, "no %s_strings, %s_int64s, %s_floats or %s_tensor attribute", kind, kind,
+                                   kind, kind);
+  return MX_OK;
+}
+
+static mx_status label_parse(const mx_parse_ctx *pc, void *params) {
+  mx_label_encoder_params *p = params;
+  memset(p, 0, sizeof *p);
+  const mx_attr *ka, *va;
+  mx_dtype kd, vd;
+  size_t nk, nv;
+  mx_status st = label_table(pc, "keys", &ka, &kd, &nk);
+  if (st == MX_OK) st = label_table(pc, "values", &va, &vd, &nv);
+  if (st != MX_OK) return st;
+  if (nk != nv) return mx__parse_fail(pc, "%zu keys but %zu values", nk, nv);
+  if (nk > MX_LABEL_MAX) return mx__parse_fail(pc, "%zu keys; mixrt takes up to %d", nk, MX_LABEL_MAX);
+  p->key_dtype = kd;
+  p->value_dtype = vd;
+  p->n = (int32_t)nk;
+  for (size_t i = 0; i < nk; i++)
+    if (!label_set(&p->keys[i], kd, ka, i) || !label_set(&p->values[i], vd, va, i))
+      return mx__parse_fail(pc, "key or value %zu is longer than %d bytes", i, MX_LABEL_STR - 1);
+  const mx_attr *dt = mx__parse_attr(pc, "default_tensor");
+  if (dt) {
+    int64_t one = 0;
+    if (!dt->tensor || dt->tensor->dtype != vd || !mx_tensor_numel(dt->tensor, &one) || one != 1)
+      return mx__parse_fail(pc, "default_tensor must hold one value of the values' dtype");
+    if (!label_set(&p->def, vd, dt, 0)) return mx__parse_fail(pc, "default_tensor is too long");
+  } else if (vd == MX_STRING) {
+    if (mx__parse_string(pc, "default_string", p->def.s, sizeof p->def.s) != MX_OK)
+      return mx__parse_fail(pc, "default_string is longer than %d bytes", MX_LABEL_STR - 1);
+  } else if (mx_dtype_is_float(vd)) {
+    p->def.f = mx__parse_float(pc, "default_float");
+  } else {
+    p->def.i = mx__parse_int(pc, "default_int64");
+  }
+  return MX_OK;
+}
+
+static mx_status label_infer(mx_infer_ctx *ctx) {
+  const mx_label_encoder_params *p = ctx->params;
+  if (ctx->in[0].dtype != (mx_dtype)p->key_dtype)
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s, but the keys are %s",
+                          mx_dtype_name(ctx->in[0].dtype), mx_dtype_name((mx_dtype)p->key_dtype));
+  ctx->out[0].dtype = (mx_dtype)p->value_dtype;
+  ctx->out[0].shape = ctx->in[0].shape;
+  return MX_OK;
+}
+
+static const mx_op_def op_label_encoder = {
+    .name = "LabelEncoder", .domain = "ai.onnx.ml", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .max_outputs = 1, .attrs = label_attrs, .params_size = sizeof(mx_label_encoder_params),
+    .parse = label_parse, .infer = label_infer,
+};
+
+/* --- TfIdfVectorizer -------------------------------------------------------------------------- */
+
+static const mx_attr_spec tfidf_attrs[] = {
+    {.name = "max_gram_length", .type = MX_ATTR_INT, .required = true},
+    {.name = "max_skip_count", .type = MX_ATTR_INT, .required = true},
+    {.name = "min_gram_length", .type = MX_ATTR_INT, .required = true},
+    {.name = "mode", .type = MX_ATTR_STRING, .required = true},
+    {.name = "ngram_counts", .type = MX_ATTR_INTS, .required = true},
+    {.name = "ngram_indexes", .type = MX_ATTR_INTS, .required = true},
+    {.name = "pool_int64s", .type = MX_ATTR_INTS},
+    {.name = "pool_strings", .type = MX_ATTR_STRINGS},
+    {.name = "weights", .type = MX_ATTR_FLOATS},
+    {0},
+};
+
+static mx_status tfidf_parse(const mx_parse_ctx *pc, void *params) {
+  mx_tfidf_params *p = params;
+  memset(p, 0, sizeof *p);
+  int64_t mn = mx__parse_int(pc, "min_gram_length"), mx = mx__parse_int(pc, "max_gram_length");
+  int64_t skip = mx__parse_int(pc, "max_skip_count");
+  if (mn < 1 || mx < mn || mx > MX_TFIDF_GRAMS_MAX)
+    return mx__parse_fail(pc, "gram lengths %lld..%lld must satisfy 1 <= min <= max <= %d", (long long)mn,
+                          (long long)mx, MX_TFIDF_GRAMS_MAX);
+  if (skip < 0 || skip > 1000000) return mx__parse_fail(pc, "max_skip_count %lld is out of range", (long long)skip);
+  p->min_gram = (int32_t)mn;
+  p->max_gram = (int32_t)mx;
+  p->max_skip = (int32_t)skip;
+  char mode[16];
+  if (mx__parse_string(pc, "mode", mode, sizeof mode) != MX_OK) return mx__parse_fail(pc, "mode is too long");
+  if (strcmp(mode, "TF") == 0) p->mode = MX_TFIDF_TF;
+  else if (strcmp(mode, "IDF") == 0) p->mode = MX_TFIDF_IDF;
+  else if (strcmp(mode, "TFIDF") == 0) p->mode = MX_TFIDF_TFIDF;
+  else return mx__parse_fail(pc, "mode '%s' is not 'TF', 'IDF' or 'TFIDF'", mode);
+  if (mx__parse_attr(pc, "pool_strings"))
+    return mx__parse_fail(pc, "pool_strings: mixrt's TfIdfVectorizer takes integer pools (pool_int64s) only");
+  size_t n;
+  if (mx__parse_ints(pc, "ngram_counts", p->counts, MX_TFIDF_GRAMS_MAX, &n) != MX_OK)
+    return mx__parse_fail(pc, "ngram_counts has more than %d entries", MX_TFIDF_GRAMS_MAX);
+  p->n_counts = (int32_t)n;
+  if (mx__parse_ints(pc, "pool_int64s", p->pool, MX_TFIDF_POOL_MAX, &n) != MX_OK)
+    return mx__parse_fail(pc, "pool_int64s has more than %d entries", MX_TFIDF_POOL_MAX);
+  p->n_pool = (int32_t)n;
+  if (mx__parse_ints(pc, "ngram_indexes", p->indexes, MX_TFIDF_POOL_MAX, &n) != MX_OK)
+    return mx__parse_fail(pc, "ngram_indexes has more than %d entries", MX_TFIDF_POOL_MAX);
+  p->n_indexes = (int32_t)n;
+  if (mx__parse_floats(pc, "weights", p->weights, MX_TFIDF_POOL_MAX, &n) != MX_OK)
+    return mx__parse_fail(pc, "weights has more than %d entries", MX_TFIDF_POOL_MAX);
+  p->n_weights = (int32_t)n;
+  /* ngram_counts[k] is where the (k+1)-grams start: non-decreasing, within the pool, and the
+   * pool splits into whole n-grams; one output index per n-gram. */
+  int64_t grams = 0;
+  for (int32_t k = 0; k < p->n_counts; k++) {
+    int64_t start = p->counts[k], end = k + 1 < p->n_counts ? p->counts[k + 1] : p->n_pool;
+    if (start < 0 || end < start || end > p->n_pool || (end - start) % (k + 1) != 0)
+      return mx__parse_fail(pc, "ngram_counts[%d] = %lld does not split pool_int64s into %d-grams", (int)k,
+                            (long long)start, (int)k + 1);
+    grams += (end - start) / (k + 1);
+  }
+  if (grams != p->n_indexes)
+    return mx__parse_fail(pc, "ngram_indexes has %d entries; the pool holds %lld n-grams", p->n_indexes,
+                          (long long)grams);
+  if (p->n_weights && p->n_weights != p->n_indexes)
+    return mx__parse_fail(pc, "weights has %d entries; ngram_indexes has %d", p->n_weights, p->n_indexes);
+  int64_t top = -1;
+  for (int32_t i = 0; i < p->n_indexes; i++) {
+    if (p->indexes[i] < 0 || p->indexes[i] >= MX_TFIDF_POOL_MAX * 16)
+      return mx__parse_fail(pc, "ngram_indexes[%d] = %lld is out of range", (int)i, (long long)p->indexes[i]);
+    if (p->indexes[i] > top) top = p->indexes[i];
+  }
+  p->n_out = (int32_t)(top + 1);
+  return MX_OK;
+}
+
+static mx_status tfidf_infer(mx_infer_ctx *ctx) {
+  const mx_tfidf_params *p = ctx->params;
+  const mx_value_info *x = &ctx->in[0];
+  if (x->dtype != MX_INT32 && x->dtype != MX_INT64)
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; TfIdfVectorizer takes int32 or int64",
+                          mx_dtype_name(x->dtype));
+  if (x->shape.rank != MX_RANK_UNKNOWN && x->shape.rank != 1 && x->shape.rank != 2)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; TfIdfVectorizer takes [C] or [N, C]",
+                          (int)x->shape.rank);
+  ctx->out[0].dtype = MX_FLOAT32;
+  mx_shape *o = &ctx->out[0].shape;
+  o->rank = x->shape.rank;
+  if (o->rank == 1) o->dims[0] = p->n_out;
+  if (o->rank == 2) o->dims[0] = x->shape.dims[0], o->dims[1] = p->n_out;
+  return MX_OK;
+}
+
+static const mx_op_def op_tfidf = {
+    .name = "TfIdfVectorizer", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .attrs = tfidf_attrs, .params_size = sizeof(mx_tfidf_params), .parse = tfidf_parse, .infer = tfidf_infer,
+};
+
+const mx_op_def *const mx__ops_ml[] = {
+    &op_binarizer, &op_afe, &op_label_encoder, &op_tfidf, NULL,
+};
