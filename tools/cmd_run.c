@@ -322,6 +322,8 @@ int mx_cmd_run(int argc, char **argv) {
     rc = mx_cli_runtime_error("run", "out of memory");
     goto done;
   }
+  rc = mx_cli_check_input_memory("run", s, decl, a.files, a.nf, a.random, a.bindings, a.nb);
+  if (rc != MX_EXIT_OK) goto done;
   rc = mx_cli_make_inputs("run", decl, a.files, a.nf, a.random, (uint64_t)a.seed, a.bindings, a.nb, inputs);
   if (rc != MX_EXIT_OK) goto done;
   rc = a.reference ? run_reference(&a, g, inputs, n_in, outputs, n_out, times)

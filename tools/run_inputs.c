@@ -1,5 +1,6 @@
 /* Inputs for `mixrt run` (see run_inputs.h). Random values: floats uniform in [-1, 1), integers
  * in [0, 10), bools fair coins, from a seeded xorshift generator so runs repeat exactly. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/half.h"
@@ -16,8 +17,9 @@ static uint64_t next_random(uint64_t *s) {
   return *s = x;
 }
 
-static int random_input(const char *cmd, mx_graph *g, const mx_value *decl, uint64_t *rng,
-                        const mx_symbol_binding *bindings, size_t n_bindings, mx_tensor *t) {
+/* Dims of a random input from its declared shape and the --shape bindings. */
+static int random_dims(const char *cmd, mx_graph *g, const mx_value *decl, const mx_symbol_binding *bindings,
+                       size_t n_bindings, int64_t *dims) {
   if (decl->shape.rank == MX_RANK_UNKNOWN)
     return mx_cli_usage_error(cmd, "input '%s' has an unknown rank: give it with --input %s=FILE.npy", decl->name,
                               decl->name);
@@ -28,7 +30,6 @@ static int random_input(const char *cmd, mx_graph *g, const mx_value *decl, uint
     int64_t s = mx_sym_symbol_index(g->syms, mx_sym_lookup(g->syms, bindings[b].name));
     if (s >= 0 && s < 256) values[s] = bindings[b].value;
   }
-  int64_t dims[MX_MAX_RANK];
   for (int32_t k = 0; k < decl->shape.rank; k++) {
     mx_dim d = decl->shape.dims[k];
     if (mx_dim_is_concrete(d)) {
@@ -44,6 +45,14 @@ static int random_input(const char *cmd, mx_graph *g, const mx_value *decl, uint
     }
     dims[k] = v;
   }
+  return MX_EXIT_OK;
+}
+
+static int random_input(const char *cmd, mx_graph *g, const mx_value *decl, uint64_t *rng,
+                        const mx_symbol_binding *bindings, size_t n_bindings, mx_tensor *t) {
+  int64_t dims[MX_MAX_RANK];
+  int rc = random_dims(cmd, g, decl, bindings, n_bindings, dims);
+  if (rc != MX_EXIT_OK) return rc;
   mx_status st = mx_tensor_alloc(decl->dtype, decl->shape.rank, dims, t);
   if (st != MX_OK)
     return mx_cli_runtime_error(cmd, "input '%s': cannot allocate it: %s", decl->name, mx_status_string(st));
@@ -91,6 +100,29 @@ int mx_cli_make_inputs(const char *cmd, mx_graph *g, const mx_named_file *files,
     inputs[i].name = decl->name;
   }
   return MX_EXIT_OK;
+}
+
+int mx_cli_check_input_memory(const char *cmd, mx_session *s, mx_graph *g, const mx_named_file *files,
+                               size_t n_files, bool random, const mx_symbol_binding *bindings, size_t n_bindings) {
+  if (!s || !random) return MX_EXIT_OK;
+  mx_tensor *desc = calloc(g->n_inputs ? g->n_inputs : 1, sizeof *desc);
+  if (!desc) return mx_cli_runtime_error(cmd, "out of memory");
+  int rc = MX_EXIT_OK;
+  for (size_t i = 0; i < g->n_inputs && rc == MX_EXIT_OK; i++) {
+    const mx_value *decl = &g->values[g->inputs[i]];
+    desc[i].name = decl->name;
+    desc[i].dtype = decl->dtype;
+    desc[i].rank = -1; /* a file's input: its size is not counted */
+    bool from_file = false;
+    for (size_t f = 0; f < n_files; f++) from_file = from_file || strcmp(files[f].name, decl->name) == 0;
+    if (from_file) continue;
+    rc = random_dims(cmd, g, decl, bindings, n_bindings, desc[i].dims);
+    if (rc == MX_EXIT_OK) desc[i].rank = decl->shape.rank;
+  }
+  if (rc == MX_EXIT_OK && mx_session_check_memory(s, desc, g->n_inputs) != MX_OK)
+    rc = mx_cli_runtime_error(cmd, "%s", mx_session_last_error(s));
+  free(desc);
+  return rc;
 }
 
 void mx_cli_print_tensor(FILE *out, const char *name, const mx_tensor *t) {

@@ -233,6 +233,7 @@ void mx__program_free(mx_program *p) {
   mx__exe_graph_release(&p->deinit);
   free(p->slots);
   free(p->values);
+  mx__mem_limits_free(p->limits);
   free(p->input_dim_sym);
   free(p->sym_min);
   free(p->sym_max);

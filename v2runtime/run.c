@@ -235,6 +235,8 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   st = match(s, p->root->inputs, p->root->n_inputs, (mx_tensor *)inputs, n_inputs, "input", (void **)step->inputs);
   if (st == MX_OK)
     st = match(s, p->root->outputs, p->root->n_outputs, outputs, n_outputs, "output", (void **)step->out_by_graph);
+  /* Sizes known from the inputs are checked before anything is allocated. */
+  if (st == MX_OK) st = mx__step_check_memory(s, p, step->inputs);
   if (st != MX_OK) goto out;
   for (size_t k = 0; k < p->root->n_outputs; k++) {
     step->alloc_output[k] = false;

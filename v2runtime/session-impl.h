@@ -80,6 +80,7 @@ typedef struct mx_program {
   size_t static_calls, dynamic_calls;
   bool interpreted;           /* holds control flow or sequences: root runs on the host through
                                  the reference interpreter, whole (no calls, empty exe graphs) */
+  struct mx_mem_limits *limits; /* what a step may take and the tensors to size (limits.c) */
 } mx_program;
 
 /* What the kernels of one step see (run->user). */
@@ -161,6 +162,19 @@ mx_status mx__program_prepare_feeds(struct mx_session *s, mx_program *p, mx_erro
 mx_status mx__program_make_homes(struct mx_session *s, mx_program *p, mx_error *err);
 /* Creates the per-call events the stream assignment needs (session.c; freed with the program). */
 mx_status mx__program_make_events(struct mx_session *s, mx_program *p, mx_error *err);
+
+/* --- memory limits of a step (limits.c) ------------------------------------------------------ */
+
+/* Bytes of physical memory available now (MemAvailable), 0 when unknown. */
+uint64_t mx__available_memory(void);
+/* Works out the step's memory limit and the symbolic tensor descriptions to size each step. */
+mx_status mx__program_prepare_limits(struct mx_session *s, mx_program *p, mx_error *err);
+void mx__mem_limits_free(struct mx_mem_limits *limits);
+/* The program's memory limit in bytes (0: none or not prepared). */
+uint64_t mx__program_memory_limit(const mx_program *p);
+/* Refuses (MX_ERR_DEVICE_OOM, the value and its size named) a step on these inputs (by graph
+ * input index; only dtypes and dims are read) whose tensors would exceed the limit. */
+mx_status mx__step_check_memory(struct mx_session *s, mx_program *p, const mx_tensor *const *inputs);
 
 /* Runs one of the program's graphs with the session's executor. */
 mx_status mx__program_run_graph(struct mx_session *s, const mx_exe_graph *g, mx_step *step);

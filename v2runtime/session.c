@@ -275,6 +275,7 @@ static mx_status install(mx_session *s, mx_program *p) {
   if (st == MX_OK) st = mx__program_make_events(s, p, &s->err);
   if (st == MX_OK) st = mx__program_make_homes(s, p, &s->err);
   if (st == MX_OK) st = mx__program_prepare_feeds(s, p, &s->err);
+  if (st == MX_OK) st = mx__program_prepare_limits(s, p, &s->err);
   if (st != MX_OK) {
     mx_error keep = s->err;
     unload(s);

@@ -80,6 +80,10 @@ typedef struct mx_session_options {
                                        copies of its own */
   const char *passes;               /* Stage 2 rewrite rules (mx_graph_fuse): NULL or "default",
                                        "none", "all" or a comma-separated rule list (copied) */
+  uint64_t memory_limit;            /* bytes a step's tensors may take (0: the physical memory
+                                       available when the model is loaded); the device's own
+                                       memory_limit caps it too. A step over it is refused before
+                                       anything is allocated (MX_ERR_DEVICE_OOM) */
 } mx_session_options;
 
 /* Fills *o with the defaults. */
@@ -154,6 +158,15 @@ mx_status mx_session_run_async(mx_session *s, const mx_tensor *inputs, size_t n_
                                size_t n_outputs, mx_stream *stream, mx_run_callback callback, void *user);
 /* Waits until every asynchronous run has completed and its callback has returned. */
 mx_status mx_session_synchronize(mx_session *s);
+
+/* Checks, allocating nothing, that a step on inputs of these dtypes and dims (data is not read
+ * and may be NULL; by position, or by name when every one is named) stays within the memory
+ * limit: every tensor the inputs' symbols size, and the inputs with all outputs together.
+ * MX_ERR_DEVICE_OOM names the value and its size. mx_session_run makes the same check. */
+mx_status mx_session_check_memory(mx_session *s, const mx_tensor *inputs, size_t n_inputs);
+/* The bytes a step may take (memory_limit option, else the available physical memory when the
+ * model was loaded, capped by the device's memory_limit); 0 when no model is loaded. */
+uint64_t mx_session_memory_limit(const mx_session *s);
 
 /* The session's device (borrowed), e.g. to allocate device buffers for inputs and outputs. */
 mx_device *mx_session_device(mx_session *s);
