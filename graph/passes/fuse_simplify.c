@@ -220,30 +220,49 @@ static bool nodes_equal(const mx_node *a, const mx_node *b) {
   return true;
 }
 
-/* Small constants with equal dtype, dims and bytes become one, so nodes reading them match. */
+/* A constant that merge_constants may merge: initializer-like, read, small. */
+static bool small_const(const mx_graph *g, size_t i, size_t *nb) {
+  const mx_value *a = &g->values[i];
+  if ((a->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) || !(a->flags & MX_VALUE_CONST) || !a->data ||
+      a->producer != MX_NO_NODE || a->data->dtype == MX_STRING)
+    return false;
+  return mx_tensor_nbytes(a->data, nb) && *nb <= 64;
+}
+
+/* Small constants with equal dtype, dims and bytes become one, so nodes reading them match.
+ * Candidates are bucketed by a hash of their bytes, so the cost stays linear in practice. */
 static mx_status merge_constants(mx_graph *g, size_t *hits) {
-  size_t n = g->n_values;
-  for (size_t i = 0; i < n; i++) {
-    mx_value *a = &g->values[i];
-    if ((a->flags & (MX_VALUE_DEAD | MX_VALUE_OUTPUT | MX_VALUE_INPUT)) || !(a->flags & MX_VALUE_CONST) || !a->data ||
-        a->producer != MX_NO_NODE || !a->n_consumers)
-      continue;
+  size_t n = g->n_values, cap = 64;
+  while (cap < 2 * n) cap *= 2;
+  mx_value_id *table = malloc(cap * sizeof *table);
+  if (!table) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory merging constants");
+  for (size_t k = 0; k < cap; k++) table[k] = MX_NO_VALUE;
+  mx_status st = MX_OK;
+  for (size_t i = 0; i < n && st == MX_OK; i++) {
     size_t nb;
-    if (!mx_tensor_nbytes(a->data, &nb) || nb > 64 || a->data->dtype == MX_STRING) continue;
-    for (size_t j = 0; j < i; j++) {
-      mx_value *b = &g->values[j];
-      if ((b->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT)) || !(b->flags & MX_VALUE_CONST) || !b->data ||
-          b->producer != MX_NO_NODE || b->data->dtype != a->data->dtype || b->data->rank != a->data->rank)
+    if (!small_const(g, i, &nb)) continue;
+    const mx_tensor *t = g->values[i].data;
+    uint64_t h = hash_bytes(mix(0xcbf29ce484222325ull, (uint64_t)t->dtype), t->dims, sizeof(int64_t) * (size_t)t->rank);
+    h = hash_bytes(mix(h, (uint64_t)t->rank), t->data, t->data ? nb : 0);
+    size_t slot = (size_t)(h & (cap - 1));
+    bool merged = false;
+    for (; table[slot] != MX_NO_VALUE; slot = (slot + 1) & (cap - 1)) {
+      const mx_tensor *o = g->values[table[slot]].data;
+      if (o->dtype != t->dtype || o->rank != t->rank ||
+          memcmp(o->dims, t->dims, sizeof(int64_t) * (size_t)t->rank) != 0 || (nb && memcmp(o->data, t->data, nb) != 0))
         continue;
-      if (memcmp(b->data->dims, a->data->dims, sizeof(int64_t) * (size_t)a->data->rank) != 0) continue;
-      if (nb && memcmp(b->data->data, a->data->data, nb) != 0) continue;
-      mx_status st = mx__graph_replace_uses(g, (mx_value_id)i, (mx_value_id)j);
-      if (st != MX_OK) return st;
-      (*hits)++;
+      /* A graph output keeps its own value; everything else reads the first copy. */
+      if (g->values[i].n_consumers && !mx__rw_is_output(g, (mx_value_id)i)) {
+        st = mx__graph_replace_uses(g, (mx_value_id)i, table[slot]);
+        if (st == MX_OK) (*hits)++;
+      }
+      merged = true;
       break;
     }
+    if (!merged && !mx__rw_is_output(g, (mx_value_id)i)) table[slot] = (mx_value_id)i;
   }
-  return MX_OK;
+  free(table);
+  return st;
 }
 
 static mx_status run_cse(mx_graph *g, size_t *hits) {
