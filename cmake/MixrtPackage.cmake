@@ -2,9 +2,9 @@
 #
 # libmixrt.so is made of the same module objects as libmixrt.a (they are position independent).
 # Its SONAME is libmixrt.so.<MIXRT_SOVERSION> (docs/abi.md) and it exports only the public API:
-# MX_API declarations (include/mixrt/api.h) and, as a second fence, the version script
-# cmake/mixrt.map, which keeps every mx__ function local. Programs that use internals (tools/,
-# tests/, bench/) keep linking libmixrt.a.
+# the functions declared MX_API (include/mixrt/api.h), through a version script generated from
+# the public headers (cmake/ExportMap.cmake). Programs that use internals (tools/, tests/,
+# bench/) keep linking libmixrt.a.
 #
 # Installed: both libraries, include/mixrt/*.h with the configured version.h, the `mixrt` program,
 # docs/, lib/pkgconfig/mixrt.pc and lib/cmake/mixrt/ (find_package(mixrt) -> mixrt::mixrt, the
@@ -38,7 +38,17 @@ if(MIXRT_BUILD_SHARED)
   target_link_libraries(mixrt_shared PRIVATE
     PkgConfig::UV PkgConfig::CK PkgConfig::PROTOBUFC PkgConfig::HWLOC PkgConfig::OPENBLAS
     Threads::Threads m mixrt_build_options)
-  set(map "${CMAKE_CURRENT_LIST_DIR}/mixrt.map")
+  # The exported symbols: the MX_API declarations, listed by cmake/ExportMap.cmake.
+  file(GLOB public_headers CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/include/mixrt/*.h")
+  list(APPEND public_headers "${MIXRT_GENERATED_INCLUDE}/mixrt/version.h")
+  set(map "${PROJECT_BINARY_DIR}/package/mixrt.map")
+  add_custom_command(OUTPUT "${map}"
+    COMMAND "${CMAKE_COMMAND}" "-DHEADERS=${public_headers}" "-DOUTPUT=${map}"
+            -P "${CMAKE_CURRENT_LIST_DIR}/ExportMap.cmake"
+    DEPENDS ${public_headers} "${CMAKE_CURRENT_LIST_DIR}/ExportMap.cmake"
+    COMMENT "libmixrt.so exports: the MX_API declarations" VERBATIM)
+  add_custom_target(mixrt_export_map DEPENDS "${map}")
+  add_dependencies(mixrt_shared mixrt_export_map)
   target_link_options(mixrt_shared PRIVATE "LINKER:--version-script=${map}")
   # A symbol no library provides is a link error here, not at the user's dlopen. Sanitizer
   # runtimes are resolved by the final program, so those builds leave the check off.
