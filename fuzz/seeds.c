@@ -1,6 +1,7 @@
 /* fuzz_seeds DIR: writes the generated part of the fuzz seed corpora into DIR/<target>/:
  *   onnx/         small llama, MoE and encoder models (mixrt's generators, shrunken so that
- *                 mutations stay fast) as ONNX
+ *                 mutations stay fast) as ONNX, and a nested-graph model (an If inside a Loop
+ *                 body, both branches reading outer-scope values)
  *   tensor_pb/    onnx.TensorProto files of every dtype, raw and typed storage, empty and
  *                 scalar shapes
  *   mxm/          static-plan .mxm files of the llama step with past_len bound and of the
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
+#include "mixrt/graph.h"
 #include "mixrt/models.h"
 #include "mixrt/onnx.h"
 #include "onnx/onnx.pb-c.h"
@@ -75,15 +77,83 @@ static mx_status build(int which, mx_graph **g, mx_error *err) {
   return mx_model_encoder(&ec, g, err);
 }
 
+/* Nested graphs: Loop(m, cond, acc) whose body adds 1 to acc in its first two iterations and x
+ * afterwards, through an If whose branches capture acc (from the body) and one / x (from the
+ * root), so mutations reach subgraph import, captures and nested inference. */
+static mx_status build_nested(mx_graph **out, mx_error *err) {
+  mx_graph *g = NULL, *body = NULL, *th = NULL, *el = NULL;
+  mx_status st = mx_graph_create("if_in_loop", &g);
+  if (st != MX_OK) return st;
+  int64_t trips = 4, two = 2;
+  float zero = 0.0f, one = 1.0f;
+  mx_tensor tm = {.dtype = MX_INT64, .rank = 0, .data = &trips};
+  mx_tensor t2 = {.dtype = MX_INT64, .rank = 0, .data = &two};
+  mx_tensor t0 = {.dtype = MX_FLOAT32, .rank = 1, .dims = {1}, .data = &zero};
+  mx_tensor t1 = {.dtype = MX_FLOAT32, .rank = 1, .dims = {1}, .data = &one};
+  mx_shape s1 = {.rank = 1, .dims = {1}}, s0 = {.rank = 0};
+  mx_value_id m, acc0, x, c2, c1, it, ci, acc, small, y, acc1, keep, res;
+  mx_graph *cur = g;
+  if (st == MX_OK) st = mx_graph_add_input(g, "x", MX_FLOAT32, &s1, &x);
+  if (st == MX_OK) st = mx_graph_add_constant(g, "m", &tm, &m);
+  if (st == MX_OK) st = mx_graph_add_constant(g, "acc0", &t0, &acc0);
+  if (st == MX_OK) st = mx_graph_add_constant(g, "one", &t1, &c1);
+  if (st == MX_OK) st = mx_graph_add_constant(g, "two", &t2, &c2);
+  if (st == MX_OK) st = mx_graph_create_subgraph(g, "body", &body);
+  if (st == MX_OK) cur = body;
+  if (st == MX_OK) st = mx_graph_add_input(body, "iter", MX_INT64, &s0, &it);
+  if (st == MX_OK) st = mx_graph_add_input(body, "cond_in", MX_BOOL, &s0, &ci);
+  if (st == MX_OK) st = mx_graph_add_input(body, "acc", MX_FLOAT32, &s1, &acc);
+  if (st == MX_OK) st = mx_graph_add_outer(body, "two", &c2);
+  if (st == MX_OK) st = mx_graph_add_op(body, "Less", (mx_value_id[]){it, c2}, 2, NULL, 0, &small);
+  if (st == MX_OK) st = mx_graph_create_subgraph(body, "then", &th);
+  if (st == MX_OK) cur = th;
+  if (st == MX_OK) st = mx_graph_add_outer(th, "acc", &acc);
+  if (st == MX_OK) st = mx_graph_add_outer(th, "one", &c1);
+  if (st == MX_OK) st = mx_graph_add_op(th, "Add", (mx_value_id[]){acc, c1}, 2, NULL, 0, &y);
+  if (st == MX_OK) st = mx_graph_add_output(th, y);
+  if (st == MX_OK) st = mx_graph_create_subgraph(body, "else", &el);
+  if (st == MX_OK) cur = el;
+  if (st == MX_OK) st = mx_graph_add_outer(el, "acc", &acc);
+  if (st == MX_OK) st = mx_graph_add_outer(el, "x", &x);
+  if (st == MX_OK) st = mx_graph_add_op(el, "Add", (mx_value_id[]){acc, x}, 2, NULL, 0, &y);
+  if (st == MX_OK) st = mx_graph_add_output(el, y);
+  if (st == MX_OK) {
+    cur = body;
+    mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
+    mx_node_desc d = {.op_type = "If", .name = "inner_if", .inputs = &small, .n_inputs = 1, .attrs = br,
+                      .n_attrs = 2, .n_outputs = 1};
+    st = mx_graph_add_node(body, &d, &acc1);
+  }
+  if (st == MX_OK) st = mx_graph_add_op(body, "Identity", &ci, 1, NULL, 0, &keep);
+  if (st == MX_OK) st = mx_graph_add_output(body, keep);
+  if (st == MX_OK) st = mx_graph_add_output(body, acc1);
+  if (st == MX_OK) {
+    cur = g;
+    mx_attr a = mx_attr_graph("body", body);
+    mx_node_desc d = {.op_type = "Loop", .name = "outer_loop", .inputs = (mx_value_id[]){m, MX_NO_VALUE, acc0},
+                      .n_inputs = 3, .attrs = &a, .n_attrs = 1, .n_outputs = 1};
+    st = mx_graph_add_node(g, &d, &res);
+  }
+  if (st == MX_OK) st = mx_graph_add_output(g, res);
+  if (st == MX_OK) st = mx_graph_infer(g);
+  if (st != MX_OK) {
+    snprintf(err->message, sizeof err->message, "%s", mx_graph_last_error(cur));
+    mx_graph_destroy(g);
+    return st;
+  }
+  *out = g;
+  return MX_OK;
+}
+
 static int onnx_seeds(void) {
-  static const char *names[] = {"llama.onnx", "moe.onnx", "encoder.onnx"};
+  static const char *names[] = {"llama.onnx", "moe.onnx", "encoder.onnx", "if_in_loop.onnx"};
   int rc = 0;
-  for (int w = 0; w < 3 && !rc; w++) {
+  for (int w = 0; w < 4 && !rc; w++) {
     mx_graph *g = NULL;
     void *data = NULL;
     size_t size = 0;
     mx_error err;
-    mx_status st = build(w, &g, &err);
+    mx_status st = w == 3 ? build_nested(&g, &err) : build(w, &g, &err);
     if (st == MX_OK) st = mx_onnx_save_memory(g, &data, &size, &err);
     if (st != MX_OK) fprintf(stderr, "fuzz_seeds: %s: %s\n", names[w], err.message);
     rc = st != MX_OK || write_seed("onnx", names[w], data, size);
