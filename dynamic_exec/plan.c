@@ -375,6 +375,12 @@ static mx_status check_graph(mx_graph *g, const mx_node_id *order, size_t n, mx_
                         "executor", nd->name, nd->op_type);
     if (nd->n_inputs + nd->n_outputs > UINT16_MAX)
       return mx__fail(err, MX_ERR_LIMIT, "node '%s' (%s): too many inputs and outputs", nd->name, nd->op_type);
+    for (uint32_t j = 0; j < nd->n_inputs + nd->n_outputs; j++) {
+      mx_value_id v = j < nd->n_inputs ? nd->inputs[j] : nd->outputs[j - nd->n_inputs];
+      if (v != MX_NO_VALUE && g->values[v].dtype == MX_STRING) /* data are host pointers (mixrt/dtype.h) */
+        return mx__fail(err, MX_ERR_UNSUPPORTED, "node '%s' (%s): value '%s' is a string tensor; strings are host "
+                        "only and run through the reference interpreter", nd->name, nd->op_type, g->values[v].name);
+    }
     for (uint32_t k = 0; k < nd->n_outputs; k++) {
       const mx_value *o = &g->values[nd->outputs[k]];
       if (!mx_dtype_size(o->dtype))

@@ -1,7 +1,7 @@
-/* The executor suites' rule for models with control flow or sequence / optional values (see
- * control_rule.h): a node whose op runs subgraphs or handles sequences and optionals (the op
- * flags MX_OP_SUBGRAPH and MX_OP_ANY_KIND, or any graph attribute), or a graph input or output
- * of another kind than a tensor. */
+/* The executor suites' rules (see control_rule.h). Control flow or sequence / optional values:
+ * a node whose op runs subgraphs or handles sequences and optionals (the op flags
+ * MX_OP_SUBGRAPH and MX_OP_ANY_KIND, or any graph attribute), or a graph input or output of
+ * another kind than a tensor. Strings: any value of element type MX_STRING. */
 #include "support/control_rule.h"
 
 #include <stdio.h>
@@ -30,6 +30,16 @@ bool mxt_needs_control(const mx_graph *g, char *why, size_t cap) {
     if (g->values[v].kind == MX_KIND_TENSOR) continue;
     snprintf(why, cap, "graph %s '%s' is a sequence or optional", i < g->n_inputs ? "input" : "output",
              g->values[v].name);
+    return true;
+  }
+  return false;
+}
+
+bool mxt_holds_strings(const mx_graph *g, char *why, size_t cap) {
+  for (size_t v = 0; v < g->n_values; v++) {
+    const mx_value *val = &g->values[v];
+    if ((val->flags & MX_VALUE_DEAD) || val->dtype != MX_STRING) continue;
+    if (why) snprintf(why, cap, "value '%s' is a string tensor", val->name);
     return true;
   }
   return false;
