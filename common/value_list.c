@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/string_tensor.h"
 #include "common/value_list.h"
 #include "mixrt/sequence.h"
 
@@ -63,6 +64,15 @@ mx_status mx_value_copy(const mx_tensor *src, mx_tensor *dst) {
     dst->placement = MX_HOST;
     dst->data = malloc(nbytes ? nbytes : 1);
     if (!dst->data) return MX_ERR_OUT_OF_MEMORY;
+    if (src->dtype == MX_STRING) { /* deep: the copy owns strings of its own */
+      memset(dst->data, 0, nbytes);
+      mx_status st = mx__strings_copy(dst->data, src->data, nbytes / sizeof(char *));
+      if (st != MX_OK) {
+        free(dst->data);
+        dst->data = NULL;
+      }
+      return st;
+    }
     if (nbytes) memcpy(dst->data, src->data, nbytes);
     return MX_OK;
   }

@@ -1,4 +1,5 @@
-/* CPU kernels of the string group: StringConcat, StringSplit, StringNormalizer, RegexFullMatch.
+/* CPU kernels of the string group: StringConcat, Equal on strings, StringSplit, StringNormalizer,
+ * RegexFullMatch.
  *
  * String tensors are host only (mixrt/dtype.h): their kernels run on host data and, unlike every
  * other kernel, malloc the output strings they write (one per element, owned by the output
@@ -42,6 +43,27 @@ static mx_status concat_run(mx_kernel_call *call) {
     memcpy(s, x, lx);
     memcpy(s + lx, z, lz + 1);
     out[i] = s;
+    for (int32_t d = y->rank - 1; d >= 0; d--) {
+      if (++idx[d] < y->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return MX_OK;
+}
+
+/* --- Equal on strings (the numeric Equal is in kernels/elementwise_binary.c) ------------------- */
+
+static mx_status equal_run(mx_kernel_call *call) {
+  const mx_ktensor *a = mx__kin(call, 0), *b = mx__kin(call, 1);
+  mx_ktensor *y = mx__kout(call, 0);
+  int64_t sa[MX_MAX_RANK], sb[MX_MAX_RANK], idx[MX_MAX_RANK] = {0};
+  mx__kbroadcast_strides(a, y->rank, sa);
+  mx__kbroadcast_strides(b, y->rank, sb);
+  int64_t n = mx__ktensor_numel(y);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t ia = 0, ib = 0;
+    for (int32_t d = 0; d < y->rank; d++) ia += idx[d] * sa[d], ib += idx[d] * sb[d];
+    ((uint8_t *)y->data)[i] = strcmp(mx__string_at(a->data, (size_t)ia), mx__string_at(b->data, (size_t)ib)) == 0;
     for (int32_t d = y->rank - 1; d >= 0; d--) {
       if (++idx[d] < y->dims[d]) break;
       idx[d] = 0;
@@ -124,6 +146,7 @@ static mx_status regex_run(mx_kernel_call *call) {
 }
 
 static const mx_kernel_def k_concat = {.op = "StringConcat", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = concat_run};
+static const mx_kernel_def k_equal = {.op = "Equal", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = equal_run};
 static const mx_kernel_def k_split = {.op = "StringSplit", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = split_run};
 static const mx_kernel_def k_normalizer = {
     .op = "StringNormalizer", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = normalizer_run};
@@ -131,5 +154,5 @@ static const mx_kernel_def k_regex = {
     .op = "RegexFullMatch", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = regex_run};
 
 const mx_kernel_def *const mx__kernels_string[] = {
-    &k_concat, &k_split, &k_normalizer, &k_regex, NULL,
+    &k_concat, &k_equal, &k_split, &k_normalizer, &k_regex, NULL,
 };

@@ -180,7 +180,7 @@ BINARY(Pow, EW, FLT | MX__EW_DT(MX_INT32) | MX__EW_DT(MX_INT64), NUM, false, MX_
 BINARY(And, EW | HOST, MX__EW_BOOL, 0, true, MX__SV_AND)
 BINARY(Or, EW | HOST, MX__EW_BOOL, 0, true, MX__SV_OR)
 BINARY(Xor, EW | HOST, MX__EW_BOOL, 0, true, MX__SV_XOR)
-BINARY(Equal, EW | HOST, MX__EW_ALL, 0, true, MX__SV_EQ)
+BINARY(Equal, EW | HOST, MX__EW_ALL | MX__EW_DT(MX_STRING), 0, true, MX__SV_EQ) /* strings: kernels/string.c */
 BINARY(Less, EW | HOST, NUM, 0, true, MX__SV_LT)
 BINARY(LessOrEqual, EW | HOST, NUM, 0, true, MX__SV_LE)
 BINARY(Greater, EW | HOST, NUM, 0, true, MX__SV_GT)
