@@ -1,5 +1,5 @@
-/* CPU kernels of the ml group: Binarizer, ArrayFeatureExtractor, LabelEncoder and
- * TfIdfVectorizer. LabelEncoder with string values, like every kernel writing strings, mallocs
+/* CPU kernels of the ml group: Binarizer, ArrayFeatureExtractor, LabelEncoder, TfIdfVectorizer
+ * and TreeEnsemble (trees walked per row, targets accumulated in double). LabelEncoder with string values, like every kernel writing strings, mallocs
  * each output string (string tensors are host only, see kernels/string.c). */
 #include <math.h>
 #include <stdlib.h>
@@ -146,6 +146,82 @@ static mx_status tfidf_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
+/* --- TreeEnsemble ---------------------------------------------------------------------------- */
+
+static bool tree_goes_true(const mx_tree_params *p, int32_t i, double v) {
+  if (isnan(v) && p->missing_true[i]) return true;
+  switch (p->mode[i]) {
+    case MX_TREE_LEQ: return v <= p->split[i];
+    case MX_TREE_LT: return v < p->split[i];
+    case MX_TREE_GTE: return v >= p->split[i];
+    case MX_TREE_GT: return v > p->split[i];
+    case MX_TREE_EQ: return v == p->split[i];
+    case MX_TREE_NEQ: return v != p->split[i];
+    default:
+      for (int32_t k = 0; k < p->member_count[i]; k++)
+        if (p->members[p->member_start[i] + k] == v) return true;
+      return false;
+  }
+}
+
+/* The leaf tree r reaches for row x, or -1 when the walk loops or reads past the row. */
+static int32_t tree_leaf(const mx_tree_params *p, int32_t r, const mx_ktensor *x, int64_t row, int64_t f) {
+  int32_t node = p->roots[r];
+  for (int32_t steps = 0; steps <= p->n_nodes; steps++) {
+    if (p->feature[node] >= f) return -1;
+    double v = mx__kget_f64(x->data, x->dtype, row * f + p->feature[node]);
+    bool t = tree_goes_true(p, node, v);
+    int32_t next = t ? p->true_id[node] : p->false_id[node];
+    if (t ? p->true_leaf[node] : p->false_leaf[node]) return next;
+    node = next;
+  }
+  return -1;
+}
+
+static mx_status tree_run(mx_kernel_call *call) {
+  const mx_tree_params *p = call->params;
+  const mx_ktensor *x = mx__kin(call, 0);
+  mx_ktensor *y = mx__kout(call, 0);
+  int64_t n = x->dims[0], f = x->dims[1], nt = p->n_targets;
+  double *acc = call->workspace;
+  for (int64_t row = 0; row < n; row++) {
+    double init = p->aggregate == MX_TREE_MIN ? INFINITY : p->aggregate == MX_TREE_MAX_AGG ? -INFINITY : 0.0;
+    for (int64_t t = 0; t < nt; t++) acc[t] = init;
+    for (int32_t r = 0; r < p->n_roots; r++) {
+      int32_t leaf = tree_leaf(p, r, x, row, f);
+      if (leaf < 0) {
+        call->why = "TreeEnsemble: a tree loops or reads a feature past the input's columns";
+        return MX_ERR_KERNEL;
+      }
+      double w = p->leaf_weight[leaf], *a = &acc[p->leaf_target[leaf]];
+      if (p->aggregate == MX_TREE_MIN) *a = w < *a ? w : *a;
+      else if (p->aggregate == MX_TREE_MAX_AGG) *a = w > *a ? w : *a;
+      else *a += w;
+    }
+    if (p->aggregate == MX_TREE_AVERAGE && p->n_roots)
+      for (int64_t t = 0; t < nt; t++) acc[t] /= p->n_roots;
+    if (p->post_transform == MX_POST_LOGISTIC) {
+      for (int64_t t = 0; t < nt; t++) acc[t] = 1.0 / (1.0 + exp(-acc[t]));
+    } else if (p->post_transform == MX_POST_SOFTMAX || p->post_transform == MX_POST_SOFTMAX_ZERO) {
+      double m = -INFINITY, sum = 0;
+      for (int64_t t = 0; t < nt; t++) m = acc[t] > m ? acc[t] : m;
+      for (int64_t t = 0; t < nt; t++) {
+        bool zero = p->post_transform == MX_POST_SOFTMAX_ZERO && acc[t] == 0.0;
+        acc[t] = zero ? 0.0 : exp(acc[t] - m);
+        sum += acc[t];
+      }
+      for (int64_t t = 0; t < nt; t++) acc[t] = sum > 0 ? acc[t] / sum : 0.0;
+    }
+    for (int64_t t = 0; t < nt; t++) mx__kset_f64(y->data, y->dtype, row * nt + t, acc[t]);
+  }
+  return MX_OK;
+}
+
+static size_t tree_workspace(const mx_kernel_call *call) {
+  const mx_tree_params *p = call->params;
+  return (size_t)p->n_targets * sizeof(double);
+}
+
 static const mx_kernel_def k_binarizer = {.op = "Binarizer", .domain = "ai.onnx.ml",
                                           .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64) | MX_KDT(MX_INT32) |
                                                     MX_KDT(MX_INT64),
@@ -159,6 +235,10 @@ static const mx_kernel_def k_label = {.op = "LabelEncoder", .domain = "ai.onnx.m
 static const mx_kernel_def k_tfidf = {.op = "TfIdfVectorizer", .dtypes = MX_KDT(MX_INT32) | MX_KDT(MX_INT64),
                                       .key = 0, .run = tfidf_run};
 
+static const mx_kernel_def k_tree = {.op = "TreeEnsemble", .domain = "ai.onnx.ml",
+                                     .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64) | MX_KDT(MX_FLOAT16),
+                                     .key = 0, .run = tree_run, .workspace = tree_workspace};
+
 const mx_kernel_def *const mx__kernels_ml[] = {
-    &k_binarizer, &k_afe, &k_label, &k_tfidf, NULL,
+    &k_binarizer, &k_afe, &k_label, &k_tfidf, &k_tree, NULL,
 };

@@ -47,4 +47,26 @@ typedef struct mx_tfidf_params {
   float weights[MX_TFIDF_POOL_MAX];
 } mx_tfidf_params;
 
+#define MX_TREE_MAX 256          /* nodes, leaves, roots and set members of a TreeEnsemble */
+
+enum { MX_TREE_AVERAGE = 0, MX_TREE_SUM = 1, MX_TREE_MIN = 2, MX_TREE_MAX_AGG = 3 };
+enum { MX_TREE_LEQ = 0, MX_TREE_LT = 1, MX_TREE_GTE = 2, MX_TREE_GT = 3, MX_TREE_EQ = 4, MX_TREE_NEQ = 5,
+       MX_TREE_MEMBER = 6 };
+enum { MX_POST_NONE = 0, MX_POST_SOFTMAX = 1, MX_POST_LOGISTIC = 2, MX_POST_SOFTMAX_ZERO = 3 };
+
+/* TreeEnsemble (ai.onnx.ml 5): node i tests X[feature[i]] against split[i] (or, for MEMBER, the
+ * set members[member_start[i] .. + member_count[i])), then goes to true_id / false_id, a node
+ * index or, when the *_leaf flag is set, a leaf index. */
+typedef struct mx_tree_params {
+  int32_t aggregate, post_transform, n_targets, n_roots, n_nodes, n_leaves, n_members, reserved;
+  int32_t roots[MX_TREE_MAX];
+  int32_t feature[MX_TREE_MAX], true_id[MX_TREE_MAX], false_id[MX_TREE_MAX];
+  int32_t member_start[MX_TREE_MAX], member_count[MX_TREE_MAX];
+  uint8_t mode[MX_TREE_MAX], true_leaf[MX_TREE_MAX], false_leaf[MX_TREE_MAX], missing_true[MX_TREE_MAX];
+  double split[MX_TREE_MAX];
+  int32_t leaf_target[MX_TREE_MAX];
+  double leaf_weight[MX_TREE_MAX];
+  double members[MX_TREE_MAX];
+} mx_tree_params;
+
 #endif /* MIXRT_GRAPH_OPS_ML_PARAMS_H */

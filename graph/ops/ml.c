@@ -1,5 +1,6 @@
 /* Op definitions of the ml group: the ai.onnx.ml ops LabelEncoder (opsets 1-4: keys and values
- * as strings, int64s, floats or tensors), Binarizer and ArrayFeatureExtractor (1), and the
+ * as strings, int64s, floats or tensors), Binarizer and ArrayFeatureExtractor (1), TreeEnsemble (5,
+ * post transforms but PROBIT), and the
  * default-domain TfIdfVectorizer (9, integer pools). */
 #include <stdio.h>
 #include <string.h>
@@ -320,6 +321,138 @@ static const mx_op_def op_tfidf = {
     .attrs = tfidf_attrs, .params_size = sizeof(mx_tfidf_params), .parse = tfidf_parse, .infer = tfidf_infer,
 };
 
+/* --- TreeEnsemble ---------------------------------------------------------------------------- */
+
+static const mx_attr_spec tree_attrs[] = {
+    {.name = "aggregate_function", .type = MX_ATTR_INT, .def_i = MX_TREE_SUM},
+    {.name = "leaf_targetids", .type = MX_ATTR_INTS, .required = true},
+    {.name = "leaf_weights", .type = MX_ATTR_TENSOR, .required = true},
+    {.name = "membership_values", .type = MX_ATTR_TENSOR},
+    {.name = "n_targets", .type = MX_ATTR_INT, .required = true},
+    {.name = "nodes_falseleafs", .type = MX_ATTR_INTS, .required = true},
+    {.name = "nodes_falsenodeids", .type = MX_ATTR_INTS, .required = true},
+    {.name = "nodes_featureids", .type = MX_ATTR_INTS, .required = true},
+    {.name = "nodes_hitrates", .type = MX_ATTR_TENSOR},
+    {.name = "nodes_missing_value_tracks_true", .type = MX_ATTR_INTS},
+    {.name = "nodes_modes", .type = MX_ATTR_TENSOR, .required = true},
+    {.name = "nodes_splits", .type = MX_ATTR_TENSOR, .required = true},
+    {.name = "nodes_trueleafs", .type = MX_ATTR_INTS, .required = true},
+    {.name = "nodes_truenodeids", .type = MX_ATTR_INTS, .required = true},
+    {.name = "post_transform", .type = MX_ATTR_INT},
+    {.name = "tree_roots", .type = MX_ATTR_INTS, .required = true},
+    {0},
+};
+
+/* An INTS attribute of exactly n entries (n < 0: any count up to MX_TREE_MAX) into out. */
+static mx_status tree_ints(const mx_parse_ctx *pc, const char *name, int64_t n, int32_t *out, int32_t *count) {
+  const mx_attr *a = mx__parse_attr(pc, name);
+  size_t got = a ? a->count : 0;
+  if (n >= 0 && (int64_t)got != n && !(got == 0 && strcmp(name, "nodes_missing_value_tracks_true") == 0))
+    return mx__parse_fail(pc, "%s has %zu entries; %lld expected", name, got, (long long)n);
+  if (got > MX_TREE_MAX) return mx__parse_fail(pc, "%s has %zu entries; mixrt takes up to %d", name, got, MX_TREE_MAX);
+  for (size_t i = 0; i < got; i++) {
+    if (a->ints[i] < INT32_MIN || a->ints[i] > INT32_MAX) return mx__parse_fail(pc, "%s[%zu] is out of range", name, i);
+    out[i] = (int32_t)a->ints[i];
+  }
+  if (count) *count = (int32_t)got;
+  return MX_OK;
+}
+
+/* A numeric TENSOR attribute as doubles (n < 0: any count up to MX_TREE_MAX). */
+static mx_status tree_values(const mx_parse_ctx *pc, const char *name, int64_t n, double *out, int32_t *count) {
+  const mx_attr *a = mx__parse_attr(pc, name);
+  int64_t got = 0;
+  if (a && (!a->tensor || !mx_tensor_numel(a->tensor, &got)))
+    return mx__parse_fail(pc, "%s is not a valid tensor", name);
+  if ((n >= 0 && got != n) || got > MX_TREE_MAX)
+    return mx__parse_fail(pc, "%s has %lld values; %s", name, (long long)got,
+                          n >= 0 ? "one per node or leaf expected" : "mixrt takes up to 256");
+  for (int64_t i = 0; i < got; i++) {
+    const mx_tensor *t = a->tensor;
+    int64_t iv;
+    if (t->dtype == MX_FLOAT16 || t->dtype == MX_BFLOAT16 || !tensor_num(t, (size_t)i, &out[i], &iv))
+      return mx__parse_fail(pc, "%s has dtype %s; float, double or integers expected", name,
+                            mx_dtype_name(t->dtype));
+  }
+  if (count) *count = (int32_t)got;
+  return MX_OK;
+}
+
+static mx_status tree_parse(const mx_parse_ctx *pc, void *params) {
+  mx_tree_params *p = params;
+  memset(p, 0, sizeof *p);
+  int64_t agg = mx__parse_int(pc, "aggregate_function"), post = mx__parse_int(pc, "post_transform");
+  int64_t nt = mx__parse_int(pc, "n_targets");
+  if (agg < 0 || agg > 3) return mx__parse_fail(pc, "aggregate_function %lld is not 0..3", (long long)agg);
+  if (post < 0 || post > 3)
+    return mx__parse_fail(pc, "post_transform %lld is not NONE, SOFTMAX, LOGISTIC or SOFTMAX_ZERO", (long long)post);
+  if (nt < 1 || nt > MX_TREE_MAX) return mx__parse_fail(pc, "n_targets %lld is out of range", (long long)nt);
+  p->aggregate = (int32_t)agg;
+  p->post_transform = (int32_t)post;
+  p->n_targets = (int32_t)nt;
+  mx_status st = tree_ints(pc, "nodes_featureids", -1, p->feature, &p->n_nodes);
+  int32_t tmp[MX_TREE_MAX];
+  if (st == MX_OK) st = tree_ints(pc, "nodes_truenodeids", p->n_nodes, p->true_id, NULL);
+  if (st == MX_OK) st = tree_ints(pc, "nodes_falsenodeids", p->n_nodes, p->false_id, NULL);
+  if (st == MX_OK) st = tree_ints(pc, "tree_roots", -1, p->roots, &p->n_roots);
+  if (st == MX_OK) st = tree_ints(pc, "leaf_targetids", -1, p->leaf_target, &p->n_leaves);
+  if (st == MX_OK) st = tree_values(pc, "leaf_weights", p->n_leaves, p->leaf_weight, NULL);
+  if (st == MX_OK) st = tree_values(pc, "nodes_splits", p->n_nodes, p->split, NULL);
+  if (st == MX_OK) st = tree_values(pc, "membership_values", -1, p->members, &p->n_members);
+  static const char *const flags[] = {"nodes_trueleafs", "nodes_falseleafs", "nodes_missing_value_tracks_true"};
+  uint8_t *dst[] = {p->true_leaf, p->false_leaf, p->missing_true};
+  for (int f = 0; f < 3 && st == MX_OK; f++) {
+    int32_t got = 0;
+    st = tree_ints(pc, flags[f], p->n_nodes, tmp, &got);
+    for (int32_t i = 0; i < got; i++) dst[f][i] = tmp[i] != 0;
+  }
+  double modes[MX_TREE_MAX];
+  if (st == MX_OK) st = tree_values(pc, "nodes_modes", p->n_nodes, modes, NULL);
+  if (st != MX_OK) return st;
+  int32_t member = 0;
+  for (int32_t i = 0; i < p->n_nodes; i++) {
+    if (modes[i] < 0 || modes[i] > MX_TREE_MEMBER) return mx__parse_fail(pc, "nodes_modes[%d] is not 0..6", (int)i);
+    p->mode[i] = (uint8_t)modes[i];
+    int32_t lim_t = p->true_leaf[i] ? p->n_leaves : p->n_nodes, lim_f = p->false_leaf[i] ? p->n_leaves : p->n_nodes;
+    if (p->true_id[i] < 0 || p->true_id[i] >= lim_t || p->false_id[i] < 0 || p->false_id[i] >= lim_f)
+      return mx__parse_fail(pc, "node %d: a true or false id is outside the nodes or leaves", (int)i);
+    if (p->feature[i] < 0) return mx__parse_fail(pc, "nodes_featureids[%d] is negative", (int)i);
+    if (p->mode[i] == MX_TREE_MEMBER) { /* the next NaN-delimited run of membership_values */
+      p->member_start[i] = member;
+      while (member < p->n_members && p->members[member] == p->members[member]) member++;
+      p->member_count[i] = member - p->member_start[i];
+      member++;
+    }
+  }
+  for (int32_t r = 0; r < p->n_roots; r++)
+    if (p->roots[r] < 0 || p->roots[r] >= p->n_nodes) return mx__parse_fail(pc, "tree_roots[%d] is not a node", (int)r);
+  for (int32_t l = 0; l < p->n_leaves; l++)
+    if (p->leaf_target[l] < 0 || p->leaf_target[l] >= p->n_targets)
+      return mx__parse_fail(pc, "leaf_targetids[%d] is outside 0..n_targets-1", (int)l);
+  return MX_OK;
+}
+
+static mx_status tree_infer(mx_infer_ctx *ctx) {
+  const mx_tree_params *p = ctx->params;
+  const mx_value_info *x = &ctx->in[0];
+  if (!mx_dtype_is_float(x->dtype) || x->dtype == MX_BFLOAT16)
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; TreeEnsemble takes float16, float or double",
+                          mx_dtype_name(x->dtype));
+  if (x->shape.rank != MX_RANK_UNKNOWN && x->shape.rank != 2)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; TreeEnsemble takes [N, F]", (int)x->shape.rank);
+  ctx->out[0].dtype = x->dtype;
+  ctx->out[0].shape.rank = 2;
+  ctx->out[0].shape.dims[0] = x->shape.rank == 2 ? x->shape.dims[0] : MX_DIM_UNKNOWN;
+  ctx->out[0].shape.dims[1] = p->n_targets;
+  return MX_OK;
+}
+
+static const mx_op_def op_tree = {
+    .name = "TreeEnsemble", .domain = "ai.onnx.ml", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
+    .max_outputs = 1, .attrs = tree_attrs, .params_size = sizeof(mx_tree_params), .parse = tree_parse,
+    .infer = tree_infer,
+};
+
 const mx_op_def *const mx__ops_ml[] = {
-    &op_binarizer, &op_afe, &op_label_encoder, &op_tfidf, NULL,
+    &op_binarizer, &op_afe, &op_label_encoder, &op_tfidf, &op_tree, NULL,
 };
