@@ -4,6 +4,7 @@
  * rounded once), ConvInteger, QLinearConv, DeformConv and Col2Im in conv_misc.c; this file
  * exports the group's array. */
 #include <cblas.h>
+#include <math.h>
 #include <string.h>
 
 #include "graph/ops/conv-params.h"
@@ -105,6 +106,49 @@ static size_t conv_workspace_common(const mx_kernel_call *call, bool transpose) 
   return bytes;
 }
 
+/* The activation fused into a Conv (mx_conv_params.fused_act), applied to n outputs in place. */
+static void fused_activation_f32(const mx_conv_params *p, float *y, int64_t n) {
+  float a = p->act_alpha, b = p->act_beta;
+  switch (p->fused_act) {
+  case MX_CONV_ACT_RELU:
+    for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+    break;
+  case MX_CONV_ACT_CLIP:
+    for (int64_t i = 0; i < n; i++) y[i] = y[i] < a ? a : (y[i] > b ? b : y[i]);
+    break;
+  case MX_CONV_ACT_HARD_SIGMOID:
+    for (int64_t i = 0; i < n; i++) y[i] = fmaxf(0.0f, fminf(1.0f, a * y[i] + b));
+    break;
+  case MX_CONV_ACT_HARD_SWISH:
+    for (int64_t i = 0; i < n; i++) y[i] = y[i] * fmaxf(0.0f, fminf(1.0f, y[i] / 6.0f + 0.5f));
+    break;
+  case MX_CONV_ACT_SIGMOID:
+    for (int64_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-y[i]));
+    break;
+  case MX_CONV_ACT_SILU:
+    for (int64_t i = 0; i < n; i++) y[i] = y[i] / (1.0f + expf(-y[i]));
+    break;
+  default: break;
+  }
+}
+
+static void fused_activation_f64(const mx_conv_params *p, double *y, int64_t n) {
+  double a = p->act_alpha, b = p->act_beta;
+  for (int64_t i = 0; i < n; i++) {
+    double v = y[i];
+    switch (p->fused_act) {
+    case MX_CONV_ACT_RELU: v = v > 0.0 ? v : 0.0; break;
+    case MX_CONV_ACT_CLIP: v = v < a ? a : (v > b ? b : v); break;
+    case MX_CONV_ACT_HARD_SIGMOID: v = fmax(0.0, fmin(1.0, a * v + b)); break;
+    case MX_CONV_ACT_HARD_SWISH: v = v * fmax(0.0, fmin(1.0, v / 6.0 + 0.5)); break;
+    case MX_CONV_ACT_SIGMOID: v = 1.0 / (1.0 + exp(-v)); break;
+    case MX_CONV_ACT_SILU: v = v / (1.0 + exp(-v)); break;
+    default: break;
+    }
+    y[i] = v;
+  }
+}
+
 static mx_status conv_run_common(mx_kernel_call *call, bool transpose) {
   conv_plan pl;
   mx_status st = plan_conv(call, transpose, &pl, &call->why);
@@ -113,6 +157,8 @@ static mx_status conv_run_common(mx_kernel_call *call, bool transpose) {
   mx_ktensor *y = mx__kout(call, 0);
   int64_t ny = mx__ktensor_numel(y);
   if (ny == 0) return MX_OK;
+  const mx_conv_params *cp = call->params;
+  bool act = !transpose && cp->fused_act != MX_CONV_ACT_NONE;
   if (wt->dtype != x->dtype || y->dtype != x->dtype || (pl.b && pl.b->dtype != x->dtype)) {
     call->why = "Conv: X, W, B and Y must share one dtype";
     return MX_ERR_KERNEL;
@@ -129,11 +175,13 @@ static mx_status conv_run_common(mx_kernel_call *call, bool transpose) {
   if (x->dtype == MX_FLOAT32) {
     (transpose ? conv_transpose_f32 : conv_forward_f32)(&pl.w, pl.n, pl.c, pl.m, pl.group, x->data, wt->data, b,
                                                           y->data, (float *)ws);
+    if (act) fused_activation_f32(cp, y->data, ny);
     return MX_OK;
   }
   if (x->dtype == MX_FLOAT64) {
     (transpose ? conv_transpose_f64 : conv_forward_f64)(&pl.w, pl.n, pl.c, pl.m, pl.group, x->data, wt->data, b,
                                                           y->data, (double *)ws);
+    if (act) fused_activation_f64(cp, y->data, ny);
     return MX_OK;
   }
   if (x->dtype != MX_FLOAT16 && x->dtype != MX_BFLOAT16) return MX_ERR_UNSUPPORTED;
@@ -147,6 +195,7 @@ static mx_status conv_run_common(mx_kernel_call *call, bool transpose) {
   if (pl.b) mx__khalf_to_f32(pl.b->data, x->dtype, bf, pl.m);
   (transpose ? conv_transpose_f32 : conv_forward_f32)(&pl.w, pl.n, pl.c, pl.m, pl.group, xf, wf, pl.b ? bf : NULL,
                                                         yf, (float *)ws);
+  if (act) fused_activation_f32(cp, yf, ny);
   mx__kf32_to_half(yf, y->dtype, y->data, ny);
   return MX_OK;
 }

@@ -65,7 +65,24 @@ typedef struct mx_conv_params {
   int64_t pads[2 * MX_CONV_MAX_SPATIAL];
   int64_t output_padding[MX_CONV_MAX_SPATIAL];
   int64_t output_shape[MX_CONV_MAX_SPATIAL + 2]; /* spatial only, or N, C and spatial */
+  /* Conv only: an activation the kernel applies to Y (MX_CONV_ACT_*), set by the fusion pass
+   * through the mixrt-internal attributes mixrt_activation / _alpha / _beta. */
+  int32_t fused_act;
+  float act_alpha;            /* Clip: min; HardSigmoid: alpha */
+  float act_beta;             /* Clip: max; HardSigmoid: beta */
+  int32_t act_reserved;       /* 0: keeps the struct free of padding */
 } mx_conv_params;
+
+/* Activations a Conv kernel applies to its output (mx_conv_params.fused_act). */
+enum {
+  MX_CONV_ACT_NONE = 0,
+  MX_CONV_ACT_RELU,
+  MX_CONV_ACT_CLIP,
+  MX_CONV_ACT_HARD_SIGMOID,
+  MX_CONV_ACT_HARD_SWISH,
+  MX_CONV_ACT_SIGMOID,
+  MX_CONV_ACT_SILU
+};
 
 /* --- shared by the op definitions (graph/ops/conv.c) ------------------------------------------ */
 

@@ -259,11 +259,27 @@ static const mx_attr_spec conv_attrs[] = {
     {.name = "kernel_shape", .type = MX_ATTR_INTS},
     {.name = "pads", .type = MX_ATTR_INTS},
     {.name = "strides", .type = MX_ATTR_INTS},
+    /* mixrt-internal: an activation fused into the kernel by the fusion pass (graph/passes). */
+    {.name = "mixrt_activation", .type = MX_ATTR_STRING, .def_s = ""},
+    {.name = "mixrt_activation_alpha", .type = MX_ATTR_FLOAT, .def_f = 0.0f},
+    {.name = "mixrt_activation_beta", .type = MX_ATTR_FLOAT, .def_f = 0.0f},
     {0},
 };
 
 static mx_status conv_parse(const mx_parse_ctx *pc, void *params) {
-  return mx__conv_parse_window(pc, params, MX_CONVOP_CONV);
+  mx_conv_params *p = params;
+  mx_status st = mx__conv_parse_window(pc, p, MX_CONVOP_CONV);
+  if (st != MX_OK) return st;
+  static const char *const acts[] = {"", "Relu", "Clip", "HardSigmoid", "HardSwish", "Sigmoid", "SiLU", NULL};
+  char act[16];
+  if ((st = mx__parse_string(pc, "mixrt_activation", act, sizeof act)) != MX_OK) return st;
+  int32_t k = 0;
+  while (acts[k] && strcmp(acts[k], act) != 0) k++;
+  if (!acts[k]) return mx__parse_fail(pc, "attribute 'mixrt_activation' is '%s', not a fused activation", act);
+  p->fused_act = k;
+  p->act_alpha = mx__parse_float(pc, "mixrt_activation_alpha");
+  p->act_beta = mx__parse_float(pc, "mixrt_activation_beta");
+  return MX_OK;
 }
 
 static mx_status conv_infer(mx_infer_ctx *ctx) {

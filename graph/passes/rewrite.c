@@ -13,7 +13,8 @@
 const mx__rw_rule *const mx__rw_rules[] = {
     &mx__rule_identity, &mx__rule_transpose_pair, &mx__rule_reshape_chain, &mx__rule_cse,
     &mx__rule_bn_fold,  &mx__rule_layernorm,      &mx__rule_rmsnorm,      &mx__rule_gelu,
-    &mx__rule_silu,     &mx__rule_rotary,         &mx__rule_attention,    NULL,
+    &mx__rule_silu,     &mx__rule_rotary,         &mx__rule_attention,    &mx__rule_conv_act,
+    NULL,
 };
 
 const char *mx_fuse_rule_name(size_t index, const char **what, bool *by_default) {

@@ -29,7 +29,7 @@ extern const mx__rw_rule *const mx__rw_rules[];
 extern const mx__rw_rule mx__rule_identity, mx__rule_transpose_pair, mx__rule_reshape_chain, mx__rule_cse;
 extern const mx__rw_rule mx__rule_bn_fold;
 extern const mx__rw_rule mx__rule_gelu, mx__rule_silu, mx__rule_layernorm, mx__rule_rmsnorm;
-extern const mx__rw_rule mx__rule_attention, mx__rule_rotary;
+extern const mx__rw_rule mx__rule_attention, mx__rule_rotary, mx__rule_conv_act;
 
 /* --- matching helpers ------------------------------------------------------------------------- */
 

@@ -531,3 +531,55 @@ Test(fusion, attention_from_gpt2_inverted_where) {
   cr_assert_eq(count_op(g, "Softmax"), 0);
   mx_graph_destroy(g);
 }
+
+/* --- conv_act ------------------------------------------------------------------------------- */
+
+static mx_value_id small_conv(mx_graph *g, mx_value_id x, bool with_bias) {
+  float w[4 * 2 * 3 * 3], b[4] = {0.1f, -0.2f, 0.3f, -0.4f};
+  for (int i = 0; i < 72; i++) w[i] = (float)((i * 5) % 13) / 13.0f - 0.45f;
+  int64_t pads[] = {1, 1, 1, 1};
+  mx_attr pa = mx_attr_ints("pads", pads, 4);
+  mx_value_id in[3] = {x, cst(g, 4, (int64_t[]){4, 2, 3, 3}, w), with_bias ? cst(g, 1, (int64_t[]){4}, b) : 0};
+  return op(g, "Conv", with_bias ? 3 : 2, in, &pa, 1);
+}
+
+static void build_conv_add_relu(mx_graph *g) {
+  mx_value_id x = in_f32(g, "x", 4, (mx_dim[]){1, 2, 5, 5});
+  float c[4] = {0.5f, -0.5f, 1.0f, 0.0f};
+  mx_value_id y = OP2(g, "Add", small_conv(g, x, true), cst(g, 3, (int64_t[]){4, 1, 1}, c));
+  mx_graph_add_output(g, OP1(g, "Relu", y));
+  /* HardSigmoid right after a bias-less Conv. */
+  mx_attr hs[2] = {mx_attr_float("alpha", 0.25f), mx_attr_float("beta", 0.4f)};
+  mx_value_id z = small_conv(g, x, false);
+  mx_graph_add_output(g, op(g, "HardSigmoid", 1, &z, hs, 2));
+  /* SiLU written as x * Sigmoid(x): the silu rule then conv_act. */
+  mx_value_id s = small_conv(g, x, true);
+  mx_graph_add_output(g, OP2(g, "Mul", s, OP1(g, "Sigmoid", s)));
+  /* Clip with constant bounds. */
+  mx_value_id k = small_conv(g, x, true);
+  mx_graph_add_output(g, op(g, "Clip", 3, (mx_value_id[]){k, scalar(g, 0.0f), scalar(g, 0.6f)}, NULL, 0));
+}
+
+Test(fusion, conv_bias_add_activation_into_one_conv) {
+  mx_fuse_report r;
+  mx_graph *g = fuse_and_compare(build_conv_add_relu, "silu,conv_act", (const int64_t[][MX_MAX_RANK]){{1, 2, 5, 5}}, &r);
+  cr_assert_eq(hits_of(&r, "conv_act"), 4);
+  cr_assert_eq(g->n_live_nodes, 4);
+  cr_assert_eq(count_op(g, "Conv"), 4);
+  mx_graph_destroy(g);
+}
+
+static void build_conv_add_not_per_channel(mx_graph *g) {
+  mx_value_id x = in_f32(g, "x", 4, (mx_dim[]){1, 2, 5, 5});
+  float c[5] = {0.5f, -0.5f, 1.0f, 0.0f, 0.25f};
+  mx_value_id y = OP2(g, "Add", small_conv(g, x, true), cst(g, 1, (int64_t[]){5}, c)); /* along W */
+  mx_graph_add_output(g, OP1(g, "Relu", y));
+}
+
+Test(fusion, conv_act_near_miss_bias_along_width) {
+  mx_fuse_report r;
+  mx_graph *g = fuse_and_compare(build_conv_add_not_per_channel, "conv_act", (const int64_t[][MX_MAX_RANK]){{1, 2, 5, 5}}, &r);
+  cr_assert_eq(hits_of(&r, "conv_act"), 0);
+  cr_assert_eq(count_op(g, "Relu"), 1);
+  mx_graph_destroy(g);
+}
