@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/fail_cause.h"
 #include "common/grow.h"
 #include "hal/hal-impl.h"
 
@@ -530,9 +531,11 @@ static void record_event(mx_hal_model *m, uint32_t event, uint64_t exec) {
 }
 
 static void task_failed(mx_hal_model *m, const mx__model_item *it, uint32_t part, mx_status st) {
-  char label[160];
-  exec_fail(m, st, it->index, (int32_t)part, "%s (internal stream %u) failed: %s",
-            task_label(m, it->index, label, sizeof label), part, mx_status_string(st));
+  char label[160], cause[MX_FAIL_CAUSE_MAX + 1];
+  bool has_cause = mx__fail_cause_take(cause, sizeof cause); /* what the task said, same thread */
+  exec_fail(m, st, it->index, (int32_t)part, "%s (internal stream %u) failed: %s%s%s",
+            task_label(m, it->index, label, sizeof label), part, mx_status_string(st), has_cause ? ": " : "",
+            cause);
 }
 
 bool mx__model_run_part(mx_hal_model *m, uint32_t part, uint64_t exec, uint32_t *pc,

@@ -8,6 +8,7 @@
  * (16-bit floats through float32, rounded once). */
 #include <string.h>
 
+#include "common/fail_cause.h"
 #include "graph/ops/index-params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
@@ -47,7 +48,10 @@ static mx_status gather_run(mx_kernel_call *call) {
   for (int64_t j = 0; j < m; j++) {
     int64_t i = mx__kindex_at(ind, j);
     if (!fix_index(&i, n)) {
-      call->why = "Gather: index out of range";
+      call->why = mx__fail_cause_set("Gather: index %lld at position %lld of the indices is out of range [%lld, %lld) "
+                                     "of data axis %d",
+                                     (long long)mx__kindex_at(ind, j), (long long)j, (long long)-n, (long long)n,
+                                     (int)axis);
       return MX_ERR_KERNEL;
     }
   }
@@ -111,7 +115,10 @@ static mx_status gather_elements_run(mx_kernel_call *call) {
   for (int64_t e = 0; e < total; e++) {
     int64_t i = mx__kindex_at(ind, e);
     if (!fix_index(&i, data->dims[axis])) {
-      call->why = "GatherElements: index out of range";
+      long long n = (long long)data->dims[axis];
+      call->why = mx__fail_cause_set("GatherElements: index %lld at position %lld of the indices is out of range "
+                                     "[%lld, %lld) of data axis %d",
+                                     (long long)mx__kindex_at(ind, e), (long long)e, -n, n, (int)axis);
       return MX_ERR_KERNEL;
     }
     int64_t off = 0;
@@ -195,7 +202,7 @@ static mx_status gathernd_run(mx_kernel_call *call) {
   for (int64_t t = 0; t < n && block; t++) {
     int64_t off = nd_offset(&p, data, ind, t);
     if (off < 0) {
-      call->why = "GatherND: index out of range";
+      call->why = mx__fail_cause_set("GatherND: index tuple %lld is out of the data's range", (long long)t);
       return MX_ERR_KERNEL;
     }
     memcpy(dst + (size_t)t * block, src + (size_t)off * es, block);
@@ -279,7 +286,7 @@ static mx_status scatternd_run(mx_kernel_call *call) {
   for (int64_t t = 0; t < n && block; t++) {
     int64_t off = nd_offset(&p, data, ind, t);
     if (off < 0) {
-      call->why = "ScatterND: index out of range";
+      call->why = mx__fail_cause_set("ScatterND: index tuple %lld is out of the data's range", (long long)t);
       return MX_ERR_KERNEL;
     }
     void *d = dst + (size_t)off * es;

@@ -8,6 +8,7 @@
  * float16/bfloat16 rows are widened to float32 in the workspace and rounded once. */
 #include <string.h>
 
+#include "common/fail_cause.h"
 #include "graph/ops/nn-params.h"
 #include "kernels/kutil.h"
 #include "kernels/linalg-impl.h"
@@ -126,7 +127,9 @@ static mx_status rot_run(mx_kernel_call *call) {
       if (ids) {
         int64_t pos = ids[row];
         if (pos < 0 || pos >= p.max_pos) {
-          call->why = "RotaryEmbedding: position id out of the cache's range";
+          call->why = mx__fail_cause_set("RotaryEmbedding: position id %lld (batch %lld, token %lld) is out of the "
+                                         "cos/sin caches' range [0, %lld)",
+                                         (long long)pos, (long long)b, (long long)si, (long long)p.max_pos);
           return MX_ERR_KERNEL;
         }
         row = pos;

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/fail_cause.h"
 #include "hal/cpu/cpu-impl.h"
 
 #define MAX_WORKERS 256u
@@ -454,10 +455,15 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
     case CMD_CALLBACK: {
       void *args = (c->flags & CMD_HEAP) ? c->u.call.heap : (void *)cmd_args(c);
       mx_status st = c->u.call.fn(args, c->size);
-      if (MX__UNLIKELY(st != MX_OK))
-        mx__stream_fail(b, c->seq, st, -1, -1, "command %" PRIu64 " (%s%s%s%s) failed: %s",
+      if (MX__UNLIKELY(st != MX_OK)) {
+        /* A kernel's cause (value, position, bound) was left on this thread. */
+        char cause[MX_FAIL_CAUSE_MAX + 1];
+        bool has_cause = c->kind == CMD_KERNEL && mx__fail_cause_take(cause, sizeof cause);
+        mx__stream_fail(b, c->seq, st, -1, -1, "command %" PRIu64 " (%s%s%s%s) failed: %s%s%s",
                         mx__cmd_no(b->chan, c->seq), c->kind == CMD_KERNEL ? "kernel" : "host callback",
-                        MX__QUOTE(c->u.call.name), mx_status_string(st));
+                        MX__QUOTE(c->u.call.name), mx_status_string(st), has_cause ? ": " : "",
+                        has_cause ? cause : "");
+      }
       break;
     }
     case CMD_COPY:

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/fail_cause.h"
 #include "hal/hal-impl.h"
 
 /* Starts a command: takes the submit lock (held while the command runs) and returns the
@@ -69,10 +70,14 @@ static mx_status inline_call_named(mx_stream *s, mx_hal_fn fn, const void *args,
                       mx__cmd_no(s->chan, seq), MX__QUOTE(name), dev->fault_nth[MX_FAULT_KERNEL]);
     } else {
       mx_status st = fn(copy, size);
-      if (st != MX_OK)
-        mx__stream_fail(s, seq, st, -1, -1, "command %" PRIu64 " (%s%s%s%s) failed: %s",
+      if (st != MX_OK) {
+        /* A kernel's cause (value, position, bound) was left on this thread. */
+        char cause[MX_FAIL_CAUSE_MAX + 1];
+        bool has_cause = kernel && mx__fail_cause_take(cause, sizeof cause);
+        mx__stream_fail(s, seq, st, -1, -1, "command %" PRIu64 " (%s%s%s%s) failed: %s%s%s",
                         mx__cmd_no(s->chan, seq), kernel ? "kernel" : "host callback", MX__QUOTE(name),
-                        mx_status_string(st));
+                        mx_status_string(st), has_cause ? ": " : "", has_cause ? cause : "");
+      }
     }
   }
   end_cmd(s, seq);
