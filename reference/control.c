@@ -215,16 +215,23 @@ static mx_graph *body_of(const mx_node *nd, const char *name) {
   return a && a->type == MX_ATTR_GRAPH ? a->graph : NULL;
 }
 
-static mx_status run_body(cx *c, mx_graph *body, const char *what, const mx_tensor *ins, size_t n_in,
-                          mx_tensor *outs) {
+/* Runs a body; with lent non-NULL, outputs that give back one of ins unchanged are borrowed
+ * (lent[i] true: outs[i] is that input's tensor, see mx__reference_run_body). */
+static mx_status run_body_lending(cx *c, mx_graph *body, const char *what, const mx_tensor *ins, size_t n_in,
+                                  mx_tensor *outs, bool *lent) {
   if (body->n_inputs != n_in)
     return fail(c, MX_ERR_INVALID_GRAPH, "%s has %zu inputs, %zu given", what, body->n_inputs, n_in);
-  mx_status st = mx__reference_run_graph(body, c->f, ins, n_in, outs, body->n_outputs, c->err);
+  mx_status st = mx__reference_run_body(body, c->f, ins, n_in, outs, body->n_outputs, lent, c->err);
   if (st != MX_OK && c->err && strncmp(c->err->message, "node '", 6) != 0)
     mx__error_prefix(c->err, "node '%s' (%s): %s: ", c->nd->name, c->nd->op_type, what);
   else if (st != MX_OK)
     mx__error_prefix(c->err, "node '%s' (%s) %s: ", c->nd->name, c->nd->op_type, what);
   return st;
+}
+
+static mx_status run_body(cx *c, mx_graph *body, const char *what, const mx_tensor *ins, size_t n_in,
+                          mx_tensor *outs) {
+  return run_body_lending(c, body, what, ins, n_in, outs, NULL);
 }
 
 /* An empty scan output: [0] followed by the body output's compile-time dims (unknown ones 0). */
@@ -264,9 +271,10 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
   const int64_t limit = mx_reference_loop_limit(0);
   mx_tensor *bin = calloc(2 + n, sizeof *bin), *bout = calloc(body->n_outputs + 1, sizeof *bout);
   vec *scans = calloc(k + 1, sizeof *scans);
+  bool *lent = calloc(body->n_outputs + 1, sizeof *lent);
   int64_t iter = 0;
   uint8_t cond_byte = 0;
-  if (!bin || !bout || !scans) {
+  if (!bin || !bout || !scans || !lent) {
     st = oom(c);
     goto done;
   }
@@ -285,11 +293,32 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
       goto done;
     }
     cond_byte = cond;
-    st = run_body(c, body, "body", bin, 2 + n, bout);
+    st = run_body_lending(c, body, "body", bin, 2 + n, bout, lent);
     if (st != MX_OK) goto done;
-    st = scalar_bool(c, &bout[0], "the body's condition output", &cond);
-    mx_tensor_release(&bout[0]);
+    /* Outputs the body gave back from its inputs: a carried value passed through in its own slot
+     * stays where it is (no copy per iteration); any other one is copied now, before bin
+     * changes below. */
+    for (size_t o = 1; o < body->n_outputs; o++) {
+      if (!lent[o] || (o <= n && body->outputs[o] == body->inputs[o + 1])) continue;
+      mx_tensor own;
+      mx_status cst = st == MX_OK ? copy_value(c, &bout[o], &own) : st;
+      lent[o] = false;
+      if (cst == MX_OK) {
+        bout[o] = own;
+      } else {
+        memset(&bout[o], 0, sizeof bout[o]);
+        st = cst;
+      }
+    }
+    if (st == MX_OK) st = scalar_bool(c, &bout[0], "the body's condition output", &cond);
+    if (lent[0]) memset(&bout[0], 0, sizeof bout[0]);
+    else mx_tensor_release(&bout[0]);
     for (size_t i = 0; i < n; i++) {
+      if (lent[1 + i]) { /* passed through: bin[2 + i] already holds it */
+        memset(&bout[1 + i], 0, sizeof bout[1 + i]);
+        continue;
+      }
+      if (st != MX_OK) continue; /* released with bout below */
       mx_tensor_release(&bin[2 + i]);
       bin[2 + i] = bout[1 + i];
       memset(&bout[1 + i], 0, sizeof bout[1 + i]);
@@ -313,6 +342,7 @@ done:
   if (bin) release_all(bin + 2, n);
   if (bout) release_all(bout, body->n_outputs);
   for (size_t j = 0; scans && j < k; j++) vec_free(&scans[j]);
+  free(lent);
   free(scans);
   free(bout);
   free(bin);

@@ -144,6 +144,12 @@ mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs
 
 mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent, const mx_tensor *inputs,
                                   size_t n_inputs, mx_tensor *outputs, size_t n_outputs, mx_error *err) {
+  return mx__reference_run_body(g, parent, inputs, n_inputs, outputs, n_outputs, NULL, err);
+}
+
+mx_status mx__reference_run_body(mx_graph *g, const mx__ref_frame *parent, const mx_tensor *inputs,
+                                 size_t n_inputs, mx_tensor *outputs, size_t n_outputs, bool *borrowed,
+                                 mx_error *err) {
   mx_status st;
   memset(outputs, 0, n_outputs * sizeof *outputs);
   const mx_node_id *order;
@@ -152,15 +158,34 @@ mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent, cons
   if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(g));
 
   size_t nv = g->n_values, n_syms = mx_symtab_symbol_count(g->syms);
-  mx_tensor *vals = calloc(nv ? nv : 1, sizeof *vals);      /* run-time tensor of each value */
-  uint8_t *owned = calloc(nv ? nv : 1, 1);                    /* 1 when vals[v].data is ours */
-  size_t *uses = calloc(nv ? nv : 1, sizeof *uses);           /* remaining consumer uses */
-  uint8_t *keep = mx__graph_captured(g);                      /* 1: a subgraph reads it by name */
-  const mx_tensor **by_input = calloc(g->n_inputs ? g->n_inputs : 1, sizeof *by_input);
-  int64_t *bound = malloc((n_syms ? n_syms : 1) * sizeof *bound);
+  size_t max_in = 1;
+  for (size_t i = 0; i < n_order; i++)
+    if (g->nodes[order[i]].n_inputs > max_in) max_in = g->nodes[order[i]].n_inputs;
+  /* The frame's arrays share one zeroed block, widest elements first: a Loop body runs once per
+   * iteration, and one allocation per run keeps an iteration's fixed cost small. */
+  size_t nv1 = nv ? nv : 1, ni1 = g->n_inputs ? g->n_inputs : 1, ns1 = n_syms ? n_syms : 1;
+  size_t block_bytes = nv1 * sizeof(mx_tensor) + nv1 * sizeof(size_t) + ns1 * sizeof(int64_t) +
+                       (ni1 + max_in) * sizeof(mx_tensor *) + 2 * nv1;
+  char *block = calloc(1, block_bytes);
+  mx_tensor *vals = NULL;                                     /* run-time tensor of each value */
+  uint8_t *owned = NULL;                                      /* 1 when vals[v].data is ours */
+  size_t *uses = NULL;                                        /* remaining consumer uses */
+  uint8_t *keep = NULL;                                       /* 1: a subgraph reads it by name */
+  const mx_tensor **by_input = NULL;
+  int64_t *bound = NULL;
   const mx_tensor **ins = NULL;
-  mx_symtab *scratch = NULL;
-  if (!vals || !owned || !uses || !keep || !by_input || !bound || mx_symtab_create(&scratch) != MX_OK) {
+  mx_symtab *scratch = NULL; /* made by the first node that needs it (an empty body never does) */
+  bool keep_own = g->n_subgraphs > 0; /* without subgraphs nothing is captured: keep stays zero */
+  if (block) {
+    vals = (mx_tensor *)block;
+    uses = (size_t *)(vals + nv1);
+    bound = (int64_t *)(uses + nv1);
+    by_input = (const mx_tensor **)(bound + ns1);
+    ins = by_input + ni1;
+    owned = (uint8_t *)(ins + max_in);
+    keep = keep_own ? mx__graph_captured(g) : owned + nv1;
+  }
+  if (!block || !keep) {
     st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory starting the reference interpreter");
     goto cleanup;
   }
@@ -191,14 +216,6 @@ mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent, cons
     uses[v] = val->n_consumers;
   }
   mx__ref_frame frame = {g, vals, parent};
-  size_t max_in = 1;
-  for (size_t i = 0; i < n_order; i++)
-    if (g->nodes[order[i]].n_inputs > max_in) max_in = g->nodes[order[i]].n_inputs;
-  ins = calloc(max_in, sizeof *ins);
-  if (!ins) {
-    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory in the reference interpreter");
-    goto cleanup;
-  }
 
   for (size_t i = 0; i < n_order; i++) {
     const mx_node *nd = &g->nodes[order[i]];
@@ -211,6 +228,8 @@ mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent, cons
     }
     if (mx__reference_is_control(g, nd, ins))
       st = mx__reference_exec_control(&frame, order[i], ins, outs, err);
+    else if (!scratch && mx_symtab_create(&scratch) != MX_OK)
+      st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory in the reference interpreter");
     else
       st = mx__reference_exec_node(g, order[i], scratch, ins, outs, err);
     if (st == MX_OK) {
@@ -234,12 +253,17 @@ mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent, cons
     mx_value_id v = g->outputs[i];
     bool used_again = false;
     for (size_t k = i + 1; k < n_outputs; k++) used_again = used_again || g->outputs[k] == v;
+    if (borrowed) borrowed[i] = false;
     if (owned[v] && !used_again) {
       outputs[i] = vals[v]; /* hand over the buffer */
       owned[v] = 0;
+    } else if (borrowed && !owned[v] && (g->values[v].flags & MX_VALUE_INPUT)) {
+      outputs[i] = vals[v]; /* the caller's own input given back: no copy */
+      borrowed[i] = true;
     } else if (copy_tensor(&vals[v], &outputs[i]) != MX_OK) {
       st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory copying output '%s'", g->values[v].name);
-      for (size_t k = 0; k <= i; k++) mx_tensor_release(&outputs[k]);
+      for (size_t k = 0; k <= i; k++)
+        if (!borrowed || !borrowed[k]) mx_tensor_release(&outputs[k]);
       goto cleanup;
     }
     outputs[i].name = g->values[v].name;
@@ -252,12 +276,7 @@ cleanup:
     for (size_t v = 0; v < nv; v++)
       if (owned[v]) free_value(&vals[v]);
   mx_symtab_destroy(scratch);
-  free(keep);
-  free(ins);
-  free(bound);
-  free(by_input);
-  free(uses);
-  free(owned);
-  free(vals);
+  if (keep_own) free(keep);
+  free(block);
   return st;
 }

@@ -26,6 +26,12 @@ typedef struct mx__ref_frame {
  * values the caller owns (mx_tensor_release; sequences and optionals included). */
 mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent, const mx_tensor *inputs,
                                   size_t n_inputs, mx_tensor *outputs, size_t n_outputs, mx_error *err);
+/* The same, for a body whose caller reuses its inputs: an output that is one of g's inputs given
+ * back unchanged is not copied but borrowed (borrowed[i] true: outputs[i] is the caller's own
+ * inputs[...] tensor, which the caller must not release twice). borrowed may be NULL (copies). */
+mx_status mx__reference_run_body(mx_graph *g, const mx__ref_frame *parent, const mx_tensor *inputs,
+                                 size_t n_inputs, mx_tensor *outputs, size_t n_outputs, bool *borrowed,
+                                 mx_error *err);
 /* The run-time value called `name` in frame f or the nearest enclosing frame, or NULL. */
 const mx_tensor *mx__reference_frame_lookup(const mx__ref_frame *f, const char *name);
 

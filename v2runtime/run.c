@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/grow.h"
 #include "mixrt/reference.h"
+#include "reference/reference.h"
 #include "v2runtime/session-impl.h"
 
 #define enter mx__session_enter
@@ -176,7 +177,9 @@ static mx_status run_interpreted(mx_session *s, mx_program *p, mx_step *step) {
       goto done;
     }
   }
-  st = mx_reference_run(p->root, ins, ni, outs, no, &s->err);
+  /* The root was inferred when compiled: the step runs it without inferring it again (a graph
+   * with subgraphs would re-infer every body on every step). */
+  st = mx__reference_run_graph(p->root, NULL, ins, ni, outs, no, &s->err);
   if (st != MX_OK) goto done;
   for (size_t k = 0; k < no && st == MX_OK; k++) {
     mx_tensor *o = step->out_by_graph[k];

@@ -6,9 +6,13 @@
  *   loop_iteration_ns    one iteration of a Loop whose body only passes its condition and one
  *                        loop-carried float32 [16] through (no nodes): (time with M iterations
  *                        minus time with 0 iterations) / M.
- * Each is measured through the reference interpreter (mx_reference_run, what runs the control
- * nodes) and through a session on the CPU device (mx_session_run, caller output buffers).
- * target_ns is the cost the control path aims to stay under for each figure.
+ * Each is measured through the reference interpreter (mx__reference_run_graph on the inferred
+ * graph: mx_reference_run without its inference pass, what a session step runs) and through a
+ * session on the CPU device (mx_session_run, caller output buffers).
+ * target_ns is the cost the control path aims to stay under for each figure. In a session the
+ * baseline (no control flow) runs through the static executor on the CPU device's worker, while
+ * the If model runs on the calling thread, so the session's if_dispatch_ns can be negative: its
+ * if_step_ns is then the whole cost of an If step.
  *
  * Usage: bench_control [--quick]. Every figure is the median of repetitions in the same run. */
 #include <stdio.h>
@@ -19,6 +23,7 @@
 #include "mixrt/graph.h"
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
+#include "reference/reference.h"
 
 #define ELEMS 16
 #define TARGET_NS 1000.0
@@ -131,7 +136,7 @@ static void run_once(runner *r, const mx_tensor *in, size_t n_in) {
     return;
   }
   mx_error err = {0};
-  if (mx_reference_run(r->g, in, n_in, &out, 1, &err) != MX_OK) die("mx_reference_run", err.message);
+  if (mx__reference_run_graph(r->g, NULL, in, n_in, &out, 1, &err) != MX_OK) die("mx_reference_run", err.message);
   mx_tensor_release(&out);
 }
 
