@@ -231,7 +231,8 @@ mx_status mx__step_check_memory(mx_session *s, mx_program *p, const mx_tensor *c
   const mx_graph *root = p->root;
   char a[64], b[64], what[256], syms[256];
   for (size_t q = 0; q < L->n_symbols; q++) L->symbols[q] = INT64_MIN;
-  uint64_t in_bytes = 0;
+  uint64_t in_bytes = 0, in_largest = 0;
+  size_t in_largest_i = 0;
   for (size_t i = 0; i < root->n_inputs; i++) {
     const mx_tensor *t = inputs[i];
     if (!t || t->rank < 0 || t->rank > MX_MAX_RANK) continue;
@@ -240,7 +241,12 @@ mx_status mx__step_check_memory(mx_session *s, mx_program *p, const mx_tensor *c
       if (sym >= 0 && (size_t)sym < L->n_symbols) L->symbols[sym] = t->dims[k];
     }
     uint64_t nb = 0;
-    if (description_bytes(t->dtype, t->rank, t->dims, &nb)) in_bytes += nb;
+    if (!description_bytes(t->dtype, t->rank, t->dims, &nb)) continue;
+    in_bytes = nb > UINT64_MAX - in_bytes ? UINT64_MAX : in_bytes + nb;
+    if (nb > in_largest) {
+      in_largest = nb;
+      in_largest_i = i;
+    }
   }
   if (L->largest_fixed > L->limit)
     return mx__fail(&s->err, MX_ERR_DEVICE_OOM, "value '%s' takes %s, more than %s, %s",
@@ -281,16 +287,25 @@ mx_status mx__step_check_memory(mx_session *s, mx_program *p, const mx_tensor *c
   }
   uint64_t total = out_bytes > UINT64_MAX - in_bytes ? UINT64_MAX : out_bytes + in_bytes;
   if (total <= L->limit) return MX_OK;
-  const mx_value *big = &root->values[root->outputs[largest_k]];
+  /* The largest tensor named, input or output: an oversized input is what the caller must fix. */
+  bool big_input = in_largest > largest;
+  const mx_value *big = &root->values[big_input ? root->inputs[in_largest_i] : root->outputs[largest_k]];
   describe_symbols(p, L, syms, sizeof syms);
-  describe(p, big->dtype, big->shape.rank, big->shape.dims, what, sizeof what);
+  if (big_input) {
+    const mx_tensor *t = inputs[in_largest_i];
+    mx_dim dims[MX_MAX_RANK];
+    for (int32_t k = 0; k < t->rank; k++) dims[k] = t->dims[k]; /* concrete: bytes were computable */
+    describe(p, t->dtype, t->rank, dims, what, sizeof what);
+  } else {
+    describe(p, big->dtype, big->shape.rank, big->shape.dims, what, sizeof what);
+  }
   char c[64], d[64];
   return mx__fail(&s->err, MX_ERR_DEVICE_OOM,
                   "the step's inputs take %s and its outputs %s%s, more than %s, %s; the largest is "
-                  "output '%s' %s, %s",
+                  "%s '%s' %s, %s",
                   format_bytes(in_bytes, a, sizeof a), format_bytes(out_bytes, b, sizeof b), syms, L->limit_what,
-                  format_bytes(L->limit, c, sizeof c), big->name ? big->name : "?", what,
-                  format_bytes(largest, d, sizeof d));
+                  format_bytes(L->limit, c, sizeof c), big_input ? "input" : "output", big->name ? big->name : "?",
+                  what, format_bytes(big_input ? in_largest : largest, d, sizeof d));
 }
 
 mx_status mx_session_check_memory(mx_session *s, const mx_tensor *inputs, size_t n_inputs) {
