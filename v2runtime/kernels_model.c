@@ -394,6 +394,7 @@ static mx_status k_output_deliver(mx_exe_run *run, const mx_exe_node *n) {
   mx_program *p = step->s->prog;
   uint32_t k = ATTR(n)->op;
   const mx_rt_value *rv = &p->values[ATTR(n)->value];
+  if (step->skip_output[k]) return MX_OK; /* not asked for */
   mx_tensor *o = step->out_by_graph[k];
   const char *name = p->root->values[ATTR(n)->value].name;
   size_t nbytes = 0;

@@ -30,7 +30,11 @@ static mx_status prepare_step(mx_session *s) {
     if (ob) st->out_by_graph = ob;
     bool *ao = realloc(st->alloc_output, cap * sizeof *ao);
     if (ao) st->alloc_output = ao;
-    if (!in || !ob || !ao) return mx__fail(&s->err, MX_ERR_OUT_OF_MEMORY, "out of host memory starting a step");
+    bool *so = realloc(st->skip_output, cap * sizeof *so);
+    if (so) st->skip_output = so;
+    mx_tensor *bo = realloc(st->blank_output, cap * sizeof *bo);
+    if (bo) st->blank_output = bo;
+    if (!in || !ob || !ao || !so || !bo) return mx__fail(&s->err, MX_ERR_OUT_OF_MEMORY, "out of host memory starting a step");
     s->cap_io = cap;
   }
   int64_t *b = realloc(st->bindings, (n_syms ? n_syms : 1) * sizeof *b);
@@ -41,15 +45,16 @@ static mx_status prepare_step(mx_session *s) {
 }
 
 /* Maps caller tensors to model inputs or outputs: by name when every one has a name, else by
- * position. */
+ * position. With `subset`, fewer named tensors may be given: the slots of the others stay NULL. */
 static mx_status match(mx_session *s, const mx_value_id *ids, size_t n_model, mx_tensor *given, size_t n_given,
-                       const char *what, void **slots) {
+                       const char *what, bool subset, void **slots) {
   const mx_graph *root = s->prog->root;
-  if (n_given != n_model)
-    return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "the model has %zu %ss, %zu given", n_model, what, n_given);
   if (n_given && !given) return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "%ss is NULL", what);
   bool named = n_given > 0;
   for (size_t i = 0; i < n_given; i++) named = named && given[i].name;
+  if (n_given != n_model && !(subset && named && n_given < n_model))
+    return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "the model has %zu %ss, %zu given%s", n_model, what, n_given,
+                    subset && n_given < n_model ? " (a subset must be given by name)" : "");
   for (size_t i = 0; i < n_model; i++) slots[i] = named ? NULL : &given[i];
   if (!named) return MX_OK;
   for (size_t i = 0; i < n_given; i++) {
@@ -182,6 +187,7 @@ static mx_status run_interpreted(mx_session *s, mx_program *p, mx_step *step) {
   st = mx__reference_run_graph(p->root, NULL, ins, ni, outs, no, &s->err);
   if (st != MX_OK) goto done;
   for (size_t k = 0; k < no && st == MX_OK; k++) {
+    if (step->skip_output[k]) continue; /* not asked for: released with the rest */
     mx_tensor *o = step->out_by_graph[k];
     const char *name = root->values[root->outputs[k]].name;
     if (!o->data) {
@@ -235,14 +241,23 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   }
   st = prepare_step(s);
   if (st != MX_OK) goto out;
-  st = match(s, p->root->inputs, p->root->n_inputs, (mx_tensor *)inputs, n_inputs, "input", (void **)step->inputs);
+  st = match(s, p->root->inputs, p->root->n_inputs, (mx_tensor *)inputs, n_inputs, "input", false,
+             (void **)step->inputs);
   if (st == MX_OK)
-    st = match(s, p->root->outputs, p->root->n_outputs, outputs, n_outputs, "output", (void **)step->out_by_graph);
+    st = match(s, p->root->outputs, p->root->n_outputs, outputs, n_outputs, "output", true,
+               (void **)step->out_by_graph);
   /* Sizes known from the inputs are checked before anything is allocated. */
   if (st == MX_OK) st = mx__step_check_memory(s, p, step->inputs);
   if (st != MX_OK) goto out;
   for (size_t k = 0; k < p->root->n_outputs; k++) {
     step->alloc_output[k] = false;
+    /* An output not asked for: its producers still run, nothing is delivered. */
+    step->skip_output[k] = step->out_by_graph[k] == NULL;
+    if (step->skip_output[k]) {
+      memset(&step->blank_output[k], 0, sizeof step->blank_output[k]);
+      step->out_by_graph[k] = &step->blank_output[k];
+      continue;
+    }
     mx_tensor *o = step->out_by_graph[k];
     const char *name = p->root->values[p->root->outputs[k]].name;
     if (o->data && (o->rank < 0 || o->rank > MX_MAX_RANK)) {

@@ -90,6 +90,10 @@ typedef struct mx_step {
   mx_tensor *outputs;         /* by graph output index: the caller's records, filled in place */
   mx_tensor **out_by_graph;   /* by graph output index: the caller's record (index mapping) */
   bool *alloc_output;         /* by graph output index: the session allocates it for the caller */
+  bool *skip_output;          /* by graph output index: not asked for (a subset named): still
+                                 computed, never delivered */
+  mx_tensor *blank_output;    /* by graph output index: the record out_by_graph points at when
+                                 skipped (zeroed, data NULL) */
   mx_stream *stream;          /* the stream the step is ordered on (step stream 0) */
   mx_stream *streams[MX_STEP_MAX_STREAMS]; /* step stream k: 0 the step's own, k > 0 session
                                               stream k */

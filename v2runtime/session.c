@@ -167,6 +167,8 @@ void mx_session_destroy(mx_session *s) {
   free(s->step.inputs);
   free(s->step.out_by_graph);
   free(s->step.alloc_output);
+  free(s->step.skip_output);
+  free(s->step.blank_output);
   free(s->step.bindings);
   if (s->owns_dev) mx_device_destroy(s->dev);
   mx__trace_release(&s->trace);

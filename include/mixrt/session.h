@@ -133,15 +133,46 @@ size_t mx_session_output_count(const mx_session *s);
 bool mx_session_input_info(const mx_session *s, size_t index, mx_io_info *info);
 bool mx_session_output_info(const mx_session *s, size_t index, mx_io_info *info);
 
+/* One dim of an input or output, structured (mx_io_info.shape is the same, printed). */
+typedef enum mx_io_dim_kind {
+  MX_IO_DIM_CONCRETE = 0, /* a fixed size: value */
+  MX_IO_DIM_SYMBOLIC = 1, /* an expression of the model's symbols ("past_len + 1"): evaluate it
+                             with mx_session_output_shape / mx_session_output_shape_for */
+  MX_IO_DIM_UNKNOWN = 2   /* known only when the model runs (data-dependent) */
+} mx_io_dim_kind;
+
+typedef struct mx_io_dim {
+  mx_io_dim_kind kind;
+  int64_t value;          /* CONCRETE: the size; else -1 */
+  uint32_t n_symbols;     /* SYMBOLIC: how many symbols the expression uses */
+  char expression[96];    /* printed: "16", "past_len + 1", "?" (cut to fit) */
+} mx_io_dim;
+
+/* Dim k of input (output = false) or output `index`; false when out of range, the rank is
+ * unknown or no model is loaded. */
+bool mx_session_io_dim(const mx_session *s, bool output, size_t index, int32_t k, mx_io_dim *dim);
+/* The model's symbols (symbolic dims), numbered 0 .. count - 1; NULL when out of range. */
+size_t mx_session_symbol_count(const mx_session *s);
+const char *mx_session_symbol_name(const mx_session *s, size_t index);
+/* The concrete shape output `index` has in a step on these inputs (only names, ranks and dims
+ * are read; data may be NULL), without running anything: *rank and dims[0 .. *rank). Fails
+ * naming the dim when it is known only at run time or a symbol it uses is not given. */
+mx_status mx_session_output_shape(mx_session *s, const mx_tensor *inputs, size_t n_inputs, size_t index,
+                                  int32_t *rank, int64_t *dims);
+/* The same from symbol values by name ({"past_len"}, {511}). */
+mx_status mx_session_output_shape_for(mx_session *s, const char *const *symbols, const int64_t *values,
+                                      size_t n_symbols, size_t index, int32_t *rank, int64_t *dims);
+
 /* --- running -------------------------------------------------------------------------------- */
 
 /* Runs one step.
  * inputs: one tensor per model input, by position, or by name when every given tensor has a
  *   name; host (MX_HOST) or device memory (MX_DEVICE, allocated from the session's device).
- * outputs: one per model output, by position (or by name likewise). An entry whose data is NULL
- *   receives a host tensor the caller owns (mx_tensor_release). An entry with data is a caller
- *   buffer (host or device) whose dtype and dims must equal the actual output's; device buffers
- *   are written in place (zero copy). */
+ * outputs: one per model output, by position (or by name likewise); by name, any subset of the
+ *   outputs (the others are still computed, but neither copied nor returned). An entry whose
+ *   data is NULL receives a host tensor the caller owns (mx_tensor_release). An entry with data
+ *   is a caller buffer (host or device) whose dtype and dims must equal the actual output's;
+ *   device buffers are written in place (zero copy). */
 mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                          size_t n_outputs);
 
