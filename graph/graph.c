@@ -231,6 +231,13 @@ mx_tensor *mx__graph_copy_tensor(mx_graph *g, const mx_tensor *t) {
   c->placement = MX_HOST;
   c->data = mx__arena_alloc(&g->arena, nbytes ? nbytes : 1, 64);
   if (!c->data) return NULL;
+  if (t->dtype == MX_STRING) { /* deep: the strings move into the graph's arena too */
+    for (size_t i = 0; i < nbytes / sizeof(char *); i++) {
+      const char *s = ((char *const *)t->data)[i];
+      if (!(((char **)c->data)[i] = mx__arena_strdup(&g->arena, s ? s : ""))) return NULL;
+    }
+    return c;
+  }
   if (nbytes) memcpy(c->data, t->data, nbytes);
   return c;
 }

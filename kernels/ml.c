@@ -106,7 +106,12 @@ static int64_t tfidf_find(const mx_tfidf_params *p, const mx_ktensor *x, int64_t
   }
   for (int64_t g = from, gi = first; g + n <= to; g += n, gi++) {
     int32_t j = 0;
-    while (j < n && p->pool[g + j] == mx__kget_i64(x->data, x->dtype, base + start + j * step)) j++;
+    if (p->strings)
+      while (j < n && strcmp(p->pool_text + p->pool_at[g + j],
+                             mx__string_at(x->data, (size_t)(base + start + j * step))) == 0)
+        j++;
+    else
+      while (j < n && p->pool[g + j] == mx__kget_i64(x->data, x->dtype, base + start + j * step)) j++;
     if (j == n) return gi;
   }
   return -1;
@@ -232,7 +237,8 @@ static const mx_kernel_def k_afe = {.op = "ArrayFeatureExtractor", .domain = "ai
                                     .key = 0, .run = afe_run};
 static const mx_kernel_def k_label = {.op = "LabelEncoder", .domain = "ai.onnx.ml",
                                       .dtypes = MX_KDT_ALL | MX_KDT(MX_STRING), .key = 0, .run = label_run};
-static const mx_kernel_def k_tfidf = {.op = "TfIdfVectorizer", .dtypes = MX_KDT(MX_INT32) | MX_KDT(MX_INT64),
+static const mx_kernel_def k_tfidf = {.op = "TfIdfVectorizer",
+                                      .dtypes = MX_KDT(MX_INT32) | MX_KDT(MX_INT64) | MX_KDT(MX_STRING),
                                       .key = 0, .run = tfidf_run};
 
 static const mx_kernel_def k_tree = {.op = "TreeEnsemble", .domain = "ai.onnx.ml",

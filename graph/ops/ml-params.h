@@ -32,6 +32,7 @@ typedef struct mx_label_encoder_params {
 
 #define MX_TFIDF_POOL_MAX 512   /* pool entries */
 #define MX_TFIDF_GRAMS_MAX 16   /* n-gram lengths */
+#define MX_TFIDF_POOL_TEXT 8192 /* bytes of pool_strings, NULs included */
 
 enum { MX_TFIDF_TF = 0, MX_TFIDF_IDF = 1, MX_TFIDF_TFIDF = 2 };
 
@@ -40,11 +41,13 @@ typedef struct mx_tfidf_params {
   int32_t min_gram, max_gram, max_skip;
   int32_t n_counts, n_pool, n_indexes, n_weights;
   int32_t n_out;                            /* output width: the largest ngram index + 1 */
-  int32_t reserved;                         /* always 0 */
+  int32_t strings;                          /* the pool is pool_strings (string input), not pool */
   int64_t counts[MX_TFIDF_GRAMS_MAX];       /* start in pool of the (k+1)-grams */
   int64_t indexes[MX_TFIDF_POOL_MAX];       /* output column of each n-gram, in pool order */
   int64_t pool[MX_TFIDF_POOL_MAX];
   float weights[MX_TFIDF_POOL_MAX];
+  int32_t pool_at[MX_TFIDF_POOL_MAX];       /* strings: offset of entry i in pool_text */
+  char pool_text[MX_TFIDF_POOL_TEXT];       /* strings: the entries, each NUL-terminated */
 } mx_tfidf_params;
 
 #define MX_TREE_MAX 256          /* nodes, leaves, roots and set members of a TreeEnsemble */

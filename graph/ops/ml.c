@@ -1,7 +1,7 @@
 /* Op definitions of the ml group: the ai.onnx.ml ops LabelEncoder (opsets 1-4: keys and values
  * as strings, int64s, floats or tensors), Binarizer and ArrayFeatureExtractor (1), TreeEnsemble (5,
  * post transforms but PROBIT), and the
- * default-domain TfIdfVectorizer (9, integer pools). */
+ * default-domain TfIdfVectorizer (9, integer or string pools). */
 #include <stdio.h>
 #include <string.h>
 
@@ -259,15 +259,31 @@ static mx_status tfidf_parse(const mx_parse_ctx *pc, void *params) {
   else if (strcmp(mode, "IDF") == 0) p->mode = MX_TFIDF_IDF;
   else if (strcmp(mode, "TFIDF") == 0) p->mode = MX_TFIDF_TFIDF;
   else return mx__parse_fail(pc, "mode '%s' is not 'TF', 'IDF' or 'TFIDF'", mode);
-  if (mx__parse_attr(pc, "pool_strings"))
-    return mx__parse_fail(pc, "pool_strings: mixrt's TfIdfVectorizer takes integer pools (pool_int64s) only");
   size_t n;
+  const mx_attr *ps = mx__parse_attr(pc, "pool_strings");
+  if (ps && mx__parse_attr(pc, "pool_int64s")) return mx__parse_fail(pc, "both pool_int64s and pool_strings are set");
   if (mx__parse_ints(pc, "ngram_counts", p->counts, MX_TFIDF_GRAMS_MAX, &n) != MX_OK)
     return mx__parse_fail(pc, "ngram_counts has more than %d entries", MX_TFIDF_GRAMS_MAX);
   p->n_counts = (int32_t)n;
-  if (mx__parse_ints(pc, "pool_int64s", p->pool, MX_TFIDF_POOL_MAX, &n) != MX_OK)
-    return mx__parse_fail(pc, "pool_int64s has more than %d entries", MX_TFIDF_POOL_MAX);
-  p->n_pool = (int32_t)n;
+  if (ps) {
+    if (ps->count > MX_TFIDF_POOL_MAX)
+      return mx__parse_fail(pc, "pool_strings has more than %d entries", MX_TFIDF_POOL_MAX);
+    size_t used = 0;
+    for (size_t i = 0; i < ps->count; i++) {
+      size_t len = strlen(ps->strings[i]) + 1;
+      if (len > sizeof p->pool_text - used)
+        return mx__parse_fail(pc, "pool_strings take more than %d bytes", MX_TFIDF_POOL_TEXT);
+      memcpy(p->pool_text + used, ps->strings[i], len);
+      p->pool_at[i] = (int32_t)used;
+      used += len;
+    }
+    p->strings = 1;
+    p->n_pool = (int32_t)ps->count;
+  } else {
+    if (mx__parse_ints(pc, "pool_int64s", p->pool, MX_TFIDF_POOL_MAX, &n) != MX_OK)
+      return mx__parse_fail(pc, "pool_int64s has more than %d entries", MX_TFIDF_POOL_MAX);
+    p->n_pool = (int32_t)n;
+  }
   if (mx__parse_ints(pc, "ngram_indexes", p->indexes, MX_TFIDF_POOL_MAX, &n) != MX_OK)
     return mx__parse_fail(pc, "ngram_indexes has more than %d entries", MX_TFIDF_POOL_MAX);
   p->n_indexes = (int32_t)n;
@@ -280,7 +296,7 @@ static mx_status tfidf_parse(const mx_parse_ctx *pc, void *params) {
   for (int32_t k = 0; k < p->n_counts; k++) {
     int64_t start = p->counts[k], end = k + 1 < p->n_counts ? p->counts[k + 1] : p->n_pool;
     if (start < 0 || end < start || end > p->n_pool || (end - start) % (k + 1) != 0)
-      return mx__parse_fail(pc, "ngram_counts[%d] = %lld does not split pool_int64s into %d-grams", (int)k,
+      return mx__parse_fail(pc, "ngram_counts[%d] = %lld does not split the pool into %d-grams", (int)k,
                             (long long)start, (int)k + 1);
     grams += (end - start) / (k + 1);
   }
@@ -302,9 +318,10 @@ static mx_status tfidf_parse(const mx_parse_ctx *pc, void *params) {
 static mx_status tfidf_infer(mx_infer_ctx *ctx) {
   const mx_tfidf_params *p = ctx->params;
   const mx_value_info *x = &ctx->in[0];
-  if (x->dtype != MX_INT32 && x->dtype != MX_INT64)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; TfIdfVectorizer takes int32 or int64",
-                          mx_dtype_name(x->dtype));
+  if (p->strings ? x->dtype != MX_STRING : x->dtype != MX_INT32 && x->dtype != MX_INT64)
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; with %s TfIdfVectorizer takes %s",
+                          mx_dtype_name(x->dtype), p->strings ? "pool_strings" : "pool_int64s",
+                          p->strings ? "strings" : "int32 or int64");
   if (x->shape.rank != MX_RANK_UNKNOWN && x->shape.rank != 1 && x->shape.rank != 2)
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; TfIdfVectorizer takes [C] or [N, C]",
                           (int)x->shape.rank);

@@ -8,6 +8,8 @@
 #include "graph/ir.h"
 #include "graph/ops/op.h"
 #include "mixrt/graph.h"
+#include "mixrt/reference.h"
+#include "mixrt/tensor.h"
 #include "ops/ops_support.h"
 
 static void setup(void) { mxt_ops_setup("string"); }
@@ -110,6 +112,79 @@ Test(string_infer, equal_takes_strings) {
   mx_value_id y = op("Equal", in, 2, NULL, 0);
   infer_ok();
   expect_shape(y, MX_BOOL, SHAPE(S("n"), 2));
+}
+
+/* --- runs through the reference interpreter ---------------------------------------------------- */
+
+/* A 1-D string tensor over caller-owned strings. */
+static mx_tensor strings_1d(const char **strs, int64_t n) {
+  mx_tensor t = {.dtype = MX_STRING, .rank = 1, .dims = {n}, .data = (void *)strs, .placement = MX_HOST};
+  return t;
+}
+
+/* Marks outs as G's outputs, infers, runs G on in and fills results (released by the caller). */
+static void run(const mx_tensor *in, size_t n_in, const mx_value_id *outs, mx_tensor *results, size_t n_out) {
+  for (size_t i = 0; i < n_out; i++) cr_assert_eq(mx_graph_add_output(G, outs[i]), MX_OK);
+  infer_ok();
+  mx_error err = {0};
+  memset(results, 0, n_out * sizeof *results);
+  cr_assert_eq(mx_reference_run(G, in, n_in, results, n_out, &err), MX_OK, "%s", err.message);
+}
+
+static const char *str_at(const mx_tensor *t, int64_t i) {
+  const char *s = ((char *const *)t->data)[i];
+  return s ? s : "";
+}
+
+Test(string_infer, split_runs_with_padding_and_counts) {
+  const char *xs[] = {"a,b,,c", "d", ""};
+  mx_value_id x = input("x", MX_STRING, SHAPE(3)), outs[2];
+  mx_attr a = mx_attr_string("delimiter", ",");
+  cr_assert_eq(node(NULL, "StringSplit", &x, 1, &a, 1, outs, 2), MX_OK, "%s", mx_graph_last_error(G));
+  mx_tensor in = strings_1d(xs, 3), res[2];
+  run(&in, 1, outs, res, 2);
+  cr_assert_eq(res[0].rank, 2);
+  cr_assert_eq(res[0].dims[1], 4);
+  static const char *const want[] = {"a", "b", "", "c", "d", "", "", "", "", "", "", ""};
+  for (int i = 0; i < 12; i++) cr_assert_str_eq(str_at(&res[0], i), want[i], "element %d", i);
+  static const int64_t counts[] = {4, 1, 1};
+  for (int i = 0; i < 3; i++) cr_assert_eq(((int64_t *)res[1].data)[i], counts[i]);
+  mx_tensor_release(&res[0]);
+  mx_tensor_release(&res[1]);
+}
+
+Test(string_infer, normalizer_runs_to_one_empty_string_when_all_are_stopwords) {
+  const char *xs[] = {"Monday", "monday"};
+  static const char *const stop[] = {"monday"};
+  mx_value_id x = input("x", MX_STRING, SHAPE(2));
+  mx_attr a[2] = {{.name = "stopwords", .type = MX_ATTR_STRINGS, .strings = stop, .count = 1},
+                  mx_attr_string("case_change_action", "UPPER")};
+  mx_value_id y = op("StringNormalizer", &x, 1, a, 2);
+  mx_tensor in = strings_1d(xs, 2), res;
+  run(&in, 1, &y, &res, 1);
+  cr_assert_eq(res.rank, 1);
+  cr_assert_eq(res.dims[0], 1);
+  cr_assert_str_eq(str_at(&res, 0), "");
+  mx_tensor_release(&res);
+}
+
+Test(string_infer, tfidf_counts_string_bigrams_with_skips) {
+  const char *xs[] = {"a", "b", "x", "a", "c", "b"};
+  static const char *const pool[] = {"a", "b", "a", "c"};
+  static const int64_t counts[] = {0, 0}, indexes[] = {0, 1};
+  mx_value_id x = input("x", MX_STRING, SHAPE(6));
+  mx_attr a[7] = {mx_attr_int("max_gram_length", 2),  mx_attr_int("min_gram_length", 2),
+                  mx_attr_int("max_skip_count", 1),   mx_attr_string("mode", "TF"),
+                  mx_attr_ints("ngram_counts", counts, 2), mx_attr_ints("ngram_indexes", indexes, 2),
+                  {.name = "pool_strings", .type = MX_ATTR_STRINGS, .strings = pool, .count = 4}};
+  mx_value_id y = op("TfIdfVectorizer", &x, 1, a, 7);
+  mx_tensor in = strings_1d(xs, 6), res;
+  run(&in, 1, &y, &res, 1);
+  /* (a, b): adjacent at 0 and skipping one at 3..5; (a, c): adjacent at 3. */
+  cr_assert_eq(res.dims[0], 2);
+  cr_assert_float_eq(((float *)res.data)[0], 2.0f, 0);
+  cr_assert_float_eq(((float *)res.data)[1], 1.0f, 0);
+  mx_tensor_release(&res);
 }
 
 /* --- ml ops ----------------------------------------------------------------------------------- */
