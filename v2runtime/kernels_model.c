@@ -412,6 +412,17 @@ static mx_status k_output_deliver(mx_exe_run *run, const mx_exe_node *n) {
       return mx__fail(run->err, MX_ERR_SHAPE, "output '%s': the buffer given is %s [%s], the result is %s [%s]",
                       name, mx_dtype_name(o->dtype), got, mx_dtype_name(rv->t.dtype), want);
     }
+  } else if (o->placement == MX_DEVICE) {
+    /* A device output of the step's shape, allocated for the caller (mx_device_free). */
+    void *buf = NULL;
+    mx_status st = mx_device_alloc(step->s->dev, nbytes ? nbytes : 1, 64, &buf);
+    if (st != MX_OK)
+      return mx__fail(run->err, st, "output '%s': cannot allocate %zu bytes of device memory", name, nbytes);
+    o->dtype = rv->t.dtype;
+    o->rank = rv->t.rank;
+    memcpy(o->dims, rv->t.dims, sizeof o->dims);
+    o->data = buf;
+    step->alloc_output[k] = true;
   } else {
     mx_status st = mx_tensor_alloc(rv->t.dtype, rv->t.rank, rv->t.dims, o);
     if (st != MX_OK)

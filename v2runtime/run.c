@@ -90,7 +90,14 @@ void mx__program_abort_step(mx_session *s, mx_step *step) {
   }
   for (size_t k = 0; k < p->root->n_outputs; k++) {
     if (!step->alloc_output[k]) continue;
-    mx_tensor_release(step->out_by_graph[k]);
+    mx_tensor *o = step->out_by_graph[k];
+    if (o->placement == MX_DEVICE) {
+      /* A device output the session allocated for the caller. */
+      mx_device_free(s->dev, o->data);
+      o->data = NULL;
+    } else {
+      mx_tensor_release(o);
+    }
     step->alloc_output[k] = false;
   }
 }
@@ -190,7 +197,10 @@ static mx_status run_interpreted(mx_session *s, mx_program *p, mx_step *step) {
     if (step->skip_output[k]) continue; /* not asked for: released with the rest */
     mx_tensor *o = step->out_by_graph[k];
     const char *name = root->values[root->outputs[k]].name;
-    if (!o->data) {
+    if (!o->data && o->placement == MX_DEVICE) {
+      st = mx__fail(&s->err, MX_ERR_UNSUPPORTED,
+                    "output '%s': a model with control flow returns host outputs (placement MX_HOST)", name);
+    } else if (!o->data) {
       *o = outs[k];
       o->name = name;
       memset(&outs[k], 0, sizeof outs[k]);

@@ -170,9 +170,10 @@ mx_status mx_session_output_shape_for(mx_session *s, const char *const *symbols,
  *   name; host (MX_HOST) or device memory (MX_DEVICE, allocated from the session's device).
  * outputs: one per model output, by position (or by name likewise); by name, any subset of the
  *   outputs (the others are still computed, but neither copied nor returned). An entry whose
- *   data is NULL receives a host tensor the caller owns (mx_tensor_release). An entry with data
- *   is a caller buffer (host or device) whose dtype and dims must equal the actual output's;
- *   device buffers are written in place (zero copy). */
+ *   data is NULL receives a host tensor the caller owns (mx_tensor_release), or with placement
+ *   MX_DEVICE a device buffer of the step's shape the caller frees (mx_device_free on the
+ *   session's device). An entry with data is a caller buffer (host or device) whose dtype and
+ *   dims must equal the actual output's; device buffers are written in place (zero copy). */
 mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                          size_t n_outputs);
 
