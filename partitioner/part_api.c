@@ -28,6 +28,7 @@ mx_status mx__part_fail(mx_partition *p, mx_status status, const char *fmt, ...)
 void mx_partition_options_init(mx_partition_options *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
+  o->version = MX_PARTITION_OPTIONS_VERSION;
   o->static_min_ops = MX_PARTITION_DEFAULT_STATIC_MIN_OPS;
 }
 
@@ -109,6 +110,10 @@ mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opt
   mx_partition_options defaults;
   mx_partition_options_init(&defaults);
   const mx_partition_options *o = opts ? opts : &defaults;
+  if (o->version != MX_PARTITION_OPTIONS_VERSION) /* older layouts get their own case here */
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
+                    "partition options version %u is not %u (fill them with mx_partition_options_init)",
+                    o->version, MX_PARTITION_OPTIONS_VERSION);
   if (o->static_min_ops < -1)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
                     "static_min_ops must be -1, 0 or positive, not %lld",

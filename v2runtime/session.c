@@ -12,6 +12,7 @@
 
 void mx_session_options_init(mx_session_options *o) {
   memset(o, 0, sizeof *o);
+  o->version = MX_SESSION_OPTIONS_VERSION;
   mx_device_options_init(&o->device_options);
   o->streams = 1;
   o->executor = MX_EXECUTOR_SEQUENTIAL;
@@ -85,6 +86,10 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
     mx_session_options_init(&defaults);
     o = &defaults;
   }
+  if (o->version != MX_SESSION_OPTIONS_VERSION) /* older layouts get their own case here */
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
+                    "session options version %u is not %u (fill them with mx_session_options_init)",
+                    o->version, MX_SESSION_OPTIONS_VERSION);
   if (o->streams == 0 || o->streams > MX_STEP_MAX_STREAMS)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "streams must be between 1 and 16, not %u", o->streams);
   if (o->executor > MX_EXECUTOR_MULTI_THREAD)

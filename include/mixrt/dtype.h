@@ -28,6 +28,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "mixrt/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -65,32 +67,32 @@ typedef enum mx_dtype {
 
 /* Bytes per element in a mixrt tensor (1 for the sub-byte types, sizeof(char *) for strings, see
  * above); 0 for MX_DTYPE_UNDEFINED or a code mixrt does not support. */
-size_t mx_dtype_size(mx_dtype dtype);
+MX_API size_t mx_dtype_size(mx_dtype dtype);
 /* Bits per element as ONNX stores it: 2, 4, 8, 16, 32 or 64; 0 when unsupported or a string. */
-int mx_dtype_bits(mx_dtype dtype);
+MX_API int mx_dtype_bits(mx_dtype dtype);
 
 /* Lower-case name ("float32", "bfloat16", ...); "undefined" for unknown codes. */
-const char *mx_dtype_name(mx_dtype dtype);
+MX_API const char *mx_dtype_name(mx_dtype dtype);
 
 /* Parses a name as printed by mx_dtype_name (also accepts "float", "double", "half"). Returns
  * MX_DTYPE_UNDEFINED when the name is unknown. */
-mx_dtype mx_dtype_from_name(const char *name);
+MX_API mx_dtype mx_dtype_from_name(const char *name);
 
 /* True for every fixed-width element type above (all ONNX tensor types but string and complex);
  * false for MX_STRING, which only the paths listed above take. */
-bool mx_dtype_is_supported(int code);
-bool mx_dtype_is_float(mx_dtype dtype);   /* float16, bfloat16, float32, float64 */
+MX_API bool mx_dtype_is_supported(int code);
+MX_API bool mx_dtype_is_float(mx_dtype dtype);   /* float16, bfloat16, float32, float64 */
 /* The 8-bit and 4-bit floats: float8e4m3fn/fnuz, float8e5m2/fnuz, float8e8m0, float4e2m1. */
-bool mx_dtype_is_narrow_float(mx_dtype dtype);
+MX_API bool mx_dtype_is_narrow_float(mx_dtype dtype);
 /* int8..int64 and uint8..uint64 (not bool, not the sub-byte integers). */
-bool mx_dtype_is_integer(mx_dtype dtype);
+MX_API bool mx_dtype_is_integer(mx_dtype dtype);
 /* int4, uint4, int2, uint2. */
-bool mx_dtype_is_sub_byte_int(mx_dtype dtype);
-bool mx_dtype_is_unsigned(mx_dtype dtype); /* uint2..uint64 */
-bool mx_dtype_is_signed(mx_dtype dtype);  /* signed integers (int2..int64) and floats but e8m0 */
+MX_API bool mx_dtype_is_sub_byte_int(mx_dtype dtype);
+MX_API bool mx_dtype_is_unsigned(mx_dtype dtype); /* uint2..uint64 */
+MX_API bool mx_dtype_is_signed(mx_dtype dtype);  /* signed integers (int2..int64) and floats but e8m0 */
 /* Packed bytes of n elements of a sub-byte type as ONNX stores them (n * bits / 8 rounded up);
  * n * mx_dtype_size for the other types. */
-size_t mx_dtype_packed_bytes(mx_dtype dtype, size_t n);
+MX_API size_t mx_dtype_packed_bytes(mx_dtype dtype, size_t n);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,8 @@
 #ifndef MIXRT_LOG_H
 #define MIXRT_LOG_H
 
+#include "mixrt/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -18,7 +20,7 @@ typedef enum mx_log_level {
 typedef void (*mx_log_fn)(void *user, mx_log_level level, const char *message);
 
 /* Name of a level ("debug", "info", "warn", "error"). */
-const char *mx_log_level_name(mx_log_level level);
+MX_API const char *mx_log_level_name(mx_log_level level);
 
 #ifdef __cplusplus
 }

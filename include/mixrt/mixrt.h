@@ -15,5 +15,6 @@
 #include "mixrt/shape.h"
 #include "mixrt/status.h"
 #include "mixrt/tensor.h"
+#include "mixrt/version.h"
 
 #endif /* MIXRT_MIXRT_H */

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mixrt/api.h"
 #include "mixrt/graph.h"
 #include "mixrt/status.h"
 
@@ -27,11 +28,11 @@ typedef struct mx_encoder_config {
 } mx_encoder_config;
 
 /* Fills cfg with the defaults above. */
-void mx_encoder_config_default(mx_encoder_config *cfg);
+MX_API void mx_encoder_config_default(mx_encoder_config *cfg);
 
 /* Builds the encoder (not yet inferred). *out receives ownership (mx_graph_destroy); on failure
  * it is NULL and err (may be NULL) says why. */
-mx_status mx_model_encoder(const mx_encoder_config *cfg, mx_graph **out, mx_error *err);
+MX_API mx_status mx_model_encoder(const mx_encoder_config *cfg, mx_graph **out, mx_error *err);
 
 /* A Llama-style decoder, one DECODE STEP: batch 1, one new token at position past_len.
  *
@@ -59,25 +60,25 @@ typedef struct mx_llama_config {
 } mx_llama_config;
 
 /* Fills cfg with the defaults above. */
-void mx_llama_config_default(mx_llama_config *cfg);
+MX_API void mx_llama_config_default(mx_llama_config *cfg);
 
 /* Fills cfg with a named size: "tiny" (the defaults: 2 layers, hidden 64, 4 heads, 2 key/value
  * heads, ffn 172, vocab 128; 0.53 MiB of weights) or "small" (4 layers, hidden 256, 4 heads and
  * 4 key/value heads of 64, ffn 688, vocab 1000; 14.5 MiB), the sizes `mixrt demo` and
  * `mixrt bench llm` run. False (cfg holds the defaults) for any other name. */
-bool mx_llama_config_preset(mx_llama_config *cfg, const char *name);
+MX_API bool mx_llama_config_preset(mx_llama_config *cfg, const char *name);
 
 /* Builds the decode step (not yet inferred). cfg NULL: the defaults. *out receives ownership
  * (mx_graph_destroy); on failure it is NULL and err (may be NULL) says why. A bad config (a zero
  * or oversized field, heads not a multiple of kv_heads, an odd head_dim) is
  * MX_ERR_INVALID_ARGUMENT naming the field. */
-mx_status mx_model_llama(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
+MX_API mx_status mx_model_llama(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
 /* The same decode step (inputs, outputs, weights, results) written with primitive ops the way
  * torch.onnx.export writes a Hugging Face Llama: RMSNorm as Pow / ReduceMean / Add / Sqrt /
  * Reciprocal / Mul, rotary as Slice / Neg / Concat / Mul / Add over Gather-ed tables, attention
  * as Concat (cache) / Expand (grouped heads) / MatMul / Mul / Softmax / MatMul (models/llama_exported.c).
  * mixrt's rewrite rules (mx_graph_fuse) bring it back to the fused form. */
-mx_status mx_model_llama_exported(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
+MX_API mx_status mx_model_llama_exported(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
 
 /* A mixture-of-experts block with data-dependent routing over a symbolic token count.
  *
@@ -98,12 +99,12 @@ typedef struct mx_moe_config {
 } mx_moe_config;
 
 /* Fills cfg with the defaults above. */
-void mx_moe_config_default(mx_moe_config *cfg);
+MX_API void mx_moe_config_default(mx_moe_config *cfg);
 
 /* Builds the block (not yet inferred). cfg NULL: the defaults. *out receives ownership
  * (mx_graph_destroy); on failure it is NULL and err (may be NULL) says why (a bad config is
  * MX_ERR_INVALID_ARGUMENT naming the field). */
-mx_status mx_model_moe(const mx_moe_config *cfg, mx_graph **out, mx_error *err);
+MX_API mx_status mx_model_moe(const mx_moe_config *cfg, mx_graph **out, mx_error *err);
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "mixrt/api.h"
 #include "mixrt/graph.h"
 #include "mixrt/status.h"
 
@@ -43,7 +44,12 @@ typedef struct mx_partition mx_partition;
 /* Default of mx_partition_options.static_min_ops. */
 #define MX_PARTITION_DEFAULT_STATIC_MIN_OPS 4
 
+/* The layout of mx_partition_options this header describes (docs/abi.md): 1, the fields below.
+ * mx_partition_create refuses a record whose version it does not know. */
+#define MX_PARTITION_OPTIONS_VERSION 1u
+
 typedef struct mx_partition_options {
+  uint32_t version; /* MX_PARTITION_OPTIONS_VERSION; set by mx_partition_options_init */
   /* Known clusters with fewer ops become unknown (a static model that small costs more to
    * launch than it saves). 0 keeps every known cluster; -1 makes the whole graph dynamic. */
   int64_t static_min_ops;
@@ -57,7 +63,7 @@ typedef struct mx_partition_options {
 } mx_partition_options;
 
 /* Fills *o with the defaults: static_min_ops 4, not stable, nothing forced. */
-void mx_partition_options_init(mx_partition_options *o);
+MX_API void mx_partition_options_init(mx_partition_options *o);
 
 typedef enum mx_cluster_type {
   MX_CLUSTER_DATA = 0,     /* one graph input; stays in the root */
@@ -68,7 +74,7 @@ typedef enum mx_cluster_type {
 } mx_cluster_type;
 
 /* "DATA", "INPUT", "KNOWN", "UNKNOWN", "NETOUTPUT" (never NULL). */
-const char *mx_cluster_type_name(mx_cluster_type t);
+MX_API const char *mx_cluster_type_name(mx_cluster_type t);
 
 /* Why a node is where it is. */
 typedef enum mx_partition_reason_kind {
@@ -87,7 +93,7 @@ typedef enum mx_partition_reason_kind {
 } mx_partition_reason_kind;
 
 /* Short name of a kind: "known", "symbolic_dim", ... (never NULL). */
-const char *mx_partition_reason_name(mx_partition_reason_kind k);
+MX_API const char *mx_partition_reason_name(mx_partition_reason_kind k);
 
 /* A reason record. Ids refer to the input graph. */
 typedef struct mx_partition_reason {
@@ -108,20 +114,20 @@ typedef struct mx_partition_reason {
  * g is not modified and must outlive *out. On success *out receives a new partition (destroy
  * with mx_partition_destroy); on failure *out is NULL and err (may be NULL) names the node or
  * option at fault. */
-mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opts,
+MX_API mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opts,
                               mx_partition **out, mx_error *err);
 /* Frees the partition and, unless detached, its root graph. NULL is a no-op. */
-void mx_partition_destroy(mx_partition *p);
+MX_API void mx_partition_destroy(mx_partition *p);
 /* Message of the last failure on p ("" if none). Borrowed until the next call. */
-const char *mx_partition_last_error(const mx_partition *p);
+MX_API const char *mx_partition_last_error(const mx_partition *p);
 
 /* --- the partitioned graph ------------------------------------------------------------------ */
 
 /* The partitioned root graph (borrowed; owned by p), or NULL after mx_partition_detach_root.
  * It shares the input graph's symbol table; its subgraphs are owned by its call nodes. */
-mx_graph *mx_partition_root(mx_partition *p);
+MX_API mx_graph *mx_partition_root(mx_partition *p);
 /* Transfers the root graph to the caller (mx_graph_destroy); p keeps every other record. */
-mx_graph *mx_partition_detach_root(mx_partition *p);
+MX_API mx_graph *mx_partition_detach_root(mx_partition *p);
 
 /* --- clusters ------------------------------------------------------------------------------- */
 
@@ -147,15 +153,15 @@ typedef struct mx_partition_boundary {
   bool constant;         /* a shared constant passed from the root: never changes */
 } mx_partition_boundary;
 
-size_t mx_partition_cluster_count(const mx_partition *p);
+MX_API size_t mx_partition_cluster_count(const mx_partition *p);
 /* False when id is out of range. */
-bool mx_partition_cluster(const mx_partition *p, size_t id, mx_partition_cluster_info *out);
+MX_API bool mx_partition_cluster(const mx_partition *p, size_t id, mx_partition_cluster_info *out);
 /* Node k (0..n_nodes-1, topological order) of cluster id, or MX_NO_NODE. */
-mx_node_id mx_partition_cluster_node(const mx_partition *p, size_t id, size_t k);
+MX_API mx_node_id mx_partition_cluster_node(const mx_partition *p, size_t id, size_t k);
 /* Input / output k of cluster id; false when out of range. */
-bool mx_partition_cluster_input(const mx_partition *p, size_t id, size_t k,
+MX_API bool mx_partition_cluster_input(const mx_partition *p, size_t id, size_t k,
                                 mx_partition_boundary *out);
-bool mx_partition_cluster_output(const mx_partition *p, size_t id, size_t k,
+MX_API bool mx_partition_cluster_output(const mx_partition *p, size_t id, size_t k,
                                  mx_partition_boundary *out);
 
 /* --- nodes ---------------------------------------------------------------------------------- */
@@ -167,10 +173,10 @@ typedef struct mx_partition_node_info {
 } mx_partition_node_info;
 
 /* Info about node n of the input graph; false for an invalid or removed node. */
-bool mx_partition_node(const mx_partition *p, mx_node_id n, mx_partition_node_info *out);
+MX_API bool mx_partition_node(const mx_partition *p, mx_node_id n, mx_partition_node_info *out);
 /* Prints node n's reason as one line of text ("output 0 'y' dim 1 is symbolic: past_len + 1")
  * into buf (NUL-terminated when cap > 0). Returns the length the full text needs. */
-size_t mx_partition_reason_format(const mx_partition *p, mx_node_id n, char *buf, size_t cap);
+MX_API size_t mx_partition_reason_format(const mx_partition *p, mx_node_id n, char *buf, size_t cap);
 
 typedef struct mx_partition_totals {
   size_t known_nodes, unknown_nodes; /* ops in KNOWN / UNKNOWN clusters */
@@ -181,23 +187,23 @@ typedef struct mx_partition_totals {
                               the one that produces them */
 } mx_partition_totals;
 
-void mx_partition_get_totals(const mx_partition *p, mx_partition_totals *out);
+MX_API void mx_partition_get_totals(const mx_partition *p, mx_partition_totals *out);
 
 /* --- dumps ---------------------------------------------------------------------------------- */
 
 /* One line per cluster (id, type, op count, rank range, input and output cluster ids, first
  * node names) and the totals. Same partition, same bytes. */
-mx_status mx_partition_dump_text(const mx_partition *p, FILE *out);
+MX_API mx_status mx_partition_dump_text(const mx_partition *p, FILE *out);
 /* Graphviz DOT: nodes boxed by cluster (KNOWN green, UNKNOWN orange, DATA, INPUT and NETOUTPUT
  * grey), cross-cluster edges bold. */
-mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out);
+MX_API mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out);
 /* One JSON object: {"graph", "options", "clusters": [...], "nodes": [...], "totals": {...}};
  * docs/partition.md lists every field. */
-mx_status mx_partition_dump_json(const mx_partition *p, FILE *out);
+MX_API mx_status mx_partition_dump_json(const mx_partition *p, FILE *out);
 /* Why the node (or graph input / constant) called `name` is in its cluster, following the
  * reason back to the graph input or op that caused it. MX_ERR_NOT_FOUND when g has no node or
  * value of that name (the message is on p). */
-mx_status mx_partition_explain(mx_partition *p, const char *name, FILE *out);
+MX_API mx_status mx_partition_explain(mx_partition *p, const char *name, FILE *out);
 
 #ifdef __cplusplus
 }

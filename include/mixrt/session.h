@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mixrt/api.h"
 #include "mixrt/graph.h"
 #include "mixrt/hal.h"
 #include "mixrt/log.h"
@@ -53,7 +54,12 @@ typedef struct mx_symbol_range {
   int64_t min, max;
 } mx_symbol_range;
 
+/* The layout of mx_session_options this header describes (docs/abi.md): 1, the fields below.
+ * mx_session_create refuses a record whose version it does not know. */
+#define MX_SESSION_OPTIONS_VERSION 1u
+
 typedef struct mx_session_options {
+  uint32_t version;                 /* MX_SESSION_OPTIONS_VERSION; set by mx_session_options_init */
   mx_device *device;                /* a device to run on (borrowed, must outlive the session);
                                        NULL: the session creates one from device_options */
   mx_device_options device_options; /* used when device is NULL */
@@ -87,36 +93,36 @@ typedef struct mx_session_options {
 } mx_session_options;
 
 /* Fills *o with the defaults. */
-void mx_session_options_init(mx_session_options *o);
+MX_API void mx_session_options_init(mx_session_options *o);
 
 /* Creates a session with no model. `o` is read during the call only (strings it points to are
  * copied). On failure *out is NULL and err (may be NULL) says why. */
-mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_error *err);
+MX_API mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_error *err);
 /* Waits for runs in flight, unloads the model, frees everything. NULL is a no-op. */
-void mx_session_destroy(mx_session *s);
+MX_API void mx_session_destroy(mx_session *s);
 /* Message of the last failure on this session ("" if none); valid until the next call. */
-const char *mx_session_last_error(const mx_session *s);
+MX_API const char *mx_session_last_error(const mx_session *s);
 /* What Stage 2 (mx_graph_fuse, options.passes) did to the last model compiled from ONNX
  * (all zero for a restored .mxm). Borrowed until the next load. */
-const mx_fuse_report *mx_session_fuse_report(const mx_session *s);
+MX_API const mx_fuse_report *mx_session_fuse_report(const mx_session *s);
 
 /* --- loading -------------------------------------------------------------------------------- */
 
 /* Loads an ONNX model or a .mxm file (told apart by content) and compiles it (ONNX) or restores
  * it (.mxm). Replaces a model already loaded. */
-mx_status mx_session_load_file(mx_session *s, const char *path);
+MX_API mx_status mx_session_load_file(mx_session *s, const char *path);
 /* Same, from memory (ONNX external data is not available from memory). */
-mx_status mx_session_load_memory(mx_session *s, const void *data, size_t size);
+MX_API mx_status mx_session_load_memory(mx_session *s, const void *data, size_t size);
 /* Compiles a graph built with the builder API. The session takes ownership of g, also on
  * failure. */
-mx_status mx_session_load_graph(mx_session *s, mx_graph *g);
+MX_API mx_status mx_session_load_graph(mx_session *s, mx_graph *g);
 typedef struct mx_session_save_options {
   bool external_weights; /* write the static models' weights to "<path>.weights" beside the file */
 } mx_session_save_options;
 
 /* Writes the loaded model as a .mxm file (partitioned root, static plans, execution graphs).
  * `o` may be NULL (weights inline). */
-mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save_options *o);
+MX_API mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save_options *o);
 
 /* --- model description ---------------------------------------------------------------------- */
 
@@ -127,11 +133,11 @@ typedef struct mx_io_info {
   const char *shape;  /* printed shape, e.g. "[1, 2, past_len, 16]" (owned by the session) */
 } mx_io_info;
 
-size_t mx_session_input_count(const mx_session *s);
-size_t mx_session_output_count(const mx_session *s);
+MX_API size_t mx_session_input_count(const mx_session *s);
+MX_API size_t mx_session_output_count(const mx_session *s);
 /* False when index is out of range or no model is loaded. */
-bool mx_session_input_info(const mx_session *s, size_t index, mx_io_info *info);
-bool mx_session_output_info(const mx_session *s, size_t index, mx_io_info *info);
+MX_API bool mx_session_input_info(const mx_session *s, size_t index, mx_io_info *info);
+MX_API bool mx_session_output_info(const mx_session *s, size_t index, mx_io_info *info);
 
 /* One dim of an input or output, structured (mx_io_info.shape is the same, printed). */
 typedef enum mx_io_dim_kind {
@@ -150,17 +156,17 @@ typedef struct mx_io_dim {
 
 /* Dim k of input (output = false) or output `index`; false when out of range, the rank is
  * unknown or no model is loaded. */
-bool mx_session_io_dim(const mx_session *s, bool output, size_t index, int32_t k, mx_io_dim *dim);
+MX_API bool mx_session_io_dim(const mx_session *s, bool output, size_t index, int32_t k, mx_io_dim *dim);
 /* The model's symbols (symbolic dims), numbered 0 .. count - 1; NULL when out of range. */
-size_t mx_session_symbol_count(const mx_session *s);
-const char *mx_session_symbol_name(const mx_session *s, size_t index);
+MX_API size_t mx_session_symbol_count(const mx_session *s);
+MX_API const char *mx_session_symbol_name(const mx_session *s, size_t index);
 /* The concrete shape output `index` has in a step on these inputs (only names, ranks and dims
  * are read; data may be NULL), without running anything: *rank and dims[0 .. *rank). Fails
  * naming the dim when it is known only at run time or a symbol it uses is not given. */
-mx_status mx_session_output_shape(mx_session *s, const mx_tensor *inputs, size_t n_inputs, size_t index,
+MX_API mx_status mx_session_output_shape(mx_session *s, const mx_tensor *inputs, size_t n_inputs, size_t index,
                                   int32_t *rank, int64_t *dims);
 /* The same from symbol values by name ({"past_len"}, {511}). */
-mx_status mx_session_output_shape_for(mx_session *s, const char *const *symbols, const int64_t *values,
+MX_API mx_status mx_session_output_shape_for(mx_session *s, const char *const *symbols, const int64_t *values,
                                       size_t n_symbols, size_t index, int32_t *rank, int64_t *dims);
 
 /* --- running -------------------------------------------------------------------------------- */
@@ -174,7 +180,7 @@ mx_status mx_session_output_shape_for(mx_session *s, const char *const *symbols,
  *   MX_DEVICE a device buffer of the step's shape the caller frees (mx_device_free on the
  *   session's device). An entry with data is a caller buffer (host or device) whose dtype and
  *   dims must equal the actual output's; device buffers are written in place (zero copy). */
-mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+MX_API mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                          size_t n_outputs);
 
 /* Called once per asynchronous run when it has completed on the device (status MX_OK) or
@@ -186,22 +192,22 @@ typedef void (*mx_run_callback)(void *user, mx_status status, const char *messag
  * caller's stream (NULL: the session's own), on which the step is ordered after earlier work. The
  * callback runs on the session's libuv loop (mx_session_options.uv_loop, or an internal loop
  * thread). */
-mx_status mx_session_run_async(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+MX_API mx_status mx_session_run_async(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                                size_t n_outputs, mx_stream *stream, mx_run_callback callback, void *user);
 /* Waits until every asynchronous run has completed and its callback has returned. */
-mx_status mx_session_synchronize(mx_session *s);
+MX_API mx_status mx_session_synchronize(mx_session *s);
 
 /* Checks, allocating nothing, that a step on inputs of these dtypes and dims (data is not read
  * and may be NULL; by position, or by name when every one is named) stays within the memory
  * limit: every tensor the inputs' symbols size, and the inputs with all outputs together.
  * MX_ERR_DEVICE_OOM names the value and its size. mx_session_run makes the same check. */
-mx_status mx_session_check_memory(mx_session *s, const mx_tensor *inputs, size_t n_inputs);
+MX_API mx_status mx_session_check_memory(mx_session *s, const mx_tensor *inputs, size_t n_inputs);
 /* The bytes a step may take (memory_limit option, else the available physical memory when the
  * model was loaded, capped by the device's memory_limit); 0 when no model is loaded. */
-uint64_t mx_session_memory_limit(const mx_session *s);
+MX_API uint64_t mx_session_memory_limit(const mx_session *s);
 
 /* The session's device (borrowed), e.g. to allocate device buffers for inputs and outputs. */
-mx_device *mx_session_device(mx_session *s);
+MX_API mx_device *mx_session_device(mx_session *s);
 
 /* --- statistics and tracing ----------------------------------------------------------------- */
 
@@ -229,13 +235,13 @@ typedef struct mx_session_stats {
 /* Fills *last (the last step) and *total (since the model was loaded; the allocator counters
  * device_allocations, allocator_hits and allocator_misses since the session was created);
  * either may be NULL. */
-mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last, mx_session_stats *total);
+MX_API mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last, mx_session_stats *total);
 
 /* Starts recording a trace of the following steps (Chrome trace-event format, viewable in
  * Perfetto: one lane per stream and one for the host). */
-mx_status mx_session_trace_begin(mx_session *s);
+MX_API mx_status mx_session_trace_begin(mx_session *s);
 /* Stops recording and writes the trace to `path` as JSON. */
-mx_status mx_session_trace_end(mx_session *s, const char *path);
+MX_API mx_status mx_session_trace_end(mx_session *s, const char *path);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "mixrt/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -40,10 +42,10 @@ typedef enum mx_status {
 } mx_status;
 
 /* Short constant description of a status ("invalid argument"); never NULL. */
-const char *mx_status_string(mx_status status);
+MX_API const char *mx_status_string(mx_status status);
 
 /* Constant identifier of a status ("MX_ERR_INVALID_ARGUMENT"); never NULL. */
-const char *mx_status_name(mx_status status);
+MX_API const char *mx_status_name(mx_status status);
 
 #define MX_ERROR_MESSAGE_MAX 512
 
@@ -54,7 +56,7 @@ typedef struct mx_error {
 } mx_error;
 
 /* Resets an error record to MX_OK with an empty message. NULL is a no-op. */
-void mx_error_clear(mx_error *err);
+MX_API void mx_error_clear(mx_error *err);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mixrt/api.h"
 #include "mixrt/dtype.h"
 #include "mixrt/shape.h"
 #include "mixrt/status.h"
@@ -37,33 +38,33 @@ typedef struct mx_tensor {
 } mx_tensor;
 
 /* Number of elements (1 for a scalar). Returns false on int64 overflow or a negative dim. */
-bool mx_tensor_numel(const mx_tensor *t, int64_t *numel);
+MX_API bool mx_tensor_numel(const mx_tensor *t, int64_t *numel);
 /* Size of the data in bytes. Returns false on overflow, an invalid dim or an unknown dtype. */
-bool mx_tensor_nbytes(const mx_tensor *t, size_t *nbytes);
+MX_API bool mx_tensor_nbytes(const mx_tensor *t, size_t *nbytes);
 
 /* Fills *t with a new host tensor of the given type and dims whose zeroed data the caller owns
  * (free it with mx_tensor_release; a string tensor starts with NULL entries, read as ""). Fails with MX_ERR_LIMIT when the size overflows and
  * MX_ERR_OUT_OF_MEMORY when allocation fails. */
-mx_status mx_tensor_alloc(mx_dtype dtype, int32_t rank, const int64_t *dims, mx_tensor *t);
+MX_API mx_status mx_tensor_alloc(mx_dtype dtype, int32_t rank, const int64_t *dims, mx_tensor *t);
 /* Frees data allocated by mixrt for a host tensor and clears the record. NULL is a no-op. */
-void mx_tensor_release(mx_tensor *t);
+MX_API void mx_tensor_release(mx_tensor *t);
 
 /* Loads one serialized onnx.TensorProto file (the .pb files of the ONNX node tests).
  * On success *t holds a host tensor whose data the caller owns (mx_tensor_release); its name
  * is NULL. If name_out is not NULL it receives a malloc'd copy of the TensorProto's name (free()).
  * Malformed files give MX_ERR_MALFORMED with the reason in err. */
-mx_status mx_tensor_load_pb(const char *path, mx_tensor *t, char **name_out, mx_error *err);
+MX_API mx_status mx_tensor_load_pb(const char *path, mx_tensor *t, char **name_out, mx_error *err);
 /* Same, from memory. */
-mx_status mx_tensor_parse_pb(const void *data, size_t size, mx_tensor *t, char **name_out,
+MX_API mx_status mx_tensor_parse_pb(const void *data, size_t size, mx_tensor *t, char **name_out,
                              mx_error *err);
 
 /* Loads a NumPy .npy file (format 1.0-3.0, little-endian, C order) into a host tensor the caller
  * owns (mx_tensor_release). Element types: <f4 <f2 <f8 |i1 |u1 <i2 <i4 <i8 |b1, and <u2 read as
  * bfloat16 bit patterns (NumPy has no bfloat16). Errors name the file. */
-mx_status mx_tensor_load_npy(const char *path, mx_tensor *t, mx_error *err);
+MX_API mx_status mx_tensor_load_npy(const char *path, mx_tensor *t, mx_error *err);
 /* Writes a host tensor as a .npy file (bfloat16 is written as <u2 bit patterns; strings are
  * refused). */
-mx_status mx_tensor_save_npy(const char *path, const mx_tensor *t, mx_error *err);
+MX_API mx_status mx_tensor_save_npy(const char *path, const mx_tensor *t, mx_error *err);
 
 #ifdef __cplusplus
 }

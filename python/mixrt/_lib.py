@@ -40,6 +40,7 @@ class SymbolRange(ctypes.Structure):
 
 class SessionOptions(ctypes.Structure):
     _fields_ = [
+        ("version", ctypes.c_uint32),  # MX_SESSION_OPTIONS_VERSION, set by mx_session_options_init
         ("device", ctypes.c_void_p),
         ("device_options", DeviceOptions),
         ("streams", ctypes.c_uint32),
