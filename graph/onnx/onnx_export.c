@@ -43,6 +43,18 @@ static Onnx__TensorProto *export_tensor(exporter *ex, const char *name, const mx
   tp->dims = mx__arena_array(&ex->arena, t->rank ? (size_t)t->rank : 1, sizeof(int64_t), 8);
   if (!tp->name || !tp->dims) return NULL;
   for (int32_t i = 0; i < t->rank; i++) tp->dims[i] = t->dims[i];
+  if (t->dtype == MX_STRING) { /* strings go out in string_data (raw_data cannot hold them) */
+    size_t n = nbytes / sizeof(char *);
+    tp->n_string_data = n;
+    tp->string_data = mx__arena_array(&ex->arena, n ? n : 1, sizeof *tp->string_data, 8);
+    if (!tp->string_data) return NULL;
+    for (size_t i = 0; i < n; i++) {
+      const char *s = ((char *const *)t->data)[i];
+      tp->string_data[i].data = (uint8_t *)(s ? s : ""); /* borrowed like raw_data below */
+      tp->string_data[i].len = s ? strlen(s) : 0;
+    }
+    return tp;
+  }
   tp->has_raw_data = 1;
   tp->raw_data.len = nbytes;
   tp->raw_data.data = (uint8_t *)t->data; /* borrowed from the graph for the time of packing */

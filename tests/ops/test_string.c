@@ -8,6 +8,7 @@
 #include "graph/ir.h"
 #include "graph/ops/op.h"
 #include "mixrt/graph.h"
+#include "mixrt/onnx.h"
 #include "mixrt/reference.h"
 #include "mixrt/tensor.h"
 #include "ops/ops_support.h"
@@ -185,6 +186,32 @@ Test(string_infer, tfidf_counts_string_bigrams_with_skips) {
   cr_assert_float_eq(((float *)res.data)[0], 2.0f, 0);
   cr_assert_float_eq(((float *)res.data)[1], 1.0f, 0);
   mx_tensor_release(&res);
+}
+
+Test(string_infer, string_constants_survive_onnx_export_and_import) {
+  const char *ws[] = {"left", "", "right"};
+  mx_tensor w = strings_1d(ws, 3);
+  mx_value_id c, x = input("x", MX_STRING, SHAPE(3));
+  cr_assert_eq(mx_graph_add_constant(G, "w", &w, &c), MX_OK, "%s", mx_graph_last_error(G));
+  mx_value_id in[2] = {x, c};
+  mx_value_id y = op("StringConcat", in, 2, NULL, 0);
+  cr_assert_eq(mx_graph_add_output(G, y), MX_OK);
+  infer_ok();
+  void *bytes = NULL;
+  size_t size = 0;
+  mx_error err = {0};
+  cr_assert_eq(mx_onnx_save_memory(G, &bytes, &size, &err), MX_OK, "%s", err.message);
+  mx_graph *g2 = NULL;
+  cr_assert_eq(mx_onnx_load_memory(bytes, size, NULL, &g2, &err), MX_OK, "%s", err.message);
+  free(bytes);
+  const char *xs[] = {"a", "b", "c"};
+  mx_tensor xin = strings_1d(xs, 3), res;
+  memset(&res, 0, sizeof res);
+  cr_assert_eq(mx_reference_run(g2, &xin, 1, &res, 1, &err), MX_OK, "%s", err.message);
+  static const char *const want[] = {"aleft", "b", "cright"};
+  for (int i = 0; i < 3; i++) cr_assert_str_eq(str_at(&res, i), want[i]);
+  mx_tensor_release(&res);
+  mx_graph_destroy(g2);
 }
 
 /* --- ml ops ----------------------------------------------------------------------------------- */
