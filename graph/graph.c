@@ -13,10 +13,9 @@
 /* --- errors and logging --------------------------------------------------------------------- */
 
 mx_status mx__graph_fail(mx_graph *g, mx_status status, const char *fmt, ...) {
-  g->err.status = status;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(g->err.message, sizeof g->err.message, fmt, ap);
+  mx__error_vfail(&g->err, status, fmt, ap);
   va_end(ap);
   return status;
 }

@@ -57,12 +57,12 @@ typedef struct cx {
 
 static mx_status fail(cx *c, mx_status st, const char *fmt, ...) MX_PRINTF(3, 4);
 static mx_status fail(cx *c, mx_status st, const char *fmt, ...) {
-  char msg[600];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  mx__error_vfail(c->err, st, fmt, ap);
   va_end(ap);
-  return mx__fail(c->err, st, "node '%s' (%s): %s", c->nd->name, c->nd->op_type, msg);
+  mx__error_prefix(c->err, "node '%s' (%s): ", c->nd->name, c->nd->op_type);
+  return st;
 }
 
 static mx_status oom(cx *c) { return fail(c, MX_ERR_OUT_OF_MEMORY, "out of host memory"); }

@@ -70,18 +70,10 @@ mx_status mx__parse_floats(const mx_parse_ctx *pc, const char *name, float *out,
   return parse_list(pc, name, MX_ATTR_FLOATS, out, sizeof *out, cap, n);
 }
 
-/* Records status with a printf-style message on err (when not NULL); returns status. */
-static mx_status vfail(mx_error *err, mx_status status, const char *fmt, va_list ap) {
-  if (!err) return status;
-  char msg[400];
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  return mx__fail(err, status, "%s", msg);
-}
-
 mx_status mx__parse_fail(const mx_parse_ctx *pc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  mx_status st = vfail(pc->err, MX_ERR_INVALID_GRAPH, fmt, ap);
+  mx_status st = mx__error_vfail(pc->err, MX_ERR_INVALID_GRAPH, fmt, ap);
   va_end(ap);
   return st;
 }
@@ -91,7 +83,7 @@ mx_status mx__parse_fail(const mx_parse_ctx *pc, const char *fmt, ...) {
 mx_status mx__infer_fail(mx_infer_ctx *ctx, mx_status status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  mx_status st = vfail(ctx->err, status, fmt, ap);
+  mx_status st = mx__error_vfail(ctx->err, status, fmt, ap);
   va_end(ap);
   return st;
 }
