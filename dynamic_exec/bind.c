@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dynamic_exec/dynamic_exec-impl.h"
+#include "dynamic_exec/dynamic_exec_impl.h"
 
 bool mx__dyn_bind_symbol(mx_dyn_exec *e, uint32_t s, int64_t value) {
   int64_t *cur = &e->sym_val[s];

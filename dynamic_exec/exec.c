@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynamic_exec/dynamic_exec-impl.h"
+#include "dynamic_exec/dynamic_exec_impl.h"
 
 mx_status mx__dyn_fail(mx_dyn_exec *e, mx_status st, const char *fmt, ...) {
   va_list ap;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynamic_exec/dynamic_exec-impl.h"
+#include "dynamic_exec/dynamic_exec_impl.h"
 
 mx_status mx__dyn_host_reserve(mx__dyn_val *rv, size_t nbytes) {
   if (rv->host_buf && nbytes <= rv->host_cap) return MX_OK;

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dynamic_exec/dynamic_exec-impl.h"
+#include "dynamic_exec/dynamic_exec_impl.h"
 
 static mx_status dyn_task_run(void *args, size_t size) {
   mx__dyn_launch_hdr *h = args;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynamic_exec/dynamic_exec-impl.h"
+#include "dynamic_exec/dynamic_exec_impl.h"
 
 void mx_dyn_options_init(mx_dyn_options *o) {
   if (!o) return;

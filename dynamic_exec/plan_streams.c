@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynamic_exec/dynamic_exec-impl.h"
+#include "dynamic_exec/dynamic_exec_impl.h"
 
 typedef struct sched {
   uint32_t S;         /* streams available */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynamic_exec/dynamic_exec-impl.h"
+#include "dynamic_exec/dynamic_exec_impl.h"
 
 /* Run-time inference creates constants in the scratch table; renew it after this many calls so
  * it does not grow without bound over a long run. */

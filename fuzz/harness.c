@@ -19,7 +19,7 @@
 #include "mixrt/session.h"
 #include "mixrt/tensor.h"
 #include "proto/mixrt_model.pb-c.h"
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 #include "static_exec/static_exec.h"
 
 /* Largest tensor (bytes) a harness allocates for an input or output: bigger ones are given with

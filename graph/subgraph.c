@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "graph/ops/control-params.h"
+#include "graph/ops/control_params.h"
 #include "graph/passes/passes.h"
 
 /* --- builder API ------------------------------------------------------------------------------ */

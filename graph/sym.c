@@ -1,6 +1,6 @@
 /* The symbolic-integer engine behind mx_dim: the symbol table, the hash-consed pools of atoms,
  * monomials and expressions, and canonical arithmetic over them (add, multiply, exact and floor
- * division, modulo, min, max, substitution, comparison). See graph/sym-impl.h for the canonical
+ * division, modulo, min, max, substitution, comparison). See graph/sym_impl.h for the canonical
  * form. Every result is either exact or MX_DIM_UNKNOWN: coefficient overflow, an unknown operand
  * or a failed allocation degrade to "unknown", never to a wrong expression.
  *
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/grow.h"
-#include "graph/sym-impl.h"
+#include "graph/sym_impl.h"
 
 /* A power beyond this cannot be evaluated without overflow unless the base is 0 or +-1, so
  * refusing it loses nothing and keeps degree sums far from uint32 overflow. */
@@ -218,7 +218,7 @@ static mx_status atom_mono(mx_symtab *t, uint32_t atom, uint32_t power, uint32_t
   return intern_mono(t, &f, 1, out);
 }
 
-/* Graded lexicographic order: negative when monomial a sorts before b (see sym-impl.h). */
+/* Graded lexicographic order: negative when monomial a sorts before b (see sym_impl.h). */
 static int mono_cmp(const mx_symtab *t, uint32_t a, uint32_t b) {
   if (a == b) return 0;
   const mx__sym_mono *ma = &t->monos[a], *mb = &t->monos[b];

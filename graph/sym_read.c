@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/sym-impl.h"
+#include "graph/sym_impl.h"
 
 /* --- evaluation ------------------------------------------------------------------------------ */
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "hal/hal-impl.h"
+#include "hal/hal_impl.h"
 
 #define DEFAULT_RING_SLOTS 1024u
 #define MAX_RING_SLOTS (1u << 20)

@@ -25,7 +25,7 @@
 
 #include "mixrt/hal.h"
 
-/* Version of the device interface (the backend table in hal/hal-impl.h). New entries are only
+/* Version of the device interface (the backend table in hal/hal_impl.h). New entries are only
  * appended; a backend built for an older version leaves the newer ones NULL. Version 2 added
  * call_named (names in failure reports). */
 #define MX_HAL_API_VERSION 2u

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "hal/hal-impl.h"
+#include "hal/hal_impl.h"
 
 struct mx__mem_node {
   uintptr_t start; /* first byte */

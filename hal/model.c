@@ -25,7 +25,7 @@
 #include "common/clock.h"
 #include "common/fail_cause.h"
 #include "common/grow.h"
-#include "hal/hal-impl.h"
+#include "hal/hal_impl.h"
 
 #define MAX_MODEL_STREAMS 256u
 #define MAX_MODEL_EVENTS (1u << 24)

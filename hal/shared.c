@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hal/hal-impl.h"
+#include "hal/hal_impl.h"
 
 struct mx__shared_block {
   void *ptr;                /* the device block (an allocation marked shared) */

@@ -5,7 +5,7 @@
  * processor, so on a machine with more runnable threads than cores the thread being waited for
  * can run), then parks. Parking uses a waiter slot that names the counter and the target, so
  * the device side issues a wake-up system call only when a waiter's condition is met, not on
- * every completion (see mx__waitq in hal-impl.h). */
+ * every completion (see mx__waitq in hal_impl.h). */
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "hal/hal-impl.h"
+#include "hal/hal_impl.h"
 
 void mx__futex_wait(_Atomic uint32_t *word, uint32_t expected) {
   /* Returns on a wake, a changed word (EAGAIN) or a signal; callers re-check. */

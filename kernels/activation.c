@@ -12,9 +12,9 @@
  * ONNX's definition does). */
 #include <math.h>
 
-#include "graph/ops/activation-params.h"
-#include "kernels/activation-impl.h"
-#include "kernels/elementwise-impl.h"
+#include "graph/ops/activation_params.h"
+#include "kernels/activation_impl.h"
+#include "kernels/elementwise_impl.h"
 #include "kernels/groups.h"
 #include "kernels/kmath.h"
 

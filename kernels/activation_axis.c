@@ -5,9 +5,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/activation-params.h"
-#include "kernels/activation-impl.h"
-#include "kernels/elementwise-impl.h"
+#include "graph/ops/activation_params.h"
+#include "kernels/activation_impl.h"
+#include "kernels/elementwise_impl.h"
 #include "kernels/kutil.h"
 
 static mx_status fail(mx_kernel_call *c, mx_status st, const char *why) {

@@ -4,9 +4,9 @@
  * float16/bfloat16 PRelu through the float32 row. The bitwise ops only depend on the element
  * width, so signed and unsigned types share rows. A shift by the type's width or more gives 0
  * (C leaves it undefined; numpy's result for the unsigned types ONNX allows). */
-#include "graph/ops/activation-params.h"
-#include "kernels/activation-impl.h"
-#include "kernels/elementwise-impl.h"
+#include "graph/ops/activation_params.h"
+#include "kernels/activation_impl.h"
+#include "kernels/elementwise_impl.h"
 
 /* NAME(n, a, sa, b, sb, o): o[i] = EXPR of x = a[i*sa] and y = b[i*sb], with a separate loop
  * for the common contiguous case that the compiler vectorizes. */

@@ -7,17 +7,17 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/conv-params.h"
-#include "kernels/conv-impl.h"
+#include "graph/ops/conv_params.h"
+#include "kernels/conv_impl.h"
 #include "kernels/groups.h"
 #include "kernels/kmath.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
+#include "kernels/linalg_impl.h"
 
 #define CT float
 #define CT_FN(name) name##_f32
 #define CT_GEMM cblas_sgemm
-#include "kernels/conv-tmpl.h"
+#include "kernels/conv_tmpl.inc"
 #undef CT
 #undef CT_FN
 #undef CT_GEMM
@@ -25,7 +25,7 @@
 #define CT double
 #define CT_FN(name) name##_f64
 #define CT_GEMM cblas_dgemm
-#include "kernels/conv-tmpl.h"
+#include "kernels/conv_tmpl.inc"
 #undef CT
 #undef CT_FN
 #undef CT_GEMM

@@ -6,10 +6,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/conv-params.h"
-#include "kernels/conv-impl.h"
+#include "graph/ops/conv_params.h"
+#include "kernels/conv_impl.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
+#include "kernels/linalg_impl.h"
 
 /* Carves consecutive 64-byte-aligned double buffers out of a workspace. */
 typedef struct ws_cursor {

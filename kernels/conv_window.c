@@ -2,7 +2,7 @@
  * concrete sizes normalized to three spatial dims, with the padding auto_pad asks for. */
 #include <string.h>
 
-#include "kernels/conv-impl.h"
+#include "kernels/conv_impl.h"
 
 static void win_init(const mx_conv_params *p, int32_t spatial, const int64_t *img, const int64_t *grid,
                      const int64_t *k, mx_kwin *w) {

@@ -2,7 +2,7 @@
  * kernels live in elementwise_unary.c (unary math, Gelu, Clip), elementwise_binary.c (binary
  * arithmetic, comparisons, logic, Sum/Mean/Max/Min), elementwise_cast.c (Cast, Where) and share
  * the broadcast walker of elementwise_bcast.c. */
-#include "kernels/elementwise-impl.h"
+#include "kernels/elementwise_impl.h"
 #include "kernels/groups.h"
 
 #define MX__EW_ENTRY_(name) &mx__kdef_##name,

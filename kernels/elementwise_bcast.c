@@ -1,6 +1,6 @@
 /* Broadcast walking for the elementwise kernels, the float16/bfloat16 row adapter and the
  * saturating store with its correctly rounded double -> float16/bfloat16 conversion (see
- * elementwise-impl.h for the model).
+ * elementwise_impl.h for the model).
  *
  * Planning right-aligns every input against the output (numpy rules), gives broadcast dims a
  * stride of 0, drops size-1 dims and merges neighbouring dims that every operand walks in
@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/elementwise-impl.h"
+#include "kernels/elementwise_impl.h"
 
 /* How an input meets the output, when that is one of the common cases. */
 typedef enum ew_kind {

@@ -11,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/elementwise-params.h"
-#include "kernels/elementwise-impl.h"
+#include "graph/ops/elementwise_params.h"
+#include "kernels/elementwise_impl.h"
 
 /* --- row functions -------------------------------------------------------------------------- */
 

@@ -17,8 +17,8 @@
  * an element is a copy of its bytes. */
 #include <string.h>
 
-#include "graph/ops/elementwise-params.h"
-#include "kernels/elementwise-impl.h"
+#include "graph/ops/elementwise_params.h"
+#include "kernels/elementwise_impl.h"
 
 /* --- Cast ----------------------------------------------------------------------------------- */
 

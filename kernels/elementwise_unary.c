@@ -13,8 +13,8 @@
 #include <float.h>
 #include <math.h>
 
-#include "graph/ops/elementwise-params.h"
-#include "kernels/elementwise-impl.h"
+#include "graph/ops/elementwise_params.h"
+#include "kernels/elementwise_impl.h"
 #include "kernels/kmath.h"
 
 /* A row: o[i] = f(x[i]) for n contiguous elements; ctx carries op data (Gelu, Clip). */

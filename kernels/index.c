@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "common/fail_cause.h"
-#include "graph/ops/index-params.h"
+#include "graph/ops/index_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
-#include "kernels/shape-impl.h"
+#include "kernels/shape_impl.h"
 
 /* Resolves a possibly negative index against size n; false when out of range. */
 static inline bool fix_index(int64_t *i, int64_t n) {

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/ops/index-params.h"
+#include "graph/ops/index_params.h"
 #include "kernels/kutil.h"
-#include "kernels/shape-impl.h"
+#include "kernels/shape_impl.h"
 
 /* --- Trilu ------------------------------------------------------------------------------------ */
 

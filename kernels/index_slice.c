@@ -7,9 +7,9 @@
  * element. Works for every dtype by element size. */
 #include <string.h>
 
-#include "graph/ops/index-params.h"
-#include "graph/ops/slice-range.h"
-#include "kernels/shape-impl.h"
+#include "graph/ops/index_params.h"
+#include "graph/ops/slice_range.h"
+#include "kernels/shape_impl.h"
 
 /* Element k of an optional 1-D index input, or `def` when it is absent. */
 static int64_t arg_at(const mx_ktensor *t, int64_t k, int64_t def) {

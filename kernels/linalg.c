@@ -9,11 +9,11 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "graph/ops/linalg-params.h"
+#include "graph/ops/linalg_params.h"
 #include "kernels/groups.h"
 #include "kernels/kmath.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
+#include "kernels/linalg_impl.h"
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }

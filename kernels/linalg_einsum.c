@@ -1,6 +1,6 @@
 /* CPU kernel of Einsum.
  *
- * The equation (parsed at load into label codes, graph/ops/linalg-params.h) becomes a plan of
+ * The equation (parsed at load into label codes, graph/ops/linalg_params.h) becomes a plan of
  * "slots": one per distinct label plus one per broadcast "..." dim. Each operand gets a stride
  * per slot (the sum of its strides when a label repeats inside it, which walks a diagonal; 0
  * where it broadcasts a size-1 dim), the output gets its slots in order, and every other slot
@@ -13,9 +13,9 @@
 #include <cblas.h>
 #include <string.h>
 
-#include "graph/ops/linalg-params.h"
+#include "graph/ops/linalg_params.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
+#include "kernels/linalg_impl.h"
 
 #define EIN_MAX_SLOTS (MX_EINSUM_MAX_OPERANDS * MX_EINSUM_MAX_TERM)
 

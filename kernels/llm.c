@@ -10,11 +10,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/llm-params.h"
+#include "graph/ops/llm_params.h"
 #include "kernels/groups.h"
 #include "kernels/kmath.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
+#include "kernels/linalg_impl.h"
 
 static bool has_in(const mx_kernel_call *call, uint32_t i) {
   return i < call->n_in && call->t[i].dtype != MX_DTYPE_UNDEFINED;

@@ -12,10 +12,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/norm-params.h"
+#include "graph/ops/norm_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
+#include "kernels/linalg_impl.h"
 
 /* Scores as [N, C, D]. */
 static bool loss_dims(const mx_ktensor *x, int64_t *n, int64_t *c, int64_t *d) {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/string_tensor.h"
-#include "graph/ops/ml-params.h"
+#include "graph/ops/ml_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
 

@@ -8,11 +8,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/nn-params.h"
+#include "graph/ops/nn_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
-#include "kernels/nn-impl.h"
+#include "kernels/linalg_impl.h"
+#include "kernels/nn_impl.h"
 
 /* --- Softmax / LogSoftmax ----------------------------------------------------------------------- */
 

@@ -18,10 +18,10 @@
 #include <xmmintrin.h> /* streaming stores of the decode step's presents */
 #endif
 
-#include "graph/ops/nn-params.h"
+#include "graph/ops/nn_params.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
-#include "kernels/nn-impl.h"
+#include "kernels/linalg_impl.h"
+#include "kernels/nn_impl.h"
 
 typedef struct att_plan {
   int64_t B, Hq, Hkv, Sq, Skv, P, T, Dk, Dv;  /* T = P + Skv keys */

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "common/fail_cause.h"
-#include "graph/ops/nn-params.h"
+#include "graph/ops/nn_params.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
-#include "kernels/nn-impl.h"
+#include "kernels/linalg_impl.h"
+#include "kernels/nn_impl.h"
 
 typedef struct rot_plan {
   int64_t B, H, S, D;       /* batch, heads, sequence, head size */

@@ -11,10 +11,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/norm-params.h"
+#include "graph/ops/norm_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
+#include "kernels/linalg_impl.h"
 
 /* --- primitives over a contiguous run of n elements, for T = float and T = double ------------- */
 

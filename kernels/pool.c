@@ -1,7 +1,7 @@
 /* CPU kernels of the pooling group: MaxPool (with Indices), AveragePool, LpPool,
  * GlobalAveragePool, GlobalMaxPool, GlobalLpPool and MaxUnpool.
  *
- * Windows are walked per (n, c) plane over three normalized spatial dims (kernels/conv-impl.h).
+ * Windows are walked per (n, c) plane over three normalized spatial dims (kernels/conv_impl.h).
  * float32 is read in place; float64 computes in double; float16, bfloat16, int8 and uint8
  * (all exact in float32) are widened to float32 in the workspace and stored back once.
  *
@@ -11,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/conv-params.h"
-#include "kernels/conv-impl.h"
+#include "graph/ops/conv_params.h"
+#include "kernels/conv_impl.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
 
@@ -28,13 +28,13 @@ typedef struct pool_plan {
 
 #define PT float
 #define PT_FN(name) name##_f32
-#include "kernels/pool-tmpl.h"
+#include "kernels/pool_tmpl.inc"
 #undef PT
 #undef PT_FN
 
 #define PT double
 #define PT_FN(name) name##_f64
-#include "kernels/pool-tmpl.h"
+#include "kernels/pool_tmpl.inc"
 #undef PT
 #undef PT_FN
 

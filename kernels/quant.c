@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/float8.h"
-#include "graph/ops/quant-params.h"
+#include "graph/ops/quant_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
 

@@ -7,7 +7,7 @@
  * the Box-Muller transform. */
 #include <math.h>
 
-#include "graph/ops/random-params.h"
+#include "graph/ops/random_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
 

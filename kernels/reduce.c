@@ -18,10 +18,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/reduce-params.h"
+#include "graph/ops/reduce_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
-#include "kernels/reduce-impl.h"
+#include "kernels/reduce_impl.h"
 
 /* What one pass folds: a map of each element and a combine into the accumulator. */
 typedef enum fold_kind {

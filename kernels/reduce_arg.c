@@ -9,9 +9,9 @@
  * round each output once. */
 #include <string.h>
 
-#include "graph/ops/reduce-params.h"
+#include "graph/ops/reduce_params.h"
 #include "kernels/kutil.h"
-#include "kernels/reduce-impl.h"
+#include "kernels/reduce_impl.h"
 
 /* Outer, axis and inner sizes of x around `axis` (already normalized). */
 static void split(const mx_ktensor *x, int32_t axis, int64_t *outer, int64_t *n, int64_t *inner) {

@@ -9,10 +9,10 @@
  * they take every dtype, the one-byte narrow ones (float8, int4, ...) included. */
 #include <string.h>
 
-#include "graph/ops/resample-params.h"
+#include "graph/ops/resample_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
-#include "kernels/shape-impl.h"
+#include "kernels/shape_impl.h"
 
 extern const mx_kernel_def mx__kernel_resize, mx__kernel_upsample;
 extern const mx_kernel_def mx__kernel_grid_sample, mx__kernel_affine_grid, mx__kernel_roi_align;

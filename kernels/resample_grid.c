@@ -9,9 +9,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/resample-params.h"
+#include "graph/ops/resample_params.h"
 #include "kernels/kutil.h"
-#include "kernels/shape-impl.h"
+#include "kernels/shape_impl.h"
 
 /* --- GridSample ------------------------------------------------------------------------------- */
 

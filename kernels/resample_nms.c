@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/ops/resample-params.h"
+#include "graph/ops/resample_params.h"
 #include "kernels/kutil.h"
 
 typedef struct nms_cand {

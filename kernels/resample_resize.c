@@ -14,9 +14,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/resample-params.h"
+#include "graph/ops/resample_params.h"
 #include "kernels/kutil.h"
-#include "kernels/shape-impl.h"
+#include "kernels/shape_impl.h"
 
 /* What one call resizes: per axis the sizes, the scale used by the coordinate transformation
  * and the roi of tf_crop_and_resize. */

@@ -12,11 +12,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/rnn-params.h"
+#include "graph/ops/rnn_params.h"
 #include "kernels/groups.h"
 #include "kernels/kmath.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
+#include "kernels/linalg_impl.h"
 
 enum { IN_X, IN_W, IN_R, IN_B, IN_SEQ, IN_H0, IN_C0, IN_P, IN_COUNT };
 

@@ -8,10 +8,10 @@
  * the output dims, and Concat/Split copy one contiguous chunk per input per outer index. */
 #include <string.h>
 
-#include "graph/ops/shape-params.h"
+#include "graph/ops/shape_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
-#include "kernels/shape-impl.h"
+#include "kernels/shape_impl.h"
 
 /* --- Shape, Size ------------------------------------------------------------------------------ */
 

@@ -8,8 +8,8 @@
  * one that only moves size-1 axes is a single memcpy. */
 #include <string.h>
 
-#include "graph/ops/shape-params.h"
-#include "kernels/shape-impl.h"
+#include "graph/ops/shape_params.h"
+#include "kernels/shape_impl.h"
 
 /* Drops size-1 axes and merges axes contiguous in the input. Returns the new rank; dims and
  * strides are rewritten in place. Returns -1 when some dim is 0 (nothing to copy). */

@@ -8,10 +8,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/signal-params.h"
+#include "graph/ops/signal_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
-#include "kernels/linalg-impl.h"
+#include "kernels/linalg_impl.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846

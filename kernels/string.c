@@ -12,9 +12,9 @@
 
 #include "common/string_tensor.h"
 #include "graph/ops/groups.h"
-#include "graph/ops/string-impl.h"
-#include "graph/ops/string-params.h"
-#include "graph/ops/string-split.h"
+#include "graph/ops/string_impl.h"
+#include "graph/ops/string_params.h"
+#include "graph/ops/string_split.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
 

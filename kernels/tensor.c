@@ -9,11 +9,11 @@
  * scatter reductions compute floats in double and integers in int64. */
 #include <string.h>
 
-#include "graph/ops/index-params.h"
-#include "graph/ops/tensor-params.h"
+#include "graph/ops/index_params.h"
+#include "graph/ops/tensor_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
-#include "kernels/shape-impl.h"
+#include "kernels/shape_impl.h"
 
 /* --- OneHot ----------------------------------------------------------------------------------- */
 

@@ -2,7 +2,7 @@
  * float64, computed in double). One pass per optimized tensor, element by element. */
 #include <math.h>
 
-#include "graph/ops/training-params.h"
+#include "graph/ops/training_params.h"
 #include "kernels/groups.h"
 #include "kernels/kutil.h"
 

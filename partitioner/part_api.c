@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "common/clock.h"
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 /* CPU time of the calling thread in nanoseconds. */
 static uint64_t thread_cpu_ns(void) {

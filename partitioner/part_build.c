@@ -19,7 +19,7 @@
 
 #include "common/grow.h"
 #include "graph/passes/passes.h"
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 /* Per-build state: where each input-graph value lives in the graph being filled. */
 typedef struct build_ctx {

@@ -4,7 +4,7 @@
  * o<index> (graph outputs). */
 #include <stdio.h>
 
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 /* Writes text escaped for a DOT string (quotes and backslashes escaped, control characters
  * dropped). */

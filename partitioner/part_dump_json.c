@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "common/json.h"
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 static void bound_json(FILE *out, const mx_partition *p, const mx__part_bound *b, bool input) {
   const mx_value *val = &p->g->values[b->value];

@@ -2,7 +2,7 @@
  * cluster ids, the first names it holds) and one line of totals. */
 #include <stdio.h>
 
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 #define FIRST_NAMES 3
 

@@ -2,7 +2,7 @@
  * (JSON string literals come from common/json.h). */
 #include <stdio.h>
 
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 void mx__part_shape_text(const mx_partition *p, mx_value_id v, char *buf, size_t cap) {
   mx_shape_format(p->g->syms, &p->g->values[v].shape, buf, cap);

@@ -1,4 +1,4 @@
-/* The cluster graph the merge rules work on (the layout is described in partitioner-impl.h).
+/* The cluster graph the merge rules work on (the layout is described in partitioner_impl.h).
  *
  * mx__part_rebuild recomputes every list from the node edges at the start of a merge phase
  * (resolved, deduplicated, self edges dropped), sorts the clusters topologically and sorts each
@@ -11,7 +11,7 @@
 
 #include "common/grow.h"
 #include "common/heap.h"
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 void mx__part_marks_reset(mx__part_marks *k) {
   if (k->epoch == UINT32_MAX) {

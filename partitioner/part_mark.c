@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "graph/ops/op.h"
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 /* Checks one tensor's shape; fills *r and returns true when it makes the node unknown. */
 static bool shape_reason(const mx_value *val, mx_value_id v, int32_t slot, bool is_output,

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 /* Sets the reason of every member of root r (KNOWN members only). */
 static void set_member_reasons(mx__part_work *w, uint32_t r, const mx_partition_reason *why) {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 static bool live_producer(const mx_graph *g, mx_value_id v) {
   mx_node_id pr = g->values[v].producer;

@@ -15,7 +15,7 @@
 
 #include "common/grow.h"
 #include "common/heap.h"
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 static int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;

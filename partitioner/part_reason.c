@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "partitioner/partitioner-impl.h"
+#include "partitioner/partitioner_impl.h"
 
 /* snprintf-style accumulation into a caller buffer. */
 typedef struct text {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "graph/ops/control-params.h"
+#include "graph/ops/control_params.h"
 #include "kernels/kutil.h"
 #include "mixrt/sequence.h"
 #include "reference/reference.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "graph/ops/op.h"
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 
 #define BAD(...) mx__fail(err, MX_ERR_MALFORMED, __VA_ARGS__)
 

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 
 #define BAD(...) mx__fail(err, MX_ERR_MALFORMED, __VA_ARGS__)
 

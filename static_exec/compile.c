@@ -19,7 +19,7 @@
 
 #include "graph/ops/op.h"
 #include "graph/passes/passes.h"
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 
 #define WEIGHT_ALIGN 64u
 

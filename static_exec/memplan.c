@@ -28,7 +28,7 @@
 
 #include "common/grow.h"
 #include "graph/ops/op.h"
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 
 #define FM_ALIGN 64u
 

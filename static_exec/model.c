@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 
 struct mx_static_model {
   mx_device *dev;    /* borrowed; outlives the model */

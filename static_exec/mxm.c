@@ -19,7 +19,7 @@
 
 #include "graph/ops/op.h"
 #include "proto/mixrt_model.pb-c.h"
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 
 #define MXM_MAGIC "MIXRTMXM"
 #define MXM_CONTAINER 1u

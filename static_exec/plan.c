@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 
 const char *mx_static_alloc_kind_name(mx_static_alloc_kind k) {
   switch (k) {

@@ -5,7 +5,7 @@
  * chain keeps its natural order and the schedule is deterministic. */
 #include <stdlib.h>
 
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 
 /* True when task a should run before task b. */
 static bool before(const mx__compile *c, uint32_t a, uint32_t b) {

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 
 #define COST_EVENT_NS 2000.0 /* estimated cost of a cross-stream wait */
 

@@ -12,7 +12,7 @@
 #include "tools/fuse_log.h"
 #include "tools/inspect.h"
 #include "tools/session_opts.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 #define MAX_ITEMS 64
 

@@ -13,7 +13,7 @@
 #include "tools/run_inputs.h"
 #include "tools/session_opts.h"
 #include "tools/sysmem.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 #define MAX_ITEMS 64
 

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 static void close_cb(uv_handle_t *h) { (void)h; }
 

@@ -12,7 +12,7 @@
 #include "mixrt/partition.h"
 #include "partitioner/partitioner.h"
 #include "reference/reference.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 /* Largest constant a folding step may produce (bytes). */
 #define FOLD_MAX_BYTES ((size_t)64 << 20)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 size_t mx_session_symbol_count(const mx_session *s) {
   return s && s->prog ? mx_symtab_symbol_count(s->prog->root->syms) : 0;

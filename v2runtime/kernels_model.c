@@ -14,7 +14,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "v2runtime/exe_registry.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 #define STEP(run) ((mx_step *)(run)->user)
 #define ATTR(n) ((const mx_kattr *)(n)->attr)

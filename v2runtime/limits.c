@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 /* One distinct byte size that depends on symbols (tensors of equal size share one entry, so a
  * step evaluates a handful of expressions, not every tensor's dims). */

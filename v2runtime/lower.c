@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "common/grow.h"
 #include "v2runtime/exe_registry.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 typedef struct lowering {
   mx_program *p;

@@ -16,7 +16,7 @@
 #include "partitioner/partitioner.h"
 #include "proto/mixrt_model.pb-c.h"
 #include "v2runtime/exe_registry.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 #define RUNTIME_VERSION 1u
 #define MAX_SLOTS (1u << 26)

@@ -34,7 +34,7 @@
 
 #include "common/error.h"
 #include "v2runtime/exe_registry.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 #define NONE UINT32_MAX
 

@@ -11,7 +11,7 @@
 #include "common/grow.h"
 #include "mixrt/reference.h"
 #include "reference/reference.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 #define enter mx__session_enter
 #define leave mx__session_leave

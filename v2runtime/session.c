@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "mixrt/onnx.h"
 #include "mixrt/session.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 void mx_session_options_init(mx_session_options *o) {
   memset(o, 0, sizeof *o);

@@ -13,7 +13,7 @@
 #include "common/grow.h"
 #include "hal/hal.h"
 #include "v2runtime/exe_registry.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 #include "v2runtime/trace.h"
 
 void mx__trace_release(mx_trace *t) {

@@ -26,7 +26,7 @@
 
 #include "common/clock.h"
 #include "mixrt/hal.h"
-#include "graph/ops/nn-params.h"
+#include "graph/ops/nn_params.h"
 #include "kernels/kernel.h"
 
 static double min_seconds = 0.5; /* time each measurement for at least this long */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench/llm/llm-impl.h"
+#include "bench/llm/llm_impl.h"
 #include "mixrt/onnx.h"
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {

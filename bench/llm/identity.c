@@ -3,7 +3,7 @@
  * settings. */
 #include <stdlib.h>
 
-#include "bench/llm/llm-impl.h"
+#include "bench/llm/llm_impl.h"
 #include "common/clock.h"
 #include "mixrt/onnx.h"
 #include "mixrt/partition.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench/llm/llm-impl.h"
+#include "bench/llm/llm_impl.h"
 #include "bench/llm/llm.h"
 #include "tools/cli.h"
 

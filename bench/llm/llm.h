@@ -1,7 +1,7 @@
 /* `mixrt bench llm`: decode-step latency of the Llama-style decode model for mixrt's systems and
  * ONNX Runtime (what it measures and how: bench/llm/measure.c). The command-line program
  * (tools/cmd_bench.c) dispatches to these two entry points; the rest of bench/llm/ is internal
- * (bench/llm/llm-impl.h). */
+ * (bench/llm/llm_impl.h). */
 #ifndef MIXRT_BENCH_LLM_LLM_H
 #define MIXRT_BENCH_LLM_LLM_H
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/llm/llm-impl.h"
+#include "bench/llm/llm_impl.h"
 #include "common/clock.h"
 #include "mixrt/onnx.h"
 #include "mixrt/partition.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/llm/llm-impl.h"
+#include "bench/llm/llm_impl.h"
 #include "bench/llm/llm.h"
 #include "tools/bench.h"
 #include "tools/cli.h"

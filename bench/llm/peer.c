@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench/llm/llm-impl.h"
+#include "bench/llm/llm_impl.h"
 
 bool mx__llm_peer_call(peer *p, const char *fmt, ...) {
   va_list ap;

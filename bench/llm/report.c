@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/llm/llm-impl.h"
+#include "bench/llm/llm_impl.h"
 #include "common/json.h"
 #include "mixrt/partition.h"
 #include "tools/bench.h"

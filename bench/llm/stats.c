@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/llm/llm-impl.h"
+#include "bench/llm/llm_impl.h"
 #include "tools/bench.h"
 
 static int cmp_double(const void *a, const void *b) {

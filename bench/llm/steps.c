@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/llm/llm-impl.h"
+#include "bench/llm/llm_impl.h"
 #include "common/clock.h"
 #include "mixrt/reference.h"
 #include "tools/bench.h"

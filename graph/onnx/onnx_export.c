@@ -15,7 +15,7 @@
 #include "common/arena.h"
 #include "common/error.h"
 #include "graph/ir.h"
-#include "graph/onnx/onnx-impl.h"
+#include "graph/onnx/onnx_impl.h"
 #include "mixrt/onnx.h"
 #include "onnx/onnx.pb-c.h"
 

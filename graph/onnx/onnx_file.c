@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "graph/onnx/onnx-impl.h"
+#include "graph/onnx/onnx_impl.h"
 
 /* strerror text of errno value e (thread-safe; GNU strerror_r, the build defines _GNU_SOURCE). */
 static const char *errno_text(int e, char *buf, size_t n) { return strerror_r(e, buf, n); }

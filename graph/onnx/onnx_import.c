@@ -22,7 +22,7 @@
 
 #include "common/error.h"
 #include "common/file.h"
-#include "graph/onnx/onnx-impl.h"
+#include "graph/onnx/onnx_impl.h"
 #include "mixrt/onnx.h"
 
 /* --- helpers shared with onnx_node.c ---------------------------------------------------------- */

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "graph/onnx/onnx-impl.h"
+#include "graph/onnx/onnx_impl.h"
 
 /* Name of an ONNX attribute type code for messages. */
 static const char *attr_type_name(int type) {

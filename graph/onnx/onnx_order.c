@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/grow.h"
 #include "common/heap.h"
-#include "graph/onnx/onnx-impl.h"
+#include "graph/onnx/onnx_impl.h"
 
 /* --- name sets -------------------------------------------------------------------------------- */
 

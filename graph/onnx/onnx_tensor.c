@@ -18,7 +18,7 @@
 
 #include "common/error.h"
 #include "common/file.h"
-#include "graph/onnx/onnx-impl.h"
+#include "graph/onnx/onnx_impl.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "mixrt's ONNX loader copies raw_data as is and needs a little-endian host"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "graph/onnx/onnx-impl.h"
+#include "graph/onnx/onnx_impl.h"
 
 mx_status mx__onnx_type_read(const Onnx__TypeProto *tp, mx_value_kind *kind, mx_dtype *dtype,
                              const Onnx__TensorShapeProto **shape, const char *what, mx_error *err) {

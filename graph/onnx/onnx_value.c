@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "common/file.h"
-#include "graph/onnx/onnx-impl.h"
+#include "graph/onnx/onnx_impl.h"
 #include "mixrt/sequence.h"
 
 /* Protobuf wire types. */

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "graph/onnx/onnx-impl.h"
+#include "graph/onnx/onnx_impl.h"
 
 /* Largest field number protobuf allows (2^29 - 1). */
 #define MAX_FIELD_NUMBER 536870911u

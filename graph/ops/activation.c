@@ -12,10 +12,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/activation-params.h"
-#include "graph/ops/elementwise-impl.h"
+#include "graph/ops/activation_params.h"
+#include "graph/ops/elementwise_impl.h"
 #include "graph/ops/groups.h"
-#include "graph/ops/reduce-params.h"
+#include "graph/ops/reduce_params.h"
 
 #define FLT      MX__EW_FLOATS
 #define UINTS    (MX__EW_DT(MX_UINT8) | MX__EW_DT(MX_UINT16) | MX__EW_DT(MX_UINT32) | MX__EW_DT(MX_UINT64))

@@ -7,8 +7,8 @@
  * reference/control.c runs them by running the subgraphs. Their `infer` is never reached. */
 #include <string.h>
 
-#include "graph/ops/control-impl.h"
-#include "graph/ops/control-params.h"
+#include "graph/ops/control_impl.h"
+#include "graph/ops/control_params.h"
 
 static mx_status subgraph_infer(mx_infer_ctx *ctx) {
   return mx__infer_fail(ctx, MX_ERR_INTERNAL, "subgraph ops are inferred from the node");

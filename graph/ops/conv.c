@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/ops/conv-params.h"
+#include "graph/ops/conv_params.h"
 #include "graph/ops/groups.h"
 #include "graph/ops/op.h"
 

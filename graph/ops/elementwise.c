@@ -9,8 +9,8 @@
  * explicit axis; mx_binary_params records it and inference applies it. */
 #include <string.h>
 
-#include "graph/ops/elementwise-impl.h"
-#include "graph/ops/elementwise-params.h"
+#include "graph/ops/elementwise_impl.h"
+#include "graph/ops/elementwise_params.h"
 #include "graph/ops/groups.h"
 
 /* What distinguishes one elementwise op from another for inference. */

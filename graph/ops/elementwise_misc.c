@@ -6,8 +6,8 @@
 #include <float.h>
 #include <string.h>
 
-#include "graph/ops/elementwise-impl.h"
-#include "graph/ops/elementwise-params.h"
+#include "graph/ops/elementwise_impl.h"
+#include "graph/ops/elementwise_params.h"
 
 /* --- Cast --------------------------------------------------------------------------------- */
 

@@ -11,7 +11,7 @@
  * division (exact or floor) is used, which agrees for the non-negative values shapes hold. */
 #include <string.h>
 
-#include "graph/ops/elementwise-impl.h"
+#include "graph/ops/elementwise_impl.h"
 
 mx_status mx__ew_check_dtype(mx_infer_ctx *ctx, uint32_t i, uint32_t allowed) {
   mx_dtype dt = ctx->in[i].dtype;

@@ -7,8 +7,8 @@
  * indices are known constants. Constant indices are also checked against concrete dims. */
 #include <string.h>
 
-#include "graph/ops/index-params.h"
-#include "graph/ops/shape-impl.h"
+#include "graph/ops/index_params.h"
+#include "graph/ops/shape_impl.h"
 
 static mx_status axis_parse(const mx_parse_ctx *pc, void *params) {
   mx_gather_params *p = params;

@@ -6,8 +6,8 @@
  * writes the actual count into its output tensor. */
 #include <string.h>
 
-#include "graph/ops/index-params.h"
-#include "graph/ops/shape-impl.h"
+#include "graph/ops/index_params.h"
+#include "graph/ops/shape_impl.h"
 
 /* --- Trilu ------------------------------------------------------------------------------------ */
 

@@ -9,9 +9,9 @@
  * only known at run time (a fresh symbol). Slices of a shape's symbolic value keep their values. */
 #include <string.h>
 
-#include "graph/ops/index-params.h"
-#include "graph/ops/slice-range.h"
-#include "graph/ops/shape-impl.h"
+#include "graph/ops/index_params.h"
+#include "graph/ops/slice_range.h"
+#include "graph/ops/shape_impl.h"
 
 static const mx_attr_spec slice_attrs[] = {
     {.name = "starts", .type = MX_ATTR_INTS},

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "graph/ops/groups.h"
-#include "graph/ops/linalg-params.h"
+#include "graph/ops/linalg_params.h"
 #include "graph/ops/op.h"
 
 /* --- shared helpers ---------------------------------------------------------------------------- */

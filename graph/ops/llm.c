@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "graph/ops/groups.h"
-#include "graph/ops/llm-params.h"
+#include "graph/ops/llm_params.h"
 #include "graph/ops/op.h"
 
 static mx_status need_float(mx_infer_ctx *ctx, uint32_t i, const char *op) {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "graph/ops/groups.h"
-#include "graph/ops/norm-params.h"
+#include "graph/ops/norm_params.h"
 #include "graph/ops/op.h"
 
 static const mx_attr_spec loss_attrs[] = {

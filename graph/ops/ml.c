@@ -7,7 +7,7 @@
 
 #include "common/string_tensor.h"
 #include "graph/ops/groups.h"
-#include "graph/ops/ml-params.h"
+#include "graph/ops/ml_params.h"
 #include "graph/ops/op.h"
 
 /* --- Binarizer -------------------------------------------------------------------------------- */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "graph/ops/groups.h"
-#include "graph/ops/norm-params.h"
+#include "graph/ops/norm_params.h"
 #include "graph/ops/op.h"
 
 static mx_status need_float(mx_infer_ctx *ctx, uint32_t i, const char *op) {

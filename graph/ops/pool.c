@@ -7,7 +7,7 @@
  * sizes stay symbolic expressions of the input's dims. */
 #include <string.h>
 
-#include "graph/ops/conv-params.h"
+#include "graph/ops/conv_params.h"
 #include "graph/ops/groups.h"
 #include "graph/ops/op.h"
 

@@ -9,7 +9,7 @@
 
 #include "graph/ops/groups.h"
 #include "graph/ops/op.h"
-#include "graph/ops/quant-params.h"
+#include "graph/ops/quant_params.h"
 
 #define DT(dt) (1u << (unsigned)(dt))
 /* Element types a quantized tensor may have. */

@@ -8,7 +8,7 @@
 
 #include "graph/ops/groups.h"
 #include "graph/ops/op.h"
-#include "graph/ops/random-params.h"
+#include "graph/ops/random_params.h"
 
 static const mx_attr_spec uniform_attrs[] = {
     {.name = "dtype", .type = MX_ATTR_INT, .def_i = MX_FLOAT32},

@@ -8,9 +8,9 @@
  * Min carry symbolic values (the element count of a shape is ReduceProd of Shape). */
 #include <string.h>
 
-#include "graph/ops/elementwise-impl.h"
+#include "graph/ops/elementwise_impl.h"
 #include "graph/ops/groups.h"
-#include "graph/ops/reduce-params.h"
+#include "graph/ops/reduce_params.h"
 
 /* --- Reduce* ------------------------------------------------------------------------------ */
 

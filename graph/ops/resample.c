@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "graph/ops/groups.h"
-#include "graph/ops/resample-params.h"
-#include "graph/ops/shape-impl.h"
+#include "graph/ops/resample_params.h"
+#include "graph/ops/shape_impl.h"
 
 /* --- shared helpers ---------------------------------------------------------------------------- */
 

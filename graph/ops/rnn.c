@@ -12,7 +12,7 @@
 
 #include "graph/ops/groups.h"
 #include "graph/ops/op.h"
-#include "graph/ops/rnn-params.h"
+#include "graph/ops/rnn_params.h"
 
 static const mx_attr_spec rnn_attrs[] = {
     {.name = "activation_alpha", .type = MX_ATTR_FLOATS},

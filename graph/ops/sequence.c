@@ -8,8 +8,8 @@
  * on the mx_value_list values of mixrt/sequence.h. Their definitions are in control.c's group. */
 #include <string.h>
 
-#include "graph/ops/control-impl.h"
-#include "graph/ops/control-params.h"
+#include "graph/ops/control_impl.h"
+#include "graph/ops/control_params.h"
 
 /* Common shape of a and b: equal dims kept, others unknown; different ranks: unknown rank. */
 static mx_shape merge_shape(const mx_shape *a, const mx_shape *b) {

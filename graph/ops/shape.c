@@ -9,8 +9,8 @@
  * relabeling ops pass the symbolic value of a small integer tensor through unchanged. */
 #include <string.h>
 
-#include "graph/ops/shape-impl.h"
-#include "graph/ops/shape-params.h"
+#include "graph/ops/shape_impl.h"
+#include "graph/ops/shape_params.h"
 
 /* --- Shape, Size ------------------------------------------------------------------------------ */
 

@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/ops/shape-impl.h"
-#include "graph/ops/shape-params.h"
+#include "graph/ops/shape_impl.h"
+#include "graph/ops/shape_params.h"
 
 /* --- Constant --------------------------------------------------------------------------------- */
 

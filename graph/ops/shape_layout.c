@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/ops/shape-impl.h"
-#include "graph/ops/shape-params.h"
+#include "graph/ops/shape_impl.h"
+#include "graph/ops/shape_params.h"
 
 /* Row-major strides of concrete dims. */
 static void strides_of(const int64_t *dims, int32_t rank, int64_t *strides) {

@@ -3,7 +3,7 @@
  * tensors through layout ops, and merging dims that must agree. */
 #include <string.h>
 
-#include "graph/ops/shape-impl.h"
+#include "graph/ops/shape_impl.h"
 
 bool mx__shp_values(mx_infer_ctx *ctx, uint32_t i, mx_dim *buf, int32_t cap, int32_t *n) {
   if (!mx__in_present(ctx, i)) return false;

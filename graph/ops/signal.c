@@ -9,7 +9,7 @@
 
 #include "graph/ops/groups.h"
 #include "graph/ops/op.h"
-#include "graph/ops/signal-params.h"
+#include "graph/ops/signal_params.h"
 
 static bool is_int_index(mx_dtype dt) { return dt == MX_INT32 || dt == MX_INT64; }
 

@@ -7,9 +7,9 @@
 #include "common/string_tensor.h"
 #include "graph/ops/groups.h"
 #include "graph/ops/op.h"
-#include "graph/ops/string-impl.h"
-#include "graph/ops/string-params.h"
-#include "graph/ops/string-split.h"
+#include "graph/ops/string_impl.h"
+#include "graph/ops/string_params.h"
+#include "graph/ops/string_split.h"
 
 static const mx_attr_spec no_attrs[] = {{0}};
 

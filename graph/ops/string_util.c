@@ -1,12 +1,12 @@
 /* String op helpers shared by definitions and kernels: stopword tests and the RE2 -> POSIX
- * extended regex translation of RegexFullMatch (see graph/ops/string-impl.h). */
+ * extended regex translation of RegexFullMatch (see graph/ops/string_impl.h). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/string_tensor.h"
-#include "graph/ops/string-impl.h"
+#include "graph/ops/string_impl.h"
 
 static bool ascii_case_equal(const char *a, const char *b) {
   for (; *a && *b; a++, b++)

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "graph/ops/groups.h"
-#include "graph/ops/index-params.h"
-#include "graph/ops/shape-impl.h"
-#include "graph/ops/tensor-params.h"
+#include "graph/ops/index_params.h"
+#include "graph/ops/shape_impl.h"
+#include "graph/ops/tensor_params.h"
 
 static const mx_attr_spec axis_opt_attrs[] = {
     {.name = "axis", .type = MX_ATTR_INT},

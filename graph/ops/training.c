@@ -6,7 +6,7 @@
 
 #include "graph/ops/groups.h"
 #include "graph/ops/op.h"
-#include "graph/ops/training-params.h"
+#include "graph/ops/training_params.h"
 
 
 static const mx_attr_spec adagrad_attrs[] = {

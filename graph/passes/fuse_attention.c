@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/ops/index-params.h"
-#include "graph/ops/nn-params.h"
-#include "graph/ops/shape-params.h"
+#include "graph/ops/index_params.h"
+#include "graph/ops/nn_params.h"
+#include "graph/ops/shape_params.h"
 #include "graph/passes/rewrite.h"
 
 static const mx_shape *shape_of(const mx_graph *g, mx_value_id v) { return &g->values[v].shape; }

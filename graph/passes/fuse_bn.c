@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/ops/conv-params.h"
-#include "graph/ops/linalg-params.h"
-#include "graph/ops/norm-params.h"
+#include "graph/ops/conv_params.h"
+#include "graph/ops/linalg_params.h"
+#include "graph/ops/norm_params.h"
 #include "graph/passes/rewrite.h"
 
 static double get(const mx_tensor *t, int64_t i) {

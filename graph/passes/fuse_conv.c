@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/ops/conv-params.h"
+#include "graph/ops/conv_params.h"
 #include "graph/passes/rewrite.h"
 
 static bool is_op(const mx_node *n, const char *op) { return !n->domain[0] && strcmp(n->op_type, op) == 0; }

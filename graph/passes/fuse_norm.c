@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/ops/reduce-params.h"
+#include "graph/ops/reduce_params.h"
 #include "graph/passes/rewrite.h"
 
 /* When v = ReduceMean(x) over the trailing axes [first, rank) of x with keepdims, sets *x and

@@ -39,7 +39,7 @@
 
 #include "common/clock.h"
 #include "common/fail_cause.h"
-#include "hal/cpu/cpu-impl.h"
+#include "hal/cpu/cpu_impl.h"
 
 #define MAX_WORKERS 256u
 #define DRAIN_BUDGET 64u

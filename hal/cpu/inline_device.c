@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/fail_cause.h"
-#include "hal/hal-impl.h"
+#include "hal/hal_impl.h"
 
 /* Starts a command: takes the submit lock (held while the command runs) and returns the
  * command's sequence number. end_cmd publishes its completion and releases the lock. */

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hal/cpu/cpu-impl.h"
+#include "hal/cpu/cpu_impl.h"
 
 static const char *policy_name(mx_pinning p) {
   switch (p) {

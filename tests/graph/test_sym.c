@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/sym-impl.h"
+#include "graph/sym_impl.h"
 #include "mixrt/shape.h"
 
 static mx_symtab *T;

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/ops/elementwise-params.h"
-#include "graph/ops/nn-params.h"
+#include "graph/ops/elementwise_params.h"
+#include "graph/ops/nn_params.h"
 #include "kernels/kernel.h"
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})

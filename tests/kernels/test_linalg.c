@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/half.h"
-#include "graph/ops/linalg-params.h"
+#include "graph/ops/linalg_params.h"
 #include "graph/ops/op.h"
 #include "kernels/kernel.h"
 #include "kernels/kernels_support.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/half.h"
-#include "graph/ops/nn-params.h"
+#include "graph/ops/nn_params.h"
 #include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 

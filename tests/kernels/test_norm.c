@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/half.h"
-#include "graph/ops/norm-params.h"
+#include "graph/ops/norm_params.h"
 #include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "common/float8.h"
-#include "graph/onnx/onnx-impl.h"
-#include "graph/ops/elementwise-params.h"
-#include "graph/ops/quant-params.h"
+#include "graph/onnx/onnx_impl.h"
+#include "graph/ops/elementwise_params.h"
+#include "graph/ops/quant_params.h"
 #include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/half.h"
-#include "graph/ops/reduce-params.h"
+#include "graph/ops/reduce_params.h"
 #include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 

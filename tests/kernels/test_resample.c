@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/ops/index-params.h"
-#include "graph/ops/resample-params.h"
-#include "graph/ops/tensor-params.h"
+#include "graph/ops/index_params.h"
+#include "graph/ops/resample_params.h"
+#include "graph/ops/tensor_params.h"
 #include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 

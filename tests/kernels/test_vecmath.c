@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "common/half.h"
-#include "graph/ops/elementwise-params.h"
-#include "graph/ops/nn-params.h"
+#include "graph/ops/elementwise_params.h"
+#include "graph/ops/nn_params.h"
 #include "kernels/kernel.h"
 #include "kernels/kmath.h"
 #include "kernels/kernels_support.h"

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hal/hal-impl.h"
+#include "hal/hal_impl.h"
 #include "reliability/reliability.h"
 
 /* What a sweep drives: load, the steps before the one under test, the step, the step after. */

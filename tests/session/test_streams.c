@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "session/session_support.h"
-#include "v2runtime/session-impl.h"
+#include "v2runtime/session_impl.h"
 
 /* Built in this order, so the stable partitioning gives three partitions:
  *   A: y [8, 8] -> MatMul(W) -> Relu -> ReduceSum -> sa   (static: every shape concrete)

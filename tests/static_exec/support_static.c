@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "random_graph.h"
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 
 mx_device *st_device(mx_device_kind kind, bool check) {
   mx_device_options o;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "mixrt/partition.h"
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 #include "support_static.h"
 
 Test(static_errors, compile_refuses_symbolic_shapes) {

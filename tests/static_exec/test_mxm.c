@@ -10,7 +10,7 @@
 
 #include "block.h"
 #include "proto/mixrt_model.pb-c.h"
-#include "static_exec/static_exec-impl.h"
+#include "static_exec/static_exec_impl.h"
 #include "support/onnx_node.h"
 #include "support_static.h"
 

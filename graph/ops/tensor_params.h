@@ -22,7 +22,7 @@ typedef struct mx_axis_opt_params {
 } mx_axis_opt_params;
 
 /* Scatter and ScatterElements. The reduction values are those of mx_scatter_reduction
- * (graph/ops/index-params.h): none, add, mul, max, min. */
+ * (graph/ops/index_params.h): none, add, mul, max, min. */
 typedef struct mx_scatter_elements_params {
   int64_t axis;           /* may be negative */
   int32_t reduction;

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hal/hal-impl.h"
+#include "hal/hal_impl.h"
 
 typedef struct mx__cpu_topo {
   hwloc_topology_t topo; /* loaded topology (owned); NULL if it could not be loaded */

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graph/ops/string-params.h"
+#include "graph/ops/string_params.h"
 
 /* Whether s is one of p's stopwords (ASCII case folded unless p->case_sensitive). */
 bool mx__string_is_stopword(const mx_string_normalizer_params *p, const char *s);

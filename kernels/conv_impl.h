@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "graph/ops/conv-params.h"
+#include "graph/ops/conv_params.h"
 #include "kernels/kernel.h"
 
 /* A window sliding over an image: `grid` positions (the output of a Conv or pool, the input of
@@ -37,7 +37,7 @@ bool mx__kwin_transpose(const mx_conv_params *p, int32_t spatial, const int64_t 
                         const int64_t *k, mx_kwin *w);
 
 /* The float64 cores of kernels/conv.c, for the ops computed in double (ConvInteger,
- * QLinearConv, DeformConv, Col2Im in conv_misc.c). Layouts as in kernels/conv-tmpl.h. */
+ * QLinearConv, DeformConv, Col2Im in conv_misc.c). Layouts as in kernels/conv_tmpl.inc. */
 void mx__kconv_im2col_f64(const double *x, int64_t channels, const mx_kwin *w, double *col);
 void mx__kconv_col2im_add_f64(const double *col, int64_t channels, const mx_kwin *w, double *img);
 void mx__kconv_forward_f64(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group, const double *x,
