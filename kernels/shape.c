@@ -285,6 +285,17 @@ RANGE_FN(range_f32, float, double)
 RANGE_FN(range_f64, double, double)
 #undef RANGE_FN
 
+/* float16 / bfloat16: each element computed in float32 from start and delta, rounded once. */
+static void range_f16(void *po, const void *ps, const void *pd, int64_t n, bool bf16) {
+  uint16_t *restrict o = po;
+  uint16_t s = *(const uint16_t *)ps, d = *(const uint16_t *)pd;
+  float start = bf16 ? mx__bf16_to_f32(s) : mx__f16_to_f32(s), delta = bf16 ? mx__bf16_to_f32(d) : mx__f16_to_f32(d);
+  for (int64_t k = 0; k < n; k++) {
+    float v = start + (float)k * delta;
+    o[k] = bf16 ? mx__f32_to_bf16(v) : mx__f32_to_f16(v);
+  }
+}
+
 /* Integer ranges wrap like the C types they are stored in (computed in unsigned 64 bits). */
 #define RANGE_INT_FN(name, T)                                                                \
   static void name(void *po, const void *ps, const void *pd, int64_t n) {                    \
@@ -309,6 +320,8 @@ static mx_status range_run(mx_kernel_call *call) {
   switch (dt) {
     case MX_FLOAT32: range_f32(out->data, s->data, d->data, n); break;
     case MX_FLOAT64: range_f64(out->data, s->data, d->data, n); break;
+    case MX_FLOAT16: range_f16(out->data, s->data, d->data, n, false); break;
+    case MX_BFLOAT16: range_f16(out->data, s->data, d->data, n, true); break;
     case MX_INT16: range_i16(out->data, s->data, d->data, n); break;
     case MX_INT32: range_i32(out->data, s->data, d->data, n); break;
     case MX_INT64: range_i64(out->data, s->data, d->data, n); break;
@@ -319,7 +332,8 @@ static mx_status range_run(mx_kernel_call *call) {
 
 static const mx_kernel_def k_range = {
     .op = "Range",
-    .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64) | MX_KDT(MX_INT16) | MX_KDT(MX_INT32) | MX_KDT(MX_INT64),
+    .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64) | MX_KDT(MX_FLOAT16) | MX_KDT(MX_BFLOAT16) | MX_KDT(MX_INT16) |
+              MX_KDT(MX_INT32) | MX_KDT(MX_INT64),
     .key = 0,
     .run = range_run};
 

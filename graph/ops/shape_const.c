@@ -212,9 +212,11 @@ static mx_status range_infer(mx_infer_ctx *ctx) {
   o->dtype = dt;
   o->shape.rank = 1;
   o->shape.dims[0] = MX_DIM_UNKNOWN;
-  if (dt != MX_FLOAT32 && dt != MX_FLOAT64 && dt != MX_INT16 && dt != MX_INT32 && dt != MX_INT64)
+  /* float16 and bfloat16 joined the type constraints in opset 27. */
+  if (dt != MX_FLOAT32 && dt != MX_FLOAT64 && dt != MX_INT16 && dt != MX_INT32 && dt != MX_INT64 &&
+      !((dt == MX_FLOAT16 || dt == MX_BFLOAT16) && ctx->opset >= 27))
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 (start) has dtype %s; Range takes float, double, int16, "
-                          "int32 or int64", mx_dtype_name(dt));
+                          "int32 or int64 (and float16, bfloat16 from opset 27)", mx_dtype_name(dt));
   static const char *const roles[] = {"start", "limit", "delta"};
   for (uint32_t i = 0; i < 3; i++) {
     mx_status st = mx__shp_want_dtype(ctx, i, dt, roles[i]);

@@ -3,6 +3,7 @@
  * tensors through layout ops, and merging dims that must agree. */
 #include <string.h>
 
+#include "common/half.h"
 #include "graph/ops/shape_impl.h"
 
 bool mx__shp_values(mx_infer_ctx *ctx, uint32_t i, mx_dim *buf, int32_t cap, int32_t *n) {
@@ -67,6 +68,8 @@ bool mx__shp_scalar_f64(mx_infer_ctx *ctx, uint32_t i, double *out) {
     case MX_INT64: *out = (double)*(const int64_t *)t->data; return true;
     case MX_INT8: *out = *(const int8_t *)t->data; return true;
     case MX_UINT8: *out = *(const uint8_t *)t->data; return true;
+    case MX_FLOAT16: *out = mx__f16_to_f32(*(const uint16_t *)t->data); return true;
+    case MX_BFLOAT16: *out = mx__bf16_to_f32(*(const uint16_t *)t->data); return true;
     default: return false;
   }
 }
