@@ -217,7 +217,7 @@ static mx_status add_initializers(mx__onnx_import *im, mx__onnx_scope *sc) {
     mx_status st = mx__onnx_tensor_decode(tp, what, &im->src, NULL, &t, im->err);
     if (st != MX_OK) return st;
     st = mx_graph_add_constant(sc->g, tp->name, &t, NULL);
-    free(t.data);
+    mx_tensor_release(&t); /* the graph keeps its own copy (a string tensor's strings included) */
     if (st != MX_OK) return mx__onnx_graph_failed(im, sc->g, st);
   }
   return MX_OK;
