@@ -97,11 +97,14 @@ static const mx_attr_spec label_attrs[] = {
 
 /* Element i of a numeric attribute tensor as double (integers also exactly as int64 in *iv);
  * false for an element type LabelEncoder tables do not take. */
+/* v truncated to int64; 0 for NaN and values int64 cannot hold (converting those is undefined). */
+static int64_t int_part(double v) { return v > -9.2e18 && v < 9.2e18 ? (int64_t)v : 0; }
+
 static bool tensor_num(const mx_tensor *t, size_t i, double *fv, int64_t *iv) {
   const void *d = t->data;
   switch (t->dtype) {
-    case MX_FLOAT32: *fv = ((const float *)d)[i]; *iv = (int64_t)*fv; return true;
-    case MX_FLOAT64: *fv = ((const double *)d)[i]; *iv = (int64_t)*fv; return true;
+    case MX_FLOAT32: *fv = ((const float *)d)[i]; *iv = int_part(*fv); return true;
+    case MX_FLOAT64: *fv = ((const double *)d)[i]; *iv = int_part(*fv); return true;
     case MX_INT8: *iv = ((const int8_t *)d)[i]; break;
     case MX_INT16: *iv = ((const int16_t *)d)[i]; break;
     case MX_INT32: *iv = ((const int32_t *)d)[i]; break;
