@@ -124,6 +124,15 @@ static mx_status la_run(mx_kernel_call *call) {
     call->why = "LinearAttention: the update rule needs decay and/or beta";
     return MX_ERR_KERNEL;
   }
+  /* decay, beta and the past state are read by index below: they must hold every value the
+   * heads and steps read (a malformed model can give them any shape). */
+  const int64_t rows_heads = d.b * d.t * d.hkv;
+  if ((gated && mx__ktensor_numel(&call->t[LA_DECAY]) < rows_heads * (d.decay_per_head ? 1 : d.dk)) ||
+      (delta && mx__ktensor_numel(&call->t[LA_BETA]) < d.b * d.t * (d.beta_per_head ? d.hkv : 1)) ||
+      (has_in(call, LA_PAST) && mx__ktensor_numel(&call->t[LA_PAST]) < d.b * d.hkv * d.dk * d.dv)) {
+    call->why = "LinearAttention: decay, beta or the past state holds fewer values than the heads and steps need";
+    return MX_ERR_KERNEL;
+  }
   const float scale = p->scale != 0.0f ? p->scale : (float)(1.0 / sqrt((double)d.dk));
   const mx_ktensor *q = &call->t[LA_Q], *k = &call->t[LA_K], *v = &call->t[LA_V];
   const mx_ktensor *decay = &call->t[LA_DECAY], *beta = &call->t[LA_BETA];
