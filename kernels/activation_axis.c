@@ -39,7 +39,7 @@ static mx_status run_Hardmax(mx_kernel_call *c) {
   split_dims(x, axis, p->coerce_2d ? r : axis + 1, &outer, &n, &inner);
   int64_t total = outer * n * inner;
   if (total == 0) return MX_OK;
-  memset(y->data, 0, (size_t)total * mx_dtype_size(y->dtype)); /* all-zero bits are 0.0 */
+  mx__kzero(y->data, (size_t)total * mx_dtype_size(y->dtype)); /* all-zero bits are 0.0 */
   for (int64_t o = 0; o < outer; o++) {
     for (int64_t j = 0; j < inner; j++) {
       int64_t base = o * n * inner + j, best = 0;

@@ -165,7 +165,7 @@ static mx_status conv_run_common(mx_kernel_call *call, bool transpose) {
   }
   if (mx__ktensor_numel(x) == 0 || mx__ktensor_numel(wt) == 0) {
     /* No products to sum: Y is the bias. */
-    memset(y->data, 0, (size_t)ny * mx_dtype_size(y->dtype));
+    mx__kzero(y->data, (size_t)ny * mx_dtype_size(y->dtype));
     if (!pl.b) return MX_OK;
   }
   mx__kblas_init();

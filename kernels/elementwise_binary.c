@@ -385,7 +385,7 @@ static mx_status run_variadic(mx_kernel_call *c, const bin_table t, bool mean) {
   if (half)
     mx__kf32_to_half(acc.data, dt, o->data, numel);
   else if (acc.data != o->data)
-    memcpy(o->data, acc.data, (size_t)numel * mx_dtype_size(dt));
+    mx__kcopy(o->data, acc.data, (size_t)numel * mx_dtype_size(dt));
   return MX_OK;
 }
 

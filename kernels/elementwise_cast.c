@@ -128,7 +128,7 @@ static mx_status run_Cast(mx_kernel_call *c) {
   }
   if (n == 0) return MX_OK;
   if (from == to) {
-    if (o->data != x->data) memcpy(o->data, x->data, (size_t)n * mx_dtype_size(from));
+    if (o->data != x->data) mx__kcopy(o->data, x->data, (size_t)n * mx_dtype_size(from));
     return MX_OK;
   }
   if (cast_fast(x->data, from, o->data, to, n)) return MX_OK;
@@ -159,7 +159,7 @@ static mx_status run_BitCast(mx_kernel_call *c) {
     return MX_ERR_KERNEL;
   }
   if (n == 0) return MX_OK;
-  if (o->data != x->data) memcpy(o->data, x->data, (size_t)n * mx_dtype_size(from));
+  if (o->data != x->data) mx__kcopy(o->data, x->data, (size_t)n * mx_dtype_size(from));
   uint8_t *b = o->data;
   if (to == MX_FLOAT4E2M1) {
     for (int64_t i = 0; i < n; i++) b[i] &= 0x0F;

@@ -280,7 +280,7 @@ static mx_status scatternd_run(mx_kernel_call *call) {
   }
   size_t es = mx_dtype_size(data->dtype), block = (size_t)p.slice * es;
   if (!mx__ksame(out, data) && mx__ktensor_numel(data))
-    memcpy(out->data, data->data, (size_t)mx__ktensor_numel(data) * es);
+    mx__kcopy(out->data, data->data, (size_t)mx__ktensor_numel(data) * es);
   unsigned char *dst = out->data;
   const unsigned char *src = upd->data;
   for (int64_t t = 0; t < n && block; t++) {

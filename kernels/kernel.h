@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mixrt/dtype.h"
 #include "mixrt/shape.h"
@@ -122,6 +123,15 @@ void mx__ktensor_set(mx_ktensor *t, mx_dtype dtype, int32_t rank, const int64_t 
 mx_kernel_call *mx__kernel_call_new(uint16_t n_in, uint16_t n_out, const void *params);
 /* Elements of a tensor (product of dims; 1 for rank 0). */
 int64_t mx__ktensor_numel(const mx_ktensor *t);
+
+/* Whole-tensor fill and copy: an empty tensor's data is NULL, and memset/memcpy must not be
+ * handed NULL even for zero bytes. */
+static inline void mx__kzero(void *dst, size_t nbytes) {
+  if (nbytes) memset(dst, 0, nbytes);
+}
+static inline void mx__kcopy(void *dst, const void *src, size_t nbytes) {
+  if (nbytes) memcpy(dst, src, nbytes);
+}
 
 /* The kernel for op `op` in `domain` whose deciding tensor in `call` has a supported dtype,
  * or NULL. Dtypes are read from call (data pointers need not be set). */

@@ -140,7 +140,7 @@ static mx_status sce_run(mx_kernel_call *call) {
   mx_ktensor *lo = call->n_out > 1 ? mx__kout(call, 1) : NULL;
   if (lo && lo->data && numel > 0) {
     if (lo->dtype == x->dtype && (dbl || x->dtype == MX_FLOAT32))
-      memcpy(lo->data, lp, (size_t)numel * el);
+      mx__kcopy(lo->data, lp, (size_t)numel * el);
     else if (lo->dtype == x->dtype)
       mx__kf32_to_half(lp, lo->dtype, lo->data, numel);
     else {

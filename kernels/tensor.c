@@ -292,7 +292,7 @@ static mx_status scatter_run(mx_kernel_call *call) {
       return MX_ERR_KERNEL;
     }
   size_t es = mx_dtype_size(data->dtype);
-  if (!mx__ksame(out, data)) memcpy(out->data, data->data, (size_t)mx__ktensor_numel(data) * es);
+  if (!mx__ksame(out, data)) mx__kcopy(out->data, data->data, (size_t)mx__ktensor_numel(data) * es);
   int64_t total = mx__ktensor_numel(ind);
   int64_t dstride[MX_MAX_RANK], s = 1;
   for (int32_t d = r - 1; d >= 0; d--) {
@@ -339,7 +339,7 @@ static mx_status eyelike_run(mx_kernel_call *call) {
     return MX_ERR_KERNEL;
   }
   int64_t rows = out->dims[0], cols = out->dims[1];
-  memset(out->data, 0, (size_t)(rows * cols) * mx_dtype_size(out->dtype));
+  mx__kzero(out->data, (size_t)(rows * cols) * mx_dtype_size(out->dtype));
   for (int64_t i = 0; i < rows; i++) {
     int64_t j = i + p->k;
     if (j >= 0 && j < cols) mx__kset_i64(out->data, out->dtype, i * cols + j, 1);
@@ -407,7 +407,7 @@ static mx_status tensor_scatter_run(mx_kernel_call *call) {
     return MX_ERR_KERNEL;
   }
   size_t es = mx_dtype_size(cache->dtype);
-  if (!mx__ksame(out, cache)) memcpy(out->data, cache->data, (size_t)mx__ktensor_numel(cache) * es);
+  if (!mx__ksame(out, cache)) mx__kcopy(out->data, cache->data, (size_t)mx__ktensor_numel(cache) * es);
   int64_t prefix = mx__kspan(cache, 0, axis), per_batch = prefix / (nb ? nb : 1);
   size_t row = (size_t)mx__kspan(cache, axis + 1, r) * es;
   const unsigned char *src = upd->data;
