@@ -224,9 +224,12 @@ done:
   return st;
 }
 
-/* One step, synchronous or asynchronous (the caller's stream, callback and user data). */
+/* One step, synchronous or asynchronous (the caller's stream, callback and user data). With
+ * `bound` (a binding's records, already matched by graph index: mx__session_run_slots) no names
+ * are looked up. */
 static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
-                          size_t n_outputs, bool async, mx_stream *stream, mx_run_callback cb, void *user) {
+                          size_t n_outputs, bool async, mx_stream *stream, mx_run_callback cb, void *user,
+                          const mx_bound_slots *bound) {
   if (!s) return MX_ERR_INVALID_ARGUMENT;
   mx_status st = enter(s);
   if (st != MX_OK) return st;
@@ -251,11 +254,19 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   }
   st = prepare_step(s);
   if (st != MX_OK) goto out;
-  st = match(s, p->root->inputs, p->root->n_inputs, (mx_tensor *)inputs, n_inputs, "input", false,
-             (void **)step->inputs);
-  if (st == MX_OK)
-    st = match(s, p->root->outputs, p->root->n_outputs, outputs, n_outputs, "output", true,
-               (void **)step->out_by_graph);
+  if (bound && bound->prog != p) {
+    st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "the binding was made for a model no longer loaded");
+    goto out;
+  } else if (bound) {
+    memcpy(step->inputs, bound->inputs, p->root->n_inputs * sizeof *step->inputs);
+    memcpy(step->out_by_graph, bound->outputs, p->root->n_outputs * sizeof *step->out_by_graph);
+  } else {
+    st = match(s, p->root->inputs, p->root->n_inputs, (mx_tensor *)inputs, n_inputs, "input", false,
+               (void **)step->inputs);
+    if (st == MX_OK)
+      st = match(s, p->root->outputs, p->root->n_outputs, outputs, n_outputs, "output", true,
+                 (void **)step->out_by_graph);
+  }
   /* Sizes known from the inputs are checked before anything is allocated. */
   if (st == MX_OK) st = mx__step_check_memory(s, p, step->inputs);
   if (st != MX_OK) goto out;
@@ -333,12 +344,16 @@ out:
 
 mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                          size_t n_outputs) {
-  return run_step(s, inputs, n_inputs, outputs, n_outputs, false, NULL, NULL, NULL);
+  return run_step(s, inputs, n_inputs, outputs, n_outputs, false, NULL, NULL, NULL, NULL);
+}
+
+mx_status mx__session_run_slots(mx_session *s, const mx_bound_slots *bound) {
+  return run_step(s, NULL, 0, NULL, 0, false, NULL, NULL, NULL, bound);
 }
 
 mx_status mx_session_run_async(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                                size_t n_outputs, mx_stream *stream, mx_run_callback callback, void *user) {
-  return run_step(s, inputs, n_inputs, outputs, n_outputs, true, stream, callback, user);
+  return run_step(s, inputs, n_inputs, outputs, n_outputs, true, stream, callback, user, NULL);
 }
 
 mx_status mx_session_synchronize(mx_session *s) {

@@ -180,6 +180,17 @@ uint64_t mx__program_memory_limit(const mx_program *p);
  * input index; only dtypes and dims are read) whose tensors would exceed the limit. */
 mx_status mx__step_check_memory(struct mx_session *s, mx_program *p, const mx_tensor *const *inputs);
 
+/* A step's inputs and outputs already matched to the graph's (a binding's records): by graph
+ * input index and by graph output index (NULL: that output is not asked for). */
+typedef struct mx_bound_slots {
+  const mx_program *prog;          /* the program they were matched for */
+  const mx_tensor *const *inputs;  /* root->n_inputs entries */
+  mx_tensor *const *outputs;       /* root->n_outputs entries */
+} mx_bound_slots;
+
+/* mx_session_run without name matching (run.c). */
+mx_status mx__session_run_slots(struct mx_session *s, const mx_bound_slots *bound);
+
 /* Runs one of the program's graphs with the session's executor. */
 mx_status mx__program_run_graph(struct mx_session *s, const mx_exe_graph *g, mx_step *step);
 

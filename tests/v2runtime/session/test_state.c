@@ -1,0 +1,229 @@
+/* Persistent state of a binding: the llama's past_key_<i> / past_value_<i> inputs kept on the
+ * device as the next step's value of present_key_<i> / present_value_<i>. Over 1000 steps the
+ * logits and the cache are bit for bit those of the copying path (every present fed back as the
+ * next past through mx_session_run), through growth past the capacity; truncate and reset roll
+ * the cache back; declaring states refuses what cannot pair. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "mixrt/binding.h"
+#include "mixrt/models.h"
+#include "v2runtime/session/session_support.h"
+
+enum { N_IO = 5 };
+
+static mx_session *llama_session(int64_t min_ops) {
+  mx_llama_config cfg;
+  mx_llama_config_default(&cfg);
+  mx_graph *g;
+  mx_error err;
+  cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK, "%s", err.message);
+  mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, min_ops);
+  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
+  return s;
+}
+
+static int64_t argmax(const mx_tensor *t) {
+  int64_t n = 0, best = 0;
+  mx_tensor_numel(t, &n);
+  const float *f = t->data;
+  for (int64_t k = 1; k < n; k++)
+    if (f[k] > f[best]) best = k;
+  return best;
+}
+
+/* The copying path: host tensors, each step's presents fed back as the next past. */
+typedef struct copying {
+  mx_tensor in[N_IO], out[N_IO];
+} copying;
+
+static void copying_init(copying *c) {
+  memset(c, 0, sizeof *c);
+  cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &c->in[0]), MX_OK);
+  for (int i = 1; i < N_IO; i++)
+    cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, 2, 0, 16}, &c->in[i]), MX_OK);
+}
+
+static void copying_step(mx_session *s, copying *c, int64_t token) {
+  ((int64_t *)c->in[0].data)[0] = token;
+  mx_tensor_release(&c->out[0]);
+  memset(c->out, 0, sizeof c->out);
+  cr_assert_eq(mx_session_run(s, c->in, N_IO, c->out, N_IO), MX_OK, "%s", mx_session_last_error(s));
+  for (int i = 1; i < N_IO; i++) {
+    mx_tensor_release(&c->in[i]);
+    c->in[i] = c->out[i];
+    c->in[i].name = NULL;
+    memset(&c->out[i], 0, sizeof c->out[i]);
+  }
+}
+
+static void copying_free(copying *c) {
+  for (int i = 0; i < N_IO; i++) {
+    mx_tensor_release(&c->in[i]);
+    mx_tensor_release(&c->out[i]);
+  }
+}
+
+/* A binding with the four cache pairs as states and logits on the host. */
+static mx_binding *state_binding(mx_session *s, mx_tensor *ids, int64_t capacity) {
+  mx_binding *b;
+  cr_assert_eq(mx_binding_create(s, &b), MX_OK, "%s", mx_session_last_error(s));
+  size_t pairs = 0;
+  cr_assert_eq(mx_binding_pair_states(b, 2, capacity, &pairs), MX_OK, "%s", mx_session_last_error(s));
+  cr_assert_eq(pairs, 4);
+  cr_assert_eq(mx_binding_state_count(b), 4);
+  cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, ids), MX_OK);
+  cr_assert_eq(mx_binding_bind_input(b, "input_ids", ids), MX_OK, "%s", mx_session_last_error(s));
+  cr_assert_eq(mx_binding_bind_output_alloc(b, "logits", MX_HOST), MX_OK);
+  return b;
+}
+
+static void binding_step(mx_session *s, mx_binding *b, mx_tensor *ids, int64_t token) {
+  ((int64_t *)ids->data)[0] = token;
+  cr_assert_eq(mx_session_run_binding(s, b), MX_OK, "%s", mx_session_last_error(s));
+}
+
+/* Every state's rows against the copying path's pasts, bit for bit. */
+static void same_cache(mx_session *s, const mx_binding *b, const copying *c) {
+  for (size_t j = 1; j < N_IO; j++) {
+    const mx_tensor *v = mx_binding_output(b, j);
+    cr_assert_not_null(v);
+    cr_assert_eq(v->placement, MX_DEVICE);
+    mx_tensor h;
+    cr_assert_eq(mx_tensor_alloc(v->dtype, v->rank, v->dims, &h), MX_OK);
+    size_t nb = 0;
+    cr_assert(mx_tensor_nbytes(&h, &nb));
+    cr_assert_eq(mx_device_copy(mx_session_device(s), h.data, v->data, nb, MX_COPY_D2H), MX_OK);
+    char why[256];
+    cr_assert(mxs_same(&h, &c->in[j], why, sizeof why), "state %zu: %s", j, why);
+    mx_tensor_release(&h);
+  }
+}
+
+static void thousand_steps(int64_t min_ops) {
+  mx_session *s = llama_session(min_ops);
+  copying c;
+  copying_init(&c);
+  mx_tensor ids;
+  mx_binding *b = state_binding(s, &ids, 64);
+  const mx_tensor *logits = mx_binding_output(b, 0);
+  int64_t token = 1;
+  for (int step = 0; step < 1000; step++) {
+    copying_step(s, &c, token);
+    binding_step(s, b, &ids, token);
+    char why[256];
+    cr_assert(mxs_same(logits, &c.out[0], why, sizeof why), "step %d logits: %s", step, why);
+    if (step % 250 == 0 || step == 999) same_cache(s, b, &c);
+    token = argmax(&c.out[0]);
+  }
+  cr_assert_eq(mx_binding_state_length(b), 1000);
+  cr_assert_eq(mx_binding_state_capacity(b), 1024, "64 rows grown x2 past 1000");
+  mx_binding_destroy(b);
+  mx_tensor_release(&ids);
+  copying_free(&c);
+  mx_session_destroy(s);
+}
+
+Test(session_state, thousand_steps_bit_identical_hybrid, .timeout = 300) { thousand_steps(4); }
+Test(session_state, thousand_steps_bit_identical_all_dynamic, .timeout = 300) { thousand_steps(-1); }
+
+/* Within the capacity the states allocate nothing: growing steps take at most the one block
+ * an intermediate of the longer past needs (the copying path takes 4 or 5 a step), and steps
+ * that repeat a shape (truncated back to 20 rows each time) take none, the cache staying in
+ * its two buffers. */
+Test(session_state, no_allocation_within_capacity) {
+  mx_session *s = llama_session(4);
+  mx_tensor ids;
+  mx_binding *b = state_binding(s, &ids, 128);
+  mx_session_stats last;
+  for (int step = 0; step < 20; step++) {
+    binding_step(s, b, &ids, 5);
+    cr_assert_eq(mx_session_get_stats(s, &last, NULL), MX_OK);
+    if (step >= 1) cr_assert_leq(last.device_allocations, 1, "step %d allocated %llu blocks", step,
+                                 (unsigned long long)last.device_allocations);
+  }
+  const void *seen[2] = {0};
+  for (int step = 0; step < 10; step++) {
+    cr_assert_eq(mx_binding_truncate(b, 20), MX_OK);
+    binding_step(s, b, &ids, 5);
+    cr_assert_eq(mx_session_get_stats(s, &last, NULL), MX_OK);
+    if (step >= 1) cr_assert_eq(last.device_allocations, 0, "repeated step %d allocated", step);
+    const void *now = mx_binding_output(b, 1)->data;
+    if (step < 2) seen[step] = now;
+    else cr_assert_eq(now, seen[step % 2], "the cache left its two buffers");
+  }
+  cr_assert_eq(mx_binding_state_capacity(b), 128);
+  mx_binding_destroy(b);
+  mx_tensor_release(&ids);
+  mx_session_destroy(s);
+}
+
+/* Truncate keeps the first rows (as the copying path's pasts of that length), reset empties. */
+Test(session_state, truncate_and_reset) {
+  mx_session *s = llama_session(4);
+  copying c, kept;
+  copying_init(&c);
+  copying_init(&kept);
+  mx_tensor ids;
+  mx_binding *b = state_binding(s, &ids, 8);
+  int64_t token = 2;
+  for (int step = 0; step < 12; step++) {
+    copying_step(s, &c, token);
+    binding_step(s, b, &ids, token);
+    token = argmax(&c.out[0]);
+    if (step == 5) /* the pasts after 6 steps */
+      for (int i = 1; i < N_IO; i++) {
+        mx_tensor_release(&kept.in[i]);
+        cr_assert_eq(mx_tensor_alloc(c.in[i].dtype, c.in[i].rank, c.in[i].dims, &kept.in[i]), MX_OK);
+        size_t nb = 0;
+        mx_tensor_nbytes(&c.in[i], &nb);
+        memcpy(kept.in[i].data, c.in[i].data, nb);
+      }
+  }
+  cr_assert_eq(mx_binding_truncate(b, 13), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx_binding_truncate(b, 6), MX_OK, "%s", mx_session_last_error(s));
+  cr_assert_eq(mx_binding_state_length(b), 6);
+  same_cache(s, b, &kept);
+  copying_step(s, &kept, 77);
+  binding_step(s, b, &ids, 77);
+  char why[256];
+  cr_assert(mxs_same(mx_binding_output(b, 0), &kept.out[0], why, sizeof why), "after truncate: %s", why);
+  same_cache(s, b, &kept);
+  cr_assert_eq(mx_binding_reset(b), MX_OK);
+  cr_assert_eq(mx_binding_state_length(b), 0);
+  copying fresh;
+  copying_init(&fresh);
+  copying_step(s, &fresh, 9);
+  binding_step(s, b, &ids, 9);
+  cr_assert(mxs_same(mx_binding_output(b, 0), &fresh.out[0], why, sizeof why), "after reset: %s", why);
+  same_cache(s, b, &fresh);
+  copying_free(&fresh);
+  mx_binding_destroy(b);
+  mx_tensor_release(&ids);
+  copying_free(&kept);
+  copying_free(&c);
+  mx_session_destroy(s);
+}
+
+Test(session_state, refusals) {
+  mx_session *s = llama_session(4);
+  mx_binding *b;
+  cr_assert_eq(mx_binding_create(s, &b), MX_OK);
+  cr_assert_eq(mx_binding_add_state(b, "past_key_0", "logits", 2, 16), MX_ERR_SHAPE);
+  cr_assert(strstr(mx_session_last_error(s), "past_key_0"), "%s", mx_session_last_error(s));
+  cr_assert_eq(mx_binding_add_state(b, "input_ids", "present_key_0", 2, 16), MX_ERR_DTYPE);
+  cr_assert_eq(mx_binding_add_state(b, "past_key_9", "present_key_0", 2, 16), MX_ERR_NOT_FOUND);
+  cr_assert(strstr(mx_session_last_error(s), "past_key_9"), "%s", mx_session_last_error(s));
+  cr_assert_eq(mx_binding_add_state(b, "past_key_0", "present_key_0", 7, 16), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx_binding_add_state(b, "past_key_0", "present_key_0", 2, 16), MX_OK);
+  cr_assert_eq(mx_binding_add_state(b, "past_key_0", "present_key_1", 2, 16), MX_ERR_INVALID_ARGUMENT);
+  /* A state is fed by the binding: binding it as an input is refused. */
+  mx_tensor t = {.dtype = MX_FLOAT32, .rank = 4, .dims = {1, 2, 0, 16}};
+  cr_assert_eq(mx_binding_bind_input(b, "past_key_0", &t), MX_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(mx_session_last_error(s), "state"), "%s", mx_session_last_error(s));
+  size_t pairs = 0;
+  cr_assert_eq(mx_binding_pair_states(b, -2, 16, &pairs), MX_OK);
+  cr_assert_eq(pairs, 3, "the other three pairs");
+  mx_binding_destroy(b);
+  mx_session_destroy(s);
+}

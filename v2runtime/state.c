@@ -1,0 +1,292 @@
+/* Persistent state of a binding: inputs that are the next step's value of an output (a KV cache),
+ * kept on the session's device between steps.
+ *
+ * Each state has two device buffers with room for `capacity` rows along its growing axis. The
+ * rows held lie at the front of the current buffer in the model's own layout (contiguous), so
+ * the step reads them as an ordinary input; the step's output is written straight into the other
+ * buffer (a caller device buffer: zero copy), which then becomes current. Nothing is allocated
+ * and nothing crosses to the host while the rows fit; past the capacity every state grows
+ * together, x2. Truncation keeps the first rows (a copy per outer block into the other buffer
+ * when rows are not outermost). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "v2runtime/binding_impl.h"
+
+#define ERR(b) (&(b)->s->err)
+#define DEFAULT_CAPACITY 256
+
+static const mx_value *input_value(const mx_binding *b, size_t i) {
+  return &b->prog->root->values[b->prog->root->inputs[i]];
+}
+
+static const mx_value *output_value(const mx_binding *b, size_t j) {
+  return &b->prog->root->values[b->prog->root->outputs[j]];
+}
+
+mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *output, int32_t axis,
+                               int64_t capacity) {
+  if (!b) return MX_ERR_INVALID_ARGUMENT;
+  if (b->s->prog != b->prog)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "the binding was made for a model no longer loaded");
+  int64_t i = mx_binding_input_index(b, input), j = mx_binding_output_index(b, output);
+  if (i < 0) return mx__fail(ERR(b), MX_ERR_NOT_FOUND, "state: the model has no input named '%s'", input ? input : "(NULL)");
+  if (j < 0)
+    return mx__fail(ERR(b), MX_ERR_NOT_FOUND, "state: the model has no output named '%s'", output ? output : "(NULL)");
+  if (capacity < 0)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "state '%s': capacity %lld is negative", input, (long long)capacity);
+  if (b->in_state[i] >= 0 || b->out[j].kind == MX_BIND_OUT_STATE)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "state '%s' <- '%s': %s is already a state", input, output,
+                    b->in_state[i] >= 0 ? "the input" : "the output");
+  if (b->length > 0)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT,
+                    "state '%s': states are declared before the first step or after mx_binding_reset", input);
+  const mx_value *vi = input_value(b, (size_t)i), *vo = output_value(b, (size_t)j);
+  if (vi->dtype != vo->dtype)
+    return mx__fail(ERR(b), MX_ERR_DTYPE, "state '%s' <- '%s': dtypes %s and %s differ", input, output,
+                    mx_dtype_name(vi->dtype), mx_dtype_name(vo->dtype));
+  if (vi->shape.rank < 0 || vi->shape.rank != vo->shape.rank)
+    return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': ranks %d and %d differ (or are unknown)", input, output,
+                    (int)vi->shape.rank, (int)vo->shape.rank);
+  if (axis < 0) axis += vi->shape.rank;
+  if (axis < 0 || axis >= vi->shape.rank)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "state '%s': axis %d is out of range for rank %d", input,
+                    (int)axis, (int)vi->shape.rank);
+  for (int32_t k = 0; k < vi->shape.rank; k++)
+    if (k != axis && vi->shape.dims[k] != vo->shape.dims[k])
+      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': dim %d differs, and only axis %d may grow", input,
+                      output, (int)k, (int)axis);
+  if (b->n_states == b->cap_states) {
+    size_t cap = b->cap_states ? 2 * b->cap_states : 8;
+    mx_bind_state *ns = realloc(b->states, cap * sizeof *ns);
+    if (!ns) return mx__fail_oom(ERR(b), "a state");
+    b->states = ns;
+    b->cap_states = cap;
+  }
+  mx_bind_state *x = &b->states[b->n_states];
+  memset(x, 0, sizeof *x);
+  x->in = (uint32_t)i;
+  x->out = (uint32_t)j;
+  x->axis = axis;
+  x->view.dtype = vi->dtype;
+  x->view.rank = vi->shape.rank;
+  x->view.placement = MX_DEVICE;
+  x->view.name = vi->name;
+  if (capacity > b->want_capacity) b->want_capacity = capacity;
+  /* The state takes over the input and the output from whatever was bound there. */
+  mx_bind_out *o = &b->out[j];
+  if (o->kind == MX_BIND_OUT_ALLOC) mx_binding_unbind_output(b, output);
+  memset(o, 0, sizeof *o);
+  o->kind = MX_BIND_OUT_STATE;
+  b->in_bound[i] = false;
+  b->in_state[i] = (int32_t)b->n_states++;
+  return MX_OK;
+}
+
+/* The output name input `name` pairs with by one rule ("past_key_values" -> "present",
+ * "past" -> "present" at the front), written into out; false when the rule does not apply. */
+static bool paired_name(const char *name, const char *from, const char *to, char *out, size_t size) {
+  size_t nf = strlen(from);
+  if (strncmp(name, from, nf) != 0) return false;
+  size_t need = strlen(to) + strlen(name + nf) + 1;
+  if (need > size) return false;
+  strcpy(out, to);
+  strcat(out, name + nf);
+  return true;
+}
+
+mx_status mx_binding_pair_states(mx_binding *b, int32_t axis, int64_t capacity, size_t *n_pairs) {
+  if (n_pairs) *n_pairs = 0;
+  if (!b) return MX_ERR_INVALID_ARGUMENT;
+  static const char *const rules[][2] = {{"past_key_values", "present"}, {"past", "present"}};
+  char name[512];
+  for (size_t i = 0; i < b->n_in; i++) {
+    if (b->in_state[i] >= 0) continue;
+    const char *in = input_value(b, i)->name;
+    for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+      if (!paired_name(in, rules[r][0], rules[r][1], name, sizeof name)) continue;
+      int64_t j = mx_binding_output_index(b, name);
+      if (j < 0 || b->out[j].kind == MX_BIND_OUT_STATE) continue;
+      mx_status st = mx_binding_add_state(b, in, name, axis, capacity);
+      if (st != MX_OK) return st;
+      if (n_pairs) (*n_pairs)++;
+      break;
+    }
+  }
+  return MX_OK;
+}
+
+size_t mx_binding_state_count(const mx_binding *b) { return b ? b->n_states : 0; }
+int64_t mx_binding_state_length(const mx_binding *b) { return b ? b->length : 0; }
+int64_t mx_binding_state_capacity(const mx_binding *b) {
+  if (!b) return 0;
+  if (b->capacity) return b->capacity;
+  return b->want_capacity ? b->want_capacity : DEFAULT_CAPACITY;
+}
+
+void mx__binding_states_free(mx_binding *b) {
+  for (size_t k = 0; k < b->n_states; k++)
+    for (int h = 0; h < 2; h++) {
+      if (b->states[k].buf[h]) mx_device_free(b->s->dev, b->states[k].buf[h]);
+      b->states[k].buf[h] = NULL;
+    }
+}
+
+/* Bytes of `rows` rows of state x (outer blocks of rows x inner elements). */
+static size_t rows_bytes(const mx_bind_state *x, int64_t rows) {
+  return (size_t)x->outer * (size_t)rows * (size_t)x->inner * mx_dtype_size(x->view.dtype);
+}
+
+/* Copies the first `keep` of `held` rows of every outer block from src to dst, packed for `keep`
+ * rows (one copy when the rows are outermost). */
+static mx_status copy_rows(mx_binding *b, const mx_bind_state *x, void *dst, const void *src, int64_t held,
+                           int64_t keep) {
+  size_t es = mx_dtype_size(x->view.dtype), row = (size_t)x->inner * es;
+  if (keep == 0) return MX_OK;
+  if (x->outer == 1 || keep == held)
+    return mx_device_copy(b->s->dev, dst, src, (size_t)x->outer * (size_t)keep * row, MX_COPY_D2D);
+  for (int64_t o = 0; o < x->outer; o++) {
+    mx_status st = mx_device_copy(b->s->dev, (char *)dst + (size_t)o * (size_t)keep * row,
+                                  (const char *)src + (size_t)o * (size_t)held * row, (size_t)keep * row,
+                                  MX_COPY_D2D);
+    if (st != MX_OK) return st;
+  }
+  return MX_OK;
+}
+
+/* Gives every state buffers of `rows` rows, keeping the rows held. */
+static mx_status grow(mx_binding *b, int64_t rows) {
+  for (size_t k = 0; k < b->n_states; k++) {
+    mx_bind_state *x = &b->states[k];
+    void *nb[2] = {NULL, NULL};
+    size_t bytes = rows_bytes(x, rows);
+    if (bytes == 0) bytes = 64;
+    mx_status st = mx_device_alloc(b->s->dev, bytes, 64, &nb[0]);
+    if (st == MX_OK) st = mx_device_alloc(b->s->dev, bytes, 64, &nb[1]);
+    if (st == MX_OK && x->buf[x->cur]) st = copy_rows(b, x, nb[0], x->buf[x->cur], b->length, b->length);
+    if (st != MX_OK) {
+      for (int h = 0; h < 2; h++)
+        if (nb[h]) mx_device_free(b->s->dev, nb[h]);
+      return mx__fail(ERR(b), MX_ERR_DEVICE_OOM, "state '%s': cannot allocate 2 x %zu bytes for %lld rows: %s",
+                      x->view.name, bytes, (long long)rows, mx_device_last_error(b->s->dev));
+    }
+    for (int h = 0; h < 2; h++)
+      if (x->buf[h]) mx_device_free(b->s->dev, x->buf[h]);
+    x->buf[0] = nb[0];
+    x->buf[1] = nb[1];
+    x->cur = 0;
+    x->bytes = bytes;
+    x->view.data = nb[0];
+  }
+  b->capacity = rows;
+  return MX_OK;
+}
+
+mx_status mx__binding_states_prepare(mx_binding *b) {
+  if (!b->n_states) return MX_OK;
+  const mx_symtab *syms = b->prog->root->syms;
+  /* The inputs first: rows held along the axis, the other dims from the bound inputs' symbols. */
+  for (size_t k = 0; k < b->n_states; k++) {
+    mx_bind_state *x = &b->states[k];
+    const mx_value *v = input_value(b, x->in);
+    int64_t outer = 1, inner = 1;
+    for (int32_t d = 0; d < x->view.rank; d++) {
+      int64_t n = b->length;
+      if (d != x->axis && (mx_sym_eval(syms, v->shape.dims[d], b->syms, b->n_syms, &n) != MX_OK || n < 0))
+        return mx__fail(ERR(b), MX_ERR_SHAPE,
+                        "state '%s': dim %d is not known before the step (bind the input that gives its symbol)",
+                        v->name, (int)d);
+      x->view.dims[d] = n;
+      if (d < x->axis) outer *= n;
+      if (d > x->axis) inner *= n;
+    }
+    if (x->buf[0] && (outer != x->outer || inner != x->inner)) {
+      if (b->length > 0)
+        return mx__fail(ERR(b), MX_ERR_SHAPE,
+                        "state '%s': dims other than axis %d changed while it holds rows (mx_binding_reset first)",
+                        v->name, (int)x->axis);
+      for (int h = 0; h < 2; h++) mx_device_free(b->s->dev, x->buf[h]);
+      x->buf[0] = x->buf[1] = NULL;
+      b->capacity = 0; /* reallocated below, at the capacity asked for */
+    }
+    x->outer = outer;
+    x->inner = inner;
+    mx_status st = mx__binding_bind_symbols(b, x->in, &x->view);
+    if (st != MX_OK) return st;
+  }
+  /* Then the outputs: the step's rows decide whether the buffers must grow. */
+  int64_t rows = -1;
+  for (size_t k = 0; k < b->n_states; k++) {
+    mx_bind_state *x = &b->states[k];
+    mx_tensor *o = &b->out[x->out].t;
+    memset(o, 0, sizeof *o);
+    if (!mx__binding_output_dims(b, x->out, &o->rank, o->dims))
+      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': the output's shape is not known before the step",
+                      x->view.name, output_value(b, x->out)->name);
+    if (rows >= 0 && o->dims[x->axis] != rows)
+      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s': %lld rows after this step, the other states %lld",
+                      x->view.name, (long long)o->dims[x->axis], (long long)rows);
+    rows = o->dims[x->axis];
+  }
+  bool unallocated = false;
+  for (size_t k = 0; k < b->n_states; k++) unallocated = unallocated || !b->states[k].buf[0];
+  if (unallocated || rows > b->capacity) {
+    int64_t cap = b->capacity ? 2 * b->capacity : (b->want_capacity ? b->want_capacity : DEFAULT_CAPACITY);
+    if (cap < b->capacity) cap = b->capacity;
+    while (cap < rows) cap *= 2;
+    mx_status st = grow(b, cap);
+    if (st != MX_OK) return st;
+  }
+  for (size_t k = 0; k < b->n_states; k++) {
+    mx_bind_state *x = &b->states[k];
+    mx_tensor *o = &b->out[x->out].t;
+    x->view.data = x->buf[x->cur];
+    o->dtype = x->view.dtype;
+    o->data = x->buf[x->cur ^ 1];
+    o->placement = MX_DEVICE;
+    o->name = output_value(b, x->out)->name;
+    b->in_slot[x->in] = &x->view;
+  }
+  return MX_OK;
+}
+
+void mx__binding_states_advance(mx_binding *b) {
+  for (size_t k = 0; k < b->n_states; k++) {
+    mx_bind_state *x = &b->states[k];
+    const mx_tensor *o = &b->out[x->out].t;
+    x->cur ^= 1;
+    memcpy(x->view.dims, o->dims, sizeof x->view.dims);
+    x->view.data = x->buf[x->cur];
+    b->length = o->dims[x->axis];
+  }
+}
+
+mx_status mx_binding_truncate(mx_binding *b, int64_t length) {
+  if (!b) return MX_ERR_INVALID_ARGUMENT;
+  if (length < 0 || length > b->length)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "truncate: %lld rows asked, the states hold %lld",
+                    (long long)length, (long long)b->length);
+  if (length == b->length) return MX_OK;
+  for (size_t k = 0; k < b->n_states; k++) {
+    mx_bind_state *x = &b->states[k];
+    if (x->outer > 1 && length > 0) {
+      /* Rows are not outermost: pack the kept rows of each block into the other buffer. */
+      mx_status st = copy_rows(b, x, x->buf[x->cur ^ 1], x->buf[x->cur], b->length, length);
+      if (st != MX_OK)
+        return mx__fail(ERR(b), st, "truncate: state '%s': %s", x->view.name, mx_device_last_error(b->s->dev));
+      x->cur ^= 1;
+    }
+    x->view.dims[x->axis] = length;
+    x->view.data = x->buf[x->cur];
+  }
+  b->length = length;
+  return MX_OK;
+}
+
+mx_status mx_binding_reset(mx_binding *b) {
+  if (!b) return MX_ERR_INVALID_ARGUMENT;
+  for (size_t k = 0; k < b->n_states; k++) b->states[k].view.dims[b->states[k].axis] = 0;
+  b->length = 0;
+  return MX_OK;
+}
