@@ -98,6 +98,8 @@ void mx_partition_destroy(mx_partition *p) {
   free(p->cluster_consts);
   free(p->bounds);
   free(p->links);
+  free(p->spec);
+  free(p->sym_kinds);
   free(p);
 }
 
@@ -135,6 +137,7 @@ mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opt
   w[2] = mx__now_ns();
   c[2] = thread_cpu_ns();
   if (st == MX_OK) st = mx__part_place(p);
+  if (st == MX_OK) st = mx__part_spec(p);
   w[3] = mx__now_ns();
   c[3] = thread_cpu_ns();
   if (st == MX_OK) st = mx__part_build(p);

@@ -6,6 +6,7 @@
 
 #include "common/json.h"
 #include "partitioner/partitioner_impl.h"
+#include "partitioner/spec.h"
 
 static void bound_json(FILE *out, const mx_partition *p, const mx__part_bound *b, bool input) {
   const mx_value *val = &p->g->values[b->value];
@@ -66,6 +67,19 @@ static void cluster_json(FILE *out, const mx_partition *p, uint32_t id) {
   ids_json(out, p->links + c->first_pred, c->n_pred);
   fprintf(out, ", \"out_clusters\": ");
   ids_json(out, p->links + c->first_succ, c->n_succ);
+  if (c->type == MX_CLUSTER_UNKNOWN && p->spec) {
+    const mx_spec_info *sp = &p->spec[id];
+    fprintf(out, ",\n     \"specializable\": %s, \"spec_symbols\": [", sp->specializable ? "true" : "false");
+    for (uint32_t k = 0; sp->specializable && k < sp->n_syms; k++) {
+      if (k) fprintf(out, ", ");
+      mx__json_string(out, mx_symtab_symbol_name(g->syms, sp->syms[k]));
+    }
+    fprintf(out, "]");
+    if (!sp->specializable) {
+      fprintf(out, ", \"spec_why\": ");
+      mx__json_string(out, sp->why ? sp->why : "");
+    }
+  }
   fprintf(out, "}");
 }
 
@@ -98,10 +112,17 @@ mx_status mx_partition_dump_json(const mx_partition *p, FILE *out) {
     mx__json_string(out, line);
     fprintf(out, "}%s\n", i + 1 < p->n_order ? "," : "");
   }
+  fprintf(out, " ],\n \"symbols\": [");
+  for (size_t k = 0, shown = 0; k < p->n_sym_kinds; k++) {
+    if (p->sym_kinds[k] == MX_SPEC_SYM_UNUSED) continue;
+    fprintf(out, "%s{\"name\": ", shown++ ? ", " : "");
+    mx__json_string(out, mx_symtab_symbol_name(g->syms, k));
+    fprintf(out, ", \"kind\": \"%s\"}", mx__spec_sym_kind_name((mx_spec_sym_kind)p->sym_kinds[k]));
+  }
   const mx_partition_totals *t = &p->totals;
   fprintf(
       out,
-      " ],\n \"totals\": {\"clusters\": %u, \"known_clusters\": %zu, \"unknown_clusters\": %zu, "
+      "],\n \"totals\": {\"clusters\": %u, \"known_clusters\": %zu, \"unknown_clusters\": %zu, "
       "\"known_nodes\": %zu, \"unknown_nodes\": %zu, \"constants\": %zu, \"shared_constants\": "
       "%zu, "
       "\"boundary_values\": %zu}}\n",

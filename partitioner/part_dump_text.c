@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "partitioner/partitioner_impl.h"
+#include "partitioner/spec.h"
 
 #define FIRST_NAMES 3
 
@@ -32,8 +33,21 @@ mx_status mx_partition_dump_text(const mx_partition *p, FILE *out) {
       fprintf(out, " + %u constant%s", c->n_consts, c->n_consts == 1 ? "" : "s");
     if (c->type == MX_CLUSTER_NETOUTPUT)
       fprintf(out, " %u output%s", c->n_in, c->n_in == 1 ? "" : "s");
+    if (p->spec && p->spec[id].specializable) {
+      fprintf(out, " | specializable on [");
+      for (uint32_t k = 0; k < p->spec[id].n_syms; k++)
+        fprintf(out, "%s%s", k ? ", " : "", mx_symtab_symbol_name(p->g->syms, p->spec[id].syms[k]));
+      fprintf(out, "]");
+    }
     fprintf(out, "\n");
   }
+  size_t shown_syms = 0;
+  for (size_t k = 0; k < p->n_sym_kinds; k++) {
+    if (p->sym_kinds[k] == MX_SPEC_SYM_UNUSED) continue;
+    fprintf(out, "%s %s (%s)", shown_syms++ ? "," : "symbols:", mx_symtab_symbol_name(p->g->syms, k),
+            mx__spec_sym_kind_name((mx_spec_sym_kind)p->sym_kinds[k]));
+  }
+  if (shown_syms) fprintf(out, "\n");
   const mx_partition_totals *t = &p->totals;
   fprintf(out,
           "totals: known %zu ops in %zu cluster%s, unknown %zu ops in %zu cluster%s, constants %zu "

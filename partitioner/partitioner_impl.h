@@ -99,6 +99,11 @@ struct mx_partition {
   size_t n_links;
   mx_partition_totals totals;
 
+  /* --- shape specialization (spec_part.c) --- */
+  struct mx_spec_info *spec; /* by cluster: specializable and on which symbols (malloc'd) */
+  uint8_t *sym_kinds;        /* by symbol of g's table: mx_spec_sym_kind (malloc'd) */
+  size_t n_sym_kinds;
+
   mx__part_timings timings;
 };
 
@@ -219,6 +224,11 @@ mx_status mx__part_place(mx_partition *p);
 
 /* Builds p->root and one subgraph per KNOWN/UNKNOWN cluster. */
 mx_status mx__part_build(mx_partition *p);
+
+/* --- spec_part.c ------------------------------------------------------------------------- */
+
+/* Symbol kinds and the specializable UNKNOWN clusters (partitioner/spec.h); after placement. */
+mx_status mx__part_spec(mx_partition *p);
 
 /* --- part_reason.c ------------------------------------------------------------------------ */
 
