@@ -60,6 +60,7 @@ mx_status mx_binding_create(mx_session *s, mx_binding **out) {
     return mx__fail_oom(&s->err, "a binding");
   }
   for (size_t i = 0; i < b->n_in; i++) b->in_state[i] = -1;
+  b->before = -1;
   *out = b;
   return MX_OK;
 }

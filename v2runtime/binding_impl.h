@@ -55,6 +55,8 @@ struct mx_binding {
   mx_bind_state *states;
   size_t n_states, cap_states;
   int64_t length;             /* rows every state holds */
+  int64_t before;             /* rows before the last step, which the other buffers still hold
+                                 untouched (a truncate back to them is a swap), or -1 */
   int64_t capacity;           /* rows every state's buffers take (0 until allocated) */
   int64_t want_capacity;      /* rows asked for at the first allocation */
 };

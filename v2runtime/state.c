@@ -6,8 +6,9 @@
  * the step reads them as an ordinary input; the step's output is written straight into the other
  * buffer (a caller device buffer: zero copy), which then becomes current. Nothing is allocated
  * and nothing crosses to the host while the rows fit; past the capacity every state grows
- * together, x2. Truncation keeps the first rows (a copy per outer block into the other buffer
- * when rows are not outermost). */
+ * together, x2. Truncation keeps the first rows: back to the rows before the last step it is a
+ * swap (the other buffer still holds them: rejecting a speculated token, or repeating a step),
+ * else a copy per outer block into the other buffer when rows are not outermost. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,6 +181,7 @@ static mx_status grow(mx_binding *b, int64_t rows) {
     x->view.data = nb[0];
   }
   b->capacity = rows;
+  b->before = -1;
   return MX_OK;
 }
 
@@ -252,6 +254,7 @@ mx_status mx__binding_states_prepare(mx_binding *b) {
 }
 
 void mx__binding_states_advance(mx_binding *b) {
+  b->before = b->length;
   for (size_t k = 0; k < b->n_states; k++) {
     mx_bind_state *x = &b->states[k];
     const mx_tensor *o = &b->out[x->out].t;
@@ -268,9 +271,13 @@ mx_status mx_binding_truncate(mx_binding *b, int64_t length) {
     return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "truncate: %lld rows asked, the states hold %lld",
                     (long long)length, (long long)b->length);
   if (length == b->length) return MX_OK;
+  /* Back to the rows before the last step: the other buffers hold them as they were. */
+  bool swap = length == b->before && b->before >= 0;
   for (size_t k = 0; k < b->n_states; k++) {
     mx_bind_state *x = &b->states[k];
-    if (x->outer > 1 && length > 0) {
+    if (swap) {
+      x->cur ^= 1;
+    } else if (x->outer > 1 && length > 0) {
       /* Rows are not outermost: pack the kept rows of each block into the other buffer. */
       mx_status st = copy_rows(b, x, x->buf[x->cur ^ 1], x->buf[x->cur], b->length, length);
       if (st != MX_OK)
@@ -281,6 +288,7 @@ mx_status mx_binding_truncate(mx_binding *b, int64_t length) {
     x->view.data = x->buf[x->cur];
   }
   b->length = length;
+  b->before = -1;
   return MX_OK;
 }
 
@@ -288,5 +296,6 @@ mx_status mx_binding_reset(mx_binding *b) {
   if (!b) return MX_ERR_INVALID_ARGUMENT;
   for (size_t k = 0; k < b->n_states; k++) b->states[k].view.dims[b->states[k].axis] = 0;
   b->length = 0;
+  b->before = -1;
   return MX_OK;
 }

@@ -85,7 +85,9 @@ MX_API size_t mx_binding_state_count(const mx_binding *b);
 MX_API int64_t mx_binding_state_length(const mx_binding *b);
 /* Rows every state can hold before it grows. */
 MX_API int64_t mx_binding_state_capacity(const mx_binding *b);
-/* Keeps the first `length` rows of every state (<= the rows held), dropping the rest. */
+/* Keeps the first `length` rows of every state (<= the rows held), dropping the rest. Back to
+ * the rows held before the last step it costs nothing (the previous buffers are swapped back);
+ * else it copies the rows kept when the axis is not the outermost. */
 MX_API mx_status mx_binding_truncate(mx_binding *b, int64_t length);
 /* Empties every state (0 rows; buffers kept). */
 MX_API mx_status mx_binding_reset(mx_binding *b);

@@ -189,6 +189,17 @@ Test(session_state, truncate_and_reset) {
   char why[256];
   cr_assert(mxs_same(mx_binding_output(b, 0), &kept.out[0], why, sizeof why), "after truncate: %s", why);
   same_cache(s, b, &kept);
+  /* Back by the last step's row (a swap of buffers), then the same step again. */
+  mx_tensor again;
+  size_t nb = 0;
+  mx_tensor_nbytes(&kept.out[0], &nb);
+  cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, kept.out[0].rank, kept.out[0].dims, &again), MX_OK);
+  memcpy(again.data, kept.out[0].data, nb);
+  cr_assert_eq(mx_binding_truncate(b, 6), MX_OK);
+  binding_step(s, b, &ids, 77);
+  cr_assert(mxs_same(mx_binding_output(b, 0), &again, why, sizeof why), "the step repeated: %s", why);
+  same_cache(s, b, &kept);
+  mx_tensor_release(&again);
   cr_assert_eq(mx_binding_reset(b), MX_OK);
   cr_assert_eq(mx_binding_state_length(b), 0);
   copying fresh;
