@@ -25,6 +25,15 @@ mx_status mx__graph_fail_err(mx_graph *g, const mx_error *err) {
   return err->status;
 }
 
+mx_status mx__node_fail(mx_error *err, const mx_node *nd, mx_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  mx__error_vfail(err, status, fmt, ap);
+  va_end(ap);
+  mx__error_prefix(err, "node '%s' (%s): ", nd->name, nd->op_type);
+  return status;
+}
+
 void mx__graph_log(mx_graph *g, mx_log_level level, const char *fmt, ...) {
   mx_graph *root = g;
   while (root->parent && !root->log) root = root->parent;

@@ -113,6 +113,10 @@ mx_status mx__graph_fail(mx_graph *g, mx_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Copies an error record onto the graph and returns its status. */
 mx_status mx__graph_fail_err(mx_graph *g, const mx_error *err);
+/* Records a failure of node `nd` in `err` (printf-style), prefixed "node 'NAME' (OP): ", and
+ * returns `status`: the one form every node-level message takes. */
+mx_status mx__node_fail(mx_error *err, const mx_node *nd, mx_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Sends one line to the graph's log callback, if any. */
 void mx__graph_log(mx_graph *g, mx_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

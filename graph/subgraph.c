@@ -13,7 +13,6 @@
  *
  * At run time (ctx->runtime) nothing is re-inferred: the outputs get the compile-time dtypes and
  * kinds and the shapes come from running the node (reference/control.c). */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,16 +87,6 @@ typedef struct sg_ctx {
   mx_error *err;
 } sg_ctx;
 
-static mx_status node_fail(sg_ctx *c, mx_status st, const char *fmt, ...) MX_PRINTF(3, 4);
-static mx_status node_fail(sg_ctx *c, mx_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  mx__error_vfail(c->err, st, fmt, ap);
-  va_end(ap);
-  mx__error_prefix(c->err, "node '%s' (%s): ", c->nd->name, c->nd->op_type);
-  return st;
-}
-
 static mx_graph *body_of(const mx_node *nd, const char *name) {
   const mx_attr *a = mx__node_attr(nd, name);
   return a && a->type == MX_ATTR_GRAPH ? a->graph : NULL;
@@ -110,7 +99,7 @@ static mx_status bind_outer(sg_ctx *c, mx_graph *sub, const char *attr) {
     if ((val->flags & MX_VALUE_DEAD) || !(val->flags & MX_VALUE_OUTER)) continue;
     const mx_value *o = find_in_scope(c->g, val->name);
     if (!o)
-      return node_fail(c, MX_ERR_INVALID_GRAPH, "%s reads '%s', which no enclosing graph defines", attr,
+      return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%s reads '%s', which no enclosing graph defines", attr,
                        val->name);
     val->dtype = o->dtype;
     val->shape = o->shape;
@@ -145,7 +134,7 @@ static mx_status infer_body_ex(sg_ctx *c, mx_graph *sub, const char *attr, bool 
     st = mx_graph_infer(sub);
     if (st != MX_OK && shapes_only) *shapes_only = true;
   }
-  if (st != MX_OK) return node_fail(c, st, "%s: %s", attr, mx_graph_last_error(sub));
+  if (st != MX_OK) return mx__node_fail(c->err, c->nd, st, "%s: %s", attr, mx_graph_last_error(sub));
   return MX_OK;
 }
 
@@ -201,7 +190,7 @@ static bool kinds_agree(uint8_t a, uint8_t b) {
 
 static mx_status check_same_type(sg_ctx *c, const mx_value *a, const mx_value *b, const char *what, size_t i) {
   if (a->dtype != b->dtype || !kinds_agree(a->kind, b->kind))
-    return node_fail(c, MX_ERR_DTYPE, "%s %zu: %s%s in one place, %s%s in the other", what, i,
+    return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "%s %zu: %s%s in one place, %s%s in the other", what, i,
                      a->kind == MX_KIND_TENSOR ? "" : "container of ", mx_dtype_name(a->dtype),
                      b->kind == MX_KIND_TENSOR ? "" : "container of ", mx_dtype_name(b->dtype));
   return MX_OK;
@@ -210,7 +199,7 @@ static mx_status check_same_type(sg_ctx *c, const mx_value *a, const mx_value *b
 static mx_status if_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *out) {
   mx_graph *th = body_of(c->nd, "then_branch"), *el = body_of(c->nd, "else_branch");
   if (in[0].kind != MX_KIND_TENSOR || in[0].dtype != MX_BOOL)
-    return node_fail(c, MX_ERR_DTYPE, "the condition must be a bool tensor, not %s", mx_dtype_name(in[0].dtype));
+    return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "the condition must be a bool tensor, not %s", mx_dtype_name(in[0].dtype));
   /* A branch whose inference fails on shapes can never run without failing: the other one
    * decides the outputs (expanded functions hold branches for inputs of other ranks). Errors
    * of structure, attributes or captures stay errors. */
@@ -228,7 +217,7 @@ static mx_status if_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *out
   }
   if (c->err && (st_th != MX_OK || st_el != MX_OK)) mx_error_clear(c->err);
   if (th->n_outputs != c->nd->n_outputs || el->n_outputs != c->nd->n_outputs)
-    return node_fail(c, MX_ERR_INVALID_GRAPH, "then_branch has %zu outputs and else_branch %zu, the node %u",
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "then_branch has %zu outputs and else_branch %zu, the node %u",
                      th->n_outputs, el->n_outputs, c->nd->n_outputs);
   int branch = st_th != MX_OK ? 0 : st_el != MX_OK ? 1 : -1; /* 1 then, 0 else, when known */
   if (in[0].data && in[0].data->data) {
@@ -306,34 +295,34 @@ static mx_status infer_carried(sg_ctx *c, mx_graph *body, size_t first_in, size_
 static mx_status loop_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *out) {
   mx_graph *body = body_of(c->nd, "body");
   uint32_t ni = c->nd->n_inputs, no = c->nd->n_outputs;
-  if (ni < 2) return node_fail(c, MX_ERR_INVALID_GRAPH, "%u inputs given; Loop takes M, cond and the carried values", ni);
+  if (ni < 2) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%u inputs given; Loop takes M, cond and the carried values", ni);
   size_t n = ni - 2;
   if (body->n_inputs != 2 + n)
-    return node_fail(c, MX_ERR_INVALID_GRAPH, "the body has %zu inputs; it must have %zu (iteration, condition and %zu carried)",
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the body has %zu inputs; it must have %zu (iteration, condition and %zu carried)",
                      body->n_inputs, 2 + n, n);
   if (body->n_outputs < 1 + n)
-    return node_fail(c, MX_ERR_INVALID_GRAPH, "the body has %zu outputs; it needs at least %zu (condition and %zu carried)",
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the body has %zu outputs; it needs at least %zu (condition and %zu carried)",
                      body->n_outputs, 1 + n, n);
   size_t k = body->n_outputs - 1 - n;
   if (no != n + k)
-    return node_fail(c, MX_ERR_INVALID_GRAPH, "the node has %u outputs; its body gives %zu carried and %zu scan outputs",
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the node has %u outputs; its body gives %zu carried and %zu scan outputs",
                      no, n, k);
   if (in[0].present && (in[0].kind != MX_KIND_TENSOR || (in[0].dtype != MX_INT64 && in[0].dtype != MX_INT32)))
-    return node_fail(c, MX_ERR_DTYPE, "input M must be an int64 tensor");
+    return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input M must be an int64 tensor");
   if (in[1].present && (in[1].kind != MX_KIND_TENSOR || in[1].dtype != MX_BOOL))
-    return node_fail(c, MX_ERR_DTYPE, "input cond must be a bool tensor");
+    return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input cond must be a bool tensor");
   mx_shape scalar = {.rank = 0};
   set_input(body, 0, MX_INT64, MX_KIND_TENSOR, &scalar);
   set_input(body, 1, MX_BOOL, MX_KIND_TENSOR, &scalar);
   mx_shape shapes[64];
-  if (n > 64) return node_fail(c, MX_ERR_LIMIT, "more than 64 loop-carried values");
+  if (n > 64) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "more than 64 loop-carried values");
   for (size_t i = 0; i < n; i++)
-    if (!in[2 + i].present) return node_fail(c, MX_ERR_INVALID_GRAPH, "loop-carried input %zu is missing", i);
+    if (!in[2 + i].present) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "loop-carried input %zu is missing", i);
   mx_status st = infer_carried(c, body, 2, 1, n, in + 2, shapes);
   if (st != MX_OK) return st;
   const mx_value *bc = body_out(body, 0);
   if (bc->kind != MX_KIND_TENSOR || bc->dtype != MX_BOOL)
-    return node_fail(c, MX_ERR_DTYPE, "the body's first output (the condition) must be bool, not %s",
+    return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "the body's first output (the condition) must be bool, not %s",
                      mx_dtype_name(bc->dtype));
   for (size_t i = 0; i < n; i++) {
     set_out(&out[i], body_out(body, 1 + i));
@@ -343,10 +332,10 @@ static mx_status loop_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *o
   for (size_t j = 0; j < k; j++) {
     const mx_value *o = body_out(body, 1 + n + j);
     if (o->kind != MX_KIND_TENSOR)
-      return node_fail(c, MX_ERR_DTYPE, "scan output %zu of the body must be a tensor", j);
+      return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "scan output %zu of the body must be a tensor", j);
     set_out(&out[n + j], o);
     if (o->shape.rank == MX_RANK_UNKNOWN) continue;
-    if (o->shape.rank >= MX_MAX_RANK) return node_fail(c, MX_ERR_UNSUPPORTED, "scan output %zu has too high a rank", j);
+    if (o->shape.rank >= MX_MAX_RANK) return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "scan output %zu has too high a rank", j);
     out[n + j].shape.rank = o->shape.rank + 1;
     out[n + j].shape.dims[0] = trip;
     for (int32_t d = 0; d < o->shape.rank; d++) out[n + j].shape.dims[d + 1] = o->shape.dims[d];
@@ -378,30 +367,30 @@ static mx_status scan_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *o
   uint32_t first = v8 ? 1 : 0; /* opset 8: sequence_lens comes first */
   uint32_t ni = c->nd->n_inputs, no = c->nd->n_outputs;
   if (ni < first + p->num_scan_inputs)
-    return node_fail(c, MX_ERR_INVALID_GRAPH, "%u inputs for %lld scan inputs", ni, (long long)p->num_scan_inputs);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%u inputs for %lld scan inputs", ni, (long long)p->num_scan_inputs);
   size_t m = (size_t)p->num_scan_inputs, n = ni - first - m;
-  if (m > MX_SCAN_MAX || n > 64) return node_fail(c, MX_ERR_LIMIT, "too many scan inputs or states");
+  if (m > MX_SCAN_MAX || n > 64) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "too many scan inputs or states");
   if (body->n_inputs != n + m)
-    return node_fail(c, MX_ERR_INVALID_GRAPH, "the body has %zu inputs; it must have %zu (%zu states and %zu scan inputs)",
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the body has %zu inputs; it must have %zu (%zu states and %zu scan inputs)",
                      body->n_inputs, n + m, n, m);
   if (body->n_outputs < n || no != body->n_outputs)
-    return node_fail(c, MX_ERR_INVALID_GRAPH, "the body has %zu outputs and the node %u; both must be the %zu states and the scan outputs",
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the body has %zu outputs and the node %u; both must be the %zu states and the scan outputs",
                      body->n_outputs, no, n);
   size_t k = no - n;
   if ((size_t)p->n_out_axis > 0 && (size_t)p->n_out_axis != k)
-    return node_fail(c, MX_ERR_INVALID_GRAPH, "attribute 'scan_output_axes' has %d entries for %zu scan outputs",
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "attribute 'scan_output_axes' has %d entries for %zu scan outputs",
                      (int)p->n_out_axis, k);
-  if (k > MX_SCAN_MAX) return node_fail(c, MX_ERR_LIMIT, "too many scan outputs");
+  if (k > MX_SCAN_MAX) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "too many scan outputs");
   mx_dim trip = MX_DIM_UNKNOWN, batch = MX_DIM_UNKNOWN;
   for (size_t i = 0; i < m; i++) {
     const mx_value_info *x = &in[first + n + i];
-    if (x->kind != MX_KIND_TENSOR) return node_fail(c, MX_ERR_DTYPE, "scan input %zu must be a tensor", i);
+    if (x->kind != MX_KIND_TENSOR) return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "scan input %zu must be a tensor", i);
     mx_shape s = x->shape;
     if (s.rank != MX_RANK_UNKNOWN) {
       int32_t axis = 0;
       int64_t a = v8 ? 1 : (p->n_in_axis ? p->in_axis[i] : 0);
       if (!mx__norm_axis(a, s.rank, &axis) || (v8 && s.rank < 2))
-        return node_fail(c, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan input %zu is out of range for rank %d",
+        return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan input %zu is out of range for rank %d",
                          (long long)a, i, (int)s.rank);
       if (i == 0) trip = s.dims[axis];
       s = drop_dim(&s, axis);
@@ -429,11 +418,11 @@ static mx_status scan_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *o
     set_out(&out[n + j], o);
     if (o->shape.rank == MX_RANK_UNKNOWN) continue;
     if (o->shape.rank + (v8 ? 2 : 1) > MX_MAX_RANK)
-      return node_fail(c, MX_ERR_UNSUPPORTED, "scan output %zu has too high a rank", j);
+      return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "scan output %zu has too high a rank", j);
     int32_t axis = 0;
     int64_t a = v8 ? 0 : (p->n_out_axis ? p->out_axis[j] : 0);
     if (!mx__norm_axis(a, o->shape.rank + 1, &axis))
-      return node_fail(c, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan output %zu is out of range for rank %d",
+      return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan output %zu is out of range for rank %d",
                        (long long)a, j, (int)o->shape.rank + 1);
     out[n + j].shape = insert_dim(&o->shape, axis, trip);
     if (v8) out[n + j].shape = insert_dim(&out[n + j].shape, 0, batch);
@@ -445,19 +434,19 @@ static mx_status sequence_map_infer(sg_ctx *c, const mx_value_info *in, mx_value
   mx_graph *body = body_of(c->nd, "body");
   uint32_t ni = c->nd->n_inputs, no = c->nd->n_outputs;
   if (body->n_inputs != ni || body->n_outputs != no)
-    return node_fail(c, MX_ERR_INVALID_GRAPH, "the body has %zu inputs and %zu outputs; the node %u and %u",
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the body has %zu inputs and %zu outputs; the node %u and %u",
                      body->n_inputs, body->n_outputs, ni, no);
-  if (in[0].kind != MX_KIND_SEQUENCE) return node_fail(c, MX_ERR_DTYPE, "input 0 must be a sequence");
+  if (in[0].kind != MX_KIND_SEQUENCE) return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input 0 must be a sequence");
   for (uint32_t i = 0; i < ni; i++) {
     if (in[i].kind != MX_KIND_TENSOR && in[i].kind != MX_KIND_SEQUENCE)
-      return node_fail(c, MX_ERR_DTYPE, "input %u must be a tensor or a sequence", i);
+      return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input %u must be a tensor or a sequence", i);
     set_input(body, i, in[i].dtype, MX_KIND_TENSOR, &in[i].shape);
   }
   mx_status st = infer_body(c, body, "body");
   if (st != MX_OK) return st;
   for (uint32_t k = 0; k < no; k++) {
     const mx_value *o = body_out(body, k);
-    if (o->kind != MX_KIND_TENSOR) return node_fail(c, MX_ERR_DTYPE, "body output %u must be a tensor", k);
+    if (o->kind != MX_KIND_TENSOR) return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "body output %u must be a tensor", k);
     set_out(&out[k], o);
     out[k].kind = MX_KIND_SEQUENCE;
     out[k].shape.rank = MX_RANK_UNKNOWN; /* elements may differ in shape */
@@ -472,7 +461,7 @@ mx_status mx__subgraph_node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *
   sg_ctx c = {g, nd, syms, err};
   for (uint32_t i = 0; i < nd->n_attrs; i++)
     if (nd->attrs[i].type == MX_ATTR_GRAPH && !nd->attrs[i].graph)
-      return node_fail(&c, MX_ERR_INVALID_GRAPH, "attribute '%s' holds no graph", nd->attrs[i].name);
+      return mx__node_fail(c.err, c.nd, MX_ERR_INVALID_GRAPH, "attribute '%s' holds no graph", nd->attrs[i].name);
   if (runtime) {
     /* The shapes come from running the node: keep what compile time found. */
     for (uint32_t k = 0; k < nd->n_outputs; k++) {
@@ -489,13 +478,13 @@ mx_status mx__subgraph_node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *
   else if (strcmp(op, "Loop") == 0) st = loop_infer(&c, in, out);
   else if (strcmp(op, "Scan") == 0) st = scan_infer(&c, in, out);
   else if (strcmp(op, "SequenceMap") == 0) st = sequence_map_infer(&c, in, out);
-  else st = node_fail(&c, MX_ERR_INTERNAL, "no subgraph inference for this op");
+  else st = mx__node_fail(c.err, c.nd, MX_ERR_INTERNAL, "no subgraph inference for this op");
   if (st != MX_OK) return st;
   for (uint32_t k = 0; k < nd->n_outputs; k++) {
     out[k].sv = NULL;
     out[k].sv_len = -1;
     if (!mx_dtype_size(out[k].dtype))
-      return node_fail(&c, MX_ERR_INVALID_GRAPH, "output %u has no known element type", k);
+      return mx__node_fail(c.err, c.nd, MX_ERR_INVALID_GRAPH, "output %u has no known element type", k);
   }
   return MX_OK;
 }

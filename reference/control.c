@@ -5,7 +5,6 @@
  *
  * Loop stops after the trip count M when one is given; a Loop whose only exit is its condition
  * is stopped after mx_reference_loop_limit() iterations with an error naming the node. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,17 +54,7 @@ typedef struct cx {
   mx_error *err;
 } cx;
 
-static mx_status fail(cx *c, mx_status st, const char *fmt, ...) MX_PRINTF(3, 4);
-static mx_status fail(cx *c, mx_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  mx__error_vfail(c->err, st, fmt, ap);
-  va_end(ap);
-  mx__error_prefix(c->err, "node '%s' (%s): ", c->nd->name, c->nd->op_type);
-  return st;
-}
-
-static mx_status oom(cx *c) { return fail(c, MX_ERR_OUT_OF_MEMORY, "out of host memory"); }
+static mx_status oom(cx *c) { return mx__node_fail(c->err, c->nd, MX_ERR_OUT_OF_MEMORY, "out of host memory"); }
 
 /* A new host tensor (data from mx__host_alloc, uninitialized). */
 static mx_status new_tensor(cx *c, mx_dtype dt, int32_t rank, const int64_t *dims, mx_tensor *t) {
@@ -74,7 +63,7 @@ static mx_status new_tensor(cx *c, mx_dtype dt, int32_t rank, const int64_t *dim
   t->rank = rank;
   for (int32_t k = 0; k < rank; k++) t->dims[k] = dims[k];
   size_t nb;
-  if (!mx_tensor_nbytes(t, &nb)) return fail(c, MX_ERR_LIMIT, "a result of type %s is too large", mx_dtype_name(dt));
+  if (!mx_tensor_nbytes(t, &nb)) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "a result of type %s is too large", mx_dtype_name(dt));
   t->data = mx__host_alloc(nb);
   if (!t->data) return oom(c);
   return MX_OK;
@@ -83,7 +72,7 @@ static mx_status new_tensor(cx *c, mx_dtype dt, int32_t rank, const int64_t *dim
 static mx_status scalar_int(cx *c, const mx_tensor *t, const char *what, int64_t *v) {
   int64_t n;
   if (!t || mx_value_is_list(t) || !mx_tensor_numel(t, &n) || n != 1 || !mx_dtype_is_integer(t->dtype))
-    return fail(c, MX_ERR_SHAPE, "%s must be one integer", what);
+    return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "%s must be one integer", what);
   *v = mx__kget_i64(t->data, t->dtype, 0);
   return MX_OK;
 }
@@ -91,14 +80,14 @@ static mx_status scalar_int(cx *c, const mx_tensor *t, const char *what, int64_t
 static mx_status scalar_bool(cx *c, const mx_tensor *t, const char *what, bool *v) {
   int64_t n;
   if (!t || mx_value_is_list(t) || !mx_tensor_numel(t, &n) || n != 1 || t->dtype != MX_BOOL)
-    return fail(c, MX_ERR_SHAPE, "%s must be one bool", what);
+    return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "%s must be one bool", what);
   *v = *(const uint8_t *)t->data != 0;
   return MX_OK;
 }
 
 static mx_status copy_value(cx *c, const mx_tensor *src, mx_tensor *dst) {
   mx_status st = mx_value_copy(src, dst);
-  if (st != MX_OK) return st == MX_ERR_OUT_OF_MEMORY ? oom(c) : fail(c, st, "cannot copy a value");
+  if (st != MX_OK) return st == MX_ERR_OUT_OF_MEMORY ? oom(c) : mx__node_fail(c->err, c->nd, st, "cannot copy a value");
   return MX_OK;
 }
 
@@ -138,11 +127,11 @@ static mx_status slice_range(cx *c, const mx_tensor *x, int32_t axis, int64_t st
 /* Stacks n tensors of one shape along a new dim at `axis`. */
 static mx_status stack(cx *c, const mx_tensor *items, size_t n, int32_t axis, mx_tensor *out) {
   const mx_tensor *a = &items[0];
-  if (a->rank + 1 > MX_MAX_RANK) return fail(c, MX_ERR_UNSUPPORTED, "stacked result has too high a rank");
+  if (a->rank + 1 > MX_MAX_RANK) return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "stacked result has too high a rank");
   for (size_t i = 1; i < n; i++) {
     bool same = items[i].dtype == a->dtype && items[i].rank == a->rank;
     for (int32_t k = 0; same && k < a->rank; k++) same = items[i].dims[k] == a->dims[k];
-    if (!same) return fail(c, MX_ERR_SHAPE, "item %zu to stack differs in type or shape from item 0", i);
+    if (!same) return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "item %zu to stack differs in type or shape from item 0", i);
   }
   int64_t dims[MX_MAX_RANK];
   for (int32_t k = 0, j = 0; k <= a->rank; k++) dims[k] = k == axis ? (int64_t)n : a->dims[j++];
@@ -165,7 +154,7 @@ static mx_status concat(cx *c, const mx_tensor *items, size_t n, int32_t axis, m
   for (size_t i = 0; i < n; i++) {
     bool same = items[i].dtype == a->dtype && items[i].rank == a->rank;
     for (int32_t k = 0; same && k < a->rank; k++) same = k == axis || items[i].dims[k] == a->dims[k];
-    if (!same) return fail(c, MX_ERR_SHAPE, "item %zu to concatenate differs from item 0 off the axis", i);
+    if (!same) return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "item %zu to concatenate differs from item 0 off the axis", i);
     total += items[i].dims[axis];
   }
   int64_t dims[MX_MAX_RANK];
@@ -220,7 +209,7 @@ static mx_graph *body_of(const mx_node *nd, const char *name) {
 static mx_status run_body_lending(cx *c, mx_graph *body, const char *what, const mx_tensor *ins, size_t n_in,
                                   mx_tensor *outs, bool *lent) {
   if (body->n_inputs != n_in)
-    return fail(c, MX_ERR_INVALID_GRAPH, "%s has %zu inputs, %zu given", what, body->n_inputs, n_in);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%s has %zu inputs, %zu given", what, body->n_inputs, n_in);
   mx_status st = mx__reference_run_body(body, c->f, ins, n_in, outs, body->n_outputs, lent, c->err);
   if (st != MX_OK && c->err && strncmp(c->err->message, "node '", 6) != 0)
     mx__error_prefix(c->err, "node '%s' (%s): %s: ", c->nd->name, c->nd->op_type, what);
@@ -255,7 +244,7 @@ static mx_status run_if(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
   if (st != MX_OK) return st;
   mx_graph *b = body_of(c->nd, cond ? "then_branch" : "else_branch");
   if (b->n_outputs != c->nd->n_outputs)
-    return fail(c, MX_ERR_INVALID_GRAPH, "the branch has %zu outputs, the node %u", b->n_outputs, c->nd->n_outputs);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the branch has %zu outputs, the node %u", b->n_outputs, c->nd->n_outputs);
   return run_body(c, b, cond ? "then_branch" : "else_branch", NULL, 0, outs);
 }
 
@@ -286,7 +275,7 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
   bin[1].data = &cond_byte;
   for (; iter < max_trip && cond; iter++) {
     if (!has_m && iter >= limit) {
-      st = fail(c, MX_ERR_LIMIT,
+      st = mx__node_fail(c->err, c->nd, MX_ERR_LIMIT,
                 "stopped after %lld iterations: its only exit is its condition, which stayed true "
                 "(MIXRT_LOOP_MAX_ITERATIONS or mx_reference_loop_limit raise the limit)",
                 (long long)iter);
@@ -357,7 +346,7 @@ static mx_status scan_core(cx *c, mx_graph *body, size_t n, size_t m, size_t k, 
   int64_t trip = scan_in[0]->dims[axes[0]];
   for (size_t i = 1; i < m; i++)
     if (scan_in[i]->dims[axes[i]] != trip)
-      return fail(c, MX_ERR_SHAPE, "scan input %zu has %lld steps, scan input 0 has %lld", i,
+      return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "scan input %zu has %lld steps, scan input 0 has %lld", i,
                   (long long)scan_in[i]->dims[axes[i]], (long long)trip);
   mx_status st = MX_OK;
   mx_tensor *bin = calloc(n + m + 1, sizeof *bin), *bout = calloc(n + k + 1, sizeof *bout);
@@ -394,7 +383,7 @@ static mx_status scan_core(cx *c, mx_graph *body, size_t n, size_t m, size_t k, 
     int64_t a = out_axes ? out_axes[j] : 0;
     if (a < 0) a += r + 1;
     if (a < 0 || a > r) {
-      st = fail(c, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan output %zu is out of range", (long long)a, j);
+      st = mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan output %zu is out of range", (long long)a, j);
     } else if (!scans[j].n) {
       st = empty_scan_output(c, bo, (int32_t)a, &outs[n + j]);
     } else {
@@ -431,12 +420,12 @@ static mx_status run_scan(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
   int64_t zeros[MX_SCAN_MAX] = {0};
   const mx_tensor *const *states = ins + first, *const *scan_in = ins + first + n;
   for (size_t i = 0; i < m; i++) {
-    if (!scan_in[i] || mx_value_is_list(scan_in[i])) return fail(c, MX_ERR_INVALID_GRAPH, "scan input %zu must be a tensor", i);
+    if (!scan_in[i] || mx_value_is_list(scan_in[i])) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan input %zu must be a tensor", i);
     int64_t a = v8 ? 0 : (p->n_in_axis ? p->in_axis[i] : 0);
     int32_t r = scan_in[i]->rank - (v8 ? 1 : 0);
     if (a < 0) a += r;
     if (a < 0 || a >= r)
-      return fail(c, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan input %zu is out of range for rank %d",
+      return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan input %zu is out of range for rank %d",
                   (long long)(v8 ? 1 : (p->n_in_axis ? p->in_axis[i] : 0)), i, (int)scan_in[i]->rank);
     axes[i] = (int32_t)a;
   }
@@ -445,7 +434,7 @@ static mx_status run_scan(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
     return scan_core(c, body, n, m, k, states, scan_in, axes, in_dir, p->n_out_axis ? p->out_axis : NULL,
                      p->n_out_dir ? p->out_dir : NULL, outs);
   /* Opset 8: every input has a leading batch dim; run each batch entry and stack the results. */
-  if (ins[0]) return fail(c, MX_ERR_UNSUPPORTED, "input 'sequence_lens' is not supported");
+  if (ins[0]) return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "input 'sequence_lens' is not supported");
   int64_t batch = scan_in[0]->dims[0];
   mx_status st = MX_OK;
   mx_tensor *slices = calloc(n + m + 1, sizeof *slices), *res = calloc(n + k + 1, sizeof *res);
@@ -468,7 +457,7 @@ static mx_status run_scan(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
     if (st != MX_OK) goto done;
   }
   for (size_t j = 0; j < n + k; j++) {
-    if (batch == 0) st = fail(c, MX_ERR_UNSUPPORTED, "an empty batch");
+    if (batch == 0) st = mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "an empty batch");
     else st = stack(c, per[j].v, per[j].n, 0, &outs[j]);
     if (st != MX_OK) {
       release_all(outs, j);
@@ -490,11 +479,11 @@ static mx_status run_sequence_map(cx *c, const mx_tensor *const *ins, mx_tensor 
   mx_graph *body = body_of(c->nd, "body");
   uint32_t ni = c->nd->n_inputs, no = c->nd->n_outputs;
   const mx_value_list *l0 = mx_value_list_of(ins[0]);
-  if (!l0 || l0->kind != MX_KIND_SEQUENCE) return fail(c, MX_ERR_INVALID_GRAPH, "input 0 must be a sequence");
+  if (!l0 || l0->kind != MX_KIND_SEQUENCE) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "input 0 must be a sequence");
   for (uint32_t i = 1; i < ni; i++) {
     const mx_value_list *l = mx_value_list_of(ins[i]);
     if (l && l->count != l0->count)
-      return fail(c, MX_ERR_SHAPE, "input %u holds %zu tensors, input 0 %zu", i, l->count, l0->count);
+      return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "input %u holds %zu tensors, input 0 %zu", i, l->count, l0->count);
   }
   mx_status st = MX_OK;
   mx_tensor *bin = calloc(ni + 1, sizeof *bin), *bout = calloc(no + 1, sizeof *bout);
@@ -536,7 +525,7 @@ done:
 static const mx_value_list *need_seq(cx *c, const mx_tensor *t, uint32_t i) {
   const mx_value_list *l = mx_value_list_of(t);
   if (!l || l->kind != MX_KIND_SEQUENCE) {
-    fail(c, MX_ERR_INVALID_GRAPH, "input %u must be a sequence", i);
+    mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "input %u must be a sequence", i);
     return NULL;
   }
   return l;
@@ -551,7 +540,7 @@ static mx_status position(cx *c, const mx_tensor *t, size_t count, bool insert, 
     if (p < 0) p += (int64_t)count;
   }
   if (p < 0 || p > (int64_t)count - (insert ? 0 : 1))
-    return fail(c, MX_ERR_INVALID_GRAPH, "position %lld is out of range for a sequence of %zu",
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "position %lld is out of range for a sequence of %zu",
                 (long long)(t ? mx__kget_i64(t->data, t->dtype, 0) : def), count);
   *pos = p;
   return MX_OK;
@@ -573,7 +562,7 @@ static mx_status run_split_to_sequence(cx *c, const mx_tensor *const *ins, mx_te
   const mx_tensor *x = ins[0];
   int64_t axis = p->axis < 0 ? p->axis + x->rank : p->axis;
   if (axis < 0 || axis >= x->rank)
-    return fail(c, MX_ERR_INVALID_GRAPH, "attribute 'axis' %lld is out of range for rank %d", (long long)p->axis,
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "attribute 'axis' %lld is out of range for rank %d", (long long)p->axis,
                 (int)x->rank);
   int64_t dim = x->dims[axis];
   int64_t lens[4096];
@@ -581,7 +570,7 @@ static mx_status run_split_to_sequence(cx *c, const mx_tensor *const *ins, mx_te
   bool drop = false;
   const mx_tensor *sp = c->nd->n_inputs > 1 ? ins[1] : NULL;
   if (!sp) {
-    if (dim > 4096) return fail(c, MX_ERR_LIMIT, "more than 4096 pieces");
+    if (dim > 4096) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "more than 4096 pieces");
     for (int64_t i = 0; i < dim; i++) lens[n++] = 1;
     drop = !p->keepdims;
   } else {
@@ -589,21 +578,21 @@ static mx_status run_split_to_sequence(cx *c, const mx_tensor *const *ins, mx_te
     mx_tensor_numel(sp, &cnt);
     if (sp->rank == 0) {
       int64_t s = mx__kget_i64(sp->data, sp->dtype, 0);
-      if (s <= 0) return fail(c, MX_ERR_INVALID_GRAPH, "split size %lld must be positive", (long long)s);
+      if (s <= 0) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "split size %lld must be positive", (long long)s);
       for (int64_t off = 0; off < dim; off += s) {
-        if (n == 4096) return fail(c, MX_ERR_LIMIT, "more than 4096 pieces");
+        if (n == 4096) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "more than 4096 pieces");
         lens[n++] = off + s <= dim ? s : dim - off;
       }
     } else {
-      if (cnt > 4096) return fail(c, MX_ERR_LIMIT, "more than 4096 pieces");
+      if (cnt > 4096) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "more than 4096 pieces");
       int64_t sum = 0;
       for (int64_t i = 0; i < cnt; i++) {
         lens[n] = mx__kget_i64(sp->data, sp->dtype, i);
-        if (lens[n] < 0) return fail(c, MX_ERR_INVALID_GRAPH, "split length %lld is negative", (long long)lens[n]);
+        if (lens[n] < 0) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "split length %lld is negative", (long long)lens[n]);
         sum += lens[n++];
       }
       if (sum != dim)
-        return fail(c, MX_ERR_SHAPE, "split lengths add up to %lld but the axis has %lld", (long long)sum,
+        return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "split lengths add up to %lld but the axis has %lld", (long long)sum,
                     (long long)dim);
     }
   }
@@ -630,11 +619,11 @@ static mx_status run_concat_from_sequence(cx *c, const mx_tensor *const *ins, mx
   const mx_seq_params *p = c->nd->params;
   const mx_value_list *l = need_seq(c, ins[0], 0);
   if (!l) return c->err ? c->err->status : MX_ERR_INVALID_GRAPH;
-  if (!l->count) return fail(c, MX_ERR_INVALID_GRAPH, "the sequence is empty");
+  if (!l->count) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the sequence is empty");
   int32_t r = l->items[0].rank + (p->new_axis ? 1 : 0);
   int64_t axis = p->axis < 0 ? p->axis + r : p->axis;
   if (axis < 0 || axis >= r)
-    return fail(c, MX_ERR_INVALID_GRAPH, "attribute 'axis' %lld is out of range for rank %d", (long long)p->axis,
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "attribute 'axis' %lld is out of range for rank %d", (long long)p->axis,
                 (int)r);
   return p->new_axis ? stack(c, l->items, l->count, (int32_t)axis, out)
                      : concat(c, l->items, l->count, (int32_t)axis, out);
@@ -647,7 +636,7 @@ static mx_status run_sequence_op(cx *c, const char *op, const mx_tensor *const *
   if (strcmp(op, "SequenceConstruct") == 0) {
     if (mx_value_list_new(MX_KIND_SEQUENCE, ins[0]->dtype, &outs[0]) != MX_OK) return oom(c);
     for (uint32_t i = 0; i < nd->n_inputs; i++) {
-      if (ins[i]->dtype != ins[0]->dtype) st = fail(c, MX_ERR_DTYPE, "input %u differs in type from input 0", i);
+      if (ins[i]->dtype != ins[0]->dtype) st = mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input %u differs in type from input 0", i);
       else st = seq_insert_copy(c, &outs[0], i, ins[i]);
       if (st != MX_OK) {
         mx_tensor_release(&outs[0]);
@@ -714,12 +703,12 @@ static mx_status run_sequence_op(cx *c, const char *op, const mx_tensor *const *
   if (strcmp(op, "OptionalGetElement") == 0) {
     const mx_value_list *l = mx_value_list_of(ins[0]);
     if (l && l->kind != MX_KIND_SEQUENCE) {
-      if (!l->count) return fail(c, MX_ERR_INVALID_GRAPH, "the optional input is empty");
+      if (!l->count) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the optional input is empty");
       return copy_value(c, &l->items[0], &outs[0]);
     }
     return copy_value(c, ins[0], &outs[0]);
   }
-  return fail(c, MX_ERR_UNSUPPORTED, "no reference implementation for this op");
+  return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "no reference implementation for this op");
 }
 
 mx_status mx__reference_exec_control(const mx__ref_frame *f, mx_node_id nid, const mx_tensor *const *ins,
@@ -734,5 +723,5 @@ mx_status mx__reference_exec_control(const mx__ref_frame *f, mx_node_id nid, con
   if (strcmp(op, "SequenceMap") == 0) return run_sequence_map(&c, ins, outs);
   if (nd->def && (nd->def->flags & MX_OP_ANY_KIND)) return run_sequence_op(&c, op, ins, outs);
   if (strcmp(op, "Identity") == 0 && nd->n_outputs == 1) return copy_value(&c, ins[0], &outs[0]);
-  return fail(&c, MX_ERR_UNSUPPORTED, "this op takes tensors only, but an input is a sequence or optional");
+  return mx__node_fail(c.err, c.nd, MX_ERR_UNSUPPORTED, "this op takes tensors only, but an input is a sequence or optional");
 }
