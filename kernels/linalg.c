@@ -4,8 +4,13 @@
  * loops over the broadcast batch calling sgemm/dgemm, folds the batch into the row count when
  * B is shared by every batch entry, and uses gemv for single rows or columns. float16 and
  * bfloat16 are converted to float32 in the workspace, multiplied with sgemm and rounded once.
- * int32/int64 use a plain loop with wrapping (unsigned) arithmetic, like numpy. */
+ * int32/int64 use a plain loop with wrapping (unsigned) arithmetic, like numpy.
+ *
+ * What the fusion pass folded into a MatMul (mx_matmul_params): transposed operands go to BLAS
+ * as its transpose flags; the bias and the activation are an epilogue applied to each product
+ * right after it is computed, while it is still in cache (float types only). */
 #include <cblas.h>
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -30,6 +35,7 @@ typedef struct mm_plan {
   int64_t a_step[MX_MAX_RANK];      /* A's stride per batch dim, in matrices (0: broadcast) */
   int64_t b_step[MX_MAX_RANK];      /* B's stride per batch dim, in matrices (0: broadcast) */
   int fold;                         /* B is shared and A is not broadcast: one product, batch*m rows */
+  int ta, tb;                       /* A / B hold their last two axes swapped (mx_matmul_params) */
 } mm_plan;
 
 static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) {
@@ -43,11 +49,18 @@ static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) {
     call->why = "MatMul: A, B and Y must have one dtype";
     return MX_ERR_KERNEL;
   }
+  const mx_matmul_params *mp = call->params;
+  p->ta = mp && mp->trans_a;
+  p->tb = mp && mp->trans_b;
+  if ((p->ta && ra < 2) || (p->tb && rb < 2)) {
+    call->why = "MatMul: a transposed operand has rank < 2";
+    return MX_ERR_KERNEL;
+  }
   /* Every field is set below (the batch arrays up to brank), so no clearing of the struct. */
-  p->m = ra >= 2 ? a->dims[ra - 2] : 1;
-  p->k = a->dims[ra - 1];
-  p->n = rb >= 2 ? b->dims[rb - 1] : 1;
-  int64_t kb = rb >= 2 ? b->dims[rb - 2] : b->dims[0];
+  p->m = ra >= 2 ? a->dims[ra - (p->ta ? 1 : 2)] : 1;
+  p->k = a->dims[ra - (p->ta ? 2 : 1)];
+  p->n = rb >= 2 ? b->dims[rb - (p->tb ? 2 : 1)] : 1;
+  int64_t kb = rb >= 2 ? b->dims[rb - (p->tb ? 1 : 2)] : b->dims[0];
   if (kb != p->k) {
     call->why = "MatMul: the contraction dims of A and B differ";
     return MX_ERR_KERNEL;
@@ -74,7 +87,8 @@ static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) {
     sb *= db;
     p->batch *= d;
   }
-  p->fold = a_full && b_shared;
+  /* A transposed A's rows are not contiguous across the batch. */
+  p->fold = a_full && b_shared && !p->ta;
   return MX_OK;
 }
 
@@ -91,13 +105,15 @@ static void mm_offsets(const mm_plan *p, int64_t idx, int64_t *oa, int64_t *ob) 
   *ob = b;
 }
 
-/* The 2-D products C[m,n] = A[m,k] * B[k,n], all row-major contiguous. They take void pointers
- * so that mm_run can call any of them. */
-typedef void (*mm2d_fn)(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n);
+/* The 2-D products C[m,n] = op(A)[m,k] * op(B)[k,n], C row-major contiguous; A is stored
+ * [m,k] (or [k,m] when ta), B [k,n] (or [n,k] when tb). They take void pointers so that mm_run
+ * can call any of them. */
+typedef void (*mm2d_fn)(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n, int ta, int tb);
 
-/* Floating point through BLAS in precision T: gemv for a single row or column, gemm otherwise. */
+/* Floating point through BLAS in precision T: gemv for a single row or column, gemm otherwise.
+ * A single row of a transposed A (or column of a transposed B) is the same contiguous vector. */
 #define MM2D_BLAS(NAME, T, GEMV, GEMM)                                                                      \
-  static void NAME(const void *a, const void *b, void *vc, int64_t m, int64_t k, int64_t n) {               \
+  static void NAME(const void *a, const void *b, void *vc, int64_t m, int64_t k, int64_t n, int ta, int tb) { \
     T *c = vc;                                                                                              \
     if (m == 0 || n == 0) return;                                                                           \
     if (k == 0) {                                                                                           \
@@ -106,13 +122,20 @@ typedef void (*mm2d_fn)(const void *a, const void *b, void *c, int64_t m, int64_
       /* gemv would scale y by beta = 0 (keeping NaN garbage) in a separate call: y is cleared and   \
        * accumulated into with beta = 1 instead, the same bits. */                                  \
       memset(c, 0, (size_t)n * sizeof *c);                                                                  \
-      GEMV(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, (T)1, b, (blasint)n, a, 1, (T)1, c, 1);       \
+      if (tb)                                                                                               \
+        GEMV(CblasRowMajor, CblasNoTrans, (blasint)n, (blasint)k, (T)1, b, (blasint)k, a, 1, (T)1, c, 1);   \
+      else                                                                                                  \
+        GEMV(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, (T)1, b, (blasint)n, a, 1, (T)1, c, 1);     \
     } else if (n == 1) {                                                                                    \
       memset(c, 0, (size_t)m * sizeof *c);                                                                  \
-      GEMV(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, (T)1, a, (blasint)k, b, 1, (T)1, c, 1);     \
+      if (ta)                                                                                               \
+        GEMV(CblasRowMajor, CblasTrans, (blasint)k, (blasint)m, (T)1, a, (blasint)m, b, 1, (T)1, c, 1);     \
+      else                                                                                                  \
+        GEMV(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, (T)1, a, (blasint)k, b, 1, (T)1, c, 1);   \
     } else {                                                                                                \
-      GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, (T)1, a,          \
-           (blasint)k, b, (blasint)n, (T)0, c, (blasint)n);                                                 \
+      GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,       \
+           (blasint)n, (blasint)k, (T)1, a, (blasint)(ta ? m : k), b, (blasint)(tb ? k : n), (T)0, c,       \
+           (blasint)n);                                                                                     \
     }                                                                                                       \
   }
 MM2D_BLAS(mm2d_f32_blas, float, cblas_sgemv, cblas_sgemm)
@@ -228,28 +251,29 @@ MX_KHOT static void mm_row_stream_f32(const float *restrict a, const float *rest
  * levels, where the column blocks' strided walk costs nothing and the register sums win. */
 #define MM_ROW_REGS_MAX_ELEMS (1 << 14)
 
-static void mm2d_f32(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n) {
-  if (m == 1 && k > 0 && k * n <= MM_ROW_REGS_MAX_ELEMS)
+static void mm2d_f32(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n, int ta, int tb) {
+  if (m == 1 && !tb && k > 0 && k * n <= MM_ROW_REGS_MAX_ELEMS)
     mm_row_regs_f32(a, b, c, k, n);
-  else if (m == 1 && k > 0 && k * n <= MM_ROW_MAX_ELEMS)
+  else if (m == 1 && !tb && k > 0 && k * n <= MM_ROW_MAX_ELEMS)
     mm_row_stream_f32(a, b, c, k, n);
   else
-    mm2d_f32_blas(a, b, c, m, k, n);
+    mm2d_f32_blas(a, b, c, m, k, n, ta, tb);
 }
 
 /* Integers of type T: products wrap like numpy's fixed-width integers (arithmetic in the
  * unsigned type U avoids UB). */
 #define MM2D_INT(NAME, T, U)                                                                                \
-  static void NAME(const void *va, const void *vb, void *vc, int64_t m, int64_t k, int64_t n) {             \
+  static void NAME(const void *va, const void *vb, void *vc, int64_t m, int64_t k, int64_t n, int ta, int tb) { \
     const T *a = va, *b = vb;                                                                               \
     U *restrict cu = vc;                                                                                    \
+    int64_t sa_i = ta ? 1 : k, sa_q = ta ? m : 1, sb_q = tb ? 1 : n, sb_j = tb ? k : 1;                     \
     for (int64_t i = 0; i < m; i++) {                                                                       \
       U *restrict row = cu + i * n;                                                                         \
       for (int64_t j = 0; j < n; j++) row[j] = 0;                                                           \
       for (int64_t q = 0; q < k; q++) {                                                                     \
-        U av = (U)a[i * k + q];                                                                             \
-        const T *restrict br = b + q * n;                                                                   \
-        for (int64_t j = 0; j < n; j++) row[j] += av * (U)br[j];                                            \
+        U av = (U)a[i * sa_i + q * sa_q];                                                                   \
+        const T *restrict br = b + q * sb_q;                                                                \
+        for (int64_t j = 0; j < n; j++) row[j] += av * (U)br[j * sb_j];                                     \
       }                                                                                                     \
     }                                                                                                       \
   }
@@ -257,39 +281,142 @@ MM2D_INT(mm2d_i32, int32_t, uint32_t)
 MM2D_INT(mm2d_i64, int64_t, uint64_t)
 #undef MM2D_INT
 
-/* Runs the batched product on element buffers of `esize` bytes with the 2-D routine `fn`. */
-static void mm_run(const mm_plan *p, const void *a, const void *b, void *c, size_t esize, mm2d_fn fn) {
+/* The fused epilogue of a MatMul: bias (NULL: none; bias_n elements, n or 1) added along the
+ * last axis, then the activation act (MX_MATMUL_ACT_*). */
+typedef struct mm_epilogue {
+  const void *bias;
+  int64_t bias_n;
+  int32_t act;
+} mm_epilogue;
+
+/* Applies the epilogue to rows x n row-major outputs in place. */
+typedef void (*mm_epi_fn)(const mm_epilogue *e, void *c, int64_t rows, int64_t n);
+
+/* The activation formulas are those of the standalone kernels (Relu, Gelu, Swish, Sigmoid, Tanh),
+ * so a fused MatMul computes what the unfused graph computes. */
+MX_KHOT static void mm_epilogue_f32(const mm_epilogue *e, void *vc, int64_t rows, int64_t n) {
+  const float *restrict bias = e->bias;
+  for (int64_t i = 0; i < rows; i++) {
+    float *restrict c = (float *)vc + i * n;
+    if (bias && e->bias_n == n)
+      for (int64_t j = 0; j < n; j++) c[j] += bias[j];
+    else if (bias)
+      for (int64_t j = 0; j < n; j++) c[j] += bias[0];
+    switch (e->act) {
+    case MX_MATMUL_ACT_RELU:
+      for (int64_t j = 0; j < n; j++) c[j] = c[j] > 0.0f ? c[j] : 0.0f;
+      break;
+    case MX_MATMUL_ACT_GELU:
+      for (int64_t j = 0; j < n; j++) c[j] = 0.5f * c[j] * (1.0f + erff(c[j] * 0.7071067811865476f));
+      break;
+    case MX_MATMUL_ACT_GELU_TANH:
+      for (int64_t j = 0; j < n; j++) {
+        float x = c[j];
+        c[j] = 0.5f * x * (1.0f + mx__ktanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+      }
+      break;
+    case MX_MATMUL_ACT_SILU:
+      for (int64_t j = 0; j < n; j++) c[j] = c[j] * mx__ksigmoidf(c[j]);
+      break;
+    case MX_MATMUL_ACT_SIGMOID:
+      for (int64_t j = 0; j < n; j++) c[j] = mx__ksigmoidf(c[j]);
+      break;
+    case MX_MATMUL_ACT_TANH:
+      for (int64_t j = 0; j < n; j++) c[j] = mx__ktanhf(c[j]);
+      break;
+    default: break;
+    }
+  }
+}
+
+static void mm_epilogue_f64(const mm_epilogue *e, void *vc, int64_t rows, int64_t n) {
+  const double *bias = e->bias;
+  for (int64_t i = 0; i < rows; i++) {
+    double *c = (double *)vc + i * n;
+    for (int64_t j = 0; j < n; j++) {
+      double x = c[j] + (bias ? bias[e->bias_n == n ? j : 0] : 0.0);
+      switch (e->act) {
+      case MX_MATMUL_ACT_RELU: x = x > 0.0 ? x : 0.0; break;
+      case MX_MATMUL_ACT_GELU: x = 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); break;
+      case MX_MATMUL_ACT_GELU_TANH: x = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); break;
+      case MX_MATMUL_ACT_SILU: x = x / (1.0 + exp(-x)); break;
+      case MX_MATMUL_ACT_SIGMOID: x = 1.0 / (1.0 + exp(-x)); break;
+      case MX_MATMUL_ACT_TANH: x = tanh(x); break;
+      default: break;
+      }
+      c[j] = x;
+    }
+  }
+}
+
+/* Runs the batched product on element buffers of `esize` bytes with the 2-D routine `fn`, and
+ * the epilogue (when epi is not NULL) on each product as soon as it is computed. */
+static void mm_run(const mm_plan *p, const void *a, const void *b, void *c, size_t esize, mm2d_fn fn, mm_epi_fn epi,
+                   const mm_epilogue *e) {
   if (p->fold) {
-    fn(a, b, c, p->batch * p->m, p->k, p->n);
+    fn(a, b, c, p->batch * p->m, p->k, p->n, p->ta, p->tb);
+    if (epi) epi(e, c, p->batch * p->m, p->n);
     return;
   }
   size_t sa = (size_t)(p->m * p->k) * esize, sb = (size_t)(p->k * p->n) * esize, sc = (size_t)(p->m * p->n) * esize;
   for (int64_t i = 0; i < p->batch; i++) {
     int64_t oa, ob;
     mm_offsets(p, i, &oa, &ob);
-    fn((const char *)a + (size_t)oa * sa, (const char *)b + (size_t)ob * sb, (char *)c + (size_t)i * sc, p->m,
-       p->k, p->n);
+    char *ci = (char *)c + (size_t)i * sc;
+    fn((const char *)a + (size_t)oa * sa, (const char *)b + (size_t)ob * sb, ci, p->m, p->k, p->n, p->ta, p->tb);
+    if (epi) epi(e, ci, p->m, p->n);
   }
+}
+
+/* The fused bias and activation of the call (e->bias NULL and act 0 when there are none); fails
+ * on a bias that is not a vector of n (or 1) entries. */
+static mx_status mm_get_epilogue(mx_kernel_call *call, const mm_plan *p, mm_epilogue *e) {
+  const mx_matmul_params *mp = call->params;
+  e->bias = NULL;
+  e->bias_n = 0;
+  e->act = mp ? mp->fused_act : MX_MATMUL_ACT_NONE;
+  if (!mp || !mp->has_bias) return MX_OK;
+  const mx_ktensor *bias = &call->t[2];
+  if (call->n_in < 3 || bias->dtype != call->t[0].dtype) {
+    call->why = "MatMul: the fused bias is missing or of another dtype";
+    return MX_ERR_KERNEL;
+  }
+  e->bias_n = mx__ktensor_numel(bias);
+  if (e->bias_n != p->n && e->bias_n != 1) {
+    call->why = "MatMul: the fused bias has neither N entries nor one";
+    return MX_ERR_KERNEL;
+  }
+  e->bias = bias->data;
+  return MX_OK;
 }
 
 static mx_status matmul_run(mx_kernel_call *call) {
   mm_plan p;
   mx_status st = mm_make_plan(call, &p);
   if (st != MX_OK) return st;
+  mm_epilogue e;
+  if ((st = mm_get_epilogue(call, &p, &e)) != MX_OK) return st;
+  bool epi = e.bias || e.act != MX_MATMUL_ACT_NONE;
   mx_ktensor *y = mx__kout(call, 0);
   if (p.batch == 0 || p.m == 0 || p.n == 0) return MX_OK;
   const void *a = call->t[0].data, *b = call->t[1].data;
   switch (y->dtype) {
     case MX_FLOAT32:
       mx__kblas_init();
-      mm_run(&p, a, b, y->data, 4, mm2d_f32);
+      mm_run(&p, a, b, y->data, 4, mm2d_f32, epi ? mm_epilogue_f32 : NULL, &e);
       return MX_OK;
     case MX_FLOAT64:
       mx__kblas_init();
-      mm_run(&p, a, b, y->data, 8, mm2d_f64);
+      mm_run(&p, a, b, y->data, 8, mm2d_f64, epi ? mm_epilogue_f64 : NULL, &e);
       return MX_OK;
-    case MX_INT32: mm_run(&p, a, b, y->data, 4, mm2d_i32); return MX_OK;
-    case MX_INT64: mm_run(&p, a, b, y->data, 8, mm2d_i64); return MX_OK;
+    case MX_INT32:
+    case MX_INT64:
+      if (epi) {
+        call->why = "MatMul: a fused bias or activation needs a float dtype";
+        return MX_ERR_KERNEL;
+      }
+      mm_run(&p, a, b, y->data, y->dtype == MX_INT32 ? 4 : 8, y->dtype == MX_INT32 ? mm2d_i32 : mm2d_i64, NULL, &e);
+      return MX_OK;
     case MX_FLOAT16:
     case MX_BFLOAT16: {
       mx__kblas_init();
@@ -298,9 +425,14 @@ static mx_status matmul_run(mx_kernel_call *call) {
       float *fa = call->workspace;
       float *fb = (float *)((char *)fa + mx__kalign64((size_t)na * 4));
       float *fy = (float *)((char *)fb + mx__kalign64((size_t)nb * 4));
+      float *fbias = (float *)((char *)fy + mx__kalign64((size_t)ny * 4));
       mx__khalf_to_f32(a, call->t[0].dtype, fa, na);
       mx__khalf_to_f32(b, call->t[1].dtype, fb, nb);
-      mm_run(&p, fa, fb, fy, 4, mm2d_f32);
+      if (e.bias) {
+        mx__khalf_to_f32(e.bias, y->dtype, fbias, e.bias_n);
+        e.bias = fbias;
+      }
+      mm_run(&p, fa, fb, fy, 4, mm2d_f32, epi ? mm_epilogue_f32 : NULL, &e);
       mx__kf32_to_half(fy, y->dtype, y->data, ny);
       return MX_OK;
     }
@@ -308,11 +440,17 @@ static mx_status matmul_run(mx_kernel_call *call) {
   }
 }
 
-/* float16/bfloat16 products run in float32 copies of A, B and Y. */
-static size_t matmul_half_workspace(const mx_kernel_call *call) {
+/* float16/bfloat16 products run in float32 copies of A, B and Y (Gemm reads C in its dtype). */
+static size_t half_workspace(const mx_kernel_call *call) {
   size_t na = (size_t)mx__ktensor_numel(&call->t[0]), nb = (size_t)mx__ktensor_numel(&call->t[1]);
   size_t ny = (size_t)mx__ktensor_numel(&call->t[call->n_in]);
   return mx__kalign64(na * 4) + mx__kalign64(nb * 4) + mx__kalign64(ny * 4);
+}
+
+/* A MatMul's also holds a float32 copy of its fused bias. */
+static size_t matmul_half_workspace(const mx_kernel_call *call) {
+  size_t nbias = call->n_in > 2 && call->t[2].dtype != MX_DTYPE_UNDEFINED ? (size_t)mx__ktensor_numel(&call->t[2]) : 0;
+  return half_workspace(call) + mx__kalign64(nbias * 4);
 }
 
 static const mx_kernel_def k_matmul_float = {
@@ -478,7 +616,7 @@ static const mx_kernel_def k_gemm_half = {.op = "Gemm",
                                           .dtypes = MX_KDT(MX_FLOAT16) | MX_KDT(MX_BFLOAT16),
                                           .key = 0,
                                           .run = gemm_run,
-                                          .workspace = matmul_half_workspace};
+                                          .workspace = half_workspace};
 static const mx_kernel_def k_gemm_int = {
     .op = "Gemm", .dtypes = MX_KDT(MX_INT32) | MX_KDT(MX_INT64), .key = 0, .run = gemm_run};
 

@@ -31,18 +31,86 @@ static mx_dim pick_dim(mx_dim a, mx_dim b) {
 
 /* --- MatMul ------------------------------------------------------------------------------------- */
 
+/* ONNX MatMul has no attributes and two inputs; the mixrt_* ones are set by the fusion pass
+ * (graph/passes/fuse_matmul.c) only, see mx_matmul_params. */
+static const mx_attr_spec matmul_attrs[] = {
+    {.name = "mixrt_trans_a", .type = MX_ATTR_INT, .def_i = 0},
+    {.name = "mixrt_trans_b", .type = MX_ATTR_INT, .def_i = 0},
+    {.name = "mixrt_bias", .type = MX_ATTR_INT, .def_i = 0},
+    {.name = "mixrt_activation", .type = MX_ATTR_STRING, .def_s = ""},
+    {0},
+};
+
+/* Names of the MX_MATMUL_ACT_* values, in their order. */
+static const char *const matmul_acts[] = {"", "Relu", "Gelu", "GeluTanh", "SiLU", "Sigmoid", "Tanh", NULL};
+
+static mx_status matmul_parse(const mx_parse_ctx *pc, void *params) {
+  mx_matmul_params *p = params;
+  p->trans_a = mx__parse_int(pc, "mixrt_trans_a") != 0;
+  p->trans_b = mx__parse_int(pc, "mixrt_trans_b") != 0;
+  p->has_bias = mx__parse_int(pc, "mixrt_bias") != 0;
+  /* A third input is only the fused bias: an ONNX MatMul with three inputs is malformed. */
+  if (p->has_bias != (pc->n_inputs > 2))
+    return mx__parse_fail(pc, "MatMul has %u inputs; it takes 2 (3 only with the fused bias, mixrt_bias = 1)",
+                          (unsigned)pc->n_inputs);
+  char act[16];
+  mx_status st = mx__parse_string(pc, "mixrt_activation", act, sizeof act);
+  if (st != MX_OK) return st;
+  int32_t k = 0;
+  while (matmul_acts[k] && strcmp(matmul_acts[k], act) != 0) k++;
+  if (!matmul_acts[k]) return mx__parse_fail(pc, "attribute 'mixrt_activation' is '%s', not a fused activation", act);
+  p->fused_act = k;
+  return MX_OK;
+}
+
+/* The fused bias (input 2) must be a vector along Y's last axis: every other dim 1, no more dims
+ * than Y, so adding it never changes Y's shape. */
+static mx_status matmul_check_bias(mx_infer_ctx *ctx, const mx_value_info *o) {
+  const mx_value_info *c = &ctx->in[2];
+  mx_status st = mx__infer_same_dtype(ctx, 2, 0);
+  if (st != MX_OK) return st;
+  if (c->shape.rank == MX_RANK_UNKNOWN || o->shape.rank == MX_RANK_UNKNOWN) return MX_OK;
+  int32_t rc = c->shape.rank;
+  if (rc > o->shape.rank || (rc >= 1 && o->shape.rank == 0))
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (fused bias) has rank %d, more than the product's %d", (int)rc,
+                          (int)o->shape.rank);
+  for (int32_t i = 0; i + 1 < rc; i++)
+    if (c->shape.dims[i] != 1)
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (fused bias) dim %d is not 1: it must run along the last axis",
+                            (int)i);
+  if (rc == 0 || c->shape.dims[rc - 1] == 1) return MX_OK;
+  return mx__check_same_dim(ctx, c->shape.dims[rc - 1], o->shape.dims[o->shape.rank - 1],
+                            "input 2 (fused bias) length and the product's last dim");
+}
+
 static mx_status matmul_infer(mx_infer_ctx *ctx) {
-  const mx_value_info *a = &ctx->in[0], *b = &ctx->in[1];
+  const mx_matmul_params *p = ctx->params;
+  mx_value_info ai = ctx->in[0], bi = ctx->in[1];
+  const mx_value_info *a = &ai, *b = &bi;
   if (!linalg_dtype_ok(a->dtype))
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s, which MatMul does not take",
                           mx_dtype_name(a->dtype));
   mx_status st = mx__infer_same_dtype(ctx, 1, 0);
   if (st != MX_OK) return st;
+  if (p && p->fused_act && a->dtype != MX_FLOAT32 && a->dtype != MX_FLOAT64 && a->dtype != MX_FLOAT16 &&
+      a->dtype != MX_BFLOAT16)
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "a fused activation needs a float dtype, not %s", mx_dtype_name(a->dtype));
+  /* Transposed operands: the product sees their last two axes swapped. */
+  for (int i = 0; i < 2 && p; i++) {
+    mx_value_info *t = i == 0 ? &ai : &bi;
+    if (!(i == 0 ? p->trans_a : p->trans_b) || t->shape.rank == MX_RANK_UNKNOWN) continue;
+    int32_t r = t->shape.rank;
+    if (r < 2) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %d has rank %d; mixrt_trans_%c needs rank >= 2", i,
+                                     (int)r, i == 0 ? 'a' : 'b');
+    mx_dim d = t->shape.dims[r - 1];
+    t->shape.dims[r - 1] = t->shape.dims[r - 2];
+    t->shape.dims[r - 2] = d;
+  }
   mx_value_info *o = &ctx->out[0];
   o->dtype = a->dtype;
   if (a->shape.rank == MX_RANK_UNKNOWN || b->shape.rank == MX_RANK_UNKNOWN) {
     o->shape.rank = MX_RANK_UNKNOWN;
-    return MX_OK;
+    return p && p->has_bias ? matmul_check_bias(ctx, o) : MX_OK;
   }
   int32_t ra = a->shape.rank, rb = b->shape.rank;
   if (ra == 0 || rb == 0)
@@ -61,12 +129,15 @@ static mx_status matmul_infer(mx_infer_ctx *ctx) {
   o->shape = bo;
   if (ra >= 2) o->shape.dims[o->shape.rank++] = a->shape.dims[ra - 2];
   if (rb >= 2) o->shape.dims[o->shape.rank++] = b->shape.dims[rb - 1];
-  return MX_OK;
+  return p && p->has_bias ? matmul_check_bias(ctx, o) : MX_OK;
 }
 
 static const mx_op_def op_matmul = {
     .name = "MatMul",
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .attrs = matmul_attrs,
+    .params_size = sizeof(mx_matmul_params),
+    .parse = matmul_parse,
     .infer = matmul_infer,
 };
 

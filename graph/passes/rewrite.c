@@ -14,6 +14,7 @@ const mx__rw_rule *const mx__rw_rules[] = {
     &mx__rule_identity, &mx__rule_transpose_pair, &mx__rule_reshape_chain, &mx__rule_cse,
     &mx__rule_bn_fold,  &mx__rule_layernorm,      &mx__rule_rmsnorm,      &mx__rule_gelu,
     &mx__rule_silu,     &mx__rule_rotary,         &mx__rule_attention,    &mx__rule_conv_act,
+    &mx__rule_matmul_transpose, &mx__rule_matmul_bias_act,
     NULL,
 };
 
@@ -35,6 +36,8 @@ mx_node_id mx__rw_producer(const mx_graph *g, mx_value_id v, const char *op) {
   if (p == MX_NO_NODE || !mx__node_valid(g, p)) return MX_NO_NODE;
   const mx_node *n = &g->nodes[p];
   if (n->domain[0] || strcmp(n->op_type, op) != 0) return MX_NO_NODE;
+  for (uint32_t k = 0; k < n->n_attrs; k++)
+    if (strncmp(n->attrs[k].name, "mixrt_", 6) == 0) return MX_NO_NODE;
   return p;
 }
 
@@ -259,22 +262,25 @@ mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report)
     count_ops(g, r, true);
     return MX_OK;
   }
-  for (int round = 0; round < 8; round++) {
-    size_t round_hits = 0;
-    for (size_t i = 0; i < n && st == MX_OK; i++) {
-      if (!on[i]) continue;
-      size_t hits = 0;
-      st = mx__rw_rules[i]->run(g, &hits);
-      if (st != MX_OK) break;
-      r->rules[i].hits += hits;
-      round_hits += hits;
-      if (hits) {
-        size_t dn = 0, dv = 0;
-        st = mx__graph_remove_dead(g, &dn, &dv);
-        if (st == MX_OK) st = mx_graph_infer(g);
+  /* Phase 0 runs the rules that are not late to a fixed point, phase 1 all of them. */
+  for (int phase = 0; phase < 2 && st == MX_OK; phase++) {
+    for (int round = 0; round < 8; round++) {
+      size_t round_hits = 0;
+      for (size_t i = 0; i < n && st == MX_OK; i++) {
+        if (!on[i] || (phase == 0 && mx__rw_rules[i]->late)) continue;
+        size_t hits = 0;
+        st = mx__rw_rules[i]->run(g, &hits);
+        if (st != MX_OK) break;
+        r->rules[i].hits += hits;
+        round_hits += hits;
+        if (hits) {
+          size_t dn = 0, dv = 0;
+          st = mx__graph_remove_dead(g, &dn, &dv);
+          if (st == MX_OK) st = mx_graph_infer(g);
+        }
       }
+      if (st != MX_OK || !round_hits) break;
     }
-    if (st != MX_OK || !round_hits) break;
   }
   if (st != MX_OK) return st;
   count_ops(g, r, true);

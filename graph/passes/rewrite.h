@@ -18,6 +18,9 @@ typedef struct mx__rw_rule {
   const char *name;
   const char *what;          /* one line for listings */
   bool by_default;           /* part of --passes default */
+  /* Runs only once the other rules stop hitting: it takes apart forms other rules match (the
+   * MatMul rules fold the Transpose the attention rule reads). */
+  bool late;
   /* Rewrites every match in g; adds the hits to *hits. */
   mx_status (*run)(mx_graph *g, size_t *hits);
 } mx__rw_rule;
@@ -30,10 +33,13 @@ extern const mx__rw_rule mx__rule_identity, mx__rule_transpose_pair, mx__rule_re
 extern const mx__rw_rule mx__rule_bn_fold;
 extern const mx__rw_rule mx__rule_gelu, mx__rule_silu, mx__rule_layernorm, mx__rule_rmsnorm;
 extern const mx__rw_rule mx__rule_attention, mx__rule_rotary, mx__rule_conv_act;
+extern const mx__rw_rule mx__rule_matmul_transpose, mx__rule_matmul_bias_act;
 
 /* --- matching helpers ------------------------------------------------------------------------- */
 
-/* The live default-domain node of type `op` producing v, or MX_NO_NODE. */
+/* The live default-domain node of type `op` producing v, or MX_NO_NODE. A node carrying
+ * mixrt-internal attributes (mixrt_*: a fused activation, bias or transpose) is not the plain op
+ * and is never returned. */
 mx_node_id mx__rw_producer(const mx_graph *g, mx_value_id v, const char *op);
 /* True when v is read by exactly one node input and is no graph output. */
 bool mx__rw_single_use(const mx_graph *g, mx_value_id v);
