@@ -10,6 +10,7 @@
 typedef struct op_row {
   char *op;                              /* "Add", "ai.onnx.ml:LabelEncoder" */
   size_t counts[3];                      /* by mx_conf_outcome */
+  size_t last_test;                      /* serial of the last test counted here (0: none) */
 } op_row;
 
 typedef struct manifest_line {
@@ -23,6 +24,7 @@ struct mx_conf_by_op {
   size_t n_manifest;
   op_row *rows;
   size_t n_rows, cap_rows;
+  size_t test_serial; /* counts mx_conf_by_op_add calls: a test counts each op once */
 };
 
 static void read_manifest(mx_conf_by_op *t) {
@@ -84,7 +86,8 @@ void mx_conf_by_op_destroy(mx_conf_by_op *t) {
 static void count(mx_conf_by_op *t, const char *op, size_t len, mx_conf_outcome outcome) {
   for (size_t i = 0; i < t->n_rows; i++)
     if (strlen(t->rows[i].op) == len && strncmp(t->rows[i].op, op, len) == 0) {
-      t->rows[i].counts[outcome]++;
+      if (t->rows[i].last_test != t->test_serial) t->rows[i].counts[outcome]++;
+      t->rows[i].last_test = t->test_serial;
       return;
     }
   if (t->n_rows == t->cap_rows) {
@@ -98,29 +101,24 @@ static void count(mx_conf_by_op *t, const char *op, size_t len, mx_conf_outcome 
   memset(r, 0, sizeof *r);
   if (!(r->op = strndup(op, len))) return;
   r->counts[outcome] = 1;
+  r->last_test = t->test_serial;
   t->n_rows++;
 }
 
-/* Counts every distinct op of g and its subgraphs once per test ("seen" holds the ones counted). */
-static void count_graph(mx_conf_by_op *t, const mx_graph *g, mx_conf_outcome outcome, char *seen, size_t cap) {
+/* Counts every op of g and its subgraphs (count() takes each op once per test). */
+static void count_graph(mx_conf_by_op *t, const mx_graph *g, mx_conf_outcome outcome) {
   for (size_t i = 0; i < g->n_nodes; i++) {
     const mx_node *nd = &g->nodes[i];
     char key[256];
     snprintf(key, sizeof key, "%s%s%s", nd->domain, *nd->domain ? ":" : "", nd->op_type);
-    char marked[260];
-    snprintf(marked, sizeof marked, "|%s|", key);
-    if (strstr(seen, marked)) continue;
-    if (strlen(seen) + strlen(key) + 2 < cap) {
-      strcat(seen, key);
-      strcat(seen, "|");
-    }
     count(t, key, strlen(key), outcome);
   }
-  for (size_t i = 0; i < g->n_subgraphs; i++) count_graph(t, g->subgraphs[i], outcome, seen, cap);
+  for (size_t i = 0; i < g->n_subgraphs; i++) count_graph(t, g->subgraphs[i], outcome);
 }
 
 void mx_conf_by_op_add(mx_conf_by_op *t, const char *name, mx_conf_outcome outcome) {
   if (!t) return;
+  t->test_serial++;
   for (size_t i = 0; i < t->n_manifest; i++) {
     if (strcmp(t->manifest[i].test, name) != 0) continue;
     for (const char *op = t->manifest[i].ops; *op;) {
@@ -137,8 +135,7 @@ void mx_conf_by_op_add(mx_conf_by_op *t, const char *name, mx_conf_outcome outco
     count(t, "(model does not import)", strlen("(model does not import)"), outcome);
     return;
   }
-  char seen[8192] = "|";
-  count_graph(t, g, outcome, seen, sizeof seen);
+  count_graph(t, g, outcome);
   mx_graph_destroy(g);
 }
 
