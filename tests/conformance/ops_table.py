@@ -5,14 +5,23 @@
 `mixrt conformance --by-op` over the ONNX node tests, with the opsets those tests import
 (tests/data/onnx-node/MANIFEST.tsv). Standard library only.
 
-usage: tests/conformance/ops_table.py [BUILD_DIR]   (default: build)"""
+usage: tests/conformance/ops_table.py [BUILD_DIR] [--run FILE]
+  BUILD_DIR   the build to ask (default: build)
+  --run FILE  the saved output of `mixrt conformance DATA --quiet --by-op` (update_gaps.sh passes
+              the run it made), instead of running the suite again"""
 import os
 import re
 import subprocess
 import sys
 
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-build = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "build")
+args = sys.argv[1:]
+saved_run = None
+if "--run" in args:
+    k = args.index("--run")
+    saved_run = args[k + 1]
+    del args[k:k + 2]
+build = args[0] if args else os.path.join(root, "build")
 mixrt = os.path.join(build, "tools", "mixrt")
 data = os.path.join(root, "tests", "data", "onnx-node")
 doc = os.path.join(root, "docs", "onnx.md")
@@ -32,16 +41,20 @@ for line in listing.splitlines()[1:]:
     ops[key] = "(runs no CPU kernel: executed by the runtime)" if text == "(no CPU kernel)" else text
 
 by_op = {}
-run = subprocess.run([mixrt, "conformance", data, "--quiet", "--by-op"], capture_output=True, text=True)
+if saved_run:
+    with open(saved_run) as f:
+        run_out = f.read()
+else:
+    run_out = subprocess.run([mixrt, "conformance", data, "--quiet", "--by-op"], capture_output=True, text=True).stdout
 table = False
-for line in run.stdout.splitlines():
+for line in run_out.splitlines():
     if line.startswith("operator "):
         table = True
         continue
     m = re.match(r"(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", line)
     if table and m:
         by_op[m.group(1)] = tuple(int(m.group(k)) for k in range(2, 6))
-totals = run.stdout.strip().splitlines()[-1]
+totals = [l for l in run_out.strip().splitlines() if " passed, " in l][-1]
 
 opsets = {}
 with open(os.path.join(data, "MANIFEST.tsv")) as f:
@@ -75,7 +88,7 @@ if begin in text:
 else:
     text = text.rstrip("\n") + "\n\n## Supported operators\n\n" + begin + "\n" + "\n".join(body) + "\n" + end + "\n"
 gaps = []
-run_fail = [l for l in run.stdout.splitlines() if l.startswith("FAIL ")]
+run_fail = [l for l in run_out.splitlines() if l.startswith("FAIL ")]
 for l in run_fail:
     name, why = l[5:].split(": ", 1)
     gaps.append(f"- `{name}`: {why.replace(data + '/', '')}")

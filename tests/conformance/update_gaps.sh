@@ -1,7 +1,8 @@
 #!/bin/sh
 # Rewrites tests/conformance/KNOWN_GAPS.md from a run of `mixrt conformance` over the ONNX node
-# tests: every test that does not pass is listed with the reason the run gave. Run it after an
-# operator lands, read the diff (a test that used to pass must never appear), and commit it.
+# tests: every test that does not pass is listed with the reason the run gave. The same run then
+# rewrites the operator table and the gap list of docs/onnx.md (ops_table.py --run). Run it after
+# an operator lands, read the diff (a test that used to pass must never appear), and commit it.
 # usage: tests/conformance/update_gaps.sh [BUILD_DIR] [DATA_DIR]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,7 +12,7 @@ data=${2:-${MIXRT_ONNX_NODE_DIR:-$root/tests/data/onnx-node}}
 out=$here/KNOWN_GAPS.md
 run=$(mktemp)
 trap 'rm -f "$run"' EXIT
-"$build/tools/mixrt" conformance "$data" --quiet > "$run" 2>&1 || true
+"$build/tools/mixrt" conformance "$data" --quiet --by-op > "$run" 2>&1 || true
 {
     cat <<'HEAD'
 # Known gaps in ONNX conformance
@@ -25,5 +26,7 @@ with the concrete reason it cannot pass: the message of the run that wrote this 
 HEAD
     grep '^FAIL ' "$run" | sed -e 's/^FAIL \([^:]*\): /- `\1`: /' -e "s|$data/||g" | sort
 } > "$out"
-tail -1 "$run"
+grep ' passed, ' "$run" | tail -1
 echo "$(grep -c '^- `' "$out") known gaps written to $out"
+python3 "$here/ops_table.py" "$build" --run "$run"
+echo "docs/onnx.md: operator table and gap list rewritten from the same run"
