@@ -246,6 +246,12 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
          (unsigned long long)last.kernels_run, (unsigned long long)total.refreshed_entries,
          (unsigned long long)last.refreshed_entries, (unsigned long long)total.device_allocations,
          (unsigned long long)last.device_allocations);
+  if (total.spec_compiles || total.spec_hits || total.spec_misses)
+    printf("specializations: %llu hits, %llu misses, %llu compiles (%.1f ms), %llu evictions, %llu partition%s "
+           "stayed dynamic\n",
+           (unsigned long long)total.spec_hits, (unsigned long long)total.spec_misses,
+           (unsigned long long)total.spec_compiles, total.spec_compile_ns / 1e6, (unsigned long long)total.spec_evictions,
+           (unsigned long long)total.spec_fallbacks, total.spec_fallbacks == 1 ? "" : "s");
   mx_device_memory_stats mem;
   mx_device_memory_stats_get(mx_session_device(s), &mem);
   printf("device memory: %.1f MiB in use (peak %.1f MiB); weights %.1f MiB in %llu shared block%s (held once "

@@ -15,7 +15,16 @@ const char mx_cli_session_opts_help[] =
     "                          device (work runs in the calling thread)\n"
     "  --frozen NAME           graph input NAME never changes address after the first step\n"
     "  --passes P              rewrite rules (fusion): none, default (default), all or\n"
-    "                          RULE,-RULE,... (--passes list names them)\n";
+    "                          RULE,-RULE,... (--passes list names them)\n"
+    "  --gear SYM=V[,SYM=V]    a specialization compiled at load for the dynamic partitions whose\n"
+    "                          symbols it binds (repeatable: --gear seq=1 --gear seq=128)\n"
+    "  --spec-cache N          specializations kept per dynamic partition (default 8; 0: none)\n"
+    "  --spec-churn N          new values of one symbol a partition compiles for before it stays\n"
+    "                          dynamic for it (default 4; 0: no limit)\n";
+
+/* The --gear values (one command line per process). */
+#define MAX_GEARS 32
+static const char *gears[MAX_GEARS];
 
 void mx_cli_session_opts_init(mx_cli_session_opts *so) {
   memset(so, 0, sizeof *so);
@@ -60,6 +69,25 @@ int mx_cli_session_option(const char *cmd, mx_cli_session_opts *so, int argc, ch
     int rc = mx_cli_check_passes(cmd, v);
     if (rc) return rc + 100;
     so->o.passes = v;
+    return 1;
+  }
+  if (strcmp(a, "--gear") == 0) {
+    const char *v = mx_cli_option_value(cmd, argc, argv, i);
+    if (!v) return MX_EXIT_USAGE + 100;
+    if (!strchr(v, '=')) return mx_cli_usage_error(cmd, "--gear needs SYMBOL=VALUE[,SYMBOL=VALUE...], not '%s'", v) + 100;
+    if (so->o.n_gears == MAX_GEARS) return mx_cli_usage_error(cmd, "at most %d --gear options", MAX_GEARS) + 100;
+    gears[so->o.n_gears++] = v;
+    so->o.gears = gears;
+    return 1;
+  }
+  if (strcmp(a, "--spec-cache") == 0 || strcmp(a, "--spec-churn") == 0) {
+    const char *v = mx_cli_option_value(cmd, argc, argv, i);
+    int64_t x;
+    if (!v) return MX_EXIT_USAGE + 100;
+    if (!mx_cli_parse_int(v, &x) || x < 0 || x > 1000000)
+      return mx_cli_usage_error(cmd, "%s needs a number from 0 to 1000000, not '%s'", a, v) + 100;
+    if (strcmp(a, "--spec-cache") == 0) so->o.spec_cache_size = (uint32_t)x;
+    else so->o.spec_churn_limit = (uint32_t)x;
     return 1;
   }
   if (strcmp(a, "--frozen") == 0) {

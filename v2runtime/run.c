@@ -12,6 +12,7 @@
 #include "mixrt/reference.h"
 #include "reference/reference.h"
 #include "v2runtime/session_impl.h"
+#include "v2runtime/spec.h"
 
 #define enter mx__session_enter
 #define leave mx__session_leave
@@ -166,6 +167,7 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   t->peak_bytes = cs.peak_in_use;
   t->dynamic_launches = launches;
   t->output_copies = copies;
+  mx__spec_account(s, l, t);
 }
 
 /* A step of an interpreted program (control flow, sequences): the reference interpreter runs the

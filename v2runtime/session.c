@@ -1,5 +1,6 @@
 /* The session API (include/mixrt/session.h): options, lifetime, loading (compile + Init), model
  * description and statistics. Running a step is in run.c. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "mixrt/onnx.h"
 #include "mixrt/session.h"
 #include "v2runtime/session_impl.h"
+#include "v2runtime/spec.h"
 
 void mx_session_options_init(mx_session_options *o) {
   memset(o, 0, sizeof *o);
@@ -17,6 +19,8 @@ void mx_session_options_init(mx_session_options *o) {
   o->streams = 1;
   o->executor = MX_EXECUTOR_SEQUENTIAL;
   o->static_min_ops = 4;
+  o->spec_cache_size = MX_SPEC_DEFAULT_CACHE;
+  o->spec_churn_limit = MX_SPEC_DEFAULT_CHURN;
 }
 
 /* The session whose last call on this thread was refused as busy. A refused call must not touch
@@ -44,6 +48,9 @@ static void free_option_copies(mx_session *s) {
   free(s->frozen_names);
   for (size_t i = 0; s->ranges && i < s->opts.n_symbol_ranges; i++) free((char *)s->ranges[i].name);
   free(s->ranges);
+  for (size_t i = 0; s->gears && i < s->opts.n_gears; i++) free(s->gears[i]);
+  free(s->gears);
+  s->gears = NULL;
   free(s->passes);
   s->passes = NULL;
 }
@@ -53,7 +60,15 @@ static mx_status copy_options(mx_session *s, const mx_session_options *o, mx_err
   s->opts.frozen_inputs = NULL;
   s->opts.symbol_ranges = NULL;
   s->opts.passes = NULL;
+  s->opts.gears = NULL;
   if (o->passes && !(s->passes = strdup(o->passes))) goto oom;
+  if (o->n_gears) {
+    if (!o->gears) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "gears is NULL");
+    s->gears = calloc(o->n_gears, sizeof *s->gears);
+    if (!s->gears) goto oom;
+    for (size_t i = 0; i < o->n_gears; i++)
+      if (!o->gears[i] || !(s->gears[i] = strdup(o->gears[i]))) goto oom;
+  }
   if (o->n_frozen_inputs) {
     if (!o->frozen_inputs) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "frozen_inputs is NULL");
     s->frozen_names = calloc(o->n_frozen_inputs, sizeof *s->frozen_names);
@@ -85,6 +100,14 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
   if (!o) {
     mx_session_options_init(&defaults);
     o = &defaults;
+  }
+  mx_session_options upgraded;
+  if (o->version == 1) {
+    /* Version 1 ends before the specialization fields: they take their defaults. */
+    mx_session_options_init(&upgraded);
+    memcpy(&upgraded, o, offsetof(mx_session_options, spec_cache_size));
+    upgraded.version = MX_SESSION_OPTIONS_VERSION;
+    o = &upgraded;
   }
   if (o->version != MX_SESSION_OPTIONS_VERSION) /* older layouts get their own case here */
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
@@ -143,6 +166,7 @@ static void unload(mx_session *s) {
   if (!p) return;
   mx__async_wait(s);
   for (uint32_t i = 0; i < s->n_streams; i++) mx_stream_synchronize(s->streams[i]);
+  mx__spec_release(s, p);
   if (p->initialized && !p->interpreted) {
     mx_error ignored;
     mx_step step = {.s = s};
@@ -307,6 +331,16 @@ static mx_status install(mx_session *s, mx_program *p) {
   s->total.device_allocations = keep.device_allocations;
   s->total.allocator_hits = keep.allocator_hits;
   s->total.allocator_misses = keep.allocator_misses;
+  /* Specializations: which dynamic partitions can have them, and the declared gears. */
+  st = mx__spec_install(s, p, &s->err);
+  if (st != MX_OK) {
+    mx_error keep_err = s->err;
+    unload(s);
+    s->err = keep_err;
+    return st;
+  }
+  mx_session_stats at_load = {0};
+  mx__spec_account(s, &at_load, &s->total); /* gears compiled at load count in the totals */
   if (s->opts.log) {
     char line[256];
     snprintf(line, sizeof line, "loaded: %zu static and %zu dynamic partitions, %u + %u + %u kernels", p->static_calls,

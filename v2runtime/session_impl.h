@@ -81,6 +81,7 @@ typedef struct mx_program {
   bool interpreted;           /* holds control flow or sequences: root runs on the host through
                                  the reference interpreter, whole (no calls, empty exe graphs) */
   struct mx_mem_limits *limits; /* what a step may take and the tensors to size (limits.c) */
+  struct mx_spec_state *spec; /* shape specialization of dynamic calls (spec.c), or NULL */
 } mx_program;
 
 /* What the kernels of one step see (run->user). */
@@ -109,6 +110,7 @@ struct mx_session {
   char *passes;               /* owned copy of opts.passes, or NULL */
   mx_fuse_report fuse;        /* what Stage 2 did to the loaded model */
   mx_symbol_range *ranges;    /* owned copies of opts.symbol_ranges (names owned too) */
+  char **gears;               /* owned copies of opts.gears */
   mx_device *dev;
   bool owns_dev;
   mx_stream **streams;        /* session streams (owned), opts.streams of them */

@@ -56,7 +56,7 @@ typedef struct mx_symbol_range {
 
 /* The layout of mx_session_options this header describes (docs/abi.md): 1, the fields below.
  * mx_session_create refuses a record whose version it does not know. */
-#define MX_SESSION_OPTIONS_VERSION 1u
+#define MX_SESSION_OPTIONS_VERSION 2u /* 2 added spec_cache_size, spec_churn_limit, gears */
 
 typedef struct mx_session_options {
   uint32_t version;                 /* MX_SESSION_OPTIONS_VERSION; set by mx_session_options_init */
@@ -90,6 +90,15 @@ typedef struct mx_session_options {
                                        available when the model is loaded); the device's own
                                        memory_limit caps it too. A step over it is refused before
                                        anything is allocated (MX_ERR_DEVICE_OOM) */
+  /* Version 2. Shape specialization (docs/partition.md): a dynamic partition whose dims depend
+   * only on symbols of input shapes gets a static model per binding of those symbols it meets. */
+  uint32_t spec_cache_size;         /* specializations kept per partition, least recently used
+                                       evicted (default 8; 0: never specialize) */
+  uint32_t spec_churn_limit;        /* new values of one symbol a partition compiles for before
+                                       it stays dynamic for that symbol (default 4; 0: no limit) */
+  const char *const *gears;         /* declared specializations compiled at load, each
+                                       "name=value[,name=value...]" ("seq=1") (copied) */
+  size_t n_gears;
 } mx_session_options;
 
 /* Fills *o with the defaults. */
@@ -230,6 +239,14 @@ typedef struct mx_session_stats {
   uint64_t output_copies;      /* caller's device output buffers that a dynamic partition filled
                                   by a copy at the end of its step instead of its ops writing them
                                   in place (an input or host value delivered as an output) */
+  /* Shape specialization of dynamic partitions. */
+  uint64_t spec_hits;          /* steps of a partition served by a specialization */
+  uint64_t spec_misses;        /* bindings no specialization held */
+  uint64_t spec_compiles;      /* specializations compiled (at load for gears, or on a miss) */
+  uint64_t spec_evictions;     /* specializations evicted from a full cache */
+  uint64_t spec_compile_ns;    /* host time compiling them */
+  uint64_t spec_fallbacks;     /* partitions that stopped specializing (churn or a body that
+                                  cannot become static), each said once in the log */
 } mx_session_stats;
 
 /* Fills *last (the last step) and *total (since the model was loaded; the allocator counters

@@ -119,7 +119,14 @@ Test(async, pipelined_decode_loop_feeds_itself) {
 }
 
 Test(trace, json_with_host_and_stream_lanes) {
-  mx_session *s = mxs_new_session(2, MX_EXECUTOR_TOPOLOGICAL, 4);
+  mx_session_options so;
+  mx_session_options_init(&so);
+  so.streams = 2;
+  so.executor = MX_EXECUTOR_TOPOLOGICAL;
+  so.spec_cache_size = 0; /* the dynamic partitions' op launches are what this trace shows */
+  mx_session *s;
+  mx_error serr;
+  cr_assert_eq(mx_session_create(&so, &s, &serr), MX_OK, "%s", serr.message);
   mx_graph *g;
   mx_error err;
   mx_llama_config cfg;

@@ -46,6 +46,7 @@ static mx_session *session_on(mx_device *dev, int64_t static_min_ops, bool priva
   o.device = dev;
   o.static_min_ops = static_min_ops;
   o.private_weights = private_weights;
+  o.spec_cache_size = 0; /* specializations would add shared blocks of their own while decoding */
   mx_session *s;
   mx_error err;
   cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);

@@ -1,0 +1,411 @@
+/* Shape specialization at run time (spec.h): which dynamic calls can be specialized, the
+ * wrapped Main kernels of those calls, the per-call LRU cache guarded by the values of the
+ * call's symbols, the churn fallback, declared gears and the counters. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "partitioner/partitioner.h"
+#include "v2runtime/exe_registry.h"
+#include "v2runtime/spec.h"
+
+#define STEP(run) ((mx_step *)(run)->user)
+#define ATTR(n) ((const mx_kattr *)(n)->attr)
+
+/* The registry's own functions of the kernels a specializable call's Main nodes run. */
+#define MAX_KERNELS 256
+static mx_exe_fn original[MAX_KERNELS];
+static int k_bind = -1, k_end = -1;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void find_originals(void) {
+  uint16_t n = mx__exe_kernel_count();
+  for (uint16_t i = 0; i < n && i < MAX_KERNELS; i++) original[i] = mx__exe_kernel_at(i)->fn;
+  k_bind = mx__exe_kernel_find("BindSymbols");
+  k_end = mx__exe_kernel_find("DynStepEnd");
+}
+
+static bool is_per_op(const char *name) {
+  static const char *const names[] = {"InferShape", "Launch", "HostCompute", "SyncOutputShape", "FreeMemory"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(names[i], name) == 0) return true;
+  return false;
+}
+
+/* --- running a specialization ----------------------------------------------------------------- */
+
+static mx_stream *call_stream(const mx_step *step, const mx_rt_call *c) { return step->streams[c->stream]; }
+
+/* The caller's output record a root value can be written into directly, or NULL. */
+static mx_tensor *zero_copy_target(mx_step *step, const mx_rt_value *rv, const mx_static_io *io) {
+  if (rv->graph_output < 0) return NULL;
+  mx_tensor *o = step->out_by_graph[rv->graph_output];
+  if (!o->data || o->placement != MX_DEVICE || o->dtype != io->dtype || o->rank != io->rank) return NULL;
+  for (int32_t d = 0; d < io->rank; d++)
+    if (o->dims[d] != io->dims[d]) return NULL;
+  return o;
+}
+
+/* Runs entry e for call c this step: waits for producers on other streams, takes the outputs'
+ * buffers, refreshes the addresses and executes the sunk model (one call). */
+static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
+  mx_step *step = STEP(run);
+  mx_session *s = step->s;
+  mx_program *p = s->prog;
+  mx_stream *cs = call_stream(step, c);
+  mx_status st = MX_OK;
+  for (uint32_t w = 0; w < c->n_waits && st == MX_OK; w++) {
+    st = mx_stream_wait_event(cs, p->calls[c->waits[w]].done);
+    if (st != MX_OK)
+      return mx__fail(run->err, st, "partition '%s': cannot wait for partition '%s'", c->name,
+                      p->calls[c->waits[w]].name);
+  }
+  for (uint32_t j = 0; j < c->n_out; j++) {
+    mx_rt_value *rv = &p->values[c->out_values[j]];
+    mx_static_io io;
+    mx_static_model_output(e->model, j, &io);
+    if (rv->owned) continue; /* a value the call gives twice: already taken */
+    memset(&rv->t, 0, sizeof rv->t);
+    rv->t.dtype = io.dtype;
+    rv->t.rank = io.rank;
+    memcpy(rv->t.dims, io.dims, sizeof io.dims);
+    rv->t.placement = MX_DEVICE;
+    rv->t.name = p->root->values[c->out_values[j]].name;
+    mx_tensor *zc = zero_copy_target(step, rv, &io);
+    if (zc) {
+      rv->t.data = zc->data;
+      continue;
+    }
+    st = mx_caching_alloc(s->alloc, (size_t)io.nbytes, cs, &rv->t.data, run->err);
+    if (st != MX_OK) {
+      mx__error_prefix(run->err, "output '%s' of specialized partition '%s': ", rv->t.name, c->name);
+      return st;
+    }
+    rv->owned = rv->t.data != NULL;
+  }
+  for (uint32_t k = 0; k < c->n_in; k++) c->args_in[k] = p->values[c->in_values[k]].t;
+  for (uint32_t j = 0; j < c->n_out; j++) c->args_out[j] = p->values[c->out_values[j]].t;
+  st = mx_static_model_update_args(e->model, c->args_in, c->n_in, c->args_out, c->n_out);
+  if (st == MX_OK) {
+    uint32_t slice = UINT32_MAX;
+    if (s->trace.on) {
+      char label[80];
+      snprintf(label, sizeof label, "specialized %s", c->name);
+      slice = mx__trace_device_begin(s, cs, 1 + c->stream, label);
+    }
+    st = mx_static_model_execute(e->model, cs);
+    mx__trace_device_end(s, cs, slice);
+  }
+  if (st != MX_OK)
+    return mx__fail(run->err, st, "specialized partition '%s': %s", c->name, mx_static_model_last_error(e->model));
+  if (c->done) {
+    st = mx_event_record(c->done, cs);
+    if (st != MX_OK) return mx__fail(run->err, st, "partition '%s': cannot record its event", c->name);
+  }
+  s->last.static_executes++;
+  return MX_OK;
+}
+
+/* --- the cache -------------------------------------------------------------------------------- */
+
+static void say(mx_session *s, mx_log_level level, const char *line) {
+  if (s->opts.log) s->opts.log(s->opts.log_user, level, line);
+}
+
+/* Frees an entry's model; the device must have finished with it. */
+static void drop_entry(mx_session *s, mx_spec_entry *e) {
+  if (s->async.started) mx__async_wait(s);
+  for (uint32_t i = 0; i < s->n_streams; i++) mx_stream_synchronize(s->streams[i]);
+  mx_static_model_destroy(e->model);
+  e->model = NULL;
+}
+
+static mx_spec_entry *find_entry(mx_spec_call *sc, const int64_t *vals) {
+  for (uint32_t i = 0; i < sc->n_entries; i++)
+    if (memcmp(sc->entries[i].values, vals, sc->n_syms * sizeof *vals) == 0) return &sc->entries[i];
+  return NULL;
+}
+
+/* Compiles call c for vals and puts it in the cache (evicting the least recently used entry,
+ * declared gears last). NULL with *permanent false: a fault, the step fails. */
+static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals, bool declared,
+                                bool *permanent, mx_error *err) {
+  mx_spec_state *ss = p->spec;
+  mx_spec_call *sc = &ss->calls[ci];
+  mx_rt_call *c = &p->calls[ci];
+  size_t n_syms = mx_symtab_symbol_count(p->root->syms);
+  int64_t *all = malloc((n_syms ? n_syms : 1) * sizeof *all);
+  if (!all) {
+    *permanent = false;
+    mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory specializing '%s'", c->name);
+    return NULL;
+  }
+  for (size_t k = 0; k < n_syms; k++) all[k] = INT64_MIN;
+  for (uint32_t k = 0; k < sc->n_syms; k++) all[sc->syms[k]] = vals[k];
+  uint64_t t0 = mx__now_ns();
+  mx_static_model *model = NULL;
+  mx_status st = mx__spec_compile(s, p, c, all, n_syms, &model, permanent, err);
+  free(all);
+  ss->count.compile_ns += mx__now_ns() - t0;
+  if (st != MX_OK) return NULL;
+  ss->count.compiles++;
+  mx_spec_entry *e;
+  if (sc->n_entries < sc->cap) {
+    e = &sc->entries[sc->n_entries++];
+  } else {
+    e = NULL;
+    for (uint32_t i = 0; i < sc->n_entries; i++) {
+      mx_spec_entry *x = &sc->entries[i];
+      if (!e || (e->declared && !x->declared) || (e->declared == x->declared && x->last_use < e->last_use)) e = x;
+    }
+    drop_entry(s, e);
+    ss->count.evictions++;
+  }
+  memset(e, 0, sizeof *e);
+  memcpy(e->values, vals, sc->n_syms * sizeof *vals);
+  e->model = model;
+  e->declared = declared;
+  e->last_use = ++ss->clock;
+  return e;
+}
+
+/* Counts a miss against every symbol whose value no cached entry has; true when one of them
+ * has now missed more often than the churn limit allows (the call then stays dynamic). */
+static bool churns(mx_session *s, mx_rt_call *c, mx_spec_call *sc, const int64_t *vals) {
+  uint32_t limit = s->opts.spec_churn_limit;
+  bool over = false;
+  for (uint32_t k = 0; k < sc->n_syms; k++) {
+    bool seen = false;
+    for (uint32_t i = 0; i < sc->n_entries && !seen; i++) seen = sc->entries[i].values[k] == vals[k];
+    if (seen) continue;
+    sc->misses[k]++;
+    if (limit && sc->misses[k] > limit && !over) {
+      over = true;
+      char line[320];
+      snprintf(line, sizeof line,
+               "partition '%s' stays dynamic for symbol '%s': %u new values missed its specializations "
+               "(churn limit %u)",
+               c->name, mx_symtab_symbol_name(s->prog->root->syms, sc->syms[k]), sc->misses[k], limit);
+      say(s, MX_LOG_INFO, line);
+    }
+  }
+  return over;
+}
+
+/* --- the wrapped kernels ---------------------------------------------------------------------- */
+
+static mx_status w_bind(mx_exe_run *run, const mx_exe_node *n) {
+  mx_step *step = STEP(run);
+  mx_session *s = step->s;
+  mx_program *p = s->prog;
+  uint32_t ci = ATTR(n)->call;
+  mx_spec_state *ss = p->spec;
+  mx_spec_call *sc = &ss->calls[ci];
+  sc->active = false;
+  int64_t vals[MX_SPEC_MAX_SYMS];
+  for (uint32_t k = 0; k < sc->n_syms; k++) {
+    vals[k] = step->bindings[sc->syms[k]];
+    if (vals[k] == INT64_MIN) return original[n->kernel](run, n); /* not bound by the inputs */
+  }
+  mx_spec_entry *e = find_entry(sc, vals);
+  if (e) {
+    ss->count.hits++;
+  } else {
+    ss->count.misses++;
+    if (!sc->disabled && churns(s, &p->calls[ci], sc, vals)) {
+      sc->disabled = true;
+      ss->count.fallbacks++;
+    }
+    if (sc->disabled) return original[n->kernel](run, n);
+    bool permanent = false;
+    mx_error cerr = {0};
+    e = add_entry(s, p, ci, vals, false, &permanent, &cerr);
+    if (!e && !permanent) return mx__fail(run->err, cerr.status, "%s", cerr.message);
+    if (!e) {
+      sc->disabled = true;
+      ss->count.fallbacks++;
+      char line[MX_ERROR_MESSAGE_MAX + 96];
+      snprintf(line, sizeof line, "partition '%s' stays dynamic: %s", p->calls[ci].name, cerr.message);
+      say(s, MX_LOG_WARN, line);
+      return original[n->kernel](run, n);
+    }
+  }
+  e->last_use = ++ss->clock;
+  mx_status st = run_entry(run, &p->calls[ci], e);
+  if (st == MX_OK) sc->active = true;
+  return st;
+}
+
+static mx_status w_op(mx_exe_run *run, const mx_exe_node *n) {
+  const mx_spec_call *sc = &STEP(run)->s->prog->spec->calls[ATTR(n)->call];
+  return sc->active ? MX_OK : original[n->kernel](run, n);
+}
+
+static mx_status w_end(mx_exe_run *run, const mx_exe_node *n) {
+  mx_spec_call *sc = &STEP(run)->s->prog->spec->calls[ATTR(n)->call];
+  if (!sc->active) return original[n->kernel](run, n);
+  sc->active = false; /* the outputs were handed over when the specialization ran */
+  return MX_OK;
+}
+
+/* --- declared gears --------------------------------------------------------------------------- */
+
+/* Parses "seq=1" or "batch=2,seq=128" into values by symbol (INT64_MIN: not given). */
+static mx_status parse_gear(const mx_program *p, const char *gear, int64_t *all, size_t n_syms, mx_error *err) {
+  for (size_t k = 0; k < n_syms; k++) all[k] = INT64_MIN;
+  const char *at = gear;
+  while (at && *at) {
+    const char *eq = strchr(at, '='), *comma = strchr(at, ',');
+    if (!comma) comma = at + strlen(at);
+    if (!eq || eq > comma || eq == at)
+      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "gear '%s': expected name=value[,name=value...]", gear);
+    char name[128];
+    size_t len = (size_t)(eq - at);
+    if (len >= sizeof name) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "gear '%s': symbol name too long", gear);
+    memcpy(name, at, len);
+    name[len] = '\0';
+    char *end = NULL;
+    long long v = strtoll(eq + 1, &end, 10);
+    if (end != comma || v < 0)
+      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "gear '%s': the value of '%s' is not a size", gear, name);
+    int64_t sym = mx_sym_symbol_index(p->root->syms, mx_sym_lookup(p->root->syms, name));
+    if (sym < 0 || (size_t)sym >= n_syms)
+      return mx__fail(err, MX_ERR_NOT_FOUND, "gear '%s': the model has no symbol '%s'", gear, name);
+    all[sym] = v;
+    at = *comma ? comma + 1 : comma;
+  }
+  return MX_OK;
+}
+
+static mx_status compile_gears(mx_session *s, mx_program *p, mx_error *err) {
+  size_t n_syms = mx_symtab_symbol_count(p->root->syms);
+  int64_t *all = malloc((n_syms ? n_syms : 1) * sizeof *all);
+  if (!all) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory compiling gears");
+  mx_status st = MX_OK;
+  for (size_t gi = 0; gi < s->opts.n_gears && st == MX_OK; gi++) {
+    st = parse_gear(p, s->gears[gi], all, n_syms, err);
+    size_t used = 0;
+    for (size_t ci = 0; ci < p->spec->n_calls && st == MX_OK; ci++) {
+      mx_spec_call *sc = &p->spec->calls[ci];
+      if (!sc->specializable || sc->disabled) continue;
+      int64_t vals[MX_SPEC_MAX_SYMS];
+      bool covered = true;
+      for (uint32_t k = 0; k < sc->n_syms && covered; k++) covered = (vals[k] = all[sc->syms[k]]) != INT64_MIN;
+      if (!covered || find_entry(sc, vals)) continue;
+      bool permanent = false;
+      if (add_entry(s, p, (uint32_t)ci, vals, true, &permanent, err)) {
+        used++;
+      } else if (permanent) {
+        sc->disabled = true;
+        char line[MX_ERROR_MESSAGE_MAX + 96];
+        snprintf(line, sizeof line, "partition '%s' stays dynamic: %s", p->calls[ci].name, err->message);
+        say(s, MX_LOG_WARN, line);
+        mx_error_clear(err);
+      } else {
+        st = err->status;
+      }
+    }
+    if (st == MX_OK) {
+      char line[256];
+      snprintf(line, sizeof line, "gear '%s': %zu partition%s specialized at load", s->gears[gi], used,
+               used == 1 ? "" : "s");
+      say(s, MX_LOG_INFO, line);
+    }
+  }
+  free(all);
+  return st;
+}
+
+/* --- install / release / account -------------------------------------------------------------- */
+
+mx_status mx__spec_install(mx_session *s, mx_program *p, mx_error *err) {
+  if (p->interpreted || !s->opts.spec_cache_size || s->opts.static_min_ops < 0) return MX_OK;
+  pthread_once(&once, find_originals);
+  const mx_graph *root = p->root;
+  size_t n_kinds = mx_symtab_symbol_count(root->syms);
+  uint8_t *kinds = malloc(n_kinds ? n_kinds : 1);
+  mx_spec_state *ss = calloc(1, sizeof *ss);
+  if (ss) ss->calls = calloc(p->n_calls ? p->n_calls : 1, sizeof *ss->calls);
+  if (!kinds || !ss || !ss->calls) {
+    free(kinds);
+    if (ss) free(ss->calls);
+    free(ss);
+    return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory preparing specialization");
+  }
+  ss->n_calls = p->n_calls;
+  p->spec = ss;
+  mx__spec_symbol_kinds(root, kinds, n_kinds);
+  size_t n_spec = 0;
+  for (size_t ci = 0; ci < p->n_calls; ci++) {
+    mx_rt_call *c = &p->calls[ci];
+    mx_spec_call *sc = &ss->calls[ci];
+    if (!c->unknown) continue;
+    mx_graph *body = mx__part_call_body(&root->nodes[c->node]);
+    if (!body || body->syms != root->syms) continue;
+    mx_spec_info info;
+    mx__spec_analyze(body, NULL, 0, kinds, n_kinds, &info);
+    if (!info.specializable) continue;
+    sc->entries = calloc(s->opts.spec_cache_size, sizeof *sc->entries);
+    if (!sc->entries) {
+      free(kinds);
+      return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory preparing specialization");
+    }
+    sc->specializable = true;
+    sc->cap = s->opts.spec_cache_size;
+    sc->n_syms = info.n_syms;
+    memcpy(sc->syms, info.syms, sizeof sc->syms);
+    n_spec++;
+  }
+  free(kinds);
+  if (!n_spec) return MX_OK;
+  /* The wrappers: the call's nodes run their own kernels unless a specialization serves. */
+  for (uint32_t i = 0; i < p->main.n_nodes; i++) {
+    mx_exe_node *nd = &p->main.nodes[i];
+    if (!nd->attr || nd->attr_size < sizeof(mx_kattr)) continue;
+    uint32_t ci = ATTR(nd)->call;
+    if (ci >= p->n_calls || !ss->calls[ci].specializable) continue;
+    if (nd->kernel == k_bind) nd->fn = w_bind;
+    else if (nd->kernel == k_end) nd->fn = w_end;
+    else if (is_per_op(mx__exe_kernel_at(nd->kernel)->name)) nd->fn = w_op;
+  }
+  if (s->opts.log) {
+    char line[160];
+    snprintf(line, sizeof line, "%zu dynamic partition%s specializable", n_spec, n_spec == 1 ? " is" : "s are");
+    say(s, MX_LOG_INFO, line);
+  }
+  return compile_gears(s, p, err);
+}
+
+void mx__spec_release(mx_session *s, mx_program *p) {
+  mx_spec_state *ss = p->spec;
+  if (!ss) return;
+  for (size_t ci = 0; ci < ss->n_calls; ci++) {
+    for (uint32_t i = 0; i < ss->calls[ci].n_entries; i++) mx_static_model_destroy(ss->calls[ci].entries[i].model);
+    free(ss->calls[ci].entries);
+  }
+  (void)s;
+  free(ss->calls);
+  free(ss);
+  p->spec = NULL;
+}
+
+void mx__spec_account(mx_session *s, mx_session_stats *l, mx_session_stats *t) {
+  const mx_spec_state *ss = s->prog ? s->prog->spec : NULL;
+  if (!ss) return;
+  const mx_spec_counters *c = &ss->count;
+  l->spec_hits = c->hits - t->spec_hits;
+  l->spec_misses = c->misses - t->spec_misses;
+  l->spec_compiles = c->compiles - t->spec_compiles;
+  l->spec_evictions = c->evictions - t->spec_evictions;
+  l->spec_compile_ns = c->compile_ns - t->spec_compile_ns;
+  l->spec_fallbacks = c->fallbacks - t->spec_fallbacks;
+  t->spec_hits = c->hits;
+  t->spec_misses = c->misses;
+  t->spec_compiles = c->compiles;
+  t->spec_evictions = c->evictions;
+  t->spec_compile_ns = c->compile_ns;
+  t->spec_fallbacks = c->fallbacks;
+}

@@ -1,0 +1,75 @@
+/* Shape specialization at run time ("gears"): a dynamic partition whose shapes depend only on
+ * symbols bound by input shapes (partitioner/spec.h) gets, for each binding of those symbols it
+ * meets, a static model compiled for that binding (the body with the values substituted, then
+ * the static compile path: memory plan, tasks, sink). Later steps with the same values run it
+ * with one call instead of op by op.
+ *
+ *   spec.c          install (which calls are specializable; their Main kernels are wrapped),
+ *                   the per-call LRU cache and its guard, churn fallback, declared gears,
+ *                   counters
+ *   spec_compile.c  one specialization: a concrete copy of the body, folded, compiled, loaded
+ *
+ * The Main graph is not changed (a saved .mxm stays valid): the wrapped BindSymbols of a
+ * specializable call looks the binding up, and when a specialization serves the step it runs it
+ * and the call's per-op kernels and DynStepEnd do nothing that step. */
+#ifndef MIXRT_V2RUNTIME_SPEC_H
+#define MIXRT_V2RUNTIME_SPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "partitioner/spec.h"
+#include "v2runtime/session_impl.h"
+
+/* Default of mx_session_options.spec_cache_size and spec_churn_limit. */
+#define MX_SPEC_DEFAULT_CACHE 8u
+#define MX_SPEC_DEFAULT_CHURN 4u
+
+/* One compiled specialization of a call. */
+typedef struct mx_spec_entry {
+  int64_t values[MX_SPEC_MAX_SYMS]; /* the guard: the value of each of the call's symbols */
+  mx_static_model *model;           /* loaded model (owned) */
+  uint64_t last_use;                /* LRU clock */
+  bool declared;                    /* a declared gear: evicted only when nothing else is */
+} mx_spec_entry;
+
+/* Specialization state of one partition call. */
+typedef struct mx_spec_call {
+  bool specializable;               /* its body passed the analysis */
+  bool disabled;                    /* never compiles again (churn, or the body cannot be
+                                       made static); cached entries still serve hits */
+  bool active;                      /* this step runs entry `current`; per-op kernels skip */
+  uint32_t n_syms;
+  uint32_t syms[MX_SPEC_MAX_SYMS];  /* symbol indices of the root's table */
+  uint32_t misses[MX_SPEC_MAX_SYMS];/* per symbol: misses where its value was new */
+  mx_spec_entry *entries;           /* cache (malloc'd, cap entries) */
+  uint32_t n_entries, cap;
+} mx_spec_call;
+
+/* Counters (cumulative since the model was loaded). */
+typedef struct mx_spec_counters {
+  uint64_t hits, misses, compiles, evictions, compile_ns, fallbacks;
+} mx_spec_counters;
+
+typedef struct mx_spec_state {
+  mx_spec_call *calls;              /* by call index (malloc'd, n_calls) */
+  size_t n_calls;
+  uint64_t clock;                   /* LRU clock */
+  mx_spec_counters count;
+} mx_spec_state;
+
+/* Analyzes p's dynamic calls, wraps the Main kernels of the specializable ones and compiles the
+ * session's declared gears. A program whose options disable specialization gets no state. */
+mx_status mx__spec_install(mx_session *s, mx_program *p, mx_error *err);
+/* Frees the state and its static models (the device must be idle for them). NULL state: no-op. */
+void mx__spec_release(mx_session *s, mx_program *p);
+/* Fills the specialization fields of the step's and the total statistics. */
+void mx__spec_account(mx_session *s, mx_session_stats *last, mx_session_stats *total);
+
+/* Compiles and loads call c's body specialized for `values` (by symbol of the root's table,
+ * INT64_MIN for unbound; the call's symbols must be bound). *permanent is set when the failure
+ * is the body's (it cannot become static), not a resource fault. */
+mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
+                           size_t n_values, mx_static_model **out, bool *permanent, mx_error *err);
+
+#endif /* MIXRT_V2RUNTIME_SPEC_H */

@@ -1,0 +1,172 @@
+/* One specialization of a dynamic partition (spec.h): the call's body is copied into a new graph
+ * whose inputs have the concrete dims the binding gives, inferred and folded (shape arithmetic
+ * on now-concrete shapes becomes constants), compiled by the static compiler and loaded onto the
+ * session's device. The copy and the plan are freed once the model is loaded. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "graph/passes/passes.h"
+#include "partitioner/partitioner.h"
+#include "reference/reference.h"
+#include "v2runtime/spec.h"
+
+/* Largest constant one folding step may produce (as the model compile does). */
+#define SPEC_FOLD_MAX_BYTES ((size_t)64 << 20)
+
+/* Copies the imported opsets of g and of the graphs enclosing it (the innermost one wins). */
+static mx_status copy_opsets(mx_graph *dst, const mx_graph *g) {
+  const mx_graph *chain[32];
+  size_t n = 0;
+  for (const mx_graph *at = g; at && n < 32; at = at->parent) chain[n++] = at;
+  while (n--)
+    for (size_t i = 0; i < chain[n]->n_opsets; i++) {
+      mx_status st = mx_graph_set_opset(dst, chain[n]->opsets[i].domain, chain[n]->opsets[i].version);
+      if (st != MX_OK) return st;
+    }
+  return MX_OK;
+}
+
+/* Builds the concrete copy of body; MX_ERR_SHAPE (permanent) when a dim cannot be evaluated. */
+static mx_status copy_body(mx_graph *body, const mx_symtab *syms, const int64_t *values, size_t n_values,
+                           mx_graph **out, mx_error *err) {
+  mx_graph *g = NULL;
+  mx_value_id *map = malloc((body->n_values ? body->n_values : 1) * sizeof *map);
+  mx_status st = map ? mx_graph_create(body->name, &g) : MX_ERR_OUT_OF_MEMORY;
+  if (st != MX_OK) {
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory copying the partition body");
+    goto done;
+  }
+  for (size_t v = 0; v < body->n_values; v++) map[v] = MX_NO_VALUE;
+  st = copy_opsets(g, body);
+  for (size_t i = 0; i < body->n_inputs && st == MX_OK; i++) {
+    const mx_value *v = &body->values[body->inputs[i]];
+    mx_shape shape = v->shape;
+    for (int32_t k = 0; k < shape.rank && st == MX_OK; k++) {
+      if (mx_dim_is_concrete(shape.dims[k])) continue;
+      int64_t d = 0;
+      if (mx_sym_eval(syms, shape.dims[k], values, n_values, &d) != MX_OK || d < 0) {
+        st = mx__fail(err, MX_ERR_SHAPE, "input '%s' dim %d has no value under this binding", v->name, (int)k);
+        goto done;
+      }
+      shape.dims[k] = d;
+    }
+    st = mx_graph_add_input(g, v->name, v->dtype, &shape, &map[body->inputs[i]]);
+  }
+  for (size_t v = 0; v < body->n_values && st == MX_OK; v++) {
+    const mx_value *val = &body->values[v];
+    if ((val->flags & MX_VALUE_DEAD) || (val->flags & MX_VALUE_INPUT) || map[v] != MX_NO_VALUE) continue;
+    if (val->flags & MX_VALUE_OUTER) {
+      st = mx__fail(err, MX_ERR_UNSUPPORTED, "the body reads '%s' of an enclosing graph", val->name);
+      goto done;
+    }
+    if (val->producer == MX_NO_NODE && val->data) st = mx_graph_add_constant(g, val->name, val->data, &map[v]);
+  }
+  const mx_node_id *order = NULL;
+  size_t n_order = 0;
+  if (st == MX_OK) st = mx__graph_topo_order(body, &order, &n_order);
+  mx_value_id ins[256];
+  const char *names[256];
+  mx_value_id outs[256];
+  for (size_t i = 0; i < n_order && st == MX_OK; i++) {
+    const mx_node *nd = &body->nodes[order[i]];
+    if (nd->n_inputs > 256 || nd->n_outputs > 256) {
+      st = mx__fail(err, MX_ERR_LIMIT, "node '%s' has too many inputs or outputs to specialize", nd->name);
+      goto done;
+    }
+    for (uint32_t k = 0; k < nd->n_inputs; k++) ins[k] = nd->inputs[k] == MX_NO_VALUE ? MX_NO_VALUE : map[nd->inputs[k]];
+    for (uint32_t k = 0; k < nd->n_outputs; k++) names[k] = body->values[nd->outputs[k]].name;
+    mx_node_desc d = {.op_type = nd->op_type, .domain = nd->domain, .name = nd->name, .inputs = ins,
+                      .n_inputs = nd->n_inputs, .attrs = nd->attrs, .n_attrs = nd->n_attrs,
+                      .output_names = names, .n_outputs = nd->n_outputs};
+    st = mx_graph_add_node(g, &d, outs);
+    for (uint32_t k = 0; k < nd->n_outputs && st == MX_OK; k++) map[nd->outputs[k]] = outs[k];
+  }
+  for (size_t i = 0; i < body->n_outputs && st == MX_OK; i++) st = mx_graph_add_output(g, map[body->outputs[i]]);
+  if (st != MX_OK && err->status == MX_OK) mx__fail(err, st, "copying the partition body: %s", mx_graph_last_error(g));
+done:
+  free(map);
+  if (st != MX_OK) {
+    mx_graph_destroy(g);
+    g = NULL;
+  }
+  *out = g;
+  return st;
+}
+
+/* Inference, then folding and dead-node removal to a fixed point. */
+static mx_status concretize(mx_graph *g, mx_error *err) {
+  mx_status st = mx_graph_infer(g);
+  for (int round = 0; st == MX_OK && round < 16; round++) {
+    size_t folded = 0, removed_nodes = 0, removed_values = 0;
+    st = mx__graph_fold_constants(g, mx__reference_fold_eval, NULL, SPEC_FOLD_MAX_BYTES, &folded);
+    if (st == MX_OK) st = mx__graph_remove_dead(g, &removed_nodes, &removed_values);
+    if (st == MX_OK && (folded || removed_nodes)) st = mx_graph_infer(g);
+    if (!folded) break;
+  }
+  if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(g));
+  return MX_OK;
+}
+
+/* Input positions of call c that never change address (as the model compile marks them). */
+static size_t frozen_positions(const mx_session *s, const mx_program *p, const mx_rt_call *c, uint32_t *out) {
+  size_t n = 0;
+  const mx_node *nd = &p->root->nodes[c->node];
+  for (uint32_t k = 0; k < c->n_in; k++) {
+    const mx_value *v = &p->root->values[c->in_values[k]];
+    bool frozen = mx__part_call_input_is_const(nd, k);
+    for (size_t f = 0; !frozen && (v->flags & MX_VALUE_INPUT) && f < s->opts.n_frozen_inputs; f++)
+      frozen = strcmp(s->frozen_names[f], v->name) == 0;
+    if (frozen) out[n++] = k;
+  }
+  return n;
+}
+
+mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
+                           size_t n_values, mx_static_model **out, bool *permanent, mx_error *err) {
+  *out = NULL;
+  *permanent = false;
+  mx_graph *body = mx__part_call_body(&p->root->nodes[c->node]);
+  mx_graph *g = NULL;
+  mx_static_plan *plan = NULL;
+  uint32_t *frozen = NULL;
+  mx_status st = copy_body(body, p->root->syms, values, n_values, &g, err);
+  if (st != MX_OK) {
+    *permanent = st != MX_ERR_OUT_OF_MEMORY;
+    goto done;
+  }
+  st = concretize(g, err);
+  if (st != MX_OK) {
+    *permanent = st != MX_ERR_OUT_OF_MEMORY;
+    goto done;
+  }
+  frozen = malloc((c->n_in ? c->n_in : 1) * sizeof *frozen);
+  if (!frozen) {
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory specializing '%s'", c->name);
+    goto done;
+  }
+  mx_static_options so;
+  mx_static_options_init(&so);
+  so.max_streams = s->n_streams;
+  so.frozen_inputs = frozen;
+  so.n_frozen = frozen_positions(s, p, c, frozen);
+  so.name = c->name;
+  st = mx_static_compile(g, &so, &plan, err);
+  if (st != MX_OK) {
+    /* The body is refused by the static compiler whatever the values: it stays dynamic. */
+    *permanent = st != MX_ERR_OUT_OF_MEMORY;
+    goto done;
+  }
+  mx_static_load_options lo;
+  mx_static_load_options_init(&lo);
+  lo.share_weights = !s->opts.private_weights;
+  st = mx_static_model_create(s->dev, plan, &lo, out, err);
+done:
+  if (st != MX_OK) mx__error_prefix(err, "specializing partition '%s': ", c->name);
+  free(frozen);
+  mx_static_plan_destroy(plan);
+  mx_graph_destroy(g);
+  return st;
+}
