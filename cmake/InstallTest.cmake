@@ -1,6 +1,7 @@
 # ctest entry `install_consumer` (cmake -P): installs the build tree into a temporary prefix, then
 # builds and runs examples/c_decode twice against it, once through find_package(mixrt) and once
-# through pkg-config, and checks that both print the same tokens.
+# through pkg-config, and checks that both print the same tokens; then examples/decode_state.c
+# (pkg-config) must print them too.
 #   -DBUILD_DIR=<build tree> -DSOURCE_DIR=<mixrt source> -DWORK_DIR=<scratch> -DC_COMPILER=<cc>
 foreach(v BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER)
   if(NOT DEFINED ${v})
@@ -52,5 +53,16 @@ if(NOT by_cmake MATCHES "tokens: [0-9]+ [0-9]+ [0-9]+ [0-9]+")
 endif()
 if(NOT by_cmake STREQUAL by_pkgconfig)
   message(FATAL_ERROR "find_package and pkg-config consumers differ:\n${by_cmake}\n${by_pkgconfig}")
+endif()
+
+# examples/decode_state.c (binding + KV cache as state) through pkg-config: it checks itself
+# against the copying loop, and its tokens must be the ones examples/c_decode printed.
+run_step("compile the state example" "${C_COMPILER}" -std=c11 -Wall -Werror
+         "${SOURCE_DIR}/examples/decode_state.c" -o "${WORK_DIR}/decode_state" ${flags})
+run_step("run the state example" "${WORK_DIR}/decode_state" 4)
+string(REGEX MATCH "tokens:[0-9 ]+" state_tokens "${step_output}")
+string(REGEX MATCH "tokens:[0-9 ]+" copy_tokens "${by_cmake}")
+if(NOT state_tokens STREQUAL copy_tokens)
+  message(FATAL_ERROR "examples/decode_state printed other tokens than examples/c_decode:\n${step_output}")
 endif()
 message(STATUS "install_consumer: ${by_cmake}")
