@@ -14,7 +14,7 @@ const mx__rw_rule *const mx__rw_rules[] = {
     &mx__rule_identity, &mx__rule_transpose_pair, &mx__rule_reshape_chain, &mx__rule_cse,
     &mx__rule_bn_fold,  &mx__rule_layernorm,      &mx__rule_rmsnorm,      &mx__rule_gelu,
     &mx__rule_silu,     &mx__rule_rotary,         &mx__rule_attention,    &mx__rule_conv_act,
-    &mx__rule_matmul_transpose, &mx__rule_matmul_bias_act,
+    &mx__rule_matmul_transpose, &mx__rule_matmul_bias_act, &mx__rule_shape_subgraph,
     NULL,
 };
 

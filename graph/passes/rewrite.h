@@ -33,7 +33,7 @@ extern const mx__rw_rule mx__rule_identity, mx__rule_transpose_pair, mx__rule_re
 extern const mx__rw_rule mx__rule_bn_fold;
 extern const mx__rw_rule mx__rule_gelu, mx__rule_silu, mx__rule_layernorm, mx__rule_rmsnorm;
 extern const mx__rw_rule mx__rule_attention, mx__rule_rotary, mx__rule_conv_act;
-extern const mx__rw_rule mx__rule_matmul_transpose, mx__rule_matmul_bias_act;
+extern const mx__rw_rule mx__rule_matmul_transpose, mx__rule_matmul_bias_act, mx__rule_shape_subgraph;
 
 /* --- matching helpers ------------------------------------------------------------------------- */
 
