@@ -259,6 +259,5 @@ const mx_kernel_def *const mx__kernels_activation[] = {
     &kdef_BitwiseNot,
     &mx__kdef_Det,
     &mx__kdef_CumProd,
-    &mx__kdef_ReduceLogSum,
     NULL,
 };

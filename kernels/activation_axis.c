@@ -1,7 +1,7 @@
 /* CPU kernels of the activation group's ops that work along an axis or on matrices: Hardmax
  * (one-hot of the first maximum; before opset 13 over each row of the 2-D view), CumProd
  * (running products, optionally exclusive and/or reversed), Det (LU decomposition with partial
- * pivoting, in double) and ReduceLogSum (the ReduceSum kernel, then log of each result). */
+ * pivoting, in double). */
 #include <math.h>
 #include <string.h>
 
@@ -214,34 +214,3 @@ static mx_status run_Det(mx_kernel_call *c) {
 }
 const mx_kernel_def mx__kdef_Det = {"Det", NULL, MX_KDT_FLOATS, 0, run_Det, det_workspace};
 
-/* --- ReduceLogSum ------------------------------------------------------------------------- */
-
-/* The reduce group's ReduceSum kernel for this call's dtypes (the params are the same struct). */
-static const mx_kernel_def *sum_kernel(const mx_kernel_call *c) {
-  return mx__kernel_find("", "ReduceSum", c);
-}
-
-static size_t reduce_log_sum_workspace(const mx_kernel_call *c) {
-  const mx_kernel_def *k = sum_kernel(c);
-  return k && k->workspace ? k->workspace(c) : 0;
-}
-
-static mx_status run_ReduceLogSum(mx_kernel_call *c) {
-  const mx_kernel_def *k = sum_kernel(c);
-  if (!k) return fail(c, MX_ERR_UNSUPPORTED, "ReduceLogSum: no ReduceSum kernel for this dtype");
-  mx_status st = k->run(c);
-  if (st != MX_OK) return st;
-  mx_ktensor *y = mx__kout(c, 0);
-  int64_t n = mx__ktensor_numel(y);
-  if (y->dtype == MX_FLOAT32) {
-    float *v = y->data;
-    for (int64_t i = 0; i < n; i++) v[i] = logf(v[i]);
-  } else {
-    /* Integer sums: the log truncated toward zero, saturating (log 0 = -inf). */
-    for (int64_t i = 0; i < n; i++)
-      mx__ew_store_sat(y->data, y->dtype, i, log(mx__kget_f64(y->data, y->dtype, i)));
-  }
-  return MX_OK;
-}
-const mx_kernel_def mx__kdef_ReduceLogSum = {
-    "ReduceLogSum", NULL, MX_KDT_FLOATS | MX_KDT_INTS, 0, run_ReduceLogSum, reduce_log_sum_workspace};

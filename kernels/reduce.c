@@ -34,7 +34,7 @@ typedef enum fold_kind {
   F_EXP   /* exp(x - shift), + */
 } fold_kind;
 
-typedef enum red_op { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_SUMSQ, R_L1, R_L2, R_LSE } red_op;
+typedef enum red_op { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_SUMSQ, R_L1, R_L2, R_LSE, R_LOGSUM } red_op;
 
 typedef enum domain { DOM_F, DOM_D, DOM_I } domain;
 
@@ -404,11 +404,11 @@ static mx_status run_reduce(mx_kernel_call *c, red_op op) {
   }
   domain dom = dt == MX_FLOAT64 ? DOM_D
                : mx_dtype_is_float(dt) ? DOM_F
-               : (op == R_L2 || op == R_LSE) ? DOM_D
+               : (op == R_L2 || op == R_LSE || op == R_LOGSUM) ? DOM_D
                                             : DOM_I;
   static const fold_kind kinds[] = {[R_SUM] = F_SUM, [R_MEAN] = F_SUM, [R_MAX] = F_MAX, [R_MIN] = F_MIN,
                                     [R_PROD] = F_PROD, [R_SUMSQ] = F_SQ, [R_L1] = F_ABS, [R_L2] = F_SQ,
-                                    [R_LSE] = F_MAX};
+                                    [R_LSE] = F_MAX, [R_LOGSUM] = F_SUM};
   void *acc = c->workspace;
   void *shift = (char *)c->workspace + (size_t)n_out * sizeof(double);
   red_plan plan;
@@ -442,10 +442,11 @@ static mx_status run_reduce(mx_kernel_call *c, red_op op) {
       if (op == R_MEAN) v /= (double)count;
       if (op == R_L2) v = sqrt(v);
       if (op == R_LSE) v = log(v) + ((double *)shift)[o];
+      if (op == R_LOGSUM) v = log(v);
       if (dt == MX_FLOAT64) {
         ((double *)out->data)[o] = v;
       } else {
-        /* Integer L2 / LogSumExp: truncate toward zero, saturating. */
+        /* Integer L2 / LogSumExp / LogSum: truncate toward zero, saturating. */
         double t = v != v ? 0.0 : v;
         if (t > 9.2e18) t = 9.2e18;
         if (t < -9.2e18) t = -9.2e18;
@@ -456,6 +457,7 @@ static mx_status run_reduce(mx_kernel_call *c, red_op op) {
       if (op == R_MEAN) v /= (float)count;
       if (op == R_L2) v = sqrtf(v);
       if (op == R_LSE) v = logf(v) + ((float *)shift)[o];
+      if (op == R_LOGSUM) v = logf(v);
       if (dt == MX_FLOAT32)
         ((float *)out->data)[o] = v;
       else
@@ -479,10 +481,11 @@ REDUCE_KERNEL(ReduceSumSquare, R_SUMSQ, NUMERIC)
 REDUCE_KERNEL(ReduceL1, R_L1, NUMERIC)
 REDUCE_KERNEL(ReduceL2, R_L2, NUMERIC)
 REDUCE_KERNEL(ReduceLogSumExp, R_LSE, NUMERIC)
+REDUCE_KERNEL(ReduceLogSum, R_LOGSUM, NUMERIC)
 
 const mx_kernel_def *const mx__kernels_reduce[] = {
     &kdef_ReduceSum, &kdef_ReduceMean, &kdef_ReduceMax, &kdef_ReduceMin, &kdef_ReduceProd,
-    &kdef_ReduceSumSquare, &kdef_ReduceL1, &kdef_ReduceL2, &kdef_ReduceLogSumExp,
+    &kdef_ReduceSumSquare, &kdef_ReduceL1, &kdef_ReduceL2, &kdef_ReduceLogSumExp, &kdef_ReduceLogSum,
     &mx__kdef_ArgMax, &mx__kdef_ArgMin, &mx__kdef_CumSum,
     NULL,
 };

@@ -2,13 +2,12 @@
  * (Elu, Selu, Celu, LeakyRelu, HardSigmoid, HardSwish, ThresholdedRelu, Softplus, Softsign,
  * Shrink, Mish, Swish), the trigonometric and hyperbolic functions (Tan, Asin, Acos, Atan, Sinh,
  * Cosh, Asinh, Acosh, Atanh), Round, IsNaN, IsInf, BitwiseNot, the broadcasting PRelu,
- * BitwiseAnd/Or/Xor and BitShift, and the ops with an axis or a matrix: Hardmax, CumProd, Det
- * and ReduceLogSum.
+ * BitwiseAnd/Or/Xor and BitShift, and the ops with an axis or a matrix: Hardmax, CumProd and
+ * Det.
  *
  * Pointwise ops keep the input's shape (output dtype: the input's, bool for IsNaN/IsInf);
  * binary ones broadcast like numpy, PRelu only its slope towards X. Dtype sets are the union
- * over the opsets mixrt accepts. ReduceLogSum is ReduceSumSquare's schema and shape rule (axes
- * as input 1 from opset 18), so it borrows that definition's parse and inference. */
+ * over the opsets mixrt accepts. */
 #include <math.h>
 #include <string.h>
 
@@ -357,40 +356,6 @@ static const mx_op_def def_Det = {
     .infer = infer_det,
 };
 
-/* --- ReduceLogSum ------------------------------------------------------------------------- */
-
-/* ReduceSumSquare has the same attributes, axes input (from opset 18), dtypes and shape rule. */
-static const mx_op_def *reduce_twin(void) { return mx__op_find("", "ReduceSumSquare"); }
-
-static mx_status parse_reduce_log_sum(const mx_parse_ctx *pc, void *params) {
-  const mx_op_def *twin = reduce_twin();
-  if (!twin || twin->params_size != sizeof(mx_reduce_params))
-    return mx__fail(pc->err, MX_ERR_INTERNAL, "ReduceLogSum: the reduce definitions are missing");
-  return twin->parse(pc, params);
-}
-
-static mx_status infer_reduce_log_sum(mx_infer_ctx *ctx) { return reduce_twin()->infer(ctx); }
-
-static const mx_attr_spec reduce_log_sum_attrs[] = {
-    {"axes", MX_ATTR_INTS, false, 0, 0.0f, NULL},
-    {"keepdims", MX_ATTR_INT, false, 1, 0.0f, NULL},
-    {"noop_with_empty_axes", MX_ATTR_INT, false, 0, 0.0f, NULL},
-    END_ATTRS};
-
-static const mx_op_def def_ReduceLogSum = {
-    .name = "ReduceLogSum",
-    .domain = "",
-    .min_inputs = 1,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .value_inputs = 1u << 1,
-    .attrs = reduce_log_sum_attrs,
-    .params_size = sizeof(mx_reduce_params),
-    .parse = parse_reduce_log_sum,
-    .infer = infer_reduce_log_sum,
-};
-
 const mx_op_def *const mx__ops_activation[] = {
     &def_Elu,
     &def_Selu,
@@ -425,6 +390,5 @@ const mx_op_def *const mx__ops_activation[] = {
     &def_BitwiseNot,
     &def_Det,
     &def_CumProd,
-    &def_ReduceLogSum,
     NULL,
 };

@@ -1,7 +1,6 @@
 /* Params structs of the activation and remaining math ops (graph/ops/activation.c), read by the
  * CPU kernels in kernels/activation*.c. Plain old data: they are copied, hashed and serialized
- * byte for byte, so no pointers and no implicit padding. (ReduceLogSum uses mx_reduce_params of
- * graph/ops/reduce_params.h.) */
+ * byte for byte, so no pointers and no implicit padding. */
 #ifndef MIXRT_GRAPH_OPS_ACTIVATION_PARAMS_H
 #define MIXRT_GRAPH_OPS_ACTIVATION_PARAMS_H
 

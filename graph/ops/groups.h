@@ -19,7 +19,7 @@ extern const mx_op_def *const mx__ops_index[];
 extern const mx_op_def *const mx__ops_conv[];     /* conv.c: Conv, ConvTranspose, ConvInteger, QLinearConv, DeformConv, Col2Im */
 extern const mx_op_def *const mx__ops_pool[];     /* pool.c: MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool, MaxUnpool */
 extern const mx_op_def *const mx__ops_norm[];     /* norm.c: BatchNormalization, InstanceNormalization, GroupNormalization, LRN, LpNormalization, MeanVarianceNormalization */
-extern const mx_op_def *const mx__ops_activation[];     /* activation.c: Elu, Selu, Celu, LeakyRelu, PRelu, HardSigmoid, HardSwish, ThresholdedRelu, Softplus, Softsign, Shrink, Mish, Swish, Hardmax, inverse trig and hyperbolic functions, Round, IsNaN, IsInf, BitShift, Bitwise*, Det, CumProd, ReduceLogSum */
+extern const mx_op_def *const mx__ops_activation[];     /* activation.c: Elu, Selu, Celu, LeakyRelu, PRelu, HardSigmoid, HardSwish, ThresholdedRelu, Softplus, Softsign, Shrink, Mish, Swish, Hardmax, inverse trig and hyperbolic functions, Round, IsNaN, IsInf, BitShift, Bitwise*, Det, CumProd */
 extern const mx_op_def *const mx__ops_loss[];     /* loss.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
 extern const mx_op_def *const mx__ops_resample[];     /* resample.c: Resize, Upsample, GridSample, AffineGrid, RoiAlign, NonMaxSuppression, CenterCropPad, DepthToSpace, SpaceToDepth, Pad */
 extern const mx_op_def *const mx__ops_tensor[];     /* tensor.c: OneHot, Compress, Unique, Scatter, ScatterElements, EyeLike, ReverseSequence, TensorScatter */

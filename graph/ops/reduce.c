@@ -180,6 +180,7 @@ REDUCE_OP(ReduceSumSquare, 0, NUM, 18, MX__SV_NONE)
 REDUCE_OP(ReduceL1, 0, NUM, 18, MX__SV_NONE)
 REDUCE_OP(ReduceL2, 0, NUM, 18, MX__SV_NONE)
 REDUCE_OP(ReduceLogSumExp, 0, NUM, 18, MX__SV_NONE)
+REDUCE_OP(ReduceLogSum, 0, NUM, 18, MX__SV_NONE)
 
 /* --- ArgMax / ArgMin ---------------------------------------------------------------------- */
 
@@ -279,7 +280,7 @@ static const mx_op_def def_CumSum = {
 
 const mx_op_def *const mx__ops_reduce[] = {
     &def_ReduceSum, &def_ReduceProd, &def_ReduceMax, &def_ReduceMin, &def_ReduceMean,
-    &def_ReduceSumSquare, &def_ReduceL1, &def_ReduceL2, &def_ReduceLogSumExp,
+    &def_ReduceSumSquare, &def_ReduceL1, &def_ReduceL2, &def_ReduceLogSumExp, &def_ReduceLogSum,
     &def_ArgMax, &def_ArgMin, &def_CumSum,
     NULL,
 };
