@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mixrt/binding.h"
 #include "mixrt/models.h"
 #include "mixrt/session.h"
 #include "mixrt/tensor.h"
@@ -42,6 +43,17 @@ mx_status mx_cli_llm_inputs(const mx_llama_config *cfg, int64_t token, int64_t p
 void mx_cli_llm_inputs_release(const mx_llama_config *cfg, mx_tensor *in);
 /* Index of the largest logit (the first one on ties): the greedy next token. */
 int64_t mx_cli_argmax(const mx_tensor *logits);
+
+/* A binding of s for a decode loop (include/mixrt/binding.h): every input / output pair that
+ * matches by name (past... <- present...) becomes a state along `axis` with room for
+ * `capacity` rows; every other input is bound to inputs[i] (by position: host or device
+ * tensors the caller keeps); every other output is allocated on the host by the binding.
+ * *n_pairs receives the pairs; with none the binding is still made. On failure *out is NULL and
+ * the session's last error says why. */
+mx_status mx_cli_state_binding(mx_session *s, const mx_tensor *inputs, int32_t axis, int64_t capacity,
+                               mx_binding **out, size_t *n_pairs);
+/* A host copy (new tensor, released by the caller) of a device tensor of s. */
+mx_status mx_cli_download(mx_session *s, const mx_tensor *dev, mx_tensor *host);
 
 /* Sorts v[0..n) and returns the value at quantile q in [0, 1] (nearest rank); 0 when n is 0. */
 uint64_t mx_cli_quantile(uint64_t *v, size_t n, double q);

@@ -32,6 +32,7 @@ typedef struct demo_args {
   int64_t streams;
   mx_executor_kind executor;
   int64_t static_min_ops;   /* partitioner threshold; -1 runs everything dynamically */
+  bool no_state;            /* --no-state: the copying loop (presents handed back, fed again) */
 } demo_args;
 
 void mx_cmd_demo_help(FILE *out) {
@@ -39,7 +40,7 @@ void mx_cmd_demo_help(FILE *out) {
           "usage: mixrt demo [--size tiny|small] [--steps N] [--device cpu|inline] [--streams N]\n"
           "                  [--executor sequential|topological|multi-thread] [--static-min-ops N]\n"
           "                  [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--head-dim N]\n"
-          "                  [--ffn N] [--vocab N] [--seed N] [--token N]\n\n"
+          "                  [--ffn N] [--vocab N] [--seed N] [--token N] [--no-state]\n\n"
           "The main job on a built-in model: builds a Llama-style decode step in memory (batch 1, one\n"
           "new token, a KV cache of symbolic length past_len), prints how it is split into static\n"
           "models and dynamic ops and why, loads it into a session and decodes greedily: the present\n"
@@ -62,7 +63,11 @@ void mx_cmd_demo_help(FILE *out) {
           "  --streams N         streams (default 1)\n"
           "  --executor E        execution-graph executor (default sequential)\n"
           "  --static-min-ops N  known clusters with fewer ops run dynamically; -1 runs everything\n"
-          "                      dynamically (default 4)\n\n"
+          "                      dynamically (default 4)\n"
+          "  --no-state          the copying loop: every present handed back as a host tensor and fed\n"
+          "                      in again as the next past. By default the loop runs a binding with\n"
+          "                      the KV cache as session state (include/mixrt/binding.h): it stays on\n"
+          "                      the device, only the token goes in and the logits come out\n\n"
           "exit codes: 0 done and the check passed, 1 runtime error or the check failed, 2 usage error\n");
 }
 
@@ -82,6 +87,10 @@ static int parse_args(int argc, char **argv, demo_args *a) {
   const size_t n_over = sizeof over / sizeof over[0];
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
+    if (strcmp(arg, "--no-state") == 0) {
+      a->no_state = true;
+      continue;
+    }
     size_t k = 0;
     while (k < n_over && strcmp(arg, over[k].flag) != 0) k++;
     bool numeric = k < n_over || strcmp(arg, "--steps") == 0 || strcmp(arg, "--token") == 0 ||
@@ -226,8 +235,80 @@ static double us(uint64_t ns) { return (double)ns / 1000.0; }
 static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0.0; }
 static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* The caller's side of the step just run: the step as the caller timed it minus the session's
+ * own step, plus the session's feed and output kernels. */
+static uint64_t host_side(mx_session *s, uint64_t lat) {
+  mx_session_stats l;
+  if (mx_session_get_stats(s, &l, NULL) != MX_OK) return 0;
+  return (lat > l.step_ns ? lat - l.step_ns : 0) + l.host_ns;
+}
+
+/* The progress line after step `step` (every PROGRESS_EVERY steps and at the end). */
+static void progress(const demo_args *a, const uint64_t *lat, const int64_t *tokens, int64_t step) {
+  if ((step + 1) % PROGRESS_EVERY != 0 && step + 1 != a->steps) return;
+  uint64_t window[PROGRESS_EVERY];
+  size_t w = 0;
+  for (int64_t k = step; k >= 0 && w < PROGRESS_EVERY && k > step - PROGRESS_EVERY; k--) window[w++] = lat[k];
+  printf("step %3lld/%lld  past_len %3lld  next token %5lld  step %8.1f us  (median of the last %zu: %.1f us)\n",
+         (long long)(step + 1), (long long)a->steps, (long long)step, (long long)tokens[step], us(lat[step]), w,
+         us(mx_cli_quantile(window, w, 0.5)));
+}
+
+/* The decode loop with a binding and the KV cache as state: per step the token goes in, the
+ * logits come out, the cache stays on the device. The first CHECK_STEPS steps are compared with
+ * the reference interpreter on host copies of the cache (outside the timed call). */
+static int decode_with_state(const demo_args *a, mx_session *s, mx_graph *ref, mx_tensor *in, size_t n_io,
+                             uint64_t *lat, uint64_t *host, int64_t *tokens, bool *check_ok, char *why, size_t cap) {
+  mx_binding *b = NULL;
+  size_t pairs = 0;
+  if (mx_cli_state_binding(s, in, 2, a->steps + 1, &b, &pairs) != MX_OK)
+    return mx_cli_runtime_error("demo", "binding: %s", mx_session_last_error(s));
+  printf("   (binding: %zu cache pairs kept as session state with room for %lld rows; --no-state: the copying "
+         "loop)\n", pairs, (long long)mx_binding_state_capacity(b));
+  const mx_tensor *logits = mx_binding_output(b, (size_t)mx_binding_output_index(b, "logits"));
+  int rc = MX_EXIT_OK;
+  for (int64_t step = 0; step < a->steps && rc == MX_EXIT_OK; step++) {
+    bool check = step < CHECK_STEPS && *check_ok;
+    mx_tensor out[MAX_IO];
+    memset(out, 0, sizeof out);
+    for (size_t i = 1; check && i < n_io; i++) { /* the pasts, as the step will read them */
+      mx_tensor_release(&in[i]);
+      if (mx_binding_input_is_state(b, i) && mx_cli_download(s, mx_binding_output(b, i), &in[i]) != MX_OK)
+        rc = mx_cli_runtime_error("demo", "reading the cache back");
+    }
+    uint64_t ts = mx__now_ns();
+    mx_status st = rc == MX_EXIT_OK ? mx_session_run_binding(s, b) : MX_ERR_INTERNAL;
+    lat[step] = mx__now_ns() - ts;
+    host[step] = host_side(s, lat[step]);
+    if (st != MX_OK && rc == MX_EXIT_OK)
+      rc = mx_cli_runtime_error("demo", "step %lld: %s", (long long)step, mx_session_last_error(s));
+    if (rc != MX_EXIT_OK) break;
+    tokens[step] = mx_cli_argmax(logits);
+    if (check) {
+      bool fetched = mx_tensor_alloc(logits->dtype, logits->rank, logits->dims, &out[0]) == MX_OK;
+      size_t nbytes = 0;
+      mx_tensor_nbytes(logits, &nbytes);
+      if (fetched) memcpy(out[0].data, logits->data, nbytes);
+      for (size_t i = 1; i < n_io && fetched; i++) fetched = mx_cli_download(s, mx_binding_output(b, i), &out[i]) == MX_OK;
+      *check_ok = fetched && same_as_reference(ref, in, out, n_io, step, why, cap);
+      if (!fetched) snprintf(why, cap, "step %lld: reading the outputs back failed", (long long)step);
+      for (size_t i = 0; i < n_io; i++) mx_tensor_release(&out[i]);
+    }
+    ((int64_t *)in[0].data)[0] = tokens[step];
+    progress(a, lat, tokens, step);
+  }
+  mx_binding_destroy(b);
+  return rc;
+}
+
 /* Prints the summary after the decode loop. */
-static void print_results(const demo_args *a, mx_session *s, uint64_t *lat, const int64_t *tokens) {
+static void print_results(const demo_args *a, mx_session *s, uint64_t *lat, const uint64_t *lat_copy,
+                          const uint64_t *host, const int64_t *tokens) {
   const size_t n = (size_t)a->steps;
   uint64_t sum = 0;
   for (size_t k = 0; k < n; k++) sum += lat[k];
@@ -254,6 +335,22 @@ static void print_results(const demo_args *a, mx_session *s, uint64_t *lat, cons
            pct(t.step_ns - accounted, t.step_ns), us(t.step_ns - accounted) / (double)n);
   else
     printf("  (static models overlap host work on this device, so the shares add up to more than 100%%)\n");
+  /* The caller's side of a step: matching names or preparing the binding before the session's
+   * step starts, plus the feed and output kernels; per step, as a share of the step the caller
+   * sees (the median of the steps after the first). */
+  double *share = n > 1 ? malloc((n - 1) * sizeof *share) : NULL;
+  uint64_t host_sum = 0;
+  for (size_t k = 1; share && k < n; k++) {
+    share[k - 1] = lat_copy[k] ? 100.0 * (double)host[k] / (double)lat_copy[k] : 0.0;
+    host_sum += host[k];
+  }
+  if (share) {
+    qsort(share, n - 1, sizeof *share, cmp_double);
+    printf("host side:    %.2f us/step feeding and collecting, median %.2f%% of the step (%s)\n",
+           us(host_sum) / (double)(n - 1), share[(n - 1) / 2],
+           a->no_state ? "copying loop, --no-state" : "binding with the KV cache as state");
+  }
+  free(share);
   printf("counters: %llu static executes, %llu dynamic launches, %llu execution-graph kernels, "
          "%llu refreshed allocation-table entries (%.1f per step)\n",
          (unsigned long long)t.static_executes, (unsigned long long)t.dynamic_launches,
@@ -315,11 +412,12 @@ int mx_cmd_demo(int argc, char **argv) {
          mx_cli_executor_name(a.executor), (double)(mx__now_ns() - t0) / 1e6);
 
   uint64_t *lat = calloc((size_t)a.steps, sizeof *lat);
+  uint64_t *lat_copy = calloc((size_t)a.steps, sizeof *lat_copy), *host = calloc((size_t)a.steps, sizeof *host);
   int64_t *tokens = calloc((size_t)a.steps, sizeof *tokens);
   mx_tensor in[MAX_IO], out[MAX_IO];
   bool have_inputs = false, check_ok = true;
   char why[512] = "";
-  if (!lat || !tokens) {
+  if (!lat || !tokens || !lat_copy || !host) {
     rc = mx_cli_runtime_error("demo", "out of memory");
     goto free_buffers;
   }
@@ -329,11 +427,16 @@ int mx_cmd_demo(int argc, char **argv) {
   }
   have_inputs = true;
   printf("== decode: %lld greedy steps from token %lld, present -> past ==\n", (long long)a.steps, (long long)a.token);
-  for (int64_t step = 0; step < a.steps; step++) {
+  if (!a.no_state) {
+    rc = decode_with_state(&a, s, ref, in, n_io, lat, host, tokens, &check_ok, why, sizeof why);
+    if (rc != MX_EXIT_OK) goto free_buffers;
+  }
+  for (int64_t step = 0; a.no_state && step < a.steps; step++) {
     memset(out, 0, sizeof out);
     uint64_t ts = mx__now_ns();
     st = mx_session_run(s, in, n_io, out, n_io);
     lat[step] = mx__now_ns() - ts;
+    host[step] = host_side(s, lat[step]);
     if (st != MX_OK) {
       rc = mx_cli_runtime_error("demo", "step %lld: %s", (long long)step, mx_session_last_error(s));
       goto free_buffers;
@@ -347,16 +450,10 @@ int mx_cmd_demo(int argc, char **argv) {
     }
     mx_tensor_release(&out[0]);
     ((int64_t *)in[0].data)[0] = tokens[step];
-    if ((step + 1) % PROGRESS_EVERY == 0 || step + 1 == a.steps) {
-      uint64_t window[PROGRESS_EVERY];
-      size_t w = 0;
-      for (int64_t k = step; k >= 0 && w < PROGRESS_EVERY && k > step - PROGRESS_EVERY; k--) window[w++] = lat[k];
-      printf("step %3lld/%lld  past_len %3lld  next token %5lld  step %8.1f us  (median of the last %zu: %.1f us)\n",
-             (long long)(step + 1), (long long)a.steps, (long long)step, (long long)tokens[step], us(lat[step]), w,
-             us(mx_cli_quantile(window, w, 0.5)));
-    }
+    progress(&a, lat, tokens, step);
   }
-  print_results(&a, s, lat, tokens);
+  memcpy(lat_copy, lat, (size_t)a.steps * sizeof *lat);
+  print_results(&a, s, lat, lat_copy, host, tokens);
   int64_t checked = a.steps < CHECK_STEPS ? a.steps : CHECK_STEPS;
   if (check_ok) {
     printf("check: first %lld steps equal the reference interpreter: PASS\n", (long long)checked);
@@ -367,6 +464,8 @@ int mx_cmd_demo(int argc, char **argv) {
 free_buffers:
   if (have_inputs) mx_cli_llm_inputs_release(cfg, in);
   free(tokens);
+  free(host);
+  free(lat_copy);
   free(lat);
 destroy_session:
   mx_session_destroy(s);

@@ -94,3 +94,35 @@ uint64_t mx_cli_quantile(uint64_t *v, size_t n, double q) {
   size_t k = (size_t)(q * (double)(n - 1) + 0.5);
   return v[k < n ? k : n - 1];
 }
+
+mx_status mx_cli_state_binding(mx_session *s, const mx_tensor *inputs, int32_t axis, int64_t capacity,
+                               mx_binding **out, size_t *n_pairs) {
+  mx_binding *b = NULL;
+  *out = NULL;
+  *n_pairs = 0;
+  mx_status st = mx_binding_create(s, &b);
+  if (st == MX_OK) st = mx_binding_pair_states(b, axis, capacity, n_pairs);
+  for (size_t i = 0; st == MX_OK && i < mx_session_input_count(s); i++)
+    if (!mx_binding_input_is_state(b, i)) st = mx_binding_set_input(b, i, &inputs[i]);
+  for (size_t j = 0; st == MX_OK && j < mx_session_output_count(s); j++) {
+    mx_io_info info;
+    mx_session_output_info(s, j, &info);
+    if (mx_binding_output(b, j)) continue; /* a state's output */
+    st = mx_binding_bind_output_alloc(b, info.name, MX_HOST);
+  }
+  if (st != MX_OK) {
+    mx_binding_destroy(b);
+    return st;
+  }
+  *out = b;
+  return MX_OK;
+}
+
+mx_status mx_cli_download(mx_session *s, const mx_tensor *dev, mx_tensor *host) {
+  mx_status st = mx_tensor_alloc(dev->dtype, dev->rank, dev->dims, host);
+  size_t nbytes = 0;
+  mx_tensor_nbytes(host, &nbytes);
+  if (st == MX_OK && nbytes) st = mx_device_copy(mx_session_device(s), host->data, dev->data, nbytes, MX_COPY_D2H);
+  if (st != MX_OK) mx_tensor_release(host);
+  return st;
+}

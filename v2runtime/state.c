@@ -74,6 +74,8 @@ mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *out
   x->view.rank = vi->shape.rank;
   x->view.placement = MX_DEVICE;
   x->view.name = vi->name;
+  for (int32_t k = 0; k < vi->shape.rank; k++) /* empty until the first step sizes it */
+    x->view.dims[k] = k != axis && mx_dim_is_concrete(vi->shape.dims[k]) ? vi->shape.dims[k] : 0;
   if (capacity > b->want_capacity) b->want_capacity = capacity;
   /* The state takes over the input and the output from whatever was bound there. */
   mx_bind_out *o = &b->out[j];
@@ -116,6 +118,10 @@ mx_status mx_binding_pair_states(mx_binding *b, int32_t axis, int64_t capacity, 
     }
   }
   return MX_OK;
+}
+
+bool mx_binding_input_is_state(const mx_binding *b, size_t index) {
+  return b && index < b->n_in && b->in_state[index] >= 0;
 }
 
 size_t mx_binding_state_count(const mx_binding *b) { return b ? b->n_states : 0; }

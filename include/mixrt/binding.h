@@ -28,6 +28,7 @@
 #ifndef MIXRT_BINDING_H
 #define MIXRT_BINDING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +80,8 @@ MX_API mx_status mx_binding_add_state(mx_binding *b, const char *input, const ch
  * past_key_values.N.key <- present.N.key, past_key_N <- present_key_N) as states along `axis`
  * with `capacity` rows; *n_pairs (may be NULL) receives how many. Pairs already declared stay. */
 MX_API mx_status mx_binding_pair_states(mx_binding *b, int32_t axis, int64_t capacity, size_t *n_pairs);
+/* Whether input `index` is a state's (fed by the binding, not by the caller). */
+MX_API bool mx_binding_input_is_state(const mx_binding *b, size_t index);
 /* States declared. */
 MX_API size_t mx_binding_state_count(const mx_binding *b);
 /* Rows every state holds (they grow together, one step's rows each step). */
