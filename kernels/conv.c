@@ -1,8 +1,10 @@
-/* CPU kernels of the convolutions group: Conv and ConvTranspose here (float32 through im2col and
- * OpenBLAS sgemm, 1x1 convolutions as a plain GEMM over the image, depthwise groups by a direct
- * loop; float64 the same with dgemm; float16/bfloat16 widened to float32 in the workspace and
- * rounded once), ConvInteger, QLinearConv, DeformConv and Col2Im in conv_misc.c; this file
- * exports the group's array. */
+/* CPU kernels of the convolutions group: Conv and ConvTranspose here (float32 Conv through the
+ * per-shape cores of conv_fast.c, on the intra-op threads; float64 through im2col and dgemm,
+ * 1x1 convolutions as a plain GEMM over the image, depthwise groups by a direct loop;
+ * ConvTranspose through sgemm/dgemm and col2im; float16/bfloat16 widened to float32 in the
+ * workspace and rounded once), ConvInteger, QLinearConv, DeformConv and Col2Im in conv_misc.c;
+ * this file exports the group's array. A Conv may carry a fourth input, a residual of Y's shape
+ * added before the fused activation (graph/passes/fuse_residual.c). */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "kernels/kmath.h"
 #include "kernels/kutil.h"
 #include "kernels/linalg_impl.h"
+#include "kernels/threads.h"
 
 #define CT float
 #define CT_FN(name) name##_f32
@@ -46,8 +49,10 @@ void mx__kconv_forward_f64(const mx_kwin *w, int64_t n, int64_t c, int64_t m, in
 typedef struct conv_plan {
   mx_kwin w;
   int64_t n, c, m, group;
-  int64_t col_elems;  /* im2col / col2im scratch elements */
+  int64_t col_elems;  /* im2col / col2im scratch elements (float64, ConvTranspose) */
+  size_t fast_floats; /* scratch of the float32 Conv cores (every thread's slot) */
   const mx_ktensor *b; /* NULL without bias */
+  const mx_ktensor *z; /* residual added before the activation, NULL without */
 } conv_plan;
 
 static mx_status plan_conv(const mx_kernel_call *call, bool transpose, conv_plan *pl, const char **why) {
@@ -81,8 +86,20 @@ static mx_status plan_conv(const mx_kernel_call *call, bool transpose, conv_plan
       return MX_ERR_KERNEL;
     }
   }
+  if (!transpose && call->n_in > 3 && call->t[3].dtype != MX_DTYPE_UNDEFINED) {
+    pl->z = &call->t[3];
+    bool same = pl->z->rank == y->rank && pl->z->dtype == x->dtype;
+    for (int32_t i = 0; same && i < y->rank; i++) same = pl->z->dims[i] == y->dims[i];
+    if (!same) {
+      *why = "Conv: the residual input must have Y's shape and dtype";
+      return MX_ERR_KERNEL;
+    }
+  }
   int64_t cg = pl->c / pl->group, mg = pl->m / pl->group;
-  if (transpose)
+  if (!transpose && x->dtype != MX_FLOAT64) {
+    int32_t slots = mx__kthreads();
+    pl->fast_floats = (size_t)slots * mx__kconv_f32_slot_floats(&pl->w, pl->n, pl->c, pl->m, pl->group, slots);
+  } else if (transpose)
     pl->col_elems = mg * pl->w.k_size * pl->w.grid_size;
   else if (!is_pointwise_f32(&pl->w) && cg != 1)
     pl->col_elems = cg * pl->w.k_size * pl->w.grid_size;
@@ -96,7 +113,7 @@ static size_t conv_workspace_common(const mx_kernel_call *call, bool transpose) 
   if (plan_conv(call, transpose, &pl, &why) != MX_OK) return 0;
   mx_dtype dt = call->t[0].dtype;
   size_t es = dt == MX_FLOAT64 ? 8 : 4;
-  size_t bytes = mx__kconv_align((size_t)pl.col_elems * es);
+  size_t bytes = mx__kconv_align((size_t)pl.col_elems * es + pl.fast_floats * 4);
   if (dt == MX_FLOAT16 || dt == MX_BFLOAT16) {
     bytes += mx__kconv_align((size_t)mx__ktensor_numel(&call->t[0]) * 4);
     bytes += mx__kconv_align((size_t)mx__ktensor_numel(&call->t[1]) * 4);
@@ -106,36 +123,25 @@ static size_t conv_workspace_common(const mx_kernel_call *call, bool transpose) 
   return bytes;
 }
 
-/* The activation fused into a Conv (mx_conv_params.fused_act), applied to n outputs in place. */
-static void fused_activation_f32(const mx_conv_params *p, float *y, int64_t n) {
-  float a = p->act_alpha, b = p->act_beta;
-  switch (p->fused_act) {
-  case MX_CONV_ACT_RELU:
-    for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-    break;
-  case MX_CONV_ACT_CLIP:
-    for (int64_t i = 0; i < n; i++) y[i] = y[i] < a ? a : (y[i] > b ? b : y[i]);
-    break;
-  case MX_CONV_ACT_HARD_SIGMOID:
-    for (int64_t i = 0; i < n; i++) y[i] = fmaxf(0.0f, fminf(1.0f, a * y[i] + b));
-    break;
-  case MX_CONV_ACT_HARD_SWISH:
-    for (int64_t i = 0; i < n; i++) y[i] = y[i] * fmaxf(0.0f, fminf(1.0f, y[i] / 6.0f + 0.5f));
-    break;
-  case MX_CONV_ACT_SIGMOID:
-    for (int64_t i = 0; i < n; i++) y[i] = 1.0f / (1.0f + expf(-y[i]));
-    break;
-  case MX_CONV_ACT_SILU:
-    for (int64_t i = 0; i < n; i++) y[i] = y[i] / (1.0f + expf(-y[i]));
-    break;
-  default: break;
+/* A float32 Conv through the cores of conv_fast.c, with the col scratch of the workspace. */
+static mx_status conv_f32(mx_kernel_call *call, const conv_plan *pl, const float *x, const float *wt, const float *b,
+                          const float *z, float *y) {
+  const mx_conv_params *cp = call->params;
+  mx_kconv_f32 j = {.w = &pl->w, .n = pl->n, .c = pl->c, .m = pl->m, .group = pl->group, .x = x, .wt = wt, .b = b,
+                    .z = z, .y = y, .act = cp->fused_act, .alpha = cp->act_alpha, .beta = cp->act_beta};
+  if (!mx__kconv_f32_run(&j, call->workspace, pl->fast_floats)) {
+    call->why = "Conv: the workspace is smaller than the kernel declared";
+    return MX_ERR_KERNEL;
   }
+  return MX_OK;
 }
 
-static void fused_activation_f64(const mx_conv_params *p, double *y, int64_t n) {
+/* The residual z (NULL: none) and the activation fused into a Conv (mx_conv_params.fused_act),
+ * applied to n outputs in place. */
+static void fused_activation_f64(const mx_conv_params *p, double *y, const double *z, int64_t n) {
   double a = p->act_alpha, b = p->act_beta;
   for (int64_t i = 0; i < n; i++) {
-    double v = y[i];
+    double v = z ? y[i] + z[i] : y[i];
     switch (p->fused_act) {
     case MX_CONV_ACT_RELU: v = v > 0.0 ? v : 0.0; break;
     case MX_CONV_ACT_CLIP: v = v < a ? a : (v > b ? b : v); break;
@@ -170,18 +176,17 @@ static mx_status conv_run_common(mx_kernel_call *call, bool transpose) {
   }
   mx__kblas_init();
   char *ws = call->workspace;
-  size_t col_bytes = mx__kconv_align((size_t)pl.col_elems * (x->dtype == MX_FLOAT64 ? 8 : 4));
+  size_t col_bytes = mx__kconv_align((size_t)pl.col_elems * (x->dtype == MX_FLOAT64 ? 8 : 4) + pl.fast_floats * 4);
   const void *b = pl.b ? pl.b->data : NULL;
   if (x->dtype == MX_FLOAT32) {
-    (transpose ? conv_transpose_f32 : conv_forward_f32)(&pl.w, pl.n, pl.c, pl.m, pl.group, x->data, wt->data, b,
-                                                          y->data, (float *)ws);
-    if (act) fused_activation_f32(cp, y->data, ny);
+    if (!transpose) return conv_f32(call, &pl, x->data, wt->data, b, pl.z ? pl.z->data : NULL, y->data);
+    conv_transpose_f32(&pl.w, pl.n, pl.c, pl.m, pl.group, x->data, wt->data, b, y->data, (float *)ws);
     return MX_OK;
   }
   if (x->dtype == MX_FLOAT64) {
     (transpose ? conv_transpose_f64 : conv_forward_f64)(&pl.w, pl.n, pl.c, pl.m, pl.group, x->data, wt->data, b,
                                                           y->data, (double *)ws);
-    if (act) fused_activation_f64(cp, y->data, ny);
+    if (act || pl.z) fused_activation_f64(cp, y->data, pl.z ? pl.z->data : NULL, ny);
     return MX_OK;
   }
   if (x->dtype != MX_FLOAT16 && x->dtype != MX_BFLOAT16) return MX_ERR_UNSUPPORTED;
@@ -193,9 +198,14 @@ static mx_status conv_run_common(mx_kernel_call *call, bool transpose) {
   mx__khalf_to_f32(x->data, x->dtype, xf, nx);
   mx__khalf_to_f32(wt->data, x->dtype, wf, nw);
   if (pl.b) mx__khalf_to_f32(pl.b->data, x->dtype, bf, pl.m);
-  (transpose ? conv_transpose_f32 : conv_forward_f32)(&pl.w, pl.n, pl.c, pl.m, pl.group, xf, wf, pl.b ? bf : NULL,
-                                                        yf, (float *)ws);
-  if (act) fused_activation_f32(cp, yf, ny);
+  if (!transpose) {
+    /* The residual, widened, goes in Y's float32 copy: the kernel reads it in place. */
+    if (pl.z) mx__khalf_to_f32(pl.z->data, x->dtype, yf, ny);
+    mx_status cst = conv_f32(call, &pl, xf, wf, pl.b ? bf : NULL, pl.z ? yf : NULL, yf);
+    if (cst != MX_OK) return cst;
+  } else {
+    conv_transpose_f32(&pl.w, pl.n, pl.c, pl.m, pl.group, xf, wf, pl.b ? bf : NULL, yf, (float *)ws);
+  }
   mx__kf32_to_half(yf, y->dtype, y->data, ny);
   return MX_OK;
 }

@@ -43,6 +43,26 @@ void mx__kconv_col2im_add_f64(const double *col, int64_t channels, const mx_kwin
 void mx__kconv_forward_f64(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group, const double *x,
                            const double *wt, const double *b, double *y, double *col);
 
+/* A float32 Conv for the cores of kernels/conv_fast.c: y = act(conv(x, wt) + b + z), with b
+ * (per output channel) and z (a residual of y's shape) optional (NULL). */
+typedef struct mx_kconv_f32 {
+  const mx_kwin *w;
+  int64_t n, c, m, group;
+  const float *x, *wt, *b, *z;
+  float *y;
+  int32_t act;        /* MX_CONV_ACT_* */
+  float alpha, beta;  /* its parameters (mx_conv_params.act_alpha / act_beta) */
+} mx_kconv_f32;
+
+/* Scratch floats each thread of a Conv needs (the workspace holds one such slot per thread of
+ * the pool, mx__kthreads()). */
+size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group, int32_t slots);
+/* Runs the Conv on as many threads as the scratch has slots for (up to the pool size). false
+ * when the scratch holds no slot, or the channels do not divide into groups. */
+bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_floats);
+/* y[i] = act(y[i] + z[i]) (z may be NULL), for the Conv paths outside conv_fast.c. */
+void mx__kconv_epilogue_f32(float *y, const float *z, int64_t n, int32_t act, float a, float b);
+
 /* Kernels defined in conv_misc.c, listed in conv.c's group array. */
 extern const mx_kernel_def mx__kernel_conv_integer;
 extern const mx_kernel_def mx__kernel_qlinear_conv;
