@@ -162,31 +162,95 @@ static mx_status copy_rows(mx_binding *b, const mx_bind_state *x, void *dst, con
   return MX_OK;
 }
 
+/* Gives state x buffers of `rows` rows, keeping the rows it holds. A state not sized yet (its
+ * dims come with its first step or load) keeps none. */
+static mx_status grow_state(mx_binding *b, mx_bind_state *x, int64_t rows) {
+  if (!x->outer || !x->inner) return MX_OK;
+  void *nb[2] = {NULL, NULL};
+  size_t bytes = rows_bytes(x, rows);
+  if (bytes == 0) bytes = 64;
+  int64_t held = x->view.dims[x->axis];
+  mx_status st = mx_device_alloc(b->s->dev, bytes, 64, &nb[0]);
+  if (st == MX_OK) st = mx_device_alloc(b->s->dev, bytes, 64, &nb[1]);
+  if (st == MX_OK && x->buf[x->cur]) st = copy_rows(b, x, nb[0], x->buf[x->cur], held, held);
+  if (st != MX_OK) {
+    for (int h = 0; h < 2; h++)
+      if (nb[h]) mx_device_free(b->s->dev, nb[h]);
+    return mx__fail(ERR(b), MX_ERR_DEVICE_OOM, "state '%s': cannot allocate 2 x %zu bytes for %lld rows: %s",
+                    x->view.name, bytes, (long long)rows, mx_device_last_error(b->s->dev));
+  }
+  for (int h = 0; h < 2; h++)
+    if (x->buf[h]) mx_device_free(b->s->dev, x->buf[h]);
+  x->buf[0] = nb[0];
+  x->buf[1] = nb[1];
+  x->cur = 0;
+  x->bytes = bytes;
+  x->view.data = nb[0];
+  return MX_OK;
+}
+
 /* Gives every state buffers of `rows` rows, keeping the rows held. */
 static mx_status grow(mx_binding *b, int64_t rows) {
   for (size_t k = 0; k < b->n_states; k++) {
-    mx_bind_state *x = &b->states[k];
-    void *nb[2] = {NULL, NULL};
-    size_t bytes = rows_bytes(x, rows);
-    if (bytes == 0) bytes = 64;
-    mx_status st = mx_device_alloc(b->s->dev, bytes, 64, &nb[0]);
-    if (st == MX_OK) st = mx_device_alloc(b->s->dev, bytes, 64, &nb[1]);
-    if (st == MX_OK && x->buf[x->cur]) st = copy_rows(b, x, nb[0], x->buf[x->cur], b->length, b->length);
-    if (st != MX_OK) {
-      for (int h = 0; h < 2; h++)
-        if (nb[h]) mx_device_free(b->s->dev, nb[h]);
-      return mx__fail(ERR(b), MX_ERR_DEVICE_OOM, "state '%s': cannot allocate 2 x %zu bytes for %lld rows: %s",
-                      x->view.name, bytes, (long long)rows, mx_device_last_error(b->s->dev));
-    }
-    for (int h = 0; h < 2; h++)
-      if (x->buf[h]) mx_device_free(b->s->dev, x->buf[h]);
-    x->buf[0] = nb[0];
-    x->buf[1] = nb[1];
-    x->cur = 0;
-    x->bytes = bytes;
-    x->view.data = nb[0];
+    mx_status st = grow_state(b, &b->states[k], rows);
+    if (st != MX_OK) return st;
   }
   b->capacity = rows;
+  b->before = -1;
+  return MX_OK;
+}
+
+/* The capacity to grow to for `rows` rows: x2 steps from the capacity (or the one asked for). */
+static int64_t capacity_for(const mx_binding *b, int64_t rows) {
+  int64_t cap = b->capacity ? b->capacity : (b->want_capacity ? b->want_capacity : DEFAULT_CAPACITY);
+  while (cap < rows) cap *= 2;
+  return cap;
+}
+
+mx_status mx_binding_load_state(mx_binding *b, size_t index, const mx_tensor *t) {
+  if (!b) return MX_ERR_INVALID_ARGUMENT;
+  if (index >= b->n_in || b->in_state[index] < 0)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "load state: input %zu is not a state", index);
+  mx_bind_state *x = &b->states[b->in_state[index]];
+  if (!t) return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "load state '%s': the tensor is NULL", x->view.name);
+  if (t->dtype != x->view.dtype || t->rank != x->view.rank)
+    return mx__fail(ERR(b), MX_ERR_SHAPE, "load state '%s': %s of rank %d given, the model's is %s of rank %d",
+                    x->view.name, mx_dtype_name(t->dtype), (int)t->rank, mx_dtype_name(x->view.dtype),
+                    (int)x->view.rank);
+  const mx_value *v = input_value(b, index);
+  int64_t outer = 1, inner = 1, rows = t->dims[x->axis];
+  for (int32_t d = 0; d < t->rank; d++) {
+    if (t->dims[d] < 0 || (d != x->axis && mx_dim_is_concrete(v->shape.dims[d]) && v->shape.dims[d] != t->dims[d]))
+      return mx__fail(ERR(b), MX_ERR_SHAPE, "load state '%s': dim %d is %lld, the model's is %lld", x->view.name,
+                      (int)d, (long long)t->dims[d], (long long)v->shape.dims[d]);
+    if (d < x->axis) outer *= t->dims[d];
+    if (d > x->axis) inner *= t->dims[d];
+  }
+  size_t nbytes = 0;
+  if (!mx_tensor_nbytes(t, &nbytes) || (nbytes && !t->data))
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "load state '%s': invalid dims or data NULL", x->view.name);
+  /* Nothing this state held is kept; other dims may differ from before. */
+  if (x->buf[0] && (outer != x->outer || inner != x->inner)) {
+    for (int h = 0; h < 2; h++) mx_device_free(b->s->dev, x->buf[h]);
+    x->buf[0] = x->buf[1] = NULL;
+  }
+  x->outer = outer;
+  x->inner = inner;
+  x->view.dims[x->axis] = 0;
+  int64_t cap = capacity_for(b, rows);
+  mx_status st = MX_OK;
+  if (cap > b->capacity && b->capacity) st = grow(b, cap); /* every state, keeping their rows */
+  else if (!x->buf[0]) st = grow_state(b, x, cap);
+  if (st != MX_OK) return st;
+  b->capacity = cap;
+  st = nbytes ? mx_device_copy(b->s->dev, x->buf[x->cur], t->data, nbytes,
+                               t->placement == MX_DEVICE ? MX_COPY_D2D : MX_COPY_H2D)
+              : MX_OK;
+  if (st != MX_OK)
+    return mx__fail(ERR(b), st, "load state '%s': %s", x->view.name, mx_device_last_error(b->s->dev));
+  memcpy(x->view.dims, t->dims, sizeof x->view.dims);
+  x->view.data = x->buf[x->cur];
+  b->length = rows;
   b->before = -1;
   return MX_OK;
 }
@@ -198,6 +262,9 @@ mx_status mx__binding_states_prepare(mx_binding *b) {
   for (size_t k = 0; k < b->n_states; k++) {
     mx_bind_state *x = &b->states[k];
     const mx_value *v = input_value(b, x->in);
+    if (x->view.dims[x->axis] != b->length)
+      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' holds %lld rows, the others %lld (load every state alike)",
+                      v->name, (long long)x->view.dims[x->axis], (long long)b->length);
     int64_t outer = 1, inner = 1;
     for (int32_t d = 0; d < x->view.rank; d++) {
       int64_t n = b->length;
@@ -215,8 +282,7 @@ mx_status mx__binding_states_prepare(mx_binding *b) {
                         "state '%s': dims other than axis %d changed while it holds rows (mx_binding_reset first)",
                         v->name, (int)x->axis);
       for (int h = 0; h < 2; h++) mx_device_free(b->s->dev, x->buf[h]);
-      x->buf[0] = x->buf[1] = NULL;
-      b->capacity = 0; /* reallocated below, at the capacity asked for */
+      x->buf[0] = x->buf[1] = NULL; /* reallocated below */
     }
     x->outer = outer;
     x->inner = inner;
@@ -237,13 +303,13 @@ mx_status mx__binding_states_prepare(mx_binding *b) {
                       x->view.name, (long long)o->dims[x->axis], (long long)rows);
     rows = o->dims[x->axis];
   }
-  bool unallocated = false;
-  for (size_t k = 0; k < b->n_states; k++) unallocated = unallocated || !b->states[k].buf[0];
-  if (unallocated || rows > b->capacity) {
-    int64_t cap = b->capacity ? 2 * b->capacity : (b->want_capacity ? b->want_capacity : DEFAULT_CAPACITY);
-    if (cap < b->capacity) cap = b->capacity;
-    while (cap < rows) cap *= 2;
-    mx_status st = grow(b, cap);
+  if (rows > b->capacity || !b->capacity) {
+    mx_status st = grow(b, capacity_for(b, rows));
+    if (st != MX_OK) return st;
+  }
+  for (size_t k = 0; k < b->n_states; k++) {
+    if (b->states[k].buf[0]) continue;
+    mx_status st = grow_state(b, &b->states[k], b->capacity);
     if (st != MX_OK) return st;
   }
   for (size_t k = 0; k < b->n_states; k++) {

@@ -88,6 +88,11 @@ MX_API size_t mx_binding_state_count(const mx_binding *b);
 MX_API int64_t mx_binding_state_length(const mx_binding *b);
 /* Rows every state can hold before it grows. */
 MX_API int64_t mx_binding_state_capacity(const mx_binding *b);
+/* Loads the rows of the state fed to input `index` from t (host or device memory of the
+ * session's device; the model's dtype and rank, rows along the state's axis): a prompt's cache
+ * computed elsewhere, or a model's given pasts. Every state must then hold as many rows before
+ * the next step. The buffers grow when t has more rows than the capacity. */
+MX_API mx_status mx_binding_load_state(mx_binding *b, size_t index, const mx_tensor *t);
 /* Keeps the first `length` rows of every state (<= the rows held), dropping the rest. Back to
  * the rows held before the last step it costs nothing (the previous buffers are swapped back);
  * else it copies the rows kept when the axis is not the outermost. */

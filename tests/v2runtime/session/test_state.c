@@ -238,3 +238,58 @@ Test(session_state, refusals) {
   mx_binding_destroy(b);
   mx_session_destroy(s);
 }
+
+/* Loaded rows (a prompt's cache computed elsewhere, host or device) continue as the copying path
+ * continues from the same pasts; past the capacity the states grow as they load; a state
+ * loaded with other rows than the rest is refused at the step. */
+Test(session_state, load_state) {
+  mx_session *s = llama_session(4);
+  copying c;
+  copying_init(&c);
+  for (int i = 1; i < N_IO; i++) { /* pasts of 40 seeded rows */
+    mx_tensor_release(&c.in[i]);
+    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, 40, 16}, 500 + (uint64_t)i, &c.in[i]), MX_OK);
+  }
+  mx_tensor ids;
+  mx_binding *b = state_binding(s, &ids, 16);
+  mx_device *dev = mx_session_device(s);
+  void *on_device = NULL;
+  for (int i = 1; i < N_IO; i++) {
+    mx_tensor t = c.in[i];
+    if (i == 2) { /* one of them from device memory */
+      size_t nb = 0;
+      mx_tensor_nbytes(&t, &nb);
+      cr_assert_eq(mx_device_alloc(dev, nb, 64, &on_device), MX_OK);
+      cr_assert_eq(mx_device_copy(dev, on_device, t.data, nb, MX_COPY_H2D), MX_OK);
+      t.data = on_device;
+      t.placement = MX_DEVICE;
+    }
+    cr_assert_eq(mx_binding_load_state(b, (size_t)i, &t), MX_OK, "%s", mx_session_last_error(s));
+  }
+  mx_device_free(dev, on_device);
+  cr_assert_eq(mx_binding_state_length(b), 40);
+  cr_assert_eq(mx_binding_state_capacity(b), 64, "16 rows grown x2 to hold 40");
+  same_cache(s, b, &c);
+  int64_t token = 3;
+  for (int step = 0; step < 30; step++) {
+    copying_step(s, &c, token);
+    binding_step(s, b, &ids, token);
+    char why[256];
+    cr_assert(mxs_same(mx_binding_output(b, 0), &c.out[0], why, sizeof why), "step %d: %s", step, why);
+    token = argmax(&c.out[0]);
+  }
+  same_cache(s, b, &c);
+  /* One state with other rows than the rest: refused naming it. */
+  mx_tensor short_past;
+  cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, 5, 16}, 9, &short_past), MX_OK);
+  cr_assert_eq(mx_binding_load_state(b, 3, &short_past), MX_OK);
+  mx_status bad = mx_session_run_binding(s, b);
+  cr_assert_eq(bad, MX_ERR_SHAPE, "%d %s", (int)bad, mx_session_last_error(s));
+  cr_assert(strstr(mx_session_last_error(s), "past_"), "%s", mx_session_last_error(s));
+  cr_assert_eq(mx_binding_load_state(b, 0, &short_past), MX_ERR_INVALID_ARGUMENT, "input_ids is no state");
+  mx_tensor_release(&short_past);
+  mx_binding_destroy(b);
+  mx_tensor_release(&ids);
+  copying_free(&c);
+  mx_session_destroy(s);
+}
