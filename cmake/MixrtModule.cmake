@@ -25,6 +25,10 @@ configure_file("${CMAKE_CURRENT_LIST_DIR}/version.h.in" "${MIXRT_GENERATED_INCLU
 
 function(mixrt_module_defaults target)
   target_link_libraries(${target} PRIVATE mixrt_build_options)
+  # Only the MX_API declarations have default visibility: calls between the library's own
+  # functions bind inside libmixrt.so (no PLT hop, no interposition), and the version script
+  # (cmake/ExportMap.cmake) lists the same set.
+  set_target_properties(${target} PROPERTIES C_VISIBILITY_PRESET hidden)
   target_include_directories(${target} PUBLIC "${PROJECT_SOURCE_DIR}/include" "${MIXRT_GENERATED_INCLUDE}")
   target_compile_definitions(${target} PRIVATE
     MIXRT_VERSION_STRING="${PROJECT_VERSION}"

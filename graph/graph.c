@@ -477,7 +477,7 @@ mx_status mx_graph_add_input(mx_graph *g, const char *name, mx_dtype dtype, cons
 mx_status mx_graph_add_constant(mx_graph *g, const char *name, const mx_tensor *t, mx_value_id *out) {
   if (!g) return MX_ERR_INVALID_ARGUMENT;
   if (!t) return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "constant '%s': tensor is NULL", name ? name : "");
-  mx_value_id id;
+  mx_value_id id = MX_NO_VALUE;
   mx_status st = mx__graph_new_value(g, name, &id);
   if (st != MX_OK) return st;
   st = mx__graph_set_const(g, id, t);
@@ -680,11 +680,16 @@ bool mx__graph_order_nodes(const mx_graph *g, mx_node_id *out, size_t *n, const 
   size_t nn = g->n_nodes;
   uint32_t *indeg = calloc(nn ? nn : 1, sizeof *indeg);
   mx_node_id *heap = malloc((nn ? nn : 1) * sizeof *heap);
-  if (!indeg || !heap) {
+  /* A node holding subgraphs also waits for the values they read by name (rewrites add nodes
+   * at the end of the node array, so the order of ids alone does not keep those first). */
+  uint32_t *cap_first = NULL;
+  mx_node_id *cap_to = NULL;
+  if (!indeg || !heap || (g->n_subgraphs && !mx__graph_capture_edges(g, &cap_first, &cap_to))) {
     free(indeg);
     free(heap);
     return false;
   }
+  for (size_t e = 0; cap_first && e < cap_first[nn]; e++) indeg[cap_to[e]]++;
   size_t n_live = 0;
   for (size_t i = 0; i < nn; i++) {
     const mx_node *nd = &g->nodes[i];
@@ -712,6 +717,8 @@ bool mx__graph_order_nodes(const mx_graph *g, mx_node_id *out, size_t *n, const 
         if (--indeg[cn] == 0) mx__heap_u32_push(heap, &hn, cn);
       }
     }
+    for (uint32_t e = cap_first ? cap_first[x] : 0; cap_first && e < cap_first[x + 1]; e++)
+      if (--indeg[cap_to[e]] == 0) mx__heap_u32_push(heap, &hn, cap_to[e]);
   }
   *n = on;
   *culprit = "?";
@@ -723,6 +730,8 @@ bool mx__graph_order_nodes(const mx_graph *g, mx_node_id *out, size_t *n, const 
       }
   free(indeg);
   free(heap);
+  free(cap_first);
+  free(cap_to);
   return true;
 }
 
