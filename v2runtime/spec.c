@@ -49,20 +49,45 @@ static mx_tensor *zero_copy_target(mx_step *step, const mx_rt_value *rv, const m
   return o;
 }
 
-/* Runs entry e for call c this step: waits for producers on other streams, takes the outputs'
- * buffers, refreshes the addresses and executes the sunk model (one call). */
-static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
+/* Orders call c's stream after the calls on other streams whose outputs it reads. */
+static mx_status wait_producers(mx_exe_run *run, const mx_rt_call *c) {
   mx_step *step = STEP(run);
-  mx_session *s = step->s;
-  mx_program *p = s->prog;
-  mx_stream *cs = call_stream(step, c);
-  mx_status st = MX_OK;
-  for (uint32_t w = 0; w < c->n_waits && st == MX_OK; w++) {
-    st = mx_stream_wait_event(cs, p->calls[c->waits[w]].done);
+  const mx_program *p = step->s->prog;
+  for (uint32_t w = 0; w < c->n_waits; w++) {
+    mx_status st = mx_stream_wait_event(call_stream(step, c), p->calls[c->waits[w]].done);
     if (st != MX_OK)
       return mx__fail(run->err, st, "partition '%s': cannot wait for partition '%s'", c->name,
                       p->calls[c->waits[w]].name);
   }
+  return MX_OK;
+}
+
+/* Marks the end of call c's work on its stream, for the calls on other streams that read it. */
+static mx_status record_done(mx_exe_run *run, const mx_rt_call *c) {
+  if (!c->done) return MX_OK;
+  mx_status st = mx_event_record(c->done, call_stream(STEP(run), c));
+  return st == MX_OK ? MX_OK : mx__fail(run->err, st, "partition '%s': cannot record its event", c->name);
+}
+
+/* Runs a split specialization for call c this step. */
+static mx_status run_split(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
+  mx_step *step = STEP(run);
+  mx_status st = wait_producers(run, c);
+  if (st == MX_OK) st = mx__spec_split_run(step->s, step->s->prog, c, call_stream(step, c), e->split, run->err);
+  if (st == MX_OK) st = record_done(run, c);
+  return st;
+}
+
+/* Runs entry e for call c this step: waits for producers on other streams, takes the outputs'
+ * buffers, refreshes the addresses and executes the sunk model (one call). */
+static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
+  if (e->split) return run_split(run, c, e);
+  mx_step *step = STEP(run);
+  mx_session *s = step->s;
+  mx_program *p = s->prog;
+  mx_stream *cs = call_stream(step, c);
+  mx_status st = wait_producers(run, c);
+  if (st != MX_OK) return st;
   for (uint32_t j = 0; j < c->n_out; j++) {
     mx_rt_value *rv = &p->values[c->out_values[j]];
     mx_static_io io;
@@ -101,10 +126,8 @@ static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
   }
   if (st != MX_OK)
     return mx__fail(run->err, st, "specialized partition '%s': %s", c->name, mx_static_model_last_error(e->model));
-  if (c->done) {
-    st = mx_event_record(c->done, cs);
-    if (st != MX_OK) return mx__fail(run->err, st, "partition '%s': cannot record its event", c->name);
-  }
+  st = record_done(run, c);
+  if (st != MX_OK) return st;
   s->last.static_executes++;
   return MX_OK;
 }
@@ -120,19 +143,32 @@ static void drop_entry(mx_session *s, mx_spec_entry *e) {
   if (s->async.started) mx__async_wait(s);
   for (uint32_t i = 0; i < s->n_streams; i++) mx_stream_synchronize(s->streams[i]);
   mx_static_model_destroy(e->model);
+  mx__spec_split_destroy(e->split);
   e->model = NULL;
+  e->split = NULL;
 }
 
+static uint32_t full_mask(const mx_spec_call *sc) { return sc->n_syms >= 32 ? UINT32_MAX : (1u << sc->n_syms) - 1; }
+
+/* The entry whose guarded symbols all have the values `vals` gives; a whole static model before
+ * a split one. */
 static mx_spec_entry *find_entry(mx_spec_call *sc, const int64_t *vals) {
-  for (uint32_t i = 0; i < sc->n_entries; i++)
-    if (memcmp(sc->entries[i].values, vals, sc->n_syms * sizeof *vals) == 0) return &sc->entries[i];
-  return NULL;
+  mx_spec_entry *split = NULL;
+  for (uint32_t i = 0; i < sc->n_entries; i++) {
+    mx_spec_entry *e = &sc->entries[i];
+    bool same = true;
+    for (uint32_t k = 0; k < sc->n_syms && same; k++) same = !(e->mask >> k & 1u) || e->values[k] == vals[k];
+    if (!same) continue;
+    if (e->mask == full_mask(sc)) return e;
+    if (!split) split = e;
+  }
+  return split;
 }
 
 /* Compiles call c for vals and puts it in the cache (evicting the least recently used entry,
  * declared gears last). NULL with *permanent false: a fault, the step fails. */
-static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals, bool declared,
-                                bool *permanent, mx_error *err) {
+static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals, uint32_t mask,
+                                bool declared, bool *permanent, mx_error *err) {
   mx_spec_state *ss = p->spec;
   mx_spec_call *sc = &ss->calls[ci];
   mx_rt_call *c = &p->calls[ci];
@@ -144,10 +180,15 @@ static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const
     return NULL;
   }
   for (size_t k = 0; k < n_syms; k++) all[k] = INT64_MIN;
-  for (uint32_t k = 0; k < sc->n_syms; k++) all[sc->syms[k]] = vals[k];
+  for (uint32_t k = 0; k < sc->n_syms; k++)
+    if (mask >> k & 1u) all[sc->syms[k]] = vals[k];
   uint64_t t0 = mx__now_ns();
   mx_static_model *model = NULL;
-  mx_status st = mx__spec_compile(s, p, c, all, n_syms, &model, permanent, err);
+  mx_spec_split *split = NULL;
+  mx_status st = mask == full_mask(sc)
+                     ? mx__spec_compile(s, p, c, all, n_syms, &model, permanent, err)
+                     : mx__spec_compile_split(s, p, c, sc->syms, sc->n_syms, full_mask(sc) & ~mask, all, n_syms,
+                                              &split, permanent, err);
   free(all);
   ss->count.compile_ns += mx__now_ns() - t0;
   if (st != MX_OK) return NULL;
@@ -165,25 +206,42 @@ static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const
     ss->count.evictions++;
   }
   memset(e, 0, sizeof *e);
-  memcpy(e->values, vals, sc->n_syms * sizeof *vals);
+  for (uint32_t k = 0; k < sc->n_syms; k++) e->values[k] = mask >> k & 1u ? vals[k] : INT64_MIN;
+  e->mask = mask;
   e->model = model;
+  e->split = split;
+  if (split && s->opts.log) {
+    size_t st_ops = 0, dy_ops = 0;
+    uint32_t st_runs = 0, dy_runs = 0;
+    mx__spec_split_ops(split, &st_ops, &dy_ops, &st_runs, &dy_runs);
+    char line[256];
+    snprintf(line, sizeof line,
+             "partition '%s' specialized without its churning symbols: %zu ops in %u static models, %zu ops in %u "
+             "dynamic runs",
+             c->name, st_ops, st_runs, dy_ops, dy_runs);
+    say(s, MX_LOG_INFO, line);
+  }
   e->declared = declared;
   e->last_use = ++ss->clock;
   return e;
 }
 
-/* Counts a miss against every symbol whose value no cached entry has; true when one of them
- * has now missed more often than the churn limit allows (the call then stays dynamic). */
+/* Counts a miss against every symbol whose value no cached entry has; a symbol that has now
+ * missed more often than the churn limit allows is left out of later specializations (its ops
+ * stay dynamic), said once. True when a symbol churned now. */
 static bool churns(mx_session *s, mx_rt_call *c, mx_spec_call *sc, const int64_t *vals) {
   uint32_t limit = s->opts.spec_churn_limit;
   bool over = false;
   for (uint32_t k = 0; k < sc->n_syms; k++) {
+    if (sc->churned >> k & 1u) continue;
     bool seen = false;
-    for (uint32_t i = 0; i < sc->n_entries && !seen; i++) seen = sc->entries[i].values[k] == vals[k];
+    for (uint32_t i = 0; i < sc->n_entries && !seen; i++)
+      seen = (sc->entries[i].mask >> k & 1u) && sc->entries[i].values[k] == vals[k];
     if (seen) continue;
     sc->misses[k]++;
-    if (limit && sc->misses[k] > limit && !over) {
+    if (limit && sc->misses[k] > limit) {
       over = true;
+      sc->churned |= 1u << k;
       char line[320];
       snprintf(line, sizeof line,
                "partition '%s' stays dynamic for symbol '%s': %u new values missed its specializations "
@@ -216,13 +274,13 @@ static mx_status w_bind(mx_exe_run *run, const mx_exe_node *n) {
   } else {
     ss->count.misses++;
     if (!sc->disabled && churns(s, &p->calls[ci], sc, vals)) {
-      sc->disabled = true;
       ss->count.fallbacks++;
+      if (sc->churned == full_mask(sc)) sc->disabled = true; /* nothing left to specialize on */
     }
     if (sc->disabled) return original[n->kernel](run, n);
     bool permanent = false;
     mx_error cerr = {0};
-    e = add_entry(s, p, ci, vals, false, &permanent, &cerr);
+    e = add_entry(s, p, ci, vals, full_mask(sc) & ~sc->churned, false, &permanent, &cerr);
     if (!e && !permanent) return mx__fail(run->err, cerr.status, "%s", cerr.message);
     if (!e) {
       sc->disabled = true;
@@ -291,12 +349,22 @@ static mx_status compile_gears(mx_session *s, mx_program *p, mx_error *err) {
     for (size_t ci = 0; ci < p->spec->n_calls && st == MX_OK; ci++) {
       mx_spec_call *sc = &p->spec->calls[ci];
       if (!sc->specializable || sc->disabled) continue;
+      /* A gear binding some of the partition's symbols gives a split specialization: the ops
+       * over the others stay dynamic. */
       int64_t vals[MX_SPEC_MAX_SYMS];
-      bool covered = true;
-      for (uint32_t k = 0; k < sc->n_syms && covered; k++) covered = (vals[k] = all[sc->syms[k]]) != INT64_MIN;
-      if (!covered || find_entry(sc, vals)) continue;
+      uint32_t mask = 0;
+      for (uint32_t k = 0; k < sc->n_syms; k++)
+        if ((vals[k] = all[sc->syms[k]]) != INT64_MIN) mask |= 1u << k;
+      if (!mask) continue;
+      bool exists = false;
+      for (uint32_t i = 0; i < sc->n_entries && !exists; i++) {
+        const mx_spec_entry *x = &sc->entries[i];
+        exists = x->mask == mask;
+        for (uint32_t k = 0; k < sc->n_syms && exists; k++) exists = !(mask >> k & 1u) || x->values[k] == vals[k];
+      }
+      if (exists) continue;
       bool permanent = false;
-      if (add_entry(s, p, (uint32_t)ci, vals, true, &permanent, err)) {
+      if (add_entry(s, p, (uint32_t)ci, vals, mask, true, &permanent, err)) {
         used++;
       } else if (permanent) {
         sc->disabled = true;
@@ -383,7 +451,10 @@ void mx__spec_release(mx_session *s, mx_program *p) {
   mx_spec_state *ss = p->spec;
   if (!ss) return;
   for (size_t ci = 0; ci < ss->n_calls; ci++) {
-    for (uint32_t i = 0; i < ss->calls[ci].n_entries; i++) mx_static_model_destroy(ss->calls[ci].entries[i].model);
+    for (uint32_t i = 0; i < ss->calls[ci].n_entries; i++) {
+      mx_static_model_destroy(ss->calls[ci].entries[i].model);
+      mx__spec_split_destroy(ss->calls[ci].entries[i].split);
+    }
     free(ss->calls[ci].entries);
   }
   (void)s;

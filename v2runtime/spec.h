@@ -8,6 +8,8 @@
  *                   the per-call LRU cache and its guard, churn fallback, declared gears,
  *                   counters
  *   spec_compile.c  one specialization: a concrete copy of the body, folded, compiled, loaded
+ *   spec_split.c    a split specialization, for a partition some of whose symbols churn: the
+ *                   ops that involve them stay dynamic, the others become static models
  *
  * The Main graph is not changed (a saved .mxm stays valid): the wrapped BindSymbols of a
  * specializable call looks the binding up, and when a specialization serves the step it runs it
@@ -25,10 +27,15 @@
 #define MX_SPEC_DEFAULT_CACHE 8u
 #define MX_SPEC_DEFAULT_CHURN 4u
 
+typedef struct mx_spec_split mx_spec_split;
+
 /* One compiled specialization of a call. */
 typedef struct mx_spec_entry {
   int64_t values[MX_SPEC_MAX_SYMS]; /* the guard: the value of each of the call's symbols */
-  mx_static_model *model;           /* loaded model (owned) */
+  uint32_t mask;                    /* bit k: symbol k is guarded (all bits for a whole static
+                                       model; a split one leaves the churned symbols out) */
+  mx_static_model *model;           /* whole static model (owned), or NULL */
+  mx_spec_split *split;             /* split specialization (owned), or NULL */
   uint64_t last_use;                /* LRU clock */
   bool declared;                    /* a declared gear: evicted only when nothing else is */
 } mx_spec_entry;
@@ -38,7 +45,8 @@ typedef struct mx_spec_call {
   bool specializable;               /* its body passed the analysis */
   bool disabled;                    /* never compiles again (churn, or the body cannot be
                                        made static); cached entries still serve hits */
-  bool active;                      /* this step runs entry `current`; per-op kernels skip */
+  bool active;                      /* a specialization ran this step; per-op kernels skip */
+  uint32_t churned;                 /* bit k: symbol k churned, specializations leave it out */
   uint32_t n_syms;
   uint32_t syms[MX_SPEC_MAX_SYMS];  /* symbol indices of the root's table */
   uint32_t misses[MX_SPEC_MAX_SYMS];/* per symbol: misses where its value was new */
@@ -71,5 +79,32 @@ void mx__spec_account(mx_session *s, mx_session_stats *last, mx_session_stats *t
  * is the body's (it cannot become static), not a resource fault. */
 mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
                            size_t n_values, mx_static_model **out, bool *permanent, mx_error *err);
+
+/* Copies nodes[0..n_nodes) of body (in that order) into a new graph whose inputs are ins and
+ * outputs outs_wanted (body value ids), with the constants they read. Dims of the inputs take
+ * their value under `values` (by symbol of syms); with `symbolic`, dims without one stay
+ * expressions over symbols of the copy's own table, else they fail (MX_ERR_SHAPE). An input that
+ * is a small integer tensor whose symbolic value the binding gives becomes a constant of the
+ * copy (as_const[i] set; as_const may be NULL). */
+mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_nodes, const mx_value_id *ins,
+                              size_t n_ins, const mx_value_id *outs_wanted, size_t n_outs, const mx_symtab *syms,
+                              const int64_t *values, size_t n_values, bool symbolic, bool *as_const, mx_graph **out,
+                              mx_error *err);
+/* Inference, then constant folding and dead-node removal to a fixed point. */
+mx_status mx__spec_concretize(mx_graph *g, mx_error *err);
+
+/* Builds a split specialization of call c: the ops whose shapes use a symbol of `churned` (bits
+ * index syms[0..n_syms)) run dynamically, the others as static models for `values` (by symbol
+ * of the root's table; the churned ones INT64_MIN). */
+mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call *c, const uint32_t *syms,
+                                 uint32_t n_syms, uint32_t churned, const int64_t *values, size_t n_values,
+                                 mx_spec_split **out, bool *permanent, mx_error *err);
+/* Runs a split specialization on `stream` and hands its outputs to the call's root values. */
+mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream, mx_spec_split *sp,
+                             mx_error *err);
+/* Ops of the body in static runs and in dynamic runs, and the number of each kind of run. */
+void mx__spec_split_ops(const mx_spec_split *sp, size_t *static_ops, size_t *dynamic_ops, uint32_t *static_runs,
+                        uint32_t *dynamic_runs);
+void mx__spec_split_destroy(mx_spec_split *sp);
 
 #endif /* MIXRT_V2RUNTIME_SPEC_H */

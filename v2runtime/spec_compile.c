@@ -29,9 +29,40 @@ static mx_status copy_opsets(mx_graph *dst, const mx_graph *g) {
   return MX_OK;
 }
 
-/* Builds the concrete copy of body; MX_ERR_SHAPE (permanent) when a dim cannot be evaluated. */
-static mx_status copy_body(mx_graph *body, const mx_symtab *syms, const int64_t *values, size_t n_values,
-                           mx_graph **out, mx_error *err) {
+/* A dim of the source written into dst: its value when `values` give one, else (symbolic) the
+ * same expression over symbols of dst's own table, parsed from its printed form. */
+static mx_status copy_dim(mx_graph *dst, const mx_symtab *syms, mx_dim d, const int64_t *values, size_t n_values,
+                          bool symbolic, mx_dim *out) {
+  int64_t v = 0;
+  if (mx_dim_is_concrete(d)) {
+    *out = d;
+    return MX_OK;
+  }
+  if (mx_sym_eval(syms, d, values, n_values, &v) == MX_OK && v >= 0) {
+    *out = v;
+    return MX_OK;
+  }
+  if (!symbolic || mx_dim_is_unknown(d)) return MX_ERR_SHAPE;
+  char text[256];
+  mx_sym_format(syms, d, text, sizeof text);
+  return mx_sym_parse(mx_graph_symtab(dst), text, out);
+}
+
+/* True when every element of v's symbolic value has a value under `values` (written to data). */
+static bool sv_value(const mx_symtab *syms, const mx_value *v, const int64_t *values, size_t n_values, int64_t *data,
+                     size_t cap) {
+  if (!v->sv || v->sv_len < 0 || (size_t)v->sv_len > cap || v->dtype != MX_INT64) return false;
+  for (int32_t i = 0; i < v->sv_len; i++) {
+    if (mx_dim_is_concrete(v->sv[i])) data[i] = v->sv[i];
+    else if (mx_sym_eval(syms, v->sv[i], values, n_values, &data[i]) != MX_OK) return false;
+  }
+  return true;
+}
+
+mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_nodes, const mx_value_id *ins,
+                              size_t n_ins, const mx_value_id *outs_wanted, size_t n_outs, const mx_symtab *syms,
+                              const int64_t *values, size_t n_values, bool symbolic, bool *as_const, mx_graph **out,
+                              mx_error *err) {
   mx_graph *g = NULL;
   mx_value_id *map = malloc((body->n_values ? body->n_values : 1) * sizeof *map);
   mx_status st = map ? mx_graph_create(body->name, &g) : MX_ERR_OUT_OF_MEMORY;
@@ -41,50 +72,75 @@ static mx_status copy_body(mx_graph *body, const mx_symtab *syms, const int64_t 
   }
   for (size_t v = 0; v < body->n_values; v++) map[v] = MX_NO_VALUE;
   st = copy_opsets(g, body);
-  for (size_t i = 0; i < body->n_inputs && st == MX_OK; i++) {
-    const mx_value *v = &body->values[body->inputs[i]];
+  for (size_t i = 0; i < n_ins && as_const; i++) as_const[i] = false;
+  for (size_t i = 0; i < n_ins && st == MX_OK; i++) {
+    const mx_value *v = &body->values[ins[i]];
+    if (map[ins[i]] != MX_NO_VALUE) continue;
+    int64_t data[MX_MAX_RANK * 4];
+    if (!(v->flags & MX_VALUE_INPUT) && v->shape.rank >= 0 && v->shape.rank <= 1 &&
+        sv_value(syms, v, values, n_values, data, sizeof data / sizeof data[0])) {
+      /* A shape-like value known from the binding: a constant of the copy, so the ops reading
+       * it get concrete shapes. */
+      mx_tensor t = {.dtype = MX_INT64, .rank = v->shape.rank, .data = data};
+      if (v->shape.rank == 1) t.dims[0] = v->sv_len;
+      st = mx_graph_add_constant(g, v->name, &t, &map[ins[i]]);
+      if (as_const) as_const[i] = true;
+      continue;
+    }
     mx_shape shape = v->shape;
-    for (int32_t k = 0; k < shape.rank && st == MX_OK; k++) {
-      if (mx_dim_is_concrete(shape.dims[k])) continue;
-      int64_t d = 0;
-      if (mx_sym_eval(syms, shape.dims[k], values, n_values, &d) != MX_OK || d < 0) {
+    for (int32_t k = 0; k < shape.rank && st == MX_OK; k++)
+      if (copy_dim(g, syms, shape.dims[k], values, n_values, symbolic, &shape.dims[k]) != MX_OK) {
         st = mx__fail(err, MX_ERR_SHAPE, "input '%s' dim %d has no value under this binding", v->name, (int)k);
         goto done;
       }
-      shape.dims[k] = d;
-    }
-    st = mx_graph_add_input(g, v->name, v->dtype, &shape, &map[body->inputs[i]]);
+    if (st == MX_OK) st = mx_graph_add_input(g, v->name, v->dtype, &shape, &map[ins[i]]);
   }
-  for (size_t v = 0; v < body->n_values && st == MX_OK; v++) {
-    const mx_value *val = &body->values[v];
-    if ((val->flags & MX_VALUE_DEAD) || (val->flags & MX_VALUE_INPUT) || map[v] != MX_NO_VALUE) continue;
-    if (val->flags & MX_VALUE_OUTER) {
-      st = mx__fail(err, MX_ERR_UNSUPPORTED, "the body reads '%s' of an enclosing graph", val->name);
-      goto done;
+  for (size_t i = 0; i < n_nodes && st == MX_OK; i++) {
+    const mx_node *nd = &body->nodes[nodes[i]];
+    for (uint32_t k = 0; k < nd->n_inputs && st == MX_OK; k++) {
+      mx_value_id x = nd->inputs[k];
+      if (x == MX_NO_VALUE || map[x] != MX_NO_VALUE) continue;
+      const mx_value *val = &body->values[x];
+      if (val->flags & MX_VALUE_OUTER) {
+        st = mx__fail(err, MX_ERR_UNSUPPORTED, "the body reads '%s' of an enclosing graph", val->name);
+        goto done;
+      }
+      if (val->data) st = mx_graph_add_constant(g, val->name, val->data, &map[x]);
     }
-    if (val->producer == MX_NO_NODE && val->data) st = mx_graph_add_constant(g, val->name, val->data, &map[v]);
   }
-  const mx_node_id *order = NULL;
-  size_t n_order = 0;
-  if (st == MX_OK) st = mx__graph_topo_order(body, &order, &n_order);
-  mx_value_id ins[256];
+  mx_value_id in_ids[256];
   const char *names[256];
-  mx_value_id outs[256];
-  for (size_t i = 0; i < n_order && st == MX_OK; i++) {
-    const mx_node *nd = &body->nodes[order[i]];
+  mx_value_id out_ids[256];
+  for (size_t i = 0; i < n_nodes && st == MX_OK; i++) {
+    const mx_node *nd = &body->nodes[nodes[i]];
     if (nd->n_inputs > 256 || nd->n_outputs > 256) {
       st = mx__fail(err, MX_ERR_LIMIT, "node '%s' has too many inputs or outputs to specialize", nd->name);
       goto done;
     }
-    for (uint32_t k = 0; k < nd->n_inputs; k++) ins[k] = nd->inputs[k] == MX_NO_VALUE ? MX_NO_VALUE : map[nd->inputs[k]];
+    for (uint32_t k = 0; k < nd->n_inputs; k++) {
+      in_ids[k] = nd->inputs[k] == MX_NO_VALUE ? MX_NO_VALUE : map[nd->inputs[k]];
+      if (nd->inputs[k] != MX_NO_VALUE && in_ids[k] == MX_NO_VALUE) {
+        st = mx__fail(err, MX_ERR_INTERNAL, "node '%s' reads '%s', which the copy lacks", nd->name,
+                      body->values[nd->inputs[k]].name);
+        goto done;
+      }
+    }
     for (uint32_t k = 0; k < nd->n_outputs; k++) names[k] = body->values[nd->outputs[k]].name;
-    mx_node_desc d = {.op_type = nd->op_type, .domain = nd->domain, .name = nd->name, .inputs = ins,
+    mx_node_desc d = {.op_type = nd->op_type, .domain = nd->domain, .name = nd->name, .inputs = in_ids,
                       .n_inputs = nd->n_inputs, .attrs = nd->attrs, .n_attrs = nd->n_attrs,
                       .output_names = names, .n_outputs = nd->n_outputs};
-    st = mx_graph_add_node(g, &d, outs);
-    for (uint32_t k = 0; k < nd->n_outputs && st == MX_OK; k++) map[nd->outputs[k]] = outs[k];
+    st = mx_graph_add_node(g, &d, out_ids);
+    for (uint32_t k = 0; k < nd->n_outputs && st == MX_OK; k++) map[nd->outputs[k]] = out_ids[k];
   }
-  for (size_t i = 0; i < body->n_outputs && st == MX_OK; i++) st = mx_graph_add_output(g, map[body->outputs[i]]);
+  for (size_t i = 0; i < n_outs && st == MX_OK; i++) {
+    mx_value_id x = outs_wanted[i];
+    if (map[x] == MX_NO_VALUE && body->values[x].data) st = mx_graph_add_constant(g, body->values[x].name, body->values[x].data, &map[x]);
+    if (st == MX_OK && map[x] == MX_NO_VALUE) {
+      st = mx__fail(err, MX_ERR_INTERNAL, "output '%s' is not in the copy", body->values[x].name);
+      goto done;
+    }
+    if (st == MX_OK) st = mx_graph_add_output(g, map[x]);
+  }
   if (st != MX_OK && err->status == MX_OK) mx__fail(err, st, "copying the partition body: %s", mx_graph_last_error(g));
 done:
   free(map);
@@ -96,8 +152,19 @@ done:
   return st;
 }
 
+/* The whole body with every dim concrete under the binding. */
+static mx_status copy_body(mx_graph *body, const mx_symtab *syms, const int64_t *values, size_t n_values,
+                           mx_graph **out, mx_error *err) {
+  const mx_node_id *order = NULL;
+  size_t n_order = 0;
+  mx_status st = mx__graph_topo_order(body, &order, &n_order);
+  if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(body));
+  return mx__spec_copy_nodes(body, order, n_order, body->inputs, body->n_inputs, body->outputs, body->n_outputs,
+                             syms, values, n_values, false, NULL, out, err);
+}
+
 /* Inference, then folding and dead-node removal to a fixed point. */
-static mx_status concretize(mx_graph *g, mx_error *err) {
+mx_status mx__spec_concretize(mx_graph *g, mx_error *err) {
   mx_status st = mx_graph_infer(g);
   for (int round = 0; st == MX_OK && round < 16; round++) {
     size_t folded = 0, removed_nodes = 0, removed_values = 0;
@@ -111,7 +178,7 @@ static mx_status concretize(mx_graph *g, mx_error *err) {
 }
 
 /* Input positions of call c that never change address (as the model compile marks them). */
-static size_t frozen_positions(const mx_session *s, const mx_program *p, const mx_rt_call *c, uint32_t *out) {
+size_t mx__spec_frozen_positions(const mx_session *s, const mx_program *p, const mx_rt_call *c, uint32_t *out) {
   size_t n = 0;
   const mx_node *nd = &p->root->nodes[c->node];
   for (uint32_t k = 0; k < c->n_in; k++) {
@@ -137,7 +204,7 @@ mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, co
     *permanent = st != MX_ERR_OUT_OF_MEMORY;
     goto done;
   }
-  st = concretize(g, err);
+  st = mx__spec_concretize(g, err);
   if (st != MX_OK) {
     *permanent = st != MX_ERR_OUT_OF_MEMORY;
     goto done;
@@ -151,7 +218,7 @@ mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, co
   mx_static_options_init(&so);
   so.max_streams = s->n_streams;
   so.frozen_inputs = frozen;
-  so.n_frozen = frozen_positions(s, p, c, frozen);
+  so.n_frozen = mx__spec_frozen_positions(s, p, c, frozen);
   so.name = c->name;
   st = mx_static_compile(g, &so, &plan, err);
   if (st != MX_OK) {

@@ -25,8 +25,8 @@ static mx_value_id constant(mx_graph *g, const char *name, int32_t rank, const i
   return v;
 }
 
-/* x [a, 8] -> MatMul W -> Relu -> Add b; y [b_sym, 8] -> Transpose; MatMul -> Sigmoid -> Mul.
- * With two_symbols false, y is absent and the output is [a, 8]. */
+/* x [a, 8] -> MatMul W -> Relu -> Add bias -> Tanh -> Neg; y [b, 8] -> Transpose; MatMul ->
+ * Sigmoid -> Mul. With two_symbols false, y is absent and the output is [a, 8]. */
 static mx_graph *model(bool two_symbols) {
   mx_graph *g;
   cr_assert_eq(mx_graph_create("spec", &g), MX_OK);
@@ -42,6 +42,8 @@ static mx_graph *model(bool two_symbols) {
   mx_value_id h = op(g, "MatMul", (mx_value_id[]){x, w}, 2, NULL, 0);
   h = op(g, "Relu", &h, 1, NULL, 0);
   h = op(g, "Add", (mx_value_id[]){h, bias}, 2, NULL, 0);
+  h = op(g, "Tanh", &h, 1, NULL, 0);
+  h = op(g, "Neg", &h, 1, NULL, 0);
   if (two_symbols) {
     mx_value_id yt = op(g, "Transpose", &y, 1, NULL, 0);
     h = op(g, "MatMul", (mx_value_id[]){h, yt}, 2, NULL, 0);
@@ -280,4 +282,56 @@ Test(session_spec, version_1_options_get_the_defaults) {
   cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
   cr_assert_eq(mx_session_load_graph(s, model(false)), MX_OK);
   mx_session_destroy(s);
+}
+
+/* A symbol that churns is left out: the ops over it stay dynamic, the others run as a static
+ * model specialized on the remaining symbols (a split specialization). */
+Test(session_spec, churned_symbol_splits_the_partition) {
+  fixture f = open_model(true, 8, 2, NULL, 0);
+  cr_assert_eq(step(&f, 2, 3, true), MX_OK, "%s", mx_session_last_error(f.s));
+  cr_assert_eq(step(&f, 2, 4, true), MX_OK, "%s", mx_session_last_error(f.s));
+  cr_assert_eq(step(&f, 2, 5, true), MX_OK, "%s", mx_session_last_error(f.s)); /* b churns: split on a = 2 */
+  mx_session_stats t = totals(&f), last;
+  cr_assert_eq(t.spec_compiles, 3);
+  cr_assert_eq(t.spec_fallbacks, 1);
+  for (int64_t b = 6; b < 12; b++) cr_assert_eq(step(&f, 2, b, true), MX_OK, "%s", mx_session_last_error(f.s));
+  t = totals(&f);
+  cr_assert_eq(t.spec_compiles, 3, "every new b is served by the split specialization");
+  mx_session_get_stats(f.s, &last, NULL);
+  cr_assert_eq(last.spec_hits, 1);
+  cr_assert_geq(last.static_executes, 1, "the ops over a alone run as a static model");
+  cr_assert_eq(step(&f, 2, 4, true), MX_OK); /* still served by its whole specialization */
+  cr_assert_eq(step(&f, 3, 7, true), MX_OK, "%s", mx_session_last_error(f.s)); /* a new a: another split */
+  cr_assert_eq(step(&f, 3, 9, true), MX_OK, "%s", mx_session_last_error(f.s));
+  t = totals(&f);
+  cr_assert_eq(t.spec_compiles, 4);
+  close_model(&f);
+}
+
+/* A gear binding some of a partition's symbols compiles a split specialization at load. */
+Test(session_spec, partial_gear_gives_a_split_specialization) {
+  const char *gears[] = {"a=2"};
+  fixture f = open_model(true, 8, 4, gears, 1);
+  cr_assert_eq(totals(&f).spec_compiles, 1);
+  for (int64_t b = 1; b < 6; b++) cr_assert_eq(step(&f, 2, b, true), MX_OK, "%s", mx_session_last_error(f.s));
+  mx_session_stats t = totals(&f);
+  cr_assert_eq(t.spec_compiles, 1);
+  cr_assert_eq(t.spec_hits, 5);
+  close_model(&f);
+}
+
+/* The executors other than the sequential one, and several streams, run specializations too. */
+Test(session_spec, multi_stream_multi_thread) {
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.streams = 2;
+  o.executor = MX_EXECUTOR_MULTI_THREAD;
+  o.spec_churn_limit = 2;
+  fixture f = {.two = true};
+  mx_error err;
+  cr_assert_eq(mx_session_create(&o, &f.s, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_session_load_graph(f.s, model(true)), MX_OK, "%s", mx_session_last_error(f.s));
+  f.ref = model(true);
+  for (int64_t b = 1; b < 8; b++) cr_assert_eq(step(&f, 1 + b % 2, b, true), MX_OK, "%s", mx_session_last_error(f.s));
+  close_model(&f);
 }
