@@ -9,6 +9,7 @@
 #include "mixrt/onnx.h"
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
+#include "tools/bench.h"
 #include "tools/commands.h"
 #include "tools/run_inputs.h"
 #include "tools/session_opts.h"
@@ -23,7 +24,7 @@ void mx_cmd_run_help(FILE *out) {
           "                 [--shape SYM=VAL ...] [--steps N] [--executor seq|topo|mt] [--streams K]\n"
           "                 [--static-min-ops N] [--device cpu|inline] [--frozen NAME ...]\n"
           "                 [--trace FILE.json] [--output-dir DIR] [--reference] [--check]\n"
-          "                 [--skip-kernels] [--no-huge-pages]\n\n"
+          "                 [--skip-kernels] [--no-huge-pages] [--no-state]\n\n"
           "Runs a model once per step and prints its outputs (dtype, shape, first values), the\n"
           "per-step latency (median, p10, p90), the time split between static models, dynamic ops\n"
           "and host kernels, and the device memory in use, the weights' share of it (shared blocks,\n"
@@ -36,7 +37,13 @@ void mx_cmd_run_help(FILE *out) {
           "  --random                seeded random values for inputs without --input\n"
           "  --seed N                seed of --random (default 1)\n"
           "  --shape SYM=VALUE       value of a symbolic dim, for --random inputs\n"
-          "  --steps N               run N times (default 1)\n"
+          "  --steps N               run N times (default 1). Inputs and outputs that pair up by name\n"
+          "                          (past... <- present...) run as session state through a binding\n"
+          "                          (include/mixrt/binding.h): loaded from the given inputs, kept on\n"
+          "                          the device, and rolled back after each step so every step runs\n"
+          "                          the same inputs\n"
+          "  --no-state              no binding: every step through mx_session_run with the caller's\n"
+          "                          inputs and outputs\n"
           "%s"
           "  --trace FILE.json       write a Chrome trace of the steps (open it in Perfetto)\n"
           "  --output-dir DIR        write every output of the last step as DIR/<name>.npy\n"
@@ -81,6 +88,7 @@ typedef struct run_args {
   mx_symbol_binding bindings[MAX_ITEMS];
   size_t nb;
   bool random, reference, check;
+  bool no_state;            /* --no-state: every step by mx_session_run, pasts fed by the caller */
   int64_t steps, seed;
   mx_cli_session_opts so;
 } run_args;
@@ -122,6 +130,8 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
       else a->seed = x;
     } else if (strcmp(o, "--random") == 0) {
       a->random = true;
+    } else if (strcmp(o, "--no-state") == 0) {
+      a->no_state = true;
     } else if (strcmp(o, "--reference") == 0) {
       a->reference = true;
     } else if (strcmp(o, "--check") == 0) {
@@ -206,11 +216,74 @@ static const char *executor_name(mx_executor_kind k) {
   return k == MX_EXECUTOR_TOPOLOGICAL ? "topological" : k == MX_EXECUTOR_MULTI_THREAD ? "multi-thread" : "sequential";
 }
 
+/* The steps through a binding when inputs and outputs pair up as state: the states are loaded
+ * from the inputs and rolled back after each step (a swap of buffers), so every step runs the
+ * given inputs; the last step's outputs are copied to host tensors. *used is false (nothing run)
+ * when nothing pairs up. */
+static int run_with_state(run_args *a, mx_session *s, mx_tensor *inputs, size_t n_in, mx_tensor *outputs,
+                          size_t n_out, uint64_t *times, bool *used) {
+  mx_binding *b = NULL;
+  size_t pairs = 0;
+  *used = false;
+  if (mx_cli_state_binding(s, inputs, MX_BINDING_AXIS_AUTO, 0, &b, &pairs) != MX_OK || !pairs) {
+    mx_binding_destroy(b);
+    return MX_EXIT_OK; /* no pairs (or pairs that cannot be states): the plain loop */
+  }
+  *used = true;
+  int rc = MX_EXIT_OK;
+  for (size_t i = 0; i < n_in && rc == MX_EXIT_OK; i++)
+    if (mx_binding_input_is_state(b, i) && mx_binding_load_state(b, i, &inputs[i]) != MX_OK)
+      rc = mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
+  const int64_t rows = mx_binding_state_length(b);
+  uint64_t host = 0;
+  for (int64_t st = 0; st < a->steps && rc == MX_EXIT_OK; st++) {
+    uint64_t t0 = mx__now_ns();
+    if (mx_session_run_binding(s, b) != MX_OK) {
+      rc = mx_cli_runtime_error("run", "step %lld: %s", (long long)st, mx_session_last_error(s));
+      break;
+    }
+    times[st] = mx__now_ns() - t0;
+    mx_session_stats last;
+    mx_session_get_stats(s, &last, NULL);
+    host += (times[st] > last.step_ns ? times[st] - last.step_ns : 0) + last.host_ns;
+    if (st + 1 < a->steps && mx_binding_truncate(b, rows) != MX_OK)
+      rc = mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
+  }
+  for (size_t k = 0; k < n_out && rc == MX_EXIT_OK; k++) {
+    const mx_tensor *o = mx_binding_output(b, k);
+    mx_tensor_release(&outputs[k]);
+    if (o && o->placement == MX_DEVICE) {
+      if (mx_cli_download(s, o, &outputs[k]) != MX_OK) rc = mx_cli_runtime_error("run", "reading output %zu back", k);
+    } else if (o && mx_tensor_alloc(o->dtype, o->rank, o->dims, &outputs[k]) == MX_OK) {
+      size_t nbytes = 0;
+      mx_tensor_nbytes(o, &nbytes);
+      if (nbytes) memcpy(outputs[k].data, o->data, nbytes);
+    }
+    mx_io_info info;
+    mx_session_output_info(s, k, &info);
+    outputs[k].name = info.name;
+  }
+  if (rc == MX_EXIT_OK) {
+    uint64_t sum = 0;
+    for (int64_t st = 0; st < a->steps; st++) sum += times[st];
+    printf("state: %zu input/output pairs kept on the device through a binding (%lld rows, rolled back after each "
+           "step; --no-state turns it off); host side %.2f us/step, %.2f%% of the step\n",
+           pairs, (long long)rows, (double)host / 1e3 / (double)a->steps, sum ? 100.0 * (double)host / (double)sum : 0.0);
+  }
+  mx_binding_destroy(b);
+  return rc;
+}
+
 static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inputs, size_t n_in, mx_tensor *outputs,
                        size_t n_out, uint64_t *times) {
   if (a->trace && mx_session_trace_begin(s) != MX_OK)
     return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
-  for (int64_t st = 0; st < a->steps; st++) {
+  bool state = false;
+  if (!a->no_state && !a->so.o.device_options.skip_kernels) {
+    int rc = run_with_state(a, s, inputs, n_in, outputs, n_out, times, &state);
+    if (rc != MX_EXIT_OK) return rc;
+  }
+  for (int64_t st = 0; !state && st < a->steps; st++) {
     for (size_t k = 0; k < n_out; k++) mx_tensor_release(&outputs[k]);
     uint64_t t0 = mx__now_ns();
     if (mx_session_run(s, inputs, n_in, outputs, n_out) != MX_OK)

@@ -50,6 +50,14 @@ mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *out
   if (vi->shape.rank < 0 || vi->shape.rank != vo->shape.rank)
     return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': ranks %d and %d differ (or are unknown)", input, output,
                     (int)vi->shape.rank, (int)vo->shape.rank);
+  if (axis == MX_BINDING_AXIS_AUTO) {
+    int32_t differ = 0;
+    for (int32_t k = 0; k < vi->shape.rank; k++)
+      if (vi->shape.dims[k] != vo->shape.dims[k]) axis = k, differ++;
+    if (differ != 1)
+      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': %d dims differ, one growing axis is needed", input,
+                      output, (int)differ);
+  }
   if (axis < 0) axis += vi->shape.rank;
   if (axis < 0 || axis >= vi->shape.rank)
     return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "state '%s': axis %d is out of range for rank %d", input,

@@ -71,8 +71,12 @@ MX_API const mx_tensor *mx_binding_output(const mx_binding *b, size_t index);
 
 /* --- persistent state ------------------------------------------------------------------------ */
 
+/* For mx_binding_add_state / mx_binding_pair_states: the one axis along which the input's and
+ * the output's declared dims differ. */
+#define MX_BINDING_AXIS_AUTO INT32_MIN
+
 /* Declares input `input` the next step's value of output `output`: both must have one dtype and
- * rank and differ only along `axis` (the growing one). `capacity` rows along that axis are
+ * rank and differ only along `axis` (the growing one; MX_BINDING_AXIS_AUTO finds it). `capacity` rows along that axis are
  * allocated on the device when the first step runs (0: 256). The state starts empty (0 rows). */
 MX_API mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *output, int32_t axis,
                                       int64_t capacity);
