@@ -163,6 +163,11 @@ bool mx__graph_order_nodes(const mx_graph *g, mx_node_id *out, size_t *n, const 
  * of g reads by name (an outer-scope capture, at any depth), so passes keep it; NULL when out
  * of memory. */
 uint8_t *mx__graph_captured(const mx_graph *g);
+/* graph/subgraph.c: the edges a capture implies but no node input shows: a node holding
+ * subgraphs runs after the producer of every value of g they read by name. A CSR by producer:
+ * the nodes waiting for live node p are (*to)[(*first)[p] .. (*first)[p + 1]); both malloc'd
+ * (*first has n_nodes + 1 entries). False when out of memory. */
+bool mx__graph_capture_edges(const mx_graph *g, uint32_t **first, mx_node_id **to);
 /* Replaces each If node whose condition is a constant by the nodes of the branch it takes
  * (branches holding subgraphs of their own are left alone); adds the count to *folded. */
 mx_status mx__graph_fold_const_if(mx_graph *g, size_t *folded);

@@ -513,6 +513,54 @@ uint8_t *mx__graph_captured(const mx_graph *g) {
   return keep;
 }
 
+/* Walks the captures of sub (and of the subgraphs nested in it) whose producers are live nodes
+ * of g other than owner: counts them per producer in first[p + 1] (to == NULL), or writes owner
+ * at to[fill[p]++]. */
+static void capture_walk(const mx_graph *g, const mx_graph *sub, mx_node_id owner, uint32_t *first, mx_node_id *to,
+                         uint32_t *fill) {
+  for (size_t v = 0; v < sub->n_values; v++) {
+    if ((sub->values[v].flags & (MX_VALUE_DEAD | MX_VALUE_OUTER)) != MX_VALUE_OUTER) continue;
+    mx_value_id id = mx_graph_find_value(g, sub->values[v].name);
+    if (id == MX_NO_VALUE) continue;
+    mx_node_id p = g->values[id].producer;
+    if (p == MX_NO_NODE || p == owner || (g->nodes[p].flags & MX_NODE_DEAD)) continue;
+    if (to) to[fill[p]++] = owner;
+    else first[p + 1]++;
+  }
+  for (size_t i = 0; i < sub->n_subgraphs; i++) capture_walk(g, sub->subgraphs[i], owner, first, to, fill);
+}
+
+bool mx__graph_capture_edges(const mx_graph *g, uint32_t **first_out, mx_node_id **to_out) {
+  size_t nn = g->n_nodes;
+  uint32_t *first = calloc(nn + 1, sizeof *first), *fill = malloc((nn ? nn : 1) * sizeof *fill);
+  mx_node_id *to = NULL;
+  bool ok = first && fill;
+  for (int pass = 0; pass < 2 && ok; pass++) {
+    if (pass == 1) {
+      for (size_t p = 0; p < nn; p++) first[p + 1] += first[p];
+      memcpy(fill, first, (nn ? nn : 1) * sizeof *fill);
+      to = malloc((first[nn] ? first[nn] : 1) * sizeof *to);
+      if (!(ok = to != NULL)) break;
+    }
+    for (size_t n = 0; n < nn; n++) {
+      const mx_node *nd = &g->nodes[n];
+      if (nd->flags & MX_NODE_DEAD) continue;
+      for (uint32_t a = 0; a < nd->n_attrs; a++)
+        if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph)
+          capture_walk(g, nd->attrs[a].graph, (mx_node_id)n, first, pass ? to : NULL, fill);
+    }
+  }
+  free(fill);
+  if (!ok) {
+    free(first);
+    free(to);
+    return false;
+  }
+  *first_out = first;
+  *to_out = to;
+  return true;
+}
+
 /* True when no node of sub holds a subgraph (inlining then needs no renaming inside one). */
 static bool flat(const mx_graph *sub) {
   for (size_t n = 0; n < sub->n_nodes; n++) {

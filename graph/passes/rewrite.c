@@ -1,5 +1,6 @@
 /* Stage 2 runner: selects rewrite rules from a --passes text, runs them to a fixed point with
- * dead-node removal and re-inference between rounds, counts each rule's hits and the op-type
+ * dead-node removal and re-inference between rounds, on the root graph and then inside every
+ * subgraph (If / Loop / Scan bodies, at any depth), counts each rule's hits and the op-type
  * histogram before and after (mx_graph_fuse); and the matching/rewriting helpers the rules share
  * (graph/passes/rewrite.h). */
 #include <math.h>
@@ -137,10 +138,22 @@ mx_status mx__rw_replace_n(mx_graph *g, const mx_value_id *outs, size_t n_outs, 
 
 bool mx__rw_forward(mx_graph *g, mx_value_id from, mx_value_id to) {
   if (from == to) return false;
-  if (!mx__rw_is_output(g, from)) return mx__graph_replace_uses(g, from, to) == MX_OK;
+  /* Values a subgraph captures keep their producers (dead-node removal keeps them): only the
+   * readers in g move. */
+  if (!mx__rw_is_output(g, from)) {
+    if (!g->values[from].n_consumers) return false; /* read only by name from a subgraph: nothing moves */
+    return mx__graph_replace_uses(g, from, to) == MX_OK;
+  }
   mx_value *vt = &g->values[to];
   if ((vt->flags & (MX_VALUE_INPUT | MX_VALUE_OUTPUT | MX_VALUE_CONST | MX_VALUE_OUTER)) || vt->producer == MX_NO_NODE)
     return false;
+  if (g->n_subgraphs) {
+    /* `to` disappears below: a subgraph reading it by name would lose it. */
+    uint8_t *captured = mx__graph_captured(g);
+    bool keep = !captured || captured[to];
+    free(captured);
+    if (keep) return false;
+  }
   /* `from` keeps its name: its producer goes away and `to`'s producer writes it instead. */
   mx_node_id old = g->values[from].producer;
   if (old != MX_NO_NODE) mx__graph_remove_node(g, old);
@@ -212,12 +225,14 @@ static mx_status select_rules(mx_graph *g, const char *passes, bool *on) {
 
 /* --- histogram ---------------------------------------------------------------------------------- */
 
-static void count_ops(const mx_graph *g, mx_fuse_report *r, bool after) {
-  size_t live = 0;
+/* Adds the live nodes of g and of the subgraphs of its live nodes to the histogram and *live. */
+static void count_graph_ops(const mx_graph *g, mx_fuse_report *r, bool after, size_t *live) {
   for (size_t i = 0; i < g->n_nodes; i++) {
     const mx_node *nd = &g->nodes[i];
     if (nd->flags & MX_NODE_DEAD) continue;
-    live++;
+    (*live)++;
+    for (uint32_t a = 0; a < nd->n_attrs; a++)
+      if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph) count_graph_ops(nd->attrs[a].graph, r, after, live);
     size_t k = 0;
     while (k < r->n_op_types && strcmp(r->op_types[k].op_type, nd->op_type) != 0) k++;
     if (k == r->n_op_types) {
@@ -232,11 +247,60 @@ static void count_ops(const mx_graph *g, mx_fuse_report *r, bool after) {
     if (after) r->op_types[k].after++;
     else r->op_types[k].before++;
   }
+}
+
+static void count_ops(const mx_graph *g, mx_fuse_report *r, bool after) {
+  size_t live = 0;
+  count_graph_ops(g, r, after, &live);
   if (after) r->ops_after = live;
   else r->ops_before = live;
 }
 
 /* --- the runner --------------------------------------------------------------------------------- */
+
+/* Runs the rules selected in on[0..n) over g to a fixed point: phase 0 the rules that are not
+ * late, phase 1 all of them. g is root or a subgraph of it: after each hit, dead nodes of g are
+ * removed and root is inferred again (which infers its subgraphs against their enclosing
+ * values). Failures are recorded on root. */
+static mx_status fuse_graph(mx_graph *root, mx_graph *g, const bool *on, size_t n, mx_fuse_report *r) {
+  mx_status st = MX_OK;
+  for (int phase = 0; phase < 2 && st == MX_OK; phase++) {
+    for (int round = 0; round < 8; round++) {
+      size_t round_hits = 0;
+      for (size_t i = 0; i < n && st == MX_OK; i++) {
+        if (!on[i] || (phase == 0 && mx__rw_rules[i]->late)) continue;
+        size_t hits = 0;
+        st = mx__rw_rules[i]->run(g, &hits);
+        if (st != MX_OK) break;
+        r->rules[i].hits += hits;
+        round_hits += hits;
+        if (hits) {
+          size_t dn = 0, dv = 0;
+          st = mx__graph_remove_dead(g, &dn, &dv);
+          if (st == MX_OK) st = mx_graph_infer(root);
+        }
+      }
+      if (st != MX_OK || !round_hits) break;
+    }
+  }
+  if (st != MX_OK && g != root) mx__graph_fail_err(root, &g->err);
+  return st;
+}
+
+/* fuse_graph on every subgraph of g's live nodes, then on theirs. */
+static mx_status fuse_subgraphs(mx_graph *root, mx_graph *g, const bool *on, size_t n, mx_fuse_report *r) {
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].flags & MX_NODE_DEAD) continue;
+    for (uint32_t a = 0; a < g->nodes[i].n_attrs; a++) {
+      mx_graph *sub = g->nodes[i].attrs[a].type == MX_ATTR_GRAPH ? g->nodes[i].attrs[a].graph : NULL;
+      if (!sub) continue;
+      mx_status st = fuse_graph(root, sub, on, n, r);
+      if (st == MX_OK) st = fuse_subgraphs(root, sub, on, n, r);
+      if (st != MX_OK) return st;
+    }
+  }
+  return MX_OK;
+}
 
 mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report) {
   if (!g) return MX_ERR_INVALID_ARGUMENT;
@@ -255,33 +319,16 @@ mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report)
   st = mx_graph_infer(g);
   if (st != MX_OK) return st;
   count_ops(g, r, false);
-  /* Subgraphs read enclosing values by name: renaming or merging values could break them. */
   bool any = false;
   for (size_t i = 0; i < n; i++) any |= on[i];
-  if (g->n_subgraphs || !any) {
+  if (!any) {
     count_ops(g, r, true);
     return MX_OK;
   }
-  /* Phase 0 runs the rules that are not late to a fixed point, phase 1 all of them. */
-  for (int phase = 0; phase < 2 && st == MX_OK; phase++) {
-    for (int round = 0; round < 8; round++) {
-      size_t round_hits = 0;
-      for (size_t i = 0; i < n && st == MX_OK; i++) {
-        if (!on[i] || (phase == 0 && mx__rw_rules[i]->late)) continue;
-        size_t hits = 0;
-        st = mx__rw_rules[i]->run(g, &hits);
-        if (st != MX_OK) break;
-        r->rules[i].hits += hits;
-        round_hits += hits;
-        if (hits) {
-          size_t dn = 0, dv = 0;
-          st = mx__graph_remove_dead(g, &dn, &dv);
-          if (st == MX_OK) st = mx_graph_infer(g);
-        }
-      }
-      if (st != MX_OK || !round_hits) break;
-    }
-  }
+  /* Subgraphs read enclosing values by name: the rules keep those values (see mx__rw_forward;
+   * dead-node removal keeps captured values), so the root is rewritten first, then the bodies. */
+  st = fuse_graph(g, g, on, n, r);
+  if (st == MX_OK) st = fuse_subgraphs(g, g, on, n, r);
   if (st != MX_OK) return st;
   count_ops(g, r, true);
   for (size_t i = 0; i < n; i++)

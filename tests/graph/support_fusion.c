@@ -65,6 +65,18 @@ size_t fz_count(const mx_graph *g, const char *type) {
   return n;
 }
 
+size_t fz_count_deep(const mx_graph *g, const char *type) {
+  size_t n = 0;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const mx_node *nd = &g->nodes[i];
+    if (nd->flags & MX_NODE_DEAD) continue;
+    if (strcmp(nd->op_type, type) == 0) n++;
+    for (uint32_t a = 0; a < nd->n_attrs; a++)
+      if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph) n += fz_count_deep(nd->attrs[a].graph, type);
+  }
+  return n;
+}
+
 size_t fz_hits(const mx_fuse_report *r, const char *rule) {
   for (size_t i = 0; i < r->n_rules; i++)
     if (strcmp(r->rules[i].name, rule) == 0) return r->rules[i].hits;

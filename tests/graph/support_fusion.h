@@ -26,8 +26,9 @@ mx_value_id fz_op(mx_graph *g, const char *type, size_t n, const mx_value_id *in
 /* A Transpose with the given permutation. */
 mx_value_id fz_transpose(mx_graph *g, mx_value_id x, size_t rank, const int64_t *perm);
 
-/* Live nodes of op type `type` in g (and its subgraphs when deep). */
+/* Live nodes of op type `type` in g; with _deep, also in the subgraphs of its live nodes. */
 size_t fz_count(const mx_graph *g, const char *type);
+size_t fz_count_deep(const mx_graph *g, const char *type);
 /* Hits of rule `rule` in report r. */
 size_t fz_hits(const mx_fuse_report *r, const char *rule);
 
