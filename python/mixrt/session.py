@@ -7,6 +7,7 @@ shared by threads; mixrt runs without the GIL, so sessions on different threads 
 """
 import ctypes
 import re
+import struct
 import threading
 import weakref
 
@@ -25,6 +26,14 @@ _DTYPES = {
 }
 _CODES = {np.dtype(t): code for code, t in _DTYPES.items()}
 _NUMPY = {code: np.dtype(t) for code, t in _DTYPES.items()}
+
+# One mx_tensor record as the struct module packs it (native alignment, like the C compiler):
+# dtype, rank, dims[MAX_RANK], data, placement, name. Packing a whole record in one call is several
+# times cheaper than setting the ctypes fields one by one, which matters on the per-step path.
+_RECORD = struct.Struct("@ii%dqPiP" % _lib.MAX_RANK)
+_RECORD_FIELDS = 5 + _lib.MAX_RANK
+_NO_DIMS = (0,) * _lib.MAX_RANK
+assert _RECORD.size == ctypes.sizeof(_lib.Tensor), "mx_tensor layout changed: update _RECORD"
 
 
 class MixrtError(RuntimeError):
@@ -105,10 +114,6 @@ def _options(opts):
     return o, keep
 
 
-def _release_tensor(t):
-    lib.mx_tensor_release(ctypes.byref(t))
-
-
 def _address(a):
     """The address of a's data. Through the buffer protocol when a is writable and not empty,
     several times faster than a.ctypes.data, which builds a helper object on every use."""
@@ -117,36 +122,50 @@ def _address(a):
     return a.ctypes.data
 
 
-class _Owner:
-    """Holds a host tensor the session allocated; frees it when the arrays over it are gone."""
+class _StepOutputs:
+    """The host tensors one step's outputs live in (a copy of their records); frees them all when
+    the last array over any of them is gone. One owner per step instead of one per output keeps
+    the wrapping cheap; an output the caller did not ask for is freed at once."""
 
-    __slots__ = ("tensor",)
+    __slots__ = ("records",)
 
-    def __init__(self, tensor):
-        self.tensor = tensor
+    def __init__(self, records):
+        self.records = records
+
+    def release(self, k):
+        t = self.records[k]
+        if t.data:
+            lib.mx_tensor_release(ctypes.byref(t))
+            t.data = None
 
     def __del__(self):
-        lib.mx_tensor_release(ctypes.byref(self.tensor))
+        for t in self.records:
+            if t.data:
+                lib.mx_tensor_release(ctypes.byref(t))
 
 
-def _to_numpy(t):
-    """An array over the host tensor t that the session allocated, without a copy; t (a copy of
-    the record) is released with the last array over it."""
-    dims = tuple(t.dims[:t.rank])
-    dtype = _NUMPY.get(t.dtype)
-    if dtype is None:
-        name = lib.mx_dtype_name(t.dtype).decode()
-        _release_tensor(t)
-        raise MixrtError(5, f"mixrt: output '{(t.name or b'').decode()}' is {name}, which NumPy cannot hold")
-    count = 1
-    for d in dims:
-        count *= d
-    if count == 0 or not t.data:
-        _release_tensor(t)
-        return np.empty(dims, dtype)
-    buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(t.data)
-    buf.owner = _Owner(_lib.Tensor.from_buffer_copy(t))
-    return np.ndarray(dims, dtype, buf)
+def _wrap_outputs(owner, fields, wanted):
+    """NumPy arrays over the step's outputs `wanted` (indices; each at most once), without a copy.
+    `fields` is the flat tuple of the output records as _RECORD unpacks them."""
+    arrays = {}
+    for k in wanted:
+        b = k * _RECORD_FIELDS
+        code, rank, data = fields[b], fields[b + 1], fields[b + 2 + _lib.MAX_RANK]
+        dims = fields[b + 2:b + 2 + rank]
+        dtype = _NUMPY.get(code)
+        if dtype is None:
+            name = (owner.records[k].name or b"").decode()
+            raise MixrtError(5, f"mixrt: output '{name}' is {lib.mx_dtype_name(code).decode()}, which NumPy cannot hold")
+        count = 1
+        for d in dims:
+            count *= d
+        if count == 0 or not data:
+            arrays[k] = np.empty(dims, dtype)
+            continue
+        buf = (ctypes.c_char * (count * dtype.itemsize)).from_address(data)
+        buf.owner = owner
+        arrays[k] = np.ndarray(dims, dtype, buf)
+    return arrays
 
 
 class Session:
@@ -175,19 +194,22 @@ class Session:
         self._input_names = [i.name.encode() for i in self.inputs]
         self._output_names = [i.name.encode() for i in self.outputs]
         self._output_index = {i.name: k for k, i in enumerate(self.outputs)}
-        self._names = {}
+        self._names = {}  # input name -> (buffer the records point at, its address)
         self._ins = (_lib.Tensor * len(self.inputs))()
         self._outs = (_lib.Tensor * len(self.outputs))()
         for t, name in zip(self._outs, self._output_names):
             t.name = name
-        self._outs_template = (_lib.Tensor * len(self.outputs)).from_buffer_copy(self._outs)
-        self._outs_size = ctypes.sizeof(self._outs)
+        self._outs_bytes = memoryview(self._outs).cast("B")
+        self._outs_template = bytes(self._outs_bytes)  # data NULL, names set: every step starts here
+        self._outs_records = struct.Struct("@" + _RECORD.format[1:] * len(self.outputs))
+        self._all_outputs = range(len(self.outputs))
 
-    def _name_bytes(self, name):
-        b = self._names.get(name)
-        if b is None:
-            b = self._names[name] = name.encode()  # kept: the records point into it
-        return b
+    def _name_address(self, name):
+        entry = self._names.get(name)
+        if entry is None:
+            buf = ctypes.create_string_buffer(name.encode())  # kept: the records point into it
+            entry = self._names[name] = (buf, ctypes.addressof(buf))
+        return entry[1]
 
     def _last_error(self):
         return lib.mx_session_last_error(self._s).decode(errors="replace")
@@ -248,19 +270,24 @@ class Session:
                 raise MixrtError(1, "mixrt: the session is closed")
             # The records are the session's own, rebuilt under the lock for every step.
             ins, outs = self._ins, self._outs
-            for t, (name, code, a) in zip(ins, arrays):
-                t.dtype, t.rank, t.name, t.data = code, a.ndim, self._name_bytes(name), _address(a)
-                t.dims[:a.ndim] = a.shape
-            ctypes.memmove(outs, self._outs_template, self._outs_size)
+            pack, offset = _RECORD.pack_into, 0
+            for name, code, a in arrays:
+                pack(ins, offset, code, a.ndim, *(a.shape + _NO_DIMS[a.ndim:]), _address(a), 0,
+                     self._name_address(name))
+                offset += _RECORD.size
+            self._outs_bytes[:] = self._outs_template
             _check(lib.mx_session_run(self._s, ins, n_in, outs, n_out), self._last_error)
-            if wanted is None:
-                return [_to_numpy(t) for t in outs]
-            outs = [_lib.Tensor.from_buffer_copy(t) for t in outs]
-        results = {k: _to_numpy(outs[k]) for k in sorted(set(wanted))}
-        for k in range(n_out):
-            if k not in results:
-                _release_tensor(outs[k])
-        return [results[k] for k in wanted]
+            fields = self._outs_records.unpack_from(outs)
+            owner = _StepOutputs((_lib.Tensor * n_out).from_buffer_copy(outs))
+        if wanted is None:
+            arrays = _wrap_outputs(owner, fields, self._all_outputs)
+            return [arrays[k] for k in self._all_outputs]
+        keep = set(wanted)
+        for k in self._all_outputs:
+            if k not in keep:
+                owner.release(k)
+        arrays = _wrap_outputs(owner, fields, sorted(keep))
+        return [arrays[k] for k in wanted]
 
     def save(self, path, external_weights=False):
         """Writes the compiled model as a .mxm file, loadable later without compiling."""

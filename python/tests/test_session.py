@@ -90,6 +90,25 @@ def test_selected_outputs_in_given_order(llama):
     np.testing.assert_array_equal(key1, every[3])
 
 
+def test_outputs_outlive_later_steps_and_each_other(llama):
+    """One step's outputs share one owner: an array kept alone stays valid while its siblings are
+    dropped and later steps run; a name asked twice gives the same values twice."""
+    s = mixrt.Session(llama)
+    feeds = random_feeds(s, past_len=4, seed=5)
+    first = s.run(None, feeds)
+    logits, want = first[0], first[0].copy()
+    del first
+    for k in range(30):
+        s.run(None, random_feeds(s, past_len=k % 7, seed=10 + k))
+        s.run(["logits"], feeds)
+    np.testing.assert_array_equal(logits, want)
+    a, b = s.run(["logits", "logits"], feeds)
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(b, want)
+    s.close()
+    np.testing.assert_array_equal(logits, want)
+
+
 def test_greedy_decode_equals_demo(llama, cli):
     demo = subprocess.run([cli, "demo", "--size", "tiny", "--steps", str(STEPS), "--device", "cpu"],
                           check=True, capture_output=True, text=True).stdout
