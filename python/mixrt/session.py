@@ -1,8 +1,8 @@
 """mixrt.Session: one loaded model, run step after step with NumPy arrays in and out.
 
 Inputs are passed to mixrt without a copy when an array is C-contiguous and of the model's
-element type; outputs are arrays over the buffers the session allocated (no copy), freed when
-the last array referring to them is. A session serializes its own calls (a lock), so it may be
+element type; outputs are arrays over the buffers the session allocated (no copy), freed
+together when the last array of their step is. A session serializes its own calls (a lock), so it may be
 shared by threads; mixrt runs without the GIL, so sessions on different threads run at once.
 """
 import ctypes
