@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "mixrt/binding.h"
 #include "mixrt/hal.h"
 #include "mixrt/models.h"
 #include "mixrt/session.h"
@@ -47,6 +48,9 @@ typedef struct llm_args {
   bool no_ort;               /* --no-ort given */
   bool skip_kernels;         /* --skip-kernels: the device runs no kernel (mixrt's own cost) */
   bool no_huge_pages;        /* --no-huge-pages: device memory in 4 KiB pages only */
+  bool no_state;             /* --no-state: sessions run by mx_session_run, the caller feeding
+                                the pasts and taking the presents (the default: a binding with
+                                the KV cache as session state, include/mixrt/binding.h) */
   mx_device_kind device;
   int64_t streams;
   mx_executor_kind executor;
@@ -150,6 +154,10 @@ typedef struct bench_ctx {
   mx_tensor state[SYS_ORT][MAX_IO]; /* --mode decode: each mixrt system's next inputs (owned; in
                                        device memory for the sessions under --io device) */
   bool state_live[SYS_ORT];      /* state[s] holds tensors */
+  mx_binding *binding[SYS_ORT];  /* by session system: its binding with the KV cache as state
+                                    (made at the point's first step, unless --no-state) */
+  mx_tensor binding_ids[SYS_ORT]; /* the token id each binding reads (host, or device under
+                                     --io device; owned) */
   mx_tensor dev_in[MAX_IO];      /* device copies of the point's inputs (owned, --io device) */
   mx_tensor dev_out[MAX_IO];     /* device output buffers of the point's shapes (owned) */
 } bench_ctx;
@@ -188,6 +196,9 @@ mx_status mx__llm_write_inputs(mx_session *s, const char *dir, const mx_tensor *
 mx_status mx__llm_write_model(const mx_llama_config *cfg, const char *path, size_t *nodes, mx_error *err);
 
 /* --- steps.c -------------------------------------------------------------------------------- */
+
+/* Frees system sys's binding and its token tensor (at the end of a point). */
+void mx__llm_binding_free(bench_ctx *c, int sys);
 
 /* Releases the host tensors t[0..n). */
 void mx__llm_release_all(mx_tensor *t, size_t n);

@@ -14,7 +14,7 @@ void mx_bench_llm_help(FILE *out) {
           "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--min-time S]\n"
           "                       [--steps N] [--warmup N] [--block-warmup N]\n"
           "                       [--systems hybrid,dynamic,reference,ort,control] [--no-ort] [--skip-kernels]\n"
-          "                       [--no-huge-pages] [--processes N]\n"
+          "                       [--no-huge-pages] [--no-state] [--processes N]\n"
           "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
           "                       [--streams N] [--executor E]\n"
           "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n"
@@ -57,6 +57,11 @@ void mx_bench_llm_help(FILE *out) {
           "                     copies, stream order, events and copies as usual): the times are what\n"
           "                     mixrt itself spends per step. Only hybrid and dynamic run (nothing is\n"
           "                     computed, so nothing is compared); not with --mode decode\n"
+          "  --no-state         mixrt sessions run by mx_session_run, the caller feeding the pasts and\n"
+          "                     taking the presents each step. By default they run a binding with the\n"
+          "                     KV cache as session state (include/mixrt/binding.h): loaded from the\n"
+          "                     point's pasts, kept on the device; fixed mode rolls it back after each\n"
+          "                     step (a buffer swap), decode mode lets it grow\n"
           "  --no-huge-pages    mixrt's device memory in 4 KiB pages only (by default its blocks of\n"
           "                     1.5 MiB and more, the weights above all, get 2 MiB huge pages)\n"
           "  --processes N      run the whole measurement in N fresh processes, one after another\n"
@@ -259,6 +264,10 @@ int mx__llm_parse_args(int argc, char **argv, llm_args *a) {
     }
     if (strcmp(arg, "--no-huge-pages") == 0) {
       a->no_huge_pages = true;
+      continue;
+    }
+    if (strcmp(arg, "--no-state") == 0) {
+      a->no_state = true;
       continue;
     }
     static const char *const valued[] = {"--configs",  "--past",     "--rounds",        "--min-time", "--steps",

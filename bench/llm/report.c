@@ -141,13 +141,19 @@ static void json_machine(double load) {
 static void json_mixrt(const llm_args *a) {
   printf(",\n \"mixrt\": {\"device\": \"%s\", \"streams\": %lld, \"executor\": \"%s\", "
          "\"hybrid_static_min_ops\": %d, \"dynamic_static_min_ops\": -1, \"huge_pages\": %s, \"io\": \"%s\", "
-         "\"io_means\": \"%s\"}",
+         "\"io_means\": \"%s\", \"state\": %s, \"state_means\": \"%s\"}",
          mx_cli_device_name(a->device), (long long)a->streams, mx_cli_executor_name(a->executor),
          MX_PARTITION_DEFAULT_STATIC_MIN_OPS, a->no_huge_pages ? "false" : "true", a->device_io ? "device" : "host",
          a->device_io ? "inputs uploaded to device buffers before timing; outputs written into device buffers "
                         "of the step's shapes allocated before timing (zero copy)"
                       : "host input tensors; outputs allocated by the session as host tensors, released after "
-                        "the timed call");
+                        "the timed call",
+         a->no_state ? "false" : "true",
+         a->no_state ? "--no-state: every step by mx_session_run, the pasts fed and the presents taken as above"
+                     : "the KV cache as session state through a binding (include/mixrt/binding.h): pasts loaded "
+                       "once, kept on the device, the presents written into the state's other buffer; fixed "
+                       "mode swaps back to the loaded rows after each step; only the token id goes in and the "
+                       "logits come out (into the io above)");
 }
 
 /* "method": how the samples were taken. */

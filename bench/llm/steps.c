@@ -57,6 +57,57 @@ mx_status mx__llm_make_device_io(bench_ctx *c, const mx_llama_config *cfg, const
   return st;
 }
 
+void mx__llm_binding_free(bench_ctx *c, int sys) {
+  mx_binding_destroy(c->binding[sys]);
+  c->binding[sys] = NULL;
+  if (c->binding_ids[sys].placement == MX_DEVICE) mx_device_free(c->dev, c->binding_ids[sys].data);
+  else mx_tensor_release(&c->binding_ids[sys]);
+  memset(&c->binding_ids[sys], 0, sizeof c->binding_ids[sys]);
+}
+
+/* System sys's binding (made at its first step of a point, NULL under --no-state and for the
+ * reference interpreter): the cache pairs as session state loaded from the pasts src[1 .. n)
+ * (host or device), the token id from a copy of src[0] of its own, the logits into
+ * c->dev_out[0] in fixed mode under --io device, else a buffer the binding allocates (on the
+ * device under --io device). */
+static mx_status binding_for(bench_ctx *c, int sys, const mx_tensor *src, size_t n, mx_binding **out, char *why,
+                             size_t cap) {
+  *out = NULL;
+  if (c->a->no_state || sys == SYS_REFERENCE) return MX_OK;
+  if (c->binding[sys]) {
+    *out = c->binding[sys];
+    return MX_OK;
+  }
+  mx_session *s = c->sessions[sys];
+  mx_tensor *ids = &c->binding_ids[sys];
+  mx_status st = src[0].placement == MX_DEVICE
+                     ? mx__llm_device_tensor(c->dev, MX_INT64, src[0].rank, src[0].dims, ids)
+                     : mx_tensor_alloc(MX_INT64, src[0].rank, src[0].dims, ids);
+  if (st == MX_OK && src[0].placement == MX_DEVICE)
+    st = mx_device_copy(c->dev, ids->data, src[0].data, sizeof(int64_t), MX_COPY_D2D);
+  else if (st == MX_OK)
+    memcpy(ids->data, src[0].data, sizeof(int64_t));
+  mx_binding *b = NULL;
+  size_t pairs = 0;
+  if (st == MX_OK) st = mx_binding_create(s, &b);
+  if (st == MX_OK) st = mx_binding_pair_states(b, 2, c->a->decode ? 0 : src[1].dims[2] + 1, &pairs);
+  if (st == MX_OK) st = mx_binding_bind_input(b, "input_ids", ids);
+  if (st == MX_OK && c->device_io && !c->a->decode) st = mx_binding_bind_output(b, "logits", &c->dev_out[0]);
+  else if (st == MX_OK) st = mx_binding_bind_output_alloc(b, "logits", c->device_io ? MX_DEVICE : MX_HOST);
+  for (size_t i = 1; i < n && st == MX_OK; i++) st = mx_binding_load_state(b, i, &src[i]);
+  if (st != MX_OK || pairs != n - 1) {
+    snprintf(why, cap, "%s: binding with the cache as state: %s", sys_names[sys],
+             st != MX_OK ? mx_session_last_error(s) : "the pasts and presents do not pair up");
+    mx_binding_destroy(b);
+    if (ids->placement == MX_DEVICE) mx_device_free(c->dev, ids->data);
+    else mx_tensor_release(ids);
+    memset(ids, 0, sizeof *ids);
+    return st != MX_OK ? st : MX_ERR_INVALID_GRAPH;
+  }
+  *out = c->binding[sys] = b;
+  return MX_OK;
+}
+
 /* Runs one step of mixrt system sys. Host I/O (and the reference interpreter): out receives
  * host tensors the caller releases. Device I/O: the session reads c->dev_in and writes
  * c->dev_out; out receives host copies only when `download` is set (else it is left empty). */
@@ -71,14 +122,38 @@ mx_status mx__llm_run_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n
     return st;
   }
   mx_session *s = c->sessions[sys];
-  st = c->device_io ? mx_session_run(s, c->dev_in, n, c->dev_out, n) : mx_session_run(s, in, n, out, n);
+  mx_binding *b = NULL;
+  st = binding_for(c, sys, c->device_io ? c->dev_in : in, n, &b, why, cap);
+  if (st != MX_OK) return st;
+  if (b) {
+    /* Every step runs the point's inputs: back to the loaded rows (a swap of buffers). */
+    int64_t past = in[1].dims[2];
+    st = mx_binding_state_length(b) == past ? MX_OK : mx_binding_truncate(b, past);
+    if (st == MX_OK) st = mx_session_run_binding(s, b);
+  } else {
+    st = c->device_io ? mx_session_run(s, c->dev_in, n, c->dev_out, n) : mx_session_run(s, in, n, out, n);
+  }
   if (st != MX_OK) {
     snprintf(why, cap, "%s: %s", sys_names[sys], mx_session_last_error(s));
     mx__llm_release_all(out, n);
     return st;
   }
+  for (size_t k = 0; b && !c->device_io && download && k < n && st == MX_OK; k++) {
+    /* Host I/O through a binding: the outputs as host tensors, like mx_session_run's. */
+    const mx_tensor *o = mx_binding_output(b, k);
+    size_t nbytes = 0;
+    mx_tensor_nbytes(o, &nbytes);
+    st = mx_tensor_alloc(o->dtype, o->rank, o->dims, &out[k]);
+    if (st == MX_OK && nbytes)
+      st = o->placement == MX_DEVICE ? mx_device_copy(c->dev, out[k].data, o->data, nbytes, MX_COPY_D2H)
+                                     : (memcpy(out[k].data, o->data, nbytes), MX_OK);
+    if (st != MX_OK) {
+      snprintf(why, cap, "%s: reading the outputs: %s", sys_names[sys], mx_status_string(st));
+      mx__llm_release_all(out, n);
+    }
+  }
   for (size_t k = 0; c->device_io && download && k < n && st == MX_OK; k++) {
-    const mx_tensor *d = &c->dev_out[k];
+    const mx_tensor *d = b ? mx_binding_output(b, k) : &c->dev_out[k];
     size_t nbytes = 0;
     mx_tensor_nbytes(d, &nbytes);
     st = mx_tensor_alloc(d->dtype, d->rank, d->dims, &out[k]);
@@ -111,6 +186,7 @@ static bool state_on_device(const bench_ctx *c, int sys) { return c->device_io &
 
 /* Frees the decode state of system sys. */
 void mx__llm_state_free(bench_ctx *c, int sys, size_t n) {
+  if (sys != SYS_REFERENCE) mx__llm_binding_free(c, sys); /* made from the state or the point */
   if (!c->state_live[sys]) return;
   for (size_t k = 0; k < n; k++) {
     if (state_on_device(c, sys)) mx_device_free(c->dev, c->state[sys][k].data);
@@ -123,6 +199,7 @@ void mx__llm_state_free(bench_ctx *c, int sys, size_t n) {
 /* --mode decode: system sys starts from a copy of the point's inputs. */
 mx_status mx__llm_state_init(bench_ctx *c, int sys, const mx_tensor *in, size_t n) {
   mx_status st = MX_OK;
+  if (sys != SYS_REFERENCE) mx__llm_binding_free(c, sys); /* the next one loads this state */
   c->state_live[sys] = true;
   for (size_t k = 0; k < n && st == MX_OK; k++) {
     size_t nbytes = 0;
@@ -144,11 +221,48 @@ mx_status mx__llm_state_init(bench_ctx *c, int sys, const mx_tensor *in, size_t 
  * untimed warm-up). After a step the presents become the pasts and the argmax of the logits
  * the token; only the run itself is timed. Under --io device the output buffers of each step
  * are allocated before the timed call and the inputs are freed after it. */
+/* --mode decode through system sys's binding: the cache grows in the session's state, the
+ * logits are read back and the argmax written into the binding's token id after each step. */
+static mx_status decode_bound(bench_ctx *c, int sys, mx_binding *b, int64_t count, uint64_t *samples, char *why,
+                              size_t cap) {
+  mx_session *s = c->sessions[sys];
+  const mx_tensor *logits = mx_binding_output(b, 0);
+  float *host = malloc((size_t)c->cfg->vocab * sizeof *host);
+  mx_status st = host ? MX_OK : MX_ERR_OUT_OF_MEMORY;
+  for (int64_t k = 0; k < count && st == MX_OK; k++) {
+    uint64_t t0 = mx__now_ns();
+    st = mx_session_run_binding(s, b);
+    uint64_t t1 = mx__now_ns();
+    if (st != MX_OK) {
+      snprintf(why, cap, "%s: %s", sys_names[sys], mx_session_last_error(s));
+      break;
+    }
+    if (samples) samples[k] = t1 - t0;
+    mx_tensor h = *logits;
+    if (logits->placement == MX_DEVICE) {
+      h.data = host;
+      h.placement = MX_HOST;
+      st = mx_device_copy(c->dev, host, logits->data, (size_t)c->cfg->vocab * sizeof *host, MX_COPY_D2H);
+    }
+    int64_t token = mx_cli_argmax(&h);
+    mx_tensor *ids = &c->binding_ids[sys];
+    if (st == MX_OK && ids->placement == MX_DEVICE)
+      st = mx_device_copy(c->dev, ids->data, &token, sizeof token, MX_COPY_H2D);
+    else
+      ((int64_t *)ids->data)[0] = token;
+    if (st != MX_OK) snprintf(why, cap, "%s: reading the logits: %s", sys_names[sys], mx_status_string(st));
+  }
+  free(host);
+  return st;
+}
+
 static mx_status decode_steps(bench_ctx *c, int sys, size_t n, int64_t count, uint64_t *samples, char *why,
                               size_t cap) {
   mx_tensor *in = c->state[sys];
   const bool dev = state_on_device(c, sys);
-  mx_status st = MX_OK;
+  mx_binding *b = NULL;
+  mx_status st = binding_for(c, sys, in, n, &b, why, cap);
+  if (st != MX_OK || b) return st == MX_OK ? decode_bound(c, sys, b, count, samples, why, cap) : st;
   float *logits = malloc((size_t)c->cfg->vocab * sizeof *logits);
   if (!logits) return MX_ERR_OUT_OF_MEMORY;
   for (int64_t k = 0; k < count && st == MX_OK; k++) {
