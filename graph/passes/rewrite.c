@@ -16,6 +16,7 @@ const mx__rw_rule *const mx__rw_rules[] = {
     &mx__rule_bn_fold,  &mx__rule_layernorm,      &mx__rule_rmsnorm,      &mx__rule_gelu,
     &mx__rule_silu,     &mx__rule_rotary,         &mx__rule_attention,    &mx__rule_conv_act,
     &mx__rule_matmul_transpose, &mx__rule_matmul_bias_act, &mx__rule_shape_subgraph,
+    &mx__rule_transpose_reshape, &mx__rule_view_chain,
     NULL,
 };
 
@@ -81,6 +82,33 @@ bool mx__rw_same_shape(const mx_shape *a, const mx_shape *b) {
   for (int i = 0; i < a->rank; i++)
     if (a->dims[i] != b->dims[i] || mx_dim_is_unknown(a->dims[i])) return false;
   return true;
+}
+
+bool mx__rw_reshape_target(mx_graph *g, const mx_shape *from, const mx_shape *to, int64_t *target) {
+  if (from->rank == MX_RANK_UNKNOWN || to->rank == MX_RANK_UNKNOWN) return false;
+  int32_t infer_at = -1;
+  mx_dim others = 1;
+  for (int32_t k = 0; k < to->rank; k++) {
+    mx_dim d = to->dims[k];
+    bool in_place = k < from->rank && from->dims[k] == d;
+    if (mx_dim_is_unknown(d)) return false;
+    if (mx_dim_is_concrete(d) && d != 0) {
+      target[k] = d;
+    } else if (in_place) {
+      target[k] = 0; /* copies from's dim: also the only way to write a 0 */
+    } else if (d == 0 || infer_at >= 0) {
+      return false;
+    } else {
+      infer_at = k;
+      target[k] = -1;
+      continue;
+    }
+    others = mx_sym_mul(g->syms, others, d);
+  }
+  if (infer_at < 0) return true;
+  mx_dim numel = mx__shape_numel(g->syms, from);
+  if (mx_dim_is_unknown(numel) || mx_dim_is_unknown(others) || others == 0) return false;
+  return mx_sym_div(g->syms, numel, others) == to->dims[infer_at];
 }
 
 mx_value_id mx__rw_other_input(const mx_node *n, mx_value_id v) {

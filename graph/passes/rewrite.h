@@ -34,6 +34,7 @@ extern const mx__rw_rule mx__rule_bn_fold;
 extern const mx__rw_rule mx__rule_gelu, mx__rule_silu, mx__rule_layernorm, mx__rule_rmsnorm;
 extern const mx__rw_rule mx__rule_attention, mx__rule_rotary, mx__rule_conv_act;
 extern const mx__rw_rule mx__rule_matmul_transpose, mx__rule_matmul_bias_act, mx__rule_shape_subgraph;
+extern const mx__rw_rule mx__rule_transpose_reshape, mx__rule_view_chain;
 
 /* --- matching helpers ------------------------------------------------------------------------- */
 
@@ -54,6 +55,12 @@ bool mx__rw_same_shape(const mx_shape *a, const mx_shape *b);
 /* For a binary node n (Add, Mul, ...): the input other than v, or MX_NO_VALUE when v is none of
  * its two inputs. */
 mx_value_id mx__rw_other_input(const mx_node *n, mx_value_id v);
+
+/* A constant Reshape target (allowzero 0) taking a tensor of shape `from` to shape `to` for every
+ * value of the symbols: concrete dims as they are, a symbolic dim equal to from's at the same
+ * place as 0 (copy), at most one other symbolic dim as -1 when the division it stands for gives
+ * that dim back. Fills target[0..to->rank); false when no such constant exists. */
+bool mx__rw_reshape_target(mx_graph *g, const mx_shape *from, const mx_shape *to, int64_t *target);
 
 /* --- rewriting helpers ------------------------------------------------------------------------ */
 
