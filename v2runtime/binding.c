@@ -226,9 +226,12 @@ mx_status mx__binding_bind_symbols(mx_binding *b, size_t i, const mx_tensor *t) 
 bool mx__binding_output_dims(mx_binding *b, size_t j, int32_t *rank, int64_t *dims) {
   const mx_value *v = io_value(b, true, j);
   if (v->shape.rank < 0) return false;
-  for (int32_t k = 0; k < v->shape.rank; k++)
-    if (mx_sym_eval(b->prog->root->syms, v->shape.dims[k], b->syms, b->n_syms, &dims[k]) != MX_OK || dims[k] < 0)
+  for (int32_t k = 0; k < v->shape.rank; k++) {
+    mx_dim d = v->shape.dims[k];
+    if (mx_dim_is_concrete(d)) dims[k] = d; /* most dims: no expression to evaluate */
+    else if (mx_sym_eval(b->prog->root->syms, d, b->syms, b->n_syms, &dims[k]) != MX_OK || dims[k] < 0)
       return false;
+  }
   *rank = v->shape.rank;
   return true;
 }

@@ -275,8 +275,9 @@ mx_status mx__binding_states_prepare(mx_binding *b) {
                       v->name, (long long)x->view.dims[x->axis], (long long)b->length);
     int64_t outer = 1, inner = 1;
     for (int32_t d = 0; d < x->view.rank; d++) {
-      int64_t n = b->length;
-      if (d != x->axis && (mx_sym_eval(syms, v->shape.dims[d], b->syms, b->n_syms, &n) != MX_OK || n < 0))
+      int64_t n = d == x->axis ? b->length : v->shape.dims[d];
+      if (d != x->axis && !mx_dim_is_concrete(n) &&
+          (mx_sym_eval(syms, v->shape.dims[d], b->syms, b->n_syms, &n) != MX_OK || n < 0))
         return mx__fail(ERR(b), MX_ERR_SHAPE,
                         "state '%s': dim %d is not known before the step (bind the input that gives its symbol)",
                         v->name, (int)d);

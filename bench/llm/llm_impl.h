@@ -167,6 +167,9 @@ typedef struct bench_ctx {
 /* Parses argv[1..argc) into *a (defaults for what is not given); MX_EXIT_OK or, after a message,
  * MX_EXIT_USAGE. */
 int mx__llm_parse_args(int argc, char **argv, llm_args *a);
+/* Rows the models' rotary tables need for the past lengths asked for: the preset's (2048), doubled
+ * until every position fits (up to 16384). */
+int64_t mx__llm_rotary_rows(const llm_args *a, int64_t preset);
 /* Why ONNX Runtime is not run with these options, or NULL when it is to be. */
 const char *mx__llm_no_ort_reason(const llm_args *a);
 

@@ -237,6 +237,7 @@ mx_session *mx__llm_open_session(const llm_args *a, mx_device *dev, int64_t stat
 int mx__llm_measure_config(const llm_args *a, peer *p, mx_device *dev, const char *dir, int which,
                            config_result *cr) {
   mx_cli_llm_size(config_names[which], &cr->cfg);
+  cr->cfg.max_pos = mx__llm_rotary_rows(a, cr->cfg.max_pos);
   cr->run = true;
   bench_ctx c = {.a = a, .p = p, .dir = dir, .dev = dev, .name = config_names[which],
                  .ort = a->systems[SYS_ORT] && p->pid > 0, .device_io = a->device_io, .cfg = &cr->cfg};

@@ -32,7 +32,8 @@ void mx_bench_llm_help(FILE *out) {
           "  small: 4 layers, hidden 256, 4 heads of 64 (4 key/value heads), ffn 688, vocab 1000.\n\n"
           "options:\n"
           "  --configs LIST     tiny, small or both (default tiny,small)\n"
-          "  --past LIST        KV-cache lengths, up to 8 (default 16,128,512)\n"
+          "  --past LIST        KV-cache lengths, up to 8 (default 16,128,512); past 2047 the models'\n"
+          "                     rotary tables get the rows they need (x2 steps, up to 16384)\n"
           "  --rounds N         timed rounds, at least (default 20)\n"
           "  --min-time S       fixed mode: after those rounds, more rounds until the point has taken\n"
           "                     S seconds, to a whole cycle of orders (default 3; 0: exactly --rounds).\n"
@@ -219,6 +220,17 @@ static int parse_value(const char *arg, const char *v, llm_args *a, bool *system
 }
 
 /* The choices that make no sense together, or that the models cannot run. */
+/* Rows of the rotary tables the models may get (the generator allows more; the tables cost
+ * max_pos x head_dim floats each). */
+#define MAX_ROTARY_ROWS 16384
+
+/* The largest position a point of past length `past` reaches (decode mode grows it). */
+static int64_t last_position(const llm_args *a, int64_t past) {
+  const int64_t timed = a->rounds * (a->block_warmup + a->steps);
+  int64_t grown = a->warmup > timed ? a->warmup : timed;
+  return past + (a->decode ? grown - 1 : 0);
+}
+
 static int check_choices(llm_args *a, bool systems_given) {
   if (a->skip_kernels) {
     /* Only the mixrt sessions run on the device; their outputs are not computed, so nothing is
@@ -237,16 +249,22 @@ static int check_choices(llm_args *a, bool systems_given) {
     return mx_cli_usage_error(CMD, "--results is what each process of --processes writes: not both");
   mx_llama_config cfg;
   mx_cli_llm_size("tiny", &cfg);
+  cfg.max_pos = MAX_ROTARY_ROWS;
   for (size_t k = 0; k < a->n_past; k++) {
-    const int64_t timed = a->rounds * (a->block_warmup + a->steps);
-    int64_t grown = a->warmup > timed ? a->warmup : timed;
-    int64_t last = a->past[k] + (a->decode ? grown - 1 : 0);
+    int64_t last = last_position(a, a->past[k]);
     if (last >= cfg.max_pos)
       return mx_cli_usage_error(CMD, "past length %lld%s exceeds the models' rotary table (%lld positions)",
                                 (long long)last, a->decode ? " (reached in decode mode)" : "",
                                 (long long)cfg.max_pos);
   }
   return MX_EXIT_OK;
+}
+
+int64_t mx__llm_rotary_rows(const llm_args *a, int64_t preset) {
+  int64_t rows = preset;
+  for (size_t k = 0; k < a->n_past; k++)
+    while (last_position(a, a->past[k]) >= rows && rows < MAX_ROTARY_ROWS) rows *= 2;
+  return rows < MAX_ROTARY_ROWS ? rows : MAX_ROTARY_ROWS;
 }
 
 int mx__llm_parse_args(int argc, char **argv, llm_args *a) {
