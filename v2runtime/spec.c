@@ -73,7 +73,9 @@ static mx_status record_done(mx_exe_run *run, const mx_rt_call *c) {
 static mx_status run_split(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
   mx_step *step = STEP(run);
   mx_status st = wait_producers(run, c);
-  if (st == MX_OK) st = mx__spec_split_run(step->s, step->s->prog, c, call_stream(step, c), e->split, run->err);
+  if (st == MX_OK)
+    st = mx__spec_split_run(step->s, step->s->prog, c, call_stream(step, c), e->split, &step->s->prog->spec->count.launches,
+                            run->err);
   if (st == MX_OK) st = record_done(run, c);
   return st;
 }
@@ -479,4 +481,9 @@ void mx__spec_account(mx_session *s, mx_session_stats *l, mx_session_stats *t) {
   t->spec_evictions = c->evictions;
   t->spec_compile_ns = c->compile_ns;
   t->spec_fallbacks = c->fallbacks;
+  /* The caller set the total to the calls' executors' launches and the step's to that less the
+   * previous total (which held the split runs' launches until then): adding the split runs'
+   * cumulative launches to both gives each its share. */
+  l->dynamic_launches += c->launches;
+  t->dynamic_launches += c->launches;
 }

@@ -57,6 +57,7 @@ typedef struct mx_spec_call {
 /* Counters (cumulative since the model was loaded). */
 typedef struct mx_spec_counters {
   uint64_t hits, misses, compiles, evictions, compile_ns, fallbacks;
+  uint64_t launches; /* dynamic op launches of split specializations */
 } mx_spec_counters;
 
 typedef struct mx_spec_state {
@@ -99,9 +100,10 @@ mx_status mx__spec_concretize(mx_graph *g, mx_error *err);
 mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call *c, const uint32_t *syms,
                                  uint32_t n_syms, uint32_t churned, const int64_t *values, size_t n_values,
                                  mx_spec_split **out, bool *permanent, mx_error *err);
-/* Runs a split specialization on `stream` and hands its outputs to the call's root values. */
+/* Runs a split specialization on `stream` and hands its outputs to the call's root values; adds
+ * the dynamic runs' op launches to *launches. */
 mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream, mx_spec_split *sp,
-                             mx_error *err);
+                             uint64_t *launches, mx_error *err);
 /* Ops of the body in static runs and in dynamic runs, and the number of each kind of run. */
 void mx__spec_split_ops(const mx_spec_split *sp, size_t *static_ops, size_t *dynamic_ops, uint32_t *static_runs,
                         uint32_t *dynamic_runs);

@@ -329,7 +329,7 @@ static void release_values(mx_session *s, mx_spec_split *sp, mx_stream *stream) 
 }
 
 mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream, mx_spec_split *sp,
-                             mx_error *err) {
+                             uint64_t *launches, mx_error *err) {
   mx_graph *body = mx__part_call_body(&p->root->nodes[c->node]);
   mx_status st = MX_OK;
   for (uint32_t k = 0; k < c->n_in; k++) {
@@ -349,7 +349,11 @@ mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_str
         memset(&x->args_out[j], 0, sizeof x->args_out[j]);
         x->args_out[j].placement = MX_DEVICE;
       }
+      mx_dyn_exec_stats before, after;
+      mx_dyn_exec_stats_get(x->dexec, &before);
       st = mx_dyn_exec_run(x->dexec, x->args_in, n_fed, x->args_out, x->n_out, stream);
+      mx_dyn_exec_stats_get(x->dexec, &after);
+      *launches += after.launches - before.launches;
       if (st != MX_OK) {
         mx__fail(err, st, "specialized partition '%s': %s", c->name, mx_dyn_exec_last_error(x->dexec));
         break;
