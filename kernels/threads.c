@@ -22,6 +22,9 @@ static mx_ktask_fn job_fn;
 static void *job_ctx;
 static int64_t job_tasks;
 static atomic_llong job_next;
+/* The generation each worker was started at: it takes the runs after it, even the one handed
+ * out before the thread first got the lock. */
+static uint64_t start_generation[MX_KTHREADS_MAX];
 
 static void take_tasks(mx_ktask_fn fn, void *ctx, int64_t n, int32_t slot) {
   for (;;) {
@@ -33,9 +36,8 @@ static void take_tasks(mx_ktask_fn fn, void *ctx, int64_t n, int32_t slot) {
 
 static void *worker_main(void *arg) {
   int32_t slot = (int32_t)(intptr_t)arg;
-  uint64_t seen = 0;
   pthread_mutex_lock(&mu);
-  seen = generation;
+  uint64_t seen = start_generation[slot];
   for (;;) {
     while (generation == seen) pthread_cond_wait(&work_cv, &mu);
     seen = generation;
@@ -66,6 +68,9 @@ static int32_t ensure_workers(int32_t n) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_mutex_lock(&mu);
+    start_generation[workers + 1] = generation;
+    pthread_mutex_unlock(&mu);
     bool ok = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)(workers + 1)) == 0;
     pthread_attr_destroy(&attr);
     if (!ok) break;

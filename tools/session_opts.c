@@ -20,7 +20,9 @@ const char mx_cli_session_opts_help[] =
     "                          symbols it binds (repeatable: --gear seq=1 --gear seq=128)\n"
     "  --spec-cache N          specializations kept per dynamic partition (default 8; 0: none)\n"
     "  --spec-churn N          new values of one symbol a partition compiles for before it stays\n"
-    "                          dynamic for it (default 4; 0: no limit)\n";
+    "                          dynamic for it (default 4; 0: no limit)\n"
+    "  --threads N             intra-op threads: large kernels (Conv) split across N threads\n"
+    "                          (default 1)\n";
 
 /* The --gear values (one command line per process). */
 #define MAX_GEARS 32
@@ -78,6 +80,15 @@ int mx_cli_session_option(const char *cmd, mx_cli_session_opts *so, int argc, ch
     if (so->o.n_gears == MAX_GEARS) return mx_cli_usage_error(cmd, "at most %d --gear options", MAX_GEARS) + 100;
     gears[so->o.n_gears++] = v;
     so->o.gears = gears;
+    return 1;
+  }
+  if (strcmp(a, "--threads") == 0) {
+    const char *v = mx_cli_option_value(cmd, argc, argv, i);
+    int64_t x;
+    if (!v) return MX_EXIT_USAGE + 100;
+    if (!mx_cli_parse_int(v, &x) || x < 1 || x > 64)
+      return mx_cli_usage_error(cmd, "--threads needs a number from 1 to 64, not '%s'", v) + 100;
+    so->o.intra_op_threads = (uint32_t)x;
     return 1;
   }
   if (strcmp(a, "--spec-cache") == 0 || strcmp(a, "--spec-churn") == 0) {

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "kernels/threads.h"
 #include "mixrt/onnx.h"
 #include "mixrt/session.h"
 #include "v2runtime/session_impl.h"
@@ -21,6 +22,7 @@ void mx_session_options_init(mx_session_options *o) {
   o->static_min_ops = 4;
   o->spec_cache_size = MX_SPEC_DEFAULT_CACHE;
   o->spec_churn_limit = MX_SPEC_DEFAULT_CHURN;
+  o->intra_op_threads = 1;
 }
 
 /* The session whose last call on this thread was refused as busy. A refused call must not touch
@@ -102,10 +104,13 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
     o = &defaults;
   }
   mx_session_options upgraded;
-  if (o->version == 1) {
-    /* Version 1 ends before the specialization fields: they take their defaults. */
+  if (o->version == 1 || o->version == 2) {
+    /* Version 1 ends before the specialization fields, version 2 before intra_op_threads: the
+     * missing fields take their defaults. */
     mx_session_options_init(&upgraded);
-    memcpy(&upgraded, o, offsetof(mx_session_options, spec_cache_size));
+    memcpy(&upgraded, o,
+           o->version == 1 ? offsetof(mx_session_options, spec_cache_size)
+                           : offsetof(mx_session_options, intra_op_threads));
     upgraded.version = MX_SESSION_OPTIONS_VERSION;
     o = &upgraded;
   }
@@ -120,8 +125,12 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
   if (o->static_min_ops < -1)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "static_min_ops must be -1 or more, not %lld",
                     (long long)o->static_min_ops);
+  if (o->intra_op_threads > MX_KTHREADS_MAX)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "intra_op_threads must be at most %d, not %u", MX_KTHREADS_MAX,
+                    o->intra_op_threads);
   mx_session *s = calloc(1, sizeof *s);
   if (!s) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory creating a session");
+  if (o->intra_op_threads) mx__kthreads_set((int32_t)o->intra_op_threads);
   s->n_streams = o->streams;
   mx__tick_clock_start(&s->clock);
   pthread_mutex_init(&s->trace.lock, NULL);

@@ -56,7 +56,8 @@ typedef struct mx_symbol_range {
 
 /* The layout of mx_session_options this header describes (docs/abi.md): 1, the fields below.
  * mx_session_create refuses a record whose version it does not know. */
-#define MX_SESSION_OPTIONS_VERSION 2u /* 2 added spec_cache_size, spec_churn_limit, gears */
+#define MX_SESSION_OPTIONS_VERSION 3u /* 2 added spec_cache_size, spec_churn_limit, gears;
+                                          3 added intra_op_threads */
 
 typedef struct mx_session_options {
   uint32_t version;                 /* MX_SESSION_OPTIONS_VERSION; set by mx_session_options_init */
@@ -99,6 +100,11 @@ typedef struct mx_session_options {
   const char *const *gears;         /* declared specializations compiled at load, each
                                        "name=value[,name=value...]" ("seq=1") (copied) */
   size_t n_gears;
+  /* Version 3. */
+  uint32_t intra_op_threads;        /* threads the CPU kernels split one large op (Conv) across:
+                                       a process-wide pool, sized when a session is created
+                                       (default 1: every kernel runs on the thread that launches
+                                       it; 0 leaves the pool as it is) */
 } mx_session_options;
 
 /* Fills *o with the defaults. */
