@@ -3,8 +3,10 @@
  * fallback, declared gears, a data-dependent partition never specialized, results equal to the
  * reference interpreter, and a fault during an on-the-fly compile. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hal/hal_impl.h"
 #include "mixrt/graph.h"
@@ -333,5 +335,33 @@ Test(session_spec, multi_stream_multi_thread) {
   cr_assert_eq(mx_session_load_graph(f.s, model(true)), MX_OK, "%s", mx_session_last_error(f.s));
   f.ref = model(true);
   for (int64_t b = 1; b < 8; b++) cr_assert_eq(step(&f, 1 + b % 2, b, true), MX_OK, "%s", mx_session_last_error(f.s));
+  close_model(&f);
+}
+
+/* A model saved as .mxm and restored specializes the same way (the analysis runs on the
+ * restored bodies), declared gears included. */
+Test(session_spec, restored_mxm_specializes) {
+  fixture f = open_model(true, 8, 2, NULL, 0);
+  char path[] = "/tmp/mixrt-spec-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(mx_session_save(f.s, path, NULL), MX_OK, "%s", mx_session_last_error(f.s));
+  mx_session_destroy(f.s);
+  mx_session_options o;
+  mx_session_options_init(&o);
+  const char *gears[] = {"a=3,b=5"};
+  o.gears = gears;
+  o.n_gears = 1;
+  mx_error err;
+  cr_assert_eq(mx_session_create(&o, &f.s, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_session_load_file(f.s, path), MX_OK, "%s", mx_session_last_error(f.s));
+  remove(path);
+  cr_assert_eq(totals(&f).spec_compiles, 1, "the gear compiled at load");
+  cr_assert_eq(step(&f, 3, 5, true), MX_OK, "%s", mx_session_last_error(f.s));
+  cr_assert_eq(step(&f, 2, 5, true), MX_OK, "%s", mx_session_last_error(f.s));
+  mx_session_stats t = totals(&f);
+  cr_assert_eq(t.spec_hits, 1);
+  cr_assert_eq(t.spec_compiles, 2);
   close_model(&f);
 }
