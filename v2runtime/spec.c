@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/grow.h"
 #include "partitioner/partitioner.h"
 #include "v2runtime/exe_registry.h"
 #include "v2runtime/spec.h"
@@ -167,6 +168,31 @@ static mx_spec_entry *find_entry(mx_spec_call *sc, const int64_t *vals) {
   return split;
 }
 
+/* Marks a compile on the trace's host lane ("specialize partition_7 seq=1 past_len=7"). */
+static void trace_compile(mx_session *s, const mx_rt_call *c, const mx_spec_call *sc, const int64_t *vals,
+                          uint32_t mask, uint64_t start_ns, uint64_t end_ns) {
+  mx_trace *t = &s->trace;
+  if (!t->on) return;
+  char label[sizeof t->host[0].label];
+  int w = snprintf(label, sizeof label, "specialize %s", c->name);
+  for (uint32_t k = 0; k < sc->n_syms && w > 0 && (size_t)w < sizeof label; k++)
+    if (mask >> k & 1u)
+      w += snprintf(label + w, sizeof label - (size_t)w, " %s=%lld", mx_symtab_symbol_name(s->prog->root->syms, sc->syms[k]),
+                    (long long)vals[k]);
+  pthread_mutex_lock(&t->lock);
+  if (MX_GROW(t->host, t->cap_host, t->n_host + 1)) {
+    mx_trace_slice *sl = &t->host[t->n_host++];
+    sl->start_ns = start_ns;
+    sl->end_ns = end_ns;
+    sl->lane = 0;
+    sl->kernel = UINT16_MAX;
+    memcpy(sl->label, label, sizeof sl->label);
+  } else {
+    t->dropped++;
+  }
+  pthread_mutex_unlock(&t->lock);
+}
+
 /* Compiles call c for vals and puts it in the cache (evicting the least recently used entry,
  * declared gears last). NULL with *permanent false: a fault, the step fails. */
 static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals, uint32_t mask,
@@ -192,7 +218,9 @@ static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const
                      : mx__spec_compile_split(s, p, c, sc->syms, sc->n_syms, full_mask(sc) & ~mask, all, n_syms,
                                               &split, permanent, err);
   free(all);
-  ss->count.compile_ns += mx__now_ns() - t0;
+  uint64_t t1 = mx__now_ns();
+  ss->count.compile_ns += t1 - t0;
+  trace_compile(s, c, sc, vals, mask, t0, t1);
   if (st != MX_OK) return NULL;
   ss->count.compiles++;
   mx_spec_entry *e;

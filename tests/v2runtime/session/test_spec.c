@@ -365,3 +365,28 @@ Test(session_spec, restored_mxm_specializes) {
   cr_assert_eq(t.spec_compiles, 2);
   close_model(&f);
 }
+
+/* The Chrome trace marks compiles on the host lane and specialized executions on a stream. */
+Test(session_spec, trace_marks_compiles) {
+  fixture f = open_model(false, 8, 4, NULL, 0);
+  cr_assert_eq(mx_session_trace_begin(f.s), MX_OK);
+  cr_assert_eq(step(&f, 3, 0, false), MX_OK);
+  cr_assert_eq(step(&f, 3, 0, false), MX_OK);
+  char path[] = "/tmp/mixrt-spec-trace-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(mx_session_trace_end(f.s, path), MX_OK, "%s", mx_session_last_error(f.s));
+  FILE *in = fopen(path, "rb");
+  cr_assert_not_null(in);
+  char *text = calloc(1, 1 << 20);
+  size_t n = fread(text, 1, (1 << 20) - 1, in);
+  fclose(in);
+  remove(path);
+  cr_assert_gt(n, 0);
+  cr_assert(strstr(text, "\"specialize partition_"), "no compile slice");
+  cr_assert(strstr(text, " a=3\""), "the compile slice names the binding");
+  cr_assert(strstr(text, "\"specialized partition_"), "no specialized execution slice");
+  free(text);
+  close_model(&f);
+}
