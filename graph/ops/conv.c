@@ -287,6 +287,9 @@ static mx_status conv_infer(mx_infer_ctx *ctx) {
   mx_status st = need_dtype(ctx, 0, is_float(ctx->in[0].dtype), "float16, bfloat16, float32 or float64");
   if (st == MX_OK) st = mx__infer_same_dtype(ctx, 1, 0);
   if (st == MX_OK && mx__in_present(ctx, 2)) st = mx__infer_same_dtype(ctx, 2, 0);
+  /* a fourth input, the residual the conv_residual rule (graph/passes/fuse_residual.c) moves
+   * in, has Y's shape; the kernel checks it */
+  if (st == MX_OK && mx__in_present(ctx, 3)) st = mx__infer_same_dtype(ctx, 3, 0);
   if (st == MX_OK) st = conv_forward_shape(ctx, p, 1, ctx->in[0].dtype);
   if (st == MX_OK) st = check_channel_vector(ctx, 2, dim_or_unknown(&ctx->in[1].shape, 0), "bias B");
   return st;
@@ -294,7 +297,7 @@ static mx_status conv_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_conv = {
     .name = "Conv",
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
     .attrs = conv_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = conv_parse,

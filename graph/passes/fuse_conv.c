@@ -71,7 +71,9 @@ static mx_status fuse_one(mx_graph *g, mx_node_id cid, bool *hit) {
   const mx_node *conv = &g->nodes[cid];
   const mx_conv_params *p = conv->params;
   mx_value_id y = conv->outputs[0];
-  if (!p || p->fused_act || g->values[y].dtype != MX_FLOAT32 || !mx__rw_single_use(g, y)) return MX_OK;
+  if (!p || p->fused_act || conv->n_inputs > 3 /* a residual: conv_residual's */ || g->values[y].dtype != MX_FLOAT32 ||
+      !mx__rw_single_use(g, y))
+    return MX_OK;
   const mx_shape *ys = &g->values[y].shape;
   if (ys->rank < 3 || !mx_dim_is_concrete(ys->dims[1])) return MX_OK;
   int64_t m = ys->dims[1];

@@ -11,10 +11,13 @@
 #include "graph/passes/passes.h"
 #include "graph/passes/rewrite.h"
 
+extern const mx__rw_rule mx__rule_conv_residual; /* graph/passes/fuse_residual.c */
+
 const mx__rw_rule *const mx__rw_rules[] = {
     &mx__rule_identity, &mx__rule_transpose_pair, &mx__rule_reshape_chain, &mx__rule_cse,
     &mx__rule_bn_fold,  &mx__rule_layernorm,      &mx__rule_rmsnorm,      &mx__rule_gelu,
     &mx__rule_silu,     &mx__rule_rotary,         &mx__rule_attention,    &mx__rule_conv_act,
+    &mx__rule_conv_residual,
     &mx__rule_matmul_transpose, &mx__rule_matmul_bias_act, &mx__rule_shape_subgraph,
     &mx__rule_transpose_reshape, &mx__rule_view_chain,
     NULL,
@@ -134,14 +137,17 @@ static void take_output(mx_graph *g, mx_node_id nid, uint32_t slot, mx_value_id 
 
 mx_status mx__rw_replace(mx_graph *g, mx_value_id out, const char *op, const mx_value_id *inputs, size_t n_inputs,
                          const mx_attr *attrs, size_t n_attrs, mx_node_id *node) {
-  mx_node_desc d = {.op_type = op, .inputs = inputs, .n_inputs = n_inputs, .attrs = attrs, .n_attrs = n_attrs,
-                    .n_outputs = 1};
+  /* The new node takes the replaced node's name (free once it is removed), so messages about it
+   * still name a node of the model as it was given. */
+  mx_node_id old = g->values[out].producer;
+  const char *name = old != MX_NO_NODE && g->nodes[old].name[0] ? g->nodes[old].name : NULL;
+  if (old != MX_NO_NODE) mx__graph_remove_node(g, old);
+  mx_node_desc d = {.op_type = op, .name = name, .inputs = inputs, .n_inputs = n_inputs, .attrs = attrs,
+                    .n_attrs = n_attrs, .n_outputs = 1};
   mx_value_id fresh;
   mx_status st = mx_graph_add_node(g, &d, &fresh);
   if (st != MX_OK) return st;
   mx_node_id nid = g->values[fresh].producer;
-  mx_node_id old = g->values[out].producer;
-  if (old != MX_NO_NODE) mx__graph_remove_node(g, old);
   take_output(g, nid, 0, out);
   if (node) *node = nid;
   return MX_OK;
