@@ -303,6 +303,10 @@ static mx_status w_bind(mx_exe_run *run, const mx_exe_node *n) {
     ss->count.hits++;
   } else {
     ss->count.misses++;
+    /* A step that fails leaves the churn state as it found it (the next one starts clean). */
+    uint32_t saved_misses[MX_SPEC_MAX_SYMS], saved_churned = sc->churned;
+    uint64_t saved_fallbacks = ss->count.fallbacks;
+    memcpy(saved_misses, sc->misses, sizeof saved_misses);
     if (!sc->disabled && churns(s, &p->calls[ci], sc, vals)) {
       ss->count.fallbacks++;
       if (sc->churned == full_mask(sc)) sc->disabled = true; /* nothing left to specialize on */
@@ -311,7 +315,12 @@ static mx_status w_bind(mx_exe_run *run, const mx_exe_node *n) {
     bool permanent = false;
     mx_error cerr = {0};
     e = add_entry(s, p, ci, vals, full_mask(sc) & ~sc->churned, false, &permanent, &cerr);
-    if (!e && !permanent) return mx__fail(run->err, cerr.status, "%s", cerr.message);
+    if (!e && !permanent) {
+      memcpy(sc->misses, saved_misses, sizeof saved_misses);
+      sc->churned = saved_churned;
+      ss->count.fallbacks = saved_fallbacks;
+      return mx__fail(run->err, cerr.status, "%s", cerr.message);
+    }
     if (!e) {
       sc->disabled = true;
       ss->count.fallbacks++;
