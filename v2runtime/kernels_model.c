@@ -65,9 +65,15 @@ static mx_status k_upload_constant(mx_exe_run *run, const mx_exe_node *n) {
   void *dev = NULL;
   mx_status st = s->opts.private_weights ? mx_device_upload(s->dev, c->data, nbytes, 64, &dev)
                                           : mx_device_shared_acquire(s->dev, c->data, nbytes, 64, &dev);
-  if (st != MX_OK)
-    return mx__fail(run->err, st, "constant '%s': cannot upload %zu bytes: %s", p->root->values[r].name, nbytes,
+  if (st != MX_OK) {
+    /* The reader places a constant that a rewrite rule made (its name is not the model's). */
+    const mx_value *cv = &p->root->values[r];
+    if (cv->n_consumers)
+      return mx__fail(run->err, st, "constant '%s' (read by '%s'): cannot upload %zu bytes: %s", cv->name,
+                      p->root->nodes[cv->consumers[0]].name, nbytes, mx_device_last_error(s->dev));
+    return mx__fail(run->err, st, "constant '%s': cannot upload %zu bytes: %s", cv->name, nbytes,
                     mx_device_last_error(s->dev));
+  }
   rv->t = *c;
   rv->t.data = dev;
   rv->t.placement = MX_DEVICE;

@@ -91,7 +91,7 @@ static mx_status run_shape_subgraph(mx_graph *g, size_t *hits) {
     if (!(reshape ? reshape_target(g, nd, x, s, target) : expand_target(g, x, s, target))) continue;
     int64_t len = s->sv_len;
     mx_value_id c;
-    mx_status st = mx__rw_new_const(g, reshape ? "reshape_target" : "expand_target", MX_INT64, 1, &len, target, &c);
+    mx_status st = mx__rw_new_const_for(g, (mx_node_id)i, MX_INT64, 1, &len, target, &c);
     if (st != MX_OK) return st;
     nd = &g->nodes[i]; /* adding the constant may have moved the node array */
     mx__graph_remove_use(g, sid, (mx_node_id)i);

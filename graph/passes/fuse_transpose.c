@@ -35,7 +35,7 @@ static mx_status reshape_to(mx_graph *g, mx_value_id y, mx_value_id x, bool *hit
   if (!mx__rw_reshape_target(g, xs, ys, target)) return MX_OK;
   int64_t len = ys->rank;
   mx_value_id c;
-  mx_status st = mx__rw_new_const(g, "reshape_target", MX_INT64, 1, &len, target, &c);
+  mx_status st = mx__rw_new_const_for(g, g->values[y].producer, MX_INT64, 1, &len, target, &c);
   if (st != MX_OK) return st;
   mx_value_id ins[2] = {x, c};
   st = mx__rw_replace(g, y, "Reshape", ins, 2, NULL, 0, NULL);

@@ -211,6 +211,16 @@ mx_status mx__rw_new_const(mx_graph *g, const char *hint, mx_dtype dtype, int32_
   return mx_graph_add_constant(g, name, &t, out);
 }
 
+mx_status mx__rw_new_const_for(mx_graph *g, mx_node_id node, mx_dtype dtype, int32_t rank, const int64_t *dims,
+                               const void *data, mx_value_id *out) {
+  const char *name = g->nodes[node].name;
+  if (!name[0] || mx_graph_find_value(g, name) != MX_NO_VALUE)
+    return mx__rw_new_const(g, name[0] ? name : "c", dtype, rank, dims, data, out);
+  mx_tensor t = {.dtype = dtype, .rank = rank, .data = (void *)data};
+  for (int32_t i = 0; i < rank; i++) t.dims[i] = dims[i];
+  return mx_graph_add_constant(g, name, &t, out);
+}
+
 /* --- selection ---------------------------------------------------------------------------------- */
 
 static size_t rule_count(void) {

@@ -77,6 +77,11 @@ mx_status mx__rw_replace_n(mx_graph *g, const mx_value_id *outs, size_t n_outs, 
  * output, `to`'s producer is made to produce `from` directly so the output keeps its name; false
  * (nothing changed) when that is impossible (`to` is an input, a constant or an output). */
 bool mx__rw_forward(mx_graph *g, mx_value_id from, mx_value_id to);
+/* A new constant made for node `node` (e.g. a Reshape target it reads): named as that node
+ * when no value bears the name, so messages about the constant (an upload that fails) still
+ * name something of the model as it was given; else a unique name built from it. */
+mx_status mx__rw_new_const_for(mx_graph *g, mx_node_id node, mx_dtype dtype, int32_t rank, const int64_t *dims,
+                               const void *data, mx_value_id *out);
 /* A new float constant of the given dims (data copied) named after `hint`. */
 mx_status mx__rw_new_const(mx_graph *g, const char *hint, mx_dtype dtype, int32_t rank, const int64_t *dims,
                            const void *data, mx_value_id *out);
