@@ -164,9 +164,19 @@ static mx_status plan_deform(const mx_kernel_call *call, mx_kwin *w, const char 
   q.auto_pad = MX_AUTO_PAD_NOTSET;
   mx__kwin_forward(&q, 2, x->dims + 2, y->dims + 2, wt->dims + 2, w);
   int64_t og = p->offset_group;
-  if (wt->dims[1] * p->group != x->dims[1] || wt->dims[0] % p->group != 0 || x->dims[1] % og != 0 ||
-      off->dims[1] != og * w->k_size * 2 || off->dims[2] != y->dims[2] || off->dims[3] != y->dims[3]) {
+  if (p->group <= 0 || og <= 0 || wt->dims[1] * p->group != x->dims[1] || wt->dims[0] % p->group != 0 ||
+      x->dims[1] % og != 0 || off->dims[1] != og * w->k_size * 2 || off->dims[2] != y->dims[2] ||
+      off->dims[3] != y->dims[3]) {
     *why = "DeformConv: channel counts of X, W, offset and group disagree";
+    return MX_ERR_KERNEL;
+  }
+  /* The kernel walks offset, mask and Y by X's batch and W's output channels. */
+  if (off->dims[0] != x->dims[0] || y->dims[0] != x->dims[0] || y->dims[1] != wt->dims[0]) {
+    *why = "DeformConv: the batch of X, offset and Y or the output channels of W and Y disagree";
+    return MX_ERR_KERNEL;
+  }
+  if (present(call, 3) && mx__ktensor_numel(&call->t[3]) != wt->dims[0]) {
+    *why = "DeformConv: B must hold one value per output channel";
     return MX_ERR_KERNEL;
   }
   if (present(call, 4) && mx__ktensor_numel(&call->t[4]) != x->dims[0] * og * w->k_size * w->grid_size) {
