@@ -7,13 +7,19 @@
  *
  * AveragePool's divisor: the taps inside the image (count_include_pad = 0), or the taps inside
  * the image and its explicit padding (count_include_pad = 1); a ceil_mode window that hangs
- * past the end padding does not count the overhang either way. */
+ * past the end padding does not count the overhang either way.
+ *
+ * float32 has two vectorized paths (AVX-512, AVX2 and baseline copies): 2-D MaxPool without
+ * Indices (the columns whose window lies inside the image take every tap in one pass over the
+ * row; the edge columns go tap by tap as the generic walk does, so NaNs and ties come out the
+ * same), and GlobalAveragePool (eight double partial sums per plane, added in a fixed order). */
 #include <math.h>
 #include <string.h>
 
 #include "graph/ops/conv_params.h"
 #include "kernels/conv_impl.h"
 #include "kernels/groups.h"
+#include "kernels/kmath.h"
 #include "kernels/kutil.h"
 
 /* What one pooling call computes. */
@@ -37,6 +43,78 @@ typedef struct pool_plan {
 #include "kernels/pool_tmpl.inc"
 #undef PT
 #undef PT_FN
+
+/* One plane of a 2-D MaxPool (w->grid[0] == 1, dilation 1 along the width): the same taps in
+ * the same order as pool_all, the first valid tap as the start and a tap replacing the maximum
+ * only when greater. */
+MX_KHOT static void maxpool2d_plane_f32(const mx_kwin *w, const float *restrict x, float *restrict y) {
+  const int64_t OW = w->grid[2], IW = w->img[2], sw = w->s[2], KW = w->k[2], pbw = w->pb[2];
+  /* columns ow whose taps ow*sw - pbw + kw all fall inside [0, IW) */
+  int64_t in_lo = pbw > 0 ? (pbw + sw - 1) / sw : 0;
+  int64_t in_hi = IW - KW + pbw >= 0 ? (IW - KW + pbw) / sw + 1 : 0;
+  if (in_hi > OW) in_hi = OW;
+  if (in_lo > in_hi) in_lo = in_hi;
+  for (int64_t oh = 0; oh < w->grid[1]; oh++) {
+    float *yr = y + oh * OW;
+    int64_t kh_lo = -1, kh_hi = -1; /* valid rows of the window: [kh_lo, kh_hi) */
+    for (int64_t kh = 0; kh < w->k[1]; kh++) {
+      int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
+      if (ih < 0 || ih >= w->img[1]) continue;
+      if (kh_lo < 0) kh_lo = kh;
+      kh_hi = kh + 1;
+    }
+    for (int64_t ow = 0; ow < OW; ow++) {
+      if (ow == in_lo && in_lo < in_hi && kh_lo >= 0) {
+        /* the interior columns: every width tap is valid */
+        for (int64_t kh = kh_lo; kh < kh_hi; kh++) {
+          int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
+          if (ih < 0 || ih >= w->img[1]) continue;
+          const float *xr = x + ih * IW;
+          for (int64_t kw = 0; kw < KW; kw++) {
+            if (kh == kh_lo && kw == 0) {
+              for (int64_t o = in_lo; o < in_hi; o++) yr[o] = xr[o * sw - pbw];
+              continue;
+            }
+            for (int64_t o = in_lo; o < in_hi; o++) {
+              float v = xr[o * sw + kw - pbw];
+              yr[o] = v > yr[o] ? v : yr[o];
+            }
+          }
+        }
+        ow = in_hi - 1;
+        continue;
+      }
+      float best = 0.0f;
+      bool any = false;
+      for (int64_t kh = kh_lo < 0 ? 0 : kh_lo; kh_lo >= 0 && kh < kh_hi; kh++) {
+        int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
+        if (ih < 0 || ih >= w->img[1]) continue;
+        for (int64_t kw = 0; kw < KW; kw++) {
+          int64_t iw = ow * sw - pbw + kw;
+          if (iw < 0 || iw >= IW) continue;
+          float v = x[ih * IW + iw];
+          if (!any || v > best) best = v;
+          any = true;
+        }
+      }
+      yr[ow] = any ? best : NAN;
+    }
+  }
+}
+
+/* The mean of each plane of n values: eight double partial sums, added pairwise at the end. */
+MX_KHOT static void global_average_f32(const float *restrict x, float *restrict y, int64_t planes, int64_t n) {
+  for (int64_t pi = 0; pi < planes; pi++) {
+    const float *xp = x + pi * n;
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int j = 0; j < 8; j++) acc[j] += (double)xp[i + j];
+    for (int j = 0; i < n; i++, j++) acc[j] += (double)xp[i];
+    double sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    y[pi] = (float)(sum / (double)n);
+  }
+}
 
 static bool is_global(int32_t op) {
   return op == MX_CONVOP_GLOBAL_AVERAGE_POOL || op == MX_CONVOP_GLOBAL_MAX_POOL || op == MX_CONVOP_GLOBAL_LP_POOL;
@@ -108,6 +186,17 @@ static mx_status pool_run(mx_kernel_call *call) {
   int64_t nx = mx__ktensor_numel(x), ny = mx__ktensor_numel(y);
   if (ny == 0) return MX_OK;
   if (x->dtype == MX_FLOAT32) {
+    const mx_conv_params *p = call->params;
+    const mx_kwin *w = &pl.w;
+    if (p->op == MX_CONVOP_GLOBAL_AVERAGE_POOL && w->img_size > 0) {
+      global_average_f32(x->data, y->data, pl.planes, w->img_size);
+      return MX_OK;
+    }
+    if (p->op == MX_CONVOP_MAX_POOL && !idx && w->spatial == 2 && w->d[2] == 1) {
+      for (int64_t pi = 0; pi < pl.planes; pi++)
+        maxpool2d_plane_f32(w, (const float *)x->data + pi * w->img_size, (float *)y->data + pi * w->grid_size);
+      return MX_OK;
+    }
     pool_all_f32(&pl, x->data, y->data, idx);
     return MX_OK;
   }
