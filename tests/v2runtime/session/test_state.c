@@ -125,6 +125,39 @@ static void thousand_steps(int64_t min_ops) {
 }
 
 Test(session_state, thousand_steps_bit_identical_hybrid, .timeout = 300) { thousand_steps(4); }
+
+/* The model as torch.onnx.export writes it (the cache by Concat(past, new) along axis 2, no
+ * fused ops: --passes none keeps it so): 300 steps equal to the copying path. */
+Test(session_state, exported_style_concat, .timeout = 300) {
+  mx_llama_config cfg;
+  mx_llama_config_default(&cfg);
+  mx_graph *g;
+  mx_error err;
+  cr_assert_eq(mx_model_llama_exported(&cfg, &g, &err), MX_OK, "%s", err.message);
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.passes = "none";
+  mx_session *s;
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
+  copying c;
+  copying_init(&c);
+  mx_tensor ids;
+  mx_binding *b = state_binding(s, &ids, 32);
+  int64_t token = 4;
+  for (int step = 0; step < 300; step++) {
+    copying_step(s, &c, token);
+    binding_step(s, b, &ids, token);
+    char why[256];
+    cr_assert(mxs_same(mx_binding_output(b, 0), &c.out[0], why, sizeof why), "step %d: %s", step, why);
+    token = argmax(&c.out[0]);
+  }
+  same_cache(s, b, &c);
+  mx_binding_destroy(b);
+  mx_tensor_release(&ids);
+  copying_free(&c);
+  mx_session_destroy(s);
+}
 Test(session_state, thousand_steps_bit_identical_all_dynamic, .timeout = 300) { thousand_steps(-1); }
 
 /* Within the capacity the states allocate nothing: growing steps take at most the one block
@@ -291,5 +324,64 @@ Test(session_state, load_state) {
   mx_binding_destroy(b);
   mx_tensor_release(&ids);
   copying_free(&c);
+  mx_session_destroy(s);
+}
+
+/* Hugging Face names (past_key_values.0.key <- present.0.key) pair by themselves, the axis
+ * found from the shapes; the graph's Concat(past, new) writes the state's next buffer. The
+ * output y = ReduceSum(present, axis 1) is the sum of every x fed so far. */
+Test(session_state, hugging_face_names_and_concat) {
+  mx_graph *g;
+  cr_assert_eq(mx_graph_create("cache", &g), MX_OK);
+  mx_dim seq = mx_sym_named(mx_graph_symtab(g), "past_sequence_length");
+  mx_value_id x, past, axes, present, y;
+  mx_shape xs = {.rank = 3, .dims = {1, 1, 4}}, ps = {.rank = 3, .dims = {1, seq, 4}};
+  cr_assert_eq(mx_graph_add_input(g, "x", MX_FLOAT32, &xs, &x), MX_OK);
+  cr_assert_eq(mx_graph_add_input(g, "past_key_values.0.key", MX_FLOAT32, &ps, &past), MX_OK);
+  int64_t one = 1;
+  mx_tensor axes_t = {.dtype = MX_INT64, .rank = 1, .dims = {1}, .data = &one, .placement = MX_HOST};
+  cr_assert_eq(mx_graph_add_constant(g, "axes", &axes_t, &axes), MX_OK);
+  const char *present_name[] = {"present.0.key"}, *y_name[] = {"y"};
+  mx_attr axis = mx_attr_int("axis", 1);
+  mx_node_desc cat = {.op_type = "Concat", .inputs = (mx_value_id[]){past, x}, .n_inputs = 2, .attrs = &axis,
+                      .n_attrs = 1, .output_names = present_name, .n_outputs = 1};
+  cr_assert_eq(mx_graph_add_node(g, &cat, &present), MX_OK, "%s", mx_graph_last_error(g));
+  mx_node_desc sum = {.op_type = "ReduceSum", .inputs = (mx_value_id[]){present, axes}, .n_inputs = 2,
+                      .output_names = y_name, .n_outputs = 1};
+  cr_assert_eq(mx_graph_add_node(g, &sum, &y), MX_OK, "%s", mx_graph_last_error(g));
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, present), MX_OK);
+  mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
+  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
+  mx_binding *b;
+  cr_assert_eq(mx_binding_create(s, &b), MX_OK);
+  size_t pairs = 0;
+  cr_assert_eq(mx_binding_pair_states(b, MX_BINDING_AXIS_AUTO, 4, &pairs), MX_OK, "%s", mx_session_last_error(s));
+  cr_assert_eq(pairs, 1);
+  mx_tensor xt;
+  cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 3, (int64_t[]){1, 1, 4}, &xt), MX_OK);
+  cr_assert_eq(mx_binding_bind_input(b, "x", &xt), MX_OK);
+  cr_assert_eq(mx_binding_bind_output_alloc(b, "y", MX_HOST), MX_OK);
+  const mx_tensor *yt = mx_binding_output(b, 0);
+  float total[4] = {0};
+  for (int step = 0; step < 50; step++) {
+    for (int k = 0; k < 4; k++) {
+      ((float *)xt.data)[k] = (float)(step * 4 + k);
+      total[k] += (float)(step * 4 + k);
+    }
+    cr_assert_eq(mx_session_run_binding(s, b), MX_OK, "%s", mx_session_last_error(s));
+    for (int k = 0; k < 4; k++) cr_assert_eq(((const float *)yt->data)[k], total[k], "step %d, %d", step, k);
+  }
+  cr_assert_eq(mx_binding_state_length(b), 50);
+  cr_assert_eq(mx_binding_state_capacity(b), 64, "4 rows grown x2 past 50");
+  mx_tensor kept;
+  cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 3, (int64_t[]){1, 50, 4}, &kept), MX_OK);
+  cr_assert_eq(mx_device_copy(mx_session_device(s), kept.data, mx_binding_output(b, 1)->data, 50 * 4 * sizeof(float),
+                              MX_COPY_D2H),
+               MX_OK);
+  for (int r = 0; r < 50 * 4; r++) cr_assert_eq(((float *)kept.data)[r], (float)r, "row element %d", r);
+  mx_tensor_release(&kept);
+  mx_tensor_release(&xt);
+  mx_binding_destroy(b);
   mx_session_destroy(s);
 }
