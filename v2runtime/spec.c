@@ -283,6 +283,35 @@ static bool churns(mx_session *s, mx_rt_call *c, mx_spec_call *sc, const int64_t
   return over;
 }
 
+/* --- the call's own dynamic executor ----------------------------------------------------------- */
+
+/* While specializations serve a partition its dynamic executor is not needed: releasing it
+ * gives back its constants (for a CNN, a second copy of the weights). It is made again the
+ * first time a step runs the partition op by op. */
+static void release_dexec(mx_session *s, mx_spec_state *ss, mx_rt_call *c) {
+  if (!c->dexec) return;
+  mx_dyn_exec_stats ds;
+  mx_dyn_exec_stats_get(c->dexec, &ds);
+  ss->count.retired_launches += ds.launches;
+  ss->count.retired_copies += ds.output_copies;
+  if (s->async.started) mx__async_wait(s);
+  mx_dyn_exec_destroy(c->dexec);
+  c->dexec = NULL;
+}
+
+/* The original BindSymbols of call c, its dynamic executor made again when it was released. */
+static mx_status run_dynamic(mx_exe_run *run, const mx_exe_node *n, mx_rt_call *c) {
+  mx_session *s = STEP(run)->s;
+  if (!c->dexec) {
+    mx_status st = mx_dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
+    if (st != MX_OK) {
+      mx__error_prefix(run->err, "dynamic partition '%s': ", c->name);
+      return st;
+    }
+  }
+  return original[n->kernel](run, n);
+}
+
 /* --- the wrapped kernels ---------------------------------------------------------------------- */
 
 static mx_status w_bind(mx_exe_run *run, const mx_exe_node *n) {
@@ -296,7 +325,7 @@ static mx_status w_bind(mx_exe_run *run, const mx_exe_node *n) {
   int64_t vals[MX_SPEC_MAX_SYMS];
   for (uint32_t k = 0; k < sc->n_syms; k++) {
     vals[k] = step->bindings[sc->syms[k]];
-    if (vals[k] == INT64_MIN) return original[n->kernel](run, n); /* not bound by the inputs */
+    if (vals[k] == INT64_MIN) return run_dynamic(run, n, &p->calls[ci]); /* not bound by the inputs */
   }
   mx_spec_entry *e = find_entry(sc, vals);
   if (e) {
@@ -311,7 +340,7 @@ static mx_status w_bind(mx_exe_run *run, const mx_exe_node *n) {
       ss->count.fallbacks++;
       if (sc->churned == full_mask(sc)) sc->disabled = true; /* nothing left to specialize on */
     }
-    if (sc->disabled) return original[n->kernel](run, n);
+    if (sc->disabled) return run_dynamic(run, n, &p->calls[ci]);
     bool permanent = false;
     mx_error cerr = {0};
     e = add_entry(s, p, ci, vals, full_mask(sc) & ~sc->churned, false, &permanent, &cerr);
@@ -327,12 +356,13 @@ static mx_status w_bind(mx_exe_run *run, const mx_exe_node *n) {
       char line[MX_ERROR_MESSAGE_MAX + 96];
       snprintf(line, sizeof line, "partition '%s' stays dynamic: %s", p->calls[ci].name, cerr.message);
       say(s, MX_LOG_WARN, line);
-      return original[n->kernel](run, n);
+      return run_dynamic(run, n, &p->calls[ci]);
     }
   }
   e->last_use = ++ss->clock;
   mx_status st = run_entry(run, &p->calls[ci], e);
   if (st == MX_OK) sc->active = true;
+  if (st == MX_OK && !sc->disabled) release_dexec(s, ss, &p->calls[ci]);
   return st;
 }
 
@@ -521,6 +551,8 @@ void mx__spec_account(mx_session *s, mx_session_stats *l, mx_session_stats *t) {
   /* The caller set the total to the calls' executors' launches and the step's to that less the
    * previous total (which held the split runs' launches until then): adding the split runs'
    * cumulative launches to both gives each its share. */
-  l->dynamic_launches += c->launches;
-  t->dynamic_launches += c->launches;
+  l->dynamic_launches += c->launches + c->retired_launches;
+  t->dynamic_launches += c->launches + c->retired_launches;
+  l->output_copies += c->retired_copies;
+  t->output_copies += c->retired_copies;
 }

@@ -58,6 +58,8 @@ typedef struct mx_spec_call {
 typedef struct mx_spec_counters {
   uint64_t hits, misses, compiles, evictions, compile_ns, fallbacks;
   uint64_t launches; /* dynamic op launches of split specializations */
+  uint64_t retired_launches, retired_copies; /* figures of dynamic executors released while
+                                                specializations serve their partition */
 } mx_spec_counters;
 
 typedef struct mx_spec_state {
