@@ -79,6 +79,8 @@ static mx_status matmul_check_bias(mx_infer_ctx *ctx, const mx_value_info *o) {
       return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (fused bias) dim %d is not 1: it must run along the last axis",
                             (int)i);
   if (rc == 0 || c->shape.dims[rc - 1] == 1) return MX_OK;
+  if (ctx->in[1].shape.rank == 1)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (fused bias) must have one element when B is 1-D");
   return mx__check_same_dim(ctx, c->shape.dims[rc - 1], o->shape.dims[o->shape.rank - 1],
                             "input 2 (fused bias) length and the product's last dim");
 }

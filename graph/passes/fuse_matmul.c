@@ -130,7 +130,9 @@ static mx_status fuse_epilogue(mx_graph *g, mx_node_id mid, bool *hit) {
   if (!p.has_bias && mx__rw_single_use(g, last)) {
     const mx_node *add = &g->nodes[g->values[last].consumers[0]];
     mx_value_id b = is_op(add, "Add") ? mx__rw_other_input(add, last) : MX_NO_VALUE;
-    if (b != MX_NO_VALUE && bias_along_last(g, last, b, add->outputs[0])) {
+    /* With a 1-D B, Y's last axis is A's rows, which the kernel's epilogue does not walk. */
+    bool rows_last = g->values[mm->inputs[1]].shape.rank < 2;
+    if (b != MX_NO_VALUE && !rows_last && bias_along_last(g, last, b, add->outputs[0])) {
       ins[2] = b;
       p.has_bias = 1;
       last = add->outputs[0];
