@@ -342,6 +342,7 @@ Test(session_spec, multi_stream_multi_thread) {
  * restored bodies), declared gears included. */
 Test(session_spec, restored_mxm_specializes) {
   fixture f = open_model(true, 8, 2, NULL, 0);
+  cr_assert_eq(step(&f, 2, 3, true), MX_OK); /* saved while a specialization serves the partition */
   char path[] = "/tmp/mixrt-spec-XXXXXX";
   int fd = mkstemp(path);
   cr_assert_geq(fd, 0);
