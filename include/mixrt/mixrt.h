@@ -3,6 +3,7 @@
 #ifndef MIXRT_MIXRT_H
 #define MIXRT_MIXRT_H
 
+#include "mixrt/binding.h"
 #include "mixrt/dtype.h"
 #include "mixrt/graph.h"
 #include "mixrt/hal.h"
@@ -11,6 +12,7 @@
 #include "mixrt/onnx.h"
 #include "mixrt/partition.h"
 #include "mixrt/reference.h"
+#include "mixrt/sequence.h"
 #include "mixrt/session.h"
 #include "mixrt/shape.h"
 #include "mixrt/status.h"
