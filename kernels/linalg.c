@@ -589,11 +589,26 @@ static mx_status gemm_run(mx_kernel_call *call) {
   if (st != MX_OK) return st;
   mx_ktensor *y = mx__kout(call, 0);
   if (g.m == 0 || g.n == 0) return MX_OK;
+  /* A fused activation (mx_gemm_params.fused_act) runs as the MatMul epilogue without a bias. */
+  const mx_gemm_params *gp = call->params;
+  mm_epilogue e = {.bias = NULL, .bias_n = 0, .act = gp ? gp->fused_act : MX_MATMUL_ACT_NONE};
+  bool act = e.act != MX_MATMUL_ACT_NONE;
   switch (y->dtype) {
-    case MX_FLOAT32: return gemm_run_f32(call, &g, call->t[0].data, call->t[1].data, y->data);
-    case MX_FLOAT64: return gemm_run_f64(call, &g);
+    case MX_FLOAT32:
+      st = gemm_run_f32(call, &g, call->t[0].data, call->t[1].data, y->data);
+      if (st == MX_OK && act) mm_epilogue_f32(&e, y->data, g.m, g.n);
+      return st;
+    case MX_FLOAT64:
+      st = gemm_run_f64(call, &g);
+      if (st == MX_OK && act) mm_epilogue_f64(&e, y->data, g.m, g.n);
+      return st;
     case MX_INT32:
-    case MX_INT64: return gemm_run_int(call, &g);
+    case MX_INT64:
+      if (act) {
+        call->why = "Gemm: a fused activation needs a float dtype";
+        return MX_ERR_KERNEL;
+      }
+      return gemm_run_int(call, &g);
     case MX_FLOAT16:
     case MX_BFLOAT16: {
       int64_t na = mx__ktensor_numel(&call->t[0]), nb = mx__ktensor_numel(&call->t[1]);
@@ -603,6 +618,7 @@ static mx_status gemm_run(mx_kernel_call *call) {
       mx__khalf_to_f32(call->t[0].data, call->t[0].dtype, fa, na);
       mx__khalf_to_f32(call->t[1].data, call->t[1].dtype, fb, nb);
       st = gemm_run_f32(call, &g, fa, fb, fy);
+      if (st == MX_OK && act) mm_epilogue_f32(&e, fy, g.m, g.n);
       if (st == MX_OK) mx__kf32_to_half(fy, y->dtype, y->data, g.m * g.n);
       return st;
     }

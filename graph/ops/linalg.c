@@ -151,6 +151,8 @@ static const mx_attr_spec gemm_attrs[] = {
     {.name = "transA", .type = MX_ATTR_INT, .def_i = 0},
     {.name = "transB", .type = MX_ATTR_INT, .def_i = 0},
     {.name = "broadcast", .type = MX_ATTR_INT, .def_i = 0}, /* opset < 7; C always broadcasts */
+    /* mixrt-internal: set by the fusion pass (graph/passes/fuse_matmul.c) only. */
+    {.name = "mixrt_activation", .type = MX_ATTR_STRING, .def_s = ""},
     {0},
 };
 
@@ -161,6 +163,14 @@ static mx_status gemm_parse(const mx_parse_ctx *pc, void *params) {
   p->trans_a = mx__parse_int(pc, "transA") != 0;
   p->trans_b = mx__parse_int(pc, "transB") != 0;
   if (pc->opset < 11 && pc->n_inputs < 3) return mx__parse_fail(pc, "Gemm before opset 11 needs input C");
+  char act[16];
+  mx_status st = mx__parse_string(pc, "mixrt_activation", act, sizeof act);
+  if (st != MX_OK) return st;
+  int32_t k = 0;
+  while (matmul_acts[k] && strcmp(matmul_acts[k], act) != 0) k++;
+  if (!matmul_acts[k]) return mx__parse_fail(pc, "attribute 'mixrt_activation' is '%s', not a fused activation", act);
+  p->fused_act = k;
+  p->act_reserved = 0;
   return MX_OK;
 }
 
@@ -172,6 +182,9 @@ static mx_status gemm_infer(mx_infer_ctx *ctx) {
                           mx_dtype_name(a->dtype));
   mx_status st = mx__infer_same_dtype(ctx, 1, 0);
   if (st != MX_OK) return st;
+  if (p->fused_act && a->dtype != MX_FLOAT32 && a->dtype != MX_FLOAT64 && a->dtype != MX_FLOAT16 &&
+      a->dtype != MX_BFLOAT16)
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "a fused activation needs a float dtype, not %s", mx_dtype_name(a->dtype));
   bool has_c = mx__in_present(ctx, 2);
   if (has_c && (st = mx__infer_same_dtype(ctx, 2, 0)) != MX_OK) return st;
   for (int i = 0; i < 2; i++)

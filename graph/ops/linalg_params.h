@@ -35,6 +35,10 @@ typedef struct mx_gemm_params {
   float beta;       /* scale of C */
   int32_t trans_a;  /* 1: use A^T */
   int32_t trans_b;  /* 1: use B^T */
+  /* An activation the kernel applies last (MX_MATMUL_ACT_*), set by the fusion pass through the
+   * mixrt-internal attribute mixrt_activation; 0 for an ONNX Gemm. */
+  int32_t fused_act;
+  int32_t act_reserved; /* 0: keeps the struct free of padding */
 } mx_gemm_params;
 
 /* Einsum limits: operands, labels per term (an ellipsis counts as one entry), equation text. */

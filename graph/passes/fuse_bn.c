@@ -112,8 +112,10 @@ static mx_status fold_one(mx_graph *g, mx_node_id bn_id, bool *hit) {
   if (nd->domain[0] || (!gemm && strcmp(nd->op_type, "Conv") != 0 && strcmp(nd->op_type, "ConvTranspose") != 0))
     return MX_OK;
   if (!nd->params || nd->n_outputs != 1) return MX_OK;
-  /* A Conv whose kernel applies a fused activation computes act(W x + b): BN does not fold in. */
-  if (!gemm && ((const mx_conv_params *)nd->params)->fused_act) return MX_OK;
+  /* A Conv or Gemm whose kernel applies a fused activation computes act(W x + b): BN does not
+   * fold in. */
+  if (gemm ? ((const mx_gemm_params *)nd->params)->fused_act : ((const mx_conv_params *)nd->params)->fused_act)
+    return MX_OK;
   mx_dtype dt = g->values[x].dtype;
   if (dt != MX_FLOAT32 && dt != MX_FLOAT64) return MX_OK;
   const mx_shape *xs = &g->values[x].shape;

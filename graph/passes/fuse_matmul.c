@@ -1,8 +1,8 @@
 /* MatMul rules: a Transpose of an operand's last two axes folded into the MatMul kernel's
  * transpose flags (matmul_transpose), and an Add of a bias along the last axis followed by an
  * activation (Relu, Gelu, SiLU, Sigmoid, Tanh) folded into the kernel's epilogue
- * (matmul_bias_act). Both set the mixrt-internal MatMul attributes that mx_matmul_params
- * (graph/ops/linalg_params.h) describes.
+ * (matmul_bias_act); the same activations after a Gemm (gemm_act). They set the mixrt-internal
+ * attributes that mx_matmul_params and mx_gemm_params (graph/ops/linalg_params.h) describe.
  *
  * Both run late (after every other rule stops hitting): the attention rule reads the plain
  * MatMul(Q, Transpose(K)) form, which matmul_transpose would otherwise take first. */
@@ -165,6 +165,49 @@ static mx_status run_matmul_bias_act(mx_graph *g, size_t *hits) {
   }
   return MX_OK;
 }
+
+/* Gemm [-> activation]: Gemm already adds its bias (C); the activation joins its kernel. */
+static mx_status fuse_gemm_act(mx_graph *g, mx_node_id gid, bool *hit) {
+  *hit = false;
+  const mx_node *gm = &g->nodes[gid];
+  const mx_gemm_params *p = gm->params;
+  mx_value_id y = gm->outputs[0];
+  if (p->fused_act || gm->n_outputs != 1 || !is_float(g->values[y].dtype) || !mx__rw_single_use(g, y)) return MX_OK;
+  const mx_node *next = &g->nodes[g->values[y].consumers[0]];
+  int32_t act = activation_of(next, y);
+  if (act == MX_MATMUL_ACT_NONE || gm->n_attrs >= 15) return MX_OK;
+  mx_attr attrs[16];
+  uint32_t na = 0;
+  for (uint32_t k = 0; k < gm->n_attrs; k++) attrs[na++] = gm->attrs[k];
+  attrs[na++] = mx_attr_string("mixrt_activation", act_names[act]);
+  mx_value_id ins[3];
+  uint32_t n_ins = gm->n_inputs;
+  for (uint32_t k = 0; k < n_ins; k++) ins[k] = gm->inputs[k];
+  mx_status st = mx__rw_replace(g, next->outputs[0], "Gemm", ins, n_ins, attrs, na, NULL);
+  if (st == MX_OK) *hit = true;
+  return st;
+}
+
+static mx_status run_gemm_act(mx_graph *g, size_t *hits) {
+  size_t n = g->n_nodes;
+  for (size_t i = 0; i < n; i++) {
+    const mx_node *nd = &g->nodes[i];
+    if ((nd->flags & MX_NODE_DEAD) || !is_op(nd, "Gemm") || !nd->params || nd->n_inputs > 3) continue;
+    bool hit;
+    mx_status st = fuse_gemm_act(g, (mx_node_id)i, &hit);
+    if (st != MX_OK) return st;
+    if (hit) (*hits)++;
+  }
+  return MX_OK;
+}
+
+const mx__rw_rule mx__rule_gemm_act = {
+    .name = "gemm_act",
+    .what = "Gemm + Relu / Gelu / SiLU / Sigmoid / Tanh into one Gemm kernel",
+    .by_default = true,
+    .late = true,
+    .run = run_gemm_act,
+};
 
 const mx__rw_rule mx__rule_matmul_bias_act = {
     .name = "matmul_bias_act",

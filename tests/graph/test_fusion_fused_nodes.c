@@ -48,3 +48,24 @@ Test(fusion_fused_nodes, attention_does_not_read_a_fused_matmul) {
   cr_assert_eq(fz_count(g, "Softmax") + fz_count(g, "Attention"), 1);
   mx_graph_destroy(g);
 }
+
+/* Gemm -> Relu -> BatchNormalization: the same for a Gemm whose activation gemm_act took. */
+static void build_gemm_relu_bn(mx_graph *g) {
+  mx_value_id x = fz_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){3, 5});
+  mx_value_id y = FZ2(g, "Gemm", x, fz_weights(g, 2, (int64_t[]){5, 4}, 61));
+  float sc[4] = {1.5f, -0.5f, 2.0f, 1.0f}, bi[4] = {0.1f, -0.2f, 0.3f, 0.0f};
+  float mean[4] = {0.2f, -0.1f, 0.0f, 0.5f}, var[4] = {1.0f, 0.25f, 4.0f, 0.5f};
+  int64_t c = 4;
+  mx_value_id in[5] = {FZ1(g, "Relu", y), fz_const(g, 1, &c, sc), fz_const(g, 1, &c, bi), fz_const(g, 1, &c, mean),
+                       fz_const(g, 1, &c, var)};
+  mx_graph_add_output(g, fz_op(g, "BatchNormalization", 5, in, NULL, 0));
+}
+
+Test(fusion_fused_nodes, batchnorm_after_a_fused_gemm_activation_stays) {
+  mx_fuse_report r;
+  mx_graph *g = fz_fuse_and_compare(build_gemm_relu_bn, "default", (const int64_t[][MX_MAX_RANK]){{3, 5}}, &r);
+  cr_assert_eq(fz_hits(&r, "gemm_act"), 1);
+  cr_assert_eq(fz_hits(&r, "bn_fold"), 0);
+  cr_assert_eq(fz_count(g, "BatchNormalization"), 1);
+  mx_graph_destroy(g);
+}

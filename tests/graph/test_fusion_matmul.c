@@ -248,3 +248,29 @@ Test(fusion_matmul, mixrt_attributes_checked) {
   cr_assert(strstr(mx_graph_last_error(g), "Softplus"), "%s", mx_graph_last_error(g));
   mx_graph_destroy(g);
 }
+
+/* --- gemm_act ---------------------------------------------------------------------------------- */
+
+/* A pooler (Gemm with transB and C, then Tanh), a float64 Gemm + Relu, and a near miss. */
+static void build_gemm_acts(mx_graph *g) {
+  mx_value_id x = fz_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){3, 8});
+  mx_attr tb[2] = {mx_attr_int("transB", 1), mx_attr_float("alpha", 0.5f)};
+  mx_value_id in[3] = {x, fz_weights(g, 2, (int64_t[]){6, 8}, 51), fz_weights(g, 1, (int64_t[]){6}, 52)};
+  mx_graph_add_output(g, FZ1(g, "Tanh", fz_op(g, "Gemm", 3, in, tb, 2)));
+  mx_value_id d = fz_input(g, "d", MX_FLOAT64, 2, (mx_dim[]){3, 4});
+  mx_value_id e = fz_input(g, "e", MX_FLOAT64, 2, (mx_dim[]){4, 5});
+  mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Gemm", d, e)));
+  mx_value_id in2[2] = {x, fz_weights(g, 2, (int64_t[]){8, 4}, 53)};
+  mx_graph_add_output(g, FZ1(g, "LeakyRelu", fz_op(g, "Gemm", 2, in2, NULL, 0)));
+}
+
+Test(fusion_matmul, gemm_activations_join_the_kernel) {
+  mx_fuse_report r;
+  mx_graph *g = fz_fuse_and_compare(build_gemm_acts, "gemm_act", (const int64_t[][MX_MAX_RANK]){{3, 8}, {3, 4}, {4, 5}}, &r);
+  cr_assert_eq(fz_hits(&r, "gemm_act"), 2);
+  cr_assert_eq(fz_count(g, "Tanh"), 0);
+  cr_assert_eq(fz_count(g, "Relu"), 0);
+  cr_assert_eq(fz_count(g, "LeakyRelu"), 1);
+  cr_assert_eq(fz_count(g, "Gemm"), 3);
+  mx_graph_destroy(g);
+}
