@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/progress.h"
 #include "graph/ops/op.h"
 #include "proto/mixrt_model.pb-c.h"
 #include "static_exec/static_exec_impl.h"
@@ -54,17 +56,29 @@ static void store_le32(unsigned char *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
-uint64_t mx__mxm_checksum(const void *data, size_t n) {
-  const unsigned char *p = data;
-  uint64_t h = 0x6a09e667f3bcc909ull ^ (uint64_t)n;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+/* The checksum runs over 8-byte little-endian words, so it can be computed in pieces of whole
+ * words (checksum_words) with progress lines in between. */
+static uint64_t checksum_words(uint64_t h, const unsigned char *p, size_t n) {
+  for (size_t i = 0; i + 8 <= n; i += 8) {
     h = (h ^ load_le64(p + i)) * 0x9e3779b97f4a7c15ull;
     h ^= h >> 32;
   }
-  if (i < n) {
+  return h;
+}
+
+/* The checksum of n bytes; `stage` names the progress lines (NULL: none). */
+static uint64_t checksum_with_progress(const void *data, size_t n, const char *stage) {
+  const unsigned char *p = data;
+  uint64_t h = 0x6a09e667f3bcc909ull ^ (uint64_t)n;
+  size_t whole = n & ~(size_t)7, step = (size_t)64 << 20;
+  for (size_t i = 0; i < whole; i += step) {
+    size_t len = whole - i < step ? whole - i : step;
+    h = checksum_words(h, p + i, len);
+    if (stage) mx__progress_bytes(stage, i + len, n);
+  }
+  if (whole < n) {
     unsigned char tail[8] = {0};
-    memcpy(tail, p + i, n - i);
+    memcpy(tail, p + whole, n - whole);
     h = (h ^ load_le64(tail)) * 0x9e3779b97f4a7c15ull;
     h ^= h >> 32;
   }
@@ -73,6 +87,8 @@ uint64_t mx__mxm_checksum(const void *data, size_t n) {
   h ^= h >> 33;
   return h;
 }
+
+uint64_t mx__mxm_checksum(const void *data, size_t n) { return checksum_with_progress(data, n, NULL); }
 
 /* --- plan -> messages ------------------------------------------------------------------------- */
 
@@ -285,28 +301,97 @@ static mx_status pack_file(const Mxm__ModelFile *mf, unsigned char **pre, size_t
   return MX_OK;
 }
 
-/* Writes the pieces to path (through a temporary file renamed at the end). */
-static mx_status write_file(const char *path, const void *a, size_t na, const void *b, size_t nb,
-                            mx_error *err) {
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 8);
-  if (!tmp) return mx__fail_oom(err, "file name");
-  snprintf(tmp, plen + 8, "%s.tmp", path);
-  mx_status st = MX_OK;
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    st = mx__fail(err, MX_ERR_IO, "cannot create '%s': %s", tmp, strerror(errno));
-    goto free_name;
+/* Writes n bytes in pieces, with progress lines (stage) over `total` bytes starting at *done. */
+static bool write_chunks(FILE *f, const void *data, size_t n, const char *stage, uint64_t *done,
+                         uint64_t total) {
+  const unsigned char *p = data;
+  size_t step = (size_t)64 << 20;
+  for (size_t i = 0; i < n; i += step) {
+    size_t len = n - i < step ? n - i : step;
+    if (fwrite(p + i, 1, len, f) != len) return false;
+    *done += len;
+    mx__progress_bytes(stage, *done, total);
   }
-  bool ok = (na == 0 || fwrite(a, 1, na, f) == na) && (nb == 0 || fwrite(b, 1, nb, f) == nb);
+  return true;
+}
+
+/* Opens path's temporary file ("PATH.tmp", *tmp malloc'd). */
+static FILE *open_tmp(const char *path, char **tmp, mx_error *err) {
+  size_t plen = strlen(path);
+  *tmp = malloc(plen + 8);
+  if (!*tmp) {
+    mx__fail_oom(err, "file name");
+    return NULL;
+  }
+  snprintf(*tmp, plen + 8, "%s.tmp", path);
+  FILE *f = fopen(*tmp, "wb");
+  if (!f) mx__fail(err, MX_ERR_IO, "cannot create '%s': %s", *tmp, strerror(errno));
+  return f;
+}
+
+/* Closes the temporary file and renames it to path (removed on any failure). */
+static mx_status finish_tmp(FILE *f, bool ok, char *tmp, const char *path, mx_error *err) {
+  mx_status st = MX_OK;
   ok = (fclose(f) == 0) && ok;
   if (!ok || rename(tmp, path) != 0) {
     st = mx__fail(err, MX_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
     remove(tmp);
   }
-free_name:
   free(tmp);
   return st;
+}
+
+/* Writes the pieces to path (through a temporary file renamed at the end). */
+static mx_status write_file(const char *path, const void *a, size_t na, const void *b, size_t nb,
+                            mx_error *err) {
+  char *tmp;
+  FILE *f = open_tmp(path, &tmp, err);
+  if (!f) {
+    free(tmp);
+    return err ? err->status : MX_ERR_IO;
+  }
+  uint64_t done = 0;
+  bool ok = write_chunks(f, a, na, "save: write .mxm", &done, (uint64_t)na + nb) &&
+            write_chunks(f, b, nb, "save: write .mxm", &done, (uint64_t)na + nb);
+  return finish_tmp(f, ok, tmp, path, err);
+}
+
+/* Writes the side weights file straight from the plans (no gathered copy): plan i's weights at
+ * its offset (64-byte aligned), zero padding up to 64 bytes between them, wsize bytes in all; *checksum receives
+ * the file's checksum (computed as the pieces go out: every piece is whole 8-byte words). */
+static mx_status write_weights(const char *wpath, const mx_static_plan *const *plans, size_t n,
+                               uint64_t wsize, uint64_t *checksum, mx_error *err) {
+  char *tmp;
+  FILE *f = open_tmp(wpath, &tmp, err);
+  if (!f) {
+    free(tmp);
+    return err ? err->status : MX_ERR_IO;
+  }
+  uint64_t h = 0x6a09e667f3bcc909ull ^ wsize, done = 0;
+  bool ok = true;
+  for (size_t i = 0; i < n && ok; i++) {
+    uint64_t wb = plans[i]->weight_bytes, pad = ((wb + 63) & ~(uint64_t)63) - wb;
+    if (wb) {
+      ok = write_chunks(f, plans[i]->weights, (size_t)(wb - wb % 8), "save: write weights", &done,
+                        wsize);
+      h = checksum_words(h, plans[i]->weights, (size_t)(wb - wb % 8));
+    }
+    /* The last partial word and the padding go out as whole words. */
+    unsigned char last[72] = {0};
+    size_t tail = (size_t)(wb % 8);
+    if (tail) memcpy(last, (const unsigned char *)plans[i]->weights + (wb - tail), tail);
+    size_t rest = tail + (size_t)pad;
+    if (ok && rest) {
+      ok = fwrite(last, 1, rest, f) == rest;
+      h = checksum_words(h, last, rest);
+      done += rest;
+    }
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  *checksum = h;
+  return finish_tmp(f, ok, tmp, wpath, err);
 }
 
 /* The side file's name for an .mxm path: its base name + ".weights". */
@@ -332,7 +417,7 @@ mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const 
   mx_arena a;
   mx__arena_init(&a, 64 * 1024);
   mx_status st = MX_OK;
-  unsigned char *pre = NULL, *payload = NULL, *wbuf = NULL;
+  unsigned char *pre = NULL, *payload = NULL;
   char *wpath = NULL;
   size_t pre_size = 0, payload_size = 0, wsize = 0;
   uint64_t *offs = calloc(n ? n : 1, sizeof *offs);
@@ -351,20 +436,17 @@ mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const 
       offs[i] = wsize;
       wsize += (size_t)((plans[i]->weight_bytes + 63) & ~(uint64_t)63);
     }
-    wbuf = calloc(wsize ? wsize : 1, 1);
     size_t wl = strlen(path) + sizeof WEIGHTS_SUFFIX;
     wpath = malloc(wl);
-    if (!wbuf || !wpath) {
+    if (!wpath) {
       st = mx__fail_oom(err, ".mxm weights");
       goto free_all;
     }
     snprintf(wpath, wl, "%s%s", path, WEIGHTS_SUFFIX);
-    for (size_t i = 0; i < n; i++)
-      if (plans[i]->weight_bytes)
-        memcpy(wbuf + offs[i], plans[i]->weights, (size_t)plans[i]->weight_bytes);
     ew.file = (char *)base_name(wpath);
     ew.size = wsize;
-    ew.checksum = mx__mxm_checksum(wbuf, wsize);
+    st = write_weights(wpath, plans, n, wsize, &ew.checksum, err);
+    if (st != MX_OK) goto free_all;
     mf.external_weights = &ew;
   }
   for (size_t i = 0; i < n; i++) {
@@ -374,15 +456,14 @@ mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const 
       goto free_all;
     }
   }
+  mx__progress_stage("save: pack .mxm");
   st = pack_file(&mf, &pre, &pre_size, &payload, &payload_size, err);
-  if (st == MX_OK && external) st = write_file(wpath, wbuf, wsize, NULL, 0, err);
   if (st == MX_OK) st = write_file(path, pre, pre_size, payload, payload_size, err);
 
 free_all:
   free(payload);
   free(pre);
   free(wpath);
-  free(wbuf);
   free(offs);
   mx__arena_release(&a);
   return st;
@@ -725,46 +806,56 @@ free_plan:
   return st;
 }
 
-/* Reads a whole file into a malloc'd buffer. The file is opened without blocking and must be a
- * regular file: a FIFO planted where a model or its weights should be (nobody writing to it)
- * fails at once instead of blocking the open forever. */
-static mx_status read_all(const char *path, unsigned char **data, size_t *size, mx_error *err) {
+/* Maps a whole file read-only (*data; release with release_side). The file is opened without
+ * blocking and must be a regular file: a FIFO planted where a model or its weights should be
+ * (nobody writing to it) fails at once instead of blocking the open forever. The size is taken
+ * once here and every later check is against it, so a file cut short afterwards is refused by
+ * those checks rather than read past its end. Progress lines (stage) show the pages being
+ * read in. */
+static mx_status map_file(const char *path, unsigned char **data, size_t *size, const char *stage,
+                          mx_error *err) {
   *data = NULL;
   *size = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return mx__fail(err, MX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   mx_status st = MX_OK;
   struct stat sb;
-  FILE *f = NULL;
-  unsigned char *buf = NULL;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 0 ||
       (uint64_t)sb.st_size > (uint64_t)SIZE_MAX - 1) {
     st = mx__fail(err, MX_ERR_IO, "'%s' is not a readable regular file", path);
     goto close_file;
   }
-  if (!(f = fdopen(fd, "rb"))) {
-    st = mx__fail(err, MX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    goto close_file;
-  }
   size_t n = (size_t)sb.st_size;
-  buf = malloc(n ? n : 1);
-  if (!buf) {
-    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "'%s': out of host memory for %zu bytes", path, n);
+  if (n == 0) {
+    *data = (unsigned char *)"";
     goto close_file;
   }
-  if (n && fread(buf, 1, n, f) != n) {
-    free(buf);
-    st = mx__fail(err, MX_ERR_IO, "cannot read '%s'", path);
+  void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (m == MAP_FAILED) {
+    st = mx__fail(err, MX_ERR_IO, "cannot map '%s': %s", path, strerror(errno));
     goto close_file;
   }
-  *data = buf;
+  madvise(m, n, MADV_SEQUENTIAL);
+  *data = m;
   *size = n;
+  if (mx__progress_enabled()) {
+    /* Touch one byte per page so the progress lines follow the reading. */
+    volatile unsigned char sink = 0;
+    size_t step = (size_t)64 << 20;
+    for (size_t i = 0; i < n; i += step) {
+      size_t end = n - i < step ? n : i + step;
+      for (size_t k = i; k < end; k += 4096) sink ^= ((const unsigned char *)m)[k];
+      mx__progress_bytes(stage, end, n);
+    }
+    (void)sink;
+  }
 close_file:
-  if (f)
-    fclose(f); /* closes fd too */
-  else
-    close(fd);
+  close(fd);
   return st;
+}
+
+static void release_side(unsigned char *data, size_t size) {
+  if (data && size) munmap(data, size);
 }
 
 /* Parses the container of an .mxm image; *mf receives the unpacked ModelFile. */
@@ -803,30 +894,74 @@ static mx_status parse_container(const unsigned char *d, size_t n, Mxm__ModelFil
   return st;
 }
 
-/* Loads the side weights file named by mf into *side (malloc'd). */
+/* The weights file path for an .mxm path and a file name: name in the .mxm's directory
+ * (malloc'd). */
+static char *sibling_path(const char *path, const char *name) {
+  const char *slash = strrchr(path, '/');
+  size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
+  size_t wl = dl + strlen(name) + 1;
+  char *w = malloc(wl);
+  if (!w) return NULL;
+  memcpy(w, path, dl);
+  snprintf(w + dl, wl - dl, "%s", name);
+  return w;
+}
+
+static bool is_regular_file(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* Loads the side weights file of the .mxm at path into *side (mapped: release with
+ * release_side). The file is looked up next to the .mxm, relative to it, under two names: the
+ * .mxm's own name + ".weights" first (so a pair renamed or moved together still loads), then
+ * the name recorded at save (so an .mxm renamed alone still finds its weights). Whichever is
+ * found must have the recorded size and checksum; a mismatch names both files. */
 static mx_status load_side(const Mxm__ExternalWeights *ew, const char *path, unsigned char **side,
                            size_t *side_size, mx_error *err) {
   *side = NULL;
+  *side_size = 0;
   if (!path)
     return BAD("the weights are in an external file, which an in-memory image cannot name");
   if (!ew->file || !ew->file[0] || strchr(ew->file, '/') || strcmp(ew->file, ".") == 0 ||
       strcmp(ew->file, "..") == 0)
     return BAD("invalid weights file name");
-  const char *slash = strrchr(path, '/');
-  size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
-  size_t wl = dl + strlen(ew->file) + 1;
-  char *wpath = malloc(wl);
-  if (!wpath) return mx__fail_oom(err, "weights file name");
-  memcpy(wpath, path, dl);
-  snprintf(wpath + dl, wl - dl, "%s", ew->file);
-  mx_status st = read_all(wpath, side, side_size, err);
-  if (st == MX_OK &&
-      (*side_size != ew->size || mx__mxm_checksum(*side, *side_size) != ew->checksum)) {
-    st = BAD("weights file '%s' does not match (size or checksum)", wpath);
-    free(*side);
-    *side = NULL;
+  size_t pl = strlen(path) + sizeof WEIGHTS_SUFFIX;
+  char *paired = malloc(pl);
+  char *recorded = sibling_path(path, ew->file);
+  if (!paired || !recorded) {
+    free(paired);
+    free(recorded);
+    return mx__fail_oom(err, "weights file name");
   }
-  free(wpath);
+  snprintf(paired, pl, "%s%s", path, WEIGHTS_SUFFIX);
+  const char *wpath = is_regular_file(paired) || !is_regular_file(recorded) ? paired : recorded;
+  mx_status st = MX_OK;
+  if (!is_regular_file(wpath)) {
+    st = mx__fail(err, MX_ERR_IO, "its weights file is missing: neither '%s' nor '%s' exists",
+                  paired, recorded);
+    goto done;
+  }
+  st = map_file(wpath, side, side_size, "load: map weights", err);
+  if (st != MX_OK) goto done;
+  if (*side_size != ew->size) {
+    st = BAD("weights file '%s' has %zu bytes, '%s' expects %llu (a weights file of another "
+             "model or a truncated copy)",
+             wpath, *side_size, path, (unsigned long long)ew->size);
+  } else {
+    if (checksum_with_progress(*side, *side_size, "load: check weights") != ew->checksum)
+      st = BAD("weights file '%s' does not match '%s' (checksum differs: a weights file of "
+               "another model or a damaged copy)",
+               wpath, path);
+  }
+  if (st != MX_OK) {
+    release_side(*side, *side_size);
+    *side = NULL;
+    *side_size = 0;
+  }
+done:
+  free(paired);
+  free(recorded);
   return st;
 }
 
@@ -880,14 +1015,14 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
   }
   *plans = out;
   *n_plans = made;
-  free(side);
+  release_side(side, side_size);
   mxm__model_file__free_unpacked(mf, NULL);
   return MX_OK;
 
 fail:
   for (size_t i = 0; out && i < made; i++) mx_static_plan_destroy(out[i]);
   free(out);
-  free(side);
+  release_side(side, side_size);
   if (mf) mxm__model_file__free_unpacked(mf, NULL);
   mx__error_prefix(err, "%s '%s': ", path ? "file" : "image", label);
   if (st == MX_ERR_OUT_OF_MEMORY || st == MX_ERR_IO || st == MX_ERR_UNSUPPORTED) return st;
@@ -907,10 +1042,12 @@ mx_status mx_mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_model: NULL argument");
   unsigned char *d;
   size_t size;
-  mx_status st = read_all(path, &d, &size, err);
+  mx__progress_stage("load: map .mxm");
+  mx_status st = map_file(path, &d, &size, "load: read .mxm", err);
   if (st != MX_OK) return st;
   st = load_image(d, size, path, path, plans, n, runtime, runtime_size, err);
-  free(d);
+  release_side(d, size);
+  if (st == MX_OK) mx__progress_stage("load: static plans restored");
   return st;
 }
 
