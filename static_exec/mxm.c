@@ -21,6 +21,7 @@
 #include "common/progress.h"
 #include "graph/ops/op.h"
 #include "proto/mixrt_model.pb-c.h"
+#include "static_exec/mxm_info.h"
 #include "static_exec/static_exec_impl.h"
 
 #define MXM_MAGIC "MIXRTMXM"
@@ -806,14 +807,14 @@ free_plan:
   return st;
 }
 
-/* Maps a whole file read-only (*data; release with release_side). The file is opened without
+/* Maps a whole file read-only (*data; release with mx__mxm_unmap). The file is opened without
  * blocking and must be a regular file: a FIFO planted where a model or its weights should be
  * (nobody writing to it) fails at once instead of blocking the open forever. The size is taken
  * once here and every later check is against it, so a file cut short afterwards is refused by
  * those checks rather than read past its end. Progress lines (stage) show the pages being
  * read in. */
-static mx_status map_file(const char *path, unsigned char **data, size_t *size, const char *stage,
-                          mx_error *err) {
+mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size, const char *stage,
+                           mx_error *err) {
   *data = NULL;
   *size = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -854,13 +855,13 @@ close_file:
   return st;
 }
 
-static void release_side(unsigned char *data, size_t size) {
+void mx__mxm_unmap(unsigned char *data, size_t size) {
   if (data && size) munmap(data, size);
 }
 
 /* Parses the container of an .mxm image; *mf receives the unpacked ModelFile. */
-static mx_status parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
-                                 mx_error *err) {
+mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
+                                  mx_error *err) {
   *mf = NULL;
   if (n < MXM_PREAMBLE)
     return BAD("truncated: %zu bytes, not even the %u-byte preamble", n, MXM_PREAMBLE);
@@ -913,7 +914,7 @@ static bool is_regular_file(const char *path) {
 }
 
 /* Loads the side weights file of the .mxm at path into *side (mapped: release with
- * release_side). The file is looked up next to the .mxm, relative to it, under two names: the
+ * mx__mxm_unmap). The file is looked up next to the .mxm, relative to it, under two names: the
  * .mxm's own name + ".weights" first (so a pair renamed or moved together still loads), then
  * the name recorded at save (so an .mxm renamed alone still finds its weights). Whichever is
  * found must have the recorded size and checksum; a mismatch names both files. */
@@ -942,7 +943,7 @@ static mx_status load_side(const Mxm__ExternalWeights *ew, const char *path, uns
                   paired, recorded);
     goto done;
   }
-  st = map_file(wpath, side, side_size, "load: map weights", err);
+  st = mx__mxm_map_file(wpath, side, side_size, "load: map weights", err);
   if (st != MX_OK) goto done;
   if (*side_size != ew->size) {
     st = BAD("weights file '%s' has %zu bytes, '%s' expects %llu (a weights file of another "
@@ -955,7 +956,7 @@ static mx_status load_side(const Mxm__ExternalWeights *ew, const char *path, uns
                wpath, path);
   }
   if (st != MX_OK) {
-    release_side(*side, *side_size);
+    mx__mxm_unmap(*side, *side_size);
     *side = NULL;
     *side_size = 0;
   }
@@ -981,7 +982,7 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
   size_t side_size = 0;
   mx_static_plan **out = NULL;
   size_t made = 0;
-  mx_status st = parse_container(d, n, &mf, err);
+  mx_status st = mx__mxm_parse_container(d, n, &mf, err);
   if (st != MX_OK) goto fail;
   if (mf->n_static_plans > MXM_MAX_PLANS) {
     st = BAD("%zu static plans", mf->n_static_plans);
@@ -1015,14 +1016,14 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
   }
   *plans = out;
   *n_plans = made;
-  release_side(side, side_size);
+  mx__mxm_unmap(side, side_size);
   mxm__model_file__free_unpacked(mf, NULL);
   return MX_OK;
 
 fail:
   for (size_t i = 0; out && i < made; i++) mx_static_plan_destroy(out[i]);
   free(out);
-  release_side(side, side_size);
+  mx__mxm_unmap(side, side_size);
   if (mf) mxm__model_file__free_unpacked(mf, NULL);
   mx__error_prefix(err, "%s '%s': ", path ? "file" : "image", label);
   if (st == MX_ERR_OUT_OF_MEMORY || st == MX_ERR_IO || st == MX_ERR_UNSUPPORTED) return st;
@@ -1043,10 +1044,10 @@ mx_status mx_mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n
   unsigned char *d;
   size_t size;
   mx__progress_stage("load: map .mxm");
-  mx_status st = map_file(path, &d, &size, "load: read .mxm", err);
+  mx_status st = mx__mxm_map_file(path, &d, &size, "load: read .mxm", err);
   if (st != MX_OK) return st;
   st = load_image(d, size, path, path, plans, n, runtime, runtime_size, err);
-  release_side(d, size);
+  mx__mxm_unmap(d, size);
   if (st == MX_OK) mx__progress_stage("load: static plans restored");
   return st;
 }

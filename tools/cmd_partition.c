@@ -1,8 +1,11 @@
 /* `mixrt partition MODEL.onnx`: how the dynamic-shape partitioner splits a model into KNOWN
- * and UNKNOWN clusters, as a text, DOT or JSON dump, or the reason for one node. */
+ * and UNKNOWN clusters, as a text, DOT or JSON dump, or the reason for one node. For an .mxm
+ * file, the partition recorded in it at compile (text or JSON). */
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
+#include "static_exec/mxm_info.h"
 #include "mixrt/onnx.h"
 #include "mixrt/partition.h"
 #include "tools/commands.h"
@@ -38,12 +41,57 @@ void mx_cmd_partition_help(FILE *out) {
       "  --explain NODE         print why NODE (or a graph input or constant) is in its cluster,\n"
       "                         traced back to the graph input or op that caused it, instead of\n"
       "                         the dump (not combined with --format)\n\n"
+      "An .mxm file (told apart by content) is not partitioned again: its recorded partition\n"
+      "calls are printed (text or json; no options that change the partition, no --explain).\n\n"
       "exit codes: 0 ok, 1 the model cannot be loaded, inferred or partitioned (or NODE does not\n"
       "exist), 2 usage error\n",
       MX_PARTITION_DEFAULT_STATIC_MIN_OPS);
 }
 
 typedef enum { FMT_TEXT, FMT_DOT, FMT_JSON } dump_format;
+
+/* The partition recorded in an .mxm file. */
+static int partition_mxm(const char *path, dump_format fmt, FILE *out) {
+  mx__mxm_info in;
+  mx_error err = {0};
+  if (mx__mxm_read_info(path, &in, &err) != MX_OK) return mx_cli_runtime_error("partition", "%s", err.message);
+  if (!in.root) {
+    mx__mxm_info_release(&in);
+    return mx_cli_runtime_error("partition", "'%s' holds static plans only, no partitioned model", path);
+  }
+  size_t unknown = 0, ops_known = 0, ops_unknown = 0;
+  for (size_t c = 0; c < in.n_calls; c++) {
+    unknown += in.calls[c].unknown;
+    *(in.calls[c].unknown ? &ops_unknown : &ops_known) += in.calls[c].n_ops;
+  }
+  if (fmt == FMT_JSON) {
+    fprintf(out, "{\"model\": ");
+    mx__json_string(out, path);
+    fprintf(out, ", \"calls\": [");
+    for (size_t c = 0; c < in.n_calls; c++) {
+      const mx__mxm_call_info *ci = &in.calls[c];
+      fprintf(out, "%s{\"name\": ", c ? ", " : "");
+      mx__json_string(out, ci->name);
+      fprintf(out, ", \"type\": \"%s\", \"ops\": %zu, \"inputs\": %u, \"outputs\": %u, \"histogram\": ",
+              ci->unknown ? "UNKNOWN" : "KNOWN", ci->n_ops, ci->n_inputs, ci->n_outputs);
+      mx__json_string(out, ci->ops);
+      fputc('}', out);
+    }
+    fprintf(out, "], \"known\": %zu, \"unknown\": %zu, \"known_ops\": %zu, \"unknown_ops\": %zu}\n",
+            in.n_calls - unknown, unknown, ops_known, ops_unknown);
+  } else {
+    fprintf(out, "partition recorded in %s:\n", path);
+    for (size_t c = 0; c < in.n_calls; c++) {
+      const mx__mxm_call_info *ci = &in.calls[c];
+      fprintf(out, "  %-7s %-24s %4zu ops, %u inputs, %u outputs: %s\n", ci->unknown ? "UNKNOWN" : "KNOWN", ci->name,
+              ci->n_ops, ci->n_inputs, ci->n_outputs, ci->ops);
+    }
+    fprintf(out, "totals: %zu KNOWN clusters (%zu ops), %zu UNKNOWN clusters (%zu ops)\n", in.n_calls - unknown,
+            ops_known, unknown, ops_unknown);
+  }
+  mx__mxm_info_release(&in);
+  return MX_EXIT_OK;
+}
 
 int mx_cmd_partition(int argc, char **argv) {
   const char *model = NULL, *out_path = NULL, *explain = NULL;
@@ -119,6 +167,19 @@ int mx_cmd_partition(int argc, char **argv) {
                               "--explain prints text; do not combine it with --format");
   o.force_unknown = forced;
   o.n_force_unknown = nf;
+  if (mx__mxm_is_file(model)) {
+    if (nb || nf || explain || passes || fmt == FMT_DOT || o.stable ||
+        o.static_min_ops != MX_PARTITION_DEFAULT_STATIC_MIN_OPS)
+      return mx_cli_usage_error("partition",
+                                "an .mxm file holds the partition made at compile: only --format text|json "
+                                "and -o apply");
+    FILE *mout = out_path ? fopen(out_path, "w") : stdout;
+    if (!mout) return mx_cli_runtime_error("partition", "cannot write '%s'", out_path);
+    int mrc = partition_mxm(model, fmt, mout);
+    if (mout != stdout && fclose(mout) != 0 && mrc == MX_EXIT_OK)
+      mrc = mx_cli_runtime_error("partition", "writing '%s' failed", out_path);
+    return mrc;
+  }
 
   int rc = MX_EXIT_OK;
   mx_graph *g = NULL;

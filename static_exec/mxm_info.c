@@ -1,0 +1,160 @@
+/* What an .mxm file holds, read without restoring it: the container is checked as a load
+ * checks it (preamble, header and payload checksums), the static plans are only described
+ * (name, tasks, streams, weight and feature-map bytes), the external weights file is named but
+ * not read, and the runtime record's partitioned root graph is imported and inferred so the
+ * tools can print its inputs, outputs and partition calls. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "graph/ir.h"
+#include "mixrt/onnx.h"
+#include "static_exec/mxm_info.h"
+
+bool mx__mxm_is_file(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  char magic[8];
+  bool yes = read(fd, magic, sizeof magic) == (ssize_t)sizeof magic && memcmp(magic, "MIXRTMXM", 8) == 0;
+  close(fd);
+  return yes;
+}
+
+void mx__mxm_info_release(mx__mxm_info *info) {
+  if (!info) return;
+  free(info->plans);
+  free(info->calls);
+  mx_graph_destroy(info->root);
+  if (info->mf) mxm__model_file__free_unpacked(info->mf, NULL);
+  if (info->header) mxm__file_header__free_unpacked(info->header, NULL);
+  memset(info, 0, sizeof *info);
+}
+
+typedef struct op_count {
+  const char *op;
+  size_t n;
+} op_count;
+
+static int by_count(const void *a, const void *b) {
+  const op_count *x = a, *y = b;
+  if (x->n != y->n) return x->n < y->n ? 1 : -1;
+  return strcmp(x->op, y->op);
+}
+
+/* Fills c from the body of a partition call. */
+static bool describe_call(const mx_node *nd, mx__mxm_call_info *c) {
+  c->name = nd->name;
+  c->n_inputs = nd->n_inputs;
+  c->n_outputs = nd->n_outputs;
+  const mx_graph *body = NULL;
+  for (uint32_t a = 0; a < nd->n_attrs; a++) {
+    if (nd->attrs[a].type == MX_ATTR_GRAPH && strcmp(nd->attrs[a].name, "body") == 0) body = nd->attrs[a].graph;
+    if (nd->attrs[a].type == MX_ATTR_INT && strcmp(nd->attrs[a].name, "unknown") == 0) c->unknown = nd->attrs[a].i != 0;
+  }
+  if (!body) return true;
+  op_count *h = calloc(body->n_nodes ? body->n_nodes : 1, sizeof *h);
+  if (!h) return false;
+  size_t n = 0;
+  for (size_t i = 0; i < body->n_nodes; i++) {
+    const mx_node *bn = &body->nodes[i];
+    if (bn->flags & MX_NODE_DEAD) continue;
+    c->n_ops++;
+    size_t k = 0;
+    while (k < n && strcmp(h[k].op, bn->op_type) != 0) k++;
+    if (k == n) h[n++].op = bn->op_type;
+    h[k].n++;
+  }
+  qsort(h, n, sizeof *h, by_count);
+  size_t used = 0;
+  for (size_t k = 0; k < n && used < sizeof c->ops; k++) {
+    int w = snprintf(c->ops + used, sizeof c->ops - used, "%s%s %zu", k ? ", " : "", h[k].op, h[k].n);
+    if (w < 0 || (size_t)w >= sizeof c->ops - used) {
+      /* Cut at a whole entry. */
+      c->ops[used] = '\0';
+      if (used + 6 < sizeof c->ops) snprintf(c->ops + used, sizeof c->ops - used, ", ...");
+      break;
+    }
+    used += (size_t)w;
+  }
+  free(h);
+  return true;
+}
+
+/* The file header, already checked by mx__mxm_parse_container. */
+static Mxm__FileHeader *header_of(const unsigned char *d) {
+  uint32_t hsz = (uint32_t)d[12] | (uint32_t)d[13] << 8 | (uint32_t)d[14] << 16 | (uint32_t)d[15] << 24;
+  return mxm__file_header__unpack(NULL, hsz, d + 24);
+}
+
+mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) {
+  memset(out, 0, sizeof *out);
+  unsigned char *d = NULL;
+  size_t n = 0;
+  mx_status st = mx__mxm_map_file(path, &d, &n, "inspect: read .mxm", err);
+  if (st != MX_OK) return st;
+  Mxm__Runtime *rt = NULL;
+  st = mx__mxm_parse_container(d, n, &out->mf, err);
+  if (st != MX_OK) goto done;
+  out->file_size = n;
+  out->header = header_of(d);
+  if (!out->header) {
+    st = mx__fail(err, MX_ERR_MALFORMED, "corrupt header");
+    goto done;
+  }
+  out->format_version = out->header->format_version;
+  out->producer = out->header->producer ? out->header->producer : "";
+  const Mxm__ModelFile *mf = out->mf;
+  if (mf->external_weights) {
+    out->weights_file = mf->external_weights->file ? mf->external_weights->file : "";
+    out->weights_size = mf->external_weights->size;
+  }
+  out->n_plans = mf->n_static_plans;
+  out->plans = calloc(mf->n_static_plans ? mf->n_static_plans : 1, sizeof *out->plans);
+  if (!out->plans) {
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+    goto done;
+  }
+  for (size_t i = 0; i < mf->n_static_plans; i++) {
+    const Mxm__StaticPlan *m = mf->static_plans[i];
+    mx__mxm_plan_info *pi = &out->plans[i];
+    pi->name = m->name ? m->name : "";
+    pi->n_tasks = (uint32_t)m->n_tasks;
+    pi->n_streams = m->n_streams;
+    pi->n_inputs = (uint32_t)m->n_inputs;
+    pi->n_outputs = (uint32_t)m->n_outputs;
+    pi->fm_bytes = m->memory ? m->memory->fm_bytes : 0;
+    pi->weight_bytes = m->weights ? m->weights->size : 0;
+    if (m->weights) out->inline_weights += m->weights->data.len;
+  }
+  if (mf->runtime.len) {
+    rt = mxm__runtime__unpack(NULL, mf->runtime.len, mf->runtime.data);
+    if (!rt) {
+      st = mx__fail(err, MX_ERR_MALFORMED, "corrupt runtime record");
+      goto done;
+    }
+    st = mx_onnx_load_memory(rt->root_onnx.data, rt->root_onnx.len, NULL, &out->root, err);
+    if (st == MX_OK && mx_graph_infer(out->root) != MX_OK)
+      st = mx__fail(err, MX_ERR_MALFORMED, "root graph: %s", mx_graph_last_error(out->root));
+    const mx_graph *g = out->root;
+    if (st == MX_OK && !(out->calls = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *out->calls)))
+      st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (size_t i = 0; st == MX_OK && i < g->n_nodes; i++) {
+      const mx_node *nd = &g->nodes[i];
+      if ((nd->flags & MX_NODE_DEAD) || strcmp(nd->op_type, "PartitionedCall") != 0 ||
+          strcmp(nd->domain, "mixrt") != 0)
+        continue;
+      if (!describe_call(nd, &out->calls[out->n_calls++]))
+        st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+  }
+done:
+  if (rt) mxm__runtime__free_unpacked(rt, NULL);
+  mx__mxm_unmap(d, n);
+  if (st != MX_OK) {
+    mx__error_prefix(err, "file '%s': ", path);
+    mx__mxm_info_release(out);
+  }
+  return st;
+}

@@ -1,0 +1,65 @@
+/* Reading what an .mxm file holds without restoring it (for `mixrt inspect` and `mixrt
+ * partition`), and the file helpers the .mxm reader shares with it. */
+#ifndef MIXRT_STATIC_EXEC_MXM_INFO_H
+#define MIXRT_STATIC_EXEC_MXM_INFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "mixrt/graph.h"
+#include "proto/mixrt_model.pb-c.h"
+
+/* One static plan as recorded in the file. */
+typedef struct mx__mxm_plan_info {
+  const char *name;      /* points into the info's unpacked file */
+  uint64_t weight_bytes; /* its WEIGHT region */
+  uint64_t fm_bytes;     /* its feature-map arena */
+  uint32_t n_tasks, n_streams, n_inputs, n_outputs;
+} mx__mxm_plan_info;
+
+/* One partition call of the root graph. */
+typedef struct mx__mxm_call_info {
+  const char *name;  /* the call node's name (root graph arena) */
+  bool unknown;      /* UNKNOWN cluster (run op by op) rather than a static model */
+  size_t n_ops;      /* live nodes of its body */
+  uint32_t n_inputs, n_outputs;
+  char ops[256];     /* op histogram, most frequent first: "MatMul 4, Add 2, ..." */
+} mx__mxm_call_info;
+
+typedef struct mx__mxm_info {
+  uint64_t file_size;
+  uint32_t format_version;
+  const char *producer;        /* "mixrt 0.x" */
+  size_t n_plans;
+  mx__mxm_plan_info *plans;    /* malloc'd */
+  const char *weights_file;    /* recorded side file name, NULL when the weights are inline */
+  uint64_t weights_size;       /* bytes of the side file (0 when inline) */
+  uint64_t inline_weights;     /* bytes of weights held in the .mxm itself */
+  mx_graph *root;              /* the partitioned root graph, inferred; NULL for plans only */
+  size_t n_calls;
+  mx__mxm_call_info *calls;    /* malloc'd, in root node order */
+  Mxm__ModelFile *mf;          /* the unpacked file (owns the strings above) */
+  Mxm__FileHeader *header;
+} mx__mxm_info;
+
+/* True when path names a readable file that starts with the .mxm magic. */
+bool mx__mxm_is_file(const char *path);
+
+/* Reads and checks the container of path (preamble, checksums) and the runtime record's root
+ * graph; the static plans are described, not restored, and the weights are not loaded. */
+mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err);
+void mx__mxm_info_release(mx__mxm_info *info);
+
+/* Maps a whole regular file read-only (stage: the progress lines' name); mx__mxm_unmap
+ * releases it. */
+mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size, const char *stage,
+                           mx_error *err);
+void mx__mxm_unmap(unsigned char *data, size_t size);
+
+/* Checks an .mxm image's preamble, header and payload checksums and unpacks its ModelFile. */
+mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
+                                  mx_error *err);
+
+#endif /* MIXRT_STATIC_EXEC_MXM_INFO_H */
