@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 static atomic_bool progress_on;
-static double stage_start;    /* seconds, monotonic */
+static double started;        /* seconds, monotonic, when the lines were turned on */
 static double last_print;     /* of the last bytes line */
 
 static double now_seconds(void) {
@@ -19,7 +19,7 @@ static double now_seconds(void) {
 
 void mx__progress_enable(bool on) {
   atomic_store(&progress_on, on);
-  stage_start = now_seconds();
+  started = now_seconds();
   last_print = 0;
 }
 
@@ -30,9 +30,8 @@ void mx__progress_enable_for_cli(bool forced) { mx__progress_enable(forced || is
 void mx__progress_stage(const char *stage) {
   if (!mx__progress_enabled()) return;
   double t = now_seconds();
-  fprintf(stderr, "mixrt: %s (%.1f s since the previous stage)\n", stage, t - stage_start);
+  fprintf(stderr, "mixrt: [%6.1f s] %s\n", t - started, stage);
   fflush(stderr);
-  stage_start = t;
   last_print = t;
 }
 
@@ -42,7 +41,7 @@ void mx__progress_bytes(const char *stage, uint64_t done, uint64_t total) {
   if (done < total && t - last_print < 0.5) return;
   last_print = t;
   double pct = total ? 100.0 * (double)done / (double)total : 100.0;
-  fprintf(stderr, "mixrt: %s: %.1f / %.1f MiB (%.0f%%, %.1f s)\n", stage, (double)done / 1048576.0,
-          (double)total / 1048576.0, pct, t - stage_start);
+  fprintf(stderr, "mixrt: [%6.1f s] %s: %.1f / %.1f MiB (%.0f%%)\n", t - started, stage,
+          (double)done / 1048576.0, (double)total / 1048576.0, pct);
   fflush(stderr);
 }

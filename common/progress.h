@@ -15,7 +15,7 @@ bool mx__progress_enabled(void);
 /* The tools' rule: on when `forced` (--progress) or when stderr is a terminal. */
 void mx__progress_enable_for_cli(bool forced);
 
-/* Announces a stage ("compile: import ONNX"); prints the time since the previous stage ended. */
+/* Announces a stage ("compile: import ONNX") with the seconds since the lines were turned on. */
 void mx__progress_stage(const char *stage);
 
 /* Bytes done of total in the current stage: printed at most about twice a second, and always

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/progress.h"
 #include "graph/ir.h"
 #include "mixrt/onnx.h"
 #include "mixrt/session.h"
@@ -20,7 +21,7 @@ void mx_cmd_compile_help(FILE *out) {
   fprintf(out,
           "usage: mixrt compile MODEL.onnx [--shape SYM=VAL ...] [--streams K] [--static-min-ops N]\n"
           "                     [--executor seq|topo|mt] [--device cpu|inline] [--frozen NAME ...]\n"
-          "                     [--passes P] [--external-weights] -o M.mxm\n\n"
+          "                     [--passes P] [--external-weights] [--progress] -o M.mxm\n\n"
           "Compiles a model the way a session does — inference and constant folding, partitioning\n"
           "into KNOWN and UNKNOWN clusters, a static model (schedule, streams, memory plan, tasks)\n"
           "per KNOWN cluster, a dynamic plan per UNKNOWN one, and the lowered execution graph — and\n"
@@ -31,7 +32,10 @@ void mx_cmd_compile_help(FILE *out) {
           "options:\n"
           "  --shape SYM=VAL         bind a symbolic dim (e.g. --shape batch=1)\n"
           "%s"
-          "  --external-weights      write the static models' weights to M.mxm.weights\n"
+          "  --external-weights      write the static models' weights to M.mxm.weights (found next\n"
+          "                          to the .mxm at load: rename or move the two files together)\n"
+          "  --progress              stage lines with bytes and percentages on stderr even when it\n"
+          "                          is not a terminal (on a terminal they are always shown)\n"
           "  -o FILE                 the .mxm file to write (required)\n\n"
           "exit codes: 0 ok, 1 the model cannot be loaded, compiled or written, 2 usage error\n",
           mx_cli_session_opts_help);
@@ -45,6 +49,7 @@ int mx_cmd_compile(int argc, char **argv) {
   mx_cli_session_opts so;
   mx_cli_session_opts_init(&so);
   mx_session_save_options save = {0};
+  bool progress = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int r = mx_cli_session_option("compile", &so, argc, argv, &i);
@@ -58,6 +63,8 @@ int mx_cmd_compile(int argc, char **argv) {
       nb++;
     } else if (strcmp(a, "--external-weights") == 0) {
       save.external_weights = true;
+    } else if (strcmp(a, "--progress") == 0) {
+      progress = true;
     } else if (strcmp(a, "-o") == 0) {
       if (!(out_path = mx_cli_option_value("compile", argc, argv, &i))) return MX_EXIT_USAGE;
     } else if (a[0] == '-') {
@@ -75,6 +82,8 @@ int mx_cmd_compile(int argc, char **argv) {
   mx_error err = {0};
   mx_graph *g = NULL;
   mx_session *s = NULL;
+  mx__progress_enable_for_cli(progress);
+  mx__progress_stage("compile: import ONNX");
   if (mx_onnx_load_file(model, &g, &err) != MX_OK) {
     rc = mx_cli_runtime_error("compile", "%s", err.message);
     goto done;
@@ -94,6 +103,7 @@ int mx_cmd_compile(int argc, char **argv) {
   }
   mx_graph *owned = g;
   g = NULL; /* the session owns it now, also on failure */
+  mx__progress_stage("compile: infer, fold, partition, compile static models, lower");
   if (mx_session_load_graph(s, owned) != MX_OK) {
     rc = mx_cli_runtime_error("compile", "%s", mx_session_last_error(s));
     goto done;
@@ -113,12 +123,14 @@ int mx_cmd_compile(int argc, char **argv) {
     printf("static model '%s':\n", p->calls[c].name);
     mx_static_plan_print_report(p->calls[c].plan, stdout);
   }
+  mx__progress_stage("compile: save");
   if (mx_session_save(s, out_path, &save) != MX_OK) {
     rc = mx_cli_runtime_error("compile", "%s", mx_session_last_error(s));
     goto done;
   }
   printf("wrote %s%s%s\n", out_path, save.external_weights ? " and " : "",
          save.external_weights ? "its .weights file" : "");
+  mx__progress_stage("compile: done");
   rc = MX_EXIT_OK;
 done:
   mx_session_destroy(s);

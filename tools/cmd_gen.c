@@ -7,7 +7,9 @@
  * the generator refuses. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "common/progress.h"
 #include "graph/ir.h"
 #include "mixrt/models.h"
 #include "mixrt/onnx.h"
@@ -59,6 +61,8 @@ void mx_cmd_gen_help(FILE *out) {
           "           same shape; every Reshape target comes from Shape arithmetic.\n\n"
           "options (the models that take each, with their defaults):\n"
           "  -o, --output FILE  the ONNX file to write (required)\n"
+          "  --progress     stage lines on stderr (build, infer, write) even when stderr is not a\n"
+          "                 terminal (on a terminal they are always shown)\n"
           "  --style S      llama: builtin (fused RMSNormalization, RotaryEmbedding, Attention ops)\n"
           "                 or exported (the same model in primitive ops, as torch.onnx.export\n"
           "                 writes it; the rewrite rules fuse it back)\n"
@@ -93,6 +97,7 @@ typedef struct gen_args {
   int64_t val[O_COUNT];    /* option values */
   bool given[O_COUNT];     /* which options were on the command line */
   bool exported;           /* --style exported: llama with primitive ops, as exporters write it */
+  bool progress;           /* --progress: stage lines on stderr even when it is not a terminal */
 } gen_args;
 
 static int parse_args(int argc, char **argv, gen_args *a) {
@@ -101,6 +106,10 @@ static int parse_args(int argc, char **argv, gen_args *a) {
     const char *arg = argv[i];
     if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
       if (!(a->path = mx_cli_option_value("gen", argc, argv, &i))) return MX_EXIT_USAGE;
+      continue;
+    }
+    if (strcmp(arg, "--progress") == 0) {
+      a->progress = true;
       continue;
     }
     if (strcmp(arg, "--style") == 0) {
@@ -231,17 +240,24 @@ int mx_cmd_gen(int argc, char **argv) {
   if (rc != MX_EXIT_OK) return rc;
   mx_error err;
   mx_graph *g = NULL;
+  mx__progress_enable_for_cli(a.progress);
+  mx__progress_stage("gen: build the model and its weights");
   mx_status st = build(&a, &g, &err);
   if (st == MX_ERR_INVALID_ARGUMENT) return mx_cli_usage_error("gen", "%s", err.message);
   if (st != MX_OK) return mx_cli_runtime_error("gen", "%s", err.message);
+  mx__progress_stage("gen: infer");
   if (mx_graph_infer(g) != MX_OK) {
     rc = mx_cli_runtime_error("gen", "inferring the %s model: %s", a.model_name, mx_graph_last_error(g));
     goto destroy_graph;
   }
+  mx__progress_stage("gen: write ONNX");
   if (mx_onnx_save_file(g, a.path, &err) != MX_OK) {
     rc = mx_cli_runtime_error("gen", "%s", err.message);
     goto destroy_graph;
   }
+  struct stat sb;
+  if (mx__progress_enabled() && stat(a.path, &sb) == 0)
+    mx__progress_bytes("gen: wrote ONNX", (uint64_t)sb.st_size, (uint64_t)sb.st_size);
   print_summary(g, a.model_name, a.path);
 destroy_graph:
   mx_graph_destroy(g);
