@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "common/clock.h"
+#include "common/progress.h"
 #include "mixrt/onnx.h"
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
@@ -24,7 +25,7 @@ void mx_cmd_run_help(FILE *out) {
           "                 [--shape SYM=VAL ...] [--steps N] [--executor seq|topo|mt] [--streams K]\n"
           "                 [--static-min-ops N] [--device cpu|inline] [--frozen NAME ...]\n"
           "                 [--trace FILE.json] [--output-dir DIR] [--reference] [--check]\n"
-          "                 [--skip-kernels] [--no-huge-pages] [--no-state]\n\n"
+          "                 [--skip-kernels] [--no-huge-pages] [--no-state] [--progress]\n\n"
           "Runs a model once per step and prints its outputs (dtype, shape, first values), the\n"
           "per-step latency (median, p10, p90), the time split between static models, dynamic ops\n"
           "and host kernels, and the device memory in use, the weights' share of it (shared blocks,\n"
@@ -44,6 +45,7 @@ void mx_cmd_run_help(FILE *out) {
           "                          the same inputs\n"
           "  --no-state              no binding: every step through mx_session_run with the caller's\n"
           "                          inputs and outputs\n"
+          "  --progress              load stage lines on stderr even when it is not a terminal\n"
           "%s"
           "  --trace FILE.json       write a Chrome trace of the steps (open it in Perfetto)\n"
           "  --output-dir DIR        write every output of the last step as DIR/<name>.npy\n"
@@ -89,6 +91,7 @@ typedef struct run_args {
   size_t nb;
   bool random, reference, check;
   bool no_state;            /* --no-state: every step by mx_session_run, pasts fed by the caller */
+  bool progress;            /* --progress: load stage lines on stderr even when not a terminal */
   int64_t steps, seed;
   mx_cli_session_opts so;
 } run_args;
@@ -132,6 +135,8 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
       a->random = true;
     } else if (strcmp(o, "--no-state") == 0) {
       a->no_state = true;
+    } else if (strcmp(o, "--progress") == 0) {
+      a->progress = true;
     } else if (strcmp(o, "--reference") == 0) {
       a->reference = true;
     } else if (strcmp(o, "--check") == 0) {
@@ -383,10 +388,13 @@ int mx_cmd_run(int argc, char **argv) {
       rc = mx_cli_runtime_error("run", "%s", err.message);
       goto done;
     }
+    mx__progress_enable_for_cli(a.progress);
     if (mx_session_load_file(s, a.model) != MX_OK) {
       rc = mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
       goto done;
     }
+    mx__progress_stage("load: done");
+    mx__progress_enable(false);
   }
   /* Inputs are described by the ONNX graph, or by the loaded program's root graph. */
   mx_graph *decl = g ? g : s->prog->root;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/progress.h"
 #include "mixrt/onnx.h"
 #include "partitioner/partitioner.h"
 #include "proto/mixrt_model.pb-c.h"
@@ -276,6 +277,7 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
     st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading '%s'", path);
     goto done;
   }
+  mx__progress_stage("load: root graph and dynamic plans");
   st = mx_onnx_load_memory(rt->root_onnx.data, rt->root_onnx.len, NULL, &p->root, err);
   if (st == MX_OK && mx_graph_infer(p->root) != MX_OK) st = mx__fail(err, MX_ERR_MALFORMED, "%s", mx_graph_last_error(p->root));
   if (st == MX_OK) st = mx__program_calls(p, err);
@@ -311,6 +313,7 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
   uint32_t *made = NULL;
   if (st == MX_OK && !(made = calloc(p->n_calls + p->n_values + 1, sizeof *made)))
     st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading '%s'", path);
+  mx__progress_stage("load: execution graphs");
   if (st == MX_OK) st = unpack_graph(p, rt->init, "Init", IN_INIT, made, &p->init, err);
   /* Init makes every partition call's handle and uploads every live constant of the root (as
    * lowering does): Main's kernels rely on them. */
