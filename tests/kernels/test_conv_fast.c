@@ -3,9 +3,11 @@
  * dilation, channel multipliers, 1-D) with bias, a residual fourth input and a fused Relu,
  * against a direct loop, on 1 and 3 intra-op threads (the results must not depend on the thread
  * count beyond rounding); the float16 residual, read in place; 2-D MaxPool and
- * GlobalAveragePool against the float64 walk. */
+ * GlobalAveragePool against the float64 walk; the intra-op thread pool (every task once, two
+ * callers at a time). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,4 +229,49 @@ Test(conv_fast, maxpool_and_global_average_match_the_generic_walk) {
   g.op = MX_CONVOP_GLOBAL_AVERAGE_POOL;
   pool_both(&g, 5, 7, 9, 1, 1, false);
   pool_both(&g, 2, 1, 3, 1, 1, false);
+}
+
+/* --- the intra-op thread pool (kernels/threads.c) ---------------------------------------------- */
+
+typedef struct count_ctx {
+  int64_t n;
+  int32_t max_slots;
+  int *hits;        /* per task */
+  int bad_slot;     /* a slot outside [0, max_slots) ran a task */
+} count_ctx;
+
+static void count_task(void *vctx, int64_t task, int32_t slot) {
+  count_ctx *c = vctx;
+  __atomic_fetch_add(&c->hits[task], 1, __ATOMIC_RELAXED);
+  if (slot < 0 || slot >= c->max_slots) __atomic_store_n(&c->bad_slot, 1, __ATOMIC_RELAXED);
+}
+
+/* Many runs of varied sizes, back to back: every task runs exactly once, on an allowed slot. */
+static void *many_runs(void *arg) {
+  int rounds = *(int *)arg;
+  int hits[97];
+  for (int r = 0; r < rounds; r++) {
+    count_ctx c = {.n = r % 97, .max_slots = 1 + r % 4, .hits = hits, .bad_slot = 0};
+    memset(hits, 0, sizeof hits);
+    mx__kparallel(c.n, c.max_slots, count_task, &c);
+    for (int64_t t = 0; t < c.n; t++)
+      if (hits[t] != 1) return (void *)1;
+    if (c.bad_slot) return (void *)1;
+  }
+  return NULL;
+}
+
+Test(conv_fast, thread_pool_runs_every_task_once) {
+  mx__kthreads_set(3);
+  int rounds = 3000;
+  cr_assert_null(many_runs(&rounds));
+  /* two callers at once: one of them finds the pool busy and runs its tasks itself */
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, many_runs, &rounds), 0);
+  void *other = many_runs(&rounds);
+  void *ret;
+  pthread_join(t, &ret);
+  mx__kthreads_set(1);
+  cr_assert_null(other);
+  cr_assert_null(ret);
 }
