@@ -6,7 +6,11 @@
  * gives back that entry. The shape computation then has no reader left and dead-node removal
  * drops it.
  *
- * Late: it changes the form of the targets that the other rules read. */
+ * Rule shape_cse: integer values that inference knows to be equal for every symbol value (the
+ * shape computations exporters repeat per layer) are merged into the first.
+ *
+ * Late: they change the form of the targets and masks that the other rules read. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/ops/op.h"
@@ -102,6 +106,72 @@ static mx_status run_shape_subgraph(mx_graph *g, size_t *hits) {
   }
   return MX_OK;
 }
+
+/* --- shape_cse ------------------------------------------------------------------------------- */
+
+/* Whether v is an integer tensor whose every element inference knows (concrete or symbolic). */
+static bool known_values(const mx_value *v) {
+  if ((v->flags & (MX_VALUE_DEAD | MX_VALUE_CONST | MX_VALUE_INPUT | MX_VALUE_OUTPUT | MX_VALUE_OUTER)) ||
+      v->kind != MX_KIND_TENSOR || (v->dtype != MX_INT64 && v->dtype != MX_INT32) || v->sv_len < 0 || !v->sv ||
+      !v->n_consumers)
+    return false;
+  for (int32_t k = 0; k < v->sv_len; k++)
+    if (mx_dim_is_unknown(v->sv[k])) return false;
+  return true;
+}
+
+static bool same_values(const mx_value *a, const mx_value *b) {
+  if (a->dtype != b->dtype || a->sv_len != b->sv_len || a->shape.rank != b->shape.rank) return false;
+  for (int32_t k = 0; k < a->shape.rank; k++)
+    if (a->shape.dims[k] != b->shape.dims[k]) return false;
+  return memcmp(a->sv, b->sv, (size_t)a->sv_len * sizeof *a->sv) == 0;
+}
+
+/* Shape computations repeated per layer (Shape of each layer's cache, the Gather / Range / mask
+ * built from it) hold values inference proved equal for every symbol value: the later ones
+ * read the first. Walking in topological order keeps the first before every reader. */
+static mx_status run_shape_cse(mx_graph *g, size_t *hits) {
+  const mx_node_id *order;
+  size_t n_order;
+  mx_status st = mx__graph_topo_order(g, &order, &n_order);
+  if (st != MX_OK) return st;
+  mx_node_id *ids = malloc((n_order ? n_order : 1) * sizeof *ids);
+  mx_value_id *firsts = malloc((g->n_values ? g->n_values : 1) * sizeof *firsts);
+  if (!ids || !firsts) {
+    free(ids);
+    free(firsts);
+    return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory merging shape values");
+  }
+  memcpy(ids, order, n_order * sizeof *ids); /* the cached order dies with the first rewrite */
+  size_t n_firsts = 0;
+  for (size_t o = 0; o < n_order && st == MX_OK; o++) {
+    const mx_node *nd = &g->nodes[ids[o]];
+    if (nd->flags & MX_NODE_DEAD) continue;
+    for (uint32_t k = 0; k < nd->n_outputs && st == MX_OK; k++) {
+      mx_value_id v = nd->outputs[k];
+      if (!known_values(&g->values[v])) continue;
+      size_t f = 0;
+      while (f < n_firsts && !same_values(&g->values[firsts[f]], &g->values[v])) f++;
+      if (f == n_firsts) {
+        firsts[n_firsts++] = v;
+        continue;
+      }
+      st = mx__graph_replace_uses(g, v, firsts[f]);
+      if (st == MX_OK) (*hits)++;
+    }
+  }
+  free(ids);
+  free(firsts);
+  return st;
+}
+
+const mx__rw_rule mx__rule_shape_cse = {
+    .name = "shape_cse",
+    .what = "integer values inference knows to be equal for every symbol value (per-layer shape computations) merged",
+    .by_default = true,
+    .late = true,
+    .run = run_shape_cse,
+};
 
 const mx__rw_rule mx__rule_shape_subgraph = {
     .name = "shape_subgraph",

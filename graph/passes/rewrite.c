@@ -20,7 +20,7 @@ const mx__rw_rule *const mx__rw_rules[] = {
     &mx__rule_conv_residual,
     &mx__rule_matmul_transpose, &mx__rule_matmul_bias_act, &mx__rule_shape_subgraph,
     &mx__rule_transpose_reshape, &mx__rule_view_chain, &mx__rule_gemm_act,
-    &mx__rule_cast_pair,
+    &mx__rule_cast_pair, &mx__rule_shape_cse,
     NULL,
 };
 

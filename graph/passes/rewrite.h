@@ -35,7 +35,7 @@ extern const mx__rw_rule mx__rule_gelu, mx__rule_silu, mx__rule_layernorm, mx__r
 extern const mx__rw_rule mx__rule_attention, mx__rule_rotary, mx__rule_conv_act;
 extern const mx__rw_rule mx__rule_matmul_transpose, mx__rule_matmul_bias_act, mx__rule_shape_subgraph;
 extern const mx__rw_rule mx__rule_transpose_reshape, mx__rule_view_chain, mx__rule_gemm_act;
-extern const mx__rw_rule mx__rule_cast_pair;
+extern const mx__rw_rule mx__rule_cast_pair, mx__rule_shape_cse;
 
 /* --- matching helpers ------------------------------------------------------------------------- */
 

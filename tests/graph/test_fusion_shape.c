@@ -77,3 +77,33 @@ Test(fusion_shape, near_miss_no_constant_target) {
   cr_assert_eq(fz_count(g, "Concat"), 3);
   mx_graph_destroy(g);
 }
+
+/* Two layers' caches of one symbolic length: the Range each builds from its own cache's Shape
+ * is one Range once shape_cse merges the equal Shapes (cse then merges what reads them). A
+ * cache of another length keeps its own. */
+static void build_per_layer_shapes(mx_graph *g) {
+  mx_symtab *t = mx_graph_symtab(g);
+  mx_dim p = mx_sym_named(t, "past"), q = mx_sym_named(t, "other");
+  mx_value_id k[3] = {fz_input(g, "k0", MX_FLOAT32, 4, (mx_dim[]){1, 2, p, 4}),
+                      fz_input(g, "k1", MX_FLOAT32, 4, (mx_dim[]){1, 2, p, 4}),
+                      fz_input(g, "k2", MX_FLOAT32, 4, (mx_dim[]){1, 2, q, 4})};
+  int64_t two = 2, zero = 0, one = 1;
+  for (int i = 0; i < 3; i++) {
+    mx_value_id n = FZ2(g, "Gather", FZ1(g, "Shape", k[i]), fz_const_dt(g, MX_INT64, 0, NULL, &two));
+    mx_value_id r = fz_op(g, "Range", 3,
+                          (mx_value_id[]){fz_const_dt(g, MX_INT64, 0, NULL, &zero), n, fz_const_dt(g, MX_INT64, 0, NULL, &one)},
+                          NULL, 0);
+    mx_attr to = mx_attr_int("to", MX_FLOAT32);
+    mx_graph_add_output(g, fz_op(g, "Cast", 1, &r, &to, 1));
+  }
+}
+
+Test(fusion_shape, equal_shape_values_of_layers_merged) {
+  mx_fuse_report r;
+  mx_graph *g = fz_fuse_and_compare(build_per_layer_shapes, "default",
+                                    (const int64_t[][MX_MAX_RANK]){{1, 2, 5, 4}, {1, 2, 5, 4}, {1, 2, 3, 4}}, &r);
+  cr_assert_geq(fz_hits(&r, "shape_cse"), 1);
+  cr_assert_eq(fz_count(g, "Shape"), 2);
+  cr_assert_eq(fz_count(g, "Range"), 2);
+  mx_graph_destroy(g);
+}
