@@ -57,6 +57,12 @@ class SessionOptions(ctypes.Structure):
         ("uv_loop", ctypes.c_void_p),
         ("private_weights", ctypes.c_bool),
         ("passes", ctypes.c_char_p),
+        ("memory_limit", ctypes.c_uint64),
+        ("spec_cache_size", ctypes.c_uint32),  # version 2
+        ("spec_churn_limit", ctypes.c_uint32),
+        ("gears", ctypes.POINTER(ctypes.c_char_p)),
+        ("n_gears", ctypes.c_size_t),
+        ("intra_op_threads", ctypes.c_uint32),  # version 3
     ]
 
 
@@ -88,6 +94,7 @@ STATS_FIELDS = (
     "steps", "step_ns", "static_ns", "dynamic_ns", "host_ns", "static_executes", "dynamic_launches",
     "refreshed_entries", "device_allocations", "allocator_hits", "allocator_misses", "bytes_in_use",
     "bytes_cached", "peak_bytes", "kernels_run", "output_copies",
+    "spec_hits", "spec_misses", "spec_compiles", "spec_evictions", "spec_compile_ns", "spec_fallbacks",
 )
 
 

@@ -80,7 +80,8 @@ def _options(opts):
     lib.mx_session_options_init(ctypes.byref(o))
     keep = []  # strings and arrays the record points to, alive until mx_session_create returns
     for key, value in opts.items():
-        if key in ("streams", "executor_threads", "static_min_ops"):
+        if key in ("streams", "executor_threads", "static_min_ops", "memory_limit", "spec_cache_size",
+                   "spec_churn_limit", "intra_op_threads"):
             setattr(o, key, int(value))
         elif key in ("stable_partition", "private_weights"):
             setattr(o, key, bool(value))
@@ -97,6 +98,11 @@ def _options(opts):
             o.passes = keep[-1]
         elif key == "huge_pages":
             o.device_options.huge_pages = bool(value)
+        elif key == "gears":
+            specs = (ctypes.c_char_p * len(value))(*[g.encode() for g in value])
+            keep.append(specs)
+            o.gears = ctypes.cast(specs, ctypes.POINTER(ctypes.c_char_p))
+            o.n_gears = len(value)
         elif key == "frozen_inputs":
             names = (ctypes.c_char_p * len(value))(*[n.encode() for n in value])
             keep.append(names)
@@ -174,7 +180,9 @@ class Session:
     options: streams, executor ("sequential", "topological", "multi_thread"), executor_threads,
     static_min_ops, stable_partition, private_weights, device ("cpu", "inline"), huge_pages,
     frozen_inputs (a list of input names), symbol_ranges ({"past_len": (0, 2048)}), passes (the
-    graph rewrite rules: "none", "default", "all" or a list like "default,-cse").
+    graph rewrite rules: "none", "default", "all" or a list like "default,-cse"), memory_limit
+    (bytes), spec_cache_size, spec_churn_limit, gears (a list like ["seq=1", "seq=128"]),
+    intra_op_threads (docs/session.md).
     """
 
     def __init__(self, path, **options):

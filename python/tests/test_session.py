@@ -109,6 +109,24 @@ def test_outputs_outlive_later_steps_and_each_other(llama):
     np.testing.assert_array_equal(logits, want)
 
 
+def test_specialization_options_and_counters(llama):
+    """The options of version 2 and 3 reach the library: a declared gear compiles at load, and
+    the specialization counters come back in stats()."""
+    plain = mixrt.Session(llama, spec_cache_size=0)
+    geared = mixrt.Session(llama, gears=["past_len=3"], spec_cache_size=4, spec_churn_limit=2,
+                           intra_op_threads=1, memory_limit=1 << 30)
+    feeds = random_feeds(plain, past_len=3, seed=9)
+    want = plain.run(None, feeds)
+    got = geared.run(None, feeds)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    total = geared.stats()["total"]
+    assert total["spec_compiles"] >= 1 and total["spec_hits"] >= 1, total
+    assert plain.stats()["total"]["spec_compiles"] == 0
+    with pytest.raises(mixrt.MixrtError):
+        mixrt.Session(llama, gears=["no_such_symbol=3"])
+
+
 def test_greedy_decode_equals_demo(llama, cli):
     demo = subprocess.run([cli, "demo", "--size", "tiny", "--steps", str(STEPS), "--device", "cpu"],
                           check=True, capture_output=True, text=True).stdout
