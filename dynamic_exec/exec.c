@@ -56,7 +56,7 @@ static void release_block(mx_dyn_exec *e, mx__dyn_val *o) {
   while (others) {
     int k = __builtin_ctz(others);
     others &= others - 1;
-    if (e->streams[k] != last) mx_caching_record_stream(e->alloc, o->block, e->streams[k], NULL);
+    if (e->streams[k] != last) MX_IGNORE_STATUS(mx_caching_record_stream(e->alloc, o->block, e->streams[k], NULL));
   }
   mx_caching_free(e->alloc, o->block, last, NULL);
   o->block = NULL;
@@ -282,7 +282,8 @@ mx_status mx__dyn_step_begin(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_i
   while (e->h2d_pending) {
     int k = __builtin_ctz(e->h2d_pending);
     e->h2d_pending &= e->h2d_pending - 1;
-    mx_event_synchronize(e->h2d_events[k]);
+    /* Only the wait matters here: a failed copy is reported by the step that queued it. */
+    MX_IGNORE_STATUS(mx_event_synchronize(e->h2d_events[k]));
   }
   for (size_t k = 0; k < e->n_bound; k++) e->sym_val[e->bound_syms[k]] = INT64_MIN;
   mx_status st = mx__dyn_bind_inputs(e, inputs, n_inputs);
@@ -439,7 +440,7 @@ mx_status mx__dyn_step_end(mx_dyn_exec *e, mx_tensor *outputs, size_t n_outputs)
     uint32_t k = (uint32_t)__builtin_ctz(pend);
     mx_stream *s = k < e->n_streams ? e->streams[k] : e->caller;
     if (mx_event_record(e->h2d_events[k], s) != MX_OK) {
-      mx_stream_synchronize(s);
+      MX_IGNORE_STATUS(mx_stream_synchronize(s)); /* waits even when the stream failed */
       e->h2d_pending &= ~(1u << k);
     }
   }
@@ -730,7 +731,7 @@ void mx_dyn_exec_destroy(mx_dyn_exec *e) {
   if (!e) return;
   if (e->in_step) mx__dyn_step_abort(e);
   for (uint32_t k = 0; k < e->n_streams; k++)
-    if (e->streams[k]) mx_stream_synchronize(e->streams[k]);
+    if (e->streams[k]) MX_IGNORE_STATUS(mx_stream_synchronize(e->streams[k])); /* drains, failed or not */
   if (e->vals) {
     for (size_t v = 0; v < e->plan->n_values; v++) {
       mx__dyn_val *rv = &e->vals[v];

@@ -258,8 +258,10 @@ static uint64_t fence_record(mx_caching_allocator *a, ca_pool *p) {
     p->n_fences++;
   }
   if (mx_event_record(f->ev, p->stream) != MX_OK) {
-    /* Without a recorded fence the coverage cannot be claimed: wait for the stream instead. */
-    mx_stream_synchronize(p->stream);
+    /* Without a recorded fence the coverage cannot be claimed: wait for the stream instead. A
+     * synchronize drains the stream even when it failed, and the failure belongs to its step:
+     * here and below only the wait matters. */
+    MX_IGNORE_STATUS(mx_stream_synchronize(p->stream));
     p->safe_below = cover;
   }
   f->cover = cover;
@@ -344,9 +346,9 @@ static void settle_all(mx_caching_allocator *a) {
     uint64_t cover = fence_record(a, p);
     if (cover) {
       ca_fence *f = &p->fences[(p->fence_head + p->n_fences - 1) % FENCE_RING];
-      mx_event_synchronize(f->ev);
+      MX_IGNORE_STATUS(mx_event_synchronize(f->ev));
     } else {
-      mx_stream_synchronize(p->stream);
+      MX_IGNORE_STATUS(mx_stream_synchronize(p->stream));
     }
     p->safe_below = p->epoch;
     p->n_fences = 0;
@@ -521,7 +523,7 @@ mx_status mx_caching_free(mx_caching_allocator *a, void *ptr, mx_stream *stream,
   int pi = pool_index(a, stream);
   if (pi < 0) {
     /* No slot for the stream: wait for it, then cache the block as idle. */
-    if (stream) mx_stream_synchronize(stream);
+    if (stream) MX_IGNORE_STATUS(mx_stream_synchronize(stream));
     pi = 0;
   }
   ca_pool *p = a->pools[pi];
@@ -537,7 +539,7 @@ mx_status mx_caching_free(mx_caching_allocator *a, void *ptr, mx_stream *stream,
       b->pend_cover[b->n_pend] = cover;
       b->n_pend++;
     } else {
-      mx_stream_synchronize(q->stream); /* rare: more users than pending slots */
+      MX_IGNORE_STATUS(mx_stream_synchronize(q->stream)); /* rare: more users than pending slots */
     }
   }
   b->live = false;
@@ -580,7 +582,7 @@ void mx_caching_forget_stream(mx_caching_allocator *a, mx_stream *stream) {
   int pi = pool_find(a, stream);
   if (pi < 0) goto unlock;
   ca_pool *p = a->pools[pi], *idle = a->pools[0];
-  mx_stream_synchronize(stream);
+  MX_IGNORE_STATUS(mx_stream_synchronize(stream));
   for (unsigned c = 0; c < N_CLASSES; c++) {
     while (p->head[c]) {
       ca_block *b = p->head[c];

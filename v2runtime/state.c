@@ -87,7 +87,7 @@ mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *out
   if (capacity > b->want_capacity) b->want_capacity = capacity;
   /* The state takes over the input and the output from whatever was bound there. */
   mx_bind_out *o = &b->out[j];
-  if (o->kind == MX_BIND_OUT_ALLOC) mx_binding_unbind_output(b, output);
+  if (o->kind == MX_BIND_OUT_ALLOC) MX_IGNORE_STATUS(mx_binding_unbind_output(b, output)); /* bound: cannot fail */
   memset(o, 0, sizeof *o);
   o->kind = MX_BIND_OUT_STATE;
   b->in_bound[i] = false;

@@ -100,12 +100,12 @@ static double hal_launch_ns(mx_stream *s, size_t size) {
   double t[64];
   const int burst = 200;
   for (int r = 0; r < g_reps; r++) {
-    mx_stream_synchronize(s);
+    if (mx_stream_synchronize(s) != MX_OK) die("mx_stream_synchronize", NULL);
     uint64_t t0 = mx__now_ns();
-    for (int i = 0; i < burst; i++) mx_hal_launch(s, k_noop, block, size);
+    for (int i = 0; i < burst; i++) if (mx_hal_launch(s, k_noop, block, size) != MX_OK) die("mx_hal_launch", NULL);
     t[r] = (double)(mx__now_ns() - t0) / burst;
   }
-  mx_stream_synchronize(s);
+  if (mx_stream_synchronize(s) != MX_OK) die("mx_stream_synchronize", NULL);
   return median(t, g_reps);
 }
 
@@ -174,12 +174,12 @@ static void rig_open(bench_rig *r, mx_device_kind kind, int len) {
       *m = (mx_tensor){.dtype = MX_FLOAT32, .rank = 1, .dims = {n}, .placement = MX_DEVICE};
       if (mx_device_alloc(r->dev, (size_t)n * 4, 0, &m->data) != MX_OK) die("mx_device_alloc", NULL);
     }
-    mx_device_copy(r->dev, r->x[k].data, host, (size_t)n * 4, MX_COPY_H2D);
+    if (mx_device_copy(r->dev, r->x[k].data, host, (size_t)n * 4, MX_COPY_H2D) != MX_OK) die("mx_device_copy", NULL);
   }
 }
 
 static void rig_close(bench_rig *r) {
-  mx_stream_synchronize(r->s);
+  if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
   for (int k = 0; k < 2; k++) {
     mx_device_free(r->dev, r->x[k].data);
     mx_device_free(r->dev, r->out[k].data);
@@ -203,16 +203,16 @@ static double time_runs(bench_rig *r, int len, bool alternate, bool sync_each) {
   double t[64];
   int steps = STEP_OPS / len;
   for (int w = 0; w < 3; w++) run_step(r, alternate ? w & 1 : 0);
-  mx_stream_synchronize(r->s);
+  if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
   for (int rep = 0; rep < g_reps; rep++) {
     uint64_t host = 0;
     for (int i = 0; i < steps; i++) {
       uint64_t t0 = mx__now_ns();
       run_step(r, alternate ? i & 1 : 0);
       host += mx__now_ns() - t0;
-      if (sync_each) mx_stream_synchronize(r->s); /* not timed */
+      if (sync_each) if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL); /* not timed */
     }
-    mx_stream_synchronize(r->s);
+    if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
     t[rep] = (double)host / steps / len;
   }
   return median(t, g_reps);
@@ -234,7 +234,7 @@ static double time_static(bench_rig *r, int len) {
     if (mx_static_model_update_args(m, &r->x[0], 1, &r->out[0], 1) != MX_OK || mx_static_model_execute(m, r->s) != MX_OK)
       die("static step", mx_static_model_last_error(m));
   }
-  mx_stream_synchronize(r->s);
+  if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
   for (int rep = 0; rep < g_reps; rep++) {
     uint64_t host = 0;
     for (int i = 0; i < steps; i++) {
@@ -243,7 +243,7 @@ static double time_static(bench_rig *r, int len) {
         die("static step", mx_static_model_last_error(m));
       host += mx__now_ns() - t0;
     }
-    mx_stream_synchronize(r->s);
+    if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
     t[rep] = (double)host / steps / len;
   }
   mx_static_model_destroy(m);
@@ -285,17 +285,17 @@ static split time_split(bench_rig *r, int len) {
   double tb, tp, tl, tf, te;
   for (int w = 0; w < 3; w++) {
     phased_step(r, 0, &tb, &tp, &tl, &tf, &te);
-    mx_stream_synchronize(r->s);
+    if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
   }
   for (int rep = 0; rep < g_reps; rep++) {
     phased_step(r, 0, &b[rep], &p[rep], &l[rep], &f[rep], &e[rep]);
-    mx_stream_synchronize(r->s);
+    if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
     /* Two steps with a new shape each: prepare evaluates every op's dims. */
     phased_step(r, 1, &tb, &pn[rep], &tl, &tf, &te);
-    mx_stream_synchronize(r->s);
+    if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
     phased_step(r, 0, &tb, &tp, &tl, &tf, &te);
     pn[rep] = 0.5 * (pn[rep] + tp);
-    mx_stream_synchronize(r->s);
+    if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
   }
   split s = {median(b, g_reps) / len, median(p, g_reps) / len, median(pn, g_reps) / len,
              median(l, g_reps) / len, median(f, g_reps) / len, median(e, g_reps) / len};
@@ -329,7 +329,7 @@ int main(int argc, char **argv) {
       mx_dyn_plan_info_get(r.plan, &info);
       mx_caching_stats a0, a1;
       run_step(&r, 0);
-      mx_stream_synchronize(r.s);
+      if (mx_stream_synchronize(r.s) != MX_OK) die("mx_stream_synchronize", NULL);
       mx_caching_stats_get(mx_dyn_exec_allocator(r.e), &a0);
       double same = time_runs(&r, len, false, false);
       double alt = time_runs(&r, len, true, false);

@@ -45,6 +45,11 @@ static void die(const char *what, mx_status st, const char *msg) {
   exit(1);
 }
 
+/* Stops the benchmark when a call it times fails: a figure over failed calls would mislead. */
+static void must(const char *what, mx_status st) {
+  if (st != MX_OK) die(what, st, NULL);
+}
+
 #define CHECK(call, dev)                                          \
   do {                                                            \
     mx_status st_ = (call);                                       \
@@ -117,7 +122,7 @@ static void bench_launch(mx_device *dev, size_t size, double *burst_ns, double *
     gate_args g = {&open};
     if (gated) CHECK(mx_hal_host_callback(s, k_gate, &g, sizeof g), dev);
     uint64_t t0 = mx__now_ns();
-    for (int i = 0; i < B; i++) mx_hal_launch(s, k_noop, a, size);
+    for (int i = 0; i < B; i++) must("mx_hal_launch", mx_hal_launch(s, k_noop, a, size));
     uint64_t t1 = mx__now_ns();
     sem_post(&open);
     CHECK(mx_stream_synchronize(s), dev);
@@ -125,7 +130,7 @@ static void bench_launch(mx_device *dev, size_t size, double *burst_ns, double *
     b[r] = (double)(t1 - t0) / B;
     /* streaming: the worker consumes while the host launches */
     t0 = mx__now_ns();
-    for (int i = 0; i < N; i++) mx_hal_launch(s, k_noop, a, size);
+    for (int i = 0; i < N; i++) must("mx_hal_launch", mx_hal_launch(s, k_noop, a, size));
     t1 = mx__now_ns();
     CHECK(mx_stream_synchronize(s), dev);
     uint64_t t2 = mx__now_ns();
@@ -209,21 +214,21 @@ static void bench_model_execute(mx_device *dev, mx_stream *s, void *buf, exec_co
       gate_args g = {&open};
       if (gated) CHECK(mx_hal_host_callback(s, k_gate, &g, sizeof g), dev);
       uint64_t t0 = mx__now_ns();
-      for (int i = 0; i < B; i++) mx_hal_model_execute(m, s);
+      for (int i = 0; i < B; i++) must("mx_hal_model_execute", mx_hal_model_execute(m, s));
       uint64_t t1 = mx__now_ns();
       sem_post(&open);
       CHECK(mx_stream_synchronize(s), dev);
       sem_destroy(&open);
       busy[r] = (double)(t1 - t0) / B;
       t0 = mx__now_ns();
-      for (int i = 0; i < B; i++) mx_hal_model_execute(m, s);
+      for (int i = 0; i < B; i++) must("mx_hal_model_execute", mx_hal_model_execute(m, s));
       t1 = mx__now_ns();
       CHECK(mx_stream_synchronize(s), dev);
       q[r] = (double)(t1 - t0) / B;
       double one[32];
       for (int i = 0; i < 32; i++) {
         uint64_t a = mx__now_ns();
-        mx_hal_model_execute(m, s);
+        must("mx_hal_model_execute", mx_hal_model_execute(m, s));
         uint64_t b = mx__now_ns();
         one[i] = (double)(b - a);
         CHECK(mx_stream_synchronize(s), dev);
@@ -266,8 +271,8 @@ static void bench_refresh(mx_device *dev, mx_stream *s, void *buf0, void *buf1,
       }
       /* ids not changed this round keep whatever base they had; only the k changed matter */
       uint64_t t0 = mx__now_ns();
-      mx_hal_model_update_bases(m, ids, addrs, ks[k]);
-      mx_hal_model_execute(m, s);
+      must("mx_hal_model_update_bases", mx_hal_model_update_bases(m, ids, addrs, ks[k]));
+      must("mx_hal_model_execute", mx_hal_model_execute(m, s));
       uint64_t t1 = mx__now_ns();
       CHECK(mx_stream_synchronize(s), dev);
       mx_hal_model_stats st;
@@ -304,12 +309,12 @@ static double bench_events(mx_device *dev) {
   for (int r = 0; r < g_reps; r++) {
     uint64_t t0 = mx__now_ns();
     for (int i = 0; i < N; i++) {
-      mx_hal_launch(a, k_noop, &x, sizeof x);
-      mx_event_record(ea, a);
-      mx_stream_wait_event(b, ea);
-      mx_hal_launch(b, k_noop, &x, sizeof x);
-      mx_event_record(eb, b);
-      mx_stream_wait_event(a, eb);
+      must("mx_hal_launch", mx_hal_launch(a, k_noop, &x, sizeof x));
+      must("mx_event_record", mx_event_record(ea, a));
+      must("mx_stream_wait_event", mx_stream_wait_event(b, ea));
+      must("mx_hal_launch", mx_hal_launch(b, k_noop, &x, sizeof x));
+      must("mx_event_record", mx_event_record(eb, b));
+      must("mx_stream_wait_event", mx_stream_wait_event(a, eb));
     }
     CHECK(mx_stream_synchronize(a), dev);
     CHECK(mx_stream_synchronize(b), dev);

@@ -50,13 +50,15 @@ int mx__llm_measure_identity(const llm_args *a, peer *p, mx_device *dev, const c
     goto close;
   }
   const int64_t one = 1;
-  mx_tensor_alloc(MX_FLOAT32, 1, &one, &x);
-  if (!x.data || (a->device_io && (mx__llm_device_tensor(dev, MX_FLOAT32, 1, &one, &dx) != MX_OK ||
+  if (mx_tensor_alloc(MX_FLOAT32, 1, &one, &x) != MX_OK || (a->device_io && (mx__llm_device_tensor(dev, MX_FLOAT32, 1, &one, &dx) != MX_OK ||
                                    mx__llm_device_tensor(dev, MX_FLOAT32, 1, &one, &dy) != MX_OK))) {
     rc = mx_cli_runtime_error(CMD, "out of memory");
     goto close;
   }
-  if (a->device_io) mx_device_copy(dev, dx.data, x.data, sizeof(float), MX_COPY_H2D);
+  if (a->device_io && mx_device_copy(dev, dx.data, x.data, sizeof(float), MX_COPY_H2D) != MX_OK) {
+    rc = mx_cli_runtime_error(CMD, "the input could not be copied to the device: %s", mx_device_last_error(dev));
+    goto close;
+  }
   for (int64_t k = -a->warmup; k < a->identity_runs; k++) {
     mx_tensor y = {0};
     uint64_t t0 = mx__now_ns();

@@ -167,7 +167,8 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
     if (rc != MX_EXIT_OK) goto free_samples;
   }
   for (int s = 0; s < 2; s++)
-    if (c->sessions[s]) mx_session_get_stats(c->sessions[s], NULL, &before[s]);
+    if (c->sessions[s] && mx_session_get_stats(c->sessions[s], NULL, &before[s]) != MX_OK)
+      memset(&before[s], 0, sizeof before[s]);
   uint64_t session_steps[2] = {0, 0};
   const uint64_t t_start = mx__now_ns();
   int64_t r = 0;
@@ -188,7 +189,7 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
   for (int s = 0; s < 2; s++) {
     if (!c->sessions[s] || !session_steps[s]) continue;
     const mx_session_stats *b = &before[s];
-    mx_session_get_stats(c->sessions[s], NULL, &after);
+    if (mx_session_get_stats(c->sessions[s], NULL, &after) != MX_OK) continue;
     pt->have_step[s] = true;
     pt->step[s] = per_step(b, &after, (double)session_steps[s]);
   }

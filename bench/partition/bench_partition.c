@@ -102,7 +102,7 @@ static bench_graph layered(size_t n_nodes) {
     vals[nv++] = y;
     if (rnd() % 100 < 5) b.forced[b.n_forced++] = strdup(name);
   }
-  for (size_t i = nv - width; i < nv; i++) mx_graph_add_output(b.g, vals[i]);
+  for (size_t i = nv - width; i < nv; i++) if (mx_graph_add_output(b.g, vals[i]) != MX_OK) FAIL("graph output: %s", mx_graph_last_error(b.g));
   free(vals);
   b.build_ms = (double)(mx__now_ns() - t0) / 1e6;
   return b;
@@ -168,8 +168,8 @@ static mx_value_id decode_layer(mx_graph *g, int l, mx_value_id h, mx_dim past,
                          (mx_value_id[]){act, weight(g, N("w2"), F, D, buf)}, 2, NULL, 0);
   mx_value_id out = add(g, "Add", N("residual2"), (mx_value_id[]){h1, down}, 2, NULL, 0);
 #undef N
-  mx_graph_add_output(g, kc);
-  mx_graph_add_output(g, vc);
+  if (mx_graph_add_output(g, kc) != MX_OK) FAIL("graph output: %s", mx_graph_last_error(g));
+  if (mx_graph_add_output(g, vc) != MX_OK) FAIL("graph output: %s", mx_graph_last_error(g));
   return out;
 }
 
@@ -194,7 +194,7 @@ static bench_graph transformer(size_t n_nodes) {
     FAIL("%s", mx_graph_last_error(b.g));
   int layers = (int)((n_nodes + OPS_PER_LAYER - 1) / OPS_PER_LAYER);
   for (int l = 0; l < layers; l++) h = decode_layer(b.g, l, h, past, heads_shape, model_shape, buf);
-  mx_graph_add_output(b.g, h);
+  if (mx_graph_add_output(b.g, h) != MX_OK) FAIL("graph output: %s", mx_graph_last_error(b.g));
   free(buf);
   b.build_ms = (double)(mx__now_ns() - t0) / 1e6;
   return b;
@@ -216,7 +216,7 @@ static bench_graph fanout(size_t n_nodes) {
   for (size_t i = 1; i < n_nodes; i++) {
     char name[32];
     snprintf(name, sizeof name, "leaf%zu", i);
-    mx_graph_add_output(b.g, add(b.g, "Neg", name, &hub, 1, NULL, 0));
+    if (mx_graph_add_output(b.g, add(b.g, "Neg", name, &hub, 1, NULL, 0)) != MX_OK) FAIL("graph output: %s", mx_graph_last_error(b.g));
     if (i % 100 == 7) b.forced[b.n_forced++] = strdup(name);
   }
   b.build_ms = (double)(mx__now_ns() - t0) / 1e6;

@@ -286,7 +286,10 @@ static void take_sample(soak *k, double steps_per_s) {
   mx_device_memory_stats ms;
   mx_device_memory_stats_get(k->dev, &ms);
   mx_session_stats total;
-  mx_session_get_stats(k->s, NULL, &total);
+  if (mx_session_get_stats(k->s, NULL, &total) != MX_OK) {
+    fail(k, "mx_session_get_stats", mx_session_last_error(k->s));
+    return;
+  }
   uint64_t cache = 0, page = (uint64_t)sysconf(_SC_PAGESIZE);
   for (size_t i = 1; !k->o.device_io && i < k->n_io; i++) {
     size_t n = 0;

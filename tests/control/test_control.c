@@ -84,13 +84,13 @@ static mx_graph *if_different_shapes(void) {
   mx_value_id tx = outer(th, "x"), y;
   mx_attr ax = mx_attr_int("axis", 0);
   node(th, "Concat", "cat", (mx_value_id[]){tx, tx}, 2, &ax, 1, &y, 1);
-  mx_graph_add_output(th, y);
+  cr_assert_eq(mx_graph_add_output(th, y), MX_OK);
   mx_value_id ex = outer(el, "x");
-  mx_graph_add_output(el, op(el, "Identity", &ex, 1));
+  cr_assert_eq(mx_graph_add_output(el, op(el, "Identity", &ex, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id out;
   node(g, "If", "choose", &c, 1, br, 2, &out, 1);
-  mx_graph_add_output(g, out);
+  cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   return g;
 }
 
@@ -123,12 +123,12 @@ Test(control, if_branches_of_equal_shapes_stay_concrete) {
   input(g, "x", MX_FLOAT32, 2, (mx_dim[]){b, 4});
   mx_graph *th = sub(g, "then"), *el = sub(g, "else");
   mx_value_id tx = outer(th, "x"), ex = outer(el, "x");
-  mx_graph_add_output(th, op(th, "Relu", &tx, 1));
-  mx_graph_add_output(el, op(el, "Neg", &ex, 1));
+  cr_assert_eq(mx_graph_add_output(th, op(th, "Relu", &tx, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, op(el, "Neg", &ex, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id out;
   node(g, "If", "choose", &c, 1, br, 2, &out, 1);
-  mx_graph_add_output(g, out);
+  cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
   mx_shape s;
   mx_graph_value_shape(g, out, &s);
@@ -155,14 +155,14 @@ static mx_graph *data_dependent_loop(void) {
   mx_value_id one_f = fconst(body, "one_f", 1.0f);
   mx_value_id acc1 = op(body, "Add", (mx_value_id[]){acc, one_f}, 2);
   mx_value_id it_out = op(body, "Identity", &it, 1);
-  mx_graph_add_output(body, cond);
-  mx_graph_add_output(body, acc1);
-  mx_graph_add_output(body, it_out);
+  cr_assert_eq(mx_graph_add_output(body, cond), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, acc1), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, it_out), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id outs[2];
   node(g, "Loop", "loop", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, acc0}, 3, &a, 1, outs, 2);
-  mx_graph_add_output(g, outs[0]);
-  mx_graph_add_output(g, outs[1]);
+  cr_assert_eq(mx_graph_add_output(g, outs[0]), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, outs[1]), MX_OK);
   return g;
 }
 
@@ -198,12 +198,12 @@ Test(control, loop_carried_value_whose_shape_changes) {
   mx_attr ax = mx_attr_int("axis", 0);
   mx_value_id y;
   node(body, "Concat", "grow", (mx_value_id[]){x, x}, 2, &ax, 1, &y, 1);
-  mx_graph_add_output(body, op(body, "Identity", &ci, 1));
-  mx_graph_add_output(body, y);
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, y), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id out;
   node(g, "Loop", "grow_loop", (mx_value_id[]){m, MX_NO_VALUE, x0}, 3, &a, 1, &out, 1);
-  mx_graph_add_output(g, out);
+  cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
   mx_shape s;
   mx_graph_value_shape(g, out, &s);
@@ -233,18 +233,18 @@ Test(control, nested_if_inside_loop) {
   mx_value_id small = op(body, "Less", (mx_value_id[]){it, two}, 2);
   mx_graph *th = sub(body, "then"), *el = sub(body, "else");
   mx_value_id ta = outer(th, "acc"), t1 = outer(th, "one");
-  mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){ta, t1}, 2));
+  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){ta, t1}, 2)), MX_OK);
   mx_value_id ea = outer(el, "acc"), e10 = outer(el, "ten");
-  mx_graph_add_output(el, op(el, "Add", (mx_value_id[]){ea, e10}, 2));
+  cr_assert_eq(mx_graph_add_output(el, op(el, "Add", (mx_value_id[]){ea, e10}, 2)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id acc1;
   node(body, "If", "inner_if", &small, 1, br, 2, &acc1, 1);
-  mx_graph_add_output(body, op(body, "Identity", &ci, 1));
-  mx_graph_add_output(body, acc1);
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, acc1), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id out;
   node(g, "Loop", "outer_loop", (mx_value_id[]){m, MX_NO_VALUE, acc0}, 3, &a, 1, &out, 1);
-  mx_graph_add_output(g, out);
+  cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   mx_tensor r;
   run1(g, NULL, 0, &r, 1);
   cr_assert_eq(((float *)r.data)[0], 22.0f);
@@ -261,13 +261,13 @@ Test(control, scan_running_sum) {
   mx_value_id s = input(body, "s", MX_FLOAT32, 1, (mx_dim[]){2});
   mx_value_id x = input(body, "x", MX_FLOAT32, 1, (mx_dim[]){2});
   mx_value_id s1 = op(body, "Add", (mx_value_id[]){s, x}, 2);
-  mx_graph_add_output(body, s1);
-  mx_graph_add_output(body, op(body, "Identity", &s1, 1));
+  cr_assert_eq(mx_graph_add_output(body, s1), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &s1, 1)), MX_OK);
   mx_attr a[] = {mx_attr_graph("body", body), mx_attr_int("num_scan_inputs", 1)};
   mx_value_id outs[2];
   node(g, "Scan", "scan", (mx_value_id[]){init, xs}, 2, a, 2, outs, 2);
-  mx_graph_add_output(g, outs[0]);
-  mx_graph_add_output(g, outs[1]);
+  cr_assert_eq(mx_graph_add_output(g, outs[0]), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, outs[1]), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
   mx_shape sh;
   mx_graph_value_shape(g, outs[1], &sh);
@@ -296,12 +296,12 @@ Test(control, constant_condition_if_is_folded_away) {
   mx_value_id x = input(g, "x", MX_FLOAT32, 1, (mx_dim[]){2});
   mx_graph *th = sub(g, "then"), *el = sub(g, "else");
   mx_value_id tx = outer(th, "x"), ex = outer(el, "x");
-  mx_graph_add_output(th, op(th, "Neg", &tx, 1));
-  mx_graph_add_output(el, op(el, "Relu", &ex, 1));
+  cr_assert_eq(mx_graph_add_output(th, op(th, "Neg", &tx, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, op(el, "Relu", &ex, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id out;
   node(g, "If", "fixed", &c, 1, br, 2, &out, 1);
-  mx_graph_add_output(g, op(g, "Abs", &out, 1));
+  cr_assert_eq(mx_graph_add_output(g, op(g, "Abs", &out, 1)), MX_OK);
   (void)x;
   mx_optimize_report r;
   cr_assert_eq(mx_graph_optimize(g, &r), MX_OK, "%s", mx_graph_last_error(g));
@@ -330,12 +330,12 @@ Test(control, branch_reading_an_undefined_name_is_refused) {
   mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
   mx_graph *th = sub(g, "then"), *el = sub(g, "else");
   mx_value_id tn = outer(th, "nowhere"), ec = outer(el, "c");
-  mx_graph_add_output(th, op(th, "Identity", &tn, 1));
-  mx_graph_add_output(el, op(el, "Identity", &ec, 1));
+  cr_assert_eq(mx_graph_add_output(th, op(th, "Identity", &tn, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, op(el, "Identity", &ec, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id out;
   node(g, "If", "bad_if", &c, 1, br, 2, &out, 1);
-  mx_graph_add_output(g, out);
+  cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   expect_infer_error(g, "bad_if", "nowhere");
   mx_graph_destroy(g);
 }
@@ -346,11 +346,11 @@ Test(control, body_with_wrong_input_count_is_refused) {
   mx_graph *body = sub(g, "body");
   input(body, "iter", MX_INT64, 0, NULL);
   mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
-  mx_graph_add_output(body, op(body, "Identity", &ci, 1));
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id out;
   node(g, "Loop", "bad_loop", (mx_value_id[]){m, MX_NO_VALUE, x0}, 3, &a, 1, &out, 1);
-  mx_graph_add_output(g, out);
+  cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   expect_infer_error(g, "bad_loop", "inputs");
   mx_graph_destroy(g);
 }
@@ -360,13 +360,13 @@ Test(control, body_with_wrong_output_count_is_refused) {
   mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
   mx_graph *th = sub(g, "then"), *el = sub(g, "else");
   mx_value_id tc = outer(th, "c"), ec = outer(el, "c");
-  mx_graph_add_output(th, op(th, "Identity", &tc, 1));
-  mx_graph_add_output(th, op(th, "Not", &tc, 1));
-  mx_graph_add_output(el, op(el, "Identity", &ec, 1));
+  cr_assert_eq(mx_graph_add_output(th, op(th, "Identity", &tc, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(th, op(th, "Not", &tc, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, op(el, "Identity", &ec, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id out;
   node(g, "If", "uneven", &c, 1, br, 2, &out, 1);
-  mx_graph_add_output(g, out);
+  cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   expect_infer_error(g, "uneven", "outputs");
   mx_graph_destroy(g);
 }
@@ -376,13 +376,13 @@ Test(control, scan_axis_out_of_range_is_refused) {
   mx_value_id xs = input(g, "xs", MX_FLOAT32, 2, (mx_dim[]){3, 2});
   mx_graph *body = sub(g, "body");
   mx_value_id x = input(body, "x", MX_FLOAT32, 1, (mx_dim[]){2});
-  mx_graph_add_output(body, op(body, "Relu", &x, 1));
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Relu", &x, 1)), MX_OK);
   int64_t axes[1] = {5};
   mx_attr a[] = {mx_attr_graph("body", body), mx_attr_int("num_scan_inputs", 1),
                  mx_attr_ints("scan_input_axes", axes, 1)};
   mx_value_id out;
   node(g, "Scan", "bad_scan", &xs, 1, a, 3, &out, 1);
-  mx_graph_add_output(g, out);
+  cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   expect_infer_error(g, "bad_scan", "out of range");
   mx_graph_destroy(g);
 }
@@ -398,12 +398,12 @@ Test(control, endless_loop_stops_at_the_iteration_limit) {
   input(body, "iter", MX_INT64, 0, NULL);
   mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
   mx_value_id x = input(body, "x", MX_FLOAT32, 1, (mx_dim[]){1});
-  mx_graph_add_output(body, op(body, "Identity", &ci, 1));
-  mx_graph_add_output(body, op(body, "Identity", &x, 1));
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &x, 1)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id out;
   node(g, "Loop", "forever", (mx_value_id[]){MX_NO_VALUE, c, x0}, 3, &a, 1, &out, 1);
-  mx_graph_add_output(g, out);
+  cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   int64_t prev = mx_reference_loop_limit(50);
   mx_tensor r;
   mx_error err = {0};
@@ -424,8 +424,8 @@ Test(control, sequence_ops_round_trip) {
   mx_attr ax[] = {mx_attr_int("axis", 0)};
   mx_value_id back;
   node(g, "ConcatFromSequence", "cat", &seq, 1, ax, 1, &back, 1);
-  mx_graph_add_output(g, n);
-  mx_graph_add_output(g, back);
+  cr_assert_eq(mx_graph_add_output(g, n), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, back), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
   cr_assert_eq(mx_graph_value_kind(g, seq), MX_KIND_SEQUENCE);
   float xv[8] = {1, 2, 3, 4, 5, 6, 7, 8};

@@ -78,8 +78,8 @@ static mx_graph *step_model(void) {
   mx_value_id past = add_input(g, "past", MX_FLOAT32, 2, (mx_dim[]){p, HIDDEN});
   mx_value_id next, present;
   decode_step(g, tok, past, &next, &present);
-  mx_graph_add_output(g, next);
-  mx_graph_add_output(g, present);
+  cr_assert_eq(mx_graph_add_output(g, next), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, present), MX_OK);
   return g;
 }
 
@@ -99,16 +99,16 @@ static mx_graph *loop_model(void) {
   mx_value_id past = add_input(body, "past_in", MX_FLOAT32, 2, (mx_dim[]){MX_DIM_UNKNOWN, HIDDEN});
   mx_value_id next, present;
   decode_step(body, tok, past, &next, &present);
-  mx_graph_add_output(body, add_op(body, "Identity", &ci, 1, NULL, 0));
-  mx_graph_add_output(body, next);
-  mx_graph_add_output(body, present);
-  mx_graph_add_output(body, add_op(body, "Identity", &next, 1, NULL, 0));
+  cr_assert_eq(mx_graph_add_output(body, add_op(body, "Identity", &ci, 1, NULL, 0)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, next), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, present), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, add_op(body, "Identity", &next, 1, NULL, 0)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_node_desc d = {.op_type = "Loop", .name = "generate", .inputs = (mx_value_id[]){m, MX_NO_VALUE, tok0, past0},
                     .n_inputs = 4, .attrs = &a, .n_attrs = 1, .n_outputs = 3};
   mx_value_id outs[3];
   cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
-  for (int k = 0; k < 3; k++) mx_graph_add_output(g, outs[k]);
+  for (int k = 0; k < 3; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
   return g;
 }
 
@@ -204,7 +204,7 @@ static mx_graph *swap_loop(void) {
                     .n_inputs = 5, .attrs = &at, .n_attrs = 1, .n_outputs = 5};
   mx_value_id outs[5];
   cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
-  for (int k = 0; k < 5; k++) mx_graph_add_output(g, outs[k]);
+  for (int k = 0; k < 5; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
   return g;
 }
 

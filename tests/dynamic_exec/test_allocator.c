@@ -455,7 +455,7 @@ static void *alloc_thread(void *arg) {
     }
     memset(p, (int)t->seed, n);
     for (size_t k = 0; k < n; k += 97) t->failures += ((unsigned char *)p)[k] != (unsigned char)t->seed;
-    if (s) mx_stream_synchronize(s);
+    if (s) t->failures += mx_stream_synchronize(s) != MX_OK;
     t->failures += mx_caching_free(t->a, p, s, NULL) != MX_OK;
     if (r % 64 == 0) mx_caching_fence(t->a, t->stream);
   }

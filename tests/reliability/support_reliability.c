@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <criterion/criterion.h>
+
 #include "reliability/reliability.h"
 
 static uint64_t next_rand(uint64_t *s) {
@@ -79,7 +81,7 @@ void mxr_llama_free(mxr_llama *l) {
 void mxr_llama_reset(mxr_llama *l) {
   for (size_t i = 1; i < l->n_io; i++) {
     mx_tensor_release(&l->past[i]);
-    mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, l->cfg.kv_heads, 0, l->head_dim}, &l->past[i]);
+    cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, l->cfg.kv_heads, 0, l->head_dim}, &l->past[i]), MX_OK);
   }
   l->past_len = 0;
 }

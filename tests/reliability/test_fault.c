@@ -172,7 +172,7 @@ static void sweep(const workload *w, const config *c, bool warm, sweep_totals *t
   mx_device_memory_stats clean;
   mx_device_memory_stats_get(mx_session_device(s), &clean);
   mx_session_stats clean_ss;
-  mx_session_get_stats(s, NULL, &clean_ss);
+  cr_assert_eq(mx_session_get_stats(s, NULL, &clean_ss), MX_OK);
   mx_session_destroy(s);
   for (int p = 0; p < MX_FAULT_POINT_COUNT; p++) {
     tot->load[p] = c0[p];
@@ -227,7 +227,7 @@ static void sweep(const workload *w, const config *c, bool warm, sweep_totals *t
       mx_device_memory_stats ms;
       mx_device_memory_stats_get(mx_session_device(s), &ms);
       mx_session_stats ss;
-      mx_session_get_stats(s, NULL, &ss);
+      cr_assert_eq(mx_session_get_stats(s, NULL, &ss), MX_OK);
       cr_assert_eq(ss.bytes_in_use, clean_ss.bytes_in_use, "%s, %s, %s:%llu: %llu bytes of allocator blocks in use",
                    w->name, c->name, point_names[p], (unsigned long long)n, (unsigned long long)ss.bytes_in_use);
       cr_assert_eq(ms.bytes_in_use - ss.bytes_cached, clean.bytes_in_use - clean_ss.bytes_cached,

@@ -53,7 +53,7 @@ static void decode_loop(uint32_t streams, mx_executor_kind ex, int steps) {
     for (size_t k = 0; k < n_out; k++) mx_tensor_release(&want[k]);
   }
   mx_session_stats total;
-  mx_session_get_stats(s, NULL, &total);
+  cr_assert_eq(mx_session_get_stats(s, NULL, &total), MX_OK);
   cr_assert_eq(total.steps, (uint64_t)steps);
   cr_assert_gt(total.static_executes, 0, "the decode step has static partitions");
   cr_assert_gt(total.dynamic_launches, 0, "and dynamic ops");
