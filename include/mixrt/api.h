@@ -12,9 +12,11 @@
 
 /* MX_MUST_USE marks functions whose status the caller must look at: ignoring it is a compiler
  * warning (an error in mixrt's own -Werror builds). Every function returning mx_status carries
- * it except two kinds: the frees (mx_device_free and its kin), which fail only on a pointer the
- * library never handed out and leave nothing to undo, and the internal error helpers that
- * record a message and return the status they were given. A cast to void does not silence the
+ * it except three kinds: the frees (mx_device_free and its kin), which fail only on a pointer
+ * the library never handed out and leave nothing to undo; the stream calls whose status repeats
+ * what they report (mx_stream_get_error fills in the same status, mx_stream_reset returns the
+ * error it cleared); and the internal error helpers that record a message and return the
+ * status they were given. A cast to void does not silence the
  * warning in GCC; a caller with truly nothing to do on failure writes MX_IGNORE_STATUS(call). */
 #if defined(__GNUC__) || defined(__clang__)
 #define MX_MUST_USE __attribute__((warn_unused_result))
