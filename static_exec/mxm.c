@@ -268,39 +268,10 @@ static Mxm__StaticPlan *plan_msg(mx_arena *a, const mx_static_plan *p, const uin
   return m;
 }
 
-/* Serializes the header and payload of a ModelFile: *pre receives the preamble and header
- * (malloc'd, *pre_size bytes), *payload the ModelFile bytes (malloc'd). */
+/* Serializes the header and payload of a ModelFile in memory: *pre receives the preamble and
+ * header (malloc'd, *pre_size bytes), *payload the ModelFile bytes (malloc'd). */
 static mx_status pack_file(const Mxm__ModelFile *mf, unsigned char **pre, size_t *pre_size,
-                           unsigned char **payload, size_t *payload_size, mx_error *err) {
-  *pre = NULL;
-  *payload = NULL;
-  size_t psz = mxm__model_file__get_packed_size(mf);
-  unsigned char *pl = malloc(psz ? psz : 1);
-  if (!pl) return mx__fail_oom(err, ".mxm payload");
-  mxm__model_file__pack(mf, pl);
-  Mxm__FileHeader hdr = MXM__FILE_HEADER__INIT;
-  hdr.format_version = MXM_FORMAT_VERSION;
-  hdr.min_reader_version = 1;
-  hdr.payload_size = psz;
-  hdr.payload_checksum = mx__mxm_checksum(pl, psz);
-  hdr.producer = "mixrt " MIXRT_VERSION_STRING;
-  size_t hsz = mxm__file_header__get_packed_size(&hdr);
-  unsigned char *pr = malloc(MXM_PREAMBLE + hsz);
-  if (!pr) {
-    free(pl);
-    return mx__fail_oom(err, ".mxm header");
-  }
-  memcpy(pr, MXM_MAGIC, 8);
-  store_le32(pr + 8, MXM_CONTAINER);
-  store_le32(pr + 12, (uint32_t)hsz);
-  mxm__file_header__pack(&hdr, pr + MXM_PREAMBLE);
-  store_le64(pr + 16, mx__mxm_checksum(pr + MXM_PREAMBLE, hsz));
-  *pre = pr;
-  *pre_size = MXM_PREAMBLE + hsz;
-  *payload = pl;
-  *payload_size = psz;
-  return MX_OK;
-}
+                           unsigned char **payload, size_t *payload_size, mx_error *err);
 
 /* Writes n bytes in pieces, with progress lines (stage) over `total` bytes starting at *done. */
 static bool write_chunks(FILE *f, const void *data, size_t n, const char *stage, uint64_t *done,
@@ -342,24 +313,124 @@ static mx_status finish_tmp(FILE *f, bool ok, char *tmp, const char *path, mx_er
   return st;
 }
 
-/* Writes the pieces to path (through a temporary file renamed at the end). */
-static mx_status write_file(const char *path, const void *a, size_t na, const void *b, size_t nb,
-                            mx_error *err) {
+/* A protobuf-c output that writes the packed bytes straight to a file and computes their
+ * checksum on the way (so a file is written without the whole message in memory). The
+ * checksum takes whole 8-byte words: up to 7 bytes wait in `carry` for the next piece. */
+typedef struct stream_out {
+  ProtobufCBuffer base;
+  FILE *f;
+  bool ok;
+  uint64_t h, done, total;
+  unsigned char carry[8];
+  size_t n_carry;
+} stream_out;
+
+static void stream_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
+  stream_out *o = (stream_out *)b;
+  if (!o->ok || !len) return;
+  o->ok = write_chunks(o->f, data, len, "save: write .mxm", &o->done, o->total);
+  size_t i = 0;
+  if (o->n_carry) {
+    while (o->n_carry < 8 && i < len) o->carry[o->n_carry++] = data[i++];
+    if (o->n_carry < 8) return;
+    o->h = checksum_words(o->h, o->carry, 8);
+    o->n_carry = 0;
+  }
+  size_t whole = (len - i) & ~(size_t)7;
+  o->h = checksum_words(o->h, data + i, whole);
+  i += whole;
+  while (i < len) o->carry[o->n_carry++] = data[i++];
+}
+
+/* The checksum of everything appended (the same value mx__mxm_checksum gives). */
+static uint64_t stream_checksum(stream_out *o) {
+  uint64_t h = o->h;
+  if (o->n_carry) {
+    unsigned char tail[8] = {0};
+    memcpy(tail, o->carry, o->n_carry);
+    h = (h ^ load_le64(tail)) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+/* Packs the preamble and header of a file whose payload has psz bytes and this checksum
+ * (malloc'd, *size bytes). */
+static unsigned char *pack_preamble(size_t psz, uint64_t checksum, size_t *size) {
+  Mxm__FileHeader hdr = MXM__FILE_HEADER__INIT;
+  hdr.format_version = MXM_FORMAT_VERSION;
+  hdr.min_reader_version = 1;
+  hdr.payload_size = psz;
+  hdr.payload_checksum = checksum;
+  hdr.producer = "mixrt " MIXRT_VERSION_STRING;
+  size_t hsz = mxm__file_header__get_packed_size(&hdr);
+  unsigned char *pr = malloc(MXM_PREAMBLE + hsz);
+  if (!pr) return NULL;
+  memcpy(pr, MXM_MAGIC, 8);
+  store_le32(pr + 8, MXM_CONTAINER);
+  store_le32(pr + 12, (uint32_t)hsz);
+  mxm__file_header__pack(&hdr, pr + MXM_PREAMBLE);
+  store_le64(pr + 16, mx__mxm_checksum(pr + MXM_PREAMBLE, hsz));
+  *size = MXM_PREAMBLE + hsz;
+  return pr;
+}
+
+static mx_status pack_file(const Mxm__ModelFile *mf, unsigned char **pre, size_t *pre_size,
+                           unsigned char **payload, size_t *payload_size, mx_error *err) {
+  *pre = NULL;
+  *payload = NULL;
+  size_t psz = mxm__model_file__get_packed_size(mf);
+  unsigned char *pl = malloc(psz ? psz : 1);
+  if (!pl) return mx__fail_oom(err, ".mxm payload");
+  mxm__model_file__pack(mf, pl);
+  *pre = pack_preamble(psz, mx__mxm_checksum(pl, psz), pre_size);
+  if (!*pre) {
+    free(pl);
+    return mx__fail_oom(err, ".mxm header");
+  }
+  *payload = pl;
+  *payload_size = psz;
+  return MX_OK;
+}
+
+/* Writes an .mxm file streaming the ModelFile (through a temporary file renamed at the end):
+ * room for the header first, the payload packed straight into the file, then the header with
+ * the payload's checksum written over the room left for it. */
+static mx_status stream_file(const char *path, const Mxm__ModelFile *mf, mx_error *err) {
+  size_t psz = mxm__model_file__get_packed_size(mf);
+  /* A placeholder checksum with every byte non-zero packs to the same size as the real one
+   * (fixed64); a real checksum of 0 would be left out and change the size: checked below. */
+  size_t room = 0;
+  unsigned char *pre = pack_preamble(psz, ~(uint64_t)0, &room);
+  if (!pre) return mx__fail_oom(err, ".mxm header");
   char *tmp;
   FILE *f = open_tmp(path, &tmp, err);
   if (!f) {
     free(tmp);
+    free(pre);
     return err ? err->status : MX_ERR_IO;
   }
-  uint64_t done = 0;
-  bool ok = write_chunks(f, a, na, "save: write .mxm", &done, (uint64_t)na + nb) &&
-            write_chunks(f, b, nb, "save: write .mxm", &done, (uint64_t)na + nb);
+  stream_out o = {.base = {.append = stream_append}, .f = f, .ok = true, .total = psz};
+  o.h = 0x6a09e667f3bcc909ull ^ (uint64_t)psz;
+  bool ok = fwrite(pre, 1, room, f) == room;
+  free(pre);
+  if (ok) {
+    size_t packed = mxm__model_file__pack_to_buffer(mf, &o.base);
+    ok = o.ok && packed == psz;
+  }
+  size_t size = 0;
+  pre = ok ? pack_preamble(psz, stream_checksum(&o), &size) : NULL;
+  ok = ok && pre && size == room && fseek(f, 0, SEEK_SET) == 0 && fwrite(pre, 1, size, f) == size;
+  free(pre);
   return finish_tmp(f, ok, tmp, path, err);
 }
 
 /* Writes the side weights file straight from the plans (no gathered copy): plan i's weights at
- * its offset (64-byte aligned), zero padding up to 64 bytes between them, wsize bytes in all; *checksum receives
- * the file's checksum (computed as the pieces go out: every piece is whole 8-byte words). */
+ * its offset (64-byte aligned), zero padding up to 64 bytes between them, wsize bytes in all;
+ * *checksum receives the file's checksum (computed as the pieces go out, in whole words). */
 static mx_status write_weights(const char *wpath, const mx_static_plan *const *plans, size_t n,
                                uint64_t wsize, uint64_t *checksum, mx_error *err) {
   char *tmp;
@@ -418,9 +489,8 @@ mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const 
   mx_arena a;
   mx__arena_init(&a, 64 * 1024);
   mx_status st = MX_OK;
-  unsigned char *pre = NULL, *payload = NULL;
   char *wpath = NULL;
-  size_t pre_size = 0, payload_size = 0, wsize = 0;
+  size_t wsize = 0;
   uint64_t *offs = calloc(n ? n : 1, sizeof *offs);
   Mxm__ModelFile mf = MXM__MODEL_FILE__INIT;
   Mxm__ExternalWeights ew = MXM__EXTERNAL_WEIGHTS__INIT;
@@ -457,13 +527,10 @@ mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const 
       goto free_all;
     }
   }
-  mx__progress_stage("save: pack .mxm");
-  st = pack_file(&mf, &pre, &pre_size, &payload, &payload_size, err);
-  if (st == MX_OK) st = write_file(path, pre, pre_size, payload, payload_size, err);
+  mx__progress_stage("save: write .mxm");
+  st = stream_file(path, &mf, err);
 
 free_all:
-  free(payload);
-  free(pre);
   free(wpath);
   free(offs);
   mx__arena_release(&a);

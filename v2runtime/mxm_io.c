@@ -106,6 +106,9 @@ mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_we
   rt_bytes = malloc(rt_size ? rt_size : 1);
   if (!rt_bytes) goto oom;
   mxm__runtime__pack(&rt, rt_bytes);
+  /* The root's ONNX bytes now live in rt_bytes: drop the first copy before the file is written. */
+  free(onnx);
+  onnx = NULL;
   mx_mxm_save_options so = {.external_weights = external_weights};
   st = mx_mxm_save_model(plans, n_plans, rt_bytes, rt_size, path, &so, err);
   goto done;
