@@ -1051,6 +1051,9 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
   size_t made = 0;
   mx_status st = mx__mxm_parse_container(d, n, &mf, err);
   if (st != MX_OK) goto fail;
+  /* The unpacked messages hold copies of everything: a mapped image's pages can go now rather
+   * than stay resident next to those copies for the rest of the load. */
+  if (path && n) madvise((void *)d, n, MADV_DONTNEED);
   if (mf->n_static_plans > MXM_MAX_PLANS) {
     st = BAD("%zu static plans", mf->n_static_plans);
     goto fail;
@@ -1073,13 +1076,11 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
     }
   }
   if (runtime && mf->runtime.len) {
-    *runtime = malloc(mf->runtime.len);
-    if (!*runtime) {
-      st = mx__fail_oom(err, "runtime record");
-      goto fail;
-    }
-    memcpy(*runtime, mf->runtime.data, mf->runtime.len);
+    /* Taken over from the unpacked message (malloc'd by its default allocator), not copied. */
+    *runtime = mf->runtime.data;
     *runtime_size = mf->runtime.len;
+    mf->runtime.data = NULL;
+    mf->runtime.len = 0;
   }
   *plans = out;
   *n_plans = made;

@@ -271,6 +271,8 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
     goto done;
   }
   rt = mxm__runtime__unpack(NULL, rt_size, rt_bytes);
+  free(rt_bytes); /* unpacking copied it */
+  rt_bytes = NULL;
   if (!rt || rt->version != RUNTIME_VERSION || rt->n_slots > MAX_SLOTS) {
     st = mx__fail(err, MX_ERR_MALFORMED, "'%s': corrupt or unknown runtime record", path);
     goto done;
@@ -282,6 +284,10 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
   }
   mx__progress_stage("load: root graph and dynamic plans");
   st = mx_onnx_load_memory(rt->root_onnx.data, rt->root_onnx.len, NULL, &p->root, err);
+  /* The imported root holds its own copy of the constants: drop the ONNX bytes now. */
+  free(rt->root_onnx.data);
+  rt->root_onnx.data = NULL;
+  rt->root_onnx.len = 0;
   if (st == MX_OK && mx_graph_infer(p->root) != MX_OK) st = mx__fail(err, MX_ERR_MALFORMED, "%s", mx_graph_last_error(p->root));
   if (st == MX_OK) st = mx__program_calls(p, err);
   if (st == MX_OK && p->n_calls != rt->n_call_unknown)
