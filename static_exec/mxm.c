@@ -396,11 +396,37 @@ static mx_status pack_file(const Mxm__ModelFile *mf, unsigned char **pre, size_t
   return MX_OK;
 }
 
+/* The ModelFile field that holds the runtime record (bytes, proto/mixrt_model.proto). */
+#define MODEL_FILE_RUNTIME_FIELD 3u
+
+/* Appends a base-128 varint to buf; returns its length. */
+static size_t put_varint(uint64_t v, unsigned char *buf) {
+  size_t k = 0;
+  do {
+    buf[k] = (unsigned char)(v & 0x7f);
+    v >>= 7;
+    if (v) buf[k] |= 0x80;
+    k++;
+  } while (v);
+  return k;
+}
+
 /* Writes an .mxm file streaming the ModelFile (through a temporary file renamed at the end):
  * room for the header first, the payload packed straight into the file, then the header with
- * the payload's checksum written over the room left for it. */
-static mx_status stream_file(const char *path, const Mxm__ModelFile *mf, mx_error *err) {
-  size_t psz = mxm__model_file__get_packed_size(mf);
+ * the payload's checksum written over the room left for it. A runtime record given as a message
+ * (runtime, or NULL) goes out as the ModelFile's runtime bytes field, packed straight into the
+ * file after the other fields (protobuf fields may come in any order), so neither the record
+ * nor the file is ever held packed in memory. */
+static mx_status stream_file(const char *path, const Mxm__ModelFile *mf,
+                             const ProtobufCMessage *runtime, mx_error *err) {
+  unsigned char rt_prefix[16];
+  size_t rt_prefix_len = 0, rt_size = 0;
+  if (runtime) {
+    rt_size = protobuf_c_message_get_packed_size(runtime);
+    rt_prefix_len = put_varint((MODEL_FILE_RUNTIME_FIELD << 3) | 2u, rt_prefix);
+    rt_prefix_len += put_varint(rt_size, rt_prefix + rt_prefix_len);
+  }
+  size_t psz = mxm__model_file__get_packed_size(mf) + rt_prefix_len + rt_size;
   /* A placeholder checksum with every byte non-zero packs to the same size as the real one
    * (fixed64); a real checksum of 0 would be left out and change the size: checked below. */
   size_t room = 0;
@@ -419,6 +445,10 @@ static mx_status stream_file(const char *path, const Mxm__ModelFile *mf, mx_erro
   free(pre);
   if (ok) {
     size_t packed = mxm__model_file__pack_to_buffer(mf, &o.base);
+    if (runtime) {
+      o.base.append(&o.base, rt_prefix_len, rt_prefix);
+      packed += rt_prefix_len + protobuf_c_message_pack_to_buffer(runtime, &o.base);
+    }
     ok = o.ok && packed == psz;
   }
   size_t size = 0;
@@ -477,9 +507,11 @@ mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const 
   return mx_mxm_save_model(plans, n, NULL, 0, path, o, err);
 }
 
-mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
-                            size_t runtime_size, const char *path, const mx_mxm_save_options *o,
-                            mx_error *err) {
+/* Saves the plans with the runtime record given as bytes (runtime, runtime_size) or as a message
+ * packed straight into the file (runtime_msg). */
+static mx_status save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
+                            size_t runtime_size, const ProtobufCMessage *runtime_msg,
+                            const char *path, const mx_mxm_save_options *o, mx_error *err) {
   if ((!plans && n) || !path || n > MXM_MAX_PLANS || (runtime_size && !runtime))
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: invalid arguments");
   for (size_t i = 0; i < n; i++)
@@ -528,13 +560,25 @@ mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const 
     }
   }
   mx__progress_stage("save: write .mxm");
-  st = stream_file(path, &mf, err);
+  st = stream_file(path, &mf, runtime_msg, err);
 
 free_all:
   free(wpath);
   free(offs);
   mx__arena_release(&a);
   return st;
+}
+
+mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
+                            size_t runtime_size, const char *path, const mx_mxm_save_options *o,
+                            mx_error *err) {
+  return save_model(plans, n, runtime, runtime_size, NULL, path, o, err);
+}
+
+mx_status mx__mxm_save_with_runtime(const mx_static_plan *const *plans, size_t n,
+                                    const ProtobufCMessage *runtime, const char *path,
+                                    const mx_mxm_save_options *o, mx_error *err) {
+  return save_model(plans, n, NULL, 0, runtime, path, o, err);
 }
 
 mx_status mx_mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,

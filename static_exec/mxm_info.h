@@ -62,4 +62,12 @@ void mx__mxm_unmap(unsigned char *data, size_t size);
 mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
                                   mx_error *err);
 
+/* mx_mxm_save_model with the runtime record as a message (an Mxm__Runtime) packed straight into
+ * the file instead of bytes packed beforehand: the same file, one copy of the record less. */
+struct mx_static_plan;
+struct mx_mxm_save_options;
+mx_status mx__mxm_save_with_runtime(const struct mx_static_plan *const *plans, size_t n,
+                                    const ProtobufCMessage *runtime, const char *path,
+                                    const struct mx_mxm_save_options *o, mx_error *err);
+
 #endif /* MIXRT_STATIC_EXEC_MXM_INFO_H */

@@ -16,6 +16,7 @@
 #include "mixrt/onnx.h"
 #include "partitioner/partitioner.h"
 #include "proto/mixrt_model.pb-c.h"
+#include "static_exec/mxm_info.h"
 #include "v2runtime/exe_registry.h"
 #include "v2runtime/session_impl.h"
 
@@ -77,7 +78,7 @@ static bool pack_graph(const mx_exe_graph *g, packed_graph *pg) {
 mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_weights, mx_error *err) {
   mx_program *p = s->prog;
   mx_status st;
-  void *onnx = NULL, *rt_bytes = NULL;
+  void *onnx = NULL;
   size_t onnx_size = 0;
   packed_graph pg[3];
   memset(pg, 0, sizeof pg);
@@ -102,21 +103,14 @@ mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_we
   rt.main = &pg[1].msg;
   rt.deinit = &pg[2].msg;
   rt.n_slots = p->n_slots;
-  size_t rt_size = mxm__runtime__get_packed_size(&rt);
-  rt_bytes = malloc(rt_size ? rt_size : 1);
-  if (!rt_bytes) goto oom;
-  mxm__runtime__pack(&rt, rt_bytes);
-  /* The root's ONNX bytes now live in rt_bytes: drop the first copy before the file is written. */
-  free(onnx);
-  onnx = NULL;
   mx_mxm_save_options so = {.external_weights = external_weights};
-  st = mx_mxm_save_model(plans, n_plans, rt_bytes, rt_size, path, &so, err);
+  /* The record is packed straight into the file: the root's ONNX bytes are its only copy. */
+  st = mx__mxm_save_with_runtime(plans, n_plans, &rt.base, path, &so, err);
   goto done;
 oom:
   st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
 done:
   for (int i = 0; i < 3; i++) packed_release(&pg[i]);
-  free(rt_bytes);
   free(onnx);
   free(unknown);
   free(plans);
