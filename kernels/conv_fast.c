@@ -347,7 +347,7 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
   const mx_kconv_f32 *j = fj->j;
   const fast_plan *p = fj->p;
   const mx_kwin *w = j->w;
-  float *scr = fj->scratch + (size_t)slot * p->slot_floats;
+  float *scr = p->slot_floats ? fj->scratch + (size_t)slot * p->slot_floats : NULL; /* no scratch: NULL */
   if (p->algo == ALGO_DEPTHWISE) {
     /* task: one output channel of one image */
     int64_t in = task / j->m, oc = task % j->m, g = oc / p->mg;
