@@ -249,7 +249,7 @@ static int run_with_state(run_args *a, mx_session *s, mx_tensor *inputs, size_t 
     }
     times[st] = mx__now_ns() - t0;
     mx_session_stats last;
-    mx_session_get_stats(s, &last, NULL);
+    if (mx_session_get_stats(s, &last, NULL) != MX_OK) memset(&last, 0, sizeof last);
     host += (times[st] > last.step_ns ? times[st] - last.step_ns : 0) + last.host_ns;
     if (st + 1 < a->steps && mx_binding_truncate(b, rows) != MX_OK)
       rc = mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
@@ -315,7 +315,7 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
            a->so.o.device_options.skip_kernels ? ", kernels skipped" : "");
   print_latency(what, times, a->steps);
   mx_session_stats last, total;
-  mx_session_get_stats(s, &last, &total);
+  if (mx_session_get_stats(s, &last, &total) != MX_OK) return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
   printf("time split over %llu steps: static models %.3f ms, dynamic ops %.3f ms, host kernels %.3f ms\n",
          (unsigned long long)total.steps, total.static_ns / 1e6, total.dynamic_ns / 1e6, total.host_ns / 1e6);
   printf("per step: %llu static executions, %llu dynamic launches, %llu kernels; refreshed entries %llu (last step %llu); "

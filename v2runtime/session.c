@@ -174,14 +174,15 @@ static void unload(mx_session *s) {
   mx_program *p = s->prog;
   if (!p) return;
   mx__async_wait(s);
-  for (uint32_t i = 0; i < s->n_streams; i++) mx_stream_synchronize(s->streams[i]);
+  /* Only the wait matters: a failed stream has drained too, and its step reported it. */
+  for (uint32_t i = 0; i < s->n_streams; i++) MX_IGNORE_STATUS(mx_stream_synchronize(s->streams[i]));
   mx__spec_release(s, p);
   if (p->initialized && !p->interpreted) {
     mx_error ignored;
     mx_step step = {.s = s};
     mx_exe_run run = {.values = p->slots, .user = &step, .err = &ignored, .failed_node = UINT32_MAX};
     /* DeInit kernels free what Init made and cannot fail half-way. */
-    mx__exe_run_sequential(&p->deinit, &run);
+    MX_IGNORE_STATUS(mx__exe_run_sequential(&p->deinit, &run));
   }
   for (size_t r = 0; p->values && r < p->n_values; r++)
     if (p->values[r].home) mx_device_free(s->dev, p->values[r].home);

@@ -144,7 +144,7 @@ static void say(mx_session *s, mx_log_level level, const char *line) {
 /* Frees an entry's model; the device must have finished with it. */
 static void drop_entry(mx_session *s, mx_spec_entry *e) {
   if (s->async.started) mx__async_wait(s);
-  for (uint32_t i = 0; i < s->n_streams; i++) mx_stream_synchronize(s->streams[i]);
+  for (uint32_t i = 0; i < s->n_streams; i++) MX_IGNORE_STATUS(mx_stream_synchronize(s->streams[i])); /* the wait */
   mx_static_model_destroy(e->model);
   mx__spec_split_destroy(e->split);
   e->model = NULL;

@@ -118,7 +118,7 @@ static void build_noops(mx_graph *g) {
   y = op(g, "Cast", 1, &y, &to, 1);
   y = OP1(g, "Relu", y);
   mx_value_id z = OP1(g, "Identity", y); /* a graph output keeps its name */
-  mx_graph_add_output(g, z);
+  cr_assert_eq(mx_graph_add_output(g, z), MX_OK);
 }
 
 Test(fusion, identity_removes_noops_keeps_output_name) {
@@ -137,7 +137,7 @@ static void build_cast_changes_type(mx_graph *g) {
   mx_attr to = mx_attr_int("to", MX_FLOAT64);
   mx_value_id y = op(g, "Cast", 1, &x, &to, 1);
   to = mx_attr_int("to", MX_FLOAT32);
-  mx_graph_add_output(g, op(g, "Cast", 1, &y, &to, 1));
+  cr_assert_eq(mx_graph_add_output(g, op(g, "Cast", 1, &y, &to, 1)), MX_OK);
 }
 
 Test(fusion, identity_near_miss_real_cast) {
@@ -156,8 +156,8 @@ static void build_transposes(mx_graph *g) {
   mx_value_id t = op(g, "Transpose", 1, &x, &a1, 1);
   mx_value_id back = op(g, "Transpose", 1, &t, &a1, 1); /* cancels */
   mx_value_id other = op(g, "Transpose", 1, &t, &a2, 1); /* composes */
-  mx_graph_add_output(g, OP2(g, "Add", back, x));
-  mx_graph_add_output(g, OP1(g, "Relu", other));
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Add", back, x)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, OP1(g, "Relu", other)), MX_OK);
 }
 
 Test(fusion, transpose_pairs_cancel_and_compose) {
@@ -172,10 +172,10 @@ static void build_reshapes(mx_graph *g) {
   mx_value_id x = in_f32(g, "x", 2, (mx_dim[]){4, 6});
   mx_value_id y = OP2(g, "Reshape", x, ints(g, 3, (int64_t[]){2, 2, 6}));
   y = OP2(g, "Reshape", y, ints(g, 2, (int64_t[]){3, -1}));
-  mx_graph_add_output(g, y);
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
   /* Near miss: a 0 in the outer target copies a dim of the inner result. */
   mx_value_id z = OP2(g, "Reshape", x, ints(g, 3, (int64_t[]){2, 2, 6}));
-  mx_graph_add_output(g, OP2(g, "Reshape", z, ints(g, 2, (int64_t[]){0, -1})));
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Reshape", z, ints(g, 2, (int64_t[]){0, -1}))), MX_OK);
 }
 
 Test(fusion, reshape_chain_collapses_absolute_targets_only) {
@@ -191,8 +191,8 @@ static void build_cse(mx_graph *g) {
   mx_value_id a = OP2(g, "Mul", x, scalar(g, 3.0f));
   mx_value_id b = OP2(g, "Mul", x, scalar(g, 3.0f)); /* same op, an equal constant */
   mx_value_id c = OP2(g, "Mul", x, scalar(g, 4.0f)); /* near miss */
-  mx_graph_add_output(g, OP2(g, "Add", OP1(g, "Exp", a), OP1(g, "Exp", b)));
-  mx_graph_add_output(g, c);
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Add", OP1(g, "Exp", a), OP1(g, "Exp", b))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, c), MX_OK);
 }
 
 Test(fusion, cse_merges_equal_nodes_and_constants) {
@@ -222,7 +222,7 @@ static void build_conv_bn(mx_graph *g) {
   mx_attr pa = mx_attr_ints("pads", pads, 4);
   mx_value_id in[3] = {x, cst(g, 4, (int64_t[]){4, 2, 3, 3}, w), cst(g, 1, (int64_t[]){4}, b)};
   mx_value_id y = op(g, "Conv", 3, in, &pa, 1);
-  mx_graph_add_output(g, OP1(g, "Relu", bn_after(g, y, 4)));
+  cr_assert_eq(mx_graph_add_output(g, OP1(g, "Relu", bn_after(g, y, 4))), MX_OK);
 }
 
 Test(fusion, bn_folds_into_conv) {
@@ -241,7 +241,7 @@ static void build_convt_bn(mx_graph *g) {
   mx_attr gr = mx_attr_int("group", 2);
   mx_value_id in[2] = {x, cst(g, 4, (int64_t[]){4, 2, 2, 2}, w)};
   mx_value_id y = op(g, "ConvTranspose", 2, in, &gr, 1);
-  mx_graph_add_output(g, bn_after(g, y, 4));
+  cr_assert_eq(mx_graph_add_output(g, bn_after(g, y, 4)), MX_OK);
 }
 
 Test(fusion, bn_folds_into_grouped_conv_transpose) {
@@ -258,7 +258,7 @@ static void build_gemm_bn(mx_graph *g) {
   for (int i = 0; i < 20; i++) w[i] = (float)(i % 7) / 7.0f - 0.4f;
   mx_attr at[2] = {mx_attr_int("transB", 1), mx_attr_float("beta", 0.5f)};
   mx_value_id in[3] = {x, cst(g, 2, (int64_t[]){4, 5}, w), cst(g, 1, (int64_t[]){4}, c)};
-  mx_graph_add_output(g, bn_after(g, op(g, "Gemm", 3, in, at, 2), 4));
+  cr_assert_eq(mx_graph_add_output(g, bn_after(g, op(g, "Gemm", 3, in, at, 2), 4)), MX_OK);
 }
 
 Test(fusion, bn_folds_into_gemm) {
@@ -275,8 +275,8 @@ static void build_conv_bn_shared(mx_graph *g) {
   for (int i = 0; i < 8; i++) w[i] = (float)i / 8.0f;
   mx_value_id in[2] = {x, cst(g, 4, (int64_t[]){4, 2, 1, 1}, w)};
   mx_value_id y = op(g, "Conv", 2, in, NULL, 0);
-  mx_graph_add_output(g, bn_after(g, y, 4));
-  mx_graph_add_output(g, OP1(g, "Relu", y)); /* the Conv result is read elsewhere too */
+  cr_assert_eq(mx_graph_add_output(g, bn_after(g, y, 4)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, OP1(g, "Relu", y)), MX_OK); /* the Conv result is read elsewhere too */
 }
 
 Test(fusion, bn_near_miss_conv_output_shared) {
@@ -296,7 +296,7 @@ static mx_value_id reduce_mean_last(mx_graph *g, mx_value_id x) {
 }
 
 static void build_layernorm(mx_graph *g) {
-  mx_graph_set_opset(g, "", 13);
+  cr_assert_eq(mx_graph_set_opset(g, "", 13), MX_OK);
   mx_dim b = mx_sym_named(mx_graph_symtab(g), "batch");
   mx_value_id x = in_f32(g, "x", 3, (mx_dim[]){b, 3, 8});
   float gamma[8], beta[8];
@@ -305,7 +305,7 @@ static void build_layernorm(mx_graph *g) {
   mx_value_id var = reduce_mean_last(g, OP2(g, "Pow", d, scalar(g, 2.0f)));
   mx_value_id n = OP2(g, "Div", d, OP1(g, "Sqrt", OP2(g, "Add", var, scalar(g, 1e-5f))));
   n = OP2(g, "Mul", n, cst(g, 1, (int64_t[]){8}, gamma));
-  mx_graph_add_output(g, OP2(g, "Add", n, cst(g, 1, (int64_t[]){8}, beta)));
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Add", n, cst(g, 1, (int64_t[]){8}, beta))), MX_OK);
 }
 
 Test(fusion, layernorm_from_torch_opset13_form) {
@@ -318,13 +318,13 @@ Test(fusion, layernorm_from_torch_opset13_form) {
 }
 
 static void build_layernorm_wrong_axis(mx_graph *g) {
-  mx_graph_set_opset(g, "", 13);
+  cr_assert_eq(mx_graph_set_opset(g, "", 13), MX_OK);
   mx_value_id x = in_f32(g, "x", 2, (mx_dim[]){3, 8});
   int64_t ax0[] = {0};
   mx_attr a0 = mx_attr_ints("axes", ax0, 1);
   mx_value_id d = OP2(g, "Sub", x, op(g, "ReduceMean", 1, &x, &a0, 1)); /* mean over dim 0 */
   mx_value_id var = reduce_mean_last(g, OP2(g, "Pow", d, scalar(g, 2.0f)));
-  mx_graph_add_output(g, OP2(g, "Div", d, OP1(g, "Sqrt", OP2(g, "Add", var, scalar(g, 1e-5f)))));
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Div", d, OP1(g, "Sqrt", OP2(g, "Add", var, scalar(g, 1e-5f))))), MX_OK);
 }
 
 Test(fusion, layernorm_near_miss_mean_over_other_axis) {
@@ -343,7 +343,7 @@ static void build_rmsnorm(mx_graph *g) {
   mx_value_id var = op(g, "ReduceMean", 2, (mx_value_id[]){OP2(g, "Pow", x, scalar(g, 2.0f)), ints(g, 1, (int64_t[]){-1})},
                        NULL, 0);
   mx_value_id r = OP1(g, "Reciprocal", OP1(g, "Sqrt", OP2(g, "Add", var, scalar(g, 1e-6f))));
-  mx_graph_add_output(g, OP2(g, "Mul", cst(g, 1, (int64_t[]){8}, gamma), OP2(g, "Mul", x, r)));
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", cst(g, 1, (int64_t[]){8}, gamma), OP2(g, "Mul", x, r))), MX_OK);
 }
 
 Test(fusion, rmsnorm_from_llama_export_form) {
@@ -361,7 +361,7 @@ static void build_gelu_erf(mx_graph *g) {
   mx_value_id x = in_f32(g, "x", 2, (mx_dim[]){2, 6});
   mx_value_id e = OP1(g, "Erf", OP2(g, "Div", x, scalar(g, 1.4142135f)));
   mx_value_id y = OP2(g, "Mul", OP2(g, "Mul", x, OP2(g, "Add", e, scalar(g, 1.0f))), scalar(g, 0.5f));
-  mx_graph_add_output(g, y);
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
 }
 
 Test(fusion, gelu_from_erf_form) {
@@ -378,7 +378,7 @@ static void build_gelu_tanh(mx_graph *g) {
   mx_value_id cube = OP2(g, "Mul", OP2(g, "Pow", x, scalar(g, 3.0f)), scalar(g, 0.044715f));
   mx_value_id t = OP1(g, "Tanh", OP2(g, "Mul", OP2(g, "Add", x, cube), scalar(g, 0.7978845608f)));
   mx_value_id half = OP2(g, "Mul", x, scalar(g, 0.5f));
-  mx_graph_add_output(g, OP2(g, "Mul", half, OP2(g, "Add", t, scalar(g, 1.0f))));
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", half, OP2(g, "Add", t, scalar(g, 1.0f)))), MX_OK);
 }
 
 Test(fusion, gelu_from_tanh_form) {
@@ -392,7 +392,7 @@ Test(fusion, gelu_from_tanh_form) {
 static void build_gelu_wrong_const(mx_graph *g) {
   mx_value_id x = in_f32(g, "x", 1, (mx_dim[]){6});
   mx_value_id e = OP1(g, "Erf", OP2(g, "Div", x, scalar(g, 2.0f)));
-  mx_graph_add_output(g, OP2(g, "Mul", OP2(g, "Mul", x, OP2(g, "Add", e, scalar(g, 1.0f))), scalar(g, 0.5f)));
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", OP2(g, "Mul", x, OP2(g, "Add", e, scalar(g, 1.0f))), scalar(g, 0.5f))), MX_OK);
 }
 
 Test(fusion, gelu_near_miss_other_divisor) {
@@ -405,8 +405,8 @@ Test(fusion, gelu_near_miss_other_divisor) {
 
 static void build_silu(mx_graph *g) {
   mx_value_id x = in_f32(g, "x", 1, (mx_dim[]){7}), z = in_f32(g, "z", 1, (mx_dim[]){7});
-  mx_graph_add_output(g, OP2(g, "Mul", OP1(g, "Sigmoid", x), x));
-  mx_graph_add_output(g, OP2(g, "Mul", z, OP1(g, "Sigmoid", x))); /* near miss: another operand */
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", OP1(g, "Sigmoid", x), x)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", z, OP1(g, "Sigmoid", x))), MX_OK); /* near miss: another operand */
 }
 
 Test(fusion, silu_from_sigmoid_product) {
@@ -446,7 +446,7 @@ static void build_bert_attention_axis(mx_graph *g, int64_t softmax_axis) {
   mx_value_id v = op(g, "Transpose", 1, &xv, &ah, 1);
   mx_value_id s = OP2(g, "Add", OP2(g, "Div", OP2(g, "MatMul", q, kt), scalar(g, 2.0f)), mask);
   mx_attr sm = mx_attr_int("axis", softmax_axis);
-  mx_graph_add_output(g, OP2(g, "MatMul", op(g, "Softmax", 1, &s, &sm, 1), v));
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "MatMul", op(g, "Softmax", 1, &s, &sm, 1), v)), MX_OK);
 }
 static void build_bert_attention(mx_graph *g) { build_bert_attention_axis(g, -1); }
 static void build_attention_other_axis(mx_graph *g) { build_bert_attention_axis(g, 2); }
@@ -489,8 +489,8 @@ static void build_gpt_attention(mx_graph *g) {
   s = op(g, "Where", 3, (mx_value_id[]){cond, s, scalar(g, -3.4028234e38f)}, NULL, 0);
   s = OP2(g, "Add", s, am);
   mx_attr sm = mx_attr_int("axis", -1);
-  mx_graph_add_output(g, OP2(g, "MatMul", op(g, "Softmax", 1, &s, &sm, 1), v));
-  mx_graph_add_output(g, kk);
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "MatMul", op(g, "Softmax", 1, &s, &sm, 1), v)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, kk), MX_OK);
 }
 
 Test(fusion, attention_from_gpt2_form_with_causal_where_and_mask) {
@@ -519,7 +519,7 @@ static void build_gpt_attention_inverted(mx_graph *g) {
   mx_value_id s = OP2(g, "Div", OP2(g, "MatMul", q, op(g, "Transpose", 1, &k, &at, 1)), scalar(g, 2.0f));
   s = op(g, "Where", 3, (mx_value_id[]){OP1(g, "Not", cond), scalar(g, -3.4028234e38f), s}, NULL, 0);
   mx_attr sm = mx_attr_int("axis", -1);
-  mx_graph_add_output(g, OP2(g, "MatMul", op(g, "Softmax", 1, &s, &sm, 1), v));
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "MatMul", op(g, "Softmax", 1, &s, &sm, 1), v)), MX_OK);
 }
 
 Test(fusion, attention_from_gpt2_inverted_where) {
@@ -547,17 +547,17 @@ static void build_conv_add_relu(mx_graph *g) {
   mx_value_id x = in_f32(g, "x", 4, (mx_dim[]){1, 2, 5, 5});
   float c[4] = {0.5f, -0.5f, 1.0f, 0.0f};
   mx_value_id y = OP2(g, "Add", small_conv(g, x, true), cst(g, 3, (int64_t[]){4, 1, 1}, c));
-  mx_graph_add_output(g, OP1(g, "Relu", y));
+  cr_assert_eq(mx_graph_add_output(g, OP1(g, "Relu", y)), MX_OK);
   /* HardSigmoid right after a bias-less Conv. */
   mx_attr hs[2] = {mx_attr_float("alpha", 0.25f), mx_attr_float("beta", 0.4f)};
   mx_value_id z = small_conv(g, x, false);
-  mx_graph_add_output(g, op(g, "HardSigmoid", 1, &z, hs, 2));
+  cr_assert_eq(mx_graph_add_output(g, op(g, "HardSigmoid", 1, &z, hs, 2)), MX_OK);
   /* SiLU written as x * Sigmoid(x): the silu rule then conv_act. */
   mx_value_id s = small_conv(g, x, true);
-  mx_graph_add_output(g, OP2(g, "Mul", s, OP1(g, "Sigmoid", s)));
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", s, OP1(g, "Sigmoid", s))), MX_OK);
   /* Clip with constant bounds. */
   mx_value_id k = small_conv(g, x, true);
-  mx_graph_add_output(g, op(g, "Clip", 3, (mx_value_id[]){k, scalar(g, 0.0f), scalar(g, 0.6f)}, NULL, 0));
+  cr_assert_eq(mx_graph_add_output(g, op(g, "Clip", 3, (mx_value_id[]){k, scalar(g, 0.0f), scalar(g, 0.6f)}, NULL, 0)), MX_OK);
 }
 
 Test(fusion, conv_bias_add_activation_into_one_conv) {
@@ -573,7 +573,7 @@ static void build_conv_add_not_per_channel(mx_graph *g) {
   mx_value_id x = in_f32(g, "x", 4, (mx_dim[]){1, 2, 5, 5});
   float c[5] = {0.5f, -0.5f, 1.0f, 0.0f, 0.25f};
   mx_value_id y = OP2(g, "Add", small_conv(g, x, true), cst(g, 1, (int64_t[]){5}, c)); /* along W */
-  mx_graph_add_output(g, OP1(g, "Relu", y));
+  cr_assert_eq(mx_graph_add_output(g, OP1(g, "Relu", y)), MX_OK);
 }
 
 Test(fusion, conv_act_near_miss_bias_along_width) {

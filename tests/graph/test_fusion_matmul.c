@@ -29,7 +29,7 @@ static void build_transposed_operands(mx_graph *g) {
   mx_value_id a = fz_input(g, "a", MX_FLOAT32, 3, (mx_dim[]){b, 6, 5}); /* read as [b, 5, 6] */
   mx_value_id w = fz_input(g, "w", MX_FLOAT32, 2, (mx_dim[]){7, 6});    /* read as [6, 7] */
   mx_value_id y = FZ2(g, "MatMul", fz_transpose(g, a, 3, perm_last2), fz_transpose(g, w, 2, perm_2d));
-  mx_graph_add_output(g, y);
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
 }
 
 Test(fusion_matmul, transposes_of_both_operands_become_flags) {
@@ -48,13 +48,13 @@ Test(fusion_matmul, transposes_of_both_operands_become_flags) {
 static void build_transposed_rows_and_columns(mx_graph *g) {
   mx_value_id x = fz_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){1, 8});
   mx_value_id w = fz_input(g, "w", MX_FLOAT32, 2, (mx_dim[]){16, 8});
-  mx_graph_add_output(g, FZ2(g, "MatMul", x, fz_transpose(g, w, 2, perm_2d)));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "MatMul", x, fz_transpose(g, w, 2, perm_2d))), MX_OK);
   mx_value_id at = fz_input(g, "at", MX_FLOAT32, 2, (mx_dim[]){8, 16});
   mx_value_id v = fz_input(g, "v", MX_FLOAT32, 2, (mx_dim[]){8, 1});
-  mx_graph_add_output(g, FZ2(g, "MatMul", fz_transpose(g, at, 2, perm_2d), v));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "MatMul", fz_transpose(g, at, 2, perm_2d), v)), MX_OK);
   mx_value_id ab = fz_input(g, "ab", MX_FLOAT32, 3, (mx_dim[]){3, 4, 2});
   mx_value_id bb = fz_input(g, "bb", MX_FLOAT32, 3, (mx_dim[]){1, 4, 5});
-  mx_graph_add_output(g, FZ2(g, "MatMul", fz_transpose(g, ab, 3, perm_last2), bb));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "MatMul", fz_transpose(g, ab, 3, perm_last2), bb)), MX_OK);
 }
 
 Test(fusion_matmul, transposed_row_column_and_batched_products) {
@@ -71,7 +71,7 @@ static void build_transpose_not_last_two(mx_graph *g) {
   mx_value_id a = fz_input(g, "a", MX_FLOAT32, 3, (mx_dim[]){4, 3, 5});
   mx_value_id b = fz_input(g, "b", MX_FLOAT32, 3, (mx_dim[]){3, 5, 2});
   int64_t swap_batch[] = {1, 0, 2};
-  mx_graph_add_output(g, FZ2(g, "MatMul", fz_transpose(g, a, 3, swap_batch), b));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "MatMul", fz_transpose(g, a, 3, swap_batch), b)), MX_OK);
 }
 
 Test(fusion_matmul, transpose_near_miss_batch_axes) {
@@ -88,7 +88,7 @@ static void build_int_transposed(mx_graph *g) {
   mx_value_id b = fz_input(g, "b", MX_INT64, 2, (mx_dim[]){5, 3});
   mx_value_id c = fz_input(g, "c", MX_INT64, 1, (mx_dim[]){5});
   mx_value_id y = FZ2(g, "MatMul", fz_transpose(g, a, 2, perm_2d), fz_transpose(g, b, 2, perm_2d));
-  mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", y, c))); /* integers: no epilogue */
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", y, c))), MX_OK); /* integers: no epilogue */
 }
 
 Test(fusion_matmul, integer_transposes_fold_but_no_epilogue) {
@@ -122,7 +122,7 @@ static void build_mlp(mx_graph *g) {
   mx_value_id h3 = FZ2(g, "Mul", s3, FZ1(g, "Sigmoid", s3)); /* SiLU, through the silu rule */
   mx_value_id h4 = FZ1(g, "Relu", linear(g, h3, 12, 8, 7, false));
   mx_value_id h5 = FZ1(g, "Tanh", FZ2(g, "MatMul", h4, fz_weights(g, 2, (int64_t[]){8, 8}, 9))); /* no bias */
-  mx_graph_add_output(g, linear(g, h5, 8, 4, 11, false)); /* bias, no activation */
+  cr_assert_eq(mx_graph_add_output(g, linear(g, h5, 8, 4, 11, false)), MX_OK); /* bias, no activation */
 }
 
 Test(fusion_matmul, linear_layers_with_activations_become_one_matmul_each) {
@@ -138,7 +138,7 @@ Test(fusion_matmul, linear_layers_with_activations_become_one_matmul_each) {
 static void build_row_bias_silu(mx_graph *g) {
   mx_value_id x = fz_input(g, "x", MX_FLOAT32, 3, (mx_dim[]){1, 1, 16});
   mx_value_id y = linear(g, x, 16, 40, 13, false);
-  mx_graph_add_output(g, FZ2(g, "Mul", FZ1(g, "Sigmoid", y), y));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Mul", FZ1(g, "Sigmoid", y), y)), MX_OK);
 }
 
 Test(fusion_matmul, single_row_with_bias_and_silu) {
@@ -157,7 +157,7 @@ static void build_half_linear_relu(mx_graph *g) {
   mx_value_id w = fz_input(g, "w", MX_FLOAT16, 2, (mx_dim[]){6, 8});
   mx_value_id b = fz_input(g, "b", MX_FLOAT16, 2, (mx_dim[]){1, 6});
   mx_value_id y = FZ2(g, "Add", FZ2(g, "MatMul", x, fz_transpose(g, w, 2, perm_2d)), b);
-  mx_graph_add_output(g, FZ1(g, "Relu", y));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", y)), MX_OK);
 }
 
 Test(fusion_matmul, float16_transposed_weight_bias_relu) {
@@ -177,20 +177,20 @@ static void build_bias_near_misses(mx_graph *g) {
   mx_value_id x = fz_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){5, 8});
   /* A per-row "bias" [5, 1] runs along the first axis. */
   mx_value_id rows = FZ2(g, "MatMul", x, fz_weights(g, 2, (int64_t[]){8, 4}, 21));
-  mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", rows, fz_weights(g, 2, (int64_t[]){5, 1}, 22))));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", rows, fz_weights(g, 2, (int64_t[]){5, 1}, 22)))), MX_OK);
   /* An Add that broadcasts the product to a larger shape. */
   mx_value_id grow = FZ2(g, "MatMul", x, fz_weights(g, 2, (int64_t[]){8, 4}, 23));
-  mx_graph_add_output(g, FZ2(g, "Add", grow, fz_weights(g, 3, (int64_t[]){2, 1, 4}, 24)));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", grow, fz_weights(g, 3, (int64_t[]){2, 1, 4}, 24))), MX_OK);
   /* The product is read twice: it stays, and so does its Add. */
   mx_value_id shared = FZ2(g, "MatMul", x, fz_weights(g, 2, (int64_t[]){8, 4}, 25));
-  mx_graph_add_output(g, FZ2(g, "Add", shared, fz_weights(g, 1, (int64_t[]){4}, 26)));
-  mx_graph_add_output(g, FZ1(g, "Exp", shared));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", shared, fz_weights(g, 1, (int64_t[]){4}, 26))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Exp", shared)), MX_OK);
   /* A 1-D B: Y [5] runs along A's rows, and so would the "bias". */
   mx_value_id mv = FZ2(g, "MatMul", x, fz_weights(g, 1, (int64_t[]){8}, 28));
-  mx_graph_add_output(g, FZ2(g, "Add", mv, fz_weights(g, 1, (int64_t[]){5}, 29)));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", mv, fz_weights(g, 1, (int64_t[]){5}, 29))), MX_OK);
   /* An activation the kernel does not apply: the bias is fused, LeakyRelu stays. */
   mx_value_id lr = linear(g, x, 8, 4, 27, false);
-  mx_graph_add_output(g, FZ1(g, "LeakyRelu", lr));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "LeakyRelu", lr)), MX_OK);
 }
 
 Test(fusion_matmul, bias_near_misses) {
@@ -212,7 +212,7 @@ static void build_attention(mx_graph *g) {
   float two = 2.0f;
   mx_value_id s = FZ2(g, "Div", FZ2(g, "MatMul", q, fz_transpose(g, k, 4, kt)), fz_const(g, 0, NULL, &two));
   mx_attr sm = mx_attr_int("axis", -1);
-  mx_graph_add_output(g, FZ2(g, "MatMul", fz_op(g, "Softmax", 1, &s, &sm, 1), v));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "MatMul", fz_op(g, "Softmax", 1, &s, &sm, 1), v)), MX_OK);
 }
 
 Test(fusion_matmul, attention_keeps_its_transposed_key) {
@@ -256,12 +256,12 @@ static void build_gemm_acts(mx_graph *g) {
   mx_value_id x = fz_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){3, 8});
   mx_attr tb[2] = {mx_attr_int("transB", 1), mx_attr_float("alpha", 0.5f)};
   mx_value_id in[3] = {x, fz_weights(g, 2, (int64_t[]){6, 8}, 51), fz_weights(g, 1, (int64_t[]){6}, 52)};
-  mx_graph_add_output(g, FZ1(g, "Tanh", fz_op(g, "Gemm", 3, in, tb, 2)));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Tanh", fz_op(g, "Gemm", 3, in, tb, 2))), MX_OK);
   mx_value_id d = fz_input(g, "d", MX_FLOAT64, 2, (mx_dim[]){3, 4});
   mx_value_id e = fz_input(g, "e", MX_FLOAT64, 2, (mx_dim[]){4, 5});
-  mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Gemm", d, e)));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Gemm", d, e))), MX_OK);
   mx_value_id in2[2] = {x, fz_weights(g, 2, (int64_t[]){8, 4}, 53)};
-  mx_graph_add_output(g, FZ1(g, "LeakyRelu", fz_op(g, "Gemm", 2, in2, NULL, 0)));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "LeakyRelu", fz_op(g, "Gemm", 2, in2, NULL, 0))), MX_OK);
 }
 
 Test(fusion_matmul, gemm_activations_join_the_kernel) {

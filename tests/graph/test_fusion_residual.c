@@ -29,9 +29,9 @@ static const int64_t two_inputs[][MX_MAX_RANK] = {{1, 4, 6, 6}, {1, 4, 6, 6}};
 /* Conv + Add(residual) + Relu for each Conv path, the residual on either side of the Add. */
 static void build_block_per_path(mx_graph *g) {
   mx_value_id x = input(g, "x"), r = input(g, "r");
-  mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, K3X3, true, 1), r)));
-  mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", r, conv(g, x, K1X1, false, 2))));
-  mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, DEPTHWISE, true, 3), r)));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, K3X3, true, 1), r))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", r, conv(g, x, K1X1, false, 2)))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, DEPTHWISE, true, 3), r))), MX_OK);
 }
 
 Test(fusion_residual, conv_add_relu_becomes_one_conv_on_every_path) {
@@ -50,7 +50,7 @@ static void build_two_conv_block(mx_graph *g) {
   mx_value_id x = input(g, "x");
   mx_value_id branch = conv(g, conv(g, x, K3X3, true, 4), K1X1, true, 5);
   mx_value_id shortcut = conv(g, x, K1X1, true, 6);
-  mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", branch, shortcut)));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", branch, shortcut))), MX_OK);
 }
 
 Test(fusion_residual, downsampling_block_keeps_the_shortcut_conv) {
@@ -68,10 +68,10 @@ Test(fusion_residual, downsampling_block_keeps_the_shortcut_conv) {
  * node read, so the Relu stays. */
 static void build_add_without_relu(mx_graph *g) {
   mx_value_id x = input(g, "x"), r = input(g, "r");
-  mx_graph_add_output(g, FZ2(g, "Add", conv(g, x, K1X1, true, 8), r));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", conv(g, x, K1X1, true, 8), r)), MX_OK);
   mx_value_id s = FZ2(g, "Add", conv(g, x, K3X3, true, 9), r);
-  mx_graph_add_output(g, FZ1(g, "Relu", s));
-  mx_graph_add_output(g, FZ1(g, "Neg", s));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", s)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Neg", s)), MX_OK);
 }
 
 Test(fusion_residual, add_alone_and_add_read_twice) {
@@ -88,11 +88,11 @@ Test(fusion_residual, add_alone_and_add_read_twice) {
 static void build_near_misses(mx_graph *g) {
   mx_value_id x = input(g, "x");
   mx_value_id small = fz_input(g, "small", MX_FLOAT32, 4, (mx_dim[]){1, 4, 1, 1});
-  mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, K3X3, true, 10), small)));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, K3X3, true, 10), small))), MX_OK);
   mx_value_id seen = conv(g, x, K1X1, true, 11);
-  mx_graph_add_output(g, seen);
-  mx_graph_add_output(g, FZ2(g, "Add", seen, x));
-  mx_graph_add_output(g, FZ2(g, "Add", FZ1(g, "Relu", conv(g, x, K3X3, true, 12)), x));
+  cr_assert_eq(mx_graph_add_output(g, seen), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", seen, x)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", FZ1(g, "Relu", conv(g, x, K3X3, true, 12)), x)), MX_OK);
 }
 
 Test(fusion_residual, near_misses_stay) {
@@ -109,7 +109,7 @@ Test(fusion_residual, near_misses_stay) {
  * residual would otherwise be dropped). */
 static void build_residual_then_sigmoid(mx_graph *g) {
   mx_value_id x = input(g, "x"), r = input(g, "r");
-  mx_graph_add_output(g, FZ1(g, "Sigmoid", FZ2(g, "Add", conv(g, x, K3X3, true, 13), r)));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Sigmoid", FZ2(g, "Add", conv(g, x, K3X3, true, 13), r))), MX_OK);
 }
 
 Test(fusion_residual, conv_act_leaves_a_residual_conv_alone) {

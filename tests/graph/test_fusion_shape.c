@@ -26,13 +26,13 @@ static void build_shape_chains(mx_graph *g) {
   mx_value_id x = fz_input(g, "x", MX_FLOAT32, 3, (mx_dim[]){b, s, 8});
   mx_value_id heads = concat0(g, 3, (mx_value_id[]){dim_of(g, x, 0), dim_of(g, x, 1), fz_ints(g, 2, (int64_t[]){2, 4})});
   mx_value_id y = FZ2(g, "Reshape", x, heads);
-  mx_graph_add_output(g, FZ1(g, "Relu", y));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", y)), MX_OK);
   mx_value_id rows = FZ2(g, "Mul", dim_of(g, x, 0), dim_of(g, x, 1));
   mx_value_id flat = FZ2(g, "Reshape", y, concat0(g, 2, (mx_value_id[]){rows, fz_ints(g, 1, (int64_t[]){8})}));
-  mx_graph_add_output(g, FZ1(g, "Exp", flat));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Exp", flat)), MX_OK);
   mx_value_id col = fz_input(g, "col", MX_FLOAT32, 3, (mx_dim[]){b, s, 1});
   mx_value_id e = FZ2(g, "Expand", col, concat0(g, 3, (mx_value_id[]){dim_of(g, x, 0), dim_of(g, x, 1), fz_ints(g, 1, (int64_t[]){8})}));
-  mx_graph_add_output(g, FZ2(g, "Add", e, x));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", e, x)), MX_OK);
 }
 
 Test(fusion_shape, reshape_and_expand_targets_become_constants) {
@@ -58,16 +58,16 @@ static void build_swapped_dims(mx_graph *g) {
   mx_symtab *t = mx_graph_symtab(g);
   mx_value_id x = fz_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){mx_sym_named(t, "b"), mx_sym_named(t, "s")});
   mx_value_id target = concat0(g, 2, (mx_value_id[]){dim_of(g, x, 1), dim_of(g, x, 0)});
-  mx_graph_add_output(g, FZ2(g, "Reshape", x, target));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Reshape", x, target)), MX_OK);
   /* allowzero: a 0 would be a real 0, so the two copied dims cannot be written either. */
   mx_value_id y = fz_input(g, "y", MX_FLOAT32, 2, (mx_dim[]){mx_sym_named(t, "b"), mx_sym_named(t, "s")});
   mx_attr az = mx_attr_int("allowzero", 1);
   mx_value_id same = concat0(g, 3, (mx_value_id[]){dim_of(g, y, 0), dim_of(g, y, 1), fz_ints(g, 1, (int64_t[]){1})});
-  mx_graph_add_output(g, fz_op(g, "Reshape", 2, (mx_value_id[]){y, same}, &az, 1));
+  cr_assert_eq(mx_graph_add_output(g, fz_op(g, "Reshape", 2, (mx_value_id[]){y, same}, &az, 1)), MX_OK);
   /* Expand of [1, s, 1] over the symbolic batch: only the run time knows b. */
   mx_value_id row = fz_input(g, "row", MX_FLOAT32, 3, (mx_dim[]){1, mx_sym_named(t, "s"), 1});
   mx_value_id to = concat0(g, 3, (mx_value_id[]){dim_of(g, x, 0), dim_of(g, x, 1), fz_ints(g, 1, (int64_t[]){4})});
-  mx_graph_add_output(g, FZ2(g, "Expand", row, to));
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Expand", row, to)), MX_OK);
 }
 
 Test(fusion_shape, near_miss_no_constant_target) {
@@ -94,7 +94,7 @@ static void build_per_layer_shapes(mx_graph *g) {
                           (mx_value_id[]){fz_const_dt(g, MX_INT64, 0, NULL, &zero), n, fz_const_dt(g, MX_INT64, 0, NULL, &one)},
                           NULL, 0);
     mx_attr to = mx_attr_int("to", MX_FLOAT32);
-    mx_graph_add_output(g, fz_op(g, "Cast", 1, &r, &to, 1));
+    cr_assert_eq(mx_graph_add_output(g, fz_op(g, "Cast", 1, &r, &to, 1)), MX_OK);
   }
 }
 

@@ -46,13 +46,13 @@ static void build_if(mx_graph *g, float threshold) {
   mx_dim b = mx_sym_named(mx_graph_symtab(g), "b");
   mx_value_id x = fz_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){b, 8});
   mx_graph *th = sub(g, "then"), *el = sub(g, "else");
-  mx_graph_add_output(th, gelu_erf(th, outer(th, "x")));
+  cr_assert_eq(mx_graph_add_output(th, gelu_erf(th, outer(th, "x"))), MX_OK);
   mx_value_id ex = outer(el, "x");
   mx_value_id y = FZ2(el, "MatMul", ex, fz_weights(el, 2, (int64_t[]){8, 8}, 3));
   y = FZ1(el, "Relu", FZ2(el, "Add", y, fz_weights(el, 1, (int64_t[]){8}, 4)));
-  mx_graph_add_output(el, FZ1(el, "Identity", y));
+  cr_assert_eq(mx_graph_add_output(el, FZ1(el, "Identity", y)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
-  mx_graph_add_output(g, fz_op(g, "If", 1, (mx_value_id[]){cond_of(g, x, threshold)}, br, 2));
+  cr_assert_eq(mx_graph_add_output(g, fz_op(g, "If", 1, (mx_value_id[]){cond_of(g, x, threshold)}, br, 2)), MX_OK);
 }
 static void build_if_then(mx_graph *g) { build_if(g, -100.0f); }
 static void build_if_else(mx_graph *g) { build_if(g, 100.0f); }
@@ -89,17 +89,17 @@ static void build_loop(mx_graph *g) {
   y = FZ1(body, "Tanh", FZ2(body, "Add", fz_weights(body, 1, (int64_t[]){8}, 6), y));
   mx_graph *th = sub(body, "swish"), *el = sub(body, "plain");
   mx_value_id ty = outer(th, "y_t");
-  mx_graph_add_output(th, FZ2(th, "Mul", ty, FZ1(th, "Sigmoid", ty)));
-  mx_graph_add_output(el, FZ1(el, "Neg", outer(el, "y_t")));
+  cr_assert_eq(mx_graph_add_output(th, FZ2(th, "Mul", ty, FZ1(th, "Sigmoid", ty))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, FZ1(el, "Neg", outer(el, "y_t"))), MX_OK);
   named(body, "Identity", y, "y_t");
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id picked = fz_op(body, "If", 1, (mx_value_id[]){cond_of(body, v, -100.0f)}, br, 2);
-  mx_graph_add_output(body, FZ1(body, "Identity", cin));
-  mx_graph_add_output(body, picked);
+  cr_assert_eq(mx_graph_add_output(body, FZ1(body, "Identity", cin)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, picked), MX_OK);
   int64_t three = 3;
   mx_value_id m = fz_const_dt(g, MX_INT64, 0, NULL, &three);
   mx_attr ba = mx_attr_graph("body", body);
-  mx_graph_add_output(g, fz_op(g, "Loop", 3, (mx_value_id[]){m, MX_NO_VALUE, x}, &ba, 1));
+  cr_assert_eq(mx_graph_add_output(g, fz_op(g, "Loop", 3, (mx_value_id[]){m, MX_NO_VALUE, x}, &ba, 1)), MX_OK);
 }
 
 Test(fusion_subgraph, rules_run_inside_loop_bodies_and_nested_branches) {
@@ -118,13 +118,13 @@ static void build_captured(mx_graph *g) {
   mx_value_id x = fz_input(g, "x", MX_FLOAT32, 1, (mx_dim[]){6});
   mx_value_id t = named(g, "Relu", x, "t");
   mx_value_id e1 = FZ1(g, "Exp", x), e2 = named(g, "Exp", x, "e2");
-  mx_graph_add_output(g, FZ1(g, "Identity", t));
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Identity", t)), MX_OK);
   mx_graph *th = sub(g, "then"), *el = sub(g, "else");
-  mx_graph_add_output(th, FZ2(th, "Add", outer(th, "t"), outer(th, "e2")));
-  mx_graph_add_output(el, FZ1(el, "Neg", outer(el, "t")));
+  cr_assert_eq(mx_graph_add_output(th, FZ2(th, "Add", outer(th, "t"), outer(th, "e2"))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, FZ1(el, "Neg", outer(el, "t"))), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
-  mx_graph_add_output(g, fz_op(g, "If", 1, (mx_value_id[]){cond_of(g, x, -100.0f)}, br, 2));
-  mx_graph_add_output(g, FZ2(g, "Add", e1, e2));
+  cr_assert_eq(mx_graph_add_output(g, fz_op(g, "If", 1, (mx_value_id[]){cond_of(g, x, -100.0f)}, br, 2)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", e1, e2)), MX_OK);
 }
 
 Test(fusion_subgraph, root_values_read_by_a_branch_stay) {

@@ -109,7 +109,7 @@ static mx_status step(fixture *f, int64_t va, int64_t vb, bool check) {
 
 static mx_session_stats totals(const fixture *f) {
   mx_session_stats t;
-  mx_session_get_stats(f->s, NULL, &t);
+  cr_assert_eq(mx_session_get_stats(f->s, NULL, &t), MX_OK);
   return t;
 }
 
@@ -117,7 +117,7 @@ Test(session_spec, hits_after_one_compile_and_equal_results) {
   fixture f = open_model(false, 8, 4, NULL, 0);
   for (int i = 0; i < 4; i++) cr_assert_eq(step(&f, 3, 0, true), MX_OK, "%s", mx_session_last_error(f.s));
   mx_session_stats t = totals(&f), last;
-  mx_session_get_stats(f.s, &last, NULL);
+  cr_assert_eq(mx_session_get_stats(f.s, &last, NULL), MX_OK);
   cr_assert_eq(t.spec_compiles, 1);
   cr_assert_eq(t.spec_misses, 1);
   cr_assert_eq(t.spec_hits, 3);
@@ -181,11 +181,11 @@ Test(session_spec, churn_falls_back_to_dynamic) {
   cr_assert_eq(t.spec_compiles, 2, "two new values compiled, the third went dynamic");
   cr_assert_eq(t.spec_fallbacks, 1);
   cr_assert_eq(churn_logs, 1, "said once");
-  mx_session_get_stats(f.s, &last, NULL);
+  cr_assert_eq(mx_session_get_stats(f.s, &last, NULL), MX_OK);
   cr_assert_gt(last.dynamic_launches, 0, "a = 6 ran op by op");
   /* A value compiled before the fallback is still served. */
   cr_assert_eq(step(&f, 2, 0, true), MX_OK);
-  mx_session_get_stats(f.s, &last, NULL);
+  cr_assert_eq(mx_session_get_stats(f.s, &last, NULL), MX_OK);
   cr_assert_eq(last.spec_hits, 1);
   cr_assert_eq(last.dynamic_launches, 0);
   close_model(&f);
@@ -250,7 +250,7 @@ Test(session_spec, data_dependent_partition_never_specialized) {
     mx_tensor_release(&out);
   }
   mx_session_stats tot;
-  mx_session_get_stats(s, NULL, &tot);
+  cr_assert_eq(mx_session_get_stats(s, NULL, &tot), MX_OK);
   cr_assert_eq(tot.spec_compiles + tot.spec_misses + tot.spec_hits, 0);
   mx_session_destroy(s);
 }
@@ -299,7 +299,7 @@ Test(session_spec, churned_symbol_splits_the_partition) {
   for (int64_t b = 6; b < 12; b++) cr_assert_eq(step(&f, 2, b, true), MX_OK, "%s", mx_session_last_error(f.s));
   t = totals(&f);
   cr_assert_eq(t.spec_compiles, 3, "every new b is served by the split specialization");
-  mx_session_get_stats(f.s, &last, NULL);
+  cr_assert_eq(mx_session_get_stats(f.s, &last, NULL), MX_OK);
   cr_assert_eq(last.spec_hits, 1);
   cr_assert_geq(last.static_executes, 1, "the ops over a alone run as a static model");
   cr_assert_eq(step(&f, 2, 4, true), MX_OK); /* still served by its whole specialization */
