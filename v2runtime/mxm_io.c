@@ -119,6 +119,68 @@ done:
 
 /* --- load ----------------------------------------------------------------------------------- */
 
+/* Reads a base-128 varint at *pos of d[0, n); false when it runs past the end or past 10 bytes. */
+static bool get_varint(const uint8_t *d, size_t n, size_t *pos, uint64_t *v) {
+  *v = 0;
+  for (unsigned shift = 0; shift < 70 && *pos < n; shift += 7) {
+    uint8_t b = d[(*pos)++];
+    *v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+/* The Runtime field holding the root graph's ONNX bytes (proto/mixrt_model.proto). */
+#define RUNTIME_ROOT_ONNX_FIELD 2u
+
+/* Splits a packed Runtime record into its root_onnx bytes (*onnx, a slice of d: the last such
+ * field, as protobuf reads it) and a malloc'd copy of every other field (*rest), so the record
+ * can be unpacked without copying the ONNX bytes, the largest part of it. False when the
+ * framing is malformed (or out of memory: *rest NULL with a true framing is reported by the
+ * caller as such). */
+static bool split_root_onnx(const uint8_t *d, size_t n, const uint8_t **onnx, size_t *onnx_len, uint8_t **rest,
+                            size_t *rest_len) {
+  *onnx = NULL;
+  *onnx_len = 0;
+  *rest_len = 0;
+  *rest = malloc(n ? n : 1);
+  if (!*rest) return true;
+  size_t pos = 0;
+  while (pos < n) {
+    size_t start = pos;
+    uint64_t key, len;
+    if (!get_varint(d, n, &pos, &key)) return false;
+    switch (key & 7) {
+      case 0:
+        if (!get_varint(d, n, &pos, &len)) return false;
+        break;
+      case 1:
+        if (n - pos < 8) return false;
+        pos += 8;
+        break;
+      case 5:
+        if (n - pos < 4) return false;
+        pos += 4;
+        break;
+      case 2:
+        if (!get_varint(d, n, &pos, &len) || len > n - pos) return false;
+        if ((key >> 3) == RUNTIME_ROOT_ONNX_FIELD) {
+          *onnx = d + pos;
+          *onnx_len = (size_t)len;
+          pos += (size_t)len;
+          continue; /* left out of *rest */
+        }
+        pos += (size_t)len;
+        break;
+      default:
+        return false;
+    }
+    memcpy(*rest + *rest_len, d + start, pos - start);
+    *rest_len += pos - start;
+  }
+  return true;
+}
+
 typedef enum kernel_use {
   USE_NONE,        /* not allowed in a session program */
   USE_CONSTANT,    /* value: a shared constant */
@@ -264,9 +326,20 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
                   path);
     goto done;
   }
-  rt = mxm__runtime__unpack(NULL, rt_size, rt_bytes);
-  free(rt_bytes); /* unpacking copied it */
-  rt_bytes = NULL;
+  const uint8_t *onnx = NULL;
+  size_t onnx_len = 0, rest_len = 0;
+  uint8_t *rest = NULL;
+  if (!split_root_onnx(rt_bytes, rt_size, &onnx, &onnx_len, &rest, &rest_len)) {
+    free(rest);
+    st = mx__fail(err, MX_ERR_MALFORMED, "'%s': corrupt runtime record", path);
+    goto done;
+  }
+  if (!rest) {
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading '%s'", path);
+    goto done;
+  }
+  rt = mxm__runtime__unpack(NULL, rest_len, rest);
+  free(rest);
   if (!rt || rt->version != RUNTIME_VERSION || rt->n_slots > MAX_SLOTS) {
     st = mx__fail(err, MX_ERR_MALFORMED, "'%s': corrupt or unknown runtime record", path);
     goto done;
@@ -277,11 +350,12 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
     goto done;
   }
   mx__progress_stage("load: root graph and dynamic plans");
-  st = mx_onnx_load_memory(rt->root_onnx.data, rt->root_onnx.len, NULL, &p->root, err);
-  /* The imported root holds its own copy of the constants: drop the ONNX bytes now. */
-  free(rt->root_onnx.data);
-  rt->root_onnx.data = NULL;
-  rt->root_onnx.len = 0;
+  st = mx_onnx_load_memory(onnx, onnx_len, NULL, &p->root, err);
+  /* The imported root holds its own copy of the constants: the record (onnx points into it)
+   * can go now. */
+  free(rt_bytes);
+  rt_bytes = NULL;
+  onnx = NULL;
   if (st == MX_OK && mx_graph_infer(p->root) != MX_OK) st = mx__fail(err, MX_ERR_MALFORMED, "%s", mx_graph_last_error(p->root));
   if (st == MX_OK) st = mx__program_calls(p, err);
   if (st == MX_OK && p->n_calls != rt->n_call_unknown)
