@@ -21,15 +21,20 @@ int mx_cli_check_passes(const char *cmd, const char *passes) {
 void mx_cli_print_rules(FILE *out) {
   const char *what;
   bool def;
+  int width = 0; /* the longest rule name sets the column */
+  for (size_t i = 0; mx_fuse_rule_name(i, NULL, NULL); i++) {
+    int n = (int)strlen(mx_fuse_rule_name(i, NULL, NULL));
+    if (n > width) width = n;
+  }
   fprintf(out, "rewrite rules (--passes none|default|all|RULE,-RULE,...):\n");
   for (size_t i = 0; mx_fuse_rule_name(i, &what, &def); i++)
-    fprintf(out, "  %-16s %s%s\n", mx_fuse_rule_name(i, NULL, NULL), what, def ? "" : " (not in default)");
+    fprintf(out, "  %-*s %s%s\n", width, mx_fuse_rule_name(i, NULL, NULL), what, def ? "" : " (not in default)");
 }
 
 void mx_cli_print_fuse_report(FILE *out, const mx_fuse_report *r) {
   fprintf(out, "stage 2 (rewrite rules): %zu ops before, %zu after\n", r->ops_before, r->ops_after);
   for (size_t i = 0; i < r->n_rules; i++)
-    if (r->rules[i].enabled) fprintf(out, "  rule %-16s %zu hits\n", r->rules[i].name, r->rules[i].hits);
+    if (r->rules[i].enabled) fprintf(out, "  rule %-17s %zu hits\n", r->rules[i].name, r->rules[i].hits);
   bool any = false;
   for (size_t i = 0; i < r->n_op_types; i++) {
     if (r->op_types[i].before == r->op_types[i].after) continue;
