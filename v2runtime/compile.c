@@ -41,9 +41,7 @@ static mx_status optimize(mx_graph *g, const char *passes, mx_fuse_report *fuse,
   return MX_OK;
 }
 
-/* Input positions of call c that never change address: shared constants, and graph inputs the
- * caller declared frozen. */
-static size_t frozen_positions(mx_session *s, const mx_program *p, const mx_rt_call *c, uint32_t *out) {
+size_t mx__call_frozen_positions(const mx_session *s, const mx_program *p, const mx_rt_call *c, uint32_t *out) {
   size_t n = 0;
   const mx_node *nd = &p->root->nodes[c->node];
   for (uint32_t k = 0; k < c->n_in; k++) {
@@ -66,7 +64,7 @@ static mx_status plan_call(mx_session *s, mx_program *p, mx_rt_call *c, mx_error
     mx_static_options_init(&so);
     so.max_streams = s->n_streams;
     so.frozen_inputs = frozen;
-    so.n_frozen = frozen_positions(s, p, c, frozen);
+    so.n_frozen = mx__call_frozen_positions(s, p, c, frozen);
     so.name = c->name;
     mx_status st = mx_static_compile(body, &so, &c->plan, err);
     free(frozen);

@@ -144,6 +144,10 @@ mx_status mx__program_compile(struct mx_session *s, mx_graph *g, mx_program **ou
 mx_status mx__program_calls(mx_program *p, mx_error *err);
 /* Sizes the per-value records and prints the io shapes once the calls are planned. */
 mx_status mx__program_finish(mx_program *p, mx_error *err);
+/* Input positions of call c that never change address (shared constants, and graph inputs the
+ * caller declared frozen), written to out (room for c->n_in); returns how many. */
+size_t mx__call_frozen_positions(const struct mx_session *s, const mx_program *p, const mx_rt_call *c,
+                                 uint32_t *out);
 /* Restores a program from an .mxm file (static plans + runtime record; see mxm_io.c). */
 mx_status mx__program_load_mxm(struct mx_session *s, const char *path, mx_program **out, mx_error *err);
 /* Checks a restored Main graph against the program: every step kernel of every call, op, input,

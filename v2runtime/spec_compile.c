@@ -177,20 +177,6 @@ mx_status mx__spec_concretize(mx_graph *g, mx_error *err) {
   return MX_OK;
 }
 
-/* Input positions of call c that never change address (as the model compile marks them). */
-size_t mx__spec_frozen_positions(const mx_session *s, const mx_program *p, const mx_rt_call *c, uint32_t *out) {
-  size_t n = 0;
-  const mx_node *nd = &p->root->nodes[c->node];
-  for (uint32_t k = 0; k < c->n_in; k++) {
-    const mx_value *v = &p->root->values[c->in_values[k]];
-    bool frozen = mx__part_call_input_is_const(nd, k);
-    for (size_t f = 0; !frozen && (v->flags & MX_VALUE_INPUT) && f < s->opts.n_frozen_inputs; f++)
-      frozen = strcmp(s->frozen_names[f], v->name) == 0;
-    if (frozen) out[n++] = k;
-  }
-  return n;
-}
-
 mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
                            size_t n_values, mx_static_model **out, bool *permanent, mx_error *err) {
   *out = NULL;
@@ -218,7 +204,7 @@ mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, co
   mx_static_options_init(&so);
   so.max_streams = s->n_streams;
   so.frozen_inputs = frozen;
-  so.n_frozen = mx__spec_frozen_positions(s, p, c, frozen);
+  so.n_frozen = mx__call_frozen_positions(s, p, c, frozen);
   so.name = c->name;
   st = mx_static_compile(g, &so, &plan, err);
   if (st != MX_OK) {
