@@ -19,9 +19,9 @@ static inline const char *mx__string_at(const void *data, size_t i) {
 }
 /* Fills dst[0..n) with malloc'd copies of src[0..n) (dst's entries must be NULL: nothing there is
  * freed). On failure every dst entry is NULL and MX_ERR_OUT_OF_MEMORY is returned. */
-mx_status mx__strings_copy(char **dst, const void *src, size_t n);
+MX_MUST_USE mx_status mx__strings_copy(char **dst, const void *src, size_t n);
 /* Stores in dst[i] a malloc'd copy of the first len bytes of s (NUL-terminated). dst[i] is not
  * read: kernels write fresh output arrays, whose entries start NULL. */
-mx_status mx__string_set(char **dst, size_t i, const char *s, size_t len);
+MX_MUST_USE mx_status mx__string_set(char **dst, size_t i, const char *s, size_t len);
 
 #endif /* MIXRT_COMMON_STRING_TENSOR_H */

@@ -70,7 +70,7 @@ void mx_dyn_options_init(mx_dyn_options *o);
  * (defaults). On success *out is owned by the caller (mx_dyn_plan_destroy); on failure it is
  * NULL and err (optional) names the node at fault (an op without a CPU kernel for its dtypes,
  * an op with subgraphs, a graph that is not inferred). */
-mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan **out, mx_error *err);
+MX_MUST_USE mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan **out, mx_error *err);
 
 /* Frees a plan. Executors created from it must be destroyed first. NULL is a no-op. */
 void mx_dyn_plan_destroy(mx_dyn_plan *p);
@@ -101,7 +101,7 @@ void mx_dyn_plan_info_get(const mx_dyn_plan *p, mx_dyn_plan_info *info);
  *   streams[k % n_streams]. NULL / 0: the executor creates the streams the plan uses.
  * Constants read by device ops are uploaded here (synchronously). On failure *out is NULL and
  * err (optional) says why. */
-mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching_allocator *alloc,
+MX_MUST_USE mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching_allocator *alloc,
                              mx_stream *const *streams, size_t n_streams, mx_dyn_exec **out,
                              mx_error *err);
 
@@ -128,7 +128,7 @@ void mx_dyn_exec_destroy(mx_dyn_exec *e);
  * On failure (message in mx_dyn_exec_last_error naming the input, dim or node) every output is
  * left empty, everything the step allocated is freed and the executor's streams (and the caller
  * stream, if the step failed it) are reset. */
-mx_status mx_dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+MX_MUST_USE mx_status mx_dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                           size_t n_outputs, mx_stream *caller_stream);
 
 /* Message of the last failure ("" if none). Owned by the executor, valid until the next call. */
@@ -182,7 +182,7 @@ bool mx__dyn_op_needs_sync(const mx_dyn_plan *p, size_t i);
 
 /* BindSymbols: checks the inputs, binds the symbols, uploads host inputs device ops read and
  * orders the executor's streams after caller_stream (NULL: the first stream). */
-mx_status mx__dyn_step_begin(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs,
+MX_MUST_USE mx_status mx__dyn_step_begin(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs,
                              mx_stream *caller_stream);
 /* Zero copy for graph output k: the op producing it this step writes straight into buf->data
  * (device memory of the executor's device, ready when the caller stream reaches the step
@@ -196,23 +196,23 @@ mx_status mx__dyn_step_begin(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_i
  * host value, another shape) nothing changes and step_end copies as before. buf NULL, data
  * NULL or a host placement is no binding. A failed step may leave buf partly written. Fails
  * (MX_ERR_INVALID_ARGUMENT) only outside a step or when k is out of range. */
-mx_status mx__dyn_bind_output(mx_dyn_exec *e, size_t k, const mx_tensor *buf);
+MX_MUST_USE mx_status mx__dyn_bind_output(mx_dyn_exec *e, size_t k, const mx_tensor *buf);
 /* InferShape + AllocOutputs of op i: output dims (expressions, run-time inference or upper
  * bound) and output buffers. */
-mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i);
+MX_MUST_USE mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i);
 /* Launch of op i: cross-stream waits, the kernel on its stream (or on the host), the event its
  * consumers on other streams wait for. */
-mx_status mx__dyn_op_launch(mx_dyn_exec *e, size_t i);
+MX_MUST_USE mx_status mx__dyn_op_launch(mx_dyn_exec *e, size_t i);
 /* SyncOutputShape of a data-dependent op i: waits for its stream, reads the actual output
  * shape, binds the op's fresh symbol. */
-mx_status mx__dyn_op_sync_shape(mx_dyn_exec *e, size_t i);
+MX_MUST_USE mx_status mx__dyn_op_sync_shape(mx_dyn_exec *e, size_t i);
 /* FreeMemory: releases the values whose last consumer is op i (stream-ordered). */
 void mx__dyn_op_free_after(mx_dyn_exec *e, size_t i);
 /* Releases one value's buffer now (stream-ordered); graph outputs included. */
 void mx__dyn_value_free(mx_dyn_exec *e, mx_value_id v);
 /* Joins the streams into caller_stream, delivers the outputs (see mx_dyn_exec_run) and releases
  * what the step still holds. */
-mx_status mx__dyn_step_end(mx_dyn_exec *e, mx_tensor *outputs, size_t n_outputs);
+MX_MUST_USE mx_status mx__dyn_step_end(mx_dyn_exec *e, mx_tensor *outputs, size_t n_outputs);
 /* After a failure: drains and resets the streams, frees everything the step allocated. */
 void mx__dyn_step_abort(mx_dyn_exec *e);
 

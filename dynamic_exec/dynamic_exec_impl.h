@@ -130,7 +130,7 @@ struct mx_dyn_plan {
 };
 
 /* Builds stream assignment, events and waits (plan_streams.c). */
-mx_status mx__dyn_plan_streams(mx_dyn_plan *p, mx_error *err);
+MX_MUST_USE mx_status mx__dyn_plan_streams(mx_dyn_plan *p, mx_error *err);
 
 /* Bytes of a tensor of esize-byte elements with dims[0..rank) (rank within 0..MX_MAX_RANK):
  * false for a negative dim or when the element count overflows int64 or the size size_t (the
@@ -267,37 +267,37 @@ struct mx_dyn_exec {
 };
 
 /* bind.c */
-mx_status mx__dyn_bind_inputs(mx_dyn_exec *e, const mx_tensor *inputs, size_t n);
+MX_MUST_USE mx_status mx__dyn_bind_inputs(mx_dyn_exec *e, const mx_tensor *inputs, size_t n);
 /* Binds symbol s to value for this step (recording whether it changed since the previous step);
  * false when it is already bound to another value this step (the caller reports it). */
 bool mx__dyn_bind_symbol(mx_dyn_exec *e, uint32_t s, int64_t value);
 
 /* shapes.c */
-mx_status mx__dyn_eval_dimx(const mx_dyn_exec *e, const mx__dyn_dimx *d, int64_t *out);
-mx_status mx__dyn_shapes(mx_dyn_exec *e, size_t i);
+MX_MUST_USE mx_status mx__dyn_eval_dimx(const mx_dyn_exec *e, const mx__dyn_dimx *d, int64_t *out);
+MX_MUST_USE mx_status mx__dyn_shapes(mx_dyn_exec *e, size_t i);
 /* Binds the symbols that are exactly output dims of op i in the graph to their actual values and
  * checks the concrete ones. */
-mx_status mx__dyn_bind_outputs(mx_dyn_exec *e, size_t i);
+MX_MUST_USE mx_status mx__dyn_bind_outputs(mx_dyn_exec *e, size_t i);
 /* Fills e->infos for op i from the current input states (reading back value inputs). */
-mx_status mx__dyn_fill_infos(mx_dyn_exec *e, size_t i, bool values);
+MX_MUST_USE mx_status mx__dyn_fill_infos(mx_dyn_exec *e, size_t i, bool values);
 
 /* host_ops.c */
-mx_status mx__dyn_readback(mx_dyn_exec *e, mx_value_id v);
-mx_status mx__dyn_upload(mx_dyn_exec *e, mx_value_id v, uint32_t stream);
-mx_status mx__dyn_run_host(mx_dyn_exec *e, size_t i);
-mx_status mx__dyn_host_reserve(mx__dyn_val *rv, size_t nbytes);
+MX_MUST_USE mx_status mx__dyn_readback(mx_dyn_exec *e, mx_value_id v);
+MX_MUST_USE mx_status mx__dyn_upload(mx_dyn_exec *e, mx_value_id v, uint32_t stream);
+MX_MUST_USE mx_status mx__dyn_run_host(mx_dyn_exec *e, size_t i);
+MX_MUST_USE mx_status mx__dyn_host_reserve(mx__dyn_val *rv, size_t nbytes);
 
 /* launch.c */
 /* The cached launch block of op i matching the current shapes (filled on a miss). */
 unsigned char *mx__dyn_meta(mx_dyn_exec *e, size_t i);
-mx_status mx__dyn_launch_device(mx_dyn_exec *e, size_t i);
+MX_MUST_USE mx_status mx__dyn_launch_device(mx_dyn_exec *e, size_t i);
 /* After a stream failed: names the failing node in e->err (status st). */
 mx_status mx__dyn_kernel_failure(mx_dyn_exec *e, mx_status st);
 
 /* exec.c */
 mx_status mx__dyn_fail(mx_dyn_exec *e, mx_status st, const char *fmt, ...) MX_PRINTF(3, 4);
 /* Allocates a device block for value v on executor stream s (NULL stream when s < 0). */
-mx_status mx__dyn_alloc_value(mx_dyn_exec *e, mx_value_id v, size_t nbytes, int s);
+MX_MUST_USE mx_status mx__dyn_alloc_value(mx_dyn_exec *e, mx_value_id v, size_t nbytes, int s);
 /* Marks v's device block as used on stream s. */
 static inline void mx__dyn_mark_use(mx_dyn_exec *e, mx_value_id v, uint32_t s) {
   uint32_t b = e->vals[v].buf;

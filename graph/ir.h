@@ -124,22 +124,22 @@ void mx__graph_log(mx_graph *g, mx_log_level level, const char *fmt, ...)
 /* --- building blocks ------------------------------------------------------------------------ */
 
 /* Creates a subgraph sharing g's symbol table; g owns it (it is freed with g). */
-mx_status mx__graph_create_subgraph(mx_graph *g, const char *name, mx_graph **out);
+MX_MUST_USE mx_status mx__graph_create_subgraph(mx_graph *g, const char *name, mx_graph **out);
 /* Adopts an existing graph as a subgraph of g (it must use g's symbol table or own none). */
-mx_status mx__graph_adopt_subgraph(mx_graph *g, mx_graph *sub);
+MX_MUST_USE mx_status mx__graph_adopt_subgraph(mx_graph *g, mx_graph *sub);
 
 /* New value with a unique name (NULL: generated "<hint>_N"). Dtype undefined, rank unknown. */
-mx_status mx__graph_new_value(mx_graph *g, const char *name, mx_value_id *out);
+MX_MUST_USE mx_status mx__graph_new_value(mx_graph *g, const char *name, mx_value_id *out);
 /* A name not used by any value or node of g, built from `hint`; arena. NULL on OOM. */
 const char *mx__graph_unique_name(mx_graph *g, const char *hint);
 /* Turns v into a constant holding a copy of t (dtype and shape follow t). */
-mx_status mx__graph_set_const(mx_graph *g, mx_value_id v, const mx_tensor *t);
+MX_MUST_USE mx_status mx__graph_set_const(mx_graph *g, mx_value_id v, const mx_tensor *t);
 /* Adds a use of v by node n. */
-mx_status mx__graph_add_use(mx_graph *g, mx_value_id v, mx_node_id n);
+MX_MUST_USE mx_status mx__graph_add_use(mx_graph *g, mx_value_id v, mx_node_id n);
 /* Removes one use of v by node n (no-op when absent). */
 void mx__graph_remove_use(mx_graph *g, mx_value_id v, mx_node_id n);
 /* Redirects every use of `from` (node inputs and graph outputs) to `to`. */
-mx_status mx__graph_replace_uses(mx_graph *g, mx_value_id from, mx_value_id to);
+MX_MUST_USE mx_status mx__graph_replace_uses(mx_graph *g, mx_value_id from, mx_value_id to);
 /* Marks node n dead and drops its input uses; its outputs lose their producer. */
 void mx__graph_remove_node(mx_graph *g, mx_node_id n);
 /* Marks value v dead (it must have no consumers and not be a graph input/output). */
@@ -152,7 +152,7 @@ void mx__graph_invalidate(mx_graph *g);
 /* Stable topological order of the live nodes: among ready nodes the smallest id goes first, so a
  * graph built in a valid order keeps it. The array is cached on the graph (borrowed, valid until
  * the next change). Fails with MX_ERR_INVALID_GRAPH naming a node on a cycle. */
-mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n);
+MX_MUST_USE mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n);
 /* The same order computed into out (room for g->n_nodes ids) and not cached, for callers that
  * must leave g untouched. *n receives the count placed; when it is less than the live nodes
  * (some lie on or behind a cycle), *culprit names the first such node by id (a string of g).
@@ -170,13 +170,13 @@ uint8_t *mx__graph_captured(const mx_graph *g);
 bool mx__graph_capture_edges(const mx_graph *g, uint32_t **first, mx_node_id **to);
 /* Replaces each If node whose condition is a constant by the nodes of the branch it takes
  * (branches holding subgraphs of their own are left alone); adds the count to *folded. */
-mx_status mx__graph_fold_const_if(mx_graph *g, size_t *folded);
+MX_MUST_USE mx_status mx__graph_fold_const_if(mx_graph *g, size_t *folded);
 
 /* The attribute called `name` on node n, or NULL. */
 const mx_attr *mx__node_attr(const mx_node *n, const char *name);
 
 /* Deep-copies attributes into g's arena (GRAPH attributes are adopted, not copied). */
-mx_status mx__graph_copy_attrs(mx_graph *g, const mx_attr *src, size_t n, mx_attr **out);
+MX_MUST_USE mx_status mx__graph_copy_attrs(mx_graph *g, const mx_attr *src, size_t n, mx_attr **out);
 /* Copies a tensor (header and data) into g's arena. */
 mx_tensor *mx__graph_copy_tensor(mx_graph *g, const mx_tensor *t);
 

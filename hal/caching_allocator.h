@@ -59,7 +59,7 @@ typedef struct mx_caching_stats {
 /* Creates an allocator over dev (borrowed: it must outlive the allocator). On success *out is
  * owned by the caller (mx_caching_allocator_destroy); on failure *out is NULL and err
  * (optional) says why. */
-mx_status mx_caching_allocator_create(mx_device *dev, mx_caching_allocator **out, mx_error *err);
+MX_MUST_USE mx_status mx_caching_allocator_create(mx_device *dev, mx_caching_allocator **out, mx_error *err);
 
 /* Returns every block (live and cached) to the device and frees the allocator. Work still
  * queued that uses its memory must have finished (synchronize the streams first). NULL is a
@@ -74,13 +74,13 @@ mx_device *mx_caching_allocator_device(const mx_caching_allocator *a);
  * gives *ptr = NULL and MX_OK. Fails with MX_ERR_DEVICE_OOM (message in err, optional) when
  * the device has no room even after releasing the cache, MX_ERR_LIMIT when more than
  * MX_CACHING_MAX_STREAMS streams are in use. */
-mx_status mx_caching_alloc(mx_caching_allocator *a, size_t size, mx_stream *stream, void **ptr,
+MX_MUST_USE mx_status mx_caching_alloc(mx_caching_allocator *a, size_t size, mx_stream *stream, void **ptr,
                            mx_error *err);
 
 /* Declares that work queued on `stream` (so far or later, until the free) also uses ptr, a live
  * block: its free will not let the block be reused before that stream is past the free point.
  * Not needed for the stream passed to mx_caching_free. ptr NULL is a no-op. */
-mx_status mx_caching_record_stream(mx_caching_allocator *a, void *ptr, mx_stream *stream,
+MX_MUST_USE mx_status mx_caching_record_stream(mx_caching_allocator *a, void *ptr, mx_stream *stream,
                                    mx_error *err);
 
 /* Gives ptr back, its last use being the work queued on `stream` so far (NULL: no pending
@@ -97,7 +97,7 @@ void mx_caching_fence(mx_caching_allocator *a, mx_stream *stream);
 
 /* Returns every cached block to the device, after waiting until the streams that last used
  * them are past those uses. Live blocks are untouched. */
-mx_status mx_caching_trim(mx_caching_allocator *a, mx_error *err);
+MX_MUST_USE mx_status mx_caching_trim(mx_caching_allocator *a, mx_error *err);
 
 /* Forgets a stream before it is destroyed: waits for its queued work and makes its cached
  * blocks available to every stream. Unknown streams and NULL are a no-op. */

@@ -143,11 +143,11 @@ void mx__stream_fail(mx_stream *s, uint64_t seq, mx_status status, int64_t task,
 void mx__stream_check_wait(mx_stream *s, uint64_t seq, const mx__chan *chan, uint64_t target);
 
 /* Creates a stream (internal: a model's private stream, kept out of the device list). */
-mx_status mx__stream_create(mx_device *dev, int priority, bool internal, mx_stream **out);
+MX_MUST_USE mx_status mx__stream_create(mx_device *dev, int priority, bool internal, mx_stream **out);
 
 /* Launch fault injection for calls that launch through other paths (model execute): returns
  * MX_OK, or MX_ERR_DEVICE after failing s at this point of its order. */
-mx_status mx__launch_fault(mx_stream *s, const char *what);
+MX_MUST_USE mx_status mx__launch_fault(mx_stream *s, const char *what);
 
 /* The printf arguments for "%s%s%s" that quote an optional name: " 'name'" or nothing. */
 #define MX__QUOTE(name) (name) ? " '" : "", (name) ? (name) : "", (name) ? "'" : ""
@@ -300,7 +300,7 @@ void mx__model_run_in_order(mx_hal_model *m, uint64_t exec);
 void mx__model_end(mx_hal_model *m, uint64_t exec, mx_stream *s, uint64_t seq);
 
 /* What launches and model tasks run on a device created with skip_kernels: nothing. */
-mx_status mx__skipped_kernel(void *args, size_t size);
+MX_MUST_USE mx_status mx__skipped_kernel(void *args, size_t size);
 
 /* --- device ----------------------------------------------------------------------------------- */
 

@@ -39,7 +39,7 @@ typedef bool (*mx__ew_bin_fn)(int64_t n, const void *a, int64_t sa, const void *
 
 /* Plans a walk of `out` with inputs ins[0..n_in) broadcast to it (numpy rules). Fails with
  * MX_ERR_KERNEL (call->why set) when an input does not broadcast to the output's dims. */
-mx_status mx__ew_plan_make(mx_kernel_call *call, const mx_ktensor *out, const mx_ktensor *const *ins, int n_in,
+MX_MUST_USE mx_status mx__ew_plan_make(mx_kernel_call *call, const mx_ktensor *out, const mx_ktensor *const *ins, int n_in,
                            mx__ew_plan *plan);
 /* Walks the plan from the operands' base pointers; false as soon as a row returns false. */
 bool mx__ew_run(const mx__ew_plan *plan, void *const *base, mx__ew_row_fn fn, void *ctx);
@@ -58,7 +58,7 @@ bool mx__ew_half_row(void *ctx, int64_t n, char *const *p, const int64_t *s);
 /* Runs a binary row function over out = f(a, b) with broadcasting; 16-bit operands go through
  * the float32 adapter (fn must then be the float32 row). dt_out/dt_a/dt_b may differ from the
  * tensors' own dtypes to accumulate into a float32 workspace. */
-mx_status mx__ew_binary_apply(mx_kernel_call *call, mx__ew_bin_fn fn, const mx_ktensor *out, const mx_ktensor *a,
+MX_MUST_USE mx_status mx__ew_binary_apply(mx_kernel_call *call, mx__ew_bin_fn fn, const mx_ktensor *out, const mx_ktensor *a,
                               const mx_ktensor *b);
 
 /* Unary row: o[i] = f(x[i]) for n contiguous elements; ctx carries the op's data. */
@@ -67,7 +67,7 @@ typedef void (*mx__ew_un_fn)(int64_t n, const void *x, void *o, const void *ctx)
 #define MX__EW_UN_TABLE_SIZE (MX_BFLOAT16 + 1)
 /* out 0 = f(in 0) elementwise through table[dtype] (16-bit floats through the float32 row in
  * chunks, rounded once); input and output must share dtype and element count. */
-mx_status mx__ew_unary_apply(mx_kernel_call *call, const mx__ew_un_fn *table, const void *ctx);
+MX_MUST_USE mx_status mx__ew_unary_apply(mx_kernel_call *call, const mx__ew_un_fn *table, const void *ctx);
 
 static inline bool mx__ew_is_half(mx_dtype dt) { return dt == MX_FLOAT16 || dt == MX_BFLOAT16; }
 

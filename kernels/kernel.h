@@ -112,7 +112,7 @@ static inline size_t mx_kernel_task_workspace_offset(void) {
   return sizeof(mx_kernel_task) + offsetof(mx_kernel_call, workspace);
 }
 /* The HAL function (mx_hal_fn signature) that runs a task block. */
-mx_status mx__kernel_task_run(void *args, size_t size);
+MX_MUST_USE mx_status mx__kernel_task_run(void *args, size_t size);
 
 /* Sets rank and dims and fills contiguous row-major strides. */
 void mx__ktensor_set_dims(mx_ktensor *t, int32_t rank, const int64_t *dims);

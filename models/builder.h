@@ -20,7 +20,7 @@ typedef struct mx_mb {
 void mx__mb_begin(mx_mb *b, const char *name, uint64_t seed);
 /* Frees the scratch; on failure also the graph, after copying its last error (prefixed with
  * `what`) into err. Returns the final status; *out receives the graph or NULL. */
-mx_status mx__mb_end(mx_mb *b, mx_graph **out, const char *what, mx_error *err);
+MX_MUST_USE mx_status mx__mb_end(mx_mb *b, mx_graph **out, const char *what, mx_error *err);
 
 /* A single-output node (name may be NULL: generated; out_name may be NULL: generated). */
 mx_value_id mx__mb_node(mx_mb *b, const char *op, const char *name, const mx_value_id *in, size_t n,

@@ -121,12 +121,12 @@ static inline uint32_t mx__part_input_pos(const mx_partition *p, const mx_node *
 
 /* Orders the live nodes, finds constant sources and compute nodes. Checks that g is inferred
  * and holds no subgraph attributes. */
-mx_status mx__part_order(mx_partition *p);
+MX_MUST_USE mx_status mx__part_order(mx_partition *p);
 
 /* --- part_mark.c -------------------------------------------------------------------------- */
 
 /* Marks each compute node KNOWN or UNKNOWN with its reason; Constant nodes get MX_PART_CONSTANT. */
-mx_status mx__part_mark(mx_partition *p, const mx_partition_options *o);
+MX_MUST_USE mx_status mx__part_mark(mx_partition *p, const mx_partition_options *o);
 
 /* --- part_graph.c: the cluster graph during merging ---------------------------------------- */
 
@@ -185,14 +185,14 @@ typedef struct mx__part_work {
   size_t n_tmp, cap_tmp;  /* in pairs */
 } mx__part_work;
 
-mx_status mx__part_work_init(mx__part_work *w, mx_partition *p);
+MX_MUST_USE mx_status mx__part_work_init(mx__part_work *w, mx_partition *p);
 void mx__part_work_free(mx__part_work *w);
 /* Union-find root of position x (with path halving). */
 uint32_t mx__part_find(mx__part_work *w, uint32_t x);
 /* Rebuilds the deduplicated cluster edge lists from the node edges and sorts the clusters
  * topologically (ties: smallest member position first); sets rank, order and n_roots. In-list
  * segment i belongs to root i (for the first phase, the destination node of every entry). */
-mx_status mx__part_rebuild(mx__part_work *w);
+MX_MUST_USE mx_status mx__part_rebuild(mx__part_work *w);
 /* Merges cluster `from` into cluster `into` (both roots); `into` stays the root and keeps its
  * rank and type. */
 void mx__part_union(mx__part_work *w, uint32_t from, uint32_t into);
@@ -213,22 +213,22 @@ bool mx__part_tmp_push(mx__part_work *w, uint32_t a, uint32_t b);
 
 /* Builds and merges clusters (normal or stable mode, limits, early exits); fills group_of and
  * group_unknown and the reasons of absorbed and small-cluster nodes. */
-mx_status mx__part_merge(mx_partition *p);
+MX_MUST_USE mx_status mx__part_merge(mx_partition *p);
 
 /* --- part_place.c ------------------------------------------------------------------------- */
 
 /* Final clusters in root order, constant placement, boundary values, links and totals. */
-mx_status mx__part_place(mx_partition *p);
+MX_MUST_USE mx_status mx__part_place(mx_partition *p);
 
 /* --- part_build.c ------------------------------------------------------------------------- */
 
 /* Builds p->root and one subgraph per KNOWN/UNKNOWN cluster. */
-mx_status mx__part_build(mx_partition *p);
+MX_MUST_USE mx_status mx__part_build(mx_partition *p);
 
 /* --- spec_part.c ------------------------------------------------------------------------- */
 
 /* Symbol kinds and the specializable UNKNOWN clusters (partitioner/spec.h); after placement. */
-mx_status mx__part_spec(mx_partition *p);
+MX_MUST_USE mx_status mx__part_spec(mx_partition *p);
 
 /* --- part_reason.c ------------------------------------------------------------------------ */
 

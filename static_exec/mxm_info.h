@@ -49,24 +49,24 @@ bool mx__mxm_is_file(const char *path);
 
 /* Reads and checks the container of path (preamble, checksums) and the runtime record's root
  * graph; the static plans are described, not restored, and the weights are not loaded. */
-mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err);
+MX_MUST_USE mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err);
 void mx__mxm_info_release(mx__mxm_info *info);
 
 /* Maps a whole regular file read-only (stage: the progress lines' name); mx__mxm_unmap
  * releases it. */
-mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size, const char *stage,
+MX_MUST_USE mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size, const char *stage,
                            mx_error *err);
 void mx__mxm_unmap(unsigned char *data, size_t size);
 
 /* Checks an .mxm image's preamble, header and payload checksums and unpacks its ModelFile. */
-mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
+MX_MUST_USE mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
                                   mx_error *err);
 
 /* mx_mxm_save_model with the runtime record as a message (an Mxm__Runtime) packed straight into
  * the file instead of bytes packed beforehand: the same file, one copy of the record less. */
 struct mx_static_plan;
 struct mx_mxm_save_options;
-mx_status mx__mxm_save_with_runtime(const struct mx_static_plan *const *plans, size_t n,
+MX_MUST_USE mx_status mx__mxm_save_with_runtime(const struct mx_static_plan *const *plans, size_t n,
                                     const ProtobufCMessage *runtime, const char *path,
                                     const struct mx_mxm_save_options *o, mx_error *err);
 

@@ -83,7 +83,7 @@ void mx_static_options_init(mx_static_options *o);
  * cached on it if they were not yet) and is not referenced by the plan. opt may be NULL
  * (defaults). On success *out receives a plan the caller owns (mx_static_plan_destroy); on
  * failure *out is NULL and err (may be NULL) says why. */
-mx_status mx_static_compile(mx_graph *g, const mx_static_options *opt, mx_static_plan **out,
+MX_MUST_USE mx_status mx_static_compile(mx_graph *g, const mx_static_options *opt, mx_static_plan **out,
                             mx_error *err);
 
 /* Frees a plan. Models created from it do not reference it. NULL is a no-op. */
@@ -197,7 +197,7 @@ void mx_static_load_options_init(mx_static_load_options *o);
  * not reference it afterwards. opt may be NULL. On success *out receives the model
  * (mx_static_model_destroy); on failure *out is NULL and err (may be NULL) says why. dev must
  * outlive the model. */
-mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
+MX_MUST_USE mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
                                  const mx_static_load_options *opt, mx_static_model **out,
                                  mx_error *err);
 
@@ -215,18 +215,18 @@ void mx_static_model_destroy(mx_static_model *m);
  * stay valid until the execute stream has finished the step. Only the allocation entries whose
  * address changed since the previous step are refreshed; frozen inputs are compared only at the
  * first step. The arrays are borrowed for the call. */
-mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *inputs, size_t n_inputs,
+MX_MUST_USE mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *inputs, size_t n_inputs,
                                       const mx_tensor *outputs, size_t n_outputs);
 
 /* StaticModelUpdateWorkspaces: the FM arena for the next step (models with an external FM
  * only). fm_base is device memory of at least mx_static_model_fm_size bytes, 64-byte aligned;
  * entries are refreshed only when it moved. */
-mx_status mx_static_model_update_workspaces(mx_static_model *m, void *fm_base);
+MX_MUST_USE mx_status mx_static_model_update_workspaces(mx_static_model *m, void *fm_base);
 
 /* StaticModelExecute: queues the step on s (a stream of the model's device): staged input
  * copies, one HAL model execution, staged output copies. Returns at once; synchronize s to
  * wait. update_args must have been called (and update_workspaces for an external FM). */
-mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s);
+MX_MUST_USE mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s);
 
 /* StaticModelGetRunAddress: the device address of byte `offset` of the WEIGHT region or of the
  * current FM arena, for other kernels; NULL when offset is outside it (or no FM is set). */
@@ -268,34 +268,34 @@ typedef struct mx_mxm_save_options {
 
 /* Writes plans[0..n) into a new .mxm file at path (replaced if it exists). o may be NULL
  * (weights inline). Errors name the file. */
-mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const char *path,
+MX_MUST_USE mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const char *path,
                             const mx_mxm_save_options *o, mx_error *err);
 /* mx_mxm_save_plans with one plan. */
-mx_status mx_mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,
+MX_MUST_USE mx_status mx_mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,
                       mx_error *err);
 
 /* Writes plans[0..n) and an opaque runtime record (runtime_size bytes, may be 0: none) — the V2
  * runtime's description of a partitioned model — into a new .mxm file. */
-mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
+MX_MUST_USE mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
                             size_t runtime_size, const char *path, const mx_mxm_save_options *o,
                             mx_error *err);
 /* Reads an .mxm file: its static plans (as mx_mxm_load_plans) and, when runtime is not NULL, a
  * malloc'd copy of its runtime record (*runtime NULL and *runtime_size 0 when there is none). */
-mx_status mx_mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
+MX_MUST_USE mx_status mx_mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
                             size_t *runtime_size, mx_error *err);
 
 /* Reads every static plan of an .mxm file. On success *plans receives a malloc'd array of n
  * plans the caller owns (mx_static_plan_destroy each, then free the array). Truncated, corrupt
  * or inconsistent files fail with MX_ERR_MALFORMED naming the file; files needing a newer
  * reader with MX_ERR_UNSUPPORTED. */
-mx_status mx_mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *n, mx_error *err);
+MX_MUST_USE mx_status mx_mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *n, mx_error *err);
 /* Reads a file holding exactly one static plan. */
-mx_status mx_mxm_load(const char *path, mx_static_plan **out, mx_error *err);
+MX_MUST_USE mx_status mx_mxm_load(const char *path, mx_static_plan **out, mx_error *err);
 
 /* In-memory forms (weights always inline). save: *data is malloc'd (free()). load: `label`
  * names the buffer in messages (NULL: "memory"). */
-mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size, mx_error *err);
-mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label, mx_static_plan **out,
+MX_MUST_USE mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size, mx_error *err);
+MX_MUST_USE mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label, mx_static_plan **out,
                              mx_error *err);
 
 #endif /* MIXRT_STATIC_EXEC_STATIC_EXEC_H */

@@ -121,7 +121,7 @@ uint64_t mx__plan_id_size(const mx_static_plan *p, uint32_t id);
 bool mx__pio_info(const mx__pio *io, mx_static_io *out);
 
 /* Deep-copies attributes into a plan's arena (GRAPH attributes are refused). */
-mx_status mx__plan_copy_attrs(mx_static_plan *p, const mx_attr *src, uint32_t n, mx_attr **out,
+MX_MUST_USE mx_status mx__plan_copy_attrs(mx_static_plan *p, const mx_attr *src, uint32_t n, mx_attr **out,
                               mx_error *err);
 
 /* Checks a plan that came from outside (a file): every index, size and offset, the kernels and
@@ -129,13 +129,13 @@ mx_status mx__plan_copy_attrs(mx_static_plan *p, const mx_attr *src, uint32_t n,
  * read, and on several streams that events order every two tasks sharing bytes
  * (mx__plan_check_order). Errors are MX_ERR_MALFORMED
  * naming the task or field. */
-mx_status mx__plan_check(const mx_static_plan *p, mx_error *err);
+MX_MUST_USE mx_status mx__plan_check(const mx_static_plan *p, mx_error *err);
 
 /* The ordering part of mx__plan_check (check_order.c), for a plan whose tasks, ranges and
  * events it already passed: a task reads bytes of the FM arena or an output only after an
  * earlier task wrote them, and two tasks on different streams using the same such bytes, one
  * writing, must be ordered by a chain of events. */
-mx_status mx__plan_check_order(const mx_static_plan *p, mx_error *err);
+MX_MUST_USE mx_status mx__plan_check_order(const mx_static_plan *p, mx_error *err);
 
 /* Bytes of a tensor with these dtype and dims; false on overflow, a bad dtype or dim. */
 bool mx__dims_nbytes(mx_dtype dtype, int32_t rank, const int64_t *dims, uint64_t *out);
@@ -146,7 +146,7 @@ typedef struct mx__copy_args {
   const void *src;
   uint64_t n;
 } mx__copy_args;
-mx_status mx__static_copy_fn(void *args, size_t size);
+MX_MUST_USE mx_status mx__static_copy_fn(void *args, size_t size);
 
 /* 64-bit checksum of a byte range (format-stable: documented in docs/static.md). */
 uint64_t mx__mxm_checksum(const void *data, size_t n);
@@ -247,11 +247,11 @@ static inline uint32_t mx__group_of(mx__compile *c, uint32_t v) {
 }
 
 /* schedule.c: priority list scheduling (critical path first) into c->order / task pos. */
-mx_status mx__static_schedule(mx__compile *c);
+MX_MUST_USE mx_status mx__static_schedule(mx__compile *c);
 /* streams.c: stream per task, then events with the redundant ones removed and the vector
  * clocks that mx__hb reads. */
-mx_status mx__static_streams(mx__compile *c);
+MX_MUST_USE mx_status mx__static_streams(mx__compile *c);
 /* memplan.c: in-place sharing, FM buffers, lower bound and offsets. */
-mx_status mx__static_memplan(mx__compile *c);
+MX_MUST_USE mx_status mx__static_memplan(mx__compile *c);
 
 #endif /* MIXRT_STATIC_EXEC_STATIC_EXEC_IMPL_H */

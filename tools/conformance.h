@@ -34,6 +34,6 @@ typedef struct mx_conf_totals {
 
 /* Runs every test; prints one line per test and the totals line to out. Returns MX_OK when the
  * folder could be read (whatever the test results), else an error with a message on stderr. */
-mx_status mx_conformance_run(const mx_conf_options *opt, FILE *out, mx_conf_totals *totals);
+MX_MUST_USE mx_status mx_conformance_run(const mx_conf_options *opt, FILE *out, mx_conf_totals *totals);
 
 #endif /* MIXRT_TOOLS_CONFORMANCE_H */

@@ -46,11 +46,11 @@ typedef struct mx_async {
 struct mx_session;
 
 /* Starts the threads (and the internal loop) on first use. */
-mx_status mx__async_start(struct mx_session *s);
+MX_MUST_USE mx_status mx__async_start(struct mx_session *s);
 /* Claims a ring slot for the step about to be enqueued (waits while the ring is full). */
 mx_async_step *mx__async_slot(struct mx_session *s);
 /* Publishes the slot after the step's work is queued (records its event on its stream). */
-mx_status mx__async_submit(struct mx_session *s, mx_async_step *slot);
+MX_MUST_USE mx_status mx__async_submit(struct mx_session *s, mx_async_step *slot);
 /* Waits until every submitted step completed (and, with the internal loop, was delivered). */
 void mx__async_wait(struct mx_session *s);
 /* Stops the threads and frees the events. */

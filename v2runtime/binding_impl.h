@@ -65,14 +65,14 @@ struct mx_binding {
 
 /* Works out the state inputs' records for this step (binding their symbols into b->syms) and
  * the state outputs' records, growing the buffers when the step's rows pass the capacity. */
-mx_status mx__binding_states_prepare(mx_binding *b);
+MX_MUST_USE mx_status mx__binding_states_prepare(mx_binding *b);
 /* After a successful step: the outputs become the states' rows. */
 void mx__binding_states_advance(mx_binding *b);
 /* Frees every state's buffers. */
 void mx__binding_states_free(mx_binding *b);
 /* Binds the symbols of input `i`'s record dims into b->syms; fails naming the input and symbol
  * when two inputs disagree. */
-mx_status mx__binding_bind_symbols(mx_binding *b, size_t i, const mx_tensor *t);
+MX_MUST_USE mx_status mx__binding_bind_symbols(mx_binding *b, size_t i, const mx_tensor *t);
 /* Output `j`'s dims for this step from b->syms; false when a dim is known only at run time or
  * its symbols are unbound. */
 bool mx__binding_output_dims(mx_binding *b, size_t j, int32_t *rank, int64_t *dims);

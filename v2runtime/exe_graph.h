@@ -83,22 +83,22 @@ static inline mx_status mx__exe_call(mx_exe_run *run, const mx_exe_node *nd, uin
 
 typedef struct mx_exe_builder mx_exe_builder;
 
-mx_status mx__exe_builder_create(mx_exe_builder **out);
+MX_MUST_USE mx_status mx__exe_builder_create(mx_exe_builder **out);
 void mx__exe_builder_destroy(mx_exe_builder *b);
 /* Adds a node running registry kernel `kernel` with the given value ids and a copy of the
  * attribute bytes (may be NULL/0). Returns the node index in *node (may be NULL). */
-mx_status mx__exe_builder_add(mx_exe_builder *b, uint16_t kernel, const uint32_t *in, uint16_t n_in,
+MX_MUST_USE mx_status mx__exe_builder_add(mx_exe_builder *b, uint16_t kernel, const uint32_t *in, uint16_t n_in,
                               const uint32_t *out, uint16_t n_out, const void *attr, uint32_t attr_size,
                               uint32_t priority, uint32_t *node);
 /* Adds an ordering edge from -> to (besides the data edges derived from value ids). */
-mx_status mx__exe_builder_edge(mx_exe_builder *b, uint32_t from, uint32_t to);
+MX_MUST_USE mx_status mx__exe_builder_edge(mx_exe_builder *b, uint32_t from, uint32_t to);
 /* Number of nodes added so far. */
 uint32_t mx__exe_builder_count(const mx_exe_builder *b);
 /* Finishes: derives data edges (the node writing a value precedes every node reading it, within
  * this graph), merges ordering edges, computes indegrees and the priority order, resolves kernel
  * functions. Fails with MX_ERR_INVALID_GRAPH on a cycle or a value written twice. The builder
  * may be destroyed afterwards. */
-mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *err);
+MX_MUST_USE mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *err);
 
 /* Frees what a graph owns (the struct itself is the caller's). */
 void mx__exe_graph_release(mx_exe_graph *g);
@@ -106,7 +106,7 @@ void mx__exe_graph_release(mx_exe_graph *g);
 /* --- executors ------------------------------------------------------------------------------ */
 
 /* Runs every node in g->order. Stops at the first failure. */
-mx_status mx__exe_run_sequential(const mx_exe_graph *g, mx_exe_run *run);
+MX_MUST_USE mx_status mx__exe_run_sequential(const mx_exe_graph *g, mx_exe_run *run);
 
 /* Scratch for the topological executor (reusable across runs of one graph; not thread-safe). */
 typedef struct mx_exe_topo_scratch {
@@ -117,19 +117,19 @@ typedef struct mx_exe_topo_scratch {
 
 /* Runs g with a ready queue and working indegrees (nodes become ready when their predecessors
  * finished). Same results as the sequential executor. */
-mx_status mx__exe_run_topological(const mx_exe_graph *g, mx_exe_run *run, mx_exe_topo_scratch *scratch);
+MX_MUST_USE mx_status mx__exe_run_topological(const mx_exe_graph *g, mx_exe_run *run, mx_exe_topo_scratch *scratch);
 void mx__exe_topo_scratch_release(mx_exe_topo_scratch *s);
 
 /* A pool of worker threads for the multi-thread executor (pinned with hwloc when possible). */
 typedef struct mx_exe_pool mx_exe_pool;
 
 /* Creates a pool of `threads` workers (0: one per core minus the caller's). */
-mx_status mx__exe_pool_create(uint32_t threads, mx_exe_pool **out, mx_error *err);
+MX_MUST_USE mx_status mx__exe_pool_create(uint32_t threads, mx_exe_pool **out, mx_error *err);
 void mx__exe_pool_destroy(mx_exe_pool *p);
 uint32_t mx__exe_pool_threads(const mx_exe_pool *p);
 /* Runs g on the pool (the calling thread takes part): atomic indegrees and a lock-free ready
  * queue; MX_EXE_SERIAL kernels run under one lock. One run at a time per pool. */
-mx_status mx__exe_run_parallel(mx_exe_pool *p, const mx_exe_graph *g, mx_exe_run *run);
+MX_MUST_USE mx_status mx__exe_run_parallel(mx_exe_pool *p, const mx_exe_graph *g, mx_exe_run *run);
 
 #include "common/clock.h"
 

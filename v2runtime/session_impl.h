@@ -133,58 +133,58 @@ struct mx_session {
 
 /* Claims the session for the calling thread; MX_ERR_BUSY (and nothing written to the session)
  * when another thread is inside. */
-mx_status mx__session_enter(struct mx_session *s);
+MX_MUST_USE mx_status mx__session_enter(struct mx_session *s);
 void mx__session_leave(struct mx_session *s);
 
 /* --- compile and lower (compile.c, lower.c) ------------------------------------------------- */
 
 /* Compiles g (ownership taken, also on failure) into a program for session s. */
-mx_status mx__program_compile(struct mx_session *s, mx_graph *g, mx_program **out, mx_error *err);
+MX_MUST_USE mx_status mx__program_compile(struct mx_session *s, mx_graph *g, mx_program **out, mx_error *err);
 /* Fills p->calls from the root graph's partition calls (topological order), without plans. */
-mx_status mx__program_calls(mx_program *p, mx_error *err);
+MX_MUST_USE mx_status mx__program_calls(mx_program *p, mx_error *err);
 /* Sizes the per-value records and prints the io shapes once the calls are planned. */
-mx_status mx__program_finish(mx_program *p, mx_error *err);
+MX_MUST_USE mx_status mx__program_finish(mx_program *p, mx_error *err);
 /* Input positions of call c that never change address (shared constants, and graph inputs the
  * caller declared frozen), written to out (room for c->n_in); returns how many. */
 size_t mx__call_frozen_positions(const struct mx_session *s, const mx_program *p, const mx_rt_call *c,
                                  uint32_t *out);
 /* Restores a program from an .mxm file (static plans + runtime record; see mxm_io.c). */
-mx_status mx__program_load_mxm(struct mx_session *s, const char *path, mx_program **out, mx_error *err);
+MX_MUST_USE mx_status mx__program_load_mxm(struct mx_session *s, const char *path, mx_program **out, mx_error *err);
 /* Checks a restored Main graph against the program: every step kernel of every call, op, input,
  * output and produced value once, ordered so each finds its inputs ready and no value is freed
  * before its last reader (mxm_main_check.c). MX_ERR_MALFORMED names the nodes at fault. */
-mx_status mx__program_check_main(const mx_program *p, const mx_exe_graph *g, mx_error *err);
+MX_MUST_USE mx_status mx__program_check_main(const mx_program *p, const mx_exe_graph *g, mx_error *err);
 /* Writes the loaded program as an .mxm file. */
-mx_status mx__program_save_mxm(struct mx_session *s, const char *path, bool external_weights, mx_error *err);
+MX_MUST_USE mx_status mx__program_save_mxm(struct mx_session *s, const char *path, bool external_weights, mx_error *err);
 /* Builds the Init/Main/DeInit graphs of a program whose calls are planned. */
-mx_status mx__program_lower(struct mx_session *s, mx_program *p, mx_error *err);
+MX_MUST_USE mx_status mx__program_lower(struct mx_session *s, mx_program *p, mx_error *err);
 /* Frees a program (runs nothing: DeInit must have run). NULL is a no-op. */
 void mx__program_free(mx_program *p);
 
 /* Assigns every call a step stream (chains stay on one stream, independent branches spread)
  * and works out the cross-stream waits, value producers and reader streams (lower.c). */
-mx_status mx__program_assign_streams(struct mx_session *s, mx_program *p, mx_error *err);
+MX_MUST_USE mx_status mx__program_assign_streams(struct mx_session *s, mx_program *p, mx_error *err);
 /* Resolves what FeedInput checks once: the symbol each input dim binds, each symbol's declared
  * range (session.c). */
-mx_status mx__program_prepare_feeds(struct mx_session *s, mx_program *p, mx_error *err);
+MX_MUST_USE mx_status mx__program_prepare_feeds(struct mx_session *s, mx_program *p, mx_error *err);
 /* Gives static outputs of single-stream programs a device buffer for the program's life
  * (session.c; freed at unload). */
-mx_status mx__program_make_homes(struct mx_session *s, mx_program *p, mx_error *err);
+MX_MUST_USE mx_status mx__program_make_homes(struct mx_session *s, mx_program *p, mx_error *err);
 /* Creates the per-call events the stream assignment needs (session.c; freed with the program). */
-mx_status mx__program_make_events(struct mx_session *s, mx_program *p, mx_error *err);
+MX_MUST_USE mx_status mx__program_make_events(struct mx_session *s, mx_program *p, mx_error *err);
 
 /* --- memory limits of a step (limits.c) ------------------------------------------------------ */
 
 /* Bytes of physical memory available now (MemAvailable), 0 when unknown. */
 uint64_t mx__available_memory(void);
 /* Works out the step's memory limit and the symbolic tensor descriptions to size each step. */
-mx_status mx__program_prepare_limits(struct mx_session *s, mx_program *p, mx_error *err);
+MX_MUST_USE mx_status mx__program_prepare_limits(struct mx_session *s, mx_program *p, mx_error *err);
 void mx__mem_limits_free(struct mx_mem_limits *limits);
 /* The program's memory limit in bytes (0: none or not prepared). */
 uint64_t mx__program_memory_limit(const mx_program *p);
 /* Refuses (MX_ERR_DEVICE_OOM, the value and its size named) a step on these inputs (by graph
  * input index; only dtypes and dims are read) whose tensors would exceed the limit. */
-mx_status mx__step_check_memory(struct mx_session *s, mx_program *p, const mx_tensor *const *inputs);
+MX_MUST_USE mx_status mx__step_check_memory(struct mx_session *s, mx_program *p, const mx_tensor *const *inputs);
 
 /* A step's inputs and outputs already matched to the graph's (a binding's records): by graph
  * input index and by graph output index (NULL: that output is not asked for). */
@@ -195,10 +195,10 @@ typedef struct mx_bound_slots {
 } mx_bound_slots;
 
 /* mx_session_run without name matching (run.c). */
-mx_status mx__session_run_slots(struct mx_session *s, const mx_bound_slots *bound);
+MX_MUST_USE mx_status mx__session_run_slots(struct mx_session *s, const mx_bound_slots *bound);
 
 /* Runs one of the program's graphs with the session's executor. */
-mx_status mx__program_run_graph(struct mx_session *s, const mx_exe_graph *g, mx_step *step);
+MX_MUST_USE mx_status mx__program_run_graph(struct mx_session *s, const mx_exe_graph *g, mx_step *step);
 
 /* Cleans up after a failed step: aborts dynamic steps, frees the step's blocks. */
 void mx__program_abort_step(struct mx_session *s, mx_step *step);

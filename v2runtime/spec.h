@@ -71,7 +71,7 @@ typedef struct mx_spec_state {
 
 /* Analyzes p's dynamic calls, wraps the Main kernels of the specializable ones and compiles the
  * session's declared gears. A program whose options disable specialization gets no state. */
-mx_status mx__spec_install(mx_session *s, mx_program *p, mx_error *err);
+MX_MUST_USE mx_status mx__spec_install(mx_session *s, mx_program *p, mx_error *err);
 /* Frees the state and its static models (the device must be idle for them). NULL state: no-op. */
 void mx__spec_release(mx_session *s, mx_program *p);
 /* Fills the specialization fields of the step's and the total statistics. */
@@ -80,7 +80,7 @@ void mx__spec_account(mx_session *s, mx_session_stats *last, mx_session_stats *t
 /* Compiles and loads call c's body specialized for `values` (by symbol of the root's table,
  * INT64_MIN for unbound; the call's symbols must be bound). *permanent is set when the failure
  * is the body's (it cannot become static), not a resource fault. */
-mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
+MX_MUST_USE mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
                            size_t n_values, mx_static_model **out, bool *permanent, mx_error *err);
 
 /* Copies nodes[0..n_nodes) of body (in that order) into a new graph whose inputs are ins and
@@ -89,22 +89,22 @@ mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, co
  * expressions over symbols of the copy's own table, else they fail (MX_ERR_SHAPE). An input that
  * is a small integer tensor whose symbolic value the binding gives becomes a constant of the
  * copy (as_const[i] set; as_const may be NULL). */
-mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_nodes, const mx_value_id *ins,
+MX_MUST_USE mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_nodes, const mx_value_id *ins,
                               size_t n_ins, const mx_value_id *outs_wanted, size_t n_outs, const mx_symtab *syms,
                               const int64_t *values, size_t n_values, bool symbolic, bool *as_const, mx_graph **out,
                               mx_error *err);
 /* Inference, then constant folding and dead-node removal to a fixed point. */
-mx_status mx__spec_concretize(mx_graph *g, mx_error *err);
+MX_MUST_USE mx_status mx__spec_concretize(mx_graph *g, mx_error *err);
 
 /* Builds a split specialization of call c: the ops whose shapes use a symbol of `churned` (bits
  * index syms[0..n_syms)) run dynamically, the others as static models for `values` (by symbol
  * of the root's table; the churned ones INT64_MIN). */
-mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call *c, const uint32_t *syms,
+MX_MUST_USE mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call *c, const uint32_t *syms,
                                  uint32_t n_syms, uint32_t churned, const int64_t *values, size_t n_values,
                                  mx_spec_split **out, bool *permanent, mx_error *err);
 /* Runs a split specialization on `stream` and hands its outputs to the call's root values; adds
  * the dynamic runs' op launches to *launches. */
-mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream, mx_spec_split *sp,
+MX_MUST_USE mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream, mx_spec_split *sp,
                              uint64_t *launches, mx_error *err);
 /* Ops of the body in static runs and in dynamic runs, and the number of each kind of run. */
 void mx__spec_split_ops(const mx_spec_split *sp, size_t *static_ops, size_t *dynamic_ops, uint32_t *static_runs,

@@ -35,7 +35,7 @@ typedef struct mx_trace {
 struct mx_session;
 
 /* Starts recording on s (resets a previous recording). */
-mx_status mx__trace_begin(struct mx_session *s);
+MX_MUST_USE mx_status mx__trace_begin(struct mx_session *s);
 /* The executors' per-node hook while recording. */
 void mx__trace_node(mx_exe_run *run, uint32_t node, uint64_t start_ns, uint64_t end_ns);
 /* Reserves a device slice and queues its start/end callbacks around the work the caller queues
@@ -43,7 +43,7 @@ void mx__trace_node(mx_exe_run *run, uint32_t node, uint64_t start_ns, uint64_t 
 uint32_t mx__trace_device_begin(struct mx_session *s, mx_stream *stream, uint32_t lane, const char *label);
 void mx__trace_device_end(struct mx_session *s, mx_stream *stream, uint32_t slice);
 /* Stops recording and writes the JSON file. */
-mx_status mx__trace_end(struct mx_session *s, const char *path);
+MX_MUST_USE mx_status mx__trace_end(struct mx_session *s, const char *path);
 /* Frees the trace buffers. */
 void mx__trace_release(mx_trace *t);
 

@@ -193,10 +193,10 @@ void mx__llm_peer_stop(peer *p);
 /* Removes a folder and everything in it (the work folders). */
 void mx__llm_remove_tree(const char *dir);
 /* Writes in[0..n) as DIR/<name>.npy, named after the session's inputs. */
-mx_status mx__llm_write_inputs(mx_session *s, const char *dir, const mx_tensor *in, size_t n, mx_error *err);
+MX_MUST_USE mx_status mx__llm_write_inputs(mx_session *s, const char *dir, const mx_tensor *in, size_t n, mx_error *err);
 /* Builds the decode step of cfg, infers it and writes it as ONNX to path; *nodes receives its
  * node count. */
-mx_status mx__llm_write_model(const mx_llama_config *cfg, const char *path, size_t *nodes, mx_error *err);
+MX_MUST_USE mx_status mx__llm_write_model(const mx_llama_config *cfg, const char *path, size_t *nodes, mx_error *err);
 
 /* --- steps.c -------------------------------------------------------------------------------- */
 
@@ -206,24 +206,24 @@ void mx__llm_binding_free(bench_ctx *c, int sys);
 /* Releases the host tensors t[0..n). */
 void mx__llm_release_all(mx_tensor *t, size_t n);
 /* A device tensor of the given type and dims (at least one byte is allocated). */
-mx_status mx__llm_device_tensor(mx_device *dev, mx_dtype dt, int32_t rank, const int64_t *dims, mx_tensor *t);
+MX_MUST_USE mx_status mx__llm_device_tensor(mx_device *dev, mx_dtype dt, int32_t rank, const int64_t *dims, mx_tensor *t);
 /* --io device: uploads the inputs and allocates output buffers of the step's shapes
  * (logits [1, 1, vocab], presents [1, kv_heads, past + 1, head_dim]). */
-mx_status mx__llm_make_device_io(bench_ctx *c, const mx_llama_config *cfg, const mx_tensor *in, size_t n);
+MX_MUST_USE mx_status mx__llm_make_device_io(bench_ctx *c, const mx_llama_config *cfg, const mx_tensor *in, size_t n);
 /* Frees the device buffers of the point. */
 void mx__llm_free_device_io(bench_ctx *c, size_t n);
 /* Runs one step of mixrt system sys. Host I/O (and the reference interpreter): out receives
  * host tensors the caller releases. Device I/O: the session reads c->dev_in and writes
  * c->dev_out; out receives host copies only when `download` is set (else it is left empty). */
-mx_status mx__llm_run_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n, mx_tensor *out, bool download,
+MX_MUST_USE mx_status mx__llm_run_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n, mx_tensor *out, bool download,
                             char *why, size_t cap);
 /* --mode decode: system sys starts from a copy of the point's inputs. */
-mx_status mx__llm_state_init(bench_ctx *c, int sys, const mx_tensor *in, size_t n);
+MX_MUST_USE mx_status mx__llm_state_init(bench_ctx *c, int sys, const mx_tensor *in, size_t n);
 /* Frees the decode state of system sys. */
 void mx__llm_state_free(bench_ctx *c, int sys, size_t n);
 /* One timed block of a mixrt system: `count` steps of the fixed step repeated, or decode
  * steps, each timed into samples (ns; NULL: untimed warm-up). */
-mx_status mx__llm_run_block(bench_ctx *c, int sys, const mx_tensor *in, size_t n, int64_t count, uint64_t *samples,
+MX_MUST_USE mx_status mx__llm_run_block(bench_ctx *c, int sys, const mx_tensor *in, size_t n, int64_t count, uint64_t *samples,
                             char *why, size_t cap);
 
 /* --- check.c -------------------------------------------------------------------------------- */

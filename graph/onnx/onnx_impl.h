@@ -87,10 +87,10 @@ typedef struct mx__onnx_ext {
 /* Checks the external_data entries of tp (location inside base_dir, offset and length inside
  * the file, length == nbytes) and opens the file. `what` names the tensor in messages.
  * On failure nothing stays open. */
-mx_status mx__onnx_ext_open(const char *base_dir, const Onnx__TensorProto *tp, size_t nbytes,
+MX_MUST_USE mx_status mx__onnx_ext_open(const char *base_dir, const Onnx__TensorProto *tp, size_t nbytes,
                             const char *what, mx__onnx_ext *ext, mx_error *err);
 /* Reads the whole region into dst (ext->length bytes). */
-mx_status mx__onnx_ext_read(mx__onnx_ext *ext, void *dst, const char *what, mx_error *err);
+MX_MUST_USE mx_status mx__onnx_ext_read(mx__onnx_ext *ext, void *dst, const char *what, mx_error *err);
 /* Closes the file and frees the path. Safe on a closed or zeroed record. */
 void mx__onnx_ext_close(mx__onnx_ext *ext);
 
@@ -100,7 +100,7 @@ void mx__onnx_ext_close(mx__onnx_ext *ext);
  * length must fit, and nested messages may not go deeper than MX_ONNX_MAX_MESSAGE_DEPTH
  * (protobuf-c unpacks recursively, so this keeps hostile files from exhausting the stack).
  * `what` names the message in messages ("ONNX model"). */
-mx_status mx__onnx_check_wire(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
+MX_MUST_USE mx_status mx__onnx_check_wire(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
                               size_t size, const char *what, mx_error *err);
 
 /* --- onnx_tensor.c ---------------------------------------------------------------------------- */
@@ -112,7 +112,7 @@ const char *mx__onnx_type_name(int64_t code);
  * the element type or an external file (src->base_dir). Its buffer is allocated from `arena`
  * when not NULL, else with malloc (the caller frees t->data; at least 1 byte, never NULL).
  * `what` names the tensor in messages ("initializer 'w'"). src->decoded grows by the bytes. */
-mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, mx__onnx_src *src,
+MX_MUST_USE mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, mx__onnx_src *src,
                                  mx_arena *arena, mx_tensor *t, mx_error *err);
 
 /* Sub-byte element types (int4, uint4, float4e2m1, int2, uint2) between ONNX's packed bytes
@@ -126,7 +126,7 @@ void mx__onnx_pack_sub_byte(const uint8_t *src, mx_dtype dtype, size_t n, uint8_
 /* Reads a value type: *kind, the tensors' element type (UNDEFINED when not given) and their
  * declared shape (NULL when not given). No type at all is a tensor of unknown type. Maps,
  * sparse tensors and nestings mixrt has no kind for are MX_ERR_UNSUPPORTED naming `what`. */
-mx_status mx__onnx_type_read(const Onnx__TypeProto *tp, mx_value_kind *kind, mx_dtype *dtype,
+MX_MUST_USE mx_status mx__onnx_type_read(const Onnx__TypeProto *tp, mx_value_kind *kind, mx_dtype *dtype,
                              const Onnx__TensorShapeProto **shape, const char *what, mx_error *err);
 /* Wraps a tensor TypeProto into the sequence / optional layers of `kind` (arena messages). */
 Onnx__TypeProto *mx__onnx_type_wrap(mx_arena *a, mx_value_kind kind, Onnx__TypeProto *tensor_type);
@@ -146,7 +146,7 @@ int mx__onnx_attr_type(const Onnx__AttributeProto *a);
 /* Adds to `out` every name gp uses (node inputs, graph outputs, names its own subgraphs use)
  * that gp does not define (inputs, initializers, node outputs): what it takes from
  * enclosing scopes. `depth` is gp's nesting level. */
-mx_status mx__onnx_free_names(const Onnx__GraphProto *gp, int depth, mx__onnx_names *out,
+MX_MUST_USE mx_status mx__onnx_free_names(const Onnx__GraphProto *gp, int depth, mx__onnx_names *out,
                               mx_error *err);
 /* True when `name` is defined by the graph of scope s or of an enclosing one. */
 bool mx__onnx_scope_defines(const mx__onnx_scope *s, const char *name);
@@ -154,24 +154,24 @@ bool mx__onnx_scope_defines(const mx__onnx_scope *s, const char *name);
  * uses (inputs and the outer names of its subgraphs); among ready nodes the file order is
  * kept. *order receives n_node indices (malloc'd). A use of a name nothing defines, or a
  * cycle, is MX_ERR_INVALID_GRAPH naming the node and the name. */
-mx_status mx__onnx_order_nodes(mx__onnx_import *im, const mx__onnx_scope *sc, uint32_t **order);
+MX_MUST_USE mx_status mx__onnx_order_nodes(mx__onnx_import *im, const mx__onnx_scope *sc, uint32_t **order);
 /* "'name' (Op)" or "#index (Op)" for messages, into buf. */
 const char *mx__onnx_node_label(const Onnx__NodeProto *np, size_t index, char *buf, size_t n);
 
 /* --- onnx_node.c ------------------------------------------------------------------------------ */
 
 /* Imports node gp->node[index] of scope sc into sc->g; its inputs already exist. */
-mx_status mx__onnx_import_node(mx__onnx_import *im, mx__onnx_scope *sc, size_t index);
+MX_MUST_USE mx_status mx__onnx_import_node(mx__onnx_import *im, mx__onnx_scope *sc, size_t index);
 
 /* --- onnx_import.c ---------------------------------------------------------------------------- */
 
 /* Imports the body of gp (inputs, initializers, nodes, outputs) into the empty graph g, whose
  * opsets are already set. `parent` is the enclosing graph's scope (NULL for the main graph). */
-mx_status mx__onnx_import_graph(mx__onnx_import *im, const Onnx__GraphProto *gp, mx_graph *g,
+MX_MUST_USE mx_status mx__onnx_import_graph(mx__onnx_import *im, const Onnx__GraphProto *gp, mx_graph *g,
                                 const mx__onnx_scope *parent, int depth);
 /* The value called `name` in sc->g; a name of an enclosing graph becomes (once) a value of
  * sc->g flagged MX_VALUE_OUTER. MX_ERR_INVALID_GRAPH when no scope defines it. */
-mx_status mx__onnx_resolve(mx__onnx_import *im, mx__onnx_scope *sc, const char *name,
+MX_MUST_USE mx_status mx__onnx_resolve(mx__onnx_import *im, mx__onnx_scope *sc, const char *name,
                            mx_value_id *out);
 /* A name that no value or node of sc->g uses and that no graph of the scope chain defines,
  * built from `hint` ("hint" or "hint_N"); allocated from `arena`. NULL when out of memory. */

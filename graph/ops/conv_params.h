@@ -93,11 +93,11 @@ struct mx_op_def;
 /* Parses the window attributes every op of the family may carry (kernel_shape, strides,
  * dilations, pads, auto_pad, ceil_mode, ...; those the op's schema lacks read as absent) and
  * checks their values and lengths against each other. op is MX_CONVOP_*. */
-mx_status mx__conv_parse_window(const struct mx_parse_ctx *pc, mx_conv_params *p, int32_t op);
+MX_MUST_USE mx_status mx__conv_parse_window(const struct mx_parse_ctx *pc, mx_conv_params *p, int32_t op);
 
 /* Checks the window attribute lengths against `spatial` dims of an input and fails naming the
  * attribute when they disagree. */
-mx_status mx__conv_check_spatial(struct mx_infer_ctx *ctx, const mx_conv_params *p, int32_t spatial);
+MX_MUST_USE mx_status mx__conv_check_spatial(struct mx_infer_ctx *ctx, const mx_conv_params *p, int32_t spatial);
 
 /* Output size of spatial dim i of a forward window (Conv, pools) over input size `in` with
  * kernel size k, as a possibly symbolic expression of in: floor (or ceil for ceil_mode) of

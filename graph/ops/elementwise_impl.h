@@ -25,9 +25,9 @@
    MX__EW_DT(MX_UINT4) | MX__EW_DT(MX_INT4) | MX__EW_DT(MX_UINT2) | MX__EW_DT(MX_INT2))
 
 /* Fails with MX_ERR_DTYPE naming input i when its dtype is not in `allowed`. */
-mx_status mx__ew_check_dtype(mx_infer_ctx *ctx, uint32_t i, uint32_t allowed);
+MX_MUST_USE mx_status mx__ew_check_dtype(mx_infer_ctx *ctx, uint32_t i, uint32_t allowed);
 /* Fails with MX_ERR_DTYPE when present input i's dtype differs from input j's. */
-mx_status mx__ew_check_same(mx_infer_ctx *ctx, uint32_t i, uint32_t j);
+MX_MUST_USE mx_status mx__ew_check_same(mx_infer_ctx *ctx, uint32_t i, uint32_t j);
 
 /* Symbolic-value operations (element by element, with numpy broadcasting). */
 typedef enum mx__sv_op {

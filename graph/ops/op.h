@@ -139,13 +139,13 @@ int64_t mx__parse_int(const mx_parse_ctx *pc, const char *name);
 /* FLOAT attribute or its schema default. */
 float mx__parse_float(const mx_parse_ctx *pc, const char *name);
 /* STRING attribute or its schema default, copied into buf (fails if it does not fit). */
-mx_status mx__parse_string(const mx_parse_ctx *pc, const char *name, char *buf, size_t cap);
+MX_MUST_USE mx_status mx__parse_string(const mx_parse_ctx *pc, const char *name, char *buf, size_t cap);
 /* INTS attribute copied into out[0..cap); *n receives the count (0 when absent).
  * Fails with MX_ERR_LIMIT when there are more than cap. */
-mx_status mx__parse_ints(const mx_parse_ctx *pc, const char *name, int64_t *out, size_t cap,
+MX_MUST_USE mx_status mx__parse_ints(const mx_parse_ctx *pc, const char *name, int64_t *out, size_t cap,
                          size_t *n);
 /* FLOATS attribute, likewise. */
-mx_status mx__parse_floats(const mx_parse_ctx *pc, const char *name, float *out, size_t cap,
+MX_MUST_USE mx_status mx__parse_floats(const mx_parse_ctx *pc, const char *name, float *out, size_t cap,
                            size_t *n);
 /* Records an attribute error naming the node and returns MX_ERR_INVALID_GRAPH. */
 mx_status mx__parse_fail(const mx_parse_ctx *pc, const char *fmt, ...) MX_PRINTF(2, 3);
@@ -171,13 +171,13 @@ mx_dim mx__shape_numel(mx_symtab *t, const mx_shape *s);
 bool mx__norm_axis(int64_t axis, int32_t rank, int32_t *out);
 /* Multidirectional (numpy) broadcasting of two shapes. Fails with MX_ERR_SHAPE when two dims
  * are provably incompatible. */
-mx_status mx__broadcast_shapes(mx_infer_ctx *ctx, const mx_shape *a, const mx_shape *b,
+MX_MUST_USE mx_status mx__broadcast_shapes(mx_infer_ctx *ctx, const mx_shape *a, const mx_shape *b,
                                mx_shape *out);
 /* Fails with MX_ERR_SHAPE when two dims that must be equal provably differ (both concrete, or
  * symbols whose order is decided); unknown dims pass. `what` names the pair in the message. */
-mx_status mx__check_same_dim(mx_infer_ctx *ctx, mx_dim a, mx_dim b, const char *what);
+MX_MUST_USE mx_status mx__check_same_dim(mx_infer_ctx *ctx, mx_dim a, mx_dim b, const char *what);
 /* Fails with MX_ERR_DTYPE unless input i has the dtype of input ref. */
-mx_status mx__infer_same_dtype(mx_infer_ctx *ctx, uint32_t i, uint32_t ref);
+MX_MUST_USE mx_status mx__infer_same_dtype(mx_infer_ctx *ctx, uint32_t i, uint32_t ref);
 /* The integer elements of input i when known (from sv); NULL otherwise. *n gets the count. */
 const mx_dim *mx__in_values(const mx_infer_ctx *ctx, uint32_t i, int32_t *n);
 /* Input i's elements as concrete int64 when every one is a constant; false otherwise. */

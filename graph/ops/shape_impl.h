@@ -43,26 +43,26 @@ bool mx__shp_sv_strided(mx_infer_ctx *ctx, uint32_t out, const mx_dim *in_sv, in
 /* Merges two dims that must be equal (inputs of Concat off the axis, broadcast-free checks):
  * the better known of the two, or MX_ERR_SHAPE when they provably differ. `what` names the
  * pair in the message. */
-mx_status mx__shp_merge_dim(mx_infer_ctx *ctx, mx_dim a, mx_dim b, mx_dim *out, const char *what);
+MX_MUST_USE mx_status mx__shp_merge_dim(mx_infer_ctx *ctx, mx_dim a, mx_dim b, mx_dim *out, const char *what);
 
 /* Fails with MX_ERR_DTYPE naming input i unless it is absent or its dtype is int32/int64. */
-mx_status mx__shp_want_index(mx_infer_ctx *ctx, uint32_t i, const char *role);
+MX_MUST_USE mx_status mx__shp_want_index(mx_infer_ctx *ctx, uint32_t i, const char *role);
 /* Fails with MX_ERR_DTYPE naming input i unless it is absent or has dtype dt. */
-mx_status mx__shp_want_dtype(mx_infer_ctx *ctx, uint32_t i, mx_dtype dt, const char *role);
+MX_MUST_USE mx_status mx__shp_want_dtype(mx_infer_ctx *ctx, uint32_t i, mx_dtype dt, const char *role);
 
 /* A dim given by an element of a shape-giving value: a non-negative constant, a symbolic
  * expression, or (for an unknown element) MX_DIM_UNKNOWN. Negative constants fail with
  * MX_ERR_SHAPE. */
-mx_status mx__shp_dim_of_value(mx_infer_ctx *ctx, mx_dim v, mx_dim *out, const char *what);
+MX_MUST_USE mx_status mx__shp_dim_of_value(mx_infer_ctx *ctx, mx_dim v, mx_dim *out, const char *what);
 
 /* The rank a 1-D shape-giving input i gives by its length alone (its values unknown): its one
  * dim when concrete, else MX_RANK_UNKNOWN (also for an unknown rank). Fails with MX_ERR_SHAPE
  * when it is not 1-D, MX_ERR_LIMIT when the length exceeds MX_MAX_RANK. */
-mx_status mx__shp_rank_of_length(mx_infer_ctx *ctx, uint32_t i, int32_t *rank);
+MX_MUST_USE mx_status mx__shp_rank_of_length(mx_infer_ctx *ctx, uint32_t i, int32_t *rank);
 /* The shape given by the values of 1-D int64 input i (Expand, ConstantOfShape): dims from its
  * values; else, when its length is known, that rank with unknown dims (fresh symbols when
  * `fresh`); else an unknown rank. Negative sizes fail with MX_ERR_SHAPE naming `what`. */
-mx_status mx__shp_target_shape(mx_infer_ctx *ctx, uint32_t i, mx_shape *out, bool fresh, const char *what);
+MX_MUST_USE mx_status mx__shp_target_shape(mx_infer_ctx *ctx, uint32_t i, mx_shape *out, bool fresh, const char *what);
 
 /* Definitions living in secondary files of the groups. */
 extern const mx_op_def mx__op_transpose, mx__op_concat, mx__op_split, mx__op_expand, mx__op_tile;

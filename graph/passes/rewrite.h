@@ -68,11 +68,11 @@ bool mx__rw_reshape_target(mx_graph *g, const mx_shape *from, const mx_shape *to
 /* Makes value `out` come from a new default-domain node (op, inputs, attrs) instead of its
  * current producer, which is removed (its other outputs must be unused). `out` keeps its id,
  * name, dtype and shape. *node (may be NULL) receives the new node. */
-mx_status mx__rw_replace(mx_graph *g, mx_value_id out, const char *op, const mx_value_id *inputs, size_t n_inputs,
+MX_MUST_USE mx_status mx__rw_replace(mx_graph *g, mx_value_id out, const char *op, const mx_value_id *inputs, size_t n_inputs,
                          const mx_attr *attrs, size_t n_attrs, mx_node_id *node);
 /* The same for a node with several outputs: outs[k] comes from output k of the new node (each
  * current producer is removed). */
-mx_status mx__rw_replace_n(mx_graph *g, const mx_value_id *outs, size_t n_outs, const char *op,
+MX_MUST_USE mx_status mx__rw_replace_n(mx_graph *g, const mx_value_id *outs, size_t n_outs, const char *op,
                            const mx_value_id *inputs, size_t n_inputs, const mx_attr *attrs, size_t n_attrs);
 /* Makes every reader of `from` read `to` instead (same dtype and shape). When `from` is a graph
  * output, `to`'s producer is made to produce `from` directly so the output keeps its name; false
@@ -81,10 +81,10 @@ bool mx__rw_forward(mx_graph *g, mx_value_id from, mx_value_id to);
 /* A new constant made for node `node` (e.g. a Reshape target it reads): named as that node
  * when no value bears the name, so messages about the constant (an upload that fails) still
  * name something of the model as it was given; else a unique name built from it. */
-mx_status mx__rw_new_const_for(mx_graph *g, mx_node_id node, mx_dtype dtype, int32_t rank, const int64_t *dims,
+MX_MUST_USE mx_status mx__rw_new_const_for(mx_graph *g, mx_node_id node, mx_dtype dtype, int32_t rank, const int64_t *dims,
                                const void *data, mx_value_id *out);
 /* A new float constant of the given dims (data copied) named after `hint`. */
-mx_status mx__rw_new_const(mx_graph *g, const char *hint, mx_dtype dtype, int32_t rank, const int64_t *dims,
+MX_MUST_USE mx_status mx__rw_new_const(mx_graph *g, const char *hint, mx_dtype dtype, int32_t rank, const int64_t *dims,
                            const void *data, mx_value_id *out);
 
 #endif /* MIXRT_GRAPH_PASSES_REWRITE_H */

@@ -21,7 +21,7 @@ typedef struct mx__cpu_topo {
 
 /* Loads the topology and resolves `requested`. An explicit compact/scatter request fails with
  * MX_ERR_DEVICE when hwloc cannot describe the machine; AUTO and NONE fall back to no pinning. */
-mx_status mx__cpu_topo_init(mx__cpu_topo *t, mx_pinning requested, mx_error *err);
+MX_MUST_USE mx_status mx__cpu_topo_init(mx__cpu_topo *t, mx_pinning requested, mx_error *err);
 
 /* Binds the calling thread as worker `index`; true when a binding was applied. */
 bool mx__cpu_topo_bind_self(const mx__cpu_topo *t, uint32_t index);

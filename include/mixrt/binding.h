@@ -42,7 +42,7 @@ extern "C" {
 typedef struct mx_binding mx_binding;
 
 /* Makes an empty binding for the model loaded in s. Destroy it before the session. */
-MX_API mx_status mx_binding_create(mx_session *s, mx_binding **out);
+MX_API MX_MUST_USE mx_status mx_binding_create(mx_session *s, mx_binding **out);
 /* Frees the binding, the outputs it allocated and its state buffers. NULL is a no-op. */
 MX_API void mx_binding_destroy(mx_binding *b);
 
@@ -52,18 +52,18 @@ MX_API int64_t mx_binding_output_index(const mx_binding *b, const char *name);
 
 /* Binds input `name` to t (the record is copied; its data is borrowed and read at every step:
  * host or device memory of the session's device). dtype and rank must be the model's. */
-MX_API mx_status mx_binding_bind_input(mx_binding *b, const char *name, const mx_tensor *t);
+MX_API MX_MUST_USE mx_status mx_binding_bind_input(mx_binding *b, const char *name, const mx_tensor *t);
 /* The same by index, for changing an input between steps without a lookup (new data or dims). */
-MX_API mx_status mx_binding_set_input(mx_binding *b, size_t index, const mx_tensor *t);
+MX_API MX_MUST_USE mx_status mx_binding_set_input(mx_binding *b, size_t index, const mx_tensor *t);
 
 /* Binds output `name` to a caller buffer (host or device; dtype must be the model's, dims the
  * step's). A device buffer is written in place. */
-MX_API mx_status mx_binding_bind_output(mx_binding *b, const char *name, const mx_tensor *t);
+MX_API MX_MUST_USE mx_status mx_binding_bind_output(mx_binding *b, const char *name, const mx_tensor *t);
 /* Output `name` is allocated by the session, in host or device memory (`where`), kept by the
  * binding and reused at the next step while it fits (mx_binding_output gives it). */
-MX_API mx_status mx_binding_bind_output_alloc(mx_binding *b, const char *name, mx_placement where);
+MX_API MX_MUST_USE mx_status mx_binding_bind_output_alloc(mx_binding *b, const char *name, mx_placement where);
 /* Output `name` is not asked for any more (still computed when another output needs it). */
-MX_API mx_status mx_binding_unbind_output(mx_binding *b, const char *name);
+MX_API MX_MUST_USE mx_status mx_binding_unbind_output(mx_binding *b, const char *name);
 /* The record output `index` has after the last step (dims, data, placement); for an allocated
  * output the data stays the binding's. For a state output: the state's rows (device). NULL when
  * out of range or nothing is bound there. */
@@ -78,12 +78,12 @@ MX_API const mx_tensor *mx_binding_output(const mx_binding *b, size_t index);
 /* Declares input `input` the next step's value of output `output`: both must have one dtype and
  * rank and differ only along `axis` (the growing one; MX_BINDING_AXIS_AUTO finds it). `capacity` rows along that axis are
  * allocated on the device when the first step runs (0: 256). The state starts empty (0 rows). */
-MX_API mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *output, int32_t axis,
+MX_API MX_MUST_USE mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *output, int32_t axis,
                                       int64_t capacity);
 /* Pairs every input and output whose names match (input "past..." with output "present...":
  * past_key_values.N.key <- present.N.key, past_key_N <- present_key_N) as states along `axis`
  * with `capacity` rows; *n_pairs (may be NULL) receives how many. Pairs already declared stay. */
-MX_API mx_status mx_binding_pair_states(mx_binding *b, int32_t axis, int64_t capacity, size_t *n_pairs);
+MX_API MX_MUST_USE mx_status mx_binding_pair_states(mx_binding *b, int32_t axis, int64_t capacity, size_t *n_pairs);
 /* Whether input `index` is a state's (fed by the binding, not by the caller). */
 MX_API bool mx_binding_input_is_state(const mx_binding *b, size_t index);
 /* States declared. */
@@ -96,19 +96,19 @@ MX_API int64_t mx_binding_state_capacity(const mx_binding *b);
  * session's device; the model's dtype and rank, rows along the state's axis): a prompt's cache
  * computed elsewhere, or a model's given pasts. Every state must then hold as many rows before
  * the next step. The buffers grow when t has more rows than the capacity. */
-MX_API mx_status mx_binding_load_state(mx_binding *b, size_t index, const mx_tensor *t);
+MX_API MX_MUST_USE mx_status mx_binding_load_state(mx_binding *b, size_t index, const mx_tensor *t);
 /* Keeps the first `length` rows of every state (<= the rows held), dropping the rest. Back to
  * the rows held before the last step it costs nothing (the previous buffers are swapped back);
  * else it copies the rows kept when the axis is not the outermost. */
-MX_API mx_status mx_binding_truncate(mx_binding *b, int64_t length);
+MX_API MX_MUST_USE mx_status mx_binding_truncate(mx_binding *b, int64_t length);
 /* Empties every state (0 rows; buffers kept). */
-MX_API mx_status mx_binding_reset(mx_binding *b);
+MX_API MX_MUST_USE mx_status mx_binding_reset(mx_binding *b);
 
 /* --- running --------------------------------------------------------------------------------- */
 
 /* Runs one step on what b binds (every input not a state must be bound); states advance by the
  * step's rows. A failed step leaves the states as they were. */
-MX_API mx_status mx_session_run_binding(mx_session *s, mx_binding *b);
+MX_API MX_MUST_USE mx_status mx_session_run_binding(mx_session *s, mx_binding *b);
 
 #ifdef __cplusplus
 }

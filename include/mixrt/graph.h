@@ -127,7 +127,7 @@ typedef struct mx_node_desc {
 /* --- lifetime ------------------------------------------------------------------------------- */
 
 /* Creates an empty graph importing MX_DEFAULT_OPSET. *out receives ownership. */
-MX_API mx_status mx_graph_create(const char *name, mx_graph **out);
+MX_API MX_MUST_USE mx_status mx_graph_create(const char *name, mx_graph **out);
 /* Frees the graph and everything it owns. NULL is a no-op. */
 MX_API void mx_graph_destroy(mx_graph *g);
 /* Message of the last failure on this graph ("" if none). Borrowed until the next call. */
@@ -139,26 +139,26 @@ MX_API void mx_graph_set_log(mx_graph *g, mx_log_fn fn, void *user);
 MX_API const char *mx_graph_name(const mx_graph *g);
 
 /* Sets the opset version the graph imports for `domain` (NULL or "" = default ONNX domain). */
-MX_API mx_status mx_graph_set_opset(mx_graph *g, const char *domain, int64_t version);
+MX_API MX_MUST_USE mx_status mx_graph_set_opset(mx_graph *g, const char *domain, int64_t version);
 /* Imported version of `domain`, or 0 when the graph does not import it. */
 MX_API int64_t mx_graph_opset(const mx_graph *g, const char *domain);
 
 /* --- building ------------------------------------------------------------------------------- */
 
 /* Declares a graph input. `shape` may hold symbolic and unknown dims (NULL: unknown rank). */
-MX_API mx_status mx_graph_add_input(mx_graph *g, const char *name, mx_dtype dtype, const mx_shape *shape,
+MX_API MX_MUST_USE mx_status mx_graph_add_input(mx_graph *g, const char *name, mx_dtype dtype, const mx_shape *shape,
                              mx_value_id *out);
 /* Adds a constant (initializer); its data is copied. */
-MX_API mx_status mx_graph_add_constant(mx_graph *g, const char *name, const mx_tensor *t,
+MX_API MX_MUST_USE mx_status mx_graph_add_constant(mx_graph *g, const char *name, const mx_tensor *t,
                                 mx_value_id *out);
 /* Adds a node; outputs[0..desc->n_outputs) receive the ids of its new output values. */
-MX_API mx_status mx_graph_add_node(mx_graph *g, const mx_node_desc *desc, mx_value_id *outputs);
+MX_API MX_MUST_USE mx_status mx_graph_add_node(mx_graph *g, const mx_node_desc *desc, mx_value_id *outputs);
 /* Shorthand for a single-output node in the default domain with a generated name. */
-MX_API mx_status mx_graph_add_op(mx_graph *g, const char *op_type, const mx_value_id *inputs,
+MX_API MX_MUST_USE mx_status mx_graph_add_op(mx_graph *g, const char *op_type, const mx_value_id *inputs,
                           size_t n_inputs, const mx_attr *attrs, size_t n_attrs,
                           mx_value_id *output);
 /* Marks a value as the next graph output. */
-MX_API mx_status mx_graph_add_output(mx_graph *g, mx_value_id v);
+MX_API MX_MUST_USE mx_status mx_graph_add_output(mx_graph *g, mx_value_id v);
 
 /* --- reading -------------------------------------------------------------------------------- */
 
@@ -181,23 +181,23 @@ MX_API const mx_tensor *mx_graph_value_constant(const mx_graph *g, mx_value_id v
 /* What value v holds (MX_KIND_TENSOR for an invalid id). */
 MX_API mx_value_kind mx_graph_value_kind(const mx_graph *g, mx_value_id v);
 /* Declares that graph input v holds a sequence or an optional rather than a tensor. */
-MX_API mx_status mx_graph_set_input_kind(mx_graph *g, mx_value_id v, mx_value_kind kind);
+MX_API MX_MUST_USE mx_status mx_graph_set_input_kind(mx_graph *g, mx_value_id v, mx_value_kind kind);
 
 /* --- subgraphs (If / Loop / Scan bodies) ------------------------------------------------------ */
 
 /* Creates an empty subgraph of g (for a GRAPH attribute of a node of g): it imports g's opsets
  * and shares its symbols; g owns it. Pass it in an mx_attr of type MX_ATTR_GRAPH. */
-MX_API mx_status mx_graph_create_subgraph(mx_graph *g, const char *name, mx_graph **out);
+MX_API MX_MUST_USE mx_status mx_graph_create_subgraph(mx_graph *g, const char *name, mx_graph **out);
 /* In subgraph `sub`, a reference to the value called `name` of an enclosing graph (an outer-scope
  * capture): it reads that value when the node owning `sub` runs. */
-MX_API mx_status mx_graph_add_outer(mx_graph *sub, const char *name, mx_value_id *out);
+MX_API MX_MUST_USE mx_status mx_graph_add_outer(mx_graph *sub, const char *name, mx_value_id *out);
 
 /* --- passes --------------------------------------------------------------------------------- */
 
 /* Checks structure: dangling or duplicate names, cycles, arity, attributes, dtypes. */
-MX_API mx_status mx_graph_validate(mx_graph *g);
+MX_API MX_MUST_USE mx_status mx_graph_validate(mx_graph *g);
 /* Resolves op definitions and infers dtypes, shapes and symbolic values of every value. */
-MX_API mx_status mx_graph_infer(mx_graph *g);
+MX_API MX_MUST_USE mx_status mx_graph_infer(mx_graph *g);
 
 /* What mx_graph_optimize did. */
 typedef struct mx_optimize_report {
@@ -208,7 +208,7 @@ typedef struct mx_optimize_report {
 
 /* Validation + inference + constant folding + dead-node removal, to a fixed point.
  * `report` may be NULL. */
-MX_API mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *report);
+MX_API MX_MUST_USE mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *report);
 
 /* --- Stage 2: rewrite rules (fusion and simplification; graph/passes/rewrite.c) -------------- */
 
@@ -231,14 +231,14 @@ typedef struct mx_fuse_report {
  * default rules), "none", "all", or a comma-separated list of rule names (a leading '-' turns a
  * default rule off: "default,-cse"). A graph holding subgraphs is left as it is. `report` may be
  * NULL. Fails with MX_ERR_INVALID_ARGUMENT naming an unknown rule. */
-MX_API mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report);
+MX_API MX_MUST_USE mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report);
 /* The rules mx_graph_fuse knows, by index (NULL past the last), with a one-line description
  * and whether "default" runs it. */
 MX_API const char *mx_fuse_rule_name(size_t index, const char **what, bool *by_default);
 
 /* Binds symbol `name` to `value` everywhere (graph inputs and inferred shapes) and re-infers.
  * Fails with MX_ERR_NOT_FOUND when the graph has no such symbol. */
-MX_API mx_status mx_graph_bind_symbol(mx_graph *g, const char *name, int64_t value);
+MX_API MX_MUST_USE mx_status mx_graph_bind_symbol(mx_graph *g, const char *name, int64_t value);
 
 #ifdef __cplusplus
 }

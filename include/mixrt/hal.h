@@ -119,7 +119,7 @@ MX_API void mx_device_options_init(mx_device_options *o);
 /* Creates a device. `o` may be NULL (defaults); it is only read during the call. On success
  * *out receives a device the caller owns (mx_device_destroy). On failure *out is NULL and
  * err (optional) says why: a bad option, or a malformed MIXRT_FAULT / MIXRT_DEVICE_CHECK. */
-MX_API mx_status mx_device_create(const mx_device_options *o, mx_device **out, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_device_create(const mx_device_options *o, mx_device **out, mx_error *err);
 
 /* Destroys a device and everything still created from it: waits for the work queued on its
  * streams, then frees its models, streams, events and device allocations. Handles to them
@@ -172,12 +172,12 @@ MX_API void mx_device_memory_reset_peak(mx_device *dev);
  * MX_ERR_DEVICE_OOM when the memory limit would be exceeded, when `size` is more than the
  * device's memory (on the CPU devices: the host's physical memory) or when the host is out of
  * memory. */
-MX_API mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr);
+MX_API MX_MUST_USE mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr);
 
 /* mx_device_alloc of n bytes, then mx_device_copy of the n bytes at host address src into them:
  * a block holding a copy of src. On failure nothing stays allocated and the device's last error
  * says which step failed. */
-MX_API mx_status mx_device_upload(mx_device *dev, const void *src, size_t n, size_t align, void **ptr);
+MX_API MX_MUST_USE mx_status mx_device_upload(mx_device *dev, const void *src, size_t n, size_t align, void **ptr);
 
 /* Frees device memory from mx_device_alloc at once. Work still queued that uses it is the
  * caller's responsibility (use mx_device_free_async to free in stream order). NULL is a no-op.
@@ -190,9 +190,9 @@ MX_API mx_status mx_device_free_async(mx_stream *s, void *ptr);
 /* Declares caller-owned memory [ptr, ptr + size) as usable device memory (for example buffers
  * an adapter allocated itself). The device never frees it; it counts as a live allocation for
  * checking mode, not for statistics or the memory limit. */
-MX_API mx_status mx_device_register_buffer(mx_device *dev, void *ptr, size_t size);
+MX_API MX_MUST_USE mx_status mx_device_register_buffer(mx_device *dev, void *ptr, size_t size);
 /* Removes a registration made by mx_device_register_buffer. */
-MX_API mx_status mx_device_unregister_buffer(mx_device *dev, void *ptr);
+MX_API MX_MUST_USE mx_status mx_device_unregister_buffer(mx_device *dev, void *ptr);
 
 typedef enum mx_copy_kind {
   MX_COPY_H2D = 0, /* host memory to device memory */
@@ -203,11 +203,11 @@ typedef enum mx_copy_kind {
 /* Copies n bytes now, in the calling thread, without ordering against any stream. The buffers
  * are borrowed for the call. In checking mode the device side(s) must lie inside one live
  * allocation, else MX_ERR_INVALID_ARGUMENT. */
-MX_API mx_status mx_device_copy(mx_device *dev, void *dst, const void *src, size_t n, mx_copy_kind kind);
+MX_API MX_MUST_USE mx_status mx_device_copy(mx_device *dev, void *dst, const void *src, size_t n, mx_copy_kind kind);
 
 /* Queues a copy of n bytes on stream s. Both buffers must stay valid until the stream reaches
  * the copy (host buffers included: nothing is staged). */
-MX_API mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t n,
+MX_API MX_MUST_USE mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t n,
                                mx_copy_kind kind);
 
 /* --- shared read-only blocks ------------------------------------------------------------------- */
@@ -220,7 +220,7 @@ MX_API mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, 
  * successful call is balanced by one mx_device_shared_release; mx_device_free and
  * mx_device_free_async refuse a shared block. Fails like mx_device_alloc and mx_device_copy
  * (nothing held then). */
-MX_API mx_status mx_device_shared_acquire(mx_device *dev, const void *src, size_t n, size_t align, void **ptr);
+MX_API MX_MUST_USE mx_status mx_device_shared_acquire(mx_device *dev, const void *src, size_t n, size_t align, void **ptr);
 
 /* Drops one holder of a block from mx_device_shared_acquire; the last one frees it at once (work
  * still queued that reads it is the caller's responsibility). NULL is a no-op; a pointer that is
@@ -228,15 +228,15 @@ MX_API mx_status mx_device_shared_acquire(mx_device *dev, const void *src, size_
 MX_API mx_status mx_device_shared_release(mx_device *dev, void *ptr);
 
 /* Sets n bytes of device memory to (unsigned char)value, now / in stream order. */
-MX_API mx_status mx_device_memset(mx_device *dev, void *dst, int value, size_t n);
-MX_API mx_status mx_device_memset_async(mx_stream *s, void *dst, int value, size_t n);
+MX_API MX_MUST_USE mx_status mx_device_memset(mx_device *dev, void *dst, int value, size_t n);
+MX_API MX_MUST_USE mx_status mx_device_memset_async(mx_stream *s, void *dst, int value, size_t n);
 
 /* --- streams -------------------------------------------------------------------------------- */
 
 /* Creates a stream. A higher priority is served first when streams share a worker
  * (max_workers); a negative priority also lowers the OS priority of a dedicated worker. On
  * success *out is owned by the caller (mx_stream_destroy). */
-MX_API mx_status mx_stream_create(mx_device *dev, int priority, mx_stream **out);
+MX_API MX_MUST_USE mx_status mx_stream_create(mx_device *dev, int priority, mx_stream **out);
 
 /* Waits until every command queued on the stream has finished (failed streams skip their
  * commands, so this never waits on failed work), then destroys it. Events recorded on it stay
@@ -244,11 +244,11 @@ MX_API mx_status mx_stream_create(mx_device *dev, int priority, mx_stream **out)
 MX_API void mx_stream_destroy(mx_stream *s);
 
 /* Waits for every command queued so far; returns the stream's sticky error or MX_OK. */
-MX_API mx_status mx_stream_synchronize(mx_stream *s);
+MX_API MX_MUST_USE mx_status mx_stream_synchronize(mx_stream *s);
 
 /* Non-blocking: the sticky error if the stream failed, else MX_ERR_BUSY while commands are
  * pending, else MX_OK. */
-MX_API mx_status mx_stream_query(mx_stream *s);
+MX_API MX_MUST_USE mx_status mx_stream_query(mx_stream *s);
 
 /* Waits for the queued commands, then clears the sticky error so the stream runs work again.
  * Returns the error that was cleared (MX_OK if there was none). */
@@ -273,24 +273,24 @@ MX_API mx_device *mx_stream_device(const mx_stream *s);
 
 /* Creates an event (owned by the caller, mx_event_destroy). An event never recorded counts as
  * reached. */
-MX_API mx_status mx_event_create(mx_device *dev, mx_event **out);
+MX_API MX_MUST_USE mx_status mx_event_create(mx_device *dev, mx_event **out);
 /* NULL is a no-op. Waits already queued on streams are unaffected. */
 MX_API void mx_event_destroy(mx_event *e);
 
 /* Marks the current end of stream s: the event is reached when everything queued on s so far
  * has finished. Re-recording moves the event; waits queued earlier keep the old point. */
-MX_API mx_status mx_event_record(mx_event *e, mx_stream *s);
+MX_API MX_MUST_USE mx_status mx_event_record(mx_event *e, mx_stream *s);
 
 /* Makes stream s wait (on the device, the host does not block) until event e is reached as
  * recorded now. If the recording stream failed before the event's point, s fails too. */
-MX_API mx_status mx_stream_wait_event(mx_stream *s, mx_event *e);
+MX_API MX_MUST_USE mx_status mx_stream_wait_event(mx_stream *s, mx_event *e);
 
 /* Non-blocking: MX_OK when reached, MX_ERR_BUSY when not yet, or the error of the recording
  * stream if it failed before the event's point. */
-MX_API mx_status mx_event_query(mx_event *e);
+MX_API MX_MUST_USE mx_status mx_event_query(mx_event *e);
 
 /* Waits until the event is reached; returns like mx_event_query. */
-MX_API mx_status mx_event_synchronize(mx_event *e);
+MX_API MX_MUST_USE mx_status mx_event_synchronize(mx_event *e);
 
 #ifdef __cplusplus
 }

@@ -32,7 +32,7 @@ MX_API void mx_encoder_config_default(mx_encoder_config *cfg);
 
 /* Builds the encoder (not yet inferred). *out receives ownership (mx_graph_destroy); on failure
  * it is NULL and err (may be NULL) says why. */
-MX_API mx_status mx_model_encoder(const mx_encoder_config *cfg, mx_graph **out, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_model_encoder(const mx_encoder_config *cfg, mx_graph **out, mx_error *err);
 
 /* A Llama-style decoder, one DECODE STEP: batch 1, one new token at position past_len.
  *
@@ -72,13 +72,13 @@ MX_API bool mx_llama_config_preset(mx_llama_config *cfg, const char *name);
  * (mx_graph_destroy); on failure it is NULL and err (may be NULL) says why. A bad config (a zero
  * or oversized field, heads not a multiple of kv_heads, an odd head_dim) is
  * MX_ERR_INVALID_ARGUMENT naming the field. */
-MX_API mx_status mx_model_llama(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_model_llama(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
 /* The same decode step (inputs, outputs, weights, results) written with primitive ops the way
  * torch.onnx.export writes a Hugging Face Llama: RMSNorm as Pow / ReduceMean / Add / Sqrt /
  * Reciprocal / Mul, rotary as Slice / Neg / Concat / Mul / Add over Gather-ed tables, attention
  * as Concat (cache) / Expand (grouped heads) / MatMul / Mul / Softmax / MatMul (models/llama_exported.c).
  * mixrt's rewrite rules (mx_graph_fuse) bring it back to the fused form. */
-MX_API mx_status mx_model_llama_exported(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_model_llama_exported(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
 
 /* A mixture-of-experts block with data-dependent routing over a symbolic token count.
  *
@@ -104,7 +104,7 @@ MX_API void mx_moe_config_default(mx_moe_config *cfg);
 /* Builds the block (not yet inferred). cfg NULL: the defaults. *out receives ownership
  * (mx_graph_destroy); on failure it is NULL and err (may be NULL) says why (a bad config is
  * MX_ERR_INVALID_ARGUMENT naming the field). */
-MX_API mx_status mx_model_moe(const mx_moe_config *cfg, mx_graph **out, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_model_moe(const mx_moe_config *cfg, mx_graph **out, mx_error *err);
 
 #ifdef __cplusplus
 }

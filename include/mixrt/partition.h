@@ -114,7 +114,7 @@ typedef struct mx_partition_reason {
  * g is not modified and must outlive *out. On success *out receives a new partition (destroy
  * with mx_partition_destroy); on failure *out is NULL and err (may be NULL) names the node or
  * option at fault. */
-MX_API mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opts,
+MX_API MX_MUST_USE mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opts,
                               mx_partition **out, mx_error *err);
 /* Frees the partition and, unless detached, its root graph. NULL is a no-op. */
 MX_API void mx_partition_destroy(mx_partition *p);
@@ -193,17 +193,17 @@ MX_API void mx_partition_get_totals(const mx_partition *p, mx_partition_totals *
 
 /* One line per cluster (id, type, op count, rank range, input and output cluster ids, first
  * node names) and the totals. Same partition, same bytes. */
-MX_API mx_status mx_partition_dump_text(const mx_partition *p, FILE *out);
+MX_API MX_MUST_USE mx_status mx_partition_dump_text(const mx_partition *p, FILE *out);
 /* Graphviz DOT: nodes boxed by cluster (KNOWN green, UNKNOWN orange, DATA, INPUT and NETOUTPUT
  * grey), cross-cluster edges bold. */
-MX_API mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out);
+MX_API MX_MUST_USE mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out);
 /* One JSON object: {"graph", "options", "clusters": [...], "nodes": [...], "totals": {...}};
  * docs/partition.md lists every field. */
-MX_API mx_status mx_partition_dump_json(const mx_partition *p, FILE *out);
+MX_API MX_MUST_USE mx_status mx_partition_dump_json(const mx_partition *p, FILE *out);
 /* Why the node (or graph input / constant) called `name` is in its cluster, following the
  * reason back to the graph input or op that caused it. MX_ERR_NOT_FOUND when g has no node or
  * value of that name (the message is on p). */
-MX_API mx_status mx_partition_explain(mx_partition *p, const char *name, FILE *out);
+MX_API MX_MUST_USE mx_status mx_partition_explain(mx_partition *p, const char *name, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,7 @@ extern "C" {
  *   each); n_outputs must equal the graph's output count.
  * The graph is validated and inferred first if needed (which caches op params on it). On
  * failure, err (may be NULL) names the input or node at fault and no output is left allocated. */
-MX_API mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+MX_API MX_MUST_USE mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                            size_t n_outputs, mx_error *err);
 
 /* Most iterations a Loop whose only exit is its condition may run before the interpreter stops

@@ -45,16 +45,16 @@ MX_API mx_value_kind mx_value_kind_of(const mx_tensor *t);
 
 /* Makes *out an empty value of `kind` (sequence, optional or optional sequence) whose tensors
  * have type elem_dtype. */
-MX_API mx_status mx_value_list_new(mx_value_kind kind, mx_dtype elem_dtype, mx_tensor *out);
+MX_API MX_MUST_USE mx_status mx_value_list_new(mx_value_kind kind, mx_dtype elem_dtype, mx_tensor *out);
 /* Appends *item to the list of `value` at position `pos` (count: at the end); the list takes
  * ownership of the item's data (the record *item is cleared). */
-MX_API mx_status mx_value_list_insert(mx_tensor *value, size_t pos, mx_tensor *item);
+MX_API MX_MUST_USE mx_status mx_value_list_insert(mx_tensor *value, size_t pos, mx_tensor *item);
 /* Deep copy of any value (tensor, sequence, optional) into host memory the copy owns. */
-MX_API mx_status mx_value_copy(const mx_tensor *src, mx_tensor *dst);
+MX_API MX_MUST_USE mx_status mx_value_copy(const mx_tensor *src, mx_tensor *dst);
 
 /* Loads a .pb file holding a value of `kind`: a TensorProto, a SequenceProto or an
  * OptionalProto (the ONNX node tests' data files). The caller releases *t. */
-MX_API mx_status mx_value_load_pb(const char *path, mx_value_kind kind, mx_tensor *t, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_value_load_pb(const char *path, mx_value_kind kind, mx_tensor *t, mx_error *err);
 
 #ifdef __cplusplus
 }

@@ -112,7 +112,7 @@ MX_API void mx_session_options_init(mx_session_options *o);
 
 /* Creates a session with no model. `o` is read during the call only (strings it points to are
  * copied). On failure *out is NULL and err (may be NULL) says why. */
-MX_API mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_error *err);
 /* Waits for runs in flight, unloads the model, frees everything. NULL is a no-op. */
 MX_API void mx_session_destroy(mx_session *s);
 /* Message of the last failure on this session ("" if none); valid until the next call. */
@@ -125,19 +125,19 @@ MX_API const mx_fuse_report *mx_session_fuse_report(const mx_session *s);
 
 /* Loads an ONNX model or a .mxm file (told apart by content) and compiles it (ONNX) or restores
  * it (.mxm). Replaces a model already loaded. */
-MX_API mx_status mx_session_load_file(mx_session *s, const char *path);
+MX_API MX_MUST_USE mx_status mx_session_load_file(mx_session *s, const char *path);
 /* Same, from memory (ONNX external data is not available from memory). */
-MX_API mx_status mx_session_load_memory(mx_session *s, const void *data, size_t size);
+MX_API MX_MUST_USE mx_status mx_session_load_memory(mx_session *s, const void *data, size_t size);
 /* Compiles a graph built with the builder API. The session takes ownership of g, also on
  * failure. */
-MX_API mx_status mx_session_load_graph(mx_session *s, mx_graph *g);
+MX_API MX_MUST_USE mx_status mx_session_load_graph(mx_session *s, mx_graph *g);
 typedef struct mx_session_save_options {
   bool external_weights; /* write the static models' weights to "<path>.weights" beside the file */
 } mx_session_save_options;
 
 /* Writes the loaded model as a .mxm file (partitioned root, static plans, execution graphs).
  * `o` may be NULL (weights inline). */
-MX_API mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save_options *o);
+MX_API MX_MUST_USE mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save_options *o);
 
 /* --- model description ---------------------------------------------------------------------- */
 
@@ -178,10 +178,10 @@ MX_API const char *mx_session_symbol_name(const mx_session *s, size_t index);
 /* The concrete shape output `index` has in a step on these inputs (only names, ranks and dims
  * are read; data may be NULL), without running anything: *rank and dims[0 .. *rank). Fails
  * naming the dim when it is known only at run time or a symbol it uses is not given. */
-MX_API mx_status mx_session_output_shape(mx_session *s, const mx_tensor *inputs, size_t n_inputs, size_t index,
+MX_API MX_MUST_USE mx_status mx_session_output_shape(mx_session *s, const mx_tensor *inputs, size_t n_inputs, size_t index,
                                   int32_t *rank, int64_t *dims);
 /* The same from symbol values by name ({"past_len"}, {511}). */
-MX_API mx_status mx_session_output_shape_for(mx_session *s, const char *const *symbols, const int64_t *values,
+MX_API MX_MUST_USE mx_status mx_session_output_shape_for(mx_session *s, const char *const *symbols, const int64_t *values,
                                       size_t n_symbols, size_t index, int32_t *rank, int64_t *dims);
 
 /* --- running -------------------------------------------------------------------------------- */
@@ -195,7 +195,7 @@ MX_API mx_status mx_session_output_shape_for(mx_session *s, const char *const *s
  *   MX_DEVICE a device buffer of the step's shape the caller frees (mx_device_free on the
  *   session's device). An entry with data is a caller buffer (host or device) whose dtype and
  *   dims must equal the actual output's; device buffers are written in place (zero copy). */
-MX_API mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+MX_API MX_MUST_USE mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                          size_t n_outputs);
 
 /* Called once per asynchronous run when it has completed on the device (status MX_OK) or
@@ -207,16 +207,16 @@ typedef void (*mx_run_callback)(void *user, mx_status status, const char *messag
  * caller's stream (NULL: the session's own), on which the step is ordered after earlier work. The
  * callback runs on the session's libuv loop (mx_session_options.uv_loop, or an internal loop
  * thread). */
-MX_API mx_status mx_session_run_async(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+MX_API MX_MUST_USE mx_status mx_session_run_async(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
                                size_t n_outputs, mx_stream *stream, mx_run_callback callback, void *user);
 /* Waits until every asynchronous run has completed and its callback has returned. */
-MX_API mx_status mx_session_synchronize(mx_session *s);
+MX_API MX_MUST_USE mx_status mx_session_synchronize(mx_session *s);
 
 /* Checks, allocating nothing, that a step on inputs of these dtypes and dims (data is not read
  * and may be NULL; by position, or by name when every one is named) stays within the memory
  * limit: every tensor the inputs' symbols size, and the inputs with all outputs together.
  * MX_ERR_DEVICE_OOM names the value and its size. mx_session_run makes the same check. */
-MX_API mx_status mx_session_check_memory(mx_session *s, const mx_tensor *inputs, size_t n_inputs);
+MX_API MX_MUST_USE mx_status mx_session_check_memory(mx_session *s, const mx_tensor *inputs, size_t n_inputs);
 /* The bytes a step may take (memory_limit option, else the available physical memory when the
  * model was loaded, capped by the device's memory_limit); 0 when no model is loaded. */
 MX_API uint64_t mx_session_memory_limit(const mx_session *s);
@@ -258,13 +258,13 @@ typedef struct mx_session_stats {
 /* Fills *last (the last step) and *total (since the model was loaded; the allocator counters
  * device_allocations, allocator_hits and allocator_misses since the session was created);
  * either may be NULL. */
-MX_API mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last, mx_session_stats *total);
+MX_API MX_MUST_USE mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last, mx_session_stats *total);
 
 /* Starts recording a trace of the following steps (Chrome trace-event format, viewable in
  * Perfetto: one lane per stream and one for the host). */
-MX_API mx_status mx_session_trace_begin(mx_session *s);
+MX_API MX_MUST_USE mx_status mx_session_trace_begin(mx_session *s);
 /* Stops recording and writes the trace to `path` as JSON. */
-MX_API mx_status mx_session_trace_end(mx_session *s, const char *path);
+MX_API MX_MUST_USE mx_status mx_session_trace_end(mx_session *s, const char *path);
 
 #ifdef __cplusplus
 }

@@ -44,13 +44,13 @@ static inline bool mx_dim_is_expr(mx_dim d) { return d <= -2; }
 typedef struct mx_symtab mx_symtab;
 
 /* Creates an empty symbol table. *out receives ownership (mx_symtab_destroy). */
-MX_API mx_status mx_symtab_create(mx_symtab **out);
+MX_API MX_MUST_USE mx_status mx_symtab_create(mx_symtab **out);
 /* Frees the table and every expression in it. NULL is a no-op. */
 MX_API void mx_symtab_destroy(mx_symtab *t);
 
 /* Sticky status of the table: MX_ERR_OUT_OF_MEMORY once any operation failed to allocate
  * (that operation returned MX_DIM_UNKNOWN, which is never wrong, only less precise). */
-MX_API mx_status mx_symtab_status(const mx_symtab *t);
+MX_API MX_MUST_USE mx_status mx_symtab_status(const mx_symtab *t);
 
 /* --- symbols ---------------------------------------------------------------------------------- */
 
@@ -108,7 +108,7 @@ MX_API mx_dim mx_sym_substitute(mx_symtab *t, mx_dim d, size_t index, mx_dim val
 /* Value of `d` given the value of every symbol (values[i] for symbol i; n_values entries).
  * Fails with MX_ERR_NOT_FOUND when `d` is unknown or uses a symbol at or beyond n_values or
  * whose value is INT64_MIN (unbound), MX_ERR_LIMIT on overflow or division by zero. */
-MX_API mx_status mx_sym_eval(const mx_symtab *t, mx_dim d, const int64_t *values, size_t n_values,
+MX_API MX_MUST_USE mx_status mx_sym_eval(const mx_symtab *t, mx_dim d, const int64_t *values, size_t n_values,
                       int64_t *out);
 
 /* Prints `d` ("2*seq + 2", "batch*seq", "floor(seq / 2)", "?" for unknown) into buf
@@ -118,7 +118,7 @@ MX_API size_t mx_sym_format(const mx_symtab *t, mx_dim d, char *buf, size_t n);
 /* Parses text in the form mx_sym_format prints ("past_len + 1", "2*seq", "floor(s / 2)",
  * "(s mod 3)", "min(a, b)", "s^2", "-1"); names become symbols of t (created on first use).
  * MX_ERR_MALFORMED when the text is not such an expression (t may have gained symbols). */
-MX_API mx_status mx_sym_parse(mx_symtab *t, const char *text, mx_dim *out);
+MX_API MX_MUST_USE mx_status mx_sym_parse(mx_symtab *t, const char *text, mx_dim *out);
 
 /* Prints a shape as "[batch, seq, 768]" ("[*]" for an unknown rank). Returns the needed length. */
 MX_API size_t mx_shape_format(const mx_symtab *t, const mx_shape *s, char *buf, size_t n);

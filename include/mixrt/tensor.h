@@ -45,7 +45,7 @@ MX_API bool mx_tensor_nbytes(const mx_tensor *t, size_t *nbytes);
 /* Fills *t with a new host tensor of the given type and dims whose zeroed data the caller owns
  * (free it with mx_tensor_release; a string tensor starts with NULL entries, read as ""). Fails with MX_ERR_LIMIT when the size overflows and
  * MX_ERR_OUT_OF_MEMORY when allocation fails. */
-MX_API mx_status mx_tensor_alloc(mx_dtype dtype, int32_t rank, const int64_t *dims, mx_tensor *t);
+MX_API MX_MUST_USE mx_status mx_tensor_alloc(mx_dtype dtype, int32_t rank, const int64_t *dims, mx_tensor *t);
 /* Frees data allocated by mixrt for a host tensor and clears the record. NULL is a no-op. */
 MX_API void mx_tensor_release(mx_tensor *t);
 
@@ -53,18 +53,18 @@ MX_API void mx_tensor_release(mx_tensor *t);
  * On success *t holds a host tensor whose data the caller owns (mx_tensor_release); its name
  * is NULL. If name_out is not NULL it receives a malloc'd copy of the TensorProto's name (free()).
  * Malformed files give MX_ERR_MALFORMED with the reason in err. */
-MX_API mx_status mx_tensor_load_pb(const char *path, mx_tensor *t, char **name_out, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_tensor_load_pb(const char *path, mx_tensor *t, char **name_out, mx_error *err);
 /* Same, from memory. */
-MX_API mx_status mx_tensor_parse_pb(const void *data, size_t size, mx_tensor *t, char **name_out,
+MX_API MX_MUST_USE mx_status mx_tensor_parse_pb(const void *data, size_t size, mx_tensor *t, char **name_out,
                              mx_error *err);
 
 /* Loads a NumPy .npy file (format 1.0-3.0, little-endian, C order) into a host tensor the caller
  * owns (mx_tensor_release). Element types: <f4 <f2 <f8 |i1 |u1 <i2 <i4 <i8 |b1, and <u2 read as
  * bfloat16 bit patterns (NumPy has no bfloat16). Errors name the file. */
-MX_API mx_status mx_tensor_load_npy(const char *path, mx_tensor *t, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_tensor_load_npy(const char *path, mx_tensor *t, mx_error *err);
 /* Writes a host tensor as a .npy file (bfloat16 is written as <u2 bit patterns; strings are
  * refused). */
-MX_API mx_status mx_tensor_save_npy(const char *path, const mx_tensor *t, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_tensor_save_npy(const char *path, const mx_tensor *t, mx_error *err);
 
 #ifdef __cplusplus
 }
