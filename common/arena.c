@@ -8,9 +8,9 @@
 #include <string.h>
 
 struct mx_arena_chunk {
-  mx_arena_chunk *next;  /* older chunk */
-  size_t size;           /* usable bytes in data */
-  size_t used;           /* bytes handed out from data */
+  mx_arena_chunk *next; /* older chunk */
+  size_t size;          /* usable bytes in data */
+  size_t used;          /* bytes handed out from data */
   _Alignas(64) unsigned char data[];
 };
 

@@ -11,9 +11,9 @@
 typedef struct mx_arena_chunk mx_arena_chunk;
 
 typedef struct mx_arena {
-  mx_arena_chunk *head;  /* newest chunk; allocations come from its free tail */
-  size_t chunk_size;     /* default bytes per new chunk */
-  size_t total;          /* bytes obtained from malloc, for statistics */
+  mx_arena_chunk *head; /* newest chunk; allocations come from its free tail */
+  size_t chunk_size;    /* default bytes per new chunk */
+  size_t total;         /* bytes obtained from malloc, for statistics */
 } mx_arena;
 
 /* Prepares an empty arena (no memory is taken until the first allocation). */

@@ -28,9 +28,9 @@ static inline uint64_t mx__ticks(void) {
  * per-step statistics convert several times a step, and a clock_gettime each time would cost
  * more than the tick reads save. Threads may share one; racing re-measures agree closely. */
 typedef struct mx__tick_clock {
-  uint64_t tick0, ns0;         /* both clocks at mx__tick_clock_start */
-  _Atomic uint64_t cal_ticks;  /* mx__ticks at the last measure (0: none yet) */
-  _Atomic double ns_per_tick;  /* the ratio then */
+  uint64_t tick0, ns0;        /* both clocks at mx__tick_clock_start */
+  _Atomic uint64_t cal_ticks; /* mx__ticks at the last measure (0: none yet) */
+  _Atomic double ns_per_tick; /* the ratio then */
 } mx__tick_clock;
 
 static inline void mx__tick_clock_start(mx__tick_clock *c) {
@@ -42,7 +42,8 @@ static inline void mx__tick_clock_start(mx__tick_clock *c) {
 
 static inline double mx__tick_clock_ratio(mx__tick_clock *c) {
   uint64_t now = mx__ticks(), cal = atomic_load_explicit(&c->cal_ticks, memory_order_relaxed);
-  if (cal && now - cal < ((uint64_t)1 << 26)) return atomic_load_explicit(&c->ns_per_tick, memory_order_relaxed);
+  if (cal && now - cal < ((uint64_t)1 << 26))
+    return atomic_load_explicit(&c->ns_per_tick, memory_order_relaxed);
   uint64_t ns = mx__now_ns();
   double r = now > c->tick0 && ns > c->ns0 ? (double)(ns - c->ns0) / (double)(now - c->tick0) : 1.0;
   atomic_store_explicit(&c->ns_per_tick, r, memory_order_relaxed);

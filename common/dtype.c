@@ -85,15 +85,15 @@ mx_dtype mx_dtype_from_name(const char *name) {
     const char *name;
     mx_dtype dtype;
   } aliases[] = {
-      {"float", MX_FLOAT32},  {"f32", MX_FLOAT32}, {"half", MX_FLOAT16},
-      {"f16", MX_FLOAT16},    {"double", MX_FLOAT64}, {"f64", MX_FLOAT64},
-      {"bf16", MX_BFLOAT16},  {"string", MX_STRING},
+      {"float", MX_FLOAT32},  {"f32", MX_FLOAT32}, {"half", MX_FLOAT16},  {"f16", MX_FLOAT16},
+      {"double", MX_FLOAT64}, {"f64", MX_FLOAT64}, {"bf16", MX_BFLOAT16}, {"string", MX_STRING},
   };
   if (!name) return MX_DTYPE_UNDEFINED;
   for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
     if (strcmp(name, aliases[i].name) == 0) return aliases[i].dtype;
   for (int code = 1; code <= MX_DTYPE_MAX_CODE; code++)
-    if (mx_dtype_is_supported(code) && strcmp(name, mx_dtype_name((mx_dtype)code)) == 0) return (mx_dtype)code;
+    if (mx_dtype_is_supported(code) && strcmp(name, mx_dtype_name((mx_dtype)code)) == 0)
+      return (mx_dtype)code;
   return MX_DTYPE_UNDEFINED;
 }
 
@@ -120,10 +120,11 @@ bool mx_dtype_is_sub_byte_int(mx_dtype d) {
 }
 
 bool mx_dtype_is_unsigned(mx_dtype d) {
-  return d == MX_UINT8 || d == MX_UINT16 || d == MX_UINT32 || d == MX_UINT64 || d == MX_UINT4 || d == MX_UINT2;
+  return d == MX_UINT8 || d == MX_UINT16 || d == MX_UINT32 || d == MX_UINT64 || d == MX_UINT4 ||
+         d == MX_UINT2;
 }
 
 bool mx_dtype_is_signed(mx_dtype d) {
-  return mx_dtype_is_float(d) || d == MX_INT8 || d == MX_INT16 || d == MX_INT32 || d == MX_INT64 || d == MX_INT4 ||
-         d == MX_INT2 || (mx_dtype_is_narrow_float(d) && d != MX_FLOAT8E8M0);
+  return mx_dtype_is_float(d) || d == MX_INT8 || d == MX_INT16 || d == MX_INT32 || d == MX_INT64 ||
+         d == MX_INT4 || d == MX_INT2 || (mx_dtype_is_narrow_float(d) && d != MX_FLOAT8E8M0);
 }

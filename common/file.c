@@ -22,8 +22,7 @@ mx_status mx__read_file(const char *path, size_t limit, uint8_t **data, size_t *
   *size = 0;
   if (!path) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "file path is NULL");
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return mx__fail(err, MX_ERR_IO, "cannot open '%s': %s", path, errno_text(errno, eb, sizeof eb));
+  if (fd < 0) return mx__fail(err, MX_ERR_IO, "cannot open '%s': %s", path, errno_text(errno, eb, sizeof eb));
   struct stat sb;
   if (fstat(fd, &sb) != 0) {
     st = mx__fail(err, MX_ERR_IO, "cannot stat '%s': %s", path, errno_text(errno, eb, sizeof eb));
@@ -34,8 +33,8 @@ mx_status mx__read_file(const char *path, size_t limit, uint8_t **data, size_t *
     goto close_fd;
   }
   if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > (uint64_t)limit) {
-    st = mx__fail(err, MX_ERR_LIMIT, "'%s' is %lld bytes, more than the %zu bytes mixrt reads",
-                  path, (long long)sb.st_size, limit);
+    st = mx__fail(err, MX_ERR_LIMIT, "'%s' is %lld bytes, more than the %zu bytes mixrt reads", path,
+                  (long long)sb.st_size, limit);
     goto close_fd;
   }
   /* Read to the end rather than trusting st_size: pipes have none, and files may change. */

@@ -22,13 +22,13 @@
 
 /* Layout of one narrow float format (all but e8m0). */
 typedef struct mx__f8_format {
-  int man_bits;      /* mantissa bits */
-  int bias;          /* exponent bias */
-  int max_code;      /* largest finite positive code (sign bit clear) */
-  int sign_bit;      /* 0x80, or 0x08 for float4e2m1 */
-  bool uz;           /* no negative zero; 0x80 is the only NaN */
-  bool has_inf;      /* float8e5m2: infinities at exponent all ones, mantissa 0 */
-  int nan_code;      /* positive NaN code (sign may be added for non-uz types); -1: none */
+  int man_bits; /* mantissa bits */
+  int bias;     /* exponent bias */
+  int max_code; /* largest finite positive code (sign bit clear) */
+  int sign_bit; /* 0x80, or 0x08 for float4e2m1 */
+  bool uz;      /* no negative zero; 0x80 is the only NaN */
+  bool has_inf; /* float8e5m2: infinities at exponent all ones, mantissa 0 */
+  int nan_code; /* positive NaN code (sign may be added for non-uz types); -1: none */
 } mx__f8_format;
 
 static inline const mx__f8_format *mx__f8_format_of(mx_dtype dt) {

@@ -16,31 +16,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MX__HEAP_DEFINE(name, T)                                                                   \
-  static inline void name##_push(T *h, size_t *n, T x) {                                           \
-    size_t i = (*n)++;                                                                             \
-    while (i > 0) {                                                                                \
-      size_t up = (i - 1) / 2;                                                                     \
-      if (h[up] <= x) break;                                                                       \
-      h[i] = h[up];                                                                                \
-      i = up;                                                                                      \
-    }                                                                                              \
-    h[i] = x;                                                                                      \
-  }                                                                                                \
-                                                                                                   \
-  static inline T name##_pop(T *h, size_t *n) {                                                    \
-    T top = h[0], last = h[--(*n)];                                                                \
-    size_t i = 0;                                                                                  \
-    for (;;) {                                                                                     \
-      size_t c = 2 * i + 1;                                                                        \
-      if (c >= *n) break;                                                                          \
-      if (c + 1 < *n && h[c + 1] < h[c]) c++;                                                      \
-      if (last <= h[c]) break;                                                                     \
-      h[i] = h[c];                                                                                 \
-      i = c;                                                                                       \
-    }                                                                                              \
-    if (*n) h[i] = last;                                                                           \
-    return top;                                                                                    \
+#define MX__HEAP_DEFINE(name, T)                         \
+  static inline void name##_push(T *h, size_t *n, T x) { \
+    size_t i = (*n)++;                                   \
+    while (i > 0) {                                      \
+      size_t up = (i - 1) / 2;                           \
+      if (h[up] <= x) break;                             \
+      h[i] = h[up];                                      \
+      i = up;                                            \
+    }                                                    \
+    h[i] = x;                                            \
+  }                                                      \
+                                                         \
+  static inline T name##_pop(T *h, size_t *n) {          \
+    T top = h[0], last = h[--(*n)];                      \
+    size_t i = 0;                                        \
+    for (;;) {                                           \
+      size_t c = 2 * i + 1;                              \
+      if (c >= *n) break;                                \
+      if (c + 1 < *n && h[c + 1] < h[c]) c++;            \
+      if (last <= h[c]) break;                           \
+      h[i] = h[c];                                       \
+      i = c;                                             \
+    }                                                    \
+    if (*n) h[i] = last;                                 \
+    return top;                                          \
   }
 
 MX__HEAP_DEFINE(mx__heap_u32, uint32_t)

@@ -17,14 +17,12 @@ static const struct {
   const char *descr;
   mx_dtype dtype;
 } npy_types[] = {
-    {"<u4", MX_UINT32},        {"<u8", MX_UINT64},          {"<u2", MX_UINT16},
-    {"|u1", MX_FLOAT8E4M3FN},  {"|u1", MX_FLOAT8E4M3FNUZ},  {"|u1", MX_FLOAT8E5M2},
-    {"|u1", MX_FLOAT8E5M2FNUZ}, {"|u1", MX_FLOAT8E8M0},     {"|u1", MX_FLOAT4E2M1},
-    {"|u1", MX_UINT4},         {"|u1", MX_UINT2},           {"|i1", MX_INT4},
-    {"|i1", MX_INT2},
-    {"<f4", MX_FLOAT32}, {"<f2", MX_FLOAT16}, {"<f8", MX_FLOAT64}, {"|i1", MX_INT8},
-    {"|u1", MX_UINT8},   {"<i2", MX_INT16},   {"<i4", MX_INT32},   {"<i8", MX_INT64},
-    {"|b1", MX_BOOL},    {"<u2", MX_BFLOAT16},
+    {"<u4", MX_UINT32},         {"<u8", MX_UINT64},     {"<u2", MX_UINT16},         {"|u1", MX_FLOAT8E4M3FN},
+    {"|u1", MX_FLOAT8E4M3FNUZ}, {"|u1", MX_FLOAT8E5M2}, {"|u1", MX_FLOAT8E5M2FNUZ}, {"|u1", MX_FLOAT8E8M0},
+    {"|u1", MX_FLOAT4E2M1},     {"|u1", MX_UINT4},      {"|u1", MX_UINT2},          {"|i1", MX_INT4},
+    {"|i1", MX_INT2},           {"<f4", MX_FLOAT32},    {"<f2", MX_FLOAT16},        {"<f8", MX_FLOAT64},
+    {"|i1", MX_INT8},           {"|u1", MX_UINT8},      {"<i2", MX_INT16},          {"<i4", MX_INT32},
+    {"<i8", MX_INT64},          {"|b1", MX_BOOL},       {"<u2", MX_BFLOAT16},
 };
 
 static const char *descr_of(mx_dtype dt) {
@@ -83,7 +81,8 @@ mx_status mx_tensor_load_npy(const char *path, mx_tensor *t, mx_error *err) {
     goto free_hdr;
   }
   hdr[hlen] = '\0';
-  const char *d = dict_value(hdr, "descr"), *fo = dict_value(hdr, "fortran_order"), *sh = dict_value(hdr, "shape");
+  const char *d = dict_value(hdr, "descr"), *fo = dict_value(hdr, "fortran_order"),
+             *sh = dict_value(hdr, "shape");
   if (!d || !fo || !sh || *d != '\'' || *sh != '(') {
     st = mx__fail(err, MX_ERR_MALFORMED, "%s: header is not a NumPy dict", path);
     goto free_hdr;
@@ -163,8 +162,8 @@ mx_status mx_tensor_save_npy(const char *path, const mx_tensor *t, mx_error *err
   FILE *f = fopen(path, "wb");
   if (!f) return mx__fail(err, MX_ERR_IO, "%s: %s", path, strerror(errno));
   size_t hlen = (size_t)n + pad + 1;
-  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
-                           (unsigned char)(hlen >> 8)};
+  unsigned char pre[10] = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
   bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
   for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
   ok = ok && fputc('\n', f) != EOF && (nbytes == 0 || fwrite(t->data, 1, nbytes, f) == nbytes);

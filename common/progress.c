@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 static atomic_bool progress_on;
-static double started;        /* seconds, monotonic, when the lines were turned on */
-static double last_print;     /* of the last bytes line */
+static double started;    /* seconds, monotonic, when the lines were turned on */
+static double last_print; /* of the last bytes line */
 
 static double now_seconds(void) {
   struct timespec ts;

@@ -10,10 +10,10 @@
 #include <stdint.h>
 
 typedef struct mx_strmap {
-  const char **keys;   /* slot -> key (NULL when empty); borrowed strings */
-  uint32_t *vals;      /* slot -> value */
-  size_t cap;          /* slots, a power of two (0 before the first insert) */
-  size_t count;        /* occupied slots */
+  const char **keys; /* slot -> key (NULL when empty); borrowed strings */
+  uint32_t *vals;    /* slot -> value */
+  size_t cap;        /* slots, a power of two (0 before the first insert) */
+  size_t count;      /* occupied slots */
 } mx_strmap;
 
 void mx__strmap_init(mx_strmap *m);

@@ -42,8 +42,8 @@ static mx_status check_input(mx_dyn_exec *e, size_t i, const mx_tensor *t) {
   const mx__dyn_pval *decl = &e->plan->vals[v];
   const char *name = g->values[v].name;
   if (t->dtype != decl->dtype)
-    return mx__dyn_fail(e, MX_ERR_DTYPE, "input '%s': dtype %s given, %s expected", name, mx_dtype_name(t->dtype),
-                        mx_dtype_name(decl->dtype));
+    return mx__dyn_fail(e, MX_ERR_DTYPE, "input '%s': dtype %s given, %s expected", name,
+                        mx_dtype_name(t->dtype), mx_dtype_name(decl->dtype));
   if (t->rank < 0 || t->rank > MX_MAX_RANK)
     return mx__dyn_fail(e, MX_ERR_SHAPE, "input '%s': rank %d is out of range", name, (int)t->rank);
   if (decl->rank >= 0 && t->rank != decl->rank)
@@ -54,7 +54,8 @@ static mx_status check_input(mx_dyn_exec *e, size_t i, const mx_tensor *t) {
     return mx__dyn_fail(e, MX_ERR_SHAPE, "input '%s': invalid or overflowing dims", name);
   if (nbytes && !t->data) return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "input '%s': data is NULL", name);
   if (t->placement != MX_HOST && t->placement != MX_DEVICE)
-    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "input '%s': invalid placement %d", name, (int)t->placement);
+    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "input '%s': invalid placement %d", name,
+                        (int)t->placement);
   if (decl->rank >= 0) {
     for (int32_t k = 0; k < t->rank; k++) {
       const mx__dyn_dimx *d = &decl->dims[k];
@@ -67,8 +68,8 @@ static mx_status check_input(mx_dyn_exec *e, size_t i, const mx_tensor *t) {
       uint32_t s = e->plan->input_syms[i * MX_MAX_RANK + (size_t)k];
       if (s == MX__DYN_NONE) continue;
       if (!mx__dyn_bind_symbol(e, s, t->dims[k]))
-        return mx__dyn_fail(e, MX_ERR_SHAPE, "input '%s': dim %d is %lld, but symbol '%s' is already %lld", name,
-                            (int)k, (long long)t->dims[k], mx_symtab_symbol_name(e->g->syms, s),
+        return mx__dyn_fail(e, MX_ERR_SHAPE, "input '%s': dim %d is %lld, but symbol '%s' is already %lld",
+                            name, (int)k, (long long)t->dims[k], mx_symtab_symbol_name(e->g->syms, s),
                             (long long)e->sym_val[s]);
     }
   }
@@ -100,8 +101,8 @@ static mx_status check_expressions(mx_dyn_exec *e, size_t i) {
     if (mx__dyn_eval_dimx(e, &pv->dims[k], &want) != MX_OK || want == rv->dims[k]) continue;
     char expr[128];
     mx_sym_format(g->syms, (mx_dim)pv->dims[k].v, expr, sizeof expr);
-    return mx__dyn_fail(e, MX_ERR_SHAPE, "input '%s': dim %d is %lld, but %s = %lld", g->values[v].name, (int)k,
-                        (long long)rv->dims[k], expr, (long long)want);
+    return mx__dyn_fail(e, MX_ERR_SHAPE, "input '%s': dim %d is %lld, but %s = %lld", g->values[v].name,
+                        (int)k, (long long)rv->dims[k], expr, (long long)want);
   }
   return MX_OK;
 }
@@ -109,7 +110,8 @@ static mx_status check_expressions(mx_dyn_exec *e, size_t i) {
 mx_status mx__dyn_bind_inputs(mx_dyn_exec *e, const mx_tensor *inputs, size_t n) {
   const mx_graph *g = e->g;
   if (n != g->n_inputs)
-    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "graph '%s' has %zu inputs, %zu given", g->name, g->n_inputs, n);
+    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "graph '%s' has %zu inputs, %zu given", g->name,
+                        g->n_inputs, n);
   if (n && !inputs) return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "inputs is NULL");
   bool named = n > 0;
   for (size_t i = 0; i < n && named; i++) named = inputs[i].name != NULL;

@@ -46,15 +46,15 @@ typedef struct mx_dyn_plan mx_dyn_plan;
 typedef struct mx_dyn_exec mx_dyn_exec;
 
 typedef struct mx_dyn_options {
-  uint32_t max_streams;   /* independent branches spread over up to this many streams (1..16;
+  uint32_t max_streams;  /* independent branches spread over up to this many streams (1..16;
                              0 = 1) */
-  bool host_ops;          /* run small integer shape arithmetic on the host (default true) */
-  bool eval_ops;          /* compute host values from their symbolic values, without running
+  bool host_ops;         /* run small integer shape arithmetic on the host (default true) */
+  bool eval_ops;         /* compute host values from their symbolic values, without running
                              their kernels, when every element is formable (default true) */
-  bool alias_ops;         /* let byte-moving ops (Reshape, Squeeze, ...) share their input's
+  bool alias_ops;        /* let byte-moving ops (Reshape, Squeeze, ...) share their input's
                              buffer instead of copying (default true) */
-  uint32_t meta_entries;  /* launch-metadata entries cached per op (1..16; 0 = 4) */
-  bool share_constants;   /* executors take their constants' device block as a shared block
+  uint32_t meta_entries; /* launch-metadata entries cached per op (1..16; 0 = 4) */
+  bool share_constants;  /* executors take their constants' device block as a shared block
                              (mx_device_shared_acquire): executors of plans with equal constants
                              on one device hold one copy (default false: a block of their own) */
 } mx_dyn_options;
@@ -70,7 +70,8 @@ void mx_dyn_options_init(mx_dyn_options *o);
  * (defaults). On success *out is owned by the caller (mx_dyn_plan_destroy); on failure it is
  * NULL and err (optional) names the node at fault (an op without a CPU kernel for its dtypes,
  * an op with subgraphs, a graph that is not inferred). */
-MX_MUST_USE mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan **out, mx_error *err);
+MX_MUST_USE mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan **out,
+                                         mx_error *err);
 
 /* Frees a plan. Executors created from it must be destroyed first. NULL is a no-op. */
 void mx_dyn_plan_destroy(mx_dyn_plan *p);
@@ -102,8 +103,8 @@ void mx_dyn_plan_info_get(const mx_dyn_plan *p, mx_dyn_plan_info *info);
  * Constants read by device ops are uploaded here (synchronously). On failure *out is NULL and
  * err (optional) says why. */
 MX_MUST_USE mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching_allocator *alloc,
-                             mx_stream *const *streams, size_t n_streams, mx_dyn_exec **out,
-                             mx_error *err);
+                                         mx_stream *const *streams, size_t n_streams, mx_dyn_exec **out,
+                                         mx_error *err);
 
 /* Waits for the executor's work, returns its memory (and, when it owns them, destroys its
  * allocator and streams). NULL is a no-op. */
@@ -128,8 +129,8 @@ void mx_dyn_exec_destroy(mx_dyn_exec *e);
  * On failure (message in mx_dyn_exec_last_error naming the input, dim or node) every output is
  * left empty, everything the step allocated is freed and the executor's streams (and the caller
  * stream, if the step failed it) are reset. */
-MX_MUST_USE mx_status mx_dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
-                          size_t n_outputs, mx_stream *caller_stream);
+MX_MUST_USE mx_status mx_dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs,
+                                      mx_tensor *outputs, size_t n_outputs, mx_stream *caller_stream);
 
 /* Message of the last failure ("" if none). Owned by the executor, valid until the next call. */
 const char *mx_dyn_exec_last_error(const mx_dyn_exec *e);
@@ -141,20 +142,20 @@ mx_caching_allocator *mx_dyn_exec_allocator(mx_dyn_exec *e);
 mx_stream *mx_dyn_exec_stream(mx_dyn_exec *e, size_t k);
 
 typedef struct mx_dyn_exec_stats {
-  uint64_t steps;           /* steps started */
-  uint64_t failed_steps;    /* steps that failed */
-  uint64_t launches;        /* kernels launched on streams */
-  uint64_t host_runs;       /* kernels run on the host thread */
-  uint64_t shape_evals;     /* ops whose output dims were evaluated from expressions */
-  uint64_t shape_reuses;    /* ops whose output dims were kept (no symbol they use changed) */
-  uint64_t inferences;      /* run-time inference calls */
-  uint64_t meta_hits;       /* launches whose task block matched cached shapes */
-  uint64_t meta_misses;     /* task blocks filled for new shapes */
-  uint64_t shape_syncs;     /* stream synchronizations for data-dependent output shapes */
-  uint64_t readbacks;       /* device -> host copies of values host code needed */
-  uint64_t uploads;         /* host -> device copies of inputs and host values */
-  uint64_t event_waits;     /* cross-stream waits queued */
-  uint64_t output_copies;   /* graph outputs copied into a buffer the caller gave (data set) at
+  uint64_t steps;            /* steps started */
+  uint64_t failed_steps;     /* steps that failed */
+  uint64_t launches;         /* kernels launched on streams */
+  uint64_t host_runs;        /* kernels run on the host thread */
+  uint64_t shape_evals;      /* ops whose output dims were evaluated from expressions */
+  uint64_t shape_reuses;     /* ops whose output dims were kept (no symbol they use changed) */
+  uint64_t inferences;       /* run-time inference calls */
+  uint64_t meta_hits;        /* launches whose task block matched cached shapes */
+  uint64_t meta_misses;      /* task blocks filled for new shapes */
+  uint64_t shape_syncs;      /* stream synchronizations for data-dependent output shapes */
+  uint64_t readbacks;        /* device -> host copies of values host code needed */
+  uint64_t uploads;          /* host -> device copies of inputs and host values */
+  uint64_t event_waits;      /* cross-stream waits queued */
+  uint64_t output_copies;    /* graph outputs copied into a buffer the caller gave (data set) at
                                the end of a step, instead of being written there in place */
   uint64_t outputs_in_place; /* graph outputs an op wrote straight into the caller's buffer
                                (mx__dyn_bind_output): no copy */
@@ -183,7 +184,7 @@ bool mx__dyn_op_needs_sync(const mx_dyn_plan *p, size_t i);
 /* BindSymbols: checks the inputs, binds the symbols, uploads host inputs device ops read and
  * orders the executor's streams after caller_stream (NULL: the first stream). */
 MX_MUST_USE mx_status mx__dyn_step_begin(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs,
-                             mx_stream *caller_stream);
+                                         mx_stream *caller_stream);
 /* Zero copy for graph output k: the op producing it this step writes straight into buf->data
  * (device memory of the executor's device, ready when the caller stream reaches the step
  * start, borrowed until the step ends) instead of into an allocator block that step_end would

@@ -15,8 +15,8 @@
 #include "common/error.h"
 #include "dynamic_exec/dynamic_exec.h"
 #include "graph/passes/passes.h"
-#include "kernels/kernel.h"
 #include "hal/hal.h"
+#include "kernels/kernel.h"
 
 #define MX__DYN_NONE UINT32_MAX
 
@@ -33,8 +33,8 @@ typedef enum mx__dyn_dim_kind {
 } mx__dyn_dim_kind;
 
 typedef struct mx__dyn_dimx {
-  int64_t v;             /* see mx__dyn_dim_kind */
-  uint8_t kind;          /* mx__dyn_dim_kind */
+  int64_t v;    /* see mx__dyn_dim_kind */
+  uint8_t kind; /* mx__dyn_dim_kind */
 } mx__dyn_dimx;
 
 /* True when run time can evaluate d before its op runs. */
@@ -52,9 +52,9 @@ typedef enum mx__dyn_op_kind {
 
 /* Op flags. */
 enum {
-  MX__DYN_INFER = 1u << 0,       /* output shapes need run-time inference */
-  MX__DYN_DATA_DEP = 1u << 1,    /* data-dependent: upper bound, then sync and bind */
-  MX__DYN_SHAPE_ONLY = 1u << 2   /* host op reading only input 0's shape */
+  MX__DYN_INFER = 1u << 0,     /* output shapes need run-time inference */
+  MX__DYN_DATA_DEP = 1u << 1,  /* data-dependent: upper bound, then sync and bind */
+  MX__DYN_SHAPE_ONLY = 1u << 2 /* host op reading only input 0's shape */
 };
 
 /* Where a value's data is produced. */
@@ -75,57 +75,57 @@ enum {
 };
 
 typedef struct mx__dyn_pval {
-  uint8_t home;            /* mx__dyn_home */
-  uint8_t flags;           /* MX__DYN_V_* */
-  int8_t rank;             /* inferred rank, -1 when unknown */
+  uint8_t home;  /* mx__dyn_home */
+  uint8_t flags; /* MX__DYN_V_* */
+  int8_t rank;   /* inferred rank, -1 when unknown */
   mx_dtype dtype;
-  uint32_t esize;          /* bytes per element */
+  uint32_t esize;                 /* bytes per element */
   mx__dyn_dimx dims[MX_MAX_RANK]; /* inferred dims as run time evaluates them */
-  uint32_t producer;       /* plan op index, or MX__DYN_NONE */
-  uint32_t last_op;        /* plan op index of the last consumer; MX__DYN_NONE: freed right
+  uint32_t producer;              /* plan op index, or MX__DYN_NONE */
+  uint32_t last_op;               /* plan op index of the last consumer; MX__DYN_NONE: freed right
                               after the producer (never for outputs) */
-  uint32_t input_index;    /* position among the graph inputs, or MX__DYN_NONE */
-  uint32_t src_op;         /* device op whose launch writes the data (through aliases), or NONE */
-  int32_t upload_event;    /* host-home value read on several streams: event index, else -1 */
-  uint32_t sv_first;       /* eval and host outputs: first entry in plan->svx (sv_len entries) */
-  int32_t sv_len;          /* eval and host outputs: elements of the symbolic value, else -1 */
-  uint32_t host_cap;       /* host-home values: bytes of the persistent host buffer */
+  uint32_t input_index;           /* position among the graph inputs, or MX__DYN_NONE */
+  uint32_t src_op;                /* device op whose launch writes the data (through aliases), or NONE */
+  int32_t upload_event;           /* host-home value read on several streams: event index, else -1 */
+  uint32_t sv_first;              /* eval and host outputs: first entry in plan->svx (sv_len entries) */
+  int32_t sv_len;                 /* eval and host outputs: elements of the symbolic value, else -1 */
+  uint32_t host_cap;              /* host-home values: bytes of the persistent host buffer */
 } mx__dyn_pval;
 
 typedef struct mx__dyn_op {
   mx_node_id node;
-  const mx_node *nd;              /* borrowed from the graph */
-  const mx_kernel_def *kernel;    /* device and host ops; NULL otherwise */
-  uint8_t kind;                   /* mx__dyn_op_kind */
-  uint8_t stream;                 /* plan stream of a device op */
-  uint16_t flags;                 /* MX__DYN_INFER | MX__DYN_DATA_DEP | MX__DYN_SHAPE_ONLY */
+  const mx_node *nd;           /* borrowed from the graph */
+  const mx_kernel_def *kernel; /* device and host ops; NULL otherwise */
+  uint8_t kind;                /* mx__dyn_op_kind */
+  uint8_t stream;              /* plan stream of a device op */
+  uint16_t flags;              /* MX__DYN_INFER | MX__DYN_DATA_DEP | MX__DYN_SHAPE_ONLY */
   uint32_t n_in, n_out;
-  int32_t event;                  /* event recorded after its launch, or -1 */
-  uint32_t wait_first, n_wait;    /* events to wait for before its launch: plan->waits[...] */
-  uint32_t free_first, n_free;    /* values released after it: plan->frees[...] */
-  uint64_t sym_mask;              /* symbols its output dims (and values) depend on (bit 63:
+  int32_t event;               /* event recorded after its launch, or -1 */
+  uint32_t wait_first, n_wait; /* events to wait for before its launch: plan->waits[...] */
+  uint32_t free_first, n_free; /* values released after it: plan->frees[...] */
+  uint64_t sym_mask;           /* symbols its output dims (and values) depend on (bit 63:
                                      any symbol with index >= 63) */
-  uint32_t block_size;            /* bytes of one launch-metadata entry */
+  uint32_t block_size;         /* bytes of one launch-metadata entry */
 } mx__dyn_op;
 
 struct mx_dyn_plan {
-  mx_graph *g;                    /* borrowed */
+  mx_graph *g; /* borrowed */
   mx_dyn_options opt;
-  mx__dyn_op *ops;                /* n_ops, plan order (owned) */
+  mx__dyn_op *ops; /* n_ops, plan order (owned) */
   size_t n_ops;
-  mx__dyn_pval *vals;             /* by graph value id, g->n_values entries (owned) */
+  mx__dyn_pval *vals; /* by graph value id, g->n_values entries (owned) */
   size_t n_values;
-  uint32_t *waits;                /* event indices (owned) */
-  uint32_t *frees;                /* value ids (owned) */
-  mx__dyn_dimx *svx;              /* symbolic values of eval outputs (owned) */
-  size_t n_syms;                  /* symbols of the graph's table when the plan was built */
-  uint32_t *input_syms;           /* per graph input dim: symbol index bound there, or NONE;
+  uint32_t *waits;      /* event indices (owned) */
+  uint32_t *frees;      /* value ids (owned) */
+  mx__dyn_dimx *svx;    /* symbolic values of eval outputs (owned) */
+  size_t n_syms;        /* symbols of the graph's table when the plan was built */
+  uint32_t *input_syms; /* per graph input dim: symbol index bound there, or NONE;
                                      n_inputs * MX_MAX_RANK entries (owned) */
-  uint32_t *late_syms;            /* symbols bound during a step (by ops), n_late (owned) */
+  uint32_t *late_syms;  /* symbols bound during a step (by ops), n_late (owned) */
   size_t n_late;
-  uint32_t n_streams;             /* plan streams used (>= 1) */
-  uint32_t n_events;              /* op events + upload events */
-  uint32_t max_io;                /* most tensors of one op */
+  uint32_t n_streams; /* plan streams used (>= 1) */
+  uint32_t n_events;  /* op events + upload events */
+  uint32_t max_io;    /* most tensors of one op */
   mx_dyn_plan_info info;
 };
 
@@ -149,37 +149,37 @@ static inline uint64_t mx__dyn_sym_bit(size_t s) { return 1ull << (s < 63 ? s : 
 
 /* Run-time state of one value. */
 typedef struct mx__dyn_val {
-  void *dev;               /* device data this step, or NULL */
-  void *host;              /* host data this step, or NULL */
-  size_t nbytes;           /* bytes of the current shape */
+  void *dev;     /* device data this step, or NULL */
+  void *host;    /* host data this step, or NULL */
+  size_t nbytes; /* bytes of the current shape */
   int64_t dims[MX_MAX_RANK];
   int32_t rank;
-  uint32_t buf;            /* value owning the device block `dev` points into, NONE: borrowed */
+  uint32_t buf; /* value owning the device block `dev` points into, NONE: borrowed */
   /* Owner fields (this value allocated `block`): */
-  void *block;             /* allocator block, NULL when none */
-  uint32_t refs;           /* live values sharing the block */
-  uint32_t use_mask;       /* executor streams that used the block */
-  int8_t last_stream;      /* executor stream of the last use (-1: none / host only) */
+  void *block;        /* allocator block, NULL when none */
+  uint32_t refs;      /* live values sharing the block */
+  uint32_t use_mask;  /* executor streams that used the block */
+  int8_t last_stream; /* executor stream of the last use (-1: none / host only) */
   /* */
-  int8_t ready_stream;     /* device data is complete in this stream's order; -1: caller */
-  int8_t upload_stream;    /* stream that uploaded host data this step, -1: none */
-  bool live;               /* holds this step's data */
-  bool pinned;             /* constants: live for the executor's lifetime, never released */
-  uint64_t live_step;      /* the step whose data a live value holds (mx_dyn_exec.step) */
-  void *host_buf;          /* persistent host buffer (owned), host_cap bytes */
+  int8_t ready_stream;  /* device data is complete in this stream's order; -1: caller */
+  int8_t upload_stream; /* stream that uploaded host data this step, -1: none */
+  bool live;            /* holds this step's data */
+  bool pinned;          /* constants: live for the executor's lifetime, never released */
+  uint64_t live_step;   /* the step whose data a live value holds (mx_dyn_exec.step) */
+  void *host_buf;       /* persistent host buffer (owned), host_cap bytes */
   size_t host_cap;
-  uint32_t bound_out;      /* graph output whose caller buffer (mx_dyn_exec.out_bind) its
+  uint32_t bound_out; /* graph output whose caller buffer (mx_dyn_exec.out_bind) its
                               producer writes this step, NONE: none */
 } mx__dyn_val;
 
 /* Run-time state of one op. */
 typedef struct mx__dyn_opstate {
-  unsigned char *meta;     /* meta_entries launch blocks of op->block_size bytes (owned) */
-  uint8_t n_meta;          /* filled entries */
-  uint8_t last_meta;       /* entry used last */
-  uint8_t next_victim;     /* entry to refill next */
-  bool shapes_valid;       /* output dims of the previous step are still in the value states */
-  int64_t *shape_out;      /* data-dependent ops: n_out shape records (owned) */
+  unsigned char *meta;      /* meta_entries launch blocks of op->block_size bytes (owned) */
+  uint8_t n_meta;           /* filled entries */
+  uint8_t last_meta;        /* entry used last */
+  uint8_t next_victim;      /* entry to refill next */
+  bool shapes_valid;        /* output dims of the previous step are still in the value states */
+  int64_t *shape_out;       /* data-dependent ops: n_out shape records (owned) */
   unsigned char *infer_key; /* inferred ops: input shapes and values of the last inference
                                (owned), infer_key_len bytes of infer_key_cap */
   size_t infer_key_len, infer_key_cap;
@@ -201,69 +201,69 @@ typedef struct mx__dyn_failrec {
 
 /* Header in front of every kernel task block the executor launches. */
 typedef struct mx__dyn_launch_hdr {
-  mx__dyn_failrec *fail;      /* the executor's failure record */
-  uint32_t op;             /* plan op index */
-  uint16_t stream;         /* executor stream index */
-  uint16_t step;           /* low bits of the step number */
+  mx__dyn_failrec *fail; /* the executor's failure record */
+  uint32_t op;           /* plan op index */
+  uint16_t stream;       /* executor stream index */
+  uint16_t step;         /* low bits of the step number */
 } mx__dyn_launch_hdr;
 
 #define MX__DYN_HDR_SIZE ((uint32_t)sizeof(mx__dyn_launch_hdr))
 
 struct mx_dyn_exec {
-  mx_device *dev;                 /* borrowed */
-  const mx_dyn_plan *plan;        /* borrowed */
-  const mx_graph *g;              /* plan->g */
-  mx_caching_allocator *alloc;    /* owned when own_alloc */
+  mx_device *dev;              /* borrowed */
+  const mx_dyn_plan *plan;     /* borrowed */
+  const mx_graph *g;           /* plan->g */
+  mx_caching_allocator *alloc; /* owned when own_alloc */
   bool own_alloc;
-  mx_stream *streams[MX_DYN_MAX_STREAMS]; /* by plan stream */
-  uint32_t n_streams;             /* plan->n_streams */
+  mx_stream *streams[MX_DYN_MAX_STREAMS];     /* by plan stream */
+  uint32_t n_streams;                         /* plan->n_streams */
   mx_stream *own_streams[MX_DYN_MAX_STREAMS]; /* streams the executor created (owned) */
   uint32_t n_own_streams;
-  mx_event **events;              /* plan->n_events (owned) */
-  mx_event *start_event;          /* caller -> streams at step start (owned) */
-  mx_event *end_events[MX_DYN_MAX_STREAMS]; /* streams -> caller at step end (owned) */
+  mx_event **events;                            /* plan->n_events (owned) */
+  mx_event *start_event;                        /* caller -> streams at step start (owned) */
+  mx_event *end_events[MX_DYN_MAX_STREAMS];     /* streams -> caller at step end (owned) */
   mx_event *h2d_events[MX_DYN_MAX_STREAMS + 1]; /* last upload from executor host memory per
                                      stream ([MX_DYN_MAX_STREAMS]: the caller stream) (owned) */
-  uint32_t h2d_pending;           /* bit k: h2d_events[k] must be recorded at the step end and
+  uint32_t h2d_pending;                         /* bit k: h2d_events[k] must be recorded at the step end and
                                      waited for before the next step rewrites the host buffers */
 
-  mx__dyn_val *vals;              /* by value id (owned) */
-  void *const_block;              /* device copies of the constants kernels read, one block
+  mx__dyn_val *vals;     /* by value id (owned) */
+  void *const_block;     /* device copies of the constants kernels read, one block
                                      (owned, mx_device_alloc, or held from
                                      mx_device_shared_acquire when const_shared); NULL when
                                      there are none */
-  bool const_shared;              /* const_block is a shared block of the device */
-  mx__dyn_opstate *ops;           /* by plan op (owned) */
-  int64_t *sym_val;               /* this step's symbol values, INT64_MIN unbound (owned) */
-  int64_t *sym_prev;              /* values of the previous step (change detection) (owned) */
-  uint64_t changed;               /* symbol bits whose value differs from the previous step */
-  mx_symtab *scratch;             /* run-time inference table (owned; renewed now and then) */
-  uint32_t scratch_uses;          /* inferences since the table was created */
-  mx_value_info *infos;           /* max_io scratch infos for inference (owned) */
-  mx_dim *info_sv;                /* max_io * MX_SV_MAX (owned) */
-  mx_tensor *info_data;           /* max_io host tensors for infos (owned) */
+  bool const_shared;     /* const_block is a shared block of the device */
+  mx__dyn_opstate *ops;  /* by plan op (owned) */
+  int64_t *sym_val;      /* this step's symbol values, INT64_MIN unbound (owned) */
+  int64_t *sym_prev;     /* values of the previous step (change detection) (owned) */
+  uint64_t changed;      /* symbol bits whose value differs from the previous step */
+  mx_symtab *scratch;    /* run-time inference table (owned; renewed now and then) */
+  uint32_t scratch_uses; /* inferences since the table was created */
+  mx_value_info *infos;  /* max_io scratch infos for inference (owned) */
+  mx_dim *info_sv;       /* max_io * MX_SV_MAX (owned) */
+  mx_tensor *info_data;  /* max_io host tensors for infos (owned) */
 
-  void *host_ws;                  /* host kernels' workspace (owned), host_ws_cap bytes */
+  void *host_ws; /* host kernels' workspace (owned), host_ws_cap bytes */
   size_t host_ws_cap;
-  bool *out_alloc;                /* per graph output: allocated by this step's delivery (owned) */
-  uint32_t *in_pos;               /* per graph input: the caller's tensor that matched it by
+  bool *out_alloc;        /* per graph output: allocated by this step's delivery (owned) */
+  uint32_t *in_pos;       /* per graph input: the caller's tensor that matched it by
                                      name last step (its position; tried first) (owned) */
-  uint8_t *in_exprs;              /* per graph input: 1 when a declared dim is an expression to
+  uint8_t *in_exprs;      /* per graph input: 1 when a declared dim is an expression to
                                      check once the symbols are bound (owned) */
-  mx_tensor *out_bind;            /* per graph output: the caller's buffer bound this step
+  mx_tensor *out_bind;    /* per graph output: the caller's buffer bound this step
                                      (mx__dyn_bind_output; data borrowed, NULL: none) (owned) */
-  size_t *out_bind_bytes;         /* per graph output: bytes of out_bind's buffer */
-  uint32_t n_out_bound;           /* entries of out_bind with data set */
-  uint32_t *bound_syms;           /* symbols reset at every step start (owned), n_bound */
+  size_t *out_bind_bytes; /* per graph output: bytes of out_bind's buffer */
+  uint32_t n_out_bound;   /* entries of out_bind with data set */
+  uint32_t *bound_syms;   /* symbols reset at every step start (owned), n_bound */
   size_t n_bound;
-  uint32_t cur_op;                /* op being prepared or launched (failure messages) */
-  mx_stream *caller;              /* this step's caller stream (borrowed) */
-  uint64_t step;                  /* step counter */
-  uint32_t used_streams;          /* bit per executor stream the step queued work on */
-  bool in_step;                   /* between begin and end/abort */
-  mx__dyn_failrec fail;           /* device-side failure record */
+  uint32_t cur_op;       /* op being prepared or launched (failure messages) */
+  mx_stream *caller;     /* this step's caller stream (borrowed) */
+  uint64_t step;         /* step counter */
+  uint32_t used_streams; /* bit per executor stream the step queued work on */
+  bool in_step;          /* between begin and end/abort */
+  mx__dyn_failrec fail;  /* device-side failure record */
   _Alignas(64) mx_dyn_exec_stats stats;
-  mx_error err;                   /* last failure */
+  mx_error err; /* last failure */
 };
 
 /* bind.c */

@@ -56,7 +56,8 @@ static void release_block(mx_dyn_exec *e, mx__dyn_val *o) {
   while (others) {
     int k = __builtin_ctz(others);
     others &= others - 1;
-    if (e->streams[k] != last) MX_IGNORE_STATUS(mx_caching_record_stream(e->alloc, o->block, e->streams[k], NULL));
+    if (e->streams[k] != last)
+      MX_IGNORE_STATUS(mx_caching_record_stream(e->alloc, o->block, e->streams[k], NULL));
   }
   mx_caching_free(e->alloc, o->block, last, NULL);
   o->block = NULL;
@@ -109,8 +110,9 @@ static mx_status check_ready(mx_dyn_exec *e, const mx__dyn_op *op, bool outputs,
   for (uint32_t j = 0; j < op->n_in + (outputs ? op->n_out : 0); j++) {
     mx_value_id v = j < op->n_in ? nd->inputs[j] : nd->outputs[j - op->n_in];
     if (v == MX_NO_VALUE || ready(e, v)) continue;
-    return mx__dyn_fail(e, MX_ERR_INVALID_GRAPH, "node '%s' (%s): %s before its %s '%s' was computed this step",
-                        nd->name, nd->op_type, what, j < op->n_in ? "input" : "output", e->g->values[v].name);
+    return mx__dyn_fail(e, MX_ERR_INVALID_GRAPH,
+                        "node '%s' (%s): %s before its %s '%s' was computed this step", nd->name, nd->op_type,
+                        what, j < op->n_in ? "input" : "output", e->g->values[v].name);
   }
   return MX_OK;
 }
@@ -132,9 +134,10 @@ mx_status mx__dyn_bind_output(mx_dyn_exec *e, size_t k, const mx_tensor *buf) {
   if (!e->in_step) return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "binding output %zu outside a step", k);
   const mx_graph *g = e->g;
   if (k >= g->n_outputs)
-    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "binding output %zu: graph '%s' has %zu outputs", k, g->name,
-                        g->n_outputs);
-  if (!buf || !buf->data || buf->placement != MX_DEVICE || buf->rank < 0 || buf->rank > MX_MAX_RANK) return MX_OK;
+    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "binding output %zu: graph '%s' has %zu outputs", k,
+                        g->name, g->n_outputs);
+  if (!buf || !buf->data || buf->placement != MX_DEVICE || buf->rank < 0 || buf->rank > MX_MAX_RANK)
+    return MX_OK;
   mx_value_id v = g->outputs[k];
   const mx__dyn_pval *pv = &e->plan->vals[v];
   mx__dyn_val *rv = &e->vals[v];
@@ -250,8 +253,7 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
                             in->nbytes);
       return MX_OK;
     }
-    default:
-      return MX_OK;
+    default: return MX_OK;
   }
 }
 
@@ -311,7 +313,8 @@ static mx_status deliver(mx_dyn_exec *e, size_t i, mx_tensor *t, bool *need_sync
   mx_status st = MX_OK;
   if (!rv->live) return mx__dyn_fail(e, MX_ERR_INTERNAL, "output '%s' was not computed", name);
   if (t->placement != MX_HOST && t->placement != MX_DEVICE)
-    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "output '%s': invalid placement %d", name, (int)t->placement);
+    return mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "output '%s': invalid placement %d", name,
+                        (int)t->placement);
   size_t n = rv->nbytes;
   const void *src_dev = rv->dev, *src_host = rv->host;
   if (n && !src_dev && !src_host) return mx__dyn_fail(e, MX_ERR_INTERNAL, "output '%s' has no data", name);
@@ -347,7 +350,8 @@ static mx_status deliver(mx_dyn_exec *e, size_t i, mx_tensor *t, bool *need_sync
       }
     } else if (n) {
       t->data = malloc(n);
-      if (!t->data) return mx__dyn_fail(e, MX_ERR_OUT_OF_MEMORY, "output '%s': out of host memory (%zu bytes)", name, n);
+      if (!t->data)
+        return mx__dyn_fail(e, MX_ERR_OUT_OF_MEMORY, "output '%s': out of host memory (%zu bytes)", name, n);
     }
     t->dtype = pv->dtype;
     t->rank = rv->rank;
@@ -405,12 +409,14 @@ mx_status mx__dyn_step_end(mx_dyn_exec *e, mx_tensor *outputs, size_t n_outputs)
   for (uint32_t k = 0; k < e->n_streams && st == MX_OK; k++) {
     if (!(e->used_streams & (1u << k)) || e->streams[k] == e->caller) continue;
     bool dup = false;
-    for (uint32_t j = 0; j < k && !dup; j++) dup = e->streams[j] == e->streams[k] && (e->used_streams & (1u << j));
+    for (uint32_t j = 0; j < k && !dup; j++)
+      dup = e->streams[j] == e->streams[k] && (e->used_streams & (1u << j));
     if (dup) continue;
     st = mx_event_record(e->end_events[k], e->streams[k]);
     if (st == MX_OK) st = mx_stream_wait_event(e->caller, e->end_events[k]);
     if (st != MX_OK)
-      return mx__dyn_fail(e, st, "joining the streams into the caller stream failed: %s", mx_device_last_error(e->dev));
+      return mx__dyn_fail(e, st, "joining the streams into the caller stream failed: %s",
+                          mx_device_last_error(e->dev));
   }
   bool need_sync = false;
   for (size_t i = 0; i < n_outputs; i++) e->out_alloc[i] = false;
@@ -512,8 +518,10 @@ static mx_status create_events(mx_dyn_exec *e, mx_error *err) {
   for (uint32_t k = 0; k < p->n_events && st == MX_OK; k++) st = mx_event_create(e->dev, &e->events[k]);
   if (st == MX_OK) st = mx_event_create(e->dev, &e->start_event);
   for (uint32_t k = 0; k < e->n_streams && st == MX_OK; k++) st = mx_event_create(e->dev, &e->end_events[k]);
-  for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS && st == MX_OK; k++) st = mx_event_create(e->dev, &e->h2d_events[k]);
-  if (st != MX_OK) return mx__fail(err, st, "creating executor events failed: %s", mx_device_last_error(e->dev));
+  for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS && st == MX_OK; k++)
+    st = mx_event_create(e->dev, &e->h2d_events[k]);
+  if (st != MX_OK)
+    return mx__fail(err, st, "creating executor events failed: %s", mx_device_last_error(e->dev));
   return MX_OK;
 }
 
@@ -560,7 +568,8 @@ static mx_status upload_constants(mx_dyn_exec *e, mx_error *err) {
     place_constants(e, NULL, staging);
     st = mx_device_shared_acquire(e->dev, staging, total, 64, &e->const_block);
     free(staging);
-    if (st != MX_OK) return mx__fail(err, st, "constants: %zu bytes: %s", total, mx_device_last_error(e->dev));
+    if (st != MX_OK)
+      return mx__fail(err, st, "constants: %zu bytes: %s", total, mx_device_last_error(e->dev));
     e->const_shared = true;
     place_constants(e, e->const_block, NULL);
     return MX_OK;
@@ -658,12 +667,14 @@ done:
 mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching_allocator *alloc,
                              mx_stream *const *streams, size_t n_streams, mx_dyn_exec **out, mx_error *err) {
   if (out) *out = NULL;
-  if (!dev || !plan || !out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_exec_create: NULL argument");
+  if (!dev || !plan || !out)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_exec_create: NULL argument");
   if (alloc && mx_caching_allocator_device(alloc) != dev)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_exec_create: the allocator serves another device");
   for (size_t k = 0; streams && k < n_streams; k++)
     if (!streams[k] || mx_stream_device(streams[k]) != dev)
-      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_exec_create: stream %zu is NULL or of another device", k);
+      return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
+                      "mx_dyn_exec_create: stream %zu is NULL or of another device", k);
   mx_status st = MX_OK;
   mx_dyn_exec *e = aligned_alloc(64, (sizeof *e + 63) & ~(size_t)63);
   if (!e) return mx__fail_oom(err, "executor");

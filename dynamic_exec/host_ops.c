@@ -60,7 +60,8 @@ mx_status mx__dyn_upload(mx_dyn_exec *e, mx_value_id v, uint32_t s) {
   e->used_streams |= 1u << s;
   int32_t ev = e->plan->vals[v].upload_event;
   if (ev >= 0 && (st = mx_event_record(e->events[ev], stream)) != MX_OK)
-    return mx__dyn_fail(e, st, "value '%s': recording its upload failed: %s", name, mx_device_last_error(e->dev));
+    return mx__dyn_fail(e, st, "value '%s': recording its upload failed: %s", name,
+                        mx_device_last_error(e->dev));
   e->stats.uploads++;
   return MX_OK;
 }
@@ -77,9 +78,12 @@ static mx_status bind_values(mx_dyn_exec *e, const mx__dyn_op *op) {
       if (sv[j].kind != MX__DYN_DIM_SYM && sv[j].kind != MX__DYN_DIM_BIND) continue;
       int64_t x = pv->dtype == MX_INT64 ? ((const int64_t *)rv->host)[j] : ((const int32_t *)rv->host)[j];
       if (!mx__dyn_bind_symbol(e, (uint32_t)sv[j].v, x))
-        return mx__dyn_fail(e, MX_ERR_SHAPE, "node '%s' (%s): output %u element %d is %lld, but symbol '%s' is "
-                            "already %lld", op->nd->name, op->nd->op_type, k, (int)j, (long long)x,
-                            mx_symtab_symbol_name(e->g->syms, (size_t)sv[j].v), (long long)e->sym_val[sv[j].v]);
+        return mx__dyn_fail(e, MX_ERR_SHAPE,
+                            "node '%s' (%s): output %u element %d is %lld, but symbol '%s' is "
+                            "already %lld",
+                            op->nd->name, op->nd->op_type, k, (int)j, (long long)x,
+                            mx_symtab_symbol_name(e->g->syms, (size_t)sv[j].v),
+                            (long long)e->sym_val[sv[j].v]);
     }
   }
   return MX_OK;
@@ -104,7 +108,8 @@ mx_status mx__dyn_run_host(mx_dyn_exec *e, size_t i) {
   for (uint32_t k = 0; k < op->n_out; k++) call->t[op->n_in + k].data = e->vals[nd->outputs[k]].host;
   if (call->workspace_size > e->host_ws_cap) {
     void *ws = aligned_alloc(64, (call->workspace_size + 63) & ~(size_t)63);
-    if (!ws) return mx__dyn_fail(e, MX_ERR_OUT_OF_MEMORY, "node '%s': out of host memory for scratch", nd->name);
+    if (!ws)
+      return mx__dyn_fail(e, MX_ERR_OUT_OF_MEMORY, "node '%s': out of host memory for scratch", nd->name);
     free(e->host_ws);
     e->host_ws = ws;
     e->host_ws_cap = call->workspace_size;

@@ -153,7 +153,8 @@ mx_status mx__dyn_launch_device(mx_dyn_exec *e, size_t i) {
   return MX_OK;
 
 launch_error:
-  return mx__dyn_fail(e, st, "node '%s' (%s): launch failed: %s", nd->name, nd->op_type, mx_device_last_error(e->dev));
+  return mx__dyn_fail(e, st, "node '%s' (%s): launch failed: %s", nd->name, nd->op_type,
+                      mx_device_last_error(e->dev));
 }
 
 mx_status mx__dyn_op_sync_shape(mx_dyn_exec *e, size_t i) {
@@ -176,8 +177,10 @@ mx_status mx__dyn_op_sync_shape(mx_dyn_exec *e, size_t i) {
       nb *= (size_t)rec[1 + d];
     }
     if (!ok)
-      return mx__dyn_fail(e, MX_ERR_KERNEL, "node '%s' (%s): the kernel reported an output %u shape beyond its "
-                          "upper bound", op->nd->name, op->nd->op_type, k);
+      return mx__dyn_fail(e, MX_ERR_KERNEL,
+                          "node '%s' (%s): the kernel reported an output %u shape beyond its "
+                          "upper bound",
+                          op->nd->name, op->nd->op_type, k);
     memcpy(rv->dims, rec + 1, (size_t)rv->rank * sizeof *rv->dims);
     rv->nbytes = nb;
   }

@@ -21,11 +21,11 @@ typedef struct builder {
   mx_dyn_plan *p;
   mx_graph *g;
   const mx_symtab *syms;
-  bool *bindable;      /* per symbol: bound from inputs or by an earlier op (owned) */
-  bool *input_bound;   /* per symbol: bound by a graph input dim (owned) */
-  uint32_t *sym_buf;   /* scratch for mx_sym_symbols_of (owned) */
+  bool *bindable;    /* per symbol: bound from inputs or by an earlier op (owned) */
+  bool *input_bound; /* per symbol: bound by a graph input dim (owned) */
+  uint32_t *sym_buf; /* scratch for mx_sym_symbols_of (owned) */
   size_t sym_cap;
-  mx__dyn_dimx *svx;   /* growing array of eval values (moved to the plan) */
+  mx__dyn_dimx *svx; /* growing array of eval values (moved to the plan) */
   size_t n_svx, cap_svx;
   mx_error *err;
 } builder;
@@ -150,11 +150,10 @@ static bool eval_eligible(builder *b, const mx_node *nd) {
     }
     if (n != o->sv_len) return false;
     uint64_t m = 0;
-    for (int32_t j = 0; j < o->sv_len; j++)
-      {
-        mx__dyn_dimx x = to_dimx(b, o->sv[j], &m);
-        if (!mx__dyn_dim_formable(&x)) return false;
-      }
+    for (int32_t j = 0; j < o->sv_len; j++) {
+      mx__dyn_dimx x = to_dimx(b, o->sv[j], &m);
+      if (!mx__dyn_dim_formable(&x)) return false;
+    }
   }
   return true;
 }
@@ -240,9 +239,7 @@ static mx_status plan_op(builder *b, size_t i) {
         pv->home = k == 0 ? p->vals[nd->inputs[0]].home : MX__DYN_HOME_NONE;
         pv->src_op = k == 0 ? p->vals[nd->inputs[0]].src_op : MX__DYN_NONE;
         break;
-      default:
-        pv->home = MX__DYN_HOME_HOST;
-        break;
+      default: pv->home = MX__DYN_HOME_HOST; break;
     }
     if (op->kind == MX__DYN_OP_EVAL || (op->kind == MX__DYN_OP_HOST && o->sv_len > 0)) {
       uint64_t m = 0;
@@ -310,8 +307,7 @@ static void plan_needs(mx_dyn_plan *p) {
         case MX__DYN_OP_ALIAS:
           if (j == 0) read = true;
           break;
-        default:
-          break;
+        default: break;
       }
       if (read && needed) needed[v] = true;
     }
@@ -367,19 +363,26 @@ static mx_status check_graph(mx_graph *g, const mx_node_id *order, size_t n, mx_
   for (size_t i = 0; i < n; i++) {
     const mx_node *nd = &g->nodes[order[i]];
     if (!nd->def)
-      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "graph '%s' is not inferred (node '%s' has no resolved op; "
-                      "call mx_graph_infer first)", g->name, nd->name);
+      return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
+                      "graph '%s' is not inferred (node '%s' has no resolved op; "
+                      "call mx_graph_infer first)",
+                      g->name, nd->name);
     for (uint32_t a = 0; a < nd->n_attrs; a++)
       if (nd->attrs[a].type == MX_ATTR_GRAPH)
-        return mx__fail(err, MX_ERR_UNSUPPORTED, "node '%s' (%s): ops with subgraphs are not run by the dynamic "
-                        "executor", nd->name, nd->op_type);
+        return mx__fail(err, MX_ERR_UNSUPPORTED,
+                        "node '%s' (%s): ops with subgraphs are not run by the dynamic "
+                        "executor",
+                        nd->name, nd->op_type);
     if (nd->n_inputs + nd->n_outputs > UINT16_MAX)
-      return mx__fail(err, MX_ERR_LIMIT, "node '%s' (%s): too many inputs and outputs", nd->name, nd->op_type);
+      return mx__fail(err, MX_ERR_LIMIT, "node '%s' (%s): too many inputs and outputs", nd->name,
+                      nd->op_type);
     for (uint32_t j = 0; j < nd->n_inputs + nd->n_outputs; j++) {
       mx_value_id v = j < nd->n_inputs ? nd->inputs[j] : nd->outputs[j - nd->n_inputs];
       if (v != MX_NO_VALUE && g->values[v].dtype == MX_STRING) /* data are host pointers (mixrt/dtype.h) */
-        return mx__fail(err, MX_ERR_UNSUPPORTED, "node '%s' (%s): value '%s' is a string tensor; strings are host "
-                        "only and run through the reference interpreter", nd->name, nd->op_type, g->values[v].name);
+        return mx__fail(err, MX_ERR_UNSUPPORTED,
+                        "node '%s' (%s): value '%s' is a string tensor; strings are host "
+                        "only and run through the reference interpreter",
+                        nd->name, nd->op_type, g->values[v].name);
     }
     for (uint32_t k = 0; k < nd->n_outputs; k++) {
       const mx_value *o = &g->values[nd->outputs[k]];
@@ -427,7 +430,8 @@ static void plan_values(builder *b) {
     if ((val->flags & MX_VALUE_CONST) && !(val->flags & MX_VALUE_INPUT) && val->data) {
       pv->home = MX__DYN_HOME_CONST;
       pv->flags |= MX__DYN_V_FORMABLE;
-      for (int32_t d = 0; d < val->data->rank; d++) pv->dims[d] = (mx__dyn_dimx){val->data->dims[d], MX__DYN_DIM_CONST};
+      for (int32_t d = 0; d < val->data->rank; d++)
+        pv->dims[d] = (mx__dyn_dimx){val->data->dims[d], MX__DYN_DIM_CONST};
       pv->rank = (int8_t)val->data->rank;
     }
   }

@@ -19,16 +19,16 @@
 #include "dynamic_exec/dynamic_exec_impl.h"
 
 typedef struct sched {
-  uint32_t S;         /* streams available */
-  uint32_t *vc;       /* n_ops * S: vector clock of each device op after it */
-  uint32_t *known;    /* S * S: known[s*S + t] = position of t that s is ordered after */
-  uint32_t *host;     /* S: positions the host has waited for */
-  uint32_t *spos;     /* S: ops placed on each stream */
-  uint32_t *pos;      /* n_ops: position of a device op on its stream (1-based) */
-  uint64_t *finish;   /* n_ops: estimated finish time (unit costs) */
-  uint64_t *free_at;  /* S: time each stream becomes free */
-  uint32_t *tail;     /* S: last op placed on each stream, or NONE */
-  uint32_t *deps;     /* scratch: producer ops of one op */
+  uint32_t S;        /* streams available */
+  uint32_t *vc;      /* n_ops * S: vector clock of each device op after it */
+  uint32_t *known;   /* S * S: known[s*S + t] = position of t that s is ordered after */
+  uint32_t *host;    /* S: positions the host has waited for */
+  uint32_t *spos;    /* S: ops placed on each stream */
+  uint32_t *pos;     /* n_ops: position of a device op on its stream (1-based) */
+  uint64_t *finish;  /* n_ops: estimated finish time (unit costs) */
+  uint64_t *free_at; /* S: time each stream becomes free */
+  uint32_t *tail;    /* S: last op placed on each stream, or NONE */
+  uint32_t *deps;    /* scratch: producer ops of one op */
 } sched;
 
 static void merge(uint32_t *dst, const uint32_t *src, uint32_t n) {
@@ -101,7 +101,7 @@ mx_status mx__dyn_plan_streams(mx_dyn_plan *p, mx_error *err) {
   s.tail = malloc(S * sizeof *s.tail);
   s.deps = malloc((p->max_io ? p->max_io : 1) * sizeof *s.deps);
   uint32_t *wait_buf = malloc((n ? n : 1) * sizeof *wait_buf); /* waits of one op */
-  uint32_t *waits = NULL, *op_of = NULL; /* op_of: plan op of each graph node */
+  uint32_t *waits = NULL, *op_of = NULL;                       /* op_of: plan op of each graph node */
   size_t n_waits = 0, cap_waits = 0;
   if (!s.vc || !s.known || !s.host || !s.spos || !s.pos || !s.finish || !s.free_at || !s.tail || !s.deps ||
       !wait_buf) {

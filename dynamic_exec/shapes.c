@@ -16,16 +16,10 @@
 
 mx_status mx__dyn_eval_dimx(const mx_dyn_exec *e, const mx__dyn_dimx *d, int64_t *out) {
   switch (d->kind) {
-    case MX__DYN_DIM_CONST:
-      *out = d->v;
-      return MX_OK;
-    case MX__DYN_DIM_SYM:
-      *out = e->sym_val[d->v];
-      return *out == INT64_MIN ? MX_ERR_NOT_FOUND : MX_OK;
-    case MX__DYN_DIM_EXPR:
-      return mx_sym_eval(e->g->syms, (mx_dim)d->v, e->sym_val, e->plan->n_syms, out);
-    default:
-      return MX_ERR_NOT_FOUND;
+    case MX__DYN_DIM_CONST: *out = d->v; return MX_OK;
+    case MX__DYN_DIM_SYM: *out = e->sym_val[d->v]; return *out == INT64_MIN ? MX_ERR_NOT_FOUND : MX_OK;
+    case MX__DYN_DIM_EXPR: return mx_sym_eval(e->g->syms, (mx_dim)d->v, e->sym_val, e->plan->n_syms, out);
+    default: return MX_ERR_NOT_FOUND;
   }
 }
 
@@ -94,11 +88,14 @@ mx_status mx__dyn_bind_outputs(mx_dyn_exec *e, size_t i) {
       const mx__dyn_dimx *x = &pv->dims[d];
       if (x->kind == MX__DYN_DIM_CONST && x->v != rv->dims[d])
         return mx__dyn_fail(e, MX_ERR_SHAPE, "node '%s' (%s): output %u dim %d is %lld, %lld expected",
-                            op->nd->name, op->nd->op_type, k, (int)d, (long long)rv->dims[d], (long long)x->v);
+                            op->nd->name, op->nd->op_type, k, (int)d, (long long)rv->dims[d],
+                            (long long)x->v);
       if (x->kind != MX__DYN_DIM_SYM && x->kind != MX__DYN_DIM_BIND) continue;
       if (!mx__dyn_bind_symbol(e, (uint32_t)x->v, rv->dims[d]))
-        return mx__dyn_fail(e, MX_ERR_SHAPE, "node '%s' (%s): output %u dim %d is %lld, but symbol '%s' is already "
-                            "%lld", op->nd->name, op->nd->op_type, k, (int)d, (long long)rv->dims[d],
+        return mx__dyn_fail(e, MX_ERR_SHAPE,
+                            "node '%s' (%s): output %u dim %d is %lld, but symbol '%s' is already "
+                            "%lld",
+                            op->nd->name, op->nd->op_type, k, (int)d, (long long)rv->dims[d],
                             mx_symtab_symbol_name(e->g->syms, (size_t)x->v), (long long)e->sym_val[x->v]);
     }
   }
@@ -132,7 +129,8 @@ static bool infer_key(const mx_dyn_exec *e, const mx__dyn_op *op, unsigned char 
     const mx_value_info *in = &e->infos[j];
     int32_t rank = in->present ? in->shape.rank : -1;
     if (!key_part(key, &at, &rank, sizeof rank, compare)) return false;
-    if (rank > 0 && !key_part(key, &at, in->shape.dims, (size_t)rank * sizeof(int64_t), compare)) return false;
+    if (rank > 0 && !key_part(key, &at, in->shape.dims, (size_t)rank * sizeof(int64_t), compare))
+      return false;
     if (!in->data) continue;
     uint64_t nb = e->vals[op->nd->inputs[j]].nbytes;
     if (!key_part(key, &at, &nb, sizeof nb, compare)) return false;
@@ -182,8 +180,9 @@ static mx_status run_inference(mx_dyn_exec *e, size_t i) {
     if (!concrete || !set_shape(&e->vals[v], pv->esize, s->rank, s->dims)) {
       char buf[256];
       mx_shape_format(e->scratch, s, buf, sizeof buf);
-      return mx__dyn_fail(e, MX_ERR_SHAPE, "node '%s' (%s): output %u has no valid concrete shape at run time (%s)",
-                          nd->name, nd->op_type, k, buf);
+      return mx__dyn_fail(e, MX_ERR_SHAPE,
+                          "node '%s' (%s): output %u has no valid concrete shape at run time (%s)", nd->name,
+                          nd->op_type, k, buf);
     }
   }
   st = mx__dyn_bind_outputs(e, i);
@@ -214,9 +213,17 @@ static mx_status upper_bound(mx_dyn_exec *e, size_t i) {
   }
   e->err.status = MX_OK;
   e->err.message[0] = '\0';
-  mx_infer_ctx ctx = {.syms = e->scratch, .params = nd->params, .opset = nd->opset, .node_name = nd->name,
-                      .n_in = op->n_in, .n_out = op->n_out, .in = e->infos, .out = out,
-                      .out_sv = e->info_sv + nio * MX_SV_MAX, .runtime = true, .err = &e->err};
+  mx_infer_ctx ctx = {.syms = e->scratch,
+                      .params = nd->params,
+                      .opset = nd->opset,
+                      .node_name = nd->name,
+                      .n_in = op->n_in,
+                      .n_out = op->n_out,
+                      .in = e->infos,
+                      .out = out,
+                      .out_sv = e->info_sv + nio * MX_SV_MAX,
+                      .runtime = true,
+                      .err = &e->err};
   for (uint32_t k = 0; k < op->n_out; k++) {
     mx_value_id v = nd->outputs[k];
     mx_shape b;
@@ -287,8 +294,10 @@ mx_status mx__dyn_shapes(mx_dyn_exec *e, size_t i) {
       for (int32_t d = 0; d < pv->rank; d++)
         if (dims[d] < 0 && pv->dims[d].kind == MX__DYN_DIM_EXPR)
           mx_sym_format(e->g->syms, (mx_dim)pv->dims[d].v, expr, sizeof expr);
-      return mx__dyn_fail(e, MX_ERR_SHAPE, "node '%s' (%s): output %u has an invalid shape at run time (%s < 0 or "
-                          "too large)", op->nd->name, op->nd->op_type, k, expr);
+      return mx__dyn_fail(e, MX_ERR_SHAPE,
+                          "node '%s' (%s): output %u has an invalid shape at run time (%s < 0 or "
+                          "too large)",
+                          op->nd->name, op->nd->op_type, k, expr);
     }
   }
   if (op->kind == MX__DYN_OP_EVAL) {

@@ -39,7 +39,8 @@ static int64_t argmax(const mx_tensor *logits) {
 static int decode_with_state(mx_session *s, long steps, int64_t *tokens) {
   mx_binding *b = NULL;
   mx_tensor ids;
-  if (mx_tensor_alloc(MX_INT64, 2, (const int64_t[]){1, 1}, &ids) != MX_OK) return fail("inputs", "out of memory");
+  if (mx_tensor_alloc(MX_INT64, 2, (const int64_t[]){1, 1}, &ids) != MX_OK)
+    return fail("inputs", "out of memory");
   int rc = 0;
   size_t pairs = 0;
   /* 1. Bind once: the cache pairs (past_key_<i> <- present_key_<i>, ...) along axis 2 with room
@@ -75,7 +76,8 @@ done:
 /* The same decoding the copying way: every output handed back, the presents fed in again. */
 static int decode_copying(mx_session *s, long steps, int64_t *tokens) {
   const size_t n_io = mx_session_input_count(s);
-  if (n_io > MAX_IO || n_io != mx_session_output_count(s)) return fail("model", "unexpected inputs or outputs");
+  if (n_io > MAX_IO || n_io != mx_session_output_count(s))
+    return fail("model", "unexpected inputs or outputs");
   mx_tensor in[MAX_IO], out[MAX_IO];
   memset(in, 0, sizeof in);
   int rc = 0;

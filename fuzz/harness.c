@@ -19,8 +19,8 @@
 #include "mixrt/session.h"
 #include "mixrt/tensor.h"
 #include "proto/mixrt_model.pb-c.h"
-#include "static_exec/static_exec_impl.h"
 #include "static_exec/static_exec.h"
+#include "static_exec/static_exec_impl.h"
 
 /* Largest tensor (bytes) a harness allocates for an input or output: bigger ones are given with
  * no data, which must be refused. Keeps one input well below libFuzzer's malloc limit. */
@@ -43,7 +43,6 @@ typedef struct reader {
 } reader;
 
 static uint8_t rd8(reader *r) { return r->i < r->n ? r->p[r->i++] : 0; }
-
 
 /* --- zero-input steps (onnx and session_mxm targets) --------------------------------------- */
 
@@ -269,7 +268,8 @@ int mxf_mxm(const uint8_t *data, size_t size) {
   uint8_t *fixed;
   size_t n;
   mxm_fixup(data, size, &fixed, &n);
-  if (mx_mxm_load_memory(fixed ? fixed : data, fixed ? n : size, "fuzz input", &plan, &err) == MX_OK) run_plan(plan);
+  if (mx_mxm_load_memory(fixed ? fixed : data, fixed ? n : size, "fuzz input", &plan, &err) == MX_OK)
+    run_plan(plan);
   mx_static_plan_destroy(plan);
   free(fixed);
   return 0;
@@ -376,7 +376,8 @@ static bool describe(mx_session *s, decl_set *ds) {
     bool input = k < ds->n_in;
     io_decl *d = input ? &ds->in[k] : &ds->out[k - ds->n_in];
     mx_io_info info;
-    if (!(input ? mx_session_input_info(s, k, &info) : mx_session_output_info(s, k - ds->n_in, &info))) return false;
+    if (!(input ? mx_session_input_info(s, k, &info) : mx_session_output_info(s, k - ds->n_in, &info)))
+      return false;
     d->dtype = info.dtype;
     d->name = info.name;
     /* Output shapes may hold expressions ("past_len + 1"): those count as their own symbols. */
@@ -411,8 +412,10 @@ static void fill_good(mx_tensor *t, uint64_t *st) {
   mx_tensor_numel(t, &n);
   for (int64_t i = 0; i < n; i++) {
     uint64_t r = mix(st);
-    if (t->dtype == MX_FLOAT32) ((float *)t->data)[i] = (float)(int)(r % 2001 - 1000) / 1000.0f;
-    else if (t->dtype == MX_INT64) ((int64_t *)t->data)[i] = (int64_t)(r % 64);
+    if (t->dtype == MX_FLOAT32)
+      ((float *)t->data)[i] = (float)(int)(r % 2001 - 1000) / 1000.0f;
+    else if (t->dtype == MX_INT64)
+      ((int64_t *)t->data)[i] = (int64_t)(r % 64);
   }
 }
 
@@ -422,7 +425,9 @@ static run_model *run_model_get(unsigned m) {
   if (rm->s) return rm;
   static const mx_symbol_range llama_ranges[] = {{"past_len", 0, 512}};
   switch (m) {
-    case MXF_RUN_LLAMA: rm->s = new_session(MX_DEVICE_INLINE, 1, MX_EXECUTOR_SEQUENTIAL, llama_ranges, 1); break;
+    case MXF_RUN_LLAMA:
+      rm->s = new_session(MX_DEVICE_INLINE, 1, MX_EXECUTOR_SEQUENTIAL, llama_ranges, 1);
+      break;
     case MXF_RUN_LLAMA_MT: rm->s = new_session(MX_DEVICE_CPU, 2, MX_EXECUTOR_MULTI_THREAD, NULL, 0); break;
     case MXF_RUN_MOE: rm->s = new_session(MX_DEVICE_INLINE, 1, MX_EXECUTOR_SEQUENTIAL, NULL, 0); break;
     default: rm->s = new_session(MX_DEVICE_INLINE, 2, MX_EXECUTOR_TOPOLOGICAL, NULL, 0); break;
@@ -438,7 +443,8 @@ static run_model *run_model_get(unsigned m) {
   for (size_t i = 0; i < ds.n_in; i++) {
     int64_t dims[MX_MAX_RANK];
     for (int32_t k = 0; k < ds.in[i].rank; k++) dims[k] = ds.in[i].dims[k] < 0 ? 2 : ds.in[i].dims[k];
-    if (mx_tensor_alloc(ds.in[i].dtype, ds.in[i].rank, dims, &rm->good_in[i]) != MX_OK) die("out of memory", NULL);
+    if (mx_tensor_alloc(ds.in[i].dtype, ds.in[i].rank, dims, &rm->good_in[i]) != MX_OK)
+      die("out of memory", NULL);
     fill_good(&rm->good_in[i], &seed);
   }
   if (mx_session_run(rm->s, rm->good_in, rm->n_in, rm->good_out, rm->n_out) != MX_OK)
@@ -465,10 +471,10 @@ static void check_good(unsigned m, run_model *rm) {
 
 /* Dims a decoded "wild" choice takes: edges, the 2^40-element size of the limits tests,
  * overflowing products and negatives. */
-static const int64_t wild_dims[] = {0,    1,         2,          3,       17,        255,       1024,
-                                    4096, 1 << 20,   1ll << 31,  1ll << 40, INT64_MAX, -1,        INT64_MIN};
-static const mx_dtype all_dtypes[] = {MX_FLOAT32, MX_UINT8,  MX_INT8,    MX_INT16,          MX_INT32,
-                                      MX_INT64,   MX_BOOL,   MX_FLOAT16, MX_FLOAT64,        MX_BFLOAT16,
+static const int64_t wild_dims[] = {0,    1,       2,         3,         17,        255, 1024,
+                                    4096, 1 << 20, 1ll << 31, 1ll << 40, INT64_MAX, -1,  INT64_MIN};
+static const mx_dtype all_dtypes[] = {MX_FLOAT32,         MX_UINT8,    MX_INT8,      MX_INT16,   MX_INT32,
+                                      MX_INT64,           MX_BOOL,     MX_FLOAT16,   MX_FLOAT64, MX_BFLOAT16,
                                       MX_DTYPE_UNDEFINED, (mx_dtype)4, (mx_dtype)200};
 
 /* One caller tensor the harness built: what to free after the step. */
@@ -507,7 +513,8 @@ static bool give_data(mx_session *s, mx_tensor *t, size_t nbytes, uint8_t mode, 
       free(h);
       return false;
     }
-    MX_IGNORE_STATUS(mx_device_copy(dev, d, h, nbytes, MX_COPY_H2D)); /* a failed copy is a run input like any */
+    MX_IGNORE_STATUS(
+        mx_device_copy(dev, d, h, nbytes, MX_COPY_H2D)); /* a failed copy is a run input like any */
     free(h);
     t->data = d;
     t->placement = MX_DEVICE;
@@ -536,8 +543,10 @@ static void decode_tensor(mx_session *s, const io_decl *d, const int64_t *sym, r
     int64_t v = d->rank < 0 || k >= d->rank ? 1 : d->dims[k] >= 0 ? d->dims[k] : sym[-1 - d->dims[k]];
     if ((mode & 0xf0) == 0x50) {
       uint8_t b = rd8(r);
-      if (b & 0x80) v = wild_dims[b % (sizeof wild_dims / sizeof wild_dims[0])];
-      else if (b & 0x40) v = b & 0x3f;
+      if (b & 0x80)
+        v = wild_dims[b % (sizeof wild_dims / sizeof wild_dims[0])];
+      else if (b & 0x40)
+        v = b & 0x3f;
     }
     t->dims[k] = v;
   }
@@ -619,7 +628,8 @@ size_t mxf_session_run_seed(unsigned model, const uint8_t *sym, size_t n_sym, ui
   uint64_t st = seed;
   for (size_t i = 0; i < ds.n_in; i++) {
     int64_t numel = 1;
-    for (int32_t k = 0; k < ds.in[i].rank; k++) numel *= ds.in[i].dims[k] >= 0 ? ds.in[i].dims[k] : val[-1 - ds.in[i].dims[k]];
+    for (int32_t k = 0; k < ds.in[i].rank; k++)
+      numel *= ds.in[i].dims[k] >= 0 ? ds.in[i].dims[k] : val[-1 - ds.in[i].dims[k]];
     if (n + 1 + (size_t)numel > cap) return 0;
     out[n++] = 0;
     for (int64_t e = 0; e < numel; e++) out[n++] = (uint8_t)mix(&st);

@@ -120,8 +120,13 @@ static mx_status build_nested(mx_graph **out, mx_error *err) {
   if (st == MX_OK) {
     cur = body;
     mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
-    mx_node_desc d = {.op_type = "If", .name = "inner_if", .inputs = &small, .n_inputs = 1, .attrs = br,
-                      .n_attrs = 2, .n_outputs = 1};
+    mx_node_desc d = {.op_type = "If",
+                      .name = "inner_if",
+                      .inputs = &small,
+                      .n_inputs = 1,
+                      .attrs = br,
+                      .n_attrs = 2,
+                      .n_outputs = 1};
     st = mx_graph_add_node(body, &d, &acc1);
   }
   if (st == MX_OK) st = mx_graph_add_op(body, "Identity", &ci, 1, NULL, 0, &keep);
@@ -130,8 +135,13 @@ static mx_status build_nested(mx_graph **out, mx_error *err) {
   if (st == MX_OK) {
     cur = g;
     mx_attr a = mx_attr_graph("body", body);
-    mx_node_desc d = {.op_type = "Loop", .name = "outer_loop", .inputs = (mx_value_id[]){m, MX_NO_VALUE, acc0},
-                      .n_inputs = 3, .attrs = &a, .n_attrs = 1, .n_outputs = 1};
+    mx_node_desc d = {.op_type = "Loop",
+                      .name = "outer_loop",
+                      .inputs = (mx_value_id[]){m, MX_NO_VALUE, acc0},
+                      .n_inputs = 3,
+                      .attrs = &a,
+                      .n_attrs = 1,
+                      .n_outputs = 1};
     st = mx_graph_add_node(g, &d, &res);
   }
   if (st == MX_OK) st = mx_graph_add_output(g, res);
@@ -186,8 +196,10 @@ static int tensor_seed(const char *name, int32_t data_type, const int64_t *dims,
   t.dims = (int64_t *)dims;
   t.has_data_type = 1;
   t.data_type = data_type;
-  size_t es = data_type == 1 || data_type == 6 ? 4 : data_type == 7 || data_type == 11 ? 8
-            : data_type == 10 || data_type == 16 || data_type == 5 ? 2 : 1;
+  size_t es = data_type == 1 || data_type == 6                       ? 4
+              : data_type == 7 || data_type == 11                    ? 8
+              : data_type == 10 || data_type == 16 || data_type == 5 ? 2
+                                                                     : 1;
   if (raw) {
     t.has_raw_data = 1;
     t.raw_data.data = bytes;

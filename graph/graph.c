@@ -208,8 +208,7 @@ static mx_status new_value_named(mx_graph *g, const char *name, bool must_be_new
     nm = mx__graph_unique_name(g, "v");
   }
   if (!nm || !MX_GROW(g->values, g->cap_values, g->n_values + 1))
-    return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory adding value '%s'",
-                          name ? name : "");
+    return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory adding value '%s'", name ? name : "");
   mx_value_id id = (mx_value_id)g->n_values;
   if (!mx__strmap_put(&g->value_names, nm, id))
     return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory adding value '%s'", nm);
@@ -256,8 +255,7 @@ static mx_status const_sv(mx_graph *g, mx_value *v) {
   int64_t n;
   v->sv = NULL;
   v->sv_len = -1;
-  if (!(t->dtype == MX_INT64 || t->dtype == MX_INT32) || !mx_tensor_numel(t, &n) || n > 64)
-    return MX_OK;
+  if (!(t->dtype == MX_INT64 || t->dtype == MX_INT32) || !mx_tensor_numel(t, &n) || n > 64) return MX_OK;
   mx_dim *sv = mx__arena_array(&g->arena, n ? (size_t)n : 1, sizeof *sv, 8);
   if (!sv) return MX_ERR_OUT_OF_MEMORY;
   for (int64_t i = 0; i < n; i++) {
@@ -434,8 +432,8 @@ mx_status mx__graph_copy_attrs(mx_graph *g, const mx_attr *src, size_t n, mx_att
         break;
       case MX_ATTR_TYPE_PROTO: d->i = a->i; break;
       default:
-        return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "attribute '%s': unknown type %d",
-                              a->name, (int)a->type);
+        return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "attribute '%s': unknown type %d", a->name,
+                              (int)a->type);
     }
   }
   *out = dst;
@@ -453,8 +451,8 @@ mx_status mx_graph_add_input(mx_graph *g, const char *name, mx_dtype dtype, cons
   if (!mx_dtype_is_supported(dtype) && dtype != MX_STRING) /* strings: host only, mixrt/dtype.h */
     return mx__graph_fail(g, MX_ERR_UNSUPPORTED, "graph input '%s': unsupported dtype %d", name, (int)dtype);
   if (shape && (shape->rank < MX_RANK_UNKNOWN || shape->rank > MX_MAX_RANK))
-    return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "graph input '%s': rank %d out of range",
-                          name, (int)shape->rank);
+    return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "graph input '%s': rank %d out of range", name,
+                          (int)shape->rank);
   if (!MX_GROW(g->inputs, g->cap_inputs, g->n_inputs + 1))
     return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory adding input '%s'", name);
   mx_value_id id;
@@ -465,8 +463,7 @@ mx_status mx_graph_add_input(mx_graph *g, const char *name, mx_dtype dtype, cons
   v->dtype = dtype;
   if (shape) {
     v->shape.rank = shape->rank;
-    for (int i = 0; i < MX_MAX_RANK; i++)
-      v->shape.dims[i] = i < shape->rank ? shape->dims[i] : 0;
+    for (int i = 0; i < MX_MAX_RANK; i++) v->shape.dims[i] = i < shape->rank ? shape->dims[i] : 0;
   }
   g->inputs[g->n_inputs++] = id;
   mx__graph_invalidate(g);
@@ -476,7 +473,8 @@ mx_status mx_graph_add_input(mx_graph *g, const char *name, mx_dtype dtype, cons
 
 mx_status mx_graph_add_constant(mx_graph *g, const char *name, const mx_tensor *t, mx_value_id *out) {
   if (!g) return MX_ERR_INVALID_ARGUMENT;
-  if (!t) return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "constant '%s': tensor is NULL", name ? name : "");
+  if (!t)
+    return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "constant '%s': tensor is NULL", name ? name : "");
   mx_value_id id = MX_NO_VALUE;
   mx_status st = mx__graph_new_value(g, name, &id);
   if (st != MX_OK) return st;
@@ -504,8 +502,8 @@ mx_status mx_graph_add_node(mx_graph *g, const mx_node_desc *desc, mx_value_id *
   for (size_t i = 0; i < desc->n_inputs; i++) {
     mx_value_id v = desc->inputs[i];
     if (v != MX_NO_VALUE && !mx__value_valid(g, v))
-      return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "node '%s' (%s): input %zu is not a value of graph '%s'",
-                            label, op, i, g->name);
+      return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT,
+                            "node '%s' (%s): input %zu is not a value of graph '%s'", label, op, i, g->name);
   }
   if (desc->name && *desc->name && mx__strmap_get(&g->node_names, desc->name, NULL))
     return mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "duplicate node name '%s'", desc->name);
@@ -513,11 +511,12 @@ mx_status mx_graph_add_node(mx_graph *g, const mx_node_desc *desc, mx_value_id *
     const char *on = desc->output_names ? desc->output_names[i] : NULL;
     if (on && *on && mx__strmap_get(&g->value_names, on, NULL))
       return mx__graph_fail(g, MX_ERR_INVALID_GRAPH,
-                            "node '%s' (%s): output name '%s' is already used by another value", label, op, on);
+                            "node '%s' (%s): output name '%s' is already used by another value", label, op,
+                            on);
     for (size_t k = 0; on && *on && desc->output_names && k < i; k++)
       if (desc->output_names[k] && strcmp(desc->output_names[k], on) == 0)
-        return mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "node '%s' (%s): output name '%s' given twice",
-                              label, op, on);
+        return mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "node '%s' (%s): output name '%s' given twice", label,
+                              op, on);
   }
   if (!MX_GROW(g->nodes, g->cap_nodes, g->n_nodes + 1)) goto oom;
 
@@ -528,8 +527,8 @@ mx_status mx_graph_add_node(mx_graph *g, const mx_node_desc *desc, mx_value_id *
     mx__error_prefix(&g->err, "node '%s' (%s): ", label, op);
     return st;
   }
-  const char *name = desc->name && *desc->name ? mx__arena_strdup(&g->arena, desc->name)
-                                               : mx__graph_unique_name(g, op);
+  const char *name =
+      desc->name && *desc->name ? mx__arena_strdup(&g->arena, desc->name) : mx__graph_unique_name(g, op);
   const char *op_type = mx__arena_strdup(&g->arena, op);
   const char *domain = mx__arena_strdup(&g->arena, norm_domain(desc->domain));
   mx_value_id *ins = mx__arena_memdup(&g->arena, desc->inputs, desc->n_inputs * sizeof *ins, 8);
@@ -542,7 +541,8 @@ mx_status mx_graph_add_node(mx_graph *g, const mx_node_desc *desc, mx_value_id *
   }
   if (!MX_GROW(g->values, g->cap_values, g->n_values + desc->n_outputs)) goto oom;
   for (size_t i = 0; i < desc->n_attrs; i++)
-    if (attrs[i].type == MX_ATTR_GRAPH && !MX_GROW(g->subgraphs, g->cap_subgraphs, g->n_subgraphs + desc->n_attrs))
+    if (attrs[i].type == MX_ATTR_GRAPH &&
+        !MX_GROW(g->subgraphs, g->cap_subgraphs, g->n_subgraphs + desc->n_attrs))
       goto oom;
 
   mx_node_id nid = (mx_node_id)g->n_nodes;
@@ -750,8 +750,8 @@ mx_status mx__graph_topo_order(mx_graph *g, const mx_node_id **order, size_t *n)
   }
   if (on != g->n_live_nodes) {
     free(out);
-    return mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "graph '%s' has a cycle through node '%s'",
-                          g->name, culprit);
+    return mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "graph '%s' has a cycle through node '%s'", g->name,
+                          culprit);
   }
   g->topo = out;
   g->n_topo = on;

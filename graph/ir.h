@@ -20,90 +20,90 @@ struct mx_op_def;
 
 /* Value flags. */
 enum {
-  MX_VALUE_INPUT = 1u << 0,   /* a graph input */
-  MX_VALUE_OUTPUT = 1u << 1,  /* a graph output (possibly also an input or a constant) */
-  MX_VALUE_CONST = 1u << 2,   /* has constant data (initializer, Constant node or folded) */
-  MX_VALUE_DEAD = 1u << 3,    /* removed; ignore */
-  MX_VALUE_OUTER = 1u << 4    /* in a subgraph: a reference to a value of an enclosing graph */
+  MX_VALUE_INPUT = 1u << 0,  /* a graph input */
+  MX_VALUE_OUTPUT = 1u << 1, /* a graph output (possibly also an input or a constant) */
+  MX_VALUE_CONST = 1u << 2,  /* has constant data (initializer, Constant node or folded) */
+  MX_VALUE_DEAD = 1u << 3,   /* removed; ignore */
+  MX_VALUE_OUTER = 1u << 4   /* in a subgraph: a reference to a value of an enclosing graph */
 };
 
 /* Node flags. */
 enum {
-  MX_NODE_DEAD = 1u << 0      /* removed; ignore */
+  MX_NODE_DEAD = 1u << 0 /* removed; ignore */
 };
 
 typedef struct mx_value {
-  const char *name;           /* unique within the graph; arena */
-  mx_dtype dtype;             /* MX_DTYPE_UNDEFINED until declared or inferred */
-  mx_shape shape;             /* declared or inferred; rank MX_RANK_UNKNOWN until known */
-  mx_node_id producer;        /* producing node, or MX_NO_NODE (input, constant, outer) */
-  uint32_t producer_slot;     /* output index on the producer */
-  uint32_t flags;             /* MX_VALUE_* */
-  uint8_t kind;               /* mx_value_kind: tensor (0), sequence or optional */
-  mx_node_id *consumers;      /* consuming nodes, one entry per use (malloc'd) */
+  const char *name;       /* unique within the graph; arena */
+  mx_dtype dtype;         /* MX_DTYPE_UNDEFINED until declared or inferred */
+  mx_shape shape;         /* declared or inferred; rank MX_RANK_UNKNOWN until known */
+  mx_node_id producer;    /* producing node, or MX_NO_NODE (input, constant, outer) */
+  uint32_t producer_slot; /* output index on the producer */
+  uint32_t flags;         /* MX_VALUE_* */
+  uint8_t kind;           /* mx_value_kind: tensor (0), sequence or optional */
+  mx_node_id *consumers;  /* consuming nodes, one entry per use (malloc'd) */
   size_t n_consumers;
   size_t cap_consumers;
-  mx_tensor *data;            /* constant data (host, arena) when MX_VALUE_CONST, else NULL */
-  mx_dim *sv;                 /* symbolic value of a small integer tensor, row-major; arena */
-  int32_t sv_len;             /* elements in sv, or -1 when the value is not known */
+  mx_tensor *data; /* constant data (host, arena) when MX_VALUE_CONST, else NULL */
+  mx_dim *sv;      /* symbolic value of a small integer tensor, row-major; arena */
+  int32_t sv_len;  /* elements in sv, or -1 when the value is not known */
 } mx_value;
 
 typedef struct mx_node {
-  const char *name;           /* unique within the graph; arena */
-  const char *op_type;        /* ONNX op type; arena */
-  const char *domain;         /* "" for the default ONNX domain; arena */
-  const struct mx_op_def *def;/* resolved definition (NULL until inference resolves it) */
-  int64_t opset;              /* version of `domain` the graph imports */
-  mx_value_id *inputs;        /* MX_NO_VALUE for an omitted optional input; arena */
+  const char *name;            /* unique within the graph; arena */
+  const char *op_type;         /* ONNX op type; arena */
+  const char *domain;          /* "" for the default ONNX domain; arena */
+  const struct mx_op_def *def; /* resolved definition (NULL until inference resolves it) */
+  int64_t opset;               /* version of `domain` the graph imports */
+  mx_value_id *inputs;         /* MX_NO_VALUE for an omitted optional input; arena */
   uint32_t n_inputs;
-  mx_value_id *outputs;       /* arena */
+  mx_value_id *outputs; /* arena */
   uint32_t n_outputs;
-  mx_attr *attrs;             /* deep copies in the arena; GRAPH attrs own their subgraph */
+  mx_attr *attrs; /* deep copies in the arena; GRAPH attrs own their subgraph */
   uint32_t n_attrs;
-  void *params;               /* parsed attribute struct (def->params_size bytes), or NULL */
-  uint32_t flags;             /* MX_NODE_* */
+  void *params;   /* parsed attribute struct (def->params_size bytes), or NULL */
+  uint32_t flags; /* MX_NODE_* */
 } mx_node;
 
 typedef struct mx_opset_entry {
-  const char *domain;         /* "" = default ONNX domain; arena */
+  const char *domain; /* "" = default ONNX domain; arena */
   int64_t version;
 } mx_opset_entry;
 
 struct mx_graph {
-  const char *name;           /* arena */
-  mx_arena arena;             /* owns names, attributes, shapes, sv, constant data */
-  mx_symtab *syms;            /* symbol table, shared with subgraphs */
-  bool owns_syms;             /* true for a root graph */
-  struct mx_graph *parent;    /* enclosing graph of a subgraph, else NULL */
+  const char *name;        /* arena */
+  mx_arena arena;          /* owns names, attributes, shapes, sv, constant data */
+  mx_symtab *syms;         /* symbol table, shared with subgraphs */
+  bool owns_syms;          /* true for a root graph */
+  struct mx_graph *parent; /* enclosing graph of a subgraph, else NULL */
 
-  mx_value *values;           /* all values ever created, by id */
+  mx_value *values; /* all values ever created, by id */
   size_t n_values, cap_values;
-  mx_node *nodes;             /* all nodes ever created, by id */
+  mx_node *nodes; /* all nodes ever created, by id */
   size_t n_nodes, cap_nodes;
-  size_t n_live_nodes;        /* nodes without MX_NODE_DEAD */
+  size_t n_live_nodes; /* nodes without MX_NODE_DEAD */
 
-  mx_value_id *inputs;        /* graph inputs in order (malloc'd) */
+  mx_value_id *inputs; /* graph inputs in order (malloc'd) */
   size_t n_inputs, cap_inputs;
-  mx_value_id *outputs;       /* graph outputs in order (malloc'd) */
+  mx_value_id *outputs; /* graph outputs in order (malloc'd) */
   size_t n_outputs, cap_outputs;
 
-  mx_opset_entry *opsets;     /* imported opsets (malloc'd) */
+  mx_opset_entry *opsets; /* imported opsets (malloc'd) */
   size_t n_opsets, cap_opsets;
 
-  mx_strmap value_names;      /* name -> value id (keys are the arena names) */
-  mx_strmap node_names;       /* name -> node id */
-  uint64_t name_counter;      /* for generated names */
+  mx_strmap value_names; /* name -> value id (keys are the arena names) */
+  mx_strmap node_names;  /* name -> node id */
+  uint64_t name_counter; /* for generated names */
 
-  mx_graph **subgraphs;       /* owned subgraphs (from GRAPH attributes), malloc'd */
+  mx_graph **subgraphs; /* owned subgraphs (from GRAPH attributes), malloc'd */
   size_t n_subgraphs, cap_subgraphs;
 
-  mx_node_id *topo;           /* cached topological order of live nodes (malloc'd) or NULL */
+  mx_node_id *topo; /* cached topological order of live nodes (malloc'd) or NULL */
   size_t n_topo;
 
-  mx_log_fn log;              /* pass log callback, or NULL */
+  mx_log_fn log; /* pass log callback, or NULL */
   void *log_user;
-  int64_t ir_version;         /* ONNX IR version of an imported model, 0 otherwise */
-  mx_error err;               /* last error (mx_graph_last_error) */
+  int64_t ir_version; /* ONNX IR version of an imported model, 0 otherwise */
+  mx_error err;       /* last error (mx_graph_last_error) */
 };
 
 /* --- errors and logging --------------------------------------------------------------------- */

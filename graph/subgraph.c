@@ -99,8 +99,8 @@ static mx_status bind_outer(sg_ctx *c, mx_graph *sub, const char *attr) {
     if ((val->flags & MX_VALUE_DEAD) || !(val->flags & MX_VALUE_OUTER)) continue;
     const mx_value *o = find_in_scope(c->g, val->name);
     if (!o)
-      return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%s reads '%s', which no enclosing graph defines", attr,
-                       val->name);
+      return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                           "%s reads '%s', which no enclosing graph defines", attr, val->name);
     val->dtype = o->dtype;
     val->shape = o->shape;
     val->kind = o->kind;
@@ -115,8 +115,10 @@ static void set_input(mx_graph *sub, size_t i, mx_dtype dtype, mx_value_kind kin
   mx_value *v = &sub->values[sub->inputs[i]];
   v->dtype = dtype;
   v->kind = (uint8_t)kind;
-  if (shape) v->shape = *shape;
-  else v->shape.rank = MX_RANK_UNKNOWN;
+  if (shape)
+    v->shape = *shape;
+  else
+    v->shape.rank = MX_RANK_UNKNOWN;
   v->sv = NULL;
   v->sv_len = -1;
 }
@@ -152,7 +154,8 @@ static mx_dim fresh(sg_ctx *c, const char *what) {
 
 /* The shape covering both a and b: equal dims kept, a fresh symbol for each dim that differs,
  * an unknown rank when the ranks differ. *changed: whether the result differs from a. */
-static mx_shape join_shapes(sg_ctx *c, const mx_shape *a, const mx_shape *b, const char *what, bool *changed) {
+static mx_shape join_shapes(sg_ctx *c, const mx_shape *a, const mx_shape *b, const char *what,
+                            bool *changed) {
   mx_shape s = *a;
   *changed = false;
   if (a->rank == MX_RANK_UNKNOWN) return s;
@@ -185,21 +188,24 @@ static bool kinds_agree(uint8_t a, uint8_t b) {
     a = b;
     b = t;
   }
-  return (a == MX_KIND_TENSOR && b == MX_KIND_OPTIONAL) || (a == MX_KIND_SEQUENCE && b == MX_KIND_OPTIONAL_SEQUENCE);
+  return (a == MX_KIND_TENSOR && b == MX_KIND_OPTIONAL) ||
+         (a == MX_KIND_SEQUENCE && b == MX_KIND_OPTIONAL_SEQUENCE);
 }
 
-static mx_status check_same_type(sg_ctx *c, const mx_value *a, const mx_value *b, const char *what, size_t i) {
+static mx_status check_same_type(sg_ctx *c, const mx_value *a, const mx_value *b, const char *what,
+                                 size_t i) {
   if (a->dtype != b->dtype || !kinds_agree(a->kind, b->kind))
     return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "%s %zu: %s%s in one place, %s%s in the other", what, i,
-                     a->kind == MX_KIND_TENSOR ? "" : "container of ", mx_dtype_name(a->dtype),
-                     b->kind == MX_KIND_TENSOR ? "" : "container of ", mx_dtype_name(b->dtype));
+                         a->kind == MX_KIND_TENSOR ? "" : "container of ", mx_dtype_name(a->dtype),
+                         b->kind == MX_KIND_TENSOR ? "" : "container of ", mx_dtype_name(b->dtype));
   return MX_OK;
 }
 
 static mx_status if_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *out) {
   mx_graph *th = body_of(c->nd, "then_branch"), *el = body_of(c->nd, "else_branch");
   if (in[0].kind != MX_KIND_TENSOR || in[0].dtype != MX_BOOL)
-    return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "the condition must be a bool tensor, not %s", mx_dtype_name(in[0].dtype));
+    return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "the condition must be a bool tensor, not %s",
+                         mx_dtype_name(in[0].dtype));
   /* A branch whose inference fails on shapes can never run without failing: the other one
    * decides the outputs (expanded functions hold branches for inputs of other ranks). Errors
    * of structure, attributes or captures stay errors. */
@@ -217,8 +223,9 @@ static mx_status if_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *out
   }
   if (c->err && (st_th != MX_OK || st_el != MX_OK)) mx_error_clear(c->err);
   if (th->n_outputs != c->nd->n_outputs || el->n_outputs != c->nd->n_outputs)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "then_branch has %zu outputs and else_branch %zu, the node %u",
-                     th->n_outputs, el->n_outputs, c->nd->n_outputs);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "then_branch has %zu outputs and else_branch %zu, the node %u", th->n_outputs,
+                         el->n_outputs, c->nd->n_outputs);
   int branch = st_th != MX_OK ? 0 : st_el != MX_OK ? 1 : -1; /* 1 then, 0 else, when known */
   if (in[0].data && in[0].data->data) {
     int64_t n;
@@ -295,18 +302,23 @@ static mx_status infer_carried(sg_ctx *c, mx_graph *body, size_t first_in, size_
 static mx_status loop_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *out) {
   mx_graph *body = body_of(c->nd, "body");
   uint32_t ni = c->nd->n_inputs, no = c->nd->n_outputs;
-  if (ni < 2) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%u inputs given; Loop takes M, cond and the carried values", ni);
+  if (ni < 2)
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "%u inputs given; Loop takes M, cond and the carried values", ni);
   size_t n = ni - 2;
   if (body->n_inputs != 2 + n)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the body has %zu inputs; it must have %zu (iteration, condition and %zu carried)",
-                     body->n_inputs, 2 + n, n);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "the body has %zu inputs; it must have %zu (iteration, condition and %zu carried)",
+                         body->n_inputs, 2 + n, n);
   if (body->n_outputs < 1 + n)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the body has %zu outputs; it needs at least %zu (condition and %zu carried)",
-                     body->n_outputs, 1 + n, n);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "the body has %zu outputs; it needs at least %zu (condition and %zu carried)",
+                         body->n_outputs, 1 + n, n);
   size_t k = body->n_outputs - 1 - n;
   if (no != n + k)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the node has %u outputs; its body gives %zu carried and %zu scan outputs",
-                     no, n, k);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "the node has %u outputs; its body gives %zu carried and %zu scan outputs", no, n,
+                         k);
   if (in[0].present && (in[0].kind != MX_KIND_TENSOR || (in[0].dtype != MX_INT64 && in[0].dtype != MX_INT32)))
     return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input M must be an int64 tensor");
   if (in[1].present && (in[1].kind != MX_KIND_TENSOR || in[1].dtype != MX_BOOL))
@@ -317,13 +329,15 @@ static mx_status loop_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *o
   mx_shape shapes[64];
   if (n > 64) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "more than 64 loop-carried values");
   for (size_t i = 0; i < n; i++)
-    if (!in[2 + i].present) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "loop-carried input %zu is missing", i);
+    if (!in[2 + i].present)
+      return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "loop-carried input %zu is missing", i);
   mx_status st = infer_carried(c, body, 2, 1, n, in + 2, shapes);
   if (st != MX_OK) return st;
   const mx_value *bc = body_out(body, 0);
   if (bc->kind != MX_KIND_TENSOR || bc->dtype != MX_BOOL)
-    return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "the body's first output (the condition) must be bool, not %s",
-                     mx_dtype_name(bc->dtype));
+    return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE,
+                         "the body's first output (the condition) must be bool, not %s",
+                         mx_dtype_name(bc->dtype));
   for (size_t i = 0; i < n; i++) {
     set_out(&out[i], body_out(body, 1 + i));
     out[i].shape = shapes[i];
@@ -335,7 +349,8 @@ static mx_status loop_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *o
       return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "scan output %zu of the body must be a tensor", j);
     set_out(&out[n + j], o);
     if (o->shape.rank == MX_RANK_UNKNOWN) continue;
-    if (o->shape.rank >= MX_MAX_RANK) return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "scan output %zu has too high a rank", j);
+    if (o->shape.rank >= MX_MAX_RANK)
+      return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "scan output %zu has too high a rank", j);
     out[n + j].shape.rank = o->shape.rank + 1;
     out[n + j].shape.dims[0] = trip;
     for (int32_t d = 0; d < o->shape.rank; d++) out[n + j].shape.dims[d + 1] = o->shape.dims[d];
@@ -367,31 +382,39 @@ static mx_status scan_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *o
   uint32_t first = v8 ? 1 : 0; /* opset 8: sequence_lens comes first */
   uint32_t ni = c->nd->n_inputs, no = c->nd->n_outputs;
   if (ni < first + p->num_scan_inputs)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%u inputs for %lld scan inputs", ni, (long long)p->num_scan_inputs);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%u inputs for %lld scan inputs", ni,
+                         (long long)p->num_scan_inputs);
   size_t m = (size_t)p->num_scan_inputs, n = ni - first - m;
-  if (m > MX_SCAN_MAX || n > 64) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "too many scan inputs or states");
+  if (m > MX_SCAN_MAX || n > 64)
+    return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "too many scan inputs or states");
   if (body->n_inputs != n + m)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the body has %zu inputs; it must have %zu (%zu states and %zu scan inputs)",
-                     body->n_inputs, n + m, n, m);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "the body has %zu inputs; it must have %zu (%zu states and %zu scan inputs)",
+                         body->n_inputs, n + m, n, m);
   if (body->n_outputs < n || no != body->n_outputs)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the body has %zu outputs and the node %u; both must be the %zu states and the scan outputs",
-                     body->n_outputs, no, n);
+    return mx__node_fail(
+        c->err, c->nd, MX_ERR_INVALID_GRAPH,
+        "the body has %zu outputs and the node %u; both must be the %zu states and the scan outputs",
+        body->n_outputs, no, n);
   size_t k = no - n;
   if ((size_t)p->n_out_axis > 0 && (size_t)p->n_out_axis != k)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "attribute 'scan_output_axes' has %d entries for %zu scan outputs",
-                     (int)p->n_out_axis, k);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "attribute 'scan_output_axes' has %d entries for %zu scan outputs",
+                         (int)p->n_out_axis, k);
   if (k > MX_SCAN_MAX) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "too many scan outputs");
   mx_dim trip = MX_DIM_UNKNOWN, batch = MX_DIM_UNKNOWN;
   for (size_t i = 0; i < m; i++) {
     const mx_value_info *x = &in[first + n + i];
-    if (x->kind != MX_KIND_TENSOR) return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "scan input %zu must be a tensor", i);
+    if (x->kind != MX_KIND_TENSOR)
+      return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "scan input %zu must be a tensor", i);
     mx_shape s = x->shape;
     if (s.rank != MX_RANK_UNKNOWN) {
       int32_t axis = 0;
       int64_t a = v8 ? 1 : (p->n_in_axis ? p->in_axis[i] : 0);
       if (!mx__norm_axis(a, s.rank, &axis) || (v8 && s.rank < 2))
-        return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan input %zu is out of range for rank %d",
-                         (long long)a, i, (int)s.rank);
+        return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                             "scan axis %lld of scan input %zu is out of range for rank %d", (long long)a, i,
+                             (int)s.rank);
       if (i == 0) trip = s.dims[axis];
       s = drop_dim(&s, axis);
       if (v8) {
@@ -422,8 +445,9 @@ static mx_status scan_infer(sg_ctx *c, const mx_value_info *in, mx_value_info *o
     int32_t axis = 0;
     int64_t a = v8 ? 0 : (p->n_out_axis ? p->out_axis[j] : 0);
     if (!mx__norm_axis(a, o->shape.rank + 1, &axis))
-      return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan output %zu is out of range for rank %d",
-                       (long long)a, j, (int)o->shape.rank + 1);
+      return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                           "scan axis %lld of scan output %zu is out of range for rank %d", (long long)a, j,
+                           (int)o->shape.rank + 1);
     out[n + j].shape = insert_dim(&o->shape, axis, trip);
     if (v8) out[n + j].shape = insert_dim(&out[n + j].shape, 0, batch);
   }
@@ -434,9 +458,11 @@ static mx_status sequence_map_infer(sg_ctx *c, const mx_value_info *in, mx_value
   mx_graph *body = body_of(c->nd, "body");
   uint32_t ni = c->nd->n_inputs, no = c->nd->n_outputs;
   if (body->n_inputs != ni || body->n_outputs != no)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the body has %zu inputs and %zu outputs; the node %u and %u",
-                     body->n_inputs, body->n_outputs, ni, no);
-  if (in[0].kind != MX_KIND_SEQUENCE) return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input 0 must be a sequence");
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "the body has %zu inputs and %zu outputs; the node %u and %u", body->n_inputs,
+                         body->n_outputs, ni, no);
+  if (in[0].kind != MX_KIND_SEQUENCE)
+    return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input 0 must be a sequence");
   for (uint32_t i = 0; i < ni; i++) {
     if (in[i].kind != MX_KIND_TENSOR && in[i].kind != MX_KIND_SEQUENCE)
       return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input %u must be a tensor or a sequence", i);
@@ -446,7 +472,8 @@ static mx_status sequence_map_infer(sg_ctx *c, const mx_value_info *in, mx_value
   if (st != MX_OK) return st;
   for (uint32_t k = 0; k < no; k++) {
     const mx_value *o = body_out(body, k);
-    if (o->kind != MX_KIND_TENSOR) return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "body output %u must be a tensor", k);
+    if (o->kind != MX_KIND_TENSOR)
+      return mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "body output %u must be a tensor", k);
     set_out(&out[k], o);
     out[k].kind = MX_KIND_SEQUENCE;
     out[k].shape.rank = MX_RANK_UNKNOWN; /* elements may differ in shape */
@@ -461,7 +488,8 @@ mx_status mx__subgraph_node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *
   sg_ctx c = {g, nd, syms, err};
   for (uint32_t i = 0; i < nd->n_attrs; i++)
     if (nd->attrs[i].type == MX_ATTR_GRAPH && !nd->attrs[i].graph)
-      return mx__node_fail(c.err, c.nd, MX_ERR_INVALID_GRAPH, "attribute '%s' holds no graph", nd->attrs[i].name);
+      return mx__node_fail(c.err, c.nd, MX_ERR_INVALID_GRAPH, "attribute '%s' holds no graph",
+                           nd->attrs[i].name);
   if (runtime) {
     /* The shapes come from running the node: keep what compile time found. */
     for (uint32_t k = 0; k < nd->n_outputs; k++) {
@@ -474,11 +502,16 @@ mx_status mx__subgraph_node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *
   }
   const char *op = nd->def->name;
   mx_status st;
-  if (strcmp(op, "If") == 0) st = if_infer(&c, in, out);
-  else if (strcmp(op, "Loop") == 0) st = loop_infer(&c, in, out);
-  else if (strcmp(op, "Scan") == 0) st = scan_infer(&c, in, out);
-  else if (strcmp(op, "SequenceMap") == 0) st = sequence_map_infer(&c, in, out);
-  else st = mx__node_fail(c.err, c.nd, MX_ERR_INTERNAL, "no subgraph inference for this op");
+  if (strcmp(op, "If") == 0)
+    st = if_infer(&c, in, out);
+  else if (strcmp(op, "Loop") == 0)
+    st = loop_infer(&c, in, out);
+  else if (strcmp(op, "Scan") == 0)
+    st = scan_infer(&c, in, out);
+  else if (strcmp(op, "SequenceMap") == 0)
+    st = sequence_map_infer(&c, in, out);
+  else
+    st = mx__node_fail(c.err, c.nd, MX_ERR_INTERNAL, "no subgraph inference for this op");
   if (st != MX_OK) return st;
   for (uint32_t k = 0; k < nd->n_outputs; k++) {
     out[k].sv = NULL;
@@ -508,7 +541,8 @@ uint8_t *mx__graph_captured(const mx_graph *g) {
     const mx_node *nd = &g->nodes[n];
     if (nd->flags & MX_NODE_DEAD) continue;
     for (uint32_t a = 0; a < nd->n_attrs; a++)
-      if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph) mark_captured(g, nd->attrs[a].graph, keep);
+      if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph)
+        mark_captured(g, nd->attrs[a].graph, keep);
   }
   return keep;
 }
@@ -516,16 +550,18 @@ uint8_t *mx__graph_captured(const mx_graph *g) {
 /* Walks the captures of sub (and of the subgraphs nested in it) whose producers are live nodes
  * of g other than owner: counts them per producer in first[p + 1] (to == NULL), or writes owner
  * at to[fill[p]++]. */
-static void capture_walk(const mx_graph *g, const mx_graph *sub, mx_node_id owner, uint32_t *first, mx_node_id *to,
-                         uint32_t *fill) {
+static void capture_walk(const mx_graph *g, const mx_graph *sub, mx_node_id owner, uint32_t *first,
+                         mx_node_id *to, uint32_t *fill) {
   for (size_t v = 0; v < sub->n_values; v++) {
     if ((sub->values[v].flags & (MX_VALUE_DEAD | MX_VALUE_OUTER)) != MX_VALUE_OUTER) continue;
     mx_value_id id = mx_graph_find_value(g, sub->values[v].name);
     if (id == MX_NO_VALUE) continue;
     mx_node_id p = g->values[id].producer;
     if (p == MX_NO_NODE || p == owner || (g->nodes[p].flags & MX_NODE_DEAD)) continue;
-    if (to) to[fill[p]++] = owner;
-    else first[p + 1]++;
+    if (to)
+      to[fill[p]++] = owner;
+    else
+      first[p + 1]++;
   }
   for (size_t i = 0; i < sub->n_subgraphs; i++) capture_walk(g, sub->subgraphs[i], owner, first, to, fill);
 }
@@ -606,11 +642,19 @@ static mx_status inline_branch(mx_graph *g, mx_node_id nid, const mx_graph *bran
       st = mx__graph_fail(g, MX_ERR_LIMIT, "If branch node '%s' has too many inputs or outputs", bn->name);
       goto done;
     }
-    for (uint32_t k = 0; k < bn->n_inputs; k++) ins[k] = bn->inputs[k] == MX_NO_VALUE ? MX_NO_VALUE : map[bn->inputs[k]];
-    for (uint32_t k = 0; k < bn->n_outputs; k++) onames[k] = mx__graph_unique_name(g, branch->values[bn->outputs[k]].name);
-    mx_node_desc d = {.op_type = bn->op_type, .domain = bn->domain, .name = mx__graph_unique_name(g, bn->name),
-                      .inputs = ins, .n_inputs = bn->n_inputs, .attrs = bn->attrs, .n_attrs = bn->n_attrs,
-                      .output_names = onames, .n_outputs = bn->n_outputs};
+    for (uint32_t k = 0; k < bn->n_inputs; k++)
+      ins[k] = bn->inputs[k] == MX_NO_VALUE ? MX_NO_VALUE : map[bn->inputs[k]];
+    for (uint32_t k = 0; k < bn->n_outputs; k++)
+      onames[k] = mx__graph_unique_name(g, branch->values[bn->outputs[k]].name);
+    mx_node_desc d = {.op_type = bn->op_type,
+                      .domain = bn->domain,
+                      .name = mx__graph_unique_name(g, bn->name),
+                      .inputs = ins,
+                      .n_inputs = bn->n_inputs,
+                      .attrs = bn->attrs,
+                      .n_attrs = bn->n_attrs,
+                      .output_names = onames,
+                      .n_outputs = bn->n_outputs};
     st = mx_graph_add_node(g, &d, outs);
     if (st != MX_OK) goto done;
     for (uint32_t k = 0; k < bn->n_outputs; k++) map[bn->outputs[k]] = outs[k];
@@ -619,7 +663,8 @@ static mx_status inline_branch(mx_graph *g, mx_node_id nid, const mx_graph *bran
   for (uint32_t k = 0; k < nd->n_outputs; k++) {
     mx_value_id to = map[branch->outputs[k]];
     if (to == MX_NO_VALUE) {
-      st = mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "If node '%s': branch output %u has no value", nd->name, k);
+      st =
+          mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "If node '%s': branch output %u has no value", nd->name, k);
       goto done;
     }
     st = mx__graph_replace_uses(g, g->nodes[nid].outputs[k], to);
@@ -634,21 +679,24 @@ done:
 mx_status mx__graph_fold_const_if(mx_graph *g, size_t *folded) {
   for (size_t n = 0; n < g->n_nodes; n++) {
     const mx_node *nd = &g->nodes[n];
-    if ((nd->flags & MX_NODE_DEAD) || strcmp(nd->op_type, "If") != 0 || nd->domain[0] || nd->n_inputs != 1) continue;
+    if ((nd->flags & MX_NODE_DEAD) || strcmp(nd->op_type, "If") != 0 || nd->domain[0] || nd->n_inputs != 1)
+      continue;
     if (nd->inputs[0] == MX_NO_VALUE) continue;
     const mx_value *c = &g->values[nd->inputs[0]];
     int64_t cnt;
-    if (!(c->flags & MX_VALUE_CONST) || !c->data || c->data->dtype != MX_BOOL || !mx_tensor_numel(c->data, &cnt) ||
-        cnt != 1)
+    if (!(c->flags & MX_VALUE_CONST) || !c->data || c->data->dtype != MX_BOOL ||
+        !mx_tensor_numel(c->data, &cnt) || cnt != 1)
       continue;
     const mx_graph *branch = body_of(nd, *(const uint8_t *)c->data->data ? "then_branch" : "else_branch");
     if (!branch || !flat(branch) || branch->n_outputs != nd->n_outputs || branch->n_inputs) continue;
     /* A subgraph reading an output by name would find the removed If's value, not the branch's:
      * such an If waits until that reader is gone (folded itself; a later round takes it). */
     uint8_t *captured = g->n_subgraphs ? mx__graph_captured(g) : NULL;
-    if (g->n_subgraphs && !captured) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory folding an If");
+    if (g->n_subgraphs && !captured)
+      return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory folding an If");
     bool read_by_name = false;
-    for (uint32_t k = 0; captured && k < g->nodes[n].n_outputs; k++) read_by_name |= captured[g->nodes[n].outputs[k]];
+    for (uint32_t k = 0; captured && k < g->nodes[n].n_outputs; k++)
+      read_by_name |= captured[g->nodes[n].outputs[k]];
     free(captured);
     if (read_by_name) continue;
     mx_status st = inline_branch(g, (mx_node_id)n, branch);

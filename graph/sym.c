@@ -147,7 +147,7 @@ static mx_status intern_atom(mx_symtab *t, uint32_t kind, mx_dim lhs, mx_dim rhs
 
 /* Factor list being assembled; stays on the stack for short monomials. */
 typedef struct sym_factors {
-  mx__sym_factor *items;                           /* `local` or heap */
+  mx__sym_factor *items; /* `local` or heap */
   size_t count;
   mx__sym_factor local[SYM_FACTORS_INLINE];
 } sym_factors;
@@ -306,16 +306,16 @@ static mx_status mono_div(mx_symtab *t, uint32_t a, uint32_t d, uint32_t *out) {
 /* --- scratch polynomials --------------------------------------------------------------------- */
 
 typedef struct sym_term {
-  int64_t coef;   /* never 0 */
-  uint32_t mono;  /* monomial id */
+  int64_t coef;  /* never 0 */
+  uint32_t mono; /* monomial id */
 } sym_term;
 
 /* A term list being computed: sorted by mono_cmp, monomials distinct, coefficients non-zero.
  * Never copied by value (items may point at `local`). */
 typedef struct sym_poly {
-  sym_term *items;                   /* `local` or heap */
+  sym_term *items; /* `local` or heap */
   size_t count;
-  size_t cap;                        /* capacity of items */
+  size_t cap; /* capacity of items */
   sym_term local[SYM_POLY_INLINE];
 } sym_poly;
 
@@ -395,9 +395,7 @@ static mx_status poly_add(mx_symtab *t, const sym_poly *a, const sym_poly *b, sy
   if (st != MX_OK) return st;
   size_t i = 0, j = 0;
   while (i < a->count || j < b->count) {
-    int order = i == a->count   ? 1
-                : j == b->count ? -1
-                                : mono_cmp(t, a->items[i].mono, b->items[j].mono);
+    int order = i == a->count ? 1 : j == b->count ? -1 : mono_cmp(t, a->items[i].mono, b->items[j].mono);
     if (order < 0) {
       out->items[out->count++] = a->items[i++];
     } else if (order > 0) {
@@ -424,8 +422,7 @@ static mx_status poly_negate(sym_poly *p) {
 
 /* out = a * (coef * mono), coef != 0. Order is kept because the monomial order is compatible
  * with multiplication. */
-static mx_status poly_mul_term(mx_symtab *t, const sym_poly *a, int64_t coef, uint32_t mono,
-                               sym_poly *out) {
+static mx_status poly_mul_term(mx_symtab *t, const sym_poly *a, int64_t coef, uint32_t mono, sym_poly *out) {
   out->count = 0;
   mx_status st = poly_reserve(t, out, a->count);
   if (st != MX_OK) return st;
@@ -466,15 +463,13 @@ done:
 }
 
 /* acc = acc * factor, using `scratch` as the product buffer. */
-static mx_status poly_mul_into(mx_symtab *t, sym_poly *acc, const sym_poly *factor,
-                               sym_poly *scratch) {
+static mx_status poly_mul_into(mx_symtab *t, sym_poly *acc, const sym_poly *factor, sym_poly *scratch) {
   mx_status st = poly_mul(t, acc, factor, scratch);
   return st == MX_OK ? poly_copy(t, acc, scratch) : st;
 }
 
 /* acc = acc + addend, using `scratch` as the sum buffer. */
-static mx_status poly_add_into(mx_symtab *t, sym_poly *acc, const sym_poly *addend,
-                               sym_poly *scratch) {
+static mx_status poly_add_into(mx_symtab *t, sym_poly *acc, const sym_poly *addend, sym_poly *scratch) {
   mx_status st = poly_add(t, acc, addend, scratch);
   return st == MX_OK ? poly_copy(t, acc, scratch) : st;
 }
@@ -564,9 +559,7 @@ done:
 }
 
 /* True when d is a non-negative number or an expression of t. */
-static bool dim_valid(const mx_symtab *t, mx_dim d) {
-  return d >= 0 || mx__sym_expr_of(t, d) != NULL;
-}
+static bool dim_valid(const mx_symtab *t, mx_dim d) { return d >= 0 || mx__sym_expr_of(t, d) != NULL; }
 
 /* The dim of the opaque operation atom kind(lhs, rhs); unknown on failure. */
 static mx_dim op_atom_dim(mx_symtab *t, uint32_t kind, mx_dim lhs, mx_dim rhs) {
@@ -615,9 +608,7 @@ void mx_symtab_destroy(mx_symtab *t) {
   free(t);
 }
 
-mx_status mx_symtab_status(const mx_symtab *t) {
-  return t ? t->status : MX_ERR_INVALID_ARGUMENT;
-}
+mx_status mx_symtab_status(const mx_symtab *t) { return t ? t->status : MX_ERR_INVALID_ARGUMENT; }
 
 /* --- symbols --------------------------------------------------------------------------------- */
 
@@ -772,12 +763,8 @@ static mx_dim ring_op(mx_symtab *t, mx_dim a, mx_dim b, sym_ring_op op) {
       st = poly_negate(&pb);
       if (st != MX_OK) goto done;
       /* fall through */
-    case SYM_OP_ADD:
-      st = poly_add(t, &pa, &pb, &result);
-      break;
-    case SYM_OP_MUL:
-      st = poly_mul(t, &pa, &pb, &result);
-      break;
+    case SYM_OP_ADD: st = poly_add(t, &pa, &pb, &result); break;
+    case SYM_OP_MUL: st = poly_mul(t, &pa, &pb, &result); break;
   }
   if (st != MX_OK) goto done;
   if (poly_intern(t, &result, &out) != MX_OK) out = MX_DIM_UNKNOWN;
@@ -961,8 +948,8 @@ done:
 
 /* Shared front of floordiv and mod: rejects unknown or invalid operands and division by zero,
  * and reads constant operands. False when the answer is MX_DIM_UNKNOWN. */
-static bool division_operands(mx_symtab *t, mx_dim a, mx_dim b, int64_t *av, bool *a_const,
-                              int64_t *bv, bool *b_const) {
+static bool division_operands(mx_symtab *t, mx_dim a, mx_dim b, int64_t *av, bool *a_const, int64_t *bv,
+                              bool *b_const) {
   if (!t || !dim_valid(t, a) || !dim_valid(t, b)) return false;
   *a_const = mx_sym_const_value(t, a, av);
   *b_const = mx_sym_const_value(t, b, bv);

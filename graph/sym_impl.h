@@ -29,85 +29,85 @@
 #include "mixrt/shape.h"
 
 typedef enum mx__sym_atom_kind {
-  MX__SYM_ATOM_SYMBOL,    /* a named symbol; lhs is its index */
-  MX__SYM_ATOM_FLOORDIV,  /* floor(lhs / rhs) */
-  MX__SYM_ATOM_MOD,       /* lhs mod rhs, sign of rhs */
-  MX__SYM_ATOM_MIN,       /* min(lhs, rhs); operands in canonical order */
-  MX__SYM_ATOM_MAX        /* max(lhs, rhs); operands in canonical order */
+  MX__SYM_ATOM_SYMBOL,   /* a named symbol; lhs is its index */
+  MX__SYM_ATOM_FLOORDIV, /* floor(lhs / rhs) */
+  MX__SYM_ATOM_MOD,      /* lhs mod rhs, sign of rhs */
+  MX__SYM_ATOM_MIN,      /* min(lhs, rhs); operands in canonical order */
+  MX__SYM_ATOM_MAX       /* max(lhs, rhs); operands in canonical order */
 } mx__sym_atom_kind;
 
 /* Monomial 0 is the empty product (the monomial of constant terms). */
 #define MX__SYM_MONO_UNIT 0u
 
 typedef struct mx__sym_atom {
-  uint64_t hash;    /* hash of (kind, lhs, rhs), kept for probing and rehashing */
-  uint64_t order;   /* sort key inside monomials: symbol index, or 2^32 + atom id */
-  uint64_t mask;    /* bit (i % 64) set for every symbol i the atom depends on */
-  mx_dim lhs;       /* SYMBOL: symbol index; operations: first operand */
-  mx_dim rhs;       /* operations: second operand; SYMBOL: 0 */
-  uint32_t kind;    /* mx__sym_atom_kind */
+  uint64_t hash;  /* hash of (kind, lhs, rhs), kept for probing and rehashing */
+  uint64_t order; /* sort key inside monomials: symbol index, or 2^32 + atom id */
+  uint64_t mask;  /* bit (i % 64) set for every symbol i the atom depends on */
+  mx_dim lhs;     /* SYMBOL: symbol index; operations: first operand */
+  mx_dim rhs;     /* operations: second operand; SYMBOL: 0 */
+  uint32_t kind;  /* mx__sym_atom_kind */
 } mx__sym_atom;
 
 typedef struct mx__sym_factor {
-  uint32_t atom;    /* atom id */
-  uint32_t power;   /* >= 1 */
+  uint32_t atom;  /* atom id */
+  uint32_t power; /* >= 1 */
 } mx__sym_factor;
 
 typedef struct mx__sym_mono {
-  uint64_t hash;          /* hash of the factor list */
-  uint64_t mask;          /* union of the factors' atom masks */
-  uint32_t first_factor;  /* index into mx_symtab.factors */
-  uint32_t factor_count;  /* 0 only for MX__SYM_MONO_UNIT */
-  uint32_t degree;        /* sum of powers */
+  uint64_t hash;         /* hash of the factor list */
+  uint64_t mask;         /* union of the factors' atom masks */
+  uint32_t first_factor; /* index into mx_symtab.factors */
+  uint32_t factor_count; /* 0 only for MX__SYM_MONO_UNIT */
+  uint32_t degree;       /* sum of powers */
 } mx__sym_mono;
 
 typedef struct mx__sym_expr {
-  uint64_t hash;          /* hash of the term list */
-  uint64_t mask;          /* union of the terms' monomial masks */
-  uint32_t first_term;    /* index into mx_symtab.term_coef / term_mono */
-  uint32_t term_count;    /* >= 1 (zero is the plain dim 0, never interned) */
+  uint64_t hash;       /* hash of the term list */
+  uint64_t mask;       /* union of the terms' monomial masks */
+  uint32_t first_term; /* index into mx_symtab.term_coef / term_mono */
+  uint32_t term_count; /* >= 1 (zero is the plain dim 0, never interned) */
 } mx__sym_expr;
 
 /* Open-addressing set of ids (linear probing); equality is decided by the owner's pool. */
 typedef struct mx__sym_idmap {
-  uint32_t *slots;  /* id + 1, 0 for an empty slot */
-  size_t cap;       /* slots, a power of two (0 before the first insert) */
-  size_t count;     /* occupied slots */
+  uint32_t *slots; /* id + 1, 0 for an empty slot */
+  size_t cap;      /* slots, a power of two (0 before the first insert) */
+  size_t count;    /* occupied slots */
 } mx__sym_idmap;
 
 typedef struct mx__sym_symbol {
-  const char *name;  /* in mx_symtab.names */
-  uint32_t atom;     /* the symbol's atom id */
-  mx_dim dim;        /* the expression that is exactly this symbol */
+  const char *name; /* in mx_symtab.names */
+  uint32_t atom;    /* the symbol's atom id */
+  mx_dim dim;       /* the expression that is exactly this symbol */
 } mx__sym_symbol;
 
 struct mx_symtab {
-  mx_status status;            /* sticky: MX_ERR_OUT_OF_MEMORY after any failed allocation */
+  mx_status status; /* sticky: MX_ERR_OUT_OF_MEMORY after any failed allocation */
 
   mx__sym_atom *atoms;
   size_t atom_count, atom_cap;
   mx__sym_idmap atom_map;
 
-  mx__sym_factor *factors;     /* factor lists of every monomial, back to back */
+  mx__sym_factor *factors; /* factor lists of every monomial, back to back */
   size_t factor_count, factor_cap;
   mx__sym_mono *monos;
   size_t mono_count, mono_cap;
   mx__sym_idmap mono_map;
 
-  int64_t *term_coef;          /* term lists of every expression, back to back (parallel */
-  uint32_t *term_mono;         /* arrays keep a term at 12 bytes) */
+  int64_t *term_coef;  /* term lists of every expression, back to back (parallel */
+  uint32_t *term_mono; /* arrays keep a term at 12 bytes) */
   size_t term_count, term_coef_cap, term_mono_cap;
   mx__sym_expr *exprs;
   size_t expr_count, expr_cap;
   mx__sym_idmap expr_map;
 
-  mx__sym_symbol *symbols;     /* by symbol index (creation order) */
+  mx__sym_symbol *symbols; /* by symbol index (creation order) */
   size_t symbol_count, symbol_cap;
-  mx_strmap symbol_by_name;    /* name -> symbol index; keys live in `names` */
-  mx_strmap fresh_next;        /* fresh-symbol hint -> next suffix to try; keys in `names` */
-  mx_arena names;              /* symbol names and hints */
+  mx_strmap symbol_by_name; /* name -> symbol index; keys live in `names` */
+  mx_strmap fresh_next;     /* fresh-symbol hint -> next suffix to try; keys in `names` */
+  mx_arena names;           /* symbol names and hints */
 
-  size_t fail_countdown;       /* test hook: 0 = off; else the countdown-th allocation fails */
+  size_t fail_countdown; /* test hook: 0 = off; else the countdown-th allocation fails */
 };
 
 /* The pool index of an expression dim (d <= -2). */

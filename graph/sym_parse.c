@@ -122,9 +122,12 @@ static mx_dim parse_product(parser *p) {
 static mx_dim parse_sum(parser *p) {
   mx_dim r = parse_product(p);
   while (!p->failed) {
-    if (eat(p, " + ")) r = mx_sym_add(p->t, r, parse_product(p));
-    else if (eat(p, " - ")) r = mx_sym_sub(p->t, r, parse_product(p));
-    else break;
+    if (eat(p, " + "))
+      r = mx_sym_add(p->t, r, parse_product(p));
+    else if (eat(p, " - "))
+      r = mx_sym_sub(p->t, r, parse_product(p));
+    else
+      break;
   }
   return r;
 }

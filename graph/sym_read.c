@@ -12,8 +12,7 @@
 
 /* --- evaluation ------------------------------------------------------------------------------ */
 
-static mx_status eval_dim(const mx_symtab *t, mx_dim d, const int64_t *values, size_t n_values,
-                          int64_t *out);
+static mx_status eval_dim(const mx_symtab *t, mx_dim d, const int64_t *values, size_t n_values, int64_t *out);
 
 /* base^power with overflow detection (power >= 1). Squares only while bits remain, so an
  * overflowing square always means an overflowing result. */
@@ -29,8 +28,8 @@ static mx_status checked_pow(int64_t base, uint32_t power, int64_t *out) {
   return MX_OK;
 }
 
-static mx_status eval_atom(const mx_symtab *t, uint32_t atom_id, const int64_t *values,
-                           size_t n_values, int64_t *out) {
+static mx_status eval_atom(const mx_symtab *t, uint32_t atom_id, const int64_t *values, size_t n_values,
+                           int64_t *out) {
   const mx__sym_atom *atom = &t->atoms[atom_id];
   if (atom->kind == MX__SYM_ATOM_SYMBOL) {
     size_t index = (size_t)atom->lhs;
@@ -52,14 +51,9 @@ static mx_status eval_atom(const mx_symtab *t, uint32_t atom_id, const int64_t *
       if (rhs == 0) return MX_ERR_LIMIT;
       *out = mx__sym_floor_mod(lhs, rhs);
       return MX_OK;
-    case MX__SYM_ATOM_MIN:
-      *out = lhs < rhs ? lhs : rhs;
-      return MX_OK;
-    case MX__SYM_ATOM_MAX:
-      *out = lhs > rhs ? lhs : rhs;
-      return MX_OK;
-    default:
-      return MX_ERR_INTERNAL;
+    case MX__SYM_ATOM_MIN: *out = lhs < rhs ? lhs : rhs; return MX_OK;
+    case MX__SYM_ATOM_MAX: *out = lhs > rhs ? lhs : rhs; return MX_OK;
+    default: return MX_ERR_INTERNAL;
   }
 }
 
@@ -105,8 +99,7 @@ static mx_status eval_dim(const mx_symtab *t, mx_dim d, const int64_t *values, s
   return MX_OK;
 }
 
-mx_status mx_sym_eval(const mx_symtab *t, mx_dim d, const int64_t *values, size_t n_values,
-                      int64_t *out) {
+mx_status mx_sym_eval(const mx_symtab *t, mx_dim d, const int64_t *values, size_t n_values, int64_t *out) {
   if (!out) return MX_ERR_INVALID_ARGUMENT;
   return eval_dim(t, d, values, n_values, out);
 }
@@ -152,8 +145,8 @@ size_t mx_sym_symbols_of(const mx_symtab *t, mx_dim d, uint32_t *idx, size_t cap
 /* snprintf-style output: text past the buffer is counted but not stored. */
 typedef struct sym_writer {
   char *buf;
-  size_t cap;  /* bytes of buf, including the terminating NUL */
-  size_t len;  /* bytes the full text needs so far, without the NUL */
+  size_t cap; /* bytes of buf, including the terminating NUL */
+  size_t len; /* bytes the full text needs so far, without the NUL */
 } sym_writer;
 
 static void put_bytes(sym_writer *w, const char *s, size_t n) {

@@ -18,54 +18,54 @@
 
 #include "common/error.h"
 
-#define N_CLASSES 224        /* 256 bytes, then 4 classes per power of two up to 2^64 */
-#define FENCE_RING 4         /* outstanding fences per pool; more are coalesced into the newest */
-#define MAX_PEND 4           /* other-stream fences a cached block can wait for */
-#define SCAN_LIMIT 8         /* blocks examined per bin before giving up on it */
-#define N_POOLS (MX_CACHING_MAX_STREAMS + 1)
+#define N_CLASSES  224 /* 256 bytes, then 4 classes per power of two up to 2^64 */
+#define FENCE_RING 4   /* outstanding fences per pool; more are coalesced into the newest */
+#define MAX_PEND   4   /* other-stream fences a cached block can wait for */
+#define SCAN_LIMIT 8   /* blocks examined per bin before giving up on it */
+#define N_POOLS    (MX_CACHING_MAX_STREAMS + 1)
 
 typedef struct ca_block {
-  void *ptr;                      /* device address (the hash key) */
-  size_t size;                    /* class size in bytes (what the device allocation holds) */
-  size_t requested;               /* live: bytes asked for */
-  struct ca_block *prev, *next;   /* cached: neighbours in the bin list */
-  uint64_t use_mask;              /* live: pools (bit i = pool i) recorded as also using it */
-  uint64_t epoch;                 /* cached: epoch of its pool at the free */
-  uint64_t pend_cover[MAX_PEND];  /* cached: fence covers of other pools it waits for */
-  uint8_t pend_pool[MAX_PEND];    /*   ... and those pools */
+  void *ptr;                     /* device address (the hash key) */
+  size_t size;                   /* class size in bytes (what the device allocation holds) */
+  size_t requested;              /* live: bytes asked for */
+  struct ca_block *prev, *next;  /* cached: neighbours in the bin list */
+  uint64_t use_mask;             /* live: pools (bit i = pool i) recorded as also using it */
+  uint64_t epoch;                /* cached: epoch of its pool at the free */
+  uint64_t pend_cover[MAX_PEND]; /* cached: fence covers of other pools it waits for */
+  uint8_t pend_pool[MAX_PEND];   /*   ... and those pools */
   uint8_t n_pend;
-  uint8_t pool;                   /* live: pool it was allocated for; cached: pool holding it */
-  bool live;                      /* handed out */
-  uint16_t cls;                   /* size class index */
+  uint8_t pool; /* live: pool it was allocated for; cached: pool holding it */
+  bool live;    /* handed out */
+  uint16_t cls; /* size class index */
 } ca_block;
 
 typedef struct ca_fence {
-  mx_event *ev;    /* recorded on the pool's stream */
-  uint64_t cover;  /* reached => blocks with epoch < cover are safe */
+  mx_event *ev;   /* recorded on the pool's stream */
+  uint64_t cover; /* reached => blocks with epoch < cover are safe */
 } ca_fence;
 
 typedef struct ca_pool {
-  mx_stream *stream;              /* the stream (NULL for pool 0 and free slots) */
-  bool used;                      /* slot in use (pool 0 always) */
-  uint64_t epoch;                 /* current epoch: frees are stamped with it */
-  bool unfenced;                  /* blocks were freed in the current epoch */
-  uint64_t safe_below;            /* blocks freed in epochs below this are past their last use */
-  ca_fence fences[FENCE_RING];    /* outstanding fences, oldest at fence_head */
+  mx_stream *stream;           /* the stream (NULL for pool 0 and free slots) */
+  bool used;                   /* slot in use (pool 0 always) */
+  uint64_t epoch;              /* current epoch: frees are stamped with it */
+  bool unfenced;               /* blocks were freed in the current epoch */
+  uint64_t safe_below;         /* blocks freed in epochs below this are past their last use */
+  ca_fence fences[FENCE_RING]; /* outstanding fences, oldest at fence_head */
   uint32_t fence_head, n_fences;
-  mx_event *events[FENCE_RING];   /* owned, created on first use */
-  ca_block *head[N_CLASSES];      /* bins: most recently freed first */
+  mx_event *events[FENCE_RING]; /* owned, created on first use */
+  ca_block *head[N_CLASSES];    /* bins: most recently freed first */
   ca_block *tail[N_CLASSES];
 } ca_pool;
 
 struct mx_caching_allocator {
-  mx_device *dev;                 /* borrowed */
-  atomic_bool lock;               /* guards everything below (ca_lock / ca_unlock) */
-  ca_pool *pools[N_POOLS];        /* pool 0 = no stream; others created on first use (owned) */
-  uint32_t n_slots;               /* pool slots ever used: 1 + the highest slot index taken */
-  mx_stream *last_stream;         /* stream of the previous lookup (NULL: none) ... */
-  uint32_t last_pool;             /* ... and its pool: the first guess of the next lookup */
-  ca_block **map;                 /* ptr -> block, open addressing (owned); NULL = empty slot */
-  size_t map_cap, map_count;      /* slots (power of two), blocks in the table */
+  mx_device *dev;            /* borrowed */
+  atomic_bool lock;          /* guards everything below (ca_lock / ca_unlock) */
+  ca_pool *pools[N_POOLS];   /* pool 0 = no stream; others created on first use (owned) */
+  uint32_t n_slots;          /* pool slots ever used: 1 + the highest slot index taken */
+  mx_stream *last_stream;    /* stream of the previous lookup (NULL: none) ... */
+  uint32_t last_pool;        /* ... and its pool: the first guess of the next lookup */
+  ca_block **map;            /* ptr -> block, open addressing (owned); NULL = empty slot */
+  size_t map_cap, map_count; /* slots (power of two), blocks in the table */
   mx_caching_stats st;
 };
 
@@ -96,7 +96,9 @@ static inline void ca_lock(mx_caching_allocator *a) {
   if (atomic_exchange_explicit(&a->lock, true, memory_order_acquire)) ca_lock_wait(a);
 }
 
-static inline void ca_unlock(mx_caching_allocator *a) { atomic_store_explicit(&a->lock, false, memory_order_release); }
+static inline void ca_unlock(mx_caching_allocator *a) {
+  atomic_store_explicit(&a->lock, false, memory_order_release);
+}
 
 /* --- size classes ----------------------------------------------------------------------------- */
 
@@ -300,15 +302,24 @@ static bool pend_done(mx_caching_allocator *a, ca_block *b) {
 /* --- bins ------------------------------------------------------------------------------------- */
 
 static void bin_unlink(ca_pool *p, ca_block *b) {
-  if (b->prev) b->prev->next = b->next; else p->head[b->cls] = b->next;
-  if (b->next) b->next->prev = b->prev; else p->tail[b->cls] = b->prev;
+  if (b->prev)
+    b->prev->next = b->next;
+  else
+    p->head[b->cls] = b->next;
+  if (b->next)
+    b->next->prev = b->prev;
+  else
+    p->tail[b->cls] = b->prev;
   b->prev = b->next = NULL;
 }
 
 static void bin_push(ca_pool *p, ca_block *b) {
   b->prev = NULL;
   b->next = p->head[b->cls];
-  if (b->next) b->next->prev = b; else p->tail[b->cls] = b;
+  if (b->next)
+    b->next->prev = b;
+  else
+    p->tail[b->cls] = b;
   p->head[b->cls] = b;
 }
 
@@ -379,7 +390,8 @@ static void release_cached(mx_caching_allocator *a) {
 
 mx_status mx_caching_allocator_create(mx_device *dev, mx_caching_allocator **out, mx_error *err) {
   if (out) *out = NULL;
-  if (!dev || !out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_allocator_create: NULL argument");
+  if (!dev || !out)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_allocator_create: NULL argument");
   mx_caching_allocator *a = calloc(1, sizeof *a);
   if (!a) goto oom;
   a->pools[0] = pool_new(NULL);
@@ -418,8 +430,10 @@ mx_device *mx_caching_allocator_device(const mx_caching_allocator *a) { return a
 
 static mx_status pool_error(int pi, mx_error *err) {
   if (pi == -2)
-    return mx__fail(err, MX_ERR_LIMIT, "caching allocator: more than %d streams in use (forget streams "
-                    "before destroying them)", MX_CACHING_MAX_STREAMS);
+    return mx__fail(err, MX_ERR_LIMIT,
+                    "caching allocator: more than %d streams in use (forget streams "
+                    "before destroying them)",
+                    MX_CACHING_MAX_STREAMS);
   return mx__fail_oom(err, "caching allocator stream pool");
 }
 
@@ -517,7 +531,8 @@ mx_status mx_caching_free(mx_caching_allocator *a, void *ptr, mx_stream *stream,
   ca_lock(a);
   ca_block *b = map_find(a, ptr);
   if (!b || !b->live) {
-    st = mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_free: %p is not a live block of this allocator", ptr);
+    st = mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_free: %p is not a live block of this allocator",
+                  ptr);
     goto unlock;
   }
   int pi = pool_index(a, stream);

@@ -75,13 +75,13 @@ mx_device *mx_caching_allocator_device(const mx_caching_allocator *a);
  * the device has no room even after releasing the cache, MX_ERR_LIMIT when more than
  * MX_CACHING_MAX_STREAMS streams are in use. */
 MX_MUST_USE mx_status mx_caching_alloc(mx_caching_allocator *a, size_t size, mx_stream *stream, void **ptr,
-                           mx_error *err);
+                                       mx_error *err);
 
 /* Declares that work queued on `stream` (so far or later, until the free) also uses ptr, a live
  * block: its free will not let the block be reused before that stream is past the free point.
  * Not needed for the stream passed to mx_caching_free. ptr NULL is a no-op. */
 MX_MUST_USE mx_status mx_caching_record_stream(mx_caching_allocator *a, void *ptr, mx_stream *stream,
-                                   mx_error *err);
+                                               mx_error *err);
 
 /* Gives ptr back, its last use being the work queued on `stream` so far (NULL: no pending
  * use). Never waits. ptr NULL is a no-op; a pointer that is not a live block of this allocator

@@ -18,8 +18,8 @@
 #include "hal/hal_impl.h"
 
 #define DEFAULT_RING_SLOTS 1024u
-#define MAX_RING_SLOTS (1u << 20)
-#define DEFAULT_SPIN_NS 20000
+#define MAX_RING_SLOTS     (1u << 20)
+#define DEFAULT_SPIN_NS    20000
 
 static const char *const fault_names[MX_FAULT_POINT_COUNT] = {"alloc", "copy", "launch", "kernel"};
 
@@ -59,8 +59,7 @@ void mx_device_options_init(mx_device_options *o) {
 }
 
 /* Parses MIXRT_FAULT ("point:N[,point:N...]") into nth[]. */
-static mx_status parse_fault_spec(const char *spec, uint64_t nth[MX_FAULT_POINT_COUNT],
-                                  mx_error *err) {
+static mx_status parse_fault_spec(const char *spec, uint64_t nth[MX_FAULT_POINT_COUNT], mx_error *err) {
   const char *p = spec;
   for (;;) {
     const char *end = strchr(p, ',');
@@ -103,8 +102,9 @@ static mx_status resolve_options(const mx_device_options *in, mx_device_options 
       /* A caller built against an older header passed a shorter record: copy what it has,
        * keep the defaults of the fields added since. */
       mx_device_options_init(o);
-      memcpy(o, in, in->version == 1 ? offsetof(mx_device_options, skip_kernels)
-                                     : offsetof(mx_device_options, huge_pages));
+      memcpy(o, in,
+             in->version == 1 ? offsetof(mx_device_options, skip_kernels)
+                              : offsetof(mx_device_options, huge_pages));
       o->version = MX_DEVICE_OPTIONS_VERSION;
     } else if (in->version != MX_DEVICE_OPTIONS_VERSION) {
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
@@ -124,9 +124,8 @@ static mx_status resolve_options(const mx_device_options *in, mx_device_options 
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "unknown checking setting %d", (int)o->check);
   if (o->ring_slots == 0) o->ring_slots = DEFAULT_RING_SLOTS;
   if (o->ring_slots < 4 || o->ring_slots > MAX_RING_SLOTS || (o->ring_slots & (o->ring_slots - 1)))
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                    "ring_slots %u must be a power of two between 4 and %u", o->ring_slots,
-                    MAX_RING_SLOTS);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "ring_slots %u must be a power of two between 4 and %u",
+                    o->ring_slots, MAX_RING_SLOTS);
   if (o->spin_ns < 0) o->spin_ns = DEFAULT_SPIN_NS;
 
   if (o->check == MX_CHECK_FROM_ENV) {
@@ -136,8 +135,7 @@ static mx_status resolve_options(const mx_device_options *in, mx_device_options 
     } else if (strcmp(env, "1") == 0) {
       o->check = MX_CHECK_ON;
     } else {
-      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "MIXRT_DEVICE_CHECK='%s': expected 0 or 1",
-                      env);
+      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "MIXRT_DEVICE_CHECK='%s': expected 0 or 1", env);
     }
   }
   *check = o->check == MX_CHECK_ON;
@@ -322,8 +320,7 @@ mx_status mx_stream_create(mx_device *dev, int priority, mx_stream **out) {
 }
 
 static void stream_drain(mx_stream *s) {
-  mx__waitq_wait_ge(&s->dev->host_wq, &s->chan->completed, atomic_load(&s->chan->submitted),
-                    s->dev->spin_ns);
+  mx__waitq_wait_ge(&s->dev->host_wq, &s->chan->completed, atomic_load(&s->chan->submitted), s->dev->spin_ns);
 }
 
 void mx_stream_destroy(mx_stream *s) {
@@ -435,10 +432,9 @@ static mx_status bad_call(mx_stream *s, const char *what, mx_hal_fn fn, size_t s
   if (!s) return MX_ERR_INVALID_ARGUMENT;
   if (!fn) return mx__device_fail(s->dev, MX_ERR_INVALID_ARGUMENT, "%s: NULL function", what);
   if (size > UINT32_MAX)
-    return mx__device_fail(s->dev, MX_ERR_INVALID_ARGUMENT,
-                           "%s: argument block of %zu bytes is too large", what, size);
-  return mx__device_fail(s->dev, MX_ERR_INVALID_ARGUMENT, "%s: NULL argument block of %zu bytes",
-                         what, size);
+    return mx__device_fail(s->dev, MX_ERR_INVALID_ARGUMENT, "%s: argument block of %zu bytes is too large",
+                           what, size);
+  return mx__device_fail(s->dev, MX_ERR_INVALID_ARGUMENT, "%s: NULL argument block of %zu bytes", what, size);
 }
 
 mx_status mx__skipped_kernel(void *args, size_t size) {
@@ -447,8 +443,7 @@ mx_status mx__skipped_kernel(void *args, size_t size) {
   return MX_OK;
 }
 
-mx_status mx_hal_launch_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size,
-                              const char *name) {
+mx_status mx_hal_launch_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size, const char *name) {
   if (MX__UNLIKELY(!s || !fn || (size && !args) || size > UINT32_MAX))
     return bad_call(s, "mx_hal_launch", fn, size);
   mx_device *dev = s->dev;

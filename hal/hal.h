@@ -51,12 +51,12 @@ MX_MUST_USE mx_status mx_hal_launch(mx_stream *s, mx_hal_fn fn, const void *args
  * is borrowed and must stay valid until the command has run (an op name owned by a plan, say);
  * NULL launches unnamed. */
 MX_MUST_USE mx_status mx_hal_launch_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size,
-                              const char *name);
+                                          const char *name);
 
 /* mx_device_copy_async with the name of what is copied for failure reports ("command N
  * (asynchronous copy of B bytes of 'NAME') failed: ..."); same lifetime rule as above. */
 MX_MUST_USE mx_status mx_hal_copy_async_named(mx_stream *s, void *dst, const void *src, size_t n,
-                                  mx_copy_kind kind, const char *name);
+                                              mx_copy_kind kind, const char *name);
 
 /* Queues a host function on stream s, run in stream order like a kernel (same copy rules).
  * Host callbacks are not counted by launch/kernel fault injection. */
@@ -113,17 +113,17 @@ typedef struct mx_hal_model_stats {
 /* Creates an empty model on dev. On success *out is owned by the caller
  * (mx_hal_model_destroy); on failure err (optional) says why. */
 MX_MUST_USE mx_status mx_hal_model_create(mx_device *dev, const mx_hal_model_desc *desc, mx_hal_model **out,
-                              mx_error *err);
+                                          mx_error *err);
 
 /* Appends a task to internal stream `stream`. The task's argument block and slots are copied.
  * If task_index is not NULL it receives the task's index (add order, from 0), which is how
  * failures and checking mode name tasks (with the model's name when it has one). */
 MX_MUST_USE mx_status mx_hal_model_add_task(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
-                                uint32_t *task_index);
+                                            uint32_t *task_index);
 /* The same with a name for failure reports ("model 'M' task 3 'NAME' (internal stream 0) failed:
  * ..."); `name` is copied (NULL: none). */
 MX_MUST_USE mx_status mx_hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
-                                      const char *name, uint32_t *task_index);
+                                                  const char *name, uint32_t *task_index);
 
 /* Appends "record internal event `event`" to internal stream `stream`. Each event is recorded
  * once per model. */
@@ -141,7 +141,7 @@ MX_MUST_USE mx_status mx_hal_model_build_end(mx_hal_model *m);
  * time after create, also while executions are in flight: they apply from the next execute
  * on. Ids whose address does not change are ignored. */
 MX_MUST_USE mx_status mx_hal_model_update_bases(mx_hal_model *m, const uint32_t *ids, void *const *addrs,
-                                    size_t n);
+                                                size_t n);
 
 /* Runs the whole model once on stream s, after the work already queued on s and after the
  * model's previous execution (on any stream); later work on s runs after it. One host call,

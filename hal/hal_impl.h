@@ -36,7 +36,7 @@ void __tsan_release(void *addr);
 #define MX__TSAN_RELEASE(p) ((void)0)
 #endif
 
-#define MX__LIKELY(x) __builtin_expect(!!(x), 1)
+#define MX__LIKELY(x)   __builtin_expect(!!(x), 1)
 #define MX__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* --- waiting (hal/wait.c) --------------------------------------------------------------------- */
@@ -94,14 +94,14 @@ void mx__waitq_wait_ge(mx__waitq *q, _Atomic uint64_t *word, uint64_t target, in
 typedef struct mx__chan {
   /* Host side (written per submission). */
   _Alignas(64) _Atomic uint64_t submitted; /* commands queued (under the stream's submit lock) */
-  uint64_t base;              /* `submitted` when the current stream took the channel: command
+  uint64_t base;                           /* `submitted` when the current stream took the channel: command
                                  numbers shown to users are seq - base */
-  struct mx__chan *next_free; /* device free list (under dev->lock) */
-  struct mx__chan *next_all;  /* every channel of the device, for teardown */
+  struct mx__chan *next_free;              /* device free list (under dev->lock) */
+  struct mx__chan *next_all;               /* every channel of the device, for teardown */
   /* Device side (written per completion), on its own cache line. */
   _Alignas(64) _Atomic uint64_t completed; /* commands finished or skipped on the device side */
-  _Atomic uint64_t error_seq; /* sequence number of the command that failed it; 0 = healthy */
-  _Atomic int error_status;   /* its mx_status (valid when error_seq != 0) */
+  _Atomic uint64_t error_seq;              /* sequence number of the command that failed it; 0 = healthy */
+  _Atomic int error_status;                /* its mx_status (valid when error_seq != 0) */
   /* Its message (valid when error_seq != 0; written before the failed command completes, so a
    * stream whose wait saw that completion reads it whole). */
   char error_msg[MX_ERROR_MESSAGE_MAX];
@@ -185,11 +185,7 @@ typedef struct mx__op {
 
 /* --- models ----------------------------------------------------------------------------------- */
 
-typedef enum mx__item_kind {
-  MX__ITEM_TASK = 0,
-  MX__ITEM_RECORD = 1,
-  MX__ITEM_WAIT = 2
-} mx__item_kind;
+typedef enum mx__item_kind { MX__ITEM_TASK = 0, MX__ITEM_RECORD = 1, MX__ITEM_WAIT = 2 } mx__item_kind;
 
 typedef struct mx__model_item {
   mx_hal_fn fn;             /* TASK: kernel; NULL otherwise */
@@ -223,49 +219,49 @@ typedef struct mx__id_slot {
 } mx__id_slot;
 
 struct mx_hal_model {
-  mx_device *dev;         /* owning device (borrowed) */
-  mx_hal_model_desc desc; /* as created */
-  bool built;             /* build_end succeeded: no more items, executes allowed */
-  bool slow;              /* tasks go through the slow path (indirect, checking, faults) */
-  mx_error err;                          /* the last failing host call on this model */
-  mx_arena arena;                        /* argument blocks and slot copies (owned) */
-  mx__model_part *parts;                 /* desc.n_streams entries (owned) */
-  mx__order_entry *order;                /* every item in add order (owned) */
-  size_t n_order, cap_order;             /* entries, capacity */
-  uint32_t n_tasks;                      /* tasks added */
-  uint64_t n_slots;                      /* slots over all tasks */
-  mx__model_item **task_items;           /* task index -> its item (built at build_end, owned) */
-  const char *name;                      /* desc.name copied into the arena, or NULL */
-  const char **task_names; /* task index -> its name in the arena or NULL (grown with the
+  mx_device *dev;              /* owning device (borrowed) */
+  mx_hal_model_desc desc;      /* as created */
+  bool built;                  /* build_end succeeded: no more items, executes allowed */
+  bool slow;                   /* tasks go through the slow path (indirect, checking, faults) */
+  mx_error err;                /* the last failing host call on this model */
+  mx_arena arena;              /* argument blocks and slot copies (owned) */
+  mx__model_part *parts;       /* desc.n_streams entries (owned) */
+  mx__order_entry *order;      /* every item in add order (owned) */
+  size_t n_order, cap_order;   /* entries, capacity */
+  uint32_t n_tasks;            /* tasks added */
+  uint64_t n_slots;            /* slots over all tasks */
+  mx__model_item **task_items; /* task index -> its item (built at build_end, owned) */
+  const char *name;            /* desc.name copied into the arena, or NULL */
+  const char **task_names;     /* task index -> its name in the arena or NULL (grown with the
                               tasks, owned); read only when a task fails */
-  size_t cap_task_names;   /* entries of task_names */
-  uint8_t *ev_recorded;                  /* per event: recorded while building (owned) */
-  uint32_t *id_slot_start; /* CSR over ids: slots of id i are [start[i], start[i+1]) */
-  mx__id_slot *id_slots;   /* (owned) */
+  size_t cap_task_names;       /* entries of task_names */
+  uint8_t *ev_recorded;        /* per event: recorded while building (owned) */
+  uint32_t *id_slot_start;     /* CSR over ids: slots of id i are [start[i], start[i+1]) */
+  mx__id_slot *id_slots;       /* (owned) */
 
   /* Host side, under host_lock (own cache lines: the device side never writes them). */
   _Alignas(64) pthread_mutex_t host_lock;
-  void **host_base;        /* latest bases set by update_bases (owned) */
-  uint8_t *dirty;          /* per id: changed since the last execute (owned) */
-  uint32_t *dirty_ids;     /* the ids with dirty set, in change order (owned) */
-  uint32_t n_dirty;        /* entries of dirty_ids */
-  uint64_t exec_submitted; /* executions queued so far */
-  mx__patch *patches;      /* ring of patch batches handed to the device (owned) */
-  uint64_t patch_cap;      /* entries in the ring */
-  uint64_t patch_head;     /* entries ever written by the host */
+  void **host_base;                             /* latest bases set by update_bases (owned) */
+  uint8_t *dirty;                               /* per id: changed since the last execute (owned) */
+  uint32_t *dirty_ids;                          /* the ids with dirty set, in change order (owned) */
+  uint32_t n_dirty;                             /* entries of dirty_ids */
+  uint64_t exec_submitted;                      /* executions queued so far */
+  mx__patch *patches;                           /* ring of patch batches handed to the device (owned) */
+  uint64_t patch_cap;                           /* entries in the ring */
+  uint64_t patch_head;                          /* entries ever written by the host */
   _Alignas(64) _Atomic uint64_t patch_consumed; /* entries ever consumed by first steps */
 
   /* Device side. Executions run one after another (each waits for the previous one). */
-  void **dev_base;             /* base table as the device sees it (owned) */
-  _Atomic uint64_t started;    /* last execution whose first step is done */
-  _Atomic uint64_t done;       /* last execution fully finished */
-  _Atomic uint64_t *part_done; /* per internal stream: last execution it finished (owned) */
-  _Atomic uint64_t *ev_epoch;  /* per event: last execution that recorded it (owned) */
-  uint8_t *part_skip;          /* per internal stream: skip tasks in this execution (owned) */
-  _Atomic int exec_failed;     /* 0, or 1 once a task of the current execution failed */
-  mx_status exec_status;       /* first failure of the current execution (by its winner) */
-  int64_t exec_task;           /* its task index (add order), -1 when not a task */
-  int32_t exec_stream;         /* its internal stream, -1 when none */
+  void **dev_base;                     /* base table as the device sees it (owned) */
+  _Atomic uint64_t started;            /* last execution whose first step is done */
+  _Atomic uint64_t done;               /* last execution fully finished */
+  _Atomic uint64_t *part_done;         /* per internal stream: last execution it finished (owned) */
+  _Atomic uint64_t *ev_epoch;          /* per event: last execution that recorded it (owned) */
+  uint8_t *part_skip;                  /* per internal stream: skip tasks in this execution (owned) */
+  _Atomic int exec_failed;             /* 0, or 1 once a task of the current execution failed */
+  mx_status exec_status;               /* first failure of the current execution (by its winner) */
+  int64_t exec_task;                   /* its task index (add order), -1 when not a task */
+  int32_t exec_stream;                 /* its internal stream, -1 when none */
   char exec_msg[MX_ERROR_MESSAGE_MAX]; /* its message, copied to the stream at the end */
   uint64_t exec_t0;                    /* when the current execution's first step started, ticks */
 
@@ -346,23 +342,23 @@ struct mx_device {
   uint64_t fault_nth[MX_FAULT_POINT_COUNT];           /* 0 = off, N = the Nth operation fails */
   _Atomic uint64_t fault_count[MX_FAULT_POINT_COUNT]; /* operations seen per point */
 
-  pthread_mutex_t lock;                  /* guards the lists below and the channels */
-  mx_stream *streams;                    /* user streams (their objects are owned by their users) */
-  mx_event *events;                      /* every live event (owned by their users) */
-  mx_hal_model *models;                  /* every live model (owned by their users) */
-  mx__chan *chans_all, *chans_free;      /* channels (owned), every one and the recyclable ones */
+  pthread_mutex_t lock;             /* guards the lists below and the channels */
+  mx_stream *streams;               /* user streams (their objects are owned by their users) */
+  mx_event *events;                 /* every live event (owned by their users) */
+  mx_hal_model *models;             /* every live model (owned by their users) */
+  mx__chan *chans_all, *chans_free; /* channels (owned), every one and the recyclable ones */
 
-  pthread_mutex_t mem_lock;      /* guards the memory fields */
-  mx__mem_node *mem_root;        /* live allocations and registered buffers, by address */
-  uint64_t mem_in_use, mem_peak; /* bytes (reserved before the host allocation happens) */
-  uint64_t mem_capacity;         /* bytes the device can ever provide: the host's physical memory
+  pthread_mutex_t mem_lock;                 /* guards the memory fields */
+  mx__mem_node *mem_root;                   /* live allocations and registered buffers, by address */
+  uint64_t mem_in_use, mem_peak;            /* bytes (reserved before the host allocation happens) */
+  uint64_t mem_capacity;                    /* bytes the device can ever provide: the host's physical memory
                                     (device memory is host RAM); larger requests are refused */
   uint64_t mem_allocs, mem_frees, mem_live; /* counts since creation, and live now */
   uint64_t mem_rng;                         /* treap priority generator */
 
-  pthread_mutex_t share_lock;    /* guards the shared blocks; taken before mem_lock, never inside */
-  mx__shared_block *shared;      /* live shared blocks (hal/shared.c; owned) */
-  uint64_t shared_hits;          /* acquisitions served by an existing block */
+  pthread_mutex_t share_lock; /* guards the shared blocks; taken before mem_lock, never inside */
+  mx__shared_block *shared;   /* live shared blocks (hal/shared.c; owned) */
+  uint64_t shared_hits;       /* acquisitions served by an existing block */
 
   mx__waitq host_wq; /* host threads waiting for device progress */
 };

@@ -148,11 +148,10 @@ bool mx__mem_contains_locked(mx_device *dev, const void *p, size_t n, char *why,
     if (node && next) {
       snprintf(why, why_size,
                "nearest allocation below is %p (%zu bytes, ends at %p); the next one starts at %p",
-               (void *)node->start, node->size, (void *)(node->start + node->size),
-               (void *)next->start);
+               (void *)node->start, node->size, (void *)(node->start + node->size), (void *)next->start);
     } else if (node) {
-      snprintf(why, why_size, "nearest allocation below is %p (%zu bytes, ends at %p)",
-               (void *)node->start, node->size, (void *)(node->start + node->size));
+      snprintf(why, why_size, "nearest allocation below is %p (%zu bytes, ends at %p)", (void *)node->start,
+               node->size, (void *)(node->start + node->size));
     } else if (next) {
       snprintf(why, why_size, "no allocation starts at or below it; the next one starts at %p",
                (void *)next->start);
@@ -255,8 +254,8 @@ mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr)
     uint64_t in_use = dev->mem_in_use;
     mx__mem_unlock(dev);
     st = mx__device_fail(dev, MX_ERR_DEVICE_OOM,
-                         "device memory limit exceeded: %zu bytes requested, %" PRIu64
-                         " of %" PRIu64 " bytes in use",
+                         "device memory limit exceeded: %zu bytes requested, %" PRIu64 " of %" PRIu64
+                         " bytes in use",
                          size, in_use, limit);
     goto free_node;
   }
@@ -267,15 +266,15 @@ mx_status mx_device_alloc(mx_device *dev, size_t size, size_t align, void **ptr)
   /* The host block: huge-page backed when large, rounded up to whole huge pages (a huge page
    * can only back a range the block covers entirely). */
   size_t host_size = size ? size : 1;
-  bool huge = dev->opt.huge_pages && size >= MX_DEVICE_HUGE_PAGE_MIN &&
-              size <= SIZE_MAX - MX_DEVICE_HUGE_PAGE;
+  bool huge =
+      dev->opt.huge_pages && size >= MX_DEVICE_HUGE_PAGE_MIN && size <= SIZE_MAX - MX_DEVICE_HUGE_PAGE;
   if (huge) {
     if (align < MX_DEVICE_HUGE_PAGE) align = MX_DEVICE_HUGE_PAGE;
     host_size = (size + MX_DEVICE_HUGE_PAGE - 1) & ~(MX_DEVICE_HUGE_PAGE - 1);
   }
   if (posix_memalign(&block, align, host_size) != 0) {
-    st = mx__device_fail(dev, MX_ERR_DEVICE_OOM,
-                         "mx_device_alloc: the host could not provide %zu bytes", size);
+    st = mx__device_fail(dev, MX_ERR_DEVICE_OOM, "mx_device_alloc: the host could not provide %zu bytes",
+                         size);
     goto unreserve;
   }
 #ifdef MADV_HUGEPAGE
@@ -328,18 +327,16 @@ mx_status mx_device_free(mx_device *dev, void *ptr) {
 
 mx_status mx_device_register_buffer(mx_device *dev, void *ptr, size_t size) {
   if (!dev) return MX_ERR_INVALID_ARGUMENT;
-  if (!ptr)
-    return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT, "mx_device_register_buffer: NULL buffer");
+  if (!ptr) return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT, "mx_device_register_buffer: NULL buffer");
   mx__mem_node *node = malloc(sizeof *node);
   if (!node)
-    return mx__device_fail(dev, MX_ERR_OUT_OF_MEMORY,
-                           "mx_device_register_buffer: out of host memory");
+    return mx__device_fail(dev, MX_ERR_OUT_OF_MEMORY, "mx_device_register_buffer: out of host memory");
   uintptr_t a = (uintptr_t)ptr;
   mx__mem_lock(dev);
   mx__mem_node *below = treap_floor(dev->mem_root, a);
   mx__mem_node *above = treap_above(dev->mem_root, a);
-  bool overlap = (below && (below->start == a || a - below->start < below->size)) ||
-                 (above && above->start - a < size);
+  bool overlap =
+      (below && (below->start == a || a - below->start < below->size)) || (above && above->start - a < size);
   if (overlap) {
     mx__mem_unlock(dev);
     free(node);
@@ -426,8 +423,8 @@ out:
   return st;
 }
 
-static mx_status check_copy_args(mx_device *dev, const char *fn, void *dst, const void *src,
-                                 size_t n, mx_copy_kind kind) {
+static mx_status check_copy_args(mx_device *dev, const char *fn, void *dst, const void *src, size_t n,
+                                 mx_copy_kind kind) {
   if ((unsigned)kind > MX_COPY_D2D)
     return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT, "%s: unknown copy kind %d", fn, (int)kind);
   if (n && (!dst || !src))
@@ -443,15 +440,14 @@ mx_status mx_device_copy(mx_device *dev, void *dst, const void *src, size_t n, m
   if (st != MX_OK) return st;
   if (mx__fault_hit(dev, MX_FAULT_COPY))
     return mx__device_fail(dev, MX_ERR_DEVICE,
-                           "mx_device_copy (%s) of %zu bytes failed: injected fault (copy:%" PRIu64
-                           ")",
+                           "mx_device_copy (%s) of %zu bytes failed: injected fault (copy:%" PRIu64 ")",
                            copy_names[kind], n, dev->fault_nth[MX_FAULT_COPY]);
   if (n) memmove(dst, src, n);
   return MX_OK;
 }
 
-mx_status mx_hal_copy_async_named(mx_stream *s, void *dst, const void *src, size_t n,
-                                  mx_copy_kind kind, const char *name) {
+mx_status mx_hal_copy_async_named(mx_stream *s, void *dst, const void *src, size_t n, mx_copy_kind kind,
+                                  const char *name) {
   if (!s) return MX_ERR_INVALID_ARGUMENT;
   mx_device *dev = s->dev;
   mx_status st = check_copy_args(dev, "mx_device_copy_async", dst, src, n, kind);
@@ -461,8 +457,7 @@ mx_status mx_hal_copy_async_named(mx_stream *s, void *dst, const void *src, size
   return dev->ops->submit(s, &op);
 }
 
-mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t n,
-                               mx_copy_kind kind) {
+mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t n, mx_copy_kind kind) {
   return mx_hal_copy_async_named(s, dst, src, n, kind, NULL);
 }
 
@@ -474,9 +469,9 @@ static mx_status check_memset_args(mx_device *dev, const char *fn, void *dst, si
     bool ok = mx__mem_contains_locked(dev, dst, n, why, sizeof why);
     mx__mem_unlock(dev);
     if (!ok)
-      return mx__device_fail(
-          dev, MX_ERR_INVALID_ARGUMENT,
-          "%s: range [%p, +%zu bytes) is not inside a live device allocation: %s", fn, dst, n, why);
+      return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT,
+                             "%s: range [%p, +%zu bytes) is not inside a live device allocation: %s", fn, dst,
+                             n, why);
   }
   return MX_OK;
 }
@@ -487,9 +482,8 @@ mx_status mx_device_memset(mx_device *dev, void *dst, int value, size_t n) {
   if (st != MX_OK) return st;
   if (mx__fault_hit(dev, MX_FAULT_COPY))
     return mx__device_fail(dev, MX_ERR_DEVICE,
-                           "mx_device_memset of %zu bytes failed: injected fault (copy:%" PRIu64
-                           ")",
-                           n, dev->fault_nth[MX_FAULT_COPY]);
+                           "mx_device_memset of %zu bytes failed: injected fault (copy:%" PRIu64 ")", n,
+                           dev->fault_nth[MX_FAULT_COPY]);
   if (n) memset(dst, value, n);
   return MX_OK;
 }

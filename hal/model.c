@@ -28,11 +28,10 @@
 #include "hal/hal_impl.h"
 
 #define MAX_MODEL_STREAMS 256u
-#define MAX_MODEL_EVENTS (1u << 24)
-#define MAX_MODEL_IDS (1u << 26)
+#define MAX_MODEL_EVENTS  (1u << 24)
+#define MAX_MODEL_IDS     (1u << 26)
 
-static mx_status model_fail(mx_hal_model *m, mx_status status, const char *fmt, ...)
-    MX_PRINTF(3, 4);
+static mx_status model_fail(mx_hal_model *m, mx_status status, const char *fmt, ...) MX_PRINTF(3, 4);
 
 static mx_status model_fail(mx_hal_model *m, mx_status status, const char *fmt, ...) {
   va_list ap;
@@ -75,16 +74,14 @@ mx_status mx_hal_model_create(mx_device *dev, const mx_hal_model_desc *desc, mx_
   if (!dev || !desc || !out)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_create: NULL argument");
   if (desc->n_streams < 1 || desc->n_streams > MAX_MODEL_STREAMS)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                    "mx_hal_model_create: %u internal streams (must be 1..%u)", desc->n_streams,
-                    MAX_MODEL_STREAMS);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_create: %u internal streams (must be 1..%u)",
+                    desc->n_streams, MAX_MODEL_STREAMS);
   if (desc->n_events > MAX_MODEL_EVENTS || desc->n_ids > MAX_MODEL_IDS)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                    "mx_hal_model_create: %u events / %u ids exceed the limits (%u / %u)",
-                    desc->n_events, desc->n_ids, MAX_MODEL_EVENTS, MAX_MODEL_IDS);
+                    "mx_hal_model_create: %u events / %u ids exceed the limits (%u / %u)", desc->n_events,
+                    desc->n_ids, MAX_MODEL_EVENTS, MAX_MODEL_IDS);
   if ((unsigned)desc->mode > MX_HAL_MODEL_INDIRECT)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_create: unknown mode %d",
-                    (int)desc->mode);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_create: unknown mode %d", (int)desc->mode);
 
   void *mem = NULL;
   if (posix_memalign(&mem, 64, sizeof(mx_hal_model)) != 0) return mx__fail_oom(err, "HAL model");
@@ -141,12 +138,10 @@ static mx_status append_item(mx_hal_model *m, uint32_t stream, const mx__model_i
 
 static mx_status check_building(mx_hal_model *m, uint32_t stream, const char *what) {
   if (m->built)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s: the model is built (build_end was called)",
-                      what);
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s: the model is built (build_end was called)", what);
   if (stream >= m->desc.n_streams)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT,
-                      "%s: internal stream %u out of range (model has %u)", what, stream,
-                      m->desc.n_streams);
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s: internal stream %u out of range (model has %u)", what,
+                      stream, m->desc.n_streams);
   return MX_OK;
 }
 
@@ -161,16 +156,13 @@ mx_status mx_hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx
   mx_status st = check_building(m, stream, "mx_hal_model_add_task");
   if (st != MX_OK) return st;
   uint32_t t = m->n_tasks;
-  if (!task || !task->fn)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "task %u: NULL task or function", t);
+  if (!task || !task->fn) return model_fail(m, MX_ERR_INVALID_ARGUMENT, "task %u: NULL task or function", t);
   if (task->args_size && !task->args)
     return model_fail(m, MX_ERR_INVALID_ARGUMENT, "task %u: NULL argument block of %u bytes", t,
                       task->args_size);
   if (task->n_slots && !task->slots)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "task %u: NULL slots (%u announced)", t,
-                      task->n_slots);
-  if (t == UINT32_MAX)
-    return model_fail(m, MX_ERR_LIMIT, "task %u: too many tasks in one model", t);
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "task %u: NULL slots (%u announced)", t, task->n_slots);
+  if (t == UINT32_MAX) return model_fail(m, MX_ERR_LIMIT, "task %u: too many tasks in one model", t);
   for (uint32_t k = 0; k < task->n_slots; k++) {
     const mx_hal_slot *sl = &task->slots[k];
     if ((uint64_t)sl->arg_offset + sizeof(void *) > task->args_size)
@@ -180,8 +172,8 @@ mx_status mx_hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx
                         t, k, sl->arg_offset, task->args_size);
     if (sl->alloc_id >= m->desc.n_ids)
       return model_fail(m, MX_ERR_INVALID_ARGUMENT,
-                        "task %u slot %u: alloc id %u out of range (model has %u ids)", t, k,
-                        sl->alloc_id, m->desc.n_ids);
+                        "task %u slot %u: alloc id %u out of range (model has %u ids)", t, k, sl->alloc_id,
+                        m->desc.n_ids);
   }
   mx__model_item it = {0};
   it.fn = m->dev->skip_kernels ? mx__skipped_kernel : task->fn;
@@ -190,9 +182,8 @@ mx_status mx_hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx
   it.index = t;
   it.n_slots = task->n_slots;
   it.args = mx__arena_memdup(&m->arena, task->args, task->args_size, 16);
-  it.slots = task->n_slots
-                 ? mx__arena_memdup(&m->arena, task->slots, task->n_slots * sizeof *task->slots, 8)
-                 : NULL;
+  it.slots =
+      task->n_slots ? mx__arena_memdup(&m->arena, task->slots, task->n_slots * sizeof *task->slots, 8) : NULL;
   const char *name = task_name ? mx__arena_strdup(&m->arena, task_name) : NULL;
   if (!it.args || (task->n_slots && !it.slots) || (task_name && !name) ||
       !MX_GROW(m->task_names, m->cap_task_names, (size_t)t + 1))
@@ -238,11 +229,9 @@ mx_status mx_hal_model_add_event_wait(mx_hal_model *m, uint32_t stream, uint32_t
 
 mx_status mx_hal_model_build_end(mx_hal_model *m) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
-  if (m->built)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_build_end: called twice");
+  if (m->built) return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_build_end: called twice");
   if (m->n_slots > UINT32_MAX)
-    return model_fail(m, MX_ERR_LIMIT, "model has %" PRIu64 " slots (limit %u)", m->n_slots,
-                      UINT32_MAX);
+    return model_fail(m, MX_ERR_LIMIT, "model has %" PRIu64 " slots (limit %u)", m->n_slots, UINT32_MAX);
   uint32_t ni = m->desc.n_ids;
   m->task_items = calloc(m->n_tasks ? m->n_tasks : 1, sizeof *m->task_items);
   m->id_slot_start = calloc((size_t)ni + 1, sizeof *m->id_slot_start);
@@ -277,8 +266,7 @@ mx_status mx_hal_model_build_end(mx_hal_model *m) {
     model_fail(m, st, "mx_hal_model_build_end: %s", mx_device_last_error(m->dev));
     goto free_tables;
   }
-  m->slow = m->desc.mode == MX_HAL_MODEL_INDIRECT || m->dev->check ||
-            m->dev->fault_nth[MX_FAULT_KERNEL] != 0;
+  m->slow = m->desc.mode == MX_HAL_MODEL_INDIRECT || m->dev->check || m->dev->fault_nth[MX_FAULT_KERNEL] != 0;
   m->built = true;
   free(fill);
   return MX_OK;
@@ -294,8 +282,7 @@ free_tables:
   return st;
 }
 
-mx_status mx_hal_model_update_bases(mx_hal_model *m, const uint32_t *ids, void *const *addrs,
-                                    size_t n) {
+mx_status mx_hal_model_update_bases(mx_hal_model *m, const uint32_t *ids, void *const *addrs, size_t n) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
   if (n && (!ids || !addrs))
     return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_update_bases: NULL arrays");
@@ -336,8 +323,7 @@ mx_status mx_hal_model_execute(mx_hal_model *m, mx_stream *s) {
   /* The ring holds at least two full batches; wait only if earlier executions still have
    * theirs queued. */
   if (head + count > atomic_load(&m->patch_consumed) + m->patch_cap)
-    mx__waitq_wait_ge(&m->dev->host_wq, &m->patch_consumed, head + count - m->patch_cap,
-                      m->dev->spin_ns);
+    mx__waitq_wait_ge(&m->dev->host_wq, &m->patch_consumed, head + count - m->patch_cap, m->dev->spin_ns);
   for (uint32_t i = 0; i < count; i++) {
     uint32_t id = m->dirty_ids[i];
     mx__patch *p = &m->patches[(head + i) % m->patch_cap];
@@ -353,8 +339,7 @@ mx_status mx_hal_model_execute(mx_hal_model *m, mx_stream *s) {
     m->n_dirty = 0;
   }
   pthread_mutex_unlock(&m->host_lock);
-  if (st != MX_OK)
-    return model_fail(m, st, "mx_hal_model_execute: %s", mx_device_last_error(m->dev));
+  if (st != MX_OK) return model_fail(m, st, "mx_hal_model_execute: %s", mx_device_last_error(m->dev));
   return MX_OK;
 }
 
@@ -396,11 +381,10 @@ void mx_hal_model_destroy(mx_hal_model *m) {
 /* --- device side ------------------------------------------------------------------------------ */
 
 /* Records the first failure of the current execution (parts may fail concurrently). */
-static void exec_fail(mx_hal_model *m, mx_status status, int64_t task, int32_t part,
-                      const char *fmt, ...) MX_PRINTF(5, 6);
+static void exec_fail(mx_hal_model *m, mx_status status, int64_t task, int32_t part, const char *fmt, ...)
+    MX_PRINTF(5, 6);
 
-static void exec_fail(mx_hal_model *m, mx_status status, int64_t task, int32_t part,
-                      const char *fmt, ...) {
+static void exec_fail(mx_hal_model *m, mx_status status, int64_t task, int32_t part, const char *fmt, ...) {
   int expected = 0;
   if (!atomic_compare_exchange_strong(&m->exec_failed, &expected, 1)) return;
   m->exec_status = status;
@@ -424,8 +408,7 @@ static const char *task_label(const mx_hal_model *m, uint32_t index, char *buf, 
 }
 
 /* Checking mode: validates one slot address; records the failure and returns false. */
-static bool check_slot_locked(mx_hal_model *m, const mx__model_item *it, uint32_t part,
-                              uint32_t k) {
+static bool check_slot_locked(mx_hal_model *m, const mx__model_item *it, uint32_t part, uint32_t k) {
   const mx_hal_slot *sl = &it->slots[k];
   void *base = m->dev_base[sl->alloc_id];
   char why[256], label[160];

@@ -16,10 +16,10 @@
 #include "hal/hal_impl.h"
 
 struct mx__shared_block {
-  void *ptr;                /* the device block (an allocation marked shared) */
-  size_t size;              /* bytes of content */
-  uint64_t hash;            /* content_hash of those bytes */
-  uint64_t holders;         /* acquisitions not yet released (>= 1) */
+  void *ptr;        /* the device block (an allocation marked shared) */
+  size_t size;      /* bytes of content */
+  uint64_t hash;    /* content_hash of those bytes */
+  uint64_t holders; /* acquisitions not yet released (>= 1) */
   mx__shared_block *next;
 };
 
@@ -66,7 +66,8 @@ mx_status mx_device_shared_acquire(mx_device *dev, const void *src, size_t n, si
   if (ptr) *ptr = NULL;
   if (!dev || !ptr) return MX_ERR_INVALID_ARGUMENT;
   if (n && !src)
-    return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT, "mx_device_shared_acquire: NULL source with %zu bytes", n);
+    return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT,
+                           "mx_device_shared_acquire: NULL source with %zu bytes", n);
   if (align == 0) align = 64;
   if (align & (align - 1))
     return mx__device_fail(dev, MX_ERR_INVALID_ARGUMENT,

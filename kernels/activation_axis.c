@@ -213,4 +213,3 @@ static mx_status run_Det(mx_kernel_call *c) {
   return MX_OK;
 }
 const mx_kernel_def mx__kdef_Det = {"Det", NULL, MX_KDT_FLOATS, 0, run_Det, det_workspace};
-

@@ -17,17 +17,17 @@
 #include "kernels/linalg_impl.h"
 #include "kernels/threads.h"
 
-#define CT float
+#define CT          float
 #define CT_FN(name) name##_f32
-#define CT_GEMM cblas_sgemm
+#define CT_GEMM     cblas_sgemm
 #include "kernels/conv_tmpl.inc"
 #undef CT
 #undef CT_FN
 #undef CT_GEMM
 
-#define CT double
+#define CT          double
 #define CT_FN(name) name##_f64
-#define CT_GEMM cblas_dgemm
+#define CT_GEMM     cblas_dgemm
 #include "kernels/conv_tmpl.inc"
 #undef CT
 #undef CT_FN
@@ -49,8 +49,8 @@ void mx__kconv_forward_f64(const mx_kwin *w, int64_t n, int64_t c, int64_t m, in
 typedef struct conv_plan {
   mx_kwin w;
   int64_t n, c, m, group;
-  int64_t col_elems;  /* im2col / col2im scratch elements (float64, ConvTranspose) */
-  size_t fast_floats; /* scratch of the float32 Conv cores (every thread's slot) */
+  int64_t col_elems;   /* im2col / col2im scratch elements (float64, ConvTranspose) */
+  size_t fast_floats;  /* scratch of the float32 Conv cores (every thread's slot) */
   const mx_ktensor *b; /* NULL without bias */
   const mx_ktensor *z; /* residual added before the activation, NULL without */
 } conv_plan;
@@ -98,7 +98,8 @@ static mx_status plan_conv(const mx_kernel_call *call, bool transpose, conv_plan
   int64_t cg = pl->c / pl->group, mg = pl->m / pl->group;
   if (!transpose && x->dtype != MX_FLOAT64) {
     int32_t slots = mx__kthreads();
-    pl->fast_floats = (size_t)slots * mx__kconv_f32_slot_floats(&pl->w, pl->n, pl->c, pl->m, pl->group, slots);
+    pl->fast_floats =
+        (size_t)slots * mx__kconv_f32_slot_floats(&pl->w, pl->n, pl->c, pl->m, pl->group, slots);
   } else if (transpose)
     pl->col_elems = mg * pl->w.k_size * pl->w.grid_size;
   else if (!is_pointwise_f32(&pl->w) && cg != 1)
@@ -124,11 +125,22 @@ static size_t conv_workspace_common(const mx_kernel_call *call, bool transpose) 
 }
 
 /* A float32 Conv through the cores of conv_fast.c, with the col scratch of the workspace. */
-static mx_status conv_f32(mx_kernel_call *call, const conv_plan *pl, const float *x, const float *wt, const float *b,
-                          const float *z, float *y) {
+static mx_status conv_f32(mx_kernel_call *call, const conv_plan *pl, const float *x, const float *wt,
+                          const float *b, const float *z, float *y) {
   const mx_conv_params *cp = call->params;
-  mx_kconv_f32 j = {.w = &pl->w, .n = pl->n, .c = pl->c, .m = pl->m, .group = pl->group, .x = x, .wt = wt, .b = b,
-                    .z = z, .y = y, .act = cp->fused_act, .alpha = cp->act_alpha, .beta = cp->act_beta};
+  mx_kconv_f32 j = {.w = &pl->w,
+                    .n = pl->n,
+                    .c = pl->c,
+                    .m = pl->m,
+                    .group = pl->group,
+                    .x = x,
+                    .wt = wt,
+                    .b = b,
+                    .z = z,
+                    .y = y,
+                    .act = cp->fused_act,
+                    .alpha = cp->act_alpha,
+                    .beta = cp->act_beta};
   if (!mx__kconv_f32_run(&j, call->workspace, pl->fast_floats)) {
     call->why = "Conv: the workspace is smaller than the kernel declared";
     return MX_ERR_KERNEL;
@@ -143,13 +155,13 @@ static void fused_activation_f64(const mx_conv_params *p, double *y, const doubl
   for (int64_t i = 0; i < n; i++) {
     double v = z ? y[i] + z[i] : y[i];
     switch (p->fused_act) {
-    case MX_CONV_ACT_RELU: v = v > 0.0 ? v : 0.0; break;
-    case MX_CONV_ACT_CLIP: v = v < a ? a : (v > b ? b : v); break;
-    case MX_CONV_ACT_HARD_SIGMOID: v = fmax(0.0, fmin(1.0, a * v + b)); break;
-    case MX_CONV_ACT_HARD_SWISH: v = v * fmax(0.0, fmin(1.0, v / 6.0 + 0.5)); break;
-    case MX_CONV_ACT_SIGMOID: v = 1.0 / (1.0 + exp(-v)); break;
-    case MX_CONV_ACT_SILU: v = v / (1.0 + exp(-v)); break;
-    default: break;
+      case MX_CONV_ACT_RELU: v = v > 0.0 ? v : 0.0; break;
+      case MX_CONV_ACT_CLIP: v = v < a ? a : (v > b ? b : v); break;
+      case MX_CONV_ACT_HARD_SIGMOID: v = fmax(0.0, fmin(1.0, a * v + b)); break;
+      case MX_CONV_ACT_HARD_SWISH: v = v * fmax(0.0, fmin(1.0, v / 6.0 + 0.5)); break;
+      case MX_CONV_ACT_SIGMOID: v = 1.0 / (1.0 + exp(-v)); break;
+      case MX_CONV_ACT_SILU: v = v / (1.0 + exp(-v)); break;
+      default: break;
     }
     y[i] = v;
   }
@@ -176,7 +188,8 @@ static mx_status conv_run_common(mx_kernel_call *call, bool transpose) {
   }
   mx__kblas_init();
   char *ws = call->workspace;
-  size_t col_bytes = mx__kconv_align((size_t)pl.col_elems * (x->dtype == MX_FLOAT64 ? 8 : 4) + pl.fast_floats * 4);
+  size_t col_bytes =
+      mx__kconv_align((size_t)pl.col_elems * (x->dtype == MX_FLOAT64 ? 8 : 4) + pl.fast_floats * 4);
   const void *b = pl.b ? pl.b->data : NULL;
   if (x->dtype == MX_FLOAT32) {
     if (!transpose) return conv_f32(call, &pl, x->data, wt->data, b, pl.z ? pl.z->data : NULL, y->data);
@@ -184,8 +197,8 @@ static mx_status conv_run_common(mx_kernel_call *call, bool transpose) {
     return MX_OK;
   }
   if (x->dtype == MX_FLOAT64) {
-    (transpose ? conv_transpose_f64 : conv_forward_f64)(&pl.w, pl.n, pl.c, pl.m, pl.group, x->data, wt->data, b,
-                                                          y->data, (double *)ws);
+    (transpose ? conv_transpose_f64 : conv_forward_f64)(&pl.w, pl.n, pl.c, pl.m, pl.group, x->data, wt->data,
+                                                        b, y->data, (double *)ws);
     if (act || pl.z) fused_activation_f64(cp, y->data, pl.z ? pl.z->data : NULL, ny);
     return MX_OK;
   }
@@ -211,7 +224,9 @@ static mx_status conv_run_common(mx_kernel_call *call, bool transpose) {
 }
 
 static size_t conv_workspace(const mx_kernel_call *call) { return conv_workspace_common(call, false); }
-static size_t conv_transpose_workspace(const mx_kernel_call *call) { return conv_workspace_common(call, true); }
+static size_t conv_transpose_workspace(const mx_kernel_call *call) {
+  return conv_workspace_common(call, true);
+}
 static mx_status conv_run(mx_kernel_call *call) { return conv_run_common(call, false); }
 static mx_status conv_transpose_run(mx_kernel_call *call) { return conv_run_common(call, true); }
 
@@ -224,6 +239,11 @@ static const mx_kernel_def k_conv_transpose = {.op = "ConvTranspose",
                                                .workspace = conv_transpose_workspace};
 
 const mx_kernel_def *const mx__kernels_conv[] = {
-    &k_conv, &k_conv_transpose, &mx__kernel_conv_integer, &mx__kernel_qlinear_conv, &mx__kernel_deform_conv,
-    &mx__kernel_col2im, NULL,
+    &k_conv,
+    &k_conv_transpose,
+    &mx__kernel_conv_integer,
+    &mx__kernel_qlinear_conv,
+    &mx__kernel_deform_conv,
+    &mx__kernel_col2im,
+    NULL,
 };

@@ -35,8 +35,8 @@ typedef struct fast_plan {
   int64_t rows, rowlen;    /* output rows (depth x height flattened) and their width */
   int64_t band_rows;       /* output rows per band (im2col), or columns per band (pointwise) */
   int64_t bands, mchunks, mchunk;
-  int64_t hp, wp, q;       /* depthwise: padded image height, width, plane width (stride 2) */
-  size_t slot_floats;      /* scratch per thread */
+  int64_t hp, wp, q;  /* depthwise: padded image height, width, plane width (stride 2) */
+  size_t slot_floats; /* scratch per thread */
 } fast_plan;
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
@@ -71,7 +71,8 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     p->q = (p->wp + 1) / 2;
     /* padded image (as one plane, or two planes of q), then the accumulator of the output
      * rows laid out with the padded pitch */
-    p->slot_floats = (size_t)round_up(p->hp * 2 * p->q + 16, 16) + (size_t)round_up(w->grid[1] * p->wp + 16, 16);
+    p->slot_floats =
+        (size_t)round_up(p->hp * 2 * p->q + 16, 16) + (size_t)round_up(w->grid[1] * p->wp + 16, 16);
     p->bands = 1;
   } else {
     p->algo = ALGO_IM2COL;
@@ -94,7 +95,8 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
   }
 }
 
-size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group, int32_t slots) {
+size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group,
+                                 int32_t slots) {
   fast_plan p;
   make_plan(w, n, c, m, group, slots, &p);
   return p.slot_floats;
@@ -106,57 +108,57 @@ size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t
 #define MX_KINLINE static inline __attribute__((always_inline))
 
 /* out[i] = act(src[i] + bias (+ z[i])) for i < n; src may be out. */
-MX_KINLINE void epilogue_body(float *out, const float *src, const float *z, float bias, int64_t n, int32_t act,
-                                 float a, float b) {
+MX_KINLINE void epilogue_body(float *out, const float *src, const float *z, float bias, int64_t n,
+                              int32_t act, float a, float b) {
   if (z) {
     for (int64_t i = 0; i < n; i++) out[i] = (src[i] + bias) + z[i];
   } else if (bias != 0.0f || out != src) {
     for (int64_t i = 0; i < n; i++) out[i] = src[i] + bias;
   }
   switch (act) {
-  case MX_CONV_ACT_RELU:
-    for (int64_t i = 0; i < n; i++) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
-    break;
-  case MX_CONV_ACT_CLIP:
-    for (int64_t i = 0; i < n; i++) {
-      float v = out[i];
-      v = v < a ? a : v;
-      out[i] = v > b ? b : v;
-    }
-    break;
-  case MX_CONV_ACT_HARD_SIGMOID:
-    for (int64_t i = 0; i < n; i++) {
-      float t = a * out[i] + b;
-      t = t > 0.0f ? t : 0.0f;
-      out[i] = t < 1.0f ? t : 1.0f;
-    }
-    break;
-  case MX_CONV_ACT_HARD_SWISH:
-    for (int64_t i = 0; i < n; i++) {
-      float v = out[i], t = v / 6.0f + 0.5f;
-      t = t < 0.0f ? 0.0f : t;
-      t = t > 1.0f ? 1.0f : t;
-      out[i] = v * t;
-    }
-    break;
-  case MX_CONV_ACT_SIGMOID:
-    for (int64_t i = 0; i < n; i++) out[i] = mx__ksigmoidf(out[i]);
-    break;
-  case MX_CONV_ACT_SILU:
-    for (int64_t i = 0; i < n; i++) out[i] = out[i] * mx__ksigmoidf(out[i]);
-    break;
-  default: break;
+    case MX_CONV_ACT_RELU:
+      for (int64_t i = 0; i < n; i++) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
+      break;
+    case MX_CONV_ACT_CLIP:
+      for (int64_t i = 0; i < n; i++) {
+        float v = out[i];
+        v = v < a ? a : v;
+        out[i] = v > b ? b : v;
+      }
+      break;
+    case MX_CONV_ACT_HARD_SIGMOID:
+      for (int64_t i = 0; i < n; i++) {
+        float t = a * out[i] + b;
+        t = t > 0.0f ? t : 0.0f;
+        out[i] = t < 1.0f ? t : 1.0f;
+      }
+      break;
+    case MX_CONV_ACT_HARD_SWISH:
+      for (int64_t i = 0; i < n; i++) {
+        float v = out[i], t = v / 6.0f + 0.5f;
+        t = t < 0.0f ? 0.0f : t;
+        t = t > 1.0f ? 1.0f : t;
+        out[i] = v * t;
+      }
+      break;
+    case MX_CONV_ACT_SIGMOID:
+      for (int64_t i = 0; i < n; i++) out[i] = mx__ksigmoidf(out[i]);
+      break;
+    case MX_CONV_ACT_SILU:
+      for (int64_t i = 0; i < n; i++) out[i] = out[i] * mx__ksigmoidf(out[i]);
+      break;
+    default: break;
   }
 }
 
-MX_KHOT static void epilogue_f32(float *out, const float *src, const float *z, float bias, int64_t n, int32_t act,
-                                 float a, float b) {
+MX_KHOT static void epilogue_f32(float *out, const float *src, const float *z, float bias, int64_t n,
+                                 int32_t act, float a, float b) {
   epilogue_body(out, src, z, bias, n, act, a, b);
 }
 
 /* The epilogue of an sgemm tile: rows of n outputs, `ld` apart. */
-MX_KHOT static void epilogue_rows_f32(float *y, const float *z, const float *bias, int64_t rows, int64_t n, int64_t ld,
-                                      int32_t act, float a, float b) {
+MX_KHOT static void epilogue_rows_f32(float *y, const float *z, const float *bias, int64_t rows, int64_t n,
+                                      int64_t ld, int32_t act, float a, float b) {
   for (int64_t r = 0; r < rows; r++)
     epilogue_body(y + r * ld, y + r * ld, z ? z + r * ld : NULL, bias ? bias[r] : 0.0f, n, act, a, b);
 }
@@ -179,7 +181,8 @@ static void valid_range(int64_t n, int64_t s, int64_t off, int64_t width, int64_
 
 /* col [channels*taps, (r1-r0)*rowlen]: the patches of output rows [r0, r1) (depth and height
  * flattened). */
-static void im2col_band(const float *x, int64_t channels, const mx_kwin *w, int64_t r0, int64_t r1, float *col) {
+static void im2col_band(const float *x, int64_t channels, const mx_kwin *w, int64_t r0, int64_t r1,
+                        float *col) {
   const int64_t rowlen = w->grid[2], cols = (r1 - r0) * rowlen, s = w->s[2];
   for (int64_t c = 0; c < channels; c++) {
     const float *xc = x + c * w->img_size;
@@ -213,60 +216,64 @@ static void im2col_band(const float *x, int64_t channels, const mx_kwin *w, int6
 /* --- depthwise -------------------------------------------------------------------------------- */
 
 /* acc[i] += sum over the K taps t of wv[t] * src[i + t*d] for i < n, the taps added in order. */
-MX_KINLINE void dw_row_taps(float *restrict acc, const float *restrict src, const float *restrict wv, int64_t d,
-                                int64_t n, int K) {
+MX_KINLINE void dw_row_taps(float *restrict acc, const float *restrict src, const float *restrict wv,
+                            int64_t d, int64_t n, int K) {
   switch (K) {
-  case 3:
-    for (int64_t i = 0; i < n; i++)
-      acc[i] = ((acc[i] + wv[0] * src[i]) + wv[1] * src[i + d]) + wv[2] * src[i + 2 * d];
-    return;
-  case 5:
-    for (int64_t i = 0; i < n; i++)
-      acc[i] = ((((acc[i] + wv[0] * src[i]) + wv[1] * src[i + d]) + wv[2] * src[i + 2 * d]) + wv[3] * src[i + 3 * d]) +
-               wv[4] * src[i + 4 * d];
-    return;
-  default:
-    for (int t = 0; t < K; t++) {
-      const float wt = wv[t];
-      const float *restrict st = src + t * d;
-      for (int64_t i = 0; i < n; i++) acc[i] += wt * st[i];
-    }
+    case 3:
+      for (int64_t i = 0; i < n; i++)
+        acc[i] = ((acc[i] + wv[0] * src[i]) + wv[1] * src[i + d]) + wv[2] * src[i + 2 * d];
+      return;
+    case 5:
+      for (int64_t i = 0; i < n; i++)
+        acc[i] = ((((acc[i] + wv[0] * src[i]) + wv[1] * src[i + d]) + wv[2] * src[i + 2 * d]) +
+                  wv[3] * src[i + 3 * d]) +
+                 wv[4] * src[i + 4 * d];
+      return;
+    default:
+      for (int t = 0; t < K; t++) {
+        const float wt = wv[t];
+        const float *restrict st = src + t * d;
+        for (int64_t i = 0; i < n; i++) acc[i] += wt * st[i];
+      }
   }
 }
 
 /* Stride 2 along the width, dilation 1: output column ow reads padded column 2*ow + t, which is
  * column ow + t/2 of the even (t even) or odd plane. */
 MX_KINLINE void dw_row_taps_s2(float *restrict acc, const float *restrict even, const float *restrict odd,
-                                   const float *restrict wv, int64_t n, int K) {
+                               const float *restrict wv, int64_t n, int K) {
   switch (K) {
-  case 3:
-    for (int64_t i = 0; i < n; i++) acc[i] = ((acc[i] + wv[0] * even[i]) + wv[1] * odd[i]) + wv[2] * even[i + 1];
-    return;
-  case 5:
-    for (int64_t i = 0; i < n; i++)
-      acc[i] = ((((acc[i] + wv[0] * even[i]) + wv[1] * odd[i]) + wv[2] * even[i + 1]) + wv[3] * odd[i + 1]) +
-               wv[4] * even[i + 2];
-    return;
-  default:
-    for (int t = 0; t < K; t++) {
-      const float wt = wv[t];
-      const float *restrict st = (t & 1 ? odd : even) + t / 2;
-      for (int64_t i = 0; i < n; i++) acc[i] += wt * st[i];
-    }
+    case 3:
+      for (int64_t i = 0; i < n; i++)
+        acc[i] = ((acc[i] + wv[0] * even[i]) + wv[1] * odd[i]) + wv[2] * even[i + 1];
+      return;
+    case 5:
+      for (int64_t i = 0; i < n; i++)
+        acc[i] =
+            ((((acc[i] + wv[0] * even[i]) + wv[1] * odd[i]) + wv[2] * even[i + 1]) + wv[3] * odd[i + 1]) +
+            wv[4] * even[i + 2];
+      return;
+    default:
+      for (int t = 0; t < K; t++) {
+        const float wt = wv[t];
+        const float *restrict st = (t & 1 ? odd : even) + t / 2;
+        for (int64_t i = 0; i < n; i++) acc[i] += wt * st[i];
+      }
   }
 }
 
 /* Any width stride and dilation. */
-MX_KINLINE void dw_row_taps_any(float *restrict acc, const float *restrict src, const float *restrict wv, int64_t s,
-                            int64_t d, int64_t n, int64_t K) {
+MX_KINLINE void dw_row_taps_any(float *restrict acc, const float *restrict src, const float *restrict wv,
+                                int64_t s, int64_t d, int64_t n, int64_t K) {
   for (int64_t t = 0; t < K; t++)
     for (int64_t i = 0; i < n; i++) acc[i] += wv[t] * src[i * s + t * d];
 }
 
 /* One output channel (one dispatch to the ISA copy per channel: the row helpers and the
  * epilogue are inlined into it): x the input channel's image, wk its taps, y its output (grid_size). */
-MX_KHOT static void dw_channel(const fast_plan *p, const mx_kwin *w, const float *x, const float *wk, float *y, float *slot,
-                       const float *z, float bias, int32_t act, float aa, float ab) {
+MX_KHOT static void dw_channel(const fast_plan *p, const mx_kwin *w, const float *x, const float *wk,
+                               float *y, float *slot, const float *z, float bias, int32_t act, float aa,
+                               float ab) {
   const int64_t OH = w->grid[1], OW = w->grid[2], IH = w->img[1], IW = w->img[2];
   const int64_t sh = w->s[1], sw = w->s[2], dh = w->d[1], dw = w->d[2], KH = w->k[1], KW = w->k[2];
   const bool planes = sw == 2 && dw == 1;
@@ -353,8 +360,8 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
     int64_t in = task / j->m, oc = task % j->m, g = oc / p->mg;
     const float *xc = j->x + (in * j->c + g) * w->img_size;
     size_t yo = (size_t)(in * j->m + oc) * (size_t)p->P;
-    dw_channel(p, w, xc, j->wt + oc * w->k_size, j->y + yo, scr, j->z ? j->z + yo : NULL, j->b ? j->b[oc] : 0.0f,
-               j->act, j->alpha, j->beta);
+    dw_channel(p, w, xc, j->wt + oc * w->k_size, j->y + yo, scr, j->z ? j->z + yo : NULL,
+               j->b ? j->b[oc] : 0.0f, j->act, j->alpha, j->beta);
     return;
   }
   int64_t mc = task % p->mchunks;
@@ -388,8 +395,8 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
     bmat = scr;
     ldb = ncols;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)mn, (blasint)ncols, (blasint)p->kdim, 1.0f, wg,
-              (blasint)p->kdim, bmat, (blasint)ldb, z_in_y ? 1.0f : 0.0f, yg + c0, (blasint)p->P);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)mn, (blasint)ncols, (blasint)p->kdim, 1.0f,
+              wg, (blasint)p->kdim, bmat, (blasint)ldb, z_in_y ? 1.0f : 0.0f, yg + c0, (blasint)p->P);
   epilogue_rows_f32(yg + c0, zg ? zg + c0 : NULL, bg, mn, ncols, p->P, j->act, j->alpha, j->beta);
 }
 

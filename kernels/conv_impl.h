@@ -50,13 +50,14 @@ typedef struct mx_kconv_f32 {
   int64_t n, c, m, group;
   const float *x, *wt, *b, *z;
   float *y;
-  int32_t act;        /* MX_CONV_ACT_* */
-  float alpha, beta;  /* its parameters (mx_conv_params.act_alpha / act_beta) */
+  int32_t act;       /* MX_CONV_ACT_* */
+  float alpha, beta; /* its parameters (mx_conv_params.act_alpha / act_beta) */
 } mx_kconv_f32;
 
 /* Scratch floats each thread of a Conv needs (the workspace holds one such slot per thread of
  * the pool, mx__kthreads()). */
-size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group, int32_t slots);
+size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group,
+                                 int32_t slots);
 /* Runs the Conv on as many threads as the scratch has slots for (up to the pool size). false
  * when the scratch holds no slot, or the channels do not divide into groups. */
 bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_floats);

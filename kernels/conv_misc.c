@@ -66,8 +66,9 @@ static size_t qconv_workspace(const mx_kernel_call *call, const qconv_io *io) {
   const mx_conv_params *p = call->params;
   const mx_ktensor *x = &call->t[io->x], *wt = &call->t[io->w];
   int64_t col = x->dims[1] / p->group * w.k_size * w.grid_size;
-  return mx__kconv_align((size_t)mx__ktensor_numel(x) * 8) + mx__kconv_align((size_t)mx__ktensor_numel(wt) * 8) +
-         mx__kconv_align((size_t)wt->dims[0] * 8) + mx__kconv_align((size_t)mx__ktensor_numel(&call->t[call->n_in]) * 8) +
+  return mx__kconv_align((size_t)mx__ktensor_numel(x) * 8) +
+         mx__kconv_align((size_t)mx__ktensor_numel(wt) * 8) + mx__kconv_align((size_t)wt->dims[0] * 8) +
+         mx__kconv_align((size_t)mx__ktensor_numel(&call->t[call->n_in]) * 8) +
          mx__kconv_align((size_t)col * 8);
 }
 
@@ -93,16 +94,21 @@ static mx_status qconv_accumulate(mx_kernel_call *call, const qconv_io *io, doub
   }
   for (int64_t j = 0; j < m; j++) {
     double zp = has_wzp ? vec_at(&call->t[io->w_zp], j) : 0.0;
-    for (int64_t i = 0; i < per_m; i++) wd[j * per_m + i] = mx__kget_f64(wt->data, wt->dtype, j * per_m + i) - zp;
+    for (int64_t i = 0; i < per_m; i++)
+      wd[j * per_m + i] = mx__kget_f64(wt->data, wt->dtype, j * per_m + i) - zp;
   }
   bool has_bias = io->bias >= 0 && present(call, (uint32_t)io->bias);
-  for (int64_t j = 0; j < m && has_bias; j++) bd[j] = mx__kget_f64(call->t[io->bias].data, call->t[io->bias].dtype, j);
-  if (ny) mx__kconv_forward_f64(&w, x->dims[0], x->dims[1], m, p->group, xd, wd, has_bias ? bd : NULL, yd, col);
+  for (int64_t j = 0; j < m && has_bias; j++)
+    bd[j] = mx__kget_f64(call->t[io->bias].data, call->t[io->bias].dtype, j);
+  if (ny)
+    mx__kconv_forward_f64(&w, x->dims[0], x->dims[1], m, p->group, xd, wd, has_bias ? bd : NULL, yd, col);
   *yd_out = yd;
   return MX_OK;
 }
 
-static size_t conv_integer_workspace(const mx_kernel_call *call) { return qconv_workspace(call, &conv_integer_io); }
+static size_t conv_integer_workspace(const mx_kernel_call *call) {
+  return qconv_workspace(call, &conv_integer_io);
+}
 
 static mx_status conv_integer_run(mx_kernel_call *call) {
   double *yd;
@@ -120,7 +126,9 @@ const mx_kernel_def mx__kernel_conv_integer = {.op = "ConvInteger",
                                                .run = conv_integer_run,
                                                .workspace = conv_integer_workspace};
 
-static size_t qlinear_conv_workspace(const mx_kernel_call *call) { return qconv_workspace(call, &qlinear_io); }
+static size_t qlinear_conv_workspace(const mx_kernel_call *call) {
+  return qconv_workspace(call, &qlinear_io);
+}
 
 /* Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B. */
 static mx_status qlinear_conv_run(mx_kernel_call *call) {
@@ -243,8 +251,10 @@ static mx_status deform_conv_run(mx_kernel_call *call) {
             for (int64_t oh = 0; oh < w.grid[1]; oh++)
               for (int64_t ow = 0; ow < w.grid[2]; ow++) {
                 int64_t pos = oh * w.grid[2] + ow;
-                double py = (double)(oh * w.s[1] - w.pb[1] + kh * w.d[1]) + mx__kget_f64(off->data, off->dtype, obase_h + pos);
-                double px = (double)(ow * w.s[2] - w.pb[2] + kw * w.d[2]) + mx__kget_f64(off->data, off->dtype, obase_w + pos);
+                double py = (double)(oh * w.s[1] - w.pb[1] + kh * w.d[1]) +
+                            mx__kget_f64(off->data, off->dtype, obase_h + pos);
+                double px = (double)(ow * w.s[2] - w.pb[2] + kw * w.d[2]) +
+                            mx__kget_f64(off->data, off->dtype, obase_w + pos);
                 double v = bilinear(x->data, x->dtype, xbase, H, W, py, px);
                 if (mask) v *= mx__kget_f64(mask->data, mask->dtype, mbase + pos);
                 row[pos] = v;

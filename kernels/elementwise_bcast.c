@@ -14,10 +14,10 @@
 
 /* How an input meets the output, when that is one of the common cases. */
 typedef enum ew_kind {
-  EW_FULL,    /* as many elements as the output, in its order (same shape up to leading 1s) */
-  EW_SCALAR,  /* one element */
-  EW_SUFFIX,  /* the output's trailing dims (leading dims 1 or missing): repeats every m elements */
-  EW_OTHER    /* anything else, including shapes that do not broadcast: the general planner */
+  EW_FULL,   /* as many elements as the output, in its order (same shape up to leading 1s) */
+  EW_SCALAR, /* one element */
+  EW_SUFFIX, /* the output's trailing dims (leading dims 1 or missing): repeats every m elements */
+  EW_OTHER   /* anything else, including shapes that do not broadcast: the general planner */
 } ew_kind;
 
 /* Classifies input t against out (numel n): t's dims, from the innermost, equal out's until
@@ -73,8 +73,8 @@ static bool ew_plan_fast(const mx_ktensor *out, const mx_ktensor *const *ins, in
   return true;
 }
 
-mx_status mx__ew_plan_make(mx_kernel_call *call, const mx_ktensor *out, const mx_ktensor *const *ins, int n_in,
-                           mx__ew_plan *plan) {
+mx_status mx__ew_plan_make(mx_kernel_call *call, const mx_ktensor *out, const mx_ktensor *const *ins,
+                           int n_in, mx__ew_plan *plan) {
   if (ew_plan_fast(out, ins, n_in, plan)) return MX_OK;
   memset(plan, 0, sizeof *plan);
   int32_t r = out->rank;
@@ -205,8 +205,8 @@ bool mx__ew_half_row(void *ctx, int64_t n, char *const *p, const int64_t *s) {
   return true;
 }
 
-mx_status mx__ew_binary_apply(mx_kernel_call *call, mx__ew_bin_fn fn, const mx_ktensor *out, const mx_ktensor *a,
-                              const mx_ktensor *b) {
+mx_status mx__ew_binary_apply(mx_kernel_call *call, mx__ew_bin_fn fn, const mx_ktensor *out,
+                              const mx_ktensor *a, const mx_ktensor *b) {
   if (mx__ktensor_numel(out) == 0) return MX_OK;
   const mx_ktensor *ins[2] = {a, b};
   mx__ew_plan plan;
@@ -251,7 +251,9 @@ void mx__ew_store_sat(void *p, mx_dtype dt, int64_t i, double v) {
     case MX_UINT8: ((uint8_t *)p)[i] = (uint8_t)mx__ew_sat_i64(v, 0, UINT8_MAX); break;
     case MX_INT16: ((int16_t *)p)[i] = (int16_t)mx__ew_sat_i64(v, INT16_MIN, INT16_MAX); break;
     case MX_INT32: ((int32_t *)p)[i] = (int32_t)mx__ew_sat_i64(v, INT32_MIN, INT32_MAX); break;
-    case MX_INT64: ((int64_t *)p)[i] = mx__ew_sat_i64(v, -9223372036854775808.0, 9223372036854775807.0); break;
+    case MX_INT64:
+      ((int64_t *)p)[i] = mx__ew_sat_i64(v, -9223372036854775808.0, 9223372036854775807.0);
+      break;
     case MX_UINT16: ((uint16_t *)p)[i] = (uint16_t)mx__ew_sat_i64(v, 0, UINT16_MAX); break;
     case MX_UINT32: ((uint32_t *)p)[i] = (uint32_t)mx__ew_sat_i64(v, 0, UINT32_MAX); break;
     case MX_UINT64:

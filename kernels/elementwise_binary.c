@@ -17,66 +17,67 @@
 /* --- row functions -------------------------------------------------------------------------- */
 
 /* A row function NAME computing o[i] = EXPR from x = a[i*sa] (type TA) and y = b[i*sb] (TB). */
-#define ROW2(NAME, TA, TB, TO, EXPR)                                                                   \
-  static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) {      \
-    const TA *restrict a = pa;                                                                         \
-    const TB *restrict b = pb;                                                                         \
-    TO *restrict o = po;                                                                               \
-    if (sa == 1 && sb == 1) {                                                                          \
-      for (int64_t i = 0; i < n; i++) {                                                                \
-        const TA x = a[i];                                                                             \
-        const TB y = b[i];                                                                             \
-        o[i] = (TO)(EXPR);                                                                             \
-      }                                                                                                \
-    } else if (sa == 0 && sb == 1) {                                                                   \
-      const TA x = a[0];                                                                               \
-      for (int64_t i = 0; i < n; i++) {                                                                \
-        const TB y = b[i];                                                                             \
-        o[i] = (TO)(EXPR);                                                                             \
-      }                                                                                                \
-    } else if (sa == 1 && sb == 0) {                                                                   \
-      const TB y = b[0];                                                                               \
-      for (int64_t i = 0; i < n; i++) {                                                                \
-        const TA x = a[i];                                                                             \
-        o[i] = (TO)(EXPR);                                                                             \
-      }                                                                                                \
-    } else {                                                                                           \
-      for (int64_t i = 0; i < n; i++) {                                                                \
-        const TA x = a[i * sa];                                                                        \
-        const TB y = b[i * sb];                                                                        \
-        o[i] = (TO)(EXPR);                                                                             \
-      }                                                                                                \
-    }                                                                                                  \
-    return true;                                                                                       \
+#define ROW2(NAME, TA, TB, TO, EXPR)                                                              \
+  static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) { \
+    const TA *restrict a = pa;                                                                    \
+    const TB *restrict b = pb;                                                                    \
+    TO *restrict o = po;                                                                          \
+    if (sa == 1 && sb == 1) {                                                                     \
+      for (int64_t i = 0; i < n; i++) {                                                           \
+        const TA x = a[i];                                                                        \
+        const TB y = b[i];                                                                        \
+        o[i] = (TO)(EXPR);                                                                        \
+      }                                                                                           \
+    } else if (sa == 0 && sb == 1) {                                                              \
+      const TA x = a[0];                                                                          \
+      for (int64_t i = 0; i < n; i++) {                                                           \
+        const TB y = b[i];                                                                        \
+        o[i] = (TO)(EXPR);                                                                        \
+      }                                                                                           \
+    } else if (sa == 1 && sb == 0) {                                                              \
+      const TB y = b[0];                                                                          \
+      for (int64_t i = 0; i < n; i++) {                                                           \
+        const TA x = a[i];                                                                        \
+        o[i] = (TO)(EXPR);                                                                        \
+      }                                                                                           \
+    } else {                                                                                      \
+      for (int64_t i = 0; i < n; i++) {                                                           \
+        const TA x = a[i * sa];                                                                   \
+        const TB y = b[i * sb];                                                                   \
+        o[i] = (TO)(EXPR);                                                                        \
+      }                                                                                           \
+    }                                                                                             \
+    return true;                                                                                  \
   }
 
 /* Same-type ops over the native types; U is the type arithmetic wraps in. */
-#define NATIVE_TYPES(X, OP)                                                                           \
-  X(OP, f32, float, float) X(OP, f64, double, double) X(OP, i8, int8_t, uint32_t)                     \
-  X(OP, u8, uint8_t, uint32_t) X(OP, i16, int16_t, uint32_t) X(OP, i32, int32_t, uint32_t)            \
-  X(OP, i64, int64_t, uint64_t) X(OP, u16, uint16_t, uint32_t) X(OP, u32, uint32_t, uint32_t)         \
-  X(OP, u64, uint64_t, uint64_t)
+#define NATIVE_TYPES(X, OP)                                                                     \
+  X(OP, f32, float, float)                                                                      \
+  X(OP, f64, double, double) X(OP, i8, int8_t, uint32_t) X(OP, u8, uint8_t, uint32_t)           \
+      X(OP, i16, int16_t, uint32_t) X(OP, i32, int32_t, uint32_t) X(OP, i64, int64_t, uint64_t) \
+          X(OP, u16, uint16_t, uint32_t) X(OP, u32, uint32_t, uint32_t) X(OP, u64, uint64_t, uint64_t)
 
-#define TABLE_ENTRIES(OP)                                                                             \
-  [MX_FLOAT32] = OP##_f32, [MX_FLOAT64] = OP##_f64, [MX_INT8] = OP##_i8, [MX_UINT8] = OP##_u8,        \
-  [MX_INT16] = OP##_i16, [MX_INT32] = OP##_i32, [MX_INT64] = OP##_i64, [MX_UINT16] = OP##_u16,        \
+#define TABLE_ENTRIES(OP)                                                                      \
+  [MX_FLOAT32] = OP##_f32, [MX_FLOAT64] = OP##_f64, [MX_INT8] = OP##_i8, [MX_UINT8] = OP##_u8, \
+  [MX_INT16] = OP##_i16, [MX_INT32] = OP##_i32, [MX_INT64] = OP##_i64, [MX_UINT16] = OP##_u16, \
   [MX_UINT32] = OP##_u32, [MX_UINT64] = OP##_u64
 
 #define ARITH_ROW(OP, SUF, T, U) ROW2(OP##_##SUF, T, T, T, OP##_EXPR(T, U))
-#define add_EXPR(T, U) (T)((U)x + (U)y)
-#define sub_EXPR(T, U) (T)((U)x - (U)y)
-#define mul_EXPR(T, U) (T)((U)x * (U)y)
-#define max_EXPR(T, U) (x > y ? x : y)
-#define min_EXPR(T, U) (x < y ? x : y)
+#define add_EXPR(T, U)           (T)((U)x + (U)y)
+#define sub_EXPR(T, U)           (T)((U)x - (U)y)
+#define mul_EXPR(T, U)           (T)((U)x * (U)y)
+#define max_EXPR(T, U)           (x > y ? x : y)
+#define min_EXPR(T, U)           (x < y ? x : y)
 NATIVE_TYPES(ARITH_ROW, add)
 NATIVE_TYPES(ARITH_ROW, sub)
 NATIVE_TYPES(ARITH_ROW, mul)
 
 /* Integer max/min; the float ones return a NaN operand like numpy (x != x only for NaN). */
-#define INT_TYPES(X, OP)                                                                              \
-  X(OP, i8, int8_t, uint32_t) X(OP, u8, uint8_t, uint32_t) X(OP, i16, int16_t, uint32_t)              \
-  X(OP, i32, int32_t, uint32_t) X(OP, i64, int64_t, uint64_t) X(OP, u16, uint16_t, uint32_t)        \
-  X(OP, u32, uint32_t, uint32_t) X(OP, u64, uint64_t, uint64_t)
+#define INT_TYPES(X, OP)                                                                          \
+  X(OP, i8, int8_t, uint32_t)                                                                     \
+  X(OP, u8, uint8_t, uint32_t) X(OP, i16, int16_t, uint32_t) X(OP, i32, int32_t, uint32_t)        \
+      X(OP, i64, int64_t, uint64_t) X(OP, u16, uint16_t, uint32_t) X(OP, u32, uint32_t, uint32_t) \
+          X(OP, u64, uint64_t, uint64_t)
 INT_TYPES(ARITH_ROW, max)
 INT_TYPES(ARITH_ROW, min)
 ROW2(max_f32, float, float, float, (x > y || x != x) ? x : y)
@@ -85,11 +86,11 @@ ROW2(min_f32, float, float, float, (x < y || x != x) ? x : y)
 ROW2(min_f64, double, double, double, (x < y || x != x) ? x : y)
 
 #define CMP_ROW(OP, SUF, T, U) ROW2(OP##_##SUF, T, T, uint8_t, OP##_EXPR)
-#define eq_EXPR (x == y)
-#define lt_EXPR (x < y)
-#define le_EXPR (x <= y)
-#define gt_EXPR (x > y)
-#define ge_EXPR (x >= y)
+#define eq_EXPR                (x == y)
+#define lt_EXPR                (x < y)
+#define le_EXPR                (x <= y)
+#define gt_EXPR                (x > y)
+#define ge_EXPR                (x >= y)
 NATIVE_TYPES(CMP_ROW, eq)
 NATIVE_TYPES(CMP_ROW, lt)
 NATIVE_TYPES(CMP_ROW, le)
@@ -121,47 +122,47 @@ ROW2(mod_f64, double, double, double, pymod_d(x, y))
 
 /* Integer division and modulo: checked per element, so written as plain loops. MODE 0 is
  * truncating division, 1 the modulo with the divisor's sign, 2 the C remainder (fmod=1). */
-#define INT_DIVMOD(NAME, T, U, MODE)                                                                 \
-  static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) {      \
-    const T *a = pa, *b = pb;                                                                          \
-    T *o = po;                                                                                         \
-    for (int64_t i = 0; i < n; i++) {                                                                  \
-      T x = a[i * sa], y = b[i * sb];                                                                  \
-      if (y == 0) return false;                                                                        \
-      if (y == -1) { /* avoids the MIN / -1 trap */                                                    \
-        o[i] = MODE == 0 ? (T)(0 - (U)x) : (T)0;                                                       \
-        continue;                                                                                      \
-      }                                                                                                \
-      if (MODE == 0) {                                                                                 \
-        o[i] = (T)(x / y);                                                                             \
-      } else {                                                                                         \
-        T r = (T)(x % y);                                                                              \
-        if (MODE == 1 && r != 0 && ((r < 0) != (y < 0))) r = (T)(r + y);                               \
-        o[i] = r;                                                                                      \
-      }                                                                                                \
-    }                                                                                                  \
-    return true;                                                                                       \
+#define INT_DIVMOD(NAME, T, U, MODE)                                                              \
+  static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) { \
+    const T *a = pa, *b = pb;                                                                     \
+    T *o = po;                                                                                    \
+    for (int64_t i = 0; i < n; i++) {                                                             \
+      T x = a[i * sa], y = b[i * sb];                                                             \
+      if (y == 0) return false;                                                                   \
+      if (y == -1) { /* avoids the MIN / -1 trap */                                               \
+        o[i] = MODE == 0 ? (T)(0 - (U)x) : (T)0;                                                  \
+        continue;                                                                                 \
+      }                                                                                           \
+      if (MODE == 0) {                                                                            \
+        o[i] = (T)(x / y);                                                                        \
+      } else {                                                                                    \
+        T r = (T)(x % y);                                                                         \
+        if (MODE == 1 && r != 0 && ((r < 0) != (y < 0))) r = (T)(r + y);                          \
+        o[i] = r;                                                                                 \
+      }                                                                                           \
+    }                                                                                             \
+    return true;                                                                                  \
   }
 /* Unsigned types: no sign to fix and no trap. */
-#define U_DIVMOD(NAME, T, MODE)                                                                       \
-  static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) {      \
-    const T *a = pa, *b = pb;                                                                          \
-    T *o = po;                                                                                         \
-    for (int64_t i = 0; i < n; i++) {                                                                  \
-      T x = a[i * sa], y = b[i * sb];                                                                  \
-      if (y == 0) return false;                                                                        \
-      o[i] = (T)(MODE == 0 ? x / y : x % y);                                                           \
-    }                                                                                                  \
-    return true;                                                                                       \
+#define U_DIVMOD(NAME, T, MODE)                                                                   \
+  static bool NAME(int64_t n, const void *pa, int64_t sa, const void *pb, int64_t sb, void *po) { \
+    const T *a = pa, *b = pb;                                                                     \
+    T *o = po;                                                                                    \
+    for (int64_t i = 0; i < n; i++) {                                                             \
+      T x = a[i * sa], y = b[i * sb];                                                             \
+      if (y == 0) return false;                                                                   \
+      o[i] = (T)(MODE == 0 ? x / y : x % y);                                                      \
+    }                                                                                             \
+    return true;                                                                                  \
   }
-#define INT_DIVMOD_ALL(OP, MODE)                                                                      \
-  INT_DIVMOD(OP##_i8, int8_t, uint32_t, MODE)                                                         \
-  U_DIVMOD(OP##_u8, uint8_t, MODE)                                                                    \
-  INT_DIVMOD(OP##_i16, int16_t, uint32_t, MODE)                                                       \
-  INT_DIVMOD(OP##_i32, int32_t, uint32_t, MODE)                                                       \
-  INT_DIVMOD(OP##_i64, int64_t, uint64_t, MODE)                                                       \
-  U_DIVMOD(OP##_u16, uint16_t, MODE)                                                                  \
-  U_DIVMOD(OP##_u32, uint32_t, MODE)                                                                  \
+#define INT_DIVMOD_ALL(OP, MODE)                \
+  INT_DIVMOD(OP##_i8, int8_t, uint32_t, MODE)   \
+  U_DIVMOD(OP##_u8, uint8_t, MODE)              \
+  INT_DIVMOD(OP##_i16, int16_t, uint32_t, MODE) \
+  INT_DIVMOD(OP##_i32, int32_t, uint32_t, MODE) \
+  INT_DIVMOD(OP##_i64, int64_t, uint64_t, MODE) \
+  U_DIVMOD(OP##_u16, uint16_t, MODE)            \
+  U_DIVMOD(OP##_u32, uint32_t, MODE)            \
   U_DIVMOD(OP##_u64, uint64_t, MODE)
 INT_DIVMOD_ALL(div, 0)
 INT_DIVMOD_ALL(mod, 1)
@@ -194,8 +195,8 @@ static const bin_table t_min = {TABLE_ENTRIES(min)};
 static const bin_table t_div = {TABLE_ENTRIES(div)};
 static const bin_table t_mod = {TABLE_ENTRIES(mod)};
 static const bin_table t_fmod = {TABLE_ENTRIES(fmod)};
-static const bin_table t_pow = {[MX_FLOAT32] = pow_f32, [MX_FLOAT64] = pow_f64, [MX_INT32] = pow_i32,
-                                [MX_INT64] = pow_i64};
+static const bin_table t_pow = {
+    [MX_FLOAT32] = pow_f32, [MX_FLOAT64] = pow_f64, [MX_INT32] = pow_i32, [MX_INT64] = pow_i64};
 static const bin_table t_eq = {TABLE_ENTRIES(eq), [MX_BOOL] = eq_b};
 static const bin_table t_lt = {TABLE_ENTRIES(lt)};
 static const bin_table t_le = {TABLE_ENTRIES(le)};
@@ -242,7 +243,7 @@ static mx_status run_binary(mx_kernel_call *c, const bin_table t, const mx_binar
   return mx__ew_binary_apply(c, fn, o, a, b);
 }
 
-#define BINARY_KERNEL(NAME, TABLE)                                                  \
+#define BINARY_KERNEL(NAME, TABLE) \
   static mx_status run_##NAME(mx_kernel_call *c) { return run_binary(c, TABLE, c->params); }
 BINARY_KERNEL(Add, t_add)
 BINARY_KERNEL(Sub, t_sub)
@@ -371,7 +372,8 @@ static mx_status run_variadic(mx_kernel_call *c, const bin_table t, bool mean) {
     }
   }
   st = mx__ew_binary_apply(c, fn, &acc, mx__kin(c, order[0]), mx__kin(c, order[1]));
-  for (uint32_t k = 2; k < n && st == MX_OK; k++) st = mx__ew_binary_apply(c, fn, &acc, &acc, mx__kin(c, order[k]));
+  for (uint32_t k = 2; k < n && st == MX_OK; k++)
+    st = mx__ew_binary_apply(c, fn, &acc, &acc, mx__kin(c, order[k]));
   if (st != MX_OK) return st;
   if (mean) {
     if (acc.dtype == MX_FLOAT64) {
@@ -396,9 +398,8 @@ static mx_status run_Min(mx_kernel_call *c) { return run_variadic(c, t_min, fals
 
 /* --- definitions ---------------------------------------------------------------------------- */
 
-#define NUMERIC (MX_KDT_FLOATS | MX_KDT_INTS)
-#define KDEF(NAME, DTYPES, WS) \
-  const mx_kernel_def mx__kdef_##NAME = {#NAME, NULL, DTYPES, 0, run_##NAME, WS};
+#define NUMERIC                (MX_KDT_FLOATS | MX_KDT_INTS)
+#define KDEF(NAME, DTYPES, WS) const mx_kernel_def mx__kdef_##NAME = {#NAME, NULL, DTYPES, 0, run_##NAME, WS};
 
 KDEF(Add, NUMERIC, NULL)
 KDEF(Sub, NUMERIC, NULL)

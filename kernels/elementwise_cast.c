@@ -46,8 +46,9 @@ static void store_from_float(void *p, mx_dtype dt, int64_t i, double v, bool fro
   switch (dt) {
     case MX_FLOAT16:
     case MX_BFLOAT16:
-      ((uint16_t *)p)[i] = from_f32 ? (dt == MX_FLOAT16 ? mx__f32_to_f16((float)v) : mx__f32_to_bf16((float)v))
-                                    : mx__ew_f64_to_half(v, dt);
+      ((uint16_t *)p)[i] = from_f32
+                               ? (dt == MX_FLOAT16 ? mx__f32_to_f16((float)v) : mx__f32_to_bf16((float)v))
+                               : mx__ew_f64_to_half(v, dt);
       break;
     case MX_BOOL: ((uint8_t *)p)[i] = v != 0.0; break;
     default: mx__ew_store_sat(p, dt, i, v); break;
@@ -55,7 +56,8 @@ static void store_from_float(void *p, mx_dtype dt, int64_t i, double v, bool fro
 }
 
 /* Stores an integer source value into any dtype (`src_unsigned`: v holds a uint64 pattern). */
-static void store_from_int(void *p, mx_dtype dt, int64_t i, int64_t v, bool src_unsigned, const narrow_rule *r) {
+static void store_from_int(void *p, mx_dtype dt, int64_t i, int64_t v, bool src_unsigned,
+                           const narrow_rule *r) {
   if (src_unsigned && v < 0) { /* a uint64 past INT64_MAX: only its float value differs */
     double d = (double)(uint64_t)v;
     if (mx_dtype_is_float(dt) || mx_dtype_is_narrow_float(dt)) {
@@ -139,7 +141,8 @@ static mx_status run_Cast(mx_kernel_call *c) {
       store_from_float(o->data, to, i, mx__kget_f64(x->data, from, i), f32, &rule);
   } else {
     bool u64 = from == MX_UINT64;
-    for (int64_t i = 0; i < n; i++) store_from_int(o->data, to, i, mx__kget_i64(x->data, from, i), u64, &rule);
+    for (int64_t i = 0; i < n; i++)
+      store_from_int(o->data, to, i, mx__kget_i64(x->data, from, i), u64, &rule);
   }
   return MX_OK;
 }
@@ -173,22 +176,22 @@ static mx_status run_BitCast(mx_kernel_call *c) {
 
 /* --- Where ---------------------------------------------------------------------------------- */
 
-#define WHERE_ROW(NAME, T)                                                                     \
-  static bool NAME(void *ctx, int64_t n, char *const *p, const int64_t *s) {                   \
-    (void)ctx;                                                                                 \
-    const uint8_t *restrict cond = (const uint8_t *)p[1];                                      \
-    const T *restrict x = (const T *)p[2];                                                     \
-    const T *restrict y = (const T *)p[3];                                                     \
-    T *restrict o = (T *)p[0];                                                                 \
-    if (s[1] == 1 && s[2] == 1 && s[3] == 1) {                                                 \
-      for (int64_t i = 0; i < n; i++) o[i] = cond[i] ? x[i] : y[i];                            \
-    } else if (s[1] == 1 && s[2] == 0 && s[3] == 0) {                                          \
-      const T xv = x[0], yv = y[0];                                                            \
-      for (int64_t i = 0; i < n; i++) o[i] = cond[i] ? xv : yv;                                \
-    } else {                                                                                   \
-      for (int64_t i = 0; i < n; i++) o[i] = cond[i * s[1]] ? x[i * s[2]] : y[i * s[3]];       \
-    }                                                                                          \
-    return true;                                                                               \
+#define WHERE_ROW(NAME, T)                                                               \
+  static bool NAME(void *ctx, int64_t n, char *const *p, const int64_t *s) {             \
+    (void)ctx;                                                                           \
+    const uint8_t *restrict cond = (const uint8_t *)p[1];                                \
+    const T *restrict x = (const T *)p[2];                                               \
+    const T *restrict y = (const T *)p[3];                                               \
+    T *restrict o = (T *)p[0];                                                           \
+    if (s[1] == 1 && s[2] == 1 && s[3] == 1) {                                           \
+      for (int64_t i = 0; i < n; i++) o[i] = cond[i] ? x[i] : y[i];                      \
+    } else if (s[1] == 1 && s[2] == 0 && s[3] == 0) {                                    \
+      const T xv = x[0], yv = y[0];                                                      \
+      for (int64_t i = 0; i < n; i++) o[i] = cond[i] ? xv : yv;                          \
+    } else {                                                                             \
+      for (int64_t i = 0; i < n; i++) o[i] = cond[i * s[1]] ? x[i * s[2]] : y[i * s[3]]; \
+    }                                                                                    \
+    return true;                                                                         \
   }
 WHERE_ROW(where_1, uint8_t)
 WHERE_ROW(where_2, uint16_t)

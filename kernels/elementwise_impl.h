@@ -21,14 +21,14 @@
 #include "kernels/kutil.h"
 
 #define MX__EW_MAX_OPS 4   /* output + up to three inputs */
-#define MX__EW_CHUNK 256   /* elements per float32 chunk of the 16-bit adapters */
+#define MX__EW_CHUNK   256 /* elements per float32 chunk of the 16-bit adapters */
 
 typedef struct mx__ew_plan {
-  int32_t rank;                                  /* merged rank, >= 1 */
-  int32_t n_ops;                                 /* operand 0 is the output, 1.. the inputs */
-  int64_t dims[MX_MAX_RANK];                     /* merged dims */
-  int64_t strides[MX__EW_MAX_OPS][MX_MAX_RANK];  /* per operand, in elements (0: broadcast) */
-  int64_t esize[MX__EW_MAX_OPS];                 /* bytes per element of each operand */
+  int32_t rank;                                 /* merged rank, >= 1 */
+  int32_t n_ops;                                /* operand 0 is the output, 1.. the inputs */
+  int64_t dims[MX_MAX_RANK];                    /* merged dims */
+  int64_t strides[MX__EW_MAX_OPS][MX_MAX_RANK]; /* per operand, in elements (0: broadcast) */
+  int64_t esize[MX__EW_MAX_OPS];                /* bytes per element of each operand */
 } mx__ew_plan;
 
 /* One innermost row: n elements; p[k] is operand k's first element, s[k] its stride. */
@@ -39,15 +39,15 @@ typedef bool (*mx__ew_bin_fn)(int64_t n, const void *a, int64_t sa, const void *
 
 /* Plans a walk of `out` with inputs ins[0..n_in) broadcast to it (numpy rules). Fails with
  * MX_ERR_KERNEL (call->why set) when an input does not broadcast to the output's dims. */
-MX_MUST_USE mx_status mx__ew_plan_make(mx_kernel_call *call, const mx_ktensor *out, const mx_ktensor *const *ins, int n_in,
-                           mx__ew_plan *plan);
+MX_MUST_USE mx_status mx__ew_plan_make(mx_kernel_call *call, const mx_ktensor *out,
+                                       const mx_ktensor *const *ins, int n_in, mx__ew_plan *plan);
 /* Walks the plan from the operands' base pointers; false as soon as a row returns false. */
 bool mx__ew_run(const mx__ew_plan *plan, void *const *base, mx__ew_row_fn fn, void *ctx);
 
 /* Context of mx__ew_bin_row / mx__ew_half_row. */
 typedef struct mx__ew_bin_ctx {
-  mx__ew_bin_fn fn;          /* the row function (float32 one for 16-bit operands) */
-  mx_dtype dt[3];            /* dtypes of out, a, b: FLOAT16/BFLOAT16 are converted, others not */
+  mx__ew_bin_fn fn; /* the row function (float32 one for 16-bit operands) */
+  mx_dtype dt[3];   /* dtypes of out, a, b: FLOAT16/BFLOAT16 are converted, others not */
 } mx__ew_bin_ctx;
 
 /* Row adapter calling ctx->fn directly. */
@@ -58,8 +58,8 @@ bool mx__ew_half_row(void *ctx, int64_t n, char *const *p, const int64_t *s);
 /* Runs a binary row function over out = f(a, b) with broadcasting; 16-bit operands go through
  * the float32 adapter (fn must then be the float32 row). dt_out/dt_a/dt_b may differ from the
  * tensors' own dtypes to accumulate into a float32 workspace. */
-MX_MUST_USE mx_status mx__ew_binary_apply(mx_kernel_call *call, mx__ew_bin_fn fn, const mx_ktensor *out, const mx_ktensor *a,
-                              const mx_ktensor *b);
+MX_MUST_USE mx_status mx__ew_binary_apply(mx_kernel_call *call, mx__ew_bin_fn fn, const mx_ktensor *out,
+                                          const mx_ktensor *a, const mx_ktensor *b);
 
 /* Unary row: o[i] = f(x[i]) for n contiguous elements; ctx carries the op's data. */
 typedef void (*mx__ew_un_fn)(int64_t n, const void *x, void *o, const void *ctx);
@@ -86,12 +86,12 @@ void mx__ew_store_sat(void *p, mx_dtype dt, int64_t i, double v);
 uint16_t mx__ew_f64_to_half(double v, mx_dtype dt);
 
 /* Kernel definitions of the group, one per op (the registry picks by the deciding dtype). */
-#define MX__EW_KERNEL_LIST(X)                                                                        \
-  X(Abs) X(Neg) X(Exp) X(Log) X(Sqrt) X(Sin) X(Cos) X(Tanh) X(Sigmoid) X(Relu) X(Erf) X(Floor)       \
-  X(Ceil) X(Reciprocal) X(Sign) X(Not) X(Gelu) X(Clip)                                               \
-  X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Mod) X(And) X(Or) X(Xor)                                      \
-  X(Equal) X(Less) X(LessOrEqual) X(Greater) X(GreaterOrEqual)                                       \
-  X(Sum) X(Mean) X(Max) X(Min) X(Cast) X(CastLike) X(BitCast) X(Where)
+#define MX__EW_KERNEL_LIST(X)                                                                              \
+  X(Abs)                                                                                                   \
+  X(Neg) X(Exp) X(Log) X(Sqrt) X(Sin) X(Cos) X(Tanh) X(Sigmoid) X(Relu) X(Erf) X(Floor) X(Ceil)            \
+      X(Reciprocal) X(Sign) X(Not) X(Gelu) X(Clip) X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Mod) X(And) X(Or)  \
+          X(Xor) X(Equal) X(Less) X(LessOrEqual) X(Greater) X(GreaterOrEqual) X(Sum) X(Mean) X(Max) X(Min) \
+              X(Cast) X(CastLike) X(BitCast) X(Where)
 #define MX__EW_DECLARE_(name) extern const mx_kernel_def mx__kdef_##name;
 MX__EW_KERNEL_LIST(MX__EW_DECLARE_)
 #undef MX__EW_DECLARE_

@@ -20,15 +20,15 @@
 /* A row: o[i] = f(x[i]) for n contiguous elements; ctx carries op data (Gelu, Clip). */
 typedef mx__ew_un_fn un_fn;
 
-#define ROW1(NAME, TI, TO, EXPR)                                                  \
-  static void NAME(int64_t n, const void *px, void *po, const void *ctx) {        \
-    (void)ctx;                                                                    \
-    const TI *restrict a = px;                                                    \
-    TO *restrict o = po;                                                          \
-    for (int64_t i = 0; i < n; i++) {                                             \
-      const TI x = a[i];                                                          \
-      o[i] = (TO)(EXPR);                                                          \
-    }                                                                             \
+#define ROW1(NAME, TI, TO, EXPR)                                           \
+  static void NAME(int64_t n, const void *px, void *po, const void *ctx) { \
+    (void)ctx;                                                             \
+    const TI *restrict a = px;                                             \
+    TO *restrict o = po;                                                   \
+    for (int64_t i = 0; i < n; i++) {                                      \
+      const TI x = a[i];                                                   \
+      o[i] = (TO)(EXPR);                                                   \
+    }                                                                      \
   }
 
 /* Float math over float32 and float64 (F: the float32 libm function, D: the double one). */
@@ -37,12 +37,12 @@ typedef mx__ew_un_fn un_fn;
   ROW1(OP##_f64, double, double, F64EXPR)
 
 /* float32 rows over a kmath.h function, in a vectorized AVX2 copy and a baseline copy. */
-#define VEC_ROW_F32(NAME, FN)                                                     \
+#define VEC_ROW_F32(NAME, FN)                                                      \
   MX_KHOT static void NAME(int64_t n, const void *px, void *po, const void *ctx) { \
-    (void)ctx;                                                                    \
-    const float *restrict a = px;                                                 \
-    float *restrict o = po;                                                       \
-    for (int64_t i = 0; i < n; i++) o[i] = FN(a[i]);                              \
+    (void)ctx;                                                                     \
+    const float *restrict a = px;                                                  \
+    float *restrict o = po;                                                        \
+    for (int64_t i = 0; i < n; i++) o[i] = FN(a[i]);                               \
   }
 
 VEC_ROW_F32(exp_f32, mx__kexpf)
@@ -78,11 +78,11 @@ ROW1(sigmoid_f64, double, double, sigmoid_d(x))
   ROW1(OP##_i16, int16_t, int16_t, EXPR(int16_t, uint32_t)) \
   ROW1(OP##_i32, int32_t, int32_t, EXPR(int32_t, uint32_t)) \
   ROW1(OP##_i64, int64_t, int64_t, EXPR(int64_t, uint64_t))
-#define ABS_I(T, U) (x < 0 ? (T)(0 - (U)x) : x)
-#define NEG_I(T, U) (T)(0 - (U)x)
+#define ABS_I(T, U)  (x < 0 ? (T)(0 - (U)x) : x)
+#define NEG_I(T, U)  (T)(0 - (U)x)
 #define RELU_I(T, U) (x < 0 ? 0 : x)
 #define SIGN_I(T, U) ((x > 0) - (x < 0))
-#define ERF_I(T, U) (T)erf((double)x)
+#define ERF_I(T, U)  (T) erf((double)x)
 SINT_ROWS(abs, ABS_I)
 SINT_ROWS(neg, NEG_I)
 SINT_ROWS(relu, RELU_I)
@@ -156,15 +156,15 @@ static void clip_f64(int64_t n, const void *px, void *po, const void *ctx) {
     o[i] = v > b->hi_d ? b->hi_d : v;
   }
 }
-#define CLIP_INT(NAME, T)                                                   \
-  static void NAME(int64_t n, const void *px, void *po, const void *ctx) {  \
-    const clip_bounds *b = ctx;                                             \
-    const T *restrict a = px;                                               \
-    T *restrict o = po;                                                     \
-    for (int64_t i = 0; i < n; i++) {                                       \
-      int64_t v = a[i] < b->lo_i ? b->lo_i : a[i];                          \
-      o[i] = (T)(v > b->hi_i ? b->hi_i : v);                                \
-    }                                                                       \
+#define CLIP_INT(NAME, T)                                                  \
+  static void NAME(int64_t n, const void *px, void *po, const void *ctx) { \
+    const clip_bounds *b = ctx;                                            \
+    const T *restrict a = px;                                              \
+    T *restrict o = po;                                                    \
+    for (int64_t i = 0; i < n; i++) {                                      \
+      int64_t v = a[i] < b->lo_i ? b->lo_i : a[i];                         \
+      o[i] = (T)(v > b->hi_i ? b->hi_i : v);                               \
+    }                                                                      \
   }
 CLIP_INT(clip_i8, int8_t)
 CLIP_INT(clip_u8, uint8_t)
@@ -189,7 +189,7 @@ static void clip_u64(int64_t n, const void *px, void *po, const void *ctx) {
 #define N_DT MX__EW_UN_TABLE_SIZE
 typedef un_fn un_table[N_DT];
 
-#define FLT(OP) [MX_FLOAT32] = OP##_f32, [MX_FLOAT64] = OP##_f64
+#define FLT(OP)  [MX_FLOAT32] = OP##_f32, [MX_FLOAT64] = OP##_f64
 #define SINT(OP) [MX_INT8] = OP##_i8, [MX_INT16] = OP##_i16, [MX_INT32] = OP##_i32, [MX_INT64] = OP##_i64
 #define UINT(OP) [MX_UINT8] = OP##_u8, [MX_UINT16] = OP##_u16, [MX_UINT32] = OP##_u32, [MX_UINT64] = OP##_u64
 
@@ -311,7 +311,7 @@ static mx_status run_Clip(mx_kernel_call *c) {
 }
 
 #define KDEF(NAME, DTYPES) const mx_kernel_def mx__kdef_##NAME = {#NAME, NULL, DTYPES, 0, run_##NAME, NULL};
-#define SINTS (MX_KDT(MX_INT8) | MX_KDT(MX_INT16) | MX_KDT(MX_INT32) | MX_KDT(MX_INT64))
+#define SINTS              (MX_KDT(MX_INT8) | MX_KDT(MX_INT16) | MX_KDT(MX_INT32) | MX_KDT(MX_INT64))
 
 KDEF(Abs, MX_KDT_FLOATS | MX_KDT_INTS)
 KDEF(Neg, MX_KDT_FLOATS | SINTS)

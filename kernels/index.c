@@ -48,10 +48,10 @@ static mx_status gather_run(mx_kernel_call *call) {
   for (int64_t j = 0; j < m; j++) {
     int64_t i = mx__kindex_at(ind, j);
     if (!fix_index(&i, n)) {
-      call->why = mx__fail_cause_set("Gather: index %lld at position %lld of the indices is out of range [%lld, %lld) "
-                                     "of data axis %d",
-                                     (long long)mx__kindex_at(ind, j), (long long)j, (long long)-n, (long long)n,
-                                     (int)axis);
+      call->why = mx__fail_cause_set(
+          "Gather: index %lld at position %lld of the indices is out of range [%lld, %lld) "
+          "of data axis %d",
+          (long long)mx__kindex_at(ind, j), (long long)j, (long long)-n, (long long)n, (int)axis);
       return MX_ERR_KERNEL;
     }
   }
@@ -83,7 +83,8 @@ static mx_status gather_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_gather = {.op = "Gather", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = gather_run};
+static const mx_kernel_def k_gather = {
+    .op = "Gather", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = gather_run};
 
 /* --- GatherElements --------------------------------------------------------------------------- */
 
@@ -116,9 +117,10 @@ static mx_status gather_elements_run(mx_kernel_call *call) {
     int64_t i = mx__kindex_at(ind, e);
     if (!fix_index(&i, data->dims[axis])) {
       long long n = (long long)data->dims[axis];
-      call->why = mx__fail_cause_set("GatherElements: index %lld at position %lld of the indices is out of range "
-                                     "[%lld, %lld) of data axis %d",
-                                     (long long)mx__kindex_at(ind, e), (long long)e, -n, n, (int)axis);
+      call->why = mx__fail_cause_set(
+          "GatherElements: index %lld at position %lld of the indices is out of range "
+          "[%lld, %lld) of data axis %d",
+          (long long)mx__kindex_at(ind, e), (long long)e, -n, n, (int)axis);
       return MX_ERR_KERNEL;
     }
     int64_t off = 0;
@@ -139,13 +141,13 @@ static const mx_kernel_def k_gather_elements = {
 
 /* Where the index tuples of a GatherND/ScatterND point. */
 typedef struct nd_plan {
-  int64_t batches;        /* product of the batch dims */
-  int64_t tuples;         /* index tuples per batch */
-  int64_t depth;          /* indices' last dim: how many leading data dims a tuple indexes */
-  int64_t slice;          /* elements per gathered slice */
-  int64_t batch_stride;   /* data elements per batch */
+  int64_t batches;              /* product of the batch dims */
+  int64_t tuples;               /* index tuples per batch */
+  int64_t depth;                /* indices' last dim: how many leading data dims a tuple indexes */
+  int64_t slice;                /* elements per gathered slice */
+  int64_t batch_stride;         /* data elements per batch */
   int64_t dstride[MX_MAX_RANK]; /* data strides in elements */
-  int32_t b;              /* batch_dims */
+  int32_t b;                    /* batch_dims */
 } nd_plan;
 
 static bool nd_make_plan(const mx_ktensor *data, const mx_ktensor *ind, int64_t b, nd_plan *p) {
@@ -210,20 +212,29 @@ static mx_status gathernd_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_gathernd = {.op = "GatherND", .dtypes = MX_KDT_ALL, .key = 0, .run = gathernd_run};
+static const mx_kernel_def k_gathernd = {
+    .op = "GatherND", .dtypes = MX_KDT_ALL, .key = 0, .run = gathernd_run};
 
 /* dst[k] = reduce(dst[k], src[k]) for k < n, in the element type T. */
-#define SCATTER_FN(name, T)                                                          \
-  static void name(void *pd, const void *ps, int64_t n, int32_t red) {              \
-    T *restrict d = pd;                                                              \
-    const T *restrict s = ps;                                                        \
-    switch (red) {                                                                   \
-      case MX_SCATTER_ADD: for (int64_t k = 0; k < n; k++) d[k] = (T)(d[k] + s[k]); break; \
-      case MX_SCATTER_MUL: for (int64_t k = 0; k < n; k++) d[k] = (T)(d[k] * s[k]); break; \
-      case MX_SCATTER_MAX: for (int64_t k = 0; k < n; k++) d[k] = s[k] > d[k] ? s[k] : d[k]; break; \
-      case MX_SCATTER_MIN: for (int64_t k = 0; k < n; k++) d[k] = s[k] < d[k] ? s[k] : d[k]; break; \
-      default: memcpy(d, s, (size_t)n * sizeof(T)); break;                          \
-    }                                                                                \
+#define SCATTER_FN(name, T)                                               \
+  static void name(void *pd, const void *ps, int64_t n, int32_t red) {    \
+    T *restrict d = pd;                                                   \
+    const T *restrict s = ps;                                             \
+    switch (red) {                                                        \
+      case MX_SCATTER_ADD:                                                \
+        for (int64_t k = 0; k < n; k++) d[k] = (T)(d[k] + s[k]);          \
+        break;                                                            \
+      case MX_SCATTER_MUL:                                                \
+        for (int64_t k = 0; k < n; k++) d[k] = (T)(d[k] * s[k]);          \
+        break;                                                            \
+      case MX_SCATTER_MAX:                                                \
+        for (int64_t k = 0; k < n; k++) d[k] = s[k] > d[k] ? s[k] : d[k]; \
+        break;                                                            \
+      case MX_SCATTER_MIN:                                                \
+        for (int64_t k = 0; k < n; k++) d[k] = s[k] < d[k] ? s[k] : d[k]; \
+        break;                                                            \
+      default: memcpy(d, s, (size_t)n * sizeof(T)); break;                \
+    }                                                                     \
   }
 SCATTER_FN(scatter_f32, float)
 SCATTER_FN(scatter_f64, double)
@@ -311,11 +322,12 @@ static mx_status scatternd_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_scatternd = {.op = "ScatterND", .dtypes = MX_KDT_ALL, .key = 0, .run = scatternd_run};
+static const mx_kernel_def k_scatternd = {
+    .op = "ScatterND", .dtypes = MX_KDT_ALL, .key = 0, .run = scatternd_run};
 
 /* --- the group -------------------------------------------------------------------------------- */
 
 const mx_kernel_def *const mx__kernels_index[] = {
-    &k_gather,       &k_gather_elements,      &k_gathernd,           &k_scatternd, &mx__kernel_slice,
+    &k_gather,         &k_gather_elements,     &k_gathernd,          &k_scatternd,        &mx__kernel_slice,
     &mx__kernel_trilu, &mx__kernel_topk_float, &mx__kernel_topk_int, &mx__kernel_nonzero, NULL,
 };

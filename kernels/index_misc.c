@@ -64,10 +64,10 @@ const mx_kernel_def mx__kernel_trilu = {.op = "Trilu", .dtypes = MX_KDT_ALL, .ke
 /* One element of the slice being sorted. */
 typedef struct topk_item {
   union {
-    double f;               /* float keys (16-bit floats widened) */
-    int64_t i;              /* integer keys */
+    double f;  /* float keys (16-bit floats widened) */
+    int64_t i; /* integer keys */
   } key;
-  int64_t index;            /* position along the axis */
+  int64_t index; /* position along the axis */
 } topk_item;
 
 /* Orders for largest (descending) and smallest (ascending); ties by ascending index. */
@@ -217,4 +217,5 @@ static mx_status nonzero_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-const mx_kernel_def mx__kernel_nonzero = {.op = "NonZero", .dtypes = MX_KDT_ALL, .key = 0, .run = nonzero_run};
+const mx_kernel_def mx__kernel_nonzero = {
+    .op = "NonZero", .dtypes = MX_KDT_ALL, .key = 0, .run = nonzero_run};

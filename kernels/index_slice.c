@@ -81,8 +81,10 @@ static mx_status slice_run(mx_kernel_call *call) {
   }
   size_t es = mx_dtype_size(in->dtype);
   if (mx__ktensor_numel(out) == 0) return MX_OK;
-  mx__kcopy_strided(out->data, (const unsigned char *)in->data + (size_t)base * es, es, r, out->dims, strides);
+  mx__kcopy_strided(out->data, (const unsigned char *)in->data + (size_t)base * es, es, r, out->dims,
+                    strides);
   return MX_OK;
 }
 
-const mx_kernel_def mx__kernel_slice = {.op = "Slice", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = slice_run};
+const mx_kernel_def mx__kernel_slice = {
+    .op = "Slice", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = slice_run};

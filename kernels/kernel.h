@@ -25,22 +25,22 @@
 #include "mixrt/status.h"
 
 typedef struct mx_ktensor {
-  void *data;                    /* NULL for an omitted optional input or an empty tensor */
-  mx_dtype dtype;                /* MX_DTYPE_UNDEFINED for an omitted optional input */
+  void *data;     /* NULL for an omitted optional input or an empty tensor */
+  mx_dtype dtype; /* MX_DTYPE_UNDEFINED for an omitted optional input */
   int32_t rank;
-  int64_t dims[MX_MAX_RANK];     /* concrete */
-  int64_t strides[MX_MAX_RANK];  /* in elements; row-major contiguous (see mx__ktensor_set_dims) */
+  int64_t dims[MX_MAX_RANK];    /* concrete */
+  int64_t strides[MX_MAX_RANK]; /* in elements; row-major contiguous (see mx__ktensor_set_dims) */
 } mx_ktensor;
 
 typedef struct mx_kernel_call {
-  const void *params;            /* the op's params struct (borrowed), NULL if it has none */
-  void *workspace;               /* scratch of workspace_size bytes, 64-byte aligned */
+  const void *params; /* the op's params struct (borrowed), NULL if it has none */
+  void *workspace;    /* scratch of workspace_size bytes, 64-byte aligned */
   size_t workspace_size;
-  const char *why;               /* set by a failing kernel: static text saying what went wrong */
-  uint16_t n_in;                 /* inputs, including omitted optional ones */
+  const char *why; /* set by a failing kernel: static text saying what went wrong */
+  uint16_t n_in;   /* inputs, including omitted optional ones */
   uint16_t n_out;
-  uint32_t reserved;             /* keeps t[] 8-byte aligned; always 0 */
-  mx_ktensor t[];                /* n_in inputs then n_out outputs */
+  uint32_t reserved; /* keeps t[] 8-byte aligned; always 0 */
+  mx_ktensor t[];    /* n_in inputs then n_out outputs */
 } mx_kernel_call;
 
 typedef mx_status (*mx_kernel_fn)(mx_kernel_call *call);
@@ -48,26 +48,26 @@ typedef mx_status (*mx_kernel_fn)(mx_kernel_call *call);
 typedef size_t (*mx_kernel_workspace_fn)(const mx_kernel_call *call);
 
 typedef struct mx_kernel_def {
-  const char *op;                      /* op type (default ONNX domain unless domain is set) */
-  const char *domain;                  /* NULL or "" for the default domain */
-  uint32_t dtypes;                     /* MX_KDT(dtype) bits the deciding tensor may have */
-  int8_t key;                          /* deciding tensor: input index >= 0, or -1 - k for output k */
+  const char *op;     /* op type (default ONNX domain unless domain is set) */
+  const char *domain; /* NULL or "" for the default domain */
+  uint32_t dtypes;    /* MX_KDT(dtype) bits the deciding tensor may have */
+  int8_t key;         /* deciding tensor: input index >= 0, or -1 - k for output k */
   mx_kernel_fn run;
-  mx_kernel_workspace_fn workspace;    /* NULL: no scratch */
+  mx_kernel_workspace_fn workspace; /* NULL: no scratch */
 } mx_kernel_def;
 
-#define MX_KDT(dt) (1u << (unsigned)(dt))
+#define MX_KDT(dt)    (1u << (unsigned)(dt))
 #define MX_KDT_FLOATS (MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT16) | MX_KDT(MX_BFLOAT16) | MX_KDT(MX_FLOAT64))
-#define MX_KDT_SINTS (MX_KDT(MX_INT8) | MX_KDT(MX_INT16) | MX_KDT(MX_INT32) | MX_KDT(MX_INT64))
-#define MX_KDT_UINTS (MX_KDT(MX_UINT8) | MX_KDT(MX_UINT16) | MX_KDT(MX_UINT32) | MX_KDT(MX_UINT64))
-#define MX_KDT_INTS (MX_KDT_SINTS | MX_KDT_UINTS)
-#define MX_KDT_ALL (MX_KDT_FLOATS | MX_KDT_INTS | MX_KDT(MX_BOOL))
+#define MX_KDT_SINTS  (MX_KDT(MX_INT8) | MX_KDT(MX_INT16) | MX_KDT(MX_INT32) | MX_KDT(MX_INT64))
+#define MX_KDT_UINTS  (MX_KDT(MX_UINT8) | MX_KDT(MX_UINT16) | MX_KDT(MX_UINT32) | MX_KDT(MX_UINT64))
+#define MX_KDT_INTS   (MX_KDT_SINTS | MX_KDT_UINTS)
+#define MX_KDT_ALL    (MX_KDT_FLOATS | MX_KDT_INTS | MX_KDT(MX_BOOL))
 /* The one-byte narrow types (8/4-bit floats, 4/2-bit integers held one per byte): kernels that
  * only move bytes or convert (Cast, quantization) add these to their masks. */
-#define MX_KDT_NARROW                                                                              \
-  (MX_KDT(MX_FLOAT8E4M3FN) | MX_KDT(MX_FLOAT8E4M3FNUZ) | MX_KDT(MX_FLOAT8E5M2) |                   \
-   MX_KDT(MX_FLOAT8E5M2FNUZ) | MX_KDT(MX_FLOAT4E2M1) | MX_KDT(MX_FLOAT8E8M0) | MX_KDT(MX_UINT4) | \
-   MX_KDT(MX_INT4) | MX_KDT(MX_UINT2) | MX_KDT(MX_INT2))
+#define MX_KDT_NARROW                                                                                        \
+  (MX_KDT(MX_FLOAT8E4M3FN) | MX_KDT(MX_FLOAT8E4M3FNUZ) | MX_KDT(MX_FLOAT8E5M2) | MX_KDT(MX_FLOAT8E5M2FNUZ) | \
+   MX_KDT(MX_FLOAT4E2M1) | MX_KDT(MX_FLOAT8E8M0) | MX_KDT(MX_UINT4) | MX_KDT(MX_INT4) | MX_KDT(MX_UINT2) |   \
+   MX_KDT(MX_INT2))
 
 static inline mx_ktensor *mx__kin(mx_kernel_call *c, uint32_t i) { return &c->t[i]; }
 static inline mx_ktensor *mx__kout(mx_kernel_call *c, uint32_t i) { return &c->t[c->n_in + i]; }
@@ -89,8 +89,8 @@ static inline size_t mx_kernel_call_data_offset(uint32_t i) {
  * (n_out records of 1 + MX_MAX_RANK int64s: rank, then dims), since the kernel only updates
  * the HAL's private copy of the block. */
 typedef struct mx_kernel_task {
-  mx_kernel_fn run;       /* the kernel */
-  int64_t *shape_out;     /* data-dependent ops: actual output shapes are copied here; else NULL */
+  mx_kernel_fn run;   /* the kernel */
+  int64_t *shape_out; /* data-dependent ops: actual output shapes are copied here; else NULL */
 } mx_kernel_task;
 
 #define MX_KERNEL_SHAPE_RECORD (1 + MX_MAX_RANK) /* int64s per output in shape_out */

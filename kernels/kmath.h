@@ -147,7 +147,7 @@ static inline float mx__kexpm1_neg(float y) {
 static inline float mx__ksigmoidf(float x) {
   int32_t ix = mx__kf32_as_i32(x);
   float e = mx__kexpf(mx__ki32_as_f32(ix | INT32_MIN)); /* exp(-|x|) */
-  int32_t m = ix >> 31; /* all ones for negative x */
+  int32_t m = ix >> 31;                                 /* all ones for negative x */
   float num = mx__ki32_as_f32((mx__kf32_as_i32(1.0f) & ~m) | (mx__kf32_as_i32(e) & m));
   return num / (1.0f + e);
 }

@@ -28,14 +28,14 @@ void mx__kblas_init(void) { pthread_once(&blas_once, blas_single_thread); }
 
 /* How a MatMul maps onto a loop of 2-D products. */
 typedef struct mm_plan {
-  int64_t m, k, n;                  /* rows of A, contraction, columns of B (after 1-D promotion) */
-  int64_t batch;                    /* number of output matrices */
-  int32_t brank;                    /* rank of the broadcast batch shape */
-  int64_t bdims[MX_MAX_RANK];       /* broadcast batch shape */
-  int64_t a_step[MX_MAX_RANK];      /* A's stride per batch dim, in matrices (0: broadcast) */
-  int64_t b_step[MX_MAX_RANK];      /* B's stride per batch dim, in matrices (0: broadcast) */
-  int fold;                         /* B is shared and A is not broadcast: one product, batch*m rows */
-  int ta, tb;                       /* A / B hold their last two axes swapped (mx_matmul_params) */
+  int64_t m, k, n;             /* rows of A, contraction, columns of B (after 1-D promotion) */
+  int64_t batch;               /* number of output matrices */
+  int32_t brank;               /* rank of the broadcast batch shape */
+  int64_t bdims[MX_MAX_RANK];  /* broadcast batch shape */
+  int64_t a_step[MX_MAX_RANK]; /* A's stride per batch dim, in matrices (0: broadcast) */
+  int64_t b_step[MX_MAX_RANK]; /* B's stride per batch dim, in matrices (0: broadcast) */
+  int fold;                    /* B is shared and A is not broadcast: one product, batch*m rows */
+  int ta, tb;                  /* A / B hold their last two axes swapped (mx_matmul_params) */
 } mm_plan;
 
 static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) {
@@ -108,35 +108,37 @@ static void mm_offsets(const mm_plan *p, int64_t idx, int64_t *oa, int64_t *ob) 
 /* The 2-D products C[m,n] = op(A)[m,k] * op(B)[k,n], C row-major contiguous; A is stored
  * [m,k] (or [k,m] when ta), B [k,n] (or [n,k] when tb). They take void pointers so that mm_run
  * can call any of them. */
-typedef void (*mm2d_fn)(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n, int ta, int tb);
+typedef void (*mm2d_fn)(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n, int ta,
+                        int tb);
 
 /* Floating point through BLAS in precision T: gemv for a single row or column, gemm otherwise.
  * A single row of a transposed A (or column of a transposed B) is the same contiguous vector. */
-#define MM2D_BLAS(NAME, T, GEMV, GEMM)                                                                      \
-  static void NAME(const void *a, const void *b, void *vc, int64_t m, int64_t k, int64_t n, int ta, int tb) { \
-    T *c = vc;                                                                                              \
-    if (m == 0 || n == 0) return;                                                                           \
-    if (k == 0) {                                                                                           \
-      memset(c, 0, (size_t)(m * n) * sizeof *c);                                                            \
-    } else if (m == 1) {                                                                                    \
+#define MM2D_BLAS(NAME, T, GEMV, GEMM)                                                                    \
+  static void NAME(const void *a, const void *b, void *vc, int64_t m, int64_t k, int64_t n, int ta,       \
+                   int tb) {                                                                              \
+    T *c = vc;                                                                                            \
+    if (m == 0 || n == 0) return;                                                                         \
+    if (k == 0) {                                                                                         \
+      memset(c, 0, (size_t)(m * n) * sizeof *c);                                                          \
+    } else if (m == 1) {                                                                                  \
       /* gemv would scale y by beta = 0 (keeping NaN garbage) in a separate call: y is cleared and   \
-       * accumulated into with beta = 1 instead, the same bits. */                                  \
-      memset(c, 0, (size_t)n * sizeof *c);                                                                  \
-      if (tb)                                                                                               \
-        GEMV(CblasRowMajor, CblasNoTrans, (blasint)n, (blasint)k, (T)1, b, (blasint)k, a, 1, (T)1, c, 1);   \
-      else                                                                                                  \
-        GEMV(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, (T)1, b, (blasint)n, a, 1, (T)1, c, 1);     \
-    } else if (n == 1) {                                                                                    \
-      memset(c, 0, (size_t)m * sizeof *c);                                                                  \
-      if (ta)                                                                                               \
-        GEMV(CblasRowMajor, CblasTrans, (blasint)k, (blasint)m, (T)1, a, (blasint)m, b, 1, (T)1, c, 1);     \
-      else                                                                                                  \
-        GEMV(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, (T)1, a, (blasint)k, b, 1, (T)1, c, 1);   \
-    } else {                                                                                                \
-      GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,       \
-           (blasint)n, (blasint)k, (T)1, a, (blasint)(ta ? m : k), b, (blasint)(tb ? k : n), (T)0, c,       \
-           (blasint)n);                                                                                     \
-    }                                                                                                       \
+       * accumulated into with beta = 1 instead, the same bits. */    \
+      memset(c, 0, (size_t)n * sizeof *c);                                                                \
+      if (tb)                                                                                             \
+        GEMV(CblasRowMajor, CblasNoTrans, (blasint)n, (blasint)k, (T)1, b, (blasint)k, a, 1, (T)1, c, 1); \
+      else                                                                                                \
+        GEMV(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, (T)1, b, (blasint)n, a, 1, (T)1, c, 1);   \
+    } else if (n == 1) {                                                                                  \
+      memset(c, 0, (size_t)m * sizeof *c);                                                                \
+      if (ta)                                                                                             \
+        GEMV(CblasRowMajor, CblasTrans, (blasint)k, (blasint)m, (T)1, a, (blasint)m, b, 1, (T)1, c, 1);   \
+      else                                                                                                \
+        GEMV(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, (T)1, a, (blasint)k, b, 1, (T)1, c, 1); \
+    } else {                                                                                              \
+      GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,     \
+           (blasint)n, (blasint)k, (T)1, a, (blasint)(ta ? m : k), b, (blasint)(tb ? k : n), (T)0, c,     \
+           (blasint)n);                                                                                   \
+    }                                                                                                     \
   }
 MM2D_BLAS(mm2d_f32_blas, float, cblas_sgemv, cblas_sgemm)
 MM2D_BLAS(mm2d_f64, double, cblas_dgemv, cblas_dgemm)
@@ -169,8 +171,8 @@ __attribute__((always_inline)) static inline mm_v16 mm_ld16(const float *p) {
  * per block instead of a chain through memory. The columns past the last such block get the
  * same two sums in narrower vectors, then scalar code, so an element's value does not depend on
  * its column. */
-MX_KHOT static void mm_row_regs_f32(const float *restrict a, const float *restrict b, float *restrict c, int64_t k,
-                                    int64_t n) {
+MX_KHOT static void mm_row_regs_f32(const float *restrict a, const float *restrict b, float *restrict c,
+                                    int64_t k, int64_t n) {
   int64_t j = 0;
   /* Written out with two 16-float vectors per sum: as one 32-float vector (MM_ROW_BLOCK below),
    * gcc keeps the sums in memory and the block runs about 3 times slower. */
@@ -194,23 +196,23 @@ MX_KHOT static void mm_row_regs_f32(const float *restrict a, const float *restri
     memcpy(c + j + 16, &r1, sizeof r1);
   }
   /* The remaining columns in blocks of 16, 8 and 4 (and the last < 4 in scalar code). */
-#define MM_ROW_BLOCK(W, T)                                    \
-  for (; j + W <= n; j += W) {                                \
-    T e0 = {0}, o0 = {0}, v;                                  \
-    const float *restrict bj = b + j;                         \
-    int64_t q = 0;                                            \
-    for (; q + 2 <= k; q += 2) {                              \
-      memcpy(&v, bj + q * n, sizeof v);                       \
-      e0 += a[q] * v;                                         \
-      memcpy(&v, bj + q * n + n, sizeof v);                   \
-      o0 += a[q + 1] * v;                                     \
-    }                                                         \
-    if (q < k) {                                              \
-      memcpy(&v, bj + q * n, sizeof v);                       \
-      e0 += a[q] * v;                                         \
-    }                                                         \
-    v = e0 + o0;                                              \
-    memcpy(c + j, &v, sizeof v);                              \
+#define MM_ROW_BLOCK(W, T)                  \
+  for (; j + W <= n; j += W) {              \
+    T e0 = {0}, o0 = {0}, v;                \
+    const float *restrict bj = b + j;       \
+    int64_t q = 0;                          \
+    for (; q + 2 <= k; q += 2) {            \
+      memcpy(&v, bj + q * n, sizeof v);     \
+      e0 += a[q] * v;                       \
+      memcpy(&v, bj + q * n + n, sizeof v); \
+      o0 += a[q + 1] * v;                   \
+    }                                       \
+    if (q < k) {                            \
+      memcpy(&v, bj + q * n, sizeof v);     \
+      e0 += a[q] * v;                       \
+    }                                       \
+    v = e0 + o0;                            \
+    memcpy(c + j, &v, sizeof v);            \
   }
   MM_ROW_BLOCK(16, mm_v16)
   MM_ROW_BLOCK(8, mm_v8)
@@ -231,8 +233,8 @@ MX_KHOT static void mm_row_regs_f32(const float *restrict a, const float *restri
 /* c[0..n) = a[0..k) B for row-major B[k, n] walking B row after row: rows added into c four at a
  * time, each element's terms in the order of k, in vector lanes across n. For a B larger than the
  * first-level cache, where mm_row_regs_f32's column blocks would walk B in strided strips. */
-MX_KHOT static void mm_row_stream_f32(const float *restrict a, const float *restrict b, float *restrict c, int64_t k,
-                                      int64_t n) {
+MX_KHOT static void mm_row_stream_f32(const float *restrict a, const float *restrict b, float *restrict c,
+                                      int64_t k, int64_t n) {
   memset(c, 0, (size_t)n * sizeof *c);
   int64_t q = 0;
   for (; q + 4 <= k; q += 4) {
@@ -262,20 +264,21 @@ static void mm2d_f32(const void *a, const void *b, void *c, int64_t m, int64_t k
 
 /* Integers of type T: products wrap like numpy's fixed-width integers (arithmetic in the
  * unsigned type U avoids UB). */
-#define MM2D_INT(NAME, T, U)                                                                                \
-  static void NAME(const void *va, const void *vb, void *vc, int64_t m, int64_t k, int64_t n, int ta, int tb) { \
-    const T *a = va, *b = vb;                                                                               \
-    U *restrict cu = vc;                                                                                    \
-    int64_t sa_i = ta ? 1 : k, sa_q = ta ? m : 1, sb_q = tb ? 1 : n, sb_j = tb ? k : 1;                     \
-    for (int64_t i = 0; i < m; i++) {                                                                       \
-      U *restrict row = cu + i * n;                                                                         \
-      for (int64_t j = 0; j < n; j++) row[j] = 0;                                                           \
-      for (int64_t q = 0; q < k; q++) {                                                                     \
-        U av = (U)a[i * sa_i + q * sa_q];                                                                   \
-        const T *restrict br = b + q * sb_q;                                                                \
-        for (int64_t j = 0; j < n; j++) row[j] += av * (U)br[j * sb_j];                                     \
-      }                                                                                                     \
-    }                                                                                                       \
+#define MM2D_INT(NAME, T, U)                                                                          \
+  static void NAME(const void *va, const void *vb, void *vc, int64_t m, int64_t k, int64_t n, int ta, \
+                   int tb) {                                                                          \
+    const T *a = va, *b = vb;                                                                         \
+    U *restrict cu = vc;                                                                              \
+    int64_t sa_i = ta ? 1 : k, sa_q = ta ? m : 1, sb_q = tb ? 1 : n, sb_j = tb ? k : 1;               \
+    for (int64_t i = 0; i < m; i++) {                                                                 \
+      U *restrict row = cu + i * n;                                                                   \
+      for (int64_t j = 0; j < n; j++) row[j] = 0;                                                     \
+      for (int64_t q = 0; q < k; q++) {                                                               \
+        U av = (U)a[i * sa_i + q * sa_q];                                                             \
+        const T *restrict br = b + q * sb_q;                                                          \
+        for (int64_t j = 0; j < n; j++) row[j] += av * (U)br[j * sb_j];                               \
+      }                                                                                               \
+    }                                                                                                 \
   }
 MM2D_INT(mm2d_i32, int32_t, uint32_t)
 MM2D_INT(mm2d_i64, int64_t, uint64_t)
@@ -303,28 +306,28 @@ MX_KHOT static void mm_epilogue_f32(const mm_epilogue *e, void *vc, int64_t rows
     else if (bias)
       for (int64_t j = 0; j < n; j++) c[j] += bias[0];
     switch (e->act) {
-    case MX_MATMUL_ACT_RELU:
-      for (int64_t j = 0; j < n; j++) c[j] = c[j] > 0.0f ? c[j] : 0.0f;
-      break;
-    case MX_MATMUL_ACT_GELU:
-      for (int64_t j = 0; j < n; j++) c[j] = 0.5f * c[j] * (1.0f + erff(c[j] * 0.7071067811865476f));
-      break;
-    case MX_MATMUL_ACT_GELU_TANH:
-      for (int64_t j = 0; j < n; j++) {
-        float x = c[j];
-        c[j] = 0.5f * x * (1.0f + mx__ktanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-      }
-      break;
-    case MX_MATMUL_ACT_SILU:
-      for (int64_t j = 0; j < n; j++) c[j] = c[j] * mx__ksigmoidf(c[j]);
-      break;
-    case MX_MATMUL_ACT_SIGMOID:
-      for (int64_t j = 0; j < n; j++) c[j] = mx__ksigmoidf(c[j]);
-      break;
-    case MX_MATMUL_ACT_TANH:
-      for (int64_t j = 0; j < n; j++) c[j] = mx__ktanhf(c[j]);
-      break;
-    default: break;
+      case MX_MATMUL_ACT_RELU:
+        for (int64_t j = 0; j < n; j++) c[j] = c[j] > 0.0f ? c[j] : 0.0f;
+        break;
+      case MX_MATMUL_ACT_GELU:
+        for (int64_t j = 0; j < n; j++) c[j] = 0.5f * c[j] * (1.0f + erff(c[j] * 0.7071067811865476f));
+        break;
+      case MX_MATMUL_ACT_GELU_TANH:
+        for (int64_t j = 0; j < n; j++) {
+          float x = c[j];
+          c[j] = 0.5f * x * (1.0f + mx__ktanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+        }
+        break;
+      case MX_MATMUL_ACT_SILU:
+        for (int64_t j = 0; j < n; j++) c[j] = c[j] * mx__ksigmoidf(c[j]);
+        break;
+      case MX_MATMUL_ACT_SIGMOID:
+        for (int64_t j = 0; j < n; j++) c[j] = mx__ksigmoidf(c[j]);
+        break;
+      case MX_MATMUL_ACT_TANH:
+        for (int64_t j = 0; j < n; j++) c[j] = mx__ktanhf(c[j]);
+        break;
+      default: break;
     }
   }
 }
@@ -336,13 +339,15 @@ static void mm_epilogue_f64(const mm_epilogue *e, void *vc, int64_t rows, int64_
     for (int64_t j = 0; j < n; j++) {
       double x = c[j] + (bias ? bias[e->bias_n == n ? j : 0] : 0.0);
       switch (e->act) {
-      case MX_MATMUL_ACT_RELU: x = x > 0.0 ? x : 0.0; break;
-      case MX_MATMUL_ACT_GELU: x = 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); break;
-      case MX_MATMUL_ACT_GELU_TANH: x = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))); break;
-      case MX_MATMUL_ACT_SILU: x = x / (1.0 + exp(-x)); break;
-      case MX_MATMUL_ACT_SIGMOID: x = 1.0 / (1.0 + exp(-x)); break;
-      case MX_MATMUL_ACT_TANH: x = tanh(x); break;
-      default: break;
+        case MX_MATMUL_ACT_RELU: x = x > 0.0 ? x : 0.0; break;
+        case MX_MATMUL_ACT_GELU: x = 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); break;
+        case MX_MATMUL_ACT_GELU_TANH:
+          x = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+          break;
+        case MX_MATMUL_ACT_SILU: x = x / (1.0 + exp(-x)); break;
+        case MX_MATMUL_ACT_SIGMOID: x = 1.0 / (1.0 + exp(-x)); break;
+        case MX_MATMUL_ACT_TANH: x = tanh(x); break;
+        default: break;
       }
       c[j] = x;
     }
@@ -351,19 +356,21 @@ static void mm_epilogue_f64(const mm_epilogue *e, void *vc, int64_t rows, int64_
 
 /* Runs the batched product on element buffers of `esize` bytes with the 2-D routine `fn`, and
  * the epilogue (when epi is not NULL) on each product as soon as it is computed. */
-static void mm_run(const mm_plan *p, const void *a, const void *b, void *c, size_t esize, mm2d_fn fn, mm_epi_fn epi,
-                   const mm_epilogue *e) {
+static void mm_run(const mm_plan *p, const void *a, const void *b, void *c, size_t esize, mm2d_fn fn,
+                   mm_epi_fn epi, const mm_epilogue *e) {
   if (p->fold) {
     fn(a, b, c, p->batch * p->m, p->k, p->n, p->ta, p->tb);
     if (epi) epi(e, c, p->batch * p->m, p->n);
     return;
   }
-  size_t sa = (size_t)(p->m * p->k) * esize, sb = (size_t)(p->k * p->n) * esize, sc = (size_t)(p->m * p->n) * esize;
+  size_t sa = (size_t)(p->m * p->k) * esize, sb = (size_t)(p->k * p->n) * esize,
+         sc = (size_t)(p->m * p->n) * esize;
   for (int64_t i = 0; i < p->batch; i++) {
     int64_t oa, ob;
     mm_offsets(p, i, &oa, &ob);
     char *ci = (char *)c + (size_t)i * sc;
-    fn((const char *)a + (size_t)oa * sa, (const char *)b + (size_t)ob * sb, ci, p->m, p->k, p->n, p->ta, p->tb);
+    fn((const char *)a + (size_t)oa * sa, (const char *)b + (size_t)ob * sb, ci, p->m, p->k, p->n, p->ta,
+       p->tb);
     if (epi) epi(e, ci, p->m, p->n);
   }
 }
@@ -415,7 +422,8 @@ static mx_status matmul_run(mx_kernel_call *call) {
         call->why = "MatMul: a fused bias or activation needs a float dtype";
         return MX_ERR_KERNEL;
       }
-      mm_run(&p, a, b, y->data, y->dtype == MX_INT32 ? 4 : 8, y->dtype == MX_INT32 ? mm2d_i32 : mm2d_i64, NULL, &e);
+      mm_run(&p, a, b, y->data, y->dtype == MX_INT32 ? 4 : 8, y->dtype == MX_INT32 ? mm2d_i32 : mm2d_i64,
+             NULL, &e);
       return MX_OK;
     case MX_FLOAT16:
     case MX_BFLOAT16: {
@@ -449,7 +457,8 @@ static size_t half_workspace(const mx_kernel_call *call) {
 
 /* A MatMul's also holds a float32 copy of its fused bias. */
 static size_t matmul_half_workspace(const mx_kernel_call *call) {
-  size_t nbias = call->n_in > 2 && call->t[2].dtype != MX_DTYPE_UNDEFINED ? (size_t)mx__ktensor_numel(&call->t[2]) : 0;
+  size_t nbias =
+      call->n_in > 2 && call->t[2].dtype != MX_DTYPE_UNDEFINED ? (size_t)mx__ktensor_numel(&call->t[2]) : 0;
   return half_workspace(call) + mx__kalign64(nbias * 4);
 }
 
@@ -479,7 +488,8 @@ static mx_status gemm_make_dims(mx_kernel_call *call, gemm_dims *g) {
     return MX_ERR_KERNEL;
   }
   bool c_in = call->n_in > 2 && call->t[2].dtype != MX_DTYPE_UNDEFINED;
-  if (b->dtype != a->dtype || call->t[call->n_in].dtype != a->dtype || (c_in && call->t[2].dtype != a->dtype)) {
+  if (b->dtype != a->dtype || call->t[call->n_in].dtype != a->dtype ||
+      (c_in && call->t[2].dtype != a->dtype)) {
     call->why = "Gemm: A, B, C and Y must have one dtype";
     return MX_ERR_KERNEL;
   }
@@ -527,7 +537,8 @@ static void gemm_fill_c_f32(const gemm_dims *g, const mx_ktensor *c, float beta,
   }
 }
 
-static mx_status gemm_run_f32(mx_kernel_call *call, const gemm_dims *g, const float *a, const float *b, float *y) {
+static mx_status gemm_run_f32(mx_kernel_call *call, const gemm_dims *g, const float *a, const float *b,
+                              float *y) {
   const mx_gemm_params *p = call->params;
   if (g->has_c)
     gemm_fill_c_f32(g, &call->t[2], p->beta, y);
@@ -536,8 +547,8 @@ static mx_status gemm_run_f32(mx_kernel_call *call, const gemm_dims *g, const fl
   if (g->k == 0) return MX_OK;
   mx__kblas_init();
   cblas_sgemm(CblasRowMajor, p->trans_a ? CblasTrans : CblasNoTrans, p->trans_b ? CblasTrans : CblasNoTrans,
-              (blasint)g->m, (blasint)g->n, (blasint)g->k, p->alpha, a, (blasint)(p->trans_a ? g->m : g->k), b,
-              (blasint)(p->trans_b ? g->k : g->n), g->has_c ? 1.0f : 0.0f, y, (blasint)g->n);
+              (blasint)g->m, (blasint)g->n, (blasint)g->k, p->alpha, a, (blasint)(p->trans_a ? g->m : g->k),
+              b, (blasint)(p->trans_b ? g->k : g->n), g->has_c ? 1.0f : 0.0f, y, (blasint)g->n);
   return MX_OK;
 }
 
@@ -576,7 +587,8 @@ static mx_status gemm_run_int(mx_kernel_call *call, const gemm_dims *g) {
                (uint64_t)mx__kget_i64(b->data, b->dtype, q * sb_k + j * sb_j);
       double v = (double)p->alpha * (double)(int64_t)acc;
       if (g->has_c)
-        v += (double)p->beta * (double)mx__kget_i64(call->t[2].data, call->t[2].dtype, i * g->c_s0 + j * g->c_s1);
+        v += (double)p->beta *
+             (double)mx__kget_i64(call->t[2].data, call->t[2].dtype, i * g->c_s0 + j * g->c_s1);
       mx__kset_i64(y->data, y->dtype, i * g->n + j, (int64_t)v);
     }
   }
@@ -637,6 +649,6 @@ static const mx_kernel_def k_gemm_int = {
     .op = "Gemm", .dtypes = MX_KDT(MX_INT32) | MX_KDT(MX_INT64), .key = 0, .run = gemm_run};
 
 const mx_kernel_def *const mx__kernels_linalg[] = {
-    &k_matmul_float, &k_matmul_half, &k_matmul_int, &k_gemm_float, &k_gemm_half, &k_gemm_int,
-    &mx__kernel_einsum_float, &mx__kernel_einsum_int, NULL,
+    &k_matmul_float, &k_matmul_half,           &k_matmul_int,          &k_gemm_float, &k_gemm_half,
+    &k_gemm_int,     &mx__kernel_einsum_float, &mx__kernel_einsum_int, NULL,
 };

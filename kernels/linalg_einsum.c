@@ -137,7 +137,8 @@ static mx_status ein_make_plan(const mx_kernel_call *call, ein_plan *p, const ch
 static bool ein_as_matmul(const ein_plan *p, const mx_kernel_call *call, ein_mm *mm) {
   if (p->n_ops != 2 || p->diagonal || p->broadcast) return false;
   mx_dtype dt = call->t[0].dtype;
-  if ((dt != MX_FLOAT32 && dt != MX_FLOAT64) || call->t[1].dtype != dt || call->t[2].dtype != dt) return false;
+  if ((dt != MX_FLOAT32 && dt != MX_FLOAT64) || call->t[1].dtype != dt || call->t[2].dtype != dt)
+    return false;
   memset(mm, 0, sizeof *mm);
   bool in_out[EIN_MAX_SLOTS] = {false};
   for (int32_t j = 0; j < p->n_out; j++) in_out[p->out_slot[j]] = true;
@@ -211,8 +212,10 @@ static void ein_run_matmul(const ein_plan *p, const ein_mm *mm, mx_kernel_call *
   char *wa = call->workspace;
   char *wb = wa + mx__kalign64((size_t)(mm->bt * mm->ms * mm->ks) * es);
   char *wc = wb + mx__kalign64((size_t)(mm->bt * mm->ks * mm->ns) * es);
-  const int32_t *la[3] = {mm->b, mm->m, mm->k}, *lb[3] = {mm->b, mm->k, mm->n}, *lc[3] = {mm->b, mm->m, mm->n};
-  int32_t ca[3] = {mm->nb, mm->nm, mm->nk}, cb[3] = {mm->nb, mm->nk, mm->nn}, cc[3] = {mm->nb, mm->nm, mm->nn};
+  const int32_t *la[3] = {mm->b, mm->m, mm->k}, *lb[3] = {mm->b, mm->k, mm->n},
+                *lc[3] = {mm->b, mm->m, mm->n};
+  int32_t ca[3] = {mm->nb, mm->nm, mm->nk}, cb[3] = {mm->nb, mm->nk, mm->nn},
+          cc[3] = {mm->nb, mm->nm, mm->nn};
   ein_permute(p, p->stride[0], la, ca, call->t[0].data, wa, es, false);
   ein_permute(p, p->stride[1], lb, cb, call->t[1].data, wb, es, false);
   mx__kblas_init();
@@ -308,7 +311,8 @@ static size_t ein_workspace(const mx_kernel_call *call) {
   if (ein_make_plan(call, &p, &why) != MX_OK) return 0;
   if (ein_as_matmul(&p, call, &mm)) {
     size_t es = call->t[0].dtype == MX_FLOAT32 ? 4 : 8;
-    return mx__kalign64((size_t)(mm.bt * mm.ms * mm.ks) * es) + mx__kalign64((size_t)(mm.bt * mm.ks * mm.ns) * es) +
+    return mx__kalign64((size_t)(mm.bt * mm.ms * mm.ks) * es) +
+           mx__kalign64((size_t)(mm.bt * mm.ks * mm.ns) * es) +
            mx__kalign64((size_t)(mm.bt * mm.ms * mm.ns) * es);
   }
   size_t total = 0;

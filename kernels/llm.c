@@ -130,7 +130,8 @@ static mx_status la_run(mx_kernel_call *call) {
   if ((gated && mx__ktensor_numel(&call->t[LA_DECAY]) < rows_heads * (d.decay_per_head ? 1 : d.dk)) ||
       (delta && mx__ktensor_numel(&call->t[LA_BETA]) < d.b * d.t * (d.beta_per_head ? d.hkv : 1)) ||
       (has_in(call, LA_PAST) && mx__ktensor_numel(&call->t[LA_PAST]) < d.b * d.hkv * d.dk * d.dv)) {
-    call->why = "LinearAttention: decay, beta or the past state holds fewer values than the heads and steps need";
+    call->why =
+        "LinearAttention: decay, beta or the past state holds fewer values than the heads and steps need";
     return MX_ERR_KERNEL;
   }
   const float scale = p->scale != 0.0f ? p->scale : (float)(1.0 / sqrt((double)d.dk));

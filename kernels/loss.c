@@ -29,7 +29,8 @@ static bool loss_dims(const mx_ktensor *x, int64_t *n, int64_t *c, int64_t *d) {
 
 /* The loss over scores xs (n*c*d elements of dtype xdt, already log-probabilities) into output 0.
  * Returns MX_ERR_KERNEL with call->why set on a bad target or shape. */
-static mx_status loss_apply(mx_kernel_call *call, const void *xs, mx_dtype xdt, int64_t n, int64_t c, int64_t d) {
+static mx_status loss_apply(mx_kernel_call *call, const void *xs, mx_dtype xdt, int64_t n, int64_t c,
+                            int64_t d) {
   const mx_loss_params *p = call->params;
   const mx_ktensor *t = &call->t[1];
   const mx_ktensor *w = call->n_in > 2 && call->t[2].dtype != MX_DTYPE_UNDEFINED ? &call->t[2] : NULL;
@@ -83,19 +84,19 @@ static mx_status nllloss_run(mx_kernel_call *call) {
 
 /* Column-wise log-softmax of one sample: x and y are [c, d] blocks (y may be x); m and s hold d
  * scratch values. Written for T = float and T = double. */
-#define SCE_LOGSOFTMAX(SUF, T, EXP, LOG)                                                    \
-  static void sce_logsoftmax_##SUF(const T *x, T *y, int64_t c, int64_t d, T *m, T *s) {    \
-    for (int64_t j = 0; j < d; j++) {                                                       \
-      m[j] = -INFINITY;                                                                     \
-      s[j] = 0;                                                                             \
-    }                                                                                       \
-    for (int64_t k = 0; k < c; k++)                                                         \
-      for (int64_t j = 0; j < d; j++) m[j] = x[k * d + j] > m[j] ? x[k * d + j] : m[j];     \
-    for (int64_t k = 0; k < c; k++)                                                         \
-      for (int64_t j = 0; j < d; j++) s[j] += EXP(x[k * d + j] - m[j]);                     \
-    for (int64_t j = 0; j < d; j++) m[j] += LOG(s[j]);                                      \
-    for (int64_t k = 0; k < c; k++)                                                         \
-      for (int64_t j = 0; j < d; j++) y[k * d + j] = x[k * d + j] - m[j];                   \
+#define SCE_LOGSOFTMAX(SUF, T, EXP, LOG)                                                 \
+  static void sce_logsoftmax_##SUF(const T *x, T *y, int64_t c, int64_t d, T *m, T *s) { \
+    for (int64_t j = 0; j < d; j++) {                                                    \
+      m[j] = -INFINITY;                                                                  \
+      s[j] = 0;                                                                          \
+    }                                                                                    \
+    for (int64_t k = 0; k < c; k++)                                                      \
+      for (int64_t j = 0; j < d; j++) m[j] = x[k * d + j] > m[j] ? x[k * d + j] : m[j];  \
+    for (int64_t k = 0; k < c; k++)                                                      \
+      for (int64_t j = 0; j < d; j++) s[j] += EXP(x[k * d + j] - m[j]);                  \
+    for (int64_t j = 0; j < d; j++) m[j] += LOG(s[j]);                                   \
+    for (int64_t k = 0; k < c; k++)                                                      \
+      for (int64_t j = 0; j < d; j++) y[k * d + j] = x[k * d + j] - m[j];                \
   }
 SCE_LOGSOFTMAX(f32, float, expf, logf)
 SCE_LOGSOFTMAX(f64, double, exp, log)
@@ -153,9 +154,14 @@ static mx_status sce_run(mx_kernel_call *call) {
 
 static const mx_kernel_def k_nllloss = {
     .op = "NegativeLogLikelihoodLoss", .dtypes = MX_KDT_FLOATS, .key = 0, .run = nllloss_run};
-static const mx_kernel_def k_sce = {
-    .op = "SoftmaxCrossEntropyLoss", .dtypes = MX_KDT_FLOATS, .key = 0, .run = sce_run, .workspace = sce_workspace};
+static const mx_kernel_def k_sce = {.op = "SoftmaxCrossEntropyLoss",
+                                    .dtypes = MX_KDT_FLOATS,
+                                    .key = 0,
+                                    .run = sce_run,
+                                    .workspace = sce_workspace};
 
 const mx_kernel_def *const mx__kernels_loss[] = {
-    &k_nllloss, &k_sce, NULL,
+    &k_nllloss,
+    &k_sce,
+    NULL,
 };

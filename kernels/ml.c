@@ -95,8 +95,8 @@ static mx_status label_run(mx_kernel_call *call) {
 /* --- TfIdfVectorizer -------------------------------------------------------------------------- */
 
 /* Index in ngram_indexes of the n-gram of x read at (start, start + step, ...), or -1. */
-static int64_t tfidf_find(const mx_tfidf_params *p, const mx_ktensor *x, int64_t base, int64_t start, int64_t step,
-                          int32_t n) {
+static int64_t tfidf_find(const mx_tfidf_params *p, const mx_ktensor *x, int64_t base, int64_t start,
+                          int64_t step, int32_t n) {
   if (n > p->n_counts) return -1;
   int64_t from = p->counts[n - 1], to = n < p->n_counts ? p->counts[n] : p->n_pool;
   int64_t first = 0; /* n-grams before this length */
@@ -144,8 +144,10 @@ static mx_status tfidf_run(mx_kernel_call *call) {
     for (int32_t i = 0; i < p->n_indexes; i++) {
       float *v = &row[p->indexes[i]];
       float w = p->n_weights ? p->weights[i] : 1.0f;
-      if (p->mode == MX_TFIDF_IDF) *v = *v > 0 ? w : 0;
-      else if (p->mode == MX_TFIDF_TFIDF) *v *= w;
+      if (p->mode == MX_TFIDF_IDF)
+        *v = *v > 0 ? w : 0;
+      else if (p->mode == MX_TFIDF_TFIDF)
+        *v *= w;
     }
   }
   return MX_OK;
@@ -199,9 +201,12 @@ static mx_status tree_run(mx_kernel_call *call) {
         return MX_ERR_KERNEL;
       }
       double w = p->leaf_weight[leaf], *a = &acc[p->leaf_target[leaf]];
-      if (p->aggregate == MX_TREE_MIN) *a = w < *a ? w : *a;
-      else if (p->aggregate == MX_TREE_MAX_AGG) *a = w > *a ? w : *a;
-      else *a += w;
+      if (p->aggregate == MX_TREE_MIN)
+        *a = w < *a ? w : *a;
+      else if (p->aggregate == MX_TREE_MAX_AGG)
+        *a = w > *a ? w : *a;
+      else
+        *a += w;
     }
     if (p->aggregate == MX_TREE_AVERAGE && p->n_roots)
       for (int64_t t = 0; t < nt; t++) acc[t] /= p->n_roots;
@@ -227,23 +232,34 @@ static size_t tree_workspace(const mx_kernel_call *call) {
   return (size_t)p->n_targets * sizeof(double);
 }
 
-static const mx_kernel_def k_binarizer = {.op = "Binarizer", .domain = "ai.onnx.ml",
-                                          .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64) | MX_KDT(MX_INT32) |
-                                                    MX_KDT(MX_INT64),
-                                          .key = 0, .run = binarizer_run};
-static const mx_kernel_def k_afe = {.op = "ArrayFeatureExtractor", .domain = "ai.onnx.ml",
+static const mx_kernel_def k_binarizer = {
+    .op = "Binarizer",
+    .domain = "ai.onnx.ml",
+    .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64) | MX_KDT(MX_INT32) | MX_KDT(MX_INT64),
+    .key = 0,
+    .run = binarizer_run};
+static const mx_kernel_def k_afe = {.op = "ArrayFeatureExtractor",
+                                    .domain = "ai.onnx.ml",
                                     .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64) | MX_KDT(MX_INT32) |
                                               MX_KDT(MX_INT64) | MX_KDT(MX_STRING),
-                                    .key = 0, .run = afe_run};
-static const mx_kernel_def k_label = {.op = "LabelEncoder", .domain = "ai.onnx.ml",
-                                      .dtypes = MX_KDT_ALL | MX_KDT(MX_STRING), .key = 0, .run = label_run};
+                                    .key = 0,
+                                    .run = afe_run};
+static const mx_kernel_def k_label = {.op = "LabelEncoder",
+                                      .domain = "ai.onnx.ml",
+                                      .dtypes = MX_KDT_ALL | MX_KDT(MX_STRING),
+                                      .key = 0,
+                                      .run = label_run};
 static const mx_kernel_def k_tfidf = {.op = "TfIdfVectorizer",
                                       .dtypes = MX_KDT(MX_INT32) | MX_KDT(MX_INT64) | MX_KDT(MX_STRING),
-                                      .key = 0, .run = tfidf_run};
+                                      .key = 0,
+                                      .run = tfidf_run};
 
-static const mx_kernel_def k_tree = {.op = "TreeEnsemble", .domain = "ai.onnx.ml",
+static const mx_kernel_def k_tree = {.op = "TreeEnsemble",
+                                     .domain = "ai.onnx.ml",
                                      .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64) | MX_KDT(MX_FLOAT16),
-                                     .key = 0, .run = tree_run, .workspace = tree_workspace};
+                                     .key = 0,
+                                     .run = tree_run,
+                                     .workspace = tree_workspace};
 
 const mx_kernel_def *const mx__kernels_ml[] = {
     &k_binarizer, &k_afe, &k_label, &k_tfidf, &k_tree, NULL,

@@ -179,8 +179,11 @@ static mx_status softmax_run(mx_kernel_call *call) {
 
 static const mx_kernel_def k_softmax = {
     .op = "Softmax", .dtypes = MX_KDT_FLOATS, .key = 0, .run = softmax_run, .workspace = softmax_workspace};
-static const mx_kernel_def k_logsoftmax = {
-    .op = "LogSoftmax", .dtypes = MX_KDT_FLOATS, .key = 0, .run = softmax_run, .workspace = softmax_workspace};
+static const mx_kernel_def k_logsoftmax = {.op = "LogSoftmax",
+                                           .dtypes = MX_KDT_FLOATS,
+                                           .key = 0,
+                                           .run = softmax_run,
+                                           .workspace = softmax_workspace};
 
 /* --- LayerNormalization / RMSNormalization ------------------------------------------------------ */
 
@@ -188,12 +191,12 @@ static const mx_kernel_def k_logsoftmax = {
 typedef struct norm_plan {
   int32_t axis;
   int64_t rows, n;
-  bool rms;                     /* RMSNormalization (no mean, no bias) */
+  bool rms; /* RMSNormalization (no mean, no bias) */
   const mx_ktensor *scale, *bias;
-  int64_t sc_str[MX_MAX_RANK];  /* scale strides broadcast to X's rank */
-  int64_t b_str[MX_MAX_RANK];   /* bias strides broadcast to X's rank */
-  bool sc_per_row, b_per_row;   /* the tensor varies along the leading (row) dims */
-  bool sc_dense, b_dense;       /* the tensor holds the n normalized elements of a row contiguously
+  int64_t sc_str[MX_MAX_RANK]; /* scale strides broadcast to X's rank */
+  int64_t b_str[MX_MAX_RANK];  /* bias strides broadcast to X's rank */
+  bool sc_per_row, b_per_row;  /* the tensor varies along the leading (row) dims */
+  bool sc_dense, b_dense;      /* the tensor holds the n normalized elements of a row contiguously
                                    (no broadcast inside the row): rows can be read in place */
 } norm_plan;
 
@@ -260,18 +263,18 @@ static int64_t norm_row_base(const norm_plan *p, const mx_ktensor *x, const int6
 /* Walks the n elements of t that meet a row (strides str over X's normalized dims, from
  * offset `off`) with an odometer, storing LOAD(off) as element j of the typed buffer. The
  * dtype is dispatched once per call, outside the loop. */
-#define NORM_GATHER_LOOP(BUF_T, LOAD)                                            \
-  do {                                                                         \
-    int64_t coord[MX_MAX_RANK] = {0};                                          \
-    for (int64_t j = 0; j < p->n; j++) {                                       \
-      ((BUF_T *)buf)[j] = (BUF_T)(LOAD);                                       \
-      for (int32_t i = x->rank - 1; i >= p->axis; i--) {                       \
-        off += str[i];                                                         \
-        if (++coord[i] < x->dims[i]) break;                                    \
-        off -= str[i] * coord[i];                                              \
-        coord[i] = 0;                                                          \
-      }                                                                        \
-    }                                                                          \
+#define NORM_GATHER_LOOP(BUF_T, LOAD)                    \
+  do {                                                   \
+    int64_t coord[MX_MAX_RANK] = {0};                    \
+    for (int64_t j = 0; j < p->n; j++) {                 \
+      ((BUF_T *)buf)[j] = (BUF_T)(LOAD);                 \
+      for (int32_t i = x->rank - 1; i >= p->axis; i--) { \
+        off += str[i];                                   \
+        if (++coord[i] < x->dims[i]) break;              \
+        off -= str[i] * coord[i];                        \
+        coord[i] = 0;                                    \
+      }                                                  \
+    }                                                    \
   } while (0)
 
 /* Writes the elements of t (strides str over X's dims) that meet row `row` into buf[0..n) as
@@ -295,14 +298,14 @@ static void norm_gather(const norm_plan *p, const mx_ktensor *x, const mx_ktenso
 
 /* The scale or bias values of row `row` as n floats: in place when t is a dense float32 tensor
  * (no copy at all), else gathered into buf. */
-static const float *norm_vec_f32(const norm_plan *p, const mx_ktensor *x, const mx_ktensor *t, const int64_t *str,
-                                 bool dense, int64_t row, float *buf) {
+static const float *norm_vec_f32(const norm_plan *p, const mx_ktensor *x, const mx_ktensor *t,
+                                 const int64_t *str, bool dense, int64_t row, float *buf) {
   if (dense && t->dtype == MX_FLOAT32) return (const float *)t->data + norm_row_base(p, x, str, row);
   norm_gather(p, x, t, str, row, buf, false);
   return buf;
 }
-static const double *norm_vec_f64(const norm_plan *p, const mx_ktensor *x, const mx_ktensor *t, const int64_t *str,
-                                  bool dense, int64_t row, double *buf) {
+static const double *norm_vec_f64(const norm_plan *p, const mx_ktensor *x, const mx_ktensor *t,
+                                  const int64_t *str, bool dense, int64_t row, double *buf) {
   if (dense && t->dtype == MX_FLOAT64) return (const double *)t->data + norm_row_base(p, x, str, row);
   norm_gather(p, x, t, str, row, buf, true);
   return buf;
@@ -446,10 +449,19 @@ static const mx_kernel_def k_layernorm = {.op = "LayerNormalization",
                                           .key = 0,
                                           .run = layernorm_run,
                                           .workspace = norm_workspace};
-static const mx_kernel_def k_rmsnorm = {
-    .op = "RMSNormalization", .dtypes = MX_KDT_FLOATS, .key = 0, .run = rmsnorm_run, .workspace = norm_workspace};
+static const mx_kernel_def k_rmsnorm = {.op = "RMSNormalization",
+                                        .dtypes = MX_KDT_FLOATS,
+                                        .key = 0,
+                                        .run = rmsnorm_run,
+                                        .workspace = norm_workspace};
 
 const mx_kernel_def *const mx__kernels_nn[] = {
-    &k_softmax, &k_logsoftmax, &k_layernorm, &k_rmsnorm,
-    &mx__kernel_attention_float, &mx__kernel_attention_f64, &mx__kernel_rotary, NULL,
+    &k_softmax,
+    &k_logsoftmax,
+    &k_layernorm,
+    &k_rmsnorm,
+    &mx__kernel_attention_float,
+    &mx__kernel_attention_f64,
+    &mx__kernel_rotary,
+    NULL,
 };

@@ -24,19 +24,19 @@
 #include "kernels/nn_impl.h"
 
 typedef struct att_plan {
-  int64_t B, Hq, Hkv, Sq, Skv, P, T, Dk, Dv;  /* T = P + Skv keys */
-  int64_t q_batch, q_head, q_row;             /* element strides of Q (3-D and 4-D alike) */
+  int64_t B, Hq, Hkv, Sq, Skv, P, T, Dk, Dv; /* T = P + Skv keys */
+  int64_t q_batch, q_head, q_row;            /* element strides of Q (3-D and 4-D alike) */
   int64_t k_batch, k_head, k_row;
   int64_t v_batch, v_head, v_row;
   int64_t y_batch, y_head, y_row;
   float scale, softcap;
-  int32_t mode;                               /* qk_matmul_output_mode */
+  int32_t mode; /* qk_matmul_output_mode */
   bool causal;
   bool mask_bool;
-  int64_t Tm;                                 /* mask's last dim (keys it covers) */
-  int64_t m_str[4];                           /* mask strides over (batch, head, q row, key) */
-  const int64_t *nonpad;                      /* nonpad_kv_seqlen (batch entries) or NULL */
-  bool stream_presents;                       /* decode step: presents by streaming stores */
+  int64_t Tm;            /* mask's last dim (keys it covers) */
+  int64_t m_str[4];      /* mask strides over (batch, head, q row, key) */
+  const int64_t *nonpad; /* nonpad_kv_seqlen (batch entries) or NULL */
+  bool stream_presents;  /* decode step: presents by streaming stores */
 } att_plan;
 
 static bool present(const mx_kernel_call *call, uint32_t i) {
@@ -101,8 +101,9 @@ static mx_status att_make_plan(const mx_kernel_call *call, att_plan *p, const ch
   }
   if (present(call, 4)) {
     const mx_ktensor *pk = &call->t[4], *pv = &call->t[5];
-    if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != p->B || pk->dims[1] != p->Hkv || pk->dims[3] != p->Dk ||
-        pv->dims[0] != p->B || pv->dims[1] != p->Hkv || pv->dims[2] != pk->dims[2] || pv->dims[3] != p->Dv)
+    if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != p->B || pk->dims[1] != p->Hkv ||
+        pk->dims[3] != p->Dk || pv->dims[0] != p->B || pv->dims[1] != p->Hkv || pv->dims[2] != pk->dims[2] ||
+        pv->dims[3] != p->Dv)
       goto bad_shape;
     p->P = pk->dims[2];
   }
@@ -139,7 +140,8 @@ static mx_status att_make_plan(const mx_kernel_call *call, att_plan *p, const ch
     int64_t want = o == 1   ? p->B * p->Hkv * p->T * p->Dk
                    : o == 2 ? p->B * p->Hkv * p->T * p->Dv
                             : p->B * p->Hq * p->Sq * p->T;
-    if (call->t[call->n_in + o].dtype != MX_DTYPE_UNDEFINED && mx__ktensor_numel(&call->t[call->n_in + o]) != want)
+    if (call->t[call->n_in + o].dtype != MX_DTYPE_UNDEFINED &&
+        mx__ktensor_numel(&call->t[call->n_in + o]) != want)
       goto bad_shape;
   }
   return MX_OK;
@@ -172,12 +174,12 @@ static void att_present(const att_plan *p, const void *past, const void *cur, in
   }
 }
 
-#define ATT_T float
-#define ATT_SUF f32
+#define ATT_T        float
+#define ATT_SUF      f32
 #define ATT_IS_FLOAT 1
-#define ATT_GEMM cblas_sgemm
-#define ATT_GEMV cblas_sgemv
-#define ATT_TANH tanhf
+#define ATT_GEMM     cblas_sgemm
+#define ATT_GEMV     cblas_sgemv
+#define ATT_TANH     tanhf
 #include "kernels/nn_attention_walk.inc"
 
 /* The float32 decode step (nn_attention_decode.inc): head sizes a multiple of 8. */
@@ -247,12 +249,12 @@ static void att_decode_f32(const att_plan *p, const float *q, const float *k, co
     att_decode_f32_8(p, q, k, v, pk, pv, mask, y, qk_out, scores, heads, present_k, present_v);
 }
 
-#define ATT_T double
-#define ATT_SUF f64
+#define ATT_T        double
+#define ATT_SUF      f64
 #define ATT_IS_FLOAT 0
-#define ATT_GEMM cblas_dgemm
-#define ATT_GEMV cblas_dgemv
-#define ATT_TANH tanh
+#define ATT_GEMM     cblas_dgemm
+#define ATT_GEMV     cblas_dgemv
+#define ATT_TANH     tanh
 #include "kernels/nn_attention_walk.inc"
 
 /* Workspace: the score matrix of one head, plus float32 copies of every float input and of Y
@@ -296,8 +298,8 @@ static mx_status att_run(mx_kernel_call *call) {
     float *scores = call->workspace;
     att_head *heads = (att_head *)((char *)call->workspace + mx__kalign64((size_t)(p.Hq / p.Hkv * p.T) * 4));
     p.stream_presents = att_stream_fits(&p, present_k, present_v);
-    att_decode_f32(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk, scores, heads,
-                   present_k, present_v);
+    att_decode_f32(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk, scores,
+                   heads, present_k, present_v);
     return MX_OK;
   }
   /* present_key / present_value first: they only copy. */
@@ -307,7 +309,8 @@ static mx_status att_run(mx_kernel_call *call) {
   mx__kblas_init();
   char *w = call->workspace;
   if (dt == MX_FLOAT64) {
-    att_core_f64(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk, (double *)w);
+    att_core_f64(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk,
+                 (double *)w);
     return MX_OK;
   }
   float *scores = (float *)w;
@@ -333,11 +336,11 @@ static mx_status att_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-const mx_kernel_def mx__kernel_attention_float = {.op = "Attention",
-                                                  .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT16) |
-                                                            MX_KDT(MX_BFLOAT16),
-                                                  .key = 0,
-                                                  .run = att_run,
-                                                  .workspace = att_workspace};
+const mx_kernel_def mx__kernel_attention_float = {
+    .op = "Attention",
+    .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT16) | MX_KDT(MX_BFLOAT16),
+    .key = 0,
+    .run = att_run,
+    .workspace = att_workspace};
 const mx_kernel_def mx__kernel_attention_f64 = {
     .op = "Attention", .dtypes = MX_KDT(MX_FLOAT64), .key = 0, .run = att_run, .workspace = att_workspace};

@@ -15,11 +15,11 @@
 #include "kernels/nn_impl.h"
 
 typedef struct rot_plan {
-  int64_t B, H, S, D;       /* batch, heads, sequence, head size */
-  int64_t rd, half;         /* rotated elements per row, and half of them */
-  bool four_d;              /* X is (batch, heads, seq, head) */
-  int64_t pos_bstride;      /* position_ids (or cache rows without ids) per batch entry; 0: shared */
-  int64_t max_pos;          /* rows of the caches */
+  int64_t B, H, S, D;  /* batch, heads, sequence, head size */
+  int64_t rd, half;    /* rotated elements per row, and half of them */
+  bool four_d;         /* X is (batch, heads, seq, head) */
+  int64_t pos_bstride; /* position_ids (or cache rows without ids) per batch entry; 0: shared */
+  int64_t max_pos;     /* rows of the caches */
 } rot_plan;
 
 static mx_status rot_make_plan(const mx_kernel_call *call, rot_plan *p, const char **why) {
@@ -54,14 +54,15 @@ static mx_status rot_make_plan(const mx_kernel_call *call, rot_plan *p, const ch
     *why = "RotaryEmbedding: rotary_embedding_dim exceeds the head size or is odd";
     return MX_ERR_KERNEL;
   }
-  if (c->rank != s->rank || c->rank < 2 || c->dims[c->rank - 1] != p->half || s->dims[s->rank - 1] != p->half ||
-      mx__ktensor_numel(c) != mx__ktensor_numel(s)) {
+  if (c->rank != s->rank || c->rank < 2 || c->dims[c->rank - 1] != p->half ||
+      s->dims[s->rank - 1] != p->half || mx__ktensor_numel(c) != mx__ktensor_numel(s)) {
     *why = "RotaryEmbedding: cos_cache and sin_cache must end in rotary_embedding_dim / 2";
     return MX_ERR_KERNEL;
   }
   if (has_ids) {
     const mx_ktensor *ids = &call->t[3];
-    if (ids->rank != 2 || ids->dims[1] != p->S || (ids->dims[0] != p->B && ids->dims[0] != 1) || c->rank != 2) {
+    if (ids->rank != 2 || ids->dims[1] != p->S || (ids->dims[0] != p->B && ids->dims[0] != 1) ||
+        c->rank != 2) {
       *why = "RotaryEmbedding: position_ids must be (batch, seq) with 2-D caches";
       return MX_ERR_KERNEL;
     }
@@ -127,9 +128,10 @@ static mx_status rot_run(mx_kernel_call *call) {
       if (ids) {
         int64_t pos = ids[row];
         if (pos < 0 || pos >= p.max_pos) {
-          call->why = mx__fail_cause_set("RotaryEmbedding: position id %lld (batch %lld, token %lld) is out of the "
-                                         "cos/sin caches' range [0, %lld)",
-                                         (long long)pos, (long long)b, (long long)si, (long long)p.max_pos);
+          call->why = mx__fail_cause_set(
+              "RotaryEmbedding: position id %lld (batch %lld, token %lld) is out of the "
+              "cos/sin caches' range [0, %lld)",
+              (long long)pos, (long long)b, (long long)si, (long long)p.max_pos);
           return MX_ERR_KERNEL;
         }
         row = pos;
@@ -162,8 +164,9 @@ static mx_status rot_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-const mx_kernel_def mx__kernel_rotary = {.op = "RotaryEmbedding",
-                                         .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT16) | MX_KDT(MX_BFLOAT16),
-                                         .key = 0,
-                                         .run = rot_run,
-                                         .workspace = rot_workspace};
+const mx_kernel_def mx__kernel_rotary = {
+    .op = "RotaryEmbedding",
+    .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT16) | MX_KDT(MX_BFLOAT16),
+    .key = 0,
+    .run = rot_run,
+    .workspace = rot_workspace};

@@ -21,7 +21,7 @@
 /* Lanes of the float sums: independent accumulators vectorize without -ffast-math. */
 #define NK_LANES 8
 
-#define NK_PRIMS(SUF, T)                                                                            \
+#define NK_PRIMS(SUF, T)                                                                           \
   /* sum of x[0..n) */                                                                             \
   static double nk_sum_##SUF(const T *x, int64_t n) {                                              \
     T a[NK_LANES] = {0};                                                                           \
@@ -59,9 +59,15 @@
   /* acc[i] += f(x[i]) with f chosen by `what`: 0 x, 1 |x|, 2 x^2, 3 (x - m[i])^2 */               \
   static void nk_accum_##SUF(const T *x, int64_t n, int what, const double *m, double *acc) {      \
     switch (what) {                                                                                \
-      case 0: for (int64_t i = 0; i < n; i++) acc[i] += x[i]; break;                               \
-      case 1: for (int64_t i = 0; i < n; i++) acc[i] += fabs((double)x[i]); break;                 \
-      case 2: for (int64_t i = 0; i < n; i++) acc[i] += (double)x[i] * x[i]; break;                \
+      case 0:                                                                                      \
+        for (int64_t i = 0; i < n; i++) acc[i] += x[i];                                            \
+        break;                                                                                     \
+      case 1:                                                                                      \
+        for (int64_t i = 0; i < n; i++) acc[i] += fabs((double)x[i]);                              \
+        break;                                                                                     \
+      case 2:                                                                                      \
+        for (int64_t i = 0; i < n; i++) acc[i] += (double)x[i] * x[i];                             \
+        break;                                                                                     \
       default:                                                                                     \
         for (int64_t i = 0; i < n; i++) acc[i] += (x[i] - m[i]) * (x[i] - m[i]);                   \
         break;                                                                                     \
@@ -79,8 +85,8 @@ typedef struct nk_buf {
   bool dbl;
   const void *x;
   void *y;
-  float *half_y;   /* 16-bit Y: the float32 result, rounded into Y by nk_close; else NULL */
-  char *rest;      /* workspace after the 16-bit conversion buffers (64-byte aligned) */
+  float *half_y; /* 16-bit Y: the float32 result, rounded into Y by nk_close; else NULL */
+  char *rest;    /* workspace after the 16-bit conversion buffers (64-byte aligned) */
 } nk_buf;
 
 static bool nk_is_half(mx_dtype dt) { return dt == MX_FLOAT16 || dt == MX_BFLOAT16; }
@@ -126,7 +132,8 @@ static double nk_sum(const nk_buf *b, int64_t off, int64_t n) {
   return b->dbl ? nk_sum_f64((const double *)b->x + off, n) : nk_sum_f32((const float *)b->x + off, n);
 }
 static double nk_sqdev(const nk_buf *b, int64_t off, int64_t n, double mean) {
-  return b->dbl ? nk_sqdev_f64((const double *)b->x + off, n, mean) : nk_sqdev_f32((const float *)b->x + off, n, mean);
+  return b->dbl ? nk_sqdev_f64((const double *)b->x + off, n, mean)
+                : nk_sqdev_f32((const float *)b->x + off, n, mean);
 }
 static void nk_affine(const nk_buf *b, int64_t off, int64_t n, double a, double s) {
   if (b->dbl)
@@ -194,7 +201,8 @@ static mx_status batchnorm_run(mx_kernel_call *call) {
   if (st != MX_OK) return st;
   size_t vec = mx__kalign64((size_t)cnt * 8);
   double *sc = (double *)b.rest, *bias = (double *)(b.rest + vec), *mean = (double *)(b.rest + 2 * vec);
-  double *var = (double *)(b.rest + 3 * vec), *a = (double *)(b.rest + 4 * vec), *s = (double *)(b.rest + 5 * vec);
+  double *var = (double *)(b.rest + 3 * vec), *a = (double *)(b.rest + 4 * vec),
+         *s = (double *)(b.rest + 5 * vec);
   nk_load(&call->t[1], sc, cnt);
   nk_load(&call->t[2], bias, cnt);
   nk_load(&call->t[3], mean, cnt);
@@ -271,7 +279,8 @@ static mx_status groupnorm_run(mx_kernel_call *call) {
     return MX_ERR_KERNEL;
   }
   if (mx__ktensor_numel(&call->t[1]) != cnt || mx__ktensor_numel(&call->t[2]) != cnt) {
-    call->why = "Instance/GroupNormalization: scale and bias must have one value per channel (per group in opset 18)";
+    call->why =
+        "Instance/GroupNormalization: scale and bias must have one value per channel (per group in opset 18)";
     return MX_ERR_KERNEL;
   }
   if (mx__ktensor_numel(x) == 0) return MX_OK;
@@ -403,9 +412,9 @@ static mx_status lpnorm_run(mx_kernel_call *call) {
 typedef struct mvn_plan {
   int32_t rank;
   int64_t dims[MX_MAX_RANK];
-  int64_t gstride[MX_MAX_RANK];  /* stride of each dim in group space (0 for reduced dims) */
-  int64_t groups;                /* product of the kept dims */
-  int64_t per_group;             /* product of the reduced dims */
+  int64_t gstride[MX_MAX_RANK]; /* stride of each dim in group space (0 for reduced dims) */
+  int64_t groups;               /* product of the kept dims */
+  int64_t per_group;            /* product of the reduced dims */
 } mvn_plan;
 
 static bool mvn_make_plan(const mx_kernel_call *call, mvn_plan *pl) {
@@ -440,8 +449,8 @@ static size_t mvn_workspace(const mx_kernel_call *call) {
 
 /* Walks X in rows of its last dim; for each row calls `what` (0: sums into acc, 3: squared
  * deviations from mean into acc, -1: y = x * a + s) with the row's group offset. */
-static void mvn_pass(const nk_buf *b, const mvn_plan *pl, int what, const double *mean, double *acc, const double *a,
-                     const double *s) {
+static void mvn_pass(const nk_buf *b, const mvn_plan *pl, int what, const double *mean, double *acc,
+                     const double *a, const double *s) {
   int32_t last = pl->rank - 1;
   int64_t row = pl->rank > 0 ? pl->dims[last] : 1;
   int64_t rows = row > 0 ? (pl->groups * pl->per_group) / row : 0;
@@ -501,18 +510,33 @@ static mx_status mvn_run(mx_kernel_call *call) {
 
 /* --- the group ------------------------------------------------------------------------------------------ */
 
-static const mx_kernel_def k_batchnorm = {.op = "BatchNormalization", .dtypes = MX_KDT_FLOATS, .key = 0,
-                                          .run = batchnorm_run, .workspace = batchnorm_workspace};
-static const mx_kernel_def k_instancenorm = {.op = "InstanceNormalization", .dtypes = MX_KDT_FLOATS, .key = 0,
-                                             .run = groupnorm_run, .workspace = groupnorm_workspace};
-static const mx_kernel_def k_groupnorm = {.op = "GroupNormalization", .dtypes = MX_KDT_FLOATS, .key = 0,
-                                          .run = groupnorm_run, .workspace = groupnorm_workspace};
-static const mx_kernel_def k_lrn = {.op = "LRN", .dtypes = MX_KDT_FLOATS, .key = 0, .run = lrn_run,
-                                    .workspace = lrn_workspace};
-static const mx_kernel_def k_lpnorm = {.op = "LpNormalization", .dtypes = MX_KDT_FLOATS, .key = 0,
-                                       .run = lpnorm_run, .workspace = lpnorm_workspace};
-static const mx_kernel_def k_mvn = {.op = "MeanVarianceNormalization", .dtypes = MX_KDT_FLOATS, .key = 0,
-                                    .run = mvn_run, .workspace = mvn_workspace};
+static const mx_kernel_def k_batchnorm = {.op = "BatchNormalization",
+                                          .dtypes = MX_KDT_FLOATS,
+                                          .key = 0,
+                                          .run = batchnorm_run,
+                                          .workspace = batchnorm_workspace};
+static const mx_kernel_def k_instancenorm = {.op = "InstanceNormalization",
+                                             .dtypes = MX_KDT_FLOATS,
+                                             .key = 0,
+                                             .run = groupnorm_run,
+                                             .workspace = groupnorm_workspace};
+static const mx_kernel_def k_groupnorm = {.op = "GroupNormalization",
+                                          .dtypes = MX_KDT_FLOATS,
+                                          .key = 0,
+                                          .run = groupnorm_run,
+                                          .workspace = groupnorm_workspace};
+static const mx_kernel_def k_lrn = {
+    .op = "LRN", .dtypes = MX_KDT_FLOATS, .key = 0, .run = lrn_run, .workspace = lrn_workspace};
+static const mx_kernel_def k_lpnorm = {.op = "LpNormalization",
+                                       .dtypes = MX_KDT_FLOATS,
+                                       .key = 0,
+                                       .run = lpnorm_run,
+                                       .workspace = lpnorm_workspace};
+static const mx_kernel_def k_mvn = {.op = "MeanVarianceNormalization",
+                                    .dtypes = MX_KDT_FLOATS,
+                                    .key = 0,
+                                    .run = mvn_run,
+                                    .workspace = mvn_workspace};
 
 const mx_kernel_def *const mx__kernels_norm[] = {
     &k_batchnorm, &k_instancenorm, &k_groupnorm, &k_lrn, &k_lpnorm, &k_mvn, NULL,

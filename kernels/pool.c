@@ -25,20 +25,20 @@
 /* What one pooling call computes. */
 typedef struct pool_plan {
   mx_kwin w;
-  int64_t planes;          /* N * C */
-  int32_t op;              /* MX_CONVOP_* */
+  int64_t planes; /* N * C */
+  int32_t op;     /* MX_CONVOP_* */
   int32_t count_include_pad;
   int32_t storage_order;
-  double p;                /* Lp exponent */
+  double p; /* Lp exponent */
 } pool_plan;
 
-#define PT float
+#define PT          float
 #define PT_FN(name) name##_f32
 #include "kernels/pool_tmpl.inc"
 #undef PT
 #undef PT_FN
 
-#define PT double
+#define PT          double
 #define PT_FN(name) name##_f64
 #include "kernels/pool_tmpl.inc"
 #undef PT
@@ -103,7 +103,8 @@ MX_KHOT static void maxpool2d_plane_f32(const mx_kwin *w, const float *restrict 
 }
 
 /* The mean of each plane of n values: eight double partial sums, added pairwise at the end. */
-MX_KHOT static void global_average_f32(const float *restrict x, float *restrict y, int64_t planes, int64_t n) {
+MX_KHOT static void global_average_f32(const float *restrict x, float *restrict y, int64_t planes,
+                                       int64_t n) {
   for (int64_t pi = 0; pi < planes; pi++) {
     const float *xp = x + pi * n;
     double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -117,7 +118,8 @@ MX_KHOT static void global_average_f32(const float *restrict x, float *restrict 
 }
 
 static bool is_global(int32_t op) {
-  return op == MX_CONVOP_GLOBAL_AVERAGE_POOL || op == MX_CONVOP_GLOBAL_MAX_POOL || op == MX_CONVOP_GLOBAL_LP_POOL;
+  return op == MX_CONVOP_GLOBAL_AVERAGE_POOL || op == MX_CONVOP_GLOBAL_MAX_POOL ||
+         op == MX_CONVOP_GLOBAL_LP_POOL;
 }
 
 static mx_status plan_pool(const mx_kernel_call *call, pool_plan *pl, const char **why) {
@@ -162,7 +164,8 @@ static bool widened(mx_dtype dt) { return dt != MX_FLOAT32 && dt != MX_FLOAT64; 
 static size_t pool_workspace(const mx_kernel_call *call) {
   const mx_ktensor *x = &call->t[0], *y = &call->t[call->n_in];
   if (!widened(x->dtype)) return 0;
-  return mx__kconv_align((size_t)mx__ktensor_numel(x) * 4) + mx__kconv_align((size_t)mx__ktensor_numel(y) * 4);
+  return mx__kconv_align((size_t)mx__ktensor_numel(x) * 4) +
+         mx__kconv_align((size_t)mx__ktensor_numel(y) * 4);
 }
 
 static mx_status pool_run(mx_kernel_call *call) {
@@ -194,7 +197,8 @@ static mx_status pool_run(mx_kernel_call *call) {
     }
     if (p->op == MX_CONVOP_MAX_POOL && !idx && w->spatial == 2 && w->d[2] == 1) {
       for (int64_t pi = 0; pi < pl.planes; pi++)
-        maxpool2d_plane_f32(w, (const float *)x->data + pi * w->img_size, (float *)y->data + pi * w->grid_size);
+        maxpool2d_plane_f32(w, (const float *)x->data + pi * w->img_size,
+                            (float *)y->data + pi * w->grid_size);
       return MX_OK;
     }
     pool_all_f32(&pl, x->data, y->data, idx);
@@ -228,8 +232,11 @@ static const mx_kernel_def k_avgpool = {
     .op = "AveragePool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = pool_run, .workspace = pool_workspace};
 static const mx_kernel_def k_lppool = {
     .op = "LpPool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = pool_run, .workspace = pool_workspace};
-static const mx_kernel_def k_global_avgpool = {
-    .op = "GlobalAveragePool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = pool_run, .workspace = pool_workspace};
+static const mx_kernel_def k_global_avgpool = {.op = "GlobalAveragePool",
+                                               .dtypes = MX_KDT_FLOATS,
+                                               .key = 0,
+                                               .run = pool_run,
+                                               .workspace = pool_workspace};
 static const mx_kernel_def k_global_maxpool = {
     .op = "GlobalMaxPool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = pool_run, .workspace = pool_workspace};
 static const mx_kernel_def k_global_lppool = {
@@ -248,7 +255,8 @@ static mx_status maxunpool_run(mx_kernel_call *call) {
   int32_t rank = x->rank, spatial = rank - 2;
   if (mx__ktensor_numel(ind) != nx || ind->dtype != MX_INT64 || y->dtype != x->dtype || y->rank != rank ||
       spatial < 1 || p->n_kernel != spatial) {
-    call->why = "MaxUnpool: I must be int64 with X's shape, Y of X's rank and dtype, one kernel size per spatial dim";
+    call->why =
+        "MaxUnpool: I must be int64 with X's shape, Y of X's rank and dtype, one kernel size per spatial dim";
     return MX_ERR_KERNEL;
   }
   int64_t unpooled[MX_MAX_RANK];
@@ -281,8 +289,10 @@ static mx_status maxunpool_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_maxunpool = {.op = "MaxUnpool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = maxunpool_run};
+static const mx_kernel_def k_maxunpool = {
+    .op = "MaxUnpool", .dtypes = MX_KDT_FLOATS, .key = 0, .run = maxunpool_run};
 
 const mx_kernel_def *const mx__kernels_pool[] = {
-    &k_maxpool, &k_avgpool, &k_lppool, &k_global_avgpool, &k_global_maxpool, &k_global_lppool, &k_maxunpool, NULL,
+    &k_maxpool,        &k_avgpool,       &k_lppool,    &k_global_avgpool,
+    &k_global_maxpool, &k_global_lppool, &k_maxunpool, NULL,
 };

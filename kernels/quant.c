@@ -44,9 +44,9 @@ static inline double q_value(const void *p, mx_dtype dt, int64_t i) {
 
 /* Where the scale entry of element i of x is: per tensor, per axis or per block. */
 typedef struct qmap {
-  int mode;            /* 0 per tensor, 1 per axis, 2 blocked */
-  int64_t n, inner;    /* dim of the axis, elements after it */
-  int64_t nb, block;   /* blocked: blocks along the axis, block size */
+  int mode;          /* 0 per tensor, 1 per axis, 2 blocked */
+  int64_t n, inner;  /* dim of the axis, elements after it */
+  int64_t nb, block; /* blocked: blocks along the axis, block size */
 } qmap;
 
 static inline int64_t qmap_index(const qmap *m, int64_t i) {
@@ -57,8 +57,8 @@ static inline int64_t qmap_index(const qmap *m, int64_t i) {
   return (o * m->nb + j / m->block) * m->inner + k;
 }
 
-static mx_status qmap_make(mx_kernel_call *c, const mx_quant_params *p, const mx_ktensor *x, const mx_ktensor *s,
-                           qmap *m) {
+static mx_status qmap_make(mx_kernel_call *c, const mx_quant_params *p, const mx_ktensor *x,
+                           const mx_ktensor *s, qmap *m) {
   memset(m, 0, sizeof *m);
   m->n = m->inner = 1;
   int64_t ns = mx__ktensor_numel(s);
@@ -231,8 +231,8 @@ typedef struct mm_plan {
   int64_t astr[MX_MAX_RANK], bstr[MX_MAX_RANK]; /* batch strides (elements), 0 when broadcast */
 } mm_plan;
 
-static mx_status mm_plan_make(mx_kernel_call *c, const mx_ktensor *a, const mx_ktensor *b, const mx_ktensor *o,
-                              mm_plan *p) {
+static mx_status mm_plan_make(mx_kernel_call *c, const mx_ktensor *a, const mx_ktensor *b,
+                              const mx_ktensor *o, mm_plan *p) {
   memset(p, 0, sizeof *p);
   if (a->rank < 1 || b->rank < 1) {
     c->why = "matrix product of a scalar";
@@ -290,7 +290,9 @@ static void int_row(const mm_plan *p, const mx_ktensor *a, const mx_ktensor *b, 
     const void *brow = (const char *)b->data + (size_t)(bo + k * p->N);
     for (int64_t j = 0; j < p->N; j++) {
       int32_t bv = b_u8 ? ((const uint8_t *)brow)[j] : ((const int8_t *)brow)[j];
-      int32_t zb = !bzp ? 0 : mx__ktensor_numel(bzp) == 1 ? zb1 : (int32_t)mx__kget_i64(bzp->data, bzp->dtype, j);
+      int32_t zb = !bzp                          ? 0
+                   : mx__ktensor_numel(bzp) == 1 ? zb1
+                                                 : (int32_t)mx__kget_i64(bzp->data, bzp->dtype, j);
       acc[j] += av * (bv - zb);
     }
   }
@@ -375,16 +377,18 @@ static mx_status run_qlinearmatmul(mx_kernel_call *c) {
 /* --- definitions ---------------------------------------------------------------------------- */
 
 #define F_KDT (MX_KDT_FLOATS | MX_KDT(MX_INT32))
-#define Q_KDT                                                                                         \
-  (MX_KDT(MX_INT8) | MX_KDT(MX_UINT8) | MX_KDT(MX_INT16) | MX_KDT(MX_UINT16) | MX_KDT(MX_INT32) |     \
+#define Q_KDT                                                                                     \
+  (MX_KDT(MX_INT8) | MX_KDT(MX_UINT8) | MX_KDT(MX_INT16) | MX_KDT(MX_UINT16) | MX_KDT(MX_INT32) | \
    MX_KDT_NARROW)
 #define I8_KDT (MX_KDT(MX_INT8) | MX_KDT(MX_UINT8))
 
 static const mx_kernel_def k_quantize = {"QuantizeLinear", NULL, F_KDT, 0, run_quantize, NULL};
 static const mx_kernel_def k_dequantize = {"DequantizeLinear", NULL, Q_KDT, 0, run_dequantize, NULL};
-static const mx_kernel_def k_dynamic = {"DynamicQuantizeLinear", NULL, MX_KDT(MX_FLOAT32), 0, run_dynamic, NULL};
+static const mx_kernel_def k_dynamic = {
+    "DynamicQuantizeLinear", NULL, MX_KDT(MX_FLOAT32), 0, run_dynamic, NULL};
 static const mx_kernel_def k_matmulinteger = {"MatMulInteger", NULL, I8_KDT, 0, run_matmulinteger, NULL};
-static const mx_kernel_def k_qlinearmatmul = {"QLinearMatMul", NULL, I8_KDT, 0, run_qlinearmatmul, qlinear_workspace};
+static const mx_kernel_def k_qlinearmatmul = {"QLinearMatMul",  NULL, I8_KDT, 0, run_qlinearmatmul,
+                                              qlinear_workspace};
 
 const mx_kernel_def *const mx__kernels_quant[] = {
     &k_quantize, &k_dequantize, &k_dynamic, &k_matmulinteger, &k_qlinearmatmul, NULL,

@@ -42,51 +42,51 @@ typedef enum domain { DOM_F, DOM_D, DOM_I } domain;
 
 /* --- per-domain folds ----------------------------------------------------------------------- */
 
-#define MAP_ID(v) (v)
-#define MAP_SQ(v) ((v) * (v))
+#define MAP_ID(v)   (v)
+#define MAP_SQ(v)   ((v) * (v))
 #define C_ADD(a, v) ((a) + (v))
 #define C_MUL(a, v) ((a) * (v))
 #define C_MAX(a, v) (((v) > (a) || (v) != (v)) ? (v) : (a))
 #define C_MIN(a, v) (((v) < (a) || (v) != (v)) ? (v) : (a))
-#define I_SQ(v) (int64_t)((uint64_t)(v) * (uint64_t)(v))
-#define I_ABS(v) ((v) < 0 ? (int64_t)(0 - (uint64_t)(v)) : (v))
+#define I_SQ(v)     (int64_t)((uint64_t)(v) * (uint64_t)(v))
+#define I_ABS(v)    ((v) < 0 ? (int64_t)(0 - (uint64_t)(v)) : (v))
 #define I_ADD(a, v) (int64_t)((uint64_t)(a) + (uint64_t)(v))
 #define I_MUL(a, v) (int64_t)((uint64_t)(a) * (uint64_t)(v))
 #define I_MAX(a, v) ((v) > (a) ? (v) : (a))
 #define I_MIN(a, v) ((v) < (a) ? (v) : (a))
 
 /* NAME(x, n, s): the fold of n contiguous elements, starting from INIT, in eight lanes. */
-#define DEF_RED(NAME, A, MAP, COMB, INIT)                                  \
-  static A NAME(const A *restrict x, int64_t n, A s) {                    \
-    (void)s;                                                              \
-    A lane[8];                                                            \
-    for (int k = 0; k < 8; k++) lane[k] = INIT;                           \
-    int64_t i = 0;                                                        \
-    for (; i + 8 <= n; i += 8)                                            \
-      for (int k = 0; k < 8; k++) {                                       \
-        A v = MAP(x[i + k]);                                              \
-        lane[k] = COMB(lane[k], v);                                       \
-      }                                                                   \
-    A r = INIT;                                                           \
-    for (int k = 0; k < 8; k++) r = COMB(r, lane[k]);                     \
-    for (; i < n; i++) {                                                  \
-      A v = MAP(x[i]);                                                    \
-      r = COMB(r, v);                                                     \
-    }                                                                     \
-    return r;                                                             \
+#define DEF_RED(NAME, A, MAP, COMB, INIT)              \
+  static A NAME(const A *restrict x, int64_t n, A s) { \
+    (void)s;                                           \
+    A lane[8];                                         \
+    for (int k = 0; k < 8; k++) lane[k] = INIT;        \
+    int64_t i = 0;                                     \
+    for (; i + 8 <= n; i += 8)                         \
+      for (int k = 0; k < 8; k++) {                    \
+        A v = MAP(x[i + k]);                           \
+        lane[k] = COMB(lane[k], v);                    \
+      }                                                \
+    A r = INIT;                                        \
+    for (int k = 0; k < 8; k++) r = COMB(r, lane[k]);  \
+    for (; i < n; i++) {                               \
+      A v = MAP(x[i]);                                 \
+      r = COMB(r, v);                                  \
+    }                                                  \
+    return r;                                          \
   }
 /* NAME(acc, x, n, s): acc[i] = COMB(acc[i], MAP(x[i])) for n contiguous elements. */
-#define DEF_ROWS(NAME, A, MAP, COMB)                                                  \
-  static void NAME(A *restrict acc, const A *restrict x, int64_t n, const A *s) {     \
-    (void)s;                                                                          \
-    for (int64_t i = 0; i < n; i++) {                                                 \
-      A v = MAP(x[i]);                                                                \
-      acc[i] = COMB(acc[i], v);                                                       \
-    }                                                                                 \
+#define DEF_ROWS(NAME, A, MAP, COMB)                                              \
+  static void NAME(A *restrict acc, const A *restrict x, int64_t n, const A *s) { \
+    (void)s;                                                                      \
+    for (int64_t i = 0; i < n; i++) {                                             \
+      A v = MAP(x[i]);                                                            \
+      acc[i] = COMB(acc[i], v);                                                   \
+    }                                                                             \
   }
 
-#define MAP_EXPF(v) expf((v) - s)
-#define MAP_EXPD(v) exp((v) - s)
+#define MAP_EXPF(v) expf((v)-s)
+#define MAP_EXPD(v) exp((v)-s)
 DEF_RED(red_f_sum, float, MAP_ID, C_ADD, 0.0f)
 DEF_RED(red_f_sq, float, MAP_SQ, C_ADD, 0.0f)
 DEF_RED(red_f_abs, float, fabsf, C_ADD, 0.0f)
@@ -125,19 +125,19 @@ DEF_ROWS(rows_i_min, int64_t, MAP_ID, I_MIN)
 
 /* Float max/min of a contiguous row: folded 64 lanes at a time with the (vectorized) row
  * combine, then the lanes and the tail; NaN wins as in the row combine. */
-#define DEF_RED_EXTREME(NAME, A, ROWS, COMB, INIT)        \
-  static A NAME(const A *restrict x, int64_t n, A s) {   \
-    (void)s;                                             \
-    A lane[64];                                          \
-    A r = INIT;                                          \
-    int64_t i = 0;                                       \
-    if (n >= 64) {                                       \
-      memcpy(lane, x, sizeof lane);                      \
+#define DEF_RED_EXTREME(NAME, A, ROWS, COMB, INIT)                    \
+  static A NAME(const A *restrict x, int64_t n, A s) {                \
+    (void)s;                                                          \
+    A lane[64];                                                       \
+    A r = INIT;                                                       \
+    int64_t i = 0;                                                    \
+    if (n >= 64) {                                                    \
+      memcpy(lane, x, sizeof lane);                                   \
       for (i = 64; i + 64 <= n; i += 64) ROWS(lane, x + i, 64, NULL); \
-      for (int k = 0; k < 64; k++) r = COMB(r, lane[k]); \
-    }                                                    \
-    for (; i < n; i++) r = COMB(r, x[i]);                \
-    return r;                                            \
+      for (int k = 0; k < 64; k++) r = COMB(r, lane[k]);              \
+    }                                                                 \
+    for (; i < n; i++) r = COMB(r, x[i]);                             \
+    return r;                                                         \
   }
 DEF_RED_EXTREME(red_f_max, float, rows_f_max, C_MAX, -INFINITY)
 DEF_RED_EXTREME(red_f_min, float, rows_f_min, C_MIN, INFINITY)
@@ -161,9 +161,12 @@ typedef void (*rows_i_fn)(int64_t *, const int64_t *, int64_t, const int64_t *);
 static const red_f_fn RED_F[] = {red_f_sum, red_f_sq, red_f_abs, red_f_prod, red_f_max, red_f_min, red_f_exp};
 static const red_d_fn RED_D[] = {red_d_sum, red_d_sq, red_d_abs, red_d_prod, red_d_max, red_d_min, red_d_exp};
 static const red_i_fn RED_I[] = {red_i_sum, red_i_sq, red_i_abs, red_i_prod, red_i_max, red_i_min, NULL};
-static const rows_f_fn ROWS_F[] = {rows_f_sum, rows_f_sq, rows_f_abs, rows_f_prod, rows_f_max, rows_f_min, rows_f_exp};
-static const rows_d_fn ROWS_D[] = {rows_d_sum, rows_d_sq, rows_d_abs, rows_d_prod, rows_d_max, rows_d_min, rows_d_exp};
-static const rows_i_fn ROWS_I[] = {rows_i_sum, rows_i_sq, rows_i_abs, rows_i_prod, rows_i_max, rows_i_min, NULL};
+static const rows_f_fn ROWS_F[] = {rows_f_sum, rows_f_sq,  rows_f_abs, rows_f_prod,
+                                   rows_f_max, rows_f_min, rows_f_exp};
+static const rows_d_fn ROWS_D[] = {rows_d_sum, rows_d_sq,  rows_d_abs, rows_d_prod,
+                                   rows_d_max, rows_d_min, rows_d_exp};
+static const rows_i_fn ROWS_I[] = {rows_i_sum, rows_i_sq,  rows_i_abs, rows_i_prod,
+                                   rows_i_max, rows_i_min, NULL};
 
 /* Combines two partial results of a fold. */
 static float comb_f(fold_kind k, float a, float v) {
@@ -181,9 +184,9 @@ static int64_t comb_i(fold_kind k, int64_t a, int64_t v) {
 typedef struct red_ctx {
   fold_kind kind;
   domain dom;
-  mx_dtype src;        /* input dtype */
-  void *acc;           /* accumulators (domain type), one per output element */
-  const void *shift;   /* F_EXP: per-output shift (domain type) */
+  mx_dtype src;      /* input dtype */
+  void *acc;         /* accumulators (domain type), one per output element */
+  const void *shift; /* F_EXP: per-output shift (domain type) */
 } red_ctx;
 
 /* Folds one input row of n elements into accumulator o (inner group reduced) or into the
@@ -243,10 +246,10 @@ static void fold_row(const red_ctx *c, const char *x, int64_t n, int64_t o, bool
 
 /* The input as groups of merged dims (see the file comment). */
 typedef struct red_plan {
-  int32_t m;                   /* number of groups, >= 1 */
-  int64_t d[MX_MAX_RANK];      /* group sizes */
-  int64_t ostride[MX_MAX_RANK];/* output stride of each group (0 for reduced groups) */
-  bool inner_red;              /* the innermost group is reduced */
+  int32_t m;                    /* number of groups, >= 1 */
+  int64_t d[MX_MAX_RANK];       /* group sizes */
+  int64_t ostride[MX_MAX_RANK]; /* output stride of each group (0 for reduced groups) */
+  bool inner_red;               /* the innermost group is reduced */
 } red_plan;
 
 static void make_plan(const mx_ktensor *x, const bool *reduced, red_plan *p) {
@@ -342,9 +345,15 @@ static size_t reduce_workspace(const mx_kernel_call *c) {
 static void init_acc(void *acc, domain dom, fold_kind k, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     switch (dom) {
-      case DOM_F: ((float *)acc)[i] = k == F_PROD ? 1.0f : k == F_MAX ? -INFINITY : k == F_MIN ? INFINITY : 0.0f; break;
-      case DOM_D: ((double *)acc)[i] = k == F_PROD ? 1.0 : k == F_MAX ? -INFINITY : k == F_MIN ? INFINITY : 0.0; break;
-      case DOM_I: ((int64_t *)acc)[i] = k == F_PROD ? 1 : k == F_MAX ? INT64_MIN : k == F_MIN ? INT64_MAX : 0; break;
+      case DOM_F:
+        ((float *)acc)[i] = k == F_PROD ? 1.0f : k == F_MAX ? -INFINITY : k == F_MIN ? INFINITY : 0.0f;
+        break;
+      case DOM_D:
+        ((double *)acc)[i] = k == F_PROD ? 1.0 : k == F_MAX ? -INFINITY : k == F_MIN ? INFINITY : 0.0;
+        break;
+      case DOM_I:
+        ((int64_t *)acc)[i] = k == F_PROD ? 1 : k == F_MAX ? INT64_MIN : k == F_MIN ? INT64_MAX : 0;
+        break;
     }
   }
 }
@@ -402,13 +411,13 @@ static mx_status run_reduce(mx_kernel_call *c, red_op op) {
     c->why = "Reduce: workspace too small";
     return MX_ERR_KERNEL;
   }
-  domain dom = dt == MX_FLOAT64 ? DOM_D
-               : mx_dtype_is_float(dt) ? DOM_F
+  domain dom = dt == MX_FLOAT64                                ? DOM_D
+               : mx_dtype_is_float(dt)                         ? DOM_F
                : (op == R_L2 || op == R_LSE || op == R_LOGSUM) ? DOM_D
-                                            : DOM_I;
-  static const fold_kind kinds[] = {[R_SUM] = F_SUM, [R_MEAN] = F_SUM, [R_MAX] = F_MAX, [R_MIN] = F_MIN,
-                                    [R_PROD] = F_PROD, [R_SUMSQ] = F_SQ, [R_L1] = F_ABS, [R_L2] = F_SQ,
-                                    [R_LSE] = F_MAX, [R_LOGSUM] = F_SUM};
+                                                               : DOM_I;
+  static const fold_kind kinds[] = {
+      [R_SUM] = F_SUM,  [R_MEAN] = F_SUM, [R_MAX] = F_MAX, [R_MIN] = F_MIN, [R_PROD] = F_PROD,
+      [R_SUMSQ] = F_SQ, [R_L1] = F_ABS,   [R_L2] = F_SQ,   [R_LSE] = F_MAX, [R_LOGSUM] = F_SUM};
   void *acc = c->workspace;
   void *shift = (char *)c->workspace + (size_t)n_out * sizeof(double);
   red_plan plan;
@@ -467,8 +476,8 @@ static mx_status run_reduce(mx_kernel_call *c, red_op op) {
   return MX_OK;
 }
 
-#define REDUCE_KERNEL(NAME, OP, DTYPES)                                               \
-  static mx_status run_##NAME(mx_kernel_call *c) { return run_reduce(c, OP); }        \
+#define REDUCE_KERNEL(NAME, OP, DTYPES)                                        \
+  static mx_status run_##NAME(mx_kernel_call *c) { return run_reduce(c, OP); } \
   static const mx_kernel_def kdef_##NAME = {#NAME, NULL, DTYPES, 0, run_##NAME, reduce_workspace};
 
 #define NUMERIC (MX_KDT_FLOATS | MX_KDT_INTS)
@@ -484,8 +493,11 @@ REDUCE_KERNEL(ReduceLogSumExp, R_LSE, NUMERIC)
 REDUCE_KERNEL(ReduceLogSum, R_LOGSUM, NUMERIC)
 
 const mx_kernel_def *const mx__kernels_reduce[] = {
-    &kdef_ReduceSum, &kdef_ReduceMean, &kdef_ReduceMax, &kdef_ReduceMin, &kdef_ReduceProd,
-    &kdef_ReduceSumSquare, &kdef_ReduceL1, &kdef_ReduceL2, &kdef_ReduceLogSumExp, &kdef_ReduceLogSum,
-    &mx__kdef_ArgMax, &mx__kdef_ArgMin, &mx__kdef_CumSum,
-    NULL,
+    &kdef_ReduceSum,       &kdef_ReduceMean,
+    &kdef_ReduceMax,       &kdef_ReduceMin,
+    &kdef_ReduceProd,      &kdef_ReduceSumSquare,
+    &kdef_ReduceL1,        &kdef_ReduceL2,
+    &kdef_ReduceLogSumExp, &kdef_ReduceLogSum,
+    &mx__kdef_ArgMax,      &mx__kdef_ArgMin,
+    &mx__kdef_CumSum,      NULL,
 };

@@ -25,20 +25,20 @@ static void split(const mx_ktensor *x, int32_t axis, int64_t *outer, int64_t *n,
 /* --- ArgMax / ArgMin ------------------------------------------------------------------------ */
 
 /* BETTER(v, b) is true when candidate v replaces the best b. */
-#define ARG_KERNEL(NAME, T, BETTER)                                                               \
+#define ARG_KERNEL(NAME, T, BETTER)                                                                \
   static void NAME(const T *x, int64_t outer, int64_t n, int64_t inner, int64_t *out, bool last) { \
-    for (int64_t o = 0; o < outer; o++) {                                                         \
-      const T *xo = x + o * n * inner;                                                            \
-      int64_t *io = out + o * inner;                                                              \
-      for (int64_t j = 0; j < inner; j++) io[j] = 0;                                              \
-      for (int64_t k = 1; k < n; k++) {                                                           \
-        const T *row = xo + k * inner;                                                            \
-        for (int64_t j = 0; j < inner; j++) {                                                     \
-          const T v = row[j], b = xo[io[j] * inner + j];                                          \
-          if (BETTER(v, b)) io[j] = k;                                                            \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
+    for (int64_t o = 0; o < outer; o++) {                                                          \
+      const T *xo = x + o * n * inner;                                                             \
+      int64_t *io = out + o * inner;                                                               \
+      for (int64_t j = 0; j < inner; j++) io[j] = 0;                                               \
+      for (int64_t k = 1; k < n; k++) {                                                            \
+        const T *row = xo + k * inner;                                                             \
+        for (int64_t j = 0; j < inner; j++) {                                                      \
+          const T v = row[j], b = xo[io[j] * inner + j];                                           \
+          if (BETTER(v, b)) io[j] = k;                                                             \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
   }
 
 /* Floats: NaN is the extreme; among equal candidates the first (or last) wins. */
@@ -134,23 +134,23 @@ static mx_status run_ArgMin(mx_kernel_call *c) { return run_arg(c, false); }
 /* Running sums along the axis for a native type T, wrapping in U for integers. Rows of the
  * output are visited in scan order (backwards when reversed); each row adds the previous
  * output row and the current (inclusive) or previous (exclusive) input row. */
-#define CUMSUM_KERNEL(NAME, T, U)                                                                  \
+#define CUMSUM_KERNEL(NAME, T, U)                                                                    \
   static void NAME(const T *x, T *y, int64_t outer, int64_t n, int64_t inner, bool excl, bool rev) { \
-    for (int64_t o = 0; o < outer; o++) {                                                          \
-      const T *xo = x + o * n * inner;                                                             \
-      T *yo = y + o * n * inner;                                                                   \
-      for (int64_t t = 0; t < n; t++) {                                                            \
-        int64_t k = rev ? n - 1 - t : t, prev = rev ? k + 1 : k - 1;                               \
-        T *restrict row = yo + k * inner;                                                          \
-        if (t == 0) {                                                                              \
-          for (int64_t j = 0; j < inner; j++) row[j] = excl ? (T)0 : xo[k * inner + j];            \
-          continue;                                                                                \
-        }                                                                                          \
-        const T *restrict before = yo + prev * inner;                                              \
-        const T *restrict add = xo + (excl ? prev : k) * inner;                                    \
-        for (int64_t j = 0; j < inner; j++) row[j] = (T)((U)before[j] + (U)add[j]);                \
-      }                                                                                            \
-    }                                                                                              \
+    for (int64_t o = 0; o < outer; o++) {                                                            \
+      const T *xo = x + o * n * inner;                                                               \
+      T *yo = y + o * n * inner;                                                                     \
+      for (int64_t t = 0; t < n; t++) {                                                              \
+        int64_t k = rev ? n - 1 - t : t, prev = rev ? k + 1 : k - 1;                                 \
+        T *restrict row = yo + k * inner;                                                            \
+        if (t == 0) {                                                                                \
+          for (int64_t j = 0; j < inner; j++) row[j] = excl ? (T)0 : xo[k * inner + j];              \
+          continue;                                                                                  \
+        }                                                                                            \
+        const T *restrict before = yo + prev * inner;                                                \
+        const T *restrict add = xo + (excl ? prev : k) * inner;                                      \
+        for (int64_t j = 0; j < inner; j++) row[j] = (T)((U)before[j] + (U)add[j]);                  \
+      }                                                                                              \
+    }                                                                                                \
   }
 CUMSUM_KERNEL(cumsum_f32, float, float)
 CUMSUM_KERNEL(cumsum_f64, double, double)

@@ -186,9 +186,11 @@ static mx_status pad_run(mx_kernel_call *call) {
   return pad_core(call, in, out, begin, p->mode, cval);
 }
 
-static const mx_kernel_def pad_kernel = {
-    .op = "Pad", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = pad_run,
-    .workspace = pad_core_workspace};
+static const mx_kernel_def pad_kernel = {.op = "Pad",
+                                         .dtypes = MX_KDT_ALL | MX_KDT_NARROW,
+                                         .key = 0,
+                                         .run = pad_run,
+                                         .workspace = pad_core_workspace};
 
 /* --- CenterCropPad ---------------------------------------------------------------------------- */
 
@@ -223,9 +225,11 @@ static mx_status center_crop_pad_run(mx_kernel_call *call) {
   return pad_core(call, in, out, begin, MX_PAD_CONSTANT, zero);
 }
 
-static const mx_kernel_def center_crop_pad_kernel = {
-    .op = "CenterCropPad", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = center_crop_pad_run,
-    .workspace = pad_core_workspace};
+static const mx_kernel_def center_crop_pad_kernel = {.op = "CenterCropPad",
+                                                     .dtypes = MX_KDT_ALL | MX_KDT_NARROW,
+                                                     .key = 0,
+                                                     .run = center_crop_pad_run,
+                                                     .workspace = pad_core_workspace};
 
 /* --- DepthToSpace / SpaceToDepth -------------------------------------------------------------- */
 
@@ -279,8 +283,15 @@ static const mx_kernel_def space_to_depth_kernel = {
 /* --- the group -------------------------------------------------------------------------------- */
 
 const mx_kernel_def *const mx__kernels_resample[] = {
-    &pad_kernel, &center_crop_pad_kernel, &depth_to_space_kernel, &space_to_depth_kernel,
-    &mx__kernel_resize, &mx__kernel_upsample, &mx__kernel_grid_sample, &mx__kernel_affine_grid,
-    &mx__kernel_roi_align, &mx__kernel_nms,
+    &pad_kernel,
+    &center_crop_pad_kernel,
+    &depth_to_space_kernel,
+    &space_to_depth_kernel,
+    &mx__kernel_resize,
+    &mx__kernel_upsample,
+    &mx__kernel_grid_sample,
+    &mx__kernel_affine_grid,
+    &mx__kernel_roi_align,
+    &mx__kernel_nms,
     NULL,
 };

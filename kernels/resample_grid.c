@@ -89,8 +89,10 @@ static mx_status grid_sample_run(mx_kernel_call *call) {
         double v = u;
         if (p->mode == MX_RESIZE_NEAREST) v = nearbyint(v);
         if (v < lo || v > hi) {
-          if (p->padding == MX_GRID_BORDER) v = v < 0.0 ? 0.0 : v > (double)n - 1.0 ? (double)n - 1.0 : v;
-          else if (p->padding == MX_GRID_REFLECTION) v = (float)gs_reflect(v, lo, hi);
+          if (p->padding == MX_GRID_BORDER)
+            v = v < 0.0 ? 0.0 : v > (double)n - 1.0 ? (double)n - 1.0 : v;
+          else if (p->padding == MX_GRID_REFLECTION)
+            v = (float)gs_reflect(v, lo, hi);
         }
         if (p->mode == MX_RESIZE_NEAREST) {
           tidx[axis][0] = gs_pixel((int64_t)v, n, p->padding, lo, hi);
@@ -119,8 +121,10 @@ static mx_status grid_sample_run(mx_kernel_call *call) {
           bool zero = false;
           for (int32_t k = 0; k < ns; k++) {
             w *= tw[k][t[k]];
-            if (tidx[k][t[k]] < 0) zero = true;
-            else off += tidx[k][t[k]] * istride[k];
+            if (tidx[k][t[k]] < 0)
+              zero = true;
+            else
+              off += tidx[k][t[k]] * istride[k];
           }
           if (!zero && w != 0.0)
             acc += w * (f32 ? (double)((const float *)x->data)[off] : mx__kget_f64(x->data, x->dtype, off));
@@ -132,8 +136,10 @@ static mx_status grid_sample_run(mx_kernel_call *call) {
           if (k < 0) break;
         }
         int64_t e = (b * chans + c) * out_sp + q;
-        if (f32) ((float *)y->data)[e] = (float)acc;
-        else mx__kset_f64(y->data, y->dtype, e, acc);
+        if (f32)
+          ((float *)y->data)[e] = (float)acc;
+        else
+          mx__kset_f64(y->data, y->dtype, e, acc);
       }
     }
   }
@@ -303,6 +309,8 @@ static mx_status roi_align_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-const mx_kernel_def mx__kernel_roi_align = {
-    .op = "RoiAlign", .dtypes = MX_KDT_FLOATS, .key = 0, .run = roi_align_run,
-    .workspace = roi_align_workspace};
+const mx_kernel_def mx__kernel_roi_align = {.op = "RoiAlign",
+                                            .dtypes = MX_KDT_FLOATS,
+                                            .key = 0,
+                                            .run = roi_align_run,
+                                            .workspace = roi_align_workspace};

@@ -152,8 +152,10 @@ static double rs_coord(const mx_resize_params *p, const rs_plan *pl, int32_t d, 
     case MX_COORD_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / s;
     case MX_COORD_TF_CROP_AND_RESIZE: {
       double lo = pl->roi_lo[d], hi = pl->roi_hi[d], v;
-      if (pl->out[d] > 1) v = lo * (in - 1.0) + x * (hi - lo) * (in - 1.0) / (out_f - 1.0);
-      else v = 0.5 * (lo + hi) * (in - 1.0);
+      if (pl->out[d] > 1)
+        v = lo * (in - 1.0) + x * (hi - lo) * (in - 1.0) / (out_f - 1.0);
+      else
+        v = 0.5 * (lo + hi) * (in - 1.0);
       *outside = v < 0.0 || v > in - 1.0;
       return v;
     }
@@ -360,8 +362,10 @@ static mx_status rs_run(mx_kernel_call *call) {
           }
           acc += combos[j].w * a;
         }
-        if (f32) ((float *)dst)[o] = (float)acc;
-        else mx__kset_f64(dst, y->dtype, o, acc);
+        if (f32)
+          ((float *)dst)[o] = (float)acc;
+        else
+          mx__kset_f64(dst, y->dtype, o, acc);
       }
     }
     for (int32_t d = last - 1; d >= 0; d--) {
@@ -372,9 +376,13 @@ static mx_status rs_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-const mx_kernel_def mx__kernel_resize = {
-    .op = "Resize", .dtypes = MX_KDT_FLOATS | MX_KDT_INTS, .key = 0, .run = rs_run,
-    .workspace = rs_workspace};
-const mx_kernel_def mx__kernel_upsample = {
-    .op = "Upsample", .dtypes = MX_KDT_FLOATS | MX_KDT_INTS, .key = 0, .run = rs_run,
-    .workspace = rs_workspace};
+const mx_kernel_def mx__kernel_resize = {.op = "Resize",
+                                         .dtypes = MX_KDT_FLOATS | MX_KDT_INTS,
+                                         .key = 0,
+                                         .run = rs_run,
+                                         .workspace = rs_workspace};
+const mx_kernel_def mx__kernel_upsample = {.op = "Upsample",
+                                           .dtypes = MX_KDT_FLOATS | MX_KDT_INTS,
+                                           .key = 0,
+                                           .run = rs_run,
+                                           .workspace = rs_workspace};

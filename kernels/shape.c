@@ -46,8 +46,10 @@ static mx_status size_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_shape = {.op = "Shape", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = shape_run};
-static const mx_kernel_def k_size = {.op = "Size", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = size_run};
+static const mx_kernel_def k_shape = {
+    .op = "Shape", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = shape_run};
+static const mx_kernel_def k_size = {
+    .op = "Size", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = size_run};
 
 /* --- byte copies ------------------------------------------------------------------------------ */
 
@@ -64,11 +66,16 @@ static mx_status copy_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_reshape = {.op = "Reshape", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
-static const mx_kernel_def k_flatten = {.op = "Flatten", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
-static const mx_kernel_def k_squeeze = {.op = "Squeeze", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
-static const mx_kernel_def k_unsqueeze = {.op = "Unsqueeze", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
-static const mx_kernel_def k_identity = {.op = "Identity", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
+static const mx_kernel_def k_reshape = {
+    .op = "Reshape", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
+static const mx_kernel_def k_flatten = {
+    .op = "Flatten", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
+static const mx_kernel_def k_squeeze = {
+    .op = "Squeeze", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
+static const mx_kernel_def k_unsqueeze = {
+    .op = "Unsqueeze", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
+static const mx_kernel_def k_identity = {
+    .op = "Identity", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = copy_run};
 
 /* Inference-mode Dropout: the data passes through and the optional mask is all true. */
 static mx_status dropout_run(mx_kernel_call *call) {
@@ -94,15 +101,16 @@ static const mx_kernel_def k_dropout = {.op = "Dropout", .dtypes = MX_KDT_ALL, .
  * share its outer and inner spans, and part i owns a band of every outer row, after the bands
  * of parts 0..i-1. The parts' axis sizes must add up to the whole's. */
 typedef struct concat_split_text {
-  const char *bad_axis;  /* call->why when the axis is out of range */
-  const char *bad_part;  /* ... when a part's rank, dtype or other dims differ from the whole */
-  const char *bad_sum;   /* ... when the parts' axis sizes do not add up */
+  const char *bad_axis; /* call->why when the axis is out of range */
+  const char *bad_part; /* ... when a part's rank, dtype or other dims differ from the whole */
+  const char *bad_sum;  /* ... when the parts' axis sizes do not add up */
 } concat_split_text;
 
 static const concat_split_text concat_text = {"Concat: axis out of range",
                                               "Concat: an input does not match the output",
                                               "Concat: input sizes do not add up to the output"};
-static const concat_split_text split_text = {"Split: axis out of range", "Split: an output does not match the input",
+static const concat_split_text split_text = {"Split: axis out of range",
+                                             "Split: an output does not match the input",
                                              "Split: output sizes do not add up to the input"};
 
 /* Checks the n parts against whole along `axis` (may be negative), then copies parts into
@@ -158,8 +166,10 @@ static mx_status split_run(mx_kernel_call *call) {
   return concat_split(call, p->axis, mx__kin(call, 0), mx__kout(call, 0), call->n_out, false, &split_text);
 }
 
-static const mx_kernel_def k_concat = {.op = "Concat", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = concat_run};
-static const mx_kernel_def k_split = {.op = "Split", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = split_run};
+static const mx_kernel_def k_concat = {
+    .op = "Concat", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = concat_run};
+static const mx_kernel_def k_split = {
+    .op = "Split", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = split_run};
 
 /* --- Expand, Tile ----------------------------------------------------------------------------- */
 
@@ -225,8 +235,10 @@ static mx_status tile_run(mx_kernel_call *call) {
   }
 }
 
-static const mx_kernel_def k_expand = {.op = "Expand", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = expand_run};
-static const mx_kernel_def k_tile = {.op = "Tile", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = tile_run};
+static const mx_kernel_def k_expand = {
+    .op = "Expand", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = expand_run};
+static const mx_kernel_def k_tile = {
+    .op = "Tile", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = tile_run};
 
 /* --- Constant, ConstantOfShape ---------------------------------------------------------------- */
 
@@ -251,35 +263,34 @@ static mx_status constant_of_shape_run(mx_kernel_call *call) {
     return MX_ERR_KERNEL;
   }
   switch (mx_dtype_size(out->dtype)) {
-#define FILL_CASE(size, T)                            \
-  case size: {                                       \
-    T v, *restrict o = out->data;                     \
-    memcpy(&v, p->value.bytes, sizeof v);             \
-    for (int64_t k = 0; k < n; k++) o[k] = v;         \
-    return MX_OK;                                     \
+#define FILL_CASE(size, T)                    \
+  case size: {                                \
+    T v, *restrict o = out->data;             \
+    memcpy(&v, p->value.bytes, sizeof v);     \
+    for (int64_t k = 0; k < n; k++) o[k] = v; \
+    return MX_OK;                             \
   }
     FILL_CASE(1, uint8_t)
     FILL_CASE(2, uint16_t)
     FILL_CASE(4, uint32_t)
     FILL_CASE(8, uint64_t)
 #undef FILL_CASE
-    default:
-      call->why = "ConstantOfShape: unsupported element size";
-      return MX_ERR_UNSUPPORTED;
+    default: call->why = "ConstantOfShape: unsupported element size"; return MX_ERR_UNSUPPORTED;
   }
 }
 
-static const mx_kernel_def k_constant = {.op = "Constant", .dtypes = MX_KDT_ALL, .key = -1, .run = constant_run};
+static const mx_kernel_def k_constant = {
+    .op = "Constant", .dtypes = MX_KDT_ALL, .key = -1, .run = constant_run};
 static const mx_kernel_def k_constant_of_shape = {
     .op = "ConstantOfShape", .dtypes = MX_KDT_ALL, .key = -1, .run = constant_of_shape_run};
 
 /* --- Range ------------------------------------------------------------------------------------ */
 
-#define RANGE_FN(name, T, ACC)                                                   \
-  static void name(void *po, const void *ps, const void *pd, int64_t n) {        \
-    T *restrict o = po;                                                          \
-    ACC start = (ACC) * (const T *)ps, delta = (ACC) * (const T *)pd;            \
-    for (int64_t k = 0; k < n; k++) o[k] = (T)(start + (ACC)k * delta);          \
+#define RANGE_FN(name, T, ACC)                                            \
+  static void name(void *po, const void *ps, const void *pd, int64_t n) { \
+    T *restrict o = po;                                                   \
+    ACC start = (ACC) * (const T *)ps, delta = (ACC) * (const T *)pd;     \
+    for (int64_t k = 0; k < n; k++) o[k] = (T)(start + (ACC)k * delta);   \
   }
 RANGE_FN(range_f32, float, double)
 RANGE_FN(range_f64, double, double)
@@ -289,7 +300,8 @@ RANGE_FN(range_f64, double, double)
 static void range_f16(void *po, const void *ps, const void *pd, int64_t n, bool bf16) {
   uint16_t *restrict o = po;
   uint16_t s = *(const uint16_t *)ps, d = *(const uint16_t *)pd;
-  float start = bf16 ? mx__bf16_to_f32(s) : mx__f16_to_f32(s), delta = bf16 ? mx__bf16_to_f32(d) : mx__f16_to_f32(d);
+  float start = bf16 ? mx__bf16_to_f32(s) : mx__f16_to_f32(s),
+        delta = bf16 ? mx__bf16_to_f32(d) : mx__f16_to_f32(d);
   for (int64_t k = 0; k < n; k++) {
     float v = start + (float)k * delta;
     o[k] = bf16 ? mx__f32_to_bf16(v) : mx__f32_to_f16(v);
@@ -297,11 +309,11 @@ static void range_f16(void *po, const void *ps, const void *pd, int64_t n, bool 
 }
 
 /* Integer ranges wrap like the C types they are stored in (computed in unsigned 64 bits). */
-#define RANGE_INT_FN(name, T)                                                                \
-  static void name(void *po, const void *ps, const void *pd, int64_t n) {                    \
-    T *restrict o = po;                                                                      \
+#define RANGE_INT_FN(name, T)                                                                          \
+  static void name(void *po, const void *ps, const void *pd, int64_t n) {                              \
+    T *restrict o = po;                                                                                \
     uint64_t start = (uint64_t)(int64_t) * (const T *)ps, delta = (uint64_t)(int64_t) * (const T *)pd; \
-    for (int64_t k = 0; k < n; k++) o[k] = (T)(start + (uint64_t)k * delta);                 \
+    for (int64_t k = 0; k < n; k++) o[k] = (T)(start + (uint64_t)k * delta);                           \
   }
 RANGE_INT_FN(range_i16, int16_t)
 RANGE_INT_FN(range_i32, int32_t)
@@ -330,17 +342,20 @@ static mx_status range_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_range = {
-    .op = "Range",
-    .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64) | MX_KDT(MX_FLOAT16) | MX_KDT(MX_BFLOAT16) | MX_KDT(MX_INT16) |
-              MX_KDT(MX_INT32) | MX_KDT(MX_INT64),
-    .key = 0,
-    .run = range_run};
+static const mx_kernel_def k_range = {.op = "Range",
+                                      .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64) | MX_KDT(MX_FLOAT16) |
+                                                MX_KDT(MX_BFLOAT16) | MX_KDT(MX_INT16) | MX_KDT(MX_INT32) |
+                                                MX_KDT(MX_INT64),
+                                      .key = 0,
+                                      .run = range_run};
 
 /* --- the group -------------------------------------------------------------------------------- */
 
 const mx_kernel_def *const mx__kernels_shape[] = {
-    &k_shape,  &k_size,   &k_reshape, &k_flatten, &k_squeeze,  &k_unsqueeze,         &k_identity,
-    &k_dropout, &mx__kernel_transpose, &k_concat, &k_split, &k_expand, &k_tile, &k_constant,
-    &k_constant_of_shape, &k_range, NULL,
+    &k_shape,    &k_size,     &k_reshape,
+    &k_flatten,  &k_squeeze,  &k_unsqueeze,
+    &k_identity, &k_dropout,  &mx__kernel_transpose,
+    &k_concat,   &k_split,    &k_expand,
+    &k_tile,     &k_constant, &k_constant_of_shape,
+    &k_range,    NULL,
 };

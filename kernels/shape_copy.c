@@ -38,17 +38,17 @@ static void copy_row(unsigned char *restrict out, const unsigned char *restrict 
     return;
   }
   switch (es) {
-#define ROW_CASE(size, T)                                               \
-  case size: {                                                         \
-    T *restrict o = (T *)(void *)out;                                   \
-    const T *restrict i = (const T *)(const void *)in;                  \
-    if (s == 0) {                                                       \
-      T v = i[0];                                                       \
-      for (int64_t k = 0; k < n; k++) o[k] = v;                         \
-    } else {                                                            \
-      for (int64_t k = 0; k < n; k++) o[k] = i[k * s];                  \
-    }                                                                   \
-    return;                                                             \
+#define ROW_CASE(size, T)                              \
+  case size: {                                         \
+    T *restrict o = (T *)(void *)out;                  \
+    const T *restrict i = (const T *)(const void *)in; \
+    if (s == 0) {                                      \
+      T v = i[0];                                      \
+      for (int64_t k = 0; k < n; k++) o[k] = v;        \
+    } else {                                           \
+      for (int64_t k = 0; k < n; k++) o[k] = i[k * s]; \
+    }                                                  \
+    return;                                            \
   }
     ROW_CASE(1, uint8_t)
     ROW_CASE(2, uint16_t)
@@ -56,7 +56,8 @@ static void copy_row(unsigned char *restrict out, const unsigned char *restrict 
     ROW_CASE(8, uint64_t)
 #undef ROW_CASE
     default:
-      for (int64_t k = 0; k < n; k++) memcpy(out + (size_t)k * es, in + (ptrdiff_t)(k * s) * (ptrdiff_t)es, es);
+      for (int64_t k = 0; k < n; k++)
+        memcpy(out + (size_t)k * es, in + (ptrdiff_t)(k * s) * (ptrdiff_t)es, es);
   }
 }
 
@@ -98,17 +99,17 @@ void mx__kcopy_strided(void *out, const void *in, size_t es, int32_t rank, const
 #define TILE_L 8
 
 /* Transposes a [nj, nl] block: out[j*out_sj + l] = in[j + l*in_sl]. */
-#define TILE_FN(T)                                                                                 \
+#define TILE_FN(T)                                                                                   \
   static void tile_##T(T *restrict out, const T *restrict in, int64_t nj, int64_t nl, int64_t in_sl, \
-                       int64_t out_sj) {                                                           \
-    for (int64_t j0 = 0; j0 < nj; j0 += TILE_J) {                                                  \
-      int64_t je = j0 + TILE_J < nj ? j0 + TILE_J : nj;                                            \
-      for (int64_t l0 = 0; l0 < nl; l0 += TILE_L) {                                                \
-        int64_t le = l0 + TILE_L < nl ? l0 + TILE_L : nl;                                          \
-        for (int64_t j = j0; j < je; j++)                                                          \
-          for (int64_t l = l0; l < le; l++) out[j * out_sj + l] = in[j + l * in_sl];               \
-      }                                                                                            \
-    }                                                                                              \
+                       int64_t out_sj) {                                                             \
+    for (int64_t j0 = 0; j0 < nj; j0 += TILE_J) {                                                    \
+      int64_t je = j0 + TILE_J < nj ? j0 + TILE_J : nj;                                              \
+      for (int64_t l0 = 0; l0 < nl; l0 += TILE_L) {                                                  \
+        int64_t le = l0 + TILE_L < nl ? l0 + TILE_L : nl;                                            \
+        for (int64_t j = j0; j < je; j++)                                                            \
+          for (int64_t l = l0; l < le; l++) out[j * out_sj + l] = in[j + l * in_sl];                 \
+      }                                                                                              \
+    }                                                                                                \
   }
 TILE_FN(uint8_t)
 TILE_FN(uint16_t)
@@ -147,8 +148,10 @@ static mx_status transpose_run(mx_kernel_call *call) {
     bool ordered = true;
     for (int32_t k = 0; k < rank && ordered; k++) {
       int64_t a = p->perm[k];
-      if (a < 0 || a >= rank) ordered = false; /* let the general path deal with it */
-      else if (in->dims[a] != 1) ordered = a > last, last = (int32_t)a;
+      if (a < 0 || a >= rank)
+        ordered = false; /* let the general path deal with it */
+      else if (in->dims[a] != 1)
+        ordered = a > last, last = (int32_t)a;
     }
     if (ordered) {
       size_t bytes = (size_t)mx__ktensor_numel(in) * es;
@@ -212,4 +215,5 @@ static mx_status transpose_run(mx_kernel_call *call) {
   }
 }
 
-const mx_kernel_def mx__kernel_transpose = {.op = "Transpose", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = transpose_run};
+const mx_kernel_def mx__kernel_transpose = {
+    .op = "Transpose", .dtypes = MX_KDT_ALL | MX_KDT_NARROW, .key = 0, .run = transpose_run};

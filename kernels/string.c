@@ -63,7 +63,8 @@ static mx_status equal_run(mx_kernel_call *call) {
   for (int64_t i = 0; i < n; i++) {
     int64_t ia = 0, ib = 0;
     for (int32_t d = 0; d < y->rank; d++) ia += idx[d] * sa[d], ib += idx[d] * sb[d];
-    ((uint8_t *)y->data)[i] = strcmp(mx__string_at(a->data, (size_t)ia), mx__string_at(b->data, (size_t)ib)) == 0;
+    ((uint8_t *)y->data)[i] =
+        strcmp(mx__string_at(a->data, (size_t)ia), mx__string_at(b->data, (size_t)ib)) == 0;
     for (int32_t d = y->rank - 1; d >= 0; d--) {
       if (++idx[d] < y->dims[d]) break;
       idx[d] = 0;
@@ -117,8 +118,10 @@ static mx_status normalizer_run(mx_kernel_call *call) {
     }
     if (mx__string_set(out, (size_t)k, s, strlen(s)) != MX_OK) return oom(call);
     for (char *c = out[k]; *c; c++) /* ASCII letters only: other UTF-8 bytes stay */
-      if (p->case_change == MX_CASE_LOWER) *c = (char)tolower((unsigned char)*c);
-      else if (p->case_change == MX_CASE_UPPER) *c = (char)toupper((unsigned char)*c);
+      if (p->case_change == MX_CASE_LOWER)
+        *c = (char)tolower((unsigned char)*c);
+      else if (p->case_change == MX_CASE_UPPER)
+        *c = (char)toupper((unsigned char)*c);
     k++;
   }
   for (; k < cap; k++) /* everything filtered: one empty string */
@@ -145,9 +148,11 @@ static mx_status regex_run(mx_kernel_call *call) {
   return MX_OK;
 }
 
-static const mx_kernel_def k_concat = {.op = "StringConcat", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = concat_run};
+static const mx_kernel_def k_concat = {
+    .op = "StringConcat", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = concat_run};
 static const mx_kernel_def k_equal = {.op = "Equal", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = equal_run};
-static const mx_kernel_def k_split = {.op = "StringSplit", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = split_run};
+static const mx_kernel_def k_split = {
+    .op = "StringSplit", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = split_run};
 static const mx_kernel_def k_normalizer = {
     .op = "StringNormalizer", .dtypes = MX_KDT(MX_STRING), .key = 0, .run = normalizer_run};
 static const mx_kernel_def k_regex = {

@@ -77,13 +77,22 @@ static mx_status adam_run(mx_kernel_call *call) { return optimizer_run(call, 2, 
 static mx_status momentum_run(mx_kernel_call *call) { return optimizer_run(call, 1, momentum_step); }
 
 #define TRAINING_DTYPES (MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64))
-static const mx_kernel_def k_adagrad = {.op = "Adagrad", .domain = "ai.onnx.preview.training",
-                                        .dtypes = TRAINING_DTYPES, .key = 2, .run = adagrad_run};
-static const mx_kernel_def k_adam = {.op = "Adam", .domain = "ai.onnx.preview.training",
-                                     .dtypes = TRAINING_DTYPES, .key = 2, .run = adam_run};
-static const mx_kernel_def k_momentum = {.op = "Momentum", .domain = "ai.onnx.preview.training",
-                                         .dtypes = TRAINING_DTYPES, .key = 2, .run = momentum_run};
+static const mx_kernel_def k_adagrad = {.op = "Adagrad",
+                                        .domain = "ai.onnx.preview.training",
+                                        .dtypes = TRAINING_DTYPES,
+                                        .key = 2,
+                                        .run = adagrad_run};
+static const mx_kernel_def k_adam = {
+    .op = "Adam", .domain = "ai.onnx.preview.training", .dtypes = TRAINING_DTYPES, .key = 2, .run = adam_run};
+static const mx_kernel_def k_momentum = {.op = "Momentum",
+                                         .domain = "ai.onnx.preview.training",
+                                         .dtypes = TRAINING_DTYPES,
+                                         .key = 2,
+                                         .run = momentum_run};
 
 const mx_kernel_def *const mx__kernels_training[] = {
-    &k_adagrad, &k_adam, &k_momentum, NULL,
+    &k_adagrad,
+    &k_adam,
+    &k_momentum,
+    NULL,
 };

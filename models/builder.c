@@ -31,8 +31,14 @@ void mx__mb_node_n(mx_mb *b, const char *op, const char *name, const mx_value_id
                    mx_value_id *outs) {
   for (size_t i = 0; i < n_out; i++) outs[i] = MX_NO_VALUE;
   if (b->st != MX_OK) return;
-  mx_node_desc d = {.op_type = op, .name = name, .inputs = in, .n_inputs = n, .attrs = attrs,
-                    .n_attrs = n_attrs, .output_names = out_names, .n_outputs = n_out};
+  mx_node_desc d = {.op_type = op,
+                    .name = name,
+                    .inputs = in,
+                    .n_inputs = n,
+                    .attrs = attrs,
+                    .n_attrs = n_attrs,
+                    .output_names = out_names,
+                    .n_outputs = n_out};
   b->st = mx_graph_add_node(b->g, &d, outs);
 }
 
@@ -121,8 +127,8 @@ mx_value_id mx__mb_weights(mx_mb *b, const char *name, int32_t rank, const int64
   return mx__mb_weights_around(b, name, rank, dims, 0.0f, scale);
 }
 
-mx_value_id mx__mb_weights_around(mx_mb *b, const char *name, int32_t rank, const int64_t *dims,
-                                  float center, float spread) {
+mx_value_id mx__mb_weights_around(mx_mb *b, const char *name, int32_t rank, const int64_t *dims, float center,
+                                  float spread) {
   if (b->st != MX_OK) return MX_NO_VALUE;
   size_t n;
   float *w = scratch(b, rank, dims, &n);

@@ -9,10 +9,10 @@
 #include "mixrt/graph.h"
 
 typedef struct mx_mb {
-  mx_graph *g;     /* graph being built (owned by the generator until it returns it) */
-  mx_status st;    /* first failure, MX_OK so far */
-  uint64_t rng;    /* state of the weight generator */
-  float *scratch;  /* buffer for weight values (malloc'd, scratch_cap floats) */
+  mx_graph *g;    /* graph being built (owned by the generator until it returns it) */
+  mx_status st;   /* first failure, MX_OK so far */
+  uint64_t rng;   /* state of the weight generator */
+  float *scratch; /* buffer for weight values (malloc'd, scratch_cap floats) */
   size_t scratch_cap;
 } mx_mb;
 
@@ -41,8 +41,8 @@ mx_value_id mx__mb_weights(mx_mb *b, const char *name, int32_t rank, const int64
 /* A float32 constant filled with one value. */
 mx_value_id mx__mb_fill(mx_mb *b, const char *name, int32_t rank, const int64_t *dims, float value);
 /* A float32 constant with uniform values in [center - spread, center + spread) (norm scales). */
-mx_value_id mx__mb_weights_around(mx_mb *b, const char *name, int32_t rank, const int64_t *dims,
-                                  float center, float spread);
+mx_value_id mx__mb_weights_around(mx_mb *b, const char *name, int32_t rank, const int64_t *dims, float center,
+                                  float spread);
 /* Room for the float values of a constant of the given dims (the builder's scratch, valid until
  * the next weight call; fill it and pass it to mx__mb_const). NULL after a failure (then b->st
  * says why); *n receives the element count. */

@@ -39,8 +39,8 @@ static mx_value_id project_heads(mx_mb *b, const char *tag, mx_value_id x, mx_va
 }
 
 /* One encoder layer over h; returns the new h. */
-static mx_value_id layer(mx_mb *b, const mx_encoder_config *cfg, int64_t li, mx_value_id h, mx_value_id batch1,
-                         mx_value_id seq1, mx_value_id heads, bool last) {
+static mx_value_id layer(mx_mb *b, const mx_encoder_config *cfg, int64_t li, mx_value_id h,
+                         mx_value_id batch1, mx_value_id seq1, mx_value_id heads, bool last) {
   const int64_t H = cfg->hidden, NH = cfg->heads, HD = cfg->hidden / cfg->heads;
   char p[32], n[96];
   p[0] = '\0';
@@ -52,9 +52,12 @@ static mx_value_id layer(mx_mb *b, const mx_encoder_config *cfg, int64_t li, mx_
   snprintf(tq, sizeof tq, "%sq", p);
   snprintf(tk, sizeof tk, "%sk", p);
   snprintf(tv, sizeof tv, "%sv", p);
-  mx_value_id q = project_heads(b, tq, h, mx__mb_weights(b, NAME("wq"), 2, (int64_t[]){H, H}, ws), heads, to_heads);
-  mx_value_id k = project_heads(b, tk, h, mx__mb_weights(b, NAME("wk"), 2, (int64_t[]){H, H}, ws), heads, to_keys);
-  mx_value_id v = project_heads(b, tv, h, mx__mb_weights(b, NAME("wv"), 2, (int64_t[]){H, H}, ws), heads, to_heads);
+  mx_value_id q =
+      project_heads(b, tq, h, mx__mb_weights(b, NAME("wq"), 2, (int64_t[]){H, H}, ws), heads, to_heads);
+  mx_value_id k =
+      project_heads(b, tk, h, mx__mb_weights(b, NAME("wk"), 2, (int64_t[]){H, H}, ws), heads, to_keys);
+  mx_value_id v =
+      project_heads(b, tv, h, mx__mb_weights(b, NAME("wv"), 2, (int64_t[]){H, H}, ws), heads, to_heads);
   mx_value_id scores = mx__mb_node(b, "MatMul", NAME("scores"), (mx_value_id[]){q, k}, 2, NULL, 0, NULL);
   mx_value_id scale = mx__mb_scalar_f32(b, NAME("scale_value"), 1.0f / sqrtf((float)HD));
   mx_value_id scaled = mx__mb_node(b, "Mul", NAME("scale"), (mx_value_id[]){scores, scale}, 2, NULL, 0, NULL);
@@ -73,7 +76,8 @@ static mx_value_id layer(mx_mb *b, const mx_encoder_config *cfg, int64_t li, mx_
                                         (mx_value_id[]){batch1, n_heads, seq1, seq1}, 4, &cat0, 1, NULL);
   mx_value_id mask_full =
       mx__mb_node(b, "Expand", NAME("mask_expand"), (mx_value_id[]){mask, score_shape}, 2, NULL, 0, NULL);
-  mx_value_id masked = mx__mb_node(b, "Add", NAME("mask_add"), (mx_value_id[]){scaled, mask_full}, 2, NULL, 0, NULL);
+  mx_value_id masked =
+      mx__mb_node(b, "Add", NAME("mask_add"), (mx_value_id[]){scaled, mask_full}, 2, NULL, 0, NULL);
   mx_attr lastax = mx_attr_int("axis", -1);
   mx_value_id probs = mx__mb_node(b, "Softmax", NAME("softmax"), &masked, 1, &lastax, 1, NULL);
   mx_value_id ctx = mx__mb_node(b, "MatMul", NAME("context"), (mx_value_id[]){probs, v}, 2, NULL, 0, NULL);
@@ -84,13 +88,16 @@ static mx_value_id layer(mx_mb *b, const mx_encoder_config *cfg, int64_t li, mx_
   mx_value_id ctx_shape = mx__mb_node(b, "Shape", NAME("context_shape"), &ctx_t, 1, NULL, 0, NULL);
   mx_value_id s0 = mx__mb_ints(b, NAME("slice_start"), (int64_t[]){0}, 1);
   mx_value_id s1 = mx__mb_ints(b, NAME("slice_end"), (int64_t[]){2}, 1);
-  mx_value_id bs = mx__mb_node(b, "Slice", NAME("batch_seq"), (mx_value_id[]){ctx_shape, s0, s1}, 3, NULL, 0, NULL);
+  mx_value_id bs =
+      mx__mb_node(b, "Slice", NAME("batch_seq"), (mx_value_id[]){ctx_shape, s0, s1}, 3, NULL, 0, NULL);
   mx_value_id hid = mx__mb_ints(b, NAME("hidden"), (int64_t[]){H}, 1);
-  mx_value_id merged_shape = mx__mb_node(b, "Concat", NAME("merged_shape"), (mx_value_id[]){bs, hid}, 2, &cat0, 1, NULL);
+  mx_value_id merged_shape =
+      mx__mb_node(b, "Concat", NAME("merged_shape"), (mx_value_id[]){bs, hid}, 2, &cat0, 1, NULL);
   mx_value_id merged =
       mx__mb_node(b, "Reshape", NAME("merge_heads"), (mx_value_id[]){ctx_t, merged_shape}, 2, NULL, 0, NULL);
   mx_value_id wo = mx__mb_weights(b, NAME("wo"), 2, (int64_t[]){H, H}, ws);
-  mx_value_id proj = mx__mb_node(b, "MatMul", NAME("out_proj"), (mx_value_id[]){merged, wo}, 2, NULL, 0, NULL);
+  mx_value_id proj =
+      mx__mb_node(b, "MatMul", NAME("out_proj"), (mx_value_id[]){merged, wo}, 2, NULL, 0, NULL);
   return mx__mb_node(b, "Add", NAME("residual"), (mx_value_id[]){h, proj}, 2, NULL, 0, last ? "y" : NULL);
 #undef NAME
 }
@@ -99,14 +106,17 @@ mx_status mx_model_encoder(const mx_encoder_config *cfg_in, mx_graph **out, mx_e
   if (!out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "out is NULL");
   *out = NULL;
   mx_encoder_config cfg;
-  if (cfg_in) cfg = *cfg_in;
-  else mx_encoder_config_default(&cfg);
+  if (cfg_in)
+    cfg = *cfg_in;
+  else
+    mx_encoder_config_default(&cfg);
   if (cfg.hidden <= 0 || cfg.heads <= 0 || cfg.hidden % cfg.heads || cfg.layers <= 0 || cfg.max_pos <= 0 ||
       cfg.hidden > 65536 || cfg.layers > 1024 || cfg.max_pos > 1 << 20)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
                     "encoder: hidden (%lld) must be a positive multiple of heads (%lld), layers (%lld) and "
                     "max_pos (%lld) positive and reasonable",
-                    (long long)cfg.hidden, (long long)cfg.heads, (long long)cfg.layers, (long long)cfg.max_pos);
+                    (long long)cfg.hidden, (long long)cfg.heads, (long long)cfg.layers,
+                    (long long)cfg.max_pos);
   mx_mb b;
   mx__mb_begin(&b, cfg.layers > 1 ? "encoder" : "encoder_layer", cfg.seed);
   const int64_t H = cfg.hidden;
@@ -120,19 +130,23 @@ mx_status mx_model_encoder(const mx_encoder_config *cfg_in, mx_graph **out, mx_e
   mx_value_id i0 = mx__mb_scalar_i64(&b, "idx0", 0), i1 = mx__mb_scalar_i64(&b, "idx1", 1);
   mx_value_id batch = mx__mb_node(&b, "Gather", "batch", (mx_value_id[]){shape, i0}, 2, NULL, 0, NULL);
   mx_value_id seq = mx__mb_node(&b, "Gather", "seq", (mx_value_id[]){shape, i1}, 2, NULL, 0, NULL);
-  mx_value_id batch1 = mx__mb_node(&b, "Unsqueeze", "batch_1d", (mx_value_id[]){batch, axis0}, 2, NULL, 0, NULL);
+  mx_value_id batch1 =
+      mx__mb_node(&b, "Unsqueeze", "batch_1d", (mx_value_id[]){batch, axis0}, 2, NULL, 0, NULL);
   mx_value_id seq1 = mx__mb_node(&b, "Unsqueeze", "seq_1d", (mx_value_id[]){seq, axis0}, 2, NULL, 0, NULL);
   mx_attr cat0 = mx_attr_int("axis", 0);
   mx_value_id hd = mx__mb_ints(&b, "heads_dims", (int64_t[]){cfg.heads, H / cfg.heads}, 2);
-  mx_value_id heads = mx__mb_node(&b, "Concat", "heads_shape", (mx_value_id[]){batch1, seq1, hd}, 3, &cat0, 1, NULL);
+  mx_value_id heads =
+      mx__mb_node(&b, "Concat", "heads_shape", (mx_value_id[]){batch1, seq1, hd}, 3, &cat0, 1, NULL);
 
   /* Position ids Range(0, seq, 1) -> embedding rows, added to the input. */
   mx_value_id zero = mx__mb_scalar_i64(&b, "zero", 0), one = mx__mb_scalar_i64(&b, "one", 1);
-  mx_value_id pos = mx__mb_node(&b, "Range", "position_ids", (mx_value_id[]){zero, seq, one}, 3, NULL, 0, NULL);
+  mx_value_id pos =
+      mx__mb_node(&b, "Range", "position_ids", (mx_value_id[]){zero, seq, one}, 3, NULL, 0, NULL);
   mx_value_id table = mx__mb_weights(&b, "pos_table", 2, (int64_t[]){cfg.max_pos, H}, 0.125f);
   mx_value_id pos_emb = mx__mb_node(&b, "Gather", "pos_embed", (mx_value_id[]){table, pos}, 2, NULL, 0, NULL);
   mx_value_id h = mx__mb_node(&b, "Add", "embed_add", (mx_value_id[]){x, pos_emb}, 2, NULL, 0, NULL);
-  for (int64_t li = 0; li < cfg.layers; li++) h = layer(&b, &cfg, li, h, batch1, seq1, heads, li + 1 == cfg.layers);
+  for (int64_t li = 0; li < cfg.layers; li++)
+    h = layer(&b, &cfg, li, h, batch1, seq1, heads, li + 1 == cfg.layers);
   mx__mb_output(&b, h);
   return mx__mb_end(&b, out, "the encoder", err);
 }

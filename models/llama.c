@@ -27,7 +27,7 @@
 #include "mixrt/models.h"
 #include "models/builder.h"
 
-#define ROPE_BASE 10000.0
+#define ROPE_BASE    10000.0
 #define NORM_EPSILON 1e-5f
 
 void mx_llama_config_default(mx_llama_config *cfg) {
@@ -80,15 +80,16 @@ static mx_status check_config(mx_llama_config *cfg, mx_error *err) {
                     (long long)cfg->heads, (long long)cfg->kv_heads);
   if (cfg->head_dim == 0) {
     if (cfg->hidden % cfg->heads != 0)
-      return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                      "llama: head_dim 0 means hidden / heads, but hidden (%lld) is not a multiple of heads (%lld)",
-                      (long long)cfg->hidden, (long long)cfg->heads);
+      return mx__fail(
+          err, MX_ERR_INVALID_ARGUMENT,
+          "llama: head_dim 0 means hidden / heads, but hidden (%lld) is not a multiple of heads (%lld)",
+          (long long)cfg->hidden, (long long)cfg->heads);
     cfg->head_dim = cfg->hidden / cfg->heads;
   }
   if ((st = check_size("head_dim", cfg->head_dim, 4096, err)) != MX_OK) return st;
   if (cfg->head_dim % 2 != 0)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "llama: head_dim (%lld) must be even for the rotary embedding",
-                    (long long)cfg->head_dim);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
+                    "llama: head_dim (%lld) must be even for the rotary embedding", (long long)cfg->head_dim);
   /* Every weight matrix stays below 2^30 elements (4 GiB of float32). */
   const int64_t lim = (int64_t)1 << 30;
   if (cfg->vocab * cfg->hidden > lim || cfg->hidden * cfg->ffn > lim ||
@@ -114,8 +115,10 @@ static void rope_tables(mx_mb *b, int64_t max_pos, int64_t head_dim, mx_value_id
         t[p * half + i] = (float)(which == 0 ? cos(angle) : sin(angle));
       }
     }
-    if (which == 0) *cos_v = mx__mb_const(b, "rope_cos", MX_FLOAT32, 2, dims, t);
-    else *sin_v = mx__mb_const(b, "rope_sin", MX_FLOAT32, 2, dims, t);
+    if (which == 0)
+      *cos_v = mx__mb_const(b, "rope_cos", MX_FLOAT32, 2, dims, t);
+    else
+      *sin_v = mx__mb_const(b, "rope_sin", MX_FLOAT32, 2, dims, t);
   }
 }
 
@@ -139,11 +142,11 @@ static mx_value_id project_heads(mx_mb *b, const char *prefix, const char *tag, 
   static const int64_t perm[4] = {0, 2, 1, 3};
   char n[96], what[32];
   snprintf(what, sizeof what, "%s_proj", tag);
-  mx_value_id p = mx__mb_node(b, "MatMul", mx__mb_name(n, sizeof n, prefix, what), (mx_value_id[]){x, w}, 2, NULL,
-                              0, NULL);
+  mx_value_id p = mx__mb_node(b, "MatMul", mx__mb_name(n, sizeof n, prefix, what), (mx_value_id[]){x, w}, 2,
+                              NULL, 0, NULL);
   snprintf(what, sizeof what, "%s_reshape", tag);
-  mx_value_id r =
-      mx__mb_node(b, "Reshape", mx__mb_name(n, sizeof n, prefix, what), (mx_value_id[]){p, shape}, 2, NULL, 0, NULL);
+  mx_value_id r = mx__mb_node(b, "Reshape", mx__mb_name(n, sizeof n, prefix, what), (mx_value_id[]){p, shape},
+                              2, NULL, 0, NULL);
   mx_attr a = mx_attr_ints("perm", perm, 4);
   snprintf(what, sizeof what, "%s_transpose", tag);
   return mx__mb_node(b, "Transpose", mx__mb_name(n, sizeof n, prefix, what), &r, 1, &a, 1, NULL);
@@ -151,8 +154,8 @@ static mx_value_id project_heads(mx_mb *b, const char *prefix, const char *tag, 
 
 static mx_value_id rotary(mx_mb *b, const llama_ctx *c, const char *name, mx_value_id x) {
   mx_attr a = mx_attr_int("interleaved", 0);
-  return mx__mb_node(b, "RotaryEmbedding", name, (mx_value_id[]){x, c->rope_cos, c->rope_sin, c->pos}, 4, &a, 1,
-                     NULL);
+  return mx__mb_node(b, "RotaryEmbedding", name, (mx_value_id[]){x, c->rope_cos, c->rope_sin, c->pos}, 4, &a,
+                     1, NULL);
 }
 
 /* One decoder layer over h; returns the new h. */
@@ -165,7 +168,8 @@ static mx_value_id layer(mx_mb *b, const llama_ctx *c, int64_t li, mx_value_id h
 #define NAME(s) mx__mb_name(n, sizeof n, p, (s))
   const float s_in = 1.0f / sqrtf((float)H), s_attn = 1.0f / sqrtf((float)QD), s_ffn = 1.0f / sqrtf((float)F);
 
-  mx_value_id x = rmsnorm(b, NAME("attn_norm"), h, mx__mb_weights_around(b, NAME("attn_norm_scale"), 1, &H, 1.0f, 0.1f));
+  mx_value_id x =
+      rmsnorm(b, NAME("attn_norm"), h, mx__mb_weights_around(b, NAME("attn_norm_scale"), 1, &H, 1.0f, 0.1f));
   mx_value_id wq = mx__mb_weights(b, NAME("wq"), 2, (int64_t[]){H, QD}, s_in);
   mx_value_id wk = mx__mb_weights(b, NAME("wk"), 2, (int64_t[]){H, KD}, s_in);
   mx_value_id wv = mx__mb_weights(b, NAME("wv"), 2, (int64_t[]){H, KD}, s_in);
@@ -180,8 +184,8 @@ static mx_value_id layer(mx_mb *b, const llama_ctx *c, int64_t li, mx_value_id h
   const char *const att_names[3] = {NULL, ok, ov};
   mx_value_id att[3];
   mx_attr aa = mx_attr_int("is_causal", 0);
-  mx__mb_node_n(b, "Attention", NAME("attention"), (mx_value_id[]){q, k, v, MX_NO_VALUE, past_k, past_v}, 6, &aa, 1,
-                att_names, 3, att);
+  mx__mb_node_n(b, "Attention", NAME("attention"), (mx_value_id[]){q, k, v, MX_NO_VALUE, past_k, past_v}, 6,
+                &aa, 1, att_names, 3, att);
   static const int64_t perm[4] = {0, 2, 1, 3};
   mx_attr tp = mx_attr_ints("perm", perm, 4);
   mx_value_id yt = mx__mb_node(b, "Transpose", NAME("attn_transpose"), &att[0], 1, &tp, 1, NULL);
@@ -209,8 +213,10 @@ mx_status mx_model_llama(const mx_llama_config *cfg_in, mx_graph **out, mx_error
   if (!out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "out is NULL");
   *out = NULL;
   mx_llama_config cfg;
-  if (cfg_in) cfg = *cfg_in;
-  else mx_llama_config_default(&cfg);
+  if (cfg_in)
+    cfg = *cfg_in;
+  else
+    mx_llama_config_default(&cfg);
   mx_status st = check_config(&cfg, err);
   if (st != MX_OK) return st;
   const int64_t H = cfg.hidden, D = cfg.head_dim, L = cfg.layers;
@@ -240,7 +246,8 @@ mx_status mx_model_llama(const mx_llama_config *cfg_in, mx_graph **out, mx_error
   /* The new token's position: the cache length, read off past_key_0's shape. */
   mx_value_id past_shape = mx__mb_node(&b, "Shape", "past_shape", &past_k[0], 1, NULL, 0, NULL);
   mx_value_id two = mx__mb_scalar_i64(&b, "seq_axis", 2);
-  mx_value_id plen = mx__mb_node(&b, "Gather", "past_len", (mx_value_id[]){past_shape, two}, 2, NULL, 0, NULL);
+  mx_value_id plen =
+      mx__mb_node(&b, "Gather", "past_len", (mx_value_id[]){past_shape, two}, 2, NULL, 0, NULL);
   mx_value_id pos_shape = mx__mb_ints(&b, "position_ids_shape", (int64_t[]){1, 1}, 2);
   c.pos = mx__mb_node(&b, "Reshape", "position_ids", (mx_value_id[]){plen, pos_shape}, 2, NULL, 0, NULL);
 
@@ -249,7 +256,8 @@ mx_status mx_model_llama(const mx_llama_config *cfg_in, mx_graph **out, mx_error
   for (int64_t i = 0; i < L; i++) h = layer(&b, &c, i, h, past_k[i], past_v[i]);
   h = rmsnorm(&b, "final_norm", h, mx__mb_weights_around(&b, "final_norm_scale", 1, &H, 1.0f, 0.1f));
   mx_value_id head = mx__mb_weights(&b, "lm_head", 2, (int64_t[]){H, cfg.vocab}, 1.0f / sqrtf((float)H));
-  mx_value_id logits = mx__mb_node(&b, "MatMul", "lm_head_proj", (mx_value_id[]){h, head}, 2, NULL, 0, "logits");
+  mx_value_id logits =
+      mx__mb_node(&b, "MatMul", "lm_head_proj", (mx_value_id[]){h, head}, 2, NULL, 0, "logits");
 
   /* Outputs: logits, then every layer's grown cache in input order. */
   mx__mb_output(&b, logits);

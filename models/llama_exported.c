@@ -17,29 +17,31 @@
 #include "mixrt/models.h"
 #include "models/builder.h"
 
-#define ROPE_BASE 10000.0
+#define ROPE_BASE    10000.0
 #define NORM_EPSILON 1e-5f
 
 typedef struct xctx {
   const mx_llama_config *cfg;
   mx_value_id q_shape, kv_shape, merged_shape, rep_shape, rep_expand; /* Reshape / Expand targets */
-  mx_value_id pos;                                                     /* position_ids [1, 1] */
-  mx_value_id cos, sin;                                                /* [1, 1, 1, D] at pos */
-  mx_value_id two, eps, half_start, half_end, zero, last_axis, big;    /* small constants */
+  mx_value_id pos;                                                    /* position_ids [1, 1] */
+  mx_value_id cos, sin;                                               /* [1, 1, 1, D] at pos */
+  mx_value_id two, eps, half_start, half_end, zero, last_axis, big;   /* small constants */
   mx_value_id axes_last, scale;
 } xctx;
 
-static mx_value_id node(mx_mb *b, const char *op, const char *prefix, const char *what, const mx_value_id *in, size_t n,
-                        const mx_attr *a, size_t na) {
+static mx_value_id node(mx_mb *b, const char *op, const char *prefix, const char *what, const mx_value_id *in,
+                        size_t n, const mx_attr *a, size_t na) {
   char name[96];
   return mx__mb_node(b, op, mx__mb_name(name, sizeof name, prefix, what), in, n, a, na, NULL);
 }
 
-static mx_value_id rmsnorm(mx_mb *b, const xctx *c, const char *p, const char *tag, mx_value_id x, mx_value_id scale) {
+static mx_value_id rmsnorm(mx_mb *b, const xctx *c, const char *p, const char *tag, mx_value_id x,
+                           mx_value_id scale) {
   char w[48];
-#define STEP(op, suffix, ...) \
-  (snprintf(w, sizeof w, "%s_%s", tag, suffix), node(b, op, p, w, (mx_value_id[]){__VA_ARGS__}, \
-                                                    sizeof((mx_value_id[]){__VA_ARGS__}) / sizeof(mx_value_id), NULL, 0))
+#define STEP(op, suffix, ...)                      \
+  (snprintf(w, sizeof w, "%s_%s", tag, suffix),    \
+   node(b, op, p, w, (mx_value_id[]){__VA_ARGS__}, \
+        sizeof((mx_value_id[]){__VA_ARGS__}) / sizeof(mx_value_id), NULL, 0))
   mx_value_id sq = STEP("Pow", "pow", x, c->two);
   mx_value_id var = STEP("ReduceMean", "mean", sq, c->axes_last);
   mx_value_id ve = STEP("Add", "add_eps", var, c->eps);
@@ -68,10 +70,10 @@ static mx_value_id rotary(mx_mb *b, const xctx *c, const char *p, const char *ta
   char w[48];
   mx_attr ax = mx_attr_int("axis", -1);
 #define NAME(s) (snprintf(w, sizeof w, "%s_%s", tag, s), w)
-  mx_value_id hi = node(b, "Slice", p, NAME("slice_hi"), (mx_value_id[]){x, c->half_end, c->big, c->last_axis}, 4,
-                        NULL, 0);
-  mx_value_id lo = node(b, "Slice", p, NAME("slice_lo"), (mx_value_id[]){x, c->zero, c->half_end, c->last_axis}, 4,
-                        NULL, 0);
+  mx_value_id hi = node(b, "Slice", p, NAME("slice_hi"),
+                        (mx_value_id[]){x, c->half_end, c->big, c->last_axis}, 4, NULL, 0);
+  mx_value_id lo = node(b, "Slice", p, NAME("slice_lo"),
+                        (mx_value_id[]){x, c->zero, c->half_end, c->last_axis}, 4, NULL, 0);
   mx_value_id neg = node(b, "Neg", p, NAME("neg"), &hi, 1, NULL, 0);
   mx_value_id rot = node(b, "Concat", p, NAME("rotate_half"), (mx_value_id[]){neg, lo}, 2, &ax, 1);
   mx_value_id xc = node(b, "Mul", p, NAME("mul_cos"), (mx_value_id[]){x, c->cos}, 2, NULL, 0);
@@ -94,7 +96,8 @@ static mx_value_id repeat_kv(mx_mb *b, const xctx *c, const char *p, const char 
   return node(b, "Reshape", p, w, (mx_value_id[]){e, c->rep_shape}, 2, NULL, 0);
 }
 
-static mx_value_id layer(mx_mb *b, const xctx *c, int64_t li, mx_value_id h, mx_value_id past_k, mx_value_id past_v) {
+static mx_value_id layer(mx_mb *b, const xctx *c, int64_t li, mx_value_id h, mx_value_id past_k,
+                         mx_value_id past_v) {
   const mx_llama_config *cfg = c->cfg;
   const int64_t H = cfg->hidden, D = cfg->head_dim, QD = cfg->heads * D, KD = cfg->kv_heads * D, F = cfg->ffn;
   char p[32], n[96], nk[48], nv[48];
@@ -169,12 +172,14 @@ static void rope(mx_mb *b, xctx *c) {
       }
     }
     mx_value_id table = mx__mb_const(b, which ? "rope_sin_full" : "rope_cos_full", MX_FLOAT32, 2, dims, t);
-    mx_value_id gth = mx__mb_node(b, "Gather", which ? "rope_sin_at" : "rope_cos_at", (mx_value_id[]){table, c->pos},
-                                  2, NULL, 0, NULL);
-    mx_value_id u = mx__mb_node(b, "Unsqueeze", which ? "rope_sin" : "rope_cos", (mx_value_id[]){gth, axes}, 2, NULL,
-                                0, NULL);
-    if (which) c->sin = u;
-    else c->cos = u;
+    mx_value_id gth = mx__mb_node(b, "Gather", which ? "rope_sin_at" : "rope_cos_at",
+                                  (mx_value_id[]){table, c->pos}, 2, NULL, 0, NULL);
+    mx_value_id u = mx__mb_node(b, "Unsqueeze", which ? "rope_sin" : "rope_cos", (mx_value_id[]){gth, axes},
+                                2, NULL, 0, NULL);
+    if (which)
+      c->sin = u;
+    else
+      c->cos = u;
   }
 }
 
@@ -182,8 +187,10 @@ mx_status mx_model_llama_exported(const mx_llama_config *cfg_in, mx_graph **out,
   if (!out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "out is NULL");
   *out = NULL;
   mx_llama_config cfg;
-  if (cfg_in) cfg = *cfg_in;
-  else mx_llama_config_default(&cfg);
+  if (cfg_in)
+    cfg = *cfg_in;
+  else
+    mx_llama_config_default(&cfg);
   /* The built-in generator checks the config (and resolves head_dim 0) the same way. */
   mx_graph *probe = NULL;
   mx_llama_config small = cfg;
@@ -229,7 +236,8 @@ mx_status mx_model_llama_exported(const mx_llama_config *cfg_in, mx_graph **out,
 
   mx_value_id past_shape = mx__mb_node(&b, "Shape", "past_shape", &past_k[0], 1, NULL, 0, NULL);
   mx_value_id two = mx__mb_scalar_i64(&b, "seq_axis", 2);
-  mx_value_id plen = mx__mb_node(&b, "Gather", "past_len", (mx_value_id[]){past_shape, two}, 2, NULL, 0, NULL);
+  mx_value_id plen =
+      mx__mb_node(&b, "Gather", "past_len", (mx_value_id[]){past_shape, two}, 2, NULL, 0, NULL);
   mx_value_id pos_shape = mx__mb_ints(&b, "position_ids_shape", (int64_t[]){1, 1}, 2);
   c.pos = mx__mb_node(&b, "Reshape", "position_ids", (mx_value_id[]){plen, pos_shape}, 2, NULL, 0, NULL);
   rope(&b, &c);
@@ -240,7 +248,8 @@ mx_status mx_model_llama_exported(const mx_llama_config *cfg_in, mx_graph **out,
   mx_value_id fn = mx__mb_weights_around(&b, "final_norm_scale", 1, &H, 1.0f, 0.1f);
   h = rmsnorm(&b, &c, "", "final_norm", h, fn);
   mx_value_id head = mx__mb_weights(&b, "lm_head", 2, (int64_t[]){H, cfg.vocab}, 1.0f / sqrtf((float)H));
-  mx_value_id logits = mx__mb_node(&b, "MatMul", "lm_head_proj", (mx_value_id[]){h, head}, 2, NULL, 0, "logits");
+  mx_value_id logits =
+      mx__mb_node(&b, "MatMul", "lm_head_proj", (mx_value_id[]){h, head}, 2, NULL, 0, "logits");
   mx__mb_output(&b, logits);
   for (int64_t i = 0; i < L && b.st == MX_OK; i++) {
     char nk[48], nv[48];

@@ -42,8 +42,9 @@ static mx_status check_config(const mx_moe_config *cfg, mx_error *err) {
   if ((st = check_size("ffn", cfg->ffn, 1 << 20, err)) != MX_OK) return st;
   if ((st = check_size("experts", cfg->experts, 1024, err)) != MX_OK) return st;
   if (cfg->top_k < 1 || cfg->top_k > cfg->experts)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "moe: top_k is %lld; it must be between 1 and experts (%lld)",
-                    (long long)cfg->top_k, (long long)cfg->experts);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
+                    "moe: top_k is %lld; it must be between 1 and experts (%lld)", (long long)cfg->top_k,
+                    (long long)cfg->experts);
   if (cfg->hidden * cfg->ffn > (int64_t)1 << 30)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
                     "moe: an expert matrix would exceed 2^30 elements (hidden %lld x ffn %lld)",
@@ -53,11 +54,11 @@ static mx_status check_config(const mx_moe_config *cfg, mx_error *err) {
 
 /* Values shared by every expert. */
 typedef struct moe_ctx {
-  mx_value_id x;        /* the input [tokens, hidden] */
-  mx_value_id idx;      /* TopK indices [tokens, top_k] */
-  mx_value_id probs;    /* Softmax of the TopK values [tokens, top_k] */
-  mx_value_id axis1;    /* int64 [1] = {1}: the reduction axes */
-  mx_value_id axis0;    /* int64 [1] = {0}: the Squeeze axes */
+  mx_value_id x;     /* the input [tokens, hidden] */
+  mx_value_id idx;   /* TopK indices [tokens, top_k] */
+  mx_value_id probs; /* Softmax of the TopK values [tokens, top_k] */
+  mx_value_id axis1; /* int64 [1] = {1}: the reduction axes */
+  mx_value_id axis0; /* int64 [1] = {0}: the Squeeze axes */
 } moe_ctx;
 
 /* Routes the rows picked for expert e through its MLP and adds them into y; returns the new y. */
@@ -72,14 +73,16 @@ static mx_value_id expert(mx_mb *b, const mx_moe_config *cfg, const moe_ctx *c, 
   mx_attr to = mx_attr_int("to", MX_FLOAT32);
   mx_value_id hit = mx__mb_node(b, "Cast", NAME("hit"), &eq, 1, &to, 1, NULL);
   mx_attr keep0 = mx_attr_int("keepdims", 0), keep1 = mx_attr_int("keepdims", 1);
-  mx_value_id any = mx__mb_node(b, "ReduceMax", NAME("any_hit"), (mx_value_id[]){hit, c->axis1}, 2, &keep0, 1, NULL);
+  mx_value_id any =
+      mx__mb_node(b, "ReduceMax", NAME("any_hit"), (mx_value_id[]){hit, c->axis1}, 2, &keep0, 1, NULL);
   mx_value_id nz = mx__mb_node(b, "NonZero", NAME("nonzero"), &any, 1, NULL, 0, NULL);
   mx_value_id rows = mx__mb_node(b, "Squeeze", NAME("rows"), (mx_value_id[]){nz, c->axis0}, 2, NULL, 0, NULL);
   static const int64_t perm[2] = {1, 0};
   mx_attr tp = mx_attr_ints("perm", perm, 2);
   mx_value_id at = mx__mb_node(b, "Transpose", NAME("scatter_indices"), &nz, 1, &tp, 1, NULL);
 
-  mx_value_id xe = mx__mb_node(b, "Gather", NAME("gather_rows"), (mx_value_id[]){c->x, rows}, 2, NULL, 0, NULL);
+  mx_value_id xe =
+      mx__mb_node(b, "Gather", NAME("gather_rows"), (mx_value_id[]){c->x, rows}, 2, NULL, 0, NULL);
   mx_value_id w1 = mx__mb_weights(b, NAME("w1"), 2, (int64_t[]){H, F}, 1.0f / sqrtf((float)H));
   mx_value_id w2 = mx__mb_weights(b, NAME("w2"), 2, (int64_t[]){F, H}, 1.0f / sqrtf((float)F));
   mx_value_id h1 = mx__mb_node(b, "MatMul", NAME("up"), (mx_value_id[]){xe, w1}, 2, NULL, 0, NULL);
@@ -89,7 +92,8 @@ static mx_value_id expert(mx_mb *b, const mx_moe_config *cfg, const moe_ctx *c, 
   mx_value_id hp = mx__mb_node(b, "Mul", NAME("hit_probs"), (mx_value_id[]){hit, c->probs}, 2, NULL, 0, NULL);
   mx_value_id gate_all =
       mx__mb_node(b, "ReduceSum", NAME("gate_all"), (mx_value_id[]){hp, c->axis1}, 2, &keep1, 1, NULL);
-  mx_value_id gate = mx__mb_node(b, "Gather", NAME("gate"), (mx_value_id[]){gate_all, rows}, 2, NULL, 0, NULL);
+  mx_value_id gate =
+      mx__mb_node(b, "Gather", NAME("gate"), (mx_value_id[]){gate_all, rows}, 2, NULL, 0, NULL);
   mx_value_id weighted = mx__mb_node(b, "Mul", NAME("weighted"), (mx_value_id[]){h2, gate}, 2, NULL, 0, NULL);
   mx_attr red = mx_attr_string("reduction", "add");
   return mx__mb_node(b, "ScatterND", NAME("combine"), (mx_value_id[]){y, at, weighted}, 3, &red, 1,
@@ -101,8 +105,10 @@ mx_status mx_model_moe(const mx_moe_config *cfg_in, mx_graph **out, mx_error *er
   if (!out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "out is NULL");
   *out = NULL;
   mx_moe_config cfg;
-  if (cfg_in) cfg = *cfg_in;
-  else mx_moe_config_default(&cfg);
+  if (cfg_in)
+    cfg = *cfg_in;
+  else
+    mx_moe_config_default(&cfg);
   mx_status st = check_config(&cfg, err);
   if (st != MX_OK) return st;
   const int64_t H = cfg.hidden;
@@ -119,8 +125,8 @@ mx_status mx_model_moe(const mx_moe_config *cfg_in, mx_graph **out, mx_error *er
   mx_value_id k = mx__mb_ints(&b, "top_k", (int64_t[]){cfg.top_k}, 1);
   mx_attr ax = mx_attr_int("axis", -1);
   mx_value_id tk[2];
-  mx__mb_node_n(&b, "TopK", "route", (mx_value_id[]){logits, k}, 2, &ax, 1, (const char *const[]){"topk_values", "topk_indices"},
-                2, tk);
+  mx__mb_node_n(&b, "TopK", "route", (mx_value_id[]){logits, k}, 2, &ax, 1,
+                (const char *const[]){"topk_values", "topk_indices"}, 2, tk);
   c.idx = tk[1];
   c.probs = mx__mb_node(&b, "Softmax", "route_probs", &tk[0], 1, &ax, 1, NULL);
 

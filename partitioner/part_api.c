@@ -34,46 +34,29 @@ void mx_partition_options_init(mx_partition_options *o) {
 
 const char *mx_cluster_type_name(mx_cluster_type t) {
   switch (t) {
-    case MX_CLUSTER_DATA:
-      return "DATA";
-    case MX_CLUSTER_INPUT:
-      return "INPUT";
-    case MX_CLUSTER_KNOWN:
-      return "KNOWN";
-    case MX_CLUSTER_UNKNOWN:
-      return "UNKNOWN";
-    case MX_CLUSTER_NETOUTPUT:
-      return "NETOUTPUT";
+    case MX_CLUSTER_DATA: return "DATA";
+    case MX_CLUSTER_INPUT: return "INPUT";
+    case MX_CLUSTER_KNOWN: return "KNOWN";
+    case MX_CLUSTER_UNKNOWN: return "UNKNOWN";
+    case MX_CLUSTER_NETOUTPUT: return "NETOUTPUT";
   }
   return "?";
 }
 
 const char *mx_partition_reason_name(mx_partition_reason_kind k) {
   switch (k) {
-    case MX_PART_KNOWN:
-      return "known";
-    case MX_PART_SYMBOLIC_DIM:
-      return "symbolic_dim";
-    case MX_PART_UNKNOWN_DIM:
-      return "unknown_dim";
-    case MX_PART_UNKNOWN_RANK:
-      return "unknown_rank";
-    case MX_PART_DATA_DEPENDENT:
-      return "data_dependent";
-    case MX_PART_VALUE_DEPENDENT:
-      return "value_dependent";
-    case MX_PART_HOST_PLACEMENT:
-      return "host_placement";
-    case MX_PART_FORCED:
-      return "forced";
-    case MX_PART_ALL_DYNAMIC:
-      return "all_dynamic";
-    case MX_PART_ABSORBED:
-      return "absorbed";
-    case MX_PART_SMALL_CLUSTER:
-      return "small_cluster";
-    case MX_PART_CONSTANT:
-      return "constant";
+    case MX_PART_KNOWN: return "known";
+    case MX_PART_SYMBOLIC_DIM: return "symbolic_dim";
+    case MX_PART_UNKNOWN_DIM: return "unknown_dim";
+    case MX_PART_UNKNOWN_RANK: return "unknown_rank";
+    case MX_PART_DATA_DEPENDENT: return "data_dependent";
+    case MX_PART_VALUE_DEPENDENT: return "value_dependent";
+    case MX_PART_HOST_PLACEMENT: return "host_placement";
+    case MX_PART_FORCED: return "forced";
+    case MX_PART_ALL_DYNAMIC: return "all_dynamic";
+    case MX_PART_ABSORBED: return "absorbed";
+    case MX_PART_SMALL_CLUSTER: return "small_cluster";
+    case MX_PART_CONSTANT: return "constant";
   }
   return "?";
 }
@@ -103,12 +86,11 @@ void mx_partition_destroy(mx_partition *p) {
   free(p);
 }
 
-mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opts,
-                              mx_partition **out, mx_error *err) {
+mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opts, mx_partition **out,
+                              mx_error *err) {
   if (out) *out = NULL;
   if (!g || !out)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_partition_create: %s is NULL",
-                    g ? "out" : "graph");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_partition_create: %s is NULL", g ? "out" : "graph");
   mx_partition_options defaults;
   mx_partition_options_init(&defaults);
   const mx_partition_options *o = opts ? opts : &defaults;
@@ -117,12 +99,10 @@ mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opt
                     "partition options version %u is not %u (fill them with mx_partition_options_init)",
                     o->version, MX_PARTITION_OPTIONS_VERSION);
   if (o->static_min_ops < -1)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                    "static_min_ops must be -1, 0 or positive, not %lld",
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "static_min_ops must be -1, 0 or positive, not %lld",
                     (long long)o->static_min_ops);
   mx_partition *p = calloc(1, sizeof *p);
-  if (!p)
-    return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of memory partitioning graph '%s'", g->name);
+  if (!p) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of memory partitioning graph '%s'", g->name);
   p->g = g;
   p->static_min_ops = o->static_min_ops;
   p->stable = o->stable;
@@ -189,15 +169,13 @@ mx_node_id mx_partition_cluster_node(const mx_partition *p, size_t id, size_t k)
   return p->members[p->clusters[id].first_node + k];
 }
 
-bool mx_partition_cluster_input(const mx_partition *p, size_t id, size_t k,
-                                mx_partition_boundary *out) {
+bool mx_partition_cluster_input(const mx_partition *p, size_t id, size_t k, mx_partition_boundary *out) {
   if (!p || !out || id >= p->n_clusters || k >= p->clusters[id].n_in) return false;
   *out = p->bounds[p->clusters[id].first_in + k];
   return true;
 }
 
-bool mx_partition_cluster_output(const mx_partition *p, size_t id, size_t k,
-                                 mx_partition_boundary *out) {
+bool mx_partition_cluster_output(const mx_partition *p, size_t id, size_t k, mx_partition_boundary *out) {
   if (!p || !out || id >= p->n_clusters || k >= p->clusters[id].n_out) return false;
   *out = p->bounds[p->clusters[id].first_out + k];
   return true;

@@ -30,13 +30,12 @@ typedef struct build_ctx {
 } build_ctx;
 
 static mx_status fail_from(mx_partition *p, const mx_graph *on, const char *what) {
-  return mx__part_fail(p, on->err.status != MX_OK ? on->err.status : MX_ERR_OUT_OF_MEMORY, "%s: %s",
-                       what, on->err.message[0] ? on->err.message : "out of memory");
+  return mx__part_fail(p, on->err.status != MX_OK ? on->err.status : MX_ERR_OUT_OF_MEMORY, "%s: %s", what,
+                       on->err.message[0] ? on->err.message : "out of memory");
 }
 
 /* Copies dtype, shape, symbolic value and constant data of input-graph value `from` onto `to`. */
-static mx_status copy_value_info(mx_graph *dst, mx_value_id to, const mx_graph *g,
-                                 mx_value_id from) {
+static mx_status copy_value_info(mx_graph *dst, mx_value_id to, const mx_graph *g, mx_value_id from) {
   const mx_value *s = &g->values[from];
   mx_value *d = &dst->values[to];
   d->dtype = s->dtype;
@@ -58,10 +57,10 @@ static mx_status copy_value_info(mx_graph *dst, mx_value_id to, const mx_graph *
 
 /* Adds a node to dst without the builder's limits on input and output counts. attrs must
  * already live in dst's arena. out_names[k] names output k (must be new in dst). */
-static mx_status add_node_raw(mx_graph *dst, const char *name, const char *op_type,
-                              const char *domain, int64_t opset, const mx_value_id *inputs,
-                              uint32_t n_in, mx_attr *attrs, uint32_t n_attrs,
-                              const char *const *out_names, uint32_t n_out, mx_node_id *out_id) {
+static mx_status add_node_raw(mx_graph *dst, const char *name, const char *op_type, const char *domain,
+                              int64_t opset, const mx_value_id *inputs, uint32_t n_in, mx_attr *attrs,
+                              uint32_t n_attrs, const char *const *out_names, uint32_t n_out,
+                              mx_node_id *out_id) {
   if (mx__strmap_get(&dst->node_names, name, NULL))
     return mx__graph_fail(dst, MX_ERR_INVALID_GRAPH, "duplicate node name '%s'", name);
   const char *nm = mx__arena_strdup(&dst->arena, name);
@@ -128,8 +127,8 @@ static mx_status copy_node(mx_partition *p, mx_graph *dst, mx_node_id n, mx_valu
     goto done;
   }
   mx_node_id nid;
-  if (add_node_raw(dst, nd->name, nd->op_type, nd->domain, nd->opset, ins, nd->n_inputs, attrs,
-                   nd->n_attrs, names, nd->n_outputs, &nid) != MX_OK) {
+  if (add_node_raw(dst, nd->name, nd->op_type, nd->domain, nd->opset, ins, nd->n_inputs, attrs, nd->n_attrs,
+                   names, nd->n_outputs, &nid) != MX_OK) {
     st = fail_from(p, dst, nd->name);
     goto done;
   }
@@ -145,8 +144,7 @@ static mx_status copy_node(mx_partition *p, mx_graph *dst, mx_node_id n, mx_valu
   for (uint32_t k = 0; k < nd->n_outputs; k++) {
     map[nd->outputs[k]] = cp->outputs[k];
     if (copy_value_info(dst, cp->outputs[k], g, nd->outputs[k]) != MX_OK) {
-      st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory copying the outputs of node '%s'",
-                         nd->name);
+      st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory copying the outputs of node '%s'", nd->name);
       goto done;
     }
   }
@@ -159,14 +157,13 @@ done:
 /* Adds input-graph value v as a graph input of dst (name, dtype, shape, symbolic value). */
 static mx_status add_input_like(mx_partition *p, mx_graph *dst, mx_value_id v, mx_value_id *out) {
   const mx_value *val = &p->g->values[v];
-  if (mx_graph_add_input(dst, val->name, val->dtype,
-                         val->shape.rank == MX_RANK_UNKNOWN ? NULL : &val->shape, out) != MX_OK)
+  if (mx_graph_add_input(dst, val->name, val->dtype, val->shape.rank == MX_RANK_UNKNOWN ? NULL : &val->shape,
+                         out) != MX_OK)
     return fail_from(p, dst, val->name);
   mx_value *d = &dst->values[*out];
   if (val->sv && val->sv_len >= 0) {
     d->sv = mx__arena_memdup(&dst->arena, val->sv, (size_t)val->sv_len * sizeof *val->sv, 8);
-    if (!d->sv)
-      return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory copying input '%s'", val->name);
+    if (!d->sv) return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory copying input '%s'", val->name);
     d->sv_len = val->sv_len;
   }
   return MX_OK;
@@ -185,8 +182,8 @@ static mx_status add_constant_like(mx_partition *p, mx_graph *dst, uint32_t k, m
 /* A graph with its own arena (chunks of `chunk` bytes) sharing the input graph's symbol table,
  * importing the input graph's opsets plus "mixrt", with room for `n_nodes` nodes and `n_values`
  * values. */
-static mx_status new_graph(mx_partition *p, const char *name, size_t chunk, size_t n_nodes,
-                           size_t n_values, mx_graph **out) {
+static mx_status new_graph(mx_partition *p, const char *name, size_t chunk, size_t n_nodes, size_t n_values,
+                           mx_graph **out) {
   const mx_graph *g = p->g;
   mx_graph *r = calloc(1, sizeof *r);
   if (!r) return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory creating graph '%s'", name);
@@ -204,15 +201,14 @@ static mx_status new_graph(mx_partition *p, const char *name, size_t chunk, size
   for (size_t i = 0; i < g->n_opsets; i++)
     if (mx_graph_set_opset(r, g->opsets[i].domain, g->opsets[i].version) != MX_OK)
       return fail_from(p, r, name);
-  if (mx_graph_set_opset(r, MX_PART_DOMAIN, MX_PART_DOMAIN_VERSION) != MX_OK)
-    return fail_from(p, r, name);
+  if (mx_graph_set_opset(r, MX_PART_DOMAIN, MX_PART_DOMAIN_VERSION) != MX_OK) return fail_from(p, r, name);
   return MX_OK;
 }
 
 /* Counts of the graph that will hold cluster c (nodes and values), and a fitting arena chunk:
  * small clusters get small chunks, so thousands of tiny subgraphs stay cheap. */
-static void cluster_sizes(const mx_partition *p, const mx__part_cluster *c, size_t *n_nodes,
-                          size_t *n_values, size_t *chunk) {
+static void cluster_sizes(const mx_partition *p, const mx__part_cluster *c, size_t *n_nodes, size_t *n_values,
+                          size_t *chunk) {
   const mx_graph *g = p->g;
   size_t nn = c->n_nodes, nv = c->n_in, bytes = 1024 + 256 * (size_t)c->n_in;
   for (uint32_t m = 0; m < c->n_nodes; m++) {
@@ -287,9 +283,9 @@ static mx_status build_cluster(build_ctx *b, uint32_t id) {
     for (uint32_t k = 0; k < nd->n_inputs; k++) {
       mx_value_id v = nd->inputs[k];
       if (v != MX_NO_VALUE && b->sub_owner[v] != id) {
-        st = mx__part_fail(p, MX_ERR_INTERNAL,
-                           "partition: input '%s' of node '%s' is missing from cluster %u",
-                           g->values[v].name, nd->name, id);
+        st =
+            mx__part_fail(p, MX_ERR_INTERNAL, "partition: input '%s' of node '%s' is missing from cluster %u",
+                          g->values[v].name, nd->name, id);
         goto done;
       }
     }
@@ -324,8 +320,8 @@ static mx_status build_cluster(build_ctx *b, uint32_t id) {
     goto done;
   }
   mx_node_id call;
-  if (add_node_raw(root, call_name, MX_PART_CALL_OP, MX_PART_DOMAIN, MX_PART_DOMAIN_VERSION,
-                   call_in, c->n_in, attrs, 3, out_names, c->n_out, &call) != MX_OK) {
+  if (add_node_raw(root, call_name, MX_PART_CALL_OP, MX_PART_DOMAIN, MX_PART_DOMAIN_VERSION, call_in, c->n_in,
+                   attrs, 3, out_names, c->n_out, &call) != MX_OK) {
     st = fail_from(p, root, name);
     goto done;
   }
@@ -397,9 +393,8 @@ mx_status mx__part_build(mx_partition *p) {
   for (size_t i = 0; i < g->n_outputs; i++) {
     mx_value_id rv = b.root_val[g->outputs[i]];
     if (rv == MX_NO_VALUE) {
-      st =
-          mx__part_fail(p, MX_ERR_INTERNAL, "partition: graph output '%s' has no value in the root",
-                        g->values[g->outputs[i]].name);
+      st = mx__part_fail(p, MX_ERR_INTERNAL, "partition: graph output '%s' has no value in the root",
+                         g->values[g->outputs[i]].name);
       goto done;
     }
     if (mx_graph_add_output(root, rv) != MX_OK) {

@@ -58,8 +58,7 @@ static void source_id(const mx_partition *p, mx_value_id v, char *buf, size_t ca
   uint32_t k = p->const_of_value[v];
   if (k != MX__PART_NONE && p->consts[k].node != MX_NO_NODE)
     snprintf(buf, cap, "n%u", p->consts[k].node);
-  else if (!(val->flags & MX_VALUE_INPUT) && val->producer != MX_NO_NODE &&
-           mx__node_valid(g, val->producer))
+  else if (!(val->flags & MX_VALUE_INPUT) && val->producer != MX_NO_NODE && mx__node_valid(g, val->producer))
     snprintf(buf, cap, "n%u", val->producer);
   else
     snprintf(buf, cap, "v%u", v);
@@ -92,8 +91,8 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
     style_of(c->type, &line, &fill);
     char label[96];
     if (c->n_nodes)
-      snprintf(label, sizeof label, "%u %s (%u op%s)", id, mx_cluster_type_name(c->type),
-               c->n_nodes, c->n_nodes == 1 ? "" : "s");
+      snprintf(label, sizeof label, "%u %s (%u op%s)", id, mx_cluster_type_name(c->type), c->n_nodes,
+               c->n_nodes == 1 ? "" : "s");
     else
       snprintf(label, sizeof label, "%u %s", id, mx_cluster_type_name(c->type));
     fprintf(out, "  subgraph cluster_%u {\n    label=", id);
@@ -106,8 +105,7 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
       dot_label2(out, g->values[c->source].name, s);
       fprintf(out, "];\n");
     }
-    for (uint32_t k = 0; k < c->n_consts; k++)
-      const_node(out, p, p->cluster_consts[c->first_const + k]);
+    for (uint32_t k = 0; k < c->n_consts; k++) const_node(out, p, p->cluster_consts[c->first_const + k]);
     for (uint32_t m = 0; m < c->n_nodes; m++) {
       mx_node_id n = p->members[c->first_node + m];
       fprintf(out, "    n%u [label=", n);
@@ -134,8 +132,7 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
       if (v == MX_NO_VALUE) continue;
       source_id(p, v, src, sizeof src);
       bool cross = p->cluster_of_value[v] != cn;
-      fprintf(out, "  %s -> n%u%s;\n", src, n,
-              cross ? " [style=bold, penwidth=2.5, color=\"#000000\"]" : "");
+      fprintf(out, "  %s -> n%u%s;\n", src, n, cross ? " [style=bold, penwidth=2.5, color=\"#000000\"]" : "");
     }
   }
   for (size_t i = 0; i < g->n_outputs; i++) {

@@ -16,15 +16,12 @@ static void bound_json(FILE *out, const mx_partition *p, const mx__part_bound *b
   mx__json_string(out, val->name);
   fprintf(out, ", \"dtype\": \"%s\", \"shape\": ", mx_dtype_name(val->dtype));
   mx__json_string(out, s);
-  fprintf(out, ", \"parent_index\": %u, \"%s\": %u", b->parent_index, input ? "from" : "to",
-          b->peer);
+  fprintf(out, ", \"parent_index\": %u, \"%s\": %u", b->parent_index, input ? "from" : "to", b->peer);
   if (input) fprintf(out, ", \"const\": %s", b->constant ? "true" : "false");
   fputc('}', out);
 }
 
-static void ids_json(FILE *out, const uint32_t *ids, uint32_t n) {
-  mx__part_print_ids(out, ids, n);
-}
+static void ids_json(FILE *out, const uint32_t *ids, uint32_t n) { mx__part_print_ids(out, ids, n); }
 
 static void cluster_json(FILE *out, const mx_partition *p, uint32_t id) {
   const mx__part_cluster *c = &p->clusters[id];
@@ -34,8 +31,8 @@ static void cluster_json(FILE *out, const mx_partition *p, uint32_t id) {
     mx__json_string(out, p->root->nodes[c->call].name);
   else
     fprintf(out, "null");
-  fprintf(out, ", \"rank_min\": %lld, \"rank_max\": %lld,\n     \"nodes\": [",
-          (long long)c->min_rank, (long long)c->max_rank);
+  fprintf(out, ", \"rank_min\": %lld, \"rank_max\": %lld,\n     \"nodes\": [", (long long)c->min_rank,
+          (long long)c->max_rank);
   if (c->type == MX_CLUSTER_DATA || c->type == MX_CLUSTER_INPUT) {
     mx__json_string(out, mx__part_cluster_label(p, id, 0));
   } else {
@@ -49,8 +46,7 @@ static void cluster_json(FILE *out, const mx_partition *p, uint32_t id) {
     for (uint32_t k = 0; k < c->n_consts; k++) {
       const mx__part_const *kc = &p->consts[p->cluster_consts[c->first_const + k]];
       if (k) fprintf(out, ", ");
-      mx__json_string(
-          out, kc->node != MX_NO_NODE ? g->nodes[kc->node].name : g->values[kc->value].name);
+      mx__json_string(out, kc->node != MX_NO_NODE ? g->nodes[kc->node].name : g->values[kc->value].name);
     }
   }
   fprintf(out, "],\n     \"inputs\": [");
@@ -104,9 +100,8 @@ mx_status mx_partition_dump_json(const mx_partition *p, FILE *out) {
     mx__json_string(out, nd->name);
     fprintf(out, ", \"op\": ");
     mx__json_string(out, nd->op_type);
-    fprintf(out,
-            ", \"rank\": %zu, \"cluster\": %u, \"unknown\": %s, \"reason\": \"%s\", \"detail\": ",
-            i, c, p->clusters[c].type == MX_CLUSTER_UNKNOWN ? "true" : "false",
+    fprintf(out, ", \"rank\": %zu, \"cluster\": %u, \"unknown\": %s, \"reason\": \"%s\", \"detail\": ", i, c,
+            p->clusters[c].type == MX_CLUSTER_UNKNOWN ? "true" : "false",
             mx_partition_reason_name(p->reason[n].kind));
     mx__part_reason_text(p, n, line, sizeof line);
     mx__json_string(out, line);
@@ -120,13 +115,12 @@ mx_status mx_partition_dump_json(const mx_partition *p, FILE *out) {
     fprintf(out, ", \"kind\": \"%s\"}", mx__spec_sym_kind_name((mx_spec_sym_kind)p->sym_kinds[k]));
   }
   const mx_partition_totals *t = &p->totals;
-  fprintf(
-      out,
-      "],\n \"totals\": {\"clusters\": %u, \"known_clusters\": %zu, \"unknown_clusters\": %zu, "
-      "\"known_nodes\": %zu, \"unknown_nodes\": %zu, \"constants\": %zu, \"shared_constants\": "
-      "%zu, "
-      "\"boundary_values\": %zu}}\n",
-      p->n_clusters, t->known_clusters, t->unknown_clusters, t->known_nodes, t->unknown_nodes,
-      t->constants, t->shared_constants, t->boundary_values);
+  fprintf(out,
+          "],\n \"totals\": {\"clusters\": %u, \"known_clusters\": %zu, \"unknown_clusters\": %zu, "
+          "\"known_nodes\": %zu, \"unknown_nodes\": %zu, \"constants\": %zu, \"shared_constants\": "
+          "%zu, "
+          "\"boundary_values\": %zu}}\n",
+          p->n_clusters, t->known_clusters, t->unknown_clusters, t->known_nodes, t->unknown_nodes,
+          t->constants, t->shared_constants, t->boundary_values);
   return ferror(out) ? MX_ERR_IO : MX_OK;
 }

@@ -16,8 +16,7 @@ mx_status mx_partition_dump_text(const mx_partition *p, FILE *out) {
     char ranks[48] = "-";
     if (c->n_nodes)
       snprintf(ranks, sizeof ranks, "%lld..%lld", (long long)c->min_rank, (long long)c->max_rank);
-    fprintf(out, "cluster %u %-9s ops %u ranks %s in ", id, mx_cluster_type_name(c->type),
-            c->n_nodes, ranks);
+    fprintf(out, "cluster %u %-9s ops %u ranks %s in ", id, mx_cluster_type_name(c->type), c->n_nodes, ranks);
     mx__part_print_ids(out, p->links + c->first_pred, c->n_pred);
     fprintf(out, " out ");
     mx__part_print_ids(out, p->links + c->first_succ, c->n_succ);
@@ -31,8 +30,7 @@ mx_status mx_partition_dump_text(const mx_partition *p, FILE *out) {
     if (c->n_nodes > shown) fprintf(out, ", ... (+%zu)", (size_t)c->n_nodes - shown);
     if ((c->type == MX_CLUSTER_KNOWN || c->type == MX_CLUSTER_UNKNOWN) && c->n_consts)
       fprintf(out, " + %u constant%s", c->n_consts, c->n_consts == 1 ? "" : "s");
-    if (c->type == MX_CLUSTER_NETOUTPUT)
-      fprintf(out, " %u output%s", c->n_in, c->n_in == 1 ? "" : "s");
+    if (c->type == MX_CLUSTER_NETOUTPUT) fprintf(out, " %u output%s", c->n_in, c->n_in == 1 ? "" : "s");
     if (p->spec && p->spec[id].specializable) {
       fprintf(out, " | specializable on [");
       for (uint32_t k = 0; k < p->spec[id].n_syms; k++)
@@ -54,7 +52,7 @@ mx_status mx_partition_dump_text(const mx_partition *p, FILE *out) {
           "(%zu shared), "
           "boundary values %zu\n",
           t->known_nodes, t->known_clusters, t->known_clusters == 1 ? "" : "s", t->unknown_nodes,
-          t->unknown_clusters, t->unknown_clusters == 1 ? "" : "s", t->constants,
-          t->shared_constants, t->boundary_values);
+          t->unknown_clusters, t->unknown_clusters == 1 ? "" : "s", t->constants, t->shared_constants,
+          t->boundary_values);
   return ferror(out) ? MX_ERR_IO : MX_OK;
 }

@@ -58,10 +58,10 @@ mx_status mx__part_work_init(mx__part_work *w, mx_partition *p) {
   w->seg_left = malloc(2 * nn * sizeof *w->seg_left);
   w->pred_off = calloc(nn + 1, sizeof *w->pred_off);
   bool ok = w->parent && w->rank && w->size && w->unknown && w->dead && w->min_pos && w->in_head &&
-            w->in_tail && w->out_root && w->mem_head && w->mem_tail && w->mem_next && w->order &&
-            w->aux && w->scratch && w->scratch2 && w->popped && w->seg_start && w->seg_len &&
-            w->seg_next && w->seg_left && w->pred_off && marks_init(&w->visited, n) &&
-            marks_init(&w->seen, n) && marks_init(&w->tried, n);
+            w->in_tail && w->out_root && w->mem_head && w->mem_tail && w->mem_next && w->order && w->aux &&
+            w->scratch && w->scratch2 && w->popped && w->seg_start && w->seg_len && w->seg_next &&
+            w->seg_left && w->pred_off && marks_init(&w->visited, n) && marks_init(&w->seen, n) &&
+            marks_init(&w->tried, n);
   if (!ok) goto oom;
   for (uint32_t i = 0; i < n; i++) {
     w->parent[i] = i;
@@ -94,8 +94,7 @@ mx_status mx__part_work_init(mx__part_work *w, mx_partition *p) {
   }
   return MX_OK;
 oom:
-  return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory building the cluster graph of '%s'",
-                       g->name);
+  return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory building the cluster graph of '%s'", g->name);
 }
 
 void mx__part_work_free(mx__part_work *w) {
@@ -244,23 +243,20 @@ mx_status mx__part_rebuild(mx__part_work *w) {
   size_t hn = 0;
   uint32_t on = 0;
   for (uint32_t r = 0; r < n; r++)
-    if (w->parent[r] == r && in_cnt[r] == 0)
-      mx__heap_u64_push(heap, &hn, (uint64_t)w->min_pos[r] << 32 | r);
+    if (w->parent[r] == r && in_cnt[r] == 0) mx__heap_u64_push(heap, &hn, (uint64_t)w->min_pos[r] << 32 | r);
   while (hn) {
     uint32_t x = (uint32_t)mx__heap_u64_pop(heap, &hn);
     w->rank[x] = on;
     w->order[on++] = x;
     const uint32_t *e = w->ent + w->seg_start[n + x];
     for (uint32_t i = 0; i < w->seg_len[n + x]; i++)
-      if (--in_cnt[e[i]] == 0)
-        mx__heap_u64_push(heap, &hn, (uint64_t)w->min_pos[e[i]] << 32 | e[i]);
+      if (--in_cnt[e[i]] == 0) mx__heap_u64_push(heap, &hn, (uint64_t)w->min_pos[e[i]] << 32 | e[i]);
   }
   w->n_roots = on;
   if (on != roots) {
-    st = mx__part_fail(
-        w->p, MX_ERR_INTERNAL,
-        "partition of '%s': the cluster graph has a cycle (%u of %u clusters ordered)",
-        w->p->g->name, on, roots);
+    st = mx__part_fail(w->p, MX_ERR_INTERNAL,
+                       "partition of '%s': the cluster graph has a cycle (%u of %u clusters ordered)",
+                       w->p->g->name, on, roots);
     goto done;
   }
   /* Out-segments sorted by target rank; each root's heap is its one segment. */
@@ -273,8 +269,8 @@ mx_status mx__part_rebuild(mx__part_work *w) {
   }
   goto done;
 oom:
-  st = mx__part_fail(w->p, MX_ERR_OUT_OF_MEMORY,
-                     "out of memory rebuilding the cluster graph of '%s'", w->p->g->name);
+  st = mx__part_fail(w->p, MX_ERR_OUT_OF_MEMORY, "out of memory rebuilding the cluster graph of '%s'",
+                     w->p->g->name);
 done:
   free(in_cnt);
   free(out_cnt);
@@ -286,9 +282,7 @@ done:
 /* --- merging and reading ------------------------------------------------------------------ */
 
 /* First key of out-segment s (it is never empty while in a heap). */
-static inline uint32_t seg_key(const mx__part_work *w, uint32_t s) {
-  return w->key[w->seg_start[s]];
-}
+static inline uint32_t seg_key(const mx__part_work *w, uint32_t s) { return w->key[w->seg_start[s]]; }
 
 /* Melds two skew heaps of out-segments (top-down, iterative). */
 static uint32_t meld(mx__part_work *w, uint32_t a, uint32_t b) {
@@ -324,8 +318,8 @@ static uint32_t heap_take(mx__part_work *w, uint32_t *root) {
   return s;
 }
 
-static void link_chain(uint32_t *seg_next, uint32_t *head_into, uint32_t *tail_into,
-                       uint32_t *head_from, uint32_t *tail_from) {
+static void link_chain(uint32_t *seg_next, uint32_t *head_into, uint32_t *tail_into, uint32_t *head_from,
+                       uint32_t *tail_from) {
   if (*head_from == MX__PART_NONE) return;
   if (*head_into == MX__PART_NONE) {
     *head_into = *head_from;
@@ -340,8 +334,7 @@ void mx__part_union(mx__part_work *w, uint32_t from, uint32_t into) {
   w->parent[from] = into;
   w->size[into] += w->size[from];
   if (w->min_pos[from] < w->min_pos[into]) w->min_pos[into] = w->min_pos[from];
-  link_chain(w->seg_next, &w->in_head[into], &w->in_tail[into], &w->in_head[from],
-             &w->in_tail[from]);
+  link_chain(w->seg_next, &w->in_head[into], &w->in_tail[into], &w->in_head[from], &w->in_tail[from]);
   w->out_root[into] = meld(w, w->out_root[into], w->out_root[from]);
   w->out_root[from] = MX__PART_NONE;
   w->mem_next[w->mem_tail[into]] = w->mem_head[from];

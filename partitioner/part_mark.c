@@ -114,15 +114,14 @@ mx_status mx__part_mark(mx_partition *p, const mx_partition_options *o) {
     const char *name = o->force_unknown ? o->force_unknown[i] : NULL;
     mx_node_id n = mx_graph_find_node(g, name);
     if (n == MX_NO_NODE || !mx__node_valid(g, n)) {
-      st = mx__part_fail(p, MX_ERR_NOT_FOUND, "force_unknown: graph '%s' has no node named '%s'",
-                         g->name, name ? name : "(null)");
+      st = mx__part_fail(p, MX_ERR_NOT_FOUND, "force_unknown: graph '%s' has no node named '%s'", g->name,
+                         name ? name : "(null)");
       goto done;
     }
     forced[n] = 1;
   }
   for (uint32_t i = 0; i < p->n_consts; i++)
-    if (p->consts[i].node != MX_NO_NODE)
-      p->reason[p->consts[i].node] = mx__part_reason(MX_PART_CONSTANT);
+    if (p->consts[i].node != MX_NO_NODE) p->reason[p->consts[i].node] = mx__part_reason(MX_PART_CONSTANT);
   p->n_marked_unknown = 0;
   for (uint32_t pos = 0; pos < p->n_compute; pos++) {
     mx_node_id n = p->compute[pos];

@@ -46,8 +46,7 @@ static mx_status oom(mx__part_work *w) {
 
 /* (a) Merges into C (current, UNKNOWN) every cluster on a path from U (a direct UNKNOWN input)
  * to C. from_pos -> to_pos is the node edge that connects them. */
-static mx_status absorb_paths(mx__part_work *w, uint32_t u, uint32_t c, uint32_t from_pos,
-                              uint32_t to_pos) {
+static mx_status absorb_paths(mx__part_work *w, uint32_t u, uint32_t c, uint32_t from_pos, uint32_t to_pos) {
   mx_status st = MX_OK;
   uint32_t *cnt = NULL, *src = NULL;
   uint8_t *good = NULL;
@@ -279,8 +278,7 @@ mx_status mx__part_merge(mx_partition *p) {
   p->group_of = malloc((n ? n : 1) * sizeof *p->group_of);
   p->group_unknown = calloc(n ? n : 1, 1);
   if (!p->group_of || !p->group_unknown)
-    return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory merging the clusters of '%s'",
-                         p->g->name);
+    return mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory merging the clusters of '%s'", p->g->name);
   if (n == 0) return MX_OK;
   if (p->static_min_ops < 0) {
     /* The whole graph runs dynamically: one UNKNOWN cluster. */

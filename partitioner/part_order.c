@@ -42,27 +42,27 @@ static mx_status check_node(mx_partition *p, const mx_node *nd) {
   if (!nd->def)
     return mx__part_fail(
         p, MX_ERR_INVALID_ARGUMENT,
-        "graph '%s' is not inferred: node '%s' (%s) has no resolved op (run mx_graph_infer first)",
-        g->name, nd->name, nd->op_type);
+        "graph '%s' is not inferred: node '%s' (%s) has no resolved op (run mx_graph_infer first)", g->name,
+        nd->name, nd->op_type);
   for (uint32_t i = 0; i < nd->n_attrs; i++)
     if (nd->attrs[i].type == MX_ATTR_GRAPH)
-      return mx__part_fail(
-          p, MX_ERR_UNSUPPORTED,
-          "node '%s' (%s): attribute '%s' holds a subgraph; the partitioner does not take "
-          "nodes with subgraphs",
-          nd->name, nd->op_type, nd->attrs[i].name);
+      return mx__part_fail(p, MX_ERR_UNSUPPORTED,
+                           "node '%s' (%s): attribute '%s' holds a subgraph; the partitioner does not take "
+                           "nodes with subgraphs",
+                           nd->name, nd->op_type, nd->attrs[i].name);
   for (uint32_t i = 0; i < nd->n_outputs; i++)
     if (g->values[nd->outputs[i]].dtype == MX_DTYPE_UNDEFINED)
       return mx__part_fail(p, MX_ERR_INVALID_ARGUMENT,
-                           "graph '%s' is not inferred: output %u ('%s') of node '%s' has no dtype",
-                           g->name, i, g->values[nd->outputs[i]].name, nd->name);
+                           "graph '%s' is not inferred: output %u ('%s') of node '%s' has no dtype", g->name,
+                           i, g->values[nd->outputs[i]].name, nd->name);
   for (uint32_t i = 0; i < nd->n_inputs + nd->n_outputs; i++) {
     mx_value_id v = i < nd->n_inputs ? nd->inputs[i] : nd->outputs[i - nd->n_inputs];
     if (v != MX_NO_VALUE && mx__value_valid(g, v) && g->values[v].dtype == MX_STRING)
       return mx__part_fail(p, MX_ERR_UNSUPPORTED,
                            "node '%s' (%s): value '%s' is a string tensor; strings are host only and "
                            "run through the reference interpreter (mx_reference_run), not sessions "
-                           "or static models", nd->name, nd->op_type, g->values[v].name);
+                           "or static models",
+                           nd->name, nd->op_type, g->values[v].name);
   }
   return MX_OK;
 }
@@ -76,8 +76,7 @@ mx_status mx__part_order(mx_partition *p) {
   p->pos_of = malloc((nn ? nn : 1) * sizeof *p->pos_of);
   p->compute = malloc((nn ? nn : 1) * sizeof *p->compute);
   p->const_of_value = malloc((nv ? nv : 1) * sizeof *p->const_of_value);
-  if (!p->order || !p->rank_of || !p->pos_of || !p->compute ||
-      !p->const_of_value) {
+  if (!p->order || !p->rank_of || !p->pos_of || !p->compute || !p->const_of_value) {
     st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory ordering graph '%s'", g->name);
     goto done;
   }
@@ -98,15 +97,14 @@ mx_status mx__part_order(mx_partition *p) {
       mx_value_id v = nd->inputs[k];
       if (v == MX_NO_VALUE) continue;
       if (!mx__value_valid(g, v)) {
-        st = mx__part_fail(p, MX_ERR_INVALID_GRAPH,
-                           "node '%s' (%s): input %u refers to a removed value", nd->name,
-                           nd->op_type, k);
+        st = mx__part_fail(p, MX_ERR_INVALID_GRAPH, "node '%s' (%s): input %u refers to a removed value",
+                           nd->name, nd->op_type, k);
         goto done;
       }
       if (g->values[v].dtype == MX_DTYPE_UNDEFINED) {
         st = mx__part_fail(p, MX_ERR_INVALID_ARGUMENT,
-                           "graph '%s' is not inferred: input %u ('%s') of node '%s' has no dtype",
-                           g->name, k, g->values[v].name, nd->name);
+                           "graph '%s' is not inferred: input %u ('%s') of node '%s' has no dtype", g->name,
+                           k, g->values[v].name, nd->name);
         goto done;
       }
     }
@@ -120,8 +118,7 @@ mx_status mx__part_order(mx_partition *p) {
   for (size_t i = 0; i < on; i++) p->rank_of[p->order[i]] = (uint32_t)i;
   p->n_order = on;
   if (on != n_live) {
-    st = mx__part_fail(p, MX_ERR_INVALID_GRAPH, "graph '%s' has a cycle through node '%s'", g->name,
-                       culprit);
+    st = mx__part_fail(p, MX_ERR_INVALID_GRAPH, "graph '%s' has a cycle through node '%s'", g->name, culprit);
     goto done;
   }
 
@@ -134,8 +131,7 @@ mx_status mx__part_order(mx_partition *p) {
     if (is_constant_value(g, (mx_value_id)v)) n_init++;
   p->consts = calloc(n_init + n_const_nodes ? n_init + n_const_nodes : 1, sizeof *p->consts);
   if (!p->consts) {
-    st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory listing the constants of '%s'",
-                       g->name);
+    st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory listing the constants of '%s'", g->name);
     goto done;
   }
   uint32_t nc = 0;

@@ -24,8 +24,7 @@ static int cmp_u32(const void *a, const void *b) {
 
 /* Orders the merged groups topologically. gidx[pos] receives the group index (0.. in order of
  * first position); *topo receives the groups in order. */
-static mx_status order_groups(mx_partition *p, uint32_t *gidx, uint32_t **topo_out,
-                              uint32_t *n_groups) {
+static mx_status order_groups(mx_partition *p, uint32_t *gidx, uint32_t **topo_out, uint32_t *n_groups) {
   const mx_graph *g = p->g;
   uint32_t n = p->n_compute, ng = 0;
   mx_status st = MX_OK;
@@ -79,8 +78,7 @@ static mx_status order_groups(mx_partition *p, uint32_t *gidx, uint32_t **topo_o
       if (--indeg[adj[i]] == 0) mx__heap_u32_push(heap, &hn, adj[i]);
   }
   if (tn != ng) {
-    st = mx__part_fail(p, MX_ERR_INTERNAL, "partition of '%s': the merged clusters form a cycle",
-                       g->name);
+    st = mx__part_fail(p, MX_ERR_INTERNAL, "partition of '%s': the merged clusters form a cycle", g->name);
     goto done;
   }
   *topo_out = topo;
@@ -88,8 +86,7 @@ static mx_status order_groups(mx_partition *p, uint32_t *gidx, uint32_t **topo_o
   *n_groups = ng;
   goto done;
 oom:
-  st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory ordering the clusters of '%s'",
-                     g->name);
+  st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory ordering the clusters of '%s'", g->name);
 done:
   free(local);
   free(off);
@@ -185,8 +182,8 @@ static mx_status boundaries(mx_partition *p) {
   mx_status st = MX_OK;
   size_t cap_bounds = 0, cap_links = 0, cap_buf = 64, nb = 0;
   uint32_t netout = p->n_clusters - 1;
-  uint32_t *listed = malloc((g->n_values ? g->n_values : 1) *
-                            sizeof *listed); /* by value: cluster that listed it */
+  uint32_t *listed =
+      malloc((g->n_values ? g->n_values : 1) * sizeof *listed); /* by value: cluster that listed it */
   uint32_t *buf = malloc(cap_buf * sizeof *buf);
   if (!listed || !buf) goto oom;
   for (size_t v = 0; v < g->n_values; v++) listed[v] = MX__PART_NONE;
@@ -203,8 +200,7 @@ static mx_status boundaries(mx_partition *p) {
       nb = 0;
       for (size_t i = 0; i < g->n_outputs; i++) {
         mx_value_id v = g->outputs[i];
-        if (!push_bound(p, &cap_bounds, v, c->n_in++, p->cluster_of_value[v],
-                        is_shared_const(p, v)))
+        if (!push_bound(p, &cap_bounds, v, c->n_in++, p->cluster_of_value[v], is_shared_const(p, v)))
           goto oom;
         PUSH_BUF(p->cluster_of_value[v]);
       }
@@ -261,8 +257,7 @@ static mx_status boundaries(mx_partition *p) {
         if (val->flags & MX_VALUE_OUTPUT) PUSH_BUF(netout);
         for (size_t r = 0; r < val->n_consumers; r++) {
           mx_node_id cn = val->consumers[r];
-          if (mx__node_valid(g, cn) && p->cluster_of_node[cn] != id)
-            PUSH_BUF(p->cluster_of_node[cn]);
+          if (mx__node_valid(g, cn) && p->cluster_of_node[cn] != id) PUSH_BUF(p->cluster_of_node[cn]);
         }
       }
     }
@@ -275,8 +270,7 @@ static mx_status boundaries(mx_partition *p) {
   p->totals.boundary_values = crossing;
   goto done;
 oom:
-  st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory listing the boundary values of '%s'",
-                     g->name);
+  st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory listing the boundary values of '%s'", g->name);
 done:
   free(listed);
   free(buf);
@@ -405,8 +399,7 @@ mx_status mx__part_place(mx_partition *p) {
   p->cluster_of_value = malloc((g->n_values ? g->n_values : 1) * sizeof *p->cluster_of_value);
   p->members = malloc((n ? n : 1) * sizeof *p->members);
   p->cluster_consts = malloc((p->n_consts ? p->n_consts : 1) * sizeof *p->cluster_consts);
-  if (!gidx || !p->cluster_of_node || !p->cluster_of_value || !p->members || !p->cluster_consts)
-    goto oom;
+  if (!gidx || !p->cluster_of_node || !p->cluster_of_value || !p->members || !p->cluster_consts) goto oom;
   st = order_groups(p, gidx, &topo, &ng);
   if (st != MX_OK) goto done;
   group_id = malloc(((size_t)ng + 1) * sizeof *group_id);
@@ -434,8 +427,7 @@ mx_status mx__part_place(mx_partition *p) {
   count_totals(p, n_shared);
   goto done;
 oom:
-  st =
-      mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory placing the clusters of '%s'", g->name);
+  st = mx__part_fail(p, MX_ERR_OUT_OF_MEMORY, "out of memory placing the clusters of '%s'", g->name);
 done:
   free(gidx);
   free(topo);

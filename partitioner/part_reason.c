@@ -51,9 +51,7 @@ static void reason_line(text *t, const mx_partition *p, mx_node_id n) {
   const mx_graph *g = p->g;
   const mx_partition_reason *r = &p->reason[n];
   switch (r->kind) {
-    case MX_PART_KNOWN:
-      put(t, "all input and output shapes are concrete");
-      break;
+    case MX_PART_KNOWN: put(t, "all input and output shapes are concrete"); break;
     case MX_PART_SYMBOLIC_DIM: {
       char d[128];
       mx_sym_format(g->syms, g->values[r->value].shape.dims[r->dim], d, sizeof d);
@@ -93,9 +91,7 @@ static void reason_line(text *t, const mx_partition *p, mx_node_id n) {
       put_sv(t, p, r->value);
       put(t, " is known only at run time");
       break;
-    case MX_PART_FORCED:
-      put(t, "forced unknown by option (force_unknown)");
-      break;
+    case MX_PART_FORCED: put(t, "forced unknown by option (force_unknown)"); break;
     case MX_PART_ALL_DYNAMIC:
       put(t, "static_min_ops is %lld: the whole graph runs dynamically", (long long)r->limit);
       break;
@@ -168,8 +164,7 @@ static void explain_symbol(FILE *out, const mx_partition *p, uint32_t s) {
       if (found == 0) {
         char dt[128];
         mx_sym_format(g->syms, d, dt, sizeof dt);
-        fprintf(out, "  symbol '%s' comes from graph input '%s' dim %d (declared %s)", name,
-                in->name, k, dt);
+        fprintf(out, "  symbol '%s' comes from graph input '%s' dim %d (declared %s)", name, in->name, k, dt);
       } else if (found < 4) {
         fprintf(out, "%s '%s' dim %d", found == 1 ? ", also" : ",", in->name, k);
       }
@@ -186,14 +181,13 @@ static void explain_symbol(FILE *out, const mx_partition *p, uint32_t s) {
     *dot = '\0';
     mx_node_id n = mx_graph_find_node(g, buf);
     if (n != MX_NO_NODE) {
-      fprintf(out, "  symbol '%s' is a size created at run time by node '%s' (%s)\n", name,
-              g->nodes[n].name, g->nodes[n].op_type);
+      fprintf(out, "  symbol '%s' is a size created at run time by node '%s' (%s)\n", name, g->nodes[n].name,
+              g->nodes[n].op_type);
       explain_reason_of(out, p, n, "    ");
       return;
     }
   }
-  fprintf(out, "  symbol '%s' is not declared by any graph input (it appeared during inference)\n",
-          name);
+  fprintf(out, "  symbol '%s' is not declared by any graph input (it appeared during inference)\n", name);
 }
 
 /* Explains every symbol a dim uses. */
@@ -238,16 +232,14 @@ static void explain_unknown(FILE *out, const mx_partition *p, mx_value_id v, int
         }
     }
     if (next == MX_NO_VALUE) {
-      fprintf(out,
-              "  introduced by node '%s' (%s): its inference could not determine the %s of '%s'\n",
+      fprintf(out, "  introduced by node '%s' (%s): its inference could not determine the %s of '%s'\n",
               nd->name, nd->op_type, dim >= 0 ? "dim" : "rank", val->name);
-      if (p->reason[pr].kind == MX_PART_DATA_DEPENDENT ||
-          p->reason[pr].kind == MX_PART_VALUE_DEPENDENT)
+      if (p->reason[pr].kind == MX_PART_DATA_DEPENDENT || p->reason[pr].kind == MX_PART_VALUE_DEPENDENT)
         explain_reason_of(out, p, pr, "    ");
       return;
     }
-    fprintf(out, "  '%s' comes from node '%s' (%s), whose input '%s' has %s too\n", val->name,
-            nd->name, nd->op_type, g->values[next].name, what);
+    fprintf(out, "  '%s' comes from node '%s' (%s), whose input '%s' has %s too\n", val->name, nd->name,
+            nd->op_type, g->values[next].name, what);
     v = next;
     dim = next_dim;
   }
@@ -274,25 +266,20 @@ static void explain_node(FILE *out, mx_partition *p, mx_node_id n) {
   fprintf(out, "node '%s' (%s)\n", nd->name, nd->op_type);
   fprintf(out, "  cluster %u: %s, %u op%s", c, mx_cluster_type_name(cl->type), cl->n_nodes,
           cl->n_nodes == 1 ? "" : "s");
-  if (cl->n_nodes)
-    fprintf(out, ", ranks %lld..%lld", (long long)cl->min_rank, (long long)cl->max_rank);
+  if (cl->n_nodes) fprintf(out, ", ranks %lld..%lld", (long long)cl->min_rank, (long long)cl->max_rank);
   fprintf(out, "\n");
   char line[1024];
   mx__part_reason_text(p, n, line, sizeof line);
   const mx_partition_reason *r = &p->reason[n];
   fprintf(out, "  reason (%s): %s\n", mx_partition_reason_name(r->kind), line);
   switch (r->kind) {
-    case MX_PART_SYMBOLIC_DIM:
-      explain_dim(out, p, g->values[r->value].shape.dims[r->dim]);
-      break;
+    case MX_PART_SYMBOLIC_DIM: explain_dim(out, p, g->values[r->value].shape.dims[r->dim]); break;
     case MX_PART_UNKNOWN_DIM:
     case MX_PART_UNKNOWN_RANK:
       explain_unknown(out, p, r->value, r->kind == MX_PART_UNKNOWN_DIM ? r->dim : -1);
       break;
     case MX_PART_VALUE_DEPENDENT:
-    case MX_PART_HOST_PLACEMENT:
-      explain_sv(out, p, r->value);
-      break;
+    case MX_PART_HOST_PLACEMENT: explain_sv(out, p, r->value); break;
     case MX_PART_ABSORBED:
       fprintf(out, "  merging '%s' and '%s' without it would make a cycle between clusters\n",
               r->from == MX_NO_NODE ? "?" : g->nodes[r->from].name,
@@ -302,13 +289,11 @@ static void explain_node(FILE *out, mx_partition *p, mx_node_id n) {
       break;
     case MX_PART_KNOWN:
       if (cl->type == MX_CLUSTER_KNOWN)
-        fprintf(out,
-                "  merged with its known neighbours where the direct edge was the only path\n");
+        fprintf(out, "  merged with its known neighbours where the direct edge was the only path\n");
       else
         fprintf(out, "  its cluster became unknown by merging\n");
       break;
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -358,6 +343,6 @@ mx_status mx_partition_explain(mx_partition *p, const char *name, FILE *out) {
     explain_value(out, p, v);
     return MX_OK;
   }
-  return mx__part_fail(p, MX_ERR_NOT_FOUND, "explain: graph '%s' has no node or value named '%s'",
-                       g->name, name);
+  return mx__part_fail(p, MX_ERR_NOT_FOUND, "explain: graph '%s' has no node or value named '%s'", g->name,
+                       name);
 }

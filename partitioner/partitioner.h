@@ -13,13 +13,12 @@
 #include "graph/ir.h"
 #include "mixrt/partition.h"
 
-#define MX_PART_CALL_OP "PartitionedCall" /* op type of a partition call node */
-#define MX_PART_DOMAIN "mixrt"            /* its domain */
-#define MX_PART_DOMAIN_VERSION 1          /* opset version of the domain a root imports */
-#define MX_PART_ATTR_BODY "body"          /* GRAPH: the cluster's subgraph */
-#define MX_PART_ATTR_UNKNOWN "unknown"    /* INT: 0 KNOWN, 1 UNKNOWN */
-#define MX_PART_ATTR_CONST_INPUTS \
-  "const_inputs" /* INTS: call input positions fed by shared constants */
+#define MX_PART_CALL_OP           "PartitionedCall" /* op type of a partition call node */
+#define MX_PART_DOMAIN            "mixrt"           /* its domain */
+#define MX_PART_DOMAIN_VERSION    1                 /* opset version of the domain a root imports */
+#define MX_PART_ATTR_BODY         "body"            /* GRAPH: the cluster's subgraph */
+#define MX_PART_ATTR_UNKNOWN      "unknown"         /* INT: 0 KNOWN, 1 UNKNOWN */
+#define MX_PART_ATTR_CONST_INPUTS "const_inputs"    /* INTS: call input positions fed by shared constants */
 
 /* True when node n is a partition call. */
 bool mx__part_is_call(const mx_node *n);

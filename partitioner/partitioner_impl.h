@@ -202,9 +202,7 @@ void mx__part_union(mx__part_work *w, uint32_t from, uint32_t into);
 void mx__part_out_neighbors(mx__part_work *w, uint32_t x, uint32_t limit, uint32_t *n);
 /* Starts a new set of marks (clears the array on wrap-around). */
 void mx__part_marks_reset(mx__part_marks *k);
-static inline bool mx__part_marked(const mx__part_marks *k, uint32_t x) {
-  return k->m[x] == k->epoch;
-}
+static inline bool mx__part_marked(const mx__part_marks *k, uint32_t x) { return k->m[x] == k->epoch; }
 static inline void mx__part_mark_set(mx__part_marks *k, uint32_t x) { k->m[x] = k->epoch; }
 /* Appends the pair (a, b) to w->tmp; false on OOM. */
 bool mx__part_tmp_push(mx__part_work *w, uint32_t a, uint32_t b);

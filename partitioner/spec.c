@@ -86,7 +86,8 @@ static bool take_value(analysis *a, mx_value_id v, mx_node_id n, bool read_by_va
     return refuse(a, "an op reads a run-time value that no input shape determines", n, -1);
   for (int32_t k = 0; val->sv && k < val->sv_len; k++) {
     if (mx_dim_is_unknown(val->sv[k])) {
-      if (read_by_value) return refuse(a, "an op reads a run-time value that no input shape determines", n, -1);
+      if (read_by_value)
+        return refuse(a, "an op reads a run-time value that no input shape determines", n, -1);
       continue;
     }
     if (!take_dim(a, val->sv[k], n)) return false;
@@ -99,7 +100,8 @@ static bool take_node(analysis *a, mx_node_id n) {
   const mx_op_def *def = nd->def;
   if (!def) return refuse(a, "an op without a resolved definition", n, -1);
   if (def->flags & MX_OP_DATA_DEPENDENT) return refuse(a, "a data-dependent op", n, -1);
-  if (def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND)) return refuse(a, "an op with subgraphs or sequences", n, -1);
+  if (def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND))
+    return refuse(a, "an op with subgraphs or sequences", n, -1);
   for (uint32_t i = 0; i < nd->n_inputs; i++) {
     if (nd->inputs[i] == MX_NO_VALUE) continue;
     bool by_value = i < 64 && (def->value_inputs & (1ull << i));

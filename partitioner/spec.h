@@ -41,11 +41,11 @@ void mx__spec_symbol_kinds(const mx_graph *g, uint8_t *kinds, size_t n);
 /* What the analysis of a set of nodes found. */
 typedef struct mx_spec_info {
   bool specializable;
-  uint32_t n_syms;                 /* symbols it depends on (ascending table indices) */
+  uint32_t n_syms; /* symbols it depends on (ascending table indices) */
   uint32_t syms[MX_SPEC_MAX_SYMS];
-  const char *why;                 /* not specializable: static text ("a data-dependent op") */
-  mx_node_id why_node;             /*   the node at fault (of the analyzed graph), or MX_NO_NODE */
-  int64_t why_sym;                 /*   the symbol at fault, or -1 */
+  const char *why;     /* not specializable: static text ("a data-dependent op") */
+  mx_node_id why_node; /*   the node at fault (of the analyzed graph), or MX_NO_NODE */
+  int64_t why_sym;     /*   the symbol at fault, or -1 */
 } mx_spec_info;
 
 /* Analyzes nodes[0..n_nodes) of g (every live node when nodes is NULL). kinds comes from

@@ -23,8 +23,14 @@ static bool lists_close(const mx_tensor *a, const mx_tensor *e, double rtol, dou
   bool seq_a = ka == MX_KIND_SEQUENCE || ka == MX_KIND_OPTIONAL_SEQUENCE;
   bool seq_e = ke == MX_KIND_SEQUENCE || ke == MX_KIND_OPTIONAL_SEQUENCE;
   if (!la || !le || (seq_a != seq_e && ka != MX_KIND_OPTIONAL && ke != MX_KIND_OPTIONAL)) {
-    if (why && why_size) snprintf(why, why_size, "a %s, expected a %s", seq_a ? "sequence" : la ? "optional" : "tensor",
-                                  seq_e ? "sequence" : le ? "optional" : "tensor");
+    if (why && why_size)
+      snprintf(why, why_size, "a %s, expected a %s",
+               seq_a ? "sequence"
+               : la  ? "optional"
+                     : "tensor",
+               seq_e ? "sequence"
+               : le  ? "optional"
+                     : "tensor");
     return false;
   }
   if (la->count != le->count) {
@@ -84,20 +90,24 @@ bool mx_tensor_allclose(const mx_tensor *a, const mx_tensor *e, double rtol, dou
       int64_t x = mx__kget_i64(a->data, a->dtype, i), y = mx__kget_i64(e->data, e->dtype, i);
       if (x != y) {
         if (why && why_size)
-          snprintf(why, why_size, "element %lld is %lld, expected %lld", (long long)i, (long long)x, (long long)y);
+          snprintf(why, why_size, "element %lld is %lld, expected %lld", (long long)i, (long long)x,
+                   (long long)y);
         return false;
       }
       continue;
     }
     double x = mx__kget_f64(a->data, a->dtype, i), y = mx__kget_f64(e->data, e->dtype, i);
     bool ok;
-    if (isnan(y)) ok = isnan(x);
-    else if (isinf(y)) ok = isinf(x) && signbit(x) == signbit(y);
-    else ok = !isnan(x) && !isinf(x) && fabs(x - y) <= atol + rtol * fabs(y);
+    if (isnan(y))
+      ok = isnan(x);
+    else if (isinf(y))
+      ok = isinf(x) && signbit(x) == signbit(y);
+    else
+      ok = !isnan(x) && !isinf(x) && fabs(x - y) <= atol + rtol * fabs(y);
     if (!ok) {
       if (why && why_size)
-        snprintf(why, why_size, "element %lld is %.9g, expected %.9g (|diff| %.3g > %.3g)", (long long)i, x, y,
-                 fabs(x - y), atol + rtol * fabs(y));
+        snprintf(why, why_size, "element %lld is %.9g, expected %.9g (|diff| %.3g > %.3g)", (long long)i, x,
+                 y, fabs(x - y), atol + rtol * fabs(y));
       return false;
     }
   }

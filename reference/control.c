@@ -54,7 +54,9 @@ typedef struct cx {
   mx_error *err;
 } cx;
 
-static mx_status oom(cx *c) { return mx__node_fail(c->err, c->nd, MX_ERR_OUT_OF_MEMORY, "out of host memory"); }
+static mx_status oom(cx *c) {
+  return mx__node_fail(c->err, c->nd, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+}
 
 /* A new host tensor (data from mx__host_alloc, uninitialized). */
 static mx_status new_tensor(cx *c, mx_dtype dt, int32_t rank, const int64_t *dims, mx_tensor *t) {
@@ -63,7 +65,8 @@ static mx_status new_tensor(cx *c, mx_dtype dt, int32_t rank, const int64_t *dim
   t->rank = rank;
   for (int32_t k = 0; k < rank; k++) t->dims[k] = dims[k];
   size_t nb;
-  if (!mx_tensor_nbytes(t, &nb)) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "a result of type %s is too large", mx_dtype_name(dt));
+  if (!mx_tensor_nbytes(t, &nb))
+    return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "a result of type %s is too large", mx_dtype_name(dt));
   t->data = mx__host_alloc(nb);
   if (!t->data) return oom(c);
   return MX_OK;
@@ -87,7 +90,8 @@ static mx_status scalar_bool(cx *c, const mx_tensor *t, const char *what, bool *
 
 static mx_status copy_value(cx *c, const mx_tensor *src, mx_tensor *dst) {
   mx_status st = mx_value_copy(src, dst);
-  if (st != MX_OK) return st == MX_ERR_OUT_OF_MEMORY ? oom(c) : mx__node_fail(c->err, c->nd, st, "cannot copy a value");
+  if (st != MX_OK)
+    return st == MX_ERR_OUT_OF_MEMORY ? oom(c) : mx__node_fail(c->err, c->nd, st, "cannot copy a value");
   return MX_OK;
 }
 
@@ -127,11 +131,14 @@ static mx_status slice_range(cx *c, const mx_tensor *x, int32_t axis, int64_t st
 /* Stacks n tensors of one shape along a new dim at `axis`. */
 static mx_status stack(cx *c, const mx_tensor *items, size_t n, int32_t axis, mx_tensor *out) {
   const mx_tensor *a = &items[0];
-  if (a->rank + 1 > MX_MAX_RANK) return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "stacked result has too high a rank");
+  if (a->rank + 1 > MX_MAX_RANK)
+    return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "stacked result has too high a rank");
   for (size_t i = 1; i < n; i++) {
     bool same = items[i].dtype == a->dtype && items[i].rank == a->rank;
     for (int32_t k = 0; same && k < a->rank; k++) same = items[i].dims[k] == a->dims[k];
-    if (!same) return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "item %zu to stack differs in type or shape from item 0", i);
+    if (!same)
+      return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE,
+                           "item %zu to stack differs in type or shape from item 0", i);
   }
   int64_t dims[MX_MAX_RANK];
   for (int32_t k = 0, j = 0; k <= a->rank; k++) dims[k] = k == axis ? (int64_t)n : a->dims[j++];
@@ -143,7 +150,8 @@ static mx_status stack(cx *c, const mx_tensor *items, size_t n, int32_t axis, mx
   for (int32_t k = axis; k < a->rank; k++) inner *= (size_t)a->dims[k];
   for (int64_t o = 0; o < outer; o++)
     for (size_t j = 0; j < n; j++)
-      memcpy((char *)out->data + ((size_t)o * n + j) * inner, (const char *)items[j].data + (size_t)o * inner, inner);
+      memcpy((char *)out->data + ((size_t)o * n + j) * inner, (const char *)items[j].data + (size_t)o * inner,
+             inner);
   return MX_OK;
 }
 
@@ -154,7 +162,9 @@ static mx_status concat(cx *c, const mx_tensor *items, size_t n, int32_t axis, m
   for (size_t i = 0; i < n; i++) {
     bool same = items[i].dtype == a->dtype && items[i].rank == a->rank;
     for (int32_t k = 0; same && k < a->rank; k++) same = k == axis || items[i].dims[k] == a->dims[k];
-    if (!same) return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "item %zu to concatenate differs from item 0 off the axis", i);
+    if (!same)
+      return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE,
+                           "item %zu to concatenate differs from item 0 off the axis", i);
     total += items[i].dims[axis];
   }
   int64_t dims[MX_MAX_RANK];
@@ -209,7 +219,8 @@ static mx_graph *body_of(const mx_node *nd, const char *name) {
 static mx_status run_body_lending(cx *c, mx_graph *body, const char *what, const mx_tensor *ins, size_t n_in,
                                   mx_tensor *outs, bool *lent) {
   if (body->n_inputs != n_in)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%s has %zu inputs, %zu given", what, body->n_inputs, n_in);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%s has %zu inputs, %zu given", what,
+                         body->n_inputs, n_in);
   mx_status st = mx__reference_run_body(body, c->f, ins, n_in, outs, body->n_outputs, lent, c->err);
   if (st != MX_OK && c->err && strncmp(c->err->message, "node '", 6) != 0)
     mx__error_prefix(c->err, "node '%s' (%s): %s: ", c->nd->name, c->nd->op_type, what);
@@ -229,7 +240,10 @@ static mx_status empty_scan_output(cx *c, const mx_value *body_out, int32_t axis
   int32_t r = body_out->shape.rank < 0 ? 0 : body_out->shape.rank;
   if (r + 1 > MX_MAX_RANK) r = MX_MAX_RANK - 1;
   for (int32_t k = 0, j = 0; k <= r; k++) {
-    if (k == axis) { dims[k] = 0; continue; }
+    if (k == axis) {
+      dims[k] = 0;
+      continue;
+    }
     mx_dim d = body_out->shape.dims[j++];
     dims[k] = mx_dim_is_concrete(d) ? d : 0;
   }
@@ -244,7 +258,8 @@ static mx_status run_if(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
   if (st != MX_OK) return st;
   mx_graph *b = body_of(c->nd, cond ? "then_branch" : "else_branch");
   if (b->n_outputs != c->nd->n_outputs)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the branch has %zu outputs, the node %u", b->n_outputs, c->nd->n_outputs);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "the branch has %zu outputs, the node %u",
+                         b->n_outputs, c->nd->n_outputs);
   return run_body(c, b, cond ? "then_branch" : "else_branch", NULL, 0, outs);
 }
 
@@ -276,9 +291,9 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
   for (; iter < max_trip && cond; iter++) {
     if (!has_m && iter >= limit) {
       st = mx__node_fail(c->err, c->nd, MX_ERR_LIMIT,
-                "stopped after %lld iterations: its only exit is its condition, which stayed true "
-                "(MIXRT_LOOP_MAX_ITERATIONS or mx_reference_loop_limit raise the limit)",
-                (long long)iter);
+                         "stopped after %lld iterations: its only exit is its condition, which stayed true "
+                         "(MIXRT_LOOP_MAX_ITERATIONS or mx_reference_loop_limit raise the limit)",
+                         (long long)iter);
       goto done;
     }
     cond_byte = cond;
@@ -300,8 +315,10 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
       }
     }
     if (st == MX_OK) st = scalar_bool(c, &bout[0], "the body's condition output", &cond);
-    if (lent[0]) memset(&bout[0], 0, sizeof bout[0]);
-    else mx_tensor_release(&bout[0]);
+    if (lent[0])
+      memset(&bout[0], 0, sizeof bout[0]);
+    else
+      mx_tensor_release(&bout[0]);
     for (size_t i = 0; i < n; i++) {
       if (lent[1 + i]) { /* passed through: bin[2 + i] already holds it */
         memset(&bout[1 + i], 0, sizeof bout[1 + i]);
@@ -340,14 +357,16 @@ done:
 
 /* One unbatched Scan: n states, m scan inputs (each scanned along axes[i], reversed where
  * in_dir[i]), k scan outputs (stacked along out_axes[j], reversed where out_dir[j]). */
-static mx_status scan_core(cx *c, mx_graph *body, size_t n, size_t m, size_t k, const mx_tensor *const *states,
-                           const mx_tensor *const *scan_in, const int32_t *axes, const int64_t *in_dir,
-                           const int64_t *out_axes, const int64_t *out_dir, mx_tensor *outs) {
+static mx_status scan_core(cx *c, mx_graph *body, size_t n, size_t m, size_t k,
+                           const mx_tensor *const *states, const mx_tensor *const *scan_in,
+                           const int32_t *axes, const int64_t *in_dir, const int64_t *out_axes,
+                           const int64_t *out_dir, mx_tensor *outs) {
   int64_t trip = scan_in[0]->dims[axes[0]];
   for (size_t i = 1; i < m; i++)
     if (scan_in[i]->dims[axes[i]] != trip)
-      return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "scan input %zu has %lld steps, scan input 0 has %lld", i,
-                  (long long)scan_in[i]->dims[axes[i]], (long long)trip);
+      return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE,
+                           "scan input %zu has %lld steps, scan input 0 has %lld", i,
+                           (long long)scan_in[i]->dims[axes[i]], (long long)trip);
   mx_status st = MX_OK;
   mx_tensor *bin = calloc(n + m + 1, sizeof *bin), *bout = calloc(n + k + 1, sizeof *bout);
   vec *scans = calloc(k + 1, sizeof *scans);
@@ -383,7 +402,8 @@ static mx_status scan_core(cx *c, mx_graph *body, size_t n, size_t m, size_t k, 
     int64_t a = out_axes ? out_axes[j] : 0;
     if (a < 0) a += r + 1;
     if (a < 0 || a > r) {
-      st = mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan output %zu is out of range", (long long)a, j);
+      st = mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "scan axis %lld of scan output %zu is out of range", (long long)a, j);
     } else if (!scans[j].n) {
       st = empty_scan_output(c, bo, (int32_t)a, &outs[n + j]);
     } else {
@@ -420,13 +440,15 @@ static mx_status run_scan(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
   int64_t zeros[MX_SCAN_MAX] = {0};
   const mx_tensor *const *states = ins + first, *const *scan_in = ins + first + n;
   for (size_t i = 0; i < m; i++) {
-    if (!scan_in[i] || mx_value_is_list(scan_in[i])) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan input %zu must be a tensor", i);
+    if (!scan_in[i] || mx_value_is_list(scan_in[i]))
+      return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan input %zu must be a tensor", i);
     int64_t a = v8 ? 0 : (p->n_in_axis ? p->in_axis[i] : 0);
     int32_t r = scan_in[i]->rank - (v8 ? 1 : 0);
     if (a < 0) a += r;
     if (a < 0 || a >= r)
-      return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan input %zu is out of range for rank %d",
-                  (long long)(v8 ? 1 : (p->n_in_axis ? p->in_axis[i] : 0)), i, (int)scan_in[i]->rank);
+      return mx__node_fail(
+          c->err, c->nd, MX_ERR_INVALID_GRAPH, "scan axis %lld of scan input %zu is out of range for rank %d",
+          (long long)(v8 ? 1 : (p->n_in_axis ? p->in_axis[i] : 0)), i, (int)scan_in[i]->rank);
     axes[i] = (int32_t)a;
   }
   const int64_t *in_dir = p->n_in_dir ? p->in_dir : zeros;
@@ -434,7 +456,8 @@ static mx_status run_scan(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
     return scan_core(c, body, n, m, k, states, scan_in, axes, in_dir, p->n_out_axis ? p->out_axis : NULL,
                      p->n_out_dir ? p->out_dir : NULL, outs);
   /* Opset 8: every input has a leading batch dim; run each batch entry and stack the results. */
-  if (ins[0]) return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "input 'sequence_lens' is not supported");
+  if (ins[0])
+    return mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "input 'sequence_lens' is not supported");
   int64_t batch = scan_in[0]->dims[0];
   mx_status st = MX_OK;
   mx_tensor *slices = calloc(n + m + 1, sizeof *slices), *res = calloc(n + k + 1, sizeof *res);
@@ -457,8 +480,10 @@ static mx_status run_scan(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
     if (st != MX_OK) goto done;
   }
   for (size_t j = 0; j < n + k; j++) {
-    if (batch == 0) st = mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "an empty batch");
-    else st = stack(c, per[j].v, per[j].n, 0, &outs[j]);
+    if (batch == 0)
+      st = mx__node_fail(c->err, c->nd, MX_ERR_UNSUPPORTED, "an empty batch");
+    else
+      st = stack(c, per[j].v, per[j].n, 0, &outs[j]);
     if (st != MX_OK) {
       release_all(outs, j);
       goto done;
@@ -479,11 +504,13 @@ static mx_status run_sequence_map(cx *c, const mx_tensor *const *ins, mx_tensor 
   mx_graph *body = body_of(c->nd, "body");
   uint32_t ni = c->nd->n_inputs, no = c->nd->n_outputs;
   const mx_value_list *l0 = mx_value_list_of(ins[0]);
-  if (!l0 || l0->kind != MX_KIND_SEQUENCE) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "input 0 must be a sequence");
+  if (!l0 || l0->kind != MX_KIND_SEQUENCE)
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "input 0 must be a sequence");
   for (uint32_t i = 1; i < ni; i++) {
     const mx_value_list *l = mx_value_list_of(ins[i]);
     if (l && l->count != l0->count)
-      return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "input %u holds %zu tensors, input 0 %zu", i, l->count, l0->count);
+      return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "input %u holds %zu tensors, input 0 %zu", i,
+                           l->count, l0->count);
   }
   mx_status st = MX_OK;
   mx_tensor *bin = calloc(ni + 1, sizeof *bin), *bout = calloc(no + 1, sizeof *bout);
@@ -540,8 +567,9 @@ static mx_status position(cx *c, const mx_tensor *t, size_t count, bool insert, 
     if (p < 0) p += (int64_t)count;
   }
   if (p < 0 || p > (int64_t)count - (insert ? 0 : 1))
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "position %lld is out of range for a sequence of %zu",
-                (long long)(t ? mx__kget_i64(t->data, t->dtype, 0) : def), count);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "position %lld is out of range for a sequence of %zu",
+                         (long long)(t ? mx__kget_i64(t->data, t->dtype, 0) : def), count);
   *pos = p;
   return MX_OK;
 }
@@ -562,8 +590,9 @@ static mx_status run_split_to_sequence(cx *c, const mx_tensor *const *ins, mx_te
   const mx_tensor *x = ins[0];
   int64_t axis = p->axis < 0 ? p->axis + x->rank : p->axis;
   if (axis < 0 || axis >= x->rank)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "attribute 'axis' %lld is out of range for rank %d", (long long)p->axis,
-                (int)x->rank);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "attribute 'axis' %lld is out of range for rank %d", (long long)p->axis,
+                         (int)x->rank);
   int64_t dim = x->dims[axis];
   int64_t lens[4096];
   size_t n = 0;
@@ -578,7 +607,9 @@ static mx_status run_split_to_sequence(cx *c, const mx_tensor *const *ins, mx_te
     mx_tensor_numel(sp, &cnt);
     if (sp->rank == 0) {
       int64_t s = mx__kget_i64(sp->data, sp->dtype, 0);
-      if (s <= 0) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "split size %lld must be positive", (long long)s);
+      if (s <= 0)
+        return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "split size %lld must be positive",
+                             (long long)s);
       for (int64_t off = 0; off < dim; off += s) {
         if (n == 4096) return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "more than 4096 pieces");
         lens[n++] = off + s <= dim ? s : dim - off;
@@ -588,12 +619,15 @@ static mx_status run_split_to_sequence(cx *c, const mx_tensor *const *ins, mx_te
       int64_t sum = 0;
       for (int64_t i = 0; i < cnt; i++) {
         lens[n] = mx__kget_i64(sp->data, sp->dtype, i);
-        if (lens[n] < 0) return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "split length %lld is negative", (long long)lens[n]);
+        if (lens[n] < 0)
+          return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "split length %lld is negative",
+                               (long long)lens[n]);
         sum += lens[n++];
       }
       if (sum != dim)
-        return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE, "split lengths add up to %lld but the axis has %lld", (long long)sum,
-                    (long long)dim);
+        return mx__node_fail(c->err, c->nd, MX_ERR_SHAPE,
+                             "split lengths add up to %lld but the axis has %lld", (long long)sum,
+                             (long long)dim);
     }
   }
   mx_status st = mx_value_list_new(MX_KIND_SEQUENCE, x->dtype, out);
@@ -623,8 +657,8 @@ static mx_status run_concat_from_sequence(cx *c, const mx_tensor *const *ins, mx
   int32_t r = l->items[0].rank + (p->new_axis ? 1 : 0);
   int64_t axis = p->axis < 0 ? p->axis + r : p->axis;
   if (axis < 0 || axis >= r)
-    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "attribute 'axis' %lld is out of range for rank %d", (long long)p->axis,
-                (int)r);
+    return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH,
+                         "attribute 'axis' %lld is out of range for rank %d", (long long)p->axis, (int)r);
   return p->new_axis ? stack(c, l->items, l->count, (int32_t)axis, out)
                      : concat(c, l->items, l->count, (int32_t)axis, out);
 }
@@ -636,8 +670,10 @@ static mx_status run_sequence_op(cx *c, const char *op, const mx_tensor *const *
   if (strcmp(op, "SequenceConstruct") == 0) {
     if (mx_value_list_new(MX_KIND_SEQUENCE, ins[0]->dtype, &outs[0]) != MX_OK) return oom(c);
     for (uint32_t i = 0; i < nd->n_inputs; i++) {
-      if (ins[i]->dtype != ins[0]->dtype) st = mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input %u differs in type from input 0", i);
-      else st = seq_insert_copy(c, &outs[0], i, ins[i]);
+      if (ins[i]->dtype != ins[0]->dtype)
+        st = mx__node_fail(c->err, c->nd, MX_ERR_DTYPE, "input %u differs in type from input 0", i);
+      else
+        st = seq_insert_copy(c, &outs[0], i, ins[i]);
       if (st != MX_OK) {
         mx_tensor_release(&outs[0]);
         return st;
@@ -723,5 +759,6 @@ mx_status mx__reference_exec_control(const mx__ref_frame *f, mx_node_id nid, con
   if (strcmp(op, "SequenceMap") == 0) return run_sequence_map(&c, ins, outs);
   if (nd->def && (nd->def->flags & MX_OP_ANY_KIND)) return run_sequence_op(&c, op, ins, outs);
   if (strcmp(op, "Identity") == 0 && nd->n_outputs == 1) return copy_value(&c, ins[0], &outs[0]);
-  return mx__node_fail(c.err, c.nd, MX_ERR_UNSUPPORTED, "this op takes tensors only, but an input is a sequence or optional");
+  return mx__node_fail(c.err, c.nd, MX_ERR_UNSUPPORTED,
+                       "this op takes tensors only, but an input is a sequence or optional");
 }

@@ -64,14 +64,23 @@ mx_status mx__reference_exec_node(mx_graph *g, mx_node_id nid, mx_symtab *scratc
     goto free_scratch;
   }
   memset(outputs, 0, no * sizeof *outputs);
-  for (uint32_t i = 0; i < ni; i++) info_from_tensor(scratch, inputs[i], &in[i], in_sv + (size_t)i * MX_SV_MAX);
+  for (uint32_t i = 0; i < ni; i++)
+    info_from_tensor(scratch, inputs[i], &in[i], in_sv + (size_t)i * MX_SV_MAX);
 
   st = mx__node_infer(g, nid, scratch, in, out, out_sv, true, err);
   if (st != MX_OK) goto free_scratch;
   const bool data_dependent = (nd->def->flags & MX_OP_DATA_DEPENDENT) != 0;
-  mx_infer_ctx bound_ctx = {.syms = scratch, .params = nd->params, .opset = nd->opset, .node_name = nd->name,
-                            .n_in = ni, .n_out = no, .in = in, .out = out, .out_sv = out_sv,
-                            .runtime = true, .err = err};
+  mx_infer_ctx bound_ctx = {.syms = scratch,
+                            .params = nd->params,
+                            .opset = nd->opset,
+                            .node_name = nd->name,
+                            .n_in = ni,
+                            .n_out = no,
+                            .in = in,
+                            .out = out,
+                            .out_sv = out_sv,
+                            .runtime = true,
+                            .err = err};
 
   /* Allocate every output: the inferred shape, or the upper bound of a data-dependent op. */
   for (uint32_t k = 0; k < no; k++) {
@@ -120,8 +129,8 @@ mx_status mx__reference_exec_node(mx_graph *g, mx_node_id nid, mx_symtab *scratc
   const mx_kernel_def *kd = mx__kernel_find(nd->domain, nd->op_type, call);
   if (!kd) {
     int key_dt = ni ? (int)call->t[0].dtype : 0;
-    st = mx__fail(err, MX_ERR_UNSUPPORTED, "node '%s' (%s): no CPU kernel for this op with dtype %s", nd->name,
-                  nd->op_type, mx_dtype_name((mx_dtype)key_dt));
+    st = mx__fail(err, MX_ERR_UNSUPPORTED, "node '%s' (%s): no CPU kernel for this op with dtype %s",
+                  nd->name, nd->op_type, mx_dtype_name((mx_dtype)key_dt));
     goto free_outputs;
   }
   size_t ws_size = kd->workspace ? kd->workspace(call) : 0;
@@ -176,7 +185,8 @@ mx_status mx__reference_fold_eval(void *user, mx_graph *g, mx_node_id nid, mx_te
   if (nd->n_inputs > 64 || nd->n_outputs > 64) return MX_ERR_UNSUPPORTED;
   /* Folded values are freed as plain blocks: string outputs (strings of their own) stay runtime. */
   for (uint32_t k = 0; k < nd->n_outputs; k++)
-    if (nd->outputs[k] != MX_NO_VALUE && g->values[nd->outputs[k]].dtype == MX_STRING) return MX_ERR_UNSUPPORTED;
+    if (nd->outputs[k] != MX_NO_VALUE && g->values[nd->outputs[k]].dtype == MX_STRING)
+      return MX_ERR_UNSUPPORTED;
   for (uint32_t i = 0; i < nd->n_inputs; i++)
     ins[i] = nd->inputs[i] == MX_NO_VALUE ? NULL : g->values[nd->inputs[i]].data;
   mx_symtab *scratch;

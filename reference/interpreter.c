@@ -36,7 +36,8 @@ static mx_status check_input(const mx_graph *g, const mx_value *decl, const mx_t
   size_t nbytes;
   if (!mx_tensor_nbytes(t, &nbytes))
     return mx__fail(err, MX_ERR_SHAPE, "input '%s': invalid or overflowing dims", decl->name);
-  if (nbytes && !t->data) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "input '%s': data is NULL", decl->name);
+  if (nbytes && !t->data)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "input '%s': data is NULL", decl->name);
   if (t->placement != MX_HOST)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "input '%s': the reference interpreter needs host data",
                     decl->name);
@@ -69,8 +70,8 @@ static mx_status check_input(const mx_graph *g, const mx_value *decl, const mx_t
 static mx_status match_inputs(const mx_graph *g, const mx_tensor *inputs, size_t n_inputs,
                               const mx_tensor **by_input, mx_error *err) {
   if (n_inputs != g->n_inputs)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "graph '%s' has %zu inputs, %zu given", g->name, g->n_inputs,
-                    n_inputs);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "graph '%s' has %zu inputs, %zu given", g->name,
+                    g->n_inputs, n_inputs);
   if (n_inputs && !inputs) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "inputs is NULL");
   bool named = n_inputs > 0;
   for (size_t i = 0; i < n_inputs; i++) named = named && inputs[i].name;
@@ -81,7 +82,8 @@ static mx_status match_inputs(const mx_graph *g, const mx_tensor *inputs, size_t
     while (k < g->n_inputs && strcmp(g->values[g->inputs[k]].name, inputs[i].name) != 0) k++;
     if (k == g->n_inputs)
       return mx__fail(err, MX_ERR_NOT_FOUND, "graph '%s' has no input named '%s'", g->name, inputs[i].name);
-    if (by_input[k]) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "input '%s' is given twice", inputs[i].name);
+    if (by_input[k])
+      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "input '%s' is given twice", inputs[i].name);
     by_input[k] = &inputs[i];
   }
   return MX_OK;
@@ -167,14 +169,14 @@ mx_status mx__reference_run_body(mx_graph *g, const mx__ref_frame *parent, const
   size_t block_bytes = nv1 * sizeof(mx_tensor) + nv1 * sizeof(size_t) + ns1 * sizeof(int64_t) +
                        (ni1 + max_in) * sizeof(mx_tensor *) + 2 * nv1;
   char *block = calloc(1, block_bytes);
-  mx_tensor *vals = NULL;                                     /* run-time tensor of each value */
-  uint8_t *owned = NULL;                                      /* 1 when vals[v].data is ours */
-  size_t *uses = NULL;                                        /* remaining consumer uses */
-  uint8_t *keep = NULL;                                       /* 1: a subgraph reads it by name */
+  mx_tensor *vals = NULL; /* run-time tensor of each value */
+  uint8_t *owned = NULL;  /* 1 when vals[v].data is ours */
+  size_t *uses = NULL;    /* remaining consumer uses */
+  uint8_t *keep = NULL;   /* 1: a subgraph reads it by name */
   const mx_tensor **by_input = NULL;
   int64_t *bound = NULL;
   const mx_tensor **ins = NULL;
-  mx_symtab *scratch = NULL; /* made by the first node that needs it (an empty body never does) */
+  mx_symtab *scratch = NULL;          /* made by the first node that needs it (an empty body never does) */
   bool keep_own = g->n_subgraphs > 0; /* without subgraphs nothing is captured: keep stays zero */
   if (block) {
     vals = (mx_tensor *)block;
@@ -207,8 +209,8 @@ mx_status mx__reference_run_body(mx_graph *g, const mx__ref_frame *parent, const
     if ((val->flags & MX_VALUE_OUTER) && parent) {
       const mx_tensor *o = mx__reference_frame_lookup(parent, val->name);
       if (!o) {
-        st = mx__fail(err, MX_ERR_INVALID_GRAPH, "graph '%s' reads '%s', which no enclosing graph has", g->name,
-                      val->name);
+        st = mx__fail(err, MX_ERR_INVALID_GRAPH, "graph '%s' reads '%s', which no enclosing graph has",
+                      g->name, val->name);
         goto cleanup;
       }
       vals[v] = *o; /* borrowed */
@@ -219,7 +221,8 @@ mx_status mx__reference_run_body(mx_graph *g, const mx__ref_frame *parent, const
 
   for (size_t i = 0; i < n_order; i++) {
     const mx_node *nd = &g->nodes[order[i]];
-    for (uint32_t k = 0; k < nd->n_inputs; k++) ins[k] = nd->inputs[k] == MX_NO_VALUE ? NULL : &vals[nd->inputs[k]];
+    for (uint32_t k = 0; k < nd->n_inputs; k++)
+      ins[k] = nd->inputs[k] == MX_NO_VALUE ? NULL : &vals[nd->inputs[k]];
     mx_tensor outs_buf[16];
     mx_tensor *outs = nd->n_outputs <= 16 ? outs_buf : calloc(nd->n_outputs, sizeof *outs);
     if (!outs) {

@@ -11,7 +11,8 @@
  * with data from mx__host_alloc (free with mx__host_free) — also on failure nothing is left
  * allocated. `scratch` is a symbol table for run-time inference (not the graph's). */
 MX_MUST_USE mx_status mx__reference_exec_node(mx_graph *g, mx_node_id n, mx_symtab *scratch,
-                                  const mx_tensor *const *inputs, mx_tensor *outputs, mx_error *err);
+                                              const mx_tensor *const *inputs, mx_tensor *outputs,
+                                              mx_error *err);
 
 /* One graph being run: its run-time values by id, chained to the frame of the node that runs it
  * (NULL for the root graph), where captured outer values are found by name. */
@@ -24,14 +25,15 @@ typedef struct mx__ref_frame {
 /* Runs g (inferred and prepared) in a frame under `parent` (NULL: the root graph, whose inputs
  * are checked against the declarations). Inputs are borrowed; outputs[0..n_outputs) receive
  * values the caller owns (mx_tensor_release; sequences and optionals included). */
-MX_MUST_USE mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent, const mx_tensor *inputs,
-                                  size_t n_inputs, mx_tensor *outputs, size_t n_outputs, mx_error *err);
+MX_MUST_USE mx_status mx__reference_run_graph(mx_graph *g, const mx__ref_frame *parent,
+                                              const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+                                              size_t n_outputs, mx_error *err);
 /* The same, for a body whose caller reuses its inputs: an output that is one of g's inputs given
  * back unchanged is not copied but borrowed (borrowed[i] true: outputs[i] is the caller's own
  * inputs[...] tensor, which the caller must not release twice). borrowed may be NULL (copies). */
-MX_MUST_USE mx_status mx__reference_run_body(mx_graph *g, const mx__ref_frame *parent, const mx_tensor *inputs,
-                                 size_t n_inputs, mx_tensor *outputs, size_t n_outputs, bool *borrowed,
-                                 mx_error *err);
+MX_MUST_USE mx_status mx__reference_run_body(mx_graph *g, const mx__ref_frame *parent,
+                                             const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+                                             size_t n_outputs, bool *borrowed, mx_error *err);
 /* The run-time value called `name` in frame f or the nearest enclosing frame, or NULL. */
 const mx_tensor *mx__reference_frame_lookup(const mx__ref_frame *f, const char *name);
 
@@ -42,8 +44,9 @@ const mx_tensor *mx__reference_frame_lookup(const mx__ref_frame *f, const char *
 bool mx__reference_is_control(const mx_graph *g, const mx_node *nd, const mx_tensor *const *inputs);
 /* Runs such a node in frame f; outputs as mx__reference_exec_node's (owned by the caller, freed
  * with mx_tensor_release). Errors name the node. */
-MX_MUST_USE mx_status mx__reference_exec_control(const mx__ref_frame *f, mx_node_id n, const mx_tensor *const *inputs,
-                                     mx_tensor *outputs, mx_error *err);
+MX_MUST_USE mx_status mx__reference_exec_control(const mx__ref_frame *f, mx_node_id n,
+                                                 const mx_tensor *const *inputs, mx_tensor *outputs,
+                                                 mx_error *err);
 /* "tensor", "sequence", "optional", "optional sequence". */
 const char *mx__reference_kind_name(mx_value_kind kind);
 

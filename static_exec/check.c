@@ -43,16 +43,16 @@ static mx_status check_tensor(const mx_static_plan *p, uint32_t ti, uint32_t i, 
   }
   if (!nb) return BAD("task %u ('%s') tensor %u: an address for an empty tensor", ti, pt->name, i);
   if (t->alloc >= mx__plan_ids(p))
-    return BAD("task %u ('%s') tensor %u: alloc id %u out of range (%u entries)", ti, pt->name, i,
-               t->alloc, mx__plan_ids(p));
+    return BAD("task %u ('%s') tensor %u: alloc id %u out of range (%u entries)", ti, pt->name, i, t->alloc,
+               mx__plan_ids(p));
   uint64_t region = mx__plan_id_size(p, t->alloc);
   if (t->offset > region || nb > region - t->offset)
-    return BAD("task %u ('%s') tensor %u: bytes %llu..%llu outside its %llu-byte region", ti,
-               pt->name, i, (unsigned long long)t->offset, (unsigned long long)(t->offset + nb),
+    return BAD("task %u ('%s') tensor %u: bytes %llu..%llu outside its %llu-byte region", ti, pt->name, i,
+               (unsigned long long)t->offset, (unsigned long long)(t->offset + nb),
                (unsigned long long)region);
   if (t->offset % mx_dtype_size(t->dtype))
-    return BAD("task %u ('%s') tensor %u: offset %llu is not aligned to its element size", ti,
-               pt->name, i, (unsigned long long)t->offset);
+    return BAD("task %u ('%s') tensor %u: offset %llu is not aligned to its element size", ti, pt->name, i,
+               (unsigned long long)t->offset);
   mx_static_alloc_kind kind = mx__plan_id_kind(p, t->alloc, NULL);
   if (output && (kind == MX_STATIC_WEIGHT || kind == MX_STATIC_INPUT))
     return BAD("task %u ('%s') output %u: writes the read-only %s region", ti, pt->name, i,
@@ -72,8 +72,7 @@ static mx_status check_io(const mx__pio *io, uint32_t n, const char *what, mx_er
 }
 
 /* Schema check of a task's attributes (like graph inference does for nodes). */
-static mx_status check_attrs(const mx__ptask *pt, uint32_t ti, const mx_op_def *def,
-                             mx_error *err) {
+static mx_status check_attrs(const mx__ptask *pt, uint32_t ti, const mx_op_def *def, mx_error *err) {
   for (uint32_t i = 0; i < pt->n_attrs; i++) {
     const mx_attr *a = &pt->attrs[i];
     const mx_attr_spec *s = def->attrs;
@@ -88,17 +87,15 @@ static mx_status check_attrs(const mx__ptask *pt, uint32_t ti, const mx_op_def *
   for (const mx_attr_spec *s = def->attrs; s && s->name; s++) {
     if (!s->required) continue;
     bool found = false;
-    for (uint32_t i = 0; i < pt->n_attrs && !found; i++)
-      found = strcmp(pt->attrs[i].name, s->name) == 0;
-    if (!found)
-      return BAD("task %u ('%s'): required attribute '%s' is missing", ti, pt->name, s->name);
+    for (uint32_t i = 0; i < pt->n_attrs && !found; i++) found = strcmp(pt->attrs[i].name, s->name) == 0;
+    if (!found) return BAD("task %u ('%s'): required attribute '%s' is missing", ti, pt->name, s->name);
   }
   return MX_OK;
 }
 
 /* Input info for re-inference: shapes, constant data from the weights, stored values. */
-static void input_info(const mx_static_plan *p, mx_symtab *syms, const mx__ptensor *t,
-                       mx_value_info *info, mx_tensor *data, mx_dim *sv) {
+static void input_info(const mx_static_plan *p, mx_symtab *syms, const mx__ptensor *t, mx_value_info *info,
+                       mx_tensor *data, mx_dim *sv) {
   memset(info, 0, sizeof *info);
   info->sv_len = -1;
   if (t->dtype == MX_DTYPE_UNDEFINED) return;
@@ -178,21 +175,19 @@ static mx_status check_overlaps(const mx_static_plan *p, uint32_t ti, bool eleme
   return MX_OK;
 }
 
-static mx_status check_kernel(const mx_static_plan *p, uint32_t ti, mx_symtab *syms,
-                              mx_error *err) {
+static mx_status check_kernel(const mx_static_plan *p, uint32_t ti, mx_symtab *syms, mx_error *err) {
   const mx__ptask *pt = &p->tasks[ti];
   const mx_op_def *def = mx__op_find(pt->domain, pt->op);
   if (!def) return BAD("task %u ('%s'): unknown op '%s'", ti, pt->name, pt->op);
-  if (pt->n_in < def->min_inputs ||
-      (def->max_inputs != MX_VARIADIC && pt->n_in > def->max_inputs) ||
+  if (pt->n_in < def->min_inputs || (def->max_inputs != MX_VARIADIC && pt->n_in > def->max_inputs) ||
       pt->n_out < def->min_outputs || pt->n_out > def->max_outputs)
-    return BAD("task %u ('%s'): %u inputs / %u outputs do not fit op %s", ti, pt->name, pt->n_in,
-               pt->n_out, pt->op);
+    return BAD("task %u ('%s'): %u inputs / %u outputs do not fit op %s", ti, pt->name, pt->n_in, pt->n_out,
+               pt->op);
   if (def->flags & MX_OP_DATA_DEPENDENT)
     return BAD("task %u ('%s'): op %s is data-dependent", ti, pt->name, pt->op);
   if (pt->params_size != def->params_size || (pt->params_size && !pt->params))
-    return BAD("task %u ('%s'): %u params bytes, op %s has %zu", ti, pt->name, pt->params_size,
-               pt->op, def->params_size);
+    return BAD("task %u ('%s'): %u params bytes, op %s has %zu", ti, pt->name, pt->params_size, pt->op,
+               def->params_size);
   for (uint32_t i = 0; i < def->min_inputs; i++)
     if (pt->t[i].dtype == MX_DTYPE_UNDEFINED)
       return BAD("task %u ('%s'): required input %u is missing", ti, pt->name, i);
@@ -252,8 +247,7 @@ static mx_status check_kernel(const mx_static_plan *p, uint32_t ti, mx_symtab *s
     bool same = out[k].dtype == t->dtype && out[k].shape.rank == t->rank;
     for (int32_t d = 0; same && d < t->rank; d++) same = out[k].shape.dims[d] == t->dims[d];
     if (!same) {
-      st = BAD("task %u ('%s'): output %u dtype or shape differs from what inference gives", ti,
-               pt->name, k);
+      st = BAD("task %u ('%s'): output %u dtype or shape differs from what inference gives", ti, pt->name, k);
       goto free_scratch;
     }
   }
@@ -289,26 +283,23 @@ free_scratch:
   return st;
 }
 
-static mx_status check_task(const mx_static_plan *p, uint32_t ti, uint32_t *recorded_by,
-                            mx_symtab *syms, mx_error *err) {
+static mx_status check_task(const mx_static_plan *p, uint32_t ti, uint32_t *recorded_by, mx_symtab *syms,
+                            mx_error *err) {
   const mx__ptask *pt = &p->tasks[ti];
   if (!pt->name || !pt->op || !pt->domain) return BAD("task %u: missing name or op", ti);
   if (pt->kind != MX__TASK_KERNEL && pt->kind != MX__TASK_COPY)
     return BAD("task %u ('%s'): unknown kind %d", ti, pt->name, (int)pt->kind);
   if (pt->stream >= p->n_streams)
-    return BAD("task %u ('%s'): stream %u out of range (%u streams)", ti, pt->name, pt->stream,
-               p->n_streams);
+    return BAD("task %u ('%s'): stream %u out of range (%u streams)", ti, pt->name, pt->stream, p->n_streams);
   for (uint32_t k = 0; k < pt->n_waits; k++) {
     uint32_t e = pt->waits[k];
     if (e >= p->n_events || recorded_by[e] == MX__NONE)
-      return BAD("task %u ('%s'): waits for event %u, which no earlier task records", ti, pt->name,
-                 e);
+      return BAD("task %u ('%s'): waits for event %u, which no earlier task records", ti, pt->name, e);
   }
   for (uint32_t k = 0; k < pt->n_records; k++) {
     uint32_t e = pt->records[k];
     if (e >= p->n_events || recorded_by[e] != MX__NONE)
-      return BAD("task %u ('%s'): records event %u, out of range or recorded twice", ti, pt->name,
-                 e);
+      return BAD("task %u ('%s'): records event %u, out of range or recorded twice", ti, pt->name, e);
     recorded_by[e] = ti;
   }
   uint32_t nt = pt->n_in + pt->n_out;
@@ -319,19 +310,18 @@ static mx_status check_task(const mx_static_plan *p, uint32_t ti, uint32_t *reco
     if (st != MX_OK) return st;
   }
   if (pt->kind == MX__TASK_COPY) {
-    if (pt->n_in != 1 || pt->n_out != 1 || pt->t[0].alloc == MX__NO_ALLOC ||
-        pt->t[1].alloc == MX__NO_ALLOC || pt->t[0].nbytes != pt->t[1].nbytes ||
-        mx__plan_id_kind(p, pt->t[1].alloc, NULL) != MX_STATIC_OUTPUT || pt->ws_size)
-      return BAD("task %u ('%s'): a copy needs one source and one OUTPUT destination of equal size",
-                 ti, pt->name);
+    if (pt->n_in != 1 || pt->n_out != 1 || pt->t[0].alloc == MX__NO_ALLOC || pt->t[1].alloc == MX__NO_ALLOC ||
+        pt->t[0].nbytes != pt->t[1].nbytes || mx__plan_id_kind(p, pt->t[1].alloc, NULL) != MX_STATIC_OUTPUT ||
+        pt->ws_size)
+      return BAD("task %u ('%s'): a copy needs one source and one OUTPUT destination of equal size", ti,
+                 pt->name);
     bool same;
     if (overlaps(&pt->t[0], &pt->t[1], &same))
       return BAD("task %u ('%s'): a copy's source and destination share bytes", ti, pt->name);
     return MX_OK;
   }
   if (pt->ws_size) {
-    if (pt->ws_offset % 64 || pt->ws_offset > p->fm_bytes ||
-        pt->ws_size > p->fm_bytes - pt->ws_offset)
+    if (pt->ws_offset % 64 || pt->ws_offset > p->fm_bytes || pt->ws_size > p->fm_bytes - pt->ws_offset)
       return BAD("task %u ('%s'): workspace %llu+%llu outside the %llu-byte FM arena", ti, pt->name,
                  (unsigned long long)pt->ws_offset, (unsigned long long)pt->ws_size,
                  (unsigned long long)p->fm_bytes);
@@ -368,8 +358,7 @@ mx_status mx__plan_check(const mx_static_plan *p, mx_error *err) {
     return mx__fail_oom(err, "plan check");
   }
   for (uint32_t e = 0; e < p->n_events; e++) recorded_by[e] = MX__NONE;
-  for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++)
-    st = check_task(p, t, recorded_by, syms, err);
+  for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++) st = check_task(p, t, recorded_by, syms, err);
   for (uint32_t e = 0; st == MX_OK && e < p->n_events; e++)
     if (recorded_by[e] == MX__NONE) st = BAD("plan '%s': event %u is never recorded", p->name, e);
   if (st == MX_OK) st = mx__plan_check_order(p, err);

@@ -31,7 +31,7 @@
  * a check may take: far above what a compiled plan needs, low enough that a crafted file cannot
  * make loading take minutes or gigabytes. */
 #define MAX_ENTRIES (1u << 24)
-#define MAX_VISITS (1ull << 28)
+#define MAX_VISITS  (1ull << 28)
 
 typedef struct access {
   uint32_t alloc;  /* alloc id of the region */
@@ -55,9 +55,9 @@ typedef struct order_check {
   uint32_t *clk, *pos; /* per task: clock (S entries), 1-based place on its stream */
   access *acc;         /* every access, in task order */
   size_t n_acc;
-  region *reg;         /* regions with accesses, by alloc id */
+  region *reg; /* regions with accesses, by alloc id */
   uint32_t n_reg;
-  uint32_t *reg_of;    /* alloc id -> index in reg */
+  uint32_t *reg_of; /* alloc id -> index in reg */
   uint64_t visits;
 } order_check;
 
@@ -155,8 +155,10 @@ static uint32_t piece_at(const region *g, uint64_t lo) {
   uint32_t a = 0, b = g->n;
   while (a < b) {
     uint32_t m = a + (b - a) / 2;
-    if (g->bounds[m] < lo) a = m + 1;
-    else b = m;
+    if (g->bounds[m] < lo)
+      a = m + 1;
+    else
+      b = m;
   }
   return a;
 }
@@ -170,11 +172,14 @@ static mx_status race(const order_check *c, uint32_t x, uint32_t y, const access
                       bool x_writes, mx_error *err) {
   const mx_static_plan *p = c->p;
   const mx__ptask *tx = &p->tasks[x], *ty = &p->tasks[y];
-  return BAD("plan '%s': tasks %u ('%s', stream %u) and %u ('%s', stream %u) both use bytes %llu..%llu of the %s "
-             "region %u, %s, and no event orders them",
-             p->name, x, tx->name, tx->stream, y, ty->name, ty->stream, (unsigned long long)lo,
-             (unsigned long long)hi, mx_static_alloc_kind_name(mx__plan_id_kind(p, a->alloc, NULL)), a->alloc,
-             x_writes && a->write ? "both writing" : x_writes ? "the first writing" : "the second writing");
+  return BAD(
+      "plan '%s': tasks %u ('%s', stream %u) and %u ('%s', stream %u) both use bytes %llu..%llu of the %s "
+      "region %u, %s, and no event orders them",
+      p->name, x, tx->name, tx->stream, y, ty->name, ty->stream, (unsigned long long)lo,
+      (unsigned long long)hi, mx_static_alloc_kind_name(mx__plan_id_kind(p, a->alloc, NULL)), a->alloc,
+      x_writes && a->write ? "both writing"
+      : x_writes           ? "the first writing"
+                           : "the second writing");
 }
 
 /* Checks access a (of the task being walked) against the pieces it covers. */
@@ -187,10 +192,11 @@ static mx_status check_access(order_check *c, const access *a, mx_error *err) {
     const uint32_t *st = g->state + (size_t)k * (S + 1);
     if (st[0] == MX__NONE && !a->write) {
       const mx__ptask *ty = &c->p->tasks[y];
-      return BAD("plan '%s': task %u ('%s') reads bytes %llu..%llu of the %s region %u, which no earlier task "
-                 "writes",
-                 c->p->name, y, ty->name, (unsigned long long)g->bounds[k], (unsigned long long)g->bounds[k + 1],
-                 mx_static_alloc_kind_name(mx__plan_id_kind(c->p, a->alloc, NULL)), a->alloc);
+      return BAD(
+          "plan '%s': task %u ('%s') reads bytes %llu..%llu of the %s region %u, which no earlier task "
+          "writes",
+          c->p->name, y, ty->name, (unsigned long long)g->bounds[k], (unsigned long long)g->bounds[k + 1],
+          mx_static_alloc_kind_name(mx__plan_id_kind(c->p, a->alloc, NULL)), a->alloc);
     }
     if (st[0] != MX__NONE && !ordered(c, st[0], y))
       return race(c, st[0], y, a, g->bounds[k], g->bounds[k + 1], true, err);

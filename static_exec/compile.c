@@ -24,7 +24,7 @@
 #define WEIGHT_ALIGN 64u
 
 /* Host-side figures of the cost model (estimated device time in ns). */
-#define COST_LAUNCH_NS 500.0
+#define COST_LAUNCH_NS   500.0
 #define COST_NS_PER_BYTE 0.125 /* ~8 GB/s */
 #define COST_NS_PER_FLOP 0.05  /* ~20 GFLOP/s */
 
@@ -49,8 +49,8 @@ static mx_status check_value(mx__compile *c, const mx_node *nd, mx_value_id v, c
                     "%s: value '%s' belongs to an enclosing graph; pass it as a graph input", where,
                     val->name);
   if (!mx_dtype_size(val->dtype))
-    return mx__fail(c->err, MX_ERR_SHAPE,
-                    "%s: value '%s' has no known dtype (infer the graph first)", where, val->name);
+    return mx__fail(c->err, MX_ERR_SHAPE, "%s: value '%s' has no known dtype (infer the graph first)", where,
+                    val->name);
   if (!value_concrete(val)) {
     char buf[256];
     mx_shape_format(c->g->syms, &val->shape, buf, sizeof buf);
@@ -158,8 +158,7 @@ static mx_status build_tasks(mx__compile *c, const mx_node_id *order, size_t n_o
     mx_value_id out0 = nd->n_outputs ? nd->outputs[0] : MX_NO_VALUE;
     mx_value_id in0 = nd->n_inputs ? nd->inputs[0] : MX_NO_VALUE;
     if (mx__node_keeps_bytes(g, nd) && nd->n_outputs == 1 && in0 != MX_NO_VALUE &&
-        !(g->values[out0].flags & MX_VALUE_OUTPUT) &&
-        g->values[out0].dtype == g->values[in0].dtype &&
+        !(g->values[out0].flags & MX_VALUE_OUTPUT) && g->values[out0].dtype == g->values[in0].dtype &&
         c->vals[out0].nbytes == c->vals[in0].nbytes) {
       mx__cval *ov = &c->vals[out0];
       const mx__cval *iv = &c->vals[in0];
@@ -177,11 +176,10 @@ static mx_status build_tasks(mx__compile *c, const mx_node_id *order, size_t n_o
     if (!kd) {
       mx_dtype dt = nd->n_inputs && nd->inputs[0] != MX_NO_VALUE ? g->values[nd->inputs[0]].dtype
                                                                  : g->values[out0].dtype;
-      return mx__fail(c->err, MX_ERR_UNSUPPORTED, "node '%s' (%s): no CPU kernel for dtype %s",
-                      nd->name, nd->op_type, mx_dtype_name(dt));
+      return mx__fail(c->err, MX_ERR_UNSUPPORTED, "node '%s' (%s): no CPU kernel for dtype %s", nd->name,
+                      nd->op_type, mx_dtype_name(dt));
     }
-    mx__ctask t = {
-        .kind = MX__TASK_KERNEL, .node = nid, .kd = kd, .ws_size = ws, .copy_src = MX_NO_VALUE};
+    mx__ctask t = {.kind = MX__TASK_KERNEL, .node = nid, .kd = kd, .ws_size = ws, .copy_src = MX_NO_VALUE};
     t.cost = kernel_cost(c, nd);
     uint32_t ti = add_task(c, &t);
     for (uint32_t o = 0; o < nd->n_outputs; o++) {
@@ -214,8 +212,7 @@ static mx_status place_outputs(mx__compile *c) {
                       "by a node",
                       j, g->values[v].name);
     if (cv->nbytes == 0) continue; /* an empty output: nothing to copy */
-    mx__ctask t = {
-        .kind = MX__TASK_COPY, .node = MX_NO_NODE, .copy_src = v, .copy_out = (uint32_t)j};
+    mx__ctask t = {.kind = MX__TASK_COPY, .node = MX_NO_NODE, .copy_src = v, .copy_out = (uint32_t)j};
     t.cost = COST_LAUNCH_NS + 2.0 * (double)cv->nbytes * COST_NS_PER_BYTE;
     add_task(c, &t);
   }
@@ -249,8 +246,7 @@ static mx_status build_edges(mx__compile *c) {
   }
   for (uint32_t t = 0; t < c->n_tasks; t++) {
     mx__ctask *task = &c->tasks[t];
-    task->succs =
-        mx__arena_array(&c->arena, task->n_succs ? task->n_succs : 1, sizeof *task->succs, 4);
+    task->succs = mx__arena_array(&c->arena, task->n_succs ? task->n_succs : 1, sizeof *task->succs, 4);
     if (!task->succs) return mx__fail_oom(c->err, "task edges");
     task->n_succs = 0;
   }
@@ -272,16 +268,12 @@ static void locate(mx__compile *c, mx_value_id v, uint32_t *alloc, uint64_t *off
   mx_value_id r = c->vals[v].root;
   const mx__cval *rv = &c->vals[r];
   switch (rv->loc) {
-    case MX__LOC_INPUT:
-      *alloc = MX__ID_INPUT0 + rv->index;
-      break;
+    case MX__LOC_INPUT: *alloc = MX__ID_INPUT0 + rv->index; break;
     case MX__LOC_WEIGHT:
       *alloc = MX__ID_WEIGHT;
       *offset = rv->weight_offset;
       break;
-    case MX__LOC_OUTPUT:
-      *alloc = MX__ID_INPUT0 + (uint32_t)c->g->n_inputs + rv->index;
-      break;
+    case MX__LOC_OUTPUT: *alloc = MX__ID_INPUT0 + (uint32_t)c->g->n_inputs + rv->index; break;
     case MX__LOC_FM: {
       uint32_t b = c->vals[mx__group_of(c, r)].buffer;
       if (b == MX__NONE) return;
@@ -289,8 +281,7 @@ static void locate(mx__compile *c, mx_value_id v, uint32_t *alloc, uint64_t *off
       *offset = c->bufs[b].offset;
       break;
     }
-    case MX__LOC_NONE:
-      break;
+    case MX__LOC_NONE: break;
   }
 }
 
@@ -317,8 +308,7 @@ static mx_status place_weights(mx__compile *c, uint64_t *total) {
       if (!data || !data->data || !mx_tensor_nbytes(data, &have) || have != c->vals[r].nbytes) {
         free(seen);
         return mx__fail(c->err, MX_ERR_INVALID_GRAPH,
-                        "constant '%s': its data does not match its inferred shape",
-                        c->g->values[r].name);
+                        "constant '%s': its data does not match its inferred shape", c->g->values[r].name);
       }
       seen[r] = true;
       c->wvals[c->n_wvals++] = r;
@@ -349,11 +339,10 @@ static mx_status emit_tensor(mx__compile *c, mx_static_plan *p, mx_value_id v, b
   for (int32_t k = 0; k < t->rank; k++) t->dims[k] = val->shape.dims[k];
   t->nbytes = c->vals[v].nbytes;
   locate(c, v, &t->alloc, &t->offset);
-  if (!store_values || t->alloc == MX__ID_WEIGHT || val->sv_len < 0 || !val->sv ||
-      val->sv_len > MX_SV_MAX || (val->dtype != MX_INT64 && val->dtype != MX_INT32))
+  if (!store_values || t->alloc == MX__ID_WEIGHT || val->sv_len < 0 || !val->sv || val->sv_len > MX_SV_MAX ||
+      (val->dtype != MX_INT64 && val->dtype != MX_INT32))
     return MX_OK;
-  int64_t *vals =
-      mx__arena_array(&p->arena, val->sv_len ? (size_t)val->sv_len : 1, sizeof *vals, 8);
+  int64_t *vals = mx__arena_array(&p->arena, val->sv_len ? (size_t)val->sv_len : 1, sizeof *vals, 8);
   if (!vals) return mx__fail_oom(c->err, "plan tensor values");
   for (int32_t k = 0; k < val->sv_len; k++)
     if (!mx_sym_const_value(c->g->syms, val->sv[k], &vals[k])) return MX_OK;
@@ -362,8 +351,7 @@ static mx_status emit_tensor(mx__compile *c, mx_static_plan *p, mx_value_id v, b
   return MX_OK;
 }
 
-static mx_status emit_io(mx__compile *c, mx_static_plan *p, mx_value_id v, const char *name,
-                         mx__pio *io) {
+static mx_status emit_io(mx__compile *c, mx_static_plan *p, mx_value_id v, const char *name, mx__pio *io) {
   const mx_value *val = &c->g->values[v];
   io->name = mx__arena_strdup(&p->arena, name);
   if (!io->name) return mx__fail_oom(c->err, "plan names");
@@ -566,8 +554,8 @@ static mx_status check_options(const mx_graph *g, const mx_static_options *o, mx
                     "mx_static_options_init",
                     o->version, MX_STATIC_OPTIONS_VERSION);
   if (o->max_streams > MX_STATIC_MAX_STREAMS)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_compile: max_streams %u (1..%u)",
-                    o->max_streams, MX_STATIC_MAX_STREAMS);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_compile: max_streams %u (1..%u)", o->max_streams,
+                    MX_STATIC_MAX_STREAMS);
   if ((unsigned)o->mode > MX_HAL_MODEL_INDIRECT)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_compile: unknown HAL model mode %d",
                     (int)o->mode);
@@ -593,16 +581,14 @@ static mx_status check_limits(const mx__compile *c) {
   for (uint32_t t = 0; t < c->n_tasks; t++) {
     if (c->tasks[t].kind != MX__TASK_KERNEL) continue;
     const mx_node *nd = &c->g->nodes[c->tasks[t].node];
-    if (nd->n_inputs + nd->n_outputs > MX__MAX_TASK_TENSORS ||
-        (nd->def->params_size > MX__MAX_PARAMS_BYTES))
+    if (nd->n_inputs + nd->n_outputs > MX__MAX_TASK_TENSORS || (nd->def->params_size > MX__MAX_PARAMS_BYTES))
       return mx__fail(c->err, MX_ERR_LIMIT, "node '%s' (%s): too many tensors or params", nd->name,
                       nd->op_type);
   }
   return MX_OK;
 }
 
-mx_status mx_static_compile(mx_graph *g, const mx_static_options *opt, mx_static_plan **out,
-                            mx_error *err) {
+mx_status mx_static_compile(mx_graph *g, const mx_static_options *opt, mx_static_plan **out, mx_error *err) {
   if (out) *out = NULL;
   if (!g || !out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_compile: NULL argument");
   mx_static_options o;

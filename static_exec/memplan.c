@@ -53,8 +53,7 @@ static bool collect_users(mx__compile *c, ulist *ul) {
   for (uint32_t t = 0; t < c->n_tasks; t++) {
     const mx__ctask *task = &c->tasks[t];
     if (task->kind == MX__TASK_COPY) {
-      if (is_fm_root(c, task->copy_src) && !push_user(&ul[c->vals[task->copy_src].root], t))
-        return false;
+      if (is_fm_root(c, task->copy_src) && !push_user(&ul[c->vals[task->copy_src].root], t)) return false;
       continue;
     }
     const mx_node *nd = &c->g->nodes[task->node];
@@ -92,8 +91,7 @@ static bool try_in_place(mx__compile *c, uint32_t t, ulist *ul, bool *ok) {
     }
     if (clash) continue;
     bool dies = true;
-    for (size_t k = 0; k < ul[grp].n && dies; k++)
-      dies = ul[grp].u[k] == t || mx__hb(c, ul[grp].u[k], t);
+    for (size_t k = 0; k < ul[grp].n && dies; k++) dies = ul[grp].u[k] == t || mx__hb(c, ul[grp].u[k], t);
     if (!dies) continue;
     c->vals[o].group = grp;
     for (size_t k = 0; k < ul[o].n; k++) {
@@ -135,8 +133,7 @@ static bool conflict(const mx__compile *c, const mx__cbuf *a, const mx__cbuf *b)
 }
 
 /* One placement in the given order; writes offsets, returns the arena size. */
-static uint64_t place(const mx__compile *c, const uint32_t *order, uint64_t *off,
-                      uint32_t *placed) {
+static uint64_t place(const mx__compile *c, const uint32_t *order, uint64_t *off, uint32_t *placed) {
   uint32_t np = 0;
   uint64_t arena = 0;
   for (uint32_t i = 0; i < c->n_bufs; i++) {
@@ -184,12 +181,11 @@ static int cmp_key(const void *a, const void *b) {
 }
 
 enum { ORDER_SIZE, ORDER_SIZE_LIFE, ORDER_LIFE, ORDER_BREADTH, ORDER_FIRST_USE, N_ORDERS };
-static const char *const order_names[N_ORDERS] = {"greedy by size", "size, then lifetime",
-                                                  "lifetime", "greedy by breadth", "first use"};
+static const char *const order_names[N_ORDERS] = {"greedy by size", "size, then lifetime", "lifetime",
+                                                  "greedy by breadth", "first use"};
 
 /* Builds placement order `which` into out using per-position live totals `live`. */
-static void make_order(const mx__compile *c, int which, const uint64_t *live, sort_key *keys,
-                       uint32_t *out) {
+static void make_order(const mx__compile *c, int which, const uint64_t *live, sort_key *keys, uint32_t *out) {
   uint32_t n = c->n_tasks;
   for (uint32_t b = 0; b < c->n_bufs; b++) {
     const mx__cbuf *B = &c->bufs[b];
@@ -361,8 +357,7 @@ mx_status mx__static_memplan(mx__compile *c) {
   /* One buffer per non-empty group, one per workspace. */
   uint32_t cap = 0;
   for (size_t v = 0; v < nv; v++)
-    if (c->vals[v].loc == MX__LOC_FM && c->vals[v].root == v && mx__group_of(c, (uint32_t)v) == v)
-      cap++;
+    if (c->vals[v].loc == MX__LOC_FM && c->vals[v].root == v && mx__group_of(c, (uint32_t)v) == v) cap++;
   for (uint32_t t = 0; t < c->n_tasks; t++) cap += c->tasks[t].ws_size ? 1 : 0;
   c->bufs = calloc(cap ? cap : 1, sizeof *c->bufs);
   if (!c->bufs) {

@@ -49,7 +49,7 @@ struct mx_static_model {
   uint32_t *last_ref;    /* ids refreshed for the last execute, ascending (n_ids entries) */
   uint32_t n_last_ref;
   uint64_t executions, total_refreshed, staged_copies;
-  mx_error err;                 /* the last failure of update / execute */
+  mx_error err; /* the last failure of update / execute */
 };
 
 static mx_status model_fail(mx_static_model *m, mx_status st, const char *fmt, ...) MX_PRINTF(3, 4);
@@ -77,8 +77,7 @@ mx_status mx__static_copy_fn(void *args, size_t size) {
 
 /* --- create ----------------------------------------------------------------------------------- */
 
-static mx_status copy_ios(mx_static_model *m, const mx__pio *src, uint32_t n, mx__pio **dst,
-                          mx_error *err) {
+static mx_status copy_ios(mx_static_model *m, const mx__pio *src, uint32_t n, mx__pio **dst, mx_error *err) {
   *dst = mx__arena_array(&m->arena, n ? n : 1, sizeof **dst, 8);
   if (!*dst) return mx__fail_oom(err, "model inputs and outputs");
   for (uint32_t i = 0; i < n; i++) {
@@ -100,10 +99,8 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
     mx__copy_args *a = blk;
     memset(a, 0, sizeof *a);
     a->n = pt->t[0].nbytes;
-    slots[ns++] =
-        (mx_hal_slot){(uint32_t)offsetof(mx__copy_args, src), pt->t[0].alloc, pt->t[0].offset};
-    slots[ns++] =
-        (mx_hal_slot){(uint32_t)offsetof(mx__copy_args, dst), pt->t[1].alloc, pt->t[1].offset};
+    slots[ns++] = (mx_hal_slot){(uint32_t)offsetof(mx__copy_args, src), pt->t[0].alloc, pt->t[0].offset};
+    slots[ns++] = (mx_hal_slot){(uint32_t)offsetof(mx__copy_args, dst), pt->t[1].alloc, pt->t[1].offset};
     task.fn = mx__static_copy_fn;
     task.args_size = (uint32_t)sizeof *a;
   } else {
@@ -123,8 +120,8 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
     }
     const mx_kernel_def *kd = mx__kernel_find(pt->domain, pt->op, call);
     if (!kd)
-      return mx__fail(err, MX_ERR_UNSUPPORTED, "task %u ('%s', %s): no CPU kernel for its dtypes",
-                      ti, pt->name, pt->op);
+      return mx__fail(err, MX_ERR_UNSUPPORTED, "task %u ('%s', %s): no CPU kernel for its dtypes", ti,
+                      pt->name, pt->op);
     kt->run = kd->run;
     kt->shape_out = NULL;
     if (pt->params_size) {
@@ -134,8 +131,7 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
     }
     call->workspace_size = (size_t)pt->ws_size;
     if (pt->ws_size)
-      slots[ns++] =
-          (mx_hal_slot){(uint32_t)mx_kernel_task_workspace_offset(), MX__ID_FM, pt->ws_offset};
+      slots[ns++] = (mx_hal_slot){(uint32_t)mx_kernel_task_workspace_offset(), MX__ID_FM, pt->ws_offset};
     task.fn = mx__kernel_task_run;
     task.args_size = (uint32_t)size;
   }
@@ -164,8 +160,7 @@ static mx_status set_base(mx_static_model *m, uint32_t id, void *addr, mx_error 
   return MX_OK;
 }
 
-static mx_status build(mx_static_model *m, const mx_static_plan *p, mx_hal_model_mode mode,
-                       mx_error *err) {
+static mx_status build(mx_static_model *m, const mx_static_plan *p, mx_hal_model_mode mode, mx_error *err) {
   mx_status st = MX_OK;
   size_t blk_cap = sizeof(mx__copy_args), slot_cap = 2;
   for (uint32_t t = 0; t < p->n_tasks; t++) {
@@ -179,11 +174,8 @@ static mx_status build(mx_static_model *m, const mx_static_plan *p, mx_hal_model
     st = mx__fail_oom(err, "task blocks");
     goto free_scratch;
   }
-  mx_hal_model_desc desc = {.n_streams = p->n_streams,
-                            .n_events = p->n_events,
-                            .n_ids = m->n_ids,
-                            .mode = mode,
-                            .name = p->name};
+  mx_hal_model_desc desc = {
+      .n_streams = p->n_streams, .n_events = p->n_events, .n_ids = m->n_ids, .mode = mode, .name = p->name};
   st = mx_hal_model_create(m->dev, &desc, &m->hal, err);
   if (st != MX_OK) goto free_scratch;
   for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++) st = sink_task(m, p, t, blk, slots, err);
@@ -227,8 +219,7 @@ void mx_static_model_destroy(mx_static_model *m) {
 }
 
 mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
-                                 const mx_static_load_options *opt, mx_static_model **out,
-                                 mx_error *err) {
+                                 const mx_static_load_options *opt, mx_static_model **out, mx_error *err) {
   if (out) *out = NULL;
   if (!dev || !plan || !out)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_model_create: NULL argument");
@@ -257,8 +248,7 @@ mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
   m->n_ids = mx__plan_ids(plan);
   m->fm_bytes = plan->fm_bytes;
   m->weight_bytes = plan->weight_bytes;
-  m->fm_external =
-      o.fm == MX_STATIC_FM_FROM_PLAN ? plan->fm_external : o.fm == MX_STATIC_FM_EXTERNAL;
+  m->fm_external = o.fm == MX_STATIC_FM_FROM_PLAN ? plan->fm_external : o.fm == MX_STATIC_FM_EXTERNAL;
   mx_hal_model_mode mode = o.mode == MX_STATIC_MODE_FROM_PLAN ? plan->mode
                            : o.mode == MX_STATIC_MODE_PATCH   ? MX_HAL_MODEL_PATCH
                                                               : MX_HAL_MODEL_INDIRECT;
@@ -273,8 +263,8 @@ mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
   m->pending = calloc(m->n_ids, sizeof *m->pending);
   m->pending_flag = calloc(m->n_ids, 1);
   m->last_ref = calloc(m->n_ids, sizeof *m->last_ref);
-  if (!m->frozen || !m->last || !m->staging || !m->host_in || !m->host_out || !m->upd_ids ||
-      !m->upd_addrs || !m->pending || !m->pending_flag || !m->last_ref) {
+  if (!m->frozen || !m->last || !m->staging || !m->host_in || !m->host_out || !m->upd_ids || !m->upd_addrs ||
+      !m->pending || !m->pending_flag || !m->last_ref) {
     st = mx__fail_oom(err, "static model tables");
     goto destroy_model;
   }
@@ -346,14 +336,13 @@ static inline bool tensor_matches(const mx__pio *io, const mx_tensor *t) {
 static mx_status check_tensor(mx_static_model *m, const char *what, uint32_t i, const mx__pio *io,
                               const mx_tensor *t) {
   if (t->dtype != io->dtype)
-    return model_fail(m, MX_ERR_DTYPE, "%s %u ('%s'): dtype %s given, %s expected", what, i,
-                      io->name, mx_dtype_name(t->dtype), mx_dtype_name(io->dtype));
+    return model_fail(m, MX_ERR_DTYPE, "%s %u ('%s'): dtype %s given, %s expected", what, i, io->name,
+                      mx_dtype_name(t->dtype), mx_dtype_name(io->dtype));
   if (t->placement != MX_HOST && t->placement != MX_DEVICE)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s %u ('%s'): unknown placement %d", what, i,
-                      io->name, (int)t->placement);
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s %u ('%s'): unknown placement %d", what, i, io->name,
+                      (int)t->placement);
   uint64_t nb = 0;
-  bool valid =
-      t->rank >= 0 && t->rank <= MX_MAX_RANK && mx__dims_nbytes(t->dtype, t->rank, t->dims, &nb);
+  bool valid = t->rank >= 0 && t->rank <= MX_MAX_RANK && mx__dims_nbytes(t->dtype, t->rank, t->dims, &nb);
   bool same = valid && t->rank == io->rank;
   for (int32_t k = 0; same && k < io->rank; k++) same = t->dims[k] == io->dims[k];
   if (!same) {
@@ -361,17 +350,16 @@ static mx_status check_tensor(mx_static_model *m, const char *what, uint32_t i, 
     if (valid) format_dims(got, sizeof got, t->rank, t->dims);
     format_dims(want, sizeof want, io->rank, io->dims);
     if (valid && nb < io->nbytes)
-      return model_fail(
-          m, MX_ERR_SHAPE,
-          "%s %u ('%s'): buffer too small: shape %s holds %llu bytes, the model needs "
-          "%s (%llu bytes)",
-          what, i, io->name, got, (unsigned long long)nb, want, (unsigned long long)io->nbytes);
-    return model_fail(m, MX_ERR_SHAPE, "%s %u ('%s'): shape %s given, %s expected", what, i,
-                      io->name, got, want);
+      return model_fail(m, MX_ERR_SHAPE,
+                        "%s %u ('%s'): buffer too small: shape %s holds %llu bytes, the model needs "
+                        "%s (%llu bytes)",
+                        what, i, io->name, got, (unsigned long long)nb, want, (unsigned long long)io->nbytes);
+    return model_fail(m, MX_ERR_SHAPE, "%s %u ('%s'): shape %s given, %s expected", what, i, io->name, got,
+                      want);
   }
   if (io->nbytes && !t->data)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s %u ('%s'): data is NULL for %llu bytes", what,
-                      i, io->name, (unsigned long long)io->nbytes);
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "%s %u ('%s'): data is NULL for %llu bytes", what, i,
+                      io->name, (unsigned long long)io->nbytes);
   return MX_OK;
 }
 
@@ -381,8 +369,8 @@ static mx_status ensure_staging(mx_static_model *m, uint32_t k, const char *what
   if (m->staging[k]) return MX_OK;
   mx_status st = mx_device_alloc(m->dev, (size_t)io->nbytes, 64, &m->staging[k]);
   if (st != MX_OK)
-    return model_fail(m, st, "%s %u ('%s'): cannot allocate a %llu-byte staging buffer: %s", what,
-                      i, io->name, (unsigned long long)io->nbytes, mx_device_last_error(m->dev));
+    return model_fail(m, st, "%s %u ('%s'): cannot allocate a %llu-byte staging buffer: %s", what, i,
+                      io->name, (unsigned long long)io->nbytes, mx_device_last_error(m->dev));
   return MX_OK;
 }
 
@@ -409,8 +397,8 @@ mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *input
   if (!m) return MX_ERR_INVALID_ARGUMENT;
   if (n_inputs != m->n_inputs || n_outputs != m->n_outputs)
     return model_fail(m, MX_ERR_INVALID_ARGUMENT,
-                      "update_args: %zu inputs and %zu outputs given, the model has %u and %u",
-                      n_inputs, n_outputs, m->n_inputs, m->n_outputs);
+                      "update_args: %zu inputs and %zu outputs given, the model has %u and %u", n_inputs,
+                      n_outputs, m->n_inputs, m->n_outputs);
   if ((n_inputs && !inputs) || (n_outputs && !outputs))
     return model_fail(m, MX_ERR_INVALID_ARGUMENT, "update_args: NULL tensor array");
   mx_status st;
@@ -465,12 +453,11 @@ mx_status mx_static_model_update_workspaces(mx_static_model *m, void *fm_base) {
                       "update_workspaces: the model owns its FM arena (load it with an external "
                       "FM to supply one)");
   if (m->fm_bytes && !fm_base)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT,
-                      "update_workspaces: NULL FM arena (%llu bytes needed)",
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "update_workspaces: NULL FM arena (%llu bytes needed)",
                       (unsigned long long)m->fm_bytes);
   if (((uintptr_t)fm_base & 63u) != 0)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT,
-                      "update_workspaces: FM arena %p is not 64-byte aligned", fm_base);
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "update_workspaces: FM arena %p is not 64-byte aligned",
+                      fm_base);
   m->fm_base = fm_base;
   if (!m->fm_bytes || fm_base == m->last[MX__ID_FM]) return MX_OK;
   m->upd_ids[0] = MX__ID_FM;
@@ -499,8 +486,7 @@ static void sort_ids(uint32_t *ids, uint32_t n) {
 
 mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
   if (!m || !s)
-    return m ? model_fail(m, MX_ERR_INVALID_ARGUMENT, "execute: NULL stream")
-             : MX_ERR_INVALID_ARGUMENT;
+    return m ? model_fail(m, MX_ERR_INVALID_ARGUMENT, "execute: NULL stream") : MX_ERR_INVALID_ARGUMENT;
   if (mx_stream_device(s) != m->dev)
     return model_fail(m, MX_ERR_INVALID_ARGUMENT, "execute: the stream belongs to another device");
   if (!m->args_set && m->n_inputs + m->n_outputs)
@@ -512,22 +498,22 @@ mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
   mx_status st;
   for (uint32_t i = 0; i < m->n_inputs; i++) {
     if (!m->host_in[i]) continue;
-    st = mx_hal_copy_async_named(s, m->staging[i], m->host_in[i], (size_t)m->inputs[i].nbytes,
-                                 MX_COPY_H2D, m->inputs[i].name);
+    st = mx_hal_copy_async_named(s, m->staging[i], m->host_in[i], (size_t)m->inputs[i].nbytes, MX_COPY_H2D,
+                                 m->inputs[i].name);
     if (st != MX_OK)
-      return model_fail(m, st, "execute: input %u ('%s'): staging copy failed: %s", i,
-                        m->inputs[i].name, mx_device_last_error(m->dev));
+      return model_fail(m, st, "execute: input %u ('%s'): staging copy failed: %s", i, m->inputs[i].name,
+                        mx_device_last_error(m->dev));
     m->staged_copies++;
   }
   st = mx_hal_model_execute(m->hal, s);
   if (st != MX_OK) return model_fail(m, st, "execute: %s", mx_hal_model_last_error(m->hal));
   for (uint32_t j = 0; j < m->n_outputs; j++) {
     if (!m->host_out[j]) continue;
-    st = mx_hal_copy_async_named(s, m->host_out[j], m->staging[m->n_inputs + j],
-                                 (size_t)m->outputs[j].nbytes, MX_COPY_D2H, m->outputs[j].name);
+    st = mx_hal_copy_async_named(s, m->host_out[j], m->staging[m->n_inputs + j], (size_t)m->outputs[j].nbytes,
+                                 MX_COPY_D2H, m->outputs[j].name);
     if (st != MX_OK)
-      return model_fail(m, st, "execute: output %u ('%s'): staging copy failed: %s", j,
-                        m->outputs[j].name, mx_device_last_error(m->dev));
+      return model_fail(m, st, "execute: output %u ('%s'): staging copy failed: %s", j, m->outputs[j].name,
+                        mx_device_last_error(m->dev));
     m->staged_copies++;
   }
   m->executions++;
@@ -544,13 +530,10 @@ mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
 
 /* --- accessors -------------------------------------------------------------------------------- */
 
-void *mx_static_model_run_address(const mx_static_model *m, mx_static_alloc_kind kind,
-                                  uint64_t offset) {
+void *mx_static_model_run_address(const mx_static_model *m, mx_static_alloc_kind kind, uint64_t offset) {
   if (!m) return NULL;
-  if (kind == MX_STATIC_WEIGHT && m->weights && offset < m->weight_bytes)
-    return (char *)m->weights + offset;
-  if (kind == MX_STATIC_FM && m->fm_base && offset < m->fm_bytes)
-    return (char *)m->fm_base + offset;
+  if (kind == MX_STATIC_WEIGHT && m->weights && offset < m->weight_bytes) return (char *)m->weights + offset;
+  if (kind == MX_STATIC_FM && m->fm_base && offset < m->fm_bytes) return (char *)m->fm_base + offset;
   return NULL;
 }
 

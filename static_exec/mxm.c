@@ -24,14 +24,14 @@
 #include "static_exec/mxm_info.h"
 #include "static_exec/static_exec_impl.h"
 
-#define MXM_MAGIC "MIXRTMXM"
-#define MXM_CONTAINER 1u
-#define MXM_PREAMBLE 24u
+#define MXM_MAGIC          "MIXRTMXM"
+#define MXM_CONTAINER      1u
+#define MXM_PREAMBLE       24u
 #define MXM_FORMAT_VERSION 1u /* what this code writes */
 #define MXM_READER_VERSION 1u /* the newest min_reader_version this code accepts */
-#define MXM_MAX_HEADER (1u << 20)
-#define MXM_MAX_PLANS 4096u
-#define WEIGHTS_SUFFIX ".weights"
+#define MXM_MAX_HEADER     (1u << 20)
+#define MXM_MAX_PLANS      4096u
+#define WEIGHTS_SUFFIX     ".weights"
 
 #ifndef MIXRT_VERSION_STRING
 #define MIXRT_VERSION_STRING "dev"
@@ -122,9 +122,7 @@ static Mxm__Attribute *attr_msg(mx_arena *a, const mx_attr *at) {
   m->i = at->i;
   m->f = at->f;
   switch (at->type) {
-    case MX_ATTR_STRING:
-      m->s = str(at->s);
-      break;
+    case MX_ATTR_STRING: m->s = str(at->s); break;
     case MX_ATTR_INTS:
       m->n_ints = at->count;
       m->ints = (int64_t *)at->ints;
@@ -147,8 +145,7 @@ static Mxm__Attribute *attr_msg(mx_arena *a, const mx_attr *at) {
       m->tensor_data.data = at->tensor->data;
       break;
     }
-    default:
-      break;
+    default: break;
   }
   return m;
 }
@@ -417,8 +414,8 @@ static size_t put_varint(uint64_t v, unsigned char *buf) {
  * (runtime, or NULL) goes out as the ModelFile's runtime bytes field, packed straight into the
  * file after the other fields (protobuf fields may come in any order), so neither the record
  * nor the file is ever held packed in memory. */
-static mx_status stream_file(const char *path, const Mxm__ModelFile *mf,
-                             const ProtobufCMessage *runtime, mx_error *err) {
+static mx_status stream_file(const char *path, const Mxm__ModelFile *mf, const ProtobufCMessage *runtime,
+                             mx_error *err) {
   unsigned char rt_prefix[16];
   size_t rt_prefix_len = 0, rt_size = 0;
   if (runtime) {
@@ -474,8 +471,7 @@ static mx_status write_weights(const char *wpath, const mx_static_plan *const *p
   for (size_t i = 0; i < n && ok; i++) {
     uint64_t wb = plans[i]->weight_bytes, pad = ((wb + 63) & ~(uint64_t)63) - wb;
     if (wb) {
-      ok = write_chunks(f, plans[i]->weights, (size_t)(wb - wb % 8), "save: write weights", &done,
-                        wsize);
+      ok = write_chunks(f, plans[i]->weights, (size_t)(wb - wb % 8), "save: write weights", &done, wsize);
       h = checksum_words(h, plans[i]->weights, (size_t)(wb - wb % 8));
     }
     /* The last partial word and the padding go out as whole words. */
@@ -510,13 +506,12 @@ mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const 
 /* Saves the plans with the runtime record given as bytes (runtime, runtime_size) or as a message
  * packed straight into the file (runtime_msg). */
 static mx_status save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
-                            size_t runtime_size, const ProtobufCMessage *runtime_msg,
-                            const char *path, const mx_mxm_save_options *o, mx_error *err) {
+                            size_t runtime_size, const ProtobufCMessage *runtime_msg, const char *path,
+                            const mx_mxm_save_options *o, mx_error *err) {
   if ((!plans && n) || !path || n > MXM_MAX_PLANS || (runtime_size && !runtime))
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: invalid arguments");
   for (size_t i = 0; i < n; i++)
-    if (!plans[i])
-      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: plan %zu is NULL", i);
+    if (!plans[i]) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: plan %zu is NULL", i);
   bool external = o && o->external_weights;
   mx_arena a;
   mx__arena_init(&a, 64 * 1024);
@@ -623,8 +618,8 @@ mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *si
 
 #define BAD(...) mx__fail(err, MX_ERR_MALFORMED, __VA_ARGS__)
 
-static mx_status dims_from(const int64_t *src, size_t n, int32_t *rank, int64_t *dims,
-                           mx_error *err, const char *what) {
+static mx_status dims_from(const int64_t *src, size_t n, int32_t *rank, int64_t *dims, mx_error *err,
+                           const char *what) {
   if (n > MX_MAX_RANK) return BAD("%s: rank %zu exceeds %d", what, n, MX_MAX_RANK);
   *rank = (int32_t)n;
   memset(dims, 0, MX_MAX_RANK * sizeof *dims);
@@ -646,8 +641,7 @@ static mx_status io_from(mx_static_plan *p, const Mxm__TensorDesc *d, mx__pio *i
   io->frozen = d->frozen;
   mx_status st = dims_from(d->dims, d->n_dims, &io->rank, io->dims, err, label);
   if (st != MX_OK) return st;
-  if (!mx_dtype_is_supported(d->dtype) ||
-      !mx__dims_nbytes(io->dtype, io->rank, io->dims, &io->nbytes))
+  if (!mx_dtype_is_supported(d->dtype) || !mx__dims_nbytes(io->dtype, io->rank, io->dims, &io->nbytes))
     return BAD("%s ('%s'): invalid dtype or size", label, io->name);
   return MX_OK;
 }
@@ -663,8 +657,7 @@ static mx_status attr_from(mx_static_plan *p, const Mxm__Attribute *m, mx_attr *
   at->f = m->f;
   switch (m->type) {
     case MX_ATTR_INT:
-    case MX_ATTR_FLOAT:
-      break;
+    case MX_ATTR_FLOAT: break;
     case MX_ATTR_STRING:
       at->s = mx__arena_strdup(&p->arena, m->s ? m->s : "");
       if (!at->s) return mx__fail_oom(err, "plan attributes");
@@ -699,22 +692,21 @@ static mx_status attr_from(mx_static_plan *p, const Mxm__Attribute *m, mx_attr *
       if (st != MX_OK) return st;
       t->dtype = (mx_dtype)m->tensor_dtype;
       uint64_t nb;
-      if (!mx_dtype_is_supported(m->tensor_dtype) ||
-          !mx__dims_nbytes(t->dtype, t->rank, t->dims, &nb) || nb != m->tensor_data.len)
+      if (!mx_dtype_is_supported(m->tensor_dtype) || !mx__dims_nbytes(t->dtype, t->rank, t->dims, &nb) ||
+          nb != m->tensor_data.len)
         return BAD("task %u attribute '%s': tensor size does not match its data", ti, at->name);
       t->data = mx__arena_memdup(&p->arena, m->tensor_data.data, (size_t)nb, 16);
       if (!t->data) return mx__fail_oom(err, "plan attributes");
       at->tensor = t;
       break;
     }
-    default:
-      return BAD("task %u attribute '%s': unsupported type %d", ti, at->name, (int)m->type);
+    default: return BAD("task %u attribute '%s': unsupported type %d", ti, at->name, (int)m->type);
   }
   return MX_OK;
 }
 
-static mx_status tensor_from(mx_static_plan *p, const Mxm__TaskTensor *m, mx__ptensor *t,
-                             mx_error *err, uint32_t ti, size_t i) {
+static mx_status tensor_from(mx_static_plan *p, const Mxm__TaskTensor *m, mx__ptensor *t, mx_error *err,
+                             uint32_t ti, size_t i) {
   char label[64];
   snprintf(label, sizeof label, "task %u tensor %zu", ti, i);
   if (!m) return BAD("%s: missing", label);
@@ -725,8 +717,7 @@ static mx_status tensor_from(mx_static_plan *p, const Mxm__TaskTensor *m, mx__pt
   mx_status st = dims_from(m->dims, m->n_dims, &t->rank, t->dims, err, label);
   if (st != MX_OK) return st;
   if (m->dtype != 0) {
-    if (!mx_dtype_is_supported(m->dtype) ||
-        !mx__dims_nbytes(t->dtype, t->rank, t->dims, &t->nbytes))
+    if (!mx_dtype_is_supported(m->dtype) || !mx__dims_nbytes(t->dtype, t->rank, t->dims, &t->nbytes))
       return BAD("%s: invalid dtype or size", label);
   }
   if (m->has_data) {
@@ -744,15 +735,14 @@ static mx_status tensor_from(mx_static_plan *p, const Mxm__TaskTensor *m, mx__pt
   return MX_OK;
 }
 
-static mx_status task_from(mx_static_plan *p, const Mxm__Task *m, mx__ptask *pt, uint32_t ti,
-                           mx_error *err) {
+static mx_status task_from(mx_static_plan *p, const Mxm__Task *m, mx__ptask *pt, uint32_t ti, mx_error *err) {
   if (!m) return BAD("task %u: missing", ti);
   if (m->kind != MXM__TASK__KIND__KERNEL && m->kind != MXM__TASK__KIND__COPY)
     return BAD("task %u: unknown kind %d", ti, (int)m->kind);
   if (m->n_tensors > MX__MAX_TASK_TENSORS || m->n_inputs > m->n_tensors)
     return BAD("task %u: %zu tensors, %u inputs", ti, m->n_tensors, m->n_inputs);
-  if (m->params.len > MX__MAX_PARAMS_BYTES || m->n_attributes > 4096 ||
-      m->n_wait_events > MX__MAX_TASKS || m->n_record_events > MX__MAX_TASKS)
+  if (m->params.len > MX__MAX_PARAMS_BYTES || m->n_attributes > 4096 || m->n_wait_events > MX__MAX_TASKS ||
+      m->n_record_events > MX__MAX_TASKS)
     return BAD("task %u: too many params, attributes or events", ti);
   pt->kind = m->kind == MXM__TASK__KIND__COPY ? MX__TASK_COPY : MX__TASK_KERNEL;
   pt->name = mx__arena_strdup(&p->arena, m->name ? m->name : "");
@@ -793,8 +783,7 @@ static mx_status task_from(mx_static_plan *p, const Mxm__Task *m, mx__ptask *pt,
     if (!pt->waits) return mx__fail_oom(err, "plan events");
   }
   if (pt->n_records) {
-    pt->records =
-        mx__arena_memdup(&p->arena, m->record_events, pt->n_records * sizeof *pt->records, 4);
+    pt->records = mx__arena_memdup(&p->arena, m->record_events, pt->n_records * sizeof *pt->records, 4);
     if (!pt->records) return mx__fail_oom(err, "plan events");
   }
   return MX_OK;
@@ -901,8 +890,7 @@ static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *side, 
     const Mxm__Allocation *al = m->allocations[id];
     uint32_t index;
     mx_static_alloc_kind kind = mx__plan_id_kind(p, id, &index);
-    if (!al || (int)al->kind != (int)kind || al->index != index ||
-        al->size != mx__plan_id_size(p, id)) {
+    if (!al || (int)al->kind != (int)kind || al->index != index || al->size != mx__plan_id_size(p, id)) {
       st = BAD("plan: allocation entry %u does not match the plan", id);
       goto free_plan;
     }
@@ -971,31 +959,25 @@ void mx__mxm_unmap(unsigned char *data, size_t size) {
 }
 
 /* Parses the container of an .mxm image; *mf receives the unpacked ModelFile. */
-mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
-                                  mx_error *err) {
+mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf, mx_error *err) {
   *mf = NULL;
-  if (n < MXM_PREAMBLE)
-    return BAD("truncated: %zu bytes, not even the %u-byte preamble", n, MXM_PREAMBLE);
+  if (n < MXM_PREAMBLE) return BAD("truncated: %zu bytes, not even the %u-byte preamble", n, MXM_PREAMBLE);
   if (memcmp(d, MXM_MAGIC, 8) != 0) return BAD("not an .mxm file (bad magic)");
-  if (load_le32(d + 8) != MXM_CONTAINER)
-    return BAD("unknown container version %u", load_le32(d + 8));
+  if (load_le32(d + 8) != MXM_CONTAINER) return BAD("unknown container version %u", load_le32(d + 8));
   uint32_t hsz = load_le32(d + 12);
   if (hsz > MXM_MAX_HEADER || hsz > n - MXM_PREAMBLE)
     return BAD("truncated or corrupt: header of %u bytes in a %zu-byte file", hsz, n);
-  if (mx__mxm_checksum(d + MXM_PREAMBLE, hsz) != load_le64(d + 16))
-    return BAD("header checksum mismatch");
+  if (mx__mxm_checksum(d + MXM_PREAMBLE, hsz) != load_le64(d + 16)) return BAD("header checksum mismatch");
   Mxm__FileHeader *h = mxm__file_header__unpack(NULL, hsz, d + MXM_PREAMBLE);
   if (!h) return BAD("corrupt header");
   mx_status st = MX_OK;
   size_t rest = n - MXM_PREAMBLE - hsz;
   if (h->min_reader_version > MXM_READER_VERSION) {
-    st = mx__fail(err, MX_ERR_UNSUPPORTED,
-                  "written by a newer mixrt (needs reader format %u, this is %u)",
+    st = mx__fail(err, MX_ERR_UNSUPPORTED, "written by a newer mixrt (needs reader format %u, this is %u)",
                   h->min_reader_version, MXM_READER_VERSION);
   } else if (h->payload_size != rest) {
     st = BAD("%s: payload of %llu bytes announced, %zu present",
-             h->payload_size > rest ? "truncated" : "corrupt", (unsigned long long)h->payload_size,
-             rest);
+             h->payload_size > rest ? "truncated" : "corrupt", (unsigned long long)h->payload_size, rest);
   } else if (mx__mxm_checksum(d + MXM_PREAMBLE + hsz, rest) != h->payload_checksum) {
     st = BAD("payload checksum mismatch");
   } else {
@@ -1033,8 +1015,7 @@ static mx_status load_side(const Mxm__ExternalWeights *ew, const char *path, uns
                            size_t *side_size, mx_error *err) {
   *side = NULL;
   *side_size = 0;
-  if (!path)
-    return BAD("the weights are in an external file, which an in-memory image cannot name");
+  if (!path) return BAD("the weights are in an external file, which an in-memory image cannot name");
   if (!ew->file || !ew->file[0] || strchr(ew->file, '/') || strcmp(ew->file, ".") == 0 ||
       strcmp(ew->file, "..") == 0)
     return BAD("invalid weights file name");
@@ -1050,21 +1031,23 @@ static mx_status load_side(const Mxm__ExternalWeights *ew, const char *path, uns
   const char *wpath = is_regular_file(paired) || !is_regular_file(recorded) ? paired : recorded;
   mx_status st = MX_OK;
   if (!is_regular_file(wpath)) {
-    st = mx__fail(err, MX_ERR_IO, "its weights file is missing: neither '%s' nor '%s' exists",
-                  paired, recorded);
+    st = mx__fail(err, MX_ERR_IO, "its weights file is missing: neither '%s' nor '%s' exists", paired,
+                  recorded);
     goto done;
   }
   st = mx__mxm_map_file(wpath, side, side_size, "load: map weights", err);
   if (st != MX_OK) goto done;
   if (*side_size != ew->size) {
-    st = BAD("weights file '%s' has %zu bytes, '%s' expects %llu (a weights file of another "
-             "model or a truncated copy)",
-             wpath, *side_size, path, (unsigned long long)ew->size);
+    st =
+        BAD("weights file '%s' has %zu bytes, '%s' expects %llu (a weights file of another "
+            "model or a truncated copy)",
+            wpath, *side_size, path, (unsigned long long)ew->size);
   } else {
     if (checksum_with_progress(*side, *side_size, "load: check weights") != ew->checksum)
-      st = BAD("weights file '%s' does not match '%s' (checksum differs: a weights file of "
-               "another model or a damaged copy)",
-               wpath, path);
+      st =
+          BAD("weights file '%s' does not match '%s' (checksum differs: a weights file of "
+              "another model or a damaged copy)",
+              wpath, path);
   }
   if (st != MX_OK) {
     mx__mxm_unmap(*side, *side_size);
@@ -1080,8 +1063,8 @@ done:
 /* Decodes an .mxm image (path NULL for memory: no side file allowed). When runtime is not NULL
  * it receives a malloc'd copy of the runtime record (NULL when the file has none). */
 static mx_status load_image(const unsigned char *d, size_t n, const char *path, const char *label,
-                            mx_static_plan ***plans, size_t *n_plans, void **runtime,
-                            size_t *runtime_size, mx_error *err) {
+                            mx_static_plan ***plans, size_t *n_plans, void **runtime, size_t *runtime_size,
+                            mx_error *err) {
   *plans = NULL;
   *n_plans = 0;
   if (runtime) {
@@ -1112,8 +1095,7 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
     goto fail;
   }
   for (; made < mf->n_static_plans; made++) {
-    st = plan_from(mf->static_plans[made], side, mf->external_weights ? side_size : 0, &out[made],
-                   err);
+    st = plan_from(mf->static_plans[made], side, mf->external_weights ? side_size : 0, &out[made], err);
     if (st != MX_OK) {
       mx__error_prefix(err, "static plan %zu: ", made);
       goto fail;
@@ -1174,8 +1156,8 @@ static mx_status single(mx_static_plan **plans, size_t n, const char *label, mx_
   }
   for (size_t i = 0; i < n; i++) mx_static_plan_destroy(plans[i]);
   free(plans);
-  return mx__fail(err, MX_ERR_UNSUPPORTED,
-                  "'%s' holds %zu static plans, not one (use mx_mxm_load_plans)", label, n);
+  return mx__fail(err, MX_ERR_UNSUPPORTED, "'%s' holds %zu static plans, not one (use mx_mxm_load_plans)",
+                  label, n);
 }
 
 mx_status mx_mxm_load(const char *path, mx_static_plan **out, mx_error *err) {

@@ -50,8 +50,10 @@ static bool describe_call(const mx_node *nd, mx__mxm_call_info *c) {
   c->n_outputs = nd->n_outputs;
   const mx_graph *body = NULL;
   for (uint32_t a = 0; a < nd->n_attrs; a++) {
-    if (nd->attrs[a].type == MX_ATTR_GRAPH && strcmp(nd->attrs[a].name, "body") == 0) body = nd->attrs[a].graph;
-    if (nd->attrs[a].type == MX_ATTR_INT && strcmp(nd->attrs[a].name, "unknown") == 0) c->unknown = nd->attrs[a].i != 0;
+    if (nd->attrs[a].type == MX_ATTR_GRAPH && strcmp(nd->attrs[a].name, "body") == 0)
+      body = nd->attrs[a].graph;
+    if (nd->attrs[a].type == MX_ATTR_INT && strcmp(nd->attrs[a].name, "unknown") == 0)
+      c->unknown = nd->attrs[a].i != 0;
   }
   if (!body) return true;
   op_count *h = calloc(body->n_nodes ? body->n_nodes : 1, sizeof *h);

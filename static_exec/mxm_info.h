@@ -21,26 +21,26 @@ typedef struct mx__mxm_plan_info {
 
 /* One partition call of the root graph. */
 typedef struct mx__mxm_call_info {
-  const char *name;  /* the call node's name (root graph arena) */
-  bool unknown;      /* UNKNOWN cluster (run op by op) rather than a static model */
-  size_t n_ops;      /* live nodes of its body */
+  const char *name; /* the call node's name (root graph arena) */
+  bool unknown;     /* UNKNOWN cluster (run op by op) rather than a static model */
+  size_t n_ops;     /* live nodes of its body */
   uint32_t n_inputs, n_outputs;
-  char ops[256];     /* op histogram, most frequent first: "MatMul 4, Add 2, ..." */
+  char ops[256]; /* op histogram, most frequent first: "MatMul 4, Add 2, ..." */
 } mx__mxm_call_info;
 
 typedef struct mx__mxm_info {
   uint64_t file_size;
   uint32_t format_version;
-  const char *producer;        /* "mixrt 0.x" */
+  const char *producer; /* "mixrt 0.x" */
   size_t n_plans;
-  mx__mxm_plan_info *plans;    /* malloc'd */
-  const char *weights_file;    /* recorded side file name, NULL when the weights are inline */
-  uint64_t weights_size;       /* bytes of the side file (0 when inline) */
-  uint64_t inline_weights;     /* bytes of weights held in the .mxm itself */
-  mx_graph *root;              /* the partitioned root graph, inferred; NULL for plans only */
+  mx__mxm_plan_info *plans; /* malloc'd */
+  const char *weights_file; /* recorded side file name, NULL when the weights are inline */
+  uint64_t weights_size;    /* bytes of the side file (0 when inline) */
+  uint64_t inline_weights;  /* bytes of weights held in the .mxm itself */
+  mx_graph *root;           /* the partitioned root graph, inferred; NULL for plans only */
   size_t n_calls;
-  mx__mxm_call_info *calls;    /* malloc'd, in root node order */
-  Mxm__ModelFile *mf;          /* the unpacked file (owns the strings above) */
+  mx__mxm_call_info *calls; /* malloc'd, in root node order */
+  Mxm__ModelFile *mf;       /* the unpacked file (owns the strings above) */
   Mxm__FileHeader *header;
 } mx__mxm_info;
 
@@ -54,20 +54,20 @@ void mx__mxm_info_release(mx__mxm_info *info);
 
 /* Maps a whole regular file read-only (stage: the progress lines' name); mx__mxm_unmap
  * releases it. */
-MX_MUST_USE mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size, const char *stage,
-                           mx_error *err);
+MX_MUST_USE mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size,
+                                       const char *stage, mx_error *err);
 void mx__mxm_unmap(unsigned char *data, size_t size);
 
 /* Checks an .mxm image's preamble, header and payload checksums and unpacks its ModelFile. */
 MX_MUST_USE mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
-                                  mx_error *err);
+                                              mx_error *err);
 
 /* mx_mxm_save_model with the runtime record as a message (an Mxm__Runtime) packed straight into
  * the file instead of bytes packed beforehand: the same file, one copy of the record less. */
 struct mx_static_plan;
 struct mx_mxm_save_options;
 MX_MUST_USE mx_status mx__mxm_save_with_runtime(const struct mx_static_plan *const *plans, size_t n,
-                                    const ProtobufCMessage *runtime, const char *path,
-                                    const struct mx_mxm_save_options *o, mx_error *err);
+                                                const ProtobufCMessage *runtime, const char *path,
+                                                const struct mx_mxm_save_options *o, mx_error *err);
 
 #endif /* MIXRT_STATIC_EXEC_MXM_INFO_H */

@@ -8,14 +8,10 @@
 
 const char *mx_static_alloc_kind_name(mx_static_alloc_kind k) {
   switch (k) {
-    case MX_STATIC_WEIGHT:
-      return "WEIGHT";
-    case MX_STATIC_FM:
-      return "FM";
-    case MX_STATIC_INPUT:
-      return "INPUT";
-    case MX_STATIC_OUTPUT:
-      return "OUTPUT";
+    case MX_STATIC_WEIGHT: return "WEIGHT";
+    case MX_STATIC_FM: return "FM";
+    case MX_STATIC_INPUT: return "INPUT";
+    case MX_STATIC_OUTPUT: return "OUTPUT";
   }
   return "?";
 }
@@ -75,14 +71,10 @@ uint64_t mx__plan_id_size(const mx_static_plan *p, uint32_t id) {
   uint32_t idx;
   if (id >= mx__plan_ids(p)) return 0;
   switch (mx__plan_id_kind(p, id, &idx)) {
-    case MX_STATIC_WEIGHT:
-      return p->weight_bytes;
-    case MX_STATIC_FM:
-      return p->fm_bytes;
-    case MX_STATIC_INPUT:
-      return p->inputs[idx].nbytes;
-    case MX_STATIC_OUTPUT:
-      return p->outputs[idx].nbytes;
+    case MX_STATIC_WEIGHT: return p->weight_bytes;
+    case MX_STATIC_FM: return p->fm_bytes;
+    case MX_STATIC_INPUT: return p->inputs[idx].nbytes;
+    case MX_STATIC_OUTPUT: return p->outputs[idx].nbytes;
   }
   return 0;
 }
@@ -143,8 +135,7 @@ mx_status mx__plan_copy_attrs(mx_static_plan *p, const mx_attr *src, uint32_t n,
       case MX_ATTR_GRAPH:
         return mx__fail(err, MX_ERR_UNSUPPORTED,
                         "attribute '%s' holds a subgraph: a static plan cannot store it", d->name);
-      default:
-        break;
+      default: break;
     }
   }
   *out = a;
@@ -192,10 +183,10 @@ void mx_static_plan_print_report(const mx_static_plan *p, FILE *out) {
   if (!p || !out) return;
   mx_static_report r;
   mx_static_plan_report(p, &r);
-  fprintf(out, "static plan '%s': %u tasks (%u kernels, %u copies), %u aliases run as no task\n",
-          p->name, r.tasks, r.kernel_tasks, r.copy_tasks, r.aliases);
-  fprintf(out, "  streams: %u; events: %u (%u cross-stream edges, %u waits kept)\n", r.streams,
-          r.events, r.cross_edges, r.waits);
+  fprintf(out, "static plan '%s': %u tasks (%u kernels, %u copies), %u aliases run as no task\n", p->name,
+          r.tasks, r.kernel_tasks, r.copy_tasks, r.aliases);
+  fprintf(out, "  streams: %u; events: %u (%u cross-stream edges, %u waits kept)\n", r.streams, r.events,
+          r.cross_edges, r.waits);
   fprintf(out, "  weights: %" PRIu64 " bytes\n", r.weight_bytes);
   fprintf(out,
           "  FM arena: %" PRIu64 " bytes (%u buffers, %u in place, workspaces %" PRIu64

@@ -84,7 +84,7 @@ void mx_static_options_init(mx_static_options *o);
  * (defaults). On success *out receives a plan the caller owns (mx_static_plan_destroy); on
  * failure *out is NULL and err (may be NULL) says why. */
 MX_MUST_USE mx_status mx_static_compile(mx_graph *g, const mx_static_options *opt, mx_static_plan **out,
-                            mx_error *err);
+                                        mx_error *err);
 
 /* Frees a plan. Models created from it do not reference it. NULL is a no-op. */
 void mx_static_plan_destroy(mx_static_plan *p);
@@ -183,7 +183,7 @@ typedef struct mx_static_load_options {
   mx_static_mode mode;
   const uint32_t *frozen_inputs; /* more frozen inputs, added to the plan's (borrowed) */
   size_t n_frozen;
-  bool share_weights;            /* the weights as a shared block of the device
+  bool share_weights; /* the weights as a shared block of the device
                                     (mx_device_shared_acquire): models of equal weights on one
                                     device hold one copy (default false: a copy of its own) */
 } mx_static_load_options;
@@ -198,8 +198,8 @@ void mx_static_load_options_init(mx_static_load_options *o);
  * (mx_static_model_destroy); on failure *out is NULL and err (may be NULL) says why. dev must
  * outlive the model. */
 MX_MUST_USE mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
-                                 const mx_static_load_options *opt, mx_static_model **out,
-                                 mx_error *err);
+                                             const mx_static_load_options *opt, mx_static_model **out,
+                                             mx_error *err);
 
 /* Waits for the model's executions in flight, then frees it and its device memory (weights, an
  * owned FM arena, staging buffers). Staged host copies are queued on the caller's stream after
@@ -215,8 +215,9 @@ void mx_static_model_destroy(mx_static_model *m);
  * stay valid until the execute stream has finished the step. Only the allocation entries whose
  * address changed since the previous step are refreshed; frozen inputs are compared only at the
  * first step. The arrays are borrowed for the call. */
-MX_MUST_USE mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *inputs, size_t n_inputs,
-                                      const mx_tensor *outputs, size_t n_outputs);
+MX_MUST_USE mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *inputs,
+                                                  size_t n_inputs, const mx_tensor *outputs,
+                                                  size_t n_outputs);
 
 /* StaticModelUpdateWorkspaces: the FM arena for the next step (models with an external FM
  * only). fm_base is device memory of at least mx_static_model_fm_size bytes, 64-byte aligned;
@@ -230,8 +231,7 @@ MX_MUST_USE mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s);
 
 /* StaticModelGetRunAddress: the device address of byte `offset` of the WEIGHT region or of the
  * current FM arena, for other kernels; NULL when offset is outside it (or no FM is set). */
-void *mx_static_model_run_address(const mx_static_model *m, mx_static_alloc_kind kind,
-                                  uint64_t offset);
+void *mx_static_model_run_address(const mx_static_model *m, mx_static_alloc_kind kind, uint64_t offset);
 
 /* FM arena bytes the model needs (what update_workspaces must supply). */
 uint64_t mx_static_model_fm_size(const mx_static_model *m);
@@ -269,20 +269,20 @@ typedef struct mx_mxm_save_options {
 /* Writes plans[0..n) into a new .mxm file at path (replaced if it exists). o may be NULL
  * (weights inline). Errors name the file. */
 MX_MUST_USE mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const char *path,
-                            const mx_mxm_save_options *o, mx_error *err);
+                                        const mx_mxm_save_options *o, mx_error *err);
 /* mx_mxm_save_plans with one plan. */
 MX_MUST_USE mx_status mx_mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,
-                      mx_error *err);
+                                  mx_error *err);
 
 /* Writes plans[0..n) and an opaque runtime record (runtime_size bytes, may be 0: none) — the V2
  * runtime's description of a partitioned model — into a new .mxm file. */
 MX_MUST_USE mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
-                            size_t runtime_size, const char *path, const mx_mxm_save_options *o,
-                            mx_error *err);
+                                        size_t runtime_size, const char *path, const mx_mxm_save_options *o,
+                                        mx_error *err);
 /* Reads an .mxm file: its static plans (as mx_mxm_load_plans) and, when runtime is not NULL, a
  * malloc'd copy of its runtime record (*runtime NULL and *runtime_size 0 when there is none). */
 MX_MUST_USE mx_status mx_mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
-                            size_t *runtime_size, mx_error *err);
+                                        size_t *runtime_size, mx_error *err);
 
 /* Reads every static plan of an .mxm file. On success *plans receives a malloc'd array of n
  * plans the caller owns (mx_static_plan_destroy each, then free the array). Truncated, corrupt
@@ -294,8 +294,9 @@ MX_MUST_USE mx_status mx_mxm_load(const char *path, mx_static_plan **out, mx_err
 
 /* In-memory forms (weights always inline). save: *data is malloc'd (free()). load: `label`
  * names the buffer in messages (NULL: "memory"). */
-MX_MUST_USE mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size, mx_error *err);
-MX_MUST_USE mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label, mx_static_plan **out,
-                             mx_error *err);
+MX_MUST_USE mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size,
+                                         mx_error *err);
+MX_MUST_USE mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label,
+                                         mx_static_plan **out, mx_error *err);
 
 #endif /* MIXRT_STATIC_EXEC_STATIC_EXEC_H */

@@ -14,17 +14,17 @@
 #include "static_exec/static_exec.h"
 
 #define MX__NO_ALLOC UINT32_MAX /* a tensor without data (empty or omitted) */
-#define MX__NONE UINT32_MAX     /* no task / event / index */
+#define MX__NONE     UINT32_MAX /* no task / event / index */
 
 /* Fixed alloc ids (then INPUT i = MX__ID_INPUT0 + i, OUTPUT j = MX__ID_INPUT0 + n_in + j). */
 #define MX__ID_WEIGHT 0u
-#define MX__ID_FM 1u
+#define MX__ID_FM     1u
 #define MX__ID_INPUT0 2u
 
 /* Limits that loaded plans are checked against. */
-#define MX__MAX_TASKS (1u << 24)
+#define MX__MAX_TASKS        (1u << 24)
 #define MX__MAX_TASK_TENSORS 4096u
-#define MX__MAX_IO (1u << 16)
+#define MX__MAX_IO           (1u << 16)
 #define MX__MAX_PARAMS_BYTES (1u << 20)
 
 /* --- plan records ----------------------------------------------------------------------------- */
@@ -122,7 +122,7 @@ bool mx__pio_info(const mx__pio *io, mx_static_io *out);
 
 /* Deep-copies attributes into a plan's arena (GRAPH attributes are refused). */
 MX_MUST_USE mx_status mx__plan_copy_attrs(mx_static_plan *p, const mx_attr *src, uint32_t n, mx_attr **out,
-                              mx_error *err);
+                                          mx_error *err);
 
 /* Checks a plan that came from outside (a file): every index, size and offset, the kernels and
  * their params (inference re-run on the stored shapes), that bytes are written before they are

@@ -38,7 +38,8 @@ const char *mx_cli_executor_name(mx_executor_kind k);
  * input_ids [1, 1] = token, in[1 + 2i] / in[2 + 2i] are past_key_i / past_value_i
  * [1, kv_heads, past, head_dim], zero (seed 0) or seeded values in [-1, 1). Host tensors the
  * caller releases with mx_cli_llm_inputs_release; on failure nothing is left allocated. */
-MX_MUST_USE mx_status mx_cli_llm_inputs(const mx_llama_config *cfg, int64_t token, int64_t past, uint64_t seed, mx_tensor *in);
+MX_MUST_USE mx_status mx_cli_llm_inputs(const mx_llama_config *cfg, int64_t token, int64_t past,
+                                        uint64_t seed, mx_tensor *in);
 /* Releases the 1 + 2 * layers tensors of in. */
 void mx_cli_llm_inputs_release(const mx_llama_config *cfg, mx_tensor *in);
 /* Index of the largest logit (the first one on ties): the greedy next token. */
@@ -50,8 +51,8 @@ int64_t mx_cli_argmax(const mx_tensor *logits);
  * tensors the caller keeps); every other output is allocated on the host by the binding.
  * *n_pairs receives the pairs; with none the binding is still made. On failure *out is NULL and
  * the session's last error says why. */
-MX_MUST_USE mx_status mx_cli_state_binding(mx_session *s, const mx_tensor *inputs, int32_t axis, int64_t capacity,
-                               mx_binding **out, size_t *n_pairs);
+MX_MUST_USE mx_status mx_cli_state_binding(mx_session *s, const mx_tensor *inputs, int32_t axis,
+                                           int64_t capacity, mx_binding **out, size_t *n_pairs);
 /* A host copy (new tensor, released by the caller) of a device tensor of s. */
 MX_MUST_USE mx_status mx_cli_download(mx_session *s, const mx_tensor *dev, mx_tensor *host);
 

@@ -81,9 +81,12 @@ int mx_bench_scheduler(int argc, char **argv) {
       if (!v) return MX_EXIT_USAGE;
       if (!mx_cli_parse_int(v, &x) || x < (a[2] == 't' ? 0 : 1) || x > 10000000)
         return mx_cli_usage_error("bench scheduler", "%s needs a positive number, not '%s'", a, v);
-      if (a[2] == 'n') n = x;
-      else if (a[2] == 'r') reps = x;
-      else threads = x;
+      if (a[2] == 'n')
+        n = x;
+      else if (a[2] == 'r')
+        reps = x;
+      else
+        threads = x;
     } else {
       return mx_cli_usage_error("bench scheduler", "unknown option '%s'", a);
     }
@@ -115,7 +118,7 @@ int mx_bench_scheduler(int argc, char **argv) {
       mx_exe_run run = {.values = values, .err = &err, .failed_node = UINT32_MAX};
       for (int64_t r = 0; r < reps; r++) {
         uint64_t t0 = mx__now_ns();
-        mx_status st = e == 0 ? mx__exe_run_sequential(&g, &run)
+        mx_status st = e == 0   ? mx__exe_run_sequential(&g, &run)
                        : e == 1 ? mx__exe_run_topological(&g, &run, &scratch)
                                 : mx__exe_run_parallel(pool, &g, &run);
         times[r] = mx__now_ns() - t0;
@@ -126,10 +129,11 @@ int mx_bench_scheduler(int argc, char **argv) {
         }
       }
       qsort(times, (size_t)reps, sizeof *times, cmp_u64);
-      printf("%s\n  {\"graph\": \"%s\", \"executor\": \"%s\", \"ns_per_kernel\": %.2f, \"run_us_median\": %.2f, "
-             "\"run_us_min\": %.2f}",
-             first ? "" : ",", shape_names[s], executor_names[e], (double)times[reps / 2] / (double)n,
-             times[reps / 2] / 1e3, times[0] / 1e3);
+      printf(
+          "%s\n  {\"graph\": \"%s\", \"executor\": \"%s\", \"ns_per_kernel\": %.2f, \"run_us_median\": %.2f, "
+          "\"run_us_min\": %.2f}",
+          first ? "" : ",", shape_names[s], executor_names[e], (double)times[reps / 2] / (double)n,
+          times[reps / 2] / 1e3, times[0] / 1e3);
       first = false;
     }
     mx__exe_graph_release(&g);

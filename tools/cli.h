@@ -10,10 +10,10 @@
 enum { MX_EXIT_OK = 0, MX_EXIT_RUNTIME = 1, MX_EXIT_USAGE = 2 };
 
 typedef struct mx_cli_command {
-  const char *name;                   /* word after `mixrt` */
-  const char *summary;                /* one line for `mixrt --help` */
-  int (*run)(int argc, char **argv);  /* argv[0] is the command name */
-  void (*help)(FILE *out);            /* full help text */
+  const char *name;                  /* word after `mixrt` */
+  const char *summary;               /* one line for `mixrt --help` */
+  int (*run)(int argc, char **argv); /* argv[0] is the command name */
+  void (*help)(FILE *out);           /* full help text */
 } mx_cli_command;
 
 /* True when arg is -h or --help. */

@@ -23,16 +23,16 @@ enum { CHECK_STEPS = 4, PROGRESS_EVERY = 8, MAX_IO = 1 + 2 * 64, MAX_LAYERS = 64
 
 /* The user's choices. */
 typedef struct demo_args {
-  const char *size;         /* "tiny" or "small" (borrowed from argv or a literal) */
-  bool overridden;          /* a field of the size was set explicitly */
-  mx_llama_config cfg;      /* the size, then the explicit overrides */
-  int64_t steps;            /* decode steps */
-  int64_t token;            /* the first token */
+  const char *size;    /* "tiny" or "small" (borrowed from argv or a literal) */
+  bool overridden;     /* a field of the size was set explicitly */
+  mx_llama_config cfg; /* the size, then the explicit overrides */
+  int64_t steps;       /* decode steps */
+  int64_t token;       /* the first token */
   mx_device_kind device;
   int64_t streams;
   mx_executor_kind executor;
-  int64_t static_min_ops;   /* partitioner threshold; -1 runs everything dynamically */
-  bool no_state;            /* --no-state: the copying loop (presents handed back, fed again) */
+  int64_t static_min_ops; /* partitioner threshold; -1 runs everything dynamically */
+  bool no_state;          /* --no-state: the copying loop (presents handed back, fed again) */
 } demo_args;
 
 void mx_cmd_demo_help(FILE *out) {
@@ -81,9 +81,13 @@ static int parse_args(int argc, char **argv, demo_args *a) {
   a->executor = MX_EXECUTOR_SEQUENTIAL;
   a->static_min_ops = MX_PARTITION_DEFAULT_STATIC_MIN_OPS;
   /* Overrides are applied after the size, whatever their order on the command line. */
-  struct { const char *flag; int64_t value; bool given; } over[] = {
-      {"--layers", 0, false}, {"--hidden", 0, false}, {"--heads", 0, false}, {"--kv-heads", 0, false},
-      {"--head-dim", 0, false}, {"--ffn", 0, false},  {"--vocab", 0, false}, {"--seed", 0, false}};
+  struct {
+    const char *flag;
+    int64_t value;
+    bool given;
+  } over[] = {{"--layers", 0, false},   {"--hidden", 0, false},   {"--heads", 0, false},
+              {"--kv-heads", 0, false}, {"--head-dim", 0, false}, {"--ffn", 0, false},
+              {"--vocab", 0, false},    {"--seed", 0, false}};
   const size_t n_over = sizeof over / sizeof over[0];
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -109,7 +113,8 @@ static int parse_args(int argc, char **argv, demo_args *a) {
       over[k].given = true;
     } else if (strcmp(arg, "--size") == 0) {
       mx_llama_config probe;
-      if (!mx_cli_llm_size(v, &probe)) return mx_cli_usage_error("demo", "unknown size '%s' (tiny or small)", v);
+      if (!mx_cli_llm_size(v, &probe))
+        return mx_cli_usage_error("demo", "unknown size '%s' (tiny or small)", v);
       a->size = v;
     } else if (strcmp(arg, "--steps") == 0) {
       if (x < 1) return mx_cli_usage_error("demo", "--steps must be >= 1");
@@ -124,32 +129,36 @@ static int parse_args(int argc, char **argv, demo_args *a) {
       if (x < -1) return mx_cli_usage_error("demo", "--static-min-ops must be >= -1");
       a->static_min_ops = x;
     } else if (strcmp(arg, "--device") == 0) {
-      if (!mx_cli_parse_device(v, &a->device)) return mx_cli_usage_error("demo", "unknown device '%s' (cpu or inline)", v);
+      if (!mx_cli_parse_device(v, &a->device))
+        return mx_cli_usage_error("demo", "unknown device '%s' (cpu or inline)", v);
     } else if (!mx_cli_parse_executor(v, &a->executor)) { /* --executor */
       return mx_cli_usage_error("demo", "unknown executor '%s' (sequential, topological or multi-thread)", v);
     }
   }
   mx_cli_llm_size(a->size, &a->cfg);
-  int64_t *fields[] = {&a->cfg.layers, &a->cfg.hidden, &a->cfg.heads, &a->cfg.kv_heads,
-                       &a->cfg.head_dim, &a->cfg.ffn, &a->cfg.vocab, NULL};
+  int64_t *fields[] = {&a->cfg.layers,   &a->cfg.hidden, &a->cfg.heads, &a->cfg.kv_heads,
+                       &a->cfg.head_dim, &a->cfg.ffn,    &a->cfg.vocab, NULL};
   for (size_t k = 0; k < n_over; k++) {
     if (!over[k].given) continue;
-    if (fields[k]) *fields[k] = over[k].value;
-    else a->cfg.seed = (uint64_t)over[k].value;
+    if (fields[k])
+      *fields[k] = over[k].value;
+    else
+      a->cfg.seed = (uint64_t)over[k].value;
     a->overridden = true;
   }
   if (a->cfg.layers > MAX_LAYERS) return mx_cli_usage_error("demo", "--layers must be <= %d", MAX_LAYERS);
   if (a->token >= a->cfg.vocab)
-    return mx_cli_usage_error("demo", "--token %lld is not below the vocabulary size %lld", (long long)a->token,
-                              (long long)a->cfg.vocab);
+    return mx_cli_usage_error("demo", "--token %lld is not below the vocabulary size %lld",
+                              (long long)a->token, (long long)a->cfg.vocab);
   if (a->cfg.max_pos < a->steps)
-    return mx_cli_usage_error("demo", "--steps %lld exceeds the rotary table (%lld positions)", (long long)a->steps,
-                              (long long)a->cfg.max_pos);
+    return mx_cli_usage_error("demo", "--steps %lld exceeds the rotary table (%lld positions)",
+                              (long long)a->steps, (long long)a->cfg.max_pos);
   return MX_EXIT_OK;
 }
 
 /* Appends up to three node names of cluster id, then "..." and the last one. */
-static void cluster_names(const mx_partition *p, const mx_graph *g, size_t id, size_t n_nodes, char *buf, size_t cap) {
+static void cluster_names(const mx_partition *p, const mx_graph *g, size_t id, size_t n_nodes, char *buf,
+                          size_t cap) {
   size_t len = 0;
   buf[0] = '\0';
   for (size_t k = 0; k < n_nodes && len < cap; k++) {
@@ -181,17 +190,18 @@ static int print_partition(const demo_args *a) {
     rc = mx_cli_runtime_error("demo", "partitioning: %s", err.message);
     goto destroy_graph;
   }
-  printf("== partition (static_min_ops %lld): static models run as one sunk task chain each, dynamic ops "
-         "one by one with run-time shapes ==\n",
-         (long long)a->static_min_ops);
+  printf(
+      "== partition (static_min_ops %lld): static models run as one sunk task chain each, dynamic ops "
+      "one by one with run-time shapes ==\n",
+      (long long)a->static_min_ops);
   for (size_t id = 0; id < mx_partition_cluster_count(p); id++) {
     mx_partition_cluster_info ci;
     mx_partition_cluster(p, id, &ci);
     if (ci.type != MX_CLUSTER_KNOWN && ci.type != MX_CLUSTER_UNKNOWN) continue;
     char names[256], why[256];
     cluster_names(p, g, id, ci.n_nodes, names, sizeof names);
-    printf("  %-7s #%-3zu %3zu op%s  %s\n", ci.type == MX_CLUSTER_KNOWN ? "static" : "dynamic", id, ci.n_nodes,
-           ci.n_nodes == 1 ? " " : "s", names);
+    printf("  %-7s #%-3zu %3zu op%s  %s\n", ci.type == MX_CLUSTER_KNOWN ? "static" : "dynamic", id,
+           ci.n_nodes, ci.n_nodes == 1 ? " " : "s", names);
     if (ci.type == MX_CLUSTER_UNKNOWN) {
       mx_partition_reason_format(p, mx_partition_cluster_node(p, id, 0), why, sizeof why);
       printf("                       why: %s\n", why);
@@ -199,9 +209,11 @@ static int print_partition(const demo_args *a) {
   }
   mx_partition_totals t;
   mx_partition_get_totals(p, &t);
-  printf("  totals: %zu ops in %zu static model%s, %zu ops in %zu dynamic cluster%s, %zu values cross a boundary\n\n",
-         t.known_nodes, t.known_clusters, t.known_clusters == 1 ? "" : "s", t.unknown_nodes, t.unknown_clusters,
-         t.unknown_clusters == 1 ? "" : "s", t.boundary_values);
+  printf(
+      "  totals: %zu ops in %zu static model%s, %zu ops in %zu dynamic cluster%s, %zu values cross a "
+      "boundary\n\n",
+      t.known_nodes, t.known_clusters, t.known_clusters == 1 ? "" : "s", t.unknown_nodes, t.unknown_clusters,
+      t.unknown_clusters == 1 ? "" : "s", t.boundary_values);
   mx_partition_destroy(p);
 destroy_graph:
   mx_graph_destroy(g);
@@ -209,8 +221,8 @@ destroy_graph:
 }
 
 /* Compares every output of one step with the reference interpreter's, bit for bit. */
-static bool same_as_reference(mx_graph *ref, const mx_tensor *in, const mx_tensor *out, size_t n, int64_t step,
-                              char *why, size_t cap) {
+static bool same_as_reference(mx_graph *ref, const mx_tensor *in, const mx_tensor *out, size_t n,
+                              int64_t step, char *why, size_t cap) {
   mx_tensor want[MAX_IO];
   memset(want, 0, n * sizeof *want);
   mx_error err;
@@ -222,8 +234,8 @@ static bool same_as_reference(mx_graph *ref, const mx_tensor *in, const mx_tenso
   for (size_t k = 0; k < n && same; k++) {
     char reason[200];
     if (!mx_tensor_allclose(&out[k], &want[k], 0.0, 0.0, reason, sizeof reason)) {
-      snprintf(why, cap, "step %lld output '%s': %s", (long long)step, mx_graph_value_name(ref, mx_graph_output(ref, k)),
-               reason);
+      snprintf(why, cap, "step %lld output '%s': %s", (long long)step,
+               mx_graph_value_name(ref, mx_graph_output(ref, k)), reason);
       same = false;
     }
   }
@@ -232,7 +244,9 @@ static bool same_as_reference(mx_graph *ref, const mx_tensor *in, const mx_tenso
 }
 
 static double us(uint64_t ns) { return (double)ns / 1000.0; }
-static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0.0; }
+static double pct(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
 static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
 
 static int cmp_double(const void *x, const void *y) {
@@ -254,22 +268,26 @@ static void progress(const demo_args *a, const uint64_t *lat, const int64_t *tok
   uint64_t window[PROGRESS_EVERY];
   size_t w = 0;
   for (int64_t k = step; k >= 0 && w < PROGRESS_EVERY && k > step - PROGRESS_EVERY; k--) window[w++] = lat[k];
-  printf("step %3lld/%lld  past_len %3lld  next token %5lld  step %8.1f us  (median of the last %zu: %.1f us)\n",
-         (long long)(step + 1), (long long)a->steps, (long long)step, (long long)tokens[step], us(lat[step]), w,
-         us(mx_cli_quantile(window, w, 0.5)));
+  printf(
+      "step %3lld/%lld  past_len %3lld  next token %5lld  step %8.1f us  (median of the last %zu: %.1f us)\n",
+      (long long)(step + 1), (long long)a->steps, (long long)step, (long long)tokens[step], us(lat[step]), w,
+      us(mx_cli_quantile(window, w, 0.5)));
 }
 
 /* The decode loop with a binding and the KV cache as state: per step the token goes in, the
  * logits come out, the cache stays on the device. The first CHECK_STEPS steps are compared with
  * the reference interpreter on host copies of the cache (outside the timed call). */
 static int decode_with_state(const demo_args *a, mx_session *s, mx_graph *ref, mx_tensor *in, size_t n_io,
-                             uint64_t *lat, uint64_t *host, int64_t *tokens, bool *check_ok, char *why, size_t cap) {
+                             uint64_t *lat, uint64_t *host, int64_t *tokens, bool *check_ok, char *why,
+                             size_t cap) {
   mx_binding *b = NULL;
   size_t pairs = 0;
   if (mx_cli_state_binding(s, in, 2, a->steps + 1, &b, &pairs) != MX_OK)
     return mx_cli_runtime_error("demo", "binding: %s", mx_session_last_error(s));
-  printf("   (binding: %zu cache pairs kept as session state with room for %lld rows; --no-state: the copying "
-         "loop)\n", pairs, (long long)mx_binding_state_capacity(b));
+  printf(
+      "   (binding: %zu cache pairs kept as session state with room for %lld rows; --no-state: the copying "
+      "loop)\n",
+      pairs, (long long)mx_binding_state_capacity(b));
   const mx_tensor *logits = mx_binding_output(b, (size_t)mx_binding_output_index(b, "logits"));
   int rc = MX_EXIT_OK;
   for (int64_t step = 0; step < a->steps && rc == MX_EXIT_OK; step++) {
@@ -294,7 +312,8 @@ static int decode_with_state(const demo_args *a, mx_session *s, mx_graph *ref, m
       size_t nbytes = 0;
       mx_tensor_nbytes(logits, &nbytes);
       if (fetched) memcpy(out[0].data, logits->data, nbytes);
-      for (size_t i = 1; i < n_io && fetched; i++) fetched = mx_cli_download(s, mx_binding_output(b, i), &out[i]) == MX_OK;
+      for (size_t i = 1; i < n_io && fetched; i++)
+        fetched = mx_cli_download(s, mx_binding_output(b, i), &out[i]) == MX_OK;
       *check_ok = fetched && same_as_reference(ref, in, out, n_io, step, why, cap);
       if (!fetched) snprintf(why, cap, "step %lld: reading the outputs back failed", (long long)step);
       for (size_t i = 0; i < n_io; i++) mx_tensor_release(&out[i]);
@@ -317,22 +336,28 @@ static void print_results(const demo_args *a, mx_session *s, uint64_t *lat, cons
   for (size_t k = 0; k < n && k < 24; k++) printf("%lld ", (long long)tokens[k]);
   printf("%s\n\n== results ==\n", n > 24 ? "..." : "");
   uint64_t med = mx_cli_quantile(lat, n, 0.5), p90 = mx_cli_quantile(lat, n, 0.9);
-  printf("step latency: median %.1f us, p90 %.1f us over %zu steps (first step %.1f us: first-use allocations)\n",
-         us(med), us(p90), n, us(first));
-  printf("throughput:   %.0f tokens/s (%zu steps in %.2f ms)\n", (double)n * 1e9 / (double)sum, n, (double)sum / 1e6);
+  printf(
+      "step latency: median %.1f us, p90 %.1f us over %zu steps (first step %.1f us: first-use "
+      "allocations)\n",
+      us(med), us(p90), n, us(first));
+  printf("throughput:   %.0f tokens/s (%zu steps in %.2f ms)\n", (double)n * 1e9 / (double)sum, n,
+         (double)sum / 1e6);
   mx_session_stats t;
   if (mx_session_get_stats(s, NULL, &t) != MX_OK) memset(&t, 0, sizeof t); /* the breakdown below reads 0 */
   uint64_t accounted = t.static_ns + t.dynamic_ns + t.host_ns;
-  printf("time split (sum over the steps, share of the session's step time %.2f ms):\n", (double)t.step_ns / 1e6);
+  printf("time split (sum over the steps, share of the session's step time %.2f ms):\n",
+         (double)t.step_ns / 1e6);
   printf("  static models %5.1f%%  %.1f us/step (device-side execution of the sunk task chains)\n",
          pct(t.static_ns, t.step_ns), us(t.static_ns) / (double)n);
   printf("  dynamic ops   %5.1f%%  %.1f us/step (per-op shape inference, allocation, launch, wait)\n",
          pct(t.dynamic_ns, t.step_ns), us(t.dynamic_ns) / (double)n);
-  printf("  host kernels  %5.1f%%  %.1f us/step (feeding inputs, collecting outputs)\n", pct(t.host_ns, t.step_ns),
-         us(t.host_ns) / (double)n);
+  printf("  host kernels  %5.1f%%  %.1f us/step (feeding inputs, collecting outputs)\n",
+         pct(t.host_ns, t.step_ns), us(t.host_ns) / (double)n);
   if (accounted <= t.step_ns)
-    printf("  the rest      %5.1f%%  %.1f us/step (execution-graph scheduling, argument refresh, synchronization)\n",
-           pct(t.step_ns - accounted, t.step_ns), us(t.step_ns - accounted) / (double)n);
+    printf(
+        "  the rest      %5.1f%%  %.1f us/step (execution-graph scheduling, argument refresh, "
+        "synchronization)\n",
+        pct(t.step_ns - accounted, t.step_ns), us(t.step_ns - accounted) / (double)n);
   else
     printf("  (static models overlap host work on this device, so the shares add up to more than 100%%)\n");
   /* The caller's side of a step: matching names or preparing the binding before the session's
@@ -351,15 +376,17 @@ static void print_results(const demo_args *a, mx_session *s, uint64_t *lat, cons
            a->no_state ? "copying loop, --no-state" : "binding with the KV cache as state");
   }
   free(share);
-  printf("counters: %llu static executes, %llu dynamic launches, %llu execution-graph kernels, "
-         "%llu refreshed allocation-table entries (%.1f per step)\n",
-         (unsigned long long)t.static_executes, (unsigned long long)t.dynamic_launches,
-         (unsigned long long)t.kernels_run, (unsigned long long)t.refreshed_entries,
-         (double)t.refreshed_entries / (double)n);
-  printf("allocator: %llu device allocations, %llu cache hits, %llu misses; %.2f MiB in use (%.2f MiB cached), "
-         "peak %.2f MiB\n",
-         (unsigned long long)t.device_allocations, (unsigned long long)t.allocator_hits,
-         (unsigned long long)t.allocator_misses, mib(t.bytes_in_use), mib(t.bytes_cached), mib(t.peak_bytes));
+  printf(
+      "counters: %llu static executes, %llu dynamic launches, %llu execution-graph kernels, "
+      "%llu refreshed allocation-table entries (%.1f per step)\n",
+      (unsigned long long)t.static_executes, (unsigned long long)t.dynamic_launches,
+      (unsigned long long)t.kernels_run, (unsigned long long)t.refreshed_entries,
+      (double)t.refreshed_entries / (double)n);
+  printf(
+      "allocator: %llu device allocations, %llu cache hits, %llu misses; %.2f MiB in use (%.2f MiB cached), "
+      "peak %.2f MiB\n",
+      (unsigned long long)t.device_allocations, (unsigned long long)t.allocator_hits,
+      (unsigned long long)t.allocator_misses, mib(t.bytes_in_use), mib(t.bytes_cached), mib(t.peak_bytes));
 }
 
 int mx_cmd_demo(int argc, char **argv) {
@@ -375,13 +402,18 @@ int mx_cmd_demo(int argc, char **argv) {
   if (st != MX_OK) return mx_cli_runtime_error("demo", "%s", err.message);
   printf("== mixrt demo: greedy decoding with a Llama-style decoder (%s size%s) ==\n", a.size,
          a.overridden ? ", with the fields given on the command line" : "");
-  printf("model: %lld layers, hidden %lld, %lld heads (%lld key/value heads, head dim %lld), ffn %lld, vocab %lld, "
-         "%zu nodes\n",
-         (long long)cfg->layers, (long long)cfg->hidden, (long long)cfg->heads, (long long)cfg->kv_heads,
-         (long long)mx_cli_llm_head_dim(cfg), (long long)cfg->ffn, (long long)cfg->vocab, mx_graph_node_count(g));
-  printf("inputs: input_ids [1, 1], past_key_<i> / past_value_<i> [1, %lld, past_len, %lld]; the symbolic past_len "
-         "grows by one every step\n\n",
-         (long long)cfg->kv_heads, (long long)mx_cli_llm_head_dim(cfg));
+  printf(
+      "model: %lld layers, hidden %lld, %lld heads (%lld key/value heads, head dim %lld), ffn %lld, vocab "
+      "%lld, "
+      "%zu nodes\n",
+      (long long)cfg->layers, (long long)cfg->hidden, (long long)cfg->heads, (long long)cfg->kv_heads,
+      (long long)mx_cli_llm_head_dim(cfg), (long long)cfg->ffn, (long long)cfg->vocab,
+      mx_graph_node_count(g));
+  printf(
+      "inputs: input_ids [1, 1], past_key_<i> / past_value_<i> [1, %lld, past_len, %lld]; the symbolic "
+      "past_len "
+      "grows by one every step\n\n",
+      (long long)cfg->kv_heads, (long long)mx_cli_llm_head_dim(cfg));
   rc = print_partition(&a);
   if (rc != MX_EXIT_OK) goto destroy_graphs;
   if ((st = mx_model_llama(cfg, &ref, &err)) != MX_OK) {
@@ -412,7 +444,8 @@ int mx_cmd_demo(int argc, char **argv) {
          mx_cli_executor_name(a.executor), (double)(mx__now_ns() - t0) / 1e6);
 
   uint64_t *lat = calloc((size_t)a.steps, sizeof *lat);
-  uint64_t *lat_copy = calloc((size_t)a.steps, sizeof *lat_copy), *host = calloc((size_t)a.steps, sizeof *host);
+  uint64_t *lat_copy = calloc((size_t)a.steps, sizeof *lat_copy),
+           *host = calloc((size_t)a.steps, sizeof *host);
   int64_t *tokens = calloc((size_t)a.steps, sizeof *tokens);
   mx_tensor in[MAX_IO], out[MAX_IO];
   bool have_inputs = false, check_ok = true;
@@ -426,7 +459,8 @@ int mx_cmd_demo(int argc, char **argv) {
     goto free_buffers;
   }
   have_inputs = true;
-  printf("== decode: %lld greedy steps from token %lld, present -> past ==\n", (long long)a.steps, (long long)a.token);
+  printf("== decode: %lld greedy steps from token %lld, present -> past ==\n", (long long)a.steps,
+         (long long)a.token);
   if (!a.no_state) {
     rc = decode_with_state(&a, s, ref, in, n_io, lat, host, tokens, &check_ok, why, sizeof why);
     if (rc != MX_EXIT_OK) goto free_buffers;
@@ -441,7 +475,8 @@ int mx_cmd_demo(int argc, char **argv) {
       rc = mx_cli_runtime_error("demo", "step %lld: %s", (long long)step, mx_session_last_error(s));
       goto free_buffers;
     }
-    if (step < CHECK_STEPS && check_ok) check_ok = same_as_reference(ref, in, out, n_io, step, why, sizeof why);
+    if (step < CHECK_STEPS && check_ok)
+      check_ok = same_as_reference(ref, in, out, n_io, step, why, sizeof why);
     tokens[step] = mx_cli_argmax(&out[0]);
     for (size_t i = 1; i < n_io; i++) { /* present -> past */
       mx_tensor_release(&in[i]);

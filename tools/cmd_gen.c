@@ -17,22 +17,39 @@
 
 enum { M_LLAMA = 1, M_MOE = 2, M_ENCODER = 4 };
 
-enum { O_LAYERS, O_HIDDEN, O_HEADS, O_KV_HEADS, O_HEAD_DIM, O_FFN, O_VOCAB, O_MAX_POS, O_EXPERTS, O_TOP_K, O_SEED,
-       O_COUNT };
+enum {
+  O_LAYERS,
+  O_HIDDEN,
+  O_HEADS,
+  O_KV_HEADS,
+  O_HEAD_DIM,
+  O_FFN,
+  O_VOCAB,
+  O_MAX_POS,
+  O_EXPERTS,
+  O_TOP_K,
+  O_SEED,
+  O_COUNT
+};
 
 /* One numeric option. */
 typedef struct gen_option {
-  const char *flag;   /* "--layers" */
-  unsigned models;    /* M_* bits of the models that take it */
-  int64_t min;        /* smallest accepted value */
+  const char *flag; /* "--layers" */
+  unsigned models;  /* M_* bits of the models that take it */
+  int64_t min;      /* smallest accepted value */
 } gen_option;
 
 static const gen_option options[O_COUNT] = {
-    [O_LAYERS] = {"--layers", M_LLAMA | M_ENCODER, 1},   [O_HIDDEN] = {"--hidden", M_LLAMA | M_MOE | M_ENCODER, 1},
-    [O_HEADS] = {"--heads", M_LLAMA | M_ENCODER, 1},     [O_KV_HEADS] = {"--kv-heads", M_LLAMA, 1},
-    [O_HEAD_DIM] = {"--head-dim", M_LLAMA, 0},           [O_FFN] = {"--ffn", M_LLAMA | M_MOE, 1},
-    [O_VOCAB] = {"--vocab", M_LLAMA, 1},                 [O_MAX_POS] = {"--max-pos", M_LLAMA | M_ENCODER, 1},
-    [O_EXPERTS] = {"--experts", M_MOE, 1},               [O_TOP_K] = {"--top-k", M_MOE, 1},
+    [O_LAYERS] = {"--layers", M_LLAMA | M_ENCODER, 1},
+    [O_HIDDEN] = {"--hidden", M_LLAMA | M_MOE | M_ENCODER, 1},
+    [O_HEADS] = {"--heads", M_LLAMA | M_ENCODER, 1},
+    [O_KV_HEADS] = {"--kv-heads", M_LLAMA, 1},
+    [O_HEAD_DIM] = {"--head-dim", M_LLAMA, 0},
+    [O_FFN] = {"--ffn", M_LLAMA | M_MOE, 1},
+    [O_VOCAB] = {"--vocab", M_LLAMA, 1},
+    [O_MAX_POS] = {"--max-pos", M_LLAMA | M_ENCODER, 1},
+    [O_EXPERTS] = {"--experts", M_MOE, 1},
+    [O_TOP_K] = {"--top-k", M_MOE, 1},
     [O_SEED] = {"--seed", M_LLAMA | M_MOE | M_ENCODER, 0},
 };
 
@@ -83,21 +100,21 @@ void mx_cmd_gen_help(FILE *out) {
           "Giving an option to a model that does not take it is a usage error.\n"
           "exit codes: 0 written, 1 runtime error (e.g. the file cannot be written), 2 usage error\n"
           "(unknown or inapplicable option, bad value, configuration the model refuses)\n",
-          (long long)l.layers, (long long)e.layers, (long long)l.hidden, (long long)m.hidden, (long long)e.hidden,
-          (long long)l.heads, (long long)e.heads, (long long)l.kv_heads, (long long)l.head_dim, (long long)l.ffn, (long long)m.ffn,
-          (long long)l.vocab, (long long)l.max_pos, (long long)e.max_pos, (long long)m.experts, (long long)m.top_k,
-          (unsigned long long)l.seed);
+          (long long)l.layers, (long long)e.layers, (long long)l.hidden, (long long)m.hidden,
+          (long long)e.hidden, (long long)l.heads, (long long)e.heads, (long long)l.kv_heads,
+          (long long)l.head_dim, (long long)l.ffn, (long long)m.ffn, (long long)l.vocab, (long long)l.max_pos,
+          (long long)e.max_pos, (long long)m.experts, (long long)m.top_k, (unsigned long long)l.seed);
 }
 
 /* The user's choices. */
 typedef struct gen_args {
-  unsigned model;          /* one M_* bit */
-  const char *model_name;  /* as given (borrowed from argv) */
-  const char *path;        /* -o FILE (borrowed from argv) */
-  int64_t val[O_COUNT];    /* option values */
-  bool given[O_COUNT];     /* which options were on the command line */
-  bool exported;           /* --style exported: llama with primitive ops, as exporters write it */
-  bool progress;           /* --progress: stage lines on stderr even when it is not a terminal */
+  unsigned model;         /* one M_* bit */
+  const char *model_name; /* as given (borrowed from argv) */
+  const char *path;       /* -o FILE (borrowed from argv) */
+  int64_t val[O_COUNT];   /* option values */
+  bool given[O_COUNT];    /* which options were on the command line */
+  bool exported;          /* --style exported: llama with primitive ops, as exporters write it */
+  bool progress;          /* --progress: stage lines on stderr even when it is not a terminal */
 } gen_args;
 
 static int parse_args(int argc, char **argv, gen_args *a) {
@@ -127,21 +144,27 @@ static int parse_args(int argc, char **argv, gen_args *a) {
       const char *v = mx_cli_option_value("gen", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
       if (!mx_cli_parse_int(v, &a->val[o]) || a->val[o] < options[o].min)
-        return mx_cli_usage_error("gen", "%s needs a whole number >= %lld, not '%s'", arg, (long long)options[o].min,
-                                  v);
+        return mx_cli_usage_error("gen", "%s needs a whole number >= %lld, not '%s'", arg,
+                                  (long long)options[o].min, v);
       a->given[o] = true;
       continue;
     }
-    if (a->model_name) return mx_cli_usage_error("gen", "one model only ('%s' and '%s' given)", a->model_name, arg);
+    if (a->model_name)
+      return mx_cli_usage_error("gen", "one model only ('%s' and '%s' given)", a->model_name, arg);
     a->model_name = arg;
-    if (strcmp(arg, "llama") == 0) a->model = M_LLAMA;
-    else if (strcmp(arg, "moe") == 0) a->model = M_MOE;
-    else if (strcmp(arg, "encoder") == 0) a->model = M_ENCODER;
-    else return mx_cli_usage_error("gen", "unknown model '%s' (llama, moe or encoder)", arg);
+    if (strcmp(arg, "llama") == 0)
+      a->model = M_LLAMA;
+    else if (strcmp(arg, "moe") == 0)
+      a->model = M_MOE;
+    else if (strcmp(arg, "encoder") == 0)
+      a->model = M_ENCODER;
+    else
+      return mx_cli_usage_error("gen", "unknown model '%s' (llama, moe or encoder)", arg);
   }
   if (!a->model_name) return mx_cli_usage_error("gen", "which model? (llama, moe or encoder)");
   if (!a->path) return mx_cli_usage_error("gen", "-o FILE is required");
-  if (a->exported && a->model != M_LLAMA) return mx_cli_usage_error("gen", "--style exported applies to llama only");
+  if (a->exported && a->model != M_LLAMA)
+    return mx_cli_usage_error("gen", "--style exported applies to llama only");
   for (int o = 0; o < O_COUNT; o++)
     if (a->given[o] && !(options[o].models & a->model))
       return mx_cli_usage_error("gen", "%s does not apply to the %s model", options[o].flag, a->model_name);
@@ -195,7 +218,8 @@ static uint64_t weight_bytes(const mx_graph *g) {
   for (size_t v = 0; v < g->n_values; v++) {
     const mx_value *val = &g->values[v];
     size_t n;
-    if ((val->flags & MX_VALUE_CONST) && !(val->flags & MX_VALUE_DEAD) && mx_tensor_nbytes(val->data, &n)) total += n;
+    if ((val->flags & MX_VALUE_CONST) && !(val->flags & MX_VALUE_DEAD) && mx_tensor_nbytes(val->data, &n))
+      total += n;
   }
   return total;
 }
@@ -206,7 +230,8 @@ static void print_summary(mx_graph *g, const char *model, const char *path) {
   const size_t n_in = mx_graph_input_count(g);
   char syms[MAX_SYMS][64];
   size_t n_syms = 0;
-  printf("wrote %s: %s, %zu nodes, %zu input%s (", path, model, mx_graph_node_count(g), n_in, n_in == 1 ? "" : "s");
+  printf("wrote %s: %s, %zu nodes, %zu input%s (", path, model, mx_graph_node_count(g), n_in,
+         n_in == 1 ? "" : "s");
   for (size_t i = 0; i < n_in; i++) {
     mx_value_id v = mx_graph_input(g, i);
     mx_shape s;
@@ -214,8 +239,8 @@ static void print_summary(mx_graph *g, const char *model, const char *path) {
     mx_graph_value_shape(g, v, &s);
     if (i < SHOWN_INPUTS) {
       mx_shape_format(mx_graph_symtab(g), &s, text, sizeof text);
-      printf("%s%s %s %s", i ? ", " : "", mx_graph_value_name(g, v), mx_dtype_name(mx_graph_value_dtype(g, v)),
-             text);
+      printf("%s%s %s %s", i ? ", " : "", mx_graph_value_name(g, v),
+             mx_dtype_name(mx_graph_value_dtype(g, v)), text);
     }
     for (int32_t d = 0; d < s.rank; d++) {
       if (!mx_dim_is_expr(s.dims[d])) continue;

@@ -33,8 +33,10 @@ static int count_type(hwloc_topology_t topo, hwloc_obj_type_t type) {
 int mx_cmd_info(int argc, char **argv) {
   bool json = false;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0) json = true;
-    else return mx_cli_usage_error("info", "unknown option '%s'", argv[i]);
+    if (strcmp(argv[i], "--json") == 0)
+      json = true;
+    else
+      return mx_cli_usage_error("info", "unknown option '%s'", argv[i]);
   }
   hwloc_topology_t topo;
   int packages = 0, cores = 0, pus = 0, numa = 0;
@@ -54,14 +56,15 @@ int mx_cmd_info(int argc, char **argv) {
   char thp[32];
   mx_cli_thp_mode(thp, sizeof thp);
   if (json) {
-    printf("{\"version\": \"%s\", \"build_type\": \"%s\", \"compiler\": \"%s\", \"sanitizer\": \"%s\", "
-           "\"libuv\": \"%s\", \"protobuf_c\": \"%s\", \"hwloc\": \"%s\", \"openblas\": \"%s\", "
-           "\"concurrencykit\": \"system package (no version API)\", \"op_definitions\": %zu, "
-           "\"cpu_kernels\": %zu, \"topology\": {\"packages\": %d, \"cores\": %d, \"pus\": %d, "
-           "\"numa_nodes\": %d}, \"transparent_huge_pages\": \"%s\"}\n",
-           MIXRT_VERSION_STRING, MIXRT_BUILD_TYPE, MIXRT_COMPILER, san, uv_version_string(),
-           protobuf_c_version(), hwloc_ver, blas ? blas : "?", mx__op_count(), mx__kernel_count(), packages,
-           cores, pus, numa, thp);
+    printf(
+        "{\"version\": \"%s\", \"build_type\": \"%s\", \"compiler\": \"%s\", \"sanitizer\": \"%s\", "
+        "\"libuv\": \"%s\", \"protobuf_c\": \"%s\", \"hwloc\": \"%s\", \"openblas\": \"%s\", "
+        "\"concurrencykit\": \"system package (no version API)\", \"op_definitions\": %zu, "
+        "\"cpu_kernels\": %zu, \"topology\": {\"packages\": %d, \"cores\": %d, \"pus\": %d, "
+        "\"numa_nodes\": %d}, \"transparent_huge_pages\": \"%s\"}\n",
+        MIXRT_VERSION_STRING, MIXRT_BUILD_TYPE, MIXRT_COMPILER, san, uv_version_string(),
+        protobuf_c_version(), hwloc_ver, blas ? blas : "?", mx__op_count(), mx__kernel_count(), packages,
+        cores, pus, numa, thp);
     return MX_EXIT_OK;
   }
   printf("mixrt %s\n", MIXRT_VERSION_STRING);

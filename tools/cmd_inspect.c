@@ -61,8 +61,9 @@ static void print_mxm_text(const char *path, const mx__mxm_info *in, FILE *out) 
   fprintf(out, "static plans: %zu\n", in->n_plans);
   for (size_t i = 0; i < in->n_plans; i++) {
     const mx__mxm_plan_info *p = &in->plans[i];
-    fprintf(out, "  %-24s %u tasks, %u streams, %u inputs, %u outputs, weights %.2f MiB, feature maps %.2f MiB\n",
-            p->name, p->n_tasks, p->n_streams, p->n_inputs, p->n_outputs, mib(p->weight_bytes), mib(p->fm_bytes));
+    fprintf(
+        out, "  %-24s %u tasks, %u streams, %u inputs, %u outputs, weights %.2f MiB, feature maps %.2f MiB\n",
+        p->name, p->n_tasks, p->n_streams, p->n_inputs, p->n_outputs, mib(p->weight_bytes), mib(p->fm_bytes));
   }
   if (!in->root) {
     fprintf(out, "no runtime record: static plans only (mx_mxm_save)\n");
@@ -74,10 +75,12 @@ static void print_mxm_text(const char *path, const mx__mxm_info *in, FILE *out) 
   print_values(out, in->root, in->root->outputs, in->root->n_outputs, false);
   size_t unknown = 0;
   for (size_t c = 0; c < in->n_calls; c++) unknown += in->calls[c].unknown;
-  fprintf(out, "partition calls: %zu (%zu static, %zu dynamic)\n", in->n_calls, in->n_calls - unknown, unknown);
+  fprintf(out, "partition calls: %zu (%zu static, %zu dynamic)\n", in->n_calls, in->n_calls - unknown,
+          unknown);
   for (size_t c = 0; c < in->n_calls; c++) {
     const mx__mxm_call_info *ci = &in->calls[c];
-    fprintf(out, "  %-7s %-24s %zu ops: %s\n", ci->unknown ? "UNKNOWN" : "KNOWN", ci->name, ci->n_ops, ci->ops);
+    fprintf(out, "  %-7s %-24s %zu ops: %s\n", ci->unknown ? "UNKNOWN" : "KNOWN", ci->name, ci->n_ops,
+            ci->ops);
   }
 }
 
@@ -110,7 +113,8 @@ static void print_mxm_json(const char *path, const mx__mxm_info *in, FILE *out) 
     for (size_t c = 0; c < in->n_calls; c++) {
       fprintf(out, "%s{\"name\": ", c ? ", " : "");
       mx__json_string(out, in->calls[c].name);
-      fprintf(out, ", \"type\": \"%s\", \"ops\": %zu, \"histogram\": ", in->calls[c].unknown ? "UNKNOWN" : "KNOWN",
+      fprintf(out,
+              ", \"type\": \"%s\", \"ops\": %zu, \"histogram\": ", in->calls[c].unknown ? "UNKNOWN" : "KNOWN",
               in->calls[c].n_ops);
       mx__json_string(out, in->calls[c].ops);
       fputc('}', out);
@@ -123,7 +127,8 @@ static void print_mxm_json(const char *path, const mx__mxm_info *in, FILE *out) 
 static int inspect_mxm(const char *path, bool json) {
   mx__mxm_info info;
   mx_error err = {0};
-  if (mx__mxm_read_info(path, &info, &err) != MX_OK) return mx_cli_runtime_error("inspect", "%s", err.message);
+  if (mx__mxm_read_info(path, &info, &err) != MX_OK)
+    return mx_cli_runtime_error("inspect", "%s", err.message);
   if (json)
     print_mxm_json(path, &info, stdout);
   else
@@ -150,7 +155,8 @@ int mx_cmd_inspect(int argc, char **argv) {
     } else if (strcmp(argv[i], "--shape") == 0) {
       const char *v = mx_cli_option_value("inspect", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
-      if (nb == MAX_BINDINGS) return mx_cli_usage_error("inspect", "at most %d --shape options", MAX_BINDINGS);
+      if (nb == MAX_BINDINGS)
+        return mx_cli_usage_error("inspect", "at most %d --shape options", MAX_BINDINGS);
       if (!mx_cli_parse_binding(v, &bindings[nb], names[nb], sizeof names[nb]))
         return mx_cli_usage_error("inspect", "--shape needs SYMBOL=VALUE with VALUE >= 0, not '%s'", v);
       nb++;
@@ -164,7 +170,8 @@ int mx_cmd_inspect(int argc, char **argv) {
   }
   if (!model) return mx_cli_usage_error("inspect", "MODEL.onnx is required");
   if (mx__mxm_is_file(model)) {
-    if (nb || passes) return mx_cli_usage_error("inspect", "--shape and --passes apply to ONNX models, not .mxm files");
+    if (nb || passes)
+      return mx_cli_usage_error("inspect", "--shape and --passes apply to ONNX models, not .mxm files");
     return inspect_mxm(model, json);
   }
   mx_graph *g;

@@ -20,14 +20,17 @@ static void dtype_list(uint32_t mask, char *buf, size_t cap) {
   buf[0] = '\0';
   for (int code = 1; code <= MX_DTYPE_MAX_CODE; code++)
     if (mx_dtype_is_supported(code) && (mask & MX_KDT(code)))
-      n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? " " : "", mx_dtype_name((mx_dtype)code));
+      n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s", n ? " " : "",
+                            mx_dtype_name((mx_dtype)code));
 }
 
 int mx_cmd_kernels(int argc, char **argv) {
   bool ops = false;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--ops") == 0) ops = true;
-    else return mx_cli_usage_error("kernels", "unknown option '%s'", argv[i]);
+    if (strcmp(argv[i], "--ops") == 0)
+      ops = true;
+    else
+      return mx_cli_usage_error("kernels", "unknown option '%s'", argv[i]);
   }
   if (!ops) {
     uint16_t n = mx__exe_kernel_count();
@@ -49,7 +52,8 @@ int mx_cmd_kernels(int argc, char **argv) {
     }
     char dts[512];
     dtype_list(mask, dts, sizeof dts);
-    printf("  %-22s %-6s %s\n", d->name, d->domain && d->domain[0] ? d->domain : "", mask ? dts : "(no CPU kernel)");
+    printf("  %-22s %-6s %s\n", d->name, d->domain && d->domain[0] ? d->domain : "",
+           mask ? dts : "(no CPU kernel)");
   }
   return MX_EXIT_OK;
 }

@@ -5,47 +5,46 @@
 #include <string.h>
 
 #include "common/json.h"
-#include "static_exec/mxm_info.h"
 #include "mixrt/onnx.h"
 #include "mixrt/partition.h"
+#include "static_exec/mxm_info.h"
 #include "tools/commands.h"
 #include "tools/fuse_log.h"
 #include "tools/inspect.h"
 
 #define MAX_BINDINGS 64
-#define MAX_FORCED 256
+#define MAX_FORCED   256
 
 void mx_cmd_partition_help(FILE *out) {
-  fprintf(
-      out,
-      "usage: mixrt partition MODEL.onnx [--shape SYM=VAL ...] [--static-min-ops N] [--stable]\n"
-      "                       [--force-unknown NODE ...] [--format text|dot|json] [-o FILE]\n"
-      "                       [--explain NODE]\n\n"
-      "Imports an ONNX model, binds the given symbols, runs shape inference, constant folding and\n"
-      "dead-node removal, then partitions the graph into KNOWN clusters (every shape concrete:\n"
-      "compiled into static models) and UNKNOWN clusters (run op by op with run-time shapes), and\n"
-      "prints the result. docs/partition.md explains how to read it.\n\n"
-      "options:\n"
-      "  --shape SYM=VAL        bind a symbolic dim (e.g. --shape batch=1) before inference\n"
-      "  --static-min-ops N     known clusters with fewer than N ops become unknown (default %d;\n"
-      "                         0 keeps every known cluster; -1 makes the whole graph dynamic)\n"
-      "  --stable               stable mode: clusters are runs of the topological order\n"
-      "  --force-unknown NODE   mark NODE unknown whatever its shapes (repeatable)\n"
-      "  --format FMT           text (default): one line per cluster and the totals;\n"
-      "                         dot: Graphviz, clusters as colored boxes (render with `dot "
-      "-Tsvg`);\n"
-      "                         json: clusters, nodes with their reasons, totals\n"
-      "  -o FILE                write to FILE instead of standard output\n"
-      "  --passes P             rewrite rules before partitioning: none, default (default), all or\n"
-      "                         RULE,-RULE,... (--passes list names them); their log goes to stderr\n"
-      "  --explain NODE         print why NODE (or a graph input or constant) is in its cluster,\n"
-      "                         traced back to the graph input or op that caused it, instead of\n"
-      "                         the dump (not combined with --format)\n\n"
-      "An .mxm file (told apart by content) is not partitioned again: its recorded partition\n"
-      "calls are printed (text or json; no options that change the partition, no --explain).\n\n"
-      "exit codes: 0 ok, 1 the model cannot be loaded, inferred or partitioned (or NODE does not\n"
-      "exist), 2 usage error\n",
-      MX_PARTITION_DEFAULT_STATIC_MIN_OPS);
+  fprintf(out,
+          "usage: mixrt partition MODEL.onnx [--shape SYM=VAL ...] [--static-min-ops N] [--stable]\n"
+          "                       [--force-unknown NODE ...] [--format text|dot|json] [-o FILE]\n"
+          "                       [--explain NODE]\n\n"
+          "Imports an ONNX model, binds the given symbols, runs shape inference, constant folding and\n"
+          "dead-node removal, then partitions the graph into KNOWN clusters (every shape concrete:\n"
+          "compiled into static models) and UNKNOWN clusters (run op by op with run-time shapes), and\n"
+          "prints the result. docs/partition.md explains how to read it.\n\n"
+          "options:\n"
+          "  --shape SYM=VAL        bind a symbolic dim (e.g. --shape batch=1) before inference\n"
+          "  --static-min-ops N     known clusters with fewer than N ops become unknown (default %d;\n"
+          "                         0 keeps every known cluster; -1 makes the whole graph dynamic)\n"
+          "  --stable               stable mode: clusters are runs of the topological order\n"
+          "  --force-unknown NODE   mark NODE unknown whatever its shapes (repeatable)\n"
+          "  --format FMT           text (default): one line per cluster and the totals;\n"
+          "                         dot: Graphviz, clusters as colored boxes (render with `dot "
+          "-Tsvg`);\n"
+          "                         json: clusters, nodes with their reasons, totals\n"
+          "  -o FILE                write to FILE instead of standard output\n"
+          "  --passes P             rewrite rules before partitioning: none, default (default), all or\n"
+          "                         RULE,-RULE,... (--passes list names them); their log goes to stderr\n"
+          "  --explain NODE         print why NODE (or a graph input or constant) is in its cluster,\n"
+          "                         traced back to the graph input or op that caused it, instead of\n"
+          "                         the dump (not combined with --format)\n\n"
+          "An .mxm file (told apart by content) is not partitioned again: its recorded partition\n"
+          "calls are printed (text or json; no options that change the partition, no --explain).\n\n"
+          "exit codes: 0 ok, 1 the model cannot be loaded, inferred or partitioned (or NODE does not\n"
+          "exist), 2 usage error\n",
+          MX_PARTITION_DEFAULT_STATIC_MIN_OPS);
 }
 
 typedef enum { FMT_TEXT, FMT_DOT, FMT_JSON } dump_format;
@@ -54,7 +53,8 @@ typedef enum { FMT_TEXT, FMT_DOT, FMT_JSON } dump_format;
 static int partition_mxm(const char *path, dump_format fmt, FILE *out) {
   mx__mxm_info in;
   mx_error err = {0};
-  if (mx__mxm_read_info(path, &in, &err) != MX_OK) return mx_cli_runtime_error("partition", "%s", err.message);
+  if (mx__mxm_read_info(path, &in, &err) != MX_OK)
+    return mx_cli_runtime_error("partition", "%s", err.message);
   if (!in.root) {
     mx__mxm_info_release(&in);
     return mx_cli_runtime_error("partition", "'%s' holds static plans only, no partitioned model", path);
@@ -83,11 +83,11 @@ static int partition_mxm(const char *path, dump_format fmt, FILE *out) {
     fprintf(out, "partition recorded in %s:\n", path);
     for (size_t c = 0; c < in.n_calls; c++) {
       const mx__mxm_call_info *ci = &in.calls[c];
-      fprintf(out, "  %-7s %-24s %4zu ops, %u inputs, %u outputs: %s\n", ci->unknown ? "UNKNOWN" : "KNOWN", ci->name,
-              ci->n_ops, ci->n_inputs, ci->n_outputs, ci->ops);
+      fprintf(out, "  %-7s %-24s %4zu ops, %u inputs, %u outputs: %s\n", ci->unknown ? "UNKNOWN" : "KNOWN",
+              ci->name, ci->n_ops, ci->n_inputs, ci->n_outputs, ci->ops);
     }
-    fprintf(out, "totals: %zu KNOWN clusters (%zu ops), %zu UNKNOWN clusters (%zu ops)\n", in.n_calls - unknown,
-            ops_known, unknown, ops_unknown);
+    fprintf(out, "totals: %zu KNOWN clusters (%zu ops), %zu UNKNOWN clusters (%zu ops)\n",
+            in.n_calls - unknown, ops_known, unknown, ops_unknown);
   }
   mx__mxm_info_release(&in);
   return MX_EXIT_OK;
@@ -120,15 +120,13 @@ int mx_cmd_partition(int argc, char **argv) {
       if (nb == MAX_BINDINGS)
         return mx_cli_usage_error("partition", "at most %d --shape options", MAX_BINDINGS);
       if (!mx_cli_parse_binding(v, &bindings[nb], names[nb], sizeof names[nb]))
-        return mx_cli_usage_error("partition",
-                                  "--shape needs SYMBOL=VALUE with VALUE >= 0, not '%s'", v);
+        return mx_cli_usage_error("partition", "--shape needs SYMBOL=VALUE with VALUE >= 0, not '%s'", v);
       nb++;
     } else if (strcmp(a, "--static-min-ops") == 0) {
       const char *v = mx_cli_option_value("partition", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
       if (!mx_cli_parse_int(v, &o.static_min_ops) || o.static_min_ops < -1)
-        return mx_cli_usage_error("partition", "--static-min-ops needs an integer >= -1, not '%s'",
-                                  v);
+        return mx_cli_usage_error("partition", "--static-min-ops needs an integer >= -1, not '%s'", v);
     } else if (strcmp(a, "--force-unknown") == 0) {
       const char *v = mx_cli_option_value("partition", argc, argv, &i);
       if (!v) return MX_EXIT_USAGE;
@@ -163,8 +161,7 @@ int mx_cmd_partition(int argc, char **argv) {
   }
   if (!model) return mx_cli_usage_error("partition", "MODEL.onnx is required");
   if (explain && fmt_given)
-    return mx_cli_usage_error("partition",
-                              "--explain prints text; do not combine it with --format");
+    return mx_cli_usage_error("partition", "--explain prints text; do not combine it with --format");
   o.force_unknown = forced;
   o.n_force_unknown = nf;
   if (mx__mxm_is_file(model)) {

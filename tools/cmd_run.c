@@ -90,8 +90,8 @@ typedef struct run_args {
   mx_symbol_binding bindings[MAX_ITEMS];
   size_t nb;
   bool random, reference, check;
-  bool no_state;            /* --no-state: every step by mx_session_run, pasts fed by the caller */
-  bool progress;            /* --progress: load stage lines on stderr even when not a terminal */
+  bool no_state; /* --no-state: every step by mx_session_run, pasts fed by the caller */
+  bool progress; /* --progress: load stage lines on stderr even when not a terminal */
   int64_t steps, seed;
   mx_cli_session_opts so;
 } run_args;
@@ -129,8 +129,10 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
       bool steps = o[3] == 't';
       if (!mx_cli_parse_int(v, &x) || x < (steps ? 1 : 0) || x > 100000000)
         return mx_cli_usage_error("run", "%s needs a number, not '%s'", o, v);
-      if (steps) a->steps = x;
-      else a->seed = x;
+      if (steps)
+        a->steps = x;
+      else
+        a->seed = x;
     } else if (strcmp(o, "--random") == 0) {
       a->random = true;
     } else if (strcmp(o, "--no-state") == 0) {
@@ -167,8 +169,8 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
   if (mxm && (a->reference || a->check))
     return mx_cli_usage_error("run", "--reference and --check need the ONNX model, not an .mxm file");
   if (a->so.o.device_options.skip_kernels && (a->reference || a->check || a->out_dir))
-    return mx_cli_usage_error("run",
-                              "--skip-kernels computes no output: not with --reference, --check or --output-dir");
+    return mx_cli_usage_error(
+        "run", "--skip-kernels computes no output: not with --reference, --check or --output-dir");
   if (a->reference && (a->trace || a->check))
     return mx_cli_usage_error("run", "--trace and --check apply to the hybrid runtime, not to --reference");
   return MX_EXIT_OK;
@@ -178,8 +180,8 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
 static int check_bindings(const run_args *a, const mx_graph *g) {
   for (size_t i = 0; i < a->nb; i++)
     if (mx_sym_symbol_index(g->syms, mx_sym_lookup(g->syms, a->bindings[i].name)) < 0)
-      return mx_cli_usage_error("run", "--shape %s: the model has no symbolic dim called '%s'", a->bindings[i].name,
-                                a->bindings[i].name);
+      return mx_cli_usage_error("run", "--shape %s: the model has no symbolic dim called '%s'",
+                                a->bindings[i].name, a->bindings[i].name);
   return MX_EXIT_OK;
 }
 
@@ -194,14 +196,15 @@ static int save_outputs(const char *dir, mx_tensor *outs, size_t n) {
     char path[4096];
     mx_error err;
     file_name(path, sizeof path, dir, outs[k].name ? outs[k].name : "output");
-    if (mx_tensor_save_npy(path, &outs[k], &err) != MX_OK) return mx_cli_runtime_error("run", "%s", err.message);
+    if (mx_tensor_save_npy(path, &outs[k], &err) != MX_OK)
+      return mx_cli_runtime_error("run", "%s", err.message);
   }
   return MX_EXIT_OK;
 }
 
 /* The reference interpreter path (--reference). */
-static int run_reference(run_args *a, mx_graph *g, mx_tensor *inputs, size_t n_in, mx_tensor *outputs, size_t n_out,
-                         uint64_t *times) {
+static int run_reference(run_args *a, mx_graph *g, mx_tensor *inputs, size_t n_in, mx_tensor *outputs,
+                         size_t n_out, uint64_t *times) {
   mx_error err;
   for (int64_t s = 0; s < a->steps; s++) {
     for (size_t k = 0; k < n_out; k++) mx_tensor_release(&outputs[k]);
@@ -218,7 +221,9 @@ static int run_reference(run_args *a, mx_graph *g, mx_tensor *inputs, size_t n_i
 }
 
 static const char *executor_name(mx_executor_kind k) {
-  return k == MX_EXECUTOR_TOPOLOGICAL ? "topological" : k == MX_EXECUTOR_MULTI_THREAD ? "multi-thread" : "sequential";
+  return k == MX_EXECUTOR_TOPOLOGICAL    ? "topological"
+         : k == MX_EXECUTOR_MULTI_THREAD ? "multi-thread"
+                                         : "sequential";
 }
 
 /* The steps through a binding when inputs and outputs pair up as state: the states are loaded
@@ -258,7 +263,8 @@ static int run_with_state(run_args *a, mx_session *s, mx_tensor *inputs, size_t 
     const mx_tensor *o = mx_binding_output(b, k);
     mx_tensor_release(&outputs[k]);
     if (o && o->placement == MX_DEVICE) {
-      if (mx_cli_download(s, o, &outputs[k]) != MX_OK) rc = mx_cli_runtime_error("run", "reading output %zu back", k);
+      if (mx_cli_download(s, o, &outputs[k]) != MX_OK)
+        rc = mx_cli_runtime_error("run", "reading output %zu back", k);
     } else if (o && mx_tensor_alloc(o->dtype, o->rank, o->dims, &outputs[k]) == MX_OK) {
       size_t nbytes = 0;
       mx_tensor_nbytes(o, &nbytes);
@@ -271,16 +277,19 @@ static int run_with_state(run_args *a, mx_session *s, mx_tensor *inputs, size_t 
   if (rc == MX_EXIT_OK) {
     uint64_t sum = 0;
     for (int64_t st = 0; st < a->steps; st++) sum += times[st];
-    printf("state: %zu input/output pairs kept on the device through a binding (%lld rows, rolled back after each "
-           "step; --no-state turns it off); host side %.2f us/step, %.2f%% of the step\n",
-           pairs, (long long)rows, (double)host / 1e3 / (double)a->steps, sum ? 100.0 * (double)host / (double)sum : 0.0);
+    printf(
+        "state: %zu input/output pairs kept on the device through a binding (%lld rows, rolled back after "
+        "each "
+        "step; --no-state turns it off); host side %.2f us/step, %.2f%% of the step\n",
+        pairs, (long long)rows, (double)host / 1e3 / (double)a->steps,
+        sum ? 100.0 * (double)host / (double)sum : 0.0);
   }
   mx_binding_destroy(b);
   return rc;
 }
 
-static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inputs, size_t n_in, mx_tensor *outputs,
-                       size_t n_out, uint64_t *times) {
+static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inputs, size_t n_in,
+                       mx_tensor *outputs, size_t n_out, uint64_t *times) {
   if (a->trace && mx_session_trace_begin(s) != MX_OK)
     return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
   bool state = false;
@@ -296,7 +305,8 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
     times[st] = mx__now_ns() - t0;
   }
   if (a->trace) {
-    if (mx_session_trace_end(s, a->trace) != MX_OK) return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
+    if (mx_session_trace_end(s, a->trace) != MX_OK)
+      return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
   }
   if (a->so.o.device_options.skip_kernels) {
     printf("outputs: not computed (--skip-kernels: the device ran no kernel)\n");
@@ -308,41 +318,49 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
   if (rc != MX_EXIT_OK) return rc;
   const mx_program *p = s->prog;
   char what[256];
-  snprintf(what, sizeof what, "executor: hybrid (%zu static and %zu dynamic partitions; %s, %u stream%s, %s device%s%s)",
+  snprintf(what, sizeof what,
+           "executor: hybrid (%zu static and %zu dynamic partitions; %s, %u stream%s, %s device%s%s)",
            p->static_calls, p->dynamic_calls, executor_name(a->so.o.executor), a->so.o.streams,
-           a->so.o.streams == 1 ? "" : "s", a->so.o.device_options.kind == MX_DEVICE_INLINE ? "inline" : "CPU",
+           a->so.o.streams == 1 ? "" : "s",
+           a->so.o.device_options.kind == MX_DEVICE_INLINE ? "inline" : "CPU",
            a->so.o.device_options.huge_pages ? "" : ", no huge pages",
            a->so.o.device_options.skip_kernels ? ", kernels skipped" : "");
   print_latency(what, times, a->steps);
   mx_session_stats last, total;
-  if (mx_session_get_stats(s, &last, &total) != MX_OK) return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
+  if (mx_session_get_stats(s, &last, &total) != MX_OK)
+    return mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
   printf("time split over %llu steps: static models %.3f ms, dynamic ops %.3f ms, host kernels %.3f ms\n",
          (unsigned long long)total.steps, total.static_ns / 1e6, total.dynamic_ns / 1e6, total.host_ns / 1e6);
-  printf("per step: %llu static executions, %llu dynamic launches, %llu kernels; refreshed entries %llu (last step %llu); "
-         "device allocations %llu (last step %llu)\n",
-         (unsigned long long)last.static_executes, (unsigned long long)last.dynamic_launches,
-         (unsigned long long)last.kernels_run, (unsigned long long)total.refreshed_entries,
-         (unsigned long long)last.refreshed_entries, (unsigned long long)total.device_allocations,
-         (unsigned long long)last.device_allocations);
+  printf(
+      "per step: %llu static executions, %llu dynamic launches, %llu kernels; refreshed entries %llu (last "
+      "step %llu); "
+      "device allocations %llu (last step %llu)\n",
+      (unsigned long long)last.static_executes, (unsigned long long)last.dynamic_launches,
+      (unsigned long long)last.kernels_run, (unsigned long long)total.refreshed_entries,
+      (unsigned long long)last.refreshed_entries, (unsigned long long)total.device_allocations,
+      (unsigned long long)last.device_allocations);
   if (total.spec_compiles || total.spec_hits || total.spec_misses)
-    printf("specializations: %llu hits, %llu misses, %llu compiles (%.1f ms), %llu evictions, %llu partition%s "
-           "stayed dynamic\n",
-           (unsigned long long)total.spec_hits, (unsigned long long)total.spec_misses,
-           (unsigned long long)total.spec_compiles, total.spec_compile_ns / 1e6, (unsigned long long)total.spec_evictions,
-           (unsigned long long)total.spec_fallbacks, total.spec_fallbacks == 1 ? "" : "s");
+    printf(
+        "specializations: %llu hits, %llu misses, %llu compiles (%.1f ms), %llu evictions, %llu partition%s "
+        "stayed dynamic\n",
+        (unsigned long long)total.spec_hits, (unsigned long long)total.spec_misses,
+        (unsigned long long)total.spec_compiles, total.spec_compile_ns / 1e6,
+        (unsigned long long)total.spec_evictions, (unsigned long long)total.spec_fallbacks,
+        total.spec_fallbacks == 1 ? "" : "s");
   mx_device_memory_stats mem;
   mx_device_memory_stats_get(mx_session_device(s), &mem);
-  printf("device memory: %.1f MiB in use (peak %.1f MiB); weights %.1f MiB in %llu shared block%s (held once "
-         "however many sessions of this model use the device)\n",
-         (double)mem.bytes_in_use / 1048576.0, (double)mem.peak_bytes / 1048576.0,
-         (double)mem.shared_bytes / 1048576.0, (unsigned long long)mem.shared_blocks,
-         mem.shared_blocks == 1 ? "" : "s");
+  printf(
+      "device memory: %.1f MiB in use (peak %.1f MiB); weights %.1f MiB in %llu shared block%s (held once "
+      "however many sessions of this model use the device)\n",
+      (double)mem.bytes_in_use / 1048576.0, (double)mem.peak_bytes / 1048576.0,
+      (double)mem.shared_bytes / 1048576.0, (unsigned long long)mem.shared_blocks,
+      mem.shared_blocks == 1 ? "" : "s");
   char thp[32];
   int64_t huge_kib = mx_cli_anon_huge_kib();
   mx_cli_thp_mode(thp, sizeof thp);
   if (huge_kib >= 0)
-    printf("huge pages: %.1f MiB of this process (transparent huge pages %s%s)\n", (double)huge_kib / 1024.0, thp,
-           a->so.o.device_options.huge_pages ? "" : "; mixrt asked for none");
+    printf("huge pages: %.1f MiB of this process (transparent huge pages %s%s)\n", (double)huge_kib / 1024.0,
+           thp, a->so.o.device_options.huge_pages ? "" : "; mixrt asked for none");
   else
     printf("huge pages: unknown (transparent huge pages %s)\n", thp);
   if (a->trace) printf("trace: %s\n", a->trace);
@@ -357,11 +375,13 @@ static int run_session(run_args *a, mx_session *s, mx_graph *ref, mx_tensor *inp
       for (size_t k = 0; k < n_out && rc == MX_EXIT_OK; k++) {
         char why[256];
         if (!mx_tensor_allclose(&outputs[k], &want[k], 0.0, 0.0, why, sizeof why)) {
-          printf("check: FAIL: output '%s' differs from the reference interpreter: %s\n", outputs[k].name, why);
+          printf("check: FAIL: output '%s' differs from the reference interpreter: %s\n", outputs[k].name,
+                 why);
           rc = MX_EXIT_RUNTIME;
         }
       }
-      if (rc == MX_EXIT_OK) printf("check: PASS: every output equals the reference interpreter bit for bit\n");
+      if (rc == MX_EXIT_OK)
+        printf("check: PASS: every output equals the reference interpreter bit for bit\n");
     }
     for (size_t k = 0; k < n_out; k++) mx_tensor_release(&want[k]);
     free(want);
@@ -377,12 +397,13 @@ int mx_cmd_run(int argc, char **argv) {
   if (rc != MX_EXIT_OK) return rc;
   bool mxm = ends_with(a.model, ".mxm");
   mx_error err;
-  mx_graph *g = NULL;      /* the ONNX model (reference, --check, input declarations) */
+  mx_graph *g = NULL; /* the ONNX model (reference, --check, input declarations) */
   mx_session *s = NULL;
   mx_tensor *inputs = NULL, *outputs = NULL;
   uint64_t *times = NULL;
   size_t n_in = 0, n_out = 0;
-  if (!mxm && mx_onnx_load_file(a.model, &g, &err) != MX_OK) return mx_cli_runtime_error("run", "%s", err.message);
+  if (!mxm && mx_onnx_load_file(a.model, &g, &err) != MX_OK)
+    return mx_cli_runtime_error("run", "%s", err.message);
   if (!a.reference) {
     if (mx_session_create(&a.so.o, &s, &err) != MX_OK) {
       rc = mx_cli_runtime_error("run", "%s", err.message);

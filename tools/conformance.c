@@ -58,8 +58,8 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
  * Dropout given a training_mode input (its mask). Their values cannot equal another generator's,
  * so, as upstream's runner does, such a test compares its outputs on element type and shape only. */
 static bool draws_random_numbers(const mx_graph *g) {
-  static const char *const random_ops[] = {"RandomUniform", "RandomNormal", "RandomUniformLike",
-                                           "RandomNormalLike", "Bernoulli", "Multinomial"};
+  static const char *const random_ops[] = {"RandomUniform",    "RandomNormal", "RandomUniformLike",
+                                           "RandomNormalLike", "Bernoulli",    "Multinomial"};
   for (size_t i = 0; i < g->n_nodes; i++) {
     const mx_node *nd = &g->nodes[i];
     if (*nd->domain) continue;
@@ -80,7 +80,9 @@ static bool same_type_and_shape(const mx_tensor *a, const mx_tensor *e, char *wh
   }
   bool same = a->rank == e->rank;
   for (int32_t d = 0; same && d < a->rank; d++) same = a->dims[d] == e->dims[d];
-  if (!same) snprintf(why, cap, "shape differs from the expected one (rank %d, expected %d)", (int)a->rank, (int)e->rank);
+  if (!same)
+    snprintf(why, cap, "shape differs from the expected one (rank %d, expected %d)", (int)a->rank,
+             (int)e->rank);
   return same;
 }
 
@@ -138,10 +140,12 @@ static int run_one(const mx_conf_options *opt, const char *test_dir, char *why, 
   bool random = draws_random_numbers(g);
   for (size_t i = 0; i < n_out; i++) {
     char detail[300];
-    bool ok = random ? same_type_and_shape(&outputs[i], &expected[i], detail, sizeof detail)
-                     : mx_tensor_allclose(&outputs[i], &expected[i], opt->rtol, opt->atol, detail, sizeof detail);
+    bool ok =
+        random ? same_type_and_shape(&outputs[i], &expected[i], detail, sizeof detail)
+               : mx_tensor_allclose(&outputs[i], &expected[i], opt->rtol, opt->atol, detail, sizeof detail);
     if (!ok) {
-      snprintf(why, why_size, "output %zu ('%s'): %s", i, mx_graph_value_name(g, mx_graph_output(g, i)), detail);
+      snprintf(why, why_size, "output %zu ('%s'): %s", i, mx_graph_value_name(g, mx_graph_output(g, i)),
+               detail);
       goto done;
     }
   }

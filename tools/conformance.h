@@ -17,15 +17,15 @@ typedef mx_status (*mx_conf_run_fn)(void *user, mx_graph *g, const mx_tensor *in
                                     mx_tensor *outputs, size_t n_outputs, mx_error *err);
 
 typedef struct mx_conf_options {
-  const char *dir;          /* folder of test_* folders */
-  const char *filter;       /* run only tests whose name contains this (NULL: all) */
-  const char *gaps_file;    /* KNOWN_GAPS.md: tests listed there are skipped with its reason */
-  double rtol, atol;        /* comparison tolerances */
-  bool quiet;               /* omit PASS lines (FAIL and SKIP always print) */
-  bool by_op;               /* print the per-operator summary before the totals line */
-  mx_conf_run_fn run;       /* the executor under test */
+  const char *dir;       /* folder of test_* folders */
+  const char *filter;    /* run only tests whose name contains this (NULL: all) */
+  const char *gaps_file; /* KNOWN_GAPS.md: tests listed there are skipped with its reason */
+  double rtol, atol;     /* comparison tolerances */
+  bool quiet;            /* omit PASS lines (FAIL and SKIP always print) */
+  bool by_op;            /* print the per-operator summary before the totals line */
+  mx_conf_run_fn run;    /* the executor under test */
   void *run_user;
-  const char *run_name;     /* "reference", ... (for messages) */
+  const char *run_name; /* "reference", ... (for messages) */
 } mx_conf_options;
 
 typedef struct mx_conf_totals {

@@ -8,14 +8,14 @@
 #include "mixrt/onnx.h"
 
 typedef struct op_row {
-  char *op;                              /* "Add", "ai.onnx.ml:LabelEncoder" */
-  size_t counts[3];                      /* by mx_conf_outcome */
-  size_t last_test;                      /* serial of the last test counted here (0: none) */
+  char *op;         /* "Add", "ai.onnx.ml:LabelEncoder" */
+  size_t counts[3]; /* by mx_conf_outcome */
+  size_t last_test; /* serial of the last test counted here (0: none) */
 } op_row;
 
 typedef struct manifest_line {
   char *test;
-  char *ops;                             /* '+'-joined */
+  char *ops; /* '+'-joined */
 } manifest_line;
 
 struct mx_conf_by_op {
@@ -139,7 +139,9 @@ void mx_conf_by_op_add(mx_conf_by_op *t, const char *name, mx_conf_outcome outco
   mx_graph_destroy(g);
 }
 
-static int by_op(const void *a, const void *b) { return strcmp(((const op_row *)a)->op, ((const op_row *)b)->op); }
+static int by_op(const void *a, const void *b) {
+  return strcmp(((const op_row *)a)->op, ((const op_row *)b)->op);
+}
 
 void mx_conf_by_op_print(const mx_conf_by_op *t, FILE *out) {
   if (!t) return;
@@ -148,7 +150,7 @@ void mx_conf_by_op_print(const mx_conf_by_op *t, FILE *out) {
   for (size_t i = 0; i < t->n_rows; i++) {
     const op_row *r = &t->rows[i];
     size_t n = r->counts[0] + r->counts[1] + r->counts[2];
-    fprintf(out, "%-40s %6zu %7zu %7zu %8zu\n", r->op, n, r->counts[MX_CONF_PASSED], r->counts[MX_CONF_FAILED],
-            r->counts[MX_CONF_SKIPPED]);
+    fprintf(out, "%-40s %6zu %7zu %7zu %8zu\n", r->op, n, r->counts[MX_CONF_PASSED],
+            r->counts[MX_CONF_FAILED], r->counts[MX_CONF_SKIPPED]);
   }
 }

@@ -14,17 +14,24 @@ int64_t mx_cli_llm_head_dim(const mx_llama_config *cfg) {
 }
 
 bool mx_cli_parse_device(const char *text, mx_device_kind *out) {
-  if (strcmp(text, "cpu") == 0) *out = MX_DEVICE_CPU;
-  else if (strcmp(text, "inline") == 0) *out = MX_DEVICE_INLINE;
-  else return false;
+  if (strcmp(text, "cpu") == 0)
+    *out = MX_DEVICE_CPU;
+  else if (strcmp(text, "inline") == 0)
+    *out = MX_DEVICE_INLINE;
+  else
+    return false;
   return true;
 }
 
 bool mx_cli_parse_executor(const char *text, mx_executor_kind *out) {
-  if (strcmp(text, "sequential") == 0 || strcmp(text, "seq") == 0) *out = MX_EXECUTOR_SEQUENTIAL;
-  else if (strcmp(text, "topological") == 0 || strcmp(text, "topo") == 0) *out = MX_EXECUTOR_TOPOLOGICAL;
-  else if (strcmp(text, "multi-thread") == 0 || strcmp(text, "mt") == 0) *out = MX_EXECUTOR_MULTI_THREAD;
-  else return false;
+  if (strcmp(text, "sequential") == 0 || strcmp(text, "seq") == 0)
+    *out = MX_EXECUTOR_SEQUENTIAL;
+  else if (strcmp(text, "topological") == 0 || strcmp(text, "topo") == 0)
+    *out = MX_EXECUTOR_TOPOLOGICAL;
+  else if (strcmp(text, "multi-thread") == 0 || strcmp(text, "mt") == 0)
+    *out = MX_EXECUTOR_MULTI_THREAD;
+  else
+    return false;
   return true;
 }
 
@@ -47,7 +54,8 @@ static uint64_t next_random(uint64_t *s) {
   return *s = x;
 }
 
-mx_status mx_cli_llm_inputs(const mx_llama_config *cfg, int64_t token, int64_t past, uint64_t seed, mx_tensor *in) {
+mx_status mx_cli_llm_inputs(const mx_llama_config *cfg, int64_t token, int64_t past, uint64_t seed,
+                            mx_tensor *in) {
   const size_t n = 1 + 2 * (size_t)cfg->layers;
   memset(in, 0, n * sizeof *in);
   const int64_t tok_dims[2] = {1, 1};
@@ -62,7 +70,8 @@ mx_status mx_cli_llm_inputs(const mx_llama_config *cfg, int64_t token, int64_t p
     int64_t count;
     mx_tensor_numel(&in[i], &count);
     float *f = in[i].data;
-    for (int64_t k = 0; seed && k < count; k++) f[k] = (float)((double)(next_random(&rng) >> 11) / 4503599627370496.0 - 1.0);
+    for (int64_t k = 0; seed && k < count; k++)
+      f[k] = (float)((double)(next_random(&rng) >> 11) / 4503599627370496.0 - 1.0);
   }
   return MX_OK;
 release_inputs:
@@ -122,7 +131,8 @@ mx_status mx_cli_download(mx_session *s, const mx_tensor *dev, mx_tensor *host) 
   mx_status st = mx_tensor_alloc(dev->dtype, dev->rank, dev->dims, host);
   size_t nbytes = 0;
   mx_tensor_nbytes(host, &nbytes);
-  if (st == MX_OK && nbytes) st = mx_device_copy(mx_session_device(s), host->data, dev->data, nbytes, MX_COPY_D2H);
+  if (st == MX_OK && nbytes)
+    st = mx_device_copy(mx_session_device(s), host->data, dev->data, nbytes, MX_COPY_D2H);
   if (st != MX_OK) mx_tensor_release(host);
   return st;
 }

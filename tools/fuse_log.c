@@ -28,7 +28,8 @@ void mx_cli_print_rules(FILE *out) {
   }
   fprintf(out, "rewrite rules (--passes none|default|all|RULE,-RULE,...):\n");
   for (size_t i = 0; mx_fuse_rule_name(i, &what, &def); i++)
-    fprintf(out, "  %-*s %s%s\n", width, mx_fuse_rule_name(i, NULL, NULL), what, def ? "" : " (not in default)");
+    fprintf(out, "  %-*s %s%s\n", width, mx_fuse_rule_name(i, NULL, NULL), what,
+            def ? "" : " (not in default)");
 }
 
 void mx_cli_print_fuse_report(FILE *out, const mx_fuse_report *r) {
@@ -38,8 +39,8 @@ void mx_cli_print_fuse_report(FILE *out, const mx_fuse_report *r) {
   bool any = false;
   for (size_t i = 0; i < r->n_op_types; i++) {
     if (r->op_types[i].before == r->op_types[i].after) continue;
-    fprintf(out, "%s %s %zu->%zu", any ? "," : "  ops changed:", r->op_types[i].op_type, r->op_types[i].before,
-            r->op_types[i].after);
+    fprintf(out, "%s %s %zu->%zu", any ? "," : "  ops changed:", r->op_types[i].op_type,
+            r->op_types[i].before, r->op_types[i].after);
     any = true;
   }
   if (any) fputc('\n', out);

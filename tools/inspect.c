@@ -68,8 +68,8 @@ static void print_io(FILE *out, mx_graph *g, const mx_value_id *ids, size_t n, b
   }
 }
 
-int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const mx_symbol_binding *bindings, size_t n_bindings,
-                         bool json, FILE *out) {
+int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const mx_symbol_binding *bindings,
+                         size_t n_bindings, bool json, FILE *out) {
   op_count *hist = NULL;
   size_t n_hist = histogram(g, &hist);
   size_t nodes_before = g->n_live_nodes;
@@ -102,8 +102,10 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const
       if (!mx_dim_is_concrete(v->shape.dims[k])) all = false;
       if (mx_dim_is_unknown(v->shape.dims[k])) unknown_dims++;
     }
-    if (all) concrete++;
-    else symbolic++;
+    if (all)
+      concrete++;
+    else
+      symbolic++;
   }
   int64_t opset = mx_graph_opset(g, "");
   if (json) {
@@ -120,7 +122,8 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const
       fprintf(out, ": %zu", hist[i].n);
     }
     fprintf(out,
-            "}, \"values\": {\"concrete\": %zu, \"symbolic\": %zu, \"unknown_rank\": %zu, \"unknown_dims\": %zu}, "
+            "}, \"values\": {\"concrete\": %zu, \"symbolic\": %zu, \"unknown_rank\": %zu, \"unknown_dims\": "
+            "%zu}, "
             "\"stage2\": ",
             concrete, symbolic, unknown_rank, unknown_dims);
     mx_cli_print_fuse_report_json(out, &fuse);
@@ -130,8 +133,10 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const
       fprintf(out, "%s", i ? ", " : "");
       mx__json_string(out, mx_symtab_symbol_name(g->syms, i));
     }
-    fprintf(out, "], \"folded_nodes\": %zu, \"removed_nodes\": %zu, \"removed_values\": %zu, \"nodes_after\": %zu}\n",
-            rep.folded_nodes, rep.removed_nodes, rep.removed_values, g->n_live_nodes);
+    fprintf(
+        out,
+        "], \"folded_nodes\": %zu, \"removed_nodes\": %zu, \"removed_values\": %zu, \"nodes_after\": %zu}\n",
+        rep.folded_nodes, rep.removed_nodes, rep.removed_values, g->n_live_nodes);
     free(hist);
     return MX_EXIT_OK;
   }
@@ -148,8 +153,8 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const
   for (size_t i = 0; i < ns; i++) fprintf(out, "%s %s", i ? "," : "", mx_symtab_symbol_name(g->syms, i));
   fprintf(out, "%s\n", ns ? "" : " none");
   fprintf(out, "values: %zu concrete, %zu symbolic, %zu unknown-rank\n", concrete, symbolic, unknown_rank);
-  fprintf(out, "passes: folded %zu nodes, removed %zu nodes and %zu values; %zu nodes remain\n", rep.folded_nodes,
-          rep.removed_nodes, rep.removed_values, g->n_live_nodes);
+  fprintf(out, "passes: folded %zu nodes, removed %zu nodes and %zu values; %zu nodes remain\n",
+          rep.folded_nodes, rep.removed_nodes, rep.removed_values, g->n_live_nodes);
   mx_cli_print_fuse_report(out, &fuse);
   free(hist);
   return MX_EXIT_OK;

@@ -9,7 +9,7 @@
 #include "mixrt/graph.h"
 
 typedef struct mx_symbol_binding {
-  const char *name;   /* symbol name (borrowed from argv) */
+  const char *name; /* symbol name (borrowed from argv) */
   int64_t value;
 } mx_symbol_binding;
 
@@ -19,7 +19,7 @@ bool mx_cli_parse_binding(const char *text, mx_symbol_binding *out, char *name_b
 /* Prints the summary of g (already imported): inputs, outputs, opset, op histogram; binds the
  * given symbols; runs inference, folding and dead-node removal; prints the value counts and
  * pass figures. `json` selects one JSON object instead of text. Returns an exit code. */
-int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const mx_symbol_binding *bindings, size_t n_bindings,
-                         bool json, FILE *out);
+int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const mx_symbol_binding *bindings,
+                         size_t n_bindings, bool json, FILE *out);
 
 #endif /* MIXRT_TOOLS_INSPECT_H */

@@ -8,9 +8,7 @@
 #include "tools/cli.h"
 #include "tools/commands.h"
 
-bool mx_cli_is_help(const char *arg) {
-  return arg && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0);
-}
+bool mx_cli_is_help(const char *arg) { return arg && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0); }
 
 int mx_cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;

@@ -21,8 +21,8 @@ static uint64_t next_random(uint64_t *s) {
 static int random_dims(const char *cmd, mx_graph *g, const mx_value *decl, const mx_symbol_binding *bindings,
                        size_t n_bindings, int64_t *dims) {
   if (decl->shape.rank == MX_RANK_UNKNOWN)
-    return mx_cli_usage_error(cmd, "input '%s' has an unknown rank: give it with --input %s=FILE.npy", decl->name,
-                              decl->name);
+    return mx_cli_usage_error(cmd, "input '%s' has an unknown rank: give it with --input %s=FILE.npy",
+                              decl->name, decl->name);
   size_t n_syms = mx_symtab_symbol_count(g->syms);
   int64_t values[256];
   for (size_t s = 0; s < n_syms && s < 256; s++) values[s] = INT64_MIN;
@@ -37,7 +37,8 @@ static int random_dims(const char *cmd, mx_graph *g, const mx_value *decl, const
       continue;
     }
     int64_t v;
-    if (mx_dim_is_unknown(d) || mx_sym_eval(g->syms, d, values, n_syms < 256 ? n_syms : 256, &v) != MX_OK || v < 0) {
+    if (mx_dim_is_unknown(d) || mx_sym_eval(g->syms, d, values, n_syms < 256 ? n_syms : 256, &v) != MX_OK ||
+        v < 0) {
       char text[128];
       mx_sym_format(g->syms, d, text, sizeof text);
       return mx_cli_usage_error(cmd, "input '%s' dim %d is '%s': bind its symbols with --shape SYMBOL=VALUE",
@@ -71,11 +72,14 @@ static int random_input(const char *cmd, mx_graph *g, const mx_value *decl, uint
 }
 
 int mx_cli_make_inputs(const char *cmd, mx_graph *g, const mx_named_file *files, size_t n_files, bool random,
-                       uint64_t seed, const mx_symbol_binding *bindings, size_t n_bindings, mx_tensor *inputs) {
+                       uint64_t seed, const mx_symbol_binding *bindings, size_t n_bindings,
+                       mx_tensor *inputs) {
   uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
   for (size_t f = 0; f < n_files; f++) {
-    if (mx_graph_find_value(g, files[f].name) == MX_NO_VALUE || !(g->values[mx_graph_find_value(g, files[f].name)].flags & MX_VALUE_INPUT))
-      return mx_cli_usage_error(cmd, "--input %s: the model has no input called '%s'", files[f].name, files[f].name);
+    if (mx_graph_find_value(g, files[f].name) == MX_NO_VALUE ||
+        !(g->values[mx_graph_find_value(g, files[f].name)].flags & MX_VALUE_INPUT))
+      return mx_cli_usage_error(cmd, "--input %s: the model has no input called '%s'", files[f].name,
+                                files[f].name);
   }
   for (size_t i = 0; i < g->n_inputs; i++) {
     const mx_value *decl = &g->values[g->inputs[i]];
@@ -86,12 +90,12 @@ int mx_cli_make_inputs(const char *cmd, mx_graph *g, const mx_named_file *files,
     if (path) {
       mx_error err;
       rc = mx_tensor_load_npy(path, &inputs[i], &err) == MX_OK ? MX_EXIT_OK
-                                                             : mx_cli_runtime_error(cmd, "%s", err.message);
+                                                               : mx_cli_runtime_error(cmd, "%s", err.message);
     } else if (random) {
       rc = random_input(cmd, g, decl, &rng, bindings, n_bindings, &inputs[i]);
     } else {
-      rc = mx_cli_usage_error(cmd, "no value for input '%s': give --input %s=FILE.npy or --random", decl->name,
-                              decl->name);
+      rc = mx_cli_usage_error(cmd, "no value for input '%s': give --input %s=FILE.npy or --random",
+                              decl->name, decl->name);
     }
     if (rc != MX_EXIT_OK) {
       for (size_t k = 0; k < i; k++) mx_tensor_release(&inputs[k]);
@@ -103,7 +107,8 @@ int mx_cli_make_inputs(const char *cmd, mx_graph *g, const mx_named_file *files,
 }
 
 int mx_cli_check_input_memory(const char *cmd, mx_session *s, mx_graph *g, const mx_named_file *files,
-                               size_t n_files, bool random, const mx_symbol_binding *bindings, size_t n_bindings) {
+                              size_t n_files, bool random, const mx_symbol_binding *bindings,
+                              size_t n_bindings) {
   if (!s || !random) return MX_EXIT_OK;
   mx_tensor *desc = calloc(g->n_inputs ? g->n_inputs : 1, sizeof *desc);
   if (!desc) return mx_cli_runtime_error(cmd, "out of memory");
@@ -132,8 +137,10 @@ void mx_cli_print_tensor(FILE *out, const char *name, const mx_tensor *t) {
   int64_t n = 0;
   mx_tensor_numel(t, &n);
   for (int64_t i = 0; i < n && i < 6; i++) {
-    if (mx_dtype_is_float(t->dtype)) fprintf(out, " %.6g", mx__kget_f64(t->data, t->dtype, i));
-    else fprintf(out, " %lld", (long long)mx__kget_i64(t->data, t->dtype, i));
+    if (mx_dtype_is_float(t->dtype))
+      fprintf(out, " %.6g", mx__kget_f64(t->data, t->dtype, i));
+    else
+      fprintf(out, " %lld", (long long)mx__kget_i64(t->data, t->dtype, i));
   }
   fprintf(out, "%s\n", n > 6 ? " ..." : "");
 }

@@ -39,18 +39,25 @@ int mx_cli_session_option(const char *cmd, mx_cli_session_opts *so, int argc, ch
   if (strcmp(a, "--executor") == 0) {
     const char *v = mx_cli_option_value(cmd, argc, argv, i);
     if (!v) return MX_EXIT_USAGE + 100;
-    if (strcmp(v, "seq") == 0 || strcmp(v, "sequential") == 0) so->o.executor = MX_EXECUTOR_SEQUENTIAL;
-    else if (strcmp(v, "topo") == 0 || strcmp(v, "topological") == 0) so->o.executor = MX_EXECUTOR_TOPOLOGICAL;
-    else if (strcmp(v, "mt") == 0 || strcmp(v, "multi-thread") == 0) so->o.executor = MX_EXECUTOR_MULTI_THREAD;
-    else return mx_cli_usage_error(cmd, "--executor takes seq, topo or mt, not '%s'", v) + 100;
+    if (strcmp(v, "seq") == 0 || strcmp(v, "sequential") == 0)
+      so->o.executor = MX_EXECUTOR_SEQUENTIAL;
+    else if (strcmp(v, "topo") == 0 || strcmp(v, "topological") == 0)
+      so->o.executor = MX_EXECUTOR_TOPOLOGICAL;
+    else if (strcmp(v, "mt") == 0 || strcmp(v, "multi-thread") == 0)
+      so->o.executor = MX_EXECUTOR_MULTI_THREAD;
+    else
+      return mx_cli_usage_error(cmd, "--executor takes seq, topo or mt, not '%s'", v) + 100;
     return 1;
   }
   if (strcmp(a, "--device") == 0) {
     const char *v = mx_cli_option_value(cmd, argc, argv, i);
     if (!v) return MX_EXIT_USAGE + 100;
-    if (strcmp(v, "cpu") == 0) so->o.device_options.kind = MX_DEVICE_CPU;
-    else if (strcmp(v, "inline") == 0) so->o.device_options.kind = MX_DEVICE_INLINE;
-    else return mx_cli_usage_error(cmd, "--device takes cpu or inline, not '%s'", v) + 100;
+    if (strcmp(v, "cpu") == 0)
+      so->o.device_options.kind = MX_DEVICE_CPU;
+    else if (strcmp(v, "inline") == 0)
+      so->o.device_options.kind = MX_DEVICE_INLINE;
+    else
+      return mx_cli_usage_error(cmd, "--device takes cpu or inline, not '%s'", v) + 100;
     return 1;
   }
   if (strcmp(a, "--streams") == 0 || strcmp(a, "--static-min-ops") == 0) {
@@ -59,10 +66,13 @@ int mx_cli_session_option(const char *cmd, mx_cli_session_opts *so, int argc, ch
     if (!v) return MX_EXIT_USAGE + 100;
     bool streams = a[3] == 't' && a[4] == 'r';
     if (!mx_cli_parse_int(v, &x) || (streams ? (x < 1 || x > 16) : (x < -1 || x > 1000000)))
-      return mx_cli_usage_error(cmd, "%s needs %s, not '%s'", a, streams ? "a number from 1 to 16" : "-1 or more", v) +
+      return mx_cli_usage_error(cmd, "%s needs %s, not '%s'", a,
+                                streams ? "a number from 1 to 16" : "-1 or more", v) +
              100;
-    if (streams) so->o.streams = (uint32_t)x;
-    else so->o.static_min_ops = x;
+    if (streams)
+      so->o.streams = (uint32_t)x;
+    else
+      so->o.static_min_ops = x;
     return 1;
   }
   if (strcmp(a, "--passes") == 0) {
@@ -76,8 +86,10 @@ int mx_cli_session_option(const char *cmd, mx_cli_session_opts *so, int argc, ch
   if (strcmp(a, "--gear") == 0) {
     const char *v = mx_cli_option_value(cmd, argc, argv, i);
     if (!v) return MX_EXIT_USAGE + 100;
-    if (!strchr(v, '=')) return mx_cli_usage_error(cmd, "--gear needs SYMBOL=VALUE[,SYMBOL=VALUE...], not '%s'", v) + 100;
-    if (so->o.n_gears == MAX_GEARS) return mx_cli_usage_error(cmd, "at most %d --gear options", MAX_GEARS) + 100;
+    if (!strchr(v, '='))
+      return mx_cli_usage_error(cmd, "--gear needs SYMBOL=VALUE[,SYMBOL=VALUE...], not '%s'", v) + 100;
+    if (so->o.n_gears == MAX_GEARS)
+      return mx_cli_usage_error(cmd, "at most %d --gear options", MAX_GEARS) + 100;
     gears[so->o.n_gears++] = v;
     so->o.gears = gears;
     return 1;
@@ -97,8 +109,10 @@ int mx_cli_session_option(const char *cmd, mx_cli_session_opts *so, int argc, ch
     if (!v) return MX_EXIT_USAGE + 100;
     if (!mx_cli_parse_int(v, &x) || x < 0 || x > 1000000)
       return mx_cli_usage_error(cmd, "%s needs a number from 0 to 1000000, not '%s'", a, v) + 100;
-    if (strcmp(a, "--spec-cache") == 0) so->o.spec_cache_size = (uint32_t)x;
-    else so->o.spec_churn_limit = (uint32_t)x;
+    if (strcmp(a, "--spec-cache") == 0)
+      so->o.spec_cache_size = (uint32_t)x;
+    else
+      so->o.spec_churn_limit = (uint32_t)x;
     return 1;
   }
   if (strcmp(a, "--frozen") == 0) {

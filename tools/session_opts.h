@@ -10,8 +10,8 @@
 #define MX_CLI_MAX_FROZEN 64
 
 typedef struct mx_cli_session_opts {
-  mx_session_options o;                   /* filled as options are parsed */
-  const char *frozen[MX_CLI_MAX_FROZEN];  /* --frozen NAME (borrowed from argv) */
+  mx_session_options o;                  /* filled as options are parsed */
+  const char *frozen[MX_CLI_MAX_FROZEN]; /* --frozen NAME (borrowed from argv) */
 } mx_cli_session_opts;
 
 /* Defaults (one stream, sequential executor, CPU device, static_min_ops 4). */

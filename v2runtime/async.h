@@ -17,30 +17,30 @@
 #define MX_ASYNC_DEPTH 256u
 
 typedef struct mx_async_step {
-  mx_event *event;            /* recorded after the step's work (owned by the ring) */
-  mx_stream *stream;          /* the step's stream (borrowed) */
+  mx_event *event;   /* recorded after the step's work (owned by the ring) */
+  mx_stream *stream; /* the step's stream (borrowed) */
   mx_run_callback cb;
   void *user;
-  mx_status status;           /* filled by the completion thread */
+  mx_status status; /* filled by the completion thread */
   char message[MX_ERROR_MESSAGE_MAX];
 } mx_async_step;
 
 typedef struct mx_async {
-  bool started;               /* threads and handles are up */
-  uv_loop_t *loop;            /* the loop callbacks run on (the caller's or own_loop) */
-  uv_loop_t own_loop;         /* internal loop (when the caller gave none) */
-  bool own;                   /* the loop is internal and runs on loop_thread */
-  uv_async_t wake;            /* completion thread -> loop */
+  bool started;       /* threads and handles are up */
+  uv_loop_t *loop;    /* the loop callbacks run on (the caller's or own_loop) */
+  uv_loop_t own_loop; /* internal loop (when the caller gave none) */
+  bool own;           /* the loop is internal and runs on loop_thread */
+  uv_async_t wake;    /* completion thread -> loop */
   pthread_t loop_thread;
-  pthread_t done_thread;      /* waits for events in order */
+  pthread_t done_thread; /* waits for events in order */
   pthread_mutex_t lock;
-  pthread_cond_t changed;     /* any counter moved */
+  pthread_cond_t changed; /* any counter moved */
   mx_async_step ring[MX_ASYNC_DEPTH];
-  uint64_t submitted;         /* steps enqueued */
-  uint64_t completed;         /* steps whose event the completion thread saw */
-  uint64_t delivered;         /* steps whose callback returned */
-  bool stop;                  /* threads must exit */
-  bool device_failed;         /* a step failed on the device: reset streams before the next */
+  uint64_t submitted; /* steps enqueued */
+  uint64_t completed; /* steps whose event the completion thread saw */
+  uint64_t delivered; /* steps whose callback returned */
+  bool stop;          /* threads must exit */
+  bool device_failed; /* a step failed on the device: reset streams before the next */
 } mx_async;
 
 struct mx_session;

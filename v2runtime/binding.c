@@ -69,13 +69,17 @@ mx_status mx_binding_create(mx_session *s, mx_binding **out) {
 static void release_alloc(mx_binding *b, mx_bind_out *o) {
   if (o->from_session && o->t.data) {
     mx_tensor held = o->t; /* released through a copy: the record keeps its dtype */
-    if (held.placement == MX_DEVICE) mx_device_free(b->s->dev, held.data);
-    else mx_tensor_release(&held);
+    if (held.placement == MX_DEVICE)
+      mx_device_free(b->s->dev, held.data);
+    else
+      mx_tensor_release(&held);
   }
   o->from_session = false;
   if (o->buf) {
-    if (o->where == MX_DEVICE) mx_device_free(b->s->dev, o->buf);
-    else free(o->buf);
+    if (o->where == MX_DEVICE)
+      mx_device_free(b->s->dev, o->buf);
+    else
+      free(o->buf);
   }
   o->buf = NULL;
   o->cap = 0;
@@ -102,7 +106,8 @@ void mx_binding_destroy(mx_binding *b) {
 static mx_status check_record(mx_binding *b, bool output, size_t i, const mx_tensor *t) {
   const mx_value *v = io_value(b, output, i);
   const char *what = output ? "output" : "input";
-  if (!t) return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "binding %s '%s': the tensor is NULL", what, v->name);
+  if (!t)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "binding %s '%s': the tensor is NULL", what, v->name);
   if (t->dtype != v->dtype)
     return mx__fail(ERR(b), MX_ERR_DTYPE, "binding %s '%s': dtype %s given, the model's is %s", what, v->name,
                     mx_dtype_name(t->dtype), mx_dtype_name(v->dtype));
@@ -119,7 +124,8 @@ mx_status mx_binding_set_input(mx_binding *b, size_t index, const mx_tensor *t) 
   mx_status st = usable(b);
   if (st != MX_OK) return st;
   if (index >= b->n_in)
-    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "binding input %zu: the model has %zu inputs", index, b->n_in);
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "binding input %zu: the model has %zu inputs", index,
+                    b->n_in);
   if (b->in_state[index] >= 0)
     return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "binding input '%s': it is a state, fed by the binding",
                     io_value(b, false, index)->name);
@@ -136,7 +142,8 @@ mx_status mx_binding_bind_input(mx_binding *b, const char *name, const mx_tensor
   if (st != MX_OK) return st;
   int64_t i = find(b, false, name);
   if (i < 0)
-    return mx__fail(ERR(b), MX_ERR_NOT_FOUND, "binding: the model has no input named '%s'", name ? name : "(NULL)");
+    return mx__fail(ERR(b), MX_ERR_NOT_FOUND, "binding: the model has no input named '%s'",
+                    name ? name : "(NULL)");
   return mx_binding_set_input(b, (size_t)i, t);
 }
 
@@ -146,9 +153,11 @@ static mx_status output_named(mx_binding *b, const char *name, size_t *j) {
   if (st != MX_OK) return st;
   int64_t k = find(b, true, name);
   if (k < 0)
-    return mx__fail(ERR(b), MX_ERR_NOT_FOUND, "binding: the model has no output named '%s'", name ? name : "(NULL)");
+    return mx__fail(ERR(b), MX_ERR_NOT_FOUND, "binding: the model has no output named '%s'",
+                    name ? name : "(NULL)");
   if (b->out[k].kind == MX_BIND_OUT_STATE)
-    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "binding output '%s': it is a state, kept by the binding", name);
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT,
+                    "binding output '%s': it is a state, kept by the binding", name);
   *j = (size_t)k;
   return MX_OK;
 }
@@ -158,8 +167,9 @@ mx_status mx_binding_bind_output(mx_binding *b, const char *name, const mx_tenso
   mx_status st = output_named(b, name, &j);
   if (st == MX_OK) st = check_record(b, true, j, t);
   if (st == MX_OK && !t->data)
-    st = mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT,
-                  "binding output '%s': data is NULL (mx_binding_bind_output_alloc lets the session allocate)", name);
+    st = mx__fail(
+        ERR(b), MX_ERR_INVALID_ARGUMENT,
+        "binding output '%s': data is NULL (mx_binding_bind_output_alloc lets the session allocate)", name);
   if (st != MX_OK) return st;
   mx_bind_out *o = &b->out[j];
   if (o->kind == MX_BIND_OUT_ALLOC) release_alloc(b, o);
@@ -174,7 +184,8 @@ mx_status mx_binding_bind_output_alloc(mx_binding *b, const char *name, mx_place
   mx_status st = output_named(b, name, &j);
   if (st != MX_OK) return st;
   if (where != MX_HOST && where != MX_DEVICE)
-    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "binding output '%s': unknown placement %d", name, (int)where);
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "binding output '%s': unknown placement %d", name,
+                    (int)where);
   mx_bind_out *o = &b->out[j];
   if (o->kind == MX_BIND_OUT_ALLOC) release_alloc(b, o);
   memset(o, 0, sizeof *o);
@@ -228,7 +239,8 @@ bool mx__binding_output_dims(mx_binding *b, size_t j, int32_t *rank, int64_t *di
   if (v->shape.rank < 0) return false;
   for (int32_t k = 0; k < v->shape.rank; k++) {
     mx_dim d = v->shape.dims[k];
-    if (mx_dim_is_concrete(d)) dims[k] = d; /* most dims: no expression to evaluate */
+    if (mx_dim_is_concrete(d))
+      dims[k] = d; /* most dims: no expression to evaluate */
     else if (mx_sym_eval(b->prog->root->syms, d, b->syms, b->n_syms, &dims[k]) != MX_OK || dims[k] < 0)
       return false;
   }
@@ -254,8 +266,10 @@ static mx_status prepare_alloc(mx_binding *b, size_t j) {
     release_alloc(b, o);
     size_t cap = nbytes ? (nbytes + 63) / 64 * 64 : 64;
     mx_status st = MX_OK;
-    if (o->where == MX_DEVICE) st = mx_device_alloc(b->s->dev, cap, 64, &o->buf);
-    else if (!(o->buf = aligned_alloc(64, cap))) st = MX_ERR_OUT_OF_MEMORY;
+    if (o->where == MX_DEVICE)
+      st = mx_device_alloc(b->s->dev, cap, 64, &o->buf);
+    else if (!(o->buf = aligned_alloc(64, cap)))
+      st = MX_ERR_OUT_OF_MEMORY;
     if (st != MX_OK)
       return mx__fail(ERR(b), st == MX_ERR_OUT_OF_MEMORY && o->where == MX_HOST ? st : MX_ERR_DEVICE_OOM,
                       "output '%s': cannot allocate %zu bytes", o->t.name, cap);
@@ -276,7 +290,8 @@ mx_status mx_session_run_binding(mx_session *s, mx_binding *b) {
   for (size_t i = 0; i < b->n_in; i++) {
     if (b->in_state[i] >= 0) continue;
     if (!b->in_bound[i])
-      return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "input '%s' is not bound", io_value(b, false, i)->name);
+      return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "input '%s' is not bound",
+                      io_value(b, false, i)->name);
     b->in_slot[i] = &b->in[i];
     st = mx__binding_bind_symbols(b, i, &b->in[i]);
     if (st != MX_OK) return st;

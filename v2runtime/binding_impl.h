@@ -20,45 +20,45 @@ typedef enum mx_bind_out_kind {
 
 typedef struct mx_bind_out {
   mx_bind_out_kind kind;
-  mx_tensor t;            /* the record the step writes */
-  mx_placement where;     /* ALLOC: host or device */
-  void *buf;              /* ALLOC: the binding's buffer (aligned_alloc or mx_device_alloc) */
-  size_t cap;             /* ALLOC: its bytes */
-  bool from_session;      /* ALLOC: t.data was allocated by the session (shape known late) */
+  mx_tensor t;        /* the record the step writes */
+  mx_placement where; /* ALLOC: host or device */
+  void *buf;          /* ALLOC: the binding's buffer (aligned_alloc or mx_device_alloc) */
+  size_t cap;         /* ALLOC: its bytes */
+  bool from_session;  /* ALLOC: t.data was allocated by the session (shape known late) */
 } mx_bind_out;
 
 /* One persistent state: graph input `in` is the next step's value of graph output `out`. The
  * rows held lie contiguous (the model's layout) at the front of buf[cur]; a step reads them and
  * writes its result into buf[cur ^ 1], which then becomes current. */
 typedef struct mx_bind_state {
-  uint32_t in, out;       /* graph input and output indices */
-  int32_t axis;           /* the growing axis */
-  void *buf[2];           /* device buffers of `bytes` each (NULL until the first step) */
+  uint32_t in, out; /* graph input and output indices */
+  int32_t axis;     /* the growing axis */
+  void *buf[2];     /* device buffers of `bytes` each (NULL until the first step) */
   size_t bytes;
   int cur;
-  int64_t outer, inner;   /* elements before the axis and after it (one row), at allocation */
-  mx_tensor view;         /* the rows held: the input record of the next step (device) */
+  int64_t outer, inner; /* elements before the axis and after it (one row), at allocation */
+  mx_tensor view;       /* the rows held: the input record of the next step (device) */
 } mx_bind_state;
 
 struct mx_binding {
   mx_session *s;
-  const mx_program *prog;     /* the model the indices refer to */
+  const mx_program *prog; /* the model the indices refer to */
   size_t n_in, n_out;
-  mx_tensor *in;              /* bound input records (n_in) */
+  mx_tensor *in; /* bound input records (n_in) */
   bool *in_bound;
-  int32_t *in_state;          /* state index feeding each input, or -1 */
-  const mx_tensor **in_slot;  /* per step: the record of each input (bound or state view) */
-  mx_bind_out *out;           /* n_out */
-  mx_tensor **out_slot;       /* per step: the record of each output, NULL when not asked for */
-  int64_t *syms;              /* symbol values of the step being prepared */
+  int32_t *in_state;         /* state index feeding each input, or -1 */
+  const mx_tensor **in_slot; /* per step: the record of each input (bound or state view) */
+  mx_bind_out *out;          /* n_out */
+  mx_tensor **out_slot;      /* per step: the record of each output, NULL when not asked for */
+  int64_t *syms;             /* symbol values of the step being prepared */
   size_t n_syms;
   mx_bind_state *states;
   size_t n_states, cap_states;
-  int64_t length;             /* rows every state holds */
-  int64_t before;             /* rows before the last step, which the other buffers still hold
+  int64_t length;        /* rows every state holds */
+  int64_t before;        /* rows before the last step, which the other buffers still hold
                                  untouched (a truncate back to them is a swap), or -1 */
-  int64_t capacity;           /* rows every state's buffers take (0 until allocated) */
-  int64_t want_capacity;      /* rows asked for at the first allocation */
+  int64_t capacity;      /* rows every state's buffers take (0 until allocated) */
+  int64_t want_capacity; /* rows asked for at the first allocation */
 };
 
 /* --- states (state.c) ------------------------------------------------------------------------ */

@@ -41,7 +41,8 @@ static mx_status optimize(mx_graph *g, const char *passes, mx_fuse_report *fuse,
   return MX_OK;
 }
 
-size_t mx__call_frozen_positions(const mx_session *s, const mx_program *p, const mx_rt_call *c, uint32_t *out) {
+size_t mx__call_frozen_positions(const mx_session *s, const mx_program *p, const mx_rt_call *c,
+                                 uint32_t *out) {
   size_t n = 0;
   const mx_node *nd = &p->root->nodes[c->node];
   for (uint32_t k = 0; k < c->n_in; k++) {
@@ -72,7 +73,8 @@ static mx_status plan_call(mx_session *s, mx_program *p, mx_rt_call *c, mx_error
     /* A cluster the static compiler refuses still runs: op by op. */
     if (s->opts.log) {
       char line[MX_ERROR_MESSAGE_MAX + 128];
-      snprintf(line, sizeof line, "static partition '%s' runs dynamically: %s", c->name, err ? err->message : "");
+      snprintf(line, sizeof line, "static partition '%s' runs dynamically: %s", c->name,
+               err ? err->message : "");
       s->opts.log(s->opts.log_user, MX_LOG_WARN, line);
     }
     c->unknown = true;
@@ -102,7 +104,8 @@ mx_status mx__program_calls(mx_program *p, mx_error *err) {
   for (size_t i = 0; i < n_order; i++) {
     mx_node *nd = &p->root->nodes[order[i]];
     if (!mx__part_is_call(nd))
-      return mx__fail(err, MX_ERR_INVALID_GRAPH, "root node '%s' (%s) is not a partition call", nd->name, nd->op_type);
+      return mx__fail(err, MX_ERR_INVALID_GRAPH, "root node '%s' (%s) is not a partition call", nd->name,
+                      nd->op_type);
     mx_rt_call *c = &p->calls[p->n_calls++];
     c->node = order[i];
     c->name = nd->name;
@@ -127,8 +130,10 @@ oom:
 
 mx_status mx__program_finish(mx_program *p, mx_error *err) {
   for (size_t c = 0; c < p->n_calls; c++) {
-    if (p->calls[c].unknown) p->dynamic_calls++;
-    else p->static_calls++;
+    if (p->calls[c].unknown)
+      p->dynamic_calls++;
+    else
+      p->static_calls++;
   }
   p->n_values = p->root->n_values;
   p->values = calloc(p->n_values ? p->n_values : 1, sizeof *p->values);

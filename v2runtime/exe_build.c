@@ -13,8 +13,8 @@
 typedef struct pending_node {
   uint16_t kernel;
   uint16_t n_in, n_out;
-  size_t io;          /* offset in b->io */
-  size_t attr;        /* offset in b->attr, or SIZE_MAX */
+  size_t io;   /* offset in b->io */
+  size_t attr; /* offset in b->attr, or SIZE_MAX */
   uint32_t attr_size;
   uint32_t priority;
 } pending_node;
@@ -56,7 +56,8 @@ mx_status mx__exe_builder_add(mx_exe_builder *b, uint16_t kernel, const uint32_t
   if (b->n_nodes >= UINT32_MAX - 1) return MX_ERR_LIMIT;
   size_t attr_at = SIZE_MAX;
   size_t padded = (attr_size + 7u) & ~(size_t)7u;
-  if (!MX_GROW(b->nodes, b->cap_nodes, b->n_nodes + 1) || !MX_GROW(b->io, b->cap_io, b->n_io + n_in + n_out) ||
+  if (!MX_GROW(b->nodes, b->cap_nodes, b->n_nodes + 1) ||
+      !MX_GROW(b->io, b->cap_io, b->n_io + n_in + n_out) ||
       (attr_size && !MX_GROW(b->attr, b->cap_attr, b->n_attr + padded)))
     return MX_ERR_OUT_OF_MEMORY;
   if (attr_size) {
@@ -161,7 +162,8 @@ mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *e
   g->indegree = calloc(n ? n : 1, sizeof *g->indegree);
   g->order = malloc((n ? n : 1) * sizeof *g->order);
   heap = malloc((n ? n : 1) * sizeof *heap);
-  if (!g->nodes || !g->io || !g->attr_data || !g->succ_start || !g->succ || !g->indegree || !g->order || !heap)
+  if (!g->nodes || !g->io || !g->attr_data || !g->succ_start || !g->succ || !g->indegree || !g->order ||
+      !heap)
     goto oom;
   if (b->n_io) memcpy(g->io, b->io, b->n_io * sizeof *g->io);
   g->n_io = b->n_io;
@@ -177,7 +179,8 @@ mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *e
     const pending_node *p = &b->nodes[i];
     const mx_exe_kernel_def *kd = mx__exe_kernel_at(p->kernel);
     if (!kd) {
-      st = mx__fail(err, MX_ERR_INVALID_GRAPH, "execution graph: node %u uses unknown kernel %u", i, p->kernel);
+      st = mx__fail(err, MX_ERR_INVALID_GRAPH, "execution graph: node %u uses unknown kernel %u", i,
+                    p->kernel);
       goto done;
     }
     mx_exe_node *nd = &g->nodes[i];
@@ -208,7 +211,8 @@ mx_status mx__exe_builder_finish(mx_exe_builder *b, mx_exe_graph *g, mx_error *e
   }
   free(indeg);
   if (done_n != n) {
-    st = mx__fail(err, MX_ERR_INVALID_GRAPH, "execution graph has a cycle (%u of %u nodes ordered)", done_n, n);
+    st = mx__fail(err, MX_ERR_INVALID_GRAPH, "execution graph has a cycle (%u of %u nodes ordered)", done_n,
+                  n);
     goto done;
   }
   st = MX_OK;

@@ -40,27 +40,27 @@ enum {
 };
 
 struct mx_exe_node {
-  mx_exe_fn fn;          /* the kernel */
-  const uint32_t *io;    /* value ids: n_in inputs, then n_out outputs (points into the graph) */
-  const void *attr;      /* constant attribute bytes (8-byte aligned) or NULL */
-  uint32_t attr_size;    /* bytes at attr */
+  mx_exe_fn fn;       /* the kernel */
+  const uint32_t *io; /* value ids: n_in inputs, then n_out outputs (points into the graph) */
+  const void *attr;   /* constant attribute bytes (8-byte aligned) or NULL */
+  uint32_t attr_size; /* bytes at attr */
   uint16_t n_in, n_out;
-  uint16_t kernel;       /* index in the kernel registry (names, traces, serialization) */
-  uint16_t flags;        /* MX_EXE_* of the kernel */
-  uint32_t priority;     /* among ready nodes, smaller first */
+  uint16_t kernel;   /* index in the kernel registry (names, traces, serialization) */
+  uint16_t flags;    /* MX_EXE_* of the kernel */
+  uint32_t priority; /* among ready nodes, smaller first */
 };
 
 typedef struct mx_exe_graph {
-  mx_exe_node *nodes;       /* n_nodes entries (owned) */
+  mx_exe_node *nodes; /* n_nodes entries (owned) */
   uint32_t n_nodes;
-  uint32_t *io;             /* every node's value ids (owned) */
+  uint32_t *io; /* every node's value ids (owned) */
   size_t n_io;
   unsigned char *attr_data; /* every node's attribute bytes (owned) */
   size_t attr_size;
-  uint32_t *succ_start;     /* n_nodes + 1 entries: successors of i are succ[succ_start[i] ..) */
-  uint32_t *succ;           /* (owned) */
-  uint32_t *indegree;       /* initial indegree of each node (owned) */
-  uint32_t *order;          /* a topological order by (priority, id) (owned) */
+  uint32_t *succ_start; /* n_nodes + 1 entries: successors of i are succ[succ_start[i] ..) */
+  uint32_t *succ;       /* (owned) */
+  uint32_t *indegree;   /* initial indegree of each node (owned) */
+  uint32_t *order;      /* a topological order by (priority, id) (owned) */
 } mx_exe_graph;
 
 /* Called after every node when tracing (start and end in ns of the monotonic clock). Under the
@@ -87,9 +87,10 @@ MX_MUST_USE mx_status mx__exe_builder_create(mx_exe_builder **out);
 void mx__exe_builder_destroy(mx_exe_builder *b);
 /* Adds a node running registry kernel `kernel` with the given value ids and a copy of the
  * attribute bytes (may be NULL/0). Returns the node index in *node (may be NULL). */
-MX_MUST_USE mx_status mx__exe_builder_add(mx_exe_builder *b, uint16_t kernel, const uint32_t *in, uint16_t n_in,
-                              const uint32_t *out, uint16_t n_out, const void *attr, uint32_t attr_size,
-                              uint32_t priority, uint32_t *node);
+MX_MUST_USE mx_status mx__exe_builder_add(mx_exe_builder *b, uint16_t kernel, const uint32_t *in,
+                                          uint16_t n_in, const uint32_t *out, uint16_t n_out,
+                                          const void *attr, uint32_t attr_size, uint32_t priority,
+                                          uint32_t *node);
 /* Adds an ordering edge from -> to (besides the data edges derived from value ids). */
 MX_MUST_USE mx_status mx__exe_builder_edge(mx_exe_builder *b, uint32_t from, uint32_t to);
 /* Number of nodes added so far. */
@@ -110,14 +111,15 @@ MX_MUST_USE mx_status mx__exe_run_sequential(const mx_exe_graph *g, mx_exe_run *
 
 /* Scratch for the topological executor (reusable across runs of one graph; not thread-safe). */
 typedef struct mx_exe_topo_scratch {
-  uint32_t *indegree;   /* working copy (n_nodes) */
-  uint32_t *queue;      /* ready ring (n_nodes) */
-  uint32_t n;           /* capacity */
+  uint32_t *indegree; /* working copy (n_nodes) */
+  uint32_t *queue;    /* ready ring (n_nodes) */
+  uint32_t n;         /* capacity */
 } mx_exe_topo_scratch;
 
 /* Runs g with a ready queue and working indegrees (nodes become ready when their predecessors
  * finished). Same results as the sequential executor. */
-MX_MUST_USE mx_status mx__exe_run_topological(const mx_exe_graph *g, mx_exe_run *run, mx_exe_topo_scratch *scratch);
+MX_MUST_USE mx_status mx__exe_run_topological(const mx_exe_graph *g, mx_exe_run *run,
+                                              mx_exe_topo_scratch *scratch);
 void mx__exe_topo_scratch_release(mx_exe_topo_scratch *s);
 
 /* A pool of worker threads for the multi-thread executor (pinned with hwloc when possible). */

@@ -40,11 +40,11 @@ void __tsan_release(void *addr);
 typedef struct ready_queue {
 #if defined(__SANITIZE_THREAD__)
   pthread_mutex_t lock;
-  uint32_t head, tail;    /* positions, wrapping at cap */
+  uint32_t head, tail; /* positions, wrapping at cap */
 #else
   ck_ring_t ring;
 #endif
-  ck_ring_buffer_t *buf;  /* storage (cap entries, a power of two) */
+  ck_ring_buffer_t *buf; /* storage (cap entries, a power of two) */
   uint32_t cap;
 } ready_queue;
 
@@ -97,24 +97,24 @@ struct mx_exe_pool {
   hwloc_topology_t topo;
   bool have_topo;
 
-  pthread_mutex_t lock;         /* guards generation/shutdown for parking */
-  pthread_cond_t wake;          /* workers park here */
-  _Atomic uint64_t generation;  /* bumped when a run starts */
+  pthread_mutex_t lock;        /* guards generation/shutdown for parking */
+  pthread_cond_t wake;         /* workers park here */
+  _Atomic uint64_t generation; /* bumped when a run starts */
   _Atomic bool shutdown;
-  _Atomic uint32_t active;      /* workers inside the current run */
+  _Atomic uint32_t active; /* workers inside the current run */
 
-  pthread_mutex_t serial;       /* MX_EXE_SERIAL kernels */
+  pthread_mutex_t serial; /* MX_EXE_SERIAL kernels */
 
   /* The current run (written by the caller before bumping generation). */
   const mx_exe_graph *g;
   mx_exe_run *run;
-  uint32_t *indeg;              /* working indegrees (cap_nodes) */
-  ready_queue queue;            /* ready nodes */
+  uint32_t *indeg;   /* working indegrees (cap_nodes) */
+  ready_queue queue; /* ready nodes */
   uint32_t cap_nodes;
-  _Atomic uint32_t remaining;   /* nodes not yet finished */
+  _Atomic uint32_t remaining; /* nodes not yet finished */
   _Atomic bool failed;
   _Atomic uint32_t failed_node;
-  mx_status fail_status;        /* first failure (written under `serial`... see record_failure) */
+  mx_status fail_status; /* first failure (written under `serial`... see record_failure) */
   pthread_mutex_t fail_lock;
 };
 
@@ -173,7 +173,8 @@ static void pin(mx_exe_pool *p, uint32_t index) {
   int cores = hwloc_get_nbobjs_by_type(p->topo, HWLOC_OBJ_CORE);
   if (cores <= 1) return;
   /* The caller usually runs on core 0: workers take the following cores. */
-  hwloc_obj_t core = hwloc_get_obj_by_type(p->topo, HWLOC_OBJ_CORE, (unsigned)((index + 1) % (unsigned)cores));
+  hwloc_obj_t core =
+      hwloc_get_obj_by_type(p->topo, HWLOC_OBJ_CORE, (unsigned)((index + 1) % (unsigned)cores));
   if (core && core->cpuset) hwloc_set_cpubind(p->topo, core->cpuset, HWLOC_CPUBIND_THREAD);
 }
 
@@ -189,7 +190,8 @@ static void *worker_main(void *arg) {
            mx__now_ns() - t0 < SPIN_BEFORE_PARK_NS)
       sched_yield();
     pthread_mutex_lock(&p->lock);
-    while (atomic_load(&p->generation) == seen && !atomic_load(&p->shutdown)) pthread_cond_wait(&p->wake, &p->lock);
+    while (atomic_load(&p->generation) == seen && !atomic_load(&p->shutdown))
+      pthread_cond_wait(&p->wake, &p->lock);
     pthread_mutex_unlock(&p->lock);
     if (atomic_load(&p->shutdown)) break;
     /* Count as active before looking at the run, so the caller of a run waits for us; if the run

@@ -12,11 +12,11 @@
 typedef void (*mx_exe_trace_fn)(const mx_exe_run *run, const mx_exe_node *n, char *buf, size_t cap);
 
 typedef struct mx_exe_kernel_def {
-  const char *name;       /* e.g. "StaticModelExecute" */
+  const char *name; /* e.g. "StaticModelExecute" */
   mx_exe_fn fn;
-  uint16_t flags;         /* MX_EXE_* */
-  mx_exe_trace_fn trace;  /* optional */
-  const char *summary;    /* one line for `mixrt kernels` */
+  uint16_t flags;        /* MX_EXE_* */
+  mx_exe_trace_fn trace; /* optional */
+  const char *summary;   /* one line for `mixrt kernels` */
 } mx_exe_kernel_def;
 
 /* Kernel groups, one per file. */

@@ -35,8 +35,10 @@ bool mx_session_io_dim(const mx_session *s, bool output, size_t index, int32_t k
     uint32_t idx[1];
     dim->n_symbols = (uint32_t)mx_sym_symbols_of(root->syms, d, idx, 1);
   }
-  if (dim->kind != MX_IO_DIM_UNKNOWN) mx_sym_format(root->syms, d, dim->expression, sizeof dim->expression);
-  else memcpy(dim->expression, "?", 2);
+  if (dim->kind != MX_IO_DIM_UNKNOWN)
+    mx_sym_format(root->syms, d, dim->expression, sizeof dim->expression);
+  else
+    memcpy(dim->expression, "?", 2);
   return true;
 }
 
@@ -45,10 +47,12 @@ static mx_status evaluate(mx_session *s, size_t index, const int64_t *values, si
                           int64_t *dims) {
   const mx_graph *root = s->prog->root;
   if (index >= root->n_outputs)
-    return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "output %zu: the model has %zu outputs", index, root->n_outputs);
+    return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "output %zu: the model has %zu outputs", index,
+                    root->n_outputs);
   const mx_value *v = &root->values[root->outputs[index]];
   if (v->shape.rank < 0)
-    return mx__fail(&s->err, MX_ERR_UNSUPPORTED, "output '%s' has an unknown rank until the model runs", v->name);
+    return mx__fail(&s->err, MX_ERR_UNSUPPORTED, "output '%s' has an unknown rank until the model runs",
+                    v->name);
   for (int32_t k = 0; k < v->shape.rank; k++) {
     mx_dim d = v->shape.dims[k];
     mx_status st = mx_sym_eval(root->syms, d, values, n_values, &dims[k]);
@@ -56,10 +60,11 @@ static mx_status evaluate(mx_session *s, size_t index, const int64_t *values, si
     char text[128];
     mx_sym_format(root->syms, d, text, sizeof text);
     if (mx_dim_is_unknown(d))
-      return mx__fail(&s->err, MX_ERR_UNSUPPORTED, "output '%s' dim %d is known only when the model runs", v->name,
-                      (int)k);
-    return mx__fail(&s->err, st == MX_OK ? MX_ERR_SHAPE : st, "output '%s' dim %d is '%s': %s", v->name, (int)k, text,
-                    st == MX_OK ? "negative for these values"
+      return mx__fail(&s->err, MX_ERR_UNSUPPORTED, "output '%s' dim %d is known only when the model runs",
+                      v->name, (int)k);
+    return mx__fail(&s->err, st == MX_OK ? MX_ERR_SHAPE : st, "output '%s' dim %d is '%s': %s", v->name,
+                    (int)k, text,
+                    st == MX_OK              ? "negative for these values"
                     : st == MX_ERR_NOT_FOUND ? "a symbol it uses has no value"
                                              : "it overflows or divides by zero");
   }
@@ -112,9 +117,9 @@ mx_status mx_session_output_shape(mx_session *s, const mx_tensor *inputs, size_t
       int32_t sym = p->input_dim_sym ? p->input_dim_sym[g * MX_MAX_RANK + (size_t)k] : -1;
       if (sym < 0 || (size_t)sym >= n_syms) continue;
       if (values[sym] != INT64_MIN && values[sym] != inputs[i].dims[k]) {
-        st = mx__fail(&s->err, MX_ERR_SHAPE, "input '%s' dim %d gives %s = %lld, another input gave %lld", decl->name,
-                      (int)k, mx_symtab_symbol_name(root->syms, (size_t)sym), (long long)inputs[i].dims[k],
-                      (long long)values[sym]);
+        st = mx__fail(&s->err, MX_ERR_SHAPE, "input '%s' dim %d gives %s = %lld, another input gave %lld",
+                      decl->name, (int)k, mx_symtab_symbol_name(root->syms, (size_t)sym),
+                      (long long)inputs[i].dims[k], (long long)values[sym]);
         break;
       }
       values[sym] = inputs[i].dims[k];
@@ -147,10 +152,13 @@ mx_status mx_session_output_shape_for(mx_session *s, const char *const *symbols,
   }
   for (size_t q = 0; q < n_syms; q++) bound[q] = INT64_MIN;
   for (size_t i = 0; i < n_symbols && st == MX_OK; i++) {
-    int64_t q = symbols[i] ? mx_sym_symbol_index(p->root->syms, mx_sym_lookup(p->root->syms, symbols[i])) : -1;
+    int64_t q =
+        symbols[i] ? mx_sym_symbol_index(p->root->syms, mx_sym_lookup(p->root->syms, symbols[i])) : -1;
     if (q < 0 || (size_t)q >= n_syms)
-      st = mx__fail(&s->err, MX_ERR_NOT_FOUND, "the model has no symbol named '%s'", symbols[i] ? symbols[i] : "");
-    else bound[q] = values[i];
+      st = mx__fail(&s->err, MX_ERR_NOT_FOUND, "the model has no symbol named '%s'",
+                    symbols[i] ? symbols[i] : "");
+    else
+      bound[q] = values[i];
   }
   if (st == MX_OK) st = evaluate(s, index, bound, n_syms, rank, dims);
 out:

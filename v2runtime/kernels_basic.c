@@ -17,10 +17,12 @@ static mx_status run_touch(mx_exe_run *run, const mx_exe_node *n) {
   for (uint16_t i = 0; i < n->n_in; i++) {
     int64_t v = __atomic_load_n(&run->values[n->io[i]].i, __ATOMIC_ACQUIRE);
     if (v <= 0)
-      return mx__fail(run->err, MX_ERR_INTERNAL, "Touch: input value %u read before it was written", n->io[i]);
+      return mx__fail(run->err, MX_ERR_INTERNAL, "Touch: input value %u read before it was written",
+                      n->io[i]);
     if (v > top) top = v;
   }
-  for (uint16_t k = 0; k < n->n_out; k++) __atomic_store_n(&run->values[n->io[n->n_in + k]].i, top + 1, __ATOMIC_RELEASE);
+  for (uint16_t k = 0; k < n->n_out; k++)
+    __atomic_store_n(&run->values[n->io[n->n_in + k]].i, top + 1, __ATOMIC_RELEASE);
   return MX_OK;
 }
 
@@ -31,7 +33,8 @@ static void trace_touch(const mx_exe_run *run, const mx_exe_node *n, char *buf, 
 
 static const mx_exe_kernel_def defs[] = {
     {"Noop", run_noop, 0, NULL, "does nothing (scheduler benchmarks)"},
-    {"Touch", run_touch, 0, trace_touch, "checks its inputs were written, writes its outputs (executor tests)"},
+    {"Touch", run_touch, 0, trace_touch,
+     "checks its inputs were written, writes its outputs (executor tests)"},
 };
 
 const mx_exe_kernel_group mx__exe_kernels_basic = {defs, sizeof defs / sizeof defs[0]};

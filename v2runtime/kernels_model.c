@@ -17,7 +17,7 @@
 #include "v2runtime/session_impl.h"
 
 #define STEP(run) ((mx_step *)(run)->user)
-#define ATTR(n) ((const mx_kattr *)(n)->attr)
+#define ATTR(n)   ((const mx_kattr *)(n)->attr)
 
 static mx_rt_call *call_of(mx_exe_run *run, const mx_exe_node *n) {
   return &STEP(run)->s->prog->calls[ATTR(n)->call];
@@ -32,8 +32,9 @@ static mx_status wait_producers(mx_exe_run *run, const mx_rt_call *c) {
   const mx_program *p = step->s->prog;
   for (uint32_t w = 0; w < c->n_waits; w++) {
     mx_status st = mx_stream_wait_event(call_stream(step, c), p->calls[c->waits[w]].done);
-    if (st != MX_OK) return mx__fail(run->err, st, "partition '%s': cannot wait for partition '%s'", c->name,
-                                     p->calls[c->waits[w]].name);
+    if (st != MX_OK)
+      return mx__fail(run->err, st, "partition '%s': cannot wait for partition '%s'", c->name,
+                      p->calls[c->waits[w]].name);
   }
   return MX_OK;
 }
@@ -64,7 +65,7 @@ static mx_status k_upload_constant(mx_exe_run *run, const mx_exe_node *n) {
   mx_tensor_nbytes(c, &nbytes);
   void *dev = NULL;
   mx_status st = s->opts.private_weights ? mx_device_upload(s->dev, c->data, nbytes, 64, &dev)
-                                          : mx_device_shared_acquire(s->dev, c->data, nbytes, 64, &dev);
+                                         : mx_device_shared_acquire(s->dev, c->data, nbytes, 64, &dev);
   if (st != MX_OK) {
     /* The reader places a constant that a rewrite rule made (its name is not the model's). */
     const mx_value *cv = &p->root->values[r];
@@ -118,8 +119,10 @@ static mx_status k_static_destroy(mx_exe_run *run, const mx_exe_node *n) {
 static mx_status k_dyn_create(mx_exe_run *run, const mx_exe_node *n) {
   mx_session *s = STEP(run)->s;
   mx_rt_call *c = call_of(run, n);
-  if (c->dexec) return mx__fail(run->err, MX_ERR_INTERNAL, "dynamic partition '%s' is created twice", c->name);
-  mx_status st = mx_dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
+  if (c->dexec)
+    return mx__fail(run->err, MX_ERR_INTERNAL, "dynamic partition '%s' is created twice", c->name);
+  mx_status st =
+      mx_dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
   if (st != MX_OK) mx__error_prefix(run->err, "dynamic partition '%s': ", c->name);
   return st;
 }
@@ -147,17 +150,18 @@ static mx_status k_feed_input(mx_exe_run *run, const mx_exe_node *n) {
   size_t nbytes;
   if (t->rank < 0 || t->rank > MX_MAX_RANK || !mx_tensor_nbytes(t, &nbytes))
     return mx__fail(run->err, MX_ERR_SHAPE, "input '%s': invalid or overflowing dims", decl->name);
-  if (nbytes && !t->data) return mx__fail(run->err, MX_ERR_INVALID_ARGUMENT, "input '%s': data is NULL", decl->name);
+  if (nbytes && !t->data)
+    return mx__fail(run->err, MX_ERR_INVALID_ARGUMENT, "input '%s': data is NULL", decl->name);
   if (decl->shape.rank != MX_RANK_UNKNOWN) {
     if (t->rank != decl->shape.rank)
-      return mx__fail(run->err, MX_ERR_SHAPE, "input '%s': rank %d given, %d expected", decl->name, (int)t->rank,
-                      (int)decl->shape.rank);
+      return mx__fail(run->err, MX_ERR_SHAPE, "input '%s': rank %d given, %d expected", decl->name,
+                      (int)t->rank, (int)decl->shape.rank);
     for (int32_t k = 0; k < t->rank; k++) {
       mx_dim d = decl->shape.dims[k];
       if (mx_dim_is_concrete(d)) {
         if (d != t->dims[k])
-          return mx__fail(run->err, MX_ERR_SHAPE, "input '%s': dim %d is %lld, %lld expected", decl->name, (int)k,
-                          (long long)t->dims[k], (long long)d);
+          return mx__fail(run->err, MX_ERR_SHAPE, "input '%s': dim %d is %lld, %lld expected", decl->name,
+                          (int)k, (long long)t->dims[k], (long long)d);
         continue;
       }
       int32_t sym = p->input_dim_sym[(size_t)i * MX_MAX_RANK + (size_t)k];
@@ -170,8 +174,8 @@ static mx_status k_feed_input(mx_exe_run *run, const mx_exe_node *n) {
       *b = t->dims[k];
       if (t->dims[k] < p->sym_min[sym] || t->dims[k] > p->sym_max[sym])
         return mx__fail(run->err, MX_ERR_SHAPE,
-                        "input '%s': dim %d is %lld, outside the declared range of '%s' [%lld, %lld]", decl->name,
-                        (int)k, (long long)t->dims[k], mx_symtab_symbol_name(syms, (size_t)sym),
+                        "input '%s': dim %d is %lld, outside the declared range of '%s' [%lld, %lld]",
+                        decl->name, (int)k, (long long)t->dims[k], mx_symtab_symbol_name(syms, (size_t)sym),
                         (long long)p->sym_min[sym], (long long)p->sym_max[sym]);
     }
   }
@@ -316,7 +320,8 @@ static mx_status k_launch(mx_exe_run *run, const mx_exe_node *n) {
     for (uint32_t k = 0; k < call->n_attrs && !body; k++)
       if (call->attrs[k].type == MX_ATTR_GRAPH) body = call->attrs[k].graph;
     char label[80];
-    snprintf(label, sizeof label, "%s (%s)", body ? body->nodes[nid].name : "op", body ? body->nodes[nid].op_type : "?");
+    snprintf(label, sizeof label, "%s (%s)", body ? body->nodes[nid].name : "op",
+             body ? body->nodes[nid].op_type : "?");
     slice = mx__trace_device_begin(s, stream, lane_of(s, stream), label);
   }
   mx_status st = mx__dyn_op_launch(c->dexec, op);
@@ -415,8 +420,9 @@ static mx_status k_output_deliver(mx_exe_run *run, const mx_exe_node *n) {
         w += snprintf(want + w, sizeof want - (size_t)w, "%s%lld", d ? ", " : "", (long long)rv->t.dims[d]);
       for (int32_t d = 0, w = 0; d < o->rank && o->rank <= MX_MAX_RANK; d++)
         w += snprintf(got + w, sizeof got - (size_t)w, "%s%lld", d ? ", " : "", (long long)o->dims[d]);
-      return mx__fail(run->err, MX_ERR_SHAPE, "output '%s': the buffer given is %s [%s], the result is %s [%s]",
-                      name, mx_dtype_name(o->dtype), got, mx_dtype_name(rv->t.dtype), want);
+      return mx__fail(run->err, MX_ERR_SHAPE,
+                      "output '%s': the buffer given is %s [%s], the result is %s [%s]", name,
+                      mx_dtype_name(o->dtype), got, mx_dtype_name(rv->t.dtype), want);
     }
   } else if (o->placement == MX_DEVICE) {
     /* A device output of the step's shape, allocated for the caller (mx_device_free). */
@@ -441,7 +447,9 @@ static mx_status k_output_deliver(mx_exe_run *run, const mx_exe_node *n) {
       /* Host to host: the source is a caller's input (ready now). */
       memcpy(o->data, rv->t.data, nbytes);
     } else {
-      mx_copy_kind kind = rv->t.placement == MX_HOST ? MX_COPY_H2D : o->placement == MX_HOST ? MX_COPY_D2H : MX_COPY_D2D;
+      mx_copy_kind kind = rv->t.placement == MX_HOST ? MX_COPY_H2D
+                          : o->placement == MX_HOST  ? MX_COPY_D2H
+                                                     : MX_COPY_D2D;
       mx_status st = mx_hal_copy_async_named(value_stream(step, rv), o->data, rv->t.data, nbytes, kind, name);
       if (st != MX_OK) return mx__fail(run->err, st, "output '%s': copy failed", name);
     }
@@ -455,25 +463,32 @@ done:
 static const mx_exe_kernel_def defs[] = {
     {"UploadConstant", k_upload_constant, 0, NULL, "Init: copies a shared constant to the device"},
     {"FreeConstant", k_free_constant, 0, NULL, "DeInit: frees a shared constant"},
-    {"StaticModelCreate", k_static_create, 0, NULL, "Init: loads a static plan (weights, FM arena, sunk tasks)"},
+    {"StaticModelCreate", k_static_create, 0, NULL,
+     "Init: loads a static plan (weights, FM arena, sunk tasks)"},
     {"StaticModelDestroy", k_static_destroy, 0, NULL, "DeInit: unloads a static model"},
-    {"DynExecCreate", k_dyn_create, 0, NULL, "Init: binds a dynamic plan to the device, allocator and streams"},
+    {"DynExecCreate", k_dyn_create, 0, NULL,
+     "Init: binds a dynamic plan to the device, allocator and streams"},
     {"DynExecDestroy", k_dyn_destroy, 0, NULL, "DeInit: frees a dynamic executor"},
-    {"FeedInput", k_feed_input, MX_EXE_SERIAL, NULL, "checks a caller's input against the model and binds its symbols"},
+    {"FeedInput", k_feed_input, MX_EXE_SERIAL, NULL,
+     "checks a caller's input against the model and binds its symbols"},
     {"StaticAllocOutputs", k_static_alloc, MX_EXE_SERIAL, NULL,
      "allocates a static model's outputs (or takes the caller's buffers: zero copy)"},
     {"StaticModelUpdateArgs", k_static_update_args, 0, NULL,
      "gives a static model this step's addresses; refreshes only the entries that moved"},
     {"StaticModelExecute", k_static_execute, MX_EXE_SERIAL, NULL, "runs a sunk static model: one call"},
-    {"BindSymbols", k_bind_symbols, MX_EXE_SERIAL, NULL, "starts a dynamic partition's step: checks inputs, binds symbols"},
+    {"BindSymbols", k_bind_symbols, MX_EXE_SERIAL, NULL,
+     "starts a dynamic partition's step: checks inputs, binds symbols"},
     {"InferShape", k_infer_shape, MX_EXE_SERIAL, NULL, "a dynamic op's output shapes and buffers"},
     {"Launch", k_launch, MX_EXE_SERIAL, NULL, "queues a dynamic op on its stream"},
     {"HostCompute", k_host_compute, MX_EXE_SERIAL, NULL,
      "runs a host op of a dynamic partition (shape arithmetic, evaluated values, aliases)"},
-    {"SyncOutputShape", k_sync_output_shape, MX_EXE_SERIAL, NULL, "reads a data-dependent op's actual output shape"},
+    {"SyncOutputShape", k_sync_output_shape, MX_EXE_SERIAL, NULL,
+     "reads a data-dependent op's actual output shape"},
     {"FreeMemory", k_free_memory, MX_EXE_SERIAL, NULL, "frees the values whose last reader was this op"},
-    {"DynStepEnd", k_dyn_step_end, MX_EXE_SERIAL, NULL, "ends a dynamic partition's step, hands over its outputs"},
-    {"FreeValue", k_free_value, MX_EXE_SERIAL, NULL, "frees a root value after its last reader (stream-ordered)"},
+    {"DynStepEnd", k_dyn_step_end, MX_EXE_SERIAL, NULL,
+     "ends a dynamic partition's step, hands over its outputs"},
+    {"FreeValue", k_free_value, MX_EXE_SERIAL, NULL,
+     "frees a root value after its last reader (stream-ordered)"},
     {"OutputDeliver", k_output_deliver, MX_EXE_SERIAL, NULL,
      "writes a result into the caller's output (nothing when written in place)"},
 };

@@ -20,22 +20,22 @@
 /* One distinct byte size that depends on symbols (tensors of equal size share one entry, so a
  * step evaluates a handful of expressions, not every tensor's dims). */
 typedef struct mem_entry {
-  mx_dim bytes;     /* the size in bytes as one expression of the symbols */
-  mx_dtype dtype;   /* the first tensor of that size, for the message */
+  mx_dim bytes;   /* the size in bytes as one expression of the symbols */
+  mx_dtype dtype; /* the first tensor of that size, for the message */
   int32_t rank;
   mx_dim dims[MX_MAX_RANK];
   const char *name; /* a value of that description (borrowed from the graph) */
 } mem_entry;
 
 struct mx_mem_limits {
-  uint64_t limit;           /* bytes a step may take */
-  const char *limit_what;   /* where the limit comes from (static text) */
-  mem_entry *entries;       /* symbolic tensor descriptions, each once */
+  uint64_t limit;         /* bytes a step may take */
+  const char *limit_what; /* where the limit comes from (static text) */
+  mem_entry *entries;     /* symbolic tensor descriptions, each once */
   size_t n_entries;
-  mx_dim output_bytes;      /* all graph outputs together, or MX_DIM_UNKNOWN */
-  uint64_t largest_fixed;   /* bytes of the largest tensor of concrete shape */
+  mx_dim output_bytes;    /* all graph outputs together, or MX_DIM_UNKNOWN */
+  uint64_t largest_fixed; /* bytes of the largest tensor of concrete shape */
   const char *largest_fixed_name;
-  int64_t *symbols;         /* scratch: symbol values bound by the inputs */
+  int64_t *symbols; /* scratch: symbol values bound by the inputs */
   size_t n_symbols;
 };
 
@@ -100,7 +100,8 @@ static mx_status collect(struct mx_mem_limits *L, const mx_graph *g) {
   for (size_t v = 0; v < g->n_values; v++) {
     const mx_value *val = &g->values[v];
     const mx_shape *sh = &val->shape;
-    if (sh->rank < 0 || sh->rank > MX_MAX_RANK || mx_dtype_size(val->dtype) == 0 || val->dtype == MX_STRING) continue;
+    if (sh->rank < 0 || sh->rank > MX_MAX_RANK || mx_dtype_size(val->dtype) == 0 || val->dtype == MX_STRING)
+      continue;
     if (concrete_shape(sh)) {
       int64_t dims[MX_MAX_RANK];
       for (int32_t k = 0; k < sh->rank; k++) dims[k] = sh->dims[k];
@@ -166,8 +167,10 @@ mx_status mx__program_prepare_limits(mx_session *s, mx_program *p, mx_error *err
   L->output_bytes = mx_sym_const(root->syms, 0);
   for (size_t k = 0; k < root->n_outputs && !mx_dim_is_unknown(L->output_bytes); k++) {
     const mx_value *v = &root->values[root->outputs[k]];
-    bool sized = v->shape.rank >= 0 && v->shape.rank <= MX_MAX_RANK && mx_dtype_size(v->dtype) && v->dtype != MX_STRING;
-    L->output_bytes = sized ? mx_sym_add(root->syms, L->output_bytes, bytes_expression(root->syms, v)) : MX_DIM_UNKNOWN;
+    bool sized = v->shape.rank >= 0 && v->shape.rank <= MX_MAX_RANK && mx_dtype_size(v->dtype) &&
+                 v->dtype != MX_STRING;
+    L->output_bytes =
+        sized ? mx_sym_add(root->syms, L->output_bytes, bytes_expression(root->syms, v)) : MX_DIM_UNKNOWN;
   }
   if (st != MX_OK) {
     mx__mem_limits_free(L);
@@ -203,7 +206,8 @@ static bool value_bytes(const mx_program *p, const struct mx_mem_limits *L, mx_d
 }
 
 /* Prints "[1, 2, past_len + 1, 16] float32" for a description. */
-static void describe(const mx_program *p, mx_dtype dt, int32_t rank, const mx_dim *dims, char *buf, size_t cap) {
+static void describe(const mx_program *p, mx_dtype dt, int32_t rank, const mx_dim *dims, char *buf,
+                     size_t cap) {
   size_t n = (size_t)snprintf(buf, cap, "[");
   for (int32_t k = 0; k < rank && n < cap; k++) {
     if (k && n + 2 < cap) n += (size_t)snprintf(buf + n, cap - n, ", ");
@@ -248,8 +252,9 @@ mx_status mx__step_check_memory(mx_session *s, mx_program *p, const mx_tensor *c
   }
   if (L->largest_fixed > L->limit)
     return mx__fail(&s->err, MX_ERR_DEVICE_OOM, "value '%s' takes %s, more than %s, %s",
-                    L->largest_fixed_name ? L->largest_fixed_name : "?", format_bytes(L->largest_fixed, a, sizeof a),
-                    L->limit_what, format_bytes(L->limit, b, sizeof b));
+                    L->largest_fixed_name ? L->largest_fixed_name : "?",
+                    format_bytes(L->largest_fixed, a, sizeof a), L->limit_what,
+                    format_bytes(L->limit, b, sizeof b));
   for (size_t e = 0; e < L->n_entries; e++) {
     const mem_entry *en = &L->entries[e];
     int64_t size;
@@ -262,8 +267,9 @@ mx_status mx__step_check_memory(mx_session *s, mx_program *p, const mx_tensor *c
     describe(p, en->dtype, en->rank, en->dims, what, sizeof what);
     describe_symbols(p, L, syms, sizeof syms);
     return mx__fail(&s->err, MX_ERR_DEVICE_OOM, "value '%s' %s would take %s%s, more than %s, %s",
-                    en->name ? en->name : "?", what, overflow ? "more than 2^63 bytes" : format_bytes(nb, a, sizeof a),
-                    syms, L->limit_what, format_bytes(L->limit, b, sizeof b));
+                    en->name ? en->name : "?", what,
+                    overflow ? "more than 2^63 bytes" : format_bytes(nb, a, sizeof a), syms, L->limit_what,
+                    format_bytes(L->limit, b, sizeof b));
   }
   /* The inputs and every output are alive together at the end of the step. */
   int64_t all_out;
@@ -301,9 +307,10 @@ mx_status mx__step_check_memory(mx_session *s, mx_program *p, const mx_tensor *c
   return mx__fail(&s->err, MX_ERR_DEVICE_OOM,
                   "the step's inputs take %s and its outputs %s%s, more than %s, %s; the largest is "
                   "%s '%s' %s, %s",
-                  format_bytes(in_bytes, a, sizeof a), format_bytes(out_bytes, b, sizeof b), syms, L->limit_what,
-                  format_bytes(L->limit, c, sizeof c), big_input ? "input" : "output", big->name ? big->name : "?",
-                  what, format_bytes(big_input ? in_largest : largest, d, sizeof d));
+                  format_bytes(in_bytes, a, sizeof a), format_bytes(out_bytes, b, sizeof b), syms,
+                  L->limit_what, format_bytes(L->limit, c, sizeof c), big_input ? "input" : "output",
+                  big->name ? big->name : "?", what,
+                  format_bytes(big_input ? in_largest : largest, d, sizeof d));
 }
 
 mx_status mx_session_check_memory(mx_session *s, const mx_tensor *inputs, size_t n_inputs) {
@@ -334,8 +341,10 @@ mx_status mx_session_check_memory(mx_session *s, const mx_tensor *inputs, size_t
     size_t k = i;
     if (named)
       for (k = 0; k < n && strcmp(p->root->values[p->root->inputs[k]].name, inputs[i].name) != 0;) k++;
-    if (k == n) st = mx__fail(&s->err, MX_ERR_NOT_FOUND, "the model has no input named '%s'", inputs[i].name);
-    else by_graph[k] = &inputs[i];
+    if (k == n)
+      st = mx__fail(&s->err, MX_ERR_NOT_FOUND, "the model has no input named '%s'", inputs[i].name);
+    else
+      by_graph[k] = &inputs[i];
   }
   if (st == MX_OK) st = mx__step_check_memory(s, p, by_graph);
 out:

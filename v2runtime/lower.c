@@ -17,9 +17,9 @@ typedef struct lowering {
   mx_program *p;
   mx_exe_builder *init, *main, *deinit;
   uint32_t next_slot;
-  uint32_t **readers;     /* per root value: main-graph nodes that read it (malloc'd arrays) */
+  uint32_t **readers; /* per root value: main-graph nodes that read it (malloc'd arrays) */
   size_t *n_readers, *cap_readers;
-  uint32_t *reader_prio;  /* per root value: largest priority among its readers */
+  uint32_t *reader_prio; /* per root value: largest priority among its readers */
   mx_error *err;
 } lowering;
 
@@ -33,9 +33,10 @@ static mx_status add(lowering *L, mx_exe_builder *b, const char *kernel, const u
   int k = kernel_id(kernel);
   if (k < 0) return mx__fail(L->err, MX_ERR_INTERNAL, "lowering: kernel %s is not registered", kernel);
   if (n_in > UINT16_MAX || n_out > UINT16_MAX)
-    return mx__fail(L->err, MX_ERR_LIMIT, "lowering: a %s node with %zu inputs and %zu outputs", kernel, n_in, n_out);
-  mx_status st = mx__exe_builder_add(b, (uint16_t)k, in, (uint16_t)n_in, out, (uint16_t)n_out, &attr, sizeof attr,
-                                     prio, node);
+    return mx__fail(L->err, MX_ERR_LIMIT, "lowering: a %s node with %zu inputs and %zu outputs", kernel, n_in,
+                    n_out);
+  mx_status st = mx__exe_builder_add(b, (uint16_t)k, in, (uint16_t)n_in, out, (uint16_t)n_out, &attr,
+                                     sizeof attr, prio, node);
   if (st != MX_OK) return mx__fail(L->err, st, "lowering: out of host memory");
   return MX_OK;
 }
@@ -58,20 +59,21 @@ static mx_status lower_static_call(lowering *L, uint32_t ci, uint32_t handle, ui
   uint32_t alloc_tok = L->next_slot++, args_tok = L->next_slot++;
   uint32_t *in = malloc((2 + (size_t)c->n_in) * sizeof *in);
   if (!in) return mx__fail(L->err, MX_ERR_OUT_OF_MEMORY, "lowering: out of host memory");
-  mx_status st = add(L, L->main, "StaticAllocOutputs", &handle, 1, &alloc_tok, 1, attr_of(ci, 0, UINT32_MAX), prio,
-                     NULL);
+  mx_status st = add(L, L->main, "StaticAllocOutputs", &handle, 1, &alloc_tok, 1, attr_of(ci, 0, UINT32_MAX),
+                     prio, NULL);
   in[0] = handle;
   in[1] = alloc_tok;
   for (uint32_t k = 0; k < c->n_in; k++) in[2 + k] = c->in_values[k];
   if (st == MX_OK)
-    st = add(L, L->main, "StaticModelUpdateArgs", in, 2 + (size_t)c->n_in, &args_tok, 1, attr_of(ci, 0, UINT32_MAX),
-             prio + 1, NULL);
+    st = add(L, L->main, "StaticModelUpdateArgs", in, 2 + (size_t)c->n_in, &args_tok, 1,
+             attr_of(ci, 0, UINT32_MAX), prio + 1, NULL);
   uint32_t exec_node = 0;
   uint32_t ein[2] = {handle, args_tok};
   if (st == MX_OK)
-    st = add(L, L->main, "StaticModelExecute", ein, 2, c->out_values, c->n_out, attr_of(ci, 0, UINT32_MAX), prio + 2,
-             &exec_node);
-  for (uint32_t k = 0; k < c->n_in && st == MX_OK; k++) st = note_reader(L, c->in_values[k], exec_node, prio + 2);
+    st = add(L, L->main, "StaticModelExecute", ein, 2, c->out_values, c->n_out, attr_of(ci, 0, UINT32_MAX),
+             prio + 2, &exec_node);
+  for (uint32_t k = 0; k < c->n_in && st == MX_OK; k++)
+    st = note_reader(L, c->in_values[k], exec_node, prio + 2);
   free(in);
   return st;
 }
@@ -83,7 +85,8 @@ static mx_status lower_dynamic_call(lowering *L, uint32_t ci, uint32_t handle, u
   in[0] = handle;
   for (uint32_t k = 0; k < c->n_in; k++) in[1 + k] = c->in_values[k];
   uint32_t tok = L->next_slot++;
-  mx_status st = add(L, L->main, "BindSymbols", in, 1 + (size_t)c->n_in, &tok, 1, attr_of(ci, 0, UINT32_MAX), prio, NULL);
+  mx_status st = add(L, L->main, "BindSymbols", in, 1 + (size_t)c->n_in, &tok, 1, attr_of(ci, 0, UINT32_MAX),
+                     prio, NULL);
   free(in);
   size_t n_ops = mx__dyn_op_count(c->dplan);
   for (size_t i = 0; i < n_ops && st == MX_OK; i++) {
@@ -104,7 +107,8 @@ static mx_status lower_dynamic_call(lowering *L, uint32_t ci, uint32_t handle, u
   if (st == MX_OK)
     st = add(L, L->main, "DynStepEnd", &tok, 1, c->out_values, c->n_out, attr_of(ci, 0, UINT32_MAX), prio + 1,
              &end_node);
-  for (uint32_t k = 0; k < c->n_in && st == MX_OK; k++) st = note_reader(L, c->in_values[k], end_node, prio + 1);
+  for (uint32_t k = 0; k < c->n_in && st == MX_OK; k++)
+    st = note_reader(L, c->in_values[k], end_node, prio + 1);
   return st;
 }
 
@@ -143,7 +147,8 @@ mx_status mx__program_lower(mx_session *s, mx_program *p, mx_error *err) {
     if ((v->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT)) || !(v->flags & MX_VALUE_CONST)) continue;
     uint32_t slot = (uint32_t)r;
     st = add(&L, L.init, "UploadConstant", NULL, 0, &slot, 1, attr_of(UINT32_MAX, 0, (uint32_t)r), 0, NULL);
-    if (st == MX_OK) st = add(&L, L.deinit, "FreeConstant", NULL, 0, NULL, 0, attr_of(UINT32_MAX, 0, (uint32_t)r), 1, NULL);
+    if (st == MX_OK)
+      st = add(&L, L.deinit, "FreeConstant", NULL, 0, NULL, 0, attr_of(UINT32_MAX, 0, (uint32_t)r), 1, NULL);
   }
   for (size_t c = 0; c < p->n_calls && st == MX_OK; c++) {
     handles[c] = L.next_slot++;
@@ -158,7 +163,8 @@ mx_status mx__program_lower(mx_session *s, mx_program *p, mx_error *err) {
   /* Main: feeds, calls in root order, outputs, frees. */
   for (size_t i = 0; i < root->n_inputs && st == MX_OK; i++) {
     uint32_t slot = root->inputs[i];
-    st = add(&L, L.main, "FeedInput", NULL, 0, &slot, 1, attr_of(UINT32_MAX, (uint32_t)i, root->inputs[i]), 0, NULL);
+    st = add(&L, L.main, "FeedInput", NULL, 0, &slot, 1, attr_of(UINT32_MAX, (uint32_t)i, root->inputs[i]), 0,
+             NULL);
   }
   for (size_t c = 0; c < p->n_calls && st == MX_OK; c++) {
     uint32_t prio = 8 * (uint32_t)(c + 1);
@@ -168,7 +174,8 @@ mx_status mx__program_lower(mx_session *s, mx_program *p, mx_error *err) {
   uint32_t out_prio = 8 * (uint32_t)(p->n_calls + 1);
   for (size_t k = 0; k < root->n_outputs && st == MX_OK; k++) {
     uint32_t r = root->outputs[k], done_slot = L.next_slot++, node;
-    st = add(&L, L.main, "OutputDeliver", &r, 1, &done_slot, 1, attr_of(UINT32_MAX, (uint32_t)k, r), out_prio, &node);
+    st = add(&L, L.main, "OutputDeliver", &r, 1, &done_slot, 1, attr_of(UINT32_MAX, (uint32_t)k, r), out_prio,
+             &node);
     if (st == MX_OK) st = note_reader(&L, r, node, out_prio);
   }
   /* FreeValue guarders: after every reader of a value produced by a call. */
@@ -180,7 +187,8 @@ mx_status mx__program_lower(mx_session *s, mx_program *p, mx_error *err) {
       for (uint32_t q = 0; q < j; q++) seen = seen || call->out_values[q] == r;
       if (seen) continue;
       uint32_t freed = L.next_slot++, fnode;
-      st = add(&L, L.main, "FreeValue", &r, 1, &freed, 1, attr_of(UINT32_MAX, 0, r), L.reader_prio[r] + 1, &fnode);
+      st = add(&L, L.main, "FreeValue", &r, 1, &freed, 1, attr_of(UINT32_MAX, 0, r), L.reader_prio[r] + 1,
+               &fnode);
       for (size_t q = 0; q < L.n_readers[r] && st == MX_OK; q++)
         if (mx__exe_builder_edge(L.main, L.readers[r][q], fnode) != MX_OK)
           st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "lowering: out of host memory");
@@ -215,7 +223,8 @@ mx_status mx__program_assign_streams(mx_session *s, mx_program *p, mx_error *err
   }
   for (size_t k = p->root->n_outputs; k-- > 0;) p->values[p->root->outputs[k]].graph_output = (int32_t)k;
   for (size_t c = 0; c < p->n_calls; c++)
-    for (uint32_t j = 0; j < p->calls[c].n_out; j++) p->values[p->calls[c].out_values[j]].producer = (int32_t)c;
+    for (uint32_t j = 0; j < p->calls[c].n_out; j++)
+      p->values[p->calls[c].out_values[j]].producer = (int32_t)c;
   p->used_streams = 1;
   uint64_t clock = 0;
   for (size_t c = 0; c < p->n_calls; c++) {

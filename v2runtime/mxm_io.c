@@ -21,16 +21,16 @@
 #include "v2runtime/session_impl.h"
 
 #define RUNTIME_VERSION 1u
-#define MAX_SLOTS (1u << 26)
+#define MAX_SLOTS       (1u << 26)
 
 /* --- save ----------------------------------------------------------------------------------- */
 
 typedef struct packed_graph {
   Mxm__ExeGraph msg;
-  Mxm__ExeNode *nodes;     /* n_nodes (malloc'd) */
-  Mxm__ExeNode **ptrs;     /* (malloc'd) */
-  uint32_t *inputs;        /* all nodes' inputs, then outputs (malloc'd, point into io) */
-  uint32_t *from, *to;     /* edges (malloc'd) */
+  Mxm__ExeNode *nodes; /* n_nodes (malloc'd) */
+  Mxm__ExeNode **ptrs; /* (malloc'd) */
+  uint32_t *inputs;    /* all nodes' inputs, then outputs (malloc'd, point into io) */
+  uint32_t *from, *to; /* edges (malloc'd) */
 } packed_graph;
 
 static void packed_release(packed_graph *pg) {
@@ -92,7 +92,8 @@ mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_we
   }
   st = mx_onnx_save_memory(p->root, &onnx, &onnx_size, err);
   if (st != MX_OK) goto done;
-  if (!pack_graph(&p->init, &pg[0]) || !pack_graph(&p->main, &pg[1]) || !pack_graph(&p->deinit, &pg[2])) goto oom;
+  if (!pack_graph(&p->init, &pg[0]) || !pack_graph(&p->main, &pg[1]) || !pack_graph(&p->deinit, &pg[2]))
+    goto oom;
   Mxm__Runtime rt = MXM__RUNTIME__INIT;
   rt.version = RUNTIME_VERSION;
   rt.root_onnx.data = onnx;
@@ -138,8 +139,8 @@ static bool get_varint(const uint8_t *d, size_t n, size_t *pos, uint64_t *v) {
  * can be unpacked without copying the ONNX bytes, the largest part of it. False when the
  * framing is malformed (or out of memory: *rest NULL with a true framing is reported by the
  * caller as such). */
-static bool split_root_onnx(const uint8_t *d, size_t n, const uint8_t **onnx, size_t *onnx_len, uint8_t **rest,
-                            size_t *rest_len) {
+static bool split_root_onnx(const uint8_t *d, size_t n, const uint8_t **onnx, size_t *onnx_len,
+                            uint8_t **rest, size_t *rest_len) {
   *onnx = NULL;
   *onnx_len = 0;
   *rest_len = 0;
@@ -172,8 +173,7 @@ static bool split_root_onnx(const uint8_t *d, size_t n, const uint8_t **onnx, si
         }
         pos += (size_t)len;
         break;
-      default:
-        return false;
+      default: return false;
     }
     memcpy(*rest + *rest_len, d + start, pos - start);
     *rest_len += pos - start;
@@ -182,14 +182,14 @@ static bool split_root_onnx(const uint8_t *d, size_t n, const uint8_t **onnx, si
 }
 
 typedef enum kernel_use {
-  USE_NONE,        /* not allowed in a session program */
-  USE_CONSTANT,    /* value: a shared constant */
-  USE_VALUE,       /* value: any root value */
-  USE_INPUT,       /* op: graph input index, value: that input */
-  USE_OUTPUT,      /* op: graph output index, value: that output */
-  USE_STATIC,      /* call: a KNOWN call */
-  USE_DYNAMIC,     /* call: an UNKNOWN call */
-  USE_DYNAMIC_OP   /* call: an UNKNOWN call, op: one of its ops */
+  USE_NONE,      /* not allowed in a session program */
+  USE_CONSTANT,  /* value: a shared constant */
+  USE_VALUE,     /* value: any root value */
+  USE_INPUT,     /* op: graph input index, value: that input */
+  USE_OUTPUT,    /* op: graph output index, value: that output */
+  USE_STATIC,    /* call: a KNOWN call */
+  USE_DYNAMIC,   /* call: an UNKNOWN call */
+  USE_DYNAMIC_OP /* call: an UNKNOWN call, op: one of its ops */
 } kernel_use;
 
 /* The graphs a kernel may appear in. Handles and constants are made only by Init and released
@@ -248,7 +248,8 @@ static bool attr_ok(const mx_program *p, int row, const mx_kattr *a) {
     case USE_STATIC: return a->call < p->n_calls && !p->calls[a->call].unknown;
     case USE_DYNAMIC: return a->call < p->n_calls && p->calls[a->call].unknown;
     case USE_DYNAMIC_OP:
-      return a->call < p->n_calls && p->calls[a->call].unknown && a->op < mx__dyn_op_count(p->calls[a->call].dplan);
+      return a->call < p->n_calls && p->calls[a->call].unknown &&
+             a->op < mx__dyn_op_count(p->calls[a->call].dplan);
     case USE_NONE: break;
   }
   return false;
@@ -271,31 +272,35 @@ static mx_status unpack_graph(const mx_program *p, const Mxm__ExeGraph *m, const
       break;
     }
     if (nd->n_inputs > UINT16_MAX || nd->n_outputs > UINT16_MAX || nd->attr.len != sizeof(mx_kattr)) {
-      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): bad arity or attribute size", which, i, nd->kernel);
+      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): bad arity or attribute size", which, i,
+                    nd->kernel);
       break;
     }
     for (size_t j = 0; j < nd->n_inputs && st == MX_OK; j++)
-      if (nd->inputs[j] >= p->n_slots) st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu: slot out of range", which, i);
+      if (nd->inputs[j] >= p->n_slots)
+        st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu: slot out of range", which, i);
     for (size_t j = 0; j < nd->n_outputs && st == MX_OK; j++)
-      if (nd->outputs[j] >= p->n_slots) st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu: slot out of range", which, i);
+      if (nd->outputs[j] >= p->n_slots)
+        st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu: slot out of range", which, i);
     mx_kattr a;
     memcpy(&a, nd->attr.data, sizeof a);
     int row = kernel_row(nd->kernel);
     if (st == MX_OK && !attr_ok(p, row, &a))
-      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): its attribute does not fit the model", which, i,
-                    nd->kernel);
+      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): its attribute does not fit the model",
+                    which, i, nd->kernel);
     if (st == MX_OK && !(kernel_uses[row].graphs & graph))
-      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): this kernel has no place in the %s graph", which, i,
-                    nd->kernel, which);
+      st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): this kernel has no place in the %s graph",
+                    which, i, nd->kernel, which);
     if (st == MX_OK && kernel_uses[row].makes != MAKES_NOTHING) {
       size_t at = kernel_uses[row].makes == MAKES_HANDLE ? a.call : p->n_calls + a.value;
       if (made[at]++)
-        st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): made a second time for the same %s", which, i,
-                      nd->kernel, kernel_uses[row].makes == MAKES_HANDLE ? "partition call" : "constant");
+        st = mx__fail(err, MX_ERR_MALFORMED, "%s graph node %zu (%s): made a second time for the same %s",
+                      which, i, nd->kernel,
+                      kernel_uses[row].makes == MAKES_HANDLE ? "partition call" : "constant");
     }
     if (st == MX_OK)
-      st = mx__exe_builder_add(b, (uint16_t)k, nd->inputs, (uint16_t)nd->n_inputs, nd->outputs, (uint16_t)nd->n_outputs,
-                               &a, sizeof a, nd->priority, NULL);
+      st = mx__exe_builder_add(b, (uint16_t)k, nd->inputs, (uint16_t)nd->n_inputs, nd->outputs,
+                               (uint16_t)nd->n_outputs, &a, sizeof a, nd->priority, NULL);
   }
   if (st == MX_OK && m->n_edge_from != m->n_edge_to)
     st = mx__fail(err, MX_ERR_MALFORMED, "%s graph: edge lists differ in length", which);
@@ -356,7 +361,8 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
   free(rt_bytes);
   rt_bytes = NULL;
   onnx = NULL;
-  if (st == MX_OK && mx_graph_infer(p->root) != MX_OK) st = mx__fail(err, MX_ERR_MALFORMED, "%s", mx_graph_last_error(p->root));
+  if (st == MX_OK && mx_graph_infer(p->root) != MX_OK)
+    st = mx__fail(err, MX_ERR_MALFORMED, "%s", mx_graph_last_error(p->root));
   if (st == MX_OK) st = mx__program_calls(p, err);
   if (st == MX_OK && p->n_calls != rt->n_call_unknown)
     st = mx__fail(err, MX_ERR_MALFORMED, "%zu partition calls in the root graph, %zu recorded", p->n_calls,
@@ -380,7 +386,8 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
     }
   }
   if (st == MX_OK && used_plans != n_plans)
-    st = mx__fail(err, MX_ERR_MALFORMED, "%zu static plans are not used by any partition call", n_plans - used_plans);
+    st = mx__fail(err, MX_ERR_MALFORMED, "%zu static plans are not used by any partition call",
+                  n_plans - used_plans);
   if (st == MX_OK) st = mx__program_finish(p, err);
   if (st == MX_OK) {
     p->n_slots = rt->n_slots;

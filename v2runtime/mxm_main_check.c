@@ -57,47 +57,47 @@ enum {
 };
 
 static const char *const kernel_names[K_COUNT] = {
-    "FeedInput", "OutputDeliver", "FreeValue",   "StaticAllocOutputs", "StaticModelUpdateArgs",
-    "StaticModelExecute", "BindSymbols", "DynStepEnd", "InferShape", "Launch", "HostCompute",
-    "SyncOutputShape", "FreeMemory"};
+    "FeedInput",          "OutputDeliver",   "FreeValue",  "StaticAllocOutputs", "StaticModelUpdateArgs",
+    "StaticModelExecute", "BindSymbols",     "DynStepEnd", "InferShape",         "Launch",
+    "HostCompute",        "SyncOutputShape", "FreeMemory"};
 
 /* Where each role's node is (NONE until found). */
 typedef struct roles {
-  uint32_t *feed;      /* by graph input */
-  uint32_t *deliver;   /* by graph output */
-  uint32_t *free_value;/* by root value */
-  uint32_t *call;      /* by call, 3 each: static Alloc, Args, Execute; dynamic Bind, End, unused */
-  uint32_t *op;        /* by global op index (op_base[call] + op), 4 each: Infer, Launch or
+  uint32_t *feed;       /* by graph input */
+  uint32_t *deliver;    /* by graph output */
+  uint32_t *free_value; /* by root value */
+  uint32_t *call;       /* by call, 3 each: static Alloc, Args, Execute; dynamic Bind, End, unused */
+  uint32_t *op;         /* by global op index (op_base[call] + op), 4 each: Infer, Launch or
                           HostCompute, Sync, FreeMemory */
-  size_t *op_base;     /* by call: index of its first op in `op`; [n_calls] = total */
-  uint32_t *producer;  /* by root value: the call producing it, or NONE */
-  uint32_t *input_of;  /* by root value: the graph input it is, or NONE */
+  size_t *op_base;      /* by call: index of its first op in `op`; [n_calls] = total */
+  uint32_t *producer;   /* by root value: the call producing it, or NONE */
+  uint32_t *input_of;   /* by root value: the graph input it is, or NONE */
 } roles;
 
 /* Why a precedence is needed (for the message). */
 typedef enum need_kind {
-  NEED_CHAIN,          /* steps of one call */
-  NEED_READY,          /* `before` makes `value` ready, `after` uses it */
-  NEED_READ            /* `before` is a last reader of `value`, `after` frees it */
+  NEED_CHAIN, /* steps of one call */
+  NEED_READY, /* `before` makes `value` ready, `after` uses it */
+  NEED_READ   /* `before` is a last reader of `value`, `after` frees it */
 } need_kind;
 
 /* One precedence: node `before` must reach node `after`. */
 typedef struct need {
   uint32_t before, after;
-  uint32_t value;      /* the root value it is about, or NONE (NEED_CHAIN) */
+  uint32_t value; /* the root value it is about, or NONE (NEED_CHAIN) */
   need_kind kind;
-  uint32_t source;     /* `before`'s index among the sources of the general test */
+  uint32_t source; /* `before`'s index among the sources of the general test */
 } need;
 
 typedef struct checker {
   const mx_program *p;
   const mx_exe_graph *g;
-  int kid[K_COUNT];    /* registry index of each kernel, -1 when not registered */
+  int kid[K_COUNT]; /* registry index of each kernel, -1 when not registered */
   roles r;
   need *needs;
   size_t n_needs, cap_needs;
   mx_error *err;
-  char where[2][160];  /* descriptions of two nodes, for messages */
+  char where[2][160]; /* descriptions of two nodes, for messages */
 } checker;
 
 static const mx_kattr *attr_of(const mx_exe_node *n) { return (const mx_kattr *)n->attr; }
@@ -137,8 +137,8 @@ static const char *describe(checker *C, uint32_t i, int slot) {
 /* Records node i in *slot, refusing a second node for the same role. */
 static mx_status take(checker *C, uint32_t *slot, uint32_t i) {
   if (*slot != NONE)
-    return mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph runs %s twice (nodes %u and %u)", describe(C, i, 0),
-                    *slot, i);
+    return mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph runs %s twice (nodes %u and %u)",
+                    describe(C, i, 0), *slot, i);
   *slot = i;
   return MX_OK;
 }
@@ -169,8 +169,8 @@ static mx_status place(checker *C, uint32_t i) {
       const mx_rt_call *c = &p->calls[a->call];
       bool device = mx__dyn_op_stream(c->dplan, a->op) >= 0;
       if ((k == K_LAUNCH && !device) || (k == K_HOST && device))
-        return mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph runs %s, which is a %s op", describe(C, i, 0),
-                        device ? "device" : "host");
+        return mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph runs %s, which is a %s op",
+                        describe(C, i, 0), device ? "device" : "host");
       if (k == K_SYNC && !mx__dyn_op_needs_sync(c->dplan, a->op))
         return mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph runs %s, which is not data-dependent",
                         describe(C, i, 0));
@@ -213,7 +213,8 @@ static mx_status collect_needs(checker *C) {
   mx_status st = MX_OK;
   for (size_t i = 0; i < root->n_inputs && st == MX_OK; i++)
     if (C->r.feed[i] == NONE)
-      st = mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph never feeds input '%s'", value_name(C, root->inputs[i]));
+      st = mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph never feeds input '%s'",
+                    value_name(C, root->inputs[i]));
   for (size_t c = 0; c < p->n_calls && st == MX_OK; c++) {
     const mx_rt_call *call = &p->calls[c];
     const uint32_t *cr = &C->r.call[3 * c];
@@ -227,9 +228,12 @@ static mx_status collect_needs(checker *C) {
     for (size_t i = 0; i < n_ops && st == MX_OK; i++) {
       const uint32_t *o = &C->r.op[4 * (C->r.op_base[c] + i)];
       bool device = mx__dyn_op_stream(call->dplan, i) >= 0;
-      if (o[0] == NONE || o[1] == NONE || o[3] == NONE || (mx__dyn_op_needs_sync(call->dplan, i) && o[2] == NONE)) {
-        int missing = o[0] == NONE ? K_INFER : o[1] == NONE ? (device ? K_LAUNCH : K_HOST)
-                      : o[3] == NONE ? K_FREE_MEMORY : K_SYNC;
+      if (o[0] == NONE || o[1] == NONE || o[3] == NONE ||
+          (mx__dyn_op_needs_sync(call->dplan, i) && o[2] == NONE)) {
+        int missing = o[0] == NONE   ? K_INFER
+                      : o[1] == NONE ? (device ? K_LAUNCH : K_HOST)
+                      : o[3] == NONE ? K_FREE_MEMORY
+                                     : K_SYNC;
         st = mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph never runs %s of op %zu of partition '%s'",
                       kernel_names[missing], i, call->name);
       }
@@ -302,11 +306,12 @@ static bool direct(const mx_exe_graph *g, uint32_t from, uint32_t to) {
 static mx_status refuse(checker *C, const need *nd) {
   const char *b = describe(C, nd->before, 0), *a = describe(C, nd->after, 1);
   if (nd->kind == NEED_READY)
-    return mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph does not order %s after %s ('%s' must be ready first)",
-                    a, b, value_name(C, nd->value));
-  if (nd->kind == NEED_READ)
-    return mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph does not order %s after %s, which reads '%s'", a, b,
+    return mx__fail(C->err, MX_ERR_MALFORMED,
+                    "the Main graph does not order %s after %s ('%s' must be ready first)", a, b,
                     value_name(C, nd->value));
+  if (nd->kind == NEED_READ)
+    return mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph does not order %s after %s, which reads '%s'",
+                    a, b, value_name(C, nd->value));
   return mx__fail(C->err, MX_ERR_MALFORMED, "the Main graph does not order %s after %s", a, b);
 }
 
@@ -374,8 +379,8 @@ mx_status mx__program_check_main(const mx_program *p, const mx_exe_graph *g, mx_
   C.r.call = malloc((3 * p->n_calls + 1) * sizeof *C.r.call);
   C.r.op = malloc((4 * n_ops + 1) * sizeof *C.r.op);
   mx_status st = MX_OK;
-  if (!C.r.op_base || !C.r.feed || !C.r.deliver || !C.r.free_value || !C.r.producer || !C.r.input_of || !C.r.call ||
-      !C.r.op) {
+  if (!C.r.op_base || !C.r.feed || !C.r.deliver || !C.r.free_value || !C.r.producer || !C.r.input_of ||
+      !C.r.call || !C.r.op) {
     st = mx__fail_oom(err, "checking the Main graph");
     goto done;
   }

@@ -35,7 +35,8 @@ static mx_status prepare_step(mx_session *s) {
     if (so) st->skip_output = so;
     mx_tensor *bo = realloc(st->blank_output, cap * sizeof *bo);
     if (bo) st->blank_output = bo;
-    if (!in || !ob || !ao || !so || !bo) return mx__fail(&s->err, MX_ERR_OUT_OF_MEMORY, "out of host memory starting a step");
+    if (!in || !ob || !ao || !so || !bo)
+      return mx__fail(&s->err, MX_ERR_OUT_OF_MEMORY, "out of host memory starting a step");
     s->cap_io = cap;
   }
   int64_t *b = realloc(st->bindings, (n_syms ? n_syms : 1) * sizeof *b);
@@ -47,15 +48,15 @@ static mx_status prepare_step(mx_session *s) {
 
 /* Maps caller tensors to model inputs or outputs: by name when every one has a name, else by
  * position. With `subset`, fewer named tensors may be given: the slots of the others stay NULL. */
-static mx_status match(mx_session *s, const mx_value_id *ids, size_t n_model, mx_tensor *given, size_t n_given,
-                       const char *what, bool subset, void **slots) {
+static mx_status match(mx_session *s, const mx_value_id *ids, size_t n_model, mx_tensor *given,
+                       size_t n_given, const char *what, bool subset, void **slots) {
   const mx_graph *root = s->prog->root;
   if (n_given && !given) return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "%ss is NULL", what);
   bool named = n_given > 0;
   for (size_t i = 0; i < n_given; i++) named = named && given[i].name;
   if (n_given != n_model && !(subset && named && n_given < n_model))
-    return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "the model has %zu %ss, %zu given%s", n_model, what, n_given,
-                    subset && n_given < n_model ? " (a subset must be given by name)" : "");
+    return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "the model has %zu %ss, %zu given%s", n_model, what,
+                    n_given, subset && n_given < n_model ? " (a subset must be given by name)" : "");
   for (size_t i = 0; i < n_model; i++) slots[i] = named ? NULL : &given[i];
   if (!named) return MX_OK;
   for (size_t i = 0; i < n_given; i++) {
@@ -65,8 +66,10 @@ static mx_status match(mx_session *s, const mx_value_id *ids, size_t n_model, mx
     size_t k = own && (own == given[i].name || strcmp(own, given[i].name) == 0) ? i : n_model;
     if (k == n_model)
       for (k = 0; k < n_model && strcmp(root->values[ids[k]].name, given[i].name) != 0;) k++;
-    if (k == n_model) return mx__fail(&s->err, MX_ERR_NOT_FOUND, "the model has no %s named '%s'", what, given[i].name);
-    if (slots[k]) return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "%s '%s' is given twice", what, given[i].name);
+    if (k == n_model)
+      return mx__fail(&s->err, MX_ERR_NOT_FOUND, "the model has no %s named '%s'", what, given[i].name);
+    if (slots[k])
+      return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "%s '%s' is given twice", what, given[i].name);
     slots[k] = &given[i];
   }
   return MX_OK;
@@ -107,7 +110,8 @@ void mx__program_abort_step(mx_session *s, mx_step *step) {
 static mx_status device_failure(mx_session *s, mx_stream *stream, mx_status st) {
   mx_stream_error e;
   mx_stream_get_error(stream, &e);
-  return mx__fail(&s->err, st, "the step failed on the device: %s", e.message[0] ? e.message : mx_status_string(st));
+  return mx__fail(&s->err, st, "the step failed on the device: %s",
+                  e.message[0] ? e.message : mx_status_string(st));
 }
 
 static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
@@ -209,10 +213,12 @@ static mx_status run_interpreted(mx_session *s, mx_program *p, mx_step *step) {
       continue;
     }
     size_t have = 0, want = 0;
-    if (o->dtype != outs[k].dtype || !mx_tensor_nbytes(o, &have) || !mx_tensor_nbytes(&outs[k], &want) || have != want)
+    if (o->dtype != outs[k].dtype || !mx_tensor_nbytes(o, &have) || !mx_tensor_nbytes(&outs[k], &want) ||
+        have != want)
       st = mx__fail(&s->err, MX_ERR_SHAPE, "output '%s': the caller's buffer does not fit the result", name);
     else if (o->placement != MX_HOST)
-      st = mx__fail(&s->err, MX_ERR_UNSUPPORTED, "output '%s': a model with control flow writes host buffers", name);
+      st = mx__fail(&s->err, MX_ERR_UNSUPPORTED, "output '%s': a model with control flow writes host buffers",
+                    name);
     else {
       memcpy(o->data, outs[k].data, want);
       o->rank = outs[k].rank;
@@ -284,12 +290,14 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
     mx_tensor *o = step->out_by_graph[k];
     const char *name = p->root->values[p->root->outputs[k]].name;
     if (o->data && (o->rank < 0 || o->rank > MX_MAX_RANK)) {
-      st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "output '%s': rank %d is out of range", name, (int)o->rank);
+      st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "output '%s': rank %d is out of range", name,
+                    (int)o->rank);
       goto out;
     }
     if (async && !o->data) {
       st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT,
-                    "output '%s': asynchronous runs write into caller buffers (set data, dtype and dims)", name);
+                    "output '%s': asynchronous runs write into caller buffers (set data, dtype and dims)",
+                    name);
       goto out;
     }
   }
@@ -310,7 +318,8 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   step->outputs = outputs;
   step->stream = stream ? stream : s->streams[0];
   step->streams[0] = step->stream;
-  for (uint32_t k = 1; k < MX_STEP_MAX_STREAMS; k++) step->streams[k] = k < s->n_streams ? s->streams[k] : NULL;
+  for (uint32_t k = 1; k < MX_STEP_MAX_STREAMS; k++)
+    step->streams[k] = k < s->n_streams ? s->streams[k] : NULL;
   step->dynamic_ticks = 0;
   step->host_ticks = 0;
   step->kernels = 0;

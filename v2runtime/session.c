@@ -85,7 +85,8 @@ static mx_status copy_options(mx_session *s, const mx_session_options *o, mx_err
     for (size_t i = 0; i < o->n_symbol_ranges; i++) {
       const mx_symbol_range *r = &o->symbol_ranges[i];
       if (!r->name || r->min < 0 || r->max < r->min)
-        return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "symbol range %zu: needs a name and 0 <= min <= max", i);
+        return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "symbol range %zu: needs a name and 0 <= min <= max",
+                        i);
       s->ranges[i] = *r;
       if (!(s->ranges[i].name = strdup(r->name))) goto oom;
     }
@@ -126,8 +127,8 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "static_min_ops must be -1 or more, not %lld",
                     (long long)o->static_min_ops);
   if (o->intra_op_threads > MX_KTHREADS_MAX)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "intra_op_threads must be at most %d, not %u", MX_KTHREADS_MAX,
-                    o->intra_op_threads);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "intra_op_threads must be at most %d, not %u",
+                    MX_KTHREADS_MAX, o->intra_op_threads);
   mx_session *s = calloc(1, sizeof *s);
   if (!s) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory creating a session");
   if (o->intra_op_threads) mx__kthreads_set((int32_t)o->intra_op_threads);
@@ -232,7 +233,8 @@ mx_status mx__program_run_graph(mx_session *s, const mx_exe_graph *g, mx_step *s
     default: st = mx__exe_run_sequential(g, &run); break;
   }
   step->kernels += g->n_nodes;
-  if (st != MX_OK && s->err.status == MX_OK) mx__fail(&s->err, st, "execution graph node %u failed", run.failed_node);
+  if (st != MX_OK && s->err.status == MX_OK)
+    mx__fail(&s->err, st, "execution graph node %u failed", run.failed_node);
   return st;
 }
 
@@ -262,7 +264,9 @@ mx_status mx__program_prepare_feeds(mx_session *s, mx_program *p, mx_error *err)
   for (size_t i = 0; i < root->n_inputs; i++) {
     const mx_value *v = &root->values[root->inputs[i]];
     for (int32_t k = 0; k < MX_MAX_RANK; k++) {
-      int64_t sym = k < v->shape.rank && mx_dim_is_expr(v->shape.dims[k]) ? mx_sym_symbol_index(root->syms, v->shape.dims[k]) : -1;
+      int64_t sym = k < v->shape.rank && mx_dim_is_expr(v->shape.dims[k])
+                        ? mx_sym_symbol_index(root->syms, v->shape.dims[k])
+                        : -1;
       p->input_dim_sym[i * MX_MAX_RANK + (size_t)k] = (int32_t)sym;
     }
   }
@@ -353,8 +357,8 @@ static mx_status install(mx_session *s, mx_program *p) {
   mx__spec_account(s, &at_load, &s->total); /* gears compiled at load count in the totals */
   if (s->opts.log) {
     char line[256];
-    snprintf(line, sizeof line, "loaded: %zu static and %zu dynamic partitions, %u + %u + %u kernels", p->static_calls,
-             p->dynamic_calls, p->init.n_nodes, p->main.n_nodes, p->deinit.n_nodes);
+    snprintf(line, sizeof line, "loaded: %zu static and %zu dynamic partitions, %u + %u + %u kernels",
+             p->static_calls, p->dynamic_calls, p->init.n_nodes, p->main.n_nodes, p->deinit.n_nodes);
     s->opts.log(s->opts.log_user, MX_LOG_INFO, line);
   }
   return MX_OK;
@@ -390,8 +394,10 @@ mx_status mx_session_load_graph(mx_session *s, mx_graph *g) {
     mx_graph_destroy(g);
     return st;
   }
-  if (!g) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "graph is NULL");
-  else st = load_graph(s, g);
+  if (!g)
+    st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "graph is NULL");
+  else
+    st = load_graph(s, g);
   leave(s);
   return st;
 }
@@ -422,11 +428,15 @@ mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save
   mx_status st = enter(s);
   if (st != MX_OK) return st;
   mx_error_clear(&s->err);
-  if (!path) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "path is NULL");
-  else if (!s->prog) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no model is loaded");
+  if (!path)
+    st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "path is NULL");
+  else if (!s->prog)
+    st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no model is loaded");
   else if (s->prog->interpreted)
-    st = mx__fail(&s->err, MX_ERR_UNSUPPORTED, "a model with control flow or sequences cannot be saved as .mxm");
-  else st = mx__program_save_mxm(s, path, o && o->external_weights, &s->err);
+    st = mx__fail(&s->err, MX_ERR_UNSUPPORTED,
+                  "a model with control flow or sequences cannot be saved as .mxm");
+  else
+    st = mx__program_save_mxm(s, path, o && o->external_weights, &s->err);
   leave(s);
   return st;
 }
@@ -436,8 +446,10 @@ mx_status mx_session_load_memory(mx_session *s, const void *data, size_t size) {
   mx_status st = enter(s);
   if (st != MX_OK) return st;
   mx_graph *g = NULL;
-  if (!data) st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "data is NULL");
-  else st = mx_onnx_load_memory(data, size, NULL, &g, &s->err);
+  if (!data)
+    st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "data is NULL");
+  else
+    st = mx_onnx_load_memory(data, size, NULL, &g, &s->err);
   if (st == MX_OK) st = load_graph(s, g);
   leave(s);
   return st;
@@ -459,7 +471,9 @@ static bool io_info(const mx_session *s, size_t index, bool input, mx_io_info *i
   return true;
 }
 
-bool mx_session_input_info(const mx_session *s, size_t index, mx_io_info *info) { return io_info(s, index, true, info); }
+bool mx_session_input_info(const mx_session *s, size_t index, mx_io_info *info) {
+  return io_info(s, index, true, info);
+}
 bool mx_session_output_info(const mx_session *s, size_t index, mx_io_info *info) {
   return io_info(s, index, false, info);
 }

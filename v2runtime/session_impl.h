@@ -22,15 +22,15 @@
 
 /* One value of the root graph during a step. */
 typedef struct mx_rt_value {
-  mx_tensor t;               /* dtype, rank, dims, data and placement this step */
-  bool owned;                /* data is an allocator block the runtime frees after its last use */
-  bool constant;             /* a shared constant uploaded at load (freed at unload) */
-  int32_t producer;          /* the call producing it, or -1 (graph input, constant) */
-  int32_t graph_output;      /* first graph output index it is, or -1 */
-  void *home;                /* a device buffer of its own for the program's life (static
+  mx_tensor t;             /* dtype, rank, dims, data and placement this step */
+  bool owned;              /* data is an allocator block the runtime frees after its last use */
+  bool constant;           /* a shared constant uploaded at load (freed at unload) */
+  int32_t producer;        /* the call producing it, or -1 (graph input, constant) */
+  int32_t graph_output;    /* first graph output index it is, or -1 */
+  void *home;              /* a device buffer of its own for the program's life (static
                                 outputs of single-stream programs: a stable address, so no
                                 allocation and no refresh per step), or NULL */
-  uint32_t reader_streams;   /* bit per step stream that reads it (calls and outputs) */
+  uint32_t reader_streams; /* bit per step stream that reads it (calls and outputs) */
 } mx_rt_value;
 
 /* Most streams a step spreads partitions over (bit masks of stream indices are 32 bits). */
@@ -38,35 +38,35 @@ typedef struct mx_rt_value {
 
 /* One partition call of the root graph. */
 typedef struct mx_rt_call {
-  mx_node_id node;            /* the call node in the root */
-  const char *name;           /* its name (borrowed from the root) */
-  bool unknown;               /* UNKNOWN: dynamic executor; KNOWN: static model */
+  mx_node_id node;  /* the call node in the root */
+  const char *name; /* its name (borrowed from the root) */
+  bool unknown;     /* UNKNOWN: dynamic executor; KNOWN: static model */
   uint32_t n_in, n_out;
-  mx_value_id *in_values;     /* root value of each call input (malloc'd) */
-  mx_value_id *out_values;    /* root value of each call output (malloc'd) */
-  mx_tensor *args_in;         /* per-step argument arrays handed to the executor (malloc'd) */
+  mx_value_id *in_values;  /* root value of each call input (malloc'd) */
+  mx_value_id *out_values; /* root value of each call output (malloc'd) */
+  mx_tensor *args_in;      /* per-step argument arrays handed to the executor (malloc'd) */
   mx_tensor *args_out;
-  mx_static_plan *plan;       /* KNOWN: compiled plan (owned) */
-  mx_static_model *model;     /* KNOWN: loaded model (owned; created by Init) */
-  mx_dyn_plan *dplan;         /* UNKNOWN: plan (owned) */
-  mx_dyn_exec *dexec;         /* UNKNOWN: executor (owned; created by Init) */
-  bool in_step;               /* UNKNOWN: a step began and has not ended */
-  uint32_t stream;            /* step stream index it runs on (0: the step's own stream) */
-  uint32_t *waits;            /* calls on other streams whose outputs it reads (malloc'd) */
+  mx_static_plan *plan;   /* KNOWN: compiled plan (owned) */
+  mx_static_model *model; /* KNOWN: loaded model (owned; created by Init) */
+  mx_dyn_plan *dplan;     /* UNKNOWN: plan (owned) */
+  mx_dyn_exec *dexec;     /* UNKNOWN: executor (owned; created by Init) */
+  bool in_step;           /* UNKNOWN: a step began and has not ended */
+  uint32_t stream;        /* step stream index it runs on (0: the step's own stream) */
+  uint32_t *waits;        /* calls on other streams whose outputs it reads (malloc'd) */
   uint32_t n_waits;
-  mx_event *done;             /* recorded on its stream when its work is queued (owned; made at
+  mx_event *done; /* recorded on its stream when its work is queued (owned; made at
                                  install, only when the program uses several streams) */
 } mx_rt_call;
 
 typedef struct mx_program {
-  mx_graph *source;           /* the optimized model (owns the symbol table) */
-  mx_graph *root;             /* the partitioned root graph (owned) */
-  mx_rt_call *calls;          /* partition calls in root order (malloc'd) */
+  mx_graph *source;  /* the optimized model (owns the symbol table) */
+  mx_graph *root;    /* the partitioned root graph (owned) */
+  mx_rt_call *calls; /* partition calls in root order (malloc'd) */
   size_t n_calls;
-  mx_rt_value *values;        /* by root value id (malloc'd, root->n_values entries) */
+  mx_rt_value *values; /* by root value id (malloc'd, root->n_values entries) */
   size_t n_values;
   mx_exe_graph init, main, deinit;
-  mx_exe_value *slots;        /* exe value table shared by the three graphs (malloc'd) */
+  mx_exe_value *slots; /* exe value table shared by the three graphs (malloc'd) */
   uint32_t n_slots;
   bool initialized;           /* Init ran successfully (DeInit must run) */
   uint32_t used_streams;      /* bit per step stream the calls use (bit 0 always) */
@@ -78,55 +78,55 @@ typedef struct mx_program {
   char **input_shapes;        /* printed shape of each graph input (malloc'd strings) */
   char **output_shapes;
   size_t static_calls, dynamic_calls;
-  bool interpreted;           /* holds control flow or sequences: root runs on the host through
+  bool interpreted;             /* holds control flow or sequences: root runs on the host through
                                  the reference interpreter, whole (no calls, empty exe graphs) */
   struct mx_mem_limits *limits; /* what a step may take and the tensors to size (limits.c) */
-  struct mx_spec_state *spec; /* shape specialization of dynamic calls (spec.c), or NULL */
+  struct mx_spec_state *spec;   /* shape specialization of dynamic calls (spec.c), or NULL */
 } mx_program;
 
 /* What the kernels of one step see (run->user). */
 typedef struct mx_step {
   struct mx_session *s;
-  const mx_tensor **inputs;   /* by graph input index (borrowed from the caller) */
-  mx_tensor *outputs;         /* by graph output index: the caller's records, filled in place */
-  mx_tensor **out_by_graph;   /* by graph output index: the caller's record (index mapping) */
-  bool *alloc_output;         /* by graph output index: the session allocates it for the caller */
-  bool *skip_output;          /* by graph output index: not asked for (a subset named): still
+  const mx_tensor **inputs; /* by graph input index (borrowed from the caller) */
+  mx_tensor *outputs;       /* by graph output index: the caller's records, filled in place */
+  mx_tensor **out_by_graph; /* by graph output index: the caller's record (index mapping) */
+  bool *alloc_output;       /* by graph output index: the session allocates it for the caller */
+  bool *skip_output;        /* by graph output index: not asked for (a subset named): still
                                  computed, never delivered */
-  mx_tensor *blank_output;    /* by graph output index: the record out_by_graph points at when
+  mx_tensor *blank_output;  /* by graph output index: the record out_by_graph points at when
                                  skipped (zeroed, data NULL) */
-  mx_stream *stream;          /* the stream the step is ordered on (step stream 0) */
+  mx_stream *stream;        /* the stream the step is ordered on (step stream 0) */
   mx_stream *streams[MX_STEP_MAX_STREAMS]; /* step stream k: 0 the step's own, k > 0 session
                                               stream k */
-  int64_t *bindings;          /* symbol values seen this step (INT64_MIN: unbound) */
-  uint64_t dynamic_ticks;     /* host time inside dynamic partitions this step (mx__ticks) */
-  uint64_t host_ticks;        /* host time in feed and output kernels this step (mx__ticks) */
-  uint64_t kernels;           /* exe kernels run */
+  int64_t *bindings;                       /* symbol values seen this step (INT64_MIN: unbound) */
+  uint64_t dynamic_ticks;                  /* host time inside dynamic partitions this step (mx__ticks) */
+  uint64_t host_ticks;                     /* host time in feed and output kernels this step (mx__ticks) */
+  uint64_t kernels;                        /* exe kernels run */
 } mx_step;
 
 struct mx_session {
-  mx_session_options opts;    /* copy; strings below are owned copies */
-  char **frozen_names;        /* owned copies of opts.frozen_inputs */
-  char *passes;               /* owned copy of opts.passes, or NULL */
-  mx_fuse_report fuse;        /* what Stage 2 did to the loaded model */
-  mx_symbol_range *ranges;    /* owned copies of opts.symbol_ranges (names owned too) */
-  char **gears;               /* owned copies of opts.gears */
+  mx_session_options opts; /* copy; strings below are owned copies */
+  char **frozen_names;     /* owned copies of opts.frozen_inputs */
+  char *passes;            /* owned copy of opts.passes, or NULL */
+  mx_fuse_report fuse;     /* what Stage 2 did to the loaded model */
+  mx_symbol_range *ranges; /* owned copies of opts.symbol_ranges (names owned too) */
+  char **gears;            /* owned copies of opts.gears */
   mx_device *dev;
   bool owns_dev;
-  mx_stream **streams;        /* session streams (owned), opts.streams of them */
+  mx_stream **streams; /* session streams (owned), opts.streams of them */
   uint32_t n_streams;
-  mx_caching_allocator *alloc;/* every device buffer of steps (owned) */
-  mx_exe_pool *pool;          /* multi-thread executor (owned), or NULL */
-  mx_exe_topo_scratch topo;   /* topological executor scratch */
-  mx_program *prog;           /* loaded model, or NULL */
-  _Atomic int busy;           /* a thread is inside the session */
-  mx_error err;               /* last failure */
-  mx_step step;               /* the step in progress */
-  size_t cap_io;              /* capacity of the step's per-io arrays */
+  mx_caching_allocator *alloc; /* every device buffer of steps (owned) */
+  mx_exe_pool *pool;           /* multi-thread executor (owned), or NULL */
+  mx_exe_topo_scratch topo;    /* topological executor scratch */
+  mx_program *prog;            /* loaded model, or NULL */
+  _Atomic int busy;            /* a thread is inside the session */
+  mx_error err;                /* last failure */
+  mx_step step;                /* the step in progress */
+  size_t cap_io;               /* capacity of the step's per-io arrays */
   mx_session_stats last, total;
-  mx__tick_clock clock;       /* converts the statistics' ticks to ns */
-  mx_trace trace;             /* recording state (mx_session_trace_begin/end) */
-  mx_async async;             /* asynchronous runs */
+  mx__tick_clock clock;                /* converts the statistics' ticks to ns */
+  mx_trace trace;                      /* recording state (mx_session_trace_begin/end) */
+  mx_async async;                      /* asynchronous runs */
   mx_event *join[MX_STEP_MAX_STREAMS]; /* per step stream k > 0: joins it back into stream 0 at
                                           the end of a step (owned) */
 };
@@ -149,13 +149,15 @@ MX_MUST_USE mx_status mx__program_finish(mx_program *p, mx_error *err);
 size_t mx__call_frozen_positions(const struct mx_session *s, const mx_program *p, const mx_rt_call *c,
                                  uint32_t *out);
 /* Restores a program from an .mxm file (static plans + runtime record; see mxm_io.c). */
-MX_MUST_USE mx_status mx__program_load_mxm(struct mx_session *s, const char *path, mx_program **out, mx_error *err);
+MX_MUST_USE mx_status mx__program_load_mxm(struct mx_session *s, const char *path, mx_program **out,
+                                           mx_error *err);
 /* Checks a restored Main graph against the program: every step kernel of every call, op, input,
  * output and produced value once, ordered so each finds its inputs ready and no value is freed
  * before its last reader (mxm_main_check.c). MX_ERR_MALFORMED names the nodes at fault. */
 MX_MUST_USE mx_status mx__program_check_main(const mx_program *p, const mx_exe_graph *g, mx_error *err);
 /* Writes the loaded program as an .mxm file. */
-MX_MUST_USE mx_status mx__program_save_mxm(struct mx_session *s, const char *path, bool external_weights, mx_error *err);
+MX_MUST_USE mx_status mx__program_save_mxm(struct mx_session *s, const char *path, bool external_weights,
+                                           mx_error *err);
 /* Builds the Init/Main/DeInit graphs of a program whose calls are planned. */
 MX_MUST_USE mx_status mx__program_lower(struct mx_session *s, mx_program *p, mx_error *err);
 /* Frees a program (runs nothing: DeInit must have run). NULL is a no-op. */
@@ -184,14 +186,15 @@ void mx__mem_limits_free(struct mx_mem_limits *limits);
 uint64_t mx__program_memory_limit(const mx_program *p);
 /* Refuses (MX_ERR_DEVICE_OOM, the value and its size named) a step on these inputs (by graph
  * input index; only dtypes and dims are read) whose tensors would exceed the limit. */
-MX_MUST_USE mx_status mx__step_check_memory(struct mx_session *s, mx_program *p, const mx_tensor *const *inputs);
+MX_MUST_USE mx_status mx__step_check_memory(struct mx_session *s, mx_program *p,
+                                            const mx_tensor *const *inputs);
 
 /* A step's inputs and outputs already matched to the graph's (a binding's records): by graph
  * input index and by graph output index (NULL: that output is not asked for). */
 typedef struct mx_bound_slots {
-  const mx_program *prog;          /* the program they were matched for */
-  const mx_tensor *const *inputs;  /* root->n_inputs entries */
-  mx_tensor *const *outputs;       /* root->n_outputs entries */
+  const mx_program *prog;         /* the program they were matched for */
+  const mx_tensor *const *inputs; /* root->n_inputs entries */
+  mx_tensor *const *outputs;      /* root->n_outputs entries */
 } mx_bound_slots;
 
 /* mx_session_run without name matching (run.c). */
@@ -205,9 +208,9 @@ void mx__program_abort_step(struct mx_session *s, mx_step *step);
 
 /* Kernel attributes (constant bytes of exe nodes). */
 typedef struct mx_kattr {
-  uint32_t call;    /* call index, or UINT32_MAX */
-  uint32_t op;      /* dynamic op index within the call, or graph io index */
-  uint32_t value;   /* root value id, or UINT32_MAX */
+  uint32_t call;  /* call index, or UINT32_MAX */
+  uint32_t op;    /* dynamic op index within the call, or graph io index */
+  uint32_t value; /* root value id, or UINT32_MAX */
   uint32_t extra;
 } mx_kattr;
 

@@ -14,7 +14,7 @@
 #include "v2runtime/spec.h"
 
 #define STEP(run) ((mx_step *)(run)->user)
-#define ATTR(n) ((const mx_kattr *)(n)->attr)
+#define ATTR(n)   ((const mx_kattr *)(n)->attr)
 
 /* The registry's own functions of the kernels a specializable call's Main nodes run. */
 #define MAX_KERNELS 256
@@ -75,8 +75,8 @@ static mx_status run_split(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
   mx_step *step = STEP(run);
   mx_status st = wait_producers(run, c);
   if (st == MX_OK)
-    st = mx__spec_split_run(step->s, step->s->prog, c, call_stream(step, c), e->split, &step->s->prog->spec->count.launches,
-                            run->err);
+    st = mx__spec_split_run(step->s, step->s->prog, c, call_stream(step, c), e->split,
+                            &step->s->prog->spec->count.launches, run->err);
   if (st == MX_OK) st = record_done(run, c);
   return st;
 }
@@ -128,7 +128,8 @@ static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
     mx__trace_device_end(s, cs, slice);
   }
   if (st != MX_OK)
-    return mx__fail(run->err, st, "specialized partition '%s': %s", c->name, mx_static_model_last_error(e->model));
+    return mx__fail(run->err, st, "specialized partition '%s': %s", c->name,
+                    mx_static_model_last_error(e->model));
   st = record_done(run, c);
   if (st != MX_OK) return st;
   s->last.static_executes++;
@@ -144,14 +145,17 @@ static void say(mx_session *s, mx_log_level level, const char *line) {
 /* Frees an entry's model; the device must have finished with it. */
 static void drop_entry(mx_session *s, mx_spec_entry *e) {
   if (s->async.started) mx__async_wait(s);
-  for (uint32_t i = 0; i < s->n_streams; i++) MX_IGNORE_STATUS(mx_stream_synchronize(s->streams[i])); /* the wait */
+  for (uint32_t i = 0; i < s->n_streams; i++)
+    MX_IGNORE_STATUS(mx_stream_synchronize(s->streams[i])); /* the wait */
   mx_static_model_destroy(e->model);
   mx__spec_split_destroy(e->split);
   e->model = NULL;
   e->split = NULL;
 }
 
-static uint32_t full_mask(const mx_spec_call *sc) { return sc->n_syms >= 32 ? UINT32_MAX : (1u << sc->n_syms) - 1; }
+static uint32_t full_mask(const mx_spec_call *sc) {
+  return sc->n_syms >= 32 ? UINT32_MAX : (1u << sc->n_syms) - 1;
+}
 
 /* The entry whose guarded symbols all have the values `vals` gives; a whole static model before
  * a split one. */
@@ -177,8 +181,8 @@ static void trace_compile(mx_session *s, const mx_rt_call *c, const mx_spec_call
   int w = snprintf(label, sizeof label, "specialize %s", c->name);
   for (uint32_t k = 0; k < sc->n_syms && w > 0 && (size_t)w < sizeof label; k++)
     if (mask >> k & 1u)
-      w += snprintf(label + w, sizeof label - (size_t)w, " %s=%lld", mx_symtab_symbol_name(s->prog->root->syms, sc->syms[k]),
-                    (long long)vals[k]);
+      w += snprintf(label + w, sizeof label - (size_t)w, " %s=%lld",
+                    mx_symtab_symbol_name(s->prog->root->syms, sc->syms[k]), (long long)vals[k]);
   pthread_mutex_lock(&t->lock);
   if (MX_GROW(t->host, t->cap_host, t->n_host + 1)) {
     mx_trace_slice *sl = &t->host[t->n_host++];
@@ -215,8 +219,8 @@ static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const
   mx_spec_split *split = NULL;
   mx_status st = mask == full_mask(sc)
                      ? mx__spec_compile(s, p, c, all, n_syms, &model, permanent, err)
-                     : mx__spec_compile_split(s, p, c, sc->syms, sc->n_syms, full_mask(sc) & ~mask, all, n_syms,
-                                              &split, permanent, err);
+                     : mx__spec_compile_split(s, p, c, sc->syms, sc->n_syms, full_mask(sc) & ~mask, all,
+                                              n_syms, &split, permanent, err);
   free(all);
   uint64_t t1 = mx__now_ns();
   ss->count.compile_ns += t1 - t0;
@@ -230,7 +234,8 @@ static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const
     e = NULL;
     for (uint32_t i = 0; i < sc->n_entries; i++) {
       mx_spec_entry *x = &sc->entries[i];
-      if (!e || (e->declared && !x->declared) || (e->declared == x->declared && x->last_use < e->last_use)) e = x;
+      if (!e || (e->declared && !x->declared) || (e->declared == x->declared && x->last_use < e->last_use))
+        e = x;
     }
     drop_entry(s, e);
     ss->count.evictions++;
@@ -245,10 +250,11 @@ static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const
     uint32_t st_runs = 0, dy_runs = 0;
     mx__spec_split_ops(split, &st_ops, &dy_ops, &st_runs, &dy_runs);
     char line[256];
-    snprintf(line, sizeof line,
-             "partition '%s' specialized without its churning symbols: %zu ops in %u static models, %zu ops in %u "
-             "dynamic runs",
-             c->name, st_ops, st_runs, dy_ops, dy_runs);
+    snprintf(
+        line, sizeof line,
+        "partition '%s' specialized without its churning symbols: %zu ops in %u static models, %zu ops in %u "
+        "dynamic runs",
+        c->name, st_ops, st_runs, dy_ops, dy_runs);
     say(s, MX_LOG_INFO, line);
   }
   e->declared = declared;
@@ -303,7 +309,8 @@ static void release_dexec(mx_session *s, mx_spec_state *ss, mx_rt_call *c) {
 static mx_status run_dynamic(mx_exe_run *run, const mx_exe_node *n, mx_rt_call *c) {
   mx_session *s = STEP(run)->s;
   if (!c->dexec) {
-    mx_status st = mx_dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
+    mx_status st =
+        mx_dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
     if (st != MX_OK) {
       mx__error_prefix(run->err, "dynamic partition '%s': ", c->name);
       return st;
@@ -381,7 +388,8 @@ static mx_status w_end(mx_exe_run *run, const mx_exe_node *n) {
 /* --- declared gears --------------------------------------------------------------------------- */
 
 /* Parses "seq=1" or "batch=2,seq=128" into values by symbol (INT64_MIN: not given). */
-static mx_status parse_gear(const mx_program *p, const char *gear, int64_t *all, size_t n_syms, mx_error *err) {
+static mx_status parse_gear(const mx_program *p, const char *gear, int64_t *all, size_t n_syms,
+                            mx_error *err) {
   for (size_t k = 0; k < n_syms; k++) all[k] = INT64_MIN;
   const char *at = gear;
   while (at && *at) {
@@ -391,7 +399,8 @@ static mx_status parse_gear(const mx_program *p, const char *gear, int64_t *all,
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "gear '%s': expected name=value[,name=value...]", gear);
     char name[128];
     size_t len = (size_t)(eq - at);
-    if (len >= sizeof name) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "gear '%s': symbol name too long", gear);
+    if (len >= sizeof name)
+      return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "gear '%s': symbol name too long", gear);
     memcpy(name, at, len);
     name[len] = '\0';
     char *end = NULL;
@@ -429,7 +438,8 @@ static mx_status compile_gears(mx_session *s, mx_program *p, mx_error *err) {
       for (uint32_t i = 0; i < sc->n_entries && !exists; i++) {
         const mx_spec_entry *x = &sc->entries[i];
         exists = x->mask == mask;
-        for (uint32_t k = 0; k < sc->n_syms && exists; k++) exists = !(mask >> k & 1u) || x->values[k] == vals[k];
+        for (uint32_t k = 0; k < sc->n_syms && exists; k++)
+          exists = !(mask >> k & 1u) || x->values[k] == vals[k];
       }
       if (exists) continue;
       bool permanent = false;
@@ -504,13 +514,17 @@ mx_status mx__spec_install(mx_session *s, mx_program *p, mx_error *err) {
     if (!nd->attr || nd->attr_size < sizeof(mx_kattr)) continue;
     uint32_t ci = ATTR(nd)->call;
     if (ci >= p->n_calls || !ss->calls[ci].specializable) continue;
-    if (nd->kernel == k_bind) nd->fn = w_bind;
-    else if (nd->kernel == k_end) nd->fn = w_end;
-    else if (is_per_op(mx__exe_kernel_at(nd->kernel)->name)) nd->fn = w_op;
+    if (nd->kernel == k_bind)
+      nd->fn = w_bind;
+    else if (nd->kernel == k_end)
+      nd->fn = w_end;
+    else if (is_per_op(mx__exe_kernel_at(nd->kernel)->name))
+      nd->fn = w_op;
   }
   if (s->opts.log) {
     char line[160];
-    snprintf(line, sizeof line, "%zu dynamic partition%s specializable", n_spec, n_spec == 1 ? " is" : "s are");
+    snprintf(line, sizeof line, "%zu dynamic partition%s specializable", n_spec,
+             n_spec == 1 ? " is" : "s are");
     say(s, MX_LOG_INFO, line);
   }
   return compile_gears(s, p, err);

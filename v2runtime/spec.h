@@ -42,30 +42,30 @@ typedef struct mx_spec_entry {
 
 /* Specialization state of one partition call. */
 typedef struct mx_spec_call {
-  bool specializable;               /* its body passed the analysis */
-  bool disabled;                    /* never compiles again (churn, or the body cannot be
+  bool specializable; /* its body passed the analysis */
+  bool disabled;      /* never compiles again (churn, or the body cannot be
                                        made static); cached entries still serve hits */
-  bool active;                      /* a specialization ran this step; per-op kernels skip */
-  uint32_t churned;                 /* bit k: symbol k churned, specializations leave it out */
+  bool active;        /* a specialization ran this step; per-op kernels skip */
+  uint32_t churned;   /* bit k: symbol k churned, specializations leave it out */
   uint32_t n_syms;
-  uint32_t syms[MX_SPEC_MAX_SYMS];  /* symbol indices of the root's table */
-  uint32_t misses[MX_SPEC_MAX_SYMS];/* per symbol: misses where its value was new */
-  mx_spec_entry *entries;           /* cache (malloc'd, cap entries) */
+  uint32_t syms[MX_SPEC_MAX_SYMS];   /* symbol indices of the root's table */
+  uint32_t misses[MX_SPEC_MAX_SYMS]; /* per symbol: misses where its value was new */
+  mx_spec_entry *entries;            /* cache (malloc'd, cap entries) */
   uint32_t n_entries, cap;
 } mx_spec_call;
 
 /* Counters (cumulative since the model was loaded). */
 typedef struct mx_spec_counters {
   uint64_t hits, misses, compiles, evictions, compile_ns, fallbacks;
-  uint64_t launches; /* dynamic op launches of split specializations */
+  uint64_t launches;                         /* dynamic op launches of split specializations */
   uint64_t retired_launches, retired_copies; /* figures of dynamic executors released while
                                                 specializations serve their partition */
 } mx_spec_counters;
 
 typedef struct mx_spec_state {
-  mx_spec_call *calls;              /* by call index (malloc'd, n_calls) */
+  mx_spec_call *calls; /* by call index (malloc'd, n_calls) */
   size_t n_calls;
-  uint64_t clock;                   /* LRU clock */
+  uint64_t clock; /* LRU clock */
   mx_spec_counters count;
 } mx_spec_state;
 
@@ -80,8 +80,9 @@ void mx__spec_account(mx_session *s, mx_session_stats *last, mx_session_stats *t
 /* Compiles and loads call c's body specialized for `values` (by symbol of the root's table,
  * INT64_MIN for unbound; the call's symbols must be bound). *permanent is set when the failure
  * is the body's (it cannot become static), not a resource fault. */
-MX_MUST_USE mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
-                           size_t n_values, mx_static_model **out, bool *permanent, mx_error *err);
+MX_MUST_USE mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c,
+                                       const int64_t *values, size_t n_values, mx_static_model **out,
+                                       bool *permanent, mx_error *err);
 
 /* Copies nodes[0..n_nodes) of body (in that order) into a new graph whose inputs are ins and
  * outputs outs_wanted (body value ids), with the constants they read. Dims of the inputs take
@@ -89,26 +90,28 @@ MX_MUST_USE mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt
  * expressions over symbols of the copy's own table, else they fail (MX_ERR_SHAPE). An input that
  * is a small integer tensor whose symbolic value the binding gives becomes a constant of the
  * copy (as_const[i] set; as_const may be NULL). */
-MX_MUST_USE mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_nodes, const mx_value_id *ins,
-                              size_t n_ins, const mx_value_id *outs_wanted, size_t n_outs, const mx_symtab *syms,
-                              const int64_t *values, size_t n_values, bool symbolic, bool *as_const, mx_graph **out,
-                              mx_error *err);
+MX_MUST_USE mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_nodes,
+                                          const mx_value_id *ins, size_t n_ins,
+                                          const mx_value_id *outs_wanted, size_t n_outs,
+                                          const mx_symtab *syms, const int64_t *values, size_t n_values,
+                                          bool symbolic, bool *as_const, mx_graph **out, mx_error *err);
 /* Inference, then constant folding and dead-node removal to a fixed point. */
 MX_MUST_USE mx_status mx__spec_concretize(mx_graph *g, mx_error *err);
 
 /* Builds a split specialization of call c: the ops whose shapes use a symbol of `churned` (bits
  * index syms[0..n_syms)) run dynamically, the others as static models for `values` (by symbol
  * of the root's table; the churned ones INT64_MIN). */
-MX_MUST_USE mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call *c, const uint32_t *syms,
-                                 uint32_t n_syms, uint32_t churned, const int64_t *values, size_t n_values,
-                                 mx_spec_split **out, bool *permanent, mx_error *err);
+MX_MUST_USE mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call *c,
+                                             const uint32_t *syms, uint32_t n_syms, uint32_t churned,
+                                             const int64_t *values, size_t n_values, mx_spec_split **out,
+                                             bool *permanent, mx_error *err);
 /* Runs a split specialization on `stream` and hands its outputs to the call's root values; adds
  * the dynamic runs' op launches to *launches. */
-MX_MUST_USE mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream, mx_spec_split *sp,
-                             uint64_t *launches, mx_error *err);
+MX_MUST_USE mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream,
+                                         mx_spec_split *sp, uint64_t *launches, mx_error *err);
 /* Ops of the body in static runs and in dynamic runs, and the number of each kind of run. */
-void mx__spec_split_ops(const mx_spec_split *sp, size_t *static_ops, size_t *dynamic_ops, uint32_t *static_runs,
-                        uint32_t *dynamic_runs);
+void mx__spec_split_ops(const mx_spec_split *sp, size_t *static_ops, size_t *dynamic_ops,
+                        uint32_t *static_runs, uint32_t *dynamic_runs);
 void mx__spec_split_destroy(mx_spec_split *sp);
 
 #endif /* MIXRT_V2RUNTIME_SPEC_H */

@@ -31,8 +31,8 @@ static mx_status copy_opsets(mx_graph *dst, const mx_graph *g) {
 
 /* A dim of the source written into dst: its value when `values` give one, else (symbolic) the
  * same expression over symbols of dst's own table, parsed from its printed form. */
-static mx_status copy_dim(mx_graph *dst, const mx_symtab *syms, mx_dim d, const int64_t *values, size_t n_values,
-                          bool symbolic, mx_dim *out) {
+static mx_status copy_dim(mx_graph *dst, const mx_symtab *syms, mx_dim d, const int64_t *values,
+                          size_t n_values, bool symbolic, mx_dim *out) {
   int64_t v = 0;
   if (mx_dim_is_concrete(d)) {
     *out = d;
@@ -49,20 +49,22 @@ static mx_status copy_dim(mx_graph *dst, const mx_symtab *syms, mx_dim d, const 
 }
 
 /* True when every element of v's symbolic value has a value under `values` (written to data). */
-static bool sv_value(const mx_symtab *syms, const mx_value *v, const int64_t *values, size_t n_values, int64_t *data,
-                     size_t cap) {
+static bool sv_value(const mx_symtab *syms, const mx_value *v, const int64_t *values, size_t n_values,
+                     int64_t *data, size_t cap) {
   if (!v->sv || v->sv_len < 0 || (size_t)v->sv_len > cap || v->dtype != MX_INT64) return false;
   for (int32_t i = 0; i < v->sv_len; i++) {
-    if (mx_dim_is_concrete(v->sv[i])) data[i] = v->sv[i];
-    else if (mx_sym_eval(syms, v->sv[i], values, n_values, &data[i]) != MX_OK) return false;
+    if (mx_dim_is_concrete(v->sv[i]))
+      data[i] = v->sv[i];
+    else if (mx_sym_eval(syms, v->sv[i], values, n_values, &data[i]) != MX_OK)
+      return false;
   }
   return true;
 }
 
 mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_nodes, const mx_value_id *ins,
-                              size_t n_ins, const mx_value_id *outs_wanted, size_t n_outs, const mx_symtab *syms,
-                              const int64_t *values, size_t n_values, bool symbolic, bool *as_const, mx_graph **out,
-                              mx_error *err) {
+                              size_t n_ins, const mx_value_id *outs_wanted, size_t n_outs,
+                              const mx_symtab *syms, const int64_t *values, size_t n_values, bool symbolic,
+                              bool *as_const, mx_graph **out, mx_error *err) {
   mx_graph *g = NULL;
   mx_value_id *map = malloc((body->n_values ? body->n_values : 1) * sizeof *map);
   mx_status st = map ? mx_graph_create(body->name, &g) : MX_ERR_OUT_OF_MEMORY;
@@ -90,7 +92,8 @@ mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_
     mx_shape shape = v->shape;
     for (int32_t k = 0; k < shape.rank && st == MX_OK; k++)
       if (copy_dim(g, syms, shape.dims[k], values, n_values, symbolic, &shape.dims[k]) != MX_OK) {
-        st = mx__fail(err, MX_ERR_SHAPE, "input '%s' dim %d has no value under this binding", v->name, (int)k);
+        st =
+            mx__fail(err, MX_ERR_SHAPE, "input '%s' dim %d has no value under this binding", v->name, (int)k);
         goto done;
       }
     if (st == MX_OK) st = mx_graph_add_input(g, v->name, v->dtype, &shape, &map[ins[i]]);
@@ -126,22 +129,30 @@ mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_
       }
     }
     for (uint32_t k = 0; k < nd->n_outputs; k++) names[k] = body->values[nd->outputs[k]].name;
-    mx_node_desc d = {.op_type = nd->op_type, .domain = nd->domain, .name = nd->name, .inputs = in_ids,
-                      .n_inputs = nd->n_inputs, .attrs = nd->attrs, .n_attrs = nd->n_attrs,
-                      .output_names = names, .n_outputs = nd->n_outputs};
+    mx_node_desc d = {.op_type = nd->op_type,
+                      .domain = nd->domain,
+                      .name = nd->name,
+                      .inputs = in_ids,
+                      .n_inputs = nd->n_inputs,
+                      .attrs = nd->attrs,
+                      .n_attrs = nd->n_attrs,
+                      .output_names = names,
+                      .n_outputs = nd->n_outputs};
     st = mx_graph_add_node(g, &d, out_ids);
     for (uint32_t k = 0; k < nd->n_outputs && st == MX_OK; k++) map[nd->outputs[k]] = out_ids[k];
   }
   for (size_t i = 0; i < n_outs && st == MX_OK; i++) {
     mx_value_id x = outs_wanted[i];
-    if (map[x] == MX_NO_VALUE && body->values[x].data) st = mx_graph_add_constant(g, body->values[x].name, body->values[x].data, &map[x]);
+    if (map[x] == MX_NO_VALUE && body->values[x].data)
+      st = mx_graph_add_constant(g, body->values[x].name, body->values[x].data, &map[x]);
     if (st == MX_OK && map[x] == MX_NO_VALUE) {
       st = mx__fail(err, MX_ERR_INTERNAL, "output '%s' is not in the copy", body->values[x].name);
       goto done;
     }
     if (st == MX_OK) st = mx_graph_add_output(g, map[x]);
   }
-  if (st != MX_OK && err->status == MX_OK) mx__fail(err, st, "copying the partition body: %s", mx_graph_last_error(g));
+  if (st != MX_OK && err->status == MX_OK)
+    mx__fail(err, st, "copying the partition body: %s", mx_graph_last_error(g));
 done:
   free(map);
   if (st != MX_OK) {
@@ -159,8 +170,8 @@ static mx_status copy_body(mx_graph *body, const mx_symtab *syms, const int64_t 
   size_t n_order = 0;
   mx_status st = mx__graph_topo_order(body, &order, &n_order);
   if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(body));
-  return mx__spec_copy_nodes(body, order, n_order, body->inputs, body->n_inputs, body->outputs, body->n_outputs,
-                             syms, values, n_values, false, NULL, out, err);
+  return mx__spec_copy_nodes(body, order, n_order, body->inputs, body->n_inputs, body->outputs,
+                             body->n_outputs, syms, values, n_values, false, NULL, out, err);
 }
 
 /* Inference, then folding and dead-node removal to a fixed point. */

@@ -16,25 +16,25 @@
 
 typedef struct spec_run {
   bool dynamic;
-  mx_graph *g;              /* the run's graph (owned; a dynamic plan borrows it) */
-  mx_static_model *model;   /* static run (owned) */
-  mx_dyn_plan *dplan;       /* dynamic run (owned) */
-  mx_dyn_exec *dexec;       /* (owned) */
+  mx_graph *g;            /* the run's graph (owned; a dynamic plan borrows it) */
+  mx_static_model *model; /* static run (owned) */
+  mx_dyn_plan *dplan;     /* dynamic run (owned) */
+  mx_dyn_exec *dexec;     /* (owned) */
   uint32_t n_in, n_out;
-  mx_value_id *in, *out;    /* body values it reads / gives (malloc'd) */
-  bool *as_const;           /* by input: made a constant of the run (a shape value the binding
+  mx_value_id *in, *out; /* body values it reads / gives (malloc'd) */
+  bool *as_const;        /* by input: made a constant of the run (a shape value the binding
                                gives), so not fed (malloc'd) */
   mx_tensor *args_in, *args_out;
-  size_t n_ops;             /* body ops in it */
+  size_t n_ops; /* body ops in it */
 } spec_run;
 
 struct mx_spec_split {
   spec_run *runs;
   uint32_t n_runs;
-  size_t n_values;          /* body values */
-  mx_tensor *vals;          /* by body value: this step's tensor (malloc'd) */
-  bool *owned;              /*   an allocator block the split frees */
-  uint32_t *last_run;       /*   last run reading it; UINT32_MAX: a call output (handed over) */
+  size_t n_values;    /* body values */
+  mx_tensor *vals;    /* by body value: this step's tensor (malloc'd) */
+  bool *owned;        /*   an allocator block the split frees */
+  uint32_t *last_run; /*   last run reading it; UINT32_MAX: a call output (handed over) */
   size_t static_ops, dynamic_ops;
 };
 
@@ -59,14 +59,16 @@ void mx__spec_split_destroy(mx_spec_split *sp) {
   free(sp);
 }
 
-void mx__spec_split_ops(const mx_spec_split *sp, size_t *static_ops, size_t *dynamic_ops, uint32_t *static_runs,
-                        uint32_t *dynamic_runs) {
+void mx__spec_split_ops(const mx_spec_split *sp, size_t *static_ops, size_t *dynamic_ops,
+                        uint32_t *static_runs, uint32_t *dynamic_runs) {
   *static_ops = sp->static_ops;
   *dynamic_ops = sp->dynamic_ops;
   *static_runs = *dynamic_runs = 0;
   for (uint32_t r = 0; r < sp->n_runs; r++) {
-    if (sp->runs[r].dynamic) ++*dynamic_runs;
-    else ++*static_runs;
+    if (sp->runs[r].dynamic)
+      ++*dynamic_runs;
+    else
+      ++*static_runs;
   }
 }
 
@@ -81,7 +83,8 @@ static bool uses(const mx_symtab *t, mx_dim d, const uint32_t *syms, uint32_t n_
   return false;
 }
 
-static bool value_uses(const mx_graph *g, mx_value_id v, const uint32_t *syms, uint32_t n_syms, uint32_t churned) {
+static bool value_uses(const mx_graph *g, mx_value_id v, const uint32_t *syms, uint32_t n_syms,
+                       uint32_t churned) {
   const mx_value *val = &g->values[v];
   for (int32_t k = 0; k < val->shape.rank; k++)
     if (uses(g->syms, val->shape.dims[k], syms, n_syms, churned)) return true;
@@ -147,7 +150,8 @@ static mx_status order_by_kind(const mx_graph *body, const uint8_t *dyn, mx_node
 
 /* Builds and loads run x of the split over nodes[0..n). */
 static mx_status build_run(mx_session *s, mx_program *p, const mx_rt_call *c, mx_graph *body, spec_run *x,
-                           const mx_node_id *nodes, size_t n, const int64_t *values, size_t n_values, mx_error *err) {
+                           const mx_node_id *nodes, size_t n, const int64_t *values, size_t n_values,
+                           mx_error *err) {
   const mx_symtab *syms = p->root->syms;
   x->as_const = calloc(x->n_in ? x->n_in : 1, sizeof *x->as_const);
   if (!x->as_const) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory splitting '%s'", c->name);
@@ -170,7 +174,8 @@ static mx_status build_run(mx_session *s, mx_program *p, const mx_rt_call *c, mx
     dopt.max_streams = s->n_streams;
     dopt.share_constants = !s->opts.private_weights;
     if (st == MX_OK) st = mx_dyn_plan_create(x->g, &dopt, &x->dplan, err);
-    if (st == MX_OK) st = mx_dyn_exec_create(s->dev, x->dplan, s->alloc, s->streams, s->n_streams, &x->dexec, err);
+    if (st == MX_OK)
+      st = mx_dyn_exec_create(s->dev, x->dplan, s->alloc, s->streams, s->n_streams, &x->dexec, err);
     return st;
   }
   st = mx__spec_concretize(x->g, err);
@@ -216,7 +221,8 @@ mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call 
     if (nd->flags & MX_NODE_DEAD) continue;
     for (uint32_t k = 0; k < nd->n_inputs && !dyn[n]; k++)
       dyn[n] = nd->inputs[k] != MX_NO_VALUE && value_uses(body, nd->inputs[k], syms, n_syms, churned);
-    for (uint32_t k = 0; k < nd->n_outputs && !dyn[n]; k++) dyn[n] = value_uses(body, nd->outputs[k], syms, n_syms, churned);
+    for (uint32_t k = 0; k < nd->n_outputs && !dyn[n]; k++)
+      dyn[n] = value_uses(body, nd->outputs[k], syms, n_syms, churned);
   }
   size_t n_order = 0;
   st = order_by_kind(body, dyn, order, &n_order);
@@ -251,8 +257,10 @@ mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call 
     spec_run *x = &sp->runs[r];
     x->dynamic = dyn[order[first]];
     x->n_ops = i - first;
-    if (x->dynamic) sp->dynamic_ops += x->n_ops;
-    else sp->static_ops += x->n_ops;
+    if (x->dynamic)
+      sp->dynamic_ops += x->n_ops;
+    else
+      sp->static_ops += x->n_ops;
     x->in = malloc((nv ? nv : 1) * sizeof *x->in);
     x->out = malloc((nv ? nv : 1) * sizeof *x->out);
     if (!x->in || !x->out) goto oom;
@@ -286,7 +294,8 @@ mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call 
   }
   for (size_t o = 0; o < body->n_outputs; o++) {
     mx_value_id v = body->outputs[o];
-    if (body->values[v].data || (body->values[v].producer == MX_NO_NODE && !(body->values[v].flags & MX_VALUE_INPUT))) {
+    if (body->values[v].data ||
+        (body->values[v].producer == MX_NO_NODE && !(body->values[v].flags & MX_VALUE_INPUT))) {
       st = mx__fail(err, MX_ERR_UNSUPPORTED, "output '%s' is a constant of the body", body->values[v].name);
       *permanent = true;
       goto fail;
@@ -328,8 +337,8 @@ static void release_values(mx_session *s, mx_spec_split *sp, mx_stream *stream) 
   }
 }
 
-mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream, mx_spec_split *sp,
-                             uint64_t *launches, mx_error *err) {
+mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream,
+                             mx_spec_split *sp, uint64_t *launches, mx_error *err) {
   mx_graph *body = mx__part_call_body(&p->root->nodes[c->node]);
   mx_status st = MX_OK;
   for (uint32_t k = 0; k < c->n_in; k++) {

@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "v2runtime/binding_impl.h"
 
-#define ERR(b) (&(b)->s->err)
+#define ERR(b)           (&(b)->s->err)
 #define DEFAULT_CAPACITY 256
 
 static const mx_value *input_value(const mx_binding *b, size_t i) {
@@ -32,14 +32,18 @@ mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *out
   if (b->s->prog != b->prog)
     return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "the binding was made for a model no longer loaded");
   int64_t i = mx_binding_input_index(b, input), j = mx_binding_output_index(b, output);
-  if (i < 0) return mx__fail(ERR(b), MX_ERR_NOT_FOUND, "state: the model has no input named '%s'", input ? input : "(NULL)");
+  if (i < 0)
+    return mx__fail(ERR(b), MX_ERR_NOT_FOUND, "state: the model has no input named '%s'",
+                    input ? input : "(NULL)");
   if (j < 0)
-    return mx__fail(ERR(b), MX_ERR_NOT_FOUND, "state: the model has no output named '%s'", output ? output : "(NULL)");
+    return mx__fail(ERR(b), MX_ERR_NOT_FOUND, "state: the model has no output named '%s'",
+                    output ? output : "(NULL)");
   if (capacity < 0)
-    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "state '%s': capacity %lld is negative", input, (long long)capacity);
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "state '%s': capacity %lld is negative", input,
+                    (long long)capacity);
   if (b->in_state[i] >= 0 || b->out[j].kind == MX_BIND_OUT_STATE)
-    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "state '%s' <- '%s': %s is already a state", input, output,
-                    b->in_state[i] >= 0 ? "the input" : "the output");
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "state '%s' <- '%s': %s is already a state", input,
+                    output, b->in_state[i] >= 0 ? "the input" : "the output");
   if (b->length > 0)
     return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT,
                     "state '%s': states are declared before the first step or after mx_binding_reset", input);
@@ -48,15 +52,15 @@ mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *out
     return mx__fail(ERR(b), MX_ERR_DTYPE, "state '%s' <- '%s': dtypes %s and %s differ", input, output,
                     mx_dtype_name(vi->dtype), mx_dtype_name(vo->dtype));
   if (vi->shape.rank < 0 || vi->shape.rank != vo->shape.rank)
-    return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': ranks %d and %d differ (or are unknown)", input, output,
-                    (int)vi->shape.rank, (int)vo->shape.rank);
+    return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': ranks %d and %d differ (or are unknown)",
+                    input, output, (int)vi->shape.rank, (int)vo->shape.rank);
   if (axis == MX_BINDING_AXIS_AUTO) {
     int32_t differ = 0;
     for (int32_t k = 0; k < vi->shape.rank; k++)
       if (vi->shape.dims[k] != vo->shape.dims[k]) axis = k, differ++;
     if (differ != 1)
-      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': %d dims differ, one growing axis is needed", input,
-                      output, (int)differ);
+      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': %d dims differ, one growing axis is needed",
+                      input, output, (int)differ);
   }
   if (axis < 0) axis += vi->shape.rank;
   if (axis < 0 || axis >= vi->shape.rank)
@@ -64,8 +68,8 @@ mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *out
                     (int)axis, (int)vi->shape.rank);
   for (int32_t k = 0; k < vi->shape.rank; k++)
     if (k != axis && vi->shape.dims[k] != vo->shape.dims[k])
-      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': dim %d differs, and only axis %d may grow", input,
-                      output, (int)k, (int)axis);
+      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': dim %d differs, and only axis %d may grow",
+                      input, output, (int)k, (int)axis);
   if (b->n_states == b->cap_states) {
     size_t cap = b->cap_states ? 2 * b->cap_states : 8;
     mx_bind_state *ns = realloc(b->states, cap * sizeof *ns);
@@ -87,7 +91,8 @@ mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *out
   if (capacity > b->want_capacity) b->want_capacity = capacity;
   /* The state takes over the input and the output from whatever was bound there. */
   mx_bind_out *o = &b->out[j];
-  if (o->kind == MX_BIND_OUT_ALLOC) MX_IGNORE_STATUS(mx_binding_unbind_output(b, output)); /* bound: cannot fail */
+  if (o->kind == MX_BIND_OUT_ALLOC)
+    MX_IGNORE_STATUS(mx_binding_unbind_output(b, output)); /* bound: cannot fail */
   memset(o, 0, sizeof *o);
   o->kind = MX_BIND_OUT_STATE;
   b->in_bound[i] = false;
@@ -162,9 +167,9 @@ static mx_status copy_rows(mx_binding *b, const mx_bind_state *x, void *dst, con
   if (x->outer == 1 || keep == held)
     return mx_device_copy(b->s->dev, dst, src, (size_t)x->outer * (size_t)keep * row, MX_COPY_D2D);
   for (int64_t o = 0; o < x->outer; o++) {
-    mx_status st = mx_device_copy(b->s->dev, (char *)dst + (size_t)o * (size_t)keep * row,
-                                  (const char *)src + (size_t)o * (size_t)held * row, (size_t)keep * row,
-                                  MX_COPY_D2D);
+    mx_status st =
+        mx_device_copy(b->s->dev, (char *)dst + (size_t)o * (size_t)keep * row,
+                       (const char *)src + (size_t)o * (size_t)held * row, (size_t)keep * row, MX_COPY_D2D);
     if (st != MX_OK) return st;
   }
   return MX_OK;
@@ -220,23 +225,26 @@ mx_status mx_binding_load_state(mx_binding *b, size_t index, const mx_tensor *t)
   if (index >= b->n_in || b->in_state[index] < 0)
     return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "load state: input %zu is not a state", index);
   mx_bind_state *x = &b->states[b->in_state[index]];
-  if (!t) return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "load state '%s': the tensor is NULL", x->view.name);
+  if (!t)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "load state '%s': the tensor is NULL", x->view.name);
   if (t->dtype != x->view.dtype || t->rank != x->view.rank)
-    return mx__fail(ERR(b), MX_ERR_SHAPE, "load state '%s': %s of rank %d given, the model's is %s of rank %d",
-                    x->view.name, mx_dtype_name(t->dtype), (int)t->rank, mx_dtype_name(x->view.dtype),
-                    (int)x->view.rank);
+    return mx__fail(ERR(b), MX_ERR_SHAPE,
+                    "load state '%s': %s of rank %d given, the model's is %s of rank %d", x->view.name,
+                    mx_dtype_name(t->dtype), (int)t->rank, mx_dtype_name(x->view.dtype), (int)x->view.rank);
   const mx_value *v = input_value(b, index);
   int64_t outer = 1, inner = 1, rows = t->dims[x->axis];
   for (int32_t d = 0; d < t->rank; d++) {
-    if (t->dims[d] < 0 || (d != x->axis && mx_dim_is_concrete(v->shape.dims[d]) && v->shape.dims[d] != t->dims[d]))
-      return mx__fail(ERR(b), MX_ERR_SHAPE, "load state '%s': dim %d is %lld, the model's is %lld", x->view.name,
-                      (int)d, (long long)t->dims[d], (long long)v->shape.dims[d]);
+    if (t->dims[d] < 0 ||
+        (d != x->axis && mx_dim_is_concrete(v->shape.dims[d]) && v->shape.dims[d] != t->dims[d]))
+      return mx__fail(ERR(b), MX_ERR_SHAPE, "load state '%s': dim %d is %lld, the model's is %lld",
+                      x->view.name, (int)d, (long long)t->dims[d], (long long)v->shape.dims[d]);
     if (d < x->axis) outer *= t->dims[d];
     if (d > x->axis) inner *= t->dims[d];
   }
   size_t nbytes = 0;
   if (!mx_tensor_nbytes(t, &nbytes) || (nbytes && !t->data))
-    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "load state '%s': invalid dims or data NULL", x->view.name);
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "load state '%s': invalid dims or data NULL",
+                    x->view.name);
   /* Nothing this state held is kept; other dims may differ from before. */
   if (x->buf[0] && (outer != x->outer || inner != x->inner)) {
     for (int h = 0; h < 2; h++) mx_device_free(b->s->dev, x->buf[h]);
@@ -247,8 +255,10 @@ mx_status mx_binding_load_state(mx_binding *b, size_t index, const mx_tensor *t)
   x->view.dims[x->axis] = 0;
   int64_t cap = capacity_for(b, rows);
   mx_status st = MX_OK;
-  if (cap > b->capacity && b->capacity) st = grow(b, cap); /* every state, keeping their rows */
-  else if (!x->buf[0]) st = grow_state(b, x, cap);
+  if (cap > b->capacity && b->capacity)
+    st = grow(b, cap); /* every state, keeping their rows */
+  else if (!x->buf[0])
+    st = grow_state(b, x, cap);
   if (st != MX_OK) return st;
   b->capacity = cap;
   st = nbytes ? mx_device_copy(b->s->dev, x->buf[x->cur], t->data, nbytes,
@@ -271,25 +281,28 @@ mx_status mx__binding_states_prepare(mx_binding *b) {
     mx_bind_state *x = &b->states[k];
     const mx_value *v = input_value(b, x->in);
     if (x->view.dims[x->axis] != b->length)
-      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' holds %lld rows, the others %lld (load every state alike)",
-                      v->name, (long long)x->view.dims[x->axis], (long long)b->length);
+      return mx__fail(ERR(b), MX_ERR_SHAPE,
+                      "state '%s' holds %lld rows, the others %lld (load every state alike)", v->name,
+                      (long long)x->view.dims[x->axis], (long long)b->length);
     int64_t outer = 1, inner = 1;
     for (int32_t d = 0; d < x->view.rank; d++) {
       int64_t n = d == x->axis ? b->length : v->shape.dims[d];
       if (d != x->axis && !mx_dim_is_concrete(n) &&
           (mx_sym_eval(syms, v->shape.dims[d], b->syms, b->n_syms, &n) != MX_OK || n < 0))
-        return mx__fail(ERR(b), MX_ERR_SHAPE,
-                        "state '%s': dim %d is not known before the step (bind the input that gives its symbol)",
-                        v->name, (int)d);
+        return mx__fail(
+            ERR(b), MX_ERR_SHAPE,
+            "state '%s': dim %d is not known before the step (bind the input that gives its symbol)", v->name,
+            (int)d);
       x->view.dims[d] = n;
       if (d < x->axis) outer *= n;
       if (d > x->axis) inner *= n;
     }
     if (x->buf[0] && (outer != x->outer || inner != x->inner)) {
       if (b->length > 0)
-        return mx__fail(ERR(b), MX_ERR_SHAPE,
-                        "state '%s': dims other than axis %d changed while it holds rows (mx_binding_reset first)",
-                        v->name, (int)x->axis);
+        return mx__fail(
+            ERR(b), MX_ERR_SHAPE,
+            "state '%s': dims other than axis %d changed while it holds rows (mx_binding_reset first)",
+            v->name, (int)x->axis);
       for (int h = 0; h < 2; h++) mx_device_free(b->s->dev, x->buf[h]);
       x->buf[0] = x->buf[1] = NULL; /* reallocated below */
     }
@@ -305,8 +318,9 @@ mx_status mx__binding_states_prepare(mx_binding *b) {
     mx_tensor *o = &b->out[x->out].t;
     memset(o, 0, sizeof *o);
     if (!mx__binding_output_dims(b, x->out, &o->rank, o->dims))
-      return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s' <- '%s': the output's shape is not known before the step",
-                      x->view.name, output_value(b, x->out)->name);
+      return mx__fail(ERR(b), MX_ERR_SHAPE,
+                      "state '%s' <- '%s': the output's shape is not known before the step", x->view.name,
+                      output_value(b, x->out)->name);
     if (rows >= 0 && o->dims[x->axis] != rows)
       return mx__fail(ERR(b), MX_ERR_SHAPE, "state '%s': %lld rows after this step, the other states %lld",
                       x->view.name, (long long)o->dims[x->axis], (long long)rows);
@@ -362,7 +376,8 @@ mx_status mx_binding_truncate(mx_binding *b, int64_t length) {
       /* Rows are not outermost: pack the kept rows of each block into the other buffer. */
       mx_status st = copy_rows(b, x, x->buf[x->cur ^ 1], x->buf[x->cur], b->length, length);
       if (st != MX_OK)
-        return mx__fail(ERR(b), st, "truncate: state '%s': %s", x->view.name, mx_device_last_error(b->s->dev));
+        return mx__fail(ERR(b), st, "truncate: state '%s': %s", x->view.name,
+                        mx_device_last_error(b->s->dev));
       x->cur ^= 1;
     }
     x->view.dims[x->axis] = length;

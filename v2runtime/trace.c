@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/grow.h"
+#include "common/json.h"
 #include "hal/hal.h"
 #include "v2runtime/exe_registry.h"
 #include "v2runtime/session_impl.h"
@@ -114,8 +114,9 @@ void mx__trace_device_end(mx_session *s, mx_stream *stream, uint32_t slice) {
 
 static void slice_event(FILE *f, const mx_trace_slice *sl, uint64_t origin, bool *first) {
   if (!sl->start_ns || sl->end_ns < sl->start_ns) return; /* a device slice that never ran */
-  fprintf(f, "%s\n{\"ph\": \"X\", \"pid\": 1, \"tid\": %u, \"ts\": %.3f, \"dur\": %.3f, \"name\": ", *first ? "" : ",",
-          sl->lane, (double)(sl->start_ns - origin) / 1e3, (double)(sl->end_ns - sl->start_ns) / 1e3);
+  fprintf(f, "%s\n{\"ph\": \"X\", \"pid\": 1, \"tid\": %u, \"ts\": %.3f, \"dur\": %.3f, \"name\": ",
+          *first ? "" : ",", sl->lane, (double)(sl->start_ns - origin) / 1e3,
+          (double)(sl->end_ns - sl->start_ns) / 1e3);
   mx__json_string(f, sl->label);
   fprintf(f, ", \"cat\": \"%s\"}", sl->lane == 0 ? "host" : "device");
   *first = false;
@@ -123,9 +124,11 @@ static void slice_event(FILE *f, const mx_trace_slice *sl, uint64_t origin, bool
 
 mx_status mx__trace_end(mx_session *s, const char *path) {
   mx_trace *t = &s->trace;
-  if (!t->on) return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no trace is being recorded (mx_session_trace_begin)");
+  if (!t->on)
+    return mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no trace is being recorded (mx_session_trace_begin)");
   t->on = false;
-  for (uint32_t i = 0; i < s->n_streams; i++) MX_IGNORE_STATUS(mx_stream_synchronize(s->streams[i])); /* the wait */
+  for (uint32_t i = 0; i < s->n_streams; i++)
+    MX_IGNORE_STATUS(mx_stream_synchronize(s->streams[i])); /* the wait */
   FILE *f = fopen(path, "w");
   if (!f) {
     mx_status st = mx__fail(&s->err, MX_ERR_IO, "%s: %s", path, strerror(errno));
@@ -140,21 +143,28 @@ mx_status mx__trace_end(mx_session *s, const char *path) {
   for (uint32_t i = 0; i < n_dev; i++)
     if (t->device[i].start_ns && t->device[i].start_ns < origin) origin = t->device[i].start_ns;
   if (origin == UINT64_MAX) origin = 0;
-  fprintf(f, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": \"mixrt\", \"dropped_slices\": %llu},\n"
-             "\"traceEvents\": [",
-          (unsigned long long)t->dropped);
+  fprintf(
+      f,
+      "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"producer\": \"mixrt\", \"dropped_slices\": %llu},\n"
+      "\"traceEvents\": [",
+      (unsigned long long)t->dropped);
   bool first = true;
   for (uint32_t lane = 0; lane < t->lanes; lane++) {
-    fprintf(f, "%s\n{\"ph\": \"M\", \"pid\": 1, \"tid\": %u, \"name\": \"thread_name\", \"args\": {\"name\": ",
+    fprintf(f,
+            "%s\n{\"ph\": \"M\", \"pid\": 1, \"tid\": %u, \"name\": \"thread_name\", \"args\": {\"name\": ",
             first ? "" : ",", lane);
     char name[32];
-    if (lane == 0) snprintf(name, sizeof name, "host");
-    else snprintf(name, sizeof name, "stream %u", lane - 1);
+    if (lane == 0)
+      snprintf(name, sizeof name, "host");
+    else
+      snprintf(name, sizeof name, "stream %u", lane - 1);
     mx__json_string(f, name);
     fprintf(f, "}}");
     first = false;
   }
-  fprintf(f, ",\n{\"ph\": \"M\", \"pid\": 1, \"name\": \"process_name\", \"args\": {\"name\": \"mixrt session\"}}");
+  fprintf(
+      f,
+      ",\n{\"ph\": \"M\", \"pid\": 1, \"name\": \"process_name\", \"args\": {\"name\": \"mixrt session\"}}");
   for (size_t i = 0; i < t->n_host; i++) slice_event(f, &t->host[i], origin, &first);
   for (uint32_t i = 0; i < n_dev; i++) slice_event(f, &t->device[i], origin, &first);
   fprintf(f, "\n]}\n");

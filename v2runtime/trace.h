@@ -15,21 +15,21 @@
 #define MX_TRACE_DEVICE_MAX 65536u
 
 typedef struct mx_trace_slice {
-  uint64_t start_ns, end_ns;  /* monotonic clock; device slices are written by callbacks */
-  uint32_t lane;              /* 0 host, 1 + stream index */
-  uint16_t kernel;            /* exe kernel index (host slices) or UINT16_MAX (device slices) */
-  char label[80];             /* what ran */
+  uint64_t start_ns, end_ns; /* monotonic clock; device slices are written by callbacks */
+  uint32_t lane;             /* 0 host, 1 + stream index */
+  uint16_t kernel;           /* exe kernel index (host slices) or UINT16_MAX (device slices) */
+  char label[80];            /* what ran */
 } mx_trace_slice;
 
 typedef struct mx_trace {
-  bool on;                    /* recording */
-  pthread_mutex_t lock;       /* host slices may come from several executor threads */
-  mx_trace_slice *host;       /* growable (malloc'd) */
+  bool on;              /* recording */
+  pthread_mutex_t lock; /* host slices may come from several executor threads */
+  mx_trace_slice *host; /* growable (malloc'd) */
   size_t n_host, cap_host;
-  mx_trace_slice *device;     /* MX_TRACE_DEVICE_MAX entries (malloc'd) */
-  _Atomic uint32_t n_device;  /* reserved device slices */
-  uint64_t dropped;           /* slices that did not fit */
-  uint32_t lanes;             /* 1 + streams */
+  mx_trace_slice *device;    /* MX_TRACE_DEVICE_MAX entries (malloc'd) */
+  _Atomic uint32_t n_device; /* reserved device slices */
+  uint64_t dropped;          /* slices that did not fit */
+  uint32_t lanes;            /* 1 + streams */
 } mx_trace;
 
 struct mx_session;

@@ -25,7 +25,7 @@
 #include "mixrt/session.h"
 #include "reference/reference.h"
 
-#define ELEMS 16
+#define ELEMS     16
 #define TARGET_NS 1000.0
 
 static int g_reps = 15;
@@ -70,7 +70,12 @@ static mx_graph *if_graph(bool with_if) {
       check(mx_graph_add_output(br[k], by), "branch output", br[k]);
     }
     mx_attr a[] = {mx_attr_graph("then_branch", br[0]), mx_attr_graph("else_branch", br[1])};
-    mx_node_desc d = {.op_type = "If", .name = "choose", .inputs = &c, .n_inputs = 1, .attrs = a, .n_attrs = 2,
+    mx_node_desc d = {.op_type = "If",
+                      .name = "choose",
+                      .inputs = &c,
+                      .n_inputs = 1,
+                      .attrs = a,
+                      .n_attrs = 2,
                       .n_outputs = 1};
     check(mx_graph_add_node(g, &d, &y), "If", g);
   }
@@ -95,8 +100,13 @@ static mx_graph *loop_graph(void) {
   check(mx_graph_add_output(body, ci), "body output", body);
   check(mx_graph_add_output(body, vi), "body output", body);
   mx_attr a = mx_attr_graph("body", body);
-  mx_node_desc d = {.op_type = "Loop", .name = "loop", .inputs = (mx_value_id[]){m, c, v}, .n_inputs = 3,
-                    .attrs = &a, .n_attrs = 1, .n_outputs = 1};
+  mx_node_desc d = {.op_type = "Loop",
+                    .name = "loop",
+                    .inputs = (mx_value_id[]){m, c, v},
+                    .n_inputs = 3,
+                    .attrs = &a,
+                    .n_attrs = 1,
+                    .n_outputs = 1};
   check(mx_graph_add_node(g, &d, &out), "Loop", g);
   check(mx_graph_add_output(g, out), "output", g);
   check(mx_graph_infer(g), "infer", g);
@@ -124,8 +134,10 @@ static void runner_open(runner *r, mx_graph *g, bool session) {
 }
 
 static void runner_close(runner *r) {
-  if (r->s) mx_session_destroy(r->s);
-  else mx_graph_destroy(r->g);
+  if (r->s)
+    mx_session_destroy(r->s);
+  else
+    mx_graph_destroy(r->g);
 }
 
 static void run_once(runner *r, const mx_tensor *in, size_t n_in) {
@@ -136,7 +148,8 @@ static void run_once(runner *r, const mx_tensor *in, size_t n_in) {
     return;
   }
   mx_error err = {0};
-  if (mx__reference_run_graph(r->g, NULL, in, n_in, &out, 1, &err) != MX_OK) die("mx_reference_run", err.message);
+  if (mx__reference_run_graph(r->g, NULL, in, n_in, &out, 1, &err) != MX_OK)
+    die("mx_reference_run", err.message);
   mx_tensor_release(&out);
 }
 
@@ -199,9 +212,12 @@ int main(int argc, char **argv) {
     double d = if_dispatch(w == 1, steps, &with_if, &without);
     double it = loop_iteration(w == 1, quick ? 20 : 50, iters, &full, &empty);
     printf("  \"%s\": {\n", names[w]);
-    printf("    \"if_dispatch_ns\": %.1f, \"if_step_ns\": %.1f, \"identity_step_ns\": %.1f,\n", d, with_if, without);
-    printf("    \"loop_iteration_ns\": %.1f, \"loop_iterations\": %lld, \"loop_step_ns\": %.1f, "
-           "\"loop_zero_step_ns\": %.1f,\n", it, (long long)iters, full, empty);
+    printf("    \"if_dispatch_ns\": %.1f, \"if_step_ns\": %.1f, \"identity_step_ns\": %.1f,\n", d, with_if,
+           without);
+    printf(
+        "    \"loop_iteration_ns\": %.1f, \"loop_iterations\": %lld, \"loop_step_ns\": %.1f, "
+        "\"loop_zero_step_ns\": %.1f,\n",
+        it, (long long)iters, full, empty);
     printf("    \"if_under_target\": %s, \"loop_under_target\": %s\n", d < TARGET_NS ? "true" : "false",
            it < TARGET_NS ? "true" : "false");
     printf("  }%s\n", w == 0 ? "," : "");

@@ -39,11 +39,11 @@
 
 #include "common/clock.h"
 #include "dynamic_exec/dynamic_exec.h"
-#include "kernels/kernel.h"
 #include "hal/hal.h"
+#include "kernels/kernel.h"
 #include "static_exec/static_exec.h"
 
-#define ELEMS 16
+#define ELEMS    16
 #define STEP_OPS 10000 /* ops per timed repetition (steps of a chain of N ops: STEP_OPS / N) */
 
 static int g_reps = 21;
@@ -71,7 +71,8 @@ static mx_graph *chain(int len, int64_t fixed) {
   mx_value_id x, c, v;
   float half = 0.5f;
   mx_tensor ct = {.dtype = MX_FLOAT32, .rank = 0, .data = &half};
-  if (mx_graph_add_input(g, "x", MX_FLOAT32, &s, &x) != MX_OK || mx_graph_add_constant(g, "c", &ct, &c) != MX_OK)
+  if (mx_graph_add_input(g, "x", MX_FLOAT32, &s, &x) != MX_OK ||
+      mx_graph_add_constant(g, "c", &ct, &c) != MX_OK)
     die("building the chain", mx_graph_last_error(g));
   v = x;
   for (int i = 0; i < len; i++) {
@@ -84,7 +85,8 @@ static mx_graph *chain(int len, int64_t fixed) {
       st = mx_graph_add_op(g, "Neg", &v, 1, NULL, 0, &v);
     if (st != MX_OK) die("building the chain", mx_graph_last_error(g));
   }
-  if (mx_graph_add_output(g, v) != MX_OK || mx_graph_infer(g) != MX_OK) die("inferring the chain", mx_graph_last_error(g));
+  if (mx_graph_add_output(g, v) != MX_OK || mx_graph_infer(g) != MX_OK)
+    die("inferring the chain", mx_graph_last_error(g));
   return g;
 }
 
@@ -102,7 +104,8 @@ static double hal_launch_ns(mx_stream *s, size_t size) {
   for (int r = 0; r < g_reps; r++) {
     if (mx_stream_synchronize(s) != MX_OK) die("mx_stream_synchronize", NULL);
     uint64_t t0 = mx__now_ns();
-    for (int i = 0; i < burst; i++) if (mx_hal_launch(s, k_noop, block, size) != MX_OK) die("mx_hal_launch", NULL);
+    for (int i = 0; i < burst; i++)
+      if (mx_hal_launch(s, k_noop, block, size) != MX_OK) die("mx_hal_launch", NULL);
     t[r] = (double)(mx__now_ns() - t0) / burst;
   }
   if (mx_stream_synchronize(s) != MX_OK) die("mx_stream_synchronize", NULL);
@@ -163,7 +166,8 @@ static void rig_open(bench_rig *r, mx_device_kind kind, int len) {
   if (mx_device_create(&o, &r->dev, &err) != MX_OK) die("mx_device_create", err.message);
   r->g = chain(len, 0);
   if (mx_dyn_plan_create(r->g, NULL, &r->plan, &err) != MX_OK) die("mx_dyn_plan_create", err.message);
-  if (mx_dyn_exec_create(r->dev, r->plan, NULL, NULL, 0, &r->e, &err) != MX_OK) die("mx_dyn_exec_create", err.message);
+  if (mx_dyn_exec_create(r->dev, r->plan, NULL, NULL, 0, &r->e, &err) != MX_OK)
+    die("mx_dyn_exec_create", err.message);
   r->s = mx_dyn_exec_stream(r->e, 0);
   for (int k = 0; k < 2; k++) {
     int64_t n = ELEMS + k;
@@ -174,7 +178,8 @@ static void rig_open(bench_rig *r, mx_device_kind kind, int len) {
       *m = (mx_tensor){.dtype = MX_FLOAT32, .rank = 1, .dims = {n}, .placement = MX_DEVICE};
       if (mx_device_alloc(r->dev, (size_t)n * 4, 0, &m->data) != MX_OK) die("mx_device_alloc", NULL);
     }
-    if (mx_device_copy(r->dev, r->x[k].data, host, (size_t)n * 4, MX_COPY_H2D) != MX_OK) die("mx_device_copy", NULL);
+    if (mx_device_copy(r->dev, r->x[k].data, host, (size_t)n * 4, MX_COPY_H2D) != MX_OK)
+      die("mx_device_copy", NULL);
   }
 }
 
@@ -210,7 +215,8 @@ static double time_runs(bench_rig *r, int len, bool alternate, bool sync_each) {
       uint64_t t0 = mx__now_ns();
       run_step(r, alternate ? i & 1 : 0);
       host += mx__now_ns() - t0;
-      if (sync_each) if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL); /* not timed */
+      if (sync_each)
+        if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL); /* not timed */
     }
     if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
     t[rep] = (double)host / steps / len;
@@ -227,11 +233,13 @@ static double time_static(bench_rig *r, int len) {
   mx_static_model *m;
   mx_error err;
   if (mx_static_compile(g, NULL, &plan, &err) != MX_OK) die("mx_static_compile", err.message);
-  if (mx_static_model_create(r->dev, plan, NULL, &m, &err) != MX_OK) die("mx_static_model_create", err.message);
+  if (mx_static_model_create(r->dev, plan, NULL, &m, &err) != MX_OK)
+    die("mx_static_model_create", err.message);
   int steps = STEP_OPS / len;
   double t[64];
   for (int w = 0; w < 3; w++) {
-    if (mx_static_model_update_args(m, &r->x[0], 1, &r->out[0], 1) != MX_OK || mx_static_model_execute(m, r->s) != MX_OK)
+    if (mx_static_model_update_args(m, &r->x[0], 1, &r->out[0], 1) != MX_OK ||
+        mx_static_model_execute(m, r->s) != MX_OK)
       die("static step", mx_static_model_last_error(m));
   }
   if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
@@ -239,7 +247,8 @@ static double time_static(bench_rig *r, int len) {
     uint64_t host = 0;
     for (int i = 0; i < steps; i++) {
       uint64_t t0 = mx__now_ns();
-      if (mx_static_model_update_args(m, &r->x[0], 1, &r->out[0], 1) != MX_OK || mx_static_model_execute(m, r->s) != MX_OK)
+      if (mx_static_model_update_args(m, &r->x[0], 1, &r->out[0], 1) != MX_OK ||
+          mx_static_model_execute(m, r->s) != MX_OK)
         die("static step", mx_static_model_last_error(m));
       host += mx__now_ns() - t0;
     }
@@ -341,16 +350,19 @@ int main(int argc, char **argv) {
       size_t block = (size_t)((16 + mx_kernel_task_size(3) + 15) & ~(size_t)15);
       double hal = hal_launch_ns(r.s, block);
       double net = devs[d].kind == MX_DEVICE_INLINE ? same - kernel_ns : same;
-      printf("%s    {\"device\": \"%s\", \"ops\": %d, \"device_ops\": %zu,\n", first ? "" : ",\n", devs[d].name, len,
-             info.device_ops);
+      printf("%s    {\"device\": \"%s\", \"ops\": %d, \"device_ops\": %zu,\n", first ? "" : ",\n",
+             devs[d].name, len, info.device_ops);
       printf("     \"run_same_shape_ns_per_op\": %.1f, \"run_same_shape_net_ns_per_op\": %.1f,\n", same, net);
-      printf("     \"run_new_shape_ns_per_op\": %.1f, \"run_synced_each_step_ns_per_op\": %.1f,\n", alt, synced);
-      printf("     \"split_ns_per_op\": {\"bind\": %.1f, \"prepare\": %.1f, \"prepare_new_shape\": %.1f, "
-             "\"launch\": %.1f, \"free\": %.1f, \"end\": %.1f},\n",
-             s.bind, s.prepare, s.prepare_new, s.launch, s.free, s.end);
-      printf("     \"hal_launch_ns\": %.1f, \"launch_block_bytes\": %zu, \"hal_inline_args\": %u,\n", hal, block,
-             MX_HAL_INLINE_ARGS);
-      printf("     \"static_ns_per_op\": %.1f, \"dynamic_minus_static_ns_per_op\": %.1f,\n", stat, same - stat);
+      printf("     \"run_new_shape_ns_per_op\": %.1f, \"run_synced_each_step_ns_per_op\": %.1f,\n", alt,
+             synced);
+      printf(
+          "     \"split_ns_per_op\": {\"bind\": %.1f, \"prepare\": %.1f, \"prepare_new_shape\": %.1f, "
+          "\"launch\": %.1f, \"free\": %.1f, \"end\": %.1f},\n",
+          s.bind, s.prepare, s.prepare_new, s.launch, s.free, s.end);
+      printf("     \"hal_launch_ns\": %.1f, \"launch_block_bytes\": %zu, \"hal_inline_args\": %u,\n", hal,
+             block, MX_HAL_INLINE_ARGS);
+      printf("     \"static_ns_per_op\": %.1f, \"dynamic_minus_static_ns_per_op\": %.1f,\n", stat,
+             same - stat);
       printf("     \"device_allocs_while_measuring\": %" PRIu64 "}", a1.device_allocs - a0.device_allocs);
       first = false;
       rig_close(&r);

@@ -105,8 +105,7 @@ static mx_status k_gate(void *args, size_t size) {
 
 /* Launch cost with an argument block of `size` bytes (32: a small kernel; 480: a kernel call
  * block with three tensors, which takes two queue slots). */
-static void bench_launch(mx_device *dev, size_t size, double *burst_ns, double *stream_ns,
-                         double *e2e_ns) {
+static void bench_launch(mx_device *dev, size_t size, double *burst_ns, double *stream_ns, double *e2e_ns) {
   mx_stream *s;
   CHECK(mx_stream_create(dev, 0, &s), dev);
   enum { N = 100000, B = 256 };
@@ -146,8 +145,7 @@ static void bench_launch(mx_device *dev, size_t size, double *burst_ns, double *
 /* --- models ----------------------------------------------------------------------------------- */
 
 /* A single-stream chain of n no-op tasks; task i's slot uses id i % n_ids. */
-static mx_hal_model *chain(mx_device *dev, uint32_t n, uint32_t n_ids, mx_hal_model_mode mode,
-                           void *buf) {
+static mx_hal_model *chain(mx_device *dev, uint32_t n, uint32_t n_ids, mx_hal_model_mode mode, void *buf) {
   mx_hal_model_desc d = {.n_streams = 1, .n_events = 0, .n_ids = n_ids, .mode = mode};
   mx_hal_model *m;
   mx_error err;
@@ -251,8 +249,8 @@ typedef struct refresh_cost {
   double exec_ns;   /* device: whole execution */
 } refresh_cost;
 
-static void bench_refresh(mx_device *dev, mx_stream *s, void *buf0, void *buf1,
-                          mx_hal_model_mode mode, refresh_cost *out) {
+static void bench_refresh(mx_device *dev, mx_stream *s, void *buf0, void *buf1, mx_hal_model_mode mode,
+                          refresh_cost *out) {
   enum { T = 10000, IDS = 1000 };
   static const uint32_t ks[5] = {0, 1, 10, 100, 1000};
   mx_hal_model *m = chain(dev, T, IDS, mode, buf0);
@@ -376,8 +374,7 @@ static void run_device(mx_device_kind kind, const char *name, bool last) {
   printf(
       "      \"model_execute_flatness\": {\"busy_stream\": %.2f, \"queued\": %.2f, "
       "\"idle_stream\": %.2f},\n",
-      ex[4].busy_ns / ex[0].busy_ns, ex[4].queued_ns / ex[0].queued_ns,
-      ex[4].idle_ns / ex[0].idle_ns);
+      ex[4].busy_ns / ex[0].busy_ns, ex[4].queued_ns / ex[0].queued_ns, ex[4].idle_ns / ex[0].idle_ns);
   const char *mode_names[2] = {"patch", "indirect"};
   refresh_cost *modes[2] = {rp, ri};
   printf("      \"refresh\": {\"tasks\": 10000, \"ids\": 1000, \"slots_per_id\": 10,\n");

@@ -25,9 +25,9 @@
 #include <time.h>
 
 #include "common/clock.h"
-#include "mixrt/hal.h"
 #include "graph/ops/nn_params.h"
 #include "kernels/kernel.h"
+#include "mixrt/hal.h"
 
 static double min_seconds = 0.5; /* time each measurement for at least this long */
 
@@ -303,16 +303,20 @@ int main(int argc, char **argv) {
          mc > 0 ? sm / mc : 0.0);
   printf("  \"attention_decode_f32\": [\n");
   for (int i = 0; i < 3; i++)
-    printf("    {\"model\": \"%s\", \"q_heads\": %lld, \"kv_heads\": %lld, \"head_size\": %lld, \"past\": %lld, "
-           "\"us\": %.3f, \"gbps\": %.2f}%s\n",
-           att_names[i], (long long)att_shapes[i][0], (long long)att_shapes[i][1], (long long)att_shapes[i][2],
-           (long long)att_shapes[i][3], att_s[i] * 1e6, att_gbps[i], i < 2 ? "," : "");
+    printf(
+        "    {\"model\": \"%s\", \"q_heads\": %lld, \"kv_heads\": %lld, \"head_size\": %lld, \"past\": %lld, "
+        "\"us\": %.3f, \"gbps\": %.2f}%s\n",
+        att_names[i], (long long)att_shapes[i][0], (long long)att_shapes[i][1], (long long)att_shapes[i][2],
+        (long long)att_shapes[i][3], att_s[i] * 1e6, att_gbps[i], i < 2 ? "," : "");
   printf("  ],\n");
-  printf("  \"read_small_model_weights\": {\"bytes\": %u, \"huge_pages\": {\"best_us\": %.1f, \"median_us\": %.1f, "
-         "\"best_gbps\": %.2f}, \"4k_pages\": {\"best_us\": %.1f, \"median_us\": %.1f, \"best_gbps\": %.2f}}\n}\n",
-         SMALL_MODEL_WEIGHT_BYTES, read_best * 1e6, read_median * 1e6,
-         read_best > 0 ? SMALL_MODEL_WEIGHT_BYTES / read_best * 1e-9 : 0.0, read4k_best * 1e6,
-         read4k_median * 1e6, read4k_best > 0 ? SMALL_MODEL_WEIGHT_BYTES / read4k_best * 1e-9 : 0.0);
+  printf(
+      "  \"read_small_model_weights\": {\"bytes\": %u, \"huge_pages\": {\"best_us\": %.1f, \"median_us\": "
+      "%.1f, "
+      "\"best_gbps\": %.2f}, \"4k_pages\": {\"best_us\": %.1f, \"median_us\": %.1f, \"best_gbps\": "
+      "%.2f}}\n}\n",
+      SMALL_MODEL_WEIGHT_BYTES, read_best * 1e6, read_median * 1e6,
+      read_best > 0 ? SMALL_MODEL_WEIGHT_BYTES / read_best * 1e-9 : 0.0, read4k_best * 1e6,
+      read4k_median * 1e6, read4k_best > 0 ? SMALL_MODEL_WEIGHT_BYTES / read4k_best * 1e-9 : 0.0);
   for (int i = 0; i < 3; i++)
     if (g[i] < 0) return 1;
   if (read_best < 0 || read4k_best < 0) return 1;

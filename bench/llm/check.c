@@ -65,7 +65,8 @@ int mx__llm_check_point(bench_ctx *c, const mx_tensor *in, size_t n, point *pt) 
       goto release;
     }
     if (!mx__llm_peer_call(c->p, "save %s %s", c->name, dir)) {
-      rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s past %lld: %s", c->name, (long long)pt->past, c->p->line);
+      rc = mx_cli_runtime_error(CMD, "ONNX Runtime, %s past %lld: %s", c->name, (long long)pt->past,
+                                c->p->line);
       goto release;
     }
     for (size_t k = 0; k < n; k++) {
@@ -81,7 +82,8 @@ int mx__llm_check_point(bench_ctx *c, const mx_tensor *in, size_t n, point *pt) 
     }
     for (int s = 0; s < SYS_ORT; s++) {
       if (have[s] && !compare(outs[s], ort, n, &pt->to_ort[s])) {
-        rc = mx_cli_runtime_error(CMD, "%s past %lld: %s gives outputs of another type or shape than ONNX Runtime",
+        rc = mx_cli_runtime_error(CMD,
+                                  "%s past %lld: %s gives outputs of another type or shape than ONNX Runtime",
                                   c->name, (long long)pt->past, sys_names[s]);
         goto release;
       }
@@ -91,7 +93,8 @@ int mx__llm_check_point(bench_ctx *c, const mx_tensor *in, size_t n, point *pt) 
     pt->same_as_ref[s] = -1;
     if (!have[s] || !have[SYS_REFERENCE]) continue;
     bool same = true;
-    for (size_t k = 0; k < n && same; k++) same = mx_tensor_allclose(&outs[s][k], &outs[SYS_REFERENCE][k], 0, 0, NULL, 0);
+    for (size_t k = 0; k < n && same; k++)
+      same = mx_tensor_allclose(&outs[s][k], &outs[SYS_REFERENCE][k], 0, 0, NULL, 0);
     pt->same_as_ref[s] = same;
   }
 release:
@@ -100,4 +103,3 @@ release:
   mx__llm_release_all(ort, n);
   return rc;
 }
-

@@ -20,10 +20,15 @@ static mx_status write_identity(const char *path, mx_error *err) {
   mx_shape shape = {.rank = 1, .dims = {1}};
   mx_value_id x, y;
   const char *out_names[1] = {"y"};
-  mx_node_desc d = {.op_type = "Identity", .name = "identity", .inputs = &x, .n_inputs = 1, .output_names = out_names,
+  mx_node_desc d = {.op_type = "Identity",
+                    .name = "identity",
+                    .inputs = &x,
+                    .n_inputs = 1,
+                    .output_names = out_names,
                     .n_outputs = 1};
-  if ((st = mx_graph_add_input(g, "x", MX_FLOAT32, &shape, &x)) != MX_OK || (st = mx_graph_add_node(g, &d, &y)) != MX_OK ||
-      (st = mx_graph_add_output(g, y)) != MX_OK || (st = mx_graph_infer(g)) != MX_OK) {
+  if ((st = mx_graph_add_input(g, "x", MX_FLOAT32, &shape, &x)) != MX_OK ||
+      (st = mx_graph_add_node(g, &d, &y)) != MX_OK || (st = mx_graph_add_output(g, y)) != MX_OK ||
+      (st = mx_graph_infer(g)) != MX_OK) {
     snprintf(err->message, sizeof err->message, "building the Identity model: %s", mx_graph_last_error(g));
     goto destroy_graph;
   }
@@ -50,13 +55,15 @@ int mx__llm_measure_identity(const llm_args *a, peer *p, mx_device *dev, const c
     goto close;
   }
   const int64_t one = 1;
-  if (mx_tensor_alloc(MX_FLOAT32, 1, &one, &x) != MX_OK || (a->device_io && (mx__llm_device_tensor(dev, MX_FLOAT32, 1, &one, &dx) != MX_OK ||
-                                   mx__llm_device_tensor(dev, MX_FLOAT32, 1, &one, &dy) != MX_OK))) {
+  if (mx_tensor_alloc(MX_FLOAT32, 1, &one, &x) != MX_OK ||
+      (a->device_io && (mx__llm_device_tensor(dev, MX_FLOAT32, 1, &one, &dx) != MX_OK ||
+                        mx__llm_device_tensor(dev, MX_FLOAT32, 1, &one, &dy) != MX_OK))) {
     rc = mx_cli_runtime_error(CMD, "out of memory");
     goto close;
   }
   if (a->device_io && mx_device_copy(dev, dx.data, x.data, sizeof(float), MX_COPY_H2D) != MX_OK) {
-    rc = mx_cli_runtime_error(CMD, "the input could not be copied to the device: %s", mx_device_last_error(dev));
+    rc = mx_cli_runtime_error(CMD, "the input could not be copied to the device: %s",
+                              mx_device_last_error(dev));
     goto close;
   }
   for (int64_t k = -a->warmup; k < a->identity_runs; k++) {

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench/llm/llm_impl.h"
 #include "bench/llm/llm.h"
+#include "bench/llm/llm_impl.h"
 #include "tools/cli.h"
 
 int mx_bench_llm(int argc, char **argv) {
@@ -22,7 +22,8 @@ int mx_bench_llm(int argc, char **argv) {
   char tmp[] = "/tmp/mixrt-bench-llm-XXXXXX";
   const char *dir = a.work_dir;
   if (dir) {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return mx_cli_runtime_error(CMD, "cannot create %s: %s", dir, strerror(errno));
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+      return mx_cli_runtime_error(CMD, "cannot create %s: %s", dir, strerror(errno));
   } else if (!(dir = mkdtemp(tmp))) {
     return mx_cli_runtime_error(CMD, "cannot create a temporary folder: %s", strerror(errno));
   }
@@ -30,8 +31,10 @@ int mx_bench_llm(int argc, char **argv) {
   if (getloadavg(load, 1) != 1) load[0] = NAN;
   peer p = {.pid = -1};
   const char *no_ort = mx__llm_no_ort_reason(&a);
-  if (no_ort) snprintf(p.reason, sizeof p.reason, "%s", no_ort);
-  else mx__llm_peer_start(&a, &p);
+  if (no_ort)
+    snprintf(p.reason, sizeof p.reason, "%s", no_ort);
+  else
+    mx__llm_peer_start(&a, &p);
   config_result res[N_CONFIGS];
   memset(res, 0, sizeof res);
   timing id_ort = {0}, id_mixrt = {0};

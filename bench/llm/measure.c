@@ -72,8 +72,8 @@ static int warm_up(bench_ctx *c, int s, const mx_tensor *in, size_t n, const cha
   char why[600];
   mx_status st;
   if (s == SYS_ORT) {
-    if ((a->warmup &&
-         !mx__llm_peer_call(c->p, "%s %s %lld", a->decode ? "decode" : "run", c->name, (long long)a->warmup)) ||
+    if ((a->warmup && !mx__llm_peer_call(c->p, "%s %s %lld", a->decode ? "decode" : "run", c->name,
+                                         (long long)a->warmup)) ||
         (a->decode && !mx__llm_peer_call(c->p, "feed %s %s", c->name, in_dir)))
       return mx_cli_runtime_error(CMD, "ONNX Runtime, %s: %s", c->name, c->p->line);
     return MX_EXIT_OK;
@@ -110,15 +110,16 @@ static int run_timed_block(bench_ctx *c, int s, const mx_tensor *in, size_t n, u
 
 /* A session's counters per step: the difference of two mx_session_stats over `steps` steps. */
 static session_step per_step(const mx_session_stats *b, const mx_session_stats *after, double steps) {
-  return (session_step){.static_executes = (double)(after->static_executes - b->static_executes) / steps,
-                        .dynamic_launches = (double)(after->dynamic_launches - b->dynamic_launches) / steps,
-                        .kernels = (double)(after->kernels_run - b->kernels_run) / steps,
-                        .refreshed = (double)(after->refreshed_entries - b->refreshed_entries) / steps,
-                        .device_allocations = (double)(after->device_allocations - b->device_allocations) / steps,
-                        .static_us = (double)(after->static_ns - b->static_ns) / steps / 1e3,
-                        .dynamic_us = (double)(after->dynamic_ns - b->dynamic_ns) / steps / 1e3,
-                        .host_us = (double)(after->host_ns - b->host_ns) / steps / 1e3,
-                        .step_us = (double)(after->step_ns - b->step_ns) / steps / 1e3};
+  return (session_step){
+      .static_executes = (double)(after->static_executes - b->static_executes) / steps,
+      .dynamic_launches = (double)(after->dynamic_launches - b->dynamic_launches) / steps,
+      .kernels = (double)(after->kernels_run - b->kernels_run) / steps,
+      .refreshed = (double)(after->refreshed_entries - b->refreshed_entries) / steps,
+      .device_allocations = (double)(after->device_allocations - b->device_allocations) / steps,
+      .static_us = (double)(after->static_ns - b->static_ns) / steps / 1e3,
+      .dynamic_us = (double)(after->dynamic_ns - b->dynamic_ns) / steps / 1e3,
+      .host_us = (double)(after->host_ns - b->host_ns) / steps / 1e3,
+      .step_us = (double)(after->step_ns - b->step_ns) / steps / 1e3};
 }
 
 /* Measures one past length of one configuration: inputs, the correctness check, the warm-up,
@@ -141,7 +142,8 @@ static int measure_point(bench_ctx *c, const mx_llama_config *cfg, point *pt) {
   char in_dir[1200];
   snprintf(in_dir, sizeof in_dir, "%s/%s-%lld-in", c->dir, c->name, (long long)pt->past);
   if (c->ort) {
-    if (mx__llm_write_inputs(c->sessions[0] ? c->sessions[0] : c->sessions[1], in_dir, in, n, &err) != MX_OK) {
+    if (mx__llm_write_inputs(c->sessions[0] ? c->sessions[0] : c->sessions[1], in_dir, in, n, &err) !=
+        MX_OK) {
       rc = mx_cli_runtime_error(CMD, "%s", err.message);
       goto free_device;
     }
@@ -240,8 +242,14 @@ int mx__llm_measure_config(const llm_args *a, peer *p, mx_device *dev, const cha
   mx_cli_llm_size(config_names[which], &cr->cfg);
   cr->cfg.max_pos = mx__llm_rotary_rows(a, cr->cfg.max_pos);
   cr->run = true;
-  bench_ctx c = {.a = a, .p = p, .dir = dir, .dev = dev, .name = config_names[which],
-                 .ort = a->systems[SYS_ORT] && p->pid > 0, .device_io = a->device_io, .cfg = &cr->cfg};
+  bench_ctx c = {.a = a,
+                 .p = p,
+                 .dir = dir,
+                 .dev = dev,
+                 .name = config_names[which],
+                 .ort = a->systems[SYS_ORT] && p->pid > 0,
+                 .device_io = a->device_io,
+                 .cfg = &cr->cfg};
   char path[1100];
   snprintf(path, sizeof path, "%s/%s.onnx", dir, c.name);
   mx_error err;
@@ -253,9 +261,11 @@ int mx__llm_measure_config(const llm_args *a, peer *p, mx_device *dev, const cha
   mx_device_memory_stats mem0, mem1;
   mx_device_memory_stats_get(dev, &mem0);
   const int64_t hybrid_min_ops = MX_PARTITION_DEFAULT_STATIC_MIN_OPS, all_dynamic = -1;
-  if (a->systems[SYS_HYBRID] && !(c.sessions[0] = mx__llm_open_session(a, dev, hybrid_min_ops, false, path, &rc)))
+  if (a->systems[SYS_HYBRID] &&
+      !(c.sessions[0] = mx__llm_open_session(a, dev, hybrid_min_ops, false, path, &rc)))
     goto close;
-  if (a->systems[SYS_DYNAMIC] && !(c.sessions[1] = mx__llm_open_session(a, dev, all_dynamic, false, path, &rc)))
+  if (a->systems[SYS_DYNAMIC] &&
+      !(c.sessions[1] = mx__llm_open_session(a, dev, all_dynamic, false, path, &rc)))
     goto close;
   if (a->systems[SYS_CONTROL] &&
       !(c.sessions[SYS_CONTROL] = mx__llm_open_session(a, dev, hybrid_min_ops, true, path, &rc)))

@@ -4,103 +4,104 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/llm/llm_impl.h"
 #include "bench/llm/llm.h"
+#include "bench/llm/llm_impl.h"
 #include "tools/bench.h"
 #include "tools/cli.h"
 
 void mx_bench_llm_help(FILE *out) {
-  fprintf(out,
-          "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--min-time S]\n"
-          "                       [--steps N] [--warmup N] [--block-warmup N]\n"
-          "                       [--systems hybrid,dynamic,reference,ort,control] [--no-ort] [--skip-kernels]\n"
-          "                       [--no-huge-pages] [--no-state] [--processes N]\n"
-          "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
-          "                       [--streams N] [--executor E]\n"
-          "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n"
-          "                       [--table FILE]\n\n"
-          "llm: decode-step latency of the Llama-style decode model at each past length, for mixrt\n"
-          "  hybrid, mixrt all-dynamic (static_min_ops -1), the mixrt reference interpreter and ONNX\n"
-          "  Runtime (CPU, intra-op 1 thread, inter-op 1 thread, sequential), all on the same ONNX file\n"
-          "  and the same inputs, run in interleaved rounds. Prints JSON: median / p10 / p90 per\n"
-          "  system, the ratio hybrid / ONNX Runtime, the rounds in which the hybrid's block was\n"
-          "  faster than each other system's block of the same round (with a sign test), the largest\n"
-          "  differences of logits and present tensors to ONNX Runtime's, whether hybrid and\n"
-          "  all-dynamic equal the reference bit for bit, and the ONNX Runtime binding's own per-call\n"
-          "  cost (an Identity model).\n"
-          "  tiny: 2 layers, hidden 64, 4 heads (2 key/value heads), ffn 172, vocab 128;\n"
-          "  small: 4 layers, hidden 256, 4 heads of 64 (4 key/value heads), ffn 688, vocab 1000.\n\n"
-          "options:\n"
-          "  --configs LIST     tiny, small or both (default tiny,small)\n"
-          "  --past LIST        KV-cache lengths, up to 8 (default 16,128,512); past 2047 the models'\n"
-          "                     rotary tables get the rows they need (x2 steps, up to 16384)\n"
-          "  --rounds N         timed rounds, at least (default 20)\n"
-          "  --min-time S       fixed mode: after those rounds, more rounds until the point has taken\n"
-          "                     S seconds, to a whole cycle of orders (default 3; 0: exactly --rounds).\n"
-          "                     A shared host has slow spells of a fraction of a second: a point\n"
-          "                     much shorter than that is measured wholly inside or outside one;\n"
-          "                     and small's points need some 60 rounds for their ratios to settle.\n"
-          "                     Decode mode runs exactly --rounds (its past lengths must be known).\n"
-          "  --steps N          steps per system per round (default 20)\n"
-          "  --warmup N         untimed steps per system before each past length (default 200: ONNX\n"
-          "                     Runtime's Node path takes a few hundred calls to reach its speed)\n"
-          "  --block-warmup N   untimed steps at the start of every block (default 5): the system that\n"
-          "                     ran before has taken the caches, and a decode loop that runs alone\n"
-          "                     does not pay for that on every step\n"
-          "  --systems LIST     which systems run: hybrid, dynamic, reference, ort (the default), and\n"
-          "                     control: a second hybrid session, identical to the first, run in\n"
-          "                     the same rounds. Its ratio_hybrid_control is what the machine\n"
-          "                     alone moves a ratio by (where each session's memory landed, the\n"
-          "                     order of the blocks): a hybrid / dynamic ratio that differs from 1\n"
-          "                     by less than hybrid / control does is not shown\n"
-          "  --no-ort           skip ONNX Runtime (its figures are null, with the reason)\n"
-          "  --skip-kernels     the device runs no kernel and no static-model task (launches, argument\n"
-          "                     copies, stream order, events and copies as usual): the times are what\n"
-          "                     mixrt itself spends per step. Only hybrid and dynamic run (nothing is\n"
-          "                     computed, so nothing is compared); not with --mode decode\n"
-          "  --no-state         mixrt sessions run by mx_session_run, the caller feeding the pasts and\n"
-          "                     taking the presents each step. By default they run a binding with the\n"
-          "                     KV cache as session state (include/mixrt/binding.h): loaded from the\n"
-          "                     point's pasts, kept on the device; fixed mode rolls it back after each\n"
-          "                     step (a buffer swap), decode mode lets it grow\n"
-          "  --no-huge-pages    mixrt's device memory in 4 KiB pages only (by default its blocks of\n"
-          "                     1.5 MiB and more, the weights above all, get 2 MiB huge pages)\n"
-          "  --processes N      run the whole measurement in N fresh processes, one after another\n"
-          "                     (default 1; up to 100), and sum them up: each process's JSON under\n"
-          "                     \"runs\"; per point, every process's ratios, their median and the rounds\n"
-          "                     compared pooled (\"across_processes\"); the targets take the median over\n"
-          "                     processes. Where a process's memory lands on a shared host moves a\n"
-          "                     memory-bound step by several percent, once per process: rounds cannot\n"
-          "                     even that out, more processes can. With --table, each figure of the\n"
-          "                     table is its median over the processes\n"
-          "  --results FILE     write this process's figures to FILE (binary; what each process of\n"
-          "                     --processes does)\n"
-          "  --mode fixed       every timed step runs on the same inputs (default)\n"
-          "  --mode decode      every system decodes greedily from the point's inputs, its presents\n"
-          "                     becoming its pasts, so no two timed steps have the same shapes: the\n"
-          "                     past length grows by one per step over the rounds (the JSON gives the\n"
-          "                     range; give fewer rounds and steps, e.g. --rounds 5 --steps 10); the\n"
-          "                     warm-up decodes too, then every system starts again from the inputs\n"
-          "  --io device        mixrt sessions read inputs from and write outputs into device buffers\n"
-          "                     prepared before the timed call, zero copy (default)\n"
-          "  --io host          host inputs; outputs allocated by the session as host tensors\n"
-          "  --device D         mixrt device: inline (default: on one stream the work runs in the\n"
-          "                     calling thread, measured faster than a worker thread on 2 cores) or cpu\n"
-          "  --streams N        mixrt streams (default 1)\n"
-          "  --executor E       sequential (default), topological or multi-thread\n"
-          "  --node PATH        the Node.js program (default: node, found in PATH)\n"
-          "  --peers DIR        the folder holding ort_runner.js and node_modules (default:\n"
-          "                     $MIXRT_PEERS_DIR when set, else bench/peers of the source tree)\n"
-          "  --work-dir DIR     write the ONNX and .npy files there and keep them (default: a temporary\n"
-          "                     folder, removed at the end)\n"
-          "  --identity-runs N  calls timed on the Identity model (default 2000)\n"
-          "  --table FILE       also write the latencies as a gnuplot data file: one block per\n"
-          "                     configuration (index 0 tiny, 1 small, as run), a row per past length:\n"
-          "                     past, then median, p10, p90 of hybrid, dynamic, reference, ort in us\n"
-          "                     (? when not measured); bench/plot/llm_latency.gp plots it\n\n"
-          "ONNX Runtime comes from the npm package onnxruntime-node: `make bench-deps` installs it.\n"
-          "exit codes: 0 measured, 1 runtime error (a system failed or gave outputs of another shape),\n"
-          "2 usage error\n");
+  fprintf(
+      out,
+      "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--min-time S]\n"
+      "                       [--steps N] [--warmup N] [--block-warmup N]\n"
+      "                       [--systems hybrid,dynamic,reference,ort,control] [--no-ort] [--skip-kernels]\n"
+      "                       [--no-huge-pages] [--no-state] [--processes N]\n"
+      "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
+      "                       [--streams N] [--executor E]\n"
+      "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n"
+      "                       [--table FILE]\n\n"
+      "llm: decode-step latency of the Llama-style decode model at each past length, for mixrt\n"
+      "  hybrid, mixrt all-dynamic (static_min_ops -1), the mixrt reference interpreter and ONNX\n"
+      "  Runtime (CPU, intra-op 1 thread, inter-op 1 thread, sequential), all on the same ONNX file\n"
+      "  and the same inputs, run in interleaved rounds. Prints JSON: median / p10 / p90 per\n"
+      "  system, the ratio hybrid / ONNX Runtime, the rounds in which the hybrid's block was\n"
+      "  faster than each other system's block of the same round (with a sign test), the largest\n"
+      "  differences of logits and present tensors to ONNX Runtime's, whether hybrid and\n"
+      "  all-dynamic equal the reference bit for bit, and the ONNX Runtime binding's own per-call\n"
+      "  cost (an Identity model).\n"
+      "  tiny: 2 layers, hidden 64, 4 heads (2 key/value heads), ffn 172, vocab 128;\n"
+      "  small: 4 layers, hidden 256, 4 heads of 64 (4 key/value heads), ffn 688, vocab 1000.\n\n"
+      "options:\n"
+      "  --configs LIST     tiny, small or both (default tiny,small)\n"
+      "  --past LIST        KV-cache lengths, up to 8 (default 16,128,512); past 2047 the models'\n"
+      "                     rotary tables get the rows they need (x2 steps, up to 16384)\n"
+      "  --rounds N         timed rounds, at least (default 20)\n"
+      "  --min-time S       fixed mode: after those rounds, more rounds until the point has taken\n"
+      "                     S seconds, to a whole cycle of orders (default 3; 0: exactly --rounds).\n"
+      "                     A shared host has slow spells of a fraction of a second: a point\n"
+      "                     much shorter than that is measured wholly inside or outside one;\n"
+      "                     and small's points need some 60 rounds for their ratios to settle.\n"
+      "                     Decode mode runs exactly --rounds (its past lengths must be known).\n"
+      "  --steps N          steps per system per round (default 20)\n"
+      "  --warmup N         untimed steps per system before each past length (default 200: ONNX\n"
+      "                     Runtime's Node path takes a few hundred calls to reach its speed)\n"
+      "  --block-warmup N   untimed steps at the start of every block (default 5): the system that\n"
+      "                     ran before has taken the caches, and a decode loop that runs alone\n"
+      "                     does not pay for that on every step\n"
+      "  --systems LIST     which systems run: hybrid, dynamic, reference, ort (the default), and\n"
+      "                     control: a second hybrid session, identical to the first, run in\n"
+      "                     the same rounds. Its ratio_hybrid_control is what the machine\n"
+      "                     alone moves a ratio by (where each session's memory landed, the\n"
+      "                     order of the blocks): a hybrid / dynamic ratio that differs from 1\n"
+      "                     by less than hybrid / control does is not shown\n"
+      "  --no-ort           skip ONNX Runtime (its figures are null, with the reason)\n"
+      "  --skip-kernels     the device runs no kernel and no static-model task (launches, argument\n"
+      "                     copies, stream order, events and copies as usual): the times are what\n"
+      "                     mixrt itself spends per step. Only hybrid and dynamic run (nothing is\n"
+      "                     computed, so nothing is compared); not with --mode decode\n"
+      "  --no-state         mixrt sessions run by mx_session_run, the caller feeding the pasts and\n"
+      "                     taking the presents each step. By default they run a binding with the\n"
+      "                     KV cache as session state (include/mixrt/binding.h): loaded from the\n"
+      "                     point's pasts, kept on the device; fixed mode rolls it back after each\n"
+      "                     step (a buffer swap), decode mode lets it grow\n"
+      "  --no-huge-pages    mixrt's device memory in 4 KiB pages only (by default its blocks of\n"
+      "                     1.5 MiB and more, the weights above all, get 2 MiB huge pages)\n"
+      "  --processes N      run the whole measurement in N fresh processes, one after another\n"
+      "                     (default 1; up to 100), and sum them up: each process's JSON under\n"
+      "                     \"runs\"; per point, every process's ratios, their median and the rounds\n"
+      "                     compared pooled (\"across_processes\"); the targets take the median over\n"
+      "                     processes. Where a process's memory lands on a shared host moves a\n"
+      "                     memory-bound step by several percent, once per process: rounds cannot\n"
+      "                     even that out, more processes can. With --table, each figure of the\n"
+      "                     table is its median over the processes\n"
+      "  --results FILE     write this process's figures to FILE (binary; what each process of\n"
+      "                     --processes does)\n"
+      "  --mode fixed       every timed step runs on the same inputs (default)\n"
+      "  --mode decode      every system decodes greedily from the point's inputs, its presents\n"
+      "                     becoming its pasts, so no two timed steps have the same shapes: the\n"
+      "                     past length grows by one per step over the rounds (the JSON gives the\n"
+      "                     range; give fewer rounds and steps, e.g. --rounds 5 --steps 10); the\n"
+      "                     warm-up decodes too, then every system starts again from the inputs\n"
+      "  --io device        mixrt sessions read inputs from and write outputs into device buffers\n"
+      "                     prepared before the timed call, zero copy (default)\n"
+      "  --io host          host inputs; outputs allocated by the session as host tensors\n"
+      "  --device D         mixrt device: inline (default: on one stream the work runs in the\n"
+      "                     calling thread, measured faster than a worker thread on 2 cores) or cpu\n"
+      "  --streams N        mixrt streams (default 1)\n"
+      "  --executor E       sequential (default), topological or multi-thread\n"
+      "  --node PATH        the Node.js program (default: node, found in PATH)\n"
+      "  --peers DIR        the folder holding ort_runner.js and node_modules (default:\n"
+      "                     $MIXRT_PEERS_DIR when set, else bench/peers of the source tree)\n"
+      "  --work-dir DIR     write the ONNX and .npy files there and keep them (default: a temporary\n"
+      "                     folder, removed at the end)\n"
+      "  --identity-runs N  calls timed on the Identity model (default 2000)\n"
+      "  --table FILE       also write the latencies as a gnuplot data file: one block per\n"
+      "                     configuration (index 0 tiny, 1 small, as run), a row per past length:\n"
+      "                     past, then median, p10, p90 of hybrid, dynamic, reference, ort in us\n"
+      "                     (? when not measured); bench/plot/llm_latency.gp plots it\n\n"
+      "ONNX Runtime comes from the npm package onnxruntime-node: `make bench-deps` installs it.\n"
+      "exit codes: 0 measured, 1 runtime error (a system failed or gave outputs of another shape),\n"
+      "2 usage error\n");
 }
 
 /* Parses a comma-separated list of positive numbers into v[0..cap). */
@@ -135,7 +136,8 @@ static void set_defaults(llm_args *a) {
   memset(a, 0, sizeof *a);
   a->configs[0] = a->configs[1] = true;
   a->past[0] = 16, a->past[1] = 128, a->past[2] = 512, a->n_past = 3;
-  a->rounds = 20, a->min_time = 3.0, a->steps = 20, a->warmup = 200, a->block_warmup = 5, a->identity_runs = 2000;
+  a->rounds = 20, a->min_time = 3.0, a->steps = 20, a->warmup = 200, a->block_warmup = 5,
+  a->identity_runs = 2000;
   a->processes = 1;
   for (int s = 0; s < SYS_COUNT; s++) a->systems[s] = s != SYS_CONTROL;
   a->device = MX_DEVICE_INLINE;
@@ -167,8 +169,8 @@ static int parse_value(const char *arg, const char *v, llm_args *a, bool *system
   } else if (strcmp(arg, "--systems") == 0) {
     *systems_given = true;
     if (!parse_names(v, sys_names, SYS_COUNT, a->systems))
-      return mx_cli_usage_error(CMD, "--systems takes hybrid, dynamic, reference, ort, control separated by commas, not '%s'",
-                                v);
+      return mx_cli_usage_error(
+          CMD, "--systems takes hybrid, dynamic, reference, ort, control separated by commas, not '%s'", v);
   } else if (strcmp(arg, "--rounds") == 0) {
     a->rounds = x;
   } else if (strcmp(arg, "--min-time") == 0) {
@@ -190,7 +192,8 @@ static int parse_value(const char *arg, const char *v, llm_args *a, bool *system
     if (x > 64) return mx_cli_usage_error(CMD, "--streams must be 1..64");
     a->streams = x;
   } else if (strcmp(arg, "--device") == 0) {
-    if (!mx_cli_parse_device(v, &a->device)) return mx_cli_usage_error(CMD, "unknown device '%s' (cpu or inline)", v);
+    if (!mx_cli_parse_device(v, &a->device))
+      return mx_cli_usage_error(CMD, "unknown device '%s' (cpu or inline)", v);
   } else if (strcmp(arg, "--executor") == 0) {
     if (!mx_cli_parse_executor(v, &a->executor))
       return mx_cli_usage_error(CMD, "unknown executor '%s' (sequential, topological or multi-thread)", v);
@@ -239,11 +242,13 @@ static int check_choices(llm_args *a, bool systems_given) {
       if (!systems_given)
         a->systems[SYS_REFERENCE] = a->systems[SYS_ORT] = false;
       else
-        return mx_cli_usage_error(CMD, "--skip-kernels measures mixrt's own cost: --systems may name only hybrid, "
-                                       "dynamic and control");
+        return mx_cli_usage_error(CMD,
+                                  "--skip-kernels measures mixrt's own cost: --systems may name only hybrid, "
+                                  "dynamic and control");
     }
     if (a->decode)
-      return mx_cli_usage_error(CMD, "--skip-kernels runs no kernel: --mode decode has no values to feed back");
+      return mx_cli_usage_error(CMD,
+                                "--skip-kernels runs no kernel: --mode decode has no values to feed back");
   }
   if (a->processes > 1 && a->results)
     return mx_cli_usage_error(CMD, "--results is what each process of --processes writes: not both");
@@ -288,10 +293,11 @@ int mx__llm_parse_args(int argc, char **argv, llm_args *a) {
       a->no_state = true;
       continue;
     }
-    static const char *const valued[] = {"--configs",  "--past",     "--rounds",        "--min-time", "--steps",
-                                         "--warmup",   "--block-warmup", "--systems",   "--device",   "--streams",
-                                         "--executor", "--io",       "--mode",          "--node",     "--peers",
-                                         "--work-dir", "--identity-runs", "--table", "--processes", "--results"};
+    static const char *const valued[] = {"--configs",       "--past",    "--rounds",       "--min-time",
+                                         "--steps",         "--warmup",  "--block-warmup", "--systems",
+                                         "--device",        "--streams", "--executor",     "--io",
+                                         "--mode",          "--node",    "--peers",        "--work-dir",
+                                         "--identity-runs", "--table",   "--processes",    "--results"};
     size_t k = 0;
     while (k < sizeof valued / sizeof valued[0] && strcmp(arg, valued[k]) != 0) k++;
     if (k == sizeof valued / sizeof valued[0]) return mx_cli_usage_error(CMD, "unknown option '%s'", arg);
@@ -309,4 +315,3 @@ const char *mx__llm_no_ort_reason(const llm_args *a) {
   if (!a->systems[SYS_ORT]) return "ort is not among --systems";
   return NULL;
 }
-

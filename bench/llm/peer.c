@@ -18,7 +18,8 @@ bool mx__llm_peer_call(peer *p, const char *fmt, ...) {
   va_start(ap, fmt);
   int w = vfprintf(p->to, fmt, ap);
   va_end(ap);
-  if (w < 0 || fputc('\n', p->to) == EOF || fflush(p->to) != 0 || getline(&p->line, &p->line_cap, p->from) < 0) {
+  if (w < 0 || fputc('\n', p->to) == EOF || fflush(p->to) != 0 ||
+      getline(&p->line, &p->line_cap, p->from) < 0) {
     free(p->line);
     p->line = strdup("err the ONNX Runtime process stopped answering");
     p->line_cap = p->line ? strlen(p->line) + 1 : 0;
@@ -55,9 +56,12 @@ void mx__llm_peer_stop(peer *p) {
  * records its path). */
 static void peers_dir(const llm_args *a, char *buf, size_t cap) {
   const char *env = getenv("MIXRT_PEERS_DIR");
-  if (a->peers_dir) snprintf(buf, cap, "%s", a->peers_dir);
-  else if (env && *env) snprintf(buf, cap, "%s", env);
-  else snprintf(buf, cap, "%s", MIXRT_PEERS_DIR_DEFAULT);
+  if (a->peers_dir)
+    snprintf(buf, cap, "%s", a->peers_dir);
+  else if (env && *env)
+    snprintf(buf, cap, "%s", env);
+  else
+    snprintf(buf, cap, "%s", MIXRT_PEERS_DIR_DEFAULT);
 }
 
 void mx__llm_peer_start(const llm_args *a, peer *p) {
@@ -71,7 +75,8 @@ void mx__llm_peer_start(const llm_args *a, peer *p) {
     return;
   }
   if (access(modules, R_OK) != 0) {
-    snprintf(p->reason, sizeof p->reason, "onnxruntime-node is not installed in %s (run make bench-deps)", dir);
+    snprintf(p->reason, sizeof p->reason, "onnxruntime-node is not installed in %s (run make bench-deps)",
+             dir);
     return;
   }
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
@@ -110,10 +115,12 @@ void mx__llm_peer_start(const llm_args *a, peer *p) {
     if (p->line && got < 0) p->line[0] = '\0'; /* nothing was read: the buffer holds no string */
     if (p->line) p->line[strcspn(p->line, "\r\n")] = '\0';
     snprintf(p->reason, sizeof p->reason, "%s did not start the ONNX Runtime peer%s%s", a->node,
-             p->line && *p->line ? ": " : " (is Node.js installed? run make bench-deps)", p->line ? p->line : "");
+             p->line && *p->line ? ": " : " (is Node.js installed? run make bench-deps)",
+             p->line ? p->line : "");
     goto fail;
   }
-  if (sscanf(p->line + 6, "%63s %63s", p->version, p->node_version) != 2) snprintf(p->version, sizeof p->version, "?");
+  if (sscanf(p->line + 6, "%63s %63s", p->version, p->node_version) != 2)
+    snprintf(p->version, sizeof p->version, "?");
   return;
 fail:
   /* Raw pipe ends first, so a started child sees end-of-file and exits before it is waited for. */

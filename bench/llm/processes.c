@@ -27,7 +27,8 @@
 
 /* Runs process `index`: this executable with the user's options (without --processes) and
  * --results, its stdout into `json_path`. */
-static int run_one(const char *exe, int argc, char **argv, int index, const char *json_path, const char *bin_path) {
+static int run_one(const char *exe, int argc, char **argv, int index, const char *json_path,
+                   const char *bin_path) {
   char **cargv = calloc((size_t)argc + 6, sizeof *cargv);
   if (!cargv) return mx_cli_runtime_error(CMD, "out of memory");
   int n = 0;
@@ -83,11 +84,14 @@ static int load_one(process_run *pr, int index, const char *json_path, const cha
             size == sizeof h + sizeof pr->res;
   if (ok) {
     memcpy(&h, bin, sizeof h);
-    ok = memcmp(h.magic, "MXBLLM1", 8) == 0 && h.result_size == sizeof(config_result) && h.n_configs == N_CONFIGS;
+    ok = memcmp(h.magic, "MXBLLM1", 8) == 0 && h.result_size == sizeof(config_result) &&
+         h.n_configs == N_CONFIGS;
   }
   if (ok) memcpy(pr->res, bin + sizeof h, sizeof pr->res);
   free(bin);
-  if (!ok) return mx_cli_runtime_error(CMD, "process %d: its figures in %s are missing or malformed", index + 1, bin_path);
+  if (!ok)
+    return mx_cli_runtime_error(CMD, "process %d: its figures in %s are missing or malformed", index + 1,
+                                bin_path);
   if (mx__read_file(json_path, MAX_PROCESS_FILE, &json, &size, &err) != MX_OK)
     return mx_cli_runtime_error(CMD, "process %d: %s", index + 1, err.message);
   pr->json = (char *)json; /* NUL-terminated */
@@ -102,17 +106,20 @@ int mx__llm_write_results(const llm_args *a, const config_result *res) {
   if (!f) return mx_cli_runtime_error(CMD, "cannot write %s: %s", a->results, strerror(errno));
   llm_results_header h = {.magic = "MXBLLM1", .result_size = sizeof *res, .n_configs = N_CONFIGS};
   bool ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(res, sizeof *res, N_CONFIGS, f) == N_CONFIGS;
-  if (fclose(f) != 0 || !ok) return mx_cli_runtime_error(CMD, "cannot write %s: %s", a->results, strerror(errno));
+  if (fclose(f) != 0 || !ok)
+    return mx_cli_runtime_error(CMD, "cannot write %s: %s", a->results, strerror(errno));
   return MX_EXIT_OK;
 }
 
 int mx__llm_processes(const llm_args *a, int argc, char **argv) {
   char exe[4096];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len <= 0) return mx_cli_runtime_error(CMD, "cannot find this program (/proc/self/exe): %s", strerror(errno));
+  if (len <= 0)
+    return mx_cli_runtime_error(CMD, "cannot find this program (/proc/self/exe): %s", strerror(errno));
   exe[len] = '\0';
   char dir[] = "/tmp/mixrt-bench-processes-XXXXXX";
-  if (!mkdtemp(dir)) return mx_cli_runtime_error(CMD, "cannot create a temporary folder: %s", strerror(errno));
+  if (!mkdtemp(dir))
+    return mx_cli_runtime_error(CMD, "cannot create a temporary folder: %s", strerror(errno));
   const int n = (int)a->processes;
   process_run *runs = calloc((size_t)n, sizeof *runs);
   double *scratch = malloc((size_t)n * 2 * sizeof *scratch); /* two lists of n */

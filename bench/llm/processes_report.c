@@ -80,20 +80,22 @@ static void json_pooled_rounds(const process_run *runs, int n, int c, size_t k, 
     printf("null");
     return;
   }
-  printf("{\"hybrid_faster\": %lld, \"rounds\": %lld, \"sign_test_p\": ", (long long)faster, (long long)rounds);
+  printf("{\"hybrid_faster\": %lld, \"rounds\": %lld, \"sign_test_p\": ", (long long)faster,
+         (long long)rounds);
   mx__llm_json_num(mx__llm_sign_test(faster, rounds));
   printf("}");
 }
 
 /* Per configuration and system: the target figure, the worst point's median over processes
  * (a ratio to `other`), and the worst single process at any point. */
-static void ratio_figures(const llm_args *a, const process_run *runs, int n, int c, int other, double *scratch,
-                          double *worst_median, double *worst_process) {
+static void ratio_figures(const llm_args *a, const process_run *runs, int n, int c, int other,
+                          double *scratch, double *worst_median, double *worst_process) {
   *worst_median = *worst_process = NAN;
   for (size_t k = 0; k < a->n_past; k++) {
     ratios(runs, n, c, k, other, scratch);
     for (int i = 0; i < n; i++)
-      if (isfinite(scratch[i]) && (isnan(*worst_process) || scratch[i] > *worst_process)) *worst_process = scratch[i];
+      if (isfinite(scratch[i]) && (isnan(*worst_process) || scratch[i] > *worst_process))
+        *worst_process = scratch[i];
     double med = mx__llm_median(scratch, (size_t)n);
     if (isfinite(med) && (isnan(*worst_median) || med > *worst_median)) *worst_median = med;
   }
@@ -151,8 +153,10 @@ static int same_in_every_process(const process_run *runs, int n, int c, size_t k
   int same = 1;
   for (int i = 0; i < n; i++) {
     const int *v = runs[i].res[c].points[k].same_as_ref;
-    if (v[0] < 0 || v[1] < 0) same = -1;
-    else if (same == 1 && !(v[0] && v[1])) same = 0;
+    if (v[0] < 0 || v[1] < 0)
+      same = -1;
+    else if (same == 1 && !(v[0] && v[1]))
+      same = 0;
   }
   return same;
 }
@@ -178,16 +182,18 @@ static void json_across_point(const process_run *runs, int n, int c, size_t k, d
   printf("}");
   json_against_control(runs, n, c, k, scratch);
   const int same = same_in_every_process(runs, n, c, k);
-  printf(",\n     \"hybrid_and_dynamic_equal_reference_in_every_process\": %s}",
-         same < 0 ? "null" : same ? "true" : "false");
+  printf(",\n     \"hybrid_and_dynamic_equal_reference_in_every_process\": %s}", same < 0 ? "null"
+                                                                                 : same   ? "true"
+                                                                                          : "false");
 }
 
 /* "across_processes": per configuration and point, the figures over the processes. */
 static void json_across_processes(const llm_args *a, const process_run *runs, int n, double *scratch) {
-  printf(",\n \"across_processes\": {\"statistic\": \"per point, each process's ratio of the hybrid's median to "
-         "the other system's; the targets take the median of those over the processes (at the worst point): a "
-         "process's memory placement on a shared host moves its ratio by several percent either way, which "
-         "rounds within one process cannot even out\",\n  \"configs\": [");
+  printf(
+      ",\n \"across_processes\": {\"statistic\": \"per point, each process's ratio of the hybrid's median to "
+      "the other system's; the targets take the median of those over the processes (at the worst point): a "
+      "process's memory placement on a shared host moves its ratio by several percent either way, which "
+      "rounds within one process cannot even out\",\n  \"configs\": [");
   bool first_cfg = true;
   for (int c = 0; c < N_CONFIGS; c++) {
     if (!runs[0].res[c].run) continue;
@@ -220,7 +226,8 @@ static void json_summary_targets(const llm_args *a, const process_run *runs, int
     snprintf(name, sizeof name, "%s: hybrid / dynamic < 1 (median over processes%s)", config_names[c],
              a->skip_kernels ? "; kernels skipped: mixrt's own cost" : "");
     mx__llm_json_target(&first, name, med, 1.0, why_dyn, one);
-    snprintf(name, sizeof name, "%s: logits relative difference to ort <= 1e-4 (every process)", config_names[c]);
+    snprintf(name, sizeof name, "%s: logits relative difference to ort <= 1e-4 (every process)",
+             config_names[c]);
     mx__llm_json_target(&first, name, worst_logits(a, runs, n, c), 1e-4, why_ort, NAN);
   }
   printf("\n ]");
@@ -247,8 +254,8 @@ static void json_beyond_control(const llm_args *a, const process_run *runs, int 
       if (!isnan(p) && lower && p < 0.05) shown++;
       if (!isnan(p) && (isnan(worst_p) || (lower ? p : 1.0) > worst_p)) worst_p = lower ? p : 1.0;
     }
-    printf("%s\n    {\"config\": \"%s\", \"points_shown\": %d, \"points\": %zu, \"worst_p\": ", first_c ? "" : ",",
-           config_names[c], shown, a->n_past);
+    printf("%s\n    {\"config\": \"%s\", \"points_shown\": %d, \"points\": %zu, \"worst_p\": ",
+           first_c ? "" : ",", config_names[c], shown, a->n_past);
     mx__llm_json_num(worst_p);
     printf("}");
     first_c = false;
@@ -256,7 +263,8 @@ static void json_beyond_control(const llm_args *a, const process_run *runs, int 
   printf("\n ]");
 }
 
-void mx__llm_print_summary(const llm_args *a, int argc, char **argv, const process_run *runs, int n, double *scratch) {
+void mx__llm_print_summary(const llm_args *a, int argc, char **argv, const process_run *runs, int n,
+                           double *scratch) {
   mx__llm_json_head(argc, argv);
   json_runs(runs, n);
   json_across_processes(a, runs, n, scratch);

@@ -14,8 +14,10 @@
 #include "tools/sysmem.h"
 
 void mx__llm_json_num(double v) {
-  if (isfinite(v)) printf("%.6g", v);
-  else printf("null");
+  if (isfinite(v))
+    printf("%.6g", v);
+  else
+    printf("null");
 }
 
 static void json_timing(const timing *t) {
@@ -49,8 +51,10 @@ static void json_diff(const diff *d) {
 }
 
 static void json_ratio(const timing *x, const timing *y) {
-  if (x->have && y->have && y->median > 0) mx__llm_json_num(x->median / y->median);
-  else printf("null");
+  if (x->have && y->have && y->median > 0)
+    mx__llm_json_num(x->median / y->median);
+  else
+    printf("null");
 }
 
 static void json_same(int v) { printf("%s", v < 0 ? "null" : v ? "true" : "false"); }
@@ -89,7 +93,7 @@ void mx__llm_json_head(int argc, char **argv) {
 }
 
 void mx__llm_json_target(bool *first, const char *name, double value, double limit, const char *missing,
-                            double worst_single_process) {
+                         double worst_single_process) {
   printf("%s\n    {\"target\": ", *first ? "" : ",");
   mx__json_string(stdout, name);
   printf(", \"limit\": ");
@@ -139,52 +143,62 @@ static void json_machine(double load) {
 
 /* "mixrt": the device, executor and I/O the sessions ran with. */
 static void json_mixrt(const llm_args *a) {
-  printf(",\n \"mixrt\": {\"device\": \"%s\", \"streams\": %lld, \"executor\": \"%s\", "
-         "\"hybrid_static_min_ops\": %d, \"dynamic_static_min_ops\": -1, \"huge_pages\": %s, \"io\": \"%s\", "
-         "\"io_means\": \"%s\", \"state\": %s, \"state_means\": \"%s\"}",
-         mx_cli_device_name(a->device), (long long)a->streams, mx_cli_executor_name(a->executor),
-         MX_PARTITION_DEFAULT_STATIC_MIN_OPS, a->no_huge_pages ? "false" : "true", a->device_io ? "device" : "host",
-         a->device_io ? "inputs uploaded to device buffers before timing; outputs written into device buffers "
-                        "of the step's shapes allocated before timing (zero copy)"
-                      : "host input tensors; outputs allocated by the session as host tensors, released after "
-                        "the timed call",
-         a->no_state ? "false" : "true",
-         a->no_state ? "--no-state: every step by mx_session_run, the pasts fed and the presents taken as above"
-                     : "the KV cache as session state through a binding (include/mixrt/binding.h): pasts loaded "
-                       "once, kept on the device, the presents written into the state's other buffer; fixed "
-                       "mode swaps back to the loaded rows after each step; only the token id goes in and the "
-                       "logits come out (into the io above)");
+  printf(
+      ",\n \"mixrt\": {\"device\": \"%s\", \"streams\": %lld, \"executor\": \"%s\", "
+      "\"hybrid_static_min_ops\": %d, \"dynamic_static_min_ops\": -1, \"huge_pages\": %s, \"io\": \"%s\", "
+      "\"io_means\": \"%s\", \"state\": %s, \"state_means\": \"%s\"}",
+      mx_cli_device_name(a->device), (long long)a->streams, mx_cli_executor_name(a->executor),
+      MX_PARTITION_DEFAULT_STATIC_MIN_OPS, a->no_huge_pages ? "false" : "true",
+      a->device_io ? "device" : "host",
+      a->device_io ? "inputs uploaded to device buffers before timing; outputs written into device buffers "
+                     "of the step's shapes allocated before timing (zero copy)"
+                   : "host input tensors; outputs allocated by the session as host tensors, released after "
+                     "the timed call",
+      a->no_state ? "false" : "true",
+      a->no_state ? "--no-state: every step by mx_session_run, the pasts fed and the presents taken as above"
+                  : "the KV cache as session state through a binding (include/mixrt/binding.h): pasts loaded "
+                    "once, kept on the device, the presents written into the state's other buffer; fixed "
+                    "mode swaps back to the loaded rows after each step; only the token id goes in and the "
+                    "logits come out (into the io above)");
 }
 
 /* "method": how the samples were taken. */
 static void json_method(const llm_args *a) {
-  printf(",\n \"method\": {\"kernels\": \"%s\", ", a->skip_kernels ? "skipped: the device runs no kernel and no model "
-         "task (launches, argument copies, stream order and events as usual), so the times are what mixrt spends "
-         "around the kernels, and outputs are not computed" : "run");
-  printf("\"mode\": \"%s\", \"mode_means\": \"%s\", \"rounds\": %lld, \"steps_per_round\": %lld, "
-         "\"min_time_s\": %g, \"warmup\": %lld, \"block_warmup\": %lld, \"token\": %d, "
-         "\"past\": \"seeded random values in [-1, 1)\", \"order\": \"systems take turns by round, the orders "
-         "cycling through a Williams square: each system at each position, and right after each other system, "
-         "equally often; each block starts with block_warmup untimed steps\", "
-         "\"rounds_compared\": \"per round, the median of the hybrid's block against the other system's block of "
-         "that round\", "
-         "\"unit\": \"microseconds per step\", "
-         "\"relative_difference\": \"largest |x - ort| / largest |ort| over the logits (or all present tensors)\"}",
-         a->decode ? "decode" : "fixed",
-         a->decode ? "each system decodes greedily from the point's inputs, feeding presents back as pasts; its "
-                     "state carries across rounds, so the past length grows by one per step (past_range); the "
-                     "warm-up decodes from the same inputs, then the state restarts from them"
-                   : "every step runs on the same inputs of the point's past length",
-         (long long)a->rounds, (long long)a->steps, a->decode ? 0.0 : a->min_time, (long long)a->warmup,
-         (long long)a->block_warmup, TOKEN);
+  printf(",\n \"method\": {\"kernels\": \"%s\", ",
+         a->skip_kernels ? "skipped: the device runs no kernel and no model "
+                           "task (launches, argument copies, stream order and events as usual), so the times "
+                           "are what mixrt spends "
+                           "around the kernels, and outputs are not computed"
+                         : "run");
+  printf(
+      "\"mode\": \"%s\", \"mode_means\": \"%s\", \"rounds\": %lld, \"steps_per_round\": %lld, "
+      "\"min_time_s\": %g, \"warmup\": %lld, \"block_warmup\": %lld, \"token\": %d, "
+      "\"past\": \"seeded random values in [-1, 1)\", \"order\": \"systems take turns by round, the orders "
+      "cycling through a Williams square: each system at each position, and right after each other system, "
+      "equally often; each block starts with block_warmup untimed steps\", "
+      "\"rounds_compared\": \"per round, the median of the hybrid's block against the other system's block "
+      "of "
+      "that round\", "
+      "\"unit\": \"microseconds per step\", "
+      "\"relative_difference\": \"largest |x - ort| / largest |ort| over the logits (or all present "
+      "tensors)\"}",
+      a->decode ? "decode" : "fixed",
+      a->decode ? "each system decodes greedily from the point's inputs, feeding presents back as pasts; its "
+                  "state carries across rounds, so the past length grows by one per step (past_range); the "
+                  "warm-up decodes from the same inputs, then the state restarts from them"
+                : "every step runs on the same inputs of the point's past length",
+      (long long)a->rounds, (long long)a->steps, a->decode ? 0.0 : a->min_time, (long long)a->warmup,
+      (long long)a->block_warmup, TOKEN);
 }
 
 /* "ort": whether ONNX Runtime ran (or why not), its versions and session options. */
 static void json_ort(const peer *p) {
   bool ort_on = p->pid > 0;
   printf(",\n \"ort\": {\"available\": %s, \"reason\": ", ort_on ? "true" : "false");
-  if (ort_on) printf("null");
-  else mx__json_string(stdout, p->reason);
+  if (ort_on)
+    printf("null");
+  else
+    mx__json_string(stdout, p->reason);
   printf(", \"package\": ");
   if (ort_on) {
     char pkg[96];
@@ -194,11 +208,15 @@ static void json_ort(const peer *p) {
     printf("null");
   }
   printf(", \"node\": ");
-  if (ort_on) mx__json_string(stdout, p->node_version);
-  else printf("null");
-  printf(", \"session_options\": {\"execution_provider\": \"cpu\", \"intra_op_num_threads\": 1, "
-         "\"inter_op_num_threads\": 1, \"execution_mode\": \"sequential\", \"graph_optimization_level\": \"all\"}, "
-         "\"timed\": \"inside Node, around await session.run(feeds)\"}");
+  if (ort_on)
+    mx__json_string(stdout, p->node_version);
+  else
+    printf("null");
+  printf(
+      ", \"session_options\": {\"execution_provider\": \"cpu\", \"intra_op_num_threads\": 1, "
+      "\"inter_op_num_threads\": 1, \"execution_mode\": \"sequential\", \"graph_optimization_level\": "
+      "\"all\"}, "
+      "\"timed\": \"inside Node, around await session.run(feeds)\"}");
 }
 
 /* "identity_call_us": the per-call cost of the Identity model in both systems. */
@@ -285,11 +303,12 @@ static void json_per_step(const point *pt) {
     printf(",\n     \"%s_per_step\": ", sys_names[s]);
     if (pt->have_step[s]) {
       const session_step *h = &pt->step[s];
-      printf("{\"static_executes\": %.2f, \"dynamic_launches\": %.2f, \"exe_graph_kernels\": %.2f, "
-             "\"refreshed_entries\": %.2f, \"device_allocations\": %.3f, \"session_step_us\": %.2f, "
-             "\"static_us\": %.2f, \"dynamic_us\": %.2f, \"host_us\": %.2f}",
-             h->static_executes, h->dynamic_launches, h->kernels, h->refreshed, h->device_allocations,
-             h->step_us, h->static_us, h->dynamic_us, h->host_us);
+      printf(
+          "{\"static_executes\": %.2f, \"dynamic_launches\": %.2f, \"exe_graph_kernels\": %.2f, "
+          "\"refreshed_entries\": %.2f, \"device_allocations\": %.3f, \"session_step_us\": %.2f, "
+          "\"static_us\": %.2f, \"dynamic_us\": %.2f, \"host_us\": %.2f}",
+          h->static_executes, h->dynamic_launches, h->kernels, h->refreshed, h->device_allocations,
+          h->step_us, h->static_us, h->dynamic_us, h->host_us);
     } else {
       printf("null");
     }
@@ -311,14 +330,16 @@ static void json_point(const llm_args *a, const point *pt, size_t k, const timin
 }
 
 /* One entry of "results": configuration c, its sizes, and its points. */
-static void json_config(const llm_args *a, int c, const config_result *cr, bool first_cfg, const timing *id_ort) {
+static void json_config(const llm_args *a, int c, const config_result *cr, bool first_cfg,
+                        const timing *id_ort) {
   const mx_llama_config *g = &cr->cfg;
-  printf("%s\n  {\"config\": \"%s\", \"layers\": %lld, \"hidden\": %lld, \"heads\": %lld, \"kv_heads\": %lld, "
-         "\"head_dim\": %lld, \"ffn\": %lld, \"vocab\": %lld, \"nodes\": %zu, \"anon_huge_pages_kib\": %lld, "
-         "\"weight_blocks_shared_between_systems\": %llu, \"points\": [",
-         first_cfg ? "" : ",", config_names[c], (long long)g->layers, (long long)g->hidden, (long long)g->heads,
-         (long long)g->kv_heads, (long long)mx_cli_llm_head_dim(g), (long long)g->ffn, (long long)g->vocab, cr->nodes,
-         (long long)cr->huge_kib, (unsigned long long)cr->shared_hits);
+  printf(
+      "%s\n  {\"config\": \"%s\", \"layers\": %lld, \"hidden\": %lld, \"heads\": %lld, \"kv_heads\": %lld, "
+      "\"head_dim\": %lld, \"ffn\": %lld, \"vocab\": %lld, \"nodes\": %zu, \"anon_huge_pages_kib\": %lld, "
+      "\"weight_blocks_shared_between_systems\": %llu, \"points\": [",
+      first_cfg ? "" : ",", config_names[c], (long long)g->layers, (long long)g->hidden, (long long)g->heads,
+      (long long)g->kv_heads, (long long)mx_cli_llm_head_dim(g), (long long)g->ffn, (long long)g->vocab,
+      cr->nodes, (long long)cr->huge_kib, (unsigned long long)cr->shared_hits);
   for (size_t k = 0; k < a->n_past; k++) json_point(a, &cr->points[k], k, id_ort);
   printf("\n  ]}");
 }
@@ -345,7 +366,8 @@ static void json_targets(const llm_args *a, const peer *p, const config_result *
     if (!res[c].run) continue;
     char name[128];
     snprintf(name, sizeof name, "%s: hybrid / ort <= %.1f", config_names[c], config_ort_limit[c]);
-    mx__llm_json_target(&first, name, worst(&res[c], a->n_past, fig_ratio_ort), config_ort_limit[c], no_ort, NAN);
+    mx__llm_json_target(&first, name, worst(&res[c], a->n_past, fig_ratio_ort), config_ort_limit[c], no_ort,
+                        NAN);
     snprintf(name, sizeof name, "%s: hybrid / dynamic < 1%s", config_names[c],
              a->skip_kernels ? " (kernels skipped: mixrt's own cost)" : "");
     mx__llm_json_target(&first, name, worst(&res[c], a->n_past, fig_ratio_dynamic), 1.0,
@@ -356,8 +378,8 @@ static void json_targets(const llm_args *a, const peer *p, const config_result *
   printf("\n ]");
 }
 
-void mx__llm_print_json(const llm_args *a, int argc, char **argv, const peer *p, double load, const timing *id_ort,
-                        const timing *id_mixrt, const config_result *res) {
+void mx__llm_print_json(const llm_args *a, int argc, char **argv, const peer *p, double load,
+                        const timing *id_ort, const timing *id_mixrt, const config_result *res) {
   mx__llm_json_head(argc, argv);
   json_machine(load);
   json_mixrt(a);
@@ -376,8 +398,9 @@ static const int column_system[SYS_COUNT] = {SYS_HYBRID, SYS_DYNAMIC, SYS_REFERE
 int mx__llm_write_table(const llm_args *a, const config_result *res, int64_t processes) {
   FILE *f = fopen(a->table, "w");
   if (!f) return mx_cli_runtime_error(CMD, "cannot write %s: %s", a->table, strerror(errno));
-  fprintf(f, "# mixrt bench llm: decode-step latency in microseconds (median p10 p90 per system); ? = not "
-             "measured\n# mode %s, io %s, device %s\n",
+  fprintf(f,
+          "# mixrt bench llm: decode-step latency in microseconds (median p10 p90 per system); ? = not "
+          "measured\n# mode %s, io %s, device %s\n",
           a->decode ? "decode" : "fixed", a->device_io ? "device" : "host", mx_cli_device_name(a->device));
   if (processes > 1)
     fprintf(f, "# each figure: its median over %lld processes (--processes)\n", (long long)processes);
@@ -396,8 +419,10 @@ int mx__llm_write_table(const llm_args *a, const config_result *res, int64_t pro
       fprintf(f, "%lld", (long long)pt->past);
       for (int i = 0; i < SYS_COUNT; i++) {
         const int s = column_system[i];
-        if (pt->t[s].have) fprintf(f, " %.3f %.3f %.3f", pt->t[s].median, pt->t[s].p10, pt->t[s].p90);
-        else fprintf(f, " ? ? ?");
+        if (pt->t[s].have)
+          fprintf(f, " %.3f %.3f %.3f", pt->t[s].median, pt->t[s].p10, pt->t[s].p90);
+        else
+          fprintf(f, " ? ? ?");
       }
       fputc('\n', f);
     }

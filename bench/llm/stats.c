@@ -36,14 +36,16 @@ double mx__llm_sign_test(int64_t k, int64_t n) {
   int64_t lo = k < n - k ? k : n - k;
   double tail = 0.0;
   for (int64_t i = 0; i <= lo; i++)
-    tail += exp(lgamma((double)n + 1) - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) - (double)n * log(2.0));
+    tail += exp(lgamma((double)n + 1) - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) -
+                (double)n * log(2.0));
   double p = 2.0 * tail;
   return p < 1.0 ? p : 1.0;
 }
 
 /* Compares the hybrid's block with the other system's block of the same round, round by round.
  * Without the scratch memory it reports nothing rather than fail the benchmark. */
-round_pairs mx__llm_compare_rounds(const uint64_t *hybrid, const uint64_t *other, int64_t rounds, int64_t steps) {
+round_pairs mx__llm_compare_rounds(const uint64_t *hybrid, const uint64_t *other, int64_t rounds,
+                                   int64_t steps) {
   round_pairs rp = {0};
   uint64_t *scratch = malloc((size_t)steps * sizeof *scratch);
   double *ratio = malloc((size_t)rounds * sizeof *ratio);
@@ -119,4 +121,3 @@ double mx__llm_mann_whitney_p(const double *x, const double *y, int n) {
   }
   return p < 1.0 ? p : 1.0;
 }
-

@@ -25,7 +25,8 @@ void mx__llm_free_device_io(bench_ctx *c, size_t n) {
 }
 
 /* A device tensor of the given type and dims (at least one byte is allocated). */
-mx_status mx__llm_device_tensor(mx_device *dev, mx_dtype dt, int32_t rank, const int64_t *dims, mx_tensor *t) {
+mx_status mx__llm_device_tensor(mx_device *dev, mx_dtype dt, int32_t rank, const int64_t *dims,
+                                mx_tensor *t) {
   memset(t, 0, sizeof *t);
   t->dtype = dt;
   t->rank = rank;
@@ -44,7 +45,8 @@ mx_status mx__llm_make_device_io(bench_ctx *c, const mx_llama_config *cfg, const
     size_t nbytes = 0;
     mx_tensor_nbytes(&in[k], &nbytes);
     st = mx__llm_device_tensor(c->dev, in[k].dtype, in[k].rank, in[k].dims, &c->dev_in[k]);
-    if (st == MX_OK && nbytes) st = mx_device_copy(c->dev, c->dev_in[k].data, in[k].data, nbytes, MX_COPY_H2D);
+    if (st == MX_OK && nbytes)
+      st = mx_device_copy(c->dev, c->dev_in[k].data, in[k].data, nbytes, MX_COPY_H2D);
     if (st != MX_OK) break;
     if (k == 0) {
       st = mx__llm_device_tensor(c->dev, MX_FLOAT32, 3, (const int64_t[]){1, 1, cfg->vocab}, &c->dev_out[0]);
@@ -60,8 +62,10 @@ mx_status mx__llm_make_device_io(bench_ctx *c, const mx_llama_config *cfg, const
 void mx__llm_binding_free(bench_ctx *c, int sys) {
   mx_binding_destroy(c->binding[sys]);
   c->binding[sys] = NULL;
-  if (c->binding_ids[sys].placement == MX_DEVICE) mx_device_free(c->dev, c->binding_ids[sys].data);
-  else mx_tensor_release(&c->binding_ids[sys]);
+  if (c->binding_ids[sys].placement == MX_DEVICE)
+    mx_device_free(c->dev, c->binding_ids[sys].data);
+  else
+    mx_tensor_release(&c->binding_ids[sys]);
   memset(&c->binding_ids[sys], 0, sizeof c->binding_ids[sys]);
 }
 
@@ -70,8 +74,8 @@ void mx__llm_binding_free(bench_ctx *c, int sys) {
  * (host or device), the token id from a copy of src[0] of its own, the logits into
  * c->dev_out[0] in fixed mode under --io device, else a buffer the binding allocates (on the
  * device under --io device). */
-static mx_status binding_for(bench_ctx *c, int sys, const mx_tensor *src, size_t n, mx_binding **out, char *why,
-                             size_t cap) {
+static mx_status binding_for(bench_ctx *c, int sys, const mx_tensor *src, size_t n, mx_binding **out,
+                             char *why, size_t cap) {
   *out = NULL;
   if (c->a->no_state || sys == SYS_REFERENCE) return MX_OK;
   if (c->binding[sys]) {
@@ -92,15 +96,19 @@ static mx_status binding_for(bench_ctx *c, int sys, const mx_tensor *src, size_t
   if (st == MX_OK) st = mx_binding_create(s, &b);
   if (st == MX_OK) st = mx_binding_pair_states(b, 2, c->a->decode ? 0 : src[1].dims[2] + 1, &pairs);
   if (st == MX_OK) st = mx_binding_bind_input(b, "input_ids", ids);
-  if (st == MX_OK && c->device_io && !c->a->decode) st = mx_binding_bind_output(b, "logits", &c->dev_out[0]);
-  else if (st == MX_OK) st = mx_binding_bind_output_alloc(b, "logits", c->device_io ? MX_DEVICE : MX_HOST);
+  if (st == MX_OK && c->device_io && !c->a->decode)
+    st = mx_binding_bind_output(b, "logits", &c->dev_out[0]);
+  else if (st == MX_OK)
+    st = mx_binding_bind_output_alloc(b, "logits", c->device_io ? MX_DEVICE : MX_HOST);
   for (size_t i = 1; i < n && st == MX_OK; i++) st = mx_binding_load_state(b, i, &src[i]);
   if (st != MX_OK || pairs != n - 1) {
     snprintf(why, cap, "%s: binding with the cache as state: %s", sys_names[sys],
              st != MX_OK ? mx_session_last_error(s) : "the pasts and presents do not pair up");
     mx_binding_destroy(b);
-    if (ids->placement == MX_DEVICE) mx_device_free(c->dev, ids->data);
-    else mx_tensor_release(ids);
+    if (ids->placement == MX_DEVICE)
+      mx_device_free(c->dev, ids->data);
+    else
+      mx_tensor_release(ids);
     memset(ids, 0, sizeof *ids);
     return st != MX_OK ? st : MX_ERR_INVALID_GRAPH;
   }
@@ -167,8 +175,8 @@ mx_status mx__llm_run_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n
 }
 
 /* Times `count` steps of a mixrt system into samples (ns; NULL: untimed warm-up). */
-static mx_status time_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n, int64_t count, uint64_t *samples,
-                            char *why, size_t cap) {
+static mx_status time_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n, int64_t count,
+                            uint64_t *samples, char *why, size_t cap) {
   mx_tensor out[MAX_IO];
   for (int64_t k = 0; k < count; k++) {
     uint64_t t0 = mx__now_ns();
@@ -189,8 +197,10 @@ void mx__llm_state_free(bench_ctx *c, int sys, size_t n) {
   if (sys != SYS_REFERENCE) mx__llm_binding_free(c, sys); /* made from the state or the point */
   if (!c->state_live[sys]) return;
   for (size_t k = 0; k < n; k++) {
-    if (state_on_device(c, sys)) mx_device_free(c->dev, c->state[sys][k].data);
-    else mx_tensor_release(&c->state[sys][k]);
+    if (state_on_device(c, sys))
+      mx_device_free(c->dev, c->state[sys][k].data);
+    else
+      mx_tensor_release(&c->state[sys][k]);
   }
   memset(c->state[sys], 0, sizeof c->state[sys]);
   c->state_live[sys] = false;
@@ -223,8 +233,8 @@ mx_status mx__llm_state_init(bench_ctx *c, int sys, const mx_tensor *in, size_t 
  * are allocated before the timed call and the inputs are freed after it. */
 /* --mode decode through system sys's binding: the cache grows in the session's state, the
  * logits are read back and the argmax written into the binding's token id after each step. */
-static mx_status decode_bound(bench_ctx *c, int sys, mx_binding *b, int64_t count, uint64_t *samples, char *why,
-                              size_t cap) {
+static mx_status decode_bound(bench_ctx *c, int sys, mx_binding *b, int64_t count, uint64_t *samples,
+                              char *why, size_t cap) {
   mx_session *s = c->sessions[sys];
   const mx_tensor *logits = mx_binding_output(b, 0);
   float *host = malloc((size_t)c->cfg->vocab * sizeof *host);
@@ -298,8 +308,10 @@ static mx_status decode_steps(bench_ctx *c, int sys, size_t n, int64_t count, ui
     }
     int64_t token = mx_cli_argmax(&host_logits);
     for (size_t i = 1; i < n; i++) { /* present -> past */
-      if (dev) mx_device_free(c->dev, in[i].data);
-      else mx_tensor_release(&in[i]);
+      if (dev)
+        mx_device_free(c->dev, in[i].data);
+      else
+        mx_tensor_release(&in[i]);
       in[i] = out[i];
       in[i].name = NULL;
     }

@@ -55,8 +55,8 @@ static uint64_t rnd(void) {
   return rng_state;
 }
 
-static mx_value_id add(mx_graph *g, const char *op, const char *name, const mx_value_id *in,
-                       size_t n, const mx_attr *attrs, size_t na) {
+static mx_value_id add(mx_graph *g, const char *op, const char *name, const mx_value_id *in, size_t n,
+                       const mx_attr *attrs, size_t na) {
   mx_node_desc d = {.op_type = op,
                     .name = name,
                     .inputs = in,
@@ -102,7 +102,8 @@ static bench_graph layered(size_t n_nodes) {
     vals[nv++] = y;
     if (rnd() % 100 < 5) b.forced[b.n_forced++] = strdup(name);
   }
-  for (size_t i = nv - width; i < nv; i++) if (mx_graph_add_output(b.g, vals[i]) != MX_OK) FAIL("graph output: %s", mx_graph_last_error(b.g));
+  for (size_t i = nv - width; i < nv; i++)
+    if (mx_graph_add_output(b.g, vals[i]) != MX_OK) FAIL("graph output: %s", mx_graph_last_error(b.g));
   free(vals);
   b.build_ms = (double)(mx__now_ns() - t0) / 1e6;
   return b;
@@ -116,14 +117,13 @@ static mx_value_id weight(mx_graph *g, const char *name, int64_t rows, int64_t c
 }
 
 /* One decode layer; names "l<i>/<what>". Returns the new hidden state. */
-static mx_value_id decode_layer(mx_graph *g, int l, mx_value_id h, mx_dim past,
-                                mx_value_id heads_shape, mx_value_id model_shape, float *buf) {
+static mx_value_id decode_layer(mx_graph *g, int l, mx_value_id h, mx_dim past, mx_value_id heads_shape,
+                                mx_value_id model_shape, float *buf) {
   enum { D = 8, H = 2, DH = 4, F = 16 };
   char nm[64], pk[32], pv[32];
 #define N(what) (snprintf(nm, sizeof nm, "l%d/%s", l, what), nm)
   int64_t to_heads[] = {0, 2, 1, 3}, kt_perm[] = {0, 1, 3, 2};
-  mx_attr perm_heads = mx_attr_ints("perm", to_heads, 4),
-          perm_kt = mx_attr_ints("perm", kt_perm, 4);
+  mx_attr perm_heads = mx_attr_ints("perm", to_heads, 4), perm_kt = mx_attr_ints("perm", kt_perm, 4);
   mx_attr axis2 = mx_attr_int("axis", 2), axis_last = mx_attr_int("axis", -1);
   snprintf(pk, sizeof pk, "past_k%d", l);
   snprintf(pv, sizeof pv, "past_v%d", l);
@@ -132,14 +132,11 @@ static mx_value_id decode_layer(mx_graph *g, int l, mx_value_id h, mx_dim past,
   if (mx_graph_add_input(g, pk, MX_FLOAT32, &ps, &past_k) != MX_OK ||
       mx_graph_add_input(g, pv, MX_FLOAT32, &ps, &past_v) != MX_OK)
     FAIL("%s", mx_graph_last_error(g));
-  mx_value_id n1 = add(g, "RMSNormalization", N("norm1"),
-                       (mx_value_id[]){h, weight(g, N("g1"), D, 0, buf)}, 2, NULL, 0);
-  mx_value_id q =
-      add(g, "MatMul", N("q"), (mx_value_id[]){n1, weight(g, N("wq"), D, D, buf)}, 2, NULL, 0);
-  mx_value_id k =
-      add(g, "MatMul", N("k"), (mx_value_id[]){n1, weight(g, N("wk"), D, D, buf)}, 2, NULL, 0);
-  mx_value_id v =
-      add(g, "MatMul", N("v"), (mx_value_id[]){n1, weight(g, N("wv"), D, D, buf)}, 2, NULL, 0);
+  mx_value_id n1 =
+      add(g, "RMSNormalization", N("norm1"), (mx_value_id[]){h, weight(g, N("g1"), D, 0, buf)}, 2, NULL, 0);
+  mx_value_id q = add(g, "MatMul", N("q"), (mx_value_id[]){n1, weight(g, N("wq"), D, D, buf)}, 2, NULL, 0);
+  mx_value_id k = add(g, "MatMul", N("k"), (mx_value_id[]){n1, weight(g, N("wk"), D, D, buf)}, 2, NULL, 0);
+  mx_value_id v = add(g, "MatMul", N("v"), (mx_value_id[]){n1, weight(g, N("wv"), D, D, buf)}, 2, NULL, 0);
   mx_value_id qr = add(g, "Reshape", N("q_heads"), (mx_value_id[]){q, heads_shape}, 2, NULL, 0);
   mx_value_id kr = add(g, "Reshape", N("k_heads"), (mx_value_id[]){k, heads_shape}, 2, NULL, 0);
   mx_value_id vr = add(g, "Reshape", N("v_heads"), (mx_value_id[]){v, heads_shape}, 2, NULL, 0);
@@ -150,8 +147,8 @@ static mx_value_id decode_layer(mx_graph *g, int l, mx_value_id h, mx_dim past,
   mx_value_id vc = add(g, "Concat", N("attn/v_cache"), (mx_value_id[]){past_v, vt}, 2, &axis2, 1);
   mx_value_id kT = add(g, "Transpose", N("attn/k_T"), &kc, 1, &perm_kt, 1);
   mx_value_id sc = add(g, "MatMul", N("attn/scores"), (mx_value_id[]){qt, kT}, 2, NULL, 0);
-  mx_value_id ss = add(g, "Mul", N("attn/scaled"),
-                       (mx_value_id[]){sc, weight(g, N("scale"), 1, 0, buf)}, 2, NULL, 0);
+  mx_value_id ss =
+      add(g, "Mul", N("attn/scaled"), (mx_value_id[]){sc, weight(g, N("scale"), 1, 0, buf)}, 2, NULL, 0);
   mx_value_id pr = add(g, "Softmax", N("attn/probs"), &ss, 1, &axis_last, 1);
   mx_value_id o = add(g, "MatMul", N("attn/out"), (mx_value_id[]){pr, vc}, 2, NULL, 0);
   mx_value_id ot = add(g, "Transpose", N("o_t"), &o, 1, &perm_heads, 1);
@@ -159,13 +156,13 @@ static mx_value_id decode_layer(mx_graph *g, int l, mx_value_id h, mx_dim past,
   mx_value_id proj =
       add(g, "MatMul", N("o_proj"), (mx_value_id[]){om, weight(g, N("wo"), D, D, buf)}, 2, NULL, 0);
   mx_value_id h1 = add(g, "Add", N("residual1"), (mx_value_id[]){h, proj}, 2, NULL, 0);
-  mx_value_id n2 = add(g, "RMSNormalization", N("norm2"),
-                       (mx_value_id[]){h1, weight(g, N("g2"), D, 0, buf)}, 2, NULL, 0);
+  mx_value_id n2 =
+      add(g, "RMSNormalization", N("norm2"), (mx_value_id[]){h1, weight(g, N("g2"), D, 0, buf)}, 2, NULL, 0);
   mx_value_id up =
       add(g, "MatMul", N("mlp_up"), (mx_value_id[]){n2, weight(g, N("w1"), D, F, buf)}, 2, NULL, 0);
   mx_value_id act = add(g, "Relu", N("mlp_act"), &up, 1, NULL, 0);
-  mx_value_id down = add(g, "MatMul", N("mlp_down"),
-                         (mx_value_id[]){act, weight(g, N("w2"), F, D, buf)}, 2, NULL, 0);
+  mx_value_id down =
+      add(g, "MatMul", N("mlp_down"), (mx_value_id[]){act, weight(g, N("w2"), F, D, buf)}, 2, NULL, 0);
   mx_value_id out = add(g, "Add", N("residual2"), (mx_value_id[]){h1, down}, 2, NULL, 0);
 #undef N
   if (mx_graph_add_output(g, kc) != MX_OK) FAIL("graph output: %s", mx_graph_last_error(g));
@@ -183,8 +180,7 @@ static bench_graph transformer(size_t n_nodes) {
   mx_dim past = mx_sym_named(mx_graph_symtab(b.g), "past");
   mx_shape hs = {.rank = 3, .dims = {1, 1, 8}};
   mx_value_id h;
-  if (mx_graph_add_input(b.g, "tokens", MX_FLOAT32, &hs, &h) != MX_OK)
-    FAIL("%s", mx_graph_last_error(b.g));
+  if (mx_graph_add_input(b.g, "tokens", MX_FLOAT32, &hs, &h) != MX_OK) FAIL("%s", mx_graph_last_error(b.g));
   int64_t heads[] = {1, 1, 2, 4}, model[] = {1, 1, 8};
   mx_tensor th = {.dtype = MX_INT64, .rank = 1, .dims = {4}, .data = heads};
   mx_tensor tm = {.dtype = MX_INT64, .rank = 1, .dims = {3}, .data = model};
@@ -208,15 +204,15 @@ static bench_graph fanout(size_t n_nodes) {
   if (mx_graph_create("fanout", &b.g) != MX_OK) FAIL("out of memory");
   mx_shape s = {.rank = 2, .dims = {2, 3}};
   mx_value_id x, hub;
-  if (mx_graph_add_input(b.g, "x", MX_FLOAT32, &s, &x) != MX_OK)
-    FAIL("%s", mx_graph_last_error(b.g));
+  if (mx_graph_add_input(b.g, "x", MX_FLOAT32, &s, &x) != MX_OK) FAIL("%s", mx_graph_last_error(b.g));
   hub = add(b.g, "Relu", "hub", &x, 1, NULL, 0);
   b.forced = malloc(n_nodes * sizeof *b.forced);
   if (!b.forced) FAIL("out of memory");
   for (size_t i = 1; i < n_nodes; i++) {
     char name[32];
     snprintf(name, sizeof name, "leaf%zu", i);
-    if (mx_graph_add_output(b.g, add(b.g, "Neg", name, &hub, 1, NULL, 0)) != MX_OK) FAIL("graph output: %s", mx_graph_last_error(b.g));
+    if (mx_graph_add_output(b.g, add(b.g, "Neg", name, &hub, 1, NULL, 0)) != MX_OK)
+      FAIL("graph output: %s", mx_graph_last_error(b.g));
     if (i % 100 == 7) b.forced[b.n_forced++] = strdup(name);
   }
   b.build_ms = (double)(mx__now_ns() - t0) / 1e6;
@@ -269,10 +265,9 @@ static void run(const char *family, size_t n_target, int reps, bool *first) {
       "     \"clusters\": %zu, \"known_clusters\": %zu, \"unknown_clusters\": %zu, "
       "\"unknown_nodes\": %zu,\n"
       "     \"ns_per_node\": %.1f, \"ns_per_node_log2n\": %.2f}",
-      *first ? "" : ",", family, n, b.build_ms, infer_ms, best, best_cpu,
-      (double)bt.mark_cpu_ns / 1e6, (double)bt.merge_cpu_ns / 1e6, (double)bt.place_cpu_ns / 1e6,
-      (double)bt.build_cpu_ns / 1e6, n_clusters, tot.known_clusters, tot.unknown_clusters,
-      tot.unknown_nodes, ns_node, ns_node / log2((double)n));
+      *first ? "" : ",", family, n, b.build_ms, infer_ms, best, best_cpu, (double)bt.mark_cpu_ns / 1e6,
+      (double)bt.merge_cpu_ns / 1e6, (double)bt.place_cpu_ns / 1e6, (double)bt.build_cpu_ns / 1e6, n_clusters,
+      tot.known_clusters, tot.unknown_clusters, tot.unknown_nodes, ns_node, ns_node / log2((double)n));
   fflush(stdout);
   *first = false;
   free_graph(&b);

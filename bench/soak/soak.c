@@ -66,20 +66,20 @@ typedef struct options {
 typedef struct soak {
   options o;
   mx_llama_config cfg;
-  size_t n_io;                /* inputs = outputs: token / logits + 2 per layer */
-  int64_t hd;                 /* head_dim */
-  mx_graph *ref;              /* the model for the reference interpreter (owned) */
-  mx_session *s;              /* (owned) */
-  mx_device *dev;             /* the session's device (borrowed) */
-  mx_tensor in[MAX_IO];       /* token (host) and pasts; host I/O: the pasts are owned */
-  mx_tensor out[MAX_IO];      /* logits (device I/O: fixed host buffer, owned) and presents */
-  void *kv[MAX_IO][2];        /* device I/O: ping-pong buffers of each past/present (owned) */
-  int cur;                    /* device I/O: which of the two holds the past */
+  size_t n_io;           /* inputs = outputs: token / logits + 2 per layer */
+  int64_t hd;            /* head_dim */
+  mx_graph *ref;         /* the model for the reference interpreter (owned) */
+  mx_session *s;         /* (owned) */
+  mx_device *dev;        /* the session's device (borrowed) */
+  mx_tensor in[MAX_IO];  /* token (host) and pasts; host I/O: the pasts are owned */
+  mx_tensor out[MAX_IO]; /* logits (device I/O: fixed host buffer, owned) and presents */
+  void *kv[MAX_IO][2];   /* device I/O: ping-pong buffers of each past/present (owned) */
+  int cur;               /* device I/O: which of the two holds the past */
   int64_t past_len;
-  sample *samples;            /* (owned) */
+  sample *samples; /* (owned) */
   size_t n_samples;
   uint64_t step, checks;
-  char failure[600];          /* the first error ("" if none) */
+  char failure[600]; /* the first error ("" if none) */
 } soak;
 
 static uint64_t rss_bytes(void) {
@@ -110,19 +110,32 @@ static bool parse(int argc, char **argv, options *o) {
     }
     if (!v) return false;
     i++;
-    if (strcmp(a, "--steps") == 0) o->steps = strtoull(v, NULL, 10);
-    else if (strcmp(a, "--max-past") == 0) o->max_past = strtoll(v, NULL, 10);
-    else if (strcmp(a, "--check-every") == 0) o->check_every = strtoull(v, NULL, 10);
-    else if (strcmp(a, "--first-sample") == 0) o->first_sample = strtoull(v, NULL, 10);
-    else if (strcmp(a, "--streams") == 0) o->streams = (uint32_t)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--device") == 0 && strcmp(v, "cpu") == 0) o->device = MX_DEVICE_CPU;
-    else if (strcmp(a, "--device") == 0 && strcmp(v, "inline") == 0) o->device = MX_DEVICE_INLINE;
-    else if (strcmp(a, "--executor") == 0 && strcmp(v, "seq") == 0) o->executor = MX_EXECUTOR_SEQUENTIAL;
-    else if (strcmp(a, "--executor") == 0 && strcmp(v, "topo") == 0) o->executor = MX_EXECUTOR_TOPOLOGICAL;
-    else if (strcmp(a, "--executor") == 0 && strcmp(v, "mt") == 0) o->executor = MX_EXECUTOR_MULTI_THREAD;
-    else if (strcmp(a, "--io") == 0 && strcmp(v, "device") == 0) o->device_io = true;
-    else if (strcmp(a, "--io") == 0 && strcmp(v, "host") == 0) o->device_io = false;
-    else return false;
+    if (strcmp(a, "--steps") == 0)
+      o->steps = strtoull(v, NULL, 10);
+    else if (strcmp(a, "--max-past") == 0)
+      o->max_past = strtoll(v, NULL, 10);
+    else if (strcmp(a, "--check-every") == 0)
+      o->check_every = strtoull(v, NULL, 10);
+    else if (strcmp(a, "--first-sample") == 0)
+      o->first_sample = strtoull(v, NULL, 10);
+    else if (strcmp(a, "--streams") == 0)
+      o->streams = (uint32_t)strtoul(v, NULL, 10);
+    else if (strcmp(a, "--device") == 0 && strcmp(v, "cpu") == 0)
+      o->device = MX_DEVICE_CPU;
+    else if (strcmp(a, "--device") == 0 && strcmp(v, "inline") == 0)
+      o->device = MX_DEVICE_INLINE;
+    else if (strcmp(a, "--executor") == 0 && strcmp(v, "seq") == 0)
+      o->executor = MX_EXECUTOR_SEQUENTIAL;
+    else if (strcmp(a, "--executor") == 0 && strcmp(v, "topo") == 0)
+      o->executor = MX_EXECUTOR_TOPOLOGICAL;
+    else if (strcmp(a, "--executor") == 0 && strcmp(v, "mt") == 0)
+      o->executor = MX_EXECUTOR_MULTI_THREAD;
+    else if (strcmp(a, "--io") == 0 && strcmp(v, "device") == 0)
+      o->device_io = true;
+    else if (strcmp(a, "--io") == 0 && strcmp(v, "host") == 0)
+      o->device_io = false;
+    else
+      return false;
   }
   return o->steps > 0 && o->check_every > 0 && o->max_past >= 0 && o->streams >= 1;
 }
@@ -175,7 +188,8 @@ static bool setup(soak *k) {
   }
   if (mx_session_load_graph(k->s, g) != MX_OK) return fail(k, "load", mx_session_last_error(k->s));
   k->dev = mx_session_device(k->s);
-  if (mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &k->in[0]) != MX_OK) return fail(k, "setup", "out of memory");
+  if (mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &k->in[0]) != MX_OK)
+    return fail(k, "setup", "out of memory");
   if (k->o.device_io) {
     if (mx_tensor_alloc(MX_FLOAT32, 3, (int64_t[]){1, 1, k->cfg.vocab}, &k->out[0]) != MX_OK)
       return fail(k, "setup", "out of memory");
@@ -212,8 +226,10 @@ static bool host_copy(soak *k, const mx_tensor *t, mx_tensor *h) {
   size_t n = 0;
   mx_tensor_nbytes(t, &n);
   if (!n) return true;
-  if (t->placement == MX_HOST) memcpy(h->data, t->data, n);
-  else if (mx_device_copy(k->dev, h->data, t->data, n, MX_COPY_D2H) != MX_OK) return false;
+  if (t->placement == MX_HOST)
+    memcpy(h->data, t->data, n);
+  else if (mx_device_copy(k->dev, h->data, t->data, n, MX_COPY_D2H) != MX_OK)
+    return false;
   return true;
 }
 
@@ -234,7 +250,8 @@ static bool check(soak *k) {
   } else {
     for (size_t i = 0; i < k->n_io && ok; i++) {
       char why[256];
-      if (!mx_tensor_allclose(&hout[i], &want[i], 0.0, 0.0, why, sizeof why)) ok = fail(k, "differs from the reference", why);
+      if (!mx_tensor_allclose(&hout[i], &want[i], 0.0, 0.0, why, sizeof why))
+        ok = fail(k, "differs from the reference", why);
     }
   }
   for (size_t i = 0; i < MAX_IO; i++) {
@@ -296,9 +313,9 @@ static void take_sample(soak *k, double steps_per_s) {
     mx_tensor_nbytes(&k->in[i], &n);
     cache += (n + page - 1) / page * page;
   }
-  k->samples[k->n_samples++] = (sample){k->step,          k->past_len,       rss_bytes(),       cache,
-                                        ms.bytes_in_use,  ms.peak_bytes,     ms.live,           total.bytes_in_use,
-                                        total.bytes_cached, steps_per_s};
+  k->samples[k->n_samples++] =
+      (sample){k->step, k->past_len,        rss_bytes(),        cache,      ms.bytes_in_use, ms.peak_bytes,
+               ms.live, total.bytes_in_use, total.bytes_cached, steps_per_s};
 }
 
 static void print_report(const soak *k, double elapsed_s, bool *within) {
@@ -316,16 +333,20 @@ static void print_report(const soak *k, double elapsed_s, bool *within) {
   double dev_drift = a && b ? drift_pct(a->dev_in_use, b->dev_in_use) : 0.0;
   *within = a && b && a != b && !k->failure[0] && rss_drift <= 1.0 && dev_drift <= 1.0;
   printf("{\n  \"benchmark\": \"soak\",\n");
-  printf("  \"model\": {\"name\": \"llama\", \"layers\": %lld, \"hidden\": %lld, \"heads\": %lld, \"kv_heads\": %lld, "
-         "\"vocab\": %lld},\n",
-         (long long)k->cfg.layers, (long long)k->cfg.hidden, (long long)k->cfg.heads, (long long)k->cfg.kv_heads,
-         (long long)k->cfg.vocab);
+  printf(
+      "  \"model\": {\"name\": \"llama\", \"layers\": %lld, \"hidden\": %lld, \"heads\": %lld, \"kv_heads\": "
+      "%lld, "
+      "\"vocab\": %lld},\n",
+      (long long)k->cfg.layers, (long long)k->cfg.hidden, (long long)k->cfg.heads, (long long)k->cfg.kv_heads,
+      (long long)k->cfg.vocab);
   printf("  \"session\": {\"device\": \"%s\", \"streams\": %u, \"executor\": \"%s\", \"io\": \"%s\"},\n",
          o->device == MX_DEVICE_CPU ? "cpu" : "inline", o->streams,
-         o->executor == MX_EXECUTOR_SEQUENTIAL ? "seq" : o->executor == MX_EXECUTOR_TOPOLOGICAL ? "topo" : "mt",
+         o->executor == MX_EXECUTOR_SEQUENTIAL    ? "seq"
+         : o->executor == MX_EXECUTOR_TOPOLOGICAL ? "topo"
+                                                  : "mt",
          o->device_io ? "device" : "host");
-  printf("  \"steps\": %llu,\n  \"steps_requested\": %llu,\n  \"max_past\": %lld,\n", (unsigned long long)k->step,
-         (unsigned long long)o->steps, (long long)o->max_past);
+  printf("  \"steps\": %llu,\n  \"steps_requested\": %llu,\n  \"max_past\": %lld,\n",
+         (unsigned long long)k->step, (unsigned long long)o->steps, (long long)o->max_past);
   printf("  \"elapsed_s\": %.1f,\n  \"steps_per_s\": %.1f,\n", elapsed_s,
          elapsed_s > 0 ? (double)k->step / elapsed_s : 0.0);
   printf("  \"reference_checks\": %llu,\n  \"error\": ", (unsigned long long)k->checks);
@@ -339,22 +360,25 @@ static void print_report(const soak *k, double elapsed_s, bool *within) {
   printf("  \"samples\": [\n");
   for (size_t i = 0; i < k->n_samples; i++) {
     const sample *x = &k->samples[i];
-    printf("    {\"step\": %llu, \"past_len\": %lld, \"rss_bytes\": %llu, \"caller_cache_bytes\": %llu, "
-           "\"device_bytes_in_use\": %llu, \"device_peak_bytes\": %llu, \"device_live_allocations\": %llu, "
-           "\"allocator_bytes_in_use\": %llu, \"allocator_bytes_cached\": %llu, \"steps_per_s\": %.1f}%s\n",
-           (unsigned long long)x->step, (long long)x->past_len, (unsigned long long)x->rss_bytes,
-           (unsigned long long)x->cache_bytes, (unsigned long long)x->dev_in_use, (unsigned long long)x->dev_peak,
-           (unsigned long long)x->dev_live, (unsigned long long)x->alloc_in_use, (unsigned long long)x->alloc_cached,
-           x->steps_per_s, i + 1 < k->n_samples ? "," : "");
+    printf(
+        "    {\"step\": %llu, \"past_len\": %lld, \"rss_bytes\": %llu, \"caller_cache_bytes\": %llu, "
+        "\"device_bytes_in_use\": %llu, \"device_peak_bytes\": %llu, \"device_live_allocations\": %llu, "
+        "\"allocator_bytes_in_use\": %llu, \"allocator_bytes_cached\": %llu, \"steps_per_s\": %.1f}%s\n",
+        (unsigned long long)x->step, (long long)x->past_len, (unsigned long long)x->rss_bytes,
+        (unsigned long long)x->cache_bytes, (unsigned long long)x->dev_in_use,
+        (unsigned long long)x->dev_peak, (unsigned long long)x->dev_live, (unsigned long long)x->alloc_in_use,
+        (unsigned long long)x->alloc_cached, x->steps_per_s, i + 1 < k->n_samples ? "," : "");
   }
   printf("  ],\n");
-  printf("  \"verdict\": {\"from_step\": %llu, \"to_step\": %llu, \"rss_bytes\": [%llu, %llu], \"rss_drift_pct\": %.3f, "
-         "\"rss_min_max_bytes\": [%llu, %llu], \"device_bytes\": [%llu, %llu], \"device_drift_pct\": %.3f, "
-         "\"within_1pct\": %s}\n}\n",
-         a ? (unsigned long long)a->step : 0ull, b ? (unsigned long long)b->step : 0ull,
-         a ? (unsigned long long)a->rss_bytes : 0ull, b ? (unsigned long long)b->rss_bytes : 0ull, rss_drift,
-         (unsigned long long)rss_min, (unsigned long long)rss_max, a ? (unsigned long long)a->dev_in_use : 0ull,
-         b ? (unsigned long long)b->dev_in_use : 0ull, dev_drift, *within ? "true" : "false");
+  printf(
+      "  \"verdict\": {\"from_step\": %llu, \"to_step\": %llu, \"rss_bytes\": [%llu, %llu], "
+      "\"rss_drift_pct\": %.3f, "
+      "\"rss_min_max_bytes\": [%llu, %llu], \"device_bytes\": [%llu, %llu], \"device_drift_pct\": %.3f, "
+      "\"within_1pct\": %s}\n}\n",
+      a ? (unsigned long long)a->step : 0ull, b ? (unsigned long long)b->step : 0ull,
+      a ? (unsigned long long)a->rss_bytes : 0ull, b ? (unsigned long long)b->rss_bytes : 0ull, rss_drift,
+      (unsigned long long)rss_min, (unsigned long long)rss_max, a ? (unsigned long long)a->dev_in_use : 0ull,
+      b ? (unsigned long long)b->dev_in_use : 0ull, dev_drift, *within ? "true" : "false");
 }
 
 int main(int argc, char **argv) {
@@ -363,7 +387,8 @@ int main(int argc, char **argv) {
   if (!parse(argc, argv, &k.o)) return usage();
   mx_llama_config_default(&k.cfg);
   if (k.o.max_past >= k.cfg.max_pos) {
-    fprintf(stderr, "bench_soak: --max-past must be below the model's max_pos (%lld)\n", (long long)k.cfg.max_pos);
+    fprintf(stderr, "bench_soak: --max-past must be below the model's max_pos (%lld)\n",
+            (long long)k.cfg.max_pos);
     return 2;
   }
   k.n_io = 1 + 2 * (size_t)k.cfg.layers;

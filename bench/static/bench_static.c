@@ -65,10 +65,10 @@ static void memory_row(const char *name, mx_graph *g, uint32_t streams) {
       ", \"arena_over_bound\": %.4f, \"saving_vs_no_reuse\": %.4f, \"in_place\": %u, \"aliases\": "
       "%u, "
       "\"placement\": \"%s\", \"compile_ms\": %.3f}",
-      g_first_row ? "" : ",\n", name, streams, r.streams, r.tasks, r.events, r.fm_bytes,
-      r.lower_bound, r.no_reuse, r.lower_bound ? (double)r.fm_bytes / (double)r.lower_bound : 1.0,
-      r.no_reuse ? 1.0 - (double)r.fm_bytes / (double)r.no_reuse : 0.0, r.in_place, r.aliases,
-      r.placement, ms);
+      g_first_row ? "" : ",\n", name, streams, r.streams, r.tasks, r.events, r.fm_bytes, r.lower_bound,
+      r.no_reuse, r.lower_bound ? (double)r.fm_bytes / (double)r.lower_bound : 1.0,
+      r.no_reuse ? 1.0 - (double)r.fm_bytes / (double)r.no_reuse : 0.0, r.in_place, r.aliases, r.placement,
+      ms);
   g_first_row = false;
   mx_static_plan_destroy(p);
 }
@@ -154,8 +154,7 @@ static mx_graph *chain(int n) {
   for (int k = 0; k < n; k++)
     if (mx_graph_add_op(g, k % 2 ? "Relu" : "Neg", &v, 1, NULL, 0, &v) != MX_OK)
       die("chain", mx_graph_last_error(g));
-  if (mx_graph_add_output(g, v) != MX_OK || mx_graph_infer(g) != MX_OK)
-    die("chain", mx_graph_last_error(g));
+  if (mx_graph_add_output(g, v) != MX_OK || mx_graph_infer(g) != MX_OK) die("chain", mx_graph_last_error(g));
   return g;
 }
 
@@ -189,24 +188,18 @@ static void measure_static(mx_device *dev, mx_stream *s, int n, bool inline_dev,
   void *in, *out[2];
   if (mx_device_alloc(dev, VEC * 4, 64, &in) != MX_OK ||
       mx_device_alloc(dev, VEC * 4, 64, &out[0]) != MX_OK ||
-      mx_device_alloc(dev, VEC * 4, 64, &out[1]) != MX_OK ||
-      mx_device_memset(dev, in, 0, VEC * 4) != MX_OK)
+      mx_device_alloc(dev, VEC * 4, 64, &out[1]) != MX_OK || mx_device_memset(dev, in, 0, VEC * 4) != MX_OK)
     die("alloc", mx_device_last_error(dev));
-  mx_tensor ti = {
-      .dtype = MX_FLOAT32, .rank = 1, .dims = {VEC}, .data = in, .placement = MX_DEVICE};
+  mx_tensor ti = {.dtype = MX_FLOAT32, .rank = 1, .dims = {VEC}, .data = in, .placement = MX_DEVICE};
   mx_tensor to = ti;
-  double *host = malloc((size_t)g_steps * sizeof *host),
-         *host2 = malloc((size_t)g_steps * sizeof *host2);
-  double *wall = malloc((size_t)g_steps * sizeof *wall),
-         *dev_t = malloc((size_t)g_steps * sizeof *dev_t);
-  double *over = malloc((size_t)g_steps * sizeof *over),
-         *over2 = malloc((size_t)g_steps * sizeof *over2);
+  double *host = malloc((size_t)g_steps * sizeof *host), *host2 = malloc((size_t)g_steps * sizeof *host2);
+  double *wall = malloc((size_t)g_steps * sizeof *wall), *dev_t = malloc((size_t)g_steps * sizeof *dev_t);
+  double *over = malloc((size_t)g_steps * sizeof *over), *over2 = malloc((size_t)g_steps * sizeof *over2);
   for (int phase = 0; phase < 2; phase++) {
     for (int k = -50; k < g_steps; k++) {
       to.data = phase == 1 ? out[(k + 100) % 2] : out[0];
       uint64_t t0 = mx__now_ns();
-      if (mx_static_model_update_args(m, &ti, 1, &to, 1) != MX_OK ||
-          mx_static_model_execute(m, s) != MX_OK)
+      if (mx_static_model_update_args(m, &ti, 1, &to, 1) != MX_OK || mx_static_model_execute(m, s) != MX_OK)
         die("step", mx_static_model_last_error(m));
       uint64_t t1 = mx__now_ns();
       if (mx_stream_synchronize(s) != MX_OK) die("synchronize", "");
@@ -273,8 +266,7 @@ static void measure_launches(mx_device *dev, mx_stream *s, int n, figures *f) {
     if (!kd) die("kernel lookup", k % 2 ? "Relu" : "Neg");
     kt->run = kd->run;
   }
-  double *host = malloc((size_t)g_steps * sizeof *host),
-         *wall = malloc((size_t)g_steps * sizeof *wall);
+  double *host = malloc((size_t)g_steps * sizeof *host), *wall = malloc((size_t)g_steps * sizeof *wall);
   for (int k = -20; k < g_steps; k++) {
     uint64_t t0 = mx__now_ns();
     for (int i = 0; i < n; i++)
@@ -315,8 +307,7 @@ static void overhead_device(mx_device_kind kind, const char *name, bool last) {
         "\"launch_block_bytes\": %zu, \"wall_speedup\": %.2f}%s\n",
         sizes[i], f[i].host_steady, f[i].host_moving, f[i].host_overhead, f[i].moving_overhead,
         f[i].wall_steady, f[i].device_per_task, f[i].launch_host, f[i].launch_host / sizes[i],
-        f[i].launch_wall, f[i].block_bytes, f[i].launch_wall / f[i].wall_steady,
-        i == 2 ? "," : ",");
+        f[i].launch_wall, f[i].block_bytes, f[i].launch_wall / f[i].wall_steady, i == 2 ? "," : ",");
   }
   printf("      {\"static_host_overhead_flatness_1000_over_10\": %.2f}\n",
          f[2].host_overhead / f[0].host_overhead);
@@ -342,8 +333,8 @@ int main(int argc, char **argv) {
     if (fscanf(fl, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
     fclose(fl);
   }
-  printf("{\n  \"benchmark\": \"static\",\n  \"steps\": %d,\n  \"loadavg_1min_at_start\": %.2f,\n",
-         g_steps, load[0]);
+  printf("{\n  \"benchmark\": \"static\",\n  \"steps\": %d,\n  \"loadavg_1min_at_start\": %.2f,\n", g_steps,
+         load[0]);
   printf(
       "  \"targets\": {\"arena_over_bound\": 1.05, \"transformer_saving_vs_no_reuse\": 0.40, "
       "\"static_host_flatness\": \"flat in op count\"},\n");

@@ -20,7 +20,7 @@
 #include "onnx/onnx.pb-c.h"
 
 typedef struct exporter {
-  mx_arena arena;   /* every message of the tree */
+  mx_arena arena; /* every message of the tree */
   mx_error *err;
 } exporter;
 
@@ -58,8 +58,8 @@ static Onnx__TensorProto *export_tensor(exporter *ex, const char *name, const mx
   tp->has_raw_data = 1;
   tp->raw_data.len = nbytes;
   tp->raw_data.data = (uint8_t *)t->data; /* borrowed from the graph for the time of packing */
-  if (mx_dtype_bits(t->dtype) < 8) { /* sub-byte types go out packed, as ONNX stores them */
-    size_t n = nbytes; /* one element per byte in mixrt */
+  if (mx_dtype_bits(t->dtype) < 8) {      /* sub-byte types go out packed, as ONNX stores them */
+    size_t n = nbytes;                    /* one element per byte in mixrt */
     tp->raw_data.len = mx_dtype_packed_bytes(t->dtype, n);
     tp->raw_data.data = mx__arena_alloc(&ex->arena, tp->raw_data.len ? tp->raw_data.len : 1, 8);
     if (!tp->raw_data.data) return NULL;
@@ -121,15 +121,27 @@ static Onnx__AttributeProto *export_attr(exporter *ex, const mx_attr *a) {
   ap->has_type = 1;
   ap->type = (Onnx__AttributeProto__AttributeType)a->type;
   switch (a->type) {
-    case MX_ATTR_INT: ap->has_i = 1; ap->i = a->i; break;
-    case MX_ATTR_FLOAT: ap->has_f = 1; ap->f = a->f; break;
+    case MX_ATTR_INT:
+      ap->has_i = 1;
+      ap->i = a->i;
+      break;
+    case MX_ATTR_FLOAT:
+      ap->has_f = 1;
+      ap->f = a->f;
+      break;
     case MX_ATTR_STRING:
       ap->has_s = 1;
       ap->s.data = (uint8_t *)a->s;
       ap->s.len = strlen(a->s);
       break;
-    case MX_ATTR_INTS: ap->n_ints = a->count; ap->ints = (int64_t *)a->ints; break;
-    case MX_ATTR_FLOATS: ap->n_floats = a->count; ap->floats = (float *)a->floats; break;
+    case MX_ATTR_INTS:
+      ap->n_ints = a->count;
+      ap->ints = (int64_t *)a->ints;
+      break;
+    case MX_ATTR_FLOATS:
+      ap->n_floats = a->count;
+      ap->floats = (float *)a->floats;
+      break;
     case MX_ATTR_STRINGS:
       ap->n_strings = a->count;
       ap->strings = mx__arena_array(&ex->arena, a->count ? a->count : 1, sizeof *ap->strings, 8);
@@ -215,7 +227,8 @@ static int64_t ir_version_for(const mx_graph *g) {
 }
 
 mx_status mx_onnx_save_memory(mx_graph *g, void **data, size_t *size, mx_error *err) {
-  if (!g || !data || !size) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "graph, data and size must not be NULL");
+  if (!g || !data || !size)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "graph, data and size must not be NULL");
   exporter ex = {.err = err};
   mx__arena_init(&ex.arena, 0);
   mx_status st;
@@ -230,7 +243,8 @@ mx_status mx_onnx_save_memory(mx_graph *g, void **data, size_t *size, mx_error *
   mp->opset_import = mx__arena_array(&ex.arena, g->n_opsets ? g->n_opsets : 1, sizeof *mp->opset_import, 8);
   if (!mp->opset_import) goto oom;
   for (size_t i = 0; i < g->n_opsets; i++) {
-    Onnx__OperatorSetIdProto *op = NEW(&ex, Onnx__OperatorSetIdProto, onnx__operator_set_id_proto__descriptor);
+    Onnx__OperatorSetIdProto *op =
+        NEW(&ex, Onnx__OperatorSetIdProto, onnx__operator_set_id_proto__descriptor);
     if (!op) goto oom;
     op->domain = (char *)g->opsets[i].domain;
     op->has_version = 1;

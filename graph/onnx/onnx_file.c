@@ -77,8 +77,7 @@ typedef struct ext_entries {
 
 /* Reads location, offset and length from tp's external_data ("checksum" and unknown keys are
  * not needed to read the data). */
-static mx_status parse_entries(const Onnx__TensorProto *tp, const char *what, ext_entries *x,
-                               mx_error *err) {
+static mx_status parse_entries(const Onnx__TensorProto *tp, const char *what, ext_entries *x, mx_error *err) {
   *x = (ext_entries){0};
   for (size_t i = 0; i < tp->n_external_data; i++) {
     const Onnx__StringStringEntryProto *e = tp->external_data[i];
@@ -88,12 +87,10 @@ static mx_status parse_entries(const Onnx__TensorProto *tp, const char *what, ex
       x->location = v;
     } else if (strcmp(e->key, "offset") == 0) {
       if (!parse_u64(v, &x->offset))
-        return mx__fail(err, MX_ERR_MALFORMED, "%s: external data offset '%.64s' is not a number",
-                        what, v);
+        return mx__fail(err, MX_ERR_MALFORMED, "%s: external data offset '%.64s' is not a number", what, v);
     } else if (strcmp(e->key, "length") == 0) {
       if (!parse_u64(v, &x->length))
-        return mx__fail(err, MX_ERR_MALFORMED, "%s: external data length '%.64s' is not a number",
-                        what, v);
+        return mx__fail(err, MX_ERR_MALFORMED, "%s: external data length '%.64s' is not a number", what, v);
       x->has_length = true;
     }
   }
@@ -102,33 +99,36 @@ static mx_status parse_entries(const Onnx__TensorProto *tp, const char *what, ex
 
 /* What the entries say alone must hold: a location relative to the model's directory that does
  * not leave it, and a length (when given) of the tensor's nbytes. */
-static mx_status check_entries(const char *base_dir, const ext_entries *x, size_t nbytes,
-                               const char *what, mx_error *err) {
+static mx_status check_entries(const char *base_dir, const ext_entries *x, size_t nbytes, const char *what,
+                               mx_error *err) {
   const char *location = x->location;
   if (!location || !*location)
     return mx__fail(err, MX_ERR_MALFORMED, "%s: external data without a location", what);
   if (!base_dir)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
                     "%s: data is in external file '%s', but the model was loaded from memory "
-                    "without a base directory", what, location);
+                    "without a base directory",
+                    what, location);
   if (location[0] == '/')
     return mx__fail(err, MX_ERR_MALFORMED,
                     "%s: external data location '%s' is an absolute path (it must be relative to "
-                    "the model's directory)", what, location);
+                    "the model's directory)",
+                    what, location);
   if (has_dotdot(location))
-    return mx__fail(err, MX_ERR_MALFORMED,
-                    "%s: external data location '%s' leaves the model's directory", what, location);
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: external data location '%s' leaves the model's directory",
+                    what, location);
   if (x->has_length && x->length != nbytes)
     return mx__fail(err, MX_ERR_MALFORMED,
                     "%s: external data length %llu does not match the %zu bytes its dims and "
-                    "element type need", what, (unsigned long long)x->length, nbytes);
+                    "element type need",
+                    what, (unsigned long long)x->length, nbytes);
   return MX_OK;
 }
 
 /* The real path (malloc'd, into *out) of base_dir/location, which must still lie inside the
  * model's directory once symbolic links are followed. */
-static mx_status resolve_inside(const char *base_dir, const char *location, const char *what,
-                                char **out, mx_error *err) {
+static mx_status resolve_inside(const char *base_dir, const char *location, const char *what, char **out,
+                                mx_error *err) {
   char eb[128];
   mx_status st = MX_OK;
   char *real_dir = NULL, *real_path = NULL;
@@ -141,8 +141,8 @@ static mx_status resolve_inside(const char *base_dir, const char *location, cons
 
   real_dir = realpath(base_dir, NULL);
   if (!real_dir) {
-    st = mx__fail(err, MX_ERR_IO, "%s: cannot resolve the model directory '%s': %s", what,
-                  base_dir, errno_text(errno, eb, sizeof eb));
+    st = mx__fail(err, MX_ERR_IO, "%s: cannot resolve the model directory '%s': %s", what, base_dir,
+                  errno_text(errno, eb, sizeof eb));
     goto free_joined;
   }
   real_path = realpath(joined, NULL);
@@ -154,7 +154,8 @@ static mx_status resolve_inside(const char *base_dir, const char *location, cons
   if (!path_inside(real_dir, real_path)) {
     st = mx__fail(err, MX_ERR_MALFORMED,
                   "%s: external data location '%s' resolves to '%s', outside the model's "
-                  "directory", what, location, real_path);
+                  "directory",
+                  what, location, real_path);
     free(real_path);
     goto free_real_dir;
   }
@@ -167,8 +168,8 @@ free_joined:
 }
 
 /* Opens real_path for reading; it must be a regular file. *fsize receives its size. */
-static mx_status open_regular(const char *real_path, const char *what, int *out_fd,
-                              uint64_t *fsize, mx_error *err) {
+static mx_status open_regular(const char *real_path, const char *what, int *out_fd, uint64_t *fsize,
+                              mx_error *err) {
   char eb[128];
   /* O_NONBLOCK: a FIFO planted in the model's directory must not hang the load (it is
    * refused below as not a regular file); reads of regular files ignore the flag. */
@@ -194,8 +195,8 @@ static mx_status open_regular(const char *real_path, const char *what, int *out_
 
 /* The region (offset, and length or the rest of the file) must lie inside the file of fsize
  * bytes and hold exactly the tensor's nbytes. */
-static mx_status check_region(const ext_entries *x, uint64_t fsize, size_t nbytes,
-                              const char *real_path, const char *what, mx_error *err) {
+static mx_status check_region(const ext_entries *x, uint64_t fsize, size_t nbytes, const char *real_path,
+                              const char *what, mx_error *err) {
   const uint64_t offset = x->offset;
   if (offset > fsize)
     return mx__fail(err, MX_ERR_MALFORMED,
@@ -205,13 +206,14 @@ static mx_status check_region(const ext_entries *x, uint64_t fsize, size_t nbyte
   if (length > fsize - offset)
     return mx__fail(err, MX_ERR_MALFORMED,
                     "%s: external data region (offset %llu, length %llu) runs past the end of '%s' "
-                    "(%llu bytes)", what, (unsigned long long)offset, (unsigned long long)length,
-                    real_path, (unsigned long long)fsize);
+                    "(%llu bytes)",
+                    what, (unsigned long long)offset, (unsigned long long)length, real_path,
+                    (unsigned long long)fsize);
   if (length != nbytes)
     return mx__fail(err, MX_ERR_MALFORMED,
                     "%s: external data in '%s' holds %llu bytes from offset %llu, but its dims and "
-                    "element type need %zu", what, real_path, (unsigned long long)length,
-                    (unsigned long long)offset, nbytes);
+                    "element type need %zu",
+                    what, real_path, (unsigned long long)length, (unsigned long long)offset, nbytes);
   if (offset > (uint64_t)INT64_MAX - length)
     return mx__fail(err, MX_ERR_MALFORMED, "%s: external data offset %llu is out of range", what,
                     (unsigned long long)offset);
@@ -256,12 +258,12 @@ mx_status mx__onnx_ext_read(mx__onnx_ext *ext, void *dst, const char *what, mx_e
     ssize_t r = pread(ext->fd, p + done, chunk, (off_t)(ext->offset + done));
     if (r < 0) {
       if (errno == EINTR) continue;
-      return mx__fail(err, MX_ERR_IO, "%s: cannot read external data file '%s': %s", what,
-                      ext->path, errno_text(errno, eb, sizeof eb));
+      return mx__fail(err, MX_ERR_IO, "%s: cannot read external data file '%s': %s", what, ext->path,
+                      errno_text(errno, eb, sizeof eb));
     }
     if (r == 0)
-      return mx__fail(err, MX_ERR_IO, "%s: external data file '%s' ended after %llu of %zu bytes",
-                      what, ext->path, (unsigned long long)done, ext->length);
+      return mx__fail(err, MX_ERR_IO, "%s: external data file '%s' ended after %llu of %zu bytes", what,
+                      ext->path, (unsigned long long)done, ext->length);
     done += (size_t)r;
   }
   return MX_OK;

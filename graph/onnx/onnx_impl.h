@@ -41,14 +41,14 @@
 
 /* Where the data of TensorProtos may come from, and how much one load has decoded. */
 typedef struct mx__onnx_src {
-  const char *base_dir;  /* directory external-data locations are relative to; NULL: refused */
-  uint64_t decoded;      /* tensor bytes decoded so far (against MX_ONNX_MAX_DECODED_BYTES) */
+  const char *base_dir; /* directory external-data locations are relative to; NULL: refused */
+  uint64_t decoded;     /* tensor bytes decoded so far (against MX_ONNX_MAX_DECODED_BYTES) */
 } mx__onnx_src;
 
 /* State of one model import. */
 typedef struct mx__onnx_import {
-  mx__onnx_src src;      /* tensor data sources and budget */
-  mx_error *err;         /* where failures are recorded; never NULL */
+  mx__onnx_src src; /* tensor data sources and budget */
+  mx_error *err;    /* where failures are recorded; never NULL */
 } mx__onnx_import;
 
 /* The ONNX names of one graph level while it is imported. Scopes chain to their enclosing
@@ -57,18 +57,18 @@ typedef struct mx__onnx_scope {
   const struct mx__onnx_scope *parent; /* enclosing graph's scope; NULL for the main graph */
   const Onnx__GraphProto *gp;          /* the graph being imported (borrowed) */
   mx_graph *g;                         /* the mixrt graph it becomes (borrowed) */
-  mx_strmap defined;     /* value name -> index of the producing node in gp, or
+  mx_strmap defined;                   /* value name -> index of the producing node in gp, or
                             MX_ONNX_NOT_NODE (graph input, initializer); keys borrowed from gp */
-  mx_strmap node_names;  /* explicit node name -> index of its first node; keys borrowed */
-  int depth;             /* subgraph nesting level, 0 for the main graph */
-  uint64_t name_counter; /* suffix counter for generated names */
+  mx_strmap node_names;                /* explicit node name -> index of its first node; keys borrowed */
+  int depth;                           /* subgraph nesting level, 0 for the main graph */
+  uint64_t name_counter;               /* suffix counter for generated names */
 } mx__onnx_scope;
 
 /* A set of names kept in first-seen order (strings borrowed). */
 typedef struct mx__onnx_names {
-  const char **v;        /* names in first-seen order (malloc'd array, borrowed strings) */
+  const char **v; /* names in first-seen order (malloc'd array, borrowed strings) */
   size_t n, cap;
-  mx_strmap seen;        /* name -> index in v */
+  mx_strmap seen; /* name -> index in v */
 } mx__onnx_names;
 
 /* --- onnx_file.c ------------------------------------------------------------------------------ */
@@ -78,17 +78,17 @@ char *mx__onnx_dirname(const char *path);
 
 /* An external-data region, validated and open for reading. */
 typedef struct mx__onnx_ext {
-  int fd;                /* open file descriptor, -1 when closed */
-  char *path;            /* resolved path of the file (malloc'd), for messages */
-  uint64_t offset;       /* first byte of the tensor's data in the file */
-  size_t length;         /* bytes of the region (the tensor's byte size) */
+  int fd;          /* open file descriptor, -1 when closed */
+  char *path;      /* resolved path of the file (malloc'd), for messages */
+  uint64_t offset; /* first byte of the tensor's data in the file */
+  size_t length;   /* bytes of the region (the tensor's byte size) */
 } mx__onnx_ext;
 
 /* Checks the external_data entries of tp (location inside base_dir, offset and length inside
  * the file, length == nbytes) and opens the file. `what` names the tensor in messages.
  * On failure nothing stays open. */
 MX_MUST_USE mx_status mx__onnx_ext_open(const char *base_dir, const Onnx__TensorProto *tp, size_t nbytes,
-                            const char *what, mx__onnx_ext *ext, mx_error *err);
+                                        const char *what, mx__onnx_ext *ext, mx_error *err);
 /* Reads the whole region into dst (ext->length bytes). */
 MX_MUST_USE mx_status mx__onnx_ext_read(mx__onnx_ext *ext, void *dst, const char *what, mx_error *err);
 /* Closes the file and frees the path. Safe on a closed or zeroed record. */
@@ -101,7 +101,7 @@ void mx__onnx_ext_close(mx__onnx_ext *ext);
  * (protobuf-c unpacks recursively, so this keeps hostile files from exhausting the stack).
  * `what` names the message in messages ("ONNX model"). */
 MX_MUST_USE mx_status mx__onnx_check_wire(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
-                              size_t size, const char *what, mx_error *err);
+                                          size_t size, const char *what, mx_error *err);
 
 /* --- onnx_tensor.c ---------------------------------------------------------------------------- */
 
@@ -113,7 +113,7 @@ const char *mx__onnx_type_name(int64_t code);
  * when not NULL, else with malloc (the caller frees t->data; at least 1 byte, never NULL).
  * `what` names the tensor in messages ("initializer 'w'"). src->decoded grows by the bytes. */
 MX_MUST_USE mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, mx__onnx_src *src,
-                                 mx_arena *arena, mx_tensor *t, mx_error *err);
+                                             mx_arena *arena, mx_tensor *t, mx_error *err);
 
 /* Sub-byte element types (int4, uint4, float4e2m1, int2, uint2) between ONNX's packed bytes
  * (low bits first) and mixrt's one element per byte: unpack works in place on a buffer of n
@@ -127,7 +127,8 @@ void mx__onnx_pack_sub_byte(const uint8_t *src, mx_dtype dtype, size_t n, uint8_
  * declared shape (NULL when not given). No type at all is a tensor of unknown type. Maps,
  * sparse tensors and nestings mixrt has no kind for are MX_ERR_UNSUPPORTED naming `what`. */
 MX_MUST_USE mx_status mx__onnx_type_read(const Onnx__TypeProto *tp, mx_value_kind *kind, mx_dtype *dtype,
-                             const Onnx__TensorShapeProto **shape, const char *what, mx_error *err);
+                                         const Onnx__TensorShapeProto **shape, const char *what,
+                                         mx_error *err);
 /* Wraps a tensor TypeProto into the sequence / optional layers of `kind` (arena messages). */
 Onnx__TypeProto *mx__onnx_type_wrap(mx_arena *a, mx_value_kind kind, Onnx__TypeProto *tensor_type);
 /* The TypeProto of an MX_TYPE_CODE (a TYPE_PROTO attribute) in arena a; NULL when out of memory. */
@@ -147,7 +148,7 @@ int mx__onnx_attr_type(const Onnx__AttributeProto *a);
  * that gp does not define (inputs, initializers, node outputs): what it takes from
  * enclosing scopes. `depth` is gp's nesting level. */
 MX_MUST_USE mx_status mx__onnx_free_names(const Onnx__GraphProto *gp, int depth, mx__onnx_names *out,
-                              mx_error *err);
+                                          mx_error *err);
 /* True when `name` is defined by the graph of scope s or of an enclosing one. */
 bool mx__onnx_scope_defines(const mx__onnx_scope *s, const char *name);
 /* Orders the nodes of sc->gp so that every node comes after the producers of the names it
@@ -168,11 +169,11 @@ MX_MUST_USE mx_status mx__onnx_import_node(mx__onnx_import *im, mx__onnx_scope *
 /* Imports the body of gp (inputs, initializers, nodes, outputs) into the empty graph g, whose
  * opsets are already set. `parent` is the enclosing graph's scope (NULL for the main graph). */
 MX_MUST_USE mx_status mx__onnx_import_graph(mx__onnx_import *im, const Onnx__GraphProto *gp, mx_graph *g,
-                                const mx__onnx_scope *parent, int depth);
+                                            const mx__onnx_scope *parent, int depth);
 /* The value called `name` in sc->g; a name of an enclosing graph becomes (once) a value of
  * sc->g flagged MX_VALUE_OUTER. MX_ERR_INVALID_GRAPH when no scope defines it. */
 MX_MUST_USE mx_status mx__onnx_resolve(mx__onnx_import *im, mx__onnx_scope *sc, const char *name,
-                           mx_value_id *out);
+                                       mx_value_id *out);
 /* A name that no value or node of sc->g uses and that no graph of the scope chain defines,
  * built from `hint` ("hint" or "hint_N"); allocated from `arena`. NULL when out of memory. */
 const char *mx__onnx_fresh_name(mx__onnx_scope *sc, mx_arena *arena, const char *hint);

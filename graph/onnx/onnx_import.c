@@ -37,8 +37,7 @@ static bool name_is_free(const mx__onnx_scope *sc, const char *n) {
   if (mx_graph_find_value(sc->g, n) != MX_NO_VALUE || mx_graph_find_node(sc->g, n) != MX_NO_NODE)
     return false;
   for (const mx__onnx_scope *s = sc; s; s = s->parent)
-    if (mx__strmap_get(&s->defined, n, NULL) || mx__strmap_get(&s->node_names, n, NULL))
-      return false;
+    if (mx__strmap_get(&s->defined, n, NULL) || mx__strmap_get(&s->node_names, n, NULL)) return false;
   return true;
 }
 
@@ -51,8 +50,7 @@ const char *mx__onnx_fresh_name(mx__onnx_scope *sc, mx_arena *arena, const char 
   return mx__arena_strdup(arena, buf);
 }
 
-mx_status mx__onnx_resolve(mx__onnx_import *im, mx__onnx_scope *sc, const char *name,
-                           mx_value_id *out) {
+mx_status mx__onnx_resolve(mx__onnx_import *im, mx__onnx_scope *sc, const char *name, mx_value_id *out) {
   mx_value_id id = mx_graph_find_value(sc->g, name);
   if (id != MX_NO_VALUE) {
     *out = id;
@@ -66,8 +64,7 @@ mx_status mx__onnx_resolve(mx__onnx_import *im, mx__onnx_scope *sc, const char *
   }
   if (!outer)
     return mx__fail(im->err, MX_ERR_INVALID_GRAPH,
-                    "'%s' is not defined in graph '%s' or in an enclosing graph", name,
-                    mx_graph_name(sc->g));
+                    "'%s' is not defined in graph '%s' or in an enclosing graph", name, mx_graph_name(sc->g));
   mx_status st = mx__graph_new_value(sc->g, name, &id);
   if (st != MX_OK) return mx__onnx_graph_failed(im, sc->g, st);
   mx_value *v = mx__val(sc->g, id);
@@ -88,26 +85,25 @@ static mx_status input_shape(mx__onnx_import *im, mx_graph *g, const Onnx__Tenso
       sp->dim[0]->dim_value == -2)
     return MX_OK; /* GE's encoding of an unknown rank */
   if (sp->n_dim > MX_MAX_RANK)
-    return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s has rank %zu; mixrt supports up to %d", what,
-                    sp->n_dim, MX_MAX_RANK);
+    return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s has rank %zu; mixrt supports up to %d", what, sp->n_dim,
+                    MX_MAX_RANK);
   shape->rank = (int32_t)sp->n_dim;
   for (size_t i = 0; i < sp->n_dim; i++) {
     const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
     mx_dim dim = MX_DIM_UNKNOWN;
     if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
       if (d->dim_value < -1)
-        return mx__fail(im->err, MX_ERR_MALFORMED, "%s: dim %zu is %lld", what, i,
-                        (long long)d->dim_value);
+        return mx__fail(im->err, MX_ERR_MALFORMED, "%s: dim %zu is %lld", what, i, (long long)d->dim_value);
       dim = d->dim_value; /* -1 is MX_DIM_UNKNOWN */
-    } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-               d->dim_param && *d->dim_param) {
+    } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
+               *d->dim_param) {
       /* An expression written by mixrt's export ("past_len + 1") parses back to itself; any
        * other text (a plain name, or one the parser does not take) is one symbol. */
       if (mx_sym_parse(mx_graph_symtab(g), d->dim_param, &dim) != MX_OK)
         dim = mx_sym_named(mx_graph_symtab(g), d->dim_param);
       if (dim == MX_DIM_UNKNOWN && mx_symtab_status(mx_graph_symtab(g)) != MX_OK)
-        return mx__fail(im->err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory for symbol '%s'",
-                        what, d->dim_param);
+        return mx__fail(im->err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory for symbol '%s'", what,
+                        d->dim_param);
     }
     shape->dims[i] = dim;
   }
@@ -133,8 +129,7 @@ static mx_status add_input(mx__onnx_import *im, mx__onnx_scope *sc, const Onnx__
   /* mx_graph_add_input insists on a known element type, but subgraph inputs (Loop bodies)
    * often declare none: such an input is declared with a placeholder type that is cleared
    * again, and inference takes it from the enclosing node. */
-  st = mx_graph_add_input(sc->g, vi->name, dtype == MX_DTYPE_UNDEFINED ? MX_FLOAT32 : dtype,
-                          &shape, &id);
+  st = mx_graph_add_input(sc->g, vi->name, dtype == MX_DTYPE_UNDEFINED ? MX_FLOAT32 : dtype, &shape, &id);
   if (st != MX_OK) return mx__onnx_graph_failed(im, sc->g, st);
   if (dtype == MX_DTYPE_UNDEFINED) mx__val(sc->g, id)->dtype = MX_DTYPE_UNDEFINED;
   mx__val(sc->g, id)->kind = (uint8_t)kind;
@@ -152,8 +147,8 @@ static mx_status collect_names(mx__onnx_import *im, mx__onnx_scope *sc, mx_strma
   if (gp->n_sparse_initializer) {
     const Onnx__SparseTensorProto *sp = gp->sparse_initializer[0];
     const char *n = sp->values && sp->values->name ? sp->values->name : "";
-    return mx__fail(im->err, MX_ERR_UNSUPPORTED,
-                    "graph '%s': sparse initializer '%s' is not supported", gname, n);
+    return mx__fail(im->err, MX_ERR_UNSUPPORTED, "graph '%s': sparse initializer '%s' is not supported",
+                    gname, n);
   }
   if (gp->n_initializer >= UINT32_MAX || gp->n_input >= UINT32_MAX || gp->n_node >= UINT32_MAX)
     return mx__fail(im->err, MX_ERR_LIMIT, "graph '%s' is too large", gname);
@@ -162,17 +157,14 @@ static mx_status collect_names(mx__onnx_import *im, mx__onnx_scope *sc, mx_strma
     if (!n || !*n)
       return mx__fail(im->err, MX_ERR_MALFORMED, "graph '%s': initializer #%zu has no name", gname, i);
     if (mx__strmap_get(&sc->defined, n, NULL))
-      return mx__fail(im->err, MX_ERR_INVALID_GRAPH, "graph '%s': initializer '%s' is given twice",
-                      gname, n);
+      return mx__fail(im->err, MX_ERR_INVALID_GRAPH, "graph '%s': initializer '%s' is given twice", gname, n);
     if (!mx__strmap_put(&sc->defined, n, MX_ONNX_NOT_NODE)) goto oom;
   }
   for (size_t i = 0; i < gp->n_input; i++) {
     const char *n = gp->input[i]->name;
-    if (!n || !*n)
-      return mx__fail(im->err, MX_ERR_MALFORMED, "graph '%s': input #%zu has no name", gname, i);
+    if (!n || !*n) return mx__fail(im->err, MX_ERR_MALFORMED, "graph '%s': input #%zu has no name", gname, i);
     if (mx__strmap_get(inputs, n, NULL))
-      return mx__fail(im->err, MX_ERR_INVALID_GRAPH, "graph '%s': input '%s' is declared twice",
-                      gname, n);
+      return mx__fail(im->err, MX_ERR_INVALID_GRAPH, "graph '%s': input '%s' is declared twice", gname, n);
     if (mx__strmap_get(&sc->defined, n, NULL)) continue; /* an initializer: a constant */
     if (!mx__strmap_put(inputs, n, (uint32_t)i)) goto oom;
   }
@@ -193,8 +185,7 @@ static mx_status collect_names(mx__onnx_import *im, mx__onnx_scope *sc, mx_strma
           return mx__fail(im->err, MX_ERR_INVALID_GRAPH,
                           "node %s: output '%s' is already a graph input or initializer",
                           mx__onnx_node_label(np, i, lb, sizeof lb), n);
-        return mx__fail(im->err, MX_ERR_INVALID_GRAPH,
-                        "node %s: output '%s' is already produced by node %s",
+        return mx__fail(im->err, MX_ERR_INVALID_GRAPH, "node %s: output '%s' is already produced by node %s",
                         mx__onnx_node_label(np, i, lb, sizeof lb), n,
                         mx__onnx_node_label(gp->node[prev], prev, lb2, sizeof lb2));
       }
@@ -212,8 +203,7 @@ static mx_status add_initializers(mx__onnx_import *im, mx__onnx_scope *sc) {
   for (size_t i = 0; i < sc->gp->n_initializer; i++) {
     const Onnx__TensorProto *tp = sc->gp->initializer[i];
     mx_tensor t;
-    snprintf(what, sizeof what, "graph '%.100s': initializer '%.150s'", mx_graph_name(sc->g),
-             tp->name);
+    snprintf(what, sizeof what, "graph '%.100s': initializer '%.150s'", mx_graph_name(sc->g), tp->name);
     mx_status st = mx__onnx_tensor_decode(tp, what, &im->src, NULL, &t, im->err);
     if (st != MX_OK) return st;
     st = mx_graph_add_constant(sc->g, tp->name, &t, NULL);
@@ -228,13 +218,14 @@ static mx_status add_outputs(mx__onnx_import *im, mx__onnx_scope *sc) {
   for (size_t i = 0; i < sc->gp->n_output; i++) {
     const char *n = sc->gp->output[i]->name;
     if (!n || !*n)
-      return mx__fail(im->err, MX_ERR_MALFORMED, "graph '%s': output #%zu has no name",
-                      mx_graph_name(sc->g), i);
+      return mx__fail(im->err, MX_ERR_MALFORMED, "graph '%s': output #%zu has no name", mx_graph_name(sc->g),
+                      i);
     mx_value_id v;
     if (!mx__strmap_get(&sc->defined, n, NULL) && !mx__onnx_scope_defines(sc->parent, n))
       return mx__fail(im->err, MX_ERR_INVALID_GRAPH,
                       "graph '%s': output '%s' is not produced by any node and is not a graph "
-                      "input or initializer", mx_graph_name(sc->g), n);
+                      "input or initializer",
+                      mx_graph_name(sc->g), n);
     mx_status st = mx__onnx_resolve(im, sc, n, &v);
     if (st != MX_OK) return st;
     st = mx_graph_add_output(sc->g, v);
@@ -300,8 +291,7 @@ static mx_status load_model(const uint8_t *data, size_t size, const char *base_d
   st = mx__onnx_check_wire(&onnx__model_proto__descriptor, data, size, "ONNX model", err);
   if (st != MX_OK) return st;
   Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
-  if (!m)
-    return mx__fail(err, MX_ERR_MALFORMED, "not a valid ONNX model (protobuf decoding failed)");
+  if (!m) return mx__fail(err, MX_ERR_MALFORMED, "not a valid ONNX model (protobuf decoding failed)");
   if (!m->graph) {
     st = mx__fail(err, MX_ERR_MALFORMED, "the ONNX model has no graph");
     goto free_model;
@@ -321,8 +311,7 @@ static mx_status load_model(const uint8_t *data, size_t size, const char *base_d
     const Onnx__OperatorSetIdProto *os = m->opset_import[i];
     const char *domain = os->domain ? os->domain : "";
     if (!os->has_version || os->version <= 0) {
-      st = mx__fail(err, MX_ERR_MALFORMED, "opset import of domain '%.200s' has no valid version",
-                    domain);
+      st = mx__fail(err, MX_ERR_MALFORMED, "opset import of domain '%.200s' has no valid version", domain);
       goto destroy_graph;
     }
     st = mx_graph_set_opset(g, domain, os->version);

@@ -76,9 +76,8 @@ static mx_status import_subgraph(mx__onnx_import *im, mx__onnx_scope *sc, const 
 
 /* Converts attribute `a` of a node into *out (temporaries from `scratch`). `label` names the
  * node in messages. */
-static mx_status convert_attr(mx__onnx_import *im, mx__onnx_scope *sc, mx_arena *scratch,
-                              const char *label, const char *node_name,
-                              const Onnx__AttributeProto *a, mx_attr *out) {
+static mx_status convert_attr(mx__onnx_import *im, mx__onnx_scope *sc, mx_arena *scratch, const char *label,
+                              const char *node_name, const Onnx__AttributeProto *a, mx_attr *out) {
   char what[400];
   mx_status st;
   int type = mx__onnx_attr_type(a);
@@ -148,8 +147,7 @@ static mx_status convert_attr(mx__onnx_import *im, mx__onnx_scope *sc, mx_arena 
       st = mx__onnx_type_read(a->tp, &kind, &dtype, &shape, twhat, im->err);
       if (st != MX_OK) return st;
       if (dtype == MX_DTYPE_UNDEFINED)
-        return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s has type TYPE_PROTO without an element type",
-                        what);
+        return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s has type TYPE_PROTO without an element type", what);
       out->type = MX_ATTR_TYPE_PROTO;
       out->i = MX_TYPE_CODE(kind, dtype);
       return MX_OK;
@@ -159,10 +157,9 @@ static mx_status convert_attr(mx__onnx_import *im, mx__onnx_scope *sc, mx_arena 
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSORS:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTOS:
-      return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s has type %s, which mixrt does not support",
-                      what, attr_type_name(type));
-    default:
-      return mx__fail(im->err, MX_ERR_MALFORMED, "%s has no valid type (%d)", what, type);
+      return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s has type %s, which mixrt does not support", what,
+                      attr_type_name(type));
+    default: return mx__fail(im->err, MX_ERR_MALFORMED, "%s has no valid type (%d)", what, type);
   }
 }
 
@@ -179,8 +176,7 @@ static mx_status constant_value(mx__onnx_import *im, mx_arena *scratch, const On
     if (strncmp(n, "value", 5) != 0 && strcmp(n, "sparse_value") != 0) continue;
     if (value)
       return mx__fail(im->err, MX_ERR_INVALID_GRAPH,
-                      "Constant node %s has two values ('%.100s' and '%.100s')", label,
-                      value->name, n);
+                      "Constant node %s has two values ('%.100s' and '%.100s')", label, value->name, n);
     value = a;
   }
   if (!value)
@@ -189,21 +185,25 @@ static mx_status constant_value(mx__onnx_import *im, mx_arena *scratch, const On
   int type = mx__onnx_attr_type(value);
   snprintf(what, sizeof what, "Constant node %s: attribute '%.100s'", label, n);
   int want;
-  if (strcmp(n, "value") == 0) want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
-  else if (strcmp(n, "value_float") == 0) want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-  else if (strcmp(n, "value_floats") == 0) want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
-  else if (strcmp(n, "value_int") == 0) want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-  else if (strcmp(n, "value_ints") == 0) want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+  if (strcmp(n, "value") == 0)
+    want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+  else if (strcmp(n, "value_float") == 0)
+    want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+  else if (strcmp(n, "value_floats") == 0)
+    want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+  else if (strcmp(n, "value_int") == 0)
+    want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+  else if (strcmp(n, "value_ints") == 0)
+    want = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
   else if (strcmp(n, "value_string") == 0 || strcmp(n, "value_strings") == 0 ||
            strcmp(n, "sparse_value") == 0)
-    return mx__fail(im->err, MX_ERR_UNSUPPORTED,
-                    "%s: %s constants are not supported", what,
+    return mx__fail(im->err, MX_ERR_UNSUPPORTED, "%s: %s constants are not supported", what,
                     n[0] == 's' ? "sparse" : "string");
   else
     return mx__fail(im->err, MX_ERR_INVALID_GRAPH, "%s is not a Constant attribute", what);
   if (type != want)
-    return mx__fail(im->err, MX_ERR_INVALID_GRAPH, "%s has type %s, expected %s", what,
-                    attr_type_name(type), attr_type_name(want));
+    return mx__fail(im->err, MX_ERR_INVALID_GRAPH, "%s has type %s, expected %s", what, attr_type_name(type),
+                    attr_type_name(want));
   switch (want) {
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
       if (!value->t) return mx__fail(im->err, MX_ERR_MALFORMED, "%s has no tensor", what);
@@ -213,8 +213,10 @@ static mx_status constant_value(mx__onnx_import *im, mx_arena *scratch, const On
       bool f = want == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
       void *d = mx__arena_alloc(scratch, 8, 8);
       if (!d) return mx__fail(im->err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
-      if (f) *(float *)d = value->f;
-      else *(int64_t *)d = value->i;
+      if (f)
+        *(float *)d = value->f;
+      else
+        *(int64_t *)d = value->i;
       t->dtype = f ? MX_FLOAT32 : MX_INT64;
       t->rank = 0;
       t->data = d;
@@ -240,8 +242,7 @@ static mx_status import_constant(mx__onnx_import *im, mx__onnx_scope *sc, mx_are
       return mx__fail(im->err, MX_ERR_INVALID_GRAPH, "Constant node %s takes no inputs", label);
   if (np->n_output != 1)
     return mx__fail(im->err, MX_ERR_INVALID_GRAPH,
-                    "Constant node %s has %zu outputs; it must have exactly one", label,
-                    np->n_output);
+                    "Constant node %s has %zu outputs; it must have exactly one", label, np->n_output);
   mx_status st = constant_value(im, scratch, np, label, &t);
   if (st != MX_OK) return st;
   const char *name = np->output[0];
@@ -257,9 +258,7 @@ static mx_status import_constant(mx__onnx_import *im, mx__onnx_scope *sc, mx_are
   return st;
 }
 
-static bool is_default_domain(const char *d) {
-  return !d || !*d || strcmp(d, "ai.onnx") == 0;
-}
+static bool is_default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
 
 mx_status mx__onnx_import_node(mx__onnx_import *im, mx__onnx_scope *sc, size_t index) {
   char label[200];
@@ -276,8 +275,8 @@ mx_status mx__onnx_import_node(mx__onnx_import *im, mx__onnx_scope *sc, size_t i
   if (np->n_input > MX_ONNX_MAX_NODE_ARITY || np->n_output > MX_ONNX_MAX_NODE_ARITY ||
       np->n_attribute > MX_ONNX_MAX_NODE_ARITY) {
     st = mx__fail(im->err, MX_ERR_LIMIT,
-                  "node %s has %zu inputs, %zu outputs and %zu attributes; at most %d of each",
-                  label, np->n_input, np->n_output, np->n_attribute, MX_ONNX_MAX_NODE_ARITY);
+                  "node %s has %zu inputs, %zu outputs and %zu attributes; at most %d of each", label,
+                  np->n_input, np->n_output, np->n_attribute, MX_ONNX_MAX_NODE_ARITY);
     goto release;
   }
   for (size_t k = 0; k < np->n_attribute; k++) {
@@ -289,7 +288,8 @@ mx_status mx__onnx_import_node(mx__onnx_import *im, mx__onnx_scope *sc, size_t i
     if (a->ref_attr_name && *a->ref_attr_name) {
       st = mx__fail(im->err, MX_ERR_INVALID_GRAPH,
                     "node %s: attribute '%.100s' refers to function attribute '%.100s', which only "
-                    "nodes inside function bodies may do", label, a->name, a->ref_attr_name);
+                    "nodes inside function bodies may do",
+                    label, a->name, a->ref_attr_name);
       goto release;
     }
   }

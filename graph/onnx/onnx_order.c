@@ -85,22 +85,20 @@ static bool add_free(mx__onnx_names *out, const mx_strmap *defined, const char *
   return mx__onnx_names_add(out, name);
 }
 
-mx_status mx__onnx_free_names(const Onnx__GraphProto *gp, int depth, mx__onnx_names *out,
-                              mx_error *err) {
+mx_status mx__onnx_free_names(const Onnx__GraphProto *gp, int depth, mx__onnx_names *out, mx_error *err) {
   mx_status st = MX_OK;
   mx_strmap defined;
   mx__onnx_names inner;
   mx__strmap_init(&defined);
   mx__onnx_names_init(&inner);
   if (depth > MX_ONNX_MAX_GRAPH_DEPTH) {
-    st = mx__fail(err, MX_ERR_LIMIT, "subgraphs are nested more than %d levels deep",
-                  MX_ONNX_MAX_GRAPH_DEPTH);
+    st =
+        mx__fail(err, MX_ERR_LIMIT, "subgraphs are nested more than %d levels deep", MX_ONNX_MAX_GRAPH_DEPTH);
     goto done;
   }
   /* Everything gp defines, wherever it is in the file. */
   for (size_t i = 0; i < gp->n_input; i++)
-    if (gp->input[i] && gp->input[i]->name && !mx__strmap_put(&defined, gp->input[i]->name, 0))
-      goto oom;
+    if (gp->input[i] && gp->input[i]->name && !mx__strmap_put(&defined, gp->input[i]->name, 0)) goto oom;
   for (size_t i = 0; i < gp->n_initializer; i++)
     if (gp->initializer[i] && gp->initializer[i]->name &&
         !mx__strmap_put(&defined, gp->initializer[i]->name, 0))
@@ -142,7 +140,7 @@ done:
 typedef struct dep_edge {
   uint32_t producer;
   uint32_t consumer;
-  const char *name;      /* borrowed from the graph proto */
+  const char *name; /* borrowed from the graph proto */
 } dep_edge;
 
 typedef struct edge_list {
@@ -151,8 +149,8 @@ typedef struct edge_list {
 } edge_list;
 
 /* Records that node i uses `name` (an input or a subgraph's outer name). */
-static mx_status use_name(mx__onnx_import *im, const mx__onnx_scope *sc, uint32_t i,
-                          const char *name, const char *subgraph_attr, edge_list *edges) {
+static mx_status use_name(mx__onnx_import *im, const mx__onnx_scope *sc, uint32_t i, const char *name,
+                          const char *subgraph_attr, edge_list *edges) {
   char lb[200];
   const Onnx__NodeProto *np = sc->gp->node[i];
   uint32_t producer;
@@ -161,8 +159,8 @@ static mx_status use_name(mx__onnx_import *im, const mx__onnx_scope *sc, uint32_
     if (producer == i)
       return mx__fail(im->err, MX_ERR_INVALID_GRAPH,
                       "node %s uses its own output '%s'%s%s: the graph has a cycle",
-                      mx__onnx_node_label(np, i, lb, sizeof lb), name,
-                      subgraph_attr ? " in subgraph " : "", subgraph_attr ? subgraph_attr : "");
+                      mx__onnx_node_label(np, i, lb, sizeof lb), name, subgraph_attr ? " in subgraph " : "",
+                      subgraph_attr ? subgraph_attr : "");
     if (!MX_GROW(edges->v, edges->cap, edges->n + 1))
       return mx__fail(im->err, MX_ERR_OUT_OF_MEMORY, "out of host memory ordering nodes");
     edges->v[edges->n++] = (dep_edge){producer, i, name};
@@ -172,10 +170,12 @@ static mx_status use_name(mx__onnx_import *im, const mx__onnx_scope *sc, uint32_
   if (subgraph_attr)
     return mx__fail(im->err, MX_ERR_INVALID_GRAPH,
                     "node %s: subgraph '%s' uses '%s', which no node, graph input or initializer "
-                    "defines", mx__onnx_node_label(np, i, lb, sizeof lb), subgraph_attr, name);
+                    "defines",
+                    mx__onnx_node_label(np, i, lb, sizeof lb), subgraph_attr, name);
   return mx__fail(im->err, MX_ERR_INVALID_GRAPH,
                   "node %s: input '%s' is not produced by any node and is not a graph input or "
-                  "initializer", mx__onnx_node_label(np, i, lb, sizeof lb), name);
+                  "initializer",
+                  mx__onnx_node_label(np, i, lb, sizeof lb), name);
 }
 
 /* Collects the dependencies of every node of sc->gp, grouped by consumer in node order. */
@@ -199,8 +199,8 @@ static mx_status collect_edges(mx__onnx_import *im, const mx__onnx_scope *sc, ed
       st = mx__onnx_free_names(a->g, sc->depth + 1, &outer, im->err);
       if (st != MX_OK) {
         char lb[200];
-        mx__error_prefix(im->err, "node %s: subgraph '%.100s': ",
-                         mx__onnx_node_label(np, i, lb, sizeof lb), a->name ? a->name : "");
+        mx__error_prefix(im->err, "node %s: subgraph '%.100s': ", mx__onnx_node_label(np, i, lb, sizeof lb),
+                         a->name ? a->name : "");
         goto done;
       }
       for (size_t j = 0; j < outer.n; j++) {
@@ -243,13 +243,12 @@ static mx_status report_cycle(mx__onnx_import *im, const mx__onnx_scope *sc, con
     }
   if (!via)
     return mx__fail(im->err, MX_ERR_INVALID_GRAPH, "graph '%s': node %s is on a cycle",
-                    sc->gp->name ? sc->gp->name : "",
-                    mx__onnx_node_label(sc->gp->node[x], x, l1, sizeof l1));
+                    sc->gp->name ? sc->gp->name : "", mx__onnx_node_label(sc->gp->node[x], x, l1, sizeof l1));
   return mx__fail(im->err, MX_ERR_INVALID_GRAPH,
                   "graph '%s' has a cycle: node %s needs '%s', produced by node %s, which "
-                  "depends on it", sc->gp->name ? sc->gp->name : "",
-                  mx__onnx_node_label(sc->gp->node[x], x, l1, sizeof l1), via->name,
-                  mx__onnx_node_label(sc->gp->node[via->producer], via->producer, l2, sizeof l2));
+                  "depends on it",
+                  sc->gp->name ? sc->gp->name : "", mx__onnx_node_label(sc->gp->node[x], x, l1, sizeof l1),
+                  via->name, mx__onnx_node_label(sc->gp->node[via->producer], via->producer, l2, sizeof l2));
 }
 
 mx_status mx__onnx_order_nodes(mx__onnx_import *im, const mx__onnx_scope *sc, uint32_t **order) {
@@ -261,8 +260,7 @@ mx_status mx__onnx_order_nodes(mx__onnx_import *im, const mx__onnx_scope *sc, ui
   uint8_t *mark = NULL;
   *order = NULL;
   if (n >= UINT32_MAX)
-    return mx__fail(im->err, MX_ERR_LIMIT, "graph '%s' has too many nodes",
-                    sc->gp->name ? sc->gp->name : "");
+    return mx__fail(im->err, MX_ERR_LIMIT, "graph '%s' has too many nodes", sc->gp->name ? sc->gp->name : "");
 
   st = collect_edges(im, sc, &edges);
   if (st != MX_OK) goto free_edges;

@@ -26,11 +26,12 @@
 
 const char *mx__onnx_type_name(int64_t code) {
   static const char *const names[] = {
-      "undefined", "float32", "uint8",   "int8",      "uint16",         "int16",
-      "int32",     "int64",   "string",  "bool",      "float16",        "float64",
-      "uint32",    "uint64",  "complex64", "complex128", "bfloat16",    "float8e4m3fn",
-      "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1",
-      "float8e8m0", "uint2", "int2"};
+      "undefined",      "float32",  "uint8",        "int8",           "uint16",
+      "int16",          "int32",    "int64",        "string",         "bool",
+      "float16",        "float64",  "uint32",       "uint64",         "complex64",
+      "complex128",     "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
+      "float8e5m2fnuz", "uint4",    "int4",         "float4e2m1",     "float8e8m0",
+      "uint2",          "int2"};
   if (code < 0 || code >= (int64_t)(sizeof names / sizeof names[0])) return "unknown";
   return names[code];
 }
@@ -92,7 +93,8 @@ void mx__onnx_pack_sub_byte(const uint8_t *src, mx_dtype dtype, size_t n, uint8_
   uint8_t mask = (uint8_t)((1u << w) - 1);
   memset(dst, 0, mx_dtype_packed_bytes(dtype, n));
   for (size_t i = 0; i < n; i++)
-    dst[i / (size_t)per] = (uint8_t)(dst[i / (size_t)per] | ((src[i] & mask) << ((int)(i % (size_t)per) * w)));
+    dst[i / (size_t)per] =
+        (uint8_t)(dst[i / (size_t)per] | ((src[i] & mask) << ((int)(i % (size_t)per) * w)));
 }
 
 /* Name of the first non-empty typed field other than `own`, for messages. */
@@ -168,22 +170,24 @@ static const char *dims_text(const mx_tensor *t, char *buf, size_t n) {
  * each string is a malloc of its own, as mx_tensor_release expects (mixrt/tensor.h). */
 static mx_status decode_strings(const Onnx__TensorProto *tp, const char *what, mx__onnx_src *src,
                                 mx_arena *arena, mx_tensor *nt, int64_t numel, mx_error *err) {
-  if (tp->has_raw_data || (tp->has_data_location &&
-                           tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
+  if (tp->has_raw_data ||
+      (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL))
     return mx__fail(err, MX_ERR_MALFORMED, "%s: string values must be stored in string_data", what);
-  size_t n_other = tp->n_float_data + tp->n_int32_data + tp->n_int64_data + tp->n_double_data +
-                   tp->n_uint64_data;
+  size_t n_other =
+      tp->n_float_data + tp->n_int32_data + tp->n_int64_data + tp->n_double_data + tp->n_uint64_data;
   if (n_other || (int64_t)tp->n_string_data != numel)
-    return mx__fail(err, MX_ERR_MALFORMED, "%s: string_data holds %zu values, but the dims need %lld",
-                    what, tp->n_string_data, (long long)numel);
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: string_data holds %zu values, but the dims need %lld", what,
+                    tp->n_string_data, (long long)numel);
   size_t total = (size_t)numel * sizeof(char *);
   for (size_t i = 0; i < tp->n_string_data; i++) total += tp->string_data[i].len + 1;
   if (src && total > MX_ONNX_MAX_DECODED_BYTES - src->decoded)
-    return mx__fail(err, MX_ERR_LIMIT, "%s: %zu bytes of strings would take the model past the "
-                    "tensor data one load may decode", what, total);
+    return mx__fail(err, MX_ERR_LIMIT,
+                    "%s: %zu bytes of strings would take the model past the "
+                    "tensor data one load may decode",
+                    what, total);
   size_t n = (size_t)numel;
-  char **strs = arena ? mx__arena_alloc(arena, n ? n * sizeof(char *) : 1, 64)
-                      : calloc(n ? n : 1, sizeof(char *));
+  char **strs =
+      arena ? mx__arena_alloc(arena, n ? n * sizeof(char *) : 1, 64) : calloc(n ? n : 1, sizeof(char *));
   if (!strs) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
   for (size_t i = 0; i < n; i++) {
     const ProtobufCBinaryData *b = &tp->string_data[i];
@@ -225,8 +229,8 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
 
   /* Dims and sizes. */
   if (tp->n_dims > MX_MAX_RANK)
-    return mx__fail(err, MX_ERR_UNSUPPORTED, "%s has rank %zu; mixrt supports up to %d", what,
-                    tp->n_dims, MX_MAX_RANK);
+    return mx__fail(err, MX_ERR_UNSUPPORTED, "%s has rank %zu; mixrt supports up to %d", what, tp->n_dims,
+                    MX_MAX_RANK);
   nt.rank = (int32_t)tp->n_dims;
   for (size_t i = 0; i < tp->n_dims; i++) {
     if (tp->dims[i] < 0)
@@ -240,16 +244,15 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
     return mx__fail(err, MX_ERR_LIMIT, "%s: dims %s have more elements than fit in 64 bits", what,
                     dims_text(&nt, dbuf, sizeof dbuf));
   if (!mx_tensor_nbytes(&nt, &nbytes))
-    return mx__fail(err, MX_ERR_LIMIT, "%s: dims %s of %s need more bytes than fit in memory",
-                    what, dims_text(&nt, dbuf, sizeof dbuf), mx_dtype_name(nt.dtype));
+    return mx__fail(err, MX_ERR_LIMIT, "%s: dims %s of %s need more bytes than fit in memory", what,
+                    dims_text(&nt, dbuf, sizeof dbuf), mx_dtype_name(nt.dtype));
   if (nt.dtype == MX_STRING) {
     if (tp->segment) return mx__fail(err, MX_ERR_UNSUPPORTED, "%s is a segment of a larger tensor", what);
     st = decode_strings(tp, what, src, arena, &nt, numel, err);
     if (st == MX_OK) *t = nt;
     return st;
   }
-  if (tp->segment)
-    return mx__fail(err, MX_ERR_UNSUPPORTED, "%s is a segment of a larger tensor", what);
+  if (tp->segment) return mx__fail(err, MX_ERR_UNSUPPORTED, "%s is a segment of a larger tensor", what);
   /* Bytes as stored in the file (sub-byte types packed) and values in the typed field. */
   size_t stored = mx_dtype_packed_bytes(nt.dtype, (size_t)numel);
   uint64_t typed_count = mx_dtype_bits(nt.dtype) < 8 ? (uint64_t)stored : (uint64_t)numel;
@@ -259,31 +262,28 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
   size_t n_own = own_field(tp, nt.dtype, &field);
   size_t n_typed = tp->n_float_data + tp->n_int32_data + tp->n_int64_data + tp->n_double_data +
                    tp->n_uint64_data + tp->n_string_data;
-  bool external = tp->has_data_location &&
-                  tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
   if (n_typed != n_own)
     return mx__fail(err, MX_ERR_MALFORMED, "%s: %s values cannot be stored in %s", what,
                     mx_dtype_name(nt.dtype), foreign_field(tp, field));
   if ((external && (tp->has_raw_data || n_own)) || (tp->has_raw_data && n_own))
-    return mx__fail(err, MX_ERR_MALFORMED, "%s stores its data in more than one place (%s%s%s)",
-                    what, external ? "external file, " : "",
-                    tp->has_raw_data ? "raw_data, " : "", n_own ? field : "");
+    return mx__fail(err, MX_ERR_MALFORMED, "%s stores its data in more than one place (%s%s%s)", what,
+                    external ? "external file, " : "", tp->has_raw_data ? "raw_data, " : "",
+                    n_own ? field : "");
   if (tp->has_raw_data && tp->raw_data.len != stored)
-    return mx__fail(err, MX_ERR_MALFORMED,
-                    "%s: raw_data holds %zu bytes, but dims %s of %s need %zu", what,
-                    tp->raw_data.len, dims_text(&nt, dbuf, sizeof dbuf), mx_dtype_name(nt.dtype),
-                    stored);
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: raw_data holds %zu bytes, but dims %s of %s need %zu", what,
+                    tp->raw_data.len, dims_text(&nt, dbuf, sizeof dbuf), mx_dtype_name(nt.dtype), stored);
   if (n_own && n_own != typed_count)
-    return mx__fail(err, MX_ERR_MALFORMED, "%s: %s holds %zu values, but dims %s need %lld", what,
-                    field, n_own, dims_text(&nt, dbuf, sizeof dbuf), (long long)typed_count);
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: %s holds %zu values, but dims %s need %lld", what, field,
+                    n_own, dims_text(&nt, dbuf, sizeof dbuf), (long long)typed_count);
   if (!external && !tp->has_raw_data && !n_own && numel != 0)
     return mx__fail(err, MX_ERR_MALFORMED, "%s has no data, but dims %s need %lld values", what,
                     dims_text(&nt, dbuf, sizeof dbuf), (long long)numel);
   if (src && nbytes > MX_ONNX_MAX_DECODED_BYTES - src->decoded)
     return mx__fail(err, MX_ERR_LIMIT,
                     "%s: %zu bytes would take the model past the %llu bytes of tensor data one "
-                    "load may decode", what, nbytes,
-                    (unsigned long long)MX_ONNX_MAX_DECODED_BYTES);
+                    "load may decode",
+                    what, nbytes, (unsigned long long)MX_ONNX_MAX_DECODED_BYTES);
   if (external) {
     st = mx__onnx_ext_open(src ? src->base_dir : NULL, tp, stored, what, &ext, err);
     if (st != MX_OK) return st;
@@ -332,8 +332,7 @@ static mx_status parse_tensor(const void *data, size_t size, const char *what, c
   mx_tensor nt;
   char *name = NULL;
   if (size > MX_ONNX_MAX_FILE_BYTES)
-    return mx__fail(err, MX_ERR_LIMIT, "%s: %zu bytes is more than a TensorProto can hold", what,
-                    size);
+    return mx__fail(err, MX_ERR_LIMIT, "%s: %zu bytes is more than a TensorProto can hold", what, size);
   st = mx__onnx_check_wire(&onnx__tensor_proto__descriptor, data, size, "TensorProto", err);
   if (st != MX_OK) {
     mx__error_prefix(err, "%s: ", what);
@@ -341,8 +340,7 @@ static mx_status parse_tensor(const void *data, size_t size, const char *what, c
   }
   Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, data);
   if (!tp)
-    return mx__fail(err, MX_ERR_MALFORMED, "%s: not a valid TensorProto (protobuf decoding failed)",
-                    what);
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: not a valid TensorProto (protobuf decoding failed)", what);
   if (tp->name && *tp->name)
     snprintf(label, sizeof label, "%.120s: tensor '%.100s'", what, tp->name);
   else
@@ -367,8 +365,7 @@ free_proto:
   return st;
 }
 
-mx_status mx_tensor_parse_pb(const void *data, size_t size, mx_tensor *t, char **name_out,
-                             mx_error *err) {
+mx_status mx_tensor_parse_pb(const void *data, size_t size, mx_tensor *t, char **name_out, mx_error *err) {
   mx_error_clear(err);
   if (name_out) *name_out = NULL;
   if (!t) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_tensor_parse_pb: tensor is NULL");

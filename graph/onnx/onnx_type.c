@@ -25,14 +25,14 @@ mx_status mx__onnx_type_read(const Onnx__TypeProto *tp, mx_value_kind *kind, mx_
     if (!tp) return mx__fail(err, MX_ERR_UNSUPPORTED, "%s is a sequence without an element type", what);
   }
   if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
-    const char *k = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ? "a sequence of sequences"
-                    : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE ? "a map"
-                    : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "a nested optional"
+    const char *k = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE        ? "a sequence of sequences"
+                    : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE           ? "a map"
+                    : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE      ? "a nested optional"
                     : tp->value_case == ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE ? "a sparse tensor"
-                    : "of no known type";
+                                                                                   : "of no known type";
     return mx__fail(err, MX_ERR_UNSUPPORTED,
-                    "%s is %s%s; mixrt supports tensors, sequences of tensors and optionals of those",
-                    what, sequence || optional ? "or holds " : "", k);
+                    "%s is %s%s; mixrt supports tensors, sequences of tensors and optionals of those", what,
+                    sequence || optional ? "or holds " : "", k);
   }
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   if (tt) {

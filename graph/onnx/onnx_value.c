@@ -114,14 +114,18 @@ static mx_status parse_optional(const uint8_t *data, size_t size, mx_tensor *out
     size_t len = 0;
     if (!next_field(&w, &field, &type, &v, &d, &len))
       return mx__fail(err, MX_ERR_MALFORMED, "OptionalProto: malformed wire data");
-    if (field == 2 && type == WIRE_VARINT) elem_type = v;
-    else if (field == 3 && type == WIRE_LEN) tensor = d, tlen = len;
-    else if (field == 5 && type == WIRE_LEN) seq = d, slen = len;
+    if (field == 2 && type == WIRE_VARINT)
+      elem_type = v;
+    else if (field == 3 && type == WIRE_LEN)
+      tensor = d, tlen = len;
+    else if (field == 5 && type == WIRE_LEN)
+      seq = d, slen = len;
     else if (field >= 4 && field <= 7 && type == WIRE_LEN)
       return mx__fail(err, MX_ERR_UNSUPPORTED, "OptionalProto: field %u is not supported", field);
   }
   bool is_seq = seq || elem_type == 3; /* OptionalProto.DataType SEQUENCE */
-  mx_status st = mx_value_list_new(is_seq ? MX_KIND_OPTIONAL_SEQUENCE : MX_KIND_OPTIONAL, MX_DTYPE_UNDEFINED, out);
+  mx_status st =
+      mx_value_list_new(is_seq ? MX_KIND_OPTIONAL_SEQUENCE : MX_KIND_OPTIONAL, MX_DTYPE_UNDEFINED, out);
   if (st != MX_OK) return mx__fail(err, st, "out of host memory");
   if (tensor) {
     st = add_tensor(tensor, tlen, out, err);

@@ -15,8 +15,8 @@
 #define MAX_FIELD_NUMBER 536870911u
 
 typedef struct wire_scan {
-  const uint8_t *base;   /* start of the whole buffer, for byte offsets in messages */
-  const char *what;      /* what the buffer holds, for messages */
+  const uint8_t *base; /* start of the whole buffer, for byte offsets in messages */
+  const char *what;    /* what the buffer holds, for messages */
   mx_error *err;
 } wire_scan;
 
@@ -37,14 +37,14 @@ static bool read_varint(const uint8_t *p, size_t end, size_t *pos, uint64_t *out
 }
 
 static mx_status bad(const wire_scan *ws, size_t at, const char *why) {
-  return mx__fail(ws->err, MX_ERR_MALFORMED,
-                  "not a valid %s: protobuf encoding error at byte %zu: %s", ws->what, at, why);
+  return mx__fail(ws->err, MX_ERR_MALFORMED, "not a valid %s: protobuf encoding error at byte %zu: %s",
+                  ws->what, at, why);
 }
 
 /* Scans the message in bytes [start, end) of ws->base, described by desc (NULL: an unknown
  * message, only lengths are checked). depth is its nesting level (the outermost is 1). */
-static mx_status scan(const wire_scan *ws, const ProtobufCMessageDescriptor *desc, size_t start,
-                      size_t end, int depth) {
+static mx_status scan(const wire_scan *ws, const ProtobufCMessageDescriptor *desc, size_t start, size_t end,
+                      int depth) {
   const uint8_t *p = ws->base;
   size_t pos = start;
   while (pos < end) {
@@ -76,9 +76,8 @@ static mx_status scan(const wire_scan *ws, const ProtobufCMessageDescriptor *des
             desc ? protobuf_c_message_descriptor_get_field(desc, (unsigned)field) : NULL;
         if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
           if (depth >= MX_ONNX_MAX_MESSAGE_DEPTH)
-            return mx__fail(ws->err, MX_ERR_LIMIT,
-                            "%s nests messages more than %d levels deep (at byte %zu)", ws->what,
-                            MX_ONNX_MAX_MESSAGE_DEPTH, at);
+            return mx__fail(ws->err, MX_ERR_LIMIT, "%s nests messages more than %d levels deep (at byte %zu)",
+                            ws->what, MX_ONNX_MAX_MESSAGE_DEPTH, at);
           mx_status st = scan(ws, fd->descriptor, pos, pos + (size_t)len, depth + 1);
           if (st != MX_OK) return st;
         }
@@ -92,8 +91,8 @@ static mx_status scan(const wire_scan *ws, const ProtobufCMessageDescriptor *des
   return MX_OK;
 }
 
-mx_status mx__onnx_check_wire(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
-                              size_t size, const char *what, mx_error *err) {
+mx_status mx__onnx_check_wire(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size,
+                              const char *what, mx_error *err) {
   wire_scan ws = {data, what, err};
   if (size && !data) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "%s: data is NULL", what);
   return scan(&ws, desc, 0, size, 1);

@@ -28,7 +28,8 @@ static mx_status scan_parse(const mx_parse_ctx *pc, void *params) {
   if (p->num_scan_inputs < 1)
     return mx__parse_fail(pc, "attribute 'num_scan_inputs' must be at least 1, not %lld",
                           (long long)p->num_scan_inputs);
-  mx_status st = copy_ints(pc, pc->opset < 9 ? "directions" : "scan_input_directions", p->in_dir, &p->n_in_dir);
+  mx_status st =
+      copy_ints(pc, pc->opset < 9 ? "directions" : "scan_input_directions", p->in_dir, &p->n_in_dir);
   if (st == MX_OK && pc->opset >= 9) st = copy_ints(pc, "scan_input_axes", p->in_axis, &p->n_in_axis);
   if (st == MX_OK && pc->opset >= 9) st = copy_ints(pc, "scan_output_directions", p->out_dir, &p->n_out_dir);
   if (st == MX_OK && pc->opset >= 9) st = copy_ints(pc, "scan_output_axes", p->out_axis, &p->n_out_axis);
@@ -64,20 +65,40 @@ static const mx_attr_spec scan_attrs[] = {
     {0},
 };
 
-static const mx_op_def mx__op_if = {
-    .name = "If", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = MX_VARIADIC,
-    .flags = MX_OP_SUBGRAPH | MX_OP_ANY_KIND, .attrs = if_attrs, .infer = subgraph_infer};
-static const mx_op_def mx__op_loop = {
-    .name = "Loop", .min_inputs = 0, .max_inputs = MX_VARIADIC, .min_outputs = 0, .max_outputs = MX_VARIADIC,
-    .flags = MX_OP_SUBGRAPH | MX_OP_ANY_KIND, .attrs = body_attrs, .infer = subgraph_infer};
-static const mx_op_def mx__op_scan = {
-    .name = "Scan", .min_inputs = 0, .max_inputs = MX_VARIADIC, .min_outputs = 0, .max_outputs = MX_VARIADIC,
-    .flags = MX_OP_SUBGRAPH, .attrs = scan_attrs, .params_size = sizeof(mx_scan_params),
-    .parse = scan_parse, .infer = subgraph_infer};
-static const mx_op_def mx__op_sequence_map = {
-    .name = "SequenceMap", .min_inputs = 1, .max_inputs = MX_VARIADIC, .min_outputs = 1,
-    .max_outputs = MX_VARIADIC, .flags = MX_OP_SUBGRAPH | MX_OP_ANY_KIND, .attrs = body_attrs,
-    .infer = subgraph_infer};
+static const mx_op_def mx__op_if = {.name = "If",
+                                    .min_inputs = 1,
+                                    .max_inputs = 1,
+                                    .min_outputs = 1,
+                                    .max_outputs = MX_VARIADIC,
+                                    .flags = MX_OP_SUBGRAPH | MX_OP_ANY_KIND,
+                                    .attrs = if_attrs,
+                                    .infer = subgraph_infer};
+static const mx_op_def mx__op_loop = {.name = "Loop",
+                                      .min_inputs = 0,
+                                      .max_inputs = MX_VARIADIC,
+                                      .min_outputs = 0,
+                                      .max_outputs = MX_VARIADIC,
+                                      .flags = MX_OP_SUBGRAPH | MX_OP_ANY_KIND,
+                                      .attrs = body_attrs,
+                                      .infer = subgraph_infer};
+static const mx_op_def mx__op_scan = {.name = "Scan",
+                                      .min_inputs = 0,
+                                      .max_inputs = MX_VARIADIC,
+                                      .min_outputs = 0,
+                                      .max_outputs = MX_VARIADIC,
+                                      .flags = MX_OP_SUBGRAPH,
+                                      .attrs = scan_attrs,
+                                      .params_size = sizeof(mx_scan_params),
+                                      .parse = scan_parse,
+                                      .infer = subgraph_infer};
+static const mx_op_def mx__op_sequence_map = {.name = "SequenceMap",
+                                              .min_inputs = 1,
+                                              .max_inputs = MX_VARIADIC,
+                                              .min_outputs = 1,
+                                              .max_outputs = MX_VARIADIC,
+                                              .flags = MX_OP_SUBGRAPH | MX_OP_ANY_KIND,
+                                              .attrs = body_attrs,
+                                              .infer = subgraph_infer};
 
 const mx_op_def *const mx__ops_control[] = {
     &mx__op_if,

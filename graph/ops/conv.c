@@ -14,8 +14,8 @@
 
 /* --- shared window helpers ---------------------------------------------------------------------- */
 
-static mx_status parse_list_attr(const mx_parse_ctx *pc, const char *name, int64_t *out, size_t cap, int32_t *n,
-                                 int64_t min_value) {
+static mx_status parse_list_attr(const mx_parse_ctx *pc, const char *name, int64_t *out, size_t cap,
+                                 int32_t *n, int64_t min_value) {
   size_t count = 0;
   mx_status st = mx__parse_ints(pc, name, out, cap, &count);
   if (st != MX_OK) return st;
@@ -42,29 +42,34 @@ mx_status mx__conv_parse_window(const mx_parse_ctx *pc, mx_conv_params *p, int32
   else if (strcmp(pad_mode, "VALID") == 0)
     p->auto_pad = MX_AUTO_PAD_VALID;
   else
-    return mx__parse_fail(pc, "attribute 'auto_pad' is '%s'; it must be NOTSET, SAME_UPPER, SAME_LOWER or VALID",
-                          pad_mode);
-  if ((st = parse_list_attr(pc, "kernel_shape", p->kernel_shape, MX_CONV_MAX_SPATIAL, &p->n_kernel, 1)) != MX_OK ||
-      (st = parse_list_attr(pc, "strides", p->strides, MX_CONV_MAX_SPATIAL, &p->n_strides, 1)) != MX_OK ||
-      (st = parse_list_attr(pc, "dilations", p->dilations, MX_CONV_MAX_SPATIAL, &p->n_dilations, 1)) != MX_OK ||
-      (st = parse_list_attr(pc, "pads", p->pads, 2 * MX_CONV_MAX_SPATIAL, &p->n_pads, 0)) != MX_OK ||
-      (st = parse_list_attr(pc, "output_padding", p->output_padding, MX_CONV_MAX_SPATIAL, &p->n_output_padding, 0)) !=
+    return mx__parse_fail(
+        pc, "attribute 'auto_pad' is '%s'; it must be NOTSET, SAME_UPPER, SAME_LOWER or VALID", pad_mode);
+  if ((st = parse_list_attr(pc, "kernel_shape", p->kernel_shape, MX_CONV_MAX_SPATIAL, &p->n_kernel, 1)) !=
           MX_OK ||
-      (st = parse_list_attr(pc, "output_shape", p->output_shape, MX_CONV_MAX_SPATIAL + 2, &p->n_output_shape, 0)) !=
-          MX_OK)
+      (st = parse_list_attr(pc, "strides", p->strides, MX_CONV_MAX_SPATIAL, &p->n_strides, 1)) != MX_OK ||
+      (st = parse_list_attr(pc, "dilations", p->dilations, MX_CONV_MAX_SPATIAL, &p->n_dilations, 1)) !=
+          MX_OK ||
+      (st = parse_list_attr(pc, "pads", p->pads, 2 * MX_CONV_MAX_SPATIAL, &p->n_pads, 0)) != MX_OK ||
+      (st = parse_list_attr(pc, "output_padding", p->output_padding, MX_CONV_MAX_SPATIAL,
+                            &p->n_output_padding, 0)) != MX_OK ||
+      (st = parse_list_attr(pc, "output_shape", p->output_shape, MX_CONV_MAX_SPATIAL + 2, &p->n_output_shape,
+                            0)) != MX_OK)
     return st;
   if (p->n_pads % 2 != 0)
     return mx__parse_fail(pc, "attribute 'pads' has %d entries; it needs a begin and an end per spatial dim",
                           (int)p->n_pads);
   /* Lists that are given must agree on the number of spatial dims. */
-  int32_t spatial = p->n_kernel ? p->n_kernel : p->n_strides ? p->n_strides : p->n_dilations ? p->n_dilations : p->n_pads / 2;
+  int32_t spatial = p->n_kernel      ? p->n_kernel
+                    : p->n_strides   ? p->n_strides
+                    : p->n_dilations ? p->n_dilations
+                                     : p->n_pads / 2;
   if (spatial) {
     if (p->n_strides && p->n_strides != spatial)
       return mx__parse_fail(pc, "attribute 'strides' has %d entries for %d spatial dims", (int)p->n_strides,
                             (int)spatial);
     if (p->n_dilations && p->n_dilations != spatial)
-      return mx__parse_fail(pc, "attribute 'dilations' has %d entries for %d spatial dims", (int)p->n_dilations,
-                            (int)spatial);
+      return mx__parse_fail(pc, "attribute 'dilations' has %d entries for %d spatial dims",
+                            (int)p->n_dilations, (int)spatial);
     if (p->n_pads && p->n_pads != 2 * spatial)
       return mx__parse_fail(pc, "attribute 'pads' has %d entries; %d spatial dims need %d", (int)p->n_pads,
                             (int)spatial, (int)(2 * spatial));
@@ -73,11 +78,13 @@ mx_status mx__conv_parse_window(const mx_parse_ctx *pc, mx_conv_params *p, int32
                             (int)p->n_output_padding, (int)spatial);
   }
   int64_t group = mx__parse_attr(pc, "group") ? mx__parse_int(pc, "group") : 1;
-  if (group < 1) return mx__parse_fail(pc, "attribute 'group' is %lld; it must be at least 1", (long long)group);
+  if (group < 1)
+    return mx__parse_fail(pc, "attribute 'group' is %lld; it must be at least 1", (long long)group);
   p->group = group;
   int64_t offset_group = mx__parse_attr(pc, "offset_group") ? mx__parse_int(pc, "offset_group") : 1;
   if (offset_group < 1)
-    return mx__parse_fail(pc, "attribute 'offset_group' is %lld; it must be at least 1", (long long)offset_group);
+    return mx__parse_fail(pc, "attribute 'offset_group' is %lld; it must be at least 1",
+                          (long long)offset_group);
   p->offset_group = offset_group;
   p->ceil_mode = mx__parse_int(pc, "ceil_mode") != 0;
   p->count_include_pad = mx__parse_int(pc, "count_include_pad") != 0;
@@ -102,12 +109,15 @@ mx_status mx__conv_check_spatial(mx_infer_ctx *ctx, const mx_conv_params *p, int
   struct {
     const char *name;
     int32_t n, want;
-  } lists[] = {{"kernel_shape", p->n_kernel, spatial},     {"strides", p->n_strides, spatial},
-               {"dilations", p->n_dilations, spatial},     {"pads", p->n_pads, 2 * spatial},
+  } lists[] = {{"kernel_shape", p->n_kernel, spatial},
+               {"strides", p->n_strides, spatial},
+               {"dilations", p->n_dilations, spatial},
+               {"pads", p->n_pads, 2 * spatial},
                {"output_padding", p->n_output_padding, spatial}};
   for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
     if (lists[i].n != 0 && lists[i].n != lists[i].want)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "attribute '%s' has %d entries; the input's %d spatial dims need %d",
+      return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                            "attribute '%s' has %d entries; the input's %d spatial dims need %d",
                             lists[i].name, (int)lists[i].n, (int)spatial, (int)lists[i].want);
   if (p->n_output_shape != 0 && p->n_output_shape != spatial && p->n_output_shape != spatial + 2)
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "attribute 'output_shape' has %d entries for %d spatial dims",
@@ -116,9 +126,13 @@ mx_status mx__conv_check_spatial(mx_infer_ctx *ctx, const mx_conv_params *p, int
 }
 
 static int64_t stride_of(const mx_conv_params *p, int32_t i) { return p->n_strides ? p->strides[i] : 1; }
-static int64_t dilation_of(const mx_conv_params *p, int32_t i) { return p->n_dilations ? p->dilations[i] : 1; }
+static int64_t dilation_of(const mx_conv_params *p, int32_t i) {
+  return p->n_dilations ? p->dilations[i] : 1;
+}
 static int64_t pad_begin(const mx_conv_params *p, int32_t i) { return p->n_pads ? p->pads[i] : 0; }
-static int64_t pad_end(const mx_conv_params *p, int32_t i) { return p->n_pads ? p->pads[p->n_pads / 2 + i] : 0; }
+static int64_t pad_end(const mx_conv_params *p, int32_t i) {
+  return p->n_pads ? p->pads[p->n_pads / 2 + i] : 0;
+}
 
 mx_dim mx__conv_out_dim(mx_infer_ctx *ctx, const mx_conv_params *p, int32_t i, mx_dim in, mx_dim k) {
   mx_symtab *t = ctx->syms;
@@ -185,8 +199,9 @@ static mx_status check_weights(mx_infer_ctx *ctx, const mx_conv_params *p, uint3
     mx_dim wk = dim_or_unknown(ws, 2 + i);
     if (p->n_kernel) {
       if (mx_dim_is_concrete(wk) && wk != p->kernel_shape[i])
-        return mx__infer_fail(ctx, MX_ERR_SHAPE, "attribute 'kernel_shape' entry %d is %lld but W has %lld there",
-                              (int)i, (long long)p->kernel_shape[i], (long long)wk);
+        return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                              "attribute 'kernel_shape' entry %d is %lld but W has %lld there", (int)i,
+                              (long long)p->kernel_shape[i], (long long)wk);
       kernel[i] = p->kernel_shape[i];
     } else {
       kernel[i] = wk;
@@ -205,11 +220,13 @@ static mx_status check_weights(mx_infer_ctx *ctx, const mx_conv_params *p, uint3
                             (long long)c);
   } else {
     if (mx_dim_is_concrete(c) && mx_dim_is_concrete(wc) && wc * p->group != c)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE,
-                            "attribute 'group' %lld: X has %lld channels but W takes %lld per group (%lld in all)",
-                            (long long)p->group, (long long)c, (long long)wc, (long long)(wc * p->group));
+      return mx__infer_fail(
+          ctx, MX_ERR_SHAPE,
+          "attribute 'group' %lld: X has %lld channels but W takes %lld per group (%lld in all)",
+          (long long)p->group, (long long)c, (long long)wc, (long long)(wc * p->group));
     if (mx_dim_is_concrete(wm) && wm % p->group != 0)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "attribute 'group' %lld does not divide W's %lld output channels",
+      return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                            "attribute 'group' %lld does not divide W's %lld output channels",
                             (long long)p->group, (long long)wm);
   }
   return MX_OK;
@@ -246,7 +263,8 @@ static mx_status check_channel_vector(mx_infer_ctx *ctx, uint32_t i, mx_dim m, c
   if (!mx__in_present(ctx, i)) return MX_OK;
   const mx_shape *s = &ctx->in[i].shape;
   if (s->rank == MX_RANK_UNKNOWN) return MX_OK;
-  if (s->rank != 1) return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s has rank %d; it must be 1-D", what, (int)s->rank);
+  if (s->rank != 1)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "%s has rank %d; it must be 1-D", what, (int)s->rank);
   return mx__check_same_dim(ctx, s->dims[0], m, what);
 }
 
@@ -275,7 +293,8 @@ static mx_status conv_parse(const mx_parse_ctx *pc, void *params) {
   if ((st = mx__parse_string(pc, "mixrt_activation", act, sizeof act)) != MX_OK) return st;
   int32_t k = 0;
   while (acts[k] && strcmp(acts[k], act) != 0) k++;
-  if (!acts[k]) return mx__parse_fail(pc, "attribute 'mixrt_activation' is '%s', not a fused activation", act);
+  if (!acts[k])
+    return mx__parse_fail(pc, "attribute 'mixrt_activation' is '%s', not a fused activation", act);
   p->fused_act = k;
   p->act_alpha = mx__parse_float(pc, "mixrt_activation_alpha");
   p->act_beta = mx__parse_float(pc, "mixrt_activation_beta");
@@ -297,7 +316,10 @@ static mx_status conv_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_conv = {
     .name = "Conv",
-    .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = conv_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = conv_parse,
@@ -325,8 +347,9 @@ static mx_status conv_transpose_parse(const mx_parse_ctx *pc, void *params) {
   for (int32_t i = 0; i < p->n_output_padding; i++) {
     int64_t s = p->n_strides ? p->strides[i] : 1, d = p->n_dilations ? p->dilations[i] : 1;
     if (p->output_padding[i] >= s && p->output_padding[i] >= d)
-      return mx__parse_fail(pc, "attribute 'output_padding' entry %d is %lld; it must be below the stride or the dilation",
-                            (int)i, (long long)p->output_padding[i]);
+      return mx__parse_fail(
+          pc, "attribute 'output_padding' entry %d is %lld; it must be below the stride or the dilation",
+          (int)i, (long long)p->output_padding[i]);
   }
   return MX_OK;
 }
@@ -358,12 +381,14 @@ static mx_status conv_transpose_infer(mx_infer_ctx *ctx) {
     mx_dim in = dim_or_unknown(x, 2 + i);
     if (p->n_output_shape) {
       y->dims[2 + i] = p->output_shape[p->n_output_shape - spatial + i];
-    } else if ((p->auto_pad == MX_AUTO_PAD_SAME_UPPER || p->auto_pad == MX_AUTO_PAD_SAME_LOWER) && !p->n_pads) {
+    } else if ((p->auto_pad == MX_AUTO_PAD_SAME_UPPER || p->auto_pad == MX_AUTO_PAD_SAME_LOWER) &&
+               !p->n_pads) {
       y->dims[2 + i] = mx_sym_mul(t, in, mx_sym_const(t, stride_of(p, i)));
     } else {
       /* stride*(in-1) + output_padding + dilation*(k-1) + 1 - pads */
       int64_t opad = p->n_output_padding ? p->output_padding[i] : 0;
-      mx_dim extent = mx_sym_add(t, mx_sym_mul(t, mx_sym_const(t, dilation_of(p, i)), mx_sym_sub(t, kernel[i], 1)), 1);
+      mx_dim extent =
+          mx_sym_add(t, mx_sym_mul(t, mx_sym_const(t, dilation_of(p, i)), mx_sym_sub(t, kernel[i], 1)), 1);
       mx_dim o = mx_sym_mul(t, mx_sym_const(t, stride_of(p, i)), mx_sym_sub(t, in, 1));
       o = mx_sym_add(t, o, extent);
       o = mx_sym_add(t, o, mx_sym_const(t, opad - pad_begin(p, i) - pad_end(p, i)));
@@ -377,7 +402,10 @@ static mx_status conv_transpose_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_conv_transpose = {
     .name = "ConvTranspose",
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = conv_transpose_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = conv_transpose_parse,
@@ -402,7 +430,10 @@ static mx_status conv_integer_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_conv_integer = {
     .name = "ConvInteger",
-    .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = conv_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = conv_integer_parse,
@@ -435,7 +466,10 @@ static mx_status qlinear_conv_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_qlinear_conv = {
     .name = "QLinearConv",
-    .min_inputs = 8, .max_inputs = 9, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 8,
+    .max_inputs = 9,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = conv_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = qlinear_conv_parse,
@@ -471,17 +505,20 @@ static mx_status deform_conv_infer(mx_infer_ctx *ctx) {
   if (st != MX_OK) return st;
   int32_t rank = ctx->out[0].shape.rank;
   if (rank != MX_RANK_UNKNOWN && rank != 4)
-    return mx__infer_fail(ctx, MX_ERR_UNSUPPORTED, "DeformConv over %d spatial dims; mixrt supports 2-D", (int)(rank - 2));
+    return mx__infer_fail(ctx, MX_ERR_UNSUPPORTED, "DeformConv over %d spatial dims; mixrt supports 2-D",
+                          (int)(rank - 2));
   const mx_dim *c = &ctx->in[0].shape.dims[1];
   if (rank == 4 && mx_dim_is_concrete(*c) && *c % p->offset_group != 0)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "attribute 'offset_group' %lld does not divide the %lld input channels",
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "attribute 'offset_group' %lld does not divide the %lld input channels",
                           (long long)p->offset_group, (long long)*c);
   const mx_shape *off = &ctx->in[2].shape;
   if (rank == 4 && off->rank != MX_RANK_UNKNOWN) {
-    if (off->rank != 4) return mx__infer_fail(ctx, MX_ERR_SHAPE, "offset has rank %d; it must be 4-D", (int)off->rank);
+    if (off->rank != 4)
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "offset has rank %d; it must be 4-D", (int)off->rank);
     for (int32_t i = 0; i < 2; i++)
-      if ((st = mx__check_same_dim(ctx, off->dims[2 + i], ctx->out[0].shape.dims[2 + i], "offset spatial size")) !=
-          MX_OK)
+      if ((st = mx__check_same_dim(ctx, off->dims[2 + i], ctx->out[0].shape.dims[2 + i],
+                                   "offset spatial size")) != MX_OK)
         return st;
   }
   /* offset holds a (y, x) pair per kernel tap and offset group; mask one weight per tap and group. */
@@ -491,7 +528,8 @@ static mx_status deform_conv_infer(mx_infer_ctx *ctx) {
     if (off->rank == 4 && (st = mx__check_same_dim(ctx, off->dims[1], 2 * taps, "offset channels")) != MX_OK)
       return st;
     const mx_shape *mask = mx__in_present(ctx, 4) ? &ctx->in[4].shape : NULL;
-    if (mask && mask->rank == 4 && (st = mx__check_same_dim(ctx, mask->dims[1], taps, "mask channels")) != MX_OK)
+    if (mask && mask->rank == 4 &&
+        (st = mx__check_same_dim(ctx, mask->dims[1], taps, "mask channels")) != MX_OK)
       return st;
   }
   return MX_OK;
@@ -499,7 +537,10 @@ static mx_status deform_conv_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_deform_conv = {
     .name = "DeformConv",
-    .min_inputs = 3, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 3,
+    .max_inputs = 5,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = deform_conv_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = deform_conv_parse,
@@ -528,7 +569,8 @@ static mx_status col2im_infer(mx_infer_ctx *ctx) {
                             mx_dtype_name(ctx->in[i].dtype));
   const mx_shape *x = &ctx->in[0].shape;
   if (x->rank != MX_RANK_UNKNOWN && x->rank != 3)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input has rank %d; it must be [N, C*prod(block_shape), L]", (int)x->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input has rank %d; it must be [N, C*prod(block_shape), L]",
+                          (int)x->rank);
   ctx->out[0].dtype = ctx->in[0].dtype;
   int32_t n_img = -1, n_blk = -1;
   const mx_dim *img = mx__in_values(ctx, 1, &n_img);
@@ -546,7 +588,8 @@ static mx_status col2im_infer(mx_infer_ctx *ctx) {
   mx_status st = mx__conv_check_spatial(ctx, p, spatial);
   if (st != MX_OK) return st;
   if ((img && n_img != spatial) || (blk_known && n_blk != spatial))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "image_shape and block_shape must have one entry per spatial dim");
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "image_shape and block_shape must have one entry per spatial dim");
   mx_symtab *t = ctx->syms;
   mx_shape *y = &ctx->out[0].shape;
   memset(y, 0, sizeof *y);
@@ -556,13 +599,15 @@ static mx_status col2im_infer(mx_infer_ctx *ctx) {
   if (blk_known) {
     int64_t k = 1;
     for (int32_t i = 0; i < spatial; i++) {
-      if (blk[i] < 1) return mx__infer_fail(ctx, MX_ERR_SHAPE, "block_shape entry %d is %lld", (int)i, (long long)blk[i]);
+      if (blk[i] < 1)
+        return mx__infer_fail(ctx, MX_ERR_SHAPE, "block_shape entry %d is %lld", (int)i, (long long)blk[i]);
       k *= blk[i];
     }
     mx_dim ck = dim_or_unknown(x, 1);
     if (mx_dim_is_concrete(ck) && ck % k != 0)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input dim 1 (%lld) is not a multiple of prod(block_shape) = %lld",
-                            (long long)ck, (long long)k);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                            "input dim 1 (%lld) is not a multiple of prod(block_shape) = %lld", (long long)ck,
+                            (long long)k);
     y->dims[1] = mx_sym_div(t, ck, mx_sym_const(t, k));
     if (img) {
       /* L must be the number of block positions in the padded image. */
@@ -571,7 +616,8 @@ static mx_status col2im_infer(mx_infer_ctx *ctx) {
         mx_dim o = mx__conv_out_dim(ctx, p, i, img[i], blk[i]);
         blocks = mx_sym_mul(t, blocks, o);
       }
-      if ((st = mx__check_same_dim(ctx, dim_or_unknown(x, 2), blocks, "Col2Im block count L")) != MX_OK) return st;
+      if ((st = mx__check_same_dim(ctx, dim_or_unknown(x, 2), blocks, "Col2Im block count L")) != MX_OK)
+        return st;
     }
   }
   for (int32_t i = 0; i < spatial; i++) y->dims[2 + i] = img ? img[i] : mx__infer_fresh(ctx, "image");
@@ -580,7 +626,10 @@ static mx_status col2im_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_col2im = {
     .name = "Col2Im",
-    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .value_inputs = (1u << 1) | (1u << 2),
     .attrs = col2im_attrs,
     .params_size = sizeof(mx_conv_params),

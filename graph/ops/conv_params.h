@@ -45,20 +45,20 @@ enum {
 };
 
 typedef struct mx_conv_params {
-  int32_t op;                 /* MX_CONVOP_* */
-  int32_t auto_pad;           /* MX_AUTO_PAD_* */
-  int64_t group;              /* Conv family: channel groups (>= 1) */
-  int64_t offset_group;       /* DeformConv: offset groups (>= 1) */
-  int32_t ceil_mode;          /* pools: round the output size up */
-  int32_t count_include_pad;  /* AveragePool: padding counts in the divisor */
-  int32_t storage_order;      /* MaxPool: 1 = Indices in column-major spatial order */
-  float p;                    /* LpPool / GlobalLpPool exponent */
-  int32_t n_kernel;           /* entries of kernel_shape (0: from the weights) */
-  int32_t n_strides;          /* 0: all 1 */
-  int32_t n_dilations;        /* 0: all 1 */
-  int32_t n_pads;             /* 0: all 0; else 2 * spatial (begins, then ends) */
-  int32_t n_output_padding;   /* ConvTranspose: 0: all 0 */
-  int32_t n_output_shape;     /* ConvTranspose: 0: computed from the pads */
+  int32_t op;                /* MX_CONVOP_* */
+  int32_t auto_pad;          /* MX_AUTO_PAD_* */
+  int64_t group;             /* Conv family: channel groups (>= 1) */
+  int64_t offset_group;      /* DeformConv: offset groups (>= 1) */
+  int32_t ceil_mode;         /* pools: round the output size up */
+  int32_t count_include_pad; /* AveragePool: padding counts in the divisor */
+  int32_t storage_order;     /* MaxPool: 1 = Indices in column-major spatial order */
+  float p;                   /* LpPool / GlobalLpPool exponent */
+  int32_t n_kernel;          /* entries of kernel_shape (0: from the weights) */
+  int32_t n_strides;         /* 0: all 1 */
+  int32_t n_dilations;       /* 0: all 1 */
+  int32_t n_pads;            /* 0: all 0; else 2 * spatial (begins, then ends) */
+  int32_t n_output_padding;  /* ConvTranspose: 0: all 0 */
+  int32_t n_output_shape;    /* ConvTranspose: 0: computed from the pads */
   int64_t kernel_shape[MX_CONV_MAX_SPATIAL];
   int64_t strides[MX_CONV_MAX_SPATIAL];
   int64_t dilations[MX_CONV_MAX_SPATIAL];
@@ -68,9 +68,9 @@ typedef struct mx_conv_params {
   /* Conv only: an activation the kernel applies to Y (MX_CONV_ACT_*), set by the fusion pass
    * through the mixrt-internal attributes mixrt_activation / _alpha / _beta. */
   int32_t fused_act;
-  float act_alpha;            /* Clip: min; HardSigmoid: alpha */
-  float act_beta;             /* Clip: max; HardSigmoid: beta */
-  int32_t act_reserved;       /* 0: keeps the struct free of padding */
+  float act_alpha;      /* Clip: min; HardSigmoid: alpha */
+  float act_beta;       /* Clip: max; HardSigmoid: beta */
+  int32_t act_reserved; /* 0: keeps the struct free of padding */
 } mx_conv_params;
 
 /* Activations a Conv kernel applies to its output (mx_conv_params.fused_act). */
@@ -97,7 +97,8 @@ MX_MUST_USE mx_status mx__conv_parse_window(const struct mx_parse_ctx *pc, mx_co
 
 /* Checks the window attribute lengths against `spatial` dims of an input and fails naming the
  * attribute when they disagree. */
-MX_MUST_USE mx_status mx__conv_check_spatial(struct mx_infer_ctx *ctx, const mx_conv_params *p, int32_t spatial);
+MX_MUST_USE mx_status mx__conv_check_spatial(struct mx_infer_ctx *ctx, const mx_conv_params *p,
+                                             int32_t spatial);
 
 /* Output size of spatial dim i of a forward window (Conv, pools) over input size `in` with
  * kernel size k, as a possibly symbolic expression of in: floor (or ceil for ceil_mode) of

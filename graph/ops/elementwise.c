@@ -15,10 +15,10 @@
 
 /* What distinguishes one elementwise op from another for inference. */
 typedef struct ew_spec {
-  uint32_t types;   /* dtypes input 0 (and every input that must match it) may have */
-  uint32_t types1;  /* Pow: dtypes input 1 may have independently of input 0; 0: must match */
-  bool out_bool;    /* output is bool (comparisons) instead of input 0's dtype */
-  mx__sv_op sv;     /* symbolic-value operation, MX__SV_NONE for float math */
+  uint32_t types;  /* dtypes input 0 (and every input that must match it) may have */
+  uint32_t types1; /* Pow: dtypes input 1 may have independently of input 0; 0: must match */
+  bool out_bool;   /* output is bool (comparisons) instead of input 0's dtype */
+  mx__sv_op sv;    /* symbolic-value operation, MX__SV_NONE for float math */
 } ew_spec;
 
 /* --- schemas and parsing ------------------------------------------------------------------ */
@@ -47,7 +47,8 @@ static mx_status parse_binary(const mx_parse_ctx *pc, void *params) {
   memset(p, 0, sizeof *p);
   if (pc->opset >= 7 || mx__parse_int(pc, "broadcast") == 0 || !mx__parse_attr(pc, "axis")) return MX_OK;
   int64_t axis = mx__parse_int(pc, "axis");
-  if (axis < -MX_MAX_RANK || axis >= MX_MAX_RANK) return mx__parse_fail(pc, "attribute 'axis' = %lld is out of range", (long long)axis);
+  if (axis < -MX_MAX_RANK || axis >= MX_MAX_RANK)
+    return mx__parse_fail(pc, "attribute 'axis' = %lld is out of range", (long long)axis);
   p->legacy = 1;
   p->axis = (int32_t)axis;
   return MX_OK;
@@ -78,7 +79,8 @@ static mx_status legacy_shape(mx_infer_ctx *ctx, const mx_binary_params *p, cons
   if (!p || !p->legacy || a->rank < 0 || b->rank < 0) return MX_OK;
   int32_t axis;
   if (!mx__norm_axis(p->axis, a->rank, &axis) || axis + b->rank > a->rank)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "legacy broadcast axis %d does not fit input 1 (rank %d) into input 0 (rank %d)",
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "legacy broadcast axis %d does not fit input 1 (rank %d) into input 0 (rank %d)",
                           (int)p->axis, (int)b->rank, (int)a->rank);
   for (int32_t k = b->rank; k < a->rank - axis; k++) b->dims[k] = 1;
   b->rank = a->rank - axis;
@@ -86,7 +88,8 @@ static mx_status legacy_shape(mx_infer_ctx *ctx, const mx_binary_params *p, cons
 }
 
 /* `p` is the node's mx_binary_params, NULL for ops without legacy broadcasting (Mod). */
-static mx_status infer_binary_sv(mx_infer_ctx *ctx, const ew_spec *s, mx__sv_op sv, const mx_binary_params *p) {
+static mx_status infer_binary_sv(mx_infer_ctx *ctx, const ew_spec *s, mx__sv_op sv,
+                                 const mx_binary_params *p) {
   mx_status st = mx__ew_check_dtype(ctx, 0, s->types);
   if (st != MX_OK) return st;
   st = s->types1 ? mx__ew_check_dtype(ctx, 1, s->types1) : mx__ew_check_same(ctx, 1, 0);
@@ -133,20 +136,30 @@ static mx_status infer_variadic(mx_infer_ctx *ctx, const ew_spec *s) {
 /* --- definitions -------------------------------------------------------------------------- */
 
 #define HOST MX_OP_HOST_PREFERRED
-#define EW MX_OP_ELEMENTWISE
+#define EW   MX_OP_ELEMENTWISE
 
 /* One op: NAME, inference KIND (unary/binary/mod/variadic), min/max inputs, flags, schema,
  * params struct (or void) and parse function (or NULL), then the ew_spec fields. */
 #define EW_OP(NAME, KIND, MIN_IN, MAX_IN, FLAGS, ATTRS, PSIZE, PARSE, TYPES, TYPES1, OUT_BOOL, SV) \
   static const ew_spec spec_##NAME = {TYPES, TYPES1, OUT_BOOL, SV};                                \
   static mx_status infer_##NAME(mx_infer_ctx *ctx) { return infer_##KIND(ctx, &spec_##NAME); }     \
-  static const mx_op_def def_##NAME = {                                                           \
-      .name = #NAME, .domain = "", .min_inputs = MIN_IN, .max_inputs = MAX_IN, .min_outputs = 1,  \
-      .max_outputs = 1, .flags = (FLAGS), .value_inputs = 0, .attrs = ATTRS, .params_size = PSIZE, \
-      .parse = PARSE, .infer = infer_##NAME, .upper_bound = NULL};
+  static const mx_op_def def_##NAME = {.name = #NAME,                                              \
+                                       .domain = "",                                               \
+                                       .min_inputs = MIN_IN,                                       \
+                                       .max_inputs = MAX_IN,                                       \
+                                       .min_outputs = 1,                                           \
+                                       .max_outputs = 1,                                           \
+                                       .flags = (FLAGS),                                           \
+                                       .value_inputs = 0,                                          \
+                                       .attrs = ATTRS,                                             \
+                                       .params_size = PSIZE,                                       \
+                                       .parse = PARSE,                                             \
+                                       .infer = infer_##NAME,                                      \
+                                       .upper_bound = NULL};
 
-#define UNARY(NAME, FLAGS, TYPES, SV) EW_OP(NAME, unary, 1, 1, FLAGS, unary_attrs, 0, NULL, TYPES, 0, false, SV)
-#define BINARY(NAME, FLAGS, TYPES, TYPES1, OUT_BOOL, SV)                                                    \
+#define UNARY(NAME, FLAGS, TYPES, SV) \
+  EW_OP(NAME, unary, 1, 1, FLAGS, unary_attrs, 0, NULL, TYPES, 0, false, SV)
+#define BINARY(NAME, FLAGS, TYPES, TYPES1, OUT_BOOL, SV)                                                \
   EW_OP(NAME, binary, 2, 2, FLAGS, binary_attrs, sizeof(mx_binary_params), parse_binary, TYPES, TYPES1, \
         OUT_BOOL, SV)
 #define VARIADIC(NAME, FLAGS, TYPES, SV) \
@@ -180,7 +193,8 @@ BINARY(Pow, EW, FLT | MX__EW_DT(MX_INT32) | MX__EW_DT(MX_INT64), NUM, false, MX_
 BINARY(And, EW | HOST, MX__EW_BOOL, 0, true, MX__SV_AND)
 BINARY(Or, EW | HOST, MX__EW_BOOL, 0, true, MX__SV_OR)
 BINARY(Xor, EW | HOST, MX__EW_BOOL, 0, true, MX__SV_XOR)
-BINARY(Equal, EW | HOST, MX__EW_ALL | MX__EW_DT(MX_STRING), 0, true, MX__SV_EQ) /* strings: kernels/string.c */
+BINARY(Equal, EW | HOST, MX__EW_ALL | MX__EW_DT(MX_STRING), 0, true,
+       MX__SV_EQ) /* strings: kernels/string.c */
 BINARY(Less, EW | HOST, NUM, 0, true, MX__SV_LT)
 BINARY(LessOrEqual, EW | HOST, NUM, 0, true, MX__SV_LE)
 BINARY(Greater, EW | HOST, NUM, 0, true, MX__SV_GT)
@@ -193,12 +207,11 @@ VARIADIC(Max, EW | HOST, NUM, MX__SV_MAX)
 VARIADIC(Min, EW | HOST, NUM, MX__SV_MIN)
 
 const mx_op_def *const mx__ops_elementwise[] = {
-    &def_Abs, &def_Neg, &def_Exp, &def_Log, &def_Sqrt, &def_Sin, &def_Cos, &def_Tanh, &def_Sigmoid,
-    &def_Relu, &def_Erf, &def_Floor, &def_Ceil, &def_Reciprocal, &def_Sign, &def_Not,
-    &def_Add, &def_Sub, &def_Mul, &def_Div, &def_Pow, &def_Mod,
-    &def_And, &def_Or, &def_Xor,
-    &def_Equal, &def_Less, &def_LessOrEqual, &def_Greater, &def_GreaterOrEqual,
-    &def_Sum, &def_Mean, &def_Max, &def_Min,
-    &mx__op_cast, &mx__op_castlike, &mx__op_bitcast, &mx__op_clip, &mx__op_where, &mx__op_gelu,
-    NULL,
+    &def_Abs,        &def_Neg,        &def_Exp,      &def_Log,         &def_Sqrt,    &def_Sin,
+    &def_Cos,        &def_Tanh,       &def_Sigmoid,  &def_Relu,        &def_Erf,     &def_Floor,
+    &def_Ceil,       &def_Reciprocal, &def_Sign,     &def_Not,         &def_Add,     &def_Sub,
+    &def_Mul,        &def_Div,        &def_Pow,      &def_Mod,         &def_And,     &def_Or,
+    &def_Xor,        &def_Equal,      &def_Less,     &def_LessOrEqual, &def_Greater, &def_GreaterOrEqual,
+    &def_Sum,        &def_Mean,       &def_Max,      &def_Min,         &mx__op_cast, &mx__op_castlike,
+    &mx__op_bitcast, &mx__op_clip,    &mx__op_where, &mx__op_gelu,     NULL,
 };

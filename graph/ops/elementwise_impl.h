@@ -10,18 +10,17 @@
 #define MX__EW_DT(dt) (1u << (unsigned)(dt))
 #define MX__EW_FLOATS \
   (MX__EW_DT(MX_FLOAT32) | MX__EW_DT(MX_FLOAT16) | MX__EW_DT(MX_BFLOAT16) | MX__EW_DT(MX_FLOAT64))
-#define MX__EW_SINTS \
-  (MX__EW_DT(MX_INT8) | MX__EW_DT(MX_INT16) | MX__EW_DT(MX_INT32) | MX__EW_DT(MX_INT64))
+#define MX__EW_SINTS (MX__EW_DT(MX_INT8) | MX__EW_DT(MX_INT16) | MX__EW_DT(MX_INT32) | MX__EW_DT(MX_INT64))
 #define MX__EW_UINTS \
   (MX__EW_DT(MX_UINT8) | MX__EW_DT(MX_UINT16) | MX__EW_DT(MX_UINT32) | MX__EW_DT(MX_UINT64))
-#define MX__EW_INTS (MX__EW_SINTS | MX__EW_UINTS)
+#define MX__EW_INTS    (MX__EW_SINTS | MX__EW_UINTS)
 #define MX__EW_NUMERIC (MX__EW_FLOATS | MX__EW_INTS)
-#define MX__EW_BOOL MX__EW_DT(MX_BOOL)
-#define MX__EW_ALL (MX__EW_NUMERIC | MX__EW_BOOL)
+#define MX__EW_BOOL    MX__EW_DT(MX_BOOL)
+#define MX__EW_ALL     (MX__EW_NUMERIC | MX__EW_BOOL)
 /* The one-byte narrow types (8/4-bit floats, 4/2-bit integers): Cast and CastLike take them. */
-#define MX__EW_NARROW                                                                            \
-  (MX__EW_DT(MX_FLOAT8E4M3FN) | MX__EW_DT(MX_FLOAT8E4M3FNUZ) | MX__EW_DT(MX_FLOAT8E5M2) |       \
-   MX__EW_DT(MX_FLOAT8E5M2FNUZ) | MX__EW_DT(MX_FLOAT4E2M1) | MX__EW_DT(MX_FLOAT8E8M0) |         \
+#define MX__EW_NARROW                                                                     \
+  (MX__EW_DT(MX_FLOAT8E4M3FN) | MX__EW_DT(MX_FLOAT8E4M3FNUZ) | MX__EW_DT(MX_FLOAT8E5M2) | \
+   MX__EW_DT(MX_FLOAT8E5M2FNUZ) | MX__EW_DT(MX_FLOAT4E2M1) | MX__EW_DT(MX_FLOAT8E8M0) |   \
    MX__EW_DT(MX_UINT4) | MX__EW_DT(MX_INT4) | MX__EW_DT(MX_UINT2) | MX__EW_DT(MX_INT2))
 
 /* Fails with MX_ERR_DTYPE naming input i when its dtype is not in `allowed`. */
@@ -32,11 +31,25 @@ MX_MUST_USE mx_status mx__ew_check_same(mx_infer_ctx *ctx, uint32_t i, uint32_t 
 /* Symbolic-value operations (element by element, with numpy broadcasting). */
 typedef enum mx__sv_op {
   MX__SV_NONE = 0,
-  MX__SV_ADD, MX__SV_SUB, MX__SV_MUL, MX__SV_DIV, MX__SV_MOD, MX__SV_FMOD,
-  MX__SV_EQ, MX__SV_LT, MX__SV_LE, MX__SV_GT, MX__SV_GE,
-  MX__SV_AND, MX__SV_OR, MX__SV_XOR,
-  MX__SV_MAX, MX__SV_MIN,
-  MX__SV_NEG, MX__SV_ABS, MX__SV_NOT
+  MX__SV_ADD,
+  MX__SV_SUB,
+  MX__SV_MUL,
+  MX__SV_DIV,
+  MX__SV_MOD,
+  MX__SV_FMOD,
+  MX__SV_EQ,
+  MX__SV_LT,
+  MX__SV_LE,
+  MX__SV_GT,
+  MX__SV_GE,
+  MX__SV_AND,
+  MX__SV_OR,
+  MX__SV_XOR,
+  MX__SV_MAX,
+  MX__SV_MIN,
+  MX__SV_NEG,
+  MX__SV_ABS,
+  MX__SV_NOT
 } mx__sv_op;
 
 /* True for dtypes whose values inference tracks (int32, int64 and bool). */

@@ -13,7 +13,7 @@
 
 static const mx_attr_spec cast_attrs[] = {
     {"to", MX_ATTR_INT, true, 0, 0.0f, NULL},
-    {"saturate", MX_ATTR_INT, false, 1, 0.0f, NULL},  /* opset 19: float8 targets only */
+    {"saturate", MX_ATTR_INT, false, 1, 0.0f, NULL},      /* opset 19: float8 targets only */
     {"round_mode", MX_ATTR_STRING, false, 0, 0.0f, "up"}, /* opset 25: float8e8m0 only */
     {NULL, MX_ATTR_UNDEFINED, false, 0, 0.0f, NULL},
 };
@@ -23,7 +23,8 @@ static mx_status parse_cast(const mx_parse_ctx *pc, void *params) {
   memset(p, 0, sizeof *p);
   int64_t to = mx__parse_int(pc, "to");
   if (to <= 0 || to > 64 || !mx_dtype_is_supported((int)to))
-    return mx__fail(pc->err, MX_ERR_UNSUPPORTED, "node '%s' (Cast): target type %lld is not supported by mixrt",
+    return mx__fail(pc->err, MX_ERR_UNSUPPORTED,
+                    "node '%s' (Cast): target type %lld is not supported by mixrt",
                     pc->node_name ? pc->node_name : "?", (long long)to);
   char mode[16];
   mx_status st = mx__parse_string(pc, "round_mode", mode, sizeof mode);
@@ -60,9 +61,17 @@ static mx_status infer_cast(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_cast = {
-    .name = "Cast", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ELEMENTWISE | MX_OP_HOST_PREFERRED, .attrs = cast_attrs,
-    .params_size = sizeof(mx_cast_params), .parse = parse_cast, .infer = infer_cast,
+    .name = "Cast",
+    .domain = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE | MX_OP_HOST_PREFERRED,
+    .attrs = cast_attrs,
+    .params_size = sizeof(mx_cast_params),
+    .parse = parse_cast,
+    .infer = infer_cast,
 };
 
 /* --- CastLike and BitCast ------------------------------------------------------------------ */
@@ -70,7 +79,7 @@ const mx_op_def mx__op_cast = {
 /* CastLike (opset 15): Cast to the dtype of input 1 (whose values are not read). Its params are
  * Cast's with `to` 0, as the target comes from input 1. */
 static const mx_attr_spec castlike_attrs[] = {
-    {"saturate", MX_ATTR_INT, false, 1, 0.0f, NULL},  /* opset 19: float8 targets only */
+    {"saturate", MX_ATTR_INT, false, 1, 0.0f, NULL},      /* opset 19: float8 targets only */
     {"round_mode", MX_ATTR_STRING, false, 0, 0.0f, "up"}, /* opset 25: float8e8m0 only */
     {NULL, MX_ATTR_UNDEFINED, false, 0, 0.0f, NULL},
 };
@@ -98,9 +107,17 @@ static mx_status infer_castlike(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_castlike = {
-    .name = "CastLike", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ELEMENTWISE | MX_OP_HOST_PREFERRED, .attrs = castlike_attrs,
-    .params_size = sizeof(mx_cast_params), .parse = parse_castlike, .infer = infer_castlike,
+    .name = "CastLike",
+    .domain = "",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE | MX_OP_HOST_PREFERRED,
+    .attrs = castlike_attrs,
+    .params_size = sizeof(mx_cast_params),
+    .parse = parse_castlike,
+    .infer = infer_castlike,
 };
 
 /* BitCast (opset 26): the same bits read as another dtype of the same width; same shape. */
@@ -114,7 +131,8 @@ static mx_status parse_bitcast(const mx_parse_ctx *pc, void *params) {
   memset(p, 0, sizeof *p);
   int64_t to = mx__parse_int(pc, "to");
   if (to <= 0 || to > 64 || !mx_dtype_is_supported((int)to))
-    return mx__fail(pc->err, MX_ERR_UNSUPPORTED, "node '%s' (BitCast): target type %lld is not supported by mixrt",
+    return mx__fail(pc->err, MX_ERR_UNSUPPORTED,
+                    "node '%s' (BitCast): target type %lld is not supported by mixrt",
                     pc->node_name ? pc->node_name : "?", (long long)to);
   p->to = (int32_t)to;
   return MX_OK;
@@ -126,7 +144,8 @@ static mx_status infer_bitcast(mx_infer_ctx *ctx) {
   if (st != MX_OK) return st;
   mx_dtype to = (mx_dtype)p->to;
   if (mx_dtype_bits(to) != mx_dtype_bits(ctx->in[0].dtype))
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "BitCast from %s (%d bits) to %s (%d bits): the widths must match",
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "BitCast from %s (%d bits) to %s (%d bits): the widths must match",
                           mx_dtype_name(ctx->in[0].dtype), mx_dtype_bits(ctx->in[0].dtype), mx_dtype_name(to),
                           mx_dtype_bits(to));
   ctx->out[0].dtype = to;
@@ -135,9 +154,17 @@ static mx_status infer_bitcast(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_bitcast = {
-    .name = "BitCast", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ELEMENTWISE, .attrs = bitcast_attrs,
-    .params_size = sizeof(mx_cast_params), .parse = parse_bitcast, .infer = infer_bitcast,
+    .name = "BitCast",
+    .domain = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE,
+    .attrs = bitcast_attrs,
+    .params_size = sizeof(mx_cast_params),
+    .parse = parse_bitcast,
+    .infer = infer_bitcast,
 };
 
 /* --- Clip --------------------------------------------------------------------------------- */
@@ -169,7 +196,8 @@ static mx_status infer_clip(mx_infer_ctx *ctx) {
     if (st != MX_OK) return st;
     int64_t n = mx__sv_numel(&ctx->in[i].shape);
     if (n >= 0 && n != 1)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u (%s bound) must be a scalar", i, i == 1 ? "min" : "max");
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u (%s bound) must be a scalar", i,
+                            i == 1 ? "min" : "max");
   }
   ctx->out[0].dtype = ctx->in[0].dtype;
   ctx->out[0].shape = ctx->in[0].shape;
@@ -177,9 +205,17 @@ static mx_status infer_clip(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_clip = {
-    .name = "Clip", .domain = "", .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ELEMENTWISE, .attrs = clip_attrs, .params_size = sizeof(mx_clip_params),
-    .parse = parse_clip, .infer = infer_clip,
+    .name = "Clip",
+    .domain = "",
+    .min_inputs = 1,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE,
+    .attrs = clip_attrs,
+    .params_size = sizeof(mx_clip_params),
+    .parse = parse_clip,
+    .infer = infer_clip,
 };
 
 /* --- Where -------------------------------------------------------------------------------- */
@@ -218,9 +254,17 @@ static mx_status infer_where(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_where = {
-    .name = "Where", .domain = "", .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ELEMENTWISE | MX_OP_HOST_PREFERRED, .attrs = NULL, .params_size = 0,
-    .parse = NULL, .infer = infer_where,
+    .name = "Where",
+    .domain = "",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE | MX_OP_HOST_PREFERRED,
+    .attrs = NULL,
+    .params_size = 0,
+    .parse = NULL,
+    .infer = infer_where,
 };
 
 /* --- Gelu --------------------------------------------------------------------------------- */
@@ -252,7 +296,15 @@ static mx_status infer_gelu(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_gelu = {
-    .name = "Gelu", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ELEMENTWISE, .attrs = gelu_attrs, .params_size = sizeof(mx_gelu_params),
-    .parse = parse_gelu, .infer = infer_gelu,
+    .name = "Gelu",
+    .domain = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE,
+    .attrs = gelu_attrs,
+    .params_size = sizeof(mx_gelu_params),
+    .parse = parse_gelu,
+    .infer = infer_gelu,
 };

@@ -21,7 +21,8 @@ mx_status mx__ew_check_dtype(mx_infer_ctx *ctx, uint32_t i, uint32_t allowed) {
 }
 
 mx_status mx__ew_check_same(mx_infer_ctx *ctx, uint32_t i, uint32_t j) {
-  if (!mx__in_present(ctx, i) || !mx__in_present(ctx, j) || ctx->in[i].dtype == ctx->in[j].dtype) return MX_OK;
+  if (!mx__in_present(ctx, i) || !mx__in_present(ctx, j) || ctx->in[i].dtype == ctx->in[j].dtype)
+    return MX_OK;
   return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s but input %u has dtype %s", i,
                         mx_dtype_name(ctx->in[i].dtype), j, mx_dtype_name(ctx->in[j].dtype));
 }
@@ -32,7 +33,8 @@ mx_dim mx__sv_fit(mx_symtab *t, mx_dim d, mx_dtype dt) {
   int64_t v;
   if (!mx_sym_const_value(t, d, &v)) return d;
   if (dt == MX_BOOL) return mx_sym_const(t, v != 0);
-  if (dt == MX_INT32 && (v < INT32_MIN || v > INT32_MAX)) return mx_sym_const(t, (int32_t)(uint32_t)(uint64_t)v);
+  if (dt == MX_INT32 && (v < INT32_MIN || v > INT32_MAX))
+    return mx_sym_const(t, (int32_t)(uint32_t)(uint64_t)v);
   return d;
 }
 
@@ -70,14 +72,10 @@ mx_dim mx__sv_unary(mx_symtab *t, mx__sv_op op, mx_dim a) {
   int64_t v;
   bool c = mx_sym_const_value(t, a, &v);
   switch (op) {
-    case MX__SV_NEG:
-      return mx_sym_neg(t, a);
-    case MX__SV_ABS:
-      return c ? mx_sym_const(t, v < 0 ? (int64_t)(0 - (uint64_t)v) : v) : MX_DIM_UNKNOWN;
-    case MX__SV_NOT:
-      return truth(t, c, c && v == 0);
-    default:
-      return MX_DIM_UNKNOWN;
+    case MX__SV_NEG: return mx_sym_neg(t, a);
+    case MX__SV_ABS: return c ? mx_sym_const(t, v < 0 ? (int64_t)(0 - (uint64_t)v) : v) : MX_DIM_UNKNOWN;
+    case MX__SV_NOT: return truth(t, c, c && v == 0);
+    default: return MX_DIM_UNKNOWN;
   }
 }
 
@@ -133,31 +131,19 @@ mx_dim mx__sv_binary(mx_symtab *t, mx__sv_op op, mx_dim a, mx_dim b) {
     case MX__SV_FMOD:
       if (ca && cb) return const_divmod(va, vb, &q, &r) ? mx_sym_const(t, r) : MX_DIM_UNKNOWN;
       return MX_DIM_UNKNOWN;
-    case MX__SV_EQ:
-      known = compare(t, a, b, &sign);
-      return truth(t, known, sign == 0);
-    case MX__SV_LT:
-      known = compare(t, a, b, &sign);
-      return truth(t, known, sign < 0);
-    case MX__SV_LE:
-      known = compare(t, a, b, &sign);
-      return truth(t, known, sign <= 0);
-    case MX__SV_GT:
-      known = compare(t, a, b, &sign);
-      return truth(t, known, sign > 0);
-    case MX__SV_GE:
-      known = compare(t, a, b, &sign);
-      return truth(t, known, sign >= 0);
+    case MX__SV_EQ: known = compare(t, a, b, &sign); return truth(t, known, sign == 0);
+    case MX__SV_LT: known = compare(t, a, b, &sign); return truth(t, known, sign < 0);
+    case MX__SV_LE: known = compare(t, a, b, &sign); return truth(t, known, sign <= 0);
+    case MX__SV_GT: known = compare(t, a, b, &sign); return truth(t, known, sign > 0);
+    case MX__SV_GE: known = compare(t, a, b, &sign); return truth(t, known, sign >= 0);
     case MX__SV_AND:
       if ((ca && va == 0) || (cb && vb == 0)) return mx_sym_const(t, 0);
       return truth(t, ca && cb, true);
     case MX__SV_OR:
       if ((ca && va != 0) || (cb && vb != 0)) return mx_sym_const(t, 1);
       return truth(t, ca && cb, false);
-    case MX__SV_XOR:
-      return truth(t, ca && cb, (va != 0) != (vb != 0));
-    default:
-      return MX_DIM_UNKNOWN;
+    case MX__SV_XOR: return truth(t, ca && cb, (va != 0) != (vb != 0));
+    default: return MX_DIM_UNKNOWN;
   }
 }
 

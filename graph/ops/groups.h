@@ -16,22 +16,36 @@ extern const mx_op_def *const mx__ops_nn[];
 extern const mx_op_def *const mx__ops_linalg[];
 extern const mx_op_def *const mx__ops_shape[];
 extern const mx_op_def *const mx__ops_index[];
-extern const mx_op_def *const mx__ops_conv[];     /* conv.c: Conv, ConvTranspose, ConvInteger, QLinearConv, DeformConv, Col2Im */
-extern const mx_op_def *const mx__ops_pool[];     /* pool.c: MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool, MaxUnpool */
-extern const mx_op_def *const mx__ops_norm[];     /* norm.c: BatchNormalization, InstanceNormalization, GroupNormalization, LRN, LpNormalization, MeanVarianceNormalization */
-extern const mx_op_def *const mx__ops_activation[];     /* activation.c: Elu, Selu, Celu, LeakyRelu, PRelu, HardSigmoid, HardSwish, ThresholdedRelu, Softplus, Softsign, Shrink, Mish, Swish, Hardmax, inverse trig and hyperbolic functions, Round, IsNaN, IsInf, BitShift, Bitwise*, Det, CumProd */
-extern const mx_op_def *const mx__ops_loss[];     /* loss.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
-extern const mx_op_def *const mx__ops_resample[];     /* resample.c: Resize, Upsample, GridSample, AffineGrid, RoiAlign, NonMaxSuppression, CenterCropPad, DepthToSpace, SpaceToDepth, Pad */
-extern const mx_op_def *const mx__ops_tensor[];     /* tensor.c: OneHot, Compress, Unique, Scatter, ScatterElements, EyeLike, ReverseSequence, TensorScatter */
-extern const mx_op_def *const mx__ops_quant[];     /* quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul */
-extern const mx_op_def *const mx__ops_rnn[];     /* rnn.c: RNN, GRU, LSTM */
-extern const mx_op_def *const mx__ops_signal[];     /* signal.c: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix */
-extern const mx_op_def *const mx__ops_llm[];     /* llm.c: SwiGLU, LinearAttention, FlexAttention, CausalConvWithState */
-extern const mx_op_def *const mx__ops_random[];     /* random.c: RandomUniform, RandomNormal, RandomUniformLike, RandomNormalLike, Bernoulli, Multinomial */
-extern const mx_op_def *const mx__ops_control[];   /* control.c: If, Loop, Scan, SequenceMap, Sequence*, SplitToSequence, ConcatFromSequence, Optional* */
-extern const mx_op_def *const mx__ops_string[];     /* string.c: StringConcat, StringSplit, StringNormalizer, RegexFullMatch */
-extern const mx_op_def *const mx__ops_ml[];     /* ml.c (ai.onnx.ml): LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble; TfIdfVectorizer */
-extern const mx_op_def *const mx__ops_training[];     /* training.c (ai.onnx.preview.training): Adagrad, Adam, Momentum */
+extern const mx_op_def
+    *const mx__ops_conv[]; /* conv.c: Conv, ConvTranspose, ConvInteger, QLinearConv, DeformConv, Col2Im */
+extern const mx_op_def *const mx__ops_pool
+    []; /* pool.c: MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool, MaxUnpool */
+extern const mx_op_def *const mx__ops_norm
+    []; /* norm.c: BatchNormalization, InstanceNormalization, GroupNormalization, LRN, LpNormalization, MeanVarianceNormalization */
+extern const mx_op_def *const mx__ops_activation
+    []; /* activation.c: Elu, Selu, Celu, LeakyRelu, PRelu, HardSigmoid, HardSwish, ThresholdedRelu, Softplus, Softsign, Shrink, Mish, Swish, Hardmax, inverse trig and hyperbolic functions, Round, IsNaN, IsInf, BitShift, Bitwise*, Det, CumProd */
+extern const mx_op_def *const mx__ops_loss[]; /* loss.c: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss */
+extern const mx_op_def *const mx__ops_resample
+    []; /* resample.c: Resize, Upsample, GridSample, AffineGrid, RoiAlign, NonMaxSuppression, CenterCropPad, DepthToSpace, SpaceToDepth, Pad */
+extern const mx_op_def *const mx__ops_tensor
+    []; /* tensor.c: OneHot, Compress, Unique, Scatter, ScatterElements, EyeLike, ReverseSequence, TensorScatter */
+extern const mx_op_def *const mx__ops_quant
+    []; /* quant.c: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul */
+extern const mx_op_def *const mx__ops_rnn[]; /* rnn.c: RNN, GRU, LSTM */
+extern const mx_op_def *const
+    mx__ops_signal[]; /* signal.c: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix */
+extern const mx_op_def
+    *const mx__ops_llm[]; /* llm.c: SwiGLU, LinearAttention, FlexAttention, CausalConvWithState */
+extern const mx_op_def *const mx__ops_random
+    []; /* random.c: RandomUniform, RandomNormal, RandomUniformLike, RandomNormalLike, Bernoulli, Multinomial */
+extern const mx_op_def *const mx__ops_control
+    []; /* control.c: If, Loop, Scan, SequenceMap, Sequence*, SplitToSequence, ConcatFromSequence, Optional* */
+extern const mx_op_def
+    *const mx__ops_string[]; /* string.c: StringConcat, StringSplit, StringNormalizer, RegexFullMatch */
+extern const mx_op_def *const mx__ops_ml
+    []; /* ml.c (ai.onnx.ml): LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble; TfIdfVectorizer */
+extern const mx_op_def
+    *const mx__ops_training[]; /* training.c (ai.onnx.preview.training): Adagrad, Adam, Momentum */
 extern const mx_op_def *const mx__ops_mixrt[]; /* mixrt_ops.c: PartitionedCall (domain "mixrt") */
 
 #endif /* MIXRT_GRAPH_OPS_GROUPS_H */

@@ -57,7 +57,8 @@ static mx_status gather_infer(mx_infer_ctx *ctx) {
   int32_t r = data->shape.rank, q = ind->shape.rank, axis;
   if (r == 0) return mx__infer_fail(ctx, MX_ERR_SHAPE, "data must have rank >= 1");
   if (!mx__norm_axis(p->axis, r, &axis))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis, (int)r);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis,
+                          (int)r);
   if (r - 1 + q > MX_MAX_RANK)
     return mx__infer_fail(ctx, MX_ERR_LIMIT, "output rank %d exceeds %d", (int)(r - 1 + q), MX_MAX_RANK);
   o->shape.rank = r - 1 + q;
@@ -81,9 +82,16 @@ static mx_status gather_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def gather_def = {
-    .name = "Gather", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_HOST_PREFERRED, .attrs = axis_attrs, .params_size = sizeof(mx_gather_params),
-    .parse = axis_parse, .infer = gather_infer,
+    .name = "Gather",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_HOST_PREFERRED,
+    .attrs = axis_attrs,
+    .params_size = sizeof(mx_gather_params),
+    .parse = axis_parse,
+    .infer = gather_infer,
 };
 
 /* --- GatherElements --------------------------------------------------------------------------- */
@@ -98,18 +106,26 @@ static mx_status gather_elements_infer(mx_infer_ctx *ctx) {
   o->shape = ind->shape;
   int32_t r = data->shape.rank != MX_RANK_UNKNOWN ? data->shape.rank : ind->shape.rank;
   if (r == MX_RANK_UNKNOWN) return MX_OK;
-  if (data->shape.rank != MX_RANK_UNKNOWN && ind->shape.rank != MX_RANK_UNKNOWN && data->shape.rank != ind->shape.rank)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "indices have rank %d but data has rank %d", (int)ind->shape.rank,
-                          (int)data->shape.rank);
+  if (data->shape.rank != MX_RANK_UNKNOWN && ind->shape.rank != MX_RANK_UNKNOWN &&
+      data->shape.rank != ind->shape.rank)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "indices have rank %d but data has rank %d",
+                          (int)ind->shape.rank, (int)data->shape.rank);
   int32_t axis;
   if (r == 0 || !mx__norm_axis(p->axis, r, &axis))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis, (int)r);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis,
+                          (int)r);
   return MX_OK;
 }
 
 static const mx_op_def gather_elements_def = {
-    .name = "GatherElements", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .attrs = axis_attrs, .params_size = sizeof(mx_gather_params), .parse = axis_parse,
+    .name = "GatherElements",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = axis_attrs,
+    .params_size = sizeof(mx_gather_params),
+    .parse = axis_parse,
     .infer = gather_elements_infer,
 };
 
@@ -139,15 +155,16 @@ static mx_status gathernd_infer(mx_infer_ctx *ctx) {
   if (r == MX_RANK_UNKNOWN || q == MX_RANK_UNKNOWN) return MX_OK;
   if (r < 1 || q < 1) return mx__infer_fail(ctx, MX_ERR_SHAPE, "data and indices must have rank >= 1");
   if (b >= r || b >= q)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "batch_dims %lld must be less than both ranks (%d, %d)", (long long)b,
-                          (int)r, (int)q);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "batch_dims %lld must be less than both ranks (%d, %d)",
+                          (long long)b, (int)r, (int)q);
   mx_dim m = ind->shape.dims[q - 1];
   if (!mx_dim_is_concrete(m)) return MX_OK; /* the output rank depends on it */
   if (m < 1 || m > r - b)
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "indices' last dim %lld must be in 1..%lld", (long long)m,
                           (long long)(r - b));
   int64_t rank = (q - 1) + (r - b - m);
-  if (rank > MX_MAX_RANK) return mx__infer_fail(ctx, MX_ERR_LIMIT, "output rank %lld exceeds %d", (long long)rank, MX_MAX_RANK);
+  if (rank > MX_MAX_RANK)
+    return mx__infer_fail(ctx, MX_ERR_LIMIT, "output rank %lld exceeds %d", (long long)rank, MX_MAX_RANK);
   o->shape.rank = (int32_t)rank;
   int32_t k = 0;
   for (int32_t a = 0; a < q - 1; a++) {
@@ -163,8 +180,14 @@ static mx_status gathernd_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def gathernd_def = {
-    .name = "GatherND", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .attrs = gathernd_attrs, .params_size = sizeof(mx_gathernd_params), .parse = gathernd_parse,
+    .name = "GatherND",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = gathernd_attrs,
+    .params_size = sizeof(mx_gathernd_params),
+    .parse = gathernd_parse,
     .infer = gathernd_infer,
 };
 
@@ -207,12 +230,15 @@ static mx_status scatternd_infer(mx_infer_ctx *ctx) {
   if (q < 1) return mx__infer_fail(ctx, MX_ERR_SHAPE, "indices must have rank >= 1");
   mx_dim m = ind->shape.dims[q - 1];
   if (!mx_dim_is_concrete(m)) return MX_OK;
-  if (m > r) return mx__infer_fail(ctx, MX_ERR_SHAPE, "indices' last dim %lld exceeds the data rank %d", (long long)m, (int)r);
+  if (m > r)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "indices' last dim %lld exceeds the data rank %d", (long long)m,
+                          (int)r);
   /* updates must have shape indices.shape[:-1] + data.shape[m:]. */
   if (upd->shape.rank != MX_RANK_UNKNOWN) {
     int64_t want = (q - 1) + (r - m);
     if (upd->shape.rank != want)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "updates have rank %d, expected %lld", (int)upd->shape.rank, (long long)want);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "updates have rank %d, expected %lld", (int)upd->shape.rank,
+                            (long long)want);
     for (int32_t a = 0; a < upd->shape.rank; a++) {
       mx_dim expect = a < q - 1 ? ind->shape.dims[a] : data->shape.dims[m + a - (q - 1)];
       mx_dim d;
@@ -224,15 +250,20 @@ static mx_status scatternd_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def scatternd_def = {
-    .name = "ScatterND", .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .attrs = scatternd_attrs, .params_size = sizeof(mx_scatternd_params), .parse = scatternd_parse,
+    .name = "ScatterND",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = scatternd_attrs,
+    .params_size = sizeof(mx_scatternd_params),
+    .parse = scatternd_parse,
     .infer = scatternd_infer,
 };
 
 /* --- the group -------------------------------------------------------------------------------- */
 
 const mx_op_def *const mx__ops_index[] = {
-    &gather_def, &gather_elements_def, &gathernd_def, &scatternd_def,
-    &mx__op_slice, &mx__op_trilu, &mx__op_topk, &mx__op_nonzero,
-    NULL,
+    &gather_def,   &gather_elements_def, &gathernd_def,   &scatternd_def, &mx__op_slice,
+    &mx__op_trilu, &mx__op_topk,         &mx__op_nonzero, NULL,
 };

@@ -36,8 +36,14 @@ static mx_status trilu_infer(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_trilu = {
-    .name = "Trilu", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .attrs = trilu_attrs, .params_size = sizeof(mx_trilu_params), .parse = trilu_parse,
+    .name = "Trilu",
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = trilu_attrs,
+    .params_size = sizeof(mx_trilu_params),
+    .parse = trilu_parse,
     .infer = trilu_infer,
 };
 
@@ -83,7 +89,8 @@ static mx_status topk_infer(mx_infer_ctx *ctx) {
   int32_t r = x->shape.rank, axis;
   if (r == MX_RANK_UNKNOWN) return MX_OK;
   if (!mx__norm_axis(p->axis, r, &axis))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis, (int)r);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis,
+                          (int)r);
   mx_dim k = MX_DIM_UNKNOWN;
   if (p->k_from_attr) {
     k = p->k;
@@ -109,9 +116,16 @@ static mx_status topk_infer(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_topk = {
-    .name = "TopK", .min_inputs = 1, .max_inputs = 2, .min_outputs = 2, .max_outputs = 2,
-    .value_inputs = 1u << 1, .attrs = topk_attrs, .params_size = sizeof(mx_topk_params),
-    .parse = topk_parse, .infer = topk_infer,
+    .name = "TopK",
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 2,
+    .max_outputs = 2,
+    .value_inputs = 1u << 1,
+    .attrs = topk_attrs,
+    .params_size = sizeof(mx_topk_params),
+    .parse = topk_parse,
+    .infer = topk_infer,
 };
 
 /* --- NonZero ---------------------------------------------------------------------------------- */
@@ -143,7 +157,13 @@ static mx_status nonzero_upper_bound(mx_infer_ctx *ctx, uint32_t index, mx_shape
 }
 
 const mx_op_def mx__op_nonzero = {
-    .name = "NonZero", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_DATA_DEPENDENT, .attrs = no_attrs, .infer = nonzero_infer,
+    .name = "NonZero",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_DATA_DEPENDENT,
+    .attrs = no_attrs,
+    .infer = nonzero_infer,
     .upper_bound = nonzero_upper_bound,
 };

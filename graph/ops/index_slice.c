@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "graph/ops/index_params.h"
-#include "graph/ops/slice_range.h"
 #include "graph/ops/shape_impl.h"
+#include "graph/ops/slice_range.h"
 
 static const mx_attr_spec slice_attrs[] = {
     {.name = "starts", .type = MX_ATTR_INTS},
@@ -58,7 +58,7 @@ static bool slice_position(mx_symtab *t, mx_dim x, mx_dim d, bool forward, bool 
     } else if (k < 0) {
       *pos = mx_sym_add(t, d, x); /* d + k, taking |k| <= d as the model does */
     } else {
-      return false;             /* min(k, d) with d unknown relative to k */
+      return false; /* min(k, d) with d unknown relative to k */
     }
     return true;
   }
@@ -79,7 +79,8 @@ static bool slice_position(mx_symtab *t, mx_dim x, mx_dim d, bool forward, bool 
 static bool slice_symbolic(mx_symtab *t, mx_dim d, mx_dim s, mx_dim e, int64_t step, mx_dim *len) {
   bool forward = step > 0;
   mx_dim ps, pe;
-  if (!slice_position(t, s, d, forward, false, &ps) || !slice_position(t, e, d, forward, true, &pe)) return false;
+  if (!slice_position(t, s, d, forward, false, &ps) || !slice_position(t, e, d, forward, true, &pe))
+    return false;
   int64_t mag = step == INT64_MIN ? INT64_MAX : step < 0 ? -step : step;
   mx_dim diff = forward ? mx_sym_sub(t, pe, ps) : mx_sym_sub(t, ps, pe);
   if (mx_dim_is_unknown(diff)) {
@@ -169,8 +170,10 @@ static mx_status slice_infer(mx_infer_ctx *ctx) {
   for (int32_t k = 0; k < n; k++) {
     int32_t a;
     if (!mx__norm_axis(axes[k], r, &a))
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axes[k], (int)r);
-    if (seen & (1u << a)) return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is repeated", (long long)axes[k]);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axes[k],
+                            (int)r);
+    if (seen & (1u << a))
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is repeated", (long long)axes[k]);
     seen |= 1u << a;
     if (known_steps && steps[k] == 0) return mx__infer_fail(ctx, MX_ERR_SHAPE, "step %d is 0", (int)k);
     mx_dim d = in->shape.dims[a];
@@ -189,8 +192,9 @@ static mx_status slice_infer(mx_infer_ctx *ctx) {
     }
     all_concrete = false;
     mx_dim len;
-    o->shape.dims[a] = slice_symbolic(ctx->syms, d, starts[k], ends[k], steps[k], &len) ? len
-                                                                                       : mx__infer_fresh(ctx, "slice");
+    o->shape.dims[a] = slice_symbolic(ctx->syms, d, starts[k], ends[k], steps[k], &len)
+                           ? len
+                           : mx__infer_fresh(ctx, "slice");
   }
 
   int64_t in_dims[MX_MAX_RANK], out_dims[MX_MAX_RANK], strides[MX_MAX_RANK];
@@ -208,7 +212,15 @@ static mx_status slice_infer(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_slice = {
-    .name = "Slice", .min_inputs = 1, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_HOST_PREFERRED, .value_inputs = 0x1e, .attrs = slice_attrs,
-    .params_size = sizeof(mx_slice_params), .parse = slice_parse, .infer = slice_infer,
+    .name = "Slice",
+    .min_inputs = 1,
+    .max_inputs = 5,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_HOST_PREFERRED,
+    .value_inputs = 0x1e,
+    .attrs = slice_attrs,
+    .params_size = sizeof(mx_slice_params),
+    .parse = slice_parse,
+    .infer = slice_infer,
 };

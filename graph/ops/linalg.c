@@ -17,8 +17,8 @@
 
 /* Element types ONNX allows for MatMul / Gemm among those mixrt has. */
 static bool linalg_dtype_ok(mx_dtype dt) {
-  return dt == MX_FLOAT32 || dt == MX_FLOAT16 || dt == MX_BFLOAT16 || dt == MX_FLOAT64 ||
-         dt == MX_INT32 || dt == MX_INT64;
+  return dt == MX_FLOAT32 || dt == MX_FLOAT16 || dt == MX_BFLOAT16 || dt == MX_FLOAT64 || dt == MX_INT32 ||
+         dt == MX_INT64;
 }
 
 /* The more precise of two dims that must be equal (a concrete one wins over a symbol). */
@@ -58,7 +58,8 @@ static mx_status matmul_parse(const mx_parse_ctx *pc, void *params) {
   if (st != MX_OK) return st;
   int32_t k = 0;
   while (matmul_acts[k] && strcmp(matmul_acts[k], act) != 0) k++;
-  if (!matmul_acts[k]) return mx__parse_fail(pc, "attribute 'mixrt_activation' is '%s', not a fused activation", act);
+  if (!matmul_acts[k])
+    return mx__parse_fail(pc, "attribute 'mixrt_activation' is '%s', not a fused activation", act);
   p->fused_act = k;
   return MX_OK;
 }
@@ -72,12 +73,12 @@ static mx_status matmul_check_bias(mx_infer_ctx *ctx, const mx_value_info *o) {
   if (c->shape.rank == MX_RANK_UNKNOWN || o->shape.rank == MX_RANK_UNKNOWN) return MX_OK;
   int32_t rc = c->shape.rank;
   if (rc > o->shape.rank || (rc >= 1 && o->shape.rank == 0))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (fused bias) has rank %d, more than the product's %d", (int)rc,
-                          (int)o->shape.rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (fused bias) has rank %d, more than the product's %d",
+                          (int)rc, (int)o->shape.rank);
   for (int32_t i = 0; i + 1 < rc; i++)
     if (c->shape.dims[i] != 1)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (fused bias) dim %d is not 1: it must run along the last axis",
-                            (int)i);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                            "input 2 (fused bias) dim %d is not 1: it must run along the last axis", (int)i);
   if (rc == 0 || c->shape.dims[rc - 1] == 1) return MX_OK;
   if (ctx->in[1].shape.rank == 1)
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (fused bias) must have one element when B is 1-D");
@@ -96,14 +97,16 @@ static mx_status matmul_infer(mx_infer_ctx *ctx) {
   if (st != MX_OK) return st;
   if (p && p->fused_act && a->dtype != MX_FLOAT32 && a->dtype != MX_FLOAT64 && a->dtype != MX_FLOAT16 &&
       a->dtype != MX_BFLOAT16)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "a fused activation needs a float dtype, not %s", mx_dtype_name(a->dtype));
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "a fused activation needs a float dtype, not %s",
+                          mx_dtype_name(a->dtype));
   /* Transposed operands: the product sees their last two axes swapped. */
   for (int i = 0; i < 2 && p; i++) {
     mx_value_info *t = i == 0 ? &ai : &bi;
     if (!(i == 0 ? p->trans_a : p->trans_b) || t->shape.rank == MX_RANK_UNKNOWN) continue;
     int32_t r = t->shape.rank;
-    if (r < 2) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %d has rank %d; mixrt_trans_%c needs rank >= 2", i,
-                                     (int)r, i == 0 ? 'a' : 'b');
+    if (r < 2)
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %d has rank %d; mixrt_trans_%c needs rank >= 2", i,
+                            (int)r, i == 0 ? 'a' : 'b');
     mx_dim d = t->shape.dims[r - 1];
     t->shape.dims[r - 1] = t->shape.dims[r - 2];
     t->shape.dims[r - 2] = d;
@@ -136,7 +139,10 @@ static mx_status matmul_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_matmul = {
     .name = "MatMul",
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = matmul_attrs,
     .params_size = sizeof(mx_matmul_params),
     .parse = matmul_parse,
@@ -168,7 +174,8 @@ static mx_status gemm_parse(const mx_parse_ctx *pc, void *params) {
   if (st != MX_OK) return st;
   int32_t k = 0;
   while (matmul_acts[k] && strcmp(matmul_acts[k], act) != 0) k++;
-  if (!matmul_acts[k]) return mx__parse_fail(pc, "attribute 'mixrt_activation' is '%s', not a fused activation", act);
+  if (!matmul_acts[k])
+    return mx__parse_fail(pc, "attribute 'mixrt_activation' is '%s', not a fused activation", act);
   p->fused_act = k;
   p->act_reserved = 0;
   return MX_OK;
@@ -184,7 +191,8 @@ static mx_status gemm_infer(mx_infer_ctx *ctx) {
   if (st != MX_OK) return st;
   if (p->fused_act && a->dtype != MX_FLOAT32 && a->dtype != MX_FLOAT64 && a->dtype != MX_FLOAT16 &&
       a->dtype != MX_BFLOAT16)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "a fused activation needs a float dtype, not %s", mx_dtype_name(a->dtype));
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "a fused activation needs a float dtype, not %s",
+                          mx_dtype_name(a->dtype));
   bool has_c = mx__in_present(ctx, 2);
   if (has_c && (st = mx__infer_same_dtype(ctx, 2, 0)) != MX_OK) return st;
   for (int i = 0; i < 2; i++)
@@ -205,14 +213,16 @@ static mx_status gemm_infer(mx_infer_ctx *ctx) {
   if (has_c) {
     const mx_shape *c = &ctx->in[2].shape;
     if (c->rank > 2)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (C) has rank %d; it must broadcast to [M, N]", (int)c->rank);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (C) has rank %d; it must broadcast to [M, N]",
+                            (int)c->rank);
     mx_dim want[2] = {m, n};
     for (int32_t i = 0; c->rank > 0 && i < c->rank; i++) {
       mx_dim cd = c->dims[i], od = want[2 - c->rank + i];
       if (cd == 1 || mx_dim_is_unknown(cd) || mx_dim_is_unknown(od) || cd == od) continue;
       if (mx_dim_is_concrete(cd) && mx_dim_is_concrete(od))
-        return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (C) dim %d is %lld, which does not broadcast to %lld",
-                              (int)i, (long long)cd, (long long)od);
+        return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                              "input 2 (C) dim %d is %lld, which does not broadcast to %lld", (int)i,
+                              (long long)cd, (long long)od);
     }
   }
   mx_value_info *o = &ctx->out[0];
@@ -225,7 +235,10 @@ static mx_status gemm_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_gemm = {
     .name = "Gemm",
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = gemm_attrs,
     .params_size = sizeof(mx_gemm_params),
     .parse = gemm_parse,
@@ -313,7 +326,8 @@ static mx_status einsum_parse(const mx_parse_ctx *pc, void *params) {
       if (!counts[(int)c])
         return mx__parse_fail(pc, "equation '%s': output label '%c' is in no operand", eq, (char)c);
       for (int32_t q = 0; q < j; q++)
-        if (p->out[q] == c) return mx__parse_fail(pc, "equation '%s': output label '%c' repeats", eq, (char)c);
+        if (p->out[q] == c)
+          return mx__parse_fail(pc, "equation '%s': output label '%c' repeats", eq, (char)c);
     }
   } else {
     /* Implicit output: the broadcast dims, then the labels used once, in ASCII order. */
@@ -338,13 +352,14 @@ static mx_status einsum_infer(mx_infer_ctx *ctx) {
     mx_status st = mx__infer_same_dtype(ctx, i, 0);
     if (st != MX_OK) return st;
   }
-  if (dt == MX_BOOL) return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype bool, which Einsum does not take");
+  if (dt == MX_BOOL)
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype bool, which Einsum does not take");
   mx_value_info *o = &ctx->out[0];
   o->dtype = dt;
   mx_dim label_dim[128];
   for (int c = 0; c < 128; c++) label_dim[c] = MX_DIM_UNKNOWN;
-  mx_shape ell = {0};        /* broadcast of every operand's "..." dims */
-  bool ell_known = true;     /* false once an operand with "..." has an unknown rank */
+  mx_shape ell = {0};    /* broadcast of every operand's "..." dims */
+  bool ell_known = true; /* false once an operand with "..." has an unknown rank */
   for (int32_t k = 0; k < p->n_operands; k++) {
     const mx_shape *s = &ctx->in[k].shape;
     int32_t tl = p->term_len[k];
@@ -404,12 +419,16 @@ static mx_status einsum_infer(mx_infer_ctx *ctx) {
   o->shape.rank = rank;
   return MX_OK;
 too_big:
-  return mx__infer_fail(ctx, MX_ERR_LIMIT, "Einsum output of '%s' has more than %d dims", p->equation, MX_MAX_RANK);
+  return mx__infer_fail(ctx, MX_ERR_LIMIT, "Einsum output of '%s' has more than %d dims", p->equation,
+                        MX_MAX_RANK);
 }
 
 static const mx_op_def op_einsum = {
     .name = "Einsum",
-    .min_inputs = 1, .max_inputs = MX_EINSUM_MAX_OPERANDS, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = MX_EINSUM_MAX_OPERANDS,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = einsum_attrs,
     .params_size = sizeof(mx_einsum_params),
     .parse = einsum_parse,

@@ -13,28 +13,28 @@
  * axes are read transposed), mixrt_bias (a third input, a vector along the last axis of Y, is
  * added to the product) and mixrt_activation (applied last, MX_MATMUL_ACT_*). */
 typedef struct mx_matmul_params {
-  int32_t trans_a;    /* 1: A's last two axes swapped */
-  int32_t trans_b;    /* 1: B's last two axes swapped */
-  int32_t has_bias;   /* 1: input 2 is added along Y's last axis */
-  int32_t fused_act;  /* MX_MATMUL_ACT_* */
+  int32_t trans_a;   /* 1: A's last two axes swapped */
+  int32_t trans_b;   /* 1: B's last two axes swapped */
+  int32_t has_bias;  /* 1: input 2 is added along Y's last axis */
+  int32_t fused_act; /* MX_MATMUL_ACT_* */
 } mx_matmul_params;
 
 /* Activations a MatMul kernel applies to its output (mx_matmul_params.fused_act). */
 enum {
   MX_MATMUL_ACT_NONE = 0,
   MX_MATMUL_ACT_RELU,
-  MX_MATMUL_ACT_GELU,       /* 0.5 x (1 + erf(x / sqrt 2)) */
-  MX_MATMUL_ACT_GELU_TANH,  /* Gelu with approximate = "tanh" */
-  MX_MATMUL_ACT_SILU,       /* x * sigmoid(x) */
+  MX_MATMUL_ACT_GELU,      /* 0.5 x (1 + erf(x / sqrt 2)) */
+  MX_MATMUL_ACT_GELU_TANH, /* Gelu with approximate = "tanh" */
+  MX_MATMUL_ACT_SILU,      /* x * sigmoid(x) */
   MX_MATMUL_ACT_SIGMOID,
   MX_MATMUL_ACT_TANH
 };
 
 typedef struct mx_gemm_params {
-  float alpha;      /* scale of op(A) * op(B) */
-  float beta;       /* scale of C */
-  int32_t trans_a;  /* 1: use A^T */
-  int32_t trans_b;  /* 1: use B^T */
+  float alpha;     /* scale of op(A) * op(B) */
+  float beta;      /* scale of C */
+  int32_t trans_a; /* 1: use A^T */
+  int32_t trans_b; /* 1: use B^T */
   /* An activation the kernel applies last (MX_MATMUL_ACT_*), set by the fusion pass through the
    * mixrt-internal attribute mixrt_activation; 0 for an ONNX Gemm. */
   int32_t fused_act;
@@ -43,7 +43,7 @@ typedef struct mx_gemm_params {
 
 /* Einsum limits: operands, labels per term (an ellipsis counts as one entry), equation text. */
 #define MX_EINSUM_MAX_OPERANDS 8
-#define MX_EINSUM_MAX_TERM 16
+#define MX_EINSUM_MAX_TERM     16
 #define MX_EINSUM_MAX_EQUATION 256
 /* Label code of "..." inside a term; letters are stored as their ASCII codes. */
 #define MX_EINSUM_ELLIPSIS 127

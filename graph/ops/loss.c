@@ -39,7 +39,8 @@ static mx_status loss_infer_common(mx_infer_ctx *ctx, const char *op) {
   const mx_loss_params *p = ctx->params;
   const mx_value_info *x = &ctx->in[0], *t = &ctx->in[1];
   if (!mx_dtype_is_float(x->dtype))
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; %s takes float16, bfloat16, float32 or float64",
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "input 0 has dtype %s; %s takes float16, bfloat16, float32 or float64",
                           mx_dtype_name(x->dtype), op);
   if (t->dtype != MX_INT32 && t->dtype != MX_INT64)
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 (target) has dtype %s; it must be int32 or int64",
@@ -50,9 +51,11 @@ static mx_status loss_infer_common(mx_infer_ctx *ctx, const char *op) {
   }
   const mx_shape *xs = &x->shape, *ts = &t->shape;
   if (xs->rank != MX_RANK_UNKNOWN && xs->rank < 2)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; %s needs (N x C x ...) input", (int)xs->rank, op);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; %s needs (N x C x ...) input",
+                          (int)xs->rank, op);
   if (xs->rank != MX_RANK_UNKNOWN && ts->rank != MX_RANK_UNKNOWN && ts->rank != xs->rank - 1)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 1 (target) has rank %d; it must have rank %d (input 0's dims without C)",
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "input 1 (target) has rank %d; it must have rank %d (input 0's dims without C)",
                           (int)ts->rank, (int)xs->rank - 1);
   /* The target's dims are X's without C; the better known of each pair goes to the output. */
   mx_shape loss = *ts;
@@ -73,10 +76,12 @@ static mx_status loss_infer_common(mx_infer_ctx *ctx, const char *op) {
     const mx_shape *ws = &ctx->in[2].shape;
     if (ws->rank != MX_RANK_UNKNOWN) {
       if (ws->rank != 1)
-        return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 2 (weight) has rank %d; it must be 1-D with one value per class",
+        return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                              "input 2 (weight) has rank %d; it must be 1-D with one value per class",
                               (int)ws->rank);
       if (xs->rank != MX_RANK_UNKNOWN) {
-        mx_status st = mx__check_same_dim(ctx, ws->dims[0], xs->dims[1], "input 2 (weight) length against the classes C");
+        mx_status st = mx__check_same_dim(ctx, ws->dims[0], xs->dims[1],
+                                          "input 2 (weight) length against the classes C");
         if (st != MX_OK) return st;
       }
     }
@@ -89,7 +94,9 @@ static mx_status loss_infer_common(mx_infer_ctx *ctx, const char *op) {
   return MX_OK;
 }
 
-static mx_status nllloss_infer(mx_infer_ctx *ctx) { return loss_infer_common(ctx, "NegativeLogLikelihoodLoss"); }
+static mx_status nllloss_infer(mx_infer_ctx *ctx) {
+  return loss_infer_common(ctx, "NegativeLogLikelihoodLoss");
+}
 
 static mx_status sce_infer(mx_infer_ctx *ctx) {
   mx_status st = loss_infer_common(ctx, "SoftmaxCrossEntropyLoss");
@@ -103,7 +110,10 @@ static mx_status sce_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_nllloss = {
     .name = "NegativeLogLikelihoodLoss",
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = loss_attrs,
     .params_size = sizeof(mx_loss_params),
     .parse = loss_parse,
@@ -112,7 +122,10 @@ static const mx_op_def op_nllloss = {
 
 static const mx_op_def op_sce = {
     .name = "SoftmaxCrossEntropyLoss",
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 2,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 2,
     .attrs = loss_attrs,
     .params_size = sizeof(mx_loss_params),
     .parse = loss_parse,
@@ -120,5 +133,7 @@ static const mx_op_def op_sce = {
 };
 
 const mx_op_def *const mx__ops_loss[] = {
-    &op_nllloss, &op_sce, NULL,
+    &op_nllloss,
+    &op_sce,
+    NULL,
 };

@@ -38,17 +38,14 @@ static mx_status call_parse(const mx_parse_ctx *pc, void *params) {
   p->body = body->graph;
   p->unknown = mx__parse_int(pc, "unknown");
   if (p->unknown != 0 && p->unknown != 1)
-    return mx__parse_fail(pc, "attribute 'unknown' must be 0 or 1, not %lld",
-                          (long long)p->unknown);
+    return mx__parse_fail(pc, "attribute 'unknown' must be 0 or 1, not %lld", (long long)p->unknown);
   const mx_attr *ci = mx__parse_attr(pc, "const_inputs");
   for (size_t i = 0; ci && i < ci->count; i++)
     if (ci->ints[i] < 0 || ci->ints[i] >= (int64_t)pc->n_inputs)
-      return mx__parse_fail(pc, "const_inputs names input %lld of %u", (long long)ci->ints[i],
-                            pc->n_inputs);
+      return mx__parse_fail(pc, "const_inputs names input %lld of %u", (long long)ci->ints[i], pc->n_inputs);
   if (pc->n_inputs != p->body->n_inputs || pc->n_outputs != p->body->n_outputs)
     return mx__parse_fail(pc, "the call has %u inputs and %u outputs, its body '%s' %zu and %zu",
-                          pc->n_inputs, pc->n_outputs, p->body->name, p->body->n_inputs,
-                          p->body->n_outputs);
+                          pc->n_inputs, pc->n_outputs, p->body->name, p->body->n_inputs, p->body->n_outputs);
   return MX_OK;
 }
 
@@ -56,19 +53,18 @@ static mx_status check_inputs(mx_infer_ctx *ctx, const mx_graph *body) {
   for (uint32_t i = 0; i < ctx->n_in; i++) {
     const mx_value *bv = &body->values[body->inputs[i]];
     if (!ctx->in[i].present)
-      return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH, "input %u ('%s' in body '%s') is missing", i,
-                            bv->name, body->name);
+      return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH, "input %u ('%s' in body '%s') is missing", i, bv->name,
+                            body->name);
     if (bv->dtype != MX_DTYPE_UNDEFINED && ctx->in[i].dtype != bv->dtype)
-      return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u is %s but body '%s' declares '%s' as %s",
-                            i, mx_dtype_name(ctx->in[i].dtype), body->name, bv->name,
-                            mx_dtype_name(bv->dtype));
+      return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u is %s but body '%s' declares '%s' as %s", i,
+                            mx_dtype_name(ctx->in[i].dtype), body->name, bv->name, mx_dtype_name(bv->dtype));
   }
   return MX_OK;
 }
 
 /* Copies what the body knows about value v into call output k. */
-static void set_output(mx_infer_ctx *ctx, uint32_t k, mx_dtype dtype, const mx_shape *shape,
-                       const mx_dim *sv, int32_t sv_len) {
+static void set_output(mx_infer_ctx *ctx, uint32_t k, mx_dtype dtype, const mx_shape *shape, const mx_dim *sv,
+                       int32_t sv_len) {
   mx_value_info *o = &ctx->out[k];
   o->dtype = dtype;
   o->shape = *shape;
@@ -82,8 +78,8 @@ static void set_output(mx_infer_ctx *ctx, uint32_t k, mx_dtype dtype, const mx_s
 /* Compile time: the body's inputs take the call's inputs, then the body is inferred in place. */
 static mx_status infer_in_place(mx_infer_ctx *ctx, mx_graph *body) {
   if (body->syms != ctx->syms)
-    return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH,
-                          "body '%s' does not share the graph's symbol table", body->name);
+    return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH, "body '%s' does not share the graph's symbol table",
+                          body->name);
   for (uint32_t i = 0; i < ctx->n_in; i++) {
     mx_value *bv = &body->values[body->inputs[i]];
     const mx_value_info *in = &ctx->in[i];
@@ -100,8 +96,7 @@ static mx_status infer_in_place(mx_infer_ctx *ctx, mx_graph *body) {
     }
   }
   mx_status st = mx_graph_infer(body);
-  if (st != MX_OK)
-    return mx__infer_fail(ctx, st, "body '%s': %s", body->name, mx_graph_last_error(body));
+  if (st != MX_OK) return mx__infer_fail(ctx, st, "body '%s': %s", body->name, mx_graph_last_error(body));
   for (uint32_t k = 0; k < ctx->n_out; k++) {
     const mx_value *bv = &body->values[body->outputs[k]];
     set_output(ctx, k, bv->dtype, &bv->shape, bv->sv, bv->sv_len);
@@ -206,8 +201,8 @@ static mx_status call_infer(mx_infer_ctx *ctx) {
   const mx_graph *body = p->body;
   if (ctx->n_in != body->n_inputs || ctx->n_out != body->n_outputs)
     return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH,
-                          "the call has %u inputs and %u outputs, its body '%s' %zu and %zu",
-                          ctx->n_in, ctx->n_out, body->name, body->n_inputs, body->n_outputs);
+                          "the call has %u inputs and %u outputs, its body '%s' %zu and %zu", ctx->n_in,
+                          ctx->n_out, body->name, body->n_inputs, body->n_outputs);
   mx_status st = check_inputs(ctx, body);
   if (st != MX_OK) return st;
   /* Compile-time inference writes the inferred shapes into the body the node owns. */

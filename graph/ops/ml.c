@@ -24,11 +24,14 @@ static mx_status binarizer_parse(const mx_parse_ctx *pc, void *params) {
   return MX_OK;
 }
 
-static bool numeric(mx_dtype d) { return d == MX_FLOAT32 || d == MX_FLOAT64 || d == MX_INT32 || d == MX_INT64; }
+static bool numeric(mx_dtype d) {
+  return d == MX_FLOAT32 || d == MX_FLOAT64 || d == MX_INT32 || d == MX_INT64;
+}
 
 static mx_status binarizer_infer(mx_infer_ctx *ctx) {
   if (!numeric(ctx->in[0].dtype))
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; Binarizer takes float, double, int32 or int64",
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "input 0 has dtype %s; Binarizer takes float, double, int32 or int64",
                           mx_dtype_name(ctx->in[0].dtype));
   ctx->out[0].dtype = ctx->in[0].dtype;
   ctx->out[0].shape = ctx->in[0].shape;
@@ -36,9 +39,17 @@ static mx_status binarizer_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_binarizer = {
-    .name = "Binarizer", .domain = "ai.onnx.ml", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
-    .max_outputs = 1, .flags = MX_OP_ELEMENTWISE, .attrs = binarizer_attrs,
-    .params_size = sizeof(mx_binarizer_params), .parse = binarizer_parse, .infer = binarizer_infer,
+    .name = "Binarizer",
+    .domain = "ai.onnx.ml",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE,
+    .attrs = binarizer_attrs,
+    .params_size = sizeof(mx_binarizer_params),
+    .parse = binarizer_parse,
+    .infer = binarizer_infer,
 };
 
 /* --- ArrayFeatureExtractor -------------------------------------------------------------------- */
@@ -49,8 +60,10 @@ static const mx_attr_spec no_attrs[] = {{0}};
 static mx_status afe_infer(mx_infer_ctx *ctx) {
   const mx_value_info *x = &ctx->in[0], *y = &ctx->in[1];
   if (!numeric(x->dtype) && x->dtype != MX_STRING)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; ArrayFeatureExtractor takes float, double, "
-                          "int32, int64 or string", mx_dtype_name(x->dtype));
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "input 0 has dtype %s; ArrayFeatureExtractor takes float, double, "
+                          "int32, int64 or string",
+                          mx_dtype_name(x->dtype));
   if (y->dtype != MX_INT64)
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 (indices) has dtype %s; it must be int64",
                           mx_dtype_name(y->dtype));
@@ -73,8 +86,14 @@ static mx_status afe_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_afe = {
-    .name = "ArrayFeatureExtractor", .domain = "ai.onnx.ml", .min_inputs = 2, .max_inputs = 2,
-    .min_outputs = 1, .max_outputs = 1, .attrs = no_attrs, .infer = afe_infer,
+    .name = "ArrayFeatureExtractor",
+    .domain = "ai.onnx.ml",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = no_attrs,
+    .infer = afe_infer,
 };
 
 /* --- LabelEncoder ----------------------------------------------------------------------------- */
@@ -103,8 +122,14 @@ static int64_t int_part(double v) { return v > -9.2e18 && v < 9.2e18 ? (int64_t)
 static bool tensor_num(const mx_tensor *t, size_t i, double *fv, int64_t *iv) {
   const void *d = t->data;
   switch (t->dtype) {
-    case MX_FLOAT32: *fv = ((const float *)d)[i]; *iv = int_part(*fv); return true;
-    case MX_FLOAT64: *fv = ((const double *)d)[i]; *iv = int_part(*fv); return true;
+    case MX_FLOAT32:
+      *fv = ((const float *)d)[i];
+      *iv = int_part(*fv);
+      return true;
+    case MX_FLOAT64:
+      *fv = ((const double *)d)[i];
+      *iv = int_part(*fv);
+      return true;
     case MX_INT8: *iv = ((const int8_t *)d)[i]; break;
     case MX_INT16: *iv = ((const int16_t *)d)[i]; break;
     case MX_INT32: *iv = ((const int32_t *)d)[i]; break;
@@ -164,8 +189,7 @@ static mx_status label_table(const mx_parse_ctx *pc, const char *kind, const mx_
     *out = a;
     if (a->type == MX_ATTR_TENSOR) {
       int64_t numel = 0;
-      if (!a->tensor || !label_dtype(a->tensor->dtype) ||
-          !mx_tensor_numel(a->tensor, &numel))
+      if (!a->tensor || !label_dtype(a->tensor->dtype) || !mx_tensor_numel(a->tensor, &numel))
         return mx__parse_fail(pc, "%s is not a valid tensor", name);
       *dt = a->tensor->dtype;
       *n = (size_t)numel;
@@ -174,8 +198,9 @@ static mx_status label_table(const mx_parse_ctx *pc, const char *kind, const mx_
       *n = a->count;
     }
   }
-  if (!*out) return mx__parse_fail(pc, "no %s_strings, %s_int64s, %s_floats or %s_tensor attribute", kind, kind,
-                                   kind, kind);
+  if (!*out)
+    return mx__parse_fail(pc, "no %s_strings, %s_int64s, %s_floats or %s_tensor attribute", kind, kind, kind,
+                          kind);
   return MX_OK;
 }
 
@@ -224,9 +249,16 @@ static mx_status label_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_label_encoder = {
-    .name = "LabelEncoder", .domain = "ai.onnx.ml", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
-    .max_outputs = 1, .attrs = label_attrs, .params_size = sizeof(mx_label_encoder_params),
-    .parse = label_parse, .infer = label_infer,
+    .name = "LabelEncoder",
+    .domain = "ai.onnx.ml",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = label_attrs,
+    .params_size = sizeof(mx_label_encoder_params),
+    .parse = label_parse,
+    .infer = label_infer,
 };
 
 /* --- TfIdfVectorizer -------------------------------------------------------------------------- */
@@ -252,19 +284,25 @@ static mx_status tfidf_parse(const mx_parse_ctx *pc, void *params) {
   if (mn < 1 || mx < mn || mx > MX_TFIDF_GRAMS_MAX)
     return mx__parse_fail(pc, "gram lengths %lld..%lld must satisfy 1 <= min <= max <= %d", (long long)mn,
                           (long long)mx, MX_TFIDF_GRAMS_MAX);
-  if (skip < 0 || skip > 1000000) return mx__parse_fail(pc, "max_skip_count %lld is out of range", (long long)skip);
+  if (skip < 0 || skip > 1000000)
+    return mx__parse_fail(pc, "max_skip_count %lld is out of range", (long long)skip);
   p->min_gram = (int32_t)mn;
   p->max_gram = (int32_t)mx;
   p->max_skip = (int32_t)skip;
   char mode[16];
   if (mx__parse_string(pc, "mode", mode, sizeof mode) != MX_OK) return mx__parse_fail(pc, "mode is too long");
-  if (strcmp(mode, "TF") == 0) p->mode = MX_TFIDF_TF;
-  else if (strcmp(mode, "IDF") == 0) p->mode = MX_TFIDF_IDF;
-  else if (strcmp(mode, "TFIDF") == 0) p->mode = MX_TFIDF_TFIDF;
-  else return mx__parse_fail(pc, "mode '%s' is not 'TF', 'IDF' or 'TFIDF'", mode);
+  if (strcmp(mode, "TF") == 0)
+    p->mode = MX_TFIDF_TF;
+  else if (strcmp(mode, "IDF") == 0)
+    p->mode = MX_TFIDF_IDF;
+  else if (strcmp(mode, "TFIDF") == 0)
+    p->mode = MX_TFIDF_TFIDF;
+  else
+    return mx__parse_fail(pc, "mode '%s' is not 'TF', 'IDF' or 'TFIDF'", mode);
   size_t n;
   const mx_attr *ps = mx__parse_attr(pc, "pool_strings");
-  if (ps && mx__parse_attr(pc, "pool_int64s")) return mx__parse_fail(pc, "both pool_int64s and pool_strings are set");
+  if (ps && mx__parse_attr(pc, "pool_int64s"))
+    return mx__parse_fail(pc, "both pool_int64s and pool_strings are set");
   if (mx__parse_ints(pc, "ngram_counts", p->counts, MX_TFIDF_GRAMS_MAX, &n) != MX_OK)
     return mx__parse_fail(pc, "ngram_counts has more than %d entries", MX_TFIDF_GRAMS_MAX);
   p->n_counts = (int32_t)n;
@@ -337,8 +375,15 @@ static mx_status tfidf_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_tfidf = {
-    .name = "TfIdfVectorizer", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .attrs = tfidf_attrs, .params_size = sizeof(mx_tfidf_params), .parse = tfidf_parse, .infer = tfidf_infer,
+    .name = "TfIdfVectorizer",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = tfidf_attrs,
+    .params_size = sizeof(mx_tfidf_params),
+    .parse = tfidf_parse,
+    .infer = tfidf_infer,
 };
 
 /* --- TreeEnsemble ---------------------------------------------------------------------------- */
@@ -364,14 +409,17 @@ static const mx_attr_spec tree_attrs[] = {
 };
 
 /* An INTS attribute of exactly n entries (n < 0: any count up to MX_TREE_MAX) into out. */
-static mx_status tree_ints(const mx_parse_ctx *pc, const char *name, int64_t n, int32_t *out, int32_t *count) {
+static mx_status tree_ints(const mx_parse_ctx *pc, const char *name, int64_t n, int32_t *out,
+                           int32_t *count) {
   const mx_attr *a = mx__parse_attr(pc, name);
   size_t got = a ? a->count : 0;
   if (n >= 0 && (int64_t)got != n && !(got == 0 && strcmp(name, "nodes_missing_value_tracks_true") == 0))
     return mx__parse_fail(pc, "%s has %zu entries; %lld expected", name, got, (long long)n);
-  if (got > MX_TREE_MAX) return mx__parse_fail(pc, "%s has %zu entries; mixrt takes up to %d", name, got, MX_TREE_MAX);
+  if (got > MX_TREE_MAX)
+    return mx__parse_fail(pc, "%s has %zu entries; mixrt takes up to %d", name, got, MX_TREE_MAX);
   for (size_t i = 0; i < got; i++) {
-    if (a->ints[i] < INT32_MIN || a->ints[i] > INT32_MAX) return mx__parse_fail(pc, "%s[%zu] is out of range", name, i);
+    if (a->ints[i] < INT32_MIN || a->ints[i] > INT32_MAX)
+      return mx__parse_fail(pc, "%s[%zu] is out of range", name, i);
     out[i] = (int32_t)a->ints[i];
   }
   if (count) *count = (int32_t)got;
@@ -379,7 +427,8 @@ static mx_status tree_ints(const mx_parse_ctx *pc, const char *name, int64_t n, 
 }
 
 /* A numeric TENSOR attribute as doubles (n < 0: any count up to MX_TREE_MAX). */
-static mx_status tree_values(const mx_parse_ctx *pc, const char *name, int64_t n, double *out, int32_t *count) {
+static mx_status tree_values(const mx_parse_ctx *pc, const char *name, int64_t n, double *out,
+                             int32_t *count) {
   const mx_attr *a = mx__parse_attr(pc, name);
   int64_t got = 0;
   if (a && (!a->tensor || !mx_tensor_numel(a->tensor, &got)))
@@ -405,7 +454,8 @@ static mx_status tree_parse(const mx_parse_ctx *pc, void *params) {
   int64_t nt = mx__parse_int(pc, "n_targets");
   if (agg < 0 || agg > 3) return mx__parse_fail(pc, "aggregate_function %lld is not 0..3", (long long)agg);
   if (post < 0 || post > 3)
-    return mx__parse_fail(pc, "post_transform %lld is not NONE, SOFTMAX, LOGISTIC or SOFTMAX_ZERO", (long long)post);
+    return mx__parse_fail(pc, "post_transform %lld is not NONE, SOFTMAX, LOGISTIC or SOFTMAX_ZERO",
+                          (long long)post);
   if (nt < 1 || nt > MX_TREE_MAX) return mx__parse_fail(pc, "n_targets %lld is out of range", (long long)nt);
   p->aggregate = (int32_t)agg;
   p->post_transform = (int32_t)post;
@@ -419,7 +469,8 @@ static mx_status tree_parse(const mx_parse_ctx *pc, void *params) {
   if (st == MX_OK) st = tree_values(pc, "leaf_weights", p->n_leaves, p->leaf_weight, NULL);
   if (st == MX_OK) st = tree_values(pc, "nodes_splits", p->n_nodes, p->split, NULL);
   if (st == MX_OK) st = tree_values(pc, "membership_values", -1, p->members, &p->n_members);
-  static const char *const flags[] = {"nodes_trueleafs", "nodes_falseleafs", "nodes_missing_value_tracks_true"};
+  static const char *const flags[] = {"nodes_trueleafs", "nodes_falseleafs",
+                                      "nodes_missing_value_tracks_true"};
   uint8_t *dst[] = {p->true_leaf, p->false_leaf, p->missing_true};
   for (int f = 0; f < 3 && st == MX_OK; f++) {
     int32_t got = 0;
@@ -431,9 +482,11 @@ static mx_status tree_parse(const mx_parse_ctx *pc, void *params) {
   if (st != MX_OK) return st;
   int32_t member = 0;
   for (int32_t i = 0; i < p->n_nodes; i++) {
-    if (modes[i] < 0 || modes[i] > MX_TREE_MEMBER) return mx__parse_fail(pc, "nodes_modes[%d] is not 0..6", (int)i);
+    if (modes[i] < 0 || modes[i] > MX_TREE_MEMBER)
+      return mx__parse_fail(pc, "nodes_modes[%d] is not 0..6", (int)i);
     p->mode[i] = (uint8_t)modes[i];
-    int32_t lim_t = p->true_leaf[i] ? p->n_leaves : p->n_nodes, lim_f = p->false_leaf[i] ? p->n_leaves : p->n_nodes;
+    int32_t lim_t = p->true_leaf[i] ? p->n_leaves : p->n_nodes,
+            lim_f = p->false_leaf[i] ? p->n_leaves : p->n_nodes;
     if (p->true_id[i] < 0 || p->true_id[i] >= lim_t || p->false_id[i] < 0 || p->false_id[i] >= lim_f)
       return mx__parse_fail(pc, "node %d: a true or false id is outside the nodes or leaves", (int)i);
     if (p->feature[i] < 0) return mx__parse_fail(pc, "nodes_featureids[%d] is negative", (int)i);
@@ -445,7 +498,8 @@ static mx_status tree_parse(const mx_parse_ctx *pc, void *params) {
     }
   }
   for (int32_t r = 0; r < p->n_roots; r++)
-    if (p->roots[r] < 0 || p->roots[r] >= p->n_nodes) return mx__parse_fail(pc, "tree_roots[%d] is not a node", (int)r);
+    if (p->roots[r] < 0 || p->roots[r] >= p->n_nodes)
+      return mx__parse_fail(pc, "tree_roots[%d] is not a node", (int)r);
   for (int32_t l = 0; l < p->n_leaves; l++)
     if (p->leaf_target[l] < 0 || p->leaf_target[l] >= p->n_targets)
       return mx__parse_fail(pc, "leaf_targetids[%d] is outside 0..n_targets-1", (int)l);
@@ -456,10 +510,12 @@ static mx_status tree_infer(mx_infer_ctx *ctx) {
   const mx_tree_params *p = ctx->params;
   const mx_value_info *x = &ctx->in[0];
   if (!mx_dtype_is_float(x->dtype) || x->dtype == MX_BFLOAT16)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; TreeEnsemble takes float16, float or double",
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "input 0 has dtype %s; TreeEnsemble takes float16, float or double",
                           mx_dtype_name(x->dtype));
   if (x->shape.rank != MX_RANK_UNKNOWN && x->shape.rank != 2)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; TreeEnsemble takes [N, F]", (int)x->shape.rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; TreeEnsemble takes [N, F]",
+                          (int)x->shape.rank);
   ctx->out[0].dtype = x->dtype;
   ctx->out[0].shape.rank = 2;
   ctx->out[0].shape.dims[0] = x->shape.rank == 2 ? x->shape.dims[0] : MX_DIM_UNKNOWN;
@@ -468,8 +524,15 @@ static mx_status tree_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_tree = {
-    .name = "TreeEnsemble", .domain = "ai.onnx.ml", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1,
-    .max_outputs = 1, .attrs = tree_attrs, .params_size = sizeof(mx_tree_params), .parse = tree_parse,
+    .name = "TreeEnsemble",
+    .domain = "ai.onnx.ml",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = tree_attrs,
+    .params_size = sizeof(mx_tree_params),
+    .parse = tree_parse,
     .infer = tree_infer,
 };
 

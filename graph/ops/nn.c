@@ -16,8 +16,9 @@
 
 static mx_status need_float(mx_infer_ctx *ctx, uint32_t i, const char *op) {
   if (mx_dtype_is_float(ctx->in[i].dtype)) return MX_OK;
-  return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s; %s takes float16, bfloat16, float32 or float64",
-                        i, mx_dtype_name(ctx->in[i].dtype), op);
+  return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                        "input %u has dtype %s; %s takes float16, bfloat16, float32 or float64", i,
+                        mx_dtype_name(ctx->in[i].dtype), op);
 }
 
 /* --- Softmax / LogSoftmax ----------------------------------------------------------------------- */
@@ -36,7 +37,9 @@ static mx_status softmax_parse_common(const mx_parse_ctx *pc, void *params, int 
   p->log = log;
   return MX_OK;
 }
-static mx_status softmax_parse(const mx_parse_ctx *pc, void *params) { return softmax_parse_common(pc, params, 0); }
+static mx_status softmax_parse(const mx_parse_ctx *pc, void *params) {
+  return softmax_parse_common(pc, params, 0);
+}
 static mx_status logsoftmax_parse(const mx_parse_ctx *pc, void *params) {
   return softmax_parse_common(pc, params, 1);
 }
@@ -59,7 +62,10 @@ static mx_status softmax_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_softmax = {
     .name = "Softmax",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = softmax_attrs,
     .params_size = sizeof(mx_softmax_params),
     .parse = softmax_parse,
@@ -68,7 +74,10 @@ static const mx_op_def op_softmax = {
 
 static const mx_op_def op_logsoftmax = {
     .name = "LogSoftmax",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = softmax_attrs,
     .params_size = sizeof(mx_softmax_params),
     .parse = logsoftmax_parse,
@@ -103,7 +112,8 @@ static mx_status norm_axis(mx_infer_ctx *ctx, int32_t *axis) {
   *axis = 0;
   if (s->rank == MX_RANK_UNKNOWN) return MX_OK;
   if (!mx__norm_axis(p->axis, s->rank, axis))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis, (int)s->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis,
+                          (int)s->rank);
   return MX_OK;
 }
 
@@ -128,7 +138,10 @@ static mx_status layernorm_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_layernorm = {
     .name = "LayerNormalization",
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 3,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 3,
     .attrs = norm_attrs,
     .params_size = sizeof(mx_norm_params),
     .parse = norm_parse,
@@ -149,7 +162,10 @@ static mx_status rmsnorm_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_rmsnorm = {
     .name = "RMSNormalization",
-    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = norm_attrs,
     .params_size = sizeof(mx_norm_params),
     .parse = norm_parse,
@@ -176,10 +192,13 @@ static mx_status attention_parse(const mx_parse_ctx *pc, void *params) {
   int64_t qh = mx__parse_int(pc, "q_num_heads"), kvh = mx__parse_int(pc, "kv_num_heads");
   int64_t mode = mx__parse_int(pc, "qk_matmul_output_mode");
   if (qh < 0 || kvh < 0 || qh > INT32_MAX || kvh > INT32_MAX)
-    return mx__parse_fail(pc, "q_num_heads %lld / kv_num_heads %lld out of range", (long long)qh, (long long)kvh);
-  if (mode < 0 || mode > 3) return mx__parse_fail(pc, "qk_matmul_output_mode %lld is not 0..3", (long long)mode);
+    return mx__parse_fail(pc, "q_num_heads %lld / kv_num_heads %lld out of range", (long long)qh,
+                          (long long)kvh);
+  if (mode < 0 || mode > 3)
+    return mx__parse_fail(pc, "qk_matmul_output_mode %lld is not 0..3", (long long)mode);
   if (pc->opset < 24 && pc->n_inputs > 6)
-    return mx__parse_fail(pc, "input nonpad_kv_seqlen needs opset 24 (the model imports %lld)", (long long)pc->opset);
+    return mx__parse_fail(pc, "input nonpad_kv_seqlen needs opset 24 (the model imports %lld)",
+                          (long long)pc->opset);
   p->q_num_heads = (int32_t)qh;
   p->kv_num_heads = (int32_t)kvh;
   p->qk_matmul_output_mode = (int32_t)mode;
@@ -208,7 +227,8 @@ static mx_status attention_infer(mx_infer_ctx *ctx) {
   mx_status st = need_float(ctx, 0, "Attention");
   if (st == MX_OK) st = mx__infer_same_dtype(ctx, 1, 0);
   if (st == MX_OK) st = mx__infer_same_dtype(ctx, 2, 0);
-  if (st == MX_OK && mx__in_present(ctx, 3) && ctx->in[3].dtype != MX_BOOL) st = mx__infer_same_dtype(ctx, 3, 0);
+  if (st == MX_OK && mx__in_present(ctx, 3) && ctx->in[3].dtype != MX_BOOL)
+    st = mx__infer_same_dtype(ctx, 3, 0);
   if (st == MX_OK && mx__in_present(ctx, 4)) st = mx__infer_same_dtype(ctx, 4, 0);
   if (st == MX_OK && mx__in_present(ctx, 5)) st = mx__infer_same_dtype(ctx, 5, 0);
   if (st != MX_OK) return st;
@@ -227,11 +247,12 @@ static mx_status attention_infer(mx_infer_ctx *ctx) {
   for (int i = 0; i < 3; i++) {
     int32_t ri = ctx->in[i].shape.rank;
     if (ri != MX_RANK_UNKNOWN && ((ri != 3 && ri != 4) || ri != r))
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "Q, K and V must all be 3-D or all 4-D (input %d has rank %d)", i,
-                            (int)ri);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "Q, K and V must all be 3-D or all 4-D (input %d has rank %d)",
+                            i, (int)ri);
   }
   if (r == 3 && (p->q_num_heads <= 0 || p->kv_num_heads <= 0))
-    return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH, "3-D inputs need the q_num_heads and kv_num_heads attributes");
+    return mx__infer_fail(ctx, MX_ERR_INVALID_GRAPH,
+                          "3-D inputs need the q_num_heads and kv_num_heads attributes");
   mx_dim b = MX_DIM_UNKNOWN, hq = MX_DIM_UNKNOWN, sq = MX_DIM_UNKNOWN, dq = MX_DIM_UNKNOWN;
   mx_dim hkv = MX_DIM_UNKNOWN, skv = MX_DIM_UNKNOWN, dk = MX_DIM_UNKNOWN, dv = MX_DIM_UNKNOWN;
   if (r == 4) {
@@ -261,9 +282,11 @@ static mx_status attention_infer(mx_infer_ctx *ctx) {
   if (mx_dim_is_unknown(b) && k->rank == r && r > 0) b = k->dims[0];
   if ((st = mx__check_same_dim(ctx, dq, dk, "Attention head size of Q and K")) != MX_OK) return st;
   if (r == 4 && k->rank == 4 && v->rank == 4) {
-    if ((st = mx__check_same_dim(ctx, k->dims[2], v->dims[2], "Attention sequence length of K and V")) != MX_OK)
+    if ((st = mx__check_same_dim(ctx, k->dims[2], v->dims[2], "Attention sequence length of K and V")) !=
+        MX_OK)
       return st;
-    if ((st = mx__check_same_dim(ctx, k->dims[1], v->dims[1], "Attention head count of K and V")) != MX_OK) return st;
+    if ((st = mx__check_same_dim(ctx, k->dims[1], v->dims[1], "Attention head count of K and V")) != MX_OK)
+      return st;
   }
   if (mx_dim_is_concrete(hq) && mx_dim_is_concrete(hkv) && (hkv == 0 || hq % hkv != 0))
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "%lld query heads are not a multiple of %lld key/value heads",
@@ -303,7 +326,10 @@ static mx_status attention_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_attention = {
     .name = "Attention",
-    .min_inputs = 3, .max_inputs = 7, .min_outputs = 1, .max_outputs = 4,
+    .min_inputs = 3,
+    .max_inputs = 7,
+    .min_outputs = 1,
+    .max_outputs = 4,
     .attrs = attention_attrs,
     .params_size = sizeof(mx_attention_params),
     .parse = attention_parse,
@@ -336,7 +362,8 @@ static mx_status rotary_infer(mx_infer_ctx *ctx) {
   const mx_rotary_params *p = ctx->params;
   mx_dtype dt = ctx->in[0].dtype;
   if (dt != MX_FLOAT32 && dt != MX_FLOAT16 && dt != MX_BFLOAT16)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; RotaryEmbedding takes float32, float16 or bfloat16",
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "input 0 has dtype %s; RotaryEmbedding takes float32, float16 or bfloat16",
                           mx_dtype_name(dt));
   mx_status st = mx__infer_same_dtype(ctx, 1, 0);
   if (st == MX_OK) st = mx__infer_same_dtype(ctx, 2, 0);
@@ -360,7 +387,10 @@ static mx_status rotary_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_rotary = {
     .name = "RotaryEmbedding",
-    .min_inputs = 3, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 3,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = rotary_attrs,
     .params_size = sizeof(mx_rotary_params),
     .parse = rotary_parse,

@@ -16,25 +16,28 @@
 
 static mx_status need_float(mx_infer_ctx *ctx, uint32_t i, const char *op) {
   if (mx_dtype_is_float(ctx->in[i].dtype)) return MX_OK;
-  return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s; %s takes float16, bfloat16, float32 or float64",
-                        i, mx_dtype_name(ctx->in[i].dtype), op);
+  return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                        "input %u has dtype %s; %s takes float16, bfloat16, float32 or float64", i,
+                        mx_dtype_name(ctx->in[i].dtype), op);
 }
 
 /* Fails unless X (input 0) has at least min_rank dims (an unknown rank passes). */
 static mx_status need_rank(mx_infer_ctx *ctx, int32_t min_rank, const char *op) {
   int32_t r = ctx->in[0].shape.rank;
   if (r == MX_RANK_UNKNOWN || r >= min_rank) return MX_OK;
-  return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; %s needs (N x C x ...) input of rank >= %d", (int)r,
-                        op, (int)min_rank);
+  return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 has rank %d; %s needs (N x C x ...) input of rank >= %d",
+                        (int)r, op, (int)min_rank);
 }
 
 /* Fails unless input i is 1-D with `want` elements (when both are known). `what` names the
  * input and `count` what the length must equal (e.g. "the channels of X"). */
-static mx_status need_vector(mx_infer_ctx *ctx, uint32_t i, mx_dim want, const char *what, const char *count) {
+static mx_status need_vector(mx_infer_ctx *ctx, uint32_t i, mx_dim want, const char *what,
+                             const char *count) {
   const mx_shape *s = &ctx->in[i].shape;
   if (s->rank == MX_RANK_UNKNOWN) return MX_OK;
   if (s->rank != 1)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u (%s) has rank %d; it must be 1-D with one value per %s", i, what,
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "input %u (%s) has rank %d; it must be 1-D with one value per %s", i, what,
                           (int)s->rank, count);
   char msg[96];
   snprintf(msg, sizeof msg, "input %u (%s) length against %s", i, what, count);
@@ -57,10 +60,10 @@ static void same_as_x(mx_infer_ctx *ctx) {
 static const mx_attr_spec batchnorm_attrs[] = {
     {.name = "epsilon", .type = MX_ATTR_FLOAT, .def_f = 1e-5f},
     {.name = "momentum", .type = MX_ATTR_FLOAT, .def_f = 0.9f},
-    {.name = "training_mode", .type = MX_ATTR_INT, .def_i = 0},  /* opset 14 on */
-    {.name = "spatial", .type = MX_ATTR_INT, .def_i = 1},        /* opsets 1-8 */
-    {.name = "is_test", .type = MX_ATTR_INT, .def_i = 0},        /* opsets 1-6 */
-    {.name = "consumed_inputs", .type = MX_ATTR_INTS},           /* opsets 1-5, legacy */
+    {.name = "training_mode", .type = MX_ATTR_INT, .def_i = 0}, /* opset 14 on */
+    {.name = "spatial", .type = MX_ATTR_INT, .def_i = 1},       /* opsets 1-8 */
+    {.name = "is_test", .type = MX_ATTR_INT, .def_i = 0},       /* opsets 1-6 */
+    {.name = "consumed_inputs", .type = MX_ATTR_INTS},          /* opsets 1-5, legacy */
     {0},
 };
 
@@ -75,8 +78,9 @@ static mx_status batchnorm_parse(const mx_parse_ctx *pc, void *params) {
     if (tm != 0 && tm != 1) return mx__parse_fail(pc, "training_mode %lld is not 0 or 1", (long long)tm);
     p->training_mode = (int32_t)tm;
     if (!tm && pc->n_outputs > 1)
-      return mx__parse_fail(pc, "%u outputs with training_mode 0; running_mean and running_var need training_mode 1",
-                            pc->n_outputs);
+      return mx__parse_fail(
+          pc, "%u outputs with training_mode 0; running_mean and running_var need training_mode 1",
+          pc->n_outputs);
     if (pc->n_outputs > 3)
       return mx__parse_fail(pc, "%u outputs; from opset 14 BatchNormalization has at most 3", pc->n_outputs);
   } else {
@@ -86,7 +90,8 @@ static mx_status batchnorm_parse(const mx_parse_ctx *pc, void *params) {
     p->training_mode = pc->n_outputs > 1 && !is_test;
   }
   int64_t spatial = pc->opset < 9 ? mx__parse_int(pc, "spatial") : 1;
-  if (spatial != 0 && spatial != 1) return mx__parse_fail(pc, "spatial %lld is not 0 or 1", (long long)spatial);
+  if (spatial != 0 && spatial != 1)
+    return mx__parse_fail(pc, "spatial %lld is not 0 or 1", (long long)spatial);
   p->spatial = (int32_t)spatial;
   if (!spatial && p->training_mode)
     return mx__fail(pc->err, MX_ERR_UNSUPPORTED, "spatial 0 is only supported in inference mode");
@@ -113,8 +118,9 @@ static mx_status batchnorm_infer(mx_infer_ctx *ctx) {
     const mx_shape *s = &ctx->in[i].shape;
     if (x->rank == MX_RANK_UNKNOWN || s->rank == MX_RANK_UNKNOWN) continue;
     if (s->rank != x->rank - 1)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u (%s) has rank %d; with spatial 0 it must have X's dims after N",
-                            i, names[i], (int)s->rank);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                            "input %u (%s) has rank %d; with spatial 0 it must have X's dims after N", i,
+                            names[i], (int)s->rank);
     for (int32_t d = 0; d < s->rank && st == MX_OK; d++)
       st = mx__check_same_dim(ctx, s->dims[d], x->dims[d + 1], names[i]);
   }
@@ -129,7 +135,10 @@ static mx_status batchnorm_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_batchnorm = {
     .name = "BatchNormalization",
-    .min_inputs = 5, .max_inputs = 5, .min_outputs = 1, .max_outputs = 5,
+    .min_inputs = 5,
+    .max_inputs = 5,
+    .min_outputs = 1,
+    .max_outputs = 5,
     .attrs = batchnorm_attrs,
     .params_size = sizeof(mx_batchnorm_params),
     .parse = batchnorm_parse,
@@ -140,7 +149,7 @@ static const mx_op_def op_batchnorm = {
 
 static const mx_attr_spec instancenorm_attrs[] = {
     {.name = "epsilon", .type = MX_ATTR_FLOAT, .def_f = 1e-5f},
-    {.name = "consumed_inputs", .type = MX_ATTR_INTS},  /* opset 1, legacy */
+    {.name = "consumed_inputs", .type = MX_ATTR_INTS}, /* opset 1, legacy */
     {0},
 };
 
@@ -156,7 +165,7 @@ static mx_status instancenorm_parse(const mx_parse_ctx *pc, void *params) {
 static const mx_attr_spec groupnorm_attrs[] = {
     {.name = "epsilon", .type = MX_ATTR_FLOAT, .def_f = 1e-5f},
     {.name = "num_groups", .type = MX_ATTR_INT, .required = true},
-    {.name = "stash_type", .type = MX_ATTR_INT, .def_i = 1},  /* opset 21 on */
+    {.name = "stash_type", .type = MX_ATTR_INT, .def_i = 1}, /* opset 21 on */
     {0},
 };
 
@@ -186,8 +195,8 @@ static mx_status groupnorm_infer(mx_infer_ctx *ctx) {
   if (st != MX_OK) return st;
   mx_dim c = channels(ctx);
   if (p->num_groups && mx_dim_is_concrete(c) && c % p->num_groups != 0)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "num_groups %d does not divide the %lld channels of X", (int)p->num_groups,
-                          (long long)c);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "num_groups %d does not divide the %lld channels of X",
+                          (int)p->num_groups, (long long)c);
   bool per_group = p->num_groups && p->per_group_affine;
   mx_dim want = per_group ? mx_sym_const(ctx->syms, p->num_groups) : c;
   const char *count = per_group ? "group (num_groups, opset 18)" : "channel of X";
@@ -200,7 +209,10 @@ static mx_status groupnorm_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_instancenorm = {
     .name = "InstanceNormalization",
-    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = instancenorm_attrs,
     .params_size = sizeof(mx_groupnorm_params),
     .parse = instancenorm_parse,
@@ -209,7 +221,10 @@ static const mx_op_def op_instancenorm = {
 
 static const mx_op_def op_groupnorm = {
     .name = "GroupNormalization",
-    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = groupnorm_attrs,
     .params_size = sizeof(mx_groupnorm_params),
     .parse = groupnorm_parse,
@@ -248,7 +263,10 @@ static mx_status lrn_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_lrn = {
     .name = "LRN",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = lrn_attrs,
     .params_size = sizeof(mx_lrn_params),
     .parse = lrn_parse,
@@ -280,14 +298,18 @@ static mx_status lpnorm_infer(mx_infer_ctx *ctx) {
   const mx_shape *s = &ctx->in[0].shape;
   int32_t axis;
   if (s->rank != MX_RANK_UNKNOWN && !mx__norm_axis(p->axis, s->rank, &axis))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis, (int)s->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis,
+                          (int)s->rank);
   same_as_x(ctx);
   return MX_OK;
 }
 
 static const mx_op_def op_lpnorm = {
     .name = "LpNormalization",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = lpnorm_attrs,
     .params_size = sizeof(mx_lpnorm_params),
     .parse = lpnorm_parse,
@@ -297,7 +319,7 @@ static const mx_op_def op_lpnorm = {
 /* --- MeanVarianceNormalization -------------------------------------------------------------------- */
 
 static const mx_attr_spec mvn_attrs[] = {
-    {.name = "axes", .type = MX_ATTR_INTS},  /* default [0, 2, 3] */
+    {.name = "axes", .type = MX_ATTR_INTS}, /* default [0, 2, 3] */
     {0},
 };
 
@@ -327,10 +349,9 @@ static mx_status mvn_infer(mx_infer_ctx *ctx) {
     for (int32_t k = 0; k < p->n_axes; k++) {
       int32_t a;
       if (!mx__norm_axis(p->axes[k], s->rank, &a))
-        return mx__infer_fail(ctx, MX_ERR_SHAPE, "axes entry %lld is out of range for rank %d", (long long)p->axes[k],
-                              (int)s->rank);
-      if (seen & (1u << a))
-        return mx__infer_fail(ctx, MX_ERR_SHAPE, "axes names axis %d twice", (int)a);
+        return mx__infer_fail(ctx, MX_ERR_SHAPE, "axes entry %lld is out of range for rank %d",
+                              (long long)p->axes[k], (int)s->rank);
+      if (seen & (1u << a)) return mx__infer_fail(ctx, MX_ERR_SHAPE, "axes names axis %d twice", (int)a);
       seen |= 1u << a;
     }
   }
@@ -340,7 +361,10 @@ static mx_status mvn_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_mvn = {
     .name = "MeanVarianceNormalization",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = mvn_attrs,
     .params_size = sizeof(mx_mvn_params),
     .parse = mvn_parse,

@@ -46,13 +46,13 @@ enum {
 
 /* What inference knows about one value. */
 typedef struct mx_value_info {
-  bool present;            /* false for an omitted optional input / output */
+  bool present; /* false for an omitted optional input / output */
   mx_dtype dtype;
   mx_shape shape;
-  const mx_dim *sv;        /* symbolic value (row-major), NULL when unknown */
-  int32_t sv_len;          /* elements in sv, -1 when unknown */
-  const mx_tensor *data;   /* constant data on the host, or NULL */
-  uint8_t kind;            /* mx_value_kind: tensor (0), sequence or optional */
+  const mx_dim *sv;      /* symbolic value (row-major), NULL when unknown */
+  int32_t sv_len;        /* elements in sv, -1 when unknown */
+  const mx_tensor *data; /* constant data on the host, or NULL */
+  uint8_t kind;          /* mx_value_kind: tensor (0), sequence or optional */
 } mx_value_info;
 
 /* Attribute schema entry. Defaults apply when the node does not carry the attribute. */
@@ -60,9 +60,9 @@ typedef struct mx_attr_spec {
   const char *name;
   mx_attr_type type;
   bool required;
-  int64_t def_i;           /* INT default */
-  float def_f;             /* FLOAT default */
-  const char *def_s;       /* STRING default (NULL: "") */
+  int64_t def_i;     /* INT default */
+  float def_f;       /* FLOAT default */
+  const char *def_s; /* STRING default (NULL: "") */
 } mx_attr_spec;
 
 struct mx_op_def;
@@ -70,10 +70,10 @@ struct mx_op_def;
 /* Input of a parse function. */
 typedef struct mx_parse_ctx {
   const struct mx_op_def *def;
-  const mx_attr *attrs;    /* the node's attributes (already checked against the schema) */
+  const mx_attr *attrs; /* the node's attributes (already checked against the schema) */
   uint32_t n_attrs;
-  int64_t opset;           /* version of the op's domain the model imports */
-  uint32_t n_inputs;       /* as given on the node (including omitted optional ones) */
+  int64_t opset;     /* version of the op's domain the model imports */
+  uint32_t n_inputs; /* as given on the node (including omitted optional ones) */
   uint32_t n_outputs;
   const char *node_name;
   mx_error *err;
@@ -81,10 +81,10 @@ typedef struct mx_parse_ctx {
 
 /* Input and output of an inference function. */
 typedef struct mx_infer_ctx {
-  mx_symtab *syms;         /* the graph's symbol table */
-  const void *params;      /* parsed params (def->params_size bytes) */
+  mx_symtab *syms;    /* the graph's symbol table */
+  const void *params; /* parsed params (def->params_size bytes) */
   int64_t opset;
-  const char *node_name;   /* for messages */
+  const char *node_name; /* for messages */
   uint32_t n_in;
   uint32_t n_out;
   const mx_value_info *in; /* n_in entries */
@@ -96,14 +96,14 @@ typedef struct mx_infer_ctx {
 } mx_infer_ctx;
 
 typedef struct mx_op_def {
-  const char *name;            /* op type */
-  const char *domain;          /* "" for the default ONNX domain */
+  const char *name;                  /* op type */
+  const char *domain;                /* "" for the default ONNX domain */
   uint16_t min_inputs, max_inputs;   /* max MX_VARIADIC for variadic */
   uint16_t min_outputs, max_outputs; /* max MX_VARIADIC for a variable count (Split) */
-  uint32_t flags;              /* MX_OP_* */
-  uint64_t value_inputs;       /* bit i: the VALUE of input i shapes the outputs */
-  const mx_attr_spec *attrs;   /* schema, terminated by an entry with name NULL */
-  size_t params_size;          /* bytes of the params struct (0: no params) */
+  uint32_t flags;                    /* MX_OP_* */
+  uint64_t value_inputs;             /* bit i: the VALUE of input i shapes the outputs */
+  const mx_attr_spec *attrs;         /* schema, terminated by an entry with name NULL */
+  size_t params_size;                /* bytes of the params struct (0: no params) */
   /* Fills params from the node's attributes. NULL when params_size is 0. */
   mx_status (*parse)(const mx_parse_ctx *pc, void *params);
   /* Infers output dtypes and shapes (and symbolic values where it can). */
@@ -143,10 +143,10 @@ MX_MUST_USE mx_status mx__parse_string(const mx_parse_ctx *pc, const char *name,
 /* INTS attribute copied into out[0..cap); *n receives the count (0 when absent).
  * Fails with MX_ERR_LIMIT when there are more than cap. */
 MX_MUST_USE mx_status mx__parse_ints(const mx_parse_ctx *pc, const char *name, int64_t *out, size_t cap,
-                         size_t *n);
+                                     size_t *n);
 /* FLOATS attribute, likewise. */
 MX_MUST_USE mx_status mx__parse_floats(const mx_parse_ctx *pc, const char *name, float *out, size_t cap,
-                           size_t *n);
+                                       size_t *n);
 /* Records an attribute error naming the node and returns MX_ERR_INVALID_GRAPH. */
 mx_status mx__parse_fail(const mx_parse_ctx *pc, const char *fmt, ...) MX_PRINTF(2, 3);
 
@@ -172,7 +172,7 @@ bool mx__norm_axis(int64_t axis, int32_t rank, int32_t *out);
 /* Multidirectional (numpy) broadcasting of two shapes. Fails with MX_ERR_SHAPE when two dims
  * are provably incompatible. */
 MX_MUST_USE mx_status mx__broadcast_shapes(mx_infer_ctx *ctx, const mx_shape *a, const mx_shape *b,
-                               mx_shape *out);
+                                           mx_shape *out);
 /* Fails with MX_ERR_SHAPE when two dims that must be equal provably differ (both concrete, or
  * symbols whose order is decided); unknown dims pass. `what` names the pair in the message. */
 MX_MUST_USE mx_status mx__check_same_dim(mx_infer_ctx *ctx, mx_dim a, mx_dim b, const char *what);
@@ -181,7 +181,6 @@ MX_MUST_USE mx_status mx__infer_same_dtype(mx_infer_ctx *ctx, uint32_t i, uint32
 /* The integer elements of input i when known (from sv); NULL otherwise. *n gets the count. */
 const mx_dim *mx__in_values(const mx_infer_ctx *ctx, uint32_t i, int32_t *n);
 /* Input i's elements as concrete int64 when every one is a constant; false otherwise. */
-bool mx__in_const_ints(const mx_infer_ctx *ctx, uint32_t i, int64_t *out, int32_t cap,
-                       int32_t *n);
+bool mx__in_const_ints(const mx_infer_ctx *ctx, uint32_t i, int64_t *out, int32_t cap, int32_t *n);
 
 #endif /* MIXRT_GRAPH_OPS_OP_H */

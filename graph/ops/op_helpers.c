@@ -50,13 +50,14 @@ mx_status mx__parse_string(const mx_parse_ctx *pc, const char *name, char *buf, 
 
 /* Copies a list attribute of the given type (INTS or FLOATS) into out[0..cap) (elem bytes
  * each); absent or of another type: *n = 0. */
-static mx_status parse_list(const mx_parse_ctx *pc, const char *name, mx_attr_type type, void *out, size_t elem,
-                            size_t cap, size_t *n) {
+static mx_status parse_list(const mx_parse_ctx *pc, const char *name, mx_attr_type type, void *out,
+                            size_t elem, size_t cap, size_t *n) {
   const mx_attr *a = mx__parse_attr(pc, name);
   *n = 0;
   if (!a || a->type != type) return MX_OK;
-  if (a->count > cap) return mx__parse_fail(pc, "attribute '%s' has %zu entries, at most %zu are supported",
-                                            name, a->count, cap);
+  if (a->count > cap)
+    return mx__parse_fail(pc, "attribute '%s' has %zu entries, at most %zu are supported", name, a->count,
+                          cap);
   memcpy(out, type == MX_ATTR_INTS ? (const void *)a->ints : (const void *)a->floats, a->count * elem);
   *n = a->count;
   return MX_OK;
@@ -122,14 +123,15 @@ mx_status mx__broadcast_shapes(mx_infer_ctx *ctx, const mx_shape *a, const mx_sh
     mx_dim db = ib >= 0 ? b->dims[ib] : 1;
     mx_dim d;
     if (da == db) {
-      d = da;                      /* equal (incl. equal expressions); unknown == unknown stays unknown */
+      d = da; /* equal (incl. equal expressions); unknown == unknown stays unknown */
     } else if (da == 1) {
       d = db;
     } else if (db == 1) {
       d = da;
     } else if (mx_dim_is_concrete(da) && mx_dim_is_concrete(db)) {
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "cannot broadcast dim %lld with dim %lld (axis %d of the result)",
-                            (long long)da, (long long)db, (int)i);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                            "cannot broadcast dim %lld with dim %lld (axis %d of the result)", (long long)da,
+                            (long long)db, (int)i);
     } else if (mx_dim_is_unknown(da) || mx_dim_is_unknown(db)) {
       /* One side may be 1 at run time: only a concrete side greater than 1 decides. */
       mx_dim known = mx_dim_is_unknown(da) ? db : da;

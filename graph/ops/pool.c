@@ -14,7 +14,8 @@
 static mx_status pool_dtype(mx_infer_ctx *ctx, bool allow_8bit) {
   mx_dtype dt = ctx->in[0].dtype;
   if (mx_dtype_is_float(dt) || (allow_8bit && (dt == MX_INT8 || dt == MX_UINT8))) return MX_OK;
-  return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 has dtype %s; it must be float16, bfloat16, float32, float64%s",
+  return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                        "input 0 has dtype %s; it must be float16, bfloat16, float32, float64%s",
                         mx_dtype_name(dt), allow_8bit ? ", int8 or uint8" : "");
 }
 
@@ -28,7 +29,8 @@ static mx_status pool_start(mx_infer_ctx *ctx, mx_shape *y, int32_t *spatial) {
     return MX_OK;
   }
   if (x->rank < 3)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input has rank %d; pooling needs [N, C, spatial...]", (int)x->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input has rank %d; pooling needs [N, C, spatial...]",
+                          (int)x->rank);
   *spatial = x->rank - 2;
   y->rank = x->rank;
   y->dims[0] = x->dims[0];
@@ -105,8 +107,8 @@ static mx_status windowed_infer(mx_infer_ctx *ctx) {
       y.dims[2 + i] = mx__conv_out_dim(ctx, p, i, in, p->kernel_shape[i]);
       int64_t v;
       if (mx_dim_is_expr(y.dims[2 + i]) && mx_sym_const_value(ctx->syms, y.dims[2 + i], &v) && v < 0)
-        return mx__infer_fail(ctx, MX_ERR_SHAPE, "spatial dim %d of size %lld is smaller than the window", (int)i,
-                              (long long)in);
+        return mx__infer_fail(ctx, MX_ERR_SHAPE, "spatial dim %d of size %lld is smaller than the window",
+                              (int)i, (long long)in);
     }
   }
   ctx->out[0].dtype = ctx->in[0].dtype;
@@ -120,7 +122,10 @@ static mx_status windowed_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_maxpool = {
     .name = "MaxPool",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 2,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 2,
     .attrs = maxpool_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = maxpool_parse,
@@ -129,7 +134,10 @@ static const mx_op_def op_maxpool = {
 
 static const mx_op_def op_avgpool = {
     .name = "AveragePool",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = avgpool_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = avgpool_parse,
@@ -138,7 +146,10 @@ static const mx_op_def op_avgpool = {
 
 static const mx_op_def op_lppool = {
     .name = "LpPool",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = lppool_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = lppool_parse,
@@ -177,7 +188,10 @@ static mx_status global_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_global_avgpool = {
     .name = "GlobalAveragePool",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = no_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = global_avg_parse,
@@ -186,7 +200,10 @@ static const mx_op_def op_global_avgpool = {
 
 static const mx_op_def op_global_maxpool = {
     .name = "GlobalMaxPool",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = no_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = global_max_parse,
@@ -195,7 +212,10 @@ static const mx_op_def op_global_maxpool = {
 
 static const mx_op_def op_global_lppool = {
     .name = "GlobalLpPool",
-    .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .attrs = global_lppool_attrs,
     .params_size = sizeof(mx_conv_params),
     .parse = global_lp_parse,
@@ -221,11 +241,13 @@ static mx_status maxunpool_infer(mx_infer_ctx *ctx) {
   mx_status st = pool_dtype(ctx, false);
   if (st != MX_OK) return st;
   if (ctx->in[1].dtype != MX_INT64)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 (I) has dtype %s; it must be int64", mx_dtype_name(ctx->in[1].dtype));
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 (I) has dtype %s; it must be int64",
+                          mx_dtype_name(ctx->in[1].dtype));
   if (mx__in_present(ctx, 2) && ctx->in[2].dtype != MX_INT64)
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 2 (output_shape) has dtype %s; it must be int64",
                           mx_dtype_name(ctx->in[2].dtype));
-  if ((st = mx__check_same_dim(ctx, ctx->in[0].shape.rank, ctx->in[1].shape.rank, "rank of X and I")) != MX_OK)
+  if ((st = mx__check_same_dim(ctx, ctx->in[0].shape.rank, ctx->in[1].shape.rank, "rank of X and I")) !=
+      MX_OK)
     return st;
   mx_shape y;
   int32_t spatial;
@@ -268,7 +290,10 @@ static mx_status maxunpool_infer(mx_infer_ctx *ctx) {
 
 static const mx_op_def op_maxunpool = {
     .name = "MaxUnpool",
-    .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .value_inputs = 1u << 2,
     .attrs = maxunpool_attrs,
     .params_size = sizeof(mx_conv_params),
@@ -277,6 +302,6 @@ static const mx_op_def op_maxunpool = {
 };
 
 const mx_op_def *const mx__ops_pool[] = {
-    &op_maxpool, &op_avgpool, &op_lppool, &op_global_avgpool, &op_global_maxpool, &op_global_lppool, &op_maxunpool,
-    NULL,
+    &op_maxpool,        &op_avgpool,       &op_lppool,    &op_global_avgpool,
+    &op_global_maxpool, &op_global_lppool, &op_maxunpool, NULL,
 };

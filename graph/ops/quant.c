@@ -13,28 +13,26 @@
 
 #define DT(dt) (1u << (unsigned)(dt))
 /* Element types a quantized tensor may have. */
-#define Q_TYPES                                                                                       \
-  (DT(MX_INT8) | DT(MX_UINT8) | DT(MX_INT16) | DT(MX_UINT16) | DT(MX_INT4) | DT(MX_UINT4) |           \
-   DT(MX_INT2) | DT(MX_UINT2) | DT(MX_FLOAT8E4M3FN) | DT(MX_FLOAT8E4M3FNUZ) | DT(MX_FLOAT8E5M2) |    \
-   DT(MX_FLOAT8E5M2FNUZ) | DT(MX_FLOAT4E2M1))
+#define Q_TYPES                                                                                             \
+  (DT(MX_INT8) | DT(MX_UINT8) | DT(MX_INT16) | DT(MX_UINT16) | DT(MX_INT4) | DT(MX_UINT4) | DT(MX_INT2) |   \
+   DT(MX_UINT2) | DT(MX_FLOAT8E4M3FN) | DT(MX_FLOAT8E4M3FNUZ) | DT(MX_FLOAT8E5M2) | DT(MX_FLOAT8E5M2FNUZ) | \
+   DT(MX_FLOAT4E2M1))
 /* Floating-point types of real values and scales. */
 #define F_TYPES (DT(MX_FLOAT32) | DT(MX_FLOAT16) | DT(MX_BFLOAT16) | DT(MX_FLOAT64))
 
 static bool in_set(mx_dtype dt, uint32_t set) { return (unsigned)dt < 32 && (set & DT(dt)); }
 
 static mx_status dtype_fail(mx_infer_ctx *ctx, uint32_t i, const char *what) {
-  return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s; %s", i, mx_dtype_name(ctx->in[i].dtype), what);
+  return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s; %s", i, mx_dtype_name(ctx->in[i].dtype),
+                        what);
 }
 
 /* --- QuantizeLinear / DequantizeLinear ------------------------------------------------------- */
 
 static const mx_attr_spec quant_attrs[] = {
-    {"axis", MX_ATTR_INT, false, 1, 0.0f, NULL},
-    {"block_size", MX_ATTR_INT, false, 0, 0.0f, NULL},
-    {"output_dtype", MX_ATTR_INT, false, 0, 0.0f, NULL},
-    {"saturate", MX_ATTR_INT, false, 1, 0.0f, NULL},
-    {"precision", MX_ATTR_INT, false, 0, 0.0f, NULL},
-    {NULL, MX_ATTR_UNDEFINED, false, 0, 0.0f, NULL},
+    {"axis", MX_ATTR_INT, false, 1, 0.0f, NULL},         {"block_size", MX_ATTR_INT, false, 0, 0.0f, NULL},
+    {"output_dtype", MX_ATTR_INT, false, 0, 0.0f, NULL}, {"saturate", MX_ATTR_INT, false, 1, 0.0f, NULL},
+    {"precision", MX_ATTR_INT, false, 0, 0.0f, NULL},    {NULL, MX_ATTR_UNDEFINED, false, 0, 0.0f, NULL},
 };
 
 static mx_status parse_quant(const mx_parse_ctx *pc, void *params) {
@@ -47,7 +45,8 @@ static mx_status parse_quant(const mx_parse_ctx *pc, void *params) {
   if (block < 0 || block > INT32_MAX)
     return mx__parse_fail(pc, "attribute 'block_size' = %lld must be >= 0", (long long)block);
   if (out != 0 && (out < 0 || out > 64 || !mx_dtype_is_supported((int)out)))
-    return mx__parse_fail(pc, "attribute 'output_dtype' = %lld is not an element type mixrt has", (long long)out);
+    return mx__parse_fail(pc, "attribute 'output_dtype' = %lld is not an element type mixrt has",
+                          (long long)out);
   if (prec != 0 && (prec < 0 || prec > 64 || !in_set((mx_dtype)prec, F_TYPES)))
     return mx__parse_fail(pc, "attribute 'precision' = %lld is not a floating-point type", (long long)prec);
   p->axis = (int32_t)axis;
@@ -68,14 +67,16 @@ static bool is_single(const mx_shape *s) {
 
 /* Checks the scale (input s) and the optional zero point (input zp) against input x: per
  * tensor, per axis or blocked, as the params say. */
-static mx_status check_scale(mx_infer_ctx *ctx, const mx_quant_params *p, uint32_t x, uint32_t s, uint32_t zp) {
+static mx_status check_scale(mx_infer_ctx *ctx, const mx_quant_params *p, uint32_t x, uint32_t s,
+                             uint32_t zp) {
   const mx_shape *xs = &ctx->in[x].shape, *ss = &ctx->in[s].shape;
   if (mx__in_present(ctx, zp) && ctx->in[zp].shape.rank != MX_RANK_UNKNOWN && ss->rank != MX_RANK_UNKNOWN &&
       !(is_single(ss) && is_single(&ctx->in[zp].shape))) {
     const mx_shape *zs = &ctx->in[zp].shape;
     if (zs->rank != ss->rank)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "the zero point (rank %d) and the scale (rank %d) differ in shape",
-                            (int)zs->rank, (int)ss->rank);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                            "the zero point (rank %d) and the scale (rank %d) differ in shape", (int)zs->rank,
+                            (int)ss->rank);
     for (int32_t k = 0; k < ss->rank; k++) {
       mx_status st = mx__check_same_dim(ctx, zs->dims[k], ss->dims[k], "zero point and scale dim");
       if (st != MX_OK) return st;
@@ -89,24 +90,27 @@ static mx_status check_scale(mx_infer_ctx *ctx, const mx_quant_params *p, uint32
                           (int)xs->rank);
   if (p->block_size == 0) {
     if (ss->rank != 1)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "the scale has rank %d; without block_size it must be a scalar or 1-D",
+      return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                            "the scale has rank %d; without block_size it must be a scalar or 1-D",
                             (int)ss->rank);
-    return mx__check_same_dim(ctx, ss->dims[0], xs->dims[axis], "per-axis scale length and the input's axis dim");
+    return mx__check_same_dim(ctx, ss->dims[0], xs->dims[axis],
+                              "per-axis scale length and the input's axis dim");
   }
   if (ss->rank != xs->rank)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "blocked quantization needs a scale of the input's rank %d, not %d",
-                          (int)xs->rank, (int)ss->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                          "blocked quantization needs a scale of the input's rank %d, not %d", (int)xs->rank,
+                          (int)ss->rank);
   for (int32_t k = 0; k < xs->rank; k++) {
     if (k != axis) {
-      mx_status st = mx__check_same_dim(ctx, ss->dims[k], xs->dims[k], "blocked scale dim and the input's dim");
+      mx_status st =
+          mx__check_same_dim(ctx, ss->dims[k], xs->dims[k], "blocked scale dim and the input's dim");
       if (st != MX_OK) return st;
     } else if (mx_dim_is_concrete(ss->dims[k]) && mx_dim_is_concrete(xs->dims[k])) {
       int64_t want = (xs->dims[k] + p->block_size - 1) / p->block_size;
       if (ss->dims[k] != want)
-        return mx__infer_fail(ctx, MX_ERR_SHAPE,
-                              "the scale has %lld blocks along axis %d; dim %lld in blocks of %d needs %lld",
-                              (long long)ss->dims[k], (int)axis, (long long)xs->dims[k], (int)p->block_size,
-                              (long long)want);
+        return mx__infer_fail(
+            ctx, MX_ERR_SHAPE, "the scale has %lld blocks along axis %d; dim %lld in blocks of %d needs %lld",
+            (long long)ss->dims[k], (int)axis, (long long)xs->dims[k], (int)p->block_size, (long long)want);
     }
   }
   return MX_OK;
@@ -115,7 +119,8 @@ static mx_status check_scale(mx_infer_ctx *ctx, const mx_quant_params *p, uint32
 static mx_status infer_quantize(mx_infer_ctx *ctx) {
   const mx_quant_params *p = ctx->params;
   mx_dtype xt = ctx->in[0].dtype, st_ = ctx->in[1].dtype;
-  if (!in_set(xt, F_TYPES | DT(MX_INT32))) return dtype_fail(ctx, 0, "QuantizeLinear takes a float or int32 input");
+  if (!in_set(xt, F_TYPES | DT(MX_INT32)))
+    return dtype_fail(ctx, 0, "QuantizeLinear takes a float or int32 input");
   if (!in_set(st_, F_TYPES)) return dtype_fail(ctx, 1, "the scale must be a floating-point type");
   mx_dtype out = p->output_dtype ? (mx_dtype)p->output_dtype : MX_UINT8;
   if (mx__in_present(ctx, 2)) {
@@ -137,7 +142,8 @@ static mx_status infer_quantize(mx_infer_ctx *ctx) {
 static mx_status infer_dequantize(mx_infer_ctx *ctx) {
   const mx_quant_params *p = ctx->params;
   mx_dtype xt = ctx->in[0].dtype, sc = ctx->in[1].dtype;
-  if (!in_set(xt, Q_TYPES | DT(MX_INT32))) return dtype_fail(ctx, 0, "DequantizeLinear takes a quantized input");
+  if (!in_set(xt, Q_TYPES | DT(MX_INT32)))
+    return dtype_fail(ctx, 0, "DequantizeLinear takes a quantized input");
   if (!in_set(sc, F_TYPES)) return dtype_fail(ctx, 1, "the scale must be a floating-point type");
   if (mx__in_present(ctx, 2) && ctx->in[2].dtype != xt)
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "the zero point has dtype %s but the input has %s",
@@ -153,14 +159,29 @@ static mx_status infer_dequantize(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_quantize = {
-    .name = "QuantizeLinear", .domain = "", .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ELEMENTWISE, .attrs = quant_attrs, .params_size = sizeof(mx_quant_params),
-    .parse = parse_quant, .infer = infer_quantize,
+    .name = "QuantizeLinear",
+    .domain = "",
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ELEMENTWISE,
+    .attrs = quant_attrs,
+    .params_size = sizeof(mx_quant_params),
+    .parse = parse_quant,
+    .infer = infer_quantize,
 };
 
 static const mx_op_def op_dequantize = {
-    .name = "DequantizeLinear", .domain = "", .min_inputs = 2, .max_inputs = 3, .min_outputs = 1,
-    .max_outputs = 1, .attrs = quant_attrs, .params_size = sizeof(mx_quant_params), .parse = parse_quant,
+    .name = "DequantizeLinear",
+    .domain = "",
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = quant_attrs,
+    .params_size = sizeof(mx_quant_params),
+    .parse = parse_quant,
     .infer = infer_dequantize,
 };
 
@@ -180,8 +201,13 @@ static mx_status infer_dynamic(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_dynamic = {
-    .name = "DynamicQuantizeLinear", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 3,
-    .max_outputs = 3, .infer = infer_dynamic,
+    .name = "DynamicQuantizeLinear",
+    .domain = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 3,
+    .max_outputs = 3,
+    .infer = infer_dynamic,
 };
 
 /* --- MatMulInteger / QLinearMatMul ----------------------------------------------------------- */
@@ -222,18 +248,22 @@ static mx_status check_vec(mx_infer_ctx *ctx, uint32_t i, uint32_t m, bool rows)
   if (s->rank == 1 && mx_dim_is_concrete(s->dims[0]) && s->dims[0] == 1) return MX_OK;
   if (s->rank != 1 || ms->rank == MX_RANK_UNKNOWN) {
     if (s->rank != 1)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u must be a scalar or 1-D, not rank %d", i, (int)s->rank);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u must be a scalar or 1-D, not rank %d", i,
+                            (int)s->rank);
     return MX_OK;
   }
-  if (ms->rank < 2) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u is per-%s but input %u is 1-D", i,
-                                          rows ? "row" : "column", m);
+  if (ms->rank < 2)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u is per-%s but input %u is 1-D", i,
+                          rows ? "row" : "column", m);
   mx_dim want = rows ? ms->dims[ms->rank - 2] : ms->dims[ms->rank - 1];
-  return mx__check_same_dim(ctx, s->dims[0], want, rows ? "per-row vector and A's rows" : "per-column vector and B's columns");
+  return mx__check_same_dim(ctx, s->dims[0], want,
+                            rows ? "per-row vector and A's rows" : "per-column vector and B's columns");
 }
 
 static mx_status infer_matmulinteger(mx_infer_ctx *ctx) {
   for (uint32_t i = 0; i < 2; i++)
-    if (!in_set(ctx->in[i].dtype, DT(MX_INT8) | DT(MX_UINT8))) return dtype_fail(ctx, i, "MatMulInteger takes int8 or uint8");
+    if (!in_set(ctx->in[i].dtype, DT(MX_INT8) | DT(MX_UINT8)))
+      return dtype_fail(ctx, i, "MatMulInteger takes int8 or uint8");
   for (uint32_t i = 2; i < 4; i++)
     if (mx__in_present(ctx, i) && ctx->in[i].dtype != ctx->in[i - 2].dtype)
       return dtype_fail(ctx, i, "a zero point must have its matrix's dtype");
@@ -245,7 +275,12 @@ static mx_status infer_matmulinteger(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_matmulinteger = {
-    .name = "MatMulInteger", .domain = "", .min_inputs = 2, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
+    .name = "MatMulInteger",
+    .domain = "",
+    .min_inputs = 2,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .infer = infer_matmulinteger,
 };
 
@@ -256,11 +291,14 @@ static mx_status infer_qlinearmatmul(mx_infer_ctx *ctx) {
     uint32_t m = mats[k];
     if (!in_set(ctx->in[m].dtype, DT(MX_INT8) | DT(MX_UINT8)))
       return dtype_fail(ctx, m, "QLinearMatMul takes int8 or uint8 matrices");
-    if (!in_set(ctx->in[m + 1].dtype, F_TYPES)) return dtype_fail(ctx, m + 1, "a scale must be a floating-point type");
-    if (ctx->in[m + 2].dtype != ctx->in[m].dtype) return dtype_fail(ctx, m + 2, "a zero point must have its matrix's dtype");
+    if (!in_set(ctx->in[m + 1].dtype, F_TYPES))
+      return dtype_fail(ctx, m + 1, "a scale must be a floating-point type");
+    if (ctx->in[m + 2].dtype != ctx->in[m].dtype)
+      return dtype_fail(ctx, m + 2, "a zero point must have its matrix's dtype");
   }
   if (!in_set(ctx->in[6].dtype, F_TYPES)) return dtype_fail(ctx, 6, "a scale must be a floating-point type");
-  if (!in_set(ctx->in[7].dtype, DT(MX_INT8) | DT(MX_UINT8))) return dtype_fail(ctx, 7, "the output zero point must be int8 or uint8");
+  if (!in_set(ctx->in[7].dtype, DT(MX_INT8) | DT(MX_UINT8)))
+    return dtype_fail(ctx, 7, "the output zero point must be int8 or uint8");
   mx_status st = check_vec(ctx, 1, 0, true);
   if (st == MX_OK) st = check_vec(ctx, 2, 0, true);
   if (st == MX_OK) st = check_vec(ctx, 4, 3, false);
@@ -269,14 +307,20 @@ static mx_status infer_qlinearmatmul(mx_infer_ctx *ctx) {
   for (uint32_t i = 6; i < 8; i++) {
     const mx_shape *s = &ctx->in[i].shape;
     if (s->rank > 1 || (s->rank == 1 && mx_dim_is_concrete(s->dims[0]) && s->dims[0] != 1))
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u (the output's scale or zero point) must be a scalar", i);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u (the output's scale or zero point) must be a scalar",
+                            i);
   }
   ctx->out[0].dtype = ctx->in[7].dtype;
   return matmul_shape(ctx, 0, 3);
 }
 
 static const mx_op_def op_qlinearmatmul = {
-    .name = "QLinearMatMul", .domain = "", .min_inputs = 8, .max_inputs = 8, .min_outputs = 1, .max_outputs = 1,
+    .name = "QLinearMatMul",
+    .domain = "",
+    .min_inputs = 8,
+    .max_inputs = 8,
+    .min_outputs = 1,
+    .max_outputs = 1,
     .infer = infer_qlinearmatmul,
 };
 

@@ -10,11 +10,11 @@
  * input's rank, with ceil(dim / block_size) entries along the axis and the input's dims
  * elsewhere). */
 typedef struct mx_quant_params {
-  int32_t axis;          /* quantized axis as given (may be negative); 1 by default */
-  int32_t block_size;    /* > 0: blocked along axis (opset 21) */
-  int32_t output_dtype;  /* mx_dtype asked by the attribute, 0: the zero point's / scale's */
-  int32_t saturate;      /* float8 outputs: 1 clamps out-of-range values (opset 19) */
-  int32_t precision;     /* mx_dtype of the arithmetic (opset 25), 0: the scale's */
+  int32_t axis;         /* quantized axis as given (may be negative); 1 by default */
+  int32_t block_size;   /* > 0: blocked along axis (opset 21) */
+  int32_t output_dtype; /* mx_dtype asked by the attribute, 0: the zero point's / scale's */
+  int32_t saturate;     /* float8 outputs: 1 clamps out-of-range values (opset 19) */
+  int32_t precision;    /* mx_dtype of the arithmetic (opset 25), 0: the scale's */
 } mx_quant_params;
 
 #endif /* MIXRT_GRAPH_OPS_QUANT_PARAMS_H */

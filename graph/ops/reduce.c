@@ -141,7 +141,8 @@ static mx_status infer_reduce(mx_infer_ctx *ctx, const reduce_spec *s) {
   for (int32_t i = 0; i < n_axes; i++) {
     int32_t a;
     if (!mx__norm_axis(axes[i], rank, &a))
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axes[i], (int)rank);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axes[i],
+                            (int)rank);
     if (reduced[a]) return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is given twice", (long long)axes[i]);
     reduced[a] = true;
   }
@@ -160,16 +161,24 @@ static mx_status infer_reduce(mx_infer_ctx *ctx, const reduce_spec *s) {
 
 #define NUM MX__EW_NUMERIC
 
-#define REDUCE_OP(NAME, FLAGS, TYPES, AXES_FROM, SV)                                                    \
-  static const reduce_spec spec_##NAME = {TYPES, AXES_FROM, SV};                                        \
-  static mx_status parse_##NAME(const mx_parse_ctx *pc, void *params) {                                 \
-    return parse_reduce(pc, params, &spec_##NAME);                                                       \
-  }                                                                                                      \
-  static mx_status infer_##NAME(mx_infer_ctx *ctx) { return infer_reduce(ctx, &spec_##NAME); }          \
-  static const mx_op_def def_##NAME = {                                                                 \
-      .name = #NAME, .domain = "", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1, \
-      .flags = (FLAGS), .value_inputs = 1u << 1, .attrs = reduce_attrs,                                  \
-      .params_size = sizeof(mx_reduce_params), .parse = parse_##NAME, .infer = infer_##NAME};
+#define REDUCE_OP(NAME, FLAGS, TYPES, AXES_FROM, SV)                                           \
+  static const reduce_spec spec_##NAME = {TYPES, AXES_FROM, SV};                               \
+  static mx_status parse_##NAME(const mx_parse_ctx *pc, void *params) {                        \
+    return parse_reduce(pc, params, &spec_##NAME);                                             \
+  }                                                                                            \
+  static mx_status infer_##NAME(mx_infer_ctx *ctx) { return infer_reduce(ctx, &spec_##NAME); } \
+  static const mx_op_def def_##NAME = {.name = #NAME,                                          \
+                                       .domain = "",                                           \
+                                       .min_inputs = 1,                                        \
+                                       .max_inputs = 2,                                        \
+                                       .min_outputs = 1,                                       \
+                                       .max_outputs = 1,                                       \
+                                       .flags = (FLAGS),                                       \
+                                       .value_inputs = 1u << 1,                                \
+                                       .attrs = reduce_attrs,                                  \
+                                       .params_size = sizeof(mx_reduce_params),                \
+                                       .parse = parse_##NAME,                                  \
+                                       .infer = infer_##NAME};
 
 REDUCE_OP(ReduceSum, MX_OP_HOST_PREFERRED, NUM, 13, MX__SV_ADD)
 REDUCE_OP(ReduceProd, MX_OP_HOST_PREFERRED, NUM, 18, MX__SV_MUL)
@@ -216,7 +225,8 @@ static mx_status infer_arg(mx_infer_ctx *ctx) {
   }
   int32_t axis;
   if (!mx__norm_axis(p->axis, s->rank, &axis))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %d is out of range for rank %d", (int)p->axis, (int)s->rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %d is out of range for rank %d", (int)p->axis,
+                          (int)s->rank);
   if (mx_dim_is_concrete(s->dims[axis]) && s->dims[axis] == 0)
     return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %d has size 0: there is no element to pick", (int)p->axis);
   out->shape.rank = 0;
@@ -230,12 +240,28 @@ static mx_status infer_arg(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def def_ArgMax = {
-    .name = "ArgMax", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .attrs = arg_attrs, .params_size = sizeof(mx_argreduce_params), .parse = parse_arg, .infer = infer_arg,
+    .name = "ArgMax",
+    .domain = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = arg_attrs,
+    .params_size = sizeof(mx_argreduce_params),
+    .parse = parse_arg,
+    .infer = infer_arg,
 };
 static const mx_op_def def_ArgMin = {
-    .name = "ArgMin", .domain = "", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .attrs = arg_attrs, .params_size = sizeof(mx_argreduce_params), .parse = parse_arg, .infer = infer_arg,
+    .name = "ArgMin",
+    .domain = "",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = arg_attrs,
+    .params_size = sizeof(mx_argreduce_params),
+    .parse = parse_arg,
+    .infer = infer_arg,
 };
 
 /* --- CumSum ------------------------------------------------------------------------------- */
@@ -265,22 +291,34 @@ static mx_status infer_cumsum(mx_infer_ctx *ctx) {
   int64_t axis;
   int32_t cnt, norm;
   const mx_shape *s = &ctx->in[0].shape;
-  if (s->rank >= 0 && mx__in_const_ints(ctx, 1, &axis, 1, &cnt) && cnt == 1 && !mx__norm_axis(axis, s->rank, &norm))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis, (int)s->rank);
+  if (s->rank >= 0 && mx__in_const_ints(ctx, 1, &axis, 1, &cnt) && cnt == 1 &&
+      !mx__norm_axis(axis, s->rank, &norm))
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axis,
+                          (int)s->rank);
   ctx->out[0].dtype = ctx->in[0].dtype;
   ctx->out[0].shape = *s;
   return MX_OK;
 }
 
 static const mx_op_def def_CumSum = {
-    .name = "CumSum", .domain = "", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .attrs = cumsum_attrs, .params_size = sizeof(mx_cumsum_params), .parse = parse_cumsum,
+    .name = "CumSum",
+    .domain = "",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = cumsum_attrs,
+    .params_size = sizeof(mx_cumsum_params),
+    .parse = parse_cumsum,
     .infer = infer_cumsum,
 };
 
 const mx_op_def *const mx__ops_reduce[] = {
-    &def_ReduceSum, &def_ReduceProd, &def_ReduceMax, &def_ReduceMin, &def_ReduceMean,
-    &def_ReduceSumSquare, &def_ReduceL1, &def_ReduceL2, &def_ReduceLogSumExp, &def_ReduceLogSum,
-    &def_ArgMax, &def_ArgMin, &def_CumSum,
-    NULL,
+    &def_ReduceSum,       &def_ReduceProd,
+    &def_ReduceMax,       &def_ReduceMin,
+    &def_ReduceMean,      &def_ReduceSumSquare,
+    &def_ReduceL1,        &def_ReduceL2,
+    &def_ReduceLogSumExp, &def_ReduceLogSum,
+    &def_ArgMax,          &def_ArgMin,
+    &def_CumSum,          NULL,
 };

@@ -12,18 +12,17 @@
 #include "graph/ops/op.h"
 
 static const mx_op_def *const *const groups[] = {
-    mx__ops_elementwise, mx__ops_reduce, mx__ops_nn, mx__ops_linalg, mx__ops_shape, mx__ops_index,
-    mx__ops_conv, mx__ops_pool, mx__ops_norm, mx__ops_activation, mx__ops_loss, mx__ops_resample,
-    mx__ops_tensor, mx__ops_quant, mx__ops_rnn, mx__ops_signal, mx__ops_llm, mx__ops_random,
-    mx__ops_string, mx__ops_ml, mx__ops_training,
-    mx__ops_mixrt,
-    mx__ops_control,
+    mx__ops_elementwise, mx__ops_reduce,   mx__ops_nn,      mx__ops_linalg, mx__ops_shape,
+    mx__ops_index,       mx__ops_conv,     mx__ops_pool,    mx__ops_norm,   mx__ops_activation,
+    mx__ops_loss,        mx__ops_resample, mx__ops_tensor,  mx__ops_quant,  mx__ops_rnn,
+    mx__ops_signal,      mx__ops_llm,      mx__ops_random,  mx__ops_string, mx__ops_ml,
+    mx__ops_training,    mx__ops_mixrt,    mx__ops_control,
 };
 
-static mx_strmap by_name;                 /* "domain\x1fop" -> index into all_defs */
-static const mx_op_def *all_defs[1024];    /* every definition in group order */
+static mx_strmap by_name;               /* "domain\x1fop" -> index into all_defs */
+static const mx_op_def *all_defs[1024]; /* every definition in group order */
 static size_t n_defs;
-static char keys[1024][96];                /* storage for the map's keys */
+static char keys[1024][96]; /* storage for the map's keys */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void make_key(char *buf, size_t cap, const char *domain, const char *op) {
@@ -75,5 +74,6 @@ const mx_op_def *mx__op_at(size_t index) {
 bool mx__node_keeps_bytes(const mx_graph *g, const mx_node *nd) {
   if (!nd->def || nd->n_inputs == 0 || nd->inputs[0] == MX_NO_VALUE || nd->n_outputs == 0) return false;
   if (nd->def->flags & MX_OP_ALIAS) return true;
-  return nd->def->keeps_bytes && nd->params && nd->def->keeps_bytes(nd->params, &g->values[nd->inputs[0]].shape);
+  return nd->def->keeps_bytes && nd->params &&
+         nd->def->keeps_bytes(nd->params, &g->values[nd->inputs[0]].shape);
 }

@@ -170,8 +170,10 @@ static mx_status pad_infer(mx_infer_ctx *ctx) {
       const mx_shape *ps = &ctx->in[1].shape;
       if (ps->rank != MX_RANK_UNKNOWN && ps->rank != 1)
         return mx__infer_fail(ctx, MX_ERR_SHAPE, "input pads must be 1-D, not rank %d", (int)ps->rank);
-      if (ps->rank == 1 && mx_dim_is_concrete(ps->dims[0])) np = (int32_t)ps->dims[0];
-      else np = -1;
+      if (ps->rank == 1 && mx_dim_is_concrete(ps->dims[0]))
+        np = (int32_t)ps->dims[0];
+      else
+        np = -1;
     }
   }
   if (axes_known && np >= 0 && np != 2 * na)
@@ -199,9 +201,16 @@ static mx_status pad_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def pad_def = {
-    .name = "Pad", .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
-    .value_inputs = (1u << 1) | (1u << 3), .attrs = pad_attrs, .params_size = sizeof(mx_pad_params),
-    .parse = pad_parse, .infer = pad_infer,
+    .name = "Pad",
+    .min_inputs = 1,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = (1u << 1) | (1u << 3),
+    .attrs = pad_attrs,
+    .params_size = sizeof(mx_pad_params),
+    .parse = pad_parse,
+    .infer = pad_infer,
 };
 
 /* --- CenterCropPad ---------------------------------------------------------------------------- */
@@ -254,9 +263,16 @@ static mx_status center_crop_pad_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def center_crop_pad_def = {
-    .name = "CenterCropPad", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .value_inputs = 1u << 1, .attrs = center_crop_pad_attrs, .params_size = sizeof(mx_center_crop_pad_params),
-    .parse = center_crop_pad_parse, .infer = center_crop_pad_infer,
+    .name = "CenterCropPad",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = 1u << 1,
+    .attrs = center_crop_pad_attrs,
+    .params_size = sizeof(mx_center_crop_pad_params),
+    .parse = center_crop_pad_parse,
+    .infer = center_crop_pad_infer,
 };
 
 /* --- Resize and Upsample ---------------------------------------------------------------------- */
@@ -275,9 +291,9 @@ static const mx_attr_spec resize_attrs[] = {
 };
 
 static const char *const resize_modes[] = {"nearest", "linear", "cubic"};
-static const char *const resize_coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
-                                            "align_corners", "asymmetric", "tf_crop_and_resize",
-                                            "tf_half_pixel_for_nn"};
+static const char *const resize_coords[] = {
+    "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",  "align_corners",
+    "asymmetric", "tf_crop_and_resize",   "tf_half_pixel_for_nn"};
 static const char *const resize_nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 static const char *const resize_aspects[] = {"stretch", "not_larger", "not_smaller"};
 
@@ -340,9 +356,12 @@ static mx_status upsample_parse(const mx_parse_ctx *pc, void *params) {
   char buf[32];
   mx_status st = mx__parse_string(pc, "mode", buf, sizeof buf);
   if (st != MX_OK) return st;
-  if (strcmp(buf, "nearest") == 0) p->mode = MX_RESIZE_NEAREST;
-  else if (strcmp(buf, "linear") == 0 || strcmp(buf, "bilinear") == 0) p->mode = MX_RESIZE_LINEAR;
-  else return mx__parse_fail(pc, "attribute mode: unknown value '%s'", buf);
+  if (strcmp(buf, "nearest") == 0)
+    p->mode = MX_RESIZE_NEAREST;
+  else if (strcmp(buf, "linear") == 0 || strcmp(buf, "bilinear") == 0)
+    p->mode = MX_RESIZE_LINEAR;
+  else
+    return mx__parse_fail(pc, "attribute mode: unknown value '%s'", buf);
   /* Upsample samples at x / scale and takes the floor for nearest. */
   p->coord = MX_COORD_ASYMMETRIC;
   p->nearest = MX_NEAREST_FLOOR;
@@ -439,8 +458,8 @@ static mx_status resize_infer(mx_infer_ctx *ctx) {
       if (k == 0 || (p->aspect == MX_ASPECT_NOT_LARGER ? ratio < scale : ratio > scale)) scale = ratio;
     }
     for (int32_t k = 0; k < na; k++)
-      o->shape.dims[axes[k]] = known ? (mx_dim)(scale * (double)x->shape.dims[axes[k]] + 0.5)
-                                     : mx__infer_fresh(ctx, "resize");
+      o->shape.dims[axes[k]] =
+          known ? (mx_dim)(scale * (double)x->shape.dims[axes[k]] + 0.5) : mx__infer_fresh(ctx, "resize");
     return MX_OK;
   }
   if (!has_scales) return mx__infer_fail(ctx, MX_ERR_SHAPE, "one of scales and sizes is required");
@@ -462,15 +481,29 @@ static mx_status resize_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def resize_def = {
-    .name = "Resize", .min_inputs = 1, .max_inputs = 4, .min_outputs = 1, .max_outputs = 1,
-    .value_inputs = (1u << 1) | (1u << 2) | (1u << 3), .attrs = resize_attrs,
-    .params_size = sizeof(mx_resize_params), .parse = resize_parse, .infer = resize_infer,
+    .name = "Resize",
+    .min_inputs = 1,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = (1u << 1) | (1u << 2) | (1u << 3),
+    .attrs = resize_attrs,
+    .params_size = sizeof(mx_resize_params),
+    .parse = resize_parse,
+    .infer = resize_infer,
 };
 
 static const mx_op_def upsample_def = {
-    .name = "Upsample", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .value_inputs = 1u << 1, .attrs = upsample_attrs, .params_size = sizeof(mx_resize_params),
-    .parse = upsample_parse, .infer = resize_infer,
+    .name = "Upsample",
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = 1u << 1,
+    .attrs = upsample_attrs,
+    .params_size = sizeof(mx_resize_params),
+    .parse = upsample_parse,
+    .infer = resize_infer,
 };
 
 /* --- DepthToSpace / SpaceToDepth -------------------------------------------------------------- */
@@ -490,7 +523,8 @@ static mx_status depth_space_parse(const mx_parse_ctx *pc, void *params) {
   char mode[8];
   mx_status st = mx__parse_string(pc, "mode", mode, sizeof mode);
   if (st != MX_OK) return st;
-  if (strcmp(mode, "CRD") == 0) p->crd = 1;
+  if (strcmp(mode, "CRD") == 0)
+    p->crd = 1;
   else if (strcmp(mode, "DCR") != 0)
     return mx__parse_fail(pc, "attribute mode: unknown value '%s' (DCR or CRD)", mode);
   if (p->crd && strcmp(pc->def->name, "DepthToSpace") != 0)
@@ -544,14 +578,26 @@ static mx_status space_to_depth_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def depth_to_space_def = {
-    .name = "DepthToSpace", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .attrs = depth_space_attrs, .params_size = sizeof(mx_depth_space_params), .parse = depth_space_parse,
+    .name = "DepthToSpace",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = depth_space_attrs,
+    .params_size = sizeof(mx_depth_space_params),
+    .parse = depth_space_parse,
     .infer = depth_to_space_infer,
 };
 
 static const mx_op_def space_to_depth_def = {
-    .name = "SpaceToDepth", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .attrs = depth_space_attrs, .params_size = sizeof(mx_depth_space_params), .parse = depth_space_parse,
+    .name = "SpaceToDepth",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = depth_space_attrs,
+    .params_size = sizeof(mx_depth_space_params),
+    .parse = depth_space_parse,
     .infer = space_to_depth_infer,
 };
 
@@ -572,7 +618,8 @@ static mx_status grid_sample_parse(const mx_parse_ctx *pc, void *params) {
   char mode[32];
   mx_status st = mx__parse_string(pc, "mode", mode, sizeof mode);
   if (st != MX_OK) return st;
-  if (!mode[0]) p->mode = MX_RESIZE_LINEAR;
+  if (!mode[0])
+    p->mode = MX_RESIZE_LINEAR;
   else if ((p->mode = name_index(mode, pc->opset >= 20 ? resize_modes : old_modes, 3)) < 0)
     return mx__parse_fail(pc, "attribute mode: unknown value '%s'", mode);
   static const char *const paddings[] = {"zeros", "border", "reflection"};
@@ -618,8 +665,14 @@ static mx_status grid_sample_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def grid_sample_def = {
-    .name = "GridSample", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .attrs = grid_sample_attrs, .params_size = sizeof(mx_grid_sample_params), .parse = grid_sample_parse,
+    .name = "GridSample",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = grid_sample_attrs,
+    .params_size = sizeof(mx_grid_sample_params),
+    .parse = grid_sample_parse,
     .infer = grid_sample_infer,
 };
 
@@ -655,8 +708,10 @@ static mx_status affine_grid_infer(mx_infer_ctx *ctx) {
   bool known = mx__shp_values(ctx, 1, sv, 8, &n);
   if (!known) {
     const mx_shape *ss = &ctx->in[1].shape;
-    if (ss->rank == 1 && mx_dim_is_concrete(ss->dims[0])) n = (int32_t)ss->dims[0];
-    else if (ts->rank == 3 && mx_dim_is_concrete(ts->dims[1])) n = (int32_t)ts->dims[1] + 2;
+    if (ss->rank == 1 && mx_dim_is_concrete(ss->dims[0]))
+      n = (int32_t)ss->dims[0];
+    else if (ts->rank == 3 && mx_dim_is_concrete(ts->dims[1]))
+      n = (int32_t)ts->dims[1] + 2;
   }
   if (n < 0) return MX_OK;
   if (n != 4 && n != 5)
@@ -688,9 +743,16 @@ static mx_status affine_grid_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def affine_grid_def = {
-    .name = "AffineGrid", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .value_inputs = 1u << 1, .attrs = affine_grid_attrs, .params_size = sizeof(mx_affine_grid_params),
-    .parse = affine_grid_parse, .infer = affine_grid_infer,
+    .name = "AffineGrid",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = 1u << 1,
+    .attrs = affine_grid_attrs,
+    .params_size = sizeof(mx_affine_grid_params),
+    .parse = affine_grid_parse,
+    .infer = affine_grid_infer,
 };
 
 /* --- RoiAlign --------------------------------------------------------------------------------- */
@@ -761,8 +823,14 @@ static mx_status roi_align_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def roi_align_def = {
-    .name = "RoiAlign", .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .attrs = roi_align_attrs, .params_size = sizeof(mx_roi_align_params), .parse = roi_align_parse,
+    .name = "RoiAlign",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = roi_align_attrs,
+    .params_size = sizeof(mx_roi_align_params),
+    .parse = roi_align_parse,
     .infer = roi_align_infer,
 };
 
@@ -828,16 +896,32 @@ static mx_status nms_upper_bound(mx_infer_ctx *ctx, uint32_t index, mx_shape *bo
 }
 
 static const mx_op_def nms_def = {
-    .name = "NonMaxSuppression", .min_inputs = 2, .max_inputs = 5, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_DATA_DEPENDENT, .value_inputs = 1u << 2, .attrs = nms_attrs,
-    .params_size = sizeof(mx_nms_params), .parse = nms_parse,
-    .infer = nms_infer, .upper_bound = nms_upper_bound,
+    .name = "NonMaxSuppression",
+    .min_inputs = 2,
+    .max_inputs = 5,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_DATA_DEPENDENT,
+    .value_inputs = 1u << 2,
+    .attrs = nms_attrs,
+    .params_size = sizeof(mx_nms_params),
+    .parse = nms_parse,
+    .infer = nms_infer,
+    .upper_bound = nms_upper_bound,
 };
 
 /* --- the group -------------------------------------------------------------------------------- */
 
 const mx_op_def *const mx__ops_resample[] = {
-    &pad_def, &center_crop_pad_def, &resize_def, &upsample_def, &depth_to_space_def, &space_to_depth_def,
-    &grid_sample_def, &affine_grid_def, &roi_align_def, &nms_def,
+    &pad_def,
+    &center_crop_pad_def,
+    &resize_def,
+    &upsample_def,
+    &depth_to_space_def,
+    &space_to_depth_def,
+    &grid_sample_def,
+    &affine_grid_def,
+    &roi_align_def,
+    &nms_def,
     NULL,
 };

@@ -30,17 +30,17 @@ typedef struct mx_pad_params {
 } mx_pad_params;
 
 typedef struct mx_center_crop_pad_params {
-  int64_t axes[MX_MAX_RANK];     /* may be negative */
-  int32_t n_axes;                /* 0: every axis */
-  int32_t reserved;              /* always 0 */
+  int64_t axes[MX_MAX_RANK]; /* may be negative */
+  int32_t n_axes;            /* 0: every axis */
+  int32_t reserved;          /* always 0 */
 } mx_center_crop_pad_params;
 
 /* --- DepthToSpace / SpaceToDepth ------------------------------------------------------------- */
 
 typedef struct mx_depth_space_params {
-  int64_t blocksize;             /* >= 1 */
-  int32_t crd;                   /* DepthToSpace: 1 for mode CRD, 0 for DCR */
-  int32_t reserved;              /* always 0 */
+  int64_t blocksize; /* >= 1 */
+  int32_t crd;       /* DepthToSpace: 1 for mode CRD, 0 for DCR */
+  int32_t reserved;  /* always 0 */
 } mx_depth_space_params;
 
 /* --- Resize and Upsample --------------------------------------------------------------------- */
@@ -75,22 +75,22 @@ typedef enum mx_resize_aspect {
 } mx_resize_aspect;
 
 typedef struct mx_resize_params {
-  int64_t axes[MX_MAX_RANK];     /* normalized at run time; may be negative here */
+  int64_t axes[MX_MAX_RANK];      /* normalized at run time; may be negative here */
   float attr_scales[MX_MAX_RANK]; /* Upsample before opset 9: the scales attribute */
   float cubic_coeff_a;
   float extrapolation_value;
-  int32_t n_axes;                /* 0: every axis */
-  int32_t n_attr_scales;         /* > 0 when the scales come from the attribute */
-  int32_t mode;                  /* mx_resize_mode */
-  int32_t coord;                 /* mx_resize_coord */
-  int32_t nearest;               /* mx_resize_nearest */
-  int32_t aspect;                /* mx_resize_aspect */
-  int32_t antialias;             /* 1: stretch the linear/cubic filter when downscaling */
-  int32_t exclude_outside;       /* 1: weights of taps outside the input are dropped */
-  int32_t roi_input;             /* input index of roi, -1 when the op has none */
-  int32_t scales_input;          /* input index of scales, -1 when the op has none */
-  int32_t sizes_input;           /* input index of sizes, -1 when the op has none */
-  int32_t reserved;              /* always 0 */
+  int32_t n_axes;          /* 0: every axis */
+  int32_t n_attr_scales;   /* > 0 when the scales come from the attribute */
+  int32_t mode;            /* mx_resize_mode */
+  int32_t coord;           /* mx_resize_coord */
+  int32_t nearest;         /* mx_resize_nearest */
+  int32_t aspect;          /* mx_resize_aspect */
+  int32_t antialias;       /* 1: stretch the linear/cubic filter when downscaling */
+  int32_t exclude_outside; /* 1: weights of taps outside the input are dropped */
+  int32_t roi_input;       /* input index of roi, -1 when the op has none */
+  int32_t scales_input;    /* input index of scales, -1 when the op has none */
+  int32_t sizes_input;     /* input index of sizes, -1 when the op has none */
+  int32_t reserved;        /* always 0 */
 } mx_resize_params;
 
 /* --- GridSample, AffineGrid, RoiAlign, NonMaxSuppression ------------------------------------- */
@@ -102,30 +102,30 @@ typedef enum mx_grid_padding {
 } mx_grid_padding;
 
 typedef struct mx_grid_sample_params {
-  int32_t mode;                  /* mx_resize_mode (nearest, linear, cubic) */
-  int32_t padding;               /* mx_grid_padding */
-  int32_t align_corners;         /* 0 or 1 */
-  int32_t reserved;              /* always 0 */
+  int32_t mode;          /* mx_resize_mode (nearest, linear, cubic) */
+  int32_t padding;       /* mx_grid_padding */
+  int32_t align_corners; /* 0 or 1 */
+  int32_t reserved;      /* always 0 */
 } mx_grid_sample_params;
 
 typedef struct mx_affine_grid_params {
-  int32_t align_corners;         /* 0 or 1 */
-  int32_t reserved;              /* always 0 */
+  int32_t align_corners; /* 0 or 1 */
+  int32_t reserved;      /* always 0 */
 } mx_affine_grid_params;
 
 typedef struct mx_roi_align_params {
   int64_t output_height;
   int64_t output_width;
-  int64_t sampling_ratio;        /* 0: adaptive (ceil of the bin size) */
+  int64_t sampling_ratio; /* 0: adaptive (ceil of the bin size) */
   float spatial_scale;
-  int32_t max_mode;              /* 1: mode "max", 0: "avg" */
-  int32_t half_pixel;            /* 1: coordinate_transformation_mode "half_pixel" */
-  int32_t reserved;              /* always 0 */
+  int32_t max_mode;   /* 1: mode "max", 0: "avg" */
+  int32_t half_pixel; /* 1: coordinate_transformation_mode "half_pixel" */
+  int32_t reserved;   /* always 0 */
 } mx_roi_align_params;
 
 typedef struct mx_nms_params {
-  int32_t center_point_box;      /* 1: boxes are [x_center, y_center, width, height] */
-  int32_t reserved;              /* always 0 */
+  int32_t center_point_box; /* 1: boxes are [x_center, y_center, width, height] */
+  int32_t reserved;         /* always 0 */
 } mx_nms_params;
 
 #endif /* MIXRT_GRAPH_OPS_RESAMPLE_PARAMS_H */

@@ -23,8 +23,7 @@ static mx_shape merge_shape(const mx_shape *a, const mx_shape *b) {
 
 static mx_status need_kind(mx_infer_ctx *ctx, uint32_t i, bool seq) {
   bool ok = seq ? ctx->in[i].kind == MX_KIND_SEQUENCE : ctx->in[i].kind == MX_KIND_TENSOR;
-  if (!ok)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u must be a %s", i, seq ? "sequence" : "tensor");
+  if (!ok) return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u must be a %s", i, seq ? "sequence" : "tensor");
   return MX_OK;
 }
 
@@ -237,10 +236,17 @@ static const mx_attr_spec concat_attrs[] = {
     {.name = "axis", .type = MX_ATTR_INT, .required = true}, {.name = "new_axis", .type = MX_ATTR_INT}, {0}};
 static const mx_attr_spec optional_attrs[] = {{.name = "type", .type = MX_ATTR_TYPE_PROTO}, {0}};
 
-#define SEQ_OP(sym, nm, mi, ma, at, inf)                                                          \
-  const mx_op_def sym = {.name = nm, .min_inputs = mi, .max_inputs = ma, .min_outputs = 1,         \
-                         .max_outputs = 1, .flags = MX_OP_ANY_KIND, .attrs = at,                  \
-                         .params_size = sizeof(mx_seq_params), .parse = seq_parse, .infer = inf}
+#define SEQ_OP(sym, nm, mi, ma, at, inf)                       \
+  const mx_op_def sym = {.name = nm,                           \
+                         .min_inputs = mi,                     \
+                         .max_inputs = ma,                     \
+                         .min_outputs = 1,                     \
+                         .max_outputs = 1,                     \
+                         .flags = MX_OP_ANY_KIND,              \
+                         .attrs = at,                          \
+                         .params_size = sizeof(mx_seq_params), \
+                         .parse = seq_parse,                   \
+                         .infer = inf}
 
 SEQ_OP(mx__op_sequence_construct, "SequenceConstruct", 1, MX_VARIADIC, no_attrs, construct_infer);
 SEQ_OP(mx__op_sequence_empty, "SequenceEmpty", 0, 0, empty_attrs, empty_infer);

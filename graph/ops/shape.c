@@ -57,9 +57,16 @@ static mx_status shape_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def mx__op_shape = {
-    .name = "Shape", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_SHAPE_ONLY | MX_OP_HOST_PREFERRED, .attrs = shape_attrs,
-    .params_size = sizeof(mx_shape_params), .parse = shape_parse, .infer = shape_infer,
+    .name = "Shape",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_SHAPE_ONLY | MX_OP_HOST_PREFERRED,
+    .attrs = shape_attrs,
+    .params_size = sizeof(mx_shape_params),
+    .parse = shape_parse,
+    .infer = shape_infer,
 };
 
 static mx_status size_infer(mx_infer_ctx *ctx) {
@@ -74,8 +81,14 @@ static mx_status size_infer(mx_infer_ctx *ctx) {
 static const mx_attr_spec no_attrs[] = {{0}};
 
 static const mx_op_def mx__op_size = {
-    .name = "Size", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_SHAPE_ONLY | MX_OP_HOST_PREFERRED, .attrs = no_attrs, .infer = size_infer,
+    .name = "Size",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_SHAPE_ONLY | MX_OP_HOST_PREFERRED,
+    .attrs = no_attrs,
+    .infer = size_infer,
 };
 
 /* --- Reshape ---------------------------------------------------------------------------------- */
@@ -149,7 +162,8 @@ static mx_status reshape_infer(mx_infer_ctx *ctx) {
     if (mx_dim_is_concrete(numel) && mx_dim_is_concrete(known)) {
       if (known == 0) {
         if (numel != 0)
-          return mx__infer_fail(ctx, MX_ERR_SHAPE, "cannot reshape %lld elements: the other dims multiply to 0",
+          return mx__infer_fail(ctx, MX_ERR_SHAPE,
+                                "cannot reshape %lld elements: the other dims multiply to 0",
                                 (long long)numel);
         /* 0 elements and a 0 among the other dims: -1 is not determined; ONNX rejects it. */
         return mx__infer_fail(ctx, MX_ERR_SHAPE, "-1 is ambiguous when the other dims multiply to 0");
@@ -170,9 +184,17 @@ static mx_status reshape_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def mx__op_reshape = {
-    .name = "Reshape", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ALIAS, .value_inputs = 1u << 1, .attrs = reshape_attrs,
-    .params_size = sizeof(mx_reshape_params), .parse = reshape_parse, .infer = reshape_infer,
+    .name = "Reshape",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ALIAS,
+    .value_inputs = 1u << 1,
+    .attrs = reshape_attrs,
+    .params_size = sizeof(mx_reshape_params),
+    .parse = reshape_parse,
+    .infer = reshape_infer,
 };
 
 /* --- Flatten ---------------------------------------------------------------------------------- */
@@ -217,9 +239,16 @@ static mx_status flatten_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def mx__op_flatten = {
-    .name = "Flatten", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ALIAS, .attrs = flatten_attrs, .params_size = sizeof(mx_flatten_params),
-    .parse = flatten_parse, .infer = flatten_infer,
+    .name = "Flatten",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ALIAS,
+    .attrs = flatten_attrs,
+    .params_size = sizeof(mx_flatten_params),
+    .parse = flatten_parse,
+    .infer = flatten_infer,
 };
 
 /* --- Squeeze, Unsqueeze ----------------------------------------------------------------------- */
@@ -237,7 +266,8 @@ static mx_status axes_parse(const mx_parse_ctx *pc, void *params) {
   if (st != MX_OK) return st;
   p->n_axes = (int32_t)n;
   p->has_axes = mx__parse_attr(pc, "axes") != NULL;
-  if (p->has_axes && pc->opset >= 13) return mx__parse_fail(pc, "axes is an input from opset 13, not an attribute");
+  if (p->has_axes && pc->opset >= 13)
+    return mx__parse_fail(pc, "axes is an input from opset 13, not an attribute");
   return MX_OK;
 }
 
@@ -262,7 +292,8 @@ static mx_status axes_of(mx_infer_ctx *ctx, int64_t *axes, int32_t *n, bool *giv
   if (!*known) {
     /* The count may still be known from the axes input's length (-1 when not). */
     const mx_shape *s = &ctx->in[1].shape;
-    *n = s->rank == 1 && mx_dim_is_concrete(s->dims[0]) && s->dims[0] <= MX_MAX_RANK ? (int32_t)s->dims[0] : -1;
+    *n = s->rank == 1 && mx_dim_is_concrete(s->dims[0]) && s->dims[0] <= MX_MAX_RANK ? (int32_t)s->dims[0]
+                                                                                     : -1;
   }
   return MX_OK;
 }
@@ -273,8 +304,10 @@ static mx_status norm_axes(mx_infer_ctx *ctx, const int64_t *axes, int32_t n, in
   for (int32_t k = 0; k < n; k++) {
     int32_t a;
     if (!mx__norm_axis(axes[k], rank, &a))
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axes[k], (int)rank);
-    if (*mask & (1u << a)) return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is repeated", (long long)axes[k]);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)axes[k],
+                            (int)rank);
+    if (*mask & (1u << a))
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is repeated", (long long)axes[k]);
     *mask |= 1u << a;
   }
   return MX_OK;
@@ -323,9 +356,17 @@ static mx_status squeeze_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def mx__op_squeeze = {
-    .name = "Squeeze", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ALIAS | MX_OP_HOST_PREFERRED, .value_inputs = 1u << 1, .attrs = axes_attrs,
-    .params_size = sizeof(mx_axes_params), .parse = axes_parse, .infer = squeeze_infer,
+    .name = "Squeeze",
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ALIAS | MX_OP_HOST_PREFERRED,
+    .value_inputs = 1u << 1,
+    .attrs = axes_attrs,
+    .params_size = sizeof(mx_axes_params),
+    .parse = axes_parse,
+    .infer = squeeze_infer,
 };
 
 static mx_status unsqueeze_infer(mx_infer_ctx *ctx) {
@@ -356,9 +397,17 @@ static mx_status unsqueeze_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def mx__op_unsqueeze = {
-    .name = "Unsqueeze", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ALIAS | MX_OP_HOST_PREFERRED, .value_inputs = 1u << 1, .attrs = axes_attrs,
-    .params_size = sizeof(mx_axes_params), .parse = axes_parse, .infer = unsqueeze_infer,
+    .name = "Unsqueeze",
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ALIAS | MX_OP_HOST_PREFERRED,
+    .value_inputs = 1u << 1,
+    .attrs = axes_attrs,
+    .params_size = sizeof(mx_axes_params),
+    .parse = axes_parse,
+    .infer = unsqueeze_infer,
 };
 
 /* --- Identity, Dropout ------------------------------------------------------------------------ */
@@ -369,8 +418,14 @@ static mx_status identity_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def mx__op_identity = {
-    .name = "Identity", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_ALIAS, .attrs = no_attrs, .infer = identity_infer,
+    .name = "Identity",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_ALIAS,
+    .attrs = no_attrs,
+    .infer = identity_infer,
 };
 
 static const mx_attr_spec dropout_attrs[] = {
@@ -388,14 +443,16 @@ static mx_status dropout_parse(const mx_parse_ctx *pc, void *params) {
   p->seed = mx__parse_int(pc, "seed");
   if (pc->opset >= 12 && mx__parse_attr(pc, "ratio"))
     return mx__parse_fail(pc, "ratio is an input from opset 12, not an attribute");
-  if (pc->opset < 12 && pc->n_inputs > 1) return mx__parse_fail(pc, "Dropout takes one input before opset 12");
+  if (pc->opset < 12 && pc->n_inputs > 1)
+    return mx__parse_fail(pc, "Dropout takes one input before opset 12");
   return MX_OK;
 }
 
 static mx_status dropout_infer(mx_infer_ctx *ctx) {
   mx_dtype dt = mx__in_present(ctx, 1) ? ctx->in[1].dtype : MX_FLOAT32;
   if (!mx_dtype_is_float(dt))
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 (ratio) must be a float type, not %s", mx_dtype_name(dt));
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 (ratio) must be a float type, not %s",
+                          mx_dtype_name(dt));
   mx_status st = mx__shp_want_dtype(ctx, 2, MX_BOOL, "training_mode");
   if (st != MX_OK) return st;
   mx__shp_pass(ctx, 0, 0);
@@ -408,17 +465,36 @@ static mx_status dropout_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def mx__op_dropout = {
-    .name = "Dropout", .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 2,
-    .flags = MX_OP_ALIAS, .attrs = dropout_attrs, .params_size = sizeof(mx_dropout_params),
-    .parse = dropout_parse, .infer = dropout_infer,
+    .name = "Dropout",
+    .min_inputs = 1,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 2,
+    .flags = MX_OP_ALIAS,
+    .attrs = dropout_attrs,
+    .params_size = sizeof(mx_dropout_params),
+    .parse = dropout_parse,
+    .infer = dropout_infer,
 };
 
 /* --- the group -------------------------------------------------------------------------------- */
 
 const mx_op_def *const mx__ops_shape[] = {
-    &mx__op_shape,     &mx__op_size,      &mx__op_reshape,  &mx__op_flatten,
-    &mx__op_squeeze,   &mx__op_unsqueeze, &mx__op_transpose, &mx__op_concat,
-    &mx__op_split,     &mx__op_expand,    &mx__op_tile,     &mx__op_identity,
-    &mx__op_dropout,   &mx__op_constant,  &mx__op_constant_of_shape, &mx__op_range,
+    &mx__op_shape,
+    &mx__op_size,
+    &mx__op_reshape,
+    &mx__op_flatten,
+    &mx__op_squeeze,
+    &mx__op_unsqueeze,
+    &mx__op_transpose,
+    &mx__op_concat,
+    &mx__op_split,
+    &mx__op_expand,
+    &mx__op_tile,
+    &mx__op_identity,
+    &mx__op_dropout,
+    &mx__op_constant,
+    &mx__op_constant_of_shape,
+    &mx__op_range,
     NULL,
 };

@@ -14,14 +14,10 @@
 /* --- Constant --------------------------------------------------------------------------------- */
 
 static const mx_attr_spec constant_attrs[] = {
-    {.name = "value", .type = MX_ATTR_TENSOR},
-    {.name = "value_float", .type = MX_ATTR_FLOAT},
-    {.name = "value_floats", .type = MX_ATTR_FLOATS},
-    {.name = "value_int", .type = MX_ATTR_INT},
-    {.name = "value_ints", .type = MX_ATTR_INTS},
-    {.name = "value_string", .type = MX_ATTR_STRING},
-    {.name = "value_strings", .type = MX_ATTR_STRINGS},
-    {0},
+    {.name = "value", .type = MX_ATTR_TENSOR},          {.name = "value_float", .type = MX_ATTR_FLOAT},
+    {.name = "value_floats", .type = MX_ATTR_FLOATS},   {.name = "value_int", .type = MX_ATTR_INT},
+    {.name = "value_ints", .type = MX_ATTR_INTS},       {.name = "value_string", .type = MX_ATTR_STRING},
+    {.name = "value_strings", .type = MX_ATTR_STRINGS}, {0},
 };
 
 /* Copies n bytes of element data into the params, failing when they do not fit inline. */
@@ -43,8 +39,9 @@ static mx_status constant_parse(const mx_parse_ctx *pc, void *params) {
   for (const mx_attr_spec *s = constant_attrs; s->name; s++) {
     const mx_attr *a = mx__parse_attr(pc, s->name);
     if (!a) continue;
-    if (given) return mx__parse_fail(pc, "both '%s' and '%s' are given; exactly one value attribute is allowed",
-                                     given->name, a->name);
+    if (given)
+      return mx__parse_fail(pc, "both '%s' and '%s' are given; exactly one value attribute is allowed",
+                            given->name, a->name);
     given = a;
   }
   if (!given) return mx__parse_fail(pc, "no value attribute");
@@ -52,7 +49,8 @@ static mx_status constant_parse(const mx_parse_ctx *pc, void *params) {
     case MX_ATTR_TENSOR: {
       const mx_tensor *t = given->tensor;
       size_t nbytes;
-      if (!t || !mx_dtype_size(t->dtype) || t->rank < 0 || t->rank > MX_MAX_RANK || !mx_tensor_nbytes(t, &nbytes))
+      if (!t || !mx_dtype_size(t->dtype) || t->rank < 0 || t->rank > MX_MAX_RANK ||
+          !mx_tensor_nbytes(t, &nbytes))
         return mx__parse_fail(pc, "value is not a valid tensor");
       p->dtype = t->dtype;
       p->rank = t->rank;
@@ -60,12 +58,8 @@ static mx_status constant_parse(const mx_parse_ctx *pc, void *params) {
       if (nbytes && !t->data) return mx__parse_fail(pc, "value has no data");
       return constant_store(pc, p, t->data, nbytes);
     }
-    case MX_ATTR_FLOAT:
-      p->dtype = MX_FLOAT32;
-      return constant_store(pc, p, &given->f, sizeof given->f);
-    case MX_ATTR_INT:
-      p->dtype = MX_INT64;
-      return constant_store(pc, p, &given->i, sizeof given->i);
+    case MX_ATTR_FLOAT: p->dtype = MX_FLOAT32; return constant_store(pc, p, &given->f, sizeof given->f);
+    case MX_ATTR_INT: p->dtype = MX_INT64; return constant_store(pc, p, &given->i, sizeof given->i);
     case MX_ATTR_FLOATS:
       p->dtype = MX_FLOAT32;
       p->rank = 1;
@@ -111,8 +105,14 @@ static mx_status constant_infer(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_constant = {
-    .name = "Constant", .min_inputs = 0, .max_inputs = 0, .min_outputs = 1, .max_outputs = 1,
-    .attrs = constant_attrs, .params_size = sizeof(mx_constant_params), .parse = constant_parse,
+    .name = "Constant",
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = constant_attrs,
+    .params_size = sizeof(mx_constant_params),
+    .parse = constant_parse,
     .infer = constant_infer,
 };
 
@@ -169,9 +169,16 @@ static mx_status constant_of_shape_infer(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_constant_of_shape = {
-    .name = "ConstantOfShape", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_HOST_PREFERRED, .value_inputs = 1u << 0, .attrs = constant_of_shape_attrs,
-    .params_size = sizeof(mx_constant_of_shape_params), .parse = constant_of_shape_parse,
+    .name = "ConstantOfShape",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_HOST_PREFERRED,
+    .value_inputs = 1u << 0,
+    .attrs = constant_of_shape_attrs,
+    .params_size = sizeof(mx_constant_of_shape_params),
+    .parse = constant_of_shape_parse,
     .infer = constant_of_shape_infer,
 };
 
@@ -189,7 +196,8 @@ static bool range_int_value(mx_infer_ctx *ctx, uint32_t i, mx_dim *out) {
 }
 
 /* Range length when start, limit and delta are known symbolic integers and delta a constant. */
-static mx_status range_symbolic_len(mx_infer_ctx *ctx, mx_dim start, mx_dim limit, int64_t delta, mx_dim *len) {
+static mx_status range_symbolic_len(mx_infer_ctx *ctx, mx_dim start, mx_dim limit, int64_t delta,
+                                    mx_dim *len) {
   mx_symtab *t = ctx->syms;
   int64_t c;
   if (delta == 0) return mx__infer_fail(ctx, MX_ERR_SHAPE, "delta is 0");
@@ -215,8 +223,10 @@ static mx_status range_infer(mx_infer_ctx *ctx) {
   /* float16 and bfloat16 joined the type constraints in opset 27. */
   if (dt != MX_FLOAT32 && dt != MX_FLOAT64 && dt != MX_INT16 && dt != MX_INT32 && dt != MX_INT64 &&
       !((dt == MX_FLOAT16 || dt == MX_BFLOAT16) && ctx->opset >= 27))
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 (start) has dtype %s; Range takes float, double, int16, "
-                          "int32 or int64 (and float16, bfloat16 from opset 27)", mx_dtype_name(dt));
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "input 0 (start) has dtype %s; Range takes float, double, int16, "
+                          "int32 or int64 (and float16, bfloat16 from opset 27)",
+                          mx_dtype_name(dt));
   static const char *const roles[] = {"start", "limit", "delta"};
   for (uint32_t i = 0; i < 3; i++) {
     mx_status st = mx__shp_want_dtype(ctx, i, dt, roles[i]);
@@ -242,8 +252,8 @@ static mx_status range_infer(mx_infer_ctx *ctx) {
 
   mx_dim start, limit, delta;
   int64_t dv;
-  if (!range_int_value(ctx, 0, &start) || !range_int_value(ctx, 1, &limit) || !range_int_value(ctx, 2, &delta) ||
-      !mx_sym_const_value(ctx->syms, delta, &dv)) {
+  if (!range_int_value(ctx, 0, &start) || !range_int_value(ctx, 1, &limit) ||
+      !range_int_value(ctx, 2, &delta) || !mx_sym_const_value(ctx->syms, delta, &dv)) {
     o->shape.dims[0] = mx__infer_fresh(ctx, "range");
     return MX_OK;
   }
@@ -261,6 +271,13 @@ static mx_status range_infer(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_range = {
-    .name = "Range", .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_HOST_PREFERRED, .value_inputs = 0x7, .attrs = no_attrs, .infer = range_infer,
+    .name = "Range",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_HOST_PREFERRED,
+    .value_inputs = 0x7,
+    .attrs = no_attrs,
+    .infer = range_infer,
 };

@@ -36,9 +36,8 @@ void mx__shp_pass(mx_infer_ctx *ctx, uint32_t i, uint32_t j);
 /* Builds the sv of output `out` (concrete shape out_dims, at most MX_SV_MAX elements) from
  * in_sv: element c (coordinates) is in_sv[base + sum_k (c[k] mod mods[k]) * strides[k]]
  * (mods NULL: no modulo). False when too large or an offset falls outside in_sv. */
-bool mx__shp_sv_strided(mx_infer_ctx *ctx, uint32_t out, const mx_dim *in_sv, int32_t in_len,
-                        int32_t rank, const int64_t *out_dims, int64_t base, const int64_t *strides,
-                        const int64_t *mods);
+bool mx__shp_sv_strided(mx_infer_ctx *ctx, uint32_t out, const mx_dim *in_sv, int32_t in_len, int32_t rank,
+                        const int64_t *out_dims, int64_t base, const int64_t *strides, const int64_t *mods);
 
 /* Merges two dims that must be equal (inputs of Concat off the axis, broadcast-free checks):
  * the better known of the two, or MX_ERR_SHAPE when they provably differ. `what` names the
@@ -62,7 +61,8 @@ MX_MUST_USE mx_status mx__shp_rank_of_length(mx_infer_ctx *ctx, uint32_t i, int3
 /* The shape given by the values of 1-D int64 input i (Expand, ConstantOfShape): dims from its
  * values; else, when its length is known, that rank with unknown dims (fresh symbols when
  * `fresh`); else an unknown rank. Negative sizes fail with MX_ERR_SHAPE naming `what`. */
-MX_MUST_USE mx_status mx__shp_target_shape(mx_infer_ctx *ctx, uint32_t i, mx_shape *out, bool fresh, const char *what);
+MX_MUST_USE mx_status mx__shp_target_shape(mx_infer_ctx *ctx, uint32_t i, mx_shape *out, bool fresh,
+                                           const char *what);
 
 /* Definitions living in secondary files of the groups. */
 extern const mx_op_def mx__op_transpose, mx__op_concat, mx__op_split, mx__op_expand, mx__op_tile;

@@ -60,7 +60,8 @@ static mx_status transpose_infer(mx_infer_ctx *ctx) {
     return MX_OK;
   }
   if (p->has_perm && p->n_perm != rank)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "perm has %d entries for a rank-%d input", (int)p->n_perm, (int)rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "perm has %d entries for a rank-%d input", (int)p->n_perm,
+                          (int)rank);
   int64_t perm[MX_MAX_RANK];
   for (int32_t k = 0; k < rank; k++) perm[k] = p->has_perm ? p->perm[k] : rank - 1 - k;
   o->shape.rank = rank;
@@ -95,9 +96,16 @@ static bool transpose_keeps_bytes(const void *params, const mx_shape *in0) {
 }
 
 const mx_op_def mx__op_transpose = {
-    .name = "Transpose", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .attrs = transpose_attrs, .params_size = sizeof(mx_transpose_params), .parse = transpose_parse,
-    .infer = transpose_infer, .keeps_bytes = transpose_keeps_bytes,
+    .name = "Transpose",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = transpose_attrs,
+    .params_size = sizeof(mx_transpose_params),
+    .parse = transpose_parse,
+    .infer = transpose_infer,
+    .keeps_bytes = transpose_keeps_bytes,
 };
 
 /* --- Concat ----------------------------------------------------------------------------------- */
@@ -157,14 +165,15 @@ static mx_status concat_infer(mx_infer_ctx *ctx) {
     int32_t r = ctx->in[i].shape.rank;
     if (r == MX_RANK_UNKNOWN) continue;
     if (rank != MX_RANK_UNKNOWN && r != rank)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u has rank %d but an earlier input has rank %d", i, (int)r,
-                            (int)rank);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u has rank %d but an earlier input has rank %d", i,
+                            (int)r, (int)rank);
     rank = r;
   }
   if (rank == MX_RANK_UNKNOWN) return MX_OK;
   int32_t axis;
   if (!mx__norm_axis(p->axis, rank, &axis))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis, (int)rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis,
+                          (int)rank);
   o->shape.rank = rank;
   for (int32_t k = 0; k < rank; k++) o->shape.dims[k] = k == axis ? 0 : MX_DIM_UNKNOWN;
   for (uint32_t i = 0; i < ctx->n_in; i++) {
@@ -189,9 +198,16 @@ static mx_status concat_infer(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_concat = {
-    .name = "Concat", .min_inputs = 1, .max_inputs = MX_VARIADIC, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_HOST_PREFERRED, .attrs = concat_attrs, .params_size = sizeof(mx_concat_params),
-    .parse = concat_parse, .infer = concat_infer,
+    .name = "Concat",
+    .min_inputs = 1,
+    .max_inputs = MX_VARIADIC,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_HOST_PREFERRED,
+    .attrs = concat_attrs,
+    .params_size = sizeof(mx_concat_params),
+    .parse = concat_parse,
+    .infer = concat_infer,
 };
 
 /* --- Split ------------------------------------------------------------------------------------ */
@@ -212,14 +228,16 @@ static mx_status split_parse(const mx_parse_ctx *pc, void *params) {
   if (st != MX_OK) return st;
   p->n_split = (int32_t)n;
   p->has_split = mx__parse_attr(pc, "split") != NULL;
-  if (p->has_split && pc->opset >= 13) return mx__parse_fail(pc, "split is an input from opset 13, not an attribute");
+  if (p->has_split && pc->opset >= 13)
+    return mx__parse_fail(pc, "split is an input from opset 13, not an attribute");
   if (p->has_split && (size_t)p->n_split != pc->n_outputs)
     return mx__parse_fail(pc, "split lists %d sizes for %u outputs", (int)p->n_split, pc->n_outputs);
   const mx_attr *num = mx__parse_attr(pc, "num_outputs");
   if (num) {
     if (pc->opset < 18) return mx__parse_fail(pc, "num_outputs exists from opset 18");
     if (num->i != (int64_t)pc->n_outputs)
-      return mx__parse_fail(pc, "num_outputs is %lld but the node has %u outputs", (long long)num->i, pc->n_outputs);
+      return mx__parse_fail(pc, "num_outputs is %lld but the node has %u outputs", (long long)num->i,
+                            pc->n_outputs);
     if (pc->n_inputs > 1) return mx__parse_fail(pc, "num_outputs and the split input cannot both be given");
     p->num_outputs = num->i;
   }
@@ -238,7 +256,8 @@ static mx_status split_infer(mx_infer_ctx *ctx) {
   if (rank == MX_RANK_UNKNOWN) return MX_OK;
   int32_t axis;
   if (!mx__norm_axis(p->axis, rank, &axis))
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis, (int)rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %lld is out of range for rank %d", (long long)p->axis,
+                          (int)rank);
   mx_dim d = in->shape.dims[axis];
   mx_dim sizes[MX_SV_MAX];
   if (n > MX_SV_MAX) return mx__infer_fail(ctx, MX_ERR_LIMIT, "more than %d outputs", MX_SV_MAX);
@@ -270,7 +289,8 @@ static mx_status split_infer(mx_infer_ctx *ctx) {
         char ts[64], td[64];
         mx_sym_format(ctx->syms, sum, ts, sizeof ts);
         mx_sym_format(ctx->syms, d, td, sizeof td);
-        return mx__infer_fail(ctx, MX_ERR_SHAPE, "split sizes add up to %s but axis %d has size %s", ts, (int)axis, td);
+        return mx__infer_fail(ctx, MX_ERR_SHAPE, "split sizes add up to %s but axis %d has size %s", ts,
+                              (int)axis, td);
       }
     }
   } else if (p->num_outputs > 0) {
@@ -283,8 +303,8 @@ static mx_status split_infer(mx_infer_ctx *ctx) {
     for (uint32_t i = 0; i < n; i++) sizes[i] = i + 1 < n ? chunk : last;
   } else {
     if (mx_dim_is_concrete(d) && d % (mx_dim)n != 0)
-      return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %d of size %lld does not split into %u equal parts", (int)axis,
-                            (long long)d, n);
+      return mx__infer_fail(ctx, MX_ERR_SHAPE, "axis %d of size %lld does not split into %u equal parts",
+                            (int)axis, (long long)d, n);
     mx_dim part = mx_sym_div(ctx->syms, d, (mx_dim)n);
     for (uint32_t i = 0; i < n; i++) sizes[i] = part;
   }
@@ -306,9 +326,16 @@ static mx_status split_infer(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_split = {
-    .name = "Split", .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = MX_VARIADIC,
-    .value_inputs = 1u << 1, .attrs = split_attrs, .params_size = sizeof(mx_split_params),
-    .parse = split_parse, .infer = split_infer,
+    .name = "Split",
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = MX_VARIADIC,
+    .value_inputs = 1u << 1,
+    .attrs = split_attrs,
+    .params_size = sizeof(mx_split_params),
+    .parse = split_parse,
+    .infer = split_infer,
 };
 
 /* --- Expand ----------------------------------------------------------------------------------- */
@@ -328,7 +355,8 @@ static mx_status expand_infer(mx_infer_ctx *ctx) {
   if (st != MX_OK) return st;
 
   int64_t in_dims[MX_MAX_RANK], out_dims[MX_MAX_RANK], strides[MX_MAX_RANK];
-  if (in->sv && in->sv_len >= 0 && mx__shp_concrete(&in->shape, in_dims) && mx__shp_concrete(&o->shape, out_dims)) {
+  if (in->sv && in->sv_len >= 0 && mx__shp_concrete(&in->shape, in_dims) &&
+      mx__shp_concrete(&o->shape, out_dims)) {
     int32_t r = o->shape.rank, off = r - in->shape.rank;
     int64_t s = 1;
     for (int32_t k = r - 1; k >= 0; k--) {
@@ -342,8 +370,14 @@ static mx_status expand_infer(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_expand = {
-    .name = "Expand", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .value_inputs = 1u << 1, .attrs = no_attrs, .infer = expand_infer,
+    .name = "Expand",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = 1u << 1,
+    .attrs = no_attrs,
+    .infer = expand_infer,
 };
 
 /* --- Tile ------------------------------------------------------------------------------------- */
@@ -360,10 +394,12 @@ static mx_status tile_infer(mx_infer_ctx *ctx) {
   mx_dim reps[MX_MAX_RANK];
   int32_t n;
   if (!mx__shp_values(ctx, 1, reps, MX_MAX_RANK, &n)) {
-    for (int32_t k = 0; k < rank; k++) o->shape.dims[k] = in->shape.dims[k] == 0 ? 0 : mx__infer_fresh(ctx, "tile");
+    for (int32_t k = 0; k < rank; k++)
+      o->shape.dims[k] = in->shape.dims[k] == 0 ? 0 : mx__infer_fresh(ctx, "tile");
     return MX_OK;
   }
-  if (n != rank) return mx__infer_fail(ctx, MX_ERR_SHAPE, "repeats has %d entries for a rank-%d input", (int)n, (int)rank);
+  if (n != rank)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "repeats has %d entries for a rank-%d input", (int)n, (int)rank);
   for (int32_t k = 0; k < rank; k++) {
     mx_dim r;
     st = mx__shp_dim_of_value(ctx, reps[k], &r, "Tile repeats");
@@ -372,7 +408,8 @@ static mx_status tile_infer(mx_infer_ctx *ctx) {
   }
 
   int64_t in_dims[MX_MAX_RANK], out_dims[MX_MAX_RANK], strides[MX_MAX_RANK];
-  if (in->sv && in->sv_len >= 0 && mx__shp_concrete(&in->shape, in_dims) && mx__shp_concrete(&o->shape, out_dims)) {
+  if (in->sv && in->sv_len >= 0 && mx__shp_concrete(&in->shape, in_dims) &&
+      mx__shp_concrete(&o->shape, out_dims)) {
     strides_of(in_dims, rank, strides);
     mx__shp_sv_strided(ctx, 0, in->sv, in->sv_len, rank, out_dims, 0, strides, in_dims);
   }
@@ -380,6 +417,12 @@ static mx_status tile_infer(mx_infer_ctx *ctx) {
 }
 
 const mx_op_def mx__op_tile = {
-    .name = "Tile", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .value_inputs = 1u << 1, .attrs = no_attrs, .infer = tile_infer,
+    .name = "Tile",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = 1u << 1,
+    .attrs = no_attrs,
+    .infer = tile_infer,
 };

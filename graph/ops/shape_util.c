@@ -111,13 +111,13 @@ void mx__shp_pass(mx_infer_ctx *ctx, uint32_t i, uint32_t j) {
   ctx->out[i].shape = ctx->in[j].shape;
 }
 
-bool mx__shp_sv_strided(mx_infer_ctx *ctx, uint32_t out, const mx_dim *in_sv, int32_t in_len,
-                        int32_t rank, const int64_t *out_dims, int64_t base, const int64_t *strides,
-                        const int64_t *mods) {
+bool mx__shp_sv_strided(mx_infer_ctx *ctx, uint32_t out, const mx_dim *in_sv, int32_t in_len, int32_t rank,
+                        const int64_t *out_dims, int64_t base, const int64_t *strides, const int64_t *mods) {
   int64_t total = 1;
   for (int32_t k = 0; k < rank; k++) {
     if (out_dims[k] < 0 || (mods && mods[k] <= 0 && out_dims[k] > 0)) return false;
-    if (out_dims[k] > 0 && total > MX_SV_MAX / out_dims[k]) return false; /* also keeps total from overflowing */
+    if (out_dims[k] > 0 && total > MX_SV_MAX / out_dims[k])
+      return false; /* also keeps total from overflowing */
     total *= out_dims[k];
   }
   mx_dim *dst = mx__infer_out_sv(ctx, out);
@@ -184,7 +184,8 @@ mx_status mx__shp_rank_of_length(mx_infer_ctx *ctx, uint32_t i, int32_t *rank) {
   const mx_shape *s = &ctx->in[i].shape;
   *rank = MX_RANK_UNKNOWN;
   if (s->rank == MX_RANK_UNKNOWN) return MX_OK;
-  if (s->rank != 1) return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u must be 1-D, not rank %d", i, (int)s->rank);
+  if (s->rank != 1)
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input %u must be 1-D, not rank %d", i, (int)s->rank);
   if (!mx_dim_is_concrete(s->dims[0])) return MX_OK;
   if (s->dims[0] > MX_MAX_RANK)
     return mx__infer_fail(ctx, MX_ERR_LIMIT, "input %u asks for rank %lld; mixrt supports up to %d", i,

@@ -40,8 +40,13 @@ static mx_status concat_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_string_concat = {
-    .name = "StringConcat", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .attrs = no_attrs, .infer = concat_infer,
+    .name = "StringConcat",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = no_attrs,
+    .infer = concat_infer,
 };
 
 /* --- StringSplit ------------------------------------------------------------------------------ */
@@ -104,9 +109,17 @@ static mx_status split_upper_bound(mx_infer_ctx *ctx, uint32_t index, mx_shape *
 }
 
 static const mx_op_def op_string_split = {
-    .name = "StringSplit", .min_inputs = 1, .max_inputs = 1, .min_outputs = 2, .max_outputs = 2,
-    .flags = MX_OP_DATA_DEPENDENT, .value_inputs = 1u << 0, .attrs = split_attrs,
-    .params_size = sizeof(mx_string_split_params), .parse = split_parse, .infer = split_infer,
+    .name = "StringSplit",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 2,
+    .max_outputs = 2,
+    .flags = MX_OP_DATA_DEPENDENT,
+    .value_inputs = 1u << 0,
+    .attrs = split_attrs,
+    .params_size = sizeof(mx_string_split_params),
+    .parse = split_parse,
+    .infer = split_infer,
     .upper_bound = split_upper_bound,
 };
 
@@ -126,10 +139,14 @@ static mx_status normalizer_parse(const mx_parse_ctx *pc, void *params) {
   char action[16];
   if (mx__parse_string(pc, "case_change_action", action, sizeof action) != MX_OK)
     return mx__parse_fail(pc, "case_change_action is not 'LOWER', 'UPPER' or 'NONE'");
-  if (strcmp(action, "LOWER") == 0) p->case_change = MX_CASE_LOWER;
-  else if (strcmp(action, "UPPER") == 0) p->case_change = MX_CASE_UPPER;
-  else if (strcmp(action, "NONE") == 0) p->case_change = MX_CASE_NONE;
-  else return mx__parse_fail(pc, "case_change_action '%s' is not 'LOWER', 'UPPER' or 'NONE'", action);
+  if (strcmp(action, "LOWER") == 0)
+    p->case_change = MX_CASE_LOWER;
+  else if (strcmp(action, "UPPER") == 0)
+    p->case_change = MX_CASE_UPPER;
+  else if (strcmp(action, "NONE") == 0)
+    p->case_change = MX_CASE_NONE;
+  else
+    return mx__parse_fail(pc, "case_change_action '%s' is not 'LOWER', 'UPPER' or 'NONE'", action);
   p->case_sensitive = mx__parse_int(pc, "is_case_sensitive") != 0;
   const mx_attr *sw = mx__parse_attr(pc, "stopwords");
   size_t used = 0;
@@ -174,10 +191,18 @@ static mx_status normalizer_upper_bound(mx_infer_ctx *ctx, uint32_t index, mx_sh
 }
 
 static const mx_op_def op_string_normalizer = {
-    .name = "StringNormalizer", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_DATA_DEPENDENT, .value_inputs = 1u << 0, .attrs = normalizer_attrs,
-    .params_size = sizeof(mx_string_normalizer_params), .parse = normalizer_parse,
-    .infer = normalizer_infer, .upper_bound = normalizer_upper_bound,
+    .name = "StringNormalizer",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_DATA_DEPENDENT,
+    .value_inputs = 1u << 0,
+    .attrs = normalizer_attrs,
+    .params_size = sizeof(mx_string_normalizer_params),
+    .parse = normalizer_parse,
+    .infer = normalizer_infer,
+    .upper_bound = normalizer_upper_bound,
 };
 
 /* --- RegexFullMatch --------------------------------------------------------------------------- */
@@ -207,8 +232,14 @@ static mx_status regex_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_regex_full_match = {
-    .name = "RegexFullMatch", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .attrs = regex_attrs, .params_size = sizeof(mx_regex_params), .parse = regex_parse,
+    .name = "RegexFullMatch",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = regex_attrs,
+    .params_size = sizeof(mx_regex_params),
+    .parse = regex_parse,
     .infer = regex_infer,
 };
 

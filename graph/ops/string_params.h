@@ -5,8 +5,8 @@
 
 #include <stdint.h>
 
-#define MX_STRING_ATTR_MAX 256   /* bytes of a delimiter or pattern, NUL included */
-#define MX_STOPWORDS_BYTES 4096  /* every stopword, each NUL-terminated, one after the other */
+#define MX_STRING_ATTR_MAX 256  /* bytes of a delimiter or pattern, NUL included */
+#define MX_STOPWORDS_BYTES 4096 /* every stopword, each NUL-terminated, one after the other */
 
 typedef struct mx_string_split_params {
   char delimiter[MX_STRING_ATTR_MAX]; /* "" splits at runs of whitespace */
@@ -16,8 +16,8 @@ typedef struct mx_string_split_params {
 enum { MX_CASE_NONE = 0, MX_CASE_LOWER = 1, MX_CASE_UPPER = 2 };
 
 typedef struct mx_string_normalizer_params {
-  int32_t case_change;                /* MX_CASE_* */
-  int32_t case_sensitive;             /* stopwords compare exactly (1) or ignoring ASCII case (0) */
+  int32_t case_change;    /* MX_CASE_* */
+  int32_t case_sensitive; /* stopwords compare exactly (1) or ignoring ASCII case (0) */
   int32_t n_stopwords;
   int32_t reserved;                   /* always 0 */
   char stopwords[MX_STOPWORDS_BYTES]; /* n_stopwords NUL-terminated words */

@@ -13,7 +13,7 @@
 typedef struct mx_splitter {
   const char *s;
   size_t len, pos;
-  int64_t splits;  /* splits made so far */
+  int64_t splits; /* splits made so far */
   bool finished;
 } mx_splitter;
 
@@ -31,7 +31,8 @@ static inline bool mx__split_next(mx_splitter *w, const char *delim, int64_t max
     while (w->pos < w->len && mx__split_space(w->s[w->pos])) w->pos++;
     if (w->pos >= w->len) return (w->finished = true, false);
     size_t e = w->pos;
-    if (last) e = w->len;
+    if (last)
+      e = w->len;
     else
       while (e < w->len && !mx__split_space(w->s[e])) e++;
     *start = w->pos;

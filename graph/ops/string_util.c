@@ -52,14 +52,19 @@ static bool translate_bracket(const char *p, size_t *i, char *out, size_t cap, s
     if (p[k] == '\\' && p[k + 1]) {
       char e = p[k + 1];
       k += 2;
-      if (e == 'd') piece = "[:digit:]";
-      else if (e == 's') piece = "[:space:]";
-      else if (e == 'w') piece = "[:alnum:]_";
+      if (e == 'd')
+        piece = "[:digit:]";
+      else if (e == 's')
+        piece = "[:space:]";
+      else if (e == 'w')
+        piece = "[:alnum:]_";
       else if (e == 'D' || e == 'S' || e == 'W') {
         snprintf(why, why_size, "\\%c inside brackets", e);
         return false;
-      } else if (e == 'n') piece = "\n";
-      else if (e == 't') piece = "\t";
+      } else if (e == 'n')
+        piece = "\n";
+      else if (e == 't')
+        piece = "\t";
       else if (e == '-') {
         dash = true;
         continue;
@@ -129,13 +134,20 @@ static bool translate(const char *p, char *out, size_t cap, char *why, size_t wh
     } else if (c == '\\' && p[i + 1]) {
       char e = p[i + 1];
       i += 2;
-      if (e == 'd') piece = "[[:digit:]]";
-      else if (e == 'D') piece = "[^[:digit:]]";
-      else if (e == 's') piece = "[[:space:]]";
-      else if (e == 'S') piece = "[^[:space:]]";
-      else if (e == 'n') piece = "\n";
-      else if (e == 't') piece = "\t";
-      else if (e == 'w' || e == 'W' || e == 'b' || e == 'B' || e == '<' || e == '>' || !isalnum((unsigned char)e)) {
+      if (e == 'd')
+        piece = "[[:digit:]]";
+      else if (e == 'D')
+        piece = "[^[:digit:]]";
+      else if (e == 's')
+        piece = "[[:space:]]";
+      else if (e == 'S')
+        piece = "[^[:space:]]";
+      else if (e == 'n')
+        piece = "\n";
+      else if (e == 't')
+        piece = "\t";
+      else if (e == 'w' || e == 'W' || e == 'b' || e == 'B' || e == '<' || e == '>' ||
+               !isalnum((unsigned char)e)) {
         one[0] = '\\';
         one[1] = e;
         piece = one;

@@ -78,9 +78,16 @@ static mx_status onehot_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def onehot_def = {
-    .name = "OneHot", .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .value_inputs = 1u << 1, .attrs = onehot_attrs, .params_size = sizeof(mx_onehot_params),
-    .parse = onehot_parse, .infer = onehot_infer,
+    .name = "OneHot",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .value_inputs = 1u << 1,
+    .attrs = onehot_attrs,
+    .params_size = sizeof(mx_onehot_params),
+    .parse = onehot_parse,
+    .infer = onehot_infer,
 };
 
 /* --- Compress --------------------------------------------------------------------------------- */
@@ -161,9 +168,17 @@ static mx_status compress_upper_bound(mx_infer_ctx *ctx, uint32_t index, mx_shap
 }
 
 static const mx_op_def compress_def = {
-    .name = "Compress", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_DATA_DEPENDENT, .value_inputs = 1u << 1, .attrs = compress_attrs,
-    .params_size = sizeof(mx_axis_opt_params), .parse = axis_opt_parse, .infer = compress_infer,
+    .name = "Compress",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_DATA_DEPENDENT,
+    .value_inputs = 1u << 1,
+    .attrs = compress_attrs,
+    .params_size = sizeof(mx_axis_opt_params),
+    .parse = axis_opt_parse,
+    .infer = compress_infer,
     .upper_bound = compress_upper_bound,
 };
 
@@ -235,9 +250,17 @@ static mx_status unique_upper_bound(mx_infer_ctx *ctx, uint32_t index, mx_shape 
 }
 
 static const mx_op_def unique_def = {
-    .name = "Unique", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 4,
-    .flags = MX_OP_DATA_DEPENDENT, .attrs = axis_opt_attrs, .params_size = sizeof(mx_axis_opt_params),
-    .parse = axis_opt_parse, .infer = unique_infer, .upper_bound = unique_upper_bound,
+    .name = "Unique",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 4,
+    .flags = MX_OP_DATA_DEPENDENT,
+    .attrs = axis_opt_attrs,
+    .params_size = sizeof(mx_axis_opt_params),
+    .parse = axis_opt_parse,
+    .infer = unique_infer,
+    .upper_bound = unique_upper_bound,
 };
 
 /* --- Scatter / ScatterElements ---------------------------------------------------------------- */
@@ -294,14 +317,26 @@ static mx_status scatter_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def scatter_def = {
-    .name = "Scatter", .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .attrs = scatter_attrs, .params_size = sizeof(mx_scatter_elements_params), .parse = scatter_parse,
+    .name = "Scatter",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = scatter_attrs,
+    .params_size = sizeof(mx_scatter_elements_params),
+    .parse = scatter_parse,
     .infer = scatter_infer,
 };
 
 static const mx_op_def scatter_elements_def = {
-    .name = "ScatterElements", .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .attrs = scatter_attrs, .params_size = sizeof(mx_scatter_elements_params), .parse = scatter_parse,
+    .name = "ScatterElements",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = scatter_attrs,
+    .params_size = sizeof(mx_scatter_elements_params),
+    .parse = scatter_parse,
     .infer = scatter_infer,
 };
 
@@ -337,9 +372,16 @@ static mx_status eyelike_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def eyelike_def = {
-    .name = "EyeLike", .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
-    .flags = MX_OP_SHAPE_ONLY, .attrs = eyelike_attrs, .params_size = sizeof(mx_eyelike_params),
-    .parse = eyelike_parse, .infer = eyelike_infer,
+    .name = "EyeLike",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .flags = MX_OP_SHAPE_ONLY,
+    .attrs = eyelike_attrs,
+    .params_size = sizeof(mx_eyelike_params),
+    .parse = eyelike_parse,
+    .infer = eyelike_infer,
 };
 
 /* --- ReverseSequence -------------------------------------------------------------------------- */
@@ -382,9 +424,15 @@ static mx_status reverse_sequence_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def reverse_sequence_def = {
-    .name = "ReverseSequence", .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .attrs = reverse_sequence_attrs, .params_size = sizeof(mx_reverse_sequence_params),
-    .parse = reverse_sequence_parse, .infer = reverse_sequence_infer,
+    .name = "ReverseSequence",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = reverse_sequence_attrs,
+    .params_size = sizeof(mx_reverse_sequence_params),
+    .parse = reverse_sequence_parse,
+    .infer = reverse_sequence_infer,
 };
 
 /* --- TensorScatter ---------------------------------------------------------------------------- */
@@ -402,8 +450,10 @@ static mx_status tensor_scatter_parse(const mx_parse_ctx *pc, void *params) {
   char mode[16];
   mx_status st = mx__parse_string(pc, "mode", mode, sizeof mode);
   if (st != MX_OK) return st;
-  if (strcmp(mode, "circular") == 0) p->circular = 1;
-  else if (strcmp(mode, "linear") != 0) return mx__parse_fail(pc, "attribute mode: unknown value '%s'", mode);
+  if (strcmp(mode, "circular") == 0)
+    p->circular = 1;
+  else if (strcmp(mode, "linear") != 0)
+    return mx__parse_fail(pc, "attribute mode: unknown value '%s'", mode);
   return MX_OK;
 }
 
@@ -440,15 +490,20 @@ static mx_status tensor_scatter_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def tensor_scatter_def = {
-    .name = "TensorScatter", .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
-    .attrs = tensor_scatter_attrs, .params_size = sizeof(mx_tensor_scatter_params),
-    .parse = tensor_scatter_parse, .infer = tensor_scatter_infer,
+    .name = "TensorScatter",
+    .min_inputs = 2,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = tensor_scatter_attrs,
+    .params_size = sizeof(mx_tensor_scatter_params),
+    .parse = tensor_scatter_parse,
+    .infer = tensor_scatter_infer,
 };
 
 /* --- the group -------------------------------------------------------------------------------- */
 
 const mx_op_def *const mx__ops_tensor[] = {
-    &onehot_def, &compress_def, &unique_def, &scatter_def, &scatter_elements_def, &eyelike_def,
-    &reverse_sequence_def, &tensor_scatter_def,
-    NULL,
+    &onehot_def,  &compress_def,         &unique_def,         &scatter_def, &scatter_elements_def,
+    &eyelike_def, &reverse_sequence_def, &tensor_scatter_def, NULL,
 };

@@ -8,7 +8,6 @@
 #include "graph/ops/op.h"
 #include "graph/ops/training_params.h"
 
-
 static const mx_attr_spec adagrad_attrs[] = {
     {.name = "decay_factor", .type = MX_ATTR_FLOAT},
     {.name = "epsilon", .type = MX_ATTR_FLOAT, .def_f = 1e-6f},
@@ -71,8 +70,8 @@ static mx_status momentum_parse(const mx_parse_ctx *pc, void *params) {
   p->beta = mx__parse_float(pc, "beta");
   p->norm_coefficient = mx__parse_float(pc, "norm_coefficient");
   char mode[16];
-  if (mx__parse_string(pc, "mode", mode, sizeof mode) != MX_OK || (strcmp(mode, "standard") != 0 &&
-                                                                   strcmp(mode, "nesterov") != 0))
+  if (mx__parse_string(pc, "mode", mode, sizeof mode) != MX_OK ||
+      (strcmp(mode, "standard") != 0 && strcmp(mode, "nesterov") != 0))
     return mx__parse_fail(pc, "mode is not 'standard' or 'nesterov'");
   p->nesterov = strcmp(mode, "nesterov") == 0;
   return parse_groups(pc, p, 3);
@@ -87,7 +86,8 @@ static mx_status optimizer_infer(mx_infer_ctx *ctx) {
     return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 (R) has dtype %s; it must be float32 or float64",
                           mx_dtype_name(r->dtype));
   if (t->dtype != MX_INT64)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 (T) has dtype %s; it must be int64", mx_dtype_name(t->dtype));
+    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 1 (T) has dtype %s; it must be int64",
+                          mx_dtype_name(t->dtype));
   for (uint32_t i = 0; i < 2; i++) {
     const mx_shape *s = &ctx->in[i].shape;
     if (s->rank > 1 || (s->rank == 1 && mx_dim_is_concrete(s->dims[0]) && s->dims[0] != 1))
@@ -97,8 +97,9 @@ static mx_status optimizer_infer(mx_infer_ctx *ctx) {
   for (uint32_t i = 2; i < ctx->n_in; i++) {
     const mx_value_info *v = &ctx->in[i];
     if (v->dtype != MX_FLOAT32 && v->dtype != MX_FLOAT64)
-      return mx__infer_fail(ctx, MX_ERR_DTYPE, "input %u has dtype %s; the optimized tensors must be float32 or float64",
-                            i, mx_dtype_name(v->dtype));
+      return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                            "input %u has dtype %s; the optimized tensors must be float32 or float64", i,
+                            mx_dtype_name(v->dtype));
     mx_status st = mx__infer_same_dtype(ctx, i, 2);
     if (st != MX_OK) return st;
     const mx_shape *xs = &ctx->in[2 + (i - 2) % n].shape, *vs = &v->shape;
@@ -123,21 +124,45 @@ static mx_status optimizer_infer(mx_infer_ctx *ctx) {
 }
 
 static const mx_op_def op_adagrad = {
-    .name = "Adagrad", .domain = "ai.onnx.preview.training", .min_inputs = 5, .max_inputs = MX_VARIADIC,
-    .min_outputs = 2, .max_outputs = MX_VARIADIC, .attrs = adagrad_attrs,
-    .params_size = sizeof(mx_optimizer_params), .parse = adagrad_parse, .infer = optimizer_infer,
+    .name = "Adagrad",
+    .domain = "ai.onnx.preview.training",
+    .min_inputs = 5,
+    .max_inputs = MX_VARIADIC,
+    .min_outputs = 2,
+    .max_outputs = MX_VARIADIC,
+    .attrs = adagrad_attrs,
+    .params_size = sizeof(mx_optimizer_params),
+    .parse = adagrad_parse,
+    .infer = optimizer_infer,
 };
 static const mx_op_def op_adam = {
-    .name = "Adam", .domain = "ai.onnx.preview.training", .min_inputs = 6, .max_inputs = MX_VARIADIC,
-    .min_outputs = 3, .max_outputs = MX_VARIADIC, .attrs = adam_attrs,
-    .params_size = sizeof(mx_optimizer_params), .parse = adam_parse, .infer = optimizer_infer,
+    .name = "Adam",
+    .domain = "ai.onnx.preview.training",
+    .min_inputs = 6,
+    .max_inputs = MX_VARIADIC,
+    .min_outputs = 3,
+    .max_outputs = MX_VARIADIC,
+    .attrs = adam_attrs,
+    .params_size = sizeof(mx_optimizer_params),
+    .parse = adam_parse,
+    .infer = optimizer_infer,
 };
 static const mx_op_def op_momentum = {
-    .name = "Momentum", .domain = "ai.onnx.preview.training", .min_inputs = 5, .max_inputs = MX_VARIADIC,
-    .min_outputs = 2, .max_outputs = MX_VARIADIC, .attrs = momentum_attrs,
-    .params_size = sizeof(mx_optimizer_params), .parse = momentum_parse, .infer = optimizer_infer,
+    .name = "Momentum",
+    .domain = "ai.onnx.preview.training",
+    .min_inputs = 5,
+    .max_inputs = MX_VARIADIC,
+    .min_outputs = 2,
+    .max_outputs = MX_VARIADIC,
+    .attrs = momentum_attrs,
+    .params_size = sizeof(mx_optimizer_params),
+    .parse = momentum_parse,
+    .infer = optimizer_infer,
 };
 
 const mx_op_def *const mx__ops_training[] = {
-    &op_adagrad, &op_adam, &op_momentum, NULL,
+    &op_adagrad,
+    &op_adam,
+    &op_momentum,
+    NULL,
 };

@@ -119,7 +119,8 @@ mx_status mx__graph_remove_dead(mx_graph *g, size_t *removed_nodes, size_t *remo
   bool changed = true;
   /* Values that subgraphs read by name have no consumer edge but are used. */
   uint8_t *captured = g->n_subgraphs ? mx__graph_captured(g) : NULL;
-  if (g->n_subgraphs && !captured) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory removing dead nodes");
+  if (g->n_subgraphs && !captured)
+    return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory removing dead nodes");
   while (changed) {
     changed = false;
     for (size_t i = g->n_nodes; i-- > 0;) {
@@ -166,8 +167,8 @@ mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *report) {
     st = mx_graph_infer(g);
   }
   if (st == MX_OK) {
-    mx__graph_log(g, MX_LOG_INFO, "optimize '%s': folded %zu nodes, removed %zu nodes and %zu values", g->name,
-                  r.folded_nodes, r.removed_nodes, r.removed_values);
+    mx__graph_log(g, MX_LOG_INFO, "optimize '%s': folded %zu nodes, removed %zu nodes and %zu values",
+                  g->name, r.folded_nodes, r.removed_nodes, r.removed_values);
   }
   if (report) *report = r;
   return st;

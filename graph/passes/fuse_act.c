@@ -37,7 +37,7 @@ static mx_value_id half_x_times(const mx_graph *g, mx_value_id a, mx_value_id x)
   }
   mx_node_id h = mx__rw_producer(g, o, "Mul");
   if (h != MX_NO_NODE && with_const(g, &g->nodes[h], 0.5) == x) return z; /* (x * 0.5) * a */
-  if (mx__rw_const_is(g, o, 0.5, TOL)) {                                     /* x * (a * 0.5) */
+  if (mx__rw_const_is(g, o, 0.5, TOL)) {                                  /* x * (a * 0.5) */
     mx_node_id m2 = sole_consumer(g, z, "Mul");
     if (m2 != MX_NO_NODE && mx__rw_other_input(&g->nodes[m2], z) == x) return g->nodes[m2].outputs[0];
   }
@@ -53,7 +53,8 @@ static mx_value_id gelu_around(const mx_graph *g, const mx_node *f, bool tanh_fo
       *x = g->nodes[d].inputs[0];
     else if ((d = mx__rw_producer(g, u, "Mul")) != MX_NO_NODE)
       *x = with_const(g, &g->nodes[d], 0.7071067811865476);
-    else return MX_NO_VALUE;
+    else
+      return MX_NO_VALUE;
   } else {
     /* u = 0.79788 * (x + 0.044715 * x^3) */
     mx_node_id m = mx__rw_producer(g, u, "Mul");
@@ -112,7 +113,8 @@ static mx_status run_silu(mx_graph *g, size_t *hits) {
   size_t n = g->n_nodes;
   for (size_t i = 0; i < n; i++) {
     const mx_node *nd = &g->nodes[i];
-    if ((nd->flags & MX_NODE_DEAD) || nd->domain[0] || strcmp(nd->op_type, "Mul") != 0 || nd->n_inputs != 2) continue;
+    if ((nd->flags & MX_NODE_DEAD) || nd->domain[0] || strcmp(nd->op_type, "Mul") != 0 || nd->n_inputs != 2)
+      continue;
     mx_value_id x = MX_NO_VALUE, y = nd->outputs[0];
     for (int k = 0; k < 2 && x == MX_NO_VALUE; k++) {
       mx_node_id s = mx__rw_producer(g, nd->inputs[1 - k], "Sigmoid");

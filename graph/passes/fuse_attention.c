@@ -61,12 +61,12 @@ static bool cache_concat(const mx_graph *g, mx_value_id k, mx_value_id *past, mx
 typedef struct attn_match {
   mx_value_id q, k, v, mask, y;
   float scale;
-  int64_t k_perm[4]; /* K = Transpose(k, k_perm) */
+  int64_t k_perm[4];                 /* K = Transpose(k, k_perm) */
   mx_value_id where_cond, where_neg; /* Where(cond, ., neg) before an additive mask, or none */
   mx_value_id where_scores;          /* the scores that Where passes through */
   bool where_inverted;               /* Where(cond, neg, .): cond marks the keys left out */
   bool where_only;                   /* the Where is the whole mask (no additive mask after it) */
-  bool k_direct;     /* k_perm is the identity: k is K itself */
+  bool k_direct;                     /* k_perm is the identity: k is K itself */
 } attn_match;
 
 /* v = Where(cond, scores, very negative constant) (a causal mask, as GPT-2 exports write it):
@@ -85,7 +85,8 @@ static bool where_mask(const mx_graph *g, mx_value_id v, attn_match *m) {
   if (mx__rw_producer(g, sv, "Mul") == MX_NO_NODE && mx__rw_producer(g, sv, "Div") == MX_NO_NODE &&
       mx__rw_producer(g, sv, "MatMul") == MX_NO_NODE)
     return false;
-  if (shape_of(g, g->nodes[w].inputs[0])->rank > 4 || g->values[g->nodes[w].inputs[0]].dtype != MX_BOOL) return false;
+  if (shape_of(g, g->nodes[w].inputs[0])->rank > 4 || g->values[g->nodes[w].inputs[0]].dtype != MX_BOOL)
+    return false;
   m->where_cond = g->nodes[w].inputs[0];
   m->where_neg = g->nodes[w].inputs[ns];
   m->where_inverted = ns == 1;
@@ -144,7 +145,8 @@ static bool match_attention(const mx_graph *g, const mx_node *m2, attn_match *m)
   if (!tp || !tp->has_perm || tp->n_perm != 4) return false;
   /* K^T = Transpose(X, perm): K is X under perm with its last two entries swapped (exporters
    * fold the head split and the key transpose into one perm such as [0, 2, 3, 1]). */
-  m->k_perm[0] = tp->perm[0], m->k_perm[1] = tp->perm[1], m->k_perm[2] = tp->perm[3], m->k_perm[3] = tp->perm[2];
+  m->k_perm[0] = tp->perm[0], m->k_perm[1] = tp->perm[1], m->k_perm[2] = tp->perm[3],
+  m->k_perm[3] = tp->perm[2];
   m->k_direct = m->k_perm[0] == 0 && m->k_perm[1] == 1 && m->k_perm[2] == 2 && m->k_perm[3] == 3;
   m->q = g->nodes[m1].inputs[0];
   m->k = m->k_direct ? unrepeat(g, g->nodes[t].inputs[0]) : g->nodes[t].inputs[0];
@@ -157,13 +159,15 @@ static bool match_attention(const mx_graph *g, const mx_node *m2, attn_match *m)
   const mx_shape *ks = &kperm;
   if (qs->rank != 4 || vs->rank != 4) return false;
   if (!mx_dim_is_concrete(qs->dims[1]) || !mx_dim_is_concrete(ks->dims[1]) || ks->dims[1] < 1 ||
-      qs->dims[1] % ks->dims[1] || ks->dims[1] != vs->dims[1] || qs->dims[3] != ks->dims[3] || ks->dims[2] != vs->dims[2])
+      qs->dims[1] % ks->dims[1] || ks->dims[1] != vs->dims[1] || qs->dims[3] != ks->dims[3] ||
+      ks->dims[2] != vs->dims[2])
     return false;
   mx_dtype dt = g->values[m->q].dtype;
   if (dt != MX_FLOAT32 || g->values[m->k].dtype != dt || g->values[m->v].dtype != dt) return false;
   if (m->mask != MX_NO_VALUE) {
     mx_dtype mt = g->values[m->mask].dtype;
-    if ((mt != dt && mt != MX_BOOL) || shape_of(g, m->mask)->rank < 1 || shape_of(g, m->mask)->rank > 4) return false;
+    if ((mt != dt && mt != MX_BOOL) || shape_of(g, m->mask)->rank < 1 || shape_of(g, m->mask)->rank > 4)
+      return false;
   }
   return true;
 }
@@ -182,8 +186,8 @@ static bool reaches(const mx_graph *g, mx_value_id v, mx_node_id target, uint8_t
 
 /* Whether any of the values ins[0..n) is computed from the producer of k or of v (then the
  * cache Concats cannot become outputs of a node reading them). */
-static mx_status reads_cache(const mx_graph *g, const mx_value_id *ins, size_t n, mx_value_id k, mx_value_id v,
-                             bool *out) {
+static mx_status reads_cache(const mx_graph *g, const mx_value_id *ins, size_t n, mx_value_id k,
+                             mx_value_id v, bool *out) {
   uint8_t *seen = calloc(g->n_nodes + 1, 1);
   if (!seen) return MX_ERR_OUT_OF_MEMORY;
   *out = false;
@@ -209,13 +213,16 @@ static mx_status run_attention(mx_graph *g, size_t *hits) {
     if (m.where_only && m.where_inverted) {
       /* The op's boolean mask marks the keys taken: the negation of Where's condition. */
       mx_node_id nn = mx__rw_producer(g, m.where_cond, "Not");
-      if (nn != MX_NO_NODE) m.mask = g->nodes[nn].inputs[0];
-      else if ((st = mx_graph_add_op(g, "Not", &m.where_cond, 1, NULL, 0, &m.mask)) != MX_OK) return st;
+      if (nn != MX_NO_NODE)
+        m.mask = g->nodes[nn].inputs[0];
+      else if ((st = mx_graph_add_op(g, "Not", &m.where_cond, 1, NULL, 0, &m.mask)) != MX_OK)
+        return st;
     } else if (m.where_cond != MX_NO_VALUE && !m.where_only) {
       /* Where(c, s, neg) + am == s + Where(c, am, neg + am): one additive mask (operands of the
        * Where swapped when it is inverted). */
       mx_value_id t, wm;
-      if ((st = mx_graph_add_op(g, "Add", (mx_value_id[]){m.where_neg, m.mask}, 2, NULL, 0, &t)) != MX_OK) return st;
+      if ((st = mx_graph_add_op(g, "Add", (mx_value_id[]){m.where_neg, m.mask}, 2, NULL, 0, &t)) != MX_OK)
+        return st;
       mx_value_id w3[3] = {m.where_cond, m.where_inverted ? t : m.mask, m.where_inverted ? m.mask : t};
       if ((st = mx_graph_add_op(g, "Where", w3, 3, NULL, 0, &wm)) != MX_OK) return st;
       m.mask = wm;
@@ -223,14 +230,15 @@ static mx_status run_attention(mx_graph *g, size_t *hits) {
     if (!m.k_direct) {
       /* K in [B, H, T, D] order, from the value the score transpose read. */
       mx_attr pa = mx_attr_ints("perm", m.k_perm, 4);
-      mx_node_desc d = {.op_type = "Transpose", .inputs = &m.k, .n_inputs = 1, .attrs = &pa, .n_attrs = 1, .n_outputs = 1};
+      mx_node_desc d = {
+          .op_type = "Transpose", .inputs = &m.k, .n_inputs = 1, .attrs = &pa, .n_attrs = 1, .n_outputs = 1};
       mx_value_id kt;
       if ((st = mx_graph_add_node(g, &d, &kt)) != MX_OK) return st;
       g->values[kt].dtype = g->values[m.k].dtype;
       m.k = kt;
     }
-    bool cache = cache_concat(g, m.k, &pk, &nk) && cache_concat(g, m.v, &pv, &nv) && shape_of(g, nk)->rank == 4 &&
-                 shape_of(g, nv)->rank == 4;
+    bool cache = cache_concat(g, m.k, &pk, &nk) && cache_concat(g, m.v, &pv, &nv) &&
+                 shape_of(g, nk)->rank == 4 && shape_of(g, nv)->rank == 4;
     if (cache) {
       bool cyc;
       mx_value_id ins[6] = {m.q, nk, nv, m.mask, pk, pv};
@@ -254,8 +262,9 @@ static mx_status run_attention(mx_graph *g, size_t *hits) {
 
 const mx__rw_rule mx__rule_attention = {
     .name = "attention",
-    .what = "MatMul / scale / (+mask | Where) / Softmax / MatMul over 4-D heads into Attention (cache Concats "
-            "into past/present)",
+    .what =
+        "MatMul / scale / (+mask | Where) / Softmax / MatMul over 4-D heads into Attention (cache Concats "
+        "into past/present)",
     .by_default = true,
     .run = run_attention,
 };
@@ -263,18 +272,23 @@ const mx__rw_rule mx__rule_attention = {
 /* --- rotary ------------------------------------------------------------------------------------- */
 
 /* Slice of x over its last axis from `from` to `to` (to may be any end past the dim). */
-static bool last_axis_slice(const mx_graph *g, mx_value_id v, mx_value_id x, int64_t from, int64_t to, int64_t dim) {
+static bool last_axis_slice(const mx_graph *g, mx_value_id v, mx_value_id x, int64_t from, int64_t to,
+                            int64_t dim) {
   mx_node_id s = mx__rw_producer(g, v, "Slice");
   if (s == MX_NO_NODE) return false;
   const mx_node *n = &g->nodes[s];
   if (n->inputs[0] != x || n->n_inputs < 4) return false;
-  const mx_tensor *st = g->values[n->inputs[1]].data, *en = g->values[n->inputs[2]].data, *ax = g->values[n->inputs[3]].data;
-  if (!st || !en || !ax || st->dtype != MX_INT64 || en->dtype != MX_INT64 || ax->dtype != MX_INT64) return false;
+  const mx_tensor *st = g->values[n->inputs[1]].data, *en = g->values[n->inputs[2]].data,
+                  *ax = g->values[n->inputs[3]].data;
+  if (!st || !en || !ax || st->dtype != MX_INT64 || en->dtype != MX_INT64 || ax->dtype != MX_INT64)
+    return false;
   int64_t cnt;
   if (!mx_tensor_numel(st, &cnt) || cnt != 1) return false;
-  if (n->n_inputs > 4 && n->inputs[4] != MX_NO_VALUE && !mx__rw_const_is(g, n->inputs[4], 1.0, 0.0)) return false;
+  if (n->n_inputs > 4 && n->inputs[4] != MX_NO_VALUE && !mx__rw_const_is(g, n->inputs[4], 1.0, 0.0))
+    return false;
   int32_t rank = shape_of(g, x)->rank;
-  int64_t a = ((const int64_t *)ax->data)[0], b0 = ((const int64_t *)st->data)[0], e0 = ((const int64_t *)en->data)[0];
+  int64_t a = ((const int64_t *)ax->data)[0], b0 = ((const int64_t *)st->data)[0],
+          e0 = ((const int64_t *)en->data)[0];
   if (a != -1 && a != rank - 1) return false;
   if (b0 != from) return false;
   return to >= dim ? e0 >= dim : e0 == to;
@@ -285,7 +299,8 @@ static bool gathered_table(const mx_graph *g, mx_value_id v, mx_value_id *table,
   mx_node_id u = mx__rw_producer(g, v, "Unsqueeze");
   if (u == MX_NO_NODE || g->nodes[u].n_inputs != 2) return false;
   const mx_tensor *ax = g->values[g->nodes[u].inputs[1]].data;
-  if (!ax || ax->dtype != MX_INT64 || ax->rank != 1 || ax->dims[0] != 1 || ((const int64_t *)ax->data)[0] != 1)
+  if (!ax || ax->dtype != MX_INT64 || ax->rank != 1 || ax->dims[0] != 1 ||
+      ((const int64_t *)ax->data)[0] != 1)
     return false;
   mx_node_id ga = mx__rw_producer(g, g->nodes[u].inputs[0], "Gather");
   if (ga == MX_NO_NODE) return false;
@@ -353,7 +368,8 @@ static bool rotate_half_of(const mx_graph *g, mx_value_id rot, mx_value_id *x) {
   if (xs->rank != 4 || !mx_dim_is_concrete(xs->dims[3]) || xs->dims[3] % 2) return false;
   if (cp->axis != -1 && cp->axis != 3) return false;
   int64_t D = xs->dims[3], h = D / 2;
-  return last_axis_slice(g, g->nodes[ng].inputs[0], *x, h, D, D) && last_axis_slice(g, g->nodes[c].inputs[1], *x, 0, h, D);
+  return last_axis_slice(g, g->nodes[ng].inputs[0], *x, h, D, D) &&
+         last_axis_slice(g, g->nodes[c].inputs[1], *x, 0, h, D);
 }
 
 static mx_status run_rotary(mx_graph *g, size_t *hits) {
@@ -361,31 +377,42 @@ static mx_status run_rotary(mx_graph *g, size_t *hits) {
   size_t n = g->n_nodes;
   for (size_t i = 0; i < n; i++) {
     const mx_node *nd = &g->nodes[i];
-    if ((nd->flags & MX_NODE_DEAD) || nd->domain[0] || strcmp(nd->op_type, "Add") != 0 || nd->n_inputs != 2) continue;
+    if ((nd->flags & MX_NODE_DEAD) || nd->domain[0] || strcmp(nd->op_type, "Add") != 0 || nd->n_inputs != 2)
+      continue;
     mx_value_id y = nd->outputs[0];
     for (int order = 0; order < 2; order++) {
       mx_value_id a0, a1, b0, b1, x = MX_NO_VALUE, cosv = MX_NO_VALUE, sinv = MX_NO_VALUE, rot = MX_NO_VALUE;
-      if (!mul_with(g, nd->inputs[order], &a0, &a1) || !mul_with(g, nd->inputs[1 - order], &b0, &b1)) continue;
+      if (!mul_with(g, nd->inputs[order], &a0, &a1) || !mul_with(g, nd->inputs[1 - order], &b0, &b1))
+        continue;
       /* Second product: rotate_half(x) * sin in either order. */
       mx_value_id xr;
-      if (rotate_half_of(g, b0, &xr)) rot = b0, sinv = b1;
-      else if (rotate_half_of(g, b1, &xr)) rot = b1, sinv = b0;
-      else continue;
-      if (a0 == xr) x = a0, cosv = a1;
-      else if (a1 == xr) x = a1, cosv = a0;
-      else continue;
+      if (rotate_half_of(g, b0, &xr))
+        rot = b0, sinv = b1;
+      else if (rotate_half_of(g, b1, &xr))
+        rot = b1, sinv = b0;
+      else
+        continue;
+      if (a0 == xr)
+        x = a0, cosv = a1;
+      else if (a1 == xr)
+        x = a1, cosv = a0;
+      else
+        continue;
       (void)rot;
       mx_value_id ct, cpos, stbl, spos;
-      if (!gathered_table(g, cosv, &ct, &cpos) || !gathered_table(g, sinv, &stbl, &spos) || cpos != spos) continue;
+      if (!gathered_table(g, cosv, &ct, &cpos) || !gathered_table(g, sinv, &stbl, &spos) || cpos != spos)
+        continue;
       const mx_shape *xs = shape_of(g, x), *ps = shape_of(g, cpos);
       if (g->values[x].dtype != MX_FLOAT32 || g->values[ct].data->dims[1] != xs->dims[3] ||
-          g->values[stbl].data->dims[1] != xs->dims[3] || ps->dims[0] != xs->dims[0] || ps->dims[1] != xs->dims[2] ||
-          !mx__rw_same_shape(xs, shape_of(g, y)))
+          g->values[stbl].data->dims[1] != xs->dims[3] || ps->dims[0] != xs->dims[0] ||
+          ps->dims[1] != xs->dims[2] || !mx__rw_same_shape(xs, shape_of(g, y)))
         continue;
       mx_value_id hcos, hsin;
       mx_status st = half_table(g, &hc, ct, &hcos);
-      if (st == MX_OK && hcos != MX_NO_VALUE) st = half_table(g, &hc, stbl, &hsin);
-      else hsin = MX_NO_VALUE;
+      if (st == MX_OK && hcos != MX_NO_VALUE)
+        st = half_table(g, &hc, stbl, &hsin);
+      else
+        hsin = MX_NO_VALUE;
       if (st != MX_OK) return st;
       if (hcos == MX_NO_VALUE || hsin == MX_NO_VALUE) continue;
       mx_attr a = mx_attr_int("interleaved", 0);

@@ -17,8 +17,10 @@ static double get(const mx_tensor *t, int64_t i) {
   return t->dtype == MX_FLOAT64 ? ((const double *)t->data)[i] : ((const float *)t->data)[i];
 }
 static void put(mx_dtype dt, void *data, int64_t i, double v) {
-  if (dt == MX_FLOAT64) ((double *)data)[i] = v;
-  else ((float *)data)[i] = (float)v;
+  if (dt == MX_FLOAT64)
+    ((double *)data)[i] = v;
+  else
+    ((float *)data)[i] = (float)v;
 }
 
 /* A constant float32/float64 tensor of dtype dt read by v, or NULL. */
@@ -34,11 +36,13 @@ static int64_t numel(const mx_tensor *t) {
 }
 
 /* Channel scale s[c] and shift h[c] of the BatchNormalization: y = x * s + h. */
-static bool bn_affine(const mx_graph *g, const mx_node *bn, mx_dtype dt, int64_t channels, double *s, double *h) {
+static bool bn_affine(const mx_graph *g, const mx_node *bn, mx_dtype dt, int64_t channels, double *s,
+                      double *h) {
   const mx_tensor *sc = const_of(g, bn->inputs[1], dt), *b = const_of(g, bn->inputs[2], dt);
   const mx_tensor *m = const_of(g, bn->inputs[3], dt), *v = const_of(g, bn->inputs[4], dt);
   if (!sc || !b || !m || !v) return false;
-  if (numel(sc) != channels || numel(b) != channels || numel(m) != channels || numel(v) != channels) return false;
+  if (numel(sc) != channels || numel(b) != channels || numel(m) != channels || numel(v) != channels)
+    return false;
   const mx_batchnorm_params *p = bn->params;
   for (int64_t c = 0; c < channels; c++) {
     s[c] = get(sc, c) / sqrt(get(v, c) + (double)p->epsilon);
@@ -109,12 +113,14 @@ static mx_status fold_one(mx_graph *g, mx_node_id bn_id, bool *hit) {
   if (pid == MX_NO_NODE || !mx__rw_single_use(g, x)) return MX_OK;
   const mx_node *nd = &g->nodes[pid];
   bool gemm = !nd->domain[0] && strcmp(nd->op_type, "Gemm") == 0;
-  if (nd->domain[0] || (!gemm && strcmp(nd->op_type, "Conv") != 0 && strcmp(nd->op_type, "ConvTranspose") != 0))
+  if (nd->domain[0] ||
+      (!gemm && strcmp(nd->op_type, "Conv") != 0 && strcmp(nd->op_type, "ConvTranspose") != 0))
     return MX_OK;
   if (!nd->params || nd->n_outputs != 1) return MX_OK;
   /* A Conv or Gemm whose kernel applies a fused activation computes act(W x + b): BN does not
    * fold in. */
-  if (gemm ? ((const mx_gemm_params *)nd->params)->fused_act : ((const mx_conv_params *)nd->params)->fused_act)
+  if (gemm ? ((const mx_gemm_params *)nd->params)->fused_act
+           : ((const mx_conv_params *)nd->params)->fused_act)
     return MX_OK;
   mx_dtype dt = g->values[x].dtype;
   if (dt != MX_FLOAT32 && dt != MX_FLOAT64) return MX_OK;
@@ -163,7 +169,8 @@ static mx_status run_bn_fold(mx_graph *g, size_t *hits) {
   size_t n = g->n_nodes;
   for (size_t i = 0; i < n; i++) {
     const mx_node *nd = &g->nodes[i];
-    if ((nd->flags & MX_NODE_DEAD) || nd->domain[0] || strcmp(nd->op_type, "BatchNormalization") != 0) continue;
+    if ((nd->flags & MX_NODE_DEAD) || nd->domain[0] || strcmp(nd->op_type, "BatchNormalization") != 0)
+      continue;
     bool hit;
     mx_status st = fold_one(g, (mx_node_id)i, &hit);
     if (st != MX_OK) return st;

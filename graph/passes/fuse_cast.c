@@ -11,7 +11,9 @@ static bool is_cast(const mx_node *n) {
   return !n->domain[0] && (strcmp(n->op_type, "Cast") == 0 || strcmp(n->op_type, "CastLike") == 0);
 }
 
-static bool is_signed_int(mx_dtype t) { return t == MX_INT8 || t == MX_INT16 || t == MX_INT32 || t == MX_INT64; }
+static bool is_signed_int(mx_dtype t) {
+  return t == MX_INT8 || t == MX_INT16 || t == MX_INT32 || t == MX_INT64;
+}
 static bool is_unsigned_int(mx_dtype t) {
   return t == MX_UINT8 || t == MX_UINT16 || t == MX_UINT32 || t == MX_UINT64;
 }
@@ -20,8 +22,9 @@ static int int_bits(mx_dtype t) { return (int)mx_dtype_size(t) * 8; }
 /* Whether every value of type `from` is exactly a value of type `to`. */
 static bool holds_exactly(mx_dtype from, mx_dtype to) {
   if (from == to) return true;
-  if (from == MX_BOOL) return is_signed_int(to) || is_unsigned_int(to) || to == MX_FLOAT16 || to == MX_BFLOAT16 ||
-                              to == MX_FLOAT32 || to == MX_FLOAT64;
+  if (from == MX_BOOL)
+    return is_signed_int(to) || is_unsigned_int(to) || to == MX_FLOAT16 || to == MX_BFLOAT16 ||
+           to == MX_FLOAT32 || to == MX_FLOAT64;
   if (from == MX_FLOAT16 || from == MX_BFLOAT16) return to == MX_FLOAT32 || to == MX_FLOAT64;
   if (from == MX_FLOAT32) return to == MX_FLOAT64;
   int mant = to == MX_FLOAT32 ? 24 : to == MX_FLOAT64 ? 53 : 0; /* integers a float holds exactly */

@@ -36,8 +36,10 @@ static bool activation_of(const mx_graph *g, const mx_node *n, const char **name
       if (a) lo = a->f;
       if (b) hi = b->f;
     } else {
-      if (n->n_inputs > 1 && n->inputs[1] != MX_NO_VALUE && !mx__rw_const_scalar(g, n->inputs[1], &lo)) return false;
-      if (n->n_inputs > 2 && n->inputs[2] != MX_NO_VALUE && !mx__rw_const_scalar(g, n->inputs[2], &hi)) return false;
+      if (n->n_inputs > 1 && n->inputs[1] != MX_NO_VALUE && !mx__rw_const_scalar(g, n->inputs[1], &lo))
+        return false;
+      if (n->n_inputs > 2 && n->inputs[2] != MX_NO_VALUE && !mx__rw_const_scalar(g, n->inputs[2], &hi))
+        return false;
     }
     *name = "Clip";
     *alpha = (float)lo;
@@ -71,8 +73,8 @@ static mx_status fuse_one(mx_graph *g, mx_node_id cid, bool *hit) {
   const mx_node *conv = &g->nodes[cid];
   const mx_conv_params *p = conv->params;
   mx_value_id y = conv->outputs[0];
-  if (!p || p->fused_act || conv->n_inputs > 3 /* a residual: conv_residual's */ || g->values[y].dtype != MX_FLOAT32 ||
-      !mx__rw_single_use(g, y))
+  if (!p || p->fused_act || conv->n_inputs > 3 /* a residual: conv_residual's */ ||
+      g->values[y].dtype != MX_FLOAT32 || !mx__rw_single_use(g, y))
     return MX_OK;
   const mx_shape *ys = &g->values[y].shape;
   if (ys->rank < 3 || !mx_dim_is_concrete(ys->dims[1])) return MX_OK;
@@ -104,7 +106,8 @@ static mx_status fuse_one(mx_graph *g, mx_node_id cid, bool *hit) {
     }
   }
   mx_value_id nb = b;
-  if (has_add && (st = mx__rw_new_const(g, "conv_fused_bias", MX_FLOAT32, 1, &m, bias, &nb)) != MX_OK) goto done;
+  if (has_add && (st = mx__rw_new_const(g, "conv_fused_bias", MX_FLOAT32, 1, &m, bias, &nb)) != MX_OK)
+    goto done;
   mx_attr attrs[40];
   uint32_t na = 0;
   for (uint32_t k = 0; k < conv->n_attrs && na < 36; k++) attrs[na++] = conv->attrs[k];
@@ -134,7 +137,9 @@ static mx_status run_conv_act(mx_graph *g, size_t *hits) {
 
 const mx__rw_rule mx__rule_conv_act = {
     .name = "conv_act",
-    .what = "Conv [+ per-channel Add] + Relu / Clip / HardSigmoid / HardSwish / Sigmoid / SiLU into one Conv kernel",
+    .what =
+        "Conv [+ per-channel Add] + Relu / Clip / HardSigmoid / HardSwish / Sigmoid / SiLU into one Conv "
+        "kernel",
     .by_default = true,
     .run = run_conv_act,
 };

@@ -25,7 +25,8 @@ static const char *const act_names[] = {"", "Relu", "Gelu", "GeluTanh", "SiLU", 
 /* Rebuilds MatMul node `mm` with inputs ins[0..n_ins) and params p, as the producer of `out`
  * (the MatMul's own output, or the last node of a pattern that ends after it). Attributes other
  * than the mixrt_* ones are none for an ONNX MatMul, so the new node carries exactly p. */
-static mx_status rebuild(mx_graph *g, mx_value_id out, const mx_value_id *ins, size_t n_ins, const mx_matmul_params *p) {
+static mx_status rebuild(mx_graph *g, mx_value_id out, const mx_value_id *ins, size_t n_ins,
+                         const mx_matmul_params *p) {
   mx_attr attrs[4];
   size_t na = 0;
   if (p->trans_a) attrs[na++] = mx_attr_int("mixrt_trans_a", 1);
@@ -64,8 +65,10 @@ static mx_status run_matmul_transpose(mx_graph *g, size_t *hits) {
       if (t == MX_NO_NODE || !swaps_last_two(g, &g->nodes[t])) continue;
       /* A flag already set and a Transpose cancel: the flag goes back to 0. */
       ins[k] = g->nodes[t].inputs[0];
-      if (k == 0) p.trans_a ^= 1;
-      else p.trans_b ^= 1;
+      if (k == 0)
+        p.trans_a ^= 1;
+      else
+        p.trans_b ^= 1;
       changed = true;
     }
     if (!changed) continue;
@@ -172,7 +175,8 @@ static mx_status fuse_gemm_act(mx_graph *g, mx_node_id gid, bool *hit) {
   const mx_node *gm = &g->nodes[gid];
   const mx_gemm_params *p = gm->params;
   mx_value_id y = gm->outputs[0];
-  if (p->fused_act || gm->n_outputs != 1 || !is_float(g->values[y].dtype) || !mx__rw_single_use(g, y)) return MX_OK;
+  if (p->fused_act || gm->n_outputs != 1 || !is_float(g->values[y].dtype) || !mx__rw_single_use(g, y))
+    return MX_OK;
   const mx_node *next = &g->nodes[g->values[y].consumers[0]];
   int32_t act = activation_of(next, y);
   if (act == MX_MATMUL_ACT_NONE || gm->n_attrs >= 15) return MX_OK;
@@ -211,7 +215,8 @@ const mx__rw_rule mx__rule_gemm_act = {
 
 const mx__rw_rule mx__rule_matmul_bias_act = {
     .name = "matmul_bias_act",
-    .what = "MatMul + Add(bias along the last axis) + Relu / Gelu / SiLU / Sigmoid / Tanh into one MatMul kernel",
+    .what =
+        "MatMul + Add(bias along the last axis) + Relu / Gelu / SiLU / Sigmoid / Tanh into one MatMul kernel",
     .by_default = true,
     .late = true,
     .run = run_matmul_bias_act,

@@ -113,7 +113,8 @@ static mx_status affine_step(mx_graph *g, mx_value_id x, int32_t first, const ch
     if (t->dims[k] != 1 && t->dims[k] != xd) return MX_OK;
     if (t->dims[k] != xd && xi >= xs->rank - nd) return MX_OK;
   }
-  mx_status st = mx__rw_new_const(g, op[0] == 'M' ? "norm_scale" : "norm_bias", t->dtype, nd, dims, t->data, param);
+  mx_status st =
+      mx__rw_new_const(g, op[0] == 'M' ? "norm_scale" : "norm_bias", t->dtype, nd, dims, t->data, param);
   if (st != MX_OK) return st;
   *y = g->nodes[c].outputs[0];
   *found = true;
@@ -137,8 +138,10 @@ static mx_status ones_like_tail(mx_graph *g, mx_value_id x, int32_t first, mx_va
   void *d = malloc((size_t)n * es + 1);
   if (!d) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory building a norm scale");
   for (int64_t i = 0; i < n; i++) {
-    if (dt == MX_FLOAT64) ((double *)d)[i] = 1.0;
-    else ((float *)d)[i] = 1.0f;
+    if (dt == MX_FLOAT64)
+      ((double *)d)[i] = 1.0;
+    else
+      ((float *)d)[i] = 1.0f;
   }
   mx_status st = mx__rw_new_const(g, "norm_scale", dt, nd, dims, d, out);
   free(d);
@@ -146,7 +149,9 @@ static mx_status ones_like_tail(mx_graph *g, mx_value_id x, int32_t first, mx_va
   return st;
 }
 
-static bool is_float(mx_dtype dt) { return dt == MX_FLOAT32 || dt == MX_FLOAT64 || dt == MX_FLOAT16 || dt == MX_BFLOAT16; }
+static bool is_float(mx_dtype dt) {
+  return dt == MX_FLOAT32 || dt == MX_FLOAT64 || dt == MX_FLOAT16 || dt == MX_BFLOAT16;
+}
 
 /* Finishes a match: optional Mul(gamma) then (LayerNormalization only) Add(beta), then the
  * fused node replaces the last value. */
@@ -155,7 +160,8 @@ static mx_status emit(mx_graph *g, const char *op, mx_value_id x, mx_value_id y,
   mx_value_id gamma = MX_NO_VALUE, beta = MX_NO_VALUE;
   bool found;
   mx_status st = affine_step(g, x, first, "Mul", &y, &gamma, &found);
-  if (st == MX_OK && strcmp(op, "LayerNormalization") == 0) st = affine_step(g, x, first, "Add", &y, &beta, &found);
+  if (st == MX_OK && strcmp(op, "LayerNormalization") == 0)
+    st = affine_step(g, x, first, "Add", &y, &beta, &found);
   if (st == MX_OK && gamma == MX_NO_VALUE) st = ones_like_tail(g, x, first, &gamma, &found);
   if (st != MX_OK || gamma == MX_NO_VALUE) return st;
   mx_value_id ins[3] = {x, gamma, beta};

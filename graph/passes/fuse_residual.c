@@ -62,7 +62,8 @@ static mx_status fuse_one(mx_graph *g, mx_node_id aid, bool *hit) {
   for (uint32_t k = 0; k < conv->n_attrs && na < 37; k++) attrs[na++] = conv->attrs[k];
   /* Always marked, so that other rules see a fused node, not a plain Conv. */
   attrs[na++] = mx_attr_string("mixrt_activation", relu ? "Relu" : "");
-  mx_value_id ins[4] = {conv->inputs[0], conv->inputs[1], conv->n_inputs > 2 ? conv->inputs[2] : MX_NO_VALUE, r};
+  mx_value_id ins[4] = {conv->inputs[0], conv->inputs[1], conv->n_inputs > 2 ? conv->inputs[2] : MX_NO_VALUE,
+                        r};
   mx_status st = mx__rw_replace(g, last, "Conv", ins, 4, attrs, na, NULL);
   if (st == MX_OK) *hit = true;
   return st;

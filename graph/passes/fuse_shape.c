@@ -21,7 +21,8 @@ static bool is_op(const mx_node *n, const char *op) { return !n->domain[0] && st
 
 /* Fills target[0..len) with the constant Reshape target of node n (input x, target value s);
  * false when the symbols do not allow one. */
-static bool reshape_target(mx_graph *g, const mx_node *n, const mx_value *x, const mx_value *s, int64_t *target) {
+static bool reshape_target(mx_graph *g, const mx_node *n, const mx_value *x, const mx_value *s,
+                           int64_t *target) {
   const mx_reshape_params *p = n->params;
   mx_symtab *syms = g->syms;
   int32_t len = s->sv_len, rx = x->shape.rank;
@@ -71,9 +72,12 @@ static bool expand_target(mx_graph *g, const mx_value *x, const mx_value *s, int
     int64_t v;
     int32_t i = k - (len - rx); /* the input dim aligned with entry k, if any */
     if (mx_dim_is_unknown(d)) return false;
-    if (mx_sym_const_value(g->syms, d, &v)) target[k] = v;
-    else if (i >= 0 && x->shape.dims[i] == d) target[k] = 1;
-    else return false;
+    if (mx_sym_const_value(g->syms, d, &v))
+      target[k] = v;
+    else if (i >= 0 && x->shape.dims[i] == d)
+      target[k] = 1;
+    else
+      return false;
   }
   return true;
 }
@@ -112,8 +116,8 @@ static mx_status run_shape_subgraph(mx_graph *g, size_t *hits) {
 /* Whether v is an integer tensor whose every element inference knows (concrete or symbolic). */
 static bool known_values(const mx_value *v) {
   if ((v->flags & (MX_VALUE_DEAD | MX_VALUE_CONST | MX_VALUE_INPUT | MX_VALUE_OUTPUT | MX_VALUE_OUTER)) ||
-      v->kind != MX_KIND_TENSOR || (v->dtype != MX_INT64 && v->dtype != MX_INT32) || v->sv_len < 0 || !v->sv ||
-      !v->n_consumers)
+      v->kind != MX_KIND_TENSOR || (v->dtype != MX_INT64 && v->dtype != MX_INT32) || v->sv_len < 0 ||
+      !v->sv || !v->n_consumers)
     return false;
   for (int32_t k = 0; k < v->sv_len; k++)
     if (mx_dim_is_unknown(v->sv[k])) return false;
@@ -167,7 +171,9 @@ static mx_status run_shape_cse(mx_graph *g, size_t *hits) {
 
 const mx__rw_rule mx__rule_shape_cse = {
     .name = "shape_cse",
-    .what = "integer values inference knows to be equal for every symbol value (per-layer shape computations) merged",
+    .what =
+        "integer values inference knows to be equal for every symbol value (per-layer shape computations) "
+        "merged",
     .by_default = true,
     .late = true,
     .run = run_shape_cse,
@@ -175,7 +181,9 @@ const mx__rw_rule mx__rule_shape_cse = {
 
 const mx__rw_rule mx__rule_shape_subgraph = {
     .name = "shape_subgraph",
-    .what = "Reshape / Expand targets computed from shapes replaced by constants that mean the same for every symbol value",
+    .what =
+        "Reshape / Expand targets computed from shapes replaced by constants that mean the same for every "
+        "symbol value",
     .by_default = true,
     .late = true,
     .run = run_shape_subgraph,

@@ -164,8 +164,9 @@ const mx__rw_rule mx__rule_reshape_chain = {
 
 /* Ops whose result is not a function of their inputs and attributes alone. */
 static bool is_impure(const mx_node *n) {
-  static const char *const impure[] = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-                                       "Multinomial",  "Bernoulli",     "Dropout",          NULL};
+  static const char *const impure[] = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+      "Multinomial",  "Bernoulli",     "Dropout",          NULL};
   if (n->domain[0]) return true;
   if (n->def && (n->def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND))) return true;
   for (size_t k = 0; impure[k]; k++)
@@ -192,18 +193,20 @@ static uint64_t node_hash(const mx_node *n) {
 static bool attr_equal(const mx_attr *a, const mx_attr *b) {
   if (strcmp(a->name, b->name) != 0 || a->type != b->type) return false;
   switch (a->type) {
-  case MX_ATTR_INT: return a->i == b->i;
-  case MX_ATTR_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
-  case MX_ATTR_STRING: return strcmp(a->s, b->s) == 0;
-  case MX_ATTR_INTS: return a->count == b->count && (!a->count || !memcmp(a->ints, b->ints, a->count * sizeof *a->ints));
-  case MX_ATTR_FLOATS:
-    return a->count == b->count && (!a->count || !memcmp(a->floats, b->floats, a->count * sizeof *a->floats));
-  case MX_ATTR_STRINGS:
-    if (a->count != b->count) return false;
-    for (size_t k = 0; k < a->count; k++)
-      if (strcmp(a->strings[k], b->strings[k]) != 0) return false;
-    return true;
-  default: return false; /* tensors, graphs, types: never merged */
+    case MX_ATTR_INT: return a->i == b->i;
+    case MX_ATTR_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
+    case MX_ATTR_STRING: return strcmp(a->s, b->s) == 0;
+    case MX_ATTR_INTS:
+      return a->count == b->count && (!a->count || !memcmp(a->ints, b->ints, a->count * sizeof *a->ints));
+    case MX_ATTR_FLOATS:
+      return a->count == b->count &&
+             (!a->count || !memcmp(a->floats, b->floats, a->count * sizeof *a->floats));
+    case MX_ATTR_STRINGS:
+      if (a->count != b->count) return false;
+      for (size_t k = 0; k < a->count; k++)
+        if (strcmp(a->strings[k], b->strings[k]) != 0) return false;
+      return true;
+    default: return false; /* tensors, graphs, types: never merged */
   }
 }
 
@@ -223,8 +226,8 @@ static bool nodes_equal(const mx_node *a, const mx_node *b) {
 /* A constant that merge_constants may merge: initializer-like, read, small. */
 static bool small_const(const mx_graph *g, size_t i, size_t *nb) {
   const mx_value *a = &g->values[i];
-  if ((a->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) || !(a->flags & MX_VALUE_CONST) || !a->data ||
-      a->producer != MX_NO_NODE || a->data->dtype == MX_STRING)
+  if ((a->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT | MX_VALUE_OUTER)) || !(a->flags & MX_VALUE_CONST) ||
+      !a->data || a->producer != MX_NO_NODE || a->data->dtype == MX_STRING)
     return false;
   return mx_tensor_nbytes(a->data, nb) && *nb <= 64;
 }
@@ -242,14 +245,16 @@ static mx_status merge_constants(mx_graph *g, size_t *hits) {
     size_t nb;
     if (!small_const(g, i, &nb)) continue;
     const mx_tensor *t = g->values[i].data;
-    uint64_t h = hash_bytes(mix(0xcbf29ce484222325ull, (uint64_t)t->dtype), t->dims, sizeof(int64_t) * (size_t)t->rank);
+    uint64_t h = hash_bytes(mix(0xcbf29ce484222325ull, (uint64_t)t->dtype), t->dims,
+                            sizeof(int64_t) * (size_t)t->rank);
     h = hash_bytes(mix(h, (uint64_t)t->rank), t->data, t->data ? nb : 0);
     size_t slot = (size_t)(h & (cap - 1));
     bool merged = false;
     for (; table[slot] != MX_NO_VALUE; slot = (slot + 1) & (cap - 1)) {
       const mx_tensor *o = g->values[table[slot]].data;
       if (o->dtype != t->dtype || o->rank != t->rank ||
-          memcmp(o->dims, t->dims, sizeof(int64_t) * (size_t)t->rank) != 0 || (nb && memcmp(o->data, t->data, nb) != 0))
+          memcmp(o->dims, t->dims, sizeof(int64_t) * (size_t)t->rank) != 0 ||
+          (nb && memcmp(o->data, t->data, nb) != 0))
         continue;
       /* A graph output keeps its own value; everything else reads the first copy. */
       if (g->values[i].n_consumers && !mx__rw_is_output(g, (mx_value_id)i)) {

@@ -57,8 +57,7 @@ mx_status mx__node_prepare(mx_graph *g, mx_node_id nid, mx_error *err) {
                       nd->name, nd->op_type, nd->domain[0] ? " (domain '" : "", nd->domain,
                       nd->domain[0] ? "')" : "");
   }
-  if (nd->n_inputs < def->min_inputs ||
-      (def->max_inputs != MX_VARIADIC && nd->n_inputs > def->max_inputs)) {
+  if (nd->n_inputs < def->min_inputs || (def->max_inputs != MX_VARIADIC && nd->n_inputs > def->max_inputs)) {
     char most[16] = "any number";
     if (def->max_inputs != MX_VARIADIC) snprintf(most, sizeof most, "%u", def->max_inputs);
     return mx__fail(err, MX_ERR_INVALID_GRAPH, "node '%s' (%s): %u inputs given, %u to %s allowed", nd->name,
@@ -121,8 +120,8 @@ mx_status mx__node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *syms, con
         out[0] = in[0];
         return MX_OK;
       }
-      return mx__fail(err, MX_ERR_DTYPE, "node '%s' (%s): input %u ('%s') is a %s, not a tensor",
-                      nd->name, nd->op_type, i, g->values[nd->inputs[i]].name,
+      return mx__fail(err, MX_ERR_DTYPE, "node '%s' (%s): input %u ('%s') is a %s, not a tensor", nd->name,
+                      nd->op_type, i, g->values[nd->inputs[i]].name,
                       in[i].kind == MX_KIND_SEQUENCE ? "sequence" : "optional");
     }
     if (in[i].present && in[i].dtype == MX_DTYPE_UNDEFINED && in[i].kind == MX_KIND_TENSOR)
@@ -154,8 +153,8 @@ mx_status mx__node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *syms, con
       return mx__fail(err, MX_ERR_INTERNAL, "node '%s' (%s): inference left output %u without a dtype",
                       nd->name, nd->op_type, i);
     if (out[i].shape.rank < MX_RANK_UNKNOWN || out[i].shape.rank > MX_MAX_RANK)
-      return mx__fail(err, MX_ERR_INTERNAL, "node '%s' (%s): inference gave output %u rank %d",
-                      nd->name, nd->op_type, i, (int)out[i].shape.rank);
+      return mx__fail(err, MX_ERR_INTERNAL, "node '%s' (%s): inference gave output %u rank %d", nd->name,
+                      nd->op_type, i, (int)out[i].shape.rank);
     if (out[i].sv_len > MX_SV_MAX) out[i].sv_len = -1;
     if (out[i].sv_len < 0) out[i].sv = NULL;
     for (int32_t k = out[i].shape.rank < 0 ? 0 : out[i].shape.rank; k < MX_MAX_RANK; k++)
@@ -173,7 +172,8 @@ mx_status mx__graph_infer_nodes(const mx_graph *g, const mx_node_id *order, size
   for (size_t i = 0; i < n_order; i++) {
     const mx_node *nd = &g->nodes[order[i]];
     if (!nd->def) {
-      st = mx__fail(err, MX_ERR_INVALID_GRAPH, "%s '%s': node '%s' was never prepared", what, g->name, nd->name);
+      st = mx__fail(err, MX_ERR_INVALID_GRAPH, "%s '%s': node '%s' was never prepared", what, g->name,
+                    nd->name);
       goto done;
     }
     if (nd->n_inputs > cap_in) {
@@ -228,7 +228,8 @@ static mx_status store_output(void *user, mx_value_id v, const mx_value_info *in
   val->sv_len = -1;
   if (info->sv && info->sv_len >= 0) {
     mx_dim *sv = mx__arena_array(&g->arena, info->sv_len ? (size_t)info->sv_len : 1, sizeof *sv, 8);
-    if (!sv) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory storing the value of '%s'", val->name);
+    if (!sv)
+      return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory storing the value of '%s'", val->name);
     memcpy(sv, info->sv, (size_t)info->sv_len * sizeof *sv);
     val->sv = sv;
     val->sv_len = info->sv_len;
@@ -240,7 +241,8 @@ mx_status mx_graph_validate(mx_graph *g) {
   if (!g) return MX_ERR_INVALID_ARGUMENT;
   for (size_t i = 0; i < g->n_outputs; i++)
     if (!mx__value_valid(g, g->outputs[i]))
-      return mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "graph '%s': output %zu refers to a removed value", g->name, i);
+      return mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "graph '%s': output %zu refers to a removed value",
+                            g->name, i);
   for (size_t n = 0; n < g->n_nodes; n++) {
     const mx_node *nd = &g->nodes[n];
     if (nd->flags & MX_NODE_DEAD) continue;
@@ -252,15 +254,17 @@ mx_status mx_graph_validate(mx_graph *g) {
                               nd->name, nd->op_type, i);
       const mx_value *val = &g->values[v];
       if (val->producer == MX_NO_NODE && !(val->flags & (MX_VALUE_INPUT | MX_VALUE_CONST | MX_VALUE_OUTER)))
-        return mx__graph_fail(g, MX_ERR_INVALID_GRAPH,
-                              "node '%s' (%s): input %u ('%s') is not produced by any node, input or constant",
-                              nd->name, nd->op_type, i, val->name);
+        return mx__graph_fail(
+            g, MX_ERR_INVALID_GRAPH,
+            "node '%s' (%s): input %u ('%s') is not produced by any node, input or constant", nd->name,
+            nd->op_type, i, val->name);
     }
   }
   for (size_t i = 0; i < g->n_outputs; i++) {
     const mx_value *val = &g->values[g->outputs[i]];
     if (val->producer == MX_NO_NODE && !(val->flags & (MX_VALUE_INPUT | MX_VALUE_CONST | MX_VALUE_OUTER)))
-      return mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "graph output '%s' is not produced by anything", val->name);
+      return mx__graph_fail(g, MX_ERR_INVALID_GRAPH, "graph output '%s' is not produced by anything",
+                            val->name);
   }
   const mx_node_id *order;
   size_t n_order;
@@ -291,8 +295,9 @@ mx_status mx_graph_infer(mx_graph *g) {
 
 mx_status mx_graph_bind_symbol(mx_graph *g, const char *name, int64_t value) {
   if (!g || !name) return MX_ERR_INVALID_ARGUMENT;
-  if (value < 0) return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "symbol '%s': value %lld is negative", name,
-                                       (long long)value);
+  if (value < 0)
+    return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "symbol '%s': value %lld is negative", name,
+                          (long long)value);
   mx_dim sym = mx_sym_lookup(g->syms, name);
   int64_t idx = mx_sym_symbol_index(g->syms, sym);
   if (idx < 0) return mx__graph_fail(g, MX_ERR_NOT_FOUND, "graph '%s' has no symbol '%s'", g->name, name);

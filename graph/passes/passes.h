@@ -15,13 +15,15 @@ MX_MUST_USE mx_status mx__node_prepare(mx_graph *g, mx_node_id n, mx_error *err)
  * out_sv must hold n_outputs * MX_SV_MAX entries. `syms` is the table used for arithmetic: the
  * graph's own at compile time; at run time (runtime = true) a caller-owned scratch table, since
  * the graph's table must not change while it is executing. Errors name the node. */
-MX_MUST_USE mx_status mx__node_infer(const mx_graph *g, mx_node_id n, mx_symtab *syms, const mx_value_info *in,
-                         mx_value_info *out, mx_dim *out_sv, bool runtime, mx_error *err);
+MX_MUST_USE mx_status mx__node_infer(const mx_graph *g, mx_node_id n, mx_symtab *syms,
+                                     const mx_value_info *in, mx_value_info *out, mx_dim *out_sv,
+                                     bool runtime, mx_error *err);
 
 /* mx__node_infer of a node whose op runs subgraphs (MX_OP_SUBGRAPH; graph/subgraph.c): infers
  * the subgraphs against the node's inputs and captured outer values, then the outputs. */
-MX_MUST_USE mx_status mx__subgraph_node_infer(const mx_graph *g, mx_node_id n, mx_symtab *syms, const mx_value_info *in,
-                                  mx_value_info *out, mx_dim *out_sv, bool runtime, mx_error *err);
+MX_MUST_USE mx_status mx__subgraph_node_infer(const mx_graph *g, mx_node_id n, mx_symtab *syms,
+                                              const mx_value_info *in, mx_value_info *out, mx_dim *out_sv,
+                                              bool runtime, mx_error *err);
 
 /* Fills `info` with what the graph knows about value v. */
 void mx__value_info_of(const mx_graph *g, mx_value_id v, mx_value_info *info);
@@ -41,8 +43,9 @@ typedef struct mx__infer_io {
  * `runtime` as there): each node's inputs come from io->get, its outputs go to io->put. Stops at
  * the first failure, whose message is in err (may be NULL); `what` names g in the messages of
  * this function ("graph", "body"). Every node must have been prepared (mx__node_prepare). */
-MX_MUST_USE mx_status mx__graph_infer_nodes(const mx_graph *g, const mx_node_id *order, size_t n_order, mx_symtab *syms,
-                                bool runtime, const mx__infer_io *io, const char *what, mx_error *err);
+MX_MUST_USE mx_status mx__graph_infer_nodes(const mx_graph *g, const mx_node_id *order, size_t n_order,
+                                            mx_symtab *syms, bool runtime, const mx__infer_io *io,
+                                            const char *what, mx_error *err);
 
 /* Evaluates node n on constant inputs: fills outs[0..n_outputs) with host tensors whose data
  * the callee allocated with malloc (the caller frees it). Returns MX_ERR_UNSUPPORTED to decline. */
@@ -51,8 +54,8 @@ typedef mx_status (*mx_fold_eval_fn)(void *user, mx_graph *g, mx_node_id n, mx_t
 /* Replaces nodes whose outputs are all known constants by those constants: outputs whose
  * symbolic value is fully concrete (shape arithmetic) always; any node with only constant inputs
  * when `eval` is given (tensors up to max_bytes). Adds to *folded the number of nodes folded. */
-MX_MUST_USE mx_status mx__graph_fold_constants(mx_graph *g, mx_fold_eval_fn eval, void *user, size_t max_bytes,
-                                   size_t *folded);
+MX_MUST_USE mx_status mx__graph_fold_constants(mx_graph *g, mx_fold_eval_fn eval, void *user,
+                                               size_t max_bytes, size_t *folded);
 
 /* Removes nodes whose outputs nothing uses and constants nobody reads. */
 MX_MUST_USE mx_status mx__graph_remove_dead(mx_graph *g, size_t *removed_nodes, size_t *removed_values);

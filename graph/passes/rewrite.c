@@ -14,13 +14,27 @@
 extern const mx__rw_rule mx__rule_conv_residual; /* graph/passes/fuse_residual.c */
 
 const mx__rw_rule *const mx__rw_rules[] = {
-    &mx__rule_identity, &mx__rule_transpose_pair, &mx__rule_reshape_chain, &mx__rule_cse,
-    &mx__rule_bn_fold,  &mx__rule_layernorm,      &mx__rule_rmsnorm,      &mx__rule_gelu,
-    &mx__rule_silu,     &mx__rule_rotary,         &mx__rule_attention,    &mx__rule_conv_act,
+    &mx__rule_identity,
+    &mx__rule_transpose_pair,
+    &mx__rule_reshape_chain,
+    &mx__rule_cse,
+    &mx__rule_bn_fold,
+    &mx__rule_layernorm,
+    &mx__rule_rmsnorm,
+    &mx__rule_gelu,
+    &mx__rule_silu,
+    &mx__rule_rotary,
+    &mx__rule_attention,
+    &mx__rule_conv_act,
     &mx__rule_conv_residual,
-    &mx__rule_matmul_transpose, &mx__rule_matmul_bias_act, &mx__rule_shape_subgraph,
-    &mx__rule_transpose_reshape, &mx__rule_view_chain, &mx__rule_gemm_act,
-    &mx__rule_cast_pair, &mx__rule_shape_cse,
+    &mx__rule_matmul_transpose,
+    &mx__rule_matmul_bias_act,
+    &mx__rule_shape_subgraph,
+    &mx__rule_transpose_reshape,
+    &mx__rule_view_chain,
+    &mx__rule_gemm_act,
+    &mx__rule_cast_pair,
+    &mx__rule_shape_cse,
     NULL,
 };
 
@@ -47,7 +61,9 @@ mx_node_id mx__rw_producer(const mx_graph *g, mx_value_id v, const char *op) {
   return p;
 }
 
-bool mx__rw_is_output(const mx_graph *g, mx_value_id v) { return (g->values[v].flags & MX_VALUE_OUTPUT) != 0; }
+bool mx__rw_is_output(const mx_graph *g, mx_value_id v) {
+  return (g->values[v].flags & MX_VALUE_OUTPUT) != 0;
+}
 
 bool mx__rw_single_use(const mx_graph *g, mx_value_id v) {
   return g->values[v].n_consumers == 1 && !mx__rw_is_output(g, v);
@@ -56,13 +72,13 @@ bool mx__rw_single_use(const mx_graph *g, mx_value_id v) {
 static bool element_as_double(const mx_tensor *t, int64_t i, double *out) {
   const void *d = t->data;
   switch (t->dtype) {
-  case MX_FLOAT32: *out = ((const float *)d)[i]; return true;
-  case MX_FLOAT64: *out = ((const double *)d)[i]; return true;
-  case MX_FLOAT16: *out = mx__f16_to_f32(((const uint16_t *)d)[i]); return true;
-  case MX_BFLOAT16: *out = mx__bf16_to_f32(((const uint16_t *)d)[i]); return true;
-  case MX_INT64: *out = (double)((const int64_t *)d)[i]; return true;
-  case MX_INT32: *out = ((const int32_t *)d)[i]; return true;
-  default: return false;
+    case MX_FLOAT32: *out = ((const float *)d)[i]; return true;
+    case MX_FLOAT64: *out = ((const double *)d)[i]; return true;
+    case MX_FLOAT16: *out = mx__f16_to_f32(((const uint16_t *)d)[i]); return true;
+    case MX_BFLOAT16: *out = mx__bf16_to_f32(((const uint16_t *)d)[i]); return true;
+    case MX_INT64: *out = (double)((const int64_t *)d)[i]; return true;
+    case MX_INT32: *out = ((const int32_t *)d)[i]; return true;
+    default: return false;
   }
 }
 
@@ -136,15 +152,20 @@ static void take_output(mx_graph *g, mx_node_id nid, uint32_t slot, mx_value_id 
   mx__graph_invalidate(g);
 }
 
-mx_status mx__rw_replace(mx_graph *g, mx_value_id out, const char *op, const mx_value_id *inputs, size_t n_inputs,
-                         const mx_attr *attrs, size_t n_attrs, mx_node_id *node) {
+mx_status mx__rw_replace(mx_graph *g, mx_value_id out, const char *op, const mx_value_id *inputs,
+                         size_t n_inputs, const mx_attr *attrs, size_t n_attrs, mx_node_id *node) {
   /* The new node takes the replaced node's name (free once it is removed), so messages about it
    * still name a node of the model as it was given. */
   mx_node_id old = g->values[out].producer;
   const char *name = old != MX_NO_NODE && g->nodes[old].name[0] ? g->nodes[old].name : NULL;
   if (old != MX_NO_NODE) mx__graph_remove_node(g, old);
-  mx_node_desc d = {.op_type = op, .name = name, .inputs = inputs, .n_inputs = n_inputs, .attrs = attrs,
-                    .n_attrs = n_attrs, .n_outputs = 1};
+  mx_node_desc d = {.op_type = op,
+                    .name = name,
+                    .inputs = inputs,
+                    .n_inputs = n_inputs,
+                    .attrs = attrs,
+                    .n_attrs = n_attrs,
+                    .n_outputs = 1};
   mx_value_id fresh;
   mx_status st = mx_graph_add_node(g, &d, &fresh);
   if (st != MX_OK) return st;
@@ -158,7 +179,11 @@ mx_status mx__rw_replace_n(mx_graph *g, const mx_value_id *outs, size_t n_outs, 
                            const mx_value_id *inputs, size_t n_inputs, const mx_attr *attrs, size_t n_attrs) {
   mx_value_id fresh[8];
   if (n_outs > 8) return mx__graph_fail(g, MX_ERR_LIMIT, "a rewrite builds at most 8 outputs");
-  mx_node_desc d = {.op_type = op, .inputs = inputs, .n_inputs = n_inputs, .attrs = attrs, .n_attrs = n_attrs,
+  mx_node_desc d = {.op_type = op,
+                    .inputs = inputs,
+                    .n_inputs = n_inputs,
+                    .attrs = attrs,
+                    .n_attrs = n_attrs,
                     .n_outputs = n_outs};
   mx_status st = mx_graph_add_node(g, &d, fresh);
   if (st != MX_OK) return st;
@@ -180,7 +205,8 @@ bool mx__rw_forward(mx_graph *g, mx_value_id from, mx_value_id to) {
     return mx__graph_replace_uses(g, from, to) == MX_OK;
   }
   mx_value *vt = &g->values[to];
-  if ((vt->flags & (MX_VALUE_INPUT | MX_VALUE_OUTPUT | MX_VALUE_CONST | MX_VALUE_OUTER)) || vt->producer == MX_NO_NODE)
+  if ((vt->flags & (MX_VALUE_INPUT | MX_VALUE_OUTPUT | MX_VALUE_CONST | MX_VALUE_OUTER)) ||
+      vt->producer == MX_NO_NODE)
     return false;
   if (g->n_subgraphs) {
     /* `to` disappears below: a subgraph reading it by name would lose it. */
@@ -212,8 +238,8 @@ mx_status mx__rw_new_const(mx_graph *g, const char *hint, mx_dtype dtype, int32_
   return mx_graph_add_constant(g, name, &t, out);
 }
 
-mx_status mx__rw_new_const_for(mx_graph *g, mx_node_id node, mx_dtype dtype, int32_t rank, const int64_t *dims,
-                               const void *data, mx_value_id *out) {
+mx_status mx__rw_new_const_for(mx_graph *g, mx_node_id node, mx_dtype dtype, int32_t rank,
+                               const int64_t *dims, const void *data, mx_value_id *out) {
   const char *name = g->nodes[node].name;
   if (!name[0] || mx_graph_find_value(g, name) != MX_NO_VALUE)
     return mx__rw_new_const(g, name[0] ? name : "c", dtype, rank, dims, data, out);
@@ -260,8 +286,8 @@ static mx_status select_rules(mx_graph *g, const char *passes, bool *on) {
       }
     }
     if (!known && wl)
-      return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "--passes: unknown rule '%.*s' (see mixrt inspect --passes list)",
-                            (int)wl, w);
+      return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT,
+                            "--passes: unknown rule '%.*s' (see mixrt inspect --passes list)", (int)wl, w);
     p += len;
     if (*p == ',') p++;
   }
@@ -277,7 +303,8 @@ static void count_graph_ops(const mx_graph *g, mx_fuse_report *r, bool after, si
     if (nd->flags & MX_NODE_DEAD) continue;
     (*live)++;
     for (uint32_t a = 0; a < nd->n_attrs; a++)
-      if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph) count_graph_ops(nd->attrs[a].graph, r, after, live);
+      if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph)
+        count_graph_ops(nd->attrs[a].graph, r, after, live);
     size_t k = 0;
     while (k < r->n_op_types && strcmp(r->op_types[k].op_type, nd->op_type) != 0) k++;
     if (k == r->n_op_types) {
@@ -289,16 +316,20 @@ static void count_graph_ops(const mx_graph *g, mx_fuse_report *r, bool after, si
       r->op_types[k].before = r->op_types[k].after = 0;
       r->n_op_types++;
     }
-    if (after) r->op_types[k].after++;
-    else r->op_types[k].before++;
+    if (after)
+      r->op_types[k].after++;
+    else
+      r->op_types[k].before++;
   }
 }
 
 static void count_ops(const mx_graph *g, mx_fuse_report *r, bool after) {
   size_t live = 0;
   count_graph_ops(g, r, after, &live);
-  if (after) r->ops_after = live;
-  else r->ops_before = live;
+  if (after)
+    r->ops_after = live;
+  else
+    r->ops_before = live;
 }
 
 /* --- the runner --------------------------------------------------------------------------------- */
@@ -377,6 +408,8 @@ mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report)
   if (st != MX_OK) return st;
   count_ops(g, r, true);
   for (size_t i = 0; i < n; i++)
-    if (r->rules[i].hits) mx__graph_log(g, MX_LOG_INFO, "fuse '%s': rule %s hit %zu times", g->name, r->rules[i].name, r->rules[i].hits);
+    if (r->rules[i].hits)
+      mx__graph_log(g, MX_LOG_INFO, "fuse '%s': rule %s hit %zu times", g->name, r->rules[i].name,
+                    r->rules[i].hits);
   return MX_OK;
 }

@@ -16,8 +16,8 @@
 
 typedef struct mx__rw_rule {
   const char *name;
-  const char *what;          /* one line for listings */
-  bool by_default;           /* part of --passes default */
+  const char *what; /* one line for listings */
+  bool by_default;  /* part of --passes default */
   /* Runs only once the other rules stop hitting: it takes apart forms other rules match (the
    * MatMul rules fold the Transpose the attention rule reads). */
   bool late;
@@ -68,12 +68,13 @@ bool mx__rw_reshape_target(mx_graph *g, const mx_shape *from, const mx_shape *to
 /* Makes value `out` come from a new default-domain node (op, inputs, attrs) instead of its
  * current producer, which is removed (its other outputs must be unused). `out` keeps its id,
  * name, dtype and shape. *node (may be NULL) receives the new node. */
-MX_MUST_USE mx_status mx__rw_replace(mx_graph *g, mx_value_id out, const char *op, const mx_value_id *inputs, size_t n_inputs,
-                         const mx_attr *attrs, size_t n_attrs, mx_node_id *node);
+MX_MUST_USE mx_status mx__rw_replace(mx_graph *g, mx_value_id out, const char *op, const mx_value_id *inputs,
+                                     size_t n_inputs, const mx_attr *attrs, size_t n_attrs, mx_node_id *node);
 /* The same for a node with several outputs: outs[k] comes from output k of the new node (each
  * current producer is removed). */
 MX_MUST_USE mx_status mx__rw_replace_n(mx_graph *g, const mx_value_id *outs, size_t n_outs, const char *op,
-                           const mx_value_id *inputs, size_t n_inputs, const mx_attr *attrs, size_t n_attrs);
+                                       const mx_value_id *inputs, size_t n_inputs, const mx_attr *attrs,
+                                       size_t n_attrs);
 /* Makes every reader of `from` read `to` instead (same dtype and shape). When `from` is a graph
  * output, `to`'s producer is made to produce `from` directly so the output keeps its name; false
  * (nothing changed) when that is impossible (`to` is an input, a constant or an output). */
@@ -81,10 +82,10 @@ bool mx__rw_forward(mx_graph *g, mx_value_id from, mx_value_id to);
 /* A new constant made for node `node` (e.g. a Reshape target it reads): named as that node
  * when no value bears the name, so messages about the constant (an upload that fails) still
  * name something of the model as it was given; else a unique name built from it. */
-MX_MUST_USE mx_status mx__rw_new_const_for(mx_graph *g, mx_node_id node, mx_dtype dtype, int32_t rank, const int64_t *dims,
-                               const void *data, mx_value_id *out);
+MX_MUST_USE mx_status mx__rw_new_const_for(mx_graph *g, mx_node_id node, mx_dtype dtype, int32_t rank,
+                                           const int64_t *dims, const void *data, mx_value_id *out);
 /* A new float constant of the given dims (data copied) named after `hint`. */
-MX_MUST_USE mx_status mx__rw_new_const(mx_graph *g, const char *hint, mx_dtype dtype, int32_t rank, const int64_t *dims,
-                           const void *data, mx_value_id *out);
+MX_MUST_USE mx_status mx__rw_new_const(mx_graph *g, const char *hint, mx_dtype dtype, int32_t rank,
+                                       const int64_t *dims, const void *data, mx_value_id *out);
 
 #endif /* MIXRT_GRAPH_PASSES_REWRITE_H */

@@ -41,7 +41,7 @@
 #include "common/fail_cause.h"
 #include "hal/cpu/cpu_impl.h"
 
-#define MAX_WORKERS 256u
+#define MAX_WORKERS  256u
 #define DRAIN_BUDGET 64u
 
 enum cmd_kind {
@@ -127,8 +127,8 @@ typedef struct cpu_stream {
   /* Worker side. */
   _Alignas(64) _Atomic uint64_t slots_released; /* slot positions free again (commands done) */
   uint64_t release_pos;                         /* worker's copy of slots_released */
-  cpu_cmd *cur;       /* dequeued command waiting for *wait_word >= wait_target */
-  uint32_t phase, pc; /* resume point of a model command */
+  cpu_cmd *cur;                                 /* dequeued command waiting for *wait_word >= wait_target */
+  uint32_t phase, pc;                           /* resume point of a model command */
   _Atomic uint64_t *wait_word;
   uint64_t wait_target;
 } cpu_stream;
@@ -201,9 +201,7 @@ static uint32_t slots_for(size_t size) {
 }
 
 /* Where a command's inline argument block starts (it may run on into the following slots). */
-static inline unsigned char *cmd_args(cpu_cmd *c) {
-  return (unsigned char *)c + offsetof(cpu_cmd, args);
-}
+static inline unsigned char *cmd_args(cpu_cmd *c) { return (unsigned char *)c + offsetof(cpu_cmd, args); }
 
 /* Reserves k consecutive slots and a ring entry on s (caller holds the submit lock); parks
  * while the slots are in use. */
@@ -347,8 +345,8 @@ static void cpu_model_release(mx_hal_model *m) {
   m->impl = NULL;
 }
 
-static mx_status cpu_model_execute(mx_hal_model *m, mx_stream *b, uint64_t exec,
-                                   uint64_t patch_start, uint32_t patch_count) {
+static mx_status cpu_model_execute(mx_hal_model *m, mx_stream *b, uint64_t exec, uint64_t patch_start,
+                                   uint32_t patch_count) {
   cpu_stream *s = (cpu_stream *)b;
   pthread_mutex_lock(&b->submit_lock);
   cpu_cmd *c = push_begin(s, 1);
@@ -397,8 +395,7 @@ static bool run_model(cpu_stream *s, cpu_cmd *c) {
   switch (s->phase) {
     case 0:
       if (atomic_load(&m->done) < exec - 1) return block(s, &m->done, exec - 1);
-      mx__model_begin(m, exec, c->u.model.patch_start, c->u.model.patch_count,
-                      mx__stream_failed(&s->base));
+      mx__model_begin(m, exec, c->u.model.patch_start, c->u.model.patch_count, mx__stream_failed(&s->base));
       atomic_store(&m->started, exec);
       cpu_notify(s->base.dev);
       s->phase = 1;
@@ -444,11 +441,11 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
   if (MX__UNLIKELY(mx__stream_failed(b))) return true; /* failed streams skip their commands */
   switch (c->kind) {
     case CMD_KERNEL:
-      if (MX__UNLIKELY(dev->fault_nth[MX_FAULT_KERNEL] != 0) &&
-          mx__fault_hit(dev, MX_FAULT_KERNEL)) {
+      if (MX__UNLIKELY(dev->fault_nth[MX_FAULT_KERNEL] != 0) && mx__fault_hit(dev, MX_FAULT_KERNEL)) {
         mx__stream_fail(b, c->seq, MX_ERR_KERNEL, -1, -1,
                         "command %" PRIu64 " (kernel%s%s%s) failed: injected fault (kernel:%" PRIu64 ")",
-                        mx__cmd_no(b->chan, c->seq), MX__QUOTE(c->u.call.name), dev->fault_nth[MX_FAULT_KERNEL]);
+                        mx__cmd_no(b->chan, c->seq), MX__QUOTE(c->u.call.name),
+                        dev->fault_nth[MX_FAULT_KERNEL]);
         break;
       }
       /* fallthrough */
@@ -469,7 +466,8 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
     case CMD_COPY:
       if (c->flags & CMD_INJECT) {
         mx__stream_fail(b, c->seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64 " (asynchronous copy of %zu bytes%s%s%s%s) failed: injected "
+                        "command %" PRIu64
+                        " (asynchronous copy of %zu bytes%s%s%s%s) failed: injected "
                         "fault (copy:%" PRIu64 ")",
                         mx__cmd_no(b->chan, c->seq), c->u.copy.n, c->u.copy.name ? " of" : "",
                         MX__QUOTE(c->u.copy.name), dev->fault_nth[MX_FAULT_COPY]);
@@ -480,7 +478,8 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
     case CMD_MEMSET:
       if (c->flags & CMD_INJECT) {
         mx__stream_fail(b, c->seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64 " (asynchronous memset of %zu bytes%s%s%s%s) failed: injected "
+                        "command %" PRIu64
+                        " (asynchronous memset of %zu bytes%s%s%s%s) failed: injected "
                         "fault (copy:%" PRIu64 ")",
                         mx__cmd_no(b->chan, c->seq), c->u.set.n, c->u.set.name ? " of" : "",
                         MX__QUOTE(c->u.set.name), dev->fault_nth[MX_FAULT_COPY]);
@@ -492,8 +491,8 @@ static bool run_cmd(cpu_stream *s, cpu_cmd *c) {
       char why[256];
       if (!mx__mem_free(dev, c->u.free.ptr, why, sizeof why))
         mx__stream_fail(b, c->seq, MX_ERR_INVALID_ARGUMENT, -1, -1,
-                        "command %" PRIu64 " (stream-ordered free) failed: %s",
-                        mx__cmd_no(b->chan, c->seq), why);
+                        "command %" PRIu64 " (stream-ordered free) failed: %s", mx__cmd_no(b->chan, c->seq),
+                        why);
       break;
     }
     case CMD_WAIT:
@@ -560,8 +559,7 @@ static void adopt(cpu_worker *w) {
   w->adopted = g;
   /* A dedicated worker of a low-priority stream lowers its OS priority (raising it back would
    * need privileges, so this is done once). */
-  if (w->dev->opt.max_workers == 0 && w->mine->n == 1 && w->mine->s[0]->base.priority < 0 &&
-      !w->niced) {
+  if (w->dev->opt.max_workers == 0 && w->mine->n == 1 && w->mine->s[0]->base.priority < 0 && !w->niced) {
     int nice = -w->mine->s[0]->base.priority;
     if (nice > 19) nice = 19;
     setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);

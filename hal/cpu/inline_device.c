@@ -40,8 +40,8 @@ typedef struct inline_stream {
   size_t scratch_cap;     /* bytes */
 } inline_stream;
 
-static mx_status inline_call_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size,
-                                   bool kernel, const char *name) {
+static mx_status inline_call_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size, bool kernel,
+                                   const char *name) {
   inline_stream *is = (inline_stream *)s;
   mx_device *dev = s->dev;
   /* The function may modify its block, so it gets a copy, as on the CPU device. */
@@ -100,7 +100,8 @@ static mx_status inline_submit(mx_stream *s, const mx__op *op) {
     case MX__OP_COPY:
       if (op->inject)
         mx__stream_fail(s, seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64 " (asynchronous copy of %zu bytes%s%s%s%s) failed: injected "
+                        "command %" PRIu64
+                        " (asynchronous copy of %zu bytes%s%s%s%s) failed: injected "
                         "fault (copy:%" PRIu64 ")",
                         mx__cmd_no(s->chan, seq), op->n, op->name ? " of" : "", MX__QUOTE(op->name),
                         dev->fault_nth[MX_FAULT_COPY]);
@@ -110,7 +111,8 @@ static mx_status inline_submit(mx_stream *s, const mx__op *op) {
     case MX__OP_MEMSET:
       if (op->inject)
         mx__stream_fail(s, seq, MX_ERR_DEVICE, -1, -1,
-                        "command %" PRIu64 " (asynchronous memset of %zu bytes%s%s%s%s) failed: injected "
+                        "command %" PRIu64
+                        " (asynchronous memset of %zu bytes%s%s%s%s) failed: injected "
                         "fault (copy:%" PRIu64 ")",
                         mx__cmd_no(s->chan, seq), op->n, op->name ? " of" : "", MX__QUOTE(op->name),
                         dev->fault_nth[MX_FAULT_COPY]);
@@ -121,8 +123,8 @@ static mx_status inline_submit(mx_stream *s, const mx__op *op) {
       char why[256];
       if (!mx__mem_free(dev, op->dst, why, sizeof why))
         mx__stream_fail(s, seq, MX_ERR_INVALID_ARGUMENT, -1, -1,
-                        "command %" PRIu64 " (stream-ordered free) failed: %s",
-                        mx__cmd_no(s->chan, seq), why);
+                        "command %" PRIu64 " (stream-ordered free) failed: %s", mx__cmd_no(s->chan, seq),
+                        why);
       break;
     }
     case MX__OP_WAIT: mx__stream_check_wait(s, seq, op->chan, op->target); break;
@@ -137,8 +139,8 @@ done:
   return MX_OK;
 }
 
-static mx_status inline_model_execute(mx_hal_model *m, mx_stream *s, uint64_t exec,
-                                      uint64_t patch_start, uint32_t patch_count) {
+static mx_status inline_model_execute(mx_hal_model *m, mx_stream *s, uint64_t exec, uint64_t patch_start,
+                                      uint32_t patch_count) {
   uint64_t seq = begin_cmd(s);
   mx__model_begin(m, exec, patch_start, patch_count, mx__stream_failed(s));
   atomic_store(&m->started, exec);

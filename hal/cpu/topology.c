@@ -80,8 +80,7 @@ static bool order_scatter(mx__cpu_topo *t) {
     for (int r = 0; r < max_per_pkg; r++) {
       for (int p = 0; p < npkg; p++) {
         if (r >= pkg_count[p + 1] - pkg_count[p] || t->n_order >= (uint32_t)npu) continue;
-        hwloc_obj_t core =
-            hwloc_get_obj_by_type(t->topo, HWLOC_OBJ_CORE, (unsigned)by_pkg[pkg_count[p] + r]);
+        hwloc_obj_t core = hwloc_get_obj_by_type(t->topo, HWLOC_OBJ_CORE, (unsigned)by_pkg[pkg_count[p] + r]);
         hwloc_obj_t pu =
             hwloc_get_obj_inside_cpuset_by_type(t->topo, core->cpuset, HWLOC_OBJ_PU, (unsigned)k);
         if (!pu || !pu->cpuset) continue;

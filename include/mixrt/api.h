@@ -23,10 +23,10 @@
 #else
 #define MX_MUST_USE
 #endif
-#define MX_IGNORE_STATUS(call)               \
-  do {                                       \
-    mx_status mx_ignored_status_ = (call);   \
-    (void)mx_ignored_status_;                \
+#define MX_IGNORE_STATUS(call)             \
+  do {                                     \
+    mx_status mx_ignored_status_ = (call); \
+    (void)mx_ignored_status_;              \
   } while (0)
 
 #endif /* MIXRT_API_H */

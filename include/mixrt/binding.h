@@ -61,7 +61,8 @@ MX_API MX_MUST_USE mx_status mx_binding_set_input(mx_binding *b, size_t index, c
 MX_API MX_MUST_USE mx_status mx_binding_bind_output(mx_binding *b, const char *name, const mx_tensor *t);
 /* Output `name` is allocated by the session, in host or device memory (`where`), kept by the
  * binding and reused at the next step while it fits (mx_binding_output gives it). */
-MX_API MX_MUST_USE mx_status mx_binding_bind_output_alloc(mx_binding *b, const char *name, mx_placement where);
+MX_API MX_MUST_USE mx_status mx_binding_bind_output_alloc(mx_binding *b, const char *name,
+                                                          mx_placement where);
 /* Output `name` is not asked for any more (still computed when another output needs it). */
 MX_API MX_MUST_USE mx_status mx_binding_unbind_output(mx_binding *b, const char *name);
 /* The record output `index` has after the last step (dims, data, placement); for an allocated
@@ -78,12 +79,13 @@ MX_API const mx_tensor *mx_binding_output(const mx_binding *b, size_t index);
 /* Declares input `input` the next step's value of output `output`: both must have one dtype and
  * rank and differ only along `axis` (the growing one; MX_BINDING_AXIS_AUTO finds it). `capacity` rows along that axis are
  * allocated on the device when the first step runs (0: 256). The state starts empty (0 rows). */
-MX_API MX_MUST_USE mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *output, int32_t axis,
-                                      int64_t capacity);
+MX_API MX_MUST_USE mx_status mx_binding_add_state(mx_binding *b, const char *input, const char *output,
+                                                  int32_t axis, int64_t capacity);
 /* Pairs every input and output whose names match (input "past..." with output "present...":
  * past_key_values.N.key <- present.N.key, past_key_N <- present_key_N) as states along `axis`
  * with `capacity` rows; *n_pairs (may be NULL) receives how many. Pairs already declared stay. */
-MX_API MX_MUST_USE mx_status mx_binding_pair_states(mx_binding *b, int32_t axis, int64_t capacity, size_t *n_pairs);
+MX_API MX_MUST_USE mx_status mx_binding_pair_states(mx_binding *b, int32_t axis, int64_t capacity,
+                                                    size_t *n_pairs);
 /* Whether input `index` is a state's (fed by the binding, not by the caller). */
 MX_API bool mx_binding_input_is_state(const mx_binding *b, size_t index);
 /* States declared. */

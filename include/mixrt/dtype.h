@@ -56,8 +56,8 @@ typedef enum mx_dtype {
   MX_FLOAT8E5M2FNUZ = 20, /* bias 16; no infinity, no -0, NaN = 0x80 */
   MX_UINT4 = 21,
   MX_INT4 = 22,
-  MX_FLOAT4E2M1 = 23,     /* 1 sign, 2 exponent, 1 mantissa bit; no infinity or NaN */
-  MX_FLOAT8E8M0 = 24,     /* an unsigned power of two 2^(e-127); 0xFF is NaN */
+  MX_FLOAT4E2M1 = 23, /* 1 sign, 2 exponent, 1 mantissa bit; no infinity or NaN */
+  MX_FLOAT8E8M0 = 24, /* an unsigned power of two 2^(e-127); 0xFF is NaN */
   MX_UINT2 = 25,
   MX_INT2 = 26
 } mx_dtype;
@@ -81,7 +81,7 @@ MX_API mx_dtype mx_dtype_from_name(const char *name);
 /* True for every fixed-width element type above (all ONNX tensor types but string and complex);
  * false for MX_STRING, which only the paths listed above take. */
 MX_API bool mx_dtype_is_supported(int code);
-MX_API bool mx_dtype_is_float(mx_dtype dtype);   /* float16, bfloat16, float32, float64 */
+MX_API bool mx_dtype_is_float(mx_dtype dtype); /* float16, bfloat16, float32, float64 */
 /* The 8-bit and 4-bit floats: float8e4m3fn/fnuz, float8e5m2/fnuz, float8e8m0, float4e2m1. */
 MX_API bool mx_dtype_is_narrow_float(mx_dtype dtype);
 /* int8..int64 and uint8..uint64 (not bool, not the sub-byte integers). */
@@ -89,7 +89,7 @@ MX_API bool mx_dtype_is_integer(mx_dtype dtype);
 /* int4, uint4, int2, uint2. */
 MX_API bool mx_dtype_is_sub_byte_int(mx_dtype dtype);
 MX_API bool mx_dtype_is_unsigned(mx_dtype dtype); /* uint2..uint64 */
-MX_API bool mx_dtype_is_signed(mx_dtype dtype);  /* signed integers (int2..int64) and floats but e8m0 */
+MX_API bool mx_dtype_is_signed(mx_dtype dtype);   /* signed integers (int2..int64) and floats but e8m0 */
 /* Packed bytes of n elements of a sub-byte type as ONNX stores them (n * bits / 8 rounded up);
  * n * mx_dtype_size for the other types. */
 MX_API size_t mx_dtype_packed_bytes(mx_dtype dtype, size_t n);

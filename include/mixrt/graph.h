@@ -42,7 +42,7 @@ typedef struct mx_graph mx_graph;
 typedef uint32_t mx_value_id;
 typedef uint32_t mx_node_id;
 #define MX_NO_VALUE ((mx_value_id)UINT32_MAX) /* an omitted optional input */
-#define MX_NO_NODE ((mx_node_id)UINT32_MAX)
+#define MX_NO_NODE  ((mx_node_id)UINT32_MAX)
 
 /* The default-domain opset a new graph imports; ONNX import replaces it with the model's. */
 #define MX_DEFAULT_OPSET 23
@@ -57,8 +57,8 @@ typedef enum mx_attr_type {
   MX_ATTR_FLOATS = 6,
   MX_ATTR_INTS = 7,
   MX_ATTR_STRINGS = 8,
-  MX_ATTR_TYPE_PROTO = 13      /* a value type: i holds MX_TYPE_CODE(kind, element dtype) */
-} mx_attr_type; /* values equal ONNX's AttributeProto.AttributeType */
+  MX_ATTR_TYPE_PROTO = 13 /* a value type: i holds MX_TYPE_CODE(kind, element dtype) */
+} mx_attr_type;           /* values equal ONNX's AttributeProto.AttributeType */
 
 /* What a value holds: a tensor, a sequence of tensors, or an optional (empty or holding a
  * tensor or a sequence). A sequence's or optional's dtype is its tensors' element type, its
@@ -66,61 +66,91 @@ typedef enum mx_attr_type {
 typedef enum mx_value_kind {
   MX_KIND_TENSOR = 0,
   MX_KIND_SEQUENCE = 1,
-  MX_KIND_OPTIONAL = 2,          /* optional tensor */
-  MX_KIND_OPTIONAL_SEQUENCE = 3  /* optional sequence of tensors */
+  MX_KIND_OPTIONAL = 2,         /* optional tensor */
+  MX_KIND_OPTIONAL_SEQUENCE = 3 /* optional sequence of tensors */
 } mx_value_kind;
 /* One int naming a value type (the TYPE_PROTO attribute encoding): kind and element dtype. */
-#define MX_TYPE_CODE(kind, dtype) ((int64_t)(kind) * 4096 + (int64_t)(dtype))
-#define MX_TYPE_CODE_KIND(code) ((mx_value_kind)((code) / 4096))
-#define MX_TYPE_CODE_DTYPE(code) ((mx_dtype)((code) % 4096))
+#define MX_TYPE_CODE(kind, dtype) ((int64_t)(kind)*4096 + (int64_t)(dtype))
+#define MX_TYPE_CODE_KIND(code)   ((mx_value_kind)((code) / 4096))
+#define MX_TYPE_CODE_DTYPE(code)  ((mx_dtype)((code) % 4096))
 
 /* A node attribute. Only the fields of its type are read; everything is copied on add. */
 typedef struct mx_attr {
   const char *name;
   mx_attr_type type;
-  int64_t i;                   /* INT */
-  float f;                     /* FLOAT */
-  const char *s;               /* STRING: NUL-terminated text */
-  const int64_t *ints;         /* INTS: count entries */
-  const float *floats;         /* FLOATS: count entries */
-  const char *const *strings;  /* STRINGS: count entries */
-  size_t count;                /* length of ints / floats / strings */
-  const mx_tensor *tensor;     /* TENSOR: host data, copied */
-  mx_graph *graph;             /* GRAPH: ownership moves to the node's graph on success */
+  int64_t i;                  /* INT */
+  float f;                    /* FLOAT */
+  const char *s;              /* STRING: NUL-terminated text */
+  const int64_t *ints;        /* INTS: count entries */
+  const float *floats;        /* FLOATS: count entries */
+  const char *const *strings; /* STRINGS: count entries */
+  size_t count;               /* length of ints / floats / strings */
+  const mx_tensor *tensor;    /* TENSOR: host data, copied */
+  mx_graph *graph;            /* GRAPH: ownership moves to the node's graph on success */
 } mx_attr;
 
 static inline mx_attr mx_attr_int(const char *name, int64_t v) {
-  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_INT; a.i = v; return a;
+  mx_attr a = {0};
+  a.name = name;
+  a.type = MX_ATTR_INT;
+  a.i = v;
+  return a;
 }
 static inline mx_attr mx_attr_float(const char *name, float v) {
-  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_FLOAT; a.f = v; return a;
+  mx_attr a = {0};
+  a.name = name;
+  a.type = MX_ATTR_FLOAT;
+  a.f = v;
+  return a;
 }
 static inline mx_attr mx_attr_string(const char *name, const char *v) {
-  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_STRING; a.s = v; return a;
+  mx_attr a = {0};
+  a.name = name;
+  a.type = MX_ATTR_STRING;
+  a.s = v;
+  return a;
 }
 static inline mx_attr mx_attr_ints(const char *name, const int64_t *v, size_t n) {
-  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_INTS; a.ints = v; a.count = n; return a;
+  mx_attr a = {0};
+  a.name = name;
+  a.type = MX_ATTR_INTS;
+  a.ints = v;
+  a.count = n;
+  return a;
 }
 static inline mx_attr mx_attr_floats(const char *name, const float *v, size_t n) {
-  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_FLOATS; a.floats = v; a.count = n; return a;
+  mx_attr a = {0};
+  a.name = name;
+  a.type = MX_ATTR_FLOATS;
+  a.floats = v;
+  a.count = n;
+  return a;
 }
 static inline mx_attr mx_attr_tensor(const char *name, const mx_tensor *t) {
-  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_TENSOR; a.tensor = t; return a;
+  mx_attr a = {0};
+  a.name = name;
+  a.type = MX_ATTR_TENSOR;
+  a.tensor = t;
+  return a;
 }
 static inline mx_attr mx_attr_graph(const char *name, mx_graph *g) {
-  mx_attr a = {0}; a.name = name; a.type = MX_ATTR_GRAPH; a.graph = g; return a;
+  mx_attr a = {0};
+  a.name = name;
+  a.type = MX_ATTR_GRAPH;
+  a.graph = g;
+  return a;
 }
 
 /* Everything that describes one node for mx_graph_add_node. */
 typedef struct mx_node_desc {
-  const char *op_type;               /* ONNX op type, e.g. "MatMul" */
-  const char *domain;                /* NULL or "" for the default ONNX domain */
-  const char *name;                  /* NULL: a unique name is generated */
-  const mx_value_id *inputs;         /* MX_NO_VALUE for an omitted optional input */
+  const char *op_type;       /* ONNX op type, e.g. "MatMul" */
+  const char *domain;        /* NULL or "" for the default ONNX domain */
+  const char *name;          /* NULL: a unique name is generated */
+  const mx_value_id *inputs; /* MX_NO_VALUE for an omitted optional input */
   size_t n_inputs;
   const mx_attr *attrs;
   size_t n_attrs;
-  const char *const *output_names;   /* NULL (or a NULL entry): "<node name>:<index>" */
+  const char *const *output_names; /* NULL (or a NULL entry): "<node name>:<index>" */
   size_t n_outputs;
 } mx_node_desc;
 
@@ -146,17 +176,17 @@ MX_API int64_t mx_graph_opset(const mx_graph *g, const char *domain);
 /* --- building ------------------------------------------------------------------------------- */
 
 /* Declares a graph input. `shape` may hold symbolic and unknown dims (NULL: unknown rank). */
-MX_API MX_MUST_USE mx_status mx_graph_add_input(mx_graph *g, const char *name, mx_dtype dtype, const mx_shape *shape,
-                             mx_value_id *out);
+MX_API MX_MUST_USE mx_status mx_graph_add_input(mx_graph *g, const char *name, mx_dtype dtype,
+                                                const mx_shape *shape, mx_value_id *out);
 /* Adds a constant (initializer); its data is copied. */
 MX_API MX_MUST_USE mx_status mx_graph_add_constant(mx_graph *g, const char *name, const mx_tensor *t,
-                                mx_value_id *out);
+                                                   mx_value_id *out);
 /* Adds a node; outputs[0..desc->n_outputs) receive the ids of its new output values. */
 MX_API MX_MUST_USE mx_status mx_graph_add_node(mx_graph *g, const mx_node_desc *desc, mx_value_id *outputs);
 /* Shorthand for a single-output node in the default domain with a generated name. */
 MX_API MX_MUST_USE mx_status mx_graph_add_op(mx_graph *g, const char *op_type, const mx_value_id *inputs,
-                          size_t n_inputs, const mx_attr *attrs, size_t n_attrs,
-                          mx_value_id *output);
+                                             size_t n_inputs, const mx_attr *attrs, size_t n_attrs,
+                                             mx_value_id *output);
 /* Marks a value as the next graph output. */
 MX_API MX_MUST_USE mx_status mx_graph_add_output(mx_graph *g, mx_value_id v);
 
@@ -201,9 +231,9 @@ MX_API MX_MUST_USE mx_status mx_graph_infer(mx_graph *g);
 
 /* What mx_graph_optimize did. */
 typedef struct mx_optimize_report {
-  size_t folded_nodes;    /* nodes replaced by constants */
-  size_t removed_nodes;   /* nodes removed because nothing used their outputs */
-  size_t removed_values;  /* constants and values removed with them */
+  size_t folded_nodes;   /* nodes replaced by constants */
+  size_t removed_nodes;  /* nodes removed because nothing used their outputs */
+  size_t removed_values; /* constants and values removed with them */
 } mx_optimize_report;
 
 /* Validation + inference + constant folding + dead-node removal, to a fixed point.
@@ -212,7 +242,7 @@ MX_API MX_MUST_USE mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *
 
 /* --- Stage 2: rewrite rules (fusion and simplification; graph/passes/rewrite.c) -------------- */
 
-#define MX_FUSE_MAX_RULES 32
+#define MX_FUSE_MAX_RULES    32
 #define MX_FUSE_MAX_OP_TYPES 96
 
 /* What mx_graph_fuse did: per rule whether it ran and how often it hit, and the live op count
@@ -220,10 +250,17 @@ MX_API MX_MUST_USE mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *
  * out of the histogram, never of the counts). Strings are static or borrowed from the graph. */
 typedef struct mx_fuse_report {
   size_t n_rules;
-  struct { const char *name; bool enabled; size_t hits; } rules[MX_FUSE_MAX_RULES];
+  struct {
+    const char *name;
+    bool enabled;
+    size_t hits;
+  } rules[MX_FUSE_MAX_RULES];
   size_t ops_before, ops_after;
   size_t n_op_types;
-  struct { const char *op_type; size_t before, after; } op_types[MX_FUSE_MAX_OP_TYPES];
+  struct {
+    const char *op_type;
+    size_t before, after;
+  } op_types[MX_FUSE_MAX_OP_TYPES];
 } mx_fuse_report;
 
 /* Runs the rewrite rules that `passes` selects on an inferred graph, to a fixed point, with

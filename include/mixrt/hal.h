@@ -84,7 +84,7 @@ typedef struct mx_device_options {
   uint64_t memory_limit; /* bytes of device memory that may be allocated at once; 0 = no
                             limit. Exceeding it gives MX_ERR_DEVICE_OOM. */
   mx_device_check check;
-  bool fault_from_env; /* when every fault_nth is 0, read MIXRT_FAULT (default true) */
+  bool fault_from_env;                      /* when every fault_nth is 0, read MIXRT_FAULT (default true) */
   uint64_t fault_nth[MX_FAULT_POINT_COUNT]; /* 0 = off; N = the Nth operation fails (once) */
   uint32_t ring_slots; /* CPU device: commands each stream queue holds (power of two >= 4);
                           0 = 1024. A full queue blocks the submitting thread. */
@@ -109,7 +109,7 @@ typedef struct mx_device_options {
 /* Huge-page backing (mx_device_options.huge_pages): the page size, and the smallest
  * allocation that gets it. Rounding wastes a quarter of a page at that size, and at most one
  * page per block above it (nearly all of one for a block just over a page). */
-#define MX_DEVICE_HUGE_PAGE ((size_t)2 << 20)
+#define MX_DEVICE_HUGE_PAGE     ((size_t)2 << 20)
 #define MX_DEVICE_HUGE_PAGE_MIN ((size_t)3 << 19)
 
 /* Fills *o with the defaults: CPU device, one worker per stream, automatic pinning, no memory
@@ -148,12 +148,12 @@ typedef struct mx_device_info {
 MX_API void mx_device_get_info(const mx_device *dev, mx_device_info *info);
 
 typedef struct mx_device_memory_stats {
-  uint64_t bytes_in_use; /* bytes of live allocations (registered buffers not counted) */
-  uint64_t peak_bytes;   /* maximum of bytes_in_use since creation or the last peak reset */
-  uint64_t limit_bytes;  /* memory_limit of the device (0 = none) */
-  uint64_t allocations;  /* successful mx_device_alloc calls since creation */
-  uint64_t frees;        /* successful frees (synchronous and stream-ordered) since creation */
-  uint64_t live;         /* allocations not yet freed */
+  uint64_t bytes_in_use;  /* bytes of live allocations (registered buffers not counted) */
+  uint64_t peak_bytes;    /* maximum of bytes_in_use since creation or the last peak reset */
+  uint64_t limit_bytes;   /* memory_limit of the device (0 = none) */
+  uint64_t allocations;   /* successful mx_device_alloc calls since creation */
+  uint64_t frees;         /* successful frees (synchronous and stream-ordered) since creation */
+  uint64_t live;          /* allocations not yet freed */
   uint64_t shared_blocks; /* live shared blocks (mx_device_shared_acquire), counted in live too */
   uint64_t shared_bytes;  /* their bytes, counted once in bytes_in_use however many hold them */
   uint64_t shared_hits;   /* acquisitions since creation served by an existing block: the
@@ -177,7 +177,8 @@ MX_API MX_MUST_USE mx_status mx_device_alloc(mx_device *dev, size_t size, size_t
 /* mx_device_alloc of n bytes, then mx_device_copy of the n bytes at host address src into them:
  * a block holding a copy of src. On failure nothing stays allocated and the device's last error
  * says which step failed. */
-MX_API MX_MUST_USE mx_status mx_device_upload(mx_device *dev, const void *src, size_t n, size_t align, void **ptr);
+MX_API MX_MUST_USE mx_status mx_device_upload(mx_device *dev, const void *src, size_t n, size_t align,
+                                              void **ptr);
 
 /* Frees device memory from mx_device_alloc at once. Work still queued that uses it is the
  * caller's responsibility (use mx_device_free_async to free in stream order). NULL is a no-op.
@@ -203,12 +204,13 @@ typedef enum mx_copy_kind {
 /* Copies n bytes now, in the calling thread, without ordering against any stream. The buffers
  * are borrowed for the call. In checking mode the device side(s) must lie inside one live
  * allocation, else MX_ERR_INVALID_ARGUMENT. */
-MX_API MX_MUST_USE mx_status mx_device_copy(mx_device *dev, void *dst, const void *src, size_t n, mx_copy_kind kind);
+MX_API MX_MUST_USE mx_status mx_device_copy(mx_device *dev, void *dst, const void *src, size_t n,
+                                            mx_copy_kind kind);
 
 /* Queues a copy of n bytes on stream s. Both buffers must stay valid until the stream reaches
  * the copy (host buffers included: nothing is staged). */
 MX_API MX_MUST_USE mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t n,
-                               mx_copy_kind kind);
+                                                  mx_copy_kind kind);
 
 /* --- shared read-only blocks ------------------------------------------------------------------- */
 
@@ -220,7 +222,8 @@ MX_API MX_MUST_USE mx_status mx_device_copy_async(mx_stream *s, void *dst, const
  * successful call is balanced by one mx_device_shared_release; mx_device_free and
  * mx_device_free_async refuse a shared block. Fails like mx_device_alloc and mx_device_copy
  * (nothing held then). */
-MX_API MX_MUST_USE mx_status mx_device_shared_acquire(mx_device *dev, const void *src, size_t n, size_t align, void **ptr);
+MX_API MX_MUST_USE mx_status mx_device_shared_acquire(mx_device *dev, const void *src, size_t n, size_t align,
+                                                      void **ptr);
 
 /* Drops one holder of a block from mx_device_shared_acquire; the last one frees it at once (work
  * still queued that reads it is the caller's responsibility). NULL is a no-op; a pointer that is

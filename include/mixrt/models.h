@@ -20,11 +20,11 @@ extern "C" {
  * Concat), position ids come from Range(0, seq), the attention mask from ConstantOfShape and
  * Expand. Input "x" float32 [batch, seq, hidden], output "y" of the same shape. */
 typedef struct mx_encoder_config {
-  int64_t hidden;    /* model width (default 64) */
-  int64_t heads;     /* attention heads; must divide hidden (default 4) */
-  int64_t layers;    /* encoder layers (default 1) */
-  int64_t max_pos;   /* rows of the position-embedding table: the largest seq (default 128) */
-  uint64_t seed;     /* weight seed (default 1) */
+  int64_t hidden;  /* model width (default 64) */
+  int64_t heads;   /* attention heads; must divide hidden (default 4) */
+  int64_t layers;  /* encoder layers (default 1) */
+  int64_t max_pos; /* rows of the position-embedding table: the largest seq (default 128) */
+  uint64_t seed;   /* weight seed (default 1) */
 } mx_encoder_config;
 
 /* Fills cfg with the defaults above. */
@@ -48,15 +48,15 @@ MX_API MX_MUST_USE mx_status mx_model_encoder(const mx_encoder_config *cfg, mx_g
  * RMSNormalization and the lm_head MatMul. Only the attention over the cache has a symbolic
  * dim; every other value's shape is concrete after mx_graph_infer. */
 typedef struct mx_llama_config {
-  int64_t layers;    /* decoder layers (default 2) */
-  int64_t hidden;    /* model width (default 64) */
-  int64_t heads;     /* query heads (default 4) */
-  int64_t kv_heads;  /* key/value heads; must divide heads (default 2: grouped-query) */
-  int64_t head_dim;  /* size of one head, even; 0: hidden / heads, which must divide (default 0) */
-  int64_t ffn;       /* MLP width (default 172) */
-  int64_t vocab;     /* vocabulary size (default 128) */
-  int64_t max_pos;   /* rows of the rotary cos/sin tables: positions 0 .. max_pos - 1 (default 2048) */
-  uint64_t seed;     /* weight seed (default 1) */
+  int64_t layers;   /* decoder layers (default 2) */
+  int64_t hidden;   /* model width (default 64) */
+  int64_t heads;    /* query heads (default 4) */
+  int64_t kv_heads; /* key/value heads; must divide heads (default 2: grouped-query) */
+  int64_t head_dim; /* size of one head, even; 0: hidden / heads, which must divide (default 0) */
+  int64_t ffn;      /* MLP width (default 172) */
+  int64_t vocab;    /* vocabulary size (default 128) */
+  int64_t max_pos;  /* rows of the rotary cos/sin tables: positions 0 .. max_pos - 1 (default 2048) */
+  uint64_t seed;    /* weight seed (default 1) */
 } mx_llama_config;
 
 /* Fills cfg with the defaults above. */
@@ -78,7 +78,8 @@ MX_API MX_MUST_USE mx_status mx_model_llama(const mx_llama_config *cfg, mx_graph
  * Reciprocal / Mul, rotary as Slice / Neg / Concat / Mul / Add over Gather-ed tables, attention
  * as Concat (cache) / Expand (grouped heads) / MatMul / Mul / Softmax / MatMul (models/llama_exported.c).
  * mixrt's rewrite rules (mx_graph_fuse) bring it back to the fused form. */
-MX_API MX_MUST_USE mx_status mx_model_llama_exported(const mx_llama_config *cfg, mx_graph **out, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_model_llama_exported(const mx_llama_config *cfg, mx_graph **out,
+                                                     mx_error *err);
 
 /* A mixture-of-experts block with data-dependent routing over a symbolic token count.
  *
@@ -91,11 +92,11 @@ MX_API MX_MUST_USE mx_status mx_model_llama_exported(const mx_llama_config *cfg,
  * the output, which starts as zeros of Shape(x). An expert may receive no token: its tensors are
  * then empty. */
 typedef struct mx_moe_config {
-  int64_t hidden;    /* model width (default 64) */
-  int64_t ffn;       /* width of each expert's MLP (default 128) */
-  int64_t experts;   /* number of experts (default 4) */
-  int64_t top_k;     /* experts per token, 1 .. experts (default 2) */
-  uint64_t seed;     /* weight seed (default 1) */
+  int64_t hidden;  /* model width (default 64) */
+  int64_t ffn;     /* width of each expert's MLP (default 128) */
+  int64_t experts; /* number of experts (default 4) */
+  int64_t top_k;   /* experts per token, 1 .. experts (default 2) */
+  uint64_t seed;   /* weight seed (default 1) */
 } mx_moe_config;
 
 /* Fills cfg with the defaults above. */

@@ -23,8 +23,8 @@ extern "C" {
 MX_API MX_MUST_USE mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err);
 
 /* Loads an ONNX model from memory. `base_dir` locates external-data files (NULL: none allowed). */
-MX_API MX_MUST_USE mx_status mx_onnx_load_memory(const void *data, size_t size, const char *base_dir, mx_graph **out,
-                              mx_error *err);
+MX_API MX_MUST_USE mx_status mx_onnx_load_memory(const void *data, size_t size, const char *base_dir,
+                                                 mx_graph **out, mx_error *err);
 
 /* Writes g as an ONNX model (nodes in topological order, constants as initializers with raw
  * data, inputs/outputs with dtypes and shapes: symbols as dim_param). *data receives a malloc'd

@@ -115,7 +115,7 @@ typedef struct mx_partition_reason {
  * with mx_partition_destroy); on failure *out is NULL and err (may be NULL) names the node or
  * option at fault. */
 MX_API MX_MUST_USE mx_status mx_partition_create(const mx_graph *g, const mx_partition_options *opts,
-                              mx_partition **out, mx_error *err);
+                                                 mx_partition **out, mx_error *err);
 /* Frees the partition and, unless detached, its root graph. NULL is a no-op. */
 MX_API void mx_partition_destroy(mx_partition *p);
 /* Message of the last failure on p ("" if none). Borrowed until the next call. */
@@ -160,9 +160,9 @@ MX_API bool mx_partition_cluster(const mx_partition *p, size_t id, mx_partition_
 MX_API mx_node_id mx_partition_cluster_node(const mx_partition *p, size_t id, size_t k);
 /* Input / output k of cluster id; false when out of range. */
 MX_API bool mx_partition_cluster_input(const mx_partition *p, size_t id, size_t k,
-                                mx_partition_boundary *out);
+                                       mx_partition_boundary *out);
 MX_API bool mx_partition_cluster_output(const mx_partition *p, size_t id, size_t k,
-                                 mx_partition_boundary *out);
+                                        mx_partition_boundary *out);
 
 /* --- nodes ---------------------------------------------------------------------------------- */
 

@@ -26,8 +26,8 @@ extern "C" {
  *   each); n_outputs must equal the graph's output count.
  * The graph is validated and inferred first if needed (which caches op params on it). On
  * failure, err (may be NULL) names the input or node at fault and no output is left allocated. */
-MX_API MX_MUST_USE mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
-                           size_t n_outputs, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_reference_run(mx_graph *g, const mx_tensor *inputs, size_t n_inputs,
+                                              mx_tensor *outputs, size_t n_outputs, mx_error *err);
 
 /* Most iterations a Loop whose only exit is its condition may run before the interpreter stops
  * it with an error naming the node (default 16777216; also read from the environment variable
@@ -39,7 +39,7 @@ MX_API int64_t mx_reference_loop_limit(int64_t max_iterations);
  * |a - e| <= atol + rtol * |e|, NaN equal to NaN, infinities equal by sign; integers and bools
  * exactly. Returns true when they match; otherwise false with a reason in why (may be NULL). */
 MX_API bool mx_tensor_allclose(const mx_tensor *actual, const mx_tensor *expected, double rtol, double atol,
-                        char *why, size_t why_size);
+                               char *why, size_t why_size);
 
 #ifdef __cplusplus
 }

@@ -25,11 +25,11 @@ extern "C" {
 
 /* The payload of a sequence or optional value. */
 typedef struct mx_value_list {
-  mx_dtype elem_dtype;   /* element type of the tensors held (also when there are none) */
-  mx_value_kind kind;    /* MX_KIND_SEQUENCE, MX_KIND_OPTIONAL or MX_KIND_OPTIONAL_SEQUENCE */
-  size_t count;          /* items held */
-  size_t cap;            /* room in items */
-  mx_tensor *items;      /* owned (malloc'd, each item's data malloc'd or a list itself) */
+  mx_dtype elem_dtype; /* element type of the tensors held (also when there are none) */
+  mx_value_kind kind;  /* MX_KIND_SEQUENCE, MX_KIND_OPTIONAL or MX_KIND_OPTIONAL_SEQUENCE */
+  size_t count;        /* items held */
+  size_t cap;          /* room in items */
+  mx_tensor *items;    /* owned (malloc'd, each item's data malloc'd or a list itself) */
 } mx_value_list;
 
 /* True when t is a sequence or an optional rather than a tensor. */
@@ -54,7 +54,8 @@ MX_API MX_MUST_USE mx_status mx_value_copy(const mx_tensor *src, mx_tensor *dst)
 
 /* Loads a .pb file holding a value of `kind`: a TensorProto, a SequenceProto or an
  * OptionalProto (the ONNX node tests' data files). The caller releases *t. */
-MX_API MX_MUST_USE mx_status mx_value_load_pb(const char *path, mx_value_kind kind, mx_tensor *t, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_value_load_pb(const char *path, mx_value_kind kind, mx_tensor *t,
+                                              mx_error *err);
 
 #ifdef __cplusplus
 }

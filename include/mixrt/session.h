@@ -56,7 +56,8 @@ typedef struct mx_symbol_range {
 
 /* The layout of mx_session_options this header describes (docs/abi.md): 1, the fields below.
  * mx_session_create refuses a record whose version it does not know. */
-#define MX_SESSION_OPTIONS_VERSION 3u /* 2 added spec_cache_size, spec_churn_limit, gears;
+#define MX_SESSION_OPTIONS_VERSION \
+  3u /* 2 added spec_cache_size, spec_churn_limit, gears;
                                           3 added intra_op_threads */
 
 typedef struct mx_session_options {
@@ -75,33 +76,33 @@ typedef struct mx_session_options {
   size_t n_frozen_inputs;
   const mx_symbol_range *symbol_ranges; /* declared ranges of symbolic dims */
   size_t n_symbol_ranges;
-  mx_log_fn log;                    /* compile and load messages (NULL: none) */
+  mx_log_fn log; /* compile and load messages (NULL: none) */
   void *log_user;
-  void *uv_loop;                    /* a uv_loop_t* on which async completions are delivered
+  void *uv_loop;         /* a uv_loop_t* on which async completions are delivered
                                        (borrowed); NULL: an internal loop thread */
-  bool private_weights;             /* false (default): the weights (static models' weight
+  bool private_weights;  /* false (default): the weights (static models' weight
                                        blocks, the dynamic partitions' constants, the execution
                                        graph's shared constants) are shared blocks of the device
                                        (mx_device_shared_acquire), so sessions of one model on
                                        one device hold one copy; true: this session uploads
                                        copies of its own */
-  const char *passes;               /* Stage 2 rewrite rules (mx_graph_fuse): NULL or "default",
+  const char *passes;    /* Stage 2 rewrite rules (mx_graph_fuse): NULL or "default",
                                        "none", "all" or a comma-separated rule list (copied) */
-  uint64_t memory_limit;            /* bytes a step's tensors may take (0: the physical memory
+  uint64_t memory_limit; /* bytes a step's tensors may take (0: the physical memory
                                        available when the model is loaded); the device's own
                                        memory_limit caps it too. A step over it is refused before
                                        anything is allocated (MX_ERR_DEVICE_OOM) */
   /* Version 2. Shape specialization (docs/partition.md): a dynamic partition whose dims depend
    * only on symbols of input shapes gets a static model per binding of those symbols it meets. */
-  uint32_t spec_cache_size;         /* specializations kept per partition, least recently used
+  uint32_t spec_cache_size;  /* specializations kept per partition, least recently used
                                        evicted (default 8; 0: never specialize) */
-  uint32_t spec_churn_limit;        /* new values of one symbol a partition compiles for before
+  uint32_t spec_churn_limit; /* new values of one symbol a partition compiles for before
                                        it stays dynamic for that symbol (default 4; 0: no limit) */
-  const char *const *gears;         /* declared specializations compiled at load, each
+  const char *const *gears;  /* declared specializations compiled at load, each
                                        "name=value[,name=value...]" ("seq=1") (copied) */
   size_t n_gears;
   /* Version 3. */
-  uint32_t intra_op_threads;        /* threads the CPU kernels split one large op (Conv) across:
+  uint32_t intra_op_threads; /* threads the CPU kernels split one large op (Conv) across:
                                        a process-wide pool, sized when a session is created
                                        (default 1: every kernel runs on the thread that launches
                                        it; 0 leaves the pool as it is) */
@@ -137,15 +138,16 @@ typedef struct mx_session_save_options {
 
 /* Writes the loaded model as a .mxm file (partitioned root, static plans, execution graphs).
  * `o` may be NULL (weights inline). */
-MX_API MX_MUST_USE mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save_options *o);
+MX_API MX_MUST_USE mx_status mx_session_save(mx_session *s, const char *path,
+                                             const mx_session_save_options *o);
 
 /* --- model description ---------------------------------------------------------------------- */
 
 typedef struct mx_io_info {
-  const char *name;   /* owned by the session */
+  const char *name; /* owned by the session */
   mx_dtype dtype;
-  int32_t rank;       /* MX_RANK_UNKNOWN if unknown */
-  const char *shape;  /* printed shape, e.g. "[1, 2, past_len, 16]" (owned by the session) */
+  int32_t rank;      /* MX_RANK_UNKNOWN if unknown */
+  const char *shape; /* printed shape, e.g. "[1, 2, past_len, 16]" (owned by the session) */
 } mx_io_info;
 
 MX_API size_t mx_session_input_count(const mx_session *s);
@@ -164,9 +166,9 @@ typedef enum mx_io_dim_kind {
 
 typedef struct mx_io_dim {
   mx_io_dim_kind kind;
-  int64_t value;          /* CONCRETE: the size; else -1 */
-  uint32_t n_symbols;     /* SYMBOLIC: how many symbols the expression uses */
-  char expression[96];    /* printed: "16", "past_len + 1", "?" (cut to fit) */
+  int64_t value;       /* CONCRETE: the size; else -1 */
+  uint32_t n_symbols;  /* SYMBOLIC: how many symbols the expression uses */
+  char expression[96]; /* printed: "16", "past_len + 1", "?" (cut to fit) */
 } mx_io_dim;
 
 /* Dim k of input (output = false) or output `index`; false when out of range, the rank is
@@ -178,11 +180,12 @@ MX_API const char *mx_session_symbol_name(const mx_session *s, size_t index);
 /* The concrete shape output `index` has in a step on these inputs (only names, ranks and dims
  * are read; data may be NULL), without running anything: *rank and dims[0 .. *rank). Fails
  * naming the dim when it is known only at run time or a symbol it uses is not given. */
-MX_API MX_MUST_USE mx_status mx_session_output_shape(mx_session *s, const mx_tensor *inputs, size_t n_inputs, size_t index,
-                                  int32_t *rank, int64_t *dims);
+MX_API MX_MUST_USE mx_status mx_session_output_shape(mx_session *s, const mx_tensor *inputs, size_t n_inputs,
+                                                     size_t index, int32_t *rank, int64_t *dims);
 /* The same from symbol values by name ({"past_len"}, {511}). */
-MX_API MX_MUST_USE mx_status mx_session_output_shape_for(mx_session *s, const char *const *symbols, const int64_t *values,
-                                      size_t n_symbols, size_t index, int32_t *rank, int64_t *dims);
+MX_API MX_MUST_USE mx_status mx_session_output_shape_for(mx_session *s, const char *const *symbols,
+                                                         const int64_t *values, size_t n_symbols,
+                                                         size_t index, int32_t *rank, int64_t *dims);
 
 /* --- running -------------------------------------------------------------------------------- */
 
@@ -195,8 +198,8 @@ MX_API MX_MUST_USE mx_status mx_session_output_shape_for(mx_session *s, const ch
  *   MX_DEVICE a device buffer of the step's shape the caller frees (mx_device_free on the
  *   session's device). An entry with data is a caller buffer (host or device) whose dtype and
  *   dims must equal the actual output's; device buffers are written in place (zero copy). */
-MX_API MX_MUST_USE mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
-                         size_t n_outputs);
+MX_API MX_MUST_USE mx_status mx_session_run(mx_session *s, const mx_tensor *inputs, size_t n_inputs,
+                                            mx_tensor *outputs, size_t n_outputs);
 
 /* Called once per asynchronous run when it has completed on the device (status MX_OK) or
  * failed (message names the cause; valid during the call). */
@@ -207,8 +210,9 @@ typedef void (*mx_run_callback)(void *user, mx_status status, const char *messag
  * caller's stream (NULL: the session's own), on which the step is ordered after earlier work. The
  * callback runs on the session's libuv loop (mx_session_options.uv_loop, or an internal loop
  * thread). */
-MX_API MX_MUST_USE mx_status mx_session_run_async(mx_session *s, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
-                               size_t n_outputs, mx_stream *stream, mx_run_callback callback, void *user);
+MX_API MX_MUST_USE mx_status mx_session_run_async(mx_session *s, const mx_tensor *inputs, size_t n_inputs,
+                                                  mx_tensor *outputs, size_t n_outputs, mx_stream *stream,
+                                                  mx_run_callback callback, void *user);
 /* Waits until every asynchronous run has completed and its callback has returned. */
 MX_API MX_MUST_USE mx_status mx_session_synchronize(mx_session *s);
 
@@ -238,27 +242,28 @@ typedef struct mx_session_stats {
   uint64_t device_allocations; /* device allocations made by the session's allocator */
   uint64_t allocator_hits;     /* allocations served from the allocator's cache */
   uint64_t allocator_misses;
-  uint64_t bytes_in_use;       /* device bytes held now (not summed) */
-  uint64_t bytes_cached;       /* of which cached for reuse (not summed) */
-  uint64_t peak_bytes;         /* peak device bytes (not summed) */
-  uint64_t kernels_run;        /* execution-graph kernels run */
-  uint64_t output_copies;      /* caller's device output buffers that a dynamic partition filled
+  uint64_t bytes_in_use;  /* device bytes held now (not summed) */
+  uint64_t bytes_cached;  /* of which cached for reuse (not summed) */
+  uint64_t peak_bytes;    /* peak device bytes (not summed) */
+  uint64_t kernels_run;   /* execution-graph kernels run */
+  uint64_t output_copies; /* caller's device output buffers that a dynamic partition filled
                                   by a copy at the end of its step instead of its ops writing them
                                   in place (an input or host value delivered as an output) */
   /* Shape specialization of dynamic partitions. */
-  uint64_t spec_hits;          /* steps of a partition served by a specialization */
-  uint64_t spec_misses;        /* bindings no specialization held */
-  uint64_t spec_compiles;      /* specializations compiled (at load for gears, or on a miss) */
-  uint64_t spec_evictions;     /* specializations evicted from a full cache */
-  uint64_t spec_compile_ns;    /* host time compiling them */
-  uint64_t spec_fallbacks;     /* partitions that stopped specializing (churn or a body that
+  uint64_t spec_hits;       /* steps of a partition served by a specialization */
+  uint64_t spec_misses;     /* bindings no specialization held */
+  uint64_t spec_compiles;   /* specializations compiled (at load for gears, or on a miss) */
+  uint64_t spec_evictions;  /* specializations evicted from a full cache */
+  uint64_t spec_compile_ns; /* host time compiling them */
+  uint64_t spec_fallbacks;  /* partitions that stopped specializing (churn or a body that
                                   cannot become static), each said once in the log */
 } mx_session_stats;
 
 /* Fills *last (the last step) and *total (since the model was loaded; the allocator counters
  * device_allocations, allocator_hits and allocator_misses since the session was created);
  * either may be NULL. */
-MX_API MX_MUST_USE mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last, mx_session_stats *total);
+MX_API MX_MUST_USE mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last,
+                                                  mx_session_stats *total);
 
 /* Starts recording a trace of the following steps (Chrome trace-event format, viewable in
  * Perfetto: one lane per stream and one for the host). */

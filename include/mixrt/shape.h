@@ -25,9 +25,9 @@
 extern "C" {
 #endif
 
-#define MX_MAX_RANK 8
+#define MX_MAX_RANK     8
 #define MX_RANK_UNKNOWN (-1)
-#define MX_DIM_UNKNOWN ((mx_dim)-1)
+#define MX_DIM_UNKNOWN  ((mx_dim)-1)
 
 typedef int64_t mx_dim;
 
@@ -109,7 +109,7 @@ MX_API mx_dim mx_sym_substitute(mx_symtab *t, mx_dim d, size_t index, mx_dim val
  * Fails with MX_ERR_NOT_FOUND when `d` is unknown or uses a symbol at or beyond n_values or
  * whose value is INT64_MIN (unbound), MX_ERR_LIMIT on overflow or division by zero. */
 MX_API MX_MUST_USE mx_status mx_sym_eval(const mx_symtab *t, mx_dim d, const int64_t *values, size_t n_values,
-                      int64_t *out);
+                                         int64_t *out);
 
 /* Prints `d` ("2*seq + 2", "batch*seq", "floor(seq / 2)", "?" for unknown) into buf
  * (always NUL-terminated when n > 0). Returns the length the full text needs. */

@@ -16,29 +16,29 @@ extern "C" {
 #endif
 
 /* X(name, description): the one table of status codes. Order fixes the numeric values. */
-#define MX_STATUS_MAP(X)                                                         \
-  X(OK, "ok")                                                                    \
-  X(ERR_INVALID_ARGUMENT, "invalid argument")                                    \
-  X(ERR_OUT_OF_MEMORY, "out of host memory")                                     \
-  X(ERR_IO, "input/output error")                                                \
-  X(ERR_MALFORMED, "malformed file")                                             \
-  X(ERR_UNSUPPORTED, "unsupported")                                              \
-  X(ERR_INVALID_GRAPH, "invalid graph")                                          \
-  X(ERR_SHAPE, "shape mismatch")                                                 \
-  X(ERR_DTYPE, "dtype mismatch")                                                 \
-  X(ERR_NOT_FOUND, "not found")                                                  \
-  X(ERR_LIMIT, "limit exceeded")                                                 \
-  X(ERR_DEVICE, "device error")                                                  \
-  X(ERR_DEVICE_OOM, "device out of memory")                                      \
-  X(ERR_KERNEL, "kernel failure")                                                \
-  X(ERR_BUSY, "busy")                                                            \
+#define MX_STATUS_MAP(X)                      \
+  X(OK, "ok")                                 \
+  X(ERR_INVALID_ARGUMENT, "invalid argument") \
+  X(ERR_OUT_OF_MEMORY, "out of host memory")  \
+  X(ERR_IO, "input/output error")             \
+  X(ERR_MALFORMED, "malformed file")          \
+  X(ERR_UNSUPPORTED, "unsupported")           \
+  X(ERR_INVALID_GRAPH, "invalid graph")       \
+  X(ERR_SHAPE, "shape mismatch")              \
+  X(ERR_DTYPE, "dtype mismatch")              \
+  X(ERR_NOT_FOUND, "not found")               \
+  X(ERR_LIMIT, "limit exceeded")              \
+  X(ERR_DEVICE, "device error")               \
+  X(ERR_DEVICE_OOM, "device out of memory")   \
+  X(ERR_KERNEL, "kernel failure")             \
+  X(ERR_BUSY, "busy")                         \
   X(ERR_INTERNAL, "internal error")
 
 typedef enum mx_status {
 #define MX_STATUS_ENUM_(name, desc) MX_##name,
   MX_STATUS_MAP(MX_STATUS_ENUM_)
 #undef MX_STATUS_ENUM_
-  MX_STATUS_COUNT_ /* number of codes; not a status */
+      MX_STATUS_COUNT_ /* number of codes; not a status */
 } mx_status;
 
 /* Short constant description of a status ("invalid argument"); never NULL. */
@@ -51,8 +51,8 @@ MX_API const char *mx_status_name(mx_status status);
 
 /* An error record a caller may pass to calls that can fail before any object exists. */
 typedef struct mx_error {
-  mx_status status;                      /* MX_OK when no error was recorded */
-  char message[MX_ERROR_MESSAGE_MAX];    /* NUL-terminated; names the thing at fault */
+  mx_status status;                   /* MX_OK when no error was recorded */
+  char message[MX_ERROR_MESSAGE_MAX]; /* NUL-terminated; names the thing at fault */
 } mx_error;
 
 /* Resets an error record to MX_OK with an empty message. NULL is a no-op. */

@@ -24,17 +24,17 @@ extern "C" {
 
 /* Where a tensor's data lives. */
 typedef enum mx_placement {
-  MX_HOST = 0,   /* ordinary host memory */
-  MX_DEVICE = 1  /* memory allocated from a mixrt device */
+  MX_HOST = 0,  /* ordinary host memory */
+  MX_DEVICE = 1 /* memory allocated from a mixrt device */
 } mx_placement;
 
 typedef struct mx_tensor {
   mx_dtype dtype;
-  int32_t rank;                /* 0..MX_MAX_RANK; 0 is a scalar */
-  int64_t dims[MX_MAX_RANK];   /* concrete, >= 0; entries beyond rank are ignored */
-  void *data;                  /* row-major contiguous; may be NULL when the tensor is empty */
-  mx_placement placement;      /* where data lives */
-  const char *name;            /* optional: the graph input/output it belongs to (borrowed) */
+  int32_t rank;              /* 0..MX_MAX_RANK; 0 is a scalar */
+  int64_t dims[MX_MAX_RANK]; /* concrete, >= 0; entries beyond rank are ignored */
+  void *data;                /* row-major contiguous; may be NULL when the tensor is empty */
+  mx_placement placement;    /* where data lives */
+  const char *name;          /* optional: the graph input/output it belongs to (borrowed) */
 } mx_tensor;
 
 /* Number of elements (1 for a scalar). Returns false on int64 overflow or a negative dim. */
@@ -53,10 +53,11 @@ MX_API void mx_tensor_release(mx_tensor *t);
  * On success *t holds a host tensor whose data the caller owns (mx_tensor_release); its name
  * is NULL. If name_out is not NULL it receives a malloc'd copy of the TensorProto's name (free()).
  * Malformed files give MX_ERR_MALFORMED with the reason in err. */
-MX_API MX_MUST_USE mx_status mx_tensor_load_pb(const char *path, mx_tensor *t, char **name_out, mx_error *err);
+MX_API MX_MUST_USE mx_status mx_tensor_load_pb(const char *path, mx_tensor *t, char **name_out,
+                                               mx_error *err);
 /* Same, from memory. */
 MX_API MX_MUST_USE mx_status mx_tensor_parse_pb(const void *data, size_t size, mx_tensor *t, char **name_out,
-                             mx_error *err);
+                                                mx_error *err);
 
 /* Loads a NumPy .npy file (format 1.0-3.0, little-endian, C order) into a host tensor the caller
  * owns (mx_tensor_release). Element types: <f4 <f2 <f8 |i1 |u1 <i2 <i4 <i8 |b1, and <u2 read as

@@ -52,8 +52,13 @@ static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *ins, siz
 /* Adds node `type` named `name` with the given inputs, attributes and n_out outputs. */
 static void node(mx_graph *g, const char *type, const char *name, const mx_value_id *ins, size_t n_in,
                  const mx_attr *attrs, size_t n_attrs, mx_value_id *outs, size_t n_out) {
-  mx_node_desc d = {.op_type = type, .name = name, .inputs = ins, .n_inputs = n_in, .attrs = attrs,
-                    .n_attrs = n_attrs, .n_outputs = n_out};
+  mx_node_desc d = {.op_type = type,
+                    .name = name,
+                    .inputs = ins,
+                    .n_inputs = n_in,
+                    .attrs = attrs,
+                    .n_attrs = n_attrs,
+                    .n_outputs = n_out};
   cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
 }
 
@@ -305,8 +310,9 @@ Test(control, constant_condition_if_is_folded_away) {
   (void)x;
   mx_optimize_report r;
   cr_assert_eq(mx_graph_optimize(g, &r), MX_OK, "%s", mx_graph_last_error(g));
-  cr_assert_eq(mx_graph_find_node(g, "fixed") != MX_NO_NODE && mx__node_valid(g, mx_graph_find_node(g, "fixed")),
-               false, "the If is gone");
+  cr_assert_eq(
+      mx_graph_find_node(g, "fixed") != MX_NO_NODE && mx__node_valid(g, mx_graph_find_node(g, "fixed")),
+      false, "the If is gone");
   cr_assert_eq(mx_graph_node_count(g), 2); /* Neg, Abs */
   float xv[2] = {-1, 2};
   mx_tensor in = {.dtype = MX_FLOAT32, .rank = 1, .dims = {2}, .data = xv};
@@ -442,7 +448,8 @@ Test(control, sequence_ops_round_trip) {
 
 /* --- sessions ------------------------------------------------------------------------------ */
 
-static void session_matches_reference(mx_graph *(*make)(void), const mx_tensor *in, size_t n_in, size_t n_out) {
+static void session_matches_reference(mx_graph *(*make)(void), const mx_tensor *in, size_t n_in,
+                                      size_t n_out) {
   mx_session_options o;
   mx_session_options_init(&o);
   mx_session *s;
@@ -492,7 +499,8 @@ Test(control, loop_over_a_sequence_survives_export) {
   snprintf(path, sizeof path, "%s/test_loop13_seq/model.onnx", MIXRT_ONNX_NODE_DIR_DEFAULT);
   mx_graph *g;
   mx_error err = {0};
-  if (mx_onnx_load_file(path, &g, &err) != MX_OK) cr_skip_test("ONNX node-test data not found: %s", err.message);
+  if (mx_onnx_load_file(path, &g, &err) != MX_OK)
+    cr_skip_test("ONNX node-test data not found: %s", err.message);
   void *data;
   size_t size;
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
@@ -504,11 +512,14 @@ Test(control, loop_over_a_sequence_survives_export) {
   mx_tensor in[3], out, want;
   memset(in, 0, sizeof in);
   for (int i = 0; i < 3; i++) {
-    snprintf(in_path, sizeof in_path, "%s/test_loop13_seq/test_data_set_0/input_%d.pb", MIXRT_ONNX_NODE_DIR_DEFAULT, i);
-    cr_assert_eq(mx_value_load_pb(in_path, mx_graph_value_kind(g2, mx_graph_input(g2, (size_t)i)), &in[i], &err), MX_OK,
-                 "%s", err.message);
+    snprintf(in_path, sizeof in_path, "%s/test_loop13_seq/test_data_set_0/input_%d.pb",
+             MIXRT_ONNX_NODE_DIR_DEFAULT, i);
+    cr_assert_eq(
+        mx_value_load_pb(in_path, mx_graph_value_kind(g2, mx_graph_input(g2, (size_t)i)), &in[i], &err),
+        MX_OK, "%s", err.message);
   }
-  snprintf(out_path, sizeof out_path, "%s/test_loop13_seq/test_data_set_0/output_0.pb", MIXRT_ONNX_NODE_DIR_DEFAULT);
+  snprintf(out_path, sizeof out_path, "%s/test_loop13_seq/test_data_set_0/output_0.pb",
+           MIXRT_ONNX_NODE_DIR_DEFAULT);
   cr_assert_eq(mx_value_load_pb(out_path, MX_KIND_SEQUENCE, &want, &err), MX_OK, "%s", err.message);
   run1(g2, in, 3, &out, 1);
   char why[200];

@@ -11,9 +11,9 @@
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
 
-#define VOCAB 7
+#define VOCAB  7
 #define HIDDEN 4
-#define STEPS 6
+#define STEPS  6
 
 static mx_value_id add_input(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, const mx_dim *dims) {
   mx_shape s = {.rank = rank};
@@ -32,8 +32,8 @@ static mx_value_id add_const(mx_graph *g, const char *name, mx_dtype dt, int32_t
   return v;
 }
 
-static mx_value_id add_op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n, const mx_attr *attrs,
-                          size_t n_attrs) {
+static mx_value_id add_op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n,
+                          const mx_attr *attrs, size_t n_attrs) {
   mx_value_id y;
   cr_assert_eq(mx_graph_add_op(g, type, ins, n, attrs, n_attrs, &y), MX_OK, "%s", mx_graph_last_error(g));
   return y;
@@ -54,7 +54,8 @@ static void fill_weights(void) {
 /* One decode step in graph g: token [1] int64 and past [p, HIDDEN] give the next token [1]
  * (ArgMax of tanh(sum of the cache rows) x proj) and present = past with the token's embedding
  * appended. */
-static void decode_step(mx_graph *g, mx_value_id token, mx_value_id past, mx_value_id *next, mx_value_id *present) {
+static void decode_step(mx_graph *g, mx_value_id token, mx_value_id past, mx_value_id *next,
+                        mx_value_id *present) {
   int64_t axes0 = 0;
   mx_value_id e = add_const(g, "emb", MX_FLOAT32, 2, (int64_t[]){VOCAB, HIDDEN}, emb);
   mx_value_id w = add_const(g, "proj", MX_FLOAT32, 2, (int64_t[]){HIDDEN, VOCAB}, proj);
@@ -104,8 +105,13 @@ static mx_graph *loop_model(void) {
   cr_assert_eq(mx_graph_add_output(body, present), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, add_op(body, "Identity", &next, 1, NULL, 0)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
-  mx_node_desc d = {.op_type = "Loop", .name = "generate", .inputs = (mx_value_id[]){m, MX_NO_VALUE, tok0, past0},
-                    .n_inputs = 4, .attrs = &a, .n_attrs = 1, .n_outputs = 3};
+  mx_node_desc d = {.op_type = "Loop",
+                    .name = "generate",
+                    .inputs = (mx_value_id[]){m, MX_NO_VALUE, tok0, past0},
+                    .n_inputs = 4,
+                    .attrs = &a,
+                    .n_attrs = 1,
+                    .n_outputs = 3};
   mx_value_id outs[3];
   cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
   for (int k = 0; k < 3; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
@@ -172,7 +178,8 @@ Test(control_decode, greedy_decode_in_one_loop_matches_separate_steps) {
     cr_assert_eq(out[2].dims[0], STEPS);
     cr_assert_eq(out[2].dims[1], 1);
     for (int i = 0; i < STEPS; i++)
-      cr_assert_eq(((const int64_t *)out[2].data)[i], tokens[i], "token %d of the Loop differs from step %d", i, i);
+      cr_assert_eq(((const int64_t *)out[2].data)[i], tokens[i], "token %d of the Loop differs from step %d",
+                   i, i);
     for (int k = 0; k < 3; k++) mx_tensor_release(&out[k]);
   }
   mx_tensor_release(&past);
@@ -198,10 +205,16 @@ static mx_graph *swap_loop(void) {
   mx_value_id bi = add_input(body, "b_in", MX_FLOAT32, 1, (mx_dim[]){2});
   mx_value_id cin = add_input(body, "c_in", MX_FLOAT32, 1, (mx_dim[]){2});
   mx_value_id body_outs[] = {ci, bi, ai, cin, ai, cin};
-  for (size_t k = 0; k < 6; k++) cr_assert_eq(mx_graph_add_output(body, body_outs[k]), MX_OK, "%s", mx_graph_last_error(body));
+  for (size_t k = 0; k < 6; k++)
+    cr_assert_eq(mx_graph_add_output(body, body_outs[k]), MX_OK, "%s", mx_graph_last_error(body));
   mx_attr at = mx_attr_graph("body", body);
-  mx_node_desc d = {.op_type = "Loop", .name = "swap_loop", .inputs = (mx_value_id[]){m, MX_NO_VALUE, a, b, c},
-                    .n_inputs = 5, .attrs = &at, .n_attrs = 1, .n_outputs = 5};
+  mx_node_desc d = {.op_type = "Loop",
+                    .name = "swap_loop",
+                    .inputs = (mx_value_id[]){m, MX_NO_VALUE, a, b, c},
+                    .n_inputs = 5,
+                    .attrs = &at,
+                    .n_attrs = 1,
+                    .n_outputs = 5};
   mx_value_id outs[5];
   cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
   for (int k = 0; k < 5; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);

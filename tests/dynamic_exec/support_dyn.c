@@ -42,7 +42,8 @@ mx_value_id dyn_input(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, 
 mx_value_id dyn_op(mx_graph *g, const char *op, const mx_value_id *in, size_t n, const mx_attr *attrs,
                    size_t n_attrs) {
   mx_value_id out;
-  cr_assert_eq(mx_graph_add_op(g, op, in, n, attrs, n_attrs, &out), MX_OK, "%s: %s", op, mx_graph_last_error(g));
+  cr_assert_eq(mx_graph_add_op(g, op, in, n, attrs, n_attrs, &out), MX_OK, "%s: %s", op,
+               mx_graph_last_error(g));
   return out;
 }
 
@@ -90,7 +91,9 @@ mx_tensor dyn_random(mx_dtype dt, int32_t rank, const int64_t *dims, uint64_t se
   for (int64_t i = 0; i < n; i++) {
     uint64_t r = dyn_rand(&st);
     switch (dt) {
-      case MX_FLOAT32: ((float *)t.data)[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0); break;
+      case MX_FLOAT32:
+        ((float *)t.data)[i] = (float)((double)(r >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+        break;
       case MX_INT64: ((int64_t *)t.data)[i] = (int64_t)(r % 8); break;
       case MX_INT32: ((int32_t *)t.data)[i] = (int32_t)(r % 8); break;
       case MX_BOOL: ((uint8_t *)t.data)[i] = (uint8_t)(r & 1); break;
@@ -111,7 +114,8 @@ int dyn_compare_reference(mx_graph *g, const mx_tensor *inputs, size_t n_in, con
   for (size_t i = 0; i < n_out; i++) {
     char why[256];
     if (!mx_tensor_allclose(&got[i], &ref[i], rtol, atol, why, sizeof why)) {
-      fprintf(stderr, "%s: output %zu ('%s'): %s\n", what, i, mx_graph_value_name(g, mx_graph_output(g, i)), why);
+      fprintf(stderr, "%s: output %zu ('%s'): %s\n", what, i, mx_graph_value_name(g, mx_graph_output(g, i)),
+              why);
       bad++;
     }
     mx_tensor_release(&ref[i]);
@@ -130,7 +134,8 @@ int dyn_run_steps(mx_graph *g, mx_device *dev, uint32_t max_streams, const mx_te
   mx_error err;
   cr_assert_eq(mx_dyn_plan_create(g, &o, &plan, &err), MX_OK, "%s: plan: %s", what, err.message);
   mx_dyn_exec *e;
-  cr_assert_eq(mx_dyn_exec_create(dev, plan, NULL, NULL, 0, &e, &err), MX_OK, "%s: exec: %s", what, err.message);
+  cr_assert_eq(mx_dyn_exec_create(dev, plan, NULL, NULL, 0, &e, &err), MX_OK, "%s: exec: %s", what,
+               err.message);
   size_t n_out = mx_graph_output_count(g);
   mx_tensor *out = calloc(n_out, sizeof *out);
   cr_assert_not_null(out);

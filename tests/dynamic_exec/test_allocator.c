@@ -215,7 +215,8 @@ Test(dyn_allocator, idle_free_trim_forget) {
   cr_assert_eq(mx_stream_create(dev, 0, &t), MX_OK);
   mx_caching_allocator *a = new_alloc(dev);
   void *p[6], *q;
-  for (int i = 0; i < 6; i++) cr_assert_eq(mx_caching_alloc(a, 300 + 1000 * (size_t)i, s, &p[i], NULL), MX_OK);
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(mx_caching_alloc(a, 300 + 1000 * (size_t)i, s, &p[i], NULL), MX_OK);
   /* Freed with no pending use: any stream may take it at once. */
   cr_assert_eq(mx_caching_free(a, p[0], NULL, NULL), MX_OK);
   cr_assert_eq(mx_caching_alloc(a, 300, t, &q, NULL), MX_OK);
@@ -286,13 +287,16 @@ Test(dyn_allocator, stream_limit) {
   mx_stream *s[MX_CACHING_MAX_STREAMS + 1];
   void *p[MX_CACHING_MAX_STREAMS + 1];
   for (int i = 0; i <= MX_CACHING_MAX_STREAMS; i++) cr_assert_eq(mx_stream_create(dev, 0, &s[i]), MX_OK);
-  for (int i = 0; i < MX_CACHING_MAX_STREAMS; i++) cr_assert_eq(mx_caching_alloc(a, 64, s[i], &p[i], NULL), MX_OK);
+  for (int i = 0; i < MX_CACHING_MAX_STREAMS; i++)
+    cr_assert_eq(mx_caching_alloc(a, 64, s[i], &p[i], NULL), MX_OK);
   mx_error err;
-  cr_expect_eq(mx_caching_alloc(a, 64, s[MX_CACHING_MAX_STREAMS], &p[MX_CACHING_MAX_STREAMS], &err), MX_ERR_LIMIT);
+  cr_expect_eq(mx_caching_alloc(a, 64, s[MX_CACHING_MAX_STREAMS], &p[MX_CACHING_MAX_STREAMS], &err),
+               MX_ERR_LIMIT);
   cr_expect(strstr(err.message, "streams"));
   for (int i = 0; i < MX_CACHING_MAX_STREAMS; i++) cr_assert_eq(mx_caching_free(a, p[i], s[i], NULL), MX_OK);
   mx_caching_forget_stream(a, s[0]);
-  cr_expect_eq(mx_caching_alloc(a, 64, s[MX_CACHING_MAX_STREAMS], &p[0], NULL), MX_OK, "a forgotten slot is reused");
+  cr_expect_eq(mx_caching_alloc(a, 64, s[MX_CACHING_MAX_STREAMS], &p[0], NULL), MX_OK,
+               "a forgotten slot is reused");
   cr_assert_eq(mx_caching_free(a, p[0], s[MX_CACHING_MAX_STREAMS], NULL), MX_OK);
   mx_caching_allocator_destroy(a);
   for (int i = 0; i <= MX_CACHING_MAX_STREAMS; i++) mx_stream_destroy(s[i]);
@@ -303,14 +307,14 @@ Test(dyn_allocator, stream_limit) {
 /* --- randomized stress ------------------------------------------------------------------------ */
 
 #define N_STREAMS 3
-#define N_LIVE 24
+#define N_LIVE    24
 
 typedef struct live_block {
   void *p;
   size_t n;
-  int byte;        /* pattern it was filled with */
-  int stream;      /* stream it was allocated for (and filled on) */
-  unsigned users;  /* streams that read it */
+  int byte;       /* pattern it was filled with */
+  int stream;     /* stream it was allocated for (and filled on) */
+  unsigned users; /* streams that read it */
 } live_block;
 
 /* Orders stream `to` after everything queued on `from` so far. */
@@ -434,7 +438,7 @@ enum { N_THREADS = 4, THREAD_ROUNDS = 2000 };
 
 typedef struct thread_args {
   mx_caching_allocator *a;
-  mx_stream *stream;      /* the thread's own stream, or NULL */
+  mx_stream *stream; /* the thread's own stream, or NULL */
   unsigned seed;
   int failures;
 } thread_args;

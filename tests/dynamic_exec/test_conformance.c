@@ -59,8 +59,8 @@ static void symbolize_inputs(mx_graph *g) {
  * so, as in `mixrt conformance`, such outputs are checked against the expected data on element
  * type and shape only (the reference, which draws the same numbers, is still matched bit for bit). */
 static bool draws_random_numbers(const mx_graph *g) {
-  static const char *const random_ops[] = {"RandomUniform", "RandomNormal", "RandomUniformLike",
-                                           "RandomNormalLike", "Bernoulli", "Multinomial"};
+  static const char *const random_ops[] = {"RandomUniform",    "RandomNormal", "RandomUniformLike",
+                                           "RandomNormalLike", "Bernoulli",    "Multinomial"};
   for (size_t i = 0; i < g->n_nodes; i++) {
     const mx_node *nd = &g->nodes[i];
     if (*nd->domain) continue;
@@ -217,12 +217,17 @@ Test(dyn_conformance, every_model_equals_reference) {
     release_case(c);
     free(c);
   }
-  fprintf(stderr, "dynamic conformance: %zu passed, %zu failed; symbolic inputs: %zu run, %zu failed, %zu not "
-          "inferable; %zu runs skipped (control flow or sequences refused by the executor); %zu models skipped "
-          "(string tensors)\n", passed, failed, sym_run, sym_failed, sym_skipped, control, strings);
-  fprintf(stderr, "dynamic conformance plans: %zu ops: %zu device, %zu host, %zu evaluated, %zu aliased, %zu "
-          "inferred at run time, %zu data-dependent\n", totals.ops, totals.device_ops, totals.host_ops,
-          totals.eval_ops, totals.alias_ops, totals.infer_ops, totals.data_dependent_ops);
+  fprintf(
+      stderr,
+      "dynamic conformance: %zu passed, %zu failed; symbolic inputs: %zu run, %zu failed, %zu not "
+      "inferable; %zu runs skipped (control flow or sequences refused by the executor); %zu models skipped "
+      "(string tensors)\n",
+      passed, failed, sym_run, sym_failed, sym_skipped, control, strings);
+  fprintf(stderr,
+          "dynamic conformance plans: %zu ops: %zu device, %zu host, %zu evaluated, %zu aliased, %zu "
+          "inferred at run time, %zu data-dependent\n",
+          totals.ops, totals.device_ops, totals.host_ops, totals.eval_ops, totals.alias_ops, totals.infer_ops,
+          totals.data_dependent_ops);
   cr_expect_eq(failed, 0, "%zu of %zu models differ", failed, n);
   cr_expect_eq(sym_failed, 0, "%zu of %zu symbolic-input models differ", sym_failed, sym_run);
   mx_device_destroy(cpu);

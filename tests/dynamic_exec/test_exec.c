@@ -27,9 +27,12 @@ static mx_graph *chain(int len) {
   cr_assert_eq(mx_graph_add_constant(g, "half", &ht, &c), MX_OK);
   mx_value_id v = x;
   for (int i = 0; i < len; i++) {
-    if (i % 3 == 0) v = dyn_op(g, "Mul", (mx_value_id[]){v, c}, 2, NULL, 0);
-    else if (i % 3 == 1) v = dyn_op(g, "Add", (mx_value_id[]){v, x}, 2, NULL, 0);
-    else v = dyn_op(g, "Tanh", &v, 1, NULL, 0);
+    if (i % 3 == 0)
+      v = dyn_op(g, "Mul", (mx_value_id[]){v, c}, 2, NULL, 0);
+    else if (i % 3 == 1)
+      v = dyn_op(g, "Add", (mx_value_id[]){v, x}, 2, NULL, 0);
+    else
+      v = dyn_op(g, "Tanh", &v, 1, NULL, 0);
   }
   cr_assert_eq(mx_graph_add_output(g, v), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
@@ -65,7 +68,8 @@ static int step_ok(mx_graph *g, mx_dyn_exec *e, const mx_tensor *in, size_t n_in
   mx_tensor out[8];
   cr_assert(n_out <= 8);
   for (size_t k = 0; k < n_out; k++) out[k] = (mx_tensor){.placement = MX_HOST};
-  cr_assert_eq(mx_dyn_exec_run(e, in, n_in, out, n_out, NULL), MX_OK, "%s: %s", what, mx_dyn_exec_last_error(e));
+  cr_assert_eq(mx_dyn_exec_run(e, in, n_in, out, n_out, NULL), MX_OK, "%s: %s", what,
+               mx_dyn_exec_last_error(e));
   int bad = dyn_compare_reference(g, in, n_in, out, n_out, 1e-5, 1e-6, what);
   for (size_t k = 0; k < n_out; k++) mx_tensor_release(&out[k]);
   return bad;
@@ -205,7 +209,8 @@ static mx_graph *many_outputs(void) {
   mx_value_id id = dyn_op(g, "Identity", &x, 1, NULL, 0);
   mx_value_id shape = dyn_op(g, "Shape", &x, 1, NULL, 0);
   const mx_value_id outs[] = {y0, y1, y1, y2, x, id, shape};
-  for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
+  for (size_t k = 0; k < sizeof outs / sizeof *outs; k++)
+    cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
   return g;
 }
@@ -258,7 +263,8 @@ Test(dyn_exec, outputs_written_in_place) {
       mx_dyn_exec_stats after = exec_stats(r.e);
       for (size_t k = 0; k < N_MANY; k++) cr_expect(out[k].data == given[k], "output %zu moved", k);
       cr_expect_eq(after.outputs_in_place - before.outputs_in_place, 3, "y0, y1 (first) and y2 in place");
-      cr_expect_eq(after.output_copies - before.output_copies, 4, "y1 (second), x, Identity(x), Shape(x) copied");
+      cr_expect_eq(after.output_copies - before.output_copies, 4,
+                   "y1 (second), x, Identity(x), Shape(x) copied");
       cr_assert_eq(mx_stream_synchronize(s0), MX_OK);
       expect_outputs(r.dev, out, ref, NULL, "in place");
     }
@@ -296,7 +302,8 @@ Test(dyn_exec, outputs_written_in_place) {
     mx_tensor host_out[N_MANY];
     for (size_t k = 0; k < N_MANY; k++) host_out[k] = (mx_tensor){.placement = MX_HOST};
     before = exec_stats(r.e);
-    cr_assert_eq(mx_dyn_exec_run(r.e, &dx, 1, host_out, N_MANY, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+    cr_assert_eq(mx_dyn_exec_run(r.e, &dx, 1, host_out, N_MANY, NULL), MX_OK, "%s",
+                 mx_dyn_exec_last_error(r.e));
     cr_expect_eq(exec_stats(r.e).outputs_in_place, before.outputs_in_place);
     for (size_t k = 0; k < N_MANY; k++) {
       cr_expect(mx_tensor_allclose(&host_out[k], &ref[k], 0, 0, NULL, 0), "after abort: output %zu", k);
@@ -400,7 +407,8 @@ Test(dyn_exec, host_kernels_and_copies) {
   cr_assert_eq(mx_dyn_exec_create(dev, plan, NULL, NULL, 0, &e, NULL), MX_OK);
   static const int64_t bs[][2] = {{1, 4}, {2, 9}, {2, 9}};
   for (int step = 0; step < 3; step++) {
-    mx_tensor x = dyn_random(MX_FLOAT32, 3, (int64_t[]){bs[step][0], bs[step][1], cfg.hidden}, 3 + (uint64_t)step);
+    mx_tensor x =
+        dyn_random(MX_FLOAT32, 3, (int64_t[]){bs[step][0], bs[step][1], cfg.hidden}, 3 + (uint64_t)step);
     cr_expect_eq(step_ok(g, e, &x, 1, "host kernels"), 0);
     mx_tensor_release(&x);
   }
@@ -634,7 +642,10 @@ Test(dyn_exec, kernel_failure_names_the_node) {
   mx_value_id x = dyn_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){n, 4});
   mx_value_id idx = dyn_input(g, "idx", MX_INT64, 1, &k);
   mx_value_id th = dyn_op(g, "Tanh", &x, 1, NULL, 0);
-  mx_node_desc d = {.op_type = "Gather", .name = "pick_rows", .inputs = (mx_value_id[]){th, idx}, .n_inputs = 2,
+  mx_node_desc d = {.op_type = "Gather",
+                    .name = "pick_rows",
+                    .inputs = (mx_value_id[]){th, idx},
+                    .n_inputs = 2,
                     .n_outputs = 1};
   mx_value_id y;
   cr_assert_eq(mx_graph_add_node(g, &d, &y), MX_OK);

@@ -22,8 +22,8 @@ static const uint32_t stream_counts[] = {1, 2, 4};
 
 /* --- decode attention ------------------------------------------------------------------------- */
 
-#define ATT_HIDDEN 32
-#define ATT_HEADS 4
+#define ATT_HIDDEN   32
+#define ATT_HEADS    4
 #define ATT_KV_HEADS 2
 #define ATT_HEAD_DIM 8
 
@@ -43,7 +43,8 @@ static mx_graph *attention_block(void) {
   const int64_t nh[3] = {ATT_HEADS, ATT_KV_HEADS, ATT_KV_HEADS};
   const char *wn[3] = {"wq", "wk", "wv"};
   for (int i = 0; i < 3; i++) {
-    mx_value_id w = dyn_weights(g, wn[i], 2, (int64_t[]){ATT_HIDDEN, nh[i] * ATT_HEAD_DIM}, 0.3f, 11 + (uint64_t)i);
+    mx_value_id w =
+        dyn_weights(g, wn[i], 2, (int64_t[]){ATT_HIDDEN, nh[i] * ATT_HEAD_DIM}, 0.3f, 11 + (uint64_t)i);
     mx_value_id p = dyn_op(g, "MatMul", (mx_value_id[]){x, w}, 2, NULL, 0);
     char tn[32];
     snprintf(tn, sizeof tn, "%s_shape", wn[i]);
@@ -80,8 +81,10 @@ Test(dyn_models, attention_past_lengths) {
   for (size_t s = 0; s < n; s++) {
     int64_t batch = s == 2 ? 2 : 1;
     steps[s * 3 + 0] = dyn_random(MX_FLOAT32, 3, (int64_t[]){batch, 1, ATT_HIDDEN}, 100 + s);
-    steps[s * 3 + 1] = dyn_random(MX_FLOAT32, 4, (int64_t[]){batch, ATT_KV_HEADS, pasts[s], ATT_HEAD_DIM}, 200 + s);
-    steps[s * 3 + 2] = dyn_random(MX_FLOAT32, 4, (int64_t[]){batch, ATT_KV_HEADS, pasts[s], ATT_HEAD_DIM}, 300 + s);
+    steps[s * 3 + 1] =
+        dyn_random(MX_FLOAT32, 4, (int64_t[]){batch, ATT_KV_HEADS, pasts[s], ATT_HEAD_DIM}, 200 + s);
+    steps[s * 3 + 2] =
+        dyn_random(MX_FLOAT32, 4, (int64_t[]){batch, ATT_KV_HEADS, pasts[s], ATT_HEAD_DIM}, 300 + s);
   }
   const mx_device_kind kinds[] = {MX_DEVICE_CPU, MX_DEVICE_INLINE};
   for (int k = 0; k < 2; k++) {
@@ -117,7 +120,8 @@ Test(dyn_models, attention_decode_loop_on_device) {
       mx_tensor x = dyn_random(MX_FLOAT32, 3, (int64_t[]){1, 1, ATT_HIDDEN}, 500 + (uint64_t)step);
       mx_tensor in[3] = {x, pk, pv};
       mx_tensor out[3] = {{.placement = MX_HOST}, {.placement = MX_DEVICE}, {.placement = MX_DEVICE}};
-      cr_assert_eq(mx_dyn_exec_run(e, in, 3, out, 3, NULL), MX_OK, "step %d: %s", step, mx_dyn_exec_last_error(e));
+      cr_assert_eq(mx_dyn_exec_run(e, in, 3, out, 3, NULL), MX_OK, "step %d: %s", step,
+                   mx_dyn_exec_last_error(e));
       cr_assert_eq(out[1].dims[2], step + 1);
       cr_assert_eq(mx_stream_synchronize(s0), MX_OK);
       /* The same step on the reference, with host copies of the cache. */
@@ -152,8 +156,8 @@ Test(dyn_models, attention_decode_loop_on_device) {
 
 /* --- mixture of experts ----------------------------------------------------------------------- */
 
-#define MOE_HIDDEN 16
-#define MOE_FFN 24
+#define MOE_HIDDEN  16
+#define MOE_FFN     24
 #define MOE_EXPERTS 4
 
 /* x [tokens, HIDDEN] -> y [tokens, HIDDEN]. Expert 3's router column is strongly negative, so
@@ -172,8 +176,13 @@ static mx_graph *moe_block(void) {
   mx_value_id k = dyn_ints(g, "top_k", (int64_t[]){2}, 1);
   mx_value_id topk[2];
   mx_attr ax = mx_attr_int("axis", -1);
-  mx_node_desc td = {.op_type = "TopK", .name = "topk", .inputs = (mx_value_id[]){logits, k}, .n_inputs = 2,
-                     .attrs = &ax, .n_attrs = 1, .n_outputs = 2};
+  mx_node_desc td = {.op_type = "TopK",
+                     .name = "topk",
+                     .inputs = (mx_value_id[]){logits, k},
+                     .n_inputs = 2,
+                     .attrs = &ax,
+                     .n_attrs = 1,
+                     .n_outputs = 2};
   cr_assert_eq(mx_graph_add_node(g, &td, topk), MX_OK, "%s", mx_graph_last_error(g));
   mx_value_id probs = dyn_op(g, "Softmax", &topk[0], 1, &ax, 1);
   mx_value_id shape = dyn_op(g, "Shape", &x, 1, NULL, 0);
@@ -192,7 +201,7 @@ static mx_graph *moe_block(void) {
     snprintf(name, sizeof name, "expert%d", e);
     mx_value_id id = dyn_scalar_i64(g, name, e);
     mx_value_id hit = dyn_op(g, "Equal", (mx_value_id[]){topk[1], id}, 2, NULL, 0);
-    mx_value_id nz = dyn_op(g, "NonZero", &hit, 1, NULL, 0);              /* [2, n_e] */
+    mx_value_id nz = dyn_op(g, "NonZero", &hit, 1, NULL, 0);                          /* [2, n_e] */
     mx_value_id tok = dyn_op(g, "Gather", (mx_value_id[]){nz, zero_idx}, 2, &ax0, 1); /* [n_e] */
     mx_value_id xe = dyn_op(g, "Gather", (mx_value_id[]){x, tok}, 2, &ax0, 1);        /* [n_e, H] */
     snprintf(name, sizeof name, "w1_%d", e);
@@ -202,7 +211,7 @@ static mx_graph *moe_block(void) {
     mx_value_id h = dyn_op(g, "MatMul", (mx_value_id[]){xe, w1}, 2, NULL, 0);
     mx_value_id hr = dyn_op(g, "Relu", &h, 1, NULL, 0);
     mx_value_id ye = dyn_op(g, "MatMul", (mx_value_id[]){hr, w2}, 2, NULL, 0);
-    mx_value_id nzt = dyn_op(g, "Transpose", &nz, 1, &tr, 1);                      /* [n_e, 2] */
+    mx_value_id nzt = dyn_op(g, "Transpose", &nz, 1, &tr, 1);                       /* [n_e, 2] */
     mx_value_id w = dyn_op(g, "GatherND", (mx_value_id[]){probs, nzt}, 2, NULL, 0); /* [n_e] */
     mx_value_id w2d = dyn_op(g, "Unsqueeze", (mx_value_id[]){w, axes1}, 2, NULL, 0);
     mx_value_id yw = dyn_op(g, "Mul", (mx_value_id[]){ye, w2d}, 2, NULL, 0);
@@ -219,7 +228,8 @@ Test(dyn_models, moe_with_idle_experts) {
   const size_t n = sizeof tokens / sizeof *tokens;
   mx_graph *g = moe_block();
   mx_tensor steps[6];
-  for (size_t s = 0; s < n; s++) steps[s] = dyn_random(MX_FLOAT32, 2, (int64_t[]){tokens[s], MOE_HIDDEN}, 900 + s);
+  for (size_t s = 0; s < n; s++)
+    steps[s] = dyn_random(MX_FLOAT32, 2, (int64_t[]){tokens[s], MOE_HIDDEN}, 900 + s);
   const mx_device_kind kinds[] = {MX_DEVICE_CPU, MX_DEVICE_INLINE};
   for (int k = 0; k < 2; k++) {
     mx_device *dev = dyn_device(kinds[k], true);
@@ -316,7 +326,8 @@ Test(dyn_models, moe_generator) {
   static const int64_t tokens[] = {7, 1, 0, 32, 7};
   const size_t n = sizeof tokens / sizeof *tokens;
   mx_tensor steps[5];
-  for (size_t s = 0; s < n; s++) steps[s] = dyn_random(MX_FLOAT32, 2, (int64_t[]){tokens[s], cfg.hidden}, 80 + s);
+  for (size_t s = 0; s < n; s++)
+    steps[s] = dyn_random(MX_FLOAT32, 2, (int64_t[]){tokens[s], cfg.hidden}, 80 + s);
   mx_device *dev = dyn_device(MX_DEVICE_CPU, true);
   for (size_t c = 0; c < 3; c++)
     cr_expect_eq(dyn_run_steps(g, dev, stream_counts[c], steps, 1, n, 1e-4, 1e-5, "moe generator"), 0);

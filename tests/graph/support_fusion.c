@@ -47,7 +47,8 @@ mx_value_id fz_ints(mx_graph *g, size_t n, const int64_t *data) {
   return fz_const_dt(g, MX_INT64, 1, &d, data);
 }
 
-mx_value_id fz_op(mx_graph *g, const char *type, size_t n, const mx_value_id *in, const mx_attr *attrs, size_t na) {
+mx_value_id fz_op(mx_graph *g, const char *type, size_t n, const mx_value_id *in, const mx_attr *attrs,
+                  size_t na) {
   mx_value_id y;
   cr_assert_eq(mx_graph_add_op(g, type, in, n, attrs, na, &y), MX_OK, "%s", mx_graph_last_error(g));
   return y;
@@ -72,7 +73,8 @@ size_t fz_count_deep(const mx_graph *g, const char *type) {
     if (nd->flags & MX_NODE_DEAD) continue;
     if (strcmp(nd->op_type, type) == 0) n++;
     for (uint32_t a = 0; a < nd->n_attrs; a++)
-      if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph) n += fz_count_deep(nd->attrs[a].graph, type);
+      if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph)
+        n += fz_count_deep(nd->attrs[a].graph, type);
   }
   return n;
 }
@@ -93,14 +95,14 @@ static void random_input(const mx_value *v, const int64_t *dims, unsigned *seed,
     *seed = *seed * 1103515245u + 12345u;
     float x = (float)((*seed >> 8) % 2000) / 500.0f - 2.0f;
     switch (v->dtype) {
-    case MX_FLOAT32: ((float *)t->data)[k] = x; break;
-    case MX_FLOAT64: ((double *)t->data)[k] = x; break;
-    case MX_FLOAT16: ((uint16_t *)t->data)[k] = mx__f32_to_f16(x); break;
-    case MX_BFLOAT16: ((uint16_t *)t->data)[k] = mx__f32_to_bf16(x); break;
-    case MX_INT64: ((int64_t *)t->data)[k] = (int64_t)(*seed >> 8) % 7 - 3; break;
-    case MX_INT32: ((int32_t *)t->data)[k] = (int32_t)((*seed >> 8) % 7) - 3; break;
-    case MX_BOOL: ((uint8_t *)t->data)[k] = (*seed >> 8) & 1; break;
-    default: cr_assert_fail("no random data for dtype %s", mx_dtype_name(v->dtype));
+      case MX_FLOAT32: ((float *)t->data)[k] = x; break;
+      case MX_FLOAT64: ((double *)t->data)[k] = x; break;
+      case MX_FLOAT16: ((uint16_t *)t->data)[k] = mx__f32_to_f16(x); break;
+      case MX_BFLOAT16: ((uint16_t *)t->data)[k] = mx__f32_to_bf16(x); break;
+      case MX_INT64: ((int64_t *)t->data)[k] = (int64_t)(*seed >> 8) % 7 - 3; break;
+      case MX_INT32: ((int32_t *)t->data)[k] = (int32_t)((*seed >> 8) % 7) - 3; break;
+      case MX_BOOL: ((uint8_t *)t->data)[k] = (*seed >> 8) & 1; break;
+      default: cr_assert_fail("no random data for dtype %s", mx_dtype_name(v->dtype));
     }
   }
 }
@@ -121,7 +123,8 @@ mx_graph *fz_fuse_and_compare(fz_builder build, const char *passes, const int64_
   cr_assert_leq(ref->n_inputs, MAX_IO);
   cr_assert_leq(ref->n_outputs, MAX_IO);
   unsigned seed = 7;
-  for (size_t i = 0; i < ref->n_inputs; i++) random_input(&ref->values[ref->inputs[i]], dims[i], &seed, &ins[i]);
+  for (size_t i = 0; i < ref->n_inputs; i++)
+    random_input(&ref->values[ref->inputs[i]], dims[i], &seed, &ins[i]);
   size_t no = ref->n_outputs;
   cr_assert_eq(g->n_outputs, no);
   mx_error err;

@@ -20,8 +20,9 @@ mx_value_id fz_weights(mx_graph *g, int32_t rank, const int64_t *dims, unsigned 
 /* A 1-D int64 constant. */
 mx_value_id fz_ints(mx_graph *g, size_t n, const int64_t *data);
 /* The output of a new node. */
-mx_value_id fz_op(mx_graph *g, const char *type, size_t n, const mx_value_id *in, const mx_attr *attrs, size_t na);
-#define FZ1(g, t, a) fz_op(g, t, 1, (mx_value_id[]){a}, NULL, 0)
+mx_value_id fz_op(mx_graph *g, const char *type, size_t n, const mx_value_id *in, const mx_attr *attrs,
+                  size_t na);
+#define FZ1(g, t, a)    fz_op(g, t, 1, (mx_value_id[]){a}, NULL, 0)
 #define FZ2(g, t, a, b) fz_op(g, t, 2, (mx_value_id[]){a, b}, NULL, 0)
 /* A Transpose with the given permutation. */
 mx_value_id fz_transpose(mx_graph *g, mx_value_id x, size_t rank, const int64_t *perm);

@@ -44,7 +44,7 @@ static mx_value_id op(mx_graph *g, const char *type, size_t n, const mx_value_id
   cr_assert_eq(mx_graph_add_op(g, type, in, n, attrs, na, &y), MX_OK, "%s", mx_graph_last_error(g));
   return y;
 }
-#define OP1(g, t, a) op(g, t, 1, (mx_value_id[]){a}, NULL, 0)
+#define OP1(g, t, a)    op(g, t, 1, (mx_value_id[]){a}, NULL, 0)
 #define OP2(g, t, a, b) op(g, t, 2, (mx_value_id[]){a, b}, NULL, 0)
 
 static size_t count_op(const mx_graph *g, const char *type) {
@@ -154,7 +154,7 @@ static void build_transposes(mx_graph *g) {
   int64_t p1[] = {0, 2, 1}, p2[] = {1, 0, 2};
   mx_attr a1 = mx_attr_ints("perm", p1, 3), a2 = mx_attr_ints("perm", p2, 3);
   mx_value_id t = op(g, "Transpose", 1, &x, &a1, 1);
-  mx_value_id back = op(g, "Transpose", 1, &t, &a1, 1); /* cancels */
+  mx_value_id back = op(g, "Transpose", 1, &t, &a1, 1);  /* cancels */
   mx_value_id other = op(g, "Transpose", 1, &t, &a2, 1); /* composes */
   cr_assert_eq(mx_graph_add_output(g, OP2(g, "Add", back, x)), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, OP1(g, "Relu", other)), MX_OK);
@@ -162,7 +162,8 @@ static void build_transposes(mx_graph *g) {
 
 Test(fusion, transpose_pairs_cancel_and_compose) {
   mx_fuse_report r;
-  mx_graph *g = fuse_and_compare(build_transposes, "transpose_pair", (const int64_t[][MX_MAX_RANK]){{2, 2, 3}}, &r);
+  mx_graph *g =
+      fuse_and_compare(build_transposes, "transpose_pair", (const int64_t[][MX_MAX_RANK]){{2, 2, 3}}, &r);
   cr_assert_eq(hits_of(&r, "transpose_pair"), 2);
   cr_assert_eq(count_op(g, "Transpose"), 1);
   mx_graph_destroy(g);
@@ -281,7 +282,8 @@ static void build_conv_bn_shared(mx_graph *g) {
 
 Test(fusion, bn_near_miss_conv_output_shared) {
   mx_fuse_report r;
-  mx_graph *g = fuse_and_compare(build_conv_bn_shared, "bn_fold", (const int64_t[][MX_MAX_RANK]){{1, 2, 4, 4}}, &r);
+  mx_graph *g =
+      fuse_and_compare(build_conv_bn_shared, "bn_fold", (const int64_t[][MX_MAX_RANK]){{1, 2, 4, 4}}, &r);
   cr_assert_eq(hits_of(&r, "bn_fold"), 0);
   cr_assert_eq(count_op(g, "BatchNormalization"), 1);
   mx_graph_destroy(g);
@@ -324,12 +326,14 @@ static void build_layernorm_wrong_axis(mx_graph *g) {
   mx_attr a0 = mx_attr_ints("axes", ax0, 1);
   mx_value_id d = OP2(g, "Sub", x, op(g, "ReduceMean", 1, &x, &a0, 1)); /* mean over dim 0 */
   mx_value_id var = reduce_mean_last(g, OP2(g, "Pow", d, scalar(g, 2.0f)));
-  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Div", d, OP1(g, "Sqrt", OP2(g, "Add", var, scalar(g, 1e-5f))))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Div", d, OP1(g, "Sqrt", OP2(g, "Add", var, scalar(g, 1e-5f))))),
+               MX_OK);
 }
 
 Test(fusion, layernorm_near_miss_mean_over_other_axis) {
   mx_fuse_report r;
-  mx_graph *g = fuse_and_compare(build_layernorm_wrong_axis, "layernorm,rmsnorm", (const int64_t[][MX_MAX_RANK]){{3, 8}}, &r);
+  mx_graph *g = fuse_and_compare(build_layernorm_wrong_axis, "layernorm,rmsnorm",
+                                 (const int64_t[][MX_MAX_RANK]){{3, 8}}, &r);
   cr_assert_eq(hits_of(&r, "layernorm"), 0);
   cr_assert_eq(count_op(g, "LayerNormalization"), 0);
   mx_graph_destroy(g);
@@ -340,10 +344,12 @@ static void build_rmsnorm(mx_graph *g) {
   mx_value_id x = in_f32(g, "x", 3, (mx_dim[]){1, s, 8});
   float gamma[8];
   for (int i = 0; i < 8; i++) gamma[i] = 1.0f + 0.1f * (float)i;
-  mx_value_id var = op(g, "ReduceMean", 2, (mx_value_id[]){OP2(g, "Pow", x, scalar(g, 2.0f)), ints(g, 1, (int64_t[]){-1})},
-                       NULL, 0);
+  mx_value_id var =
+      op(g, "ReduceMean", 2, (mx_value_id[]){OP2(g, "Pow", x, scalar(g, 2.0f)), ints(g, 1, (int64_t[]){-1})},
+         NULL, 0);
   mx_value_id r = OP1(g, "Reciprocal", OP1(g, "Sqrt", OP2(g, "Add", var, scalar(g, 1e-6f))));
-  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", cst(g, 1, (int64_t[]){8}, gamma), OP2(g, "Mul", x, r))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", cst(g, 1, (int64_t[]){8}, gamma), OP2(g, "Mul", x, r))),
+               MX_OK);
 }
 
 Test(fusion, rmsnorm_from_llama_export_form) {
@@ -392,7 +398,9 @@ Test(fusion, gelu_from_tanh_form) {
 static void build_gelu_wrong_const(mx_graph *g) {
   mx_value_id x = in_f32(g, "x", 1, (mx_dim[]){6});
   mx_value_id e = OP1(g, "Erf", OP2(g, "Div", x, scalar(g, 2.0f)));
-  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", OP2(g, "Mul", x, OP2(g, "Add", e, scalar(g, 1.0f))), scalar(g, 0.5f))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(
+                   g, OP2(g, "Mul", OP2(g, "Mul", x, OP2(g, "Add", e, scalar(g, 1.0f))), scalar(g, 0.5f))),
+               MX_OK);
 }
 
 Test(fusion, gelu_near_miss_other_divisor) {
@@ -406,7 +414,8 @@ Test(fusion, gelu_near_miss_other_divisor) {
 static void build_silu(mx_graph *g) {
   mx_value_id x = in_f32(g, "x", 1, (mx_dim[]){7}), z = in_f32(g, "z", 1, (mx_dim[]){7});
   cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", OP1(g, "Sigmoid", x), x)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", z, OP1(g, "Sigmoid", x))), MX_OK); /* near miss: another operand */
+  cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", z, OP1(g, "Sigmoid", x))),
+               MX_OK); /* near miss: another operand */
 }
 
 Test(fusion, silu_from_sigmoid_product) {
@@ -438,8 +447,10 @@ Test(fusion, passes_selection) {
 
 /* BERT-style: heads split by Transpose, K^T as one Transpose [0, 2, 3, 1], Div, additive mask. */
 static void build_bert_attention_axis(mx_graph *g, int64_t softmax_axis) {
-  mx_value_id xq = in_f32(g, "xq", 4, (mx_dim[]){2, 5, 2, 4}), xk = in_f32(g, "xk", 4, (mx_dim[]){2, 5, 2, 4});
-  mx_value_id xv = in_f32(g, "xv", 4, (mx_dim[]){2, 5, 2, 4}), mask = in_f32(g, "mask", 4, (mx_dim[]){2, 1, 1, 5});
+  mx_value_id xq = in_f32(g, "xq", 4, (mx_dim[]){2, 5, 2, 4}),
+              xk = in_f32(g, "xk", 4, (mx_dim[]){2, 5, 2, 4});
+  mx_value_id xv = in_f32(g, "xv", 4, (mx_dim[]){2, 5, 2, 4}),
+              mask = in_f32(g, "mask", 4, (mx_dim[]){2, 1, 1, 5});
   int64_t p_heads[] = {0, 2, 1, 3}, p_kt[] = {0, 2, 3, 1};
   mx_attr ah = mx_attr_ints("perm", p_heads, 4), akt = mx_attr_ints("perm", p_kt, 4);
   mx_value_id q = op(g, "Transpose", 1, &xq, &ah, 1), kt = op(g, "Transpose", 1, &xk, &akt, 1);
@@ -472,7 +483,8 @@ Test(fusion, attention_near_miss_softmax_over_queries) {
 
 /* GPT-2 style: Where(causal, scores / c, lowest float) + additive mask; K from a cache Concat. */
 static void build_gpt_attention(mx_graph *g) {
-  mx_value_id q = in_f32(g, "q", 4, (mx_dim[]){1, 2, 3, 4}), past = in_f32(g, "past", 4, (mx_dim[]){1, 2, 2, 4});
+  mx_value_id q = in_f32(g, "q", 4, (mx_dim[]){1, 2, 3, 4}),
+              past = in_f32(g, "past", 4, (mx_dim[]){1, 2, 2, 4});
   mx_value_id k = in_f32(g, "k", 4, (mx_dim[]){1, 2, 3, 4}), v = in_f32(g, "v", 4, (mx_dim[]){1, 2, 5, 4});
   mx_value_id am = in_f32(g, "am", 4, (mx_dim[]){1, 1, 1, 5});
   mx_attr cat = mx_attr_int("axis", 2);
@@ -495,9 +507,10 @@ static void build_gpt_attention(mx_graph *g) {
 
 Test(fusion, attention_from_gpt2_form_with_causal_where_and_mask) {
   mx_fuse_report r;
-  mx_graph *g = fuse_and_compare(build_gpt_attention, "attention",
-                                 (const int64_t[][MX_MAX_RANK]){{1, 2, 3, 4}, {1, 2, 2, 4}, {1, 2, 3, 4}, {1, 2, 5, 4}, {1, 1, 1, 5}},
-                                 &r);
+  mx_graph *g = fuse_and_compare(
+      build_gpt_attention, "attention",
+      (const int64_t[][MX_MAX_RANK]){{1, 2, 3, 4}, {1, 2, 2, 4}, {1, 2, 3, 4}, {1, 2, 5, 4}, {1, 1, 1, 5}},
+      &r);
   cr_assert_eq(hits_of(&r, "attention"), 1);
   cr_assert_eq(count_op(g, "Attention"), 1);
   cr_assert_eq(count_op(g, "Softmax"), 0);
@@ -524,8 +537,9 @@ static void build_gpt_attention_inverted(mx_graph *g) {
 
 Test(fusion, attention_from_gpt2_inverted_where) {
   mx_fuse_report r;
-  mx_graph *g = fuse_and_compare(build_gpt_attention_inverted, "attention",
-                                 (const int64_t[][MX_MAX_RANK]){{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 4}}, &r);
+  mx_graph *g =
+      fuse_and_compare(build_gpt_attention_inverted, "attention",
+                       (const int64_t[][MX_MAX_RANK]){{1, 2, 3, 4}, {1, 2, 5, 4}, {1, 2, 5, 4}}, &r);
   cr_assert_eq(hits_of(&r, "attention"), 1);
   cr_assert_eq(count_op(g, "Attention"), 1);
   cr_assert_eq(count_op(g, "Softmax"), 0);
@@ -539,7 +553,8 @@ static mx_value_id small_conv(mx_graph *g, mx_value_id x, bool with_bias) {
   for (int i = 0; i < 72; i++) w[i] = (float)((i * 5) % 13) / 13.0f - 0.45f;
   int64_t pads[] = {1, 1, 1, 1};
   mx_attr pa = mx_attr_ints("pads", pads, 4);
-  mx_value_id in[3] = {x, cst(g, 4, (int64_t[]){4, 2, 3, 3}, w), with_bias ? cst(g, 1, (int64_t[]){4}, b) : 0};
+  mx_value_id in[3] = {x, cst(g, 4, (int64_t[]){4, 2, 3, 3}, w),
+                       with_bias ? cst(g, 1, (int64_t[]){4}, b) : 0};
   return op(g, "Conv", with_bias ? 3 : 2, in, &pa, 1);
 }
 
@@ -557,12 +572,15 @@ static void build_conv_add_relu(mx_graph *g) {
   cr_assert_eq(mx_graph_add_output(g, OP2(g, "Mul", s, OP1(g, "Sigmoid", s))), MX_OK);
   /* Clip with constant bounds. */
   mx_value_id k = small_conv(g, x, true);
-  cr_assert_eq(mx_graph_add_output(g, op(g, "Clip", 3, (mx_value_id[]){k, scalar(g, 0.0f), scalar(g, 0.6f)}, NULL, 0)), MX_OK);
+  cr_assert_eq(
+      mx_graph_add_output(g, op(g, "Clip", 3, (mx_value_id[]){k, scalar(g, 0.0f), scalar(g, 0.6f)}, NULL, 0)),
+      MX_OK);
 }
 
 Test(fusion, conv_bias_add_activation_into_one_conv) {
   mx_fuse_report r;
-  mx_graph *g = fuse_and_compare(build_conv_add_relu, "silu,conv_act", (const int64_t[][MX_MAX_RANK]){{1, 2, 5, 5}}, &r);
+  mx_graph *g = fuse_and_compare(build_conv_add_relu, "silu,conv_act",
+                                 (const int64_t[][MX_MAX_RANK]){{1, 2, 5, 5}}, &r);
   cr_assert_eq(hits_of(&r, "conv_act"), 4);
   cr_assert_eq(g->n_live_nodes, 4);
   cr_assert_eq(count_op(g, "Conv"), 4);
@@ -578,7 +596,8 @@ static void build_conv_add_not_per_channel(mx_graph *g) {
 
 Test(fusion, conv_act_near_miss_bias_along_width) {
   mx_fuse_report r;
-  mx_graph *g = fuse_and_compare(build_conv_add_not_per_channel, "conv_act", (const int64_t[][MX_MAX_RANK]){{1, 2, 5, 5}}, &r);
+  mx_graph *g = fuse_and_compare(build_conv_add_not_per_channel, "conv_act",
+                                 (const int64_t[][MX_MAX_RANK]){{1, 2, 5, 5}}, &r);
   cr_assert_eq(hits_of(&r, "conv_act"), 0);
   cr_assert_eq(count_op(g, "Relu"), 1);
   mx_graph_destroy(g);

@@ -23,7 +23,8 @@ static int run_case(const mxt_onnx_case *c, bool fuse, size_t *hits, char *why, 
   mx_graph *g = NULL;
   mx_error err;
   *hits = 0;
-  if (c->n_inputs > MAX_IO || c->n_outputs > MAX_IO || mx_onnx_load_file(c->model, &g, &err) != MX_OK) return -1;
+  if (c->n_inputs > MAX_IO || c->n_outputs > MAX_IO || mx_onnx_load_file(c->model, &g, &err) != MX_OK)
+    return -1;
   int rc = -1;
   mx_tensor ins[MAX_IO], outs[MAX_IO], exp[MAX_IO];
   size_t ni = 0, ne = 0;
@@ -83,10 +84,11 @@ Test(fusion_conformance, passing_models_still_pass_with_every_rule, .timeout = 1
     if (hits) rewritten++;
     if (rc != 1) {
       broken++;
-      cr_expect_fail("%s: passes unfused, fails with the rewrite rules (%zu hits): %s", cases[i].name, hits, why);
+      cr_expect_fail("%s: passes unfused, fails with the rewrite rules (%zu hits): %s", cases[i].name, hits,
+                     why);
     }
   }
-  fprintf(stderr, "fusion conformance: %zu models pass unfused, %zu rewritten by the rules, %zu broken\n", passing,
-          rewritten, broken);
+  fprintf(stderr, "fusion conformance: %zu models pass unfused, %zu rewritten by the rules, %zu broken\n",
+          passing, rewritten, broken);
   mxt_onnx_node_cases_free(cases, n);
 }

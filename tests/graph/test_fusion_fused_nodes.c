@@ -13,14 +13,15 @@ static void build_conv_relu_bn(mx_graph *g) {
   float sc[4] = {1.5f, -0.5f, 2.0f, 1.0f}, bi[4] = {0.1f, -0.2f, 0.3f, 0.0f};
   float mean[4] = {0.2f, -0.1f, 0.0f, 0.5f}, var[4] = {1.0f, 0.25f, 4.0f, 0.5f};
   int64_t c = 4;
-  mx_value_id in[5] = {FZ1(g, "Relu", y), fz_const(g, 1, &c, sc), fz_const(g, 1, &c, bi), fz_const(g, 1, &c, mean),
-                       fz_const(g, 1, &c, var)};
+  mx_value_id in[5] = {FZ1(g, "Relu", y), fz_const(g, 1, &c, sc), fz_const(g, 1, &c, bi),
+                       fz_const(g, 1, &c, mean), fz_const(g, 1, &c, var)};
   cr_assert_eq(mx_graph_add_output(g, fz_op(g, "BatchNormalization", 5, in, NULL, 0)), MX_OK);
 }
 
 Test(fusion_fused_nodes, batchnorm_after_a_fused_conv_activation_stays) {
   mx_fuse_report r;
-  mx_graph *g = fz_fuse_and_compare(build_conv_relu_bn, "default", (const int64_t[][MX_MAX_RANK]){{1, 2, 5, 5}}, &r);
+  mx_graph *g =
+      fz_fuse_and_compare(build_conv_relu_bn, "default", (const int64_t[][MX_MAX_RANK]){{1, 2, 5, 5}}, &r);
   cr_assert_eq(fz_hits(&r, "conv_act"), 1);
   cr_assert_eq(fz_hits(&r, "bn_fold"), 0);
   cr_assert_eq(fz_count(g, "BatchNormalization"), 1);
@@ -43,8 +44,9 @@ static void build_biased_scores(mx_graph *g) {
 
 Test(fusion_fused_nodes, attention_does_not_read_a_fused_matmul) {
   mx_fuse_report r;
-  mx_graph *g = fz_fuse_and_compare(build_biased_scores, "default",
-                                    (const int64_t[][MX_MAX_RANK]){{1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}}, &r);
+  mx_graph *g =
+      fz_fuse_and_compare(build_biased_scores, "default",
+                          (const int64_t[][MX_MAX_RANK]){{1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}}, &r);
   cr_assert_eq(fz_count(g, "Softmax") + fz_count(g, "Attention"), 1);
   mx_graph_destroy(g);
 }
@@ -56,14 +58,15 @@ static void build_gemm_relu_bn(mx_graph *g) {
   float sc[4] = {1.5f, -0.5f, 2.0f, 1.0f}, bi[4] = {0.1f, -0.2f, 0.3f, 0.0f};
   float mean[4] = {0.2f, -0.1f, 0.0f, 0.5f}, var[4] = {1.0f, 0.25f, 4.0f, 0.5f};
   int64_t c = 4;
-  mx_value_id in[5] = {FZ1(g, "Relu", y), fz_const(g, 1, &c, sc), fz_const(g, 1, &c, bi), fz_const(g, 1, &c, mean),
-                       fz_const(g, 1, &c, var)};
+  mx_value_id in[5] = {FZ1(g, "Relu", y), fz_const(g, 1, &c, sc), fz_const(g, 1, &c, bi),
+                       fz_const(g, 1, &c, mean), fz_const(g, 1, &c, var)};
   cr_assert_eq(mx_graph_add_output(g, fz_op(g, "BatchNormalization", 5, in, NULL, 0)), MX_OK);
 }
 
 Test(fusion_fused_nodes, batchnorm_after_a_fused_gemm_activation_stays) {
   mx_fuse_report r;
-  mx_graph *g = fz_fuse_and_compare(build_gemm_relu_bn, "default", (const int64_t[][MX_MAX_RANK]){{3, 5}}, &r);
+  mx_graph *g =
+      fz_fuse_and_compare(build_gemm_relu_bn, "default", (const int64_t[][MX_MAX_RANK]){{3, 5}}, &r);
   cr_assert_eq(fz_hits(&r, "gemm_act"), 1);
   cr_assert_eq(fz_hits(&r, "bn_fold"), 0);
   cr_assert_eq(fz_count(g, "BatchNormalization"), 1);

@@ -22,14 +22,17 @@ static void run(mx_graph *g, int64_t past, mx_tensor *outs) {
   for (size_t i = 0; i < ni; i++) {
     const mx_value *v = &g->values[g->inputs[i]];
     int64_t dims[MX_MAX_RANK];
-    for (int32_t k = 0; k < v->shape.rank; k++) dims[k] = mx_dim_is_concrete(v->shape.dims[k]) ? v->shape.dims[k] : past;
+    for (int32_t k = 0; k < v->shape.rank; k++)
+      dims[k] = mx_dim_is_concrete(v->shape.dims[k]) ? v->shape.dims[k] : past;
     cr_assert_eq(mx_tensor_alloc(v->dtype, v->shape.rank, dims, &ins[i]), MX_OK);
     ins[i].name = v->name;
     int64_t n;
     mx_tensor_numel(&ins[i], &n);
     for (int64_t k = 0; k < n; k++) {
-      if (v->dtype == MX_INT64) ((int64_t *)ins[i].data)[k] = 5;
-      else ((float *)ins[i].data)[k] = (float)((k * 37 + (int64_t)i * 11) % 101) / 101.0f - 0.5f;
+      if (v->dtype == MX_INT64)
+        ((int64_t *)ins[i].data)[k] = 5;
+      else
+        ((float *)ins[i].data)[k] = (float)((k * 37 + (int64_t)i * 11) % 101) / 101.0f - 0.5f;
     }
   }
   mx_error err;
@@ -51,7 +54,8 @@ static void check_preset(const char *preset) {
   cr_assert_eq(mx_graph_optimize(ex, NULL), MX_OK, "%s", mx_graph_last_error(ex));
   cr_assert_eq(mx_graph_fuse(ex, "default", &re), MX_OK, "%s", mx_graph_last_error(ex));
   cr_assert_eq(mx_graph_optimize(ex, NULL), MX_OK, "%s", mx_graph_last_error(ex));
-  static const char *const fused[] = {"RMSNormalization", "RotaryEmbedding", "Attention", "Swish", "MatMul", NULL};
+  static const char *const fused[] = {
+      "RMSNormalization", "RotaryEmbedding", "Attention", "Swish", "MatMul", NULL};
   for (size_t k = 0; fused[k]; k++)
     cr_assert_eq(count_op(ex, fused[k]), count_op(ref, fused[k]), "%s: %zu exported, %zu built-in", fused[k],
                  count_op(ex, fused[k]), count_op(ref, fused[k]));

@@ -59,9 +59,9 @@ static void build_transposed_rows_and_columns(mx_graph *g) {
 
 Test(fusion_matmul, transposed_row_column_and_batched_products) {
   mx_fuse_report r;
-  mx_graph *g = fz_fuse_and_compare(build_transposed_rows_and_columns, "matmul_transpose",
-                                    (const int64_t[][MX_MAX_RANK]){{1, 8}, {16, 8}, {8, 16}, {8, 1}, {3, 4, 2}, {1, 4, 5}},
-                                    &r);
+  mx_graph *g = fz_fuse_and_compare(
+      build_transposed_rows_and_columns, "matmul_transpose",
+      (const int64_t[][MX_MAX_RANK]){{1, 8}, {16, 8}, {8, 16}, {8, 1}, {3, 4, 2}, {1, 4, 5}}, &r);
   cr_assert_eq(fz_hits(&r, "matmul_transpose"), 3);
   cr_assert_eq(fz_count(g, "Transpose"), 0);
   mx_graph_destroy(g);
@@ -88,7 +88,8 @@ static void build_int_transposed(mx_graph *g) {
   mx_value_id b = fz_input(g, "b", MX_INT64, 2, (mx_dim[]){5, 3});
   mx_value_id c = fz_input(g, "c", MX_INT64, 1, (mx_dim[]){5});
   mx_value_id y = FZ2(g, "MatMul", fz_transpose(g, a, 2, perm_2d), fz_transpose(g, b, 2, perm_2d));
-  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", y, c))), MX_OK); /* integers: no epilogue */
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", y, c))),
+               MX_OK); /* integers: no epilogue */
 }
 
 Test(fusion_matmul, integer_transposes_fold_but_no_epilogue) {
@@ -143,7 +144,8 @@ static void build_row_bias_silu(mx_graph *g) {
 
 Test(fusion_matmul, single_row_with_bias_and_silu) {
   mx_fuse_report r;
-  mx_graph *g = fz_fuse_and_compare(build_row_bias_silu, "default", (const int64_t[][MX_MAX_RANK]){{1, 1, 16}}, &r);
+  mx_graph *g =
+      fz_fuse_and_compare(build_row_bias_silu, "default", (const int64_t[][MX_MAX_RANK]){{1, 1, 16}}, &r);
   cr_assert_eq(fz_hits(&r, "matmul_bias_act"), 1);
   cr_assert_eq(g->n_live_nodes, 1);
   const mx_matmul_params *p = only_matmul(g);
@@ -177,10 +179,13 @@ static void build_bias_near_misses(mx_graph *g) {
   mx_value_id x = fz_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){5, 8});
   /* A per-row "bias" [5, 1] runs along the first axis. */
   mx_value_id rows = FZ2(g, "MatMul", x, fz_weights(g, 2, (int64_t[]){8, 4}, 21));
-  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", rows, fz_weights(g, 2, (int64_t[]){5, 1}, 22)))), MX_OK);
+  cr_assert_eq(
+      mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", rows, fz_weights(g, 2, (int64_t[]){5, 1}, 22)))),
+      MX_OK);
   /* An Add that broadcasts the product to a larger shape. */
   mx_value_id grow = FZ2(g, "MatMul", x, fz_weights(g, 2, (int64_t[]){8, 4}, 23));
-  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", grow, fz_weights(g, 3, (int64_t[]){2, 1, 4}, 24))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", grow, fz_weights(g, 3, (int64_t[]){2, 1, 4}, 24))),
+               MX_OK);
   /* The product is read twice: it stays, and so does its Add. */
   mx_value_id shared = FZ2(g, "MatMul", x, fz_weights(g, 2, (int64_t[]){8, 4}, 25));
   cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", shared, fz_weights(g, 1, (int64_t[]){4}, 26))), MX_OK);
@@ -195,7 +200,8 @@ static void build_bias_near_misses(mx_graph *g) {
 
 Test(fusion_matmul, bias_near_misses) {
   mx_fuse_report r;
-  mx_graph *g = fz_fuse_and_compare(build_bias_near_misses, "matmul_bias_act", (const int64_t[][MX_MAX_RANK]){{5, 8}}, &r);
+  mx_graph *g = fz_fuse_and_compare(build_bias_near_misses, "matmul_bias_act",
+                                    (const int64_t[][MX_MAX_RANK]){{5, 8}}, &r);
   cr_assert_eq(fz_hits(&r, "matmul_bias_act"), 1); /* only the LeakyRelu's bias */
   cr_assert_eq(fz_count(g, "Add"), 4);
   cr_assert_eq(fz_count(g, "Relu"), 1);
@@ -217,8 +223,9 @@ static void build_attention(mx_graph *g) {
 
 Test(fusion_matmul, attention_keeps_its_transposed_key) {
   mx_fuse_report r;
-  mx_graph *g = fz_fuse_and_compare(build_attention, "default",
-                                    (const int64_t[][MX_MAX_RANK]){{1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}}, &r);
+  mx_graph *g =
+      fz_fuse_and_compare(build_attention, "default",
+                          (const int64_t[][MX_MAX_RANK]){{1, 2, 3, 4}, {1, 2, 3, 4}, {1, 2, 3, 4}}, &r);
   cr_assert_eq(fz_count(g, "Attention"), 1);
   cr_assert_eq(fz_hits(&r, "matmul_transpose"), 0);
   mx_graph_destroy(g);
@@ -266,7 +273,8 @@ static void build_gemm_acts(mx_graph *g) {
 
 Test(fusion_matmul, gemm_activations_join_the_kernel) {
   mx_fuse_report r;
-  mx_graph *g = fz_fuse_and_compare(build_gemm_acts, "gemm_act", (const int64_t[][MX_MAX_RANK]){{3, 8}, {3, 4}, {4, 5}}, &r);
+  mx_graph *g = fz_fuse_and_compare(build_gemm_acts, "gemm_act",
+                                    (const int64_t[][MX_MAX_RANK]){{3, 8}, {3, 4}, {4, 5}}, &r);
   cr_assert_eq(fz_hits(&r, "gemm_act"), 2);
   cr_assert_eq(fz_count(g, "Tanh"), 0);
   cr_assert_eq(fz_count(g, "Relu"), 0);

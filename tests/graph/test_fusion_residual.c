@@ -31,7 +31,8 @@ static void build_block_per_path(mx_graph *g) {
   mx_value_id x = input(g, "x"), r = input(g, "r");
   cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, K3X3, true, 1), r))), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", r, conv(g, x, K1X1, false, 2)))), MX_OK);
-  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, DEPTHWISE, true, 3), r))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, DEPTHWISE, true, 3), r))),
+               MX_OK);
 }
 
 Test(fusion_residual, conv_add_relu_becomes_one_conv_on_every_path) {
@@ -88,7 +89,8 @@ Test(fusion_residual, add_alone_and_add_read_twice) {
 static void build_near_misses(mx_graph *g) {
   mx_value_id x = input(g, "x");
   mx_value_id small = fz_input(g, "small", MX_FLOAT32, 4, (mx_dim[]){1, 4, 1, 1});
-  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, K3X3, true, 10), small))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Add", conv(g, x, K3X3, true, 10), small))),
+               MX_OK);
   mx_value_id seen = conv(g, x, K1X1, true, 11);
   cr_assert_eq(mx_graph_add_output(g, seen), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", seen, x)), MX_OK);
@@ -109,7 +111,8 @@ Test(fusion_residual, near_misses_stay) {
  * residual would otherwise be dropped). */
 static void build_residual_then_sigmoid(mx_graph *g) {
   mx_value_id x = input(g, "x"), r = input(g, "r");
-  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Sigmoid", FZ2(g, "Add", conv(g, x, K3X3, true, 13), r))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Sigmoid", FZ2(g, "Add", conv(g, x, K3X3, true, 13), r))),
+               MX_OK);
 }
 
 Test(fusion_residual, conv_act_leaves_a_residual_conv_alone) {

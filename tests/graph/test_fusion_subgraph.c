@@ -30,7 +30,8 @@ static mx_value_id named(mx_graph *g, const char *type, mx_value_id in, const ch
 static mx_value_id gelu_erf(mx_graph *g, mx_value_id x) {
   float r2 = 1.4142135f, one = 1.0f, half = 0.5f;
   mx_value_id e = FZ1(g, "Erf", FZ2(g, "Div", x, fz_const(g, 0, NULL, &r2)));
-  return FZ2(g, "Mul", FZ2(g, "Mul", x, FZ2(g, "Add", e, fz_const(g, 0, NULL, &one))), fz_const(g, 0, NULL, &half));
+  return FZ2(g, "Mul", FZ2(g, "Mul", x, FZ2(g, "Add", e, fz_const(g, 0, NULL, &one))),
+             fz_const(g, 0, NULL, &half));
 }
 
 /* A condition known only at run time: max(x) > threshold. */
@@ -52,7 +53,8 @@ static void build_if(mx_graph *g, float threshold) {
   y = FZ1(el, "Relu", FZ2(el, "Add", y, fz_weights(el, 1, (int64_t[]){8}, 4)));
   cr_assert_eq(mx_graph_add_output(el, FZ1(el, "Identity", y)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
-  cr_assert_eq(mx_graph_add_output(g, fz_op(g, "If", 1, (mx_value_id[]){cond_of(g, x, threshold)}, br, 2)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, fz_op(g, "If", 1, (mx_value_id[]){cond_of(g, x, threshold)}, br, 2)),
+               MX_OK);
 }
 static void build_if_then(mx_graph *g) { build_if(g, -100.0f); }
 static void build_if_else(mx_graph *g) { build_if(g, 100.0f); }
@@ -99,7 +101,8 @@ static void build_loop(mx_graph *g) {
   int64_t three = 3;
   mx_value_id m = fz_const_dt(g, MX_INT64, 0, NULL, &three);
   mx_attr ba = mx_attr_graph("body", body);
-  cr_assert_eq(mx_graph_add_output(g, fz_op(g, "Loop", 3, (mx_value_id[]){m, MX_NO_VALUE, x}, &ba, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, fz_op(g, "Loop", 3, (mx_value_id[]){m, MX_NO_VALUE, x}, &ba, 1)),
+               MX_OK);
 }
 
 Test(fusion_subgraph, rules_run_inside_loop_bodies_and_nested_branches) {
@@ -123,7 +126,8 @@ static void build_captured(mx_graph *g) {
   cr_assert_eq(mx_graph_add_output(th, FZ2(th, "Add", outer(th, "t"), outer(th, "e2"))), MX_OK);
   cr_assert_eq(mx_graph_add_output(el, FZ1(el, "Neg", outer(el, "t"))), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
-  cr_assert_eq(mx_graph_add_output(g, fz_op(g, "If", 1, (mx_value_id[]){cond_of(g, x, -100.0f)}, br, 2)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, fz_op(g, "If", 1, (mx_value_id[]){cond_of(g, x, -100.0f)}, br, 2)),
+               MX_OK);
   cr_assert_eq(mx_graph_add_output(g, FZ2(g, "Add", e1, e2)), MX_OK);
 }
 

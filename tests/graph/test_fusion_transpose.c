@@ -34,18 +34,22 @@ static void build_views(mx_graph *g) {
   mx_dim b = mx_sym_named(mx_graph_symtab(g), "b");
   mx_value_id x = fz_input(g, "x", MX_FLOAT32, 2, (mx_dim[]){b, 6});
   mx_value_id r3 = FZ2(g, "Reshape", x, fz_ints(g, 3, (int64_t[]){0, 2, 3}));
-  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Exp", FZ2(g, "Unsqueeze", r3, fz_ints(g, 1, (int64_t[]){1})))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Exp", FZ2(g, "Unsqueeze", r3, fz_ints(g, 1, (int64_t[]){1})))),
+               MX_OK);
   mx_value_id u = FZ2(g, "Unsqueeze", x, fz_ints(g, 1, (int64_t[]){0}));
-  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Squeeze", u, fz_ints(g, 1, (int64_t[]){0})))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Relu", FZ2(g, "Squeeze", u, fz_ints(g, 1, (int64_t[]){0})))),
+               MX_OK);
   mx_value_id y = fz_input(g, "y", MX_FLOAT32, 3, (mx_dim[]){b, 2, 4});
   mx_value_id f = FZ1(g, "Flatten", y); /* [b, 8], an output too */
   cr_assert_eq(mx_graph_add_output(g, f), MX_OK);
-  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Neg", FZ2(g, "Reshape", f, fz_ints(g, 2, (int64_t[]){-1, 4})))), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, FZ1(g, "Neg", FZ2(g, "Reshape", f, fz_ints(g, 2, (int64_t[]){-1, 4})))),
+               MX_OK);
 }
 
 Test(fusion_transpose, view_chains_collapse) {
   mx_fuse_report r;
-  mx_graph *g = fz_fuse_and_compare(build_views, "view_chain", (const int64_t[][MX_MAX_RANK]){{2, 6}, {2, 2, 4}}, &r);
+  mx_graph *g =
+      fz_fuse_and_compare(build_views, "view_chain", (const int64_t[][MX_MAX_RANK]){{2, 6}, {2, 2, 4}}, &r);
   cr_assert_eq(fz_hits(&r, "view_chain"), 3);
   cr_assert_eq(fz_count(g, "Unsqueeze"), 0);
   cr_assert_eq(fz_count(g, "Squeeze"), 0);

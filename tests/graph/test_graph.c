@@ -155,7 +155,12 @@ Test(graph, arity_and_attribute_errors_named) {
   g = new_graph();
   x = input(g, "x", 1, (mx_dim[]){4});
   mx_attr bogus = mx_attr_int("bogus", 1);
-  mx_node_desc d2 = {.op_type = "Relu", .name = "r", .inputs = &x, .n_inputs = 1, .attrs = &bogus, .n_attrs = 1,
+  mx_node_desc d2 = {.op_type = "Relu",
+                     .name = "r",
+                     .inputs = &x,
+                     .n_inputs = 1,
+                     .attrs = &bogus,
+                     .n_attrs = 1,
                      .n_outputs = 1};
   cr_assert_eq(mx_graph_add_node(g, &d2, &y), MX_OK);
   cr_assert_neq(mx_graph_validate(g), MX_OK);
@@ -165,8 +170,13 @@ Test(graph, arity_and_attribute_errors_named) {
   g = new_graph();
   x = input(g, "x", 2, (mx_dim[]){4, 4});
   mx_attr wrong = mx_attr_float("axis", 1.0f);
-  mx_node_desc d3 = {.op_type = "Softmax", .name = "sm", .inputs = &x, .n_inputs = 1, .attrs = &wrong,
-                     .n_attrs = 1, .n_outputs = 1};
+  mx_node_desc d3 = {.op_type = "Softmax",
+                     .name = "sm",
+                     .inputs = &x,
+                     .n_inputs = 1,
+                     .attrs = &wrong,
+                     .n_attrs = 1,
+                     .n_outputs = 1};
   cr_assert_eq(mx_graph_add_node(g, &d3, &y), MX_OK);
   cr_assert_eq(mx_graph_validate(g), MX_ERR_INVALID_GRAPH);
   cr_assert(strstr(mx_graph_last_error(g), "axis") && strstr(mx_graph_last_error(g), "'sm'"), "%s",
@@ -190,8 +200,8 @@ Test(graph, dtype_mismatch_named) {
   mx_value_id x = input(g, "x", 1, (mx_dim[]){4}), y, i;
   mx_shape s = {.rank = 1, .dims = {4}};
   cr_assert_eq(mx_graph_add_input(g, "i", MX_INT64, &s, &i), MX_OK);
-  mx_node_desc d = {.op_type = "Add", .name = "mixed", .inputs = (mx_value_id[]){x, i}, .n_inputs = 2,
-                    .n_outputs = 1};
+  mx_node_desc d = {
+      .op_type = "Add", .name = "mixed", .inputs = (mx_value_id[]){x, i}, .n_inputs = 2, .n_outputs = 1};
   cr_assert_eq(mx_graph_add_node(g, &d, &y), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_ERR_DTYPE);
   cr_assert(strstr(mx_graph_last_error(g), "mixed"), "%s", mx_graph_last_error(g));

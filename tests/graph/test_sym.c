@@ -665,7 +665,7 @@ Test(sym_lifetime, allocation_failures_are_sticky_and_never_wrong) {
 
 /* --- randomized cross-checks ----------------------------------------------------------------- */
 
-#define RAND_SYMS 4
+#define RAND_SYMS      4
 #define RAND_MAX_TERMS 6
 
 /* A small random polynomial kept as plain data: the test's own oracle. */
@@ -768,7 +768,9 @@ Test(sym, random_polynomials_are_canonical) {
     cr_assert_eq(mul(sum, sum), add(add(mul(p1, p1), mul(mul(2, p2), q2)), mul(q1, q1)));
     cr_assert_eq(sub(mul(p1, q1), mul(q2, p2)), 0);
     /* Exact division recovers a factor whenever the divisor is not zero. */
-    if (q1 != 0) cr_assert_eq(mx_sym_div(T, mul(p1, q1), q2), p1, "trial %d: (%s)/(%s)", trial, fmt(mul(p1, q1)), fmt(q2));
+    if (q1 != 0)
+      cr_assert_eq(mx_sym_div(T, mul(p1, q1), q2), p1, "trial %d: (%s)/(%s)", trial, fmt(mul(p1, q1)),
+                   fmt(q2));
     /* Evaluation agrees with direct computation. */
     for (int k = 0; k < 4; k++) {
       int64_t vals[RAND_SYMS];
@@ -783,8 +785,8 @@ Test(sym, random_polynomials_are_canonical) {
 /* A random expression tree evaluated alongside the engine. */
 typedef struct rand_expr {
   mx_dim dim;
-  int64_t value;   /* direct value at the chosen symbol values */
-  bool overflow;   /* the direct computation overflowed: skip the check */
+  int64_t value; /* direct value at the chosen symbol values */
+  bool overflow; /* the direct computation overflowed: skip the check */
 } rand_expr;
 
 static rand_expr rand_tree(int depth, const mx_dim *syms, const int64_t *vals) {
@@ -851,7 +853,8 @@ Test(sym, random_expression_trees_evaluate_correctly) {
     /* Substituting every symbol by its value folds the expression to that constant. */
     mx_dim folded = e.dim;
     for (size_t k = 0; k < RAND_SYMS; k++) {
-      folded = mx_sym_substitute(T, folded, (size_t)mx_sym_symbol_index(T, syms[k]), mx_sym_const(T, vals[k]));
+      folded =
+          mx_sym_substitute(T, folded, (size_t)mx_sym_symbol_index(T, syms[k]), mx_sym_const(T, vals[k]));
     }
     int64_t constant = 0;
     cr_assert(mx_sym_const_value(T, folded, &constant), "trial %d: %s did not fold: %s", trial, fmt(e.dim),

@@ -55,8 +55,7 @@ static void run_dag(const hal_config *cfg, uint64_t seed, int n_steps) {
 
   mx_device *dev = hal_device(cfg, NULL);
   mx_stream *streams[MAX_STREAMS];
-  for (int i = 0; i < n_streams; i++)
-    cr_assert_eq(mx_stream_create(dev, i % 3, &streams[i]), MX_OK);
+  for (int i = 0; i < n_streams; i++) cr_assert_eq(mx_stream_create(dev, i % 3, &streams[i]), MX_OK);
   mx_event **events = calloc((size_t)n_steps, sizeof *events);
   for (int i = 0; i < n_steps; i++) cr_assert_eq(mx_event_create(dev, &events[i]), MX_OK);
   int64_t *cells;
@@ -98,14 +97,12 @@ static void run_dag(const hal_config *cfg, uint64_t seed, int n_steps) {
         break;
       }
       case 2:
-        cr_assert_eq(
-            mx_device_copy_async(st, &cells[s->dst], &cells[s->a], sizeof cells[0], MX_COPY_D2D),
-            MX_OK);
+        cr_assert_eq(mx_device_copy_async(st, &cells[s->dst], &cells[s->a], sizeof cells[0], MX_COPY_D2D),
+                     MX_OK);
         break;
       default:
-        cr_assert_eq(
-            mx_device_memset_async(st, &cells[s->dst], (int)(s->add & 0xff), sizeof cells[0]),
-            MX_OK);
+        cr_assert_eq(mx_device_memset_async(st, &cells[s->dst], (int)(s->add & 0xff), sizeof cells[0]),
+                     MX_OK);
         break;
     }
     cr_assert_eq(mx_event_record(events[i], st), MX_OK);
@@ -137,8 +134,7 @@ static void run_dag(const hal_config *cfg, uint64_t seed, int n_steps) {
 
 Test(hal_dag, random_dags_all_devices) {
   for (int c = 0; c < hal_n_configs; c++) {
-    for (uint64_t seed = 1; seed <= 12; seed++)
-      run_dag(&hal_configs[c], seed * 7919 + (uint64_t)c, 300);
+    for (uint64_t seed = 1; seed <= 12; seed++) run_dag(&hal_configs[c], seed * 7919 + (uint64_t)c, 300);
   }
   hal_check_leaks();
 }

@@ -17,8 +17,7 @@ static mx_device *fault_device(const hal_config *cfg, mx_fault_point p, uint64_t
 static void assert_no_device_memory(mx_device *dev, const char *what) {
   mx_device_memory_stats st;
   mx_device_memory_stats_get(dev, &st);
-  cr_assert_eq(st.bytes_in_use, 0, "%s: %llu bytes still in use", what,
-               (unsigned long long)st.bytes_in_use);
+  cr_assert_eq(st.bytes_in_use, 0, "%s: %llu bytes still in use", what, (unsigned long long)st.bytes_in_use);
   cr_assert_eq(st.live, 0, "%s", what);
 }
 
@@ -110,8 +109,7 @@ Test(hal_fault, launch) {
     cr_assert_eq(mx_stream_synchronize(s), MX_ERR_DEVICE);
     mx_stream_error e;
     mx_stream_get_error(s, &e);
-    cr_assert_eq(e.command, 3, "%s: the failure sits at the launch's place in the order",
-                 cfg->name);
+    cr_assert_eq(e.command, 3, "%s: the failure sits at the launch's place in the order", cfg->name);
     cr_assert_eq(pos, 2, "launch 4 was skipped");
     cr_assert_eq(mx_stream_reset(s), MX_ERR_DEVICE);
     append_args a = {log, &pos, 5};
@@ -302,8 +300,7 @@ Test(hal_fault, environment_variables) {
   const char *bad[] = {"launch", "launch:0", "lunch:3", "alloc:3,", "copy:x", "kernel:1:2"};
   for (int i = 0; i < 6; i++) {
     setenv("MIXRT_FAULT", bad[i], 1);
-    cr_assert_eq(mx_device_create(NULL, &dev, &err), MX_ERR_INVALID_ARGUMENT, "'%s' accepted",
-                 bad[i]);
+    cr_assert_eq(mx_device_create(NULL, &dev, &err), MX_ERR_INVALID_ARGUMENT, "'%s' accepted", bad[i]);
     cr_assert_null(dev);
     cr_assert(strstr(err.message, "MIXRT_FAULT="), "%s", err.message);
   }

@@ -38,8 +38,8 @@ Test(hal_huge_pages, large_allocations_start_on_a_huge_page_and_count_what_was_a
   }
   mx_device_memory_stats st;
   mx_device_memory_stats_get(dev, &st);
-  cr_assert_eq(st.bytes_in_use, total, "bytes_in_use %llu, requested %zu", (unsigned long long)st.bytes_in_use,
-               total);
+  cr_assert_eq(st.bytes_in_use, total, "bytes_in_use %llu, requested %zu",
+               (unsigned long long)st.bytes_in_use, total);
   for (int i = 0; i < 4; i++) cr_assert_eq(mx_device_free(dev, p[i]), MX_OK);
   mx_device_memory_stats_get(dev, &st);
   cr_assert_eq(st.bytes_in_use, 0);

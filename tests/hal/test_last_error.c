@@ -10,9 +10,9 @@
 
 typedef struct fail_job {
   mx_device *dev;
-  pthread_barrier_t *failed;   /* both threads have made their call */
-  pthread_barrier_t *checked;  /* both threads have read their message */
-  bool fail;                   /* this thread's call fails (a double free) */
+  pthread_barrier_t *failed;  /* both threads have made their call */
+  pthread_barrier_t *checked; /* both threads have read their message */
+  bool fail;                  /* this thread's call fails (a double free) */
   char seen[MX_ERROR_MESSAGE_MAX];
 } fail_job;
 

@@ -131,8 +131,7 @@ Test(hal_memory, checking_mode_copy_ranges) {
     cr_assert_eq(mx_device_copy(dev, d, host, 100, MX_COPY_H2D), MX_OK);
     cr_assert_eq(mx_device_copy(dev, d + 50, host, 50, MX_COPY_H2D), MX_OK);
     cr_assert_eq(mx_device_copy(dev, d + 50, host, 51, MX_COPY_H2D), MX_ERR_INVALID_ARGUMENT);
-    cr_assert(strstr(mx_device_last_error(dev), "destination range"), "%s",
-              mx_device_last_error(dev));
+    cr_assert(strstr(mx_device_last_error(dev), "destination range"), "%s", mx_device_last_error(dev));
     cr_assert(strstr(mx_device_last_error(dev), "100 bytes"), "%s", mx_device_last_error(dev));
     cr_assert_eq(mx_device_copy(dev, host, d + 1, 100, MX_COPY_D2H), MX_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(mx_device_last_error(dev), "source range"));
@@ -149,8 +148,7 @@ Test(hal_memory, checking_mode_copy_ranges) {
     cr_assert_eq(mx_device_free(dev, host), MX_ERR_INVALID_ARGUMENT, "registered, not owned");
     cr_assert_eq(mx_device_unregister_buffer(dev, host), MX_OK);
     cr_assert_eq(mx_device_unregister_buffer(dev, host), MX_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(mx_device_unregister_buffer(dev, d), MX_ERR_INVALID_ARGUMENT,
-                 "owned, not registered");
+    cr_assert_eq(mx_device_unregister_buffer(dev, d), MX_ERR_INVALID_ARGUMENT, "owned, not registered");
     cr_assert_eq(mx_device_copy_async(s, d, host, 100, MX_COPY_H2D), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s), MX_OK);
     mx_device_memory_stats st;
@@ -171,8 +169,7 @@ Test(hal_memory, many_allocations) {
   enum { N = 2000 };
   void **p = calloc(N, sizeof *p);
   uint64_t rng = 3;
-  for (int i = 0; i < N; i++)
-    cr_assert_eq(mx_device_alloc(dev, 1 + hal_rand(&rng) % 300, 0, &p[i]), MX_OK);
+  for (int i = 0; i < N; i++) cr_assert_eq(mx_device_alloc(dev, 1 + hal_rand(&rng) % 300, 0, &p[i]), MX_OK);
   for (int i = 0; i < N; i++) {
     int j = (int)(hal_rand(&rng) % N);
     void *t = p[i];
@@ -213,7 +210,8 @@ Test(hal_memory, upload_allocates_and_copies_or_leaves_nothing) {
     cr_assert_eq(st.live, 1);
     cr_assert_eq(st.bytes_in_use, sizeof src);
     void *q = (void *)1;
-    cr_assert_eq(mx_device_upload(dev, src, sizeof src, 0, &q), MX_ERR_DEVICE, "the second copy is the injected fault");
+    cr_assert_eq(mx_device_upload(dev, src, sizeof src, 0, &q), MX_ERR_DEVICE,
+                 "the second copy is the injected fault");
     cr_assert_null(q);
     cr_assert(strstr(mx_device_last_error(dev), "injected fault"), "%s", mx_device_last_error(dev));
     cr_assert_eq(mx_device_upload(dev, NULL, 8, 0, &q), MX_ERR_INVALID_ARGUMENT);

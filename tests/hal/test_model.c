@@ -68,8 +68,8 @@ static mx_hal_model *build_model(mx_device *dev, const mtask *t, int n, int n_st
       deps[nd++] = readers[k->dst_id][k->dst_cell][r];
     for (int q = 0; q < nd; q++) {
       if (deps[q] >= 0 && t[deps[q]].stream != k->stream)
-        cr_assert_eq(mx_hal_model_add_event_wait(m, (uint32_t)k->stream, (uint32_t)deps[q]), MX_OK,
-                     "%s", mx_hal_model_last_error(m));
+        cr_assert_eq(mx_hal_model_add_event_wait(m, (uint32_t)k->stream, (uint32_t)deps[q]), MX_OK, "%s",
+                     mx_hal_model_last_error(m));
     }
     axpb_args a = {NULL, NULL, NULL, k->mul, k->add};
     mx_hal_slot slots[3] = {
@@ -98,14 +98,12 @@ static mx_hal_model *build_model(mx_device *dev, const mtask *t, int n, int n_st
 /* Uploads init[] into the buffers as seen through `assign` (id -> buffer). */
 static void upload(mx_device *dev, int64_t *bufs[NB], const int assign[NB], int64_t init[NB][MC]) {
   for (int id = 0; id < NB; id++)
-    cr_assert_eq(mx_device_copy(dev, bufs[assign[id]], init[id], sizeof init[id], MX_COPY_H2D),
-                 MX_OK);
+    cr_assert_eq(mx_device_copy(dev, bufs[assign[id]], init[id], sizeof init[id], MX_COPY_H2D), MX_OK);
 }
 
 static void download(mx_device *dev, int64_t *bufs[NB], const int assign[NB], int64_t out[NB][MC]) {
   for (int id = 0; id < NB; id++)
-    cr_assert_eq(mx_device_copy(dev, out[id], bufs[assign[id]], sizeof out[id], MX_COPY_D2H),
-                 MX_OK);
+    cr_assert_eq(mx_device_copy(dev, out[id], bufs[assign[id]], sizeof out[id], MX_COPY_D2H), MX_OK);
 }
 
 static void set_bases(mx_hal_model *m, int64_t *bufs[NB], const int assign[NB]) {
@@ -318,8 +316,7 @@ Test(hal_model, executions_serialize_and_updates_apply_next) {
       ref_run(prog, N, expect);
       download(dev, bufs[0], ident, got);
       for (int b = 0; b < NB; b++)
-        for (int k = 0; k < MC; k++)
-          cr_assert_eq(got[b][k], expect[b][k], "%s: first execution", cfg->name);
+        for (int k = 0; k < MC; k++) cr_assert_eq(got[b][k], expect[b][k], "%s: first execution", cfg->name);
       ref_run(prog, N, expect);
       download(dev, bufs[1], ident, got);
       for (int b = 0; b < NB; b++)

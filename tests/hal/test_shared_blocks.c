@@ -314,7 +314,8 @@ Test(hal_shared_blocks, a_block_is_only_reused_where_it_meets_the_alignment) {
       free(src);
     }
     cr_assert(saw_misaligned, "%s: every 64-aligned block happened to be 4096-aligned", cfg->name);
-    for (size_t i = 0; i < sizeof spacer / sizeof spacer[0]; i++) cr_assert_eq(mx_device_free(dev, spacer[i]), MX_OK);
+    for (size_t i = 0; i < sizeof spacer / sizeof spacer[0]; i++)
+      cr_assert_eq(mx_device_free(dev, spacer[i]), MX_OK);
 
     /* A block acquired with a large alignment serves smaller ones. */
     unsigned char *src = random_bytes(N, 99);

@@ -19,8 +19,8 @@ Test(hal_skip, kernels_and_model_tasks_do_not_run_copies_and_callbacks_do) {
     int64_t log[8] = {0}, pos = 0;
     for (int i = 0; i < 6; i++) {
       append_args a = {log, &pos, 100 + i};
-      mx_status st =
-          i % 3 == 2 ? mx_hal_host_callback(s, k_append, &a, sizeof a) : mx_hal_launch(s, k_append, &a, sizeof a);
+      mx_status st = i % 3 == 2 ? mx_hal_host_callback(s, k_append, &a, sizeof a)
+                                : mx_hal_launch(s, k_append, &a, sizeof a);
       cr_assert_eq(st, MX_OK, "%s", cfg->name);
     }
     /* A copy between device buffers runs, in order with the rest. */
@@ -48,9 +48,11 @@ Test(hal_skip, kernels_and_model_tasks_do_not_run_copies_and_callbacks_do) {
     cr_assert_eq(mx_hal_model_execute(m, s), MX_OK, "%s", mx_hal_model_last_error(m));
     cr_assert_eq(mx_stream_synchronize(s), MX_OK, "%s", cfg->name);
     cr_assert_eq(pos, 2, "%s: only the two host callbacks ran (pos %lld)", cfg->name, (long long)pos);
-    cr_assert(log[0] == 102 && log[1] == 105, "%s: %lld %lld", cfg->name, (long long)log[0], (long long)log[1]);
+    cr_assert(log[0] == 102 && log[1] == 105, "%s: %lld %lld", cfg->name, (long long)log[0],
+              (long long)log[1]);
     cr_assert_eq(mx_device_copy(dev, back, dst, sizeof back, MX_COPY_D2H), MX_OK);
-    for (int i = 0; i < 8; i++) cr_assert_eq(back[i], 1, "%s: the copy ran, the model's kernel did not", cfg->name);
+    for (int i = 0; i < 8; i++)
+      cr_assert_eq(back[i], 1, "%s: the copy ran, the model's kernel did not", cfg->name);
     mx_hal_model_destroy(m);
     mx_device_free(dev, src);
     mx_device_free(dev, dst);

@@ -44,8 +44,7 @@ Test(hal_stream, large_argument_blocks) {
     mx_stream *s;
     cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
     /* one slot, two slots, the multi-slot limits of the 8- and 1024-slot queues, the heap */
-    size_t sizes[] = {
-        8, 9, MX_HAL_INLINE_ARGS, MX_HAL_INLINE_ARGS + 1, 464, 465, 1000, 65488, 65489, 70000};
+    size_t sizes[] = {8, 9, MX_HAL_INLINE_ARGS, MX_HAL_INLINE_ARGS + 1, 464, 465, 1000, 65488, 65489, 70000};
     enum { NS = sizeof sizes / sizeof sizes[0] };
     int64_t results[NS] = {0};
     int64_t expect[NS] = {0};
@@ -62,8 +61,7 @@ Test(hal_stream, large_argument_blocks) {
       free(block);
     }
     cr_assert_eq(mx_stream_synchronize(s), MX_OK);
-    for (int i = 0; i < NS; i++)
-      cr_assert_eq(results[i], expect[i], "%s: size %zu", cfg->name, sizes[i]);
+    for (int i = 0; i < NS; i++) cr_assert_eq(results[i], expect[i], "%s: size %zu", cfg->name, sizes[i]);
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
@@ -332,8 +330,7 @@ Test(hal_stream, sticky_error_and_reset) {
     cr_assert_eq(mx_stream_query(s), MX_ERR_KERNEL);
     mx_stream_error info;
     cr_assert_eq(mx_stream_get_error(s, &info), MX_ERR_KERNEL);
-    cr_assert_eq(info.command, 2, "%s: failing command %llu", cfg->name,
-                 (unsigned long long)info.command);
+    cr_assert_eq(info.command, 2, "%s: failing command %llu", cfg->name, (unsigned long long)info.command);
     cr_assert_eq(info.model_task, -1);
     cr_assert(strstr(info.message, "command 2 (kernel) failed"), "%s", info.message);
     cr_assert_eq(mx_stream_get_error(t, &info), MX_ERR_KERNEL);
@@ -377,8 +374,7 @@ Test(hal_stream, destroy_with_work_in_flight) {
       cr_assert_eq(mx_hal_launch(s, k_sleep_flag, &a, sizeof a), MX_OK);
     }
     mx_stream_destroy(s);
-    for (int i = 0; i < N; i++)
-      cr_assert_eq(atomic_load(&flags[i]), 1, "%s: kernel %d", cfg->name, i);
+    for (int i = 0; i < N; i++) cr_assert_eq(atomic_load(&flags[i]), 1, "%s: kernel %d", cfg->name, i);
 
     /* Device destroy with everything still alive. */
     mx_stream *s2;

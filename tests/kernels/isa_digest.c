@@ -57,8 +57,8 @@ static void set_f32(mx_kernel_call *c, uint32_t i, int32_t rank, const int64_t *
 }
 
 /* Runs `op` on c and prints the hash of the given output buffers. */
-static void run_case(const char *name, const char *op, mx_kernel_call *c, float *const *outs, const size_t *lens,
-                     int n_outs) {
+static void run_case(const char *name, const char *op, mx_kernel_call *c, float *const *outs,
+                     const size_t *lens, int n_outs) {
   const mx_kernel_def *kd = mx__kernel_find("", op, c);
   void *ws = NULL;
   size_t wsz = kd && kd->workspace ? kd->workspace(c) : 0;
@@ -165,7 +165,8 @@ static void attention_cases(void) {
     float *q = seeded((size_t)(hq * d), 50 + s, 1.0f), *k = seeded((size_t)(hkv * d), 60 + s, 1.0f);
     float *v = seeded((size_t)(hkv * d), 70 + s, 1.0f), *pk = seeded((size_t)(hkv * p * d), 80 + s, 1.0f);
     float *pv = seeded((size_t)(hkv * p * d), 90 + s, 1.0f), *y = seeded((size_t)(hq * d), 99, 0.0f);
-    float *prk = seeded((size_t)(hkv * (p + 1) * d), 99, 0.0f), *prv = seeded((size_t)(hkv * (p + 1) * d), 99, 0.0f);
+    float *prk = seeded((size_t)(hkv * (p + 1) * d), 99, 0.0f),
+          *prv = seeded((size_t)(hkv * (p + 1) * d), 99, 0.0f);
     mx_kernel_call *c = call_new(6, 3, &prm);
     set_f32(c, 0, 4, DIMS(1, hq, 1, d), q);
     set_f32(c, 1, 4, DIMS(1, hkv, 1, d), k);
@@ -191,7 +192,8 @@ static const char *cpu_level(void) {
 #if defined(__clang__)
   /* clang 14 knows the features, not the level names (its builds have one copy anyway). */
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512cd"))
     return "x86-64-v4";
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2"))
     return "x86-64-v3";

@@ -39,13 +39,15 @@ mx_status kc_run_with(const char *op, mx_kernel_call *c, const void *params) {
 }
 
 void expect_i64(const int64_t *got, const int64_t *want, int64_t n) {
-  for (int64_t i = 0; i < n; i++) cr_expect_eq(got[i], want[i], "[%lld] got %lld want %lld", (long long)i,
-                                               (long long)got[i], (long long)want[i]);
+  for (int64_t i = 0; i < n; i++)
+    cr_expect_eq(got[i], want[i], "[%lld] got %lld want %lld", (long long)i, (long long)got[i],
+                 (long long)want[i]);
 }
 
 void expect_f32_same(const float *got, const float *want, int64_t n) {
-  for (int64_t i = 0; i < n; i++) cr_expect(got[i] == want[i] || (isnan(got[i]) && isnan(want[i])),
-                                            "[%lld] got %g want %g", (long long)i, (double)got[i], (double)want[i]);
+  for (int64_t i = 0; i < n; i++)
+    cr_expect(got[i] == want[i] || (isnan(got[i]) && isnan(want[i])), "[%lld] got %g want %g", (long long)i,
+              (double)got[i], (double)want[i]);
 }
 
 void expect_f32_near(const float *got, const float *want, int64_t n, float tol) {
@@ -54,8 +56,8 @@ void expect_f32_near(const float *got, const float *want, int64_t n, float tol) 
       cr_expect(isnan(got[i]), "[%lld] want NaN, got %g", (long long)i, (double)got[i]);
       continue;
     }
-    cr_expect(fabsf(got[i] - want[i]) <= tol * (1.0f + fabsf(want[i])), "[%lld] got %.7g want %.7g", (long long)i,
-              (double)got[i], (double)want[i]);
+    cr_expect(fabsf(got[i] - want[i]) <= tol * (1.0f + fabsf(want[i])), "[%lld] got %.7g want %.7g",
+              (long long)i, (double)got[i], (double)want[i]);
   }
 }
 

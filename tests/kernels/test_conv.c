@@ -46,15 +46,16 @@ static void case_pads(const conv_case *k, int64_t *oh, int64_t *ow, int64_t *pt,
   }
   *oh = (k->h + k->sh - 1) / k->sh;
   *ow = (k->w + k->sw - 1) / k->sw;
-  int64_t th = (*oh - 1) * k->sh + (k->kh - 1) * k->dh + 1 - k->h, tw = (*ow - 1) * k->sw + (k->kw - 1) * k->dw + 1 - k->w;
+  int64_t th = (*oh - 1) * k->sh + (k->kh - 1) * k->dh + 1 - k->h,
+          tw = (*ow - 1) * k->sw + (k->kw - 1) * k->dw + 1 - k->w;
   th = th < 0 ? 0 : th;
   tw = tw < 0 ? 0 : tw;
   *pt = k->auto_pad == MX_AUTO_PAD_SAME_LOWER ? th - th / 2 : th / 2;
   *pl = k->auto_pad == MX_AUTO_PAD_SAME_LOWER ? tw - tw / 2 : tw / 2;
 }
 
-static void conv_ref(const conv_case *k, const double *x, const double *w, const double *b, double *y, int64_t oh,
-                     int64_t ow, int64_t pt, int64_t pl) {
+static void conv_ref(const conv_case *k, const double *x, const double *w, const double *b, double *y,
+                     int64_t oh, int64_t ow, int64_t pt, int64_t pl) {
   int64_t cg = k->c / k->group, mg = k->m / k->group;
   for (int64_t n = 0; n < k->n; n++)
     for (int64_t m = 0; m < k->m; m++)
@@ -94,7 +95,8 @@ static mx_conv_params case_params(const conv_case *k) {
 static void run_case(const conv_case *k, mx_dtype dt, double tol) {
   int64_t oh, ow, pt, pl;
   case_pads(k, &oh, &ow, &pt, &pl);
-  int64_t nx = k->n * k->c * k->h * k->w, nw = k->m * (k->c / k->group) * k->kh * k->kw, ny = k->n * k->m * oh * ow;
+  int64_t nx = k->n * k->c * k->h * k->w, nw = k->m * (k->c / k->group) * k->kh * k->kw,
+          ny = k->n * k->m * oh * ow;
   double *x = malloc((size_t)nx * 8), *w = malloc((size_t)nw * 8), *b = malloc((size_t)k->m * 8);
   double *ref = malloc((size_t)ny * 8);
   for (int64_t i = 0; i < nx; i++) x[i] = rnd();
@@ -104,7 +106,8 @@ static void run_case(const conv_case *k, mx_dtype dt, double tol) {
   void *xt = malloc((size_t)nx * es), *wt = malloc((size_t)nw * es), *bt = malloc((size_t)k->m * es);
   void *yt = malloc((size_t)ny * es);
   for (int64_t i = 0; i < nx; i++) {
-    if (dt == MX_FLOAT16) x[i] = mx__f16_to_f32(mx__f32_to_f16((float)x[i])); /* the reference sees the rounded input */
+    if (dt == MX_FLOAT16)
+      x[i] = mx__f16_to_f32(mx__f32_to_f16((float)x[i])); /* the reference sees the rounded input */
     if (dt == MX_FLOAT32) ((float *)xt)[i] = (float)x[i];
     if (dt == MX_FLOAT64) ((double *)xt)[i] = x[i];
     if (dt == MX_FLOAT16) ((uint16_t *)xt)[i] = mx__f32_to_f16((float)x[i]);
@@ -135,8 +138,9 @@ static void run_case(const conv_case *k, mx_dtype dt, double tol) {
                  : dt == MX_FLOAT64 ? ((double *)yt)[i]
                                     : mx__f16_to_f32(((uint16_t *)yt)[i]);
     if (fabs(got - ref[i]) > tol * (1.0 + fabs(ref[i]))) {
-      cr_expect(false, "%s c=%lld m=%lld g=%lld k=%lldx%lld: [%lld] %g vs %g", mx_dtype_name(dt), (long long)k->c,
-                (long long)k->m, (long long)k->group, (long long)k->kh, (long long)k->kw, (long long)i, got, ref[i]);
+      cr_expect(false, "%s c=%lld m=%lld g=%lld k=%lldx%lld: [%lld] %g vs %g", mx_dtype_name(dt),
+                (long long)k->c, (long long)k->m, (long long)k->group, (long long)k->kh, (long long)k->kw,
+                (long long)i, got, ref[i]);
       bad++;
     }
   }
@@ -146,7 +150,7 @@ static void run_case(const conv_case *k, mx_dtype dt, double tol) {
 
 static const conv_case cases[] = {
     /* n  c   h   w   m  grp kh kw sh sw dh dw  pads          auto_pad  bias */
-    {2, 3, 17, 19, 8, 1, 7, 7, 2, 2, 1, 1, {3, 3, 3, 3}, 0, true},            /* ResNet stem */
+    {2, 3, 17, 19, 8, 1, 7, 7, 2, 2, 1, 1, {3, 3, 3, 3}, 0, true},           /* ResNet stem */
     {1, 8, 9, 9, 16, 1, 3, 3, 1, 1, 1, 1, {1, 1, 1, 1}, 0, false},           /* 3x3 same */
     {2, 16, 7, 6, 12, 1, 1, 1, 1, 1, 1, 1, {0, 0, 0, 0}, 0, true},           /* 1x1 pointwise */
     {1, 16, 8, 8, 24, 1, 1, 1, 2, 2, 1, 1, {0, 0, 0, 0}, 0, false},          /* strided 1x1 */
@@ -155,10 +159,10 @@ static const conv_case cases[] = {
     {1, 8, 10, 9, 12, 4, 3, 3, 1, 2, 2, 1, {2, 0, 1, 3}, 0, true},           /* grouped, dilated */
     {1, 4, 9, 8, 6, 2, 3, 2, 2, 3, 1, 2, {0}, MX_AUTO_PAD_SAME_LOWER, true}, /* SAME_LOWER */
     {1, 4, 9, 8, 6, 1, 4, 3, 3, 2, 1, 1, {0}, MX_AUTO_PAD_SAME_UPPER, false},
-    {1, 4, 6, 3, 4, 4, 5, 5, 1, 1, 1, 1, {2, 2, 2, 2}, 0, true},             /* depthwise, row narrower than the kernel */
-    {1, 3, 9, 17, 3, 3, 5, 5, 2, 2, 1, 1, {2, 2, 2, 2}, 0, false},           /* depthwise 5x5 s2 */
-    {1, 2, 8, 12, 2, 2, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, 0, true},            /* dilated depthwise */
-    {1, 2, 7, 9, 2, 2, 3, 3, 1, 3, 1, 1, {1, 1, 1, 1}, 0, true},             /* depthwise stride 3 */
+    {1, 4, 6, 3, 4, 4, 5, 5, 1, 1, 1, 1, {2, 2, 2, 2}, 0, true}, /* depthwise, row narrower than the kernel */
+    {1, 3, 9, 17, 3, 3, 5, 5, 2, 2, 1, 1, {2, 2, 2, 2}, 0, false}, /* depthwise 5x5 s2 */
+    {1, 2, 8, 12, 2, 2, 3, 3, 1, 1, 2, 2, {2, 2, 2, 2}, 0, true},  /* dilated depthwise */
+    {1, 2, 7, 9, 2, 2, 3, 3, 1, 3, 1, 1, {1, 1, 1, 1}, 0, true},   /* depthwise stride 3 */
 };
 
 Test(conv_kernels, conv2d_float32_matches_direct_loops) {
@@ -195,7 +199,8 @@ Test(conv_kernels, conv_transpose_grouped_strided_matches_scatter) {
   for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = (float)rnd();
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) w[i] = (float)rnd();
   for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) b[i] = (float)rnd();
-  float *y = malloc(sizeof(float) * N * G * MG * OH * OW), *ref = calloc((size_t)(N * G * MG * OH * OW), sizeof(float));
+  float *y = malloc(sizeof(float) * N * G * MG * OH * OW),
+        *ref = calloc((size_t)(N * G * MG * OH * OW), sizeof(float));
   for (int n = 0; n < N; n++)
     for (int m = 0; m < G * MG; m++)
       for (int64_t i = 0; i < OH * OW; i++) ref[(n * G * MG + m) * OH * OW + i] = b[m];
@@ -212,8 +217,14 @@ Test(conv_kernels, conv_transpose_grouped_strided_matches_scatter) {
                 ref[((n * G * MG + m) * OH + oy) * OW + ox] +=
                     x[((n * C + c) * H + i) * W + j] * w[((c * MG + mm) * KH + a) * KW + e];
               }
-  mx_conv_params p = {.op = MX_CONVOP_CONV_TRANSPOSE, .group = G, .n_strides = 2, .strides = {SH, SW},
-                      .n_pads = 4, .pads = {pt, pl, pb, pr}, .n_output_padding = 2, .output_padding = {oph, opw}};
+  mx_conv_params p = {.op = MX_CONVOP_CONV_TRANSPOSE,
+                      .group = G,
+                      .n_strides = 2,
+                      .strides = {SH, SW},
+                      .n_pads = 4,
+                      .pads = {pt, pl, pb, pr},
+                      .n_output_padding = 2,
+                      .output_padding = {oph, opw}};
   mx_kernel_call *c = kc_new(3, 1, &p);
   kc_set(c, 0, MX_FLOAT32, 4, DIMS(N, C, H, W), x);
   kc_set(c, 1, MX_FLOAT32, 4, DIMS(C, MG, KH, KW), w);
@@ -235,8 +246,14 @@ Test(conv_kernels, maxpool_indices_in_both_storage_orders) {
   float y[2 * 1 * 2];
   int64_t idx[4];
   for (int order = 0; order < 2; order++) {
-    mx_conv_params p = {.op = MX_CONVOP_MAX_POOL, .group = 1, .storage_order = order, .n_kernel = 2,
-                        .kernel_shape = {2, 2}, .n_strides = 2, .strides = {2, 2}, .n_pads = 4,
+    mx_conv_params p = {.op = MX_CONVOP_MAX_POOL,
+                        .group = 1,
+                        .storage_order = order,
+                        .n_kernel = 2,
+                        .kernel_shape = {2, 2},
+                        .n_strides = 2,
+                        .strides = {2, 2},
+                        .n_pads = 4,
                         .pads = {0, 1, 0, 0}};
     mx_kernel_call *c = kc_new(1, 2, &p);
     kc_set(c, 0, MX_FLOAT32, 4, DIMS(1, 2, 3, 4), x);
@@ -256,8 +273,8 @@ Test(conv_kernels, maxpool_indices_in_both_storage_orders) {
           }
         cr_expect_eq(y[ch * 2 + o], best);
         int64_t want = ch * 12 + (order ? bh + bw * 3 : bh * 4 + bw);
-        cr_expect_eq(idx[ch * 2 + o], want, "order %d ch %d o %d: %lld vs %lld", order, ch, o, (long long)idx[ch * 2 + o],
-                     (long long)want);
+        cr_expect_eq(idx[ch * 2 + o], want, "order %d ch %d o %d: %lld vs %lld", order, ch, o,
+                     (long long)idx[ch * 2 + o], (long long)want);
       }
     free(c);
   }
@@ -266,8 +283,14 @@ Test(conv_kernels, maxpool_indices_in_both_storage_orders) {
 Test(conv_kernels, averagepool_divisor_with_and_without_pads) {
   float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, y[4];
   for (int include = 0; include < 2; include++) {
-    mx_conv_params p = {.op = MX_CONVOP_AVERAGE_POOL, .group = 1, .count_include_pad = include, .n_kernel = 2,
-                        .kernel_shape = {2, 2}, .n_strides = 2, .strides = {2, 2}, .n_pads = 4,
+    mx_conv_params p = {.op = MX_CONVOP_AVERAGE_POOL,
+                        .group = 1,
+                        .count_include_pad = include,
+                        .n_kernel = 2,
+                        .kernel_shape = {2, 2},
+                        .n_strides = 2,
+                        .strides = {2, 2},
+                        .n_pads = 4,
                         .pads = {1, 1, 0, 0}};
     mx_kernel_call *c = kc_new(1, 1, &p);
     kc_set(c, 0, MX_FLOAT32, 4, DIMS(1, 1, 3, 3), x);
@@ -301,9 +324,9 @@ Test(conv_kernels, global_pools_over_3d_and_float16) {
 /* --- quantized convolutions --------------------------------------------------------------------- */
 
 Test(conv_kernels, qlinear_conv_documented_example) {
-  uint8_t x[49] = {255, 174, 162, 25,  203, 168, 58,  15,  59,  237, 95,  129, 0,   64,  56,  242, 153,
-                   221, 168, 12,  166, 232, 178, 186, 195, 237, 162, 237, 188, 39,  124, 77,  80,  102,
-                   43,  127, 230, 21,  83,  41,  40,  134, 255, 154, 92,  141, 42,  148, 247};
+  uint8_t x[49] = {255, 174, 162, 25,  203, 168, 58,  15,  59,  237, 95,  129, 0,  64,  56, 242, 153,
+                   221, 168, 12,  166, 232, 178, 186, 195, 237, 162, 237, 188, 39, 124, 77, 80,  102,
+                   43,  127, 230, 21,  83,  41,  40,  134, 255, 154, 92,  141, 42, 148, 247};
   uint8_t want[49] = {0,   81,  93,  230, 52,  87,  197, 240, 196, 18,  160, 126, 255, 191, 199, 13,  102,
                       34,  87,  243, 89,  23,  77,  69,  60,  18,  93,  18,  67,  216, 131, 178, 175, 153,
                       212, 128, 25,  234, 172, 214, 215, 121, 0,   101, 163, 114, 213, 107, 8};

@@ -30,11 +30,13 @@ typedef struct fcase {
   int64_t n, c, h, w, m, group, kh, kw, sh, sw, dh, dw, pad;
 } fcase;
 
-static int64_t osize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
+static int64_t osize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
 
 /* y = relu(conv(x, w) + b + z) in double. */
-static void reference(const fcase *k, const float *x, const float *w, const float *b, const float *z, double *y,
-                      int64_t oh, int64_t ow) {
+static void reference(const fcase *k, const float *x, const float *w, const float *b, const float *z,
+                      double *y, int64_t oh, int64_t ow) {
   int64_t cg = k->c / k->group, mg = k->m / k->group;
   for (int64_t n = 0; n < k->n; n++)
     for (int64_t m = 0; m < k->m; m++)
@@ -70,7 +72,8 @@ static mx_conv_params params_of(const fcase *k) {
 
 static void run_fcase(const fcase *k, int32_t threads) {
   int64_t oh = osize(k->h, k->kh, k->sh, k->dh, k->pad), ow = osize(k->w, k->kw, k->sw, k->dw, k->pad);
-  int64_t nx = k->n * k->c * k->h * k->w, nw = k->m * (k->c / k->group) * k->kh * k->kw, ny = k->n * k->m * oh * ow;
+  int64_t nx = k->n * k->c * k->h * k->w, nw = k->m * (k->c / k->group) * k->kh * k->kw,
+          ny = k->n * k->m * oh * ow;
   float *x = malloc((size_t)nx * 4), *w = malloc((size_t)nw * 4), *b = malloc((size_t)k->m * 4);
   float *z = malloc((size_t)ny * 4), *y = malloc((size_t)ny * 4);
   double *ref = malloc((size_t)ny * 8);
@@ -104,22 +107,22 @@ static void run_fcase(const fcase *k, int32_t threads) {
 
 static const fcase cases[] = {
     /* n  c   h   w   m   g   kh kw sh sw dh dw pad */
-    {2, 16, 9, 11, 64, 1, 1, 1, 1, 1, 1, 1, 0},    /* pointwise, two images */
-    {1, 8, 40, 40, 48, 1, 3, 3, 1, 1, 1, 1, 1},    /* im2col in several bands */
-    {1, 3, 33, 31, 16, 1, 7, 7, 2, 2, 1, 1, 3},    /* a stem: 7x7 stride 2 */
-    {1, 64, 7, 7, 96, 1, 3, 3, 1, 1, 1, 1, 1},     /* few positions, output channels in chunks */
-    {1, 16, 10, 10, 32, 1, 1, 1, 2, 2, 1, 1, 0},   /* strided 1x1 */
-    {1, 12, 10, 12, 12, 2, 3, 3, 1, 1, 1, 1, 1},   /* grouped */
-    {1, 24, 14, 13, 24, 24, 3, 3, 1, 1, 1, 1, 1},  /* depthwise 3x3 */
-    {2, 16, 15, 17, 16, 16, 3, 3, 2, 2, 1, 1, 1},  /* depthwise stride 2, odd sizes */
-    {1, 8, 14, 14, 8, 8, 5, 5, 2, 2, 1, 1, 2},     /* depthwise 5x5 stride 2 */
-    {1, 8, 7, 7, 8, 8, 5, 5, 1, 1, 1, 1, 2},       /* depthwise 5x5 on a 7x7 image */
-    {1, 6, 12, 12, 12, 6, 3, 3, 1, 1, 1, 1, 1},    /* depthwise with a channel multiplier */
-    {1, 4, 13, 13, 4, 4, 3, 3, 1, 1, 2, 2, 2},     /* depthwise dilated */
-    {1, 4, 11, 11, 4, 4, 3, 3, 2, 1, 1, 1, 0},     /* depthwise stride 2 along the height only */
-    {1, 4, 12, 12, 4, 4, 3, 3, 3, 3, 1, 1, 1},     /* depthwise stride 3 */
-    {1, 4, 12, 12, 4, 4, 4, 7, 2, 2, 1, 1, 0},     /* depthwise wide kernel, stride 2 */
-    {1, 5, 1, 20, 5, 5, 1, 3, 1, 1, 1, 1, 0},      /* depthwise over one row (1-D) */
+    {2, 16, 9, 11, 64, 1, 1, 1, 1, 1, 1, 1, 0},   /* pointwise, two images */
+    {1, 8, 40, 40, 48, 1, 3, 3, 1, 1, 1, 1, 1},   /* im2col in several bands */
+    {1, 3, 33, 31, 16, 1, 7, 7, 2, 2, 1, 1, 3},   /* a stem: 7x7 stride 2 */
+    {1, 64, 7, 7, 96, 1, 3, 3, 1, 1, 1, 1, 1},    /* few positions, output channels in chunks */
+    {1, 16, 10, 10, 32, 1, 1, 1, 2, 2, 1, 1, 0},  /* strided 1x1 */
+    {1, 12, 10, 12, 12, 2, 3, 3, 1, 1, 1, 1, 1},  /* grouped */
+    {1, 24, 14, 13, 24, 24, 3, 3, 1, 1, 1, 1, 1}, /* depthwise 3x3 */
+    {2, 16, 15, 17, 16, 16, 3, 3, 2, 2, 1, 1, 1}, /* depthwise stride 2, odd sizes */
+    {1, 8, 14, 14, 8, 8, 5, 5, 2, 2, 1, 1, 2},    /* depthwise 5x5 stride 2 */
+    {1, 8, 7, 7, 8, 8, 5, 5, 1, 1, 1, 1, 2},      /* depthwise 5x5 on a 7x7 image */
+    {1, 6, 12, 12, 12, 6, 3, 3, 1, 1, 1, 1, 1},   /* depthwise with a channel multiplier */
+    {1, 4, 13, 13, 4, 4, 3, 3, 1, 1, 2, 2, 2},    /* depthwise dilated */
+    {1, 4, 11, 11, 4, 4, 3, 3, 2, 1, 1, 1, 0},    /* depthwise stride 2 along the height only */
+    {1, 4, 12, 12, 4, 4, 3, 3, 3, 3, 1, 1, 1},    /* depthwise stride 3 */
+    {1, 4, 12, 12, 4, 4, 4, 7, 2, 2, 1, 1, 0},    /* depthwise wide kernel, stride 2 */
+    {1, 5, 1, 20, 5, 5, 1, 3, 1, 1, 1, 1, 0},     /* depthwise over one row (1-D) */
 };
 
 Test(conv_fast, every_path_with_residual_and_relu_on_one_and_three_threads) {
@@ -132,8 +135,10 @@ Test(conv_fast, every_path_with_residual_and_relu_on_one_and_three_threads) {
 Test(conv_fast, float16_residual_is_read_in_place) {
   const fcase k = {1, 8, 9, 9, 16, 1, 3, 3, 1, 1, 1, 1, 1};
   int64_t ny = 16 * 9 * 9, nx = 8 * 81, nw = 16 * 8 * 9;
-  float *x = malloc((size_t)nx * 4), *w = malloc((size_t)nw * 4), *b = malloc(16 * 4), *z = malloc((size_t)ny * 4);
-  uint16_t *xh = malloc((size_t)nx * 2), *wh = malloc((size_t)nw * 2), *bh = malloc(16 * 2), *zh = malloc((size_t)ny * 2);
+  float *x = malloc((size_t)nx * 4), *w = malloc((size_t)nw * 4), *b = malloc(16 * 4),
+        *z = malloc((size_t)ny * 4);
+  uint16_t *xh = malloc((size_t)nx * 2), *wh = malloc((size_t)nw * 2), *bh = malloc(16 * 2),
+           *zh = malloc((size_t)ny * 2);
   uint16_t *yh = malloc((size_t)ny * 2);
   double *ref = malloc((size_t)ny * 8);
   /* values exact in float16, so the reference sees what the kernel sees */
@@ -151,8 +156,8 @@ Test(conv_fast, float16_residual_is_read_in_place) {
   kc_set(c, 4, MX_FLOAT16, 4, DIMS(1, 16, 9, 9), yh);
   cr_assert_eq(kc_run("Conv", c), MX_OK, "%s", c->why ? c->why : "");
   for (int64_t i = 0; i < ny; i++)
-    cr_assert(fabs(mx__f16_to_f32(yh[i]) - ref[i]) <= 2e-3 * (1.0 + fabs(ref[i])), "[%lld] %g vs %g", (long long)i,
-              (double)mx__f16_to_f32(yh[i]), ref[i]);
+    cr_assert(fabs(mx__f16_to_f32(yh[i]) - ref[i]) <= 2e-3 * (1.0 + fabs(ref[i])), "[%lld] %g vs %g",
+              (long long)i, (double)mx__f16_to_f32(yh[i]), ref[i]);
   free(x), free(w), free(b), free(z), free(xh), free(wh), free(bh), free(zh), free(yh), free(ref), free(c);
 }
 
@@ -192,10 +197,11 @@ static void pool_both(const mx_conv_params *p, int64_t planes, int64_t h, int64_
   cr_assert_eq(kc_run(op, c), MX_OK, "%s", c->why ? c->why : "");
   for (int64_t i = 0; i < ny; i++) {
     if (p->op == MX_CONVOP_MAX_POOL)
-      cr_assert((isnan(y[i]) && isnan(yd[i])) || y[i] == (float)yd[i], "[%lld] %g vs %g", (long long)i, (double)y[i],
-                yd[i]);
+      cr_assert((isnan(y[i]) && isnan(yd[i])) || y[i] == (float)yd[i], "[%lld] %g vs %g", (long long)i,
+                (double)y[i], yd[i]);
     else
-      cr_assert(fabs(y[i] - yd[i]) <= 1e-6 * (1.0 + fabs(yd[i])), "[%lld] %g vs %g", (long long)i, (double)y[i], yd[i]);
+      cr_assert(fabs(y[i] - yd[i]) <= 1e-6 * (1.0 + fabs(yd[i])), "[%lld] %g vs %g", (long long)i,
+                (double)y[i], yd[i]);
   }
   free(x), free(y), free(xd), free(yd), free(c);
 }
@@ -203,7 +209,11 @@ static void pool_both(const mx_conv_params *p, int64_t planes, int64_t h, int64_
 Test(conv_fast, maxpool_and_global_average_match_the_generic_walk) {
   struct {
     int64_t h, w, k, s, pad, ceil;
-  } mp[] = {{16, 16, 3, 2, 1, 0}, {15, 17, 3, 2, 1, 1}, {9, 9, 2, 2, 0, 0}, {7, 10, 3, 1, 1, 0}, {5, 5, 5, 3, 2, 1}};
+  } mp[] = {{16, 16, 3, 2, 1, 0},
+            {15, 17, 3, 2, 1, 1},
+            {9, 9, 2, 2, 0, 0},
+            {7, 10, 3, 1, 1, 0},
+            {5, 5, 5, 3, 2, 1}};
   for (size_t i = 0; i < sizeof mp / sizeof *mp; i++)
     for (int nan = 0; nan < 2; nan++) {
       mx_conv_params p;
@@ -236,8 +246,8 @@ Test(conv_fast, maxpool_and_global_average_match_the_generic_walk) {
 typedef struct count_ctx {
   int64_t n;
   int32_t max_slots;
-  int *hits;        /* per task */
-  int bad_slot;     /* a slot outside [0, max_slots) ran a task */
+  int *hits;    /* per task */
+  int bad_slot; /* a slot outside [0, max_slots) ran a task */
 } count_ctx;
 
 static void count_task(void *vctx, int64_t task, int32_t slot) {

@@ -244,10 +244,12 @@ Test(ew_kernel, comparisons_of_integers_and_halves) {
   uint8_t a[3] = {0, 200, 255}, b[3] = {1, 200, 3}, o[3];
   cr_assert_eq(bin_n("Greater", MX_UINT8, MX_BOOL, 3, a, b, o, NULL), MX_OK);
   cr_assert_arr_eq(o, ((uint8_t[]){0, 0, 1}), 3);
-  uint16_t ha[2] = {mx__f32_to_f16(1.5f), mx__f32_to_f16(-2.0f)}, hb[2] = {mx__f32_to_f16(1.5f), mx__f32_to_f16(1.0f)};
+  uint16_t ha[2] = {mx__f32_to_f16(1.5f), mx__f32_to_f16(-2.0f)},
+           hb[2] = {mx__f32_to_f16(1.5f), mx__f32_to_f16(1.0f)};
   cr_assert_eq(bin_n("Equal", MX_FLOAT16, MX_BOOL, 2, ha, hb, o, NULL), MX_OK);
   cr_assert_arr_eq(o, ((uint8_t[]){1, 0}), 2);
-  uint16_t ba[2] = {mx__f32_to_bf16(-3.0f), mx__f32_to_bf16(2.0f)}, bb[2] = {mx__f32_to_bf16(1.0f), mx__f32_to_bf16(2.0f)};
+  uint16_t ba[2] = {mx__f32_to_bf16(-3.0f), mx__f32_to_bf16(2.0f)},
+           bb[2] = {mx__f32_to_bf16(1.0f), mx__f32_to_bf16(2.0f)};
   cr_assert_eq(bin_n("Less", MX_BFLOAT16, MX_BOOL, 2, ba, bb, o, NULL), MX_OK);
   cr_assert_arr_eq(o, ((uint8_t[]){1, 0}), 2);
 }

@@ -20,9 +20,9 @@ typedef struct shape {
 
 /* Input shapes, all broadcastable to [2,3,4]. */
 static const shape k_shapes[] = {
-    {0, {0}},       {1, {1}},       {1, {4}},       {2, {3, 4}},    {2, {1, 4}},    {3, {2, 3, 4}},
-    {3, {1, 1, 4}}, {3, {2, 1, 4}}, {2, {3, 1}},    {3, {2, 3, 1}}, {3, {1, 3, 4}}, {3, {1, 1, 1}},
-    {3, {2, 1, 1}}, {4, {1, 2, 3, 4}}, {4, {1, 1, 3, 4}},
+    {0, {0}},       {1, {1}},       {1, {4}},       {2, {3, 4}},       {2, {1, 4}},
+    {3, {2, 3, 4}}, {3, {1, 1, 4}}, {3, {2, 1, 4}}, {2, {3, 1}},       {3, {2, 3, 1}},
+    {3, {1, 3, 4}}, {3, {1, 1, 1}}, {3, {2, 1, 1}}, {4, {1, 2, 3, 4}}, {4, {1, 1, 3, 4}},
 };
 enum { N_SHAPES = sizeof k_shapes / sizeof k_shapes[0], OUT_N = 24 };
 
@@ -76,9 +76,11 @@ Test(ew_plans, where_and_sum_three_inputs) {
   fill(y, OUT_N, -50.0f);
   fill(z, OUT_N, 1000.0f);
   /* A handful of triples: all fast kinds, a shared suffix, mixed suffixes, column broadcasts. */
-  const int triples[][3] = {{5, 5, 5}, {5, 0, 2}, {2, 5, 1}, {4, 2, 5}, {3, 2, 5}, {8, 5, 2}, {9, 12, 3}, {6, 7, 0}};
+  const int triples[][3] = {{5, 5, 5}, {5, 0, 2}, {2, 5, 1},  {4, 2, 5},
+                            {3, 2, 5}, {8, 5, 2}, {9, 12, 3}, {6, 7, 0}};
   for (size_t t = 0; t < sizeof triples / sizeof triples[0]; t++) {
-    const shape *s0 = &k_shapes[triples[t][0]], *s1 = &k_shapes[triples[t][1]], *s2 = &k_shapes[triples[t][2]];
+    const shape *s0 = &k_shapes[triples[t][0]], *s1 = &k_shapes[triples[t][1]],
+                *s2 = &k_shapes[triples[t][2]];
     mx_kernel_call *c = kc_new(3, 1, NULL);
     kc_set(c, 0, MX_BOOL, s0->rank, s0->dims, cond);
     kc_set(c, 1, MX_FLOAT32, s1->rank, s1->dims, x);
@@ -123,7 +125,8 @@ Test(ew_plans, float16_bias_row_and_scalar) {
 
 Test(ew_plans, shapes_that_do_not_broadcast_fail) {
   float a[OUT_N] = {0}, b[OUT_N] = {0}, o[OUT_N];
-  const shape bad[] = {{1, {3}}, {2, {2, 4}}, {1, {5}}, {2, {4, 4}}, {3, {2, 3, 5}}, {4, {2, 2, 3, 4}}, {1, {0}}};
+  const shape bad[] = {{1, {3}},       {2, {2, 4}},       {1, {5}}, {2, {4, 4}},
+                       {3, {2, 3, 5}}, {4, {2, 2, 3, 4}}, {1, {0}}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     mx_kernel_call *c = kc_new(2, 1, NULL);
     kc_set(c, 0, MX_FLOAT32, 3, DIMS(2, 3, 4), a);

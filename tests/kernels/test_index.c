@@ -13,7 +13,6 @@
 #include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 
-
 TestSuite(index_kernels);
 
 /* --- Gather ----------------------------------------------------------------------------------- */
@@ -116,11 +115,8 @@ Test(index_kernels, scatternd_reductions) {
   float data[8] = {1, 2, 3, 4, 5, 6, 7, 8}, upd[2] = {10, 0.5f}, out[8];
   int64_t idx[2] = {4, -1}; /* -1 is element 7 */
   static const float want[5][8] = {
-      {1, 2, 3, 4, 10, 6, 7, 0.5f},
-      {1, 2, 3, 4, 15, 6, 7, 8.5f},
-      {1, 2, 3, 4, 50, 6, 7, 4},
-      {1, 2, 3, 4, 10, 6, 7, 8},
-      {1, 2, 3, 4, 5, 6, 7, 0.5f},
+      {1, 2, 3, 4, 10, 6, 7, 0.5f}, {1, 2, 3, 4, 15, 6, 7, 8.5f}, {1, 2, 3, 4, 50, 6, 7, 4},
+      {1, 2, 3, 4, 10, 6, 7, 8},    {1, 2, 3, 4, 5, 6, 7, 0.5f},
   };
   for (int32_t red = 0; red < 5; red++) {
     mx_scatternd_params p = {.reduction = red};
@@ -215,7 +211,8 @@ Test(index_kernels, slice_default_axes_int32_and_empty) {
 
 Test(index_kernels, slice_attribute_form) {
   fill_grid();
-  mx_slice_params p = {.starts = {1, 0}, .ends = {-1, 3}, .axes = {1, 0}, .n = 2, .from_attrs = 1, .has_axes = 1};
+  mx_slice_params p = {
+      .starts = {1, 0}, .ends = {-1, 3}, .axes = {1, 0}, .n = 2, .from_attrs = 1, .has_axes = 1};
   float out[9];
   mx_kernel_call *c = kc_new(1, 1, &p);
   kc_set(c, 0, MX_FLOAT32, 2, DIMS(4, 5), grid);

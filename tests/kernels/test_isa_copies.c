@@ -44,7 +44,9 @@ Test(isa_copies, every_copy_rounds_alike) {
   if (system("command -v qemu-x86_64 > /dev/null 2>&1") != 0) {
     const char *ci = getenv("CI");
     cr_assert(!(ci && strcmp(ci, "true") == 0), "qemu-x86_64 is missing: scripts/deps.sh installs qemu-user");
-    fprintf(stderr, "\n*** isa_copies SKIPPED: qemu-x86_64 is not installed (scripts/deps.sh installs qemu-user)\n\n");
+    fprintf(
+        stderr,
+        "\n*** isa_copies SKIPPED: qemu-x86_64 is not installed (scripts/deps.sh installs qemu-user)\n\n");
     cr_skip_test("qemu-x86_64 is not installed");
   }
   /* An environment that forbids the emulator (seccomp, no exec of foreign loaders) is not the
@@ -57,9 +59,10 @@ Test(isa_copies, every_copy_rounds_alike) {
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   static char native[1 << 14], avx2[1 << 14], base[1 << 14];
   cr_assert_eq(capture(MIXRT_ISA_DIGEST, native, sizeof native), 0, "%s", native);
-  cr_assert_eq(capture("qemu-x86_64 -cpu max " MIXRT_ISA_DIGEST " 2>/dev/null", avx2, sizeof avx2), 0, "%s", avx2);
-  cr_assert_eq(capture("qemu-x86_64 -cpu qemu64 " MIXRT_ISA_DIGEST " 2>/dev/null", base, sizeof base), 0, "%s",
-               base);
+  cr_assert_eq(capture("qemu-x86_64 -cpu max " MIXRT_ISA_DIGEST " 2>/dev/null", avx2, sizeof avx2), 0, "%s",
+               avx2);
+  cr_assert_eq(capture("qemu-x86_64 -cpu qemu64 " MIXRT_ISA_DIGEST " 2>/dev/null", base, sizeof base), 0,
+               "%s", base);
   char ln[32], la[32], lb[32];
   const char *dn = digests(native, ln, sizeof ln), *da = digests(avx2, la, sizeof la);
   const char *db = digests(base, lb, sizeof lb);

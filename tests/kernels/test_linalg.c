@@ -232,8 +232,8 @@ Test(linalg_kernels, matmul_gemv_paths_ignore_old_output) {
       double want = 0;
       for (int k = 0; k < K; k++) want += ad[k] * bd[k * N + n];
       double got = dbl ? yd[n] : y[n];
-      cr_assert(fabs(got - want) <= 1e-5 * (1 + fabs(want)), "%s column %d: %g, want %g", dbl ? "f64" : "f32", n,
-                got, want);
+      cr_assert(fabs(got - want) <= 1e-5 * (1 + fabs(want)), "%s column %d: %g, want %g", dbl ? "f64" : "f32",
+                n, got, want);
     }
     /* [N,K] x [K] (B 1-D: one column): B's first K values as the vector. */
     for (int i = 0; i < N; i++) y[i] = NAN, yd[i] = NAN;
@@ -245,8 +245,8 @@ Test(linalg_kernels, matmul_gemv_paths_ignore_old_output) {
       double want = 0;
       for (int k = 0; k < K; k++) want += bd[m * K + k] * ad[k];
       double got = dbl ? yd[m] : y[m];
-      cr_assert(fabs(got - want) <= 1e-5 * (1 + fabs(want)), "%s row %d: %g, want %g", dbl ? "f64" : "f32", m, got,
-                want);
+      cr_assert(fabs(got - want) <= 1e-5 * (1 + fabs(want)), "%s row %d: %g, want %g", dbl ? "f64" : "f32", m,
+                got, want);
     }
     free(c);
   }
@@ -263,7 +263,8 @@ static void check_row_product(mx_kernel_call *c, const float *a, const float *b,
   for (int n = 0; n < N; n++) {
     double want = 0;
     for (int k = 0; k < K; k++) want += (double)a[k] * b[k * N + n];
-    cr_assert(fabs(y[n] - want) <= 1e-5 * (1 + fabs(want)), "k %d n %d column %d: %g, want %g", K, N, n, y[n], want);
+    cr_assert(fabs(y[n] - want) <= 1e-5 * (1 + fabs(want)), "k %d n %d column %d: %g, want %g", K, N, n, y[n],
+              want);
   }
 }
 
@@ -286,14 +287,16 @@ Test(linalg_kernels, matmul_row_widths_and_columns_agree) {
       for (int k = 0; k < K; k++)
         for (int n = 0; n < NMAX; n++) nb[k * NMAX + n] = n < N ? b[k * N + n] : 0.5f;
       check_row_product(c, a, nb, ny, K, NMAX);
-      cr_assert_eq(memcmp(y, ny, (size_t)N * sizeof(float)), 0, "k %d n %d: columns differ inside a wider B", K, N);
+      cr_assert_eq(memcmp(y, ny, (size_t)N * sizeof(float)), 0, "k %d n %d: columns differ inside a wider B",
+                   K, N);
     }
   /* B beyond 64 KB (walked row after row) up to the BLAS limit. */
   static const int big[][2] = {{256, 256}, {300, 100}, {100, 300}};
   static float ba[300], bb[300 * 300], by[300];
   for (int i = 0; i < 300; i++) ba[i] = (float)((i * 5) % 13) * 0.125f - 0.75f;
   for (int i = 0; i < 300 * 300; i++) bb[i] = (float)((i * 11) % 19) * 0.0625f - 0.5f;
-  for (size_t t = 0; t < sizeof big / sizeof big[0]; t++) check_row_product(c, ba, bb, by, big[t][0], big[t][1]);
+  for (size_t t = 0; t < sizeof big / sizeof big[0]; t++)
+    check_row_product(c, ba, bb, by, big[t][0], big[t][1]);
   free(c);
 }
 
@@ -382,7 +385,8 @@ Test(linalg_kernels, einsum_batched_matmul_fast_path) {
 
 Test(linalg_kernels, einsum_diagonal_trace_transpose) {
   double m[] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, d[3], tr, t[9];
-  mx_einsum_params p1 = einsum_params("ii->i", 1), p2 = einsum_params("ii", 1), p3 = einsum_params("ij->ji", 1);
+  mx_einsum_params p1 = einsum_params("ii->i", 1), p2 = einsum_params("ii", 1),
+                   p3 = einsum_params("ij->ji", 1);
   mx_kernel_call *c = kc_new(1, 1, &p1);
   kc_set(c, 0, MX_FLOAT64, 2, (int64_t[]){3, 3}, m);
   kc_set(c, 1, MX_FLOAT64, 1, (int64_t[]){3}, d);

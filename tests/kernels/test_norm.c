@@ -24,8 +24,8 @@ static void fill_f64(double *x, int64_t n, int64_t seed) {
 
 static void expect_f64_near(const double *got, const double *want, int64_t n, double tol) {
   for (int64_t i = 0; i < n; i++)
-    cr_expect(fabs(got[i] - want[i]) <= tol * (1.0 + fabs(want[i])), "element %lld: %.17g, want %.17g", (long long)i,
-              got[i], want[i]);
+    cr_expect(fabs(got[i] - want[i]) <= tol * (1.0 + fabs(want[i])), "element %lld: %.17g, want %.17g",
+              (long long)i, got[i], want[i]);
 }
 
 /* Reference (x - mean) / sqrt(var + eps) per (n, group) of X [N, C, inner], scale/bias per
@@ -55,7 +55,8 @@ Test(norm_kernels, groupnorm_float64_per_channel_and_per_group) {
   fill_f64(sc, CH, 7);
   fill_f64(b, CH, 9);
   for (int per_group = 0; per_group < 2; per_group++) {
-    mx_groupnorm_params p = {.epsilon = 1e-3f, .num_groups = 3, .per_group_affine = per_group, .stash_type = 1};
+    mx_groupnorm_params p = {
+        .epsilon = 1e-3f, .num_groups = 3, .per_group_affine = per_group, .stash_type = 1};
     int64_t cnt = per_group ? 3 : CH;
     mx_kernel_call *c = kc_new(3, 1, &p);
     kc_set(c, 0, MX_FLOAT64, 3, DIMS(N, CH, INNER), x);
@@ -91,8 +92,8 @@ Test(norm_kernels, instancenorm_float16) {
   free(c);
   ref_groupnorm(xd, want, N, CH, INNER, CH, sc, b, false, (double)1e-5f);
   for (int i = 0; i < NUM; i++)
-    cr_expect(fabs(mx__f16_to_f32(yh[i]) - want[i]) <= 2e-3 * (1.0 + fabs(want[i])), "element %d: %g, want %g", i,
-              (double)mx__f16_to_f32(yh[i]), want[i]);
+    cr_expect(fabs(mx__f16_to_f32(yh[i]) - want[i]) <= 2e-3 * (1.0 + fabs(want[i])),
+              "element %d: %g, want %g", i, (double)mx__f16_to_f32(yh[i]), want[i]);
 }
 
 Test(norm_kernels, batchnorm_bfloat16_x_with_float32_statistics) {
@@ -100,7 +101,8 @@ Test(norm_kernels, batchnorm_bfloat16_x_with_float32_statistics) {
   uint16_t xh[NUM], yh[NUM], sc[CH], b[CH];
   float mean[CH] = {0.5f, -1.0f, 0.0f}, var[CH] = {1.0f, 0.25f, 4.0f};
   for (int i = 0; i < NUM; i++) xh[i] = mx__f32_to_bf16((float)val(i));
-  for (int i = 0; i < CH; i++) sc[i] = mx__f32_to_bf16(1.0f + (float)i), b[i] = mx__f32_to_bf16(0.5f * (float)i);
+  for (int i = 0; i < CH; i++)
+    sc[i] = mx__f32_to_bf16(1.0f + (float)i), b[i] = mx__f32_to_bf16(0.5f * (float)i);
   mx_batchnorm_params p = {.epsilon = 1e-5f, .momentum = 0.9f, .spatial = 1};
   mx_kernel_call *c = kc_new(5, 1, &p);
   kc_set(c, 0, MX_BFLOAT16, 3, DIMS(N, CH, INNER), xh);
@@ -121,7 +123,8 @@ Test(norm_kernels, batchnorm_bfloat16_x_with_float32_statistics) {
 
 Test(norm_kernels, batchnorm_training_float64) {
   enum { N = 3, CH = 2, INNER = 5, NUM = N * CH * INNER };
-  double x[NUM], y[NUM], sc[CH] = {1.5, 0.5}, b[CH] = {0.0, 1.0}, mean[CH] = {1.0, -1.0}, var[CH] = {2.0, 3.0};
+  double x[NUM], y[NUM], sc[CH] = {1.5, 0.5}, b[CH] = {0.0, 1.0}, mean[CH] = {1.0, -1.0},
+                         var[CH] = {2.0, 3.0};
   double rm[CH], rv[CH];
   fill_f64(x, NUM, 4);
   mx_batchnorm_params p = {.epsilon = 1e-5f, .momentum = 0.75f, .training_mode = 1, .spatial = 1};

@@ -25,10 +25,10 @@ Test(narrow_types, e4m3fn_values_and_rounding) {
   cr_expect_eq(enc(MX_FLOAT8E4M3FN, 1.0, true), 0x38);
   cr_expect_eq(enc(MX_FLOAT8E4M3FN, 448.0, true), 0x7E);
   cr_expect_eq(enc(MX_FLOAT8E4M3FN, -448.0, true), 0xFE);
-  cr_expect_eq(enc(MX_FLOAT8E4M3FN, 1.0625, true), 0x38);   /* tie between 1 and 1.125: even */
-  cr_expect_eq(enc(MX_FLOAT8E4M3FN, 1.1875, true), 0x3A);   /* tie between 1.125 and 1.25: even */
-  cr_expect_eq(enc(MX_FLOAT8E4M3FN, 0x1p-9, true), 0x01);   /* smallest subnormal */
-  cr_expect_eq(enc(MX_FLOAT8E4M3FN, 0x1p-10, true), 0x00);  /* half of it ties to zero */
+  cr_expect_eq(enc(MX_FLOAT8E4M3FN, 1.0625, true), 0x38);  /* tie between 1 and 1.125: even */
+  cr_expect_eq(enc(MX_FLOAT8E4M3FN, 1.1875, true), 0x3A);  /* tie between 1.125 and 1.25: even */
+  cr_expect_eq(enc(MX_FLOAT8E4M3FN, 0x1p-9, true), 0x01);  /* smallest subnormal */
+  cr_expect_eq(enc(MX_FLOAT8E4M3FN, 0x1p-10, true), 0x00); /* half of it ties to zero */
   cr_expect_eq(enc(MX_FLOAT8E4M3FN, 464.0, false), 0x7E);  /* within half a step of max */
   cr_expect(isnan(dec(MX_FLOAT8E4M3FN, enc(MX_FLOAT8E4M3FN, 500.0, false))));
   cr_expect_eq(enc(MX_FLOAT8E4M3FN, 500.0, true), 0x7E);
@@ -64,7 +64,7 @@ Test(narrow_types, float4e2m1_table) {
     cr_expect_float_eq(dec(MX_FLOAT4E2M1, (uint8_t)(c | 8)), -values[c], 0.0f);
     cr_expect_eq(enc(MX_FLOAT4E2M1, values[c], true), c);
   }
-  cr_expect_eq(enc(MX_FLOAT4E2M1, 5.0, true), 6);   /* tie between 4 and 6: even code */
+  cr_expect_eq(enc(MX_FLOAT4E2M1, 5.0, true), 6); /* tie between 4 and 6: even code */
   cr_expect_eq(enc(MX_FLOAT4E2M1, 100.0, true), 7);
   cr_expect_eq(enc(MX_FLOAT4E2M1, -2.5, true), 0xC); /* tie between 2 and 3: even code (2) */
 }
@@ -100,8 +100,8 @@ Test(narrow_types, sub_byte_pack_and_unpack) {
 
 /* --- Cast and BitCast ---------------------------------------------------------------------------- */
 
-static mx_status cast(const char *op, const mx_cast_params *p, mx_dtype from, const void *x, mx_dtype to, void *y,
-                      int64_t n) {
+static mx_status cast(const char *op, const mx_cast_params *p, mx_dtype from, const void *x, mx_dtype to,
+                      void *y, int64_t n) {
   mx_kernel_call *c = kc_new(1, 1, NULL);
   kc_set(c, 0, from, 1, DIMS(n), (void *)x);
   kc_set(c, 1, to, 1, DIMS(n), y);
@@ -231,7 +231,7 @@ Test(quant_kernels, dynamic_quantize) {
 
 Test(quant_kernels, matmulinteger_with_zero_points_and_batches) {
   uint8_t a[2 * 2 * 3] = {1, 2, 3, 4, 5, 6, 0, 1, 0, 2, 0, 2}; /* [2, 2, 3] */
-  int8_t b[3 * 2] = {1, -1, 2, 0, -3, 4};                     /* [3, 2] */
+  int8_t b[3 * 2] = {1, -1, 2, 0, -3, 4};                      /* [3, 2] */
   uint8_t az = 1;
   int8_t bz[2] = {0, 1};
   int32_t y[2 * 2 * 2];

@@ -13,7 +13,6 @@
 #include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
 
-
 /* Attribute-style params: axes given, keepdims as asked. */
 static mx_reduce_params attr_axes(int32_t n, const int64_t *axes, int keepdims) {
   mx_reduce_params p;
@@ -79,8 +78,8 @@ Test(reduce_kernel, the_other_reductions) {
   cr_assert_eq(red_f32("ReduceL2", 2, DIMS(2, 3), x, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK);
   assert_f32_near(o, (float[]){sqrtf(14), 4.5f}, 2, 1e-6f);
   cr_assert_eq(red_f32("ReduceLogSumExp", 2, DIMS(2, 3), x, 1, DIMS(0), 2, DIMS(1, 3), o), MX_OK);
-  assert_f32_near(o, (float[]){logf(expf(1) + expf(-4)), logf(expf(-2) + expf(0.5f)), logf(expf(3) + expf(2))}, 3,
-             1e-6f);
+  assert_f32_near(
+      o, (float[]){logf(expf(1) + expf(-4)), logf(expf(-2) + expf(0.5f)), logf(expf(3) + expf(2))}, 3, 1e-6f);
 }
 
 Test(reduce_kernel, log_sum_exp_is_stable) {
@@ -101,8 +100,8 @@ Test(reduce_kernel, nan_propagates) {
 
 Test(reduce_kernel, empty_sets_give_identities) {
   float o[2];
-  const char *ops[] = {"ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceMean", "ReduceLogSumExp",
-                       "ReduceL2"};
+  const char *ops[] = {"ReduceSum",  "ReduceProd",      "ReduceMax", "ReduceMin",
+                       "ReduceMean", "ReduceLogSumExp", "ReduceL2"};
   float want[] = {0, 1, -INFINITY, INFINITY, NAN, -INFINITY, 0};
   for (int i = 0; i < 7; i++) {
     cr_assert_eq(red_f32(ops[i], 2, DIMS(2, 0), NULL, 1, DIMS(1), 2, DIMS(2, 1), o), MX_OK, "%s", ops[i]);
@@ -271,8 +270,8 @@ Test(reduce_kernel, bool_max_min) {
 
 /* --- ArgMax / ArgMin ------------------------------------------------------------------------ */
 
-static mx_status arg(const char *op, mx_dtype dt, int32_t rank, const int64_t *dims, const void *x, int32_t axis,
-                     int last, int32_t orank, const int64_t *od, int64_t *out) {
+static mx_status arg(const char *op, mx_dtype dt, int32_t rank, const int64_t *dims, const void *x,
+                     int32_t axis, int last, int32_t orank, const int64_t *od, int64_t *out) {
   mx_argreduce_params p = {axis, 1, last, 0};
   mx_kernel_call *c = kc_new(1, 1, NULL);
   kc_set(c, 0, dt, rank, dims, (void *)x);

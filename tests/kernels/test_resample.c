@@ -104,8 +104,12 @@ Test(resample_kernels, space_to_depth_then_depth_to_space_is_the_identity) {
 Test(resample_kernels, resize_nearest_on_uint8_copies_elements) {
   uint8_t in[4] = {10, 20, 250, 40}, out[8];
   float scales[2] = {1.0f, 2.0f};
-  mx_resize_params p = {.mode = MX_RESIZE_NEAREST, .coord = MX_COORD_ASYMMETRIC, .nearest = MX_NEAREST_FLOOR,
-                        .roi_input = 1, .scales_input = 2, .sizes_input = 3};
+  mx_resize_params p = {.mode = MX_RESIZE_NEAREST,
+                        .coord = MX_COORD_ASYMMETRIC,
+                        .nearest = MX_NEAREST_FLOOR,
+                        .roi_input = 1,
+                        .scales_input = 2,
+                        .sizes_input = 3};
   mx_kernel_call *c = kc_new(3, 1, &p);
   kc_set(c, 0, MX_UINT8, 2, DIMS(2, 2), in);
   kc_set(c, 2, MX_FLOAT32, 1, DIMS(2), scales);
@@ -119,8 +123,13 @@ Test(resample_kernels, resize_nearest_on_uint8_copies_elements) {
 Test(resample_kernels, upsample_linear_samples_at_x_over_scale) {
   /* Upsample: asymmetric coordinates, the last sample clamps to the edge. */
   float in[3] = {0.0f, 4.0f, 8.0f}, out[6];
-  mx_resize_params p = {.mode = MX_RESIZE_LINEAR, .coord = MX_COORD_ASYMMETRIC, .nearest = MX_NEAREST_FLOOR,
-                        .roi_input = -1, .scales_input = -1, .sizes_input = -1, .n_attr_scales = 1,
+  mx_resize_params p = {.mode = MX_RESIZE_LINEAR,
+                        .coord = MX_COORD_ASYMMETRIC,
+                        .nearest = MX_NEAREST_FLOOR,
+                        .roi_input = -1,
+                        .scales_input = -1,
+                        .sizes_input = -1,
+                        .n_attr_scales = 1,
                         .attr_scales = {2.0f}};
   mx_kernel_call *c = kc_new(1, 1, &p);
   kc_set(c, 0, MX_FLOAT32, 1, DIMS(3), in);

@@ -64,7 +64,8 @@ Test(shape_kernels, identity_squeeze_unsqueeze_flatten_copy_every_dtype) {
   static const char *const ops[] = {"Identity", "Squeeze", "Unsqueeze", "Flatten"};
   static const mx_dtype dts[] = {MX_FLOAT32, MX_FLOAT16, MX_BFLOAT16, MX_FLOAT64, MX_INT8,
                                  MX_UINT8,   MX_INT16,   MX_INT32,    MX_INT64,   MX_BOOL};
-  uint64_t in[4] = {0x0102030405060708ull, 0x1112131415161718ull, 0x2122232425262728ull, 0x3132333435363738ull};
+  uint64_t in[4] = {0x0102030405060708ull, 0x1112131415161718ull, 0x2122232425262728ull,
+                    0x3132333435363738ull};
   mx_axes_params ap = {0};
   mx_flatten_params fp = {.axis = 1};
   for (size_t o = 0; o < 4; o++)
@@ -99,8 +100,8 @@ Test(shape_kernels, dropout_passes_data_and_sets_the_mask) {
 /* --- Transpose -------------------------------------------------------------------------------- */
 
 /* Naive transpose of a row-major tensor of element size es. */
-static void naive_transpose(const unsigned char *in, unsigned char *out, size_t es, int32_t r, const int64_t *dims,
-                            const int64_t *perm) {
+static void naive_transpose(const unsigned char *in, unsigned char *out, size_t es, int32_t r,
+                            const int64_t *dims, const int64_t *perm) {
   int64_t st[MX_MAX_RANK], od[MX_MAX_RANK], coord[MX_MAX_RANK] = {0}, n = 1, s = 1;
   for (int32_t k = r - 1; k >= 0; k--) {
     st[k] = s;
@@ -148,10 +149,10 @@ static void check_transpose(mx_dtype dt, int32_t r, const int64_t *dims, const i
 Test(shape_kernels, transpose_matches_naive_for_every_element_size) {
   static const mx_dtype dts[] = {MX_INT8, MX_FLOAT16, MX_FLOAT32, MX_FLOAT64};
   for (size_t d = 0; d < 4; d++) {
-    check_transpose(dts[d], 2, DIMS(67, 45), DIMS(1, 0));           /* tiled, ragged edges */
+    check_transpose(dts[d], 2, DIMS(67, 45), DIMS(1, 0));            /* tiled, ragged edges */
     check_transpose(dts[d], 4, DIMS(2, 5, 3, 16), DIMS(0, 2, 1, 3)); /* inner rows stay contiguous */
     check_transpose(dts[d], 4, DIMS(2, 5, 3, 16), DIMS(0, 2, 3, 1)); /* keys layout */
-    check_transpose(dts[d], 3, DIMS(4, 1, 33), DIMS(2, 1, 0));      /* size-1 axis */
+    check_transpose(dts[d], 3, DIMS(4, 1, 33), DIMS(2, 1, 0));       /* size-1 axis */
     check_transpose(dts[d], 5, DIMS(2, 3, 2, 3, 2), DIMS(4, 0, 3, 1, 2));
   }
 }
@@ -165,8 +166,8 @@ Test(shape_kernels, transpose_moving_size1_axes) {
     check_transpose(dts[d], 4, DIMS(1, 4, 1, 16), DIMS(0, 2, 1, 3)); /* and back */
     check_transpose(dts[d], 3, DIMS(5, 1, 7), DIMS(1, 0, 2));
     check_transpose(dts[d], 3, DIMS(1, 1, 1), DIMS(2, 0, 1));
-    check_transpose(dts[d], 4, DIMS(1, 3, 1, 5), DIMS(2, 3, 0, 1));  /* reorders 3 and 5: not a copy */
-    check_transpose(dts[d], 4, DIMS(3, 1, 1, 5), DIMS(3, 1, 2, 0));  /* reorders 3 and 5: not a copy */
+    check_transpose(dts[d], 4, DIMS(1, 3, 1, 5), DIMS(2, 3, 0, 1)); /* reorders 3 and 5: not a copy */
+    check_transpose(dts[d], 4, DIMS(3, 1, 1, 5), DIMS(3, 1, 2, 0)); /* reorders 3 and 5: not a copy */
   }
   /* Zero-size: nothing written. */
   float in[1] = {1}, out[1] = {42};

@@ -16,8 +16,8 @@
 #include "graph/ops/elementwise_params.h"
 #include "graph/ops/nn_params.h"
 #include "kernels/kernel.h"
-#include "kernels/kmath.h"
 #include "kernels/kernels_support.h"
+#include "kernels/kmath.h"
 
 /* Runs a unary kernel over n float32 (or 16-bit) elements. */
 static mx_status un(const char *op, mx_dtype dt, int64_t n, const void *x, void *o, const void *params) {
@@ -83,11 +83,26 @@ Test(vecmath, sigmoid_sweep_within_3_ulp) { check_sweep("Sigmoid", ref_sigmoid, 
 Test(vecmath, tanh_sweep_within_3_ulp) { check_sweep("Tanh", ref_tanh, 3.0); }
 
 Test(vecmath, exp_edges) {
-  const float x[] = {0.0f, -0.0f, NAN, -NAN, INFINITY, -INFINITY,
-                     88.72283172607421875f,               /* largest x with a finite exp */
-                     nextafterf(88.72283172607421875f, 100.0f), 89.0f, 1e30f,
-                     -87.0f, -100.0f, -103.0f, -103.97f,   /* subnormal results */
-                     -104.0f, -200.0f, -1e30f, 0x1p-149f, -0x1p-149f, 1e-30f};
+  const float x[] = {0.0f,
+                     -0.0f,
+                     NAN,
+                     -NAN,
+                     INFINITY,
+                     -INFINITY,
+                     88.72283172607421875f, /* largest x with a finite exp */
+                     nextafterf(88.72283172607421875f, 100.0f),
+                     89.0f,
+                     1e30f,
+                     -87.0f,
+                     -100.0f,
+                     -103.0f,
+                     -103.97f, /* subnormal results */
+                     -104.0f,
+                     -200.0f,
+                     -1e30f,
+                     0x1p-149f,
+                     -0x1p-149f,
+                     1e-30f};
   enum { N = sizeof x / sizeof x[0] };
   float y[N];
   cr_assert_eq(un("Exp", MX_FLOAT32, N, x, y, NULL), MX_OK);
@@ -116,8 +131,8 @@ Test(vecmath, exp_edges) {
 }
 
 Test(vecmath, sigmoid_edges) {
-  const float x[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 20.0f, -20.0f,
-                     -90.0f, -103.0f, -110.0f, 0x1p-149f, -0x1p-149f, 17.0f, -17.0f};
+  const float x[] = {0.0f,   -0.0f,  NAN,     INFINITY, -INFINITY, 1e30f,      -1e30f, 20.0f,
+                     -20.0f, -90.0f, -103.0f, -110.0f,  0x1p-149f, -0x1p-149f, 17.0f,  -17.0f};
   enum { N = sizeof x / sizeof x[0] };
   float y[N];
   cr_assert_eq(un("Sigmoid", MX_FLOAT32, N, x, y, NULL), MX_OK);
@@ -140,8 +155,8 @@ Test(vecmath, sigmoid_edges) {
 }
 
 Test(vecmath, tanh_edges) {
-  const float x[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 9.0f, -9.5f, 20.0f,
-                     0x1p-149f, -0x1p-149f, 1e-20f, -3e-8f, 1e-3f, -0.3f, 0.35f, 0.7f};
+  const float x[] = {0.0f,  -0.0f,     NAN,        INFINITY, -INFINITY, 1e30f, -1e30f, 9.0f,  -9.5f,
+                     20.0f, 0x1p-149f, -0x1p-149f, 1e-20f,   -3e-8f,    1e-3f, -0.3f,  0.35f, 0.7f};
   enum { N = sizeof x / sizeof x[0] };
   float y[N];
   cr_assert_eq(un("Tanh", MX_FLOAT32, N, x, y, NULL), MX_OK);
@@ -175,8 +190,8 @@ Test(vecmath, lengths_tails_and_in_place) {
       cr_assert_eq(un(ops[k], MX_FLOAT32, n, z, z, NULL), MX_OK);
       for (int64_t i = 0; i < n; i++) {
         float s = fns[k](x[i]);
-        cr_expect(memcmp(&s, &y[i], 4) == 0 && memcmp(&s, &z[i], 4) == 0, "%s n=%lld i=%lld", ops[k], (long long)n,
-                  (long long)i);
+        cr_expect(memcmp(&s, &y[i], 4) == 0 && memcmp(&s, &z[i], 4) == 0, "%s n=%lld i=%lld", ops[k],
+                  (long long)n, (long long)i);
       }
     }
   }
@@ -198,8 +213,8 @@ Test(vecmath, sigmoid_float16) {
   cr_assert_eq(un("Sigmoid", MX_FLOAT16, 6, x, y, NULL), MX_OK);
   for (int i = 0; i < 6; i++) {
     float want = (float)ref_sigmoid((double)xs[i]);
-    cr_expect_eq(y[i], mx__f32_to_f16(want), "x = %g: %g, want %g", (double)xs[i], (double)mx__f16_to_f32(y[i]),
-                 (double)want);
+    cr_expect_eq(y[i], mx__f32_to_f16(want), "x = %g: %g, want %g", (double)xs[i],
+                 (double)mx__f16_to_f32(y[i]), (double)want);
   }
 }
 
@@ -214,8 +229,8 @@ Test(vecmath, gelu_tanh_form) {
   for (int i = 0; i < N - 1; i++) {
     double v = x[i];
     double want = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-    cr_expect(fabs((double)y[i] - want) <= 4e-7 * (fabs(want) + fabs(v)) + 1e-30, "gelu(%g) = %.9g, want %.9g", v,
-              (double)y[i], want);
+    cr_expect(fabs((double)y[i] - want) <= 4e-7 * (fabs(want) + fabs(v)) + 1e-30,
+              "gelu(%g) = %.9g, want %.9g", v, (double)y[i], want);
   }
   cr_expect(isnan(y[N - 1]));
 }

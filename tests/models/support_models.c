@@ -80,7 +80,8 @@ static bool same_attr(const mx_attr *x, const mx_attr *y) {
     case MX_ATTR_FLOAT: return memcmp(&x->f, &y->f, sizeof x->f) == 0;
     case MX_ATTR_STRING: return strcmp(x->s, y->s) == 0;
     case MX_ATTR_INTS:
-      return x->count == y->count && (x->count == 0 || memcmp(x->ints, y->ints, x->count * sizeof *x->ints) == 0);
+      return x->count == y->count &&
+             (x->count == 0 || memcmp(x->ints, y->ints, x->count * sizeof *x->ints) == 0);
     case MX_ATTR_FLOATS:
       return x->count == y->count &&
              (x->count == 0 || memcmp(x->floats, y->floats, x->count * sizeof *x->floats) == 0);
@@ -100,11 +101,12 @@ static const char *value_name(const mx_graph *g, mx_value_id v) {
 
 static bool same_node(const mx_graph *a, const mx_node *x, const mx_graph *b, const mx_node *y, char *why,
                       size_t cap) {
-  if (strcmp(x->op_type, y->op_type) != 0 || strcmp(x->domain, y->domain) != 0 || strcmp(x->name, y->name) != 0 ||
-      x->n_inputs != y->n_inputs || x->n_outputs != y->n_outputs || x->n_attrs != y->n_attrs) {
-    snprintf(why, cap, "node '%s' (%s, %u in, %u out, %u attrs) vs '%s' (%s, %u in, %u out, %u attrs)", x->name,
-             x->op_type, x->n_inputs, x->n_outputs, x->n_attrs, y->name, y->op_type, y->n_inputs, y->n_outputs,
-             y->n_attrs);
+  if (strcmp(x->op_type, y->op_type) != 0 || strcmp(x->domain, y->domain) != 0 ||
+      strcmp(x->name, y->name) != 0 || x->n_inputs != y->n_inputs || x->n_outputs != y->n_outputs ||
+      x->n_attrs != y->n_attrs) {
+    snprintf(why, cap, "node '%s' (%s, %u in, %u out, %u attrs) vs '%s' (%s, %u in, %u out, %u attrs)",
+             x->name, x->op_type, x->n_inputs, x->n_outputs, x->n_attrs, y->name, y->op_type, y->n_inputs,
+             y->n_outputs, y->n_attrs);
     return false;
   }
   for (uint32_t k = 0; k < x->n_inputs; k++) {
@@ -141,11 +143,13 @@ static size_t count_constants(const mx_graph *g) {
 
 bool mxt_graphs_identical(mx_graph *a, mx_graph *b, char *why, size_t cap) {
   if (a->n_inputs != b->n_inputs || a->n_outputs != b->n_outputs) {
-    snprintf(why, cap, "%zu/%zu inputs/outputs vs %zu/%zu", a->n_inputs, a->n_outputs, b->n_inputs, b->n_outputs);
+    snprintf(why, cap, "%zu/%zu inputs/outputs vs %zu/%zu", a->n_inputs, a->n_outputs, b->n_inputs,
+             b->n_outputs);
     return false;
   }
   for (size_t i = 0; i < a->n_inputs; i++)
-    if (!same_value_type(a, &a->values[a->inputs[i]], b, &b->values[b->inputs[i]], "input", why, cap)) return false;
+    if (!same_value_type(a, &a->values[a->inputs[i]], b, &b->values[b->inputs[i]], "input", why, cap))
+      return false;
   for (size_t i = 0; i < a->n_outputs; i++)
     if (!same_value_type(a, &a->values[a->outputs[i]], b, &b->values[b->outputs[i]], "output", why, cap))
       return false;

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "mixrt/onnx.h"
-#include "support/cli_run.h"
 #include "models/models_support.h"
+#include "support/cli_run.h"
 
 #define WORK_DIR MIXRT_BINARY_DIR "/tests/models-work"
 
@@ -49,14 +49,16 @@ Test(gen_cli, llama_file) {
 }
 
 Test(gen_cli, moe_and_encoder_files) {
-  cr_assert_eq(run("gen moe --experts 3 --top-k 1 --hidden 16 --ffn 8 -o " WORK_DIR "/moe.onnx"), 0, "%s", out);
-  cr_assert(strstr(out, "moe, 50 nodes, 1 input (x float32 [tokens, 16]), 1 output, symbolic dims: tokens"), "%s",
-            out);
+  cr_assert_eq(run("gen moe --experts 3 --top-k 1 --hidden 16 --ffn 8 -o " WORK_DIR "/moe.onnx"), 0, "%s",
+               out);
+  cr_assert(strstr(out, "moe, 50 nodes, 1 input (x float32 [tokens, 16]), 1 output, symbolic dims: tokens"),
+            "%s", out);
   mx_graph *g = load(WORK_DIR "/moe.onnx");
   char buf[128];
   cr_assert_str_eq(mxt_shape_of(g, "y", buf, sizeof buf), "[tokens, 16]");
   mx_graph_destroy(g);
-  cr_assert_eq(run("gen encoder --layers 2 --hidden 32 --heads 2 --output " WORK_DIR "/enc.onnx"), 0, "%s", out);
+  cr_assert_eq(run("gen encoder --layers 2 --hidden 32 --heads 2 --output " WORK_DIR "/enc.onnx"), 0, "%s",
+               out);
   cr_assert(strstr(out, "x float32 [batch, seq, 32]"), "%s", out);
   cr_assert(strstr(out, "symbolic dims: batch, seq"), "%s", out);
   g = load(WORK_DIR "/enc.onnx");
@@ -68,10 +70,23 @@ Test(gen_cli, help) {
   cr_assert_eq(run("--help"), 0);
   cr_assert(strstr(out, "gen "), "%s", out);
   cr_assert_eq(run("gen --help"), 0);
-  const char *words[] = {"usage: mixrt gen llama|moe|encoder -o FILE.onnx", "--layers", "--hidden", "--heads",
-                         "--kv-heads", "--head-dim", "--ffn", "--vocab", "--max-pos", "--experts", "--top-k",
-                         "--seed", "past_len + 1", "[tokens, hidden]", "[batch, seq, hidden]"};
-  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) cr_assert(strstr(out, words[i]), "%s missing", words[i]);
+  const char *words[] = {"usage: mixrt gen llama|moe|encoder -o FILE.onnx",
+                         "--layers",
+                         "--hidden",
+                         "--heads",
+                         "--kv-heads",
+                         "--head-dim",
+                         "--ffn",
+                         "--vocab",
+                         "--max-pos",
+                         "--experts",
+                         "--top-k",
+                         "--seed",
+                         "past_len + 1",
+                         "[tokens, hidden]",
+                         "[batch, seq, hidden]"};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    cr_assert(strstr(out, words[i]), "%s missing", words[i]);
 }
 
 Test(gen_cli, usage_errors_exit_2) {

@@ -24,8 +24,10 @@ static mx_graph *build(const mx_llama_config *cfg) {
 /* Checks the inferred shapes a decode step promises. */
 static void check_shapes(const mx_llama_config *cfg_in) {
   mx_llama_config cfg;
-  if (cfg_in) cfg = *cfg_in;
-  else mx_llama_config_default(&cfg);
+  if (cfg_in)
+    cfg = *cfg_in;
+  else
+    mx_llama_config_default(&cfg);
   int64_t D = cfg.head_dim ? cfg.head_dim : cfg.hidden / cfg.heads;
   mx_graph *g = build(&cfg);
   char buf[256], want[256];
@@ -39,8 +41,8 @@ static void check_shapes(const mx_llama_config *cfg_in) {
     const char *kinds[4] = {"past_key", "past_value", "present_key", "present_value"};
     for (int k = 0; k < 4; k++) {
       snprintf(name, sizeof name, "%s_%lld", kinds[k], (long long)i);
-      snprintf(want, sizeof want, "[1, %lld, %s, %lld]", (long long)cfg.kv_heads, k < 2 ? "past_len" : "past_len + 1",
-               (long long)D);
+      snprintf(want, sizeof want, "[1, %lld, %s, %lld]", (long long)cfg.kv_heads,
+               k < 2 ? "past_len" : "past_len + 1", (long long)D);
       cr_assert_str_eq(mxt_shape_of(g, name, buf, sizeof buf), want, "%s", name);
       mx_value_id v = mx_graph_find_value(g, name);
       cr_assert_eq(mx_graph_value_dtype(g, v), MX_FLOAT32);
@@ -94,7 +96,8 @@ Test(llama, other_config_shapes) {
   c.layers = 1, c.hidden = 32, c.heads = 2, c.kv_heads = 1; /* multi-query */
   check_shapes(&c);
   mx_llama_config_default(&c);
-  c.layers = 3, c.hidden = 48, c.heads = 6, c.kv_heads = 3, c.head_dim = 10, c.ffn = 64, c.vocab = 50, c.max_pos = 16;
+  c.layers = 3, c.hidden = 48, c.heads = 6, c.kv_heads = 3, c.head_dim = 10, c.ffn = 64, c.vocab = 50,
+  c.max_pos = 16;
   check_shapes(&c);
   cr_assert(mx_llama_config_preset(&c, "small"));
   check_shapes(&c);
@@ -149,13 +152,14 @@ Test(llama, bad_configs) {
 
 /* One decode step of the default model at cache length P: inputs (token, random caches drawn
  * from *rng), outputs (logits, presents). `in` holds 1 + 2 * layers tensors, `out` as many. */
-static void step(mx_graph *g, const mx_llama_config *cfg, int64_t token, int64_t P, uint64_t *rng, mx_tensor *in,
-                 mx_tensor *out) {
+static void step(mx_graph *g, const mx_llama_config *cfg, int64_t token, int64_t P, uint64_t *rng,
+                 mx_tensor *in, mx_tensor *out) {
   const int64_t D = cfg->hidden / cfg->heads;
   int64_t one[2] = {1, 1};
   cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, one, &in[0]), MX_OK);
   *(int64_t *)in[0].data = token;
-  for (int64_t i = 0; i < 2 * cfg->layers; i++) in[1 + i] = mxt_random_f32(4, (int64_t[]){1, cfg->kv_heads, P, D}, rng);
+  for (int64_t i = 0; i < 2 * cfg->layers; i++)
+    in[1 + i] = mxt_random_f32(4, (int64_t[]){1, cfg->kv_heads, P, D}, rng);
   mxt_run(g, in, (size_t)(1 + 2 * cfg->layers), out, (size_t)(1 + 2 * cfg->layers));
 }
 
@@ -190,9 +194,10 @@ Test(llama, reference_numerics_at_past_0_1_5) {
       cr_assert(pres->rank == 4 && pres->dims[0] == 1 && pres->dims[1] == KV && pres->dims[2] == P + 1 &&
                 pres->dims[3] == D);
       for (int64_t h = 0; h < KV; h++) {
-        if (P) cr_assert(memcmp(row(pres, h, 0), row(past, h, 0), (size_t)(P * D) * sizeof(float)) == 0,
-                         "present %lld head %lld: the first %lld rows are not the past", (long long)k, (long long)h,
-                         (long long)P);
+        if (P)
+          cr_assert(memcmp(row(pres, h, 0), row(past, h, 0), (size_t)(P * D) * sizeof(float)) == 0,
+                    "present %lld head %lld: the first %lld rows are not the past", (long long)k,
+                    (long long)h, (long long)P);
         for (int64_t d = 0; d < D; d++) cr_assert(isfinite(row(pres, h, P)[d]));
       }
     }
@@ -204,8 +209,8 @@ Test(llama, reference_numerics_at_past_0_1_5) {
     const float *v0 = row(&out[0][2], h, 0), *k0 = row(&out[0][1], h, 0);
     for (int c = 1; c < 3; c++) {
       const int64_t P = lens[c];
-      cr_assert(memcmp(row(&out[c][2], h, P), v0, (size_t)D * sizeof(float)) == 0, "value row at past_len %lld",
-                (long long)P);
+      cr_assert(memcmp(row(&out[c][2], h, P), v0, (size_t)D * sizeof(float)) == 0,
+                "value row at past_len %lld", (long long)P);
       const float *kp = row(&out[c][1], h, P);
       bool differs = false;
       for (int64_t i = 0; i < D / 2; i++) {

@@ -158,8 +158,8 @@ static void run_and_compare(mx_graph *g, const mx_moe_config *c, const float *x,
   expected(g, c, x, T, want);
   for (int64_t i = 0; i < T * H; i++) {
     double got = ((const float *)out.data)[i];
-    cr_assert(fabs(got - want[i]) <= 1e-5 + 1e-5 * fabs(want[i]), "y[%lld] = %.9g, expected %.9g", (long long)i, got,
-              want[i]);
+    cr_assert(fabs(got - want[i]) <= 1e-5 + 1e-5 * fabs(want[i]), "y[%lld] = %.9g, expected %.9g",
+              (long long)i, got, want[i]);
   }
   /* Count the routing from the TopK indices the same way the graph does. */
   const float *wr = weight(g, "router", H * c->experts);

@@ -113,11 +113,11 @@ Test(roundtrip, uninferred_graphs) {
   for (int which = 0; which < 3; which++) {
     mx_graph *g, *ref, *back;
     mx_error err;
-    mx_status st = which == 0 ? mx_model_llama(NULL, &g, &err)
+    mx_status st = which == 0   ? mx_model_llama(NULL, &g, &err)
                    : which == 1 ? mx_model_moe(NULL, &g, &err)
                                 : mx_model_encoder(NULL, &g, &err);
     cr_assert_eq(st, MX_OK, "%s", err.message);
-    cr_assert_eq(which == 0 ? mx_model_llama(NULL, &ref, &err)
+    cr_assert_eq(which == 0   ? mx_model_llama(NULL, &ref, &err)
                  : which == 1 ? mx_model_moe(NULL, &ref, &err)
                               : mx_model_encoder(NULL, &ref, &err),
                  MX_OK);
@@ -130,7 +130,8 @@ Test(roundtrip, uninferred_graphs) {
     cr_assert_eq(m->graph->n_output, mx_graph_output_count(g));
     for (size_t i = 0; i < m->graph->n_output; i++) {
       const Onnx__TypeProto *tp = m->graph->output[i]->type;
-      cr_assert(!tp || (tp->tensor_type && tp->tensor_type->elem_type != 0), "output %s", m->graph->output[i]->name);
+      cr_assert(!tp || (tp->tensor_type && tp->tensor_type->elem_type != 0), "output %s",
+                m->graph->output[i]->name);
     }
     onnx__model_proto__free_unpacked(m, NULL);
     cr_assert_eq(mx_onnx_load_memory(bytes, size, NULL, &back, &err), MX_OK, "%s", err.message);

@@ -33,8 +33,7 @@ Test(api, errors_name_what_is_wrong) {
   mx_error err = {0};
   /* Not inferred yet. */
   cr_assert_eq(mx_partition_create(g, NULL, &p, &err), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(err.message, "not inferred") && strstr(err.message, "'first'"), "%s",
-            err.message);
+  cr_assert(strstr(err.message, "not inferred") && strstr(err.message, "'first'"), "%s", err.message);
   pt_infer(g);
   mx_partition_options o;
   mx_partition_options_init(&o);
@@ -172,8 +171,7 @@ Test(api, runtime_k_is_traced) {
   mx_partition *p = pt_partition(g, 0, false, NULL, 0);
   pt_expect(p, g, "U:topk,after");
   mx_partition_reason_kind kind = pt_reason(p, g, "topk");
-  cr_assert(kind == MX_PART_UNKNOWN_DIM || kind == MX_PART_SYMBOLIC_DIM ||
-                kind == MX_PART_VALUE_DEPENDENT,
+  cr_assert(kind == MX_PART_UNKNOWN_DIM || kind == MX_PART_SYMBOLIC_DIM || kind == MX_PART_VALUE_DEPENDENT,
             "topk: %s", mx_partition_reason_name(kind));
   char *why = pt_explain(p, "after");
   cr_assert(strstr(why, "'topk' (TopK)"), "%s", why);

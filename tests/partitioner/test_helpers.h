@@ -31,9 +31,8 @@ static inline mx_value_id pt_input(mx_graph *g, const char *name, mx_dtype dt, i
 }
 
 /* A single-output node called `name` whose output value is also called `name`. */
-static inline mx_value_id pt_op(mx_graph *g, const char *op, const char *name,
-                                const mx_value_id *in, size_t n_in, const mx_attr *attrs,
-                                size_t n_attrs) {
+static inline mx_value_id pt_op(mx_graph *g, const char *op, const char *name, const mx_value_id *in,
+                                size_t n_in, const mx_attr *attrs, size_t n_attrs) {
   const char *outs[1] = {name};
   mx_node_desc d = {.op_type = op,
                     .name = name,
@@ -78,8 +77,7 @@ static inline mx_value_id pt_const(mx_graph *g, const char *name, int32_t rank, 
 }
 
 /* A 1-D int64 constant. */
-static inline mx_value_id pt_const_i64(mx_graph *g, const char *name, size_t n,
-                                       const int64_t *vals) {
+static inline mx_value_id pt_const_i64(mx_graph *g, const char *name, size_t n, const int64_t *vals) {
   mx_tensor t = {.dtype = MX_INT64, .rank = 1, .dims = {(int64_t)n}, .data = (void *)vals};
   mx_value_id v;
   cr_assert_eq(mx_graph_add_constant(g, name, &t, &v), MX_OK, "%s", mx_graph_last_error(g));
@@ -116,8 +114,7 @@ static inline void pt_describe(const mx_partition *p, const mx_graph *g, char *b
                             ci.type == MX_CLUSTER_KNOWN ? "K" : "U");
     for (size_t k = 0; k < ci.n_nodes; k++) {
       mx_node_id n = mx_partition_cluster_node(p, id, k);
-      len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s", k ? "," : "",
-                              g->nodes[n].name);
+      len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s", k ? "," : "", g->nodes[n].name);
     }
   }
   cr_assert_lt(len, cap, "description truncated");
@@ -129,8 +126,7 @@ static inline void pt_expect(const mx_partition *p, const mx_graph *g, const cha
   cr_assert_str_eq(got, expected, "clusters: got %s, expected %s", got, expected);
 }
 
-static inline mx_partition_reason_kind pt_reason(const mx_partition *p, const mx_graph *g,
-                                                 const char *node) {
+static inline mx_partition_reason_kind pt_reason(const mx_partition *p, const mx_graph *g, const char *node) {
   mx_partition_node_info info;
   mx_node_id n = mx_graph_find_node(g, node);
   cr_assert_neq(n, MX_NO_NODE, "no node %s", node);
@@ -172,8 +168,7 @@ static inline bool pt_same_shape(const mx_shape *a, const mx_shape *b, bool allo
   if (a->rank != b->rank) return false;
   for (int32_t i = 0; i < a->rank; i++) {
     if (a->dims[i] == b->dims[i]) continue;
-    if (!allow_fresh || mx_dim_is_concrete(a->dims[i]) || mx_dim_is_concrete(b->dims[i]))
-      return false;
+    if (!allow_fresh || mx_dim_is_concrete(a->dims[i]) || mx_dim_is_concrete(b->dims[i])) return false;
   }
   return true;
 }
@@ -189,8 +184,7 @@ static inline void pt_check_roundtrip(mx_partition *p, const mx_graph *g, bool a
     mx_partition_cluster_info ci;
     cr_assert(mx_partition_cluster(p, id, &ci));
     if (!ci.body) continue;
-    cr_assert_eq(mx_graph_infer(ci.body), MX_OK, "cluster %zu: %s", id,
-                 mx_graph_last_error(ci.body));
+    cr_assert_eq(mx_graph_infer(ci.body), MX_OK, "cluster %zu: %s", id, mx_graph_last_error(ci.body));
     for (size_t v = 0; v < ci.body->n_values; v++) {
       const mx_value *bv = &ci.body->values[v];
       if (bv->flags & MX_VALUE_DEAD) continue;
@@ -217,8 +211,8 @@ static inline void pt_check_roundtrip(mx_partition *p, const mx_graph *g, bool a
     const mx_value *rv = &root->values[v];
     mx_value_id ov = mx_graph_find_value(g, rv->name);
     cr_assert_neq(ov, MX_NO_VALUE, "root value %s is not in the original", rv->name);
-    cr_assert(pt_same_shape(&rv->shape, &g->values[ov].shape, allow_fresh),
-              "root shape of %s changed", rv->name);
+    cr_assert(pt_same_shape(&rv->shape, &g->values[ov].shape, allow_fresh), "root shape of %s changed",
+              rv->name);
   }
 }
 

@@ -21,8 +21,7 @@ Test(models, llama_decode_step) {
   mx_partition *p = pt_partition(g, 4, false, NULL, 0);
   mx_partition_totals t;
   mx_partition_get_totals(p, &t);
-  cr_assert_eq(t.known_clusters, (size_t)cfg.layers + 1,
-               "one known block per gap and at both ends");
+  cr_assert_eq(t.known_clusters, (size_t)cfg.layers + 1, "one known block per gap and at both ends");
   size_t attention = 0, unknown_compute = 0;
   for (size_t n = 0; n < g->n_nodes; n++) {
     if (g->nodes[n].flags & MX_NODE_DEAD) continue;
@@ -36,9 +35,8 @@ Test(models, llama_decode_step) {
     } else if (info.unknown) {
       /* Only the host-side shape arithmetic on past_len is unknown besides attention. */
       unknown_compute++;
-      cr_assert(
-          info.reason.kind == MX_PART_HOST_PLACEMENT || info.reason.kind == MX_PART_SYMBOLIC_DIM,
-          "%s: %s", g->nodes[n].name, mx_partition_reason_name(info.reason.kind));
+      cr_assert(info.reason.kind == MX_PART_HOST_PLACEMENT || info.reason.kind == MX_PART_SYMBOLIC_DIM,
+                "%s: %s", g->nodes[n].name, mx_partition_reason_name(info.reason.kind));
     }
   }
   cr_assert_eq(attention, (size_t)cfg.layers);

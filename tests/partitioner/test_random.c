@@ -55,14 +55,13 @@ static dag make_dag(uint64_t seed) {
     char name[16];
     snprintf(name, sizeof name, "n%u", i);
     /* Prefer recent values so chains form, sometimes reach far back. */
-    uint32_t back =
-        below(&r, 4) == 0 ? below(&r, (uint32_t)nv) : below(&r, nv < 4 ? (uint32_t)nv : 4);
+    uint32_t back = below(&r, 4) == 0 ? below(&r, (uint32_t)nv) : below(&r, nv < 4 ? (uint32_t)nv : 4);
     mx_value_id a = vals[nv - 1 - back];
     uint32_t kind = below(&r, 3);
     mx_value_id y;
     if (kind == 0) {
-      mx_value_id b = n_consts && below(&r, 3) == 0 ? consts[below(&r, n_consts)]
-                                                    : vals[below(&r, (uint32_t)nv)];
+      mx_value_id b =
+          n_consts && below(&r, 3) == 0 ? consts[below(&r, n_consts)] : vals[below(&r, (uint32_t)nv)];
       y = pt_op2(d.g, "Add", name, a, b);
     } else {
       y = pt_op1(d.g, kind == 1 ? "Neg" : "Relu", name, a);
@@ -72,8 +71,7 @@ static dag make_dag(uint64_t seed) {
   }
   /* Outputs: every node output nothing reads, plus a random one. */
   for (size_t i = n_inputs; i < nv; i++)
-    if (d.g->values[vals[i]].n_consumers == 0)
-      cr_assert_eq(mx_graph_add_output(d.g, vals[i]), MX_OK);
+    if (d.g->values[vals[i]].n_consumers == 0) cr_assert_eq(mx_graph_add_output(d.g, vals[i]), MX_OK);
   cr_assert_eq(mx_graph_add_output(d.g, vals[below(&r, (uint32_t)nv)]), MX_OK);
   static const int64_t limits[] = {-1, 0, 1, 2, 3, 4, 4, 4, 6};
   d.limit = limits[below(&r, 9)];
@@ -150,8 +148,8 @@ static void check_maximal(const dag *d, mx_partition *p, uint64_t seed) {
       for (size_t x = a + 1; x < b; x++)
         for (size_t y = x + 1; y <= b && reach[x]; y++)
           if (edge[x * nc + y]) reach[y] = true;
-      cr_assert(reach[b], "seed %llu: %s clusters %zu -> %zu could have merged",
-                (unsigned long long)seed, mx_cluster_type_name(ca.type), a, b);
+      cr_assert(reach[b], "seed %llu: %s clusters %zu -> %zu could have merged", (unsigned long long)seed,
+                mx_cluster_type_name(ca.type), a, b);
     }
   }
   free(edge);
@@ -179,9 +177,8 @@ static void check_properties(const dag *d, mx_partition *p, uint64_t seed) {
       cr_assert(mx_partition_node(p, n, &info));
       cr_assert_eq(info.cluster, id);
       if (ci.type == MX_CLUSTER_KNOWN) {
-        cr_assert_not(is_forced(d, g->nodes[n].name),
-                      "seed %llu: unknown node %s in known cluster %zu", (unsigned long long)seed,
-                      g->nodes[n].name, id);
+        cr_assert_not(is_forced(d, g->nodes[n].name), "seed %llu: unknown node %s in known cluster %zu",
+                      (unsigned long long)seed, g->nodes[n].name, id);
         cr_assert_eq(info.reason.kind, MX_PART_KNOWN);
       }
     }
@@ -209,8 +206,8 @@ static void check_properties(const dag *d, mx_partition *p, uint64_t seed) {
     for (size_t k = 0; k < ci.n_inputs; k++) {
       mx_partition_boundary b;
       cr_assert(mx_partition_cluster_input(p, id, k, &b));
-      cr_assert_lt(b.peer, id, "seed %llu: cluster %zu reads from a later cluster",
-                   (unsigned long long)seed, id);
+      cr_assert_lt(b.peer, id, "seed %llu: cluster %zu reads from a later cluster", (unsigned long long)seed,
+                   id);
       cr_assert_eq(b.parent_index, k);
     }
   }
@@ -222,8 +219,7 @@ static void check_properties(const dag *d, mx_partition *p, uint64_t seed) {
 Test(random, thousand_dags) {
   for (uint64_t seed = 1; seed <= 1000; seed++) {
     dag d = make_dag(seed);
-    mx_partition *p =
-        pt_partition(d.g, d.limit, d.stable, (const char *const *)d.forced, d.n_forced);
+    mx_partition *p = pt_partition(d.g, d.limit, d.stable, (const char *const *)d.forced, d.n_forced);
     char *json1 = pt_dump(p, mx_partition_dump_json);
     char *text1 = pt_dump(p, mx_partition_dump_text);
     check_properties(&d, p, seed);
@@ -231,15 +227,13 @@ Test(random, thousand_dags) {
     /* Same graph again, and a copy built from the same seed: identical dumps. */
     p = pt_partition(d.g, d.limit, d.stable, (const char *const *)d.forced, d.n_forced);
     char *json2 = pt_dump(p, mx_partition_dump_json);
-    cr_assert_str_eq(json1, json2, "seed %llu: JSON differs between runs",
-                     (unsigned long long)seed);
+    cr_assert_str_eq(json1, json2, "seed %llu: JSON differs between runs", (unsigned long long)seed);
     free(json2);
     mx_partition_destroy(p);
     dag e = make_dag(seed);
     p = pt_partition(e.g, e.limit, e.stable, (const char *const *)e.forced, e.n_forced);
     char *text2 = pt_dump(p, mx_partition_dump_text);
-    cr_assert_str_eq(text1, text2, "seed %llu: text differs for a rebuilt graph",
-                     (unsigned long long)seed);
+    cr_assert_str_eq(text1, text2, "seed %llu: text differs for a rebuilt graph", (unsigned long long)seed);
     free(text2);
     mx_partition_destroy(p);
     free_dag(&e);

@@ -322,8 +322,8 @@ Test(scenarios, constant_shared_by_known_and_unknown) {
       for (uint32_t k = 0; k < nd->n_inputs; k++) {
         if (nd->inputs[k] != rw) continue;
         found = true;
-        cr_assert(mx__part_call_input_is_const(nd, k), "call %s input %u must be marked constant",
-                  nd->name, k);
+        cr_assert(mx__part_call_input_is_const(nd, k), "call %s input %u must be marked constant", nd->name,
+                  k);
       }
       cr_assert(found, "call %s must read w", nd->name);
       mx_graph *body = mx__part_call_body(nd);

@@ -4,13 +4,13 @@
  * the first attention, one per gap between attentions, and one after the last. */
 #include "test_helpers.h"
 
-#define D 16
-#define H 2
+#define D  16
+#define H  2
 #define DH 8
-#define F 32
+#define F  32
 
-static mx_value_id named(mx_graph *g, const char *op, int layer, const char *what,
-                         const mx_value_id *in, size_t n, const mx_attr *attrs, size_t na) {
+static mx_value_id named(mx_graph *g, const char *op, int layer, const char *what, const mx_value_id *in,
+                         size_t n, const mx_attr *attrs, size_t na) {
   char name[64];
   snprintf(name, sizeof name, "l%d/%s", layer, what);
   return pt_op(g, op, name, in, n, attrs, na);
@@ -31,8 +31,7 @@ static mx_graph *decoder(int layers) {
   mx_value_id heads_shape = pt_const_i64(g, "heads_shape", 4, (int64_t[]){1, 1, H, DH});
   mx_value_id model_shape = pt_const_i64(g, "model_shape", 3, (int64_t[]){1, 1, D});
   int64_t to_heads[] = {0, 2, 1, 3}, kt_perm[] = {0, 1, 3, 2};
-  mx_attr perm_heads = mx_attr_ints("perm", to_heads, 4),
-          perm_kt = mx_attr_ints("perm", kt_perm, 4);
+  mx_attr perm_heads = mx_attr_ints("perm", to_heads, 4), perm_kt = mx_attr_ints("perm", kt_perm, 4);
   mx_attr axis2 = mx_attr_int("axis", 2), axis_last = mx_attr_int("axis", -1);
   for (int l = 0; l < layers; l++) {
     char pk[32], pv[32];
@@ -40,43 +39,37 @@ static mx_graph *decoder(int layers) {
     snprintf(pv, sizeof pv, "past_v%d", l);
     mx_value_id past_k = pt_input(g, pk, MX_FLOAT32, 4, (mx_dim[]){1, H, past, DH});
     mx_value_id past_v = pt_input(g, pv, MX_FLOAT32, 4, (mx_dim[]){1, H, past, DH});
-    mx_value_id n1 = named(g, "RMSNormalization", l, "norm1",
-                           (mx_value_id[]){h, weight(g, l, "g1", D, 0)}, 2, NULL, 0);
-    mx_value_id q =
-        named(g, "MatMul", l, "q", (mx_value_id[]){n1, weight(g, l, "wq", D, D)}, 2, NULL, 0);
-    mx_value_id k =
-        named(g, "MatMul", l, "k", (mx_value_id[]){n1, weight(g, l, "wk", D, D)}, 2, NULL, 0);
-    mx_value_id v =
-        named(g, "MatMul", l, "v", (mx_value_id[]){n1, weight(g, l, "wv", D, D)}, 2, NULL, 0);
+    mx_value_id n1 =
+        named(g, "RMSNormalization", l, "norm1", (mx_value_id[]){h, weight(g, l, "g1", D, 0)}, 2, NULL, 0);
+    mx_value_id q = named(g, "MatMul", l, "q", (mx_value_id[]){n1, weight(g, l, "wq", D, D)}, 2, NULL, 0);
+    mx_value_id k = named(g, "MatMul", l, "k", (mx_value_id[]){n1, weight(g, l, "wk", D, D)}, 2, NULL, 0);
+    mx_value_id v = named(g, "MatMul", l, "v", (mx_value_id[]){n1, weight(g, l, "wv", D, D)}, 2, NULL, 0);
     mx_value_id qr = named(g, "Reshape", l, "q_heads", (mx_value_id[]){q, heads_shape}, 2, NULL, 0);
     mx_value_id kr = named(g, "Reshape", l, "k_heads", (mx_value_id[]){k, heads_shape}, 2, NULL, 0);
     mx_value_id vr = named(g, "Reshape", l, "v_heads", (mx_value_id[]){v, heads_shape}, 2, NULL, 0);
     mx_value_id qt = named(g, "Transpose", l, "q_t", &qr, 1, &perm_heads, 1);
     mx_value_id kt = named(g, "Transpose", l, "k_t", &kr, 1, &perm_heads, 1);
     mx_value_id vt = named(g, "Transpose", l, "v_t", &vr, 1, &perm_heads, 1);
-    mx_value_id kc =
-        named(g, "Concat", l, "attn/k_cache", (mx_value_id[]){past_k, kt}, 2, &axis2, 1);
-    mx_value_id vc =
-        named(g, "Concat", l, "attn/v_cache", (mx_value_id[]){past_v, vt}, 2, &axis2, 1);
+    mx_value_id kc = named(g, "Concat", l, "attn/k_cache", (mx_value_id[]){past_k, kt}, 2, &axis2, 1);
+    mx_value_id vc = named(g, "Concat", l, "attn/v_cache", (mx_value_id[]){past_v, vt}, 2, &axis2, 1);
     mx_value_id kT = named(g, "Transpose", l, "attn/k_T", &kc, 1, &perm_kt, 1);
     mx_value_id s = named(g, "MatMul", l, "attn/scores", (mx_value_id[]){qt, kT}, 2, NULL, 0);
-    mx_value_id ss = named(g, "Mul", l, "attn/scaled",
-                           (mx_value_id[]){s, weight(g, l, "scale", 1, 0)}, 2, NULL, 0);
+    mx_value_id ss =
+        named(g, "Mul", l, "attn/scaled", (mx_value_id[]){s, weight(g, l, "scale", 1, 0)}, 2, NULL, 0);
     mx_value_id pr = named(g, "Softmax", l, "attn/probs", &ss, 1, &axis_last, 1);
     mx_value_id o = named(g, "MatMul", l, "attn/out", (mx_value_id[]){pr, vc}, 2, NULL, 0);
     mx_value_id ot = named(g, "Transpose", l, "o_t", &o, 1, &perm_heads, 1);
-    mx_value_id om =
-        named(g, "Reshape", l, "o_merge", (mx_value_id[]){ot, model_shape}, 2, NULL, 0);
+    mx_value_id om = named(g, "Reshape", l, "o_merge", (mx_value_id[]){ot, model_shape}, 2, NULL, 0);
     mx_value_id proj =
         named(g, "MatMul", l, "o_proj", (mx_value_id[]){om, weight(g, l, "wo", D, D)}, 2, NULL, 0);
     mx_value_id h1 = named(g, "Add", l, "residual1", (mx_value_id[]){h, proj}, 2, NULL, 0);
-    mx_value_id n2 = named(g, "RMSNormalization", l, "norm2",
-                           (mx_value_id[]){h1, weight(g, l, "g2", D, 0)}, 2, NULL, 0);
+    mx_value_id n2 =
+        named(g, "RMSNormalization", l, "norm2", (mx_value_id[]){h1, weight(g, l, "g2", D, 0)}, 2, NULL, 0);
     mx_value_id up =
         named(g, "MatMul", l, "mlp_up", (mx_value_id[]){n2, weight(g, l, "w1", D, F)}, 2, NULL, 0);
     mx_value_id act = named(g, "Relu", l, "mlp_act", &up, 1, NULL, 0);
-    mx_value_id down = named(g, "MatMul", l, "mlp_down",
-                             (mx_value_id[]){act, weight(g, l, "w2", F, D)}, 2, NULL, 0);
+    mx_value_id down =
+        named(g, "MatMul", l, "mlp_down", (mx_value_id[]){act, weight(g, l, "w2", F, D)}, 2, NULL, 0);
     h = named(g, "Add", l, "residual2", (mx_value_id[]){h1, down}, 2, NULL, 0);
     cr_assert_eq(mx_graph_add_output(g, kc), MX_OK);
     cr_assert_eq(mx_graph_add_output(g, vc), MX_OK);

@@ -18,8 +18,8 @@ enum { MXR_MAX_IO = 64 };
 /* A decode loop of the tiny llama (mx_llama_config defaults) over one session. */
 typedef struct mxr_llama {
   mx_llama_config cfg;
-  mx_graph *ref;              /* the model again, for the reference interpreter (owned) */
-  size_t n_io;                /* model inputs (= outputs): input_ids + 2 per layer */
+  mx_graph *ref; /* the model again, for the reference interpreter (owned) */
+  size_t n_io;   /* model inputs (= outputs): input_ids + 2 per layer */
   int64_t head_dim;
   int64_t past_len;           /* rows in the cache now */
   mx_tensor past[MXR_MAX_IO]; /* past_key_i / past_value_i at index 1 + 2i / 2 + 2i (owned) */
@@ -58,7 +58,8 @@ mx_status mxr_moe_step(mxr_moe *m, mx_session *s, int64_t tokens, uint64_t seed,
 
 /* A session on a device created from *dev (NULL: defaults) with `streams` streams and executor
  * ex. NULL with the reason in why on failure. */
-mx_session *mxr_session(const mx_device_options *dev, uint32_t streams, mx_executor_kind ex, char *why, size_t cap);
+mx_session *mxr_session(const mx_device_options *dev, uint32_t streams, mx_executor_kind ex, char *why,
+                        size_t cap);
 
 /* A host tensor of dims with seeded values (floats in [-1, 1), int64 in [0, 7)). */
 mx_status mxr_random_tensor(mx_dtype dt, int32_t rank, const int64_t *dims, uint64_t seed, mx_tensor *t);

@@ -23,13 +23,16 @@ mx_status mxr_random_tensor(mx_dtype dt, int32_t rank, const int64_t *dims, uint
   uint64_t s = seed;
   for (int64_t i = 0; i < n; i++) {
     uint64_t r = next_rand(&s);
-    if (dt == MX_FLOAT32) ((float *)t->data)[i] = (float)((double)(r >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
-    else if (dt == MX_INT64) ((int64_t *)t->data)[i] = (int64_t)(r % 7);
+    if (dt == MX_FLOAT32)
+      ((float *)t->data)[i] = (float)((double)(r >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
+    else if (dt == MX_INT64)
+      ((int64_t *)t->data)[i] = (int64_t)(r % 7);
   }
   return MX_OK;
 }
 
-mx_session *mxr_session(const mx_device_options *dev, uint32_t streams, mx_executor_kind ex, char *why, size_t cap) {
+mx_session *mxr_session(const mx_device_options *dev, uint32_t streams, mx_executor_kind ex, char *why,
+                        size_t cap) {
   mx_session_options o;
   mx_session_options_init(&o);
   if (dev) o.device_options = *dev;
@@ -61,8 +64,10 @@ static bool same_outputs(const mx_tensor *got, const mx_tensor *want, size_t n, 
 
 mx_status mxr_llama_init(mxr_llama *l, const mx_llama_config *cfg) {
   memset(l, 0, sizeof *l);
-  if (cfg) l->cfg = *cfg;
-  else mx_llama_config_default(&l->cfg);
+  if (cfg)
+    l->cfg = *cfg;
+  else
+    mx_llama_config_default(&l->cfg);
   l->n_io = 1 + 2 * (size_t)l->cfg.layers;
   if (l->n_io > MXR_MAX_IO) return MX_ERR_INVALID_ARGUMENT;
   l->head_dim = l->cfg.head_dim ? l->cfg.head_dim : l->cfg.hidden / l->cfg.heads;
@@ -81,7 +86,8 @@ void mxr_llama_free(mxr_llama *l) {
 void mxr_llama_reset(mxr_llama *l) {
   for (size_t i = 1; i < l->n_io; i++) {
     mx_tensor_release(&l->past[i]);
-    cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, l->cfg.kv_heads, 0, l->head_dim}, &l->past[i]), MX_OK);
+    cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, l->cfg.kv_heads, 0, l->head_dim}, &l->past[i]),
+                 MX_OK);
   }
   l->past_len = 0;
 }
@@ -167,8 +173,10 @@ mx_status mxr_moe_step(mxr_moe *m, mx_session *s, int64_t tokens, uint64_t seed,
   } else if (flags & MXR_CHECK) {
     mx_error err;
     st = mx_reference_run(m->ref, &x, 1, &want, 1, &err);
-    if (st != MX_OK) snprintf(why, cap, "reference: %s", err.message);
-    else if (!same_outputs(&got, &want, 1, why, cap)) st = MX_ERR_INTERNAL;
+    if (st != MX_OK)
+      snprintf(why, cap, "reference: %s", err.message);
+    else if (!same_outputs(&got, &want, 1, why, cap))
+      st = MX_ERR_INTERNAL;
   }
   mx_tensor_release(&x);
   mx_tensor_release(&got);

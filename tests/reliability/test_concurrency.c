@@ -58,7 +58,8 @@ static void *decode_thread(void *arg) {
     snprintf(d->why, sizeof d->why, "%s", mx_session_last_error(s));
   }
   for (int k = 0; k < STEPS && d->status == MX_OK; k++)
-    d->status = mxr_llama_step(&l, s, (d->index * 13 + k * 7) % 64, MXR_CHECK | MXR_ADVANCE, d->why, sizeof d->why);
+    d->status =
+        mxr_llama_step(&l, s, (d->index * 13 + k * 7) % 64, MXR_CHECK | MXR_ADVANCE, d->why, sizeof d->why);
   mx_session_destroy(s);
   mxr_llama_free(&l);
   return NULL;
@@ -176,7 +177,8 @@ static void *contend(void *arg) {
   /* Ten steps each, retrying refused calls (after a yield: a refusal takes no time). */
   for (int k = 0; c->ran < 10 && c->status == MX_OK; k++) {
     if (l.past_len >= 6) mxr_llama_reset(&l);
-    mx_status st = mxr_llama_step(&l, c->s, (c->index * 31 + k) % 64, MXR_CHECK | MXR_ADVANCE, c->why, sizeof c->why);
+    mx_status st =
+        mxr_llama_step(&l, c->s, (c->index * 31 + k) % 64, MXR_CHECK | MXR_ADVANCE, c->why, sizeof c->why);
     if (st == MX_OK) {
       c->ran++;
     } else if (st == MX_ERR_BUSY && strstr(c->why, "in use by another thread")) {
@@ -210,7 +212,7 @@ Test(concurrency, two_threads_on_one_session_run_or_are_refused) {
     cr_assert_eq(c[i].status, MX_OK, "thread %d: %s (%s)", i, mx_status_string(c[i].status), c[i].why);
     cr_assert_eq(c[i].ran, 10);
   }
-  cr_log_info("two threads, one session: %d + %d steps ran, %d + %d refused", c[0].ran, c[1].ran, c[0].refused,
-              c[1].refused);
+  cr_log_info("two threads, one session: %d + %d steps ran, %d + %d refused", c[0].ran, c[1].ran,
+              c[0].refused, c[1].refused);
   mx_session_destroy(s);
 }

@@ -108,8 +108,9 @@ Test(error_names, waits_repeat_the_original_message) {
     cr_assert_eq(mx_hal_launch_named(a, k_ok, NULL, 0, "e0/nonzero"), MX_OK);
     cr_assert_eq(mx_event_record(e, a), MX_OK);
     cr_assert_eq(mx_stream_wait_event(b, e), MX_OK);
-    expect_message(b, "waited for an event of a stream that failed at its command 1: command 1 (kernel "
-                      "'e0/nonzero') failed: injected fault (kernel:1)");
+    expect_message(b,
+                   "waited for an event of a stream that failed at its command 1: command 1 (kernel "
+                   "'e0/nonzero') failed: injected fault (kernel:1)");
     mx_event_destroy(e);
     mx_stream_destroy(a);
     mx_stream_destroy(b);

@@ -139,10 +139,11 @@ static void check_message(const workload *w, const config *c, const char *phase,
             (unsigned long long)n, quotes_a_name(msg, w->names) ? "named" : "UNNAMED", msg);
     return;
   }
-  cr_assert(strstr(msg, "injected fault"), "%s, %s, %s, %s:%llu: the message does not carry the fault: %s", w->name,
-            c->name, phase, point_names[point], (unsigned long long)n, msg);
-  cr_assert(quotes_a_name(msg, w->names), "%s, %s, %s, %s:%llu: the message names no op, value or partition: %s",
+  cr_assert(strstr(msg, "injected fault"), "%s, %s, %s, %s:%llu: the message does not carry the fault: %s",
             w->name, c->name, phase, point_names[point], (unsigned long long)n, msg);
+  cr_assert(quotes_a_name(msg, w->names),
+            "%s, %s, %s, %s:%llu: the message names no op, value or partition: %s", w->name, c->name, phase,
+            point_names[point], (unsigned long long)n, msg);
 }
 
 typedef struct sweep_totals {
@@ -189,16 +190,17 @@ static void sweep(const workload *w, const config *c, bool warm, sweep_totals *t
       w->reset(w->state);
       cr_assert_eq(w->load(w->state, s), MX_OK, "%s, %s: %s", w->name, c->name, mx_session_last_error(s));
       if (warm)
-        cr_assert_eq(w->warm(w->state, s, why, sizeof why), MX_OK, "%s, %s, %s:%llu: a step before failed: %s",
-                     w->name, c->name, point_names[p], (unsigned long long)n, why);
+        cr_assert_eq(w->warm(w->state, s, why, sizeof why), MX_OK,
+                     "%s, %s, %s:%llu: a step before failed: %s", w->name, c->name, point_names[p],
+                     (unsigned long long)n, why);
       uint64_t before[MX_FAULT_POINT_COUNT];
       counts(s, before);
       arm(s, p, n);
       /* Checked against the reference too: an allocation fault the allocator absorbs (it
        * releases its cache and retries) gives a step that succeeds, and must be right. */
       mx_status st = w->step(w->state, s, MXR_CHECK, why, sizeof why);
-      cr_assert_neq(st, MX_ERR_INTERNAL, "%s, %s, %s:%llu: wrong result: %s", w->name, c->name, point_names[p],
-                    (unsigned long long)n, why);
+      cr_assert_neq(st, MX_ERR_INTERNAL, "%s, %s, %s:%llu: wrong result: %s", w->name, c->name,
+                    point_names[p], (unsigned long long)n, why);
       uint64_t seen[MX_FAULT_POINT_COUNT];
       counts(s, seen);
       if (seen[p] < before[p] + n) {
@@ -215,8 +217,8 @@ static void sweep(const workload *w, const config *c, bool warm, sweep_totals *t
         check_message(w, c, "step", p, n, why);
       }
       st = w->step(w->state, s, MXR_CHECK | MXR_ADVANCE, why, sizeof why);
-      cr_assert_eq(st, MX_OK, "%s, %s, %s:%llu: the step again after the fault: %s", w->name, c->name, point_names[p],
-                   (unsigned long long)n, why);
+      cr_assert_eq(st, MX_OK, "%s, %s, %s:%llu: the step again after the fault: %s", w->name, c->name,
+                   point_names[p], (unsigned long long)n, why);
       st = w->after(w->state, s, why, sizeof why);
       cr_assert_eq(st, MX_OK, "%s, %s, %s:%llu: the step after: %s", w->name, c->name, point_names[p],
                    (unsigned long long)n, why);
@@ -228,13 +230,15 @@ static void sweep(const workload *w, const config *c, bool warm, sweep_totals *t
       mx_device_memory_stats_get(mx_session_device(s), &ms);
       mx_session_stats ss;
       cr_assert_eq(mx_session_get_stats(s, NULL, &ss), MX_OK);
-      cr_assert_eq(ss.bytes_in_use, clean_ss.bytes_in_use, "%s, %s, %s:%llu: %llu bytes of allocator blocks in use",
-                   w->name, c->name, point_names[p], (unsigned long long)n, (unsigned long long)ss.bytes_in_use);
-      cr_assert_eq(ms.bytes_in_use - ss.bytes_cached, clean.bytes_in_use - clean_ss.bytes_cached,
-                   "%s, %s, %s:%llu: %llu device bytes held outside the allocator's cache, %llu without the fault",
-                   w->name, c->name, point_names[p], (unsigned long long)n,
-                   (unsigned long long)(ms.bytes_in_use - ss.bytes_cached),
-                   (unsigned long long)(clean.bytes_in_use - clean_ss.bytes_cached));
+      cr_assert_eq(ss.bytes_in_use, clean_ss.bytes_in_use,
+                   "%s, %s, %s:%llu: %llu bytes of allocator blocks in use", w->name, c->name, point_names[p],
+                   (unsigned long long)n, (unsigned long long)ss.bytes_in_use);
+      cr_assert_eq(
+          ms.bytes_in_use - ss.bytes_cached, clean.bytes_in_use - clean_ss.bytes_cached,
+          "%s, %s, %s:%llu: %llu device bytes held outside the allocator's cache, %llu without the fault",
+          w->name, c->name, point_names[p], (unsigned long long)n,
+          (unsigned long long)(ms.bytes_in_use - ss.bytes_cached),
+          (unsigned long long)(clean.bytes_in_use - clean_ss.bytes_cached));
       mx_session_destroy(s);
       tot->faults++;
     }
@@ -246,13 +250,14 @@ static void sweep(const workload *w, const config *c, bool warm, sweep_totals *t
       s = faulty_session(c, p, n);
       w->reset(w->state);
       mx_status st = w->load(w->state, s);
-      cr_assert_neq(st, MX_OK, "%s, %s: fault %s:%llu while loading went unnoticed", w->name, c->name, point_names[p],
-                    (unsigned long long)n);
+      cr_assert_neq(st, MX_OK, "%s, %s: fault %s:%llu while loading went unnoticed", w->name, c->name,
+                    point_names[p], (unsigned long long)n);
       check_message(w, c, "load", p, n, mx_session_last_error(s));
       cr_assert_eq(w->load(w->state, s), MX_OK, "%s, %s, %s:%llu: loading again: %s", w->name, c->name,
                    point_names[p], (unsigned long long)n, mx_session_last_error(s));
-      cr_assert_eq(w->warm(w->state, s, why, sizeof why), MX_OK, "%s, %s, %s:%llu: steps after loading again: %s",
-                   w->name, c->name, point_names[p], (unsigned long long)n, why);
+      cr_assert_eq(w->warm(w->state, s, why, sizeof why), MX_OK,
+                   "%s, %s, %s:%llu: steps after loading again: %s", w->name, c->name, point_names[p],
+                   (unsigned long long)n, why);
       mx_session_destroy(s);
       tot->faults++;
     }
@@ -260,12 +265,14 @@ static void sweep(const workload *w, const config *c, bool warm, sweep_totals *t
 }
 
 static void report(const workload *w, const config *c, bool warm, const sweep_totals *t) {
-  cr_log_info("%s (%s), %s: step = %llu allocs, %llu copies, %llu launches, %llu kernels; load = %llu allocs, "
-              "%llu copies, %llu launches, %llu kernels; %llu faults injected, %llu absorbed, %llu not reached",
-              w->name, warm ? "warm" : "cold", c->name, (unsigned long long)t->step[0], (unsigned long long)t->step[1],
-              (unsigned long long)t->step[2], (unsigned long long)t->step[3], (unsigned long long)t->load[0],
-              (unsigned long long)t->load[1], (unsigned long long)t->load[2], (unsigned long long)t->load[3],
-              (unsigned long long)t->faults, (unsigned long long)t->absorbed, (unsigned long long)t->not_reached);
+  cr_log_info(
+      "%s (%s), %s: step = %llu allocs, %llu copies, %llu launches, %llu kernels; load = %llu allocs, "
+      "%llu copies, %llu launches, %llu kernels; %llu faults injected, %llu absorbed, %llu not reached",
+      w->name, warm ? "warm" : "cold", c->name, (unsigned long long)t->step[0],
+      (unsigned long long)t->step[1], (unsigned long long)t->step[2], (unsigned long long)t->step[3],
+      (unsigned long long)t->load[0], (unsigned long long)t->load[1], (unsigned long long)t->load[2],
+      (unsigned long long)t->load[3], (unsigned long long)t->faults, (unsigned long long)t->absorbed,
+      (unsigned long long)t->not_reached);
 }
 
 static void llama_sweep(const config *c, bool warm) {

@@ -27,8 +27,8 @@ static mx_session *session(uint64_t memory_limit, const mx_symbol_range *ranges,
 static void decode_to(mxr_llama *l, mx_session *s, int64_t to) {
   char why[512];
   while (l->past_len < to)
-    cr_assert_eq(mxr_llama_step(l, s, (l->past_len * 5 + 1) % 64, MXR_CHECK | MXR_ADVANCE, why, sizeof why), MX_OK,
-                 "past_len %lld: %s", (long long)l->past_len, why);
+    cr_assert_eq(mxr_llama_step(l, s, (l->past_len * 5 + 1) % 64, MXR_CHECK | MXR_ADVANCE, why, sizeof why),
+                 MX_OK, "past_len %lld: %s", (long long)l->past_len, why);
 }
 
 Test(limits, inputs_outside_declared_symbol_ranges) {
@@ -59,8 +59,10 @@ Test(limits, huge_and_overflowing_input_dims) {
   decode_to(&l, s, 2);
   const int64_t hd = l.head_dim, kv = l.cfg.kv_heads;
   /* 2^40 elements announced with no data; dims whose product overflows; a negative dim. */
-  const int64_t cases[][4] = {
-      {1, kv, (int64_t)1 << 40, hd}, {1, kv, INT64_MAX / 2, hd}, {1, kv, -3, hd}, {1 << 20, 1 << 20, 1 << 20, hd}};
+  const int64_t cases[][4] = {{1, kv, (int64_t)1 << 40, hd},
+                              {1, kv, INT64_MAX / 2, hd},
+                              {1, kv, -3, hd},
+                              {1 << 20, 1 << 20, 1 << 20, hd}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     mx_tensor in[MXR_MAX_IO], out[MXR_MAX_IO];
     memset(out, 0, sizeof out);
@@ -75,7 +77,8 @@ Test(limits, huge_and_overflowing_input_dims) {
     cr_log_info("dims [%lld, %lld, %lld, %lld]: %s: %s", (long long)cases[c][0], (long long)cases[c][1],
                 (long long)cases[c][2], (long long)cases[c][3], mx_status_string(st), msg);
     cr_assert(strstr(msg, "past_key_0"), "case %zu: the message names the input: %s", c, msg);
-    for (size_t k = 0; k < l.n_io; k++) cr_assert_null(out[k].data, "case %zu: output %zu left allocated", c, k);
+    for (size_t k = 0; k < l.n_io; k++)
+      cr_assert_null(out[k].data, "case %zu: output %zu left allocated", c, k);
     mx_tensor_release(&in[0]);
   }
   decode_to(&l, s, 4);
@@ -98,7 +101,8 @@ static mx_graph *constant_of_shape_model(void) {
                mx_graph_last_error(g));
   mx_tensor_release(&one);
   mx_attr keep = mx_attr_int("keepdims", 0);
-  cr_assert_eq(mx_graph_add_op(g, "ReduceSum", &filled, 1, &keep, 1, &sum), MX_OK, "%s", mx_graph_last_error(g));
+  cr_assert_eq(mx_graph_add_op(g, "ReduceSum", &filled, 1, &keep, 1, &sum), MX_OK, "%s",
+               mx_graph_last_error(g));
   cr_assert_eq(mx_graph_add_output(g, sum), MX_OK);
   return g;
 }
@@ -160,11 +164,12 @@ Test(limits, device_out_of_memory_then_smaller_steps_work) {
   mx_status st = MX_OK;
   while (st == MX_OK && l.past_len < 4096)
     st = mxr_llama_step(&l, s, 9, MXR_CHECK | MXR_ADVANCE, why, sizeof why);
-  cr_assert_eq(st, MX_ERR_DEVICE_OOM, "past_len %lld: %s: %s", (long long)l.past_len, mx_status_string(st), why);
+  cr_assert_eq(st, MX_ERR_DEVICE_OOM, "past_len %lld: %s: %s", (long long)l.past_len, mx_status_string(st),
+               why);
   cr_log_info("device memory limit %llu bytes: refused at past_len %lld: %s", (unsigned long long)limit,
               (long long)l.past_len, why);
-  cr_assert(strstr(why, "limit") && strchr(why, '\''), "the message says the limit and names the op or value: %s",
-            why);
+  cr_assert(strstr(why, "limit") && strchr(why, '\''),
+            "the message says the limit and names the op or value: %s", why);
   /* A short cache fits again, on the same session. */
   mxr_llama_reset(&l);
   decode_to(&l, s, 3);

@@ -23,8 +23,7 @@ typedef struct mxt_block_config {
 } mxt_block_config;
 
 static inline mxt_block_config mxt_block_default(void) {
-  mxt_block_config c = {
-      .batch = 2, .seq = 32, .hidden = 64, .heads = 4, .ffn = 256, .layers = 1, .seed = 7};
+  mxt_block_config c = {.batch = 2, .seq = 32, .hidden = 64, .heads = 4, .ffn = 256, .layers = 1, .seed = 7};
   return c;
 }
 
@@ -60,8 +59,8 @@ static inline mx_value_id mxt_block_const(mxt_block_builder *b, const char *name
   return v;
 }
 
-static inline mx_value_id mxt_block_ints(mxt_block_builder *b, const char *name,
-                                         const int64_t *vals, int64_t n) {
+static inline mx_value_id mxt_block_ints(mxt_block_builder *b, const char *name, const int64_t *vals,
+                                         int64_t n) {
   mx_value_id v = MX_NO_VALUE;
   if (b->st != MX_OK) return v;
   mx_tensor t = {.dtype = MX_INT64, .rank = 1, .dims = {n}, .data = (void *)vals};
@@ -69,16 +68,16 @@ static inline mx_value_id mxt_block_ints(mxt_block_builder *b, const char *name,
   return v;
 }
 
-static inline mx_value_id mxt_block_op(mxt_block_builder *b, const char *op, const mx_value_id *in,
-                                       size_t n, const mx_attr *attrs, size_t na) {
+static inline mx_value_id mxt_block_op(mxt_block_builder *b, const char *op, const mx_value_id *in, size_t n,
+                                       const mx_attr *attrs, size_t na) {
   mx_value_id v = MX_NO_VALUE;
   if (b->st != MX_OK) return v;
   b->st = mx_graph_add_op(b->g, op, in, n, attrs, na, &v);
   return v;
 }
 
-static inline mx_value_id mxt_block_layer_norm(mxt_block_builder *b, const char *p,
-                                               const char *what, mx_value_id x, int64_t hidden) {
+static inline mx_value_id mxt_block_layer_norm(mxt_block_builder *b, const char *p, const char *what,
+                                               mx_value_id x, int64_t hidden) {
   char n1[64], n2[64];
   snprintf(n1, sizeof n1, "%s%s_gamma", p, what);
   snprintf(n2, sizeof n2, "%s%s_beta", p, what);
@@ -100,8 +99,8 @@ static inline mx_value_id mxt_block_linear(mxt_block_builder *b, const char *p, 
   return mxt_block_op(b, "Add", (mx_value_id[]){mm, bias}, 2, NULL, 0);
 }
 
-static inline mx_value_id mxt_block_layer(mxt_block_builder *b, const mxt_block_config *c,
-                                          int64_t li, mx_value_id x) {
+static inline mx_value_id mxt_block_layer(mxt_block_builder *b, const mxt_block_config *c, int64_t li,
+                                          mx_value_id x) {
   const int64_t B = c->batch, S = c->seq, D = c->hidden, H = c->heads, HD = c->hidden / c->heads;
   char p[16], n[64];
   snprintf(p, sizeof p, "l%lld_", (long long)li);
@@ -114,17 +113,14 @@ static inline mx_value_id mxt_block_layer(mxt_block_builder *b, const mxt_block_
   static const int64_t to_heads[] = {0, 2, 1, 3}, to_keys[] = {0, 2, 3, 1};
   mx_attr th = mx_attr_ints("perm", to_heads, 4), tk = mx_attr_ints("perm", to_keys, 4);
   mx_value_id q4 = mxt_block_op(
-      b, "Transpose",
-      (mx_value_id[]){mxt_block_op(b, "Reshape", (mx_value_id[]){q, heads}, 2, NULL, 0)}, 1, &th,
-      1);
+      b, "Transpose", (mx_value_id[]){mxt_block_op(b, "Reshape", (mx_value_id[]){q, heads}, 2, NULL, 0)}, 1,
+      &th, 1);
   mx_value_id k4 = mxt_block_op(
-      b, "Transpose",
-      (mx_value_id[]){mxt_block_op(b, "Reshape", (mx_value_id[]){k, heads}, 2, NULL, 0)}, 1, &tk,
-      1);
+      b, "Transpose", (mx_value_id[]){mxt_block_op(b, "Reshape", (mx_value_id[]){k, heads}, 2, NULL, 0)}, 1,
+      &tk, 1);
   mx_value_id v4 = mxt_block_op(
-      b, "Transpose",
-      (mx_value_id[]){mxt_block_op(b, "Reshape", (mx_value_id[]){v, heads}, 2, NULL, 0)}, 1, &th,
-      1);
+      b, "Transpose", (mx_value_id[]){mxt_block_op(b, "Reshape", (mx_value_id[]){v, heads}, 2, NULL, 0)}, 1,
+      &th, 1);
   mx_value_id scores = mxt_block_op(b, "MatMul", (mx_value_id[]){q4, k4}, 2, NULL, 0);
   snprintf(n, sizeof n, "%sscale", p);
   mx_value_id scale = mxt_block_const(b, n, 0, NULL, 0.0f, 1.0f / sqrtf((float)HD));

@@ -69,8 +69,7 @@ static inline mx_value_id mxt_rg_pick_shape(mxt_rg *r, int64_t d0, int64_t d1) {
 }
 
 /* Builds and infers a graph of about n_ops ops; *out is owned by the caller (mx_graph_destroy). */
-static inline mx_status mxt_random_graph(uint64_t seed, int n_ops, bool corner_outputs,
-                                         mx_graph **out) {
+static inline mx_status mxt_random_graph(uint64_t seed, int n_ops, bool corner_outputs, mx_graph **out) {
   static const int64_t sizes[] = {4, 8, 16, 32, 48};
   static const char *unary[] = {"Relu", "Neg", "Sigmoid", "Tanh", "Abs"};
   static const char *binary[] = {"Add", "Mul", "Sub", "Max"};
@@ -98,14 +97,11 @@ static inline mx_status mxt_random_graph(uint64_t seed, int n_ops, bool corner_o
     mx_value_id y = MX_NO_VALUE;
     switch (mxt_rg_rnd(&r, 8)) {
       case 0:
-      case 1:
-        y = mxt_rg_op(&r, unary[mxt_rg_rnd(&r, 5)], &a, 1, NULL, 0);
-        break;
+      case 1: y = mxt_rg_op(&r, unary[mxt_rg_rnd(&r, 5)], &a, 1, NULL, 0); break;
       case 2:
       case 3: {
         mx_value_id b = mxt_rg_pick_shape(&r, d0, d1);
-        if (b == MX_NO_VALUE)
-          b = mxt_rg_rnd(&r, 2) ? mxt_rg_const(&r, d0, d1) : mxt_rg_const(&r, 1, d1);
+        if (b == MX_NO_VALUE) b = mxt_rg_rnd(&r, 2) ? mxt_rg_const(&r, d0, d1) : mxt_rg_const(&r, 1, d1);
         y = mxt_rg_op(&r, binary[mxt_rg_rnd(&r, 4)], (mx_value_id[]){a, b}, 2, NULL, 0);
         break;
       }

@@ -29,8 +29,8 @@ static mx_status fail(char *why, size_t cap, mx_status st, const char *what, con
   return st;
 }
 
-static mx_status run(mx_static_model *m, mx_stream *s, const mx_tensor *inputs, mx_tensor *outputs,
-                     bool host, char *why, size_t cap) {
+static mx_status run(mx_static_model *m, mx_stream *s, const mx_tensor *inputs, mx_tensor *outputs, bool host,
+                     char *why, size_t cap) {
   mx_device *dev = mx_stream_device(s);
   size_t ni = mx_static_model_input_count(m), no = mx_static_model_output_count(m);
   mx_tensor *din = calloc(ni ? ni : 1, sizeof *din), *dout = calloc(no ? no : 1, sizeof *dout);
@@ -106,8 +106,8 @@ done:
   return st;
 }
 
-mx_status st_run_device(mx_static_model *m, mx_stream *s, const mx_tensor *inputs,
-                        mx_tensor *outputs, char *why, size_t why_size) {
+mx_status st_run_device(mx_static_model *m, mx_stream *s, const mx_tensor *inputs, mx_tensor *outputs,
+                        char *why, size_t why_size) {
   return run(m, s, inputs, outputs, false, why, why_size);
 }
 
@@ -168,18 +168,12 @@ mx_status st_random_inputs(const mx_graph *g, uint64_t seed, mx_tensor *inputs) 
       uint64_t r = next_rand(&rng);
       switch (dt) {
         case MX_FLOAT32:
-          ((float *)inputs[i].data)[e] =
-              (float)((double)(r >> 11) / (double)(1ull << 53)) * 2.0f - 1.0f;
+          ((float *)inputs[i].data)[e] = (float)((double)(r >> 11) / (double)(1ull << 53)) * 2.0f - 1.0f;
           break;
-        case MX_INT64:
-          ((int64_t *)inputs[i].data)[e] = (int64_t)(r % 7);
-          break;
-        case MX_INT32:
-          ((int32_t *)inputs[i].data)[e] = (int32_t)(r % 7);
-          break;
+        case MX_INT64: ((int64_t *)inputs[i].data)[e] = (int64_t)(r % 7); break;
+        case MX_INT32: ((int32_t *)inputs[i].data)[e] = (int32_t)(r % 7); break;
         default:
-          ((unsigned char *)inputs[i].data)[e * (int64_t)mx_dtype_size(dt)] =
-              (unsigned char)(r & 1);
+          ((unsigned char *)inputs[i].data)[e * (int64_t)mx_dtype_size(dt)] = (unsigned char)(r & 1);
           break;
       }
     }
@@ -187,9 +181,8 @@ mx_status st_random_inputs(const mx_graph *g, uint64_t seed, mx_tensor *inputs) 
   return MX_OK;
 }
 
-bool st_check_against_reference(mx_graph *g, const mx_static_options *opt,
-                                const mx_static_load_options *lo, mx_device *dev, uint64_t seed,
-                                char *why, size_t cap) {
+bool st_check_against_reference(mx_graph *g, const mx_static_options *opt, const mx_static_load_options *lo,
+                                mx_device *dev, uint64_t seed, char *why, size_t cap) {
   size_t ni = mx_graph_input_count(g), no = mx_graph_output_count(g);
   mx_tensor *in = calloc(ni ? ni : 1, sizeof *in);
   mx_tensor *ref = calloc(no ? no : 1, sizeof *ref), *got = calloc(no ? no : 1, sizeof *got);
@@ -255,8 +248,7 @@ mx_status st_random_graph(uint64_t seed, int n_ops, bool corner_outputs, mx_grap
 bool st_check_memory_plan(const mx_static_plan *p, char *why, size_t cap) {
   size_t n = mx_static_plan_task_count(p), nb = mx_static_plan_buffer_count(p);
   size_t words = (n + 63) / 64;
-  uint64_t *reach =
-      calloc((n ? n : 1) * (words ? words : 1), sizeof *reach); /* reach[b]: tasks HB b */
+  uint64_t *reach = calloc((n ? n : 1) * (words ? words : 1), sizeof *reach); /* reach[b]: tasks HB b */
   size_t *last_on = calloc(MX_STATIC_MAX_STREAMS, sizeof *last_on);
   size_t *recorder = NULL;
   bool ok = false;
@@ -305,8 +297,8 @@ bool st_check_memory_plan(const mx_static_plan *p, char *why, size_t cap) {
           ba = ba && HB(b.users[y], a.users[x]);
         }
       if (!ab && !ba) {
-        snprintf(why, cap, "buffers '%s' and '%s' overlap in memory while their lifetimes overlap",
-                 a.name, b.name);
+        snprintf(why, cap, "buffers '%s' and '%s' overlap in memory while their lifetimes overlap", a.name,
+                 b.name);
         goto done;
       }
     }
@@ -333,8 +325,7 @@ bool st_check_memory_plan(const mx_static_plan *p, char *why, size_t cap) {
         for (uint32_t u = 0; u < b.n_users && !found; u++) found = b.users[u] == t;
       }
       if (!found) {
-        snprintf(why, cap, "task %zu ('%s') argument %u is in no buffer that lists the task", t,
-                 pt->name, k);
+        snprintf(why, cap, "task %zu ('%s') argument %u is in no buffer that lists the task", t, pt->name, k);
         goto done;
       }
     }

@@ -19,8 +19,8 @@ mx_device *st_device(mx_device_kind kind, bool check);
  * executes on s, synchronizes and copies the outputs back into host tensors allocated here
  * (outputs[j], release with mx_tensor_release). Returns the first failing status and puts the
  * message into why. */
-mx_status st_run_device(mx_static_model *m, mx_stream *s, const mx_tensor *inputs,
-                        mx_tensor *outputs, char *why, size_t why_size);
+mx_status st_run_device(mx_static_model *m, mx_stream *s, const mx_tensor *inputs, mx_tensor *outputs,
+                        char *why, size_t why_size);
 
 /* Same with host tensors (staged by the model). */
 mx_status st_run_host(mx_static_model *m, mx_stream *s, const mx_tensor *inputs, mx_tensor *outputs,
@@ -35,9 +35,8 @@ mx_status st_random_inputs(const mx_graph *g, uint64_t seed, mx_tensor *inputs);
 /* Compiles g with opt, loads it on dev (load options lo may be NULL), runs it once through
  * device buffers and compares with the reference interpreter, bit for bit. Returns false with a
  * reason when anything fails or differs. */
-bool st_check_against_reference(mx_graph *g, const mx_static_options *opt,
-                                const mx_static_load_options *lo, mx_device *dev, uint64_t seed,
-                                char *why, size_t why_size);
+bool st_check_against_reference(mx_graph *g, const mx_static_options *opt, const mx_static_load_options *lo,
+                                mx_device *dev, uint64_t seed, char *why, size_t why_size);
 
 /* A random graph of about n_ops float32 ops (elementwise, MatMul, Transpose, Reshape, Softmax
  * over values of a few shapes), with graph outputs that include repeats, an input and a

@@ -58,18 +58,16 @@ Test(static_cli, compile_and_run_encoder) {
   char h[512];
   first_output(h, sizeof h);
   /* Every symbol bound: one static model. */
-  cr_assert_eq(run("compile " WORK_DIR "/enc.onnx -o " WORK_DIR
-                   "/enc.mxm --shape batch=2 --shape seq=9 --streams 2"),
-               0, "%s", out);
+  cr_assert_eq(
+      run("compile " WORK_DIR "/enc.onnx -o " WORK_DIR "/enc.mxm --shape batch=2 --shape seq=9 --streams 2"),
+      0, "%s", out);
   cr_assert(strstr(out, "1 static and 0 dynamic partitions"), "%s", out);
-  cr_assert(strstr(out, "FM arena") && strstr(out, "lower bound") && strstr(out, "no reuse"), "%s",
-            out);
+  cr_assert(strstr(out, "FM arena") && strstr(out, "lower bound") && strstr(out, "no reuse"), "%s", out);
   cr_assert_eq(run("run " WORK_DIR "/enc.mxm --random --steps 3 --streams 2"), 0, "%s", out);
   cr_assert(strstr(out, "executor: hybrid (1 static and 0 dynamic partitions"), "%s", out);
   char a[512], b[512];
   first_output(a, sizeof a);
-  cr_assert_eq(run("run " WORK_DIR "/enc.onnx --random --shape batch=2 --shape seq=9"), 0, "%s",
-               out);
+  cr_assert_eq(run("run " WORK_DIR "/enc.onnx --random --shape batch=2 --shape seq=9"), 0, "%s", out);
   first_output(b, sizeof b);
   cr_assert_str_eq(a, b);
   cr_assert_str_eq(h, b);
@@ -89,8 +87,8 @@ Test(static_cli, external_weights_and_corrupt_file) {
   mx_error err;
   cr_assert_eq(mx_onnx_save_file(g, WORK_DIR "/block.onnx", &err), MX_OK, "%s", err.message);
   mx_graph_destroy(g);
-  cr_assert_eq(run("compile " WORK_DIR "/block.onnx --external-weights -o " WORK_DIR "/block.mxm"),
-               0, "%s", out);
+  cr_assert_eq(run("compile " WORK_DIR "/block.onnx --external-weights -o " WORK_DIR "/block.mxm"), 0, "%s",
+               out);
   struct stat sb;
   cr_assert_eq(stat(WORK_DIR "/block.mxm.weights", &sb), 0);
   cr_assert_eq(run("run " WORK_DIR "/block.mxm --random --output-dir " WORK_DIR), 0, "%s", out);

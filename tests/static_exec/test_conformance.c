@@ -46,8 +46,8 @@ typedef struct counts {
 } counts;
 
 /* Runs one case; returns false (with why) on a failure, true when it passed or was skipped. */
-static bool run_case(const mxt_onnx_case *c, mx_device *dev, mx_stream *s, int index, counts *k,
-                     char *why, size_t cap) {
+static bool run_case(const mxt_onnx_case *c, mx_device *dev, mx_stream *s, int index, counts *k, char *why,
+                     size_t cap) {
   mx_error err;
   mx_graph *g = NULL;
   mx_tensor *in = NULL, *ref = NULL, *got = NULL;
@@ -122,8 +122,8 @@ static bool run_case(const mxt_onnx_case *c, mx_device *dev, mx_stream *s, int i
     goto done;
   }
   char w[400];
-  mx_status st = index % 3 == 0 ? st_run_host(m, s, in, got, w, sizeof w)
-                                : st_run_device(m, s, in, got, w, sizeof w);
+  mx_status st =
+      index % 3 == 0 ? st_run_host(m, s, in, got, w, sizeof w) : st_run_device(m, s, in, got, w, sizeof w);
   if (st != MX_OK) {
     snprintf(why, cap, "%s: run: %s", c->name, w);
     goto done;
@@ -171,13 +171,12 @@ static void run_range(int part, int parts) {
       fprintf(stderr, "FAIL %s\n", why);
     }
   }
-  fprintf(
-      stderr,
-      "static conformance (part %d/%d): %d models run bit-exact against the reference, %d skipped "
-      "(control flow or sequence / optional values), %d skipped (string tensors), %d skipped "
-      "(shapes not all static after inference or data-dependent ops), %d skipped (input files do "
-      "not match the graph)\n",
-      part + 1, parts, k.run, k.skipped_control, k.skipped_strings, k.skipped_shape, k.skipped_inputs);
+  fprintf(stderr,
+          "static conformance (part %d/%d): %d models run bit-exact against the reference, %d skipped "
+          "(control flow or sequence / optional values), %d skipped (string tensors), %d skipped "
+          "(shapes not all static after inference or data-dependent ops), %d skipped (input files do "
+          "not match the graph)\n",
+          part + 1, parts, k.run, k.skipped_control, k.skipped_strings, k.skipped_shape, k.skipped_inputs);
   mx_stream_destroy(s);
   mx_device_destroy(dev);
   mxt_onnx_node_cases_free(cases, n);

@@ -35,8 +35,7 @@ Test(static_errors, compile_refuses_data_dependent_ops) {
   mx_shape s = {1, {6}};
   mx_value_id x, y;
   cr_assert_eq(mx_graph_add_input(g, "x", MX_FLOAT32, &s, &x), MX_OK);
-  mx_node_desc d = {
-      .op_type = "NonZero", .name = "find", .inputs = &x, .n_inputs = 1, .n_outputs = 1};
+  mx_node_desc d = {.op_type = "NonZero", .name = "find", .inputs = &x, .n_inputs = 1, .n_outputs = 1};
   cr_assert_eq(mx_graph_add_node(g, &d, &y), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK);
@@ -125,36 +124,31 @@ Test(static_errors, wrong_arguments_name_the_input) {
   mx_static_model *m;
   cr_assert_eq(mx_static_model_create(dev, p, NULL, &m, &err), MX_OK, "%s", err.message);
   float xin[15] = {0}, outs[4][15];
-  mx_tensor in = {
-      .dtype = MX_FLOAT32, .rank = 2, .dims = {3, 5}, .data = xin, .placement = MX_HOST};
+  mx_tensor in = {.dtype = MX_FLOAT32, .rank = 2, .dims = {3, 5}, .data = xin, .placement = MX_HOST};
   mx_tensor out[4];
   for (int j = 0; j < 4; j++)
-    out[j] = (mx_tensor){
-        .dtype = MX_FLOAT32, .rank = 2, .dims = {3, 5}, .data = outs[j], .placement = MX_HOST};
+    out[j] =
+        (mx_tensor){.dtype = MX_FLOAT32, .rank = 2, .dims = {3, 5}, .data = outs[j], .placement = MX_HOST};
   mx_stream *s;
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
   /* execute before any update_args */
   cr_assert_eq(mx_static_model_execute(m, s), MX_ERR_INVALID_ARGUMENT);
   cr_assert(strstr(mx_static_model_last_error(m), "update_args"));
   cr_assert_eq(mx_static_model_update_args(m, &in, 1, out, 3), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_static_model_last_error(m), "3 outputs"), "%s",
-            mx_static_model_last_error(m));
+  cr_assert(strstr(mx_static_model_last_error(m), "3 outputs"), "%s", mx_static_model_last_error(m));
   mx_tensor bad = in;
   bad.dtype = MX_INT32;
   cr_assert_eq(mx_static_model_update_args(m, &bad, 1, out, 4), MX_ERR_DTYPE);
-  cr_assert(strstr(mx_static_model_last_error(m), "input 0 ('x')"), "%s",
-            mx_static_model_last_error(m));
+  cr_assert(strstr(mx_static_model_last_error(m), "input 0 ('x')"), "%s", mx_static_model_last_error(m));
   bad = in;
   bad.dims[1] = 6;
   cr_assert_eq(mx_static_model_update_args(m, &bad, 1, out, 4), MX_ERR_SHAPE);
-  cr_assert(strstr(mx_static_model_last_error(m), "'x'") &&
-                strstr(mx_static_model_last_error(m), "[3, 5]"),
+  cr_assert(strstr(mx_static_model_last_error(m), "'x'") && strstr(mx_static_model_last_error(m), "[3, 5]"),
             "%s", mx_static_model_last_error(m));
   bad = in;
   bad.dims[1] = 4;
   cr_assert_eq(mx_static_model_update_args(m, &bad, 1, out, 4), MX_ERR_SHAPE);
-  cr_assert(strstr(mx_static_model_last_error(m), "too small"), "%s",
-            mx_static_model_last_error(m));
+  cr_assert(strstr(mx_static_model_last_error(m), "too small"), "%s", mx_static_model_last_error(m));
   mx_tensor bad_out[4];
   memcpy(bad_out, out, sizeof out);
   bad_out[2].rank = 1;
@@ -166,12 +160,10 @@ Test(static_errors, wrong_arguments_name_the_input) {
   memcpy(bad_out, out, sizeof out);
   bad_out[1].data = NULL;
   cr_assert_eq(mx_static_model_update_args(m, &in, 1, bad_out, 4), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_static_model_last_error(m), "output 1 ('x')"), "%s",
-            mx_static_model_last_error(m));
+  cr_assert(strstr(mx_static_model_last_error(m), "output 1 ('x')"), "%s", mx_static_model_last_error(m));
   /* Failed calls changed nothing: a good step still works. */
   for (int i = 0; i < 15; i++) xin[i] = (float)i;
-  cr_assert_eq(mx_static_model_update_args(m, &in, 1, out, 4), MX_OK, "%s",
-               mx_static_model_last_error(m));
+  cr_assert_eq(mx_static_model_update_args(m, &in, 1, out, 4), MX_OK, "%s", mx_static_model_last_error(m));
   cr_assert_eq(mx_static_model_execute(m, s), MX_OK, "%s", mx_static_model_last_error(m));
   cr_assert_eq(mx_stream_synchronize(s), MX_OK);
   for (int i = 0; i < 15; i++) {
@@ -221,8 +213,7 @@ Test(static_errors, external_fm_must_be_supplied) {
   }
   mx_stream *s;
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
-  cr_assert_eq(mx_static_model_update_args(m, in, ni, out, no), MX_OK, "%s",
-               mx_static_model_last_error(m));
+  cr_assert_eq(mx_static_model_update_args(m, in, ni, out, no), MX_OK, "%s", mx_static_model_last_error(m));
   cr_assert_eq(mx_static_model_execute(m, s), MX_ERR_INVALID_ARGUMENT);
   cr_assert(strstr(mx_static_model_last_error(m), "FM arena"), "%s", mx_static_model_last_error(m));
   void *fm;

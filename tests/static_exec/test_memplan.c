@@ -20,8 +20,8 @@ Test(static_memplan, random_graph_invariants) {
       o.max_streams = streams;
       mx_static_plan *p;
       mx_error err;
-      cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "seed %llu: %s",
-                   (unsigned long long)seed, err.message);
+      cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "seed %llu: %s", (unsigned long long)seed,
+                   err.message);
       char why[512] = "";
       cr_assert(st_check_memory_plan(p, why, sizeof why), "seed %llu, %u streams: %s",
                 (unsigned long long)seed, streams, why);
@@ -46,8 +46,7 @@ Test(static_memplan, random_graph_invariants) {
     mx_graph_destroy(g);
   }
   cr_assert_eq(checked, 180);
-  cr_assert_lt(waits, cross,
-               "the reduction removed no event (%llu waits for %llu cross-stream edges)",
+  cr_assert_lt(waits, cross, "the reduction removed no event (%llu waits for %llu cross-stream edges)",
                (unsigned long long)waits, (unsigned long long)cross);
 }
 
@@ -79,8 +78,7 @@ Test(static_memplan, chain_in_place) {
   mx_value_id v;
   cr_assert_eq(mx_graph_add_input(g, "x", MX_FLOAT32, &s, &v), MX_OK);
   static const char *ops[] = {"Relu", "Neg", "Abs", "Sigmoid"};
-  for (int k = 0; k < 20; k++)
-    cr_assert_eq(mx_graph_add_op(g, ops[k % 4], &v, 1, NULL, 0, &v), MX_OK);
+  for (int k = 0; k < 20; k++) cr_assert_eq(mx_graph_add_op(g, ops[k % 4], &v, 1, NULL, 0, &v), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, v), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK);
   mx_static_plan *p;
@@ -88,8 +86,7 @@ Test(static_memplan, chain_in_place) {
   cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
   mx_static_report r;
   mx_static_plan_report(p, &r);
-  cr_assert_eq(r.fm_bytes, 1024, "one 1 KiB buffer, not %llu bytes",
-               (unsigned long long)r.fm_bytes);
+  cr_assert_eq(r.fm_bytes, 1024, "one 1 KiB buffer, not %llu bytes", (unsigned long long)r.fm_bytes);
   cr_assert_eq(r.lower_bound, 1024);
   cr_assert_eq(r.in_place, 18);
   cr_assert_eq(r.tasks, 20);

@@ -121,8 +121,8 @@ Test(static_mxm, several_plans) {
   o.name = "second";
   cr_assert_eq(mx_static_compile(g, &o, &p[1], &err), MX_OK);
   char *path = temp_path("two.mxm");
-  cr_assert_eq(mx_mxm_save_plans((const mx_static_plan *const *)p, 2, path, NULL, &err), MX_OK,
-               "%s", err.message);
+  cr_assert_eq(mx_mxm_save_plans((const mx_static_plan *const *)p, 2, path, NULL, &err), MX_OK, "%s",
+               err.message);
   mx_static_plan **q;
   size_t n;
   cr_assert_eq(mx_mxm_load_plans(path, &q, &n, &err), MX_OK, "%s", err.message);
@@ -156,8 +156,7 @@ Test(static_mxm, truncated_and_flipped_files_are_rejected) {
   mx_static_plan_destroy(q);
   for (size_t len = 0; len < n; len += 1 + len / 64) {
     q = NULL;
-    cr_assert_eq(mx_mxm_load_memory(img, len, "cut", &q, &err), MX_ERR_MALFORMED,
-                 "truncated at %zu", len);
+    cr_assert_eq(mx_mxm_load_memory(img, len, "cut", &q, &err), MX_ERR_MALFORMED, "truncated at %zu", len);
     cr_assert_null(q);
     cr_assert(strstr(err.message, "'cut'"), "%s", err.message);
   }
@@ -194,8 +193,8 @@ Test(static_mxm, truncated_and_flipped_files_are_rejected) {
 typedef void (*edit_fn)(Mxm__ModelFile *mf);
 
 static mx_status load_edited(const unsigned char *img, size_t n, edit_fn edit, mx_error *err) {
-  uint32_t hsz = (uint32_t)img[12] | (uint32_t)img[13] << 8 | (uint32_t)img[14] << 16 |
-                 (uint32_t)img[15] << 24;
+  uint32_t hsz =
+      (uint32_t)img[12] | (uint32_t)img[13] << 8 | (uint32_t)img[14] << 16 | (uint32_t)img[15] << 24;
   Mxm__FileHeader *h = mxm__file_header__unpack(NULL, hsz, img + 24);
   cr_assert(h);
   Mxm__ModelFile *mf = mxm__model_file__unpack(NULL, n - 24 - hsz, img + 24 + hsz);
@@ -236,12 +235,8 @@ static Mxm__Task *first_kernel(Mxm__ModelFile *mf, const char *op) {
 }
 
 static void e_nothing(Mxm__ModelFile *mf) { (void)mf; }
-static void e_alloc_id(Mxm__ModelFile *mf) {
-  first_kernel(mf, "MatMul")->tensors[0]->alloc_id = 99;
-}
-static void e_offset(Mxm__ModelFile *mf) {
-  first_kernel(mf, "MatMul")->tensors[1]->offset += 1u << 20;
-}
+static void e_alloc_id(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->tensors[0]->alloc_id = 99; }
+static void e_offset(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->tensors[1]->offset += 1u << 20; }
 static void e_dims(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->tensors[2]->dims[0] += 1; }
 static void e_stream(Mxm__ModelFile *mf) { first_kernel(mf, "MatMul")->stream = 7; }
 static void e_event(Mxm__ModelFile *mf) {
@@ -342,7 +337,8 @@ Test(static_mxm, newer_reader_needed) {
 static void put_output_over_input(Mxm__ModelFile *mf, const char *op, uint64_t shift) {
   Mxm__Task *t = first_kernel(mf, op);
   Mxm__TaskTensor *in = t->tensors[0], *out = t->tensors[t->n_inputs];
-  cr_assert_eq(in->alloc_id, 1, "%s's input 0 is in the FM arena", op); /* so the output may be written there */
+  cr_assert_eq(in->alloc_id, 1, "%s's input 0 is in the FM arena",
+               op); /* so the output may be written there */
   out->alloc_id = in->alloc_id;
   out->offset = in->offset + shift;
 }
@@ -485,7 +481,8 @@ Test(static_mxm, unordered_tasks_on_two_streams_are_rejected) {
   static const struct {
     const char *what;
     edit_fn fn;
-  } edits[] = {{"a task without its waits", e_drop_waits}, {"two streams writing the same bytes", e_shared_output}};
+  } edits[] = {{"a task without its waits", e_drop_waits},
+               {"two streams writing the same bytes", e_shared_output}};
   for (size_t k = 0; k < sizeof edits / sizeof edits[0]; k++) {
     mx_status st = load_edited(img, n, edits[k].fn, &err);
     cr_assert_eq(st, MX_ERR_MALFORMED, "%s: %s", edits[k].what, mx_status_name(st));
@@ -522,12 +519,18 @@ static void tiny_plan_init(tiny_plan *tp, bool event_1_to_2, bool task_1_waits) 
   tp->ev[0] = 0, tp->ev[1] = 1;
   static const char *const names[3] = {"first write", "read", "second write"};
   for (int i = 0; i < 3; i++) {
-    tp->t[i] = (mx__ptensor){.dtype = MX_FLOAT32, .rank = 1, .dims = {16}, .nbytes = 64, .alloc = MX__ID_FM,
-                             .n_values = -1};
-    tp->tasks[i] = (mx__ptask){.kind = MX__TASK_KERNEL, .name = names[i], .op = "Relu", .domain = "",
-                               .stream = i == 1, .t = &tp->t[i]};
-    if (i == 1) tp->tasks[i].n_in = 1;
-    else tp->tasks[i].n_out = 1;
+    tp->t[i] = (mx__ptensor){
+        .dtype = MX_FLOAT32, .rank = 1, .dims = {16}, .nbytes = 64, .alloc = MX__ID_FM, .n_values = -1};
+    tp->tasks[i] = (mx__ptask){.kind = MX__TASK_KERNEL,
+                               .name = names[i],
+                               .op = "Relu",
+                               .domain = "",
+                               .stream = i == 1,
+                               .t = &tp->t[i]};
+    if (i == 1)
+      tp->tasks[i].n_in = 1;
+    else
+      tp->tasks[i].n_out = 1;
   }
   tp->tasks[0].records = &tp->ev[0], tp->tasks[0].n_records = 1;
   if (task_1_waits) tp->tasks[1].waits = &tp->ev[0], tp->tasks[1].n_waits = 1;
@@ -542,11 +545,13 @@ Test(static_mxm, order_check_read_then_write_and_write_then_read) {
   cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_OK, "%s", err.message);
   tiny_plan_init(&tp, false, true);
   cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_ERR_MALFORMED);
-  cr_assert(strstr(err.message, "tasks 1 ('read', stream 1) and 2 ('second write', stream 0)"), "%s", err.message);
+  cr_assert(strstr(err.message, "tasks 1 ('read', stream 1) and 2 ('second write', stream 0)"), "%s",
+            err.message);
   cr_assert(strstr(err.message, "bytes 0..64 of the FM region 1, the second writing"), "%s", err.message);
   tiny_plan_init(&tp, true, false);
   cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_ERR_MALFORMED);
-  cr_assert(strstr(err.message, "tasks 0 ('first write', stream 0) and 1 ('read', stream 1)"), "%s", err.message);
+  cr_assert(strstr(err.message, "tasks 0 ('first write', stream 0) and 1 ('read', stream 1)"), "%s",
+            err.message);
   cr_assert(strstr(err.message, "the first writing"), "%s", err.message);
   /* On one stream the same three tasks run in order. */
   tiny_plan_init(&tp, false, false);
@@ -556,6 +561,8 @@ Test(static_mxm, order_check_read_then_write_and_write_then_read) {
   /* ... but a read of bytes nothing wrote yet in the execution is refused on any stream count. */
   tp.tasks[0].n_in = 1, tp.tasks[0].n_out = 0;
   cr_assert_eq(mx__plan_check_order(&tp.p, &err), MX_ERR_MALFORMED);
-  cr_assert(strstr(err.message, "task 0 ('first write') reads bytes 0..64 of the FM region 1, which no earlier task writes"),
-            "%s", err.message);
+  cr_assert(
+      strstr(err.message,
+             "task 0 ('first write') reads bytes 0..64 of the FM region 1, which no earlier task writes"),
+      "%s", err.message);
 }

@@ -39,7 +39,9 @@ static mx_static_plan *save_external(const char *dir, const char *leaf, char *pa
   return p;
 }
 
-static void move(const char *from, const char *to) { cr_assert_eq(rename(from, to), 0, "%s -> %s", from, to); }
+static void move(const char *from, const char *to) {
+  cr_assert_eq(rename(from, to), 0, "%s -> %s", from, to);
+}
 
 static void expect_loads(const char *path, const mx_static_plan *like) {
   mx_static_plan *q = NULL;

@@ -9,8 +9,8 @@
 #include "static_exec/static_exec_impl.h"
 #include "support_static.h"
 
-#define R 8
-#define C 16
+#define R    8
+#define C    16
 #define POOL 3
 
 /* y1 = a * b + c, y2 = (tanh(a) - c) * 0.5; b is frozen. */
@@ -78,8 +78,7 @@ static void run_steps(mx_device_kind kind, mx_hal_model_mode mode) {
     cr_assert_eq(mx_device_alloc(dev, vec, 64, &b_buf[k]), MX_OK);
     cr_assert_eq(mx_device_alloc(dev, (size_t)fm_size, 64, &fm_buf[k]), MX_OK);
   }
-  float b_host[C], b_other[C], a_host[R * C], c_host[R * C], y2_host[R * C], y1_out[R * C],
-      y2_out[R * C];
+  float b_host[C], b_other[C], a_host[R * C], c_host[R * C], y2_host[R * C], y1_out[R * C], y2_out[R * C];
   for (int i = 0; i < C; i++) {
     b_host[i] = 0.25f * (float)(i % 5) - 0.5f;
     b_other[i] = 1000.0f;
@@ -116,25 +115,17 @@ static void run_steps(mx_device_kind kind, mx_hal_model_mode mode) {
     mx_tensor in[3] = {
         {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = a_buf[ia], .placement = MX_DEVICE},
         {.dtype = MX_FLOAT32, .rank = 1, .dims = {C}, .data = b_addr, .placement = MX_DEVICE},
+        {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = c_buf[ic], .placement = MX_DEVICE}};
+    mx_tensor out[2] = {
+        {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = y1_buf[iy1], .placement = MX_DEVICE},
         {.dtype = MX_FLOAT32,
          .rank = 2,
          .dims = {R, C},
-         .data = c_buf[ic],
-         .placement = MX_DEVICE}};
-    mx_tensor out[2] = {{.dtype = MX_FLOAT32,
-                         .rank = 2,
-                         .dims = {R, C},
-                         .data = y1_buf[iy1],
-                         .placement = MX_DEVICE},
-                        {.dtype = MX_FLOAT32,
-                         .rank = 2,
-                         .dims = {R, C},
-                         .data = y2_on_host ? (void *)y2_host : y2_buf[iy2],
-                         .placement = y2_on_host ? MX_HOST : MX_DEVICE}};
+         .data = y2_on_host ? (void *)y2_host : y2_buf[iy2],
+         .placement = y2_on_host ? MX_HOST : MX_DEVICE}};
     cr_assert_eq(mx_static_model_update_workspaces(m, fm_buf[ifm]), MX_OK, "%s",
                  mx_static_model_last_error(m));
-    cr_assert_eq(mx_static_model_update_args(m, in, 3, out, 2), MX_OK, "%s",
-                 mx_static_model_last_error(m));
+    cr_assert_eq(mx_static_model_update_args(m, in, 3, out, 2), MX_OK, "%s", mx_static_model_last_error(m));
     cr_assert_eq(mx_static_model_execute(m, s), MX_OK, "%s", mx_static_model_last_error(m));
     cr_assert_eq(mx_stream_synchronize(s), MX_OK, "step %d", step);
 
@@ -166,11 +157,10 @@ static void run_steps(mx_device_kind kind, mx_hal_model_mode mode) {
     cr_assert_eq(st.total_refreshed, total_expected);
     cr_assert_eq(st.executions, (uint64_t)step + 1);
     /* The first execution also applies the WEIGHT base installed at create. */
-    cr_assert_eq(st.hal.last_refreshed_ids, ne + (step == 0), "step %d: the HAL applied %llu ids",
-                 step, (unsigned long long)st.hal.last_refreshed_ids);
+    cr_assert_eq(st.hal.last_refreshed_ids, ne + (step == 0), "step %d: the HAL applied %llu ids", step,
+                 (unsigned long long)st.hal.last_refreshed_ids);
     if (ne == 0)
-      cr_assert_eq(st.hal.last_patched_slots, 0, "step %d: a step without change patched slots",
-                   step);
+      cr_assert_eq(st.hal.last_patched_slots, 0, "step %d: a step without change patched slots", step);
     if (mode == MX_HAL_MODEL_INDIRECT) cr_assert_eq(st.hal.last_patched_slots, 0);
 
     /* Results against the reference interpreter with the first b. */

@@ -32,8 +32,7 @@ static void check_block(const mxt_block_config *cfg, mx_device_kind kind) {
       cr_assert(r.streams >= 1 && r.streams <= streams[si]);
       cr_assert_gt(r.aliases, 0, "the Reshapes run as no task");
       cr_assert_gt(r.in_place, 0, "some elementwise op works in place");
-      if (streams[si] > 1)
-        cr_assert_gt(r.streams, 1, "the Q/K/V branches use more than one stream");
+      if (streams[si] > 1) cr_assert_gt(r.streams, 1, "the Q/K/V branches use more than one stream");
       mx_static_plan_destroy(p);
     }
   }
@@ -68,8 +67,8 @@ Test(static_transformer, encoder_with_bound_symbols) {
     mx_static_options_init(&o);
     o.max_streams = streams;
     char why[512] = "";
-    cr_assert(st_check_against_reference(g, &o, NULL, dev, 11, why, sizeof why), "%u streams: %s",
-              streams, why);
+    cr_assert(st_check_against_reference(g, &o, NULL, dev, 11, why, sizeof why), "%u streams: %s", streams,
+              why);
   }
   /* Also after folding the shape arithmetic away. */
   cr_assert_eq(mx_graph_optimize(g, NULL), MX_OK, "%s", mx_graph_last_error(g));
@@ -77,8 +76,7 @@ Test(static_transformer, encoder_with_bound_symbols) {
   mx_static_options_init(&o);
   o.max_streams = 2;
   char why[512] = "";
-  cr_assert(st_check_against_reference(g, &o, NULL, dev, 12, why, sizeof why), "optimized: %s",
-            why);
+  cr_assert(st_check_against_reference(g, &o, NULL, dev, 12, why, sizeof why), "optimized: %s", why);
   mx_device_destroy(dev);
   mx_graph_destroy(g);
 }

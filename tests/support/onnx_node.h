@@ -16,11 +16,11 @@
 
 /* One test folder. */
 typedef struct mxt_onnx_case {
-  char *name;        /* folder name, e.g. "test_abs" (malloc'd) */
-  char *dir;         /* folder path (malloc'd) */
-  char *model;       /* path of its model.onnx (malloc'd) */
-  size_t n_inputs;   /* input_<i>.pb files in test_data_set_0, numbered from 0 */
-  size_t n_outputs;  /* output_<i>.pb files in test_data_set_0 */
+  char *name;       /* folder name, e.g. "test_abs" (malloc'd) */
+  char *dir;        /* folder path (malloc'd) */
+  char *model;      /* path of its model.onnx (malloc'd) */
+  size_t n_inputs;  /* input_<i>.pb files in test_data_set_0, numbered from 0 */
+  size_t n_outputs; /* output_<i>.pb files in test_data_set_0 */
 } mxt_onnx_case;
 
 /* The data folder, or NULL after printing a loud "not found, tests skipped" message. The
@@ -43,8 +43,8 @@ void mxt_onnx_node_cases_free(mxt_onnx_case *cases, size_t n);
 char *mxt_onnx_node_pb_path(const mxt_onnx_case *c, bool output, size_t i);
 
 /* Loads one tensor file of a case with mx_tensor_load_pb (see mixrt/tensor.h for ownership). */
-mx_status mxt_onnx_node_load_pb(const mxt_onnx_case *c, bool output, size_t i, mx_tensor *t,
-                                char **name, mx_error *err);
+mx_status mxt_onnx_node_load_pb(const mxt_onnx_case *c, bool output, size_t i, mx_tensor *t, char **name,
+                                mx_error *err);
 
 /* Reads a whole file into a malloc'd buffer (*data, at least 1 byte). False on any error. */
 bool mxt_onnx_node_read_file(const char *path, unsigned char **data, size_t *size);

@@ -21,7 +21,8 @@ bool mxt_needs_control(const mx_graph *g, char *why, size_t cap) {
     bool control = nd->def && (nd->def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND));
     for (uint32_t a = 0; a < nd->n_attrs && !control; a++) control = nd->attrs[a].type == MX_ATTR_GRAPH;
     if (control) {
-      snprintf(why, cap, "node '%s' (%s) runs subgraphs or handles sequences / optionals", nd->name, nd->op_type);
+      snprintf(why, cap, "node '%s' (%s) runs subgraphs or handles sequences / optionals", nd->name,
+               nd->op_type);
       return true;
     }
   }

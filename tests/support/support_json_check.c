@@ -32,7 +32,8 @@ static bool string(cursor *c) {
     char e = c->s[c->i++];
     if (e == 'u') {
       for (int k = 0; k < 4; k++, c->i++)
-        if (!strchr("0123456789abcdefABCDEF", c->s[c->i]) || !c->s[c->i]) return c->err = "bad \\u escape", false;
+        if (!strchr("0123456789abcdefABCDEF", c->s[c->i]) || !c->s[c->i])
+          return c->err = "bad \\u escape", false;
     } else if (!e || !strchr("\"\\/bfnrt", e)) {
       return c->err = "bad escape", false;
     }
@@ -42,9 +43,12 @@ static bool string(cursor *c) {
 static bool number(cursor *c) {
   size_t start = c->i;
   if (c->s[c->i] == '-') c->i++;
-  if (c->s[c->i] == '0') c->i++;
-  else if (c->s[c->i] >= '1' && c->s[c->i] <= '9') while (c->s[c->i] >= '0' && c->s[c->i] <= '9') c->i++;
-  else return c->err = "bad number", false;
+  if (c->s[c->i] == '0')
+    c->i++;
+  else if (c->s[c->i] >= '1' && c->s[c->i] <= '9')
+    while (c->s[c->i] >= '0' && c->s[c->i] <= '9') c->i++;
+  else
+    return c->err = "bad number", false;
   if (c->s[c->i] == '.') {
     c->i++;
     if (!(c->s[c->i] >= '0' && c->s[c->i] <= '9')) return c->err = "bad fraction", false;

@@ -74,7 +74,7 @@ static size_t count_pb(const char *dir, const char *prefix) {
 #endif
 
 bool mxt_onnx_node_is_known_gap(const char *name) {
-  static unsigned char *gaps;   /* the file, read once; never freed (test processes are short) */
+  static unsigned char *gaps; /* the file, read once; never freed (test processes are short) */
   static bool loaded;
   if (!loaded) {
     size_t size;
@@ -172,12 +172,13 @@ static mx_value_kind case_value_kind(const mxt_onnx_case *c, bool output, size_t
   return kind;
 }
 
-mx_status mxt_onnx_node_load_pb(const mxt_onnx_case *c, bool output, size_t i, mx_tensor *t,
-                                char **name, mx_error *err) {
+mx_status mxt_onnx_node_load_pb(const mxt_onnx_case *c, bool output, size_t i, mx_tensor *t, char **name,
+                                mx_error *err) {
   char *p = mxt_onnx_node_pb_path(c, output, i);
   if (!p) return MX_ERR_OUT_OF_MEMORY;
   mx_value_kind kind = case_value_kind(c, output, i);
-  mx_status st = kind == MX_KIND_TENSOR ? mx_tensor_load_pb(p, t, name, err) : mx_value_load_pb(p, kind, t, err);
+  mx_status st =
+      kind == MX_KIND_TENSOR ? mx_tensor_load_pb(p, t, name, err) : mx_value_load_pb(p, kind, t, err);
   if (st == MX_OK && name && kind != MX_KIND_TENSOR) *name = NULL;
   free(p);
   return st;

@@ -13,17 +13,17 @@
 
 #include "mixrt/graph.h"
 
-#define MXT_TRANSFORMER_HIDDEN 64   /* model width: the last dim of input and output */
-#define MXT_TRANSFORMER_HEADS 4     /* attention heads */
-#define MXT_TRANSFORMER_HEAD_DIM 16 /* HIDDEN / HEADS */
-#define MXT_TRANSFORMER_MAX_POS 128 /* rows of the position-embedding table */
+#define MXT_TRANSFORMER_HIDDEN   64  /* model width: the last dim of input and output */
+#define MXT_TRANSFORMER_HEADS    4   /* attention heads */
+#define MXT_TRANSFORMER_HEAD_DIM 16  /* HIDDEN / HEADS */
+#define MXT_TRANSFORMER_MAX_POS  128 /* rows of the position-embedding table */
 
 /* Names of the graph's input (float32 [batch, seq, HIDDEN]), its output (same shape) and the
  * two symbols of the input shape. */
-#define MXT_TRANSFORMER_INPUT "x"
+#define MXT_TRANSFORMER_INPUT  "x"
 #define MXT_TRANSFORMER_OUTPUT "y"
-#define MXT_TRANSFORMER_BATCH "batch"
-#define MXT_TRANSFORMER_SEQ "seq"
+#define MXT_TRANSFORMER_BATCH  "batch"
+#define MXT_TRANSFORMER_SEQ    "seq"
 
 /* Builds the graph (not yet inferred) into a new graph named "encoder_layer"; *out receives
  * ownership (mx_graph_destroy). Weights are small deterministic constants. On failure *out is

@@ -26,8 +26,9 @@ static void random_dag(mx_exe_builder *b, uint32_t n, uint32_t seed) {
       if ((s >> 60) & 1) in[n_in++] = 1 + (uint32_t)((s >> 33) % i);
     }
     uint32_t out = i + 1;
-    cr_assert_eq(mx__exe_builder_add(b, touch, in, (uint16_t)n_in, &out, 1, NULL, 0, (uint32_t)(s >> 40) % 7, NULL),
-                 MX_OK);
+    cr_assert_eq(
+        mx__exe_builder_add(b, touch, in, (uint16_t)n_in, &out, 1, NULL, 0, (uint32_t)(s >> 40) % 7, NULL),
+        MX_OK);
   }
 }
 
@@ -56,7 +57,8 @@ Test(exe_graph, executors_agree_on_random_dags) {
       for (int rep = 0; rep < 3; rep++) {
         memset(v, 0, (n + 1) * sizeof *v);
         run.values = v;
-        mx_status st = e == 0 ? mx__exe_run_topological(&g, &run, &scratch) : mx__exe_run_parallel(pool, &g, &run);
+        mx_status st =
+            e == 0 ? mx__exe_run_topological(&g, &run, &scratch) : mx__exe_run_parallel(pool, &g, &run);
         cr_assert_eq(st, MX_OK, "%s", err.message);
         /* Touch writes 1 + the longest path to the node: identical whatever the executor. */
         cr_assert_eq(memcmp(v, ref, (n + 1) * sizeof *v), 0, "executor %d differs on seed %u", e, seed);
@@ -128,7 +130,7 @@ Test(exe_graph, failure_stops_and_names_the_node) {
   for (int e = 0; e < 3; e++) {
     mx_exe_value v[8] = {0};
     mx_exe_run run = {.values = v, .err = &err, .failed_node = UINT32_MAX};
-    mx_status st = e == 0 ? mx__exe_run_sequential(&g, &run)
+    mx_status st = e == 0   ? mx__exe_run_sequential(&g, &run)
                    : e == 1 ? mx__exe_run_topological(&g, &run, &scratch)
                             : mx__exe_run_parallel(pool, &g, &run);
     cr_assert_eq(st, MX_ERR_INTERNAL);

@@ -16,12 +16,12 @@
 
 /* Every allocation of the models built so far. */
 typedef struct mxb {
-  void **allocs;     /* malloc'd blocks to free */
+  void **allocs; /* malloc'd blocks to free */
   size_t n, cap;
 } mxb;
 
 void mxb_free(mxb *b);
-void *mxb_alloc(mxb *b, size_t size);  /* zeroed */
+void *mxb_alloc(mxb *b, size_t size); /* zeroed */
 char *mxb_str(mxb *b, const char *s);
 
 /* A model with IR version 8 importing the default domain at `opset`, holding an empty graph
@@ -33,13 +33,11 @@ Onnx__GraphProto *mxb_graph(mxb *b, const char *name);
 /* Adds an opset import to the model. */
 void mxb_opset(mxb *b, Onnx__ModelProto *m, const char *domain, int64_t version);
 /* Adds a graph input / output of element type `elem` (0: no type at all) and shape `dims`. */
-Onnx__ValueInfoProto *mxb_input(mxb *b, Onnx__GraphProto *g, const char *name, int elem,
-                                const char *dims);
-Onnx__ValueInfoProto *mxb_output(mxb *b, Onnx__GraphProto *g, const char *name, int elem,
-                                 const char *dims);
+Onnx__ValueInfoProto *mxb_input(mxb *b, Onnx__GraphProto *g, const char *name, int elem, const char *dims);
+Onnx__ValueInfoProto *mxb_output(mxb *b, Onnx__GraphProto *g, const char *name, int elem, const char *dims);
 /* Adds a node; inputs and outputs are comma-separated lists (NULL: none). */
-Onnx__NodeProto *mxb_node(mxb *b, Onnx__GraphProto *g, const char *op, const char *name,
-                          const char *inputs, const char *outputs);
+Onnx__NodeProto *mxb_node(mxb *b, Onnx__GraphProto *g, const char *op, const char *name, const char *inputs,
+                          const char *outputs);
 
 /* Adds attributes to a node. */
 Onnx__AttributeProto *mxb_attr(mxb *b, Onnx__NodeProto *n, const char *name,
@@ -49,15 +47,14 @@ void mxb_attr_float(mxb *b, Onnx__NodeProto *n, const char *name, float v);
 void mxb_attr_string(mxb *b, Onnx__NodeProto *n, const char *name, const char *v);
 void mxb_attr_ints(mxb *b, Onnx__NodeProto *n, const char *name, const int64_t *v, size_t count);
 void mxb_attr_floats(mxb *b, Onnx__NodeProto *n, const char *name, const float *v, size_t count);
-void mxb_attr_strings(mxb *b, Onnx__NodeProto *n, const char *name, const char *const *v,
-                      size_t count);
+void mxb_attr_strings(mxb *b, Onnx__NodeProto *n, const char *name, const char *const *v, size_t count);
 void mxb_attr_tensor(mxb *b, Onnx__NodeProto *n, const char *name, Onnx__TensorProto *t);
 void mxb_attr_graph(mxb *b, Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g);
 
 /* A tensor of element type `elem` with comma-separated concrete dims ("" or NULL: a scalar)
  * and, when raw is not NULL, raw_data of raw_len bytes. */
-Onnx__TensorProto *mxb_tensor(mxb *b, const char *name, int elem, const char *dims,
-                              const void *raw, size_t raw_len);
+Onnx__TensorProto *mxb_tensor(mxb *b, const char *name, int elem, const char *dims, const void *raw,
+                              size_t raw_len);
 /* Adds a tensor as an initializer of g. */
 void mxb_initializer(mxb *b, Onnx__GraphProto *g, Onnx__TensorProto *t);
 /* Adds an external_data key/value entry to t (and marks its data location EXTERNAL). */

@@ -132,22 +132,20 @@ static Onnx__ValueInfoProto *value_info(mxb *b, const char *name, int elem, cons
   return vi;
 }
 
-Onnx__ValueInfoProto *mxb_input(mxb *b, Onnx__GraphProto *g, const char *name, int elem,
-                                const char *dims) {
+Onnx__ValueInfoProto *mxb_input(mxb *b, Onnx__GraphProto *g, const char *name, int elem, const char *dims) {
   Onnx__ValueInfoProto *vi = value_info(b, name, elem, dims);
   push(b, &g->input, &g->n_input, vi);
   return vi;
 }
 
-Onnx__ValueInfoProto *mxb_output(mxb *b, Onnx__GraphProto *g, const char *name, int elem,
-                                 const char *dims) {
+Onnx__ValueInfoProto *mxb_output(mxb *b, Onnx__GraphProto *g, const char *name, int elem, const char *dims) {
   Onnx__ValueInfoProto *vi = value_info(b, name, elem, dims);
   push(b, &g->output, &g->n_output, vi);
   return vi;
 }
 
-Onnx__NodeProto *mxb_node(mxb *b, Onnx__GraphProto *g, const char *op, const char *name,
-                          const char *inputs, const char *outputs) {
+Onnx__NodeProto *mxb_node(mxb *b, Onnx__GraphProto *g, const char *op, const char *name, const char *inputs,
+                          const char *outputs) {
   Onnx__NodeProto *n = mxb_alloc(b, sizeof *n);
   onnx__node_proto__init(n);
   n->op_type = mxb_str(b, op);
@@ -202,8 +200,7 @@ void mxb_attr_floats(mxb *b, Onnx__NodeProto *n, const char *name, const float *
   if (count) memcpy(a->floats, v, count * sizeof *a->floats);
 }
 
-void mxb_attr_strings(mxb *b, Onnx__NodeProto *n, const char *name, const char *const *v,
-                      size_t count) {
+void mxb_attr_strings(mxb *b, Onnx__NodeProto *n, const char *name, const char *const *v, size_t count) {
   Onnx__AttributeProto *a = mxb_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
   a->n_strings = count;
   a->strings = mxb_alloc(b, count * sizeof *a->strings);
@@ -223,8 +220,8 @@ void mxb_attr_graph(mxb *b, Onnx__NodeProto *n, const char *name, Onnx__GraphPro
   a->g = g;
 }
 
-Onnx__TensorProto *mxb_tensor(mxb *b, const char *name, int elem, const char *dims,
-                              const void *raw, size_t raw_len) {
+Onnx__TensorProto *mxb_tensor(mxb *b, const char *name, int elem, const char *dims, const void *raw,
+                              size_t raw_len) {
   Onnx__TensorProto *t = mxb_alloc(b, sizeof *t);
   onnx__tensor_proto__init(t);
   t->name = mxb_str(b, name);

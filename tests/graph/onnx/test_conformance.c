@@ -27,18 +27,17 @@ static size_t load_cases(mxt_onnx_case **cases) {
 }
 
 /* Checks a loaded tensor against a declared element type and (possibly partial) shape. */
-static void expect_matches(const char *where, const mx_tensor *t, mx_dtype dtype,
-                           const mx_shape *shape) {
-  cr_expect_eq(t->dtype, dtype, "%s: tensor file has %s, model declares %s", where,
-               mx_dtype_name(t->dtype), mx_dtype_name(dtype));
+static void expect_matches(const char *where, const mx_tensor *t, mx_dtype dtype, const mx_shape *shape) {
+  cr_expect_eq(t->dtype, dtype, "%s: tensor file has %s, model declares %s", where, mx_dtype_name(t->dtype),
+               mx_dtype_name(dtype));
   if (shape->rank == MX_RANK_UNKNOWN) return;
-  cr_expect_eq(t->rank, shape->rank, "%s: tensor file has rank %d, model declares %d", where,
-               (int)t->rank, (int)shape->rank);
+  cr_expect_eq(t->rank, shape->rank, "%s: tensor file has rank %d, model declares %d", where, (int)t->rank,
+               (int)shape->rank);
   if (t->rank != shape->rank) return;
   for (int32_t d = 0; d < shape->rank; d++)
     if (mx_dim_is_concrete(shape->dims[d]))
-      cr_expect_eq(t->dims[d], shape->dims[d], "%s: dim %d is %lld, model declares %lld", where,
-                   (int)d, (long long)t->dims[d], (long long)shape->dims[d]);
+      cr_expect_eq(t->dims[d], shape->dims[d], "%s: dim %d is %lld, model declares %lld", where, (int)d,
+                   (long long)t->dims[d], (long long)shape->dims[d]);
 }
 
 /* The declared type of a graph output, read from the model file itself (concrete dims only;
@@ -80,9 +79,7 @@ static void collect_ops(const mx_graph *g, char ***ops, size_t *n, size_t *cap) 
   for (size_t i = 0; i < g->n_subgraphs; i++) collect_ops(g->subgraphs[i], ops, n, cap);
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 Test(onnx_conformance, every_model_imports_and_matches_its_data) {
   mxt_onnx_case *cases;
@@ -108,8 +105,8 @@ Test(onnx_conformance, every_model_imports_and_matches_its_data) {
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, bytes);
     cr_assert_not_null(m, "%s: protobuf-c cannot read the model", tc->name);
 
-    cr_expect_eq(mx_graph_input_count(g), tc->n_inputs, "%s: %zu graph inputs, %zu input files",
-                 tc->name, mx_graph_input_count(g), tc->n_inputs);
+    cr_expect_eq(mx_graph_input_count(g), tc->n_inputs, "%s: %zu graph inputs, %zu input files", tc->name,
+                 mx_graph_input_count(g), tc->n_inputs);
     for (size_t i = 0; i < tc->n_inputs && i < mx_graph_input_count(g); i++) {
       char where[300];
       snprintf(where, sizeof where, "%s input_%zu.pb", tc->name, i);
@@ -126,15 +123,15 @@ Test(onnx_conformance, every_model_imports_and_matches_its_data) {
       }
       mx_shape shape;
       cr_assert(mx_graph_value_shape(g, v, &shape));
-      cr_expect_str_eq(name, mx_graph_value_name(g, v), "%s: tensor '%s' feeds input '%s'", where,
-                       name, mx_graph_value_name(g, v));
+      cr_expect_str_eq(name, mx_graph_value_name(g, v), "%s: tensor '%s' feeds input '%s'", where, name,
+                       mx_graph_value_name(g, v));
       expect_matches(where, &t, mx_graph_value_dtype(g, v), &shape);
       free(name);
       mx_tensor_release(&t);
     }
 
-    cr_expect_eq(mx_graph_output_count(g), tc->n_outputs, "%s: %zu graph outputs, %zu output files",
-                 tc->name, mx_graph_output_count(g), tc->n_outputs);
+    cr_expect_eq(mx_graph_output_count(g), tc->n_outputs, "%s: %zu graph outputs, %zu output files", tc->name,
+                 mx_graph_output_count(g), tc->n_outputs);
     for (size_t i = 0; i < tc->n_outputs && i < mx_graph_output_count(g); i++) {
       char where[300];
       snprintf(where, sizeof where, "%s output_%zu.pb", tc->name, i);
@@ -162,8 +159,7 @@ Test(onnx_conformance, every_model_imports_and_matches_its_data) {
   cr_expect_eq(imported, n, "%zu of %zu models imported", imported, n);
 
   if (n_missing) qsort(missing, n_missing, sizeof *missing, cmp_str);
-  fprintf(stderr, "onnx conformance: %zu models imported, %zu tensor files checked\n", imported,
-          tensors);
+  fprintf(stderr, "onnx conformance: %zu models imported, %zu tensor files checked\n", imported, tensors);
   fprintf(stderr, "onnx conformance: %zu op types without a definition in graph/ops%s", n_missing,
           n_missing ? ":" : "\n");
   for (size_t i = 0; i < n_missing; i++) {

@@ -9,15 +9,14 @@
 #include <unistd.h>
 
 #include "graph/ir.h"
-#include "mixrt/onnx.h"
 #include "graph/onnx/onnx_build.h"
+#include "mixrt/onnx.h"
 
 #define FLOAT ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
 #define INT64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
 
 /* Packs and loads m from memory (base_dir may be NULL); returns the status, *g the graph. */
-static mx_status load(mxb *b, Onnx__ModelProto *m, const char *base_dir, mx_graph **g,
-                      mx_error *err) {
+static mx_status load(mxb *b, Onnx__ModelProto *m, const char *base_dir, mx_graph **g, mx_error *err) {
   size_t size;
   uint8_t *bytes = mxb_pack(b, m, &size);
   mx_status st = mx_onnx_load_memory(bytes, size, base_dir, g, err);
@@ -37,13 +36,13 @@ static void expect_failure(mxb *b, Onnx__ModelProto *m, const char *base_dir, mx
   cr_assert_eq(st, want, "expected %s, got %s: %s", mx_status_name(want), mx_status_name(st),
                st == MX_OK ? "(loaded)" : err.message);
   for (size_t i = 0; i < n_needles; i++)
-    cr_expect(strstr(err.message, needles[i]) != NULL, "message '%s' does not mention '%s'",
-              err.message, needles[i]);
+    cr_expect(strstr(err.message, needles[i]) != NULL, "message '%s' does not mention '%s'", err.message,
+              needles[i]);
   mx_graph_destroy(g);
 }
 
-#define EXPECT_FAILURE(b, m, dir, want, ...)                                                \
-  expect_failure((b), (m), (dir), (want), (const char *const[]){__VA_ARGS__},               \
+#define EXPECT_FAILURE(b, m, dir, want, ...)                                  \
+  expect_failure((b), (m), (dir), (want), (const char *const[]){__VA_ARGS__}, \
                  sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
 
 /* y = Add(x, w) over a float [2, 3] input and initializer w. */
@@ -74,8 +73,7 @@ Test(onnx_hostile, raw_data_longer_than_dims) {
 
 Test(onnx_hostile, dims_whose_element_count_overflows) {
   mxb b = {0};
-  Onnx__ModelProto *m =
-      add_model(&b, mxb_tensor(&b, "w", FLOAT, "4294967296,4294967296", NULL, 0));
+  Onnx__ModelProto *m = add_model(&b, mxb_tensor(&b, "w", FLOAT, "4294967296,4294967296", NULL, 0));
   EXPECT_FAILURE(&b, m, NULL, MX_ERR_LIMIT, "initializer 'w'", "64 bits");
   mxb_free(&b);
 }
@@ -104,8 +102,7 @@ Test(onnx_hostile, negative_dim) {
 Test(onnx_hostile, tensor_rank_above_eight) {
   mxb b = {0};
   float one = 1;
-  Onnx__ModelProto *m =
-      add_model(&b, mxb_tensor(&b, "w", FLOAT, "1,1,1,1,1,1,1,1,1", &one, sizeof one));
+  Onnx__ModelProto *m = add_model(&b, mxb_tensor(&b, "w", FLOAT, "1,1,1,1,1,1,1,1,1", &one, sizeof one));
   EXPECT_FAILURE(&b, m, NULL, MX_ERR_UNSUPPORTED, "initializer 'w'", "rank 9");
   mxb_free(&b);
 }
@@ -154,8 +151,7 @@ Test(onnx_hostile, cycle_behind_other_nodes) {
   mx_error err;
   cr_assert_eq(load(&b, m, NULL, &g, &err), MX_ERR_INVALID_GRAPH);
   cr_expect(strstr(err.message, "cycle"), "%s", err.message);
-  cr_expect(!strstr(err.message, "downstream"), "names a node that is not on the cycle: %s",
-            err.message);
+  cr_expect(!strstr(err.message, "downstream"), "names a node that is not on the cycle: %s", err.message);
   mxb_free(&b);
 }
 
@@ -193,8 +189,8 @@ Test(onnx_hostile, node_output_shadowing_an_input) {
 Test(onnx_hostile, unsupported_initializer_dtype) {
   mxb b = {0};
   double raw[6] = {0};
-  Onnx__ModelProto *m = add_model(
-      &b, mxb_tensor(&b, "w", ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, "3", raw, sizeof raw));
+  Onnx__ModelProto *m =
+      add_model(&b, mxb_tensor(&b, "w", ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128, "3", raw, sizeof raw));
   EXPECT_FAILURE(&b, m, NULL, MX_ERR_UNSUPPORTED, "initializer 'w'", "complex128");
   mxb_free(&b);
 }
@@ -288,8 +284,7 @@ Test(onnx_hostile, sparse_attribute) {
   Onnx__ModelProto *m = mxb_model(&b, 17);
   mxb_input(&b, m->graph, "x", FLOAT, "2");
   Onnx__NodeProto *n = mxb_node(&b, m->graph, "Custom", "odd", "x", "y");
-  Onnx__AttributeProto *a =
-      mxb_attr(&b, n, "weights", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR);
+  Onnx__AttributeProto *a = mxb_attr(&b, n, "weights", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR);
   Onnx__SparseTensorProto *sp = mxb_alloc(&b, sizeof *sp);
   onnx__sparse_tensor_proto__init(sp);
   a->sparse_tensor = sp;
@@ -528,13 +523,13 @@ Test(onnx_hostile, external_data_escaping_the_directory) {
                  "initializer 'w'", "../secret.bin");
   EXPECT_FAILURE(&b, external_model(&b, "a/../../secret.bin", NULL, NULL), sub, MX_ERR_MALFORMED,
                  "initializer 'w'");
-  EXPECT_FAILURE(&b, external_model(&b, outside, NULL, NULL), sub, MX_ERR_MALFORMED,
-                 "initializer 'w'", "absolute");
+  EXPECT_FAILURE(&b, external_model(&b, outside, NULL, NULL), sub, MX_ERR_MALFORMED, "initializer 'w'",
+                 "absolute");
   /* A symbolic link inside the directory that points outside it. */
   char *link = path_in(sub, "link.bin");
   cr_assert_eq(symlink(outside, link), 0);
-  EXPECT_FAILURE(&b, external_model(&b, "link.bin", NULL, NULL), sub, MX_ERR_MALFORMED,
-                 "initializer 'w'", "outside");
+  EXPECT_FAILURE(&b, external_model(&b, "link.bin", NULL, NULL), sub, MX_ERR_MALFORMED, "initializer 'w'",
+                 "outside");
   /* From memory without a base directory, external data is refused. */
   EXPECT_FAILURE(&b, external_model(&b, "w.bin", NULL, NULL), NULL, MX_ERR_INVALID_ARGUMENT,
                  "initializer 'w'", "w.bin");
@@ -557,28 +552,26 @@ Test(onnx_hostile, external_data_sizes_are_checked) {
   cr_assert_eq(mxb_write_file(file, w, sizeof w), 0); /* 32 bytes; the tensor needs 24 */
 
   /* Whole file (no length): 32 bytes for a 24-byte tensor. */
-  EXPECT_FAILURE(&b, external_model(&b, "w.bin", NULL, NULL), dir, MX_ERR_MALFORMED,
-                 "initializer 'w'", "32");
-  EXPECT_FAILURE(&b, external_model(&b, "w.bin", "0", "20"), dir, MX_ERR_MALFORMED,
-                 "initializer 'w'", "length 20");
-  EXPECT_FAILURE(&b, external_model(&b, "w.bin", "16", "24"), dir, MX_ERR_MALFORMED,
-                 "initializer 'w'", "past the end");
-  EXPECT_FAILURE(&b, external_model(&b, "w.bin", "64", "24"), dir, MX_ERR_MALFORMED,
-                 "initializer 'w'", "offset 64");
-  EXPECT_FAILURE(&b, external_model(&b, "w.bin", "-4", "24"), dir, MX_ERR_MALFORMED,
-                 "initializer 'w'", "offset");
-  EXPECT_FAILURE(&b, external_model(&b, "w.bin", "99999999999999999999999", "24"), dir,
-                 MX_ERR_MALFORMED, "initializer 'w'");
-  EXPECT_FAILURE(&b, external_model(&b, "missing.bin", NULL, NULL), dir, MX_ERR_IO,
-                 "initializer 'w'", "missing.bin", "No such file");
-  EXPECT_FAILURE(&b, external_model(&b, "", NULL, NULL), dir, MX_ERR_MALFORMED,
-                 "initializer 'w'", "location");
+  EXPECT_FAILURE(&b, external_model(&b, "w.bin", NULL, NULL), dir, MX_ERR_MALFORMED, "initializer 'w'", "32");
+  EXPECT_FAILURE(&b, external_model(&b, "w.bin", "0", "20"), dir, MX_ERR_MALFORMED, "initializer 'w'",
+                 "length 20");
+  EXPECT_FAILURE(&b, external_model(&b, "w.bin", "16", "24"), dir, MX_ERR_MALFORMED, "initializer 'w'",
+                 "past the end");
+  EXPECT_FAILURE(&b, external_model(&b, "w.bin", "64", "24"), dir, MX_ERR_MALFORMED, "initializer 'w'",
+                 "offset 64");
+  EXPECT_FAILURE(&b, external_model(&b, "w.bin", "-4", "24"), dir, MX_ERR_MALFORMED, "initializer 'w'",
+                 "offset");
+  EXPECT_FAILURE(&b, external_model(&b, "w.bin", "99999999999999999999999", "24"), dir, MX_ERR_MALFORMED,
+                 "initializer 'w'");
+  EXPECT_FAILURE(&b, external_model(&b, "missing.bin", NULL, NULL), dir, MX_ERR_IO, "initializer 'w'",
+                 "missing.bin", "No such file");
+  EXPECT_FAILURE(&b, external_model(&b, "", NULL, NULL), dir, MX_ERR_MALFORMED, "initializer 'w'",
+                 "location");
 
   /* The right region loads. */
   mx_graph *g = NULL;
   mx_error err;
-  cr_assert_eq(load(&b, external_model(&b, "w.bin", "8", "24"), dir, &g, &err), MX_OK, "%s",
-               err.message);
+  cr_assert_eq(load(&b, external_model(&b, "w.bin", "8", "24"), dir, &g, &err), MX_OK, "%s", err.message);
   const mx_tensor *t = mx_graph_value_constant(g, mx_graph_find_value(g, "w"));
   cr_assert_not_null(t);
   cr_expect_eq(((const float *)t->data)[0], 3.0f);
@@ -596,8 +589,8 @@ Test(onnx_hostile, external_data_in_a_fifo_does_not_hang) {
   char *dir = temp_dir();
   char *fifo = path_in(dir, "pipe.bin");
   cr_assert_eq(mkfifo(fifo, 0600), 0, "mkfifo: %s", strerror(errno));
-  EXPECT_FAILURE(&b, external_model(&b, "pipe.bin", NULL, NULL), dir, MX_ERR_IO,
-                 "initializer 'w'", "not a regular file");
+  EXPECT_FAILURE(&b, external_model(&b, "pipe.bin", NULL, NULL), dir, MX_ERR_IO, "initializer 'w'",
+                 "not a regular file");
   unlink(fifo);
   rmdir(dir);
   free(fifo);
@@ -627,8 +620,7 @@ Test(onnx_hostile, errors_in_a_file_name_the_file) {
   char *file = path_in(dir, "bad.onnx");
   float data[5] = {0};
   size_t size;
-  uint8_t *bytes =
-      mxb_pack(&b, add_model(&b, mxb_tensor(&b, "w", FLOAT, "2,3", data, sizeof data)), &size);
+  uint8_t *bytes = mxb_pack(&b, add_model(&b, mxb_tensor(&b, "w", FLOAT, "2,3", data, sizeof data)), &size);
   cr_assert_eq(mxb_write_file(file, bytes, size), 0);
   mx_graph *g = NULL;
   mx_error err;

@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "graph/ir.h"
-#include "mixrt/onnx.h"
 #include "graph/onnx/onnx_build.h"
+#include "mixrt/onnx.h"
 
 #define FLOAT ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
 #define INT64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
-#define BOOL ONNX__TENSOR_PROTO__DATA_TYPE__BOOL
+#define BOOL  ONNX__TENSOR_PROTO__DATA_TYPE__BOOL
 
 /* Packs and loads m; asserts success. */
 static mx_graph *load_ok(mxb *b, Onnx__ModelProto *m) {
@@ -50,10 +50,10 @@ Test(onnx_import, input_dims_symbols_and_unknowns) {
   mxb_input(&b, m->graph, "a", FLOAT, "batch,seq,768");
   mxb_input(&b, m->graph, "b", FLOAT, "batch,?,-1");
   mxb_input(&b, m->graph, "c", INT64, "seq");
-  mxb_input(&b, m->graph, "d", FLOAT, NULL);  /* no shape: unknown rank */
-  mxb_input(&b, m->graph, "e", FLOAT, "-2");  /* GE: unknown rank */
-  mxb_input(&b, m->graph, "f", FLOAT, "");    /* a scalar */
-  mxb_input(&b, m->graph, "g", 0, NULL);      /* no type at all */
+  mxb_input(&b, m->graph, "d", FLOAT, NULL); /* no shape: unknown rank */
+  mxb_input(&b, m->graph, "e", FLOAT, "-2"); /* GE: unknown rank */
+  mxb_input(&b, m->graph, "f", FLOAT, "");   /* a scalar */
+  mxb_input(&b, m->graph, "g", 0, NULL);     /* no type at all */
   mxb_node(&b, m->graph, "Concat", "cat", "a,b,c,d,e,f,g", "y");
   mxb_output(&b, m->graph, "y", FLOAT, NULL);
   mx_graph *g = load_ok(&b, m);
@@ -181,11 +181,11 @@ Test(onnx_import, generated_and_deduplicated_names) {
   mxb b = {0};
   Onnx__ModelProto *m = mxb_model(&b, 17);
   mxb_input(&b, m->graph, "x", FLOAT, "2");
-  mxb_node(&b, m->graph, "Relu", "", "x", "a");     /* no name */
-  mxb_node(&b, m->graph, "Relu", "", "a", "b");     /* no name either */
+  mxb_node(&b, m->graph, "Relu", "", "x", "a"); /* no name */
+  mxb_node(&b, m->graph, "Relu", "", "a", "b"); /* no name either */
   mxb_node(&b, m->graph, "Neg", "dup", "b", "c");
-  mxb_node(&b, m->graph, "Neg", "dup", "c", "d");   /* same name again */
-  mxb_node(&b, m->graph, "Abs", "Relu", "d", "e");  /* an explicit name a generated one must avoid */
+  mxb_node(&b, m->graph, "Neg", "dup", "c", "d");  /* same name again */
+  mxb_node(&b, m->graph, "Abs", "Relu", "d", "e"); /* an explicit name a generated one must avoid */
   mxb_output(&b, m->graph, "e", FLOAT, NULL);
   mx_graph *g = load_ok(&b, m);
   cr_assert_eq(mx_graph_node_count(g), 5);
@@ -195,8 +195,7 @@ Test(onnx_import, generated_and_deduplicated_names) {
   cr_expect_eq(node_named(g, "dup")->outputs[0], value_named(g, "c"), "first 'dup' keeps the name");
   /* Every node has a distinct name. */
   for (size_t i = 0; i < g->n_nodes; i++)
-    for (size_t k = i + 1; k < g->n_nodes; k++)
-      cr_expect_str_neq(g->nodes[i].name, g->nodes[k].name);
+    for (size_t k = i + 1; k < g->n_nodes; k++) cr_expect_str_neq(g->nodes[i].name, g->nodes[k].name);
   mx_graph_destroy(g);
   mxb_free(&b);
 }
@@ -288,8 +287,7 @@ Test(onnx_import, attributes_of_every_kind) {
   mxb_attr_floats(&b, n, "fs", (float[]){0.25f, 4}, 2);
   mxb_attr_strings(&b, n, "ss", (const char *const[]){"a", "", "ccc"}, 3);
   int32_t tv[2] = {7, 8};
-  mxb_attr_tensor(&b, n, "t",
-                  mxb_tensor(&b, "tt", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "2", tv, sizeof tv));
+  mxb_attr_tensor(&b, n, "t", mxb_tensor(&b, "tt", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, "2", tv, sizeof tv));
   mxb_attr_ints(&b, n, "empty", NULL, 0);
   /* An IR version 1 style attribute without a type. */
   Onnx__AttributeProto *old = mxb_attr(&b, n, "untyped", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED);
@@ -453,7 +451,10 @@ Test(onnx_import, typed_data_fields) {
     cr_expect_eq(t.dtype, narrow[k].dtype);
     cr_expect_eq(t.rank, 2);
     switch (t.dtype) {
-      case MX_INT8: cr_expect_eq(((int8_t *)t.data)[0], -1); cr_expect_eq(((int8_t *)t.data)[1], 44); break;
+      case MX_INT8:
+        cr_expect_eq(((int8_t *)t.data)[0], -1);
+        cr_expect_eq(((int8_t *)t.data)[1], 44);
+        break;
       case MX_UINT8: cr_expect_eq(((uint8_t *)t.data)[0], 255); break;
       case MX_INT16: cr_expect_eq(((int16_t *)t.data)[1], 300); break;
       case MX_INT32: cr_expect_eq(((int32_t *)t.data)[1], 300); break;

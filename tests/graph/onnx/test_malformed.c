@@ -14,14 +14,14 @@
 #include <unistd.h>
 
 #include "graph/ir.h"
-#include "mixrt/onnx.h"
 #include "graph/onnx/onnx_build.h"
+#include "mixrt/onnx.h"
 #include "support/onnx_node.h"
 
 #define N_TRUNCATIONS 10   /* offsets per file, including 0 and size - 1 */
 #define N_MODEL_FLIPS 64   /* mutated copies per model */
-#define N_PB_FLIPS 16      /* mutated copies per tensor file */
-#define N_RICH_FLIPS 4000  /* mutated copies of the hand-built model with every feature */
+#define N_PB_FLIPS    16   /* mutated copies per tensor file */
+#define N_RICH_FLIPS  4000 /* mutated copies of the hand-built model with every feature */
 
 static size_t load_cases(mxt_onnx_case **cases) {
   const char *root = mxt_onnx_node_dir();
@@ -75,8 +75,7 @@ static void check_graph(const char *what, mx_graph *g) {
       cr_assert(nd->inputs[k] == MX_NO_VALUE || mx__value_valid(g, nd->inputs[k]),
                 "%s: node '%s' has an invalid input", what, nd->name);
     for (uint32_t k = 0; k < nd->n_outputs; k++)
-      cr_assert(mx__value_valid(g, nd->outputs[k]), "%s: node '%s' has an invalid output", what,
-                nd->name);
+      cr_assert(mx__value_valid(g, nd->outputs[k]), "%s: node '%s' has an invalid output", what, nd->name);
   }
   for (size_t i = 0; i < mx_graph_output_count(g); i++)
     cr_assert(mx__value_valid(g, mx_graph_output(g, i)), "%s: invalid graph output", what);
@@ -103,8 +102,8 @@ static void expect_clean_failure(const char *what, mx_status st, const mx_error 
 }
 
 /* Loads a model from an exactly-sized heap copy. */
-static void load_model_bytes(const char *what, const uint8_t *bytes, size_t size,
-                             const char *base_dir, size_t *ok, size_t *failed) {
+static void load_model_bytes(const char *what, const uint8_t *bytes, size_t size, const char *base_dir,
+                             size_t *ok, size_t *failed) {
   uint8_t *copy = exact_copy(bytes, size);
   mx_graph *g = NULL;
   mx_error err;
@@ -274,8 +273,9 @@ static uint8_t *rich_model(mxb *b, const char *dir, size_t *size) {
   mxb_attr_ints(b, n, "is", (int64_t[]){1, 2}, 2);
   mxb_attr_floats(b, n, "fs", (float[]){1}, 1);
   mxb_attr_strings(b, n, "ss", (const char *const[]){"a", "b"}, 2);
-  mxb_attr_tensor(b, n, "t", mxb_tensor(b, "tt", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, "2",
-                                        (uint16_t[]){0x3c00, 0x4000}, 4));
+  mxb_attr_tensor(
+      b, n, "t",
+      mxb_tensor(b, "tt", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, "2", (uint16_t[]){0x3c00, 0x4000}, 4));
   mxb_node(b, m->graph, "Neg", "dup", "z", "z2");
   mxb_node(b, m->graph, "Neg", "dup", "z2", "z3");
   mxb_output(b, m->graph, "z3", F32, NULL);

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/onnx/onnx_build.h"
 #include "mixrt/graph.h"
 #include "mixrt/onnx.h"
 #include "mixrt/reference.h"
 #include "mixrt/tensor.h"
-#include "graph/onnx/onnx_build.h"
 
 /* Parses t as a single-tensor file; asserts success. */
 static mx_tensor parse_ok(mxb *b, Onnx__TensorProto *t) {

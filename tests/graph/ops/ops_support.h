@@ -16,8 +16,8 @@
 #include "graph/ir.h"
 #include "mixrt/graph.h"
 
-extern mx_graph *G;   /* the graph the current test builds (owned by the fixture) */
-extern mx_symtab *T;  /* G's symbol table */
+extern mx_graph *G;  /* the graph the current test builds (owned by the fixture) */
+extern mx_symtab *T; /* G's symbol table */
 
 /* Creates G (named `name`) and sets T; the suites' .init. */
 void mxt_ops_setup(const char *name);
@@ -43,7 +43,7 @@ mx_value_id input_sv(const char *name, mx_dtype dt, int32_t n, mx_dim *sv);
 
 /* An int64 constant of the given dims; data is copied. */
 mx_value_id const_i64(const char *name, int32_t rank, const int64_t *dims, const int64_t *data);
-#define CONST_1D(name, ...)                                                                       \
+#define CONST_1D(name, ...)                                                                      \
   const_i64(name, 1, (int64_t[]){(int64_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))}, \
             (int64_t[]){__VA_ARGS__})
 /* A rank-0 constant of dtype dt (float32, float64, int32; any other dtype is stored as int64). */

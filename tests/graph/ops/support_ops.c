@@ -82,7 +82,8 @@ mx_value_id op(const char *type, const mx_value_id *in, size_t n, const mx_attr 
 
 void op_multi(const char *type, const mx_value_id *in, size_t n, const mx_attr *attrs, size_t na,
               mx_value_id *outs, size_t n_out) {
-  mx_node_desc d = {.op_type = type, .inputs = in, .n_inputs = n, .attrs = attrs, .n_attrs = na, .n_outputs = n_out};
+  mx_node_desc d = {
+      .op_type = type, .inputs = in, .n_inputs = n, .attrs = attrs, .n_attrs = na, .n_outputs = n_out};
   cr_assert_eq(mx_graph_add_node(G, &d, outs), MX_OK, "%s", mx_graph_last_error(G));
 }
 

@@ -10,8 +10,8 @@
 
 #include "graph/ir.h"
 #include "graph/ops/op.h"
-#include "mixrt/graph.h"
 #include "graph/ops/ops_support.h"
+#include "mixrt/graph.h"
 
 static void setup(void) { mxt_ops_setup("act"); }
 

@@ -6,8 +6,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "mixrt/graph.h"
 #include "graph/ops/ops_support.h"
+#include "mixrt/graph.h"
 
 static void setup(void) { mxt_ops_setup("conv"); }
 
@@ -45,7 +45,8 @@ Test(conv_infer, conv_depthwise_dilated_1d_and_3d) {
   mx_value_id y = op("Conv", (mx_value_id[]){x, w}, 2, a, 2);
   mx_value_id x3 = input("x3", MX_FLOAT64, SHAPE(2, 4, 8, 8, 8));
   mx_value_id w3 = input("w3", MX_FLOAT64, SHAPE(6, 2, 3, 3, 3));
-  mx_attr a3[] = {mx_attr_int("group", 2), mx_attr_string("auto_pad", "SAME_UPPER"), INTS("strides", 2, 1, 3)};
+  mx_attr a3[] = {mx_attr_int("group", 2), mx_attr_string("auto_pad", "SAME_UPPER"),
+                  INTS("strides", 2, 1, 3)};
   mx_value_id y3 = op("Conv", (mx_value_id[]){x3, w3}, 2, a3, 3);
   infer_ok();
   expect_shape_str(y, MX_FLOAT16, "[n, 32, l - 4]");
@@ -94,8 +95,13 @@ Test(conv_infer, conv_refuses_pads_of_wrong_length_naming_node) {
   mx_value_id x = input("x", MX_FLOAT32, SHAPE(1, 3, 8, 8));
   mx_value_id w = input("w", MX_FLOAT32, SHAPE(4, 3, 3, 3));
   mx_attr a[] = {INTS("pads", 1, 1)};
-  mx_node_desc d = {.op_type = "Conv", .name = "stem", .inputs = (mx_value_id[]){x, w}, .n_inputs = 2,
-                    .attrs = a, .n_attrs = 1, .n_outputs = 1};
+  mx_node_desc d = {.op_type = "Conv",
+                    .name = "stem",
+                    .inputs = (mx_value_id[]){x, w},
+                    .n_inputs = 2,
+                    .attrs = a,
+                    .n_attrs = 1,
+                    .n_outputs = 1};
   mx_value_id out;
   cr_assert_eq(mx_graph_add_node(G, &d, &out), MX_OK);
   infer_fails(MX_ERR_SHAPE, "'pads'");
@@ -241,7 +247,8 @@ Test(conv_infer, pools_ceil_mode_and_dilations_concrete) {
   mx_attr a[] = {INTS("kernel_shape", 3, 3), INTS("strides", 2, 2), mx_attr_int("ceil_mode", 1)};
   mx_value_id y = op("MaxPool", &x, 1, a, 3);
   mx_value_id xf = input("xf", MX_FLOAT32, SHAPE(1, 1, 5, 5, 5));
-  mx_attr d[] = {INTS("kernel_shape", 2, 2, 2), INTS("dilations", 2, 2, 2), mx_attr_int("count_include_pad", 1)};
+  mx_attr d[] = {INTS("kernel_shape", 2, 2, 2), INTS("dilations", 2, 2, 2),
+                 mx_attr_int("count_include_pad", 1)};
   mx_value_id z = op("AveragePool", &xf, 1, d, 3);
   infer_ok();
   expect_shape_str(y, MX_UINT8, "[1, 1, 2, 2]");
@@ -251,7 +258,8 @@ Test(conv_infer, pools_ceil_mode_and_dilations_concrete) {
 Test(conv_infer, ceil_mode_drops_a_window_starting_in_the_end_pad) {
   /* ceil((5 + 1 + 1 - 2)/2) + 1 = 4, but window 3 would start at 6 - 1 = 5, past the input. */
   mx_value_id x = input("x", MX_FLOAT32, SHAPE(1, 1, 5));
-  mx_attr a[] = {INTS("kernel_shape", 2), INTS("strides", 2), INTS("pads", 1, 1), mx_attr_int("ceil_mode", 1)};
+  mx_attr a[] = {INTS("kernel_shape", 2), INTS("strides", 2), INTS("pads", 1, 1),
+                 mx_attr_int("ceil_mode", 1)};
   mx_value_id y = op("AveragePool", &x, 1, a, 4);
   infer_ok();
   expect_shape_str(y, MX_FLOAT32, "[1, 1, 3]");
@@ -315,10 +323,12 @@ Test(conv_infer, ceil_mode_symbolic_needs_no_clamp_without_end_pad) {
   mx_value_id x = input("x", MX_FLOAT32, SHAPE(S("n"), 1, S("h")));
   mx_attr a[] = {INTS("kernel_shape", 3), INTS("strides", 2), mx_attr_int("ceil_mode", 1)};
   mx_value_id y = op("MaxPool", &x, 1, a, 3);
-  mx_attr b[] = {INTS("kernel_shape", 2), INTS("strides", 2), INTS("pads", 1, 1), mx_attr_int("ceil_mode", 1)};
+  mx_attr b[] = {INTS("kernel_shape", 2), INTS("strides", 2), INTS("pads", 1, 1),
+                 mx_attr_int("ceil_mode", 1)};
   mx_value_id z = op("MaxPool", &x, 1, b, 4);
   infer_ok();
-  cr_assert_eq(shape_of(y).dims[2], mx_sym_add(T, mx_sym_ceildiv(T, mx_sym_sub(T, S("h"), C(3)), C(2)), C(1)));
+  cr_assert_eq(shape_of(y).dims[2],
+               mx_sym_add(T, mx_sym_ceildiv(T, mx_sym_sub(T, S("h"), C(3)), C(2)), C(1)));
   /* With an end pad the last window may start in it: the size is clamped to ceil((h + 1) / 2). */
   mx_dim clamp = mx_sym_min(T, mx_sym_add(T, mx_sym_ceildiv(T, S("h"), C(2)), C(1)),
                             mx_sym_ceildiv(T, mx_sym_add(T, S("h"), C(1)), C(2)));

@@ -9,8 +9,8 @@
 
 #include "graph/ir.h"
 #include "graph/ops/op.h"
-#include "mixrt/graph.h"
 #include "graph/ops/ops_support.h"
+#include "mixrt/graph.h"
 
 static void setup(void) { mxt_ops_setup("ew"); }
 
@@ -427,7 +427,8 @@ Test(ew_infer, sv_cast_between_integer_types) {
   sv[1] = C(((int64_t)1 << 32) + 7);
   sv[2] = C(0);
   mx_value_id a = input_sv("a", MX_INT64, 3, sv);
-  mx_attr to32 = mx_attr_int("to", MX_INT32), tob = mx_attr_int("to", MX_BOOL), tof = mx_attr_int("to", MX_FLOAT32);
+  mx_attr to32 = mx_attr_int("to", MX_INT32), tob = mx_attr_int("to", MX_BOOL),
+          tof = mx_attr_int("to", MX_FLOAT32);
   mx_value_id i32 = op("Cast", &a, 1, &to32, 1);
   mx_value_id b = op("Cast", &a, 1, &tob, 1);
   mx_value_id f = op("Cast", &a, 1, &tof, 1);

@@ -9,9 +9,9 @@
 
 #include "graph/ir.h"
 #include "graph/ops/op.h"
+#include "graph/ops/ops_support.h"
 #include "graph/passes/passes.h"
 #include "mixrt/graph.h"
-#include "graph/ops/ops_support.h"
 
 static void setup(void) { mxt_ops_setup("index"); }
 
@@ -158,7 +158,8 @@ Test(index_infer, scatternd_unknown_reduction_fails) {
 
 /* --- Slice ------------------------------------------------------------------------------------ */
 
-static mx_value_id slice4(mx_value_id x, const char *tag, int64_t start, int64_t end, int64_t axis, int64_t step) {
+static mx_value_id slice4(mx_value_id x, const char *tag, int64_t start, int64_t end, int64_t axis,
+                          int64_t step) {
   char n[4][32];
   for (int k = 0; k < 4; k++) snprintf(n[k], sizeof n[k], "%s_%d", tag, k);
   return op("Slice",
@@ -189,7 +190,8 @@ Test(index_infer, slice_concrete_clamping) {
 Test(index_infer, slice_default_axes_and_steps) {
   mx_value_id x = input("x", MX_FLOAT32, SHAPE(20, 10, 5));
   mx_value_id y = op("Slice", (mx_value_id[]){x, CONST_1D("s", 0, 0), CONST_1D("e", 3, 10)}, 3, NULL, 0);
-  mx_value_id z = op("Slice", (mx_value_id[]){x, CONST_1D("s2", 1), CONST_1D("e2", -1), CONST_1D("ax", -2)}, 4, NULL, 0);
+  mx_value_id z =
+      op("Slice", (mx_value_id[]){x, CONST_1D("s2", 1), CONST_1D("e2", -1), CONST_1D("ax", -2)}, 4, NULL, 0);
   infer_ok();
   expect_shape(y, MX_FLOAT32, SHAPE(3, 10, 5));
   expect_shape(z, MX_FLOAT32, SHAPE(20, 8, 5));
@@ -245,7 +247,8 @@ Test(index_infer, slice_attributes_before_opset_10) {
   cr_assert_eq(mx_graph_set_opset(G, "", 9), MX_OK);
   mx_value_id x = input("x", MX_FLOAT32, SHAPE(S("b"), 10));
   int64_t starts[] = {2}, ends[] = {-2}, axes[] = {1};
-  mx_attr a[] = {mx_attr_ints("starts", starts, 1), mx_attr_ints("ends", ends, 1), mx_attr_ints("axes", axes, 1)};
+  mx_attr a[] = {mx_attr_ints("starts", starts, 1), mx_attr_ints("ends", ends, 1),
+                 mx_attr_ints("axes", axes, 1)};
   mx_value_id y = op("Slice", &x, 1, a, 3);
   infer_ok();
   expect_shape(y, MX_FLOAT32, SHAPE(S("b"), 6));
@@ -355,7 +358,8 @@ Test(index_infer, nonzero_is_data_dependent) {
   mx_value_info in = {.present = true, .dtype = MX_BOOL, .shape = {2, {3, 4}}, .sv_len = -1};
   mx_value_info out[1];
   mx_dim out_sv[MX_SV_MAX];
-  mx_infer_ctx ctx = {.syms = T, .n_in = 1, .n_out = 1, .in = &in, .out = out, .out_sv = out_sv, .runtime = true};
+  mx_infer_ctx ctx = {
+      .syms = T, .n_in = 1, .n_out = 1, .in = &in, .out = out, .out_sv = out_sv, .runtime = true};
   mx_shape bound;
   cr_assert_eq(def->upper_bound(&ctx, 0, &bound), MX_OK);
   cr_assert_eq(bound.rank, 2);

@@ -5,8 +5,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "mixrt/graph.h"
 #include "graph/ops/ops_support.h"
+#include "mixrt/graph.h"
 
 static void setup(void) { mxt_ops_setup("nn"); }
 

@@ -6,8 +6,8 @@
 
 #include "graph/ir.h"
 #include "graph/ops/op.h"
-#include "mixrt/graph.h"
 #include "graph/ops/ops_support.h"
+#include "mixrt/graph.h"
 
 static void setup(void) { mxt_ops_setup("quant"); }
 
@@ -124,7 +124,8 @@ Test(quant_infer, dequantize_output_is_the_scale_dtype) {
 }
 
 Test(quant_infer, dequantize_zero_point_has_the_input_dtype) {
-  mx_value_id in[3] = {input("x", MX_UINT8, SHAPE(4)), input("s", MX_FLOAT32, SHAPE()), input("z", MX_INT8, SHAPE())};
+  mx_value_id in[3] = {input("x", MX_UINT8, SHAPE(4)), input("s", MX_FLOAT32, SHAPE()),
+                       input("z", MX_INT8, SHAPE())};
   op("DequantizeLinear", in, 3, NULL, 0);
   infer_fails(MX_ERR_DTYPE, "zero point");
 }
@@ -169,10 +170,14 @@ Test(quant_infer, matmulinteger_zero_point_length) {
 }
 
 Test(quant_infer, qlinearmatmul_output_is_the_y_zero_point_dtype) {
-  mx_value_id in[8] = {input("a", MX_INT8, SHAPE(2, S("m"), 4)), input("as", MX_FLOAT16, SHAPE()),
-                       input("az", MX_INT8, SHAPE()),             input("b", MX_INT8, SHAPE(4, 3)),
-                       input("bs", MX_FLOAT16, SHAPE()),          input("bz", MX_INT8, SHAPE()),
-                       input("ys", MX_FLOAT16, SHAPE()),          input("yz", MX_INT8, SHAPE())};
+  mx_value_id in[8] = {input("a", MX_INT8, SHAPE(2, S("m"), 4)),
+                       input("as", MX_FLOAT16, SHAPE()),
+                       input("az", MX_INT8, SHAPE()),
+                       input("b", MX_INT8, SHAPE(4, 3)),
+                       input("bs", MX_FLOAT16, SHAPE()),
+                       input("bz", MX_INT8, SHAPE()),
+                       input("ys", MX_FLOAT16, SHAPE()),
+                       input("yz", MX_INT8, SHAPE())};
   mx_value_id y = op("QLinearMatMul", in, 8, NULL, 0);
   infer_ok();
   expect_shape(y, MX_INT8, SHAPE(2, S("m"), 3));

@@ -6,9 +6,9 @@
 
 #include "graph/ir.h"
 #include "graph/ops/op.h"
+#include "graph/ops/ops_support.h"
 #include "graph/passes/passes.h"
 #include "mixrt/graph.h"
-#include "graph/ops/ops_support.h"
 
 static void setup(void) { mxt_ops_setup("red"); }
 

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/ops/ops_support.h"
 #include "mixrt/graph.h"
 #include "mixrt/reference.h"
 #include "mixrt/tensor.h"
-#include "graph/ops/ops_support.h"
 
 static void setup(void) { mxt_ops_setup("rnn"); }
 

@@ -10,9 +10,9 @@
 
 #include "graph/ir.h"
 #include "graph/ops/op.h"
+#include "graph/ops/ops_support.h"
 #include "graph/passes/passes.h"
 #include "mixrt/graph.h"
-#include "graph/ops/ops_support.h"
 
 static void setup(void) { mxt_ops_setup("shape"); }
 
@@ -711,7 +711,8 @@ Test(shape_infer, range_rejects_mixed_dtypes_and_zero_delta) {
 
 Test(shape_infer, range_zero_delta_fails) {
   op("Range",
-     (mx_value_id[]){const_scalar("a", MX_INT64, 0), const_scalar("b", MX_INT64, 3), const_scalar("c", MX_INT64, 0)},
+     (mx_value_id[]){const_scalar("a", MX_INT64, 0), const_scalar("b", MX_INT64, 3),
+                     const_scalar("c", MX_INT64, 0)},
      3, NULL, 0);
   infer_fails(MX_ERR_SHAPE, "delta");
 }

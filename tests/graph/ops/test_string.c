@@ -7,27 +7,32 @@
 
 #include "graph/ir.h"
 #include "graph/ops/op.h"
+#include "graph/ops/ops_support.h"
 #include "mixrt/graph.h"
 #include "mixrt/onnx.h"
 #include "mixrt/reference.h"
 #include "mixrt/tensor.h"
-#include "graph/ops/ops_support.h"
 
 static void setup(void) { mxt_ops_setup("string"); }
 
 TestSuite(string_infer, .init = setup, .fini = mxt_ops_teardown);
 
 /* A node of (domain, op) with n_out outputs written to outs; the status of adding it. */
-static mx_status node(const char *domain, const char *type, const mx_value_id *in, size_t n, const mx_attr *attrs,
-                      size_t na, mx_value_id *outs, size_t n_out) {
-  mx_node_desc d = {.op_type = type, .domain = domain, .inputs = in, .n_inputs = n, .attrs = attrs,
-                    .n_attrs = na, .n_outputs = n_out};
+static mx_status node(const char *domain, const char *type, const mx_value_id *in, size_t n,
+                      const mx_attr *attrs, size_t na, mx_value_id *outs, size_t n_out) {
+  mx_node_desc d = {.op_type = type,
+                    .domain = domain,
+                    .inputs = in,
+                    .n_inputs = n,
+                    .attrs = attrs,
+                    .n_attrs = na,
+                    .n_outputs = n_out};
   return mx_graph_add_node(G, &d, outs);
 }
 
 /* The node is refused when added or when inferred, with needle in the message. */
-static void refused(const char *domain, const char *type, const mx_value_id *in, size_t n, const mx_attr *attrs,
-                    size_t na, size_t n_out, const char *needle) {
+static void refused(const char *domain, const char *type, const mx_value_id *in, size_t n,
+                    const mx_attr *attrs, size_t na, size_t n_out, const char *needle) {
   mx_value_id outs[8];
   mx_status st = node(domain, type, in, n, attrs, na, outs, n_out);
   if (st == MX_OK) st = mx_graph_infer(G);
@@ -174,9 +179,12 @@ Test(string_infer, tfidf_counts_string_bigrams_with_skips) {
   static const char *const pool[] = {"a", "b", "a", "c"};
   static const int64_t counts[] = {0, 0}, indexes[] = {0, 1};
   mx_value_id x = input("x", MX_STRING, SHAPE(6));
-  mx_attr a[7] = {mx_attr_int("max_gram_length", 2),  mx_attr_int("min_gram_length", 2),
-                  mx_attr_int("max_skip_count", 1),   mx_attr_string("mode", "TF"),
-                  mx_attr_ints("ngram_counts", counts, 2), mx_attr_ints("ngram_indexes", indexes, 2),
+  mx_attr a[7] = {mx_attr_int("max_gram_length", 2),
+                  mx_attr_int("min_gram_length", 2),
+                  mx_attr_int("max_skip_count", 1),
+                  mx_attr_string("mode", "TF"),
+                  mx_attr_ints("ngram_counts", counts, 2),
+                  mx_attr_ints("ngram_indexes", indexes, 2),
                   {.name = "pool_strings", .type = MX_ATTR_STRINGS, .strings = pool, .count = 4}};
   mx_value_id y = op("TfIdfVectorizer", &x, 1, a, 7);
   mx_tensor in = strings_1d(xs, 6), res;
@@ -245,10 +253,11 @@ Test(string_infer, array_feature_extractor_shapes) {
 }
 
 Test(string_infer, tfidf_output_width_is_the_largest_index_plus_one) {
-  static const int64_t counts[] = {0, 4}, indexes[] = {0, 1, 2, 3, 4, 5, 6}, pool[] = {2, 3, 5, 4, 5, 6, 7, 8, 6, 7};
+  static const int64_t counts[] = {0, 4}, indexes[] = {0, 1, 2, 3, 4, 5, 6},
+                       pool[] = {2, 3, 5, 4, 5, 6, 7, 8, 6, 7};
   mx_value_id x = input("x", MX_INT32, SHAPE(S("n"), 6));
-  mx_attr a[7] = {mx_attr_int("max_gram_length", 2),  mx_attr_int("min_gram_length", 2),
-                  mx_attr_int("max_skip_count", 0),   mx_attr_string("mode", "TF"),
+  mx_attr a[7] = {mx_attr_int("max_gram_length", 2),       mx_attr_int("min_gram_length", 2),
+                  mx_attr_int("max_skip_count", 0),        mx_attr_string("mode", "TF"),
                   mx_attr_ints("ngram_counts", counts, 2), mx_attr_ints("ngram_indexes", indexes, 7),
                   mx_attr_ints("pool_int64s", pool, 10)};
   mx_value_id y = op("TfIdfVectorizer", &x, 1, a, 7);
@@ -259,8 +268,8 @@ Test(string_infer, tfidf_output_width_is_the_largest_index_plus_one) {
 Test(string_infer, tfidf_refuses_a_pool_that_does_not_split_into_ngrams) {
   static const int64_t counts[] = {0, 4}, indexes[] = {0, 1, 2, 3, 4, 5}, pool[] = {2, 3, 5, 4, 5, 6, 7};
   mx_value_id x = input("x", MX_INT32, SHAPE(6));
-  mx_attr a[7] = {mx_attr_int("max_gram_length", 2),  mx_attr_int("min_gram_length", 2),
-                  mx_attr_int("max_skip_count", 0),   mx_attr_string("mode", "TF"),
+  mx_attr a[7] = {mx_attr_int("max_gram_length", 2),       mx_attr_int("min_gram_length", 2),
+                  mx_attr_int("max_skip_count", 0),        mx_attr_string("mode", "TF"),
                   mx_attr_ints("ngram_counts", counts, 2), mx_attr_ints("ngram_indexes", indexes, 6),
                   mx_attr_ints("pool_int64s", pool, 7)};
   refused(NULL, "TfIdfVectorizer", &x, 1, a, 7, 1, "ngram_counts");
@@ -269,7 +278,7 @@ Test(string_infer, tfidf_refuses_a_pool_that_does_not_split_into_ngrams) {
 /* --- training ops ----------------------------------------------------------------------------- */
 
 Test(string_infer, adam_outputs_follow_x_and_states) {
-  mx_value_id in[6] = {input("r", MX_FLOAT32, SHAPE()), input("t", MX_INT64, SHAPE()),
+  mx_value_id in[6] = {input("r", MX_FLOAT32, SHAPE()),          input("t", MX_INT64, SHAPE()),
                        input("x", MX_FLOAT32, SHAPE(S("n"), 2)), input("g", MX_FLOAT32, SHAPE(S("n"), 2)),
                        input("v", MX_FLOAT32, SHAPE(S("n"), 2)), input("h", MX_FLOAT32, SHAPE(S("n"), 2))};
   mx_value_id outs[3];
@@ -280,15 +289,16 @@ Test(string_infer, adam_outputs_follow_x_and_states) {
 }
 
 Test(string_infer, momentum_refuses_a_gradient_of_another_shape) {
-  mx_value_id in[5] = {input("r", MX_FLOAT32, SHAPE()), input("t", MX_INT64, SHAPE()), input("x", MX_FLOAT32, SHAPE(3)),
-                       input("g", MX_FLOAT32, SHAPE(4)), input("v", MX_FLOAT32, SHAPE(3))};
-  mx_attr a[4] = {mx_attr_float("alpha", 0.9f), mx_attr_float("beta", 0.1f), mx_attr_string("mode", "standard"),
-                  mx_attr_float("norm_coefficient", 0.0f)};
+  mx_value_id in[5] = {input("r", MX_FLOAT32, SHAPE()), input("t", MX_INT64, SHAPE()),
+                       input("x", MX_FLOAT32, SHAPE(3)), input("g", MX_FLOAT32, SHAPE(4)),
+                       input("v", MX_FLOAT32, SHAPE(3))};
+  mx_attr a[4] = {mx_attr_float("alpha", 0.9f), mx_attr_float("beta", 0.1f),
+                  mx_attr_string("mode", "standard"), mx_attr_float("norm_coefficient", 0.0f)};
   refused("ai.onnx.preview.training", "Momentum", in, 5, a, 4, 2, "dim");
 }
 
 Test(string_infer, adagrad_refuses_a_wrong_input_count) {
-  mx_value_id in[4] = {input("r", MX_FLOAT32, SHAPE()), input("t", MX_INT64, SHAPE()), input("x", MX_FLOAT32, SHAPE(3)),
-                       input("g", MX_FLOAT32, SHAPE(3))};
+  mx_value_id in[4] = {input("r", MX_FLOAT32, SHAPE()), input("t", MX_INT64, SHAPE()),
+                       input("x", MX_FLOAT32, SHAPE(3)), input("g", MX_FLOAT32, SHAPE(3))};
   refused("ai.onnx.preview.training", "Adagrad", in, 4, NULL, 0, 2, "inputs");
 }

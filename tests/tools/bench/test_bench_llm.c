@@ -16,7 +16,8 @@
 #include "support/cli_run.h"
 #include "support/json_check.h"
 
-#define QUICK "bench llm --configs tiny --past 16 --rounds 2 --min-time 0 --steps 3 --warmup 1 --identity-runs 10"
+#define QUICK \
+  "bench llm --configs tiny --past 16 --rounds 2 --min-time 0 --steps 3 --warmup 1 --identity-runs 10"
 
 static char out[1 << 18];
 
@@ -48,12 +49,39 @@ Test(validator, accepts_and_rejects) {
 Test(bench_llm, no_ort_prints_the_expected_json) {
   cr_assert_eq(run(QUICK " --no-ort"), 0, "%s", out);
   cr_assert(json_ok(out), "not JSON:\n%s", out);
-  const char *keys[] = {"benchmark", "command", "machine", "mixrt", "device", "io", "method", "mode", "ort",
-                        "available", "reason", "identity_call_us", "results", "config", "points", "past",
-                        "step_us", "hybrid", "dynamic", "reference", "median", "p10", "p90", "samples",
-                        "ratio_hybrid_ort", "ratio_hybrid_dynamic", "hybrid_equals_reference",
-                        "dynamic_equals_reference", "diff_to_ort", "hybrid_per_step", "dynamic_per_step",
-                        "targets", "met"};
+  const char *keys[] = {"benchmark",
+                        "command",
+                        "machine",
+                        "mixrt",
+                        "device",
+                        "io",
+                        "method",
+                        "mode",
+                        "ort",
+                        "available",
+                        "reason",
+                        "identity_call_us",
+                        "results",
+                        "config",
+                        "points",
+                        "past",
+                        "step_us",
+                        "hybrid",
+                        "dynamic",
+                        "reference",
+                        "median",
+                        "p10",
+                        "p90",
+                        "samples",
+                        "ratio_hybrid_ort",
+                        "ratio_hybrid_dynamic",
+                        "hybrid_equals_reference",
+                        "dynamic_equals_reference",
+                        "diff_to_ort",
+                        "hybrid_per_step",
+                        "dynamic_per_step",
+                        "targets",
+                        "met"};
   expect_keys(keys, sizeof keys / sizeof keys[0]);
   cr_assert(strstr(out, "\"benchmark\": \"llm\""), "%s", out);
   cr_assert(strstr(out, "\"available\": false, \"reason\": \"--no-ort was given\""), "%s", out);
@@ -68,13 +96,16 @@ Test(bench_llm, no_ort_prints_the_expected_json) {
   /* Per-step counters count the untimed block steps too, and divide by them. Every step of the
    * fixed mode has the same past length, so the partitions that are dynamic over past_len run as
    * static models specialized for it: no dynamic launch is left. */
-  cr_assert(strstr(out, "\"hybrid_per_step\": {\"static_executes\": 6.00, \"dynamic_launches\": 0.00"), "%s", out);
+  cr_assert(strstr(out, "\"hybrid_per_step\": {\"static_executes\": 6.00, \"dynamic_launches\": 0.00"), "%s",
+            out);
   /* The all-dynamic session runs no static model, and launches every op the hybrid's static
    * models hold as tasks. */
-  cr_assert(strstr(out, "\"dynamic_per_step\": {\"static_executes\": 0.00, \"dynamic_launches\": "), "%s", out);
-  cr_assert(!strstr(out, "\"dynamic_per_step\": {\"static_executes\": 0.00, \"dynamic_launches\": 2.00"), "%s",
+  cr_assert(strstr(out, "\"dynamic_per_step\": {\"static_executes\": 0.00, \"dynamic_launches\": "), "%s",
             out);
-  const char *pairs[] = {"rounds_compared", "hybrid_faster", "rounds", "median_ratio", "sign_test_p", "block_warmup"};
+  cr_assert(!strstr(out, "\"dynamic_per_step\": {\"static_executes\": 0.00, \"dynamic_launches\": 2.00"),
+            "%s", out);
+  const char *pairs[] = {"rounds_compared", "hybrid_faster", "rounds",
+                         "median_ratio",    "sign_test_p",   "block_warmup"};
   expect_keys(pairs, sizeof pairs / sizeof pairs[0]);
   cr_assert(strstr(out, "\"dynamic\": {\"hybrid_faster\": "), "%s", out);
   cr_assert(strstr(out, "\"rounds\": 2, \"median_ratio\": "), "%s", out);
@@ -173,7 +204,8 @@ Test(bench_llm, decode_mode_host_io_and_systems) {
 }
 
 Test(bench_llm, cpu_device_two_past_lengths) {
-  cr_assert_eq(run("bench llm --configs tiny --past 0,3 --rounds 1 --min-time 0 --steps 2 --warmup 0 --identity-runs 5 --no-ort "
+  cr_assert_eq(run("bench llm --configs tiny --past 0,3 --rounds 1 --min-time 0 --steps 2 --warmup 0 "
+                   "--identity-runs 5 --no-ort "
                    "--device cpu --streams 2"),
                0, "%s", out);
   cr_assert(json_ok(out), "not JSON:\n%s", out);
@@ -224,19 +256,21 @@ Test(bench_llm, processes_sum_up_fresh_runs) {
   int rows = 0;
   while (fgets(line, sizeof line, f)) {
     said |= strstr(line, "# each figure: its median over 3 processes") != NULL;
-    if (line[0] != '#' && line[0] != '\n' && rows++ == 0) cr_assert_eq(sscanf(line, "%lf %lf", &past, &hybrid), 2, "%s", line);
+    if (line[0] != '#' && line[0] != '\n' && rows++ == 0)
+      cr_assert_eq(sscanf(line, "%lf %lf", &past, &hybrid), 2, "%s", line);
   }
   fclose(f);
   unlink(table);
   cr_assert(said, "the table says its figures are medians over the processes");
   cr_assert_eq(rows, 2, "one row per past length");
   cr_assert_eq(past, 16.0);
-  cr_assert(hybrid > 0.999 * v[1] - 0.001 && hybrid < 1.001 * v[1] + 0.001, "table %.3f, processes %g %g %g", hybrid,
-            v[0], v[1], v[2]);
+  cr_assert(hybrid > 0.999 * v[1] - 0.001 && hybrid < 1.001 * v[1] + 0.001, "table %.3f, processes %g %g %g",
+            hybrid, v[0], v[1], v[2]);
   cr_assert_eq(count(out, "--table"), 1, "only the summary was called with --table:\n%s", out);
   cr_assert(strstr(out, "\"processes\": 3"), "%s", out);
   cr_assert_eq(count(out, "\"benchmark\": \"llm\""), 4, "the summary and 3 runs:\n%s", out);
-  cr_assert_eq(count(out, "--results /tmp/mixrt-bench-processes-"), 3, "each run says how it was called:\n%s", out);
+  cr_assert_eq(count(out, "--results /tmp/mixrt-bench-processes-"), 3, "each run says how it was called:\n%s",
+               out);
   cr_assert_eq(count(out, "\"per_process\": ["), 2, "one ratio list per point (no ort):\n%s", out);
   cr_assert(strstr(out, "\"rounds_compared_pooled\": {\"dynamic\": {\"hybrid_faster\": "), "%s", out);
   cr_assert(strstr(out, "\"rounds\": 6, \"sign_test_p\""), "2 rounds in each of 3 processes:\n%s", out);
@@ -275,14 +309,15 @@ Test(bench_llm, control_session_is_compared_like_the_others) {
     if (strncmp(line, "# past", 6) == 0) snprintf(header, sizeof header, "%s", line);
   fclose(f);
   unlink(table);
-  cr_assert(strstr(header, "reference_p90 ort_median ort_p10 ort_p90 control_median control_p10 control_p90"), "%s",
-            header);
+  cr_assert(strstr(header, "reference_p90 ort_median ort_p10 ort_p90 control_median control_p10 control_p90"),
+            "%s", header);
   cr_assert_eq(run(QUICK " --no-ort --systems hybrid,control --processes 2"), 0, "%s", out);
   cr_assert_eq(count(out, "\"ratio_hybrid_control\": {\"median\": "), 1, "%s", out);
   /* With a control, the processes' ratios to it are tested against their ratios to dynamic;
    * 2 processes are too few for the test, which says so with null. */
-  cr_assert(strstr(out, "\"beyond_control\": [\n    {\"config\": \"tiny\", \"points_shown\": 0, \"points\": 1"), "%s",
-            out);
+  cr_assert(
+      strstr(out, "\"beyond_control\": [\n    {\"config\": \"tiny\", \"points_shown\": 0, \"points\": 1"),
+      "%s", out);
   cr_assert_eq(run(QUICK " --skip-kernels --systems hybrid,dynamic,control"), 0, "%s", out);
 }
 
@@ -307,12 +342,14 @@ Test(bench_llm, skip_kernels_measures_mixrt_alone) {
   cr_assert(strstr(out, "\"kernels\": \"skipped: the device runs no kernel"), "%s", out);
   cr_assert(strstr(out, "\"reason\": \"--skip-kernels: mixrt's own cost only\""), "%s", out);
   cr_assert(strstr(out, "\"reference\": null"), "%s", out);
-  cr_assert(strstr(out, "\"hybrid_equals_reference\": null"), "outputs are not computed, so not compared:\n%s", out);
+  cr_assert(strstr(out, "\"hybrid_equals_reference\": null"),
+            "outputs are not computed, so not compared:\n%s", out);
   cr_assert(strstr(out, "\"ratio_hybrid_dynamic\": "), "%s", out);
   cr_assert(!strstr(out, "\"ratio_hybrid_dynamic\": null"), "%s", out);
   cr_assert(strstr(out, "tiny: hybrid / dynamic < 1 (kernels skipped: mixrt's own cost)"), "%s", out);
   /* The sessions do the same work per step as with kernels. */
-  cr_assert(strstr(out, "\"hybrid_per_step\": {\"static_executes\": 6.00, \"dynamic_launches\": 0.00"), "%s", out);
+  cr_assert(strstr(out, "\"hybrid_per_step\": {\"static_executes\": 6.00, \"dynamic_launches\": 0.00"), "%s",
+            out);
   cr_assert_eq(run(QUICK " --skip-kernels --systems hybrid,reference 2>/dev/null"), 2);
   cr_assert_eq(run(QUICK " --skip-kernels --mode decode 2>/dev/null"), 2);
 }
@@ -346,8 +383,10 @@ static bool peer_installed(void) {
   }
   const char *env = getenv("MIXRT_PEERS_DIR");
   char pkg[1200];
-  if (env && *env) snprintf(pkg, sizeof pkg, "%s/node_modules/onnxruntime-node/package.json", env);
-  else snprintf(pkg, sizeof pkg, "%s/bench/peers/node_modules/onnxruntime-node/package.json", dir);
+  if (env && *env)
+    snprintf(pkg, sizeof pkg, "%s/node_modules/onnxruntime-node/package.json", env);
+  else
+    snprintf(pkg, sizeof pkg, "%s/bench/peers/node_modules/onnxruntime-node/package.json", dir);
   return access(pkg, R_OK) == 0 && system("node --version > /dev/null 2>&1") == 0;
 }
 

@@ -27,9 +27,17 @@ Test(demo, eight_steps_pass_the_check) {
   cr_assert(strstr(out, "dynamic "), "and dynamic clusters:\n%s", out);
   cr_assert(strstr(out, "why: "), "with the reason:\n%s", out);
   cr_assert(strstr(out, "step   8/8"), "a progress line every 8 steps:\n%s", out);
-  const char *want[] = {"step latency: median", "p90", "tokens/s", "static models", "dynamic ops", "host kernels",
-                        "static executes", "refreshed allocation-table entries", "allocator:"};
-  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) cr_assert(strstr(out, want[k]), "'%s' missing:\n%s", want[k], out);
+  const char *want[] = {"step latency: median",
+                        "p90",
+                        "tokens/s",
+                        "static models",
+                        "dynamic ops",
+                        "host kernels",
+                        "static executes",
+                        "refreshed allocation-table entries",
+                        "allocator:"};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+    cr_assert(strstr(out, want[k]), "'%s' missing:\n%s", want[k], out);
 }
 
 Test(demo, tiny_size_with_progress_lines) {
@@ -47,7 +55,8 @@ Test(demo, fewer_steps_than_the_check) {
 }
 
 Test(demo, cpu_device_streams_and_executors) {
-  cr_assert_eq(run("demo --size tiny --steps 5 --device cpu --streams 2 --executor topological"), 0, "%s", out);
+  cr_assert_eq(run("demo --size tiny --steps 5 --device cpu --streams 2 --executor topological"), 0, "%s",
+               out);
   cr_assert(strstr(out, "cpu device, 2 streams, topological executor"), "%s", out);
   cr_assert(strstr(out, PASS_LINE), "%s", out);
   cr_assert_eq(run("demo --size tiny --steps 5 --executor multi-thread"), 0, "%s", out);
@@ -58,8 +67,11 @@ Test(demo, all_dynamic_and_explicit_sizes) {
   cr_assert_eq(run("demo --size tiny --steps 4 --static-min-ops -1"), 0, "%s", out);
   cr_assert(strstr(out, PASS_LINE), "%s", out);
   cr_assert(strstr(out, "0 ops in 0 static models"), "%s", out);
-  cr_assert_eq(run("demo --steps 4 --layers 1 --hidden 32 --heads 2 --kv-heads 1 --head-dim 16 --ffn 48 --vocab 50"), 0, "%s", out);
-  cr_assert(strstr(out, "1 layers, hidden 32, 2 heads (1 key/value heads, head dim 16), ffn 48, vocab 50"), "%s", out);
+  cr_assert_eq(
+      run("demo --steps 4 --layers 1 --hidden 32 --heads 2 --kv-heads 1 --head-dim 16 --ffn 48 --vocab 50"),
+      0, "%s", out);
+  cr_assert(strstr(out, "1 layers, hidden 32, 2 heads (1 key/value heads, head dim 16), ffn 48, vocab 50"),
+            "%s", out);
   cr_assert(strstr(out, PASS_LINE), "%s", out);
 }
 

@@ -38,7 +38,8 @@ static char out[1 << 16];
 Test(cli, help_lists_commands) {
   cr_assert_eq(run(out, sizeof out, "--help"), 0);
   const char *cmds[] = {"info", "inspect", "run", "conformance", "demo"};
-  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) cr_assert(strstr(out, cmds[i]), "%s missing:\n%s", cmds[i], out);
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    cr_assert(strstr(out, cmds[i]), "%s missing:\n%s", cmds[i], out);
   cr_assert_eq(run(out, sizeof out, "inspect --help"), 0);
   cr_assert(strstr(out, "usage: mixrt inspect"), "%s", out);
   cr_assert_eq(run(out, sizeof out, "run --help"), 0);
@@ -105,8 +106,9 @@ Test(cli, run_writes_outputs_equal_to_the_library) {
   snprintf(args, sizeof args, "run %s --random", path);
   cr_assert_eq(run(out, sizeof out, args), 2, "%s", out);
   cr_assert(strstr(out, "--shape"), "%s", out);
-  snprintf(args, sizeof args, "run %s --random --seed 3 --shape batch=1 --shape seq=5 --steps 2 --output-dir %s",
-           path, WORK_DIR);
+  snprintf(args, sizeof args,
+           "run %s --random --seed 3 --shape batch=1 --shape seq=5 --steps 2 --output-dir %s", path,
+           WORK_DIR);
   cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
   cr_assert(strstr(out, "y                        float32   [1, 5, 64]"), "%s", out);
   cr_assert(strstr(out, "median"), "%s", out);
@@ -132,10 +134,11 @@ Test(cli, demo_runs_and_checks_itself) {
 Test(cli, run_hybrid_with_check_trace_and_options) {
   const char *path = write_fixture("encoder_hybrid");
   char args[1024];
-  snprintf(args, sizeof args,
-           "run %s --random --shape batch=2 --shape seq=7 --steps 3 --check --trace %s/trace.json --streams 2 "
-           "--executor topo",
-           path, WORK_DIR);
+  snprintf(
+      args, sizeof args,
+      "run %s --random --shape batch=2 --shape seq=7 --steps 3 --check --trace %s/trace.json --streams 2 "
+      "--executor topo",
+      path, WORK_DIR);
   cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
   cr_assert(strstr(out, "executor: hybrid ("), "%s", out);
   cr_assert(strstr(out, "topological, 2 streams"), "%s", out);
@@ -144,8 +147,8 @@ Test(cli, run_hybrid_with_check_trace_and_options) {
   struct stat sb;
   cr_assert_eq(stat(WORK_DIR "/trace.json", &sb), 0);
   cr_assert_gt(sb.st_size, 100);
-  snprintf(args, sizeof args, "run %s --random --shape batch=1 --shape seq=3 --static-min-ops -1 --device inline --check",
-           path);
+  snprintf(args, sizeof args,
+           "run %s --random --shape batch=1 --shape seq=3 --static-min-ops -1 --device inline --check", path);
   cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
   cr_assert(strstr(out, "0 static and 1 dynamic partitions"), "%s", out);
   cr_assert_eq(run(out, sizeof out, "run x.onnx --executor nope"), 2, "%s", out);
@@ -165,7 +168,8 @@ Test(cli, run_skip_kernels_reports_the_work_without_outputs) {
   cr_assert(strstr(out, "per step: "), "%s", out);
   const char *bad[] = {"--check", "--reference", "--output-dir " WORK_DIR};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=7 --skip-kernels %s", path, bad[i]);
+    snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=7 --skip-kernels %s", path,
+             bad[i]);
     cr_assert_eq(run(out, sizeof out, args), 2, "%s: %s", bad[i], out);
     cr_assert(strstr(out, "--skip-kernels computes no output"), "%s", out);
   }
@@ -175,7 +179,8 @@ Test(cli, run_skip_kernels_reports_the_work_without_outputs) {
 Test(cli, run_without_huge_pages_says_so_and_computes_the_same) {
   const char *path = write_fixture("encoder_pages");
   char args[1024];
-  snprintf(args, sizeof args, "run %s --random --shape batch=2 --shape seq=7 --steps 2 --check --no-huge-pages", path);
+  snprintf(args, sizeof args,
+           "run %s --random --shape batch=2 --shape seq=7 --steps 2 --check --no-huge-pages", path);
   cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
   cr_assert(strstr(out, ", no huge pages); steps: 2"), "%s", out);
   cr_assert(strstr(out, "huge pages: ") && strstr(out, "mixrt asked for none"), "%s", out);
@@ -195,8 +200,10 @@ Test(cli, run_reports_device_memory_and_shared_weights) {
   cr_assert(line, "%s", out);
   double in_use = 0, peak = 0, weights = 0;
   unsigned long long blocks = 0;
-  cr_assert_eq(sscanf(line, "device memory: %lf MiB in use (peak %lf MiB); weights %lf MiB in %llu shared block", &in_use,
-                      &peak, &weights, &blocks), 4, "%s", line);
+  cr_assert_eq(
+      sscanf(line, "device memory: %lf MiB in use (peak %lf MiB); weights %lf MiB in %llu shared block",
+             &in_use, &peak, &weights, &blocks),
+      4, "%s", line);
   cr_assert_gt(blocks, 0, "%s", line);
   cr_assert_gt(weights, 0.0, "%s", line);
   cr_assert_leq(weights, in_use, "%s", line);
@@ -227,7 +234,8 @@ Test(cli, compile_any_model_and_run_the_mxm) {
  * compare on element type and shape only (test_bernoulli's values are another generator's). */
 Test(cli, conformance_by_op_and_random_ops) {
   char args[1024];
-  snprintf(args, sizeof args, "conformance %s --filter test_abs --by-op --quiet", MIXRT_ONNX_NODE_DIR_DEFAULT);
+  snprintf(args, sizeof args, "conformance %s --filter test_abs --by-op --quiet",
+           MIXRT_ONNX_NODE_DIR_DEFAULT);
   cr_assert_eq(run(out, sizeof out, args), 0, "%s", out);
   cr_assert(strstr(out, "operator "), "%s", out);
   cr_assert(strstr(out, "\nAbs "), "%s", out);

@@ -25,7 +25,9 @@ mx_status mxs_random_tensor(mx_dtype dt, int32_t rank, const int64_t *dims, uint
   for (int64_t i = 0; i < n; i++) {
     uint64_t r = rng_next(&s);
     switch (dt) {
-      case MX_FLOAT32: ((float *)t->data)[i] = (float)((double)(r >> 11) / (double)(1ull << 53) * 2.0 - 1.0); break;
+      case MX_FLOAT32:
+        ((float *)t->data)[i] = (float)((double)(r >> 11) / (double)(1ull << 53) * 2.0 - 1.0);
+        break;
       case MX_INT64: ((int64_t *)t->data)[i] = (int64_t)(r % 7); break;
       case MX_INT32: ((int32_t *)t->data)[i] = (int32_t)(r % 7); break;
       case MX_BOOL: ((uint8_t *)t->data)[i] = (uint8_t)(r >> 63); break;

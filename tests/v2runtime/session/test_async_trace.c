@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "mixrt/models.h"
-#include "v2runtime/session/session_support.h"
 #include "support/json_check.h"
+#include "v2runtime/session/session_support.h"
 
 typedef struct counter {
   _Atomic int done;
@@ -81,7 +81,7 @@ Test(async, pipelined_decode_loop_feeds_itself) {
   size_t n = mx_session_input_count(s);
   int64_t hd = cfg.hidden / cfg.heads;
   /* Buffers for every step, allocated up front: step k reads the caches step k-1 writes. */
-  mx_tensor (*io)[16] = calloc(STEPS + 1, sizeof *io);
+  mx_tensor(*io)[16] = calloc(STEPS + 1, sizeof *io);
   mx_tensor *logits = calloc(STEPS, sizeof *logits);
   for (int k = 0; k <= STEPS; k++) {
     cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &io[k][0]), MX_OK);
@@ -106,7 +106,8 @@ Test(async, pipelined_decode_loop_feeds_itself) {
     cr_assert_eq(mx_reference_run(ref, io[k], n, want, n, &err), MX_OK, "%s", err.message);
     char why[256];
     cr_assert(mxs_same(&logits[k], &want[0], why, sizeof why), "step %d logits: %s", k, why);
-    for (size_t i = 1; i < n; i++) cr_assert(mxs_same(&io[k + 1][i], &want[i], why, sizeof why), "step %d: %s", k, why);
+    for (size_t i = 1; i < n; i++)
+      cr_assert(mxs_same(&io[k + 1][i], &want[i], why, sizeof why), "step %d: %s", k, why);
     for (size_t i = 0; i < n; i++) mx_tensor_release(&want[i]);
     mx_tensor_release(&logits[k]);
   }
@@ -137,8 +138,9 @@ Test(trace, json_with_host_and_stream_lanes) {
   mx_tensor in[16] = {{0}}, out[16];
   cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &in[0]), MX_OK);
   for (size_t i = 1; i < n; i++)
-    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, cfg.kv_heads, 3, cfg.hidden / cfg.heads}, i, &in[i]),
-                 MX_OK);
+    cr_assert_eq(
+        mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, cfg.kv_heads, 3, cfg.hidden / cfg.heads}, i, &in[i]),
+        MX_OK);
   cr_assert_eq(mx_session_trace_end(s, "/tmp/never.json"), MX_ERR_INVALID_ARGUMENT);
   cr_assert_eq(mx_session_trace_begin(s), MX_OK);
   for (int step = 0; step < 3; step++) {
@@ -157,10 +159,13 @@ Test(trace, json_with_host_and_stream_lanes) {
   cr_assert(mxt_json_valid(text, why, sizeof why), "%s", why);
   cr_assert(strstr(text, "\"traceEvents\""));
   cr_assert(strstr(text, "{\"name\": \"host\"}"), "no host lane");
-  cr_assert(strstr(text, "{\"name\": \"stream 0\"}") && strstr(text, "{\"name\": \"stream 1\"}"), "no stream lanes");
-  cr_assert_geq(mxt_count(text, "\"name\": \"StaticModelExecute"), 3, "a static execute per step on the host lane");
+  cr_assert(strstr(text, "{\"name\": \"stream 0\"}") && strstr(text, "{\"name\": \"stream 1\"}"),
+            "no stream lanes");
+  cr_assert_geq(mxt_count(text, "\"name\": \"StaticModelExecute"), 3,
+                "a static execute per step on the host lane");
   cr_assert_geq(mxt_count(text, "\"name\": \"static "), 3, "static executions on a stream lane");
-  cr_assert_geq(mxt_count(text, "(Attention)"), 3 * (size_t)cfg.layers, "attention launches on a stream lane");
+  cr_assert_geq(mxt_count(text, "(Attention)"), 3 * (size_t)cfg.layers,
+                "attention launches on a stream lane");
   cr_assert_geq(mxt_count(text, "\"cat\": \"device\""), 6);
   free(text);
   unlink(path);
@@ -187,8 +192,10 @@ static void *hammer(void *arg) {
   for (int i = 0; i < 200; i++) {
     mx_tensor y = {0};
     mx_status st = mx_session_run(b->s, b->x, 1, &y, 1);
-    if (st == MX_ERR_BUSY && strstr(mx_session_last_error(b->s), "in use by another thread")) atomic_fetch_add(b->busy, 1);
-    else if (st == MX_OK) atomic_fetch_add(b->ok, 1);
+    if (st == MX_ERR_BUSY && strstr(mx_session_last_error(b->s), "in use by another thread"))
+      atomic_fetch_add(b->busy, 1);
+    else if (st == MX_OK)
+      atomic_fetch_add(b->ok, 1);
     mx_tensor_release(&y);
   }
   return NULL;

@@ -12,8 +12,8 @@ enum { N_IO = 5 }; /* the default llama: token ids, then past key and value of 2
 
 typedef struct decode_case {
   mx_session *s;
-  mx_tensor in[N_IO];       /* in the model's order, named */
-  mx_tensor want[N_IO];     /* the outputs of a run in the model's order */
+  mx_tensor in[N_IO];   /* in the model's order, named */
+  mx_tensor want[N_IO]; /* the outputs of a run in the model's order */
   const char *out_names[N_IO];
 } decode_case;
 
@@ -31,7 +31,8 @@ static void setup_case(decode_case *c) {
   cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &c->in[0]), MX_OK);
   ((int64_t *)c->in[0].data)[0] = 7;
   for (size_t i = 1; i < N_IO; i++)
-    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, cfg.kv_heads, 3, hd}, 11 + i, &c->in[i]), MX_OK);
+    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, cfg.kv_heads, 3, hd}, 11 + i, &c->in[i]),
+                 MX_OK);
   for (size_t i = 0; i < N_IO; i++) {
     mx_io_info info;
     cr_assert(mx_session_input_info(c->s, i, &info));

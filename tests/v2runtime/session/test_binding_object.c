@@ -26,10 +26,12 @@ static void make_inputs(mx_tensor *in, int64_t token, int64_t past) {
   cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &in[0]), MX_OK);
   ((int64_t *)in[0].data)[0] = token;
   for (int i = 1; i < N_IO; i++)
-    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, past, 16}, 90 + (uint64_t)i, &in[i]), MX_OK);
+    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, past, 16}, 90 + (uint64_t)i, &in[i]),
+                 MX_OK);
 }
 
-static const char *const in_names[N_IO] = {"input_ids", "past_key_0", "past_value_0", "past_key_1", "past_value_1"};
+static const char *const in_names[N_IO] = {"input_ids", "past_key_0", "past_value_0", "past_key_1",
+                                           "past_value_1"};
 static const char *const out_names[N_IO] = {"logits", "present_key_0", "present_value_0", "present_key_1",
                                             "present_value_1"};
 
@@ -64,8 +66,10 @@ static void same_as_run(int64_t min_ops) {
       cr_assert_not_null(o);
       cr_assert_eq(o->placement, k % 2 ? MX_DEVICE : MX_HOST);
       mx_tensor h;
-      if (o->placement == MX_DEVICE) to_host(s, o, &h);
-      else h = *o;
+      if (o->placement == MX_DEVICE)
+        to_host(s, o, &h);
+      else
+        h = *o;
       char why[256];
       cr_assert(mxs_same(&h, &want[k], why, sizeof why), "step %zu output %s: %s", t, out_names[k], why);
       if (o->placement == MX_DEVICE) mx_tensor_release(&h);

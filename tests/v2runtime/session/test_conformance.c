@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "mixrt/onnx.h"
-#include "v2runtime/session/session_support.h"
 #include "support/control_rule.h"
 #include "support/onnx_node.h"
+#include "v2runtime/session/session_support.h"
 
 enum { MAX_IO = 32 };
 
@@ -122,7 +122,8 @@ static void run_all(mx_executor_kind ex, uint32_t streams, int64_t static_min_op
     char why[600];
     int r = run_case(s, &cases[c], why, sizeof why);
     if (r == CASE_SKIPPED) {
-      if (streams == 1 && static_min_ops) fprintf(stderr, "skip %s: %s; strings are host only\n", cases[c].name, why);
+      if (streams == 1 && static_min_ops)
+        fprintf(stderr, "skip %s: %s; strings are host only\n", cases[c].name, why);
       skipped++;
     } else if (r == CASE_FAILED) {
       fprintf(stderr, "FAIL %s: %s\n", cases[c].name, why);

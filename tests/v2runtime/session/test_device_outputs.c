@@ -24,7 +24,8 @@ static void make_inputs(mx_tensor *in, int64_t token, int64_t past) {
   cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &in[0]), MX_OK);
   ((int64_t *)in[0].data)[0] = token;
   for (int i = 1; i < N_IO; i++)
-    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, past, 16}, 70 + (uint64_t)i, &in[i]), MX_OK);
+    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, past, 16}, 70 + (uint64_t)i, &in[i]),
+                 MX_OK);
 }
 
 static void device_outputs(int64_t min_ops) {

@@ -80,9 +80,11 @@ Test(session_io_shapes, output_shapes_equal_a_run) {
       int64_t dims[MX_MAX_RANK];
       const mx_tensor *sets[2] = {desc, named};
       for (int v = 0; v < 2; v++) {
-        cr_assert_eq(mx_session_output_shape(s, sets[v], N_IO, k, &rank, dims), MX_OK, "%s", mx_session_last_error(s));
+        cr_assert_eq(mx_session_output_shape(s, sets[v], N_IO, k, &rank, dims), MX_OK, "%s",
+                     mx_session_last_error(s));
         cr_assert_eq(rank, out[k].rank);
-        for (int32_t d = 0; d < rank; d++) cr_assert_eq(dims[d], out[k].dims[d], "output %zu dim %d", k, (int)d);
+        for (int32_t d = 0; d < rank; d++)
+          cr_assert_eq(dims[d], out[k].dims[d], "output %zu dim %d", k, (int)d);
       }
       const char *sym = "past_len";
       cr_assert_eq(mx_session_output_shape_for(s, &sym, &past, 1, k, &rank, dims), MX_OK, "%s",
@@ -107,7 +109,8 @@ Test(session_io_shapes, refusals_name_the_cause) {
   cr_assert(strstr(mx_session_last_error(s), "output 'present_key_0' dim 2 is 'past_len + 1'"), "%s",
             mx_session_last_error(s));
   /* The symbol output 0 does not need. */
-  cr_assert_eq(mx_session_output_shape_for(s, NULL, NULL, 0, 0, &rank, dims), MX_OK, "%s", mx_session_last_error(s));
+  cr_assert_eq(mx_session_output_shape_for(s, NULL, NULL, 0, 0, &rank, dims), MX_OK, "%s",
+               mx_session_last_error(s));
   cr_assert_eq(rank, 3);
   const char *bad = "seq";
   int64_t v = 3;
@@ -128,7 +131,8 @@ Test(session_io_shapes, refusals_name_the_cause) {
     memcpy(desc[i].dims, d, sizeof d);
   }
   cr_assert_eq(mx_session_output_shape(s, desc, N_IO, 1, &rank, dims), MX_ERR_SHAPE);
-  cr_assert(strstr(mx_session_last_error(s), "past_len = 9, another input gave 8"), "%s", mx_session_last_error(s));
+  cr_assert(strstr(mx_session_last_error(s), "past_len = 9, another input gave 8"), "%s",
+            mx_session_last_error(s));
   desc[3].dims[2] = 8;
   cr_assert_eq(mx_session_output_shape(s, desc, N_IO, 1, &rank, dims), MX_OK, "%s", mx_session_last_error(s));
   cr_assert_eq(dims[2], 9);

@@ -26,7 +26,8 @@ static void make_inputs(mx_tensor *in, int64_t token, int64_t past) {
   cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &in[0]), MX_OK);
   ((int64_t *)in[0].data)[0] = token;
   for (int i = 1; i < N_IO; i++)
-    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, past, 16}, 9 + (uint64_t)i, &in[i]), MX_OK);
+    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, past, 16}, 9 + (uint64_t)i, &in[i]),
+                 MX_OK);
 }
 
 static void release_all(mx_tensor *t) {
@@ -34,7 +35,8 @@ static void release_all(mx_tensor *t) {
 }
 
 /* Runs one failing step (expects `cause` in the message) then a good one. */
-static void fails_with_cause(mx_session *s, int64_t token, int64_t past, const char *node, const char *cause) {
+static void fails_with_cause(mx_session *s, int64_t token, int64_t past, const char *node,
+                             const char *cause) {
   mx_tensor in[N_IO], out[N_IO];
   memset(out, 0, sizeof out);
   make_inputs(in, token, past);
@@ -66,9 +68,10 @@ Test(session_kernel_causes, position_past_the_rotary_table) {
   for (size_t k = 0; k < sizeof min_ops / sizeof min_ops[0]; k++) {
     mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, min_ops[k]);
     cr_assert_eq(mx_session_load_graph(s, llama()), MX_OK, "%s", mx_session_last_error(s));
-    fails_with_cause(s, 5, 5000, "q_rotary'",
-                     "RotaryEmbedding: position id 5000 (batch 0, token 0) is out of the cos/sin caches' range "
-                     "[0, 2048)");
+    fails_with_cause(
+        s, 5, 5000, "q_rotary'",
+        "RotaryEmbedding: position id 5000 (batch 0, token 0) is out of the cos/sin caches' range "
+        "[0, 2048)");
     mx_session_destroy(s);
   }
 }
@@ -92,8 +95,8 @@ Test(session_kernel_causes, reference_interpreter) {
   for (int i = 0; i < N_IO; i++) in[i].name = NULL;
   mx_error err;
   cr_assert_neq(mx_reference_run(g, in, N_IO, out, N_IO, &err), MX_OK);
-  cr_assert(strstr(err.message, "'embed'") && strstr(err.message, "100000") && strstr(err.message, "128"), "%s",
-            err.message);
+  cr_assert(strstr(err.message, "'embed'") && strstr(err.message, "100000") && strstr(err.message, "128"),
+            "%s", err.message);
   release_all(in);
   mx_graph_destroy(g);
 }

@@ -43,7 +43,8 @@ static void make_inputs(mx_tensor *in, int64_t past) {
   cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &in[0]), MX_OK);
   ((int64_t *)in[0].data)[0] = 3;
   for (int i = 1; i < N_IO; i++)
-    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, past, 16}, 5 + (uint64_t)i, &in[i]), MX_OK);
+    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, past, 16}, 5 + (uint64_t)i, &in[i]),
+                 MX_OK);
 }
 
 static void release_all(mx_tensor *t) {
@@ -80,7 +81,8 @@ Test(session_limits, huge_past_refused_at_once) {
   cr_assert_lt(seconds_since(&t0), 0.5);
   const char *m = mx_session_last_error(s);
   cr_assert(strstr(m, "past_len = 100000000"), "%s", m);
-  cr_assert(strstr(m, "present_key_0' [1, 2, past_len + 1, 16] float32, 11.9 GiB (12800000128 bytes)"), "%s", m);
+  cr_assert(strstr(m, "present_key_0' [1, 2, past_len + 1, 16] float32, 11.9 GiB (12800000128 bytes)"), "%s",
+            m);
   cr_assert(strstr(m, "the available physical memory"), "%s", m);
   mx_session_destroy(s);
 }
@@ -92,7 +94,8 @@ Test(session_limits, single_tensor_refused) {
   describe_inputs(in, 1000000000000000);
   cr_assert_eq(mx_session_check_memory(s, in, N_IO), MX_ERR_DEVICE_OOM);
   const char *m = mx_session_last_error(s);
-  cr_assert(strstr(m, "[1, 2, past_len, 16] float32 would take 113.7 PiB (128000000000000000 bytes)"), "%s", m);
+  cr_assert(strstr(m, "[1, 2, past_len, 16] float32 would take 113.7 PiB (128000000000000000 bytes)"), "%s",
+            m);
   describe_inputs(in, INT64_MAX / 4);
   cr_assert_eq(mx_session_check_memory(s, in, N_IO), MX_ERR_DEVICE_OOM);
   cr_assert(strstr(mx_session_last_error(s), "more than 2^63 bytes"), "%s", mx_session_last_error(s));
@@ -136,7 +139,8 @@ Test(session_limits, device_limit_caps_the_session) {
   mx_tensor in[N_IO];
   describe_inputs(in, 10000);
   cr_assert_eq(mx_session_check_memory(s, in, N_IO), MX_ERR_DEVICE_OOM);
-  cr_assert(strstr(mx_session_last_error(s), "the device's memory_limit, 4.0 MiB"), "%s", mx_session_last_error(s));
+  cr_assert(strstr(mx_session_last_error(s), "the device's memory_limit, 4.0 MiB"), "%s",
+            mx_session_last_error(s));
   describe_inputs(in, 1000);
   cr_assert_eq(mx_session_check_memory(s, in, N_IO), MX_OK, "%s", mx_session_last_error(s));
   mx_session_destroy(s);
@@ -154,7 +158,8 @@ Test(session_limits, check_matches_names) {
   }
   for (int i = 0; i < N_IO; i++) rev[i] = in[N_IO - 1 - i];
   mx_status st = mx_session_check_memory(s, rev, N_IO);
-  if (mx_session_memory_limit(s) <= 90ull << 30) cr_assert_eq(st, MX_ERR_DEVICE_OOM, "%s", mx_session_last_error(s));
+  if (mx_session_memory_limit(s) <= 90ull << 30)
+    cr_assert_eq(st, MX_ERR_DEVICE_OOM, "%s", mx_session_last_error(s));
   rev[2].name = "no_such_input";
   cr_assert_eq(mx_session_check_memory(s, rev, N_IO), MX_ERR_NOT_FOUND);
   cr_assert_eq(mx_session_check_memory(s, rev, N_IO - 1), MX_ERR_INVALID_ARGUMENT);

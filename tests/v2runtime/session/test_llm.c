@@ -37,7 +37,8 @@ static void decode_loop(uint32_t streams, mx_executor_kind ex, int steps) {
     ((int64_t *)in[0].data)[0] = (step * 37 + 5) % cfg.vocab;
     memset(out, 0, sizeof out);
     memset(want, 0, sizeof want);
-    cr_assert_eq(mx_session_run(s, in, n_in, out, n_out), MX_OK, "step %d: %s", step, mx_session_last_error(s));
+    cr_assert_eq(mx_session_run(s, in, n_in, out, n_out), MX_OK, "step %d: %s", step,
+                 mx_session_last_error(s));
     cr_assert_eq(mx_reference_run(ref, in, n_in, want, n_out, &err), MX_OK, "step %d: %s", step, err.message);
     for (size_t k = 0; k < n_out; k++) {
       char why[256];
@@ -108,7 +109,8 @@ static void decode_device_io(uint32_t streams, mx_executor_kind ex, mx_device_ki
     ((int64_t *)host_in[0].data)[0] = (step * 31 + 3) % cfg.vocab;
     cr_assert_eq(mx_device_copy(dev, dev_in[0].data, host_in[0].data, sizeof(int64_t), MX_COPY_H2D), MX_OK);
     memset(want, 0, sizeof want);
-    cr_assert_eq(mx_reference_run(ref, host_in, n_in, want, n_out, &err), MX_OK, "step %d: %s", step, err.message);
+    cr_assert_eq(mx_reference_run(ref, host_in, n_in, want, n_out, &err), MX_OK, "step %d: %s", step,
+                 err.message);
     void *given[MAX_IO];
     for (size_t k = 0; k < n_out; k++) {
       size_t nb;
@@ -119,10 +121,12 @@ static void decode_device_io(uint32_t streams, mx_executor_kind ex, mx_device_ki
       cr_assert_eq(mx_device_alloc(dev, nb ? nb : 1, 64, &out[k].data), MX_OK);
       given[k] = out[k].data;
     }
-    cr_assert_eq(mx_session_run(s, dev_in, n_in, out, n_out), MX_OK, "step %d: %s", step, mx_session_last_error(s));
+    cr_assert_eq(mx_session_run(s, dev_in, n_in, out, n_out), MX_OK, "step %d: %s", step,
+                 mx_session_last_error(s));
     mx_session_stats last;
     cr_assert_eq(mx_session_get_stats(s, &last, NULL), MX_OK);
-    cr_expect_eq(last.output_copies, 0, "step %d: %llu output copies", step, (unsigned long long)last.output_copies);
+    cr_expect_eq(last.output_copies, 0, "step %d: %llu output copies", step,
+                 (unsigned long long)last.output_copies);
     copies += last.output_copies;
     for (size_t k = 0; k < n_out; k++) {
       cr_assert(out[k].data == given[k], "step %d output %zu: not the caller's buffer", step, k);
@@ -160,8 +164,12 @@ static void decode_device_io(uint32_t streams, mx_executor_kind ex, mx_device_ki
   mx_session_destroy(s);
 }
 
-Test(llm, decode_device_io_zero_copy_inline) { decode_device_io(1, MX_EXECUTOR_SEQUENTIAL, MX_DEVICE_INLINE, 4, 20); }
-Test(llm, decode_device_io_zero_copy_2_streams) { decode_device_io(2, MX_EXECUTOR_TOPOLOGICAL, MX_DEVICE_CPU, 4, 10); }
+Test(llm, decode_device_io_zero_copy_inline) {
+  decode_device_io(1, MX_EXECUTOR_SEQUENTIAL, MX_DEVICE_INLINE, 4, 20);
+}
+Test(llm, decode_device_io_zero_copy_2_streams) {
+  decode_device_io(2, MX_EXECUTOR_TOPOLOGICAL, MX_DEVICE_CPU, 4, 10);
+}
 Test(llm, decode_device_io_zero_copy_all_dynamic) {
   decode_device_io(1, MX_EXECUTOR_MULTI_THREAD, MX_DEVICE_CPU, -1, 10);
 }

@@ -9,8 +9,8 @@
 #include "mixrt/models.h"
 #include "proto/mixrt_model.pb-c.h"
 #include "static_exec/static_exec.h"
-#include "v2runtime/session/session_support.h"
 #include "support/onnx_node.h"
+#include "v2runtime/session/session_support.h"
 
 static char *temp_path(void) {
   static char path[64];
@@ -62,7 +62,8 @@ Test(mxm, partitioned_llama_round_trip) {
   const char *path = temp_path();
   cr_assert_eq(mx_session_save(a, path, NULL), MX_OK, "%s", mx_session_last_error(a));
   for (int variant = 0; variant < 2; variant++) {
-    mx_session *b = mxs_new_session(variant ? 2 : 1, variant ? MX_EXECUTOR_TOPOLOGICAL : MX_EXECUTOR_SEQUENTIAL, 4);
+    mx_session *b =
+        mxs_new_session(variant ? 2 : 1, variant ? MX_EXECUTOR_TOPOLOGICAL : MX_EXECUTOR_SEQUENTIAL, 4);
     cr_assert_eq(mx_session_load_file(b, path), MX_OK, "%s", mx_session_last_error(b));
     for (size_t i = 0; i < mx_session_output_count(a); i++) {
       mx_io_info ia, ib;
@@ -81,9 +82,12 @@ Test(mxm, moe_and_encoder_round_trip) {
   for (int which = 0; which < 2; which++) {
     mx_graph *g;
     mx_error err;
-    if (which == 0) cr_assert_eq(mx_model_moe(NULL, &g, &err), MX_OK);
-    else cr_assert_eq(mx_model_encoder(NULL, &g, &err), MX_OK);
-    mx_session *a = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4), *b = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
+    if (which == 0)
+      cr_assert_eq(mx_model_moe(NULL, &g, &err), MX_OK);
+    else
+      cr_assert_eq(mx_model_encoder(NULL, &g, &err), MX_OK);
+    mx_session *a = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4),
+               *b = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
     cr_assert_eq(mx_session_load_graph(a, g), MX_OK, "%s", mx_session_last_error(a));
     const char *path = temp_path();
     cr_assert_eq(mx_session_save(a, path, NULL), MX_OK, "%s", mx_session_last_error(a));
@@ -172,8 +176,8 @@ static void rewrite_runtime(const char *good, const char *bad, void (*edit)(Mxm_
   mxm__runtime__pack(rt, packed);
   *rt->init = keep_init;
   *rt->main = keep_main;
-  cr_assert_eq(mx_mxm_save_model((const mx_static_plan *const *)plans, n_plans, packed, n, bad, NULL, &err), MX_OK,
-               "%s", err.message);
+  cr_assert_eq(mx_mxm_save_model((const mx_static_plan *const *)plans, n_plans, packed, n, bad, NULL, &err),
+               MX_OK, "%s", err.message);
   free(packed);
   mxm__runtime__free_unpacked(rt, NULL);
   free(bytes);
@@ -247,12 +251,14 @@ static mx_session *saved_llama(char *good, char *bad) {
 
 /* Each case's edit of `good` written to `bad` is refused by session a with MX_ERR_MALFORMED, its
  * words and the file's name. */
-static void expect_refusals(mx_session *a, const char *good, const char *bad, const edit_case *cases, size_t n) {
+static void expect_refusals(mx_session *a, const char *good, const char *bad, const edit_case *cases,
+                            size_t n) {
   for (size_t i = 0; i < n; i++) {
     rewrite_runtime(good, bad, cases[i].edit);
     cr_assert_eq(mx_session_load_file(a, bad), MX_ERR_MALFORMED, "case %zu: %s", i, mx_session_last_error(a));
     cr_assert(strstr(mx_session_last_error(a), cases[i].says), "case %zu: %s", i, mx_session_last_error(a));
-    cr_assert(strstr(mx_session_last_error(a), bad), "the message names the file: %s", mx_session_last_error(a));
+    cr_assert(strstr(mx_session_last_error(a), bad), "the message names the file: %s",
+              mx_session_last_error(a));
   }
 }
 

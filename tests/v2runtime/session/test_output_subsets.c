@@ -13,7 +13,7 @@ enum { N_IO = 5 }; /* the default llama: token ids, then past key and value of 2
 typedef struct subset_case {
   mx_session *s;
   mx_tensor in[N_IO];
-  mx_tensor want[N_IO];   /* a full run's outputs, in the model's order */
+  mx_tensor want[N_IO]; /* a full run's outputs, in the model's order */
   const char *names[N_IO];
 } subset_case;
 
@@ -28,7 +28,8 @@ static void setup_case(subset_case *c, uint32_t streams, mx_executor_kind ex, in
   cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &c->in[0]), MX_OK);
   ((int64_t *)c->in[0].data)[0] = 11;
   for (int i = 1; i < N_IO; i++)
-    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, 6, 16}, 40 + (uint64_t)i, &c->in[i]), MX_OK);
+    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, 6, 16}, 40 + (uint64_t)i, &c->in[i]),
+                 MX_OK);
   for (int i = 0; i < N_IO; i++) {
     mx_io_info info;
     cr_assert(mx_session_output_info(c->s, (size_t)i, &info));
@@ -92,7 +93,8 @@ Test(session_output_subsets, refused) {
   mx_tensor out[2];
   memset(out, 0, sizeof out);
   cr_assert_eq(mx_session_run(c.s, c.in, N_IO, out, 2), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_session_last_error(c.s), "a subset must be given by name"), "%s", mx_session_last_error(c.s));
+  cr_assert(strstr(mx_session_last_error(c.s), "a subset must be given by name"), "%s",
+            mx_session_last_error(c.s));
   out[0].name = c.names[0];
   out[1].name = "no_such_output";
   cr_assert_eq(mx_session_run(c.s, c.in, N_IO, out, 2), MX_ERR_NOT_FOUND);

@@ -149,7 +149,8 @@ static void two_sessions_share(mx_device_kind kind, int64_t static_min_ops) {
   cr_assert_gt(one.shared_blocks, 0, "the first session's weights are shared blocks");
   cr_assert_eq(one.shared_hits, start.shared_hits, "nothing to share with yet");
   const uint64_t first = one.bytes_in_use - start.bytes_in_use;
-  cr_assert_gt(one.shared_bytes, first / 2, "the weights are most of a loaded session's memory (%llu of %llu)",
+  cr_assert_gt(one.shared_bytes, first / 2,
+               "the weights are most of a loaded session's memory (%llu of %llu)",
                (unsigned long long)one.shared_bytes, (unsigned long long)first);
 
   mx_session *b = open_llama(dev, 1, static_min_ops, false);
@@ -158,9 +159,10 @@ static void two_sessions_share(mx_device_kind kind, int64_t static_min_ops) {
   cr_assert_eq(two.shared_bytes, one.shared_bytes);
   cr_assert_eq(two.shared_hits - one.shared_hits, one.shared_blocks, "it holds every block of the first");
   const uint64_t second = two.bytes_in_use - one.bytes_in_use;
-  cr_assert_leq(second + one.shared_bytes, first, "the second session costs the first's memory less its weights "
-                "(%llu + %llu against %llu)", (unsigned long long)second, (unsigned long long)one.shared_bytes,
-                (unsigned long long)first);
+  cr_assert_leq(second + one.shared_bytes, first,
+                "the second session costs the first's memory less its weights "
+                "(%llu + %llu against %llu)",
+                (unsigned long long)second, (unsigned long long)one.shared_bytes, (unsigned long long)first);
 
   decoder da, db;
   decoder_init(&da, a, 1);
@@ -171,7 +173,8 @@ static void two_sessions_share(mx_device_kind kind, int64_t static_min_ops) {
   }
   mx_session_destroy(a);
   const mx_device_memory_stats after_a = mem(dev);
-  cr_assert_eq(after_a.shared_blocks, one.shared_blocks, "the blocks stay while the second session holds them");
+  cr_assert_eq(after_a.shared_blocks, one.shared_blocks,
+               "the blocks stay while the second session holds them");
   decoder_steps(&db, STEPS);
   mx_session_destroy(b);
   const mx_device_memory_stats end = mem(dev);
@@ -215,7 +218,8 @@ Test(shared_weights, other_weights_are_not_shared) {
   mx_session *b = open_llama(dev, 2, 4, false);
   const mx_device_memory_stats two = mem(dev);
   /* The rotary tables do not depend on the seed: those are shared, nothing else. */
-  cr_assert_lt(two.shared_hits - one.shared_hits, one.shared_blocks, "blocks of other weights are not shared");
+  cr_assert_lt(two.shared_hits - one.shared_hits, one.shared_blocks,
+               "blocks of other weights are not shared");
   cr_assert_gt(two.shared_bytes, one.shared_bytes, "the second model's weights are blocks of their own");
   decoder da, db;
   decoder_init(&da, a, 1);
@@ -351,8 +355,8 @@ Test(shared_weights, a_failed_second_load_gives_back_its_holds) {
     a = open_llama(dev, 1, 4, false);
     const mx_device_memory_stats one = mem(dev);
     char why[MX_ERROR_MESSAGE_MAX];
-    cr_assert_null(try_open_llama(dev, false, why, sizeof why), "allocation %llu of the second load should fail",
-                   (unsigned long long)k);
+    cr_assert_null(try_open_llama(dev, false, why, sizeof why),
+                   "allocation %llu of the second load should fail", (unsigned long long)k);
     cr_assert(strstr(why, "injected fault"), "allocation %llu: %s", (unsigned long long)k, why);
     const mx_device_memory_stats after = mem(dev);
     cr_assert_eq(after.shared_blocks, one.shared_blocks, "allocation %llu", (unsigned long long)k);

@@ -12,7 +12,8 @@
 #include "mixrt/graph.h"
 #include "v2runtime/session/session_support.h"
 
-static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *in, size_t n, const mx_attr *a, size_t na) {
+static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *in, size_t n, const mx_attr *a,
+                      size_t na) {
   mx_value_id y;
   cr_assert_eq(mx_graph_add_op(g, type, in, n, a, na, &y), MX_OK, "%s", mx_graph_last_error(g));
   return y;
@@ -62,7 +63,8 @@ typedef struct fixture {
   bool two;
 } fixture;
 
-static fixture open_model(bool two, uint32_t cache, uint32_t churn, const char *const *gears, size_t n_gears) {
+static fixture open_model(bool two, uint32_t cache, uint32_t churn, const char *const *gears,
+                          size_t n_gears) {
   mx_session_options o;
   mx_session_options_init(&o);
   o.device_options.fault_from_env = false;
@@ -87,7 +89,8 @@ static void close_model(fixture *f) {
 static mx_status step(fixture *f, int64_t va, int64_t vb, bool check) {
   mx_tensor in[2];
   cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 2, (int64_t[]){va, 8}, 100 + (uint64_t)va, &in[0]), MX_OK);
-  if (f->two) cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 2, (int64_t[]){vb, 8}, 200 + (uint64_t)vb, &in[1]), MX_OK);
+  if (f->two)
+    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 2, (int64_t[]){vb, 8}, 200 + (uint64_t)vb, &in[1]), MX_OK);
   size_t n = f->two ? 2 : 1;
   mx_tensor got = {0}, want = {0};
   mx_status st = mx_session_run(f->s, in, n, &got, 1);
@@ -98,8 +101,8 @@ static mx_status step(fixture *f, int64_t va, int64_t vb, bool check) {
     cr_assert_eq(got.dims[0], va);
     cr_assert_eq(got.dims[1], f->two ? vb : 8);
     char why[256];
-    cr_assert(mx_tensor_allclose(&got, &want, 1e-5, 1e-6, why, sizeof why), "a=%lld b=%lld: %s", (long long)va,
-              (long long)vb, why);
+    cr_assert(mx_tensor_allclose(&got, &want, 1e-5, 1e-6, why, sizeof why), "a=%lld b=%lld: %s",
+              (long long)va, (long long)vb, why);
     mx_tensor_release(&want);
   }
   mx_tensor_release(&got);
@@ -176,7 +179,8 @@ Test(session_spec, churn_falls_back_to_dynamic) {
   cr_assert_eq(mx_session_create(&o, &f.s, &err), MX_OK, "%s", err.message);
   cr_assert_eq(mx_session_load_graph(f.s, model(false)), MX_OK, "%s", mx_session_last_error(f.s));
   f.ref = model(false);
-  for (int64_t a = 1; a <= 6; a++) cr_assert_eq(step(&f, a, 0, true), MX_OK, "%s", mx_session_last_error(f.s));
+  for (int64_t a = 1; a <= 6; a++)
+    cr_assert_eq(step(&f, a, 0, true), MX_OK, "%s", mx_session_last_error(f.s));
   mx_session_stats t = totals(&f), last;
   cr_assert_eq(t.spec_compiles, 2, "two new values compiled, the third went dynamic");
   cr_assert_eq(t.spec_fallbacks, 1);
@@ -296,7 +300,8 @@ Test(session_spec, churned_symbol_splits_the_partition) {
   mx_session_stats t = totals(&f), last;
   cr_assert_eq(t.spec_compiles, 3);
   cr_assert_eq(t.spec_fallbacks, 1);
-  for (int64_t b = 6; b < 12; b++) cr_assert_eq(step(&f, 2, b, true), MX_OK, "%s", mx_session_last_error(f.s));
+  for (int64_t b = 6; b < 12; b++)
+    cr_assert_eq(step(&f, 2, b, true), MX_OK, "%s", mx_session_last_error(f.s));
   t = totals(&f);
   cr_assert_eq(t.spec_compiles, 3, "every new b is served by the split specialization");
   cr_assert_eq(mx_session_get_stats(f.s, &last, NULL), MX_OK);
@@ -334,7 +339,8 @@ Test(session_spec, multi_stream_multi_thread) {
   cr_assert_eq(mx_session_create(&o, &f.s, &err), MX_OK, "%s", err.message);
   cr_assert_eq(mx_session_load_graph(f.s, model(true)), MX_OK, "%s", mx_session_last_error(f.s));
   f.ref = model(true);
-  for (int64_t b = 1; b < 8; b++) cr_assert_eq(step(&f, 1 + b % 2, b, true), MX_OK, "%s", mx_session_last_error(f.s));
+  for (int64_t b = 1; b < 8; b++)
+    cr_assert_eq(step(&f, 1 + b % 2, b, true), MX_OK, "%s", mx_session_last_error(f.s));
   close_model(&f);
 }
 

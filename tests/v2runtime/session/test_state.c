@@ -172,8 +172,9 @@ Test(session_state, no_allocation_within_capacity) {
   for (int step = 0; step < 20; step++) {
     binding_step(s, b, &ids, 5);
     cr_assert_eq(mx_session_get_stats(s, &last, NULL), MX_OK);
-    if (step >= 1) cr_assert_leq(last.device_allocations, 1, "step %d allocated %llu blocks", step,
-                                 (unsigned long long)last.device_allocations);
+    if (step >= 1)
+      cr_assert_leq(last.device_allocations, 1, "step %d allocated %llu blocks", step,
+                    (unsigned long long)last.device_allocations);
   }
   const void *seen[2] = {0};
   for (int step = 0; step < 10; step++) {
@@ -182,8 +183,10 @@ Test(session_state, no_allocation_within_capacity) {
     cr_assert_eq(mx_session_get_stats(s, &last, NULL), MX_OK);
     if (step >= 1) cr_assert_eq(last.device_allocations, 0, "repeated step %d allocated", step);
     const void *now = mx_binding_output(b, 1)->data;
-    if (step < 2) seen[step] = now;
-    else cr_assert_eq(now, seen[step % 2], "the cache left its two buffers");
+    if (step < 2)
+      seen[step] = now;
+    else
+      cr_assert_eq(now, seen[step % 2], "the cache left its two buffers");
   }
   cr_assert_eq(mx_binding_state_capacity(b), 128);
   mx_binding_destroy(b);
@@ -281,7 +284,8 @@ Test(session_state, load_state) {
   copying_init(&c);
   for (int i = 1; i < N_IO; i++) { /* pasts of 40 seeded rows */
     mx_tensor_release(&c.in[i]);
-    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, 40, 16}, 500 + (uint64_t)i, &c.in[i]), MX_OK);
+    cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, 40, 16}, 500 + (uint64_t)i, &c.in[i]),
+                 MX_OK);
   }
   mx_tensor ids;
   mx_binding *b = state_binding(s, &ids, 16);
@@ -343,11 +347,19 @@ Test(session_state, hugging_face_names_and_concat) {
   cr_assert_eq(mx_graph_add_constant(g, "axes", &axes_t, &axes), MX_OK);
   const char *present_name[] = {"present.0.key"}, *y_name[] = {"y"};
   mx_attr axis = mx_attr_int("axis", 1);
-  mx_node_desc cat = {.op_type = "Concat", .inputs = (mx_value_id[]){past, x}, .n_inputs = 2, .attrs = &axis,
-                      .n_attrs = 1, .output_names = present_name, .n_outputs = 1};
+  mx_node_desc cat = {.op_type = "Concat",
+                      .inputs = (mx_value_id[]){past, x},
+                      .n_inputs = 2,
+                      .attrs = &axis,
+                      .n_attrs = 1,
+                      .output_names = present_name,
+                      .n_outputs = 1};
   cr_assert_eq(mx_graph_add_node(g, &cat, &present), MX_OK, "%s", mx_graph_last_error(g));
-  mx_node_desc sum = {.op_type = "ReduceSum", .inputs = (mx_value_id[]){present, axes}, .n_inputs = 2,
-                      .output_names = y_name, .n_outputs = 1};
+  mx_node_desc sum = {.op_type = "ReduceSum",
+                      .inputs = (mx_value_id[]){present, axes},
+                      .n_inputs = 2,
+                      .output_names = y_name,
+                      .n_outputs = 1};
   cr_assert_eq(mx_graph_add_node(g, &sum, &y), MX_OK, "%s", mx_graph_last_error(g));
   cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, present), MX_OK);
@@ -356,7 +368,8 @@ Test(session_state, hugging_face_names_and_concat) {
   mx_binding *b;
   cr_assert_eq(mx_binding_create(s, &b), MX_OK);
   size_t pairs = 0;
-  cr_assert_eq(mx_binding_pair_states(b, MX_BINDING_AXIS_AUTO, 4, &pairs), MX_OK, "%s", mx_session_last_error(s));
+  cr_assert_eq(mx_binding_pair_states(b, MX_BINDING_AXIS_AUTO, 4, &pairs), MX_OK, "%s",
+               mx_session_last_error(s));
   cr_assert_eq(pairs, 1);
   mx_tensor xt;
   cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 3, (int64_t[]){1, 1, 4}, &xt), MX_OK);
@@ -376,8 +389,8 @@ Test(session_state, hugging_face_names_and_concat) {
   cr_assert_eq(mx_binding_state_capacity(b), 64, "4 rows grown x2 past 50");
   mx_tensor kept;
   cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 3, (int64_t[]){1, 50, 4}, &kept), MX_OK);
-  cr_assert_eq(mx_device_copy(mx_session_device(s), kept.data, mx_binding_output(b, 1)->data, 50 * 4 * sizeof(float),
-                              MX_COPY_D2H),
+  cr_assert_eq(mx_device_copy(mx_session_device(s), kept.data, mx_binding_output(b, 1)->data,
+                              50 * 4 * sizeof(float), MX_COPY_D2H),
                MX_OK);
   for (int r = 0; r < 50 * 4; r++) cr_assert_eq(((float *)kept.data)[r], (float)r, "row element %d", r);
   mx_tensor_release(&kept);
