@@ -11,6 +11,7 @@
 #                FUZZ_SECONDS (default 60) on seed corpora (fuzz/run.sh; docs/reliability.md)
 #   make bench-deps  Node.js, npm, gnuplot and the pinned onnxruntime-node (scripts/bench-deps.sh)
 #   make bench   build + bench-deps + mixrt bench llm (JSON and table in build/) + the plot
+#   make format  the C sources through .clang-format (needs clang-format: apt-get install clang-format)
 #   make clean   remove the build trees
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -18,7 +19,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build debug test demo asan tsan fuzz clean bench-deps bench
+.PHONY: all deps build debug test demo asan tsan fuzz clean bench-deps bench format
 
 all: build
 
@@ -64,6 +65,9 @@ bench: build bench-deps
 	./$(BUILD)/tools/mixrt bench llm --table $(BUILD)/bench-llm.dat > $(BUILD)/bench-llm.json
 	gnuplot -e "data='$(BUILD)/bench-llm.dat'; out='$(BUILD)/llm_latency.png'" bench/plot/llm_latency.gp
 	@echo "bench: $(BUILD)/bench-llm.json, $(BUILD)/bench-llm.dat, $(BUILD)/llm_latency.png"
+
+format:
+	git ls-files '*.c' '*.h' '*.inc' ':!tests/data' | xargs clang-format -i
 
 clean:
 	rm -rf build build-debug build-asan build-tsan build-fuzz
