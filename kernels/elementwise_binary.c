@@ -51,11 +51,20 @@
   }
 
 /* Same-type ops over the native types; U is the type arithmetic wraps in. */
-#define NATIVE_TYPES(X, OP)                                                                     \
-  X(OP, f32, float, float)                                                                      \
-  X(OP, f64, double, double) X(OP, i8, int8_t, uint32_t) X(OP, u8, uint8_t, uint32_t)           \
-      X(OP, i16, int16_t, uint32_t) X(OP, i32, int32_t, uint32_t) X(OP, i64, int64_t, uint64_t) \
-          X(OP, u16, uint16_t, uint32_t) X(OP, u32, uint32_t, uint32_t) X(OP, u64, uint64_t, uint64_t)
+/* (the formatter packs such lists unevenly: one entry per line) */
+// clang-format off
+#define NATIVE_TYPES(X, OP)       \
+  X(OP, f32, float, float)        \
+  X(OP, f64, double, double)      \
+  X(OP, i8, int8_t, uint32_t)     \
+  X(OP, u8, uint8_t, uint32_t)    \
+  X(OP, i16, int16_t, uint32_t)   \
+  X(OP, i32, int32_t, uint32_t)   \
+  X(OP, i64, int64_t, uint64_t)   \
+  X(OP, u16, uint16_t, uint32_t)  \
+  X(OP, u32, uint32_t, uint32_t)  \
+  X(OP, u64, uint64_t, uint64_t)
+// clang-format on
 
 #define TABLE_ENTRIES(OP)                                                                      \
   [MX_FLOAT32] = OP##_f32, [MX_FLOAT64] = OP##_f64, [MX_INT8] = OP##_i8, [MX_UINT8] = OP##_u8, \
@@ -73,11 +82,18 @@ NATIVE_TYPES(ARITH_ROW, sub)
 NATIVE_TYPES(ARITH_ROW, mul)
 
 /* Integer max/min; the float ones return a NaN operand like numpy (x != x only for NaN). */
-#define INT_TYPES(X, OP)                                                                          \
-  X(OP, i8, int8_t, uint32_t)                                                                     \
-  X(OP, u8, uint8_t, uint32_t) X(OP, i16, int16_t, uint32_t) X(OP, i32, int32_t, uint32_t)        \
-      X(OP, i64, int64_t, uint64_t) X(OP, u16, uint16_t, uint32_t) X(OP, u32, uint32_t, uint32_t) \
-          X(OP, u64, uint64_t, uint64_t)
+/* (the formatter packs such lists unevenly: one entry per line) */
+// clang-format off
+#define INT_TYPES(X, OP)          \
+  X(OP, i8, int8_t, uint32_t)     \
+  X(OP, u8, uint8_t, uint32_t)    \
+  X(OP, i16, int16_t, uint32_t)   \
+  X(OP, i32, int32_t, uint32_t)   \
+  X(OP, i64, int64_t, uint64_t)   \
+  X(OP, u16, uint16_t, uint32_t)  \
+  X(OP, u32, uint32_t, uint32_t)  \
+  X(OP, u64, uint64_t, uint64_t)
+// clang-format on
 INT_TYPES(ARITH_ROW, max)
 INT_TYPES(ARITH_ROW, min)
 ROW2(max_f32, float, float, float, (x > y || x != x) ? x : y)

@@ -86,12 +86,50 @@ void mx__ew_store_sat(void *p, mx_dtype dt, int64_t i, double v);
 uint16_t mx__ew_f64_to_half(double v, mx_dtype dt);
 
 /* Kernel definitions of the group, one per op (the registry picks by the deciding dtype). */
-#define MX__EW_KERNEL_LIST(X)                                                                              \
-  X(Abs)                                                                                                   \
-  X(Neg) X(Exp) X(Log) X(Sqrt) X(Sin) X(Cos) X(Tanh) X(Sigmoid) X(Relu) X(Erf) X(Floor) X(Ceil)            \
-      X(Reciprocal) X(Sign) X(Not) X(Gelu) X(Clip) X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Mod) X(And) X(Or)  \
-          X(Xor) X(Equal) X(Less) X(LessOrEqual) X(Greater) X(GreaterOrEqual) X(Sum) X(Mean) X(Max) X(Min) \
-              X(Cast) X(CastLike) X(BitCast) X(Where)
+/* (the formatter packs such lists unevenly: one entry per line) */
+// clang-format off
+#define MX__EW_KERNEL_LIST(X) \
+  X(Abs)             \
+  X(Neg)             \
+  X(Exp)             \
+  X(Log)             \
+  X(Sqrt)            \
+  X(Sin)             \
+  X(Cos)             \
+  X(Tanh)            \
+  X(Sigmoid)         \
+  X(Relu)            \
+  X(Erf)             \
+  X(Floor)           \
+  X(Ceil)            \
+  X(Reciprocal)      \
+  X(Sign)            \
+  X(Not)             \
+  X(Gelu)            \
+  X(Clip)            \
+  X(Add)             \
+  X(Sub)             \
+  X(Mul)             \
+  X(Div)             \
+  X(Pow)             \
+  X(Mod)             \
+  X(And)             \
+  X(Or)              \
+  X(Xor)             \
+  X(Equal)           \
+  X(Less)            \
+  X(LessOrEqual)     \
+  X(Greater)         \
+  X(GreaterOrEqual)  \
+  X(Sum)             \
+  X(Mean)            \
+  X(Max)             \
+  X(Min)             \
+  X(Cast)            \
+  X(CastLike)        \
+  X(BitCast)         \
+  X(Where)
+// clang-format on
 #define MX__EW_DECLARE_(name) extern const mx_kernel_def mx__kdef_##name;
 MX__EW_KERNEL_LIST(MX__EW_DECLARE_)
 #undef MX__EW_DECLARE_
