@@ -17,8 +17,7 @@
 /* Largest constant a folding step may produce (bytes). */
 #define FOLD_MAX_BYTES ((size_t)64 << 20)
 
-/* Constant folding and dead-node removal to a fixed point (the graph is inferred). */
-static mx_status fold_loop(mx_graph *g) {
+mx_status mx__program_fold(mx_graph *g) {
   mx_status st = MX_OK;
   for (int round = 0; st == MX_OK && round < 16; round++) {
     size_t folded = 0, removed_nodes = 0, removed_values = 0;
@@ -34,9 +33,9 @@ static mx_status fold_loop(mx_graph *g) {
  * again over what the rules built. */
 static mx_status optimize(mx_graph *g, const char *passes, mx_fuse_report *fuse, mx_error *err) {
   mx_status st = mx_graph_infer(g);
-  if (st == MX_OK) st = fold_loop(g);
+  if (st == MX_OK) st = mx__program_fold(g);
   if (st == MX_OK) st = mx_graph_fuse(g, passes, fuse);
-  if (st == MX_OK) st = fold_loop(g);
+  if (st == MX_OK) st = mx__program_fold(g);
   if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(g));
   return MX_OK;
 }

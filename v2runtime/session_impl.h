@@ -144,6 +144,9 @@ MX_MUST_USE mx_status mx__program_compile(struct mx_session *s, mx_graph *g, mx_
 MX_MUST_USE mx_status mx__program_calls(mx_program *p, mx_error *err);
 /* Sizes the per-value records and prints the io shapes once the calls are planned. */
 MX_MUST_USE mx_status mx__program_finish(mx_program *p, mx_error *err);
+/* Constant folding and dead-node removal to a fixed point (at most 16 rounds), re-inferring
+ * after each round that changed g. */
+mx_status mx__program_fold(mx_graph *g);
 /* Input positions of call c that never change address (shared constants, and graph inputs the
  * caller declared frozen), written to out (room for c->n_in); returns how many. */
 size_t mx__call_frozen_positions(const struct mx_session *s, const mx_program *p, const mx_rt_call *c,

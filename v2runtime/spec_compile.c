@@ -8,13 +8,8 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "graph/passes/passes.h"
 #include "partitioner/partitioner.h"
-#include "reference/reference.h"
 #include "v2runtime/spec.h"
-
-/* Largest constant one folding step may produce (as the model compile does). */
-#define SPEC_FOLD_MAX_BYTES ((size_t)64 << 20)
 
 /* Copies the imported opsets of g and of the graphs enclosing it (the innermost one wins). */
 static mx_status copy_opsets(mx_graph *dst, const mx_graph *g) {
@@ -177,13 +172,7 @@ static mx_status copy_body(mx_graph *body, const mx_symtab *syms, const int64_t 
 /* Inference, then folding and dead-node removal to a fixed point. */
 mx_status mx__spec_concretize(mx_graph *g, mx_error *err) {
   mx_status st = mx_graph_infer(g);
-  for (int round = 0; st == MX_OK && round < 16; round++) {
-    size_t folded = 0, removed_nodes = 0, removed_values = 0;
-    st = mx__graph_fold_constants(g, mx__reference_fold_eval, NULL, SPEC_FOLD_MAX_BYTES, &folded);
-    if (st == MX_OK) st = mx__graph_remove_dead(g, &removed_nodes, &removed_values);
-    if (st == MX_OK && (folded || removed_nodes)) st = mx_graph_infer(g);
-    if (!folded) break;
-  }
+  if (st == MX_OK) st = mx__program_fold(g);
   if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(g));
   return MX_OK;
 }
