@@ -31,23 +31,6 @@ void mx_cmd_inspect_help(FILE *out) {
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
-static void print_values(FILE *out, const mx_graph *g, const mx_value_id *ids, size_t n, bool json) {
-  for (size_t i = 0; i < n; i++) {
-    const mx_value *v = &g->values[ids[i]];
-    char shape[512];
-    mx_shape_format(g->syms, &v->shape, shape, sizeof shape);
-    if (json) {
-      fprintf(out, "%s{\"name\": ", i ? ", " : "");
-      mx__json_string(out, v->name);
-      fprintf(out, ", \"dtype\": \"%s\", \"shape\": ", mx_dtype_name(v->dtype));
-      mx__json_string(out, shape);
-      fputc('}', out);
-    } else {
-      fprintf(out, "  %-24s %-9s %s\n", v->name, mx_dtype_name(v->dtype), shape);
-    }
-  }
-}
-
 static void print_mxm_text(const char *path, const mx__mxm_info *in, FILE *out) {
   fprintf(out, "model: %s (.mxm format %u, %s, %llu bytes)\n", path, in->format_version, in->producer,
           (unsigned long long)in->file_size);
@@ -70,9 +53,9 @@ static void print_mxm_text(const char *path, const mx__mxm_info *in, FILE *out) 
     return;
   }
   fprintf(out, "inputs:\n");
-  print_values(out, in->root, in->root->inputs, in->root->n_inputs, false);
+  mx_cli_print_io(out, in->root, in->root->inputs, in->root->n_inputs, false);
   fprintf(out, "outputs:\n");
-  print_values(out, in->root, in->root->outputs, in->root->n_outputs, false);
+  mx_cli_print_io(out, in->root, in->root->outputs, in->root->n_outputs, false);
   size_t unknown = 0;
   for (size_t c = 0; c < in->n_calls; c++) unknown += in->calls[c].unknown;
   fprintf(out, "partition calls: %zu (%zu static, %zu dynamic)\n", in->n_calls, in->n_calls - unknown,
@@ -106,9 +89,9 @@ static void print_mxm_json(const char *path, const mx__mxm_info *in, FILE *out) 
   fprintf(out, "]");
   if (in->root) {
     fprintf(out, ", \"inputs\": [");
-    print_values(out, in->root, in->root->inputs, in->root->n_inputs, true);
+    mx_cli_print_io(out, in->root, in->root->inputs, in->root->n_inputs, true);
     fprintf(out, "], \"outputs\": [");
-    print_values(out, in->root, in->root->outputs, in->root->n_outputs, true);
+    mx_cli_print_io(out, in->root, in->root->outputs, in->root->n_outputs, true);
     fprintf(out, "], \"calls\": [");
     for (size_t c = 0; c < in->n_calls; c++) {
       fprintf(out, "%s{\"name\": ", c ? ", " : "");

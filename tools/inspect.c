@@ -51,7 +51,7 @@ static size_t histogram(const mx_graph *g, op_count **out) {
   return n;
 }
 
-static void print_io(FILE *out, mx_graph *g, const mx_value_id *ids, size_t n, bool json) {
+void mx_cli_print_io(FILE *out, const mx_graph *g, const mx_value_id *ids, size_t n, bool json) {
   for (size_t i = 0; i < n; i++) {
     const mx_value *v = &g->values[ids[i]];
     char shape[512];
@@ -112,9 +112,9 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const
     fprintf(out, "{\"graph\": ");
     mx__json_string(out, g->name);
     fprintf(out, ", \"opset\": %lld, \"inputs\": [", (long long)opset);
-    print_io(out, g, g->inputs, g->n_inputs, true);
+    mx_cli_print_io(out, g, g->inputs, g->n_inputs, true);
     fprintf(out, "], \"outputs\": [");
-    print_io(out, g, g->outputs, g->n_outputs, true);
+    mx_cli_print_io(out, g, g->outputs, g->n_outputs, true);
     fprintf(out, "], \"nodes\": %zu, \"ops\": {", nodes_before);
     for (size_t i = 0; i < n_hist; i++) {
       fprintf(out, "%s", i ? ", " : "");
@@ -142,9 +142,9 @@ int mx_cli_inspect_graph(const char *cmd, mx_graph *g, const char *passes, const
   }
   fprintf(out, "graph '%s', opset %lld, %zu nodes\n", g->name, (long long)opset, nodes_before);
   fprintf(out, "inputs:\n");
-  print_io(out, g, g->inputs, g->n_inputs, false);
+  mx_cli_print_io(out, g, g->inputs, g->n_inputs, false);
   fprintf(out, "outputs (inferred):\n");
-  print_io(out, g, g->outputs, g->n_outputs, false);
+  mx_cli_print_io(out, g, g->outputs, g->n_outputs, false);
   fprintf(out, "ops:");
   for (size_t i = 0; i < n_hist; i++) fprintf(out, "%s %s x%zu", i ? "," : "", hist[i].op, hist[i].n);
   fprintf(out, "\n");

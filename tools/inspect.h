@@ -16,6 +16,9 @@ typedef struct mx_symbol_binding {
 /* Parses "NAME=VALUE" (VALUE a non-negative integer); false on bad text. */
 bool mx_cli_parse_binding(const char *text, mx_symbol_binding *out, char *name_buf, size_t name_cap);
 
+/* Prints the values ids of g (its inputs or outputs): name, dtype and shape, one per line, or as
+ * comma-separated JSON objects. */
+void mx_cli_print_io(FILE *out, const mx_graph *g, const mx_value_id *ids, size_t n, bool json);
 /* Prints the summary of g (already imported): inputs, outputs, opset, op histogram; binds the
  * given symbols; runs inference, folding and dead-node removal; prints the value counts and
  * pass figures. `json` selects one JSON object instead of text. Returns an exit code. */
