@@ -23,15 +23,11 @@ static mx_rt_call *call_of(mx_exe_run *run, const mx_exe_node *n) {
   return &STEP(run)->s->prog->calls[ATTR(n)->call];
 }
 
-/* The stream a call runs on this step. */
-static mx_stream *call_stream(const mx_step *step, const mx_rt_call *c) { return step->streams[c->stream]; }
-
-/* Orders call c's stream after the calls on other streams whose outputs it reads. */
-static mx_status wait_producers(mx_exe_run *run, const mx_rt_call *c) {
+mx_status mx__call_wait_producers(mx_exe_run *run, const mx_rt_call *c) {
   mx_step *step = STEP(run);
   const mx_program *p = step->s->prog;
   for (uint32_t w = 0; w < c->n_waits; w++) {
-    mx_status st = mx_stream_wait_event(call_stream(step, c), p->calls[c->waits[w]].done);
+    mx_status st = mx_stream_wait_event(mx__call_stream(step, c), p->calls[c->waits[w]].done);
     if (st != MX_OK)
       return mx__fail(run->err, st, "partition '%s': cannot wait for partition '%s'", c->name,
                       p->calls[c->waits[w]].name);
@@ -39,16 +35,15 @@ static mx_status wait_producers(mx_exe_run *run, const mx_rt_call *c) {
   return MX_OK;
 }
 
-/* Marks the end of call c's work on its stream, for the calls on other streams that read it. */
-static mx_status record_done(mx_exe_run *run, const mx_rt_call *c) {
+mx_status mx__call_record_done(mx_exe_run *run, const mx_rt_call *c) {
   if (!c->done) return MX_OK;
-  mx_status st = mx_event_record(c->done, call_stream(STEP(run), c));
+  mx_status st = mx_event_record(c->done, mx__call_stream(STEP(run), c));
   return st == MX_OK ? MX_OK : mx__fail(run->err, st, "partition '%s': cannot record its event", c->name);
 }
 
 /* The stream a root value is produced on this step (the step stream for inputs and constants). */
 static mx_stream *value_stream(const mx_step *step, const mx_rt_value *rv) {
-  return rv->producer >= 0 ? call_stream(step, &step->s->prog->calls[rv->producer]) : step->stream;
+  return rv->producer >= 0 ? mx__call_stream(step, &step->s->prog->calls[rv->producer]) : step->stream;
 }
 
 /* --- Init / DeInit -------------------------------------------------------------------------- */
@@ -189,9 +184,8 @@ static mx_status k_feed_input(mx_exe_run *run, const mx_exe_node *n) {
 
 /* --- KNOWN calls ---------------------------------------------------------------------------- */
 
-/* The caller's output record that a root value can be written into directly, or NULL. */
-static mx_tensor *zero_copy_target(mx_step *step, const mx_rt_value *rv, mx_dtype dtype, int32_t rank,
-                                   const int64_t *dims) {
+mx_tensor *mx__zero_copy_target(mx_step *step, const mx_rt_value *rv, mx_dtype dtype, int32_t rank,
+                                const int64_t *dims) {
   if (rv->graph_output < 0) return NULL;
   mx_tensor *o = step->out_by_graph[rv->graph_output];
   if (!o->data || o->placement != MX_DEVICE || o->dtype != dtype || o->rank != rank) return NULL;
@@ -219,13 +213,14 @@ static mx_status k_static_alloc(mx_exe_run *run, const mx_exe_node *n) {
       rv->t.placement = MX_DEVICE;
       rv->t.name = p->root->values[c->out_values[j]].name;
     }
-    mx_tensor *zc = zero_copy_target(step, rv, rv->t.dtype, rv->t.rank, rv->t.dims);
+    mx_tensor *zc = mx__zero_copy_target(step, rv, rv->t.dtype, rv->t.rank, rv->t.dims);
     if (zc || rv->home) {
       rv->t.data = zc ? zc->data : rv->home;
       rv->owned = false;
       continue;
     }
-    mx_status st = mx_caching_alloc(s->alloc, (size_t)io.nbytes, call_stream(step, c), &rv->t.data, run->err);
+    mx_status st =
+        mx_caching_alloc(s->alloc, (size_t)io.nbytes, mx__call_stream(step, c), &rv->t.data, run->err);
     if (st != MX_OK) {
       mx__error_prefix(run->err, "output '%s' of static partition '%s': ", rv->t.name, c->name);
       return st;
@@ -257,8 +252,8 @@ static mx_status k_static_execute(mx_exe_run *run, const mx_exe_node *n) {
   mx_step *step = STEP(run);
   mx_session *s = step->s;
   mx_rt_call *c = call_of(run, n);
-  mx_stream *cs = call_stream(step, c);
-  mx_status st = wait_producers(run, c);
+  mx_stream *cs = mx__call_stream(step, c);
+  mx_status st = mx__call_wait_producers(run, c);
   if (st != MX_OK) return st;
   uint32_t slice = UINT32_MAX;
   if (s->trace.on) {
@@ -268,7 +263,7 @@ static mx_status k_static_execute(mx_exe_run *run, const mx_exe_node *n) {
   }
   st = mx_static_model_execute(c->model, cs);
   mx__trace_device_end(s, cs, slice);
-  if (st == MX_OK) st = record_done(run, c);
+  if (st == MX_OK) st = mx__call_record_done(run, c);
   if (st != MX_OK)
     return mx__fail(run->err, st, "static partition '%s': %s", c->name, mx_static_model_last_error(c->model));
   step->s->last.static_executes++;
@@ -287,10 +282,10 @@ static mx_status k_bind_symbols(mx_exe_run *run, const mx_exe_node *n) {
   mx_rt_call *c = call_of(run, n);
   step->dynamic_ticks -= mx__ticks();
   for (uint32_t k = 0; k < c->n_in; k++) c->args_in[k] = p->values[c->in_values[k]].t;
-  mx_status st = wait_producers(run, c);
+  mx_status st = mx__call_wait_producers(run, c);
   if (st != MX_OK) return st;
   c->in_step = true;
-  st = mx__dyn_step_begin(c->dexec, c->args_in, c->n_in, call_stream(step, c));
+  st = mx__dyn_step_begin(c->dexec, c->args_in, c->n_in, mx__call_stream(step, c));
   /* The ops producing graph outputs write straight into the caller's device buffers (the same
    * ones DynStepEnd passes: the value's first graph output): no copy at the end of the step. */
   for (uint32_t j = 0; j < c->n_out && st == MX_OK; j++) {
@@ -366,7 +361,7 @@ static mx_status k_dyn_step_end(mx_exe_run *run, const mx_exe_node *n) {
   mx_status st = mx__dyn_step_end(c->dexec, c->args_out, c->n_out);
   if (st != MX_OK) return dyn_fail(run, c, st);
   c->in_step = false;
-  st = record_done(run, c);
+  st = mx__call_record_done(run, c);
   if (st != MX_OK) return st;
   for (uint32_t j = 0; j < c->n_out; j++) {
     mx_rt_value *rv = &p->values[c->out_values[j]];

@@ -104,6 +104,20 @@ typedef struct mx_step {
   uint64_t kernels;                        /* exe kernels run */
 } mx_step;
 
+/* The stream partition call c runs on in this step. */
+static inline mx_stream *mx__call_stream(const mx_step *step, const mx_rt_call *c) {
+  return step->streams[c->stream];
+}
+/* Orders call c's stream after the calls on other streams whose outputs it reads (run->user is
+ * the step). */
+mx_status mx__call_wait_producers(mx_exe_run *run, const mx_rt_call *c);
+/* Marks the end of call c's work on its stream, for the calls on other streams that read it. */
+mx_status mx__call_record_done(mx_exe_run *run, const mx_rt_call *c);
+/* The caller's device output record that root value rv can be written into directly (same dtype
+ * and dims), or NULL. */
+mx_tensor *mx__zero_copy_target(mx_step *step, const mx_rt_value *rv, mx_dtype dtype, int32_t rank,
+                                const int64_t *dims);
+
 struct mx_session {
   mx_session_options opts; /* copy; strings below are owned copies */
   char **frozen_names;     /* owned copies of opts.frozen_inputs */

@@ -38,46 +38,14 @@ static bool is_per_op(const char *name) {
 
 /* --- running a specialization ----------------------------------------------------------------- */
 
-static mx_stream *call_stream(const mx_step *step, const mx_rt_call *c) { return step->streams[c->stream]; }
-
-/* The caller's output record a root value can be written into directly, or NULL. */
-static mx_tensor *zero_copy_target(mx_step *step, const mx_rt_value *rv, const mx_static_io *io) {
-  if (rv->graph_output < 0) return NULL;
-  mx_tensor *o = step->out_by_graph[rv->graph_output];
-  if (!o->data || o->placement != MX_DEVICE || o->dtype != io->dtype || o->rank != io->rank) return NULL;
-  for (int32_t d = 0; d < io->rank; d++)
-    if (o->dims[d] != io->dims[d]) return NULL;
-  return o;
-}
-
-/* Orders call c's stream after the calls on other streams whose outputs it reads. */
-static mx_status wait_producers(mx_exe_run *run, const mx_rt_call *c) {
-  mx_step *step = STEP(run);
-  const mx_program *p = step->s->prog;
-  for (uint32_t w = 0; w < c->n_waits; w++) {
-    mx_status st = mx_stream_wait_event(call_stream(step, c), p->calls[c->waits[w]].done);
-    if (st != MX_OK)
-      return mx__fail(run->err, st, "partition '%s': cannot wait for partition '%s'", c->name,
-                      p->calls[c->waits[w]].name);
-  }
-  return MX_OK;
-}
-
-/* Marks the end of call c's work on its stream, for the calls on other streams that read it. */
-static mx_status record_done(mx_exe_run *run, const mx_rt_call *c) {
-  if (!c->done) return MX_OK;
-  mx_status st = mx_event_record(c->done, call_stream(STEP(run), c));
-  return st == MX_OK ? MX_OK : mx__fail(run->err, st, "partition '%s': cannot record its event", c->name);
-}
-
 /* Runs a split specialization for call c this step. */
 static mx_status run_split(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
   mx_step *step = STEP(run);
-  mx_status st = wait_producers(run, c);
+  mx_status st = mx__call_wait_producers(run, c);
   if (st == MX_OK)
-    st = mx__spec_split_run(step->s, step->s->prog, c, call_stream(step, c), e->split,
+    st = mx__spec_split_run(step->s, step->s->prog, c, mx__call_stream(step, c), e->split,
                             &step->s->prog->spec->count.launches, run->err);
-  if (st == MX_OK) st = record_done(run, c);
+  if (st == MX_OK) st = mx__call_record_done(run, c);
   return st;
 }
 
@@ -88,8 +56,8 @@ static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
   mx_step *step = STEP(run);
   mx_session *s = step->s;
   mx_program *p = s->prog;
-  mx_stream *cs = call_stream(step, c);
-  mx_status st = wait_producers(run, c);
+  mx_stream *cs = mx__call_stream(step, c);
+  mx_status st = mx__call_wait_producers(run, c);
   if (st != MX_OK) return st;
   for (uint32_t j = 0; j < c->n_out; j++) {
     mx_rt_value *rv = &p->values[c->out_values[j]];
@@ -102,7 +70,7 @@ static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
     memcpy(rv->t.dims, io.dims, sizeof io.dims);
     rv->t.placement = MX_DEVICE;
     rv->t.name = p->root->values[c->out_values[j]].name;
-    mx_tensor *zc = zero_copy_target(step, rv, &io);
+    mx_tensor *zc = mx__zero_copy_target(step, rv, io.dtype, io.rank, io.dims);
     if (zc) {
       rv->t.data = zc->data;
       continue;
@@ -130,7 +98,7 @@ static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
   if (st != MX_OK)
     return mx__fail(run->err, st, "specialized partition '%s': %s", c->name,
                     mx_static_model_last_error(e->model));
-  st = record_done(run, c);
+  st = mx__call_record_done(run, c);
   if (st != MX_OK) return st;
   s->last.static_executes++;
   return MX_OK;
