@@ -12,13 +12,13 @@
  *
  * An executor binds a plan to a device, a caching allocator and streams, and runs steps:
  *
- *   mx_dyn_options o; mx_dyn_options_init(&o); o.max_streams = 2;
- *   mx_dyn_plan *plan;    mx_dyn_plan_create(g, &o, &plan, &err);
- *   mx_dyn_exec *ex;      mx_dyn_exec_create(dev, plan, NULL, NULL, 0, &ex, &err);
+ *   mx_dyn_options o; mx__dyn_options_init(&o); o.max_streams = 2;
+ *   mx_dyn_plan *plan;    mx__dyn_plan_create(g, &o, &plan, &err);
+ *   mx_dyn_exec *ex;      mx__dyn_exec_create(dev, plan, NULL, NULL, 0, &ex, &err);
  *   mx_tensor in[1] = {x}, out[1] = {{.placement = MX_HOST}};   // data NULL: allocate
- *   if (mx_dyn_exec_run(ex, in, 1, out, 1, NULL) != MX_OK) puts(mx_dyn_exec_last_error(ex));
+ *   if (mx__dyn_exec_run(ex, in, 1, out, 1, NULL) != MX_OK) puts(mx__dyn_exec_last_error(ex));
  *   mx_tensor_release(&out[0]);
- *   mx_dyn_exec_destroy(ex); mx_dyn_plan_destroy(plan);
+ *   mx__dyn_exec_destroy(ex); mx__dyn_plan_destroy(plan);
  *
  * A step first binds the symbols from the actual input shapes (checking every input against
  * its declared shape), then per op: evaluate the output shape from its expressions (skipped
@@ -61,20 +61,20 @@ typedef struct mx_dyn_options {
 
 /* Fills *o with the defaults: one stream, host ops, evaluation and aliasing on, 4 cache
  * entries. */
-void mx_dyn_options_init(mx_dyn_options *o);
+void mx__dyn_options_init(mx_dyn_options *o);
 
 /* --- plans ------------------------------------------------------------------------------------ */
 
 /* Builds the plan of g, which must be inferred (mx_graph_infer) and must not change while the
  * plan exists (the plan borrows it: op params, constants, symbol table). opt may be NULL
- * (defaults). On success *out is owned by the caller (mx_dyn_plan_destroy); on failure it is
+ * (defaults). On success *out is owned by the caller (mx__dyn_plan_destroy); on failure it is
  * NULL and err (optional) names the node at fault (an op without a CPU kernel for its dtypes,
  * an op with subgraphs, a graph that is not inferred). */
-MX_MUST_USE mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan **out,
-                                         mx_error *err);
+MX_MUST_USE mx_status mx__dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan **out,
+                                          mx_error *err);
 
 /* Frees a plan. Executors created from it must be destroyed first. NULL is a no-op. */
-void mx_dyn_plan_destroy(mx_dyn_plan *p);
+void mx__dyn_plan_destroy(mx_dyn_plan *p);
 
 typedef struct mx_dyn_plan_info {
   size_t ops;                /* graph nodes in the plan */
@@ -91,55 +91,55 @@ typedef struct mx_dyn_plan_info {
 } mx_dyn_plan_info;
 
 /* Fills *info (caller-owned). */
-void mx_dyn_plan_info_get(const mx_dyn_plan *p, mx_dyn_plan_info *info);
+void mx__dyn_plan_info_get(const mx_dyn_plan *p, mx_dyn_plan_info *info);
 
 /* --- executors -------------------------------------------------------------------------------- */
 
 /* Creates an executor of `plan` (borrowed: it must outlive the executor) on dev.
  * - alloc: a caching allocator over dev shared with others (borrowed), or NULL: the executor
- *   creates its own (mx_dyn_exec_allocator).
+ *   creates its own (mx__dyn_exec_allocator).
  * - streams[0..n_streams): streams of dev the executor runs on (borrowed); plan stream k uses
  *   streams[k % n_streams]. NULL / 0: the executor creates the streams the plan uses.
  * Constants read by device ops are uploaded here (synchronously). On failure *out is NULL and
  * err (optional) says why. */
-MX_MUST_USE mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching_allocator *alloc,
-                                         mx_stream *const *streams, size_t n_streams, mx_dyn_exec **out,
-                                         mx_error *err);
+MX_MUST_USE mx_status mx__dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan,
+                                          mx_caching_allocator *alloc, mx_stream *const *streams,
+                                          size_t n_streams, mx_dyn_exec **out, mx_error *err);
 
 /* Waits for the executor's work, returns its memory (and, when it owns them, destroys its
  * allocator and streams). NULL is a no-op. */
-void mx_dyn_exec_destroy(mx_dyn_exec *e);
+void mx__dyn_exec_destroy(mx_dyn_exec *e);
 
 /* Runs one step.
  * - inputs[0..n_inputs): one tensor per graph input, by position, or by name when every tensor
  *   has a name. Data may be on the device (placement MX_DEVICE: memory of the executor's
  *   device, ready when caller_stream reaches the current point) or on the host (copied
  *   asynchronously: host data must stay valid until caller_stream reaches the end of the step;
- *   mx_dyn_exec_run synchronizes before returning whenever an output is placed on the host).
+ *   mx__dyn_exec_run synchronizes before returning whenever an output is placed on the host).
  * - outputs[0..n_outputs): one per graph output. With data set, the caller's buffer (placement
  *   says where) receives the result; its dtype, rank and dims must equal the result's. A device
  *   buffer is written in place by the op producing the output when mx__dyn_bind_output accepts
  *   it (no copy), otherwise the result is copied into it. With
  *   data NULL the executor allocates it and the caller owns it: placement MX_HOST gives host
- *   memory (mx_tensor_release), MX_DEVICE a block of mx_dyn_exec_allocator(e) (give it back
- *   with mx_caching_free on the stream of its last use). dtype, rank, dims and name are filled
+ *   memory (mx_tensor_release), MX_DEVICE a block of mx__dyn_exec_allocator(e) (give it back
+ *   with mx__caching_free on the stream of its last use). dtype, rank, dims and name are filled
  *   in either way. Empty results have data NULL.
  * - caller_stream: device outputs are ready when it reaches the end of the step; NULL means the
  *   executor's first stream.
- * On failure (message in mx_dyn_exec_last_error naming the input, dim or node) every output is
+ * On failure (message in mx__dyn_exec_last_error naming the input, dim or node) every output is
  * left empty, everything the step allocated is freed and the executor's streams (and the caller
  * stream, if the step failed it) are reset. */
-MX_MUST_USE mx_status mx_dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs,
-                                      mx_tensor *outputs, size_t n_outputs, mx_stream *caller_stream);
+MX_MUST_USE mx_status mx__dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs,
+                                       mx_tensor *outputs, size_t n_outputs, mx_stream *caller_stream);
 
 /* Message of the last failure ("" if none). Owned by the executor, valid until the next call. */
-const char *mx_dyn_exec_last_error(const mx_dyn_exec *e);
+const char *mx__dyn_exec_last_error(const mx_dyn_exec *e);
 
 /* The allocator the executor allocates from (borrowed). */
-mx_caching_allocator *mx_dyn_exec_allocator(mx_dyn_exec *e);
+mx_caching_allocator *mx__dyn_exec_allocator(mx_dyn_exec *e);
 
 /* Executor stream k (borrowed), or NULL when k is out of range. */
-mx_stream *mx_dyn_exec_stream(mx_dyn_exec *e, size_t k);
+mx_stream *mx__dyn_exec_stream(mx_dyn_exec *e, size_t k);
 
 typedef struct mx_dyn_exec_stats {
   uint64_t steps;            /* steps started */
@@ -162,9 +162,9 @@ typedef struct mx_dyn_exec_stats {
 } mx_dyn_exec_stats;
 
 /* Fills *st (caller-owned). */
-void mx_dyn_exec_stats_get(const mx_dyn_exec *e, mx_dyn_exec_stats *st);
+void mx__dyn_exec_stats_get(const mx_dyn_exec *e, mx_dyn_exec_stats *st);
 
-/* --- per-op steps (what mx_dyn_exec_run is made of; the V2 runtime calls them directly) ------ *
+/* --- per-op steps (what mx__dyn_exec_run is made of; the V2 runtime calls them directly) ------ *
  * A step is: mx__dyn_step_begin, optionally mx__dyn_bind_output per graph output, then for
  * every op i in 0..mx__dyn_op_count(): prepare, launch, sync_shape when mx__dyn_op_needs_sync,
  * free_after; then mx__dyn_step_end. Any
@@ -175,7 +175,7 @@ void mx_dyn_exec_stats_get(const mx_dyn_exec *e, mx_dyn_exec_stats *st);
 size_t mx__dyn_op_count(const mx_dyn_plan *p);
 /* The graph node of op i. */
 mx_node_id mx__dyn_op_node(const mx_dyn_plan *p, size_t i);
-/* Plan stream op i is launched on (mx_dyn_exec_stream gives the stream), or -1 when it does not
+/* Plan stream op i is launched on (mx__dyn_exec_stream gives the stream), or -1 when it does not
  * run on a stream (host ops, evaluated values, aliases). */
 int mx__dyn_op_stream(const mx_dyn_plan *p, size_t i);
 /* True when op i is data-dependent: mx__dyn_op_sync_shape must follow its launch. */
@@ -211,7 +211,7 @@ MX_MUST_USE mx_status mx__dyn_op_sync_shape(mx_dyn_exec *e, size_t i);
 void mx__dyn_op_free_after(mx_dyn_exec *e, size_t i);
 /* Releases one value's buffer now (stream-ordered); graph outputs included. */
 void mx__dyn_value_free(mx_dyn_exec *e, mx_value_id v);
-/* Joins the streams into caller_stream, delivers the outputs (see mx_dyn_exec_run) and releases
+/* Joins the streams into caller_stream, delivers the outputs (see mx__dyn_exec_run) and releases
  * what the step still holds. */
 MX_MUST_USE mx_status mx__dyn_step_end(mx_dyn_exec *e, mx_tensor *outputs, size_t n_outputs);
 /* After a failure: drains and resets the streams, frees everything the step allocated. */

@@ -1,4 +1,4 @@
-/* Dynamic executor lifetime and the step skeleton: create/destroy, mx_dyn_exec_run, the
+/* Dynamic executor lifetime and the step skeleton: create/destroy, mx__dyn_exec_run, the
  * prepare / launch / free steps of one op, step begin (stream join) and end (output delivery),
  * releasing values and recovering from a failed step. */
 #include <stdarg.h>
@@ -16,15 +16,15 @@ mx_status mx__dyn_fail(mx_dyn_exec *e, mx_status st, const char *fmt, ...) {
   return st;
 }
 
-const char *mx_dyn_exec_last_error(const mx_dyn_exec *e) { return e ? e->err.message : ""; }
+const char *mx__dyn_exec_last_error(const mx_dyn_exec *e) { return e ? e->err.message : ""; }
 
-mx_caching_allocator *mx_dyn_exec_allocator(mx_dyn_exec *e) { return e ? e->alloc : NULL; }
+mx_caching_allocator *mx__dyn_exec_allocator(mx_dyn_exec *e) { return e ? e->alloc : NULL; }
 
-mx_stream *mx_dyn_exec_stream(mx_dyn_exec *e, size_t k) {
+mx_stream *mx__dyn_exec_stream(mx_dyn_exec *e, size_t k) {
   return e && k < e->n_streams ? e->streams[k] : NULL;
 }
 
-void mx_dyn_exec_stats_get(const mx_dyn_exec *e, mx_dyn_exec_stats *st) {
+void mx__dyn_exec_stats_get(const mx_dyn_exec *e, mx_dyn_exec_stats *st) {
   if (e && st) *st = e->stats;
 }
 
@@ -33,7 +33,7 @@ void mx_dyn_exec_stats_get(const mx_dyn_exec *e, mx_dyn_exec_stats *st) {
 mx_status mx__dyn_alloc_value(mx_dyn_exec *e, mx_value_id v, size_t nbytes, int s) {
   mx__dyn_val *rv = &e->vals[v];
   void *p = NULL;
-  mx_status st = mx_caching_alloc(e->alloc, nbytes, s >= 0 ? e->streams[s] : NULL, &p, &e->err);
+  mx_status st = mx__caching_alloc(e->alloc, nbytes, s >= 0 ? e->streams[s] : NULL, &p, &e->err);
   if (st != MX_OK) {
     mx__error_prefix(&e->err, "value '%s': ", e->g->values[v].name);
     return st;
@@ -57,9 +57,9 @@ static void release_block(mx_dyn_exec *e, mx__dyn_val *o) {
     int k = __builtin_ctz(others);
     others &= others - 1;
     if (e->streams[k] != last)
-      MX_IGNORE_STATUS(mx_caching_record_stream(e->alloc, o->block, e->streams[k], NULL));
+      MX_IGNORE_STATUS(mx__caching_record_stream(e->alloc, o->block, e->streams[k], NULL));
   }
-  mx_caching_free(e->alloc, o->block, last, NULL);
+  mx__caching_free(e->alloc, o->block, last, NULL);
   o->block = NULL;
   o->use_mask = 0;
   o->last_stream = -1;
@@ -303,7 +303,7 @@ mx_status mx__dyn_step_begin(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_i
   return MX_OK;
 }
 
-/* Delivers graph output i (see mx_dyn_exec_run). */
+/* Delivers graph output i (see mx__dyn_exec_run). */
 static mx_status deliver(mx_dyn_exec *e, size_t i, mx_tensor *t, bool *need_sync) {
   const mx_graph *g = e->g;
   mx_value_id v = g->outputs[i];
@@ -342,7 +342,7 @@ static mx_status deliver(mx_dyn_exec *e, size_t i, mx_tensor *t, bool *need_sync
         rv->dev = NULL;
         n = 0;
       } else if (n) {
-        st = mx_caching_alloc(e->alloc, n, e->caller, &t->data, &e->err);
+        st = mx__caching_alloc(e->alloc, n, e->caller, &t->data, &e->err);
         if (st != MX_OK) {
           mx__error_prefix(&e->err, "output '%s': ", name);
           return st;
@@ -369,12 +369,12 @@ static mx_status deliver(mx_dyn_exec *e, size_t i, mx_tensor *t, bool *need_sync
     if (src_host) {
       memcpy(t->data, src_host, n);
     } else {
-      st = mx_hal_copy_async_named(e->caller, t->data, src_dev, n, MX_COPY_D2H, name);
+      st = mx__hal_copy_async_named(e->caller, t->data, src_dev, n, MX_COPY_D2H, name);
       *need_sync = true;
     }
   } else {
-    st = mx_hal_copy_async_named(e->caller, t->data, src_dev ? src_dev : src_host, n,
-                                 src_dev ? MX_COPY_D2D : MX_COPY_H2D, name);
+    st = mx__hal_copy_async_named(e->caller, t->data, src_dev ? src_dev : src_host, n,
+                                  src_dev ? MX_COPY_D2D : MX_COPY_H2D, name);
     if (!src_dev) e->h2d_pending |= 1u << MX_DYN_MAX_STREAMS;
   }
   if (st != MX_OK)
@@ -387,7 +387,7 @@ static void undeliver(mx_dyn_exec *e, mx_tensor *outputs, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (!e->out_alloc[i]) continue;
     if (outputs[i].placement == MX_DEVICE)
-      mx_caching_free(e->alloc, outputs[i].data, NULL, NULL);
+      mx__caching_free(e->alloc, outputs[i].data, NULL, NULL);
     else
       free(outputs[i].data);
     mx_placement pl = outputs[i].placement;
@@ -438,10 +438,10 @@ mx_status mx__dyn_step_end(mx_dyn_exec *e, mx_tensor *outputs, size_t n_outputs)
   bool caller_fenced = false;
   for (uint32_t k = 0; k < e->n_streams; k++) {
     if (!(e->used_streams & (1u << k))) continue;
-    mx_caching_fence(e->alloc, e->streams[k]);
+    mx__caching_fence(e->alloc, e->streams[k]);
     caller_fenced = caller_fenced || e->streams[k] == e->caller;
   }
-  if (!caller_fenced) mx_caching_fence(e->alloc, e->caller);
+  if (!caller_fenced) mx__caching_fence(e->alloc, e->caller);
   for (uint32_t pend = e->h2d_pending; pend; pend &= pend - 1) {
     uint32_t k = (uint32_t)__builtin_ctz(pend);
     mx_stream *s = k < e->n_streams ? e->streams[k] : e->caller;
@@ -465,7 +465,7 @@ void mx__dyn_step_abort(mx_dyn_exec *e) {
   drain(e->caller);
   for (size_t v = 0; v < e->plan->n_values; v++) {
     mx__dyn_val *rv = &e->vals[v];
-    if (rv->block) mx_caching_free(e->alloc, rv->block, NULL, NULL);
+    if (rv->block) mx__caching_free(e->alloc, rv->block, NULL, NULL);
     rv->block = NULL;
     rv->refs = 0;
     rv->use_mask = 0;
@@ -484,8 +484,8 @@ void mx__dyn_step_abort(mx_dyn_exec *e) {
   e->in_step = false;
 }
 
-mx_status mx_dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
-                          size_t n_outputs, mx_stream *caller_stream) {
+mx_status mx__dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, size_t n_inputs, mx_tensor *outputs,
+                           size_t n_outputs, mx_stream *caller_stream) {
   if (!e) return MX_ERR_INVALID_ARGUMENT;
   const mx_dyn_plan *p = e->plan;
   if (n_outputs != e->g->n_outputs)
@@ -664,17 +664,17 @@ done:
   return st;
 }
 
-mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching_allocator *alloc,
-                             mx_stream *const *streams, size_t n_streams, mx_dyn_exec **out, mx_error *err) {
+mx_status mx__dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching_allocator *alloc,
+                              mx_stream *const *streams, size_t n_streams, mx_dyn_exec **out, mx_error *err) {
   if (out) *out = NULL;
   if (!dev || !plan || !out)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_exec_create: NULL argument");
-  if (alloc && mx_caching_allocator_device(alloc) != dev)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_exec_create: the allocator serves another device");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__dyn_exec_create: NULL argument");
+  if (alloc && mx__caching_allocator_device(alloc) != dev)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__dyn_exec_create: the allocator serves another device");
   for (size_t k = 0; streams && k < n_streams; k++)
     if (!streams[k] || mx_stream_device(streams[k]) != dev)
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                      "mx_dyn_exec_create: stream %zu is NULL or of another device", k);
+                      "mx__dyn_exec_create: stream %zu is NULL or of another device", k);
   mx_status st = MX_OK;
   mx_dyn_exec *e = aligned_alloc(64, (sizeof *e + 63) & ~(size_t)63);
   if (!e) return mx__fail_oom(err, "executor");
@@ -687,7 +687,7 @@ mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching
   if (alloc) {
     e->alloc = alloc;
   } else {
-    st = mx_caching_allocator_create(dev, &e->alloc, err);
+    st = mx__caching_allocator_create(dev, &e->alloc, err);
     if (st != MX_OK) goto destroy_exec;
     e->own_alloc = true;
   }
@@ -734,11 +734,11 @@ mx_status mx_dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching
   return MX_OK;
 
 destroy_exec:
-  mx_dyn_exec_destroy(e);
+  mx__dyn_exec_destroy(e);
   return st;
 }
 
-void mx_dyn_exec_destroy(mx_dyn_exec *e) {
+void mx__dyn_exec_destroy(mx_dyn_exec *e) {
   if (!e) return;
   if (e->in_step) mx__dyn_step_abort(e);
   for (uint32_t k = 0; k < e->n_streams; k++)
@@ -746,7 +746,7 @@ void mx_dyn_exec_destroy(mx_dyn_exec *e) {
   if (e->vals) {
     for (size_t v = 0; v < e->plan->n_values; v++) {
       mx__dyn_val *rv = &e->vals[v];
-      if (rv->block && e->alloc) mx_caching_free(e->alloc, rv->block, NULL, NULL);
+      if (rv->block && e->alloc) mx__caching_free(e->alloc, rv->block, NULL, NULL);
       free(rv->host_buf);
     }
   }
@@ -768,9 +768,9 @@ void mx_dyn_exec_destroy(mx_dyn_exec *e) {
   for (uint32_t k = 0; k < MX_DYN_MAX_STREAMS; k++) mx_event_destroy(e->end_events[k]);
   for (uint32_t k = 0; k <= MX_DYN_MAX_STREAMS; k++) mx_event_destroy(e->h2d_events[k]);
   if (e->own_alloc) {
-    mx_caching_allocator_destroy(e->alloc);
+    mx__caching_allocator_destroy(e->alloc);
   } else {
-    for (uint32_t k = 0; k < e->n_own_streams; k++) mx_caching_forget_stream(e->alloc, e->own_streams[k]);
+    for (uint32_t k = 0; k < e->n_own_streams; k++) mx__caching_forget_stream(e->alloc, e->own_streams[k]);
   }
   for (uint32_t k = 0; k < e->n_own_streams; k++) mx_stream_destroy(e->own_streams[k]);
   mx_symtab_destroy(e->scratch);

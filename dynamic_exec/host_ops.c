@@ -51,7 +51,7 @@ mx_status mx__dyn_upload(mx_dyn_exec *e, mx_value_id v, uint32_t s) {
   mx_status st = mx__dyn_alloc_value(e, v, rv->nbytes, (int)s);
   if (st != MX_OK) return st;
   mx_stream *stream = e->streams[s];
-  st = mx_hal_copy_async_named(stream, rv->dev, rv->host, rv->nbytes, MX_COPY_H2D, name);
+  st = mx__hal_copy_async_named(stream, rv->dev, rv->host, rv->nbytes, MX_COPY_H2D, name);
   if (st != MX_OK)
     return mx__dyn_fail(e, st, "value '%s': upload failed: %s", name, mx_device_last_error(e->dev));
   rv->upload_stream = (int8_t)s;

@@ -4,7 +4,7 @@
  * for failure reports, then a kernel task block (mx_kernel_task + mx_kernel_call with every
  * tensor's dims and strides and the workspace size), filled once per set of concrete shapes.
  * A launch finds the block matching the current shapes (the last one used first), patches the
- * data and workspace pointers and hands it to mx_hal_launch, which copies it; nothing is
+ * data and workspace pointers and hands it to mx__hal_launch, which copies it; nothing is
  * recomputed when the shapes repeat. The HAL runs dyn_task_run, which runs the task and keeps
  * a record on the host: the last op finished per stream, and the first op that failed with the
  * kernel's explanation. */
@@ -135,16 +135,16 @@ mx_status mx__dyn_launch_device(mx_dyn_exec *e, size_t i) {
   for (uint32_t k = 0; k < op->n_out; k++) call->t[op->n_in + k].data = e->vals[nd->outputs[k]].dev;
   void *ws = NULL;
   if (call->workspace_size) {
-    st = mx_caching_alloc(e->alloc, call->workspace_size, stream, &ws, &e->err);
+    st = mx__caching_alloc(e->alloc, call->workspace_size, stream, &ws, &e->err);
     if (st != MX_OK) {
       mx__error_prefix(&e->err, "node '%s' (%s): workspace: ", nd->name, nd->op_type);
       return st;
     }
   }
   call->workspace = ws;
-  st = mx_hal_launch_named(stream, dyn_task_run, block, op->block_size, nd->name);
+  st = mx__hal_launch_named(stream, dyn_task_run, block, op->block_size, nd->name);
   e->used_streams |= 1u << s;
-  if (ws) mx_caching_free(e->alloc, ws, stream, NULL);
+  if (ws) mx__caching_free(e->alloc, ws, stream, NULL);
   if (st != MX_OK) goto launch_error;
   for (uint32_t j = 0; j < op->n_in; j++)
     if (nd->inputs[j] != MX_NO_VALUE) mx__dyn_mark_use(e, nd->inputs[j], s);

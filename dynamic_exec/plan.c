@@ -6,7 +6,7 @@
 
 #include "dynamic_exec/dynamic_exec_impl.h"
 
-void mx_dyn_options_init(mx_dyn_options *o) {
+void mx__dyn_options_init(mx_dyn_options *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
   o->max_streams = 1;
@@ -401,7 +401,7 @@ static mx_status check_graph(mx_graph *g, const mx_node_id *order, size_t n, mx_
 /* The caller's options (or the defaults) with zero counts replaced by their defaults, checked
  * against the executor's limits. */
 static mx_status resolve_options(const mx_dyn_options *opt, mx_dyn_options *o, mx_error *err) {
-  mx_dyn_options_init(o);
+  mx__dyn_options_init(o);
   if (opt) *o = *opt;
   if (o->max_streams == 0) o->max_streams = 1;
   if (o->meta_entries == 0) o->meta_entries = 4;
@@ -509,7 +509,7 @@ static mx_status plan_late_syms(builder *b) {
   return MX_OK;
 }
 
-/* The plan's summary counts (mx_dyn_plan_info_get). */
+/* The plan's summary counts (mx__dyn_plan_info_get). */
 static void plan_info(mx_dyn_plan *p) {
   mx_dyn_plan_info *in = &p->info;
   in->ops = p->n_ops;
@@ -526,9 +526,9 @@ static void plan_info(mx_dyn_plan *p) {
   in->streams = p->n_streams;
 }
 
-mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan **out, mx_error *err) {
+mx_status mx__dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan **out, mx_error *err) {
   if (out) *out = NULL;
-  if (!g || !out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_dyn_plan_create: NULL argument");
+  if (!g || !out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__dyn_plan_create: NULL argument");
   mx_dyn_options o;
   mx_status st = resolve_options(opt, &o, err);
   if (st != MX_OK) return st;
@@ -577,7 +577,7 @@ mx_status mx_dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_plan
   st = MX_OK;
 
 free_scratch:
-  mx_dyn_plan_destroy(p);
+  mx__dyn_plan_destroy(p);
   free(b.svx);
   free(b.input_bound);
   free(b.bindable);
@@ -585,7 +585,7 @@ free_scratch:
   return st;
 }
 
-void mx_dyn_plan_destroy(mx_dyn_plan *p) {
+void mx__dyn_plan_destroy(mx_dyn_plan *p) {
   if (!p) return;
   free(p->ops);
   free(p->vals);
@@ -597,7 +597,7 @@ void mx_dyn_plan_destroy(mx_dyn_plan *p) {
   free(p);
 }
 
-void mx_dyn_plan_info_get(const mx_dyn_plan *p, mx_dyn_plan_info *info) {
+void mx__dyn_plan_info_get(const mx_dyn_plan *p, mx_dyn_plan_info *info) {
   if (!p || !info) return;
   *info = p->info;
 }

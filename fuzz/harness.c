@@ -191,7 +191,7 @@ int mxf_tensor_pb(const uint8_t *data, size_t size) {
 
 /* Loads a plan onto a fresh inline device and runs it once with zeroed host tensors. */
 static void run_plan(const mx_static_plan *plan) {
-  size_t n_in = mx_static_plan_input_count(plan), n_out = mx_static_plan_output_count(plan);
+  size_t n_in = mx__static_plan_input_count(plan), n_out = mx__static_plan_output_count(plan);
   if (n_in > MXF_MAX_IO || n_out > MXF_MAX_IO) return;
   mx_device_options o;
   mx_device_options_init(&o);
@@ -207,21 +207,21 @@ static void run_plan(const mx_static_plan *plan) {
   mx_error err;
   if (mx_device_create(&o, &dev, &err) != MX_OK) die("cannot create a device", err.message);
   if (mx_stream_create(dev, 0, &stream) != MX_OK) die("cannot create a stream", mx_device_last_error(dev));
-  if (mx_static_model_create(dev, plan, NULL, &m, &err) != MX_OK) goto done;
+  if (mx__static_model_create(dev, plan, NULL, &m, &err) != MX_OK) goto done;
   size_t total = 0;
   for (size_t k = 0; k < n_in + n_out; k++) {
     mx_static_io io;
     bool input = k < n_in;
-    if (!(input ? mx_static_model_input(m, k, &io) : mx_static_model_output(m, k - n_in, &io))) goto done;
+    if (!(input ? mx__static_model_input(m, k, &io) : mx__static_model_output(m, k - n_in, &io))) goto done;
     if (io.nbytes > MXF_MAX_TENSOR_BYTES || (total += io.nbytes) > MXF_MAX_TENSOR_BYTES) goto done;
     if (mx_tensor_alloc(io.dtype, io.rank, io.dims, input ? &in[k] : &out[k - n_in]) != MX_OK) goto done;
   }
-  if (mx_static_model_update_args(m, in, n_in, out, n_out) != MX_OK) goto done;
-  if (mx_static_model_execute(m, stream) != MX_OK) goto done;
+  if (mx__static_model_update_args(m, in, n_in, out, n_out) != MX_OK) goto done;
+  if (mx__static_model_execute(m, stream) != MX_OK) goto done;
   MX_IGNORE_STATUS(mx_stream_synchronize(stream)); /* any status is fine */
 done:
   MX_IGNORE_STATUS(mx_stream_synchronize(stream));
-  mx_static_model_destroy(m);
+  mx__static_model_destroy(m);
   for (size_t k = 0; k < MXF_MAX_IO; k++) {
     mx_tensor_release(&in[k]);
     mx_tensor_release(&out[k]);
@@ -268,9 +268,9 @@ int mxf_mxm(const uint8_t *data, size_t size) {
   uint8_t *fixed;
   size_t n;
   mxm_fixup(data, size, &fixed, &n);
-  if (mx_mxm_load_memory(fixed ? fixed : data, fixed ? n : size, "fuzz input", &plan, &err) == MX_OK)
+  if (mx__mxm_load_memory(fixed ? fixed : data, fixed ? n : size, "fuzz input", &plan, &err) == MX_OK)
     run_plan(plan);
-  mx_static_plan_destroy(plan);
+  mx__static_plan_destroy(plan);
   free(fixed);
   return 0;
 }

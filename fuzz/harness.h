@@ -12,7 +12,7 @@
  *   onnx         ONNX import from memory, mx_graph_optimize, partitioning; when all of that
  *                succeeds, compiling the model in a session and one step with zero inputs
  *   tensor_pb    onnx.TensorProto parsing (mx_tensor_parse_pb)
- *   mxm          static-plan .mxm files (mx_mxm_load_memory); a plan that loads is put on a
+ *   mxm          static-plan .mxm files (mx__mxm_load_memory); a plan that loads is put on a
  *                device and run once with zero inputs
  *   session_mxm  the session's .mxm loader (files written by mx_session_save / mixrt compile),
  *                then one step with zero inputs

@@ -255,13 +255,13 @@ static int mxm_seed(int which, const char *const *syms, const int64_t *vals, siz
   mx_status st = build(which, &g, &err);
   for (size_t k = 0; k < n && st == MX_OK; k++) st = mx_graph_bind_symbol(g, syms[k], vals[k]);
   if (st == MX_OK) st = mx_graph_optimize(g, NULL);
-  if (st == MX_OK) st = mx_static_compile(g, NULL, &plan, &err);
-  if (st == MX_OK) st = mx_mxm_save_memory(plan, &data, &size, &err);
+  if (st == MX_OK) st = mx__static_compile(g, NULL, &plan, &err);
+  if (st == MX_OK) st = mx__mxm_save_memory(plan, &data, &size, &err);
   if (st != MX_OK)
     fprintf(stderr, "fuzz_seeds: %s: %s %s\n", file, err.message, g ? mx_graph_last_error(g) : "");
   int rc = st != MX_OK || write_seed("mxm", file, data, size);
   free(data);
-  mx_static_plan_destroy(plan);
+  mx__static_plan_destroy(plan);
   mx_graph_destroy(g);
   return rc;
 }

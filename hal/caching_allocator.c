@@ -117,7 +117,7 @@ static bool size_class(size_t s, unsigned *cls, size_t *csize) {
   return *cls < N_CLASSES;
 }
 
-size_t mx_caching_class_size(size_t size) {
+size_t mx__caching_class_size(size_t size) {
   unsigned cls;
   size_t cs;
   if (size == 0 || !size_class(size, &cls, &cs)) return 0;
@@ -388,10 +388,10 @@ static void release_cached(mx_caching_allocator *a) {
 
 /* --- public ----------------------------------------------------------------------------------- */
 
-mx_status mx_caching_allocator_create(mx_device *dev, mx_caching_allocator **out, mx_error *err) {
+mx_status mx__caching_allocator_create(mx_device *dev, mx_caching_allocator **out, mx_error *err) {
   if (out) *out = NULL;
   if (!dev || !out)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_allocator_create: NULL argument");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__caching_allocator_create: NULL argument");
   mx_caching_allocator *a = calloc(1, sizeof *a);
   if (!a) goto oom;
   a->pools[0] = pool_new(NULL);
@@ -408,7 +408,7 @@ oom:
   return mx__fail_oom(err, "caching allocator");
 }
 
-void mx_caching_allocator_destroy(mx_caching_allocator *a) {
+void mx__caching_allocator_destroy(mx_caching_allocator *a) {
   if (!a) return;
   for (size_t i = 0; i < a->map_cap; i++) {
     ca_block *b = a->map[i];
@@ -426,7 +426,7 @@ void mx_caching_allocator_destroy(mx_caching_allocator *a) {
   free(a);
 }
 
-mx_device *mx_caching_allocator_device(const mx_caching_allocator *a) { return a ? a->dev : NULL; }
+mx_device *mx__caching_allocator_device(const mx_caching_allocator *a) { return a ? a->dev : NULL; }
 
 static mx_status pool_error(int pi, mx_error *err) {
   if (pi == -2)
@@ -437,9 +437,9 @@ static mx_status pool_error(int pi, mx_error *err) {
   return mx__fail_oom(err, "caching allocator stream pool");
 }
 
-mx_status mx_caching_alloc(mx_caching_allocator *a, size_t size, mx_stream *stream, void **ptr,
-                           mx_error *err) {
-  if (!a || !ptr) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_alloc: NULL argument");
+mx_status mx__caching_alloc(mx_caching_allocator *a, size_t size, mx_stream *stream, void **ptr,
+                            mx_error *err) {
+  if (!a || !ptr) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__caching_alloc: NULL argument");
   *ptr = NULL;
   if (size == 0) return MX_OK;
   unsigned cls;
@@ -506,15 +506,15 @@ unlock:
   return st;
 }
 
-mx_status mx_caching_record_stream(mx_caching_allocator *a, void *ptr, mx_stream *stream, mx_error *err) {
-  if (!a) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_record_stream: NULL allocator");
+mx_status mx__caching_record_stream(mx_caching_allocator *a, void *ptr, mx_stream *stream, mx_error *err) {
+  if (!a) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__caching_record_stream: NULL allocator");
   if (!ptr || !stream) return MX_OK;
   mx_status st = MX_OK;
   ca_lock(a);
   ca_block *b = map_find(a, ptr);
   int pi = pool_index(a, stream);
   if (!b || !b->live) {
-    st = mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_record_stream: %p is not a live block", ptr);
+    st = mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__caching_record_stream: %p is not a live block", ptr);
   } else if (pi < 0) {
     st = pool_error(pi, err);
   } else {
@@ -524,14 +524,14 @@ mx_status mx_caching_record_stream(mx_caching_allocator *a, void *ptr, mx_stream
   return st;
 }
 
-mx_status mx_caching_free(mx_caching_allocator *a, void *ptr, mx_stream *stream, mx_error *err) {
-  if (!a) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_free: NULL allocator");
+mx_status mx__caching_free(mx_caching_allocator *a, void *ptr, mx_stream *stream, mx_error *err) {
+  if (!a) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__caching_free: NULL allocator");
   if (!ptr) return MX_OK;
   mx_status st = MX_OK;
   ca_lock(a);
   ca_block *b = map_find(a, ptr);
   if (!b || !b->live) {
-    st = mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_free: %p is not a live block of this allocator",
+    st = mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__caching_free: %p is not a live block of this allocator",
                   ptr);
     goto unlock;
   }
@@ -572,7 +572,7 @@ unlock:
   return st;
 }
 
-void mx_caching_fence(mx_caching_allocator *a, mx_stream *stream) {
+void mx__caching_fence(mx_caching_allocator *a, mx_stream *stream) {
   if (!a || !stream) return;
   ca_lock(a);
   int pi = pool_find(a, stream);
@@ -580,8 +580,8 @@ void mx_caching_fence(mx_caching_allocator *a, mx_stream *stream) {
   ca_unlock(a);
 }
 
-mx_status mx_caching_trim(mx_caching_allocator *a, mx_error *err) {
-  if (!a) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_caching_trim: NULL allocator");
+mx_status mx__caching_trim(mx_caching_allocator *a, mx_error *err) {
+  if (!a) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__caching_trim: NULL allocator");
   ca_lock(a);
   if (a->st.blocks_cached) {
     settle_all(a);
@@ -591,7 +591,7 @@ mx_status mx_caching_trim(mx_caching_allocator *a, mx_error *err) {
   return MX_OK;
 }
 
-void mx_caching_forget_stream(mx_caching_allocator *a, mx_stream *stream) {
+void mx__caching_forget_stream(mx_caching_allocator *a, mx_stream *stream) {
   if (!a || !stream) return;
   ca_lock(a);
   int pi = pool_find(a, stream);
@@ -636,14 +636,14 @@ unlock:
   ca_unlock(a);
 }
 
-void mx_caching_stats_get(mx_caching_allocator *a, mx_caching_stats *st) {
+void mx__caching_stats_get(mx_caching_allocator *a, mx_caching_stats *st) {
   if (!a || !st) return;
   ca_lock(a);
   *st = a->st;
   ca_unlock(a);
 }
 
-void mx_caching_reset_peak(mx_caching_allocator *a) {
+void mx__caching_reset_peak(mx_caching_allocator *a) {
   if (!a) return;
   ca_lock(a);
   a->st.peak_in_use = a->st.bytes_in_use;

@@ -199,7 +199,7 @@ destroy_locks:
 void mx_device_destroy(mx_device *dev) {
   if (!dev) return;
   /* Models first (they own private streams), then streams (drained), then events. */
-  while (dev->models) mx_hal_model_destroy(dev->models);
+  while (dev->models) mx__hal_model_destroy(dev->models);
   while (dev->streams) mx_stream_destroy(dev->streams);
   while (dev->events) mx_event_destroy(dev->events);
   dev->ops->fini(dev);
@@ -229,7 +229,7 @@ void mx_device_get_info(const mx_device *dev, mx_device_info *info) {
   dev->ops->info(dev, info);
 }
 
-bool mx_hal_device_checking(const mx_device *dev) { return dev && dev->check; }
+bool mx__hal_device_checking(const mx_device *dev) { return dev && dev->check; }
 
 /* --- channels --------------------------------------------------------------------------------- */
 
@@ -443,24 +443,24 @@ mx_status mx__skipped_kernel(void *args, size_t size) {
   return MX_OK;
 }
 
-mx_status mx_hal_launch_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size, const char *name) {
+mx_status mx__hal_launch_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size, const char *name) {
   if (MX__UNLIKELY(!s || !fn || (size && !args) || size > UINT32_MAX))
-    return bad_call(s, "mx_hal_launch", fn, size);
+    return bad_call(s, "mx__hal_launch", fn, size);
   mx_device *dev = s->dev;
   if (MX__UNLIKELY(dev->faults) && mx__fault_hit(dev, MX_FAULT_LAUNCH))
-    return inject_launch_fault(s, "mx_hal_launch");
+    return inject_launch_fault(s, "mx__hal_launch");
   if (MX__UNLIKELY(dev->skip_kernels)) fn = mx__skipped_kernel;
   if (dev->ops->call_named) return dev->ops->call_named(s, fn, args, size, true, name);
   return dev->ops->call(s, fn, args, size, true);
 }
 
-mx_status mx_hal_launch(mx_stream *s, mx_hal_fn fn, const void *args, size_t size) {
-  return mx_hal_launch_named(s, fn, args, size, NULL);
+mx_status mx__hal_launch(mx_stream *s, mx_hal_fn fn, const void *args, size_t size) {
+  return mx__hal_launch_named(s, fn, args, size, NULL);
 }
 
-mx_status mx_hal_host_callback(mx_stream *s, mx_hal_fn fn, const void *args, size_t size) {
+mx_status mx__hal_host_callback(mx_stream *s, mx_hal_fn fn, const void *args, size_t size) {
   if (MX__UNLIKELY(!s || !fn || (size && !args) || size > UINT32_MAX))
-    return bad_call(s, "mx_hal_host_callback", fn, size);
+    return bad_call(s, "mx__hal_host_callback", fn, size);
   return s->dev->ops->call(s, fn, args, size, false);
 }
 

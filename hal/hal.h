@@ -8,10 +8,10 @@
  *
  * HAL models are the "task sink": a chain of tasks over one or more internal streams, built
  * once (create -> add_task / add_event_record / add_event_wait -> build_end) and run with one
- * host call, mx_hal_model_execute, whatever the task count. A task's argument block contains
+ * host call, mx__hal_model_execute, whatever the task count. A task's argument block contains
  * device addresses described by slots (alloc_id, offset): at byte arg_offset of the block sits a
  * `void *` that must equal base[alloc_id] + offset, where base is the model's base table.
- * mx_hal_model_update_bases records new bases on the host; the next execution's first
+ * mx__hal_model_update_bases records new bases on the host; the next execution's first
  * device-side step applies them. In MX_HAL_MODEL_PATCH mode that step rewrites exactly the
  * slots of the ids whose base changed (per-id slot lists, so its cost follows the changed
  * slots, not the model size); in MX_HAL_MODEL_INDIRECT mode every task writes its slots from
@@ -43,27 +43,27 @@ typedef mx_status (*mx_hal_fn)(void *args, size_t size);
 
 /* Queues a kernel on stream s. args (size bytes, may be NULL when size is 0) is copied before
  * the call returns. Counts as a launch and as a kernel for fault injection. */
-MX_MUST_USE mx_status mx_hal_launch(mx_stream *s, mx_hal_fn fn, const void *args, size_t size);
+MX_MUST_USE mx_status mx__hal_launch(mx_stream *s, mx_hal_fn fn, const void *args, size_t size);
 
-/* mx_hal_launch with a name for failure reports: when this command fails on the device (the
+/* mx__hal_launch with a name for failure reports: when this command fails on the device (the
  * kernel's status or an injected fault) the stream's error reads "command N (kernel 'NAME')
  * failed: ...", and a stream that waits for it through an event repeats that message. `name`
  * is borrowed and must stay valid until the command has run (an op name owned by a plan, say);
  * NULL launches unnamed. */
-MX_MUST_USE mx_status mx_hal_launch_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size,
-                                          const char *name);
+MX_MUST_USE mx_status mx__hal_launch_named(mx_stream *s, mx_hal_fn fn, const void *args, size_t size,
+                                           const char *name);
 
 /* mx_device_copy_async with the name of what is copied for failure reports ("command N
  * (asynchronous copy of B bytes of 'NAME') failed: ..."); same lifetime rule as above. */
-MX_MUST_USE mx_status mx_hal_copy_async_named(mx_stream *s, void *dst, const void *src, size_t n,
-                                              mx_copy_kind kind, const char *name);
+MX_MUST_USE mx_status mx__hal_copy_async_named(mx_stream *s, void *dst, const void *src, size_t n,
+                                               mx_copy_kind kind, const char *name);
 
 /* Queues a host function on stream s, run in stream order like a kernel (same copy rules).
  * Host callbacks are not counted by launch/kernel fault injection. */
-MX_MUST_USE mx_status mx_hal_host_callback(mx_stream *s, mx_hal_fn fn, const void *args, size_t size);
+MX_MUST_USE mx_status mx__hal_host_callback(mx_stream *s, mx_hal_fn fn, const void *args, size_t size);
 
 /* Whether checking mode is on for the device (MIXRT_DEVICE_CHECK or options). */
-bool mx_hal_device_checking(const mx_device *dev);
+bool mx__hal_device_checking(const mx_device *dev);
 
 /* --- HAL models ----------------------------------------------------------------------------- */
 
@@ -111,51 +111,51 @@ typedef struct mx_hal_model_stats {
 } mx_hal_model_stats;
 
 /* Creates an empty model on dev. On success *out is owned by the caller
- * (mx_hal_model_destroy); on failure err (optional) says why. */
-MX_MUST_USE mx_status mx_hal_model_create(mx_device *dev, const mx_hal_model_desc *desc, mx_hal_model **out,
-                                          mx_error *err);
+ * (mx__hal_model_destroy); on failure err (optional) says why. */
+MX_MUST_USE mx_status mx__hal_model_create(mx_device *dev, const mx_hal_model_desc *desc, mx_hal_model **out,
+                                           mx_error *err);
 
 /* Appends a task to internal stream `stream`. The task's argument block and slots are copied.
  * If task_index is not NULL it receives the task's index (add order, from 0), which is how
  * failures and checking mode name tasks (with the model's name when it has one). */
-MX_MUST_USE mx_status mx_hal_model_add_task(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
-                                            uint32_t *task_index);
+MX_MUST_USE mx_status mx__hal_model_add_task(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
+                                             uint32_t *task_index);
 /* The same with a name for failure reports ("model 'M' task 3 'NAME' (internal stream 0) failed:
  * ..."); `name` is copied (NULL: none). */
-MX_MUST_USE mx_status mx_hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
-                                                  const char *name, uint32_t *task_index);
+MX_MUST_USE mx_status mx__hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
+                                                   const char *name, uint32_t *task_index);
 
 /* Appends "record internal event `event`" to internal stream `stream`. Each event is recorded
  * once per model. */
-MX_MUST_USE mx_status mx_hal_model_add_event_record(mx_hal_model *m, uint32_t stream, uint32_t event);
+MX_MUST_USE mx_status mx__hal_model_add_event_record(mx_hal_model *m, uint32_t stream, uint32_t event);
 
 /* Appends "wait for internal event `event`" to internal stream `stream`; the event must have
  * been recorded earlier in add order (so a model can never deadlock). */
-MX_MUST_USE mx_status mx_hal_model_add_event_wait(mx_hal_model *m, uint32_t stream, uint32_t event);
+MX_MUST_USE mx_status mx__hal_model_add_event_wait(mx_hal_model *m, uint32_t stream, uint32_t event);
 
 /* Finishes building: builds the per-id slot lists and the device side (CPU: a private stream
  * per extra internal stream). No task can be added afterwards. */
-MX_MUST_USE mx_status mx_hal_model_build_end(mx_hal_model *m);
+MX_MUST_USE mx_status mx__hal_model_build_end(mx_hal_model *m);
 
 /* Records new bases: base[ids[i]] = addrs[i] (arrays borrowed for the call). Allowed at any
  * time after create, also while executions are in flight: they apply from the next execute
  * on. Ids whose address does not change are ignored. */
-MX_MUST_USE mx_status mx_hal_model_update_bases(mx_hal_model *m, const uint32_t *ids, void *const *addrs,
-                                                size_t n);
+MX_MUST_USE mx_status mx__hal_model_update_bases(mx_hal_model *m, const uint32_t *ids, void *const *addrs,
+                                                 size_t n);
 
 /* Runs the whole model once on stream s, after the work already queued on s and after the
  * model's previous execution (on any stream); later work on s runs after it. One host call,
  * no allocation. Task failures fail s (sticky) and name the task. */
-MX_MUST_USE mx_status mx_hal_model_execute(mx_hal_model *m, mx_stream *s);
+MX_MUST_USE mx_status mx__hal_model_execute(mx_hal_model *m, mx_stream *s);
 
 /* Fills *st (caller-owned). Per-execution figures are those of the last execution that
  * finished on the device; synchronize the stream first for exact values. */
-void mx_hal_model_stats_get(const mx_hal_model *m, mx_hal_model_stats *st);
+void mx__hal_model_stats_get(const mx_hal_model *m, mx_hal_model_stats *st);
 
 /* Message of the last failing host call on the model; "" if none. Owned by the model. */
-const char *mx_hal_model_last_error(const mx_hal_model *m);
+const char *mx__hal_model_last_error(const mx_hal_model *m);
 
 /* Waits for the model's executions in flight, then frees it. NULL is a no-op. */
-void mx_hal_model_destroy(mx_hal_model *m);
+void mx__hal_model_destroy(mx_hal_model *m);
 
 #endif /* MIXRT_HAL_HAL_H */

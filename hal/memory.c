@@ -446,8 +446,8 @@ mx_status mx_device_copy(mx_device *dev, void *dst, const void *src, size_t n, m
   return MX_OK;
 }
 
-mx_status mx_hal_copy_async_named(mx_stream *s, void *dst, const void *src, size_t n, mx_copy_kind kind,
-                                  const char *name) {
+mx_status mx__hal_copy_async_named(mx_stream *s, void *dst, const void *src, size_t n, mx_copy_kind kind,
+                                   const char *name) {
   if (!s) return MX_ERR_INVALID_ARGUMENT;
   mx_device *dev = s->dev;
   mx_status st = check_copy_args(dev, "mx_device_copy_async", dst, src, n, kind);
@@ -458,7 +458,7 @@ mx_status mx_hal_copy_async_named(mx_stream *s, void *dst, const void *src, size
 }
 
 mx_status mx_device_copy_async(mx_stream *s, void *dst, const void *src, size_t n, mx_copy_kind kind) {
-  return mx_hal_copy_async_named(s, dst, src, n, kind, NULL);
+  return mx__hal_copy_async_named(s, dst, src, n, kind, NULL);
 }
 
 static mx_status check_memset_args(mx_device *dev, const char *fn, void *dst, size_t n) {

@@ -5,8 +5,8 @@
  * item to its internal stream; build_end turns the slots into per-id lists (CSR), so a refresh
  * touches only the slots of ids whose base changed.
  *
- * Refresh is split between host and device. mx_hal_model_update_bases only writes the host
- * base table and marks ids dirty. mx_hal_model_execute copies the dirty (id, base) pairs into a
+ * Refresh is split between host and device. mx__hal_model_update_bases only writes the host
+ * base table and marks ids dirty. mx__hal_model_execute copies the dirty (id, base) pairs into a
  * ring of patch batches and queues the execution; the execution's first device-side step
  * (mx__model_begin) consumes its batch, updates the device base table and, in PATCH mode,
  * rewrites the affected slots. Host and device therefore never touch the same table, updates
@@ -41,7 +41,7 @@ static mx_status model_fail(mx_hal_model *m, mx_status status, const char *fmt, 
   return status;
 }
 
-const char *mx_hal_model_last_error(const mx_hal_model *m) { return m ? m->err.message : ""; }
+const char *mx__hal_model_last_error(const mx_hal_model *m) { return m ? m->err.message : ""; }
 
 /* Frees every buffer of a model (NULL fields are fine); the model itself too. */
 static void model_free(mx_hal_model *m) {
@@ -68,20 +68,20 @@ static void model_free(mx_hal_model *m) {
   free(m);
 }
 
-mx_status mx_hal_model_create(mx_device *dev, const mx_hal_model_desc *desc, mx_hal_model **out,
-                              mx_error *err) {
+mx_status mx__hal_model_create(mx_device *dev, const mx_hal_model_desc *desc, mx_hal_model **out,
+                               mx_error *err) {
   if (out) *out = NULL;
   if (!dev || !desc || !out)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_create: NULL argument");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__hal_model_create: NULL argument");
   if (desc->n_streams < 1 || desc->n_streams > MAX_MODEL_STREAMS)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_create: %u internal streams (must be 1..%u)",
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__hal_model_create: %u internal streams (must be 1..%u)",
                     desc->n_streams, MAX_MODEL_STREAMS);
   if (desc->n_events > MAX_MODEL_EVENTS || desc->n_ids > MAX_MODEL_IDS)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                    "mx_hal_model_create: %u events / %u ids exceed the limits (%u / %u)", desc->n_events,
+                    "mx__hal_model_create: %u events / %u ids exceed the limits (%u / %u)", desc->n_events,
                     desc->n_ids, MAX_MODEL_EVENTS, MAX_MODEL_IDS);
   if ((unsigned)desc->mode > MX_HAL_MODEL_INDIRECT)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_create: unknown mode %d", (int)desc->mode);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__hal_model_create: unknown mode %d", (int)desc->mode);
 
   void *mem = NULL;
   if (posix_memalign(&mem, 64, sizeof(mx_hal_model)) != 0) return mx__fail_oom(err, "HAL model");
@@ -145,15 +145,15 @@ static mx_status check_building(mx_hal_model *m, uint32_t stream, const char *wh
   return MX_OK;
 }
 
-mx_status mx_hal_model_add_task(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
-                                uint32_t *task_index) {
-  return mx_hal_model_add_task_named(m, stream, task, NULL, task_index);
+mx_status mx__hal_model_add_task(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
+                                 uint32_t *task_index) {
+  return mx__hal_model_add_task_named(m, stream, task, NULL, task_index);
 }
 
-mx_status mx_hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
-                                      const char *task_name, uint32_t *task_index) {
+mx_status mx__hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx_hal_task *task,
+                                       const char *task_name, uint32_t *task_index) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
-  mx_status st = check_building(m, stream, "mx_hal_model_add_task");
+  mx_status st = check_building(m, stream, "mx__hal_model_add_task");
   if (st != MX_OK) return st;
   uint32_t t = m->n_tasks;
   if (!task || !task->fn) return model_fail(m, MX_ERR_INVALID_ARGUMENT, "task %u: NULL task or function", t);
@@ -197,9 +197,9 @@ mx_status mx_hal_model_add_task_named(mx_hal_model *m, uint32_t stream, const mx
   return MX_OK;
 }
 
-mx_status mx_hal_model_add_event_record(mx_hal_model *m, uint32_t stream, uint32_t event) {
+mx_status mx__hal_model_add_event_record(mx_hal_model *m, uint32_t stream, uint32_t event) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
-  mx_status st = check_building(m, stream, "mx_hal_model_add_event_record");
+  mx_status st = check_building(m, stream, "mx__hal_model_add_event_record");
   if (st != MX_OK) return st;
   if (event >= m->desc.n_events)
     return model_fail(m, MX_ERR_INVALID_ARGUMENT, "event %u out of range (model has %u)", event,
@@ -213,9 +213,9 @@ mx_status mx_hal_model_add_event_record(mx_hal_model *m, uint32_t stream, uint32
   return st;
 }
 
-mx_status mx_hal_model_add_event_wait(mx_hal_model *m, uint32_t stream, uint32_t event) {
+mx_status mx__hal_model_add_event_wait(mx_hal_model *m, uint32_t stream, uint32_t event) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
-  mx_status st = check_building(m, stream, "mx_hal_model_add_event_wait");
+  mx_status st = check_building(m, stream, "mx__hal_model_add_event_wait");
   if (st != MX_OK) return st;
   if (event >= m->desc.n_events)
     return model_fail(m, MX_ERR_INVALID_ARGUMENT, "event %u out of range (model has %u)", event,
@@ -227,9 +227,9 @@ mx_status mx_hal_model_add_event_wait(mx_hal_model *m, uint32_t stream, uint32_t
   return append_item(m, stream, &it);
 }
 
-mx_status mx_hal_model_build_end(mx_hal_model *m) {
+mx_status mx__hal_model_build_end(mx_hal_model *m) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
-  if (m->built) return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_build_end: called twice");
+  if (m->built) return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx__hal_model_build_end: called twice");
   if (m->n_slots > UINT32_MAX)
     return model_fail(m, MX_ERR_LIMIT, "model has %" PRIu64 " slots (limit %u)", m->n_slots, UINT32_MAX);
   uint32_t ni = m->desc.n_ids;
@@ -239,7 +239,7 @@ mx_status mx_hal_model_build_end(mx_hal_model *m) {
   uint32_t *fill = calloc(ni ? ni : 1, sizeof *fill);
   mx_status st = MX_OK;
   if (!m->task_items || !m->id_slot_start || !m->id_slots || !fill) {
-    st = model_fail(m, MX_ERR_OUT_OF_MEMORY, "mx_hal_model_build_end: out of host memory");
+    st = model_fail(m, MX_ERR_OUT_OF_MEMORY, "mx__hal_model_build_end: out of host memory");
     goto free_tables;
   }
   /* Task index -> item, and the per-id slot counts. */
@@ -263,7 +263,7 @@ mx_status mx_hal_model_build_end(mx_hal_model *m) {
   }
   st = m->dev->ops->model_prepare(m);
   if (st != MX_OK) {
-    model_fail(m, st, "mx_hal_model_build_end: %s", mx_device_last_error(m->dev));
+    model_fail(m, st, "mx__hal_model_build_end: %s", mx_device_last_error(m->dev));
     goto free_tables;
   }
   m->slow = m->desc.mode == MX_HAL_MODEL_INDIRECT || m->dev->check || m->dev->fault_nth[MX_FAULT_KERNEL] != 0;
@@ -282,14 +282,14 @@ free_tables:
   return st;
 }
 
-mx_status mx_hal_model_update_bases(mx_hal_model *m, const uint32_t *ids, void *const *addrs, size_t n) {
+mx_status mx__hal_model_update_bases(mx_hal_model *m, const uint32_t *ids, void *const *addrs, size_t n) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
   if (n && (!ids || !addrs))
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_update_bases: NULL arrays");
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx__hal_model_update_bases: NULL arrays");
   for (size_t i = 0; i < n; i++) {
     if (ids[i] >= m->desc.n_ids)
       return model_fail(m, MX_ERR_INVALID_ARGUMENT,
-                        "mx_hal_model_update_bases: entry %zu: alloc id %u out of range (model "
+                        "mx__hal_model_update_bases: entry %zu: alloc id %u out of range (model "
                         "has %u ids)",
                         i, ids[i], m->desc.n_ids);
   }
@@ -307,14 +307,14 @@ mx_status mx_hal_model_update_bases(mx_hal_model *m, const uint32_t *ids, void *
   return MX_OK;
 }
 
-mx_status mx_hal_model_execute(mx_hal_model *m, mx_stream *s) {
+mx_status mx__hal_model_execute(mx_hal_model *m, mx_stream *s) {
   if (!m || !s) return MX_ERR_INVALID_ARGUMENT;
   if (!m->built)
-    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx_hal_model_execute: the model is not built");
+    return model_fail(m, MX_ERR_INVALID_ARGUMENT, "mx__hal_model_execute: the model is not built");
   if (s->dev != m->dev)
     return model_fail(m, MX_ERR_INVALID_ARGUMENT,
-                      "mx_hal_model_execute: the stream belongs to another device");
-  mx_status st = mx__launch_fault(s, "mx_hal_model_execute");
+                      "mx__hal_model_execute: the stream belongs to another device");
+  mx_status st = mx__launch_fault(s, "mx__hal_model_execute");
   if (st != MX_OK) return model_fail(m, st, "%s", mx_device_last_error(m->dev));
 
   pthread_mutex_lock(&m->host_lock);
@@ -339,11 +339,11 @@ mx_status mx_hal_model_execute(mx_hal_model *m, mx_stream *s) {
     m->n_dirty = 0;
   }
   pthread_mutex_unlock(&m->host_lock);
-  if (st != MX_OK) return model_fail(m, st, "mx_hal_model_execute: %s", mx_device_last_error(m->dev));
+  if (st != MX_OK) return model_fail(m, st, "mx__hal_model_execute: %s", mx_device_last_error(m->dev));
   return MX_OK;
 }
 
-void mx_hal_model_stats_get(const mx_hal_model *m, mx_hal_model_stats *st) {
+void mx__hal_model_stats_get(const mx_hal_model *m, mx_hal_model_stats *st) {
   if (!m || !st) return;
   memset(st, 0, sizeof *st);
   st->tasks = m->n_tasks;
@@ -361,7 +361,7 @@ void mx_hal_model_stats_get(const mx_hal_model *m, mx_hal_model_stats *st) {
   st->last_exec_ns = (uint64_t)((double)atomic_load(&m->st_exec_ticks) * ns_per_tick);
 }
 
-void mx_hal_model_destroy(mx_hal_model *m) {
+void mx__hal_model_destroy(mx_hal_model *m) {
   if (!m) return;
   mx_device *dev = m->dev;
   if (m->built) {

@@ -82,7 +82,7 @@ static inline size_t mx_kernel_call_data_offset(uint32_t i) {
 }
 
 /* --- kernels as device work ------------------------------------------------------------------ *
- * A kernel launched through the HAL (mx_hal_launch, or a HAL model task) uses an argument block
+ * A kernel launched through the HAL (mx__hal_launch, or a HAL model task) uses an argument block
  * laid out as an mx_kernel_task header followed by the mx_kernel_call (with its tensors), and
  * mx__kernel_task_run as the HAL function. For a data-dependent op, shape_out points at host
  * memory where the task copies each output's actual rank and dims after the kernel ran

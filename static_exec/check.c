@@ -56,7 +56,7 @@ static mx_status check_tensor(const mx_static_plan *p, uint32_t ti, uint32_t i, 
   mx_static_alloc_kind kind = mx__plan_id_kind(p, t->alloc, NULL);
   if (output && (kind == MX_STATIC_WEIGHT || kind == MX_STATIC_INPUT))
     return BAD("task %u ('%s') output %u: writes the read-only %s region", ti, pt->name, i,
-               mx_static_alloc_kind_name(kind));
+               mx__static_alloc_kind_name(kind));
   return MX_OK;
 }
 

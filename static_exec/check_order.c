@@ -176,7 +176,7 @@ static mx_status race(const order_check *c, uint32_t x, uint32_t y, const access
       "plan '%s': tasks %u ('%s', stream %u) and %u ('%s', stream %u) both use bytes %llu..%llu of the %s "
       "region %u, %s, and no event orders them",
       p->name, x, tx->name, tx->stream, y, ty->name, ty->stream, (unsigned long long)lo,
-      (unsigned long long)hi, mx_static_alloc_kind_name(mx__plan_id_kind(p, a->alloc, NULL)), a->alloc,
+      (unsigned long long)hi, mx__static_alloc_kind_name(mx__plan_id_kind(p, a->alloc, NULL)), a->alloc,
       x_writes && a->write ? "both writing"
       : x_writes           ? "the first writing"
                            : "the second writing");
@@ -196,7 +196,7 @@ static mx_status check_access(order_check *c, const access *a, mx_error *err) {
           "plan '%s': task %u ('%s') reads bytes %llu..%llu of the %s region %u, which no earlier task "
           "writes",
           c->p->name, y, ty->name, (unsigned long long)g->bounds[k], (unsigned long long)g->bounds[k + 1],
-          mx_static_alloc_kind_name(mx__plan_id_kind(c->p, a->alloc, NULL)), a->alloc);
+          mx__static_alloc_kind_name(mx__plan_id_kind(c->p, a->alloc, NULL)), a->alloc);
     }
     if (st[0] != MX__NONE && !ordered(c, st[0], y))
       return race(c, st[0], y, a, g->bounds[k], g->bounds[k + 1], true, err);

@@ -1,4 +1,4 @@
-/* mx_static_compile: from an inferred known-shape graph to a static plan.
+/* mx__static_compile: from an inferred known-shape graph to a static plan.
  *
  * 1. Walk the nodes in topological order: every value must have a dtype and a concrete shape
  *    and no op may be data-dependent. Nodes whose outputs are all constants are skipped; alias
@@ -550,21 +550,21 @@ static mx_status emit_plan(mx__compile *c, const mx_static_options *o, mx_static
 static mx_status check_options(const mx_graph *g, const mx_static_options *o, mx_error *err) {
   if (o->version != MX_STATIC_OPTIONS_VERSION)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                    "mx_static_compile: options version %u (expected %u): use "
-                    "mx_static_options_init",
+                    "mx__static_compile: options version %u (expected %u): use "
+                    "mx__static_options_init",
                     o->version, MX_STATIC_OPTIONS_VERSION);
   if (o->max_streams > MX_STATIC_MAX_STREAMS)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_compile: max_streams %u (1..%u)", o->max_streams,
-                    MX_STATIC_MAX_STREAMS);
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__static_compile: max_streams %u (1..%u)",
+                    o->max_streams, MX_STATIC_MAX_STREAMS);
   if ((unsigned)o->mode > MX_HAL_MODEL_INDIRECT)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_compile: unknown HAL model mode %d",
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__static_compile: unknown HAL model mode %d",
                     (int)o->mode);
   if (o->n_frozen && !o->frozen_inputs)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_compile: frozen_inputs is NULL");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__static_compile: frozen_inputs is NULL");
   for (size_t k = 0; k < o->n_frozen; k++)
     if (o->frozen_inputs[k] >= g->n_inputs)
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                      "mx_static_compile: frozen input %u does not exist (graph '%s' has %zu "
+                      "mx__static_compile: frozen input %u does not exist (graph '%s' has %zu "
                       "inputs)",
                       o->frozen_inputs[k], g->name, g->n_inputs);
   if (g->n_inputs + g->n_outputs > MX__MAX_IO)
@@ -588,11 +588,11 @@ static mx_status check_limits(const mx__compile *c) {
   return MX_OK;
 }
 
-mx_status mx_static_compile(mx_graph *g, const mx_static_options *opt, mx_static_plan **out, mx_error *err) {
+mx_status mx__static_compile(mx_graph *g, const mx_static_options *opt, mx_static_plan **out, mx_error *err) {
   if (out) *out = NULL;
-  if (!g || !out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_compile: NULL argument");
+  if (!g || !out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__static_compile: NULL argument");
   mx_static_options o;
-  mx_static_options_init(&o);
+  mx__static_options_init(&o);
   if (opt) o = *opt;
   if (o.max_streams == 0) o.max_streams = 1;
   mx_status st = check_options(g, &o, err);
@@ -643,7 +643,7 @@ mx_status mx_static_compile(mx_graph *g, const mx_static_options *opt, mx_static
   goto free_compile;
 
 free_plan:
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
 free_compile:
   for (uint32_t b = 0; c.bufs && b < c.n_bufs; b++) free(c.bufs[b].users);
   free(c.bufs);

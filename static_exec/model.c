@@ -9,7 +9,7 @@
  * input/output descriptions and one table of last addresses per allocation entry.
  *
  * A step compares the address of every input and output with the one installed last and hands
- * only the changed entries to mx_hal_model_update_bases; frozen inputs are compared once. A
+ * only the changed entries to mx__hal_model_update_bases; frozen inputs are compared once. A
  * step whose addresses did not move makes no refresh call at all. Nothing on the step path
  * allocates, except the first time a host tensor is given for an entry (its staging buffer). */
 #include <stdarg.h>
@@ -62,9 +62,9 @@ static mx_status model_fail(mx_static_model *m, mx_status st, const char *fmt, .
   return st;
 }
 
-const char *mx_static_model_last_error(const mx_static_model *m) { return m ? m->err.message : ""; }
+const char *mx__static_model_last_error(const mx_static_model *m) { return m ? m->err.message : ""; }
 
-void mx_static_load_options_init(mx_static_load_options *o) {
+void mx__static_load_options_init(mx_static_load_options *o) {
   if (o) memset(o, 0, sizeof *o);
 }
 
@@ -137,25 +137,25 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
   }
   task.n_slots = ns;
   for (uint32_t k = 0; k < pt->n_waits; k++) {
-    if (mx_hal_model_add_event_wait(m->hal, pt->stream, pt->waits[k]) != MX_OK)
+    if (mx__hal_model_add_event_wait(m->hal, pt->stream, pt->waits[k]) != MX_OK)
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "task %u ('%s'): %s", ti, pt->name,
-                      mx_hal_model_last_error(m->hal));
+                      mx__hal_model_last_error(m->hal));
   }
-  mx_status st = mx_hal_model_add_task_named(m->hal, pt->stream, &task, pt->name, NULL);
+  mx_status st = mx__hal_model_add_task_named(m->hal, pt->stream, &task, pt->name, NULL);
   if (st != MX_OK)
-    return mx__fail(err, st, "task %u ('%s'): %s", ti, pt->name, mx_hal_model_last_error(m->hal));
+    return mx__fail(err, st, "task %u ('%s'): %s", ti, pt->name, mx__hal_model_last_error(m->hal));
   for (uint32_t k = 0; k < pt->n_records; k++) {
-    if (mx_hal_model_add_event_record(m->hal, pt->stream, pt->records[k]) != MX_OK)
+    if (mx__hal_model_add_event_record(m->hal, pt->stream, pt->records[k]) != MX_OK)
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "task %u ('%s'): %s", ti, pt->name,
-                      mx_hal_model_last_error(m->hal));
+                      mx__hal_model_last_error(m->hal));
   }
   return MX_OK;
 }
 
 /* Installs base `addr` for alloc id `id` and remembers it. */
 static mx_status set_base(mx_static_model *m, uint32_t id, void *addr, mx_error *err) {
-  mx_status st = mx_hal_model_update_bases(m->hal, &id, &addr, 1);
-  if (st != MX_OK) return mx__fail(err, st, "%s", mx_hal_model_last_error(m->hal));
+  mx_status st = mx__hal_model_update_bases(m->hal, &id, &addr, 1);
+  if (st != MX_OK) return mx__fail(err, st, "%s", mx__hal_model_last_error(m->hal));
   m->last[id] = addr;
   return MX_OK;
 }
@@ -176,13 +176,13 @@ static mx_status build(mx_static_model *m, const mx_static_plan *p, mx_hal_model
   }
   mx_hal_model_desc desc = {
       .n_streams = p->n_streams, .n_events = p->n_events, .n_ids = m->n_ids, .mode = mode, .name = p->name};
-  st = mx_hal_model_create(m->dev, &desc, &m->hal, err);
+  st = mx__hal_model_create(m->dev, &desc, &m->hal, err);
   if (st != MX_OK) goto free_scratch;
   for (uint32_t t = 0; t < p->n_tasks && st == MX_OK; t++) st = sink_task(m, p, t, blk, slots, err);
   if (st != MX_OK) goto free_scratch;
-  st = mx_hal_model_build_end(m->hal);
+  st = mx__hal_model_build_end(m->hal);
   if (st != MX_OK) {
-    mx__fail(err, st, "%s", mx_hal_model_last_error(m->hal));
+    mx__fail(err, st, "%s", mx__hal_model_last_error(m->hal));
     goto free_scratch;
   }
   if (m->weights) st = set_base(m, MX__ID_WEIGHT, m->weights, err);
@@ -194,9 +194,9 @@ free_scratch:
   return st;
 }
 
-void mx_static_model_destroy(mx_static_model *m) {
+void mx__static_model_destroy(mx_static_model *m) {
   if (!m) return;
-  mx_hal_model_destroy(m->hal);
+  mx__hal_model_destroy(m->hal);
   if (m->staging)
     for (uint32_t i = 0; i < m->n_inputs + m->n_outputs; i++) mx_device_free(m->dev, m->staging[i]);
   mx_device_free(m->dev, m->fm_owned);
@@ -218,22 +218,22 @@ void mx_static_model_destroy(mx_static_model *m) {
   free(m);
 }
 
-mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
-                                 const mx_static_load_options *opt, mx_static_model **out, mx_error *err) {
+mx_status mx__static_model_create(mx_device *dev, const mx_static_plan *plan,
+                                  const mx_static_load_options *opt, mx_static_model **out, mx_error *err) {
   if (out) *out = NULL;
   if (!dev || !plan || !out)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_model_create: NULL argument");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__static_model_create: NULL argument");
   mx_static_load_options o;
-  mx_static_load_options_init(&o);
+  mx__static_load_options_init(&o);
   if (opt) o = *opt;
   if ((unsigned)o.fm > MX_STATIC_FM_EXTERNAL || (unsigned)o.mode > MX_STATIC_MODE_INDIRECT)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_model_create: unknown FM or HAL mode");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__static_model_create: unknown FM or HAL mode");
   if (o.n_frozen && !o.frozen_inputs)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_static_model_create: frozen_inputs is NULL");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__static_model_create: frozen_inputs is NULL");
   for (size_t k = 0; k < o.n_frozen; k++)
     if (o.frozen_inputs[k] >= plan->n_inputs)
       return mx__fail(err, MX_ERR_INVALID_ARGUMENT,
-                      "mx_static_model_create: frozen input %u does not exist (plan '%s' has %u "
+                      "mx__static_model_create: frozen input %u does not exist (plan '%s' has %u "
                       "inputs)",
                       o.frozen_inputs[k], plan->name, plan->n_inputs);
   mx_status st = plan->trusted ? MX_OK : mx__plan_check(plan, err);
@@ -308,7 +308,7 @@ mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
   return MX_OK;
 
 destroy_model:
-  mx_static_model_destroy(m);
+  mx__static_model_destroy(m);
   return st;
 }
 
@@ -383,8 +383,8 @@ static void add_pending(mx_static_model *m, uint32_t id) {
 /* Hands the collected changes to the HAL and records them. */
 static mx_status apply_updates(mx_static_model *m, uint32_t n) {
   if (n == 0) return MX_OK;
-  mx_status st = mx_hal_model_update_bases(m->hal, m->upd_ids, m->upd_addrs, n);
-  if (st != MX_OK) return model_fail(m, st, "address refresh: %s", mx_hal_model_last_error(m->hal));
+  mx_status st = mx__hal_model_update_bases(m->hal, m->upd_ids, m->upd_addrs, n);
+  if (st != MX_OK) return model_fail(m, st, "address refresh: %s", mx__hal_model_last_error(m->hal));
   for (uint32_t k = 0; k < n; k++) {
     m->last[m->upd_ids[k]] = m->upd_addrs[k];
     add_pending(m, m->upd_ids[k]);
@@ -392,8 +392,8 @@ static mx_status apply_updates(mx_static_model *m, uint32_t n) {
   return MX_OK;
 }
 
-mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *inputs, size_t n_inputs,
-                                      const mx_tensor *outputs, size_t n_outputs) {
+mx_status mx__static_model_update_args(mx_static_model *m, const mx_tensor *inputs, size_t n_inputs,
+                                       const mx_tensor *outputs, size_t n_outputs) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
   if (n_inputs != m->n_inputs || n_outputs != m->n_outputs)
     return model_fail(m, MX_ERR_INVALID_ARGUMENT,
@@ -446,7 +446,7 @@ mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *input
   return st;
 }
 
-mx_status mx_static_model_update_workspaces(mx_static_model *m, void *fm_base) {
+mx_status mx__static_model_update_workspaces(mx_static_model *m, void *fm_base) {
   if (!m) return MX_ERR_INVALID_ARGUMENT;
   if (!m->fm_external)
     return model_fail(m, MX_ERR_INVALID_ARGUMENT,
@@ -484,7 +484,7 @@ static void sort_ids(uint32_t *ids, uint32_t n) {
   }
 }
 
-mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
+mx_status mx__static_model_execute(mx_static_model *m, mx_stream *s) {
   if (!m || !s)
     return m ? model_fail(m, MX_ERR_INVALID_ARGUMENT, "execute: NULL stream") : MX_ERR_INVALID_ARGUMENT;
   if (mx_stream_device(s) != m->dev)
@@ -498,19 +498,19 @@ mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
   mx_status st;
   for (uint32_t i = 0; i < m->n_inputs; i++) {
     if (!m->host_in[i]) continue;
-    st = mx_hal_copy_async_named(s, m->staging[i], m->host_in[i], (size_t)m->inputs[i].nbytes, MX_COPY_H2D,
-                                 m->inputs[i].name);
+    st = mx__hal_copy_async_named(s, m->staging[i], m->host_in[i], (size_t)m->inputs[i].nbytes, MX_COPY_H2D,
+                                  m->inputs[i].name);
     if (st != MX_OK)
       return model_fail(m, st, "execute: input %u ('%s'): staging copy failed: %s", i, m->inputs[i].name,
                         mx_device_last_error(m->dev));
     m->staged_copies++;
   }
-  st = mx_hal_model_execute(m->hal, s);
-  if (st != MX_OK) return model_fail(m, st, "execute: %s", mx_hal_model_last_error(m->hal));
+  st = mx__hal_model_execute(m->hal, s);
+  if (st != MX_OK) return model_fail(m, st, "execute: %s", mx__hal_model_last_error(m->hal));
   for (uint32_t j = 0; j < m->n_outputs; j++) {
     if (!m->host_out[j]) continue;
-    st = mx_hal_copy_async_named(s, m->host_out[j], m->staging[m->n_inputs + j], (size_t)m->outputs[j].nbytes,
-                                 MX_COPY_D2H, m->outputs[j].name);
+    st = mx__hal_copy_async_named(s, m->host_out[j], m->staging[m->n_inputs + j],
+                                  (size_t)m->outputs[j].nbytes, MX_COPY_D2H, m->outputs[j].name);
     if (st != MX_OK)
       return model_fail(m, st, "execute: output %u ('%s'): staging copy failed: %s", j, m->outputs[j].name,
                         mx_device_last_error(m->dev));
@@ -530,28 +530,28 @@ mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s) {
 
 /* --- accessors -------------------------------------------------------------------------------- */
 
-void *mx_static_model_run_address(const mx_static_model *m, mx_static_alloc_kind kind, uint64_t offset) {
+void *mx__static_model_run_address(const mx_static_model *m, mx_static_alloc_kind kind, uint64_t offset) {
   if (!m) return NULL;
   if (kind == MX_STATIC_WEIGHT && m->weights && offset < m->weight_bytes) return (char *)m->weights + offset;
   if (kind == MX_STATIC_FM && m->fm_base && offset < m->fm_bytes) return (char *)m->fm_base + offset;
   return NULL;
 }
 
-uint64_t mx_static_model_fm_size(const mx_static_model *m) { return m ? m->fm_bytes : 0; }
-size_t mx_static_model_input_count(const mx_static_model *m) { return m ? m->n_inputs : 0; }
-size_t mx_static_model_output_count(const mx_static_model *m) { return m ? m->n_outputs : 0; }
+uint64_t mx__static_model_fm_size(const mx_static_model *m) { return m ? m->fm_bytes : 0; }
+size_t mx__static_model_input_count(const mx_static_model *m) { return m ? m->n_inputs : 0; }
+size_t mx__static_model_output_count(const mx_static_model *m) { return m ? m->n_outputs : 0; }
 
-bool mx_static_model_input(const mx_static_model *m, size_t index, mx_static_io *out) {
+bool mx__static_model_input(const mx_static_model *m, size_t index, mx_static_io *out) {
   if (!m || !out || index >= m->n_inputs) return false;
   return mx__pio_info(&m->inputs[index], out);
 }
 
-bool mx_static_model_output(const mx_static_model *m, size_t index, mx_static_io *out) {
+bool mx__static_model_output(const mx_static_model *m, size_t index, mx_static_io *out) {
   if (!m || !out || index >= m->n_outputs) return false;
   return mx__pio_info(&m->outputs[index], out);
 }
 
-void mx_static_model_stats_get(const mx_static_model *m, mx_static_model_stats *st) {
+void mx__static_model_stats_get(const mx_static_model *m, mx_static_model_stats *st) {
   if (!st) return;
   memset(st, 0, sizeof *st);
   if (!m) return;
@@ -560,10 +560,10 @@ void mx_static_model_stats_get(const mx_static_model *m, mx_static_model_stats *
   st->last_refreshed = m->n_last_ref;
   st->total_refreshed = m->total_refreshed;
   st->staged_copies = m->staged_copies;
-  mx_hal_model_stats_get(m->hal, &st->hal);
+  mx__hal_model_stats_get(m->hal, &st->hal);
 }
 
-size_t mx_static_model_last_refreshed(const mx_static_model *m, uint32_t *ids, size_t cap) {
+size_t mx__static_model_last_refreshed(const mx_static_model *m, uint32_t *ids, size_t cap) {
   if (!m) return 0;
   for (size_t k = 0; ids && k < m->n_last_ref && k < cap; k++) ids[k] = m->last_ref[k];
   return m->n_last_ref;

@@ -1,4 +1,4 @@
-/* .mxm model files: writing static plans (mx_mxm_save*) and reading them back (mx_mxm_load*).
+/* .mxm model files: writing static plans (mx__mxm_save*) and reading them back (mx__mxm_load*).
  *
  * A file is a fixed 24-byte preamble (magic, container version, header size, header checksum),
  * a FileHeader message (format versions, payload size and checksum) and a ModelFile message
@@ -498,9 +498,9 @@ static const char *base_name(const char *path) {
   return s ? s + 1 : path;
 }
 
-mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const char *path,
-                            const mx_mxm_save_options *o, mx_error *err) {
-  return mx_mxm_save_model(plans, n, NULL, 0, path, o, err);
+mx_status mx__mxm_save_plans(const mx_static_plan *const *plans, size_t n, const char *path,
+                             const mx_mxm_save_options *o, mx_error *err) {
+  return mx__mxm_save_model(plans, n, NULL, 0, path, o, err);
 }
 
 /* Saves the plans with the runtime record given as bytes (runtime, runtime_size) or as a message
@@ -509,9 +509,9 @@ static mx_status save_model(const mx_static_plan *const *plans, size_t n, const 
                             size_t runtime_size, const ProtobufCMessage *runtime_msg, const char *path,
                             const mx_mxm_save_options *o, mx_error *err) {
   if ((!plans && n) || !path || n > MXM_MAX_PLANS || (runtime_size && !runtime))
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: invalid arguments");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__mxm_save_plans: invalid arguments");
   for (size_t i = 0; i < n; i++)
-    if (!plans[i]) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_plans: plan %zu is NULL", i);
+    if (!plans[i]) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__mxm_save_plans: plan %zu is NULL", i);
   bool external = o && o->external_weights;
   mx_arena a;
   mx__arena_init(&a, 64 * 1024);
@@ -564,9 +564,9 @@ free_all:
   return st;
 }
 
-mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
-                            size_t runtime_size, const char *path, const mx_mxm_save_options *o,
-                            mx_error *err) {
+mx_status mx__mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
+                             size_t runtime_size, const char *path, const mx_mxm_save_options *o,
+                             mx_error *err) {
   return save_model(plans, n, runtime, runtime_size, NULL, path, o, err);
 }
 
@@ -576,15 +576,15 @@ mx_status mx__mxm_save_with_runtime(const mx_static_plan *const *plans, size_t n
   return save_model(plans, n, NULL, 0, runtime, path, o, err);
 }
 
-mx_status mx_mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,
-                      mx_error *err) {
-  return mx_mxm_save_plans(&plan, 1, path, o, err);
+mx_status mx__mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,
+                       mx_error *err) {
+  return mx__mxm_save_plans(&plan, 1, path, o, err);
 }
 
-mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size, mx_error *err) {
+mx_status mx__mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size, mx_error *err) {
   if (data) *data = NULL;
   if (!plan || !data || !size)
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_save_memory: NULL argument");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__mxm_save_memory: NULL argument");
   mx_arena a;
   mx__arena_init(&a, 64 * 1024);
   Mxm__ModelFile mf = MXM__MODEL_FILE__INIT;
@@ -902,7 +902,7 @@ static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *side, 
   return MX_OK;
 
 free_plan:
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   return st;
 }
 
@@ -1115,7 +1115,7 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
   return MX_OK;
 
 fail:
-  for (size_t i = 0; out && i < made; i++) mx_static_plan_destroy(out[i]);
+  for (size_t i = 0; out && i < made; i++) mx__static_plan_destroy(out[i]);
   free(out);
   mx__mxm_unmap(side, side_size);
   if (mf) mxm__model_file__free_unpacked(mf, NULL);
@@ -1125,16 +1125,16 @@ fail:
   return MX_ERR_MALFORMED;
 }
 
-mx_status mx_mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *n, mx_error *err) {
-  return mx_mxm_load_model(path, plans, n, NULL, NULL, err);
+mx_status mx__mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *n, mx_error *err) {
+  return mx__mxm_load_model(path, plans, n, NULL, NULL, err);
 }
 
-mx_status mx_mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
-                            size_t *runtime_size, mx_error *err) {
+mx_status mx__mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
+                             size_t *runtime_size, mx_error *err) {
   if (plans) *plans = NULL;
   if (n) *n = 0;
   if (!path || !plans || !n || (runtime && !runtime_size))
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_model: NULL argument");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__mxm_load_model: NULL argument");
   unsigned char *d;
   size_t size;
   mx__progress_stage("load: map .mxm");
@@ -1154,27 +1154,27 @@ static mx_status single(mx_static_plan **plans, size_t n, const char *label, mx_
     free(plans);
     return MX_OK;
   }
-  for (size_t i = 0; i < n; i++) mx_static_plan_destroy(plans[i]);
+  for (size_t i = 0; i < n; i++) mx__static_plan_destroy(plans[i]);
   free(plans);
-  return mx__fail(err, MX_ERR_UNSUPPORTED, "'%s' holds %zu static plans, not one (use mx_mxm_load_plans)",
+  return mx__fail(err, MX_ERR_UNSUPPORTED, "'%s' holds %zu static plans, not one (use mx__mxm_load_plans)",
                   label, n);
 }
 
-mx_status mx_mxm_load(const char *path, mx_static_plan **out, mx_error *err) {
+mx_status mx__mxm_load(const char *path, mx_static_plan **out, mx_error *err) {
   if (out) *out = NULL;
-  if (!out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load: NULL argument");
+  if (!out) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__mxm_load: NULL argument");
   mx_static_plan **plans;
   size_t n;
-  mx_status st = mx_mxm_load_plans(path, &plans, &n, err);
+  mx_status st = mx__mxm_load_plans(path, &plans, &n, err);
   if (st != MX_OK) return st;
   return single(plans, n, path, out, err);
 }
 
-mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label, mx_static_plan **out,
-                             mx_error *err) {
+mx_status mx__mxm_load_memory(const void *data, size_t size, const char *label, mx_static_plan **out,
+                              mx_error *err) {
   if (out) *out = NULL;
   if (!out || (!data && size))
-    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx_mxm_load_memory: NULL argument");
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__mxm_load_memory: NULL argument");
   if (!label) label = "memory";
   mx_static_plan **plans;
   size_t n;

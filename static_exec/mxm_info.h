@@ -62,7 +62,7 @@ void mx__mxm_unmap(unsigned char *data, size_t size);
 MX_MUST_USE mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
                                               mx_error *err);
 
-/* mx_mxm_save_model with the runtime record as a message (an Mxm__Runtime) packed straight into
+/* mx__mxm_save_model with the runtime record as a message (an Mxm__Runtime) packed straight into
  * the file instead of bytes packed beforehand: the same file, one copy of the record less. */
 struct mx_static_plan;
 struct mx_mxm_save_options;

@@ -6,7 +6,7 @@
 
 #include "static_exec/static_exec_impl.h"
 
-const char *mx_static_alloc_kind_name(mx_static_alloc_kind k) {
+const char *mx__static_alloc_kind_name(mx_static_alloc_kind k) {
   switch (k) {
     case MX_STATIC_WEIGHT: return "WEIGHT";
     case MX_STATIC_FM: return "FM";
@@ -16,7 +16,7 @@ const char *mx_static_alloc_kind_name(mx_static_alloc_kind k) {
   return "?";
 }
 
-void mx_static_options_init(mx_static_options *o) {
+void mx__static_options_init(mx_static_options *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
   o->version = MX_STATIC_OPTIONS_VERSION;
@@ -34,7 +34,7 @@ mx_static_plan *mx__plan_new(void) {
   return p;
 }
 
-void mx_static_plan_destroy(mx_static_plan *p) {
+void mx__static_plan_destroy(mx_static_plan *p) {
   if (!p) return;
   free(p->weights);
   mx__arena_release(&p->arena);
@@ -142,9 +142,9 @@ mx_status mx__plan_copy_attrs(mx_static_plan *p, const mx_attr *src, uint32_t n,
   return MX_OK;
 }
 
-const char *mx_static_plan_name(const mx_static_plan *p) { return p ? p->name : ""; }
+const char *mx__static_plan_name(const mx_static_plan *p) { return p ? p->name : ""; }
 
-void mx_static_plan_report(const mx_static_plan *p, mx_static_report *r) {
+void mx__static_plan_report(const mx_static_plan *p, mx_static_report *r) {
   if (!r) return;
   memset(r, 0, sizeof *r);
   if (!p) return;
@@ -179,10 +179,10 @@ static void print_io(FILE *out, const char *what, const mx__pio *io) {
   fprintf(out, "] %" PRIu64 " bytes%s\n", io->nbytes, io->frozen ? " (frozen)" : "");
 }
 
-void mx_static_plan_print_report(const mx_static_plan *p, FILE *out) {
+void mx__static_plan_print_report(const mx_static_plan *p, FILE *out) {
   if (!p || !out) return;
   mx_static_report r;
-  mx_static_plan_report(p, &r);
+  mx__static_plan_report(p, &r);
   fprintf(out, "static plan '%s': %u tasks (%u kernels, %u copies), %u aliases run as no task\n", p->name,
           r.tasks, r.kernel_tasks, r.copy_tasks, r.aliases);
   fprintf(out, "  streams: %u; events: %u (%u cross-stream edges, %u waits kept)\n", r.streams, r.events,
@@ -217,22 +217,22 @@ bool mx__pio_info(const mx__pio *io, mx_static_io *out) {
   return true;
 }
 
-size_t mx_static_plan_input_count(const mx_static_plan *p) { return p ? p->n_inputs : 0; }
-size_t mx_static_plan_output_count(const mx_static_plan *p) { return p ? p->n_outputs : 0; }
+size_t mx__static_plan_input_count(const mx_static_plan *p) { return p ? p->n_inputs : 0; }
+size_t mx__static_plan_output_count(const mx_static_plan *p) { return p ? p->n_outputs : 0; }
 
-bool mx_static_plan_input(const mx_static_plan *p, size_t index, mx_static_io *out) {
+bool mx__static_plan_input(const mx_static_plan *p, size_t index, mx_static_io *out) {
   if (!p || !out || index >= p->n_inputs) return false;
   return mx__pio_info(&p->inputs[index], out);
 }
 
-bool mx_static_plan_output(const mx_static_plan *p, size_t index, mx_static_io *out) {
+bool mx__static_plan_output(const mx_static_plan *p, size_t index, mx_static_io *out) {
   if (!p || !out || index >= p->n_outputs) return false;
   return mx__pio_info(&p->outputs[index], out);
 }
 
-size_t mx_static_plan_task_count(const mx_static_plan *p) { return p ? p->n_tasks : 0; }
+size_t mx__static_plan_task_count(const mx_static_plan *p) { return p ? p->n_tasks : 0; }
 
-bool mx_static_plan_task(const mx_static_plan *p, size_t index, mx_static_task_info *out) {
+bool mx__static_plan_task(const mx_static_plan *p, size_t index, mx_static_task_info *out) {
   if (!p || !out || index >= p->n_tasks) return false;
   const mx__ptask *t = &p->tasks[index];
   memset(out, 0, sizeof *out);
@@ -247,9 +247,9 @@ bool mx_static_plan_task(const mx_static_plan *p, size_t index, mx_static_task_i
   return true;
 }
 
-size_t mx_static_plan_buffer_count(const mx_static_plan *p) { return p ? p->n_buffers : 0; }
+size_t mx__static_plan_buffer_count(const mx_static_plan *p) { return p ? p->n_buffers : 0; }
 
-bool mx_static_plan_buffer(const mx_static_plan *p, size_t index, mx_static_buffer_info *out) {
+bool mx__static_plan_buffer(const mx_static_plan *p, size_t index, mx_static_buffer_info *out) {
   if (!p || !out || index >= p->n_buffers) return false;
   const mx__pbuf *b = &p->buffers[index];
   memset(out, 0, sizeof *out);

@@ -1,7 +1,7 @@
 /* The static executor (module-shared): compiling a known-shape graph into a static plan, loading
  * a plan onto a device as a sunk HAL model, and running it with one call per step.
  *
- * Compile (mx_static_compile) turns an inferred graph whose every value has a concrete shape
+ * Compile (mx__static_compile) turns an inferred graph whose every value has a concrete shape
  * into an mx_static_plan: a host-side, serializable description without device pointers. It
  * holds the schedule (tasks in execution order), the internal stream of every task and the
  * events between streams, the feature-map (FM) memory plan, the weights, and one task per op
@@ -15,13 +15,13 @@
  *   alloc id 2 + i      INPUT i    the caller's buffer of graph input i (zero copy)
  *   alloc id 2 + n_in + j  OUTPUT j   the caller's buffer of graph output j (zero copy)
  *
- * Load (mx_static_model_create, the V2 runtime's StaticModelCreate) uploads the weights,
+ * Load (mx__static_model_create, the V2 runtime's StaticModelCreate) uploads the weights,
  * allocates (or waits for) the FM arena, sinks every task into one HAL model and keeps only what
- * running needs. A step is then mx_static_model_update_args (+ update_workspaces when the
- * caller owns the FM) and mx_static_model_execute: address refresh touches only the allocation
+ * running needs. A step is then mx__static_model_update_args (+ update_workspaces when the
+ * caller owns the FM) and mx__static_model_execute: address refresh touches only the allocation
  * entries whose base moved.
  *
- * .mxm files (mx_mxm_save / mx_mxm_load) store plans; see docs/static.md for the layout.
+ * .mxm files (mx__mxm_save / mx__mxm_load) store plans; see docs/static.md for the layout.
  *
  * Thread safety: a plan is immutable after compile/load and may be read from several threads.
  * One model must be driven by one thread at a time. */
@@ -53,14 +53,14 @@ typedef enum mx_static_alloc_kind {
 } mx_static_alloc_kind;
 
 /* "WEIGHT", "FM", "INPUT", "OUTPUT". */
-const char *mx_static_alloc_kind_name(mx_static_alloc_kind k);
+const char *mx__static_alloc_kind_name(mx_static_alloc_kind k);
 
 /* --- compile ---------------------------------------------------------------------------------- */
 
 #define MX_STATIC_OPTIONS_VERSION 1u
 
 typedef struct mx_static_options {
-  uint32_t version;              /* MX_STATIC_OPTIONS_VERSION (set by mx_static_options_init) */
+  uint32_t version;              /* MX_STATIC_OPTIONS_VERSION (set by mx__static_options_init) */
   uint32_t max_streams;          /* internal streams the plan may use, 1..MX_STATIC_MAX_STREAMS
                                     (0 = 1). Independent branches go to different streams. */
   const uint32_t *frozen_inputs; /* graph input indices whose address never changes after the
@@ -68,26 +68,26 @@ typedef struct mx_static_options {
                                     partition call lists in its "const_inputs" attribute */
   size_t n_frozen;
   bool fm_external;       /* the caller supplies the FM arena per step
-                             (mx_static_model_update_workspaces) instead of the model
+                             (mx__static_model_update_workspaces) instead of the model
                              owning one */
   mx_hal_model_mode mode; /* HAL model mode: MX_HAL_MODEL_PATCH (default) or INDIRECT */
   const char *name;       /* plan name (copied); NULL = the graph's name */
 } mx_static_options;
 
 /* Fills *o with the defaults: one stream, nothing frozen, model-owned FM, PATCH mode. */
-void mx_static_options_init(mx_static_options *o);
+void mx__static_options_init(mx_static_options *o);
 
 /* Compiles g. g must be inferred (mx_graph_infer, usually after mx_graph_optimize): every value
  * a node reads or writes has a known dtype and concrete shape and no op is data-dependent;
  * otherwise the call fails naming the value or node. g is only read (op params are parsed and
  * cached on it if they were not yet) and is not referenced by the plan. opt may be NULL
- * (defaults). On success *out receives a plan the caller owns (mx_static_plan_destroy); on
+ * (defaults). On success *out receives a plan the caller owns (mx__static_plan_destroy); on
  * failure *out is NULL and err (may be NULL) says why. */
-MX_MUST_USE mx_status mx_static_compile(mx_graph *g, const mx_static_options *opt, mx_static_plan **out,
-                                        mx_error *err);
+MX_MUST_USE mx_status mx__static_compile(mx_graph *g, const mx_static_options *opt, mx_static_plan **out,
+                                         mx_error *err);
 
 /* Frees a plan. Models created from it do not reference it. NULL is a no-op. */
-void mx_static_plan_destroy(mx_static_plan *p);
+void mx__static_plan_destroy(mx_static_plan *p);
 
 /* Memory and task figures of a plan. */
 typedef struct mx_static_report {
@@ -113,14 +113,14 @@ typedef struct mx_static_report {
 } mx_static_report;
 
 /* Fills *r (caller-owned). */
-void mx_static_plan_report(const mx_static_plan *p, mx_static_report *r);
+void mx__static_plan_report(const mx_static_plan *p, mx_static_report *r);
 
 /* Prints the memory-plan report (tasks, streams, events, FM arena against its lower bound and
  * the no-reuse total, weights, inputs and outputs) as text. */
-void mx_static_plan_print_report(const mx_static_plan *p, FILE *out);
+void mx__static_plan_print_report(const mx_static_plan *p, FILE *out);
 
 /* The plan's name (borrowed from p). */
-const char *mx_static_plan_name(const mx_static_plan *p);
+const char *mx__static_plan_name(const mx_static_plan *p);
 
 /* One graph input or output of a plan or model. */
 typedef struct mx_static_io {
@@ -132,11 +132,11 @@ typedef struct mx_static_io {
   bool frozen; /* inputs: declared frozen */
 } mx_static_io;
 
-size_t mx_static_plan_input_count(const mx_static_plan *p);
-size_t mx_static_plan_output_count(const mx_static_plan *p);
+size_t mx__static_plan_input_count(const mx_static_plan *p);
+size_t mx__static_plan_output_count(const mx_static_plan *p);
 /* False when index is out of range. */
-bool mx_static_plan_input(const mx_static_plan *p, size_t index, mx_static_io *out);
-bool mx_static_plan_output(const mx_static_plan *p, size_t index, mx_static_io *out);
+bool mx__static_plan_input(const mx_static_plan *p, size_t index, mx_static_io *out);
+bool mx__static_plan_output(const mx_static_plan *p, size_t index, mx_static_io *out);
 
 /* Read access to the schedule and the memory plan (for tests, dumps and tools). */
 typedef struct mx_static_task_info {
@@ -159,10 +159,10 @@ typedef struct mx_static_buffer_info {
   const char *name; /* the value it holds first, or the task of a workspace */
 } mx_static_buffer_info;
 
-size_t mx_static_plan_task_count(const mx_static_plan *p);
-bool mx_static_plan_task(const mx_static_plan *p, size_t index, mx_static_task_info *out);
-size_t mx_static_plan_buffer_count(const mx_static_plan *p);
-bool mx_static_plan_buffer(const mx_static_plan *p, size_t index, mx_static_buffer_info *out);
+size_t mx__static_plan_task_count(const mx_static_plan *p);
+bool mx__static_plan_task(const mx_static_plan *p, size_t index, mx_static_task_info *out);
+size_t mx__static_plan_buffer_count(const mx_static_plan *p);
+bool mx__static_plan_buffer(const mx_static_plan *p, size_t index, mx_static_buffer_info *out);
 
 /* --- load and run ----------------------------------------------------------------------------- */
 
@@ -189,23 +189,23 @@ typedef struct mx_static_load_options {
 } mx_static_load_options;
 
 /* Fills *o with "as compiled" settings and no extra frozen input. */
-void mx_static_load_options_init(mx_static_load_options *o);
+void mx__static_load_options_init(mx_static_load_options *o);
 
 /* StaticModelCreate. Uploads the plan's weights to dev, allocates the FM arena unless it is
  * external, builds the HAL model (one task per plan task, internal streams and events) and
  * frees everything running does not need. plan is only read during the call: the model does
  * not reference it afterwards. opt may be NULL. On success *out receives the model
- * (mx_static_model_destroy); on failure *out is NULL and err (may be NULL) says why. dev must
+ * (mx__static_model_destroy); on failure *out is NULL and err (may be NULL) says why. dev must
  * outlive the model. */
-MX_MUST_USE mx_status mx_static_model_create(mx_device *dev, const mx_static_plan *plan,
-                                             const mx_static_load_options *opt, mx_static_model **out,
-                                             mx_error *err);
+MX_MUST_USE mx_status mx__static_model_create(mx_device *dev, const mx_static_plan *plan,
+                                              const mx_static_load_options *opt, mx_static_model **out,
+                                              mx_error *err);
 
 /* Waits for the model's executions in flight, then frees it and its device memory (weights, an
  * owned FM arena, staging buffers). Staged host copies are queued on the caller's stream after
  * the execution: synchronize that stream before destroying a model that staged host tensors.
  * NULL is a no-op. */
-void mx_static_model_destroy(mx_static_model *m);
+void mx__static_model_destroy(mx_static_model *m);
 
 /* StaticModelUpdateArgs: the tensors of the next step. inputs[0..n_inputs) and
  * outputs[0..n_outputs) are matched by position; their count, dtype and dims must equal the
@@ -215,31 +215,31 @@ void mx_static_model_destroy(mx_static_model *m);
  * stay valid until the execute stream has finished the step. Only the allocation entries whose
  * address changed since the previous step are refreshed; frozen inputs are compared only at the
  * first step. The arrays are borrowed for the call. */
-MX_MUST_USE mx_status mx_static_model_update_args(mx_static_model *m, const mx_tensor *inputs,
-                                                  size_t n_inputs, const mx_tensor *outputs,
-                                                  size_t n_outputs);
+MX_MUST_USE mx_status mx__static_model_update_args(mx_static_model *m, const mx_tensor *inputs,
+                                                   size_t n_inputs, const mx_tensor *outputs,
+                                                   size_t n_outputs);
 
 /* StaticModelUpdateWorkspaces: the FM arena for the next step (models with an external FM
- * only). fm_base is device memory of at least mx_static_model_fm_size bytes, 64-byte aligned;
+ * only). fm_base is device memory of at least mx__static_model_fm_size bytes, 64-byte aligned;
  * entries are refreshed only when it moved. */
-MX_MUST_USE mx_status mx_static_model_update_workspaces(mx_static_model *m, void *fm_base);
+MX_MUST_USE mx_status mx__static_model_update_workspaces(mx_static_model *m, void *fm_base);
 
 /* StaticModelExecute: queues the step on s (a stream of the model's device): staged input
  * copies, one HAL model execution, staged output copies. Returns at once; synchronize s to
  * wait. update_args must have been called (and update_workspaces for an external FM). */
-MX_MUST_USE mx_status mx_static_model_execute(mx_static_model *m, mx_stream *s);
+MX_MUST_USE mx_status mx__static_model_execute(mx_static_model *m, mx_stream *s);
 
 /* StaticModelGetRunAddress: the device address of byte `offset` of the WEIGHT region or of the
  * current FM arena, for other kernels; NULL when offset is outside it (or no FM is set). */
-void *mx_static_model_run_address(const mx_static_model *m, mx_static_alloc_kind kind, uint64_t offset);
+void *mx__static_model_run_address(const mx_static_model *m, mx_static_alloc_kind kind, uint64_t offset);
 
 /* FM arena bytes the model needs (what update_workspaces must supply). */
-uint64_t mx_static_model_fm_size(const mx_static_model *m);
+uint64_t mx__static_model_fm_size(const mx_static_model *m);
 
-size_t mx_static_model_input_count(const mx_static_model *m);
-size_t mx_static_model_output_count(const mx_static_model *m);
-bool mx_static_model_input(const mx_static_model *m, size_t index, mx_static_io *out);
-bool mx_static_model_output(const mx_static_model *m, size_t index, mx_static_io *out);
+size_t mx__static_model_input_count(const mx_static_model *m);
+size_t mx__static_model_output_count(const mx_static_model *m);
+bool mx__static_model_input(const mx_static_model *m, size_t index, mx_static_io *out);
+bool mx__static_model_output(const mx_static_model *m, size_t index, mx_static_io *out);
 
 typedef struct mx_static_model_stats {
   uint64_t executions;      /* executes queued */
@@ -251,14 +251,14 @@ typedef struct mx_static_model_stats {
 } mx_static_model_stats;
 
 /* Fills *st (caller-owned). Synchronize the stream first for exact HAL figures. */
-void mx_static_model_stats_get(const mx_static_model *m, mx_static_model_stats *st);
+void mx__static_model_stats_get(const mx_static_model *m, mx_static_model_stats *st);
 
 /* Writes the alloc ids refreshed for the last execute (ascending) into ids[0..cap) and returns
  * how many there were. */
-size_t mx_static_model_last_refreshed(const mx_static_model *m, uint32_t *ids, size_t cap);
+size_t mx__static_model_last_refreshed(const mx_static_model *m, uint32_t *ids, size_t cap);
 
 /* Message of the last failing call on the model; "" if none. Owned by the model. */
-const char *mx_static_model_last_error(const mx_static_model *m);
+const char *mx__static_model_last_error(const mx_static_model *m);
 
 /* --- .mxm model files ------------------------------------------------------------------------- */
 
@@ -268,35 +268,35 @@ typedef struct mx_mxm_save_options {
 
 /* Writes plans[0..n) into a new .mxm file at path (replaced if it exists). o may be NULL
  * (weights inline). Errors name the file. */
-MX_MUST_USE mx_status mx_mxm_save_plans(const mx_static_plan *const *plans, size_t n, const char *path,
-                                        const mx_mxm_save_options *o, mx_error *err);
-/* mx_mxm_save_plans with one plan. */
-MX_MUST_USE mx_status mx_mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,
-                                  mx_error *err);
+MX_MUST_USE mx_status mx__mxm_save_plans(const mx_static_plan *const *plans, size_t n, const char *path,
+                                         const mx_mxm_save_options *o, mx_error *err);
+/* mx__mxm_save_plans with one plan. */
+MX_MUST_USE mx_status mx__mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,
+                                   mx_error *err);
 
 /* Writes plans[0..n) and an opaque runtime record (runtime_size bytes, may be 0: none) — the V2
  * runtime's description of a partitioned model — into a new .mxm file. */
-MX_MUST_USE mx_status mx_mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
-                                        size_t runtime_size, const char *path, const mx_mxm_save_options *o,
-                                        mx_error *err);
-/* Reads an .mxm file: its static plans (as mx_mxm_load_plans) and, when runtime is not NULL, a
+MX_MUST_USE mx_status mx__mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
+                                         size_t runtime_size, const char *path, const mx_mxm_save_options *o,
+                                         mx_error *err);
+/* Reads an .mxm file: its static plans (as mx__mxm_load_plans) and, when runtime is not NULL, a
  * malloc'd copy of its runtime record (*runtime NULL and *runtime_size 0 when there is none). */
-MX_MUST_USE mx_status mx_mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
-                                        size_t *runtime_size, mx_error *err);
+MX_MUST_USE mx_status mx__mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
+                                         size_t *runtime_size, mx_error *err);
 
 /* Reads every static plan of an .mxm file. On success *plans receives a malloc'd array of n
- * plans the caller owns (mx_static_plan_destroy each, then free the array). Truncated, corrupt
+ * plans the caller owns (mx__static_plan_destroy each, then free the array). Truncated, corrupt
  * or inconsistent files fail with MX_ERR_MALFORMED naming the file; files needing a newer
  * reader with MX_ERR_UNSUPPORTED. */
-MX_MUST_USE mx_status mx_mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *n, mx_error *err);
+MX_MUST_USE mx_status mx__mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *n, mx_error *err);
 /* Reads a file holding exactly one static plan. */
-MX_MUST_USE mx_status mx_mxm_load(const char *path, mx_static_plan **out, mx_error *err);
+MX_MUST_USE mx_status mx__mxm_load(const char *path, mx_static_plan **out, mx_error *err);
 
 /* In-memory forms (weights always inline). save: *data is malloc'd (free()). load: `label`
  * names the buffer in messages (NULL: "memory"). */
-MX_MUST_USE mx_status mx_mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size,
-                                         mx_error *err);
-MX_MUST_USE mx_status mx_mxm_load_memory(const void *data, size_t size, const char *label,
-                                         mx_static_plan **out, mx_error *err);
+MX_MUST_USE mx_status mx__mxm_save_memory(const mx_static_plan *plan, void **data, size_t *size,
+                                          mx_error *err);
+MX_MUST_USE mx_status mx__mxm_load_memory(const void *data, size_t size, const char *label,
+                                          mx_static_plan **out, mx_error *err);
 
 #endif /* MIXRT_STATIC_EXEC_STATIC_EXEC_H */

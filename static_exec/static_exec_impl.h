@@ -91,7 +91,7 @@ struct mx_static_plan {
   uint32_t n_events;
   mx_hal_model_mode mode;
   bool fm_external;
-  bool trusted; /* made by mx_static_compile (loaded plans are checked first) */
+  bool trusted; /* made by mx__static_compile (loaded plans are checked first) */
   uint32_t n_inputs, n_outputs;
   mx__pio *inputs, *outputs;
   uint32_t n_tasks;

@@ -121,7 +121,7 @@ int mx_cmd_compile(int argc, char **argv) {
   for (size_t c = 0; c < p->n_calls; c++) {
     if (p->calls[c].unknown) continue;
     printf("static model '%s':\n", p->calls[c].name);
-    mx_static_plan_print_report(p->calls[c].plan, stdout);
+    mx__static_plan_print_report(p->calls[c].plan, stdout);
   }
   mx__progress_stage("compile: save");
   if (mx_session_save(s, out_path, &save) != MX_OK) {

@@ -49,7 +49,7 @@ static void print_mxm_text(const char *path, const mx__mxm_info *in, FILE *out) 
         p->name, p->n_tasks, p->n_streams, p->n_inputs, p->n_outputs, mib(p->weight_bytes), mib(p->fm_bytes));
   }
   if (!in->root) {
-    fprintf(out, "no runtime record: static plans only (mx_mxm_save)\n");
+    fprintf(out, "no runtime record: static plans only (mx__mxm_save)\n");
     return;
   }
   fprintf(out, "inputs:\n");

@@ -61,12 +61,12 @@ static mx_status plan_call(mx_session *s, mx_program *p, mx_rt_call *c, mx_error
     uint32_t *frozen = malloc((c->n_in ? c->n_in : 1) * sizeof *frozen);
     if (!frozen) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory planning '%s'", c->name);
     mx_static_options so;
-    mx_static_options_init(&so);
+    mx__static_options_init(&so);
     so.max_streams = s->n_streams;
     so.frozen_inputs = frozen;
     so.n_frozen = mx__call_frozen_positions(s, p, c, frozen);
     so.name = c->name;
-    mx_status st = mx_static_compile(body, &so, &c->plan, err);
+    mx_status st = mx__static_compile(body, &so, &c->plan, err);
     free(frozen);
     if (st == MX_OK) return MX_OK;
     /* A cluster the static compiler refuses still runs: op by op. */
@@ -79,10 +79,10 @@ static mx_status plan_call(mx_session *s, mx_program *p, mx_rt_call *c, mx_error
     c->unknown = true;
   }
   mx_dyn_options dopt;
-  mx_dyn_options_init(&dopt);
+  mx__dyn_options_init(&dopt);
   dopt.max_streams = s->n_streams;
   dopt.share_constants = !s->opts.private_weights;
-  mx_status st = mx_dyn_plan_create(body, &dopt, &c->dplan, err);
+  mx_status st = mx__dyn_plan_create(body, &dopt, &c->dplan, err);
   if (st != MX_OK) mx__error_prefix(err, "dynamic partition '%s': ", c->name);
   return st;
 }
@@ -218,10 +218,10 @@ void mx__program_free(mx_program *p) {
   if (!p) return;
   for (size_t c = 0; c < p->n_calls; c++) {
     mx_rt_call *call = &p->calls[c];
-    mx_static_model_destroy(call->model);
-    mx_static_plan_destroy(call->plan);
-    mx_dyn_exec_destroy(call->dexec);
-    mx_dyn_plan_destroy(call->dplan);
+    mx__static_model_destroy(call->model);
+    mx__static_plan_destroy(call->plan);
+    mx__dyn_exec_destroy(call->dexec);
+    mx__dyn_plan_destroy(call->dplan);
     mx_event_destroy(call->done);
     free(call->waits);
     free(call->in_values);

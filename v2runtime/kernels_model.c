@@ -97,16 +97,16 @@ static mx_status k_static_create(mx_exe_run *run, const mx_exe_node *n) {
    * lose the first. */
   if (c->model) return mx__fail(run->err, MX_ERR_INTERNAL, "static model of '%s' is created twice", c->name);
   mx_static_load_options lo;
-  mx_static_load_options_init(&lo);
+  mx__static_load_options_init(&lo);
   lo.share_weights = !s->opts.private_weights;
-  mx_status st = mx_static_model_create(s->dev, c->plan, &lo, &c->model, run->err);
+  mx_status st = mx__static_model_create(s->dev, c->plan, &lo, &c->model, run->err);
   if (st != MX_OK) mx__error_prefix(run->err, "static model of '%s': ", c->name);
   return st;
 }
 
 static mx_status k_static_destroy(mx_exe_run *run, const mx_exe_node *n) {
   mx_rt_call *c = call_of(run, n);
-  mx_static_model_destroy(c->model);
+  mx__static_model_destroy(c->model);
   c->model = NULL;
   return MX_OK;
 }
@@ -117,14 +117,14 @@ static mx_status k_dyn_create(mx_exe_run *run, const mx_exe_node *n) {
   if (c->dexec)
     return mx__fail(run->err, MX_ERR_INTERNAL, "dynamic partition '%s' is created twice", c->name);
   mx_status st =
-      mx_dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
+      mx__dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
   if (st != MX_OK) mx__error_prefix(run->err, "dynamic partition '%s': ", c->name);
   return st;
 }
 
 static mx_status k_dyn_destroy(mx_exe_run *run, const mx_exe_node *n) {
   mx_rt_call *c = call_of(run, n);
-  mx_dyn_exec_destroy(c->dexec);
+  mx__dyn_exec_destroy(c->dexec);
   c->dexec = NULL;
   return MX_OK;
 }
@@ -205,7 +205,7 @@ static mx_status k_static_alloc(mx_exe_run *run, const mx_exe_node *n) {
     if (!rv->home) {
       /* Multi-stream programs: the description is set here, the buffer comes from the
        * allocator. (Single-stream programs set it once, with the home buffer.) */
-      mx_static_model_output(c->model, j, &io);
+      mx__static_model_output(c->model, j, &io);
       memset(&rv->t, 0, sizeof rv->t);
       rv->t.dtype = io.dtype;
       rv->t.rank = io.rank;
@@ -220,7 +220,7 @@ static mx_status k_static_alloc(mx_exe_run *run, const mx_exe_node *n) {
       continue;
     }
     mx_status st =
-        mx_caching_alloc(s->alloc, (size_t)io.nbytes, mx__call_stream(step, c), &rv->t.data, run->err);
+        mx__caching_alloc(s->alloc, (size_t)io.nbytes, mx__call_stream(step, c), &rv->t.data, run->err);
     if (st != MX_OK) {
       mx__error_prefix(run->err, "output '%s' of static partition '%s': ", rv->t.name, c->name);
       return st;
@@ -235,9 +235,10 @@ static mx_status k_static_update_args(mx_exe_run *run, const mx_exe_node *n) {
   mx_rt_call *c = call_of(run, n);
   for (uint32_t k = 0; k < c->n_in; k++) c->args_in[k] = p->values[c->in_values[k]].t;
   for (uint32_t j = 0; j < c->n_out; j++) c->args_out[j] = p->values[c->out_values[j]].t;
-  mx_status st = mx_static_model_update_args(c->model, c->args_in, c->n_in, c->args_out, c->n_out);
+  mx_status st = mx__static_model_update_args(c->model, c->args_in, c->n_in, c->args_out, c->n_out);
   if (st != MX_OK)
-    return mx__fail(run->err, st, "static partition '%s': %s", c->name, mx_static_model_last_error(c->model));
+    return mx__fail(run->err, st, "static partition '%s': %s", c->name,
+                    mx__static_model_last_error(c->model));
   return MX_OK;
 }
 
@@ -261,11 +262,12 @@ static mx_status k_static_execute(mx_exe_run *run, const mx_exe_node *n) {
     snprintf(label, sizeof label, "static %s", c->name);
     slice = mx__trace_device_begin(s, cs, lane_of(s, cs), label);
   }
-  st = mx_static_model_execute(c->model, cs);
+  st = mx__static_model_execute(c->model, cs);
   mx__trace_device_end(s, cs, slice);
   if (st == MX_OK) st = mx__call_record_done(run, c);
   if (st != MX_OK)
-    return mx__fail(run->err, st, "static partition '%s': %s", c->name, mx_static_model_last_error(c->model));
+    return mx__fail(run->err, st, "static partition '%s': %s", c->name,
+                    mx__static_model_last_error(c->model));
   step->s->last.static_executes++;
   return MX_OK;
 }
@@ -273,7 +275,7 @@ static mx_status k_static_execute(mx_exe_run *run, const mx_exe_node *n) {
 /* --- UNKNOWN calls -------------------------------------------------------------------------- */
 
 static mx_status dyn_fail(mx_exe_run *run, mx_rt_call *c, mx_status st) {
-  return mx__fail(run->err, st, "%s", mx_dyn_exec_last_error(c->dexec));
+  return mx__fail(run->err, st, "%s", mx__dyn_exec_last_error(c->dexec));
 }
 
 static mx_status k_bind_symbols(mx_exe_run *run, const mx_exe_node *n) {
@@ -307,7 +309,7 @@ static mx_status k_launch(mx_exe_run *run, const mx_exe_node *n) {
   mx_rt_call *c = call_of(run, n);
   uint32_t op = ATTR(n)->op, slice = UINT32_MAX;
   int ps = s->trace.on ? mx__dyn_op_stream(c->dplan, op) : -1;
-  mx_stream *stream = ps >= 0 ? mx_dyn_exec_stream(c->dexec, (size_t)ps) : NULL;
+  mx_stream *stream = ps >= 0 ? mx__dyn_exec_stream(c->dexec, (size_t)ps) : NULL;
   if (stream) {
     mx_node_id nid = mx__dyn_op_node(c->dplan, op);
     const mx_graph *body = NULL;
@@ -388,8 +390,8 @@ static mx_status k_free_value(mx_exe_run *run, const mx_exe_node *n) {
   /* Readers on other streams keep the block from reuse until they are past it. */
   for (uint32_t k = 0; k < MX_STEP_MAX_STREAMS && st == MX_OK; k++)
     if ((rv->reader_streams >> k & 1u) && step->streams[k] && step->streams[k] != home)
-      st = mx_caching_record_stream(s->alloc, rv->t.data, step->streams[k], run->err);
-  if (st == MX_OK) st = mx_caching_free(s->alloc, rv->t.data, home, run->err);
+      st = mx__caching_record_stream(s->alloc, rv->t.data, step->streams[k], run->err);
+  if (st == MX_OK) st = mx__caching_free(s->alloc, rv->t.data, home, run->err);
   rv->t.data = NULL;
   return st;
 }
@@ -445,7 +447,8 @@ static mx_status k_output_deliver(mx_exe_run *run, const mx_exe_node *n) {
       mx_copy_kind kind = rv->t.placement == MX_HOST ? MX_COPY_H2D
                           : o->placement == MX_HOST  ? MX_COPY_D2H
                                                      : MX_COPY_D2D;
-      mx_status st = mx_hal_copy_async_named(value_stream(step, rv), o->data, rv->t.data, nbytes, kind, name);
+      mx_status st =
+          mx__hal_copy_async_named(value_stream(step, rv), o->data, rv->t.data, nbytes, kind, name);
       if (st != MX_OK) return mx__fail(run->err, st, "output '%s': copy failed", name);
     }
   }

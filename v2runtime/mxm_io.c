@@ -322,7 +322,7 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
   void *rt_bytes = NULL;
   Mxm__Runtime *rt = NULL;
   mx_program *p = NULL;
-  mx_status st = mx_mxm_load_model(path, &plans, &n_plans, &rt_bytes, &rt_size, err);
+  mx_status st = mx__mxm_load_model(path, &plans, &n_plans, &rt_bytes, &rt_size, err);
   if (st != MX_OK) return st;
   if (!rt_bytes) {
     st = mx__fail(err, MX_ERR_UNSUPPORTED,
@@ -371,7 +371,7 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
     mx_rt_call *call = &p->calls[c];
     call->unknown = rt->call_unknown[c];
     if (!call->unknown) {
-      if (used_plans == n_plans || strcmp(mx_static_plan_name(plans[used_plans]), call->name) != 0) {
+      if (used_plans == n_plans || strcmp(mx__static_plan_name(plans[used_plans]), call->name) != 0) {
         st = mx__fail(err, MX_ERR_MALFORMED, "no static plan for partition call '%s'", call->name);
         break;
       }
@@ -379,10 +379,10 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
       plans[used_plans++] = NULL;
     } else {
       mx_dyn_options dopt;
-      mx_dyn_options_init(&dopt);
+      mx__dyn_options_init(&dopt);
       dopt.max_streams = s->n_streams;
       dopt.share_constants = !s->opts.private_weights;
-      st = mx_dyn_plan_create(mx__part_call_body(&p->root->nodes[call->node]), &dopt, &call->dplan, err);
+      st = mx__dyn_plan_create(mx__part_call_body(&p->root->nodes[call->node]), &dopt, &call->dplan, err);
     }
   }
   if (st == MX_OK && used_plans != n_plans)
@@ -427,7 +427,7 @@ done:
   mx__program_free(p);
   if (rt) mxm__runtime__free_unpacked(rt, NULL);
   free(rt_bytes);
-  for (size_t i = 0; i < n_plans; i++) mx_static_plan_destroy(plans[i]);
+  for (size_t i = 0; i < n_plans; i++) mx__static_plan_destroy(plans[i]);
   free(plans);
   return st;
 }

@@ -88,7 +88,7 @@ void mx__program_abort_step(mx_session *s, mx_step *step) {
   for (size_t r = 0; r < p->n_values; r++) {
     mx_rt_value *rv = &p->values[r];
     if (!rv->owned) continue;
-    mx_caching_free(s->alloc, rv->t.data, NULL, NULL);
+    mx__caching_free(s->alloc, rv->t.data, NULL, NULL);
     rv->owned = false;
     rv->t.data = NULL;
   }
@@ -131,13 +131,13 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
     mx_rt_call *call = &p->calls[c];
     if (call->model) {
       mx_static_model_stats ms;
-      mx_static_model_stats_get(call->model, &ms);
+      mx__static_model_stats_get(call->model, &ms);
       l->static_ns += ms.hal.last_exec_ns;
       l->refreshed_entries += ms.last_refreshed;
     }
   }
   mx_caching_stats cs;
-  mx_caching_stats_get(s->alloc, &cs);
+  mx__caching_stats_get(s->alloc, &cs);
   l->device_allocations = cs.device_allocs - s->total.device_allocations;
   l->allocator_hits = cs.hits - s->total.allocator_hits;
   l->allocator_misses = cs.misses - s->total.allocator_misses;
@@ -148,7 +148,7 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   for (size_t c = 0; c < p->n_calls; c++)
     if (p->calls[c].dexec) {
       mx_dyn_exec_stats ds;
-      mx_dyn_exec_stats_get(p->calls[c].dexec, &ds);
+      mx__dyn_exec_stats_get(p->calls[c].dexec, &ds);
       launches += ds.launches;
       copies += ds.output_copies;
     }
@@ -346,7 +346,7 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
     mx__program_abort_step(s, step);
     goto out;
   }
-  mx_caching_fence(s->alloc, step->stream);
+  mx__caching_fence(s->alloc, step->stream);
   account(s, step, mx__now_ns() - t0);
 out:
   leave(s);

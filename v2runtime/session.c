@@ -157,7 +157,7 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
       goto fail;
     }
   }
-  st = mx_caching_allocator_create(s->dev, &s->alloc, err);
+  st = mx__caching_allocator_create(s->dev, &s->alloc, err);
   if (st != MX_OK) goto fail;
   if (o->executor == MX_EXECUTOR_MULTI_THREAD) {
     st = mx__exe_pool_create(o->executor_threads, &s->pool, err);
@@ -198,10 +198,10 @@ void mx_session_destroy(mx_session *s) {
   mx__exe_pool_destroy(s->pool);
   mx__exe_topo_scratch_release(&s->topo);
   for (uint32_t i = 0; s->streams && i < s->n_streams; i++) {
-    mx_caching_forget_stream(s->alloc, s->streams[i]);
+    mx__caching_forget_stream(s->alloc, s->streams[i]);
     mx_stream_destroy(s->streams[i]);
   }
-  mx_caching_allocator_destroy(s->alloc);
+  mx__caching_allocator_destroy(s->alloc);
   for (uint32_t i = 0; i < MX_STEP_MAX_STREAMS; i++) mx_event_destroy(s->join[i]);
   free(s->streams);
   free(s->step.inputs);
@@ -294,7 +294,7 @@ mx_status mx__program_make_homes(mx_session *s, mx_program *p, mx_error *err) {
     for (uint32_t j = 0; j < call->n_out; j++) {
       mx_rt_value *rv = &p->values[call->out_values[j]];
       mx_static_io io;
-      if (rv->home || !mx_static_plan_output(call->plan, j, &io)) continue;
+      if (rv->home || !mx__static_plan_output(call->plan, j, &io)) continue;
       /* The description never changes: StaticAllocOutputs only sets the data pointer. */
       memset(&rv->t, 0, sizeof rv->t);
       rv->t.dtype = io.dtype;

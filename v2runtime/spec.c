@@ -62,7 +62,7 @@ static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
   for (uint32_t j = 0; j < c->n_out; j++) {
     mx_rt_value *rv = &p->values[c->out_values[j]];
     mx_static_io io;
-    mx_static_model_output(e->model, j, &io);
+    mx__static_model_output(e->model, j, &io);
     if (rv->owned) continue; /* a value the call gives twice: already taken */
     memset(&rv->t, 0, sizeof rv->t);
     rv->t.dtype = io.dtype;
@@ -75,7 +75,7 @@ static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
       rv->t.data = zc->data;
       continue;
     }
-    st = mx_caching_alloc(s->alloc, (size_t)io.nbytes, cs, &rv->t.data, run->err);
+    st = mx__caching_alloc(s->alloc, (size_t)io.nbytes, cs, &rv->t.data, run->err);
     if (st != MX_OK) {
       mx__error_prefix(run->err, "output '%s' of specialized partition '%s': ", rv->t.name, c->name);
       return st;
@@ -84,7 +84,7 @@ static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
   }
   for (uint32_t k = 0; k < c->n_in; k++) c->args_in[k] = p->values[c->in_values[k]].t;
   for (uint32_t j = 0; j < c->n_out; j++) c->args_out[j] = p->values[c->out_values[j]].t;
-  st = mx_static_model_update_args(e->model, c->args_in, c->n_in, c->args_out, c->n_out);
+  st = mx__static_model_update_args(e->model, c->args_in, c->n_in, c->args_out, c->n_out);
   if (st == MX_OK) {
     uint32_t slice = UINT32_MAX;
     if (s->trace.on) {
@@ -92,12 +92,12 @@ static mx_status run_entry(mx_exe_run *run, mx_rt_call *c, mx_spec_entry *e) {
       snprintf(label, sizeof label, "specialized %s", c->name);
       slice = mx__trace_device_begin(s, cs, 1 + c->stream, label);
     }
-    st = mx_static_model_execute(e->model, cs);
+    st = mx__static_model_execute(e->model, cs);
     mx__trace_device_end(s, cs, slice);
   }
   if (st != MX_OK)
     return mx__fail(run->err, st, "specialized partition '%s': %s", c->name,
-                    mx_static_model_last_error(e->model));
+                    mx__static_model_last_error(e->model));
   st = mx__call_record_done(run, c);
   if (st != MX_OK) return st;
   s->last.static_executes++;
@@ -115,7 +115,7 @@ static void drop_entry(mx_session *s, mx_spec_entry *e) {
   if (s->async.started) mx__async_wait(s);
   for (uint32_t i = 0; i < s->n_streams; i++)
     MX_IGNORE_STATUS(mx_stream_synchronize(s->streams[i])); /* the wait */
-  mx_static_model_destroy(e->model);
+  mx__static_model_destroy(e->model);
   mx__spec_split_destroy(e->split);
   e->model = NULL;
   e->split = NULL;
@@ -265,11 +265,11 @@ static bool churns(mx_session *s, mx_rt_call *c, mx_spec_call *sc, const int64_t
 static void release_dexec(mx_session *s, mx_spec_state *ss, mx_rt_call *c) {
   if (!c->dexec) return;
   mx_dyn_exec_stats ds;
-  mx_dyn_exec_stats_get(c->dexec, &ds);
+  mx__dyn_exec_stats_get(c->dexec, &ds);
   ss->count.retired_launches += ds.launches;
   ss->count.retired_copies += ds.output_copies;
   if (s->async.started) mx__async_wait(s);
-  mx_dyn_exec_destroy(c->dexec);
+  mx__dyn_exec_destroy(c->dexec);
   c->dexec = NULL;
 }
 
@@ -278,7 +278,7 @@ static mx_status run_dynamic(mx_exe_run *run, const mx_exe_node *n, mx_rt_call *
   mx_session *s = STEP(run)->s;
   if (!c->dexec) {
     mx_status st =
-        mx_dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
+        mx__dyn_exec_create(s->dev, c->dplan, s->alloc, s->streams, s->n_streams, &c->dexec, run->err);
     if (st != MX_OK) {
       mx__error_prefix(run->err, "dynamic partition '%s': ", c->name);
       return st;
@@ -503,7 +503,7 @@ void mx__spec_release(mx_session *s, mx_program *p) {
   if (!ss) return;
   for (size_t ci = 0; ci < ss->n_calls; ci++) {
     for (uint32_t i = 0; i < ss->calls[ci].n_entries; i++) {
-      mx_static_model_destroy(ss->calls[ci].entries[i].model);
+      mx__static_model_destroy(ss->calls[ci].entries[i].model);
       mx__spec_split_destroy(ss->calls[ci].entries[i].split);
     }
     free(ss->calls[ci].entries);

@@ -201,25 +201,25 @@ mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, co
     goto done;
   }
   mx_static_options so;
-  mx_static_options_init(&so);
+  mx__static_options_init(&so);
   so.max_streams = s->n_streams;
   so.frozen_inputs = frozen;
   so.n_frozen = mx__call_frozen_positions(s, p, c, frozen);
   so.name = c->name;
-  st = mx_static_compile(g, &so, &plan, err);
+  st = mx__static_compile(g, &so, &plan, err);
   if (st != MX_OK) {
     /* The body is refused by the static compiler whatever the values: it stays dynamic. */
     *permanent = st != MX_ERR_OUT_OF_MEMORY;
     goto done;
   }
   mx_static_load_options lo;
-  mx_static_load_options_init(&lo);
+  mx__static_load_options_init(&lo);
   lo.share_weights = !s->opts.private_weights;
-  st = mx_static_model_create(s->dev, plan, &lo, out, err);
+  st = mx__static_model_create(s->dev, plan, &lo, out, err);
 done:
   if (st != MX_OK) mx__error_prefix(err, "specializing partition '%s': ", c->name);
   free(frozen);
-  mx_static_plan_destroy(plan);
+  mx__static_plan_destroy(plan);
   mx_graph_destroy(g);
   return st;
 }

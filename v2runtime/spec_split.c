@@ -42,9 +42,9 @@ void mx__spec_split_destroy(mx_spec_split *sp) {
   if (!sp) return;
   for (uint32_t r = 0; r < sp->n_runs; r++) {
     spec_run *x = &sp->runs[r];
-    mx_static_model_destroy(x->model);
-    mx_dyn_exec_destroy(x->dexec);
-    mx_dyn_plan_destroy(x->dplan);
+    mx__static_model_destroy(x->model);
+    mx__dyn_exec_destroy(x->dexec);
+    mx__dyn_plan_destroy(x->dplan);
     mx_graph_destroy(x->g);
     free(x->in);
     free(x->out);
@@ -170,29 +170,29 @@ static mx_status build_run(mx_session *s, mx_program *p, const mx_rt_call *c, mx
     }
     st = mx__spec_concretize(x->g, err);
     mx_dyn_options dopt;
-    mx_dyn_options_init(&dopt);
+    mx__dyn_options_init(&dopt);
     dopt.max_streams = s->n_streams;
     dopt.share_constants = !s->opts.private_weights;
-    if (st == MX_OK) st = mx_dyn_plan_create(x->g, &dopt, &x->dplan, err);
+    if (st == MX_OK) st = mx__dyn_plan_create(x->g, &dopt, &x->dplan, err);
     if (st == MX_OK)
-      st = mx_dyn_exec_create(s->dev, x->dplan, s->alloc, s->streams, s->n_streams, &x->dexec, err);
+      st = mx__dyn_exec_create(s->dev, x->dplan, s->alloc, s->streams, s->n_streams, &x->dexec, err);
     return st;
   }
   st = mx__spec_concretize(x->g, err);
   if (st != MX_OK) return st;
   mx_static_options so;
-  mx_static_options_init(&so);
+  mx__static_options_init(&so);
   so.max_streams = s->n_streams;
   so.name = c->name;
   mx_static_plan *plan = NULL;
-  st = mx_static_compile(x->g, &so, &plan, err);
+  st = mx__static_compile(x->g, &so, &plan, err);
   if (st == MX_OK) {
     mx_static_load_options lo;
-    mx_static_load_options_init(&lo);
+    mx__static_load_options_init(&lo);
     lo.share_weights = !s->opts.private_weights;
-    st = mx_static_model_create(s->dev, plan, &lo, &x->model, err);
+    st = mx__static_model_create(s->dev, plan, &lo, &x->model, err);
   }
-  mx_static_plan_destroy(plan);
+  mx__static_plan_destroy(plan);
   mx_graph_destroy(x->g); /* a static model keeps nothing of its graph */
   x->g = NULL;
   return st;
@@ -332,7 +332,7 @@ fail:
 /* Gives back what a failed or finished step of the split still holds. */
 static void release_values(mx_session *s, mx_spec_split *sp, mx_stream *stream) {
   for (size_t v = 0; v < sp->n_values; v++) {
-    if (sp->owned[v]) mx_caching_free(s->alloc, sp->vals[v].data, stream, NULL);
+    if (sp->owned[v]) mx__caching_free(s->alloc, sp->vals[v].data, stream, NULL);
     sp->owned[v] = false;
   }
 }
@@ -359,35 +359,35 @@ mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_str
         x->args_out[j].placement = MX_DEVICE;
       }
       mx_dyn_exec_stats before, after;
-      mx_dyn_exec_stats_get(x->dexec, &before);
-      st = mx_dyn_exec_run(x->dexec, x->args_in, n_fed, x->args_out, x->n_out, stream);
-      mx_dyn_exec_stats_get(x->dexec, &after);
+      mx__dyn_exec_stats_get(x->dexec, &before);
+      st = mx__dyn_exec_run(x->dexec, x->args_in, n_fed, x->args_out, x->n_out, stream);
+      mx__dyn_exec_stats_get(x->dexec, &after);
       *launches += after.launches - before.launches;
       if (st != MX_OK) {
-        mx__fail(err, st, "specialized partition '%s': %s", c->name, mx_dyn_exec_last_error(x->dexec));
+        mx__fail(err, st, "specialized partition '%s': %s", c->name, mx__dyn_exec_last_error(x->dexec));
         break;
       }
     } else {
       for (uint32_t j = 0; j < x->n_out && st == MX_OK; j++) {
         mx_static_io io;
-        mx_static_model_output(x->model, j, &io);
+        mx__static_model_output(x->model, j, &io);
         mx_tensor *t = &x->args_out[j];
         memset(t, 0, sizeof *t);
         t->dtype = io.dtype;
         t->rank = io.rank;
         memcpy(t->dims, io.dims, sizeof io.dims);
         t->placement = MX_DEVICE;
-        st = mx_caching_alloc(s->alloc, (size_t)io.nbytes, stream, &t->data, err);
+        st = mx__caching_alloc(s->alloc, (size_t)io.nbytes, stream, &t->data, err);
         /* Owned from here, so a failure below gives it back. */
         if (st == MX_OK) {
           sp->vals[x->out[j]] = *t;
           sp->owned[x->out[j]] = t->data != NULL;
         }
       }
-      if (st == MX_OK) st = mx_static_model_update_args(x->model, x->args_in, n_fed, x->args_out, x->n_out);
-      if (st == MX_OK) st = mx_static_model_execute(x->model, stream);
+      if (st == MX_OK) st = mx__static_model_update_args(x->model, x->args_in, n_fed, x->args_out, x->n_out);
+      if (st == MX_OK) st = mx__static_model_execute(x->model, stream);
       if (st != MX_OK) {
-        mx__fail(err, st, "specialized partition '%s': %s", c->name, mx_static_model_last_error(x->model));
+        mx__fail(err, st, "specialized partition '%s': %s", c->name, mx__static_model_last_error(x->model));
         break;
       }
       s->last.static_executes++;
@@ -400,7 +400,7 @@ mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_str
     for (uint32_t k = 0; k < x->n_in; k++) {
       mx_value_id v = x->in[k];
       if (sp->last_run[v] == r && sp->owned[v]) {
-        mx_caching_free(s->alloc, sp->vals[v].data, stream, NULL);
+        mx__caching_free(s->alloc, sp->vals[v].data, stream, NULL);
         sp->owned[v] = false;
       }
     }

@@ -102,14 +102,14 @@ uint32_t mx__trace_device_begin(mx_session *s, mx_stream *stream, uint32_t lane,
   snprintf(sl->label, sizeof sl->label, "%s", label);
   uint64_t *where = &sl->start_ns;
   /* A stamp that cannot be queued leaves the time 0: the trace writer leaves such a slice out. */
-  MX_IGNORE_STATUS(mx_hal_host_callback(stream, stamp, &where, sizeof where));
+  MX_IGNORE_STATUS(mx__hal_host_callback(stream, stamp, &where, sizeof where));
   return i;
 }
 
 void mx__trace_device_end(mx_session *s, mx_stream *stream, uint32_t slice) {
   if (slice == UINT32_MAX) return;
   uint64_t *where = &s->trace.device[slice].end_ns;
-  MX_IGNORE_STATUS(mx_hal_host_callback(stream, stamp, &where, sizeof where));
+  MX_IGNORE_STATUS(mx__hal_host_callback(stream, stamp, &where, sizeof where));
 }
 
 static void slice_event(FILE *f, const mx_trace_slice *sl, uint64_t origin, bool *first) {

@@ -4,7 +4,7 @@
  * x float32 [n], n a symbol (16 elements at run time), for N = 10, 100, 1000, on the CPU device
  * and the inline device, one stream, input and output in device memory (caller buffers).
  *
- *   run_same_shape     host time of mx_dyn_exec_run per op, every step with the same shape:
+ *   run_same_shape     host time of mx__dyn_exec_run per op, every step with the same shape:
  *                      bind + shape check (kept) + allocation + launch + free. On the CPU device
  *                      the kernels run on the worker, so this is host overhead alone; on the
  *                      inline device they run inside the call, and kernel_ns_per_op (the same
@@ -19,9 +19,9 @@
  *                      time over all ops (every output live at once), per op: bind
  *                      (mx__dyn_step_begin / N), prepare (shapes kept + output allocation),
  *                      prepare_new_shape (shapes evaluated + allocation), launch (task block
- *                      lookup, pointer patching, mx_hal_launch), free (stream-ordered release),
+ *                      lookup, pointer patching, mx__hal_launch), free (stream-ordered release),
  *                      end (join + output delivery / N).
- *   hal_launch_ns      mx_hal_launch of a no-op function with an argument block of the chain
+ *   hal_launch_ns      mx__hal_launch of a no-op function with an argument block of the chain
  *                      ops' size, for comparison: the part of `launch` that is the HAL's.
  *   device_allocs      device allocations during the measured run steps (steady state: 0).
  *   static             the same chain compiled by the static executor at the fixed shape
@@ -96,7 +96,7 @@ static mx_status k_noop(void *args, size_t size) {
   return MX_OK;
 }
 
-/* Host cost of one mx_hal_launch of a no-op with an argument block of `size` bytes. */
+/* Host cost of one mx__hal_launch of a no-op with an argument block of `size` bytes. */
 static double hal_launch_ns(mx_stream *s, size_t size) {
   static unsigned char block[4096];
   double t[64];
@@ -105,7 +105,7 @@ static double hal_launch_ns(mx_stream *s, size_t size) {
     if (mx_stream_synchronize(s) != MX_OK) die("mx_stream_synchronize", NULL);
     uint64_t t0 = mx__now_ns();
     for (int i = 0; i < burst; i++)
-      if (mx_hal_launch(s, k_noop, block, size) != MX_OK) die("mx_hal_launch", NULL);
+      if (mx__hal_launch(s, k_noop, block, size) != MX_OK) die("mx__hal_launch", NULL);
     t[r] = (double)(mx__now_ns() - t0) / burst;
   }
   if (mx_stream_synchronize(s) != MX_OK) die("mx_stream_synchronize", NULL);
@@ -165,10 +165,10 @@ static void rig_open(bench_rig *r, mx_device_kind kind, int len) {
   mx_error err;
   if (mx_device_create(&o, &r->dev, &err) != MX_OK) die("mx_device_create", err.message);
   r->g = chain(len, 0);
-  if (mx_dyn_plan_create(r->g, NULL, &r->plan, &err) != MX_OK) die("mx_dyn_plan_create", err.message);
-  if (mx_dyn_exec_create(r->dev, r->plan, NULL, NULL, 0, &r->e, &err) != MX_OK)
-    die("mx_dyn_exec_create", err.message);
-  r->s = mx_dyn_exec_stream(r->e, 0);
+  if (mx__dyn_plan_create(r->g, NULL, &r->plan, &err) != MX_OK) die("mx__dyn_plan_create", err.message);
+  if (mx__dyn_exec_create(r->dev, r->plan, NULL, NULL, 0, &r->e, &err) != MX_OK)
+    die("mx__dyn_exec_create", err.message);
+  r->s = mx__dyn_exec_stream(r->e, 0);
   for (int k = 0; k < 2; k++) {
     int64_t n = ELEMS + k;
     float host[ELEMS + 1];
@@ -189,18 +189,18 @@ static void rig_close(bench_rig *r) {
     mx_device_free(r->dev, r->x[k].data);
     mx_device_free(r->dev, r->out[k].data);
   }
-  mx_dyn_exec_destroy(r->e);
-  mx_dyn_plan_destroy(r->plan);
+  mx__dyn_exec_destroy(r->e);
+  mx__dyn_plan_destroy(r->plan);
   mx_graph_destroy(r->g);
   mx_device_destroy(r->dev);
 }
 
 static void run_step(bench_rig *r, int k) {
-  if (mx_dyn_exec_run(r->e, &r->x[k], 1, &r->out[k], 1, NULL) != MX_OK)
-    die("mx_dyn_exec_run", mx_dyn_exec_last_error(r->e));
+  if (mx__dyn_exec_run(r->e, &r->x[k], 1, &r->out[k], 1, NULL) != MX_OK)
+    die("mx__dyn_exec_run", mx__dyn_exec_last_error(r->e));
 }
 
-/* Median host time per op of mx_dyn_exec_run (alternating shapes when `alternate`). With
+/* Median host time per op of mx__dyn_exec_run (alternating shapes when `alternate`). With
  * `sync_each`, the stream is synchronized (untimed) after every step, so each step starts on an
  * idle (possibly parked) worker; without, steps are queued back to back and synchronized once
  * per repetition, as a pipelined caller would. */
@@ -232,31 +232,31 @@ static double time_static(bench_rig *r, int len) {
   mx_static_plan *plan;
   mx_static_model *m;
   mx_error err;
-  if (mx_static_compile(g, NULL, &plan, &err) != MX_OK) die("mx_static_compile", err.message);
-  if (mx_static_model_create(r->dev, plan, NULL, &m, &err) != MX_OK)
-    die("mx_static_model_create", err.message);
+  if (mx__static_compile(g, NULL, &plan, &err) != MX_OK) die("mx__static_compile", err.message);
+  if (mx__static_model_create(r->dev, plan, NULL, &m, &err) != MX_OK)
+    die("mx__static_model_create", err.message);
   int steps = STEP_OPS / len;
   double t[64];
   for (int w = 0; w < 3; w++) {
-    if (mx_static_model_update_args(m, &r->x[0], 1, &r->out[0], 1) != MX_OK ||
-        mx_static_model_execute(m, r->s) != MX_OK)
-      die("static step", mx_static_model_last_error(m));
+    if (mx__static_model_update_args(m, &r->x[0], 1, &r->out[0], 1) != MX_OK ||
+        mx__static_model_execute(m, r->s) != MX_OK)
+      die("static step", mx__static_model_last_error(m));
   }
   if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
   for (int rep = 0; rep < g_reps; rep++) {
     uint64_t host = 0;
     for (int i = 0; i < steps; i++) {
       uint64_t t0 = mx__now_ns();
-      if (mx_static_model_update_args(m, &r->x[0], 1, &r->out[0], 1) != MX_OK ||
-          mx_static_model_execute(m, r->s) != MX_OK)
-        die("static step", mx_static_model_last_error(m));
+      if (mx__static_model_update_args(m, &r->x[0], 1, &r->out[0], 1) != MX_OK ||
+          mx__static_model_execute(m, r->s) != MX_OK)
+        die("static step", mx__static_model_last_error(m));
       host += mx__now_ns() - t0;
     }
     if (mx_stream_synchronize(r->s) != MX_OK) die("mx_stream_synchronize", NULL);
     t[rep] = (double)host / steps / len;
   }
-  mx_static_model_destroy(m);
-  mx_static_plan_destroy(plan);
+  mx__static_model_destroy(m);
+  mx__static_plan_destroy(plan);
   mx_graph_destroy(g);
   return median(t, g_reps);
 }
@@ -270,17 +270,17 @@ static void phased_step(bench_rig *r, int k, double *bind, double *prepare, doub
                         double *end) {
   size_t n = mx__dyn_op_count(r->plan);
   uint64_t t0 = mx__now_ns();
-  if (mx__dyn_step_begin(r->e, &r->x[k], 1, NULL) != MX_OK) die("step_begin", mx_dyn_exec_last_error(r->e));
+  if (mx__dyn_step_begin(r->e, &r->x[k], 1, NULL) != MX_OK) die("step_begin", mx__dyn_exec_last_error(r->e));
   uint64_t t1 = mx__now_ns();
   for (size_t i = 0; i < n; i++)
-    if (mx__dyn_op_prepare(r->e, i) != MX_OK) die("prepare", mx_dyn_exec_last_error(r->e));
+    if (mx__dyn_op_prepare(r->e, i) != MX_OK) die("prepare", mx__dyn_exec_last_error(r->e));
   uint64_t t2 = mx__now_ns();
   for (size_t i = 0; i < n; i++)
-    if (mx__dyn_op_launch(r->e, i) != MX_OK) die("launch", mx_dyn_exec_last_error(r->e));
+    if (mx__dyn_op_launch(r->e, i) != MX_OK) die("launch", mx__dyn_exec_last_error(r->e));
   uint64_t t3 = mx__now_ns();
   for (size_t i = 0; i < n; i++) mx__dyn_op_free_after(r->e, i);
   uint64_t t4 = mx__now_ns();
-  if (mx__dyn_step_end(r->e, &r->out[k], 1) != MX_OK) die("step_end", mx_dyn_exec_last_error(r->e));
+  if (mx__dyn_step_end(r->e, &r->out[k], 1) != MX_OK) die("step_end", mx__dyn_exec_last_error(r->e));
   uint64_t t5 = mx__now_ns();
   *bind = (double)(t1 - t0);
   *prepare = (double)(t2 - t1);
@@ -335,15 +335,15 @@ int main(int argc, char **argv) {
       bench_rig r;
       rig_open(&r, devs[d].kind, len);
       mx_dyn_plan_info info;
-      mx_dyn_plan_info_get(r.plan, &info);
+      mx__dyn_plan_info_get(r.plan, &info);
       mx_caching_stats a0, a1;
       run_step(&r, 0);
       if (mx_stream_synchronize(r.s) != MX_OK) die("mx_stream_synchronize", NULL);
-      mx_caching_stats_get(mx_dyn_exec_allocator(r.e), &a0);
+      mx__caching_stats_get(mx__dyn_exec_allocator(r.e), &a0);
       double same = time_runs(&r, len, false, false);
       double alt = time_runs(&r, len, true, false);
       double synced = time_runs(&r, len, false, true);
-      mx_caching_stats_get(mx_dyn_exec_allocator(r.e), &a1);
+      mx__caching_stats_get(mx__dyn_exec_allocator(r.e), &a1);
       split s = time_split(&r, len);
       double stat = time_static(&r, len);
       /* The block size of a two-input op of the chain (the launch argument block). */

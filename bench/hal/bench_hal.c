@@ -1,12 +1,12 @@
 /* bench_hal: the HAL's own overheads, on the CPU device and the inline device, as JSON.
  *
- *   launch            host cost of one mx_hal_launch (no-op kernel, 32-byte argument block):
+ *   launch            host cost of one mx__hal_launch (no-op kernel, 32-byte argument block):
  *                     a burst of 256 into a stream kept busy (the host side alone), and a
  *                     stream of 100000 while the worker consumes (host, and end to end with
  *                     the synchronize); the same for a 480-byte block (two queue slots)
  *   model_task        device-side cost per task inside a HAL model (10000 no-op tasks with one
  *                     slot each), from the model's own device timer, PATCH and INDIRECT modes
- *   model_execute     host cost of mx_hal_model_execute for chains of 1 .. 10000 tasks: queued
+ *   model_execute     host cost of mx__hal_model_execute for chains of 1 .. 10000 tasks: queued
  *                     back-to-back after a synchronize (per call), and single calls on an idle
  *                     stream (median, includes one clock read); flatness = 10000-task / 1-task
  *   refresh           k changed ids out of n = 1000 (10000 tasks, 10 slots per id): host cost of
@@ -111,7 +111,7 @@ static void bench_launch(mx_device *dev, size_t size, double *burst_ns, double *
   enum { N = 100000, B = 256 };
   unsigned char a[512] = {0};
   double b[64], h[64], e[64];
-  for (int w = 0; w < 1000; w++) CHECK(mx_hal_launch(s, k_noop, a, size), dev);
+  for (int w = 0; w < 1000; w++) CHECK(mx__hal_launch(s, k_noop, a, size), dev);
   CHECK(mx_stream_synchronize(s), dev);
   bool gated = mx_device_kind_of(dev) == MX_DEVICE_CPU;
   for (int r = 0; r < g_reps; r++) {
@@ -119,9 +119,9 @@ static void bench_launch(mx_device *dev, size_t size, double *burst_ns, double *
     sem_t open;
     sem_init(&open, 0, 0);
     gate_args g = {&open};
-    if (gated) CHECK(mx_hal_host_callback(s, k_gate, &g, sizeof g), dev);
+    if (gated) CHECK(mx__hal_host_callback(s, k_gate, &g, sizeof g), dev);
     uint64_t t0 = mx__now_ns();
-    for (int i = 0; i < B; i++) must("mx_hal_launch", mx_hal_launch(s, k_noop, a, size));
+    for (int i = 0; i < B; i++) must("mx__hal_launch", mx__hal_launch(s, k_noop, a, size));
     uint64_t t1 = mx__now_ns();
     sem_post(&open);
     CHECK(mx_stream_synchronize(s), dev);
@@ -129,7 +129,7 @@ static void bench_launch(mx_device *dev, size_t size, double *burst_ns, double *
     b[r] = (double)(t1 - t0) / B;
     /* streaming: the worker consumes while the host launches */
     t0 = mx__now_ns();
-    for (int i = 0; i < N; i++) must("mx_hal_launch", mx_hal_launch(s, k_noop, a, size));
+    for (int i = 0; i < N; i++) must("mx__hal_launch", mx__hal_launch(s, k_noop, a, size));
     t1 = mx__now_ns();
     CHECK(mx_stream_synchronize(s), dev);
     uint64_t t2 = mx__now_ns();
@@ -149,25 +149,25 @@ static mx_hal_model *chain(mx_device *dev, uint32_t n, uint32_t n_ids, mx_hal_mo
   mx_hal_model_desc d = {.n_streams = 1, .n_events = 0, .n_ids = n_ids, .mode = mode};
   mx_hal_model *m;
   mx_error err;
-  mx_status st = mx_hal_model_create(dev, &d, &m, &err);
-  if (st != MX_OK) die("mx_hal_model_create", st, err.message);
+  mx_status st = mx__hal_model_create(dev, &d, &m, &err);
+  if (st != MX_OK) die("mx__hal_model_create", st, err.message);
   noop_args a = {0};
   for (uint32_t i = 0; i < n; i++) {
     mx_hal_slot sl = {0, i % n_ids, (uint64_t)(i % 64) * 8};
     mx_hal_task t = {k_noop, &a, sizeof a, &sl, 1};
-    st = mx_hal_model_add_task(m, 0, &t, NULL);
-    if (st != MX_OK) die("mx_hal_model_add_task", st, mx_hal_model_last_error(m));
+    st = mx__hal_model_add_task(m, 0, &t, NULL);
+    if (st != MX_OK) die("mx__hal_model_add_task", st, mx__hal_model_last_error(m));
   }
-  st = mx_hal_model_build_end(m);
-  if (st != MX_OK) die("mx_hal_model_build_end", st, mx_hal_model_last_error(m));
+  st = mx__hal_model_build_end(m);
+  if (st != MX_OK) die("mx__hal_model_build_end", st, mx__hal_model_last_error(m));
   uint32_t *ids = malloc(n_ids * sizeof *ids);
   void **addrs = malloc(n_ids * sizeof *addrs);
   for (uint32_t i = 0; i < n_ids; i++) {
     ids[i] = i;
     addrs[i] = buf;
   }
-  st = mx_hal_model_update_bases(m, ids, addrs, n_ids);
-  if (st != MX_OK) die("mx_hal_model_update_bases", st, mx_hal_model_last_error(m));
+  st = mx__hal_model_update_bases(m, ids, addrs, n_ids);
+  if (st != MX_OK) die("mx__hal_model_update_bases", st, mx__hal_model_last_error(m));
   free(ids);
   free(addrs);
   return m;
@@ -177,16 +177,16 @@ static double bench_model_task(mx_device *dev, mx_stream *s, void *buf, mx_hal_m
   enum { T = 10000 };
   mx_hal_model *m = chain(dev, T, 1, mode, buf);
   double v[64];
-  CHECK(mx_hal_model_execute(m, s), dev);
+  CHECK(mx__hal_model_execute(m, s), dev);
   CHECK(mx_stream_synchronize(s), dev);
   for (int r = 0; r < g_reps; r++) {
-    CHECK(mx_hal_model_execute(m, s), dev);
+    CHECK(mx__hal_model_execute(m, s), dev);
     CHECK(mx_stream_synchronize(s), dev);
     mx_hal_model_stats st;
-    mx_hal_model_stats_get(m, &st);
+    mx__hal_model_stats_get(m, &st);
     v[r] = (double)st.last_exec_ns / T;
   }
-  mx_hal_model_destroy(m);
+  mx__hal_model_destroy(m);
   return median(v, g_reps);
 }
 
@@ -202,7 +202,7 @@ static void bench_model_execute(mx_device *dev, mx_stream *s, void *buf, exec_co
   bool gated = mx_device_kind_of(dev) == MX_DEVICE_CPU;
   for (int k = 0; k < 5; k++) {
     mx_hal_model *m = chain(dev, sizes[k], 1, MX_HAL_MODEL_PATCH, buf);
-    CHECK(mx_hal_model_execute(m, s), dev);
+    CHECK(mx__hal_model_execute(m, s), dev);
     CHECK(mx_stream_synchronize(s), dev);
     enum { B = 64 };
     double busy[64], q[64], idle[64];
@@ -210,23 +210,23 @@ static void bench_model_execute(mx_device *dev, mx_stream *s, void *buf, exec_co
       sem_t open;
       sem_init(&open, 0, 0);
       gate_args g = {&open};
-      if (gated) CHECK(mx_hal_host_callback(s, k_gate, &g, sizeof g), dev);
+      if (gated) CHECK(mx__hal_host_callback(s, k_gate, &g, sizeof g), dev);
       uint64_t t0 = mx__now_ns();
-      for (int i = 0; i < B; i++) must("mx_hal_model_execute", mx_hal_model_execute(m, s));
+      for (int i = 0; i < B; i++) must("mx__hal_model_execute", mx__hal_model_execute(m, s));
       uint64_t t1 = mx__now_ns();
       sem_post(&open);
       CHECK(mx_stream_synchronize(s), dev);
       sem_destroy(&open);
       busy[r] = (double)(t1 - t0) / B;
       t0 = mx__now_ns();
-      for (int i = 0; i < B; i++) must("mx_hal_model_execute", mx_hal_model_execute(m, s));
+      for (int i = 0; i < B; i++) must("mx__hal_model_execute", mx__hal_model_execute(m, s));
       t1 = mx__now_ns();
       CHECK(mx_stream_synchronize(s), dev);
       q[r] = (double)(t1 - t0) / B;
       double one[32];
       for (int i = 0; i < 32; i++) {
         uint64_t a = mx__now_ns();
-        must("mx_hal_model_execute", mx_hal_model_execute(m, s));
+        must("mx__hal_model_execute", mx__hal_model_execute(m, s));
         uint64_t b = mx__now_ns();
         one[i] = (double)(b - a);
         CHECK(mx_stream_synchronize(s), dev);
@@ -237,7 +237,7 @@ static void bench_model_execute(mx_device *dev, mx_stream *s, void *buf, exec_co
     out[k].busy_ns = median(busy, g_reps);
     out[k].queued_ns = median(q, g_reps);
     out[k].idle_ns = median(idle, g_reps);
-    mx_hal_model_destroy(m);
+    mx__hal_model_destroy(m);
   }
 }
 
@@ -254,7 +254,7 @@ static void bench_refresh(mx_device *dev, mx_stream *s, void *buf0, void *buf1, 
   enum { T = 10000, IDS = 1000 };
   static const uint32_t ks[5] = {0, 1, 10, 100, 1000};
   mx_hal_model *m = chain(dev, T, IDS, mode, buf0);
-  CHECK(mx_hal_model_execute(m, s), dev);
+  CHECK(mx__hal_model_execute(m, s), dev);
   CHECK(mx_stream_synchronize(s), dev);
   uint32_t *ids = malloc(IDS * sizeof *ids);
   void **addrs = malloc(IDS * sizeof *addrs);
@@ -269,12 +269,12 @@ static void bench_refresh(mx_device *dev, mx_stream *s, void *buf0, void *buf1, 
       }
       /* ids not changed this round keep whatever base they had; only the k changed matter */
       uint64_t t0 = mx__now_ns();
-      must("mx_hal_model_update_bases", mx_hal_model_update_bases(m, ids, addrs, ks[k]));
-      must("mx_hal_model_execute", mx_hal_model_execute(m, s));
+      must("mx__hal_model_update_bases", mx__hal_model_update_bases(m, ids, addrs, ks[k]));
+      must("mx__hal_model_execute", mx__hal_model_execute(m, s));
       uint64_t t1 = mx__now_ns();
       CHECK(mx_stream_synchronize(s), dev);
       mx_hal_model_stats st;
-      mx_hal_model_stats_get(m, &st);
+      mx__hal_model_stats_get(m, &st);
       h[r] = (double)(t1 - t0);
       p[r] = (double)st.last_patch_ns;
       e[r] = (double)st.last_exec_ns;
@@ -289,7 +289,7 @@ static void bench_refresh(mx_device *dev, mx_stream *s, void *buf0, void *buf1, 
   }
   free(ids);
   free(addrs);
-  mx_hal_model_destroy(m);
+  mx__hal_model_destroy(m);
 }
 
 /* --- events ----------------------------------------------------------------------------------- */
@@ -307,10 +307,10 @@ static double bench_events(mx_device *dev) {
   for (int r = 0; r < g_reps; r++) {
     uint64_t t0 = mx__now_ns();
     for (int i = 0; i < N; i++) {
-      must("mx_hal_launch", mx_hal_launch(a, k_noop, &x, sizeof x));
+      must("mx__hal_launch", mx__hal_launch(a, k_noop, &x, sizeof x));
       must("mx_event_record", mx_event_record(ea, a));
       must("mx_stream_wait_event", mx_stream_wait_event(b, ea));
-      must("mx_hal_launch", mx_hal_launch(b, k_noop, &x, sizeof x));
+      must("mx__hal_launch", mx__hal_launch(b, k_noop, &x, sizeof x));
       must("mx_event_record", mx_event_record(eb, b));
       must("mx_stream_wait_event", mx_stream_wait_event(a, eb));
     }

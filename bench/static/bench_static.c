@@ -11,7 +11,7 @@
  *                   HAL model's own timer; on the inline device the step runs inside execute,
  *                   so "overhead" is host time minus that device time), and the same ops
  *                   launched one by one with
- *                   mx_hal_launch of kernel task blocks in the same run
+ *                   mx__hal_launch of kernel task blocks in the same run
  *
  * Usage: bench_static [--quick]. Every figure is a median over the measured steps. */
 #include <inttypes.h>
@@ -49,15 +49,15 @@ static bool g_first_row = true;
 
 static void memory_row(const char *name, mx_graph *g, uint32_t streams) {
   mx_static_options o;
-  mx_static_options_init(&o);
+  mx__static_options_init(&o);
   o.max_streams = streams;
   mx_static_plan *p;
   mx_error err;
   uint64_t t0 = mx__now_ns();
-  if (mx_static_compile(g, &o, &p, &err) != MX_OK) die("compile", err.message);
+  if (mx__static_compile(g, &o, &p, &err) != MX_OK) die("compile", err.message);
   double ms = (double)(mx__now_ns() - t0) / 1e6;
   mx_static_report r;
-  mx_static_plan_report(p, &r);
+  mx__static_plan_report(p, &r);
   printf(
       "%s    {\"graph\": \"%s\", \"max_streams\": %u, \"streams\": %u, \"tasks\": %u, \"events\": "
       "%u, "
@@ -70,7 +70,7 @@ static void memory_row(const char *name, mx_graph *g, uint32_t streams) {
       r.no_reuse ? 1.0 - (double)r.fm_bytes / (double)r.no_reuse : 0.0, r.in_place, r.aliases, r.placement,
       ms);
   g_first_row = false;
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
 }
 
 static void memory_section(bool quick) {
@@ -115,18 +115,18 @@ static void memory_section(bool quick) {
       if (mxt_random_graph((uint64_t)k + 1000, 20 + (k * 37) % 180, k % 4 == 0, &rg) != MX_OK)
         die("random", "graph");
       mx_static_options o;
-      mx_static_options_init(&o);
+      mx__static_options_init(&o);
       o.max_streams = s;
       mx_static_plan *p;
-      if (mx_static_compile(rg, &o, &p, &err) != MX_OK) die("compile", err.message);
+      if (mx__static_compile(rg, &o, &p, &err) != MX_OK) die("compile", err.message);
       mx_static_report r;
-      mx_static_plan_report(p, &r);
+      mx__static_plan_report(p, &r);
       ratio[k] = r.lower_bound ? (double)r.fm_bytes / (double)r.lower_bound : 1.0;
       saving[k] = r.no_reuse ? 1.0 - (double)r.fm_bytes / (double)r.no_reuse : 0.0;
       at_bound += r.fm_bytes == r.lower_bound;
       within += ratio[k] <= 1.05;
       if (ratio[k] > worst) worst = ratio[k];
-      mx_static_plan_destroy(p);
+      mx__static_plan_destroy(p);
       mx_graph_destroy(rg);
     }
     printf(
@@ -183,8 +183,8 @@ static void measure_static(mx_device *dev, mx_stream *s, int n, bool inline_dev,
   mx_static_plan *p;
   mx_static_model *m;
   mx_error err;
-  if (mx_static_compile(g, NULL, &p, &err) != MX_OK) die("compile", err.message);
-  if (mx_static_model_create(dev, p, NULL, &m, &err) != MX_OK) die("create", err.message);
+  if (mx__static_compile(g, NULL, &p, &err) != MX_OK) die("compile", err.message);
+  if (mx__static_model_create(dev, p, NULL, &m, &err) != MX_OK) die("create", err.message);
   void *in, *out[2];
   if (mx_device_alloc(dev, VEC * 4, 64, &in) != MX_OK ||
       mx_device_alloc(dev, VEC * 4, 64, &out[0]) != MX_OK ||
@@ -199,8 +199,8 @@ static void measure_static(mx_device *dev, mx_stream *s, int n, bool inline_dev,
     for (int k = -50; k < g_steps; k++) {
       to.data = phase == 1 ? out[(k + 100) % 2] : out[0];
       uint64_t t0 = mx__now_ns();
-      if (mx_static_model_update_args(m, &ti, 1, &to, 1) != MX_OK || mx_static_model_execute(m, s) != MX_OK)
-        die("step", mx_static_model_last_error(m));
+      if (mx__static_model_update_args(m, &ti, 1, &to, 1) != MX_OK || mx__static_model_execute(m, s) != MX_OK)
+        die("step", mx__static_model_last_error(m));
       uint64_t t1 = mx__now_ns();
       if (mx_stream_synchronize(s) != MX_OK) die("synchronize", "");
       uint64_t t2 = mx__now_ns();
@@ -209,13 +209,13 @@ static void measure_static(mx_device *dev, mx_stream *s, int n, bool inline_dev,
         host[k] = (double)(t1 - t0);
         wall[k] = (double)(t2 - t0);
         mx_static_model_stats st;
-        mx_static_model_stats_get(m, &st);
+        mx__static_model_stats_get(m, &st);
         dev_t[k] = (double)st.hal.last_exec_ns / n;
         over[k] = inline_dev ? host[k] - (double)st.hal.last_exec_ns : host[k];
       } else {
         host2[k] = (double)(t1 - t0);
         mx_static_model_stats st;
-        mx_static_model_stats_get(m, &st);
+        mx__static_model_stats_get(m, &st);
         over2[k] = inline_dev ? host2[k] - (double)st.hal.last_exec_ns : host2[k];
       }
     }
@@ -235,8 +235,8 @@ static void measure_static(mx_device *dev, mx_stream *s, int n, bool inline_dev,
   mx_device_free(dev, in);
   mx_device_free(dev, out[0]);
   mx_device_free(dev, out[1]);
-  mx_static_model_destroy(m);
-  mx_static_plan_destroy(p);
+  mx__static_model_destroy(m);
+  mx__static_plan_destroy(p);
   mx_graph_destroy(g);
 }
 
@@ -270,7 +270,7 @@ static void measure_launches(mx_device *dev, mx_stream *s, int n, figures *f) {
   for (int k = -20; k < g_steps; k++) {
     uint64_t t0 = mx__now_ns();
     for (int i = 0; i < n; i++)
-      if (mx_hal_launch(s, mx__kernel_task_run, blocks + (size_t)i * size, size) != MX_OK)
+      if (mx__hal_launch(s, mx__kernel_task_run, blocks + (size_t)i * size, size) != MX_OK)
         die("launch", mx_device_last_error(dev));
     uint64_t t1 = mx__now_ns();
     if (mx_stream_synchronize(s) != MX_OK) die("synchronize", "");

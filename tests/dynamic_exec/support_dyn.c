@@ -128,13 +128,13 @@ int dyn_run_steps(mx_graph *g, mx_device *dev, uint32_t max_streams, const mx_te
                   size_t n_steps, double rtol, double atol, const char *what) {
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s: %s", what, mx_graph_last_error(g));
   mx_dyn_options o;
-  mx_dyn_options_init(&o);
+  mx__dyn_options_init(&o);
   o.max_streams = max_streams;
   mx_dyn_plan *plan;
   mx_error err;
-  cr_assert_eq(mx_dyn_plan_create(g, &o, &plan, &err), MX_OK, "%s: plan: %s", what, err.message);
+  cr_assert_eq(mx__dyn_plan_create(g, &o, &plan, &err), MX_OK, "%s: plan: %s", what, err.message);
   mx_dyn_exec *e;
-  cr_assert_eq(mx_dyn_exec_create(dev, plan, NULL, NULL, 0, &e, &err), MX_OK, "%s: exec: %s", what,
+  cr_assert_eq(mx__dyn_exec_create(dev, plan, NULL, NULL, 0, &e, &err), MX_OK, "%s: exec: %s", what,
                err.message);
   size_t n_out = mx_graph_output_count(g);
   mx_tensor *out = calloc(n_out, sizeof *out);
@@ -147,18 +147,18 @@ int dyn_run_steps(mx_graph *g, mx_device *dev, uint32_t max_streams, const mx_te
     }
     char tag[256];
     snprintf(tag, sizeof tag, "%s (%u streams) step %zu", what, max_streams, s);
-    mx_status st = mx_dyn_exec_run(e, steps + s * n_in, n_in, out, n_out, NULL);
-    cr_assert_eq(st, MX_OK, "%s: %s", tag, mx_dyn_exec_last_error(e));
+    mx_status st = mx__dyn_exec_run(e, steps + s * n_in, n_in, out, n_out, NULL);
+    cr_assert_eq(st, MX_OK, "%s: %s", tag, mx__dyn_exec_last_error(e));
     bad += dyn_compare_reference(g, steps + s * n_in, n_in, out, n_out, rtol, atol, tag);
     for (size_t k = 0; k < n_out; k++) mx_tensor_release(&out[k]);
   }
   mx_caching_stats cs;
-  mx_caching_stats_get(mx_dyn_exec_allocator(e), &cs);
+  mx__caching_stats_get(mx__dyn_exec_allocator(e), &cs);
   cr_expect_eq(cs.bytes_in_use, 0, "%s: %llu bytes still in use after the steps", what,
                (unsigned long long)cs.bytes_in_use);
   free(out);
-  mx_dyn_exec_destroy(e);
-  mx_dyn_plan_destroy(plan);
+  mx__dyn_exec_destroy(e);
+  mx__dyn_plan_destroy(plan);
   return bad;
 }
 
@@ -168,10 +168,10 @@ mx_tensor dyn_to_device(mx_dyn_exec *e, const mx_tensor *host) {
   t.data = NULL;
   size_t n;
   cr_assert(mx_tensor_nbytes(host, &n));
-  mx_caching_allocator *a = mx_dyn_exec_allocator(e);
-  cr_assert_eq(mx_caching_alloc(a, n, NULL, &t.data, NULL), MX_OK);
+  mx_caching_allocator *a = mx__dyn_exec_allocator(e);
+  cr_assert_eq(mx__caching_alloc(a, n, NULL, &t.data, NULL), MX_OK);
   if (n)
-    cr_assert_eq(mx_device_copy(mx_caching_allocator_device(a), t.data, host->data, n, MX_COPY_H2D), MX_OK);
+    cr_assert_eq(mx_device_copy(mx__caching_allocator_device(a), t.data, host->data, n, MX_COPY_H2D), MX_OK);
   return t;
 }
 

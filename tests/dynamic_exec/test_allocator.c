@@ -58,30 +58,30 @@ static mx_status k_verify(void *args, size_t size) {
 static mx_caching_allocator *new_alloc(mx_device *dev) {
   mx_caching_allocator *a;
   mx_error err;
-  cr_assert_eq(mx_caching_allocator_create(dev, &a, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__caching_allocator_create(dev, &a, &err), MX_OK, "%s", err.message);
   return a;
 }
 
 static mx_caching_stats stats(mx_caching_allocator *a) {
   mx_caching_stats st;
-  mx_caching_stats_get(a, &st);
+  mx__caching_stats_get(a, &st);
   return st;
 }
 
 /* --- basics ----------------------------------------------------------------------------------- */
 
 Test(dyn_allocator, size_classes) {
-  cr_expect_eq(mx_caching_class_size(0), 0);
-  cr_expect_eq(mx_caching_class_size(1), 256);
-  cr_expect_eq(mx_caching_class_size(256), 256);
-  cr_expect_eq(mx_caching_class_size(257), 320);
-  cr_expect_eq(mx_caching_class_size(512), 512);
-  cr_expect_eq(mx_caching_class_size(513), 640);
-  cr_expect_eq(mx_caching_class_size(1000), 1024);
-  cr_expect_eq(mx_caching_class_size(1025), 1280);
-  cr_expect_eq(mx_caching_class_size(3 << 20), 3 << 20);
+  cr_expect_eq(mx__caching_class_size(0), 0);
+  cr_expect_eq(mx__caching_class_size(1), 256);
+  cr_expect_eq(mx__caching_class_size(256), 256);
+  cr_expect_eq(mx__caching_class_size(257), 320);
+  cr_expect_eq(mx__caching_class_size(512), 512);
+  cr_expect_eq(mx__caching_class_size(513), 640);
+  cr_expect_eq(mx__caching_class_size(1000), 1024);
+  cr_expect_eq(mx__caching_class_size(1025), 1280);
+  cr_expect_eq(mx__caching_class_size(3 << 20), 3 << 20);
   for (size_t s = 1; s < (1u << 22); s = s * 3 + 1) {
-    size_t c = mx_caching_class_size(s);
+    size_t c = mx__caching_class_size(s);
     cr_expect(c >= s && c <= s + s / 4 + 256, "class %zu for %zu", c, s);
   }
 }
@@ -92,9 +92,9 @@ Test(dyn_allocator, same_stream_reuse_and_stats) {
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
   mx_caching_allocator *a = new_alloc(dev);
   void *p, *q, *z;
-  cr_assert_eq(mx_caching_alloc(a, 0, s, &z, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 0, s, &z, NULL), MX_OK);
   cr_expect_null(z);
-  cr_assert_eq(mx_caching_alloc(a, 1000, s, &p, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 1000, s, &p, NULL), MX_OK);
   cr_assert_not_null(p);
   cr_expect_eq((uintptr_t)p % MX_CACHING_ALIGN, 0);
   mx_caching_stats st = stats(a);
@@ -103,13 +103,13 @@ Test(dyn_allocator, same_stream_reuse_and_stats) {
   cr_expect_eq(st.misses, 1);
   cr_expect_eq(st.device_allocs, 1);
   cr_assert_eq(mx_device_memset_async(s, p, 7, 1000), MX_OK);
-  cr_assert_eq(mx_caching_free(a, p, s, NULL), MX_OK);
+  cr_assert_eq(mx__caching_free(a, p, s, NULL), MX_OK);
   st = stats(a);
   cr_expect_eq(st.bytes_in_use, 0);
   cr_expect_eq(st.bytes_cached, 1024);
   cr_expect_eq(st.peak_in_use, 1024);
   /* Same class on the same stream: the cached block at once, no device allocation. */
-  cr_assert_eq(mx_caching_alloc(a, 900, s, &q, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 900, s, &q, NULL), MX_OK);
   cr_expect_eq(q, p);
   st = stats(a);
   cr_expect_eq(st.hits, 1);
@@ -118,16 +118,16 @@ Test(dyn_allocator, same_stream_reuse_and_stats) {
   /* Bad frees. */
   mx_error err;
   char local;
-  cr_expect_eq(mx_caching_free(a, &local, s, &err), MX_ERR_INVALID_ARGUMENT);
+  cr_expect_eq(mx__caching_free(a, &local, s, &err), MX_ERR_INVALID_ARGUMENT);
   cr_expect(strstr(err.message, "not a live block"));
-  cr_assert_eq(mx_caching_free(a, q, s, NULL), MX_OK);
-  cr_expect_eq(mx_caching_free(a, q, s, NULL), MX_ERR_INVALID_ARGUMENT, "double free");
-  cr_expect_eq(mx_caching_free(a, NULL, s, NULL), MX_OK);
-  mx_caching_reset_peak(a);
+  cr_assert_eq(mx__caching_free(a, q, s, NULL), MX_OK);
+  cr_expect_eq(mx__caching_free(a, q, s, NULL), MX_ERR_INVALID_ARGUMENT, "double free");
+  cr_expect_eq(mx__caching_free(a, NULL, s, NULL), MX_OK);
+  mx__caching_reset_peak(a);
   cr_expect_eq(stats(a).peak_in_use, 0);
   cr_assert_eq(mx_stream_synchronize(s), MX_OK);
-  mx_caching_allocator_destroy(a);
-  mx_caching_allocator_destroy(NULL);
+  mx__caching_allocator_destroy(a);
+  mx__caching_allocator_destroy(NULL);
   mx_device_memory_stats ds;
   mx_device_memory_stats_get(dev, &ds);
   cr_expect_eq(ds.live, 0, "destroy returns every block");
@@ -147,25 +147,25 @@ Test(dyn_allocator, cross_stream_waits_for_the_free) {
   atomic_int open = 0;
   gate_args ga = {&open};
   void *p, *q, *r;
-  cr_assert_eq(mx_caching_alloc(a, 4096, s, &p, NULL), MX_OK);
-  cr_assert_eq(mx_hal_launch(s, k_gate, &ga, sizeof ga), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 4096, s, &p, NULL), MX_OK);
+  cr_assert_eq(mx__hal_launch(s, k_gate, &ga, sizeof ga), MX_OK);
   cr_assert_eq(mx_device_memset_async(s, p, 1, 4096), MX_OK);
-  cr_assert_eq(mx_caching_free(a, p, s, NULL), MX_OK);
-  cr_assert_eq(mx_caching_alloc(a, 4096, t, &q, NULL), MX_OK);
+  cr_assert_eq(mx__caching_free(a, p, s, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 4096, t, &q, NULL), MX_OK);
   cr_expect_neq(q, p, "stream s is not past the free yet");
   cr_expect_eq(stats(a).device_allocs, 2);
   atomic_store(&open, 1);
   cr_assert_eq(mx_stream_synchronize(s), MX_OK);
-  cr_assert_eq(mx_caching_alloc(a, 4096, t, &r, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 4096, t, &r, NULL), MX_OK);
   cr_expect_eq(r, p, "stream s is past the free now");
   mx_caching_stats st = stats(a);
   cr_expect_eq(st.cross_stream_hits, 1);
   cr_expect_eq(st.device_allocs, 2);
   cr_expect_geq(st.fences, 1);
-  mx_caching_free(a, q, t, NULL);
-  mx_caching_free(a, r, t, NULL);
+  mx__caching_free(a, q, t, NULL);
+  mx__caching_free(a, r, t, NULL);
   cr_assert_eq(mx_stream_synchronize(t), MX_OK);
-  mx_caching_allocator_destroy(a);
+  mx__caching_allocator_destroy(a);
   mx_stream_destroy(s);
   mx_stream_destroy(t);
   mx_device_destroy(dev);
@@ -183,25 +183,25 @@ Test(dyn_allocator, record_stream_delays_reuse) {
   atomic_int open = 0, failures = 0;
   gate_args ga = {&open};
   void *p, *q, *r;
-  cr_assert_eq(mx_caching_alloc(a, 2000, s, &p, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 2000, s, &p, NULL), MX_OK);
   cr_assert_eq(mx_device_memset(dev, p, 5, 2000), MX_OK);
-  cr_assert_eq(mx_hal_launch(t, k_gate, &ga, sizeof ga), MX_OK);
+  cr_assert_eq(mx__hal_launch(t, k_gate, &ga, sizeof ga), MX_OK);
   verify_args va = {p, 2000, 5, 0, &failures};
-  cr_assert_eq(mx_hal_host_callback(t, k_verify, &va, sizeof va), MX_OK);
-  cr_assert_eq(mx_caching_record_stream(a, p, t, NULL), MX_OK);
-  cr_assert_eq(mx_caching_free(a, p, s, NULL), MX_OK);
-  cr_assert_eq(mx_caching_alloc(a, 2000, s, &q, NULL), MX_OK);
+  cr_assert_eq(mx__hal_host_callback(t, k_verify, &va, sizeof va), MX_OK);
+  cr_assert_eq(mx__caching_record_stream(a, p, t, NULL), MX_OK);
+  cr_assert_eq(mx__caching_free(a, p, s, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 2000, s, &q, NULL), MX_OK);
   cr_expect_neq(q, p, "stream t still reads the block");
   cr_assert_eq(mx_device_memset_async(s, q, 9, 2000), MX_OK);
   atomic_store(&open, 1);
   cr_assert_eq(mx_stream_synchronize(t), MX_OK);
   cr_expect_eq(atomic_load(&failures), 0);
-  cr_assert_eq(mx_caching_alloc(a, 2000, s, &r, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 2000, s, &r, NULL), MX_OK);
   cr_expect_eq(r, p);
-  mx_caching_free(a, q, s, NULL);
-  mx_caching_free(a, r, s, NULL);
+  mx__caching_free(a, q, s, NULL);
+  mx__caching_free(a, r, s, NULL);
   cr_assert_eq(mx_stream_synchronize(s), MX_OK);
-  mx_caching_allocator_destroy(a);
+  mx__caching_allocator_destroy(a);
   mx_stream_destroy(s);
   mx_stream_destroy(t);
   mx_device_destroy(dev);
@@ -216,16 +216,16 @@ Test(dyn_allocator, idle_free_trim_forget) {
   mx_caching_allocator *a = new_alloc(dev);
   void *p[6], *q;
   for (int i = 0; i < 6; i++)
-    cr_assert_eq(mx_caching_alloc(a, 300 + 1000 * (size_t)i, s, &p[i], NULL), MX_OK);
+    cr_assert_eq(mx__caching_alloc(a, 300 + 1000 * (size_t)i, s, &p[i], NULL), MX_OK);
   /* Freed with no pending use: any stream may take it at once. */
-  cr_assert_eq(mx_caching_free(a, p[0], NULL, NULL), MX_OK);
-  cr_assert_eq(mx_caching_alloc(a, 300, t, &q, NULL), MX_OK);
+  cr_assert_eq(mx__caching_free(a, p[0], NULL, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 300, t, &q, NULL), MX_OK);
   cr_expect_eq(q, p[0]);
-  cr_assert_eq(mx_caching_free(a, q, t, NULL), MX_OK);
-  for (int i = 1; i < 6; i++) cr_assert_eq(mx_caching_free(a, p[i], s, NULL), MX_OK);
+  cr_assert_eq(mx__caching_free(a, q, t, NULL), MX_OK);
+  for (int i = 1; i < 6; i++) cr_assert_eq(mx__caching_free(a, p[i], s, NULL), MX_OK);
   mx_caching_stats st = stats(a);
   cr_expect_eq(st.blocks_cached, 6);
-  cr_assert_eq(mx_caching_trim(a, NULL), MX_OK);
+  cr_assert_eq(mx__caching_trim(a, NULL), MX_OK);
   st = stats(a);
   cr_expect_eq(st.blocks_cached, 0);
   cr_expect_eq(st.bytes_cached, 0);
@@ -234,17 +234,17 @@ Test(dyn_allocator, idle_free_trim_forget) {
   mx_device_memory_stats_get(dev, &ds);
   cr_expect_eq(ds.live, 0);
   /* Forgetting a stream makes its cached blocks everybody's. */
-  cr_assert_eq(mx_caching_alloc(a, 5000, t, &q, NULL), MX_OK);
-  cr_assert_eq(mx_caching_free(a, q, t, NULL), MX_OK);
-  mx_caching_forget_stream(a, t);
+  cr_assert_eq(mx__caching_alloc(a, 5000, t, &q, NULL), MX_OK);
+  cr_assert_eq(mx__caching_free(a, q, t, NULL), MX_OK);
+  mx__caching_forget_stream(a, t);
   mx_stream_destroy(t);
   void *r;
-  cr_assert_eq(mx_caching_alloc(a, 5000, s, &r, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 5000, s, &r, NULL), MX_OK);
   cr_expect_eq(r, q);
   cr_expect_eq(stats(a).cross_stream_hits, 2, "the idle block taken by t, then q taken by s");
-  mx_caching_free(a, r, s, NULL);
-  mx_caching_forget_stream(a, NULL);
-  mx_caching_allocator_destroy(a);
+  mx__caching_free(a, r, s, NULL);
+  mx__caching_forget_stream(a, NULL);
+  mx__caching_allocator_destroy(a);
   mx_stream_destroy(s);
   mx_device_destroy(dev);
   dyn_check_leaks();
@@ -262,20 +262,20 @@ Test(dyn_allocator, out_of_memory_releases_the_cache) {
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
   mx_caching_allocator *a = new_alloc(dev);
   void *p, *q, *r;
-  cr_assert_eq(mx_caching_alloc(a, 40 * 1024, s, &p, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 40 * 1024, s, &p, NULL), MX_OK);
   cr_assert_eq(mx_device_memset_async(s, p, 1, 40 * 1024), MX_OK);
-  cr_assert_eq(mx_caching_free(a, p, s, NULL), MX_OK);
-  cr_assert_eq(mx_caching_alloc(a, 48 * 1024, s, &q, NULL), MX_OK);
+  cr_assert_eq(mx__caching_free(a, p, s, NULL), MX_OK);
+  cr_assert_eq(mx__caching_alloc(a, 48 * 1024, s, &q, NULL), MX_OK);
   mx_caching_stats st = stats(a);
   cr_expect_eq(st.device_frees, 1);
   cr_expect_eq(st.bytes_cached, 0);
   mx_error err;
-  cr_expect_eq(mx_caching_alloc(a, 32 * 1024, s, &r, &err), MX_ERR_DEVICE_OOM);
+  cr_expect_eq(mx__caching_alloc(a, 32 * 1024, s, &r, &err), MX_ERR_DEVICE_OOM);
   cr_expect_null(r);
   cr_expect(strstr(err.message, "device allocation"), "%s", err.message);
-  mx_caching_free(a, q, s, NULL);
+  mx__caching_free(a, q, s, NULL);
   cr_assert_eq(mx_stream_synchronize(s), MX_OK);
-  mx_caching_allocator_destroy(a);
+  mx__caching_allocator_destroy(a);
   mx_stream_destroy(s);
   mx_device_destroy(dev);
   dyn_check_leaks();
@@ -288,17 +288,17 @@ Test(dyn_allocator, stream_limit) {
   void *p[MX_CACHING_MAX_STREAMS + 1];
   for (int i = 0; i <= MX_CACHING_MAX_STREAMS; i++) cr_assert_eq(mx_stream_create(dev, 0, &s[i]), MX_OK);
   for (int i = 0; i < MX_CACHING_MAX_STREAMS; i++)
-    cr_assert_eq(mx_caching_alloc(a, 64, s[i], &p[i], NULL), MX_OK);
+    cr_assert_eq(mx__caching_alloc(a, 64, s[i], &p[i], NULL), MX_OK);
   mx_error err;
-  cr_expect_eq(mx_caching_alloc(a, 64, s[MX_CACHING_MAX_STREAMS], &p[MX_CACHING_MAX_STREAMS], &err),
+  cr_expect_eq(mx__caching_alloc(a, 64, s[MX_CACHING_MAX_STREAMS], &p[MX_CACHING_MAX_STREAMS], &err),
                MX_ERR_LIMIT);
   cr_expect(strstr(err.message, "streams"));
-  for (int i = 0; i < MX_CACHING_MAX_STREAMS; i++) cr_assert_eq(mx_caching_free(a, p[i], s[i], NULL), MX_OK);
-  mx_caching_forget_stream(a, s[0]);
-  cr_expect_eq(mx_caching_alloc(a, 64, s[MX_CACHING_MAX_STREAMS], &p[0], NULL), MX_OK,
+  for (int i = 0; i < MX_CACHING_MAX_STREAMS; i++) cr_assert_eq(mx__caching_free(a, p[i], s[i], NULL), MX_OK);
+  mx__caching_forget_stream(a, s[0]);
+  cr_expect_eq(mx__caching_alloc(a, 64, s[MX_CACHING_MAX_STREAMS], &p[0], NULL), MX_OK,
                "a forgotten slot is reused");
-  cr_assert_eq(mx_caching_free(a, p[0], s[MX_CACHING_MAX_STREAMS], NULL), MX_OK);
-  mx_caching_allocator_destroy(a);
+  cr_assert_eq(mx__caching_free(a, p[0], s[MX_CACHING_MAX_STREAMS], NULL), MX_OK);
+  mx__caching_allocator_destroy(a);
   for (int i = 0; i <= MX_CACHING_MAX_STREAMS; i++) mx_stream_destroy(s[i]);
   mx_device_destroy(dev);
   dyn_check_leaks();
@@ -349,35 +349,35 @@ static void stress(mx_device_kind kind, uint64_t seed, int rounds) {
       b->byte = next_byte;
       next_byte = next_byte % 250 + 1;
       b->users = 0;
-      cr_assert_eq(mx_caching_alloc(a, b->n, s[b->stream], &b->p, NULL), MX_OK);
+      cr_assert_eq(mx__caching_alloc(a, b->n, s[b->stream], &b->p, NULL), MX_OK);
       cr_assert_eq(mx_device_memset_async(s[b->stream], b->p, b->byte, b->n), MX_OK);
     } else if (action < 6) {
       /* Read it (slowly) on a random stream ordered after the fill. */
       int t = (int)(dyn_rand(&rng) % N_STREAMS);
       if (t != b->stream) {
         order_after(s[t], s[b->stream], ev[b->stream]);
-        cr_assert_eq(mx_caching_record_stream(a, b->p, s[t], NULL), MX_OK);
+        cr_assert_eq(mx__caching_record_stream(a, b->p, s[t], NULL), MX_OK);
         b->users |= 1u << t;
       }
       verify_args va = {b->p, b->n, b->byte, (int)(dyn_rand(&rng) % 3) * 40, &failures};
-      cr_assert_eq(mx_hal_host_callback(s[t], k_verify, &va, sizeof va), MX_OK);
+      cr_assert_eq(mx__hal_host_callback(s[t], k_verify, &va, sizeof va), MX_OK);
     } else if (action < 9) {
       /* Free it on its stream (the readers on other streams were recorded). */
-      cr_assert_eq(mx_caching_free(a, b->p, s[b->stream], NULL), MX_OK);
+      cr_assert_eq(mx__caching_free(a, b->p, s[b->stream], NULL), MX_OK);
       b->p = NULL;
     } else if (dyn_rand(&rng) % 8 == 0) {
-      cr_assert_eq(mx_caching_trim(a, NULL), MX_OK);
+      cr_assert_eq(mx__caching_trim(a, NULL), MX_OK);
     }
   }
   for (int k = 0; k < N_LIVE; k++)
-    if (live[k].p) cr_assert_eq(mx_caching_free(a, live[k].p, s[live[k].stream], NULL), MX_OK);
+    if (live[k].p) cr_assert_eq(mx__caching_free(a, live[k].p, s[live[k].stream], NULL), MX_OK);
   for (int i = 0; i < N_STREAMS; i++) cr_assert_eq(mx_stream_synchronize(s[i]), MX_OK, "checking mode");
   cr_expect_eq(atomic_load(&failures), 0, "a block was handed out while still in use");
   mx_caching_stats st = stats(a);
   cr_expect_eq(st.bytes_in_use, 0);
   cr_expect_gt(st.hits, 0);
   cr_expect_gt(st.cross_stream_hits, 0);
-  mx_caching_allocator_destroy(a);
+  mx__caching_allocator_destroy(a);
   for (int i = 0; i < N_STREAMS; i++) {
     mx_stream_destroy(s[i]);
     mx_event_destroy(ev[i]);
@@ -410,22 +410,22 @@ Test(dyn_allocator, steady_state_without_device_allocations) {
     void *p[16];
     for (int i = 0; i < 16; i++) {
       int st = i % N_STREAMS;
-      cr_assert_eq(mx_caching_alloc(a, 256 + 777 * (size_t)i, s[st], &p[i], NULL), MX_OK);
+      cr_assert_eq(mx__caching_alloc(a, 256 + 777 * (size_t)i, s[st], &p[i], NULL), MX_OK);
       cr_assert_eq(mx_device_memset_async(s[st], p[i], i, 256 + 777 * (size_t)i), MX_OK);
       if (i >= 4) {
         /* Consumed on the next stream, freed there. */
         int t = (st + 1) % N_STREAMS;
         order_after(s[t], s[st], ev);
-        cr_assert_eq(mx_caching_free(a, p[i - 4], s[(((i - 4) % N_STREAMS) + 1) % N_STREAMS], NULL), MX_OK);
+        cr_assert_eq(mx__caching_free(a, p[i - 4], s[(((i - 4) % N_STREAMS) + 1) % N_STREAMS], NULL), MX_OK);
       }
     }
-    for (int i = 12; i < 16; i++) cr_assert_eq(mx_caching_free(a, p[i], s[i % N_STREAMS], NULL), MX_OK);
-    for (int i = 0; i < N_STREAMS; i++) mx_caching_fence(a, s[i]);
+    for (int i = 12; i < 16; i++) cr_assert_eq(mx__caching_free(a, p[i], s[i % N_STREAMS], NULL), MX_OK);
+    for (int i = 0; i < N_STREAMS; i++) mx__caching_fence(a, s[i]);
     for (int i = 0; i < N_STREAMS; i++) cr_assert_eq(mx_stream_synchronize(s[i]), MX_OK);
     if (step == 1) allocs_after_warmup = stats(a).device_allocs;
   }
   cr_expect_eq(stats(a).device_allocs, allocs_after_warmup, "no device allocation in steady state");
-  mx_caching_allocator_destroy(a);
+  mx__caching_allocator_destroy(a);
   for (int i = 0; i < N_STREAMS; i++) mx_stream_destroy(s[i]);
   mx_event_destroy(ev);
   mx_device_destroy(dev);
@@ -453,15 +453,15 @@ static void *alloc_thread(void *arg) {
     size_t n = 64 + dyn_rand(&rng) % 4000;
     mx_stream *s = (r & 1) ? t->stream : NULL;
     void *p;
-    if (mx_caching_alloc(t->a, n, s, &p, NULL) != MX_OK) {
+    if (mx__caching_alloc(t->a, n, s, &p, NULL) != MX_OK) {
       t->failures++;
       continue;
     }
     memset(p, (int)t->seed, n);
     for (size_t k = 0; k < n; k += 97) t->failures += ((unsigned char *)p)[k] != (unsigned char)t->seed;
     if (s) t->failures += mx_stream_synchronize(s) != MX_OK;
-    t->failures += mx_caching_free(t->a, p, s, NULL) != MX_OK;
-    if (r % 64 == 0) mx_caching_fence(t->a, t->stream);
+    t->failures += mx__caching_free(t->a, p, s, NULL) != MX_OK;
+    if (r % 64 == 0) mx__caching_fence(t->a, t->stream);
   }
   return NULL;
 }
@@ -486,10 +486,10 @@ Test(dyn_allocator, threads_share_one_allocator) {
   cr_expect_eq(st.blocks_in_use, 0);
   cr_expect_eq(st.hits + st.misses, st.allocs);
   for (int i = 0; i < N_THREADS; i++) {
-    mx_caching_forget_stream(a, args[i].stream);
+    mx__caching_forget_stream(a, args[i].stream);
     mx_stream_destroy(args[i].stream);
   }
-  mx_caching_allocator_destroy(a);
+  mx__caching_allocator_destroy(a);
   mx_device_destroy(dev);
   dyn_check_leaks();
 }

@@ -91,12 +91,12 @@ static int run_dynamic(mx_graph *g, mx_device *dev, const mx_dyn_options *o, con
   mx_dyn_plan *plan;
   mx_dyn_exec *e;
   mx_error err;
-  if (mx_dyn_plan_create(g, o, &plan, &err) != MX_OK) {
+  if (mx__dyn_plan_create(g, o, &plan, &err) != MX_OK) {
     fprintf(stderr, "%s: plan: %s\n", what, err.message);
     return RUN_REFUSED;
   }
   mx_dyn_plan_info info;
-  mx_dyn_plan_info_get(plan, &info);
+  mx__dyn_plan_info_get(plan, &info);
   totals.ops += info.ops;
   totals.device_ops += info.device_ops;
   totals.host_ops += info.host_ops;
@@ -104,9 +104,9 @@ static int run_dynamic(mx_graph *g, mx_device *dev, const mx_dyn_options *o, con
   totals.alias_ops += info.alias_ops;
   totals.infer_ops += info.infer_ops;
   totals.data_dependent_ops += info.data_dependent_ops;
-  if (mx_dyn_exec_create(dev, plan, NULL, NULL, 0, &e, &err) != MX_OK) {
+  if (mx__dyn_exec_create(dev, plan, NULL, NULL, 0, &e, &err) != MX_OK) {
     fprintf(stderr, "%s: executor: %s\n", what, err.message);
-    mx_dyn_plan_destroy(plan);
+    mx__dyn_plan_destroy(plan);
     return RUN_REFUSED;
   }
   int bad = 0;
@@ -114,8 +114,8 @@ static int run_dynamic(mx_graph *g, mx_device *dev, const mx_dyn_options *o, con
   for (int step = 0; step < 2 && !bad; step++) {
     mx_tensor out[MAX_IO];
     memset(out, 0, sizeof out);
-    if (mx_dyn_exec_run(e, c->in, c->n_in, out, c->n_out, NULL) != MX_OK) {
-      fprintf(stderr, "%s: run: %s\n", what, mx_dyn_exec_last_error(e));
+    if (mx__dyn_exec_run(e, c->in, c->n_in, out, c->n_out, NULL) != MX_OK) {
+      fprintf(stderr, "%s: run: %s\n", what, mx__dyn_exec_last_error(e));
       bad = RUN_REFUSED;
       break;
     }
@@ -133,13 +133,13 @@ static int run_dynamic(mx_graph *g, mx_device *dev, const mx_dyn_options *o, con
     }
   }
   mx_caching_stats cs;
-  mx_caching_stats_get(mx_dyn_exec_allocator(e), &cs);
+  mx__caching_stats_get(mx__dyn_exec_allocator(e), &cs);
   if (cs.bytes_in_use) {
     fprintf(stderr, "%s: %llu device bytes still in use\n", what, (unsigned long long)cs.bytes_in_use);
     bad = RUN_WRONG;
   }
-  mx_dyn_exec_destroy(e);
-  mx_dyn_plan_destroy(plan);
+  mx__dyn_exec_destroy(e);
+  mx__dyn_plan_destroy(plan);
   return bad;
 }
 
@@ -187,7 +187,7 @@ Test(dyn_conformance, every_model_equals_reference) {
     }
     bool ctl = mxt_needs_control(g, why, sizeof why);
     mx_dyn_options o;
-    mx_dyn_options_init(&o);
+    mx__dyn_options_init(&o);
     o.max_streams = 2;
     int r = run_dynamic(g, cpu, &o, c, tc->name);
     passed += r == RUN_OK;
@@ -202,7 +202,7 @@ Test(dyn_conformance, every_model_equals_reference) {
       char what[300];
       snprintf(what, sizeof what, "%s (symbolic inputs)", tc->name);
       sym_run++;
-      mx_dyn_options_init(&o);
+      mx__dyn_options_init(&o);
       count_run(run_dynamic(g, inl, &o, c, what), ctl, &sym_failed, &control);
       /* Host kernels instead of evaluation, copies instead of aliases, 4 streams. */
       snprintf(what, sizeof what, "%s (symbolic inputs, host kernels, no aliasing)", tc->name);

@@ -48,17 +48,17 @@ typedef struct rig {
 static rig make_rig(mx_graph *g, mx_device *dev, uint32_t streams) {
   rig r = {.dev = dev};
   mx_dyn_options o;
-  mx_dyn_options_init(&o);
+  mx__dyn_options_init(&o);
   o.max_streams = streams;
   mx_error err;
-  cr_assert_eq(mx_dyn_plan_create(g, &o, &r.plan, &err), MX_OK, "%s", err.message);
-  cr_assert_eq(mx_dyn_exec_create(dev, r.plan, NULL, NULL, 0, &r.e, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__dyn_plan_create(g, &o, &r.plan, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__dyn_exec_create(dev, r.plan, NULL, NULL, 0, &r.e, &err), MX_OK, "%s", err.message);
   return r;
 }
 
 static void free_rig(rig *r) {
-  mx_dyn_exec_destroy(r->e);
-  mx_dyn_plan_destroy(r->plan);
+  mx__dyn_exec_destroy(r->e);
+  mx__dyn_plan_destroy(r->plan);
   mx_device_destroy(r->dev);
 }
 
@@ -68,8 +68,8 @@ static int step_ok(mx_graph *g, mx_dyn_exec *e, const mx_tensor *in, size_t n_in
   mx_tensor out[8];
   cr_assert(n_out <= 8);
   for (size_t k = 0; k < n_out; k++) out[k] = (mx_tensor){.placement = MX_HOST};
-  cr_assert_eq(mx_dyn_exec_run(e, in, n_in, out, n_out, NULL), MX_OK, "%s: %s", what,
-               mx_dyn_exec_last_error(e));
+  cr_assert_eq(mx__dyn_exec_run(e, in, n_in, out, n_out, NULL), MX_OK, "%s: %s", what,
+               mx__dyn_exec_last_error(e));
   int bad = dyn_compare_reference(g, in, n_in, out, n_out, 1e-5, 1e-6, what);
   for (size_t k = 0; k < n_out; k++) mx_tensor_release(&out[k]);
   return bad;
@@ -77,13 +77,13 @@ static int step_ok(mx_graph *g, mx_dyn_exec *e, const mx_tensor *in, size_t n_in
 
 static mx_caching_stats alloc_stats(mx_dyn_exec *e) {
   mx_caching_stats st;
-  mx_caching_stats_get(mx_dyn_exec_allocator(e), &st);
+  mx__caching_stats_get(mx__dyn_exec_allocator(e), &st);
   return st;
 }
 
 static mx_dyn_exec_stats exec_stats(mx_dyn_exec *e) {
   mx_dyn_exec_stats st;
-  mx_dyn_exec_stats_get(e, &st);
+  mx__dyn_exec_stats_get(e, &st);
   return st;
 }
 
@@ -134,12 +134,12 @@ Test(dyn_exec, output_delivery) {
   mx_tensor x = dyn_random(MX_FLOAT32, 1, &n, 5);
   mx_tensor ref;
   cr_assert_eq(mx_reference_run(g, &x, 1, &ref, 1, NULL), MX_OK);
-  mx_stream *s0 = mx_dyn_exec_stream(r.e, 0);
+  mx_stream *s0 = mx__dyn_exec_stream(r.e, 0);
 
   /* Caller host buffer. */
   float host[10];
   mx_tensor out = {.dtype = MX_FLOAT32, .rank = 1, .dims = {10}, .data = host, .placement = MX_HOST};
-  cr_assert_eq(mx_dyn_exec_run(r.e, &x, 1, &out, 1, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+  cr_assert_eq(mx__dyn_exec_run(r.e, &x, 1, &out, 1, NULL), MX_OK, "%s", mx__dyn_exec_last_error(r.e));
   cr_expect(out.data == host);
   cr_expect_str_eq(out.name, mx_graph_value_name(g, mx_graph_output(g, 0)));
   cr_expect(mx_tensor_allclose(&out, &ref, 0, 0, NULL, 0));
@@ -149,7 +149,7 @@ Test(dyn_exec, output_delivery) {
   void *dbuf;
   cr_assert_eq(mx_device_alloc(r.dev, 40, 0, &dbuf), MX_OK);
   mx_tensor dout = {.dtype = MX_FLOAT32, .rank = 1, .dims = {10}, .data = dbuf, .placement = MX_DEVICE};
-  cr_assert_eq(mx_dyn_exec_run(r.e, &dx, 1, &dout, 1, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+  cr_assert_eq(mx__dyn_exec_run(r.e, &dx, 1, &dout, 1, NULL), MX_OK, "%s", mx__dyn_exec_last_error(r.e));
   cr_assert_eq(mx_stream_synchronize(s0), MX_OK);
   mx_tensor back = dyn_to_host(r.dev, &dout);
   cr_expect(mx_tensor_allclose(&back, &ref, 0, 0, NULL, 0));
@@ -157,13 +157,13 @@ Test(dyn_exec, output_delivery) {
 
   /* A caller buffer of the wrong shape is refused, naming the output; the next step works. */
   mx_tensor wrong = {.dtype = MX_FLOAT32, .rank = 1, .dims = {9}, .data = host, .placement = MX_HOST};
-  cr_expect_eq(mx_dyn_exec_run(r.e, &x, 1, &wrong, 1, NULL), MX_ERR_SHAPE);
-  cr_expect(strstr(mx_dyn_exec_last_error(r.e), "output '"), "%s", mx_dyn_exec_last_error(r.e));
-  cr_expect(strstr(mx_dyn_exec_last_error(r.e), "[10]"), "%s", mx_dyn_exec_last_error(r.e));
+  cr_expect_eq(mx__dyn_exec_run(r.e, &x, 1, &wrong, 1, NULL), MX_ERR_SHAPE);
+  cr_expect(strstr(mx__dyn_exec_last_error(r.e), "output '"), "%s", mx__dyn_exec_last_error(r.e));
+  cr_expect(strstr(mx__dyn_exec_last_error(r.e), "[10]"), "%s", mx__dyn_exec_last_error(r.e));
 
   /* Executor-allocated device output: the block is handed over. */
   mx_tensor hand = {.placement = MX_DEVICE};
-  cr_assert_eq(mx_dyn_exec_run(r.e, &dx, 1, &hand, 1, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+  cr_assert_eq(mx__dyn_exec_run(r.e, &dx, 1, &hand, 1, NULL), MX_OK, "%s", mx__dyn_exec_last_error(r.e));
   cr_expect_eq(hand.rank, 1);
   cr_expect_eq(hand.dims[0], 10);
   cr_expect_eq(alloc_stats(r.e).blocks_in_use, 2, "the input and the handed-over output");
@@ -171,13 +171,13 @@ Test(dyn_exec, output_delivery) {
   back = dyn_to_host(r.dev, &hand);
   cr_expect(mx_tensor_allclose(&back, &ref, 0, 0, NULL, 0));
   mx_tensor_release(&back);
-  cr_assert_eq(mx_caching_free(mx_dyn_exec_allocator(r.e), hand.data, s0, NULL), MX_OK);
-  cr_assert_eq(mx_caching_free(mx_dyn_exec_allocator(r.e), dx.data, s0, NULL), MX_OK);
+  cr_assert_eq(mx__caching_free(mx__dyn_exec_allocator(r.e), hand.data, s0, NULL), MX_OK);
+  cr_assert_eq(mx__caching_free(mx__dyn_exec_allocator(r.e), dx.data, s0, NULL), MX_OK);
 
   /* Empty results. */
   int64_t zero = 0;
   mx_tensor ex = dyn_random(MX_FLOAT32, 1, &zero, 1), eout = {.placement = MX_HOST};
-  cr_assert_eq(mx_dyn_exec_run(r.e, &ex, 1, &eout, 1, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+  cr_assert_eq(mx__dyn_exec_run(r.e, &ex, 1, &eout, 1, NULL), MX_OK, "%s", mx__dyn_exec_last_error(r.e));
   cr_expect_eq(eout.rank, 1);
   cr_expect_eq(eout.dims[0], 0);
   mx_tensor_release(&eout);
@@ -255,11 +255,11 @@ Test(dyn_exec, outputs_written_in_place) {
     device_outputs(r.dev, ref, out);
     void *given[N_MANY];
     for (size_t k = 0; k < N_MANY; k++) given[k] = out[k].data;
-    mx_stream *s0 = mx_dyn_exec_stream(r.e, 0);
+    mx_stream *s0 = mx__dyn_exec_stream(r.e, 0);
     for (int step = 0; step < 3; step++) {
       mx_dyn_exec_stats before = exec_stats(r.e);
-      cr_assert_eq(mx_dyn_exec_run(r.e, step == 1 ? &x : &dx, 1, out, N_MANY, NULL), MX_OK, "%s",
-                   mx_dyn_exec_last_error(r.e));
+      cr_assert_eq(mx__dyn_exec_run(r.e, step == 1 ? &x : &dx, 1, out, N_MANY, NULL), MX_OK, "%s",
+                   mx__dyn_exec_last_error(r.e));
       mx_dyn_exec_stats after = exec_stats(r.e);
       for (size_t k = 0; k < N_MANY; k++) cr_expect(out[k].data == given[k], "output %zu moved", k);
       cr_expect_eq(after.outputs_in_place - before.outputs_in_place, 3, "y0, y1 (first) and y2 in place");
@@ -277,7 +277,8 @@ Test(dyn_exec, outputs_written_in_place) {
     memcpy(over, out, sizeof over);
     over[0].data = xin.data;
     mx_dyn_exec_stats before = exec_stats(r.e);
-    cr_assert_eq(mx_dyn_exec_run(r.e, &xin, 1, over, N_MANY, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+    cr_assert_eq(mx__dyn_exec_run(r.e, &xin, 1, over, N_MANY, NULL), MX_OK, "%s",
+                 mx__dyn_exec_last_error(r.e));
     cr_expect_eq(exec_stats(r.e).outputs_in_place - before.outputs_in_place, 2, "y1 and y2 only");
     cr_assert_eq(mx_stream_synchronize(s0), MX_OK);
     const bool check[N_MANY] = {true, true, true, true, false, false, true}; /* x was overwritten by y0 */
@@ -287,31 +288,31 @@ Test(dyn_exec, outputs_written_in_place) {
     mx_tensor wrong[N_MANY];
     memcpy(wrong, out, sizeof wrong);
     wrong[3].dims[0] = n - 1;
-    cr_expect_eq(mx_dyn_exec_run(r.e, &dx, 1, wrong, N_MANY, NULL), MX_ERR_SHAPE);
-    cr_expect(strstr(mx_dyn_exec_last_error(r.e), "the caller's buffer must be float32 [24]"), "%s",
-              mx_dyn_exec_last_error(r.e));
+    cr_expect_eq(mx__dyn_exec_run(r.e, &dx, 1, wrong, N_MANY, NULL), MX_ERR_SHAPE);
+    cr_expect(strstr(mx__dyn_exec_last_error(r.e), "the caller's buffer must be float32 [24]"), "%s",
+              mx__dyn_exec_last_error(r.e));
 
     /* Binding needs a step and an existing output; an aborted step forgets its bindings. */
     cr_expect_eq(mx__dyn_bind_output(r.e, 0, &out[0]), MX_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(mx__dyn_step_begin(r.e, &dx, 1, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+    cr_assert_eq(mx__dyn_step_begin(r.e, &dx, 1, NULL), MX_OK, "%s", mx__dyn_exec_last_error(r.e));
     cr_expect_eq(mx__dyn_bind_output(r.e, N_MANY, &out[0]), MX_ERR_INVALID_ARGUMENT);
-    cr_expect(strstr(mx_dyn_exec_last_error(r.e), "has 7 outputs"), "%s", mx_dyn_exec_last_error(r.e));
+    cr_expect(strstr(mx__dyn_exec_last_error(r.e), "has 7 outputs"), "%s", mx__dyn_exec_last_error(r.e));
     cr_expect_eq(mx__dyn_bind_output(r.e, 0, &out[0]), MX_OK);
     cr_expect_eq(mx__dyn_bind_output(r.e, 1, NULL), MX_OK, "NULL: no binding");
     mx__dyn_step_abort(r.e);
     mx_tensor host_out[N_MANY];
     for (size_t k = 0; k < N_MANY; k++) host_out[k] = (mx_tensor){.placement = MX_HOST};
     before = exec_stats(r.e);
-    cr_assert_eq(mx_dyn_exec_run(r.e, &dx, 1, host_out, N_MANY, NULL), MX_OK, "%s",
-                 mx_dyn_exec_last_error(r.e));
+    cr_assert_eq(mx__dyn_exec_run(r.e, &dx, 1, host_out, N_MANY, NULL), MX_OK, "%s",
+                 mx__dyn_exec_last_error(r.e));
     cr_expect_eq(exec_stats(r.e).outputs_in_place, before.outputs_in_place);
     for (size_t k = 0; k < N_MANY; k++) {
       cr_expect(mx_tensor_allclose(&host_out[k], &ref[k], 0, 0, NULL, 0), "after abort: output %zu", k);
       mx_tensor_release(&host_out[k]);
     }
 
-    cr_assert_eq(mx_caching_free(mx_dyn_exec_allocator(r.e), dx.data, s0, NULL), MX_OK);
-    cr_assert_eq(mx_caching_free(mx_dyn_exec_allocator(r.e), xin.data, s0, NULL), MX_OK);
+    cr_assert_eq(mx__caching_free(mx__dyn_exec_allocator(r.e), dx.data, s0, NULL), MX_OK);
+    cr_assert_eq(mx__caching_free(mx__dyn_exec_allocator(r.e), xin.data, s0, NULL), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s0), MX_OK);
     cr_expect_eq(alloc_stats(r.e).bytes_in_use, 0);
     for (size_t k = 0; k < N_MANY; k++) {
@@ -332,33 +333,33 @@ Test(dyn_exec, per_op_steps_shared_allocator_and_caller_stream) {
   mx_graph *g = dyn_default_encoder(&cfg);
   mx_device *dev = dyn_device(MX_DEVICE_CPU, true);
   mx_caching_allocator *a;
-  cr_assert_eq(mx_caching_allocator_create(dev, &a, NULL), MX_OK);
+  cr_assert_eq(mx__caching_allocator_create(dev, &a, NULL), MX_OK);
   mx_stream *s[3];
   for (int i = 0; i < 3; i++) cr_assert_eq(mx_stream_create(dev, 0, &s[i]), MX_OK);
   mx_dyn_options o;
-  mx_dyn_options_init(&o);
+  mx__dyn_options_init(&o);
   o.max_streams = 2;
   mx_dyn_plan *plan;
-  cr_assert_eq(mx_dyn_plan_create(g, &o, &plan, NULL), MX_OK);
+  cr_assert_eq(mx__dyn_plan_create(g, &o, &plan, NULL), MX_OK);
   mx_dyn_exec *e1, *e2;
-  cr_assert_eq(mx_dyn_exec_create(dev, plan, a, s, 2, &e1, NULL), MX_OK);
-  cr_assert_eq(mx_dyn_exec_create(dev, plan, a, s + 1, 2, &e2, NULL), MX_OK);
-  cr_expect(mx_dyn_exec_allocator(e1) == a && mx_dyn_exec_allocator(e2) == a);
+  cr_assert_eq(mx__dyn_exec_create(dev, plan, a, s, 2, &e1, NULL), MX_OK);
+  cr_assert_eq(mx__dyn_exec_create(dev, plan, a, s + 1, 2, &e2, NULL), MX_OK);
+  cr_expect(mx__dyn_exec_allocator(e1) == a && mx__dyn_exec_allocator(e2) == a);
   for (int step = 0; step < 3; step++) {
     mx_tensor x = dyn_random(MX_FLOAT32, 3, (int64_t[]){2, 3 + step, cfg.hidden}, 7 + (uint64_t)step);
     /* e1 through the per-op steps, with a caller stream of its own. */
     mx_tensor out1 = {.placement = MX_HOST};
-    cr_assert_eq(mx__dyn_step_begin(e1, &x, 1, s[2]), MX_OK, "%s", mx_dyn_exec_last_error(e1));
+    cr_assert_eq(mx__dyn_step_begin(e1, &x, 1, s[2]), MX_OK, "%s", mx__dyn_exec_last_error(e1));
     for (size_t i = 0; i < mx__dyn_op_count(plan); i++) {
-      cr_assert_eq(mx__dyn_op_prepare(e1, i), MX_OK, "%s", mx_dyn_exec_last_error(e1));
-      cr_assert_eq(mx__dyn_op_launch(e1, i), MX_OK, "%s", mx_dyn_exec_last_error(e1));
+      cr_assert_eq(mx__dyn_op_prepare(e1, i), MX_OK, "%s", mx__dyn_exec_last_error(e1));
+      cr_assert_eq(mx__dyn_op_launch(e1, i), MX_OK, "%s", mx__dyn_exec_last_error(e1));
       if (mx__dyn_op_needs_sync(plan, i)) cr_assert_eq(mx__dyn_op_sync_shape(e1, i), MX_OK);
       mx__dyn_op_free_after(e1, i);
     }
-    cr_assert_eq(mx__dyn_step_end(e1, &out1, 1), MX_OK, "%s", mx_dyn_exec_last_error(e1));
-    /* e2 with mx_dyn_exec_run on the same allocator, caller stream = its first stream. */
+    cr_assert_eq(mx__dyn_step_end(e1, &out1, 1), MX_OK, "%s", mx__dyn_exec_last_error(e1));
+    /* e2 with mx__dyn_exec_run on the same allocator, caller stream = its first stream. */
     mx_tensor out2 = {.placement = MX_HOST};
-    cr_assert_eq(mx_dyn_exec_run(e2, &x, 1, &out2, 1, s[1]), MX_OK, "%s", mx_dyn_exec_last_error(e2));
+    cr_assert_eq(mx__dyn_exec_run(e2, &x, 1, &out2, 1, s[1]), MX_OK, "%s", mx__dyn_exec_last_error(e2));
     cr_expect(mx_tensor_allclose(&out1, &out2, 0, 0, NULL, 0));
     cr_expect_eq(dyn_compare_reference(g, &x, 1, &out1, 1, 1e-4, 1e-5, "per-op steps"), 0);
     mx_tensor_release(&out1);
@@ -366,18 +367,18 @@ Test(dyn_exec, per_op_steps_shared_allocator_and_caller_stream) {
     mx_tensor_release(&x);
   }
   mx_caching_stats st;
-  mx_caching_stats_get(a, &st);
+  mx__caching_stats_get(a, &st);
   cr_expect_eq(st.bytes_in_use, 0);
-  mx_dyn_exec_destroy(e1);
-  mx_dyn_exec_destroy(e2);
-  mx_dyn_exec_destroy(NULL);
-  mx_dyn_plan_destroy(plan);
-  mx_dyn_plan_destroy(NULL);
+  mx__dyn_exec_destroy(e1);
+  mx__dyn_exec_destroy(e2);
+  mx__dyn_exec_destroy(NULL);
+  mx__dyn_plan_destroy(plan);
+  mx__dyn_plan_destroy(NULL);
   for (int i = 0; i < 3; i++) {
-    mx_caching_forget_stream(a, s[i]);
+    mx__caching_forget_stream(a, s[i]);
     mx_stream_destroy(s[i]);
   }
-  mx_caching_allocator_destroy(a);
+  mx__caching_allocator_destroy(a);
   mx_device_destroy(dev);
   mx_graph_destroy(g);
   dyn_check_leaks();
@@ -392,19 +393,19 @@ Test(dyn_exec, host_kernels_and_copies) {
   mx_graph *g = dyn_default_encoder(&cfg);
   mx_device *dev = dyn_device(MX_DEVICE_CPU, true);
   mx_dyn_options o;
-  mx_dyn_options_init(&o);
+  mx__dyn_options_init(&o);
   o.eval_ops = false;
   o.alias_ops = false;
   o.max_streams = 2;
   mx_dyn_plan *plan;
-  cr_assert_eq(mx_dyn_plan_create(g, &o, &plan, NULL), MX_OK);
+  cr_assert_eq(mx__dyn_plan_create(g, &o, &plan, NULL), MX_OK);
   mx_dyn_plan_info info;
-  mx_dyn_plan_info_get(plan, &info);
+  mx__dyn_plan_info_get(plan, &info);
   cr_expect_gt(info.host_ops, 0);
   cr_expect_eq(info.eval_ops, 0);
   cr_expect_eq(info.alias_ops, 0);
   mx_dyn_exec *e;
-  cr_assert_eq(mx_dyn_exec_create(dev, plan, NULL, NULL, 0, &e, NULL), MX_OK);
+  cr_assert_eq(mx__dyn_exec_create(dev, plan, NULL, NULL, 0, &e, NULL), MX_OK);
   static const int64_t bs[][2] = {{1, 4}, {2, 9}, {2, 9}};
   for (int step = 0; step < 3; step++) {
     mx_tensor x =
@@ -413,8 +414,8 @@ Test(dyn_exec, host_kernels_and_copies) {
     mx_tensor_release(&x);
   }
   cr_expect_gt(exec_stats(e).host_runs, 0);
-  mx_dyn_exec_destroy(e);
-  mx_dyn_plan_destroy(plan);
+  mx__dyn_exec_destroy(e);
+  mx__dyn_plan_destroy(plan);
   mx_device_destroy(dev);
   mx_graph_destroy(g);
   dyn_check_leaks();
@@ -438,7 +439,7 @@ Test(dyn_exec, transpose_of_unit_dims_shares_its_input) {
     cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
     rig r = make_rig(g, dyn_device(MX_DEVICE_CPU, true), 1);
     mx_dyn_plan_info info;
-    mx_dyn_plan_info_get(r.plan, &info);
+    mx__dyn_plan_info_get(r.plan, &info);
     cr_expect_eq(info.alias_ops, c == 0 ? 1u : 0u, "perm %d: %zu alias ops", c, info.alias_ops);
     for (int64_t b = 1; b <= 3; b += 2) {
       mx_tensor in = dyn_random(MX_FLOAT32, 4, (int64_t[]){b, 1, 4, 8}, 7 + (uint64_t)b);
@@ -494,16 +495,16 @@ Test(dyn_exec, random_dags_over_streams) {
       cr_expect_eq(dyn_run_steps(g, dev, streams, steps, 2, 2, 1e-5, 1e-6, "random dag"), 0, "seed %llu",
                    (unsigned long long)seed);
       mx_dyn_options o;
-      mx_dyn_options_init(&o);
+      mx__dyn_options_init(&o);
       o.max_streams = streams;
       mx_dyn_plan *plan;
-      cr_assert_eq(mx_dyn_plan_create(g, &o, &plan, NULL), MX_OK);
+      cr_assert_eq(mx__dyn_plan_create(g, &o, &plan, NULL), MX_OK);
       mx_dyn_plan_info info;
-      mx_dyn_plan_info_get(plan, &info);
+      mx__dyn_plan_info_get(plan, &info);
       cr_expect_leq(info.streams, streams);
       cr_expect_leq(info.events, info.cross_edges);
       if (streams == 1) cr_expect_eq(info.cross_edges, 0);
-      mx_dyn_plan_destroy(plan);
+      mx__dyn_plan_destroy(plan);
     }
     for (int i = 0; i < 4; i++) mx_tensor_release(&steps[i]);
     mx_graph_destroy(g);
@@ -534,18 +535,18 @@ Test(dyn_exec, fork_join_streams_and_events) {
   cr_assert_eq(mx_graph_add_output(g, z), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK);
   mx_dyn_options o;
-  mx_dyn_options_init(&o);
+  mx__dyn_options_init(&o);
   o.max_streams = 4;
   mx_dyn_plan *plan;
-  cr_assert_eq(mx_dyn_plan_create(g, &o, &plan, NULL), MX_OK);
+  cr_assert_eq(mx__dyn_plan_create(g, &o, &plan, NULL), MX_OK);
   mx_dyn_plan_info info;
-  mx_dyn_plan_info_get(plan, &info);
+  mx__dyn_plan_info_get(plan, &info);
   cr_expect_eq(info.streams, 4);
   /* Three branches start on other streams than root's (3 waits), the joins need 3 more; the
    * final Mul's edge from the fourth branch is implied. */
   cr_expect_eq(info.events, 6, "%zu events", info.events);
   cr_expect_eq(info.cross_edges, 7, "%zu cross-stream edges", info.cross_edges);
-  mx_dyn_plan_destroy(plan);
+  mx__dyn_plan_destroy(plan);
   mx_device *dev = dyn_device(MX_DEVICE_CPU, true);
   int64_t len = 100;
   mx_tensor in = dyn_random(MX_FLOAT32, 1, &len, 3);
@@ -576,9 +577,9 @@ static mx_graph *two_inputs(void) {
 
 static void expect_error(mx_dyn_exec *e, const mx_tensor *in, size_t n, mx_status want, const char *text) {
   mx_tensor out = {.placement = MX_HOST};
-  cr_expect_eq(mx_dyn_exec_run(e, in, n, &out, 1, NULL), want, "want %s: %s", mx_status_name(want),
-               mx_dyn_exec_last_error(e));
-  cr_expect(strstr(mx_dyn_exec_last_error(e), text), "'%s' not in '%s'", text, mx_dyn_exec_last_error(e));
+  cr_expect_eq(mx__dyn_exec_run(e, in, n, &out, 1, NULL), want, "want %s: %s", mx_status_name(want),
+               mx__dyn_exec_last_error(e));
+  cr_expect(strstr(mx__dyn_exec_last_error(e), text), "'%s' not in '%s'", text, mx__dyn_exec_last_error(e));
   cr_expect_null(out.data);
   cr_expect_eq(alloc_stats(e).bytes_in_use, 0, "the failed step freed everything");
 }
@@ -617,7 +618,7 @@ Test(dyn_exec, bad_inputs_leave_the_executor_usable) {
   named[1].name = "x";
   cr_expect_eq(step_ok(g, r.e, good, 2, "after errors"), 0);
   mx_tensor out = {.placement = MX_HOST};
-  cr_expect_eq(mx_dyn_exec_run(r.e, named, 2, &out, 1, NULL), MX_OK, "%s", mx_dyn_exec_last_error(r.e));
+  cr_expect_eq(mx__dyn_exec_run(r.e, named, 2, &out, 1, NULL), MX_OK, "%s", mx__dyn_exec_last_error(r.e));
   mx_tensor_release(&out);
   named[0].name = "masks";
   expect_error(r.e, named, 2, MX_ERR_NOT_FOUND, "input 'mask' is not given");
@@ -712,10 +713,11 @@ Test(dyn_exec, injected_faults_leave_the_executor_usable) {
   o.fault_nth[MX_FAULT_KERNEL] = 5;
   rig r = make_rig(g, dyn_device_opts(&o), 1);
   mx_tensor out = {.placement = MX_HOST};
-  cr_expect_eq(mx_dyn_exec_run(r.e, &x, 1, &out, 1, NULL), MX_ERR_KERNEL);
+  cr_expect_eq(mx__dyn_exec_run(r.e, &x, 1, &out, 1, NULL), MX_ERR_KERNEL);
   char want[128];
   snprintf(want, sizeof want, "node '%s'", g->nodes[mx__dyn_op_node(r.plan, 4)].name);
-  cr_expect(strstr(mx_dyn_exec_last_error(r.e), want), "'%s' not in '%s'", want, mx_dyn_exec_last_error(r.e));
+  cr_expect(strstr(mx__dyn_exec_last_error(r.e), want), "'%s' not in '%s'", want,
+            mx__dyn_exec_last_error(r.e));
   free_rig(&r);
   mx_tensor_release(&x);
   mx_graph_destroy(g);
@@ -733,28 +735,28 @@ Test(dyn_exec, plan_errors) {
   cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
   mx_dyn_plan *p = (mx_dyn_plan *)1;
   mx_error err;
-  cr_expect_eq(mx_dyn_plan_create(g, NULL, &p, &err), MX_ERR_INVALID_ARGUMENT);
+  cr_expect_eq(mx__dyn_plan_create(g, NULL, &p, &err), MX_ERR_INVALID_ARGUMENT);
   cr_expect_null(p);
   cr_expect(strstr(err.message, "not inferred"), "%s", err.message);
   cr_assert_eq(mx_graph_infer(g), MX_OK);
   mx_dyn_options o;
-  mx_dyn_options_init(&o);
+  mx__dyn_options_init(&o);
   o.max_streams = 17;
-  cr_expect_eq(mx_dyn_plan_create(g, &o, &p, &err), MX_ERR_INVALID_ARGUMENT);
-  cr_expect_eq(mx_dyn_plan_create(NULL, NULL, &p, &err), MX_ERR_INVALID_ARGUMENT);
-  cr_assert_eq(mx_dyn_plan_create(g, NULL, &p, &err), MX_OK);
+  cr_expect_eq(mx__dyn_plan_create(g, &o, &p, &err), MX_ERR_INVALID_ARGUMENT);
+  cr_expect_eq(mx__dyn_plan_create(NULL, NULL, &p, &err), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__dyn_plan_create(g, NULL, &p, &err), MX_OK);
   mx_dyn_exec *e = (mx_dyn_exec *)1;
-  cr_expect_eq(mx_dyn_exec_create(NULL, p, NULL, NULL, 0, &e, &err), MX_ERR_INVALID_ARGUMENT);
+  cr_expect_eq(mx__dyn_exec_create(NULL, p, NULL, NULL, 0, &e, &err), MX_ERR_INVALID_ARGUMENT);
   cr_expect_null(e);
   mx_device *dev = dyn_device(MX_DEVICE_INLINE, false), *other = dyn_device(MX_DEVICE_INLINE, false);
   mx_stream *s;
   cr_assert_eq(mx_stream_create(other, 0, &s), MX_OK);
-  cr_expect_eq(mx_dyn_exec_create(dev, p, NULL, &s, 1, &e, &err), MX_ERR_INVALID_ARGUMENT);
+  cr_expect_eq(mx__dyn_exec_create(dev, p, NULL, &s, 1, &e, &err), MX_ERR_INVALID_ARGUMENT);
   cr_expect(strstr(err.message, "another device"), "%s", err.message);
   mx_stream_destroy(s);
   mx_device_destroy(other);
   mx_device_destroy(dev);
-  mx_dyn_plan_destroy(p);
+  mx__dyn_plan_destroy(p);
   mx_graph_destroy(g);
   dyn_check_leaks();
 }
@@ -776,7 +778,7 @@ Test(dyn_exec, run_time_inference_is_reused) {
   cr_assert_eq(mx_graph_infer(g), MX_OK);
   rig rg = make_rig(g, dyn_device(MX_DEVICE_CPU, true), 1);
   mx_dyn_plan_info info;
-  mx_dyn_plan_info_get(rg.plan, &info);
+  mx__dyn_plan_info_get(rg.plan, &info);
   cr_expect_eq(info.infer_ops, 1);
   int64_t six = 6;
   mx_tensor xs = dyn_random(MX_FLOAT32, 1, &six, 2);

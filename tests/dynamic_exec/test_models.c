@@ -105,23 +105,23 @@ Test(dyn_models, attention_decode_loop_on_device) {
   for (size_t c = 0; c < 3; c++) {
     mx_device *dev = dyn_device(MX_DEVICE_CPU, true);
     mx_dyn_options o;
-    mx_dyn_options_init(&o);
+    mx__dyn_options_init(&o);
     o.max_streams = stream_counts[c];
     mx_dyn_plan *plan;
     mx_dyn_exec *e;
     mx_error err;
-    cr_assert_eq(mx_dyn_plan_create(g, &o, &plan, &err), MX_OK, "%s", err.message);
-    cr_assert_eq(mx_dyn_exec_create(dev, plan, NULL, NULL, 0, &e, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(mx__dyn_plan_create(g, &o, &plan, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(mx__dyn_exec_create(dev, plan, NULL, NULL, 0, &e, &err), MX_OK, "%s", err.message);
     mx_tensor empty = dyn_random(MX_FLOAT32, 4, (int64_t[]){1, ATT_KV_HEADS, 0, ATT_HEAD_DIM}, 1);
     mx_tensor pk = dyn_to_device(e, &empty), pv = dyn_to_device(e, &empty);
     mx_tensor_release(&empty);
-    mx_stream *s0 = mx_dyn_exec_stream(e, 0);
+    mx_stream *s0 = mx__dyn_exec_stream(e, 0);
     for (int step = 0; step < 12; step++) {
       mx_tensor x = dyn_random(MX_FLOAT32, 3, (int64_t[]){1, 1, ATT_HIDDEN}, 500 + (uint64_t)step);
       mx_tensor in[3] = {x, pk, pv};
       mx_tensor out[3] = {{.placement = MX_HOST}, {.placement = MX_DEVICE}, {.placement = MX_DEVICE}};
-      cr_assert_eq(mx_dyn_exec_run(e, in, 3, out, 3, NULL), MX_OK, "step %d: %s", step,
-                   mx_dyn_exec_last_error(e));
+      cr_assert_eq(mx__dyn_exec_run(e, in, 3, out, 3, NULL), MX_OK, "step %d: %s", step,
+                   mx__dyn_exec_last_error(e));
       cr_assert_eq(out[1].dims[2], step + 1);
       cr_assert_eq(mx_stream_synchronize(s0), MX_OK);
       /* The same step on the reference, with host copies of the cache. */
@@ -134,20 +134,20 @@ Test(dyn_models, attention_decode_loop_on_device) {
       mx_tensor_release(&hin[1]);
       mx_tensor_release(&hin[2]);
       mx_tensor_release(&x);
-      cr_assert_eq(mx_caching_free(mx_dyn_exec_allocator(e), pk.data, s0, NULL), MX_OK);
-      cr_assert_eq(mx_caching_free(mx_dyn_exec_allocator(e), pv.data, s0, NULL), MX_OK);
+      cr_assert_eq(mx__caching_free(mx__dyn_exec_allocator(e), pk.data, s0, NULL), MX_OK);
+      cr_assert_eq(mx__caching_free(mx__dyn_exec_allocator(e), pv.data, s0, NULL), MX_OK);
       pk = out[1];
       pv = out[2];
       pk.placement = pv.placement = MX_DEVICE;
       pk.name = pv.name = NULL;
     }
-    mx_caching_free(mx_dyn_exec_allocator(e), pk.data, s0, NULL);
-    mx_caching_free(mx_dyn_exec_allocator(e), pv.data, s0, NULL);
+    mx__caching_free(mx__dyn_exec_allocator(e), pk.data, s0, NULL);
+    mx__caching_free(mx__dyn_exec_allocator(e), pv.data, s0, NULL);
     mx_caching_stats cs;
-    mx_caching_stats_get(mx_dyn_exec_allocator(e), &cs);
+    mx__caching_stats_get(mx__dyn_exec_allocator(e), &cs);
     cr_expect_eq(cs.bytes_in_use, 0);
-    mx_dyn_exec_destroy(e);
-    mx_dyn_plan_destroy(plan);
+    mx__dyn_exec_destroy(e);
+    mx__dyn_plan_destroy(plan);
     mx_device_destroy(dev);
   }
   mx_graph_destroy(g);
@@ -239,16 +239,16 @@ Test(dyn_models, moe_with_idle_experts) {
   }
   /* The plan has one data-dependent op per expert, and spreads the experts over the streams. */
   mx_dyn_options o;
-  mx_dyn_options_init(&o);
+  mx__dyn_options_init(&o);
   o.max_streams = 4;
   mx_dyn_plan *plan;
-  cr_assert_eq(mx_dyn_plan_create(g, &o, &plan, NULL), MX_OK);
+  cr_assert_eq(mx__dyn_plan_create(g, &o, &plan, NULL), MX_OK);
   mx_dyn_plan_info info;
-  mx_dyn_plan_info_get(plan, &info);
+  mx__dyn_plan_info_get(plan, &info);
   cr_expect_eq(info.data_dependent_ops, MOE_EXPERTS);
   cr_expect_gt(info.streams, 1);
   cr_expect_leq(info.events, info.cross_edges);
-  mx_dyn_plan_destroy(plan);
+  mx__dyn_plan_destroy(plan);
   for (size_t s = 0; s < n; s++) mx_tensor_release(&steps[s]);
   mx_graph_destroy(g);
   dyn_check_leaks();
@@ -275,13 +275,13 @@ Test(dyn_models, encoder_batch_seq) {
   /* Shape arithmetic never reaches the device: it is evaluated from the symbolic values, and the
    * Reshapes share their input's buffer. */
   mx_dyn_plan *plan;
-  cr_assert_eq(mx_dyn_plan_create(g, NULL, &plan, NULL), MX_OK);
+  cr_assert_eq(mx__dyn_plan_create(g, NULL, &plan, NULL), MX_OK);
   mx_dyn_plan_info info;
-  mx_dyn_plan_info_get(plan, &info);
+  mx__dyn_plan_info_get(plan, &info);
   cr_expect_gt(info.alias_ops, 0);
   cr_expect_gt(info.eval_ops + info.skipped_ops, 0);
   cr_expect_eq(info.infer_ops, 0);
-  mx_dyn_plan_destroy(plan);
+  mx__dyn_plan_destroy(plan);
   for (size_t s = 0; s < n; s++) mx_tensor_release(&steps[s]);
   mx_graph_destroy(g);
   dyn_check_leaks();

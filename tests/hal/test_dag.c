@@ -91,8 +91,8 @@ static void run_dag(const hal_config *cfg, uint64_t seed, int n_steps) {
       case 0:
       case 1: {
         axpb_args a = {&cells[s->dst], &cells[s->a], &cells[s->b], s->mul, s->add};
-        mx_status rc = s->kind == 0 ? mx_hal_launch(st, k_axpb, &a, sizeof a)
-                                    : mx_hal_host_callback(st, k_axpb, &a, sizeof a);
+        mx_status rc = s->kind == 0 ? mx__hal_launch(st, k_axpb, &a, sizeof a)
+                                    : mx__hal_host_callback(st, k_axpb, &a, sizeof a);
         cr_assert_eq(rc, MX_OK);
         break;
       }

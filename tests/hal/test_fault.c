@@ -102,7 +102,7 @@ Test(hal_fault, launch) {
     int64_t pos = 0;
     for (int i = 1; i <= 4; i++) {
       append_args a = {log, &pos, i};
-      mx_status st = mx_hal_launch(s, k_append, &a, sizeof a);
+      mx_status st = mx__hal_launch(s, k_append, &a, sizeof a);
       cr_assert_eq(st, i == 3 ? MX_ERR_DEVICE : MX_OK, "%s: launch %d", cfg->name, i);
     }
     cr_assert(strstr(mx_device_last_error(dev), "injected fault (launch:3)"));
@@ -113,7 +113,7 @@ Test(hal_fault, launch) {
     cr_assert_eq(pos, 2, "launch 4 was skipped");
     cr_assert_eq(mx_stream_reset(s), MX_ERR_DEVICE);
     append_args a = {log, &pos, 5};
-    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);
+    cr_assert_eq(mx__hal_launch(s, k_append, &a, sizeof a), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s), MX_OK);
     cr_assert_eq(pos, 3);
     cr_assert_eq(log[2], 5);
@@ -131,27 +131,27 @@ Test(hal_fault, launch_of_model_execute) {
     cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
     mx_hal_model_desc d = {.n_streams = 2, .n_ids = 1};
     mx_hal_model *m;
-    cr_assert_eq(mx_hal_model_create(dev, &d, &m, NULL), MX_OK);
+    cr_assert_eq(mx__hal_model_create(dev, &d, &m, NULL), MX_OK);
     int64_t log[16];
     int64_t pos = 0;
     append_args a = {log, &pos, 7};
     mx_hal_task t = {k_append, &a, sizeof a, NULL, 0};
-    cr_assert_eq(mx_hal_model_add_task(m, 1, &t, NULL), MX_OK);
-    cr_assert_eq(mx_hal_model_build_end(m), MX_OK);
-    cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
-    cr_assert_eq(mx_hal_model_execute(m, s), MX_ERR_DEVICE);
-    cr_assert(strstr(mx_hal_model_last_error(m), "injected fault (launch:2)"), "%s",
-              mx_hal_model_last_error(m));
+    cr_assert_eq(mx__hal_model_add_task(m, 1, &t, NULL), MX_OK);
+    cr_assert_eq(mx__hal_model_build_end(m), MX_OK);
+    cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
+    cr_assert_eq(mx__hal_model_execute(m, s), MX_ERR_DEVICE);
+    cr_assert(strstr(mx__hal_model_last_error(m), "injected fault (launch:2)"), "%s",
+              mx__hal_model_last_error(m));
     cr_assert_eq(mx_stream_synchronize(s), MX_ERR_DEVICE);
     cr_assert_eq(pos, 1);
     cr_assert_eq(mx_stream_reset(s), MX_ERR_DEVICE);
-    cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+    cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s), MX_OK);
     cr_assert_eq(pos, 2);
     mx_hal_model_stats st;
-    mx_hal_model_stats_get(m, &st);
+    mx__hal_model_stats_get(m, &st);
     cr_assert_eq(st.executions, 2);
-    mx_hal_model_destroy(m);
+    mx__hal_model_destroy(m);
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
@@ -167,10 +167,10 @@ Test(hal_fault, kernel_plain_and_in_model) {
     int64_t log[64];
     int64_t pos = 0;
     append_args a = {log, &pos, 1};
-    cr_assert_eq(mx_hal_host_callback(s, k_append, &a, sizeof a), MX_OK); /* not a kernel */
-    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);        /* kernel 1 */
-    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);        /* kernel 2 fails */
-    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);        /* skipped */
+    cr_assert_eq(mx__hal_host_callback(s, k_append, &a, sizeof a), MX_OK); /* not a kernel */
+    cr_assert_eq(mx__hal_launch(s, k_append, &a, sizeof a), MX_OK);        /* kernel 1 */
+    cr_assert_eq(mx__hal_launch(s, k_append, &a, sizeof a), MX_OK);        /* kernel 2 fails */
+    cr_assert_eq(mx__hal_launch(s, k_append, &a, sizeof a), MX_OK);        /* skipped */
     cr_assert_eq(mx_stream_synchronize(s), MX_ERR_KERNEL, "%s", cfg->name);
     mx_stream_error e;
     mx_stream_get_error(s, &e);
@@ -186,15 +186,15 @@ Test(hal_fault, kernel_plain_and_in_model) {
       cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
       mx_hal_model_desc d = {.n_streams = 1, .n_ids = 1, .mode = (mx_hal_model_mode)mode};
       mx_hal_model *m;
-      cr_assert_eq(mx_hal_model_create(dev, &d, &m, NULL), MX_OK);
+      cr_assert_eq(mx__hal_model_create(dev, &d, &m, NULL), MX_OK);
       pos = 0;
       for (int i = 0; i < 6; i++) {
         append_args b = {log, &pos, i};
         mx_hal_task t = {k_append, &b, sizeof b, NULL, 0};
-        cr_assert_eq(mx_hal_model_add_task(m, 0, &t, NULL), MX_OK);
+        cr_assert_eq(mx__hal_model_add_task(m, 0, &t, NULL), MX_OK);
       }
-      cr_assert_eq(mx_hal_model_build_end(m), MX_OK);
-      cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+      cr_assert_eq(mx__hal_model_build_end(m), MX_OK);
+      cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
       cr_assert_eq(mx_stream_synchronize(s), MX_ERR_KERNEL);
       mx_stream_get_error(s, &e);
       cr_assert_eq(e.model_task, 3, "%s", cfg->name);
@@ -204,10 +204,10 @@ Test(hal_fault, kernel_plain_and_in_model) {
       cr_assert_eq(pos, 3, "tasks after the failing one are skipped");
       cr_assert_eq(mx_stream_reset(s), MX_ERR_KERNEL);
       pos = 0;
-      cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+      cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
       cr_assert_eq(mx_stream_synchronize(s), MX_OK);
       cr_assert_eq(pos, 6);
-      mx_hal_model_destroy(m);
+      mx__hal_model_destroy(m);
       mx_stream_destroy(s);
       mx_device_destroy(dev);
     }
@@ -228,7 +228,7 @@ static void workload(mx_device *dev, mx_stream *s, int *failures) {
     if (!d[i]) continue;
     if (mx_device_copy(dev, d[i], h, sizeof h, MX_COPY_H2D) != MX_OK) (*failures)++;
     if (mx_device_copy_async(s, back, d[i], sizeof back, MX_COPY_D2H) != MX_OK) (*failures)++;
-    if (mx_hal_launch(s, k_noop, NULL, 0) != MX_OK) (*failures)++;
+    if (mx__hal_launch(s, k_noop, NULL, 0) != MX_OK) (*failures)++;
   }
   if (mx_stream_synchronize(s) != MX_OK) {
     (*failures)++;
@@ -280,8 +280,8 @@ Test(hal_fault, environment_variables) {
   cr_assert_eq(info.fault_nth[MX_FAULT_COPY], 0);
   mx_stream *s;
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
-  cr_assert_eq(mx_hal_launch(s, k_noop, NULL, 0), MX_OK);
-  cr_assert_eq(mx_hal_launch(s, k_noop, NULL, 0), MX_ERR_DEVICE);
+  cr_assert_eq(mx__hal_launch(s, k_noop, NULL, 0), MX_OK);
+  cr_assert_eq(mx__hal_launch(s, k_noop, NULL, 0), MX_ERR_DEVICE);
   cr_assert_eq(mx_stream_reset(s), MX_ERR_DEVICE);
   mx_device_destroy(dev);
 

@@ -47,7 +47,7 @@ static mx_hal_model *build_model(mx_device *dev, const mtask *t, int n, int n_st
       .n_streams = (uint32_t)n_streams, .n_events = (uint32_t)n, .n_ids = NB, .mode = mode};
   mx_hal_model *m = NULL;
   mx_error err;
-  cr_assert_eq(mx_hal_model_create(dev, &d, &m, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__hal_model_create(dev, &d, &m, &err), MX_OK, "%s", err.message);
   int last_writer[NB][MC];
   int *readers[NB][MC];
   int n_readers[NB][MC];
@@ -68,8 +68,8 @@ static mx_hal_model *build_model(mx_device *dev, const mtask *t, int n, int n_st
       deps[nd++] = readers[k->dst_id][k->dst_cell][r];
     for (int q = 0; q < nd; q++) {
       if (deps[q] >= 0 && t[deps[q]].stream != k->stream)
-        cr_assert_eq(mx_hal_model_add_event_wait(m, (uint32_t)k->stream, (uint32_t)deps[q]), MX_OK, "%s",
-                     mx_hal_model_last_error(m));
+        cr_assert_eq(mx__hal_model_add_event_wait(m, (uint32_t)k->stream, (uint32_t)deps[q]), MX_OK, "%s",
+                     mx__hal_model_last_error(m));
     }
     axpb_args a = {NULL, NULL, NULL, k->mul, k->add};
     mx_hal_slot slots[3] = {
@@ -79,10 +79,10 @@ static mx_hal_model *build_model(mx_device *dev, const mtask *t, int n, int n_st
     };
     mx_hal_task task = {k_axpb, &a, sizeof a, slots, 3};
     uint32_t idx = 99;
-    cr_assert_eq(mx_hal_model_add_task(m, (uint32_t)k->stream, &task, &idx), MX_OK, "%s",
-                 mx_hal_model_last_error(m));
+    cr_assert_eq(mx__hal_model_add_task(m, (uint32_t)k->stream, &task, &idx), MX_OK, "%s",
+                 mx__hal_model_last_error(m));
     cr_assert_eq(idx, (uint32_t)i);
-    cr_assert_eq(mx_hal_model_add_event_record(m, (uint32_t)k->stream, (uint32_t)i), MX_OK);
+    cr_assert_eq(mx__hal_model_add_event_record(m, (uint32_t)k->stream, (uint32_t)i), MX_OK);
     readers[k->a_id][k->a_cell][n_readers[k->a_id][k->a_cell]++] = i;
     readers[k->b_id][k->b_cell][n_readers[k->b_id][k->b_cell]++] = i;
     last_writer[k->dst_id][k->dst_cell] = i;
@@ -91,7 +91,7 @@ static mx_hal_model *build_model(mx_device *dev, const mtask *t, int n, int n_st
   free(deps);
   for (int b = 0; b < NB; b++)
     for (int c = 0; c < MC; c++) free(readers[b][c]);
-  cr_assert_eq(mx_hal_model_build_end(m), MX_OK, "%s", mx_hal_model_last_error(m));
+  cr_assert_eq(mx__hal_model_build_end(m), MX_OK, "%s", mx__hal_model_last_error(m));
   return m;
 }
 
@@ -113,7 +113,7 @@ static void set_bases(mx_hal_model *m, int64_t *bufs[NB], const int assign[NB]) 
     ids[id] = (uint32_t)id;
     addrs[id] = bufs[assign[id]];
   }
-  cr_assert_eq(mx_hal_model_update_bases(m, ids, addrs, NB), MX_OK);
+  cr_assert_eq(mx__hal_model_update_bases(m, ids, addrs, NB), MX_OK);
 }
 
 Test(hal_model, matches_one_by_one_and_reference) {
@@ -146,15 +146,15 @@ Test(hal_model, matches_one_by_one_and_reference) {
             const mtask *k = &prog[i];
             axpb_args a = {bufs[assign[k->dst_id]] + k->dst_cell, bufs[assign[k->a_id]] + k->a_cell,
                            bufs[assign[k->b_id]] + k->b_cell, k->mul, k->add};
-            cr_assert_eq(mx_hal_launch(s, k_axpb, &a, sizeof a), MX_OK);
+            cr_assert_eq(mx__hal_launch(s, k_axpb, &a, sizeof a), MX_OK);
           }
           cr_assert_eq(mx_stream_synchronize(s), MX_OK);
           download(dev, bufs, assign, one);
           /* the model, twice per round (reuse without new bases in between) */
           upload(dev, bufs, assign, init);
           set_bases(m, bufs, assign);
-          cr_assert_eq(mx_hal_model_execute(m, s), MX_OK, "%s", mx_hal_model_last_error(m));
-          cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+          cr_assert_eq(mx__hal_model_execute(m, s), MX_OK, "%s", mx__hal_model_last_error(m));
+          cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
           cr_assert_eq(mx_stream_synchronize(s), MX_OK, "%s", cfg->name);
           download(dev, bufs, assign, got);
           ref_run(prog, N, expect);
@@ -171,12 +171,12 @@ Test(hal_model, matches_one_by_one_and_reference) {
                            (long long)got[b][k], (long long)expect[b][k]);
         }
         mx_hal_model_stats st;
-        mx_hal_model_stats_get(m, &st);
+        mx__hal_model_stats_get(m, &st);
         cr_assert_eq(st.executions, 6);
         cr_assert_eq(st.tasks, N);
         cr_assert_eq(st.slots, 3 * N);
         cr_assert_eq(st.streams, (uint32_t)n_streams);
-        mx_hal_model_destroy(m);
+        mx__hal_model_destroy(m);
         for (int b = 0; b < NB; b++) cr_assert_eq(mx_device_free(dev, bufs[b]), MX_OK);
         mx_stream_destroy(s);
         mx_device_destroy(dev);
@@ -210,17 +210,17 @@ Test(hal_model, refresh_patches_exactly_changed_slots) {
       cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
       mx_hal_model_desc d = {.n_streams = 2, .n_events = 0, .n_ids = IDS, .mode = modes[md]};
       mx_hal_model *m;
-      cr_assert_eq(mx_hal_model_create(dev, &d, &m, NULL), MX_OK);
+      cr_assert_eq(mx__hal_model_create(dev, &d, &m, NULL), MX_OK);
       /* id i is used by i + 1 slots: tasks writing cells 0..i of its buffer */
       for (int i = 0; i < IDS; i++) {
         for (int j = 0; j <= i; j++) {
           store_args a = {NULL, i * 100 + j};
           mx_hal_slot sl = {offsetof(store_args, dst), (uint32_t)i, (uint64_t)j * 8};
           mx_hal_task t = {k_store, &a, sizeof a, &sl, 1};
-          cr_assert_eq(mx_hal_model_add_task(m, (uint32_t)(j & 1), &t, NULL), MX_OK);
+          cr_assert_eq(mx__hal_model_add_task(m, (uint32_t)(j & 1), &t, NULL), MX_OK);
         }
       }
-      cr_assert_eq(mx_hal_model_build_end(m), MX_OK);
+      cr_assert_eq(mx__hal_model_build_end(m), MX_OK);
       int64_t *buf[2][IDS];
       for (int g = 0; g < 2; g++)
         for (int i = 0; i < IDS; i++) {
@@ -233,21 +233,21 @@ Test(hal_model, refresh_patches_exactly_changed_slots) {
         ids[i] = (uint32_t)i;
         addrs[i] = buf[0][i];
       }
-      cr_assert_eq(mx_hal_model_update_bases(m, ids, addrs, IDS), MX_OK);
-      cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+      cr_assert_eq(mx__hal_model_update_bases(m, ids, addrs, IDS), MX_OK);
+      cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
       cr_assert_eq(mx_stream_synchronize(s), MX_OK);
       mx_hal_model_stats st;
-      mx_hal_model_stats_get(m, &st);
+      mx__hal_model_stats_get(m, &st);
       cr_assert_eq(st.last_refreshed_ids, IDS);
       cr_assert_eq(st.last_patched_slots, patch ? (uint64_t)IDS * (IDS + 1) / 2 : 0);
 
       /* change ids 1, 4, 6 (twice for 4: counted once) */
       uint32_t ch[] = {1, 4, 6, 4};
       void *na[] = {buf[1][1], buf[0][4], buf[1][6], buf[1][4]};
-      cr_assert_eq(mx_hal_model_update_bases(m, ch, na, 4), MX_OK);
-      cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+      cr_assert_eq(mx__hal_model_update_bases(m, ch, na, 4), MX_OK);
+      cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
       cr_assert_eq(mx_stream_synchronize(s), MX_OK);
-      mx_hal_model_stats_get(m, &st);
+      mx__hal_model_stats_get(m, &st);
       cr_assert_eq(st.last_refreshed_ids, 3, "%s", cfg->name);
       cr_assert_eq(st.last_patched_slots, patch ? 2u + 5u + 7u : 0u, "%s: %llu", cfg->name,
                    (unsigned long long)st.last_patched_slots);
@@ -260,16 +260,16 @@ Test(hal_model, refresh_patches_exactly_changed_slots) {
       /* same addresses again, and a change that goes back to the device's value: no patch */
       void *same[] = {buf[1][1], buf[0][6], buf[1][6]};
       uint32_t sid[] = {1, 6, 6};
-      cr_assert_eq(mx_hal_model_update_bases(m, sid, same, 3), MX_OK);
-      cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+      cr_assert_eq(mx__hal_model_update_bases(m, sid, same, 3), MX_OK);
+      cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
       cr_assert_eq(mx_stream_synchronize(s), MX_OK);
-      mx_hal_model_stats_get(m, &st);
+      mx__hal_model_stats_get(m, &st);
       cr_assert_eq(st.last_refreshed_ids, 0);
       cr_assert_eq(st.last_patched_slots, 0);
       cr_assert_eq(st.patched_slots, patch ? 36u + 14u : 0u);
       cr_assert_eq(st.executions, 3);
 
-      mx_hal_model_destroy(m);
+      mx__hal_model_destroy(m);
       mx_stream_destroy(s);
       mx_device_destroy(dev);
     }
@@ -305,12 +305,12 @@ Test(hal_model, executions_serialize_and_updates_apply_next) {
       /* slow the first execution down with a sleeping kernel on s1 before it */
       atomic_int flag = 0;
       sleep_args sl = {&flag, 5 * 1000 * 1000};
-      cr_assert_eq(mx_hal_launch(s1, k_sleep_flag, &sl, sizeof sl), MX_OK);
+      cr_assert_eq(mx__hal_launch(s1, k_sleep_flag, &sl, sizeof sl), MX_OK);
       set_bases(m, bufs[0], ident);
-      cr_assert_eq(mx_hal_model_execute(m, s1), MX_OK);
+      cr_assert_eq(mx__hal_model_execute(m, s1), MX_OK);
       set_bases(m, bufs[1], ident); /* first execution has not started yet on cpu devices */
-      cr_assert_eq(mx_hal_model_execute(m, s2), MX_OK);
-      cr_assert_eq(mx_hal_model_execute(m, s1), MX_OK);
+      cr_assert_eq(mx__hal_model_execute(m, s2), MX_OK);
+      cr_assert_eq(mx__hal_model_execute(m, s1), MX_OK);
       cr_assert_eq(mx_stream_synchronize(s1), MX_OK);
       cr_assert_eq(mx_stream_synchronize(s2), MX_OK);
       ref_run(prog, N, expect);
@@ -322,7 +322,7 @@ Test(hal_model, executions_serialize_and_updates_apply_next) {
       for (int b = 0; b < NB; b++)
         for (int k = 0; k < MC; k++)
           cr_assert_eq(got[b][k], expect[b][k], "%s: executions 2 and 3", cfg->name);
-      mx_hal_model_destroy(m);
+      mx__hal_model_destroy(m);
       mx_stream_destroy(s1);
       mx_stream_destroy(s2);
       mx_device_destroy(dev);
@@ -349,7 +349,7 @@ Test(hal_model, task_failure_names_task_and_stream) {
     cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
     mx_hal_model_desc d = {.n_streams = 3, .n_events = 1, .n_ids = 1};
     mx_hal_model *m;
-    cr_assert_eq(mx_hal_model_create(dev, &d, &m, NULL), MX_OK);
+    cr_assert_eq(mx__hal_model_create(dev, &d, &m, NULL), MX_OK);
     atomic_int fail = 1;
     int64_t log[64];
     int64_t pos = 0;
@@ -357,17 +357,17 @@ Test(hal_model, task_failure_names_task_and_stream) {
       if (i == 5) {
         failif_args f = {&fail};
         mx_hal_task t = {k_fail_if, &f, sizeof f, NULL, 0};
-        cr_assert_eq(mx_hal_model_add_task(m, 1, &t, NULL), MX_OK);
+        cr_assert_eq(mx__hal_model_add_task(m, 1, &t, NULL), MX_OK);
       } else {
         append_args a = {log, &pos, i};
         mx_hal_task t = {k_append, &a, sizeof a, NULL, 0};
-        cr_assert_eq(mx_hal_model_add_task(m, 0, &t, NULL), MX_OK);
+        cr_assert_eq(mx__hal_model_add_task(m, 0, &t, NULL), MX_OK);
       }
     }
-    cr_assert_eq(mx_hal_model_add_event_record(m, 1, 0), MX_OK);
-    cr_assert_eq(mx_hal_model_add_event_wait(m, 2, 0), MX_OK);
-    cr_assert_eq(mx_hal_model_build_end(m), MX_OK);
-    cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+    cr_assert_eq(mx__hal_model_add_event_record(m, 1, 0), MX_OK);
+    cr_assert_eq(mx__hal_model_add_event_wait(m, 2, 0), MX_OK);
+    cr_assert_eq(mx__hal_model_build_end(m), MX_OK);
+    cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s), MX_ERR_KERNEL, "%s", cfg->name);
     mx_stream_error e;
     cr_assert_eq(mx_stream_get_error(s, &e), MX_ERR_KERNEL);
@@ -376,15 +376,15 @@ Test(hal_model, task_failure_names_task_and_stream) {
     cr_assert_eq(e.command, 1);
     cr_assert(strstr(e.message, "model task 5 (internal stream 1) failed"), "%s", e.message);
     /* a model executed on a failed stream is skipped (and does not hang) */
-    cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+    cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s), MX_ERR_KERNEL);
     cr_assert_eq(mx_stream_reset(s), MX_ERR_KERNEL);
     atomic_store(&fail, 0);
     pos = 0;
-    cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+    cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s), MX_OK, "%s", cfg->name);
     cr_assert_eq(pos, 7);
-    mx_hal_model_destroy(m);
+    mx__hal_model_destroy(m);
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
@@ -398,26 +398,26 @@ Test(hal_model, checking_mode_catches_bad_slots) {
       mx_device_options o = hal_options(cfg);
       o.check = MX_CHECK_ON;
       mx_device *dev = hal_device(cfg, &o);
-      cr_assert(mx_hal_device_checking(dev));
+      cr_assert(mx__hal_device_checking(dev));
       mx_stream *s;
       cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
       int64_t *buf;
       cr_assert_eq(mx_device_alloc(dev, 4 * 8, 0, (void **)&buf), MX_OK);
       mx_hal_model_desc d = {.n_streams = 1, .n_ids = 2, .mode = modes[md]};
       mx_hal_model *m;
-      cr_assert_eq(mx_hal_model_create(dev, &d, &m, NULL), MX_OK);
+      cr_assert_eq(mx__hal_model_create(dev, &d, &m, NULL), MX_OK);
       store_args a = {NULL, 7};
       mx_hal_slot good = {0, 0, 3 * 8};
       mx_hal_slot bad = {0, 0, 4 * 8}; /* one past the end of the 4-cell buffer */
       mx_hal_task t0 = {k_store, &a, sizeof a, &good, 1};
       mx_hal_task t1 = {k_store, &a, sizeof a, &bad, 1};
-      cr_assert_eq(mx_hal_model_add_task(m, 0, &t0, NULL), MX_OK);
-      cr_assert_eq(mx_hal_model_add_task(m, 0, &t1, NULL), MX_OK);
-      cr_assert_eq(mx_hal_model_build_end(m), MX_OK);
+      cr_assert_eq(mx__hal_model_add_task(m, 0, &t0, NULL), MX_OK);
+      cr_assert_eq(mx__hal_model_add_task(m, 0, &t1, NULL), MX_OK);
+      cr_assert_eq(mx__hal_model_build_end(m), MX_OK);
       uint32_t id = 0;
       void *addr = buf;
-      cr_assert_eq(mx_hal_model_update_bases(m, &id, &addr, 1), MX_OK);
-      cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+      cr_assert_eq(mx__hal_model_update_bases(m, &id, &addr, 1), MX_OK);
+      cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
       cr_assert_eq(mx_stream_synchronize(s), MX_ERR_INVALID_ARGUMENT, "%s", cfg->name);
       mx_stream_error e;
       mx_stream_get_error(s, &e);
@@ -425,19 +425,19 @@ Test(hal_model, checking_mode_catches_bad_slots) {
       cr_assert(strstr(e.message, "model task 1 (internal stream 0) slot 0"), "%s", e.message);
       cr_assert(strstr(e.message, "not inside a live device allocation"), "%s", e.message);
       cr_assert_eq(mx_stream_reset(s), MX_ERR_INVALID_ARGUMENT);
-      mx_hal_model_destroy(m);
+      mx__hal_model_destroy(m);
 
       /* an id whose base was never set */
-      cr_assert_eq(mx_hal_model_create(dev, &d, &m, NULL), MX_OK);
+      cr_assert_eq(mx__hal_model_create(dev, &d, &m, NULL), MX_OK);
       mx_hal_slot unset = {0, 1, 0};
       mx_hal_task t2 = {k_store, &a, sizeof a, &unset, 1};
-      cr_assert_eq(mx_hal_model_add_task(m, 0, &t2, NULL), MX_OK);
-      cr_assert_eq(mx_hal_model_build_end(m), MX_OK);
-      cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+      cr_assert_eq(mx__hal_model_add_task(m, 0, &t2, NULL), MX_OK);
+      cr_assert_eq(mx__hal_model_build_end(m), MX_OK);
+      cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
       cr_assert_eq(mx_stream_synchronize(s), MX_ERR_INVALID_ARGUMENT);
       mx_stream_get_error(s, &e);
       cr_assert(strstr(e.message, "alloc id 1 has no base address"), "%s", e.message);
-      mx_hal_model_destroy(m);
+      mx__hal_model_destroy(m);
       cr_assert_eq(mx_device_free(dev, buf), MX_OK);
       mx_stream_destroy(s);
       mx_device_destroy(dev);
@@ -452,38 +452,38 @@ Test(hal_model, build_validation) {
   mx_hal_model *m;
   mx_error err;
   mx_hal_model_desc bad = {.n_streams = 0};
-  cr_assert_eq(mx_hal_model_create(dev, &bad, &m, &err), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__hal_model_create(dev, &bad, &m, &err), MX_ERR_INVALID_ARGUMENT);
   cr_assert(strstr(err.message, "internal streams"));
-  cr_assert_eq(mx_hal_model_create(dev, &d, &m, NULL), MX_OK);
+  cr_assert_eq(mx__hal_model_create(dev, &d, &m, NULL), MX_OK);
   store_args a = {NULL, 1};
   mx_hal_slot sl = {12, 0, 0};
   mx_hal_task t = {k_store, &a, sizeof a, &sl, 1};
-  cr_assert_eq(mx_hal_model_add_task(m, 0, &t, NULL), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_hal_model_last_error(m), "does not fit"), "%s", mx_hal_model_last_error(m));
+  cr_assert_eq(mx__hal_model_add_task(m, 0, &t, NULL), MX_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(mx__hal_model_last_error(m), "does not fit"), "%s", mx__hal_model_last_error(m));
   sl.arg_offset = 0;
   sl.alloc_id = 2;
-  cr_assert_eq(mx_hal_model_add_task(m, 0, &t, NULL), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_hal_model_last_error(m), "alloc id 2 out of range"));
+  cr_assert_eq(mx__hal_model_add_task(m, 0, &t, NULL), MX_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(mx__hal_model_last_error(m), "alloc id 2 out of range"));
   sl.alloc_id = 0;
-  cr_assert_eq(mx_hal_model_add_task(m, 2, &t, NULL), MX_ERR_INVALID_ARGUMENT);
-  cr_assert_eq(mx_hal_model_add_event_wait(m, 1, 0), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_hal_model_last_error(m), "before it is recorded"));
-  cr_assert_eq(mx_hal_model_add_event_record(m, 0, 0), MX_OK);
-  cr_assert_eq(mx_hal_model_add_event_record(m, 1, 0), MX_ERR_INVALID_ARGUMENT);
-  cr_assert_eq(mx_hal_model_add_event_wait(m, 1, 0), MX_OK);
-  cr_assert_eq(mx_hal_model_add_task(m, 1, &t, NULL), MX_OK);
+  cr_assert_eq(mx__hal_model_add_task(m, 2, &t, NULL), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__hal_model_add_event_wait(m, 1, 0), MX_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(mx__hal_model_last_error(m), "before it is recorded"));
+  cr_assert_eq(mx__hal_model_add_event_record(m, 0, 0), MX_OK);
+  cr_assert_eq(mx__hal_model_add_event_record(m, 1, 0), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__hal_model_add_event_wait(m, 1, 0), MX_OK);
+  cr_assert_eq(mx__hal_model_add_task(m, 1, &t, NULL), MX_OK);
   uint32_t id = 5;
   void *p = NULL;
-  cr_assert_eq(mx_hal_model_update_bases(m, &id, &p, 1), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__hal_model_update_bases(m, &id, &p, 1), MX_ERR_INVALID_ARGUMENT);
   mx_stream *s;
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
-  cr_assert_eq(mx_hal_model_execute(m, s), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_hal_model_last_error(m), "not built"));
-  cr_assert_eq(mx_hal_model_build_end(m), MX_OK);
-  cr_assert_eq(mx_hal_model_add_task(m, 0, &t, NULL), MX_ERR_INVALID_ARGUMENT);
-  cr_assert_eq(mx_hal_model_build_end(m), MX_ERR_INVALID_ARGUMENT);
-  mx_hal_model_destroy(m);
-  mx_hal_model_destroy(NULL);
+  cr_assert_eq(mx__hal_model_execute(m, s), MX_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(mx__hal_model_last_error(m), "not built"));
+  cr_assert_eq(mx__hal_model_build_end(m), MX_OK);
+  cr_assert_eq(mx__hal_model_add_task(m, 0, &t, NULL), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__hal_model_build_end(m), MX_ERR_INVALID_ARGUMENT);
+  mx__hal_model_destroy(m);
+  mx__hal_model_destroy(NULL);
   mx_stream_destroy(s);
   mx_device_destroy(dev);
   hal_check_leaks();
@@ -497,22 +497,22 @@ Test(hal_model, long_chain_many_executes) {
     cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
     mx_hal_model_desc d = {.n_streams = 1, .n_ids = 1};
     mx_hal_model *m;
-    cr_assert_eq(mx_hal_model_create(dev, &d, &m, NULL), MX_OK);
+    cr_assert_eq(mx__hal_model_create(dev, &d, &m, NULL), MX_OK);
     enum { N = 5000, E = 50 };
     int64_t *log = calloc((size_t)N * E, sizeof *log);
     int64_t pos = 0;
     for (int i = 0; i < N; i++) {
       append_args a = {log, &pos, i};
       mx_hal_task t = {k_append, &a, sizeof a, NULL, 0};
-      cr_assert_eq(mx_hal_model_add_task(m, 0, &t, NULL), MX_OK);
+      cr_assert_eq(mx__hal_model_add_task(m, 0, &t, NULL), MX_OK);
     }
-    cr_assert_eq(mx_hal_model_build_end(m), MX_OK);
-    for (int e = 0; e < E; e++) cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+    cr_assert_eq(mx__hal_model_build_end(m), MX_OK);
+    for (int e = 0; e < E; e++) cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s), MX_OK);
     cr_assert_eq(pos, (int64_t)N * E);
     for (int64_t i = 0; i < (int64_t)N * E; i++) cr_assert_eq(log[i], i % N);
     free(log);
-    mx_hal_model_destroy(m);
+    mx__hal_model_destroy(m);
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }

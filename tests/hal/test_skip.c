@@ -19,8 +19,8 @@ Test(hal_skip, kernels_and_model_tasks_do_not_run_copies_and_callbacks_do) {
     int64_t log[8] = {0}, pos = 0;
     for (int i = 0; i < 6; i++) {
       append_args a = {log, &pos, 100 + i};
-      mx_status st = i % 3 == 2 ? mx_hal_host_callback(s, k_append, &a, sizeof a)
-                                : mx_hal_launch(s, k_append, &a, sizeof a);
+      mx_status st = i % 3 == 2 ? mx__hal_host_callback(s, k_append, &a, sizeof a)
+                                : mx__hal_launch(s, k_append, &a, sizeof a);
       cr_assert_eq(st, MX_OK, "%s", cfg->name);
     }
     /* A copy between device buffers runs, in order with the rest. */
@@ -35,17 +35,17 @@ Test(hal_skip, kernels_and_model_tasks_do_not_run_copies_and_callbacks_do) {
     mx_hal_model_desc d = {.n_streams = 1, .n_ids = 1, .mode = MX_HAL_MODEL_PATCH};
     mx_hal_model *m;
     mx_error err;
-    cr_assert_eq(mx_hal_model_create(dev, &d, &m, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(mx__hal_model_create(dev, &d, &m, &err), MX_OK, "%s", err.message);
     axpb_args args = {NULL, NULL, NULL, 0, 7};
     mx_hal_slot slots[3] = {
         {offsetof(axpb_args, dst), 0, 0}, {offsetof(axpb_args, a), 0, 8}, {offsetof(axpb_args, b), 0, 16}};
     mx_hal_task task = {k_axpb, &args, sizeof args, slots, 3};
-    cr_assert_eq(mx_hal_model_add_task(m, 0, &task, NULL), MX_OK, "%s", mx_hal_model_last_error(m));
-    cr_assert_eq(mx_hal_model_build_end(m), MX_OK, "%s", mx_hal_model_last_error(m));
+    cr_assert_eq(mx__hal_model_add_task(m, 0, &task, NULL), MX_OK, "%s", mx__hal_model_last_error(m));
+    cr_assert_eq(mx__hal_model_build_end(m), MX_OK, "%s", mx__hal_model_last_error(m));
     uint32_t id = 0;
     void *base = dst;
-    cr_assert_eq(mx_hal_model_update_bases(m, &id, &base, 1), MX_OK);
-    cr_assert_eq(mx_hal_model_execute(m, s), MX_OK, "%s", mx_hal_model_last_error(m));
+    cr_assert_eq(mx__hal_model_update_bases(m, &id, &base, 1), MX_OK);
+    cr_assert_eq(mx__hal_model_execute(m, s), MX_OK, "%s", mx__hal_model_last_error(m));
     cr_assert_eq(mx_stream_synchronize(s), MX_OK, "%s", cfg->name);
     cr_assert_eq(pos, 2, "%s: only the two host callbacks ran (pos %lld)", cfg->name, (long long)pos);
     cr_assert(log[0] == 102 && log[1] == 105, "%s: %lld %lld", cfg->name, (long long)log[0],
@@ -53,7 +53,7 @@ Test(hal_skip, kernels_and_model_tasks_do_not_run_copies_and_callbacks_do) {
     cr_assert_eq(mx_device_copy(dev, back, dst, sizeof back, MX_COPY_D2H), MX_OK);
     for (int i = 0; i < 8; i++)
       cr_assert_eq(back[i], 1, "%s: the copy ran, the model's kernel did not", cfg->name);
-    mx_hal_model_destroy(m);
+    mx__hal_model_destroy(m);
     mx_device_free(dev, src);
     mx_device_free(dev, dst);
     mx_stream_destroy(s);
@@ -75,7 +75,7 @@ Test(hal_skip, version_1_options_are_accepted_without_the_field) {
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
   int64_t log[1] = {0}, pos = 0;
   append_args a = {log, &pos, 5};
-  cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);
+  cr_assert_eq(mx__hal_launch(s, k_append, &a, sizeof a), MX_OK);
   cr_assert_eq(mx_stream_synchronize(s), MX_OK);
   cr_assert_eq(pos, 1, "the kernel ran");
   mx_stream_destroy(s);

@@ -20,8 +20,8 @@ Test(hal_stream, in_stream_order) {
     for (int i = 0; i < N; i++) {
       append_args a = {log, &pos, i};
       /* kernels and host callbacks interleave in one order */
-      mx_status st = (i % 3 == 0) ? mx_hal_host_callback(s, k_append, &a, sizeof a)
-                                  : mx_hal_launch(s, k_append, &a, sizeof a);
+      mx_status st = (i % 3 == 0) ? mx__hal_host_callback(s, k_append, &a, sizeof a)
+                                  : mx__hal_launch(s, k_append, &a, sizeof a);
       cr_assert_eq(st, MX_OK);
       a.value = -1; /* the HAL copied the block: changing ours must not matter */
     }
@@ -56,7 +56,7 @@ Test(hal_stream, large_argument_blocks) {
         block[k] = (unsigned char)(k * 7 + (size_t)i);
         expect[i] += block[k];
       }
-      cr_assert_eq(mx_hal_launch(s, k_sum_bytes, block, sizes[i]), MX_OK);
+      cr_assert_eq(mx__hal_launch(s, k_sum_bytes, block, sizes[i]), MX_OK);
       memset(block, 0xff, sizes[i]); /* reused at once */
       free(block);
     }
@@ -91,7 +91,7 @@ Test(hal_stream, mixed_argument_sizes_through_small_queues) {
         block[k] = (unsigned char)hal_rand(&rng);
         expect[i] += block[k];
       }
-      cr_assert_eq(mx_hal_launch(s, k_sum_bytes, block, size), MX_OK);
+      cr_assert_eq(mx__hal_launch(s, k_sum_bytes, block, size), MX_OK);
     }
     cr_assert_eq(mx_stream_synchronize(s), MX_OK);
     for (int i = 0; i < N; i++) cr_assert_eq(results[i], expect[i], "%s: launch %d", cfg->name, i);
@@ -119,9 +119,9 @@ static void *submit_thread(void *arg) {
   submitter *t = arg;
   for (int i = 0; i < 1000; i++) {
     append_args a = {t->log, t->pos, (int64_t)t->id * 1000000 + i};
-    cr_assert_eq(mx_hal_launch(t->shared, k_append, &a, sizeof a), MX_OK);
+    cr_assert_eq(mx__hal_launch(t->shared, k_append, &a, sizeof a), MX_OK);
     append_args b = {t->own_log, &t->own_pos, i};
-    cr_assert_eq(mx_hal_launch(t->own, k_append, &b, sizeof b), MX_OK);
+    cr_assert_eq(mx__hal_launch(t->own, k_append, &b, sizeof b), MX_OK);
   }
   cr_assert_eq(mx_stream_synchronize(t->own), MX_OK);
   return NULL;
@@ -195,7 +195,7 @@ Test(hal_stream, many_parked_host_waiters) {
     cr_assert_eq(mx_stream_create(dev, 0, &s[i]), MX_OK);
     atomic_init(&flags[i], 0);
     sleep_args a = {&flags[i], (int64_t)(5 + i) * 1000 * 1000};
-    cr_assert_eq(mx_hal_launch(s[i], k_sleep_flag, &a, sizeof a), MX_OK);
+    cr_assert_eq(mx__hal_launch(s[i], k_sleep_flag, &a, sizeof a), MX_OK);
     jobs[i] = (sync_job){s[i], &flags[i], MX_ERR_BUSY};
   }
   for (int i = 0; i < T; i++) cr_assert_eq(pthread_create(&th[i], NULL, sync_thread, &jobs[i]), 0);
@@ -212,11 +212,11 @@ Test(hal_stream, bad_arguments) {
   mx_device *dev = hal_device(&hal_configs[0], NULL);
   mx_stream *s;
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
-  cr_assert_eq(mx_hal_launch(s, NULL, NULL, 0), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__hal_launch(s, NULL, NULL, 0), MX_ERR_INVALID_ARGUMENT);
   cr_assert(strstr(mx_device_last_error(dev), "NULL function"));
-  cr_assert_eq(mx_hal_launch(s, k_noop, NULL, 16), MX_ERR_INVALID_ARGUMENT);
-  cr_assert_eq(mx_hal_launch(NULL, k_noop, NULL, 0), MX_ERR_INVALID_ARGUMENT);
-  cr_assert_eq(mx_hal_launch(s, k_noop, NULL, 0), MX_OK);
+  cr_assert_eq(mx__hal_launch(s, k_noop, NULL, 16), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__hal_launch(NULL, k_noop, NULL, 0), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__hal_launch(s, k_noop, NULL, 0), MX_OK);
   cr_assert_eq(mx_stream_create(dev, 0, NULL), MX_ERR_INVALID_ARGUMENT);
   cr_assert_eq(mx_stream_synchronize(s), MX_OK);
   mx_stream_destroy(NULL);
@@ -254,7 +254,7 @@ Test(hal_stream, events_order_two_streams) {
       int me = i & 1;
       if (i > 0) cr_assert_eq(mx_stream_wait_event(s[me], e[!me]), MX_OK);
       append_args a = {log, &pos, i};
-      cr_assert_eq(mx_hal_launch(s[me], k_append, &a, sizeof a), MX_OK);
+      cr_assert_eq(mx__hal_launch(s[me], k_append, &a, sizeof a), MX_OK);
       cr_assert_eq(mx_event_record(e[me], s[me]), MX_OK);
     }
     cr_assert_eq(mx_event_synchronize(e[(N - 1) & 1]), MX_OK);
@@ -282,11 +282,11 @@ Test(hal_stream, wait_does_not_block_host) {
   cr_assert_eq(mx_event_create(dev, &e), MX_OK);
   atomic_int flag = 0, flag2 = 0;
   sleep_args sl = {&flag, 50 * 1000 * 1000};
-  cr_assert_eq(mx_hal_launch(a, k_sleep_flag, &sl, sizeof sl), MX_OK);
+  cr_assert_eq(mx__hal_launch(a, k_sleep_flag, &sl, sizeof sl), MX_OK);
   cr_assert_eq(mx_event_record(e, a), MX_OK);
   cr_assert_eq(mx_stream_wait_event(b, e), MX_OK);
   sleep_args sl2 = {&flag2, 0};
-  cr_assert_eq(mx_hal_launch(b, k_sleep_flag, &sl2, sizeof sl2), MX_OK);
+  cr_assert_eq(mx__hal_launch(b, k_sleep_flag, &sl2, sizeof sl2), MX_OK);
   /* The host got here while a still sleeps (50 ms); b cannot have run its kernel yet. */
   cr_assert_eq(atomic_load(&flag2), 0);
   cr_assert_eq(mx_stream_query(b), MX_ERR_BUSY);
@@ -314,16 +314,16 @@ Test(hal_stream, sticky_error_and_reset) {
     int64_t log[8] = {0};
     int64_t pos = 0;
     append_args a = {log, &pos, 1};
-    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);
+    cr_assert_eq(mx__hal_launch(s, k_append, &a, sizeof a), MX_OK);
     mx_status bad = MX_ERR_KERNEL;
-    cr_assert_eq(mx_hal_launch(s, k_status, &bad, sizeof bad), MX_OK);
+    cr_assert_eq(mx__hal_launch(s, k_status, &bad, sizeof bad), MX_OK);
     a.value = 2;
-    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK); /* skipped */
+    cr_assert_eq(mx__hal_launch(s, k_append, &a, sizeof a), MX_OK); /* skipped */
     cr_assert_eq(mx_event_record(e, s), MX_OK);
     /* t waits for an event after the failure: the failure propagates to t. */
     cr_assert_eq(mx_stream_wait_event(t, e), MX_OK);
     a.value = 3;
-    cr_assert_eq(mx_hal_launch(t, k_append, &a, sizeof a), MX_OK); /* skipped as well */
+    cr_assert_eq(mx__hal_launch(t, k_append, &a, sizeof a), MX_OK); /* skipped as well */
     cr_assert_eq(mx_stream_synchronize(s), MX_ERR_KERNEL, "%s", cfg->name);
     cr_assert_eq(mx_stream_synchronize(t), MX_ERR_KERNEL, "%s", cfg->name);
     cr_assert_eq(mx_event_query(e), MX_ERR_KERNEL);
@@ -340,12 +340,12 @@ Test(hal_stream, sticky_error_and_reset) {
     cr_assert_eq(mx_stream_reset(t), MX_ERR_KERNEL);
     cr_assert_eq(mx_stream_get_error(s, &info), MX_OK);
     a.value = 4;
-    cr_assert_eq(mx_hal_launch(s, k_append, &a, sizeof a), MX_OK);
+    cr_assert_eq(mx__hal_launch(s, k_append, &a, sizeof a), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s), MX_OK);
     cr_assert_eq(mx_event_record(e, s), MX_OK);
     cr_assert_eq(mx_stream_wait_event(t, e), MX_OK);
     a.value = 5;
-    cr_assert_eq(mx_hal_launch(t, k_append, &a, sizeof a), MX_OK);
+    cr_assert_eq(mx__hal_launch(t, k_append, &a, sizeof a), MX_OK);
     cr_assert_eq(mx_stream_synchronize(t), MX_OK);
     cr_assert_eq(pos, 3);
     cr_assert_eq(log[1], 4);
@@ -371,7 +371,7 @@ Test(hal_stream, destroy_with_work_in_flight) {
     for (int i = 0; i < N; i++) {
       atomic_init(&flags[i], 0);
       sleep_args a = {&flags[i], 2 * 1000 * 1000};
-      cr_assert_eq(mx_hal_launch(s, k_sleep_flag, &a, sizeof a), MX_OK);
+      cr_assert_eq(mx__hal_launch(s, k_sleep_flag, &a, sizeof a), MX_OK);
     }
     mx_stream_destroy(s);
     for (int i = 0; i < N; i++) cr_assert_eq(atomic_load(&flags[i]), 1, "%s: kernel %d", cfg->name, i);
@@ -385,16 +385,16 @@ Test(hal_stream, destroy_with_work_in_flight) {
     cr_assert_eq(mx_device_alloc(dev, 4096, 0, &buf), MX_OK);
     mx_hal_model_desc d = {.n_streams = 2, .n_events = 1, .n_ids = 1};
     mx_hal_model *m;
-    cr_assert_eq(mx_hal_model_create(dev, &d, &m, NULL), MX_OK);
+    cr_assert_eq(mx__hal_model_create(dev, &d, &m, NULL), MX_OK);
     atomic_int mflag = 0;
     sleep_args ma = {&mflag, 3 * 1000 * 1000};
     mx_hal_task t = {k_sleep_flag, &ma, sizeof ma, NULL, 0};
-    cr_assert_eq(mx_hal_model_add_task(m, 1, &t, NULL), MX_OK);
-    cr_assert_eq(mx_hal_model_build_end(m), MX_OK);
-    cr_assert_eq(mx_hal_model_execute(m, s2), MX_OK);
+    cr_assert_eq(mx__hal_model_add_task(m, 1, &t, NULL), MX_OK);
+    cr_assert_eq(mx__hal_model_build_end(m), MX_OK);
+    cr_assert_eq(mx__hal_model_execute(m, s2), MX_OK);
     atomic_int last = 0;
     sleep_args la = {&last, 2 * 1000 * 1000};
-    cr_assert_eq(mx_hal_launch(s2, k_sleep_flag, &la, sizeof la), MX_OK);
+    cr_assert_eq(mx__hal_launch(s2, k_sleep_flag, &la, sizeof la), MX_OK);
     cr_assert_eq(mx_event_record(e, s2), MX_OK);
     mx_device_destroy(dev);
     cr_assert_eq(atomic_load(&mflag), 1, "%s", cfg->name);
@@ -427,7 +427,7 @@ Test(hal_stream, many_streams_and_priorities) {
     for (int r = 0; r < 64; r++) {
       for (int i = 0; i < N; i++) {
         append_args a = {logs[i], &pos[i], r};
-        cr_assert_eq(mx_hal_launch(s[i], k_append, &a, sizeof a), MX_OK);
+        cr_assert_eq(mx__hal_launch(s[i], k_append, &a, sizeof a), MX_OK);
       }
     }
     for (int i = 0; i < N; i += 2) mx_stream_destroy(s[i]);
@@ -453,7 +453,7 @@ Test(hal_stream, pinning_policies) {
     mx_device *dev = hal_device(&hal_configs[0], &o);
     mx_stream *s[3];
     for (int i = 0; i < 3; i++) cr_assert_eq(mx_stream_create(dev, 0, &s[i]), MX_OK);
-    for (int i = 0; i < 3; i++) cr_assert_eq(mx_hal_launch(s[i], k_noop, NULL, 0), MX_OK);
+    for (int i = 0; i < 3; i++) cr_assert_eq(mx__hal_launch(s[i], k_noop, NULL, 0), MX_OK);
     for (int i = 0; i < 3; i++) cr_assert_eq(mx_stream_synchronize(s[i]), MX_OK);
     mx_device_info info;
     mx_device_get_info(dev, &info);

@@ -45,14 +45,14 @@ Test(error_names, failing_and_faulted_launches) {
     mx_device *dev = device(kinds[k], MX_FAULT_KERNEL, 2);
     mx_stream *s;
     cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
-    cr_assert_eq(mx_hal_launch_named(s, k_ok, NULL, 0, "first"), MX_OK);
-    cr_assert_eq(mx_hal_launch_named(s, k_ok, NULL, 0, "l0/attention"), MX_OK);
+    cr_assert_eq(mx__hal_launch_named(s, k_ok, NULL, 0, "first"), MX_OK);
+    cr_assert_eq(mx__hal_launch_named(s, k_ok, NULL, 0, "l0/attention"), MX_OK);
     expect_message(s, "command 2 (kernel 'l0/attention') failed: injected fault (kernel:2)");
     mx_stream_reset(s);
-    cr_assert_eq(mx_hal_launch_named(s, k_fails, NULL, 0, "l0/q_proj"), MX_OK);
+    cr_assert_eq(mx__hal_launch_named(s, k_fails, NULL, 0, "l0/q_proj"), MX_OK);
     expect_message(s, "(kernel 'l0/q_proj') failed");
     mx_stream_reset(s);
-    cr_assert_eq(mx_hal_launch(s, k_fails, NULL, 0), MX_OK);
+    cr_assert_eq(mx__hal_launch(s, k_fails, NULL, 0), MX_OK);
     expect_message(s, "(kernel) failed");
     mx_stream_destroy(s);
     mx_device_destroy(dev);
@@ -67,7 +67,7 @@ Test(error_names, faulted_copies) {
     void *d;
     char h[32] = {0};
     cr_assert_eq(mx_device_alloc(dev, sizeof h, 0, &d), MX_OK);
-    cr_assert_eq(mx_hal_copy_async_named(s, d, h, sizeof h, MX_COPY_H2D, "past_key_0"), MX_OK);
+    cr_assert_eq(mx__hal_copy_async_named(s, d, h, sizeof h, MX_COPY_H2D, "past_key_0"), MX_OK);
     expect_message(s, "(asynchronous copy of 32 bytes of 'past_key_0') failed: injected fault (copy:1)");
     mx_device_free(dev, d);
     mx_stream_destroy(s);
@@ -83,15 +83,15 @@ Test(error_names, named_model_tasks) {
     mx_hal_model_desc desc = {.n_streams = 1, .n_ids = 1, .name = "partition_3"};
     mx_hal_model *m;
     mx_error err;
-    cr_assert_eq(mx_hal_model_create(dev, &desc, &m, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(mx__hal_model_create(dev, &desc, &m, &err), MX_OK, "%s", err.message);
     mx_hal_task t = {.fn = k_ok};
-    cr_assert_eq(mx_hal_model_add_task_named(m, 0, &t, "l0/k_proj", NULL), MX_OK);
-    cr_assert_eq(mx_hal_model_add_task_named(m, 0, &t, "l0/v_proj", NULL), MX_OK);
-    cr_assert_eq(mx_hal_model_add_task(m, 0, &t, NULL), MX_OK);
-    cr_assert_eq(mx_hal_model_build_end(m), MX_OK);
-    cr_assert_eq(mx_hal_model_execute(m, s), MX_OK);
+    cr_assert_eq(mx__hal_model_add_task_named(m, 0, &t, "l0/k_proj", NULL), MX_OK);
+    cr_assert_eq(mx__hal_model_add_task_named(m, 0, &t, "l0/v_proj", NULL), MX_OK);
+    cr_assert_eq(mx__hal_model_add_task(m, 0, &t, NULL), MX_OK);
+    cr_assert_eq(mx__hal_model_build_end(m), MX_OK);
+    cr_assert_eq(mx__hal_model_execute(m, s), MX_OK);
     expect_message(s, "model 'partition_3' task 1 'l0/v_proj' (internal stream 0) failed: injected fault");
-    mx_hal_model_destroy(m);
+    mx__hal_model_destroy(m);
     mx_stream_destroy(s);
     mx_device_destroy(dev);
   }
@@ -105,7 +105,7 @@ Test(error_names, waits_repeat_the_original_message) {
     cr_assert_eq(mx_stream_create(dev, 0, &a), MX_OK);
     cr_assert_eq(mx_stream_create(dev, 0, &b), MX_OK);
     cr_assert_eq(mx_event_create(dev, &e), MX_OK);
-    cr_assert_eq(mx_hal_launch_named(a, k_ok, NULL, 0, "e0/nonzero"), MX_OK);
+    cr_assert_eq(mx__hal_launch_named(a, k_ok, NULL, 0, "e0/nonzero"), MX_OK);
     cr_assert_eq(mx_event_record(e, a), MX_OK);
     cr_assert_eq(mx_stream_wait_event(b, e), MX_OK);
     expect_message(b,

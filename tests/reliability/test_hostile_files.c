@@ -1,6 +1,6 @@
 /* Hostile files around .mxm models: a weights side file replaced by a FIFO (nobody writes to
  * it) must make loading fail at once, not block forever, both for static-plan files
- * (mx_mxm_load) and for session files (mx_session_load_file). A watchdog alarm turns a hang
+ * (mx__mxm_load) and for session files (mx_session_load_file). A watchdog alarm turns a hang
  * into a failed test instead of waiting for the suite's time limit. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -39,19 +39,19 @@ Test(hostile_files, static_plan_weights_in_a_fifo) {
   cr_assert_eq(mx_graph_optimize(g, NULL), MX_OK, "%s", mx_graph_last_error(g));
   mx_static_plan *plan;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, &plan, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__static_compile(g, NULL, &plan, &err), MX_OK, "%s", err.message);
   char *dir = temp_dir();
   char path[600], weights[620];
   snprintf(path, sizeof path, "%s/plan.mxm", dir);
   snprintf(weights, sizeof weights, "%s.weights", path);
   mx_mxm_save_options so = {.external_weights = true};
-  cr_assert_eq(mx_mxm_save(plan, path, &so, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_save(plan, path, &so, &err), MX_OK, "%s", err.message);
   mx_static_plan *back = NULL;
-  cr_assert_eq(mx_mxm_load(path, &back, &err), MX_OK, "the intact file loads: %s", err.message);
-  mx_static_plan_destroy(back);
+  cr_assert_eq(mx__mxm_load(path, &back, &err), MX_OK, "the intact file loads: %s", err.message);
+  mx__static_plan_destroy(back);
   make_fifo(weights);
   back = NULL;
-  mx_status st = mx_mxm_load(path, &back, &err);
+  mx_status st = mx__mxm_load(path, &back, &err);
   cr_assert_neq(st, MX_OK);
   cr_assert_null(back);
   cr_assert(strstr(err.message, "plan.mxm.weights"), "the message names the file: %s", err.message);
@@ -59,7 +59,7 @@ Test(hostile_files, static_plan_weights_in_a_fifo) {
   unlink(path);
   rmdir(dir);
   free(dir);
-  mx_static_plan_destroy(plan);
+  mx__static_plan_destroy(plan);
   mx_graph_destroy(g);
   alarm(0);
 }

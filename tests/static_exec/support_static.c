@@ -32,7 +32,7 @@ static mx_status fail(char *why, size_t cap, mx_status st, const char *what, con
 static mx_status run(mx_static_model *m, mx_stream *s, const mx_tensor *inputs, mx_tensor *outputs, bool host,
                      char *why, size_t cap) {
   mx_device *dev = mx_stream_device(s);
-  size_t ni = mx_static_model_input_count(m), no = mx_static_model_output_count(m);
+  size_t ni = mx__static_model_input_count(m), no = mx__static_model_output_count(m);
   mx_tensor *din = calloc(ni ? ni : 1, sizeof *din), *dout = calloc(no ? no : 1, sizeof *dout);
   mx_status st = MX_OK;
   if (!din || !dout) {
@@ -42,7 +42,7 @@ static mx_status run(mx_static_model *m, mx_stream *s, const mx_tensor *inputs, 
   memset(outputs, 0, no * sizeof *outputs);
   for (size_t j = 0; j < no && st == MX_OK; j++) {
     mx_static_io io;
-    mx_static_model_output(m, j, &io);
+    mx__static_model_output(m, j, &io);
     st = mx_tensor_alloc(io.dtype, io.rank, io.dims, &outputs[j]);
     outputs[j].name = io.name;
   }
@@ -76,9 +76,9 @@ static mx_status run(mx_static_model *m, mx_stream *s, const mx_tensor *inputs, 
       goto done;
     }
   }
-  if ((st = mx_static_model_update_args(m, din, ni, dout, no)) != MX_OK ||
-      (st = mx_static_model_execute(m, s)) != MX_OK) {
-    fail(why, cap, st, "static model", mx_static_model_last_error(m));
+  if ((st = mx__static_model_update_args(m, din, ni, dout, no)) != MX_OK ||
+      (st = mx__static_model_execute(m, s)) != MX_OK) {
+    fail(why, cap, st, "static model", mx__static_model_last_error(m));
     goto done;
   }
   mx_stream_error se;
@@ -202,11 +202,11 @@ bool st_check_against_reference(mx_graph *g, const mx_static_options *opt, const
     goto done;
   }
   have_ref = true;
-  if (mx_static_compile(g, opt, &p, &err) != MX_OK) {
+  if (mx__static_compile(g, opt, &p, &err) != MX_OK) {
     snprintf(why, cap, "compile: %s", err.message);
     goto done;
   }
-  if (mx_static_model_create(dev, p, lo, &m, &err) != MX_OK) {
+  if (mx__static_model_create(dev, p, lo, &m, &err) != MX_OK) {
     snprintf(why, cap, "create: %s", err.message);
     goto done;
   }
@@ -229,8 +229,8 @@ done:
   for (size_t j = 0; have_ref && j < no; j++) mx_tensor_release(&ref[j]);
   for (size_t i = 0; have_in && i < ni; i++) mx_tensor_release(&in[i]);
   mx_stream_destroy(s);
-  mx_static_model_destroy(m);
-  mx_static_plan_destroy(p);
+  mx__static_model_destroy(m);
+  mx__static_plan_destroy(p);
   free(got);
   free(ref);
   free(in);
@@ -246,20 +246,20 @@ mx_status st_random_graph(uint64_t seed, int n_ops, bool corner_outputs, mx_grap
 /* --- independent memory-plan check ------------------------------------------------------------ */
 
 bool st_check_memory_plan(const mx_static_plan *p, char *why, size_t cap) {
-  size_t n = mx_static_plan_task_count(p), nb = mx_static_plan_buffer_count(p);
+  size_t n = mx__static_plan_task_count(p), nb = mx__static_plan_buffer_count(p);
   size_t words = (n + 63) / 64;
   uint64_t *reach = calloc((n ? n : 1) * (words ? words : 1), sizeof *reach); /* reach[b]: tasks HB b */
   size_t *last_on = calloc(MX_STATIC_MAX_STREAMS, sizeof *last_on);
   size_t *recorder = NULL;
   bool ok = false;
   mx_static_report r;
-  mx_static_plan_report(p, &r);
+  mx__static_plan_report(p, &r);
   recorder = calloc(r.events ? r.events : 1, sizeof *recorder);
   if (!reach || !last_on || !recorder) goto done;
   for (size_t s = 0; s < MX_STATIC_MAX_STREAMS; s++) last_on[s] = SIZE_MAX;
   for (size_t t = 0; t < n; t++) {
     mx_static_task_info ti;
-    mx_static_plan_task(p, t, &ti);
+    mx__static_plan_task(p, t, &ti);
     uint64_t *rt = reach + t * words;
     size_t preds[65];
     size_t np = 0;
@@ -281,14 +281,14 @@ bool st_check_memory_plan(const mx_static_plan *p, char *why, size_t cap) {
   }
   for (size_t i = 0; i < nb; i++) {
     mx_static_buffer_info a;
-    mx_static_plan_buffer(p, i, &a);
+    mx__static_plan_buffer(p, i, &a);
     if (a.offset % 64 || a.size % 64 || a.offset + a.size > r.fm_bytes || a.n_users == 0) {
       snprintf(why, cap, "buffer %zu ('%s') misplaced", i, a.name);
       goto done;
     }
     for (size_t j = i + 1; j < nb; j++) {
       mx_static_buffer_info b;
-      mx_static_plan_buffer(p, j, &b);
+      mx__static_plan_buffer(p, j, &b);
       if (a.offset >= b.offset + b.size || b.offset >= a.offset + a.size) continue;
       bool ab = true, ba = true;
       for (uint32_t x = 0; x < a.n_users; x++)
@@ -320,7 +320,7 @@ bool st_check_memory_plan(const mx_static_plan *p, char *why, size_t cap) {
       bool found = false;
       for (size_t i = 0; i < nb && !found; i++) {
         mx_static_buffer_info b;
-        mx_static_plan_buffer(p, i, &b);
+        mx__static_plan_buffer(p, i, &b);
         if (off < b.offset || off + size > b.offset + b.size) continue;
         for (uint32_t u = 0; u < b.n_users && !found; u++) found = b.users[u] == t;
       }

@@ -106,18 +106,18 @@ static bool run_case(const mxt_onnx_case *c, mx_device *dev, mx_stream *s, int i
   }
   have_ref = true;
   mx_static_options o;
-  mx_static_options_init(&o);
+  mx__static_options_init(&o);
   o.mode = index % 2 ? MX_HAL_MODEL_INDIRECT : MX_HAL_MODEL_PATCH;
-  if (mx_static_compile(g, &o, &p, &err) != MX_OK) {
+  if (mx__static_compile(g, &o, &p, &err) != MX_OK) {
     snprintf(why, cap, "%s: compile: %s", c->name, err.message);
     goto done;
   }
-  if (mx_mxm_save_memory(p, &img, &img_size, &err) != MX_OK ||
-      mx_mxm_load_memory(img, img_size, c->name, &p2, &err) != MX_OK) {
+  if (mx__mxm_save_memory(p, &img, &img_size, &err) != MX_OK ||
+      mx__mxm_load_memory(img, img_size, c->name, &p2, &err) != MX_OK) {
     snprintf(why, cap, "%s: .mxm round trip: %s", c->name, err.message);
     goto done;
   }
-  if (mx_static_model_create(dev, p2, NULL, &m, &err) != MX_OK) {
+  if (mx__static_model_create(dev, p2, NULL, &m, &err) != MX_OK) {
     snprintf(why, cap, "%s: create: %s", c->name, err.message);
     goto done;
   }
@@ -141,9 +141,9 @@ done:
   for (size_t j = 0; have_got && j < no; j++) mx_tensor_release(&got[j]);
   for (size_t j = 0; have_ref && j < no; j++) mx_tensor_release(&ref[j]);
   for (size_t i = 0; i < loaded; i++) mx_tensor_release(&in[i]);
-  mx_static_model_destroy(m);
-  mx_static_plan_destroy(p2);
-  mx_static_plan_destroy(p);
+  mx__static_model_destroy(m);
+  mx__static_plan_destroy(p2);
+  mx__static_plan_destroy(p);
   free(img);
   free(got);
   free(ref);

@@ -20,12 +20,12 @@ Test(static_errors, compile_refuses_symbolic_shapes) {
   cr_assert_eq(mx_graph_infer(g), MX_OK);
   mx_static_plan *p = (mx_static_plan *)1;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_ERR_SHAPE);
+  cr_assert_eq(mx__static_compile(g, NULL, &p, &err), MX_ERR_SHAPE);
   cr_assert_null(p);
   cr_assert(strstr(err.message, "'x'") && strstr(err.message, "batch"), "%s", err.message);
   cr_assert_eq(mx_graph_bind_symbol(g, "batch", 3), MX_OK);
-  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
-  mx_static_plan_destroy(p);
+  cr_assert_eq(mx__static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
+  mx__static_plan_destroy(p);
   mx_graph_destroy(g);
 }
 
@@ -41,7 +41,7 @@ Test(static_errors, compile_refuses_data_dependent_ops) {
   cr_assert_eq(mx_graph_infer(g), MX_OK);
   mx_static_plan *p;
   mx_error err;
-  mx_status st = mx_static_compile(g, NULL, &p, &err);
+  mx_status st = mx__static_compile(g, NULL, &p, &err);
   cr_assert_neq(st, MX_OK);
   cr_assert(strstr(err.message, "find"), "%s", err.message);
   mx_graph_destroy(g);
@@ -57,18 +57,18 @@ Test(static_errors, bad_options) {
   cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK);
   mx_static_options o;
-  mx_static_options_init(&o);
+  mx__static_options_init(&o);
   o.max_streams = 1000;
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_ERR_INVALID_ARGUMENT);
-  mx_static_options_init(&o);
+  cr_assert_eq(mx__static_compile(g, &o, &p, &err), MX_ERR_INVALID_ARGUMENT);
+  mx__static_options_init(&o);
   o.frozen_inputs = (uint32_t[]){3};
   o.n_frozen = 1;
-  cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__static_compile(g, &o, &p, &err), MX_ERR_INVALID_ARGUMENT);
   cr_assert(strstr(err.message, "frozen input 3"), "%s", err.message);
-  mx_static_plan_destroy(NULL);
-  mx_static_model_destroy(NULL);
+  mx__static_plan_destroy(NULL);
+  mx__static_model_destroy(NULL);
   mx_graph_destroy(g);
 }
 
@@ -97,20 +97,20 @@ Test(static_errors, copies_for_input_constant_and_repeated_outputs) {
   mx_device *dev = st_device(MX_DEVICE_CPU, true);
   for (uint32_t streams = 1; streams <= 2; streams++) {
     mx_static_options o;
-    mx_static_options_init(&o);
+    mx__static_options_init(&o);
     o.max_streams = streams;
     char why[512] = "";
     cr_assert(st_check_against_reference(g, &o, NULL, dev, 1, why, sizeof why), "%s", why);
   }
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK);
+  cr_assert_eq(mx__static_compile(g, NULL, &p, &err), MX_OK);
   mx_static_report r;
-  mx_static_plan_report(p, &r);
+  mx__static_plan_report(p, &r);
   cr_assert_eq(r.kernel_tasks, 1);
   cr_assert_eq(r.copy_tasks, 3);
   cr_assert_eq(r.fm_bytes, 0, "the only computed value goes straight to the caller");
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   mx_device_destroy(dev);
   mx_graph_destroy(g);
 }
@@ -120,9 +120,9 @@ Test(static_errors, wrong_arguments_name_the_input) {
   mx_device *dev = st_device(MX_DEVICE_CPU, true);
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK);
+  cr_assert_eq(mx__static_compile(g, NULL, &p, &err), MX_OK);
   mx_static_model *m;
-  cr_assert_eq(mx_static_model_create(dev, p, NULL, &m, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__static_model_create(dev, p, NULL, &m, &err), MX_OK, "%s", err.message);
   float xin[15] = {0}, outs[4][15];
   mx_tensor in = {.dtype = MX_FLOAT32, .rank = 2, .dims = {3, 5}, .data = xin, .placement = MX_HOST};
   mx_tensor out[4];
@@ -132,39 +132,39 @@ Test(static_errors, wrong_arguments_name_the_input) {
   mx_stream *s;
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
   /* execute before any update_args */
-  cr_assert_eq(mx_static_model_execute(m, s), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_static_model_last_error(m), "update_args"));
-  cr_assert_eq(mx_static_model_update_args(m, &in, 1, out, 3), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_static_model_last_error(m), "3 outputs"), "%s", mx_static_model_last_error(m));
+  cr_assert_eq(mx__static_model_execute(m, s), MX_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(mx__static_model_last_error(m), "update_args"));
+  cr_assert_eq(mx__static_model_update_args(m, &in, 1, out, 3), MX_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(mx__static_model_last_error(m), "3 outputs"), "%s", mx__static_model_last_error(m));
   mx_tensor bad = in;
   bad.dtype = MX_INT32;
-  cr_assert_eq(mx_static_model_update_args(m, &bad, 1, out, 4), MX_ERR_DTYPE);
-  cr_assert(strstr(mx_static_model_last_error(m), "input 0 ('x')"), "%s", mx_static_model_last_error(m));
+  cr_assert_eq(mx__static_model_update_args(m, &bad, 1, out, 4), MX_ERR_DTYPE);
+  cr_assert(strstr(mx__static_model_last_error(m), "input 0 ('x')"), "%s", mx__static_model_last_error(m));
   bad = in;
   bad.dims[1] = 6;
-  cr_assert_eq(mx_static_model_update_args(m, &bad, 1, out, 4), MX_ERR_SHAPE);
-  cr_assert(strstr(mx_static_model_last_error(m), "'x'") && strstr(mx_static_model_last_error(m), "[3, 5]"),
-            "%s", mx_static_model_last_error(m));
+  cr_assert_eq(mx__static_model_update_args(m, &bad, 1, out, 4), MX_ERR_SHAPE);
+  cr_assert(strstr(mx__static_model_last_error(m), "'x'") && strstr(mx__static_model_last_error(m), "[3, 5]"),
+            "%s", mx__static_model_last_error(m));
   bad = in;
   bad.dims[1] = 4;
-  cr_assert_eq(mx_static_model_update_args(m, &bad, 1, out, 4), MX_ERR_SHAPE);
-  cr_assert(strstr(mx_static_model_last_error(m), "too small"), "%s", mx_static_model_last_error(m));
+  cr_assert_eq(mx__static_model_update_args(m, &bad, 1, out, 4), MX_ERR_SHAPE);
+  cr_assert(strstr(mx__static_model_last_error(m), "too small"), "%s", mx__static_model_last_error(m));
   mx_tensor bad_out[4];
   memcpy(bad_out, out, sizeof out);
   bad_out[2].rank = 1;
   bad_out[2].dims[0] = 7;
-  cr_assert_eq(mx_static_model_update_args(m, &in, 1, bad_out, 4), MX_ERR_SHAPE);
-  cr_assert(strstr(mx_static_model_last_error(m), "output 2 ('w')") &&
-                strstr(mx_static_model_last_error(m), "too small"),
-            "%s", mx_static_model_last_error(m));
+  cr_assert_eq(mx__static_model_update_args(m, &in, 1, bad_out, 4), MX_ERR_SHAPE);
+  cr_assert(strstr(mx__static_model_last_error(m), "output 2 ('w')") &&
+                strstr(mx__static_model_last_error(m), "too small"),
+            "%s", mx__static_model_last_error(m));
   memcpy(bad_out, out, sizeof out);
   bad_out[1].data = NULL;
-  cr_assert_eq(mx_static_model_update_args(m, &in, 1, bad_out, 4), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_static_model_last_error(m), "output 1 ('x')"), "%s", mx_static_model_last_error(m));
+  cr_assert_eq(mx__static_model_update_args(m, &in, 1, bad_out, 4), MX_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(mx__static_model_last_error(m), "output 1 ('x')"), "%s", mx__static_model_last_error(m));
   /* Failed calls changed nothing: a good step still works. */
   for (int i = 0; i < 15; i++) xin[i] = (float)i;
-  cr_assert_eq(mx_static_model_update_args(m, &in, 1, out, 4), MX_OK, "%s", mx_static_model_last_error(m));
-  cr_assert_eq(mx_static_model_execute(m, s), MX_OK, "%s", mx_static_model_last_error(m));
+  cr_assert_eq(mx__static_model_update_args(m, &in, 1, out, 4), MX_OK, "%s", mx__static_model_last_error(m));
+  cr_assert_eq(mx__static_model_execute(m, s), MX_OK, "%s", mx__static_model_last_error(m));
   cr_assert_eq(mx_stream_synchronize(s), MX_OK);
   for (int i = 0; i < 15; i++) {
     cr_assert_eq(outs[0][i], (float)i + (float)i * 0.5f);
@@ -173,16 +173,16 @@ Test(static_errors, wrong_arguments_name_the_input) {
     cr_assert_eq(outs[3][i], outs[0][i]);
   }
   /* run addresses: the weight region holds w */
-  float *w_dev = mx_static_model_run_address(m, MX_STATIC_WEIGHT, 0);
+  float *w_dev = mx__static_model_run_address(m, MX_STATIC_WEIGHT, 0);
   cr_assert_not_null(w_dev);
   float w0[15];
   cr_assert_eq(mx_device_copy(dev, w0, w_dev, sizeof w0, MX_COPY_D2H), MX_OK);
   cr_assert_eq(w0[3], 1.5f);
-  cr_assert_null(mx_static_model_run_address(m, MX_STATIC_WEIGHT, 1u << 20));
-  cr_assert_eq(mx_static_model_update_workspaces(m, NULL), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_null(mx__static_model_run_address(m, MX_STATIC_WEIGHT, 1u << 20));
+  cr_assert_eq(mx__static_model_update_workspaces(m, NULL), MX_ERR_INVALID_ARGUMENT);
   mx_stream_destroy(s);
-  mx_static_model_destroy(m);
-  mx_static_plan_destroy(p);
+  mx__static_model_destroy(m);
+  mx__static_plan_destroy(p);
   mx_device_destroy(dev);
   mx_graph_destroy(g);
 }
@@ -192,43 +192,43 @@ Test(static_errors, external_fm_must_be_supplied) {
   cr_assert_eq(st_random_graph(5, 20, false, &g), MX_OK);
   mx_device *dev = st_device(MX_DEVICE_INLINE, true);
   mx_static_options o;
-  mx_static_options_init(&o);
+  mx__static_options_init(&o);
   o.fm_external = true;
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK);
+  cr_assert_eq(mx__static_compile(g, &o, &p, &err), MX_OK);
   mx_static_model *m;
-  cr_assert_eq(mx_static_model_create(dev, p, NULL, &m, &err), MX_OK, "%s", err.message);
-  cr_assert_gt(mx_static_model_fm_size(m), 0);
+  cr_assert_eq(mx__static_model_create(dev, p, NULL, &m, &err), MX_OK, "%s", err.message);
+  cr_assert_gt(mx__static_model_fm_size(m), 0);
   mx_tensor in[4], out[8];
   cr_assert_eq(st_random_inputs(g, 1, in), MX_OK);
   size_t ni = mx_graph_input_count(g), no = mx_graph_output_count(g);
   float *obuf[8];
   for (size_t j = 0; j < no; j++) {
     mx_static_io io;
-    mx_static_model_output(m, j, &io);
+    mx__static_model_output(m, j, &io);
     obuf[j] = malloc(io.nbytes ? io.nbytes : 1);
     out[j] = (mx_tensor){.dtype = io.dtype, .rank = io.rank, .data = obuf[j], .placement = MX_HOST};
     memcpy(out[j].dims, io.dims, sizeof io.dims);
   }
   mx_stream *s;
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
-  cr_assert_eq(mx_static_model_update_args(m, in, ni, out, no), MX_OK, "%s", mx_static_model_last_error(m));
-  cr_assert_eq(mx_static_model_execute(m, s), MX_ERR_INVALID_ARGUMENT);
-  cr_assert(strstr(mx_static_model_last_error(m), "FM arena"), "%s", mx_static_model_last_error(m));
+  cr_assert_eq(mx__static_model_update_args(m, in, ni, out, no), MX_OK, "%s", mx__static_model_last_error(m));
+  cr_assert_eq(mx__static_model_execute(m, s), MX_ERR_INVALID_ARGUMENT);
+  cr_assert(strstr(mx__static_model_last_error(m), "FM arena"), "%s", mx__static_model_last_error(m));
   void *fm;
-  cr_assert_eq(mx_device_alloc(dev, mx_static_model_fm_size(m), 64, &fm), MX_OK);
-  cr_assert_eq(mx_static_model_update_workspaces(m, (char *)fm + 8), MX_ERR_INVALID_ARGUMENT);
-  cr_assert_eq(mx_static_model_update_workspaces(m, fm), MX_OK);
-  cr_assert_eq(mx_static_model_run_address(m, MX_STATIC_FM, 0), fm);
-  cr_assert_eq(mx_static_model_execute(m, s), MX_OK, "%s", mx_static_model_last_error(m));
+  cr_assert_eq(mx_device_alloc(dev, mx__static_model_fm_size(m), 64, &fm), MX_OK);
+  cr_assert_eq(mx__static_model_update_workspaces(m, (char *)fm + 8), MX_ERR_INVALID_ARGUMENT);
+  cr_assert_eq(mx__static_model_update_workspaces(m, fm), MX_OK);
+  cr_assert_eq(mx__static_model_run_address(m, MX_STATIC_FM, 0), fm);
+  cr_assert_eq(mx__static_model_execute(m, s), MX_OK, "%s", mx__static_model_last_error(m));
   cr_assert_eq(mx_stream_synchronize(s), MX_OK);
   mx_stream_destroy(s);
   for (size_t i = 0; i < ni; i++) mx_tensor_release(&in[i]);
   for (size_t j = 0; j < no; j++) free(obuf[j]);
-  mx_static_model_destroy(m);
+  mx__static_model_destroy(m);
   mx_device_free(dev, fm);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   mx_device_destroy(dev);
   mx_graph_destroy(g);
 }
@@ -279,19 +279,19 @@ Test(static_errors, partition_known_subgraph_with_const_inputs) {
       if (bd.constant && nf < 16) frozen[nf++] = bd.parent_index;
     }
     mx_static_options o;
-    mx_static_options_init(&o);
+    mx__static_options_init(&o);
     o.frozen_inputs = frozen;
     o.n_frozen = nf;
     char why[512] = "";
     cr_assert(st_check_against_reference(ci.body, &o, NULL, dev, 2, why, sizeof why), "%s", why);
     mx_static_plan *p;
-    cr_assert_eq(mx_static_compile(ci.body, &o, &p, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(mx__static_compile(ci.body, &o, &p, &err), MX_OK, "%s", err.message);
     for (size_t k = 0; k < nf; k++) {
       mx_static_io io;
-      cr_assert(mx_static_plan_input(p, frozen[k], &io));
+      cr_assert(mx__static_plan_input(p, frozen[k], &io));
       cr_assert(io.frozen);
     }
-    mx_static_plan_destroy(p);
+    mx__static_plan_destroy(p);
   }
   cr_assert_geq(known, 1);
   mx_device_destroy(dev);

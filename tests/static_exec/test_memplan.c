@@ -16,31 +16,31 @@ Test(static_memplan, random_graph_invariants) {
     cr_assert_eq(st_random_graph(seed, 10 + (int)(seed * 7 % 90), seed % 3 == 0, &g), MX_OK);
     for (uint32_t streams = 1; streams <= 4; streams *= 2) {
       mx_static_options o;
-      mx_static_options_init(&o);
+      mx__static_options_init(&o);
       o.max_streams = streams;
       mx_static_plan *p;
       mx_error err;
-      cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "seed %llu: %s", (unsigned long long)seed,
+      cr_assert_eq(mx__static_compile(g, &o, &p, &err), MX_OK, "seed %llu: %s", (unsigned long long)seed,
                    err.message);
       char why[512] = "";
       cr_assert(st_check_memory_plan(p, why, sizeof why), "seed %llu, %u streams: %s",
                 (unsigned long long)seed, streams, why);
       mx_static_report r;
-      mx_static_plan_report(p, &r);
+      mx__static_plan_report(p, &r);
       cr_assert_geq(r.fm_bytes, r.lower_bound);
       cr_assert_leq(r.fm_bytes, r.no_reuse);
       /* Events: at most one wait per other stream per task (the reduction keeps only the latest
        * producer of each stream), never more waits than cross-stream edges. */
       cr_assert_leq(r.waits, r.cross_edges);
       cr_assert_leq(r.events, r.waits);
-      for (size_t t = 0; t < mx_static_plan_task_count(p); t++) {
+      for (size_t t = 0; t < mx__static_plan_task_count(p); t++) {
         mx_static_task_info ti;
-        mx_static_plan_task(p, t, &ti);
+        mx__static_plan_task(p, t, &ti);
         cr_assert_leq(ti.n_waits + 1, r.streams);
       }
       cross += r.cross_edges;
       waits += r.waits;
-      mx_static_plan_destroy(p);
+      mx__static_plan_destroy(p);
       checked++;
     }
     mx_graph_destroy(g);
@@ -58,7 +58,7 @@ Test(static_memplan, random_graphs_match_reference) {
     cr_assert_eq(st_random_graph(seed, 40, seed % 2 == 0, &g), MX_OK);
     for (uint32_t streams = 1; streams <= 4; streams *= 2) {
       mx_static_options o;
-      mx_static_options_init(&o);
+      mx__static_options_init(&o);
       o.max_streams = streams;
       o.mode = seed % 3 ? MX_HAL_MODEL_PATCH : MX_HAL_MODEL_INDIRECT;
       char why[512] = "";
@@ -83,13 +83,13 @@ Test(static_memplan, chain_in_place) {
   cr_assert_eq(mx_graph_infer(g), MX_OK);
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
   mx_static_report r;
-  mx_static_plan_report(p, &r);
+  mx__static_plan_report(p, &r);
   cr_assert_eq(r.fm_bytes, 1024, "one 1 KiB buffer, not %llu bytes", (unsigned long long)r.fm_bytes);
   cr_assert_eq(r.lower_bound, 1024);
   cr_assert_eq(r.in_place, 18);
   cr_assert_eq(r.tasks, 20);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   mx_graph_destroy(g);
 }

@@ -28,9 +28,9 @@ static mx_graph *small_block(void) {
  * (free it). */
 static unsigned char *compiled_image(mx_graph *g, mx_static_plan **p, size_t *n) {
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, p, &err), MX_OK);
+  cr_assert_eq(mx__static_compile(g, NULL, p, &err), MX_OK);
   unsigned char *img;
-  cr_assert_eq(mx_mxm_save_memory(*p, (void **)&img, n, &err), MX_OK);
+  cr_assert_eq(mx__mxm_save_memory(*p, (void **)&img, n, &err), MX_OK);
   return img;
 }
 
@@ -38,7 +38,7 @@ static unsigned char *compiled_image(mx_graph *g, mx_static_plan **p, size_t *n)
 static void run_plan(mx_device *dev, const mx_static_plan *p, const mx_graph *g, mx_tensor *out) {
   mx_static_model *m;
   mx_error err;
-  cr_assert_eq(mx_static_model_create(dev, p, NULL, &m, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__static_model_create(dev, p, NULL, &m, &err), MX_OK, "%s", err.message);
   mx_stream *s;
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
   mx_tensor in[4];
@@ -47,7 +47,7 @@ static void run_plan(mx_device *dev, const mx_static_plan *p, const mx_graph *g,
   cr_assert_eq(st_run_device(m, s, in, out, why, sizeof why), MX_OK, "%s", why);
   for (size_t i = 0; i < mx_graph_input_count(g); i++) mx_tensor_release(&in[i]);
   mx_stream_destroy(s);
-  mx_static_model_destroy(m);
+  mx__static_model_destroy(m);
 }
 
 static char *temp_path(const char *leaf) {
@@ -60,18 +60,18 @@ static void round_trip(bool external) {
   mx_graph *g = small_block();
   mx_device *dev = st_device(MX_DEVICE_CPU, true);
   mx_static_options o;
-  mx_static_options_init(&o);
+  mx__static_options_init(&o);
   o.max_streams = 2;
   mx_static_plan *p, *q;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
   char *path = temp_path(external ? "ext.mxm" : "inline.mxm");
   mx_mxm_save_options so = {.external_weights = external};
-  cr_assert_eq(mx_mxm_save(p, path, &so, &err), MX_OK, "%s", err.message);
-  cr_assert_eq(mx_mxm_load(path, &q, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_save(p, path, &so, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_load(path, &q, &err), MX_OK, "%s", err.message);
   mx_static_report a, b;
-  mx_static_plan_report(p, &a);
-  mx_static_plan_report(q, &b);
+  mx__static_plan_report(p, &a);
+  mx__static_plan_report(q, &b);
   cr_assert_eq(a.fm_bytes, b.fm_bytes);
   cr_assert_eq(a.tasks, b.tasks);
   cr_assert_eq(a.events, b.events);
@@ -95,14 +95,14 @@ static void round_trip(bool external) {
     fputc(ch ^ 0x40, f);
     fclose(f);
     mx_static_plan *bad = NULL;
-    cr_assert_eq(mx_mxm_load(path, &bad, &err), MX_ERR_MALFORMED);
+    cr_assert_eq(mx__mxm_load(path, &bad, &err), MX_ERR_MALFORMED);
     cr_assert(strstr(err.message, path), "%s", err.message);
     remove(wpath);
   }
   remove(path);
   free(path);
-  mx_static_plan_destroy(q);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(q);
+  mx__static_plan_destroy(p);
   mx_device_destroy(dev);
   mx_graph_destroy(g);
 }
@@ -115,27 +115,27 @@ Test(static_mxm, several_plans) {
   mx_static_plan *p[2];
   mx_error err;
   mx_static_options o;
-  mx_static_options_init(&o);
-  cr_assert_eq(mx_static_compile(g, &o, &p[0], &err), MX_OK);
+  mx__static_options_init(&o);
+  cr_assert_eq(mx__static_compile(g, &o, &p[0], &err), MX_OK);
   o.max_streams = 4;
   o.name = "second";
-  cr_assert_eq(mx_static_compile(g, &o, &p[1], &err), MX_OK);
+  cr_assert_eq(mx__static_compile(g, &o, &p[1], &err), MX_OK);
   char *path = temp_path("two.mxm");
-  cr_assert_eq(mx_mxm_save_plans((const mx_static_plan *const *)p, 2, path, NULL, &err), MX_OK, "%s",
+  cr_assert_eq(mx__mxm_save_plans((const mx_static_plan *const *)p, 2, path, NULL, &err), MX_OK, "%s",
                err.message);
   mx_static_plan **q;
   size_t n;
-  cr_assert_eq(mx_mxm_load_plans(path, &q, &n, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_load_plans(path, &q, &n, &err), MX_OK, "%s", err.message);
   cr_assert_eq(n, 2);
-  cr_assert_str_eq(mx_static_plan_name(q[1]), "second");
+  cr_assert_str_eq(mx__static_plan_name(q[1]), "second");
   mx_static_plan *one;
-  cr_assert_eq(mx_mxm_load(path, &one, &err), MX_ERR_UNSUPPORTED);
-  for (size_t i = 0; i < n; i++) mx_static_plan_destroy(q[i]);
+  cr_assert_eq(mx__mxm_load(path, &one, &err), MX_ERR_UNSUPPORTED);
+  for (size_t i = 0; i < n; i++) mx__static_plan_destroy(q[i]);
   free(q);
   remove(path);
   free(path);
-  mx_static_plan_destroy(p[0]);
-  mx_static_plan_destroy(p[1]);
+  mx__static_plan_destroy(p[0]);
+  mx__static_plan_destroy(p[1]);
   mx_graph_destroy(g);
 }
 
@@ -152,18 +152,18 @@ Test(static_mxm, truncated_and_flipped_files_are_rejected) {
   size_t n;
   unsigned char *img = compiled_image(g, &p, &n);
   mx_static_plan *q = NULL;
-  cr_assert_eq(mx_mxm_load_memory(img, n, "good", &q, &err), MX_OK, "%s", err.message);
-  mx_static_plan_destroy(q);
+  cr_assert_eq(mx__mxm_load_memory(img, n, "good", &q, &err), MX_OK, "%s", err.message);
+  mx__static_plan_destroy(q);
   for (size_t len = 0; len < n; len += 1 + len / 64) {
     q = NULL;
-    cr_assert_eq(mx_mxm_load_memory(img, len, "cut", &q, &err), MX_ERR_MALFORMED, "truncated at %zu", len);
+    cr_assert_eq(mx__mxm_load_memory(img, len, "cut", &q, &err), MX_ERR_MALFORMED, "truncated at %zu", len);
     cr_assert_null(q);
     cr_assert(strstr(err.message, "'cut'"), "%s", err.message);
   }
   for (size_t i = 0; i < n; i++) {
     img[i] ^= (unsigned char)(1u << (i % 8));
     q = NULL;
-    mx_status st = mx_mxm_load_memory(img, n, "flipped", &q, &err);
+    mx_status st = mx__mxm_load_memory(img, n, "flipped", &q, &err);
     cr_assert_eq(st, MX_ERR_MALFORMED, "byte %zu flipped: %s", i, mx_status_name(st));
     cr_assert_null(q);
     img[i] ^= (unsigned char)(1u << (i % 8));
@@ -172,19 +172,19 @@ Test(static_mxm, truncated_and_flipped_files_are_rejected) {
   unsigned char *longer = malloc(n + 1);
   memcpy(longer, img, n);
   longer[n] = 0;
-  cr_assert_eq(mx_mxm_load_memory(longer, n + 1, "long", &q, &err), MX_ERR_MALFORMED);
+  cr_assert_eq(mx__mxm_load_memory(longer, n + 1, "long", &q, &err), MX_ERR_MALFORMED);
   free(longer);
   /* The file form names the file. */
   char *path = temp_path("cut.mxm");
   FILE *f = fopen(path, "wb");
   fwrite(img, 1, n / 2, f);
   fclose(f);
-  cr_assert_eq(mx_mxm_load(path, &q, &err), MX_ERR_MALFORMED);
+  cr_assert_eq(mx__mxm_load(path, &q, &err), MX_ERR_MALFORMED);
   cr_assert(strstr(err.message, path), "%s", err.message);
   remove(path);
   free(path);
   free(img);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   mx_graph_destroy(g);
 }
 
@@ -217,8 +217,8 @@ static mx_status load_edited(const unsigned char *img, size_t n, edit_fn edit, m
   for (int i = 0; i < 8; i++) out[16 + i] = (unsigned char)(hc >> (8 * i));
   memcpy(out + 24 + nh, pl, psz);
   mx_static_plan *q = NULL;
-  mx_status st = mx_mxm_load_memory(out, 24 + nh + psz, "edited", &q, err);
-  mx_static_plan_destroy(q);
+  mx_status st = mx__mxm_load_memory(out, 24 + nh + psz, "edited", &q, err);
+  mx__static_plan_destroy(q);
   free(out);
   free(pl);
   mxm__model_file__free_unpacked(mf, NULL);
@@ -306,7 +306,7 @@ Test(static_mxm, crafted_plans_are_rejected) {
     cr_assert(strstr(err.message, "'edited'"), "%s", err.message);
   }
   free(img);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   mx_graph_destroy(g);
 }
 
@@ -325,11 +325,11 @@ Test(static_mxm, newer_reader_needed) {
   uint64_t hc = mx__mxm_checksum(img + 24, nh);
   for (int i = 0; i < 8; i++) img[16 + i] = (unsigned char)(hc >> (8 * i));
   mx_static_plan *q;
-  cr_assert_eq(mx_mxm_load_memory(img, n, "future", &q, &err), MX_ERR_UNSUPPORTED);
+  cr_assert_eq(mx__mxm_load_memory(img, n, "future", &q, &err), MX_ERR_UNSUPPORTED);
   cr_assert(strstr(err.message, "newer"), "%s", err.message);
   mxm__file_header__free_unpacked(h, NULL);
   free(img);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   mx_graph_destroy(g);
 }
 
@@ -379,7 +379,7 @@ Test(static_mxm, overlapping_task_tensors_are_rejected) {
     cr_assert(strstr(err.message, edits[k].says), "%s: %s", edits[k].what, err.message);
   }
   free(img);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   mx_graph_destroy(g);
 }
 
@@ -415,7 +415,7 @@ Test(static_mxm, copy_over_its_source_is_rejected) {
   cr_assert_eq(load_edited(img, n, e_copy_over_source, &err), MX_ERR_MALFORMED);
   cr_assert(strstr(err.message, "a copy's source and destination share bytes"), "%s", err.message);
   free(img);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   mx_graph_destroy(g);
 }
 
@@ -465,18 +465,18 @@ static void e_shared_output(Mxm__ModelFile *mf) {
 Test(static_mxm, unordered_tasks_on_two_streams_are_rejected) {
   mx_graph *g = small_block();
   mx_static_options o;
-  mx_static_options_init(&o);
+  mx__static_options_init(&o);
   o.max_streams = 2;
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
   mx_static_report r;
-  mx_static_plan_report(p, &r);
+  mx__static_plan_report(p, &r);
   cr_assert_eq(r.streams, 2, "the block's Q/K/V branches use both streams");
   cr_assert_gt(r.cross_edges, 0);
   unsigned char *img;
   size_t n;
-  cr_assert_eq(mx_mxm_save_memory(p, (void **)&img, &n, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_save_memory(p, (void **)&img, &n, &err), MX_OK, "%s", err.message);
   cr_assert_eq(load_edited(img, n, e_nothing, &err), MX_OK, "%s", err.message);
   static const struct {
     const char *what;
@@ -491,7 +491,7 @@ Test(static_mxm, unordered_tasks_on_two_streams_are_rejected) {
               err.message);
   }
   free(img);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   mx_graph_destroy(g);
 }
 

@@ -31,11 +31,11 @@ static mx_static_plan *save_external(const char *dir, const char *leaf, char *pa
   cr_assert_eq(mxt_block_build(&cfg, &g), MX_OK);
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
   mx_graph_destroy(g);
   snprintf(path, cap, "%s/%s", dir, leaf);
   mx_mxm_save_options so = {.external_weights = true};
-  cr_assert_eq(mx_mxm_save(p, path, &so, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_save(p, path, &so, &err), MX_OK, "%s", err.message);
   return p;
 }
 
@@ -46,13 +46,13 @@ static void move(const char *from, const char *to) {
 static void expect_loads(const char *path, const mx_static_plan *like) {
   mx_static_plan *q = NULL;
   mx_error err;
-  cr_assert_eq(mx_mxm_load(path, &q, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_load(path, &q, &err), MX_OK, "%s", err.message);
   mx_static_report a, b;
-  mx_static_plan_report(like, &a);
-  mx_static_plan_report(q, &b);
+  mx__static_plan_report(like, &a);
+  mx__static_plan_report(q, &b);
   cr_assert_eq(a.weight_bytes, b.weight_bytes);
   cr_assert_eq(a.tasks, b.tasks);
-  mx_static_plan_destroy(q);
+  mx__static_plan_destroy(q);
 }
 
 static void cleanup(const char *dir) {
@@ -73,7 +73,7 @@ Test(static_mxm_weights, pair_renamed_and_moved_together_loads) {
   move(path, to);
   move(wpath, wto);
   expect_loads(to, p);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   cleanup(dir1);
   cleanup(dir2);
 }
@@ -85,7 +85,7 @@ Test(static_mxm_weights, mxm_renamed_alone_finds_the_recorded_name) {
   snprintf(to, sizeof to, "%s/other.mxm", dir);
   move(path, to);
   expect_loads(to, p);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   cleanup(dir);
 }
 
@@ -126,7 +126,7 @@ static uint64_t weights_size(const char *path) {
 static void expect_refused(const char *path, mx_status want, const char *words) {
   mx_static_plan *q = NULL;
   mx_error err;
-  cr_assert_eq(mx_mxm_load(path, &q, &err), want, "%s", err.message);
+  cr_assert_eq(mx__mxm_load(path, &q, &err), want, "%s", err.message);
   cr_assert_null(q);
   char wpath[300];
   snprintf(wpath, sizeof wpath, "%s.weights", path);
@@ -141,7 +141,7 @@ Test(static_mxm_weights, wrong_size_is_refused_naming_both_files) {
   mx_static_plan *p = save_external(dir, "m.mxm", path, sizeof path);
   rewrite_weights(path, (size_t)weights_size(path) + 64, 0);
   expect_refused(path, MX_ERR_MALFORMED, "bytes");
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   cleanup(dir);
 }
 
@@ -151,7 +151,7 @@ Test(static_mxm_weights, wrong_checksum_is_refused_naming_both_files) {
   mx_static_plan *p = save_external(dir, "m.mxm", path, sizeof path);
   rewrite_weights(path, (size_t)weights_size(path), 0x3c);
   expect_refused(path, MX_ERR_MALFORMED, "checksum");
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   cleanup(dir);
 }
 
@@ -165,7 +165,7 @@ Test(static_mxm_weights, truncated_weights_are_refused_not_crashed) {
     rewrite_weights(path, cuts[i], -1);
     expect_refused(path, MX_ERR_MALFORMED, "bytes");
   }
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   cleanup(dir);
 }
 
@@ -176,7 +176,7 @@ Test(static_mxm_weights, missing_weights_name_both_places_looked) {
   snprintf(wpath, sizeof wpath, "%s.weights", path);
   cr_assert_eq(remove(wpath), 0);
   expect_refused(path, MX_ERR_IO, "missing");
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   cleanup(dir);
 }
 
@@ -194,7 +194,7 @@ Test(static_mxm_weights, info_describes_without_loading) {
   cr_assert_eq(in.n_plans, 1);
   cr_assert_str_eq(in.weights_file, "m.mxm.weights");
   mx_static_report r;
-  mx_static_plan_report(p, &r);
+  mx__static_plan_report(p, &r);
   cr_assert_eq(in.plans[0].weight_bytes, r.weight_bytes);
   cr_assert_eq(in.plans[0].n_tasks, r.tasks);
   cr_assert_null(in.root); /* static plans only: no runtime record */
@@ -206,6 +206,6 @@ Test(static_mxm_weights, info_describes_without_loading) {
   fclose(f);
   cr_assert_eq(mx__mxm_read_info(path, &in, &err), MX_ERR_MALFORMED);
   cr_assert(strstr(err.message, path), "%s", err.message);
-  mx_static_plan_destroy(p);
+  mx__static_plan_destroy(p);
   cleanup(dir);
 }

@@ -48,21 +48,21 @@ static void run_steps(mx_device_kind kind, mx_hal_model_mode mode) {
   mx_device *dev = st_device(kind, true);
   cr_assert(dev);
   mx_static_options o;
-  mx_static_options_init(&o);
+  mx__static_options_init(&o);
   o.mode = mode;
   o.frozen_inputs = (uint32_t[]){1};
   o.n_frozen = 1;
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
   mx_static_load_options lo;
-  mx_static_load_options_init(&lo);
+  mx__static_load_options_init(&lo);
   lo.fm = MX_STATIC_FM_EXTERNAL;
   mx_static_model *m;
-  cr_assert_eq(mx_static_model_create(dev, p, &lo, &m, &err), MX_OK, "%s", err.message);
-  uint64_t fm_size = mx_static_model_fm_size(m);
+  cr_assert_eq(mx__static_model_create(dev, p, &lo, &m, &err), MX_OK, "%s", err.message);
+  uint64_t fm_size = mx__static_model_fm_size(m);
   cr_assert_gt(fm_size, 0);
-  mx_static_plan_destroy(p); /* the model must not need the plan */
+  mx__static_plan_destroy(p); /* the model must not need the plan */
   mx_stream *s;
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
 
@@ -123,10 +123,10 @@ static void run_steps(mx_device_kind kind, mx_hal_model_mode mode) {
          .dims = {R, C},
          .data = y2_on_host ? (void *)y2_host : y2_buf[iy2],
          .placement = y2_on_host ? MX_HOST : MX_DEVICE}};
-    cr_assert_eq(mx_static_model_update_workspaces(m, fm_buf[ifm]), MX_OK, "%s",
-                 mx_static_model_last_error(m));
-    cr_assert_eq(mx_static_model_update_args(m, in, 3, out, 2), MX_OK, "%s", mx_static_model_last_error(m));
-    cr_assert_eq(mx_static_model_execute(m, s), MX_OK, "%s", mx_static_model_last_error(m));
+    cr_assert_eq(mx__static_model_update_workspaces(m, fm_buf[ifm]), MX_OK, "%s",
+                 mx__static_model_last_error(m));
+    cr_assert_eq(mx__static_model_update_args(m, in, 3, out, 2), MX_OK, "%s", mx__static_model_last_error(m));
+    cr_assert_eq(mx__static_model_execute(m, s), MX_OK, "%s", mx__static_model_last_error(m));
     cr_assert_eq(mx_stream_synchronize(s), MX_OK, "step %d", step);
 
     /* Expected refreshed entries: those whose address moved (b only at the first step). */
@@ -147,12 +147,12 @@ static void run_steps(mx_device_kind kind, mx_hal_model_mode mode) {
       if (y2_on_host != p_host || (!y2_on_host && iy2 != py2)) expect[ne++] = id_y2;
     }
     uint32_t got[16];
-    size_t ng = mx_static_model_last_refreshed(m, got, 16);
+    size_t ng = mx__static_model_last_refreshed(m, got, 16);
     cr_assert_eq(ng, ne, "step %d: %zu entries refreshed, %zu expected", step, ng, ne);
     for (size_t k = 0; k < ne; k++) cr_assert_eq(got[k], expect[k], "step %d: entry %zu", step, k);
     total_expected += ne;
     mx_static_model_stats st;
-    mx_static_model_stats_get(m, &st);
+    mx__static_model_stats_get(m, &st);
     cr_assert_eq(st.last_refreshed, ne);
     cr_assert_eq(st.total_refreshed, total_expected);
     cr_assert_eq(st.executions, (uint64_t)step + 1);
@@ -180,7 +180,7 @@ static void run_steps(mx_device_kind kind, mx_hal_model_mode mode) {
     mx_tensor_release(&ref[1]);
   }
   mx_stream_destroy(s);
-  mx_static_model_destroy(m);
+  mx__static_model_destroy(m);
   mx_device_destroy(dev);
   mx_graph_destroy(g);
 }
@@ -196,9 +196,9 @@ Test(static_refresh, steady_state_refreshes_nothing) {
   mx_device *dev = st_device(MX_DEVICE_CPU, false);
   mx_static_plan *p;
   mx_error err;
-  cr_assert_eq(mx_static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
   mx_static_model *m;
-  cr_assert_eq(mx_static_model_create(dev, p, NULL, &m, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__static_model_create(dev, p, NULL, &m, &err), MX_OK, "%s", err.message);
   mx_stream *s;
   cr_assert_eq(mx_stream_create(dev, 0, &s), MX_OK);
   void *bufs[5];
@@ -215,20 +215,20 @@ Test(static_refresh, steady_state_refreshes_nothing) {
       {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = bufs[3], .placement = MX_DEVICE},
       {.dtype = MX_FLOAT32, .rank = 2, .dims = {R, C}, .data = bufs[4], .placement = MX_DEVICE}};
   for (int step = 0; step < 20; step++) {
-    cr_assert_eq(mx_static_model_update_args(m, in, 3, out, 2), MX_OK);
-    cr_assert_eq(mx_static_model_execute(m, s), MX_OK);
+    cr_assert_eq(mx__static_model_update_args(m, in, 3, out, 2), MX_OK);
+    cr_assert_eq(mx__static_model_execute(m, s), MX_OK);
     cr_assert_eq(mx_stream_synchronize(s), MX_OK);
     mx_static_model_stats st;
-    mx_static_model_stats_get(m, &st);
+    mx__static_model_stats_get(m, &st);
     cr_assert_eq(st.last_refreshed, step == 0 ? 5u : 0u);
     if (step) cr_assert_eq(st.hal.last_patched_slots, 0);
   }
   mx_static_model_stats st;
-  mx_static_model_stats_get(m, &st);
+  mx__static_model_stats_get(m, &st);
   cr_assert_eq(st.total_refreshed, 5);
   mx_stream_destroy(s);
-  mx_static_model_destroy(m);
-  mx_static_plan_destroy(p);
+  mx__static_model_destroy(m);
+  mx__static_plan_destroy(p);
   mx_device_destroy(dev);
   mx_graph_destroy(g);
 }

@@ -17,7 +17,7 @@ static void check_block(const mxt_block_config *cfg, mx_device_kind kind) {
   for (int si = 0; si < 3; si++) {
     for (int mode = 0; mode < 2; mode++) {
       mx_static_options o;
-      mx_static_options_init(&o);
+      mx__static_options_init(&o);
       o.max_streams = streams[si];
       o.mode = mode ? MX_HAL_MODEL_INDIRECT : MX_HAL_MODEL_PATCH;
       char why[512] = "";
@@ -25,15 +25,15 @@ static void check_block(const mxt_block_config *cfg, mx_device_kind kind) {
                 "%u streams, %s mode: %s", streams[si], mode ? "INDIRECT" : "PATCH", why);
       mx_static_plan *p;
       mx_error err;
-      cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
+      cr_assert_eq(mx__static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
       cr_assert(st_check_memory_plan(p, why, sizeof why), "%u streams: %s", streams[si], why);
       mx_static_report r;
-      mx_static_plan_report(p, &r);
+      mx__static_plan_report(p, &r);
       cr_assert(r.streams >= 1 && r.streams <= streams[si]);
       cr_assert_gt(r.aliases, 0, "the Reshapes run as no task");
       cr_assert_gt(r.in_place, 0, "some elementwise op works in place");
       if (streams[si] > 1) cr_assert_gt(r.streams, 1, "the Q/K/V branches use more than one stream");
-      mx_static_plan_destroy(p);
+      mx__static_plan_destroy(p);
     }
   }
   mx_device_destroy(dev);
@@ -64,7 +64,7 @@ Test(static_transformer, encoder_with_bound_symbols) {
   mx_device *dev = st_device(MX_DEVICE_CPU, true);
   for (uint32_t streams = 1; streams <= 4; streams *= 2) {
     mx_static_options o;
-    mx_static_options_init(&o);
+    mx__static_options_init(&o);
     o.max_streams = streams;
     char why[512] = "";
     cr_assert(st_check_against_reference(g, &o, NULL, dev, 11, why, sizeof why), "%u streams: %s", streams,
@@ -73,7 +73,7 @@ Test(static_transformer, encoder_with_bound_symbols) {
   /* Also after folding the shape arithmetic away. */
   cr_assert_eq(mx_graph_optimize(g, NULL), MX_OK, "%s", mx_graph_last_error(g));
   mx_static_options o;
-  mx_static_options_init(&o);
+  mx__static_options_init(&o);
   o.max_streams = 2;
   char why[512] = "";
   cr_assert(st_check_against_reference(g, &o, NULL, dev, 12, why, sizeof why), "optimized: %s", why);
@@ -107,16 +107,16 @@ Test(static_transformer, transpose_of_unit_dims_is_an_alias) {
     cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
     cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
     mx_static_options o;
-    mx_static_options_init(&o);
+    mx__static_options_init(&o);
     mx_static_plan *p;
     mx_error err;
-    cr_assert_eq(mx_static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(mx__static_compile(g, &o, &p, &err), MX_OK, "%s", err.message);
     mx_static_report r;
-    mx_static_plan_report(p, &r);
+    mx__static_plan_report(p, &r);
     cr_expect_eq(r.aliases, cases[i].aliases, "case %zu: %u aliases", i, (unsigned)r.aliases);
-    cr_expect_eq(mx_static_plan_task_count(p), 2 - (size_t)cases[i].aliases, "case %zu: %zu tasks", i,
-                 mx_static_plan_task_count(p));
-    mx_static_plan_destroy(p);
+    cr_expect_eq(mx__static_plan_task_count(p), 2 - (size_t)cases[i].aliases, "case %zu: %zu tasks", i,
+                 mx__static_plan_task_count(p));
+    mx__static_plan_destroy(p);
     char why[512] = "";
     cr_assert(st_check_against_reference(g, &o, NULL, dev, 5 + i, why, sizeof why), "case %zu: %s", i, why);
     mx_graph_destroy(g);

@@ -164,7 +164,7 @@ static void rewrite_runtime(const char *good, const char *bad, void (*edit)(Mxm_
   size_t n_plans, size;
   void *bytes;
   mx_error err;
-  cr_assert_eq(mx_mxm_load_model(good, &plans, &n_plans, &bytes, &size, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_load_model(good, &plans, &n_plans, &bytes, &size, &err), MX_OK, "%s", err.message);
   Mxm__Runtime *rt = mxm__runtime__unpack(NULL, size, bytes);
   cr_assert(rt);
   /* The edit may swap in arrays of its own: keep the originals to free the message. */
@@ -176,12 +176,12 @@ static void rewrite_runtime(const char *good, const char *bad, void (*edit)(Mxm_
   mxm__runtime__pack(rt, packed);
   *rt->init = keep_init;
   *rt->main = keep_main;
-  cr_assert_eq(mx_mxm_save_model((const mx_static_plan *const *)plans, n_plans, packed, n, bad, NULL, &err),
+  cr_assert_eq(mx__mxm_save_model((const mx_static_plan *const *)plans, n_plans, packed, n, bad, NULL, &err),
                MX_OK, "%s", err.message);
   free(packed);
   mxm__runtime__free_unpacked(rt, NULL);
   free(bytes);
-  for (size_t i = 0; i < n_plans; i++) mx_static_plan_destroy(plans[i]);
+  for (size_t i = 0; i < n_plans; i++) mx__static_plan_destroy(plans[i]);
   free(plans);
 }
 
