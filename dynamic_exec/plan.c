@@ -106,7 +106,7 @@ static bool only_first_output_used(const mx_graph *g, const mx_node *nd) {
 static mx_status find_kernel(builder *b, mx__dyn_op *op) {
   const mx_node *nd = op->nd;
   uint32_t nt = op->n_in + op->n_out;
-  mx_kernel_call *call = calloc(1, mx_kernel_call_size(nt ? nt : 1));
+  mx_kernel_call *call = calloc(1, mx__kernel_call_size(nt ? nt : 1));
   if (!call) return mx__fail_oom(b->err, "kernel lookup");
   call->n_in = (uint16_t)op->n_in;
   call->n_out = (uint16_t)op->n_out;
@@ -490,7 +490,7 @@ static mx_status plan_ops(builder *b, const mx_node_id *order, size_t n_order) {
     op->event = -1;
     uint32_t nt = op->n_in + op->n_out;
     if (nt > p->max_io) p->max_io = nt;
-    op->block_size = (uint32_t)((MX__DYN_HDR_SIZE + mx_kernel_task_size(nt) + 15) & ~(size_t)15);
+    op->block_size = (uint32_t)((MX__DYN_HDR_SIZE + mx__kernel_task_size(nt) + 15) & ~(size_t)15);
     mx_status st = plan_op(b, i);
     if (st != MX_OK) return st;
   }

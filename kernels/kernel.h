@@ -8,7 +8,7 @@
  * An mx_kernel_call is self-contained (the tensors follow the header in one block, no interior
  * pointers), so the HAL can copy it at launch and a static model can keep it in its task list
  * with the data pointers patched in place: the data field of tensor i lives at byte offset
- * mx_kernel_call_data_offset(i) of the block.
+ * mx__kernel_call_data_offset(i) of the block.
  *
  * Data-dependent ops (NonZero) get output buffers sized by the op's upper bound and write the
  * actual output dims into their output tensors (rank and dims), where the caller reads them. */
@@ -73,11 +73,11 @@ static inline mx_ktensor *mx__kin(mx_kernel_call *c, uint32_t i) { return &c->t[
 static inline mx_ktensor *mx__kout(mx_kernel_call *c, uint32_t i) { return &c->t[c->n_in + i]; }
 
 /* Bytes of a call block with n tensors. */
-static inline size_t mx_kernel_call_size(uint32_t n_tensors) {
+static inline size_t mx__kernel_call_size(uint32_t n_tensors) {
   return sizeof(mx_kernel_call) + (size_t)n_tensors * sizeof(mx_ktensor);
 }
 /* Byte offset of tensor i's data pointer inside a call block. */
-static inline size_t mx_kernel_call_data_offset(uint32_t i) {
+static inline size_t mx__kernel_call_data_offset(uint32_t i) {
   return sizeof(mx_kernel_call) + (size_t)i * sizeof(mx_ktensor) + offsetof(mx_ktensor, data);
 }
 
@@ -100,15 +100,15 @@ static inline mx_kernel_call *mx__kernel_task_call(void *block) {
   return (mx_kernel_call *)((char *)block + sizeof(mx_kernel_task));
 }
 /* Bytes of a task block with n tensors. */
-static inline size_t mx_kernel_task_size(uint32_t n_tensors) {
-  return sizeof(mx_kernel_task) + mx_kernel_call_size(n_tensors);
+static inline size_t mx__kernel_task_size(uint32_t n_tensors) {
+  return sizeof(mx_kernel_task) + mx__kernel_call_size(n_tensors);
 }
 /* Byte offset of tensor i's data pointer inside a task block. */
-static inline size_t mx_kernel_task_data_offset(uint32_t i) {
-  return sizeof(mx_kernel_task) + mx_kernel_call_data_offset(i);
+static inline size_t mx__kernel_task_data_offset(uint32_t i) {
+  return sizeof(mx_kernel_task) + mx__kernel_call_data_offset(i);
 }
 /* Byte offset of the workspace pointer inside a task block. */
-static inline size_t mx_kernel_task_workspace_offset(void) {
+static inline size_t mx__kernel_task_workspace_offset(void) {
   return sizeof(mx_kernel_task) + offsetof(mx_kernel_call, workspace);
 }
 /* The HAL function (mx_hal_fn signature) that runs a task block. */

@@ -38,7 +38,7 @@ void mx__ktensor_set(mx_ktensor *t, mx_dtype dtype, int32_t rank, const int64_t 
 }
 
 mx_kernel_call *mx__kernel_call_new(uint16_t n_in, uint16_t n_out, const void *params) {
-  mx_kernel_call *c = calloc(1, mx_kernel_call_size((uint32_t)n_in + n_out));
+  mx_kernel_call *c = calloc(1, mx__kernel_call_size((uint32_t)n_in + n_out));
   if (!c) return NULL;
   c->n_in = n_in;
   c->n_out = n_out;

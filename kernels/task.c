@@ -5,10 +5,10 @@
 #include "kernels/kernel.h"
 
 mx_status mx__kernel_task_run(void *args, size_t size) {
-  if (size < mx_kernel_task_size(0)) return MX_ERR_INTERNAL;
+  if (size < mx__kernel_task_size(0)) return MX_ERR_INTERNAL;
   mx_kernel_task *task = args;
   mx_kernel_call *call = mx__kernel_task_call(args);
-  if (size < mx_kernel_task_size((uint32_t)call->n_in + call->n_out)) return MX_ERR_INTERNAL;
+  if (size < mx__kernel_task_size((uint32_t)call->n_in + call->n_out)) return MX_ERR_INTERNAL;
   mx_status st = task->run(call);
   /* The device reports the failure on this thread: leave it the kernel's explanation. */
   if (st != MX_OK) mx__fail_cause_keep(call->why);

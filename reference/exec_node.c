@@ -57,7 +57,7 @@ mx_status mx__reference_exec_node(mx_graph *g, mx_node_id nid, mx_symtab *scratc
   mx_dim *in_sv = malloc((ni ? ni : 1) * MX_SV_MAX * sizeof *in_sv);
   mx_value_info *out = calloc(no ? no : 1, sizeof *out);
   mx_dim *out_sv = malloc((no ? no : 1) * MX_SV_MAX * sizeof *out_sv);
-  mx_kernel_call *call = calloc(1, mx_kernel_call_size(ni + no));
+  mx_kernel_call *call = calloc(1, mx__kernel_call_size(ni + no));
   void *ws = NULL;
   if (!in || !in_sv || !out || !out_sv || !call) {
     st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "node '%s': out of host memory", nd->name);

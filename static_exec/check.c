@@ -201,7 +201,7 @@ static mx_status check_kernel(const mx_static_plan *p, uint32_t ti, mx_symtab *s
   mx_tensor *data = calloc(ni ? ni : 1, sizeof *data);
   mx_dim *in_sv = calloc((size_t)(ni ? ni : 1) * MX_SV_MAX, sizeof *in_sv);
   mx_dim *out_sv = calloc((size_t)(no ? no : 1) * MX_SV_MAX, sizeof *out_sv);
-  mx_kernel_call *call = calloc(1, mx_kernel_call_size(ni + no));
+  mx_kernel_call *call = calloc(1, mx__kernel_call_size(ni + no));
   if ((def->params_size && !params) || !in || !out || !data || !in_sv || !out_sv || !call) {
     st = mx__fail_oom(err, "plan check");
     goto free_scratch;

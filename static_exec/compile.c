@@ -69,7 +69,7 @@ static mx_status check_value(mx__compile *c, const mx_node *nd, mx_value_id v, c
 /* A kernel call block for node nd with dtypes and dims set (no data). malloc'd. */
 static mx_kernel_call *shape_call(const mx__compile *c, const mx_node *nd) {
   uint32_t ni = nd->n_inputs, no = nd->n_outputs;
-  mx_kernel_call *call = calloc(1, mx_kernel_call_size(ni + no));
+  mx_kernel_call *call = calloc(1, mx__kernel_call_size(ni + no));
   if (!call) return NULL;
   call->params = nd->params;
   call->n_in = (uint16_t)ni;

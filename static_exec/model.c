@@ -105,7 +105,7 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
     task.args_size = (uint32_t)sizeof *a;
   } else {
     uint32_t nt = pt->n_in + pt->n_out;
-    size_t size = mx_kernel_task_size(nt);
+    size_t size = mx__kernel_task_size(nt);
     memset(blk, 0, size);
     mx_kernel_task *kt = blk;
     mx_kernel_call *call = mx__kernel_task_call(blk);
@@ -116,7 +116,7 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
       call->t[i].dtype = t->dtype;
       mx__ktensor_set_dims(&call->t[i], t->dtype == MX_DTYPE_UNDEFINED ? 0 : t->rank, t->dims);
       if (t->alloc != MX__NO_ALLOC)
-        slots[ns++] = (mx_hal_slot){(uint32_t)mx_kernel_task_data_offset(i), t->alloc, t->offset};
+        slots[ns++] = (mx_hal_slot){(uint32_t)mx__kernel_task_data_offset(i), t->alloc, t->offset};
     }
     const mx_kernel_def *kd = mx__kernel_find(pt->domain, pt->op, call);
     if (!kd)
@@ -131,7 +131,7 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
     }
     call->workspace_size = (size_t)pt->ws_size;
     if (pt->ws_size)
-      slots[ns++] = (mx_hal_slot){(uint32_t)mx_kernel_task_workspace_offset(), MX__ID_FM, pt->ws_offset};
+      slots[ns++] = (mx_hal_slot){(uint32_t)mx__kernel_task_workspace_offset(), MX__ID_FM, pt->ws_offset};
     task.fn = mx__kernel_task_run;
     task.args_size = (uint32_t)size;
   }
@@ -165,7 +165,7 @@ static mx_status build(mx_static_model *m, const mx_static_plan *p, mx_hal_model
   size_t blk_cap = sizeof(mx__copy_args), slot_cap = 2;
   for (uint32_t t = 0; t < p->n_tasks; t++) {
     uint32_t nt = p->tasks[t].n_in + p->tasks[t].n_out;
-    if (mx_kernel_task_size(nt) > blk_cap) blk_cap = mx_kernel_task_size(nt);
+    if (mx__kernel_task_size(nt) > blk_cap) blk_cap = mx__kernel_task_size(nt);
     if (nt + 1u > slot_cap) slot_cap = nt + 1u;
   }
   void *blk = aligned_alloc(16, (blk_cap + 15) & ~(size_t)15);

@@ -347,7 +347,7 @@ int main(int argc, char **argv) {
       split s = time_split(&r, len);
       double stat = time_static(&r, len);
       /* The block size of a two-input op of the chain (the launch argument block). */
-      size_t block = (size_t)((16 + mx_kernel_task_size(3) + 15) & ~(size_t)15);
+      size_t block = (size_t)((16 + mx__kernel_task_size(3) + 15) & ~(size_t)15);
       double hal = hal_launch_ns(r.s, block);
       double net = devs[d].kind == MX_DEVICE_INLINE ? same - kernel_ns : same;
       printf("%s    {\"device\": \"%s\", \"ops\": %d, \"device_ops\": %zu,\n", first ? "" : ",\n",

@@ -242,7 +242,7 @@ static void measure_static(mx_device *dev, mx_stream *s, int n, bool inline_dev,
 
 /* The same chain launched op by op: one kernel task block per op, buffers ping-ponging. */
 static void measure_launches(mx_device *dev, mx_stream *s, int n, figures *f) {
-  size_t size = mx_kernel_task_size(2);
+  size_t size = mx__kernel_task_size(2);
   unsigned char *blocks = calloc((size_t)n, size);
   void *buf[2];
   if (!blocks || mx_device_alloc(dev, VEC * 4, 64, &buf[0]) != MX_OK ||
