@@ -36,7 +36,7 @@ if(MIXRT_BUILD_SHARED)
     "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>" "$<BUILD_INTERFACE:${MIXRT_GENERATED_INCLUDE}>"
     "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
   target_link_libraries(mixrt_shared PRIVATE
-    PkgConfig::UV PkgConfig::CK PkgConfig::PROTOBUFC PkgConfig::HWLOC PkgConfig::OPENBLAS
+    PkgConfig::UV PkgConfig::CK PkgConfig::PROTOBUFC PkgConfig::HWLOC PkgConfig::OPENBLAS PkgConfig::IMAGE
     Threads::Threads m mixrt_build_options)
   # The exported symbols: the MX_API declarations, listed by cmake/ExportMap.cmake.
   file(GLOB public_headers CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/include/mixrt/*.h")

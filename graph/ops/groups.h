@@ -46,6 +46,7 @@ extern const mx_op_def *const mx__ops_ml
     []; /* ml.c (ai.onnx.ml): LabelEncoder, Binarizer, ArrayFeatureExtractor, TreeEnsemble; TfIdfVectorizer */
 extern const mx_op_def
     *const mx__ops_training[]; /* training.c (ai.onnx.preview.training): Adagrad, Adam, Momentum */
+extern const mx_op_def *const mx__ops_image[]; /* image.c: ImageDecoder */
 extern const mx_op_def *const mx__ops_mixrt[]; /* mixrt_ops.c: PartitionedCall (domain "mixrt") */
 
 #endif /* MIXRT_GRAPH_OPS_GROUPS_H */
