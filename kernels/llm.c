@@ -235,6 +235,10 @@ static mx_status flex_run(mx_kernel_call *call) {
   flex_dims d;
   mx_status st = flex_make_dims(call, &d, &call->why);
   if (st != MX_OK) return st;
+  if (p->mods) {
+    call->why = "FlexAttention: the score_mod / prob_mod subgraphs run in the reference interpreter only";
+    return MX_ERR_KERNEL;
+  }
   mx__kblas_init();
   const mx_ktensor *q = &call->t[0], *k = &call->t[1], *v = &call->t[2];
   mx_ktensor *y = mx__kout(call, 0);

@@ -41,6 +41,9 @@ const char *mx__reference_kind_name(mx_value_kind kind) {
 bool mx__reference_is_control(const mx_graph *g, const mx_node *nd, const mx_tensor *const *inputs) {
   (void)g;
   if (nd->def && (nd->def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND))) return true;
+  /* Other ops that carry subgraphs (FlexAttention's score_mod / prob_mod) run here too. */
+  for (uint32_t a = 0; a < nd->n_attrs; a++)
+    if (nd->attrs[a].type == MX_ATTR_GRAPH) return true;
   for (uint32_t i = 0; i < nd->n_inputs; i++)
     if (inputs[i] && mx_value_is_list(inputs[i])) return true;
   return false;
@@ -757,6 +760,7 @@ mx_status mx__reference_exec_control(const mx__ref_frame *f, mx_node_id nid, con
   if (strcmp(op, "Loop") == 0) return run_loop(&c, ins, outs);
   if (strcmp(op, "Scan") == 0) return run_scan(&c, ins, outs);
   if (strcmp(op, "SequenceMap") == 0) return run_sequence_map(&c, ins, outs);
+  if (strcmp(op, "FlexAttention") == 0) return mx__reference_flex_attention(f, nid, ins, outs, err);
   if (nd->def && (nd->def->flags & MX_OP_ANY_KIND)) return run_sequence_op(&c, op, ins, outs);
   if (strcmp(op, "Identity") == 0 && nd->n_outputs == 1) return copy_value(&c, ins[0], &outs[0]);
   return mx__node_fail(c.err, c.nd, MX_ERR_UNSUPPORTED,

@@ -47,6 +47,11 @@ bool mx__reference_is_control(const mx_graph *g, const mx_node *nd, const mx_ten
 MX_MUST_USE mx_status mx__reference_exec_control(const mx__ref_frame *f, mx_node_id n,
                                                  const mx_tensor *const *inputs, mx_tensor *outputs,
                                                  mx_error *err);
+/* reference/flex.c: FlexAttention with score_mod / prob_mod subgraphs, which CPU kernels do not
+ * run. Same contract as mx__reference_exec_control. */
+MX_MUST_USE mx_status mx__reference_flex_attention(const mx__ref_frame *f, mx_node_id n,
+                                                   const mx_tensor *const *inputs, mx_tensor *outputs,
+                                                   mx_error *err);
 /* "tensor", "sequence", "optional", "optional sequence". */
 const char *mx__reference_kind_name(mx_value_kind kind);
 

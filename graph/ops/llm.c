@@ -4,8 +4,9 @@
  * LinearAttention takes packed [batch, seq, heads * size] inputs and keeps a recurrent state
  * [batch, kv_heads, d_k, d_v]; CausalConvWithState keeps the last kernel - 1 positions of each
  * channel. Both give the new state as their second output, so decode graphs feed it back. The
- * batch and sequence dims stay symbolic. FlexAttention's score_mod / prob_mod subgraphs are
- * refused at parse time: mixrt's kernels do not run subgraphs. */
+ * batch and sequence dims stay symbolic. FlexAttention's score_mod / prob_mod subgraphs do not
+ * change its output shape; a node carrying them runs in the reference interpreter
+ * (reference/flex.c), since kernels run no subgraph. */
 #include <string.h>
 
 #include "graph/ops/groups.h"
@@ -212,9 +213,9 @@ static const mx_attr_spec flex_attrs[] = {
 static mx_status flex_parse(const mx_parse_ctx *pc, void *params) {
   mx_flex_attention_params *p = params;
   memset(p, 0, sizeof *p);
-  if (mx__parse_attr(pc, "score_mod") || mx__parse_attr(pc, "prob_mod"))
-    return mx__parse_fail(
-        pc, "the score_mod / prob_mod subgraphs are not supported (mixrt kernels run no subgraph)");
+  /* The mods are subgraphs: the reference interpreter runs them (reference/flex.c). */
+  p->mods = (mx__parse_attr(pc, "score_mod") ? MX_FLEX_SCORE_MOD : 0) |
+            (mx__parse_attr(pc, "prob_mod") ? MX_FLEX_PROB_MOD : 0);
   p->has_scale = mx__parse_attr(pc, "scale") != NULL;
   p->scale = mx__parse_float(pc, "scale");
   int64_t prec = mx__parse_int(pc, "softmax_precision");

@@ -26,8 +26,11 @@ typedef struct mx_flex_attention_params {
   int32_t has_scale; /* 0: scale = 1 / sqrt(head_size) */
   float scale;
   int32_t softmax_precision; /* ONNX dtype code, 0 when absent */
-  int32_t reserved;          /* always 0 */
+  int32_t mods;              /* MX_FLEX_SCORE_MOD | MX_FLEX_PROB_MOD: the subgraphs the node has */
 } mx_flex_attention_params;
+
+/* FlexAttention's subgraph attributes (run by the reference interpreter, not by kernels). */
+enum { MX_FLEX_SCORE_MOD = 1, MX_FLEX_PROB_MOD = 2 };
 
 typedef struct mx_causal_conv_params {
   int32_t silu;     /* 1: the output goes through x * sigmoid(x) */
