@@ -2,13 +2,15 @@
 /* ONNX Runtime peer for `mixrt bench llm`: a persistent Node process that mixrt spawns and
  * drives over its stdin/stdout with one request per line and one reply line per request.
  * Tensors travel as .npy files in a directory both sides can read. Every session runs on the
- * CPU execution provider with one intra-op thread, one inter-op thread and sequential
+ * CPU execution provider with one intra-op thread (unless `load` asks for more), one inter-op thread and sequential
  * execution. Step times are measured here, around `await session.run(feeds)`, with
  * process.hrtime.bigint(), so they contain what a Node caller of ONNX Runtime pays per step
  * (the binding included) and nothing of the pipe protocol.
  *
  * Requests (names are words without spaces; paths may not contain spaces):
- *   load NAME MODEL.onnx   create a session        -> ok INPUT,INPUT,... OUTPUT,OUTPUT,...
+ *   load NAME MODEL.onnx [THREADS]
+ *                          create a session (THREADS intra-op threads, default 1; `mixrt bench
+ *                          models` asks for 1 and 2) -> ok INPUT,INPUT,... OUTPUT,OUTPUT,...
  *   feed NAME DIR          read DIR/<input>.npy for every input and keep them as the feeds -> ok
  *   run NAME N             run N times with the kept feeds -> ok NS NS ... (one time per run)
  *   decode NAME N          N greedy decode steps: after each run the outputs present_X become the
@@ -125,7 +127,9 @@ function get(name) {
 async function handle(words) {
   const [cmd, name, arg] = words;
   if (cmd === 'load') {
-    const session = await ort.InferenceSession.create(arg, SESSION_OPTIONS);
+    const threads = words.length > 3 ? Number(words[3]) : 1;
+    if (!Number.isInteger(threads) || threads < 1) throw new Error('load needs a thread count >= 1, not ' + words[3]);
+    const session = await ort.InferenceSession.create(arg, { ...SESSION_OPTIONS, intraOpNumThreads: threads });
     sessions.set(name, { session, feeds: null });
     return 'ok ' + session.inputNames.join(',') + ' ' + session.outputNames.join(',');
   }
