@@ -84,6 +84,7 @@ static mx_status check_input(mx_dyn_exec *e, size_t i, const mx_tensor *t) {
   rv->buf = MX__DYN_NONE;
   rv->ready_stream = -1;
   rv->upload_stream = -1;
+  rv->pad_rows = 0;
   return MX_OK;
 }
 

@@ -198,6 +198,14 @@ MX_MUST_USE mx_status mx__dyn_step_begin(mx_dyn_exec *e, const mx_tensor *inputs
  * NULL or a host placement is no binding. A failed step may leave buf partly written. Fails
  * (MX_ERR_INVALID_ARGUMENT) only outside a step or when k is out of range. */
 MX_MUST_USE mx_status mx__dyn_bind_output(mx_dyn_exec *e, size_t k, const mx_tensor *buf);
+/* Padded state (pitch.c), after mx__dyn_step_begin: graph input `name`'s data lies in a buffer
+ * of `rows` rows along `axis` (its dims hold fewer); the kernels reading it get its strides. */
+MX_MUST_USE mx_status mx__dyn_set_input_pitch(mx_dyn_exec *e, const char *name, int32_t axis, int64_t rows);
+/* Graph output k is written in place into buf (a buffer of `rows` rows along `axis`, which a
+ * padded input of the step may share: its producer appends to what is there). Unlike
+ * mx__dyn_bind_output the binding must take: it fails when the producer is not a device op. */
+MX_MUST_USE mx_status mx__dyn_bind_output_append(mx_dyn_exec *e, size_t k, const mx_tensor *buf, int32_t axis,
+                                                 int64_t rows);
 /* InferShape + AllocOutputs of op i: output dims (expressions, run-time inference or upper
  * bound) and output buffers. */
 MX_MUST_USE mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i);

@@ -170,6 +170,10 @@ typedef struct mx__dyn_val {
   size_t host_cap;
   uint32_t bound_out; /* graph output whose caller buffer (mx_dyn_exec.out_bind) its
                               producer writes this step, NONE: none */
+  int32_t pad_axis; /* with pad_rows: the axis the data is padded along */
+  int64_t pad_rows; /* 0: contiguous; else this step's data lies in a buffer of pad_rows rows
+                       along pad_axis (a session state's capacity: mx__dyn_set_input_pitch,
+                       mx__dyn_bind_output_append), and the kernels get its strides */
 } mx__dyn_val;
 
 /* Run-time state of one op. */
@@ -228,6 +232,7 @@ struct mx_dyn_exec {
                                      waited for before the next step rewrites the host buffers */
 
   mx__dyn_val *vals;     /* by value id (owned) */
+  bool any_pad;          /* a value was ever padded (pad_rows): launch blocks compare strides */
   void *const_block;     /* device copies of the constants kernels read, one block
                                      (owned, mx_device_alloc, or held from
                                      mx_device_shared_acquire when const_shared); NULL when
@@ -296,6 +301,9 @@ mx_status mx__dyn_kernel_failure(mx_dyn_exec *e, mx_status st);
 
 /* exec.c */
 mx_status mx__dyn_fail(mx_dyn_exec *e, mx_status st, const char *fmt, ...) MX_PRINTF(3, 4);
+/* Element strides of rv's data this step: row-major over its dims, the padded axis counting
+ * pad_rows (pitch.c). */
+void mx__dyn_val_strides(const mx__dyn_val *rv, int64_t *strides);
 /* Allocates a device block for value v on executor stream s (NULL stream when s < 0). */
 MX_MUST_USE mx_status mx__dyn_alloc_value(mx_dyn_exec *e, mx_value_id v, size_t nbytes, int s);
 /* Marks v's device block as used on stream s. */

@@ -170,6 +170,7 @@ static void unbind_outputs(mx_dyn_exec *e) {
   for (size_t k = 0; k < g->n_outputs; k++) {
     if (!e->out_bind[k].data) continue;
     e->vals[g->outputs[k]].bound_out = MX__DYN_NONE;
+    e->vals[g->outputs[k]].pad_rows = 0;
     e->out_bind[k].data = NULL;
   }
   e->n_out_bound = 0;

@@ -40,6 +40,11 @@ static bool meta_matches(const mx_dyn_exec *e, const mx__dyn_op *op, const unsig
     if (t->rank != rv->rank) return false;
     for (int32_t d = 0; d < rv->rank; d++)
       if (t->dims[d] != rv->dims[d]) return false;
+    if (e->any_pad) {
+      int64_t strides[MX_MAX_RANK];
+      mx__dyn_val_strides(rv, strides);
+      if (memcmp(strides, t->strides, (size_t)rv->rank * sizeof *strides) != 0) return false;
+    }
   }
   return true;
 }
@@ -65,6 +70,7 @@ static void meta_fill(mx_dyn_exec *e, size_t i, unsigned char *block) {
     const mx__dyn_val *rv = &e->vals[v];
     call->t[j].dtype = e->plan->vals[v].dtype;
     mx__ktensor_set_dims(&call->t[j], rv->rank, rv->dims);
+    if (rv->pad_rows) mx__dyn_val_strides(rv, call->t[j].strides);
   }
   call->workspace_size = op->kernel->workspace ? op->kernel->workspace(call) : 0;
 }

@@ -3,7 +3,9 @@
  * Inputs Q, K, V are 3-D (batch, seq, heads*head_size) or 4-D (batch, heads, seq, head_size);
  * the plan turns either layout into strides, so no transposes are materialized. past_key /
  * past_value (4-D) and the new K/V are used in place as two column ranges of the scores; the
- * present_key / present_value outputs get the concatenation. The mask (bool or float, rank
+ * present_key / present_value outputs get the concatenation. Past and presents may lie in
+ * buffers padded along the sequence (a session state with room to grow: their strides say so);
+ * a present sharing its past's buffer is an append: only the new rows are written. The mask (bool or float, rank
  * 1..4, broadcast to (batch, q_heads, q_seq, mask_len), shorter masks leaving the remaining keys
  * out), is_causal (aligned to the bottom right: the offset is the past length, or
  * nonpad_kv_seqlen[b] - q_seq for an external cache), and nonpad_kv_seqlen padding all become
@@ -37,6 +39,10 @@ typedef struct att_plan {
   int64_t m_str[4];      /* mask strides over (batch, head, q row, key) */
   const int64_t *nonpad; /* nonpad_kv_seqlen (batch entries) or NULL */
   bool stream_presents;  /* decode step: presents by streaming stores */
+  /* Element strides of the (batch, head) slabs of past_key, past_value, present_key and
+   * present_value (rows inside a slab are contiguous: D apart). */
+  int64_t pk_batch, pk_head, pv_batch, pv_head, ok_batch, ok_head, ov_batch, ov_head;
+  bool append_k, append_v; /* the present is its past's buffer: the past rows are already there */
 } att_plan;
 
 static bool present(const mx_kernel_call *call, uint32_t i) {
@@ -106,6 +112,12 @@ static mx_status att_make_plan(const mx_kernel_call *call, att_plan *p, const ch
         pv->dims[3] != p->Dv)
       goto bad_shape;
     p->P = pk->dims[2];
+    if (pk->strides[3] != 1 || pk->strides[2] != p->Dk || pv->strides[3] != 1 || pv->strides[2] != p->Dv) {
+      *why = "Attention: the rows of past_key and past_value must be contiguous";
+      return MX_ERR_KERNEL;
+    }
+    p->pk_batch = pk->strides[0], p->pk_head = pk->strides[1];
+    p->pv_batch = pv->strides[0], p->pv_head = pv->strides[1];
   }
   p->T = p->P + p->Skv;
   p->scale = prm->has_scale ? prm->scale : (p->Dk > 0 ? (float)(1.0 / sqrt((double)p->Dk)) : 1.0f);
@@ -144,6 +156,24 @@ static mx_status att_make_plan(const mx_kernel_call *call, att_plan *p, const ch
         mx__ktensor_numel(&call->t[call->n_in + o]) != want)
       goto bad_shape;
   }
+  /* Presents: slab strides (padded when they lie in a state buffer), and whether they append. */
+  for (uint32_t o = 1; o < call->n_out && o < 3; o++) {
+    const mx_ktensor *t = &call->t[call->n_in + o];
+    if (t->dtype == MX_DTYPE_UNDEFINED || t->rank != 4) continue;
+    int64_t D = o == 1 ? p->Dk : p->Dv;
+    if (t->strides[3] != 1 || t->strides[2] != D) {
+      *why = "Attention: the rows of present_key and present_value must be contiguous";
+      return MX_ERR_KERNEL;
+    }
+    const mx_ktensor *past = &call->t[o == 1 ? 4 : 5];
+    bool same = present(call, o == 1 ? 4 : 5) && t->data && t->data == past->data;
+    if (same && (t->strides[0] != past->strides[0] || t->strides[1] != past->strides[1])) {
+      *why = "Attention: a present sharing its past's buffer must have the past's strides";
+      return MX_ERR_KERNEL;
+    }
+    if (o == 1) p->ok_batch = t->strides[0], p->ok_head = t->strides[1], p->append_k = same;
+    else p->ov_batch = t->strides[0], p->ov_head = t->strides[1], p->append_v = same;
+  }
   return MX_OK;
 bad_shape:
   *why = "Attention: the shapes of Q, K, V, past and outputs do not agree";
@@ -154,18 +184,18 @@ bad_mask:
 }
 
 /* present = concat(past, new) along the sequence, for key (D = Dk) or value (D = Dv): raw
- * element copies of `es` bytes, any dtype. */
+ * element copies of `es` bytes, any dtype. Slabs are past_s / out_s apart (padded layouts);
+ * with append the past rows are already in place and only the new rows are written. */
 static void att_present(const att_plan *p, const void *past, const void *cur, int64_t batch_s, int64_t head_s,
-                        int64_t row_s, int64_t D, size_t es, void *out) {
-  char *o = out;
+                        int64_t row_s, int64_t D, size_t es, const int64_t past_s[2], const int64_t out_s[2],
+                        bool append, void *out) {
   if (D == 0) return;
   for (int64_t b = 0; b < p->B; b++) {
     for (int64_t g = 0; g < p->Hkv; g++) {
-      if (p->P > 0) {
-        size_t n = (size_t)(p->P * D) * es;
-        memcpy(o, (const char *)past + (size_t)((b * p->Hkv + g) * p->P * D) * es, n);
-        o += n;
-      }
+      char *o = (char *)out + (size_t)(b * out_s[0] + g * out_s[1]) * es;
+      if (p->P > 0 && !append)
+        memcpy(o, (const char *)past + (size_t)(b * past_s[0] + g * past_s[1]) * es, (size_t)(p->P * D) * es);
+      o += (size_t)(p->P * D) * es;
       for (int64_t s = 0; s < p->Skv; s++) {
         memcpy(o, (const char *)cur + (size_t)(b * batch_s + g * head_s + s * row_s) * es, (size_t)D * es);
         o += (size_t)D * es;
@@ -212,6 +242,7 @@ static bool att_stream_fits(const att_plan *p, const float *present_k, const flo
   if (!present_k || !present_v || (((uintptr_t)present_k | (uintptr_t)present_v) & 15) != 0) return false;
   size_t past_bytes = (size_t)(p->B * p->Hkv * p->P) * (size_t)(p->Dk + p->Dv) * sizeof(float);
   size_t present_bytes = (size_t)(p->B * p->Hkv * p->T) * (size_t)(p->Dk + p->Dv) * sizeof(float);
+  if (p->append_k || p->append_v) return false; /* one new row per head: nothing to keep out of L2 */
   return past_bytes + present_bytes > att_l2_bytes();
 }
 
@@ -257,6 +288,11 @@ static void att_decode_f32(const att_plan *p, const float *q, const float *k, co
 #define ATT_TANH     tanh
 #include "kernels/nn_attention_walk.inc"
 
+/* Elements input t's data spans: its numel, or more for a past padded along the sequence. */
+static int64_t att_span(const mx_ktensor *t) {
+  return t->rank > 0 ? t->dims[0] * t->strides[0] : mx__ktensor_numel(t);
+}
+
 /* Workspace: the score matrix of one head, plus float32 copies of every float input and of Y
  * for 16-bit types. */
 static size_t att_workspace(const mx_kernel_call *call) {
@@ -275,7 +311,7 @@ static size_t att_workspace(const mx_kernel_call *call) {
   if (dt == MX_FLOAT16 || dt == MX_BFLOAT16) {
     for (uint32_t i = 0; i < call->n_in && i < 6; i++) {
       if (!present(call, i) || call->t[i].dtype == MX_BOOL) continue;
-      total += mx__kalign64((size_t)mx__ktensor_numel(&call->t[i]) * 4);
+      total += mx__kalign64((size_t)att_span(&call->t[i]) * 4);
     }
     total += mx__kalign64((size_t)mx__ktensor_numel(&call->t[call->n_in]) * 4);
   }
@@ -303,8 +339,14 @@ static mx_status att_run(mx_kernel_call *call) {
     return MX_OK;
   }
   /* present_key / present_value first: they only copy. */
-  if (present_k) att_present(&p, pk, call->t[1].data, p.k_batch, p.k_head, p.k_row, p.Dk, es, present_k);
-  if (present_v) att_present(&p, pv, call->t[2].data, p.v_batch, p.v_head, p.v_row, p.Dv, es, present_v);
+  if (present_k)
+    att_present(&p, pk, call->t[1].data, p.k_batch, p.k_head, p.k_row, p.Dk, es,
+                (const int64_t[2]){p.pk_batch, p.pk_head}, (const int64_t[2]){p.ok_batch, p.ok_head}, p.append_k,
+                present_k);
+  if (present_v)
+    att_present(&p, pv, call->t[2].data, p.v_batch, p.v_head, p.v_row, p.Dv, es,
+                (const int64_t[2]){p.pv_batch, p.pv_head}, (const int64_t[2]){p.ov_batch, p.ov_head}, p.append_v,
+                present_v);
   if (p.B == 0 || p.Hq == 0 || p.Sq == 0) return MX_OK;
   mx__kblas_init();
   char *w = call->workspace;
@@ -324,7 +366,7 @@ static mx_status att_run(mx_kernel_call *call) {
   const float *f[6] = {NULL};
   for (uint32_t i = 0; i < call->n_in && i < 6; i++) {
     if (!present(call, i) || call->t[i].dtype == MX_BOOL) continue;
-    int64_t n = mx__ktensor_numel(&call->t[i]);
+    int64_t n = att_span(&call->t[i]);
     mx__khalf_to_f32(call->t[i].data, call->t[i].dtype, (float *)w, n);
     f[i] = (const float *)w;
     w += mx__kalign64((size_t)n * 4);

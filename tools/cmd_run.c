@@ -262,14 +262,10 @@ static int run_with_state(run_args *a, mx_session *s, mx_tensor *inputs, size_t 
   for (size_t k = 0; k < n_out && rc == MX_EXIT_OK; k++) {
     const mx_tensor *o = mx_binding_output(b, k);
     mx_tensor_release(&outputs[k]);
-    if (o && o->placement == MX_DEVICE) {
-      if (mx_cli_download(s, o, &outputs[k]) != MX_OK)
-        rc = mx_cli_runtime_error("run", "reading output %zu back", k);
-    } else if (o && mx_tensor_alloc(o->dtype, o->rank, o->dims, &outputs[k]) == MX_OK) {
-      size_t nbytes = 0;
-      mx_tensor_nbytes(o, &nbytes);
-      if (nbytes) memcpy(outputs[k].data, o->data, nbytes);
-    }
+    /* Read through the binding: an appended state's rows lie padded in its buffer. */
+    if (o && (mx_tensor_alloc(o->dtype, o->rank, o->dims, &outputs[k]) != MX_OK ||
+              mx_binding_read_output(b, k, &outputs[k]) != MX_OK))
+      rc = mx_cli_runtime_error("run", "reading output %zu back: %s", k, mx_session_last_error(s));
     mx_io_info info;
     mx_session_output_info(s, k, &info);
     outputs[k].name = info.name;

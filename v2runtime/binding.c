@@ -304,7 +304,7 @@ mx_status mx_session_run_binding(mx_session *s, mx_binding *b) {
     if (st != MX_OK) return st;
     b->out_slot[j] = o->kind == MX_BIND_OUT_NONE ? NULL : &o->t;
   }
-  mx_bound_slots slots = {b->prog, b->in_slot, b->out_slot};
+  mx_bound_slots slots = {b->prog, b->in_slot, b->out_slot, b->pads, b->n_pads};
   st = mx__session_run_slots(s, &slots);
   if (st != MX_OK) {
     /* A failed step hands back no buffer it allocated: nothing to keep. */

@@ -38,6 +38,8 @@ typedef struct mx_bind_state {
   int cur;
   int64_t outer, inner; /* elements before the axis and after it (one row), at allocation */
   mx_tensor view;       /* the rows held: the input record of the next step (device) */
+  bool append;          /* appended in place (state_append.c): one buffer, buf[0], padded to
+                           the capacity along the axis; the step writes only its new rows */
 } mx_bind_state;
 
 struct mx_binding {
@@ -59,6 +61,10 @@ struct mx_binding {
                                  untouched (a truncate back to them is a swap), or -1 */
   int64_t capacity;      /* rows every state's buffers take (0 until allocated) */
   int64_t want_capacity; /* rows asked for at the first allocation */
+  bool no_append;        /* mx_binding_set_state_append(false): every state copies */
+  bool append_decided;   /* which states append was worked out (at their first allocation) */
+  mx_step_pad *pads;     /* per step: the appended states' padded values (2 per state) */
+  size_t n_pads;
 };
 
 /* --- states (state.c) ------------------------------------------------------------------------ */
@@ -68,6 +74,9 @@ struct mx_binding {
 MX_MUST_USE mx_status mx__binding_states_prepare(mx_binding *b);
 /* After a successful step: the outputs become the states' rows. */
 void mx__binding_states_advance(mx_binding *b);
+/* Whether state x can be appended in place in program p; if so the dynamic partitions it goes
+ * through are no longer specialized (state_append.c). */
+bool mx__state_append_fits(mx_program *p, const mx_bind_state *x);
 /* Frees every state's buffers. */
 void mx__binding_states_free(mx_binding *b);
 /* Binds the symbols of input `i`'s record dims into b->syms; fails naming the input and symbol

@@ -288,12 +288,24 @@ static mx_status k_bind_symbols(mx_exe_run *run, const mx_exe_node *n) {
   if (st != MX_OK) return st;
   c->in_step = true;
   st = mx__dyn_step_begin(c->dexec, c->args_in, c->n_in, mx__call_stream(step, c));
+  /* States on the append path: their rows lie in buffers padded along the growing axis. */
+  for (size_t q = 0; q < step->n_pads && st == MX_OK; q++)
+    for (uint32_t k = 0; k < c->n_in && st == MX_OK && !step->pads[q].output; k++)
+      if (c->in_values[k] == step->pads[q].value)
+        st = mx__dyn_set_input_pitch(c->dexec, c->args_in[k].name, step->pads[q].axis, step->pads[q].rows);
   /* The ops producing graph outputs write straight into the caller's device buffers (the same
-   * ones DynStepEnd passes: the value's first graph output): no copy at the end of the step. */
+   * ones DynStepEnd passes: the value's first graph output): no copy at the end of the step. A
+   * state's output on the append path goes into its state's buffer, after the rows held. */
   for (uint32_t j = 0; j < c->n_out && st == MX_OK; j++) {
     const mx_rt_value *rv = &p->values[c->out_values[j]];
     const mx_tensor *o = rv->graph_output >= 0 ? step->out_by_graph[rv->graph_output] : NULL;
-    if (o && o->data && o->placement == MX_DEVICE) st = mx__dyn_bind_output(c->dexec, j, o);
+    const mx_step_pad *pad = NULL;
+    for (size_t q = 0; q < step->n_pads && !pad; q++)
+      if (step->pads[q].output && step->pads[q].value == c->out_values[j]) pad = &step->pads[q];
+    if (pad && o)
+      st = mx__dyn_bind_output_append(c->dexec, j, o, pad->axis, pad->rows);
+    else if (o && o->data && o->placement == MX_DEVICE)
+      st = mx__dyn_bind_output(c->dexec, j, o);
   }
   return st == MX_OK ? MX_OK : dyn_fail(run, c, st);
 }

@@ -245,6 +245,8 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   mx_error_clear(&s->err);
   mx_program *p = s->prog;
   mx_step *step = &s->step;
+  step->pads = NULL;
+  step->n_pads = 0;
   if (!p) {
     st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no model is loaded");
     goto out;
@@ -266,6 +268,8 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
     st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "the binding was made for a model no longer loaded");
     goto out;
   } else if (bound) {
+    step->pads = bound->pads;
+    step->n_pads = bound->n_pads;
     memcpy(step->inputs, bound->inputs, p->root->n_inputs * sizeof *step->inputs);
     memcpy(step->out_by_graph, bound->outputs, p->root->n_outputs * sizeof *step->out_by_graph);
   } else {

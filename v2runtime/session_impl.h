@@ -84,6 +84,17 @@ typedef struct mx_program {
   struct mx_spec_state *spec;   /* shape specialization of dynamic calls (spec.c), or NULL */
 } mx_program;
 
+/* A root value whose data lies in a state buffer of `rows` rows along `axis` (more than its
+ * dims hold): a state's rows fed to a dynamic call (its kernels read the padded layout), or the
+ * output that is the state's next value, which its producer appends in place into the same
+ * buffer (v2runtime/state_append.c decides which states qualify). */
+typedef struct mx_step_pad {
+  mx_value_id value;
+  int32_t axis;
+  int64_t rows;
+  bool output; /* the state's output (appended in place), else its input */
+} mx_step_pad;
+
 /* What the kernels of one step see (run->user). */
 typedef struct mx_step {
   struct mx_session *s;
@@ -102,6 +113,8 @@ typedef struct mx_step {
   uint64_t dynamic_ticks;                  /* host time inside dynamic partitions this step (mx__ticks) */
   uint64_t host_ticks;                     /* host time in feed and output kernels this step (mx__ticks) */
   uint64_t kernels;                        /* exe kernels run */
+  const mx_step_pad *pads;                 /* padded state values this step (bound runs), or NULL */
+  size_t n_pads;
 } mx_step;
 
 /* The stream partition call c runs on in this step. */
@@ -212,6 +225,8 @@ typedef struct mx_bound_slots {
   const mx_program *prog;         /* the program they were matched for */
   const mx_tensor *const *inputs; /* root->n_inputs entries */
   mx_tensor *const *outputs;      /* root->n_outputs entries */
+  const struct mx_step_pad *pads; /* padded state values (binding states appended in place) */
+  size_t n_pads;
 } mx_bound_slots;
 
 /* mx_session_run without name matching (run.c). */

@@ -8,7 +8,14 @@
  * and nothing crosses to the host while the rows fit; past the capacity every state grows
  * together, x2. Truncation keeps the first rows: back to the rows before the last step it is a
  * swap (the other buffer still holds them: rejecting a speculated token, or repeating a step),
- * else a copy per outer block into the other buffer when rows are not outermost. */
+ * else a copy per outer block into the other buffer when rows are not outermost.
+ *
+ * The append path (state_append.c says which states take it; mx_binding_set_state_append turns
+ * it off): one buffer per state, padded to the capacity along the axis, so each outer block
+ * (a key/value head) keeps its rows in place as it grows. The state's input and output both
+ * point into it: the step's kernels read the rows through strides and the producer of the
+ * state's next value writes only the new rows after them. Nothing is copied per step, the
+ * buffer's address changes only when it grows, and a truncate only forgets rows. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,6 +153,9 @@ int64_t mx_binding_state_capacity(const mx_binding *b) {
 }
 
 void mx__binding_states_free(mx_binding *b) {
+  free(b->pads);
+  b->pads = NULL;
+  b->n_pads = 0;
   for (size_t k = 0; k < b->n_states; k++)
     for (int h = 0; h < 2; h++) {
       if (b->states[k].buf[h]) mx_device_free(b->s->dev, b->states[k].buf[h]);
@@ -175,6 +185,22 @@ static mx_status copy_rows(mx_binding *b, const mx_bind_state *x, void *dst, con
   return MX_OK;
 }
 
+/* Copies `held` rows of every outer block of state x from src (blocks of src_pitch rows) to dst
+ * (blocks of dst_pitch rows): one copy per outer block, or one in all when the pitches agree. */
+static mx_status copy_pitched(mx_binding *b, const mx_bind_state *x, void *dst, int64_t dst_pitch,
+                              const void *src, int64_t src_pitch, int64_t held, mx_copy_kind kind) {
+  size_t row = (size_t)x->inner * mx_dtype_size(x->view.dtype);
+  if (held == 0) return MX_OK;
+  if (x->outer == 1 || (dst_pitch == held && src_pitch == held))
+    return mx_device_copy(b->s->dev, dst, src, (size_t)x->outer * (size_t)held * row, kind);
+  for (int64_t o = 0; o < x->outer; o++) {
+    mx_status st = mx_device_copy(b->s->dev, (char *)dst + (size_t)o * (size_t)dst_pitch * row,
+                                  (const char *)src + (size_t)o * (size_t)src_pitch * row, (size_t)held * row, kind);
+    if (st != MX_OK) return st;
+  }
+  return MX_OK;
+}
+
 /* Gives state x buffers of `rows` rows, keeping the rows it holds. A state not sized yet (its
  * dims come with its first step or load) keeps none. */
 static mx_status grow_state(mx_binding *b, mx_bind_state *x, int64_t rows) {
@@ -184,13 +210,16 @@ static mx_status grow_state(mx_binding *b, mx_bind_state *x, int64_t rows) {
   if (bytes == 0) bytes = 64;
   int64_t held = x->view.dims[x->axis];
   mx_status st = mx_device_alloc(b->s->dev, bytes, 64, &nb[0]);
-  if (st == MX_OK) st = mx_device_alloc(b->s->dev, bytes, 64, &nb[1]);
-  if (st == MX_OK && x->buf[x->cur]) st = copy_rows(b, x, nb[0], x->buf[x->cur], held, held);
+  if (st == MX_OK && !x->append) st = mx_device_alloc(b->s->dev, bytes, 64, &nb[1]);
+  if (st == MX_OK && x->buf[x->cur] && x->append)
+    st = copy_pitched(b, x, nb[0], rows, x->buf[0], b->capacity, held, MX_COPY_D2D);
+  else if (st == MX_OK && x->buf[x->cur])
+    st = copy_rows(b, x, nb[0], x->buf[x->cur], held, held);
   if (st != MX_OK) {
     for (int h = 0; h < 2; h++)
       if (nb[h]) mx_device_free(b->s->dev, nb[h]);
-    return mx__fail(ERR(b), MX_ERR_DEVICE_OOM, "state '%s': cannot allocate 2 x %zu bytes for %lld rows: %s",
-                    x->view.name, bytes, (long long)rows, mx_device_last_error(b->s->dev));
+    return mx__fail(ERR(b), MX_ERR_DEVICE_OOM, "state '%s': cannot allocate %d x %zu bytes for %lld rows: %s",
+                    x->view.name, x->append ? 1 : 2, bytes, (long long)rows, mx_device_last_error(b->s->dev));
   }
   for (int h = 0; h < 2; h++)
     if (x->buf[h]) mx_device_free(b->s->dev, x->buf[h]);
@@ -220,8 +249,66 @@ static int64_t capacity_for(const mx_binding *b, int64_t rows) {
   return cap;
 }
 
+/* Works out once, before the first buffers, which states append in place. */
+static void decide_append(mx_binding *b) {
+  if (b->append_decided) return;
+  b->append_decided = true;
+  for (size_t k = 0; k < b->n_states; k++)
+    b->states[k].append = !b->no_append && mx__state_append_fits(b->s->prog, &b->states[k]);
+}
+
+mx_status mx_binding_set_state_append(mx_binding *b, bool on) {
+  if (!b) return MX_ERR_INVALID_ARGUMENT;
+  if (b->append_decided && b->no_append != !on)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT,
+                    "state append: set before the first step or state load of the binding");
+  b->no_append = !on;
+  return MX_OK;
+}
+
+size_t mx_binding_state_appended(const mx_binding *b) {
+  size_t n = 0;
+  for (size_t k = 0; b && b->append_decided && k < b->n_states; k++) n += b->states[k].append;
+  return n;
+}
+
+mx_status mx_binding_read_output(mx_binding *b, size_t index, const mx_tensor *dst) {
+  if (!b) return MX_ERR_INVALID_ARGUMENT;
+  const mx_tensor *o = mx_binding_output(b, index);
+  if (!o)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "read output %zu: out of range or not bound", index);
+  const mx_bind_state *x = NULL;
+  for (size_t k = 0; k < b->n_states && !x; k++)
+    if (b->states[k].out == index) x = &b->states[k];
+  size_t nbytes = 0;
+  if (!dst || !mx_tensor_nbytes(dst, &nbytes) || dst->dtype != o->dtype || dst->rank != o->rank ||
+      memcmp(dst->dims, o->dims, (size_t)o->rank * sizeof *dst->dims) != 0 || (nbytes && !dst->data))
+    return mx__fail(ERR(b), MX_ERR_SHAPE, "read output '%s': the tensor must have the output's dtype and dims",
+                    output_value(b, index)->name);
+  if (!nbytes) return MX_OK;
+  if (!o->data)
+    return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "read output '%s': no step wrote it yet",
+                    output_value(b, index)->name);
+  if (o->placement == MX_HOST && dst->placement == MX_HOST) {
+    memcpy(dst->data, o->data, nbytes);
+    return MX_OK;
+  }
+  mx_copy_kind kind = o->placement == MX_DEVICE ? (dst->placement == MX_DEVICE ? MX_COPY_D2D : MX_COPY_D2H)
+                                                : MX_COPY_H2D;
+  mx_status st;
+  if (x && x->append && o->data == x->buf[0])
+    st = copy_pitched(b, x, dst->data, b->length, o->data, b->capacity, b->length, kind);
+  else
+    st = mx_device_copy(b->s->dev, dst->data, o->data, nbytes, kind);
+  if (st != MX_OK)
+    return mx__fail(ERR(b), st, "read output '%s': %s", output_value(b, index)->name,
+                    mx_device_last_error(b->s->dev));
+  return MX_OK;
+}
+
 mx_status mx_binding_load_state(mx_binding *b, size_t index, const mx_tensor *t) {
   if (!b) return MX_ERR_INVALID_ARGUMENT;
+  decide_append(b);
   if (index >= b->n_in || b->in_state[index] < 0)
     return mx__fail(ERR(b), MX_ERR_INVALID_ARGUMENT, "load state: input %zu is not a state", index);
   mx_bind_state *x = &b->states[b->in_state[index]];
@@ -261,9 +348,13 @@ mx_status mx_binding_load_state(mx_binding *b, size_t index, const mx_tensor *t)
     st = grow_state(b, x, cap);
   if (st != MX_OK) return st;
   b->capacity = cap;
-  st = nbytes ? mx_device_copy(b->s->dev, x->buf[x->cur], t->data, nbytes,
-                               t->placement == MX_DEVICE ? MX_COPY_D2D : MX_COPY_H2D)
-              : MX_OK;
+  mx_copy_kind kind = t->placement == MX_DEVICE ? MX_COPY_D2D : MX_COPY_H2D;
+  if (!nbytes)
+    st = MX_OK;
+  else if (x->append)
+    st = copy_pitched(b, x, x->buf[0], b->capacity, t->data, rows, rows, kind);
+  else
+    st = mx_device_copy(b->s->dev, x->buf[x->cur], t->data, nbytes, kind);
   if (st != MX_OK)
     return mx__fail(ERR(b), st, "load state '%s': %s", x->view.name, mx_device_last_error(b->s->dev));
   memcpy(x->view.dims, t->dims, sizeof x->view.dims);
@@ -275,6 +366,7 @@ mx_status mx_binding_load_state(mx_binding *b, size_t index, const mx_tensor *t)
 
 mx_status mx__binding_states_prepare(mx_binding *b) {
   if (!b->n_states) return MX_OK;
+  decide_append(b);
   const mx_symtab *syms = b->prog->root->syms;
   /* The inputs first: rows held along the axis, the other dims from the bound inputs' symbols. */
   for (size_t k = 0; k < b->n_states; k++) {
@@ -335,15 +427,25 @@ mx_status mx__binding_states_prepare(mx_binding *b) {
     mx_status st = grow_state(b, &b->states[k], b->capacity);
     if (st != MX_OK) return st;
   }
+  if (!b->pads) {
+    b->pads = calloc(2 * b->n_states, sizeof *b->pads);
+    if (!b->pads) return mx__fail_oom(ERR(b), "the states' padded values");
+  }
+  b->n_pads = 0;
   for (size_t k = 0; k < b->n_states; k++) {
     mx_bind_state *x = &b->states[k];
     mx_tensor *o = &b->out[x->out].t;
     x->view.data = x->buf[x->cur];
     o->dtype = x->view.dtype;
-    o->data = x->buf[x->cur ^ 1];
+    o->data = x->append ? x->buf[0] : x->buf[x->cur ^ 1];
     o->placement = MX_DEVICE;
     o->name = output_value(b, x->out)->name;
     b->in_slot[x->in] = &x->view;
+    if (!x->append) continue;
+    mx_step_pad in = {b->prog->root->inputs[x->in], x->axis, b->capacity, false};
+    mx_step_pad out = {b->prog->root->outputs[x->out], x->axis, b->capacity, true};
+    b->pads[b->n_pads++] = in;
+    b->pads[b->n_pads++] = out;
   }
   return MX_OK;
 }
@@ -353,7 +455,7 @@ void mx__binding_states_advance(mx_binding *b) {
   for (size_t k = 0; k < b->n_states; k++) {
     mx_bind_state *x = &b->states[k];
     const mx_tensor *o = &b->out[x->out].t;
-    x->cur ^= 1;
+    if (!x->append) x->cur ^= 1;
     memcpy(x->view.dims, o->dims, sizeof x->view.dims);
     x->view.data = x->buf[x->cur];
     b->length = o->dims[x->axis];
@@ -370,7 +472,9 @@ mx_status mx_binding_truncate(mx_binding *b, int64_t length) {
   bool swap = length == b->before && b->before >= 0;
   for (size_t k = 0; k < b->n_states; k++) {
     mx_bind_state *x = &b->states[k];
-    if (swap) {
+    if (x->append) {
+      /* The rows kept stay where they are; the next step writes over the others. */
+    } else if (swap) {
       x->cur ^= 1;
     } else if (x->outer > 1 && length > 0) {
       /* Rows are not outermost: pack the kept rows of each block into the other buffer. */

@@ -152,9 +152,7 @@ mx_status mx__llm_run_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n
     size_t nbytes = 0;
     mx_tensor_nbytes(o, &nbytes);
     st = mx_tensor_alloc(o->dtype, o->rank, o->dims, &out[k]);
-    if (st == MX_OK && nbytes)
-      st = o->placement == MX_DEVICE ? mx_device_copy(c->dev, out[k].data, o->data, nbytes, MX_COPY_D2H)
-                                     : (memcpy(out[k].data, o->data, nbytes), MX_OK);
+    if (st == MX_OK && nbytes) st = mx_binding_read_output(b, k, &out[k]); /* states packed */
     if (st != MX_OK) {
       snprintf(why, cap, "%s: reading the outputs: %s", sys_names[sys], mx_status_string(st));
       mx__llm_release_all(out, n);
@@ -165,7 +163,9 @@ mx_status mx__llm_run_mixrt(bench_ctx *c, int sys, const mx_tensor *in, size_t n
     size_t nbytes = 0;
     mx_tensor_nbytes(d, &nbytes);
     st = mx_tensor_alloc(d->dtype, d->rank, d->dims, &out[k]);
-    if (st == MX_OK && nbytes) st = mx_device_copy(c->dev, out[k].data, d->data, nbytes, MX_COPY_D2H);
+    if (st == MX_OK && nbytes)
+      st = b ? mx_binding_read_output(b, k, &out[k]) /* states packed */
+             : mx_device_copy(c->dev, out[k].data, d->data, nbytes, MX_COPY_D2H);
     if (st != MX_OK) {
       snprintf(why, cap, "%s: reading the device outputs: %s", sys_names[sys], mx_status_string(st));
       mx__llm_release_all(out, n);

@@ -105,6 +105,21 @@ MX_API MX_MUST_USE mx_status mx_binding_load_state(mx_binding *b, size_t index, 
 MX_API MX_MUST_USE mx_status mx_binding_truncate(mx_binding *b, int64_t length);
 /* Empties every state (0 rows; buffers kept). */
 MX_API MX_MUST_USE mx_status mx_binding_reset(mx_binding *b);
+/* Whether states may be appended in place (default: yes), set before the first step or load.
+ * A state is appended in place when the session can see every kernel reading its rows and the
+ * one writing its next value (the fused Attention's past and present): its rows then stay in one
+ * device buffer padded to the capacity along the axis (a key/value head's rows stay where they
+ * are as it grows), the step writes only the new rows, the buffer's address changes only when it
+ * grows, and truncate costs nothing. Other states, or all with false, keep the copying path: two
+ * buffers, the step writing the whole next value into the other one. */
+MX_API MX_MUST_USE mx_status mx_binding_set_state_append(mx_binding *b, bool on);
+/* States appended in place (known from the first step or load on; 0 before). */
+MX_API size_t mx_binding_state_appended(const mx_binding *b);
+/* Copies output `index` as the last step left it into dst (host or device memory of the
+ * session's device, contiguous, the output's dtype and dims). For an appended state's output
+ * mx_binding_output gives the padded buffer (rows of each outer block `capacity` rows apart):
+ * this reads its rows packed. */
+MX_API MX_MUST_USE mx_status mx_binding_read_output(mx_binding *b, size_t index, const mx_tensor *dst);
 
 /* --- running --------------------------------------------------------------------------------- */
 
