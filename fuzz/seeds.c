@@ -1,7 +1,8 @@
 /* fuzz_seeds DIR: writes the generated part of the fuzz seed corpora into DIR/<target>/:
  *   onnx/         small llama, MoE and encoder models (mixrt's generators, shrunken so that
  *                 mutations stay fast) as ONNX, and a nested-graph model (an If inside a Loop
- *                 body, both branches reading outer-scope values)
+ *                 body, both branches reading outer-scope values) and an ImageDecoder of a
+ *                 constant PPM
  *   tensor_pb/    onnx.TensorProto files of every dtype, raw and typed storage, empty and
  *                 scalar shapes
  *   mxm/          static-plan .mxm files of the llama step with past_len bound and of the
@@ -155,15 +156,39 @@ static mx_status build_nested(mx_graph **out, mx_error *err) {
   return MX_OK;
 }
 
+/* ImageDecoder on a constant 2x2 binary PPM: mutations of the model reach the image decoders
+ * through inference (which reads the header) and constant folding (which decodes). */
+static mx_status build_image(mx_graph **out, mx_error *err) {
+  static const uint8_t ppm[] = "P6\n2 2\n255\n\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0";
+  mx_graph *g = NULL;
+  mx_status st = mx_graph_create("image_decoder", &g);
+  if (st != MX_OK) return st;
+  mx_tensor t = {.dtype = MX_UINT8, .rank = 1, .dims = {(int64_t)sizeof ppm - 1}, .data = (void *)ppm};
+  mx_attr a = mx_attr_string("pixel_format", "BGR");
+  mx_value_id enc, y;
+  st = mx_graph_add_constant(g, "encoded", &t, &enc);
+  if (st == MX_OK) st = mx_graph_add_op(g, "ImageDecoder", &enc, 1, &a, 1, &y);
+  if (st == MX_OK) st = mx_graph_add_output(g, y);
+  if (st == MX_OK) st = mx_graph_infer(g);
+  if (st != MX_OK) {
+    snprintf(err->message, sizeof err->message, "%s", mx_graph_last_error(g));
+    mx_graph_destroy(g);
+    return st;
+  }
+  *out = g;
+  return MX_OK;
+}
+
 static int onnx_seeds(void) {
-  static const char *names[] = {"llama.onnx", "moe.onnx", "encoder.onnx", "if_in_loop.onnx"};
+  static const char *names[] = {"llama.onnx", "moe.onnx", "encoder.onnx", "if_in_loop.onnx",
+                                "image_decoder.onnx"};
   int rc = 0;
-  for (int w = 0; w < 4 && !rc; w++) {
+  for (int w = 0; w < 5 && !rc; w++) {
     mx_graph *g = NULL;
     void *data = NULL;
     size_t size = 0;
     mx_error err;
-    mx_status st = w == 3 ? build_nested(&g, &err) : build(w, &g, &err);
+    mx_status st = w == 4 ? build_image(&g, &err) : w == 3 ? build_nested(&g, &err) : build(w, &g, &err);
     if (st == MX_OK) st = mx_onnx_save_memory(g, &data, &size, &err);
     if (st != MX_OK) fprintf(stderr, "fuzz_seeds: %s: %s\n", names[w], err.message);
     rc = st != MX_OK || write_seed("onnx", names[w], data, size);
