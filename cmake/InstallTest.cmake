@@ -1,8 +1,9 @@
 # ctest entry `install_consumer` (cmake -P): installs the build tree into a temporary prefix, then
 # builds and runs examples/c_decode twice against it, once through find_package(mixrt) and once
 # through pkg-config, and checks that both print the same tokens; then examples/decode_state.c
-# (pkg-config) must print them too.
+# (pkg-config) must print them too; then the installed Python package must import (-DPYTHON).
 #   -DBUILD_DIR=<build tree> -DSOURCE_DIR=<mixrt source> -DWORK_DIR=<scratch> -DC_COMPILER=<cc>
+#   [-DPYTHON=<python3 with NumPy>]
 foreach(v BUILD_DIR SOURCE_DIR WORK_DIR C_COMPILER)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "InstallTest.cmake needs -D${v}=...")
@@ -64,5 +65,23 @@ string(REGEX MATCH "tokens:[0-9 ]+" state_tokens "${step_output}")
 string(REGEX MATCH "tokens:[0-9 ]+" copy_tokens "${by_cmake}")
 if(NOT state_tokens STREQUAL copy_tokens)
   message(FATAL_ERROR "examples/decode_state printed other tokens than examples/c_decode:\n${step_output}")
+endif()
+
+# The installed Python package, with its C extension when the build made one: it must find the
+# installed libmixrt.so and load the extension installed beside it.
+file(GLOB step_modules "${prefix}/lib/python3/dist-packages/mixrt/_step*.so")
+if(DEFINED PYTHON AND EXISTS "${PYTHON}" AND EXISTS "${prefix}/lib/python3/dist-packages/mixrt/__init__.py")
+  if(step_modules)
+    set(want_step "True")
+  else()
+    set(want_step "False")
+  endif()
+  # (no ';' in the program: run_step's arguments are a CMake list)
+  unset(ENV{MIXRT_LIBRARY})
+  unset(ENV{PYTHONPATH})
+  run_step("import the installed Python package" "${CMAKE_COMMAND}" -E env
+           "PYTHONPATH=${prefix}/lib/python3/dist-packages" "${PYTHON}" -c
+           "import mixrt, mixrt.session as s, mixrt._lib as l\nassert l.lib.path.startswith('${prefix}'), l.lib.path\nassert (s._step is not None) == ${want_step}, s._step\nprint(mixrt.version(), 'extension' if s._step else 'ctypes only')")
+  message(STATUS "install_consumer: Python package ${step_output}")
 endif()
 message(STATUS "install_consumer: ${by_cmake}")

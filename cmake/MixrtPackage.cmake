@@ -104,4 +104,6 @@ install(CODE "
 # <prefix>/lib/python3/dist-packages; it finds libmixrt.so in <prefix>/lib* (docs/python.md).
 set(MIXRT_PYTHON_DIR "lib/python3/dist-packages" CACHE STRING "Install folder of the mixrt Python package, below the prefix")
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/python/mixrt" DESTINATION "${MIXRT_PYTHON_DIR}" COMPONENT python
-  PATTERN "__pycache__" EXCLUDE)
+  PATTERN "__pycache__" EXCLUDE PATTERN "*.c" EXCLUDE)
+# Its optional C extension (the per-step path of Session.run).
+include("${CMAKE_CURRENT_LIST_DIR}/MixrtPython.cmake")

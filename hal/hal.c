@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/record.h"
 #include "hal/hal_impl.h"
 
 #define DEFAULT_RING_SLOTS 1024u
@@ -216,17 +217,19 @@ void mx_device_destroy(mx_device *dev) {
   free(dev);
 }
 
-void mx_device_get_info(const mx_device *dev, mx_device_info *info) {
-  if (!dev || !info) return;
-  memset(info, 0, sizeof *info);
-  info->kind = dev->opt.kind;
-  info->pinning = MX_PIN_NONE;
-  info->max_workers = dev->opt.max_workers;
-  info->ring_slots = dev->opt.ring_slots;
-  info->spin_ns = dev->spin_ns;
-  info->check = dev->check;
-  for (int i = 0; i < MX_FAULT_POINT_COUNT; i++) info->fault_nth[i] = dev->fault_nth[i];
-  dev->ops->info(dev, info);
+void mx_device_get_info_sized(const mx_device *dev, mx_device_info *out, size_t record_size) {
+  if (!dev || !out || record_size == 0) return;
+  mx_device_info info;
+  memset(&info, 0, sizeof info);
+  info.kind = dev->opt.kind;
+  info.pinning = MX_PIN_NONE;
+  info.max_workers = dev->opt.max_workers;
+  info.ring_slots = dev->opt.ring_slots;
+  info.spin_ns = dev->spin_ns;
+  info.check = dev->check;
+  for (int i = 0; i < MX_FAULT_POINT_COUNT; i++) info.fault_nth[i] = dev->fault_nth[i];
+  dev->ops->info(dev, &info);
+  mx__record_fill(out, record_size, &info, sizeof info); /* the caller's size (docs/abi.md) */
 }
 
 bool mx__hal_device_checking(const mx_device *dev) { return dev && dev->check; }

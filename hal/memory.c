@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/record.h"
 #include "hal/hal_impl.h"
 
 struct mx__mem_node {
@@ -371,18 +372,21 @@ mx_status mx_device_unregister_buffer(mx_device *dev, void *ptr) {
   return MX_OK;
 }
 
-void mx_device_memory_stats_get(const mx_device *dev, mx_device_memory_stats *st) {
-  if (!dev || !st) return;
+void mx_device_memory_stats_get_sized(const mx_device *dev, mx_device_memory_stats *out, size_t record_size) {
+  if (!dev || !out || record_size == 0) return;
   mx_device *d = (mx_device *)dev; /* locking does not change the device's state */
+  mx_device_memory_stats st;
+  memset(&st, 0, sizeof st);
   mx__mem_lock(d);
-  st->bytes_in_use = d->mem_in_use;
-  st->peak_bytes = d->mem_peak;
-  st->limit_bytes = d->opt.memory_limit;
-  st->allocations = d->mem_allocs;
-  st->frees = d->mem_frees;
-  st->live = d->mem_live;
+  st.bytes_in_use = d->mem_in_use;
+  st.peak_bytes = d->mem_peak;
+  st.limit_bytes = d->opt.memory_limit;
+  st.allocations = d->mem_allocs;
+  st.frees = d->mem_frees;
+  st.live = d->mem_live;
   mx__mem_unlock(d);
-  mx__shared_stats(d, &st->shared_blocks, &st->shared_bytes, &st->shared_hits);
+  mx__shared_stats(d, &st.shared_blocks, &st.shared_bytes, &st.shared_hits);
+  mx__record_fill(out, record_size, &st, sizeof st); /* the caller's size (docs/abi.md) */
 }
 
 void mx_device_memory_reset_peak(mx_device *dev) {

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/record.h"
 #include "partitioner/partitioner_impl.h"
 
 /* CPU time of the calling thread in nanoseconds. */
@@ -197,13 +198,13 @@ size_t mx_partition_reason_format(const mx_partition *p, mx_node_id n, char *buf
   return mx__part_reason_text(p, n, buf, cap);
 }
 
-void mx_partition_get_totals(const mx_partition *p, mx_partition_totals *out) {
-  if (!out) return;
+void mx_partition_get_totals_sized(const mx_partition *p, mx_partition_totals *out, size_t record_size) {
+  if (!out || record_size == 0) return;
   if (!p) {
-    memset(out, 0, sizeof *out);
+    memset(out, 0, record_size);
     return;
   }
-  *out = p->totals;
+  mx__record_fill(out, record_size, &p->totals, sizeof p->totals); /* the caller's size (docs/abi.md) */
 }
 
 void mx__partition_timings(const mx_partition *p, mx__part_timings *out) {

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/record.h"
 #include "kernels/threads.h"
 #include "mixrt/onnx.h"
 #include "mixrt/session.h"
@@ -478,10 +479,11 @@ bool mx_session_output_info(const mx_session *s, size_t index, mx_io_info *info)
   return io_info(s, index, false, info);
 }
 
-mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last, mx_session_stats *total) {
-  if (!s) return MX_ERR_INVALID_ARGUMENT;
-  if (last) *last = s->last;
-  if (total) *total = s->total;
+mx_status mx_session_get_stats_sized(const mx_session *s, mx_session_stats *last, mx_session_stats *total,
+                                     size_t record_size) {
+  if (!s || record_size == 0) return MX_ERR_INVALID_ARGUMENT;
+  if (last) mx__record_fill(last, record_size, &s->last, sizeof s->last);
+  if (total) mx__record_fill(total, record_size, &s->total, sizeof s->total);
   return MX_OK;
 }
 

@@ -5,9 +5,10 @@ the C call it makes (mx_session_run), in one process. Prints JSON.
 Every step runs the same inputs (past_len fixed), so the work inside mixrt is the same each step.
 For each step it records the wall time of session.run in Python and the session's own host time of
 that step (mx_session_get_stats: the wall clock inside mx_session_run); the difference is what the
-binding adds (building the tensor records, the ctypes call, wrapping the outputs as NumPy arrays).
-A third series calls mx_session_run straight through ctypes with records built once, the floor of
-any ctypes binding.
+binding adds (building the tensor records, the call, wrapping the outputs as NumPy arrays).
+Both paths of session.run are measured on the same session, step after step in turn: the C
+extension (mixrt._step, when built) and ctypes alone. A last series calls mx_session_run straight
+through ctypes with records built once, the floor of any ctypes binding.
 
     PYTHONPATH=python MIXRT_LIBRARY=build/libmixrt.so bench/python/run_overhead.py [--steps N] [--past N]
 """
@@ -53,15 +54,25 @@ def main():
     def stats_step_ns():
         return s.stats()["last"]["step_ns"]
 
-    py_ns, c_ns, raw_ns = [], [], []
+    # The two paths in turn, step after step, so both see the same load.
+    runner = s._runner
+    paths = {"extension": runner, "ctypes": None} if runner is not None else {"ctypes": None}
+    wall = {p: [] for p in paths}
+    freed = {p: [] for p in paths}  # wall time including freeing the step's arrays
+    inside = {p: [] for p in paths}
     for k in range(args.warmup + args.steps):
-        t0 = time.perf_counter_ns()
-        outs = s.run(None, feeds)
-        t1 = time.perf_counter_ns()
-        del outs
-        if k >= args.warmup:
-            py_ns.append(t1 - t0)
-            c_ns.append(stats_step_ns())
+        for path, r in paths.items():
+            s._runner = r
+            t0 = time.perf_counter_ns()
+            outs = s.run(None, feeds)
+            t1 = time.perf_counter_ns()
+            del outs
+            t2 = time.perf_counter_ns()
+            if k >= args.warmup:
+                wall[path].append(t1 - t0)
+                freed[path].append(t2 - t0)
+                inside[path].append(stats_step_ns())
+    s._runner = runner
 
     # The floor: one ctypes call with records built once; outputs are released by hand.
     n_in, n_out = len(s.inputs), len(s.outputs)
@@ -72,6 +83,7 @@ def main():
             t.dims[d] = n
     outs = (_lib.Tensor * n_out)()
     run, release, handle = _lib.lib.mx_session_run, _lib.lib.mx_tensor_release, s._s
+    raw_ns = []
     for k in range(args.warmup + args.steps):
         ctypes.memset(outs, 0, ctypes.sizeof(outs))
         t0 = time.perf_counter_ns()
@@ -84,17 +96,21 @@ def main():
         if k >= args.warmup:
             raw_ns.append(t1 - t0)
 
-    added = [p - c for p, c in zip(py_ns, c_ns)]
-    print(json.dumps({
+    result = {
         "benchmark": "python_run_overhead",
         "model": "llama tiny decode step (mixrt gen llama)",
         "past_len": args.past, "steps": args.steps, "mixrt": mixrt.version(),
-        "python_session_run": quantiles(py_ns),
-        "c_mx_session_run": quantiles(c_ns),
-        "ctypes_direct_call": quantiles(raw_ns),
-        "python_added_per_step": quantiles(added),
-        "target_added_us": 10,
-    }, indent=2))
+        "inputs": n_in, "outputs": n_out,
+        "extension": runner is not None,
+    }
+    for path in paths:
+        result[f"{path}_session_run"] = quantiles(wall[path])
+        result[f"{path}_c_mx_session_run"] = quantiles(inside[path])
+        result[f"{path}_added_per_step"] = quantiles([w - c for w, c in zip(wall[path], inside[path])])
+        result[f"{path}_added_with_free"] = quantiles([w - c for w, c in zip(freed[path], inside[path])])
+    result["ctypes_direct_call"] = quantiles(raw_ns)
+    result["target_added_us"] = 10
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

@@ -144,8 +144,13 @@ typedef struct mx_device_info {
   uint64_t fault_nth[MX_FAULT_POINT_COUNT]; /* resolved fault-injection settings */
 } mx_device_info;
 
-/* Fills *info (caller-owned). */
-MX_API void mx_device_get_info(const mx_device *dev, mx_device_info *info);
+/* Fills *info (caller-owned): `record_size` bytes, the caller's sizeof(mx_device_info), its
+ * own fields first and zeros past them (docs/abi.md). */
+MX_API void mx_device_get_info_sized(const mx_device *dev, mx_device_info *info, size_t record_size);
+/* mx_device_get_info_sized with the size of the record this header declares. */
+static inline void mx_device_get_info(const mx_device *dev, mx_device_info *info) {
+  mx_device_get_info_sized(dev, info, sizeof(mx_device_info));
+}
 
 typedef struct mx_device_memory_stats {
   uint64_t bytes_in_use;  /* bytes of live allocations (registered buffers not counted) */
@@ -160,8 +165,14 @@ typedef struct mx_device_memory_stats {
                              allocations and uploads sharing saved */
 } mx_device_memory_stats;
 
-/* Fills *st (caller-owned). */
-MX_API void mx_device_memory_stats_get(const mx_device *dev, mx_device_memory_stats *st);
+/* Fills *st (caller-owned): `record_size` bytes, the caller's sizeof(mx_device_memory_stats),
+ * its own fields first and zeros past them (docs/abi.md). */
+MX_API void mx_device_memory_stats_get_sized(const mx_device *dev, mx_device_memory_stats *st,
+                                             size_t record_size);
+/* mx_device_memory_stats_get_sized with the size of the record this header declares. */
+static inline void mx_device_memory_stats_get(const mx_device *dev, mx_device_memory_stats *st) {
+  mx_device_memory_stats_get_sized(dev, st, sizeof(mx_device_memory_stats));
+}
 /* Sets peak_bytes to the current bytes_in_use. */
 MX_API void mx_device_memory_reset_peak(mx_device *dev);
 

@@ -187,7 +187,14 @@ typedef struct mx_partition_totals {
                               the one that produces them */
 } mx_partition_totals;
 
-MX_API void mx_partition_get_totals(const mx_partition *p, mx_partition_totals *out);
+/* Fills *out (caller-owned): `record_size` bytes, the caller's sizeof(mx_partition_totals), its
+ * own fields first and zeros past them (docs/abi.md). */
+MX_API void mx_partition_get_totals_sized(const mx_partition *p, mx_partition_totals *out,
+                                          size_t record_size);
+/* mx_partition_get_totals_sized with the size of the record this header declares. */
+static inline void mx_partition_get_totals(const mx_partition *p, mx_partition_totals *out) {
+  mx_partition_get_totals_sized(p, out, sizeof(mx_partition_totals));
+}
 
 /* --- dumps ---------------------------------------------------------------------------------- */
 

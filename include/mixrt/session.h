@@ -261,9 +261,16 @@ typedef struct mx_session_stats {
 
 /* Fills *last (the last step) and *total (since the model was loaded; the allocator counters
  * device_allocations, allocator_hits and allocator_misses since the session was created);
- * either may be NULL. */
-MX_API MX_MUST_USE mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last,
-                                                  mx_session_stats *total);
+ * either may be NULL. `record_size` is the caller's sizeof(mx_session_stats) (docs/abi.md): the
+ * library writes that many bytes, its own fields first and zeros past them, so a record of an
+ * older or newer mixrt is filled safely. 0 is refused (MX_ERR_INVALID_ARGUMENT). */
+MX_API MX_MUST_USE mx_status mx_session_get_stats_sized(const mx_session *s, mx_session_stats *last,
+                                                        mx_session_stats *total, size_t record_size);
+/* mx_session_get_stats_sized with the size of the record this header declares. */
+static inline MX_MUST_USE mx_status mx_session_get_stats(const mx_session *s, mx_session_stats *last,
+                                                         mx_session_stats *total) {
+  return mx_session_get_stats_sized(s, last, total, sizeof(mx_session_stats));
+}
 
 /* Starts recording a trace of the following steps (Chrome trace-event format, viewable in
  * Perfetto: one lane per stream and one for the host). */

@@ -6,6 +6,8 @@ holding this package (<prefix>/lib/libmixrt.so), then the system's library path.
 """
 import ctypes
 import glob
+import importlib.machinery
+import importlib.util
 import os
 
 # Caller-filled records are allocated this much larger than the fields mirrored here and filled by
@@ -102,6 +104,14 @@ class SessionStats(ctypes.Structure):
     _fields_ = [(f, ctypes.c_uint64) for f in STATS_FIELDS]
 
 
+MEMORY_STATS_FIELDS = ("bytes_in_use", "peak_bytes", "limit_bytes", "allocations", "frees", "live",
+                       "shared_blocks", "shared_bytes", "shared_hits")
+
+
+class DeviceMemoryStats(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_uint64) for f in MEMORY_STATS_FIELDS]
+
+
 class SaveOptions(ctypes.Structure):
     _fields_ = [("external_weights", ctypes.c_bool)]
 
@@ -136,6 +146,7 @@ def _declare(lib):
     P = c.POINTER
     sigs = {
         "mx_version": (c.c_char_p, []),
+        "mx_version_number": (c.c_int, []),
         "mx_status_name": (c.c_char_p, [c.c_int]),
         "mx_status_string": (c.c_char_p, [c.c_int]),
         "mx_dtype_name": (c.c_char_p, [c.c_int]),
@@ -151,7 +162,10 @@ def _declare(lib):
         "mx_session_input_info": (c.c_bool, [c.c_void_p, c.c_size_t, P(IoInfo)]),
         "mx_session_output_info": (c.c_bool, [c.c_void_p, c.c_size_t, P(IoInfo)]),
         "mx_session_run": (c.c_int, [c.c_void_p, P(Tensor), c.c_size_t, P(Tensor), c.c_size_t]),
-        "mx_session_get_stats": (c.c_int, [c.c_void_p, c.c_void_p, c.c_void_p]),
+        # Records the library fills take the caller's size of them (docs/abi.md).
+        "mx_session_get_stats_sized": (c.c_int, [c.c_void_p, c.c_void_p, c.c_void_p, c.c_size_t]),
+        "mx_session_device": (c.c_void_p, [c.c_void_p]),
+        "mx_device_memory_stats_get_sized": (None, [c.c_void_p, c.c_void_p, c.c_size_t]),
         "mx_tensor_release": (None, [P(Tensor)]),
     }
     for name, (restype, argtypes) in sigs.items():
@@ -178,4 +192,34 @@ def load():
     raise ImportError("mixrt: libmixrt.so not found (set MIXRT_LIBRARY to its path): " + "; ".join(errors))
 
 
+def _step_candidates(lib_path):
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = [os.path.join(here, "_step" + s) for s in importlib.machinery.EXTENSION_SUFFIXES]
+    if os.sep in lib_path:  # a build tree: <build>/libmixrt.so and <build>/python/mixrt/_step*.so
+        build = os.path.dirname(os.path.abspath(lib_path))
+        found += [os.path.join(build, "python", "mixrt", "_step" + s) for s in importlib.machinery.EXTENSION_SUFFIXES]
+    return found
+
+
+def load_step(lib_path):
+    """mixrt._step, the optional C extension doing Session.run's per-step work (python/mixrt/_step.c),
+    or None: not built, not found, or MIXRT_PYTHON_EXTENSION=0. Looked for beside this file (an
+    install), then in the build tree of the libmixrt.so in use."""
+    if os.environ.get("MIXRT_PYTHON_EXTENSION", "1") == "0":
+        return None
+    for path in _step_candidates(lib_path):
+        if not os.path.exists(path):
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location("mixrt._step", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except ImportError:
+            continue  # built for another Python
+        module.path = path
+        return module
+    return None
+
+
 lib = load()
+step = load_step(lib.path)

@@ -51,6 +51,23 @@ def _check(status, message_fn):
         raise MixrtError(status, message_fn())
 
 
+def _configure_step(module):
+    """The C extension configured with this library's functions, or None when it does not fit
+    (built against another mixrt) or is absent: Session.run then uses ctypes alone."""
+    if module is None:
+        return None
+    address = lambda fn: ctypes.cast(fn, ctypes.c_void_p).value
+    try:
+        module.configure(lib.mx_version_number(), ctypes.sizeof(_lib.Tensor), address(lib.mx_session_run),
+                         address(lib.mx_tensor_release), address(lib.mx_session_last_error), MixrtError)
+    except ImportError:
+        return None
+    return module
+
+
+_step = _configure_step(_lib.step)
+
+
 class IoInfo:
     """An input or output of the model: name, dtype (NumPy dtype, or the mixrt type name when
     NumPy has none), shape (a list of ints and symbol names; None when the rank is unknown)."""
@@ -211,6 +228,8 @@ class Session:
         self._outs_template = bytes(self._outs_bytes)  # data NULL, names set: every step starts here
         self._outs_records = struct.Struct("@" + _RECORD.format[1:] * len(self.outputs))
         self._all_outputs = range(len(self.outputs))
+        # The C path of run (mixrt._step), when the extension is there; ctypes otherwise.
+        self._runner = _step.Runner(self._s.value, len(self.inputs), tuple(i.name for i in self.outputs)) if _step else None
 
     def _name_address(self, name):
         entry = self._names.get(name)
@@ -233,6 +252,7 @@ class Session:
 
     def close(self):
         """Unloads the model and frees the session (also done when the object is collected)."""
+        self._runner = None
         if self._s:
             lib.mx_session_destroy(self._s)
             self._s = None
@@ -249,6 +269,18 @@ class Session:
     def run(self, output_names, feeds):
         """Runs one step. feeds: {input name: array-like}, every model input. output_names: the
         outputs to return, in that order (None: all of them). Returns a list of NumPy arrays."""
+        runner = self._runner
+        if runner is not None:
+            # The common case in C (mixrt._step): NotImplemented leaves the step to the code below,
+            # which converts the feeds or names what is wrong.
+            with self._lock:
+                if self._s:
+                    arrays = runner.run(output_names, feeds)
+                    if arrays is not NotImplemented:
+                        return arrays
+        return self._run_ctypes(output_names, feeds)
+
+    def _run_ctypes(self, output_names, feeds):
         if not self._s:
             raise MixrtError(1, "mixrt: the session is closed")
         n_in = len(self.inputs)
@@ -305,8 +337,20 @@ class Session:
 
     def stats(self):
         """{"last": {...}, "total": {...}}: the counters of mx_session_get_stats."""
-        last = _lib.new_record(_lib.SessionStats)
-        total = _lib.new_record(_lib.SessionStats)
+        # The library fills as many bytes as this binding's record has (docs/abi.md), whatever
+        # counters a newer mixrt appended.
+        last, total = _lib.SessionStats(), _lib.SessionStats()
         with self._lock:
-            _check(lib.mx_session_get_stats(self._s, ctypes.byref(last), ctypes.byref(total)), self._last_error)
+            _check(lib.mx_session_get_stats_sized(self._s, ctypes.byref(last), ctypes.byref(total),
+                                                  ctypes.sizeof(_lib.SessionStats)), self._last_error)
         return {k: {f: getattr(r, f) for f in _lib.STATS_FIELDS} for k, r in (("last", last), ("total", total))}
+
+    def memory_stats(self):
+        """The session's device memory counters (mx_device_memory_stats) as a dict."""
+        st = _lib.DeviceMemoryStats()
+        with self._lock:
+            if not self._s:
+                raise MixrtError(1, "mixrt: the session is closed")
+            lib.mx_device_memory_stats_get_sized(lib.mx_session_device(self._s), ctypes.byref(st),
+                                                 ctypes.sizeof(st))
+        return {f: getattr(st, f) for f in _lib.MEMORY_STATS_FIELDS}
