@@ -243,14 +243,21 @@ static bool churns(mx_session *s, mx_rt_call *c, mx_spec_call *sc, const int64_t
       seen = (sc->entries[i].mask >> k & 1u) && sc->entries[i].values[k] == vals[k];
     if (seen) continue;
     sc->misses[k]++;
-    if (limit && sc->misses[k] > limit) {
+    bool minor = (sc->minor >> k & 1u) && sc->misses[k] >= 2;
+    if (limit && (sc->misses[k] > limit || minor)) {
       over = true;
       sc->churned |= 1u << k;
       char line[320];
-      snprintf(line, sizeof line,
-               "partition '%s' stays dynamic for symbol '%s': %u new values missed its specializations "
-               "(churn limit %u)",
-               c->name, mx_symtab_symbol_name(s->prog->root->syms, sc->syms[k]), sc->misses[k], limit);
+      if (minor)
+        snprintf(line, sizeof line,
+                 "partition '%s' stays dynamic for symbol '%s': it took a second value and few of the "
+                 "partition's ops depend on it",
+                 c->name, mx_symtab_symbol_name(s->prog->root->syms, sc->syms[k]));
+      else
+        snprintf(line, sizeof line,
+                 "partition '%s' stays dynamic for symbol '%s': %u new values missed its specializations "
+                 "(churn limit %u)",
+                 c->name, mx_symtab_symbol_name(s->prog->root->syms, sc->syms[k]), sc->misses[k], limit);
       say(s, MX_LOG_INFO, line);
     }
   }
@@ -436,6 +443,19 @@ static mx_status compile_gears(mx_session *s, mx_program *p, mx_error *err) {
 
 /* --- install / release / account -------------------------------------------------------------- */
 
+/* A symbol is minor when at most a quarter of the body's ops have dims over it while another
+ * symbol is not: leaving it out of the specializations keeps most of the body static, so
+ * compiling models for its values first gains little (the decode loop's past_len). */
+static void mark_minor(const mx_graph *body, mx_spec_call *sc) {
+  sc->minor = 0;
+  if (sc->n_syms < 2) return;
+  for (uint32_t k = 0; k < sc->n_syms; k++) {
+    size_t live = 0, used = mx__spec_ops_using(body, sc->syms, sc->n_syms, 1u << k, &live);
+    if (live && 4 * used <= live) sc->minor |= 1u << k;
+  }
+  if (sc->minor == full_mask(sc)) sc->minor = 0;
+}
+
 mx_status mx__spec_install(mx_session *s, mx_program *p, mx_error *err) {
   if (p->interpreted || !s->opts.spec_cache_size || s->opts.static_min_ops < 0) return MX_OK;
   pthread_once(&once, find_originals);
@@ -472,6 +492,7 @@ mx_status mx__spec_install(mx_session *s, mx_program *p, mx_error *err) {
     sc->cap = s->opts.spec_cache_size;
     sc->n_syms = info.n_syms;
     memcpy(sc->syms, info.syms, sizeof sc->syms);
+    mark_minor(body, sc);
     n_spec++;
   }
   free(kinds);

@@ -47,6 +47,10 @@ typedef struct mx_spec_call {
                                        made static); cached entries still serve hits */
   bool active;        /* a specialization ran this step; per-op kernels skip */
   uint32_t churned;   /* bit k: symbol k churned, specializations leave it out */
+  uint32_t minor;     /* bit k: few of the body's ops have dims over symbol k (past_len, used
+                         by the attention over the cache only): its second value already
+                         counts as churn, so a decode loop compiles one split per seq value
+                         instead of a model per past_len first */
   uint32_t n_syms;
   uint32_t syms[MX_SPEC_MAX_SYMS];   /* symbol indices of the root's table */
   uint32_t misses[MX_SPEC_MAX_SYMS]; /* per symbol: misses where its value was new */
@@ -105,6 +109,10 @@ MX_MUST_USE mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const
                                              const uint32_t *syms, uint32_t n_syms, uint32_t churned,
                                              const int64_t *values, size_t n_values, mx_spec_split **out,
                                              bool *permanent, mx_error *err);
+/* Live ops of body whose dims use a symbol whose bit is set in `which` (bits index syms); the
+ * number of live ops into *n_live (may be NULL). */
+size_t mx__spec_ops_using(const mx_graph *body, const uint32_t *syms, uint32_t n_syms, uint32_t which,
+                          size_t *n_live);
 /* Runs a split specialization on `stream` and hands its outputs to the call's root values; adds
  * the dynamic runs' op launches to *launches. */
 MX_MUST_USE mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream,

@@ -83,14 +83,43 @@ static bool uses(const mx_symtab *t, mx_dim d, const uint32_t *syms, uint32_t n_
   return false;
 }
 
+/* True when v's dims use a churned symbol, or (with_sv) its symbolic value does. */
 static bool value_uses(const mx_graph *g, mx_value_id v, const uint32_t *syms, uint32_t n_syms,
-                       uint32_t churned) {
+                       uint32_t churned, bool with_sv) {
   const mx_value *val = &g->values[v];
   for (int32_t k = 0; k < val->shape.rank; k++)
     if (uses(g->syms, val->shape.dims[k], syms, n_syms, churned)) return true;
-  for (int32_t k = 0; val->sv && k < val->sv_len; k++)
+  for (int32_t k = 0; with_sv && val->sv && k < val->sv_len; k++)
     if (uses(g->syms, val->sv[k], syms, n_syms, churned)) return true;
   return false;
+}
+
+/* True when node n of body must run dynamically under `churned`: a dim of an input or output
+ * uses a churned symbol. By default a value whose *contents* merely depend on one (past_len
+ * read by Shape and added to the positions) is fed to a static model like any other tensor;
+ * with_sv also counts those, for bodies whose static stretches cannot do without the value's
+ * symbolic form (a Reshape whose target it gives). */
+static bool node_uses(const mx_graph *body, mx_node_id n, const uint32_t *syms, uint32_t n_syms,
+                      uint32_t churned, bool with_sv) {
+  const mx_node *nd = &body->nodes[n];
+  for (uint32_t k = 0; k < nd->n_inputs; k++)
+    if (nd->inputs[k] != MX_NO_VALUE && value_uses(body, nd->inputs[k], syms, n_syms, churned, with_sv))
+      return true;
+  for (uint32_t k = 0; k < nd->n_outputs; k++)
+    if (value_uses(body, nd->outputs[k], syms, n_syms, churned, with_sv)) return true;
+  return false;
+}
+
+size_t mx__spec_ops_using(const mx_graph *body, const uint32_t *syms, uint32_t n_syms, uint32_t which,
+                          size_t *n_live) {
+  size_t used = 0, live = 0;
+  for (size_t n = 0; n < body->n_nodes; n++) {
+    if (body->nodes[n].flags & MX_NODE_DEAD) continue;
+    live++;
+    if (node_uses(body, (mx_node_id)n, syms, n_syms, which, false)) used++;
+  }
+  if (n_live) *n_live = live;
+  return used;
 }
 
 /* Order of the body's live nodes: topological, continuing with the kind (dynamic or not) of the
@@ -198,9 +227,9 @@ static mx_status build_run(mx_session *s, mx_program *p, const mx_rt_call *c, mx
   return st;
 }
 
-mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call *c, const uint32_t *syms,
-                                 uint32_t n_syms, uint32_t churned, const int64_t *values, size_t n_values,
-                                 mx_spec_split **out, bool *permanent, mx_error *err) {
+static mx_status compile_split(mx_session *s, mx_program *p, const mx_rt_call *c, const uint32_t *syms,
+                               uint32_t n_syms, uint32_t churned, const int64_t *values, size_t n_values,
+                               bool with_sv, mx_spec_split **out, bool *permanent, mx_error *err) {
   *out = NULL;
   *permanent = false;
   mx_graph *body = mx__part_call_body(&p->root->nodes[c->node]);
@@ -217,12 +246,8 @@ mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call 
   sp->last_run = malloc((nv ? nv : 1) * sizeof *sp->last_run);
   if (!sp->vals || !sp->owned || !sp->last_run) goto oom;
   for (size_t n = 0; n < nn; n++) {
-    const mx_node *nd = &body->nodes[n];
-    if (nd->flags & MX_NODE_DEAD) continue;
-    for (uint32_t k = 0; k < nd->n_inputs && !dyn[n]; k++)
-      dyn[n] = nd->inputs[k] != MX_NO_VALUE && value_uses(body, nd->inputs[k], syms, n_syms, churned);
-    for (uint32_t k = 0; k < nd->n_outputs && !dyn[n]; k++)
-      dyn[n] = value_uses(body, nd->outputs[k], syms, n_syms, churned);
+    if (body->nodes[n].flags & MX_NODE_DEAD) continue;
+    dyn[n] = node_uses(body, (mx_node_id)n, syms, n_syms, churned, with_sv);
   }
   size_t n_order = 0;
   st = order_by_kind(body, dyn, order, &n_order);
@@ -327,6 +352,17 @@ fail:
   free(run_of);
   mx__spec_split_destroy(sp);
   return st;
+}
+
+mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call *c, const uint32_t *syms,
+                                 uint32_t n_syms, uint32_t churned, const int64_t *values, size_t n_values,
+                                 mx_spec_split **out, bool *permanent, mx_error *err) {
+  mx_status st = compile_split(s, p, c, syms, n_syms, churned, values, n_values, false, out, permanent, err);
+  if (st == MX_OK || !*permanent) return st;
+  /* A static stretch needed a churned value's symbolic form: the ops reading such values join
+   * the dynamic runs. */
+  mx_error_clear(err);
+  return compile_split(s, p, c, syms, n_syms, churned, values, n_values, true, out, permanent, err);
 }
 
 /* Gives back what a failed or finished step of the split still holds. */
