@@ -1,6 +1,7 @@
 /* CPU kernels of MatMul and Gemm (Einsum lives in linalg_einsum.c).
  *
- * float32 and float64 go through CBLAS (OpenBLAS, one thread per call): a batched MatMul
+ * float32 and float64 go through CBLAS (OpenBLAS, one thread per call; large float32 products and
+ * batches split across the intra-op threads, linalg_threads.c): a batched MatMul
  * loops over the broadcast batch calling sgemm/dgemm, folds the batch into the row count when
  * B is shared by every batch entry, and uses gemv for single rows or columns. float16 and
  * bfloat16 are converted to float32 in the workspace, multiplied with sgemm and rounded once.
@@ -354,25 +355,58 @@ static void mm_epilogue_f64(const mm_epilogue *e, void *vc, int64_t rows, int64_
   }
 }
 
+/* One batched product: its operands, output and the routines that compute it. */
+typedef struct mm_batch_job {
+  const mm_plan *p;
+  const void *a, *b;
+  void *c;
+  size_t esize;
+  mm2d_fn fn;
+  mm_epi_fn epi;
+  const mm_epilogue *e;
+} mm_batch_job;
+
+/* Output matrix i of the batch, then its epilogue. */
+static void mm_one(const mm_batch_job *j, int64_t i) {
+  const mm_plan *p = j->p;
+  size_t sa = (size_t)(p->m * p->k) * j->esize, sb = (size_t)(p->k * p->n) * j->esize,
+         sc = (size_t)(p->m * p->n) * j->esize;
+  int64_t oa, ob;
+  mm_offsets(p, i, &oa, &ob);
+  char *ci = (char *)j->c + (size_t)i * sc;
+  j->fn((const char *)j->a + (size_t)oa * sa, (const char *)j->b + (size_t)ob * sb, ci, p->m, p->k, p->n, p->ta,
+        p->tb);
+  if (j->epi) j->epi(j->e, ci, p->m, p->n);
+}
+
+static void mm_batch_task(void *ctx, int64_t task, int32_t slot) {
+  (void)slot;
+  mm_one(ctx, task);
+}
+
+/* The float32 epilogue on a band of rows of a product split across threads. */
+static void mm_epilogue_rows_f32(const void *ctx, float *c, int64_t rows, int64_t n) {
+  mm_epilogue_f32(ctx, c, rows, n);
+}
+
 /* Runs the batched product on element buffers of `esize` bytes with the 2-D routine `fn`, and
- * the epilogue (when epi is not NULL) on each product as soon as it is computed. */
+ * the epilogue (when epi is not NULL) on each product as soon as it is computed. A large float32
+ * product is split across the intra-op threads in bands of rows; a large batch, one product per
+ * task. */
 static void mm_run(const mm_plan *p, const void *a, const void *b, void *c, size_t esize, mm2d_fn fn,
                    mm_epi_fn epi, const mm_epilogue *e) {
-  if (p->fold) {
-    fn(a, b, c, p->batch * p->m, p->k, p->n, p->ta, p->tb);
-    if (epi) epi(e, c, p->batch * p->m, p->n);
+  if (p->fold || p->batch == 1) {
+    int64_t rows = p->fold ? p->batch * p->m : p->m;
+    if (fn == mm2d_f32 && mx__ksgemm_threads(p->ta, p->tb, rows, p->n, p->k, 1.0f, a, b, 0.0f, c,
+                                             epi ? mm_epilogue_rows_f32 : NULL, e))
+      return;
+    fn(a, b, c, rows, p->k, p->n, p->ta, p->tb);
+    if (epi) epi(e, c, rows, p->n);
     return;
   }
-  size_t sa = (size_t)(p->m * p->k) * esize, sb = (size_t)(p->k * p->n) * esize,
-         sc = (size_t)(p->m * p->n) * esize;
-  for (int64_t i = 0; i < p->batch; i++) {
-    int64_t oa, ob;
-    mm_offsets(p, i, &oa, &ob);
-    char *ci = (char *)c + (size_t)i * sc;
-    fn((const char *)a + (size_t)oa * sa, (const char *)b + (size_t)ob * sb, ci, p->m, p->k, p->n, p->ta,
-       p->tb);
-    if (epi) epi(e, ci, p->m, p->n);
-  }
+  mm_batch_job j = {p, a, b, c, esize, fn, epi, e};
+  if (mx__kparallel_large(p->batch, p->batch * p->m * p->n * p->k, mm_batch_task, &j)) return;
+  for (int64_t i = 0; i < p->batch; i++) mm_one(&j, i);
 }
 
 /* The fused bias and activation of the call (e->bias NULL and act 0 when there are none); fails
@@ -546,6 +580,9 @@ static mx_status gemm_run_f32(mx_kernel_call *call, const gemm_dims *g, const fl
     memset(y, 0, (size_t)(g->m * g->n) * sizeof *y);
   if (g->k == 0) return MX_OK;
   mx__kblas_init();
+  if (mx__ksgemm_threads(p->trans_a, p->trans_b, g->m, g->n, g->k, p->alpha, a, b, g->has_c ? 1.0f : 0.0f, y,
+                         NULL, NULL))
+    return MX_OK;
   cblas_sgemm(CblasRowMajor, p->trans_a ? CblasTrans : CblasNoTrans, p->trans_b ? CblasTrans : CblasNoTrans,
               (blasint)g->m, (blasint)g->n, (blasint)g->k, p->alpha, a, (blasint)(p->trans_a ? g->m : g->k),
               b, (blasint)(p->trans_b ? g->k : g->n), g->has_c ? 1.0f : 0.0f, y, (blasint)g->n);

@@ -1,5 +1,5 @@
-/* Intra-op threads of the CPU kernels: one process-wide pool that splits a large kernel (Conv)
- * into tasks. Its size is set once from the session option (mx_session_options.intra_op_threads,
+/* Intra-op threads of the CPU kernels: one process-wide pool that splits a large kernel (Conv,
+ * float32 MatMul and Gemm: kernels/linalg_threads.c) into tasks. Its size is set once from the session option (mx_session_options.intra_op_threads,
  * `mixrt run --threads N`); at 1, the default, every task runs in the calling thread, so
  * single-thread figures stay comparable. OpenBLAS stays single-threaded (mx__kblas_init): each
  * task calls it from its own thread, and OpenBLAS's own threads would otherwise compete with
