@@ -51,6 +51,8 @@ typedef struct llm_args {
   bool no_state;           /* --no-state: sessions run by mx_session_run, the caller feeding
                                 the pasts and taking the presents (the default: a binding with
                                 the KV cache as session state, include/mixrt/binding.h) */
+  bool state_copy;         /* --state-copy: the binding's states take the copying path (two
+                                buffers, the whole present written each step), not the append */
   mx_device_kind device;
   int64_t streams;
   mx_executor_kind executor;

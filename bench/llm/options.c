@@ -15,7 +15,7 @@ void mx_bench_llm_help(FILE *out) {
       "usage: mixrt bench llm [--configs tiny,small] [--past 16,128,512] [--rounds N] [--min-time S]\n"
       "                       [--steps N] [--warmup N] [--block-warmup N]\n"
       "                       [--systems hybrid,dynamic,reference,ort,control] [--no-ort] [--skip-kernels]\n"
-      "                       [--no-huge-pages] [--no-state] [--processes N]\n"
+      "                       [--no-huge-pages] [--no-state] [--state-copy] [--processes N]\n"
       "                       [--mode fixed|decode] [--io device|host] [--device inline|cpu]\n"
       "                       [--streams N] [--executor E]\n"
       "                       [--node PATH] [--peers DIR] [--work-dir DIR] [--identity-runs N]\n"
@@ -63,7 +63,10 @@ void mx_bench_llm_help(FILE *out) {
       "                     taking the presents each step. By default they run a binding with the\n"
       "                     KV cache as session state (include/mixrt/binding.h): loaded from the\n"
       "                     point's pasts, kept on the device; fixed mode rolls it back after each\n"
-      "                     step (a buffer swap), decode mode lets it grow\n"
+      "                     step (nothing is copied), decode mode lets it grow\n"
+      "  --state-copy       the states take the binding's copying path (two buffers, each step\n"
+      "                     writing the whole present into the other one) instead of the append in\n"
+      "                     place (one buffer padded to the capacity, only the new rows written)\n"
       "  --no-huge-pages    mixrt's device memory in 4 KiB pages only (by default its blocks of\n"
       "                     1.5 MiB and more, the weights above all, get 2 MiB huge pages)\n"
       "  --processes N      run the whole measurement in N fresh processes, one after another\n"
@@ -291,6 +294,10 @@ int mx__llm_parse_args(int argc, char **argv, llm_args *a) {
     }
     if (strcmp(arg, "--no-state") == 0) {
       a->no_state = true;
+      continue;
+    }
+    if (strcmp(arg, "--state-copy") == 0) {
+      a->state_copy = true;
       continue;
     }
     static const char *const valued[] = {"--configs",       "--past",    "--rounds",       "--min-time",

@@ -94,6 +94,7 @@ static mx_status binding_for(bench_ctx *c, int sys, const mx_tensor *src, size_t
   mx_binding *b = NULL;
   size_t pairs = 0;
   if (st == MX_OK) st = mx_binding_create(s, &b);
+  if (st == MX_OK) st = mx_binding_set_state_append(b, !c->a->state_copy);
   if (st == MX_OK) st = mx_binding_pair_states(b, 2, c->a->decode ? 0 : src[1].dims[2] + 1, &pairs);
   if (st == MX_OK) st = mx_binding_bind_input(b, "input_ids", ids);
   if (st == MX_OK && c->device_io && !c->a->decode)
