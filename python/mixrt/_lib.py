@@ -65,6 +65,7 @@ class SessionOptions(ctypes.Structure):
         ("gears", ctypes.POINTER(ctypes.c_char_p)),
         ("n_gears", ctypes.c_size_t),
         ("intra_op_threads", ctypes.c_uint32),  # version 3
+        ("max_loop_iterations", ctypes.c_int64),  # version 4
     ]
 
 
@@ -166,6 +167,7 @@ def _declare(lib):
         "mx_session_get_stats_sized": (c.c_int, [c.c_void_p, c.c_void_p, c.c_void_p, c.c_size_t]),
         "mx_session_device": (c.c_void_p, [c.c_void_p]),
         "mx_device_memory_stats_get_sized": (None, [c.c_void_p, c.c_void_p, c.c_size_t]),
+        "mx_device_get_info_sized": (None, [c.c_void_p, c.c_void_p, c.c_size_t]),
         "mx_tensor_release": (None, [P(Tensor)]),
     }
     for name, (restype, argtypes) in sigs.items():

@@ -251,11 +251,16 @@ class Session:
         return infos
 
     def close(self):
-        """Unloads the model and frees the session (also done when the object is collected)."""
-        self._runner = None
-        if self._s:
-            lib.mx_session_destroy(self._s)
-            self._s = None
+        """Unloads the model and frees the session (also done when the object is collected).
+        Waits for a step another thread is running on it."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed before the lock existed
+            return
+        with lock:
+            self._runner = None
+            if self._s:
+                lib.mx_session_destroy(self._s)
+                self._s = None
 
     def __del__(self):
         self.close()

@@ -67,3 +67,20 @@ def test_stats_dict_has_every_counter(llama):
     st = s.stats()
     assert set(st["last"]) == set(_lib.STATS_FIELDS) and st["total"]["steps"] == 1
     assert np.all([v >= 0 for v in st["total"].values()])
+
+
+def test_device_info_at_every_size(llama):
+    """mx_device_info has no Python mirror: a small record gets only its bytes, a record far
+    larger than any layout ends in zeros, and nothing past the size given is written."""
+    s = mixrt.Session(llama)
+    dev = lib.mx_session_device(s._s)
+
+    def fill(buf, size):
+        lib.mx_device_get_info_sized(dev, buf, size)
+
+    small = filled(fill, 8)  # kind and pinning
+    assert small[8:] == bytes([SENTINEL]) * 256
+    assert int.from_bytes(small[:4], "little") == 0  # MX_DEVICE_CPU
+    large = filled(fill, 4096)
+    assert large[:8] == small[:8]
+    assert large[2048:4096] == bytes(2048) and large[4096:] == bytes([SENTINEL]) * 256

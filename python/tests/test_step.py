@@ -89,3 +89,37 @@ def test_c_path_outputs_outlive_steps_and_session(fast):
     np.testing.assert_array_equal(logits, copies[0])
     with pytest.raises(mixrt.MixrtError, match="closed"):
         fast.run(None, feeds)
+
+
+def test_close_waits_for_a_running_step(llama):
+    """close() on one thread while another runs steps: each step either completes with valid
+    arrays or is refused as closed, never runs on a freed session."""
+    import threading
+    import time
+
+    for runner in (True, False):
+        s = mixrt.Session(llama)
+        if not runner:
+            ctypes_only(s)
+        feeds = random_feeds(s, past_len=3, seed=9)
+        want = s.run(["logits"], feeds)[0].copy()
+        done, errors = [], []
+
+        def steps():
+            try:
+                while True:
+                    np.testing.assert_array_equal(s.run(["logits"], feeds)[0], want)
+                    done.append(1)
+            except mixrt.MixrtError as e:
+                if "closed" not in str(e):
+                    errors.append(e)
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        t = threading.Thread(target=steps)
+        t.start()
+        while len(done) < 20:
+            time.sleep(0.001)
+        s.close()
+        t.join()
+        assert not errors and len(done) >= 20
