@@ -373,19 +373,21 @@ mx_status mx_stream_reset(mx_stream *s) {
   return prev;
 }
 
-mx_status mx_stream_get_error(mx_stream *s, mx_stream_error *out) {
-  if (!s || !out) return MX_ERR_INVALID_ARGUMENT;
-  memset(out, 0, sizeof *out);
-  out->status = (mx_status)atomic_load_explicit(&s->err_status, memory_order_acquire);
-  out->model_task = -1;
-  out->model_stream = -1;
-  if (out->status != MX_OK) {
-    out->command = mx__cmd_no(s->chan, atomic_load(&s->chan->error_seq));
-    out->model_task = s->err_task;
-    out->model_stream = s->err_model_stream;
-    memcpy(out->message, s->err_msg, sizeof out->message);
+mx_status mx_stream_get_error_sized(mx_stream *s, mx_stream_error *out, size_t record_size) {
+  if (!s || !out || record_size == 0) return MX_ERR_INVALID_ARGUMENT;
+  mx_stream_error e;
+  memset(&e, 0, sizeof e);
+  e.status = (mx_status)atomic_load_explicit(&s->err_status, memory_order_acquire);
+  e.model_task = -1;
+  e.model_stream = -1;
+  if (e.status != MX_OK) {
+    e.command = mx__cmd_no(s->chan, atomic_load(&s->chan->error_seq));
+    e.model_task = s->err_task;
+    e.model_stream = s->err_model_stream;
+    memcpy(e.message, s->err_msg, sizeof e.message);
   }
-  return out->status;
+  mx__record_fill(out, record_size, &e, sizeof e); /* the caller's size (docs/abi.md) */
+  return e.status;
 }
 
 mx_device *mx_stream_device(const mx_stream *s) { return s ? s->dev : NULL; }

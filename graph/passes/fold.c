@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/record.h"
 #include "graph/passes/passes.h"
 
 /* Builds a host tensor from a fully concrete symbolic value; false when it is not one. */
@@ -152,8 +153,8 @@ mx_status mx__graph_remove_dead(mx_graph *g, size_t *removed_nodes, size_t *remo
   return MX_OK;
 }
 
-mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *report) {
-  if (!g) return MX_ERR_INVALID_ARGUMENT;
+mx_status mx_graph_optimize_sized(mx_graph *g, mx_optimize_report *report, size_t record_size) {
+  if (!g || (report && record_size == 0)) return MX_ERR_INVALID_ARGUMENT;
   mx_optimize_report r = {0};
   mx_status st = mx_graph_infer(g);
   for (int round = 0; st == MX_OK && round < 16; round++) {
@@ -170,6 +171,6 @@ mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *report) {
     mx__graph_log(g, MX_LOG_INFO, "optimize '%s': folded %zu nodes, removed %zu nodes and %zu values",
                   g->name, r.folded_nodes, r.removed_nodes, r.removed_values);
   }
-  if (report) *report = r;
+  if (report) mx__record_fill(report, record_size, &r, sizeof r); /* the caller's size (docs/abi.md) */
   return st;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/half.h"
+#include "common/record.h"
 #include "graph/passes/passes.h"
 #include "graph/passes/rewrite.h"
 
@@ -378,12 +379,9 @@ static mx_status fuse_subgraphs(mx_graph *root, mx_graph *g, const bool *on, siz
   return MX_OK;
 }
 
-mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report) {
-  if (!g) return MX_ERR_INVALID_ARGUMENT;
+static mx_status fuse_into(mx_graph *g, const char *passes, mx_fuse_report *r) {
   size_t n = rule_count();
   bool on[MX_FUSE_MAX_RULES];
-  mx_fuse_report local;
-  mx_fuse_report *r = report ? report : &local;
   memset(r, 0, sizeof *r);
   mx_status st = select_rules(g, passes, on);
   if (st != MX_OK) return st;
@@ -412,4 +410,13 @@ mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report)
       mx__graph_log(g, MX_LOG_INFO, "fuse '%s': rule %s hit %zu times", g->name, r->rules[i].name,
                     r->rules[i].hits);
   return MX_OK;
+}
+
+mx_status mx_graph_fuse_sized(mx_graph *g, const char *passes, mx_fuse_report *report, size_t record_size) {
+  if (!g || (report && record_size == 0)) return MX_ERR_INVALID_ARGUMENT;
+  /* Filled in the library's own layout, then handed over at the caller's size (docs/abi.md). */
+  mx_fuse_report r;
+  mx_status st = fuse_into(g, passes, &r);
+  if (report) mx__record_fill(report, record_size, &r, sizeof r);
+  return st;
 }

@@ -237,8 +237,14 @@ typedef struct mx_optimize_report {
 } mx_optimize_report;
 
 /* Validation + inference + constant folding + dead-node removal, to a fixed point.
- * `report` may be NULL. */
-MX_API MX_MUST_USE mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *report);
+ * `report` may be NULL; else `record_size` bytes of it are written, the caller's
+ * sizeof(mx_optimize_report): the library's fields first, zeros past them (docs/abi.md). */
+MX_API MX_MUST_USE mx_status mx_graph_optimize_sized(mx_graph *g, mx_optimize_report *report,
+                                                     size_t record_size);
+/* mx_graph_optimize_sized with the size of the record this header declares. */
+static inline MX_MUST_USE mx_status mx_graph_optimize(mx_graph *g, mx_optimize_report *report) {
+  return mx_graph_optimize_sized(g, report, sizeof(mx_optimize_report));
+}
 
 /* --- Stage 2: rewrite rules (fusion and simplification; graph/passes/rewrite.c) -------------- */
 
@@ -267,8 +273,15 @@ typedef struct mx_fuse_report {
  * dead-node removal and re-inference after each change. `passes`: NULL or "default" (the
  * default rules), "none", "all", or a comma-separated list of rule names (a leading '-' turns a
  * default rule off: "default,-cse"). A graph holding subgraphs is left as it is. `report` may be
- * NULL. Fails with MX_ERR_INVALID_ARGUMENT naming an unknown rule. */
-MX_API MX_MUST_USE mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report);
+ * NULL; else `record_size` bytes of it are written, the caller's sizeof(mx_fuse_report) (docs/abi.md;
+ * MX_FUSE_MAX_RULES and MX_FUSE_MAX_OP_TYPES size its arrays, so changing them is an ABI break).
+ * Fails with MX_ERR_INVALID_ARGUMENT naming an unknown rule. */
+MX_API MX_MUST_USE mx_status mx_graph_fuse_sized(mx_graph *g, const char *passes, mx_fuse_report *report,
+                                                 size_t record_size);
+/* mx_graph_fuse_sized with the size of the record this header declares. */
+static inline MX_MUST_USE mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report) {
+  return mx_graph_fuse_sized(g, passes, report, sizeof(mx_fuse_report));
+}
 /* The rules mx_graph_fuse knows, by index (NULL past the last), with a one-line description
  * and whether "default" runs it. */
 MX_API const char *mx_fuse_rule_name(size_t index, const char **what, bool *by_default);

@@ -277,8 +277,14 @@ typedef struct mx_stream_error {
   char message[MX_ERROR_MESSAGE_MAX];
 } mx_stream_error;
 
-/* Copies the sticky error of s into *out (caller-owned); returns out->status. */
-MX_API mx_status mx_stream_get_error(mx_stream *s, mx_stream_error *out);
+/* Copies the sticky error of s into *out (caller-owned): `record_size` bytes, the caller's
+ * sizeof(mx_stream_error), the library's fields first and zeros past them (docs/abi.md).
+ * Returns the stream's status. */
+MX_API mx_status mx_stream_get_error_sized(mx_stream *s, mx_stream_error *out, size_t record_size);
+/* mx_stream_get_error_sized with the size of the record this header declares. */
+static inline mx_status mx_stream_get_error(mx_stream *s, mx_stream_error *out) {
+  return mx_stream_get_error_sized(s, out, sizeof(mx_stream_error));
+}
 
 /* The device a stream belongs to (borrowed). */
 MX_API mx_device *mx_stream_device(const mx_stream *s);

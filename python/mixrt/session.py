@@ -9,7 +9,6 @@ import ctypes
 import re
 import struct
 import threading
-import weakref
 
 import numpy as np
 
