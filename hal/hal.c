@@ -234,6 +234,10 @@ void mx_device_get_info_sized(const mx_device *dev, mx_device_info *out, size_t 
 
 bool mx__hal_device_checking(const mx_device *dev) { return dev && dev->check; }
 
+bool mx__hal_device_host_memory(const mx_device *dev) {
+  return dev && (dev->ops == &mx__cpu_device_ops || dev->ops == &mx__inline_device_ops);
+}
+
 /* --- channels --------------------------------------------------------------------------------- */
 
 static mx__chan *chan_acquire(mx_device *dev) {

@@ -65,6 +65,11 @@ MX_MUST_USE mx_status mx__hal_host_callback(mx_stream *s, mx_hal_fn fn, const vo
 /* Whether checking mode is on for the device (MIXRT_DEVICE_CHECK or options). */
 bool mx__hal_device_checking(const mx_device *dev);
 
+/* Whether the device's memory is host memory its kernels read in place (the CPU and inline
+ * backends): host buffers registered with mx_device_register_buffer (a mapped .mxm's weights)
+ * can then serve as device buffers without a copy. */
+bool mx__hal_device_host_memory(const mx_device *dev);
+
 /* --- HAL models ----------------------------------------------------------------------------- */
 
 typedef struct mx_hal_model mx_hal_model;

@@ -29,6 +29,8 @@ struct mx_static_model {
   void *weights;             /* device copy of the WEIGHT region (owned, or held as a shared
                                 block when weights_shared), NULL if empty */
   bool weights_shared;       /* weights came from mx_device_shared_acquire */
+  mx__mxm_mapping *weights_map; /* weights are the plan's mapped ones, registered with the
+                                   device (held; no copy), or NULL */
   uint64_t weight_bytes;
   void *fm_owned; /* model-owned FM arena (device, owned) or NULL */
   void *fm_base;  /* FM arena of the next execute (owned or supplied), or NULL */
@@ -200,7 +202,10 @@ void mx__static_model_destroy(mx_static_model *m) {
   if (m->staging)
     for (uint32_t i = 0; i < m->n_inputs + m->n_outputs; i++) mx_device_free(m->dev, m->staging[i]);
   mx_device_free(m->dev, m->fm_owned);
-  if (m->weights_shared)
+  if (m->weights_map) {
+    MX_IGNORE_STATUS(mx_device_unregister_buffer(m->dev, m->weights));
+    mx__mxm_mapping_release(m->weights_map);
+  } else if (m->weights_shared)
     mx_device_shared_release(m->dev, m->weights);
   else
     mx_device_free(m->dev, m->weights);
@@ -278,7 +283,13 @@ mx_status mx__static_model_create(mx_device *dev, const mx_static_plan *plan,
   }
 
   if (plan->weight_bytes) {
-    if (o.share_weights) {
+    /* Weights in a mapped .mxm serve a host-memory device in place: registered, not copied
+     * (registration fails when another model already registered them: that one copies). */
+    if (plan->weights_map && mx__hal_device_host_memory(dev) &&
+        mx_device_register_buffer(dev, plan->weights, (size_t)plan->weight_bytes) == MX_OK) {
+      m->weights = plan->weights;
+      m->weights_map = mx__mxm_mapping_retain(plan->weights_map);
+    } else if (o.share_weights) {
       st = mx_device_shared_acquire(dev, plan->weights, (size_t)plan->weight_bytes, 64, &m->weights);
       m->weights_shared = st == MX_OK;
     } else {

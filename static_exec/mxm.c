@@ -1,15 +1,20 @@
 /* .mxm model files: writing static plans (mx__mxm_save*) and reading them back (mx__mxm_load*).
  *
  * A file is a fixed 24-byte preamble (magic, container version, header size, header checksum),
- * a FileHeader message (format versions, payload size and checksum) and a ModelFile message
- * (proto/mixrt_model.proto). Weights are inline bytes fields, or one side file next to the .mxm
- * with its own size and checksum. Reading trusts nothing: the preamble, both checksums and the
+ * a FileHeader message (format versions, payload size and checksum), a ModelFile message
+ * (proto/mixrt_model.proto) and the weights section: every weight block once, 64-byte aligned,
+ * starting on a page boundary, with its own checksum. Static plans and the root graph's
+ * initializers refer to it by offset, so a file holds each weight once, and a loader maps the
+ * file and hands host-memory devices the mapped weights without a copy. With external weights
+ * the section is a side file next to the .mxm (size and checksum recorded). In-memory images
+ * keep their weights inline in the plan messages. Reading trusts nothing: the preamble, both checksums and the
  * sizes are checked before any message is parsed, every count is bounded before anything is
  * allocated for it, the allocation table must match the plan's inputs and outputs, and each
  * plan then goes through mx__plan_check (indices, ranges, kernels, params, inference). Any
  * failure is MX_ERR_MALFORMED naming the file, except a file written for a newer reader
  * (MX_ERR_UNSUPPORTED). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +32,13 @@
 #define MXM_MAGIC          "MIXRTMXM"
 #define MXM_CONTAINER      1u
 #define MXM_PREAMBLE       24u
-#define MXM_FORMAT_VERSION 1u /* what this code writes */
-#define MXM_READER_VERSION 1u /* the newest min_reader_version this code accepts */
+#define MXM_FORMAT_VERSION 2u /* what this code writes (2: the weights section) */
+#define MXM_READER_VERSION 2u /* the newest min_reader_version this code accepts */
+#define MXM_OLDEST_FORMAT  2u /* older files (weights inside the messages) are refused */
+#define SECTION_ALIGN      4096u /* file offset of the weights section: a page */
+#define ITEM_ALIGN         64u   /* each block inside the section */
+#define MIN_REF_BYTES      64u   /* smaller root-graph constants stay inline in its ONNX */
+#define N_BUCKETS          4096u
 #define MXM_MAX_HEADER     (1u << 20)
 #define MXM_MAX_PLANS      4096u
 #define WEIGHTS_SUFFIX     ".weights"
@@ -196,7 +206,7 @@ static Mxm__Task *task_msg(mx_arena *a, const mx__ptask *pt) {
 }
 
 /* The message of plan p; weights inline unless ext_offset is not NULL (then their position in
- * the side file). */
+ * the weights section). */
 static Mxm__StaticPlan *plan_msg(mx_arena *a, const mx_static_plan *p, const uint64_t *ext_offset) {
   Mxm__StaticPlan *m = NEW_MSG(a, Mxm__StaticPlan, MXM__STATIC_PLAN__INIT);
   Mxm__MemoryPlan *mem = NEW_MSG(a, Mxm__MemoryPlan, MXM__MEMORY_PLAN__INIT);
@@ -264,6 +274,131 @@ static Mxm__StaticPlan *plan_msg(mx_arena *a, const mx_static_plan *p, const uin
   m->weights = w;
   return m;
 }
+
+/* --- the weights section: layout at save ----------------------------------------------------- */
+
+/* A block of the section: bytes owned elsewhere (a plan's weights, a graph constant) that stay
+ * valid until the file is written. */
+typedef struct witem {
+  const void *data;
+  uint64_t size, offset;
+} witem;
+
+/* A run of bytes in the section that a constant may be found in (a whole block, or one weight
+ * tensor inside a plan's block), by size and checksum. */
+typedef struct wrange {
+  const unsigned char *data;
+  uint64_t size, offset, hash;
+  uint32_t next; /* next range of the bucket, UINT32_MAX: none */
+} wrange;
+
+struct mx__mxm_weights {
+  witem *items; /* in section order */
+  size_t n_items, cap_items;
+  wrange *ranges;
+  size_t n_ranges, cap_ranges;
+  uint32_t bucket[N_BUCKETS]; /* first range of each hash bucket */
+  uint64_t size;              /* bytes of the section */
+  uint64_t *plan_offset;      /* per plan given to mx__mxm_weights_begin */
+  size_t n_plans;
+};
+
+static bool grow(void **v, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return true;
+  size_t c = *cap ? *cap * 2 : 64;
+  while (c < need) c *= 2;
+  void *nv = realloc(*v, c * elem);
+  if (!nv) return false;
+  *v = nv;
+  *cap = c;
+  return true;
+}
+
+static const wrange *find_range(const mx__mxm_weights *w, const void *data, uint64_t size, uint64_t hash) {
+  for (uint32_t r = w->bucket[hash % N_BUCKETS]; r != UINT32_MAX; r = w->ranges[r].next) {
+    const wrange *g = &w->ranges[r];
+    if (g->size == size && g->hash == hash && memcmp(g->data, data, (size_t)size) == 0) return g;
+  }
+  return NULL;
+}
+
+static bool add_range(mx__mxm_weights *w, const void *data, uint64_t size, uint64_t offset, uint64_t hash) {
+  if (w->n_ranges >= UINT32_MAX - 1 || !grow((void **)&w->ranges, &w->cap_ranges, w->n_ranges + 1, sizeof *w->ranges))
+    return false;
+  wrange *g = &w->ranges[w->n_ranges];
+  *g = (wrange){.data = data, .size = size, .offset = offset, .hash = hash, .next = w->bucket[hash % N_BUCKETS]};
+  w->bucket[hash % N_BUCKETS] = (uint32_t)w->n_ranges++;
+  return true;
+}
+
+static bool add_item(mx__mxm_weights *w, const void *data, uint64_t size, uint64_t *offset) {
+  if (!grow((void **)&w->items, &w->cap_items, w->n_items + 1, sizeof *w->items)) return false;
+  *offset = w->size;
+  w->items[w->n_items++] = (witem){.data = data, .size = size, .offset = w->size};
+  w->size += (size + ITEM_ALIGN - 1) & ~(uint64_t)(ITEM_ALIGN - 1);
+  return true;
+}
+
+void mx__mxm_weights_free(mx__mxm_weights *w) {
+  if (!w) return;
+  free(w->items);
+  free(w->ranges);
+  free(w->plan_offset);
+  free(w);
+}
+
+mx_status mx__mxm_weights_begin(const mx_static_plan *const *plans, size_t n, mx__mxm_weights **out,
+                                mx_error *err) {
+  *out = NULL;
+  mx__mxm_weights *w = calloc(1, sizeof *w);
+  if (!w || !(w->plan_offset = calloc(n ? n : 1, sizeof *w->plan_offset))) {
+    free(w);
+    return mx__fail_oom(err, ".mxm weights layout");
+  }
+  for (uint32_t b = 0; b < N_BUCKETS; b++) w->bucket[b] = UINT32_MAX;
+  w->n_plans = n;
+  mx__progress_stage("save: weights layout");
+  for (size_t i = 0; i < n; i++) {
+    const mx_static_plan *p = plans[i];
+    if (!p->weight_bytes) continue;
+    if (!add_item(w, p->weights, p->weight_bytes, &w->plan_offset[i])) goto oom;
+    /* Each weight tensor of the plan, so the root graph's copy of that constant can point here. */
+    for (uint32_t t = 0; t < p->n_tasks; t++) {
+      const mx__ptask *pt = &p->tasks[t];
+      for (uint32_t k = 0; k < pt->n_in + pt->n_out; k++) {
+        const mx__ptensor *x = &pt->t[k];
+        if (x->alloc != MX__ID_WEIGHT || x->nbytes < MIN_REF_BYTES || x->offset > p->weight_bytes ||
+            x->nbytes > p->weight_bytes - x->offset)
+          continue;
+        const unsigned char *d = p->weights + x->offset;
+        uint64_t h = mx__mxm_checksum(d, (size_t)x->nbytes);
+        if (!find_range(w, d, x->nbytes, h) && !add_range(w, d, x->nbytes, w->plan_offset[i] + x->offset, h))
+          goto oom;
+      }
+    }
+  }
+  *out = w;
+  return MX_OK;
+oom:
+  mx__mxm_weights_free(w);
+  return mx__fail_oom(err, ".mxm weights layout");
+}
+
+bool mx__mxm_weights_ref(mx__mxm_weights *w, const void *data, size_t nbytes, uint64_t *offset) {
+  if (!w || !data || nbytes < MIN_REF_BYTES) return false;
+  uint64_t h = mx__mxm_checksum(data, nbytes);
+  const wrange *g = find_range(w, data, nbytes, h);
+  if (g) {
+    *offset = g->offset;
+    return true;
+  }
+  uint64_t off;
+  if (!add_item(w, data, nbytes, &off) || !add_range(w, data, nbytes, off, h)) return false;
+  *offset = off;
+  return true;
+}
+
+uint64_t mx__mxm_weights_size(const mx__mxm_weights *w) { return w ? w->size : 0; }
 
 /* Serializes the header and payload of a ModelFile in memory: *pre receives the preamble and
  * header (malloc'd, *pre_size bytes), *payload the ModelFile bytes (malloc'd). */
@@ -354,14 +489,24 @@ static uint64_t stream_checksum(stream_out *o) {
   return h;
 }
 
-/* Packs the preamble and header of a file whose payload has psz bytes and this checksum
- * (malloc'd, *size bytes). */
-static unsigned char *pack_preamble(size_t psz, uint64_t checksum, size_t *size) {
+/* Where a file's weights section lies (all 0: none). */
+typedef struct section_info {
+  uint64_t offset, size, checksum;
+} section_info;
+
+/* Packs the preamble and header of a file whose payload has psz bytes and this checksum, and
+ * whose weights section is sec (NULL: none) (malloc'd, *size bytes). */
+static unsigned char *pack_preamble(size_t psz, uint64_t checksum, const section_info *sec, size_t *size) {
   Mxm__FileHeader hdr = MXM__FILE_HEADER__INIT;
   hdr.format_version = MXM_FORMAT_VERSION;
-  hdr.min_reader_version = 1;
+  hdr.min_reader_version = MXM_OLDEST_FORMAT;
   hdr.payload_size = psz;
   hdr.payload_checksum = checksum;
+  if (sec) {
+    hdr.weights_offset = sec->offset;
+    hdr.weights_size = sec->size;
+    hdr.weights_checksum = sec->checksum;
+  }
   hdr.producer = "mixrt " MIXRT_VERSION_STRING;
   size_t hsz = mxm__file_header__get_packed_size(&hdr);
   unsigned char *pr = malloc(MXM_PREAMBLE + hsz);
@@ -383,7 +528,7 @@ static mx_status pack_file(const Mxm__ModelFile *mf, unsigned char **pre, size_t
   unsigned char *pl = malloc(psz ? psz : 1);
   if (!pl) return mx__fail_oom(err, ".mxm payload");
   mxm__model_file__pack(mf, pl);
-  *pre = pack_preamble(psz, mx__mxm_checksum(pl, psz), pre_size);
+  *pre = pack_preamble(psz, mx__mxm_checksum(pl, psz), NULL, pre_size);
   if (!*pre) {
     free(pl);
     return mx__fail_oom(err, ".mxm header");
@@ -414,8 +559,20 @@ static size_t put_varint(uint64_t v, unsigned char *buf) {
  * (runtime, or NULL) goes out as the ModelFile's runtime bytes field, packed straight into the
  * file after the other fields (protobuf fields may come in any order), so neither the record
  * nor the file is ever held packed in memory. */
+/* Writes the section's blocks in order with zero padding to o (checksum and progress on the way). */
+static bool write_section(stream_out *o, const mx__mxm_weights *w) {
+  static const unsigned char zeros[ITEM_ALIGN];
+  for (size_t i = 0; i < w->n_items && o->ok; i++) {
+    const witem *it = &w->items[i];
+    o->base.append(&o->base, (size_t)it->size, it->data);
+    uint64_t pad = ((it->size + ITEM_ALIGN - 1) & ~(uint64_t)(ITEM_ALIGN - 1)) - it->size;
+    if (pad) o->base.append(&o->base, (size_t)pad, zeros);
+  }
+  return o->ok;
+}
+
 static mx_status stream_file(const char *path, const Mxm__ModelFile *mf, const ProtobufCMessage *runtime,
-                             mx_error *err) {
+                             const mx__mxm_weights *w, mx_error *err) {
   unsigned char rt_prefix[16];
   size_t rt_prefix_len = 0, rt_size = 0;
   if (runtime) {
@@ -426,9 +583,17 @@ static mx_status stream_file(const char *path, const Mxm__ModelFile *mf, const P
   size_t psz = mxm__model_file__get_packed_size(mf) + rt_prefix_len + rt_size;
   /* A placeholder checksum with every byte non-zero packs to the same size as the real one
    * (fixed64); a real checksum of 0 would be left out and change the size: checked below. */
+  /* The section's fields are fixed64: the header's size does not depend on their values, so its
+   * offset follows from the header packed with placeholders. */
+  section_info sec = {0}, *secp = NULL;
+  if (w && w->size) {
+    sec = (section_info){.offset = 1, .size = w->size, .checksum = ~(uint64_t)0};
+    secp = &sec;
+  }
   size_t room = 0;
-  unsigned char *pre = pack_preamble(psz, ~(uint64_t)0, &room);
+  unsigned char *pre = pack_preamble(psz, ~(uint64_t)0, secp, &room);
   if (!pre) return mx__fail_oom(err, ".mxm header");
+  if (secp) sec.offset = ((uint64_t)room + psz + SECTION_ALIGN - 1) & ~(uint64_t)(SECTION_ALIGN - 1);
   char *tmp;
   FILE *f = open_tmp(path, &tmp, err);
   if (!f) {
@@ -448,47 +613,38 @@ static mx_status stream_file(const char *path, const Mxm__ModelFile *mf, const P
     }
     ok = o.ok && packed == psz;
   }
+  uint64_t payload_checksum = stream_checksum(&o);
+  if (ok && secp) {
+    /* Zero padding up to the page the section starts on, then the section. */
+    uint64_t pad = sec.offset - room - psz;
+    ok = fseek(f, (long)pad, SEEK_CUR) == 0;
+    stream_out so = {.base = {.append = stream_append}, .f = f, .ok = ok, .total = w->size};
+    so.h = 0x6a09e667f3bcc909ull ^ w->size;
+    mx__progress_stage("save: write weights");
+    ok = ok && write_section(&so, w);
+    sec.checksum = stream_checksum(&so);
+    if (sec.checksum == 0) ok = false; /* would pack smaller than the room left for it */
+  }
   size_t size = 0;
-  pre = ok ? pack_preamble(psz, stream_checksum(&o), &size) : NULL;
+  pre = ok ? pack_preamble(psz, payload_checksum, secp, &size) : NULL;
   ok = ok && pre && size == room && fseek(f, 0, SEEK_SET) == 0 && fwrite(pre, 1, size, f) == size;
   free(pre);
   return finish_tmp(f, ok, tmp, path, err);
 }
 
-/* Writes the side weights file straight from the plans (no gathered copy): plan i's weights at
- * its offset (64-byte aligned), zero padding up to 64 bytes between them, wsize bytes in all;
- * *checksum receives the file's checksum (computed as the pieces go out, in whole words). */
-static mx_status write_weights(const char *wpath, const mx_static_plan *const *plans, size_t n,
-                               uint64_t wsize, uint64_t *checksum, mx_error *err) {
+/* Writes the weights section as the side file (no gathered copy); *checksum receives the
+ * file's checksum (computed as the pieces go out). */
+static mx_status write_weights(const char *wpath, const mx__mxm_weights *w, uint64_t *checksum, mx_error *err) {
   char *tmp;
   FILE *f = open_tmp(wpath, &tmp, err);
   if (!f) {
     free(tmp);
     return err ? err->status : MX_ERR_IO;
   }
-  uint64_t h = 0x6a09e667f3bcc909ull ^ wsize, done = 0;
-  bool ok = true;
-  for (size_t i = 0; i < n && ok; i++) {
-    uint64_t wb = plans[i]->weight_bytes, pad = ((wb + 63) & ~(uint64_t)63) - wb;
-    if (wb) {
-      ok = write_chunks(f, plans[i]->weights, (size_t)(wb - wb % 8), "save: write weights", &done, wsize);
-      h = checksum_words(h, plans[i]->weights, (size_t)(wb - wb % 8));
-    }
-    /* The last partial word and the padding go out as whole words. */
-    unsigned char last[72] = {0};
-    size_t tail = (size_t)(wb % 8);
-    if (tail) memcpy(last, (const unsigned char *)plans[i]->weights + (wb - tail), tail);
-    size_t rest = tail + (size_t)pad;
-    if (ok && rest) {
-      ok = fwrite(last, 1, rest, f) == rest;
-      h = checksum_words(h, last, rest);
-      done += rest;
-    }
-  }
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  *checksum = h;
+  stream_out so = {.base = {.append = stream_append}, .f = f, .ok = true, .total = w->size};
+  so.h = 0x6a09e667f3bcc909ull ^ w->size;
+  bool ok = write_section(&so, w);
+  *checksum = stream_checksum(&so);
   return finish_tmp(f, ok, tmp, wpath, err);
 }
 
@@ -504,36 +660,39 @@ mx_status mx__mxm_save_plans(const mx_static_plan *const *plans, size_t n, const
 }
 
 /* Saves the plans with the runtime record given as bytes (runtime, runtime_size) or as a message
- * packed straight into the file (runtime_msg). */
+ * packed straight into the file (runtime_msg), and the weights section laid out in w (NULL: the
+ * plans' weights alone). */
 static mx_status save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
-                            size_t runtime_size, const ProtobufCMessage *runtime_msg, const char *path,
-                            const mx_mxm_save_options *o, mx_error *err) {
+                            size_t runtime_size, const ProtobufCMessage *runtime_msg, mx__mxm_weights *w,
+                            const char *path, const mx_mxm_save_options *o, mx_error *err) {
   if ((!plans && n) || !path || n > MXM_MAX_PLANS || (runtime_size && !runtime))
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__mxm_save_plans: invalid arguments");
   for (size_t i = 0; i < n; i++)
     if (!plans[i]) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__mxm_save_plans: plan %zu is NULL", i);
+  if (w && w->n_plans != n)
+    return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__mxm_save_plans: weights layout of other plans");
   bool external = o && o->external_weights;
   mx_arena a;
   mx__arena_init(&a, 64 * 1024);
   mx_status st = MX_OK;
   char *wpath = NULL;
-  size_t wsize = 0;
-  uint64_t *offs = calloc(n ? n : 1, sizeof *offs);
+  mx__mxm_weights *own = NULL;
   Mxm__ModelFile mf = MXM__MODEL_FILE__INIT;
   Mxm__ExternalWeights ew = MXM__EXTERNAL_WEIGHTS__INIT;
   mf.n_static_plans = n;
   mf.static_plans = mx__arena_array(&a, n ? n : 1, sizeof *mf.static_plans, 8);
   mf.runtime.data = (uint8_t *)runtime;
   mf.runtime.len = runtime_size;
-  if (!offs || !mf.static_plans) {
+  if (!mf.static_plans) {
     st = mx__fail_oom(err, ".mxm messages");
     goto free_all;
   }
+  if (!w) {
+    st = mx__mxm_weights_begin(plans, n, &own, err);
+    if (st != MX_OK) goto free_all;
+    w = own;
+  }
   if (external) {
-    for (size_t i = 0; i < n; i++) {
-      offs[i] = wsize;
-      wsize += (size_t)((plans[i]->weight_bytes + 63) & ~(uint64_t)63);
-    }
     size_t wl = strlen(path) + sizeof WEIGHTS_SUFFIX;
     wpath = malloc(wl);
     if (!wpath) {
@@ -542,24 +701,25 @@ static mx_status save_model(const mx_static_plan *const *plans, size_t n, const 
     }
     snprintf(wpath, wl, "%s%s", path, WEIGHTS_SUFFIX);
     ew.file = (char *)base_name(wpath);
-    ew.size = wsize;
-    st = write_weights(wpath, plans, n, wsize, &ew.checksum, err);
+    ew.size = w->size;
+    mx__progress_stage("save: write weights");
+    st = write_weights(wpath, w, &ew.checksum, err);
     if (st != MX_OK) goto free_all;
     mf.external_weights = &ew;
   }
   for (size_t i = 0; i < n; i++) {
-    mf.static_plans[i] = plan_msg(&a, plans[i], external ? &offs[i] : NULL);
+    mf.static_plans[i] = plan_msg(&a, plans[i], &w->plan_offset[i]);
     if (!mf.static_plans[i]) {
       st = mx__fail_oom(err, ".mxm messages");
       goto free_all;
     }
   }
   mx__progress_stage("save: write .mxm");
-  st = stream_file(path, &mf, runtime_msg, err);
+  st = stream_file(path, &mf, runtime_msg, external ? NULL : w, err);
 
 free_all:
+  mx__mxm_weights_free(own);
   free(wpath);
-  free(offs);
   mx__arena_release(&a);
   return st;
 }
@@ -567,13 +727,13 @@ free_all:
 mx_status mx__mxm_save_model(const mx_static_plan *const *plans, size_t n, const void *runtime,
                              size_t runtime_size, const char *path, const mx_mxm_save_options *o,
                              mx_error *err) {
-  return save_model(plans, n, runtime, runtime_size, NULL, path, o, err);
+  return save_model(plans, n, runtime, runtime_size, NULL, NULL, path, o, err);
 }
 
 mx_status mx__mxm_save_with_runtime(const mx_static_plan *const *plans, size_t n,
-                                    const ProtobufCMessage *runtime, const char *path,
+                                    const ProtobufCMessage *runtime, mx__mxm_weights *w, const char *path,
                                     const mx_mxm_save_options *o, mx_error *err) {
-  return save_model(plans, n, NULL, 0, runtime, path, o, err);
+  return save_model(plans, n, NULL, 0, runtime, w, path, o, err);
 }
 
 mx_status mx__mxm_save(const mx_static_plan *plan, const char *path, const mx_mxm_save_options *o,
@@ -789,10 +949,11 @@ static mx_status task_from(mx_static_plan *p, const Mxm__Task *m, mx__ptask *pt,
   return MX_OK;
 }
 
-/* Builds a plan from its message; weights come from the message or from `side` (the side file's
- * bytes, side_size of them, or NULL). */
-static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *side, size_t side_size,
-                           mx_static_plan **out, mx_error *err) {
+/* Builds a plan from its message; weights come from the message (inline) or from the weights
+ * section sec (sec_size bytes, or NULL): taken in place when the section is mapped (map not
+ * NULL: the plan holds the mapping), copied otherwise. */
+static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *sec, uint64_t sec_size,
+                           mx__mxm_mapping *map, mx_static_plan **out, mx_error *err) {
   *out = NULL;
   if (!m->memory || !m->weights) return BAD("plan: missing memory plan or weights record");
   if (m->n_tasks > MX__MAX_TASKS || m->n_inputs + m->n_outputs > MX__MAX_IO ||
@@ -854,13 +1015,13 @@ static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *side, 
   /* Weights. */
   p->weight_bytes = m->weights->size;
   const unsigned char *wsrc = NULL;
-  if (side) {
-    if (m->weights->data.len || m->weights->external_offset > side_size ||
-        p->weight_bytes > side_size - m->weights->external_offset) {
-      st = BAD("plan: weights outside the weights file");
+  bool in_section = !m->weights->data.len && p->weight_bytes;
+  if (in_section) {
+    if (!sec || m->weights->external_offset > sec_size || p->weight_bytes > sec_size - m->weights->external_offset) {
+      st = BAD("plan: weights outside the weights section");
       goto free_plan;
     }
-    wsrc = side + m->weights->external_offset;
+    wsrc = sec + m->weights->external_offset;
   } else {
     if (m->weights->data.len != p->weight_bytes) {
       st = BAD("plan: %zu bytes of inline weights, %llu announced", m->weights->data.len,
@@ -869,7 +1030,10 @@ static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *side, 
     }
     wsrc = m->weights->data.data;
   }
-  if (p->weight_bytes) {
+  if (in_section && map && ((uintptr_t)wsrc & (ITEM_ALIGN - 1)) == 0) {
+    p->weights = (uint8_t *)wsrc; /* in place: the mapping outlives the plan */
+    p->weights_map = mx__mxm_mapping_retain(map);
+  } else if (p->weight_bytes) {
     if (p->weight_bytes > SIZE_MAX - 63) {
       st = BAD("plan: weights too large");
       goto free_plan;
@@ -958,9 +1122,50 @@ void mx__mxm_unmap(unsigned char *data, size_t size) {
   if (data && size) munmap(data, size);
 }
 
+/* --- mappings -------------------------------------------------------------------------------- */
+
+struct mx__mxm_mapping {
+  unsigned char *data; /* the whole mapped file */
+  size_t size;
+  _Atomic size_t holders;
+};
+
+/* Wraps a mapping made by mx__mxm_map_file (taken over; one holder). */
+static mx__mxm_mapping *mapping_new(unsigned char *data, size_t size) {
+  mx__mxm_mapping *m = malloc(sizeof *m);
+  if (!m) return NULL;
+  m->data = data;
+  m->size = size;
+  atomic_init(&m->holders, 1);
+  return m;
+}
+
+mx__mxm_mapping *mx__mxm_mapping_retain(mx__mxm_mapping *m) {
+  if (m) atomic_fetch_add(&m->holders, 1);
+  return m;
+}
+
+void mx__mxm_mapping_release(mx__mxm_mapping *m) {
+  if (!m || atomic_fetch_sub(&m->holders, 1) != 1) return;
+  mx__mxm_unmap(m->data, m->size);
+  free(m);
+}
+
+/* --- reading ---------------------------------------------------------------------------------- */
+
 /* Parses the container of an .mxm image; *mf receives the unpacked ModelFile. */
 mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf, mx_error *err) {
+  const unsigned char *sec;
+  uint64_t sec_size, sec_checksum;
+  return mx__mxm_parse_sections(d, n, mf, &sec, &sec_size, &sec_checksum, err);
+}
+
+mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFile **mf, const unsigned char **sec,
+                                 uint64_t *sec_size, uint64_t *sec_checksum, mx_error *err) {
   *mf = NULL;
+  *sec = NULL;
+  *sec_size = 0;
+  *sec_checksum = 0;
   if (n < MXM_PREAMBLE) return BAD("truncated: %zu bytes, not even the %u-byte preamble", n, MXM_PREAMBLE);
   if (memcmp(d, MXM_MAGIC, 8) != 0) return BAD("not an .mxm file (bad magic)");
   if (load_le32(d + 8) != MXM_CONTAINER) return BAD("unknown container version %u", load_le32(d + 8));
@@ -972,17 +1177,36 @@ mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFi
   if (!h) return BAD("corrupt header");
   mx_status st = MX_OK;
   size_t rest = n - MXM_PREAMBLE - hsz;
+  uint64_t payload_end = rest; /* bytes after the header the payload may take */
+  if (h->weights_size) payload_end = h->weights_offset >= MXM_PREAMBLE + hsz ? h->weights_offset - MXM_PREAMBLE - hsz : 0;
   if (h->min_reader_version > MXM_READER_VERSION) {
     st = mx__fail(err, MX_ERR_UNSUPPORTED, "written by a newer mixrt (needs reader format %u, this is %u)",
                   h->min_reader_version, MXM_READER_VERSION);
-  } else if (h->payload_size != rest) {
+  } else if (h->format_version < MXM_OLDEST_FORMAT) {
+    st = mx__fail(err, MX_ERR_UNSUPPORTED,
+                  "written by an older mixrt (.mxm format %u, weights inside the plans; this mixrt reads "
+                  "format %u and newer): compile the model again",
+                  h->format_version, MXM_OLDEST_FORMAT);
+  } else if (h->weights_size && (h->weights_offset % SECTION_ALIGN || h->weights_offset < MXM_PREAMBLE + hsz ||
+                                 h->payload_size > payload_end)) {
+    st = BAD("corrupt: weights section at offset %llu", (unsigned long long)h->weights_offset);
+  } else if (h->weights_size && (h->weights_offset > n || h->weights_size != n - h->weights_offset)) {
+    st = BAD("%s: the weights section needs %llu bytes at offset %llu, the file has %zu bytes",
+             h->weights_offset > n || h->weights_size > n - h->weights_offset ? "truncated" : "corrupt",
+             (unsigned long long)h->weights_size, (unsigned long long)h->weights_offset, n);
+  } else if (h->weights_size ? h->payload_size > payload_end : h->payload_size != rest) {
     st = BAD("%s: payload of %llu bytes announced, %zu present",
              h->payload_size > rest ? "truncated" : "corrupt", (unsigned long long)h->payload_size, rest);
-  } else if (mx__mxm_checksum(d + MXM_PREAMBLE + hsz, rest) != h->payload_checksum) {
+  } else if (mx__mxm_checksum(d + MXM_PREAMBLE + hsz, (size_t)h->payload_size) != h->payload_checksum) {
     st = BAD("payload checksum mismatch");
   } else {
-    *mf = mxm__model_file__unpack(NULL, rest, d + MXM_PREAMBLE + hsz);
+    *mf = mxm__model_file__unpack(NULL, (size_t)h->payload_size, d + MXM_PREAMBLE + hsz);
     if (!*mf) st = BAD("corrupt payload");
+    if (h->weights_size) {
+      *sec = d + h->weights_offset;
+      *sec_size = h->weights_size;
+      *sec_checksum = h->weights_checksum;
+    }
   }
   mxm__file_header__free_unpacked(h, NULL);
   return st;
@@ -1011,8 +1235,8 @@ static bool is_regular_file(const char *path) {
  * .mxm's own name + ".weights" first (so a pair renamed or moved together still loads), then
  * the name recorded at save (so an .mxm renamed alone still finds its weights). Whichever is
  * found must have the recorded size and checksum; a mismatch names both files. */
-static mx_status load_side(const Mxm__ExternalWeights *ew, const char *path, unsigned char **side,
-                           size_t *side_size, mx_error *err) {
+mx_status mx__mxm_map_weights_file(const Mxm__ExternalWeights *ew, const char *path, unsigned char **side,
+                                  size_t *side_size, mx_error *err) {
   *side = NULL;
   *side_size = 0;
   if (!path) return BAD("the weights are in an external file, which an in-memory image cannot name");
@@ -1060,34 +1284,66 @@ done:
   return st;
 }
 
-/* Decodes an .mxm image (path NULL for memory: no side file allowed). When runtime is not NULL
- * it receives a malloc'd copy of the runtime record (NULL when the file has none). */
+/* The weights section the loaded plans and root graph refer to. */
+typedef struct loaded_section {
+  mx__mxm_mapping *map;     /* the mapping it lies in (held), NULL for an in-memory image */
+  const unsigned char *data;
+  uint64_t size;
+} loaded_section;
+
+/* Decodes an .mxm image (path NULL for memory: no side file allowed); file_map is the image's
+ * mapping (NULL for memory). When runtime is not NULL it receives the runtime record (malloc'd;
+ * NULL when the file has none). When section is not NULL it receives the weights section (its
+ * mapping held: the caller releases it). */
 static mx_status load_image(const unsigned char *d, size_t n, const char *path, const char *label,
-                            mx_static_plan ***plans, size_t *n_plans, void **runtime, size_t *runtime_size,
-                            mx_error *err) {
+                            mx__mxm_mapping *file_map, mx_static_plan ***plans, size_t *n_plans, void **runtime,
+                            size_t *runtime_size, loaded_section *section, mx_error *err) {
   *plans = NULL;
   *n_plans = 0;
   if (runtime) {
     *runtime = NULL;
     *runtime_size = 0;
   }
+  if (section) *section = (loaded_section){0};
   Mxm__ModelFile *mf = NULL;
-  unsigned char *side = NULL;
-  size_t side_size = 0;
+  mx__mxm_mapping *side_map = NULL;
   mx_static_plan **out = NULL;
   size_t made = 0;
-  mx_status st = mx__mxm_parse_container(d, n, &mf, err);
+  const unsigned char *sec = NULL;
+  uint64_t sec_size = 0, sec_checksum = 0;
+  mx__mxm_mapping *sec_map = NULL;
+  mx_status st = mx__mxm_parse_sections(d, n, &mf, &sec, &sec_size, &sec_checksum, err);
   if (st != MX_OK) goto fail;
-  /* The unpacked messages hold copies of everything: a mapped image's pages can go now rather
-   * than stay resident next to those copies for the rest of the load. */
-  if (path && n) madvise((void *)d, n, MADV_DONTNEED);
+  /* The unpacked messages hold copies of everything before the section: those pages of a
+   * mapped image can go now rather than stay resident for the rest of the load. */
+  if (path && n) madvise((void *)d, sec ? (size_t)(sec - d) : n, MADV_DONTNEED);
   if (mf->n_static_plans > MXM_MAX_PLANS) {
     st = BAD("%zu static plans", mf->n_static_plans);
     goto fail;
   }
   if (mf->external_weights) {
-    st = load_side(mf->external_weights, path, &side, &side_size, err);
+    if (sec) {
+      st = BAD("weights both in the file and in a weights file");
+      goto fail;
+    }
+    unsigned char *side = NULL;
+    size_t side_size = 0;
+    st = mx__mxm_map_weights_file(mf->external_weights, path, &side, &side_size, err);
     if (st != MX_OK) goto fail;
+    if (!(side_map = mapping_new(side, side_size))) {
+      mx__mxm_unmap(side, side_size);
+      st = mx__fail_oom(err, "weights mapping");
+      goto fail;
+    }
+    sec = side;
+    sec_size = side_size;
+    sec_map = side_map;
+  } else if (sec) {
+    if (checksum_with_progress(sec, (size_t)sec_size, "load: check weights") != sec_checksum) {
+      st = BAD("weights section checksum mismatch");
+      goto fail;
+    }
+    sec_map = file_map;
   }
   out = calloc(mf->n_static_plans ? mf->n_static_plans : 1, sizeof *out);
   if (!out) {
@@ -1095,7 +1351,7 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
     goto fail;
   }
   for (; made < mf->n_static_plans; made++) {
-    st = plan_from(mf->static_plans[made], side, mf->external_weights ? side_size : 0, &out[made], err);
+    st = plan_from(mf->static_plans[made], sec, sec_size, sec_map, &out[made], err);
     if (st != MX_OK) {
       mx__error_prefix(err, "static plan %zu: ", made);
       goto fail;
@@ -1108,16 +1364,17 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
     mf->runtime.data = NULL;
     mf->runtime.len = 0;
   }
+  if (section) *section = (loaded_section){mx__mxm_mapping_retain(sec_map), sec, sec_size};
   *plans = out;
   *n_plans = made;
-  mx__mxm_unmap(side, side_size);
+  mx__mxm_mapping_release(side_map);
   mxm__model_file__free_unpacked(mf, NULL);
   return MX_OK;
 
 fail:
   for (size_t i = 0; out && i < made; i++) mx__static_plan_destroy(out[i]);
   free(out);
-  mx__mxm_unmap(side, side_size);
+  mx__mxm_mapping_release(side_map);
   if (mf) mxm__model_file__free_unpacked(mf, NULL);
   mx__error_prefix(err, "%s '%s': ", path ? "file" : "image", label);
   if (st == MX_ERR_OUT_OF_MEMORY || st == MX_ERR_IO || st == MX_ERR_UNSUPPORTED) return st;
@@ -1129,21 +1386,40 @@ mx_status mx__mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *
   return mx__mxm_load_model(path, plans, n, NULL, NULL, err);
 }
 
-mx_status mx__mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
-                             size_t *runtime_size, mx_error *err) {
+mx_status mx__mxm_load_mapped(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
+                              size_t *runtime_size, mx__mxm_mapping **section_map, const unsigned char **section,
+                              uint64_t *section_size, mx_error *err) {
   if (plans) *plans = NULL;
   if (n) *n = 0;
-  if (!path || !plans || !n || (runtime && !runtime_size))
+  if (section_map) *section_map = NULL;
+  if (!path || !plans || !n || (runtime && !runtime_size) || (section_map && (!section || !section_size)))
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "mx__mxm_load_model: NULL argument");
   unsigned char *d;
   size_t size;
   mx__progress_stage("load: map .mxm");
   mx_status st = mx__mxm_map_file(path, &d, &size, "load: read .mxm", err);
   if (st != MX_OK) return st;
-  st = load_image(d, size, path, path, plans, n, runtime, runtime_size, err);
-  mx__mxm_unmap(d, size);
+  mx__mxm_mapping *map = size ? mapping_new(d, size) : NULL;
+  if (size && !map) {
+    mx__mxm_unmap(d, size);
+    return mx__fail_oom(err, ".mxm mapping");
+  }
+  loaded_section ls;
+  st = load_image(d, size, path, path, map, plans, n, runtime, runtime_size, section_map ? &ls : NULL, err);
+  /* The plans whose weights lie in the file hold the mapping; it goes with the last of them. */
+  mx__mxm_mapping_release(map);
+  if (st == MX_OK && section_map) {
+    *section_map = ls.map;
+    *section = ls.data;
+    *section_size = ls.size;
+  }
   if (st == MX_OK) mx__progress_stage("load: static plans restored");
   return st;
+}
+
+mx_status mx__mxm_load_model(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
+                             size_t *runtime_size, mx_error *err) {
+  return mx__mxm_load_mapped(path, plans, n, runtime, runtime_size, NULL, NULL, NULL, err);
 }
 
 /* Keeps plan 0 of a one-plan image. */
@@ -1178,7 +1454,8 @@ mx_status mx__mxm_load_memory(const void *data, size_t size, const char *label, 
   if (!label) label = "memory";
   mx_static_plan **plans;
   size_t n;
-  mx_status st = load_image(data ? data : (const void *)"", size, NULL, label, &plans, &n, NULL, NULL, err);
+  mx_status st =
+      load_image(data ? data : (const void *)"", size, NULL, label, NULL, &plans, &n, NULL, NULL, NULL, err);
   if (st != MX_OK) return st;
   return single(plans, n, label, out, err);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "graph/ir.h"
+#include "graph/onnx/onnx_refs.h"
 #include "mixrt/onnx.h"
 #include "static_exec/mxm_info.h"
 
@@ -97,7 +98,11 @@ mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) 
   mx_status st = mx__mxm_map_file(path, &d, &n, "inspect: read .mxm", err);
   if (st != MX_OK) return st;
   Mxm__Runtime *rt = NULL;
-  st = mx__mxm_parse_container(d, n, &out->mf, err);
+  const unsigned char *sec = NULL;
+  uint64_t sec_size = 0, sec_checksum = 0;
+  unsigned char *side = NULL;
+  size_t side_size = 0;
+  st = mx__mxm_parse_sections(d, n, &out->mf, &sec, &sec_size, &sec_checksum, err);
   if (st != MX_OK) goto done;
   out->file_size = n;
   out->header = header_of(d);
@@ -130,13 +135,20 @@ mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) 
     pi->weight_bytes = m->weights ? m->weights->size : 0;
     if (m->weights) out->inline_weights += m->weights->data.len;
   }
+  out->inline_weights += sec_size;
   if (mf->runtime.len) {
     rt = mxm__runtime__unpack(NULL, mf->runtime.len, mf->runtime.data);
     if (!rt) {
       st = mx__fail(err, MX_ERR_MALFORMED, "corrupt runtime record");
       goto done;
     }
-    st = mx_onnx_load_memory(rt->root_onnx.data, rt->root_onnx.len, NULL, &out->root, err);
+    /* The root's constants are in the weights section (the file's or the weights file). */
+    if (mf->external_weights) {
+      st = mx__mxm_map_weights_file(mf->external_weights, path, &side, &side_size, err);
+      sec = side;
+      sec_size = side_size;
+    }
+    if (st == MX_OK) st = mx__onnx_load_memory_blob(rt->root_onnx.data, rt->root_onnx.len, sec, sec_size, &out->root, err);
     if (st == MX_OK && mx_graph_infer(out->root) != MX_OK)
       st = mx__fail(err, MX_ERR_MALFORMED, "root graph: %s", mx_graph_last_error(out->root));
     const mx_graph *g = out->root;
@@ -153,6 +165,7 @@ mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) 
   }
 done:
   if (rt) mxm__runtime__free_unpacked(rt, NULL);
+  mx__mxm_unmap(side, side_size);
   mx__mxm_unmap(d, n);
   if (st != MX_OK) {
     mx__error_prefix(err, "file '%s': ", path);

@@ -62,12 +62,49 @@ void mx__mxm_unmap(unsigned char *data, size_t size);
 MX_MUST_USE mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
                                               mx_error *err);
 
-/* mx__mxm_save_model with the runtime record as a message (an Mxm__Runtime) packed straight into
- * the file instead of bytes packed beforehand: the same file, one copy of the record less. */
+/* mx__mxm_parse_container that also gives the weights section (*sec NULL and 0 bytes when the
+ * file has none) and its recorded checksum (not verified here). The section is checked to lie
+ * inside the image: a truncated file is refused. */
+MX_MUST_USE mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
+                                             const unsigned char **sec, uint64_t *sec_size,
+                                             uint64_t *sec_checksum, mx_error *err);
+
+/* The weights section of a file being written: the static plans' weights, then every constant
+ * of the root graph not found among them (by size and checksum, bytes compared), each block
+ * once and 64-byte aligned. */
+typedef struct mx__mxm_weights mx__mxm_weights;
 struct mx_static_plan;
 struct mx_mxm_save_options;
+MX_MUST_USE mx_status mx__mxm_weights_begin(const struct mx_static_plan *const *plans, size_t n,
+                                            mx__mxm_weights **out, mx_error *err);
+/* Where nbytes at data are in the section (added when new; data must stay valid until the file
+ * is written); false for constants too small to refer to, or out of memory (then they stay
+ * where they are). */
+bool mx__mxm_weights_ref(mx__mxm_weights *w, const void *data, size_t nbytes, uint64_t *offset);
+uint64_t mx__mxm_weights_size(const mx__mxm_weights *w);
+void mx__mxm_weights_free(mx__mxm_weights *w);
+
+/* Maps the weights file of the .mxm at path (found next to it under its own name + ".weights",
+ * else under the recorded name) and checks its size and checksum; mx__mxm_unmap releases it. */
+MX_MUST_USE mx_status mx__mxm_map_weights_file(const Mxm__ExternalWeights *ew, const char *path,
+                                               unsigned char **side, size_t *side_size, mx_error *err);
+
+/* mx__mxm_save_model with the runtime record as a message (an Mxm__Runtime) packed straight into
+ * the file instead of bytes packed beforehand: the same file, one copy of the record less. w is
+ * the weights layout the record refers to (from mx__mxm_weights_begin over the same plans). */
 MX_MUST_USE mx_status mx__mxm_save_with_runtime(const struct mx_static_plan *const *plans, size_t n,
-                                                const ProtobufCMessage *runtime, const char *path,
-                                                const struct mx_mxm_save_options *o, mx_error *err);
+                                                const ProtobufCMessage *runtime, mx__mxm_weights *w,
+                                                const char *path, const struct mx_mxm_save_options *o,
+                                                mx_error *err);
+
+/* mx__mxm_load_model that also hands over the weights section (mapped; in the .mxm or its
+ * weights file) for the root graph's constants: *section_map holds it until
+ * mx__mxm_mapping_release (NULL when the file has no section). */
+typedef struct mx__mxm_mapping mx__mxm_mapping;
+void mx__mxm_mapping_release(mx__mxm_mapping *m);
+MX_MUST_USE mx_status mx__mxm_load_mapped(const char *path, struct mx_static_plan ***plans, size_t *n,
+                                          void **runtime, size_t *runtime_size, mx__mxm_mapping **section_map,
+                                          const unsigned char **section, uint64_t *section_size,
+                                          mx_error *err);
 
 #endif /* MIXRT_STATIC_EXEC_MXM_INFO_H */

@@ -36,7 +36,10 @@ mx_static_plan *mx__plan_new(void) {
 
 void mx__static_plan_destroy(mx_static_plan *p) {
   if (!p) return;
-  free(p->weights);
+  if (p->weights_map)
+    mx__mxm_mapping_release(p->weights_map);
+  else
+    free(p->weights);
   mx__arena_release(&p->arena);
   free(p);
 }

@@ -102,9 +102,17 @@ struct mx_static_plan {
   uint32_t cross_edges; /* cross-stream data edges before event reduction */
   uint32_t in_place, aliases;
   const char *placement; /* static text or plan arena */
-  uint8_t *weights;      /* weight_bytes bytes, 64-byte aligned (malloc'd), or NULL */
+  uint8_t *weights;      /* weight_bytes bytes, 64-byte aligned (malloc'd, or inside weights_map), or NULL */
   uint64_t weight_bytes;
+  struct mx__mxm_mapping *weights_map; /* the mapped .mxm (or weights file) the weights lie in
+                                          (held), NULL when they are malloc'd */
 };
+
+/* A mapped .mxm or weights file shared by the plans whose weights lie in it (static_exec/mxm.c):
+ * unmapped when the last holder releases it. */
+typedef struct mx__mxm_mapping mx__mxm_mapping;
+mx__mxm_mapping *mx__mxm_mapping_retain(mx__mxm_mapping *m);
+void mx__mxm_mapping_release(mx__mxm_mapping *m);
 
 /* A new empty plan (arena ready), or NULL when out of memory. */
 mx_static_plan *mx__plan_new(void);

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/progress.h"
+#include "graph/onnx/onnx_refs.h"
 #include "mixrt/onnx.h"
 #include "partitioner/partitioner.h"
 #include "proto/mixrt_model.pb-c.h"
@@ -75,9 +76,15 @@ static bool pack_graph(const mx_exe_graph *g, packed_graph *pg) {
   return true;
 }
 
+/* The root graph's constants go out as references into the file's weights section. */
+static bool weights_ref(void *ctx, const mx_tensor *t, size_t nbytes, uint64_t *offset) {
+  return mx__mxm_weights_ref(ctx, t->data, nbytes, offset);
+}
+
 mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_weights, mx_error *err) {
   mx_program *p = s->prog;
   mx_status st;
+  mx__mxm_weights *w = NULL;
   void *onnx = NULL;
   size_t onnx_size = 0;
   packed_graph pg[3];
@@ -90,7 +97,10 @@ mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_we
     unknown[c] = p->calls[c].unknown;
     if (!p->calls[c].unknown) plans[n_plans++] = p->calls[c].plan;
   }
-  st = mx_onnx_save_memory(p->root, &onnx, &onnx_size, err);
+  /* The weights section holds the static plans' weights; the root graph's constants (the call
+   * bodies' included) refer to them where they are the same bytes, and are added otherwise. */
+  st = mx__mxm_weights_begin(plans, n_plans, &w, err);
+  if (st == MX_OK) st = mx__onnx_save_memory_refs(p->root, weights_ref, w, &onnx, &onnx_size, err);
   if (st != MX_OK) goto done;
   if (!pack_graph(&p->init, &pg[0]) || !pack_graph(&p->main, &pg[1]) || !pack_graph(&p->deinit, &pg[2]))
     goto oom;
@@ -106,12 +116,13 @@ mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_we
   rt.n_slots = p->n_slots;
   mx_mxm_save_options so = {.external_weights = external_weights};
   /* The record is packed straight into the file: the root's ONNX bytes are its only copy. */
-  st = mx__mxm_save_with_runtime(plans, n_plans, &rt.base, path, &so, err);
+  st = mx__mxm_save_with_runtime(plans, n_plans, &rt.base, w, path, &so, err);
   goto done;
 oom:
   st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
 done:
   for (int i = 0; i < 3; i++) packed_release(&pg[i]);
+  mx__mxm_weights_free(w);
   free(onnx);
   free(unknown);
   free(plans);
@@ -322,7 +333,11 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
   void *rt_bytes = NULL;
   Mxm__Runtime *rt = NULL;
   mx_program *p = NULL;
-  mx_status st = mx__mxm_load_model(path, &plans, &n_plans, &rt_bytes, &rt_size, err);
+  mx__mxm_mapping *sec_map = NULL;
+  const unsigned char *sec = NULL;
+  uint64_t sec_size = 0;
+  mx_status st =
+      mx__mxm_load_mapped(path, &plans, &n_plans, &rt_bytes, &rt_size, &sec_map, &sec, &sec_size, err);
   if (st != MX_OK) return st;
   if (!rt_bytes) {
     st = mx__fail(err, MX_ERR_UNSUPPORTED,
@@ -355,7 +370,11 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
     goto done;
   }
   mx__progress_stage("load: root graph and dynamic plans");
-  st = mx_onnx_load_memory(onnx, onnx_len, NULL, &p->root, err);
+  st = mx__onnx_load_memory_blob(onnx, onnx_len, sec, sec_size, &p->root, err);
+  /* The static plans hold the mapping where their weights lie in it; the root's constants are
+   * copies now. */
+  mx__mxm_mapping_release(sec_map);
+  sec_map = NULL;
   /* The imported root holds its own copy of the constants: the record (onnx points into it)
    * can go now. */
   free(rt_bytes);
@@ -424,6 +443,7 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
   *out = p;
   p = NULL;
 done:
+  mx__mxm_mapping_release(sec_map);
   mx__program_free(p);
   if (rt) mxm__runtime__free_unpacked(rt, NULL);
   free(rt_bytes);

@@ -22,6 +22,8 @@
 typedef struct exporter {
   mx_arena arena; /* every message of the tree */
   mx_error *err;
+  mx__onnx_ref_fn ref; /* initializers it accepts go out as weights-section references (NULL: none) */
+  void *ref_ctx;
 } exporter;
 
 /* A zeroed, initialized message of the given descriptor in the scratch arena (NULL on OOM). */
@@ -66,6 +68,38 @@ static Onnx__TensorProto *export_tensor(exporter *ex, const char *name, const mx
     mx__onnx_pack_sub_byte(t->data, t->dtype, n, tp->raw_data.data);
   }
   return tp;
+}
+
+/* One external_data entry in the scratch arena. */
+static Onnx__StringStringEntryProto *ext_entry(exporter *ex, const char *key, const char *value) {
+  Onnx__StringStringEntryProto *e =
+      NEW(ex, Onnx__StringStringEntryProto, onnx__string_string_entry_proto__descriptor);
+  if (!e) return NULL;
+  e->key = (char *)key;
+  e->value = mx__arena_strdup(&ex->arena, value);
+  return e->value ? e : NULL;
+}
+
+/* Turns the raw data of tp (the initializer of t) into a reference into the weights section
+ * when ex->ref accepts it (strings and sub-byte types always stay inline). */
+static bool export_ref(exporter *ex, const mx_tensor *t, Onnx__TensorProto *tp) {
+  uint64_t offset;
+  if (!tp->has_raw_data || mx_dtype_bits(t->dtype) < 8 || !ex->ref(ex->ref_ctx, t, tp->raw_data.len, &offset))
+    return true;
+  char off[24], len[24];
+  snprintf(off, sizeof off, "%llu", (unsigned long long)offset);
+  snprintf(len, sizeof len, "%zu", tp->raw_data.len);
+  tp->external_data = mx__arena_array(&ex->arena, 3, sizeof *tp->external_data, 8);
+  if (!tp->external_data || !(tp->external_data[0] = ext_entry(ex, "location", MX__ONNX_BLOB_LOCATION)) ||
+      !(tp->external_data[1] = ext_entry(ex, "offset", off)) || !(tp->external_data[2] = ext_entry(ex, "length", len)))
+    return false;
+  tp->n_external_data = 3;
+  tp->has_data_location = 1;
+  tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  tp->has_raw_data = 0;
+  tp->raw_data.len = 0;
+  tp->raw_data.data = NULL;
+  return true;
 }
 
 static Onnx__ValueInfoProto *export_value_info(exporter *ex, const mx_graph *g, const mx_value *v) {
@@ -212,7 +246,9 @@ static Onnx__GraphProto *export_graph(exporter *ex, mx_graph *g) {
   for (size_t v = 0; v < g->n_values; v++) {
     const mx_value *val = &g->values[v];
     if ((val->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT)) || !(val->flags & MX_VALUE_CONST)) continue;
-    if (!(gp->initializer[gp->n_initializer++] = export_tensor(ex, val->name, val->data))) return NULL;
+    Onnx__TensorProto *tp = export_tensor(ex, val->name, val->data);
+    if (!tp || (ex->ref && !export_ref(ex, val->data, tp))) return NULL;
+    gp->initializer[gp->n_initializer++] = tp;
   }
   return gp;
 }
@@ -227,9 +263,14 @@ static int64_t ir_version_for(const mx_graph *g) {
 }
 
 mx_status mx_onnx_save_memory(mx_graph *g, void **data, size_t *size, mx_error *err) {
+  return mx__onnx_save_memory_refs(g, NULL, NULL, data, size, err);
+}
+
+mx_status mx__onnx_save_memory_refs(mx_graph *g, mx__onnx_ref_fn ref, void *ctx, void **data, size_t *size,
+                                    mx_error *err) {
   if (!g || !data || !size)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "graph, data and size must not be NULL");
-  exporter ex = {.err = err};
+  exporter ex = {.err = err, .ref = ref, .ref_ctx = ctx};
   mx__arena_init(&ex.arena, 0);
   mx_status st;
   mx_error_clear(err);

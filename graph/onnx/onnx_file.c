@@ -248,6 +248,25 @@ mx_status mx__onnx_ext_open(const char *base_dir, const Onnx__TensorProto *tp, s
   return MX_OK;
 }
 
+mx_status mx__onnx_blob_region(const mx__onnx_src *src, const Onnx__TensorProto *tp, size_t nbytes,
+                               const char *what, const uint8_t **out, mx_error *err) {
+  ext_entries x;
+  mx_status st = parse_entries(tp, what, &x, err);
+  if (st != MX_OK) return st;
+  if (!x.location || strcmp(x.location, MX__ONNX_BLOB_LOCATION) != 0)
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: external data location '%.64s' is not the weights section", what,
+                    x.location ? x.location : "");
+  uint64_t length = x.has_length ? x.length : nbytes;
+  if (length != nbytes || x.offset > src->blob_size || length > src->blob_size - x.offset)
+    return mx__fail(err, MX_ERR_MALFORMED,
+                    "%s: region (offset %llu, %llu bytes) is not inside the weights section of %llu bytes "
+                    "or not the tensor's %zu bytes",
+                    what, (unsigned long long)x.offset, (unsigned long long)length,
+                    (unsigned long long)src->blob_size, nbytes);
+  *out = src->blob + x.offset;
+  return MX_OK;
+}
+
 mx_status mx__onnx_ext_read(mx__onnx_ext *ext, void *dst, const char *what, mx_error *err) {
   char eb[128];
   uint8_t *p = dst;

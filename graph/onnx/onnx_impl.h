@@ -19,6 +19,7 @@
 #include "common/arena.h"
 #include "common/strmap.h"
 #include "graph/ir.h"
+#include "graph/onnx/onnx_refs.h"
 #include "mixrt/status.h"
 #include "mixrt/tensor.h"
 #include "onnx/onnx.pb-c.h"
@@ -43,7 +44,16 @@
 typedef struct mx__onnx_src {
   const char *base_dir; /* directory external-data locations are relative to; NULL: refused */
   uint64_t decoded;     /* tensor bytes decoded so far (against MX_ONNX_MAX_DECODED_BYTES) */
+  const uint8_t *blob;  /* a weights section external data at MX__ONNX_BLOB_LOCATION points into
+                           (an .mxm file's), NULL: none */
+  uint64_t blob_size;
 } mx__onnx_src;
+
+
+/* Where in src->blob the external data of tp lies (*out): the location must be
+ * MX__ONNX_BLOB_LOCATION and the region (offset, length == nbytes) inside the blob. */
+MX_MUST_USE mx_status mx__onnx_blob_region(const mx__onnx_src *src, const Onnx__TensorProto *tp, size_t nbytes,
+                                           const char *what, const uint8_t **out, mx_error *err);
 
 /* State of one model import. */
 typedef struct mx__onnx_import {

@@ -280,11 +280,12 @@ free_maps:
 
 /* --- models ----------------------------------------------------------------------------------- */
 
-/* Imports a serialized ModelProto; base_dir locates external data (NULL: refused). */
-static mx_status load_model(const uint8_t *data, size_t size, const char *base_dir, mx_graph **out,
-                            mx_error *err) {
+/* Imports a serialized ModelProto; base_dir locates external data (NULL: refused), or blob holds
+ * it (an .mxm weights section, blob_size bytes; NULL: none). */
+static mx_status load_model(const uint8_t *data, size_t size, const char *base_dir, const uint8_t *blob,
+                            uint64_t blob_size, mx_graph **out, mx_error *err) {
   mx_status st;
-  mx__onnx_import im = {.src = {base_dir, 0}, .err = err};
+  mx__onnx_import im = {.src = {base_dir, 0, blob, blob_size}, .err = err};
   mx_graph *g = NULL;
   if (size > MX_ONNX_MAX_FILE_BYTES)
     return mx__fail(err, MX_ERR_LIMIT, "%zu bytes is more than an ONNX model can hold", size);
@@ -339,7 +340,20 @@ mx_status mx_onnx_load_memory(const void *data, size_t size, const char *base_di
   if (!out) return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx_onnx_load_memory: out is NULL");
   *out = NULL;
   if (!data && size) return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx_onnx_load_memory: data is NULL");
-  return load_model(data, size, base_dir, out, e);
+  return load_model(data, size, base_dir, NULL, 0, out, e);
+}
+
+mx_status mx__onnx_load_memory_blob(const void *data, size_t size, const void *blob, uint64_t blob_size,
+                                    mx_graph **out, mx_error *err) {
+  mx_error local;
+  mx_error *e = err ? err : &local;
+  mx_error_clear(e);
+  if (!out) return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx__onnx_load_memory_blob: out is NULL");
+  *out = NULL;
+  if ((!data && size) || (!blob && blob_size))
+    return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx__onnx_load_memory_blob: data is NULL");
+  static const uint8_t empty[1];
+  return load_model(data, size, NULL, blob ? blob : empty, blob_size, out, e);
 }
 
 mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err) {
@@ -359,7 +373,7 @@ mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err) {
     st = mx__fail(e, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
     goto free_buf;
   }
-  st = load_model(buf, size, dir, out, e);
+  st = load_model(buf, size, dir, NULL, 0, out, e);
   if (st != MX_OK) mx__error_prefix(e, "%s: ", path);
   free(dir);
 free_buf:

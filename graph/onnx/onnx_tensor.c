@@ -284,7 +284,11 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
                     "%s: %zu bytes would take the model past the %llu bytes of tensor data one "
                     "load may decode",
                     what, nbytes, (unsigned long long)MX_ONNX_MAX_DECODED_BYTES);
-  if (external) {
+  const uint8_t *in_blob = NULL; /* external data in the weights section of an .mxm file */
+  if (external && src && src->blob) {
+    st = mx__onnx_blob_region(src, tp, stored, what, &in_blob, err);
+    if (st != MX_OK) return st;
+  } else if (external) {
     st = mx__onnx_ext_open(src ? src->base_dir : NULL, tp, stored, what, &ext, err);
     if (st != MX_OK) return st;
   }
@@ -295,7 +299,9 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
     st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu bytes", what, nbytes);
     goto close_ext;
   }
-  if (external) {
+  if (in_blob) {
+    if (stored) memcpy(data, in_blob, stored);
+  } else if (external) {
     st = mx__onnx_ext_read(&ext, data, what, err);
     if (st != MX_OK) goto free_data;
   } else if (tp->has_raw_data) {
@@ -328,7 +334,7 @@ static mx_status parse_tensor(const void *data, size_t size, const char *what, c
                               mx_tensor *t, char **name_out, mx_error *err) {
   mx_status st = MX_OK;
   char label[MX_ERROR_MESSAGE_MAX / 2];
-  mx__onnx_src src = {base_dir, 0};
+  mx__onnx_src src = {.base_dir = base_dir};
   mx_tensor nt;
   char *name = NULL;
   if (size > MX_ONNX_MAX_FILE_BYTES)
