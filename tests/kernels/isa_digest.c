@@ -6,8 +6,10 @@
  * The copies are meant to round alike (fixed summation orders, no FMA contraction), so the hashes
  * must not depend on the CPU. test_isa_copies.c runs this program here and under qemu-x86_64 with
  * an AVX2 CPU and a baseline x86-64 CPU, and compares the lines. The shapes are small (the
- * emulator is slow) but reach every vector width and tail of each kernel. No case goes through
- * BLAS, whose kernels differ by CPU on their own.
+ * emulator is slow) but reach every vector width and tail of each kernel. BLAS kernels differ by
+ * CPU on their own: the Conv cases whose products go through sgemm (1x1, 3x3, strided) take
+ * small integer inputs, whose sums are exact in any order, so only mixrt's own code (im2col,
+ * the bias / residual / activation epilogue) can change their bits.
  *
  * Usage: kernels_isa_digest   (exit 0; 1 when a kernel fails) */
 #include <math.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/ops/conv_params.h"
 #include "graph/ops/elementwise_params.h"
 #include "graph/ops/nn_params.h"
 #include "kernels/kernel.h"
@@ -186,6 +189,99 @@ static void attention_cases(void) {
   }
 }
 
+/* Integers in [-range, range] as floats: products and sums of a few thousand of them are exact
+ * in float32, whatever order BLAS adds them in. */
+static float *seeded_int(size_t n, uint64_t seed, int range) {
+  float *p = seeded(n, seed, 1.0f);
+  for (size_t i = 0; i < n; i++) p[i] = (float)((int)((p[i] + 1.0f) * 0.5f * (float)(2 * range + 1)) - range);
+  return p;
+}
+
+/* 2-D Conv cases of the CNNs' shapes: 1x1 (one sgemm), 3x3 padded (im2col bands), 3x3 stride 2,
+ * depthwise 3x3 stride 1 and 2 (the vectorized direct path), each with a bias and a fused
+ * activation, the 1x1 one with a residual too. Widths 13 and 9 leave vector tails. */
+static void conv_cases(void) {
+  static const struct {
+    const char *name;
+    int64_t c, m, group, k, stride, pad, h, w;
+    int32_t act;
+    int residual;
+  } cases[] = {
+      {"conv_1x1_relu_residual", 24, 20, 1, 1, 1, 0, 7, 13, MX_CONV_ACT_RELU, 1},
+      {"conv_3x3_hardswish", 8, 12, 1, 3, 1, 1, 9, 13, MX_CONV_ACT_HARD_SWISH, 0},
+      {"conv_3x3_stride2_relu", 8, 16, 1, 3, 2, 1, 11, 13, MX_CONV_ACT_RELU, 0},
+      {"conv_depthwise_3x3_hardswish", 16, 16, 16, 3, 1, 1, 9, 21, MX_CONV_ACT_HARD_SWISH, 0},
+      {"conv_depthwise_3x3_stride2_relu", 16, 16, 16, 3, 2, 1, 13, 21, MX_CONV_ACT_RELU, 0},
+  };
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+    int64_t c = cases[s].c, m = cases[s].m, k = cases[s].k, st = cases[s].stride, pad = cases[s].pad;
+    int64_t h = cases[s].h, w = cases[s].w, cg = c / cases[s].group;
+    int64_t oh = (h + 2 * pad - k) / st + 1, ow = (w + 2 * pad - k) / st + 1;
+    bool dw = cases[s].group == c;
+    mx_conv_params prm = {0};
+    prm.op = MX_CONVOP_CONV;
+    prm.group = cases[s].group;
+    prm.n_kernel = 2;
+    prm.kernel_shape[0] = prm.kernel_shape[1] = k;
+    prm.n_strides = 2;
+    prm.strides[0] = prm.strides[1] = st;
+    prm.n_pads = 4;
+    for (int i = 0; i < 4; i++) prm.pads[i] = pad;
+    prm.fused_act = cases[s].act;
+    size_t nx = (size_t)(c * h * w), nw = (size_t)(m * cg * k * k), ny = (size_t)(m * oh * ow);
+    /* The depthwise path is mixrt's own code: general values. */
+    float *x = dw ? seeded(nx, 110 + s, 2.0f) : seeded_int(nx, 110 + s, 3);
+    float *wt = dw ? seeded(nw, 120 + s, 1.0f) : seeded_int(nw, 120 + s, 2);
+    float *b = dw ? seeded((size_t)m, 130 + s, 1.0f) : seeded_int((size_t)m, 130 + s, 4);
+    float *z = cases[s].residual ? seeded(ny, 140 + s, 4.0f) : NULL, *y = seeded(ny, 99, 0.0f);
+    uint16_t n_in = z ? 4 : 3;
+    mx_kernel_call *call = call_new(n_in, 1, &prm);
+    set_f32(call, 0, 4, DIMS(1, c, h, w), x);
+    set_f32(call, 1, 4, DIMS(m, cg, k, k), wt);
+    set_f32(call, 2, 1, DIMS(m), b);
+    if (z) set_f32(call, 3, 4, DIMS(1, m, oh, ow), z);
+    set_f32(call, n_in, 4, DIMS(1, m, oh, ow), y);
+    run_case(cases[s].name, "Conv", call, &y, &ny, 1);
+    free(x), free(wt), free(b), free(z), free(y);
+  }
+}
+
+/* Pools of the CNNs: ResNet's MaxPool 3x3 stride 2 pad 1, an AveragePool 3x3 pad 1 without the
+ * padding in the divisor, GlobalAveragePool (the planes' mean). */
+static void pool_cases(void) {
+  static const struct {
+    const char *name, *op;
+    int32_t convop;
+    int64_t k, stride, pad;
+  } cases[] = {
+      {"maxpool_3x3_stride2", "MaxPool", MX_CONVOP_MAX_POOL, 3, 2, 1},
+      {"averagepool_3x3_pad1", "AveragePool", MX_CONVOP_AVERAGE_POOL, 3, 1, 1},
+      {"globalaveragepool", "GlobalAveragePool", MX_CONVOP_GLOBAL_AVERAGE_POOL, 0, 1, 0},
+  };
+  const int64_t c = 5, h = 17, w = 23;
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+    int64_t k = cases[s].k, st = cases[s].stride, pad = cases[s].pad;
+    bool global = k == 0;
+    int64_t oh = global ? 1 : (h + 2 * pad - k) / st + 1, ow = global ? 1 : (w + 2 * pad - k) / st + 1;
+    mx_conv_params prm = {0};
+    prm.op = cases[s].convop;
+    if (!global) {
+      prm.n_kernel = prm.n_strides = 2;
+      prm.kernel_shape[0] = prm.kernel_shape[1] = k;
+      prm.strides[0] = prm.strides[1] = st;
+      prm.n_pads = 4;
+      for (int i = 0; i < 4; i++) prm.pads[i] = pad;
+    }
+    size_t nx = (size_t)(c * h * w), ny = (size_t)(c * oh * ow);
+    float *x = seeded(nx, 150 + s, 3.0f), *y = seeded(ny, 99, 0.0f);
+    mx_kernel_call *call = call_new(1, 1, &prm);
+    set_f32(call, 0, 4, DIMS(1, c, h, w), x);
+    set_f32(call, 1, 4, DIMS(1, c, oh, ow), y);
+    run_case(cases[s].name, cases[s].op, call, &y, &ny, 1);
+    free(x), free(y);
+  }
+}
+
 /* The highest of the levels the copies are built for that this CPU has. */
 static const char *cpu_level(void) {
   __builtin_cpu_init();
@@ -212,5 +308,7 @@ int main(void) {
   softmax_cases();
   norm_cases();
   attention_cases();
+  conv_cases();
+  pool_cases();
   return failures ? 1 : 0;
 }
