@@ -137,7 +137,9 @@ static bool time_conv(mx_graph *g, const mx_node *node, int32_t threads, int64_t
     snprintf(why, cap, "%s", err.message);
     goto done;
   }
-  if (mx_session_load_graph(s, one) != MX_OK) {
+  mx_status loaded = mx_session_load_graph(s, one);
+  one = NULL; /* the session owns it now, also on failure */
+  if (loaded != MX_OK) {
     snprintf(why, cap, "%s", mx_session_last_error(s));
     goto done;
   }
