@@ -324,3 +324,32 @@ Test(state_append, switch_before_first_step) {
   stepper_free(&t);
   mx_session_destroy(s);
 }
+
+/* The same model as torch.onnx.export writes it, with the rewrite rules on: Concat(past, new)
+ * and the attention around it fuse into Attention, whose caches then append in place. */
+Test(state_append, exported_model_fused_appends) {
+  mx_llama_config cfg;
+  mx_llama_config_default(&cfg);
+  mx_graph *g;
+  mx_error err;
+  cr_assert_eq(mx_model_llama_exported(&cfg, &g, &err), MX_OK, "%s", err.message);
+  mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
+  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
+  copying c;
+  copying_init(&c);
+  stepper t;
+  stepper_init(&t, s, 16, true);
+  int64_t token = 6;
+  for (int step = 0; step < 100; step++) {
+    stepper_step(&t, token);
+    copying_step(s, &c, token);
+    char why[256];
+    cr_assert(mxs_same(stepper_logits(&t), &c.out[0], why, sizeof why), "step %d: %s", step, why);
+    token = argmax(&c.out[0]);
+  }
+  cr_assert_eq(mx_binding_state_appended(t.b), 4);
+  same_cache(&t, &c);
+  stepper_free(&t);
+  copying_free(&c);
+  mx_session_destroy(s);
+}
