@@ -200,6 +200,30 @@ static mx_status reads_cache(const mx_graph *g, const mx_value_id *ins, size_t n
   return MX_OK;
 }
 
+/* Every full Shape of cat = Concat(past, now) on axis 2 becomes Shape(past) + Shape(now) *
+ * [0, 0, 1, 0]: a causal mask sized by the key count (Range over Shape(cat)[2], as torch exports
+ * write it) then no longer reads the Concat, which can become the Attention's present output. */
+static mx_status unhook_cache_shapes(mx_graph *g, mx_value_id cat, mx_value_id past, mx_value_id now) {
+  static const int64_t axis2[4] = {0, 0, 1, 0};
+  const int64_t four = 4;
+  for (size_t u = 0; u < g->values[cat].n_consumers; u++) {
+    mx_node_id sn = g->values[cat].consumers[u];
+    const mx_node *nd = &g->nodes[sn];
+    if ((nd->flags & MX_NODE_DEAD) || nd->domain[0] || strcmp(nd->op_type, "Shape") != 0) continue;
+    const mx_shape_params *sp = nd->params;
+    if (!sp || sp->start != 0 || (sp->has_end && sp->end < 4)) continue;
+    mx_value_id out = nd->outputs[0], sa, sb, c, prod;
+    mx_status st = mx_graph_add_op(g, "Shape", &past, 1, NULL, 0, &sa);
+    if (st == MX_OK) st = mx_graph_add_op(g, "Shape", &now, 1, NULL, 0, &sb);
+    if (st == MX_OK) st = mx__rw_new_const_for(g, sn, MX_INT64, 1, &four, axis2, &c);
+    if (st == MX_OK) st = mx_graph_add_op(g, "Mul", (mx_value_id[]){sb, c}, 2, NULL, 0, &prod);
+    if (st == MX_OK) st = mx__rw_replace(g, out, "Add", (mx_value_id[]){sa, prod}, 2, NULL, 0, NULL);
+    if (st != MX_OK) return st;
+    u = (size_t)-1; /* the consumer list changed: look again from the start */
+  }
+  return MX_OK;
+}
+
 static mx_status run_attention(mx_graph *g, size_t *hits) {
   size_t n = g->n_nodes;
   for (size_t i = 0; i < n; i++) {
@@ -240,6 +264,9 @@ static mx_status run_attention(mx_graph *g, size_t *hits) {
     bool cache = cache_concat(g, m.k, &pk, &nk) && cache_concat(g, m.v, &pv, &nv) &&
                  shape_of(g, nk)->rank == 4 && shape_of(g, nv)->rank == 4;
     if (cache) {
+      mx_status us = unhook_cache_shapes(g, m.k, pk, nk);
+      if (us == MX_OK) us = unhook_cache_shapes(g, m.v, pv, nv);
+      if (us != MX_OK) return us;
       bool cyc;
       mx_value_id ins[6] = {m.q, nk, nv, m.mask, pk, pv};
       if (reads_cache(g, ins, 6, m.k, m.v, &cyc) != MX_OK)

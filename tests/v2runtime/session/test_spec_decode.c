@@ -42,6 +42,13 @@ typedef struct decoder {
   uint64_t launches_per_decode; /* dynamic launches of the last decode step */
 } decoder;
 
+/* The split's own op count ("N ops in K static models, M ops in J dynamic runs") on stderr. */
+static void print_split(void *user, mx_log_level level, const char *msg) {
+  (void)user;
+  (void)level;
+  if (strstr(msg, "specialized without")) fprintf(stderr, "%s\n", msg);
+}
+
 static void open_decoder(decoder *d, uint32_t cache_size) {
   char path[512];
   if (!zoo_model(path, sizeof path))
@@ -51,6 +58,7 @@ static void open_decoder(decoder *d, uint32_t cache_size) {
   mx_session_options_init(&o);
   o.device_options.fault_from_env = false;
   o.spec_cache_size = cache_size;
+  o.log = print_split;
   mx_error err;
   cr_assert_eq(mx_session_create(&o, &d->s, &err), MX_OK, "%s", err.message);
   cr_assert_eq(mx_session_load_file(d->s, path), MX_OK, "%s", mx_session_last_error(d->s));
@@ -122,10 +130,10 @@ Test(session_spec_decode, prefill_then_decode_compiles_two) {
   close_decoder(&d);
 }
 
-/* At seq 1 most of the ops run in static models: the dynamic launches of a decode step against
- * those of the same step with specialization off (every op dynamic). What stays dynamic is what
- * has dims over past_len: per layer the two cache Concats and the Attention, and the causal
- * mask built from the key count (Range, Unsqueeze, LessOrEqual); 80.7 % static today. */
+/* At seq 1 at least 85 % of the ops run in static models: the dynamic launches of a decode
+ * step against those of the same step with specialization off (every op dynamic). What stays
+ * dynamic is what has dims over past_len: the Attention of each layer (the cache Concats are
+ * its present outputs) and the causal mask built from the key count (Range, LessOrEqual). */
 Test(session_spec_decode, decode_step_mostly_static) {
   decoder off, on;
   open_decoder(&off, 0);
@@ -135,7 +143,7 @@ Test(session_spec_decode, decode_step_mostly_static) {
   double share = 1.0 - (double)on.launches_per_decode / (double)off.launches_per_decode;
   fprintf(stderr, "decode step: %llu dynamic launches specialized, %llu without: %.1f %% static\n",
           (unsigned long long)on.launches_per_decode, (unsigned long long)off.launches_per_decode, 100.0 * share);
-  cr_assert_geq(share, 0.80, "%.3f", share);
+  cr_assert_geq(share, 0.85, "%.3f", share);
   close_decoder(&on);
   close_decoder(&off);
 }
