@@ -251,7 +251,7 @@ static int64_t capacity_for(const mx_binding *b, int64_t rows) {
 
 /* Works out once, before the first buffers, which states append in place. */
 static void decide_append(mx_binding *b) {
-  if (b->append_decided) return;
+  if (b->append_decided || b->s->prog != b->prog) return; /* another model: the step refuses it */
   b->append_decided = true;
   for (size_t k = 0; k < b->n_states; k++)
     b->states[k].append = !b->no_append && mx__state_append_fits(b->s->prog, &b->states[k]);
