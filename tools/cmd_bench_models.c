@@ -35,6 +35,7 @@ typedef struct bm_args {
   bool use[N_RUNNERS];
   int64_t rounds, steps, warmup;
   bool table, layers;
+  const char *device; /* --device: inline or cpu */
   char zoo_buf[PATH_MAX], peers_buf[PATH_MAX];
 } bm_args;
 
@@ -59,7 +60,8 @@ void mx_cmd_bench_models_help(FILE *out) {
       out,
       "usage: mixrt bench models [--zoo DIR] [--models NAME,...] [--threads 1,2]\n"
       "                          [--runners hybrid,dynamic,ort,torch] [--rounds N] [--steps N]\n"
-      "                          [--warmup N] [--json FILE] [--table] [--layers]\n"
+      "                          [--warmup N] [--device inline|cpu] [--json FILE] [--table]\n"
+      "                          [--layers]\n"
       "                          [--node PATH] [--python PATH] [--peers DIR] [--work-dir DIR]\n\n"
       "models: median step latency of the zoo's models (bench/zoo/export.py: ResNet-50,\n"
       "  MobileNetV3, a GPT decoder step, a BERT encoder, LSTM, GRU, ...) on each model's first\n"
@@ -88,6 +90,8 @@ void mx_cmd_bench_models_help(FILE *out) {
       "  --rounds N         alternating rounds (default 5)\n"
       "  --steps N          timed steps per runner and thread count in each round (default 3)\n"
       "  --warmup N         untimed steps per runner and thread count after loading (default 2)\n"
+      "  --device D         mixrt's device: inline (default: the work runs in the calling thread,\n"
+      "                     as ONNX Runtime's and PyTorch's do) or cpu (a worker thread per stream)\n"
       "  --json FILE        the JSON into FILE instead of stdout\n"
       "  --table            a markdown table of the medians and ratios on stdout\n"
       "  --layers           instead: every Conv of each model timed alone through the kernels at\n"
@@ -157,6 +161,7 @@ static int parse(int argc, char **argv, bm_args *a) {
   a->threads[1] = 2;
   a->n_threads = 2;
   a->node = "node";
+  a->device = "inline";
   a->python = "/usr/bin/python3";
   for (int r = 0; r < N_RUNNERS; r++) a->use[r] = true;
   for (int i = 1; i < argc; i++) {
@@ -200,6 +205,12 @@ static int parse(int argc, char **argv, bm_args *a) {
           return mx_cli_usage_error(cmd, "--runners takes hybrid, dynamic, ort and torch, not '%s'", w);
         a->use[found] = true;
       }
+    } else if (strcmp(o, "--device") == 0) {
+      const char *v = mx_cli_option_value(cmd, argc, argv, &i);
+      if (!v) return MX_EXIT_USAGE;
+      if (strcmp(v, "inline") != 0 && strcmp(v, "cpu") != 0)
+        return mx_cli_usage_error(cmd, "--device takes inline or cpu, not '%s'", v);
+      a->device = v;
     } else if (strcmp(o, "--table") == 0) {
       a->table = true;
     } else if (strcmp(o, "--layers") == 0) {
@@ -341,7 +352,7 @@ static void start_runners(bm_run *r) {
     char failed[512] = "";
     for (int t = 0; t < a->n_threads; t++) {
       snprintf(threads, sizeof threads, "%lld", (long long)a->threads[t]);
-      char *argv[] = {self, "bench", "models", "--serve", "--threads", threads, NULL};
+      char *argv[] = {self, "bench", "models", "--serve", "--threads", threads, "--device", (char *)a->device, NULL};
       fprintf(stderr, "bench models: starting mixrt (%s threads)\n", threads);
       mx__bm_peer_start(&r->mixrt[t], argv);
       if (r->mixrt[t].pid < 0) {
@@ -542,8 +553,8 @@ static void write_json(FILE *f, bm_run *r, bm_model *models, size_t n, int argc,
   mx__json_string(f, a->zoo);
   fprintf(f, ",\n \"settings\": {\"threads\": [");
   for (int t = 0; t < a->n_threads; t++) fprintf(f, "%s%lld", t ? ", " : "", (long long)a->threads[t]);
-  fprintf(f, "], \"rounds\": %lld, \"steps\": %lld, \"warmup\": %lld, \"unit\": \"ms\"},\n \"runners\": {",
-          (long long)a->rounds, (long long)a->steps, (long long)a->warmup);
+  fprintf(f, "], \"rounds\": %lld, \"steps\": %lld, \"warmup\": %lld, \"mixrt_device\": \"%s\", \"unit\": \"ms\"},\n \"runners\": {",
+          (long long)a->rounds, (long long)a->steps, (long long)a->warmup, a->device);
   for (int k = 0; k < N_RUNNERS; k++) {
     fprintf(f, "%s\n  \"%s\": {\"available\": %s, \"version\": ", k ? "," : "", runner_names[k],
             r->started[k] ? "true" : "false");

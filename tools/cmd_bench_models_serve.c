@@ -1,4 +1,4 @@
-/* `mixrt bench models --serve --threads N`: mixrt as a runner process of `mixrt bench models`,
+/* `mixrt bench models --serve --threads N --device D`: mixrt as a runner process of `mixrt bench models`,
  * speaking the request/reply protocol of bench/peers/ort_runner.js on stdin/stdout. One process
  * per thread count: the kernels' intra-op pool is sized once per process, when the first session
  * is created, and every session of the process shares it.
@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "mixrt/onnx.h"
 #include "mixrt/session.h"
+#include "tools/bench.h"
 #include "tools/cli.h"
 #include "tools/cmd_bench_models.h"
 #include "tools/run_inputs.h"
@@ -65,7 +66,7 @@ __attribute__((format(printf, 1, 2))) static void reply_err(const char *fmt, ...
   printf("err %s\n", msg);
 }
 
-static void load(const char *name, const char *model, const char *mode, uint32_t threads) {
+static void load(const char *name, const char *model, const char *mode, uint32_t threads, mx_device_kind device) {
   if (find(name)) return reply_err("session %s exists", name);
   served *e = NULL;
   for (int k = 0; k < MAX_SESSIONS && !e; k++)
@@ -76,6 +77,7 @@ static void load(const char *name, const char *model, const char *mode, uint32_t
   mx_session_options o;
   mx_session_options_init(&o);
   o.intra_op_threads = threads;
+  o.device_options.kind = device;
   if (dynamic) o.static_min_ops = -1;
   mx_error err;
   if (mx_onnx_load_file(model, &e->g, &err) != MX_OK) return reply_err("%s", err.message);
@@ -140,6 +142,7 @@ static void run(served *e, int64_t n) {
 
 int mx__bench_models_serve(int argc, char **argv) {
   int64_t threads = 1;
+  mx_device_kind device = MX_DEVICE_INLINE;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--serve") == 0) continue;
     if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc && mx_cli_parse_int(argv[i + 1], &threads) &&
@@ -147,7 +150,12 @@ int mx__bench_models_serve(int argc, char **argv) {
       i++;
       continue;
     }
-    return mx_cli_usage_error("bench models", "--serve takes only --threads N (1 to 64), not '%s'", argv[i]);
+    if (strcmp(argv[i], "--device") == 0 && i + 1 < argc && mx_cli_parse_device(argv[i + 1], &device)) {
+      i++;
+      continue;
+    }
+    return mx_cli_usage_error("bench models",
+                              "--serve takes only --threads N (1 to 64) and --device inline|cpu, not '%s'", argv[i]);
   }
   printf("ready mixrt %s\n", MIXRT_VERSION_STRING);
   fflush(stdout);
@@ -161,7 +169,7 @@ int mx__bench_models_serve(int argc, char **argv) {
     served *e = find(name);
     int64_t n = 0;
     if (strcmp(cmd, "load") == 0 && words == 4)
-      load(name, arg, arg2, (uint32_t)threads);
+      load(name, arg, arg2, (uint32_t)threads, device);
     else if (strcmp(cmd, "load") == 0)
       reply_err("load needs NAME MODEL hybrid|dynamic");
     else if (!e)
