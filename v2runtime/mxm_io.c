@@ -20,6 +20,7 @@
 #include "static_exec/mxm_info.h"
 #include "v2runtime/exe_registry.h"
 #include "v2runtime/session_impl.h"
+#include "v2runtime/spec.h"
 
 #define RUNTIME_VERSION 1u
 #define MAX_SLOTS       (1u << 26)
@@ -76,9 +77,12 @@ static bool pack_graph(const mx_exe_graph *g, packed_graph *pg) {
   return true;
 }
 
-/* The root graph's constants go out as references into the file's weights section. */
+/* The root graph's floating-point constants go out as references into the file's weights
+ * section. Integer constants (shapes, indices: what inference reads) stay in the graph, so the
+ * graph can be described without the weights (`mixrt inspect` of an .mxm whose weights file is
+ * elsewhere). */
 static bool weights_ref(void *ctx, const mx_tensor *t, size_t nbytes, uint64_t *offset) {
-  return mx__mxm_weights_ref(ctx, t->data, nbytes, offset);
+  return mx_dtype_is_float(t->dtype) && mx__mxm_weights_ref(ctx, t->data, nbytes, offset);
 }
 
 mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_weights, mx_error *err) {
@@ -89,7 +93,12 @@ mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_we
   size_t onnx_size = 0;
   packed_graph pg[3];
   memset(pg, 0, sizeof pg);
-  const mx_static_plan **plans = calloc(p->n_calls ? p->n_calls : 1, sizeof *plans);
+  /* Declared gears go after the calls' plans, named "<call>@<binding>" (v2runtime/spec.h). */
+  mx_static_plan **gears = NULL;
+  size_t n_gears = 0;
+  st = mx__spec_gear_plans(s, p, &gears, &n_gears, err);
+  if (st != MX_OK) return st;
+  const mx_static_plan **plans = calloc(p->n_calls + n_gears + 1, sizeof *plans);
   protobuf_c_boolean *unknown = calloc(p->n_calls ? p->n_calls : 1, sizeof *unknown);
   if (!plans || !unknown) goto oom;
   size_t n_plans = 0;
@@ -97,6 +106,7 @@ mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_we
     unknown[c] = p->calls[c].unknown;
     if (!p->calls[c].unknown) plans[n_plans++] = p->calls[c].plan;
   }
+  for (size_t g = 0; g < n_gears; g++) plans[n_plans++] = gears[g];
   /* The weights section holds the static plans' weights; the root graph's constants (the call
    * bodies' included) refer to them where they are the same bytes, and are added otherwise. */
   st = mx__mxm_weights_begin(plans, n_plans, &w, err);
@@ -126,6 +136,8 @@ done:
   free(onnx);
   free(unknown);
   free(plans);
+  for (size_t g = 0; g < n_gears; g++) mx__static_plan_destroy(gears[g]);
+  free(gears);
   return st;
 }
 
@@ -404,9 +416,11 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
       st = mx__dyn_plan_create(mx__part_call_body(&p->root->nodes[call->node]), &dopt, &call->dplan, err);
     }
   }
-  if (st == MX_OK && used_plans != n_plans)
+  size_t n_gears = 0; /* declared gears' plans follow the calls' (v2runtime/spec.h) */
+  while (used_plans + n_gears < n_plans && mx__spec_is_gear_plan(plans[used_plans + n_gears])) n_gears++;
+  if (st == MX_OK && used_plans + n_gears != n_plans)
     st = mx__fail(err, MX_ERR_MALFORMED, "%zu static plans are not used by any partition call",
-                  n_plans - used_plans);
+                  n_plans - used_plans - n_gears);
   if (st == MX_OK) st = mx__program_finish(p, err);
   if (st == MX_OK) {
     p->n_slots = rt->n_slots;
@@ -440,9 +454,12 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
     if (err) err->status = st;
     goto done;
   }
+  st = mx__spec_stash_plans(p, plans + used_plans, n_gears, err);
+  if (st != MX_OK) goto done;
   *out = p;
   p = NULL;
 done:
+  if (p) mx__spec_release(s, p);
   mx__mxm_mapping_release(sec_map);
   mx__program_free(p);
   if (rt) mxm__runtime__free_unpacked(rt, NULL);

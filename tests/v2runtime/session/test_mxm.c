@@ -8,7 +8,9 @@
 
 #include "mixrt/models.h"
 #include "proto/mixrt_model.pb-c.h"
+#include "static_exec/mxm_info.h"
 #include "static_exec/static_exec.h"
+#include "static_exec/static_exec_impl.h"
 #include "support/onnx_node.h"
 #include "v2runtime/session/session_support.h"
 
@@ -158,14 +160,19 @@ Test(mxm, damaged_files_are_rejected) {
 }
 
 /* Rewrites the runtime record of the .mxm at `good` into `bad` after edit(rt) changed it, keeping
- * the static plans (so checksums are right and only the execution graphs are wrong). */
+ * the static plans and the weights section (so checksums are right and only the execution graphs
+ * are wrong). */
 static void rewrite_runtime(const char *good, const char *bad, void (*edit)(Mxm__Runtime *rt, void *tmp)) {
-  mx_static_plan **plans;
-  size_t n_plans, size;
-  void *bytes;
+  unsigned char *d;
+  size_t size;
   mx_error err;
-  cr_assert_eq(mx__mxm_load_model(good, &plans, &n_plans, &bytes, &size, &err), MX_OK, "%s", err.message);
-  Mxm__Runtime *rt = mxm__runtime__unpack(NULL, size, bytes);
+  cr_assert_eq(mx__mxm_map_file(good, &d, &size, "test", &err), MX_OK, "%s", err.message);
+  Mxm__ModelFile *mf;
+  const unsigned char *sec;
+  uint64_t sec_size, sec_checksum;
+  cr_assert_eq(mx__mxm_parse_sections(d, size, &mf, &sec, &sec_size, &sec_checksum, &err), MX_OK, "%s",
+               err.message);
+  Mxm__Runtime *rt = mxm__runtime__unpack(NULL, mf->runtime.len, mf->runtime.data);
   cr_assert(rt);
   /* The edit may swap in arrays of its own: keep the originals to free the message. */
   Mxm__ExeGraph keep_init = *rt->init, keep_main = *rt->main;
@@ -176,13 +183,43 @@ static void rewrite_runtime(const char *good, const char *bad, void (*edit)(Mxm_
   mxm__runtime__pack(rt, packed);
   *rt->init = keep_init;
   *rt->main = keep_main;
-  cr_assert_eq(mx__mxm_save_model((const mx_static_plan *const *)plans, n_plans, packed, n, bad, NULL, &err),
-               MX_OK, "%s", err.message);
+  ProtobufCBinaryData keep_rt = mf->runtime;
+  mf->runtime.data = packed;
+  mf->runtime.len = n;
+  size_t psz = mxm__model_file__get_packed_size(mf);
+  uint8_t *payload = malloc(psz);
+  mxm__model_file__pack(mf, payload);
+  mf->runtime = keep_rt;
+  /* The header with the new payload, the section after it on the next page. */
+  uint32_t hsz = (uint32_t)d[12] | (uint32_t)d[13] << 8 | (uint32_t)d[14] << 16 | (uint32_t)d[15] << 24;
+  Mxm__FileHeader *h = mxm__file_header__unpack(NULL, hsz, d + 24);
+  cr_assert(h);
+  h->payload_size = psz;
+  h->payload_checksum = mx__mxm_checksum(payload, psz);
+  size_t nh = mxm__file_header__get_packed_size(h);
+  if (sec_size) h->weights_offset = (24 + nh + psz + 4095) & ~(uint64_t)4095;
+  uint8_t *hb = malloc(24 + nh);
+  memcpy(hb, d, 12);
+  for (int i = 0; i < 4; i++) hb[12 + i] = (uint8_t)(nh >> (8 * i));
+  mxm__file_header__pack(h, hb + 24);
+  uint64_t hc = mx__mxm_checksum(hb + 24, nh);
+  for (int i = 0; i < 8; i++) hb[16 + i] = (uint8_t)(hc >> (8 * i));
+  FILE *f = fopen(bad, "wb");
+  cr_assert(f);
+  cr_assert_eq(fwrite(hb, 1, 24 + nh, f), 24 + nh);
+  cr_assert_eq(fwrite(payload, 1, psz, f), psz);
+  if (sec_size) {
+    for (uint64_t at = 24 + nh + psz; at < h->weights_offset; at++) fputc(0, f);
+    cr_assert_eq(fwrite(sec, 1, sec_size, f), sec_size);
+  }
+  cr_assert_eq(fclose(f), 0);
+  free(hb);
+  mxm__file_header__free_unpacked(h, NULL);
+  free(payload);
   free(packed);
   mxm__runtime__free_unpacked(rt, NULL);
-  free(bytes);
-  for (size_t i = 0; i < n_plans; i++) mx__static_plan_destroy(plans[i]);
-  free(plans);
+  mxm__model_file__free_unpacked(mf, NULL);
+  mx__mxm_unmap(d, size);
 }
 
 /* The index of the first node of g running `kernel`. */

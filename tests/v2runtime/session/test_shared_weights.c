@@ -252,7 +252,9 @@ Test(shared_weights, mxm_session_shares_with_compiled_one) {
   unlink(path);
   const mx_device_memory_stats two = mem(dev);
   cr_assert_eq(two.shared_blocks, one.shared_blocks, "the restored session adds no shared block");
-  cr_assert_eq(two.shared_hits - one.shared_hits, one.shared_blocks);
+  /* The restored plans use the file's mapped weights in place (no block at all); only the root's
+   * constants can meet the compiled session's blocks. */
+  cr_assert_leq(two.shared_hits - one.shared_hits, one.shared_blocks);
   decoder d;
   decoder_init(&d, b, 1);
   decoder_steps(&d, STEPS);
