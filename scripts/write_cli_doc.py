@@ -26,7 +26,9 @@ out = ["# The `mixrt` program\n",
        "```\n$ mixrt --help\n" + top + "```\n"]
 for c in commands:
     out.append(f"## mixrt {c}\n\n```\n{help_text(c)}```\n")
-    if c == "bench":
+    # `mixrt bench SUITE --help` prints the whole bench help (every suite's text): a section of
+    # its own only if that ever differs.
+    if c == "bench" and help_text("bench", "llm") != help_text(c):
         out.append(f"### mixrt bench llm\n\n```\n{help_text('bench', 'llm')}```\n")
 open(os.path.join(root, "docs", "cli.md"), "w").write("\n".join(out))
 print(f"docs/cli.md: {len(commands)} commands")
