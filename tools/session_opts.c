@@ -22,8 +22,7 @@ const char mx_cli_session_opts_help[] =
     "  --spec-churn N          new values of one symbol a partition compiles for before it stays\n"
     "                          dynamic for it (default 4; 0: no limit)\n"
     "  --threads N             intra-op threads: large kernels (Conv, MatMul, Gemm) split across\n"
-    "                          N threads\n"
-    "                          (default 1)\n";
+    "                          N threads (default 1)\n";
 
 /* The --gear values (one command line per process). */
 #define MAX_GEARS 32
