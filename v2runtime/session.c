@@ -424,12 +424,23 @@ mx_status mx_session_load_file(mx_session *s, const char *path) {
   return st;
 }
 
+void mx_session_save_options_init(mx_session_save_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->version = MX_SESSION_SAVE_OPTIONS_VERSION;
+}
+
 mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save_options *o) {
   if (!s) return MX_ERR_INVALID_ARGUMENT;
   mx_status st = enter(s);
   if (st != MX_OK) return st;
   mx_error_clear(&s->err);
-  if (!path)
+  /* Version 0 is a zeroed or designated-initializer record of the first layout (docs/abi.md). */
+  if (o && o->version > MX_SESSION_SAVE_OPTIONS_VERSION)
+    st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT,
+                  "save options version %u is not %u (fill them with mx_session_save_options_init)",
+                  o->version, MX_SESSION_SAVE_OPTIONS_VERSION);
+  else if (!path)
     st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "path is NULL");
   else if (!s->prog)
     st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no model is loaded");

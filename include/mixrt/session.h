@@ -132,9 +132,18 @@ MX_API MX_MUST_USE mx_status mx_session_load_memory(mx_session *s, const void *d
 /* Compiles a graph built with the builder API. The session takes ownership of g, also on
  * failure. */
 MX_API MX_MUST_USE mx_status mx_session_load_graph(mx_session *s, mx_graph *g);
+/* The layout of mx_session_save_options this header describes (docs/abi.md): 1, the fields
+ * below. Version 0 reads as 1, so a record zeroed or set with designated initializers
+ * ({.external_weights = true}) is a version 1 record; mx_session_save refuses a newer version. */
+#define MX_SESSION_SAVE_OPTIONS_VERSION 1u
+
 typedef struct mx_session_save_options {
+  uint32_t version;      /* MX_SESSION_SAVE_OPTIONS_VERSION (mx_session_save_options_init), or 0 */
   bool external_weights; /* write the static models' weights to "<path>.weights" beside the file */
 } mx_session_save_options;
+
+/* Fills *o with the defaults (weights inline) and the current version. */
+MX_API void mx_session_save_options_init(mx_session_save_options *o);
 
 /* Writes the loaded model as a .mxm file (partitioned root, static plans, execution graphs).
  * `o` may be NULL (weights inline). */

@@ -114,7 +114,7 @@ class DeviceMemoryStats(ctypes.Structure):
 
 
 class SaveOptions(ctypes.Structure):
-    _fields_ = [("external_weights", ctypes.c_bool)]
+    _fields_ = [("version", ctypes.c_uint32), ("external_weights", ctypes.c_bool)]
 
 
 def new_record(cls):
@@ -157,6 +157,7 @@ def _declare(lib):
         "mx_session_last_error": (c.c_char_p, [c.c_void_p]),
         "mx_session_load_file": (c.c_int, [c.c_void_p, c.c_char_p]),
         "mx_session_load_memory": (c.c_int, [c.c_void_p, c.c_char_p, c.c_size_t]),
+        "mx_session_save_options_init": (None, [c.c_void_p]),
         "mx_session_save": (c.c_int, [c.c_void_p, c.c_char_p, P(SaveOptions)]),
         "mx_session_input_count": (c.c_size_t, [c.c_void_p]),
         "mx_session_output_count": (c.c_size_t, [c.c_void_p]),

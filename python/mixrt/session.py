@@ -335,7 +335,9 @@ class Session:
 
     def save(self, path, external_weights=False):
         """Writes the compiled model as a .mxm file, loadable later without compiling."""
-        o = _lib.SaveOptions(external_weights)
+        o = _lib.new_record(_lib.SaveOptions)
+        lib.mx_session_save_options_init(ctypes.byref(o))
+        o.external_weights = bool(external_weights)
         with self._lock:
             _check(lib.mx_session_save(self._s, str(path).encode(), ctypes.byref(o)), self._last_error)
 

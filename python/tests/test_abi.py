@@ -84,3 +84,22 @@ def test_device_info_at_every_size(llama):
     large = filled(fill, 4096)
     assert large[:8] == small[:8]
     assert large[2048:4096] == bytes(2048) and large[4096:] == bytes([SENTINEL]) * 256
+
+
+def test_save_options_versions(llama, workdir):
+    """mx_session_save_options: version 0 (a zeroed record) reads as 1, a newer version is refused."""
+    import os
+
+    s = mixrt.Session(llama)
+    path = os.path.join(workdir, "abi_save.mxm")
+    o = _lib.SaveOptions()
+    assert o.version == 0
+    assert lib.mx_session_save(s._s, path.encode(), ctypes.byref(o)) == _lib.OK
+    o.version = 99
+    assert lib.mx_session_save(s._s, path.encode(), ctypes.byref(o)) != _lib.OK
+    assert "mx_session_save_options_init" in s._last_error()
+    lib.mx_session_save_options_init(ctypes.byref(o))
+    assert o.version == 1 and not o.external_weights
+    s.save(path, external_weights=True)
+    assert os.path.exists(path + ".weights")
+    assert len(mixrt.Session(path).run(None, random_feeds(s, past_len=1, seed=3))) == len(s.outputs)
