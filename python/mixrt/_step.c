@@ -103,6 +103,7 @@ typedef struct {
   PyObject_HEAD mx_session *session;
   size_t n_in, n_out;
   mx_tensor *ins, *outs;   /* PyMem arrays of n_in / n_out records */
+  PyObject **held;         /* 2 * n_in: the feeds' names and arrays, referenced through a step */
   PyObject *output_names;  /* tuple of str, the model's order */
   PyObject *output_index;  /* dict str -> int */
   PyObject *output_cnames; /* tuple of bytes: the names the output records point into */
@@ -112,6 +113,7 @@ static void mx__py_runner_dealloc(PyObject *self) {
   mx__py_runner *r = (mx__py_runner *)self;
   PyMem_Free(r->ins);
   PyMem_Free(r->outs);
+  PyMem_Free(r->held);
   Py_XDECREF(r->output_names);
   Py_XDECREF(r->output_index);
   Py_XDECREF(r->output_cnames);
@@ -140,9 +142,10 @@ static int mx__py_runner_init(PyObject *self, PyObject *args, PyObject *kwargs) 
   r->n_out = (size_t)n_out;
   r->ins = PyMem_Calloc(n_in ? (size_t)n_in : 1, sizeof(mx_tensor));
   r->outs = PyMem_Calloc(n_out ? (size_t)n_out : 1, sizeof(mx_tensor));
+  r->held = PyMem_Calloc(n_in ? 2 * (size_t)n_in : 1, sizeof(PyObject *));
   r->output_index = PyDict_New();
   r->output_cnames = PyTuple_New(n_out);
-  if (!r->ins || !r->outs || !r->output_index || !r->output_cnames) {
+  if (!r->ins || !r->outs || !r->held || !r->output_index || !r->output_cnames) {
     PyErr_NoMemory();
     return -1;
   }
@@ -242,6 +245,7 @@ static PyObject *mx__py_runner_run(PyObject *self, PyObject *const *args, Py_ssi
   Py_ssize_t *wanted = n_wanted <= 16 ? stack_index : PyMem_Malloc((size_t)n_wanted * sizeof *wanted);
   PyObject *result = NULL;
   mx__py_step_outputs *owner = NULL;
+  size_t n_held = 0;
   if (!wanted) {
     PyErr_NoMemory();
     goto done;
@@ -268,14 +272,17 @@ static PyObject *mx__py_runner_run(PyObject *self, PyObject *const *args, Py_ssi
       result = Py_NewRef(Py_NotImplemented);
       goto done;
     }
+    /* Referenced through the call: another thread may change the dict while mixrt reads the
+     * arrays and their names without the GIL. */
+    r->held[n_held++] = Py_NewRef(name);
+    r->held[n_held++] = Py_NewRef(value);
   }
   for (size_t j = 0; j < r->n_out; j++) {
     memset(&r->outs[j], 0, sizeof(mx_tensor));
     r->outs[j].name = PyBytes_AS_STRING(PyTuple_GET_ITEM(r->output_cnames, (Py_ssize_t)j));
   }
 
-  /* The feeds dict keeps the arrays and their names alive through the call; the caller (the
-   * session's lock) keeps other threads off these records. */
+  /* The caller (the session's lock) keeps other threads off these records. */
   mx_status status;
   Py_BEGIN_ALLOW_THREADS status = mx__py_run(r->session, r->ins, r->n_in, r->outs, r->n_out);
   Py_END_ALLOW_THREADS if (status != MX_OK) {
@@ -315,6 +322,7 @@ static PyObject *mx__py_runner_run(PyObject *self, PyObject *const *args, Py_ssi
   }
 
 done:
+  for (size_t h = 0; h < n_held; h++) Py_DECREF(r->held[h]);
   Py_XDECREF((PyObject *)owner);
   Py_XDECREF(wanted_seq);
   if (wanted && wanted != stack_index) PyMem_Free(wanted);
