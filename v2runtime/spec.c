@@ -165,6 +165,9 @@ static void trace_compile(mx_session *s, const mx_rt_call *c, const mx_spec_call
   pthread_mutex_unlock(&t->lock);
 }
 
+static mx_spec_entry *insert_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals, uint32_t mask,
+                                   mx_static_model *model, mx_spec_split *split, bool declared);
+
 /* Compiles call c for vals and puts it in the cache (evicting the least recently used entry,
  * declared gears last). NULL with *permanent false: a fault, the step fails. */
 static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals, uint32_t mask,
@@ -195,6 +198,16 @@ static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const
   trace_compile(s, c, sc, vals, mask, t0, t1);
   if (st != MX_OK) return NULL;
   ss->count.compiles++;
+  return insert_entry(s, p, ci, vals, mask, model, split, declared);
+}
+
+/* Puts a compiled (or restored) specialization into call ci's cache, evicting the least
+ * recently used entry when it is full (declared gears last). */
+static mx_spec_entry *insert_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals, uint32_t mask,
+                                   mx_static_model *model, mx_spec_split *split, bool declared) {
+  mx_spec_state *ss = p->spec;
+  mx_spec_call *sc = &ss->calls[ci];
+  mx_rt_call *c = &p->calls[ci];
   mx_spec_entry *e;
   if (sc->n_entries < sc->cap) {
     e = &sc->entries[sc->n_entries++];
@@ -441,6 +454,128 @@ static mx_status compile_gears(mx_session *s, mx_program *p, mx_error *err) {
   return st;
 }
 
+/* --- declared gears in .mxm files ------------------------------------------------------------- */
+
+/* "<call>@<symbol>=<value>,..." for entry e of call ci. False when it does not fit. */
+static bool gear_plan_name(const mx_program *p, uint32_t ci, const mx_spec_entry *e, char *name, size_t cap) {
+  const mx_spec_call *sc = &p->spec->calls[ci];
+  int w = snprintf(name, cap, "%s@", p->calls[ci].name);
+  for (uint32_t k = 0; k < sc->n_syms && w > 0 && (size_t)w < cap; k++)
+    w += snprintf(name + w, cap - (size_t)w, "%s%s=%lld", k ? "," : "",
+                  mx_symtab_symbol_name(p->root->syms, sc->syms[k]), (long long)e->values[k]);
+  return w > 0 && (size_t)w < cap;
+}
+
+bool mx__spec_is_gear_plan(const mx_static_plan *plan) {
+  return plan && strchr(mx__static_plan_name(plan), '@') != NULL;
+}
+
+mx_status mx__spec_gear_plans(mx_session *s, mx_program *p, mx_static_plan ***plans, size_t *n_plans,
+                              mx_error *err) {
+  *plans = NULL;
+  *n_plans = 0;
+  mx_spec_state *ss = p->spec;
+  if (!ss || !ss->calls) return MX_OK;
+  size_t cap = 0, n_syms = mx_symtab_symbol_count(p->root->syms);
+  for (size_t ci = 0; ci < ss->n_calls; ci++) cap += ss->calls[ci].n_entries;
+  if (!cap) return MX_OK;
+  mx_static_plan **out = calloc(cap, sizeof *out);
+  int64_t *all = malloc((n_syms ? n_syms : 1) * sizeof *all);
+  mx_status st = out && all ? MX_OK : mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory saving gears");
+  size_t n = 0;
+  for (size_t ci = 0; ci < ss->n_calls && st == MX_OK; ci++) {
+    const mx_spec_call *sc = &ss->calls[ci];
+    for (uint32_t i = 0; i < sc->n_entries && st == MX_OK; i++) {
+      const mx_spec_entry *e = &sc->entries[i];
+      /* Whole static models of declared gears only: a split one holds dynamic runs. */
+      if (!e->declared || !e->model || e->mask != full_mask(sc)) continue;
+      char name[256];
+      if (!gear_plan_name(p, (uint32_t)ci, e, name, sizeof name)) continue;
+      for (size_t k = 0; k < n_syms; k++) all[k] = INT64_MIN;
+      for (uint32_t k = 0; k < sc->n_syms; k++) all[sc->syms[k]] = e->values[k];
+      bool permanent = false;
+      st = mx__spec_plan(s, p, &p->calls[ci], all, n_syms, name, &out[n], &permanent, err);
+      if (st == MX_OK) n++;
+    }
+  }
+  free(all);
+  if (st != MX_OK) {
+    for (size_t i = 0; i < n; i++) mx__static_plan_destroy(out[i]);
+    free(out);
+    return st;
+  }
+  *plans = out;
+  *n_plans = n;
+  return MX_OK;
+}
+
+mx_status mx__spec_stash_plans(mx_program *p, mx_static_plan **plans, size_t n_plans, mx_error *err) {
+  if (!n_plans) return MX_OK;
+  if (!p->spec && !(p->spec = calloc(1, sizeof *p->spec)))
+    return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading gears");
+  mx_spec_state *ss = p->spec;
+  mx_static_plan **grown = realloc(ss->stored, (ss->n_stored + n_plans) * sizeof *grown);
+  if (!grown) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading gears");
+  ss->stored = grown;
+  for (size_t i = 0; i < n_plans; i++) {
+    ss->stored[ss->n_stored++] = plans[i];
+    plans[i] = NULL;
+  }
+  return MX_OK;
+}
+
+static void free_stored(mx_spec_state *ss) {
+  for (size_t i = 0; i < ss->n_stored; i++) mx__static_plan_destroy(ss->stored[i]);
+  free(ss->stored);
+  ss->stored = NULL;
+  ss->n_stored = 0;
+}
+
+/* Loads the gear plans the .mxm held into their calls' caches (declared entries, no compile).
+ * A plan that names no specializable call or not all of its symbols is dropped. */
+static mx_status load_stored(mx_session *s, mx_program *p, mx_error *err) {
+  mx_spec_state *ss = p->spec;
+  size_t n_syms = mx_symtab_symbol_count(p->root->syms);
+  int64_t *all = malloc((n_syms ? n_syms : 1) * sizeof *all);
+  if (!all) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading gears");
+  mx_status st = MX_OK;
+  size_t restored = 0;
+  for (size_t i = 0; i < ss->n_stored && st == MX_OK; i++) {
+    const char *name = mx__static_plan_name(ss->stored[i]), *at = strchr(name, '@');
+    size_t ci = 0;
+    while (ci < p->n_calls && (strncmp(p->calls[ci].name, name, (size_t)(at - name)) != 0 ||
+                               p->calls[ci].name[at - name] != '\0'))
+      ci++;
+    if (ci == p->n_calls || !ss->calls[ci].specializable) continue;
+    mx_error perr = {0};
+    if (parse_gear(p, at + 1, all, n_syms, &perr) != MX_OK) continue;
+    mx_spec_call *sc = &ss->calls[ci];
+    int64_t vals[MX_SPEC_MAX_SYMS];
+    bool whole = true;
+    for (uint32_t k = 0; k < sc->n_syms; k++) whole = whole && (vals[k] = all[sc->syms[k]]) != INT64_MIN;
+    if (!whole || find_entry(sc, vals)) continue;
+    mx_static_load_options lo;
+    mx__static_load_options_init(&lo);
+    lo.share_weights = !s->opts.private_weights;
+    mx_static_model *model = NULL;
+    st = mx__static_model_create(s->dev, ss->stored[i], &lo, &model, err);
+    if (st != MX_OK) break;
+    if (!insert_entry(s, p, (uint32_t)ci, vals, full_mask(sc), model, NULL, true)) {
+      mx__static_model_destroy(model);
+      st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading gears");
+      break;
+    }
+    restored++;
+    char line[320];
+    snprintf(line, sizeof line, "gear '%s' of partition '%s' restored from the file", at + 1, p->calls[ci].name);
+    say(s, MX_LOG_INFO, line);
+  }
+  free(all);
+  free_stored(ss); /* loaded or dropped: the models keep nothing of the plans */
+  (void)restored;
+  return st;
+}
+
 /* --- install / release / account -------------------------------------------------------------- */
 
 /* A symbol is minor when at most a quarter of the body's ops have dims over it while another
@@ -457,17 +592,23 @@ static void mark_minor(const mx_graph *body, mx_spec_call *sc) {
 }
 
 mx_status mx__spec_install(mx_session *s, mx_program *p, mx_error *err) {
-  if (p->interpreted || !s->opts.spec_cache_size || s->opts.static_min_ops < 0) return MX_OK;
+  if (p->interpreted || !s->opts.spec_cache_size || s->opts.static_min_ops < 0) {
+    if (p->spec) free_stored(p->spec); /* gears of an .mxm: not used with specialization off */
+    return MX_OK;
+  }
   pthread_once(&once, find_originals);
   const mx_graph *root = p->root;
   size_t n_kinds = mx_symtab_symbol_count(root->syms);
   uint8_t *kinds = malloc(n_kinds ? n_kinds : 1);
-  mx_spec_state *ss = calloc(1, sizeof *ss);
-  if (ss) ss->calls = calloc(p->n_calls ? p->n_calls : 1, sizeof *ss->calls);
+  /* An .mxm's gear plans made the state already. */
+  mx_spec_state *ss = p->spec ? p->spec : calloc(1, sizeof *ss);
+  if (ss && !ss->calls) ss->calls = calloc(p->n_calls ? p->n_calls : 1, sizeof *ss->calls);
   if (!kinds || !ss || !ss->calls) {
     free(kinds);
-    if (ss) free(ss->calls);
-    free(ss);
+    if (ss && ss != p->spec) {
+      free(ss->calls);
+      free(ss);
+    }
     return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory preparing specialization");
   }
   ss->n_calls = p->n_calls;
@@ -496,7 +637,10 @@ mx_status mx__spec_install(mx_session *s, mx_program *p, mx_error *err) {
     n_spec++;
   }
   free(kinds);
-  if (!n_spec) return MX_OK;
+  if (!n_spec) {
+    free_stored(ss);
+    return MX_OK;
+  }
   /* The wrappers: the call's nodes run their own kernels unless a specialization serves. */
   for (uint32_t i = 0; i < p->main.n_nodes; i++) {
     mx_exe_node *nd = &p->main.nodes[i];
@@ -516,7 +660,8 @@ mx_status mx__spec_install(mx_session *s, mx_program *p, mx_error *err) {
              n_spec == 1 ? " is" : "s are");
     say(s, MX_LOG_INFO, line);
   }
-  return compile_gears(s, p, err);
+  mx_status st = load_stored(s, p, err);
+  return st == MX_OK ? compile_gears(s, p, err) : st;
 }
 
 void mx__spec_release(mx_session *s, mx_program *p) {
@@ -530,6 +675,7 @@ void mx__spec_release(mx_session *s, mx_program *p) {
     free(ss->calls[ci].entries);
   }
   (void)s;
+  free_stored(ss);
   free(ss->calls);
   free(ss);
   p->spec = NULL;

@@ -69,6 +69,8 @@ typedef struct mx_spec_counters {
 typedef struct mx_spec_state {
   mx_spec_call *calls; /* by call index (malloc'd, n_calls) */
   size_t n_calls;
+  mx_static_plan **stored; /* gear plans read from an .mxm, loaded at install (malloc'd) */
+  size_t n_stored;
   uint64_t clock; /* LRU clock */
   mx_spec_counters count;
 } mx_spec_state;
@@ -87,6 +89,22 @@ void mx__spec_account(mx_session *s, mx_session_stats *last, mx_session_stats *t
 MX_MUST_USE mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c,
                                        const int64_t *values, size_t n_values, mx_static_model **out,
                                        bool *permanent, mx_error *err);
+
+/* The static plan of call c specialized for `values` (not loaded), named `name` (NULL: the
+ * call's name). */
+MX_MUST_USE mx_status mx__spec_plan(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
+                                    size_t n_values, const char *name, mx_static_plan **out, bool *permanent,
+                                    mx_error *err);
+
+/* Declared gears in .mxm files: each whole specialization of a declared gear is saved as a
+ * static plan named "<call>@<symbol>=<value>,..." after the partitions' own plans. At save,
+ * the plans of the program's declared gears (compiled again; the caller destroys them); at
+ * load, the plans so named, kept (ownership taken, the array entries set to NULL) until the
+ * session's install loads them into the cache instead of compiling. */
+MX_MUST_USE mx_status mx__spec_gear_plans(mx_session *s, mx_program *p, mx_static_plan ***plans, size_t *n_plans,
+                                          mx_error *err);
+bool mx__spec_is_gear_plan(const mx_static_plan *plan);
+MX_MUST_USE mx_status mx__spec_stash_plans(mx_program *p, mx_static_plan **plans, size_t n_plans, mx_error *err);
 
 /* Copies nodes[0..n_nodes) of body (in that order) into a new graph whose inputs are ins and
  * outputs outs_wanted (body value ids), with the constants they read. Dims of the inputs take

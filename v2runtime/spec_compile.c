@@ -177,13 +177,12 @@ mx_status mx__spec_concretize(mx_graph *g, mx_error *err) {
   return MX_OK;
 }
 
-mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
-                           size_t n_values, mx_static_model **out, bool *permanent, mx_error *err) {
+mx_status mx__spec_plan(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values, size_t n_values,
+                        const char *name, mx_static_plan **out, bool *permanent, mx_error *err) {
   *out = NULL;
   *permanent = false;
   mx_graph *body = mx__part_call_body(&p->root->nodes[c->node]);
   mx_graph *g = NULL;
-  mx_static_plan *plan = NULL;
   uint32_t *frozen = NULL;
   mx_status st = copy_body(body, p->root->syms, values, n_values, &g, err);
   if (st != MX_OK) {
@@ -205,21 +204,28 @@ mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, co
   so.max_streams = s->n_streams;
   so.frozen_inputs = frozen;
   so.n_frozen = mx__call_frozen_positions(s, p, c, frozen);
-  so.name = c->name;
-  st = mx__static_compile(g, &so, &plan, err);
-  if (st != MX_OK) {
-    /* The body is refused by the static compiler whatever the values: it stays dynamic. */
-    *permanent = st != MX_ERR_OUT_OF_MEMORY;
-    goto done;
-  }
+  so.name = name ? name : c->name;
+  st = mx__static_compile(g, &so, out, err);
+  /* A body the static compiler refuses is refused whatever the values: it stays dynamic. */
+  if (st != MX_OK) *permanent = st != MX_ERR_OUT_OF_MEMORY;
+done:
+  if (st != MX_OK) mx__error_prefix(err, "specializing partition '%s': ", c->name);
+  free(frozen);
+  mx_graph_destroy(g);
+  return st;
+}
+
+mx_status mx__spec_compile(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
+                           size_t n_values, mx_static_model **out, bool *permanent, mx_error *err) {
+  *out = NULL;
+  mx_static_plan *plan = NULL;
+  mx_status st = mx__spec_plan(s, p, c, values, n_values, NULL, &plan, permanent, err);
+  if (st != MX_OK) return st;
   mx_static_load_options lo;
   mx__static_load_options_init(&lo);
   lo.share_weights = !s->opts.private_weights;
   st = mx__static_model_create(s->dev, plan, &lo, out, err);
-done:
   if (st != MX_OK) mx__error_prefix(err, "specializing partition '%s': ", c->name);
-  free(frozen);
   mx__static_plan_destroy(plan);
-  mx_graph_destroy(g);
   return st;
 }
