@@ -42,6 +42,7 @@
 /* Most streams a plan spreads over. */
 #define MX_DYN_MAX_STREAMS 16
 
+struct mx_node;
 typedef struct mx_dyn_plan mx_dyn_plan;
 typedef struct mx_dyn_exec mx_dyn_exec;
 
@@ -57,6 +58,14 @@ typedef struct mx_dyn_options {
   bool share_constants;  /* executors take their constants' device block as a shared block
                              (mx_device_shared_acquire): executors of plans with equal constants
                              on one device hold one copy (default false: a block of their own) */
+  /* Runs a control node (a node holding subgraphs: If, Loop, Scan, or the call wrapping one,
+   * partitioner/part_control.c) as one host op: ins[0..n_in) are host tensors (NULL data for an
+   * omitted input), outs[0..n_out) receive host tensors whose data the executor then owns
+   * (64-byte aligned, released with free()). On failure nothing is left in outs and err names
+   * the node. NULL (the default): plans refuse nodes with subgraphs. */
+  mx_status (*control_run)(void *user, const struct mx_node *nd, const mx_tensor *ins, size_t n_in,
+                           mx_tensor *outs, size_t n_out, mx_error *err);
+  void *control_user;
 } mx_dyn_options;
 
 /* Fills *o with the defaults: one stream, host ops, evaluation and aliasing on, 4 cache

@@ -54,7 +54,9 @@ typedef enum mx__dyn_op_kind {
 enum {
   MX__DYN_INFER = 1u << 0,     /* output shapes need run-time inference */
   MX__DYN_DATA_DEP = 1u << 1,  /* data-dependent: upper bound, then sync and bind */
-  MX__DYN_SHAPE_ONLY = 1u << 2 /* host op reading only input 0's shape */
+  MX__DYN_SHAPE_ONLY = 1u << 2, /* host op reading only input 0's shape */
+  MX__DYN_CONTROL = 1u << 3     /* host op running subgraphs (mx_dyn_options.control_run): its
+                                   output shapes are known once it ran */
 };
 
 /* Where a value's data is produced. */
@@ -291,6 +293,8 @@ MX_MUST_USE mx_status mx__dyn_readback(mx_dyn_exec *e, mx_value_id v);
 MX_MUST_USE mx_status mx__dyn_upload(mx_dyn_exec *e, mx_value_id v, uint32_t stream);
 MX_MUST_USE mx_status mx__dyn_run_host(mx_dyn_exec *e, size_t i);
 MX_MUST_USE mx_status mx__dyn_host_reserve(mx__dyn_val *rv, size_t nbytes);
+/* control_op.c: runs control op i (MX__DYN_CONTROL) through the plan's control_run. */
+MX_MUST_USE mx_status mx__dyn_run_control(mx_dyn_exec *e, size_t i);
 
 /* launch.c */
 /* The cached launch block of op i matching the current shapes (filled on a miss). */

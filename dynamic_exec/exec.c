@@ -185,6 +185,19 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
    * (an unbound one fails its evaluation), so its inputs may already be released. */
   mx_status st = op->kind == MX__DYN_OP_EVAL ? MX_OK : check_ready(e, op, false, "shape inference");
   if (st != MX_OK) return st;
+  if (op->flags & MX__DYN_CONTROL) { /* shapes and data come from its run */
+    for (uint32_t k = 0; k < op->n_out; k++) {
+      mx__dyn_val *rv = &e->vals[op->nd->outputs[k]];
+      rv->host = NULL;
+      rv->dev = NULL;
+      rv->buf = MX__DYN_NONE;
+      rv->live = true;
+      rv->live_step = e->step;
+      rv->ready_stream = -1;
+      rv->upload_stream = -1;
+    }
+    return MX_OK;
+  }
   st = mx__dyn_shapes(e, i);
   if (st != MX_OK) return st;
   const mx_value_id *outs = op->nd->outputs;
@@ -264,6 +277,7 @@ mx_status mx__dyn_op_launch(mx_dyn_exec *e, size_t i) {
   if (op->kind != MX__DYN_OP_DEVICE && op->kind != MX__DYN_OP_HOST) return MX_OK;
   mx_status st = check_ready(e, op, true, "launched");
   if (st != MX_OK) return st;
+  if (op->flags & MX__DYN_CONTROL) return mx__dyn_run_control(e, i);
   return op->kind == MX__DYN_OP_DEVICE ? mx__dyn_launch_device(e, i) : mx__dyn_run_host(e, i);
 }
 

@@ -173,6 +173,36 @@ static mx_status add_svx(builder *b, mx__dyn_pval *pv, const mx_value *o, uint64
   return MX_OK;
 }
 
+static bool holds_subgraph(const mx_node *nd) {
+  for (uint32_t a = 0; a < nd->n_attrs; a++)
+    if (nd->attrs[a].type == MX_ATTR_GRAPH) return true;
+  return false;
+}
+
+/* A control op: a host op whose outputs (dims included) are known once it ran, like a
+ * data-dependent op's; the symbols that are exactly output dims are bound then. */
+static mx_status plan_control_op(builder *b, size_t i) {
+  mx_dyn_plan *p = b->p;
+  mx__dyn_op *op = &p->ops[i];
+  const mx_node *nd = op->nd;
+  op->kind = MX__DYN_OP_HOST;
+  op->flags |= MX__DYN_CONTROL;
+  for (uint32_t k = 0; k < nd->n_outputs; k++) {
+    mx_value_id v = nd->outputs[k];
+    const mx_value *o = &b->g->values[v];
+    mx__dyn_pval *pv = &p->vals[v];
+    pv->producer = (uint32_t)i;
+    pv->home = MX__DYN_HOME_HOST;
+    uint64_t m = 0;
+    for (int32_t d = 0; d < (o->shape.rank > 0 ? o->shape.rank : 0); d++) pv->dims[d] = to_dimx(b, o->shape.dims[d], &m);
+  }
+  for (uint32_t k = 0; k < nd->n_outputs; k++) {
+    const mx_value *o = &b->g->values[nd->outputs[k]];
+    if (o->shape.rank > 0) bind_exact(b, o->shape.dims, o->shape.rank);
+  }
+  return MX_OK;
+}
+
 /* Classifies op i, fills its output values' run-time dims and updates the bindable symbols. */
 static mx_status plan_op(builder *b, size_t i) {
   mx_dyn_plan *p = b->p;
@@ -182,6 +212,7 @@ static mx_status plan_op(builder *b, size_t i) {
   const mx_op_def *def = nd->def;
   const bool dd = (def->flags & MX_OP_DATA_DEPENDENT) != 0;
   mx_status st = MX_OK;
+  if (p->opt.control_run && holds_subgraph(nd)) return plan_control_op(b, i);
 
   bool all_const = nd->n_outputs > 0;
   for (uint32_t k = 0; k < nd->n_outputs; k++)
@@ -359,7 +390,7 @@ static mx_status plan_frees(mx_dyn_plan *p, mx_error *err) {
   return MX_OK;
 }
 
-static mx_status check_graph(mx_graph *g, const mx_node_id *order, size_t n, mx_error *err) {
+static mx_status check_graph(mx_graph *g, const mx_node_id *order, size_t n, bool control, mx_error *err) {
   for (size_t i = 0; i < n; i++) {
     const mx_node *nd = &g->nodes[order[i]];
     if (!nd->def)
@@ -367,7 +398,7 @@ static mx_status check_graph(mx_graph *g, const mx_node_id *order, size_t n, mx_
                       "graph '%s' is not inferred (node '%s' has no resolved op; "
                       "call mx_graph_infer first)",
                       g->name, nd->name);
-    for (uint32_t a = 0; a < nd->n_attrs; a++)
+    for (uint32_t a = 0; a < nd->n_attrs && !control; a++)
       if (nd->attrs[a].type == MX_ATTR_GRAPH)
         return mx__fail(err, MX_ERR_UNSUPPORTED,
                         "node '%s' (%s): ops with subgraphs are not run by the dynamic "
@@ -537,7 +568,7 @@ mx_status mx__dyn_plan_create(mx_graph *g, const mx_dyn_options *opt, mx_dyn_pla
   size_t n_order;
   st = mx__graph_topo_order(g, &order, &n_order);
   if (st != MX_OK) return mx__fail(err, st, "%s", mx_graph_last_error(g));
-  st = check_graph(g, order, n_order, err);
+  st = check_graph(g, order, n_order, o.control_run != NULL, err);
   if (st != MX_OK) return st;
 
   builder b = {.g = g, .syms = g->syms, .err = err};

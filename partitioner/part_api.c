@@ -58,6 +58,7 @@ const char *mx_partition_reason_name(mx_partition_reason_kind k) {
     case MX_PART_ABSORBED: return "absorbed";
     case MX_PART_SMALL_CLUSTER: return "small_cluster";
     case MX_PART_CONSTANT: return "constant";
+    case MX_PART_CONTROL_FLOW: return "control_flow";
   }
   return "?";
 }

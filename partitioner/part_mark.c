@@ -1,7 +1,8 @@
 /* Step 1 of a partition: every compute node is marked KNOWN or UNKNOWN (design §4) and keeps
  * the reason. The first rule that applies wins:
  *
- *   1. forced by option (force_unknown names the node);
+ *   1. forced by option (force_unknown names the node); a control node (wrapped into a call of
+ *      its own, part_control.c) runs its subgraphs on the host;
  *   2. the op's output shape depends on input data (MX_OP_DATA_DEPENDENT);
  *   3. an input, then an output, has an unknown rank, an unknown dim or a symbolic dim (the
  *      first such tensor and dim are recorded);
@@ -55,6 +56,7 @@ static bool value_known(const mx_graph *g, const mx_value *val) {
 static mx_partition_reason mark_node(const mx_graph *g, const mx_node *nd, bool forced) {
   mx_partition_reason r = mx__part_reason(MX_PART_KNOWN);
   if (forced) return mx__part_reason(MX_PART_FORCED);
+  if (mx__part_is_control_call(nd)) return mx__part_reason(MX_PART_CONTROL_FLOW);
   const mx_op_def *def = nd->def;
   if (def->flags & MX_OP_DATA_DEPENDENT) {
     r = mx__part_reason(MX_PART_DATA_DEPENDENT);

@@ -44,11 +44,12 @@ static mx_status check_node(mx_partition *p, const mx_node *nd) {
         p, MX_ERR_INVALID_ARGUMENT,
         "graph '%s' is not inferred: node '%s' (%s) has no resolved op (run mx_graph_infer first)", g->name,
         nd->name, nd->op_type);
-  for (uint32_t i = 0; i < nd->n_attrs; i++)
+  /* A control node comes wrapped into a call of its own (mx__part_wrap_control). */
+  for (uint32_t i = 0; i < nd->n_attrs && !mx__part_is_control_call(nd); i++)
     if (nd->attrs[i].type == MX_ATTR_GRAPH)
       return mx__part_fail(p, MX_ERR_UNSUPPORTED,
-                           "node '%s' (%s): attribute '%s' holds a subgraph; the partitioner does not take "
-                           "nodes with subgraphs",
+                           "node '%s' (%s): attribute '%s' holds a subgraph; the partitioner takes "
+                           "control nodes wrapped into calls (mx__part_wrap_control)",
                            nd->name, nd->op_type, nd->attrs[i].name);
   for (uint32_t i = 0; i < nd->n_outputs; i++)
     if (g->values[nd->outputs[i]].dtype == MX_DTYPE_UNDEFINED)

@@ -92,6 +92,12 @@ static void reason_line(text *t, const mx_partition *p, mx_node_id n) {
       put(t, " is known only at run time");
       break;
     case MX_PART_FORCED: put(t, "forced unknown by option (force_unknown)"); break;
+    case MX_PART_CONTROL_FLOW: {
+      const mx_node *cn = mx__part_control_node(&g->nodes[n]);
+      put(t, "control flow: %s '%s' runs its subgraphs as one op on the host", cn ? cn->op_type : "?",
+          cn ? cn->name : "?");
+      break;
+    }
     case MX_PART_ALL_DYNAMIC:
       put(t, "static_min_ops is %lld: the whole graph runs dynamically", (long long)r->limit);
       break;

@@ -29,6 +29,23 @@ bool mx__part_call_is_unknown(const mx_node *n);
 /* True when call input `index` is a shared constant (its data never changes). */
 bool mx__part_call_input_is_const(const mx_node *n, uint32_t index);
 
+/* --- part_control.c: control nodes as partition calls of their own ---------------------- */
+
+/* True when node nd is control flow: an op running subgraphs (If, Loop, Scan, SequenceMap). */
+bool mx__part_is_control(const mx_node *nd);
+/* True when a control node of g takes and gives tensors only (sequences, optionals and strings
+ * keep the reference interpreter). */
+bool mx__part_control_wrappable(const mx_graph *g, const mx_node *nd);
+/* Replaces every root-level control node of g by an UNKNOWN PartitionedCall whose body holds
+ * the node alone and whose inputs are the node's inputs plus every value its bodies capture by
+ * name (so the partitioner and the executors see every edge); the call keeps the node's name
+ * and output values. Re-infers g when anything changed; *wrapped (optional) gets the count. */
+MX_MUST_USE mx_status mx__part_wrap_control(mx_graph *g, size_t *wrapped, mx_error *err);
+/* True when call node nd is such a wrapper (an UNKNOWN call whose body is one control node). */
+bool mx__part_is_control_call(const mx_node *nd);
+/* The control node inside a wrapper call (borrowed), or NULL. */
+const mx_node *mx__part_control_node(const mx_node *call);
+
 /* Time of each phase of one mx_partition_create, in nanoseconds: wall clock, and CPU time of
  * the calling thread (which does not grow when other jobs share the machine). */
 typedef struct mx__part_timings {

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "graph/ops/op.h"
+#include "partitioner/partitioner.h"
 #include "partitioner/spec.h"
 
 const char *mx__spec_sym_kind_name(mx_spec_sym_kind k) {
@@ -100,7 +101,7 @@ static bool take_node(analysis *a, mx_node_id n) {
   const mx_op_def *def = nd->def;
   if (!def) return refuse(a, "an op without a resolved definition", n, -1);
   if (def->flags & MX_OP_DATA_DEPENDENT) return refuse(a, "a data-dependent op", n, -1);
-  if (def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND))
+  if ((def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND)) || mx__part_is_control_call(nd))
     return refuse(a, "an op with subgraphs or sequences", n, -1);
   for (uint32_t i = 0; i < nd->n_inputs; i++) {
     if (nd->inputs[i] == MX_NO_VALUE) continue;

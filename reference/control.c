@@ -5,6 +5,7 @@
  *
  * Loop stops after the trip count M when one is given; a Loop whose only exit is its condition
  * is stopped after mx_reference_loop_limit() iterations with an error naming the node. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,14 @@
 
 #define DEFAULT_LOOP_LIMIT ((int64_t)1 << 24)
 static int64_t loop_limit; /* 0: not read yet */
+
+static _Thread_local const mx__ref_limits *thread_limits; /* set by sessions around a run */
+
+const mx__ref_limits *mx__reference_set_limits(const mx__ref_limits *l) {
+  const mx__ref_limits *prev = thread_limits;
+  thread_limits = l;
+  return prev;
+}
 
 int64_t mx_reference_loop_limit(int64_t max_iterations) {
   if (loop_limit == 0) {
@@ -275,7 +284,8 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
   mx_status st = MX_OK;
   if (has_m && (st = scalar_int(c, ins[0], "M", &max_trip)) != MX_OK) return st;
   if (ins[1] && (st = scalar_bool(c, ins[1], "cond", &cond)) != MX_OK) return st;
-  const int64_t limit = mx_reference_loop_limit(0);
+  const mx__ref_limits *lim = thread_limits;
+  const int64_t limit = lim && lim->max_iterations > 0 ? lim->max_iterations : mx_reference_loop_limit(0);
   mx_tensor *bin = calloc(2 + n, sizeof *bin), *bout = calloc(body->n_outputs + 1, sizeof *bout);
   vec *scans = calloc(k + 1, sizeof *scans);
   bool *lent = calloc(body->n_outputs + 1, sizeof *lent);
@@ -295,8 +305,14 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
     if (!has_m && iter >= limit) {
       st = mx__node_fail(c->err, c->nd, MX_ERR_LIMIT,
                          "stopped after %lld iterations: its only exit is its condition, which stayed true "
-                         "(MIXRT_LOOP_MAX_ITERATIONS or mx_reference_loop_limit raise the limit)",
-                         (long long)iter);
+                         "(%s raise the limit)",
+                         (long long)iter,
+                         lim && lim->raise_hint ? lim->raise_hint
+                                                : "MIXRT_LOOP_MAX_ITERATIONS or mx_reference_loop_limit");
+      goto done;
+    }
+    if (lim && lim->cancel && atomic_load_explicit(lim->cancel, memory_order_relaxed)) {
+      st = mx__node_fail(c->err, c->nd, MX_ERR_CANCELLED, "cancelled after %lld iterations", (long long)iter);
       goto done;
     }
     cond_byte = cond;

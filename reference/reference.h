@@ -3,6 +3,9 @@
 #ifndef MIXRT_REFERENCE_REFERENCE_H
 #define MIXRT_REFERENCE_REFERENCE_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+
 #include "graph/passes/passes.h"
 #include "mixrt/reference.h"
 
@@ -52,6 +55,18 @@ MX_MUST_USE mx_status mx__reference_exec_control(const mx__ref_frame *f, mx_node
 MX_MUST_USE mx_status mx__reference_flex_attention(const mx__ref_frame *f, mx_node_id n,
                                                    const mx_tensor *const *inputs, mx_tensor *outputs,
                                                    mx_error *err);
+/* Limits of the control ops run by the calling thread (set by sessions around a run). */
+typedef struct mx__ref_limits {
+  int64_t max_iterations; /* a Loop whose only exit is its condition stops after this many
+                             iterations (<= 0: mx_reference_loop_limit()) */
+  const _Atomic bool *cancel; /* set from another thread: the next Loop iteration fails with
+                                 MX_ERR_CANCELLED (NULL: never) */
+  const char *raise_hint;     /* what raises max_iterations, for the message (NULL: the
+                                 interpreter's own knobs) */
+} mx__ref_limits;
+/* Installs l (borrowed; NULL: none) for the calling thread; returns the previous one. */
+const mx__ref_limits *mx__reference_set_limits(const mx__ref_limits *l);
+
 /* "tensor", "sequence", "optional", "optional sequence". */
 const char *mx__reference_kind_name(mx_value_kind kind);
 

@@ -7,6 +7,7 @@
 #include "common/json.h"
 #include "mixrt/onnx.h"
 #include "mixrt/partition.h"
+#include "partitioner/partitioner.h"
 #include "static_exec/mxm_info.h"
 #include "tools/commands.h"
 #include "tools/fuse_log.h"
@@ -201,7 +202,8 @@ int mx_cmd_partition(int argc, char **argv) {
     goto done;
   }
   mx_cli_print_fuse_report(stderr, &fuse);
-  if (mx_partition_create(g, &o, &p, &err) != MX_OK) {
+  /* Control nodes become calls of their own, as sessions compile them. */
+  if (mx__part_wrap_control(g, NULL, &err) != MX_OK || mx_partition_create(g, &o, &p, &err) != MX_OK) {
     rc = mx_cli_runtime_error("partition", "%s", err.message);
     goto done;
   }

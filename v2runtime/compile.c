@@ -12,6 +12,7 @@
 #include "mixrt/partition.h"
 #include "partitioner/partitioner.h"
 #include "reference/reference.h"
+#include "v2runtime/kernels_control.h"
 #include "v2runtime/session_impl.h"
 
 /* Largest constant a folding step may produce (bytes). */
@@ -82,6 +83,8 @@ static mx_status plan_call(mx_session *s, mx_program *p, mx_rt_call *c, mx_error
   mx__dyn_options_init(&dopt);
   dopt.max_streams = s->n_streams;
   dopt.share_constants = !s->opts.private_weights;
+  dopt.control_run = mx__control_run; /* wrapped control nodes (partitioner/part_control.c) */
+  dopt.control_user = s;
   mx_status st = mx__dyn_plan_create(body, &dopt, &c->dplan, err);
   if (st != MX_OK) mx__error_prefix(err, "dynamic partition '%s': ", c->name);
   return st;
@@ -148,12 +151,18 @@ oom:
   return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory building the program");
 }
 
-/* True when g holds a node that runs subgraphs or handles sequences / optionals, or takes or
- * gives one of those. */
+/* True when g holds a node that handles sequences / optionals, or a node with subgraphs that
+ * takes or gives one of those (or strings), or the graph takes or gives one. Nodes with
+ * subgraphs on tensors run through the partitioner, wrapped into calls of their own. */
 static bool needs_interpreter(const mx_graph *g) {
   for (size_t n = 0; n < g->n_nodes; n++) {
     const mx_node *nd = &g->nodes[n];
     if (nd->flags & MX_NODE_DEAD) continue;
+    bool control = mx__part_is_control(nd);
+    if (control) {
+      if (!mx__part_control_wrappable(g, nd)) return true;
+      continue;
+    }
     if (nd->def && (nd->def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND))) return true;
     for (uint32_t a = 0; a < nd->n_attrs; a++)
       if (nd->attrs[a].type == MX_ATTR_GRAPH) return true;
@@ -188,6 +197,8 @@ mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_e
     *out = p;
     return MX_OK;
   }
+  st = mx__part_wrap_control(g, NULL, err);
+  if (st != MX_OK) goto fail;
   mx_partition_options po;
   mx_partition_options_init(&po);
   po.static_min_ops = s->opts.static_min_ops;

@@ -11,6 +11,7 @@
 #include "common/grow.h"
 #include "mixrt/reference.h"
 #include "reference/reference.h"
+#include "v2runtime/kernels_control.h"
 #include "v2runtime/session_impl.h"
 #include "v2runtime/spec.h"
 
@@ -197,7 +198,7 @@ static mx_status run_interpreted(mx_session *s, mx_program *p, mx_step *step) {
   }
   /* The root was inferred when compiled: the step runs it without inferring it again (a graph
    * with subgraphs would re-infer every body on every step). */
-  st = mx__reference_run_graph(p->root, NULL, ins, ni, outs, no, &s->err);
+  st = mx__control_run_graph(s, p->root, ins, ni, outs, no, &s->err);
   if (st != MX_OK) goto done;
   for (size_t k = 0; k < no && st == MX_OK; k++) {
     if (step->skip_output[k]) continue; /* not asked for: released with the rest */
@@ -243,6 +244,7 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   if (st != MX_OK) return st;
   uint64_t t0 = mx__now_ns();
   mx_error_clear(&s->err);
+  atomic_store(&s->cancel, false); /* mx_session_cancel stops the run in progress only */
   mx_program *p = s->prog;
   mx_step *step = &s->step;
   step->pads = NULL;

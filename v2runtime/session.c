@@ -11,6 +11,7 @@
 #include "kernels/threads.h"
 #include "mixrt/onnx.h"
 #include "mixrt/session.h"
+#include "v2runtime/kernels_control.h"
 #include "v2runtime/session_impl.h"
 #include "v2runtime/spec.h"
 
@@ -24,6 +25,7 @@ void mx_session_options_init(mx_session_options *o) {
   o->spec_cache_size = MX_SPEC_DEFAULT_CACHE;
   o->spec_churn_limit = MX_SPEC_DEFAULT_CHURN;
   o->intra_op_threads = 1;
+  o->max_loop_iterations = MX_SESSION_DEFAULT_LOOP_ITERATIONS;
 }
 
 /* The session whose last call on this thread was refused as busy. A refused call must not touch
@@ -106,13 +108,14 @@ mx_status mx_session_create(const mx_session_options *o, mx_session **out, mx_er
     o = &defaults;
   }
   mx_session_options upgraded;
-  if (o->version == 1 || o->version == 2) {
-    /* Version 1 ends before the specialization fields, version 2 before intra_op_threads: the
-     * missing fields take their defaults. */
+  if (o->version == 1 || o->version == 2 || o->version == 3) {
+    /* Version 1 ends before the specialization fields, version 2 before intra_op_threads,
+     * version 3 before max_loop_iterations: the missing fields take their defaults. */
     mx_session_options_init(&upgraded);
     memcpy(&upgraded, o,
-           o->version == 1 ? offsetof(mx_session_options, spec_cache_size)
-                           : offsetof(mx_session_options, intra_op_threads));
+           o->version == 1   ? offsetof(mx_session_options, spec_cache_size)
+           : o->version == 2 ? offsetof(mx_session_options, intra_op_threads)
+                             : offsetof(mx_session_options, max_loop_iterations));
     upgraded.version = MX_SESSION_OPTIONS_VERSION;
     o = &upgraded;
   }

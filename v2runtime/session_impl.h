@@ -147,6 +147,7 @@ struct mx_session {
   mx_exe_topo_scratch topo;    /* topological executor scratch */
   mx_program *prog;            /* loaded model, or NULL */
   _Atomic int busy;            /* a thread is inside the session */
+  _Atomic bool cancel;         /* mx_session_cancel: the run in progress stops (reset per run) */
   mx_error err;                /* last failure */
   mx_step step;                /* the step in progress */
   size_t cap_io;               /* capacity of the step's per-io arrays */

@@ -89,7 +89,8 @@ typedef enum mx_partition_reason_kind {
   MX_PART_ALL_DYNAMIC = 8,     /* static_min_ops is -1: the whole graph runs dynamically */
   MX_PART_ABSORBED = 9,        /* known, but on a path between two connected unknown nodes */
   MX_PART_SMALL_CLUSTER = 10,  /* known, but its known cluster had fewer than static_min_ops ops */
-  MX_PART_CONSTANT = 11        /* a Constant node: placed with the cluster(s) that read it */
+  MX_PART_CONSTANT = 11,       /* a Constant node: placed with the cluster(s) that read it */
+  MX_PART_CONTROL_FLOW = 12    /* a control node (If, Loop, Scan): runs its subgraphs as one op */
 } mx_partition_reason_kind;
 
 /* Short name of a kind: "known", "symbolic_dim", ... (never NULL). */

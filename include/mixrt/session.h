@@ -57,8 +57,9 @@ typedef struct mx_symbol_range {
 /* The layout of mx_session_options this header describes (docs/abi.md): 1, the fields below.
  * mx_session_create refuses a record whose version it does not know. */
 #define MX_SESSION_OPTIONS_VERSION \
-  3u /* 2 added spec_cache_size, spec_churn_limit, gears;
-                                          3 added intra_op_threads */
+  4u /* 2 added spec_cache_size, spec_churn_limit, gears;
+                                          3 added intra_op_threads;
+                                          4 added max_loop_iterations */
 
 typedef struct mx_session_options {
   uint32_t version;                 /* MX_SESSION_OPTIONS_VERSION; set by mx_session_options_init */
@@ -106,6 +107,11 @@ typedef struct mx_session_options {
                                        a process-wide pool, sized when a session is created
                                        (default 1: every kernel runs on the thread that launches
                                        it; 0 leaves the pool as it is) */
+  /* Version 4. */
+  int64_t max_loop_iterations; /* a Loop whose only exit is its condition (no trip count)
+                                       stops after this many iterations and the run fails
+                                       (MX_ERR_LIMIT, naming the node) (default 1 << 24;
+                                       0 takes the default) */
 } mx_session_options;
 
 /* Fills *o with the defaults. */
@@ -280,6 +286,13 @@ static inline MX_MUST_USE mx_status mx_session_get_stats(const mx_session *s, mx
                                                          mx_session_stats *total) {
   return mx_session_get_stats_sized(s, last, total, sizeof(mx_session_stats));
 }
+
+/* Asks the run in progress on s to stop; callable from any thread, also while another thread is
+ * inside the session (it never waits and never returns MX_ERR_BUSY). The run fails with
+ * MX_ERR_CANCELLED at its next Loop iteration or control-flow op (If, Loop, Scan), naming the
+ * node; a run without control flow completes. With no run in progress nothing happens: each run
+ * starts uncancelled. */
+MX_API void mx_session_cancel(mx_session *s);
 
 /* Starts recording a trace of the following steps (Chrome trace-event format, viewable in
  * Perfetto: one lane per stream and one for the host). */

@@ -32,7 +32,8 @@ extern "C" {
   X(ERR_DEVICE_OOM, "device out of memory")   \
   X(ERR_KERNEL, "kernel failure")             \
   X(ERR_BUSY, "busy")                         \
-  X(ERR_INTERNAL, "internal error")
+  X(ERR_INTERNAL, "internal error")           \
+  X(ERR_CANCELLED, "cancelled")
 
 typedef enum mx_status {
 #define MX_STATUS_ENUM_(name, desc) MX_##name,

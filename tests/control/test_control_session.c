@@ -1,0 +1,328 @@
+/* Control flow through a session's partitioner and executors: a control node is a partition of
+ * its own (UNKNOWN, reason control_flow) run by the dynamic executor as one op, so the rest of
+ * the graph still becomes static models; results equal the reference interpreter's, with If
+ * branches of different output shapes, a Loop whose trip count depends on data and an If nested
+ * in a Loop; the Loop iteration limit of the session options and a run cancelled from another
+ * thread. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+
+#include "mixrt/graph.h"
+#include "mixrt/partition.h"
+#include "mixrt/reference.h"
+#include "mixrt/session.h"
+
+#define N 8
+
+static mx_graph *new_graph(void) {
+  mx_graph *g = NULL;
+  cr_assert_eq(mx_graph_create("t", &g), MX_OK);
+  return g;
+}
+
+static mx_value_id input(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, const mx_dim *dims) {
+  mx_shape s = {.rank = rank};
+  for (int32_t i = 0; i < rank; i++) s.dims[i] = dims[i];
+  mx_value_id v;
+  cr_assert_eq(mx_graph_add_input(g, name, dt, &s, &v), MX_OK, "%s", mx_graph_last_error(g));
+  return v;
+}
+
+static mx_value_id fconst(mx_graph *g, const char *name, float v) {
+  mx_tensor t = {.dtype = MX_FLOAT32, .rank = 1, .dims = {1}, .data = &v};
+  mx_value_id id;
+  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
+  return id;
+}
+
+static mx_value_id iconst(mx_graph *g, const char *name, int64_t v) {
+  mx_tensor t = {.dtype = MX_INT64, .rank = 0, .data = &v};
+  mx_value_id id;
+  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
+  return id;
+}
+
+static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n) {
+  mx_value_id y;
+  cr_assert_eq(mx_graph_add_op(g, type, ins, n, NULL, 0, &y), MX_OK, "%s", mx_graph_last_error(g));
+  return y;
+}
+
+static void node(mx_graph *g, const char *type, const char *name, const mx_value_id *ins, size_t n_in,
+                 const mx_attr *attrs, size_t n_attrs, mx_value_id *outs, size_t n_out) {
+  mx_node_desc d = {.op_type = type,
+                    .name = name,
+                    .inputs = ins,
+                    .n_inputs = n_in,
+                    .attrs = attrs,
+                    .n_attrs = n_attrs,
+                    .n_outputs = n_out};
+  cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
+}
+
+static mx_graph *sub(mx_graph *parent, const char *name) {
+  mx_graph *s;
+  cr_assert_eq(mx_graph_create_subgraph(parent, name, &s), MX_OK);
+  return s;
+}
+
+static mx_value_id outer(mx_graph *s, const char *name) {
+  mx_value_id v;
+  cr_assert_eq(mx_graph_add_outer(s, name, &v), MX_OK, "%s", mx_graph_last_error(s));
+  return v;
+}
+
+/* x [N] -> a chain of 4 elementwise ops (a static model) -> h; If(c): then h + h ([N]), else
+ * Concat(h, h) ([2N]): the If's output dim is a fresh symbol; Relu after it runs dynamically. */
+static mx_graph *static_then_if(void) {
+  mx_graph *g = new_graph();
+  mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
+  mx_value_id x = input(g, "x", MX_FLOAT32, 1, (mx_dim[]){N});
+  mx_value_id two = fconst(g, "two", 2.0f), half = fconst(g, "half", 0.5f);
+  mx_value_id a = op(g, "Mul", (mx_value_id[]){x, two}, 2);
+  mx_value_id b = op(g, "Add", (mx_value_id[]){a, half}, 2);
+  mx_value_id t = op(g, "Tanh", &b, 1);
+  mx_value_id h = op(g, "Mul", (mx_value_id[]){t, x}, 2);
+  (void)h;
+  const char *hname = mx_graph_value_name(g, h);
+  mx_graph *th = sub(g, "then"), *el = sub(g, "else");
+  mx_value_id th_h = outer(th, hname);
+  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){th_h, th_h}, 2)), MX_OK);
+  mx_value_id el_h = outer(el, hname), cat;
+  mx_attr ax = mx_attr_int("axis", 0);
+  node(el, "Concat", "cat", (mx_value_id[]){el_h, el_h}, 2, &ax, 1, &cat, 1);
+  cr_assert_eq(mx_graph_add_output(el, cat), MX_OK);
+  mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
+  mx_value_id y;
+  node(g, "If", "choose", &c, 1, br, 2, &y, 1);
+  cr_assert_eq(mx_graph_add_output(g, op(g, "Relu", &y, 1)), MX_OK);
+  return g;
+}
+
+/* Loop without a trip count running while iter + 1 < limit (a graph input the body captures),
+ * its body holding an If: iterations below 2 add `one`, later ones `ten` (root constants
+ * captured two levels down); the iteration numbers are scanned out. */
+static mx_graph *loop_with_nested_if(void) {
+  mx_graph *g = new_graph();
+  input(g, "limit", MX_INT64, 0, NULL);
+  mx_value_id acc0 = fconst(g, "acc0", 0.0f);
+  fconst(g, "one", 1.0f);
+  fconst(g, "ten", 10.0f);
+  iconst(g, "two", 2);
+  iconst(g, "one_i", 1);
+  mx_graph *body = sub(g, "body");
+  mx_value_id it = input(body, "iter", MX_INT64, 0, NULL);
+  input(body, "cond_in", MX_BOOL, 0, NULL);
+  input(body, "acc", MX_FLOAT32, 1, (mx_dim[]){1});
+  mx_value_id lim = outer(body, "limit"), one_i = outer(body, "one_i"), two = outer(body, "two");
+  mx_value_id next = op(body, "Add", (mx_value_id[]){it, one_i}, 2);
+  mx_value_id cond = op(body, "Less", (mx_value_id[]){next, lim}, 2);
+  mx_value_id small = op(body, "Less", (mx_value_id[]){it, two}, 2);
+  mx_graph *th = sub(body, "then"), *el = sub(body, "else");
+  mx_value_id ta = outer(th, "acc"), t1 = outer(th, "one");
+  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){ta, t1}, 2)), MX_OK);
+  mx_value_id ea = outer(el, "acc"), e10 = outer(el, "ten");
+  cr_assert_eq(mx_graph_add_output(el, op(el, "Add", (mx_value_id[]){ea, e10}, 2)), MX_OK);
+  mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
+  mx_value_id acc1;
+  node(body, "If", "inner_if", &small, 1, br, 2, &acc1, 1);
+  cr_assert_eq(mx_graph_add_output(body, cond), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, acc1), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &it, 1)), MX_OK);
+  mx_attr a = mx_attr_graph("body", body);
+  mx_value_id outs[2];
+  node(g, "Loop", "outer_loop", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, acc0}, 3, &a, 1, outs, 2);
+  cr_assert_eq(mx_graph_add_output(g, op(g, "Neg", &outs[0], 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, outs[1]), MX_OK);
+  return g;
+}
+
+static mx_session *open_session(mx_graph *g) {
+  mx_session_options o;
+  mx_session_options_init(&o);
+  mx_session *s;
+  mx_error err = {0};
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
+  return s;
+}
+
+/* Runs make() through a session and the reference interpreter; outputs must be equal. */
+static void expect_as_reference(mx_session *s, mx_graph *(*make)(void), const mx_tensor *in, size_t n_in,
+                                size_t n_out) {
+  mx_tensor got[4], want[4];
+  memset(got, 0, sizeof got);
+  cr_assert_eq(mx_session_run(s, in, n_in, got, n_out), MX_OK, "%s", mx_session_last_error(s));
+  mx_graph *g = make();
+  mx_error err = {0};
+  cr_assert_eq(mx_reference_run(g, in, n_in, want, n_out, &err), MX_OK, "%s", err.message);
+  for (size_t k = 0; k < n_out; k++) {
+    char why[200];
+    cr_assert(mx_tensor_allclose(&got[k], &want[k], 1e-6, 1e-6, why, sizeof why), "output %zu: %s", k, why);
+    mx_tensor_release(&got[k]);
+    mx_tensor_release(&want[k]);
+  }
+  mx_graph_destroy(g);
+}
+
+Test(control_session, if_is_a_partition_and_the_rest_stays_static) {
+  mx_session *s = open_session(static_then_if());
+  float xv[N];
+  for (int i = 0; i < N; i++) xv[i] = 0.25f * (float)i - 1.0f;
+  for (int round = 0; round < 2; round++)
+    for (int cond = 0; cond < 2; cond++) {
+      uint8_t cv = (uint8_t)cond;
+      mx_tensor in[2] = {{.dtype = MX_BOOL, .rank = 0, .data = &cv},
+                         {.dtype = MX_FLOAT32, .rank = 1, .dims = {N}, .data = xv}};
+      expect_as_reference(s, static_then_if, in, 2, 1);
+      mx_session_stats last;
+      cr_assert_eq(mx_session_get_stats(s, &last, NULL), MX_OK);
+      cr_assert_eq(last.static_executes, 1, "the elementwise chain runs as one static model");
+      cr_assert_gt(last.kernels_run, 0, "the step ran the execution graph, not the interpreter");
+    }
+  mx_session_destroy(s);
+}
+
+Test(control_session, branches_of_different_shapes_give_each_shape) {
+  mx_session *s = open_session(static_then_if());
+  float xv[N] = {0};
+  for (int cond = 0; cond < 2; cond++) {
+    uint8_t cv = (uint8_t)cond;
+    mx_tensor in[2] = {{.dtype = MX_BOOL, .rank = 0, .data = &cv},
+                       {.dtype = MX_FLOAT32, .rank = 1, .dims = {N}, .data = xv}};
+    mx_tensor out = {0};
+    cr_assert_eq(mx_session_run(s, in, 2, &out, 1), MX_OK, "%s", mx_session_last_error(s));
+    cr_assert_eq(out.rank, 1);
+    cr_assert_eq(out.dims[0], cond ? N : 2 * N);
+    mx_tensor_release(&out);
+  }
+  mx_session_destroy(s);
+}
+
+Test(control_session, loop_with_data_dependent_trip_count_and_nested_if) {
+  mx_session *s = open_session(loop_with_nested_if());
+  for (int64_t limit = 1; limit <= 6; limit++) {
+    mx_tensor in = {.dtype = MX_INT64, .rank = 0, .data = &limit};
+    expect_as_reference(s, loop_with_nested_if, &in, 1, 2);
+    mx_tensor out[2];
+    memset(out, 0, sizeof out);
+    cr_assert_eq(mx_session_run(s, &in, 1, out, 2), MX_OK, "%s", mx_session_last_error(s));
+    float want = 0;
+    for (int64_t i = 0; i < limit; i++) want += i < 2 ? 1.0f : 10.0f;
+    cr_assert_eq(((float *)out[0].data)[0], -want);
+    cr_assert_eq(out[1].dims[0], limit, "one scanned iteration number per iteration");
+    mx_tensor_release(&out[0]);
+    mx_tensor_release(&out[1]);
+  }
+  mx_session_destroy(s);
+}
+
+Test(control_session, partition_names_the_control_node) {
+  mx_graph *g = static_then_if();
+  cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
+  mx_session *s = open_session(g);
+  mx_session_stats last;
+  uint8_t cv = 1;
+  float xv[N] = {0};
+  mx_tensor in[2] = {{.dtype = MX_BOOL, .rank = 0, .data = &cv},
+                     {.dtype = MX_FLOAT32, .rank = 1, .dims = {N}, .data = xv}};
+  mx_tensor out = {0};
+  cr_assert_eq(mx_session_run(s, in, 2, &out, 1), MX_OK, "%s", mx_session_last_error(s));
+  cr_assert_eq(mx_session_get_stats(s, &last, NULL), MX_OK);
+  cr_assert_eq(last.static_executes, 1);
+  mx_tensor_release(&out);
+  cr_assert_str_eq(mx_partition_reason_name(MX_PART_CONTROL_FLOW), "control_flow");
+  mx_session_destroy(s);
+}
+
+/* --- limits -------------------------------------------------------------------------------- */
+
+/* A Loop without a trip count whose condition stays true: acc + 1 forever. */
+static mx_graph *endless_loop(void) {
+  mx_graph *g = new_graph();
+  input(g, "x", MX_FLOAT32, 1, (mx_dim[]){1});
+  mx_value_id t = op(g, "Identity", (mx_value_id[]){mx_graph_find_value(g, "x")}, 1);
+  mx_graph *body = sub(g, "body");
+  input(body, "iter", MX_INT64, 0, NULL);
+  mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
+  mx_value_id acc = input(body, "acc", MX_FLOAT32, 1, (mx_dim[]){1});
+  mx_value_id one = fconst(body, "one", 1.0f);
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Add", (mx_value_id[]){acc, one}, 2)), MX_OK);
+  mx_attr a = mx_attr_graph("body", body);
+  mx_value_id out;
+  node(g, "Loop", "forever", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, t}, 3, &a, 1, &out, 1);
+  cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
+  return g;
+}
+
+Test(control_session, loop_past_the_iteration_limit_fails_naming_the_node) {
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.max_loop_iterations = 100;
+  mx_session *s;
+  mx_error err = {0};
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_session_load_graph(s, endless_loop()), MX_OK, "%s", mx_session_last_error(s));
+  float x = 0;
+  mx_tensor in = {.dtype = MX_FLOAT32, .rank = 1, .dims = {1}, .data = &x}, out = {0};
+  cr_assert_eq(mx_session_run(s, &in, 1, &out, 1), MX_ERR_LIMIT);
+  const char *msg = mx_session_last_error(s);
+  cr_assert(strstr(msg, "'forever'") && strstr(msg, "100 iterations") && strstr(msg, "max_loop_iterations"),
+            "%s", msg);
+  mx_session_destroy(s);
+}
+
+Test(control_session, older_options_versions_take_the_default_limit) {
+  mx_session_options o;
+  mx_session_options_init(&o);
+  cr_assert_eq(o.max_loop_iterations, (int64_t)1 << 24);
+  o.version = 3;
+  o.max_loop_iterations = 5; /* not part of a version-3 record: ignored */
+  mx_session *s;
+  mx_error err = {0};
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  mx_session_destroy(s);
+}
+
+typedef struct canceller {
+  mx_session *s;
+  atomic_bool done;
+} canceller;
+
+static void *cancel_until_done(void *arg) {
+  canceller *c = arg;
+  while (!atomic_load(&c->done)) { /* again and again: a cancel before the run starts is dropped */
+    mx_session_cancel(c->s);
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+Test(control_session, run_cancelled_from_another_thread) {
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.max_loop_iterations = INT64_MAX;
+  mx_session *s;
+  mx_error err = {0};
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_session_load_graph(s, endless_loop()), MX_OK, "%s", mx_session_last_error(s));
+  canceller c = {.s = s};
+  atomic_init(&c.done, false);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, cancel_until_done, &c), 0);
+  float x = 0;
+  mx_tensor in = {.dtype = MX_FLOAT32, .rank = 1, .dims = {1}, .data = &x}, out = {0};
+  mx_status st = mx_session_run(s, &in, 1, &out, 1);
+  atomic_store(&c.done, true);
+  pthread_join(th, NULL);
+  cr_assert_eq(st, MX_ERR_CANCELLED, "%s", mx_session_last_error(s));
+  cr_assert(strstr(mx_session_last_error(s), "'forever'"), "%s", mx_session_last_error(s));
+  mx_session_destroy(s);
+}

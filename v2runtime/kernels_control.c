@@ -1,0 +1,48 @@
+/* The control kernel of sessions (see kernels_control.h).
+ *
+ * A wrapper call's body holds the control node alone, with one input per value the node reads
+ * (its inputs and every value its subgraphs capture, under the same names), so the body runs
+ * as a graph of its own: the reference interpreter's frame of the body is where the branches
+ * and loop bodies find their captures. Outputs come back in host memory the dynamic executor
+ * adopts without a copy.
+ *
+ * Limits: the session's max_loop_iterations and its cancel flag are installed for the calling
+ * thread around each run (mx__reference_set_limits), so every Loop at any depth sees them. */
+#include "v2runtime/kernels_control.h"
+
+#include "common/error.h"
+#include "partitioner/partitioner.h"
+#include "reference/reference.h"
+#include "v2runtime/session_impl.h"
+
+void mx_session_cancel(mx_session *s) {
+  if (s) atomic_store(&s->cancel, true);
+}
+
+mx_status mx__control_run_graph(mx_session *s, mx_graph *g, const mx_tensor *ins, size_t n_in, mx_tensor *outs,
+                                size_t n_out, mx_error *err) {
+  mx__ref_limits lim = {
+      .max_iterations =
+          s->opts.max_loop_iterations > 0 ? s->opts.max_loop_iterations : MX_SESSION_DEFAULT_LOOP_ITERATIONS,
+      .cancel = &s->cancel,
+      .raise_hint = "mx_session_options.max_loop_iterations",
+  };
+  const mx__ref_limits *prev = mx__reference_set_limits(&lim);
+  mx_status st = mx__reference_run_graph(g, NULL, ins, n_in, outs, n_out, err);
+  mx__reference_set_limits(prev);
+  return st;
+}
+
+mx_status mx__control_run(void *user, const mx_node *nd, const mx_tensor *ins, size_t n_in, mx_tensor *outs,
+                          size_t n_out, mx_error *err) {
+  mx_session *s = user;
+  mx_graph *body = mx__part_is_control_call(nd) ? mx__part_call_body(nd) : NULL;
+  if (!body)
+    return mx__node_fail(err, nd, MX_ERR_UNSUPPORTED,
+                         "a node with subgraphs runs in a session only wrapped into a call of its own");
+  if (atomic_load_explicit(&s->cancel, memory_order_relaxed)) {
+    const mx_node *cn = mx__part_control_node(nd);
+    return mx__node_fail(err, cn ? cn : nd, MX_ERR_CANCELLED, "the run was cancelled (mx_session_cancel)");
+  }
+  return mx__control_run_graph(s, body, ins, n_in, outs, n_out, err);
+}

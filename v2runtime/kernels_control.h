@@ -1,0 +1,25 @@
+/* The control kernel of sessions: how the dynamic executor runs a control node (an If, Loop or
+ * Scan wrapped into a call of its own by partitioner/part_control.c) as one host op, and the
+ * limits (Loop iterations, cancellation) every control op of a session's run obeys. */
+#ifndef MIXRT_V2RUNTIME_KERNELS_CONTROL_H
+#define MIXRT_V2RUNTIME_KERNELS_CONTROL_H
+
+#include "graph/ir.h"
+
+/* mx_session_options.max_loop_iterations when 0 or not given (options before version 4). */
+#define MX_SESSION_DEFAULT_LOOP_ITERATIONS ((int64_t)1 << 24)
+
+struct mx_session;
+
+/* mx_dyn_options.control_run of a session's dynamic plans (user: the mx_session). Runs the body
+ * of wrapper call nd on host tensors through the reference interpreter's control code, under
+ * the session's limits. */
+MX_MUST_USE mx_status mx__control_run(void *user, const mx_node *nd, const mx_tensor *ins, size_t n_in,
+                                      mx_tensor *outs, size_t n_out, mx_error *err);
+
+/* Runs graph g whole through the reference interpreter under session s's limits (programs that
+ * keep the interpreter: sequences and optionals). Arguments as mx__reference_run_graph's. */
+MX_MUST_USE mx_status mx__control_run_graph(struct mx_session *s, mx_graph *g, const mx_tensor *ins,
+                                            size_t n_in, mx_tensor *outs, size_t n_out, mx_error *err);
+
+#endif /* MIXRT_V2RUNTIME_KERNELS_CONTROL_H */
