@@ -353,3 +353,32 @@ Test(state_append, exported_model_fused_appends) {
   copying_free(&c);
   mx_session_destroy(s);
 }
+
+/* Two streams and the multi-thread executor: the partitions reading and appending the caches
+ * run on other streams than the step's; 200 steps still equal the copying path. */
+Test(state_append, two_streams_multi_thread, .timeout = 300) {
+  mx_llama_config cfg;
+  mx_llama_config_default(&cfg);
+  mx_graph *g;
+  mx_error err;
+  cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK, "%s", err.message);
+  mx_session *s = mxs_new_session(2, MX_EXECUTOR_MULTI_THREAD, 4);
+  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
+  copying c;
+  copying_init(&c);
+  stepper t;
+  stepper_init(&t, s, 32, true);
+  int64_t token = 8;
+  for (int step = 0; step < 200; step++) {
+    stepper_step(&t, token);
+    copying_step(s, &c, token);
+    char why[256];
+    cr_assert(mxs_same(stepper_logits(&t), &c.out[0], why, sizeof why), "step %d: %s", step, why);
+    token = argmax(&c.out[0]);
+  }
+  cr_assert_eq(mx_binding_state_appended(t.b), 4);
+  same_cache(&t, &c);
+  stepper_free(&t);
+  copying_free(&c);
+  mx_session_destroy(s);
+}
