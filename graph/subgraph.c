@@ -144,6 +144,13 @@ static mx_status infer_body(sg_ctx *c, mx_graph *sub, const char *attr) {
   return infer_body_ex(c, sub, attr, NULL);
 }
 
+mx_status mx__subgraph_infer_as(const mx_graph *g, mx_node_id nid, mx_symtab *syms, mx_graph *sub,
+                                const char *attr, const mx_dtype *dtypes, const mx_shape *shapes, mx_error *err) {
+  sg_ctx c = {g, &g->nodes[nid], syms, err};
+  for (size_t i = 0; i < sub->n_inputs; i++) set_input(sub, i, dtypes[i], MX_KIND_TENSOR, &shapes[i]);
+  return infer_body(&c, sub, attr);
+}
+
 static const mx_value *body_out(const mx_graph *sub, size_t i) { return &sub->values[sub->outputs[i]]; }
 
 static mx_dim fresh(sg_ctx *c, const char *what) {

@@ -7,9 +7,9 @@
  * does: a one-input mod gets the tensor; a five-input mod (score, batch, head, q_idx, kv_idx)
  * also gets int64 index tensors shaped [B,1,1,1], [1,H,1,1], [1,1,L,1] and [1,1,1,S], which
  * broadcast against it. Its output must hold one value per score. The products and the softmax
- * run in double; scores and probabilities reach the mods in Q's element type. The mod bodies
- * are inferred against the actual tensors before each run (their declared shapes are symbolic
- * and no compile-time pass infers a subgraph of this op). */
+ * run in double; scores and probabilities reach the mods in Q's element type. Graph inference
+ * infers the mod bodies (mx__flex_infer_mods, graph/ops/llm.c); here each body node's shapes
+ * come from the actual tensors, as everywhere in the interpreter. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,22 +64,6 @@ static mx_status run_mod(flex_job *j, const char *what, mx_graph *mod, mx_tensor
     dims[i - 1] = extent[i - 1];
     st = new_host_tensor(j, MX_INT64, 4, dims, &ins[i]);
     for (int64_t k = 0; st == MX_OK && k < extent[i - 1]; k++) ((int64_t *)ins[i].data)[k] = k;
-  }
-  /* Declare the body's inputs as the actual tensors and infer it for them. */
-  for (size_t i = 0; i < mod->n_inputs && st == MX_OK; i++) {
-    mx_value *v = &mod->values[mod->inputs[i]];
-    v->dtype = ins[i].dtype;
-    v->kind = MX_KIND_TENSOR;
-    v->shape.rank = ins[i].rank;
-    for (int32_t d = 0; d < ins[i].rank; d++) v->shape.dims[d] = ins[i].dims[d];
-    v->sv = NULL;
-    v->sv_len = -1;
-  }
-  if (st == MX_OK) {
-    mx__graph_invalidate(mod);
-    st = mx_graph_validate(mod);
-    if (st == MX_OK) st = mx_graph_infer(mod);
-    if (st != MX_OK) st = mx__node_fail(j->err, j->nd, st, "%s: %s", what, mx_graph_last_error(mod));
   }
   mx_tensor out;
   memset(&out, 0, sizeof out);

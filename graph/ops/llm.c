@@ -5,13 +5,16 @@
  * [batch, kv_heads, d_k, d_v]; CausalConvWithState keeps the last kernel - 1 positions of each
  * channel. Both give the new state as their second output, so decode graphs feed it back. The
  * batch and sequence dims stay symbolic. FlexAttention's score_mod / prob_mod subgraphs do not
- * change its output shape; a node carrying them runs in the reference interpreter
- * (reference/flex.c), since kernels run no subgraph. */
+ * change its output shape; graph inference infers them against the [B, H, L, S] scores
+ * (mx__flex_infer_mods, called from graph/passes/infer.c), and a node carrying them runs in the
+ * reference interpreter (reference/flex.c), since kernels run no subgraph. */
 #include <string.h>
 
+#include "graph/ir.h"
 #include "graph/ops/groups.h"
 #include "graph/ops/llm_params.h"
 #include "graph/ops/op.h"
+#include "graph/passes/passes.h"
 
 static mx_status need_float(mx_infer_ctx *ctx, uint32_t i, const char *op) {
   if (mx_dtype_is_float(ctx->in[i].dtype)) return MX_OK;
@@ -251,6 +254,46 @@ static mx_status flex_infer(mx_infer_ctx *ctx) {
   y->dims[1] = hq;
   y->dims[2] = in_dim(ctx, 0, 2);
   y->dims[3] = in_dim(ctx, 2, 3);
+  return MX_OK;
+}
+
+mx_status mx__flex_infer_mods(const mx_graph *g, mx_node_id nid, mx_symtab *syms, const mx_value_info *in,
+                              mx_error *err) {
+  const mx_node *nd = &g->nodes[nid];
+  static const char *const mods[] = {"score_mod", "prob_mod"};
+  const mx_dim unknown = MX_DIM_UNKNOWN;
+  /* The scores: [batch, q heads, q length] of Q, kv length of K; in Q's element type. */
+  const mx_dim b = in[0].shape.rank == 4 ? in[0].shape.dims[0] : unknown;
+  const mx_dim h = in[0].shape.rank == 4 ? in[0].shape.dims[1] : unknown;
+  const mx_dim l = in[0].shape.rank == 4 ? in[0].shape.dims[2] : unknown;
+  const mx_dim s = nd->n_inputs > 1 && in[1].shape.rank == 4 ? in[1].shape.dims[2] : unknown;
+  const mx_dim extent[4] = {b, h, l, s};
+  mx_dtype dtypes[5];
+  mx_shape shapes[5];
+  memset(shapes, 0, sizeof shapes);
+  dtypes[0] = in[0].dtype;
+  shapes[0].rank = 4;
+  for (int k = 0; k < 4; k++) shapes[0].dims[k] = extent[k];
+  /* The five-input form's index tensors broadcast against the scores: [B,1,1,1] ... [1,1,1,S]. */
+  for (int i = 1; i < 5; i++) {
+    dtypes[i] = MX_INT64;
+    shapes[i].rank = 4;
+    for (int k = 0; k < 4; k++) shapes[i].dims[k] = k == i - 1 ? extent[k] : 1;
+  }
+  for (int m = 0; m < 2; m++) {
+    const mx_attr *a = mx__node_attr(nd, mods[m]);
+    if (!a || a->type != MX_ATTR_GRAPH || !a->graph) continue;
+    if (a->graph->n_inputs != 1 && a->graph->n_inputs != 5)
+      return mx__node_fail(err, nd, MX_ERR_INVALID_GRAPH,
+                           "attribute %s: the subgraph has %zu inputs; it takes 1 (the scores) or 5 (score, "
+                           "batch, head, q_idx, kv_idx)",
+                           mods[m], a->graph->n_inputs);
+    if (a->graph->n_outputs != 1)
+      return mx__node_fail(err, nd, MX_ERR_INVALID_GRAPH, "attribute %s: the subgraph has %zu outputs, not 1",
+                           mods[m], a->graph->n_outputs);
+    mx_status st = mx__subgraph_infer_as(g, nid, syms, a->graph, mods[m], dtypes, shapes, err);
+    if (st != MX_OK) return st;
+  }
   return MX_OK;
 }
 

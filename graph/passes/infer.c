@@ -147,6 +147,11 @@ mx_status mx__node_infer(const mx_graph *g, mx_node_id nid, mx_symtab *syms, con
     mx__error_prefix(err, "node '%s' (%s): ", nd->name, nd->op_type);
     return st;
   }
+  /* FlexAttention's score_mod / prob_mod subgraphs: inferred here, since the op is no
+   * MX_OP_SUBGRAPH op (its output does not depend on them). */
+  if (!runtime && strcmp(nd->def->name, "FlexAttention") == 0 &&
+      (st = mx__flex_infer_mods(g, nid, syms, in, err)) != MX_OK)
+    return st;
   for (uint32_t i = 0; i < nd->n_outputs; i++) {
     if (!out[i].present) continue;
     if (!mx_dtype_size(out[i].dtype))

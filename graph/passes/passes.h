@@ -25,6 +25,18 @@ MX_MUST_USE mx_status mx__subgraph_node_infer(const mx_graph *g, mx_node_id n, m
                                               const mx_value_info *in, mx_value_info *out, mx_dim *out_sv,
                                               bool runtime, mx_error *err);
 
+/* Infers subgraph `sub` (attribute `attr` of node n) with its inputs declared as tensors of
+ * dtypes[i] and shapes[i] (one per input of sub), after binding the outer values it captures:
+ * for ops that carry subgraphs without running through mx__subgraph_node_infer. */
+MX_MUST_USE mx_status mx__subgraph_infer_as(const mx_graph *g, mx_node_id n, mx_symtab *syms, mx_graph *sub,
+                                            const char *attr, const mx_dtype *dtypes, const mx_shape *shapes,
+                                            mx_error *err);
+
+/* graph/ops/llm.c: infers FlexAttention node n's score_mod / prob_mod subgraphs (if any) for the
+ * node's input infos, so that passes over them see their types and shapes. */
+MX_MUST_USE mx_status mx__flex_infer_mods(const mx_graph *g, mx_node_id n, mx_symtab *syms,
+                                          const mx_value_info *in, mx_error *err);
+
 /* Fills `info` with what the graph knows about value v. */
 void mx__value_info_of(const mx_graph *g, mx_value_id v, mx_value_info *info);
 
