@@ -47,6 +47,48 @@ const mx_node *mx__part_control_node(const mx_node *call) {
   return NULL;
 }
 
+/* Counts the values g reads by name from enclosing graphs (its captures). */
+static size_t count_captures(const mx_graph *g) {
+  size_t n = 0;
+  for (size_t v = 0; v < g->n_values; v++)
+    n += (g->values[v].flags & (MX_VALUE_DEAD | MX_VALUE_OUTER)) == MX_VALUE_OUTER;
+  return n;
+}
+
+/* Prints the subgraphs of control node nd, one line each, and the control nodes inside them,
+ * indented by depth. */
+static void dump_nested(FILE *out, const mx_node *nd, int depth) {
+  for (uint32_t a = 0; a < nd->n_attrs; a++) {
+    const mx_graph *sub = nd->attrs[a].type == MX_ATTR_GRAPH ? nd->attrs[a].graph : NULL;
+    if (!sub) continue;
+    fprintf(out, "%*s%s '%s': %zu node%s, %zu input%s, %zu output%s, %zu capture%s", 2 * depth, "",
+            nd->attrs[a].name, sub->name, sub->n_live_nodes, sub->n_live_nodes == 1 ? "" : "s", sub->n_inputs,
+            sub->n_inputs == 1 ? "" : "s", sub->n_outputs, sub->n_outputs == 1 ? "" : "s", count_captures(sub),
+            count_captures(sub) == 1 ? "" : "s");
+    size_t shown = 0;
+    for (size_t n = 0; n < sub->n_nodes && shown < 4; n++) {
+      if (sub->nodes[n].flags & MX_NODE_DEAD) continue;
+      fprintf(out, "%s%s", shown++ ? ", " : " (", sub->nodes[n].op_type);
+    }
+    if (shown) fprintf(out, "%s)", sub->n_live_nodes > shown ? ", ..." : "");
+    fprintf(out, "\n");
+    for (size_t n = 0; n < sub->n_nodes; n++) {
+      const mx_node *inner = &sub->nodes[n];
+      if ((inner->flags & MX_NODE_DEAD) || !mx__part_is_control(inner)) continue;
+      fprintf(out, "%*s%s '%s' (control flow, nested)\n", 2 * depth + 2, "", inner->op_type, inner->name);
+      dump_nested(out, inner, depth + 2);
+    }
+  }
+}
+
+void mx__part_dump_control_text(FILE *out, const mx_node *call, int depth) {
+  const mx_node *cn = mx__part_control_node(call);
+  if (!cn) return;
+  fprintf(out, "%*s%s '%s' (control flow: runs as one op, its subgraphs on the host)\n", 2 * depth, "",
+          cn->op_type, cn->name);
+  dump_nested(out, cn, depth + 1);
+}
+
 /* A growable list of value ids without repeats. */
 typedef struct id_list {
   mx_value_id *v;

@@ -1,5 +1,6 @@
 /* The text dump: one line per cluster (id, type, op count, rank range, producer and consumer
- * cluster ids, the first names it holds) and one line of totals. */
+ * cluster ids, the first names it holds), under an UNKNOWN cluster the control nodes it runs
+ * with their subgraphs, nested, and one line of totals. */
 #include <stdio.h>
 
 #include "partitioner/partitioner_impl.h"
@@ -38,6 +39,10 @@ mx_status mx_partition_dump_text(const mx_partition *p, FILE *out) {
       fprintf(out, "]");
     }
     fprintf(out, "\n");
+    for (uint32_t k = 0; c->type == MX_CLUSTER_UNKNOWN && k < c->n_nodes; k++) {
+      const mx_node *nd = &p->g->nodes[p->members[c->first_node + k]];
+      if (mx__part_is_control_call(nd)) mx__part_dump_control_text(out, nd, 1);
+    }
   }
   size_t shown_syms = 0;
   for (size_t k = 0; k < p->n_sym_kinds; k++) {

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "graph/ir.h"
 #include "mixrt/partition.h"
@@ -45,6 +46,10 @@ MX_MUST_USE mx_status mx__part_wrap_control(mx_graph *g, size_t *wrapped, mx_err
 bool mx__part_is_control_call(const mx_node *nd);
 /* The control node inside a wrapper call (borrowed), or NULL. */
 const mx_node *mx__part_control_node(const mx_node *call);
+/* Prints the nesting under wrapper call `call`: the control node, each of its subgraphs (node
+ * count, first ops, captures) and the control nodes inside them, recursively; lines indented by
+ * 2 * depth. Nothing when call is not a wrapper. */
+void mx__part_dump_control_text(FILE *out, const mx_node *call, int depth);
 
 /* Time of each phase of one mx_partition_create, in nanoseconds: wall clock, and CPU time of
  * the calling thread (which does not grow when other jobs share the machine). */

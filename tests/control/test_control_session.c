@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -16,6 +18,7 @@
 #include "mixrt/partition.h"
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
+#include "partitioner/partitioner.h"
 
 #define N 8
 
@@ -325,4 +328,37 @@ Test(control_session, run_cancelled_from_another_thread) {
   cr_assert_eq(st, MX_ERR_CANCELLED, "%s", mx_session_last_error(s));
   cr_assert(strstr(mx_session_last_error(s), "'forever'"), "%s", mx_session_last_error(s));
   mx_session_destroy(s);
+}
+
+/* --- partition dumps ----------------------------------------------------------------------- */
+
+Test(control_session, partition_dump_shows_the_nesting_and_the_reason) {
+  mx_graph *g = loop_with_nested_if();
+  cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
+  mx_error err = {0};
+  size_t wrapped = 0;
+  cr_assert_eq(mx__part_wrap_control(g, &wrapped, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(wrapped, 1);
+  mx_partition_options o;
+  mx_partition_options_init(&o);
+  mx_partition *p;
+  cr_assert_eq(mx_partition_create(g, &o, &p, &err), MX_OK, "%s", err.message);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  cr_assert_eq(mx_partition_dump_text(p, f), MX_OK);
+  fclose(f);
+  cr_assert(strstr(text, "Loop 'outer_loop' (control flow"), "%s", text);
+  cr_assert(strstr(text, "body 'body': 5 nodes"), "%s", text);
+  cr_assert(strstr(text, "If 'inner_if' (control flow, nested)"), "%s", text);
+  cr_assert(strstr(text, "then_branch 'then': 1 node, 0 inputs, 1 output, 2 captures (Add)"), "%s", text);
+  free(text);
+  mx_partition_node_info info;
+  cr_assert(mx_partition_node(p, mx_graph_find_node(g, "outer_loop"), &info));
+  cr_assert_eq(info.reason.kind, MX_PART_CONTROL_FLOW);
+  char why[256];
+  mx_partition_reason_format(p, mx_graph_find_node(g, "outer_loop"), why, sizeof why);
+  cr_assert(strstr(why, "Loop 'outer_loop' runs its subgraphs as one op"), "%s", why);
+  mx_partition_destroy(p);
+  mx_graph_destroy(g);
 }
