@@ -267,7 +267,8 @@ static mx_status const_sv(mx_graph *g, mx_value *v) {
   return MX_OK;
 }
 
-mx_status mx__graph_set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t) {
+/* Sets v's constant data: a copy in the graph's arena, or t's own bytes when borrowed. */
+static mx_status set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t, bool borrow) {
   mx_value *v = &g->values[vid];
   if (!mx_dtype_size(t->dtype) || t->rank < 0 || t->rank > MX_MAX_RANK)
     return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "constant '%s': invalid dtype or rank", v->name);
@@ -276,8 +277,14 @@ mx_status mx__graph_set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t) 
     return mx__graph_fail(g, MX_ERR_LIMIT, "constant '%s': size overflows", v->name);
   if (nbytes && !t->data)
     return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "constant '%s': data is NULL", v->name);
-  mx_tensor *c = mx__graph_copy_tensor(g, t);
+  mx_tensor *c = borrow && t->dtype != MX_STRING ? mx__arena_alloc(&g->arena, sizeof *c, 8)
+                                                : mx__graph_copy_tensor(g, t);
   if (!c) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory copying constant '%s'", v->name);
+  if (borrow && t->dtype != MX_STRING) {
+    *c = *t;
+    c->name = NULL;
+    c->placement = MX_HOST;
+  }
   v->data = c;
   v->flags |= MX_VALUE_CONST;
   v->dtype = t->dtype;
@@ -286,6 +293,19 @@ mx_status mx__graph_set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t) 
   if (const_sv(g, v) != MX_OK)
     return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory copying constant '%s'", v->name);
   return MX_OK;
+}
+
+mx_status mx__graph_set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t) {
+  return set_const(g, vid, t, false);
+}
+
+mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const mx_tensor *t) {
+  mx_value_id id = MX_NO_VALUE;
+  mx_status st = mx__graph_new_value(g, name, &id);
+  if (st != MX_OK) return st;
+  st = set_const(g, id, t, true);
+  if (st != MX_OK) mx__graph_remove_value(g, id);
+  return st;
 }
 
 mx_status mx__graph_add_use(mx_graph *g, mx_value_id vid, mx_node_id n) {

@@ -134,6 +134,9 @@ MX_MUST_USE mx_status mx__graph_new_value(mx_graph *g, const char *name, mx_valu
 const char *mx__graph_unique_name(mx_graph *g, const char *hint);
 /* Turns v into a constant holding a copy of t (dtype and shape follow t). */
 MX_MUST_USE mx_status mx__graph_set_const(mx_graph *g, mx_value_id v, const mx_tensor *t);
+/* A new constant whose data are t's own bytes, not copied: they must stay valid and unchanged for
+ * the graph's life (the mapped weights section of an .mxm file, held by whoever loaded it). */
+MX_MUST_USE mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const mx_tensor *t);
 /* Adds a use of v by node n. */
 MX_MUST_USE mx_status mx__graph_add_use(mx_graph *g, mx_value_id v, mx_node_id n);
 /* Removes one use of v by node n (no-op when absent). */

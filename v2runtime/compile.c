@@ -12,6 +12,7 @@
 #include "mixrt/partition.h"
 #include "partitioner/partitioner.h"
 #include "reference/reference.h"
+#include "static_exec/mxm_info.h"
 #include "v2runtime/kernels_control.h"
 #include "v2runtime/session_impl.h"
 
@@ -256,5 +257,6 @@ void mx__program_free(mx_program *p) {
   free(p->output_shapes);
   mx_graph_destroy(p->root);
   mx_graph_destroy(p->source);
+  mx__mxm_mapping_release(p->weights_map); /* after the root, whose constants may lie in it */
   free(p);
 }

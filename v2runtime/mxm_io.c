@@ -382,10 +382,10 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
     goto done;
   }
   mx__progress_stage("load: root graph and dynamic plans");
-  st = mx__onnx_load_memory_blob(onnx, onnx_len, sec, sec_size, &p->root, err);
-  /* The static plans hold the mapping where their weights lie in it; the root's constants are
-   * copies now. */
-  mx__mxm_mapping_release(sec_map);
+  /* The root's floating-point constants stay in the mapped section (not copied): the program
+   * holds the mapping, as the static plans do theirs. */
+  st = mx__onnx_load_memory_borrow(onnx, onnx_len, sec, sec_size, &p->root, err);
+  p->weights_map = sec_map;
   sec_map = NULL;
   /* The imported root holds its own copy of the constants: the record (onnx points into it)
    * can go now. */

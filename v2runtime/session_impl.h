@@ -82,6 +82,8 @@ typedef struct mx_program {
                                  the reference interpreter, whole (no calls, empty exe graphs) */
   struct mx_mem_limits *limits; /* what a step may take and the tensors to size (limits.c) */
   struct mx_spec_state *spec;   /* shape specialization of dynamic calls (spec.c), or NULL */
+  struct mx__mxm_mapping *weights_map; /* the mapped .mxm weights section the root's constants
+                                          lie in (held; a program loaded from a file), or NULL */
 } mx_program;
 
 /* A root value whose data lies in a state buffer of `rows` rows along `axis` (more than its

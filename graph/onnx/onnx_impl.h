@@ -47,6 +47,8 @@ typedef struct mx__onnx_src {
   const uint8_t *blob;  /* a weights section external data at MX__ONNX_BLOB_LOCATION points into
                            (an .mxm file's), NULL: none */
   uint64_t blob_size;
+  bool borrow_blob; /* floating-point tensors in blob are taken in place, not copied (decode
+                       then returns data inside blob: the caller must not free it) */
 } mx__onnx_src;
 
 

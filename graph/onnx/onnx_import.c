@@ -206,8 +206,13 @@ static mx_status add_initializers(mx__onnx_import *im, mx__onnx_scope *sc) {
     snprintf(what, sizeof what, "graph '%.100s': initializer '%.150s'", mx_graph_name(sc->g), tp->name);
     mx_status st = mx__onnx_tensor_decode(tp, what, &im->src, NULL, &t, im->err);
     if (st != MX_OK) return st;
-    st = mx_graph_add_constant(sc->g, tp->name, &t, NULL);
-    mx_tensor_release(&t); /* the graph keeps its own copy (a string tensor's strings included) */
+    const uint8_t *d = t.data;
+    if (im->src.borrow_blob && d >= im->src.blob && d < im->src.blob + im->src.blob_size) {
+      st = mx__graph_add_constant_borrowed(sc->g, tp->name, &t); /* in place in the mapped section */
+    } else {
+      st = mx_graph_add_constant(sc->g, tp->name, &t, NULL);
+      mx_tensor_release(&t); /* the graph keeps its own copy (a string tensor's strings included) */
+    }
     if (st != MX_OK) return mx__onnx_graph_failed(im, sc->g, st);
   }
   return MX_OK;
@@ -283,9 +288,9 @@ free_maps:
 /* Imports a serialized ModelProto; base_dir locates external data (NULL: refused), or blob holds
  * it (an .mxm weights section, blob_size bytes; NULL: none). */
 static mx_status load_model(const uint8_t *data, size_t size, const char *base_dir, const uint8_t *blob,
-                            uint64_t blob_size, mx_graph **out, mx_error *err) {
+                            uint64_t blob_size, bool borrow, mx_graph **out, mx_error *err) {
   mx_status st;
-  mx__onnx_import im = {.src = {base_dir, 0, blob, blob_size}, .err = err};
+  mx__onnx_import im = {.src = {base_dir, 0, blob, blob_size, borrow}, .err = err};
   mx_graph *g = NULL;
   if (size > MX_ONNX_MAX_FILE_BYTES)
     return mx__fail(err, MX_ERR_LIMIT, "%zu bytes is more than an ONNX model can hold", size);
@@ -340,7 +345,7 @@ mx_status mx_onnx_load_memory(const void *data, size_t size, const char *base_di
   if (!out) return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx_onnx_load_memory: out is NULL");
   *out = NULL;
   if (!data && size) return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx_onnx_load_memory: data is NULL");
-  return load_model(data, size, base_dir, NULL, 0, out, e);
+  return load_model(data, size, base_dir, NULL, 0, false, out, e);
 }
 
 mx_status mx__onnx_load_memory_blob(const void *data, size_t size, const void *blob, uint64_t blob_size,
@@ -353,7 +358,20 @@ mx_status mx__onnx_load_memory_blob(const void *data, size_t size, const void *b
   if ((!data && size) || (!blob && blob_size))
     return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx__onnx_load_memory_blob: data is NULL");
   static const uint8_t empty[1];
-  return load_model(data, size, NULL, blob ? blob : empty, blob_size, out, e);
+  return load_model(data, size, NULL, blob ? blob : empty, blob_size, false, out, e);
+}
+
+mx_status mx__onnx_load_memory_borrow(const void *data, size_t size, const void *blob, uint64_t blob_size,
+                                      mx_graph **out, mx_error *err) {
+  mx_error local;
+  mx_error *e = err ? err : &local;
+  mx_error_clear(e);
+  if (!out) return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx__onnx_load_memory_borrow: out is NULL");
+  *out = NULL;
+  if ((!data && size) || (!blob && blob_size))
+    return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx__onnx_load_memory_borrow: data is NULL");
+  static const uint8_t empty[1];
+  return load_model(data, size, NULL, blob ? blob : empty, blob_size, true, out, e);
 }
 
 mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err) {
@@ -373,7 +391,7 @@ mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err) {
     st = mx__fail(e, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
     goto free_buf;
   }
-  st = load_model(buf, size, dir, NULL, 0, out, e);
+  st = load_model(buf, size, dir, NULL, 0, false, out, e);
   if (st != MX_OK) mx__error_prefix(e, "%s: ", path);
   free(dir);
 free_buf:

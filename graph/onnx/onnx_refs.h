@@ -29,4 +29,9 @@ MX_MUST_USE mx_status mx__onnx_save_memory_refs(mx_graph *g, mx__onnx_ref_fn ref
 MX_MUST_USE mx_status mx__onnx_load_memory_blob(const void *data, size_t size, const void *blob,
                                                 uint64_t blob_size, mx_graph **out, mx_error *err);
 
+/* mx__onnx_load_memory_blob whose floating-point initializers in blob are not copied: the graph's
+ * constants point into blob, which must outlive the graph unchanged. */
+MX_MUST_USE mx_status mx__onnx_load_memory_borrow(const void *data, size_t size, const void *blob,
+                                                  uint64_t blob_size, mx_graph **out, mx_error *err);
+
 #endif /* MIXRT_GRAPH_ONNX_ONNX_REFS_H */

@@ -293,6 +293,13 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
     if (st != MX_OK) return st;
   }
 
+  if (in_blob && src->borrow_blob && mx_dtype_is_float(nt.dtype)) {
+    src->decoded += nbytes;
+    nt.data = (void *)in_blob; /* borrowed: the blob outlives whatever holds the tensor */
+    nt.placement = MX_HOST;
+    *t = nt;
+    return MX_OK;
+  }
   /* Allocate only now: the bytes are known to exist. */
   data = arena ? mx__arena_alloc(arena, nbytes ? nbytes : 1, 64) : malloc(nbytes ? nbytes : 1);
   if (!data) {
