@@ -316,6 +316,7 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
       goto done;
     }
     cond_byte = cond;
+    if (lim && lim->iterations) (*lim->iterations)++;
     st = run_body_lending(c, body, "body", bin, 2 + n, bout, lent);
     if (st != MX_OK) goto done;
     /* Outputs the body gave back from its inputs: a carried value passed through in its own slot

@@ -63,6 +63,7 @@ typedef struct mx__ref_limits {
                                  MX_ERR_CANCELLED (NULL: never) */
   const char *raise_hint;     /* what raises max_iterations, for the message (NULL: the
                                  interpreter's own knobs) */
+  uint64_t *iterations;       /* counts every Loop iteration run (NULL: not counted) */
 } mx__ref_limits;
 /* Installs l (borrowed; NULL: none) for the calling thread; returns the previous one. */
 const mx__ref_limits *mx__reference_set_limits(const mx__ref_limits *l);

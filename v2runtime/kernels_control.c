@@ -26,6 +26,7 @@ mx_status mx__control_run_graph(mx_session *s, mx_graph *g, const mx_tensor *ins
           s->opts.max_loop_iterations > 0 ? s->opts.max_loop_iterations : MX_SESSION_DEFAULT_LOOP_ITERATIONS,
       .cancel = &s->cancel,
       .raise_hint = "mx_session_options.max_loop_iterations",
+      .iterations = &s->last.loop_iterations,
   };
   const mx__ref_limits *prev = mx__reference_set_limits(&lim);
   mx_status st = mx__reference_run_graph(g, NULL, ins, n_in, outs, n_out, err);
@@ -44,5 +45,6 @@ mx_status mx__control_run(void *user, const mx_node *nd, const mx_tensor *ins, s
     const mx_node *cn = mx__part_control_node(nd);
     return mx__node_fail(err, cn ? cn : nd, MX_ERR_CANCELLED, "the run was cancelled (mx_session_cancel)");
   }
+  s->last.control_runs++;
   return mx__control_run_graph(s, body, ins, n_in, outs, n_out, err);
 }

@@ -118,11 +118,13 @@ static mx_status device_failure(mx_session *s, mx_stream *stream, mx_status st) 
 static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   mx_program *p = s->prog;
   mx_session_stats *l = &s->last;
-  uint64_t execs = l->static_executes;
+  uint64_t execs = l->static_executes, control_runs = l->control_runs, iterations = l->loop_iterations;
   memset(l, 0, sizeof *l);
   l->steps = 1;
   l->step_ns = step_ns;
   l->static_executes = execs;
+  l->control_runs = control_runs;
+  l->loop_iterations = iterations;
   /* Ticks to nanoseconds, by the ratio of both clocks since the session was created. */
   double ns_per_tick = mx__tick_clock_ratio(&s->clock);
   l->dynamic_ns = (uint64_t)((double)step->dynamic_ticks * ns_per_tick);
@@ -162,6 +164,8 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   t->dynamic_ns += l->dynamic_ns;
   t->host_ns += l->host_ns;
   t->static_executes += l->static_executes;
+  t->control_runs += l->control_runs;
+  t->loop_iterations += l->loop_iterations;
   t->refreshed_entries += l->refreshed_entries;
   t->kernels_run += l->kernels_run;
   t->device_allocations = cs.device_allocs;
@@ -245,6 +249,8 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   uint64_t t0 = mx__now_ns();
   mx_error_clear(&s->err);
   atomic_store(&s->cancel, false); /* mx_session_cancel stops the run in progress only */
+  s->last.control_runs = 0;        /* counted by the control kernel (kernels_control.c) */
+  s->last.loop_iterations = 0;
   mx_program *p = s->prog;
   mx_step *step = &s->step;
   step->pads = NULL;

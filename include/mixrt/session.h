@@ -272,6 +272,9 @@ typedef struct mx_session_stats {
   uint64_t spec_compile_ns; /* host time compiling them */
   uint64_t spec_fallbacks;  /* partitions that stopped specializing (churn or a body that
                                   cannot become static), each said once in the log */
+  /* Control flow (If, Loop, Scan run as one op of a dynamic partition). */
+  uint64_t control_runs;    /* control ops run */
+  uint64_t loop_iterations; /* Loop iterations run by them, at any depth */
 } mx_session_stats;
 
 /* Fills *last (the last step) and *total (since the model was loaded; the allocator counters

@@ -219,6 +219,11 @@ Test(control_session, loop_with_data_dependent_trip_count_and_nested_if) {
     for (int64_t i = 0; i < limit; i++) want += i < 2 ? 1.0f : 10.0f;
     cr_assert_eq(((float *)out[0].data)[0], -want);
     cr_assert_eq(out[1].dims[0], limit, "one scanned iteration number per iteration");
+    mx_session_stats last, total;
+    cr_assert_eq(mx_session_get_stats(s, &last, &total), MX_OK);
+    cr_assert_eq(last.control_runs, 1, "the Loop ran as one op");
+    cr_assert_eq(last.loop_iterations, (uint64_t)limit);
+    cr_assert_geq(total.loop_iterations, (uint64_t)limit);
     mx_tensor_release(&out[0]);
     mx_tensor_release(&out[1]);
   }
