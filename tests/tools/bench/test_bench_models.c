@@ -2,7 +2,8 @@
  * inputs: the manifest case names none), one round of one step: the JSON parses and holds the
  * fields the results table is made from; a runner not asked for is null with the reason; a mock
  * PyTorch peer (a shell script speaking the runner protocol, given as --python) gives the
- * figures and ratios; the markdown table; a missing zoo says how to export it; bad options are
+ * figures and ratios; the markdown table; --layers on a Conv whose weights are a graph input
+ * (a row with the reason it is not timed); a missing zoo says how to export it; bad options are
  * usage errors. Nothing here looks at timings. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -25,8 +26,10 @@ static void make_zoo(void) {
   cr_assert(f, "cannot write %s", path);
   fprintf(f,
           "{\"opset\": 17, \"models\": [{\"name\": \"relu\", \"model\": \"%s/test_relu/model.onnx\", "
+          "\"cases\": [{\"name\": \"random\", \"symbols\": {}}]},\n"
+          " {\"name\": \"conv\", \"model\": \"%s/test_basic_conv_with_padding/model.onnx\", "
           "\"cases\": [{\"name\": \"random\", \"symbols\": {}}]}]}\n",
-          MIXRT_ONNX_NODE_DIR_DEFAULT);
+          MIXRT_ONNX_NODE_DIR_DEFAULT, MIXRT_ONNX_NODE_DIR_DEFAULT);
   fclose(f);
   /* Answers every request with ok, and `run NAME N` with N times of 1 ms. */
   snprintf(mock, sizeof mock, "%s/mock_peer.sh", zoo);
@@ -63,7 +66,7 @@ static void expect_keys(const char *const *keys, size_t n) {
   }
 }
 
-#define QUICK "bench models --zoo %s --rounds 1 --steps 1 --warmup 0 --threads 1,2"
+#define QUICK "bench models --zoo %s --models relu --rounds 1 --steps 1 --warmup 0 --threads 1,2"
 
 Test(bench_models, mixrt_runners_print_the_expected_json) {
   make_zoo();
@@ -113,6 +116,16 @@ Test(bench_models, table_and_json_file) {
   cr_assert(text, "no %s", json);
   cr_assert(mxt_json_valid(text, NULL, 0), "not JSON:\n%s", text);
   free(text);
+}
+
+Test(bench_models, layers_table) {
+  make_zoo();
+  cr_assert_eq(run("bench models --zoo %s --models conv --layers --threads 1 --rounds 1 --steps 1%s", zoo, ""), 0,
+               "%s", out);
+  cr_assert(strstr(out, "## conv (random)"), "%s", out);
+  cr_assert(strstr(out, "sgemm 1024^3 peak"), "%s", out);
+  cr_assert(strstr(out, "| # | Conv | out CxHxW | kernel | group | GFLOP | ms | GFLOP/s | of peak |"), "%s", out);
+  cr_assert(strstr(out, "| 1 |") && strstr(out, "weights are not a float32 constant"), "%s", out);
 }
 
 Test(bench_models, missing_zoo_and_bad_options) {
