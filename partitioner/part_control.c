@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/json.h"
 #include "common/grow.h"
 #include "graph/ops/op.h"
 #include "graph/passes/passes.h"
@@ -87,6 +88,41 @@ void mx__part_dump_control_text(FILE *out, const mx_node *call, int depth) {
   fprintf(out, "%*s%s '%s' (control flow: runs as one op, its subgraphs on the host)\n", 2 * depth, "",
           cn->op_type, cn->name);
   dump_nested(out, cn, depth + 1);
+}
+
+/* JSON of control node nd: op, name and its subgraphs, each with its counts and the control
+ * nodes nested in it. */
+static void control_json(FILE *out, const mx_node *nd) {
+  fprintf(out, "{\"op\": ");
+  mx__json_string(out, nd->op_type);
+  fprintf(out, ", \"name\": ");
+  mx__json_string(out, nd->name);
+  fprintf(out, ", \"subgraphs\": [");
+  size_t shown = 0;
+  for (uint32_t a = 0; a < nd->n_attrs; a++) {
+    const mx_graph *sub = nd->attrs[a].type == MX_ATTR_GRAPH ? nd->attrs[a].graph : NULL;
+    if (!sub) continue;
+    fprintf(out, "%s{\"attribute\": ", shown++ ? ", " : "");
+    mx__json_string(out, nd->attrs[a].name);
+    fprintf(out, ", \"graph\": ");
+    mx__json_string(out, sub->name);
+    fprintf(out, ", \"nodes\": %zu, \"inputs\": %zu, \"outputs\": %zu, \"captures\": %zu, \"control\": [",
+            sub->n_live_nodes, sub->n_inputs, sub->n_outputs, count_captures(sub));
+    size_t inner_shown = 0;
+    for (size_t n = 0; n < sub->n_nodes; n++) {
+      const mx_node *inner = &sub->nodes[n];
+      if ((inner->flags & MX_NODE_DEAD) || !mx__part_is_control(inner)) continue;
+      if (inner_shown++) fprintf(out, ", ");
+      control_json(out, inner);
+    }
+    fprintf(out, "]}");
+  }
+  fprintf(out, "]}");
+}
+
+void mx__part_dump_control_json(FILE *out, const mx_node *call) {
+  const mx_node *cn = mx__part_control_node(call);
+  if (cn) control_json(out, cn);
 }
 
 /* A growable list of value ids without repeats. */

@@ -76,6 +76,15 @@ static void cluster_json(FILE *out, const mx_partition *p, uint32_t id) {
       mx__json_string(out, sp->why ? sp->why : "");
     }
   }
+  /* The control nodes an UNKNOWN cluster runs, with their subgraphs nested. */
+  size_t n_control = 0;
+  for (uint32_t k = 0; c->type == MX_CLUSTER_UNKNOWN && k < c->n_nodes; k++) {
+    const mx_node *nd = &p->g->nodes[p->members[c->first_node + k]];
+    if (!mx__part_is_control_call(nd)) continue;
+    fprintf(out, "%s", n_control++ ? ", " : ",\n     \"control\": [");
+    mx__part_dump_control_json(out, nd);
+  }
+  if (n_control) fprintf(out, "]");
   fprintf(out, "}");
 }
 

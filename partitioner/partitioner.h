@@ -50,6 +50,9 @@ const mx_node *mx__part_control_node(const mx_node *call);
  * count, first ops, captures) and the control nodes inside them, recursively; lines indented by
  * 2 * depth. Nothing when call is not a wrapper. */
 void mx__part_dump_control_text(FILE *out, const mx_node *call, int depth);
+/* The same nesting as one JSON object ({"op", "name", "subgraphs": [{"attribute", "graph",
+ * "nodes", "inputs", "outputs", "captures", "control": [...]}]}). */
+void mx__part_dump_control_json(FILE *out, const mx_node *call);
 
 /* Time of each phase of one mx_partition_create, in nanoseconds: wall clock, and CPU time of
  * the calling thread (which does not grow when other jobs share the machine). */
