@@ -61,7 +61,7 @@ void mx_cmd_bench_models_help(FILE *out) {
       "usage: mixrt bench models [--zoo DIR] [--models NAME,...] [--threads 1,2]\n"
       "                          [--runners hybrid,dynamic,ort,torch] [--rounds N] [--steps N]\n"
       "                          [--warmup N] [--device inline|cpu] [--json FILE] [--table]\n"
-      "                          [--layers]\n"
+      "                          [--plot FILE.png] [--layers]\n"
       "                          [--node PATH] [--python PATH] [--peers DIR] [--work-dir DIR]\n\n"
       "models: median step latency of the zoo's models (bench/zoo/export.py: ResNet-50,\n"
       "  MobileNetV3, a GPT decoder step, a BERT encoder, LSTM, GRU, ...) on each model's first\n"
@@ -95,6 +95,8 @@ void mx_cmd_bench_models_help(FILE *out) {
       "                     as ONNX Runtime's and PyTorch's do) or cpu (a worker thread per stream)\n"
       "  --json FILE        the JSON into FILE instead of stdout\n"
       "  --table            a markdown table of the medians and ratios on stdout\n"
+      "  --plot FILE.png    a bar chart of the medians (log scale) drawn by gnuplot (make\n"
+      "                     bench-deps installs gnuplot-nox; without it --plot is refused)\n"
       "  --layers           instead: every Conv of each model timed alone (a one-node session,\n"
       "                     batch 1, the best of --rounds x --steps steps) at each thread count,\n"
       "                     with its GFLOP/s against the sgemm peak a short cblas_sgemm\n"
@@ -105,8 +107,7 @@ void mx_cmd_bench_models_help(FILE *out) {
       "  --peers DIR        where ort_runner.js and torch_runner.py are (default: bench/peers of\n"
       "                     the source tree this program was built from, or $MIXRT_PEERS_DIR)\n"
       "  --work-dir DIR     where the runners' input files are linked (default: a new folder in\n"
-      "                     /tmp, removed at the end)\n"
-      "No plot is drawn: the JSON and the table are the output (gnuplot is not a dependency).\n");
+      "                     /tmp, removed at the end)\n");
 }
 
 /* The build tree's zoo: <build>/zoo beside <build>/tools/mixrt. */
@@ -214,6 +215,8 @@ static int parse(int argc, char **argv, bm_args *a) {
       if (strcmp(v, "inline") != 0 && strcmp(v, "cpu") != 0)
         return mx_cli_usage_error(cmd, "--device takes inline or cpu, not '%s'", v);
       a->device = v;
+    } else if (strcmp(o, "--plot") == 0) {
+      if (!(a->plot = mx_cli_option_value(cmd, argc, argv, &i))) return MX_EXIT_USAGE;
     } else if (strcmp(o, "--table") == 0) {
       a->table = true;
     } else if (strcmp(o, "--layers") == 0) {
@@ -222,6 +225,8 @@ static int parse(int argc, char **argv, bm_args *a) {
       return mx_cli_usage_error(cmd, "unknown %s '%s'", o[0] == '-' ? "option" : "argument", o);
     }
   }
+  if (a->plot && system("command -v gnuplot > /dev/null 2>&1") != 0)
+    return mx_cli_usage_error(cmd, "--plot needs gnuplot, which is not on PATH (make bench-deps installs gnuplot-nox)");
   if (!a->zoo) {
     default_zoo(a->zoo_buf, sizeof a->zoo_buf);
     a->zoo = a->zoo_buf;
@@ -658,6 +663,42 @@ static void write_table(FILE *f, bm_run *r, bm_model *models, size_t n) {
   }
 }
 
+/* A PNG of the medians through gnuplot: one cluster of bars per model and thread count, one bar
+ * per runner, latency on a log scale. */
+static int write_plot(bm_run *r, bm_model *models, size_t n) {
+  bm_args *a = r->a;
+  FILE *gp = popen("gnuplot", "w");
+  if (!gp) return mx_cli_runtime_error("bench models", "--plot: cannot start gnuplot: %s", strerror(errno));
+  fprintf(gp, "set terminal png size 1400,700 noenhanced\nset output ");
+  mx__json_string(gp, a->plot); /* a quoted string gnuplot reads alike */
+  fprintf(gp,
+          "\nset style data histograms\nset style histogram clustered gap 1\nset style fill solid border -1\n"
+          "set logscale y\nset ylabel 'median step latency (ms)'\nset xtics rotate by -35\n"
+          "set datafile missing '?'\nset key top right\nset grid ytics\n"
+          "set title 'mixrt bench models: batch 1, median of %lld steps'\n$data << EOD\n",
+          (long long)(a->rounds * a->steps));
+  for (size_t i = 0; i < n; i++)
+    for (int t = 0; t < a->n_threads; t++) {
+      fprintf(gp, "\"%s %lldt\"", models[i].name, (long long)a->threads[t]);
+      for (int k = 0; k < N_RUNNERS; k++) {
+        bm_stat st = stat_of(config_at(&models[i], a, k, t));
+        if (st.ok)
+          fprintf(gp, " %.5f", st.median);
+        else
+          fprintf(gp, " ?");
+      }
+      fprintf(gp, "\n");
+    }
+  fprintf(gp, "EOD\nplot");
+  for (int k = 0; k < N_RUNNERS; k++)
+    fprintf(gp, "%s $data using %d%s title '%s'", k ? "," : "", k + 2, k ? "" : ":xtic(1)", runner_titles[k]);
+  fprintf(gp, "\n");
+  int status = pclose(gp);
+  if (status != 0) return mx_cli_runtime_error("bench models", "--plot: gnuplot failed (status %d)", status);
+  fprintf(stderr, "bench models: plot written to %s\n", a->plot);
+  return MX_EXIT_OK;
+}
+
 /* --- the command ---------------------------------------------------------------------------- */
 
 /* Fills models[] from the manifest (the models --models names, each with its first case). */
@@ -800,6 +841,7 @@ int mx_cmd_bench_models(int argc, char **argv) {
     if (jf != stdout && fclose(jf) != 0) rc = mx_cli_runtime_error("bench models", "--json %s: write failed", a.json);
   }
   if (a.table) write_table(stdout, &r, models, n);
+  if (a.plot && rc == MX_EXIT_OK) rc = write_plot(&r, models, n);
   bool any = false;
   for (size_t k = 0; k < n; k++)
     for (int c = 0; c < n_configs(&a); c++) any |= models[k].configs[c].ok;
