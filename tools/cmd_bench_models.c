@@ -286,6 +286,7 @@ static bool prepare_inputs(bm_model *m, const mx_bmj *c, const char *zoo) {
         return false;
       }
       snprintf(link, sizeof link, "%s/%s.npy", m->feed_dir, inputs->keys[k]);
+      unlink(link); /* a --work-dir of an earlier run */
       if (symlink(abs_target, link) != 0) {
         snprintf(m->error, sizeof m->error, "%s: %s", link, strerror(errno));
         return false;
@@ -329,7 +330,8 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
   (void)sb;
   (void)flag;
   (void)ftw;
-  return remove(path) == 0 ? 0 : 0; /* best effort: a leftover file is only untidy */
+  (void)remove(path); /* best effort: a leftover file is only untidy */
+  return 0;
 }
 
 /* Removes the work folder this run created (links and random inputs only). */
@@ -551,7 +553,7 @@ static void json_ratio(FILE *f, const char *key, bm_stat x, bm_stat y) {
 static void write_json(FILE *f, bm_run *r, bm_model *models, size_t n, int argc, char **argv) {
   bm_args *a = r->a;
   fprintf(f, "{\n \"benchmark\": \"models\",\n \"command\": ");
-  char cmd[2048] = "mixrt";
+  char cmd[2048] = "mixrt bench";
   for (int k = 0; k < argc; k++) {
     size_t used = strlen(cmd);
     snprintf(cmd + used, sizeof cmd - used, " %s", argv[k]);
