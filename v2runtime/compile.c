@@ -155,23 +155,30 @@ oom:
 /* True when g holds a node that handles sequences / optionals, or a node with subgraphs that
  * takes or gives one of those (or strings), or the graph takes or gives one. Nodes with
  * subgraphs on tensors run through the partitioner, wrapped into calls of their own. */
-static bool needs_interpreter(const mx_graph *g) {
+static bool needs_interpreter(const mx_graph *g, char *why, size_t cap) {
   for (size_t n = 0; n < g->n_nodes; n++) {
     const mx_node *nd = &g->nodes[n];
     if (nd->flags & MX_NODE_DEAD) continue;
     bool control = mx__part_is_control(nd);
     if (control) {
-      if (!mx__part_control_wrappable(g, nd)) return true;
-      continue;
+      if (mx__part_control_wrappable(g, nd)) continue;
+      snprintf(why, cap, "node '%s' (%s) takes or gives a sequence, optional or string", nd->name, nd->op_type);
+      return true;
     }
-    if (nd->def && (nd->def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND))) return true;
-    for (uint32_t a = 0; a < nd->n_attrs; a++)
-      if (nd->attrs[a].type == MX_ATTR_GRAPH) return true;
+    bool graph_attr = false;
+    for (uint32_t a = 0; a < nd->n_attrs; a++) graph_attr = graph_attr || nd->attrs[a].type == MX_ATTR_GRAPH;
+    if (graph_attr || (nd->def && (nd->def->flags & (MX_OP_SUBGRAPH | MX_OP_ANY_KIND)))) {
+      snprintf(why, cap, "node '%s' (%s) %s", nd->name, nd->op_type,
+               graph_attr ? "calls a graph attribute" : "handles sequences or optionals");
+      return true;
+    }
   }
-  for (size_t i = 0; i < g->n_inputs; i++)
-    if (g->values[g->inputs[i]].kind != MX_KIND_TENSOR) return true;
-  for (size_t i = 0; i < g->n_outputs; i++)
-    if (g->values[g->outputs[i]].kind != MX_KIND_TENSOR) return true;
+  for (size_t i = 0; i < g->n_inputs + g->n_outputs; i++) {
+    const mx_value *v = &g->values[i < g->n_inputs ? g->inputs[i] : g->outputs[i - g->n_inputs]];
+    if (v->kind == MX_KIND_TENSOR) continue;
+    snprintf(why, cap, "graph %s '%s' is a sequence or optional", i < g->n_inputs ? "input" : "output", v->name);
+    return true;
+  }
   return false;
 }
 
@@ -187,9 +194,16 @@ mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_e
   p->source = g;
   st = optimize(g, s->passes, &s->fuse, err);
   if (st != MX_OK) goto fail;
-  if (needs_interpreter(g)) {
-    /* The partitioner takes no subgraph nodes and the executors no sequences: such a model runs
-     * whole on the host through the reference interpreter (constant If nodes are folded above). */
+  char why[MX_ERROR_MESSAGE_MAX];
+  if (needs_interpreter(g, why, sizeof why)) {
+    /* The executors move tensors only: a model with sequences or optionals runs whole on the
+     * host through the reference interpreter (constant If nodes are folded above; control
+     * nodes on tensors are partitioned below). */
+    if (s->opts.log) {
+      char line[MX_ERROR_MESSAGE_MAX + 96];
+      snprintf(line, sizeof line, "model runs whole through the reference interpreter, not partitioned: %s", why);
+      s->opts.log(s->opts.log_user, MX_LOG_INFO, line);
+    }
     p->interpreted = true;
     p->root = g;
     p->source = NULL;

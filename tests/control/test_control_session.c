@@ -373,3 +373,39 @@ Test(control_session, partition_dump_shows_the_nesting_and_the_reason) {
   mx_partition_destroy(p);
   mx_graph_destroy(g);
 }
+
+/* --- the interpreter fallback -------------------------------------------------------------- */
+
+static char logged[1024];
+
+static void keep_log(void *user, mx_log_level level, const char *msg) {
+  (void)user;
+  (void)level;
+  if (strstr(msg, "reference interpreter")) snprintf(logged, sizeof logged, "%s", msg);
+}
+
+/* Sequences keep the interpreter, and the session's log says which node made it so. */
+Test(control_session, sequences_keep_the_interpreter_and_the_log_says_why) {
+  mx_graph *g = new_graph();
+  mx_value_id x = input(g, "x", MX_FLOAT32, 1, (mx_dim[]){2});
+  mx_value_id seq, cat;
+  node(g, "SequenceConstruct", "make_seq", (mx_value_id[]){x, x}, 2, NULL, 0, &seq, 1);
+  mx_attr ax = mx_attr_int("axis", 0);
+  node(g, "ConcatFromSequence", "join", &seq, 1, &ax, 1, &cat, 1);
+  cr_assert_eq(mx_graph_add_output(g, cat), MX_OK);
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.log = keep_log;
+  logged[0] = 0;
+  mx_session *s;
+  mx_error err = {0};
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
+  cr_assert(strstr(logged, "'make_seq' (SequenceConstruct)"), "log: '%s'", logged);
+  float xv[2] = {1, 2};
+  mx_tensor in = {.dtype = MX_FLOAT32, .rank = 1, .dims = {2}, .data = xv}, out = {0};
+  cr_assert_eq(mx_session_run(s, &in, 1, &out, 1), MX_OK, "%s", mx_session_last_error(s));
+  cr_assert_eq(out.dims[0], 4);
+  mx_tensor_release(&out);
+  mx_session_destroy(s);
+}
