@@ -101,6 +101,82 @@ static uint64_t checksum_with_progress(const void *data, size_t n, const char *s
 
 uint64_t mx__mxm_checksum(const void *data, size_t n) { return checksum_with_progress(data, n, NULL); }
 
+/* The weights section's checksum: the same word step in four independent lanes over 32-byte
+ * blocks (the multiplies overlap, so checking a large section costs about what reading it
+ * does), a zero-padded last block, then the lanes folded and mixed. Computed in pieces of any
+ * size: up to 31 bytes wait in `carry`. */
+typedef struct lane_sum {
+  uint64_t lane[4];
+  uint64_t n; /* total bytes (part of the seed) */
+  unsigned char carry[32];
+  size_t n_carry;
+} lane_sum;
+
+static void lanes_init(lane_sum *ls, uint64_t n) {
+  memset(ls, 0, sizeof *ls);
+  ls->n = n;
+  for (int k = 0; k < 4; k++) ls->lane[k] = (0x6a09e667f3bcc909ull ^ n) + (uint64_t)k * 0x9e3779b97f4a7c15ull;
+}
+
+static void lanes_blocks(lane_sum *ls, const unsigned char *p, size_t n) {
+  uint64_t a = ls->lane[0], b = ls->lane[1], c = ls->lane[2], d = ls->lane[3];
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    a = (a ^ load_le64(p + i)) * 0x9e3779b97f4a7c15ull;
+    b = (b ^ load_le64(p + i + 8)) * 0x9e3779b97f4a7c15ull;
+    c = (c ^ load_le64(p + i + 16)) * 0x9e3779b97f4a7c15ull;
+    d = (d ^ load_le64(p + i + 24)) * 0x9e3779b97f4a7c15ull;
+    a ^= a >> 32;
+    b ^= b >> 32;
+    c ^= c >> 32;
+    d ^= d >> 32;
+  }
+  ls->lane[0] = a, ls->lane[1] = b, ls->lane[2] = c, ls->lane[3] = d;
+}
+
+static void lanes_update(lane_sum *ls, const unsigned char *p, size_t n) {
+  size_t i = 0;
+  if (ls->n_carry) {
+    while (ls->n_carry < 32 && i < n) ls->carry[ls->n_carry++] = p[i++];
+    if (ls->n_carry < 32) return;
+    lanes_blocks(ls, ls->carry, 32);
+    ls->n_carry = 0;
+  }
+  size_t whole = (n - i) & ~(size_t)31;
+  lanes_blocks(ls, p + i, whole);
+  i += whole;
+  while (i < n) ls->carry[ls->n_carry++] = p[i++];
+}
+
+static uint64_t lanes_finish(lane_sum *ls) {
+  if (ls->n_carry) {
+    memset(ls->carry + ls->n_carry, 0, 32 - ls->n_carry);
+    lanes_blocks(ls, ls->carry, 32);
+    ls->n_carry = 0;
+  }
+  uint64_t h = 0x6a09e667f3bcc909ull ^ ls->n;
+  for (int k = 0; k < 4; k++) {
+    h = (h ^ ls->lane[k]) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+/* The section checksum of n bytes, with progress lines (stage). */
+static uint64_t section_checksum(const unsigned char *p, size_t n, const char *stage) {
+  lane_sum ls;
+  lanes_init(&ls, n);
+  size_t step = (size_t)64 << 20;
+  for (size_t i = 0; i < n; i += step) {
+    size_t len = n - i < step ? n - i : step;
+    lanes_update(&ls, p + i, len);
+    mx__progress_bytes(stage, i + len, n);
+  }
+  return lanes_finish(&ls);
+}
+
 /* --- plan -> messages ------------------------------------------------------------------------- */
 
 /* A message of `size` bytes in the arena, initialised from *init (the type's INIT value). */
@@ -455,12 +531,19 @@ typedef struct stream_out {
   uint64_t h, done, total;
   unsigned char carry[8];
   size_t n_carry;
+  bool section;  /* checksum with section_checksum's lanes (ls) instead of the word hash */
+  lane_sum ls;
 } stream_out;
 
 static void stream_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
   stream_out *o = (stream_out *)b;
   if (!o->ok || !len) return;
-  o->ok = write_chunks(o->f, data, len, "save: write .mxm", &o->done, o->total);
+  o->ok = write_chunks(o->f, data, len, o->section ? "save: write weights" : "save: write .mxm", &o->done,
+                       o->total);
+  if (o->section) {
+    lanes_update(&o->ls, data, len);
+    return;
+  }
   size_t i = 0;
   if (o->n_carry) {
     while (o->n_carry < 8 && i < len) o->carry[o->n_carry++] = data[i++];
@@ -476,6 +559,7 @@ static void stream_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
 
 /* The checksum of everything appended (the same value mx__mxm_checksum gives). */
 static uint64_t stream_checksum(stream_out *o) {
+  if (o->section) return lanes_finish(&o->ls);
   uint64_t h = o->h;
   if (o->n_carry) {
     unsigned char tail[8] = {0};
@@ -619,7 +703,8 @@ static mx_status stream_file(const char *path, const Mxm__ModelFile *mf, const P
     uint64_t pad = sec.offset - room - psz;
     ok = fseek(f, (long)pad, SEEK_CUR) == 0;
     stream_out so = {.base = {.append = stream_append}, .f = f, .ok = ok, .total = w->size};
-    so.h = 0x6a09e667f3bcc909ull ^ w->size;
+    so.section = true;
+    lanes_init(&so.ls, w->size);
     mx__progress_stage("save: write weights");
     ok = ok && write_section(&so, w);
     sec.checksum = stream_checksum(&so);
@@ -642,7 +727,8 @@ static mx_status write_weights(const char *wpath, const mx__mxm_weights *w, uint
     return err ? err->status : MX_ERR_IO;
   }
   stream_out so = {.base = {.append = stream_append}, .f = f, .ok = true, .total = w->size};
-  so.h = 0x6a09e667f3bcc909ull ^ w->size;
+  so.section = true;
+  lanes_init(&so.ls, w->size);
   bool ok = write_section(&so, w);
   *checksum = stream_checksum(&so);
   return finish_tmp(f, ok, tmp, wpath, err);
@@ -1267,7 +1353,7 @@ mx_status mx__mxm_map_weights_file(const Mxm__ExternalWeights *ew, const char *p
             "model or a truncated copy)",
             wpath, *side_size, path, (unsigned long long)ew->size);
   } else {
-    if (checksum_with_progress(*side, *side_size, "load: check weights") != ew->checksum)
+    if (section_checksum(*side, *side_size, "load: check weights") != ew->checksum)
       st =
           BAD("weights file '%s' does not match '%s' (checksum differs: a weights file of "
               "another model or a damaged copy)",
@@ -1339,7 +1425,7 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
     sec_size = side_size;
     sec_map = side_map;
   } else if (sec) {
-    if (checksum_with_progress(sec, (size_t)sec_size, "load: check weights") != sec_checksum) {
+    if (section_checksum(sec, (size_t)sec_size, "load: check weights") != sec_checksum) {
       st = BAD("weights section checksum mismatch");
       goto fail;
     }
