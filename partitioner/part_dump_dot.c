@@ -34,6 +34,34 @@ static void dot_label2(FILE *out, const char *first, const char *second) {
   fputc('"', out);
 }
 
+/* The subgraphs of control node nd as DOT clusters nested in the current one, each holding its
+ * ops (and, recursively, the subgraphs of the control nodes among them); `path` makes the ids
+ * unique. */
+static void control_dot(FILE *out, const mx_node *nd, const char *path, int depth) {
+  uint32_t k = 0;
+  for (uint32_t a = 0; a < nd->n_attrs; a++) {
+    const mx_graph *sub = nd->attrs[a].type == MX_ATTR_GRAPH ? nd->attrs[a].graph : NULL;
+    if (!sub) continue;
+    char id[96];
+    snprintf(id, sizeof id, "%s_%u", path, k++);
+    fprintf(out, "%*ssubgraph cluster_%s {\n%*slabel=", 2 * depth, "", id, 2 * depth + 2, "");
+    dot_label2(out, nd->attrs[a].name, sub->name);
+    fprintf(out, "; style=dashed; color=\"#6a1b9a\"; fillcolor=\"#f3e5f5\";\n");
+    for (size_t n = 0; n < sub->n_nodes; n++) {
+      const mx_node *inner = &sub->nodes[n];
+      if (inner->flags & MX_NODE_DEAD) continue;
+      fprintf(out, "%*s%s_n%zu [label=", 2 * depth + 2, "", id, n);
+      dot_label2(out, inner->name, inner->op_type);
+      fprintf(out, "];\n");
+      if (!mx__part_is_control(inner)) continue;
+      char inner_path[128];
+      snprintf(inner_path, sizeof inner_path, "%s_n%zu", id, n);
+      control_dot(out, inner, inner_path, depth + 1);
+    }
+    fprintf(out, "%*s}\n", 2 * depth, "");
+  }
+}
+
 static void style_of(mx_cluster_type t, const char **line, const char **fill) {
   switch (t) {
     case MX_CLUSTER_KNOWN:
@@ -108,9 +136,16 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
     for (uint32_t k = 0; k < c->n_consts; k++) const_node(out, p, p->cluster_consts[c->first_const + k]);
     for (uint32_t m = 0; m < c->n_nodes; m++) {
       mx_node_id n = p->members[c->first_node + m];
+      /* A control node (wrapped into a call of its own) shows its op and its subgraphs. */
+      const mx_node *control = mx__part_is_control_call(&g->nodes[n]) ? mx__part_control_node(&g->nodes[n]) : NULL;
       fprintf(out, "    n%u [label=", n);
-      dot_label2(out, g->nodes[n].name, g->nodes[n].op_type);
+      dot_label2(out, g->nodes[n].name, control ? control->op_type : g->nodes[n].op_type);
       fprintf(out, "];\n");
+      if (control) {
+        char path[32];
+        snprintf(path, sizeof path, "n%u", n);
+        control_dot(out, control, path, 2);
+      }
     }
     if (c->type == MX_CLUSTER_NETOUTPUT) {
       for (size_t i = 0; i < g->n_outputs; i++) {

@@ -364,6 +364,13 @@ Test(control_session, partition_dump_shows_the_nesting_and_the_reason) {
   cr_assert(strstr(text, "\"control\": [{\"op\": \"Loop\", \"name\": \"outer_loop\""), "%s", text);
   cr_assert(strstr(text, "\"control\": [{\"op\": \"If\", \"name\": \"inner_if\""), "%s", text);
   free(text);
+  f = open_memstream(&text, &len);
+  cr_assert_eq(mx_partition_dump_dot(p, f), MX_OK);
+  fclose(f);
+  cr_assert(strstr(text, "[label=\"outer_loop\\nLoop\"]"), "%s", text);
+  cr_assert(strstr(text, "label=\"body\\nbody\"; style=dashed"), "%s", text);
+  cr_assert(strstr(text, "label=\"then_branch\\nthen\"; style=dashed"), "%s", text);
+  free(text);
   mx_partition_node_info info;
   cr_assert(mx_partition_node(p, mx_graph_find_node(g, "outer_loop"), &info));
   cr_assert_eq(info.reason.kind, MX_PART_CONTROL_FLOW);
