@@ -19,6 +19,7 @@
 #include "proto/mixrt_model.pb-c.h"
 #include "static_exec/mxm_info.h"
 #include "v2runtime/exe_registry.h"
+#include "v2runtime/kernels_control.h"
 #include "v2runtime/session_impl.h"
 #include "v2runtime/spec.h"
 
@@ -413,6 +414,8 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
       mx__dyn_options_init(&dopt);
       dopt.max_streams = s->n_streams;
       dopt.share_constants = !s->opts.private_weights;
+      dopt.control_run = mx__control_run; /* wrapped control nodes, as compiled */
+      dopt.control_user = s;
       st = mx__dyn_plan_create(mx__part_call_body(&p->root->nodes[call->node]), &dopt, &call->dplan, err);
     }
   }

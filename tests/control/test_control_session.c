@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 
 #include "mixrt/graph.h"
@@ -415,4 +416,28 @@ Test(control_session, sequences_keep_the_interpreter_and_the_log_says_why) {
   cr_assert_eq(out.dims[0], 4);
   mx_tensor_release(&out);
   mx_session_destroy(s);
+}
+
+/* --- .mxm ---------------------------------------------------------------------------------- */
+
+/* A session saved with its control partition loads again and gives the same results. */
+Test(control_session, control_flow_survives_an_mxm_round_trip) {
+  mx_session *s = open_session(loop_with_nested_if());
+  char path[] = "/tmp/mixrt_control_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(mx_session_save(s, path, NULL), MX_OK, "%s", mx_session_last_error(s));
+  mx_session_destroy(s);
+  mx_session_options o;
+  mx_session_options_init(&o);
+  mx_error err = {0};
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_session_load_file(s, path), MX_OK, "%s", mx_session_last_error(s));
+  for (int64_t limit = 1; limit <= 4; limit++) {
+    mx_tensor in = {.dtype = MX_INT64, .rank = 0, .data = &limit};
+    expect_as_reference(s, loop_with_nested_if, &in, 1, 2);
+  }
+  mx_session_destroy(s);
+  remove(path);
 }
