@@ -8,8 +8,8 @@ TinyGPT: input_ids [1, seq], past keys/values [1, heads, past_len, head_dim], ev
   soak     random seq in 1..MAX_SEQ with a random cache length each step (seq + past_len within
            the model's positions) through one session: every SAMPLE steps the process's RSS is
            read and the step's outputs are compared with PyTorch eager on the same inputs; the
-           verdict says whether RSS stayed within 5 % from the first sample on and every sample
-           matched (rtol 1e-3, atol 1e-4, as tests/zoo).
+           verdict says whether RSS stayed within 1 % over the second half of the steps and
+           every sample matched (rtol 1e-3, atol 1e-4, as tests/zoo).
 
 usage: /usr/bin/python3 bench/soak/gpt_spec.py latency|soak --dir WORK_DIR [--steps N] [--sample N]
            [--max-seq N] [--positions N] [--node PATH] [--peers DIR]
@@ -97,11 +97,13 @@ def soak(args):
                             "spec_compiles": st["spec_compiles"], "spec_evictions": st["spec_evictions"],
                             "spec_fallbacks": st["spec_fallbacks"]})
             print(json.dumps(samples[-1]), file=sys.stderr, flush=True)
-    rss = [x["rss_kib"] for x in samples[1:]] or [samples[0]["rss_kib"]]
-    flat = max(rss) <= 1.05 * min(rss)
+    # Flat: the second half's samples within 1 % (the first half warms the allocator's cache
+    # up to the largest shapes, as bench/soak/soak.c's verdict allows).
+    rss = [x["rss_kib"] for x in samples if x["step"] >= args.steps // 2] or [samples[-1]["rss_kib"]]
+    flat = max(rss) <= 1.01 * min(rss)
     print(json.dumps({"mode": "soak", "model": path, "steps": args.steps, "max_seq": args.max_seq,
                       "positions": args.positions, "samples": samples, "rss_min_kib": min(rss),
-                      "rss_max_kib": max(rss), "rss_flat_5pct": flat, "worst_error_over_tolerance": worst,
+                      "rss_max_kib": max(rss), "rss_flat_1pct_second_half": flat, "worst_error_over_tolerance": worst,
                       "all_samples_match": ok, "stats": s.stats()["total"]}, indent=1))
     return 0 if flat and ok else 1
 
