@@ -69,8 +69,8 @@ void mx_cmd_bench_models_help(FILE *out) {
       "  Node peer of bench/peers, CPU provider, sequential) and PyTorch eager (/usr/bin/python3\n"
       "  bench/peers/torch_runner.py, the zoo's torch modules under inference_mode), at each thread\n"
       "  count. Every runner is a process of its own, loaded once per model; the rounds alternate\n"
-      "  them (each round runs --steps steps of every runner and thread count, in an order that\n"
-      "  rotates from round to round). Prints JSON on stdout (into --json FILE instead; none with\n"
+      "  them (each round runs --steps steps of every runner and thread count, in a seeded order\n"
+      "  drawn anew for each round). Prints JSON on stdout (into --json FILE instead; none with\n"
       "  --table and no --json): per model and thread count the median, p10 and p90 in\n"
       "  milliseconds and the ratios hybrid / ONNX Runtime, hybrid / PyTorch, dynamic / ONNX\n"
       "  Runtime and hybrid / dynamic; per runner the speed-up of the last thread count over the\n"
@@ -506,10 +506,20 @@ static void measure_model(bm_run *r, bm_model *m) {
     if (!c->ok) fprintf(stderr, "bench models: %s: %s: %s\n", m->name, runner_titles[c->runner], c->error);
   }
   uint64_t t0 = mx__now_ns();
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
+  int order[N_RUNNERS * MAX_THREADS];
+  for (int j = 0; j < nc; j++) order[j] = j;
   for (int64_t round = 0; round < a->rounds; round++) {
-    /* The order rotates by one configuration per round, so no runner always follows the same one. */
+    /* A new seeded order every round: what runs just before a runner (whose threads may still
+     * spin, whose data filled the caches) changes from round to round. */
+    for (int j = nc - 1; j > 0; j--) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      int pick = (int)((rng >> 33) % (uint64_t)(j + 1)), keep = order[j];
+      order[j] = order[pick];
+      order[pick] = keep;
+    }
     for (int j = 0; j < nc; j++) {
-      bm_config *c = &m->configs[(j + round) % nc];
+      bm_config *c = &m->configs[order[j]];
       if (c->ok) config_run(r, c);
     }
     fprintf(stderr, "bench models: %s: round %lld/%lld (%.1f s)\n", m->name, (long long)(round + 1),
