@@ -188,7 +188,9 @@ static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const
   uint64_t t0 = mx__now_ns();
   mx_static_model *model = NULL;
   mx_spec_split *split = NULL;
-  mx_status st = mask == full_mask(sc)
+  /* A call with padded values (states appended in place) gets split ones only, even with every
+   * symbol bound: their ops must run dynamically, reading the padding as strides. */
+  mx_status st = mask == full_mask(sc) && !sc->n_padded
                      ? mx__spec_compile(s, p, c, all, n_syms, &model, permanent, err)
                      : mx__spec_compile_split(s, p, c, sc->syms, sc->n_syms, full_mask(sc) & ~mask, all,
                                               n_syms, &split, permanent, err);
@@ -350,7 +352,8 @@ static mx_status w_bind(mx_exe_run *run, const mx_exe_node *n) {
       ss->count.fallbacks++;
       char line[MX_ERROR_MESSAGE_MAX + 96];
       snprintf(line, sizeof line, "partition '%s' stays dynamic: %s", p->calls[ci].name, cerr.message);
-      say(s, MX_LOG_WARN, line);
+      /* Around appended states (only the Attention in the partition) that is expected. */
+      say(s, sc->n_padded ? MX_LOG_INFO : MX_LOG_WARN, line);
       return run_dynamic(run, n, &p->calls[ci]);
     }
   }
@@ -673,6 +676,7 @@ void mx__spec_release(mx_session *s, mx_program *p) {
       mx__spec_split_destroy(ss->calls[ci].entries[i].split);
     }
     free(ss->calls[ci].entries);
+    free(ss->calls[ci].padded);
   }
   (void)s;
   free_stored(ss);

@@ -56,6 +56,12 @@ typedef struct mx_spec_call {
   uint32_t misses[MX_SPEC_MAX_SYMS]; /* per symbol: misses where its value was new */
   mx_spec_entry *entries;            /* cache (malloc'd, cap entries) */
   uint32_t n_entries, cap;
+  /* Body values of states appended in place (state_append.c): the rows (an input) and the next
+   * value (an output) lie in a padded buffer, so every op reading or writing one runs in a
+   * dynamic run of a split specialization, which hands the padding on as strides; never a whole
+   * static model (malloc'd). */
+  mx_value_id *padded;
+  uint32_t n_padded;
 } mx_spec_call;
 
 /* Counters (cumulative since the model was loaded). */
@@ -121,8 +127,9 @@ MX_MUST_USE mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *node
 MX_MUST_USE mx_status mx__spec_concretize(mx_graph *g, mx_error *err);
 
 /* Builds a split specialization of call c: the ops whose shapes use a symbol of `churned` (bits
- * index syms[0..n_syms)) run dynamically, the others as static models for `values` (by symbol
- * of the root's table; the churned ones INT64_MIN). */
+ * index syms[0..n_syms)) or that read or write one of the call's padded values run dynamically,
+ * the others as static models for `values` (by symbol of the root's table; the churned ones
+ * INT64_MIN). */
 MX_MUST_USE mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call *c,
                                              const uint32_t *syms, uint32_t n_syms, uint32_t churned,
                                              const int64_t *values, size_t n_values, mx_spec_split **out,
@@ -132,7 +139,8 @@ MX_MUST_USE mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const
 size_t mx__spec_ops_using(const mx_graph *body, const uint32_t *syms, uint32_t n_syms, uint32_t which,
                           size_t *n_live);
 /* Runs a split specialization on `stream` and hands its outputs to the call's root values; adds
- * the dynamic runs' op launches to *launches. */
+ * the dynamic runs' op launches to *launches. The step's padded states (s->step.pads) are read
+ * through their strides and appended in place by the dynamic runs holding their ops. */
 MX_MUST_USE mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_stream *stream,
                                          mx_spec_split *sp, uint64_t *launches, mx_error *err);
 /* Ops of the body in static runs and in dynamic runs, and the number of each kind of run. */

@@ -5,7 +5,12 @@
  * other symbols bound), every other run becomes a static model compiled for the binding. A step
  * runs the runs in order on the call's stream, passing values between them through the
  * session's allocator. Attention over a growing cache stays dynamic; the projections and the MLP
- * around it run as static models. */
+ * around it run as static models.
+ *
+ * States appended in place (state_append.c) are padded values of the call: every op reading
+ * their rows or writing their next value joins the dynamic runs whatever the symbols do, and
+ * those runs get the padding as strides and write the next value into the state's buffer, as
+ * the call's own dynamic executor does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +30,8 @@ typedef struct spec_run {
   bool *as_const;        /* by input: made a constant of the run (a shape value the binding
                                gives), so not fed (malloc'd) */
   mx_tensor *args_in, *args_out;
-  size_t n_ops; /* body ops in it */
+  bool *in_place; /* by output: written into a padded state's buffer this step (malloc'd) */
+  size_t n_ops;   /* body ops in it */
 } spec_run;
 
 struct mx_spec_split {
@@ -51,6 +57,7 @@ void mx__spec_split_destroy(mx_spec_split *sp) {
     free(x->as_const);
     free(x->args_in);
     free(x->args_out);
+    free(x->in_place);
   }
   free(sp->runs);
   free(sp->vals);
@@ -120,6 +127,18 @@ size_t mx__spec_ops_using(const mx_graph *body, const uint32_t *syms, uint32_t n
   }
   if (n_live) *n_live = live;
   return used;
+}
+
+/* True when node n reads or writes one of the call's padded values (a state appended in place). */
+static bool touches_padded(const mx_graph *body, mx_node_id n, const mx_spec_call *sc) {
+  const mx_node *nd = &body->nodes[n];
+  for (uint32_t i = 0; i < sc->n_padded; i++) {
+    for (uint32_t k = 0; k < nd->n_inputs; k++)
+      if (nd->inputs[k] == sc->padded[i]) return true;
+    for (uint32_t k = 0; k < nd->n_outputs; k++)
+      if (nd->outputs[k] == sc->padded[i]) return true;
+  }
+  return false;
 }
 
 /* Order of the body's live nodes: topological, continuing with the kind (dynamic or not) of the
@@ -245,9 +264,11 @@ static mx_status compile_split(mx_session *s, mx_program *p, const mx_rt_call *c
   sp->owned = calloc(nv ? nv : 1, sizeof *sp->owned);
   sp->last_run = malloc((nv ? nv : 1) * sizeof *sp->last_run);
   if (!sp->vals || !sp->owned || !sp->last_run) goto oom;
+  const mx_spec_call *sc = p->spec ? &p->spec->calls[c - p->calls] : NULL;
   for (size_t n = 0; n < nn; n++) {
     if (body->nodes[n].flags & MX_NODE_DEAD) continue;
-    dyn[n] = node_uses(body, (mx_node_id)n, syms, n_syms, churned, with_sv);
+    dyn[n] = node_uses(body, (mx_node_id)n, syms, n_syms, churned, with_sv) ||
+             (sc && touches_padded(body, (mx_node_id)n, sc));
   }
   size_t n_order = 0;
   st = order_by_kind(body, dyn, order, &n_order);
@@ -264,6 +285,15 @@ static mx_status compile_split(mx_session *s, mx_program *p, const mx_rt_call *c
     if (!dyn[order[i]] && j - i < min_ops && !(i == 0 && j == n_order))
       for (size_t q = i; q < j; q++) dyn[order[q]] = 1;
     i = j;
+  }
+  /* Around padded states a split with nothing static would only repeat the call's own dynamic
+   * executor: the call stays dynamic. */
+  bool any_static = false;
+  for (size_t i = 0; i < n_order && !any_static; i++) any_static = !dyn[order[i]];
+  if (sc && sc->n_padded && !any_static) {
+    st = mx__fail(err, MX_ERR_UNSUPPORTED, "no op around its appended states can run in a static model");
+    *permanent = true;
+    goto fail;
   }
   uint32_t n_runs = 0;
   for (size_t i = 0; i < n_order; i++) {
@@ -314,7 +344,8 @@ static mx_status compile_split(mx_session *s, mx_program *p, const mx_rt_call *c
     }
     x->args_in = calloc(x->n_in ? x->n_in : 1, sizeof *x->args_in);
     x->args_out = calloc(x->n_out ? x->n_out : 1, sizeof *x->args_out);
-    if (!x->args_in || !x->args_out) goto oom;
+    x->in_place = calloc(x->n_out ? x->n_out : 1, sizeof *x->in_place);
+    if (!x->args_in || !x->args_out || !x->in_place) goto oom;
     first = i;
   }
   for (size_t o = 0; o < body->n_outputs; o++) {
@@ -365,6 +396,67 @@ mx_status mx__spec_compile_split(mx_session *s, mx_program *p, const mx_rt_call 
   return compile_split(s, p, c, syms, n_syms, churned, values, n_values, true, out, permanent, err);
 }
 
+/* The step's padding of root value v (the state's input rows, or with output its next value),
+ * or NULL. */
+static const mx_step_pad *pad_of(const mx_step *step, mx_value_id v, bool output) {
+  for (size_t q = 0; q < step->n_pads; q++)
+    if (step->pads[q].value == v && step->pads[q].output == output) return &step->pads[q];
+  return NULL;
+}
+
+/* Root value of call c that body value v is, as an input (output false) or output of the call;
+ * MX_NO_VALUE when it is neither. */
+static mx_value_id root_value(const mx_graph *body, const mx_rt_call *c, mx_value_id v, bool output,
+                              uint32_t *at) {
+  uint32_t n = output ? c->n_out : c->n_in;
+  for (uint32_t k = 0; k < n; k++) {
+    if ((output ? body->outputs[k] : body->inputs[k]) != v) continue;
+    *at = k;
+    return output ? c->out_values[k] : c->in_values[k];
+  }
+  return MX_NO_VALUE;
+}
+
+/* One step of dynamic run x (its inputs in x->args_in[0..n_fed)): the per-op steps of its
+ * executor, with the padded states of the step read through their strides and their next
+ * values appended in place into the states' buffers (x->args_out[j] is then that buffer). */
+static mx_status run_dynamic(mx_session *s, mx_program *p, const mx_rt_call *c, spec_run *x, uint32_t n_fed,
+                             mx_stream *stream, bool *in_place) {
+  const mx_step *step = &s->step;
+  mx_graph *body = mx__part_call_body(&p->root->nodes[c->node]);
+  mx_status st = mx__dyn_step_begin(x->dexec, x->args_in, n_fed, stream);
+  for (uint32_t k = 0; k < x->n_in && st == MX_OK && step->n_pads; k++) {
+    uint32_t at = 0;
+    mx_value_id rv = root_value(body, c, x->in[k], false, &at);
+    const mx_step_pad *pad = rv == MX_NO_VALUE || x->as_const[k] ? NULL : pad_of(step, rv, false);
+    if (pad) st = mx__dyn_set_input_pitch(x->dexec, body->values[x->in[k]].name, pad->axis, pad->rows);
+  }
+  for (uint32_t j = 0; j < x->n_out && st == MX_OK; j++) {
+    in_place[j] = false;
+    uint32_t at = 0;
+    mx_value_id rv = step->n_pads ? root_value(body, c, x->out[j], true, &at) : MX_NO_VALUE;
+    const mx_step_pad *pad = rv == MX_NO_VALUE ? NULL : pad_of(step, rv, true);
+    int64_t go = pad ? p->values[rv].graph_output : -1;
+    const mx_tensor *o = go >= 0 ? step->out_by_graph[go] : NULL;
+    if (!pad || !o) continue;
+    st = mx__dyn_bind_output_append(x->dexec, j, o, pad->axis, pad->rows);
+    if (st == MX_OK) {
+      x->args_out[j] = *o; /* step_end checks the dims and makes no copy */
+      in_place[j] = true;
+    }
+  }
+  size_t n_ops = mx__dyn_op_count(x->dplan);
+  for (size_t i = 0; i < n_ops && st == MX_OK; i++) {
+    st = mx__dyn_op_prepare(x->dexec, i);
+    if (st == MX_OK) st = mx__dyn_op_launch(x->dexec, i);
+    if (st == MX_OK && mx__dyn_op_needs_sync(x->dplan, i)) st = mx__dyn_op_sync_shape(x->dexec, i);
+    if (st == MX_OK) mx__dyn_op_free_after(x->dexec, i);
+  }
+  if (st == MX_OK) st = mx__dyn_step_end(x->dexec, x->args_out, x->n_out);
+  if (st != MX_OK) mx__dyn_step_abort(x->dexec);
+  return st;
+}
+
 /* Gives back what a failed or finished step of the split still holds. */
 static void release_values(mx_session *s, mx_spec_split *sp, mx_stream *stream) {
   for (size_t v = 0; v < sp->n_values; v++) {
@@ -396,7 +488,7 @@ mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_str
       }
       mx_dyn_exec_stats before, after;
       mx__dyn_exec_stats_get(x->dexec, &before);
-      st = mx__dyn_exec_run(x->dexec, x->args_in, n_fed, x->args_out, x->n_out, stream);
+      st = run_dynamic(s, p, c, x, n_fed, stream, x->in_place);
       mx__dyn_exec_stats_get(x->dexec, &after);
       *launches += after.launches - before.launches;
       if (st != MX_OK) {
@@ -404,6 +496,17 @@ mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_str
         break;
       }
     } else {
+      /* A static model reads and writes packed rows: a padded state must never reach one (the
+       * split keeps its ops dynamic; a split made before the state was padded is refused). */
+      for (uint32_t k = 0; k < x->n_in + x->n_out && s->step.n_pads && st == MX_OK; k++) {
+        bool output = k >= x->n_in;
+        uint32_t at = 0;
+        mx_value_id rv = root_value(body, c, output ? x->out[k - x->n_in] : x->in[k], output, &at);
+        if (rv != MX_NO_VALUE && pad_of(&s->step, rv, output))
+          st = mx__fail(err, MX_ERR_INTERNAL, "specialized partition '%s': padded state '%s' in a static run",
+                        c->name, p->root->values[rv].name);
+      }
+      if (st != MX_OK) break;
       for (uint32_t j = 0; j < x->n_out && st == MX_OK; j++) {
         mx_static_io io;
         mx__static_model_output(x->model, j, &io);
@@ -430,7 +533,7 @@ mx_status mx__spec_split_run(mx_session *s, mx_program *p, mx_rt_call *c, mx_str
     }
     for (uint32_t j = 0; j < x->n_out && x->dynamic; j++) {
       sp->vals[x->out[j]] = x->args_out[j];
-      sp->owned[x->out[j]] = x->args_out[j].data != NULL;
+      sp->owned[x->out[j]] = x->args_out[j].data != NULL && !x->in_place[j]; /* a state's buffer */
     }
     /* Values whose last reader was this run go back (stream-ordered). */
     for (uint32_t k = 0; k < x->n_in; k++) {

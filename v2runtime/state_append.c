@@ -7,8 +7,11 @@
  * (the fused kernel reads padded layouts) or by Shape (dims only); the next value must come from
  * the present_key / present_value output of an Attention whose past is this very state, and be
  * read by nothing but the graph output. Other graphs keep the copying path (two buffers). The
- * dynamic partitions involved are no longer specialized (a static model would read the rows as
- * contiguous); one already holding specializations keeps the copying path. */
+ * dynamic partitions involved stay specializable, but their specializations are all split ones
+ * whose dynamic runs hold every op reading the rows or writing the next value (a static model
+ * would read the rows as contiguous; spec_split.c hands the padding on as strides); a partition
+ * already holding specializations keeps the copying path. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/ir.h"
@@ -50,17 +53,31 @@ static bool readers_fit(const mx_graph *body, mx_value_id bv) {
   return true;
 }
 
-/* Whether the call may run this step's kernels unspecialized for ever (marking it so). */
-static bool unspecialize(mx_program *p, size_t c, bool commit) {
+/* Notes body value bv of call c as padded (its ops go to dynamic runs of the call's splits). */
+static bool note_padded(mx_spec_call *sc, mx_value_id bv) {
+  for (uint32_t i = 0; i < sc->n_padded; i++)
+    if (sc->padded[i] == bv) return true;
+  mx_value_id *grown = realloc(sc->padded, (sc->n_padded + 1) * sizeof *grown);
+  if (!grown) return false;
+  sc->padded = grown;
+  sc->padded[sc->n_padded++] = bv;
+  return true;
+}
+
+/* Whether call c may read the padded rows bv and append the next value bo (body values, or
+ * MX_NO_VALUE): a specializable call must not hold specializations made without knowing them
+ * (a whole static model reads its inputs packed). With commit the values are noted, so every
+ * later specialization keeps their ops dynamic. */
+static bool keep_dynamic(mx_program *p, size_t c, mx_value_id bv, mx_value_id bo, bool commit) {
   if (!p->spec || c >= p->spec->n_calls) return true;
   mx_spec_call *sc = &p->spec->calls[c];
   if (!sc->specializable) return true;
   if (sc->n_entries > 0) return false;
-  if (commit) sc->disabled = true;
-  return true;
+  if (!commit) return true;
+  return (bv == MX_NO_VALUE || note_padded(sc, bv)) && (bo == MX_NO_VALUE || note_padded(sc, bo));
 }
 
-/* The checks, and with commit the calls' specialization switched off. */
+/* The checks, and with commit the padded values noted on the calls' specialization state. */
 static bool fits(mx_program *p, mx_value_id vin, mx_value_id vout, bool commit) {
   const mx_graph *root = p->root;
   const char *in_name = root->values[vin].name;
@@ -87,10 +104,11 @@ static bool fits(mx_program *p, mx_value_id vin, mx_value_id vout, bool commit) 
     if (!body) return false;
     mx_value_id bv = reads ? body_input(body, in_name) : MX_NO_VALUE;
     if (reads && (bv == MX_NO_VALUE || !readers_fit(body, bv))) return false;
+    mx_value_id bo = MX_NO_VALUE;
     if (out_at >= 0) {
       /* The producer: an Attention's present whose past is this state's rows in the same call. */
       if (!reads || (size_t)out_at >= body->n_outputs) return false;
-      mx_value_id bo = body->outputs[out_at];
+      bo = body->outputs[out_at];
       bool found = false;
       for (size_t q = 0; q < body->n_nodes && !found; q++) {
         const mx_node *a = &body->nodes[q];
@@ -101,7 +119,7 @@ static bool fits(mx_program *p, mx_value_id vin, mx_value_id vout, bool commit) 
       if (!found) return false;
       produced = true;
     }
-    if (!unspecialize(p, (size_t)c, commit)) return false;
+    if (!keep_dynamic(p, (size_t)c, bv, bo, commit)) return false;
   }
   return produced;
 }
