@@ -46,9 +46,11 @@ static void print_split(void *user, mx_log_level level, const char *msg) {
   if (strstr(msg, "specialized without")) fprintf(stderr, "%s\n", msg);
 }
 
-static mx_session *new_session(void) {
+static mx_session *session_on(uint32_t streams, mx_executor_kind ex) {
   mx_session_options o;
   mx_session_options_init(&o);
+  o.streams = streams;
+  o.executor = ex;
   o.device_options.fault_from_env = false;
   o.log = print_split;
   mx_session *s;
@@ -56,6 +58,8 @@ static mx_session *new_session(void) {
   cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
   return s;
 }
+
+static mx_session *new_session(void) { return session_on(1, MX_EXECUTOR_SEQUENTIAL); }
 
 static int64_t argmax_last(const mx_tensor *t) {
   int64_t vocab = t->dims[t->rank - 1], n = 0;
@@ -217,6 +221,24 @@ Test(spec_state, zoo_gpt_appended_and_specialized, .timeout = 300) {
   cr_assert_gt(fig.executes, 0, "static models run in the decode step");
   cr_assert_lt(fig.launches, 20, "the decode step no longer runs op by op");
   mx_graph_destroy(ref);
+  mx_session_destroy(s);
+  mx_session_destroy(ref_s);
+}
+
+/* The same on two streams with the multi-thread executor: the split's runs on the partition's
+ * stream, the caches growing from 8 rows. */
+Test(spec_state, zoo_gpt_two_streams_multi_thread, .timeout = 300) {
+  char path[512];
+  if (!zoo_gpt(path, sizeof path))
+    cr_skip_test("zoo/gpt_kv.onnx not found (bench/zoo/export.py writes it; MIXRT_ZOO_DIR names its directory)");
+  mx_session *s = session_on(2, MX_EXECUTOR_MULTI_THREAD), *ref_s = new_session();
+  cr_assert_eq(mx_session_load_file(s, path), MX_OK, "%s", mx_session_last_error(s));
+  cr_assert_eq(mx_session_load_file(ref_s, path), MX_OK, "%s", mx_session_last_error(ref_s));
+  geometry g = {7, 4, 16};
+  decode_figures fig;
+  decode(s, ref_s, &g, NULL, 5, 40, 8, &fig);
+  cr_assert_eq(fig.appended, 6);
+  cr_assert_gt(fig.hits, 30);
   mx_session_destroy(s);
   mx_session_destroy(ref_s);
 }
