@@ -64,15 +64,23 @@ static bool note_padded(mx_spec_call *sc, mx_value_id bv) {
   return true;
 }
 
+/* Whether body value bv (MX_NO_VALUE: none) is noted padded on sc. */
+static bool noted(const mx_spec_call *sc, mx_value_id bv) {
+  for (uint32_t i = 0; bv != MX_NO_VALUE && i < sc->n_padded; i++)
+    if (sc->padded[i] == bv) return true;
+  return bv == MX_NO_VALUE;
+}
+
 /* Whether call c may read the padded rows bv and append the next value bo (body values, or
  * MX_NO_VALUE): a specializable call must not hold specializations made without knowing them
- * (a whole static model reads its inputs packed). With commit the values are noted, so every
- * later specialization keeps their ops dynamic. */
+ * (a whole static model reads its inputs packed). Values noted already (another binding's
+ * states) were noted before the call's first specialization, so all of them know. With commit
+ * the values are noted, so every later specialization keeps their ops dynamic. */
 static bool keep_dynamic(mx_program *p, size_t c, mx_value_id bv, mx_value_id bo, bool commit) {
   if (!p->spec || c >= p->spec->n_calls) return true;
   mx_spec_call *sc = &p->spec->calls[c];
   if (!sc->specializable) return true;
-  if (sc->n_entries > 0) return false;
+  if (sc->n_entries > 0) return noted(sc, bv) && noted(sc, bo);
   if (!commit) return true;
   return (bv == MX_NO_VALUE || note_padded(sc, bv)) && (bo == MX_NO_VALUE || note_padded(sc, bo));
 }

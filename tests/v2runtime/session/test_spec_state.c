@@ -220,6 +220,11 @@ Test(spec_state, zoo_gpt_appended_and_specialized, .timeout = 300) {
   cr_assert_leq(fig.compiles, 3, "seq 9, then seq 1 at one past_len, then the split over past_len");
   cr_assert_gt(fig.executes, 0, "static models run in the decode step");
   cr_assert_lt(fig.launches, 20, "the decode step no longer runs op by op");
+  /* A second binding on the session: its caches append too, served by the same splits. */
+  decode(s, ref_s, &g, NULL, 9, 20, 64, &fig);
+  cr_assert_eq(fig.appended, 6);
+  cr_assert_eq(fig.compiles, 0);
+  cr_assert_gt(fig.hits, 15);
   mx_graph_destroy(ref);
   mx_session_destroy(s);
   mx_session_destroy(ref_s);
