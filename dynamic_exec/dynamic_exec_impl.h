@@ -52,8 +52,8 @@ typedef enum mx__dyn_op_kind {
 
 /* Op flags. */
 enum {
-  MX__DYN_INFER = 1u << 0,     /* output shapes need run-time inference */
-  MX__DYN_DATA_DEP = 1u << 1,  /* data-dependent: upper bound, then sync and bind */
+  MX__DYN_INFER = 1u << 0,      /* output shapes need run-time inference */
+  MX__DYN_DATA_DEP = 1u << 1,   /* data-dependent: upper bound, then sync and bind */
   MX__DYN_SHAPE_ONLY = 1u << 2, /* host op reading only input 0's shape */
   MX__DYN_CONTROL = 1u << 3     /* host op running subgraphs (mx_dyn_options.control_run): its
                                    output shapes are known once it ran */
@@ -172,8 +172,8 @@ typedef struct mx__dyn_val {
   size_t host_cap;
   uint32_t bound_out; /* graph output whose caller buffer (mx_dyn_exec.out_bind) its
                               producer writes this step, NONE: none */
-  int32_t pad_axis; /* with pad_rows: the axis the data is padded along */
-  int64_t pad_rows; /* 0: contiguous; else this step's data lies in a buffer of pad_rows rows
+  int32_t pad_axis;   /* with pad_rows: the axis the data is padded along */
+  int64_t pad_rows;   /* 0: contiguous; else this step's data lies in a buffer of pad_rows rows
                        along pad_axis (a session state's capacity: mx__dyn_set_input_pitch,
                        mx__dyn_bind_output_append), and the kernels get its strides */
 } mx__dyn_val;

@@ -31,9 +31,11 @@ mx_status mx__dyn_set_input_pitch(mx_dyn_exec *e, const char *name, int32_t axis
   return MX_OK;
 }
 
-mx_status mx__dyn_bind_output_append(mx_dyn_exec *e, size_t k, const mx_tensor *buf, int32_t axis, int64_t rows) {
+mx_status mx__dyn_bind_output_append(mx_dyn_exec *e, size_t k, const mx_tensor *buf, int32_t axis,
+                                     int64_t rows) {
   if (!e || !e->in_step || k >= e->g->n_outputs || !buf || !buf->data || buf->placement != MX_DEVICE)
-    return e ? mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "appending output %zu: outside a step or no buffer", k)
+    return e ? mx__dyn_fail(e, MX_ERR_INVALID_ARGUMENT, "appending output %zu: outside a step or no buffer",
+                            k)
              : MX_ERR_INVALID_ARGUMENT;
   const mx_graph *g = e->g;
   mx_value_id v = g->outputs[k];

@@ -194,7 +194,8 @@ static mx_status plan_control_op(builder *b, size_t i) {
     pv->producer = (uint32_t)i;
     pv->home = MX__DYN_HOME_HOST;
     uint64_t m = 0;
-    for (int32_t d = 0; d < (o->shape.rank > 0 ? o->shape.rank : 0); d++) pv->dims[d] = to_dimx(b, o->shape.dims[d], &m);
+    for (int32_t d = 0; d < (o->shape.rank > 0 ? o->shape.rank : 0); d++)
+      pv->dims[d] = to_dimx(b, o->shape.dims[d], &m);
   }
   for (uint32_t k = 0; k < nd->n_outputs; k++) {
     const mx_value *o = &b->g->values[nd->outputs[k]];

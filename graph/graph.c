@@ -278,7 +278,7 @@ static mx_status set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t, boo
   if (nbytes && !t->data)
     return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "constant '%s': data is NULL", v->name);
   mx_tensor *c = borrow && t->dtype != MX_STRING ? mx__arena_alloc(&g->arena, sizeof *c, 8)
-                                                : mx__graph_copy_tensor(g, t);
+                                                 : mx__graph_copy_tensor(g, t);
   if (!c) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory copying constant '%s'", v->name);
   if (borrow && t->dtype != MX_STRING) {
     *c = *t;

@@ -145,7 +145,8 @@ static mx_status infer_body(sg_ctx *c, mx_graph *sub, const char *attr) {
 }
 
 mx_status mx__subgraph_infer_as(const mx_graph *g, mx_node_id nid, mx_symtab *syms, mx_graph *sub,
-                                const char *attr, const mx_dtype *dtypes, const mx_shape *shapes, mx_error *err) {
+                                const char *attr, const mx_dtype *dtypes, const mx_shape *shapes,
+                                mx_error *err) {
   sg_ctx c = {g, &g->nodes[nid], syms, err};
   for (size_t i = 0; i < sub->n_inputs; i++) set_input(sub, i, dtypes[i], MX_KIND_TENSOR, &shapes[i]);
   return infer_body(&c, sub, attr);

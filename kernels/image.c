@@ -24,7 +24,8 @@ static mx_status image_decoder_run(mx_kernel_call *call) {
   const mx_ktensor *x = &call->t[0];
   mx_ktensor *y = &call->t[call->n_in];
   const int64_t channels = p->pixel_format == MX_PIXEL_GRAYSCALE ? 1 : 3;
-  if (x->dtype != MX_UINT8 || x->rank != 1 || y->dtype != MX_UINT8 || y->rank != 3 || y->dims[2] != channels) {
+  if (x->dtype != MX_UINT8 || x->rank != 1 || y->dtype != MX_UINT8 || y->rank != 3 ||
+      y->dims[2] != channels) {
     call->why = "ImageDecoder: input must be 1-D uint8 and output [H, W, C] uint8";
     return MX_ERR_KERNEL;
   }

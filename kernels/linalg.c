@@ -374,8 +374,8 @@ static void mm_one(const mm_batch_job *j, int64_t i) {
   int64_t oa, ob;
   mm_offsets(p, i, &oa, &ob);
   char *ci = (char *)j->c + (size_t)i * sc;
-  j->fn((const char *)j->a + (size_t)oa * sa, (const char *)j->b + (size_t)ob * sb, ci, p->m, p->k, p->n, p->ta,
-        p->tb);
+  j->fn((const char *)j->a + (size_t)oa * sa, (const char *)j->b + (size_t)ob * sb, ci, p->m, p->k, p->n,
+        p->ta, p->tb);
   if (j->epi) j->epi(j->e, ci, p->m, p->n);
 }
 

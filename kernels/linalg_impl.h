@@ -27,7 +27,8 @@ typedef void (*mx_ksgemm_rows_fn)(const void *ctx, float *c, int64_t rows, int64
  * band of rows. False, with nothing done, when the pool has one thread or the product is too
  * small to be worth splitting: the caller then makes the one sgemm call itself. */
 bool mx__ksgemm_threads(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                        const float *b, float beta, float *c, mx_ksgemm_rows_fn rows_done, const void *rows_ctx);
+                        const float *b, float beta, float *c, mx_ksgemm_rows_fn rows_done,
+                        const void *rows_ctx);
 
 /* Runs fn over n_tasks independent tasks (the products of a batched MatMul) on the intra-op
  * threads when they hold `macs` multiply-adds in all, enough to be worth it; false, with nothing

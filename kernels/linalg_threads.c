@@ -53,7 +53,8 @@ static void sgemm_task(void *ctx, int64_t task, int32_t slot) {
 }
 
 bool mx__ksgemm_threads(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                        const float *b, float beta, float *c, mx_ksgemm_rows_fn rows_done, const void *rows_ctx) {
+                        const float *b, float beta, float *c, mx_ksgemm_rows_fn rows_done,
+                        const void *rows_ctx) {
   int32_t slots = mx__kthreads();
   if (slots <= 1 || m < 2 || n < 2 || k < 1 || m * n * k < PAR_MIN_MACS) return false;
   sgemm_job j = {ta, tb, m, n, k, alpha, beta, a, b, c, true, 0, rows_done, rows_ctx};

@@ -171,8 +171,10 @@ static mx_status att_make_plan(const mx_kernel_call *call, att_plan *p, const ch
       *why = "Attention: a present sharing its past's buffer must have the past's strides";
       return MX_ERR_KERNEL;
     }
-    if (o == 1) p->ok_batch = t->strides[0], p->ok_head = t->strides[1], p->append_k = same;
-    else p->ov_batch = t->strides[0], p->ov_head = t->strides[1], p->append_v = same;
+    if (o == 1)
+      p->ok_batch = t->strides[0], p->ok_head = t->strides[1], p->append_k = same;
+    else
+      p->ov_batch = t->strides[0], p->ov_head = t->strides[1], p->append_v = same;
   }
   return MX_OK;
 bad_shape:
@@ -341,12 +343,12 @@ static mx_status att_run(mx_kernel_call *call) {
   /* present_key / present_value first: they only copy. */
   if (present_k)
     att_present(&p, pk, call->t[1].data, p.k_batch, p.k_head, p.k_row, p.Dk, es,
-                (const int64_t[2]){p.pk_batch, p.pk_head}, (const int64_t[2]){p.ok_batch, p.ok_head}, p.append_k,
-                present_k);
+                (const int64_t[2]){p.pk_batch, p.pk_head}, (const int64_t[2]){p.ok_batch, p.ok_head},
+                p.append_k, present_k);
   if (present_v)
     att_present(&p, pv, call->t[2].data, p.v_batch, p.v_head, p.v_row, p.Dv, es,
-                (const int64_t[2]){p.pv_batch, p.pv_head}, (const int64_t[2]){p.ov_batch, p.ov_head}, p.append_v,
-                present_v);
+                (const int64_t[2]){p.pv_batch, p.pv_head}, (const int64_t[2]){p.ov_batch, p.ov_head},
+                p.append_v, present_v);
   if (p.B == 0 || p.Hq == 0 || p.Sq == 0) return MX_OK;
   mx__kblas_init();
   char *w = call->workspace;

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "common/json.h"
 #include "common/grow.h"
+#include "common/json.h"
 #include "graph/ops/op.h"
 #include "graph/passes/passes.h"
 #include "partitioner/partitioner.h"
@@ -64,8 +64,8 @@ static void dump_nested(FILE *out, const mx_node *nd, int depth) {
     if (!sub) continue;
     fprintf(out, "%*s%s '%s': %zu node%s, %zu input%s, %zu output%s, %zu capture%s", 2 * depth, "",
             nd->attrs[a].name, sub->name, sub->n_live_nodes, sub->n_live_nodes == 1 ? "" : "s", sub->n_inputs,
-            sub->n_inputs == 1 ? "" : "s", sub->n_outputs, sub->n_outputs == 1 ? "" : "s", count_captures(sub),
-            count_captures(sub) == 1 ? "" : "s");
+            sub->n_inputs == 1 ? "" : "s", sub->n_outputs, sub->n_outputs == 1 ? "" : "s",
+            count_captures(sub), count_captures(sub) == 1 ? "" : "s");
     size_t shown = 0;
     for (size_t n = 0; n < sub->n_nodes && shown < 4; n++) {
       if (sub->nodes[n].flags & MX_NODE_DEAD) continue;
@@ -167,7 +167,8 @@ bool mx__part_control_wrappable(const mx_graph *g, const mx_node *nd) {
   for (uint32_t i = 0; i < nd->n_inputs && ok; i++)
     if (nd->inputs[i] != MX_NO_VALUE) ok = list_add(&ins, nd->inputs[i]);
   for (uint32_t a = 0; a < nd->n_attrs && ok; a++)
-    if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph) ok = add_captures(g, nd->attrs[a].graph, &ins);
+    if (nd->attrs[a].type == MX_ATTR_GRAPH && nd->attrs[a].graph)
+      ok = add_captures(g, nd->attrs[a].graph, &ins);
   ok = ok && tensors_only(g, nd, &ins);
   free(ins.v);
   return ok;
@@ -214,7 +215,8 @@ static mx_status wrap_one(mx_graph *g, mx_node_id n, mx_error *err) {
   for (uint32_t i = 0; i < orig.n_inputs; i++)
     if (orig.inputs[i] != MX_NO_VALUE && !list_add(&ins, orig.inputs[i])) goto oom;
   for (uint32_t a = 0; a < orig.n_attrs; a++)
-    if (orig.attrs[a].type == MX_ATTR_GRAPH && orig.attrs[a].graph && !add_captures(g, orig.attrs[a].graph, &ins))
+    if (orig.attrs[a].type == MX_ATTR_GRAPH && orig.attrs[a].graph &&
+        !add_captures(g, orig.attrs[a].graph, &ins))
       goto oom;
   w_in = malloc((ins.n ? ins.n : 1) * sizeof *w_in);
   w_out = malloc((orig.n_outputs ? orig.n_outputs : 1) * sizeof *w_out);
@@ -300,12 +302,12 @@ oom:
   st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory wrapping node '%s'", orig.name);
   goto done;
 w_fail:
-  st = mx__fail(err, st, "node '%s' (%s): wrapping it for the partitioner failed: %s", orig.name, orig.op_type,
-                mx_graph_last_error(w));
+  st = mx__fail(err, st, "node '%s' (%s): wrapping it for the partitioner failed: %s", orig.name,
+                orig.op_type, mx_graph_last_error(w));
   goto done;
 graph_fail:
-  st = mx__fail(err, st, "node '%s' (%s): wrapping it for the partitioner failed: %s", orig.name, orig.op_type,
-                mx_graph_last_error(g));
+  st = mx__fail(err, st, "node '%s' (%s): wrapping it for the partitioner failed: %s", orig.name,
+                orig.op_type, mx_graph_last_error(g));
 done:
   free(ins.v);
   free(w_in);

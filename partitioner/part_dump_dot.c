@@ -137,7 +137,8 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
     for (uint32_t m = 0; m < c->n_nodes; m++) {
       mx_node_id n = p->members[c->first_node + m];
       /* A control node (wrapped into a call of its own) shows its op and its subgraphs. */
-      const mx_node *control = mx__part_is_control_call(&g->nodes[n]) ? mx__part_control_node(&g->nodes[n]) : NULL;
+      const mx_node *control =
+          mx__part_is_control_call(&g->nodes[n]) ? mx__part_control_node(&g->nodes[n]) : NULL;
       fprintf(out, "    n%u [label=", n);
       dot_label2(out, g->nodes[n].name, control ? control->op_type : g->nodes[n].op_type);
       fprintf(out, "];\n");

@@ -303,12 +303,12 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
   bin[1].data = &cond_byte;
   for (; iter < max_trip && cond; iter++) {
     if (!has_m && iter >= limit) {
-      st = mx__node_fail(c->err, c->nd, MX_ERR_LIMIT,
-                         "stopped after %lld iterations: its only exit is its condition, which stayed true "
-                         "(%s raise the limit)",
-                         (long long)iter,
-                         lim && lim->raise_hint ? lim->raise_hint
-                                                : "MIXRT_LOOP_MAX_ITERATIONS or mx_reference_loop_limit");
+      st = mx__node_fail(
+          c->err, c->nd, MX_ERR_LIMIT,
+          "stopped after %lld iterations: its only exit is its condition, which stayed true "
+          "(%s raise the limit)",
+          (long long)iter,
+          lim && lim->raise_hint ? lim->raise_hint : "MIXRT_LOOP_MAX_ITERATIONS or mx_reference_loop_limit");
       goto done;
     }
     if (lim && lim->cancel && atomic_load_explicit(lim->cancel, memory_order_relaxed)) {

@@ -53,7 +53,8 @@ static mx_status run_mod(flex_job *j, const char *what, mx_graph *mod, mx_tensor
                          "%s has %zu inputs; it takes 1 (the scores) or 5 (score, b, h, q_idx, kv_idx)", what,
                          mod->n_inputs);
   if (mod->n_outputs != 1)
-    return mx__node_fail(j->err, j->nd, MX_ERR_INVALID_GRAPH, "%s has %zu outputs, not 1", what, mod->n_outputs);
+    return mx__node_fail(j->err, j->nd, MX_ERR_INVALID_GRAPH, "%s has %zu outputs, not 1", what,
+                         mod->n_outputs);
   mx_tensor ins[5];
   memset(ins, 0, sizeof ins);
   ins[0] = *x;
@@ -83,7 +84,8 @@ static mx_status run_mod(flex_job *j, const char *what, mx_graph *mod, mx_tensor
 }
 
 /* scores[b, h, i, t] = scale * sum_k Q[b, h, i, k] K[b, h / group, t, k], in x's dtype. */
-static void compute_scores(const flex_job *j, const mx_tensor *q, const mx_tensor *k, double scale, mx_tensor *x) {
+static void compute_scores(const flex_job *j, const mx_tensor *q, const mx_tensor *k, double scale,
+                           mx_tensor *x) {
   const int64_t group = j->hq / j->hkv;
   for (int64_t b = 0; b < j->b; b++)
     for (int64_t h = 0; h < j->hq; h++) {
@@ -141,10 +143,12 @@ mx_status mx__reference_flex_attention(const mx__ref_frame *f, mx_node_id nid, c
   const mx_tensor *q = ins[0], *k = nd->n_inputs > 1 ? ins[1] : NULL, *v = nd->n_inputs > 2 ? ins[2] : NULL;
   if (!q || !k || !v || mx_value_is_list(q) || mx_value_is_list(k) || mx_value_is_list(v) || q->rank != 4 ||
       k->rank != 4 || v->rank != 4 || !mx_dtype_is_float(q->dtype) || k->dtype != q->dtype ||
-      v->dtype != q->dtype || k->dims[0] != q->dims[0] || v->dims[0] != q->dims[0] || k->dims[3] != q->dims[3] ||
-      v->dims[2] != k->dims[2] || v->dims[1] != k->dims[1] || k->dims[1] == 0 || q->dims[1] % k->dims[1] != 0)
-    return mx__node_fail(err, nd, MX_ERR_SHAPE,
-                         "Q, K, V must be 4-D floats of one dtype with matching batch, head size and grouped heads");
+      v->dtype != q->dtype || k->dims[0] != q->dims[0] || v->dims[0] != q->dims[0] ||
+      k->dims[3] != q->dims[3] || v->dims[2] != k->dims[2] || v->dims[1] != k->dims[1] || k->dims[1] == 0 ||
+      q->dims[1] % k->dims[1] != 0)
+    return mx__node_fail(
+        err, nd, MX_ERR_SHAPE,
+        "Q, K, V must be 4-D floats of one dtype with matching batch, head size and grouped heads");
   j.b = q->dims[0], j.hq = q->dims[1], j.l = q->dims[2], j.e = q->dims[3];
   j.hkv = k->dims[1], j.s = k->dims[2], j.ev = v->dims[3];
   const mx_flex_attention_params *p = nd->params;

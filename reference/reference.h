@@ -57,7 +57,7 @@ MX_MUST_USE mx_status mx__reference_flex_attention(const mx__ref_frame *f, mx_no
                                                    mx_error *err);
 /* Limits of the control ops run by the calling thread (set by sessions around a run). */
 typedef struct mx__ref_limits {
-  int64_t max_iterations; /* a Loop whose only exit is its condition stops after this many
+  int64_t max_iterations;     /* a Loop whose only exit is its condition stops after this many
                              iterations (<= 0: mx_reference_loop_limit()) */
   const _Atomic bool *cancel; /* set from another thread: the next Loop iteration fails with
                                  MX_ERR_CANCELLED (NULL: never) */

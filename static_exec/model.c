@@ -24,11 +24,11 @@ struct mx_static_model {
   mx_hal_model *hal; /* the sunk task chain (owned) */
   mx_arena arena;    /* names and params bytes the task blocks point to */
   uint32_t n_inputs, n_outputs;
-  uint32_t n_ids;            /* allocation-table entries */
-  mx__pio *inputs, *outputs; /* arena */
-  void *weights;             /* device copy of the WEIGHT region (owned, or held as a shared
+  uint32_t n_ids;               /* allocation-table entries */
+  mx__pio *inputs, *outputs;    /* arena */
+  void *weights;                /* device copy of the WEIGHT region (owned, or held as a shared
                                 block when weights_shared), NULL if empty */
-  bool weights_shared;       /* weights came from mx_device_shared_acquire */
+  bool weights_shared;          /* weights came from mx_device_shared_acquire */
   mx__mxm_mapping *weights_map; /* weights are the plan's mapped ones, registered with the
                                    device (held; no copy), or NULL */
   uint64_t weight_bytes;

@@ -14,8 +14,8 @@
  * failure is MX_ERR_MALFORMED naming the file, except a file written for a newer reader
  * (MX_ERR_UNSUPPORTED). */
 #include <errno.h>
-#include <stdatomic.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +32,9 @@
 #define MXM_MAGIC          "MIXRTMXM"
 #define MXM_CONTAINER      1u
 #define MXM_PREAMBLE       24u
-#define MXM_FORMAT_VERSION 2u /* what this code writes (2: the weights section) */
-#define MXM_READER_VERSION 2u /* the newest min_reader_version this code accepts */
-#define MXM_OLDEST_FORMAT  2u /* older files (weights inside the messages) are refused */
+#define MXM_FORMAT_VERSION 2u    /* what this code writes (2: the weights section) */
+#define MXM_READER_VERSION 2u    /* the newest min_reader_version this code accepts */
+#define MXM_OLDEST_FORMAT  2u    /* older files (weights inside the messages) are refused */
 #define SECTION_ALIGN      4096u /* file offset of the weights section: a page */
 #define ITEM_ALIGN         64u   /* each block inside the section */
 #define MIN_REF_BYTES      64u   /* smaller root-graph constants stay inline in its ONNX */
@@ -410,10 +410,12 @@ static const wrange *find_range(const mx__mxm_weights *w, const void *data, uint
 }
 
 static bool add_range(mx__mxm_weights *w, const void *data, uint64_t size, uint64_t offset, uint64_t hash) {
-  if (w->n_ranges >= UINT32_MAX - 1 || !grow((void **)&w->ranges, &w->cap_ranges, w->n_ranges + 1, sizeof *w->ranges))
+  if (w->n_ranges >= UINT32_MAX - 1 ||
+      !grow((void **)&w->ranges, &w->cap_ranges, w->n_ranges + 1, sizeof *w->ranges))
     return false;
   wrange *g = &w->ranges[w->n_ranges];
-  *g = (wrange){.data = data, .size = size, .offset = offset, .hash = hash, .next = w->bucket[hash % N_BUCKETS]};
+  *g = (wrange){
+      .data = data, .size = size, .offset = offset, .hash = hash, .next = w->bucket[hash % N_BUCKETS]};
   w->bucket[hash % N_BUCKETS] = (uint32_t)w->n_ranges++;
   return true;
 }
@@ -542,7 +544,7 @@ typedef struct stream_out {
   uint64_t h, done, total;
   unsigned char carry[8];
   size_t n_carry;
-  bool section;  /* checksum with section_checksum's lanes (ls) instead of the word hash */
+  bool section; /* checksum with section_checksum's lanes (ls) instead of the word hash */
   lane_sum ls;
 } stream_out;
 
@@ -730,7 +732,8 @@ static mx_status stream_file(const char *path, const Mxm__ModelFile *mf, const P
 
 /* Writes the weights section as the side file (no gathered copy); *checksum receives the
  * file's checksum (computed as the pieces go out). */
-static mx_status write_weights(const char *wpath, const mx__mxm_weights *w, uint64_t *checksum, mx_error *err) {
+static mx_status write_weights(const char *wpath, const mx__mxm_weights *w, uint64_t *checksum,
+                               mx_error *err) {
   char *tmp;
   FILE *f = open_tmp(wpath, &tmp, err);
   if (!f) {
@@ -1114,7 +1117,8 @@ static mx_status plan_from(const Mxm__StaticPlan *m, const unsigned char *sec, u
   const unsigned char *wsrc = NULL;
   bool in_section = !m->weights->data.len && p->weight_bytes;
   if (in_section) {
-    if (!sec || m->weights->external_offset > sec_size || p->weight_bytes > sec_size - m->weights->external_offset) {
+    if (!sec || m->weights->external_offset > sec_size ||
+        p->weight_bytes > sec_size - m->weights->external_offset) {
       st = BAD("plan: weights outside the weights section");
       goto free_plan;
     }
@@ -1259,8 +1263,9 @@ mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFi
   return mx__mxm_parse_sections(d, n, mf, &sec, &sec_size, &sec_checksum, err);
 }
 
-mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFile **mf, const unsigned char **sec,
-                                 uint64_t *sec_size, uint64_t *sec_checksum, mx_error *err) {
+mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
+                                 const unsigned char **sec, uint64_t *sec_size, uint64_t *sec_checksum,
+                                 mx_error *err) {
   *mf = NULL;
   *sec = NULL;
   *sec_size = 0;
@@ -1277,7 +1282,8 @@ mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFil
   mx_status st = MX_OK;
   size_t rest = n - MXM_PREAMBLE - hsz;
   uint64_t payload_end = rest; /* bytes after the header the payload may take */
-  if (h->weights_size) payload_end = h->weights_offset >= MXM_PREAMBLE + hsz ? h->weights_offset - MXM_PREAMBLE - hsz : 0;
+  if (h->weights_size)
+    payload_end = h->weights_offset >= MXM_PREAMBLE + hsz ? h->weights_offset - MXM_PREAMBLE - hsz : 0;
   if (h->min_reader_version > MXM_READER_VERSION) {
     st = mx__fail(err, MX_ERR_UNSUPPORTED, "written by a newer mixrt (needs reader format %u, this is %u)",
                   h->min_reader_version, MXM_READER_VERSION);
@@ -1286,8 +1292,8 @@ mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFil
                   "written by an older mixrt (.mxm format %u, weights inside the plans; this mixrt reads "
                   "format %u and newer): compile the model again",
                   h->format_version, MXM_OLDEST_FORMAT);
-  } else if (h->weights_size && (h->weights_offset % SECTION_ALIGN || h->weights_offset < MXM_PREAMBLE + hsz ||
-                                 h->payload_size > payload_end)) {
+  } else if (h->weights_size && (h->weights_offset % SECTION_ALIGN ||
+                                 h->weights_offset < MXM_PREAMBLE + hsz || h->payload_size > payload_end)) {
     st = BAD("corrupt: weights section at offset %llu", (unsigned long long)h->weights_offset);
   } else if (h->weights_size && (h->weights_offset > n || h->weights_size != n - h->weights_offset)) {
     st = BAD("%s: the weights section needs %llu bytes at offset %llu, the file has %zu bytes",
@@ -1335,7 +1341,7 @@ static bool is_regular_file(const char *path) {
  * the name recorded at save (so an .mxm renamed alone still finds its weights). Whichever is
  * found must have the recorded size and checksum; a mismatch names both files. */
 mx_status mx__mxm_map_weights_file(const Mxm__ExternalWeights *ew, const char *path, unsigned char **side,
-                                  size_t *side_size, mx_error *err) {
+                                   size_t *side_size, mx_error *err) {
   *side = NULL;
   *side_size = 0;
   if (!path) return BAD("the weights are in an external file, which an in-memory image cannot name");
@@ -1385,7 +1391,7 @@ done:
 
 /* The weights section the loaded plans and root graph refer to. */
 typedef struct loaded_section {
-  mx__mxm_mapping *map;     /* the mapping it lies in (held), NULL for an in-memory image */
+  mx__mxm_mapping *map; /* the mapping it lies in (held), NULL for an in-memory image */
   const unsigned char *data;
   uint64_t size;
 } loaded_section;
@@ -1395,8 +1401,8 @@ typedef struct loaded_section {
  * NULL when the file has none). When section is not NULL it receives the weights section (its
  * mapping held: the caller releases it). */
 static mx_status load_image(const unsigned char *d, size_t n, const char *path, const char *label,
-                            mx__mxm_mapping *file_map, mx_static_plan ***plans, size_t *n_plans, void **runtime,
-                            size_t *runtime_size, loaded_section *section, mx_error *err) {
+                            mx__mxm_mapping *file_map, mx_static_plan ***plans, size_t *n_plans,
+                            void **runtime, size_t *runtime_size, loaded_section *section, mx_error *err) {
   *plans = NULL;
   *n_plans = 0;
   if (runtime) {
@@ -1486,8 +1492,8 @@ mx_status mx__mxm_load_plans(const char *path, mx_static_plan ***plans, size_t *
 }
 
 mx_status mx__mxm_load_mapped(const char *path, mx_static_plan ***plans, size_t *n, void **runtime,
-                              size_t *runtime_size, mx__mxm_mapping **section_map, const unsigned char **section,
-                              uint64_t *section_size, mx_error *err) {
+                              size_t *runtime_size, mx__mxm_mapping **section_map,
+                              const unsigned char **section, uint64_t *section_size, mx_error *err) {
   if (plans) *plans = NULL;
   if (n) *n = 0;
   if (section_map) *section_map = NULL;

@@ -148,8 +148,9 @@ mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) 
       /* Describing the model needs no weights (only floating-point constants are in the weights
        * file, and inference reads none): zero pages of the recorded size stand in for them. */
       side_size = (size_t)mf->external_weights->size;
-      void *z = side_size ? mmap(NULL, side_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-                          : NULL;
+      void *z = side_size
+                    ? mmap(NULL, side_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                    : NULL;
       if (z == MAP_FAILED) {
         side_size = 0;
         st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "cannot reserve %llu bytes for the weights",
@@ -159,7 +160,8 @@ mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) 
       sec = side;
       sec_size = side_size;
     }
-    if (st == MX_OK) st = mx__onnx_load_memory_blob(rt->root_onnx.data, rt->root_onnx.len, sec, sec_size, &out->root, err);
+    if (st == MX_OK)
+      st = mx__onnx_load_memory_blob(rt->root_onnx.data, rt->root_onnx.len, sec, sec_size, &out->root, err);
     if (st == MX_OK && mx_graph_infer(out->root) != MX_OK)
       st = mx__fail(err, MX_ERR_MALFORMED, "root graph: %s", mx_graph_last_error(out->root));
     const mx_graph *g = out->root;

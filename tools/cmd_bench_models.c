@@ -20,7 +20,7 @@
 #include "tools/cmd_bench_models.h"
 #include "tools/run_inputs.h"
 
-#define MAX_MODELS 64
+#define MAX_MODELS  64
 #define MAX_THREADS 4
 
 enum { R_HYBRID, R_DYNAMIC, R_ORT, R_TORCH, N_RUNNERS };
@@ -56,58 +56,57 @@ typedef struct bm_model {
 } bm_model;
 
 void mx_cmd_bench_models_help(FILE *out) {
-  fprintf(
-      out,
-      "usage: mixrt bench models [--zoo DIR] [--models NAME,...] [--threads 1,2]\n"
-      "                          [--runners hybrid,dynamic,ort,torch] [--rounds N] [--steps N]\n"
-      "                          [--warmup N] [--device inline|cpu] [--json FILE] [--table]\n"
-      "                          [--plot FILE.png] [--layers]\n"
-      "                          [--node PATH] [--python PATH] [--peers DIR] [--work-dir DIR]\n\n"
-      "models: median step latency of the zoo's models (bench/zoo/export.py: ResNet-50,\n"
-      "  MobileNetV3, a GPT decoder step, a BERT encoder, LSTM, GRU, ...) on each model's first\n"
-      "  input case, for mixrt hybrid, mixrt all-dynamic (static_min_ops -1), ONNX Runtime (the\n"
-      "  Node peer of bench/peers, CPU provider, sequential) and PyTorch eager (/usr/bin/python3\n"
-      "  bench/peers/torch_runner.py, the zoo's torch modules under inference_mode), at each thread\n"
-      "  count. Every runner is a process of its own, loaded once per model; the rounds alternate\n"
-      "  them (each round runs --steps steps of every runner and thread count, in a seeded order\n"
-      "  drawn anew for each round). Prints JSON on stdout (into --json FILE instead; none with\n"
-      "  --table and no --json): per model and thread count the median, p10 and p90 in\n"
-      "  milliseconds and the ratios hybrid / ONNX Runtime, hybrid / PyTorch, dynamic / ONNX\n"
-      "  Runtime and hybrid / dynamic; per runner the speed-up of the last thread count over the\n"
-      "  first. Wall-clock times: on a host other work shares they are noisy, alternated so that\n"
-      "  every runner meets the same noise. A runner that cannot start (ONNX\n"
-      "  Runtime not installed: make bench-deps; no torch in the python) or cannot run a model\n"
-      "  has null figures and the reason. Progress lines go to stderr.\n"
-      "  The zoo is exported once with\n"
-      "      /usr/bin/python3 bench/zoo/export.py BUILD/zoo\n"
-      "  (the ctest entry zoo_models does it too). A manifest case without inputs runs on seeded\n"
-      "  random inputs (its symbols give the shapes).\n\n"
-      "options:\n"
-      "  --zoo DIR          the exported zoo (default: the zoo folder of the build tree this\n"
-      "                     program is in, BUILD/zoo)\n"
-      "  --models LIST      zoo models to run (default: every model of the manifest)\n"
-      "  --threads LIST     intra-op thread counts, up to 4 (default 1,2)\n"
-      "  --runners LIST     hybrid, dynamic, ort, torch (default all four)\n"
-      "  --rounds N         alternating rounds (default 5)\n"
-      "  --steps N          timed steps per runner and thread count in each round (default 3)\n"
-      "  --warmup N         untimed steps per runner and thread count after loading (default 2)\n"
-      "  --device D         mixrt's device: inline (default: the work runs in the calling thread,\n"
-      "                     as ONNX Runtime's and PyTorch's do) or cpu (a worker thread per stream)\n"
-      "  --json FILE        the JSON into FILE instead of stdout\n"
-      "  --table            a markdown table of the medians and ratios on stdout\n"
-      "  --plot FILE.png    a bar chart of the medians (log scale) drawn by gnuplot (make\n"
-      "                     bench-deps installs gnuplot-nox; without it --plot is refused)\n"
-      "  --layers           instead: every Conv of each model timed alone (a one-node session,\n"
-      "                     batch 1, the best of --rounds x --steps steps) at each thread count,\n"
-      "                     with its GFLOP/s against the sgemm peak a short cblas_sgemm\n"
-      "                     1024x1024x1024 probe measures on as many threads (best of 20 runs);\n"
-      "                     markdown tables on stdout\n"
-      "  --node PATH        the Node.js program (default node)\n"
-      "  --python PATH      the Python with torch (default /usr/bin/python3)\n"
-      "  --peers DIR        where ort_runner.js and torch_runner.py are (default: bench/peers of\n"
-      "                     the source tree this program was built from, or $MIXRT_PEERS_DIR)\n"
-      "  --work-dir DIR     where the runners' input files are linked (default: a new folder in\n"
-      "                     /tmp, removed at the end)\n");
+  fprintf(out,
+          "usage: mixrt bench models [--zoo DIR] [--models NAME,...] [--threads 1,2]\n"
+          "                          [--runners hybrid,dynamic,ort,torch] [--rounds N] [--steps N]\n"
+          "                          [--warmup N] [--device inline|cpu] [--json FILE] [--table]\n"
+          "                          [--plot FILE.png] [--layers]\n"
+          "                          [--node PATH] [--python PATH] [--peers DIR] [--work-dir DIR]\n\n"
+          "models: median step latency of the zoo's models (bench/zoo/export.py: ResNet-50,\n"
+          "  MobileNetV3, a GPT decoder step, a BERT encoder, LSTM, GRU, ...) on each model's first\n"
+          "  input case, for mixrt hybrid, mixrt all-dynamic (static_min_ops -1), ONNX Runtime (the\n"
+          "  Node peer of bench/peers, CPU provider, sequential) and PyTorch eager (/usr/bin/python3\n"
+          "  bench/peers/torch_runner.py, the zoo's torch modules under inference_mode), at each thread\n"
+          "  count. Every runner is a process of its own, loaded once per model; the rounds alternate\n"
+          "  them (each round runs --steps steps of every runner and thread count, in a seeded order\n"
+          "  drawn anew for each round). Prints JSON on stdout (into --json FILE instead; none with\n"
+          "  --table and no --json): per model and thread count the median, p10 and p90 in\n"
+          "  milliseconds and the ratios hybrid / ONNX Runtime, hybrid / PyTorch, dynamic / ONNX\n"
+          "  Runtime and hybrid / dynamic; per runner the speed-up of the last thread count over the\n"
+          "  first. Wall-clock times: on a host other work shares they are noisy, alternated so that\n"
+          "  every runner meets the same noise. A runner that cannot start (ONNX\n"
+          "  Runtime not installed: make bench-deps; no torch in the python) or cannot run a model\n"
+          "  has null figures and the reason. Progress lines go to stderr.\n"
+          "  The zoo is exported once with\n"
+          "      /usr/bin/python3 bench/zoo/export.py BUILD/zoo\n"
+          "  (the ctest entry zoo_models does it too). A manifest case without inputs runs on seeded\n"
+          "  random inputs (its symbols give the shapes).\n\n"
+          "options:\n"
+          "  --zoo DIR          the exported zoo (default: the zoo folder of the build tree this\n"
+          "                     program is in, BUILD/zoo)\n"
+          "  --models LIST      zoo models to run (default: every model of the manifest)\n"
+          "  --threads LIST     intra-op thread counts, up to 4 (default 1,2)\n"
+          "  --runners LIST     hybrid, dynamic, ort, torch (default all four)\n"
+          "  --rounds N         alternating rounds (default 5)\n"
+          "  --steps N          timed steps per runner and thread count in each round (default 3)\n"
+          "  --warmup N         untimed steps per runner and thread count after loading (default 2)\n"
+          "  --device D         mixrt's device: inline (default: the work runs in the calling thread,\n"
+          "                     as ONNX Runtime's and PyTorch's do) or cpu (a worker thread per stream)\n"
+          "  --json FILE        the JSON into FILE instead of stdout\n"
+          "  --table            a markdown table of the medians and ratios on stdout\n"
+          "  --plot FILE.png    a bar chart of the medians (log scale) drawn by gnuplot (make\n"
+          "                     bench-deps installs gnuplot-nox; without it --plot is refused)\n"
+          "  --layers           instead: every Conv of each model timed alone (a one-node session,\n"
+          "                     batch 1, the best of --rounds x --steps steps) at each thread count,\n"
+          "                     with its GFLOP/s against the sgemm peak a short cblas_sgemm\n"
+          "                     1024x1024x1024 probe measures on as many threads (best of 20 runs);\n"
+          "                     markdown tables on stdout\n"
+          "  --node PATH        the Node.js program (default node)\n"
+          "  --python PATH      the Python with torch (default /usr/bin/python3)\n"
+          "  --peers DIR        where ort_runner.js and torch_runner.py are (default: bench/peers of\n"
+          "                     the source tree this program was built from, or $MIXRT_PEERS_DIR)\n"
+          "  --work-dir DIR     where the runners' input files are linked (default: a new folder in\n"
+          "                     /tmp, removed at the end)\n");
 }
 
 /* The build tree's zoo: <build>/zoo beside <build>/tools/mixrt. */
@@ -146,11 +145,12 @@ static void default_peers(char *buf, size_t cap) {
     snprintf(buf, cap, "bench/peers");
 }
 
-static bool parse_count(const char *cmd, const char *opt, const char *v, int64_t lo, int64_t hi, int64_t *out) {
+static bool parse_count(const char *cmd, const char *opt, const char *v, int64_t lo, int64_t hi,
+                        int64_t *out) {
   if (!v) return false;
   if (!mx_cli_parse_int(v, out) || *out < lo || *out > hi) {
-    mx_cli_usage_error(cmd, "%s needs a number from %lld to %lld, not '%s'", opt, (long long)lo, (long long)hi,
-                       v);
+    mx_cli_usage_error(cmd, "%s needs a number from %lld to %lld, not '%s'", opt, (long long)lo,
+                       (long long)hi, v);
     return false;
   }
   return true;
@@ -226,7 +226,8 @@ static int parse(int argc, char **argv, bm_args *a) {
     }
   }
   if (a->plot && system("command -v gnuplot > /dev/null 2>&1") != 0)
-    return mx_cli_usage_error(cmd, "--plot needs gnuplot, which is not on PATH (make bench-deps installs gnuplot-nox)");
+    return mx_cli_usage_error(
+        cmd, "--plot needs gnuplot, which is not on PATH (make bench-deps installs gnuplot-nox)");
   if (!a->zoo) {
     default_zoo(a->zoo_buf, sizeof a->zoo_buf);
     a->zoo = a->zoo_buf;
@@ -311,7 +312,9 @@ static bool prepare_inputs(bm_model *m, const mx_bmj *c, const char *zoo) {
   size_t n_in = mx_graph_input_count(g);
   mx_tensor *in = calloc(n_in ? n_in : 1, sizeof *in);
   bool ok = in && mx_cli_make_inputs("bench models", g, NULL, 0, true, 1, bind, nb, in) == MX_EXIT_OK;
-  if (!ok) snprintf(m->error, sizeof m->error, "cannot make random inputs (the case's symbols do not give every dim)");
+  if (!ok)
+    snprintf(m->error, sizeof m->error,
+             "cannot make random inputs (the case's symbols do not give every dim)");
   for (size_t k = 0; ok && k < n_in; k++) {
     char file[PATH_MAX + 300];
     snprintf(file, sizeof file, "%s/%s.npy", m->feed_dir, mx_graph_value_name(g, mx_graph_input(g, k)));
@@ -343,8 +346,8 @@ typedef struct bm_run {
   bm_args *a;
   mx_bm_peer mixrt[MAX_THREADS]; /* one mixrt process per thread count */
   mx_bm_peer ort, torch;
-  bool started[N_RUNNERS];       /* hybrid/dynamic: the mixrt processes */
-  char reason[N_RUNNERS][512];   /* why a runner is unavailable */
+  bool started[N_RUNNERS];     /* hybrid/dynamic: the mixrt processes */
+  char reason[N_RUNNERS][512]; /* why a runner is unavailable */
   char version[N_RUNNERS][96];
 } bm_run;
 
@@ -362,7 +365,8 @@ static void start_runners(bm_run *r) {
     char failed[512] = "";
     for (int t = 0; t < a->n_threads; t++) {
       snprintf(threads, sizeof threads, "%lld", (long long)a->threads[t]);
-      char *argv[] = {self, "bench", "models", "--serve", "--threads", threads, "--device", (char *)a->device, NULL};
+      char *argv[] = {self,    "bench",    "models",          "--serve", "--threads",
+                      threads, "--device", (char *)a->device, NULL};
       fprintf(stderr, "bench models: starting mixrt (%s threads)\n", threads);
       mx__bm_peer_start(&r->mixrt[t], argv);
       if (r->mixrt[t].pid < 0) {
@@ -372,9 +376,12 @@ static void start_runners(bm_run *r) {
     }
     for (int k = R_HYBRID; k <= R_DYNAMIC; k++) {
       r->started[k] = all && a->use[k];
-      if (!a->use[k]) snprintf(r->reason[k], sizeof r->reason[k], "not asked for (--runners)");
-      else if (!all) snprintf(r->reason[k], sizeof r->reason[k], "%s", failed);
-      else snprintf(r->version[k], sizeof r->version[k], "%s", r->mixrt[0].version);
+      if (!a->use[k])
+        snprintf(r->reason[k], sizeof r->reason[k], "not asked for (--runners)");
+      else if (!all)
+        snprintf(r->reason[k], sizeof r->reason[k], "%s", failed);
+      else
+        snprintf(r->version[k], sizeof r->version[k], "%s", r->mixrt[0].version);
     }
   } else {
     for (int k = R_HYBRID; k <= R_DYNAMIC; k++)
@@ -416,7 +423,8 @@ static void start_runners(bm_run *r) {
     }
   }
   for (int k = 0; k < N_RUNNERS; k++)
-    if (a->use[k] && !r->started[k]) fprintf(stderr, "bench models: no %s: %s\n", runner_titles[k], r->reason[k]);
+    if (a->use[k] && !r->started[k])
+      fprintf(stderr, "bench models: no %s: %s\n", runner_titles[k], r->reason[k]);
 }
 
 static void stop_runners(bm_run *r) {
@@ -445,9 +453,10 @@ static void config_load(bm_run *r, bm_model *m, bm_config *c) {
   session_name(c, name, sizeof name);
   long long threads = (long long)a->threads[c->t];
   uint64_t t0 = mx__now_ns();
-  bool ok = c->runner == R_TORCH   ? mx__bm_peer_call(p, "load %s %s %lld", name, m->name, threads)
-            : c->runner == R_ORT   ? mx__bm_peer_call(p, "load %s %s %lld", name, m->path, threads)
-                                   : mx__bm_peer_call(p, "load %s %s %s", name, m->path, runner_names[c->runner]);
+  bool ok = c->runner == R_TORCH ? mx__bm_peer_call(p, "load %s %s %lld", name, m->name, threads)
+            : c->runner == R_ORT
+                ? mx__bm_peer_call(p, "load %s %s %lld", name, m->path, threads)
+                : mx__bm_peer_call(p, "load %s %s %s", name, m->path, runner_names[c->runner]);
   if (!ok) return config_fail(c, p, "load");
   if (!mx__bm_peer_call(p, "feed %s %s", name, m->feed_dir)) return config_fail(c, p, "feed");
   if (a->warmup && !mx__bm_peer_call(p, "run %s %lld", name, (long long)a->warmup))
@@ -573,16 +582,22 @@ static void write_json(FILE *f, bm_run *r, bm_model *models, size_t n, int argc,
   mx__json_string(f, a->zoo);
   fprintf(f, ",\n \"settings\": {\"threads\": [");
   for (int t = 0; t < a->n_threads; t++) fprintf(f, "%s%lld", t ? ", " : "", (long long)a->threads[t]);
-  fprintf(f, "], \"rounds\": %lld, \"steps\": %lld, \"warmup\": %lld, \"mixrt_device\": \"%s\", \"unit\": \"ms\"},\n \"runners\": {",
+  fprintf(f,
+          "], \"rounds\": %lld, \"steps\": %lld, \"warmup\": %lld, \"mixrt_device\": \"%s\", \"unit\": "
+          "\"ms\"},\n \"runners\": {",
           (long long)a->rounds, (long long)a->steps, (long long)a->warmup, a->device);
   for (int k = 0; k < N_RUNNERS; k++) {
     fprintf(f, "%s\n  \"%s\": {\"available\": %s, \"version\": ", k ? "," : "", runner_names[k],
             r->started[k] ? "true" : "false");
-    if (r->started[k]) mx__json_string(f, r->version[k]);
-    else fprintf(f, "null");
+    if (r->started[k])
+      mx__json_string(f, r->version[k]);
+    else
+      fprintf(f, "null");
     fprintf(f, ", \"reason\": ");
-    if (r->started[k]) fprintf(f, "null");
-    else mx__json_string(f, r->reason[k]);
+    if (r->started[k])
+      fprintf(f, "null");
+    else
+      mx__json_string(f, r->reason[k]);
     fprintf(f, "}");
   }
   fprintf(f, "\n },\n \"models\": [");
@@ -595,8 +610,10 @@ static void write_json(FILE *f, bm_run *r, bm_model *models, size_t n, int argc,
     fprintf(f, ", \"model\": ");
     mx__json_string(f, m->path);
     fprintf(f, ", \"error\": ");
-    if (m->ready) fprintf(f, "null");
-    else mx__json_string(f, m->error);
+    if (m->ready)
+      fprintf(f, "null");
+    else
+      mx__json_string(f, m->error);
     fprintf(f, ",\n   \"results\": [");
     for (int t = 0; t < a->n_threads; t++) {
       bm_stat st[N_RUNNERS];
@@ -743,7 +760,9 @@ static int read_manifest(bm_args *a, mx_bmj *man, bm_model *models, size_t *n) {
     for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
       bool found = false;
       for (size_t k = 0; k < *n; k++) found |= strcmp(models[k].name, w) == 0;
-      if (!found) return mx_cli_usage_error("bench models", "--models: no model called '%s' in %s/manifest.json", w, a->zoo);
+      if (!found)
+        return mx_cli_usage_error("bench models", "--models: no model called '%s' in %s/manifest.json", w,
+                                  a->zoo);
     }
   }
   if (*n == 0) return mx_cli_runtime_error("bench models", "no model to run in %s/manifest.json", a->zoo);
@@ -820,14 +839,16 @@ int mx_cmd_bench_models(int argc, char **argv) {
     snprintf(work, sizeof work, "%s/mixrt-bench-models-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(work)) {
       mx__bmj_free(man);
-      return mx_cli_runtime_error("bench models", "cannot create a work folder %s: %s", work, strerror(errno));
+      return mx_cli_runtime_error("bench models", "cannot create a work folder %s: %s", work,
+                                  strerror(errno));
     }
   }
   for (size_t k = 0; k < n; k++) {
     bm_model *m = &models[k];
     snprintf(m->feed_dir, sizeof m->feed_dir, "%s/%s", work, m->name);
     if (mkdir(m->feed_dir, 0755) != 0 && errno != EEXIST) {
-      snprintf(m->error, sizeof m->error, "%s: %s", m->feed_dir, strerror(errno));
+      /* Named from its parts: m->feed_dir shares the models array with m->error (-Wrestrict). */
+      snprintf(m->error, sizeof m->error, "%s/%s: %s", work, m->name, strerror(errno));
       continue;
     }
     m->ready = prepare_inputs(m, first_case(man, m->name), a.zoo);
@@ -850,7 +871,8 @@ int mx_cmd_bench_models(int argc, char **argv) {
   }
   if (jf) {
     write_json(jf, &r, models, n, argc, argv);
-    if (jf != stdout && fclose(jf) != 0) rc = mx_cli_runtime_error("bench models", "--json %s: write failed", a.json);
+    if (jf != stdout && fclose(jf) != 0)
+      rc = mx_cli_runtime_error("bench models", "--json %s: write failed", a.json);
   }
   if (a.table) write_table(stdout, &r, models, n);
   if (a.plot && rc == MX_EXIT_OK) rc = write_plot(&r, models, n);

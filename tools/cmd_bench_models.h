@@ -18,15 +18,22 @@ void mx_cmd_bench_models_help(FILE *out);
 
 /* --- a small JSON reader, for the zoo's manifest.json (cmd_bench_models_json.c) --------------- */
 
-typedef enum { MX_BMJ_NULL, MX_BMJ_BOOL, MX_BMJ_NUMBER, MX_BMJ_STRING, MX_BMJ_ARRAY, MX_BMJ_OBJECT } mx_bmj_kind;
+typedef enum {
+  MX_BMJ_NULL,
+  MX_BMJ_BOOL,
+  MX_BMJ_NUMBER,
+  MX_BMJ_STRING,
+  MX_BMJ_ARRAY,
+  MX_BMJ_OBJECT
+} mx_bmj_kind;
 
 typedef struct mx_bmj {
   mx_bmj_kind kind;
-  double number;         /* NUMBER, BOOL (0 or 1) */
-  char *text;            /* STRING */
-  size_t n;              /* ARRAY, OBJECT: entries */
-  struct mx_bmj *items;  /* ARRAY, OBJECT: the values */
-  char **keys;           /* OBJECT: the keys */
+  double number;        /* NUMBER, BOOL (0 or 1) */
+  char *text;           /* STRING */
+  size_t n;             /* ARRAY, OBJECT: entries */
+  struct mx_bmj *items; /* ARRAY, OBJECT: the values */
+  char **keys;          /* OBJECT: the keys */
 } mx_bmj;
 
 /* Parses text into a tree (free with mx__bmj_free); NULL with the offset and cause in why. */
@@ -40,12 +47,12 @@ const char *mx__bmj_str(const mx_bmj *v, const char *key);
 /* --- runner processes (cmd_bench_models_peer.c) ---------------------------------------------- */
 
 typedef struct mx_bm_peer {
-  pid_t pid;              /* -1: not running */
-  FILE *to, *from;        /* request and reply pipes */
-  char *line;             /* the last reply line (getline buffer) */
+  pid_t pid;       /* -1: not running */
+  FILE *to, *from; /* request and reply pipes */
+  char *line;      /* the last reply line (getline buffer) */
   size_t line_cap;
-  char version[96];       /* second word of the `ready` line and the rest */
-  char reason[512];       /* why it is not running (when pid < 0) */
+  char version[96]; /* second word of the `ready` line and the rest */
+  char reason[512]; /* why it is not running (when pid < 0) */
 } mx_bm_peer;
 
 /* Starts argv[0] with argv and waits for its `ready ...` line; on failure p->pid is -1 and

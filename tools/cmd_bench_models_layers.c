@@ -114,9 +114,11 @@ static bool time_conv(mx_graph *g, const mx_node *node, int32_t threads, int64_t
   mx_value_id vx, vw, vb = MX_NO_VALUE, vy;
   if (mx_graph_create("layer", &one) != MX_OK ||
       mx_graph_set_opset(one, "", mx_graph_opset(g, "")) != MX_OK ||
-      mx_graph_add_input(one, "x", MX_FLOAT32, &in, &vx) != MX_OK || mx_graph_add_constant(one, "w", w, &vw) != MX_OK ||
+      mx_graph_add_input(one, "x", MX_FLOAT32, &in, &vx) != MX_OK ||
+      mx_graph_add_constant(one, "w", w, &vw) != MX_OK ||
       (b && mx_graph_add_constant(one, "b", b, &vb) != MX_OK)) {
-    snprintf(why, cap, "cannot build the one-node graph: %s", one ? mx_graph_last_error(one) : "out of memory");
+    snprintf(why, cap, "cannot build the one-node graph: %s",
+             one ? mx_graph_last_error(one) : "out of memory");
     goto done;
   }
   mx_value_id ins[3] = {vx, vw, vb};
@@ -177,11 +179,13 @@ done:
   return ok;
 }
 
-int mx__bench_models_layers(const char *model, const char *input_npy, int32_t threads, int64_t steps, FILE *out) {
+int mx__bench_models_layers(const char *model, const char *input_npy, int32_t threads, int64_t steps,
+                            FILE *out) {
   (void)input_npy; /* layers run on their own inputs: only the shapes matter */
   mx_graph *g = NULL;
   mx_error err;
-  if (mx_onnx_load_file(model, &g, &err) != MX_OK) return mx_cli_runtime_error("bench models", "%s", err.message);
+  if (mx_onnx_load_file(model, &g, &err) != MX_OK)
+    return mx_cli_runtime_error("bench models", "%s", err.message);
   if (mx_graph_infer(g) != MX_OK) {
     int rc = mx_cli_runtime_error("bench models", "%s: %s", model, mx_graph_last_error(g));
     mx_graph_destroy(g);
@@ -224,12 +228,15 @@ int mx__bench_models_layers(const char *model, const char *input_npy, int32_t th
   out = layers_out;
   double again = sgemm_peak(threads, 10);
   if (again > peak) peak = again;
+  fprintf(
+      out,
+      "threads %d: sgemm 1024^3 peak %.1f GFLOP/s (%d single-threaded OpenBLAS sgemm%s at once, best of 20\n"
+      "runs before and after the layers); each layer's best of %lld steps, batch 1, through a one-node "
+      "session\n\n",
+      threads, peak, threads, threads == 1 ? "" : "s", (long long)steps);
   fprintf(out,
-          "threads %d: sgemm 1024^3 peak %.1f GFLOP/s (%d single-threaded OpenBLAS sgemm%s at once, best of 20\n"
-          "runs before and after the layers); each layer's best of %lld steps, batch 1, through a one-node session\n\n",
-          threads, peak, threads, threads == 1 ? "" : "s", (long long)steps);
-  fprintf(out, "| # | Conv | out CxHxW | kernel | group | GFLOP | ms | GFLOP/s | of peak |\n"
-               "|---:|---|---|---|---:|---:|---:|---:|---:|\n");
+          "| # | Conv | out CxHxW | kernel | group | GFLOP | ms | GFLOP/s | of peak |\n"
+          "|---:|---|---|---|---:|---:|---:|---:|---:|\n");
   /* "of peak" was written as a placeholder: fill it now that the peak is known. */
   for (char *line = table, *next; line && *line; line = next) {
     next = strchr(line, '\n');

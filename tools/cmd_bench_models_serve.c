@@ -20,7 +20,7 @@
 #include "tools/run_inputs.h"
 
 #define MAX_SESSIONS 16
-#define MAX_IO 256
+#define MAX_IO       256
 
 typedef struct served {
   char name[64];
@@ -66,7 +66,8 @@ __attribute__((format(printf, 1, 2))) static void reply_err(const char *fmt, ...
   printf("err %s\n", msg);
 }
 
-static void load(const char *name, const char *model, const char *mode, uint32_t threads, mx_device_kind device) {
+static void load(const char *name, const char *model, const char *mode, uint32_t threads,
+                 mx_device_kind device) {
   if (find(name)) return reply_err("session %s exists", name);
   served *e = NULL;
   for (int k = 0; k < MAX_SESSIONS && !e; k++)
@@ -114,7 +115,8 @@ static void feed(served *e, const char *dir) {
     files[k].path = paths[k];
   }
   /* Errors of reading the files go to stderr (the terminal of `mixrt bench models`). */
-  if (mx_cli_make_inputs("bench models --serve", e->g, files, e->n_in, false, 0, NULL, 0, e->in) != MX_EXIT_OK)
+  if (mx_cli_make_inputs("bench models --serve", e->g, files, e->n_in, false, 0, NULL, 0, e->in) !=
+      MX_EXIT_OK)
     return reply_err("cannot read the inputs in %s", dir);
   e->fed = true;
   printf("ok\n");
@@ -155,7 +157,8 @@ int mx__bench_models_serve(int argc, char **argv) {
       continue;
     }
     return mx_cli_usage_error("bench models",
-                              "--serve takes only --threads N (1 to 64) and --device inline|cpu, not '%s'", argv[i]);
+                              "--serve takes only --threads N (1 to 64) and --device inline|cpu, not '%s'",
+                              argv[i]);
   }
   printf("ready mixrt %s\n", MIXRT_VERSION_STRING);
   fflush(stdout);

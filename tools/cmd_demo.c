@@ -320,8 +320,7 @@ static int decode_with_state(const demo_args *a, mx_session *s, mx_graph *ref, m
       size_t nbytes = 0;
       mx_tensor_nbytes(logits, &nbytes);
       if (fetched) memcpy(out[0].data, logits->data, nbytes);
-      for (size_t i = 1; i < n_io && fetched; i++)
-        fetched = fetch_output(b, i, &out[i]) == MX_OK;
+      for (size_t i = 1; i < n_io && fetched; i++) fetched = fetch_output(b, i, &out[i]) == MX_OK;
       *check_ok = fetched && same_as_reference(ref, in, out, n_io, step, why, cap);
       if (!fetched) snprintf(why, cap, "step %lld: reading the outputs back failed", (long long)step);
       for (size_t i = 0; i < n_io; i++) mx_tensor_release(&out[i]);

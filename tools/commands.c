@@ -15,8 +15,10 @@ const mx_cli_command mx_cli_commands[] = {
      mx_cmd_gen_help},
     {"kernels", "the execution graph's exe kernels (with --ops: op definitions, op kernels)", mx_cmd_kernels,
      mx_cmd_kernels_help},
-    {"bench", "benchmarks printing JSON (scheduler: executors; llm: decode step against peers; models: the zoo against ONNX Runtime and PyTorch)", mx_cmd_bench,
-     mx_cmd_bench_help},
+    {"bench",
+     "benchmarks printing JSON (scheduler: executors; llm: decode step against peers; models: the zoo "
+     "against ONNX Runtime and PyTorch)",
+     mx_cmd_bench, mx_cmd_bench_help},
     {"compile", "compile any model into an .mxm file (partitioned, static models planned, lowered)",
      mx_cmd_compile, mx_cmd_compile_help},
     {"demo", "the main job on a built-in model", mx_cmd_demo, mx_cmd_demo_help},

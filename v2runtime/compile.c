@@ -162,7 +162,8 @@ static bool needs_interpreter(const mx_graph *g, char *why, size_t cap) {
     bool control = mx__part_is_control(nd);
     if (control) {
       if (mx__part_control_wrappable(g, nd)) continue;
-      snprintf(why, cap, "node '%s' (%s) takes or gives a sequence, optional or string", nd->name, nd->op_type);
+      snprintf(why, cap, "node '%s' (%s) takes or gives a sequence, optional or string", nd->name,
+               nd->op_type);
       return true;
     }
     bool graph_attr = false;
@@ -176,7 +177,8 @@ static bool needs_interpreter(const mx_graph *g, char *why, size_t cap) {
   for (size_t i = 0; i < g->n_inputs + g->n_outputs; i++) {
     const mx_value *v = &g->values[i < g->n_inputs ? g->inputs[i] : g->outputs[i - g->n_inputs]];
     if (v->kind == MX_KIND_TENSOR) continue;
-    snprintf(why, cap, "graph %s '%s' is a sequence or optional", i < g->n_inputs ? "input" : "output", v->name);
+    snprintf(why, cap, "graph %s '%s' is a sequence or optional", i < g->n_inputs ? "input" : "output",
+             v->name);
     return true;
   }
   return false;
@@ -201,7 +203,8 @@ mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_e
      * nodes on tensors are partitioned below). */
     if (s->opts.log) {
       char line[MX_ERROR_MESSAGE_MAX + 96];
-      snprintf(line, sizeof line, "model runs whole through the reference interpreter, not partitioned: %s", why);
+      snprintf(line, sizeof line, "model runs whole through the reference interpreter, not partitioned: %s",
+               why);
       s->opts.log(s->opts.log_user, MX_LOG_INFO, line);
     }
     p->interpreted = true;

@@ -19,8 +19,8 @@ void mx_session_cancel(mx_session *s) {
   if (s) atomic_store(&s->cancel, true);
 }
 
-mx_status mx__control_run_graph(mx_session *s, mx_graph *g, const mx_tensor *ins, size_t n_in, mx_tensor *outs,
-                                size_t n_out, mx_error *err) {
+mx_status mx__control_run_graph(mx_session *s, mx_graph *g, const mx_tensor *ins, size_t n_in,
+                                mx_tensor *outs, size_t n_out, mx_error *err) {
   mx__ref_limits lim = {
       .max_iterations =
           s->opts.max_loop_iterations > 0 ? s->opts.max_loop_iterations : MX_SESSION_DEFAULT_LOOP_ITERATIONS,

@@ -78,10 +78,10 @@ typedef struct mx_program {
   char **input_shapes;        /* printed shape of each graph input (malloc'd strings) */
   char **output_shapes;
   size_t static_calls, dynamic_calls;
-  bool interpreted;             /* holds control flow or sequences: root runs on the host through
+  bool interpreted;                    /* holds control flow or sequences: root runs on the host through
                                  the reference interpreter, whole (no calls, empty exe graphs) */
-  struct mx_mem_limits *limits; /* what a step may take and the tensors to size (limits.c) */
-  struct mx_spec_state *spec;   /* shape specialization of dynamic calls (spec.c), or NULL */
+  struct mx_mem_limits *limits;        /* what a step may take and the tensors to size (limits.c) */
+  struct mx_spec_state *spec;          /* shape specialization of dynamic calls (spec.c), or NULL */
   struct mx__mxm_mapping *weights_map; /* the mapped .mxm weights section the root's constants
                                           lie in (held; a program loaded from a file), or NULL */
 } mx_program;

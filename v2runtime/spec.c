@@ -165,8 +165,9 @@ static void trace_compile(mx_session *s, const mx_rt_call *c, const mx_spec_call
   pthread_mutex_unlock(&t->lock);
 }
 
-static mx_spec_entry *insert_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals, uint32_t mask,
-                                   mx_static_model *model, mx_spec_split *split, bool declared);
+static mx_spec_entry *insert_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals,
+                                   uint32_t mask, mx_static_model *model, mx_spec_split *split,
+                                   bool declared);
 
 /* Compiles call c for vals and puts it in the cache (evicting the least recently used entry,
  * declared gears last). NULL with *permanent false: a fault, the step fails. */
@@ -205,8 +206,9 @@ static mx_spec_entry *add_entry(mx_session *s, mx_program *p, uint32_t ci, const
 
 /* Puts a compiled (or restored) specialization into call ci's cache, evicting the least
  * recently used entry when it is full (declared gears last). */
-static mx_spec_entry *insert_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals, uint32_t mask,
-                                   mx_static_model *model, mx_spec_split *split, bool declared) {
+static mx_spec_entry *insert_entry(mx_session *s, mx_program *p, uint32_t ci, const int64_t *vals,
+                                   uint32_t mask, mx_static_model *model, mx_spec_split *split,
+                                   bool declared) {
   mx_spec_state *ss = p->spec;
   mx_spec_call *sc = &ss->calls[ci];
   mx_rt_call *c = &p->calls[ci];
@@ -570,7 +572,8 @@ static mx_status load_stored(mx_session *s, mx_program *p, mx_error *err) {
     }
     restored++;
     char line[320];
-    snprintf(line, sizeof line, "gear '%s' of partition '%s' restored from the file", at + 1, p->calls[ci].name);
+    snprintf(line, sizeof line, "gear '%s' of partition '%s' restored from the file", at + 1,
+             p->calls[ci].name);
     say(s, MX_LOG_INFO, line);
   }
   free(all);

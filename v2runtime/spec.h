@@ -107,10 +107,11 @@ MX_MUST_USE mx_status mx__spec_plan(mx_session *s, mx_program *p, const mx_rt_ca
  * the plans of the program's declared gears (compiled again; the caller destroys them); at
  * load, the plans so named, kept (ownership taken, the array entries set to NULL) until the
  * session's install loads them into the cache instead of compiling. */
-MX_MUST_USE mx_status mx__spec_gear_plans(mx_session *s, mx_program *p, mx_static_plan ***plans, size_t *n_plans,
-                                          mx_error *err);
+MX_MUST_USE mx_status mx__spec_gear_plans(mx_session *s, mx_program *p, mx_static_plan ***plans,
+                                          size_t *n_plans, mx_error *err);
 bool mx__spec_is_gear_plan(const mx_static_plan *plan);
-MX_MUST_USE mx_status mx__spec_stash_plans(mx_program *p, mx_static_plan **plans, size_t n_plans, mx_error *err);
+MX_MUST_USE mx_status mx__spec_stash_plans(mx_program *p, mx_static_plan **plans, size_t n_plans,
+                                           mx_error *err);
 
 /* Copies nodes[0..n_nodes) of body (in that order) into a new graph whose inputs are ins and
  * outputs outs_wanted (body value ids), with the constants they read. Dims of the inputs take

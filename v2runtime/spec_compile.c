@@ -177,8 +177,9 @@ mx_status mx__spec_concretize(mx_graph *g, mx_error *err) {
   return MX_OK;
 }
 
-mx_status mx__spec_plan(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values, size_t n_values,
-                        const char *name, mx_static_plan **out, bool *permanent, mx_error *err) {
+mx_status mx__spec_plan(mx_session *s, mx_program *p, const mx_rt_call *c, const int64_t *values,
+                        size_t n_values, const char *name, mx_static_plan **out, bool *permanent,
+                        mx_error *err) {
   *out = NULL;
   *permanent = false;
   mx_graph *body = mx__part_call_body(&p->root->nodes[c->node]);

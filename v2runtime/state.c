@@ -194,8 +194,9 @@ static mx_status copy_pitched(mx_binding *b, const mx_bind_state *x, void *dst, 
   if (x->outer == 1 || (dst_pitch == held && src_pitch == held))
     return mx_device_copy(b->s->dev, dst, src, (size_t)x->outer * (size_t)held * row, kind);
   for (int64_t o = 0; o < x->outer; o++) {
-    mx_status st = mx_device_copy(b->s->dev, (char *)dst + (size_t)o * (size_t)dst_pitch * row,
-                                  (const char *)src + (size_t)o * (size_t)src_pitch * row, (size_t)held * row, kind);
+    mx_status st =
+        mx_device_copy(b->s->dev, (char *)dst + (size_t)o * (size_t)dst_pitch * row,
+                       (const char *)src + (size_t)o * (size_t)src_pitch * row, (size_t)held * row, kind);
     if (st != MX_OK) return st;
   }
   return MX_OK;
@@ -283,7 +284,8 @@ mx_status mx_binding_read_output(mx_binding *b, size_t index, const mx_tensor *d
   size_t nbytes = 0;
   if (!dst || !mx_tensor_nbytes(dst, &nbytes) || dst->dtype != o->dtype || dst->rank != o->rank ||
       memcmp(dst->dims, o->dims, (size_t)o->rank * sizeof *dst->dims) != 0 || (nbytes && !dst->data))
-    return mx__fail(ERR(b), MX_ERR_SHAPE, "read output '%s': the tensor must have the output's dtype and dims",
+    return mx__fail(ERR(b), MX_ERR_SHAPE,
+                    "read output '%s': the tensor must have the output's dtype and dims",
                     output_value(b, index)->name);
   if (!nbytes) return MX_OK;
   if (!o->data)
@@ -293,8 +295,8 @@ mx_status mx_binding_read_output(mx_binding *b, size_t index, const mx_tensor *d
     memcpy(dst->data, o->data, nbytes);
     return MX_OK;
   }
-  mx_copy_kind kind = o->placement == MX_DEVICE ? (dst->placement == MX_DEVICE ? MX_COPY_D2D : MX_COPY_D2H)
-                                                : MX_COPY_H2D;
+  mx_copy_kind kind =
+      o->placement == MX_DEVICE ? (dst->placement == MX_DEVICE ? MX_COPY_D2D : MX_COPY_D2H) : MX_COPY_H2D;
   mx_status st;
   if (x && x->append && o->data == x->buf[0])
     st = copy_pitched(b, x, dst->data, b->length, o->data, b->capacity, b->length, kind);

@@ -156,15 +156,14 @@ static void json_mixrt(const llm_args *a) {
                      "the timed call",
       a->no_state ? "false" : "true",
       a->no_state ? "--no-state: every step by mx_session_run, the pasts fed and the presents taken as above"
-                  : a->state_copy
-                        ? "the KV cache as session state through a binding (include/mixrt/binding.h), "
-                          "--state-copy: pasts loaded once, kept on the device, the presents written whole "
-                          "into the state's other buffer; fixed mode swaps back to the loaded rows after each "
-                          "step; only the token id goes in and the logits come out (into the io above)"
-                        : "the KV cache as session state through a binding (include/mixrt/binding.h): pasts "
-                          "loaded once into device buffers padded to the capacity, Attention appending only "
-                          "the new row in place; fixed mode forgets that row after each step (no copy); only "
-                          "the token id goes in and the logits come out (into the io above)");
+      : a->state_copy ? "the KV cache as session state through a binding (include/mixrt/binding.h), "
+                        "--state-copy: pasts loaded once, kept on the device, the presents written whole "
+                        "into the state's other buffer; fixed mode swaps back to the loaded rows after each "
+                        "step; only the token id goes in and the logits come out (into the io above)"
+                      : "the KV cache as session state through a binding (include/mixrt/binding.h): pasts "
+                        "loaded once into device buffers padded to the capacity, Attention appending only "
+                        "the new row in place; fixed mode forgets that row after each step (no copy); only "
+                        "the token id goes in and the logits come out (into the io above)");
 }
 
 /* "method": how the samples were taken. */

@@ -91,7 +91,8 @@ static bool export_ref(exporter *ex, const mx_tensor *t, Onnx__TensorProto *tp) 
   snprintf(len, sizeof len, "%zu", tp->raw_data.len);
   tp->external_data = mx__arena_array(&ex->arena, 3, sizeof *tp->external_data, 8);
   if (!tp->external_data || !(tp->external_data[0] = ext_entry(ex, "location", MX__ONNX_BLOB_LOCATION)) ||
-      !(tp->external_data[1] = ext_entry(ex, "offset", off)) || !(tp->external_data[2] = ext_entry(ex, "length", len)))
+      !(tp->external_data[1] = ext_entry(ex, "offset", off)) ||
+      !(tp->external_data[2] = ext_entry(ex, "length", len)))
     return false;
   tp->n_external_data = 3;
   tp->has_data_location = 1;

@@ -254,8 +254,8 @@ mx_status mx__onnx_blob_region(const mx__onnx_src *src, const Onnx__TensorProto 
   mx_status st = parse_entries(tp, what, &x, err);
   if (st != MX_OK) return st;
   if (!x.location || strcmp(x.location, MX__ONNX_BLOB_LOCATION) != 0)
-    return mx__fail(err, MX_ERR_MALFORMED, "%s: external data location '%.64s' is not the weights section", what,
-                    x.location ? x.location : "");
+    return mx__fail(err, MX_ERR_MALFORMED, "%s: external data location '%.64s' is not the weights section",
+                    what, x.location ? x.location : "");
   uint64_t length = x.has_length ? x.length : nbytes;
   if (length != nbytes || x.offset > src->blob_size || length > src->blob_size - x.offset)
     return mx__fail(err, MX_ERR_MALFORMED,

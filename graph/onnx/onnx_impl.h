@@ -51,11 +51,11 @@ typedef struct mx__onnx_src {
                        then returns data inside blob: the caller must not free it) */
 } mx__onnx_src;
 
-
 /* Where in src->blob the external data of tp lies (*out): the location must be
  * MX__ONNX_BLOB_LOCATION and the region (offset, length == nbytes) inside the blob. */
-MX_MUST_USE mx_status mx__onnx_blob_region(const mx__onnx_src *src, const Onnx__TensorProto *tp, size_t nbytes,
-                                           const char *what, const uint8_t **out, mx_error *err);
+MX_MUST_USE mx_status mx__onnx_blob_region(const mx__onnx_src *src, const Onnx__TensorProto *tp,
+                                           size_t nbytes, const char *what, const uint8_t **out,
+                                           mx_error *err);
 
 /* State of one model import. */
 typedef struct mx__onnx_import {

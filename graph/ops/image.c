@@ -24,10 +24,14 @@ static mx_status image_decoder_parse(const mx_parse_ctx *pc, void *params) {
   char fmt[16];
   if (mx__parse_string(pc, "pixel_format", fmt, sizeof fmt) != MX_OK)
     return mx__parse_fail(pc, "attribute pixel_format: must be RGB, BGR or Grayscale");
-  if (strcmp(fmt, "RGB") == 0) p->pixel_format = MX_PIXEL_RGB;
-  else if (strcmp(fmt, "BGR") == 0) p->pixel_format = MX_PIXEL_BGR;
-  else if (strcmp(fmt, "Grayscale") == 0) p->pixel_format = MX_PIXEL_GRAYSCALE;
-  else return mx__parse_fail(pc, "attribute pixel_format: '%s' is not RGB, BGR or Grayscale", fmt);
+  if (strcmp(fmt, "RGB") == 0)
+    p->pixel_format = MX_PIXEL_RGB;
+  else if (strcmp(fmt, "BGR") == 0)
+    p->pixel_format = MX_PIXEL_BGR;
+  else if (strcmp(fmt, "Grayscale") == 0)
+    p->pixel_format = MX_PIXEL_GRAYSCALE;
+  else
+    return mx__parse_fail(pc, "attribute pixel_format: '%s' is not RGB, BGR or Grayscale", fmt);
   return MX_OK;
 }
 
@@ -35,10 +39,12 @@ static mx_status image_decoder_infer(mx_infer_ctx *ctx) {
   const mx_image_decoder_params *p = ctx->params;
   const mx_value_info *in = &ctx->in[0];
   if (in->dtype != MX_UINT8)
-    return mx__infer_fail(ctx, MX_ERR_DTYPE, "input 0 (encoded_stream) has dtype %s; ImageDecoder takes uint8",
+    return mx__infer_fail(ctx, MX_ERR_DTYPE,
+                          "input 0 (encoded_stream) has dtype %s; ImageDecoder takes uint8",
                           mx_dtype_name(in->dtype));
   if (in->shape.rank != MX_RANK_UNKNOWN && in->shape.rank != 1)
-    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 (encoded_stream) has rank %d, not 1", (int)in->shape.rank);
+    return mx__infer_fail(ctx, MX_ERR_SHAPE, "input 0 (encoded_stream) has rank %d, not 1",
+                          (int)in->shape.rank);
   mx_shape *y = &ctx->out[0].shape;
   ctx->out[0].dtype = MX_UINT8;
   y->rank = 3;

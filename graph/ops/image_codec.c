@@ -66,7 +66,8 @@ typedef struct pnm_header {
 static bool pnm_field(const uint8_t *d, size_t len, size_t *pos, int64_t *value) {
   size_t p = *pos;
   for (;;) {
-    while (p < len && (d[p] == ' ' || d[p] == '\t' || d[p] == '\n' || d[p] == '\r' || d[p] == '\v' || d[p] == '\f'))
+    while (p < len &&
+           (d[p] == ' ' || d[p] == '\t' || d[p] == '\n' || d[p] == '\r' || d[p] == '\v' || d[p] == '\f'))
       p++;
     if (p < len && d[p] == '#') {
       while (p < len && d[p] != '\n' && d[p] != '\r') p++;
@@ -133,15 +134,14 @@ const char *mx__image_probe(const uint8_t *data, size_t len, mx_image_info *info
   const char *why;
   pnm_header pnm;
   switch (info->format) {
-  case MX_IMAGE_JPEG: why = mx__jpeg_probe(data, len, info); break;
-  case MX_IMAGE_PNG: why = mx__png_probe(data, len, info); break;
-  case MX_IMAGE_TIFF: why = mx__tiff_probe(data, len, info); break;
-  case MX_IMAGE_WEBP: why = webp_probe(data, len, info); break;
-  case MX_IMAGE_JP2:
-  case MX_IMAGE_J2K: why = mx__jp2_probe(data, len, info); break;
-  case MX_IMAGE_PNM: why = pnm_header_read(data, len, info, &pnm); break;
-  default:
-    return "the data is no known image format (JPEG, PNG, TIFF, WebP, JPEG 2000, binary PNM)";
+    case MX_IMAGE_JPEG: why = mx__jpeg_probe(data, len, info); break;
+    case MX_IMAGE_PNG: why = mx__png_probe(data, len, info); break;
+    case MX_IMAGE_TIFF: why = mx__tiff_probe(data, len, info); break;
+    case MX_IMAGE_WEBP: why = webp_probe(data, len, info); break;
+    case MX_IMAGE_JP2:
+    case MX_IMAGE_J2K: why = mx__jp2_probe(data, len, info); break;
+    case MX_IMAGE_PNM: why = pnm_header_read(data, len, info, &pnm); break;
+    default: return "the data is no known image format (JPEG, PNG, TIFF, WebP, JPEG 2000, binary PNM)";
   }
   if (why) return why;
   return mx__image_check_size(info->height, info->width);
@@ -153,13 +153,13 @@ const char *mx__image_decode(const uint8_t *data, size_t len, const mx_image_inf
   if (why) return why;
   if (!data || len == 0) return "the encoded image is empty";
   switch (info->format) {
-  case MX_IMAGE_JPEG: return mx__jpeg_decode(data, len, info, rgb);
-  case MX_IMAGE_PNG: return mx__png_decode(data, len, info, rgb);
-  case MX_IMAGE_TIFF: return mx__tiff_decode(data, len, info, rgb, scratch);
-  case MX_IMAGE_WEBP: return webp_decode(data, len, info, rgb);
-  case MX_IMAGE_JP2:
-  case MX_IMAGE_J2K: return mx__jp2_decode(data, len, info, rgb);
-  case MX_IMAGE_PNM: return pnm_decode(data, len, info, rgb);
-  default: return "the data is no known image format (JPEG, PNG, TIFF, WebP, JPEG 2000, binary PNM)";
+    case MX_IMAGE_JPEG: return mx__jpeg_decode(data, len, info, rgb);
+    case MX_IMAGE_PNG: return mx__png_decode(data, len, info, rgb);
+    case MX_IMAGE_TIFF: return mx__tiff_decode(data, len, info, rgb, scratch);
+    case MX_IMAGE_WEBP: return webp_decode(data, len, info, rgb);
+    case MX_IMAGE_JP2:
+    case MX_IMAGE_J2K: return mx__jp2_decode(data, len, info, rgb);
+    case MX_IMAGE_PNM: return pnm_decode(data, len, info, rgb);
+    default: return "the data is no known image format (JPEG, PNG, TIFF, WebP, JPEG 2000, binary PNM)";
   }
 }

@@ -94,8 +94,10 @@ static uint8_t jp2_sample8(const opj_image_comp_t *c, size_t i) {
   int64_t v = c->data[i];
   if (c->sgnd) v += (int64_t)1 << (c->prec - 1);
   if (v < 0) return 0; /* out-of-range sample: clamp before shifting */
-  if (c->prec > 8) v >>= c->prec - 8;
-  else if (c->prec < 8) v <<= 8 - c->prec;
+  if (c->prec > 8)
+    v >>= c->prec - 8;
+  else if (c->prec < 8)
+    v <<= 8 - c->prec;
   return (uint8_t)(v > 255 ? 255 : v);
 }
 

@@ -11,8 +11,8 @@
 #include <stdio.h> /* before jpeglib.h, which uses FILE */
 #include <string.h>
 
-#include <jpeglib.h>
 #include <jerror.h>
+#include <jpeglib.h>
 
 #include "graph/ops/image_codec_impl.h"
 

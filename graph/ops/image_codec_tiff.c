@@ -115,7 +115,7 @@ const char *mx__tiff_decode(const uint8_t *data, size_t len, const mx_image_info
     why = "TIFF: the image size differs from the header read before";
   uint32_t *raster = (uint32_t *)(void *)scratch;
   if (!why && !TIFFReadRGBAImageOriented(tif, (uint32_t)info->width, (uint32_t)info->height, raster,
-                                          ORIENTATION_TOPLEFT, 1))
+                                         ORIENTATION_TOPLEFT, 1))
     why = "TIFF: corrupt or truncated data (libtiff refused it)";
   TIFFClose(tif);
   if (why) return why;

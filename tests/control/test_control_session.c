@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 #include "mixrt/graph.h"
 #include "mixrt/partition.h"
 #include "mixrt/reference.h"

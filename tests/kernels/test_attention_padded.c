@@ -61,7 +61,8 @@ static void check(shape sh, bool in_place) {
   void *q = filled(dt, (size_t)B * HQ * sh.sq * d, 1), *k = filled(dt, (size_t)B * HKV * sh.skv * d, 2);
   void *v = filled(dt, (size_t)B * HKV * sh.skv * d, 3);
   void *pk = filled(dt, (size_t)B * HKV * P * d, 4), *pv = filled(dt, (size_t)B * HKV * P * d, 5);
-  size_t y_n = (size_t)B * HQ * sh.sq * d, pres_n = (size_t)B * HKV * T * d, pad_n = (size_t)B * HKV * CAP * d;
+  size_t y_n = (size_t)B * HQ * sh.sq * d, pres_n = (size_t)B * HKV * T * d,
+         pad_n = (size_t)B * HKV * CAP * d;
   void *y0 = calloc(y_n, es), *ok0 = calloc(pres_n, es), *ov0 = calloc(pres_n, es), *y1 = calloc(y_n, es);
   mx_attention_params prm = {0};
   /* The contiguous call. */
@@ -108,7 +109,8 @@ static void check(shape sh, bool in_place) {
     }
   free(packed);
   if (!in_place) free(okb), free(ovb);
-  free(kbuf), free(vbuf), free(q), free(k), free(v), free(pk), free(pv), free(y0), free(y1), free(ok0), free(ov0);
+  free(kbuf), free(vbuf), free(q), free(k), free(v), free(pk), free(pv), free(y0), free(y1), free(ok0),
+      free(ov0);
 }
 
 Test(attention_padded, f32_decode_step) {

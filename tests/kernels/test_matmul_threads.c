@@ -32,8 +32,8 @@ static int64_t numel(int32_t rank, const int64_t *dims) {
 
 /* Runs op on inputs a, b (and c when c_rank > 0) into a fresh output with `threads` threads. */
 static float *run_on(const char *op, const void *params, int32_t threads, int32_t ra, const int64_t *da,
-                     const float *a, int32_t rb, const int64_t *db, const float *b, int32_t rc, const int64_t *dc,
-                     const float *c, int32_t ry, const int64_t *dy) {
+                     const float *a, int32_t rb, const int64_t *db, const float *b, int32_t rc,
+                     const int64_t *dc, const float *c, int32_t ry, const int64_t *dy) {
   int64_t ny = numel(ry, dy);
   float *y = malloc((size_t)ny * sizeof *y);
   cr_assert(y);

@@ -30,7 +30,8 @@ static mx_graph *relative_mod(size_t n_in) {
     cr_assert_eq(mx_graph_add_input(sub, names[i], i ? MX_INT64 : MX_FLOAT32, &any, &in[i]), MX_OK);
   mx_value_id rel, relf, out;
   mx_attr to = mx_attr_int("to", MX_FLOAT32);
-  cr_assert_eq(mx_graph_add_op(sub, "Sub", (mx_value_id[]){in[3 % n_in], in[4 % n_in]}, 2, NULL, 0, &rel), MX_OK);
+  cr_assert_eq(mx_graph_add_op(sub, "Sub", (mx_value_id[]){in[3 % n_in], in[4 % n_in]}, 2, NULL, 0, &rel),
+               MX_OK);
   cr_assert_eq(mx_graph_add_op(sub, "Cast", &rel, 1, &to, 1, &relf), MX_OK);
   cr_assert_eq(mx_graph_add_op(sub, "Add", (mx_value_id[]){in[0], relf}, 2, NULL, 0, &out), MX_OK);
   cr_assert_eq(mx_graph_add_output(sub, out), MX_OK);
@@ -61,7 +62,8 @@ Test(flex_mods, five_input_score_mod_matches_upstream) {
   mx_error err;
   char path[1024];
   for (int i = 0; i < 3; i++) {
-    snprintf(path, sizeof path, "%s/test_flexattention_relative_positional/test_data_set_0/input_%d.pb", root, i);
+    snprintf(path, sizeof path, "%s/test_flexattention_relative_positional/test_data_set_0/input_%d.pb", root,
+             i);
     cr_assert_eq(mx_tensor_load_pb(path, &in[i], NULL, &err), MX_OK, "%s", err.message);
   }
   snprintf(path, sizeof path, "%s/test_flexattention_relative_positional/test_data_set_0/output_0.pb", root);

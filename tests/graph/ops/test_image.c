@@ -103,7 +103,8 @@ Test(image, refuses_float_input) {
 Test(image, refuses_unknown_pixel_format) {
   mx_value_id x = input("encoded", MX_UINT8, SHAPE(C(16)));
   mx_attr a = mx_attr_string("pixel_format", "CMYK");
-  mx_node_desc d = {.op_type = "ImageDecoder", .inputs = &x, .n_inputs = 1, .attrs = &a, .n_attrs = 1, .n_outputs = 1};
+  mx_node_desc d = {
+      .op_type = "ImageDecoder", .inputs = &x, .n_inputs = 1, .attrs = &a, .n_attrs = 1, .n_outputs = 1};
   mx_value_id y;
   mx_status st = mx_graph_add_node(G, &d, &y);
   if (st == MX_OK) st = mx_graph_infer(G);
@@ -115,7 +116,9 @@ Test(image, refuses_unknown_pixel_format) {
 
 Test(image, jpeg_rgb) { decodes_like_upstream("test_image_decoder_decode_jpeg_rgb", "RGB"); }
 Test(image, jpeg_bgr) { decodes_like_upstream("test_image_decoder_decode_jpeg_bgr", "BGR"); }
-Test(image, jpeg_grayscale) { decodes_like_upstream("test_image_decoder_decode_jpeg_grayscale", "Grayscale"); }
+Test(image, jpeg_grayscale) {
+  decodes_like_upstream("test_image_decoder_decode_jpeg_grayscale", "Grayscale");
+}
 Test(image, png_rgb) { decodes_like_upstream("test_image_decoder_decode_png_rgb", "RGB"); }
 Test(image, tiff_rgb) { decodes_like_upstream("test_image_decoder_decode_tiff_rgb", "RGB"); }
 Test(image, webp_rgb) { decodes_like_upstream("test_image_decoder_decode_webp_rgb", "RGB"); }
@@ -235,8 +238,9 @@ Test(image, refuses_huge_jpeg_header) {
 }
 
 Test(image, constant_input_gives_the_header_size) {
-  static const uint8_t ppm[] = "P6\n3 2\n255\n"
-                               "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12";
+  static const uint8_t ppm[] =
+      "P6\n3 2\n255\n"
+      "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12";
   mx_tensor t = {.dtype = MX_UINT8, .rank = 1, .dims = {(int64_t)sizeof ppm - 1}, .data = (void *)ppm};
   mx_value_id x;
   cr_assert_eq(mx_graph_add_constant(G, "encoded", &t, &x), MX_OK);

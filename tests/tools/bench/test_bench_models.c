@@ -73,13 +73,38 @@ Test(bench_models, mixrt_runners_print_the_expected_json) {
   cr_assert_eq(run(QUICK " --runners hybrid,dynamic", zoo, ""), 0, "%s", out);
   char why[256];
   cr_assert(mxt_json_valid(out, why, sizeof why), "not JSON (%s):\n%s", why, out);
-  const char *keys[] = {"benchmark", "command",  "zoo",      "settings",   "threads",
-                        "rounds",    "steps",    "warmup",   "runners",    "hybrid",
-                        "dynamic",   "ort",      "torch",    "available",  "version",
-                        "reason",    "models",   "name",     "case",       "model",
-                        "error",     "results",  "latency_ms", "median",   "p10",
-                        "p90",       "samples",  "errors",   "ratio_hybrid_ort",
-                        "ratio_hybrid_torch",    "ratio_dynamic_ort",      "ratio_hybrid_dynamic",
+  const char *keys[] = {"benchmark",
+                        "command",
+                        "zoo",
+                        "settings",
+                        "threads",
+                        "rounds",
+                        "steps",
+                        "warmup",
+                        "runners",
+                        "hybrid",
+                        "dynamic",
+                        "ort",
+                        "torch",
+                        "available",
+                        "version",
+                        "reason",
+                        "models",
+                        "name",
+                        "case",
+                        "model",
+                        "error",
+                        "results",
+                        "latency_ms",
+                        "median",
+                        "p10",
+                        "p90",
+                        "samples",
+                        "errors",
+                        "ratio_hybrid_ort",
+                        "ratio_hybrid_torch",
+                        "ratio_dynamic_ort",
+                        "ratio_hybrid_dynamic",
                         "speedup_last_over_first_threads"};
   expect_keys(keys, sizeof keys / sizeof *keys);
   cr_assert(strstr(out, "\"benchmark\": \"models\""), "%s", out);
@@ -120,11 +145,13 @@ Test(bench_models, table_and_json_file) {
 
 Test(bench_models, layers_table) {
   make_zoo();
-  cr_assert_eq(run("bench models --zoo %s --models conv --layers --threads 1 --rounds 1 --steps 1%s", zoo, ""), 0,
-               "%s", out);
+  cr_assert_eq(
+      run("bench models --zoo %s --models conv --layers --threads 1 --rounds 1 --steps 1%s", zoo, ""), 0,
+      "%s", out);
   cr_assert(strstr(out, "## conv (random)"), "%s", out);
   cr_assert(strstr(out, "sgemm 1024^3 peak"), "%s", out);
-  cr_assert(strstr(out, "| # | Conv | out CxHxW | kernel | group | GFLOP | ms | GFLOP/s | of peak |"), "%s", out);
+  cr_assert(strstr(out, "| # | Conv | out CxHxW | kernel | group | GFLOP | ms | GFLOP/s | of peak |"), "%s",
+            out);
   cr_assert(strstr(out, "| 1 |") && strstr(out, "weights are not a float32 constant"), "%s", out);
 }
 

@@ -152,15 +152,15 @@ Test(mxm_section, cut_or_changed_section_is_refused) {
   fputc(c ^ 0x41, f);
   cr_assert_eq(fclose(f), 0);
   cr_assert_eq(mx_session_load_file(b, path), MX_ERR_MALFORMED);
-  cr_assert(strstr(mx_session_last_error(b), "weights section checksum") &&
-                strstr(mx_session_last_error(b), path),
-            "%s", mx_session_last_error(b));
+  cr_assert(
+      strstr(mx_session_last_error(b), "weights section checksum") && strstr(mx_session_last_error(b), path),
+      "%s", mx_session_last_error(b));
 
   /* Cut inside the section: refused by its recorded size before anything is read from it. */
   cr_assert_eq(truncate(path, (off_t)(size - size / 3)), 0);
   cr_assert_eq(mx_session_load_file(b, path), MX_ERR_MALFORMED);
-  cr_assert(strstr(mx_session_last_error(b), "truncated") && strstr(mx_session_last_error(b), "weights section") &&
-                strstr(mx_session_last_error(b), path),
+  cr_assert(strstr(mx_session_last_error(b), "truncated") &&
+                strstr(mx_session_last_error(b), "weights section") && strstr(mx_session_last_error(b), path),
             "%s", mx_session_last_error(b));
   /* Cut before the section: the payload is short too. */
   cr_assert_eq(truncate(path, 4096), 0);

@@ -17,11 +17,11 @@
 #include "mixrt/onnx.h"
 #include "v2runtime/session/session_support.h"
 
-#define DECODE_LAYERS 3
-#define DECODE_PASTS (2 * DECODE_LAYERS)
-#define DECODE_HEADS 4
+#define DECODE_LAYERS   3
+#define DECODE_PASTS    (2 * DECODE_LAYERS)
+#define DECODE_HEADS    4
 #define DECODE_HEAD_DIM 16
-#define DECODE_VOCAB 256
+#define DECODE_VOCAB    256
 
 static bool zoo_model(char *path, size_t cap) {
   const char *env = getenv("MIXRT_ZOO_DIR");
@@ -52,7 +52,8 @@ static void print_split(void *user, mx_log_level level, const char *msg) {
 static void open_decoder(decoder *d, uint32_t cache_size) {
   char path[512];
   if (!zoo_model(path, sizeof path))
-    cr_skip_test("zoo/gpt_kv.onnx not found (bench/zoo/export.py writes it; MIXRT_ZOO_DIR names its directory)");
+    cr_skip_test(
+        "zoo/gpt_kv.onnx not found (bench/zoo/export.py writes it; MIXRT_ZOO_DIR names its directory)");
   memset(d, 0, sizeof *d);
   mx_session_options o;
   mx_session_options_init(&o);
@@ -83,8 +84,8 @@ static void decode_step(decoder *d, int64_t seq, uint64_t seed, bool check) {
   for (int i = 0; i < DECODE_PASTS; i++) in[1 + i] = d->pasts[i];
   mx_tensor out[1 + DECODE_PASTS];
   memset(out, 0, sizeof out);
-  cr_assert_eq(mx_session_run(d->s, in, 1 + DECODE_PASTS, out, 1 + DECODE_PASTS), MX_OK, "seq %lld past %lld: %s",
-               (long long)seq, (long long)d->past_len, mx_session_last_error(d->s));
+  cr_assert_eq(mx_session_run(d->s, in, 1 + DECODE_PASTS, out, 1 + DECODE_PASTS), MX_OK,
+               "seq %lld past %lld: %s", (long long)seq, (long long)d->past_len, mx_session_last_error(d->s));
   cr_assert_eq(out[0].dims[1], seq);
   if (check) {
     mx_tensor want[1 + DECODE_PASTS];
@@ -94,8 +95,8 @@ static void decode_step(decoder *d, int64_t seq, uint64_t seed, bool check) {
                  err.message);
     for (int i = 0; i < 1 + DECODE_PASTS; i++) {
       char why[256];
-      cr_assert(mx_tensor_allclose(&out[i], &want[i], 1e-5, 1e-6, why, sizeof why), "past %lld, output %d: %s",
-                (long long)d->past_len, i, why);
+      cr_assert(mx_tensor_allclose(&out[i], &want[i], 1e-5, 1e-6, why, sizeof why),
+                "past %lld, output %d: %s", (long long)d->past_len, i, why);
       mx_tensor_release(&want[i]);
     }
   }
@@ -142,7 +143,8 @@ Test(session_spec_decode, decode_step_mostly_static) {
   prefill_and_decode(&on);
   double share = 1.0 - (double)on.launches_per_decode / (double)off.launches_per_decode;
   fprintf(stderr, "decode step: %llu dynamic launches specialized, %llu without: %.1f %% static\n",
-          (unsigned long long)on.launches_per_decode, (unsigned long long)off.launches_per_decode, 100.0 * share);
+          (unsigned long long)on.launches_per_decode, (unsigned long long)off.launches_per_decode,
+          100.0 * share);
   cr_assert_geq(share, 0.85, "%.3f", share);
   close_decoder(&on);
   close_decoder(&off);

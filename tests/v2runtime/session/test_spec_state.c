@@ -129,8 +129,8 @@ static void same_cache(mx_binding *b, mx_session *s, const copying *c) {
 
 /* What a run of decode steps measured on the binding's session. */
 typedef struct decode_figures {
-  uint64_t hits, compiles;      /* over the whole run */
-  uint64_t launches, executes;  /* of the last step */
+  uint64_t hits, compiles;     /* over the whole run */
+  uint64_t launches, executes; /* of the last step */
   size_t appended;
 } decode_figures;
 
@@ -175,8 +175,8 @@ static void decode(mx_session *s, mx_session *ref_s, const geometry *g, mx_graph
       cr_assert_eq(mx_reference_run(ref, c.in, (size_t)g->n_io, want, (size_t)g->n_io, &err), MX_OK, "%s",
                    err.message);
       for (int i = 0; i < g->n_io; i++) {
-        cr_assert(mx_tensor_allclose(&c.out[i], &want[i], 1e-5, 1e-6, why, sizeof why), "step %d, output %d: %s",
-                  step, i, why);
+        cr_assert(mx_tensor_allclose(&c.out[i], &want[i], 1e-5, 1e-6, why, sizeof why),
+                  "step %d, output %d: %s", step, i, why);
         mx_tensor_release(&want[i]);
       }
     }
@@ -205,7 +205,8 @@ static void decode(mx_session *s, mx_session *ref_s, const geometry *g, mx_graph
 Test(spec_state, zoo_gpt_appended_and_specialized, .timeout = 300) {
   char path[512];
   if (!zoo_gpt(path, sizeof path))
-    cr_skip_test("zoo/gpt_kv.onnx not found (bench/zoo/export.py writes it; MIXRT_ZOO_DIR names its directory)");
+    cr_skip_test(
+        "zoo/gpt_kv.onnx not found (bench/zoo/export.py writes it; MIXRT_ZOO_DIR names its directory)");
   mx_session *s = new_session(), *ref_s = new_session();
   cr_assert_eq(mx_session_load_file(s, path), MX_OK, "%s", mx_session_last_error(s));
   cr_assert_eq(mx_session_load_file(ref_s, path), MX_OK, "%s", mx_session_last_error(ref_s));
@@ -235,7 +236,8 @@ Test(spec_state, zoo_gpt_appended_and_specialized, .timeout = 300) {
 Test(spec_state, zoo_gpt_two_streams_multi_thread, .timeout = 300) {
   char path[512];
   if (!zoo_gpt(path, sizeof path))
-    cr_skip_test("zoo/gpt_kv.onnx not found (bench/zoo/export.py writes it; MIXRT_ZOO_DIR names its directory)");
+    cr_skip_test(
+        "zoo/gpt_kv.onnx not found (bench/zoo/export.py writes it; MIXRT_ZOO_DIR names its directory)");
   mx_session *s = session_on(2, MX_EXECUTOR_MULTI_THREAD), *ref_s = new_session();
   cr_assert_eq(mx_session_load_file(s, path), MX_OK, "%s", mx_session_last_error(s));
   cr_assert_eq(mx_session_load_file(ref_s, path), MX_OK, "%s", mx_session_last_error(ref_s));

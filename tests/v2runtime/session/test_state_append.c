@@ -215,7 +215,8 @@ Test(state_append, truncate_and_reset) {
   for (int step = 0; step < 5; step++) {
     stepper_step(&t, 70 + step);
     copying_step(s, &kept, 70 + step);
-    cr_assert(mxs_same(stepper_logits(&t), &kept.out[0], why, sizeof why), "after truncate %d: %s", step, why);
+    cr_assert(mxs_same(stepper_logits(&t), &kept.out[0], why, sizeof why), "after truncate %d: %s", step,
+              why);
   }
   same_cache(&t, &kept);
   /* The last step again. */
