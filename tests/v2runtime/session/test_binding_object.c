@@ -11,17 +11,6 @@
 
 enum { N_IO = 5 }; /* the default llama: input_ids, then past/present key and value of 2 layers */
 
-static mx_session *llama_session(int64_t min_ops) {
-  mx_llama_config cfg;
-  mx_llama_config_default(&cfg);
-  mx_graph *g;
-  mx_error err;
-  cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK, "%s", err.message);
-  mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, min_ops);
-  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
-  return s;
-}
-
 static void make_inputs(mx_tensor *in, int64_t token, int64_t past) {
   cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &in[0]), MX_OK);
   ((int64_t *)in[0].data)[0] = token;
@@ -44,7 +33,7 @@ static void to_host(mx_session *s, const mx_tensor *d, mx_tensor *h) {
 }
 
 static void same_as_run(int64_t min_ops) {
-  mx_session *s = llama_session(min_ops);
+  mx_session *s = mxs_llama_session(min_ops);
   mx_binding *b;
   cr_assert_eq(mx_binding_create(s, &b), MX_OK, "%s", mx_session_last_error(s));
   /* Bound in reverse order, outputs half on the host, half on the device. */
@@ -90,7 +79,7 @@ Test(session_binding_object, same_as_run_all_static) { same_as_run(0); }
 
 /* A caller's device buffer bound as an output is written in place; a subset of outputs. */
 Test(session_binding_object, caller_buffers_and_subset) {
-  mx_session *s = llama_session(4);
+  mx_session *s = mxs_llama_session(4);
   mx_device *dev = mx_session_device(s);
   mx_binding *b;
   cr_assert_eq(mx_binding_create(s, &b), MX_OK);
@@ -119,7 +108,7 @@ Test(session_binding_object, caller_buffers_and_subset) {
 }
 
 Test(session_binding_object, refusals_name_the_thing) {
-  mx_session *s = llama_session(4);
+  mx_session *s = mxs_llama_session(4);
   mx_binding *b;
   cr_assert_eq(mx_binding_create(s, &b), MX_OK);
   mx_tensor in[N_IO];

@@ -9,17 +9,6 @@
 
 enum { N_IO = 5 }; /* the default llama: token ids, then past key and value of 2 layers */
 
-static mx_session *llama_session(int64_t min_ops) {
-  mx_llama_config cfg;
-  mx_llama_config_default(&cfg);
-  mx_graph *g;
-  mx_error err;
-  cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK, "%s", err.message);
-  mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, min_ops);
-  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
-  return s;
-}
-
 static void make_inputs(mx_tensor *in, int64_t token, int64_t past) {
   cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &in[0]), MX_OK);
   ((int64_t *)in[0].data)[0] = token;
@@ -29,7 +18,7 @@ static void make_inputs(mx_tensor *in, int64_t token, int64_t past) {
 }
 
 static void device_outputs(int64_t min_ops) {
-  mx_session *s = llama_session(min_ops);
+  mx_session *s = mxs_llama_session(min_ops);
   mx_device *dev = mx_session_device(s);
   const int64_t pasts[] = {3, 40};
   for (size_t t = 0; t < 2; t++) {
@@ -77,7 +66,7 @@ Test(session_device_outputs, all_static) { device_outputs(0); }
 
 /* A named subset: one device output of run-time shape, one host output. */
 Test(session_device_outputs, subset) {
-  mx_session *s = llama_session(4);
+  mx_session *s = mxs_llama_session(4);
   mx_tensor in[N_IO], out[2];
   make_inputs(in, 4, 17);
   memset(out, 0, sizeof out);

@@ -12,58 +12,6 @@
 
 enum { N_IO = 5 };
 
-static mx_session *llama_session(int64_t min_ops) {
-  mx_llama_config cfg;
-  mx_llama_config_default(&cfg);
-  mx_graph *g;
-  mx_error err;
-  cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK, "%s", err.message);
-  mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, min_ops);
-  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
-  return s;
-}
-
-static int64_t argmax(const mx_tensor *t) {
-  int64_t n = 0, best = 0;
-  mx_tensor_numel(t, &n);
-  const float *f = t->data;
-  for (int64_t k = 1; k < n; k++)
-    if (f[k] > f[best]) best = k;
-  return best;
-}
-
-/* The copying path: host tensors, each step's presents fed back as the next past. */
-typedef struct copying {
-  mx_tensor in[N_IO], out[N_IO];
-} copying;
-
-static void copying_init(copying *c) {
-  memset(c, 0, sizeof *c);
-  cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &c->in[0]), MX_OK);
-  for (int i = 1; i < N_IO; i++)
-    cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, 2, 0, 16}, &c->in[i]), MX_OK);
-}
-
-static void copying_step(mx_session *s, copying *c, int64_t token) {
-  ((int64_t *)c->in[0].data)[0] = token;
-  mx_tensor_release(&c->out[0]);
-  memset(c->out, 0, sizeof c->out);
-  cr_assert_eq(mx_session_run(s, c->in, N_IO, c->out, N_IO), MX_OK, "%s", mx_session_last_error(s));
-  for (int i = 1; i < N_IO; i++) {
-    mx_tensor_release(&c->in[i]);
-    c->in[i] = c->out[i];
-    c->in[i].name = NULL;
-    memset(&c->out[i], 0, sizeof c->out[i]);
-  }
-}
-
-static void copying_free(copying *c) {
-  for (int i = 0; i < N_IO; i++) {
-    mx_tensor_release(&c->in[i]);
-    mx_tensor_release(&c->out[i]);
-  }
-}
-
 /* A binding with the four cache pairs as states and logits on the host. */
 static mx_binding *state_binding(mx_session *s, mx_tensor *ids, int64_t capacity) {
   mx_binding *b;
@@ -85,7 +33,7 @@ static void binding_step(mx_session *s, mx_binding *b, mx_tensor *ids, int64_t t
 
 /* Every state's rows against the copying path's pasts, bit for bit (read through
  * mx_binding_read_state: an appended state's buffer is padded to the capacity). */
-static void same_cache(mx_session *s, mx_binding *b, const copying *c) {
+static void same_cache(mx_session *s, mx_binding *b, const mxs_copying *c) {
   for (size_t j = 1; j < N_IO; j++) {
     const mx_tensor *v = mx_binding_output(b, j);
     cr_assert_not_null(v);
@@ -100,26 +48,26 @@ static void same_cache(mx_session *s, mx_binding *b, const copying *c) {
 }
 
 static void thousand_steps(int64_t min_ops) {
-  mx_session *s = llama_session(min_ops);
-  copying c;
-  copying_init(&c);
+  mx_session *s = mxs_llama_session(min_ops);
+  mxs_copying c;
+  mxs_copying_init(&c);
   mx_tensor ids;
   mx_binding *b = state_binding(s, &ids, 64);
   const mx_tensor *logits = mx_binding_output(b, 0);
   int64_t token = 1;
   for (int step = 0; step < 1000; step++) {
-    copying_step(s, &c, token);
+    mxs_copying_step(s, &c, token);
     binding_step(s, b, &ids, token);
     char why[256];
     cr_assert(mxs_same(logits, &c.out[0], why, sizeof why), "step %d logits: %s", step, why);
     if (step % 250 == 0 || step == 999) same_cache(s, b, &c);
-    token = argmax(&c.out[0]);
+    token = mxs_argmax(&c.out[0]);
   }
   cr_assert_eq(mx_binding_state_length(b), 1000);
   cr_assert_eq(mx_binding_state_capacity(b), 1024, "64 rows grown x2 past 1000");
   mx_binding_destroy(b);
   mx_tensor_release(&ids);
-  copying_free(&c);
+  mxs_copying_free(&c);
   mx_session_destroy(s);
 }
 
@@ -139,22 +87,22 @@ Test(session_state, exported_style_concat, .timeout = 300) {
   mx_session *s;
   cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
   cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
-  copying c;
-  copying_init(&c);
+  mxs_copying c;
+  mxs_copying_init(&c);
   mx_tensor ids;
   mx_binding *b = state_binding(s, &ids, 32);
   int64_t token = 4;
   for (int step = 0; step < 300; step++) {
-    copying_step(s, &c, token);
+    mxs_copying_step(s, &c, token);
     binding_step(s, b, &ids, token);
     char why[256];
     cr_assert(mxs_same(mx_binding_output(b, 0), &c.out[0], why, sizeof why), "step %d: %s", step, why);
-    token = argmax(&c.out[0]);
+    token = mxs_argmax(&c.out[0]);
   }
   same_cache(s, b, &c);
   mx_binding_destroy(b);
   mx_tensor_release(&ids);
-  copying_free(&c);
+  mxs_copying_free(&c);
   mx_session_destroy(s);
 }
 Test(session_state, thousand_steps_bit_identical_all_dynamic, .timeout = 300) { thousand_steps(-1); }
@@ -164,7 +112,7 @@ Test(session_state, thousand_steps_bit_identical_all_dynamic, .timeout = 300) { 
  * that repeat a shape (truncated back to 20 rows each time) take none, the cache staying in
  * its two buffers. */
 Test(session_state, no_allocation_within_capacity) {
-  mx_session *s = llama_session(4);
+  mx_session *s = mxs_llama_session(4);
   mx_tensor ids;
   mx_binding *b = state_binding(s, &ids, 128);
   mx_session_stats last;
@@ -195,17 +143,17 @@ Test(session_state, no_allocation_within_capacity) {
 
 /* Truncate keeps the first rows (as the copying path's pasts of that length), reset empties. */
 Test(session_state, truncate_and_reset) {
-  mx_session *s = llama_session(4);
-  copying c, kept;
-  copying_init(&c);
-  copying_init(&kept);
+  mx_session *s = mxs_llama_session(4);
+  mxs_copying c, kept;
+  mxs_copying_init(&c);
+  mxs_copying_init(&kept);
   mx_tensor ids;
   mx_binding *b = state_binding(s, &ids, 8);
   int64_t token = 2;
   for (int step = 0; step < 12; step++) {
-    copying_step(s, &c, token);
+    mxs_copying_step(s, &c, token);
     binding_step(s, b, &ids, token);
-    token = argmax(&c.out[0]);
+    token = mxs_argmax(&c.out[0]);
     if (step == 5) /* the pasts after 6 steps */
       for (int i = 1; i < N_IO; i++) {
         mx_tensor_release(&kept.in[i]);
@@ -219,7 +167,7 @@ Test(session_state, truncate_and_reset) {
   cr_assert_eq(mx_binding_truncate(b, 6), MX_OK, "%s", mx_session_last_error(s));
   cr_assert_eq(mx_binding_state_length(b), 6);
   same_cache(s, b, &kept);
-  copying_step(s, &kept, 77);
+  mxs_copying_step(s, &kept, 77);
   binding_step(s, b, &ids, 77);
   char why[256];
   cr_assert(mxs_same(mx_binding_output(b, 0), &kept.out[0], why, sizeof why), "after truncate: %s", why);
@@ -237,22 +185,22 @@ Test(session_state, truncate_and_reset) {
   mx_tensor_release(&again);
   cr_assert_eq(mx_binding_reset(b), MX_OK);
   cr_assert_eq(mx_binding_state_length(b), 0);
-  copying fresh;
-  copying_init(&fresh);
-  copying_step(s, &fresh, 9);
+  mxs_copying fresh;
+  mxs_copying_init(&fresh);
+  mxs_copying_step(s, &fresh, 9);
   binding_step(s, b, &ids, 9);
   cr_assert(mxs_same(mx_binding_output(b, 0), &fresh.out[0], why, sizeof why), "after reset: %s", why);
   same_cache(s, b, &fresh);
-  copying_free(&fresh);
+  mxs_copying_free(&fresh);
   mx_binding_destroy(b);
   mx_tensor_release(&ids);
-  copying_free(&kept);
-  copying_free(&c);
+  mxs_copying_free(&kept);
+  mxs_copying_free(&c);
   mx_session_destroy(s);
 }
 
 Test(session_state, refusals) {
-  mx_session *s = llama_session(4);
+  mx_session *s = mxs_llama_session(4);
   mx_binding *b;
   cr_assert_eq(mx_binding_create(s, &b), MX_OK);
   cr_assert_eq(mx_binding_add_state(b, "past_key_0", "logits", 2, 16), MX_ERR_SHAPE);
@@ -278,9 +226,9 @@ Test(session_state, refusals) {
  * continues from the same pasts; past the capacity the states grow as they load; a state
  * loaded with other rows than the rest is refused at the step. */
 Test(session_state, load_state) {
-  mx_session *s = llama_session(4);
-  copying c;
-  copying_init(&c);
+  mx_session *s = mxs_llama_session(4);
+  mxs_copying c;
+  mxs_copying_init(&c);
   for (int i = 1; i < N_IO; i++) { /* pasts of 40 seeded rows */
     mx_tensor_release(&c.in[i]);
     cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, 40, 16}, 500 + (uint64_t)i, &c.in[i]),
@@ -308,11 +256,11 @@ Test(session_state, load_state) {
   same_cache(s, b, &c);
   int64_t token = 3;
   for (int step = 0; step < 30; step++) {
-    copying_step(s, &c, token);
+    mxs_copying_step(s, &c, token);
     binding_step(s, b, &ids, token);
     char why[256];
     cr_assert(mxs_same(mx_binding_output(b, 0), &c.out[0], why, sizeof why), "step %d: %s", step, why);
-    token = argmax(&c.out[0]);
+    token = mxs_argmax(&c.out[0]);
   }
   same_cache(s, b, &c);
   /* One state with other rows than the rest: refused naming it. */
@@ -326,7 +274,7 @@ Test(session_state, load_state) {
   mx_tensor_release(&short_past);
   mx_binding_destroy(b);
   mx_tensor_release(&ids);
-  copying_free(&c);
+  mxs_copying_free(&c);
   mx_session_destroy(s);
 }
 

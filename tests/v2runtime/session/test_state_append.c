@@ -14,65 +14,13 @@
 
 enum { N_IO = 5 };
 
-static mx_session *llama(int64_t min_ops) {
-  mx_llama_config cfg;
-  mx_llama_config_default(&cfg);
-  mx_graph *g;
-  mx_error err;
-  cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK, "%s", err.message);
-  mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, min_ops);
-  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
-  return s;
-}
-
-static int64_t argmax(const mx_tensor *t) {
-  int64_t n = 0, best = 0;
-  mx_tensor_numel(t, &n);
-  const float *f = t->data;
-  for (int64_t k = 1; k < n; k++)
-    if (f[k] > f[best]) best = k;
-  return best;
-}
-
-/* The copying path through mx_session_run: host pasts, each step's presents fed back. */
-typedef struct copying {
-  mx_tensor in[N_IO], out[N_IO];
-} copying;
-
-static void copying_init(copying *c) {
-  memset(c, 0, sizeof *c);
-  cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &c->in[0]), MX_OK);
-  for (int i = 1; i < N_IO; i++)
-    cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, 2, 0, 16}, &c->in[i]), MX_OK);
-}
-
-static void copying_step(mx_session *s, copying *c, int64_t token) {
-  ((int64_t *)c->in[0].data)[0] = token;
-  mx_tensor_release(&c->out[0]);
-  memset(c->out, 0, sizeof c->out);
-  cr_assert_eq(mx_session_run(s, c->in, N_IO, c->out, N_IO), MX_OK, "%s", mx_session_last_error(s));
-  for (int i = 1; i < N_IO; i++) {
-    mx_tensor_release(&c->in[i]);
-    c->in[i] = c->out[i];
-    c->in[i].name = NULL;
-    memset(&c->out[i], 0, sizeof c->out[i]);
-  }
-}
-
-static void copying_copy(copying *dst, const copying *src) {
+static void copying_copy(mxs_copying *dst, const mxs_copying *src) {
   for (int i = 1; i < N_IO; i++) {
     mx_tensor_release(&dst->in[i]);
     cr_assert_eq(mx_tensor_alloc(src->in[i].dtype, src->in[i].rank, src->in[i].dims, &dst->in[i]), MX_OK);
     size_t nb = 0;
     mx_tensor_nbytes(&src->in[i], &nb);
     if (nb) memcpy(dst->in[i].data, src->in[i].data, nb);
-  }
-}
-
-static void copying_free(copying *c) {
-  for (int i = 0; i < N_IO; i++) {
-    mx_tensor_release(&c->in[i]);
-    mx_tensor_release(&c->out[i]);
   }
 }
 
@@ -108,7 +56,7 @@ static void stepper_free(stepper *t) {
 }
 
 /* Every state's rows against the copying path's pasts, bit for bit. */
-static void same_cache(stepper *t, const copying *c) {
+static void same_cache(stepper *t, const mxs_copying *c) {
   for (size_t j = 1; j < N_IO; j++) {
     const mx_tensor *v = mx_binding_output(t->b, j);
     cr_assert_not_null(v);
@@ -124,9 +72,9 @@ static void same_cache(stepper *t, const copying *c) {
 /* 1000 steps: the appended states, the binding's copying path and mx_session_run agree bit for
  * bit on every step's logits and on the caches now and then; 64 rows grow to 1024. */
 static void thousand_steps(int64_t min_ops) {
-  mx_session *s = llama(min_ops);
-  copying c;
-  copying_init(&c);
+  mx_session *s = mxs_llama_session(min_ops);
+  mxs_copying c;
+  mxs_copying_init(&c);
   stepper app, cpy;
   stepper_init(&app, s, 64, true);
   stepper_init(&cpy, s, 64, false);
@@ -134,7 +82,7 @@ static void thousand_steps(int64_t min_ops) {
   for (int step = 0; step < 1000; step++) {
     stepper_step(&app, token); /* first: the states are laid out before any specialization */
     stepper_step(&cpy, token);
-    copying_step(s, &c, token);
+    mxs_copying_step(s, &c, token);
     char why[256];
     cr_assert(mxs_same(stepper_logits(&app), &c.out[0], why, sizeof why), "step %d appended: %s", step, why);
     cr_assert(mxs_same(stepper_logits(&cpy), &c.out[0], why, sizeof why), "step %d copying: %s", step, why);
@@ -142,7 +90,7 @@ static void thousand_steps(int64_t min_ops) {
       same_cache(&app, &c);
       same_cache(&cpy, &c);
     }
-    token = argmax(&c.out[0]);
+    token = mxs_argmax(&c.out[0]);
   }
   cr_assert_eq(mx_binding_state_appended(app.b), 4, "the fused Attention's caches append in place");
   cr_assert_eq(mx_binding_state_appended(cpy.b), 0);
@@ -150,7 +98,7 @@ static void thousand_steps(int64_t min_ops) {
   cr_assert_eq(mx_binding_state_capacity(app.b), 1024, "64 rows grown x2 past 1000");
   stepper_free(&app);
   stepper_free(&cpy);
-  copying_free(&c);
+  mxs_copying_free(&c);
   mx_session_destroy(s);
 }
 
@@ -160,7 +108,7 @@ Test(state_append, thousand_steps_all_dynamic, .timeout = 300) { thousand_steps(
 /* The state's buffer keeps its address between growths (x2: 8 -> 16 -> 32 -> 64 over 60
  * steps: three moves), and the static models are refreshed on no step that does not grow. */
 Test(state_append, growth_moves_only_when_growing) {
-  mx_session *s = llama(4);
+  mx_session *s = mxs_llama_session(4);
   stepper t;
   stepper_init(&t, s, 8, true);
   const void *where = NULL;
@@ -191,17 +139,17 @@ Test(state_append, growth_moves_only_when_growing) {
 /* Truncate forgets rows (no copy): the steps after it are those of the copying path from the
  * pasts of that length; a repeated step gives the same logits; reset starts over. */
 Test(state_append, truncate_and_reset) {
-  mx_session *s = llama(4);
-  copying c, kept;
-  copying_init(&c);
-  copying_init(&kept);
+  mx_session *s = mxs_llama_session(4);
+  mxs_copying c, kept;
+  mxs_copying_init(&c);
+  mxs_copying_init(&kept);
   stepper t;
   stepper_init(&t, s, 8, true);
   int64_t token = 2;
   for (int step = 0; step < 20; step++) {
     stepper_step(&t, token);
-    copying_step(s, &c, token);
-    token = argmax(&c.out[0]);
+    mxs_copying_step(s, &c, token);
+    token = mxs_argmax(&c.out[0]);
     if (step == 5) copying_copy(&kept, &c);
   }
   cr_assert_eq(mx_binding_state_appended(t.b), 4);
@@ -214,7 +162,7 @@ Test(state_append, truncate_and_reset) {
   char why[256];
   for (int step = 0; step < 5; step++) {
     stepper_step(&t, 70 + step);
-    copying_step(s, &kept, 70 + step);
+    mxs_copying_step(s, &kept, 70 + step);
     cr_assert(mxs_same(stepper_logits(&t), &kept.out[0], why, sizeof why), "after truncate %d: %s", step,
               why);
   }
@@ -232,27 +180,27 @@ Test(state_append, truncate_and_reset) {
   mx_tensor_release(&again);
   cr_assert_eq(mx_binding_reset(t.b), MX_OK);
   cr_assert_eq(mx_binding_state_length(t.b), 0);
-  copying fresh;
-  copying_init(&fresh);
+  mxs_copying fresh;
+  mxs_copying_init(&fresh);
   for (int step = 0; step < 3; step++) {
     stepper_step(&t, 9 + step);
-    copying_step(s, &fresh, 9 + step);
+    mxs_copying_step(s, &fresh, 9 + step);
     cr_assert(mxs_same(stepper_logits(&t), &fresh.out[0], why, sizeof why), "after reset %d: %s", step, why);
   }
   same_cache(&t, &fresh);
-  copying_free(&fresh);
+  mxs_copying_free(&fresh);
   stepper_free(&t);
-  copying_free(&kept);
-  copying_free(&c);
+  mxs_copying_free(&kept);
+  mxs_copying_free(&c);
   mx_session_destroy(s);
 }
 
 /* Rows loaded from the host into the padded buffers (growing them to hold 40) continue as the
  * copying path continues from the same pasts. */
 Test(state_append, loaded_rows) {
-  mx_session *s = llama(4);
-  copying c;
-  copying_init(&c);
+  mx_session *s = mxs_llama_session(4);
+  mxs_copying c;
+  mxs_copying_init(&c);
   for (int i = 1; i < N_IO; i++) {
     mx_tensor_release(&c.in[i]);
     cr_assert_eq(mxs_random_tensor(MX_FLOAT32, 4, (int64_t[]){1, 2, 40, 16}, 900 + (uint64_t)i, &c.in[i]),
@@ -268,15 +216,15 @@ Test(state_append, loaded_rows) {
   int64_t token = 3;
   for (int step = 0; step < 30; step++) {
     stepper_step(&t, token);
-    copying_step(s, &c, token);
+    mxs_copying_step(s, &c, token);
     char why[256];
     cr_assert(mxs_same(stepper_logits(&t), &c.out[0], why, sizeof why), "step %d: %s", step, why);
-    token = argmax(&c.out[0]);
+    token = mxs_argmax(&c.out[0]);
   }
   same_cache(&t, &c);
   cr_assert_eq(mx_binding_state_capacity(t.b), 128, "70 rows: grown once more");
   stepper_free(&t);
-  copying_free(&c);
+  mxs_copying_free(&c);
   mx_session_destroy(s);
 }
 
@@ -294,28 +242,28 @@ Test(state_append, concat_cache_keeps_copying) {
   mx_session *s;
   cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
   cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
-  copying c;
-  copying_init(&c);
+  mxs_copying c;
+  mxs_copying_init(&c);
   stepper t;
   stepper_init(&t, s, 16, true);
   int64_t token = 4;
   for (int step = 0; step < 40; step++) {
     stepper_step(&t, token);
-    copying_step(s, &c, token);
+    mxs_copying_step(s, &c, token);
     char why[256];
     cr_assert(mxs_same(stepper_logits(&t), &c.out[0], why, sizeof why), "step %d: %s", step, why);
-    token = argmax(&c.out[0]);
+    token = mxs_argmax(&c.out[0]);
   }
   cr_assert_eq(mx_binding_state_appended(t.b), 0);
   same_cache(&t, &c);
   stepper_free(&t);
-  copying_free(&c);
+  mxs_copying_free(&c);
   mx_session_destroy(s);
 }
 
 /* The switch is refused once the states are laid out. */
 Test(state_append, switch_before_first_step) {
-  mx_session *s = llama(4);
+  mx_session *s = mxs_llama_session(4);
   stepper t;
   stepper_init(&t, s, 8, true);
   stepper_step(&t, 1);
@@ -336,22 +284,22 @@ Test(state_append, exported_model_fused_appends) {
   cr_assert_eq(mx_model_llama_exported(&cfg, &g, &err), MX_OK, "%s", err.message);
   mx_session *s = mxs_new_session(1, MX_EXECUTOR_SEQUENTIAL, 4);
   cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
-  copying c;
-  copying_init(&c);
+  mxs_copying c;
+  mxs_copying_init(&c);
   stepper t;
   stepper_init(&t, s, 16, true);
   int64_t token = 6;
   for (int step = 0; step < 100; step++) {
     stepper_step(&t, token);
-    copying_step(s, &c, token);
+    mxs_copying_step(s, &c, token);
     char why[256];
     cr_assert(mxs_same(stepper_logits(&t), &c.out[0], why, sizeof why), "step %d: %s", step, why);
-    token = argmax(&c.out[0]);
+    token = mxs_argmax(&c.out[0]);
   }
   cr_assert_eq(mx_binding_state_appended(t.b), 4);
   same_cache(&t, &c);
   stepper_free(&t);
-  copying_free(&c);
+  mxs_copying_free(&c);
   mx_session_destroy(s);
 }
 
@@ -365,21 +313,21 @@ Test(state_append, two_streams_multi_thread, .timeout = 300) {
   cr_assert_eq(mx_model_llama(&cfg, &g, &err), MX_OK, "%s", err.message);
   mx_session *s = mxs_new_session(2, MX_EXECUTOR_MULTI_THREAD, 4);
   cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
-  copying c;
-  copying_init(&c);
+  mxs_copying c;
+  mxs_copying_init(&c);
   stepper t;
   stepper_init(&t, s, 32, true);
   int64_t token = 8;
   for (int step = 0; step < 200; step++) {
     stepper_step(&t, token);
-    copying_step(s, &c, token);
+    mxs_copying_step(s, &c, token);
     char why[256];
     cr_assert(mxs_same(stepper_logits(&t), &c.out[0], why, sizeof why), "step %d: %s", step, why);
-    token = argmax(&c.out[0]);
+    token = mxs_argmax(&c.out[0]);
   }
   cr_assert_eq(mx_binding_state_appended(t.b), 4);
   same_cache(&t, &c);
   stepper_free(&t);
-  copying_free(&c);
+  mxs_copying_free(&c);
   mx_session_destroy(s);
 }
