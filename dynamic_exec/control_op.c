@@ -42,16 +42,10 @@ static mx_status take_output(mx_dyn_exec *e, const mx__dyn_op *op, uint32_t k, m
   } else if (mx__dyn_host_reserve(rv, 64) != MX_OK) {
     return mx__dyn_fail(e, MX_ERR_OUT_OF_MEMORY, "node '%s': out of host memory", op->nd->name);
   }
-  rv->host = rv->host_buf;
-  rv->dev = NULL;
-  rv->buf = MX__DYN_NONE;
   rv->rank = t->rank;
   memcpy(rv->dims, t->dims, (size_t)t->rank * sizeof *rv->dims);
   rv->nbytes = nbytes;
-  rv->ready_stream = -1;
-  rv->upload_stream = -1;
-  rv->live = true;
-  rv->live_step = e->step;
+  mx__dyn_val_set_host(e, rv, rv->host_buf);
   return MX_OK;
 }
 

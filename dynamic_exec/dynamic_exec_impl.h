@@ -318,5 +318,16 @@ static inline void mx__dyn_mark_use(mx_dyn_exec *e, mx_value_id v, uint32_t s) {
   o->use_mask |= 1u << s;
   o->last_stream = (int8_t)s;
 }
+/* Marks rv written this step with its data at host (or nowhere yet: NULL), no device copy and no
+ * stream to wait for: the state of every host-computed output. */
+static inline void mx__dyn_val_set_host(mx_dyn_exec *e, mx__dyn_val *rv, void *host) {
+  rv->host = host;
+  rv->dev = NULL;
+  rv->buf = MX__DYN_NONE;
+  rv->live = true;
+  rv->live_step = e->step;
+  rv->ready_stream = -1;
+  rv->upload_stream = -1;
+}
 
 #endif /* MIXRT_DYNAMIC_EXEC_DYNAMIC_EXEC_IMPL_H */

@@ -187,14 +187,7 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
   if (st != MX_OK) return st;
   if (op->flags & MX__DYN_CONTROL) { /* shapes and data come from its run */
     for (uint32_t k = 0; k < op->n_out; k++) {
-      mx__dyn_val *rv = &e->vals[op->nd->outputs[k]];
-      rv->host = NULL;
-      rv->dev = NULL;
-      rv->buf = MX__DYN_NONE;
-      rv->live = true;
-      rv->live_step = e->step;
-      rv->ready_stream = -1;
-      rv->upload_stream = -1;
+      mx__dyn_val_set_host(e, &e->vals[op->nd->outputs[k]], NULL);
     }
     return MX_OK;
   }
@@ -226,25 +219,13 @@ mx_status mx__dyn_op_prepare(mx_dyn_exec *e, size_t i) {
         mx__dyn_val *rv = &e->vals[outs[k]];
         st = mx__dyn_host_reserve(rv, rv->nbytes);
         if (st != MX_OK) return mx__dyn_fail(e, st, "node '%s': out of host memory", op->nd->name);
-        rv->host = rv->host_buf;
-        rv->dev = NULL;
-        rv->buf = MX__DYN_NONE;
-        rv->live = true;
-        rv->live_step = e->step;
-        rv->ready_stream = -1;
-        rv->upload_stream = -1;
+        mx__dyn_val_set_host(e, rv, rv->host_buf);
       }
       return MX_OK;
     case MX__DYN_OP_EVAL:
       for (uint32_t k = 0; k < op->n_out; k++) {
         mx__dyn_val *rv = &e->vals[outs[k]];
-        rv->host = rv->host_buf;
-        rv->dev = NULL;
-        rv->buf = MX__DYN_NONE;
-        rv->live = true;
-        rv->live_step = e->step;
-        rv->ready_stream = -1;
-        rv->upload_stream = -1;
+        mx__dyn_val_set_host(e, rv, rv->host_buf);
       }
       return MX_OK;
     case MX__DYN_OP_ALIAS: {
