@@ -70,18 +70,22 @@ static mx_status oom(cx *c) {
   return mx__node_fail(c->err, c->nd, MX_ERR_OUT_OF_MEMORY, "out of host memory");
 }
 
-/* A new host tensor (data from mx__host_alloc, uninitialized). */
-static mx_status new_tensor(cx *c, mx_dtype dt, int32_t rank, const int64_t *dims, mx_tensor *t) {
+mx_status mx__reference_new_tensor(mx_error *err, const mx_node *nd, mx_dtype dt, int32_t rank,
+                                   const int64_t *dims, mx_tensor *t) {
   memset(t, 0, sizeof *t);
   t->dtype = dt;
   t->rank = rank;
   for (int32_t k = 0; k < rank; k++) t->dims[k] = dims[k];
   size_t nb;
   if (!mx_tensor_nbytes(t, &nb))
-    return mx__node_fail(c->err, c->nd, MX_ERR_LIMIT, "a result of type %s is too large", mx_dtype_name(dt));
+    return mx__node_fail(err, nd, MX_ERR_LIMIT, "a result of type %s is too large", mx_dtype_name(dt));
   t->data = mx__host_alloc(nb);
-  if (!t->data) return oom(c);
+  if (!t->data) return mx__node_fail(err, nd, MX_ERR_OUT_OF_MEMORY, "out of host memory");
   return MX_OK;
+}
+
+static mx_status new_tensor(cx *c, mx_dtype dt, int32_t rank, const int64_t *dims, mx_tensor *t) {
+  return mx__reference_new_tensor(c->err, c->nd, dt, rank, dims, t);
 }
 
 static mx_status scalar_int(cx *c, const mx_tensor *t, const char *what, int64_t *v) {

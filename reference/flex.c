@@ -27,16 +27,7 @@ typedef struct flex_job {
 } flex_job;
 
 static mx_status new_host_tensor(flex_job *j, mx_dtype dt, int32_t rank, const int64_t *dims, mx_tensor *t) {
-  memset(t, 0, sizeof *t);
-  t->dtype = dt;
-  t->rank = rank;
-  for (int32_t k = 0; k < rank; k++) t->dims[k] = dims[k];
-  size_t nb;
-  if (!mx_tensor_nbytes(t, &nb))
-    return mx__node_fail(j->err, j->nd, MX_ERR_LIMIT, "the attention scores are too large");
-  t->data = mx__host_alloc(nb);
-  if (!t->data) return mx__node_fail(j->err, j->nd, MX_ERR_OUT_OF_MEMORY, "out of host memory");
-  return MX_OK;
+  return mx__reference_new_tensor(j->err, j->nd, dt, rank, dims, t);
 }
 
 static void free_tensors(mx_tensor *t, size_t n) {

@@ -50,6 +50,10 @@ bool mx__reference_is_control(const mx_graph *g, const mx_node *nd, const mx_ten
 MX_MUST_USE mx_status mx__reference_exec_control(const mx__ref_frame *f, mx_node_id n,
                                                  const mx_tensor *const *inputs, mx_tensor *outputs,
                                                  mx_error *err);
+/* A new host tensor of the given type and dims (data from mx__host_alloc, uninitialized); a size
+ * past the address space or an allocation failure fails naming node nd (reference/control.c). */
+MX_MUST_USE mx_status mx__reference_new_tensor(mx_error *err, const mx_node *nd, mx_dtype dt, int32_t rank,
+                                               const int64_t *dims, mx_tensor *t);
 /* reference/flex.c: FlexAttention with score_mod / prob_mod subgraphs, which CPU kernels do not
  * run. Same contract as mx__reference_exec_control. */
 MX_MUST_USE mx_status mx__reference_flex_attention(const mx__ref_frame *f, mx_node_id n,
