@@ -3,7 +3,8 @@
 #   make build   configure + build the Release tree in build/
 #   make debug   configure + build the Debug tree in build-debug/
 #   make test    deps + build + every test (ctest), then the sanitizer suites (asan, tsan) and
-#                the fuzz targets for FUZZ_SECONDS each (fuzz); fails on any failure or report
+#                the fuzz targets for TEST_FUZZ_SECONDS each (default 30, so the whole run stays
+#                under 30 minutes on 2 cores); fails on any failure or report
 #   make demo    deps + build + the main job on a built-in model
 #   make asan    build + every test with AddressSanitizer/UBSan in build-asan/
 #   make tsan    build + the concurrency-labelled tests with ThreadSanitizer in build-tsan/
@@ -18,6 +19,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
+TEST_FUZZ_SECONDS ?= 30
 
 .PHONY: all deps build debug test demo asan tsan fuzz clean bench-deps bench format
 
@@ -40,7 +42,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) --no-print-directory asan
 	$(MAKE) --no-print-directory tsan
-	$(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 
 demo: build
 	./$(BUILD)/tools/mixrt demo
