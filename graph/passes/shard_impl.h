@@ -1,0 +1,49 @@
+/* Internals shared by the sharding pass's files (shard.c: what splits where; shard_edit.c: the
+ * edits that carry it out). */
+#ifndef MIXRT_GRAPH_PASSES_SHARD_IMPL_H
+#define MIXRT_GRAPH_PASSES_SHARD_IMPL_H
+
+#include "graph/passes/shard.h"
+
+/* How a value lies across the ranks. */
+enum { MX__SHARD_REP = 0, MX__SHARD_SPLIT = 1 };
+
+/* A constant replaced by its rank's slice: later users of the same constant must want the same
+ * cut (tied embeddings) and then share the slice. */
+typedef struct mx__shard_slice {
+  mx_value_id orig;
+  int32_t axis, groups;
+  mx_value_id result;
+  mx_node_id first_user;
+} mx__shard_slice;
+
+typedef struct mx__shard_ctx {
+  mx_graph *g;
+  int tp, rank;
+  mx_error *err;
+  mx__shard_report *report;
+  uint8_t *kind; /* per value: MX__SHARD_REP / MX__SHARD_SPLIT */
+  int8_t *axis;  /* per value: the split axis */
+  size_t cap;    /* entries of kind and axis */
+  mx__shard_slice *slices;
+  size_t n_slices, cap_slices;
+} mx__shard_ctx;
+
+/* Grows the per-value states to the graph's value count. */
+MX_MUST_USE mx_status mx__shard_grow(mx__shard_ctx *c);
+/* Points node n's inputs reading `from` at `to`. */
+MX_MUST_USE mx_status mx__shard_rewire_input(mx__shard_ctx *c, mx_node_id n, mx_value_id from, mx_value_id to);
+/* Gives node `user` the rank's slice of constant v: axis `axis` cut into `groups` equal sections
+ * (a fused QKV weight: 3), each cut in tp parts of which the rank keeps its own. */
+MX_MUST_USE mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v, int32_t axis,
+                                            int32_t groups, mx_value_id *out);
+/* Inserts collective `op` (domain mixrt, world_size and `extra` attributes) behind value x:
+ * x's producer writes a new value, the collective reads it and writes x; why goes into the report. */
+MX_MUST_USE mx_status mx__shard_collective_after(mx__shard_ctx *c, mx_value_id x, const char *op,
+                                                 const mx_attr *extra, size_t n_extra, const char *why);
+/* Infers every node again (collectives by their contract when no definition is registered). */
+MX_MUST_USE mx_status mx__shard_reinfer(mx__shard_ctx *c);
+/* Copies the graph's last error into c->err with status st. */
+mx_status mx__fail_err_from_graph(mx__shard_ctx *c, mx_status st);
+
+#endif /* MIXRT_GRAPH_PASSES_SHARD_IMPL_H */
