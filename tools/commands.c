@@ -22,5 +22,7 @@ const mx_cli_command mx_cli_commands[] = {
     {"compile", "compile any model into an .mxm file (partitioned, static models planned, lowered)",
      mx_cmd_compile, mx_cmd_compile_help},
     {"demo", "the main job on a built-in model", mx_cmd_demo, mx_cmd_demo_help},
+    {"shard", "split a transformer for N-way tensor parallelism: one ONNX file per rank and a manifest",
+     mx_cmd_shard, mx_cmd_shard_help},
     {NULL, NULL, NULL, NULL},
 };

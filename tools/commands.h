@@ -27,5 +27,7 @@ int mx_cmd_partition(int argc, char **argv);
 void mx_cmd_partition_help(FILE *out);
 int mx_cmd_gen(int argc, char **argv);
 void mx_cmd_gen_help(FILE *out);
+int mx_cmd_shard(int argc, char **argv);
+void mx_cmd_shard_help(FILE *out);
 
 #endif /* MIXRT_TOOLS_COMMANDS_H */
