@@ -4,11 +4,7 @@
  *
  *   pointwise (1x1 taps, stride 1, no padding): the image is its own im2col matrix, so each
  *     task is one sgemm over a slice of its columns;
- *   depthwise (one input channel per output channel, 1-D and 2-D): a direct loop per channel
- *     over a zero-padded copy of its image, so no tap needs a bounds check; stride 1 runs along
- *     the padded rows as one long row (the columns past the output width are computed and
- *     dropped), stride 2 along even/odd column planes, so both vectorize with unit-stride
- *     loads (AVX-512, AVX2 and baseline copies, MX_KHOT);
+ *   depthwise (one input channel per output channel, 1-D and 2-D): kernels/conv_depthwise.c;
  *   the rest: im2col of a band of output rows sized to stay in L2, then one sgemm per band
  *     (a whole-image im2col of a 56x56 layer is several MB and leaves the cache before the
  *     sgemm reads it).
@@ -16,7 +12,10 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "kernels/conv_depthwise.h"
+#include "kernels/conv_epilogue.h"
 #include "kernels/conv_impl.h"
+#include "kernels/gemm_f32.h"
 #include "kernels/kmath.h"
 #include "kernels/threads.h"
 
@@ -35,7 +34,8 @@ typedef struct fast_plan {
   int64_t rows, rowlen;    /* output rows (depth x height flattened) and their width */
   int64_t band_rows;       /* output rows per band (im2col), or columns per band (pointwise) */
   int64_t bands, mchunks, mchunk;
-  int64_t hp, wp, q;  /* depthwise: padded image height, width, plane width (stride 2) */
+  bool own_gemm;      /* the dense paths run mixrt's packed GEMM (kernels/gemm_f32.h), not sgemm */
+  size_t packed_floats; /* own GEMM: the packed B band at the start of a slot, A blocks after it */
   size_t slot_floats; /* scratch per thread */
 } fast_plan;
 
@@ -61,18 +61,12 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
   if (is_pointwise(w)) {
     p->algo = ALGO_POINTWISE;
     int64_t cols = BAND_BYTES / 4 / (p->kdim + p->mg);
-    cols = round_up(cols < 64 ? 64 : cols, 16);
+    cols = round_up(cols < 64 ? 64 : cols, 32);
     p->band_rows = cols > p->P ? p->P : cols;
     p->bands = (p->P + p->band_rows - 1) / p->band_rows;
-  } else if (p->cg == 1 && w->k[0] == 1 && w->grid[0] == 1 && w->img[0] == 1) {
+  } else if (mx__kconv_dw_applies(w, p->cg)) {
     p->algo = ALGO_DEPTHWISE;
-    p->hp = (w->grid[1] - 1) * w->s[1] + (w->k[1] - 1) * w->d[1] + 1;
-    p->wp = (w->grid[2] - 1) * w->s[2] + (w->k[2] - 1) * w->d[2] + 1;
-    p->q = (p->wp + 1) / 2;
-    /* padded image (as one plane, or two planes of q), then the accumulator of the output
-     * rows laid out with the padded pitch */
-    p->slot_floats =
-        (size_t)round_up(p->hp * 2 * p->q + 16, 16) + (size_t)round_up(w->grid[1] * p->wp + 16, 16);
+    p->slot_floats = mx__kconv_dw_slot_floats(w);
     p->bands = 1;
   } else {
     p->algo = ALGO_IM2COL;
@@ -83,6 +77,15 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     p->band_rows = br < 1 ? 1 : (br > p->rows ? p->rows : br);
     p->bands = (p->rows + p->band_rows - 1) / p->band_rows;
     p->slot_floats = (size_t)round_up(p->kdim * p->band_rows * p->rowlen, 16);
+  }
+  if (p->algo != ALGO_DEPTHWISE && mx__kgemm_f32_available()) {
+    /* packed B band, A blocks, one im2col row; the sgemm path's im2col band (taken by a
+     * residual read in place from Y) fits in the same slot */
+    int64_t cols = p->algo == ALGO_POINTWISE ? p->band_rows : p->band_rows * p->rowlen;
+    p->own_gemm = true;
+    p->packed_floats = (size_t)round_up((int64_t)mx__kgemm_f32_packed_b_floats(p->kdim, cols), 16);
+    size_t own = p->packed_floats + mx__kgemm_f32_a_floats() + (size_t)round_up(cols, 16);
+    if (own > p->slot_floats) p->slot_floats = own;
   }
   /* Too few tasks for the threads: split the output channels too (a band's im2col is then
    * repeated per chunk, which costs far less than the sgemm it feeds). */
@@ -104,63 +107,17 @@ size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t
 
 /* --- epilogue --------------------------------------------------------------------------------- */
 
-/* Helpers inlined into each ISA copy of their callers. */
-#define MX_KINLINE static inline __attribute__((always_inline))
-
-/* out[i] = act(src[i] + bias (+ z[i])) for i < n; src may be out. */
-MX_KINLINE void epilogue_body(float *out, const float *src, const float *z, float bias, int64_t n,
-                              int32_t act, float a, float b) {
-  if (z) {
-    for (int64_t i = 0; i < n; i++) out[i] = (src[i] + bias) + z[i];
-  } else if (bias != 0.0f || out != src) {
-    for (int64_t i = 0; i < n; i++) out[i] = src[i] + bias;
-  }
-  switch (act) {
-    case MX_CONV_ACT_RELU:
-      for (int64_t i = 0; i < n; i++) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
-      break;
-    case MX_CONV_ACT_CLIP:
-      for (int64_t i = 0; i < n; i++) {
-        float v = out[i];
-        v = v < a ? a : v;
-        out[i] = v > b ? b : v;
-      }
-      break;
-    case MX_CONV_ACT_HARD_SIGMOID:
-      for (int64_t i = 0; i < n; i++) {
-        float t = a * out[i] + b;
-        t = t > 0.0f ? t : 0.0f;
-        out[i] = t < 1.0f ? t : 1.0f;
-      }
-      break;
-    case MX_CONV_ACT_HARD_SWISH:
-      for (int64_t i = 0; i < n; i++) {
-        float v = out[i], t = v / 6.0f + 0.5f;
-        t = t < 0.0f ? 0.0f : t;
-        t = t > 1.0f ? 1.0f : t;
-        out[i] = v * t;
-      }
-      break;
-    case MX_CONV_ACT_SIGMOID:
-      for (int64_t i = 0; i < n; i++) out[i] = mx__ksigmoidf(out[i]);
-      break;
-    case MX_CONV_ACT_SILU:
-      for (int64_t i = 0; i < n; i++) out[i] = out[i] * mx__ksigmoidf(out[i]);
-      break;
-    default: break;
-  }
-}
-
 MX_KHOT static void epilogue_f32(float *out, const float *src, const float *z, float bias, int64_t n,
                                  int32_t act, float a, float b) {
-  epilogue_body(out, src, z, bias, n, act, a, b);
+  mx__kconv_epilogue_body(out, src, z, bias, n, act, a, b);
 }
 
 /* The epilogue of an sgemm tile: rows of n outputs, `ld` apart. */
 MX_KHOT static void epilogue_rows_f32(float *y, const float *z, const float *bias, int64_t rows, int64_t n,
                                       int64_t ld, int32_t act, float a, float b) {
   for (int64_t r = 0; r < rows; r++)
-    epilogue_body(y + r * ld, y + r * ld, z ? z + r * ld : NULL, bias ? bias[r] : 0.0f, n, act, a, b);
+    mx__kconv_epilogue_body(y + r * ld, y + r * ld, z ? z + r * ld : NULL, bias ? bias[r] : 0.0f, n, act, a,
+                            b);
 }
 
 void mx__kconv_epilogue_f32(float *y, const float *z, int64_t n, int32_t act, float a, float b) {
@@ -180,16 +137,19 @@ static void valid_range(int64_t n, int64_t s, int64_t off, int64_t width, int64_
 }
 
 /* col [channels*taps, (r1-r0)*rowlen]: the patches of output rows [r0, r1) (depth and height
- * flattened). */
+ * flattened). With `packed`, each row of that matrix goes through col (one row of scratch) into
+ * packed's panel layout of the own GEMM instead (kernels/gemm_f32.h). */
 static void im2col_band(const float *x, int64_t channels, const mx_kwin *w, int64_t r0, int64_t r1,
-                        float *col) {
+                        float *col, float *packed) {
   const int64_t rowlen = w->grid[2], cols = (r1 - r0) * rowlen, s = w->s[2];
+  const int64_t kdim = channels * w->k_size;
   for (int64_t c = 0; c < channels; c++) {
     const float *xc = x + c * w->img_size;
     for (int64_t kd = 0; kd < w->k[0]; kd++)
       for (int64_t kh = 0; kh < w->k[1]; kh++)
         for (int64_t kw = 0; kw < w->k[2]; kw++) {
-          float *row = col + (((c * w->k[0] + kd) * w->k[1] + kh) * w->k[2] + kw) * cols;
+          const int64_t kidx = ((c * w->k[0] + kd) * w->k[1] + kh) * w->k[2] + kw;
+          float *row = packed ? col : col + kidx * cols;
           int64_t off = kw * w->d[2] - w->pb[2], lo, hi;
           valid_range(rowlen, s, off, w->img[2], &lo, &hi);
           for (int64_t r = r0; r < r1; r++, row += rowlen) {
@@ -209,139 +169,52 @@ static void im2col_band(const float *x, int64_t channels, const mx_kwin *w, int6
             }
             for (int64_t ow = hi; ow < rowlen; ow++) row[ow] = 0.0f;
           }
+          if (packed) mx__kgemm_f32_pack_b_row(col, cols, kdim, kidx, packed);
         }
   }
 }
 
-/* --- depthwise -------------------------------------------------------------------------------- */
-
-/* acc[i] += sum over the K taps t of wv[t] * src[i + t*d] for i < n, the taps added in order. */
-MX_KINLINE void dw_row_taps(float *restrict acc, const float *restrict src, const float *restrict wv,
-                            int64_t d, int64_t n, int K) {
-  switch (K) {
-    case 3:
-      for (int64_t i = 0; i < n; i++)
-        acc[i] = ((acc[i] + wv[0] * src[i]) + wv[1] * src[i + d]) + wv[2] * src[i + 2 * d];
-      return;
-    case 5:
-      for (int64_t i = 0; i < n; i++)
-        acc[i] = ((((acc[i] + wv[0] * src[i]) + wv[1] * src[i + d]) + wv[2] * src[i + 2 * d]) +
-                  wv[3] * src[i + 3 * d]) +
-                 wv[4] * src[i + 4 * d];
-      return;
-    default:
-      for (int t = 0; t < K; t++) {
-        const float wt = wv[t];
-        const float *restrict st = src + t * d;
-        for (int64_t i = 0; i < n; i++) acc[i] += wt * st[i];
-      }
-  }
-}
-
-/* Stride 2 along the width, dilation 1: output column ow reads padded column 2*ow + t, which is
- * column ow + t/2 of the even (t even) or odd plane. */
-MX_KINLINE void dw_row_taps_s2(float *restrict acc, const float *restrict even, const float *restrict odd,
-                               const float *restrict wv, int64_t n, int K) {
-  switch (K) {
-    case 3:
-      for (int64_t i = 0; i < n; i++)
-        acc[i] = ((acc[i] + wv[0] * even[i]) + wv[1] * odd[i]) + wv[2] * even[i + 1];
-      return;
-    case 5:
-      for (int64_t i = 0; i < n; i++)
-        acc[i] =
-            ((((acc[i] + wv[0] * even[i]) + wv[1] * odd[i]) + wv[2] * even[i + 1]) + wv[3] * odd[i + 1]) +
-            wv[4] * even[i + 2];
-      return;
-    default:
-      for (int t = 0; t < K; t++) {
-        const float wt = wv[t];
-        const float *restrict st = (t & 1 ? odd : even) + t / 2;
-        for (int64_t i = 0; i < n; i++) acc[i] += wt * st[i];
-      }
-  }
-}
-
-/* Any width stride and dilation. */
-MX_KINLINE void dw_row_taps_any(float *restrict acc, const float *restrict src, const float *restrict wv,
-                                int64_t s, int64_t d, int64_t n, int64_t K) {
-  for (int64_t t = 0; t < K; t++)
-    for (int64_t i = 0; i < n; i++) acc[i] += wv[t] * src[i * s + t * d];
-}
-
-/* One output channel (one dispatch to the ISA copy per channel: the row helpers and the
- * epilogue are inlined into it): x the input channel's image, wk its taps, y its output (grid_size). */
-MX_KHOT static void dw_channel(const fast_plan *p, const mx_kwin *w, const float *x, const float *wk,
-                               float *y, float *slot, const float *z, float bias, int32_t act, float aa,
-                               float ab) {
-  const int64_t OH = w->grid[1], OW = w->grid[2], IH = w->img[1], IW = w->img[2];
-  const int64_t sh = w->s[1], sw = w->s[2], dh = w->d[1], dw = w->d[2], KH = w->k[1], KW = w->k[2];
-  const bool planes = sw == 2 && dw == 1;
-  const int64_t pitch = planes ? p->q : p->wp; /* floats per padded row (per plane) */
-  float *pad = slot, *odd = slot + p->hp * p->q;
-  float *acc = slot + round_up(p->hp * 2 * p->q + 16, 16);
-  /* The zero-padded image: rows and columns outside the image are 0. */
-  for (int64_t r = 0; r < p->hp; r++) {
-    int64_t ih = r - w->pb[1];
-    const float *xr = ih >= 0 && ih < IH ? x + ih * IW : NULL;
-    if (planes) {
-      /* padded column 2j (+1) holds image column 2j - pb (+1) */
-      float *er = pad + r * pitch, *orow = odd + r * pitch;
-      memset(er, 0, (size_t)p->q * sizeof(float));
-      memset(orow, 0, (size_t)p->q * sizeof(float));
-      if (!xr) continue;
-      const int64_t pb = w->pb[2];
-      int64_t e0 = (pb + 1) / 2, e1 = (IW - 1 + pb) / 2 + 1; /* 0 <= 2j - pb < IW */
-      int64_t o0 = pb / 2, o1 = (IW - 2 + pb) / 2 + 1;       /* 0 <= 2j + 1 - pb < IW */
-      if (IW - 2 + pb < 0) o1 = 0;
-      e1 = e1 > p->q ? p->q : e1;
-      o1 = o1 > p->q ? p->q : o1;
-      for (int64_t j = e0; j < e1; j++) er[j] = xr[2 * j - pb];
-      for (int64_t j = o0; j < o1; j++) orow[j] = xr[2 * j + 1 - pb];
-    } else {
-      float *pr = pad + r * pitch;
-      int64_t lo = w->pb[2], hi = w->pb[2] + IW;
-      if (hi > p->wp) hi = p->wp;
-      if (!xr || lo >= hi) {
-        memset(pr, 0, (size_t)p->wp * sizeof(float));
-        continue;
-      }
-      for (int64_t j = 0; j < lo; j++) pr[j] = 0.0f;
-      memcpy(pr + lo, xr, (size_t)(hi - lo) * sizeof(float));
-      for (int64_t j = hi; j < p->wp; j++) pr[j] = 0.0f;
-    }
-  }
-  if (sw == 1) {
-    /* All output rows as one long row of pitch wp: output (oh, ow) is acc[oh*wp + ow]. */
-    const int64_t n = (OH - 1) * pitch + OW;
-    memset(acc, 0, (size_t)n * sizeof(float));
-    for (int64_t kh = 0; kh < KH; kh++) {
-      if (sh == 1) {
-        dw_row_taps(acc, pad + kh * dh * pitch, wk + kh * KW, dw, n, (int)KW);
-      } else {
-        for (int64_t oh = 0; oh < OH; oh++)
-          dw_row_taps(acc + oh * pitch, pad + (oh * sh + kh * dh) * pitch, wk + kh * KW, dw, OW, (int)KW);
-      }
-    }
-    for (int64_t oh = 0; oh < OH; oh++)
-      epilogue_body(y + oh * OW, acc + oh * pitch, z ? z + oh * OW : NULL, bias, OW, act, aa, ab);
-    return;
-  }
-  for (int64_t oh = 0; oh < OH; oh++) {
-    float *ar = acc;
-    memset(ar, 0, (size_t)OW * sizeof(float));
-    for (int64_t kh = 0; kh < KH; kh++) {
-      int64_t r = oh * sh + kh * dh;
-      if (planes)
-        dw_row_taps_s2(ar, pad + r * pitch, odd + r * pitch, wk + kh * KW, OW, (int)KW);
-      else
-        dw_row_taps_any(ar, pad + r * pitch, wk + kh * KW, sw, dw, OW, KW);
-    }
-    epilogue_body(y + oh * OW, ar, z ? z + oh * OW : NULL, bias, OW, act, aa, ab);
-  }
-}
-
 /* --- tasks ------------------------------------------------------------------------------------ */
+
+/* The epilogue of one tile of the own GEMM's output. */
+typedef struct tile_epilogue {
+  float *y;
+  const float *z, *b;
+  int64_t ld;
+  int32_t act;
+  float alpha, beta;
+} tile_epilogue;
+
+static void tile_epilogue_run(void *ctx, int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+  const tile_epilogue *e = ctx;
+  size_t off = (size_t)(row0 * e->ld + col0);
+  epilogue_rows_f32(e->y + off, e->z ? e->z + off : NULL, e->b ? e->b + row0 : NULL, rows, cols, e->ld,
+                    e->act, e->alpha, e->beta);
+}
+
+/* One task through the own GEMM: the band's columns packed into panels (the image's rows for a
+ * pointwise Conv, im2col rows otherwise), then mn output channels times them, the epilogue on
+ * each tile as it is finished. */
+static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f32 *j, int64_t band,
+                         const float *xg, const float *wg, float *yg, const float *zg, const float *bg,
+                         int64_t mn, float *scr) {
+  float *packed = scr, *ablocks = scr + p->packed_floats, *row = ablocks + mx__kgemm_f32_a_floats();
+  int64_t c0, ncols;
+  if (p->algo == ALGO_POINTWISE) {
+    c0 = band * p->band_rows;
+    ncols = p->P - c0 < p->band_rows ? p->P - c0 : p->band_rows;
+    for (int64_t k = 0; k < p->kdim; k++) mx__kgemm_f32_pack_b_row(xg + k * p->P + c0, ncols, p->kdim, k, packed);
+  } else {
+    int64_t r0 = band * p->band_rows, r1 = r0 + p->band_rows > p->rows ? p->rows : r0 + p->band_rows;
+    c0 = r0 * p->rowlen;
+    ncols = (r1 - r0) * p->rowlen;
+    im2col_band(xg, p->cg, w, r0, r1, row, packed);
+  }
+  tile_epilogue e = {yg + c0, zg ? zg + c0 : NULL, bg, p->P, j->act, j->alpha, j->beta};
+  const bool any = zg || bg || j->act != MX_CONV_ACT_NONE;
+  mx__kgemm_f32_packed(mn, ncols, p->kdim, wg, p->kdim, packed, yg + c0, p->P, ablocks,
+                       any ? tile_epilogue_run : NULL, &e);
+}
 
 typedef struct fast_job {
   const mx_kconv_f32 *j;
@@ -355,15 +228,6 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
   const fast_plan *p = fj->p;
   const mx_kwin *w = j->w;
   float *scr = p->slot_floats ? fj->scratch + (size_t)slot * p->slot_floats : NULL; /* no scratch: NULL */
-  if (p->algo == ALGO_DEPTHWISE) {
-    /* task: one output channel of one image */
-    int64_t in = task / j->m, oc = task % j->m, g = oc / p->mg;
-    const float *xc = j->x + (in * j->c + g) * w->img_size;
-    size_t yo = (size_t)(in * j->m + oc) * (size_t)p->P;
-    dw_channel(p, w, xc, j->wt + oc * w->k_size, j->y + yo, scr, j->z ? j->z + yo : NULL,
-               j->b ? j->b[oc] : 0.0f, j->act, j->alpha, j->beta);
-    return;
-  }
   int64_t mc = task % p->mchunks;
   int64_t rest = task / p->mchunks;
   int64_t band = rest % p->bands;
@@ -379,6 +243,10 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
   /* A residual read in place from Y (the float16 path widens it there) is the sgemm's C. */
   const bool z_in_y = j->z == j->y;
   if (z_in_y) zg = NULL;
+  if (p->own_gemm && !z_in_y) {
+    run_own_gemm(p, w, j, band, xg, wg, yg, zg, bg, mn, scr);
+    return;
+  }
   int64_t c0, ncols;
   const float *bmat;
   int64_t ldb;
@@ -391,7 +259,7 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
     int64_t r0 = band * p->band_rows, r1 = r0 + p->band_rows > p->rows ? p->rows : r0 + p->band_rows;
     c0 = r0 * p->rowlen;
     ncols = (r1 - r0) * p->rowlen;
-    im2col_band(xg, p->cg, w, r0, r1, scr);
+    im2col_band(xg, p->cg, w, r0, r1, scr, NULL);
     bmat = scr;
     ldb = ncols;
   }
@@ -411,8 +279,12 @@ bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_flo
     if (fit < 1) return false;
     if ((size_t)slots > fit) slots = (int32_t)fit;
   }
+  if (p.algo == ALGO_DEPTHWISE) {
+    mx__kconv_dw_run(j, scratch, slots);
+    return true;
+  }
   fast_job fj = {j, &p, scratch};
-  int64_t tasks = p.algo == ALGO_DEPTHWISE ? j->n * j->m : j->n * j->group * p.bands * p.mchunks;
+  int64_t tasks = j->n * j->group * p.bands * p.mchunks;
   mx__kparallel(tasks, slots, run_task, &fj);
   return true;
 }
