@@ -54,6 +54,18 @@ void mx__part_dump_control_text(FILE *out, const mx_node *call, int depth);
  * "nodes", "inputs", "outputs", "captures", "control": [...]}]}). */
 void mx__part_dump_control_json(FILE *out, const mx_node *call);
 
+/* --- part_control_body.c: a control node's body as a root graph of its own --------------- */
+
+/* A deep copy of body (an If branch, a Loop or Scan body) as a root graph: body's inputs, then
+ * one input per value it (or a graph nested in it) reads from the enclosing graphs, under the
+ * same name (*n_captures of them); nested subgraphs copied too. The caller owns *out. */
+MX_MUST_USE mx_status mx__part_body_standalone(const mx_graph *body, mx_graph **out, size_t *n_captures,
+                                               mx_error *err);
+/* True when body (and the graphs nested in it) moves tensors only, so its copy can be compiled
+ * like a root graph; otherwise false with why naming the value (a sequence, optional or strings)
+ * that keeps it in the interpreter. */
+bool mx__part_body_compilable(const mx_graph *body, char *why, size_t cap);
+
 /* Time of each phase of one mx_partition_create, in nanoseconds: wall clock, and CPU time of
  * the calling thread (which does not grow when other jobs share the machine). */
 typedef struct mx__part_timings {

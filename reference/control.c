@@ -237,7 +237,13 @@ static mx_status run_body_lending(cx *c, mx_graph *body, const char *what, const
   if (body->n_inputs != n_in)
     return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%s has %zu inputs, %zu given", what,
                          body->n_inputs, n_in);
-  mx_status st = mx__reference_run_body(body, c->f, ins, n_in, outs, body->n_outputs, lent, c->err);
+  const mx__ref_limits *lim = thread_limits;
+  bool handled = false;
+  mx_status st = MX_OK;
+  if (lim && lim->run_body)
+    st = lim->run_body(lim->body_user, c->nd, body, c->f, ins, n_in, outs, body->n_outputs, &handled, c->err);
+  if (handled && lent) memset(lent, 0, body->n_outputs * sizeof *lent); /* outputs of its own */
+  if (!handled) st = mx__reference_run_body(body, c->f, ins, n_in, outs, body->n_outputs, lent, c->err);
   if (st != MX_OK && c->err && strncmp(c->err->message, "node '", 6) != 0)
     mx__error_prefix(c->err, "node '%s' (%s): %s: ", c->nd->name, c->nd->op_type, what);
   else if (st != MX_OK)

@@ -68,6 +68,14 @@ typedef struct mx__ref_limits {
   const char *raise_hint;     /* what raises max_iterations, for the message (NULL: the
                                  interpreter's own knobs) */
   uint64_t *iterations;       /* counts every Loop iteration run (NULL: not counted) */
+  /* Runs body `body` of control node nd (If, Loop, Scan) in place of the interpreter (sessions:
+   * bodies compiled into programs of their own), or NULL. Inputs as the body takes them (its
+   * captures are found from frame f); outputs owned by the caller. Sets *handled false (outs
+   * untouched) to leave the body to the interpreter. */
+  mx_status (*run_body)(void *user, const mx_node *nd, mx_graph *body, const struct mx__ref_frame *f,
+                        const mx_tensor *ins, size_t n_in, mx_tensor *outs, size_t n_out, bool *handled,
+                        mx_error *err);
+  void *body_user;
 } mx__ref_limits;
 /* Installs l (borrowed; NULL: none) for the calling thread; returns the previous one. */
 const mx__ref_limits *mx__reference_set_limits(const mx__ref_limits *l);

@@ -272,6 +272,7 @@ void mx__program_free(mx_program *p) {
   for (size_t i = 0; p->output_shapes && p->root && i < p->root->n_outputs; i++) free(p->output_shapes[i]);
   free(p->input_shapes);
   free(p->output_shapes);
+  mx__control_bodies_free(p->bodies); /* before the root: they are keyed by its bodies */
   mx_graph_destroy(p->root);
   mx_graph_destroy(p->source);
   mx__mxm_mapping_release(p->weights_map); /* after the root, whose constants may lie in it */

@@ -27,11 +27,32 @@ mx_status mx__control_run_graph(mx_session *s, mx_graph *g, const mx_tensor *ins
       .cancel = &s->cancel,
       .raise_hint = "mx_session_options.max_loop_iterations",
       .iterations = &s->last.loop_iterations,
+      .run_body = mx__control_body_run, /* bodies as programs of their own (kernels_control_body.c) */
+      .body_user = s,
   };
   const mx__ref_limits *prev = mx__reference_set_limits(&lim);
   mx_status st = mx__reference_run_graph(g, NULL, ins, n_in, outs, n_out, err);
   mx__reference_set_limits(prev);
   return st;
+}
+
+void mx__control_body_device(const mx_session *s, mx_session_options *o) {
+  o->device = s->dev;
+  mx_device_info info;
+  mx_device_get_info(s->dev, &info);
+  if (info.kind != MX_DEVICE_CPU) return;
+  /* The control op waits for its body on the calling thread anyway (it is a host op of the
+   * parent's step), so the body runs there too: a CPU device's worker would cost a hand-off per
+   * branch or iteration (microseconds, far more than a small body's work). Both devices are
+   * host memory, so the parent's tensors are read in place. */
+  mx_device_memory_stats mem;
+  mx_device_memory_stats_get(s->dev, &mem);
+  o->device = NULL;
+  mx_device_options_init(&o->device_options);
+  o->device_options.kind = MX_DEVICE_INLINE;
+  o->device_options.memory_limit = mem.limit_bytes;
+  o->device_options.check = info.check ? MX_CHECK_ON : MX_CHECK_OFF;
+  o->device_options.fault_from_env = false; /* injected faults count the parent device's operations */
 }
 
 mx_status mx__control_run(void *user, const mx_node *nd, const mx_tensor *ins, size_t n_in, mx_tensor *outs,

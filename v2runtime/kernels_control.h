@@ -22,4 +22,24 @@ MX_MUST_USE mx_status mx__control_run(void *user, const mx_node *nd, const mx_te
 MX_MUST_USE mx_status mx__control_run_graph(struct mx_session *s, mx_graph *g, const mx_tensor *ins,
                                             size_t n_in, mx_tensor *outs, size_t n_out, mx_error *err);
 
+/* --- kernels_control_body.c: bodies compiled into programs of their own ------------------- */
+
+struct mx__control_bodies;
+struct mx__ref_frame;
+/* mx__ref_limits.run_body of a session's runs (user: the mx_session): runs body `body` of
+ * control node nd through a child session compiled from it on first use (partitioned like the
+ * root; fixed-shape parts as static models); *handled false leaves a body that cannot be
+ * compiled (sequences, optionals, strings) to the interpreter. */
+MX_MUST_USE mx_status mx__control_body_run(void *user, const mx_node *nd, mx_graph *body,
+                                           const struct mx__ref_frame *f, const mx_tensor *ins, size_t n_in,
+                                           mx_tensor *outs, size_t n_out, bool *handled, mx_error *err);
+/* Sets the device of a body's child session in o: a device of its own that runs on the calling
+ * thread (inline) when s runs on a CPU device, else s's device. */
+void mx__control_body_device(const struct mx_session *s, struct mx_session_options *o);
+/* Frees a program's compiled bodies (NULL is a no-op). */
+void mx__control_bodies_free(struct mx__control_bodies *b);
+/* What session s made of body: NULL when it has not run yet; else *child is its child session
+ * (NULL: the interpreter runs it, and the text returned says why). */
+const char *mx__control_body_status(struct mx_session *s, const mx_graph *body, struct mx_session **child);
+
 #endif /* MIXRT_V2RUNTIME_KERNELS_CONTROL_H */

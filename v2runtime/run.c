@@ -119,12 +119,15 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   mx_program *p = s->prog;
   mx_session_stats *l = &s->last;
   uint64_t execs = l->static_executes, control_runs = l->control_runs, iterations = l->loop_iterations;
+  uint64_t body_runs = l->body_runs, body_execs = l->body_static_executes;
   memset(l, 0, sizeof *l);
   l->steps = 1;
   l->step_ns = step_ns;
   l->static_executes = execs;
   l->control_runs = control_runs;
   l->loop_iterations = iterations;
+  l->body_runs = body_runs;
+  l->body_static_executes = body_execs;
   /* Ticks to nanoseconds, by the ratio of both clocks since the session was created. */
   double ns_per_tick = mx__tick_clock_ratio(&s->clock);
   l->dynamic_ns = (uint64_t)((double)step->dynamic_ticks * ns_per_tick);
@@ -166,6 +169,8 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   t->static_executes += l->static_executes;
   t->control_runs += l->control_runs;
   t->loop_iterations += l->loop_iterations;
+  t->body_runs += l->body_runs;
+  t->body_static_executes += l->body_static_executes;
   t->refreshed_entries += l->refreshed_entries;
   t->kernels_run += l->kernels_run;
   t->device_allocations = cs.device_allocs;
@@ -251,6 +256,8 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   atomic_store(&s->cancel, false); /* mx_session_cancel stops the run in progress only */
   s->last.control_runs = 0;        /* counted by the control kernel (kernels_control.c) */
   s->last.loop_iterations = 0;
+  s->last.body_runs = 0; /* counted by the compiled bodies (kernels_control_body.c) */
+  s->last.body_static_executes = 0;
   mx_program *p = s->prog;
   mx_step *step = &s->step;
   step->pads = NULL;

@@ -82,6 +82,8 @@ typedef struct mx_program {
                                  the reference interpreter, whole (no calls, empty exe graphs) */
   struct mx_mem_limits *limits;        /* what a step may take and the tensors to size (limits.c) */
   struct mx_spec_state *spec;          /* shape specialization of dynamic calls (spec.c), or NULL */
+  struct mx__control_bodies *bodies;   /* control-node bodies compiled into programs of their own
+                                          (kernels_control_body.c), or NULL */
   struct mx__mxm_mapping *weights_map; /* the mapped .mxm weights section the root's constants
                                           lie in (held; a program loaded from a file), or NULL */
 } mx_program;
@@ -159,6 +161,7 @@ struct mx_session {
   mx_async async;                      /* asynchronous runs */
   mx_event *join[MX_STEP_MAX_STREAMS]; /* per step stream k > 0: joins it back into stream 0 at
                                           the end of a step (owned) */
+  struct mx_comm *comm;                /* mx_session_set_comm (a reference), or NULL */
 };
 
 /* Claims the session for the calling thread; MX_ERR_BUSY (and nothing written to the session)

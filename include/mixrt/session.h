@@ -275,6 +275,10 @@ typedef struct mx_session_stats {
   /* Control flow (If, Loop, Scan run as one op of a dynamic partition). */
   uint64_t control_runs;    /* control ops run */
   uint64_t loop_iterations; /* Loop iterations run by them, at any depth */
+  /* Control-node bodies (If branches, Loop and Scan bodies) compiled into programs of their own:
+   * partitioned like the root, fixed-shape parts as static models. */
+  uint64_t body_runs;            /* bodies run that way (one per Loop / Scan iteration, per If) */
+  uint64_t body_static_executes; /* static model executions inside them, at any depth */
 } mx_session_stats;
 
 /* Fills *last (the last step) and *total (since the model was loaded; the allocator counters

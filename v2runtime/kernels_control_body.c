@@ -1,0 +1,202 @@
+/* Control-node bodies run as programs of their own (see kernels_control.h).
+ *
+ * The first time a session's control op runs a body (an If branch, a Loop or Scan body), the
+ * body is copied into a root graph of its own (its captures become inputs after its own,
+ * partitioner/part_control_body.c) and loaded into a child session sharing the parent's device
+ * and options: the root's pipeline partitions it into KNOWN / UNKNOWN clusters, a fixed-shape
+ * body becomes a static model compiled once, a body with dynamic parts runs them through the
+ * child's dynamic executor, and a control node nested in the body becomes a child's control op
+ * in turn (its bodies children of the child). Each later run (every Loop or Scan iteration)
+ * feeds the child the iteration's tensors: the static model stays sunk and only its addresses
+ * are refreshed. The outputs come back as host tensors the interpreter's Loop adopts as the
+ * next iteration's carried values (no copy).
+ *
+ * A body holding sequences, optionals or strings, or one whose copy does not compile, stays
+ * with the interpreter (the reason goes to the session's log once). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/grow.h"
+#include "mixrt/sequence.h"
+#include "partitioner/partitioner.h"
+#include "reference/reference.h"
+#include "v2runtime/kernels_control.h"
+#include "v2runtime/session_impl.h"
+
+/* One body met by the session's control ops. */
+typedef struct body_entry {
+  const mx_graph *body;    /* the original body (owned by its node in the program's root) */
+  mx_session *child;       /* its program, or NULL: it stays with the interpreter */
+  char **captures;         /* names of the child's inputs after the body's own (malloc'd) */
+  size_t n_in, n_captures; /* the body's own inputs, its captures */
+  char why[160];           /* why it stays with the interpreter */
+} body_entry;
+
+struct mx__control_bodies {
+  body_entry *v;
+  size_t n, cap;
+};
+
+/* Guards every program's table of bodies (lookups are short; compiling a body happens once). */
+static pthread_mutex_t bodies_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void entry_free(body_entry *e) {
+  mx_session_destroy(e->child);
+  for (size_t i = 0; i < e->n_captures; i++) free(e->captures[i]);
+  free(e->captures);
+}
+
+void mx__control_bodies_free(struct mx__control_bodies *b) {
+  if (!b) return;
+  for (size_t i = 0; i < b->n; i++) entry_free(&b->v[i]);
+  free(b->v);
+  free(b);
+}
+
+/* The options of a body's child session: the parent's, on a host-memory device, without what
+ * names the parent's own inputs and symbols. */
+static mx_session_options child_options(const mx_session *s) {
+  mx_session_options o = s->opts;
+  mx__control_body_device(s, &o); /* the calling thread's inline device on a CPU device */
+  o.frozen_inputs = NULL;
+  o.n_frozen_inputs = 0;
+  o.symbol_ranges = NULL;
+  o.n_symbol_ranges = 0;
+  o.gears = NULL;
+  o.n_gears = 0;
+  o.passes = s->passes;
+  o.intra_op_threads = 0; /* the process-wide pool stays as the parent sized it */
+  o.log = NULL;
+  o.uv_loop = NULL;
+  return o;
+}
+
+/* Compiles body into entry e (e->child stays NULL with e->why set when it cannot be). */
+static void compile_body(mx_session *s, const mx_node *nd, const mx_graph *body, body_entry *e) {
+  e->body = body;
+  e->n_in = body->n_inputs;
+  if (!mx__part_body_compilable(body, e->why, sizeof e->why)) return;
+  mx_error err;
+  mx_error_clear(&err);
+  mx_graph *g = NULL;
+  size_t n_captures = 0;
+  mx_status st = mx__part_body_standalone(body, &g, &n_captures, &err);
+  if (st == MX_OK) {
+    e->captures = calloc(n_captures ? n_captures : 1, sizeof *e->captures);
+    if (!e->captures) st = mx__fail(&err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (size_t i = 0; i < n_captures && st == MX_OK; i++) {
+      e->captures[i] = strdup(g->values[g->inputs[body->n_inputs + i]].name);
+      if (!e->captures[i])
+        st = mx__fail(&err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+      else
+        e->n_captures = i + 1;
+    }
+  }
+  mx_session_options o = child_options(s);
+  mx_session *child = NULL;
+  if (st == MX_OK) st = mx_session_create(&o, &child, &err);
+  if (st == MX_OK) {
+    st = mx_session_load_graph(child, g);
+    g = NULL; /* the session took it */
+    if (st != MX_OK) mx__fail(&err, st, "%s", mx_session_last_error(child));
+  }
+  mx_graph_destroy(g);
+  if (st == MX_OK) {
+    e->child = child;
+    return;
+  }
+  mx_session_destroy(child);
+  snprintf(e->why, sizeof e->why, "its copy did not compile: %s", err.message);
+  if (s->opts.log) {
+    char line[MX_ERROR_MESSAGE_MAX + 256];
+    snprintf(line, sizeof line, "node '%s' (%s): body '%s' runs through the reference interpreter: %s",
+             nd->name, nd->op_type, body->name, e->why);
+    s->opts.log(s->opts.log_user, MX_LOG_INFO, line);
+  }
+}
+
+/* The entry of body in s's program, compiled on first use; NULL when out of memory. */
+static body_entry *find_body(mx_session *s, const mx_node *nd, const mx_graph *body) {
+  mx_program *p = s->prog;
+  body_entry *found = NULL;
+  pthread_mutex_lock(&bodies_lock);
+  if (!p->bodies) p->bodies = calloc(1, sizeof *p->bodies);
+  struct mx__control_bodies *b = p->bodies;
+  for (size_t i = 0; b && i < b->n && !found; i++)
+    if (b->v[i].body == body) found = &b->v[i];
+  if (!found && b && MX_GROW(b->v, b->cap, b->n + 1)) {
+    found = &b->v[b->n];
+    memset(found, 0, sizeof *found);
+    compile_body(s, nd, body, found);
+    b->n++;
+  }
+  pthread_mutex_unlock(&bodies_lock);
+  return found;
+}
+
+/* Adds what a child's last step counted to the parent's step (control_runs stays the root's
+ * control ops: a control op nested in a body is part of that body's run). */
+static void account_child(mx_session *s, const mx_session *child) {
+  const mx_session_stats *c = &child->last;
+  s->last.body_runs += 1 + c->body_runs;
+  s->last.body_static_executes += c->static_executes + c->body_static_executes;
+  s->last.loop_iterations += c->loop_iterations;
+}
+
+/* Most inputs and outputs kept on the stack; more take the heap. */
+#define LOCAL_IO 16
+
+mx_status mx__control_body_run(void *user, const mx_node *nd, mx_graph *body, const mx__ref_frame *f,
+                               const mx_tensor *ins, size_t n_in, mx_tensor *outs, size_t n_out,
+                               bool *handled, mx_error *err) {
+  mx_session *s = user;
+  *handled = false;
+  if (!s->prog) return MX_OK;
+  body_entry *e = find_body(s, nd, body);
+  if (!e) return mx__node_fail(err, nd, MX_ERR_OUT_OF_MEMORY, "out of host memory compiling a body");
+  if (!e->child) return MX_OK;
+  *handled = true;
+  size_t n = e->n_in + e->n_captures;
+  mx_tensor local[LOCAL_IO];
+  mx_tensor *feed = n <= LOCAL_IO ? local : malloc(n * sizeof *feed);
+  if (!feed) return mx__node_fail(err, nd, MX_ERR_OUT_OF_MEMORY, "out of host memory running a body");
+  mx_status st = MX_OK;
+  for (size_t i = 0; i < n && st == MX_OK; i++) {
+    const mx_tensor *t = i < n_in ? &ins[i] : mx__reference_frame_lookup(f, e->captures[i - e->n_in]);
+    if (!t || mx_value_is_list(t)) {
+      st =
+          mx__node_fail(err, nd, MX_ERR_INVALID_GRAPH, "body '%s': value '%s' is missing or not a tensor",
+                        body->name, i < n_in ? body->values[body->inputs[i]].name : e->captures[i - e->n_in]);
+      break;
+    }
+    feed[i] = *t;
+    feed[i].name = NULL;
+  }
+  if (st == MX_OK) {
+    memset(outs, 0, n_out * sizeof *outs);
+    st = mx_session_run(e->child, feed, n, outs, n_out);
+    if (st != MX_OK)
+      st = mx__node_fail(err, nd, st, "body '%s': %s", body->name, mx_session_last_error(e->child));
+    else
+      account_child(s, e->child);
+  }
+  if (feed != local) free(feed);
+  return st;
+}
+
+const char *mx__control_body_status(mx_session *s, const mx_graph *body, mx_session **child) {
+  *child = NULL;
+  if (!s->prog || !s->prog->bodies) return NULL;
+  const char *why = NULL;
+  pthread_mutex_lock(&bodies_lock);
+  for (size_t i = 0; i < s->prog->bodies->n; i++)
+    if (s->prog->bodies->v[i].body == body) {
+      *child = s->prog->bodies->v[i].child;
+      why = s->prog->bodies->v[i].why;
+    }
+  pthread_mutex_unlock(&bodies_lock);
+  return why;
+}
