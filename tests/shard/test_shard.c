@@ -1,0 +1,224 @@
+/* The tensor-parallel sharding pass (graph/passes/shard.h): the rank graphs of the llama decode
+ * step (collectives, weight slices, cache shapes), refusals naming the node, and N ranks
+ * simulated in one process against the unsharded model over greedy decode steps. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/ir.h"
+#include "support_shard.h"
+
+static mx_llama_config tiny(int64_t kv_heads) {
+  mx_llama_config cfg;
+  mx_llama_config_default(&cfg);
+  cfg.kv_heads = kv_heads;
+  return cfg;
+}
+
+static const mx_tensor *constant(const mx_graph *g, const char *name) {
+  mx_value_id v = mx_graph_find_value(g, name);
+  return v == MX_NO_VALUE ? NULL : mx_graph_value_constant(g, v);
+}
+
+Test(shard, llama_collectives_and_states) {
+  mx_llama_config cfg = tiny(2);
+  mx__shard_report rep;
+  mx_error err = {0};
+  mx_graph *g = shard_test_rank(&cfg, 2, 1, &rep, &err);
+  cr_assert(g, "%s", err.message);
+  /* One AllReduce after o_proj and one after down_proj per layer, one for the embedding; the
+   * logits gathered once. */
+  cr_expect_eq(shard_test_count(g, "AllReduce"), 2 * (size_t)cfg.layers + 1);
+  cr_expect_eq(shard_test_count(g, "AllGather"), 1);
+  cr_expect_eq(rep.n_collectives, 2 * (size_t)cfg.layers + 2);
+  cr_expect_eq(rep.n_attention, (size_t)cfg.layers);
+  cr_expect_eq(rep.n_mlp, (size_t)cfg.layers);
+  cr_expect_eq(rep.n_vocab, 2);
+  for (size_t i = 0; i < rep.n_collectives; i++) cr_expect(rep.collectives[i].why[0]);
+  mx_shape s;
+  cr_assert(mx_graph_value_shape(g, mx_graph_find_value(g, "past_key_0"), &s));
+  cr_expect_eq(s.dims[1], 1, "rank's kv heads: %lld", (long long)s.dims[1]);
+  cr_assert(mx_graph_value_shape(g, mx_graph_find_value(g, "present_value_1"), &s));
+  cr_expect_eq(s.dims[1], 1);
+  cr_assert(mx_graph_value_shape(g, mx_graph_output(g, 0), &s));
+  cr_expect_eq(s.rank, 3);
+  cr_expect_eq(s.dims[2], cfg.vocab, "logits gathered whole");
+  mx__shard_report_free(&rep);
+  mx_graph_destroy(g);
+}
+
+Test(shard, llama_weight_slices) {
+  mx_llama_config cfg = tiny(2);
+  mx_graph *full = shard_test_llama(&cfg);
+  cr_assert(full);
+  mx_error err = {0};
+  mx_graph *g = shard_test_rank(&cfg, 2, 1, NULL, &err);
+  cr_assert(g, "%s", err.message);
+  /* Column split: rank 1 holds the second half of wq's columns; row split: of wo's rows. */
+  const mx_tensor *wq = constant(full, "l0/wq"), *wq1 = constant(g, "l0/wq.tp1");
+  const mx_tensor *wo = constant(full, "l0/wo"), *wo1 = constant(g, "l0/wo.tp1");
+  cr_assert(wq && wq1 && wo && wo1);
+  cr_assert_eq(wq1->dims[0], wq->dims[0]);
+  cr_assert_eq(wq1->dims[1] * 2, wq->dims[1]);
+  int64_t cols = wq->dims[1], half = cols / 2;
+  for (int64_t i = 0; i < wq->dims[0]; i++)
+    for (int64_t j = 0; j < half; j++)
+      cr_assert_eq(((const float *)wq1->data)[i * half + j], ((const float *)wq->data)[i * cols + half + j]);
+  cr_assert_eq(wo1->dims[0] * 2, wo->dims[0]);
+  int64_t rows = wo1->dims[0], h = wo->dims[1];
+  cr_assert(!memcmp(wo1->data, (const float *)wo->data + rows * h, (size_t)(rows * h) * sizeof(float)));
+  mx_graph_destroy(g);
+  mx_graph_destroy(full);
+}
+
+Test(shard, refuses_heads_not_divisible) {
+  mx_llama_config cfg = tiny(2);
+  mx_error err = {0};
+  cr_assert_null(shard_test_rank(&cfg, 3, 0, NULL, &err));
+  cr_expect(strstr(err.message, "l0/attention") && strstr(err.message, "tp 3"), "%s", err.message);
+  cr_assert_null(shard_test_rank(&cfg, 4, 0, NULL, &err), "2 kv heads on 4 ranks");
+  cr_expect(strstr(err.message, "kv heads"), "%s", err.message);
+}
+
+/* x -> MatMul(w1) -> Relu -> MatMul(w2) -> y, and extra readers of the inner value or weight. */
+static mx_graph *mlp_graph(bool reduce_inner, bool read_weight) {
+  mx_graph *g;
+  cr_assert_eq(mx_graph_create("mlp", &g), MX_OK);
+  mx_shape xs = {2, {1, 4}};
+  mx_value_id x, w1, w2, h, r, y;
+  cr_assert_eq(mx_graph_add_input(g, "x", MX_FLOAT32, &xs, &x), MX_OK);
+  float d1[32], d2[32];
+  for (int i = 0; i < 32; i++) d1[i] = d2[i] = (float)i / 32.0f;
+  mx_tensor t1 = {.dtype = MX_FLOAT32, .rank = 2, .dims = {4, 8}, .data = d1};
+  mx_tensor t2 = {.dtype = MX_FLOAT32, .rank = 2, .dims = {8, 4}, .data = d2};
+  cr_assert_eq(mx_graph_add_constant(g, "w1", &t1, &w1), MX_OK);
+  cr_assert_eq(mx_graph_add_constant(g, "w2", &t2, &w2), MX_OK);
+  cr_assert_eq(mx_graph_add_op(g, "MatMul", (mx_value_id[]){x, w1}, 2, NULL, 0, &h), MX_OK);
+  cr_assert_eq(mx_graph_add_op(g, "Relu", &h, 1, NULL, 0, &r), MX_OK);
+  cr_assert_eq(mx_graph_add_op(g, "MatMul", (mx_value_id[]){r, w2}, 2, NULL, 0, &y), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
+  if (reduce_inner) {
+    mx_value_id m;
+    mx_node_desc d = {.op_type = "Softmax", .name = "inner_softmax", .inputs = &r, .n_inputs = 1, .n_outputs = 1};
+    cr_assert_eq(mx_graph_add_node(g, &d, &m), MX_OK);
+    cr_assert_eq(mx_graph_add_output(g, m), MX_OK);
+  }
+  if (read_weight) {
+    mx_value_id m;
+    mx_node_desc d = {.op_type = "Neg", .name = "weight_reader", .inputs = &w1, .n_inputs = 1, .n_outputs = 1};
+    cr_assert_eq(mx_graph_add_node(g, &d, &m), MX_OK);
+    cr_assert_eq(mx_graph_add_output(g, m), MX_OK);
+  }
+  return g;
+}
+
+Test(shard, mlp_splits_and_reduces_once) {
+  mx_graph *g = mlp_graph(false, false);
+  mx__shard_report rep;
+  mx_error err = {0};
+  cr_assert_eq(mx__shard_graph(g, 2, 0, &rep, &err), MX_OK, "%s", err.message);
+  cr_expect_eq(rep.n_mlp, 1);
+  cr_expect_eq(shard_test_count(g, "AllReduce"), 1);
+  cr_expect_eq(shard_test_count(g, "AllGather"), 0, "the MLP output is whole after its AllReduce");
+  mx__shard_report_free(&rep);
+  mx_graph_destroy(g);
+}
+
+Test(shard, refuses_unknown_op_on_split_value) {
+  mx_graph *g = mlp_graph(true, false);
+  mx_error err = {0};
+  cr_assert_eq(mx__shard_graph(g, 2, 0, NULL, &err), MX_ERR_UNSUPPORTED);
+  cr_expect(strstr(err.message, "inner_softmax") && strstr(err.message, "Softmax"), "%s", err.message);
+  mx_graph_destroy(g);
+}
+
+Test(shard, refuses_weight_used_twice) {
+  mx_graph *g = mlp_graph(false, true);
+  mx_error err = {0};
+  cr_assert_eq(mx__shard_graph(g, 2, 0, NULL, &err), MX_ERR_UNSUPPORTED);
+  cr_expect(strstr(err.message, "'w1'") && strstr(err.message, "weight_reader"), "%s", err.message);
+  mx_graph_destroy(g);
+}
+
+/* --- numerics: N ranks simulated against the unsharded model ------------------------------------ */
+
+static int64_t argmax(const mx_tensor *t) {
+  int64_t n = 0, best = 0;
+  (void)mx_tensor_numel(t, &n);
+  const float *d = t->data;
+  for (int64_t i = 1; i < n; i++)
+    if (d[i] > d[best]) best = i;
+  return best;
+}
+
+static mx_tensor empty_cache(int64_t heads, int64_t d) {
+  mx_tensor t;
+  cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, heads, 0, d}, &t), MX_OK);
+  return t;
+}
+
+/* Greedy decode for `steps` steps unsharded and on tp simulated ranks; logits must agree within
+ * the conformance tolerances and the tokens exactly. */
+static void check_greedy(mx_llama_config cfg, int tp, int steps) {
+  mx_graph *full = shard_test_llama(&cfg);
+  cr_assert(full);
+  mx_graph *ranks[8];
+  mx_error err = {0};
+  for (int r = 0; r < tp; r++) {
+    ranks[r] = shard_test_rank(&cfg, tp, r, NULL, &err);
+    cr_assert(ranks[r], "%s", err.message);
+  }
+  shard_sim *sim = shard_sim_create(ranks, tp);
+  cr_assert(sim);
+  const int64_t d = cfg.head_dim ? cfg.head_dim : cfg.hidden / cfg.heads;
+  const size_t n_io = 1 + 2 * (size_t)cfg.layers;
+  mx_tensor full_in[64], full_out[64], rank_in[8][64], rank_out[8][64];
+  mx_tensor *rin[8], *rout[8];
+  int64_t token = 1;
+  for (size_t i = 1; i < n_io; i++) {
+    full_in[i] = empty_cache(cfg.kv_heads, d);
+    for (int r = 0; r < tp; r++) rank_in[r][i] = empty_cache(cfg.kv_heads / tp, d);
+  }
+  for (int r = 0; r < tp; r++) {
+    rin[r] = rank_in[r];
+    rout[r] = rank_out[r];
+  }
+  for (int step = 0; step < steps; step++) {
+    mx_tensor ids;
+    cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &ids), MX_OK);
+    *(int64_t *)ids.data = token;
+    full_in[0] = ids;
+    for (int r = 0; r < tp; r++) rank_in[r][0] = ids;
+    cr_assert_eq(mx_reference_run(full, full_in, n_io, full_out, n_io, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(shard_sim_run(sim, rin, n_io, rout, n_io, &err), MX_OK, "%s", err.message);
+    for (int r = 0; r < tp; r++) {
+      char why[256];
+      cr_assert(mx_tensor_allclose(&rank_out[r][0], &full_out[0], 1e-3, 1e-4, why, sizeof why),
+                "tp %d rank %d step %d logits: %s", tp, r, step, why);
+    }
+    int64_t next = argmax(&full_out[0]);
+    cr_assert_eq(argmax(&rank_out[0][0]), next, "tp %d step %d", tp, step);
+    token = next;
+    mx_tensor_release(&ids);
+    for (size_t i = 1; i < n_io; i++) {
+      mx_tensor_release(&full_in[i]);
+      full_in[i] = full_out[i];
+      for (int r = 0; r < tp; r++) {
+        mx_tensor_release(&rank_in[r][i]);
+        rank_in[r][i] = rank_out[r][i];
+      }
+    }
+    mx_tensor_release(&full_out[0]);
+    for (int r = 0; r < tp; r++) mx_tensor_release(&rank_out[r][0]);
+  }
+  for (size_t i = 1; i < n_io; i++) {
+    mx_tensor_release(&full_in[i]);
+    for (int r = 0; r < tp; r++) mx_tensor_release(&rank_in[r][i]);
+  }
+  shard_sim_destroy(sim);
+  mx_graph_destroy(full);
+}
+
+Test(shard, llama_greedy_tp2) { check_greedy(tiny(2), 2, 64); }
+
+Test(shard, llama_greedy_tp4) { check_greedy(tiny(4), 4, 64); }
