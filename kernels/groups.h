@@ -28,5 +28,6 @@ extern const mx_kernel_def *const mx__kernels_string[];     /* string.c */
 extern const mx_kernel_def *const mx__kernels_ml[];         /* ml.c */
 extern const mx_kernel_def *const mx__kernels_training[];   /* training.c */
 extern const mx_kernel_def *const mx__kernels_image[];      /* image.c */
+extern const mx_kernel_def *const mx__kernels_collective[]; /* collective.c (domain "mixrt") */
 
 #endif /* MIXRT_KERNELS_GROUPS_H */

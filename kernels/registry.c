@@ -12,7 +12,7 @@ static const mx_kernel_def *const *const groups[] = {
     mx__kernels_norm,        mx__kernels_activation, mx__kernels_loss,   mx__kernels_resample,
     mx__kernels_tensor,      mx__kernels_quant,      mx__kernels_rnn,    mx__kernels_signal,
     mx__kernels_llm,         mx__kernels_random,     mx__kernels_string, mx__kernels_ml,
-    mx__kernels_training,    mx__kernels_image,
+    mx__kernels_training,    mx__kernels_image,      mx__kernels_collective,
 };
 #define N_GROUPS (sizeof groups / sizeof groups[0])
 

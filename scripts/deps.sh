@@ -6,7 +6,7 @@ set -eu
 
 PACKAGES="cmake make pkg-config gcc clang libclang-rt-14-dev \
 libuv1-dev libck-dev libprotobuf-c-dev protobuf-c-compiler libcriterion-dev \
-libhwloc-dev libopenblas-dev libonnx-dev qemu-user \
+libhwloc-dev libopenblas-dev libonnx-dev qemu-user libopenmpi-dev openmpi-bin \
 libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev \
 python3-torch python3-torchvision python3-onnx python3-numpy python3-pytest python3-dev"
 

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/record.h"
 #include "kernels/threads.h"
+#include "mixrt/dist.h"
 #include "mixrt/onnx.h"
 #include "mixrt/session.h"
 #include "v2runtime/kernels_control.h"
@@ -218,6 +219,7 @@ void mx_session_destroy(mx_session *s) {
   mx__trace_release(&s->trace);
   pthread_mutex_destroy(&s->trace.lock);
   free_option_copies(s);
+  mx_comm_release(s->comm);
   free(s);
 }
 

@@ -47,6 +47,8 @@ extern const mx_op_def *const mx__ops_ml
 extern const mx_op_def
     *const mx__ops_training[]; /* training.c (ai.onnx.preview.training): Adagrad, Adam, Momentum */
 extern const mx_op_def *const mx__ops_image[]; /* image.c: ImageDecoder */
+extern const mx_op_def *const mx__ops_collective
+    []; /* collective.c (domain "mixrt"): AllReduce, AllGather, ReduceScatter, Broadcast, Send, Recv */
 extern const mx_op_def *const mx__ops_mixrt[]; /* mixrt_ops.c: PartitionedCall (domain "mixrt") */
 
 #endif /* MIXRT_GRAPH_OPS_GROUPS_H */

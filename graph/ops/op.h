@@ -41,7 +41,10 @@ enum {
   MX_OP_ANY_KIND = 1u << 5,
   /* Runs subgraphs (If, Loop, Scan, SequenceMap): inferred and run by graph/subgraph.c and
    * reference/control.c from the node itself rather than through infer and a kernel. */
-  MX_OP_SUBGRAPH = 1u << 6
+  MX_OP_SUBGRAPH = 1u << 6,
+  /* Exchanges data with other ranks (the collectives of graph/ops/collective.c): never folded
+   * at load, even on constant inputs, and kept when nothing reads its outputs (Send). */
+  MX_OP_COMMUNICATES = 1u << 7
 };
 
 /* What inference knows about one value. */

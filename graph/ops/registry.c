@@ -17,6 +17,7 @@ static const mx_op_def *const *const groups[] = {
     mx__ops_loss,        mx__ops_resample, mx__ops_tensor,  mx__ops_quant,  mx__ops_rnn,
     mx__ops_signal,      mx__ops_llm,      mx__ops_random,  mx__ops_string, mx__ops_ml,
     mx__ops_training,    mx__ops_mixrt,    mx__ops_control, mx__ops_image,
+    mx__ops_collective,
 };
 
 static mx_strmap by_name;               /* "domain\x1fop" -> index into all_defs */

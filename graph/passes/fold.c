@@ -77,6 +77,7 @@ mx_status mx__graph_fold_constants(mx_graph *g, mx_fold_eval_fn eval, void *user
     mx_node_id nid = order[i];
     mx_node *nd = &g->nodes[nid];
     if (nd->flags & MX_NODE_DEAD) continue;
+    if (nd->def && (nd->def->flags & MX_OP_COMMUNICATES)) continue;
     bool by_sv = nd->n_outputs > 0;
     for (uint32_t k = 0; k < nd->n_outputs && by_sv; k++) {
       mx_tensor t;
@@ -127,7 +128,7 @@ mx_status mx__graph_remove_dead(mx_graph *g, size_t *removed_nodes, size_t *remo
     for (size_t i = g->n_nodes; i-- > 0;) {
       mx_node *nd = &g->nodes[i];
       if (nd->flags & MX_NODE_DEAD) continue;
-      bool used = false;
+      bool used = nd->def && (nd->def->flags & MX_OP_COMMUNICATES);
       for (uint32_t k = 0; k < nd->n_outputs && !used; k++) {
         const mx_value *v = &g->values[nd->outputs[k]];
         used = v->n_consumers > 0 || (v->flags & MX_VALUE_OUTPUT) || (captured && captured[nd->outputs[k]]);

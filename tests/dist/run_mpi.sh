@@ -1,0 +1,74 @@
+#!/bin/sh
+# Runs tests/dist/mpi_collectives.c under mpirun (ctest entry "mpi", label "mpi"):
+#   run_mpi.sh MPIRUN PROGRAM
+# with 2 and 4 ranks on one machine (--oversubscribe, shared-memory transport), each run under a
+# timeout, then the fault cases: a rank that exits before a collective and a rank that never
+# joins it must make the others end with an error within the timeout. Every rank prints "ok"
+# and "FAIL" lines; a run passes when it ends in time with no FAIL line and the expected number
+# of ok lines.
+set -u
+MPIRUN="$1"
+PROGRAM="$2"
+# CI runs as root, which mpirun refuses unless told; only these runs are told.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# One thread per rank: ranks share the machine's cores.
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+OUT="$(mktemp)"
+trap 'rm -f "$OUT"' EXIT
+failed=0
+
+mpi() { # NP TIMEOUT MODE
+    timeout -k 5 "$2" "$MPIRUN" --oversubscribe -np "$1" --mca btl self,vader \
+        --mca rmaps_base_oversubscribe 1 "$PROGRAM" "$3" >"$OUT" 2>&1
+}
+
+for np in 2 4; do
+    start=$(date +%s)
+    mpi "$np" 40 all
+    rc=$?
+    took=$(( $(date +%s) - start ))
+    oks=$(grep -c '^ok rank' "$OUT")
+    fails=$(grep -c '^FAIL' "$OUT")
+    if [ "$rc" -ne 0 ] || [ "$fails" -ne 0 ] || [ "$oks" -lt $((np * 30)) ]; then
+        echo "mpi: FAIL: $np ranks (exit $rc, $oks ok, $fails FAIL, ${took}s):"
+        cat "$OUT"
+        failed=1
+    else
+        echo "mpi: $np ranks: $oks checks ok in ${took}s"
+    fi
+done
+
+# A rank exits with status 1 before the collective: the job must end (with an error) well
+# within the others' 3 s timeout plus start-up, never hang.
+start=$(date +%s)
+mpi 2 30 killed
+rc=$?
+took=$(( $(date +%s) - start ))
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$took" -gt 20 ]; then
+    echo "mpi: FAIL: killed rank: exit $rc after ${took}s"
+    cat "$OUT"
+    failed=1
+else
+    echo "mpi: killed rank: the job ended with exit $rc after ${took}s"
+    grep -h 'rank' "$OUT" | head -5
+fi
+
+# A rank never joins the collective: each other rank fails after its 3 s timeout, naming the
+# node and the missing rank (found by the roll call).
+for np in 2 4; do
+    start=$(date +%s)
+    mpi "$np" 40 stalled
+    rc=$?
+    took=$(( $(date +%s) - start ))
+    oks=$(grep -c '^ok rank' "$OUT")
+    fails=$(grep -c '^FAIL' "$OUT")
+    if [ "$rc" -eq 124 ] || [ "$fails" -ne 0 ] || [ "$oks" -lt "$np" ]; then
+        echo "mpi: FAIL: stalled rank, $np ranks (exit $rc, $oks ok, $fails FAIL, ${took}s):"
+        cat "$OUT"
+        failed=1
+    else
+        echo "mpi: stalled rank, $np ranks: the others failed in time (${took}s):"
+        grep -h 'the run fails' "$OUT" | head -1
+    fi
+done
+exit $failed
