@@ -7,9 +7,10 @@
  * need none.
  *
  * libmixrt itself does not link MPI. The communicators over Open MPI come from the separate
- * library libmixrt_mpi (CMake target mixrt::mixrt_mpi, pkg-config mixrt-mpi), built when MPI is
- * found: its functions are declared below with MX_MPI_API. A program that uses them links
- * libmixrt_mpi and MPI as well as libmixrt. */
+ * library libmixrt_mpi (CMake target mixrt_mpi, option MIXRT_MPI, on when MPI is found): its
+ * functions are declared below with MX_MPI_API. It is a static library of the build tree, used
+ * with libmixrt.a (it is not installed yet); a program that uses it links mixrt_mpi, which
+ * brings libmixrt and MPI along. */
 #ifndef MIXRT_DIST_H
 #define MIXRT_DIST_H
 

@@ -390,7 +390,7 @@ static int run_fault(mx_comm *c, bool kill) {
       fflush(stdout);
       exit(1);
     }
-    sleep(8); /* stalled: the others time out and hold their roll call meanwhile */
+    sleep(8); /* stalled: the others time out, hold their roll call and exit meanwhile (mpirun then ends this rank) */
     printf("ok rank %d: stalled rank done\n", g_rank);
     fflush(stdout);
     _exit(0);
