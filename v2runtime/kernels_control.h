@@ -10,6 +10,7 @@
 #define MX_SESSION_DEFAULT_LOOP_ITERATIONS ((int64_t)1 << 24)
 
 struct mx_session;
+struct mx_session_options;
 
 /* mx_dyn_options.control_run of a session's dynamic plans (user: the mx_session). Runs the body
  * of wrapper call nd on host tensors through the reference interpreter's control code, under
