@@ -196,5 +196,6 @@ void mx__kconv_dw_run(const mx_kconv_f32 *j, float *scratch, int32_t slots) {
   make_plan(j->w, &p);
   p.m_per_group = j->m / j->group;
   dw_job dj = {j, &p, scratch};
-  mx__kparallel(j->n * j->m, slots, run_task, &dj);
+  const mx_kwin *w = j->w;
+  mx__kparallel_work(j->n * j->m, slots, j->n * j->m * w->grid_size * w->k_size, run_task, &dj);
 }

@@ -1,30 +1,67 @@
 /* The intra-op thread pool of the CPU kernels (kernels/threads.h): worker threads started on
  * demand that take the tasks of one parallel run at a time from a shared counter, the calling
- * thread taking its share as slot 0. */
+ * thread taking its share as slot 0.
+ *
+ * A run must never cost more than running its tasks inline, so the handoff is cheap:
+ *   - a run is published in one atomic word (generation, workers wanted, workers joined, closed);
+ *     a worker joins with a compare-and-swap and gets its slot from the join order, so the
+ *     caller only ever waits for workers that actually joined, never for one still asleep;
+ *   - once the caller has taken the last task it closes the run: a worker waking late finds it
+ *     closed and goes back to waiting instead of delaying the caller;
+ *   - workers spin a short while after a run before sleeping (the next kernel of a model
+ *     usually follows within microseconds), and the caller signals only as many sleeping
+ *     workers as the run wants;
+ *   - runs whose estimated work is too small to repay a handoff run inline (one threshold,
+ *     MIN_WORK_PER_SLOT, in mx__kparallel_work).
+ * Nothing spins unbounded: every spin gives up after SPIN_ROUNDS pauses and then sleeps on a
+ * condition variable. */
 #include "kernels/threads.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+/* Pauses a worker (or the waiting caller) spins before sleeping: some tens of microseconds,
+ * longer than the gap between two kernels of a model, far shorter than a scheduler tick. */
+#define SPIN_ROUNDS 4000
+
+/* Estimated work (multiply-adds or comparable element steps) each thread of a run must get for
+ * the handoff to pay: a woken worker costs some microseconds, a million multiply-adds tens. */
+#define MIN_WORK_PER_SLOT ((int64_t)1 << 20)
+
+/* The run word: generation << 17 | closed << 16 | wanted << 8 | joined. */
+#define JOINED_MASK 0xffull
+#define WANTED_SHIFT 8
+#define CLOSED_BIT (1ull << 16)
+#define GEN_SHIFT 17
+
 static atomic_int pool_size = 1;
 
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER; /* one parallel run at a time */
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;       /* guards the job record below */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;       /* guards sleeping and waking */
 static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 
-static int32_t workers;      /* started worker threads (slots 1..workers) */
-static uint64_t generation;  /* bumped for every run handed to the workers */
-static int32_t job_slots;    /* slots taking part in the current run, the caller's included */
-static int32_t job_finished; /* workers of the current run that ran out of tasks */
+static int32_t workers; /* started worker threads; only the run_lock holder starts more */
+static atomic_ullong run_word;
+static atomic_int sleepers;       /* workers asleep on work_cv (or about to be) */
+static atomic_int caller_waiting; /* the caller sleeps on done_cv */
+static atomic_int job_done;       /* joined workers that ran out of tasks */
+static atomic_llong job_next;
+/* The run's function and size: written before the run word is published, read by a worker only
+ * after it joined, and not rewritten before every joined worker is done. */
 static mx_ktask_fn job_fn;
 static void *job_ctx;
 static int64_t job_tasks;
-static atomic_llong job_next;
-/* The generation each worker was started at: it takes the runs after it, even the one handed
- * out before the thread first got the lock. */
-static uint64_t start_generation[MX_KTHREADS_MAX];
+
+static uint64_t generation_of(uint64_t w) { return w >> GEN_SHIFT; }
 
 static void take_tasks(mx_ktask_fn fn, void *ctx, int64_t n, int32_t slot) {
   for (;;) {
@@ -34,21 +71,50 @@ static void take_tasks(mx_ktask_fn fn, void *ctx, int64_t n, int32_t slot) {
   }
 }
 
-static void *worker_main(void *arg) {
-  int32_t slot = (int32_t)(intptr_t)arg;
-  pthread_mutex_lock(&mu);
-  uint64_t seen = start_generation[slot];
+/* Joins the run of word w when it is open and wants more workers: the slot, or 0. */
+static int32_t try_join(uint64_t w) {
+  const uint64_t gen = generation_of(w);
   for (;;) {
-    while (generation == seen) pthread_cond_wait(&work_cv, &mu);
-    seen = generation;
-    if (slot >= job_slots) continue; /* this run asked for fewer threads */
-    mx_ktask_fn fn = job_fn;
-    void *ctx = job_ctx;
-    int64_t n = job_tasks;
-    pthread_mutex_unlock(&mu);
-    take_tasks(fn, ctx, n, slot);
-    pthread_mutex_lock(&mu);
-    if (++job_finished == job_slots - 1) pthread_cond_signal(&done_cv);
+    /* a newer run is joined from the worker's loop, which then records its generation */
+    if (generation_of(w) != gen || (w & CLOSED_BIT)) return 0;
+    uint64_t joined = w & JOINED_MASK, wanted = (w >> WANTED_SHIFT) & 0xff;
+    if (joined + 1 >= wanted) return 0;
+    if (atomic_compare_exchange_weak(&run_word, &w, w + 1)) return (int32_t)joined + 1;
+  }
+}
+
+/* Waits until the run word's generation differs from `seen`, spinning first; returns the word. */
+static uint64_t wait_for_run(uint64_t seen) {
+  for (int i = 0; i < SPIN_ROUNDS; i++) {
+    uint64_t w = atomic_load(&run_word);
+    if (generation_of(w) != seen) return w;
+    CPU_RELAX();
+  }
+  pthread_mutex_lock(&mu);
+  atomic_fetch_add(&sleepers, 1);
+  uint64_t w;
+  /* the caller publishes the word, then reads `sleepers`; this thread counts itself, then reads
+   * the word: one of the two sees the other (sequentially consistent atomics) */
+  while (generation_of(w = atomic_load(&run_word)) == seen) pthread_cond_wait(&work_cv, &mu);
+  atomic_fetch_sub(&sleepers, 1);
+  pthread_mutex_unlock(&mu);
+  return w;
+}
+
+static void *worker_main(void *arg) {
+  uint64_t seen = (uint64_t)(uintptr_t)arg;
+  for (;;) {
+    uint64_t w = wait_for_run(seen);
+    seen = generation_of(w);
+    int32_t slot = try_join(w);
+    if (!slot) continue;
+    take_tasks(job_fn, job_ctx, job_tasks, slot);
+    atomic_fetch_add(&job_done, 1);
+    if (atomic_load(&caller_waiting)) {
+      pthread_mutex_lock(&mu);
+      pthread_cond_signal(&done_cv);
+      pthread_mutex_unlock(&mu);
+    }
   }
   return NULL;
 }
@@ -61,24 +127,41 @@ void mx__kthreads_set(int32_t n) {
 
 int32_t mx__kthreads(void) { return atomic_load(&pool_size); }
 
-/* Starts workers up to slot n-1; called with run_lock held. Returns the slots available. */
+/* Starts workers up to n-1 of them; called with run_lock held. Returns the slots available. */
 static int32_t ensure_workers(int32_t n) {
   while (workers < n - 1) {
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_mutex_lock(&mu);
-    start_generation[workers + 1] = generation;
-    pthread_mutex_unlock(&mu);
-    bool ok = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)(workers + 1)) == 0;
+    /* a new worker waits for the run after the current generation */
+    uintptr_t gen = (uintptr_t)generation_of(atomic_load(&run_word));
+    bool ok = pthread_create(&t, &attr, worker_main, (void *)gen) == 0;
     pthread_attr_destroy(&attr);
     if (!ok) break;
-    pthread_mutex_lock(&mu);
     workers++;
-    pthread_mutex_unlock(&mu);
   }
   return workers + 1 < n ? workers + 1 : n;
+}
+
+/* Closes the run so no worker joins it any more; returns how many joined. */
+static int32_t close_run(void) {
+  uint64_t w = atomic_load(&run_word);
+  while (!atomic_compare_exchange_weak(&run_word, &w, w | CLOSED_BIT)) {
+  }
+  return (int32_t)(w & JOINED_MASK);
+}
+
+static void wait_for_workers(int32_t joined) {
+  for (int i = 0; i < SPIN_ROUNDS; i++) {
+    if (atomic_load(&job_done) >= joined) return;
+    CPU_RELAX();
+  }
+  pthread_mutex_lock(&mu);
+  atomic_store(&caller_waiting, 1);
+  while (atomic_load(&job_done) < joined) pthread_cond_wait(&done_cv, &mu);
+  atomic_store(&caller_waiting, 0);
+  pthread_mutex_unlock(&mu);
 }
 
 void mx__kparallel(int64_t n_tasks, int32_t max_slots, mx_ktask_fn fn, void *ctx) {
@@ -90,19 +173,28 @@ void mx__kparallel(int64_t n_tasks, int32_t max_slots, mx_ktask_fn fn, void *ctx
     return;
   }
   slots = ensure_workers(slots);
-  pthread_mutex_lock(&mu);
   job_fn = fn;
   job_ctx = ctx;
   job_tasks = n_tasks;
-  job_slots = slots;
-  job_finished = 0;
   atomic_store(&job_next, 0);
-  generation++;
-  pthread_cond_broadcast(&work_cv);
-  pthread_mutex_unlock(&mu);
+  atomic_store(&job_done, 0);
+  uint64_t gen = generation_of(atomic_load(&run_word)) + 1;
+  atomic_store(&run_word, gen << GEN_SHIFT | (uint64_t)slots << WANTED_SHIFT);
+  int32_t asleep = atomic_load(&sleepers);
+  if (asleep > 0) {
+    /* wake as many as the run wants beyond the spinning ones (spinners join by themselves) */
+    int32_t wake = slots - 1 < asleep ? slots - 1 : asleep;
+    pthread_mutex_lock(&mu);
+    for (int32_t i = 0; i < wake; i++) pthread_cond_signal(&work_cv);
+    pthread_mutex_unlock(&mu);
+  }
   take_tasks(fn, ctx, n_tasks, 0);
-  pthread_mutex_lock(&mu);
-  while (job_finished < job_slots - 1) pthread_cond_wait(&done_cv, &mu);
-  pthread_mutex_unlock(&mu);
+  wait_for_workers(close_run());
   pthread_mutex_unlock(&run_lock);
+}
+
+void mx__kparallel_work(int64_t n_tasks, int32_t max_slots, int64_t work, mx_ktask_fn fn, void *ctx) {
+  int64_t fit = work / MIN_WORK_PER_SLOT;
+  if (fit < (int64_t)max_slots) max_slots = fit < 1 ? 1 : (int32_t)fit;
+  mx__kparallel(n_tasks, max_slots, fn, ctx);
 }
