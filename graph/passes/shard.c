@@ -13,6 +13,8 @@
 #include "graph/passes/rewrite.h"
 #include "graph/passes/shard_impl.h"
 
+/* Per node: ROLE_NONE, or a column-split MatMul whose weight has `role` column sections (1; 3
+ * for a fused QKV projection). */
 enum { ROLE_NONE = 0, ROLE_COLUMN = 1 };
 
 static bool is_op(const mx_node *n, const char *op) { return !n->domain[0] && strcmp(n->op_type, op) == 0; }
@@ -60,13 +62,20 @@ static bool concrete(mx_dim d, int64_t *v) {
  * and rotary embedding; marks it a column split. */
 static mx_status mark_projection(mx__shard_ctx *c, uint8_t *role, mx_node_id att, mx_value_id v, const char *what) {
   mx_graph *g = c->g;
+  int groups = 1;
   for (int hops = 0; hops < 16; hops++) {
     mx_node_id p = g->values[v].producer;
     if (p == MX_NO_NODE) break;
     const mx_node *pn = &g->nodes[p];
     if (is_weight_matmul(g, pn)) {
-      role[p] = ROLE_COLUMN;
+      role[p] = (uint8_t)groups;
       return MX_OK;
+    }
+    if (is_op(pn, "Split") && groups == 1 && pn->n_outputs > 1 && pn->n_outputs < 16) {
+      /* A fused QKV projection: its columns are n_outputs sections, each split by heads. */
+      groups = (int)pn->n_outputs;
+      v = pn->inputs[0];
+      continue;
     }
     if (is_op(pn, "Reshape") || is_op(pn, "Transpose") || is_op(pn, "RotaryEmbedding")) {
       v = pn->inputs[0];
@@ -176,17 +185,17 @@ static void set_split(mx__shard_ctx *c, mx_value_id v, int axis) {
 }
 
 /* Column split: the weight's output columns (and bias) cut into tp parts. */
-static mx_status column_matmul(mx__shard_ctx *c, mx_node_id n) {
+static mx_status column_matmul(mx__shard_ctx *c, mx_node_id n, int groups) {
   mx_graph *g = c->g;
   mx_value_id x = g->nodes[n].inputs[0], w = g->nodes[n].inputs[1], y = g->nodes[n].outputs[0];
   if (c->kind[x] == MX__SHARD_SPLIT) return refuse(c, n, x, "a column-split projection needs its input whole");
   bool trans_b = attr_int(&g->nodes[n], "mixrt_trans_b", 0) != 0;
   mx_value_id out;
-  mx_status st = mx__shard_slice_const(c, n, w, trans_b ? 0 : 1, 1, &out);
+  mx_status st = mx__shard_slice_const(c, n, w, trans_b ? 0 : 1, groups, &out);
   if (st != MX_OK) return st;
   if (attr_int(&g->nodes[n], "mixrt_bias", 0) && g->nodes[n].n_inputs > 2 && is_const(g, g->nodes[n].inputs[2])) {
     mx_value_id b = g->nodes[n].inputs[2];
-    st = mx__shard_slice_const(c, n, b, g->values[b].data->rank - 1, 1, &out);
+    st = mx__shard_slice_const(c, n, b, g->values[b].data->rank - 1, groups, &out);
     if (st != MX_OK) return st;
   } else if (attr_int(&g->nodes[n], "mixrt_bias", 0)) {
     return mx__node_fail(c->err, &g->nodes[n], MX_ERR_UNSUPPORTED, "its fused bias is no constant");
@@ -227,7 +236,7 @@ static mx_status row_matmul(mx__shard_ctx *c, mx_node_id n, const char *block) {
 
 /* LM head writing a graph output: vocabulary columns split, logits gathered. */
 static mx_status vocab_head(mx__shard_ctx *c, mx_node_id n) {
-  mx_status st = column_matmul(c, n);
+  mx_status st = column_matmul(c, n, 1);
   if (st != MX_OK) return st;
   mx_graph *g = c->g;
   mx_value_id y = g->nodes[n].outputs[0];
@@ -432,20 +441,64 @@ static mx_status rotary(mx__shard_ctx *c, mx_node_id n) {
   return MX_OK;
 }
 
-/* Shape of a split value is allowed when only axes other than the split one are read. */
+/* Shape of a split value: multiplied back by tp on the split axis, so whatever reads it sees the
+ * whole model's shape (a cache length read off past_key, shape arithmetic of the exporter). */
 static mx_status shape_of_split(mx__shard_ctx *c, mx_node_id n) {
   mx_graph *g = c->g;
   mx_value_id x = g->nodes[n].inputs[0], s = g->nodes[n].outputs[0];
-  if (mx__node_attr(&g->nodes[n], "start") || mx__node_attr(&g->nodes[n], "end"))
-    return refuse(c, n, x, "a Shape with start/end of it is not understood");
-  for (size_t i = 0; i < g->values[s].n_consumers; i++) {
-    const mx_node *u = &g->nodes[g->values[s].consumers[i]];
-    double idx;
-    if (!is_op(u, "Gather") || u->inputs[0] != s || !mx__rw_const_scalar(g, u->inputs[1], &idx) ||
-        (int)idx == c->axis[x] || (int)idx == c->axis[x] - g->values[x].shape.rank)
-      return refuse(c, n, x, "its shape is read on the split axis (or by an op other than a Gather of one axis)");
+  int r = g->values[x].shape.rank;
+  int64_t start = attr_int(&g->nodes[n], "start", 0), end = attr_int(&g->nodes[n], "end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  if (start < 0) start = 0;
+  if (end > r) end = r;
+  if (end <= start) return MX_OK;
+  int64_t k[MX_MAX_RANK];
+  for (int64_t i = start; i < end; i++) k[i - start] = i == c->axis[x] ? c->tp : 1;
+  mx_value_id kv;
+  mx_status st = mx__rw_new_const_for(g, n, MX_INT64, 1, (int64_t[]){end - start}, k, &kv);
+  if (st != MX_OK) return mx__fail_err_from_graph(c, st);
+  return mx__shard_mul_after(c, s, kv);
+}
+
+/* Split of a fused QKV projection's output into its sections: each section's size divided. */
+static mx_status split(mx__shard_ctx *c, mx_node_id n, const uint8_t *role) {
+  mx_graph *g = c->g;
+  mx_value_id x = g->nodes[n].inputs[0];
+  mx_node_id p = g->values[x].producer;
+  int r = g->values[x].shape.rank;
+  int64_t axis = attr_int(&g->nodes[n], "axis", 0);
+  if (axis < 0) axis += r;
+  if (p == MX_NO_NODE || p >= c->n_roles || role[p] != g->nodes[n].n_outputs || axis != c->axis[x])
+    return refuse(c, n, x, "only the Split of a fused projection into its sections is understood");
+  if (g->nodes[n].n_inputs > 1 && g->nodes[n].inputs[1] != MX_NO_VALUE) {
+    mx_value_id sv = g->nodes[n].inputs[1];
+    const mx_tensor *t = is_const(g, sv) ? g->values[sv].data : NULL;
+    if (!t || t->dtype != MX_INT64 || t->rank != 1 || t->dims[0] > 16)
+      return refuse(c, n, x, "its split sizes are no constant");
+    int64_t sizes[16];
+    for (int64_t i = 0; i < t->dims[0]; i++) {
+      sizes[i] = ((const int64_t *)t->data)[i];
+      if (sizes[i] % c->tp) return refuse(c, n, x, "a split size is not divisible by tp");
+      sizes[i] /= c->tp;
+    }
+    mx_value_id ns;
+    mx_status st = mx__rw_new_const_for(g, n, MX_INT64, 1, t->dims, sizes, &ns);
+    if (st == MX_OK) st = mx__shard_rewire_input(c, n, sv, ns);
+    if (st != MX_OK) return st;
+  } else if (mx__node_attr(&g->nodes[n], "split")) {
+    mx_node *nd = &g->nodes[n];
+    for (uint32_t i = 0; i < nd->n_attrs; i++) {
+      if (strcmp(nd->attrs[i].name, "split") != 0) continue;
+      int64_t *sizes = mx__arena_array(&g->arena, nd->attrs[i].count ? nd->attrs[i].count : 1, sizeof *sizes, 8);
+      if (!sizes) return mx__fail_oom(c->err, "split sizes");
+      for (size_t k = 0; k < nd->attrs[i].count; k++) sizes[k] = nd->attrs[i].ints[k] / c->tp;
+      nd->attrs[i].ints = sizes;
+      nd->params = NULL;
+    }
   }
-  if (mx__rw_is_output(g, s)) return refuse(c, n, x, "its shape is a graph output");
+  for (uint32_t k = 0; k < g->nodes[n].n_outputs; k++)
+    if (g->nodes[n].outputs[k] != MX_NO_VALUE) set_split(c, g->nodes[n].outputs[k], (int)axis);
   return MX_OK;
 }
 
@@ -454,7 +507,7 @@ static mx_status visit(mx__shard_ctx *c, mx_node_id n, const uint8_t *role) {
   mx_status st = mx__shard_grow(c); /* values made by earlier rewrites (slices, targets) */
   if (st != MX_OK) return st;
   const mx_node *nd = &g->nodes[n];
-  if (role[n] == ROLE_COLUMN) return column_matmul(c, n);
+  if (role[n] >= ROLE_COLUMN) return column_matmul(c, n, role[n]);
   mx_value_id split_in = MX_NO_VALUE;
   for (uint32_t k = 0; k < nd->n_inputs; k++)
     if (nd->inputs[k] != MX_NO_VALUE && c->kind[nd->inputs[k]] == MX__SHARD_SPLIT) split_in = nd->inputs[k];
@@ -471,6 +524,7 @@ static mx_status visit(mx__shard_ctx *c, mx_node_id n, const uint8_t *role) {
   if (is_op(nd, "Transpose")) return transpose(c, n);
   if (is_op(nd, "RotaryEmbedding")) return rotary(c, n);
   if (is_op(nd, "Shape")) return shape_of_split(c, n);
+  if (is_op(nd, "Split")) return split(c, n, role);
   if (is_unary_elementwise(nd)) {
     set_split(c, nd->outputs[0], c->axis[nd->inputs[0]]);
     return MX_OK;
@@ -496,6 +550,7 @@ static mx_status run(mx__shard_ctx *c) {
   if ((st = mx__graph_topo_order(g, &order, &n_order)) != MX_OK) return mx__fail_err_from_graph(c, st);
   mx_node_id *ord = malloc((n_order ? n_order : 1) * sizeof *ord);
   uint8_t *role = calloc(g->n_nodes ? g->n_nodes : 1, 1);
+  c->n_roles = g->n_nodes;
   mx_value_id *states = malloc((g->n_inputs ? g->n_inputs : 1) * sizeof *states);
   size_t n_states = 0;
   if (!ord || !role || !states) {

@@ -162,6 +162,27 @@ mx_status mx__shard_collective_after(mx__shard_ctx *c, mx_value_id x, const char
   return note_collective(c, coll, why);
 }
 
+mx_status mx__shard_mul_after(mx__shard_ctx *c, mx_value_id x, mx_value_id k) {
+  mx_graph *g = c->g;
+  mx_node_id p = g->values[x].producer;
+  uint32_t slot = g->values[x].producer_slot;
+  mx_value_id fresh;
+  mx_status st = mx_graph_add_op(g, "Mul", (mx_value_id[]){x, k}, 2, NULL, 0, &fresh);
+  if (st != MX_OK) return mx__fail_err_from_graph(c, st);
+  mx_node_id mul = g->values[fresh].producer;
+  /* As for a collective: x's producer writes `fresh`, the Mul reads it and writes x. */
+  g->values[fresh].dtype = g->values[x].dtype;
+  g->values[fresh].shape = g->values[x].shape;
+  produce_into(g, p, slot, fresh);
+  produce_into(g, mul, 0, x);
+  g->nodes[mul].inputs[0] = fresh;
+  mx__graph_remove_use(g, x, mul);
+  st = mx__graph_add_use(g, fresh, mul);
+  if (st != MX_OK) return mx__fail_err_from_graph(c, st);
+  mx__graph_invalidate(g);
+  return mx__shard_grow(c);
+}
+
 mx_status mx__shard_grow(mx__shard_ctx *c) {
   size_t need = c->g->n_values;
   if (need <= c->cap) return MX_OK;

@@ -27,6 +27,7 @@ typedef struct mx__shard_ctx {
   size_t cap;    /* entries of kind and axis */
   mx__shard_slice *slices;
   size_t n_slices, cap_slices;
+  size_t n_roles; /* nodes that existed before the rewrite (the role array's length) */
 } mx__shard_ctx;
 
 /* Grows the per-value states to the graph's value count. */
@@ -41,6 +42,8 @@ MX_MUST_USE mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, m
  * x's producer writes a new value, the collective reads it and writes x; why goes into the report. */
 MX_MUST_USE mx_status mx__shard_collective_after(mx__shard_ctx *c, mx_value_id x, const char *op,
                                                  const mx_attr *extra, size_t n_extra, const char *why);
+/* Makes value x (a Shape's output) the product of what its producer now writes and constant k. */
+MX_MUST_USE mx_status mx__shard_mul_after(mx__shard_ctx *c, mx_value_id x, mx_value_id k);
 /* Infers every node again (collectives by their contract when no definition is registered). */
 MX_MUST_USE mx_status mx__shard_reinfer(mx__shard_ctx *c);
 /* Copies the graph's last error into c->err with status st. */

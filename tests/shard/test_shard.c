@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph/ir.h"
 #include "support_shard.h"
@@ -157,27 +158,49 @@ static mx_tensor empty_cache(int64_t heads, int64_t d) {
   return t;
 }
 
+/* A decoder taking input_ids [1, 1] and per layer past key/value [1, kv_heads, past_len, d],
+ * giving logits and the grown caches in the same order. */
+typedef struct decoder_src {
+  const char *path; /* an ONNX file, or NULL for the llama of cfg */
+  mx_llama_config cfg;
+  int64_t layers, kv_heads, head_dim;
+} decoder_src;
+
+static mx_graph *fused(const decoder_src *m) {
+  if (!m->path) return shard_test_llama(&m->cfg);
+  mx_graph *g = NULL;
+  mx_error err = {0};
+  cr_assert_eq(mx_onnx_load_file(m->path, &g, &err), MX_OK, "%s", err.message);
+  /* One new token per step: the simulation's collective values need concrete shapes. */
+  cr_assert_eq(mx_graph_bind_symbol(g, "seq", 1), MX_OK, "%s", mx_graph_last_error(g));
+  mx_fuse_report fuse;
+  cr_assert(mx_graph_optimize(g, NULL) == MX_OK && mx_graph_fuse(g, NULL, &fuse) == MX_OK &&
+                mx_graph_optimize(g, NULL) == MX_OK,
+            "%s", mx_graph_last_error(g));
+  return g;
+}
+
 /* Greedy decode for `steps` steps unsharded and on tp simulated ranks; logits must agree within
  * the conformance tolerances and the tokens exactly. */
-static void check_greedy(mx_llama_config cfg, int tp, int steps) {
-  mx_graph *full = shard_test_llama(&cfg);
+static void check_greedy(const decoder_src *m, int tp, int steps) {
+  mx_graph *full = fused(m);
   cr_assert(full);
   mx_graph *ranks[8];
   mx_error err = {0};
   for (int r = 0; r < tp; r++) {
-    ranks[r] = shard_test_rank(&cfg, tp, r, NULL, &err);
-    cr_assert(ranks[r], "%s", err.message);
+    ranks[r] = fused(m);
+    cr_assert_eq(mx__shard_graph(ranks[r], tp, r, NULL, &err), MX_OK, "%s", err.message);
   }
   shard_sim *sim = shard_sim_create(ranks, tp);
   cr_assert(sim);
-  const int64_t d = cfg.head_dim ? cfg.head_dim : cfg.hidden / cfg.heads;
-  const size_t n_io = 1 + 2 * (size_t)cfg.layers;
+  const int64_t d = m->head_dim;
+  const size_t n_io = 1 + 2 * (size_t)m->layers;
   mx_tensor full_in[64], full_out[64], rank_in[8][64], rank_out[8][64];
   mx_tensor *rin[8], *rout[8];
   int64_t token = 1;
   for (size_t i = 1; i < n_io; i++) {
-    full_in[i] = empty_cache(cfg.kv_heads, d);
-    for (int r = 0; r < tp; r++) rank_in[r][i] = empty_cache(cfg.kv_heads / tp, d);
+    full_in[i] = empty_cache(m->kv_heads, d);
+    for (int r = 0; r < tp; r++) rank_in[r][i] = empty_cache(m->kv_heads / tp, d);
   }
   for (int r = 0; r < tp; r++) {
     rin[r] = rank_in[r];
@@ -219,6 +242,44 @@ static void check_greedy(mx_llama_config cfg, int tp, int steps) {
   mx_graph_destroy(full);
 }
 
-Test(shard, llama_greedy_tp2) { check_greedy(tiny(2), 2, 64); }
+static decoder_src llama_src(int64_t kv_heads) {
+  decoder_src m = {.cfg = tiny(kv_heads), .kv_heads = kv_heads};
+  m.layers = m.cfg.layers;
+  m.head_dim = m.cfg.hidden / m.cfg.heads;
+  return m;
+}
 
-Test(shard, llama_greedy_tp4) { check_greedy(tiny(4), 4, 64); }
+Test(shard, llama_greedy_tp2) {
+  decoder_src m = llama_src(2);
+  check_greedy(&m, 2, 64);
+}
+
+Test(shard, llama_greedy_tp4) {
+  decoder_src m = llama_src(4);
+  check_greedy(&m, 4, 64);
+}
+
+/* The zoo's torch-exported GPT (fused QKV projection split into sections, LayerNorm, biases,
+ * learned positions): bench/zoo/export.py writes it into the build directory. */
+static bool zoo_gpt(char *path, size_t cap) {
+  const char *env = getenv("MIXRT_ZOO_DIR");
+  const char *dirs[] = {env, "zoo", "../zoo", "../../zoo", MIXRT_BINARY_DIR "/zoo"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    if (!dirs[i]) continue;
+    snprintf(path, cap, "%s/gpt_kv.onnx", dirs[i]);
+    if (access(path, R_OK) == 0) return true;
+  }
+  return false;
+}
+
+static void check_gpt(int tp) {
+  char path[512];
+  if (!zoo_gpt(path, sizeof path))
+    cr_skip_test("zoo/gpt_kv.onnx not found (bench/zoo/export.py writes it; MIXRT_ZOO_DIR names its directory)");
+  decoder_src m = {.path = path, .layers = 3, .kv_heads = 4, .head_dim = 16};
+  check_greedy(&m, tp, 64);
+}
+
+Test(shard, torch_gpt_greedy_tp2) { check_gpt(2); }
+
+Test(shard, torch_gpt_greedy_tp4) { check_gpt(4); }
