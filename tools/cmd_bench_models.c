@@ -29,7 +29,7 @@ static const char *const runner_titles[N_RUNNERS] = {"mixrt hybrid", "mixrt dyna
                                                      "PyTorch eager"};
 
 typedef struct bm_args {
-  const char *zoo, *models, *json, *plot, *node, *python, *peers, *work;
+  const char *zoo, *models, *cases, *json, *plot, *node, *python, *peers, *work;
   int64_t threads[MAX_THREADS];
   int n_threads;
   bool use[N_RUNNERS];
@@ -49,6 +49,7 @@ typedef struct bm_config {
 
 typedef struct bm_model {
   const char *name, *file, *case_name; /* borrowed from the manifest */
+  const mx_bmj *bench_case;            /* the case run: the first --cases names, else the first */
   char path[PATH_MAX], feed_dir[PATH_MAX];
   bool ready;
   char error[512];
@@ -57,26 +58,26 @@ typedef struct bm_model {
 
 void mx_cmd_bench_models_help(FILE *out) {
   fprintf(out,
-          "usage: mixrt bench models [--zoo DIR] [--models NAME,...] [--threads 1,2]\n"
+          "usage: mixrt bench models [--zoo DIR] [--models NAME,...] [--cases NAME,...] [--threads 1,2]\n"
           "                          [--runners hybrid,dynamic,ort,torch] [--rounds N] [--steps N]\n"
           "                          [--warmup N] [--device inline|cpu] [--json FILE] [--table]\n"
           "                          [--plot FILE.png] [--layers]\n"
           "                          [--node PATH] [--python PATH] [--peers DIR] [--work-dir DIR]\n\n"
           "models: median step latency of the zoo's models (bench/zoo/export.py: ResNet-50,\n"
-          "  MobileNetV3, a GPT decoder step, a BERT encoder, LSTM, GRU, ...) on each model's first\n"
-          "  input case, for mixrt hybrid, mixrt all-dynamic (static_min_ops -1), ONNX Runtime (the\n"
-          "  Node peer of bench/peers, CPU provider, sequential) and PyTorch eager (/usr/bin/python3\n"
-          "  bench/peers/torch_runner.py, the zoo's torch modules under inference_mode), at each thread\n"
-          "  count. Every runner is a process of its own, loaded once per model; the rounds alternate\n"
-          "  them (each round runs --steps steps of every runner and thread count, in a seeded order\n"
-          "  drawn anew for each round). Prints JSON on stdout (into --json FILE instead; none with\n"
-          "  --table and no --json): per model and thread count the median, p10 and p90 in\n"
-          "  milliseconds and the ratios hybrid / ONNX Runtime, hybrid / PyTorch, dynamic / ONNX\n"
-          "  Runtime and hybrid / dynamic; per runner the speed-up of the last thread count over the\n"
-          "  first. Wall-clock times: on a host other work shares they are noisy, alternated so that\n"
-          "  every runner meets the same noise. A runner that cannot start (ONNX\n"
-          "  Runtime not installed: make bench-deps; no torch in the python) or cannot run a model\n"
-          "  has null figures and the reason. Progress lines go to stderr.\n"
+          "  MobileNetV3, a GPT decoder step, a BERT encoder, LSTM, GRU, ...) on one input case of each\n"
+          "  model (its first, or the one --cases names), for mixrt hybrid, mixrt all-dynamic\n"
+          "  (static_min_ops -1), ONNX Runtime (the Node peer of bench/peers, CPU provider, sequential)\n"
+          "  and PyTorch eager (/usr/bin/python3 bench/peers/torch_runner.py, the zoo's torch modules\n"
+          "  under inference_mode), at each thread count. Every runner is a process of its own, loaded\n"
+          "  once per model; the rounds alternate them (each round runs --steps steps of every runner\n"
+          "  and thread count, in a seeded order drawn anew for each round). Prints JSON on stdout\n"
+          "  (into --json FILE instead; none with --table and no --json): per model and thread count\n"
+          "  the median, p10 and p90 in milliseconds and the ratios hybrid / ONNX Runtime, hybrid /\n"
+          "  PyTorch, dynamic / ONNX Runtime and hybrid / dynamic; per runner the speed-up of the last\n"
+          "  thread count over the first. Wall-clock times: on a host other work shares they are noisy,\n"
+          "  alternated so that every runner meets the same noise. A runner that cannot start (ONNX\n"
+          "  Runtime not installed: make bench-deps; no torch in the python) or cannot run a model has\n"
+          "  null figures and the reason. Progress lines go to stderr.\n"
           "  The zoo is exported once with\n"
           "      /usr/bin/python3 bench/zoo/export.py BUILD/zoo\n"
           "  (the ctest entry zoo_models does it too). A manifest case without inputs runs on seeded\n"
@@ -85,6 +86,8 @@ void mx_cmd_bench_models_help(FILE *out) {
           "  --zoo DIR          the exported zoo (default: the zoo folder of the build tree this\n"
           "                     program is in, BUILD/zoo)\n"
           "  --models LIST      zoo models to run (default: every model of the manifest)\n"
+          "  --cases LIST       input cases by name (bench/zoo/export.py's, e.g. seq1_past128,b1_s128):\n"
+          "                     each model runs the first of its cases listed here, or its first case\n"
           "  --threads LIST     intra-op thread counts, up to 4 (default 1,2)\n"
           "  --runners LIST     hybrid, dynamic, ort, torch (default all four)\n"
           "  --rounds N         alternating rounds (default 5)\n"
@@ -172,6 +175,7 @@ static int parse(int argc, char **argv, bm_args *a) {
     const char *o = argv[i];
     const char **text = strcmp(o, "--zoo") == 0        ? &a->zoo
                         : strcmp(o, "--models") == 0   ? &a->models
+                        : strcmp(o, "--cases") == 0    ? &a->cases
                         : strcmp(o, "--json") == 0     ? &a->json
                         : strcmp(o, "--node") == 0     ? &a->node
                         : strcmp(o, "--python") == 0   ? &a->python
@@ -730,7 +734,19 @@ static int write_plot(bm_run *r, bm_model *models, size_t n) {
 
 /* --- the command ---------------------------------------------------------------------------- */
 
-/* Fills models[] from the manifest (the models --models names, each with its first case). */
+/* The case of a model's manifest entry that runs: the first of its cases whose name --cases
+ * lists, or its first case when none is listed. */
+static const mx_bmj *pick_case(const bm_args *a, const mx_bmj *cases) {
+  if (a->cases)
+    for (size_t c = 0; c < cases->n; c++) {
+      const char *n = mx__bmj_str(&cases->items[c], "name");
+      if (n && listed(a->cases, n)) return &cases->items[c];
+    }
+  return &cases->items[0];
+}
+
+/* Fills models[] from the manifest (the models --models names, each with the case pick_case
+ * chooses). */
 static int read_manifest(bm_args *a, mx_bmj *man, bm_model *models, size_t *n) {
   const mx_bmj *list = mx__bmj_get(man, "models");
   if (!list || list->kind != MX_BMJ_ARRAY)
@@ -746,7 +762,8 @@ static int read_manifest(bm_args *a, mx_bmj *man, bm_model *models, size_t *n) {
     bm_model *m = &models[(*n)++];
     m->name = name;
     m->file = file;
-    m->case_name = mx__bmj_str(&cases->items[0], "name");
+    m->bench_case = pick_case(a, cases);
+    m->case_name = mx__bmj_str(m->bench_case, "name");
     if (!m->case_name) m->case_name = "?";
     if (file[0] == '/')
       snprintf(m->path, sizeof m->path, "%s", file);
@@ -765,18 +782,22 @@ static int read_manifest(bm_args *a, mx_bmj *man, bm_model *models, size_t *n) {
                                   a->zoo);
     }
   }
+  if (a->cases) {
+    /* Every case asked for must be one of a chosen model's. */
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", a->cases);
+    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+      bool found = false;
+      for (size_t k = 0; k < *n; k++) found |= strcmp(models[k].case_name, w) == 0;
+      if (!found)
+        return mx_cli_usage_error("bench models",
+                                  "--cases: no model run has a case called '%s' (or another "
+                                  "case listed comes first for it)",
+                                  w);
+    }
+  }
   if (*n == 0) return mx_cli_runtime_error("bench models", "no model to run in %s/manifest.json", a->zoo);
   return MX_EXIT_OK;
-}
-
-static const mx_bmj *first_case(mx_bmj *man, const char *name) {
-  const mx_bmj *list = mx__bmj_get(man, "models");
-  for (size_t k = 0; list && k < list->n; k++) {
-    const char *n = mx__bmj_str(&list->items[k], "name");
-    const mx_bmj *cases = mx__bmj_get(&list->items[k], "cases");
-    if (n && strcmp(n, name) == 0 && cases && cases->n) return &cases->items[0];
-  }
-  return NULL;
 }
 
 int mx_cmd_bench_models(int argc, char **argv) {
@@ -813,7 +834,7 @@ int mx_cmd_bench_models(int argc, char **argv) {
   }
   if (a.layers) {
     for (size_t k = 0; k < n && rc == MX_EXIT_OK; k++) {
-      const mx_bmj *c = first_case(man, models[k].name);
+      const mx_bmj *c = models[k].bench_case;
       const mx_bmj *inputs = c ? mx__bmj_get(c, "inputs") : NULL;
       char input[PATH_MAX + 300] = "";
       if (inputs && inputs->kind == MX_BMJ_OBJECT && inputs->n == 1 && inputs->items[0].kind == MX_BMJ_STRING)
@@ -851,7 +872,7 @@ int mx_cmd_bench_models(int argc, char **argv) {
       snprintf(m->error, sizeof m->error, "%s/%s: %s", work, m->name, strerror(errno));
       continue;
     }
-    m->ready = prepare_inputs(m, first_case(man, m->name), a.zoo);
+    m->ready = prepare_inputs(m, m->bench_case, a.zoo);
     if (!m->ready) fprintf(stderr, "bench models: %s: %s\n", m->name, m->error);
   }
   /* A runner process that dies must not take this one with it on the next write. */

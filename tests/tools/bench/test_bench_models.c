@@ -4,7 +4,7 @@
  * PyTorch peer (a shell script speaking the runner protocol, given as --python) gives the
  * figures and ratios; the markdown table; --layers on a Conv whose weights are a graph input
  * (a row with the reason it is not timed); a missing zoo says how to export it; bad options are
- * usage errors. Nothing here looks at timings. */
+ * usage errors; --cases picks a case by name. Nothing here looks at timings. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,7 +26,7 @@ static void make_zoo(void) {
   cr_assert(f, "cannot write %s", path);
   fprintf(f,
           "{\"opset\": 17, \"models\": [{\"name\": \"relu\", \"model\": \"%s/test_relu/model.onnx\", "
-          "\"cases\": [{\"name\": \"random\", \"symbols\": {}}]},\n"
+          "\"cases\": [{\"name\": \"random\", \"symbols\": {}}, {\"name\": \"again\", \"symbols\": {}}]},\n"
           " {\"name\": \"conv\", \"model\": \"%s/test_basic_conv_with_padding/model.onnx\", "
           "\"cases\": [{\"name\": \"random\", \"symbols\": {}}]}]}\n",
           MIXRT_ONNX_NODE_DIR_DEFAULT, MIXRT_ONNX_NODE_DIR_DEFAULT);
@@ -141,6 +141,16 @@ Test(bench_models, table_and_json_file) {
   cr_assert(text, "no %s", json);
   cr_assert(mxt_json_valid(text, NULL, 0), "not JSON:\n%s", text);
   free(text);
+}
+
+Test(bench_models, cases_pick_a_named_case) {
+  make_zoo();
+  cr_assert_eq(run(QUICK " --runners hybrid --table --cases again", zoo, ""), 0, "%s", out);
+  cr_assert(strstr(out, "| relu | again | 1 |"), "%s", out);
+  char args[2048];
+  snprintf(args, sizeof args, QUICK " --runners hybrid --cases nope", zoo);
+  cr_assert_eq(mxt_cli_run(out, sizeof out, args), 2, "%s", out);
+  cr_assert(strstr(out, "no model run has a case called 'nope'"), "%s", out);
 }
 
 Test(bench_models, layers_table) {
