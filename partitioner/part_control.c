@@ -56,9 +56,10 @@ static size_t count_captures(const mx_graph *g) {
   return n;
 }
 
-/* Prints the subgraphs of control node nd, one line each, and the control nodes inside them,
- * indented by depth. */
-static void dump_nested(FILE *out, const mx_node *nd, int depth) {
+/* Prints the subgraphs of control node nd, one line each followed by how each partitions as a
+ * program of its own (part_control_body.c), and the control nodes inside them, indented by
+ * depth. */
+static void dump_nested(FILE *out, const mx_partition *p, const mx_node *nd, int depth) {
   for (uint32_t a = 0; a < nd->n_attrs; a++) {
     const mx_graph *sub = nd->attrs[a].type == MX_ATTR_GRAPH ? nd->attrs[a].graph : NULL;
     if (!sub) continue;
@@ -73,26 +74,27 @@ static void dump_nested(FILE *out, const mx_node *nd, int depth) {
     }
     if (shown) fprintf(out, "%s)", sub->n_live_nodes > shown ? ", ..." : "");
     fprintf(out, "\n");
+    mx__part_dump_body_text(out, p, sub, depth + 1);
     for (size_t n = 0; n < sub->n_nodes; n++) {
       const mx_node *inner = &sub->nodes[n];
       if ((inner->flags & MX_NODE_DEAD) || !mx__part_is_control(inner)) continue;
       fprintf(out, "%*s%s '%s' (control flow, nested)\n", 2 * depth + 2, "", inner->op_type, inner->name);
-      dump_nested(out, inner, depth + 2);
+      dump_nested(out, p, inner, depth + 2);
     }
   }
 }
 
-void mx__part_dump_control_text(FILE *out, const mx_node *call, int depth) {
+void mx__part_dump_control_text(FILE *out, const mx_partition *p, const mx_node *call, int depth) {
   const mx_node *cn = mx__part_control_node(call);
   if (!cn) return;
-  fprintf(out, "%*s%s '%s' (control flow: runs as one op, its subgraphs on the host)\n", 2 * depth, "",
-          cn->op_type, cn->name);
-  dump_nested(out, cn, depth + 1);
+  fprintf(out, "%*s%s '%s' (control flow: runs as one op, its subgraphs as programs of their own)\n",
+          2 * depth, "", cn->op_type, cn->name);
+  dump_nested(out, p, cn, depth + 1);
 }
 
 /* JSON of control node nd: op, name and its subgraphs, each with its counts and the control
  * nodes nested in it. */
-static void control_json(FILE *out, const mx_node *nd) {
+static void control_json(FILE *out, const mx_partition *p, const mx_node *nd) {
   fprintf(out, "{\"op\": ");
   mx__json_string(out, nd->op_type);
   fprintf(out, ", \"name\": ");
@@ -106,23 +108,26 @@ static void control_json(FILE *out, const mx_node *nd) {
     mx__json_string(out, nd->attrs[a].name);
     fprintf(out, ", \"graph\": ");
     mx__json_string(out, sub->name);
-    fprintf(out, ", \"nodes\": %zu, \"inputs\": %zu, \"outputs\": %zu, \"captures\": %zu, \"control\": [",
+    fprintf(out, ", \"nodes\": %zu, \"inputs\": %zu, \"outputs\": %zu, \"captures\": %zu, ",
             sub->n_live_nodes, sub->n_inputs, sub->n_outputs, count_captures(sub));
+    fprintf(out, "\"partition\": ");
+    mx__part_dump_body_json(out, p, sub);
+    fprintf(out, ", \"control\": [");
     size_t inner_shown = 0;
     for (size_t n = 0; n < sub->n_nodes; n++) {
       const mx_node *inner = &sub->nodes[n];
       if ((inner->flags & MX_NODE_DEAD) || !mx__part_is_control(inner)) continue;
       if (inner_shown++) fprintf(out, ", ");
-      control_json(out, inner);
+      control_json(out, p, inner);
     }
     fprintf(out, "]}");
   }
   fprintf(out, "]}");
 }
 
-void mx__part_dump_control_json(FILE *out, const mx_node *call) {
+void mx__part_dump_control_json(FILE *out, const mx_partition *p, const mx_node *call) {
   const mx_node *cn = mx__part_control_node(call);
-  if (cn) control_json(out, cn);
+  if (cn) control_json(out, p, cn);
 }
 
 /* A growable list of value ids without repeats. */

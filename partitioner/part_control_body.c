@@ -13,7 +13,8 @@
 
 #include "common/error.h"
 #include "common/grow.h"
-#include "partitioner/partitioner.h"
+#include "common/json.h"
+#include "partitioner/partitioner_impl.h"
 
 /* The value called `name` in g or the nearest enclosing graph (not an outer reference), or
  * NULL. */
@@ -244,4 +245,150 @@ bool mx__part_body_compilable(const mx_graph *body, char *why, size_t cap) {
   for (size_t i = 0; i < body->n_subgraphs; i++)
     if (!mx__part_body_compilable(body->subgraphs[i], why, cap)) return false;
   return true;
+}
+
+/* --- the bodies in the dumps ----------------------------------------------------------------- */
+
+/* Partitions body the way a session compiles it (a standalone copy, inferred, its control nodes
+ * wrapped, partitioned with options o). On success the caller destroys *part, then *copy; on
+ * failure why says what keeps the body in the interpreter. */
+static bool partition_body(const mx_graph *body, const mx_partition_options *o, mx_graph **copy,
+                           mx_partition **part, char *why, size_t cap) {
+  *copy = NULL;
+  *part = NULL;
+  if (!mx__part_body_compilable(body, why, cap)) return false;
+  mx_error err;
+  mx_error_clear(&err);
+  mx_graph *g = NULL;
+  mx_status st = mx__part_body_standalone(body, &g, NULL, &err);
+  if (st == MX_OK && mx_graph_infer(g) != MX_OK)
+    st = mx__fail(&err, MX_ERR_INVALID_GRAPH, "%s", mx_graph_last_error(g));
+  if (st == MX_OK) st = mx__part_wrap_control(g, NULL, &err);
+  if (st == MX_OK) st = mx_partition_create(g, o, part, &err);
+  if (st != MX_OK) {
+    snprintf(why, cap, "its copy does not partition: %s", err.message);
+    mx_graph_destroy(g);
+    return false;
+  }
+  *copy = g;
+  return true;
+}
+
+static void options_of(const mx_partition *p, mx_partition_options *o) {
+  mx_partition_options_init(o);
+  o->static_min_ops = p->static_min_ops;
+  o->stable = p->stable;
+}
+
+/* The reason text of the first node of cluster id of bp. */
+static void cluster_reason(const mx_partition *bp, size_t id, char *buf, size_t cap) {
+  buf[0] = '\0';
+  mx_node_id n = mx_partition_cluster_node(bp, id, 0);
+  if (n != MX_NO_NODE) mx_partition_reason_format(bp, n, buf, cap);
+}
+
+void mx__part_dump_body_text(FILE *out, const mx_partition *p, const mx_graph *body, int depth) {
+  mx_partition_options o;
+  options_of(p, &o);
+  mx_graph *copy;
+  mx_partition *bp;
+  char why[MX_ERROR_MESSAGE_MAX];
+  if (!partition_body(body, &o, &copy, &bp, why, sizeof why)) {
+    fprintf(out, "%*sruns through the reference interpreter: %s\n", 2 * depth, "", why);
+    return;
+  }
+  size_t nc = mx_partition_cluster_count(bp), known = 0, unknown = 0;
+  for (size_t id = 0; id < nc; id++) {
+    mx_partition_cluster_info ci;
+    if (!mx_partition_cluster(bp, id, &ci) || (ci.type != MX_CLUSTER_KNOWN && ci.type != MX_CLUSTER_UNKNOWN))
+      continue;
+    known += ci.type == MX_CLUSTER_KNOWN;
+    unknown += ci.type == MX_CLUSTER_UNKNOWN;
+  }
+  fprintf(
+      out,
+      "%*scompiled as a program of its own: %zu KNOWN cluster%s (static models, compiled once, run on each "
+      "pass), %zu UNKNOWN (dynamic executor)\n",
+      2 * depth, "", known, known == 1 ? "" : "s", unknown);
+  for (size_t id = 0; id < nc; id++) {
+    mx_partition_cluster_info ci;
+    if (!mx_partition_cluster(bp, id, &ci) || (ci.type != MX_CLUSTER_KNOWN && ci.type != MX_CLUSTER_UNKNOWN))
+      continue;
+    fprintf(out, "%*sbody cluster %zu %s ops %zu |", 2 * depth, "", id, mx_cluster_type_name(ci.type),
+            ci.n_nodes);
+    for (size_t k = 0; k < ci.n_nodes && k < 3; k++) {
+      mx_node_id n = mx_partition_cluster_node(bp, id, k);
+      fprintf(out, "%s %s", k ? "," : "", n == MX_NO_NODE ? "?" : copy->nodes[n].name);
+    }
+    if (ci.n_nodes > 3) fprintf(out, ", ... (+%zu)", ci.n_nodes - 3);
+    if (ci.type == MX_CLUSTER_UNKNOWN) {
+      char reason[512];
+      cluster_reason(bp, id, reason, sizeof reason);
+      fprintf(out, " | %s", reason);
+    }
+    fprintf(out, "\n");
+  }
+  mx_partition_destroy(bp);
+  mx_graph_destroy(copy);
+}
+
+void mx__part_dump_body_json(FILE *out, const mx_partition *p, const mx_graph *body) {
+  mx_partition_options o;
+  options_of(p, &o);
+  mx_graph *copy;
+  mx_partition *bp;
+  char why[MX_ERROR_MESSAGE_MAX];
+  if (!partition_body(body, &o, &copy, &bp, why, sizeof why)) {
+    fprintf(out, "{\"compiled\": false, \"reason\": ");
+    mx__json_string(out, why);
+    fprintf(out, "}");
+    return;
+  }
+  fprintf(out, "{\"compiled\": true, \"clusters\": [");
+  size_t nc = mx_partition_cluster_count(bp), shown = 0;
+  for (size_t id = 0; id < nc; id++) {
+    mx_partition_cluster_info ci;
+    if (!mx_partition_cluster(bp, id, &ci) || (ci.type != MX_CLUSTER_KNOWN && ci.type != MX_CLUSTER_UNKNOWN))
+      continue;
+    fprintf(out, "%s{\"id\": %zu, \"type\": \"%s\", \"ops\": %zu, \"nodes\": [", shown++ ? ", " : "", id,
+            mx_cluster_type_name(ci.type), ci.n_nodes);
+    for (size_t k = 0; k < ci.n_nodes; k++) {
+      mx_node_id n = mx_partition_cluster_node(bp, id, k);
+      if (k) fprintf(out, ", ");
+      mx__json_string(out, n == MX_NO_NODE ? "?" : copy->nodes[n].name);
+    }
+    fprintf(out, "]");
+    if (ci.type == MX_CLUSTER_UNKNOWN) {
+      char reason[512];
+      cluster_reason(bp, id, reason, sizeof reason);
+      fprintf(out, ", \"reason\": ");
+      mx__json_string(out, reason);
+    }
+    fprintf(out, "}");
+  }
+  fprintf(out, "]}");
+  mx_partition_destroy(bp);
+  mx_graph_destroy(copy);
+}
+
+void mx__part_body_summary(const mx_partition *p, const mx_graph *body, char *buf, size_t cap) {
+  mx_partition_options o;
+  options_of(p, &o);
+  mx_graph *copy;
+  mx_partition *bp;
+  char why[MX_ERROR_MESSAGE_MAX];
+  if (!partition_body(body, &o, &copy, &bp, why, sizeof why)) {
+    snprintf(buf, cap, "interpreter: %s", why);
+    return;
+  }
+  size_t nc = mx_partition_cluster_count(bp), known = 0, known_ops = 0, unknown = 0, unknown_ops = 0;
+  for (size_t id = 0; id < nc; id++) {
+    mx_partition_cluster_info ci;
+    if (!mx_partition_cluster(bp, id, &ci)) continue;
+    if (ci.type == MX_CLUSTER_KNOWN) known++, known_ops += ci.n_nodes;
+    if (ci.type == MX_CLUSTER_UNKNOWN) unknown++, unknown_ops += ci.n_nodes;
+  }
+  snprintf(buf, cap, "%zu KNOWN (%zu ops), %zu UNKNOWN (%zu ops)", known, known_ops, unknown, unknown_ops);
+  mx_partition_destroy(bp);
+  mx_graph_destroy(copy);
 }

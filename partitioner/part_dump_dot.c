@@ -37,7 +37,7 @@ static void dot_label2(FILE *out, const char *first, const char *second) {
 /* The subgraphs of control node nd as DOT clusters nested in the current one, each holding its
  * ops (and, recursively, the subgraphs of the control nodes among them); `path` makes the ids
  * unique. */
-static void control_dot(FILE *out, const mx_node *nd, const char *path, int depth) {
+static void control_dot(FILE *out, const mx_partition *p, const mx_node *nd, const char *path, int depth) {
   uint32_t k = 0;
   for (uint32_t a = 0; a < nd->n_attrs; a++) {
     const mx_graph *sub = nd->attrs[a].type == MX_ATTR_GRAPH ? nd->attrs[a].graph : NULL;
@@ -47,6 +47,12 @@ static void control_dot(FILE *out, const mx_node *nd, const char *path, int dept
     fprintf(out, "%*ssubgraph cluster_%s {\n%*slabel=", 2 * depth, "", id, 2 * depth + 2, "");
     dot_label2(out, nd->attrs[a].name, sub->name);
     fprintf(out, "; style=dashed; color=\"#6a1b9a\"; fillcolor=\"#f3e5f5\";\n");
+    /* How the body partitions as a program of its own (part_control_body.c). */
+    char plan[MX_ERROR_MESSAGE_MAX];
+    mx__part_body_summary(p, sub, plan, sizeof plan);
+    fprintf(out, "%*s%s_plan [shape=note, label=", 2 * depth + 2, "", id);
+    dot_string(out, plan);
+    fprintf(out, "];\n");
     for (size_t n = 0; n < sub->n_nodes; n++) {
       const mx_node *inner = &sub->nodes[n];
       if (inner->flags & MX_NODE_DEAD) continue;
@@ -56,7 +62,7 @@ static void control_dot(FILE *out, const mx_node *nd, const char *path, int dept
       if (!mx__part_is_control(inner)) continue;
       char inner_path[128];
       snprintf(inner_path, sizeof inner_path, "%s_n%zu", id, n);
-      control_dot(out, inner, inner_path, depth + 1);
+      control_dot(out, p, inner, inner_path, depth + 1);
     }
     fprintf(out, "%*s}\n", 2 * depth, "");
   }
@@ -145,7 +151,7 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
       if (control) {
         char path[32];
         snprintf(path, sizeof path, "n%u", n);
-        control_dot(out, control, path, 2);
+        control_dot(out, p, control, path, 2);
       }
     }
     if (c->type == MX_CLUSTER_NETOUTPUT) {

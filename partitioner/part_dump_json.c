@@ -82,7 +82,7 @@ static void cluster_json(FILE *out, const mx_partition *p, uint32_t id) {
     const mx_node *nd = &p->g->nodes[p->members[c->first_node + k]];
     if (!mx__part_is_control_call(nd)) continue;
     fprintf(out, "%s", n_control++ ? ", " : ",\n     \"control\": [");
-    mx__part_dump_control_json(out, nd);
+    mx__part_dump_control_json(out, p, nd);
   }
   if (n_control) fprintf(out, "]");
   fprintf(out, "}");

@@ -41,7 +41,7 @@ mx_status mx_partition_dump_text(const mx_partition *p, FILE *out) {
     fprintf(out, "\n");
     for (uint32_t k = 0; c->type == MX_CLUSTER_UNKNOWN && k < c->n_nodes; k++) {
       const mx_node *nd = &p->g->nodes[p->members[c->first_node + k]];
-      if (mx__part_is_control_call(nd)) mx__part_dump_control_text(out, nd, 1);
+      if (mx__part_is_control_call(nd)) mx__part_dump_control_text(out, p, nd, 1);
     }
   }
   size_t shown_syms = 0;

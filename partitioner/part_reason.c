@@ -96,6 +96,18 @@ static void reason_line(text *t, const mx_partition *p, mx_node_id n) {
       const mx_node *cn = mx__part_control_node(&g->nodes[n]);
       put(t, "control flow: %s '%s' runs its subgraphs as one op on the host", cn ? cn->op_type : "?",
           cn ? cn->name : "?");
+      /* Each body is compiled as a program of its own unless it moves sequences, optionals or
+       * strings (part_control_body.c): say which one falls back to the interpreter. */
+      const char *fallback = NULL;
+      char why[160];
+      for (uint32_t a = 0; cn && a < cn->n_attrs && !fallback; a++)
+        if (cn->attrs[a].type == MX_ATTR_GRAPH && cn->attrs[a].graph &&
+            !mx__part_body_compilable(cn->attrs[a].graph, why, sizeof why))
+          fallback = cn->attrs[a].name;
+      if (fallback)
+        put(t, "; %s runs through the reference interpreter (%s)", fallback, why);
+      else
+        put(t, ", each body compiled as a program of its own");
       break;
     }
     case MX_PART_ALL_DYNAMIC:
@@ -292,6 +304,9 @@ static void explain_node(FILE *out, mx_partition *p, mx_node_id n) {
               r->to == MX_NO_NODE ? "?" : g->nodes[r->to].name);
       if (r->from != MX_NO_NODE) explain_reason_of(out, p, r->from, "    ");
       if (r->to != MX_NO_NODE) explain_reason_of(out, p, r->to, "    ");
+      break;
+    case MX_PART_CONTROL_FLOW:
+      if (mx__part_is_control_call(nd)) mx__part_dump_control_text(out, p, nd, 1);
       break;
     case MX_PART_KNOWN:
       if (cl->type == MX_CLUSTER_KNOWN)

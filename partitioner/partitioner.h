@@ -49,10 +49,10 @@ const mx_node *mx__part_control_node(const mx_node *call);
 /* Prints the nesting under wrapper call `call`: the control node, each of its subgraphs (node
  * count, first ops, captures) and the control nodes inside them, recursively; lines indented by
  * 2 * depth. Nothing when call is not a wrapper. */
-void mx__part_dump_control_text(FILE *out, const mx_node *call, int depth);
+void mx__part_dump_control_text(FILE *out, const mx_partition *p, const mx_node *call, int depth);
 /* The same nesting as one JSON object ({"op", "name", "subgraphs": [{"attribute", "graph",
  * "nodes", "inputs", "outputs", "captures", "control": [...]}]}). */
-void mx__part_dump_control_json(FILE *out, const mx_node *call);
+void mx__part_dump_control_json(FILE *out, const mx_partition *p, const mx_node *call);
 
 /* --- part_control_body.c: a control node's body as a root graph of its own --------------- */
 
@@ -65,6 +65,15 @@ MX_MUST_USE mx_status mx__part_body_standalone(const mx_graph *body, mx_graph **
  * like a root graph; otherwise false with why naming the value (a sequence, optional or strings)
  * that keeps it in the interpreter. */
 bool mx__part_body_compilable(const mx_graph *body, char *why, size_t cap);
+/* How body partitions as a program of its own under p's options (what a session compiles and
+ * runs on each pass of the body): one line per KNOWN / UNKNOWN cluster with its first nodes
+ * and, for UNKNOWN, the reason; or why it stays with the interpreter. Lines indented by depth. */
+void mx__part_dump_body_text(FILE *out, const mx_partition *p, const mx_graph *body, int depth);
+/* The same as a JSON object: {"compiled": true, "clusters": [{"id", "type", "ops", "nodes",
+ * "reason"}]} or {"compiled": false, "reason": "..."}. */
+void mx__part_dump_body_json(FILE *out, const mx_partition *p, const mx_graph *body);
+/* One line: "1 KNOWN (4 ops), 0 UNKNOWN (0 ops)" or "interpreter: <why>". */
+void mx__part_body_summary(const mx_partition *p, const mx_graph *body, char *buf, size_t cap);
 
 /* Time of each phase of one mx_partition_create, in nanoseconds: wall clock, and CPU time of
  * the calling thread (which does not grow when other jobs share the machine). */

@@ -165,3 +165,49 @@ Test(body_static, loop_body_is_one_static_model_per_iteration) {
       mx_session_destroy(s);
     }
 }
+
+/* --- dumps ----------------------------------------------------------------------------------- */
+
+#include "mixrt/partition.h"
+#include "partitioner/partitioner.h"
+
+/* The text, JSON and DOT dumps and --explain show each body's own clusters under its control
+ * node: the recurrent body is one KNOWN cluster of its 6 ops. */
+Test(body_static, dumps_show_the_clusters_of_each_body) {
+  mx_graph *g = recurrent_loop();
+  cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
+  mx_error err = {0};
+  cr_assert_eq(mx__part_wrap_control(g, NULL, &err), MX_OK, "%s", err.message);
+  mx_partition_options o;
+  mx_partition_options_init(&o);
+  mx_partition *p;
+  cr_assert_eq(mx_partition_create(g, &o, &p, &err), MX_OK, "%s", err.message);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  cr_assert_eq(mx_partition_dump_text(p, f), MX_OK);
+  fclose(f);
+  cr_assert(strstr(text, "body 'rnn_body': 6 nodes"), "%s", text);
+  cr_assert(strstr(text, "compiled as a program of its own: 1 KNOWN cluster"), "%s", text);
+  cr_assert(strstr(text, "KNOWN ops 6 |"), "%s", text);
+  free(text);
+  f = open_memstream(&text, &len);
+  cr_assert_eq(mx_partition_dump_json(p, f), MX_OK);
+  fclose(f);
+  cr_assert(strstr(text, "\"partition\": {\"compiled\": true, \"clusters\": [{\"id\": "), "%s", text);
+  cr_assert(strstr(text, "\"type\": \"KNOWN\", \"ops\": 6"), "%s", text);
+  free(text);
+  f = open_memstream(&text, &len);
+  cr_assert_eq(mx_partition_dump_dot(p, f), MX_OK);
+  fclose(f);
+  cr_assert(strstr(text, "label=\"1 KNOWN (6 ops), 0 UNKNOWN (0 ops)\""), "%s", text);
+  free(text);
+  f = open_memstream(&text, &len);
+  cr_assert_eq(mx_partition_explain(p, "rnn", f), MX_OK);
+  fclose(f);
+  cr_assert(strstr(text, "each body compiled as a program of its own"), "%s", text);
+  cr_assert(strstr(text, "compiled as a program of its own: 1 KNOWN cluster"), "%s", text);
+  free(text);
+  mx_partition_destroy(p);
+  mx_graph_destroy(g);
+}
