@@ -8,13 +8,19 @@
  *   the rest: im2col of a band of output rows sized to stay in L2, then one sgemm per band
  *     (a whole-image im2col of a 56x56 layer is several MB and leaves the cache before the
  *     sgemm reads it).
- * Every output adds its taps in one fixed order, whatever the ISA copy or the thread count. */
+ * The dense paths run mixrt's packed GEMM (kernels/gemm_f32.h) where the CPU has AVX-512 or
+ * AVX2 with FMA: a band's columns (image rows, or im2col rows one at a time) are written
+ * straight into its panel layout, and the epilogue runs on each tile as it is finished. Elsewhere,
+ * and for a residual read in place from Y, they run OpenBLAS's cblas_sgemm.
+ * Every output adds its taps in one fixed order, whatever the ISA copy or the thread count
+ * (the sgemm path: whatever the thread count). */
 #include <cblas.h>
 #include <string.h>
 
 #include "kernels/conv_depthwise.h"
 #include "kernels/conv_epilogue.h"
 #include "kernels/conv_impl.h"
+#include "kernels/gemm_f32.h"
 #include "kernels/kmath.h"
 #include "kernels/threads.h"
 
@@ -33,6 +39,8 @@ typedef struct fast_plan {
   int64_t rows, rowlen;    /* output rows (depth x height flattened) and their width */
   int64_t band_rows;       /* output rows per band (im2col), or columns per band (pointwise) */
   int64_t bands, mchunks, mchunk;
+  bool own_gemm;      /* the dense paths run mixrt's packed GEMM (kernels/gemm_f32.h), not sgemm */
+  size_t packed_floats; /* own GEMM: the packed B band at the start of a slot, A blocks after it */
   size_t slot_floats; /* scratch per thread */
 } fast_plan;
 
@@ -58,7 +66,7 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
   if (is_pointwise(w)) {
     p->algo = ALGO_POINTWISE;
     int64_t cols = BAND_BYTES / 4 / (p->kdim + p->mg);
-    cols = round_up(cols < 64 ? 64 : cols, 16);
+    cols = round_up(cols < 64 ? 64 : cols, 32);
     p->band_rows = cols > p->P ? p->P : cols;
     p->bands = (p->P + p->band_rows - 1) / p->band_rows;
   } else if (mx__kconv_dw_applies(w, p->cg)) {
@@ -74,6 +82,15 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     p->band_rows = br < 1 ? 1 : (br > p->rows ? p->rows : br);
     p->bands = (p->rows + p->band_rows - 1) / p->band_rows;
     p->slot_floats = (size_t)round_up(p->kdim * p->band_rows * p->rowlen, 16);
+  }
+  if (p->algo != ALGO_DEPTHWISE && mx__kgemm_f32_available()) {
+    /* packed B band, A blocks, one im2col row; the sgemm path's im2col band (taken by a
+     * residual read in place from Y) fits in the same slot */
+    int64_t cols = p->algo == ALGO_POINTWISE ? p->band_rows : p->band_rows * p->rowlen;
+    p->own_gemm = true;
+    p->packed_floats = (size_t)round_up((int64_t)mx__kgemm_f32_packed_b_floats(p->kdim, cols), 16);
+    size_t own = p->packed_floats + mx__kgemm_f32_a_floats() + (size_t)round_up(cols, 16);
+    if (own > p->slot_floats) p->slot_floats = own;
   }
   /* Too few tasks for the threads: split the output channels too (a band's im2col is then
    * repeated per chunk, which costs far less than the sgemm it feeds). */
@@ -125,16 +142,19 @@ static void valid_range(int64_t n, int64_t s, int64_t off, int64_t width, int64_
 }
 
 /* col [channels*taps, (r1-r0)*rowlen]: the patches of output rows [r0, r1) (depth and height
- * flattened). */
+ * flattened). With `packed`, each row of that matrix goes through col (one row of scratch) into
+ * packed's panel layout of the own GEMM instead (kernels/gemm_f32.h). */
 static void im2col_band(const float *x, int64_t channels, const mx_kwin *w, int64_t r0, int64_t r1,
-                        float *col) {
+                        float *col, float *packed) {
   const int64_t rowlen = w->grid[2], cols = (r1 - r0) * rowlen, s = w->s[2];
+  const int64_t kdim = channels * w->k_size;
   for (int64_t c = 0; c < channels; c++) {
     const float *xc = x + c * w->img_size;
     for (int64_t kd = 0; kd < w->k[0]; kd++)
       for (int64_t kh = 0; kh < w->k[1]; kh++)
         for (int64_t kw = 0; kw < w->k[2]; kw++) {
-          float *row = col + (((c * w->k[0] + kd) * w->k[1] + kh) * w->k[2] + kw) * cols;
+          const int64_t kidx = ((c * w->k[0] + kd) * w->k[1] + kh) * w->k[2] + kw;
+          float *row = packed ? col : col + kidx * cols;
           int64_t off = kw * w->d[2] - w->pb[2], lo, hi;
           valid_range(rowlen, s, off, w->img[2], &lo, &hi);
           for (int64_t r = r0; r < r1; r++, row += rowlen) {
@@ -154,11 +174,52 @@ static void im2col_band(const float *x, int64_t channels, const mx_kwin *w, int6
             }
             for (int64_t ow = hi; ow < rowlen; ow++) row[ow] = 0.0f;
           }
+          if (packed) mx__kgemm_f32_pack_b_row(col, cols, kdim, kidx, packed);
         }
   }
 }
 
 /* --- tasks ------------------------------------------------------------------------------------ */
+
+/* The epilogue of one tile of the own GEMM's output. */
+typedef struct tile_epilogue {
+  float *y;
+  const float *z, *b;
+  int64_t ld;
+  int32_t act;
+  float alpha, beta;
+} tile_epilogue;
+
+static void tile_epilogue_run(void *ctx, int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+  const tile_epilogue *e = ctx;
+  size_t off = (size_t)(row0 * e->ld + col0);
+  epilogue_rows_f32(e->y + off, e->z ? e->z + off : NULL, e->b ? e->b + row0 : NULL, rows, cols, e->ld,
+                    e->act, e->alpha, e->beta);
+}
+
+/* One task through the own GEMM: the band's columns packed into panels (the image's rows for a
+ * pointwise Conv, im2col rows otherwise), then mn output channels times them, the epilogue on
+ * each tile as it is finished. */
+static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f32 *j, int64_t band,
+                         const float *xg, const float *wg, float *yg, const float *zg, const float *bg,
+                         int64_t mn, float *scr) {
+  float *packed = scr, *ablocks = scr + p->packed_floats, *row = ablocks + mx__kgemm_f32_a_floats();
+  int64_t c0, ncols;
+  if (p->algo == ALGO_POINTWISE) {
+    c0 = band * p->band_rows;
+    ncols = p->P - c0 < p->band_rows ? p->P - c0 : p->band_rows;
+    for (int64_t k = 0; k < p->kdim; k++) mx__kgemm_f32_pack_b_row(xg + k * p->P + c0, ncols, p->kdim, k, packed);
+  } else {
+    int64_t r0 = band * p->band_rows, r1 = r0 + p->band_rows > p->rows ? p->rows : r0 + p->band_rows;
+    c0 = r0 * p->rowlen;
+    ncols = (r1 - r0) * p->rowlen;
+    im2col_band(xg, p->cg, w, r0, r1, row, packed);
+  }
+  tile_epilogue e = {yg + c0, zg ? zg + c0 : NULL, bg, p->P, j->act, j->alpha, j->beta};
+  const bool any = zg || bg || j->act != MX_CONV_ACT_NONE;
+  mx__kgemm_f32_packed(mn, ncols, p->kdim, wg, p->kdim, packed, yg + c0, p->P, ablocks,
+                       any ? tile_epilogue_run : NULL, &e);
+}
 
 typedef struct fast_job {
   const mx_kconv_f32 *j;
@@ -187,6 +248,10 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
   /* A residual read in place from Y (the float16 path widens it there) is the sgemm's C. */
   const bool z_in_y = j->z == j->y;
   if (z_in_y) zg = NULL;
+  if (p->own_gemm && !z_in_y) {
+    run_own_gemm(p, w, j, band, xg, wg, yg, zg, bg, mn, scr);
+    return;
+  }
   int64_t c0, ncols;
   const float *bmat;
   int64_t ldb;
@@ -199,7 +264,7 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
     int64_t r0 = band * p->band_rows, r1 = r0 + p->band_rows > p->rows ? p->rows : r0 + p->band_rows;
     c0 = r0 * p->rowlen;
     ncols = (r1 - r0) * p->rowlen;
-    im2col_band(xg, p->cg, w, r0, r1, scr);
+    im2col_band(xg, p->cg, w, r0, r1, scr, NULL);
     bmat = scr;
     ldb = ncols;
   }
@@ -225,6 +290,6 @@ bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_flo
   }
   fast_job fj = {j, &p, scratch};
   int64_t tasks = j->n * j->group * p.bands * p.mchunks;
-  mx__kparallel(tasks, slots, run_task, &fj);
+  mx__kparallel_work(tasks, slots, j->n * j->m * p.P * p.kdim, run_task, &fj);
   return true;
 }

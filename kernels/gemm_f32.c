@@ -1,0 +1,244 @@
+/* mixrt's packed float32 GEMM (see gemm_f32.h): GotoBLAS-style blocking around register-blocked
+ * FMA micro-kernels.
+ *
+ * Loops, outermost first: k in blocks of KC; rows of A in blocks of MC, each packed into
+ * MR-row panels (k-major, MR floats per k, zero rows past m) so the micro-kernel broadcasts its
+ * A values from one stream; then every NR-column panel of B (a KC x NR slice, 32 KB at KC = 256,
+ * stays in L1 while the MR tiles of the A block stream past it from L2).
+ *
+ * The micro-kernel keeps an MR x 32 tile of C in registers for a whole KC block: AVX-512 14 rows
+ * x 2 zmm (28 accumulators), AVX2 6 rows x 2 ymm run on each 16-column half of the panel. Each
+ * accumulator starts at 0 (or at the partial sum the previous k block stored, which is the same
+ * float) and takes one FMA per k in order, so both copies round every output alike. Tiles that
+ * overhang m or n are computed whole into a scratch tile and their valid part copied. */
+#include "kernels/gemm_f32.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NR MX_KGEMM_NR
+#ifndef KC
+#define KC 256
+#endif
+#define MR_AVX512 14
+#define MR_AVX2 6
+#define MC_AVX512 (MR_AVX512 * 12)
+#define MC_AVX2 (MR_AVX2 * 24)
+#define MC_MAX (MC_AVX512 > MC_AVX2 ? MC_AVX512 : MC_AVX2)
+
+/* One ISA copy: the rows of its tile and the tile kernel (C tile MR x NR at c, row stride ldc;
+ * acc: add to the partial sums in C instead of starting from 0). */
+typedef void (*tile_kernel)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, bool acc);
+typedef struct isa_copy {
+  int64_t mr, mc;
+  tile_kernel tile, half; /* NR columns; the first 16 (NULL: none, the whole tile runs) */
+} isa_copy;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define REP14(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#define REP6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
+/* The AVX-512 tile, 14 rows x (W = 2: 32, W = 1: 16) columns; the 16-wide one serves a last
+ * panel with at most 16 valid columns (B's padding columns are skipped, not computed). */
+#define TILE_AVX512(NAME, W)                                                                          \
+  __attribute__((target("avx512f,avx2,fma"))) static void NAME(int64_t kc, const float *restrict ap,  \
+                                                             const float *restrict bp,              \
+                                                             float *restrict c, int64_t ldc, bool acc) { \
+    const bool wide = (W) > 1;                                                                        \
+    REP14(DECL512)                                                                                    \
+    if (acc) {                                                                                        \
+      REP14(LOAD512)                                                                                  \
+    } else {                                                                                          \
+      REP14(ZERO512)                                                                                  \
+    }                                                                                                 \
+    for (int64_t k = 0; k < kc; k++) {                                                                \
+      const __m512 b0 = _mm512_loadu_ps(bp), b1 = wide ? _mm512_loadu_ps(bp + 16) : b0;             \
+      REP14(STEP512)                                                                                  \
+      ap += MR_AVX512;                                                                                \
+      bp += NR;                                                                                       \
+    }                                                                                                 \
+    REP14(STORE512)                                                                                   \
+  }
+#define DECL512(i) __m512 c##i##a, c##i##b = _mm512_setzero_ps();
+#define LOAD512(i)                                                 \
+  c##i##a = _mm512_loadu_ps(c + (i) * ldc);                        \
+  if (wide) c##i##b = _mm512_loadu_ps(c + (i) * ldc + 16);
+#define ZERO512(i) c##i##a = _mm512_setzero_ps();
+#define STEP512(i)                                                 \
+  {                                                                \
+    const __m512 a = _mm512_set1_ps(ap[i]);                        \
+    c##i##a = _mm512_fmadd_ps(a, b0, c##i##a);                     \
+    if (wide) c##i##b = _mm512_fmadd_ps(a, b1, c##i##b);        \
+  }
+#define STORE512(i)                                                \
+  _mm512_storeu_ps(c + (i) * ldc, c##i##a);                        \
+  if (wide) _mm512_storeu_ps(c + (i) * ldc + 16, c##i##b);
+
+TILE_AVX512(tile_avx512, 2)
+TILE_AVX512(tile_avx512_half, 1)
+
+/* One 16-column half of a panel (bp already offset to it; B rows stay NR apart). */
+__attribute__((target("avx2,fma"))) static inline void half_avx2(int64_t kc, const float *restrict ap,
+                                                                 const float *restrict bp, float *restrict c,
+                                                                 int64_t ldc, bool acc) {
+#define DECL(i) __m256 c##i##a, c##i##b;
+  REP6(DECL)
+#undef DECL
+  if (acc) {
+#define LOAD(i)                                   \
+  c##i##a = _mm256_loadu_ps(c + (i) * ldc);       \
+  c##i##b = _mm256_loadu_ps(c + (i) * ldc + 8);
+    REP6(LOAD)
+#undef LOAD
+  } else {
+#define ZERO(i)                    \
+  c##i##a = _mm256_setzero_ps();   \
+  c##i##b = _mm256_setzero_ps();
+    REP6(ZERO)
+#undef ZERO
+  }
+  for (int64_t k = 0; k < kc; k++) {
+    const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+#define STEP(i)                                   \
+  {                                               \
+    const __m256 a = _mm256_broadcast_ss(ap + (i)); \
+    c##i##a = _mm256_fmadd_ps(a, b0, c##i##a);    \
+    c##i##b = _mm256_fmadd_ps(a, b1, c##i##b);    \
+  }
+    REP6(STEP)
+#undef STEP
+    ap += MR_AVX2;
+    bp += NR;
+  }
+#define STORE(i)                                 \
+  _mm256_storeu_ps(c + (i) * ldc, c##i##a);      \
+  _mm256_storeu_ps(c + (i) * ldc + 8, c##i##b);
+  REP6(STORE)
+#undef STORE
+}
+
+__attribute__((target("avx2,fma"))) static void tile_avx2(int64_t kc, const float *restrict ap,
+                                                          const float *restrict bp, float *restrict c,
+                                                          int64_t ldc, bool acc) {
+  half_avx2(kc, ap, bp, c, ldc, acc);
+  half_avx2(kc, ap, bp + 16, c + 16, ldc, acc);
+}
+
+static const isa_copy copy_avx512 = {MR_AVX512, MC_AVX512, tile_avx512, tile_avx512_half};
+static const isa_copy copy_avx2 = {MR_AVX2, MC_AVX2, tile_avx2, half_avx2};
+
+/* 0: not decided yet, 1: none, 2: AVX2, 3: AVX-512. */
+static _Atomic int isa_choice;
+
+static const isa_copy *pick_copy(void) {
+  int v = atomic_load_explicit(&isa_choice, memory_order_relaxed);
+  if (!v) {
+    const char *env = getenv("MIXRT_GEMM");
+    if (env && strcmp(env, "blas") == 0)
+      v = 1;
+    else if (env && strcmp(env, "avx2") == 0 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      v = 2;
+    else if (__builtin_cpu_supports("avx512f"))
+      v = 3;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      v = 2;
+    else
+      v = 1;
+    atomic_store_explicit(&isa_choice, v, memory_order_relaxed);
+  }
+  return v == 3 ? &copy_avx512 : v == 2 ? &copy_avx2 : NULL;
+}
+#else
+static const isa_copy *pick_copy(void) { return NULL; }
+#endif
+
+bool mx__kgemm_f32_available(void) { return pick_copy() != NULL; }
+
+int mx__kgemm_f32_use(int level) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  int have = __builtin_cpu_supports("avx512f") ? 3 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 2 : 1;
+  if (level == 0) {
+    atomic_store_explicit(&isa_choice, 0, memory_order_relaxed);
+  } else {
+    if (level > have) level = have;
+    atomic_store_explicit(&isa_choice, level, memory_order_relaxed);
+  }
+  pick_copy();
+  return atomic_load_explicit(&isa_choice, memory_order_relaxed);
+#else
+  (void)level;
+  return 1;
+#endif
+}
+
+size_t mx__kgemm_f32_a_floats(void) { return (size_t)MC_MAX * KC; }
+
+void mx__kgemm_f32_pack_b_row(const float *row, int64_t n, int64_t k_total, int64_t k, float *bp) {
+  float *dst = bp + k * NR;
+  const size_t panel = (size_t)k_total * NR;
+  int64_t j = 0;
+  for (; j + NR <= n; j += NR, dst += panel) memcpy(dst, row + j, NR * sizeof(float));
+  if (j < n) {
+    memcpy(dst, row + j, (size_t)(n - j) * sizeof(float));
+    memset(dst + (n - j), 0, (size_t)(NR - (n - j)) * sizeof(float));
+  }
+}
+
+/* Rows [r0, r0 + rows) x k [k0, k0 + kc) of A into MR-row panels (zero rows past m). */
+static void pack_a(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
+                   int64_t mr, float *ap) {
+  for (int64_t t = 0; t < rows; t += mr, ap += kc * mr)
+    for (int64_t i = 0; i < mr; i++) {
+      int64_t r = r0 + t + i;
+      if (r >= m) {
+        for (int64_t k = 0; k < kc; k++) ap[k * mr + i] = 0.0f;
+        continue;
+      }
+      const float *src = a + r * lda + k0;
+      for (int64_t k = 0; k < kc; k++) ap[k * mr + i] = src[k];
+    }
+}
+
+void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
+                          float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
+  const isa_copy *isa = pick_copy();
+  if (!isa || m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t r = 0; r < m; r++) memset(c + r * ldc, 0, (size_t)n * sizeof(float));
+    if (tile_fn) tile_fn(ctx, 0, m, 0, n);
+    return;
+  }
+  const int64_t mr = isa->mr, panels = (n + NR - 1) / NR;
+  float edge[MR_AVX512 * NR] __attribute__((aligned(64)));
+  memset(edge, 0, sizeof edge);
+  for (int64_t pc = 0; pc < k; pc += KC) {
+    const int64_t kc = k - pc < KC ? k - pc : KC;
+    const bool acc = pc > 0, last = pc + kc >= k;
+    for (int64_t ic = 0; ic < m; ic += isa->mc) {
+      const int64_t mc = m - ic < isa->mc ? m - ic : isa->mc, tiles = (mc + mr - 1) / mr;
+      pack_a(a, lda, m, ic, mc, pc, kc, mr, a_scratch);
+      for (int64_t jp = 0; jp < panels; jp++) {
+        const float *bpp = bp + (jp * k + pc) * NR;
+        const int64_t col0 = jp * NR, cols = n - col0 < NR ? n - col0 : NR;
+        for (int64_t t = 0; t < tiles; t++) {
+          const int64_t row0 = ic + t * mr, rows = m - row0 < mr ? m - row0 : mr;
+          float *ct = c + row0 * ldc + col0;
+          const float *apt = a_scratch + t * kc * mr;
+          const tile_kernel kern = cols <= 16 && isa->half ? isa->half : isa->tile;
+          if (rows == mr && cols == NR) {
+            kern(kc, apt, bpp, ct, ldc, acc);
+          } else {
+            if (acc)
+              for (int64_t r = 0; r < rows; r++) memcpy(edge + r * NR, ct + r * ldc, (size_t)cols * sizeof(float));
+            kern(kc, apt, bpp, edge, NR, acc);
+            for (int64_t r = 0; r < rows; r++) memcpy(ct + r * ldc, edge + r * NR, (size_t)cols * sizeof(float));
+          }
+          if (last && tile_fn) tile_fn(ctx, row0, rows, col0, cols);
+        }
+      }
+    }
+  }
+}

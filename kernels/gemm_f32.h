@@ -1,0 +1,53 @@
+/* mixrt's own packed float32 GEMM (kernels/gemm_f32.c) for the dense Conv paths: C = A x B with
+ * A row-major (the weights, packed into row panels block by block as the product runs) and B
+ * already packed by the caller into panels of MX_KGEMM_NR columns (the image, or an im2col band
+ * written straight into that layout). Register-blocked AVX-512 (14x32) and AVX2 (6x16) FMA
+ * micro-kernels, picked at run time; on CPUs with neither the caller keeps its sgemm path.
+ *
+ * Every output is one FMA chain over k = 0..K-1 starting from 0, whatever the ISA copy, the
+ * blocking or the thread that computes it, so the two copies give the same bits and the result
+ * does not depend on how a caller splits the work. */
+#ifndef MIXRT_KERNELS_GEMM_F32_H
+#define MIXRT_KERNELS_GEMM_F32_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Columns of one panel of packed B: panel p holds columns [p*NR, p*NR + NR) as K rows of NR
+ * floats (k-major), the last panel zero-padded. */
+#define MX_KGEMM_NR 32
+
+/* Whether the own kernels run on this CPU (AVX-512F, or AVX2 with FMA). MIXRT_GEMM=blas in the
+ * environment turns them off (the sgemm path, for comparisons); MIXRT_GEMM=avx2 keeps the AVX2
+ * copy on an AVX-512 CPU. */
+bool mx__kgemm_f32_available(void);
+
+/* Picks the copy (tests and benchmarks): 1 none (the callers' sgemm), 2 AVX2, 3 AVX-512 (capped
+ * at what the CPU has), 0 back to the automatic choice. Returns the copy now in use. Not while
+ * a product runs. */
+int mx__kgemm_f32_use(int level);
+
+/* Floats of packed B for a K x n matrix. */
+static inline size_t mx__kgemm_f32_packed_b_floats(int64_t k, int64_t n) {
+  return (size_t)k * (size_t)((n + MX_KGEMM_NR - 1) / MX_KGEMM_NR * MX_KGEMM_NR);
+}
+
+/* Writes row k (n floats at `row`) of a K x n matrix into its packed layout bp (zero-padding
+ * the last panel's columns past n). */
+void mx__kgemm_f32_pack_b_row(const float *row, int64_t n, int64_t k_total, int64_t k, float *bp);
+
+/* Floats of scratch one running product needs for its A blocks. */
+size_t mx__kgemm_f32_a_floats(void);
+
+/* Called once per finished tile of C (rows [row0, row0+rows) x columns [col0, col0+cols)),
+ * while it is still in L1: the caller's epilogue (bias, residual, activation). */
+typedef void (*mx_kgemm_tile_fn)(void *ctx, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
+
+/* C[m, n] (row stride ldc) = A[m, k] (row stride lda) x B (packed, k x n), then tile_fn (may be
+ * NULL) on every tile. a_scratch holds mx__kgemm_f32_a_floats() floats. Only when
+ * mx__kgemm_f32_available(). */
+void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
+                          float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx);
+
+#endif /* MIXRT_KERNELS_GEMM_F32_H */
