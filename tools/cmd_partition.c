@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "graph/passes/shard.h"
 #include "mixrt/onnx.h"
 #include "mixrt/partition.h"
 #include "partitioner/partitioner.h"
@@ -15,6 +16,18 @@
 
 #define MAX_BINDINGS 64
 #define MAX_FORCED   256
+
+/* A note per collective of a sharded model (mixrt shard): which split it undoes. */
+static void print_collectives(const mx_graph *g, FILE *out) {
+  bool first = true;
+  for (mx_node_id n = 0; n < g->n_nodes; n++) {
+    char why[512];
+    if ((g->nodes[n].flags & MX_NODE_DEAD) || !mx__shard_explain(g, n, why, sizeof why)) continue;
+    if (first) fprintf(out, "collectives (tensor-parallel shard):\n");
+    first = false;
+    fprintf(out, "  %s '%s': %s\n", g->nodes[n].op_type, g->nodes[n].name, why);
+  }
+}
 
 void mx_cmd_partition_help(FILE *out) {
   fprintf(out,
@@ -224,6 +237,7 @@ int mx_cmd_partition(int argc, char **argv) {
     st = mx_partition_dump_json(p, out);
   else
     st = mx_partition_dump_text(p, out);
+  if (st == MX_OK && !explain && fmt != FMT_DOT && fmt != FMT_JSON) print_collectives(g, out);
   if (st == MX_ERR_NOT_FOUND)
     rc = mx_cli_runtime_error("partition", "%s", mx_partition_last_error(p));
   else if (st != MX_OK)

@@ -41,4 +41,9 @@ void mx__shard_report_free(mx__shard_report *r);
 /* True for node n being one of the collectives the pass emits (domain "mixrt"). */
 bool mx__shard_is_collective(const mx_node *n);
 
+/* graph/passes/shard_explain.c: one line into buf saying why collective node n of a sharded
+ * graph is there (which split it undoes), read off the node feeding it; false when n is no
+ * collective. */
+bool mx__shard_explain(const mx_graph *g, mx_node_id n, char *buf, size_t cap);
+
 #endif /* MIXRT_GRAPH_PASSES_SHARD_H */
