@@ -10,11 +10,14 @@
  * graph: mx_reference_run without its inference pass, what a session step runs) and through a
  * session on the CPU device (mx_session_run, caller output buffers).
  * target_ns is the cost the control path aims to stay under for each figure. In a session the
- * baseline (no control flow) runs through the static executor on the CPU device's worker, while
- * the If model runs on the calling thread, so the session's if_dispatch_ns can be negative: its
- * if_step_ns is then the whole cost of an If step.
+ * If step runs on the calling thread (the control op is a host op and its branch a child
+ * session on an inline device), while the baseline graph's static model runs on the CPU
+ * device's worker (identity_step_ns: a hand-off each way, microseconds, far more on a loaded
+ * host). So the session's if_dispatch_ns subtracts the baseline run on the calling thread too:
+ * the same Identity graph in a session on an inline device (identity_inline_step_ns).
  *
- * Usage: bench_control [--quick]. Every figure is the median of repetitions in the same run. */
+ * Usage: bench_control [--quick]. Every figure is the median of repetitions in the same run.
+ *        bench_control --profile-if N: only N session If steps, no output (for perf / callgrind). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,14 +123,18 @@ typedef struct runner {
   float out[ELEMS];
 } runner;
 
-static void runner_open(runner *r, mx_graph *g, bool session) {
+/* How a graph runs: the interpreter, a session on the CPU device, a session on an inline one. */
+enum { BY_REFERENCE, BY_SESSION, BY_SESSION_INLINE };
+
+static void runner_open(runner *r, mx_graph *g, int how) {
   memset(r, 0, sizeof *r);
-  if (!session) {
+  if (how == BY_REFERENCE) {
     r->g = g;
     return;
   }
   mx_session_options o;
   mx_session_options_init(&o);
+  if (how == BY_SESSION_INLINE) o.device_options.kind = MX_DEVICE_INLINE;
   mx_error err = {0};
   if (mx_session_create(&o, &r->s, &err) != MX_OK) die("mx_session_create", err.message);
   if (mx_session_load_graph(r->s, g) != MX_OK) die("mx_session_load_graph", mx_session_last_error(r->s));
@@ -170,18 +177,23 @@ static double time_runs(runner *r, const mx_tensor *in, size_t n_in, int steps) 
 
 static float g_x[ELEMS];
 
-static double if_dispatch(bool session, int steps, double *with_if, double *without) {
+/* *without_inline: the baseline in a session on an inline device (sessions only). */
+static double if_dispatch(bool session, int steps, double *with_if, double *without, double *without_inline) {
   uint8_t cv = 1;
   mx_tensor in[2] = {{.dtype = MX_BOOL, .rank = 0, .data = &cv},
                      {.dtype = MX_FLOAT32, .rank = 1, .dims = {ELEMS}, .data = g_x}};
   runner a, b;
-  runner_open(&a, if_graph(true), session);
-  runner_open(&b, if_graph(false), session);
+  runner_open(&a, if_graph(true), session ? BY_SESSION : BY_REFERENCE);
+  runner_open(&b, if_graph(false), session ? BY_SESSION : BY_REFERENCE);
   *with_if = time_runs(&a, in, 2, steps);
   *without = time_runs(&b, in, 2, steps);
   runner_close(&a);
   runner_close(&b);
-  return *with_if - *without;
+  if (!session) return *with_if - *without;
+  runner_open(&b, if_graph(false), BY_SESSION_INLINE);
+  *without_inline = time_runs(&b, in, 2, steps);
+  runner_close(&b);
+  return *with_if - *without_inline;
 }
 
 static double loop_iteration(bool session, int steps, int64_t iters, double *full, double *empty) {
@@ -191,7 +203,7 @@ static double loop_iteration(bool session, int steps, int64_t iters, double *ful
                      {.dtype = MX_BOOL, .rank = 0, .data = &cv},
                      {.dtype = MX_FLOAT32, .rank = 1, .dims = {ELEMS}, .data = g_x}};
   runner r;
-  runner_open(&r, loop_graph(), session);
+  runner_open(&r, loop_graph(), session ? BY_SESSION : BY_REFERENCE);
   *full = time_runs(&r, in, 3, steps);
   in[0].data = &zero;
   *empty = time_runs(&r, in, 3, steps);
@@ -199,7 +211,20 @@ static double loop_iteration(bool session, int steps, int64_t iters, double *ful
   return (*full - *empty) / (double)iters;
 }
 
+/* N session steps of the If graph and nothing else: what a profiler should look at. */
+static int profile_if(int steps) {
+  uint8_t cv = 1;
+  mx_tensor in[2] = {{.dtype = MX_BOOL, .rank = 0, .data = &cv},
+                     {.dtype = MX_FLOAT32, .rank = 1, .dims = {ELEMS}, .data = g_x}};
+  runner a;
+  runner_open(&a, if_graph(true), BY_SESSION);
+  for (int i = 0; i < steps; i++) run_once(&a, in, 2);
+  runner_close(&a);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "--profile-if") == 0) return profile_if(atoi(argv[2]));
   bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
   int steps = quick ? 200 : 2000;
   int64_t iters = quick ? 1000 : 10000;
@@ -208,12 +233,13 @@ int main(int argc, char **argv) {
   printf("{\n  \"bench\": \"control\",\n  \"elements\": %d,\n  \"target_ns\": %.0f,\n", ELEMS, TARGET_NS);
   static const char *names[] = {"reference", "session"};
   for (int w = 0; w < 2; w++) {
-    double with_if, without, full, empty;
-    double d = if_dispatch(w == 1, steps, &with_if, &without);
+    double with_if, without, without_inline = 0, full, empty;
+    double d = if_dispatch(w == 1, steps, &with_if, &without, &without_inline);
     double it = loop_iteration(w == 1, quick ? 20 : 50, iters, &full, &empty);
     printf("  \"%s\": {\n", names[w]);
     printf("    \"if_dispatch_ns\": %.1f, \"if_step_ns\": %.1f, \"identity_step_ns\": %.1f,\n", d, with_if,
            without);
+    if (w == 1) printf("    \"identity_inline_step_ns\": %.1f,\n", without_inline);
     printf(
         "    \"loop_iteration_ns\": %.1f, \"loop_iterations\": %lld, \"loop_step_ns\": %.1f, "
         "\"loop_zero_step_ns\": %.1f,\n",
