@@ -283,3 +283,16 @@ static void check_gpt(int tp) {
 Test(shard, torch_gpt_greedy_tp2) { check_gpt(2); }
 
 Test(shard, torch_gpt_greedy_tp4) { check_gpt(4); }
+
+/* tp 1: the collectives are identities and the weights whole. */
+Test(shard, llama_tp1_is_the_model) {
+  decoder_src m = llama_src(2);
+  mx_error err = {0};
+  mx__shard_report rep;
+  mx_graph *g = shard_test_rank(&m.cfg, 1, 0, &rep, &err);
+  cr_assert(g, "%s", err.message);
+  cr_expect_eq(rep.n_collectives, 2 * (size_t)m.layers + 2);
+  mx__shard_report_free(&rep);
+  mx_graph_destroy(g);
+  check_greedy(&m, 1, 8);
+}
