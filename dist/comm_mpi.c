@@ -37,6 +37,12 @@ static bool we_initialized; /* mx_comm_create_world called MPI_Init_thread */
 
 #define ROLL_TAG 7
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -102,6 +108,7 @@ static void roll_call(mx_comm *c, int64_t wait_ms, char *missing, size_t cap) {
 static mx_status wait_for(mx_comm *c, MPI_Request *req, const char *what, size_t bytes, int32_t peer,
                           const char **why) {
   int64_t timeout = mx_comm_timeout_ms(c), start = now_ms();
+  uint64_t start_ns = now_ns();
   char text[MPI_MAX_ERROR_STRING];
   for (int64_t spins = 0;; spins++) {
     int done = 0;
@@ -112,7 +119,12 @@ static mx_status wait_for(mx_comm *c, MPI_Request *req, const char *what, size_t
                                 mpi_text(rc, text));
       return MX_ERR_KERNEL;
     }
-    if (done) return MX_OK;
+    if (done) {
+      atomic_fetch_add(&c->exchanges, 1);
+      atomic_fetch_add(&c->bytes, bytes);
+      atomic_fetch_add(&c->ns, now_ns() - start_ns);
+      return MX_OK;
+    }
     if (now_ms() - start > timeout) break;
     pause_briefly(spins);
   }

@@ -30,6 +30,9 @@ mx_comm *mx__comm_new(const mx__comm_ops *ops, void *impl, int32_t rank, int32_t
   atomic_init(&c->refs, 1);
   atomic_init(&c->timeout_ms, timeout_from_env());
   atomic_init(&c->broken, false);
+  atomic_init(&c->exchanges, 0);
+  atomic_init(&c->bytes, 0);
+  atomic_init(&c->ns, 0);
   return c;
 }
 
@@ -51,6 +54,12 @@ void mx_comm_set_timeout_ms(mx_comm *c, int64_t ms) {
 }
 
 int64_t mx_comm_timeout_ms(const mx_comm *c) { return c ? atomic_load(&c->timeout_ms) : 0; }
+
+void mx_comm_get_stats(const mx_comm *c, uint64_t *exchanges, uint64_t *bytes, uint64_t *ns) {
+  if (exchanges) *exchanges = c ? atomic_load(&c->exchanges) : 0;
+  if (bytes) *bytes = c ? atomic_load(&c->bytes) : 0;
+  if (ns) *ns = c ? atomic_load(&c->ns) : 0;
+}
 
 mx_comm *mx__comm_active(void) {
   pthread_mutex_lock(&active_lock);

@@ -40,6 +40,8 @@ struct mx_comm {
   _Atomic int32_t refs;
   _Atomic int64_t timeout_ms;
   _Atomic bool broken; /* an exchange failed: every later one fails at once */
+  /* mx_comm_get_stats: counted by the implementation when an exchange completes */
+  _Atomic uint64_t exchanges, bytes, ns;
 };
 
 /* A communicator with one reference over ops/impl; timeout from MIXRT_COMM_TIMEOUT or the

@@ -3,10 +3,9 @@
  * Before the communicator is taken, the model is checked against it: every collective node
  * (and those of subgraphs, partition bodies included) must have been cut for the
  * communicator's size, and every rank must have loaded the same model. The second check
- * exchanges a hash of the model's structure (op types, parsed attributes, output dtypes and
- * shapes; not the constants' bytes, which differ between the shards of one model) with an
- * AllGather, so a rank that loaded another model, or another shard count, makes every rank
- * refuse, naming the ranks that differ. */
+ * exchanges a hash of the model's signature (its collectives in order and its inputs and
+ * outputs, see signature_hash) with an AllGather, so a rank that loaded another model, another
+ * shard count or a shard of another cut makes every rank refuse, naming the ranks that differ. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,30 +24,45 @@ static uint64_t mix_bytes(uint64_t h, const void *p, size_t n) {
 
 static uint64_t mix_str(uint64_t h, const char *s) { return mix_bytes(h, s ? s : "", s ? strlen(s) + 1 : 1); }
 
-/* The structure hash of g and its subgraphs. */
-static uint64_t structure_hash(const mx_graph *g, uint64_t h) {
-  h = mix_bytes(h, &g->n_inputs, sizeof g->n_inputs);
-  h = mix_bytes(h, &g->n_outputs, sizeof g->n_outputs);
+/* The signature hash of g and its subgraphs: what the ranks must agree on for their exchanges
+ * to match. That is every collective node in graph order (op type, name, parsed attributes, the
+ * dtype and concrete dims of its input and output) and the graph's inputs and outputs (names and
+ * dtypes). The rest may differ between the shards of one model (sliced weights, a residual
+ * only rank 0 adds), so it is not hashed. */
+static uint64_t signature_hash(const mx_graph *g, uint64_t h);
+
+static uint64_t mix_value(uint64_t h, const mx_graph *g, mx_value_id v) {
+  if (v == MX_NO_VALUE) return mix_bytes(h, "-", 1);
+  const mx_value *val = &g->values[v];
+  h = mix_bytes(h, &val->dtype, sizeof val->dtype);
+  h = mix_bytes(h, &val->shape.rank, sizeof val->shape.rank);
+  for (int32_t d = 0; d < val->shape.rank && d < MX_MAX_RANK; d++)
+    if (mx_dim_is_concrete(val->shape.dims[d]))
+      h = mix_bytes(h, &val->shape.dims[d], sizeof val->shape.dims[d]);
+  return h;
+}
+
+static uint64_t signature_hash(const mx_graph *g, uint64_t h) {
+  for (size_t i = 0; i < g->n_inputs; i++) {
+    h = mix_str(h, g->values[g->inputs[i]].name);
+    h = mix_bytes(h, &g->values[g->inputs[i]].dtype, sizeof(mx_dtype));
+  }
+  for (size_t i = 0; i < g->n_outputs; i++) {
+    h = mix_str(h, g->values[g->outputs[i]].name);
+    h = mix_bytes(h, &g->values[g->outputs[i]].dtype, sizeof(mx_dtype));
+  }
   for (size_t n = 0; n < g->n_nodes; n++) {
     const mx_node *nd = &g->nodes[n];
-    if (nd->flags & MX_NODE_DEAD) continue;
+    if ((nd->flags & MX_NODE_DEAD) || !nd->def || !(nd->def->flags & MX_OP_COMMUNICATES)) continue;
     h = mix_str(h, nd->op_type);
-    h = mix_str(h, nd->domain);
-    h = mix_bytes(h, &nd->n_inputs, sizeof nd->n_inputs);
-    /* Params of ops with subgraphs hold a pointer: their subgraphs are hashed instead. */
-    if (nd->def && nd->params && !(nd->def->flags & MX_OP_SUBGRAPH) &&
-        strcmp(nd->op_type, "PartitionedCall") != 0)
+    h = mix_str(h, nd->name);
+    /* Send and Recv name their peer, which differs by rank; the collectives' params are equal. */
+    if (nd->params && strcmp(nd->op_type, "Send") != 0 && strcmp(nd->op_type, "Recv") != 0)
       h = mix_bytes(h, nd->params, nd->def->params_size);
-    for (uint32_t k = 0; k < nd->n_outputs; k++) {
-      const mx_value *v = &g->values[nd->outputs[k]];
-      h = mix_bytes(h, &v->dtype, sizeof v->dtype);
-      h = mix_bytes(h, &v->shape.rank, sizeof v->shape.rank);
-      for (int32_t d = 0; d < v->shape.rank && d < MX_MAX_RANK; d++)
-        if (mx_dim_is_concrete(v->shape.dims[d]))
-          h = mix_bytes(h, &v->shape.dims[d], sizeof v->shape.dims[d]);
-    }
+    if (nd->n_inputs) h = mix_value(h, g, nd->inputs[0]);
+    if (nd->n_outputs) h = mix_value(h, g, nd->outputs[0]);
   }
-  for (size_t i = 0; i < g->n_subgraphs; i++) h = structure_hash(g->subgraphs[i], h);
+  for (size_t i = 0; i < g->n_subgraphs; i++) h = signature_hash(g->subgraphs[i], h);
   return h;
 }
 
@@ -93,8 +107,8 @@ static mx_status check_same_model(mx_session *s, mx_comm *c, uint64_t hash) {
   free(all);
   if (!differ) return MX_OK;
   return mx__fail(&s->err, MX_ERR_INVALID_GRAPH,
-                  "the ranks loaded different models: the structure of the model differs from rank 0's on "
-                  "rank(s) %s (this is rank %d)",
+                  "the ranks loaded different models: the collectives or the inputs and outputs differ from "
+                  "rank 0's on rank(s) %s (this is rank %d)",
                   list, (int)c->rank);
 }
 
@@ -112,7 +126,7 @@ mx_status mx_session_set_comm(mx_session *s, mx_comm *c) {
   /* Every rank exchanges its hash even when its own check failed, so no rank waits alone:
    * a failed rank sends a hash nobody else has. */
   uint64_t hash =
-      st == MX_OK ? structure_hash(g, 0xcbf29ce484222325ull) : (uint64_t)(0x5eed0000u + (unsigned)c->rank);
+      st == MX_OK ? signature_hash(g, 0xcbf29ce484222325ull) : (uint64_t)(0x5eed0000u + (unsigned)c->rank);
   if (c && s->prog && c->size > 1) {
     mx_error keep = s->err;
     mx_status xst = check_same_model(s, c, hash);

@@ -45,6 +45,12 @@ MX_API int32_t mx_comm_size(const mx_comm *c);
 /* Sets how long one exchange may wait for the other ranks (at least 1 ms). */
 MX_API void mx_comm_set_timeout_ms(mx_comm *c, int64_t ms);
 MX_API int64_t mx_comm_timeout_ms(const mx_comm *c);
+/* What the communicator exchanged since it was created: exchanges completed, bytes this rank
+ * contributed to them (its send buffers), and nanoseconds spent from the start of an exchange to
+ * its end (transfer plus waiting for the other ranks). Bytes count this rank's buffer of each
+ * exchange: what it sent (AllReduce and ReduceScatter: its whole input) or, for Recv and a
+ * non-root Broadcast, what it received. Any pointer may be NULL. */
+MX_API void mx_comm_get_stats(const mx_comm *c, uint64_t *exchanges, uint64_t *bytes, uint64_t *ns);
 /* Drops the caller's reference; a session given the communicator keeps its own until it is
  * destroyed. NULL is a no-op. */
 MX_API void mx_comm_release(mx_comm *c);

@@ -1,4 +1,4 @@
-# The MPI suite (ctest label "mpi"): tests/dist/mpi_collectives.c under
+# The MPI suite (ctest label "mpi"): tests/dist/mpi_collectives.c and mpi_llama.c under
 # `mpirun --oversubscribe -np 2` and `-np 4` with Open MPI's shared-memory transport, driven by
 # tests/dist/run_mpi.sh (per-run timeout, root allowed only for these runs). Skipped, with the
 # reason printed, when MPI was not found at configure time.
@@ -6,8 +6,10 @@ if(TARGET mixrt_mpi)
   find_program(MIXRT_MPIRUN NAMES mpirun mpiexec HINTS ${MPIEXEC_EXECUTABLE})
   add_executable(mpi_collectives "${CMAKE_CURRENT_LIST_DIR}/mpi_collectives.c")
   target_link_libraries(mpi_collectives PRIVATE mixrt_mpi mixrt_internal)
+  add_executable(mpi_llama "${CMAKE_CURRENT_LIST_DIR}/mpi_llama.c")
+  target_link_libraries(mpi_llama PRIVATE mixrt_mpi mixrt_internal)
   add_test(NAME mpi COMMAND sh "${CMAKE_CURRENT_LIST_DIR}/run_mpi.sh" "${MIXRT_MPIRUN}"
-                            "$<TARGET_FILE:mpi_collectives>")
+                            "$<TARGET_FILE:mpi_collectives>" "$<TARGET_FILE:mpi_llama>")
 else()
   add_test(NAME mpi COMMAND sh -c "echo 'mpi: skipped: MPI was not found at configure time (libopenmpi-dev, MIXRT_MPI)'; exit 77")
 endif()

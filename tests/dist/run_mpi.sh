@@ -1,6 +1,6 @@
 #!/bin/sh
-# Runs tests/dist/mpi_collectives.c under mpirun (ctest entry "mpi", label "mpi"):
-#   run_mpi.sh MPIRUN PROGRAM
+# Runs tests/dist/mpi_collectives.c and mpi_llama.c under mpirun (ctest entry "mpi", label "mpi"):
+#   run_mpi.sh MPIRUN COLLECTIVES_PROGRAM LLAMA_PROGRAM
 # with 2 and 4 ranks on one machine (--oversubscribe, shared-memory transport), each run under a
 # timeout, then the fault cases: a rank that exits before a collective and a rank that never
 # joins it must make the others end with an error within the timeout. Every rank prints "ok"
@@ -9,6 +9,7 @@
 set -u
 MPIRUN="$1"
 PROGRAM="$2"
+LLAMA="$3"
 # CI runs as root, which mpirun refuses unless told; only these runs are told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One thread per rank: ranks share the machine's cores.
@@ -35,6 +36,23 @@ for np in 2 4; do
         failed=1
     else
         echo "mpi: $np ranks: $oks checks ok in ${took}s"
+    fi
+done
+
+# The sharded llama decode step: 64 greedy steps on 2 and 4 ranks equal to one process.
+for np in 2 4; do
+    start=$(date +%s)
+    timeout -k 5 60 "$MPIRUN" --oversubscribe -np "$np" --mca btl self,vader "$LLAMA" >"$OUT" 2>&1
+    rc=$?
+    took=$(( $(date +%s) - start ))
+    oks=$(grep -c '^ok rank' "$OUT")
+    if [ "$rc" -ne 0 ] || grep -q '^FAIL' "$OUT" || [ "$oks" -ne "$np" ]; then
+        echo "mpi: FAIL: llama tp $np (exit $rc, $oks ok, ${took}s):"
+        cat "$OUT"
+        failed=1
+    else
+        echo "mpi: llama tp $np (${took}s):"
+        grep -h '^ok rank 0\|^rank 0' "$OUT"
     fi
 done
 
