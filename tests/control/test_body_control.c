@@ -1,0 +1,343 @@
+/* Control bodies compiled into programs of their own, under every executor (sequential,
+ * topological, multi-thread) with one and two streams: an If nested in a Loop whose trip count
+ * depends on data, If branches of different output shapes, and a greedy decode of N tokens
+ * inside one Loop (present carried as the next past) matching N separate steps. Every output
+ * equals the reference interpreter's; body_runs counts each body run (Loop iterations, If
+ * branches taken). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mixrt/graph.h"
+#include "mixrt/reference.h"
+#include "mixrt/session.h"
+
+#define N      8
+#define VOCAB  7
+#define HIDDEN 4
+#define STEPS  6
+
+static mx_graph *new_graph(void) {
+  mx_graph *g = NULL;
+  cr_assert_eq(mx_graph_create("t", &g), MX_OK);
+  return g;
+}
+
+static mx_value_id input(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, const mx_dim *dims) {
+  mx_shape s = {.rank = rank};
+  for (int32_t i = 0; i < rank; i++) s.dims[i] = dims[i];
+  mx_value_id v;
+  cr_assert_eq(mx_graph_add_input(g, name, dt, &s, &v), MX_OK, "%s", mx_graph_last_error(g));
+  return v;
+}
+
+static mx_value_id constant(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, const int64_t *dims,
+                            const void *data) {
+  mx_tensor t = {.dtype = dt, .rank = rank, .data = (void *)data};
+  for (int32_t i = 0; i < rank; i++) t.dims[i] = dims[i];
+  mx_value_id id;
+  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
+  return id;
+}
+
+static mx_value_id fconst(mx_graph *g, const char *name, float v) {
+  return constant(g, name, MX_FLOAT32, 1, (int64_t[]){1}, &v);
+}
+
+static mx_value_id iconst(mx_graph *g, const char *name, int64_t v) {
+  return constant(g, name, MX_INT64, 0, NULL, &v);
+}
+
+static mx_value_id op_a(mx_graph *g, const char *type, const mx_value_id *ins, size_t n, const mx_attr *attrs,
+                        size_t n_attrs) {
+  mx_value_id y;
+  cr_assert_eq(mx_graph_add_op(g, type, ins, n, attrs, n_attrs, &y), MX_OK, "%s", mx_graph_last_error(g));
+  return y;
+}
+
+static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n) {
+  return op_a(g, type, ins, n, NULL, 0);
+}
+
+static void node(mx_graph *g, const char *type, const char *name, const mx_value_id *ins, size_t n_in,
+                 const mx_attr *attrs, size_t n_attrs, mx_value_id *outs, size_t n_out) {
+  mx_node_desc d = {.op_type = type,
+                    .name = name,
+                    .inputs = ins,
+                    .n_inputs = n_in,
+                    .attrs = attrs,
+                    .n_attrs = n_attrs,
+                    .n_outputs = n_out};
+  cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
+}
+
+static mx_graph *sub(mx_graph *parent, const char *name) {
+  mx_graph *s;
+  cr_assert_eq(mx_graph_create_subgraph(parent, name, &s), MX_OK);
+  return s;
+}
+
+static mx_value_id outer(mx_graph *s, const char *name) {
+  mx_value_id v;
+  cr_assert_eq(mx_graph_add_outer(s, name, &v), MX_OK, "%s", mx_graph_last_error(s));
+  return v;
+}
+
+/* Loop without a trip count running while iter + 1 < limit, its body holding an If: iterations
+ * below 2 add `one` to acc [4], later ones `ten` times acc's Tanh (root constants captured two
+ * levels down); the iteration numbers are scanned out. */
+static mx_graph *loop_with_nested_if(void) {
+  mx_graph *g = new_graph();
+  input(g, "limit", MX_INT64, 0, NULL);
+  float zeros[4] = {0.5f, -0.25f, 0.125f, 1.0f};
+  mx_value_id acc0 = constant(g, "acc0", MX_FLOAT32, 1, (int64_t[]){4}, zeros);
+  fconst(g, "one", 1.0f);
+  fconst(g, "ten", 10.0f);
+  iconst(g, "two", 2);
+  iconst(g, "one_i", 1);
+  mx_graph *body = sub(g, "body");
+  mx_value_id it = input(body, "iter", MX_INT64, 0, NULL);
+  input(body, "cond_in", MX_BOOL, 0, NULL);
+  input(body, "acc", MX_FLOAT32, 1, (mx_dim[]){4});
+  mx_value_id lim = outer(body, "limit"), one_i = outer(body, "one_i"), two = outer(body, "two");
+  mx_value_id next = op(body, "Add", (mx_value_id[]){it, one_i}, 2);
+  mx_value_id cond = op(body, "Less", (mx_value_id[]){next, lim}, 2);
+  mx_value_id small = op(body, "Less", (mx_value_id[]){it, two}, 2);
+  mx_graph *th = sub(body, "then"), *el = sub(body, "else");
+  mx_value_id ta = outer(th, "acc"), t1 = outer(th, "one");
+  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){ta, t1}, 2)), MX_OK);
+  mx_value_id ea = outer(el, "acc"), e10 = outer(el, "ten");
+  mx_value_id et = op(el, "Tanh", &ea, 1);
+  mx_value_id em = op(el, "Mul", (mx_value_id[]){et, e10}, 2);
+  mx_value_id ee = op(el, "Add", (mx_value_id[]){em, ea}, 2);
+  cr_assert_eq(mx_graph_add_output(el, op(el, "Sigmoid", &ee, 1)), MX_OK);
+  mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
+  mx_value_id acc1;
+  node(body, "If", "inner_if", &small, 1, br, 2, &acc1, 1);
+  cr_assert_eq(mx_graph_add_output(body, cond), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, acc1), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &it, 1)), MX_OK);
+  mx_attr a = mx_attr_graph("body", body);
+  mx_value_id outs[2];
+  node(g, "Loop", "outer_loop", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, acc0}, 3, &a, 1, outs, 2);
+  cr_assert_eq(mx_graph_add_output(g, op(g, "Neg", &outs[0], 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, outs[1]), MX_OK);
+  return g;
+}
+
+/* x [N]; If(c): then Tanh(x) * 2 + x ([N]), else Concat(x, Relu(x)) ([2N]); Neg after it. */
+static mx_graph *if_of_two_shapes(void) {
+  mx_graph *g = new_graph();
+  mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
+  input(g, "x", MX_FLOAT32, 1, (mx_dim[]){N});
+  fconst(g, "two", 2.0f);
+  mx_graph *th = sub(g, "then"), *el = sub(g, "else");
+  mx_value_id tx = outer(th, "x"), t2 = outer(th, "two");
+  mx_value_id tt = op(th, "Tanh", &tx, 1);
+  mx_value_id tm = op(th, "Mul", (mx_value_id[]){tt, t2}, 2);
+  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){tm, tx}, 2)), MX_OK);
+  mx_value_id ex = outer(el, "x"), cat;
+  mx_value_id er = op(el, "Relu", &ex, 1);
+  mx_attr ax = mx_attr_int("axis", 0);
+  node(el, "Concat", "cat", (mx_value_id[]){ex, er}, 2, &ax, 1, &cat, 1);
+  cr_assert_eq(mx_graph_add_output(el, cat), MX_OK);
+  mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
+  mx_value_id y;
+  node(g, "If", "choose", &c, 1, br, 2, &y, 1);
+  cr_assert_eq(mx_graph_add_output(g, op(g, "Neg", &y, 1)), MX_OK);
+  return g;
+}
+
+static mx_session *open_with(mx_graph *g, mx_executor_kind ex, uint32_t streams) {
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.executor = ex;
+  o.streams = streams;
+  o.executor_threads = 2;
+  mx_session *s;
+  mx_error err = {0};
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
+  return s;
+}
+
+static void expect_as_reference(mx_session *s, mx_graph *(*make)(void), const mx_tensor *in, size_t n_in,
+                                size_t n_out) {
+  mx_tensor got[4], want[4];
+  memset(got, 0, sizeof got);
+  cr_assert_eq(mx_session_run(s, in, n_in, got, n_out), MX_OK, "%s", mx_session_last_error(s));
+  mx_graph *g = make();
+  mx_error err = {0};
+  cr_assert_eq(mx_reference_run(g, in, n_in, want, n_out, &err), MX_OK, "%s", err.message);
+  for (size_t k = 0; k < n_out; k++) {
+    char why[200];
+    cr_assert(mx_tensor_allclose(&got[k], &want[k], 1e-5, 1e-5, why, sizeof why), "output %zu: %s", k, why);
+    mx_tensor_release(&got[k]);
+    mx_tensor_release(&want[k]);
+  }
+  mx_graph_destroy(g);
+}
+
+static const mx_executor_kind executors[] = {MX_EXECUTOR_SEQUENTIAL, MX_EXECUTOR_TOPOLOGICAL,
+                                             MX_EXECUTOR_MULTI_THREAD};
+
+static mx_session_stats last_stats(mx_session *s) {
+  mx_session_stats last;
+  cr_assert_eq(mx_session_get_stats(s, &last, NULL), MX_OK);
+  return last;
+}
+
+Test(body_control, nested_if_in_loop_with_data_dependent_trip_count) {
+  for (size_t e = 0; e < 3; e++)
+    for (uint32_t streams = 1; streams <= 2; streams++) {
+      mx_session *s = open_with(loop_with_nested_if(), executors[e], streams);
+      for (int64_t limit = 1; limit <= 5; limit++) {
+        mx_tensor in = {.dtype = MX_INT64, .rank = 0, .data = &limit};
+        expect_as_reference(s, loop_with_nested_if, &in, 1, 2);
+        mx_session_stats last = last_stats(s);
+        cr_assert_eq(last.loop_iterations, (uint64_t)limit);
+        /* Each iteration runs the Loop body and one If branch, both compiled. */
+        cr_assert_eq(last.body_runs, (uint64_t)(2 * limit), "executor %zu, %u streams, limit %lld: %llu", e,
+                     streams, (long long)limit, (unsigned long long)last.body_runs);
+      }
+      mx_session_destroy(s);
+    }
+}
+
+Test(body_control, if_branches_of_different_shapes) {
+  float xv[N];
+  for (int i = 0; i < N; i++) xv[i] = 0.3f * (float)i - 1.0f;
+  for (size_t e = 0; e < 3; e++)
+    for (uint32_t streams = 1; streams <= 2; streams++) {
+      mx_session *s = open_with(if_of_two_shapes(), executors[e], streams);
+      for (int round = 0; round < 2; round++)
+        for (int cond = 0; cond < 2; cond++) {
+          uint8_t cv = (uint8_t)cond;
+          mx_tensor in[2] = {{.dtype = MX_BOOL, .rank = 0, .data = &cv},
+                             {.dtype = MX_FLOAT32, .rank = 1, .dims = {N}, .data = xv}};
+          expect_as_reference(s, if_of_two_shapes, in, 2, 1);
+          mx_tensor out = {0};
+          cr_assert_eq(mx_session_run(s, in, 2, &out, 1), MX_OK, "%s", mx_session_last_error(s));
+          cr_assert_eq(out.dims[0], cond ? N : 2 * N);
+          mx_tensor_release(&out);
+          mx_session_stats last = last_stats(s);
+          cr_assert_eq(last.body_runs, 1, "the branch taken ran as a program of its own");
+          /* A branch of 2-3 ops is below static_min_ops: dynamic, or one specialization of it. */
+          cr_assert_leq(last.body_static_executes, 1, "%llu", (unsigned long long)last.body_static_executes);
+        }
+      mx_session_destroy(s);
+    }
+}
+
+/* --- a greedy decode inside one Loop ----------------------------------------------------------- */
+
+static float emb[VOCAB * HIDDEN], proj[HIDDEN * VOCAB];
+
+static void fill_weights(void) {
+  for (int v = 0; v < VOCAB; v++)
+    for (int h = 0; h < HIDDEN; h++) {
+      emb[v * HIDDEN + h] = sinf(1.7f * (float)v + 0.9f * (float)h + 0.3f);
+      proj[h * VOCAB + v] = cosf(2.3f * (float)h + 1.1f * (float)v);
+    }
+}
+
+/* One decode step: token [1] and past [p, HIDDEN] give next [1] (ArgMax of tanh(sum of the cache
+ * rows) x proj) and present = past with the token's embedding appended. */
+static void decode_step(mx_graph *g, mx_value_id token, mx_value_id past, mx_value_id *next,
+                        mx_value_id *present) {
+  int64_t axes0 = 0;
+  mx_value_id e = constant(g, "emb", MX_FLOAT32, 2, (int64_t[]){VOCAB, HIDDEN}, emb);
+  mx_value_id w = constant(g, "proj", MX_FLOAT32, 2, (int64_t[]){HIDDEN, VOCAB}, proj);
+  mx_value_id ax = constant(g, "axes0", MX_INT64, 1, (int64_t[]){1}, &axes0);
+  mx_value_id h = op(g, "Gather", (mx_value_id[]){e, token}, 2);
+  mx_attr cat = mx_attr_int("axis", 0);
+  *present = op_a(g, "Concat", (mx_value_id[]){past, h}, 2, &cat, 1);
+  mx_value_id sum = op(g, "ReduceSum", (mx_value_id[]){*present, ax}, 2);
+  mx_value_id act = op(g, "Tanh", &sum, 1);
+  mx_value_id logits = op(g, "MatMul", (mx_value_id[]){act, w}, 2);
+  mx_attr am[] = {mx_attr_int("axis", 1), mx_attr_int("keepdims", 0)};
+  *next = op_a(g, "ArgMax", &logits, 1, am, 2);
+}
+
+static mx_graph *step_model(void) {
+  mx_graph *g = new_graph();
+  mx_dim p = mx_sym_named(mx_graph_symtab(g), "past_len");
+  mx_value_id tok = input(g, "token", MX_INT64, 1, (mx_dim[]){1});
+  mx_value_id past = input(g, "past", MX_FLOAT32, 2, (mx_dim[]){p, HIDDEN});
+  mx_value_id next, present;
+  decode_step(g, tok, past, &next, &present);
+  cr_assert_eq(mx_graph_add_output(g, next), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, present), MX_OK);
+  return g;
+}
+
+static mx_graph *loop_model(void) {
+  mx_graph *g = new_graph();
+  int64_t steps = STEPS;
+  mx_value_id m = constant(g, "steps", MX_INT64, 0, NULL, &steps);
+  mx_value_id tok0 = input(g, "token", MX_INT64, 1, (mx_dim[]){1});
+  mx_value_id past0 = input(g, "past", MX_FLOAT32, 2, (mx_dim[]){1, HIDDEN});
+  mx_graph *body = sub(g, "body");
+  input(body, "iter", MX_INT64, 0, NULL);
+  mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
+  mx_value_id tok = input(body, "tok_in", MX_INT64, 1, (mx_dim[]){1});
+  mx_value_id past = input(body, "past_in", MX_FLOAT32, 2, (mx_dim[]){MX_DIM_UNKNOWN, HIDDEN});
+  mx_value_id next, present;
+  decode_step(body, tok, past, &next, &present);
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, next), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, present), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &next, 1)), MX_OK);
+  mx_attr a = mx_attr_graph("body", body);
+  mx_value_id outs[3];
+  node(g, "Loop", "generate", (mx_value_id[]){m, MX_NO_VALUE, tok0, past0}, 4, &a, 1, outs, 3);
+  for (int k = 0; k < 3; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
+  return g;
+}
+
+Test(body_control, greedy_decode_in_one_loop_matches_separate_steps) {
+  fill_weights();
+  int64_t tok0 = 3;
+  float past0[HIDDEN] = {0.25f, -0.5f, 0.125f, 0.75f};
+  mx_session *step = open_with(step_model(), MX_EXECUTOR_SEQUENTIAL, 1);
+  int64_t tokens[STEPS], tok = tok0;
+  mx_tensor past = {0};
+  cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 2, (int64_t[]){1, HIDDEN}, &past), MX_OK);
+  memcpy(past.data, past0, sizeof past0);
+  for (int i = 0; i < STEPS; i++) {
+    mx_tensor in[2] = {{.dtype = MX_INT64, .rank = 1, .dims = {1}, .data = &tok}, past};
+    mx_tensor out[2];
+    memset(out, 0, sizeof out);
+    cr_assert_eq(mx_session_run(step, in, 2, out, 2), MX_OK, "step %d: %s", i, mx_session_last_error(step));
+    tok = tokens[i] = ((const int64_t *)out[0].data)[0];
+    mx_tensor_release(&out[0]);
+    mx_tensor_release(&past);
+    past = out[1];
+  }
+  mx_tensor in[2] = {{.dtype = MX_INT64, .rank = 1, .dims = {1}, .data = &tok0},
+                     {.dtype = MX_FLOAT32, .rank = 2, .dims = {1, HIDDEN}, .data = past0}};
+  for (size_t e = 0; e < 3; e++)
+    for (uint32_t streams = 1; streams <= 2; streams++) {
+      mx_session *loop = open_with(loop_model(), executors[e], streams);
+      for (int run = 0; run < 2; run++) {
+        expect_as_reference(loop, loop_model, in, 2, 3);
+        mx_tensor out[3];
+        memset(out, 0, sizeof out);
+        cr_assert_eq(mx_session_run(loop, in, 2, out, 3), MX_OK, "%s", mx_session_last_error(loop));
+        cr_assert_eq(((const int64_t *)out[0].data)[0], tokens[STEPS - 1]);
+        char why[200];
+        cr_assert(mx_tensor_allclose(&out[1], &past, 1e-6, 1e-6, why, sizeof why), "final cache: %s", why);
+        for (int i = 0; i < STEPS; i++)
+          cr_assert_eq(((const int64_t *)out[2].data)[i], tokens[i], "token %d (executor %zu, %u streams)", i,
+                       e, streams);
+        for (int k = 0; k < 3; k++) mx_tensor_release(&out[k]);
+        mx_session_stats last = last_stats(loop);
+        cr_assert_eq(last.body_runs, STEPS, "each step ran the compiled body");
+      }
+      mx_session_destroy(loop);
+    }
+  mx_tensor_release(&past);
+  mx_session_destroy(step);
+}
