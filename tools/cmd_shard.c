@@ -22,7 +22,8 @@ void mx_cmd_shard_help(FILE *out) {
           "  --tp N       number of ranks (1-1024)\n"
           "  -o DIR       output folder (created if missing)\n"
           "  --passes P   rewrite rules before sharding: none, default (default), all or RULE,-RULE,...\n"
-          "  --quiet      print nothing but errors\n");
+          "  --quiet      print nothing but errors\n\n"
+          "exit codes: 0 written, 1 the model cannot be loaded, sharded or written, 2 usage error\n");
 }
 
 /* One rank's graph: loaded, folded and fused as sessions do, then sharded. */
