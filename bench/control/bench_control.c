@@ -16,11 +16,14 @@
  * host). So the session's if_dispatch_ns subtracts the baseline run on the calling thread too:
  * the same Identity graph in a session on an inline device (identity_inline_step_ns).
  *
+ * *_cpu_ns: the same figures in the calling thread's CPU time (the session's identity_step_cpu_ns
+ * is the inline baseline's): steadier than wall time on a loaded host.
  * Usage: bench_control [--quick]. Every figure is the median of repetitions in the same run.
  *        bench_control --profile-if N: only N session If steps, no output (for perf / callgrind). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "mixrt/graph.h"
@@ -32,6 +35,9 @@
 #define TARGET_NS 1000.0
 
 static int g_reps = 15;
+
+/* bench_control_body.c: loop_iteration_static_body_ns (a Loop body run as a static model). */
+void mx__bench_control_static_body(bool quick);
 
 static void die(const char *what, const char *msg) {
   fprintf(stderr, "bench_control: %s failed: %s\n", what, msg ? msg : "");
@@ -160,25 +166,40 @@ static void run_once(runner *r, const mx_tensor *in, size_t n_in) {
   mx_tensor_release(&out);
 }
 
-/* Median ns per run of `steps` runs. */
-static double time_runs(runner *r, const mx_tensor *in, size_t n_in, int steps) {
-  double *t = malloc((size_t)g_reps * sizeof *t);
+/* Median ns per run of `steps` runs: wall time, and the calling thread's CPU time (what the
+ * runs cost that thread however many other processes share the cores: every path measured here
+ * runs on the calling thread except the CPU-device baseline, identity_step). */
+typedef struct timing {
+  double wall, cpu;
+} timing;
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static timing time_runs(runner *r, const mx_tensor *in, size_t n_in, int steps) {
+  double *t = malloc(2 * (size_t)g_reps * sizeof *t);
   if (!t) die("malloc", "out of memory");
+  double *c = t + g_reps;
   for (int k = 0; k < 3; k++) run_once(r, in, n_in); /* warm-up */
   for (int rep = 0; rep < g_reps; rep++) {
-    uint64_t t0 = mx__now_ns();
+    uint64_t t0 = mx__now_ns(), c0 = thread_cpu_ns();
     for (int i = 0; i < steps; i++) run_once(r, in, n_in);
+    c[rep] = (double)(thread_cpu_ns() - c0) / steps;
     t[rep] = (double)(mx__now_ns() - t0) / steps;
   }
-  double m = median(t, g_reps);
+  timing m = {median(t, g_reps), median(c, g_reps)};
   free(t);
   return m;
 }
 
 static float g_x[ELEMS];
 
-/* *without_inline: the baseline in a session on an inline device (sessions only). */
-static double if_dispatch(bool session, int steps, double *with_if, double *without, double *without_inline) {
+/* The If step, the baseline, and (sessions only) the baseline in a session on an inline
+ * device; returns the dispatch cost (wall, cpu) against the baseline on the calling thread. */
+static timing if_dispatch(bool session, int steps, timing *with_if, timing *without, timing *without_inline) {
   uint8_t cv = 1;
   mx_tensor in[2] = {{.dtype = MX_BOOL, .rank = 0, .data = &cv},
                      {.dtype = MX_FLOAT32, .rank = 1, .dims = {ELEMS}, .data = g_x}};
@@ -189,14 +210,17 @@ static double if_dispatch(bool session, int steps, double *with_if, double *with
   *without = time_runs(&b, in, 2, steps);
   runner_close(&a);
   runner_close(&b);
-  if (!session) return *with_if - *without;
-  runner_open(&b, if_graph(false), BY_SESSION_INLINE);
-  *without_inline = time_runs(&b, in, 2, steps);
-  runner_close(&b);
-  return *with_if - *without_inline;
+  const timing *base = without;
+  if (session) {
+    runner_open(&b, if_graph(false), BY_SESSION_INLINE);
+    *without_inline = time_runs(&b, in, 2, steps);
+    runner_close(&b);
+    base = without_inline;
+  }
+  return (timing){with_if->wall - base->wall, with_if->cpu - base->cpu};
 }
 
-static double loop_iteration(bool session, int steps, int64_t iters, double *full, double *empty) {
+static timing loop_iteration(bool session, int steps, int64_t iters, timing *full, timing *empty) {
   int64_t m = iters, zero = 0;
   uint8_t cv = 1;
   mx_tensor in[3] = {{.dtype = MX_INT64, .rank = 0, .data = &m},
@@ -208,7 +232,7 @@ static double loop_iteration(bool session, int steps, int64_t iters, double *ful
   in[0].data = &zero;
   *empty = time_runs(&r, in, 3, steps);
   runner_close(&r);
-  return (*full - *empty) / (double)iters;
+  return (timing){(full->wall - empty->wall) / (double)iters, (full->cpu - empty->cpu) / (double)iters};
 }
 
 /* N session steps of the If graph and nothing else: what a profiler should look at. */
@@ -233,21 +257,24 @@ int main(int argc, char **argv) {
   printf("{\n  \"bench\": \"control\",\n  \"elements\": %d,\n  \"target_ns\": %.0f,\n", ELEMS, TARGET_NS);
   static const char *names[] = {"reference", "session"};
   for (int w = 0; w < 2; w++) {
-    double with_if, without, without_inline = 0, full, empty;
-    double d = if_dispatch(w == 1, steps, &with_if, &without, &without_inline);
-    double it = loop_iteration(w == 1, quick ? 20 : 50, iters, &full, &empty);
+    timing with_if, without, without_inline = {0, 0}, full, empty;
+    timing d = if_dispatch(w == 1, steps, &with_if, &without, &without_inline);
+    timing it = loop_iteration(w == 1, quick ? 20 : 50, iters, &full, &empty);
     printf("  \"%s\": {\n", names[w]);
-    printf("    \"if_dispatch_ns\": %.1f, \"if_step_ns\": %.1f, \"identity_step_ns\": %.1f,\n", d, with_if,
-           without);
-    if (w == 1) printf("    \"identity_inline_step_ns\": %.1f,\n", without_inline);
+    printf("    \"if_dispatch_ns\": %.1f, \"if_step_ns\": %.1f, \"identity_step_ns\": %.1f,\n", d.wall,
+           with_if.wall, without.wall);
+    if (w == 1) printf("    \"identity_inline_step_ns\": %.1f,\n", without_inline.wall);
+    printf("    \"if_dispatch_cpu_ns\": %.1f, \"if_step_cpu_ns\": %.1f, \"identity_step_cpu_ns\": %.1f,\n",
+           d.cpu, with_if.cpu, w == 1 ? without_inline.cpu : without.cpu);
     printf(
-        "    \"loop_iteration_ns\": %.1f, \"loop_iterations\": %lld, \"loop_step_ns\": %.1f, "
-        "\"loop_zero_step_ns\": %.1f,\n",
-        it, (long long)iters, full, empty);
-    printf("    \"if_under_target\": %s, \"loop_under_target\": %s\n", d < TARGET_NS ? "true" : "false",
-           it < TARGET_NS ? "true" : "false");
+        "    \"loop_iteration_ns\": %.1f, \"loop_iteration_cpu_ns\": %.1f, \"loop_iterations\": %lld, "
+        "\"loop_step_ns\": %.1f, \"loop_zero_step_ns\": %.1f,\n",
+        it.wall, it.cpu, (long long)iters, full.wall, empty.wall);
+    printf("    \"if_under_target\": %s, \"loop_under_target\": %s\n", d.wall < TARGET_NS ? "true" : "false",
+           it.wall < TARGET_NS ? "true" : "false");
     printf("  }%s\n", w == 0 ? "," : "");
   }
+  mx__bench_control_static_body(quick); /* bench_control_body.c: ",\n  \"static_body\": {...}" */
   printf("}\n");
   return 0;
 }
