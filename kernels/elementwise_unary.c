@@ -7,8 +7,8 @@
  * stack, run through the float32 loop and rounded once on store. NaN propagates (Relu and
  * Clip test with comparisons that are false for NaN; Sign of NaN is NaN, like numpy).
  *
- * float32 Exp, Sigmoid, Tanh and Gelu's tanh form use the branch-free exp / sigmoid / tanh of
- * kmath.h instead of libm's scalar calls, so their loops vectorize (and get an AVX2 copy);
+ * float32 Exp, Sigmoid, Tanh, Erf and Gelu (both forms) use the branch-free exp / sigmoid /
+ * tanh / erf of kmath.h instead of libm's scalar calls, so their loops vectorize (and get an AVX2 copy);
  * they stay within 1.5-3 ulp of the exact values (see kmath.h). */
 #include <float.h>
 #include <math.h>
@@ -52,6 +52,8 @@ FLOAT_ROWS(sqrt, sqrtf(x), sqrt(x))
 FLOAT_ROWS(sin, sinf(x), sin(x))
 FLOAT_ROWS(cos, cosf(x), cos(x))
 VEC_ROW_F32(tanh_f32, mx__ktanhf)
+VEC_ROW_F32(erf_f32, mx__kerff)
+ROW1(erf_f64, double, double, erf(x))
 ROW1(tanh_f64, double, double, tanh(x))
 FLOAT_ROWS(floor, floorf(x), floor(x))
 FLOAT_ROWS(ceil, ceilf(x), ceil(x))
@@ -59,7 +61,6 @@ FLOAT_ROWS(recip, 1.0f / x, 1.0 / x)
 FLOAT_ROWS(abs, fabsf(x), fabs(x))
 FLOAT_ROWS(neg, -x, -x)
 FLOAT_ROWS(relu, x < 0.0f ? 0.0f : x, x < 0.0 ? 0.0 : x)
-FLOAT_ROWS(erf, erff(x), erf(x))
 FLOAT_ROWS(sign, x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : x), x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x))
 
 /* Sigmoid without overflow: exp of a non-positive argument only (float32: mx__ksigmoidf does
@@ -113,7 +114,7 @@ MX_KHOT static void gelu_f32(int64_t n, const void *px, void *po, const void *ct
       o[i] = 0.5f * x * (1.0f + mx__ktanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     }
   } else {
-    for (int64_t i = 0; i < n; i++) o[i] = 0.5f * a[i] * (1.0f + erff(a[i] * 0.7071067811865476f));
+    for (int64_t i = 0; i < n; i++) o[i] = 0.5f * a[i] * (1.0f + mx__kerff(a[i] * 0.7071067811865476f));
   }
 }
 static void gelu_f64(int64_t n, const void *px, void *po, const void *ctx) {

@@ -1,5 +1,5 @@
 /* Branch-free float32 math shared by the CPU kernels (Softmax, Attention, the unary Exp,
- * Sigmoid and Tanh, Gelu): exp, expm1 of non-positive arguments, sigmoid and tanh written
+ * Sigmoid, Tanh and Erf, Gelu): exp, expm1 of non-positive arguments, sigmoid, tanh and erf written
  * without data-dependent branches or libm calls, so that gcc -O3 vectorizes the loops that call
  * them (libm's expf / tanhf are scalar calls and keep a loop scalar). Also the MX_KHOT marker
  * for hot functions that get AVX-512 and AVX2 copies, and the order-preserving integer key of a
@@ -7,7 +7,7 @@
  *
  * Accuracy: exp within 1.5 ulp over the whole float range (subnormal results included; a
  * cheaper variant for softmax flushes results below 2^-126 to 0),
- * sigmoid and tanh within about 3 ulp (relative error below 2e-7). NaN in gives NaN out;
+ * sigmoid, tanh and erf within about 3 ulp (relative error below 2e-7). NaN in gives NaN out;
  * +-infinity and large |x| give the limits (0, 1, +-1, +inf) without overflow or NaN.
  *
  * Only the CPU kernel files include this header. */
@@ -160,6 +160,48 @@ static inline float mx__ktanhf(float x) {
   float em = mx__kexpm1_neg(-2.0f * ax);
   float t = -em / (2.0f + em); /* in [0, 1], but -0 for x = +-0 */
   return mx__ki32_as_f32((mx__kf32_as_i32(t) & 0x7fffffff) | (ix & INT32_MIN));
+}
+
+/* erf(x) without branches or calls, within about 3 ulp (relative error below 2e-7):
+ *   |x| < 1: x * P(x^2), P a degree-5 least-squares fit of erf(x)/x over [0, 1];
+ *   |x| >= 1: 1 - exp(-x^2) * R(1/|x|), R a degree-8 fit of erfc(a) * exp(a^2) over a in
+ *     [1, 4]; |x| is clamped to 4, where the result already rounds to 1.
+ * Both halves are computed and one picked by the magnitude's bits, so the loops that call it
+ * vectorize (libm's erff is a scalar call). The sign is put back at the end (erf is odd);
+ * NaN in gives NaN out. */
+static inline float mx__kerff(float x) {
+  int32_t ix = mx__kf32_as_i32(x);
+  int32_t ia = ix & 0x7fffffff;
+  float a = mx__ki32_as_f32(ia);
+  float t = a * a;
+  float p = -5.6508538546e-04f;
+  p = p * t + 4.9197794870e-03f;
+  p = p * t + -2.6710286736e-02f;
+  p = p * t + 1.1279986799e-01f;
+  p = p * t + -3.7612265348e-01f;
+  p = p * t + 1.1283791065e+00f;
+  float near0 = a * p;
+  /* 1.0f and 4.0f as bits: non-negative floats order like their bits */
+  int32_t ic = ia < 0x3f800000 ? 0x3f800000 : ia;
+  ic = ic > 0x40800000 ? 0x40800000 : ic;
+  float ac = mx__ki32_as_f32(ic);
+  float u = 1.0f / ac;
+  float r = -1.0098984465e-02f;
+  r = r * u + 3.1199961901e-02f;
+  r = r * u + 1.9414380193e-02f;
+  r = r * u + -2.3834717274e-01f;
+  r = r * u + 4.9553957582e-01f;
+  r = r * u + -4.7150075436e-01f;
+  r = r * u + 4.2087357491e-02f;
+  r = r * u + 5.5901646614e-01f;
+  r = r * u + 2.7267227415e-04f;
+  float far = 1.0f - mx__kexpf(-(ac * ac)) * r;
+  int32_t small = -(int32_t)(ia < 0x3f800000); /* all ones: |x| < 1 */
+  int32_t nan = -(int32_t)(ia > 0x7f800000);   /* all ones: result x */
+  int32_t rb = (mx__kf32_as_i32(near0) & small) | (mx__kf32_as_i32(far) & ~small);
+  rb |= ix & INT32_MIN;
+  rb = (rb & ~nan) | (ix & nan);
+  return mx__ki32_as_f32(rb);
 }
 
 #endif /* MIXRT_KERNELS_KMATH_H */

@@ -311,7 +311,7 @@ MX_KHOT static void mm_epilogue_f32(const mm_epilogue *e, void *vc, int64_t rows
         for (int64_t j = 0; j < n; j++) c[j] = c[j] > 0.0f ? c[j] : 0.0f;
         break;
       case MX_MATMUL_ACT_GELU:
-        for (int64_t j = 0; j < n; j++) c[j] = 0.5f * c[j] * (1.0f + erff(c[j] * 0.7071067811865476f));
+        for (int64_t j = 0; j < n; j++) c[j] = 0.5f * c[j] * (1.0f + mx__kerff(c[j] * 0.7071067811865476f));
         break;
       case MX_MATMUL_ACT_GELU_TANH:
         for (int64_t j = 0; j < n; j++) {

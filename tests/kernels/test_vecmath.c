@@ -1,5 +1,5 @@
 /* Tests of the branch-free float32 math of kernels/kmath.h as the kernels use it: the
- * Exp, Sigmoid and Tanh kernels (vectorized rows, AVX2 copy where the machine has it), Gelu's
+ * Exp, Sigmoid, Tanh and Erf kernels (vectorized rows, AVX2 copy where the machine has it), Gelu's
  * tanh form and Softmax, checked against double-precision libm in ulps over a sweep of the
  * whole float range (every 4099th bit pattern, so signs, subnormals, huge values and the
  * overflow edges all come up) and on hand-picked edge cases: NaN, +-0, +-Inf, the clamp
@@ -43,6 +43,7 @@ typedef double (*ref_fn)(double);
 static double ref_exp(double x) { return exp(x); }
 static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double ref_tanh(double x) { return tanh(x); }
+static double ref_erf(double x) { return erf(x); }
 
 /* The sweep: every 4099th float bit pattern (about a million values). */
 static float *sweep(int64_t *n) {
@@ -81,6 +82,24 @@ static void check_sweep(const char *op, ref_fn ref, double max_ulps) {
 Test(vecmath, exp_sweep_within_1_5_ulp) { check_sweep("Exp", ref_exp, 1.5); }
 Test(vecmath, sigmoid_sweep_within_3_ulp) { check_sweep("Sigmoid", ref_sigmoid, 3.0); }
 Test(vecmath, tanh_sweep_within_3_ulp) { check_sweep("Tanh", ref_tanh, 3.0); }
+Test(vecmath, erf_sweep_within_3_ulp) { check_sweep("Erf", ref_erf, 3.0); }
+
+/* erf's edges: odd, +-0 and subnormals kept (erf(x) ~ 1.128 x), the two halves meet at 1
+ * without a jump, +-1 from 4 on and at the infinities, NaN. */
+Test(vecmath, erf_edges) {
+  const float x[] = {0.0f, -0.0f, 0x1p-149f, -1e-30f, 0.999999940f, 1.0f, 3.99f, 4.0f, 1e30f, -INFINITY, NAN};
+  enum { N = sizeof x / sizeof x[0] };
+  float y[N];
+  cr_assert_eq(un("Erf", MX_FLOAT32, N, x, y, NULL), MX_OK);
+  cr_expect(y[0] == 0.0f && !signbit(y[0]) && y[1] == 0.0f && signbit(y[1]));
+  for (int i = 2; i < 7; i++)
+    cr_expect(ulps(y[i], erf((double)x[i])) <= 3.0, "erf(%a) = %a", (double)x[i], (double)y[i]);
+  cr_expect(y[5] >= y[4], "erf is not monotonic across 1: %a then %a", (double)y[4], (double)y[5]);
+  cr_expect_eq(y[7], 1.0f);
+  cr_expect_eq(y[8], 1.0f);
+  cr_expect_eq(y[9], -1.0f);
+  cr_expect(isnan(y[10]));
+}
 
 Test(vecmath, exp_edges) {
   const float x[] = {0.0f,
@@ -180,9 +199,9 @@ Test(vecmath, tanh_edges) {
 /* Every length from 0 to 40 (vector bodies and tails), out of place and in place, matches the
  * scalar helper bit for bit. */
 Test(vecmath, lengths_tails_and_in_place) {
-  const char *ops[3] = {"Exp", "Sigmoid", "Tanh"};
-  float (*fns[3])(float) = {mx__kexpf, mx__ksigmoidf, mx__ktanhf};
-  for (int k = 0; k < 3; k++) {
+  const char *ops[4] = {"Exp", "Sigmoid", "Tanh", "Erf"};
+  float (*fns[4])(float) = {mx__kexpf, mx__ksigmoidf, mx__ktanhf, mx__kerff};
+  for (int k = 0; k < 4; k++) {
     for (int64_t n = 0; n <= 40; n++) {
       float x[41], y[41], z[41];
       for (int64_t i = 0; i < n; i++) x[i] = z[i] = (float)(i * 37 % 23) * 0.75f - 8.0f;
