@@ -1,6 +1,7 @@
 /* `mixrt shard`: splits a transformer model for N-way tensor parallelism (graph/passes/shard.h)
  * and writes one ONNX file per rank plus a manifest naming each collective and why it is there. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -92,9 +93,12 @@ int mx_cmd_shard(int argc, char **argv) {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
     return mx_cli_runtime_error("shard", "cannot create '%s': %s", dir, strerror(errno));
   char path[4096];
-  snprintf(path, sizeof path, "%s/manifest.json", dir);
-  FILE *man = fopen(path, "w");
-  if (!man) return mx_cli_runtime_error("shard", "cannot write '%s': %s", path, strerror(errno));
+  /* The manifest is kept in memory and written only once every rank is: a refused model leaves
+   * no manifest behind. */
+  char *man_text = NULL;
+  size_t man_len = 0;
+  FILE *man = open_memstream(&man_text, &man_len);
+  if (!man) return mx_cli_runtime_error("shard", "out of memory");
   fprintf(man, "{\"model\": ");
   json_string(man, model);
   fprintf(man, ", \"tp\": %lld, \"ranks\": [", (long long)tp);
@@ -140,6 +144,15 @@ int mx_cmd_shard(int argc, char **argv) {
     mx_graph_destroy(g);
   }
   fprintf(man, "\n]}\n");
-  if (fclose(man) != 0 && rc == MX_EXIT_OK) rc = mx_cli_runtime_error("shard", "writing the manifest failed");
+  if (fclose(man) != 0 && rc == MX_EXIT_OK) rc = mx_cli_runtime_error("shard", "out of memory");
+  if (rc == MX_EXIT_OK) {
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fwrite(man_text, 1, man_len, f) != man_len || fclose(f) != 0)
+      rc = mx_cli_runtime_error("shard", "cannot write '%s': %s", path, strerror(errno));
+    else if (!quiet)
+      printf("wrote %s\n", path);
+  }
+  free(man_text);
   return rc;
 }

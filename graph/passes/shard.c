@@ -236,6 +236,10 @@ static mx_status row_matmul(mx__shard_ctx *c, mx_node_id n, const char *block) {
 
 /* LM head writing a graph output: vocabulary columns split, logits gathered. */
 static mx_status vocab_head(mx__shard_ctx *c, mx_node_id n) {
+  const mx_graph *cg = c->g;
+  const mx_tensor *w = cg->values[cg->nodes[n].inputs[1]].data;
+  int64_t cols = w->dims[attr_int(&cg->nodes[n], "mixrt_trans_b", 0) ? 0 : 1];
+  if (cols % c->tp) return MX_OK; /* stays whole on every rank: correct, only not split */
   mx_status st = column_matmul(c, n, 1);
   if (st != MX_OK) return st;
   mx_graph *g = c->g;
