@@ -228,7 +228,8 @@ mx_status mx__part_body_standalone(const mx_graph *body, mx_graph **out, size_t 
   return MX_OK;
 }
 
-bool mx__part_body_compilable(const mx_graph *body, char *why, size_t cap) {
+/* True when body and the graphs nested in it move tensors only (else why names the value). */
+static bool tensors_only(const mx_graph *body, char *why, size_t cap) {
   for (size_t v = 0; v < body->n_values; v++) {
     const mx_value *val = &body->values[v];
     if (val->flags & MX_VALUE_DEAD) continue;
@@ -243,8 +244,18 @@ bool mx__part_body_compilable(const mx_graph *body, char *why, size_t cap) {
     }
   }
   for (size_t i = 0; i < body->n_subgraphs; i++)
-    if (!mx__part_body_compilable(body->subgraphs[i], why, cap)) return false;
+    if (!tensors_only(body->subgraphs[i], why, cap)) return false;
   return true;
+}
+
+bool mx__part_body_compilable(const mx_graph *body, char *why, size_t cap) {
+  /* Nothing to compile: the interpreter hands the outputs on without running anything, which
+   * costs less than a program's step. */
+  if (body->n_live_nodes == 0) {
+    snprintf(why, cap, "it holds no nodes (its outputs are its inputs or captures)");
+    return false;
+  }
+  return tensors_only(body, why, cap);
 }
 
 /* --- the bodies in the dumps ----------------------------------------------------------------- */

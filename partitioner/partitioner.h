@@ -61,9 +61,9 @@ void mx__part_dump_control_json(FILE *out, const mx_partition *p, const mx_node 
  * same name (*n_captures of them); nested subgraphs copied too. The caller owns *out. */
 MX_MUST_USE mx_status mx__part_body_standalone(const mx_graph *body, mx_graph **out, size_t *n_captures,
                                                mx_error *err);
-/* True when body (and the graphs nested in it) moves tensors only, so its copy can be compiled
- * like a root graph; otherwise false with why naming the value (a sequence, optional or strings)
- * that keeps it in the interpreter. */
+/* True when body holds nodes and (with the graphs nested in it) moves tensors only, so its copy
+ * can be compiled like a root graph; otherwise false with why saying what keeps it in the
+ * interpreter (no nodes to run, or the value that is a sequence, optional or strings). */
 bool mx__part_body_compilable(const mx_graph *body, char *why, size_t cap);
 /* How body partitions as a program of its own under p's options (what a session compiles and
  * runs on each pass of the body): one line per KNOWN / UNKNOWN cluster with its first nodes
