@@ -16,6 +16,7 @@
  * broken: the ranks no longer agree on which exchange comes next, so later ones fail at once.
  * MPI errors are returned (MPI_ERRORS_RETURN), never fatal. Exchanges of one communicator are
  * serialized by a mutex: MPI needs every rank to issue collectives in the same order. */
+#include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -141,8 +142,14 @@ static mx_status wait_for(mx_comm *c, MPI_Request *req, const char *what, size_t
   return MX_ERR_KERNEL;
 }
 
-/* Common start of an exchange: a broken communicator fails at once; else the lock is taken. */
-static mx_status begin(mx_comm *c, const char *what, const char **why) {
+/* Common start of an exchange of `count` MPI elements: a broken communicator fails at once, as
+ * does a count MPI's int cannot hold; else the lock is taken. */
+static mx_status begin(mx_comm *c, const char *what, size_t count, const char **why) {
+  if (count > (size_t)INT_MAX) {
+    *why = mx__fail_cause_set("rank %d: %s of %zu elements is more than one MPI call moves (%d)",
+                              (int)c->rank, what, count, INT_MAX);
+    return MX_ERR_KERNEL;
+  }
   if (atomic_load(&c->broken)) {
     *why = mx__fail_cause_set("rank %d: %s not started: an earlier exchange of this communicator failed",
                               (int)c->rank, what);
@@ -182,7 +189,7 @@ static MPI_Op mpi_op(int32_t reduce) { return reduce == MX_COLL_REDUCE_MAX ? MPI
 
 static mx_status m_allreduce(mx_comm *c, const void *in, void *out, size_t count, mx_dtype dt, int32_t reduce,
                              const char **why) {
-  mx_status st = begin(c, "AllReduce", why);
+  mx_status st = begin(c, "AllReduce", count, why);
   if (st != MX_OK) return st;
   MPI_Request req = MPI_REQUEST_NULL;
   int rc = MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, (int)count, mpi_type(dt), mpi_op(reduce),
@@ -191,7 +198,7 @@ static mx_status m_allreduce(mx_comm *c, const void *in, void *out, size_t count
 }
 
 static mx_status m_allgather(mx_comm *c, const void *in, void *out, size_t bytes, const char **why) {
-  mx_status st = begin(c, "AllGather", why);
+  mx_status st = begin(c, "AllGather", bytes * (size_t)c->size, why);
   if (st != MX_OK) return st;
   MPI_Request req = MPI_REQUEST_NULL;
   int rc = MPI_Iallgather(in, (int)bytes, MPI_BYTE, out, (int)bytes, MPI_BYTE,
@@ -201,7 +208,7 @@ static mx_status m_allgather(mx_comm *c, const void *in, void *out, size_t bytes
 
 static mx_status m_reduce_scatter(mx_comm *c, const void *in, void *out, size_t count, mx_dtype dt,
                                   int32_t reduce, const char **why) {
-  mx_status st = begin(c, "ReduceScatter", why);
+  mx_status st = begin(c, "ReduceScatter", count * (size_t)c->size, why);
   if (st != MX_OK) return st;
   MPI_Request req = MPI_REQUEST_NULL;
   int rc = MPI_Ireduce_scatter_block(in, out, (int)count, mpi_type(dt), mpi_op(reduce),
@@ -210,7 +217,7 @@ static mx_status m_reduce_scatter(mx_comm *c, const void *in, void *out, size_t 
 }
 
 static mx_status m_broadcast(mx_comm *c, void *buf, size_t bytes, int32_t root, const char **why) {
-  mx_status st = begin(c, "Broadcast", why);
+  mx_status st = begin(c, "Broadcast", bytes, why);
   if (st != MX_OK) return st;
   MPI_Request req = MPI_REQUEST_NULL;
   int rc = MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, ((mpi_comm_impl *)c->impl)->comm, &req);
@@ -220,7 +227,7 @@ static mx_status m_broadcast(mx_comm *c, void *buf, size_t bytes, int32_t root, 
 
 static mx_status m_send(mx_comm *c, const void *buf, size_t bytes, int32_t peer, int32_t tag,
                         const char **why) {
-  mx_status st = begin(c, "Send", why);
+  mx_status st = begin(c, "Send", bytes, why);
   if (st != MX_OK) return st;
   MPI_Request req = MPI_REQUEST_NULL;
   int rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, ((mpi_comm_impl *)c->impl)->comm, &req);
@@ -228,7 +235,7 @@ static mx_status m_send(mx_comm *c, const void *buf, size_t bytes, int32_t peer,
 }
 
 static mx_status m_recv(mx_comm *c, void *buf, size_t bytes, int32_t peer, int32_t tag, const char **why) {
-  mx_status st = begin(c, "Recv", why);
+  mx_status st = begin(c, "Recv", bytes, why);
   if (st != MX_OK) return st;
   MPI_Request req = MPI_REQUEST_NULL;
   int rc = MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, tag, ((mpi_comm_impl *)c->impl)->comm, &req);
