@@ -52,6 +52,39 @@ static bool is_pointwise(const mx_kwin *w) {
   return true;
 }
 
+/* The tasks of the own GEMM's paths: bands of equal size (the cache rule's count, raised on
+ * several threads to about 4 tasks per thread while a band keeps 64 columns), then output-channel
+ * chunks of whole row tiles when the tasks are still too few or do not divide evenly among the
+ * threads (the tasks are taken from a shared counter, so equal sizes keep the threads busy to
+ * the end). */
+static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots) {
+  const bool pw = p->algo == ALGO_POINTWISE;
+  const int64_t units = pw ? p->P : p->rows;                            /* columns or output rows */
+  const int64_t min_units = pw ? 64 : (64 + p->rowlen - 1) / p->rowlen; /* a band's least */
+  const int64_t outer = n * group, want = 4 * (int64_t)slots;
+  int64_t bands = p->bands;
+  if (slots > 1 && outer * bands < want) {
+    int64_t more = (want + outer - 1) / outer, most = units / min_units;
+    bands = more < most ? more : most;
+    if (bands < p->bands) bands = p->bands;
+  }
+  if (bands < 1) bands = 1;
+  int64_t band = (units + bands - 1) / bands;
+  if (band > units) band = units;
+  p->band_rows = band;
+  p->bands = (units + band - 1) / band;
+  p->mchunks = 1;
+  p->mchunk = p->mg;
+  const int64_t tasks = outer * p->bands, mr = mx__kgemm_f32_row_tile();
+  if (slots > 1 && p->mg >= 2 * mr && (tasks < want || tasks % slots)) {
+    int64_t chunks = tasks < want ? (want + tasks - 1) / tasks : slots;
+    if (chunks % slots && tasks % slots) chunks = round_up(chunks, slots);
+    int64_t chunk = round_up((p->mg + chunks - 1) / chunks, mr);
+    p->mchunk = chunk > p->mg ? p->mg : chunk;
+    p->mchunks = (p->mg + p->mchunk - 1) / p->mchunk;
+  }
+}
+
 static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group, int32_t slots,
                       fast_plan *p) {
   memset(p, 0, sizeof *p);
@@ -86,11 +119,14 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
   if (p->algo != ALGO_DEPTHWISE && mx__kgemm_f32_available()) {
     /* packed B band, A blocks, one im2col row; the sgemm path's im2col band (taken by a
      * residual read in place from Y) fits in the same slot */
+    own_gemm_split(p, n, group, slots);
     int64_t cols = p->algo == ALGO_POINTWISE ? p->band_rows : p->band_rows * p->rowlen;
+    p->slot_floats = p->algo == ALGO_POINTWISE ? 0 : (size_t)round_up(p->kdim * cols, 16);
     p->own_gemm = true;
     p->packed_floats = (size_t)round_up((int64_t)mx__kgemm_f32_packed_b_floats(p->kdim, cols), 16);
     size_t own = p->packed_floats + mx__kgemm_f32_a_floats() + (size_t)round_up(cols, 16);
     if (own > p->slot_floats) p->slot_floats = own;
+    return;
   }
   /* Too few tasks for the threads: split the output channels too (a band's im2col is then
    * repeated per chunk, which costs far less than the sgemm it feeds). */

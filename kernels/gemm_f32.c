@@ -174,6 +174,11 @@ int mx__kgemm_f32_use(int level) {
 #endif
 }
 
+int64_t mx__kgemm_f32_row_tile(void) {
+  const isa_copy *isa = pick_copy();
+  return isa ? isa->mr : 1;
+}
+
 size_t mx__kgemm_f32_a_floats(void) { return (size_t)MC_MAX * KC; }
 
 void mx__kgemm_f32_pack_b_row(const float *row, int64_t n, int64_t k_total, int64_t k, float *bp) {

@@ -28,6 +28,10 @@ bool mx__kgemm_f32_available(void);
  * a product runs. */
 int mx__kgemm_f32_use(int level);
 
+/* Rows of the copy's register tile (14 AVX-512, 6 AVX2; 1 without a copy): callers splitting
+ * the rows of C among threads cut at multiples of it. */
+int64_t mx__kgemm_f32_row_tile(void);
+
 /* Floats of packed B for a K x n matrix. */
 static inline size_t mx__kgemm_f32_packed_b_floats(int64_t k, int64_t n) {
   return (size_t)k * (size_t)((n + MX_KGEMM_NR - 1) / MX_KGEMM_NR * MX_KGEMM_NR);
