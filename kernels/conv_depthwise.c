@@ -43,51 +43,69 @@ size_t mx__kconv_dw_slot_floats(const mx_kwin *w) {
   return p.slot_floats;
 }
 
-/* acc[i] += sum over the K taps t of wv[t] * src[i + t*d] for i < n, the taps added in order. */
-MX_KINLINE void dw_row_taps(float *restrict acc, const float *restrict src, const float *restrict wv,
-                            int64_t d, int64_t n, int K) {
-  switch (K) {
-    case 3:
-      for (int64_t i = 0; i < n; i++)
-        acc[i] = ((acc[i] + wv[0] * src[i]) + wv[1] * src[i + d]) + wv[2] * src[i + 2 * d];
-      return;
-    case 5:
-      for (int64_t i = 0; i < n; i++)
-        acc[i] = ((((acc[i] + wv[0] * src[i]) + wv[1] * src[i + d]) + wv[2] * src[i + 2 * d]) +
-                  wv[3] * src[i + 3 * d]) +
-                 wv[4] * src[i + 4 * d];
-      return;
-    default:
-      for (int t = 0; t < K; t++) {
-        const float wt = wv[t];
-        const float *restrict st = src + t * d;
-        for (int64_t i = 0; i < n; i++) acc[i] += wt * st[i];
-      }
+/* 16 floats as one value: gcc keeps it in one AVX-512 register, two AVX2 or four SSE
+ * registers, per ISA copy; a * b + c stays a multiply then an add (C11 mode, no contraction),
+ * so every copy rounds alike. */
+typedef float v16f __attribute__((vector_size(64)));
+
+/* Outputs ow..ow+15 of the output row whose first padded input row is r0: the KH x KW taps
+ * added in order (row by row, left to right) to a zero start. Stride 1 reads padded column
+ * ow + kw*dw; stride 2 (planes) reads column ow + kw/2 of the even (kw even) or odd plane.
+ * Lanes past the row's end read the slack after the padded image and are dropped. Written to
+ * out[0..16) (vectors never cross a call: their ABI differs between the ISA copies). */
+MX_KINLINE void dw_vec_taps(float *out, const float *pad, const float *odd, int64_t pitch, const float *wk,
+                            int64_t r0, int64_t dh, int64_t dw, int64_t ow, int64_t KH, int64_t KW, bool planes) {
+  v16f sum = {0};
+  for (int64_t kh = 0; kh < KH; kh++) {
+    const int64_t ro = (r0 + kh * dh) * pitch + ow;
+    const float *wr = wk + kh * KW;
+    for (int64_t kw = 0; kw < KW; kw++) {
+      const float *src = planes ? (kw & 1 ? odd : pad) + ro + kw / 2 : pad + ro + kw * dw;
+      v16f x;
+      memcpy(&x, src, sizeof x);
+      sum = sum + wr[kw] * x;
+    }
   }
+  memcpy(out, &sum, sizeof sum);
 }
 
-/* Stride 2 along the width, dilation 1: output column ow reads padded column 2*ow + t, which is
- * column ow + t/2 of the even (t even) or odd plane. */
-MX_KINLINE void dw_row_taps_s2(float *restrict acc, const float *restrict even, const float *restrict odd,
-                               const float *restrict wv, int64_t n, int K) {
-  switch (K) {
-    case 3:
-      for (int64_t i = 0; i < n; i++)
-        acc[i] = ((acc[i] + wv[0] * even[i]) + wv[1] * odd[i]) + wv[2] * even[i + 1];
-      return;
-    case 5:
-      for (int64_t i = 0; i < n; i++)
-        acc[i] =
-            ((((acc[i] + wv[0] * even[i]) + wv[1] * odd[i]) + wv[2] * even[i + 1]) + wv[3] * odd[i + 1]) +
-            wv[4] * even[i + 2];
-      return;
-    default:
-      for (int t = 0; t < K; t++) {
-        const float wt = wv[t];
-        const float *restrict st = (t & 1 ? odd : even) + t / 2;
-        for (int64_t i = 0; i < n; i++) acc[i] += wt * st[i];
-      }
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+/* m ? a : b per lane (m from a comparison: all ones or zero); a macro, since vectors passed to
+ * a function change ABI between the ISA copies. */
+#define SELECT16(m, a, b) ((v16f)(((v16i)(m) & (v16i)(a)) | (~(v16i)(m) & (v16i)(b))))
+
+/* The epilogue without a residual on the 16 sums at p, in place: p[i] = act(p[i] + bias), each
+ * step the same operation as mx__kconv_epilogue_body's, so the bits agree. false for an
+ * activation it does not cover (the caller runs the row epilogue instead). */
+MX_KINLINE bool dw_vec_epilogue(float *p, float bias, int32_t act, float a, float b) {
+  v16f v, zero = {0}, one = zero + 1.0f;
+  memcpy(&v, p, sizeof v);
+  v = v + bias;
+  switch (act) {
+    case MX_CONV_ACT_NONE: break;
+    case MX_CONV_ACT_RELU: v = SELECT16(v > zero, v, zero); break;
+    case MX_CONV_ACT_CLIP:
+      v = SELECT16(v < a, zero + a, v);
+      v = SELECT16(v > b, zero + b, v);
+      break;
+    case MX_CONV_ACT_HARD_SIGMOID: {
+      v16f t = a * v + b;
+      t = SELECT16(t > zero, t, zero);
+      v = SELECT16(t < one, t, one);
+      break;
+    }
+    case MX_CONV_ACT_HARD_SWISH: {
+      v16f t = v / 6.0f + 0.5f;
+      t = SELECT16(t < zero, zero, t);
+      t = SELECT16(t > one, one, t);
+      v = v * t;
+      break;
+    }
+    default: return false;
   }
+  memcpy(p, &v, sizeof v);
+  return true;
 }
 
 /* Any width stride and dilation. */
@@ -97,7 +115,7 @@ MX_KINLINE void dw_row_taps_any(float *restrict acc, const float *restrict src, 
     for (int64_t i = 0; i < n; i++) acc[i] += wv[t] * src[i * s + t * d];
 }
 
-/* One output channel (one dispatch to the ISA copy per channel: the row helpers and the
+/* One output channel (one dispatch to the ISA copy per channel: the tap helpers and the
  * epilogue are inlined into it): x the input channel's image, wk its taps, y its output (grid_size). */
 MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *x, const float *wk,
                                float *y, float *slot, const float *z, float bias, int32_t act, float aa,
@@ -139,32 +157,54 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
       for (int64_t j = hi; j < p->wp; j++) pr[j] = 0.0f;
     }
   }
-  if (sw == 1) {
-    /* All output rows as one long row of pitch wp: output (oh, ow) is acc[oh*wp + ow]. */
+  if (sw == 1 && sh == 1) {
+    /* All output rows as one long row of pitch wp (output (oh, ow) is acc[oh*wp + ow]; the
+     * columns past OW are computed and dropped), 16 at a time with every tap in registers:
+     * small maps (7x7, 14x14) fill whole vectors this way. Then the epilogue from acc (y may
+     * hold the residual, read in place, so sums never land in y first). */
     const int64_t n = (OH - 1) * pitch + OW;
-    memset(acc, 0, (size_t)n * sizeof(float));
-    for (int64_t kh = 0; kh < KH; kh++) {
-      if (sh == 1) {
-        dw_row_taps(acc, pad + kh * dh * pitch, wk + kh * KW, dw, n, (int)KW);
-      } else {
-        for (int64_t oh = 0; oh < OH; oh++)
-          dw_row_taps(acc + oh * pitch, pad + (oh * sh + kh * dh) * pitch, wk + kh * KW, dw, OW, (int)KW);
+    bool fused = !z;
+    for (int64_t i = 0; i < n; i += 16) {
+      switch (KW) {
+        case 3: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 3, false); break;
+        case 5: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 5, false); break;
+        default: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, KW, false); break;
       }
+      if (fused) fused = dw_vec_epilogue(acc + i, bias, act, aa, ab);
     }
-    for (int64_t oh = 0; oh < OH; oh++)
-      mx__kconv_epilogue_body(y + oh * OW, acc + oh * pitch, z ? z + oh * OW : NULL, bias, OW, act, aa, ab);
+    for (int64_t oh = 0; oh < OH; oh++) {
+      if (fused)
+        memcpy(y + oh * OW, acc + oh * pitch, (size_t)OW * sizeof(float));
+      else
+        mx__kconv_epilogue_body(y + oh * OW, acc + oh * pitch, z ? z + oh * OW : NULL, bias, OW, act, aa, ab);
+    }
+    return;
+  }
+  if (sw == 1 || planes) {
+    /* 16 outputs of a row at a time, every tap added in registers, then the epilogue from
+     * the row in acc */
+    for (int64_t oh = 0; oh < OH; oh++) {
+      bool fused = !z;
+      for (int64_t ow = 0; ow < OW; ow += 16) {
+        switch (KW) {
+          case 3: dw_vec_taps(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, 3, planes); break;
+          case 5: dw_vec_taps(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, 5, planes); break;
+          default: dw_vec_taps(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, KW, planes); break;
+        }
+        if (fused) fused = dw_vec_epilogue(acc + ow, bias, act, aa, ab);
+      }
+      if (fused)
+        memcpy(y + oh * OW, acc, (size_t)OW * sizeof(float));
+      else
+        mx__kconv_epilogue_body(y + oh * OW, acc, z ? z + oh * OW : NULL, bias, OW, act, aa, ab);
+    }
     return;
   }
   for (int64_t oh = 0; oh < OH; oh++) {
     float *ar = acc;
     memset(ar, 0, (size_t)OW * sizeof(float));
-    for (int64_t kh = 0; kh < KH; kh++) {
-      int64_t r = oh * sh + kh * dh;
-      if (planes)
-        dw_row_taps_s2(ar, pad + r * pitch, odd + r * pitch, wk + kh * KW, OW, (int)KW);
-      else
-        dw_row_taps_any(ar, pad + r * pitch, wk + kh * KW, sw, dw, OW, KW);
-    }
+    for (int64_t kh = 0; kh < KH; kh++)
+      dw_row_taps_any(ar, pad + (oh * sh + kh * dh) * pitch, wk + kh * KW, sw, dw, OW, KW);
     mx__kconv_epilogue_body(y + oh * OW, ar, z ? z + oh * OW : NULL, bias, OW, act, aa, ab);
   }
 }

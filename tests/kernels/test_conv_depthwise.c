@@ -1,0 +1,117 @@
+/* Kernel tests of the depthwise Conv core (kernels/conv_depthwise.c) without a residual, where
+ * bias and activation are applied to the 16-lane sums in registers: every fused activation,
+ * stride 1 (one long row) and stride 2 (even/odd planes), maps narrower than a vector, a kernel
+ * wider than the image, dilation and channel multipliers, against a direct loop in double. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/ops/conv_params.h"
+#include "kernels/kernel.h"
+#include "kernels/kernels_support.h"
+
+TestSuite(conv_depthwise);
+
+static uint32_t seed = 99u;
+static float rnd(void) {
+  seed = seed * 1664525u + 1013904223u;
+  return (float)(seed >> 8) / (float)(1u << 24) * 4.0f - 2.0f;
+}
+
+typedef struct dcase {
+  int64_t n, c, mult, h, w, kh, kw, s, d, pad;
+} dcase;
+
+static double act_of(double v, int32_t act, double a, double b) {
+  switch (act) {
+    case MX_CONV_ACT_RELU: return v > 0 ? v : 0;
+    case MX_CONV_ACT_CLIP: return v < a ? a : (v > b ? b : v);
+    case MX_CONV_ACT_HARD_SIGMOID: {
+      double t = a * v + b;
+      return t < 0 ? 0 : (t > 1 ? 1 : t);
+    }
+    case MX_CONV_ACT_HARD_SWISH: {
+      double t = v / 6 + 0.5;
+      return v * (t < 0 ? 0 : (t > 1 ? 1 : t));
+    }
+    case MX_CONV_ACT_SIGMOID: return 1 / (1 + exp(-v));
+    default: return v;
+  }
+}
+
+static void run_dcase(const dcase *k, int32_t act, float a, float b) {
+  int64_t m = k->c * k->mult;
+  int64_t oh = (k->h + 2 * k->pad - k->d * (k->kh - 1) - 1) / k->s + 1;
+  int64_t ow = (k->w + 2 * k->pad - k->d * (k->kw - 1) - 1) / k->s + 1;
+  int64_t nx = k->n * k->c * k->h * k->w, nw = m * k->kh * k->kw, ny = k->n * m * oh * ow;
+  float *x = malloc((size_t)nx * 4), *w = malloc((size_t)nw * 4), *bias = malloc((size_t)m * 4);
+  float *y = malloc((size_t)ny * 4);
+  for (int64_t i = 0; i < nx; i++) x[i] = rnd();
+  for (int64_t i = 0; i < nw; i++) w[i] = rnd();
+  for (int64_t i = 0; i < m; i++) bias[i] = rnd();
+  mx_conv_params p;
+  memset(&p, 0, sizeof p);
+  p.op = MX_CONVOP_CONV;
+  p.group = k->c;
+  p.n_strides = p.n_dilations = 2;
+  p.strides[0] = p.strides[1] = k->s;
+  p.dilations[0] = p.dilations[1] = k->d;
+  p.n_pads = 4;
+  for (int i = 0; i < 4; i++) p.pads[i] = k->pad;
+  p.fused_act = act;
+  p.act_alpha = a;
+  p.act_beta = b;
+  mx_kernel_call *c = kc_new(3, 1, &p);
+  kc_set(c, 0, MX_FLOAT32, 4, DIMS(k->n, k->c, k->h, k->w), x);
+  kc_set(c, 1, MX_FLOAT32, 4, DIMS(m, 1, k->kh, k->kw), w);
+  kc_set(c, 2, MX_FLOAT32, 1, DIMS(m), bias);
+  kc_set(c, 3, MX_FLOAT32, 4, DIMS(k->n, m, oh, ow), y);
+  mx_status st = kc_run("Conv", c);
+  cr_assert_eq(st, MX_OK, "%s", c->why ? c->why : "");
+  int bad = 0;
+  for (int64_t in = 0; in < k->n; in++)
+    for (int64_t oc = 0; oc < m; oc++)
+      for (int64_t i = 0; i < oh; i++)
+        for (int64_t j = 0; j < ow && bad < 5; j++) {
+          double acc = bias[oc];
+          for (int64_t u = 0; u < k->kh; u++)
+            for (int64_t v = 0; v < k->kw; v++) {
+              int64_t ih = i * k->s - k->pad + u * k->d, iw = j * k->s - k->pad + v * k->d;
+              if (ih < 0 || ih >= k->h || iw < 0 || iw >= k->w) continue;
+              acc += (double)x[((in * k->c + oc / k->mult) * k->h + ih) * k->w + iw] *
+                     (double)w[(oc * k->kh + u) * k->kw + v];
+            }
+          double want = act_of(acc, act, a, b), got = y[((in * m + oc) * oh + i) * ow + j];
+          if (fabs(got - want) > 1e-4 * (1 + fabs(want))) {
+            cr_expect(false, "act %d c=%lld h=%lld w=%lld k=%lldx%lld s=%lld d=%lld pad=%lld: (%lld,%lld,%lld) %g vs %g",
+                      act, (long long)k->c, (long long)k->h, (long long)k->w, (long long)k->kh, (long long)k->kw,
+                      (long long)k->s, (long long)k->d, (long long)k->pad, (long long)oc, (long long)i, (long long)j,
+                      got, want);
+            bad++;
+          }
+        }
+  free(x), free(w), free(bias), free(y), free(c);
+}
+
+static const dcase cases[] = {
+    /* n  c  mult h   w   kh kw s  d  pad */
+    {1, 8, 1, 28, 28, 3, 3, 1, 1, 1},  /* stride 1: one long row */
+    {2, 5, 1, 15, 17, 3, 3, 2, 1, 1},  /* stride 2, odd sizes */
+    {1, 6, 1, 7, 7, 5, 5, 1, 1, 2},    /* a 7x7 map, narrower than a vector */
+    {1, 4, 1, 14, 14, 5, 5, 2, 1, 2},  /* 5x5 stride 2 */
+    {1, 3, 1, 3, 3, 5, 5, 1, 1, 2},    /* a kernel wider than the image */
+    {1, 3, 2, 11, 9, 3, 3, 1, 2, 2},   /* dilated, channel multiplier 2 */
+    {1, 2, 1, 1, 40, 1, 3, 1, 1, 1},   /* one row (1-D) */
+    {1, 2, 1, 9, 1, 3, 1, 1, 1, 0},    /* one column */
+    {1, 3, 1, 33, 35, 3, 3, 2, 1, 0},  /* stride 2 without padding */
+};
+
+Test(conv_depthwise, fused_activations_without_residual_match_a_direct_loop) {
+  static const int32_t acts[] = {MX_CONV_ACT_NONE, MX_CONV_ACT_RELU, MX_CONV_ACT_CLIP, MX_CONV_ACT_HARD_SIGMOID,
+                                 MX_CONV_ACT_HARD_SWISH, MX_CONV_ACT_SIGMOID};
+  for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
+    float alpha = acts[a] == MX_CONV_ACT_CLIP ? -0.5f : 0.2f, beta = acts[a] == MX_CONV_ACT_CLIP ? 1.5f : 0.5f;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_dcase(&cases[i], acts[a], alpha, beta);
+  }
+}
