@@ -580,6 +580,14 @@ static mx_status gemm_run_f32(mx_kernel_call *call, const gemm_dims *g, const fl
     memset(y, 0, (size_t)(g->m * g->n) * sizeof *y);
   if (g->k == 0) return MX_OK;
   mx__kblas_init();
+  if (g->m == 1) {
+    /* one row (a classifier head at batch 1): sgemv streams B once, where sgemm would first
+     * copy all of it into packed panels */
+    cblas_sgemv(CblasRowMajor, p->trans_b ? CblasNoTrans : CblasTrans, (blasint)(p->trans_b ? g->n : g->k),
+                (blasint)(p->trans_b ? g->k : g->n), p->alpha, b, (blasint)(p->trans_b ? g->k : g->n), a, 1,
+                g->has_c ? 1.0f : 0.0f, y, 1);
+    return MX_OK;
+  }
   if (mx__ksgemm_threads(p->trans_a, p->trans_b, g->m, g->n, g->k, p->alpha, a, b, g->has_c ? 1.0f : 0.0f, y,
                          NULL, NULL))
     return MX_OK;
