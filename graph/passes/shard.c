@@ -381,6 +381,19 @@ static mx_status attention(mx__shard_ctx *c, mx_node_id n) {
                            g->values[nd->inputs[i]].name);
   if (nd->n_inputs > 3 && nd->inputs[3] != MX_NO_VALUE) {
     mx_value_id m = nd->inputs[3];
+    mx_node_id e = g->values[m].producer;
+    if (c->kind[m] != MX__SHARD_SPLIT && e != MX_NO_NODE && is_op(&g->nodes[e], "Expand")) {
+      /* A mask expanded over the heads: Attention broadcasts it, so the rank reads it unexpanded
+       * when the heads axis was 1 before the Expand. */
+      mx_value_id src = g->nodes[e].inputs[0];
+      const mx_shape *ss = &g->values[src].shape;
+      if (c->kind[src] != MX__SHARD_SPLIT && ss->rank >= 1 && ss->rank <= 4 && (ss->rank < 3 || ss->dims[ss->rank - 3] == 1)) {
+        mx_status st = mx__shard_rewire_input(c, n, m, src);
+        if (st != MX_OK) return st;
+        nd = &g->nodes[n];
+        m = src;
+      }
+    }
     const mx_shape *ms = &g->values[m].shape;
     if (c->kind[m] == MX__SHARD_SPLIT || (ms->rank == 4 && ms->dims[1] != 1))
       return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED, "its mask '%s' differs per head", g->values[m].name);

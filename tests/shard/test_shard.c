@@ -162,17 +162,22 @@ static mx_tensor empty_cache(int64_t heads, int64_t d) {
  * giving logits and the grown caches in the same order. */
 typedef struct decoder_src {
   const char *path; /* an ONNX file, or NULL for the llama of cfg */
+  bool exported;    /* the llama as exporters write it (unfused ops), fused by the rules */
   mx_llama_config cfg;
   int64_t layers, kv_heads, head_dim;
 } decoder_src;
 
 static mx_graph *fused(const decoder_src *m) {
-  if (!m->path) return shard_test_llama(&m->cfg);
+  if (!m->path && !m->exported) return shard_test_llama(&m->cfg);
   mx_graph *g = NULL;
   mx_error err = {0};
-  cr_assert_eq(mx_onnx_load_file(m->path, &g, &err), MX_OK, "%s", err.message);
-  /* One new token per step: the simulation's collective values need concrete shapes. */
-  cr_assert_eq(mx_graph_bind_symbol(g, "seq", 1), MX_OK, "%s", mx_graph_last_error(g));
+  if (m->exported) {
+    cr_assert_eq(mx_model_llama_exported(&m->cfg, &g, &err), MX_OK, "%s", err.message);
+  } else {
+    cr_assert_eq(mx_onnx_load_file(m->path, &g, &err), MX_OK, "%s", err.message);
+    /* One new token per step: the simulation's collective values need concrete shapes. */
+    cr_assert_eq(mx_graph_bind_symbol(g, "seq", 1), MX_OK, "%s", mx_graph_last_error(g));
+  }
   mx_fuse_report fuse;
   cr_assert(mx_graph_optimize(g, NULL) == MX_OK && mx_graph_fuse(g, NULL, &fuse) == MX_OK &&
                 mx_graph_optimize(g, NULL) == MX_OK,
@@ -295,4 +300,53 @@ Test(shard, llama_tp1_is_the_model) {
   mx__shard_report_free(&rep);
   mx_graph_destroy(g);
   check_greedy(&m, 1, 8);
+}
+
+/* The llama in the unfused form exporters write (Pow/ReduceMean RMSNorm, rotary by Slice/Concat,
+ * Softmax attention with repeated kv heads): the rewrite rules fuse it, then it shards. */
+Test(shard, exported_llama_greedy_tp2) {
+  decoder_src m = llama_src(2);
+  m.exported = true;
+  check_greedy(&m, 2, 16);
+}
+
+/* The encoder (post-norm BERT layer, padding mask expanded over the heads, every Reshape target
+ * from Shape arithmetic) at batch 2, seq 8: one run on 2 ranks equals the unsharded one. */
+Test(shard, encoder_tp2) {
+  mx_encoder_config cfg;
+  mx_encoder_config_default(&cfg);
+  mx_graph *gs[3];
+  mx_error err = {0};
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(mx_model_encoder(&cfg, &gs[i], &err), MX_OK, "%s", err.message);
+    cr_assert_eq(mx_graph_bind_symbol(gs[i], "batch", 2), MX_OK, "%s", mx_graph_last_error(gs[i]));
+    cr_assert_eq(mx_graph_bind_symbol(gs[i], "seq", 8), MX_OK, "%s", mx_graph_last_error(gs[i]));
+    mx_fuse_report fuse;
+    cr_assert(mx_graph_optimize(gs[i], NULL) == MX_OK && mx_graph_fuse(gs[i], NULL, &fuse) == MX_OK &&
+              mx_graph_optimize(gs[i], NULL) == MX_OK);
+    if (i) cr_assert_eq(mx__shard_graph(gs[i], 2, i - 1, NULL, &err), MX_OK, "%s", err.message);
+  }
+  cr_assert_eq(mx_graph_input_count(gs[0]), 1);
+  mx_tensor x;
+  cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 3, (int64_t[]){2, 8, cfg.hidden}, &x), MX_OK);
+  float *xd = x.data;
+  uint32_t seed = 7;
+  for (int64_t i = 0; i < 2 * 8 * cfg.hidden; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    xd[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
+  }
+  mx_tensor want, got[2][1], *in[2] = {&x, &x}, *out[2] = {got[0], got[1]};
+  cr_assert_eq(mx_reference_run(gs[0], &x, 1, &want, 1, &err), MX_OK, "%s", err.message);
+  shard_sim *sim = shard_sim_create(&gs[1], 2);
+  cr_assert(sim);
+  cr_assert_eq(shard_sim_run(sim, in, 1, out, 1, &err), MX_OK, "%s", err.message);
+  for (int r = 0; r < 2; r++) {
+    char why[256];
+    cr_expect(mx_tensor_allclose(&got[r][0], &want, 1e-3, 1e-4, why, sizeof why), "rank %d: %s", r, why);
+    mx_tensor_release(&got[r][0]);
+  }
+  mx_tensor_release(&want);
+  mx_tensor_release(&x);
+  shard_sim_destroy(sim);
+  mx_graph_destroy(gs[0]);
 }
