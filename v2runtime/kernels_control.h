@@ -37,6 +37,10 @@ MX_MUST_USE mx_status mx__control_body_run(void *user, const mx_node *nd, mx_gra
 /* Sets the device of a body's child session in o: a device of its own that runs on the calling
  * thread (inline) when s runs on a CPU device, else s's device. */
 void mx__control_body_device(const struct mx_session *s, struct mx_session_options *o);
+/* Compiles the bodies of every control call of s's program now (at load: a restored .mxm too),
+ * so the first step finds their static models ready; a body that cannot be compiled is left to
+ * the interpreter, as on first use. */
+void mx__control_bodies_prepare(struct mx_session *s);
 /* Frees a program's compiled bodies (NULL is a no-op). */
 void mx__control_bodies_free(struct mx__control_bodies *b);
 /* What session s made of body: NULL when it has not run yet; else *child is its child session

@@ -200,3 +200,15 @@ const char *mx__control_body_status(mx_session *s, const mx_graph *body, mx_sess
   pthread_mutex_unlock(&bodies_lock);
   return why;
 }
+
+void mx__control_bodies_prepare(mx_session *s) {
+  mx_program *p = s->prog;
+  if (!p || p->interpreted) return;
+  for (size_t c = 0; c < p->n_calls; c++) {
+    const mx_node *call = &p->root->nodes[p->calls[c].node];
+    if (!p->calls[c].unknown || !mx__part_is_control_call(call)) continue;
+    const mx_node *cn = mx__part_control_node(call);
+    for (uint32_t a = 0; cn && a < cn->n_attrs; a++)
+      if (cn->attrs[a].type == MX_ATTR_GRAPH && cn->attrs[a].graph) (void)find_body(s, cn, cn->attrs[a].graph);
+  }
+}

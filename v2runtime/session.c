@@ -344,6 +344,7 @@ static mx_status install(mx_session *s, mx_program *p) {
     return st;
   }
   p->initialized = true;
+  mx__control_bodies_prepare(s); /* control bodies compiled at load (kernels_control_body.c) */
   /* Step figures restart with the model; the allocator's counters run for the session's life. */
   mx_session_stats keep = s->total;
   memset(&s->last, 0, sizeof s->last);

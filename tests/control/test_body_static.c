@@ -211,3 +211,39 @@ Test(body_static, dumps_show_the_clusters_of_each_body) {
   mx_partition_destroy(p);
   mx_graph_destroy(g);
 }
+
+/* --- .mxm ------------------------------------------------------------------------------------ */
+
+#include <unistd.h>
+
+/* A session saved with a Loop loads again with its body compiled at load into a static model:
+ * the first step after loading runs it once per iteration, equal to the reference. */
+Test(body_static, compiled_body_after_an_mxm_round_trip) {
+  mx_session *s = open_with(recurrent_loop(), MX_EXECUTOR_SEQUENTIAL, 1);
+  char path[] = "/tmp/mixrt_body_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(mx_session_save(s, path, NULL), MX_OK, "%s", mx_session_last_error(s));
+  mx_session_destroy(s);
+  for (size_t e = 0; e < 3; e++) {
+    mx_session_options o;
+    mx_session_options_init(&o);
+    o.executor = executors[e];
+    o.streams = e == 0 ? 1 : 2;
+    mx_error err = {0};
+    cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(mx_session_load_file(s, path), MX_OK, "%s", mx_session_last_error(s));
+    float h0[H];
+    for (int i = 0; i < H; i++) h0[i] = 0.05f * (float)(i % 9) - 0.2f;
+    int64_t trips = 5;
+    mx_tensor in[2] = {{.dtype = MX_INT64, .rank = 0, .data = &trips},
+                       {.dtype = MX_FLOAT32, .rank = 2, .dims = {1, H}, .data = h0}};
+    expect_as_reference(s, recurrent_loop, in, 2, 2);
+    mx_session_stats last;
+    cr_assert_eq(mx_session_get_stats(s, &last, NULL), MX_OK);
+    cr_assert_eq(last.body_static_executes, (uint64_t)trips);
+    mx_session_destroy(s);
+  }
+  remove(path);
+}
