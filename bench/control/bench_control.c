@@ -39,9 +39,6 @@ static int g_reps = 15;
 /* bench_control_body.c: loop_iteration_static_body_ns (a Loop body run as a static model). */
 void mx__bench_control_static_body(bool quick);
 
-/* bench_control_body.c: loop_iteration_static_body_ns (a Loop body run as a static model). */
-void mx__bench_control_static_body(bool quick);
-
 static void die(const char *what, const char *msg) {
   fprintf(stderr, "bench_control: %s failed: %s\n", what, msg ? msg : "");
   exit(1);
@@ -277,7 +274,6 @@ int main(int argc, char **argv) {
            it.wall < TARGET_NS ? "true" : "false");
     printf("  }%s\n", w == 0 ? "," : "");
   }
-  mx__bench_control_static_body(quick); /* bench_control_body.c: ",\n  \"static_body\": {...}" */
   mx__bench_control_static_body(quick); /* bench_control_body.c: ",\n  \"static_body\": {...}" */
   printf("}\n");
   return 0;
