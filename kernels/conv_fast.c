@@ -41,6 +41,7 @@ typedef struct fast_plan {
   int64_t bands, mchunks, mchunk;
   bool own_gemm;      /* the dense paths run mixrt's packed GEMM (kernels/gemm_f32.h), not sgemm */
   size_t packed_floats; /* own GEMM: the packed B band at the start of a slot, A blocks after it */
+  size_t gemm_floats;   /* own GEMM: its scratch (A blocks), then one im2col row */
   size_t slot_floats; /* scratch per thread */
 } fast_plan;
 
@@ -124,7 +125,8 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     p->slot_floats = p->algo == ALGO_POINTWISE ? 0 : (size_t)round_up(p->kdim * cols, 16);
     p->own_gemm = true;
     p->packed_floats = (size_t)round_up((int64_t)mx__kgemm_f32_packed_b_floats(p->kdim, cols), 16);
-    size_t own = p->packed_floats + mx__kgemm_f32_a_floats() + (size_t)round_up(cols, 16);
+    p->gemm_floats = mx__kgemm_f32_a_floats(p->mchunk);
+    size_t own = p->packed_floats + p->gemm_floats + (size_t)round_up(cols, 16);
     if (own > p->slot_floats) p->slot_floats = own;
     return;
   }
@@ -239,7 +241,7 @@ static void tile_epilogue_run(void *ctx, int64_t row0, int64_t rows, int64_t col
 static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f32 *j, int64_t band,
                          const float *xg, const float *wg, float *yg, const float *zg, const float *bg,
                          int64_t mn, float *scr) {
-  float *packed = scr, *ablocks = scr + p->packed_floats, *row = ablocks + mx__kgemm_f32_a_floats();
+  float *packed = scr, *ablocks = scr + p->packed_floats, *row = ablocks + p->gemm_floats;
   int64_t c0, ncols;
   if (p->algo == ALGO_POINTWISE) {
     c0 = band * p->band_rows;

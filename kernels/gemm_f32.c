@@ -26,6 +26,9 @@
 #define MC_AVX512 (MR_AVX512 * 12)
 #define MC_AVX2 (MR_AVX2 * 24)
 #define MC_MAX (MC_AVX512 > MC_AVX2 ? MC_AVX512 : MC_AVX2)
+/* Narrow products (n <= NARROW_N, a 7x7 image) run transposed: rows of A in MC_NARROW blocks. */
+#define NARROW_N 64
+#define MC_NARROW (NR * 5)
 
 /* One ISA copy: the rows of its tile and the tile kernel (C tile MR x NR at c, row stride ldc;
  * acc: add to the partial sums in C instead of starting from 0). */
@@ -179,7 +182,11 @@ int64_t mx__kgemm_f32_row_tile(void) {
   return isa ? isa->mr : 1;
 }
 
-size_t mx__kgemm_f32_a_floats(void) { return (size_t)MC_MAX * KC; }
+size_t mx__kgemm_f32_a_floats(int64_t m) {
+  /* A blocks; a narrow product's B groups and its transposed C */
+  size_t mpad = (size_t)((m + NR - 1) / NR * NR);
+  return (size_t)MC_MAX * KC + (size_t)KC * (NARROW_N + MR_AVX512) + mpad * (NARROW_N + MR_AVX512);
+}
 
 void mx__kgemm_f32_pack_b_row(const float *row, int64_t n, int64_t k_total, int64_t k, float *bp) {
   float *dst = bp + k * NR;
@@ -207,6 +214,59 @@ static void pack_a(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t r
     }
 }
 
+/* Share of a tile grid's work that is real: n columns in panels of NR (a last one of at most 16
+ * in the half kernel) and m rows in tiles of mr, against the transposed grid. */
+static bool narrow_pays(const isa_copy *isa, int64_t m, int64_t n) {
+  if (n > NARROW_N || n % NR == 0) return false;
+  const int64_t tail = n % NR, cols = n - tail + (tail <= 16 && isa->half ? 16 : NR);
+  const int64_t mr = isa->mr;
+  double usual = (double)n / (double)cols * (double)m / (double)((m + mr - 1) / mr * mr);
+  double narrow = (double)n / (double)((n + mr - 1) / mr * mr) * (double)m / (double)((m + NR - 1) / NR * NR);
+  return narrow > usual;
+}
+
+/* The product with the roles swapped (C^T = B^T A^T): A in NR-row panels takes the place of a
+ * B panel, B's columns in groups of mr that of an A panel, so a narrow n wastes at most mr - 1
+ * columns instead of up to NR - 1. The micro-kernel is the same and every output still gets its
+ * one FMA chain in k order, so the bits do not depend on which way a product runs. The tiles come
+ * out transposed: they stay in a transposed C in the scratch through the k blocks, and each
+ * goes into C (then through tile_fn) once, after the last. */
+static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                          const float *bp, float *c, int64_t ldc, float *scratch, mx_kgemm_tile_fn tile_fn,
+                          void *ctx) {
+  const int64_t mr = isa->mr, groups = (n + mr - 1) / mr;
+  float *ablk = scratch, *bt = scratch + (size_t)MC_MAX * KC;
+  float *ct_all = bt + (size_t)KC * (NARROW_N + MR_AVX512); /* C^T: groups*mr rows of mpad */
+  const int64_t mpad = (m + NR - 1) / NR * NR;
+  for (int64_t pc = 0; pc < k; pc += KC) {
+    const int64_t kc = k - pc < KC ? k - pc : KC;
+    const bool acc = pc > 0, last = pc + kc >= k;
+    for (int64_t g = 0; g < groups; g++)
+      for (int64_t kk = 0; kk < kc; kk++)
+        for (int64_t jj = 0; jj < mr; jj++) {
+          int64_t col = g * mr + jj;
+          bt[(g * kc + kk) * mr + jj] = col < n ? bp[((col / NR) * k + pc + kk) * NR + col % NR] : 0.0f;
+        }
+    for (int64_t ic = 0; ic < m; ic += MC_NARROW) {
+      const int64_t mc = m - ic < MC_NARROW ? m - ic : MC_NARROW, panels = (mc + NR - 1) / NR;
+      pack_a(a, lda, m, ic, mc, pc, kc, NR, ablk);
+      for (int64_t g = 0; g < groups; g++) {
+        const int64_t col0 = g * mr, cols = n - col0 < mr ? n - col0 : mr;
+        for (int64_t t = 0; t < panels; t++) {
+          const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
+          float *tile = ct_all + col0 * mpad + row0;
+          isa->tile(kc, bt + g * kc * mr, ablk + t * kc * NR, tile, mpad, acc);
+          if (!last) continue;
+          float *ct = c + row0 * ldc + col0;
+          for (int64_t i = 0; i < rows; i++)
+            for (int64_t jj = 0; jj < cols; jj++) ct[i * ldc + jj] = tile[jj * mpad + i];
+          if (tile_fn) tile_fn(ctx, row0, rows, col0, cols);
+        }
+      }
+    }
+  }
+}
+
 void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
                           float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
   const isa_copy *isa = pick_copy();
@@ -214,6 +274,10 @@ void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64
   if (k <= 0) {
     for (int64_t r = 0; r < m; r++) memset(c + r * ldc, 0, (size_t)n * sizeof(float));
     if (tile_fn) tile_fn(ctx, 0, m, 0, n);
+    return;
+  }
+  if (narrow_pays(isa, m, n)) {
+    packed_narrow(isa, m, n, k, a, lda, bp, c, ldc, a_scratch, tile_fn, ctx);
     return;
   }
   const int64_t mr = isa->mr, panels = (n + NR - 1) / NR;

@@ -41,15 +41,16 @@ static inline size_t mx__kgemm_f32_packed_b_floats(int64_t k, int64_t n) {
  * the last panel's columns past n). */
 void mx__kgemm_f32_pack_b_row(const float *row, int64_t n, int64_t k_total, int64_t k, float *bp);
 
-/* Floats of scratch one running product needs for its A blocks. */
-size_t mx__kgemm_f32_a_floats(void);
+/* Floats of scratch one running product of m rows needs (A blocks, and for a narrow n, B's
+ * columns regrouped and a transposed C). */
+size_t mx__kgemm_f32_a_floats(int64_t m);
 
 /* Called once per finished tile of C (rows [row0, row0+rows) x columns [col0, col0+cols)),
  * while it is still in L1: the caller's epilogue (bias, residual, activation). */
 typedef void (*mx_kgemm_tile_fn)(void *ctx, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
 
 /* C[m, n] (row stride ldc) = A[m, k] (row stride lda) x B (packed, k x n), then tile_fn (may be
- * NULL) on every tile. a_scratch holds mx__kgemm_f32_a_floats() floats. Only when
+ * NULL) on every tile. a_scratch holds mx__kgemm_f32_a_floats(m) floats. Only when
  * mx__kgemm_f32_available(). */
 void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
                           float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx);

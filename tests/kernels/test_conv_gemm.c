@@ -1,7 +1,7 @@
 /* Kernel tests of mixrt's packed float32 GEMM (kernels/gemm_f32.c) and of the Conv paths that run
  * through it (kernels/conv_fast.c): products whose m, n and k are not multiples of the tiles
  * (rows past the 14- or 6-row tile, columns past a 32-column panel or inside its 16-column half,
- * k past a 256 block) against a double loop; the AVX-512 and AVX2 copies give the same bits;
+ * k past a 256 block, narrow n run transposed) against a double loop; the AVX-512 and AVX2 copies give the same bits;
  * Convs (1x1, 3x3 with padding and stride, grouped) with bias, a residual and Relu or Clip on 1
  * and 2 intra-op threads give the same bits, near a double reference. Skipped where the CPU has
  * neither copy. */
@@ -40,7 +40,7 @@ static float *rnd_buf(int64_t n) {
 static int gemm_with(int level, int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
   int used = mx__kgemm_f32_use(level);
   float *bp = aligned_alloc(64, (mx__kgemm_f32_packed_b_floats(k, n) * 4 + 64) / 64 * 64);
-  float *as = aligned_alloc(64, mx__kgemm_f32_a_floats() * 4);
+  float *as = aligned_alloc(64, mx__kgemm_f32_a_floats(m) * 4);
   cr_assert(bp && as);
   for (int64_t r = 0; r < k; r++) mx__kgemm_f32_pack_b_row(b + r * n, n, k, r, bp);
   for (int64_t i = 0; i < m * n; i++) c[i] = NAN; /* every output must be written */
@@ -54,7 +54,7 @@ Test(conv_gemm, edge_tiles_match_double_and_both_copies_agree) {
   if (!mx__kgemm_f32_available()) cr_skip_test("no AVX-512 or AVX2 copy on this CPU");
   static const int64_t shapes[][3] = {{1, 1, 1},    {13, 5, 7},   {14, 32, 256}, {15, 33, 257},
                                       {29, 17, 513}, {6, 16, 3},  {7, 48, 300},  {100, 49, 260},
-                                      {169, 70, 40}, {3, 100, 600}};
+                                      {169, 70, 40}, {3, 100, 600}, {2048, 49, 520}, {40, 20, 9}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
     float *a = rnd_buf(m * k), *b = rnd_buf(k * n), *c3 = rnd_buf(m * n), *c2 = rnd_buf(m * n);
