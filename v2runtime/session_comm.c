@@ -66,7 +66,10 @@ static uint64_t signature_hash(const mx_graph *g, uint64_t h) {
   return h;
 }
 
-/* Fails naming the first collective node of g (or its subgraphs) cut for another size. */
+/* Fails naming the first collective node of g (or its subgraphs) cut for another size, or, when
+ * the session could run two collectives at once (more than one stream, or the multi-thread
+ * executor), the first collective: MPI pairs collectives by their order on each rank, and
+ * concurrent launches may start them in different orders on different ranks. */
 static mx_status check_world_size(mx_session *s, const mx_graph *g, int32_t size) {
   for (size_t n = 0; n < g->n_nodes; n++) {
     const mx_node *nd = &g->nodes[n];
@@ -77,6 +80,13 @@ static mx_status check_world_size(mx_session *s, const mx_graph *g, int32_t size
       return mx__fail(&s->err, MX_ERR_INVALID_GRAPH,
                       "node '%s' (%s) was cut for world_size %lld, but the communicator has %d ranks",
                       nd->name, nd->op_type, (long long)p->world_size, (int)size);
+    if (size > 1 && (s->opts.streams > 1 || s->opts.executor == MX_EXECUTOR_MULTI_THREAD))
+      return mx__fail(
+          &s->err, MX_ERR_UNSUPPORTED,
+          "node '%s' (%s): collectives run on one stream with a single-thread executor (the session "
+          "has %u streams and the %s executor), so every rank starts them in the same order",
+          nd->name, nd->op_type, s->opts.streams,
+          s->opts.executor == MX_EXECUTOR_MULTI_THREAD ? "multi-thread" : "single-thread");
   }
   for (size_t i = 0; i < g->n_subgraphs; i++) {
     mx_status st = check_world_size(s, g->subgraphs[i], size);

@@ -141,12 +141,15 @@ static void check_without_comm(void) {
 
 /* --- one collective through a session ------------------------------------------------------------- */
 
+static uint32_t g_streams = 1; /* streams of the sessions session_for creates */
+
 /* A session over g given communicator c; static_min_ops as the partitioner option. */
 static mx_session *session_for(mx_graph *g, mx_comm *c, int64_t static_min_ops, mx_status *set_st, char *msg,
                                size_t cap) {
   mx_session_options o;
   mx_session_options_init(&o);
   o.static_min_ops = static_min_ops;
+  o.streams = g_streams;
   mx_session *s;
   mx_error err = {0};
   if (mx_session_create(&o, &s, &err) != MX_OK) {
@@ -368,6 +371,13 @@ static void check_refusals(mx_comm *c) {
   CHECK(st == MX_ERR_INVALID_GRAPH && strstr(msg, "different models"), "mismatched models are refused: %s",
         msg);
   mx_session_destroy(s);
+  /* Two streams could start collectives in different orders on different ranks. */
+  g_streams = 2;
+  s = session_for(one_op_graph("AllReduce", &ws, 1, MX_FLOAT32, 2, dims), c, 0, &st, msg, sizeof msg);
+  g_streams = 1;
+  CHECK(st == MX_ERR_UNSUPPORTED && strstr(msg, "one stream"), "a session with 2 streams is refused: %s",
+        msg);
+  mx_session_destroy(s);
 }
 
 /* --- faults --------------------------------------------------------------------------------------- */
@@ -390,7 +400,8 @@ static int run_fault(mx_comm *c, bool kill) {
       fflush(stdout);
       exit(1);
     }
-    sleep(8); /* stalled: the others time out, hold their roll call and exit meanwhile (mpirun then ends this rank) */
+    sleep(
+        8); /* stalled: the others time out, hold their roll call and exit meanwhile (mpirun then ends this rank) */
     printf("ok rank %d: stalled rank done\n", g_rank);
     fflush(stdout);
     _exit(0);
