@@ -350,3 +350,27 @@ Test(shard, encoder_tp2) {
   shard_sim_destroy(sim);
   mx_graph_destroy(gs[0]);
 }
+
+/* One square weight as both the up (columns cut) and the down (rows cut) projection. */
+Test(shard, refuses_weight_cut_two_ways) {
+  mx_graph *g;
+  cr_assert_eq(mx_graph_create("tied_mlp", &g), MX_OK);
+  mx_shape xs = {2, {1, 8}};
+  mx_value_id x, w, h, r, y;
+  cr_assert_eq(mx_graph_add_input(g, "x", MX_FLOAT32, &xs, &x), MX_OK);
+  float d[64];
+  for (int i = 0; i < 64; i++) d[i] = (float)i / 64.0f;
+  mx_tensor t = {.dtype = MX_FLOAT32, .rank = 2, .dims = {8, 8}, .data = d};
+  cr_assert_eq(mx_graph_add_constant(g, "w_square", &t, &w), MX_OK);
+  mx_node_desc up = {.op_type = "MatMul", .name = "up", .inputs = (mx_value_id[]){x, w}, .n_inputs = 2, .n_outputs = 1};
+  cr_assert_eq(mx_graph_add_node(g, &up, &h), MX_OK);
+  cr_assert_eq(mx_graph_add_op(g, "Relu", &h, 1, NULL, 0, &r), MX_OK);
+  mx_node_desc down = {.op_type = "MatMul", .name = "down", .inputs = (mx_value_id[]){r, w}, .n_inputs = 2, .n_outputs = 1};
+  cr_assert_eq(mx_graph_add_node(g, &down, &y), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
+  mx_error err = {0};
+  cr_assert_eq(mx__shard_graph(g, 2, 1, NULL, &err), MX_ERR_UNSUPPORTED);
+  cr_expect(strstr(err.message, "'w_square'") && strstr(err.message, "'up'") && strstr(err.message, "'down'"), "%s",
+            err.message);
+  mx_graph_destroy(g);
+}
