@@ -16,7 +16,9 @@
 #include "v2runtime/session_impl.h"
 
 void mx_session_cancel(mx_session *s) {
-  if (s) atomic_store(&s->cancel, true);
+  if (!s) return;
+  atomic_store(&s->cancel, true);
+  mx__control_bodies_cancel(s); /* a Loop nested in a body runs in a child session */
 }
 
 mx_status mx__control_run_graph(mx_session *s, mx_graph *g, const mx_tensor *ins, size_t n_in,

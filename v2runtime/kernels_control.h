@@ -41,6 +41,10 @@ void mx__control_body_device(const struct mx_session *s, struct mx_session_optio
  * so the first step finds their static models ready; a body that cannot be compiled is left to
  * the interpreter, as on first use. */
 void mx__control_bodies_prepare(struct mx_session *s);
+/* Cancels the run in progress of every body's child session of s, at any depth (never waits:
+ * while a body is being compiled the children are skipped, and s's own Loop stops at its next
+ * iteration). */
+void mx__control_bodies_cancel(struct mx_session *s);
 /* Frees a program's compiled bodies (NULL is a no-op). */
 void mx__control_bodies_free(struct mx__control_bodies *b);
 /* What session s made of body: NULL when it has not run yet; else *child is its child session

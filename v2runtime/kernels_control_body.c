@@ -209,6 +209,20 @@ void mx__control_bodies_prepare(mx_session *s) {
     if (!p->calls[c].unknown || !mx__part_is_control_call(call)) continue;
     const mx_node *cn = mx__part_control_node(call);
     for (uint32_t a = 0; cn && a < cn->n_attrs; a++)
-      if (cn->attrs[a].type == MX_ATTR_GRAPH && cn->attrs[a].graph) (void)find_body(s, cn, cn->attrs[a].graph);
+      if (cn->attrs[a].type == MX_ATTR_GRAPH && cn->attrs[a].graph)
+        (void)find_body(s, cn, cn->attrs[a].graph);
   }
+}
+
+void mx__control_bodies_cancel(mx_session *s) {
+  mx_program *p = s->prog;
+  if (!p || pthread_mutex_trylock(&bodies_lock) != 0) return;
+  size_t n = p->bodies ? p->bodies->n : 0;
+  mx_session *local[LOCAL_IO];
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < LOCAL_IO; i++)
+    if (p->bodies->v[i].child) local[k++] = p->bodies->v[i].child;
+  pthread_mutex_unlock(&bodies_lock);
+  /* Children are destroyed only with the program, which the caller's run keeps alive. */
+  for (size_t i = 0; i < k; i++) mx_session_cancel(local[i]);
 }
