@@ -89,7 +89,8 @@ int mx_cmd_shard(int argc, char **argv) {
       return mx_cli_usage_error("shard", "one model only ('%s' is extra)", a);
     }
   }
-  if (!model || !tp || !dir) return mx_cli_usage_error("shard", "usage: mixrt shard MODEL.onnx --tp N -o DIR");
+  if (!model || !tp || !dir)
+    return mx_cli_usage_error("shard", "usage: mixrt shard MODEL.onnx --tp N -o DIR");
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
     return mx_cli_runtime_error("shard", "cannot create '%s': %s", dir, strerror(errno));
   char path[4096];
@@ -117,10 +118,11 @@ int mx_cmd_shard(int argc, char **argv) {
     } else {
       fprintf(man, "%s\n  {\"rank\": %d, \"file\": ", r ? "," : "", r);
       json_string(man, file);
-      fprintf(man,
-              ", \"attention_blocks\": %zu, \"mlp_blocks\": %zu, \"vocab_splits\": %zu, \"weights_sliced\": %zu, "
-              "\"state_values\": %zu, \"collectives\": [",
-              rep.n_attention, rep.n_mlp, rep.n_vocab, rep.n_weights, rep.n_states);
+      fprintf(
+          man,
+          ", \"attention_blocks\": %zu, \"mlp_blocks\": %zu, \"vocab_splits\": %zu, \"weights_sliced\": %zu, "
+          "\"state_values\": %zu, \"collectives\": [",
+          rep.n_attention, rep.n_mlp, rep.n_vocab, rep.n_weights, rep.n_states);
       for (size_t i = 0; i < rep.n_collectives; i++) {
         fprintf(man, "%s{\"node\": ", i ? ", " : "");
         json_string(man, rep.collectives[i].node);
@@ -132,11 +134,13 @@ int mx_cmd_shard(int argc, char **argv) {
       }
       fprintf(man, "]}");
       if (r == 0 && !quiet) {
-        printf("%s: tp %lld, %zu attention block(s), %zu MLP block(s), %zu vocabulary split(s), %zu weights "
-               "sliced, %zu state input/output(s) per rank\n",
-               model, (long long)tp, rep.n_attention, rep.n_mlp, rep.n_vocab, rep.n_weights, rep.n_states);
+        printf(
+            "%s: tp %lld, %zu attention block(s), %zu MLP block(s), %zu vocabulary split(s), %zu weights "
+            "sliced, %zu state input/output(s) per rank\n",
+            model, (long long)tp, rep.n_attention, rep.n_mlp, rep.n_vocab, rep.n_weights, rep.n_states);
         for (size_t i = 0; i < rep.n_collectives; i++)
-          printf("  %-10s %-40s %s\n", rep.collectives[i].op, rep.collectives[i].node, rep.collectives[i].why);
+          printf("  %-10s %-40s %s\n", rep.collectives[i].op, rep.collectives[i].node,
+                 rep.collectives[i].why);
       }
       if (!quiet) printf("wrote %s\n", path);
     }

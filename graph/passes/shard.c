@@ -35,9 +35,9 @@ static bool is_weight_matmul(const mx_graph *g, const mx_node *n) {
 }
 
 static bool is_unary_elementwise(const mx_node *n) {
-  static const char *const ops[] = {"Sigmoid", "Relu", "Gelu", "Swish", "Tanh", "Erf", "Neg", "Exp",
-                                    "Softplus", "Cast", "Identity", "HardSigmoid", "HardSwish", "Mish",
-                                    "Abs", "Sqrt", "Reciprocal", NULL};
+  static const char *const ops[] = {"Sigmoid",   "Relu", "Gelu",     "Swish", "Tanh",       "Erf",
+                                    "Neg",       "Exp",  "Softplus", "Cast",  "Identity",   "HardSigmoid",
+                                    "HardSwish", "Mish", "Abs",      "Sqrt",  "Reciprocal", NULL};
   for (int i = 0; ops[i]; i++)
     if (is_op(n, ops[i])) return true;
   return false;
@@ -60,7 +60,8 @@ static bool concrete(mx_dim d, int64_t *v) {
 
 /* From Attention input v back to the MatMul projecting it, through the head reshapes, transposes
  * and rotary embedding; marks it a column split. */
-static mx_status mark_projection(mx__shard_ctx *c, uint8_t *role, mx_node_id att, mx_value_id v, const char *what) {
+static mx_status mark_projection(mx__shard_ctx *c, uint8_t *role, mx_node_id att, mx_value_id v,
+                                 const char *what) {
   mx_graph *g = c->g;
   int groups = 1;
   for (int hops = 0; hops < 16; hops++) {
@@ -89,10 +90,11 @@ static mx_status mark_projection(mx__shard_ctx *c, uint8_t *role, mx_node_id att
     break;
   }
   mx_value_id start = g->nodes[att].inputs[what[0] == 'q' ? 0 : what[0] == 'k' ? 1 : 2];
-  return mx__node_fail(c->err, &g->nodes[att], MX_ERR_UNSUPPORTED,
-                       "its %s input '%s' does not come from a MatMul with constant weights through head "
-                       "reshapes, transposes and rotary embedding (stopped at '%s'): mixrt cannot split it by heads",
-                       what, g->values[start].name, g->values[v].name);
+  return mx__node_fail(
+      c->err, &g->nodes[att], MX_ERR_UNSUPPORTED,
+      "its %s input '%s' does not come from a MatMul with constant weights through head "
+      "reshapes, transposes and rotary embedding (stopped at '%s'): mixrt cannot split it by heads",
+      what, g->values[start].name, g->values[v].name);
 }
 
 static mx_status find_attention(mx__shard_ctx *c, mx_node_id n, uint8_t *role, mx_value_id *states,
@@ -123,9 +125,10 @@ static mx_status find_attention(mx__shard_ctx *c, mx_node_id n, uint8_t *role, m
     if (pv == MX_NO_VALUE) continue;
     const mx_value *val = &g->values[pv];
     if (!(val->flags & MX_VALUE_INPUT) || val->shape.rank != 4)
-      return mx__node_fail(c->err, &g->nodes[n], MX_ERR_UNSUPPORTED,
-                           "its cache input '%s' is no 4-D graph input: mixrt splits only a cache the caller holds",
-                           val->name);
+      return mx__node_fail(
+          c->err, &g->nodes[n], MX_ERR_UNSUPPORTED,
+          "its cache input '%s' is no 4-D graph input: mixrt splits only a cache the caller holds",
+          val->name);
     if (c->kind[pv] == MX__SHARD_SPLIT) continue; /* a cache two Attention nodes share */
     c->kind[pv] = MX__SHARD_SPLIT;
     c->axis[pv] = 1;
@@ -188,12 +191,14 @@ static void set_split(mx__shard_ctx *c, mx_value_id v, int axis) {
 static mx_status column_matmul(mx__shard_ctx *c, mx_node_id n, int groups) {
   mx_graph *g = c->g;
   mx_value_id x = g->nodes[n].inputs[0], w = g->nodes[n].inputs[1], y = g->nodes[n].outputs[0];
-  if (c->kind[x] == MX__SHARD_SPLIT) return refuse(c, n, x, "a column-split projection needs its input whole");
+  if (c->kind[x] == MX__SHARD_SPLIT)
+    return refuse(c, n, x, "a column-split projection needs its input whole");
   bool trans_b = attr_int(&g->nodes[n], "mixrt_trans_b", 0) != 0;
   mx_value_id out;
   mx_status st = mx__shard_slice_const(c, n, w, trans_b ? 0 : 1, groups, &out);
   if (st != MX_OK) return st;
-  if (attr_int(&g->nodes[n], "mixrt_bias", 0) && g->nodes[n].n_inputs > 2 && is_const(g, g->nodes[n].inputs[2])) {
+  if (attr_int(&g->nodes[n], "mixrt_bias", 0) && g->nodes[n].n_inputs > 2 &&
+      is_const(g, g->nodes[n].inputs[2])) {
     mx_value_id b = g->nodes[n].inputs[2];
     st = mx__shard_slice_const(c, n, b, g->values[b].data->rank - 1, groups, &out);
     if (st != MX_OK) return st;
@@ -258,8 +263,9 @@ static mx_status vocab_embedding(mx__shard_ctx *c, mx_node_id n) {
   mx_value_id table = g->nodes[n].inputs[0], ids = g->nodes[n].inputs[1], y = g->nodes[n].outputs[0];
   const mx_tensor *t = g->values[table].data;
   int64_t vocab = t->dims[0], hidden = t->dims[1];
-  if (vocab % c->tp) return mx__node_fail(c->err, &g->nodes[n], MX_ERR_UNSUPPORTED,
-                                          "vocabulary %lld not divisible by tp %d", (long long)vocab, c->tp);
+  if (vocab % c->tp)
+    return mx__node_fail(c->err, &g->nodes[n], MX_ERR_UNSUPPORTED, "vocabulary %lld not divisible by tp %d",
+                         (long long)vocab, c->tp);
   int64_t local = vocab / c->tp, lo = local * c->rank;
   size_t es = mx_dtype_size(t->dtype);
   unsigned char *rows = calloc((size_t)((local + 1) * hidden), es);
@@ -387,7 +393,8 @@ static mx_status attention(mx__shard_ctx *c, mx_node_id n) {
        * when the heads axis was 1 before the Expand. */
       mx_value_id src = g->nodes[e].inputs[0];
       const mx_shape *ss = &g->values[src].shape;
-      if (c->kind[src] != MX__SHARD_SPLIT && ss->rank >= 1 && ss->rank <= 4 && (ss->rank < 3 || ss->dims[ss->rank - 3] == 1)) {
+      if (c->kind[src] != MX__SHARD_SPLIT && ss->rank >= 1 && ss->rank <= 4 &&
+          (ss->rank < 3 || ss->dims[ss->rank - 3] == 1)) {
         mx_status st = mx__shard_rewire_input(c, n, m, src);
         if (st != MX_OK) return st;
         nd = &g->nodes[n];
@@ -396,7 +403,8 @@ static mx_status attention(mx__shard_ctx *c, mx_node_id n) {
     }
     const mx_shape *ms = &g->values[m].shape;
     if (c->kind[m] == MX__SHARD_SPLIT || (ms->rank == 4 && ms->dims[1] != 1))
-      return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED, "its mask '%s' differs per head", g->values[m].name);
+      return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED, "its mask '%s' differs per head",
+                           g->values[m].name);
   }
   if (r == 3) {
     mx_status st = divide_attr(c, n, "q_num_heads", true);
@@ -432,7 +440,8 @@ static mx_status binary(mx__shard_ctx *c, mx_node_id n) {
     int a = axis - (ry - s->rank);
     if (a < 0 || s->dims[a] == 1) continue;
     mx_value_id split_in = g->nodes[n].inputs[1 - i];
-    if (!is_const(g, v)) return refuse(c, n, split_in, "its other operand is whole and not broadcast on that axis");
+    if (!is_const(g, v))
+      return refuse(c, n, split_in, "its other operand is whole and not broadcast on that axis");
     mx_value_id out;
     mx_status st = mx__shard_slice_const(c, n, v, a, 1, &out);
     if (st != MX_OK) return st;
@@ -507,7 +516,8 @@ static mx_status split(mx__shard_ctx *c, mx_node_id n, const uint8_t *role) {
     mx_node *nd = &g->nodes[n];
     for (uint32_t i = 0; i < nd->n_attrs; i++) {
       if (strcmp(nd->attrs[i].name, "split") != 0) continue;
-      int64_t *sizes = mx__arena_array(&g->arena, nd->attrs[i].count ? nd->attrs[i].count : 1, sizeof *sizes, 8);
+      int64_t *sizes =
+          mx__arena_array(&g->arena, nd->attrs[i].count ? nd->attrs[i].count : 1, sizeof *sizes, 8);
       if (!sizes) return mx__fail_oom(c->err, "split sizes");
       for (size_t k = 0; k < nd->attrs[i].count; k++) sizes[k] = nd->attrs[i].ints[k] / c->tp;
       nd->attrs[i].ints = sizes;
@@ -601,11 +611,12 @@ static mx_status run(mx__shard_ctx *c) {
   for (size_t i = 0; i < c->n_slices; i++) {
     mx_value_id w = c->slices[i].orig;
     if (g->values[w].n_consumers) {
-      st = mx__fail(c->err, MX_ERR_UNSUPPORTED,
-                    "weight '%s' is used twice in incompatible ways: node '%s' takes a slice of it, node '%s' "
-                    "reads it whole",
-                    g->values[w].name, g->nodes[c->slices[i].first_user].name,
-                    g->nodes[g->values[w].consumers[0]].name);
+      st =
+          mx__fail(c->err, MX_ERR_UNSUPPORTED,
+                   "weight '%s' is used twice in incompatible ways: node '%s' takes a slice of it, node '%s' "
+                   "reads it whole",
+                   g->values[w].name, g->nodes[c->slices[i].first_user].name,
+                   g->nodes[g->values[w].consumers[0]].name);
       goto done;
     }
   }

@@ -25,8 +25,8 @@ typedef struct mx__shard_collective {
 typedef struct mx__shard_report {
   mx__shard_collective *collectives; /* malloc'd, in graph order; free with mx__shard_report_free */
   size_t n_collectives;
-  size_t n_weights; /* constants replaced by their rank's slice */
-  size_t n_states;  /* graph inputs/outputs whose shape is now the rank's part (KV cache) */
+  size_t n_weights;                   /* constants replaced by their rank's slice */
+  size_t n_states;                    /* graph inputs/outputs whose shape is now the rank's part (KV cache) */
   size_t n_attention, n_mlp, n_vocab; /* attention blocks, MLP blocks, vocab-split embeddings + heads */
 } mx__shard_report;
 

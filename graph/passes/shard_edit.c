@@ -36,8 +36,8 @@ mx_status mx__shard_rewire_input(mx__shard_ctx *c, mx_node_id n, mx_value_id fro
   return MX_OK;
 }
 
-mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v, int32_t axis, int32_t groups,
-                                mx_value_id *out) {
+mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v, int32_t axis,
+                                int32_t groups, mx_value_id *out) {
   mx_graph *g = c->g;
   for (size_t i = 0; i < c->n_slices; i++) {
     mx__shard_slice *s = &c->slices[i];
@@ -53,8 +53,8 @@ mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v
   }
   const mx_tensor *t = g->values[v].data;
   if (!t || axis < 0 || axis >= t->rank)
-    return mx__node_fail(c->err, &g->nodes[user], MX_ERR_UNSUPPORTED, "input '%s' is no constant of rank > %d",
-                         g->values[v].name, (int)axis);
+    return mx__node_fail(c->err, &g->nodes[user], MX_ERR_UNSUPPORTED,
+                         "input '%s' is no constant of rank > %d", g->values[v].name, (int)axis);
   int64_t size = t->dims[axis];
   int64_t parts = (int64_t)groups * c->tp;
   if (size % parts != 0)
@@ -63,8 +63,8 @@ mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v
                          g->values[v].name, (long long)size, (int)axis, (long long)parts, c->tp);
   size_t es = mx_dtype_size(t->dtype);
   if (t->dtype == MX_STRING || es == 0)
-    return mx__node_fail(c->err, &g->nodes[user], MX_ERR_UNSUPPORTED, "weight '%s' has no fixed-size elements",
-                         g->values[v].name);
+    return mx__node_fail(c->err, &g->nodes[user], MX_ERR_UNSUPPORTED,
+                         "weight '%s' has no fixed-size elements", g->values[v].name);
   int64_t outer = 1, inner = 1;
   for (int32_t i = 0; i < axis; i++) outer *= t->dims[i];
   for (int32_t i = axis + 1; i < t->rank; i++) inner *= t->dims[i];
@@ -137,8 +137,14 @@ mx_status mx__shard_collective_after(mx__shard_ctx *c, mx_value_id x, const char
   size_t na = 0;
   attrs[na++] = mx_attr_int("world_size", c->tp);
   for (size_t i = 0; i < n_extra && na < 4; i++) attrs[na++] = extra[i];
-  mx_node_desc d = {.op_type = op, .domain = "mixrt", .name = name, .inputs = &x, .n_inputs = 1,
-                    .attrs = attrs, .n_attrs = na, .n_outputs = 1};
+  mx_node_desc d = {.op_type = op,
+                    .domain = "mixrt",
+                    .name = name,
+                    .inputs = &x,
+                    .n_inputs = 1,
+                    .attrs = attrs,
+                    .n_attrs = na,
+                    .n_outputs = 1};
   mx_value_id fresh;
   mx_status st = mx_graph_add_node(g, &d, &fresh);
   if (st != MX_OK) return mx__fail_err_from_graph(c, st);
@@ -210,7 +216,8 @@ static mx_status store(mx_graph *g, mx_value_id v, const mx_value_info *info) {
   val->sv_len = -1;
   if (info->sv && info->sv_len >= 0) {
     mx_dim *sv = mx__arena_array(&g->arena, info->sv_len ? (size_t)info->sv_len : 1, sizeof *sv, 8);
-    if (!sv) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory storing the value of '%s'", val->name);
+    if (!sv)
+      return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory storing the value of '%s'", val->name);
     memcpy(sv, info->sv, (size_t)info->sv_len * sizeof *sv);
     val->sv = sv;
     val->sv_len = info->sv_len;
@@ -219,7 +226,8 @@ static mx_status store(mx_graph *g, mx_value_id v, const mx_value_info *info) {
 }
 
 /* A collective's output as its contract says, for when its definition is not registered. */
-static void collective_info(const mx_graph *g, const mx_node *nd, const mx_value_info *in, mx_value_info *out) {
+static void collective_info(const mx_graph *g, const mx_node *nd, const mx_value_info *in,
+                            mx_value_info *out) {
   *out = in[0];
   out->sv = NULL;
   out->sv_len = -1;

@@ -29,17 +29,21 @@ bool mx__shard_explain(const mx_graph *g, mx_node_id n, char *buf, size_t cap) {
   bool matmul = src && !src->domain[0] && !strcmp(src->op_type, "MatMul");
   if (!strcmp(nd->op_type, "AllReduce")) {
     if (matmul)
-      snprintf(buf, cap, "sums the %lld ranks' partial products of row-split MatMul '%s' (its weight's rows cut %lld ways)",
-               world, sname, world);
+      snprintf(
+          buf, cap,
+          "sums the %lld ranks' partial products of row-split MatMul '%s' (its weight's rows cut %lld ways)",
+          world, sname, world);
     else if (embedding)
-      snprintf(buf, cap, "sums the vocabulary-split rows of embedding Gather '%s' (each id's row lives on one of %lld ranks)",
+      snprintf(buf, cap,
+               "sums the vocabulary-split rows of embedding Gather '%s' (each id's row lives on one of %lld "
+               "ranks)",
                sname, world);
     else
       snprintf(buf, cap, "sums the %lld ranks' parts of '%s' (%s)", world, sname, sop);
   } else if (!strcmp(nd->op_type, "AllGather")) {
     if (matmul)
-      snprintf(buf, cap, "gathers the %lld vocabulary-split column blocks of MatMul '%s' on axis %lld", world, sname,
-               axis);
+      snprintf(buf, cap, "gathers the %lld vocabulary-split column blocks of MatMul '%s' on axis %lld", world,
+               sname, axis);
     else
       snprintf(buf, cap, "gathers the %lld ranks' parts of '%s' (%s) on axis %lld", world, sname, sop, axis);
   } else {

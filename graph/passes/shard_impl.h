@@ -33,7 +33,8 @@ typedef struct mx__shard_ctx {
 /* Grows the per-value states to the graph's value count. */
 MX_MUST_USE mx_status mx__shard_grow(mx__shard_ctx *c);
 /* Points node n's inputs reading `from` at `to`. */
-MX_MUST_USE mx_status mx__shard_rewire_input(mx__shard_ctx *c, mx_node_id n, mx_value_id from, mx_value_id to);
+MX_MUST_USE mx_status mx__shard_rewire_input(mx__shard_ctx *c, mx_node_id n, mx_value_id from,
+                                             mx_value_id to);
 /* Gives node `user` the rank's slice of constant v: axis `axis` cut into `groups` equal sections
  * (a fused QKV weight: 3), each cut in tp parts of which the rank keeps its own. */
 MX_MUST_USE mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v, int32_t axis,

@@ -19,7 +19,8 @@ mx_graph *shard_test_llama(const mx_llama_config *cfg) {
   return g;
 }
 
-mx_graph *shard_test_rank(const mx_llama_config *cfg, int tp, int rank, mx__shard_report *report, mx_error *err) {
+mx_graph *shard_test_rank(const mx_llama_config *cfg, int tp, int rank, mx__shard_report *report,
+                          mx_error *err) {
   mx_graph *g = shard_test_llama(cfg);
   if (!g) return NULL;
   if (mx__shard_graph(g, tp, rank, report, err) != MX_OK) {
@@ -153,11 +154,12 @@ static void combine(shard_sim *s, size_t k, const mx_tensor *parts) {
   for (int64_t i = axis; i < dst->rank; i++) chunk *= parts[0].dims[i];
   for (int64_t o = 0; o < outer; o++)
     for (int r = 0; r < s->tp; r++)
-      memcpy(d + (o * s->tp + r) * chunk, (const float *)parts[r].data + o * chunk, (size_t)chunk * sizeof *d);
+      memcpy(d + (o * s->tp + r) * chunk, (const float *)parts[r].data + o * chunk,
+             (size_t)chunk * sizeof *d);
 }
 
-mx_status shard_sim_run(shard_sim *s, mx_tensor *const *inputs, size_t n_in, mx_tensor **outputs, size_t n_out,
-                        mx_error *err) {
+mx_status shard_sim_run(shard_sim *s, mx_tensor *const *inputs, size_t n_in, mx_tensor **outputs,
+                        size_t n_out, mx_error *err) {
   if (n_in != s->n_in || n_out != s->n_out) return MX_ERR_INVALID_ARGUMENT;
   size_t total_in = s->n_in + s->n_coll, total_out = s->n_out + s->n_coll;
   mx_tensor *in = calloc(total_in, sizeof *in), *out = calloc(total_out * (size_t)s->tp, sizeof *out);

@@ -10,7 +10,8 @@
 /* The llama decode step of cfg, folded and fused as sessions compile it. */
 mx_graph *shard_test_llama(const mx_llama_config *cfg);
 /* Rank `rank` of `tp` of the fused llama (report may be NULL); NULL with err filled on refusal. */
-mx_graph *shard_test_rank(const mx_llama_config *cfg, int tp, int rank, mx__shard_report *report, mx_error *err);
+mx_graph *shard_test_rank(const mx_llama_config *cfg, int tp, int rank, mx__shard_report *report,
+                          mx_error *err);
 /* Live nodes of g with op_type `op` (any domain). */
 size_t shard_test_count(const mx_graph *g, const char *op);
 
@@ -21,7 +22,7 @@ shard_sim *shard_sim_create(mx_graph **ranks, int tp);
 void shard_sim_destroy(shard_sim *s);
 /* Runs one step: inputs[r][0..n_in) are rank r's graph inputs by position; outputs[r][0..n_out)
  * receive rank r's graph outputs (mx_tensor_release each). */
-mx_status shard_sim_run(shard_sim *s, mx_tensor *const *inputs, size_t n_in, mx_tensor **outputs, size_t n_out,
-                        mx_error *err);
+mx_status shard_sim_run(shard_sim *s, mx_tensor *const *inputs, size_t n_in, mx_tensor **outputs,
+                        size_t n_out, mx_error *err);
 
 #endif /* MIXRT_TESTS_SHARD_SUPPORT_H */

@@ -100,13 +100,15 @@ static mx_graph *mlp_graph(bool reduce_inner, bool read_weight) {
   cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
   if (reduce_inner) {
     mx_value_id m;
-    mx_node_desc d = {.op_type = "Softmax", .name = "inner_softmax", .inputs = &r, .n_inputs = 1, .n_outputs = 1};
+    mx_node_desc d = {
+        .op_type = "Softmax", .name = "inner_softmax", .inputs = &r, .n_inputs = 1, .n_outputs = 1};
     cr_assert_eq(mx_graph_add_node(g, &d, &m), MX_OK);
     cr_assert_eq(mx_graph_add_output(g, m), MX_OK);
   }
   if (read_weight) {
     mx_value_id m;
-    mx_node_desc d = {.op_type = "Neg", .name = "weight_reader", .inputs = &w1, .n_inputs = 1, .n_outputs = 1};
+    mx_node_desc d = {
+        .op_type = "Neg", .name = "weight_reader", .inputs = &w1, .n_inputs = 1, .n_outputs = 1};
     cr_assert_eq(mx_graph_add_node(g, &d, &m), MX_OK);
     cr_assert_eq(mx_graph_add_output(g, m), MX_OK);
   }
@@ -280,7 +282,8 @@ static bool zoo_gpt(char *path, size_t cap) {
 static void check_gpt(int tp) {
   char path[512];
   if (!zoo_gpt(path, sizeof path))
-    cr_skip_test("zoo/gpt_kv.onnx not found (bench/zoo/export.py writes it; MIXRT_ZOO_DIR names its directory)");
+    cr_skip_test(
+        "zoo/gpt_kv.onnx not found (bench/zoo/export.py writes it; MIXRT_ZOO_DIR names its directory)");
   decoder_src m = {.path = path, .layers = 3, .kv_heads = 4, .head_dim = 16};
   check_greedy(&m, tp, 64);
 }
@@ -362,15 +365,17 @@ Test(shard, refuses_weight_cut_two_ways) {
   for (int i = 0; i < 64; i++) d[i] = (float)i / 64.0f;
   mx_tensor t = {.dtype = MX_FLOAT32, .rank = 2, .dims = {8, 8}, .data = d};
   cr_assert_eq(mx_graph_add_constant(g, "w_square", &t, &w), MX_OK);
-  mx_node_desc up = {.op_type = "MatMul", .name = "up", .inputs = (mx_value_id[]){x, w}, .n_inputs = 2, .n_outputs = 1};
+  mx_node_desc up = {
+      .op_type = "MatMul", .name = "up", .inputs = (mx_value_id[]){x, w}, .n_inputs = 2, .n_outputs = 1};
   cr_assert_eq(mx_graph_add_node(g, &up, &h), MX_OK);
   cr_assert_eq(mx_graph_add_op(g, "Relu", &h, 1, NULL, 0, &r), MX_OK);
-  mx_node_desc down = {.op_type = "MatMul", .name = "down", .inputs = (mx_value_id[]){r, w}, .n_inputs = 2, .n_outputs = 1};
+  mx_node_desc down = {
+      .op_type = "MatMul", .name = "down", .inputs = (mx_value_id[]){r, w}, .n_inputs = 2, .n_outputs = 1};
   cr_assert_eq(mx_graph_add_node(g, &down, &y), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
   mx_error err = {0};
   cr_assert_eq(mx__shard_graph(g, 2, 1, NULL, &err), MX_ERR_UNSUPPORTED);
-  cr_expect(strstr(err.message, "'w_square'") && strstr(err.message, "'up'") && strstr(err.message, "'down'"), "%s",
-            err.message);
+  cr_expect(strstr(err.message, "'w_square'") && strstr(err.message, "'up'") && strstr(err.message, "'down'"),
+            "%s", err.message);
   mx_graph_destroy(g);
 }
