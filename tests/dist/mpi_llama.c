@@ -5,7 +5,8 @@
  * picks the same token. Rank 0 also runs the unsharded model in a session of its own: every
  * step's logits must agree within the conformance tolerances and the tokens exactly. Prints
  * "ok rank R: ..." / "FAIL rank R: ..." lines for tests/dist/run_mpi.sh, plus rank 0's time
- * split (this rank's step time, of which the collectives). */
+ * split (this rank's step time, of which the collectives). An argument names another llama
+ * preset ("small"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +116,7 @@ static void decoder_free(decoder *d) {
   mx_session_destroy(d->s);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   mx_comm *c = NULL;
   mx_error err = {0};
   if (mx_comm_create_world(&c, &err) != MX_OK) return fail("mx_comm_create_world", err.message);
@@ -124,6 +125,8 @@ int main(void) {
   mx_llama_config cfg;
   mx_llama_config_default(&cfg);
   cfg.kv_heads = 4; /* kv-heads split over 2 or 4 ranks */
+  /* `mpi_llama small`: the preset `mixrt demo` runs, for measurements (4 kv-heads too). */
+  if (argc > 1 && !mx_llama_config_preset(&cfg, argv[1])) return fail("preset", argv[1]);
   mx_graph *shard = llama(&cfg, g_size, g_rank, &err);
   if (!shard) return fail("shard", err.message);
   mx_session *ss = session_of(shard, c, &err);
