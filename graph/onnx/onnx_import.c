@@ -208,10 +208,18 @@ static mx_status add_initializers(mx__onnx_import *im, mx__onnx_scope *sc) {
     if (st != MX_OK) return st;
     const uint8_t *d = t.data;
     if (im->src.borrow_blob && d >= im->src.blob && d < im->src.blob + im->src.blob_size) {
-      st = mx__graph_add_constant_borrowed(sc->g, tp->name, &t); /* in place in the mapped section */
+      st = mx__graph_add_constant_borrowed(sc->g, tp->name, &t, NULL); /* in place in the mapped section */
     } else {
       st = mx_graph_add_constant(sc->g, tp->name, &t, NULL);
       mx_tensor_release(&t); /* the graph keeps its own copy (a string tensor's strings included) */
+      /* The decoded message's copy of the bytes is not read again: freed now, so importing holds
+       * the weights about twice (file and message, then message and graph), not three times. */
+      Onnx__TensorProto *mp = sc->gp->initializer[i];
+      if (st == MX_OK && mp->has_raw_data && mp->raw_data.data) {
+        free(mp->raw_data.data);
+        mp->raw_data.data = NULL;
+        mp->raw_data.len = 0;
+      }
     }
     if (st != MX_OK) return mx__onnx_graph_failed(im, sc->g, st);
   }
