@@ -1,6 +1,7 @@
 /* Graph construction and bookkeeping: values, nodes, names, uses, constants, subgraphs and the
  * public builder/reader API over graph/ir.h. Passes live in graph/passes/. */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,9 +229,14 @@ mx_status mx__graph_new_value(mx_graph *g, const char *name, mx_value_id *out) {
   return new_value_named(g, name, true, out);
 }
 
+static _Atomic uint64_t tensor_bytes_copied;
+
+uint64_t mx__graph_tensor_bytes_copied(void) { return atomic_load(&tensor_bytes_copied); }
+
 mx_tensor *mx__graph_copy_tensor(mx_graph *g, const mx_tensor *t) {
   size_t nbytes;
   if (!mx_tensor_nbytes(t, &nbytes)) return NULL;
+  atomic_fetch_add(&tensor_bytes_copied, (uint64_t)nbytes);
   mx_tensor *c = mx__arena_alloc(&g->arena, sizeof *c, 8);
   if (!c) return NULL;
   *c = *t;
@@ -299,13 +305,18 @@ mx_status mx__graph_set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t) 
   return set_const(g, vid, t, false);
 }
 
-mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const mx_tensor *t) {
+mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const mx_tensor *t,
+                                          mx_value_id *out) {
   mx_value_id id = MX_NO_VALUE;
   mx_status st = mx__graph_new_value(g, name, &id);
   if (st != MX_OK) return st;
   st = set_const(g, id, t, true);
-  if (st != MX_OK) mx__graph_remove_value(g, id);
-  return st;
+  if (st != MX_OK) {
+    mx__graph_remove_value(g, id);
+    return st;
+  }
+  if (out) *out = id;
+  return MX_OK;
 }
 
 mx_status mx__graph_add_use(mx_graph *g, mx_value_id vid, mx_node_id n) {

@@ -136,7 +136,12 @@ const char *mx__graph_unique_name(mx_graph *g, const char *hint);
 MX_MUST_USE mx_status mx__graph_set_const(mx_graph *g, mx_value_id v, const mx_tensor *t);
 /* A new constant whose data are t's own bytes, not copied: they must stay valid and unchanged for
  * the graph's life (the mapped weights section of an .mxm file, held by whoever loaded it). */
-MX_MUST_USE mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const mx_tensor *t);
+MX_MUST_USE mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const mx_tensor *t,
+                                                      mx_value_id *out);
+/* Bytes of tensor data every graph of the process has copied into its arena so far (constants,
+ * Constant-node and tensor attributes): tests check with it that compiling shares the imported
+ * initializers instead of copying them. */
+uint64_t mx__graph_tensor_bytes_copied(void);
 /* Adds a use of v by node n. */
 MX_MUST_USE mx_status mx__graph_add_use(mx_graph *g, mx_value_id v, mx_node_id n);
 /* Removes one use of v by node n (no-op when absent). */

@@ -169,12 +169,14 @@ static mx_status add_input_like(mx_partition *p, mx_graph *dst, mx_value_id v, m
   return MX_OK;
 }
 
-/* Adds constant source k (initializer or Constant node) to dst; map is updated. */
+/* Adds constant source k (initializer or Constant node) to dst; map is updated. An initializer's
+ * data are shared with the input graph, not copied (it outlives the partition and its root, see
+ * mixrt/partition.h, and is never modified): a model's weights stay one copy through compiling. */
 static mx_status add_constant_like(mx_partition *p, mx_graph *dst, uint32_t k, mx_value_id *map) {
   const mx__part_const *c = &p->consts[k];
   if (c->node != MX_NO_NODE) return copy_node(p, dst, c->node, map);
   const mx_value *val = &p->g->values[c->value];
-  if (mx_graph_add_constant(dst, val->name, val->data, &map[c->value]) != MX_OK)
+  if (mx__graph_add_constant_borrowed(dst, val->name, val->data, &map[c->value]) != MX_OK)
     return fail_from(p, dst, val->name);
   return MX_OK;
 }
