@@ -522,12 +522,18 @@ static mx_status emit_buffers(mx__compile *c, mx_static_plan *p) {
   return MX_OK;
 }
 
-/* The weights, copied into one 64-byte aligned block at their offsets. */
+/* The weights, copied into one 64-byte aligned block at their offsets. The block is held through
+ * a mapping holder: a model on a host-memory device registers it and computes on it in place. */
 static mx_status emit_weights(mx__compile *c, mx_static_plan *p) {
   if (!p->weight_bytes) return MX_OK;
   size_t sz = (size_t)p->weight_bytes;
-  p->weights = aligned_alloc(64, (sz + 63) & ~(size_t)63);
-  if (!p->weights) return mx__fail_oom(c->err, "plan weights");
+  uint8_t *block = aligned_alloc(64, (sz + 63) & ~(size_t)63);
+  if (!block) return mx__fail_oom(c->err, "plan weights");
+  if (!(p->weights_map = mx__mxm_mapping_wrap_heap(block, sz))) {
+    free(block);
+    return mx__fail_oom(c->err, "plan weights");
+  }
+  p->weights = block;
   memset(p->weights, 0, sz);
   for (uint32_t k = 0; k < c->n_wvals; k++) {
     const mx__cval *cv = &c->vals[c->wvals[k]];

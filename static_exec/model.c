@@ -283,7 +283,8 @@ mx_status mx__static_model_create(mx_device *dev, const mx_static_plan *plan,
   }
 
   if (plan->weight_bytes) {
-    /* Weights in a mapped .mxm serve a host-memory device in place: registered, not copied
+    /* Weights held by a mapping (a mapped .mxm, a compiled plan's block) serve a host-memory
+     * device in place: registered, not copied
      * (registration fails when another model already registered them: that one copies). */
     if (plan->weights_map && mx__hal_device_host_memory(dev) &&
         mx_device_register_buffer(dev, plan->weights, (size_t)plan->weight_bytes) == MX_OK) {

@@ -1228,8 +1228,9 @@ void mx__mxm_unmap(unsigned char *data, size_t size) {
 /* --- mappings -------------------------------------------------------------------------------- */
 
 struct mx__mxm_mapping {
-  unsigned char *data; /* the whole mapped file */
+  unsigned char *data; /* the whole mapped file, or a heap block (heap) */
   size_t size;
+  bool heap; /* data came from aligned_alloc: freed, not unmapped, with the last holder */
   _Atomic size_t holders;
 };
 
@@ -1239,7 +1240,14 @@ static mx__mxm_mapping *mapping_new(unsigned char *data, size_t size) {
   if (!m) return NULL;
   m->data = data;
   m->size = size;
+  m->heap = false;
   atomic_init(&m->holders, 1);
+  return m;
+}
+
+mx__mxm_mapping *mx__mxm_mapping_wrap_heap(void *data, size_t size) {
+  mx__mxm_mapping *m = mapping_new(data, size);
+  if (m) m->heap = true;
   return m;
 }
 
@@ -1250,7 +1258,10 @@ mx__mxm_mapping *mx__mxm_mapping_retain(mx__mxm_mapping *m) {
 
 void mx__mxm_mapping_release(mx__mxm_mapping *m) {
   if (!m || atomic_fetch_sub(&m->holders, 1) != 1) return;
-  mx__mxm_unmap(m->data, m->size);
+  if (m->heap)
+    free(m->data);
+  else
+    mx__mxm_unmap(m->data, m->size);
   free(m);
 }
 

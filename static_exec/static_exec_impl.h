@@ -113,6 +113,10 @@ struct mx_static_plan {
 typedef struct mx__mxm_mapping mx__mxm_mapping;
 mx__mxm_mapping *mx__mxm_mapping_retain(mx__mxm_mapping *m);
 void mx__mxm_mapping_release(mx__mxm_mapping *m);
+/* A holder of a heap block (aligned_alloc, taken over; one holder): compiled plans keep their
+ * weights in one, so the static models of a host-memory device use them in place, as they do a
+ * mapped file's, instead of each holding a copy. NULL when out of memory. */
+mx__mxm_mapping *mx__mxm_mapping_wrap_heap(void *data, size_t size);
 
 /* A new empty plan (arena ready), or NULL when out of memory. */
 mx_static_plan *mx__plan_new(void);
