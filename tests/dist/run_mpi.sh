@@ -71,6 +71,23 @@ else
     grep -h 'rank' "$OUT" | head -5
 fi
 
+# The same with a launcher that lets the job go on (orte_abort_on_non_zero_status 0): the others
+# must fail by themselves after their 3 s timeout, naming the node and the rank that left.
+start=$(date +%s)
+timeout -k 5 40 "$MPIRUN" --oversubscribe -np 4 --mca btl self,vader --mca orte_abort_on_non_zero_status 0 \
+    "$PROGRAM" killed >"$OUT" 2>&1
+rc=$?
+took=$(( $(date +%s) - start ))
+named=$(grep -c '^ok rank.*no answer from peer rank(s) 3' "$OUT")
+if [ "$rc" -eq 124 ] || grep -q '^FAIL' "$OUT" || [ "$named" -ne 3 ]; then
+    echo "mpi: FAIL: killed rank without abort: exit $rc, $named of 3 ranks named it, ${took}s:"
+    cat "$OUT"
+    failed=1
+else
+    echo "mpi: killed rank without abort: the 3 others failed naming it (${took}s):"
+    grep -h 'the run fails' "$OUT" | head -1
+fi
+
 # A rank never joins the collective: each other rank fails after its 3 s timeout, naming the
 # node and the missing rank (found by the roll call).
 for np in 2 4; do
