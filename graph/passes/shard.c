@@ -280,15 +280,20 @@ static mx_status vocab_embedding(mx__shard_ctx *c, mx_node_id n) {
   mx_dtype it = g->values[ids].dtype;
   if (it != MX_INT64 && it != MX_INT32)
     return mx__node_fail(c->err, &g->nodes[n], MX_ERR_UNSUPPORTED, "its indices are neither int32 nor int64");
-  int64_t l64[3] = {lo, 0, local};
-  int32_t l32[3] = {(int32_t)lo, 0, (int32_t)local};
-  const void *src[3];
-  for (int i = 0; i < 3; i++) src[i] = it == MX_INT64 ? (const void *)&l64[i] : (const void *)&l32[i];
+  int64_t l64[4] = {lo, 0, local, vocab};
+  int32_t l32[4] = {(int32_t)lo, 0, (int32_t)local, (int32_t)vocab};
+  const void *src[4];
+  for (int i = 0; i < 4; i++) src[i] = it == MX_INT64 ? (const void *)&l64[i] : (const void *)&l32[i];
+  mx_value_id vocab_c;
   st = mx__rw_new_const(g, "shard_vocab_start", it, 0, NULL, src[0], &lo_c);
   if (st == MX_OK) st = mx__rw_new_const(g, "shard_zero", it, 0, NULL, src[1], &zero_c);
   if (st == MX_OK) st = mx__rw_new_const(g, "shard_vocab_rows", it, 0, NULL, src[2], &hi_c);
-  mx_value_id rel, ge, lt, inside, idx;
-  if (st == MX_OK) st = mx_graph_add_op(g, "Sub", (mx_value_id[]){ids, lo_c}, 2, NULL, 0, &rel);
+  if (st == MX_OK) st = mx__rw_new_const(g, "shard_vocab", it, 0, NULL, src[3], &vocab_c);
+  mx_value_id wrapped, rel, ge, lt, inside, idx;
+  /* A negative id counts from the end of the table, as Gather reads it: Mod (sign of the
+   * divisor) makes it the row it names before the rank's range is taken off. */
+  if (st == MX_OK) st = mx_graph_add_op(g, "Mod", (mx_value_id[]){ids, vocab_c}, 2, NULL, 0, &wrapped);
+  if (st == MX_OK) st = mx_graph_add_op(g, "Sub", (mx_value_id[]){wrapped, lo_c}, 2, NULL, 0, &rel);
   if (st == MX_OK) st = mx_graph_add_op(g, "GreaterOrEqual", (mx_value_id[]){rel, zero_c}, 2, NULL, 0, &ge);
   if (st == MX_OK) st = mx_graph_add_op(g, "Less", (mx_value_id[]){rel, hi_c}, 2, NULL, 0, &lt);
   if (st == MX_OK) st = mx_graph_add_op(g, "And", (mx_value_id[]){ge, lt}, 2, NULL, 0, &inside);

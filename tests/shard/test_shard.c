@@ -163,8 +163,9 @@ static mx_tensor empty_cache(int64_t heads, int64_t d) {
 /* A decoder taking input_ids [1, 1] and per layer past key/value [1, kv_heads, past_len, d],
  * giving logits and the grown caches in the same order. */
 typedef struct decoder_src {
-  const char *path; /* an ONNX file, or NULL for the llama of cfg */
-  bool exported;    /* the llama as exporters write it (unfused ops), fused by the rules */
+  const char *path;    /* an ONNX file, or NULL for the llama of cfg */
+  bool exported;       /* the llama as exporters write it (unfused ops), fused by the rules */
+  int64_t first_token; /* 0: token 1 */
   mx_llama_config cfg;
   int64_t layers, kv_heads, head_dim;
 } decoder_src;
@@ -204,7 +205,7 @@ static void check_greedy(const decoder_src *m, int tp, int steps) {
   const size_t n_io = 1 + 2 * (size_t)m->layers;
   mx_tensor full_in[64], full_out[64], rank_in[8][64], rank_out[8][64];
   mx_tensor *rin[8], *rout[8];
-  int64_t token = 1;
+  int64_t token = m->first_token ? m->first_token : 1;
   for (size_t i = 1; i < n_io; i++) {
     full_in[i] = empty_cache(m->kv_heads, d);
     for (int r = 0; r < tp; r++) rank_in[r][i] = empty_cache(m->kv_heads / tp, d);
@@ -378,4 +379,11 @@ Test(shard, refuses_weight_cut_two_ways) {
   cr_expect(strstr(err.message, "'w_square'") && strstr(err.message, "'up'") && strstr(err.message, "'down'"),
             "%s", err.message);
   mx_graph_destroy(g);
+}
+
+/* A negative id counts from the end of the embedding table (Gather's rule) on every rank too. */
+Test(shard, llama_negative_token_id) {
+  decoder_src m = llama_src(2);
+  m.first_token = -3;
+  check_greedy(&m, 2, 2);
 }
