@@ -5,13 +5,16 @@
  *                                  body the session compiles into one static model, run once per
  *                                  iteration): (session step with M iterations minus the step
  *                                  with 0) / M. static_executes_per_iteration checks that the body
- *                                  ran as a static model each time (body_static_executes / M). */
+ *                                  ran as a static model each time (body_static_executes / M).
+ *   loop_iteration_reference_body_ns  the same iteration through the reference interpreter (the
+ *                                  body's ops one by one on host tensors), for comparison. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "common/clock.h"
 #include "mixrt/graph.h"
 #include "mixrt/session.h"
+#include "reference/reference.h"
 
 #define H 64
 
@@ -97,22 +100,55 @@ static double step_ns(mx_session *s, int64_t m, int steps, int reps) {
   return med;
 }
 
+/* The same through the reference interpreter (mx__reference_run_graph on the inferred graph). */
+static double reference_ns(mx_graph *g, int64_t m, int steps, int reps) {
+  static float h0[H];
+  uint8_t cv = 1;
+  mx_tensor in[3] = {{.dtype = MX_INT64, .rank = 0, .data = &m},
+                     {.dtype = MX_BOOL, .rank = 0, .data = &cv},
+                     {.dtype = MX_FLOAT32, .rank = 2, .dims = {1, H}, .data = h0}};
+  double *t = malloc((size_t)reps * sizeof *t);
+  if (!t) fail("malloc", "out of memory");
+  for (int rep = -1; rep < reps; rep++) {
+    uint64_t t0 = mx__now_ns();
+    for (int i = 0; i < steps; i++) {
+      mx_tensor out = {0};
+      mx_error err = {0};
+      if (mx__reference_run_graph(g, NULL, in, 3, &out, 1, &err) != MX_OK) fail("reference run", err.message);
+      mx_tensor_release(&out);
+    }
+    if (rep >= 0) t[rep] = (double)(mx__now_ns() - t0) / steps;
+  }
+  qsort(t, (size_t)reps, sizeof *t, cmp);
+  double med = t[reps / 2];
+  free(t);
+  return med;
+}
+
 void mx__bench_control_static_body(bool quick) {
   mx_session_options o;
   mx_session_options_init(&o);
   mx_session *s = NULL;
   mx_error err = {0};
   if (mx_session_create(&o, &s, &err) != MX_OK) fail("mx_session_create", err.message);
-  if (mx_session_load_graph(s, recurrent_loop()) != MX_OK) fail("mx_session_load_graph", mx_session_last_error(s));
+  if (mx_session_load_graph(s, recurrent_loop()) != MX_OK)
+    fail("mx_session_load_graph", mx_session_last_error(s));
   const int64_t iters = quick ? 50 : 200;
   const int steps = quick ? 5 : 20, reps = quick ? 5 : 11;
   double full = step_ns(s, iters, steps, reps);
   mx_session_stats last;
   if (mx_session_get_stats(s, &last, NULL) != MX_OK) fail("mx_session_get_stats", "");
   double empty = step_ns(s, 0, steps, reps);
-  printf(",\n  \"static_body\": {\"loop_iteration_static_body_ns\": %.1f, \"loop_iterations\": %lld, "
-         "\"loop_step_ns\": %.1f, \"loop_zero_step_ns\": %.1f, \"static_executes_per_iteration\": %.2f}\n",
-         (full - empty) / (double)iters, (long long)iters, full, empty,
-         (double)last.body_static_executes / (double)iters);
   mx_session_destroy(s);
+  /* The same Loop through the reference interpreter (the body run op by op on host tensors). */
+  mx_graph *g = recurrent_loop();
+  ok(mx_graph_infer(g), "infer", g);
+  double ref_full = reference_ns(g, iters, steps, reps), ref_empty = reference_ns(g, 0, steps, reps);
+  mx_graph_destroy(g);
+  printf(
+      ",\n  \"static_body\": {\"loop_iteration_static_body_ns\": %.1f, \"loop_iterations\": %lld, "
+      "\"loop_step_ns\": %.1f, \"loop_zero_step_ns\": %.1f, \"static_executes_per_iteration\": %.2f,\n"
+      "    \"loop_iteration_reference_body_ns\": %.1f}\n",
+      (full - empty) / (double)iters, (long long)iters, full, empty,
+      (double)last.body_static_executes / (double)iters, (ref_full - ref_empty) / (double)iters);
 }
