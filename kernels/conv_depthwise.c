@@ -13,6 +13,10 @@
 #include "kernels/kmath.h"
 #include "kernels/threads.h"
 
+/* Floats after the padded image and after the accumulator that the vector loops may read or
+ * write past the end (lanes whose outputs are dropped): two vectors. */
+#define SLACK 32
+
 /* The padded geometry of one depthwise Conv. */
 typedef struct dw_plan {
   int64_t hp, wp, q; /* padded image height, width, plane width (stride 2) */
@@ -34,7 +38,7 @@ static void make_plan(const mx_kwin *w, dw_plan *p) {
   /* padded image (as one plane, or two planes of q), then the accumulator of the output rows
    * laid out with the padded pitch */
   p->slot_floats =
-      (size_t)round_up(p->hp * 2 * p->q + 16, 16) + (size_t)round_up(w->grid[1] * p->wp + 16, 16);
+      (size_t)round_up(p->hp * 2 * p->q + SLACK, 16) + (size_t)round_up(w->grid[1] * p->wp + SLACK, 16);
 }
 
 size_t mx__kconv_dw_slot_floats(const mx_kwin *w) {
@@ -51,7 +55,7 @@ typedef float v16f __attribute__((vector_size(64)));
 /* Outputs ow..ow+15 of the output row whose first padded input row is r0: the KH x KW taps
  * added in order (row by row, left to right) to a zero start. Stride 1 reads padded column
  * ow + kw*dw; stride 2 (planes) reads column ow + kw/2 of the even (kw even) or odd plane.
- * Lanes past the row's end read the slack after the padded image and are dropped. Written to
+ * Lanes past the row's end read the SLACK after the padded image and are dropped. Written to
  * out[0..16) (vectors never cross a call: their ABI differs between the ISA copies). */
 MX_KINLINE void dw_vec_taps(float *out, const float *pad, const float *odd, int64_t pitch, const float *wk,
                             int64_t r0, int64_t dh, int64_t dw, int64_t ow, int64_t KH, int64_t KW, bool planes) {
@@ -67,6 +71,26 @@ MX_KINLINE void dw_vec_taps(float *out, const float *pad, const float *odd, int6
     }
   }
   memcpy(out, &sum, sizeof sum);
+}
+
+/* dw_vec_taps for 32 outputs at once (two vectors sharing each tap's weight); the same
+ * per-lane order, so the same bits. Stride 1 only. */
+MX_KINLINE void dw_vec_taps2(float *out, const float *pad, int64_t pitch, const float *wk, int64_t dh,
+                             int64_t dw, int64_t i, int64_t KH, int64_t KW) {
+  v16f s0 = {0}, s1 = {0};
+  for (int64_t kh = 0; kh < KH; kh++) {
+    const float *row = pad + kh * dh * pitch + i;
+    const float *wr = wk + kh * KW;
+    for (int64_t kw = 0; kw < KW; kw++) {
+      v16f x0, x1;
+      memcpy(&x0, row + kw * dw, sizeof x0);
+      memcpy(&x1, row + kw * dw + 16, sizeof x1);
+      s0 = s0 + wr[kw] * x0;
+      s1 = s1 + wr[kw] * x1;
+    }
+  }
+  memcpy(out, &s0, sizeof s0);
+  memcpy(out + 16, &s1, sizeof s1);
 }
 
 typedef int32_t v16i __attribute__((vector_size(64)));
@@ -125,7 +149,7 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
   const bool planes = sw == 2 && dw == 1;
   const int64_t pitch = planes ? p->q : p->wp; /* floats per padded row (per plane) */
   float *pad = slot, *odd = slot + p->hp * p->q;
-  float *acc = slot + round_up(p->hp * 2 * p->q + 16, 16);
+  float *acc = slot + round_up(p->hp * 2 * p->q + SLACK, 16);
   /* The zero-padded image: rows and columns outside the image are 0. */
   for (int64_t r = 0; r < p->hp; r++) {
     int64_t ih = r - w->pb[1];
@@ -159,18 +183,19 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
   }
   if (sw == 1 && sh == 1) {
     /* All output rows as one long row of pitch wp (output (oh, ow) is acc[oh*wp + ow]; the
-     * columns past OW are computed and dropped), 16 at a time with every tap in registers:
+     * columns past OW are computed and dropped), 32 at a time with every tap in registers:
      * small maps (7x7, 14x14) fill whole vectors this way. Then the epilogue from acc (y may
      * hold the residual, read in place, so sums never land in y first). */
     const int64_t n = (OH - 1) * pitch + OW;
     bool fused = !z;
-    for (int64_t i = 0; i < n; i += 16) {
+    for (int64_t i = 0; i < n; i += 32) {
       switch (KW) {
-        case 3: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 3, false); break;
-        case 5: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 5, false); break;
-        default: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, KW, false); break;
+        case 3: dw_vec_taps2(acc + i, pad, pitch, wk, dh, dw, i, KH, 3); break;
+        case 5: dw_vec_taps2(acc + i, pad, pitch, wk, dh, dw, i, KH, 5); break;
+        default: dw_vec_taps2(acc + i, pad, pitch, wk, dh, dw, i, KH, KW); break;
       }
       if (fused) fused = dw_vec_epilogue(acc + i, bias, act, aa, ab);
+      if (fused) dw_vec_epilogue(acc + i + 16, bias, act, aa, ab);
     }
     for (int64_t oh = 0; oh < OH; oh++) {
       if (fused)
