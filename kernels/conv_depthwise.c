@@ -74,17 +74,19 @@ MX_KINLINE void dw_vec_taps(float *out, const float *pad, const float *odd, int6
 }
 
 /* dw_vec_taps for 32 outputs at once (two vectors sharing each tap's weight); the same
- * per-lane order, so the same bits. Stride 1 only. */
-MX_KINLINE void dw_vec_taps2(float *out, const float *pad, int64_t pitch, const float *wk, int64_t dh,
-                             int64_t dw, int64_t i, int64_t KH, int64_t KW) {
+ * per-lane order, so the same bits. */
+MX_KINLINE void dw_vec_taps2(float *out, const float *pad, const float *odd, int64_t pitch, const float *wk,
+                             int64_t r0, int64_t dh, int64_t dw, int64_t ow, int64_t KH, int64_t KW,
+                             bool planes) {
   v16f s0 = {0}, s1 = {0};
   for (int64_t kh = 0; kh < KH; kh++) {
-    const float *row = pad + kh * dh * pitch + i;
+    const int64_t ro = (r0 + kh * dh) * pitch + ow;
     const float *wr = wk + kh * KW;
     for (int64_t kw = 0; kw < KW; kw++) {
+      const float *src = planes ? (kw & 1 ? odd : pad) + ro + kw / 2 : pad + ro + kw * dw;
       v16f x0, x1;
-      memcpy(&x0, row + kw * dw, sizeof x0);
-      memcpy(&x1, row + kw * dw + 16, sizeof x1);
+      memcpy(&x0, src, sizeof x0);
+      memcpy(&x1, src + 16, sizeof x1);
       s0 = s0 + wr[kw] * x0;
       s1 = s1 + wr[kw] * x1;
     }
@@ -190,9 +192,9 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
     bool fused = !z;
     for (int64_t i = 0; i < n; i += 32) {
       switch (KW) {
-        case 3: dw_vec_taps2(acc + i, pad, pitch, wk, dh, dw, i, KH, 3); break;
-        case 5: dw_vec_taps2(acc + i, pad, pitch, wk, dh, dw, i, KH, 5); break;
-        default: dw_vec_taps2(acc + i, pad, pitch, wk, dh, dw, i, KH, KW); break;
+        case 3: dw_vec_taps2(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 3, false); break;
+        case 5: dw_vec_taps2(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 5, false); break;
+        default: dw_vec_taps2(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, KW, false); break;
       }
       if (fused) fused = dw_vec_epilogue(acc + i, bias, act, aa, ab);
       if (fused) dw_vec_epilogue(acc + i + 16, bias, act, aa, ab);
@@ -206,11 +208,22 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
     return;
   }
   if (sw == 1 || planes) {
-    /* 16 outputs of a row at a time, every tap added in registers, then the epilogue from
-     * the row in acc */
+    /* 32 (rows wider than a vector) or 16 outputs of a row at a time, every tap added in
+     * registers, then the epilogue from the row in acc */
     for (int64_t oh = 0; oh < OH; oh++) {
       bool fused = !z;
-      for (int64_t ow = 0; ow < OW; ow += 16) {
+      if (OW > 16) {
+        for (int64_t ow = 0; ow < OW; ow += 32) {
+          switch (KW) {
+            case 3: dw_vec_taps2(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, 3, planes); break;
+            case 5: dw_vec_taps2(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, 5, planes); break;
+            default: dw_vec_taps2(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, KW, planes); break;
+          }
+          if (fused) fused = dw_vec_epilogue(acc + ow, bias, act, aa, ab);
+          if (fused) dw_vec_epilogue(acc + ow + 16, bias, act, aa, ab);
+        }
+      }
+      for (int64_t ow = 0; OW <= 16 && ow < OW; ow += 16) {
         switch (KW) {
           case 3: dw_vec_taps(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, 3, planes); break;
           case 5: dw_vec_taps(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, 5, planes); break;
