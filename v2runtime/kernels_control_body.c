@@ -36,11 +36,12 @@ typedef struct body_entry {
 } body_entry;
 
 struct mx__control_bodies {
-  body_entry *v;
+  body_entry **v; /* each entry a block of its own: pointers stay valid as the table grows */
   size_t n, cap;
 };
 
-/* Guards every program's table of bodies (lookups are short; compiling a body happens once). */
+/* Guards every program's table of bodies. Held for lookups and appends only: compiling a body
+ * loads a child session, whose own bodies are compiled then (nested control nodes). */
 static pthread_mutex_t bodies_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void entry_free(body_entry *e) {
@@ -51,7 +52,10 @@ static void entry_free(body_entry *e) {
 
 void mx__control_bodies_free(struct mx__control_bodies *b) {
   if (!b) return;
-  for (size_t i = 0; i < b->n; i++) entry_free(&b->v[i]);
+  for (size_t i = 0; i < b->n; i++) {
+    entry_free(b->v[i]);
+    free(b->v[i]);
+  }
   free(b->v);
   free(b);
 }
@@ -118,22 +122,38 @@ static void compile_body(mx_session *s, const mx_node *nd, const mx_graph *body,
   }
 }
 
-/* The entry of body in s's program, compiled on first use; NULL when out of memory. */
+/* The entry of body in table b (the lock held), or NULL. */
+static body_entry *lookup(const struct mx__control_bodies *b, const mx_graph *body) {
+  for (size_t i = 0; b && i < b->n; i++)
+    if (b->v[i]->body == body) return b->v[i];
+  return NULL;
+}
+
+/* The entry of body in s's program, compiled on first use (outside the lock); NULL when out of
+ * memory. */
 static body_entry *find_body(mx_session *s, const mx_node *nd, const mx_graph *body) {
   mx_program *p = s->prog;
-  body_entry *found = NULL;
   pthread_mutex_lock(&bodies_lock);
   if (!p->bodies) p->bodies = calloc(1, sizeof *p->bodies);
+  body_entry *found = lookup(p->bodies, body);
+  pthread_mutex_unlock(&bodies_lock);
+  if (found || !p->bodies) return found;
+  body_entry *e = calloc(1, sizeof *e);
+  if (!e) return NULL;
+  compile_body(s, nd, body, e);
+  pthread_mutex_lock(&bodies_lock);
   struct mx__control_bodies *b = p->bodies;
-  for (size_t i = 0; b && i < b->n && !found; i++)
-    if (b->v[i].body == body) found = &b->v[i];
-  if (!found && b && MX_GROW(b->v, b->cap, b->n + 1)) {
-    found = &b->v[b->n];
-    memset(found, 0, sizeof *found);
-    compile_body(s, nd, body, found);
-    b->n++;
+  found = lookup(b, body); /* another thread may have compiled it meanwhile */
+  if (!found && MX_GROW(b->v, b->cap, b->n + 1)) {
+    b->v[b->n++] = e;
+    found = e;
+    e = NULL;
   }
   pthread_mutex_unlock(&bodies_lock);
+  if (e) {
+    entry_free(e);
+    free(e);
+  }
   return found;
 }
 
@@ -193,12 +213,19 @@ const char *mx__control_body_status(mx_session *s, const mx_graph *body, mx_sess
   const char *why = NULL;
   pthread_mutex_lock(&bodies_lock);
   for (size_t i = 0; i < s->prog->bodies->n; i++)
-    if (s->prog->bodies->v[i].body == body) {
-      *child = s->prog->bodies->v[i].child;
-      why = s->prog->bodies->v[i].why;
+    if (s->prog->bodies->v[i]->body == body) {
+      *child = s->prog->bodies->v[i]->child;
+      why = s->prog->bodies->v[i]->why;
     }
   pthread_mutex_unlock(&bodies_lock);
   return why;
+}
+
+/* Compiles the bodies of control call `call`. */
+static void prepare_call(mx_session *s, const mx_node *call) {
+  const mx_node *cn = mx__part_control_node(call);
+  for (uint32_t a = 0; cn && a < cn->n_attrs; a++)
+    if (cn->attrs[a].type == MX_ATTR_GRAPH && cn->attrs[a].graph) (void)find_body(s, cn, cn->attrs[a].graph);
 }
 
 void mx__control_bodies_prepare(mx_session *s) {
@@ -206,11 +233,16 @@ void mx__control_bodies_prepare(mx_session *s) {
   if (!p || p->interpreted) return;
   for (size_t c = 0; c < p->n_calls; c++) {
     const mx_node *call = &p->root->nodes[p->calls[c].node];
-    if (!p->calls[c].unknown || !mx__part_is_control_call(call)) continue;
-    const mx_node *cn = mx__part_control_node(call);
-    for (uint32_t a = 0; cn && a < cn->n_attrs; a++)
-      if (cn->attrs[a].type == MX_ATTR_GRAPH && cn->attrs[a].graph)
-        (void)find_body(s, cn, cn->attrs[a].graph);
+    if (!p->calls[c].unknown) continue;
+    if (mx__part_is_control_call(call)) {
+      prepare_call(s, call);
+      continue;
+    }
+    /* A control call merged into an UNKNOWN cluster with other dynamic ops. */
+    const mx_graph *cb = mx__part_call_body(call);
+    for (size_t n = 0; cb && n < cb->n_nodes; n++)
+      if (!(cb->nodes[n].flags & MX_NODE_DEAD) && mx__part_is_control_call(&cb->nodes[n]))
+        prepare_call(s, &cb->nodes[n]);
   }
 }
 
@@ -221,7 +253,7 @@ void mx__control_bodies_cancel(mx_session *s) {
   mx_session *local[LOCAL_IO];
   size_t k = 0;
   for (size_t i = 0; i < n && k < LOCAL_IO; i++)
-    if (p->bodies->v[i].child) local[k++] = p->bodies->v[i].child;
+    if (p->bodies->v[i]->child) local[k++] = p->bodies->v[i]->child;
   pthread_mutex_unlock(&bodies_lock);
   /* Children are destroyed only with the program, which the caller's run keeps alive. */
   for (size_t i = 0; i < k; i++) mx_session_cancel(local[i]);
