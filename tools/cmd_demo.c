@@ -17,6 +17,7 @@
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
 #include "tools/bench.h"
+#include "tools/cmd_tp.h"
 #include "tools/commands.h"
 
 enum { CHECK_STEPS = 4, PROGRESS_EVERY = 8, MAX_IO = 1 + 2 * 64, MAX_LAYERS = 64 };
@@ -33,6 +34,7 @@ typedef struct demo_args {
   mx_executor_kind executor;
   int64_t static_min_ops; /* partitioner threshold; -1 runs everything dynamically */
   bool no_state;          /* --no-state: the copying loop (presents handed back, fed again) */
+  int64_t tp;             /* --tp N: this process is one rank of N (0: no tensor parallelism) */
 } demo_args;
 
 void mx_cmd_demo_help(FILE *out) {
@@ -40,7 +42,7 @@ void mx_cmd_demo_help(FILE *out) {
           "usage: mixrt demo [--size tiny|small] [--steps N] [--device cpu|inline] [--streams N]\n"
           "                  [--executor sequential|topological|multi-thread] [--static-min-ops N]\n"
           "                  [--layers N] [--hidden N] [--heads N] [--kv-heads N] [--head-dim N]\n"
-          "                  [--ffn N] [--vocab N] [--seed N] [--token N] [--no-state]\n\n"
+          "                  [--ffn N] [--vocab N] [--seed N] [--token N] [--no-state] [--tp N]\n\n"
           "The main job on a built-in model: builds a Llama-style decode step in memory (batch 1, one\n"
           "new token, a KV cache of symbolic length past_len), prints how it is split into static\n"
           "models and dynamic ops and why, loads it into a session and decodes greedily: the present\n"
@@ -67,7 +69,15 @@ void mx_cmd_demo_help(FILE *out) {
           "  --no-state          the copying loop: every present handed back as a host tensor and fed\n"
           "                      in again as the next past. By default the loop runs a binding with\n"
           "                      the KV cache as session state (include/mixrt/binding.h): it stays on\n"
-          "                      the device, only the token goes in and the logits come out\n\n"
+          "                      the device, only the token goes in and the logits come out\n"
+          "  --tp N              tensor parallel over MPI: `mpirun -np N mixrt demo --tp N`. Every rank\n"
+          "                      builds the model and takes its shard in memory (heads, MLP and\n"
+          "                      vocabulary split, its kv-heads of the cache; N must divide --kv-heads),\n"
+          "                      attaches the world communicator and decodes; rank 0 prints the tokens\n"
+          "                      and each rank's time split (compute, communication, waiting). The check\n"
+          "                      compares the first 4 steps' logits with the unsharded model run by the\n"
+          "                      reference interpreter within rtol 1e-3 / atol 1e-4 (the shards add in\n"
+          "                      another order) and the tokens exactly. N must equal the MPI world size\n\n"
           "exit codes: 0 done and the check passed, 1 runtime error or the check failed, 2 usage error\n");
 }
 
@@ -98,7 +108,8 @@ static int parse_args(int argc, char **argv, demo_args *a) {
     size_t k = 0;
     while (k < n_over && strcmp(arg, over[k].flag) != 0) k++;
     bool numeric = k < n_over || strcmp(arg, "--steps") == 0 || strcmp(arg, "--token") == 0 ||
-                   strcmp(arg, "--streams") == 0 || strcmp(arg, "--static-min-ops") == 0;
+                   strcmp(arg, "--streams") == 0 || strcmp(arg, "--static-min-ops") == 0 ||
+                   strcmp(arg, "--tp") == 0;
     bool word = strcmp(arg, "--size") == 0 || strcmp(arg, "--device") == 0 || strcmp(arg, "--executor") == 0;
     if (!numeric && !word) return mx_cli_usage_error("demo", "unknown option '%s'", arg);
     const char *v = mx_cli_option_value("demo", argc, argv, &i);
@@ -122,6 +133,9 @@ static int parse_args(int argc, char **argv, demo_args *a) {
     } else if (strcmp(arg, "--token") == 0) {
       if (x < 0) return mx_cli_usage_error("demo", "--token must be >= 0");
       a->token = x;
+    } else if (strcmp(arg, "--tp") == 0) {
+      if (x < 1 || x > 1024) return mx_cli_usage_error("demo", "--tp wants a number of ranks from 1 to 1024");
+      a->tp = x;
     } else if (strcmp(arg, "--streams") == 0) {
       if (x < 1 || x > 64) return mx_cli_usage_error("demo", "--streams must be 1..64");
       a->streams = x;
@@ -251,6 +265,14 @@ static mx_status fetch_output(mx_binding *b, size_t j, mx_tensor *host) {
   return st == MX_OK ? mx_binding_read_output(b, j, host) : st;
 }
 
+/* A host copy of the logits of one of the first steps, for the check of --tp after the loop. */
+static void keep_logits(const mx_tensor *logits, mx_tensor *kept) {
+  size_t nbytes = 0;
+  mx_tensor_nbytes(logits, &nbytes);
+  if (mx_tensor_alloc(logits->dtype, logits->rank, logits->dims, kept) == MX_OK)
+    memcpy(kept->data, logits->data, nbytes);
+}
+
 static double us(uint64_t ns) { return (double)ns / 1000.0; }
 static double pct(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * (double)part / (double)whole : 0.0;
@@ -286,8 +308,8 @@ static void progress(const demo_args *a, const uint64_t *lat, const int64_t *tok
  * logits come out, the cache stays on the device. The first CHECK_STEPS steps are compared with
  * the reference interpreter on host copies of the cache (outside the timed call). */
 static int decode_with_state(const demo_args *a, mx_session *s, mx_graph *ref, mx_tensor *in, size_t n_io,
-                             uint64_t *lat, uint64_t *host, int64_t *tokens, bool *check_ok, char *why,
-                             size_t cap) {
+                             uint64_t *lat, uint64_t *host, int64_t *tokens, mx_tensor *kept, bool *check_ok,
+                             char *why, size_t cap) {
   mx_binding *b = NULL;
   size_t pairs = 0;
   if (mx_cli_state_binding(s, in, 2, a->steps + 1, &b, &pairs) != MX_OK)
@@ -299,7 +321,7 @@ static int decode_with_state(const demo_args *a, mx_session *s, mx_graph *ref, m
   const mx_tensor *logits = mx_binding_output(b, (size_t)mx_binding_output_index(b, "logits"));
   int rc = MX_EXIT_OK;
   for (int64_t step = 0; step < a->steps && rc == MX_EXIT_OK; step++) {
-    bool check = step < CHECK_STEPS && *check_ok;
+    bool check = ref && step < CHECK_STEPS && *check_ok;
     mx_tensor out[MAX_IO];
     memset(out, 0, sizeof out);
     for (size_t i = 1; check && i < n_io; i++) { /* the pasts, as the step will read them */
@@ -315,6 +337,7 @@ static int decode_with_state(const demo_args *a, mx_session *s, mx_graph *ref, m
       rc = mx_cli_runtime_error("demo", "step %lld: %s", (long long)step, mx_session_last_error(s));
     if (rc != MX_EXIT_OK) break;
     tokens[step] = mx_cli_argmax(logits);
+    if (!ref && step < CHECK_STEPS) keep_logits(logits, &kept[step]);
     if (check) {
       bool fetched = mx_tensor_alloc(logits->dtype, logits->rank, logits->dims, &out[0]) == MX_OK;
       size_t nbytes = 0;
@@ -404,9 +427,23 @@ int mx_cmd_demo(int argc, char **argv) {
   const size_t n_io = 1 + 2 * (size_t)cfg->layers;
   mx_error err;
   mx_graph *g = NULL, *ref = NULL;
+  mx_cli_tp *tp = NULL;
+  mx_tensor kept[CHECK_STEPS]; /* --tp: the first steps' logits, checked after the loop */
+  memset(kept, 0, sizeof kept);
+  mx_llama_config rank_cfg = *cfg; /* the inputs this rank feeds: its kv-heads of the cache */
+  if (a.tp) {
+    if (a.cfg.kv_heads % a.tp)
+      return mx_cli_usage_error("demo", "--tp %lld does not divide the %lld key/value heads (--kv-heads)",
+                                (long long)a.tp, (long long)a.cfg.kv_heads);
+    if ((rc = mx_cli_tp_begin("demo", a.tp, &tp)) != MX_EXIT_OK) return rc;
+    rank_cfg.kv_heads /= a.tp;
+  }
   mx_status st = mx_model_llama(cfg, &g, &err);
-  if (st == MX_ERR_INVALID_ARGUMENT) return mx_cli_usage_error("demo", "%s", err.message);
-  if (st != MX_OK) return mx_cli_runtime_error("demo", "%s", err.message);
+  if (st != MX_OK) {
+    rc = st == MX_ERR_INVALID_ARGUMENT ? mx_cli_usage_error("demo", "%s", err.message)
+                                       : mx_cli_runtime_error("demo", "%s", err.message);
+    goto destroy_graphs;
+  }
   printf("== mixrt demo: greedy decoding with a Llama-style decoder (%s size%s) ==\n", a.size,
          a.overridden ? ", with the fields given on the command line" : "");
   printf(
@@ -423,7 +460,14 @@ int mx_cmd_demo(int argc, char **argv) {
       (long long)cfg->kv_heads, (long long)mx_cli_llm_head_dim(cfg));
   rc = print_partition(&a);
   if (rc != MX_EXIT_OK) goto destroy_graphs;
-  if ((st = mx_model_llama(cfg, &ref, &err)) != MX_OK) {
+  if (tp) {
+    if ((rc = mx_cli_tp_shard("demo", tp, g)) != MX_EXIT_OK) goto destroy_graphs;
+    printf(
+        "== tensor parallel: %d ranks over MPI; each runs its shard (the partition above is the whole "
+        "model's): its %lld key/value heads of the cache, its columns and rows of the projections and "
+        "MLP, its rows of the vocabulary ==\n\n",
+        mx_cli_tp_size(tp), (long long)rank_cfg.kv_heads);
+  } else if ((st = mx_model_llama(cfg, &ref, &err)) != MX_OK) {
     rc = mx_cli_runtime_error("demo", "%s", err.message);
     goto destroy_graphs;
   }
@@ -446,6 +490,7 @@ int mx_cmd_demo(int argc, char **argv) {
     rc = mx_cli_runtime_error("demo", "loading the model: %s", mx_session_last_error(s));
     goto destroy_session;
   }
+  if (tp && (rc = mx_cli_tp_attach("demo", tp, s)) != MX_EXIT_OK) goto destroy_session;
   printf("== session: %s device, %lld stream%s, %s executor; compiled and loaded in %.1f ms ==\n\n",
          mx_cli_device_name(a.device), (long long)a.streams, a.streams == 1 ? "" : "s",
          mx_cli_executor_name(a.executor), (double)(mx__now_ns() - t0) / 1e6);
@@ -461,7 +506,7 @@ int mx_cmd_demo(int argc, char **argv) {
     rc = mx_cli_runtime_error("demo", "out of memory");
     goto free_buffers;
   }
-  if ((st = mx_cli_llm_inputs(cfg, a.token, 0, 0, in)) != MX_OK) {
+  if ((st = mx_cli_llm_inputs(&rank_cfg, a.token, 0, 0, in)) != MX_OK) {
     rc = mx_cli_runtime_error("demo", "allocating the inputs: %s", mx_status_string(st));
     goto free_buffers;
   }
@@ -469,7 +514,7 @@ int mx_cmd_demo(int argc, char **argv) {
   printf("== decode: %lld greedy steps from token %lld, present -> past ==\n", (long long)a.steps,
          (long long)a.token);
   if (!a.no_state) {
-    rc = decode_with_state(&a, s, ref, in, n_io, lat, host, tokens, &check_ok, why, sizeof why);
+    rc = decode_with_state(&a, s, ref, in, n_io, lat, host, tokens, kept, &check_ok, why, sizeof why);
     if (rc != MX_EXIT_OK) goto free_buffers;
   }
   for (int64_t step = 0; a.no_state && step < a.steps; step++) {
@@ -482,9 +527,10 @@ int mx_cmd_demo(int argc, char **argv) {
       rc = mx_cli_runtime_error("demo", "step %lld: %s", (long long)step, mx_session_last_error(s));
       goto free_buffers;
     }
-    if (step < CHECK_STEPS && check_ok)
+    if (ref && step < CHECK_STEPS && check_ok)
       check_ok = same_as_reference(ref, in, out, n_io, step, why, sizeof why);
     tokens[step] = mx_cli_argmax(&out[0]);
+    if (!ref && step < CHECK_STEPS) keep_logits(&out[0], &kept[step]);
     for (size_t i = 1; i < n_io; i++) { /* present -> past */
       mx_tensor_release(&in[i]);
       in[i] = out[i];
@@ -497,14 +543,23 @@ int mx_cmd_demo(int argc, char **argv) {
   memcpy(lat_copy, lat, (size_t)a.steps * sizeof *lat);
   print_results(&a, s, lat, lat_copy, host, tokens);
   int64_t checked = a.steps < CHECK_STEPS ? a.steps : CHECK_STEPS;
+  if (tp) {
+    uint64_t sum = 0;
+    for (int64_t k = 0; k < a.steps; k++) sum += lat_copy[k];
+    mx_cli_tp_report(tp, sum, a.steps);
+    check_ok = mx_cli_tp_check_llama(tp, cfg, a.token, tokens, kept, checked, why, sizeof why);
+  }
+  const char *oracle = tp ? "the unsharded model (reference interpreter, rtol 1e-3 / atol 1e-4)"
+                          : "the reference interpreter";
   if (check_ok) {
-    printf("check: first %lld steps equal the reference interpreter: PASS\n", (long long)checked);
+    printf("check: first %lld steps equal %s: PASS\n", (long long)checked, oracle);
   } else {
-    printf("check: first %lld steps equal the reference interpreter: FAIL (%s)\n", (long long)checked, why);
+    printf("check: first %lld steps equal %s: FAIL (%s)\n", (long long)checked, oracle, why);
     rc = MX_EXIT_RUNTIME;
   }
 free_buffers:
-  if (have_inputs) mx_cli_llm_inputs_release(cfg, in);
+  if (have_inputs) mx_cli_llm_inputs_release(&rank_cfg, in);
+  for (size_t k = 0; k < CHECK_STEPS; k++) mx_tensor_release(&kept[k]);
   free(tokens);
   free(host);
   free(lat_copy);
@@ -514,5 +569,6 @@ destroy_session:
 destroy_graphs:
   mx_graph_destroy(ref);
   mx_graph_destroy(g);
+  mx_cli_tp_end(tp);
   return rc;
 }

@@ -11,6 +11,7 @@
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
 #include "tools/bench.h"
+#include "tools/cmd_tp.h"
 #include "tools/commands.h"
 #include "tools/run_inputs.h"
 #include "tools/session_opts.h"
@@ -25,7 +26,7 @@ void mx_cmd_run_help(FILE *out) {
           "                 [--shape SYM=VAL ...] [--steps N] [--executor seq|topo|mt] [--streams K]\n"
           "                 [--static-min-ops N] [--device cpu|inline] [--frozen NAME ...]\n"
           "                 [--trace FILE.json] [--output-dir DIR] [--reference] [--check]\n"
-          "                 [--skip-kernels] [--no-huge-pages] [--no-state] [--progress]\n\n"
+          "                 [--skip-kernels] [--no-huge-pages] [--no-state] [--progress] [--tp N]\n\n"
           "Runs a model once per step and prints its outputs (dtype, shape, first values), the\n"
           "per-step latency (median, p10, p90), the time split between static models, dynamic ops\n"
           "and host kernels, and the device memory in use, the weights' share of it (shared blocks,\n"
@@ -57,7 +58,14 @@ void mx_cmd_run_help(FILE *out) {
           "                          Outputs are not computed (nor printed); a model whose shapes\n"
           "                          depend on computed values (NonZero, say) may fail\n"
           "  --no-huge-pages         back device memory with 4 KiB pages only (by default blocks of\n"
-          "                          1.5 MiB and more, the weights above all, get 2 MiB huge pages)\n",
+          "                          1.5 MiB and more, the weights above all, get 2 MiB huge pages)\n"
+          "  --tp N                  tensor parallel over MPI: `mpirun -np N mixrt run MODEL.onnx --tp N`.\n"
+          "                          Every rank loads the ONNX model, takes its shard in memory (as\n"
+          "                          `mixrt shard` writes it: --input files and --random inputs follow the\n"
+          "                          shard's shapes, e.g. caches with the rank's kv-heads), attaches the\n"
+          "                          world communicator and runs; rank 0 prints its outputs and each\n"
+          "                          rank's time split (compute, communication, waiting). N must equal\n"
+          "                          the MPI world size; not with .mxm, --reference or --check\n",
           mx_cli_session_opts_help);
 }
 
@@ -93,6 +101,7 @@ typedef struct run_args {
   bool no_state; /* --no-state: every step by mx_session_run, pasts fed by the caller */
   bool progress; /* --progress: load stage lines on stderr even when not a terminal */
   int64_t steps, seed;
+  int64_t tp; /* --tp N: this process is one rank of N (0: no tensor parallelism) */
   mx_cli_session_opts so;
 } run_args;
 
@@ -133,6 +142,11 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
         a->steps = x;
       else
         a->seed = x;
+    } else if (strcmp(o, "--tp") == 0) {
+      const char *v = mx_cli_option_value("run", argc, argv, &i);
+      if (!v) return MX_EXIT_USAGE;
+      if (!mx_cli_parse_int(v, &a->tp) || a->tp < 1 || a->tp > 1024)
+        return mx_cli_usage_error("run", "--tp wants a number of ranks from 1 to 1024, not '%s'", v);
     } else if (strcmp(o, "--random") == 0) {
       a->random = true;
     } else if (strcmp(o, "--no-state") == 0) {
@@ -171,6 +185,9 @@ static int parse(int argc, char **argv, run_args *a, char (*names)[128], char (*
   if (a->so.o.device_options.skip_kernels && (a->reference || a->check || a->out_dir))
     return mx_cli_usage_error(
         "run", "--skip-kernels computes no output: not with --reference, --check or --output-dir");
+  if (a->tp && (mxm || a->reference || a->check))
+    return mx_cli_usage_error("run", "--tp shards the ONNX model for the hybrid runtime: not with an .mxm file, "
+                                     "--reference or --check");
   if (a->reference && (a->trace || a->check))
     return mx_cli_usage_error("run", "--trace and --check apply to the hybrid runtime, not to --reference");
   return MX_EXIT_OK;
@@ -395,18 +412,39 @@ int mx_cmd_run(int argc, char **argv) {
   mx_error err;
   mx_graph *g = NULL; /* the ONNX model (reference, --check, input declarations) */
   mx_session *s = NULL;
+  mx_cli_tp *tp = NULL;
   mx_tensor *inputs = NULL, *outputs = NULL;
   uint64_t *times = NULL;
   size_t n_in = 0, n_out = 0;
-  if (!mxm && mx_onnx_load_file(a.model, &g, &err) != MX_OK)
-    return mx_cli_runtime_error("run", "%s", err.message);
+  if (a.tp && (rc = mx_cli_tp_begin("run", a.tp, &tp)) != MX_EXIT_OK) return rc;
+  if (!mxm && mx_onnx_load_file(a.model, &g, &err) != MX_OK) {
+    rc = mx_cli_runtime_error("run", "%s", err.message);
+    goto done;
+  }
+  /* With --tp, g becomes this rank's shard: it declares the inputs (the rank's cache shapes). */
+  if (tp && (rc = mx_cli_tp_shard("run", tp, g)) != MX_EXIT_OK) goto done;
   if (!a.reference) {
     if (mx_session_create(&a.so.o, &s, &err) != MX_OK) {
       rc = mx_cli_runtime_error("run", "%s", err.message);
       goto done;
     }
     mx__progress_enable_for_cli(a.progress);
-    if (mx_session_load_file(s, a.model) != MX_OK) {
+    if (tp) { /* the session takes a shard of its own */
+      mx_graph *shard = NULL;
+      if (mx_onnx_load_file(a.model, &shard, &err) != MX_OK) {
+        rc = mx_cli_runtime_error("run", "%s", err.message);
+        goto done;
+      }
+      if ((rc = mx_cli_tp_shard("run", tp, shard)) != MX_EXIT_OK) {
+        mx_graph_destroy(shard);
+        goto done;
+      }
+      if (mx_session_load_graph(s, shard) != MX_OK) { /* the session owns shard, also on failure */
+        rc = mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
+        goto done;
+      }
+      if ((rc = mx_cli_tp_attach("run", tp, s)) != MX_EXIT_OK) goto done;
+    } else if (mx_session_load_file(s, a.model) != MX_OK) {
       rc = mx_cli_runtime_error("run", "%s", mx_session_last_error(s));
       goto done;
     }
@@ -432,6 +470,11 @@ int mx_cmd_run(int argc, char **argv) {
   if (rc != MX_EXIT_OK) goto done;
   rc = a.reference ? run_reference(&a, g, inputs, n_in, outputs, n_out, times)
                    : run_session(&a, s, g, inputs, n_in, outputs, n_out, times);
+  if (tp && rc == MX_EXIT_OK) {
+    uint64_t sum = 0;
+    for (int64_t k = 0; k < a.steps; k++) sum += times[k];
+    mx_cli_tp_report(tp, sum, a.steps);
+  }
 done:
   for (size_t k = 0; inputs && k < n_in; k++) mx_tensor_release(&inputs[k]);
   for (size_t k = 0; outputs && k < n_out; k++) mx_tensor_release(&outputs[k]);
@@ -440,5 +483,6 @@ done:
   free(inputs);
   mx_session_destroy(s);
   mx_graph_destroy(g);
+  mx_cli_tp_end(tp);
   return rc;
 }
