@@ -10,7 +10,12 @@ if(TARGET mixrt_mpi)
   target_link_libraries(mpi_llama PRIVATE mixrt_mpi mixrt_internal)
   add_test(NAME mpi COMMAND sh "${CMAKE_CURRENT_LIST_DIR}/run_mpi.sh" "${MIXRT_MPIRUN}"
                             "$<TARGET_FILE:mpi_collectives>" "$<TARGET_FILE:mpi_llama>")
+  # `mixrt demo --tp 2` / `mixrt run --tp 2` under mpirun (tests/dist/run_cli_tp.sh).
+  add_test(NAME mpi_cli COMMAND sh "${CMAKE_CURRENT_LIST_DIR}/run_cli_tp.sh" "${MIXRT_MPIRUN}"
+                                "$<TARGET_FILE:mixrt_cli>")
 else()
   add_test(NAME mpi COMMAND sh -c "echo 'mpi: skipped: MPI was not found at configure time (libopenmpi-dev, MIXRT_MPI)'; exit 77")
+  add_test(NAME mpi_cli COMMAND sh -c "echo 'mpi_cli: skipped: MPI was not found at configure time'; exit 77")
 endif()
 set_tests_properties(mpi PROPERTIES LABELS "mpi" TIMEOUT 120 SKIP_RETURN_CODE 77)
+set_tests_properties(mpi_cli PROPERTIES LABELS "mpi" TIMEOUT 60 SKIP_RETURN_CODE 77)
