@@ -33,9 +33,15 @@
 /* One ISA copy: the rows of its tile and the tile kernel (C tile MR x NR at c, row stride ldc;
  * acc: add to the partial sums in C instead of starting from 0). */
 typedef void (*tile_kernel)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, bool acc);
+/* Packs rows [r0, r0 + rows) x k [k0, k0 + kc) of A into mr-row panels (zero rows past m). */
+typedef void (*a_packer)(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t rows, int64_t k0,
+                         int64_t kc, int64_t mr, float *ap);
+static void pack_a(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
+                   int64_t mr, float *ap);
 typedef struct isa_copy {
   int64_t mr, mc;
   tile_kernel tile, half; /* NR columns; the first 16 (NULL: none, the whole tile runs) */
+  a_packer pack;
 } isa_copy;
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -130,8 +136,53 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(int64_t kc, const floa
   half_avx2(kc, ap, bp + 16, c + 16, ldc, acc);
 }
 
-static const isa_copy copy_avx512 = {MR_AVX512, MC_AVX512, tile_avx512, tile_avx512_half};
-static const isa_copy copy_avx2 = {MR_AVX2, MC_AVX2, tile_avx2, half_avx2};
+/* pack_a with 16x16 transposes in registers (the weights are re-packed on every product, and
+ * a narrow one, 49 columns, reuses each weight only 49 times: copied one float at a time the
+ * packing took longer than the FMAs). mr <= 32. */
+__attribute__((target("avx512f,avx2,fma"))) static void pack_a_avx512(const float *a, int64_t lda, int64_t m,
+                                                                      int64_t r0, int64_t rows, int64_t k0,
+                                                                      int64_t kc, int64_t mr, float *ap) {
+  const int64_t kv = kc / 16 * 16;
+  for (int64_t t = 0; t < rows; t += mr, ap += kc * mr) {
+    for (int64_t i0 = 0; i0 < mr; i0 += 16) {
+      const int64_t lanes = mr - i0 < 16 ? mr - i0 : 16;
+      const __mmask16 keep = (__mmask16)((1u << lanes) - 1u);
+      for (int64_t k = 0; k < kv; k += 16) {
+        __m512 r[16], u[16], v[16];
+        for (int i = 0; i < 16; i++) {
+          int64_t row = r0 + t + i0 + i;
+          r[i] = i < lanes && row < m ? _mm512_loadu_ps(a + row * lda + k0 + k) : _mm512_setzero_ps();
+        }
+        for (int j = 0; j < 8; j++) {
+          u[2 * j] = _mm512_unpacklo_ps(r[2 * j], r[2 * j + 1]);
+          u[2 * j + 1] = _mm512_unpackhi_ps(r[2 * j], r[2 * j + 1]);
+        }
+        for (int j = 0; j < 4; j++) {
+          __m512d p0 = _mm512_castps_pd(u[4 * j]), p1 = _mm512_castps_pd(u[4 * j + 1]);
+          __m512d p2 = _mm512_castps_pd(u[4 * j + 2]), p3 = _mm512_castps_pd(u[4 * j + 3]);
+          v[4 * j + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(p0, p2));
+          v[4 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(p0, p2));
+          v[4 * j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(p1, p3));
+          v[4 * j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(p1, p3));
+        }
+        /* v[4j + e], 128-bit lane L: rows 4j..4j+3 at column 4L + e */
+        for (int e = 0; e < 4; e++) {
+          __m512 c0 = _mm512_shuffle_f32x4(v[e], v[4 + e], 0x44), c1 = _mm512_shuffle_f32x4(v[8 + e], v[12 + e], 0x44);
+          __m512 c2 = _mm512_shuffle_f32x4(v[e], v[4 + e], 0xEE), c3 = _mm512_shuffle_f32x4(v[8 + e], v[12 + e], 0xEE);
+          float *dst = ap + (k + e) * mr + i0;
+          _mm512_mask_storeu_ps(dst, keep, _mm512_shuffle_f32x4(c0, c1, 0x88));
+          _mm512_mask_storeu_ps(dst + 4 * mr, keep, _mm512_shuffle_f32x4(c0, c1, 0xDD));
+          _mm512_mask_storeu_ps(dst + 8 * mr, keep, _mm512_shuffle_f32x4(c2, c3, 0x88));
+          _mm512_mask_storeu_ps(dst + 12 * mr, keep, _mm512_shuffle_f32x4(c2, c3, 0xDD));
+        }
+      }
+    }
+    if (kv < kc) pack_a(a, lda, m, r0 + t, mr, k0 + kv, kc - kv, mr, ap + kv * mr);
+  }
+}
+
+static const isa_copy copy_avx512 = {MR_AVX512, MC_AVX512, tile_avx512, tile_avx512_half, pack_a_avx512};
+static const isa_copy copy_avx2 = {MR_AVX2, MC_AVX2, tile_avx2, half_avx2, pack_a};
 
 /* 0: not decided yet, 1: none, 2: AVX2, 3: AVX-512. */
 static _Atomic int isa_choice;
@@ -199,7 +250,8 @@ void mx__kgemm_f32_pack_b_row(const float *row, int64_t n, int64_t k_total, int6
   }
 }
 
-/* Rows [r0, r0 + rows) x k [k0, k0 + kc) of A into MR-row panels (zero rows past m). */
+/* Rows [r0, r0 + rows) x k [k0, k0 + kc) of A into MR-row panels (zero rows past m), one
+ * float at a time. */
 static void pack_a(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
                    int64_t mr, float *ap) {
   for (int64_t t = 0; t < rows; t += mr, ap += kc * mr)
@@ -249,7 +301,7 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
         }
     for (int64_t ic = 0; ic < m; ic += MC_NARROW) {
       const int64_t mc = m - ic < MC_NARROW ? m - ic : MC_NARROW, panels = (mc + NR - 1) / NR;
-      pack_a(a, lda, m, ic, mc, pc, kc, NR, ablk);
+      isa->pack(a, lda, m, ic, mc, pc, kc, NR, ablk);
       for (int64_t g = 0; g < groups; g++) {
         const int64_t col0 = g * mr, cols = n - col0 < mr ? n - col0 : mr;
         for (int64_t t = 0; t < panels; t++) {
@@ -288,7 +340,7 @@ void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64
     const bool acc = pc > 0, last = pc + kc >= k;
     for (int64_t ic = 0; ic < m; ic += isa->mc) {
       const int64_t mc = m - ic < isa->mc ? m - ic : isa->mc, tiles = (mc + mr - 1) / mr;
-      pack_a(a, lda, m, ic, mc, pc, kc, mr, a_scratch);
+      isa->pack(a, lda, m, ic, mc, pc, kc, mr, a_scratch);
       for (int64_t jp = 0; jp < panels; jp++) {
         const float *bpp = bp + (jp * k + pc) * NR;
         const int64_t col0 = jp * NR, cols = n - col0 < NR ? n - col0 : NR;
