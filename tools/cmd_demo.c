@@ -463,10 +463,10 @@ int mx_cmd_demo(int argc, char **argv) {
   if (tp) {
     if ((rc = mx_cli_tp_shard("demo", tp, g)) != MX_EXIT_OK) goto destroy_graphs;
     printf(
-        "== tensor parallel: %d ranks over MPI; each runs its shard (the partition above is the whole "
+        "== tensor parallel: %d rank%s over MPI; each runs its shard (the partition above is the whole "
         "model's): its %lld key/value heads of the cache, its columns and rows of the projections and "
         "MLP, its rows of the vocabulary ==\n\n",
-        mx_cli_tp_size(tp), (long long)rank_cfg.kv_heads);
+        mx_cli_tp_size(tp), mx_cli_tp_size(tp) == 1 ? "" : "s", (long long)rank_cfg.kv_heads);
   } else if ((st = mx_model_llama(cfg, &ref, &err)) != MX_OK) {
     rc = mx_cli_runtime_error("demo", "%s", err.message);
     goto destroy_graphs;

@@ -84,9 +84,9 @@ void mx_cli_tp_report(const mx_cli_tp *t, uint64_t steps_ns, int64_t steps) {
     if (all[r * SPLIT_FIELDS + SPLIT_EXCHANGE_NS] < transfer) transfer = all[r * SPLIT_FIELDS + SPLIT_EXCHANGE_NS];
   const double n = steps > 0 ? (double)steps : 1.0;
   printf(
-      "tensor parallel: %d ranks; per-rank time split per step (communication: the shortest time any rank "
+      "tensor parallel: %d rank%s; per-rank time split per step (communication: the shortest time any rank "
       "spent in exchanges; waiting: this rank's exchange time beyond it):\n",
-      t->size);
+      t->size, t->size == 1 ? "" : "s");
   for (int r = 0; r < t->size; r++) {
     const double *v = all + r * SPLIT_FIELDS;
     double step = v[SPLIT_STEP_NS] / n, xch = v[SPLIT_EXCHANGE_NS] / n, comm = transfer / n;
