@@ -53,34 +53,35 @@ static bool is_pointwise(const mx_kwin *w) {
   return true;
 }
 
-/* The tasks of the own GEMM's paths: bands of equal size (the cache rule's count, raised on
- * several threads to about 4 tasks per thread while a band keeps 64 columns), then output-channel
- * chunks of whole row tiles when the tasks are still too few or do not divide evenly among the
- * threads (the tasks are taken from a shared counter, so equal sizes keep the threads busy to
- * the end). */
+/* The tasks of the own GEMM's paths: bands of equal size (the cache rule's count). On several
+ * threads, when the tasks are fewer than two per thread or do not divide among the threads,
+ * more bands (while a band keeps 64 columns: the weights are packed again per band), else
+ * output-channel chunks cut at the product's row granule (each chunk packs the band again, so
+ * only as many as the threads need). */
 static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots) {
   const bool pw = p->algo == ALGO_POINTWISE;
   const int64_t units = pw ? p->P : p->rows;                            /* columns or output rows */
   const int64_t min_units = pw ? 64 : (64 + p->rowlen - 1) / p->rowlen; /* a band's least */
-  const int64_t outer = n * group, want = 4 * (int64_t)slots;
-  int64_t bands = p->bands;
-  if (slots > 1 && outer * bands < want) {
-    int64_t more = (want + outer - 1) / outer, most = units / min_units;
-    bands = more < most ? more : most;
-    if (bands < p->bands) bands = p->bands;
+  const int64_t outer = n * group;
+  int64_t bands = p->bands < 1 ? 1 : p->bands;
+  const int64_t tasks0 = outer * bands;
+  const int64_t target = slots <= 1 ? tasks0 : tasks0 < slots ? slots : round_up(tasks0, slots);
+  if (target > tasks0) {
+    int64_t more = (target + outer - 1) / outer;
+    if (units / more >= min_units) bands = more;
   }
-  if (bands < 1) bands = 1;
   int64_t band = (units + bands - 1) / bands;
   if (band > units) band = units;
   p->band_rows = band;
   p->bands = (units + band - 1) / band;
   p->mchunks = 1;
   p->mchunk = p->mg;
-  const int64_t tasks = outer * p->bands, mr = mx__kgemm_f32_row_tile();
-  if (slots > 1 && p->mg >= 2 * mr && (tasks < want || tasks % slots)) {
-    int64_t chunks = tasks < want ? (want + tasks - 1) / tasks : slots;
-    if (chunks % slots && tasks % slots) chunks = round_up(chunks, slots);
-    int64_t chunk = round_up((p->mg + chunks - 1) / chunks, mr);
+  const int64_t tasks = outer * p->bands, cols = pw ? band : band * p->rowlen;
+  const int64_t granule = mx__kgemm_f32_row_granule(p->mg, cols);
+  if (slots > 1 && tasks % slots && p->mg >= 2 * granule) {
+    int64_t chunks = tasks < slots ? (slots + tasks - 1) / tasks : 2;
+    while ((tasks * chunks) % slots) chunks++;
+    int64_t chunk = round_up((p->mg + chunks - 1) / chunks, granule);
     p->mchunk = chunk > p->mg ? p->mg : chunk;
     p->mchunks = (p->mg + p->mchunk - 1) / p->mchunk;
   }
@@ -314,7 +315,7 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
 bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_floats) {
   const mx_kwin *w = j->w;
   if (j->c % j->group || j->m % j->group) return false;
-  int32_t slots = mx__kthreads();
+  int32_t slots = mx__kthreads_for_work(j->n * j->m * w->grid_size * (j->c / j->group) * w->k_size);
   fast_plan p;
   make_plan(w, j->n, j->c, j->m, j->group, slots, &p);
   if (p.slot_floats) {

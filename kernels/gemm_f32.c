@@ -228,10 +228,6 @@ int mx__kgemm_f32_use(int level) {
 #endif
 }
 
-int64_t mx__kgemm_f32_row_tile(void) {
-  const isa_copy *isa = pick_copy();
-  return isa ? isa->mr : 1;
-}
 
 size_t mx__kgemm_f32_a_floats(int64_t m) {
   /* A blocks; a narrow product's B groups and its transposed C */
@@ -317,6 +313,11 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
       }
     }
   }
+}
+
+int64_t mx__kgemm_f32_row_granule(int64_t m, int64_t n) {
+  const isa_copy *isa = pick_copy();
+  return !isa ? 1 : narrow_pays(isa, m, n) ? NR : isa->mr;
 }
 
 void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,

@@ -28,9 +28,10 @@ bool mx__kgemm_f32_available(void);
  * a product runs. */
 int mx__kgemm_f32_use(int level);
 
-/* Rows of the copy's register tile (14 AVX-512, 6 AVX2; 1 without a copy): callers splitting
- * the rows of C among threads cut at multiples of it. */
-int64_t mx__kgemm_f32_row_tile(void);
+/* Rows of C a product of m x n computes at a time (the register tile, 14 AVX-512 or 6 AVX2, or
+ * 32 when it runs transposed; 1 without a copy): callers splitting the rows of C among threads
+ * cut at multiples of it. */
+int64_t mx__kgemm_f32_row_granule(int64_t m, int64_t n);
 
 /* Floats of packed B for a K x n matrix. */
 static inline size_t mx__kgemm_f32_packed_b_floats(int64_t k, int64_t n) {
