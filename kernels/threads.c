@@ -33,8 +33,9 @@
 #define SPIN_ROUNDS 4000
 
 /* Estimated work (multiply-adds or comparable element steps) each thread of a run must get for
- * the handoff to pay: a woken worker costs some microseconds, a million multiply-adds tens. */
-#define MIN_WORK_PER_SLOT ((int64_t)1 << 20)
+ * the handoff to pay: a woken worker costs some microseconds and a task split in two rarely
+ * ends at once, while four million multiply-adds take some 50-100 us. */
+#define MIN_WORK_PER_SLOT ((int64_t)1 << 22)
 
 /* The run word: generation << 17 | closed << 16 | wanted << 8 | joined. */
 #define JOINED_MASK 0xffull
@@ -193,8 +194,14 @@ void mx__kparallel(int64_t n_tasks, int32_t max_slots, mx_ktask_fn fn, void *ctx
   pthread_mutex_unlock(&run_lock);
 }
 
-void mx__kparallel_work(int64_t n_tasks, int32_t max_slots, int64_t work, mx_ktask_fn fn, void *ctx) {
+int32_t mx__kthreads_for_work(int64_t work) {
+  int32_t slots = mx__kthreads();
   int64_t fit = work / MIN_WORK_PER_SLOT;
-  if (fit < (int64_t)max_slots) max_slots = fit < 1 ? 1 : (int32_t)fit;
-  mx__kparallel(n_tasks, max_slots, fn, ctx);
+  if (fit < (int64_t)slots) slots = fit < 1 ? 1 : (int32_t)fit;
+  return slots;
+}
+
+void mx__kparallel_work(int64_t n_tasks, int32_t max_slots, int64_t work, mx_ktask_fn fn, void *ctx) {
+  int32_t fit = mx__kthreads_for_work(work);
+  mx__kparallel(n_tasks, fit < max_slots ? fit : max_slots, fn, ctx);
 }

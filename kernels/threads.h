@@ -29,5 +29,9 @@ void mx__kparallel(int64_t n_tasks, int32_t max_slots, mx_ktask_fn fn, void *ctx
  * it takes only as many threads as the work repays, and runs inline when a handoff would cost
  * more than it saves. Kernels that can estimate their work call this one. */
 void mx__kparallel_work(int64_t n_tasks, int32_t max_slots, int64_t work, mx_ktask_fn fn, void *ctx);
+/* The threads a run of `work` multiply-adds repays (1..mx__kthreads()): for kernels that plan
+ * their split (band sizes, channel chunks) by thread count, so a run kept inline is also
+ * planned as one. */
+int32_t mx__kthreads_for_work(int64_t work);
 
 #endif /* MIXRT_KERNELS_THREADS_H */
