@@ -65,7 +65,8 @@ static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots
   const int64_t outer = n * group;
   int64_t bands = p->bands < 1 ? 1 : p->bands;
   const int64_t tasks0 = outer * bands;
-  const int64_t target = slots <= 1 ? tasks0 : tasks0 < slots ? slots : round_up(tasks0, slots);
+  /* at least two tasks per thread: a worker that joins late still finds one */
+  const int64_t target = slots <= 1 ? tasks0 : tasks0 < 2 * slots ? 2 * slots : round_up(tasks0, slots);
   if (target > tasks0) {
     int64_t more = (target + outer - 1) / outer;
     if (units / more >= min_units) bands = more;
@@ -78,8 +79,8 @@ static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots
   p->mchunk = p->mg;
   const int64_t tasks = outer * p->bands, cols = pw ? band : band * p->rowlen;
   const int64_t granule = mx__kgemm_f32_row_granule(p->mg, cols);
-  if (slots > 1 && tasks % slots && p->mg >= 2 * granule) {
-    int64_t chunks = tasks < slots ? (slots + tasks - 1) / tasks : 2;
+  if (slots > 1 && (tasks % slots || tasks < target) && p->mg >= 2 * granule) {
+    int64_t chunks = tasks < target ? (target + tasks - 1) / tasks : 2;
     while ((tasks * chunks) % slots) chunks++;
     int64_t chunk = round_up((p->mg + chunks - 1) / chunks, granule);
     p->mchunk = chunk > p->mg ? p->mg : chunk;
