@@ -145,9 +145,16 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
 
 size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group,
                                  int32_t slots) {
-  fast_plan p;
-  make_plan(w, n, c, m, group, slots, &p);
-  return p.slot_floats;
+  /* A run plans for the threads its work repays (mx__kthreads_for_work), maybe fewer than the
+   * pool: the slot must hold the largest plan of any of those counts (the own GEMM's bands and
+   * chunks, and so its scratch, depend on it). */
+  size_t most = 0;
+  for (int32_t s = 1; s <= slots; s++) {
+    fast_plan p;
+    make_plan(w, n, c, m, group, s, &p);
+    if (p.slot_floats > most) most = p.slot_floats;
+  }
+  return most;
 }
 
 /* --- epilogue --------------------------------------------------------------------------------- */
