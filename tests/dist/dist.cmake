@@ -1,4 +1,4 @@
-# The MPI suite (ctest label "mpi"): tests/dist/mpi_collectives.c and mpi_llama.c under
+# The MPI suite (ctest label "mpi"): tests/dist/mpi_collectives.c, mpi_llama.c and mpi_gpt.c under
 # `mpirun --oversubscribe -np 2` and `-np 4` with Open MPI's shared-memory transport, driven by
 # tests/dist/run_mpi.sh (per-run timeout, root allowed only for these runs). Skipped, with the
 # reason printed, when MPI was not found at configure time.
@@ -8,8 +8,12 @@ if(TARGET mixrt_mpi)
   target_link_libraries(mpi_collectives PRIVATE mixrt_mpi mixrt_internal)
   add_executable(mpi_llama "${CMAKE_CURRENT_LIST_DIR}/mpi_llama.c")
   target_link_libraries(mpi_llama PRIVATE mixrt_mpi mixrt_internal)
+  # The zoo's torch GPT decoder (exported by run_mpi.sh into zoo-mpi/ of the build tree).
+  add_executable(mpi_gpt "${CMAKE_CURRENT_LIST_DIR}/mpi_gpt.c")
+  target_link_libraries(mpi_gpt PRIVATE mixrt_mpi mixrt_internal)
   add_test(NAME mpi COMMAND sh "${CMAKE_CURRENT_LIST_DIR}/run_mpi.sh" "${MIXRT_MPIRUN}"
-                            "$<TARGET_FILE:mpi_collectives>" "$<TARGET_FILE:mpi_llama>")
+                            "$<TARGET_FILE:mpi_collectives>" "$<TARGET_FILE:mpi_llama>"
+                            "$<TARGET_FILE:mpi_gpt>" "${CMAKE_BINARY_DIR}/zoo-mpi")
   # `mixrt demo --tp 2` / `mixrt run --tp 2` under mpirun (tests/dist/run_cli_tp.sh).
   add_test(NAME mpi_cli COMMAND sh "${CMAKE_CURRENT_LIST_DIR}/run_cli_tp.sh" "${MIXRT_MPIRUN}"
                                 "$<TARGET_FILE:mixrt_cli>")

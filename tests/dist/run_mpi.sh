@@ -1,6 +1,8 @@
 #!/bin/sh
-# Runs tests/dist/mpi_collectives.c and mpi_llama.c under mpirun (ctest entry "mpi", label "mpi"):
-#   run_mpi.sh MPIRUN COLLECTIVES_PROGRAM LLAMA_PROGRAM
+# Runs tests/dist/mpi_collectives.c, mpi_llama.c and mpi_gpt.c under mpirun (ctest entry "mpi",
+# label "mpi"):
+#   run_mpi.sh MPIRUN COLLECTIVES_PROGRAM LLAMA_PROGRAM [GPT_PROGRAM ZOO_DIR]
+# (mpi_gpt runs the zoo's torch GPT, exported into ZOO_DIR once by bench/zoo/export.py.)
 # with 2 and 4 ranks on one machine (--oversubscribe, shared-memory transport), each run under a
 # timeout, then the fault cases: a rank that exits before a collective and a rank that never
 # joins it must make the others end with an error within the timeout. Every rank prints "ok"
@@ -10,6 +12,8 @@ set -u
 MPIRUN="$1"
 PROGRAM="$2"
 LLAMA="$3"
+GPT="${4:-}"
+ZOO="${5:-}"
 # CI runs as root, which mpirun refuses unless told; only these runs are told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One thread per rank: ranks share the machine's cores.
@@ -55,6 +59,38 @@ for np in 2 4; do
         grep -h '^ok rank 0\|^rank 0' "$OUT"
     fi
 done
+
+# The zoo's torch-exported GPT decoder, sharded: prefill and 63 greedy steps on 2 and 4 ranks
+# equal to one process. Exported once into ZOO (its own directory: export.py --only rewrites the
+# manifest of the directory it writes); skipped, saying why, without Debian's python3-torch.
+PY=/usr/bin/python3
+if [ -z "$GPT" ]; then
+    echo "mpi: torch GPT skipped: no mpi_gpt program given"
+elif [ ! -f "$ZOO/gpt_kv.onnx" ] && ! { [ -x "$PY" ] && "$PY" -c "import torch, onnx" >/dev/null 2>&1; }; then
+    echo "mpi: torch GPT skipped: $PY cannot import torch and onnx (python3-torch, python3-onnx)"
+elif [ ! -f "$ZOO/gpt_kv.onnx" ] && ! { mkdir -p "$ZOO" &&
+        "$PY" "$(dirname "$0")/../../bench/zoo/export.py" "$ZOO" --only gpt_kv >"$OUT" 2>&1; }; then
+    echo "mpi: FAIL: exporting the torch GPT into $ZOO:"
+    cat "$OUT"
+    failed=1
+else
+    for np in 2 4; do
+        start=$(date +%s)
+        timeout -k 5 60 "$MPIRUN" --oversubscribe -np "$np" --mca btl self,vader "$GPT" "$ZOO/gpt_kv.onnx" \
+            >"$OUT" 2>&1
+        rc=$?
+        took=$(( $(date +%s) - start ))
+        oks=$(grep -c '^ok rank' "$OUT")
+        if [ "$rc" -ne 0 ] || grep -q '^FAIL' "$OUT" || [ "$oks" -ne "$np" ]; then
+            echo "mpi: FAIL: torch GPT tp $np (exit $rc, $oks ok, ${took}s):"
+            cat "$OUT"
+            failed=1
+        else
+            echo "mpi: torch GPT tp $np (${took}s):"
+            grep -h '^ok rank 0' "$OUT"
+        fi
+    done
+fi
 
 # A rank exits with status 1 before the collective: the job must end (with an error) well
 # within the others' 3 s timeout plus start-up, never hang.
