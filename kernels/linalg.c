@@ -1,5 +1,7 @@
 /* CPU kernels of MatMul and Gemm (Einsum lives in linalg_einsum.c).
  *
+ * float32 products run on mixrt's own packed GEMM where it pays (gemm_f32_matmul.c: AVX-512 or
+ * AVX2, the bias and activation applied per tile, the same bits on any thread count); otherwise,
  * float32 and float64 go through CBLAS (OpenBLAS, one thread per call; large float32 products and
  * batches split across the intra-op threads, linalg_threads.c): a batched MatMul
  * loops over the broadcast batch calling sgemm/dgemm, folds the batch into the row count when
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "graph/ops/linalg_params.h"
+#include "kernels/gemm_f32_matmul.h"
 #include "kernels/groups.h"
 #include "kernels/kmath.h"
 #include "kernels/kutil.h"
@@ -39,22 +42,23 @@ typedef struct mm_plan {
   int ta, tb;                  /* A / B hold their last two axes swapped (mx_matmul_params) */
 } mm_plan;
 
-static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) {
+/* why: set to the cause when the shapes do not make a MatMul. */
+static mx_status mm_plan_shapes(const mx_kernel_call *call, mm_plan *p, const char **why) {
   const mx_ktensor *a = &call->t[0], *b = &call->t[1];
   int32_t ra = a->rank, rb = b->rank;
   if (ra < 1 || rb < 1) {
-    call->why = "MatMul: an input is a scalar";
+    *why = "MatMul: an input is a scalar";
     return MX_ERR_KERNEL;
   }
   if (b->dtype != a->dtype || call->t[call->n_in].dtype != a->dtype) {
-    call->why = "MatMul: A, B and Y must have one dtype";
+    *why = "MatMul: A, B and Y must have one dtype";
     return MX_ERR_KERNEL;
   }
   const mx_matmul_params *mp = call->params;
   p->ta = mp && mp->trans_a;
   p->tb = mp && mp->trans_b;
   if ((p->ta && ra < 2) || (p->tb && rb < 2)) {
-    call->why = "MatMul: a transposed operand has rank < 2";
+    *why = "MatMul: a transposed operand has rank < 2";
     return MX_ERR_KERNEL;
   }
   /* Every field is set below (the batch arrays up to brank), so no clearing of the struct. */
@@ -63,7 +67,7 @@ static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) {
   p->n = rb >= 2 ? b->dims[rb - (p->tb ? 2 : 1)] : 1;
   int64_t kb = rb >= 2 ? b->dims[rb - (p->tb ? 1 : 2)] : b->dims[0];
   if (kb != p->k) {
-    call->why = "MatMul: the contraction dims of A and B differ";
+    *why = "MatMul: the contraction dims of A and B differ";
     return MX_ERR_KERNEL;
   }
   int32_t abr = ra > 2 ? ra - 2 : 0, bbr = rb > 2 ? rb - 2 : 0;
@@ -75,7 +79,7 @@ static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) {
     int32_t ia = i - (p->brank - abr), ib = i - (p->brank - bbr);
     int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
     if (da != db && da != 1 && db != 1) {
-      call->why = "MatMul: batch dims do not broadcast";
+      *why = "MatMul: batch dims do not broadcast";
       return MX_ERR_KERNEL;
     }
     int64_t d = da == 1 ? db : da;
@@ -93,6 +97,8 @@ static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) {
   return MX_OK;
 }
 
+static mx_status mm_make_plan(mx_kernel_call *call, mm_plan *p) { return mm_plan_shapes(call, p, &call->why); }
+
 /* Offsets (in matrices) of A and B for output matrix `idx`. */
 static void mm_offsets(const mm_plan *p, int64_t idx, int64_t *oa, int64_t *ob) {
   int64_t a = 0, b = 0;
@@ -104,6 +110,10 @@ static void mm_offsets(const mm_plan *p, int64_t idx, int64_t *oa, int64_t *ob) 
   }
   *oa = a;
   *ob = b;
+}
+
+static void mm_offsets_cb(const void *plan, int64_t idx, int64_t *oa, int64_t *ob) {
+  mm_offsets(plan, idx, oa, ob);
 }
 
 /* The 2-D products C[m,n] = op(A)[m,k] * op(B)[k,n], C row-major contiguous; A is stored
@@ -298,12 +308,14 @@ typedef void (*mm_epi_fn)(const mm_epilogue *e, void *c, int64_t rows, int64_t n
 
 /* The activation formulas are those of the standalone kernels (Relu, Gelu, Swish, Sigmoid, Tanh),
  * so a fused MatMul computes what the unfused graph computes. */
-MX_KHOT static void mm_epilogue_f32(const mm_epilogue *e, void *vc, int64_t rows, int64_t n) {
+MX_KHOT static void mm_epi_block_f32(const mm_epilogue *e, float *c0, int64_t rows, int64_t ldc, int64_t col0,
+                                     int64_t n) {
   const float *restrict bias = e->bias;
+  const bool bias_row = bias && e->bias_n != 1;
   for (int64_t i = 0; i < rows; i++) {
-    float *restrict c = (float *)vc + i * n;
-    if (bias && e->bias_n == n)
-      for (int64_t j = 0; j < n; j++) c[j] += bias[j];
+    float *restrict c = c0 + i * ldc;
+    if (bias_row)
+      for (int64_t j = 0; j < n; j++) c[j] += bias[col0 + j];
     else if (bias)
       for (int64_t j = 0; j < n; j++) c[j] += bias[0];
     switch (e->act) {
@@ -331,6 +343,17 @@ MX_KHOT static void mm_epilogue_f32(const mm_epilogue *e, void *vc, int64_t rows
       default: break;
     }
   }
+}
+
+static void mm_epilogue_f32(const mm_epilogue *e, void *vc, int64_t rows, int64_t n) {
+  mm_epi_block_f32(e, vc, rows, n, 0, n);
+}
+
+/* The epilogue on one tile of the own GEMM (gemm_f32_matmul.c), while the tile is in L1. */
+static void mm_own_tile_f32(const void *ctx, float *c, int64_t rows, int64_t ldc, int64_t row, int64_t col0,
+                            int64_t cols) {
+  (void)row;
+  mm_epi_block_f32(ctx, c, rows, ldc, col0, cols);
 }
 
 static void mm_epilogue_f64(const mm_epilogue *e, void *vc, int64_t rows, int64_t n) {
@@ -431,6 +454,36 @@ static mx_status mm_get_epilogue(mx_kernel_call *call, const mm_plan *p, mm_epil
   return MX_OK;
 }
 
+/* The shape of a float32 MatMul's product on the own GEMM: one product of batch * m rows when
+ * the batch folds, else the batch of m-row products. */
+static void mm_own_shape(const mm_plan *p, int64_t *batch, int64_t *rows) {
+  *batch = p->fold ? 1 : p->batch;
+  *rows = p->fold ? p->batch * p->m : p->m;
+}
+
+/* A float32 MatMul on the own GEMM (gemm_f32_matmul.c) when it pays and the workspace holds its
+ * scratch; false: the BLAS path computes it. e: the fused epilogue, NULL when there is none. */
+static bool mm_own_f32(mx_kernel_call *call, const mm_plan *p, const float *a, const float *b, float *c,
+                       const mm_epilogue *e) {
+  int64_t batch, rows;
+  mm_own_shape(p, &batch, &rows);
+  if (!mx__kmm_own_pays(rows, p->n, p->k, p->ta)) return false;
+  return mx__kmm_own_run(batch, rows, p->n, p->k, a, b, p->tb, batch > 1 ? mm_offsets_cb : NULL, p, batch == 1, c,
+                         call->workspace, call->workspace_size, e ? mm_own_tile_f32 : NULL, e);
+}
+
+/* A float32 MatMul's scratch on the own GEMM (none on the BLAS path or for float64). */
+static size_t matmul_float_workspace(const mx_kernel_call *call) {
+  if (call->t[0].dtype != MX_FLOAT32) return 0;
+  mm_plan p;
+  const char *why = NULL;
+  if (mm_plan_shapes(call, &p, &why) != MX_OK) return 0;
+  int64_t batch, rows;
+  mm_own_shape(&p, &batch, &rows);
+  if (batch == 0 || !mx__kmm_own_pays(rows, p.n, p.k, p.ta)) return 0;
+  return mx__kmm_own_workspace(rows, p.n, p.k);
+}
+
 static mx_status matmul_run(mx_kernel_call *call) {
   mm_plan p;
   mx_status st = mm_make_plan(call, &p);
@@ -443,6 +496,7 @@ static mx_status matmul_run(mx_kernel_call *call) {
   const void *a = call->t[0].data, *b = call->t[1].data;
   switch (y->dtype) {
     case MX_FLOAT32:
+      if (mm_own_f32(call, &p, a, b, y->data, epi ? &e : NULL)) return MX_OK;
       mx__kblas_init();
       mm_run(&p, a, b, y->data, 4, mm2d_f32, epi ? mm_epilogue_f32 : NULL, &e);
       return MX_OK;
@@ -496,8 +550,11 @@ static size_t matmul_half_workspace(const mx_kernel_call *call) {
   return half_workspace(call) + mx__kalign64(nbias * 4);
 }
 
-static const mx_kernel_def k_matmul_float = {
-    .op = "MatMul", .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64), .key = 0, .run = matmul_run};
+static const mx_kernel_def k_matmul_float = {.op = "MatMul",
+                                             .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64),
+                                             .key = 0,
+                                             .run = matmul_run,
+                                             .workspace = matmul_float_workspace};
 static const mx_kernel_def k_matmul_half = {.op = "MatMul",
                                             .dtypes = MX_KDT(MX_FLOAT16) | MX_KDT(MX_BFLOAT16),
                                             .key = 0,

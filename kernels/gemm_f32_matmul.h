@@ -1,0 +1,31 @@
+/* float32 MatMul and Gemm on mixrt's own packed GEMM (kernels/gemm_f32_matmul.c): when it pays,
+ * the scratch it needs, and the batched product with a per-tile epilogue. */
+#ifndef MIXRT_KERNELS_GEMM_F32_MATMUL_H
+#define MIXRT_KERNELS_GEMM_F32_MATMUL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Whether an m x n x k product (A transposed: ta) runs on the own GEMM on this CPU. */
+bool mx__kmm_own_pays(int64_t m, int64_t n, int64_t k, int ta);
+
+/* Workspace bytes mx__kmm_own_run needs for products of m x n x k on the pool's threads. */
+size_t mx__kmm_own_workspace(int64_t m, int64_t n, int64_t k);
+
+/* The epilogue of one finished tile: rows x cols outputs at c (row stride ldc), whose first one
+ * is at row `row` (within its product) and column col0. */
+typedef void (*mx_kmm_tile_fn)(const void *ctx, float *c, int64_t rows, int64_t ldc, int64_t row, int64_t col0,
+                               int64_t cols);
+
+/* Offsets (in matrices) of A and B for product idx of a batch. */
+typedef void (*mx_kmm_offsets_fn)(const void *ctx, int64_t idx, int64_t *oa, int64_t *ob);
+
+/* C[i] = A[oa(i)] x op(B[ob(i)]) for i < batch, each product m x n x k with A row-major [m, k], B
+ * [k, n] (or [n, k] when tb) and C contiguous; offsets NULL: oa = ob = i; b_shared: every product
+ * uses B itself (packed once). Returns false (nothing done) when the workspace is too small. */
+bool mx__kmm_own_run(int64_t batch, int64_t m, int64_t n, int64_t k, const float *a, const float *b, int tb,
+                     mx_kmm_offsets_fn offsets, const void *offsets_ctx, bool b_shared, float *c, void *workspace,
+                     size_t workspace_bytes, mx_kmm_tile_fn tile_fn, const void *tile_ctx);
+
+#endif /* MIXRT_KERNELS_GEMM_F32_MATMUL_H */
