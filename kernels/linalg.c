@@ -654,6 +654,58 @@ static mx_status gemm_run_f32(mx_kernel_call *call, const gemm_dims *g, const fl
   return MX_OK;
 }
 
+/* What a float32 Gemm's tiles on the own GEMM add: beta * C (broadcast; c NULL: none), then the
+ * fused activation. */
+typedef struct gemm_tile_ctx {
+  const gemm_dims *g;
+  const float *c;
+  float beta;
+  mm_epilogue e;
+} gemm_tile_ctx;
+
+static void gemm_own_tile_f32(const void *vctx, float *y, int64_t rows, int64_t ldc, int64_t row, int64_t col0,
+                              int64_t cols) {
+  const gemm_tile_ctx *t = vctx;
+  if (t->c)
+    for (int64_t i = 0; i < rows; i++) {
+      const float *cr = t->c + (row + i) * t->g->c_s0 + col0 * t->g->c_s1;
+      float *yr = y + i * ldc;
+      for (int64_t j = 0; j < cols; j++) yr[j] += t->beta * cr[j * t->g->c_s1];
+    }
+  if (t->e.act != MX_MATMUL_ACT_NONE) mm_epi_block_f32(&t->e, y, rows, ldc, col0, cols);
+}
+
+/* Whether a float32 Gemm runs on the own GEMM: alpha 1 and A not transposed (what the packing
+ * takes as it is). */
+static bool gemm_own_pays(const mx_gemm_params *p, const gemm_dims *g) {
+  return p->alpha == 1.0f && !p->trans_a && mx__kmm_own_pays(g->m, g->n, g->k, 0);
+}
+
+/* A float32 Gemm (Y float32) on the own GEMM with its C and activation on each tile; false: the
+ * BLAS path computes it. */
+static bool gemm_own_f32(mx_kernel_call *call, const gemm_dims *g, float *y) {
+  const mx_gemm_params *p = call->params;
+  if (!gemm_own_pays(p, g)) return false;
+  gemm_tile_ctx t = {g, g->has_c ? call->t[2].data : NULL, p->beta,
+                     {.bias = NULL, .bias_n = 0, .act = p->fused_act}};
+  bool tile = t.c || t.e.act != MX_MATMUL_ACT_NONE;
+  return mx__kmm_own_run(1, g->m, g->n, g->k, call->t[0].data, call->t[1].data, p->trans_b, NULL, NULL, true, y,
+                         call->workspace, call->workspace_size, tile ? gemm_own_tile_f32 : NULL, &t);
+}
+
+static size_t gemm_float_workspace(const mx_kernel_call *call) {
+  if (call->t[0].dtype != MX_FLOAT32 || !call->params) return 0;
+  gemm_dims g;
+  const mx_gemm_params *p = call->params;
+  const mx_ktensor *a = &call->t[0], *b = &call->t[1];
+  if (a->rank != 2 || b->rank != 2) return 0;
+  g.m = a->dims[p->trans_a ? 1 : 0];
+  g.k = a->dims[p->trans_a ? 0 : 1];
+  g.n = b->dims[p->trans_b ? 0 : 1];
+  if (!gemm_own_pays(p, &g)) return 0;
+  return mx__kmm_own_workspace(g.m, g.n, g.k);
+}
+
 static mx_status gemm_run_f64(mx_kernel_call *call, const gemm_dims *g) {
   const mx_gemm_params *p = call->params;
   double *y = mx__kout(call, 0)->data;
@@ -709,6 +761,7 @@ static mx_status gemm_run(mx_kernel_call *call) {
   bool act = e.act != MX_MATMUL_ACT_NONE;
   switch (y->dtype) {
     case MX_FLOAT32:
+      if (g.k > 0 && gemm_own_f32(call, &g, y->data)) return MX_OK;
       st = gemm_run_f32(call, &g, call->t[0].data, call->t[1].data, y->data);
       if (st == MX_OK && act) mm_epilogue_f32(&e, y->data, g.m, g.n);
       return st;
@@ -740,8 +793,11 @@ static mx_status gemm_run(mx_kernel_call *call) {
   }
 }
 
-static const mx_kernel_def k_gemm_float = {
-    .op = "Gemm", .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64), .key = 0, .run = gemm_run};
+static const mx_kernel_def k_gemm_float = {.op = "Gemm",
+                                           .dtypes = MX_KDT(MX_FLOAT32) | MX_KDT(MX_FLOAT64),
+                                           .key = 0,
+                                           .run = gemm_run,
+                                           .workspace = gemm_float_workspace};
 static const mx_kernel_def k_gemm_half = {.op = "Gemm",
                                           .dtypes = MX_KDT(MX_FLOAT16) | MX_KDT(MX_BFLOAT16),
                                           .key = 0,

@@ -135,3 +135,55 @@ Test(matmul_gemm, bias_and_activation_epilogues) {
   check_case((mm_case){.batch_a = 3, .batch_b = 0, .m = 9, .n = 100, .k = 20, .act = MX_MATMUL_ACT_SIGMOID});
   check_case((mm_case){.m = 300, .n = 200, .k = 120, .tb = 1, .bias = 1, .act = MX_MATMUL_ACT_GELU});
 }
+
+/* Gemm with alpha 1: C broadcast ([n], [m, 1], [m, n]) times beta added per tile, B transposed or
+ * not, a fused activation; against the reference, and 2 threads against 1. */
+static float *run_gemm(const mx_gemm_params *p, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                       int32_t rc, const int64_t *dc, const float *c, int32_t threads) {
+  float *y = malloc((size_t)(m * n) * sizeof *y);
+  cr_assert(y);
+  mx_kernel_call *call = kc_new(rc ? 3 : 2, 1, p);
+  int64_t da[2] = {m, k}, db[2] = {p->trans_b ? n : k, p->trans_b ? k : n}, dy[2] = {m, n};
+  kc_set(call, 0, MX_FLOAT32, 2, da, (void *)a);
+  kc_set(call, 1, MX_FLOAT32, 2, db, (void *)b);
+  if (rc) kc_set(call, 2, MX_FLOAT32, rc, dc, (void *)c);
+  kc_set(call, rc ? 3 : 2, MX_FLOAT32, 2, dy, y);
+  mx__kthreads_set(threads);
+  mx_status st = kc_run("Gemm", call);
+  mx__kthreads_set(1);
+  cr_assert_eq(st, MX_OK, "Gemm: %s", call->why ? call->why : "");
+  free(call);
+  return y;
+}
+
+static void check_gemm(int64_t m, int64_t n, int64_t k, int tb, float beta, int act, int32_t rc, const int64_t *dc) {
+  mx_gemm_params p = {.alpha = 1.0f, .beta = beta, .trans_b = tb, .fused_act = act};
+  float *a = random_floats(m * k), *b = random_floats(k * n), *c = random_floats(m * n);
+  float *want = run_gemm(&p, m, n, k, a, b, rc, dc, c, 1);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0;
+      for (int64_t l = 0; l < k; l++) s += (double)a[i * k + l] * (double)(tb ? b[j * k + l] : b[l * n + j]);
+      if (rc) {
+        int64_t ci = rc == 1 ? j : dc[1] == 1 ? i : i * n + j;
+        s += (double)beta * c[ci];
+      }
+      s = act_ref(act, s);
+      cr_assert(fabs(want[i * n + j] - s) <= 1e-4 + 1e-4 * fabs(s), "Gemm [%lld,%lld]: %g vs %g", (long long)i,
+                (long long)j, (double)want[i * n + j], s);
+    }
+  float *two = run_gemm(&p, m, n, k, a, b, rc, dc, c, 2);
+  expect_f32_same(two, want, m * n);
+  free(two);
+  free(want);
+  free(a);
+  free(b);
+  free(c);
+}
+
+Test(matmul_gemm, gemm_c_beta_and_activation_per_tile) {
+  check_gemm(128, 64, 64, 1, 1.0f, 0, 1, (const int64_t[]){64});
+  check_gemm(33, 70, 300, 0, 0.5f, MX_MATMUL_ACT_RELU, 2, (const int64_t[]){33, 1});
+  check_gemm(200, 300, 150, 1, 2.0f, MX_MATMUL_ACT_GELU, 2, (const int64_t[]){200, 300});
+  check_gemm(5, 3, 7, 0, 0.0f, 0, 0, NULL);
+}
