@@ -134,6 +134,18 @@ MX_KINLINE bool dw_vec_epilogue(float *p, float bias, int32_t act, float a, floa
   return true;
 }
 
+/* even[i] = src[2i], odd[i] = src[2i + 1] for i < 16 (the stride-2 planes of 32 image floats). */
+MX_KINLINE void dw_split_pairs(float *even, float *odd, const float *src) {
+  static const v16i even_idx = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+  static const v16i odd_idx = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+  v16f a, b;
+  memcpy(&a, src, sizeof a);
+  memcpy(&b, src + 16, sizeof b);
+  v16f e = __builtin_shuffle(a, b, even_idx), o = __builtin_shuffle(a, b, odd_idx);
+  memcpy(even, &e, sizeof e);
+  memcpy(odd, &o, sizeof o);
+}
+
 /* Any width stride and dilation. */
 MX_KINLINE void dw_row_taps_any(float *restrict acc, const float *restrict src, const float *restrict wv,
                                 int64_t s, int64_t d, int64_t n, int64_t K) {
@@ -168,8 +180,13 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
       if (IW - 2 + pb < 0) o1 = 0;
       e1 = e1 > p->q ? p->q : e1;
       o1 = o1 > p->q ? p->q : o1;
-      for (int64_t j = e0; j < e1; j++) er[j] = xr[2 * j - pb];
-      for (int64_t j = o0; j < o1; j++) orow[j] = xr[2 * j + 1 - pb];
+      /* Columns e0.. whose pair (2j - pb, 2j + 1 - pb) and the next 15 pairs lie inside the
+       * image: split 32 image floats into 16 even and 16 odd ones per step. */
+      int64_t jv = e0;
+      for (; 2 * jv - pb + 32 <= IW && jv + 16 <= p->q; jv += 16) dw_split_pairs(er + jv, orow + jv, xr + 2 * jv - pb);
+      for (int64_t j = jv; j < e1; j++) er[j] = xr[2 * j - pb];
+      for (int64_t j = o0; j < o1; j++)
+        if (j < e0 || j >= jv) orow[j] = xr[2 * j + 1 - pb];
     } else {
       float *pr = pad + r * pitch;
       int64_t lo = w->pb[2], hi = w->pb[2] + IW;

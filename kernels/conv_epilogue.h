@@ -5,6 +5,7 @@
 #ifndef MIXRT_KERNELS_CONV_EPILOGUE_H
 #define MIXRT_KERNELS_CONV_EPILOGUE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "graph/ops/conv_params.h"
@@ -13,47 +14,56 @@
 /* Helpers inlined into each ISA copy of their callers. */
 #define MX_KINLINE static inline __attribute__((always_inline))
 
-/* out[i] = act(src[i] + bias (+ z[i])) for i < n; src may be out. */
+/* One pass over the row: v = src[i] + bias (+ z[i]), then ACT (an expression of v) stored to
+ * out[i]. The bias is not added when it is 0 in place, so -0 sums stay -0 as before. */
+#define MX__KCONV_EPILOGUE_LOOP(ACT)                                        \
+  do {                                                                     \
+    if (z) {                                                               \
+      for (int64_t i = 0; i < n; i++) {                                    \
+        float v = (src[i] + bias) + z[i];                                  \
+        out[i] = (ACT);                                                    \
+      }                                                                    \
+    } else if (add_bias) {                                                 \
+      for (int64_t i = 0; i < n; i++) {                                    \
+        float v = src[i] + bias;                                           \
+        out[i] = (ACT);                                                    \
+      }                                                                    \
+    } else {                                                               \
+      for (int64_t i = 0; i < n; i++) {                                    \
+        float v = src[i];                                                  \
+        out[i] = (ACT);                                                    \
+      }                                                                    \
+    }                                                                      \
+  } while (0)
+
+/* max(lo, min(hi, t)) in the order the activations clamp: t < lo first, then t > hi. */
+MX_KINLINE float mx__kconv_clamp(float t, float lo, float hi) {
+  t = t < lo ? lo : t;
+  return t > hi ? hi : t;
+}
+
+/* HardSigmoid's a * v + b clamped to [0, 1] (the max with 0 first, as ONNX states it). */
+MX_KINLINE float mx__kconv_hard_sigmoid(float v, float a, float b) {
+  float t = a * v + b;
+  t = t > 0.0f ? t : 0.0f;
+  return t < 1.0f ? t : 1.0f;
+}
+
+/* out[i] = act(src[i] + bias (+ z[i])) for i < n; src may be out. One pass, so a row is read
+ * and written once whatever the activation. */
 MX_KINLINE void mx__kconv_epilogue_body(float *out, const float *src, const float *z, float bias, int64_t n,
                                         int32_t act, float a, float b) {
-  if (z) {
-    for (int64_t i = 0; i < n; i++) out[i] = (src[i] + bias) + z[i];
-  } else if (bias != 0.0f || out != src) {
-    for (int64_t i = 0; i < n; i++) out[i] = src[i] + bias;
-  }
+  const bool add_bias = bias != 0.0f || out != src;
   switch (act) {
-    case MX_CONV_ACT_RELU:
-      for (int64_t i = 0; i < n; i++) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
+    case MX_CONV_ACT_RELU: MX__KCONV_EPILOGUE_LOOP(v > 0.0f ? v : 0.0f); break;
+    case MX_CONV_ACT_CLIP: MX__KCONV_EPILOGUE_LOOP(mx__kconv_clamp(v, a, b)); break;
+    case MX_CONV_ACT_HARD_SIGMOID: MX__KCONV_EPILOGUE_LOOP(mx__kconv_hard_sigmoid(v, a, b)); break;
+    case MX_CONV_ACT_HARD_SWISH: MX__KCONV_EPILOGUE_LOOP(v * mx__kconv_clamp(v / 6.0f + 0.5f, 0.0f, 1.0f)); break;
+    case MX_CONV_ACT_SIGMOID: MX__KCONV_EPILOGUE_LOOP(mx__ksigmoidf(v)); break;
+    case MX_CONV_ACT_SILU: MX__KCONV_EPILOGUE_LOOP(v * mx__ksigmoidf(v)); break;
+    default:
+      if (z || add_bias) MX__KCONV_EPILOGUE_LOOP(v);
       break;
-    case MX_CONV_ACT_CLIP:
-      for (int64_t i = 0; i < n; i++) {
-        float v = out[i];
-        v = v < a ? a : v;
-        out[i] = v > b ? b : v;
-      }
-      break;
-    case MX_CONV_ACT_HARD_SIGMOID:
-      for (int64_t i = 0; i < n; i++) {
-        float t = a * out[i] + b;
-        t = t > 0.0f ? t : 0.0f;
-        out[i] = t < 1.0f ? t : 1.0f;
-      }
-      break;
-    case MX_CONV_ACT_HARD_SWISH:
-      for (int64_t i = 0; i < n; i++) {
-        float v = out[i], t = v / 6.0f + 0.5f;
-        t = t < 0.0f ? 0.0f : t;
-        t = t > 1.0f ? 1.0f : t;
-        out[i] = v * t;
-      }
-      break;
-    case MX_CONV_ACT_SIGMOID:
-      for (int64_t i = 0; i < n; i++) out[i] = mx__ksigmoidf(out[i]);
-      break;
-    case MX_CONV_ACT_SILU:
-      for (int64_t i = 0; i < n; i++) out[i] = out[i] * mx__ksigmoidf(out[i]);
-      break;
-    default: break;
   }
 }
 

@@ -10,6 +10,7 @@
 #include "graph/ops/conv_params.h"
 #include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
+#include "kernels/threads.h"
 
 TestSuite(conv_depthwise);
 
@@ -40,7 +41,9 @@ static double act_of(double v, int32_t act, double a, double b) {
   }
 }
 
-static void run_dcase(const dcase *k, int32_t act, float a, float b) {
+/* Runs case k on `threads` intra-op threads and checks it against the double loop; the output
+ * goes to *out (malloc'd, the caller frees it) when out is not NULL. */
+static void run_dcase_on(const dcase *k, int32_t act, float a, float b, int32_t threads, float **out) {
   int64_t m = k->c * k->mult;
   int64_t oh = (k->h + 2 * k->pad - k->d * (k->kh - 1) - 1) / k->s + 1;
   int64_t ow = (k->w + 2 * k->pad - k->d * (k->kw - 1) - 1) / k->s + 1;
@@ -67,7 +70,9 @@ static void run_dcase(const dcase *k, int32_t act, float a, float b) {
   kc_set(c, 1, MX_FLOAT32, 4, DIMS(m, 1, k->kh, k->kw), w);
   kc_set(c, 2, MX_FLOAT32, 1, DIMS(m), bias);
   kc_set(c, 3, MX_FLOAT32, 4, DIMS(k->n, m, oh, ow), y);
+  mx__kthreads_set(threads);
   mx_status st = kc_run("Conv", c);
+  mx__kthreads_set(1);
   cr_assert_eq(st, MX_OK, "%s", c->why ? c->why : "");
   int bad = 0;
   for (int64_t in = 0; in < k->n; in++)
@@ -91,8 +96,14 @@ static void run_dcase(const dcase *k, int32_t act, float a, float b) {
             bad++;
           }
         }
-  free(x), free(w), free(bias), free(y), free(c);
+  if (out)
+    *out = y;
+  else
+    free(y);
+  free(x), free(w), free(bias), free(c);
 }
+
+static void run_dcase(const dcase *k, int32_t act, float a, float b) { run_dcase_on(k, act, a, b, 1, NULL); }
 
 static const dcase cases[] = {
     /* n  c  mult h   w   kh kw s  d  pad */
@@ -105,6 +116,14 @@ static const dcase cases[] = {
     {1, 2, 1, 1, 40, 1, 3, 1, 1, 1},   /* one row (1-D) */
     {1, 2, 1, 9, 1, 3, 1, 1, 1, 0},    /* one column */
     {1, 3, 1, 33, 35, 3, 3, 2, 1, 0},  /* stride 2 without padding */
+    /* stride 2 on rows of 32 image columns and more: the planes split by vectors, the
+     * columns next to the edges one by one */
+    {1, 3, 1, 20, 112, 3, 3, 2, 1, 1},  /* odd left pad, even width */
+    {1, 2, 1, 9, 67, 3, 3, 2, 1, 1},    /* odd width */
+    {1, 2, 1, 9, 66, 3, 3, 2, 1, 0},    /* no pad: pairs start on even columns */
+    {1, 3, 1, 12, 56, 5, 5, 2, 1, 2},   /* 5x5, even left pad */
+    {1, 2, 1, 7, 33, 5, 5, 2, 1, 2},    /* one vector step, then edges */
+    {1, 2, 1, 8, 41, 3, 3, 2, 1, 3},    /* a pad wider than the taps need */
 };
 
 Test(conv_depthwise, fused_activations_without_residual_match_a_direct_loop) {
@@ -113,5 +132,25 @@ Test(conv_depthwise, fused_activations_without_residual_match_a_direct_loop) {
   for (size_t a = 0; a < sizeof acts / sizeof *acts; a++) {
     float alpha = acts[a] == MX_CONV_ACT_CLIP ? -0.5f : 0.2f, beta = acts[a] == MX_CONV_ACT_CLIP ? 1.5f : 0.5f;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_dcase(&cases[i], acts[a], alpha, beta);
+  }
+}
+
+/* The wide stride-2 shapes and MobileNetV3's depthwise layers on one and two threads: the
+ * same bits (every output adds its taps in one order, whichever thread runs its channel). */
+Test(conv_depthwise, one_and_two_threads_give_the_same_bits) {
+  static const dcase shapes[] = {
+      {1, 16, 1, 112, 112, 3, 3, 2, 1, 1}, {1, 72, 1, 56, 56, 3, 3, 2, 1, 1}, {1, 96, 1, 28, 28, 5, 5, 2, 1, 2},
+      {1, 240, 1, 14, 14, 5, 5, 1, 1, 2},  {1, 576, 1, 7, 7, 5, 5, 1, 1, 2},  {2, 9, 1, 9, 67, 3, 3, 2, 1, 1},
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    float *one = NULL, *two = NULL;
+    seed = 7u; /* the same data on both runs */
+    run_dcase_on(&shapes[i], MX_CONV_ACT_HARD_SWISH, 0, 0, 1, &one);
+    seed = 7u;
+    run_dcase_on(&shapes[i], MX_CONV_ACT_HARD_SWISH, 0, 0, 2, &two);
+    const dcase *k = &shapes[i];
+    int64_t oh = (k->h + 2 * k->pad - (k->kh - 1) - 1) / k->s + 1, ow = (k->w + 2 * k->pad - (k->kw - 1) - 1) / k->s + 1;
+    expect_f32_same(two, one, k->n * k->c * k->mult * oh * ow);
+    free(one), free(two);
   }
 }
