@@ -39,11 +39,9 @@ size_t mx__kmm_own_workspace(int64_t m, int64_t n, int64_t k) {
   return slot_floats(m, n, k) * sizeof(float) * (size_t)mx__kthreads();
 }
 
-/* Packs op(B) (k x n) into panels: rows of a row-major B one by one, or a transposed B (stored
- * [n, k]) column of op(B) by column, straight into each panel's lane. */
-static void pack_b(const float *b, int tb, int64_t k, int64_t n, float *bp) {
+void mx__kmm_pack_b(const float *b, int64_t ldb, int tb, int64_t k, int64_t n, float *bp) {
   if (!tb) {
-    for (int64_t q = 0; q < k; q++) mx__kgemm_f32_pack_b_row(b + q * n, n, k, q, bp);
+    for (int64_t q = 0; q < k; q++) mx__kgemm_f32_pack_b_row(b + q * ldb, n, k, q, bp);
     return;
   }
   const int64_t panels = (n + MX_KGEMM_NR - 1) / MX_KGEMM_NR;
@@ -53,11 +51,13 @@ static void pack_b(const float *b, int tb, int64_t k, int64_t n, float *bp) {
     if (cols < MX_KGEMM_NR) memset(dst, 0, (size_t)k * MX_KGEMM_NR * sizeof(float));
     /* column j of op(B) is row col0 + j of the stored B: k contiguous floats */
     for (int64_t j = 0; j < cols; j++) {
-      const float *src = b + (col0 + j) * k;
+      const float *src = b + (col0 + j) * ldb;
       for (int64_t q = 0; q < k; q++) dst[q * MX_KGEMM_NR + j] = src[q];
     }
   }
 }
+
+size_t mx__kmm_own_scratch_floats(int64_t m, int64_t n, int64_t k) { return slot_floats(m, n, k); }
 
 /* One band of rows of one product, and what its tiles' epilogue needs. */
 typedef struct own_job {
@@ -98,7 +98,7 @@ static void own_task(void *vctx, int64_t task, int32_t slot) {
   if (j->offsets) j->offsets(j->offsets_ctx, prod, &ia, &ib);
   if (!j->shared_b) {
     float *own_bp = scr + mx__kgemm_f32_a_floats(j->m);
-    pack_b(j->b + ib * j->b_stride, j->tb, j->k, j->n, own_bp);
+    mx__kmm_pack_b(j->b + ib * j->b_stride, j->tb ? j->k : j->n, j->tb, j->k, j->n, own_bp);
     bp = own_bp;
   }
   const int64_t row0 = band * j->band, rows = j->m - row0 < j->band ? j->m - row0 : j->band;
@@ -138,7 +138,7 @@ bool mx__kmm_own_run(int64_t batch, int64_t m, int64_t n, int64_t k, const float
                .tile_ctx = tile_ctx};
   if (b_shared) {
     float *bp = (float *)workspace + mx__kgemm_f32_a_floats(m);
-    pack_b(b, tb, k, n, bp);
+    mx__kmm_pack_b(b, tb ? k : n, tb, k, n, bp);
     j.bp_shared = bp;
   }
   /* A single product on several threads: bands of whole register tiles, two per thread so a

@@ -13,6 +13,14 @@ bool mx__kmm_own_pays(int64_t m, int64_t n, int64_t k, int ta);
 /* Workspace bytes mx__kmm_own_run needs for products of m x n x k on the pool's threads. */
 size_t mx__kmm_own_workspace(int64_t m, int64_t n, int64_t k);
 
+/* Floats of one thread's scratch for an m x n x k product: the packed B, then the A blocks
+ * (mx__kgemm_f32_a_floats(m) floats first, the packed B after them). */
+size_t mx__kmm_own_scratch_floats(int64_t m, int64_t n, int64_t k);
+
+/* Packs op(B) (k x n) into MX_KGEMM_NR-column panels: B row-major [k, n] with row stride ldb, or
+ * (tb) B stored [n, k] with row stride ldb. */
+void mx__kmm_pack_b(const float *b, int64_t ldb, int tb, int64_t k, int64_t n, float *bp);
+
 /* The epilogue of one finished tile: rows x cols outputs at c (row stride ldc), whose first one
  * is at row `row` (within its product) and column col0. */
 typedef void (*mx_kmm_tile_fn)(const void *ctx, float *c, int64_t rows, int64_t ldc, int64_t row, int64_t col0,

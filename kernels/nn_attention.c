@@ -21,6 +21,8 @@
 #endif
 
 #include "graph/ops/nn_params.h"
+#include "kernels/gemm_f32.h"
+#include "kernels/gemm_f32_matmul.h"
 #include "kernels/kutil.h"
 #include "kernels/linalg_impl.h"
 #include "kernels/nn_impl.h"
@@ -43,6 +45,7 @@ typedef struct att_plan {
    * present_value (rows inside a slab are contiguous: D apart). */
   int64_t pk_batch, pk_head, pv_batch, pv_head, ok_batch, ok_head, ov_batch, ov_head;
   bool append_k, append_v; /* the present is its past's buffer: the past rows are already there */
+  float *own; /* float32 without a past: the own GEMM's scratch (see att_own_floats); NULL: sgemm */
 } att_plan;
 
 static bool present(const mx_kernel_call *call, uint32_t i) {
@@ -206,8 +209,56 @@ static void att_present(const att_plan *p, const void *past, const void *cur, in
   }
 }
 
+/* Floats of scratch a float32 head's two products need on the own GEMM (gemm_f32_matmul.c),
+ * or 0 when they stay on sgemm: several queries, no past (one column range), and shapes where
+ * the own GEMM pays. */
+static size_t att_own_floats(const att_plan *p) {
+  if (p->Sq < 2 || p->P != 0 || p->Skv < 1 || p->Dk < 1 || p->Dv < 1) return 0;
+  if (!mx__kmm_own_pays(p->Sq, p->Skv, p->Dk, 0) || !mx__kmm_own_pays(p->Sq, p->Dv, p->Skv, 0)) return 0;
+  size_t qk = mx__kmm_own_scratch_floats(p->Sq, p->Skv, p->Dk);
+  size_t pv = mx__kmm_own_scratch_floats(p->Sq, p->Dv, p->Skv);
+  return qk > pv ? qk : pv;
+}
+
+/* The scale of the scores, applied to each tile of Q K^T as it is finished. */
+typedef struct att_scale_tile {
+  float *c;
+  int64_t ldc;
+  float scale;
+} att_scale_tile;
+
+static void att_scale_tile_fn(void *ctx, int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+  const att_scale_tile *t = ctx;
+  for (int64_t i = 0; i < rows; i++) {
+    float *r = t->c + (row0 + i) * t->ldc + col0;
+    for (int64_t j = 0; j < cols; j++) r[j] *= t->scale;
+  }
+}
+
+/* scores = scale * Q_h K_h^T on the own GEMM (K's rows packed as the columns of B); false when
+ * the plan has no scratch for it. */
+static bool att_own_qk(const att_plan *p, const float *qh, const float *kh, float *scores) {
+  if (!p->own) return false;
+  float *bp = p->own + mx__kgemm_f32_a_floats(p->Sq);
+  mx__kmm_pack_b(kh, p->k_row, 1, p->Dk, p->Skv, bp);
+  att_scale_tile t = {scores, p->T, p->scale};
+  mx__kgemm_f32_packed(p->Sq, p->Skv, p->Dk, qh, p->q_row, bp, scores, p->T, p->own, att_scale_tile_fn, &t);
+  return true;
+}
+
+/* Y_h = P V_h on the own GEMM; false when the plan has no scratch for it. */
+static bool att_own_pv(const att_plan *p, const float *weights, const float *vh, float *yh) {
+  if (!p->own) return false;
+  float *bp = p->own + mx__kgemm_f32_a_floats(p->Sq);
+  mx__kmm_pack_b(vh, p->v_row, 0, p->Skv, p->Dv, bp);
+  mx__kgemm_f32_packed(p->Sq, p->Dv, p->Skv, weights, p->T, bp, yh, p->y_row, p->own, NULL, NULL);
+  return true;
+}
+
 #define ATT_T        float
 #define ATT_SUF      f32
+#define ATT_OWN_QK   att_own_qk
+#define ATT_OWN_PV   att_own_pv
 #define ATT_IS_FLOAT 1
 #define ATT_GEMM     cblas_sgemm
 #define ATT_GEMV     cblas_sgemv
@@ -284,6 +335,8 @@ static void att_decode_f32(const att_plan *p, const float *q, const float *k, co
 
 #define ATT_T        double
 #define ATT_SUF      f64
+#define ATT_OWN_QK(p, q, k, s) false
+#define ATT_OWN_PV(p, w, v, y) false
 #define ATT_IS_FLOAT 0
 #define ATT_GEMM     cblas_dgemm
 #define ATT_GEMV     cblas_dgemv
@@ -310,6 +363,7 @@ static size_t att_workspace(const mx_kernel_call *call) {
     return mx__kalign64((size_t)(group * p.T) * 4) + mx__kalign64((size_t)group * sizeof(att_head));
   }
   size_t total = mx__kalign64((size_t)(p.Sq * p.T) * es);
+  if (dt == MX_FLOAT32) total += mx__kalign64(att_own_floats(&p) * 4);
   if (dt == MX_FLOAT16 || dt == MX_BFLOAT16) {
     for (uint32_t i = 0; i < call->n_in && i < 6; i++) {
       if (!present(call, i) || call->t[i].dtype == MX_BOOL) continue;
@@ -360,6 +414,8 @@ static mx_status att_run(mx_kernel_call *call) {
   float *scores = (float *)w;
   w += mx__kalign64((size_t)(p.Sq * p.T) * 4);
   if (dt == MX_FLOAT32) {
+    size_t own = mx__kalign64(att_own_floats(&p) * 4);
+    if (own && (size_t)(w - (char *)call->workspace) + own <= call->workspace_size) p.own = (float *)w;
     att_core_f32(&p, call->t[0].data, call->t[1].data, call->t[2].data, pk, pv, mask, y->data, qk, scores);
     return MX_OK;
   }
