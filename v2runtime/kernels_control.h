@@ -45,6 +45,25 @@ void mx__control_bodies_prepare(struct mx_session *s);
  * while a body is being compiled the children are skipped, and s's own Loop stops at its next
  * iteration). */
 void mx__control_bodies_cancel(struct mx_session *s);
+/* Calls visit for every body of the control calls of program p, in a fixed order (control
+ * calls in root order, each node's graph attributes in order; ordinal counts from 0): the order
+ * an .mxm stores compiled bodies in. Stops at the first failure and returns it. */
+struct mx_program;
+typedef mx_status (*mx__control_body_visit)(void *ctx, const mx_node *nd, const mx_graph *body, size_t ordinal);
+MX_MUST_USE mx_status mx__control_bodies_each(const struct mx_program *p, mx__control_body_visit visit, void *ctx);
+/* The child session body was compiled into in program p, or NULL (not compiled: the interpreter
+ * runs it, or it has not run). */
+struct mx_session *mx__control_body_child(const struct mx_program *p, const mx_graph *body);
+/* Restores body `body` of control node nd of program p (not yet installed in session s) from a
+ * stored program: build makes the program for the child session it is given (as s's children
+ * are made), which then runs its Init. Nothing is compiled. Failures name the body and node. */
+typedef mx_status (*mx__control_body_build)(void *ctx, struct mx_session *child, struct mx_program **out,
+                                            mx_error *err);
+MX_MUST_USE mx_status mx__control_body_restore(struct mx_session *s, struct mx_program *p, const mx_node *nd,
+                                               const mx_graph *body, mx__control_body_build build, void *ctx,
+                                               mx_error *err);
+/* Bodies compiled from their graphs in this process so far (tests: a restored .mxm adds none). */
+uint64_t mx__control_body_compiles(void);
 /* Frees a program's compiled bodies (NULL is a no-op). */
 void mx__control_bodies_free(struct mx__control_bodies *b);
 /* What session s made of body: NULL when it has not run yet; else *child is its child session

@@ -14,6 +14,7 @@
  * A body holding sequences, optionals or strings, or one whose copy does not compile, stays
  * with the interpreter (the reason goes to the session's log once). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,11 @@ struct mx__control_bodies {
 /* Guards every program's table of bodies. Held for lookups and appends only: compiling a body
  * loads a child session, whose own bodies are compiled then (nested control nodes). */
 static pthread_mutex_t bodies_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Bodies compiled from their graphs in this process (a restored .mxm compiles none). */
+static _Atomic uint64_t body_compiles;
+
+uint64_t mx__control_body_compiles(void) { return atomic_load(&body_compiles); }
 
 static void entry_free(body_entry *e) {
   mx_session_destroy(e->child);
@@ -109,6 +115,7 @@ static void compile_body(mx_session *s, const mx_node *nd, const mx_graph *body,
   }
   mx_graph_destroy(g);
   if (st == MX_OK) {
+    atomic_fetch_add(&body_compiles, 1);
     e->child = child;
     return;
   }
@@ -221,29 +228,123 @@ const char *mx__control_body_status(mx_session *s, const mx_graph *body, mx_sess
   return why;
 }
 
-/* Compiles the bodies of control call `call`. */
-static void prepare_call(mx_session *s, const mx_node *call) {
-  const mx_node *cn = mx__part_control_node(call);
-  for (uint32_t a = 0; cn && a < cn->n_attrs; a++)
-    if (cn->attrs[a].type == MX_ATTR_GRAPH && cn->attrs[a].graph) (void)find_body(s, cn, cn->attrs[a].graph);
+/* Visits the bodies of control node cn (graph attributes in order), counting them in *ordinal. */
+static mx_status visit_node(const mx_node *cn, mx__control_body_visit visit, void *ctx, size_t *ordinal) {
+  mx_status st = MX_OK;
+  for (uint32_t a = 0; cn && a < cn->n_attrs && st == MX_OK; a++)
+    if (cn->attrs[a].type == MX_ATTR_GRAPH && cn->attrs[a].graph)
+      st = visit(ctx, cn, cn->attrs[a].graph, (*ordinal)++);
+  return st;
 }
 
-void mx__control_bodies_prepare(mx_session *s) {
-  mx_program *p = s->prog;
-  if (!p || p->interpreted) return;
-  for (size_t c = 0; c < p->n_calls; c++) {
+mx_status mx__control_bodies_each(const mx_program *p, mx__control_body_visit visit, void *ctx) {
+  if (!p || p->interpreted) return MX_OK;
+  size_t ordinal = 0;
+  mx_status st = MX_OK;
+  for (size_t c = 0; c < p->n_calls && st == MX_OK; c++) {
     const mx_node *call = &p->root->nodes[p->calls[c].node];
     if (!p->calls[c].unknown) continue;
     if (mx__part_is_control_call(call)) {
-      prepare_call(s, call);
+      st = visit_node(mx__part_control_node(call), visit, ctx, &ordinal);
       continue;
     }
     /* A control call merged into an UNKNOWN cluster with other dynamic ops. */
     const mx_graph *cb = mx__part_call_body(call);
-    for (size_t n = 0; cb && n < cb->n_nodes; n++)
+    for (size_t n = 0; cb && n < cb->n_nodes && st == MX_OK; n++)
       if (!(cb->nodes[n].flags & MX_NODE_DEAD) && mx__part_is_control_call(&cb->nodes[n]))
-        prepare_call(s, &cb->nodes[n]);
+        st = visit_node(mx__part_control_node(&cb->nodes[n]), visit, ctx, &ordinal);
   }
+  return st;
+}
+
+static mx_status prepare_body(void *ctx, const mx_node *nd, const mx_graph *body, size_t ordinal) {
+  (void)ordinal;
+  (void)find_body(ctx, nd, body);
+  return MX_OK;
+}
+
+void mx__control_bodies_prepare(mx_session *s) {
+  MX_IGNORE_STATUS(mx__control_bodies_each(s->prog, prepare_body, s));
+}
+
+mx_session *mx__control_body_child(const mx_program *p, const mx_graph *body) {
+  pthread_mutex_lock(&bodies_lock);
+  body_entry *e = lookup(p->bodies, body);
+  mx_session *child = e ? e->child : NULL;
+  pthread_mutex_unlock(&bodies_lock);
+  return child;
+}
+
+mx_status mx__control_body_restore(mx_session *s, mx_program *p, const mx_node *nd, const mx_graph *body,
+                                   mx__control_body_build build, void *ctx, mx_error *err) {
+  body_entry *e = calloc(1, sizeof *e);
+  if (!e) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+  e->body = body;
+  e->n_in = body->n_inputs;
+  mx_status st = MX_OK;
+  if (!mx__part_body_compilable(body, e->why, sizeof e->why))
+    st = mx__fail(err, MX_ERR_MALFORMED, "stored compiled, but it cannot be: %s", e->why);
+  /* The body's standalone copy (the graph only: nothing compiles) says what it captures; the
+   * stored program takes them in its own input order (the order of the body it was compiled
+   * from, which an ONNX round trip of the parent may change). */
+  mx_graph *g = NULL;
+  size_t n_captures = 0;
+  if (st == MX_OK) st = mx__part_body_standalone(body, &g, &n_captures, err);
+  mx_session_options o = child_options(s);
+  mx_session *child = NULL;
+  if (st == MX_OK) st = mx_session_create(&o, &child, err);
+  mx_program *cp = NULL;
+  if (st == MX_OK) st = build(ctx, child, &cp, err);
+  if (st == MX_OK && (cp->root->n_inputs != e->n_in + n_captures || cp->root->n_outputs != body->n_outputs))
+    st = mx__fail(err, MX_ERR_MALFORMED, "its program has %zu inputs and %zu outputs, the body %zu and %zu",
+                  (size_t)cp->root->n_inputs, (size_t)cp->root->n_outputs, e->n_in + n_captures,
+                  (size_t)body->n_outputs);
+  if (st == MX_OK && !(e->captures = calloc(n_captures ? n_captures : 1, sizeof *e->captures)))
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+  for (size_t i = 0; i < n_captures && st == MX_OK; i++) {
+    const char *name = cp->root->values[cp->root->inputs[e->n_in + i]].name;
+    bool captured = false;
+    for (size_t k = 0; k < n_captures && !captured; k++)
+      captured = strcmp(g->values[g->inputs[body->n_inputs + k]].name, name) == 0;
+    if (!captured)
+      st = mx__fail(err, MX_ERR_MALFORMED, "its program's input '%s' is not a value the body captures", name);
+    else if (!(e->captures[i] = strdup(name)))
+      st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+    else
+      e->n_captures = i + 1;
+  }
+  mx_graph_destroy(g);
+  if (st != MX_OK) {
+    mx__program_free(cp);
+  } else {
+    st = mx__session_install(child, cp);
+    if (st != MX_OK) mx__fail(err, st, "%s", mx_session_last_error(child));
+  }
+  if (st == MX_OK) {
+    e->child = child;
+    child = NULL;
+    pthread_mutex_lock(&bodies_lock);
+    if (!p->bodies) p->bodies = calloc(1, sizeof *p->bodies);
+    if (!p->bodies || !MX_GROW(p->bodies->v, p->bodies->cap, p->bodies->n + 1))
+      st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+    else if (lookup(p->bodies, body))
+      st = mx__fail(err, MX_ERR_MALFORMED, "stored twice");
+    else {
+      p->bodies->v[p->bodies->n++] = e;
+      e = NULL;
+    }
+    pthread_mutex_unlock(&bodies_lock);
+  }
+  mx_session_destroy(child);
+  if (e) {
+    entry_free(e);
+    free(e);
+  }
+  if (st != MX_OK) {
+    mx__error_prefix(err, "body '%s' of node '%s': ", body->name, nd->name);
+    if (err) err->status = st;
+  }
+  return st;
 }
 
 void mx__control_bodies_cancel(mx_session *s) {

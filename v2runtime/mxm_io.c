@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/grow.h"
 #include "common/progress.h"
 #include "graph/onnx/onnx_refs.h"
 #include "mixrt/onnx.h"
@@ -86,57 +87,164 @@ static bool weights_ref(void *ctx, const mx_tensor *t, size_t nbytes, uint64_t *
   return mx_dtype_is_float(t->dtype) && mx__mxm_weights_ref(ctx, t->data, nbytes, offset);
 }
 
+/* The static plans of a file: the root's calls', its gears', then the compiled bodies', depth
+ * first (each body's own calls' plans, then its bodies'): the order the loader takes them in. */
+typedef struct plan_list {
+  const mx_static_plan **v;
+  size_t n, cap;
+} plan_list;
+
+static bool add_call_plans(const mx_program *p, plan_list *l) {
+  for (size_t c = 0; c < p->n_calls; c++)
+    if (!p->calls[c].unknown) {
+      if (!MX_GROW(l->v, l->cap, l->n + 1)) return false;
+      l->v[l->n++] = p->calls[c].plan;
+    }
+  return true;
+}
+
+typedef struct body_walk {
+  const mx_program *p;
+  plan_list *l;
+} body_walk;
+
+static mx_status add_body_plans(const mx_program *p, plan_list *l);
+
+static mx_status collect_body_plans(void *ctx, const mx_node *nd, const mx_graph *body, size_t ordinal) {
+  (void)nd;
+  (void)ordinal;
+  body_walk *bw = ctx;
+  const mx_session *child = mx__control_body_child(bw->p, body);
+  if (!child || !child->prog) return MX_OK;
+  if (!add_call_plans(child->prog, bw->l)) return MX_ERR_OUT_OF_MEMORY;
+  return add_body_plans(child->prog, bw->l);
+}
+
+static mx_status add_body_plans(const mx_program *p, plan_list *l) {
+  body_walk bw = {.p = p, .l = l};
+  return mx__control_bodies_each(p, collect_body_plans, &bw);
+}
+
+/* A program's runtime record as messages, its compiled bodies' records inside. */
+typedef struct packed_program {
+  Mxm__Runtime rt;
+  packed_graph pg[3];
+  protobuf_c_boolean *unknown;
+  void *onnx;
+  Mxm__Body **bodies; /* each a block holding its message and the body's packed program */
+  size_t n_bodies, cap_bodies;
+} packed_program;
+
+typedef struct packed_body {
+  Mxm__Body msg;
+  packed_program prog;
+} packed_body;
+
+static void packed_program_release(packed_program *pp) {
+  for (int i = 0; i < 3; i++) packed_release(&pp->pg[i]);
+  free(pp->unknown);
+  free(pp->onnx);
+  for (size_t b = 0; b < pp->n_bodies; b++) {
+    packed_body *pb = (packed_body *)pp->bodies[b]; /* msg is its first member */
+    packed_program_release(&pb->prog);
+    free(pb);
+  }
+  free(pp->bodies);
+}
+
+static mx_status pack_program(const mx_program *p, mx__mxm_weights *w, packed_program *pp, mx_error *err);
+
+typedef struct pack_walk {
+  const mx_program *p;
+  mx__mxm_weights *w;
+  packed_program *pp;
+  mx_error *err;
+} pack_walk;
+
+static mx_status pack_body(void *ctx, const mx_node *nd, const mx_graph *body, size_t ordinal) {
+  pack_walk *pw = ctx;
+  const mx_session *child = mx__control_body_child(pw->p, body);
+  if (!child || !child->prog) return MX_OK; /* the interpreter runs it: nothing compiled to store */
+  packed_body *pb = calloc(1, sizeof *pb);
+  if (!pb || !MX_GROW(pw->pp->bodies, pw->pp->cap_bodies, pw->pp->n_bodies + 1)) {
+    free(pb);
+    return mx__fail(pw->err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  pw->pp->bodies[pw->pp->n_bodies++] = &pb->msg;
+  mxm__body__init(&pb->msg);
+  pb->msg.ordinal = (uint32_t)ordinal;
+  pb->msg.name = (char *)body->name;
+  pb->msg.node = (char *)nd->name;
+  pb->msg.runtime = &pb->prog.rt;
+  mx_status st = pack_program(child->prog, pw->w, &pb->prog, pw->err);
+  if (st != MX_OK) mx__error_prefix(pw->err, "body '%s' of node '%s': ", body->name, nd->name);
+  return st;
+}
+
+/* Fills pp with p's record: root graph (constants as references into w), execution graphs,
+ * compiled bodies. */
+static mx_status pack_program(const mx_program *p, mx__mxm_weights *w, packed_program *pp, mx_error *err) {
+  size_t onnx_size = 0;
+  mxm__runtime__init(&pp->rt);
+  pp->unknown = calloc(p->n_calls ? p->n_calls : 1, sizeof *pp->unknown);
+  if (!pp->unknown) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+  for (size_t c = 0; c < p->n_calls; c++) pp->unknown[c] = p->calls[c].unknown;
+  mx_status st = mx__onnx_save_memory_refs(p->root, weights_ref, w, &pp->onnx, &onnx_size, err);
+  if (st != MX_OK) return st;
+  if (!pack_graph(&p->init, &pp->pg[0]) || !pack_graph(&p->main, &pp->pg[1]) ||
+      !pack_graph(&p->deinit, &pp->pg[2]))
+    return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+  pp->rt.version = RUNTIME_VERSION;
+  pp->rt.root_onnx.data = pp->onnx;
+  pp->rt.root_onnx.len = onnx_size;
+  pp->rt.n_call_unknown = p->n_calls;
+  pp->rt.call_unknown = pp->unknown;
+  pp->rt.init = &pp->pg[0].msg;
+  pp->rt.main = &pp->pg[1].msg;
+  pp->rt.deinit = &pp->pg[2].msg;
+  pp->rt.n_slots = p->n_slots;
+  pack_walk pw = {.p = p, .w = w, .pp = pp, .err = err};
+  st = mx__control_bodies_each(p, pack_body, &pw);
+  pp->rt.n_bodies = pp->n_bodies;
+  pp->rt.bodies = pp->bodies;
+  return st;
+}
+
 mx_status mx__program_save_mxm(mx_session *s, const char *path, bool external_weights, mx_error *err) {
   mx_program *p = s->prog;
   mx_status st;
   mx__mxm_weights *w = NULL;
-  void *onnx = NULL;
-  size_t onnx_size = 0;
-  packed_graph pg[3];
-  memset(pg, 0, sizeof pg);
+  packed_program pp;
+  memset(&pp, 0, sizeof pp);
+  plan_list l = {0};
   /* Declared gears go after the calls' plans, named "<call>@<binding>" (v2runtime/spec.h). */
   mx_static_plan **gears = NULL;
   size_t n_gears = 0;
   st = mx__spec_gear_plans(s, p, &gears, &n_gears, err);
   if (st != MX_OK) return st;
-  const mx_static_plan **plans = calloc(p->n_calls + n_gears + 1, sizeof *plans);
-  protobuf_c_boolean *unknown = calloc(p->n_calls ? p->n_calls : 1, sizeof *unknown);
-  if (!plans || !unknown) goto oom;
-  size_t n_plans = 0;
-  for (size_t c = 0; c < p->n_calls; c++) {
-    unknown[c] = p->calls[c].unknown;
-    if (!p->calls[c].unknown) plans[n_plans++] = p->calls[c].plan;
+  if (!add_call_plans(p, &l)) goto oom;
+  for (size_t g = 0; g < n_gears; g++) {
+    if (!MX_GROW(l.v, l.cap, l.n + 1)) goto oom;
+    l.v[l.n++] = gears[g];
   }
-  for (size_t g = 0; g < n_gears; g++) plans[n_plans++] = gears[g];
-  /* The weights section holds the static plans' weights; the root graph's constants (the call
-   * bodies' included) refer to them where they are the same bytes, and are added otherwise. */
-  st = mx__mxm_weights_begin(plans, n_plans, &w, err);
-  if (st == MX_OK) st = mx__onnx_save_memory_refs(p->root, weights_ref, w, &onnx, &onnx_size, err);
+  st = add_body_plans(p, &l);
+  if (st == MX_ERR_OUT_OF_MEMORY) goto oom;
+  /* The weights section holds the static plans' weights (the bodies' too); the root graphs'
+   * constants (the call bodies' included) refer to them where they are the same bytes, and are
+   * added otherwise. */
+  if (st == MX_OK) st = mx__mxm_weights_begin(l.v, l.n, &w, err);
+  if (st == MX_OK) st = pack_program(p, w, &pp, err);
   if (st != MX_OK) goto done;
-  if (!pack_graph(&p->init, &pg[0]) || !pack_graph(&p->main, &pg[1]) || !pack_graph(&p->deinit, &pg[2]))
-    goto oom;
-  Mxm__Runtime rt = MXM__RUNTIME__INIT;
-  rt.version = RUNTIME_VERSION;
-  rt.root_onnx.data = onnx;
-  rt.root_onnx.len = onnx_size;
-  rt.n_call_unknown = p->n_calls;
-  rt.call_unknown = unknown;
-  rt.init = &pg[0].msg;
-  rt.main = &pg[1].msg;
-  rt.deinit = &pg[2].msg;
-  rt.n_slots = p->n_slots;
   mx_mxm_save_options so = {.external_weights = external_weights};
   /* The record is packed straight into the file: the root's ONNX bytes are its only copy. */
-  st = mx__mxm_save_with_runtime(plans, n_plans, &rt.base, w, path, &so, err);
+  st = mx__mxm_save_with_runtime(l.v, l.n, &pp.rt.base, w, path, &so, err);
   goto done;
 oom:
   st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory writing '%s'", path);
 done:
-  for (int i = 0; i < 3; i++) packed_release(&pg[i]);
+  packed_program_release(&pp);
   mx__mxm_weights_free(w);
-  free(onnx);
-  free(unknown);
-  free(plans);
+  free(l.v);
   for (size_t g = 0; g < n_gears; g++) mx__static_plan_destroy(gears[g]);
   free(gears);
   return st;
@@ -339,18 +447,155 @@ static mx_status unpack_graph(const mx_program *p, const Mxm__ExeGraph *m, const
   return st;
 }
 
+/* What restoring a file's programs shares: its static plans (taken in order: a cursor) and its
+ * weights section. */
+typedef struct load_state {
+  mx_static_plan **plans;
+  size_t n_plans, used;
+  const unsigned char *sec;
+  uint64_t sec_size;
+} load_state;
+
+static mx_status restore_bodies(mx_session *s, load_state *ls, const Mxm__Runtime *rt, mx_program *p,
+                                mx_error *err);
+
+/* Builds program p (its root graph imported) for session s from record rt: calls (static plans
+ * taken from ls in order), value slots, the three execution graphs, all checked against the
+ * program. Gears (root only: gears true) and compiled bodies are left to the caller. */
+static mx_status restore_program(mx_session *s, load_state *ls, const Mxm__Runtime *rt, mx_program *p,
+                                 mx_error *err) {
+  mx_status st = MX_OK;
+  if (rt->version != RUNTIME_VERSION || rt->n_slots > MAX_SLOTS)
+    return mx__fail(err, MX_ERR_MALFORMED, "corrupt or unknown runtime record");
+  if (mx_graph_infer(p->root) != MX_OK) return mx__fail(err, MX_ERR_MALFORMED, "%s", mx_graph_last_error(p->root));
+  st = mx__program_calls(p, err);
+  if (st == MX_OK && p->n_calls != rt->n_call_unknown)
+    st = mx__fail(err, MX_ERR_MALFORMED, "%zu partition calls in the root graph, %zu recorded", p->n_calls,
+                  rt->n_call_unknown);
+  for (size_t c = 0; c < p->n_calls && st == MX_OK; c++) {
+    mx_rt_call *call = &p->calls[c];
+    call->unknown = rt->call_unknown[c];
+    if (!call->unknown) {
+      if (ls->used == ls->n_plans || strcmp(mx__static_plan_name(ls->plans[ls->used]), call->name) != 0) {
+        st = mx__fail(err, MX_ERR_MALFORMED, "no static plan for partition call '%s'", call->name);
+        break;
+      }
+      call->plan = ls->plans[ls->used];
+      ls->plans[ls->used++] = NULL;
+    } else {
+      mx_dyn_options dopt;
+      mx__dyn_options_init(&dopt);
+      dopt.max_streams = s->n_streams;
+      dopt.share_constants = !s->opts.private_weights;
+      dopt.control_run = mx__control_run; /* wrapped control nodes, as compiled */
+      dopt.control_user = s;
+      st = mx__dyn_plan_create(mx__part_call_body(&p->root->nodes[call->node]), &dopt, &call->dplan, err);
+    }
+  }
+  if (st == MX_OK) st = mx__program_finish(p, err);
+  if (st == MX_OK) {
+    p->n_slots = rt->n_slots;
+    p->slots = calloc(p->n_slots ? p->n_slots : 1, sizeof *p->slots);
+    if (!p->slots) st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  uint32_t *made = NULL;
+  if (st == MX_OK && !(made = calloc(p->n_calls + p->n_values + 1, sizeof *made)))
+    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+  if (st == MX_OK) st = unpack_graph(p, rt->init, "Init", IN_INIT, made, &p->init, err);
+  /* Init makes every partition call's handle and uploads every live constant of the root (as
+   * lowering does): Main's kernels rely on them. */
+  for (size_t c = 0; c < p->n_calls && st == MX_OK; c++)
+    if (!made[c])
+      st = mx__fail(err, MX_ERR_MALFORMED, "the Init graph does not create the %s of partition call '%s'",
+                    p->calls[c].unknown ? "dynamic executor" : "static model", p->calls[c].name);
+  for (size_t r = 0; r < p->n_values && st == MX_OK; r++) {
+    const mx_value *v = &p->root->values[r];
+    bool live_constant = (v->flags & MX_VALUE_CONST) && !(v->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT));
+    if (live_constant && !made[p->n_calls + r])
+      st = mx__fail(err, MX_ERR_MALFORMED, "the Init graph does not upload constant '%s'", v->name);
+  }
+  if (st == MX_OK) st = unpack_graph(p, rt->main, "Main", IN_MAIN, made, &p->main, err);
+  if (st == MX_OK) st = mx__program_check_main(p, &p->main, err);
+  if (st == MX_OK) st = unpack_graph(p, rt->deinit, "DeInit", IN_DEINIT, made, &p->deinit, err);
+  free(made);
+  return st;
+}
+
+/* Restoring one stored body: the file's state and the body's record. */
+typedef struct body_load {
+  load_state *ls;
+  const Mxm__Runtime *rt;
+} body_load;
+
+/* mx__control_body_build: the body's program for its child session, from its record. */
+static mx_status build_body(void *ctx, mx_session *child, mx_program **out, mx_error *err) {
+  body_load *bl = ctx;
+  *out = NULL;
+  mx_program *p = calloc(1, sizeof *p);
+  if (!p) return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+  /* Its constants stay in the file's mapped section, which the root program holds for longer
+   * than its bodies (they are freed first). */
+  mx_status st = mx__onnx_load_memory_borrow(bl->rt->root_onnx.data, bl->rt->root_onnx.len, bl->ls->sec,
+                                             bl->ls->sec_size, &p->root, err);
+  if (st == MX_OK) st = restore_program(child, bl->ls, bl->rt, p, err);
+  if (st == MX_OK) st = restore_bodies(child, bl->ls, bl->rt, p, err);
+  if (st != MX_OK) {
+    mx__program_free(p);
+    return st;
+  }
+  *out = p;
+  return MX_OK;
+}
+
+typedef struct bodies_load {
+  mx_session *s;
+  load_state *ls;
+  const Mxm__Runtime *rt;
+  mx_program *p;
+  size_t restored;
+  mx_error *err;
+} bodies_load;
+
+static mx_status restore_body(void *ctx, const mx_node *nd, const mx_graph *body, size_t ordinal) {
+  bodies_load *bl = ctx;
+  const Mxm__Body *m = NULL;
+  for (size_t i = 0; i < bl->rt->n_bodies && !m; i++)
+    if (bl->rt->bodies[i]->ordinal == ordinal) m = bl->rt->bodies[i];
+  if (!m) return MX_OK; /* not stored compiled: the interpreter runs it, or it compiles at install */
+  if (!m->runtime || !m->name || !m->node || strcmp(m->name, body->name) != 0 || strcmp(m->node, nd->name) != 0)
+    return mx__fail(bl->err, MX_ERR_MALFORMED, "stored body %zu ('%s' of node '%s') is not body '%s' of node '%s'",
+                    ordinal, m->name ? m->name : "", m->node ? m->node : "", body->name, nd->name);
+  bl->restored++;
+  body_load one = {.ls = bl->ls, .rt = m->runtime};
+  return mx__control_body_restore(bl->s, bl->p, nd, body, build_body, &one, bl->err);
+}
+
+/* Restores the compiled bodies rt records for program p of session s (not installed yet), each
+ * into a child session of its own, so installing p compiles none of them. */
+static mx_status restore_bodies(mx_session *s, load_state *ls, const Mxm__Runtime *rt, mx_program *p,
+                                mx_error *err) {
+  for (size_t i = 0; i < rt->n_bodies; i++)
+    for (size_t j = 0; j < i; j++)
+      if (rt->bodies[i]->ordinal == rt->bodies[j]->ordinal)
+        return mx__fail(err, MX_ERR_MALFORMED, "body %u is stored twice", rt->bodies[i]->ordinal);
+  bodies_load bl = {.s = s, .ls = ls, .rt = rt, .p = p, .err = err};
+  mx_status st = mx__control_bodies_each(p, restore_body, &bl);
+  if (st == MX_OK && bl.restored != rt->n_bodies)
+    st = mx__fail(err, MX_ERR_MALFORMED, "%zu stored bodies belong to no control node of the model",
+                  rt->n_bodies - bl.restored);
+  return st;
+}
+
 mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out, mx_error *err) {
   *out = NULL;
-  mx_static_plan **plans = NULL;
-  size_t n_plans = 0, rt_size = 0, used_plans = 0;
+  load_state ls = {0};
+  size_t rt_size = 0;
   void *rt_bytes = NULL;
   Mxm__Runtime *rt = NULL;
   mx_program *p = NULL;
   mx__mxm_mapping *sec_map = NULL;
-  const unsigned char *sec = NULL;
-  uint64_t sec_size = 0;
-  mx_status st =
-      mx__mxm_load_mapped(path, &plans, &n_plans, &rt_bytes, &rt_size, &sec_map, &sec, &sec_size, err);
+  mx_status st = mx__mxm_load_mapped(path, &ls.plans, &ls.n_plans, &rt_bytes, &rt_size, &sec_map, &ls.sec,
+                                     &ls.sec_size, err);
   if (st != MX_OK) return st;
   if (!rt_bytes) {
     st = mx__fail(err, MX_ERR_UNSUPPORTED,
@@ -385,7 +630,7 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
   mx__progress_stage("load: root graph and dynamic plans");
   /* The root's floating-point constants stay in the mapped section (not copied): the program
    * holds the mapping, as the static plans do theirs. */
-  st = mx__onnx_load_memory_borrow(onnx, onnx_len, sec, sec_size, &p->root, err);
+  st = mx__onnx_load_memory_borrow(onnx, onnx_len, ls.sec, ls.sec_size, &p->root, err);
   p->weights_map = sec_map;
   sec_map = NULL;
   /* The imported root holds its own copy of the constants: the record (onnx points into it)
@@ -393,71 +638,25 @@ mx_status mx__program_load_mxm(mx_session *s, const char *path, mx_program **out
   free(rt_bytes);
   rt_bytes = NULL;
   onnx = NULL;
-  if (st == MX_OK && mx_graph_infer(p->root) != MX_OK)
-    st = mx__fail(err, MX_ERR_MALFORMED, "%s", mx_graph_last_error(p->root));
-  if (st == MX_OK) st = mx__program_calls(p, err);
-  if (st == MX_OK && p->n_calls != rt->n_call_unknown)
-    st = mx__fail(err, MX_ERR_MALFORMED, "%zu partition calls in the root graph, %zu recorded", p->n_calls,
-                  rt->n_call_unknown);
-  for (size_t c = 0; c < p->n_calls && st == MX_OK; c++) {
-    mx_rt_call *call = &p->calls[c];
-    call->unknown = rt->call_unknown[c];
-    if (!call->unknown) {
-      if (used_plans == n_plans || strcmp(mx__static_plan_name(plans[used_plans]), call->name) != 0) {
-        st = mx__fail(err, MX_ERR_MALFORMED, "no static plan for partition call '%s'", call->name);
-        break;
-      }
-      call->plan = plans[used_plans];
-      plans[used_plans++] = NULL;
-    } else {
-      mx_dyn_options dopt;
-      mx__dyn_options_init(&dopt);
-      dopt.max_streams = s->n_streams;
-      dopt.share_constants = !s->opts.private_weights;
-      dopt.control_run = mx__control_run; /* wrapped control nodes, as compiled */
-      dopt.control_user = s;
-      st = mx__dyn_plan_create(mx__part_call_body(&p->root->nodes[call->node]), &dopt, &call->dplan, err);
-    }
-  }
-  size_t n_gears = 0; /* declared gears' plans follow the calls' (v2runtime/spec.h) */
-  while (used_plans + n_gears < n_plans && mx__spec_is_gear_plan(plans[used_plans + n_gears])) n_gears++;
-  if (st == MX_OK && used_plans + n_gears != n_plans)
-    st = mx__fail(err, MX_ERR_MALFORMED, "%zu static plans are not used by any partition call",
-                  n_plans - used_plans - n_gears);
-  if (st == MX_OK) st = mx__program_finish(p, err);
-  if (st == MX_OK) {
-    p->n_slots = rt->n_slots;
-    p->slots = calloc(p->n_slots ? p->n_slots : 1, sizeof *p->slots);
-    if (!p->slots) st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading '%s'", path);
-  }
-  uint32_t *made = NULL;
-  if (st == MX_OK && !(made = calloc(p->n_calls + p->n_values + 1, sizeof *made)))
-    st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory loading '%s'", path);
   mx__progress_stage("load: execution graphs");
-  if (st == MX_OK) st = unpack_graph(p, rt->init, "Init", IN_INIT, made, &p->init, err);
-  /* Init makes every partition call's handle and uploads every live constant of the root (as
-   * lowering does): Main's kernels rely on them. */
-  for (size_t c = 0; c < p->n_calls && st == MX_OK; c++)
-    if (!made[c])
-      st = mx__fail(err, MX_ERR_MALFORMED, "the Init graph does not create the %s of partition call '%s'",
-                    p->calls[c].unknown ? "dynamic executor" : "static model", p->calls[c].name);
-  for (size_t r = 0; r < p->n_values && st == MX_OK; r++) {
-    const mx_value *v = &p->root->values[r];
-    bool live_constant = (v->flags & MX_VALUE_CONST) && !(v->flags & (MX_VALUE_DEAD | MX_VALUE_INPUT));
-    if (live_constant && !made[p->n_calls + r])
-      st = mx__fail(err, MX_ERR_MALFORMED, "the Init graph does not upload constant '%s'", v->name);
+  if (st == MX_OK) st = restore_program(s, &ls, rt, p, err);
+  /* Declared gears' plans follow the root calls' (v2runtime/spec.h), the bodies' come last. */
+  size_t first_gear = ls.used, n_gears = 0;
+  while (st == MX_OK && ls.used < ls.n_plans && mx__spec_is_gear_plan(ls.plans[ls.used])) {
+    ls.used++;
+    n_gears++;
   }
-  if (st == MX_OK) st = unpack_graph(p, rt->main, "Main", IN_MAIN, made, &p->main, err);
-  if (st == MX_OK) st = mx__program_check_main(p, &p->main, err);
-  if (st == MX_OK) st = unpack_graph(p, rt->deinit, "DeInit", IN_DEINIT, made, &p->deinit, err);
-  free(made);
+  if (st == MX_OK) st = restore_bodies(s, &ls, rt, p, err);
+  if (st == MX_OK && ls.used != ls.n_plans)
+    st = mx__fail(err, MX_ERR_MALFORMED, "%zu static plans are not used by any partition call",
+                  ls.n_plans - ls.used);
   if (st != MX_OK) {
     mx__error_prefix(err, "'%s': ", path);
     if (st != MX_ERR_OUT_OF_MEMORY && st != MX_ERR_IO) st = MX_ERR_MALFORMED;
     if (err) err->status = st;
     goto done;
   }
-  st = mx__spec_stash_plans(p, plans + used_plans, n_gears, err);
+  st = mx__spec_stash_plans(p, ls.plans + first_gear, n_gears, err);
   if (st != MX_OK) goto done;
   *out = p;
   p = NULL;
@@ -467,7 +666,7 @@ done:
   mx__program_free(p);
   if (rt) mxm__runtime__free_unpacked(rt, NULL);
   free(rt_bytes);
-  for (size_t i = 0; i < n_plans; i++) mx__static_plan_destroy(plans[i]);
-  free(plans);
+  for (size_t i = 0; i < ls.n_plans; i++) mx__static_plan_destroy(ls.plans[i]);
+  free(ls.plans);
   return st;
 }

@@ -371,6 +371,12 @@ static mx_status install(mx_session *s, mx_program *p) {
   return MX_OK;
 }
 
+mx_status mx__session_install(mx_session *s, mx_program *p) {
+  unload(s);
+  mx_error_clear(&s->err);
+  return install(s, p);
+}
+
 /* Compiles g (owned) and runs Init. */
 static mx_status load_graph(mx_session *s, mx_graph *g) {
   unload(s);

@@ -184,6 +184,9 @@ mx_status mx__program_fold(mx_graph *g);
  * caller declared frozen), written to out (room for c->n_in); returns how many. */
 size_t mx__call_frozen_positions(const struct mx_session *s, const mx_program *p, const mx_rt_call *c,
                                  uint32_t *out);
+/* Makes p (owned, built for s: a restored body's program) the session's program and runs its
+ * Init, as a load does; on failure p is freed. */
+MX_MUST_USE mx_status mx__session_install(struct mx_session *s, mx_program *p);
 /* Restores a program from an .mxm file (static plans + runtime record; see mxm_io.c). */
 MX_MUST_USE mx_status mx__program_load_mxm(struct mx_session *s, const char *path, mx_program **out,
                                            mx_error *err);
