@@ -146,6 +146,24 @@ MX_KINLINE void dw_split_pairs(float *even, float *odd, const float *src) {
   memcpy(odd, &o, sizeof o);
 }
 
+/* dst[0..n) = src[0..n). With `spill` (the caller lets 32 floats be read at src and written at
+ * dst: what lands past dst's row is overwritten later) a row of up to 32 floats moves as one or
+ * two vectors instead of a libc call, which costs more than the copy on 7- and 14-wide rows. */
+MX_KINLINE void dw_copy_row(float *dst, const float *src, int64_t n, bool spill) {
+  if (spill && n <= 32) {
+    v16f a;
+    memcpy(&a, src, sizeof a);
+    if (n > 16) {
+      v16f b;
+      memcpy(&b, src + 16, sizeof b);
+      memcpy(dst + 16, &b, sizeof b);
+    }
+    memcpy(dst, &a, sizeof a);
+    return;
+  }
+  memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
 /* Any width stride and dilation. */
 MX_KINLINE void dw_row_taps_any(float *restrict acc, const float *restrict src, const float *restrict wv,
                                 int64_t s, int64_t d, int64_t n, int64_t K) {
@@ -185,8 +203,8 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
       int64_t jv = e0;
       for (; 2 * jv - pb + 32 <= IW && jv + 16 <= p->q; jv += 16) dw_split_pairs(er + jv, orow + jv, xr + 2 * jv - pb);
       for (int64_t j = jv; j < e1; j++) er[j] = xr[2 * j - pb];
-      for (int64_t j = o0; j < o1; j++)
-        if (j < e0 || j >= jv) orow[j] = xr[2 * j + 1 - pb];
+      for (int64_t j = o0; j < o1 && j < e0; j++) orow[j] = xr[2 * j + 1 - pb];
+      for (int64_t j = o0 > jv ? o0 : jv; j < o1; j++) orow[j] = xr[2 * j + 1 - pb];
     } else {
       float *pr = pad + r * pitch;
       int64_t lo = w->pb[2], hi = w->pb[2] + IW;
@@ -196,7 +214,9 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
         continue;
       }
       for (int64_t j = 0; j < lo; j++) pr[j] = 0.0f;
-      memcpy(pr + lo, xr, (size_t)(hi - lo) * sizeof(float));
+      /* the vectors may read on into the channel's next image rows, and write into the zero
+       * columns set below, the next padded rows (written after this one) or the SLACK */
+      dw_copy_row(pr + lo, xr, hi - lo, (IH - ih) * IW >= 32);
       for (int64_t j = hi; j < p->wp; j++) pr[j] = 0.0f;
     }
   }
@@ -218,7 +238,7 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
     }
     for (int64_t oh = 0; oh < OH; oh++) {
       if (fused)
-        memcpy(y + oh * OW, acc + oh * pitch, (size_t)OW * sizeof(float));
+        dw_copy_row(y + oh * OW, acc + oh * pitch, OW, (OH - oh) * OW >= 32); /* within the channel */
       else
         mx__kconv_epilogue_body(y + oh * OW, acc + oh * pitch, z ? z + oh * OW : NULL, bias, OW, act, aa, ab);
     }
@@ -249,7 +269,7 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
         if (fused) fused = dw_vec_epilogue(acc + ow, bias, act, aa, ab);
       }
       if (fused)
-        memcpy(y + oh * OW, acc, (size_t)OW * sizeof(float));
+        dw_copy_row(y + oh * OW, acc, OW, (OH - oh) * OW >= 32);
       else
         mx__kconv_epilogue_body(y + oh * OW, acc, z ? z + oh * OW : NULL, bias, OW, act, aa, ab);
     }
