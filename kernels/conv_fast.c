@@ -43,6 +43,9 @@ typedef struct fast_plan {
   size_t packed_floats; /* own GEMM: the packed B band at the start of a slot, A blocks after it */
   size_t gemm_floats;   /* own GEMM: its scratch (A blocks), then one im2col row */
   size_t slot_floats; /* scratch per thread */
+  int64_t pre_mr;     /* own GEMM, weights read by several tasks: packed once per run into
+                         panels of this many rows (0: each task packs its own) */
+  size_t pre_floats;  /* those packed weights (all groups), ahead of the threads' slots */
 } fast_plan;
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
@@ -130,6 +133,13 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     p->gemm_floats = mx__kgemm_f32_a_floats(p->mchunk);
     size_t own = p->packed_floats + p->gemm_floats + (size_t)round_up(cols, 16);
     if (own > p->slot_floats) p->slot_floats = own;
+    /* Each of the n x bands tasks of a weight chunk would pack it again (the 56x56 layers run
+     * a dozen bands): pack it once for all of them when it is read more than once. */
+    if (n * p->bands > 1) {
+      p->pre_mr = mx__kgemm_f32_row_granule(p->mchunk, cols);
+      p->pre_floats = (size_t)round_up(
+          (int64_t)mx__kgemm_f32_pre_a_floats(p->mg, p->kdim, p->pre_mr) * group, 16);
+    }
     return;
   }
   /* Too few tasks for the threads: split the output channels too (a band's im2col is then
@@ -148,13 +158,16 @@ size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t
   /* A run plans for the threads its work repays (mx__kthreads_for_work), maybe fewer than the
    * pool: the slot must hold the largest plan of any of those counts (the own GEMM's bands and
    * chunks, and so its scratch, depend on it). */
-  size_t most = 0;
+  size_t most = 0, pre = 0;
   for (int32_t s = 1; s <= slots; s++) {
     fast_plan p;
     make_plan(w, n, c, m, group, s, &p);
     if (p.slot_floats > most) most = p.slot_floats;
+    if (p.pre_floats > pre) pre = p.pre_floats;
   }
-  return most;
+  /* the caller sizes the workspace as slots of this; the pre-packed weights are one shared
+   * block at its start, spread over the slots here */
+  return most + (size_t)round_up((int64_t)((pre + (size_t)slots - 1) / (size_t)slots), 16);
 }
 
 /* --- epilogue --------------------------------------------------------------------------------- */
@@ -249,7 +262,7 @@ static void tile_epilogue_run(void *ctx, int64_t row0, int64_t rows, int64_t col
  * each tile as it is finished. */
 static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f32 *j, int64_t band,
                          const float *xg, const float *wg, float *yg, const float *zg, const float *bg,
-                         int64_t mn, float *scr) {
+                         int64_t mn, const mx_kgemm_f32_pre_a *pa, float *scr) {
   float *packed = scr, *ablocks = scr + p->packed_floats, *row = ablocks + p->gemm_floats;
   int64_t c0, ncols;
   if (p->algo == ALGO_POINTWISE) {
@@ -264,15 +277,32 @@ static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f3
   }
   tile_epilogue e = {yg + c0, zg ? zg + c0 : NULL, bg, p->P, j->act, j->alpha, j->beta};
   const bool any = zg || bg || j->act != MX_CONV_ACT_NONE;
-  mx__kgemm_f32_packed(mn, ncols, p->kdim, wg, p->kdim, packed, yg + c0, p->P, ablocks,
-                       any ? tile_epilogue_run : NULL, &e);
+  mx__kgemm_f32_packed_pre(mn, ncols, p->kdim, wg, p->kdim, pa, packed, yg + c0, p->P, ablocks,
+                           any ? tile_epilogue_run : NULL, &e);
 }
 
 typedef struct fast_job {
   const mx_kconv_f32 *j;
   const fast_plan *p;
-  float *scratch;
+  float *scratch; /* the threads' slots */
+  float *pre;     /* the weights packed for all tasks (p->pre_mr), or NULL */
 } fast_job;
+
+/* Row panels of the weights packed per pre-pack task. */
+#define PRE_PANELS 4
+
+/* One task of the pre-pack: PRE_PANELS row panels of one group's weights. */
+static void run_pre_pack(void *vctx, int64_t task, int32_t slot) {
+  (void)slot;
+  const fast_job *fj = vctx;
+  const fast_plan *p = fj->p;
+  const int64_t per = (p->mg + p->pre_mr - 1) / p->pre_mr, tasks_g = (per + PRE_PANELS - 1) / PRE_PANELS;
+  const int64_t g = task / tasks_g, r0 = task % tasks_g * PRE_PANELS * p->pre_mr;
+  const int64_t rows = p->mg - r0 < PRE_PANELS * p->pre_mr ? p->mg - r0 : PRE_PANELS * p->pre_mr;
+  const size_t gsize = mx__kgemm_f32_pre_a_floats(p->mg, p->kdim, p->pre_mr);
+  mx__kgemm_f32_pre_a_pack(fj->j->wt + g * p->mg * p->kdim, p->kdim, p->mg, p->kdim, p->pre_mr, r0, rows,
+                           fj->pre + (size_t)g * gsize);
+}
 
 static void run_task(void *vctx, int64_t task, int32_t slot) {
   const fast_job *fj = vctx;
@@ -296,7 +326,12 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
   const bool z_in_y = j->z == j->y;
   if (z_in_y) zg = NULL;
   if (p->own_gemm && !z_in_y) {
-    run_own_gemm(p, w, j, band, xg, wg, yg, zg, bg, mn, scr);
+    mx_kgemm_f32_pre_a pa = {0};
+    if (fj->pre) {
+      const size_t gsize = mx__kgemm_f32_pre_a_floats(p->mg, p->kdim, p->pre_mr);
+      pa = (mx_kgemm_f32_pre_a){fj->pre + (size_t)g * gsize, p->pre_mr, (p->mg + p->pre_mr - 1) / p->pre_mr * p->pre_mr, m0};
+    }
+    run_own_gemm(p, w, j, band, xg, wg, yg, zg, bg, mn, fj->pre ? &pa : NULL, scr);
     return;
   }
   int64_t c0, ncols;
@@ -326,6 +361,11 @@ bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_flo
   int32_t slots = mx__kthreads_for_work(j->n * j->m * w->grid_size * (j->c / j->group) * w->k_size);
   fast_plan p;
   make_plan(w, j->n, j->c, j->m, j->group, slots, &p);
+  /* A residual read in place from Y runs the sgemm path: nothing to pre-pack for. */
+  if (j->z == j->y || p.pre_floats > scratch_floats) p.pre_mr = 0, p.pre_floats = 0;
+  float *pre = p.pre_floats ? scratch : NULL;
+  scratch += p.pre_floats;
+  scratch_floats -= p.pre_floats;
   if (p.slot_floats) {
     size_t fit = scratch_floats / p.slot_floats;
     if (fit < 1) return false;
@@ -335,7 +375,12 @@ bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_flo
     mx__kconv_dw_run(j, scratch, slots);
     return true;
   }
-  fast_job fj = {j, &p, scratch};
+  fast_job fj = {j, &p, scratch, pre};
+  if (pre) {
+    const int64_t per = (p.mg + p.pre_mr - 1) / p.pre_mr;
+    mx__kparallel_work(j->group * ((per + PRE_PANELS - 1) / PRE_PANELS), slots, j->m * p.kdim * 8, run_pre_pack,
+                       &fj);
+  }
   int64_t tasks = j->n * j->group * p.bands * p.mchunks;
   mx__kparallel_work(tasks, slots, j->n * j->m * p.P * p.kdim, run_task, &fj);
   return true;

@@ -273,6 +273,11 @@ static bool narrow_pays(const isa_copy *isa, int64_t m, int64_t n) {
   return narrow > usual;
 }
 
+/* The panels of k block pc (kc deep) of a pre-packed A from the product's row ic on. */
+static const float *pre_a_block(const mx_kgemm_f32_pre_a *pa, int64_t pc, int64_t ic, int64_t kc) {
+  return pa->ap + pc * pa->mpad + (pa->row0 + ic) / pa->mr * kc * pa->mr;
+}
+
 /* The product with the roles swapped (C^T = B^T A^T): A in NR-row panels takes the place of a
  * B panel, B's columns in groups of mr that of an A panel, so a narrow n wastes at most mr - 1
  * columns instead of up to NR - 1. The micro-kernel is the same and every output still gets its
@@ -280,8 +285,8 @@ static bool narrow_pays(const isa_copy *isa, int64_t m, int64_t n) {
  * out transposed: they stay in a transposed C in the scratch through the k blocks, and each
  * goes into C (then through tile_fn) once, after the last. */
 static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                          const float *bp, float *c, int64_t ldc, float *scratch, mx_kgemm_tile_fn tile_fn,
-                          void *ctx) {
+                          const mx_kgemm_f32_pre_a *pa, const float *bp, float *c, int64_t ldc, float *scratch,
+                          mx_kgemm_tile_fn tile_fn, void *ctx) {
   const int64_t mr = isa->mr, groups = (n + mr - 1) / mr;
   float *ablk = scratch, *bt = scratch + (size_t)MC_MAX * KC;
   float *ct_all = bt + (size_t)KC * (NARROW_N + MR_AVX512); /* C^T: groups*mr rows of mpad */
@@ -297,13 +302,14 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
         }
     for (int64_t ic = 0; ic < m; ic += MC_NARROW) {
       const int64_t mc = m - ic < MC_NARROW ? m - ic : MC_NARROW, panels = (mc + NR - 1) / NR;
-      isa->pack(a, lda, m, ic, mc, pc, kc, NR, ablk);
+      const float *apan = pa ? pre_a_block(pa, pc, ic, kc) : ablk;
+      if (!pa) isa->pack(a, lda, m, ic, mc, pc, kc, NR, ablk);
       for (int64_t g = 0; g < groups; g++) {
         const int64_t col0 = g * mr, cols = n - col0 < mr ? n - col0 : mr;
         for (int64_t t = 0; t < panels; t++) {
           const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
           float *tile = ct_all + col0 * mpad + row0;
-          isa->tile(kc, bt + g * kc * mr, ablk + t * kc * NR, tile, mpad, acc);
+          isa->tile(kc, bt + g * kc * mr, apan + t * kc * NR, tile, mpad, acc);
           if (!last) continue;
           float *ct = c + row0 * ldc + col0;
           for (int64_t i = 0; i < rows; i++)
@@ -320,8 +326,24 @@ int64_t mx__kgemm_f32_row_granule(int64_t m, int64_t n) {
   return !isa ? 1 : narrow_pays(isa, m, n) ? NR : isa->mr;
 }
 
-void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
-                          float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
+size_t mx__kgemm_f32_pre_a_floats(int64_t m, int64_t k, int64_t mr) {
+  return (size_t)((m + mr - 1) / mr * mr) * (size_t)k;
+}
+
+void mx__kgemm_f32_pre_a_pack(const float *a, int64_t lda, int64_t m, int64_t k, int64_t mr, int64_t r0,
+                              int64_t rows, float *ap) {
+  const isa_copy *isa = pick_copy();
+  if (!isa || rows <= 0) return;
+  const int64_t mpad = (m + mr - 1) / mr * mr;
+  for (int64_t pc = 0; pc < k; pc += KC) {
+    const int64_t kc = k - pc < KC ? k - pc : KC;
+    isa->pack(a, lda, m, r0, rows, pc, kc, mr, ap + pc * mpad + r0 / mr * kc * mr);
+  }
+}
+
+static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const mx_kgemm_f32_pre_a *pa,
+                        const float *bp, float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn,
+                        void *ctx) {
   const isa_copy *isa = pick_copy();
   if (!isa || m <= 0 || n <= 0) return;
   if (k <= 0) {
@@ -329,8 +351,12 @@ void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64
     if (tile_fn) tile_fn(ctx, 0, m, 0, n);
     return;
   }
-  if (narrow_pays(isa, m, n)) {
-    packed_narrow(isa, m, n, k, a, lda, bp, c, ldc, a_scratch, tile_fn, ctx);
+  const bool narrow = narrow_pays(isa, m, n);
+  const int64_t granule = narrow ? NR : isa->mr;
+  /* pre-packed weights serve only a product that cuts its rows the same way */
+  if (pa && (pa->mr != granule || pa->row0 % granule || pa->row0 + m > pa->mpad)) pa = NULL;
+  if (narrow) {
+    packed_narrow(isa, m, n, k, a, lda, pa, bp, c, ldc, a_scratch, tile_fn, ctx);
     return;
   }
   const int64_t mr = isa->mr, panels = (n + NR - 1) / NR;
@@ -341,14 +367,15 @@ void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64
     const bool acc = pc > 0, last = pc + kc >= k;
     for (int64_t ic = 0; ic < m; ic += isa->mc) {
       const int64_t mc = m - ic < isa->mc ? m - ic : isa->mc, tiles = (mc + mr - 1) / mr;
-      isa->pack(a, lda, m, ic, mc, pc, kc, mr, a_scratch);
+      const float *ablk = pa ? pre_a_block(pa, pc, ic, kc) : a_scratch;
+      if (!pa) isa->pack(a, lda, m, ic, mc, pc, kc, mr, a_scratch);
       for (int64_t jp = 0; jp < panels; jp++) {
         const float *bpp = bp + (jp * k + pc) * NR;
         const int64_t col0 = jp * NR, cols = n - col0 < NR ? n - col0 : NR;
         for (int64_t t = 0; t < tiles; t++) {
           const int64_t row0 = ic + t * mr, rows = m - row0 < mr ? m - row0 : mr;
           float *ct = c + row0 * ldc + col0;
-          const float *apt = a_scratch + t * kc * mr;
+          const float *apt = ablk + t * kc * mr;
           const tile_kernel kern = cols <= 16 && isa->half ? isa->half : isa->tile;
           if (rows == mr && cols == NR) {
             kern(kc, apt, bpp, ct, ldc, acc);
@@ -363,4 +390,15 @@ void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64
       }
     }
   }
+}
+
+void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
+                          float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
+  packed_impl(m, n, k, a, lda, NULL, bp, c, ldc, a_scratch, tile_fn, ctx);
+}
+
+void mx__kgemm_f32_packed_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                              const mx_kgemm_f32_pre_a *pa, const float *bp, float *c, int64_t ldc,
+                              float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
+  packed_impl(m, n, k, a, lda, pa, bp, c, ldc, a_scratch, tile_fn, ctx);
 }

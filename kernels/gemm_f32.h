@@ -56,4 +56,27 @@ typedef void (*mx_kgemm_tile_fn)(void *ctx, int64_t row0, int64_t rows, int64_t 
 void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
                           float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx);
 
+/* A packed once for several products (a Conv's weights, used by every band of its image): its
+ * rows in panels of mr (the row granule of the products that read it), k block by k block:
+ * block pc (of KC = 256 k, the last shorter) starts at pc * mpad floats, panel t of it at
+ * t * kc * mr. A product reads rows [row0, row0 + m) of it. */
+typedef struct mx_kgemm_f32_pre_a {
+  const float *ap;
+  int64_t mr;   /* mx__kgemm_f32_row_granule(m, n) of the products */
+  int64_t mpad; /* rows of the whole packed A: m rounded up to mr */
+  int64_t row0; /* first row a product reads (a multiple of mr) */
+} mx_kgemm_f32_pre_a;
+
+/* Floats of a pre-packed m x k A in panels of mr rows. */
+size_t mx__kgemm_f32_pre_a_floats(int64_t m, int64_t k, int64_t mr);
+/* Packs rows [r0, r0 + rows) (r0 a multiple of mr, rows too unless they end at m) of the m x k
+ * A (row stride lda) into ap, all k blocks; threads may pack disjoint row ranges at once. */
+void mx__kgemm_f32_pre_a_pack(const float *a, int64_t lda, int64_t m, int64_t k, int64_t mr, int64_t r0,
+                              int64_t rows, float *ap);
+/* mx__kgemm_f32_packed reading A from pa (the same bits); when pa's rows are cut in panels of
+ * another height than this product's (another n), it packs from a as usual. */
+void mx__kgemm_f32_packed_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                              const mx_kgemm_f32_pre_a *pa, const float *bp, float *c, int64_t ldc,
+                              float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx);
+
 #endif /* MIXRT_KERNELS_GEMM_F32_H */

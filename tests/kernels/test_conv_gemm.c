@@ -3,8 +3,9 @@
  * (rows past the 14- or 6-row tile, columns past a 32-column panel or inside its 16-column half,
  * k past a 256 block, narrow n run transposed) against a double loop; the AVX-512 and AVX2 copies give the same bits;
  * Convs (1x1, 3x3 with padding and stride, grouped) with bias, a residual and Relu or Clip on 1
- * and 2 intra-op threads give the same bits, near a double reference. Skipped where the CPU has
- * neither copy. */
+ * and 2 intra-op threads give the same bits, near a double reference; weights packed once for
+ * several products give the bits of weights packed per product, and a Conv whose weights change
+ * between runs (same buffer) sees the new ones. Skipped where the CPU has neither copy. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -152,6 +153,9 @@ static const gcase gcases[] = {
     {48, 10, 10, 36, 4, 3, 3, 1, 1, MX_CONV_ACT_RELU},   /* grouped: 4 groups of 12 in, 9 out */
     {300, 7, 7, 70, 1, 1, 1, 1, 0, MX_CONV_ACT_CLIP},    /* n = 49, k past a 256 block */
     {130, 7, 7, 64, 1, 3, 3, 1, 1, MX_CONV_ACT_RELU},    /* k = 1170: five blocks of k */
+    {64, 56, 56, 64, 1, 3, 3, 1, 1, MX_CONV_ACT_RELU},   /* many bands: weights packed once per run */
+    {64, 56, 56, 200, 1, 1, 1, 1, 0, MX_CONV_ACT_CLIP},  /* 1x1 in bands, weights packed once */
+    {32, 40, 40, 48, 2, 3, 3, 1, 1, MX_CONV_ACT_RELU},   /* grouped, in bands: packed per group */
 };
 
 Test(conv_gemm, convs_match_double_on_one_and_two_threads_and_both_copies) {
@@ -175,4 +179,96 @@ Test(conv_gemm, convs_match_double_on_one_and_two_threads_and_both_copies) {
     free(y3);
     free(ref);
   }
+}
+
+/* Weights packed ahead (the whole m rows, in two row ranges as two threads would) and read by
+ * products of row chunks give the same bits as each product packing its own. */
+Test(conv_gemm, pre_packed_weights_give_the_same_bits) {
+  if (!mx__kgemm_f32_available()) cr_skip_test("no AVX-512 or AVX2 copy on this CPU");
+  static const int64_t shapes[][3] = {{100, 300, 600}, {70, 49, 300}, {168, 96, 257}, {64, 20, 1170}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+    float *a = rnd_buf(m * k), *b = rnd_buf(k * n), *c1 = rnd_buf(m * n), *c2 = rnd_buf(m * n);
+    gemm_with(0, m, n, k, a, b, c1);
+    const int64_t mr = mx__kgemm_f32_row_granule(m, n), mpad = (m + mr - 1) / mr * mr;
+    float *ap = aligned_alloc(64, (mx__kgemm_f32_pre_a_floats(m, k, mr) * 4 + 63) / 64 * 64);
+    float *bp = aligned_alloc(64, (mx__kgemm_f32_packed_b_floats(k, n) * 4 + 64) / 64 * 64);
+    float *as = aligned_alloc(64, mx__kgemm_f32_a_floats(m) * 4);
+    cr_assert(ap && bp && as);
+    const int64_t half = (m / 2 + mr - 1) / mr * mr;
+    mx__kgemm_f32_pre_a_pack(a, k, m, k, mr, 0, half, ap);
+    mx__kgemm_f32_pre_a_pack(a, k, m, k, mr, half, m - half, ap);
+    for (int64_t r = 0; r < k; r++) mx__kgemm_f32_pack_b_row(b + r * n, n, k, r, bp);
+    for (int64_t i = 0; i < m * n; i++) c2[i] = NAN;
+    /* rows in two chunks cut at the granule, when the chunks keep it */
+    const int64_t cut = mr == mx__kgemm_f32_row_granule(half, n) && mr == mx__kgemm_f32_row_granule(m - half, n)
+                            ? half : m;
+    mx_kgemm_f32_pre_a pa = {ap, mr, mpad, 0};
+    mx__kgemm_f32_packed_pre(cut, n, k, a, k, &pa, bp, c2, n, as, NULL, NULL);
+    if (cut < m) {
+      pa.row0 = cut;
+      mx__kgemm_f32_packed_pre(m - cut, n, k, a + cut * k, k, &pa, bp, c2 + cut * n, n, as, NULL, NULL);
+    }
+    cr_expect(memcmp(c1, c2, (size_t)(m * n) * 4) == 0, "%lldx%lldx%lld: pre-packed weights differ",
+              (long long)m, (long long)n, (long long)k);
+    free(ap);
+    free(bp);
+    free(as);
+    free(a);
+    free(b);
+    free(c1);
+    free(c2);
+  }
+}
+
+/* A Conv in several bands run twice on the same buffers, the weights changed in between (one
+ * value, then all): each run sees the weights it is given, on 1 and 2 threads alike. */
+Test(conv_gemm, weights_changed_between_runs_are_seen) {
+  if (!mx__kgemm_f32_available()) cr_skip_test("no AVX-512 or AVX2 copy on this CPU");
+  const int64_t c = 32, h = 40, wd = 40, m = 48, ny = m * h * wd, nw = m * c * 9;
+  seed = 7u;
+  float *x = rnd_buf(c * h * wd), *w = rnd_buf(nw), *y1 = malloc((size_t)ny * 4), *y2 = malloc((size_t)ny * 4);
+  float *y0 = malloc((size_t)ny * 4);
+  cr_assert(y0 && y1 && y2);
+  mx_conv_params p;
+  memset(&p, 0, sizeof p);
+  p.op = MX_CONVOP_CONV;
+  p.group = 1;
+  p.n_strides = p.n_dilations = 2;
+  p.strides[0] = p.strides[1] = 1;
+  p.dilations[0] = p.dilations[1] = 1;
+  p.n_pads = 4;
+  for (int i = 0; i < 4; i++) p.pads[i] = 1;
+  for (int32_t threads = 1; threads <= 2; threads++) {
+    mx__kthreads_set(threads);
+    float *ys[3] = {y0, y1, y2};
+    for (int run = 0; run < 3; run++) {
+      if (run == 1) w[nw / 2] += 1.0f;
+      if (run == 2)
+        for (int64_t i = 0; i < nw; i++) w[i] = -w[i];
+      mx_kernel_call *call = kc_new(2, 1, &p);
+      kc_set(call, 0, MX_FLOAT32, 4, DIMS(1, c, h, wd), x);
+      kc_set(call, 1, MX_FLOAT32, 4, DIMS(m, c, 3, 3), w);
+      kc_set(call, 2, MX_FLOAT32, 4, DIMS(1, m, h, wd), ys[run]);
+      cr_assert_eq(kc_run("Conv", call), MX_OK, "%s", call->why ? call->why : "");
+      free(call);
+    }
+    /* the changed weight is output channel m/2's: its outputs moved, by the input under that tap */
+    const int64_t mc = (nw / 2) / (c * 9);
+    bool moved = false;
+    for (int64_t i = mc * h * wd; i < (mc + 1) * h * wd; i++) moved |= y0[i] != y1[i];
+    cr_expect(moved, "%d threads: a weight changed between runs was not seen", threads);
+    for (int64_t i = 0; i < ny; i++) {
+      if (i / (h * wd) != mc) cr_expect(y0[i] == y1[i], "%d threads: output %lld of another channel moved", threads, (long long)i);
+      cr_expect(y2[i] == -y1[i], "%d threads: negated weights at %lld: %g, want %g", threads, (long long)i, y2[i], -y1[i]);
+    }
+    /* undo for the next thread count */
+    for (int64_t i = 0; i < nw; i++) w[i] = -w[i];
+    w[nw / 2] -= 1.0f;
+  }
+  free(x);
+  free(w);
+  free(y0);
+  free(y1);
+  free(y2);
 }
