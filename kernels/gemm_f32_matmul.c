@@ -19,24 +19,34 @@
 /* Below this many multiply-adds (about 40 us on one core) a split across threads costs more than
  * it saves (the same bound as linalg_threads.c's). */
 #define OWN_PAR_MIN_MACS ((int64_t)1 << 21)
+/* B is packed anew on every run into the workspace: above this many elements (4 MB, a large
+ * model's weight matrix) that copy and its memory are not worth it, and sgemm's blocked packing
+ * runs instead. */
+#define OWN_MAX_B_ELEMS ((int64_t)1 << 20)
 
 bool mx__kmm_own_pays(int64_t m, int64_t n, int64_t k, int ta) {
-  if (ta || m < 2 || n < 2 || k < 1 || !mx__kgemm_f32_available()) return false;
+  if (ta || m < 2 || n < 2 || k < 1 || k * n > OWN_MAX_B_ELEMS || !mx__kgemm_f32_available()) return false;
   /* The register tile's height tells the copy: 14 rows is the AVX-512 one. n wide enough that the
    * narrow (transposed) grid is never chosen. */
   const bool avx512 = mx__kgemm_f32_row_granule(1 << 20, 1 << 10) == 14;
   return avx512 || m * n * k <= OWN_AVX2_MAX_MACS;
 }
 
-/* Scratch of one thread: its copy of packed B (batched products pack their own B per task) and
- * the own GEMM's A blocks for up to m rows. */
-static size_t slot_floats(int64_t m, int64_t n, int64_t k) {
-  size_t f = mx__kgemm_f32_packed_b_floats(k, n) + mx__kgemm_f32_a_floats(m);
-  return (f + 15) / 16 * 16;
+static size_t round16(size_t f) { return (f + 15) / 16 * 16; }
+
+/* Scratch of one thread: the own GEMM's A blocks for up to m rows, then (unless one packed B is
+ * shared by every task) its own copy of packed B. */
+static size_t slot_floats(int64_t m, int64_t n, int64_t k, bool b_shared) {
+  return round16(mx__kgemm_f32_a_floats(m) + (b_shared ? 0 : mx__kgemm_f32_packed_b_floats(k, n)));
 }
 
-size_t mx__kmm_own_workspace(int64_t m, int64_t n, int64_t k) {
-  return slot_floats(m, n, k) * sizeof(float) * (size_t)mx__kthreads();
+/* The packed B every task reads, at the start of the workspace (0 when each packs its own). */
+static size_t shared_floats(int64_t n, int64_t k, bool b_shared) {
+  return b_shared ? round16(mx__kgemm_f32_packed_b_floats(k, n)) : 0;
+}
+
+size_t mx__kmm_own_workspace(int64_t m, int64_t n, int64_t k, bool b_shared) {
+  return (shared_floats(n, k, b_shared) + slot_floats(m, n, k, b_shared) * (size_t)mx__kthreads()) * sizeof(float);
 }
 
 void mx__kmm_pack_b(const float *b, int64_t ldb, int tb, int64_t k, int64_t n, float *bp) {
@@ -57,7 +67,7 @@ void mx__kmm_pack_b(const float *b, int64_t ldb, int tb, int64_t k, int64_t n, f
   }
 }
 
-size_t mx__kmm_own_scratch_floats(int64_t m, int64_t n, int64_t k) { return slot_floats(m, n, k); }
+size_t mx__kmm_own_scratch_floats(int64_t m, int64_t n, int64_t k) { return slot_floats(m, n, k, false); }
 
 /* One band of rows of one product, and what its tiles' epilogue needs. */
 typedef struct own_job {
@@ -111,12 +121,13 @@ static void own_task(void *vctx, int64_t task, int32_t slot) {
 bool mx__kmm_own_run(int64_t batch, int64_t m, int64_t n, int64_t k, const float *a, const float *b, int tb,
                      mx_kmm_offsets_fn offsets, const void *offsets_ctx, bool b_shared, float *c, void *workspace,
                      size_t workspace_bytes, mx_kmm_tile_fn tile_fn, const void *tile_ctx) {
-  const size_t per = slot_floats(m, n, k);
-  int32_t fit = (int32_t)(workspace_bytes / (per * sizeof(float)));
-  if (!workspace || fit < 1) return false;
+  const size_t per = slot_floats(m, n, k, b_shared), shared = shared_floats(n, k, b_shared);
+  const size_t have = workspace_bytes / sizeof(float);
+  if (!workspace || have < shared + per) return false;
+  int64_t fit = (int64_t)((have - shared) / per);
   const int64_t macs = batch * m * n * k;
   int32_t slots = macs >= OWN_PAR_MIN_MACS ? mx__kthreads() : 1;
-  if (slots > fit) slots = fit;
+  if (slots > fit) slots = (int32_t)fit;
   own_job j = {.m = m,
                .n = n,
                .k = k,
@@ -127,7 +138,7 @@ bool mx__kmm_own_run(int64_t batch, int64_t m, int64_t n, int64_t k, const float
                .band = m,
                .bands = 1,
                .shared_b = b_shared,
-               .scratch = workspace,
+               .scratch = (float *)workspace + shared,
                .slot_floats = per,
                .a_stride = m * k,
                .b_stride = k * n,
@@ -137,7 +148,7 @@ bool mx__kmm_own_run(int64_t batch, int64_t m, int64_t n, int64_t k, const float
                .tile_fn = tile_fn,
                .tile_ctx = tile_ctx};
   if (b_shared) {
-    float *bp = (float *)workspace + mx__kgemm_f32_a_floats(m);
+    float *bp = workspace;
     mx__kmm_pack_b(b, tb ? k : n, tb, k, n, bp);
     j.bp_shared = bp;
   }

@@ -10,8 +10,9 @@
 /* Whether an m x n x k product (A transposed: ta) runs on the own GEMM on this CPU. */
 bool mx__kmm_own_pays(int64_t m, int64_t n, int64_t k, int ta);
 
-/* Workspace bytes mx__kmm_own_run needs for products of m x n x k on the pool's threads. */
-size_t mx__kmm_own_workspace(int64_t m, int64_t n, int64_t k);
+/* Workspace bytes mx__kmm_own_run needs for products of m x n x k on the pool's threads
+ * (b_shared as passed to it). */
+size_t mx__kmm_own_workspace(int64_t m, int64_t n, int64_t k, bool b_shared);
 
 /* Floats of one thread's scratch for an m x n x k product: the packed B, then the A blocks
  * (mx__kgemm_f32_a_floats(m) floats first, the packed B after them). */

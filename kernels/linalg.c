@@ -481,7 +481,7 @@ static size_t matmul_float_workspace(const mx_kernel_call *call) {
   int64_t batch, rows;
   mm_own_shape(&p, &batch, &rows);
   if (batch == 0 || !mx__kmm_own_pays(rows, p.n, p.k, p.ta)) return 0;
-  return mx__kmm_own_workspace(rows, p.n, p.k);
+  return mx__kmm_own_workspace(rows, p.n, p.k, batch == 1);
 }
 
 static mx_status matmul_run(mx_kernel_call *call) {
@@ -703,7 +703,7 @@ static size_t gemm_float_workspace(const mx_kernel_call *call) {
   g.k = a->dims[p->trans_a ? 0 : 1];
   g.n = b->dims[p->trans_b ? 0 : 1];
   if (!gemm_own_pays(p, &g)) return 0;
-  return mx__kmm_own_workspace(g.m, g.n, g.k);
+  return mx__kmm_own_workspace(g.m, g.n, g.k, true);
 }
 
 static mx_status gemm_run_f64(mx_kernel_call *call, const gemm_dims *g) {
