@@ -228,6 +228,16 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
     const int64_t n = (OH - 1) * pitch + OW;
     bool fused = !z;
     for (int64_t i = 0; i < n; i += 32) {
+      if (n - i <= 16) {
+        /* the last 16 or fewer: one vector (a 7x7 map's 73 sums take 80 lanes, not 96) */
+        switch (KW) {
+          case 3: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 3, false); break;
+          case 5: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 5, false); break;
+          default: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, KW, false); break;
+        }
+        if (fused) fused = dw_vec_epilogue(acc + i, bias, act, aa, ab);
+        break;
+      }
       switch (KW) {
         case 3: dw_vec_taps2(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 3, false); break;
         case 5: dw_vec_taps2(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 5, false); break;
