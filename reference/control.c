@@ -326,7 +326,8 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
       goto done;
     }
     cond_byte = cond;
-    if (lim && lim->iterations) (*lim->iterations)++;
+    /* Atomic: two Loops of one session step may run at once (multi-thread executor). */
+    if (lim && lim->iterations) __atomic_fetch_add(lim->iterations, 1, __ATOMIC_RELAXED);
     st = run_body_lending(c, body, "body", bin, 2 + n, bout, lent);
     if (st != MX_OK) goto done;
     /* Outputs the body gave back from its inputs: a carried value passed through in its own slot

@@ -165,12 +165,14 @@ static body_entry *find_body(mx_session *s, const mx_node *nd, const mx_graph *b
 }
 
 /* Adds what a child's last step counted to the parent's step (control_runs stays the root's
- * control ops: a control op nested in a body is part of that body's run). */
+ * control ops: a control op nested in a body is part of that body's run). Atomically: the
+ * multi-thread executor runs two control ops of one step at once (each with its own bodies). */
 static void account_child(mx_session *s, const mx_session *child) {
   const mx_session_stats *c = &child->last;
-  s->last.body_runs += 1 + c->body_runs;
-  s->last.body_static_executes += c->static_executes + c->body_static_executes;
-  s->last.loop_iterations += c->loop_iterations;
+  __atomic_fetch_add(&s->last.body_runs, 1 + c->body_runs, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&s->last.body_static_executes, c->static_executes + c->body_static_executes,
+                     __ATOMIC_RELAXED);
+  __atomic_fetch_add(&s->last.loop_iterations, c->loop_iterations, __ATOMIC_RELAXED);
 }
 
 /* Most inputs and outputs kept on the stack; more take the heap. */

@@ -301,3 +301,42 @@ Test(body_mxm, a_stored_body_that_does_not_fit_is_refused_naming_it) {
   remove(bad);
   remove(good);
 }
+
+/* --- body stats under concurrent control ops -------------------------------------------------- */
+
+/* Two independent Loops over the same weights (the multi-thread executor runs them at once). */
+static mx_graph *two_loops(void) {
+  mx_graph *g = model(false);
+  mx_value_id trips_in = 0, h0_in = 1, cond = 2; /* value ids in the order model() made them */
+  mx_value_id y = recurrent(g, "rnn_b", "rnn_b_body", trips_in, cond, h0_in, false);
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
+  return g;
+}
+
+/* Each control op adds its bodies' counts to the step's stats; two Loops running at the same time
+ * on two threads lose none. */
+Test(body_mxm, two_loops_at_once_count_every_body_run) {
+  mx_session *s = session(MX_EXECUTOR_MULTI_THREAD);
+  cr_assert_eq(mx_session_load_graph(s, two_loops()), MX_OK, "%s", mx_session_last_error(s));
+  for (int i = 0; i < H; i++) h0[i] = 0.05f * (float)(i % 9) - 0.2f;
+  int64_t m = 40;
+  mx_tensor in[2] = {{.dtype = MX_INT64, .rank = 0, .data = &m},
+                     {.dtype = MX_FLOAT32, .rank = 2, .dims = {1, H}, .data = h0}};
+  for (int step = 0; step < 30; step++) {
+    mx_tensor got[2];
+    memset(got, 0, sizeof got);
+    cr_assert_eq(mx_session_run(s, in, 2, got, 2), MX_OK, "%s", mx_session_last_error(s));
+    for (int i = 0; i < H; i++) cr_assert_float_eq(((float *)got[0].data)[i], ((float *)got[1].data)[i], 1e-6f);
+    mx_tensor_release(&got[0]);
+    mx_tensor_release(&got[1]);
+    mx_session_stats last;
+    cr_assert_eq(mx_session_get_stats(s, &last, NULL), MX_OK);
+    cr_assert_eq(last.loop_iterations, 2 * (uint64_t)m, "step %d: %llu iterations", step,
+                 (unsigned long long)last.loop_iterations);
+    cr_assert_eq(last.body_runs, 2 * (uint64_t)m, "step %d: %llu body runs", step,
+                 (unsigned long long)last.body_runs);
+    cr_assert_eq(last.body_static_executes, 2 * (uint64_t)m, "step %d: %llu static executes", step,
+                 (unsigned long long)last.body_static_executes);
+  }
+  mx_session_destroy(s);
+}
