@@ -23,3 +23,11 @@ else()
 endif()
 set_tests_properties(mpi PROPERTIES LABELS "mpi" TIMEOUT 120 SKIP_RETURN_CODE 77)
 set_tests_properties(mpi_cli PROPERTIES LABELS "mpi" TIMEOUT 60 SKIP_RETURN_CODE 77)
+# Under AddressSanitizer: leak checking off for these runs only (Open MPI unloads its components
+# at MPI_Finalize and leaves their allocations behind, in stacks LeakSanitizer can no longer
+# name, so no suppression can single them out; mixrt's own leaks are checked by every other
+# suite), and the quick subset (2 ranks; each rank runs several times slower there). Memory
+# errors in mixrt's MPI code still fail the runs.
+if(MIXRT_SANITIZE STREQUAL "address")
+  set_tests_properties(mpi mpi_cli PROPERTIES ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0;MIXRT_MPI_QUICK=1")
+endif()
