@@ -19,6 +19,7 @@
 
 #include "kernels/conv_depthwise.h"
 #include "kernels/conv_epilogue.h"
+#include "kernels/conv_gemv.h"
 #include "kernels/conv_impl.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/kmath.h"
@@ -358,6 +359,11 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
 bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_floats) {
   const mx_kwin *w = j->w;
   if (j->c % j->group || j->m % j->group) return false;
+  /* 1x1 taps on a 1x1 map (squeeze-and-excitation): a matrix-vector product, no GEMM panels */
+  if (mx__kconv_gemv_applies(j)) {
+    mx__kconv_gemv_run(j);
+    return true;
+  }
   int32_t slots = mx__kthreads_for_work(j->n * j->m * w->grid_size * (j->c / j->group) * w->k_size);
   fast_plan p;
   make_plan(w, j->n, j->c, j->m, j->group, slots, &p);
