@@ -367,8 +367,9 @@ bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_flo
   int32_t slots = mx__kthreads_for_work(j->n * j->m * w->grid_size * (j->c / j->group) * w->k_size);
   fast_plan p;
   make_plan(w, j->n, j->c, j->m, j->group, slots, &p);
-  /* A residual read in place from Y runs the sgemm path: nothing to pre-pack for. */
-  if (j->z == j->y || p.pre_floats > scratch_floats) p.pre_mr = 0, p.pre_floats = 0;
+  /* A residual read in place from Y runs the sgemm path: nothing to pre-pack for; nor when the
+   * workspace (sized for another pool size) cannot hold it and one slot. */
+  if (j->z == j->y || p.pre_floats + p.slot_floats > scratch_floats) p.pre_mr = 0, p.pre_floats = 0;
   float *pre = p.pre_floats ? scratch : NULL;
   scratch += p.pre_floats;
   scratch_floats -= p.pre_floats;
