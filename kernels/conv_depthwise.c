@@ -122,7 +122,7 @@ MX_KINLINE bool dw_vec_epilogue(float *p, float bias, int32_t act, float a, floa
       break;
     }
     case MX_CONV_ACT_HARD_SWISH: {
-      v16f t = v / 6.0f + 0.5f;
+      v16f t = v * (1.0f / 6.0f) + 0.5f;
       t = SELECT16(t < zero, zero, t);
       t = SELECT16(t > one, one, t);
       v = v * t;

@@ -50,7 +50,9 @@ MX_KINLINE float mx__kconv_hard_sigmoid(float v, float a, float b) {
 }
 
 /* out[i] = act(src[i] + bias (+ z[i])) for i < n; src may be out. One pass, so a row is read
- * and written once whatever the activation. */
+ * and written once whatever the activation. HardSwish multiplies by 1/6 as the HardSwish
+ * kernel does (kernels/activation.c), so fused and unfused give the same bits, and no lane
+ * waits on a division. */
 MX_KINLINE void mx__kconv_epilogue_body(float *out, const float *src, const float *z, float bias, int64_t n,
                                         int32_t act, float a, float b) {
   const bool add_bias = bias != 0.0f || out != src;
@@ -58,7 +60,7 @@ MX_KINLINE void mx__kconv_epilogue_body(float *out, const float *src, const floa
     case MX_CONV_ACT_RELU: MX__KCONV_EPILOGUE_LOOP(v > 0.0f ? v : 0.0f); break;
     case MX_CONV_ACT_CLIP: MX__KCONV_EPILOGUE_LOOP(mx__kconv_clamp(v, a, b)); break;
     case MX_CONV_ACT_HARD_SIGMOID: MX__KCONV_EPILOGUE_LOOP(mx__kconv_hard_sigmoid(v, a, b)); break;
-    case MX_CONV_ACT_HARD_SWISH: MX__KCONV_EPILOGUE_LOOP(v * mx__kconv_clamp(v / 6.0f + 0.5f, 0.0f, 1.0f)); break;
+    case MX_CONV_ACT_HARD_SWISH: MX__KCONV_EPILOGUE_LOOP(v * mx__kconv_clamp(v * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f)); break;
     case MX_CONV_ACT_SIGMOID: MX__KCONV_EPILOGUE_LOOP(mx__ksigmoidf(v)); break;
     case MX_CONV_ACT_SILU: MX__KCONV_EPILOGUE_LOOP(v * mx__ksigmoidf(v)); break;
     default:
