@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common/error.h"
 #include "common/grow.h"
@@ -87,10 +88,26 @@ mx_status mx_graph_create(const char *name, mx_graph **out) {
   return MX_OK;
 }
 
+/* Releases a store's own copy of the bytes. */
+static void store_free_heap(mx__const_store *s) {
+  if (s->heap_mapped)
+    munmap(s->heap, s->heap_mapped);
+  else
+    free(s->heap);
+  s->heap = NULL;
+  s->heap_mapped = 0;
+}
+
 void mx_graph_destroy(mx_graph *g) {
   if (!g) return;
   for (size_t i = 0; i < g->n_subgraphs; i++) mx_graph_destroy(g->subgraphs[i]);
   free(g->subgraphs);
+  for (mx__const_store *s = g->stores, *next; s; s = next) {
+    next = s->next;
+    if (s->holder) s->release(s->holder);
+    store_free_heap(s);
+    free(s);
+  }
   for (size_t i = 0; i < g->n_values; i++) free(g->values[i].consumers);
   free(g->values);
   free(g->nodes);
@@ -273,8 +290,41 @@ static mx_status const_sv(mx_graph *g, mx_value *v) {
   return MX_OK;
 }
 
-/* Sets v's constant data: a copy in the graph's arena, or t's own bytes when borrowed. */
-static mx_status set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t, bool borrow) {
+/* A copy of large tensor t held outside the arena (see mx__const_store), or NULL when out of memory.
+ * Blocks of 64 KiB and more are anonymous mappings: released, they go back to the system at once
+ * (a freed malloc block amid the heap would not, and compiling frees them in any order). */
+static mx__const_store *store_new(mx_graph *g, const mx_tensor *t, size_t nbytes) {
+  mx__const_store *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  if (nbytes >= 65536) {
+    void *m = mmap(NULL, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {
+      s->heap = m;
+      s->heap_mapped = nbytes;
+    }
+  } else {
+    s->heap = aligned_alloc(64, (nbytes + 63) & ~(size_t)63);
+  }
+  void *heap = s->heap;
+  if (!heap) {
+    free(s);
+    return NULL;
+  }
+  atomic_fetch_add(&tensor_bytes_copied, (uint64_t)nbytes);
+  memcpy(heap, t->data, nbytes);
+  s->header = *t;
+  s->header.name = NULL;
+  s->header.placement = MX_HOST;
+  s->header.data = heap;
+  s->heap = heap;
+  s->next = g->stores;
+  g->stores = s;
+  return s;
+}
+
+/* Sets v's constant data: a copy in the graph's arena (outside it when large), or t's own bytes
+ * when borrowed. */
+static mx_status set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t, bool borrow, bool stored) {
   mx_value *v = &g->values[vid];
   if (!mx_dtype_size(t->dtype) || t->rank < 0 || t->rank > MX_MAX_RANK)
     return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "constant '%s': invalid dtype or rank", v->name);
@@ -283,9 +333,13 @@ static mx_status set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t, boo
     return mx__graph_fail(g, MX_ERR_LIMIT, "constant '%s': size overflows", v->name);
   if (nbytes && !t->data)
     return mx__graph_fail(g, MX_ERR_INVALID_ARGUMENT, "constant '%s': data is NULL", v->name);
-  mx_tensor *c = borrow && t->dtype != MX_STRING ? mx__arena_alloc(&g->arena, sizeof *c, 8)
-                                                 : mx__graph_copy_tensor(g, t);
+  mx__const_store *store = stored && t->dtype != MX_STRING && nbytes >= MX__CONST_STORE_MIN
+                              ? store_new(g, t, nbytes) : NULL;
+  mx_tensor *c = store                                ? &store->header
+                 : borrow && t->dtype != MX_STRING ? mx__arena_alloc(&g->arena, sizeof *c, 8)
+                                                     : mx__graph_copy_tensor(g, t);
   if (!c) return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory copying constant '%s'", v->name);
+  v->store = store;
   if (borrow && t->dtype != MX_STRING) {
     *c = *t;
     c->name = NULL;
@@ -302,7 +356,7 @@ static mx_status set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t, boo
 }
 
 mx_status mx__graph_set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t) {
-  return set_const(g, vid, t, false);
+  return set_const(g, vid, t, false, false);
 }
 
 mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const mx_tensor *t,
@@ -310,13 +364,52 @@ mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const m
   mx_value_id id = MX_NO_VALUE;
   mx_status st = mx__graph_new_value(g, name, &id);
   if (st != MX_OK) return st;
-  st = set_const(g, id, t, true);
+  st = set_const(g, id, t, true, false);
   if (st != MX_OK) {
     mx__graph_remove_value(g, id);
     return st;
   }
   if (out) *out = id;
   return MX_OK;
+}
+
+mx_status mx__graph_add_constant_stored(mx_graph *g, const char *name, const mx_tensor *t, mx_value_id *out) {
+  mx_value_id id = MX_NO_VALUE;
+  mx_status st = mx__graph_new_value(g, name, &id);
+  if (st != MX_OK) return st;
+  st = set_const(g, id, t, false, true);
+  if (st != MX_OK) {
+    mx__graph_remove_value(g, id);
+    return st;
+  }
+  if (out) *out = id;
+  return MX_OK;
+}
+
+mx_status mx__graph_add_constant_shared(mx_graph *g, const char *name, const mx_value *src,
+                                        mx_value_id *out) {
+  mx_value_id id = MX_NO_VALUE;
+  mx_status st = mx__graph_add_constant_borrowed(g, name, src->data, &id);
+  if (st != MX_OK) return st;
+  if (src->store) { /* the same header: a holder taking the bytes over serves both graphs */
+    g->values[id].data = &src->store->header;
+    g->values[id].store = src->store;
+  }
+  if (out) *out = id;
+  return MX_OK;
+}
+
+bool mx__graph_const_rehome(const mx_graph *g, mx_value_id vid, void *bytes, size_t nbytes, void *holder,
+                            void (*release)(void *)) {
+  mx__const_store *s = g->values[vid].store;
+  size_t have;
+  if (!s || !holder || !release || !mx_tensor_nbytes(&s->header, &have) || have != nbytes) return false;
+  if (s->holder) s->release(s->holder);
+  store_free_heap(s);
+  s->holder = holder;
+  s->release = release;
+  s->header.data = bytes;
+  return true;
 }
 
 mx_status mx__graph_add_use(mx_graph *g, mx_value_id vid, mx_node_id n) {

@@ -32,6 +32,20 @@ enum {
   MX_NODE_DEAD = 1u << 0 /* removed; ignore */
 };
 
+/* Storage of a large constant (>= MX__CONST_STORE_MIN bytes) held outside its graph's arena, so
+ * its bytes can be released while the graph lives: they are a heap block until a holder (a static
+ * plan's weight block) takes them over, then they lie in the holder's bytes (one copy, shared).
+ * Owned by the graph that created it; other graphs' values may share it (same header). */
+#define MX__CONST_STORE_MIN 4096
+typedef struct mx__const_store {
+  mx_tensor header;             /* the constant; data = heap, or inside the holder's bytes */
+  void *heap;                   /* owned 64-byte aligned block, NULL once a holder took over */
+  size_t heap_mapped;           /* heap's length when it is an anonymous mapping, else 0 */
+  void *holder;                 /* one reference on the holder of the bytes, or NULL */
+  void (*release)(void *);      /* drops `holder` */
+  struct mx__const_store *next; /* the owning graph's list */
+} mx__const_store;
+
 typedef struct mx_value {
   const char *name;       /* unique within the graph; arena */
   mx_dtype dtype;         /* MX_DTYPE_UNDEFINED until declared or inferred */
@@ -46,6 +60,8 @@ typedef struct mx_value {
   mx_tensor *data; /* constant data (host, arena) when MX_VALUE_CONST, else NULL */
   mx_dim *sv;      /* symbolic value of a small integer tensor, row-major; arena */
   int32_t sv_len;  /* elements in sv, or -1 when the value is not known */
+  mx__const_store *store; /* data's storage when it is a large constant held outside an arena
+                             (this graph's or shared from another), else NULL */
 } mx_value;
 
 typedef struct mx_node {
@@ -71,7 +87,8 @@ typedef struct mx_opset_entry {
 
 struct mx_graph {
   const char *name;        /* arena */
-  mx_arena arena;          /* owns names, attributes, shapes, sv, constant data */
+  mx_arena arena;          /* owns names, attributes, shapes, sv, small constants' data */
+  mx__const_store *stores; /* large constants held outside the arena (owned list) */
   mx_symtab *syms;         /* symbol table, shared with subgraphs */
   bool owns_syms;          /* true for a root graph */
   struct mx_graph *parent; /* enclosing graph of a subgraph, else NULL */
@@ -138,6 +155,20 @@ MX_MUST_USE mx_status mx__graph_set_const(mx_graph *g, mx_value_id v, const mx_t
  * the graph's life (the mapped weights section of an .mxm file, held by whoever loaded it). */
 MX_MUST_USE mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const mx_tensor *t,
                                                       mx_value_id *out);
+/* mx_graph_add_constant for a model's weights (initializers): a large one is held outside the arena
+ * (see mx__const_store), so compiling can hand its bytes over to a plan's weight block. */
+MX_MUST_USE mx_status mx__graph_add_constant_stored(mx_graph *g, const char *name, const mx_tensor *t,
+                                                    mx_value_id *out);
+/* A new constant sharing src's data (src: a constant of a graph that outlives g, never modified):
+ * a large constant shares src's storage, so a holder taking it over serves both graphs. */
+MX_MUST_USE mx_status mx__graph_add_constant_shared(mx_graph *g, const char *name, const mx_value *src,
+                                                    mx_value_id *out);
+/* When constant v is a large constant held outside an arena, its bytes become the nbytes at
+ * `bytes` (an equal copy kept alive by `holder`, e.g. a static plan's weight block): the heap copy
+ * (or the previous holder) is released and one reference on holder is taken over (dropped with
+ * release(holder) when the owning graph is destroyed). Returns false (holder not taken) otherwise. */
+bool mx__graph_const_rehome(const mx_graph *g, mx_value_id v, void *bytes, size_t nbytes, void *holder,
+                            void (*release)(void *));
 /* Bytes of tensor data every graph of the process has copied into its arena so far (constants,
  * Constant-node and tensor attributes): tests check with it that compiling shares the imported
  * initializers instead of copying them. */

@@ -176,7 +176,7 @@ static mx_status add_constant_like(mx_partition *p, mx_graph *dst, uint32_t k, m
   const mx__part_const *c = &p->consts[k];
   if (c->node != MX_NO_NODE) return copy_node(p, dst, c->node, map);
   const mx_value *val = &p->g->values[c->value];
-  if (mx__graph_add_constant_borrowed(dst, val->name, val->data, &map[c->value]) != MX_OK)
+  if (mx__graph_add_constant_shared(dst, val->name, val, &map[c->value]) != MX_OK)
     return fail_from(p, dst, val->name);
   return MX_OK;
 }

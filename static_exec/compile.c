@@ -522,8 +522,11 @@ static mx_status emit_buffers(mx__compile *c, mx_static_plan *p) {
   return MX_OK;
 }
 
+static void release_mapping(void *m) { mx__mxm_mapping_release(m); }
+
 /* The weights, copied into one 64-byte aligned block at their offsets. The block is held through
- * a mapping holder: a model on a host-memory device registers it and computes on it in place. */
+ * a mapping holder: a model on a host-memory device registers it and computes on it in place.
+ * A large graph constant then lies in the block (the graph's copy released): one copy of each. */
 static mx_status emit_weights(mx__compile *c, mx_static_plan *p) {
   if (!p->weight_bytes) return MX_OK;
   size_t sz = (size_t)p->weight_bytes;
@@ -538,6 +541,10 @@ static mx_status emit_weights(mx__compile *c, mx_static_plan *p) {
   for (uint32_t k = 0; k < c->n_wvals; k++) {
     const mx__cval *cv = &c->vals[c->wvals[k]];
     memcpy(p->weights + cv->weight_offset, c->g->values[c->wvals[k]].data->data, (size_t)cv->nbytes);
+    mx__mxm_mapping *ref = mx__mxm_mapping_retain(p->weights_map);
+    if (!mx__graph_const_rehome(c->g, c->wvals[k], p->weights + cv->weight_offset, (size_t)cv->nbytes,
+                                ref, release_mapping))
+      mx__mxm_mapping_release(ref);
   }
   return MX_OK;
 }

@@ -210,7 +210,7 @@ static mx_status add_initializers(mx__onnx_import *im, mx__onnx_scope *sc) {
     if (im->src.borrow_blob && d >= im->src.blob && d < im->src.blob + im->src.blob_size) {
       st = mx__graph_add_constant_borrowed(sc->g, tp->name, &t, NULL); /* in place in the mapped section */
     } else {
-      st = mx_graph_add_constant(sc->g, tp->name, &t, NULL);
+      st = mx__graph_add_constant_stored(sc->g, tp->name, &t, NULL);
       mx_tensor_release(&t); /* the graph keeps its own copy (a string tensor's strings included) */
       /* The decoded message's copy of the bytes is not read again: freed now, so importing holds
        * the weights about twice (file and message, then message and graph), not three times. */
@@ -294,9 +294,12 @@ free_maps:
 /* --- models ----------------------------------------------------------------------------------- */
 
 /* Imports a serialized ModelProto; base_dir locates external data (NULL: refused), or blob holds
- * it (an .mxm weights section, blob_size bytes; NULL: none). */
-static mx_status load_model(const uint8_t *data, size_t size, const char *base_dir, const uint8_t *blob,
-                            uint64_t blob_size, bool borrow, mx_graph **out, mx_error *err) {
+ * it (an .mxm weights section, blob_size bytes; NULL: none). *owned (when given) is data's malloc'd
+ * buffer: freed and set to NULL once decoded, so the file's bytes and the graph's constants are not
+ * held together. */
+static mx_status load_model_owned(const uint8_t *data, size_t size, uint8_t **owned, const char *base_dir,
+                                  const uint8_t *blob, uint64_t blob_size, bool borrow, mx_graph **out,
+                                  mx_error *err) {
   mx_status st;
   mx__onnx_import im = {.src = {base_dir, 0, blob, blob_size, borrow}, .err = err};
   mx_graph *g = NULL;
@@ -305,6 +308,10 @@ static mx_status load_model(const uint8_t *data, size_t size, const char *base_d
   st = mx__onnx_check_wire(&onnx__model_proto__descriptor, data, size, "ONNX model", err);
   if (st != MX_OK) return st;
   Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
+  if (owned) { /* the decoded message holds copies of every byte it needs */
+    free(*owned);
+    *owned = NULL;
+  }
   if (!m) return mx__fail(err, MX_ERR_MALFORMED, "not a valid ONNX model (protobuf decoding failed)");
   if (!m->graph) {
     st = mx__fail(err, MX_ERR_MALFORMED, "the ONNX model has no graph");
@@ -343,6 +350,11 @@ destroy_graph:
 free_model:
   onnx__model_proto__free_unpacked(m, NULL);
   return st;
+}
+
+static mx_status load_model(const uint8_t *data, size_t size, const char *base_dir, const uint8_t *blob,
+                            uint64_t blob_size, bool borrow, mx_graph **out, mx_error *err) {
+  return load_model_owned(data, size, NULL, base_dir, blob, blob_size, borrow, out, err);
 }
 
 mx_status mx_onnx_load_memory(const void *data, size_t size, const char *base_dir, mx_graph **out,
@@ -399,7 +411,7 @@ mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err) {
     st = mx__fail(e, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
     goto free_buf;
   }
-  st = load_model(buf, size, dir, NULL, 0, false, out, e);
+  st = load_model_owned(buf, size, &buf, dir, NULL, 0, false, out, e);
   if (st != MX_OK) mx__error_prefix(e, "%s: ", path);
   free(dir);
 free_buf:
