@@ -11,6 +11,7 @@
 
 #include "common/progress.h"
 #include "graph/ir.h"
+#include "graph/onnx/onnx_refs.h"
 #include "mixrt/models.h"
 #include "mixrt/onnx.h"
 #include "tools/commands.h"
@@ -78,6 +79,8 @@ void mx_cmd_gen_help(FILE *out) {
           "           same shape; every Reshape target comes from Shape arithmetic.\n\n"
           "options (the models that take each, with their defaults):\n"
           "  -o, --output FILE  the ONNX file to write (required)\n"
+          "  --external-data  weights as ONNX external data in FILE.bin beside FILE (always when\n"
+          "                 they pass 1.5 GB: one protobuf message stops at 2 GB)\n"
           "  --progress     stage lines on stderr (build, infer, write) even when stderr is not a\n"
           "                 terminal (on a terminal they are always shown)\n"
           "  --style S      llama: builtin (fused RMSNormalization, RotaryEmbedding, Attention ops)\n"
@@ -115,6 +118,7 @@ typedef struct gen_args {
   bool given[O_COUNT];    /* which options were on the command line */
   bool exported;          /* --style exported: llama with primitive ops, as exporters write it */
   bool progress;          /* --progress: stage lines on stderr even when it is not a terminal */
+  bool external;          /* --external-data: weights in FILE.onnx.bin beside the model */
 } gen_args;
 
 static int parse_args(int argc, char **argv, gen_args *a) {
@@ -127,6 +131,10 @@ static int parse_args(int argc, char **argv, gen_args *a) {
     }
     if (strcmp(arg, "--progress") == 0) {
       a->progress = true;
+      continue;
+    }
+    if (strcmp(arg, "--external-data") == 0) {
+      a->external = true;
       continue;
     }
     if (strcmp(arg, "--style") == 0) {
@@ -276,7 +284,17 @@ int mx_cmd_gen(int argc, char **argv) {
     goto destroy_graph;
   }
   mx__progress_stage("gen: write ONNX");
-  if (mx_onnx_save_file(g, a.path, &err) != MX_OK) {
+  /* Past ~1.5 GB the weights go out as external data: a protobuf message stops at 2 GB, and the
+   * data file is written tensor by tensor instead of packing the whole model in memory. */
+  uint64_t weight_bytes = 0;
+  for (size_t v = 0; v < g->n_values; v++) {
+    size_t nb;
+    const mx_tensor *t = g->values[v].data;
+    if ((g->values[v].flags & MX_VALUE_CONST) && t && mx_tensor_nbytes(t, &nb)) weight_bytes += nb;
+  }
+  bool external = a.external || weight_bytes > ((uint64_t)3 << 29);
+  if (external ? mx__onnx_save_file_external(g, a.path, 1024, &err) != MX_OK
+               : mx_onnx_save_file(g, a.path, &err) != MX_OK) {
     rc = mx_cli_runtime_error("gen", "%s", err.message);
     goto destroy_graph;
   }

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "graph/ir.h"
 #include "graph/onnx/onnx_impl.h"
+#include "graph/onnx/onnx_refs.h"
 #include "mixrt/onnx.h"
 #include "onnx/onnx.pb-c.h"
 
@@ -24,6 +25,7 @@ typedef struct exporter {
   mx_error *err;
   mx__onnx_ref_fn ref; /* initializers it accepts go out as weights-section references (NULL: none) */
   void *ref_ctx;
+  const char *ref_location; /* external_data location of the references (NULL: the weights section) */
 } exporter;
 
 /* A zeroed, initialized message of the given descriptor in the scratch arena (NULL on OOM). */
@@ -90,7 +92,7 @@ static bool export_ref(exporter *ex, const mx_tensor *t, Onnx__TensorProto *tp) 
   snprintf(off, sizeof off, "%llu", (unsigned long long)offset);
   snprintf(len, sizeof len, "%zu", tp->raw_data.len);
   tp->external_data = mx__arena_array(&ex->arena, 3, sizeof *tp->external_data, 8);
-  if (!tp->external_data || !(tp->external_data[0] = ext_entry(ex, "location", MX__ONNX_BLOB_LOCATION)) ||
+  if (!tp->external_data || !(tp->external_data[0] = ext_entry(ex, "location", ex->ref_location ? ex->ref_location : MX__ONNX_BLOB_LOCATION)) ||
       !(tp->external_data[1] = ext_entry(ex, "offset", off)) ||
       !(tp->external_data[2] = ext_entry(ex, "length", len)))
     return false;
@@ -267,11 +269,19 @@ mx_status mx_onnx_save_memory(mx_graph *g, void **data, size_t *size, mx_error *
   return mx__onnx_save_memory_refs(g, NULL, NULL, data, size, err);
 }
 
+static mx_status save_memory(mx_graph *g, mx__onnx_ref_fn ref, void *ctx, const char *location, void **data,
+                             size_t *size, mx_error *err);
+
 mx_status mx__onnx_save_memory_refs(mx_graph *g, mx__onnx_ref_fn ref, void *ctx, void **data, size_t *size,
                                     mx_error *err) {
+  return save_memory(g, ref, ctx, NULL, data, size, err);
+}
+
+static mx_status save_memory(mx_graph *g, mx__onnx_ref_fn ref, void *ctx, const char *location, void **data,
+                             size_t *size, mx_error *err) {
   if (!g || !data || !size)
     return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "graph, data and size must not be NULL");
-  exporter ex = {.err = err, .ref = ref, .ref_ctx = ctx};
+  exporter ex = {.err = err, .ref = ref, .ref_ctx = ctx, .ref_location = location};
   mx__arena_init(&ex.arena, 0);
   mx_status st;
   mx_error_clear(err);
@@ -332,4 +342,69 @@ mx_status mx_onnx_save_file(mx_graph *g, const char *path, mx_error *err) {
   free(data);
   if (!ok) return mx__fail(err, MX_ERR_IO, "%s: write failed: %s", path, strerror(errno));
   return MX_OK;
+}
+
+/* --- external data ---------------------------------------------------------------------------- */
+
+/* The data file being written by mx__onnx_save_file_external. */
+typedef struct ext_writer {
+  FILE *f;
+  uint64_t offset;   /* bytes written so far */
+  size_t min_bytes;  /* smaller initializers stay inline */
+  bool failed;
+} ext_writer;
+
+/* Appends one initializer's bytes to the data file, 64-byte aligned (streamed: nothing is kept). */
+static bool ext_write(void *ctx, const mx_tensor *t, size_t nbytes, uint64_t *offset) {
+  ext_writer *w = ctx;
+  if (w->failed || nbytes < w->min_bytes || nbytes < 1) return false;
+  static const uint8_t zeros[64];
+  size_t pad = (size_t)((64 - w->offset % 64) % 64);
+  if ((pad && fwrite(zeros, 1, pad, w->f) != pad) || fwrite(t->data, 1, nbytes, w->f) != nbytes) {
+    w->failed = true;
+    return false;
+  }
+  *offset = w->offset + pad;
+  w->offset += pad + nbytes;
+  return true;
+}
+
+mx_status mx__onnx_save_file_external(mx_graph *g, const char *path, size_t min_bytes, mx_error *err) {
+  if (!path) return mx__fail(err, MX_ERR_INVALID_ARGUMENT, "path is NULL");
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t plen = strlen(path), blen = strlen(base);
+  char *data_path = malloc(plen + 5), *location = malloc(blen + 5);
+  if (!data_path || !location) {
+    free(data_path);
+    free(location);
+    return mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of memory saving %s", path);
+  }
+  snprintf(data_path, plen + 5, "%s.bin", path); /* beside the model, named relative to its folder */
+  snprintf(location, blen + 5, "%s.bin", base);
+  ext_writer w = {.f = fopen(data_path, "wb"), .min_bytes = min_bytes ? min_bytes : 1};
+  mx_status st;
+  void *data = NULL;
+  size_t size = 0;
+  if (!w.f) {
+    st = mx__fail(err, MX_ERR_IO, "%s: %s", data_path, strerror(errno));
+    goto done;
+  }
+  st = save_memory(g, ext_write, &w, location, &data, &size, err);
+  if (fclose(w.f) != 0) w.failed = true;
+  if (st == MX_OK && w.failed) st = mx__fail(err, MX_ERR_IO, "%s: write failed: %s", data_path, strerror(errno));
+  if (st != MX_OK) goto done;
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    st = mx__fail(err, MX_ERR_IO, "%s: %s", path, strerror(errno));
+    goto done;
+  }
+  bool ok = fwrite(data, 1, size, f) == size;
+  if (fclose(f) != 0) ok = false;
+  if (!ok) st = mx__fail(err, MX_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+done:
+  free(data);
+  free(data_path);
+  free(location);
+  return st;
 }

@@ -34,4 +34,8 @@ MX_MUST_USE mx_status mx__onnx_load_memory_blob(const void *data, size_t size, c
 MX_MUST_USE mx_status mx__onnx_load_memory_borrow(const void *data, size_t size, const void *blob,
                                                   uint64_t blob_size, mx_graph **out, mx_error *err);
 
+/* Saves g as an ONNX model at path with its initializers of min_bytes and more as external data in
+ * "<path>.bin" (location relative to the model's folder), written tensor by tensor. */
+MX_MUST_USE mx_status mx__onnx_save_file_external(mx_graph *g, const char *path, size_t min_bytes, mx_error *err);
+
 #endif /* MIXRT_GRAPH_ONNX_ONNX_REFS_H */
