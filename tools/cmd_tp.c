@@ -81,7 +81,8 @@ void mx_cli_tp_report(const mx_cli_tp *t, uint64_t steps_ns, int64_t steps) {
   if (t->rank != 0 || !all) return;
   double transfer = all[SPLIT_EXCHANGE_NS];
   for (int r = 1; r < t->size; r++)
-    if (all[r * SPLIT_FIELDS + SPLIT_EXCHANGE_NS] < transfer) transfer = all[r * SPLIT_FIELDS + SPLIT_EXCHANGE_NS];
+    if (all[r * SPLIT_FIELDS + SPLIT_EXCHANGE_NS] < transfer)
+      transfer = all[r * SPLIT_FIELDS + SPLIT_EXCHANGE_NS];
   const double n = steps > 0 ? (double)steps : 1.0;
   printf(
       "tensor parallel: %d rank%s; per-rank time split per step (communication: the shortest time any rank "
@@ -145,15 +146,9 @@ void mx_cli_tp_end(mx_cli_tp *t) { (void)t; }
 #endif
 
 int mx_cli_tp_shard(const char *cmd, const mx_cli_tp *t, mx_graph *g) {
-  mx_error err = {0};
-  mx_fuse_report fuse;
-  if (mx_graph_optimize(g, NULL) != MX_OK || mx_graph_fuse(g, NULL, &fuse) != MX_OK ||
-      mx_graph_optimize(g, NULL) != MX_OK)
-    return mx_cli_runtime_error(cmd, "rank %d: preparing the model for sharding: %s", mx_cli_tp_rank(t),
-                                mx_graph_last_error(g));
-  if (mx__shard_graph(g, mx_cli_tp_size(t), mx_cli_tp_rank(t), NULL, &err) != MX_OK)
+  if (mx_graph_shard(g, mx_cli_tp_size(t), mx_cli_tp_rank(t)) != MX_OK)
     return mx_cli_runtime_error(cmd, "rank %d of %d: the model cannot be sharded: %s", mx_cli_tp_rank(t),
-                                mx_cli_tp_size(t), err.message);
+                                mx_cli_tp_size(t), mx_graph_last_error(g));
   return MX_EXIT_OK;
 }
 

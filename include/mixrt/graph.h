@@ -282,6 +282,16 @@ MX_API MX_MUST_USE mx_status mx_graph_fuse_sized(mx_graph *g, const char *passes
 static inline MX_MUST_USE mx_status mx_graph_fuse(mx_graph *g, const char *passes, mx_fuse_report *report) {
   return mx_graph_fuse_sized(g, passes, report, sizeof(mx_fuse_report));
 }
+/* Rewrites g in place into the graph rank `rank` of `tp` runs for tensor parallelism (the pass
+ * of `mixrt shard`, docs/distributed.md): the graph is inferred, folded and fused first, then the
+ * attention heads and the MLP are split column then row with one AllReduce per block, the KV
+ * cache inputs/outputs keep the rank's kv-heads and the vocabulary is split with an AllGather of
+ * the logits. The collectives are domain "mixrt" nodes carrying world_size = tp; a session runs
+ * them once a communicator of tp ranks is attached (mx_session_set_comm, mixrt/dist.h, in
+ * libmixrt_mpi). tp 1 leaves the computation whole. Fails with MX_ERR_INVALID_ARGUMENT for tp < 1
+ * or rank outside [0, tp), and with the pass's error naming the node for a graph it cannot shard
+ * (heads not divisible by tp, a weight read in two incompatible ways, ...); g is then unusable. */
+MX_API MX_MUST_USE mx_status mx_graph_shard(mx_graph *g, int32_t tp, int32_t rank);
 /* The rules mx_graph_fuse knows, by index (NULL past the last), with a one-line description
  * and whether "default" runs it. */
 MX_API const char *mx_fuse_rule_name(size_t index, const char **what, bool *by_default);
