@@ -96,7 +96,7 @@ static mx_status copy_node(mx_graph *dst, const mx_graph *src, const mx_node *nd
       goto done;
     }
   for (uint32_t k = 0; k < nd->n_outputs; k++) out_names[k] = src->values[nd->outputs[k]].name;
-  memcpy(attrs, nd->attrs, nd->n_attrs * sizeof *attrs);
+  if (nd->n_attrs) memcpy(attrs, nd->attrs, nd->n_attrs * sizeof *attrs); /* attrs may be NULL when 0 */
   for (uint32_t a = 0; a < nd->n_attrs && st == MX_OK; a++) {
     if (attrs[a].type != MX_ATTR_GRAPH || !attrs[a].graph) continue;
     mx_graph *nested = NULL;
