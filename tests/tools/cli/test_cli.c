@@ -204,9 +204,11 @@ Test(cli, run_reports_device_memory_and_shared_weights) {
       sscanf(line, "device memory: %lf MiB in use (peak %lf MiB); weights %lf MiB in %llu shared block",
              &in_use, &peak, &weights, &blocks),
       4, "%s", line);
-  cr_assert_gt(blocks, 0, "%s", line);
-  cr_assert_gt(weights, 0.0, "%s", line);
+  /* On host-memory devices static models compute on their weight blocks in place (no device
+   * copy, so no shared device block); what shared blocks there are count in the memory in use. */
+  cr_assert(blocks > 0 || weights == 0.0, "%s", line);
   cr_assert_leq(weights, in_use, "%s", line);
+  cr_assert_gt(peak, 0.0, "%s", line);
   cr_assert_leq(in_use, peak, "%s", line);
 }
 
