@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "control_support.h"
 #include "mixrt/graph.h"
 #include "mixrt/session.h"
 
@@ -17,12 +18,6 @@ static mx_value_id input(mx_graph *g, const char *name, mx_dtype dt, int32_t ran
   mx_value_id v;
   cr_assert_eq(mx_graph_add_input(g, name, dt, &s, &v), MX_OK, "%s", mx_graph_last_error(g));
   return v;
-}
-
-static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n) {
-  mx_value_id y;
-  cr_assert_eq(mx_graph_add_op(g, type, ins, n, NULL, 0, &y), MX_OK, "%s", mx_graph_last_error(g));
-  return y;
 }
 
 static void loop_node(mx_graph *g, const char *name, mx_value_id m, mx_value_id v, mx_graph *body,
@@ -60,12 +55,12 @@ static mx_graph *loop_in_loop(void) {
   mx_tensor ot = {.dtype = MX_FLOAT32, .rank = 1, .dims = {1}, .data = &one};
   mx_value_id c1;
   cr_assert_eq(mx_graph_add_constant(ib, "one", &ot, &c1), MX_OK);
-  cr_assert_eq(mx_graph_add_output(ib, op(ib, "Identity", &ic, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(ib, op(ib, "Add", (mx_value_id[]){iv, c1}, 2)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(ib, ctl_op(ib, "Identity", &ic, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(ib, ctl_op(ib, "Add", (mx_value_id[]){iv, c1}, 2)), MX_OK);
   mx_value_id inner_out;
   loop_node(ob, "forever", MX_NO_VALUE, ov, ib, &inner_out);
-  cr_assert_eq(mx_graph_add_output(ob, op(ob, "Identity", &oc, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(ob, op(ob, "Neg", &inner_out, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(ob, ctl_op(ob, "Identity", &oc, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(ob, ctl_op(ob, "Neg", &inner_out, 1)), MX_OK);
   mx_value_id out;
   loop_node(g, "outer", m, x, ob, &out);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "control_support.h"
 #include "mixrt/graph.h"
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
@@ -33,56 +34,11 @@ static mx_value_id input(mx_graph *g, const char *name, mx_dtype dt, int32_t ran
   return v;
 }
 
-static mx_value_id constant(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, const int64_t *dims,
-                            const void *data) {
-  mx_tensor t = {.dtype = dt, .rank = rank, .data = (void *)data};
-  for (int32_t i = 0; i < rank; i++) t.dims[i] = dims[i];
-  mx_value_id id;
-  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
-  return id;
-}
-
-static mx_value_id fconst(mx_graph *g, const char *name, float v) {
-  return constant(g, name, MX_FLOAT32, 1, (int64_t[]){1}, &v);
-}
-
-static mx_value_id iconst(mx_graph *g, const char *name, int64_t v) {
-  return constant(g, name, MX_INT64, 0, NULL, &v);
-}
-
 static mx_value_id op_a(mx_graph *g, const char *type, const mx_value_id *ins, size_t n, const mx_attr *attrs,
                         size_t n_attrs) {
   mx_value_id y;
   cr_assert_eq(mx_graph_add_op(g, type, ins, n, attrs, n_attrs, &y), MX_OK, "%s", mx_graph_last_error(g));
   return y;
-}
-
-static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n) {
-  return op_a(g, type, ins, n, NULL, 0);
-}
-
-static void node(mx_graph *g, const char *type, const char *name, const mx_value_id *ins, size_t n_in,
-                 const mx_attr *attrs, size_t n_attrs, mx_value_id *outs, size_t n_out) {
-  mx_node_desc d = {.op_type = type,
-                    .name = name,
-                    .inputs = ins,
-                    .n_inputs = n_in,
-                    .attrs = attrs,
-                    .n_attrs = n_attrs,
-                    .n_outputs = n_out};
-  cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
-}
-
-static mx_graph *sub(mx_graph *parent, const char *name) {
-  mx_graph *s;
-  cr_assert_eq(mx_graph_create_subgraph(parent, name, &s), MX_OK);
-  return s;
-}
-
-static mx_value_id outer(mx_graph *s, const char *name) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_outer(s, name, &v), MX_OK, "%s", mx_graph_last_error(s));
-  return v;
 }
 
 /* Loop without a trip count running while iter + 1 < limit, its body holding an If: iterations
@@ -92,37 +48,37 @@ static mx_graph *loop_with_nested_if(void) {
   mx_graph *g = new_graph();
   input(g, "limit", MX_INT64, 0, NULL);
   float zeros[4] = {0.5f, -0.25f, 0.125f, 1.0f};
-  mx_value_id acc0 = constant(g, "acc0", MX_FLOAT32, 1, (int64_t[]){4}, zeros);
-  fconst(g, "one", 1.0f);
-  fconst(g, "ten", 10.0f);
-  iconst(g, "two", 2);
-  iconst(g, "one_i", 1);
-  mx_graph *body = sub(g, "body");
+  mx_value_id acc0 = ctl_constant(g, "acc0", MX_FLOAT32, 1, (int64_t[]){4}, zeros);
+  ctl_fconst(g, "one", 1.0f);
+  ctl_fconst(g, "ten", 10.0f);
+  ctl_iconst(g, "two", 2);
+  ctl_iconst(g, "one_i", 1);
+  mx_graph *body = ctl_sub(g, "body");
   mx_value_id it = input(body, "iter", MX_INT64, 0, NULL);
   input(body, "cond_in", MX_BOOL, 0, NULL);
   input(body, "acc", MX_FLOAT32, 1, (mx_dim[]){4});
-  mx_value_id lim = outer(body, "limit"), one_i = outer(body, "one_i"), two = outer(body, "two");
-  mx_value_id next = op(body, "Add", (mx_value_id[]){it, one_i}, 2);
-  mx_value_id cond = op(body, "Less", (mx_value_id[]){next, lim}, 2);
-  mx_value_id small = op(body, "Less", (mx_value_id[]){it, two}, 2);
-  mx_graph *th = sub(body, "then"), *el = sub(body, "else");
-  mx_value_id ta = outer(th, "acc"), t1 = outer(th, "one");
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){ta, t1}, 2)), MX_OK);
-  mx_value_id ea = outer(el, "acc"), e10 = outer(el, "ten");
-  mx_value_id et = op(el, "Tanh", &ea, 1);
-  mx_value_id em = op(el, "Mul", (mx_value_id[]){et, e10}, 2);
-  mx_value_id ee = op(el, "Add", (mx_value_id[]){em, ea}, 2);
-  cr_assert_eq(mx_graph_add_output(el, op(el, "Sigmoid", &ee, 1)), MX_OK);
+  mx_value_id lim = ctl_outer(body, "limit"), one_i = ctl_outer(body, "one_i"), two = ctl_outer(body, "two");
+  mx_value_id next = ctl_op(body, "Add", (mx_value_id[]){it, one_i}, 2);
+  mx_value_id cond = ctl_op(body, "Less", (mx_value_id[]){next, lim}, 2);
+  mx_value_id small = ctl_op(body, "Less", (mx_value_id[]){it, two}, 2);
+  mx_graph *th = ctl_sub(body, "then"), *el = ctl_sub(body, "else");
+  mx_value_id ta = ctl_outer(th, "acc"), t1 = ctl_outer(th, "one");
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Add", (mx_value_id[]){ta, t1}, 2)), MX_OK);
+  mx_value_id ea = ctl_outer(el, "acc"), e10 = ctl_outer(el, "ten");
+  mx_value_id et = ctl_op(el, "Tanh", &ea, 1);
+  mx_value_id em = ctl_op(el, "Mul", (mx_value_id[]){et, e10}, 2);
+  mx_value_id ee = ctl_op(el, "Add", (mx_value_id[]){em, ea}, 2);
+  cr_assert_eq(mx_graph_add_output(el, ctl_op(el, "Sigmoid", &ee, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id acc1;
-  node(body, "If", "inner_if", &small, 1, br, 2, &acc1, 1);
+  ctl_node(body, "If", "inner_if", &small, 1, br, 2, &acc1, 1);
   cr_assert_eq(mx_graph_add_output(body, cond), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, acc1), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &it, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &it, 1)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id outs[2];
-  node(g, "Loop", "outer_loop", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, acc0}, 3, &a, 1, outs, 2);
-  cr_assert_eq(mx_graph_add_output(g, op(g, "Neg", &outs[0], 1)), MX_OK);
+  ctl_node(g, "Loop", "outer_loop", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, acc0}, 3, &a, 1, outs, 2);
+  cr_assert_eq(mx_graph_add_output(g, ctl_op(g, "Neg", &outs[0], 1)), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, outs[1]), MX_OK);
   return g;
 }
@@ -132,21 +88,21 @@ static mx_graph *if_of_two_shapes(void) {
   mx_graph *g = new_graph();
   mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
   input(g, "x", MX_FLOAT32, 1, (mx_dim[]){N});
-  fconst(g, "two", 2.0f);
-  mx_graph *th = sub(g, "then"), *el = sub(g, "else");
-  mx_value_id tx = outer(th, "x"), t2 = outer(th, "two");
-  mx_value_id tt = op(th, "Tanh", &tx, 1);
-  mx_value_id tm = op(th, "Mul", (mx_value_id[]){tt, t2}, 2);
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){tm, tx}, 2)), MX_OK);
-  mx_value_id ex = outer(el, "x"), cat;
-  mx_value_id er = op(el, "Relu", &ex, 1);
+  ctl_fconst(g, "two", 2.0f);
+  mx_graph *th = ctl_sub(g, "then"), *el = ctl_sub(g, "else");
+  mx_value_id tx = ctl_outer(th, "x"), t2 = ctl_outer(th, "two");
+  mx_value_id tt = ctl_op(th, "Tanh", &tx, 1);
+  mx_value_id tm = ctl_op(th, "Mul", (mx_value_id[]){tt, t2}, 2);
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Add", (mx_value_id[]){tm, tx}, 2)), MX_OK);
+  mx_value_id ex = ctl_outer(el, "x"), cat;
+  mx_value_id er = ctl_op(el, "Relu", &ex, 1);
   mx_attr ax = mx_attr_int("axis", 0);
-  node(el, "Concat", "cat", (mx_value_id[]){ex, er}, 2, &ax, 1, &cat, 1);
+  ctl_node(el, "Concat", "cat", (mx_value_id[]){ex, er}, 2, &ax, 1, &cat, 1);
   cr_assert_eq(mx_graph_add_output(el, cat), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id y;
-  node(g, "If", "choose", &c, 1, br, 2, &y, 1);
-  cr_assert_eq(mx_graph_add_output(g, op(g, "Neg", &y, 1)), MX_OK);
+  ctl_node(g, "If", "choose", &c, 1, br, 2, &y, 1);
+  cr_assert_eq(mx_graph_add_output(g, ctl_op(g, "Neg", &y, 1)), MX_OK);
   return g;
 }
 
@@ -248,15 +204,15 @@ static void fill_weights(void) {
 static void decode_step(mx_graph *g, mx_value_id token, mx_value_id past, mx_value_id *next,
                         mx_value_id *present) {
   int64_t axes0 = 0;
-  mx_value_id e = constant(g, "emb", MX_FLOAT32, 2, (int64_t[]){VOCAB, HIDDEN}, emb);
-  mx_value_id w = constant(g, "proj", MX_FLOAT32, 2, (int64_t[]){HIDDEN, VOCAB}, proj);
-  mx_value_id ax = constant(g, "axes0", MX_INT64, 1, (int64_t[]){1}, &axes0);
-  mx_value_id h = op(g, "Gather", (mx_value_id[]){e, token}, 2);
+  mx_value_id e = ctl_constant(g, "emb", MX_FLOAT32, 2, (int64_t[]){VOCAB, HIDDEN}, emb);
+  mx_value_id w = ctl_constant(g, "proj", MX_FLOAT32, 2, (int64_t[]){HIDDEN, VOCAB}, proj);
+  mx_value_id ax = ctl_constant(g, "axes0", MX_INT64, 1, (int64_t[]){1}, &axes0);
+  mx_value_id h = ctl_op(g, "Gather", (mx_value_id[]){e, token}, 2);
   mx_attr cat = mx_attr_int("axis", 0);
   *present = op_a(g, "Concat", (mx_value_id[]){past, h}, 2, &cat, 1);
-  mx_value_id sum = op(g, "ReduceSum", (mx_value_id[]){*present, ax}, 2);
-  mx_value_id act = op(g, "Tanh", &sum, 1);
-  mx_value_id logits = op(g, "MatMul", (mx_value_id[]){act, w}, 2);
+  mx_value_id sum = ctl_op(g, "ReduceSum", (mx_value_id[]){*present, ax}, 2);
+  mx_value_id act = ctl_op(g, "Tanh", &sum, 1);
+  mx_value_id logits = ctl_op(g, "MatMul", (mx_value_id[]){act, w}, 2);
   mx_attr am[] = {mx_attr_int("axis", 1), mx_attr_int("keepdims", 0)};
   *next = op_a(g, "ArgMax", &logits, 1, am, 2);
 }
@@ -276,23 +232,23 @@ static mx_graph *step_model(void) {
 static mx_graph *loop_model(void) {
   mx_graph *g = new_graph();
   int64_t steps = STEPS;
-  mx_value_id m = constant(g, "steps", MX_INT64, 0, NULL, &steps);
+  mx_value_id m = ctl_constant(g, "steps", MX_INT64, 0, NULL, &steps);
   mx_value_id tok0 = input(g, "token", MX_INT64, 1, (mx_dim[]){1});
   mx_value_id past0 = input(g, "past", MX_FLOAT32, 2, (mx_dim[]){1, HIDDEN});
-  mx_graph *body = sub(g, "body");
+  mx_graph *body = ctl_sub(g, "body");
   input(body, "iter", MX_INT64, 0, NULL);
   mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
   mx_value_id tok = input(body, "tok_in", MX_INT64, 1, (mx_dim[]){1});
   mx_value_id past = input(body, "past_in", MX_FLOAT32, 2, (mx_dim[]){MX_DIM_UNKNOWN, HIDDEN});
   mx_value_id next, present;
   decode_step(body, tok, past, &next, &present);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &ci, 1)), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, next), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, present), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &next, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &next, 1)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id outs[3];
-  node(g, "Loop", "generate", (mx_value_id[]){m, MX_NO_VALUE, tok0, past0}, 4, &a, 1, outs, 3);
+  ctl_node(g, "Loop", "generate", (mx_value_id[]){m, MX_NO_VALUE, tok0, past0}, 4, &a, 1, outs, 3);
   for (int k = 0; k < 3; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
   return g;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "control_support.h"
 #include "mixrt/graph.h"
 #include "mixrt/session.h"
 #include "proto/mixrt_model.pb-c.h"
@@ -32,27 +33,6 @@ static mx_value_id input(mx_graph *g, const char *name, mx_dtype dt, int32_t ran
   return v;
 }
 
-static mx_value_id constant(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, const int64_t *dims,
-                            const void *data) {
-  mx_tensor t = {.dtype = dt, .rank = rank, .data = (void *)data};
-  for (int32_t i = 0; i < rank; i++) t.dims[i] = dims[i];
-  mx_value_id id;
-  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
-  return id;
-}
-
-static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n) {
-  mx_value_id y;
-  cr_assert_eq(mx_graph_add_op(g, type, ins, n, NULL, 0, &y), MX_OK, "%s", mx_graph_last_error(g));
-  return y;
-}
-
-static mx_value_id outer(mx_graph *s, const char *name) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_outer(s, name, &v), MX_OK, "%s", mx_graph_last_error(s));
-  return v;
-}
-
 /* Adds Loop `name` to g carrying h through body `body_name`: h = Tanh(h @ W + b) * scale (W, b,
  * scale captured from the root); the body is made by the caller's hook when nested. Returns the
  * Loop's output. */
@@ -67,17 +47,17 @@ static mx_value_id recurrent(mx_graph *g, const char *name, const char *body_nam
   if (nested) {
     /* The outer body runs an inner Loop of two iterations, then one step of its own. */
     int64_t two = 2;
-    mx_value_id m = constant(body, "inner_trips", MX_INT64, 0, NULL, &two);
-    mx_value_id inner = recurrent(body, "inner", "inner_body", m, outer(body, "cond"), h, false);
-    next = op(body, "Tanh", &inner, 1);
+    mx_value_id m = ctl_constant(body, "inner_trips", MX_INT64, 0, NULL, &two);
+    mx_value_id inner = recurrent(body, "inner", "inner_body", m, ctl_outer(body, "cond"), h, false);
+    next = ctl_op(body, "Tanh", &inner, 1);
   } else {
-    mx_value_id w = outer(body, "W"), b = outer(body, "b"), sc = outer(body, "scale");
-    mx_value_id mm = op(body, "MatMul", (mx_value_id[]){h, w}, 2);
-    mx_value_id ad = op(body, "Add", (mx_value_id[]){mm, b}, 2);
-    mx_value_id th = op(body, "Tanh", &ad, 1);
-    next = op(body, "Mul", (mx_value_id[]){th, sc}, 2);
+    mx_value_id w = ctl_outer(body, "W"), b = ctl_outer(body, "b"), sc = ctl_outer(body, "scale");
+    mx_value_id mm = ctl_op(body, "MatMul", (mx_value_id[]){h, w}, 2);
+    mx_value_id ad = ctl_op(body, "Add", (mx_value_id[]){mm, b}, 2);
+    mx_value_id th = ctl_op(body, "Tanh", &ad, 1);
+    next = ctl_op(body, "Mul", (mx_value_id[]){th, sc}, 2);
   }
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &ci, 1)), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, next), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_node_desc d = {.op_type = "Loop",
@@ -102,10 +82,10 @@ static mx_graph *model(bool nested) {
   mx_value_id h0 = input(g, "h0", MX_FLOAT32, 2, (mx_dim[]){1, H});
   uint8_t yes = 1;
   float scale = 0.9f;
-  mx_value_id cond = constant(g, "cond", MX_BOOL, 0, NULL, &yes);
-  constant(g, "W", MX_FLOAT32, 2, (int64_t[]){H, H}, w_data);
-  constant(g, "b", MX_FLOAT32, 1, (int64_t[]){H}, b_data);
-  constant(g, "scale", MX_FLOAT32, 0, NULL, &scale);
+  mx_value_id cond = ctl_constant(g, "cond", MX_BOOL, 0, NULL, &yes);
+  ctl_constant(g, "W", MX_FLOAT32, 2, (int64_t[]){H, H}, w_data);
+  ctl_constant(g, "b", MX_FLOAT32, 1, (int64_t[]){H}, b_data);
+  ctl_constant(g, "scale", MX_FLOAT32, 0, NULL, &scale);
   cr_assert_eq(mx_graph_add_output(g, recurrent(g, "rnn", "rnn_body", trips, cond, h0, nested)), MX_OK);
   return g;
 }
@@ -326,7 +306,8 @@ Test(body_mxm, two_loops_at_once_count_every_body_run) {
     mx_tensor got[2];
     memset(got, 0, sizeof got);
     cr_assert_eq(mx_session_run(s, in, 2, got, 2), MX_OK, "%s", mx_session_last_error(s));
-    for (int i = 0; i < H; i++) cr_assert_float_eq(((float *)got[0].data)[i], ((float *)got[1].data)[i], 1e-6f);
+    for (int i = 0; i < H; i++)
+      cr_assert_float_eq(((float *)got[0].data)[i], ((float *)got[1].data)[i], 1e-6f);
     mx_tensor_release(&got[0]);
     mx_tensor_release(&got[1]);
     mx_session_stats last;

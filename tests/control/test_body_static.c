@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control_support.h"
 #include "mixrt/graph.h"
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
@@ -29,45 +30,6 @@ static mx_value_id input(mx_graph *g, const char *name, mx_dtype dt, int32_t ran
   return v;
 }
 
-static mx_value_id constant(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, const int64_t *dims,
-                            const void *data) {
-  mx_tensor t = {.dtype = dt, .rank = rank, .data = (void *)data};
-  for (int32_t i = 0; i < rank; i++) t.dims[i] = dims[i];
-  mx_value_id id;
-  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
-  return id;
-}
-
-static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n) {
-  mx_value_id y;
-  cr_assert_eq(mx_graph_add_op(g, type, ins, n, NULL, 0, &y), MX_OK, "%s", mx_graph_last_error(g));
-  return y;
-}
-
-static void node(mx_graph *g, const char *type, const char *name, const mx_value_id *ins, size_t n_in,
-                 const mx_attr *attrs, size_t n_attrs, mx_value_id *outs, size_t n_out) {
-  mx_node_desc d = {.op_type = type,
-                    .name = name,
-                    .inputs = ins,
-                    .n_inputs = n_in,
-                    .attrs = attrs,
-                    .n_attrs = n_attrs,
-                    .n_outputs = n_out};
-  cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
-}
-
-static mx_graph *sub(mx_graph *parent, const char *name) {
-  mx_graph *s;
-  cr_assert_eq(mx_graph_create_subgraph(parent, name, &s), MX_OK);
-  return s;
-}
-
-static mx_value_id outer(mx_graph *s, const char *name) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_outer(s, name, &v), MX_OK, "%s", mx_graph_last_error(s));
-  return v;
-}
-
 /* Weights of the recurrent body (small, so tanh stays away from saturation). */
 static float w_data[H * H], b_data[H];
 
@@ -85,25 +47,25 @@ static mx_graph *recurrent_loop(void) {
   mx_value_id h0 = input(g, "h0", MX_FLOAT32, 2, (mx_dim[]){1, H});
   uint8_t yes = 1;
   float scale = 0.9f;
-  mx_value_id cond = constant(g, "cond", MX_BOOL, 0, NULL, &yes);
-  constant(g, "W", MX_FLOAT32, 2, (int64_t[]){H, H}, w_data);
-  constant(g, "b", MX_FLOAT32, 1, (int64_t[]){H}, b_data);
-  constant(g, "scale", MX_FLOAT32, 0, NULL, &scale);
-  mx_graph *body = sub(g, "rnn_body");
+  mx_value_id cond = ctl_constant(g, "cond", MX_BOOL, 0, NULL, &yes);
+  ctl_constant(g, "W", MX_FLOAT32, 2, (int64_t[]){H, H}, w_data);
+  ctl_constant(g, "b", MX_FLOAT32, 1, (int64_t[]){H}, b_data);
+  ctl_constant(g, "scale", MX_FLOAT32, 0, NULL, &scale);
+  mx_graph *body = ctl_sub(g, "rnn_body");
   mx_value_id it = input(body, "iter", MX_INT64, 0, NULL);
   mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
   mx_value_id h = input(body, "h", MX_FLOAT32, 2, (mx_dim[]){1, H});
-  mx_value_id w = outer(body, "W"), b = outer(body, "b"), sc = outer(body, "scale");
-  mx_value_id mm = op(body, "MatMul", (mx_value_id[]){h, w}, 2);
-  mx_value_id ad = op(body, "Add", (mx_value_id[]){mm, b}, 2);
-  mx_value_id th = op(body, "Tanh", &ad, 1);
-  mx_value_id next = op(body, "Mul", (mx_value_id[]){th, sc}, 2);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  mx_value_id w = ctl_outer(body, "W"), b = ctl_outer(body, "b"), sc = ctl_outer(body, "scale");
+  mx_value_id mm = ctl_op(body, "MatMul", (mx_value_id[]){h, w}, 2);
+  mx_value_id ad = ctl_op(body, "Add", (mx_value_id[]){mm, b}, 2);
+  mx_value_id th = ctl_op(body, "Tanh", &ad, 1);
+  mx_value_id next = ctl_op(body, "Mul", (mx_value_id[]){th, sc}, 2);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &ci, 1)), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, next), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &it, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &it, 1)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id outs[2];
-  node(g, "Loop", "rnn", (mx_value_id[]){trips, cond, h0}, 3, &a, 1, outs, 2);
+  ctl_node(g, "Loop", "rnn", (mx_value_id[]){trips, cond, h0}, 3, &a, 1, outs, 2);
   cr_assert_eq(mx_graph_add_output(g, outs[0]), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, outs[1]), MX_OK);
   return g;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control_support.h"
 #include "graph/ir.h"
 #include "mixrt/graph.h"
 #include "mixrt/onnx.h"
@@ -29,51 +30,7 @@ static mx_value_id input(mx_graph *g, const char *name, mx_dtype dt, int32_t ran
   return v;
 }
 
-static mx_value_id fconst(mx_graph *g, const char *name, float v) {
-  mx_tensor t = {.dtype = MX_FLOAT32, .rank = 1, .dims = {1}, .data = &v};
-  mx_value_id id;
-  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
-  return id;
-}
-
-static mx_value_id iconst(mx_graph *g, const char *name, int64_t v) {
-  mx_tensor t = {.dtype = MX_INT64, .rank = 0, .data = &v};
-  mx_value_id id;
-  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
-  return id;
-}
-
-static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n) {
-  mx_value_id y;
-  cr_assert_eq(mx_graph_add_op(g, type, ins, n, NULL, 0, &y), MX_OK, "%s", mx_graph_last_error(g));
-  return y;
-}
-
 /* Adds node `type` named `name` with the given inputs, attributes and n_out outputs. */
-static void node(mx_graph *g, const char *type, const char *name, const mx_value_id *ins, size_t n_in,
-                 const mx_attr *attrs, size_t n_attrs, mx_value_id *outs, size_t n_out) {
-  mx_node_desc d = {.op_type = type,
-                    .name = name,
-                    .inputs = ins,
-                    .n_inputs = n_in,
-                    .attrs = attrs,
-                    .n_attrs = n_attrs,
-                    .n_outputs = n_out};
-  cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
-}
-
-static mx_graph *sub(mx_graph *parent, const char *name) {
-  mx_graph *s;
-  cr_assert_eq(mx_graph_create_subgraph(parent, name, &s), MX_OK);
-  return s;
-}
-
-static mx_value_id outer(mx_graph *s, const char *name) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_outer(s, name, &v), MX_OK, "%s", mx_graph_last_error(s));
-  return v;
-}
-
 static void run1(mx_graph *g, const mx_tensor *ins, size_t n_in, mx_tensor *out, size_t n_out) {
   mx_error err = {0};
   cr_assert_eq(mx_reference_run(g, ins, n_in, out, n_out, &err), MX_OK, "%s", err.message);
@@ -85,16 +42,16 @@ static mx_graph *if_different_shapes(void) {
   mx_graph *g = new_graph();
   mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
   input(g, "x", MX_FLOAT32, 1, (mx_dim[]){3});
-  mx_graph *th = sub(g, "then"), *el = sub(g, "else");
-  mx_value_id tx = outer(th, "x"), y;
+  mx_graph *th = ctl_sub(g, "then"), *el = ctl_sub(g, "else");
+  mx_value_id tx = ctl_outer(th, "x"), y;
   mx_attr ax = mx_attr_int("axis", 0);
-  node(th, "Concat", "cat", (mx_value_id[]){tx, tx}, 2, &ax, 1, &y, 1);
+  ctl_node(th, "Concat", "cat", (mx_value_id[]){tx, tx}, 2, &ax, 1, &y, 1);
   cr_assert_eq(mx_graph_add_output(th, y), MX_OK);
-  mx_value_id ex = outer(el, "x");
-  cr_assert_eq(mx_graph_add_output(el, op(el, "Identity", &ex, 1)), MX_OK);
+  mx_value_id ex = ctl_outer(el, "x");
+  cr_assert_eq(mx_graph_add_output(el, ctl_op(el, "Identity", &ex, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id out;
-  node(g, "If", "choose", &c, 1, br, 2, &out, 1);
+  ctl_node(g, "If", "choose", &c, 1, br, 2, &out, 1);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   return g;
 }
@@ -126,13 +83,13 @@ Test(control, if_branches_of_equal_shapes_stay_concrete) {
   mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
   mx_dim b = mx_sym_named(mx_graph_symtab(g), "b");
   input(g, "x", MX_FLOAT32, 2, (mx_dim[]){b, 4});
-  mx_graph *th = sub(g, "then"), *el = sub(g, "else");
-  mx_value_id tx = outer(th, "x"), ex = outer(el, "x");
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Relu", &tx, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(el, op(el, "Neg", &ex, 1)), MX_OK);
+  mx_graph *th = ctl_sub(g, "then"), *el = ctl_sub(g, "else");
+  mx_value_id tx = ctl_outer(th, "x"), ex = ctl_outer(el, "x");
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Relu", &tx, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, ctl_op(el, "Neg", &ex, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id out;
-  node(g, "If", "choose", &c, 1, br, 2, &out, 1);
+  ctl_node(g, "If", "choose", &c, 1, br, 2, &out, 1);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
   mx_shape s;
@@ -148,24 +105,24 @@ Test(control, if_branches_of_equal_shapes_stay_concrete) {
 static mx_graph *data_dependent_loop(void) {
   mx_graph *g = new_graph();
   input(g, "limit", MX_INT64, 0, NULL);
-  mx_value_id acc0 = fconst(g, "acc0", 0.0f);
-  iconst(g, "one_i", 1);
-  mx_graph *body = sub(g, "body");
+  mx_value_id acc0 = ctl_fconst(g, "acc0", 0.0f);
+  ctl_iconst(g, "one_i", 1);
+  mx_graph *body = ctl_sub(g, "body");
   mx_value_id it = input(body, "iter", MX_INT64, 0, NULL);
   input(body, "cond_in", MX_BOOL, 0, NULL);
   mx_value_id acc = input(body, "acc", MX_FLOAT32, 1, (mx_dim[]){1});
-  mx_value_id lim = outer(body, "limit"), one_i = outer(body, "one_i");
-  mx_value_id next = op(body, "Add", (mx_value_id[]){it, one_i}, 2);
-  mx_value_id cond = op(body, "Less", (mx_value_id[]){next, lim}, 2);
-  mx_value_id one_f = fconst(body, "one_f", 1.0f);
-  mx_value_id acc1 = op(body, "Add", (mx_value_id[]){acc, one_f}, 2);
-  mx_value_id it_out = op(body, "Identity", &it, 1);
+  mx_value_id lim = ctl_outer(body, "limit"), one_i = ctl_outer(body, "one_i");
+  mx_value_id next = ctl_op(body, "Add", (mx_value_id[]){it, one_i}, 2);
+  mx_value_id cond = ctl_op(body, "Less", (mx_value_id[]){next, lim}, 2);
+  mx_value_id one_f = ctl_fconst(body, "one_f", 1.0f);
+  mx_value_id acc1 = ctl_op(body, "Add", (mx_value_id[]){acc, one_f}, 2);
+  mx_value_id it_out = ctl_op(body, "Identity", &it, 1);
   cr_assert_eq(mx_graph_add_output(body, cond), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, acc1), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, it_out), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id outs[2];
-  node(g, "Loop", "loop", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, acc0}, 3, &a, 1, outs, 2);
+  ctl_node(g, "Loop", "loop", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, acc0}, 3, &a, 1, outs, 2);
   cr_assert_eq(mx_graph_add_output(g, outs[0]), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, outs[1]), MX_OK);
   return g;
@@ -194,20 +151,20 @@ Test(control, loop_with_data_dependent_trip_count) {
 /* A loop-carried value that grows every iteration gets a fresh symbol for the growing dim. */
 Test(control, loop_carried_value_whose_shape_changes) {
   mx_graph *g = new_graph();
-  mx_value_id m = iconst(g, "m", 3);
-  mx_value_id x0 = fconst(g, "x0", 1.0f);
-  mx_graph *body = sub(g, "body");
+  mx_value_id m = ctl_iconst(g, "m", 3);
+  mx_value_id x0 = ctl_fconst(g, "x0", 1.0f);
+  mx_graph *body = ctl_sub(g, "body");
   input(body, "iter", MX_INT64, 0, NULL);
   mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
   mx_value_id x = input(body, "x", MX_FLOAT32, 1, (mx_dim[]){1});
   mx_attr ax = mx_attr_int("axis", 0);
   mx_value_id y;
-  node(body, "Concat", "grow", (mx_value_id[]){x, x}, 2, &ax, 1, &y, 1);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  ctl_node(body, "Concat", "grow", (mx_value_id[]){x, x}, 2, &ax, 1, &y, 1);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &ci, 1)), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, y), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id out;
-  node(g, "Loop", "grow_loop", (mx_value_id[]){m, MX_NO_VALUE, x0}, 3, &a, 1, &out, 1);
+  ctl_node(g, "Loop", "grow_loop", (mx_value_id[]){m, MX_NO_VALUE, x0}, 3, &a, 1, &out, 1);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
   mx_shape s;
@@ -225,30 +182,30 @@ Test(control, loop_carried_value_whose_shape_changes) {
  * root graph, captured two levels down), later ones add `ten`. */
 Test(control, nested_if_inside_loop) {
   mx_graph *g = new_graph();
-  mx_value_id m = iconst(g, "m", 4);
-  mx_value_id acc0 = fconst(g, "acc0", 0.0f);
-  fconst(g, "one", 1.0f);
-  fconst(g, "ten", 10.0f);
-  iconst(g, "two", 2);
-  mx_graph *body = sub(g, "body");
+  mx_value_id m = ctl_iconst(g, "m", 4);
+  mx_value_id acc0 = ctl_fconst(g, "acc0", 0.0f);
+  ctl_fconst(g, "one", 1.0f);
+  ctl_fconst(g, "ten", 10.0f);
+  ctl_iconst(g, "two", 2);
+  mx_graph *body = ctl_sub(g, "body");
   mx_value_id it = input(body, "iter", MX_INT64, 0, NULL);
   mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
   input(body, "acc", MX_FLOAT32, 1, (mx_dim[]){1});
-  mx_value_id two = outer(body, "two");
-  mx_value_id small = op(body, "Less", (mx_value_id[]){it, two}, 2);
-  mx_graph *th = sub(body, "then"), *el = sub(body, "else");
-  mx_value_id ta = outer(th, "acc"), t1 = outer(th, "one");
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){ta, t1}, 2)), MX_OK);
-  mx_value_id ea = outer(el, "acc"), e10 = outer(el, "ten");
-  cr_assert_eq(mx_graph_add_output(el, op(el, "Add", (mx_value_id[]){ea, e10}, 2)), MX_OK);
+  mx_value_id two = ctl_outer(body, "two");
+  mx_value_id small = ctl_op(body, "Less", (mx_value_id[]){it, two}, 2);
+  mx_graph *th = ctl_sub(body, "then"), *el = ctl_sub(body, "else");
+  mx_value_id ta = ctl_outer(th, "acc"), t1 = ctl_outer(th, "one");
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Add", (mx_value_id[]){ta, t1}, 2)), MX_OK);
+  mx_value_id ea = ctl_outer(el, "acc"), e10 = ctl_outer(el, "ten");
+  cr_assert_eq(mx_graph_add_output(el, ctl_op(el, "Add", (mx_value_id[]){ea, e10}, 2)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id acc1;
-  node(body, "If", "inner_if", &small, 1, br, 2, &acc1, 1);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  ctl_node(body, "If", "inner_if", &small, 1, br, 2, &acc1, 1);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &ci, 1)), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, acc1), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id out;
-  node(g, "Loop", "outer_loop", (mx_value_id[]){m, MX_NO_VALUE, acc0}, 3, &a, 1, &out, 1);
+  ctl_node(g, "Loop", "outer_loop", (mx_value_id[]){m, MX_NO_VALUE, acc0}, 3, &a, 1, &out, 1);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   mx_tensor r;
   run1(g, NULL, 0, &r, 1);
@@ -262,15 +219,15 @@ Test(control, scan_running_sum) {
   mx_value_id init = input(g, "init", MX_FLOAT32, 1, (mx_dim[]){2});
   mx_dim t = mx_sym_named(mx_graph_symtab(g), "t");
   mx_value_id xs = input(g, "xs", MX_FLOAT32, 2, (mx_dim[]){t, 2});
-  mx_graph *body = sub(g, "body");
+  mx_graph *body = ctl_sub(g, "body");
   mx_value_id s = input(body, "s", MX_FLOAT32, 1, (mx_dim[]){2});
   mx_value_id x = input(body, "x", MX_FLOAT32, 1, (mx_dim[]){2});
-  mx_value_id s1 = op(body, "Add", (mx_value_id[]){s, x}, 2);
+  mx_value_id s1 = ctl_op(body, "Add", (mx_value_id[]){s, x}, 2);
   cr_assert_eq(mx_graph_add_output(body, s1), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &s1, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &s1, 1)), MX_OK);
   mx_attr a[] = {mx_attr_graph("body", body), mx_attr_int("num_scan_inputs", 1)};
   mx_value_id outs[2];
-  node(g, "Scan", "scan", (mx_value_id[]){init, xs}, 2, a, 2, outs, 2);
+  ctl_node(g, "Scan", "scan", (mx_value_id[]){init, xs}, 2, a, 2, outs, 2);
   cr_assert_eq(mx_graph_add_output(g, outs[0]), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, outs[1]), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));
@@ -299,14 +256,14 @@ Test(control, constant_condition_if_is_folded_away) {
   mx_value_id c;
   cr_assert_eq(mx_graph_add_constant(g, "c", &ct, &c), MX_OK);
   mx_value_id x = input(g, "x", MX_FLOAT32, 1, (mx_dim[]){2});
-  mx_graph *th = sub(g, "then"), *el = sub(g, "else");
-  mx_value_id tx = outer(th, "x"), ex = outer(el, "x");
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Neg", &tx, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(el, op(el, "Relu", &ex, 1)), MX_OK);
+  mx_graph *th = ctl_sub(g, "then"), *el = ctl_sub(g, "else");
+  mx_value_id tx = ctl_outer(th, "x"), ex = ctl_outer(el, "x");
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Neg", &tx, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, ctl_op(el, "Relu", &ex, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id out;
-  node(g, "If", "fixed", &c, 1, br, 2, &out, 1);
-  cr_assert_eq(mx_graph_add_output(g, op(g, "Abs", &out, 1)), MX_OK);
+  ctl_node(g, "If", "fixed", &c, 1, br, 2, &out, 1);
+  cr_assert_eq(mx_graph_add_output(g, ctl_op(g, "Abs", &out, 1)), MX_OK);
   (void)x;
   mx_optimize_report r;
   cr_assert_eq(mx_graph_optimize(g, &r), MX_OK, "%s", mx_graph_last_error(g));
@@ -334,13 +291,13 @@ static void expect_infer_error(mx_graph *g, const char *a, const char *b) {
 Test(control, branch_reading_an_undefined_name_is_refused) {
   mx_graph *g = new_graph();
   mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
-  mx_graph *th = sub(g, "then"), *el = sub(g, "else");
-  mx_value_id tn = outer(th, "nowhere"), ec = outer(el, "c");
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Identity", &tn, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(el, op(el, "Identity", &ec, 1)), MX_OK);
+  mx_graph *th = ctl_sub(g, "then"), *el = ctl_sub(g, "else");
+  mx_value_id tn = ctl_outer(th, "nowhere"), ec = ctl_outer(el, "c");
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Identity", &tn, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, ctl_op(el, "Identity", &ec, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id out;
-  node(g, "If", "bad_if", &c, 1, br, 2, &out, 1);
+  ctl_node(g, "If", "bad_if", &c, 1, br, 2, &out, 1);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   expect_infer_error(g, "bad_if", "nowhere");
   mx_graph_destroy(g);
@@ -348,14 +305,14 @@ Test(control, branch_reading_an_undefined_name_is_refused) {
 
 Test(control, body_with_wrong_input_count_is_refused) {
   mx_graph *g = new_graph();
-  mx_value_id m = iconst(g, "m", 2), x0 = fconst(g, "x0", 1.0f);
-  mx_graph *body = sub(g, "body");
+  mx_value_id m = ctl_iconst(g, "m", 2), x0 = ctl_fconst(g, "x0", 1.0f);
+  mx_graph *body = ctl_sub(g, "body");
   input(body, "iter", MX_INT64, 0, NULL);
   mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &ci, 1)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id out;
-  node(g, "Loop", "bad_loop", (mx_value_id[]){m, MX_NO_VALUE, x0}, 3, &a, 1, &out, 1);
+  ctl_node(g, "Loop", "bad_loop", (mx_value_id[]){m, MX_NO_VALUE, x0}, 3, &a, 1, &out, 1);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   expect_infer_error(g, "bad_loop", "inputs");
   mx_graph_destroy(g);
@@ -364,14 +321,14 @@ Test(control, body_with_wrong_input_count_is_refused) {
 Test(control, body_with_wrong_output_count_is_refused) {
   mx_graph *g = new_graph();
   mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
-  mx_graph *th = sub(g, "then"), *el = sub(g, "else");
-  mx_value_id tc = outer(th, "c"), ec = outer(el, "c");
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Identity", &tc, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Not", &tc, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(el, op(el, "Identity", &ec, 1)), MX_OK);
+  mx_graph *th = ctl_sub(g, "then"), *el = ctl_sub(g, "else");
+  mx_value_id tc = ctl_outer(th, "c"), ec = ctl_outer(el, "c");
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Identity", &tc, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Not", &tc, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, ctl_op(el, "Identity", &ec, 1)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id out;
-  node(g, "If", "uneven", &c, 1, br, 2, &out, 1);
+  ctl_node(g, "If", "uneven", &c, 1, br, 2, &out, 1);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   expect_infer_error(g, "uneven", "outputs");
   mx_graph_destroy(g);
@@ -380,14 +337,14 @@ Test(control, body_with_wrong_output_count_is_refused) {
 Test(control, scan_axis_out_of_range_is_refused) {
   mx_graph *g = new_graph();
   mx_value_id xs = input(g, "xs", MX_FLOAT32, 2, (mx_dim[]){3, 2});
-  mx_graph *body = sub(g, "body");
+  mx_graph *body = ctl_sub(g, "body");
   mx_value_id x = input(body, "x", MX_FLOAT32, 1, (mx_dim[]){2});
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Relu", &x, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Relu", &x, 1)), MX_OK);
   int64_t axes[1] = {5};
   mx_attr a[] = {mx_attr_graph("body", body), mx_attr_int("num_scan_inputs", 1),
                  mx_attr_ints("scan_input_axes", axes, 1)};
   mx_value_id out;
-  node(g, "Scan", "bad_scan", &xs, 1, a, 3, &out, 1);
+  ctl_node(g, "Scan", "bad_scan", &xs, 1, a, 3, &out, 1);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   expect_infer_error(g, "bad_scan", "out of range");
   mx_graph_destroy(g);
@@ -395,20 +352,20 @@ Test(control, scan_axis_out_of_range_is_refused) {
 
 Test(control, endless_loop_stops_at_the_iteration_limit) {
   mx_graph *g = new_graph();
-  mx_value_id x0 = fconst(g, "x0", 1.0f);
+  mx_value_id x0 = ctl_fconst(g, "x0", 1.0f);
   uint8_t yes = 1;
   mx_tensor ct = {.dtype = MX_BOOL, .rank = 0, .data = &yes};
   mx_value_id c;
   cr_assert_eq(mx_graph_add_constant(g, "go", &ct, &c), MX_OK);
-  mx_graph *body = sub(g, "body");
+  mx_graph *body = ctl_sub(g, "body");
   input(body, "iter", MX_INT64, 0, NULL);
   mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
   mx_value_id x = input(body, "x", MX_FLOAT32, 1, (mx_dim[]){1});
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &x, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &ci, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &x, 1)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id out;
-  node(g, "Loop", "forever", (mx_value_id[]){MX_NO_VALUE, c, x0}, 3, &a, 1, &out, 1);
+  ctl_node(g, "Loop", "forever", (mx_value_id[]){MX_NO_VALUE, c, x0}, 3, &a, 1, &out, 1);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   int64_t prev = mx_reference_loop_limit(50);
   mx_tensor r;
@@ -425,11 +382,11 @@ Test(control, sequence_ops_round_trip) {
   mx_graph *g = new_graph();
   mx_value_id x = input(g, "x", MX_FLOAT32, 2, (mx_dim[]){4, 2});
   mx_value_id seq;
-  node(g, "SplitToSequence", "split", &x, 1, NULL, 0, &seq, 1);
-  mx_value_id n = op(g, "SequenceLength", &seq, 1);
+  ctl_node(g, "SplitToSequence", "split", &x, 1, NULL, 0, &seq, 1);
+  mx_value_id n = ctl_op(g, "SequenceLength", &seq, 1);
   mx_attr ax[] = {mx_attr_int("axis", 0)};
   mx_value_id back;
-  node(g, "ConcatFromSequence", "cat", &seq, 1, ax, 1, &back, 1);
+  ctl_node(g, "ConcatFromSequence", "cat", &seq, 1, ax, 1, &back, 1);
   cr_assert_eq(mx_graph_add_output(g, n), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, back), MX_OK);
   cr_assert_eq(mx_graph_infer(g), MX_OK, "%s", mx_graph_last_error(g));

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "control_support.h"
 #include "mixrt/graph.h"
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
@@ -16,25 +17,6 @@
 #include "v2runtime/session_impl.h"
 
 #define N 8
-
-static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n) {
-  mx_value_id y;
-  cr_assert_eq(mx_graph_add_op(g, type, ins, n, NULL, 0, &y), MX_OK, "%s", mx_graph_last_error(g));
-  return y;
-}
-
-static mx_value_id fconst(mx_graph *g, const char *name, float v) {
-  mx_tensor t = {.dtype = MX_FLOAT32, .rank = 1, .dims = {1}, .data = &v};
-  mx_value_id id;
-  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
-  return id;
-}
-
-static mx_value_id outer(mx_graph *s, const char *name) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_outer(s, name, &v), MX_OK, "%s", mx_graph_last_error(s));
-  return v;
-}
 
 static mx_value_id if_node(mx_graph *g, mx_value_id c, mx_graph *th, mx_graph *el) {
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
@@ -59,20 +41,20 @@ static mx_graph *static_if_relu(void) {
   mx_value_id c, x;
   cr_assert_eq(mx_graph_add_input(g, "c", MX_BOOL, &s0, &c), MX_OK);
   cr_assert_eq(mx_graph_add_input(g, "x", MX_FLOAT32, &s1, &x), MX_OK);
-  mx_value_id two = fconst(g, "two", 2.0f), half = fconst(g, "half", 0.5f);
-  mx_value_id a = op(g, "Mul", (mx_value_id[]){x, two}, 2);
-  mx_value_id b = op(g, "Add", (mx_value_id[]){a, half}, 2);
-  mx_value_id t = op(g, "Tanh", &b, 1);
-  mx_value_id h = op(g, "Mul", (mx_value_id[]){t, x}, 2);
+  mx_value_id two = ctl_fconst(g, "two", 2.0f), half = ctl_fconst(g, "half", 0.5f);
+  mx_value_id a = ctl_op(g, "Mul", (mx_value_id[]){x, two}, 2);
+  mx_value_id b = ctl_op(g, "Add", (mx_value_id[]){a, half}, 2);
+  mx_value_id t = ctl_op(g, "Tanh", &b, 1);
+  mx_value_id h = ctl_op(g, "Mul", (mx_value_id[]){t, x}, 2);
   const char *hname = mx_graph_value_name(g, h);
   mx_graph *th, *el;
   cr_assert_eq(mx_graph_create_subgraph(g, "then", &th), MX_OK);
   cr_assert_eq(mx_graph_create_subgraph(g, "else", &el), MX_OK);
-  mx_value_id th_h = outer(th, hname), el_h = outer(el, hname);
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){th_h, th_h}, 2)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(el, op(el, "Mul", (mx_value_id[]){el_h, el_h}, 2)), MX_OK);
+  mx_value_id th_h = ctl_outer(th, hname), el_h = ctl_outer(el, hname);
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Add", (mx_value_id[]){th_h, th_h}, 2)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(el, ctl_op(el, "Mul", (mx_value_id[]){el_h, el_h}, 2)), MX_OK);
   mx_value_id y = if_node(g, c, th, el);
-  cr_assert_eq(mx_graph_add_output(g, op(g, "Relu", &y, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(g, ctl_op(g, "Relu", &y, 1)), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, h), MX_OK);
   return g;
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control_support.h"
 #include "mixrt/graph.h"
 #include "mixrt/partition.h"
 #include "mixrt/reference.h"
@@ -36,74 +37,30 @@ static mx_value_id input(mx_graph *g, const char *name, mx_dtype dt, int32_t ran
   return v;
 }
 
-static mx_value_id fconst(mx_graph *g, const char *name, float v) {
-  mx_tensor t = {.dtype = MX_FLOAT32, .rank = 1, .dims = {1}, .data = &v};
-  mx_value_id id;
-  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
-  return id;
-}
-
-static mx_value_id iconst(mx_graph *g, const char *name, int64_t v) {
-  mx_tensor t = {.dtype = MX_INT64, .rank = 0, .data = &v};
-  mx_value_id id;
-  cr_assert_eq(mx_graph_add_constant(g, name, &t, &id), MX_OK, "%s", mx_graph_last_error(g));
-  return id;
-}
-
-static mx_value_id op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n) {
-  mx_value_id y;
-  cr_assert_eq(mx_graph_add_op(g, type, ins, n, NULL, 0, &y), MX_OK, "%s", mx_graph_last_error(g));
-  return y;
-}
-
-static void node(mx_graph *g, const char *type, const char *name, const mx_value_id *ins, size_t n_in,
-                 const mx_attr *attrs, size_t n_attrs, mx_value_id *outs, size_t n_out) {
-  mx_node_desc d = {.op_type = type,
-                    .name = name,
-                    .inputs = ins,
-                    .n_inputs = n_in,
-                    .attrs = attrs,
-                    .n_attrs = n_attrs,
-                    .n_outputs = n_out};
-  cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
-}
-
-static mx_graph *sub(mx_graph *parent, const char *name) {
-  mx_graph *s;
-  cr_assert_eq(mx_graph_create_subgraph(parent, name, &s), MX_OK);
-  return s;
-}
-
-static mx_value_id outer(mx_graph *s, const char *name) {
-  mx_value_id v;
-  cr_assert_eq(mx_graph_add_outer(s, name, &v), MX_OK, "%s", mx_graph_last_error(s));
-  return v;
-}
-
 /* x [N] -> a chain of 4 elementwise ops (a static model) -> h; If(c): then h + h ([N]), else
  * Concat(h, h) ([2N]): the If's output dim is a fresh symbol; Relu after it runs dynamically. */
 static mx_graph *static_then_if(void) {
   mx_graph *g = new_graph();
   mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
   mx_value_id x = input(g, "x", MX_FLOAT32, 1, (mx_dim[]){N});
-  mx_value_id two = fconst(g, "two", 2.0f), half = fconst(g, "half", 0.5f);
-  mx_value_id a = op(g, "Mul", (mx_value_id[]){x, two}, 2);
-  mx_value_id b = op(g, "Add", (mx_value_id[]){a, half}, 2);
-  mx_value_id t = op(g, "Tanh", &b, 1);
-  mx_value_id h = op(g, "Mul", (mx_value_id[]){t, x}, 2);
+  mx_value_id two = ctl_fconst(g, "two", 2.0f), half = ctl_fconst(g, "half", 0.5f);
+  mx_value_id a = ctl_op(g, "Mul", (mx_value_id[]){x, two}, 2);
+  mx_value_id b = ctl_op(g, "Add", (mx_value_id[]){a, half}, 2);
+  mx_value_id t = ctl_op(g, "Tanh", &b, 1);
+  mx_value_id h = ctl_op(g, "Mul", (mx_value_id[]){t, x}, 2);
   (void)h;
   const char *hname = mx_graph_value_name(g, h);
-  mx_graph *th = sub(g, "then"), *el = sub(g, "else");
-  mx_value_id th_h = outer(th, hname);
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){th_h, th_h}, 2)), MX_OK);
-  mx_value_id el_h = outer(el, hname), cat;
+  mx_graph *th = ctl_sub(g, "then"), *el = ctl_sub(g, "else");
+  mx_value_id th_h = ctl_outer(th, hname);
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Add", (mx_value_id[]){th_h, th_h}, 2)), MX_OK);
+  mx_value_id el_h = ctl_outer(el, hname), cat;
   mx_attr ax = mx_attr_int("axis", 0);
-  node(el, "Concat", "cat", (mx_value_id[]){el_h, el_h}, 2, &ax, 1, &cat, 1);
+  ctl_node(el, "Concat", "cat", (mx_value_id[]){el_h, el_h}, 2, &ax, 1, &cat, 1);
   cr_assert_eq(mx_graph_add_output(el, cat), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id y;
-  node(g, "If", "choose", &c, 1, br, 2, &y, 1);
-  cr_assert_eq(mx_graph_add_output(g, op(g, "Relu", &y, 1)), MX_OK);
+  ctl_node(g, "If", "choose", &c, 1, br, 2, &y, 1);
+  cr_assert_eq(mx_graph_add_output(g, ctl_op(g, "Relu", &y, 1)), MX_OK);
   return g;
 }
 
@@ -113,34 +70,34 @@ static mx_graph *static_then_if(void) {
 static mx_graph *loop_with_nested_if(void) {
   mx_graph *g = new_graph();
   input(g, "limit", MX_INT64, 0, NULL);
-  mx_value_id acc0 = fconst(g, "acc0", 0.0f);
-  fconst(g, "one", 1.0f);
-  fconst(g, "ten", 10.0f);
-  iconst(g, "two", 2);
-  iconst(g, "one_i", 1);
-  mx_graph *body = sub(g, "body");
+  mx_value_id acc0 = ctl_fconst(g, "acc0", 0.0f);
+  ctl_fconst(g, "one", 1.0f);
+  ctl_fconst(g, "ten", 10.0f);
+  ctl_iconst(g, "two", 2);
+  ctl_iconst(g, "one_i", 1);
+  mx_graph *body = ctl_sub(g, "body");
   mx_value_id it = input(body, "iter", MX_INT64, 0, NULL);
   input(body, "cond_in", MX_BOOL, 0, NULL);
   input(body, "acc", MX_FLOAT32, 1, (mx_dim[]){1});
-  mx_value_id lim = outer(body, "limit"), one_i = outer(body, "one_i"), two = outer(body, "two");
-  mx_value_id next = op(body, "Add", (mx_value_id[]){it, one_i}, 2);
-  mx_value_id cond = op(body, "Less", (mx_value_id[]){next, lim}, 2);
-  mx_value_id small = op(body, "Less", (mx_value_id[]){it, two}, 2);
-  mx_graph *th = sub(body, "then"), *el = sub(body, "else");
-  mx_value_id ta = outer(th, "acc"), t1 = outer(th, "one");
-  cr_assert_eq(mx_graph_add_output(th, op(th, "Add", (mx_value_id[]){ta, t1}, 2)), MX_OK);
-  mx_value_id ea = outer(el, "acc"), e10 = outer(el, "ten");
-  cr_assert_eq(mx_graph_add_output(el, op(el, "Add", (mx_value_id[]){ea, e10}, 2)), MX_OK);
+  mx_value_id lim = ctl_outer(body, "limit"), one_i = ctl_outer(body, "one_i"), two = ctl_outer(body, "two");
+  mx_value_id next = ctl_op(body, "Add", (mx_value_id[]){it, one_i}, 2);
+  mx_value_id cond = ctl_op(body, "Less", (mx_value_id[]){next, lim}, 2);
+  mx_value_id small = ctl_op(body, "Less", (mx_value_id[]){it, two}, 2);
+  mx_graph *th = ctl_sub(body, "then"), *el = ctl_sub(body, "else");
+  mx_value_id ta = ctl_outer(th, "acc"), t1 = ctl_outer(th, "one");
+  cr_assert_eq(mx_graph_add_output(th, ctl_op(th, "Add", (mx_value_id[]){ta, t1}, 2)), MX_OK);
+  mx_value_id ea = ctl_outer(el, "acc"), e10 = ctl_outer(el, "ten");
+  cr_assert_eq(mx_graph_add_output(el, ctl_op(el, "Add", (mx_value_id[]){ea, e10}, 2)), MX_OK);
   mx_attr br[] = {mx_attr_graph("then_branch", th), mx_attr_graph("else_branch", el)};
   mx_value_id acc1;
-  node(body, "If", "inner_if", &small, 1, br, 2, &acc1, 1);
+  ctl_node(body, "If", "inner_if", &small, 1, br, 2, &acc1, 1);
   cr_assert_eq(mx_graph_add_output(body, cond), MX_OK);
   cr_assert_eq(mx_graph_add_output(body, acc1), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &it, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &it, 1)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id outs[2];
-  node(g, "Loop", "outer_loop", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, acc0}, 3, &a, 1, outs, 2);
-  cr_assert_eq(mx_graph_add_output(g, op(g, "Neg", &outs[0], 1)), MX_OK);
+  ctl_node(g, "Loop", "outer_loop", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, acc0}, 3, &a, 1, outs, 2);
+  cr_assert_eq(mx_graph_add_output(g, ctl_op(g, "Neg", &outs[0], 1)), MX_OK);
   cr_assert_eq(mx_graph_add_output(g, outs[1]), MX_OK);
   return g;
 }
@@ -254,17 +211,17 @@ Test(control_session, partition_names_the_control_node) {
 static mx_graph *endless_loop(void) {
   mx_graph *g = new_graph();
   input(g, "x", MX_FLOAT32, 1, (mx_dim[]){1});
-  mx_value_id t = op(g, "Identity", (mx_value_id[]){mx_graph_find_value(g, "x")}, 1);
-  mx_graph *body = sub(g, "body");
+  mx_value_id t = ctl_op(g, "Identity", (mx_value_id[]){mx_graph_find_value(g, "x")}, 1);
+  mx_graph *body = ctl_sub(g, "body");
   input(body, "iter", MX_INT64, 0, NULL);
   mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
   mx_value_id acc = input(body, "acc", MX_FLOAT32, 1, (mx_dim[]){1});
-  mx_value_id one = fconst(body, "one", 1.0f);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Identity", &ci, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, op(body, "Add", (mx_value_id[]){acc, one}, 2)), MX_OK);
+  mx_value_id one = ctl_fconst(body, "one", 1.0f);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &ci, 1)), MX_OK);
+  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Add", (mx_value_id[]){acc, one}, 2)), MX_OK);
   mx_attr a = mx_attr_graph("body", body);
   mx_value_id out;
-  node(g, "Loop", "forever", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, t}, 3, &a, 1, &out, 1);
+  ctl_node(g, "Loop", "forever", (mx_value_id[]){MX_NO_VALUE, MX_NO_VALUE, t}, 3, &a, 1, &out, 1);
   cr_assert_eq(mx_graph_add_output(g, out), MX_OK);
   return g;
 }
@@ -396,9 +353,9 @@ Test(control_session, sequences_keep_the_interpreter_and_the_log_says_why) {
   mx_graph *g = new_graph();
   mx_value_id x = input(g, "x", MX_FLOAT32, 1, (mx_dim[]){2});
   mx_value_id seq, cat;
-  node(g, "SequenceConstruct", "make_seq", (mx_value_id[]){x, x}, 2, NULL, 0, &seq, 1);
+  ctl_node(g, "SequenceConstruct", "make_seq", (mx_value_id[]){x, x}, 2, NULL, 0, &seq, 1);
   mx_attr ax = mx_attr_int("axis", 0);
-  node(g, "ConcatFromSequence", "join", &seq, 1, &ax, 1, &cat, 1);
+  ctl_node(g, "ConcatFromSequence", "join", &seq, 1, &ax, 1, &cat, 1);
   cr_assert_eq(mx_graph_add_output(g, cat), MX_OK);
   mx_session_options o;
   mx_session_options_init(&o);
