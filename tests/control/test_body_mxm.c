@@ -241,7 +241,12 @@ static void slot_out_of_range(Mxm__Runtime *rt) {
 }
 
 /* The body's Init graph lost its nodes: nothing creates its static model. */
-static void init_emptied(Mxm__Runtime *rt) { rt->bodies[0]->runtime->init->n_nodes = 0; }
+static void init_emptied(Mxm__Runtime *rt) {
+  Mxm__ExeGraph *init = rt->bodies[0]->runtime->init;
+  /* freed here: the message's own free only walks the nodes it still counts */
+  for (size_t i = 0; i < init->n_nodes; i++) protobuf_c_message_free_unpacked(&init->nodes[i]->base, NULL);
+  init->n_nodes = 0;
+}
 
 /* The stored body claims another body of the model. */
 static void renamed(Mxm__Runtime *rt) { rt->bodies[0]->ordinal = 3; }
