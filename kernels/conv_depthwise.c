@@ -136,12 +136,17 @@ MX_KINLINE bool dw_vec_epilogue(float *p, float bias, int32_t act, float a, floa
 
 /* even[i] = src[2i], odd[i] = src[2i + 1] for i < 16 (the stride-2 planes of 32 image floats). */
 MX_KINLINE void dw_split_pairs(float *even, float *odd, const float *src) {
-  static const v16i even_idx = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-  static const v16i odd_idx = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
   v16f a, b;
   memcpy(&a, src, sizeof a);
   memcpy(&b, src + 16, sizeof b);
+#if defined(__clang__) /* clang spells gcc's two-vector shuffle with constant indices */
+  v16f e = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  v16f o = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+#else
+  static const v16i even_idx = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+  static const v16i odd_idx = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
   v16f e = __builtin_shuffle(a, b, even_idx), o = __builtin_shuffle(a, b, odd_idx);
+#endif
   memcpy(even, &e, sizeof e);
   memcpy(odd, &o, sizeof o);
 }
