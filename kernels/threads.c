@@ -51,7 +51,7 @@ static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
 
 static int32_t workers; /* started worker threads; only the run_lock holder starts more */
-static atomic_ullong run_word;
+static _Atomic uint64_t run_word;
 static atomic_int sleepers;       /* workers asleep on work_cv (or about to be) */
 static atomic_int caller_waiting; /* the caller sleeps on done_cv */
 static atomic_int job_done;       /* joined workers that ran out of tasks */
