@@ -1,6 +1,6 @@
 /* Graph edits of the sharding pass (graph/passes/shard.c): constants cut into a rank's slice,
  * collectives inserted behind a value (which keeps its id, name and readers), and the shapes of
- * the rewritten graph inferred again (collectives by hand when their definitions are absent). */
+ * the rewritten graph inferred again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,87 +205,10 @@ mx_status mx__shard_grow(mx__shard_ctx *c) {
   return MX_OK;
 }
 
-/* Keeps an inferred output on its value (as mx_graph_infer does). */
-static mx_status store(mx_graph *g, mx_value_id v, const mx_value_info *info) {
-  mx_value *val = &g->values[v];
-  val->dtype = info->dtype;
-  val->shape = info->shape;
-  val->kind = info->kind;
-  if (val->flags & MX_VALUE_CONST) return MX_OK;
-  val->sv = NULL;
-  val->sv_len = -1;
-  if (info->sv && info->sv_len >= 0) {
-    mx_dim *sv = mx__arena_array(&g->arena, info->sv_len ? (size_t)info->sv_len : 1, sizeof *sv, 8);
-    if (!sv)
-      return mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory storing the value of '%s'", val->name);
-    memcpy(sv, info->sv, (size_t)info->sv_len * sizeof *sv);
-    val->sv = sv;
-    val->sv_len = info->sv_len;
-  }
-  return MX_OK;
-}
-
-/* A collective's output as its contract says, for when its definition is not registered. */
-static void collective_info(const mx_graph *g, const mx_node *nd, const mx_value_info *in,
-                            mx_value_info *out) {
-  *out = in[0];
-  out->sv = NULL;
-  out->sv_len = -1;
-  out->data = NULL;
-  const mx_attr *ws = mx__node_attr(nd, "world_size");
-  const mx_attr *ax = mx__node_attr(nd, "axis");
-  int64_t world = ws ? ws->i : 1, axis = ax ? ax->i : 0;
-  if (axis < 0) axis += in[0].shape.rank;
-  if (axis < 0 || axis >= in[0].shape.rank) return;
-  mx_dim d = in[0].shape.dims[axis];
-  if (!strcmp(nd->op_type, "AllGather"))
-    out->shape.dims[axis] = mx_dim_is_concrete(d) ? d * world : mx_sym_mul(g->syms, d, world);
-  else if (!strcmp(nd->op_type, "ReduceScatter") && mx_dim_is_concrete(d))
-    out->shape.dims[axis] = d / world;
-}
-
 mx_status mx__shard_reinfer(mx__shard_ctx *c) {
   mx_graph *g = c->g;
-  const mx_node_id *order;
-  size_t n_order;
-  mx_status st = mx__graph_topo_order(g, &order, &n_order);
-  if (st != MX_OK) return mx__fail_err_from_graph(c, st);
-  mx_node_id *ord = malloc((n_order ? n_order : 1) * sizeof *ord);
-  if (!ord) return mx__fail_oom(c->err, "the node order");
-  memcpy(ord, order, n_order * sizeof *ord);
-  mx_value_info in[32], out[8];
-  mx_dim *out_sv = malloc(8 * MX_SV_MAX * sizeof *out_sv);
-  if (!out_sv) {
-    free(ord);
-    return mx__fail_oom(c->err, "inference");
-  }
-  for (size_t i = 0; i < n_order && st == MX_OK; i++) {
-    mx_node *nd = &g->nodes[ord[i]];
-    if (nd->n_inputs > 32 || nd->n_outputs > 8) {
-      st = mx__node_fail(c->err, nd, MX_ERR_LIMIT, "too many inputs or outputs to infer again");
-      break;
-    }
-    for (uint32_t k = 0; k < nd->n_inputs; k++) mx__value_info_of(g, nd->inputs[k], &in[k]);
-    bool hand = false;
-    if (mx__shard_is_collective(nd)) {
-      mx_error scratch = {0};
-      hand = mx__node_prepare(g, ord[i], &scratch) != MX_OK;
-    }
-    if (hand) {
-      collective_info(g, nd, in, &out[0]);
-    } else {
-      nd->params = NULL; /* attributes may have changed: parse them again */
-      st = mx__node_prepare(g, ord[i], c->err);
-      if (st == MX_OK) st = mx__node_infer(g, ord[i], g->syms, in, out, out_sv, false, c->err);
-      if (st != MX_OK) break;
-    }
-    for (uint32_t k = 0; k < g->nodes[ord[i]].n_outputs && st == MX_OK; k++)
-      if (g->nodes[ord[i]].outputs[k] != MX_NO_VALUE) {
-        st = store(g, g->nodes[ord[i]].outputs[k], &out[k]);
-        if (st != MX_OK) st = mx__fail_err_from_graph(c, st);
-      }
-  }
-  free(out_sv);
-  free(ord);
-  return st;
+  /* attributes may have changed (heads, split sizes, reshape targets): parse them again */
+  for (size_t n = 0; n < g->n_nodes; n++) g->nodes[n].params = NULL;
+  mx_status st = mx_graph_infer(g);
+  return st == MX_OK ? MX_OK : mx__fail_err_from_graph(c, st);
 }

@@ -45,7 +45,7 @@ MX_MUST_USE mx_status mx__shard_collective_after(mx__shard_ctx *c, mx_value_id x
                                                  const mx_attr *extra, size_t n_extra, const char *why);
 /* Makes value x (a Shape's output) the product of what its producer now writes and constant k. */
 MX_MUST_USE mx_status mx__shard_mul_after(mx__shard_ctx *c, mx_value_id x, mx_value_id k);
-/* Infers every node again (collectives by their contract when no definition is registered). */
+/* Infers every node again, its attributes parsed anew (mx_graph_infer). */
 MX_MUST_USE mx_status mx__shard_reinfer(mx__shard_ctx *c);
 /* Copies the graph's last error into c->err with status st. */
 mx_status mx__fail_err_from_graph(mx__shard_ctx *c, mx_status st);
