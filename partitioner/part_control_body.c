@@ -260,11 +260,20 @@ bool mx__part_body_compilable(const mx_graph *body, char *why, size_t cap) {
 
 /* --- the bodies in the dumps ----------------------------------------------------------------- */
 
+/* The options of parent partition p that a body's partition takes over. */
+static void options_of(const mx_partition *p, mx_partition_options *o) {
+  mx_partition_options_init(o);
+  o->static_min_ops = p->static_min_ops;
+  o->stable = p->stable;
+}
+
 /* Partitions body the way a session compiles it (a standalone copy, inferred, its control nodes
- * wrapped, partitioned with options o). On success the caller destroys *part, then *copy; on
- * failure why says what keeps the body in the interpreter. */
-static bool partition_body(const mx_graph *body, const mx_partition_options *o, mx_graph **copy,
-                           mx_partition **part, char *why, size_t cap) {
+ * wrapped, partitioned with the options of the parent partition p). On success the caller
+ * destroys *part, then *copy; on failure why says what keeps the body in the interpreter. */
+static bool partition_body(const mx_partition *p, const mx_graph *body, mx_graph **copy, mx_partition **part,
+                           char *why, size_t cap) {
+  mx_partition_options o;
+  options_of(p, &o);
   *copy = NULL;
   *part = NULL;
   if (!mx__part_body_compilable(body, why, cap)) return false;
@@ -275,7 +284,7 @@ static bool partition_body(const mx_graph *body, const mx_partition_options *o, 
   if (st == MX_OK && mx_graph_infer(g) != MX_OK)
     st = mx__fail(&err, MX_ERR_INVALID_GRAPH, "%s", mx_graph_last_error(g));
   if (st == MX_OK) st = mx__part_wrap_control(g, NULL, &err);
-  if (st == MX_OK) st = mx_partition_create(g, o, part, &err);
+  if (st == MX_OK) st = mx_partition_create(g, &o, part, &err);
   if (st != MX_OK) {
     snprintf(why, cap, "its copy does not partition: %s", err.message);
     mx_graph_destroy(g);
@@ -283,12 +292,6 @@ static bool partition_body(const mx_graph *body, const mx_partition_options *o, 
   }
   *copy = g;
   return true;
-}
-
-static void options_of(const mx_partition *p, mx_partition_options *o) {
-  mx_partition_options_init(o);
-  o->static_min_ops = p->static_min_ops;
-  o->stable = p->stable;
 }
 
 /* The reason text of the first node of cluster id of bp. */
@@ -299,12 +302,10 @@ static void cluster_reason(const mx_partition *bp, size_t id, char *buf, size_t 
 }
 
 void mx__part_dump_body_text(FILE *out, const mx_partition *p, const mx_graph *body, int depth) {
-  mx_partition_options o;
-  options_of(p, &o);
   mx_graph *copy;
   mx_partition *bp;
   char why[MX_ERROR_MESSAGE_MAX];
-  if (!partition_body(body, &o, &copy, &bp, why, sizeof why)) {
+  if (!partition_body(p, body, &copy, &bp, why, sizeof why)) {
     fprintf(out, "%*sruns through the reference interpreter: %s\n", 2 * depth, "", why);
     return;
   }
@@ -344,12 +345,10 @@ void mx__part_dump_body_text(FILE *out, const mx_partition *p, const mx_graph *b
 }
 
 void mx__part_dump_body_json(FILE *out, const mx_partition *p, const mx_graph *body) {
-  mx_partition_options o;
-  options_of(p, &o);
   mx_graph *copy;
   mx_partition *bp;
   char why[MX_ERROR_MESSAGE_MAX];
-  if (!partition_body(body, &o, &copy, &bp, why, sizeof why)) {
+  if (!partition_body(p, body, &copy, &bp, why, sizeof why)) {
     fprintf(out, "{\"compiled\": false, \"reason\": ");
     mx__json_string(out, why);
     fprintf(out, "}");
@@ -383,12 +382,10 @@ void mx__part_dump_body_json(FILE *out, const mx_partition *p, const mx_graph *b
 }
 
 void mx__part_body_summary(const mx_partition *p, const mx_graph *body, char *buf, size_t cap) {
-  mx_partition_options o;
-  options_of(p, &o);
   mx_graph *copy;
   mx_partition *bp;
   char why[MX_ERROR_MESSAGE_MAX];
-  if (!partition_body(body, &o, &copy, &bp, why, sizeof why)) {
+  if (!partition_body(p, body, &copy, &bp, why, sizeof why)) {
     snprintf(buf, cap, "interpreter: %s", why);
     return;
   }
