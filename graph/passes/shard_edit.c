@@ -124,11 +124,29 @@ static mx_status note_collective(mx__shard_ctx *c, mx_node_id n, const char *why
   return MX_OK;
 }
 
+/* Puts the node writing `fresh` (just added, reading x as its input 0) behind x: x's producer
+ * now writes `fresh`, the node reads it and writes x, so x keeps its id, name and readers (a
+ * graph output stays one). */
+static mx_status splice_after(mx__shard_ctx *c, mx_value_id x, mx_value_id fresh) {
+  mx_graph *g = c->g;
+  mx_node_id p = g->values[x].producer, n = g->values[fresh].producer;
+  uint32_t slot = g->values[x].producer_slot;
+  g->values[fresh].dtype = g->values[x].dtype;
+  g->values[fresh].shape = g->values[x].shape;
+  if (p != MX_NO_NODE) produce_into(g, p, slot, fresh);
+  produce_into(g, n, 0, x);
+  g->nodes[n].inputs[0] = fresh;
+  mx__graph_remove_use(g, x, n);
+  mx_status st = mx__graph_add_use(g, fresh, n);
+  if (st != MX_OK) return mx__fail_err_from_graph(c, st);
+  mx__graph_invalidate(g);
+  return mx__shard_grow(c);
+}
+
 mx_status mx__shard_collective_after(mx__shard_ctx *c, mx_value_id x, const char *op, const mx_attr *extra,
                                      size_t n_extra, const char *why) {
   mx_graph *g = c->g;
   mx_node_id p = g->values[x].producer;
-  uint32_t slot = g->values[x].producer_slot;
   char hint[256];
   snprintf(hint, sizeof hint, "%s/%s", p != MX_NO_NODE ? g->nodes[p].name : g->values[x].name, op);
   const char *name = mx__graph_unique_name(g, hint);
@@ -149,18 +167,7 @@ mx_status mx__shard_collective_after(mx__shard_ctx *c, mx_value_id x, const char
   mx_status st = mx_graph_add_node(g, &d, &fresh);
   if (st != MX_OK) return mx__fail_err_from_graph(c, st);
   mx_node_id coll = g->values[fresh].producer;
-  /* The producer of x now writes `fresh`, the collective reads it and writes x: x keeps its id,
-   * name and readers (a graph output stays one). */
-  g->values[fresh].dtype = g->values[x].dtype;
-  g->values[fresh].shape = g->values[x].shape;
-  if (p != MX_NO_NODE) produce_into(g, p, slot, fresh);
-  produce_into(g, coll, 0, x);
-  g->nodes[coll].inputs[0] = fresh;
-  mx__graph_remove_use(g, x, coll);
-  st = mx__graph_add_use(g, fresh, coll);
-  if (st != MX_OK) return mx__fail_err_from_graph(c, st);
-  mx__graph_invalidate(g);
-  st = mx__shard_grow(c);
+  st = splice_after(c, x, fresh);
   if (st != MX_OK) return st;
   c->kind[fresh] = c->kind[x];
   c->axis[fresh] = c->axis[x];
@@ -170,23 +177,10 @@ mx_status mx__shard_collective_after(mx__shard_ctx *c, mx_value_id x, const char
 
 mx_status mx__shard_mul_after(mx__shard_ctx *c, mx_value_id x, mx_value_id k) {
   mx_graph *g = c->g;
-  mx_node_id p = g->values[x].producer;
-  uint32_t slot = g->values[x].producer_slot;
   mx_value_id fresh;
   mx_status st = mx_graph_add_op(g, "Mul", (mx_value_id[]){x, k}, 2, NULL, 0, &fresh);
   if (st != MX_OK) return mx__fail_err_from_graph(c, st);
-  mx_node_id mul = g->values[fresh].producer;
-  /* As for a collective: x's producer writes `fresh`, the Mul reads it and writes x. */
-  g->values[fresh].dtype = g->values[x].dtype;
-  g->values[fresh].shape = g->values[x].shape;
-  produce_into(g, p, slot, fresh);
-  produce_into(g, mul, 0, x);
-  g->nodes[mul].inputs[0] = fresh;
-  mx__graph_remove_use(g, x, mul);
-  st = mx__graph_add_use(g, fresh, mul);
-  if (st != MX_OK) return mx__fail_err_from_graph(c, st);
-  mx__graph_invalidate(g);
-  return mx__shard_grow(c);
+  return splice_after(c, x, fresh);
 }
 
 mx_status mx__shard_grow(mx__shard_ctx *c) {
