@@ -61,6 +61,11 @@ MX_MUST_USE mx_status mx__onnx_blob_region(const mx__onnx_src *src, const Onnx__
 typedef struct mx__onnx_import {
   mx__onnx_src src; /* tensor data sources and budget */
   mx_error *err;    /* where failures are recorded; never NULL */
+  const uint8_t *views; /* the model's bytes when initializers' raw_data points into them
+                           (mx__onnx_unpack_model_views), else NULL */
+  size_t views_size;
+  bool views_mapped; /* views is a read-only file mapping: pages of a consumed raw_data are
+                        dropped from the process (madvise) once the graph holds a copy */
 } mx__onnx_import;
 
 /* The ONNX names of one graph level while it is imported. Scopes chain to their enclosing
@@ -114,6 +119,18 @@ void mx__onnx_ext_close(mx__onnx_ext *ext);
  * `what` names the message in messages ("ONNX model"). */
 MX_MUST_USE mx_status mx__onnx_check_wire(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
                                           size_t size, const char *what, mx_error *err);
+
+/* --- onnx_views.c ----------------------------------------------------------------------------- */
+
+/* Unpacks the ModelProto in data[0, size) as onnx__model_proto__unpack does, except that the
+ * raw_data of the main graph's initializers points into data instead of being copied: data
+ * must outlive the message, and mx__onnx_views_clear must run before it is freed. NULL when
+ * the layout is one this does not split, when the bytes do not decode or when out of memory:
+ * the caller then unpacks in one call (which reports what is wrong). */
+Onnx__ModelProto *mx__onnx_unpack_model_views(const uint8_t *data, size_t size);
+/* Forgets every raw_data of m's main graph that points into data[0, size) (so freeing m does
+ * not free it). */
+void mx__onnx_views_clear(Onnx__ModelProto *m, const uint8_t *data, size_t size);
 
 /* --- onnx_tensor.c ---------------------------------------------------------------------------- */
 

@@ -16,9 +16,13 @@
  * missing shape (or GE's single dim -2) is an unknown rank. A graph input that is also an
  * initializer is a constant. value_info and the types declared for graph outputs are not
  * imported: inference computes them. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/file.h"
@@ -197,6 +201,20 @@ oom:
   return mx__fail(im->err, MX_ERR_OUT_OF_MEMORY, "graph '%s': out of host memory", gname);
 }
 
+/* True when p points into the model's bytes (a raw_data view, not a copy). */
+static bool is_view(const mx__onnx_import *im, const uint8_t *p) {
+  return im->views && p >= im->views && p < im->views + im->views_size;
+}
+
+/* Drops the pages wholly inside [p, p + n) of a mapped model file from the process: they are
+ * read again from the file if touched, but no longer count against its memory. */
+static void release_view(const mx__onnx_import *im, const uint8_t *p, size_t n) {
+  if (!im->views_mapped) return;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t start = ((uintptr_t)p + page - 1) & ~(page - 1), end = ((uintptr_t)p + n) & ~(page - 1);
+  if (end > start) (void)madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
 /* Adds the initializers of sc->gp as constants. */
 static mx_status add_initializers(mx__onnx_import *im, mx__onnx_scope *sc) {
   char what[300];
@@ -212,11 +230,15 @@ static mx_status add_initializers(mx__onnx_import *im, mx__onnx_scope *sc) {
     } else {
       st = mx__graph_add_constant_stored(sc->g, tp->name, &t, NULL);
       mx_tensor_release(&t); /* the graph keeps its own copy (a string tensor's strings included) */
-      /* The decoded message's copy of the bytes is not read again: freed now, so importing holds
-       * the weights about twice (file and message, then message and graph), not three times. */
+      /* The message's bytes are not read again: a copy protobuf-c made is freed now, a view into
+       * the model's bytes dropped (with its pages, when mapped), so the weights are held about
+       * once while importing. */
       Onnx__TensorProto *mp = sc->gp->initializer[i];
       if (st == MX_OK && mp->has_raw_data && mp->raw_data.data) {
-        free(mp->raw_data.data);
+        if (is_view(im, mp->raw_data.data))
+          release_view(im, mp->raw_data.data, mp->raw_data.len);
+        else
+          free(mp->raw_data.data);
         mp->raw_data.data = NULL;
         mp->raw_data.len = 0;
       }
@@ -295,11 +317,12 @@ free_maps:
 
 /* Imports a serialized ModelProto; base_dir locates external data (NULL: refused), or blob holds
  * it (an .mxm weights section, blob_size bytes; NULL: none). *owned (when given) is data's malloc'd
- * buffer: freed and set to NULL once decoded, so the file's bytes and the graph's constants are not
- * held together. */
-static mx_status load_model_owned(const uint8_t *data, size_t size, uint8_t **owned, const char *base_dir,
-                                  const uint8_t *blob, uint64_t blob_size, bool borrow, mx_graph **out,
-                                  mx_error *err) {
+ * buffer: freed and set to NULL as soon as nothing points into it. `mapped`: data is a read-only
+ * file mapping whose pages may be dropped once read. The main graph's initializers are decoded
+ * from views into data (mx__onnx_unpack_model_views), so the weights are not held twice. */
+static mx_status load_model_owned(const uint8_t *data, size_t size, uint8_t **owned, bool mapped,
+                                  const char *base_dir, const uint8_t *blob, uint64_t blob_size, bool borrow,
+                                  mx_graph **out, mx_error *err) {
   mx_status st;
   mx__onnx_import im = {.src = {base_dir, 0, blob, blob_size, borrow}, .err = err};
   mx_graph *g = NULL;
@@ -307,10 +330,17 @@ static mx_status load_model_owned(const uint8_t *data, size_t size, uint8_t **ow
     return mx__fail(err, MX_ERR_LIMIT, "%zu bytes is more than an ONNX model can hold", size);
   st = mx__onnx_check_wire(&onnx__model_proto__descriptor, data, size, "ONNX model", err);
   if (st != MX_OK) return st;
-  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
-  if (owned) { /* the decoded message holds copies of every byte it needs */
-    free(*owned);
-    *owned = NULL;
+  Onnx__ModelProto *m = mx__onnx_unpack_model_views(data, size);
+  if (m) {
+    im.views = data;
+    im.views_size = size;
+    im.views_mapped = mapped;
+  } else {
+    m = onnx__model_proto__unpack(NULL, size, data);
+    if (owned) { /* the decoded message holds copies of every byte it needs */
+      free(*owned);
+      *owned = NULL;
+    }
   }
   if (!m) return mx__fail(err, MX_ERR_MALFORMED, "not a valid ONNX model (protobuf decoding failed)");
   if (!m->graph) {
@@ -341,6 +371,7 @@ static mx_status load_model_owned(const uint8_t *data, size_t size, uint8_t **ow
   st = mx__onnx_import_graph(&im, m->graph, g, NULL, 0);
   if (st != MX_OK) goto destroy_graph;
   *out = g;
+  mx__onnx_views_clear(m, im.views, im.views_size);
   onnx__model_proto__free_unpacked(m, NULL);
   return MX_OK;
 graph_failed:
@@ -348,13 +379,35 @@ graph_failed:
 destroy_graph:
   mx_graph_destroy(g);
 free_model:
+  mx__onnx_views_clear(m, im.views, im.views_size);
   onnx__model_proto__free_unpacked(m, NULL);
   return st;
 }
 
 static mx_status load_model(const uint8_t *data, size_t size, const char *base_dir, const uint8_t *blob,
                             uint64_t blob_size, bool borrow, mx_graph **out, mx_error *err) {
-  return load_model_owned(data, size, NULL, base_dir, blob, blob_size, borrow, out, err);
+  return load_model_owned(data, size, NULL, false, base_dir, blob, blob_size, borrow, out, err);
+}
+
+/* Maps the regular file at path read-only (*data, *size; MAP_FAILED left untouched on failure).
+ * False when it cannot be mapped (not a regular file, empty, too large, no mmap): the caller
+ * reads it instead, which also reports why it cannot be opened. */
+static bool map_model_file(const char *path, const uint8_t **data, size_t *size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat sb;
+  bool ok = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
+            (uint64_t)sb.st_size <= MX_ONNX_MAX_FILE_BYTES;
+  if (ok) {
+    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    ok = p != MAP_FAILED;
+    if (ok) {
+      *data = p;
+      *size = (size_t)sb.st_size;
+    }
+  }
+  close(fd);
+  return ok;
 }
 
 mx_status mx_onnx_load_memory(const void *data, size_t size, const char *base_dir, mx_graph **out,
@@ -404,17 +457,26 @@ mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err) {
   if (!out) return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx_onnx_load_file: out is NULL");
   *out = NULL;
   if (!path) return mx__fail(e, MX_ERR_INVALID_ARGUMENT, "mx_onnx_load_file: path is NULL");
-  st = mx__read_file(path, MX_ONNX_MAX_FILE_BYTES, &buf, &size, e);
-  if (st != MX_OK) return st;
+  /* A regular file is mapped, so the pages of each initializer can be dropped once the graph
+   * holds its bytes; anything else (a pipe) is read into memory. */
+  const uint8_t *mapping = NULL;
+  if (!map_model_file(path, &mapping, &size)) {
+    st = mx__read_file(path, MX_ONNX_MAX_FILE_BYTES, &buf, &size, e);
+    if (st != MX_OK) return st;
+  }
   char *dir = mx__onnx_dirname(path);
   if (!dir) {
     st = mx__fail(e, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
     goto free_buf;
   }
-  st = load_model_owned(buf, size, &buf, dir, NULL, 0, false, out, e);
+  if (mapping)
+    st = load_model_owned(mapping, size, NULL, true, dir, NULL, 0, false, out, e);
+  else
+    st = load_model_owned(buf, size, &buf, false, dir, NULL, 0, false, out, e);
   if (st != MX_OK) mx__error_prefix(e, "%s: ", path);
   free(dir);
 free_buf:
+  if (mapping) munmap((void *)(uintptr_t)mapping, size);
   free(buf);
   return st;
 }
