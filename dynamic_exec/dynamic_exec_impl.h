@@ -17,6 +17,7 @@
 #include "graph/passes/passes.h"
 #include "hal/hal.h"
 #include "kernels/kernel.h"
+#include "kernels/prepack.h"
 
 #define MX__DYN_NONE UINT32_MAX
 
@@ -240,6 +241,10 @@ struct mx_dyn_exec {
                                      mx_device_shared_acquire when const_shared); NULL when
                                      there are none */
   bool const_shared;     /* const_block is a shared block of the device */
+  mx_kprepack_cache prepacks; /* constants of Conv / MatMul / Gemm ops packed for their kernels
+                                 at the first launch of each layout (host-memory devices),
+                                 freed with the executor */
+  bool prepack_ok;            /* pre-packing is on and the device is host memory */
   mx__dyn_opstate *ops;  /* by plan op (owned) */
   int64_t *sym_val;      /* this step's symbol values, INT64_MIN unbound (owned) */
   int64_t *sym_prev;     /* values of the previous step (change detection) (owned) */

@@ -660,6 +660,24 @@ done:
   return st;
 }
 
+/* Where an executor keeps a pre-packed block: beside its constants, a shared block of the device
+ * when they are shared (executors of equal plans hold one copy), else its own copy. */
+static void *prepack_keep(void *ctx, const void *host, size_t bytes) {
+  mx_dyn_exec *e = ctx;
+  void *block = NULL;
+  mx_status st = e->const_shared ? mx_device_shared_acquire(e->dev, host, bytes, 64, &block)
+                                 : mx_device_upload(e->dev, host, bytes, 64, &block);
+  return st == MX_OK ? block : NULL;
+}
+
+static void prepack_drop(void *ctx, void *block) {
+  mx_dyn_exec *e = ctx;
+  if (e->const_shared)
+    MX_IGNORE_STATUS(mx_device_shared_release(e->dev, block));
+  else
+    mx_device_free(e->dev, block);
+}
+
 mx_status mx__dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching_allocator *alloc,
                               mx_stream *const *streams, size_t n_streams, mx_dyn_exec **out, mx_error *err) {
   if (out) *out = NULL;
@@ -680,6 +698,8 @@ mx_status mx__dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_cachin
   e->g = plan->g;
   e->n_streams = plan->n_streams;
   atomic_init(&e->fail.op, MX__DYN_NONE);
+  e->prepacks = (mx_kprepack_cache){.keep = prepack_keep, .drop = prepack_drop, .ctx = e};
+  e->prepack_ok = mx__kprepack_enabled() && mx__hal_device_host_memory(dev);
   if (alloc) {
     e->alloc = alloc;
   } else {
@@ -746,6 +766,7 @@ void mx__dyn_exec_destroy(mx_dyn_exec *e) {
       free(rv->host_buf);
     }
   }
+  mx__kprepack_cache_clear(&e->prepacks); /* the streams drained above: no kernel reads them */
   if (e->const_block && e->const_shared)
     mx_device_shared_release(e->dev, e->const_block);
   else if (e->const_block)

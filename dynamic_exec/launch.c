@@ -49,6 +49,20 @@ static bool meta_matches(const mx_dyn_exec *e, const mx__dyn_op *op, const unsig
   return true;
 }
 
+/* The constant input of a device op's kernel packed for it (the first block of these shapes
+ * packs it; blocks of other shapes with the same layout share it), or NULL: the kernel has no
+ * pre-packed form for these shapes, or that input is not a constant. */
+static const void *op_prepack(mx_dyn_exec *e, const mx__dyn_op *op, mx_kernel_call *call) {
+  const mx_kprepack_hook *hook = e->prepack_ok ? mx__kprepack_hook(op->kernel) : NULL;
+  if (!hook || hook->input >= op->n_in) return NULL;
+  mx_value_id v = op->nd->inputs[hook->input];
+  if (v == MX_NO_VALUE || e->plan->vals[v].home != MX__DYN_HOME_CONST || !e->vals[v].dev) return NULL;
+  call->t[hook->input].data = e->vals[v].dev;
+  const void *block = mx__kprepack_get(&e->prepacks, op->kernel, call);
+  call->t[hook->input].data = NULL; /* set at each launch */
+  return block;
+}
+
 static void meta_fill(mx_dyn_exec *e, size_t i, unsigned char *block) {
   const mx__dyn_op *op = &e->plan->ops[i];
   const mx_node *nd = op->nd;
@@ -72,6 +86,7 @@ static void meta_fill(mx_dyn_exec *e, size_t i, unsigned char *block) {
     mx__ktensor_set_dims(&call->t[j], rv->rank, rv->dims);
     if (rv->pad_rows) mx__dyn_val_strides(rv, call->t[j].strides);
   }
+  call->prepacked = op->kind == MX__DYN_OP_DEVICE ? op_prepack(e, op, call) : NULL;
   call->workspace_size = op->kernel->workspace ? op->kernel->workspace(call) : 0;
 }
 

@@ -15,6 +15,7 @@
 #include "kernels/kmath.h"
 #include "kernels/kutil.h"
 #include "kernels/linalg_impl.h"
+#include "kernels/prepack.h"
 #include "kernels/threads.h"
 
 #define CT          float
@@ -141,6 +142,7 @@ static mx_status conv_f32(mx_kernel_call *call, const conv_plan *pl, const float
                     .act = cp->fused_act,
                     .alpha = cp->act_alpha,
                     .beta = cp->act_beta};
+  j.pre_a = mx__kconv_prepacked(call, wt, &j.pre_mr); /* weights packed beside the model, if any */
   if (!mx__kconv_f32_run(&j, call->workspace, pl->fast_floats)) {
     call->why = "Conv: the workspace is smaller than the kernel declared";
     return MX_ERR_KERNEL;

@@ -44,9 +44,9 @@ typedef struct fast_plan {
   size_t packed_floats; /* own GEMM: the packed B band at the start of a slot, A blocks after it */
   size_t gemm_floats;   /* own GEMM: its scratch (A blocks), then one im2col row */
   size_t slot_floats; /* scratch per thread */
-  int64_t pre_mr;     /* own GEMM, weights read by several tasks: packed once per run into
-                         panels of this many rows (0: each task packs its own) */
-  size_t pre_floats;  /* those packed weights (all groups), ahead of the threads' slots */
+  int64_t pre_mr;     /* own GEMM: the row panels the weights are read in when packed ahead */
+  size_t pre_floats;  /* weights read by several tasks: packed once per run (all groups), ahead
+                         of the threads' slots (0: each task packs its own) */
 } fast_plan;
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
@@ -136,11 +136,10 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     if (own > p->slot_floats) p->slot_floats = own;
     /* Each of the n x bands tasks of a weight chunk would pack it again (the 56x56 layers run
      * a dozen bands): pack it once for all of them when it is read more than once. */
-    if (n * p->bands > 1) {
-      p->pre_mr = mx__kgemm_f32_row_granule(p->mchunk, cols);
+    p->pre_mr = mx__kgemm_f32_row_granule(p->mchunk, cols);
+    if (n * p->bands > 1)
       p->pre_floats = (size_t)round_up(
           (int64_t)mx__kgemm_f32_pre_a_floats(p->mg, p->kdim, p->pre_mr) * group, 16);
-    }
     return;
   }
   /* Too few tasks for the threads: split the output channels too (a band's im2col is then
@@ -285,8 +284,9 @@ static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f3
 typedef struct fast_job {
   const mx_kconv_f32 *j;
   const fast_plan *p;
-  float *scratch; /* the threads' slots */
-  float *pre;     /* the weights packed for all tasks (p->pre_mr), or NULL */
+  float *scratch;    /* the threads' slots */
+  const float *pre;  /* the weights packed for all tasks (p->pre_mr), or NULL */
+  float *pre_dst;    /* where this run packs them (run_pre_pack), NULL when they were kept */
 } fast_job;
 
 /* Row panels of the weights packed per pre-pack task. */
@@ -302,7 +302,7 @@ static void run_pre_pack(void *vctx, int64_t task, int32_t slot) {
   const int64_t rows = p->mg - r0 < PRE_PANELS * p->pre_mr ? p->mg - r0 : PRE_PANELS * p->pre_mr;
   const size_t gsize = mx__kgemm_f32_pre_a_floats(p->mg, p->kdim, p->pre_mr);
   mx__kgemm_f32_pre_a_pack(fj->j->wt + g * p->mg * p->kdim, p->kdim, p->mg, p->kdim, p->pre_mr, r0, rows,
-                           fj->pre + (size_t)g * gsize);
+                           fj->pre_dst + (size_t)g * gsize);
 }
 
 static void run_task(void *vctx, int64_t task, int32_t slot) {
@@ -356,6 +356,15 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
   epilogue_rows_f32(yg + c0, zg ? zg + c0 : NULL, bg, mn, ncols, p->P, j->act, j->alpha, j->beta);
 }
 
+int64_t mx__kconv_f32_pre_mr(const mx_kconv_f32 *j) {
+  const mx_kwin *w = j->w;
+  if (j->c % j->group || j->m % j->group || mx__kconv_gemv_applies(j)) return 0;
+  int32_t slots = mx__kthreads_for_work(j->n * j->m * w->grid_size * (j->c / j->group) * w->k_size);
+  fast_plan p;
+  make_plan(w, j->n, j->c, j->m, j->group, slots, &p);
+  return p.own_gemm ? p.pre_mr : 0;
+}
+
 bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_floats) {
   const mx_kwin *w = j->w;
   if (j->c % j->group || j->m % j->group) return false;
@@ -367,10 +376,12 @@ bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_flo
   int32_t slots = mx__kthreads_for_work(j->n * j->m * w->grid_size * (j->c / j->group) * w->k_size);
   fast_plan p;
   make_plan(w, j->n, j->c, j->m, j->group, slots, &p);
+  /* Weights pre-packed beside the model in this plan's panels serve every task as they are. */
+  const bool kept = j->pre_a && p.own_gemm && j->z != j->y && j->pre_mr == p.pre_mr;
   /* A residual read in place from Y runs the sgemm path: nothing to pre-pack for; nor when the
    * workspace (sized for another pool size) cannot hold it and one slot. */
-  if (j->z == j->y || p.pre_floats + p.slot_floats > scratch_floats) p.pre_mr = 0, p.pre_floats = 0;
-  float *pre = p.pre_floats ? scratch : NULL;
+  if (kept || j->z == j->y || p.pre_floats + p.slot_floats > scratch_floats) p.pre_floats = 0;
+  float *pre_dst = p.pre_floats ? scratch : NULL;
   scratch += p.pre_floats;
   scratch_floats -= p.pre_floats;
   if (p.slot_floats) {
@@ -382,8 +393,8 @@ bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_flo
     mx__kconv_dw_run(j, scratch, slots);
     return true;
   }
-  fast_job fj = {j, &p, scratch, pre};
-  if (pre) {
+  fast_job fj = {j, &p, scratch, kept ? j->pre_a : pre_dst, pre_dst};
+  if (pre_dst) {
     const int64_t per = (p.mg + p.pre_mr - 1) / p.pre_mr;
     mx__kparallel_work(j->group * ((per + PRE_PANELS - 1) / PRE_PANELS), slots, j->m * p.kdim * 8, run_pre_pack,
                        &fj);

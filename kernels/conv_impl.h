@@ -52,12 +52,19 @@ typedef struct mx_kconv_f32 {
   float *y;
   int32_t act;       /* MX_CONV_ACT_* */
   float alpha, beta; /* its parameters (mx_conv_params.act_alpha / act_beta) */
+  const float *pre_a; /* wt pre-packed beside the model (kernels/prepack_conv.c) in row panels of
+                         pre_mr, all groups, or NULL: read when the plan cuts panels alike */
+  int64_t pre_mr;
 } mx_kconv_f32;
 
 /* Scratch floats each thread of a Conv needs (the workspace holds one such slot per thread of
  * the pool, mx__kthreads()). */
 size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group,
                                  int32_t slots);
+/* Row-panel height a pre-packed copy of the Conv's weights must have for the plan a run makes
+ * now (the pool's threads), or 0 when that plan reads no packed weights (depthwise, the
+ * matrix-vector path, no own GEMM on this CPU). */
+int64_t mx__kconv_f32_pre_mr(const mx_kconv_f32 *j);
 /* Runs the Conv on as many threads as the scratch has slots for (up to the pool size). false
  * when the scratch holds no slot, or the channels do not divide into groups. */
 bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_floats);

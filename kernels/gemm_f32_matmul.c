@@ -11,6 +11,7 @@
 
 #include "kernels/gemm_f32.h"
 #include "kernels/gemm_f32_matmul.h"
+#include "kernels/prepack.h"
 #include "kernels/threads.h"
 
 /* Without AVX-512 the own AVX2 copy runs about as fast as OpenBLAS's Haswell kernels on large
@@ -19,9 +20,9 @@
 /* Below this many multiply-adds (about 40 us on one core) a split across threads costs more than
  * it saves (the same bound as linalg_threads.c's). */
 #define OWN_PAR_MIN_MACS ((int64_t)1 << 21)
-/* B is packed anew on every run into the workspace: above this many elements (4 MB, a large
- * model's weight matrix) that copy and its memory are not worth it, and sgemm's blocked packing
- * runs instead. */
+/* B is packed anew on every run into the workspace (unless a constant B was pre-packed beside
+ * the model): above this many elements (4 MB, a large model's weight matrix) that copy and its
+ * memory are not worth it, and sgemm's blocked packing runs instead. */
 #define OWN_MAX_B_ELEMS ((int64_t)1 << 20)
 
 bool mx__kmm_own_pays(int64_t m, int64_t n, int64_t k, int ta) {
@@ -65,6 +66,28 @@ void mx__kmm_pack_b(const float *b, int64_t ldb, int tb, int64_t k, int64_t n, f
       for (int64_t q = 0; q < k; q++) dst[q * MX_KGEMM_NR + j] = src[q];
     }
   }
+}
+
+static mx_kernel_prepack_layout b_layout(int tb, int64_t k, int64_t n) {
+  mx_kernel_prepack_layout l = {{MX_KPREPACK_MM_B, k, n, tb ? 1 : 0}};
+  return l;
+}
+
+size_t mx__kmm_prepack_b(const mx_kernel_call *call, int tb, int64_t k, int64_t n, void *dst,
+                         mx_kernel_prepack_layout *layout) {
+  const mx_ktensor *b = &call->t[1];
+  if (b->dtype != MX_FLOAT32 || k < 1 || n < 1 || mx__ktensor_numel(b) != k * n) return 0;
+  const size_t bytes = mx__kprepack_block_bytes(mx__kgemm_f32_packed_b_floats(k, n) * sizeof(float));
+  *layout = b_layout(tb, k, n);
+  if (!dst) return bytes;
+  float *bp = mx__kprepack_begin(dst, bytes, call, 1, layout);
+  mx__kmm_pack_b(b->data, tb ? k : n, tb, k, n, bp);
+  return bytes;
+}
+
+const float *mx__kmm_prepacked_b(const mx_kernel_call *call, int tb, int64_t k, int64_t n) {
+  const mx_kernel_prepack_layout l = b_layout(tb, k, n);
+  return mx__kprepack_find(call, 1, &l);
 }
 
 size_t mx__kmm_own_scratch_floats(int64_t m, int64_t n, int64_t k) { return slot_floats(m, n, k, false); }
@@ -119,8 +142,9 @@ static void own_task(void *vctx, int64_t task, int32_t slot) {
 }
 
 bool mx__kmm_own_run(int64_t batch, int64_t m, int64_t n, int64_t k, const float *a, const float *b, int tb,
-                     mx_kmm_offsets_fn offsets, const void *offsets_ctx, bool b_shared, float *c, void *workspace,
-                     size_t workspace_bytes, mx_kmm_tile_fn tile_fn, const void *tile_ctx) {
+                     mx_kmm_offsets_fn offsets, const void *offsets_ctx, bool b_shared, const float *b_packed,
+                     float *c, void *workspace, size_t workspace_bytes, mx_kmm_tile_fn tile_fn,
+                     const void *tile_ctx) {
   const size_t per = slot_floats(m, n, k, b_shared), shared = shared_floats(n, k, b_shared);
   const size_t have = workspace_bytes / sizeof(float);
   if (!workspace || have < shared + per) return false;
@@ -147,7 +171,9 @@ bool mx__kmm_own_run(int64_t batch, int64_t m, int64_t n, int64_t k, const float
                .offsets_ctx = offsets_ctx,
                .tile_fn = tile_fn,
                .tile_ctx = tile_ctx};
-  if (b_shared) {
+  if (b_shared && b_packed) {
+    j.bp_shared = b_packed; /* packed beside the model: the same panels this run would write */
+  } else if (b_shared) {
     float *bp = workspace;
     mx__kmm_pack_b(b, tb ? k : n, tb, k, n, bp);
     j.bp_shared = bp;

@@ -37,6 +37,9 @@ typedef struct mx_kernel_call {
   void *workspace;    /* scratch of workspace_size bytes, 64-byte aligned */
   size_t workspace_size;
   const char *why; /* set by a failing kernel: static text saying what went wrong */
+  const void *prepacked; /* the pre-packed form of a constant input (mx_kernel_def.prepack) that
+                            the executor keeps beside the weights, or NULL: the kernel checks it
+                            belongs to this call (kernels/prepack.h) and else packs as usual */
   uint16_t n_in;   /* inputs, including omitted optional ones */
   uint16_t n_out;
   uint32_t reserved; /* keeps t[] 8-byte aligned; always 0 */
@@ -46,6 +49,20 @@ typedef struct mx_kernel_call {
 typedef mx_status (*mx_kernel_fn)(mx_kernel_call *call);
 /* Scratch bytes the kernel needs for the shapes in call (data pointers are not valid yet). */
 typedef size_t (*mx_kernel_workspace_fn)(const mx_kernel_call *call);
+
+/* A kernel's layout of a pre-packed constant input: four numbers the kernel picks (its kind,
+ * dims, panel height...), compared whole. Equal layouts of equal bytes are equal blocks. */
+typedef struct mx_kernel_prepack_layout {
+  int64_t v[4];
+} mx_kernel_prepack_layout;
+
+/* The pre-packed form of a kernel's constant input (weights; kernels/prepack.h lists the kernels
+ * that have one and which input) for the shapes of call, whose data pointer is valid for that
+ * input only: its bytes (0: nothing to pre-pack for these shapes) and its layout; with dst (that
+ * many bytes, 64-byte aligned), also writes it. An executor packs once per constant and layout,
+ * keeps the block as long as the constant's bytes and passes it in mx_kernel_call.prepacked; the
+ * kernel then reads it instead of packing the weights on every run, with the same bits. */
+typedef size_t (*mx_kernel_prepack_fn)(const mx_kernel_call *call, void *dst, mx_kernel_prepack_layout *layout);
 
 typedef struct mx_kernel_def {
   const char *op;     /* op type (default ONNX domain unless domain is set) */

@@ -23,6 +23,7 @@
 #include "kernels/kmath.h"
 #include "kernels/kutil.h"
 #include "kernels/linalg_impl.h"
+#include "kernels/prepack.h"
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
@@ -468,8 +469,21 @@ static bool mm_own_f32(mx_kernel_call *call, const mm_plan *p, const float *a, c
   int64_t batch, rows;
   mm_own_shape(p, &batch, &rows);
   if (!mx__kmm_own_pays(rows, p->n, p->k, p->ta)) return false;
-  return mx__kmm_own_run(batch, rows, p->n, p->k, a, b, p->tb, batch > 1 ? mm_offsets_cb : NULL, p, batch == 1, c,
-                         call->workspace, call->workspace_size, e ? mm_own_tile_f32 : NULL, e);
+  const float *bp = batch == 1 && b == call->t[1].data ? mx__kmm_prepacked_b(call, p->tb, p->k, p->n) : NULL;
+  return mx__kmm_own_run(batch, rows, p->n, p->k, a, b, p->tb, batch > 1 ? mm_offsets_cb : NULL, p, batch == 1, bp,
+                         c, call->workspace, call->workspace_size, e ? mm_own_tile_f32 : NULL, e);
+}
+
+/* A constant B shared by the whole product (batch 1 once folded), pre-packed beside the model. */
+size_t mx__kmatmul_prepack(const mx_kernel_call *call, void *dst, mx_kernel_prepack_layout *layout) {
+  if (call->t[0].dtype != MX_FLOAT32 || call->t[1].dtype != MX_FLOAT32) return 0;
+  mm_plan p;
+  const char *why = NULL;
+  if (mm_plan_shapes(call, &p, &why) != MX_OK) return 0;
+  int64_t batch, rows;
+  mm_own_shape(&p, &batch, &rows);
+  if (batch != 1 || !mx__kmm_own_pays(rows, p.n, p.k, p.ta)) return 0;
+  return mx__kmm_prepack_b(call, p.tb, p.k, p.n, dst, layout);
 }
 
 /* A float32 MatMul's scratch on the own GEMM (none on the BLAS path or for float64). */
@@ -689,8 +703,9 @@ static bool gemm_own_f32(mx_kernel_call *call, const gemm_dims *g, float *y) {
   gemm_tile_ctx t = {g, g->has_c ? call->t[2].data : NULL, p->beta,
                      {.bias = NULL, .bias_n = 0, .act = p->fused_act}};
   bool tile = t.c || t.e.act != MX_MATMUL_ACT_NONE;
-  return mx__kmm_own_run(1, g->m, g->n, g->k, call->t[0].data, call->t[1].data, p->trans_b, NULL, NULL, true, y,
-                         call->workspace, call->workspace_size, tile ? gemm_own_tile_f32 : NULL, &t);
+  const float *bp = mx__kmm_prepacked_b(call, p->trans_b, g->k, g->n);
+  return mx__kmm_own_run(1, g->m, g->n, g->k, call->t[0].data, call->t[1].data, p->trans_b, NULL, NULL, true, bp,
+                         y, call->workspace, call->workspace_size, tile ? gemm_own_tile_f32 : NULL, &t);
 }
 
 static size_t gemm_float_workspace(const mx_kernel_call *call) {
@@ -704,6 +719,19 @@ static size_t gemm_float_workspace(const mx_kernel_call *call) {
   g.n = b->dims[p->trans_b ? 0 : 1];
   if (!gemm_own_pays(p, &g)) return 0;
   return mx__kmm_own_workspace(g.m, g.n, g.k, true);
+}
+
+/* Gemm's B (a constant: the weights) pre-packed beside the model when the own GEMM runs it. */
+size_t mx__kgemm_prepack(const mx_kernel_call *call, void *dst, mx_kernel_prepack_layout *layout) {
+  const mx_gemm_params *p = call->params;
+  const mx_ktensor *a = &call->t[0], *b = &call->t[1];
+  if (!p || a->dtype != MX_FLOAT32 || b->dtype != MX_FLOAT32 || a->rank != 2 || b->rank != 2) return 0;
+  gemm_dims g;
+  g.m = a->dims[p->trans_a ? 1 : 0];
+  g.k = a->dims[p->trans_a ? 0 : 1];
+  g.n = b->dims[p->trans_b ? 0 : 1];
+  if (b->dims[p->trans_b ? 1 : 0] != g.k || !gemm_own_pays(p, &g)) return 0;
+  return mx__kmm_prepack_b(call, p->trans_b, g.k, g.n, dst, layout);
 }
 
 static mx_status gemm_run_f64(mx_kernel_call *call, const gemm_dims *g) {

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hal/hal.h"
+#include "kernels/prepack.h"
 #include "static_exec/static_exec_impl.h"
 
 struct mx_static_model {
@@ -32,6 +34,9 @@ struct mx_static_model {
   mx__mxm_mapping *weights_map; /* weights are the plan's mapped ones, registered with the
                                    device (held; no copy), or NULL */
   uint64_t weight_bytes;
+  mx_kprepack_cache prepacks; /* weights of Conv / MatMul / Gemm tasks packed once at create
+                                 (host-memory devices), freed with the model */
+  bool share_prepacks;        /* prepacks are shared device blocks (with the weights shared) */
   void *fm_owned; /* model-owned FM arena (device, owned) or NULL */
   void *fm_base;  /* FM arena of the next execute (owned or supplied), or NULL */
   uint64_t fm_bytes;
@@ -90,6 +95,39 @@ static mx_status copy_ios(mx_static_model *m, const mx__pio *src, uint32_t n, mx
   return MX_OK;
 }
 
+/* Where a model keeps a pre-packed block: a shared block of the device when its weights are
+ * shared (models of one plan on one device hold one copy), else its own copy. */
+static void *prepack_keep(void *ctx, const void *host, size_t bytes) {
+  mx_static_model *m = ctx;
+  void *block = NULL;
+  mx_status st = m->share_prepacks ? mx_device_shared_acquire(m->dev, host, bytes, 64, &block)
+                                   : mx_device_upload(m->dev, host, bytes, 64, &block);
+  return st == MX_OK ? block : NULL;
+}
+
+static void prepack_drop(void *ctx, void *block) {
+  mx_static_model *m = ctx;
+  if (m->share_prepacks)
+    MX_IGNORE_STATUS(mx_device_shared_release(m->dev, block));
+  else
+    mx_device_free(m->dev, block);
+}
+
+/* The weights of kernel task pt (call: its block, dims and params set) packed once for the
+ * kernel when it has a pre-packed form and reads that input from the WEIGHT region, which the
+ * model's host-memory device reads in place; NULL otherwise (the kernel packs per run). */
+static const void *task_prepack(mx_static_model *m, const mx__ptask *pt, const mx_kernel_def *kd,
+                                mx_kernel_call *call) {
+  const mx_kprepack_hook *hook = mx__kprepack_hook(kd);
+  if (!hook || !m->weights || !mx__kprepack_enabled() || !mx__hal_device_host_memory(m->dev) ||
+      hook->input >= pt->n_in || pt->t[hook->input].alloc != MX__ID_WEIGHT)
+    return NULL;
+  call->t[hook->input].data = (char *)m->weights + pt->t[hook->input].offset;
+  const void *block = mx__kprepack_get(&m->prepacks, kd, call);
+  call->t[hook->input].data = NULL; /* a slot: the HAL installs it */
+  return block;
+}
+
 /* Builds plan task ti as a HAL task (argument block in blk, slots in slots, both large enough)
  * and appends it with its event waits and records. */
 static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t ti, void *blk,
@@ -131,6 +169,7 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
       if (!params) return mx__fail_oom(err, "model params");
       call->params = params;
     }
+    call->prepacked = task_prepack(m, pt, kd, call);
     call->workspace_size = (size_t)pt->ws_size;
     if (pt->ws_size)
       slots[ns++] = (mx_hal_slot){(uint32_t)mx__kernel_task_workspace_offset(), MX__ID_FM, pt->ws_offset};
@@ -199,6 +238,7 @@ free_scratch:
 void mx__static_model_destroy(mx_static_model *m) {
   if (!m) return;
   mx__hal_model_destroy(m->hal);
+  mx__kprepack_cache_clear(&m->prepacks); /* after the tasks reading them */
   if (m->staging)
     for (uint32_t i = 0; i < m->n_inputs + m->n_outputs; i++) mx_device_free(m->dev, m->staging[i]);
   mx_device_free(m->dev, m->fm_owned);
@@ -253,6 +293,8 @@ mx_status mx__static_model_create(mx_device *dev, const mx_static_plan *plan,
   m->n_ids = mx__plan_ids(plan);
   m->fm_bytes = plan->fm_bytes;
   m->weight_bytes = plan->weight_bytes;
+  m->prepacks = (mx_kprepack_cache){.keep = prepack_keep, .drop = prepack_drop, .ctx = m};
+  m->share_prepacks = o.share_weights;
   m->fm_external = o.fm == MX_STATIC_FM_FROM_PLAN ? plan->fm_external : o.fm == MX_STATIC_FM_EXTERNAL;
   mx_hal_model_mode mode = o.mode == MX_STATIC_MODE_FROM_PLAN ? plan->mode
                            : o.mode == MX_STATIC_MODE_PATCH   ? MX_HAL_MODEL_PATCH
