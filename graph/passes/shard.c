@@ -256,8 +256,12 @@ static mx_status vocab_head(mx__shard_ctx *c, mx_node_id n) {
   return mx__shard_collective_after(c, y, "AllGather", &axis, 1, why);
 }
 
-/* Embedding Gather on a [vocab, hidden] table: each rank keeps its rows plus one zero row; ids
- * outside its range read the zero row, and an AllReduce sums the ranks' rows. */
+/* Embedding Gather on a [vocab, hidden] table: each rank keeps its rows plus one zero row, and
+ * an AllReduce sums the ranks' rows. Which row an id reads on this rank comes from a Gather on a
+ * [vocab] constant (the rank's row for its own ids, the zero row for the others): that Gather
+ * reads the ids as the embedding did, so a negative id counts from the end of the table and an
+ * id outside [-vocab, vocab) fails the run naming the id, on every rank alike (they all read the
+ * same ids) and before the AllReduce, so no rank is left waiting in it. */
 static mx_status vocab_embedding(mx__shard_ctx *c, mx_node_id n) {
   mx_graph *g = c->g;
   mx_value_id table = g->nodes[n].inputs[0], ids = g->nodes[n].inputs[1], y = g->nodes[n].outputs[0];
@@ -266,38 +270,39 @@ static mx_status vocab_embedding(mx__shard_ctx *c, mx_node_id n) {
   if (vocab % c->tp)
     return mx__node_fail(c->err, &g->nodes[n], MX_ERR_UNSUPPORTED, "vocabulary %lld not divisible by tp %d",
                          (long long)vocab, c->tp);
-  int64_t local = vocab / c->tp, lo = local * c->rank;
-  size_t es = mx_dtype_size(t->dtype);
-  unsigned char *rows = calloc((size_t)((local + 1) * hidden), es);
-  if (!rows) return mx__fail_oom(c->err, "an embedding slice");
-  memcpy(rows, (const unsigned char *)t->data + (size_t)(lo * hidden) * es, (size_t)(local * hidden) * es);
-  char hint[256];
-  snprintf(hint, sizeof hint, "%s.tp%d", g->values[table].name, c->rank);
-  mx_value_id slice, lo_c, zero_c, hi_c;
-  mx_status st = mx__rw_new_const(g, hint, t->dtype, 2, (int64_t[]){local + 1, hidden}, rows, &slice);
-  free(rows);
-  if (st != MX_OK) return mx__fail_err_from_graph(c, st);
   mx_dtype it = g->values[ids].dtype;
   if (it != MX_INT64 && it != MX_INT32)
     return mx__node_fail(c->err, &g->nodes[n], MX_ERR_UNSUPPORTED, "its indices are neither int32 nor int64");
-  int64_t l64[4] = {lo, 0, local, vocab};
-  int32_t l32[4] = {(int32_t)lo, 0, (int32_t)local, (int32_t)vocab};
-  const void *src[4];
-  for (int i = 0; i < 4; i++) src[i] = it == MX_INT64 ? (const void *)&l64[i] : (const void *)&l32[i];
-  mx_value_id vocab_c;
-  st = mx__rw_new_const(g, "shard_vocab_start", it, 0, NULL, src[0], &lo_c);
-  if (st == MX_OK) st = mx__rw_new_const(g, "shard_zero", it, 0, NULL, src[1], &zero_c);
-  if (st == MX_OK) st = mx__rw_new_const(g, "shard_vocab_rows", it, 0, NULL, src[2], &hi_c);
-  if (st == MX_OK) st = mx__rw_new_const(g, "shard_vocab", it, 0, NULL, src[3], &vocab_c);
-  mx_value_id wrapped, rel, ge, lt, inside, idx;
-  /* A negative id counts from the end of the table, as Gather reads it: Mod (sign of the
-   * divisor) makes it the row it names before the rank's range is taken off. */
-  if (st == MX_OK) st = mx_graph_add_op(g, "Mod", (mx_value_id[]){ids, vocab_c}, 2, NULL, 0, &wrapped);
-  if (st == MX_OK) st = mx_graph_add_op(g, "Sub", (mx_value_id[]){wrapped, lo_c}, 2, NULL, 0, &rel);
-  if (st == MX_OK) st = mx_graph_add_op(g, "GreaterOrEqual", (mx_value_id[]){rel, zero_c}, 2, NULL, 0, &ge);
-  if (st == MX_OK) st = mx_graph_add_op(g, "Less", (mx_value_id[]){rel, hi_c}, 2, NULL, 0, &lt);
-  if (st == MX_OK) st = mx_graph_add_op(g, "And", (mx_value_id[]){ge, lt}, 2, NULL, 0, &inside);
-  if (st == MX_OK) st = mx_graph_add_op(g, "Where", (mx_value_id[]){inside, rel, hi_c}, 3, NULL, 0, &idx);
+  int64_t local = vocab / c->tp, lo = local * c->rank;
+  size_t es = mx_dtype_size(t->dtype);
+  unsigned char *rows = calloc((size_t)((local + 1) * hidden), es);
+  void *row_of_id = malloc((size_t)vocab * mx_dtype_size(it));
+  if (!rows || !row_of_id) {
+    free(rows);
+    free(row_of_id);
+    return mx__fail_oom(c->err, "an embedding slice");
+  }
+  memcpy(rows, (const unsigned char *)t->data + (size_t)(lo * hidden) * es, (size_t)(local * hidden) * es);
+  for (int64_t v = 0; v < vocab; v++) {
+    int64_t r = v >= lo && v < lo + local ? v - lo : local;
+    if (it == MX_INT64)
+      ((int64_t *)row_of_id)[v] = r;
+    else
+      ((int32_t *)row_of_id)[v] = (int32_t)r;
+  }
+  char name[256];
+  snprintf(name, sizeof name, "%s.tp%d", g->values[table].name, c->rank);
+  mx_value_id slice, row_map, idx;
+  mx_status st = mx__rw_new_const(g, name, t->dtype, 2, (int64_t[]){local + 1, hidden}, rows, &slice);
+  snprintf(name, sizeof name, "%s.tp%d_rows", g->values[ids].name, c->rank);
+  if (st == MX_OK) st = mx__rw_new_const(g, name, it, 1, (int64_t[]){vocab}, row_of_id, &row_map);
+  free(rows);
+  free(row_of_id);
+  /* Named after the embedding, so an id out of range is reported against it. */
+  snprintf(name, sizeof name, "%s.tp_rows", g->nodes[n].name);
+  mx_node_desc lookup = {
+      .op_type = "Gather", .name = name, .inputs = (mx_value_id[]){row_map, ids}, .n_inputs = 2, .n_outputs = 1};
+  if (st == MX_OK) st = mx_graph_add_node(g, &lookup, &idx);
   if (st != MX_OK) return mx__fail_err_from_graph(c, st);
   st = mx__shard_rewire_input(c, n, ids, idx);
   if (st == MX_OK) st = mx__shard_rewire_input(c, n, table, slice);

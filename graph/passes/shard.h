@@ -5,10 +5,12 @@
  * Attention heads are split (Q/K/V weight columns by heads, o_proj rows), the MLP column then
  * row (gate/up columns, down rows), with one AllReduce after each row-split MatMul; the KV cache
  * inputs/outputs of each Attention hold the rank's kv-heads only; a Gather on a constant
- * [vocab, hidden] table fed by a graph input becomes a masked Gather of the rank's rows plus an
- * AllReduce; an LM head MatMul writing a graph output is split by vocabulary columns and ends in
- * an AllGather. The collectives are domain "mixrt" nodes (AllReduce, AllGather) carrying
- * world_size. Whatever the pass cannot place is refused, naming the node and why. */
+ * [vocab, hidden] table fed by a graph input becomes a Gather of the rank's rows (ids of other
+ * ranks read a zero row; an id outside the vocabulary fails the run on every rank, before the
+ * collective) plus an AllReduce; an LM head MatMul writing a graph output is split by
+ * vocabulary columns and ends in an AllGather. The collectives are domain "mixrt" nodes
+ * (AllReduce, AllGather) carrying world_size. Whatever the pass cannot place is refused, naming
+ * the node and why. */
 #ifndef MIXRT_GRAPH_PASSES_SHARD_H
 #define MIXRT_GRAPH_PASSES_SHARD_H
 

@@ -6,8 +6,7 @@
 
 #include "graph/passes/shard.h"
 
-/* The node the collective's input comes from, looking through the masking Where of a
- * vocabulary-split embedding to its Gather. */
+/* The node the collective's input comes from; a Gather there is a vocabulary-split embedding. */
 static const mx_node *source_of(const mx_graph *g, const mx_node *coll, bool *embedding) {
   *embedding = false;
   if (!coll->n_inputs || coll->inputs[0] == MX_NO_VALUE) return NULL;
