@@ -1,9 +1,11 @@
 /* The Graphviz DOT dump: every node, graph input, constant and graph output drawn inside the
  * box of its cluster (KNOWN green, UNKNOWN orange, DATA, INPUT and NETOUTPUT grey); data edges
- * between clusters are bold. Ids: n<node id>, v<value id> (graph inputs and initializers),
- * o<index> (graph outputs). */
+ * between clusters are bold. The collectives of a tensor-parallel shard (mixrt shard) are blue
+ * and say under their op why they are there. Ids: n<node id>, v<value id> (graph inputs and
+ * initializers), o<index> (graph outputs). */
 #include <stdio.h>
 
+#include "graph/passes/shard.h"
 #include "partitioner/partitioner_impl.h"
 
 /* Writes text escaped for a DOT string (quotes and backslashes escaped, control characters
@@ -145,8 +147,21 @@ mx_status mx_partition_dump_dot(const mx_partition *p, FILE *out) {
       /* A control node (wrapped into a call of its own) shows its op and its subgraphs. */
       const mx_node *control =
           mx__part_is_control_call(&g->nodes[n]) ? mx__part_control_node(&g->nodes[n]) : NULL;
+      char why[512];
       fprintf(out, "    n%u [label=", n);
-      dot_label2(out, g->nodes[n].name, control ? control->op_type : g->nodes[n].op_type);
+      if (!control && mx__shard_explain(g, n, why, sizeof why)) {
+        /* A collective: which split it undoes, under its name and op. */
+        fputc('"', out);
+        dot_escaped(out, g->nodes[n].name);
+        fputs("\\n", out);
+        dot_escaped(out, g->nodes[n].op_type);
+        fputs("\\n", out);
+        dot_escaped(out, why);
+        fprintf(out, "\", color=\"#0d47a1\", fillcolor=\"#bbdefb\", penwidth=2, tooltip=");
+        dot_string(out, why);
+      } else {
+        dot_label2(out, g->nodes[n].name, control ? control->op_type : g->nodes[n].op_type);
+      }
       fprintf(out, "];\n");
       if (control) {
         char path[32];

@@ -1,10 +1,12 @@
 /* The JSON dump: options, clusters (with their nodes, constants, boundary values and neighbour
- * clusters), every node with its cluster and reason, and the totals. docs/partition.md
+ * clusters), every node with its cluster and reason, the collectives of a tensor-parallel shard
+ * with why each is there, and the totals. docs/partition.md
  * describes each field. Output depends only on the partition, so it is byte-identical across
  * runs. */
 #include <stdio.h>
 
 #include "common/json.h"
+#include "graph/passes/shard.h"
 #include "partitioner/partitioner_impl.h"
 #include "partitioner/spec.h"
 
@@ -116,7 +118,23 @@ mx_status mx_partition_dump_json(const mx_partition *p, FILE *out) {
     mx__json_string(out, line);
     fprintf(out, "}%s\n", i + 1 < p->n_order ? "," : "");
   }
-  fprintf(out, " ],\n \"symbols\": [");
+  /* A shard's collectives (mixrt shard), in graph order, with the split each one undoes: the
+   * text dump's note of `mixrt partition`, here for tools. Empty for an unsharded model. */
+  fprintf(out, " ],\n \"collectives\": [");
+  for (size_t i = 0, shown = 0; i < p->n_order; i++) {
+    mx_node_id n = p->order[i];
+    if (!mx__shard_explain(g, n, line, sizeof line)) continue;
+    const mx_attr *ws = mx__node_attr(&g->nodes[n], "world_size");
+    fprintf(out, "%s\n    {\"name\": ", shown++ ? "," : "");
+    mx__json_string(out, g->nodes[n].name);
+    fprintf(out, ", \"op\": ");
+    mx__json_string(out, g->nodes[n].op_type);
+    fprintf(out, ", \"world_size\": %lld, \"cluster\": %u, \"why\": ", ws ? (long long)ws->i : 1LL,
+            p->cluster_of_node[n]);
+    mx__json_string(out, line);
+    fputc('}', out);
+  }
+  fprintf(out, "],\n \"symbols\": [");
   for (size_t k = 0, shown = 0; k < p->n_sym_kinds; k++) {
     if (p->sym_kinds[k] == MX_SPEC_SYM_UNUSED) continue;
     fprintf(out, "%s{\"name\": ", shown++ ? ", " : "");
