@@ -6,10 +6,11 @@ if(TARGET mixrt_mpi)
   find_program(MIXRT_MPIRUN NAMES mpirun mpiexec HINTS ${MPIEXEC_EXECUTABLE})
   add_executable(mpi_collectives "${CMAKE_CURRENT_LIST_DIR}/mpi_collectives.c")
   target_link_libraries(mpi_collectives PRIVATE mixrt_mpi mixrt_internal)
-  add_executable(mpi_llama "${CMAKE_CURRENT_LIST_DIR}/mpi_llama.c")
+  # The sharded decoders share mpi_support.c (rank, FAIL lines, model and session set-up).
+  add_executable(mpi_llama "${CMAKE_CURRENT_LIST_DIR}/mpi_llama.c" "${CMAKE_CURRENT_LIST_DIR}/mpi_support.c")
   target_link_libraries(mpi_llama PRIVATE mixrt_mpi mixrt_internal)
   # The zoo's torch GPT decoder (exported by run_mpi.sh into zoo-mpi/ of the build tree).
-  add_executable(mpi_gpt "${CMAKE_CURRENT_LIST_DIR}/mpi_gpt.c")
+  add_executable(mpi_gpt "${CMAKE_CURRENT_LIST_DIR}/mpi_gpt.c" "${CMAKE_CURRENT_LIST_DIR}/mpi_support.c")
   target_link_libraries(mpi_gpt PRIVATE mixrt_mpi mixrt_internal)
   add_test(NAME mpi COMMAND sh "${CMAKE_CURRENT_LIST_DIR}/run_mpi.sh" "${MIXRT_MPIRUN}"
                             "$<TARGET_FILE:mpi_collectives>" "$<TARGET_FILE:mpi_llama>"

@@ -11,46 +11,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "graph/passes/shard.h"
-#include "mixrt/dist.h"
-#include "mixrt/mixrt.h"
+#include "mpi_support.h"
 
 #define STEPS 64   /* greedy steps, the prefill included */
 #define MAX_IO 64  /* model inputs/outputs this test handles */
 #define PREFILL 4  /* prompt tokens of the first step */
-
-static int g_rank, g_size;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int fail(const char *what, const char *msg) {
-  printf("FAIL rank %d: %s: %s\n", g_rank, what, msg);
-  fflush(stdout);
-  return 1;
-}
 
 /* The model of `path` folded and fused as a session compiles it; sharded for tp ranks when
  * tp > 0. seq and past_len stay symbols: the prefill and the decode steps share the graph. */
 static mx_graph *gpt(const char *path, int tp, int rank, mx_error *err) {
   mx_graph *g = NULL;
   if (mx_onnx_load_file(path, &g, err) != MX_OK) return NULL;
-  mx_fuse_report fuse;
-  mx_status st = mx_graph_optimize(g, NULL);
-  if (st == MX_OK) st = mx_graph_fuse(g, NULL, &fuse);
-  if (st == MX_OK) st = mx_graph_optimize(g, NULL);
-  if (st == MX_OK && tp > 0) st = mx__shard_graph(g, tp, rank, NULL, err);
-  if (st != MX_OK) {
-    if (!err->message[0]) snprintf(err->message, sizeof err->message, "%s", mx_graph_last_error(g));
-    mx_graph_destroy(g);
-    return NULL;
-  }
-  return g;
+  return mpi_prepare(g, tp, rank, err);
 }
 
 /* One model's step inputs and outputs. feed[i] is the output that becomes input i at the next
@@ -72,6 +45,7 @@ static int decoder_init(decoder *d, mx_graph *g, mx_comm *c, mx_error *err) {
   if (d->n_in > MAX_IO || d->n_out > MAX_IO || d->n_in < 1) {
     snprintf(err->message, sizeof err->message, "%zu inputs, %zu outputs: not the GPT decoder", d->n_in,
              d->n_out);
+    d->n_in = d->n_out = 0; /* nothing to free */
     mx_graph_destroy(g);
     return 1;
   }
@@ -103,19 +77,8 @@ static int decoder_init(decoder *d, mx_graph *g, mx_comm *c, mx_error *err) {
       mx_graph_destroy(g);
       return 1;
     }
-  mx_session_options o;
-  mx_session_options_init(&o);
-  if (mx_session_create(&o, &d->s, err) != MX_OK) {
-    mx_graph_destroy(g);
-    return 1;
-  }
-  mx_status st = mx_session_load_graph(d->s, g);
-  if (st == MX_OK && c) st = mx_session_set_comm(d->s, c);
-  if (st != MX_OK) {
-    snprintf(err->message, sizeof err->message, "%s", mx_session_last_error(d->s));
-    return 1;
-  }
-  return 0;
+  d->s = mpi_session(g, c, err);
+  return d->s ? 0 : 1;
 }
 
 /* Runs one step on tokens[0..n) (the prompt, or the last token) and feeds the caches back. */
@@ -156,65 +119,60 @@ static int64_t next_token(const mx_tensor *logits) {
   return best;
 }
 
-int main(int argc, char **argv) {
-  mx_comm *c = NULL;
+/* Prefills and decodes STEPS greedy steps with this rank's shard (rank 0 also with the whole
+ * model). The decoders are freed by the caller, whatever happens. */
+static int run(const char *path, mx_comm *c, decoder *rank_dec, decoder *full_dec) {
   mx_error err = {0};
-  if (mx_comm_create_world(&c, &err) != MX_OK) return fail("mx_comm_create_world", err.message);
-  g_rank = mx_comm_rank(c);
-  g_size = mx_comm_size(c);
-  if (argc < 2) return fail("usage", "mpi_gpt MODEL.onnx (bench/zoo/export.py DIR --only gpt_kv)");
-  mx_graph *shard = gpt(argv[1], g_size, g_rank, &err);
-  if (!shard) return fail("shard", err.message);
-  decoder rank_dec, full_dec;
-  if (decoder_init(&rank_dec, shard, c, &err)) return fail("load the shard", err.message);
-  if (g_rank == 0) {
-    mx_graph *full = gpt(argv[1], 0, 0, &err);
-    if (!full || decoder_init(&full_dec, full, NULL, &err)) return fail("the unsharded model", err.message);
+  mx_graph *shard = gpt(path, mpi_size, mpi_rank, &err);
+  if (!shard) return mpi_fail("shard", err.message);
+  if (decoder_init(rank_dec, shard, c, &err)) return mpi_fail("load the shard", err.message);
+  if (mpi_rank == 0) {
+    mx_graph *full = gpt(path, 0, 0, &err);
+    if (!full || decoder_init(full_dec, full, NULL, &err)) return mpi_fail("the unsharded model", err.message);
   }
   /* A fixed prompt, then one token a step. */
   int64_t tokens[PREFILL] = {3, 17, 42, 7}, n = PREFILL;
-  int bad = 0, distinct = 0;
+  int distinct = 0;
   unsigned char seen[4096] = {0}; /* tokens picked so far (the zoo GPT's vocabulary is 256) */
   double rank_time = 0, full_time = 0;
-  for (int step = 0; step < STEPS && !bad; step++) {
-    double t0 = now_s();
-    if (decoder_step(&rank_dec, tokens, n) != MX_OK) return fail("sharded step", mx_session_last_error(rank_dec.s));
-    double t1 = now_s();
+  for (int step = 0; step < STEPS; step++) {
+    double t0 = mpi_now_s();
+    if (decoder_step(rank_dec, tokens, n) != MX_OK)
+      return mpi_fail("sharded step", mx_session_last_error(rank_dec->s));
+    double t1 = mpi_now_s();
     rank_time += t1 - t0;
-    int64_t next = next_token(&rank_dec.out[0]);
-    if (g_rank == 0) {
-      if (decoder_step(&full_dec, tokens, n) != MX_OK)
-        return fail("unsharded step", mx_session_last_error(full_dec.s));
-      full_time += now_s() - t1;
-      char why[256];
-      if (!mx_tensor_allclose(&rank_dec.out[0], &full_dec.out[0], 1e-3, 1e-4, why, sizeof why)) {
-        printf("FAIL rank 0: tp %d step %d logits differ from one process: %s\n", g_size, step, why);
-        bad = 1;
-      } else if (next_token(&full_dec.out[0]) != next) {
-        printf("FAIL rank 0: tp %d step %d token %lld, one process %lld\n", g_size, step, (long long)next,
-               (long long)next_token(&full_dec.out[0]));
-        bad = 1;
-      }
+    int64_t next = next_token(&rank_dec->out[0]);
+    if (mpi_rank == 0) {
+      if (decoder_step(full_dec, tokens, n) != MX_OK)
+        return mpi_fail("unsharded step", mx_session_last_error(full_dec->s));
+      full_time += mpi_now_s() - t1;
+      if (!mpi_same_step(step, &rank_dec->out[0], &full_dec->out[0], next, next_token(&full_dec->out[0])))
+        return 1;
     }
     if (next >= 0 && next < (int64_t)sizeof seen && !seen[next]++) distinct++;
     tokens[0] = next;
     n = 1;
   }
-  if (g_rank == 0 && !bad)
+  if (mpi_rank == 0)
     printf(
         "ok rank 0: tp %d torch GPT decode (prefill %d, then %d greedy steps) equals one process (logits "
         "within 1e-3/1e-4, same tokens: %d distinct, last %lld); %.2f ms per sharded step, one process %.2f ms "
         "(loaded run: noisy)\n",
-        g_size, PREFILL, STEPS - 1, distinct, (long long)tokens[0], rank_time * 1e3 / STEPS, full_time * 1e3 / STEPS);
-  else if (!bad)
-    printf("ok rank %d: tp %d decoded %d steps with its shard of the torch GPT\n", g_rank, g_size, STEPS);
-  fflush(stdout);
-  /* Leaving without MPI_Finalize makes mpirun end the other ranks now rather than after their
-   * collective timeout. */
-  if (bad) return 1;
-  decoder_free(&rank_dec);
-  if (g_rank == 0) decoder_free(&full_dec);
-  mx_comm_release(c);
-  mx_comm_finalize_mpi();
+        mpi_size, PREFILL, STEPS - 1, distinct, (long long)tokens[0], rank_time * 1e3 / STEPS,
+        full_time * 1e3 / STEPS);
+  else
+    printf("ok rank %d: tp %d decoded %d steps with its shard of the torch GPT\n", mpi_rank, mpi_size, STEPS);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  mx_comm *c = mpi_start();
+  if (!c) return 1;
+  if (argc < 2)
+    return mpi_finish(c, mpi_fail("usage", "mpi_gpt MODEL.onnx (bench/zoo/export.py DIR --only gpt_kv)"));
+  decoder rank_dec = {0}, full_dec = {0};
+  int status = run(argv[1], c, &rank_dec, &full_dec);
+  decoder_free(&rank_dec);
+  decoder_free(&full_dec);
+  return mpi_finish(c, status);
 }

@@ -3,65 +3,25 @@
  * communicator, and all ranks decode greedily for 64 steps, feeding back their own KV cache
  * (the rank's kv-heads). The logits end in an AllGather, so every rank sees all of them and
  * picks the same token. Rank 0 also runs the unsharded model in a session of its own: every
- * step's logits must agree within the conformance tolerances and the tokens exactly. Prints
- * "ok rank R: ..." / "FAIL rank R: ..." lines for tests/dist/run_mpi.sh, plus rank 0's time
- * split (this rank's step time, of which the collectives). An argument names another llama
- * preset ("small"). */
+ * step's logits must agree within the conformance tolerances and the tokens exactly. Then every
+ * rank feeds a token id past the vocabulary, which each must refuse at the embedding without
+ * waiting in a collective. Prints "ok rank R: ..." / "FAIL rank R: ..." lines for
+ * tests/dist/run_mpi.sh (two ok lines per rank), plus rank 0's time split (this rank's step time,
+ * of which the collectives). An argument names another llama preset ("small"). Whatever fails,
+ * the sessions and caches are freed before the program ends (mpi_finish). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "graph/passes/shard.h"
-#include "mixrt/dist.h"
-#include "mixrt/mixrt.h"
+#include "mpi_support.h"
 
 #define STEPS 64
 
-static int g_rank, g_size;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int fail(const char *what, const char *msg) {
-  printf("FAIL rank %d: %s: %s\n", g_rank, what, msg);
-  fflush(stdout);
-  return 1;
-}
-
-/* The tiny llama folded and fused as a session compiles it; sharded for tp ranks when tp > 0. */
+/* The llama of cfg folded and fused as a session compiles it; sharded for tp ranks when tp > 0. */
 static mx_graph *llama(const mx_llama_config *cfg, int tp, int rank, mx_error *err) {
   mx_graph *g = NULL;
   if (mx_model_llama(cfg, &g, err) != MX_OK) return NULL;
-  mx_fuse_report fuse;
-  mx_status st = mx_graph_optimize(g, NULL);
-  if (st == MX_OK) st = mx_graph_fuse(g, NULL, &fuse);
-  if (st == MX_OK) st = mx_graph_optimize(g, NULL);
-  if (st == MX_OK && tp > 0) st = mx__shard_graph(g, tp, rank, NULL, err);
-  if (st != MX_OK) {
-    if (!err->message[0]) snprintf(err->message, sizeof err->message, "%s", mx_graph_last_error(g));
-    mx_graph_destroy(g);
-    return NULL;
-  }
-  return g;
-}
-
-static mx_session *session_of(mx_graph *g, mx_comm *c, mx_error *err) {
-  mx_session_options o;
-  mx_session_options_init(&o);
-  mx_session *s = NULL;
-  if (mx_session_create(&o, &s, err) != MX_OK) return NULL;
-  mx_status st = mx_session_load_graph(s, g);
-  if (st == MX_OK && c) st = mx_session_set_comm(s, c);
-  if (st != MX_OK) {
-    snprintf(err->message, sizeof err->message, "%s", mx_session_last_error(s));
-    mx_session_destroy(s);
-    return NULL;
-  }
-  return s;
+  return mpi_prepare(g, tp, rank, err);
 }
 
 static int64_t argmax(const mx_tensor *t) {
@@ -116,64 +76,63 @@ static void decoder_free(decoder *d) {
   mx_session_destroy(d->s);
 }
 
-int main(int argc, char **argv) {
-  mx_comm *c = NULL;
+/* An id past the vocabulary, on every rank: each refuses it at the embedding, naming the node
+ * and the id, before the embedding's AllReduce, so no rank is left waiting in it for the others
+ * (a short timeout makes such a wait a failure that says so, not a hang). */
+static int check_id_out_of_range(mx_comm *c, decoder *d, int64_t vocab) {
+  mx_comm_set_timeout_ms(c, 5000);
+  double t0 = mpi_now_s();
+  mx_status st = decoder_step(d, vocab);
+  double sec = mpi_now_s() - t0;
+  const char *msg = mx_session_last_error(d->s);
+  char id[48];
+  snprintf(id, sizeof id, "index %lld ", (long long)vocab);
+  if (st == MX_OK) return mpi_fail("token id past the vocabulary", "the step ran");
+  if (!strstr(msg, "'embed") || !strstr(msg, id) || strstr(msg, "timed out"))
+    return mpi_fail("token id past the vocabulary: not refused at the embedding", msg);
+  printf("ok rank %d: tp %d token id %lld refused at the embedding in %.3f s: %s\n", mpi_rank, mpi_size,
+         (long long)vocab, sec, msg);
+  return 0;
+}
+
+/* Decodes STEPS greedy steps with this rank's shard (rank 0 also with the whole model) and then
+ * tries an id past the vocabulary. The decoders are freed by the caller, whatever happens. */
+static int run(mx_comm *c, const mx_llama_config *cfg, decoder *rank_dec, decoder *full_dec) {
   mx_error err = {0};
-  if (mx_comm_create_world(&c, &err) != MX_OK) return fail("mx_comm_create_world", err.message);
-  g_rank = mx_comm_rank(c);
-  g_size = mx_comm_size(c);
-  mx_llama_config cfg;
-  mx_llama_config_default(&cfg);
-  cfg.kv_heads = 4; /* kv-heads split over 2 or 4 ranks */
-  /* `mpi_llama small`: the preset `mixrt demo` runs, for measurements (4 kv-heads too). */
-  if (argc > 1 && !mx_llama_config_preset(&cfg, argv[1])) return fail("preset", argv[1]);
-  mx_graph *shard = llama(&cfg, g_size, g_rank, &err);
-  if (!shard) return fail("shard", err.message);
-  mx_session *ss = session_of(shard, c, &err);
-  if (!ss) return fail("load the shard", err.message);
-  decoder rank_dec, full_dec = {0};
-  if (decoder_init(&rank_dec, ss, &cfg, cfg.kv_heads / g_size) != MX_OK)
-    return fail("caches", "out of memory");
-  if (g_rank == 0) {
-    mx_graph *full = llama(&cfg, 0, 0, &err);
-    mx_session *fs = full ? session_of(full, NULL, &err) : NULL;
-    if (!fs || decoder_init(&full_dec, fs, &cfg, cfg.kv_heads) != MX_OK)
-      return fail("the unsharded model", err.message);
+  mx_graph *shard = llama(cfg, mpi_size, mpi_rank, &err);
+  if (!shard) return mpi_fail("shard", err.message);
+  mx_session *ss = mpi_session(shard, c, &err);
+  if (!ss) return mpi_fail("load the shard", err.message);
+  if (decoder_init(rank_dec, ss, cfg, cfg->kv_heads / mpi_size) != MX_OK) return mpi_fail("caches", "out of memory");
+  if (mpi_rank == 0) {
+    mx_graph *full = llama(cfg, 0, 0, &err);
+    mx_session *fs = full ? mpi_session(full, NULL, &err) : NULL;
+    if (!fs) return mpi_fail("the unsharded model", err.message);
+    if (decoder_init(full_dec, fs, cfg, cfg->kv_heads) != MX_OK) return mpi_fail("caches", "out of memory");
   }
   uint64_t ex0, bytes0, ns0; /* the model-hash exchange of mx_session_set_comm is not a step's */
   mx_comm_get_stats(c, &ex0, &bytes0, &ns0);
   int64_t token = 1;
-  int bad = 0;
   double rank_time = 0, full_time = 0;
-  mx_session_stats total;
-  for (int step = 0; step < STEPS && !bad; step++) {
-    double t0 = now_s();
-    if (decoder_step(&rank_dec, token) != MX_OK) return fail("sharded step", mx_session_last_error(ss));
-    double t1 = now_s();
+  for (int step = 0; step < STEPS; step++) {
+    double t0 = mpi_now_s();
+    if (decoder_step(rank_dec, token) != MX_OK) return mpi_fail("sharded step", mx_session_last_error(ss));
+    double t1 = mpi_now_s();
     rank_time += t1 - t0;
-    int64_t next = argmax(&rank_dec.out[0]);
-    if (g_rank == 0) {
-      if (decoder_step(&full_dec, token) != MX_OK)
-        return fail("unsharded step", mx_session_last_error(full_dec.s));
-      full_time += now_s() - t1;
-      char why[256];
-      if (!mx_tensor_allclose(&rank_dec.out[0], &full_dec.out[0], 1e-3, 1e-4, why, sizeof why)) {
-        printf("FAIL rank 0: tp %d step %d logits differ from one process: %s\n", g_size, step, why);
-        bad = 1;
-      } else if (argmax(&full_dec.out[0]) != next) {
-        printf("FAIL rank 0: tp %d step %d token %lld, one process %lld\n", g_size, step, (long long)next,
-               (long long)argmax(&full_dec.out[0]));
-        bad = 1;
-      }
+    int64_t next = argmax(&rank_dec->out[0]);
+    if (mpi_rank == 0) {
+      if (decoder_step(full_dec, token) != MX_OK)
+        return mpi_fail("unsharded step", mx_session_last_error(full_dec->s));
+      full_time += mpi_now_s() - t1;
+      if (!mpi_same_step(step, &rank_dec->out[0], &full_dec->out[0], next, argmax(&full_dec->out[0]))) return 1;
     }
     token = next;
   }
-  if (g_rank == 0 && !bad) {
+  if (mpi_rank == 0) {
     printf(
         "ok rank 0: tp %d llama decode over %d greedy steps equals one process (logits within 1e-3/1e-4, "
-        "same "
-        "tokens; last token %lld)\n",
-        g_size, STEPS, (long long)token);
+        "same tokens; last token %lld)\n",
+        mpi_size, STEPS, (long long)token);
     uint64_t exchanges, bytes, ns;
     mx_comm_get_stats(c, &exchanges, &bytes, &ns);
     exchanges -= ex0;
@@ -183,23 +142,34 @@ int main(int argc, char **argv) {
      * model between steps, so here it is mostly the others catching up. */
     printf(
         "rank 0: per sharded step %.1f exchanges, %.0f bytes sent, %.3f ms in exchanges incl. waiting (%.0f "
-        "%% "
-        "of the step)\n",
+        "%% of the step)\n",
         (double)exchanges / STEPS, (double)bytes / STEPS, (double)ns / 1e6 / STEPS,
         100.0 * (double)ns / 1e9 / rank_time);
+    mx_session_stats total;
     if (mx_session_get_stats(ss, NULL, &total) == MX_OK)
       printf(
           "rank 0: %.2f ms per sharded step (one process: %.2f ms), %llu static executes and %llu dynamic "
           "launches over %d steps (loaded run: noisy)\n",
           rank_time * 1e3 / STEPS, full_time * 1e3 / STEPS, (unsigned long long)total.static_executes,
           (unsigned long long)total.dynamic_launches, STEPS);
-  } else if (!bad) {
-    printf("ok rank %d: tp %d decoded %d steps with its shard\n", g_rank, g_size, STEPS);
+  } else {
+    printf("ok rank %d: tp %d decoded %d steps with its shard\n", mpi_rank, mpi_size, STEPS);
   }
   fflush(stdout);
+  return check_id_out_of_range(c, rank_dec, cfg->vocab);
+}
+
+int main(int argc, char **argv) {
+  mx_comm *c = mpi_start();
+  if (!c) return 1;
+  mx_llama_config cfg;
+  mx_llama_config_default(&cfg);
+  cfg.kv_heads = 4; /* kv-heads split over 2 or 4 ranks */
+  /* `mpi_llama small`: the preset `mixrt demo` runs, for measurements (4 kv-heads too). */
+  if (argc > 1 && !mx_llama_config_preset(&cfg, argv[1])) return mpi_finish(c, mpi_fail("preset", argv[1]));
+  decoder rank_dec = {0}, full_dec = {0};
+  int status = run(c, &cfg, &rank_dec, &full_dec);
   decoder_free(&rank_dec);
-  if (g_rank == 0) decoder_free(&full_dec);
-  mx_comm_release(c);
-  mx_comm_finalize_mpi();
-  return bad;
+  decoder_free(&full_dec);
+  return mpi_finish(c, status);
 }
