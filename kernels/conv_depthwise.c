@@ -36,9 +36,9 @@ static void make_plan(const mx_kwin *w, dw_plan *p) {
   p->wp = (w->grid[2] - 1) * w->s[2] + (w->k[2] - 1) * w->d[2] + 1;
   p->q = (p->wp + 1) / 2;
   /* padded image (as one plane, or two planes of q), then the accumulator of the output rows
-   * laid out with the padded pitch */
-  p->slot_floats =
-      (size_t)round_up(p->hp * 2 * p->q + SLACK, 16) + (size_t)round_up(w->grid[1] * p->wp + SLACK, 16);
+   * laid out with the padded pitch (stride 1) or a pitch of whole vectors (rows of up to 32) */
+  const int64_t acc_rows = w->grid[1] * (p->wp > round_up(w->grid[2], 16) ? p->wp : round_up(w->grid[2], 16));
+  p->slot_floats = (size_t)round_up(p->hp * 2 * p->q + SLACK, 16) + (size_t)round_up(acc_rows + SLACK, 16);
 }
 
 size_t mx__kconv_dw_slot_floats(const mx_kwin *w) {
@@ -52,47 +52,49 @@ size_t mx__kconv_dw_slot_floats(const mx_kwin *w) {
  * so every copy rounds alike. */
 typedef float v16f __attribute__((vector_size(64)));
 
-/* Outputs ow..ow+15 of the output row whose first padded input row is r0: the KH x KW taps
- * added in order (row by row, left to right) to a zero start. Stride 1 reads padded column
- * ow + kw*dw; stride 2 (planes) reads column ow + kw/2 of the even (kw even) or odd plane.
- * Lanes past the row's end read the SLACK after the padded image and are dropped. Written to
- * out[0..16) (vectors never cross a call: their ABI differs between the ISA copies). */
-MX_KINLINE void dw_vec_taps(float *out, const float *pad, const float *odd, int64_t pitch, const float *wk,
-                            int64_t r0, int64_t dh, int64_t dw, int64_t ow, int64_t KH, int64_t KW, bool planes) {
-  v16f sum = {0};
+/* The sums of NV vectors of 16 outputs in each of NR output rows: row r's first padded input row
+ * is r0 + r * rstep, its outputs ow.. land at out + r * ostride. Each output adds its KH x KW taps
+ * in order (row by row, left to right) to a zero start, a multiply then an add. Stride 1 reads
+ * padded column ow + kw*dw; stride 2 (planes) reads column ow + kw/2 of the even (kw even) or odd
+ * plane. Lanes past a row's end read the SLACK after the padded image and are dropped. NR * NV
+ * (at most 8) independent sums share each tap's weight: one or two would leave the adds waiting
+ * on each other, since every tap of a sum depends on the one before. NR and NV are constants at
+ * every call, so the sums live in registers; they go to memory at the end (vectors never cross a
+ * call: their ABI differs between the ISA copies). */
+MX_KINLINE void dw_block(float *out, int64_t ostride, const float *pad, const float *odd, int64_t pitch,
+                         const float *wk, int64_t r0, int64_t rstep, int64_t dh, int64_t dw, int64_t ow,
+                         int64_t KH, int64_t KW, bool planes, int NR, int NV) {
+  v16f s[8];
+  for (int i = 0; i < NR * NV; i++) s[i] = (v16f){0};
   for (int64_t kh = 0; kh < KH; kh++) {
-    const int64_t ro = (r0 + kh * dh) * pitch + ow;
     const float *wr = wk + kh * KW;
     for (int64_t kw = 0; kw < KW; kw++) {
-      const float *src = planes ? (kw & 1 ? odd : pad) + ro + kw / 2 : pad + ro + kw * dw;
-      v16f x;
-      memcpy(&x, src, sizeof x);
-      sum = sum + wr[kw] * x;
+      const float wv = wr[kw];
+      const float *base = planes ? (kw & 1 ? odd : pad) + kw / 2 : pad + kw * dw;
+      for (int r = 0; r < NR; r++) {
+        const float *src = base + (r0 + r * rstep + kh * dh) * pitch + ow;
+        for (int v = 0; v < NV; v++) {
+          v16f x;
+          memcpy(&x, src + 16 * v, sizeof x);
+          s[r * NV + v] = s[r * NV + v] + wv * x;
+        }
+      }
     }
   }
-  memcpy(out, &sum, sizeof sum);
+  for (int r = 0; r < NR; r++)
+    for (int v = 0; v < NV; v++) memcpy(out + r * ostride + 16 * v, &s[r * NV + v], sizeof(v16f));
 }
 
-/* dw_vec_taps for 32 outputs at once (two vectors sharing each tap's weight); the same
- * per-lane order, so the same bits. */
-MX_KINLINE void dw_vec_taps2(float *out, const float *pad, const float *odd, int64_t pitch, const float *wk,
-                             int64_t r0, int64_t dh, int64_t dw, int64_t ow, int64_t KH, int64_t KW,
-                             bool planes) {
-  v16f s0 = {0}, s1 = {0};
-  for (int64_t kh = 0; kh < KH; kh++) {
-    const int64_t ro = (r0 + kh * dh) * pitch + ow;
-    const float *wr = wk + kh * KW;
-    for (int64_t kw = 0; kw < KW; kw++) {
-      const float *src = planes ? (kw & 1 ? odd : pad) + ro + kw / 2 : pad + ro + kw * dw;
-      v16f x0, x1;
-      memcpy(&x0, src, sizeof x0);
-      memcpy(&x1, src + 16, sizeof x1);
-      s0 = s0 + wr[kw] * x0;
-      s1 = s1 + wr[kw] * x1;
-    }
-  }
-  memcpy(out, &s0, sizeof s0);
-  memcpy(out + 16, &s1, sizeof s1);
+/* dw_block with the common kernels (3x3, 5x5) as constants, so their tap loops unroll. */
+MX_KINLINE void dw_block_k(float *out, int64_t ostride, const float *pad, const float *odd, int64_t pitch,
+                           const float *wk, int64_t r0, int64_t rstep, int64_t dh, int64_t dw, int64_t ow,
+                           int64_t KH, int64_t KW, bool planes, int NR, int NV) {
+  if (KH == 3 && KW == 3)
+    dw_block(out, ostride, pad, odd, pitch, wk, r0, rstep, dh, dw, ow, 3, 3, planes, NR, NV);
+  else if (KH == 5 && KW == 5)
+    dw_block(out, ostride, pad, odd, pitch, wk, r0, rstep, dh, dw, ow, 5, 5, planes, NR, NV);
+  else
+    dw_block(out, ostride, pad, odd, pitch, wk, r0, rstep, dh, dw, ow, KH, KW, planes, NR, NV);
 }
 
 typedef int32_t v16i __attribute__((vector_size(64)));
@@ -169,6 +171,30 @@ MX_KINLINE void dw_copy_row(float *dst, const float *src, int64_t n, bool spill)
   memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
+/* dst[0..n) = src[0..n), a row of the padded image. With `spill` (32 floats may be read at src
+ * and written at dst) a row of up to 32 floats moves as one or two vectors whose lanes past n are
+ * written as 0: they land on the row's right padding and the next rows' left padding, which must
+ * read 0, or on image columns written after this row. */
+MX_KINLINE void dw_fill_row(float *dst, const float *src, int64_t n, bool spill) {
+  if (spill && n <= 32) {
+    static const v16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const v16f zero = {0};
+    const int32_t keep = (int32_t)n;
+    v16f a;
+    memcpy(&a, src, sizeof a);
+    a = SELECT16(lane < keep, a, zero);
+    memcpy(dst, &a, sizeof a);
+    if (n > 16) {
+      v16f b;
+      memcpy(&b, src + 16, sizeof b);
+      b = SELECT16(lane + 16 < keep, b, zero);
+      memcpy(dst + 16, &b, sizeof b);
+    }
+    return;
+  }
+  memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
 /* Any width stride and dilation. */
 MX_KINLINE void dw_row_taps_any(float *restrict acc, const float *restrict src, const float *restrict wv,
                                 int64_t s, int64_t d, int64_t n, int64_t K) {
@@ -177,26 +203,28 @@ MX_KINLINE void dw_row_taps_any(float *restrict acc, const float *restrict src, 
 }
 
 /* One output channel (one dispatch to the ISA copy per channel: the tap helpers and the
- * epilogue are inlined into it): x the input channel's image, wk its taps, y its output (grid_size). */
+ * epilogue are inlined into it): x the input channel's image, wk its taps, y its output (grid_size).
+ * clear: the slot's padded image has not been zeroed yet in this run. */
 MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *x, const float *wk,
-                               float *y, float *slot, const float *z, float bias, int32_t act, float aa,
-                               float ab) {
+                               float *y, float *slot, bool clear, const float *z, float bias, int32_t act,
+                               float aa, float ab) {
   const int64_t OH = w->grid[1], OW = w->grid[2], IH = w->img[1], IW = w->img[2];
   const int64_t sh = w->s[1], sw = w->s[2], dh = w->d[1], dw = w->d[2], KH = w->k[1], KW = w->k[2];
   const bool planes = sw == 2 && dw == 1;
   const int64_t pitch = planes ? p->q : p->wp; /* floats per padded row (per plane) */
   float *pad = slot, *odd = slot + p->hp * p->q;
   float *acc = slot + round_up(p->hp * 2 * p->q + SLACK, 16);
-  /* The zero-padded image: rows and columns outside the image are 0. */
+  /* The zero-padded image: rows and columns outside the image are 0. They stay 0 from one
+   * channel to the next (every channel writes the same image columns, and a row copy that
+   * spills past its row writes zeros), so only the image is written once the slot is clear. */
+  if (clear) memset(slot, 0, (size_t)(planes ? p->hp * 2 * p->q : p->hp * p->wp) * sizeof(float));
   for (int64_t r = 0; r < p->hp; r++) {
     int64_t ih = r - w->pb[1];
-    const float *xr = ih >= 0 && ih < IH ? x + ih * IW : NULL;
+    if (ih < 0 || ih >= IH) continue;
+    const float *xr = x + ih * IW;
     if (planes) {
       /* padded column 2j (+1) holds image column 2j - pb (+1) */
       float *er = pad + r * pitch, *orow = odd + r * pitch;
-      memset(er, 0, (size_t)p->q * sizeof(float));
-      memset(orow, 0, (size_t)p->q * sizeof(float));
-      if (!xr) continue;
       const int64_t pb = w->pb[2];
       int64_t e0 = (pb + 1) / 2, e1 = (IW - 1 + pb) / 2 + 1; /* 0 <= 2j - pb < IW */
       int64_t o0 = pb / 2, o1 = (IW - 2 + pb) / 2 + 1;       /* 0 <= 2j + 1 - pb < IW */
@@ -214,42 +242,29 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
       float *pr = pad + r * pitch;
       int64_t lo = w->pb[2], hi = w->pb[2] + IW;
       if (hi > p->wp) hi = p->wp;
-      if (!xr || lo >= hi) {
-        memset(pr, 0, (size_t)p->wp * sizeof(float));
-        continue;
-      }
-      for (int64_t j = 0; j < lo; j++) pr[j] = 0.0f;
-      /* the vectors may read on into the channel's next image rows, and write into the zero
-       * columns set below, the next padded rows (written after this one) or the SLACK */
-      dw_copy_row(pr + lo, xr, hi - lo, (IH - ih) * IW >= 32);
-      for (int64_t j = hi; j < p->wp; j++) pr[j] = 0.0f;
+      if (lo >= hi) continue;
+      /* the vectors may read on into the channel's next image rows, and write zeros past the
+       * row (into its padding, the next padded rows or the SLACK) */
+      dw_fill_row(pr + lo, xr, hi - lo, (IH - ih) * IW >= 32);
     }
   }
   if (sw == 1 && sh == 1) {
     /* All output rows as one long row of pitch wp (output (oh, ow) is acc[oh*wp + ow]; the
-     * columns past OW are computed and dropped), 32 at a time with every tap in registers:
-     * small maps (7x7, 14x14) fill whole vectors this way. Then the epilogue from acc (y may
-     * hold the residual, read in place, so sums never land in y first). */
+     * columns past OW are computed and dropped), 64 at a time with every tap in registers, the
+     * last 48 or fewer as 1 to 3 vectors (a 7x7 map's 73 sums take 80 lanes): small maps (7x7,
+     * 14x14) fill whole vectors this way. Then the epilogue from acc (y may hold the residual,
+     * read in place, so sums never land in y first). */
     const int64_t n = (OH - 1) * pitch + OW;
     bool fused = !z;
-    for (int64_t i = 0; i < n; i += 32) {
-      if (n - i <= 16) {
-        /* the last 16 or fewer: one vector (a 7x7 map's 73 sums take 80 lanes, not 96) */
-        switch (KW) {
-          case 3: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 3, false); break;
-          case 5: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 5, false); break;
-          default: dw_vec_taps(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, KW, false); break;
-        }
-        if (fused) fused = dw_vec_epilogue(acc + i, bias, act, aa, ab);
-        break;
+    for (int64_t i = 0; i < n; i += 64) {
+      const int64_t nv = n - i >= 64 ? 4 : (n - i + 15) / 16;
+      switch (nv) {
+        case 4: dw_block_k(acc + i, 0, pad, odd, pitch, wk, 0, 0, dh, dw, i, KH, KW, false, 1, 4); break;
+        case 3: dw_block_k(acc + i, 0, pad, odd, pitch, wk, 0, 0, dh, dw, i, KH, KW, false, 1, 3); break;
+        case 2: dw_block_k(acc + i, 0, pad, odd, pitch, wk, 0, 0, dh, dw, i, KH, KW, false, 1, 2); break;
+        default: dw_block_k(acc + i, 0, pad, odd, pitch, wk, 0, 0, dh, dw, i, KH, KW, false, 1, 1); break;
       }
-      switch (KW) {
-        case 3: dw_vec_taps2(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 3, false); break;
-        case 5: dw_vec_taps2(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, 5, false); break;
-        default: dw_vec_taps2(acc + i, pad, odd, pitch, wk, 0, dh, dw, i, KH, KW, false); break;
-      }
-      if (fused) fused = dw_vec_epilogue(acc + i, bias, act, aa, ab);
-      if (fused) dw_vec_epilogue(acc + i + 16, bias, act, aa, ab);
+      for (int64_t v = 0; fused && v < nv; v++) fused = dw_vec_epilogue(acc + i + 16 * v, bias, act, aa, ab);
     }
     for (int64_t oh = 0; oh < OH; oh++) {
       if (fused)
@@ -259,29 +274,52 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
     }
     return;
   }
+  if ((sw == 1 || planes) && OW <= 32) {
+    /* Rows of one or two vectors (7, 14 and 28 wide at stride 2): four or two output rows at a
+     * time, each at acc + oh * apitch, then the epilogue row by row. */
+    const int64_t apitch = round_up(OW, 16), nv = apitch / 16, rows = nv == 1 ? 4 : 2;
+    for (int64_t oh = 0; oh < OH; oh += rows) {
+      const int64_t nr = OH - oh < rows ? OH - oh : rows;
+      float *ab0 = acc + oh * apitch;
+      const int64_t r0 = oh * sh;
+      if (nv == 1) {
+        switch (nr) {
+          case 4: dw_block_k(ab0, apitch, pad, odd, pitch, wk, r0, sh, dh, dw, 0, KH, KW, planes, 4, 1); break;
+          case 3: dw_block_k(ab0, apitch, pad, odd, pitch, wk, r0, sh, dh, dw, 0, KH, KW, planes, 3, 1); break;
+          case 2: dw_block_k(ab0, apitch, pad, odd, pitch, wk, r0, sh, dh, dw, 0, KH, KW, planes, 2, 1); break;
+          default: dw_block_k(ab0, apitch, pad, odd, pitch, wk, r0, sh, dh, dw, 0, KH, KW, planes, 1, 1); break;
+        }
+      } else if (nr == 2) {
+        dw_block_k(ab0, apitch, pad, odd, pitch, wk, r0, sh, dh, dw, 0, KH, KW, planes, 2, 2);
+      } else {
+        dw_block_k(ab0, apitch, pad, odd, pitch, wk, r0, sh, dh, dw, 0, KH, KW, planes, 1, 2);
+      }
+    }
+    bool fused = !z;
+    for (int64_t oh = 0; oh < OH; oh++) {
+      float *ar = acc + oh * apitch;
+      for (int64_t v = 0; fused && v < nv; v++) fused = dw_vec_epilogue(ar + 16 * v, bias, act, aa, ab);
+      if (fused)
+        dw_copy_row(y + oh * OW, ar, OW, (OH - oh) * OW >= 32);
+      else
+        mx__kconv_epilogue_body(y + oh * OW, ar, z ? z + oh * OW : NULL, bias, OW, act, aa, ab);
+    }
+    return;
+  }
   if (sw == 1 || planes) {
-    /* 32 (rows wider than a vector) or 16 outputs of a row at a time, every tap added in
-     * registers, then the epilogue from the row in acc */
+    /* Wider rows (56 and more): 64 outputs of a row at a time (the last 1 to 4 vectors), every
+     * tap added in registers, then the epilogue from the row in acc. */
     for (int64_t oh = 0; oh < OH; oh++) {
       bool fused = !z;
-      if (OW > 16) {
-        for (int64_t ow = 0; ow < OW; ow += 32) {
-          switch (KW) {
-            case 3: dw_vec_taps2(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, 3, planes); break;
-            case 5: dw_vec_taps2(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, 5, planes); break;
-            default: dw_vec_taps2(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, KW, planes); break;
-          }
-          if (fused) fused = dw_vec_epilogue(acc + ow, bias, act, aa, ab);
-          if (fused) dw_vec_epilogue(acc + ow + 16, bias, act, aa, ab);
+      for (int64_t ow = 0; ow < OW; ow += 64) {
+        const int64_t nv = OW - ow >= 64 ? 4 : (OW - ow + 15) / 16;
+        switch (nv) {
+          case 4: dw_block_k(acc + ow, 0, pad, odd, pitch, wk, oh * sh, 0, dh, dw, ow, KH, KW, planes, 1, 4); break;
+          case 3: dw_block_k(acc + ow, 0, pad, odd, pitch, wk, oh * sh, 0, dh, dw, ow, KH, KW, planes, 1, 3); break;
+          case 2: dw_block_k(acc + ow, 0, pad, odd, pitch, wk, oh * sh, 0, dh, dw, ow, KH, KW, planes, 1, 2); break;
+          default: dw_block_k(acc + ow, 0, pad, odd, pitch, wk, oh * sh, 0, dh, dw, ow, KH, KW, planes, 1, 1); break;
         }
-      }
-      for (int64_t ow = 0; OW <= 16 && ow < OW; ow += 16) {
-        switch (KW) {
-          case 3: dw_vec_taps(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, 3, planes); break;
-          case 5: dw_vec_taps(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, 5, planes); break;
-          default: dw_vec_taps(acc + ow, pad, odd, pitch, wk, oh * sh, dh, dw, ow, KH, KW, planes); break;
-        }
-        if (fused) fused = dw_vec_epilogue(acc + ow, bias, act, aa, ab);
+        for (int64_t v = 0; fused && v < nv; v++) fused = dw_vec_epilogue(acc + ow + 16 * v, bias, act, aa, ab);
       }
       if (fused)
         dw_copy_row(y + oh * OW, acc, OW, (OH - oh) * OW >= 32);
@@ -305,11 +343,13 @@ typedef struct dw_job {
   const mx_kconv_f32 *j;
   const dw_plan *p;
   float *scratch;
+  bool clear[MX_KTHREADS_MAX]; /* per slot: its padded image is zeroed (only that slot's thread
+                                * touches its entry) */
 } dw_job;
 
 /* task: one output channel of one image */
 static void run_task(void *vctx, int64_t task, int32_t slot) {
-  const dw_job *dj = vctx;
+  dw_job *dj = vctx;
   const mx_kconv_f32 *j = dj->j;
   const dw_plan *p = dj->p;
   const mx_kwin *w = j->w;
@@ -317,7 +357,9 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
   int64_t in = task / j->m, oc = task % j->m, g = oc / p->m_per_group;
   const float *xc = j->x + (in * j->c + g) * w->img_size;
   size_t yo = (size_t)(in * j->m + oc) * (size_t)w->grid_size;
-  dw_channel(p, w, xc, j->wt + oc * w->k_size, j->y + yo, scr, j->z ? j->z + yo : NULL,
+  const bool clear = !dj->clear[slot];
+  dj->clear[slot] = true;
+  dw_channel(p, w, xc, j->wt + oc * w->k_size, j->y + yo, scr, clear, j->z ? j->z + yo : NULL,
              j->b ? j->b[oc] : 0.0f, j->act, j->alpha, j->beta);
 }
 
@@ -325,7 +367,7 @@ void mx__kconv_dw_run(const mx_kconv_f32 *j, float *scratch, int32_t slots) {
   dw_plan p;
   make_plan(j->w, &p);
   p.m_per_group = j->m / j->group;
-  dw_job dj = {j, &p, scratch};
+  dw_job dj = {.j = j, .p = &p, .scratch = scratch};
   const mx_kwin *w = j->w;
   mx__kparallel_work(j->n * j->m, slots, j->n * j->m * w->grid_size * w->k_size, run_task, &dj);
 }

@@ -45,8 +45,51 @@ MX_KINLINE float dot_f32(const float *a, const float *b, int64_t n) {
   return lanes[0];
 }
 
+/* dot_f32 of NR rows (a, a + lda, ...) with b, into out[0..NR): each row's sum in the same order
+ * as dot_f32's, so the same bits; the NR sums are independent, so their adds overlap instead of
+ * each waiting on the one before, and each vector of b is loaded once for all rows. */
+MX_KINLINE void dot_rows_f32(float *out, const float *a, int64_t lda, const float *b, int64_t n, int NR) {
+  v16f acc[4];
+  for (int r = 0; r < NR; r++) acc[r] = (v16f){0};
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    v16f y;
+    memcpy(&y, b + k, sizeof y);
+    for (int r = 0; r < NR; r++) {
+      v16f x;
+      memcpy(&x, a + r * lda + k, sizeof x);
+      acc[r] = acc[r] + x * y;
+    }
+  }
+  if (k < n) {
+    v16f y = {0};
+    memcpy(&y, b + k, (size_t)(n - k) * sizeof(float));
+    for (int r = 0; r < NR; r++) {
+      v16f x = {0};
+      memcpy(&x, a + r * lda + k, (size_t)(n - k) * sizeof(float));
+      acc[r] = acc[r] + x * y;
+    }
+  }
+  for (int r = 0; r < NR; r++) {
+    float lanes[16];
+    memcpy(lanes, &acc[r], sizeof lanes);
+    for (int half = 8; half >= 1; half /= 2)
+      for (int l = 0; l < half; l++) lanes[l] = lanes[l] + lanes[l + half];
+    out[r] = lanes[0];
+  }
+}
+
 MX_KHOT static void gemv_image(const mx_kconv_f32 *j, const float *x, float *y, const float *z) {
-  for (int64_t m = 0; m < j->m; m++) {
+  int64_t m = 0;
+  for (; m + 4 <= j->m; m += 4) {
+    /* the sums land in locals first: z may be y (a residual read in place) */
+    float s[4];
+    dot_rows_f32(s, j->wt + m * j->c, j->c, x, j->c, 4);
+    for (int r = 0; r < 4; r++)
+      mx__kconv_epilogue_body(y + m + r, &s[r], z ? z + m + r : NULL, j->b ? j->b[m + r] : 0.0f, 1, j->act,
+                              j->alpha, j->beta);
+  }
+  for (; m < j->m; m++) {
     /* the sum lands in a local first: z may be y (a residual read in place) */
     float s = dot_f32(j->wt + m * j->c, x, j->c);
     mx__kconv_epilogue_body(y + m, &s, z ? z + m : NULL, j->b ? j->b[m] : 0.0f, 1, j->act, j->alpha, j->beta);

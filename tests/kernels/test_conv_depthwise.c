@@ -1,7 +1,8 @@
 /* Kernel tests of the depthwise Conv core (kernels/conv_depthwise.c) without a residual, where
  * bias and activation are applied to the 16-lane sums in registers: every fused activation,
  * stride 1 (one long row) and stride 2 (even/odd planes), maps narrower than a vector, a kernel
- * wider than the image, dilation and channel multipliers, against a direct loop in double. */
+ * wider than the image, dilation and channel multipliers, blocks of several rows and of 64
+ * outputs with their short last blocks, against a direct loop in double. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -124,6 +125,20 @@ static const dcase cases[] = {
     {1, 3, 1, 12, 56, 5, 5, 2, 1, 2},   /* 5x5, even left pad */
     {1, 2, 1, 7, 33, 5, 5, 2, 1, 2},    /* one vector step, then edges */
     {1, 2, 1, 8, 41, 3, 3, 2, 1, 3},    /* a pad wider than the taps need */
+    /* blocks of several output rows (rows of up to 32) and of 64 outputs with a short last
+     * block; every case has channels after the first, which rely on the padding the first
+     * one left zero in the slot */
+    {1, 5, 1, 13, 13, 3, 3, 2, 1, 1},   /* 7 rows of 7: a block of 4 rows, then 3 */
+    {1, 3, 1, 27, 27, 5, 5, 2, 1, 2},   /* 14 rows of 14: blocks of 4, then 2 */
+    {1, 3, 1, 53, 53, 3, 3, 2, 1, 1},   /* 27 rows of 27: blocks of 2 rows of 2 vectors, then 1 */
+    {1, 3, 1, 9, 150, 3, 3, 2, 1, 1},   /* rows of 75: 64, then one vector */
+    {1, 2, 1, 5, 200, 3, 3, 2, 1, 1},   /* rows of 100: 64, then three vectors */
+    {1, 4, 1, 5, 20, 3, 3, 1, 1, 1},    /* stride 1, a long row of 108: 64, then three vectors */
+    {1, 4, 1, 3, 30, 3, 3, 1, 1, 1},    /* stride 1, a long row of 94: 64, then two vectors */
+    {1, 3, 1, 4, 5, 3, 3, 1, 1, 1},     /* image rows copied exactly (too few floats to spill) */
+    {1, 3, 1, 9, 5, 3, 3, 1, 1, 2},     /* rows copied by vectors, then exactly, pad 2 */
+    {1, 3, 1, 10, 10, 3, 3, 3, 1, 1},   /* stride 3: the padded image of stride 1 */
+    {1, 3, 1, 12, 12, 3, 5, 1, 1, 2},   /* a 3x5 kernel (neither 3x3 nor 5x5) */
 };
 
 Test(conv_depthwise, fused_activations_without_residual_match_a_direct_loop) {
