@@ -11,7 +11,9 @@
  * The dense paths run mixrt's packed GEMM (kernels/gemm_f32.h) where the CPU has AVX-512 or
  * AVX2 with FMA: a band's columns (image rows, or im2col rows one at a time) are written
  * straight into its panel layout, and the epilogue runs on each tile as it is finished. Elsewhere,
- * and for a residual read in place from Y, they run OpenBLAS's cblas_sgemm.
+ * and for a residual read in place from Y, they run OpenBLAS's cblas_sgemm. On several threads
+ * a band that several output-channel chunks read is packed once, by all the threads (channel
+ * ranges), before the chunks' products run.
  * Every output adds its taps in one fixed order, whatever the ISA copy or the thread count
  * (the sgemm path: whatever the thread count). */
 #include <cblas.h>
@@ -47,6 +49,10 @@ typedef struct fast_plan {
   int64_t pre_mr;     /* own GEMM: the row panels the weights are read in when packed ahead */
   size_t pre_floats;  /* weights read by several tasks: packed once per run (all groups), ahead
                          of the threads' slots (0: each task packs its own) */
+  bool shared_b;      /* own GEMM, a band read by several output-channel chunks: every band packed
+                         once per run (in parallel, ahead of the products) into a shared block */
+  size_t shared_floats; /* that block: n x group x bands packed bands of packed_floats */
+  int64_t kparts;     /* tasks packing one band of it (channel ranges) */
 } fast_plan;
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
@@ -59,9 +65,10 @@ static bool is_pointwise(const mx_kwin *w) {
 
 /* The tasks of the own GEMM's paths: bands of equal size (the cache rule's count). On several
  * threads, when the tasks are fewer than two per thread or do not divide among the threads,
- * more bands (while a band keeps 64 columns: the weights are packed again per band), else
- * output-channel chunks cut at the product's row granule (each chunk packs the band again, so
- * only as many as the threads need). */
+ * more bands (while a band keeps 64 columns), else output-channel chunks of whole row tiles.
+ * The chunks of a band read it packed from a shared block that all threads fill first
+ * (p->shared_b): packed per chunk, a 14x14 or 7x7 map's im2col ran once per chunk, and two
+ * threads did 1.3-1.7x the CPU work of one on those layers. */
 static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots) {
   const bool pw = p->algo == ALGO_POINTWISE;
   const int64_t units = pw ? p->P : p->rows;                            /* columns or output rows */
@@ -76,6 +83,8 @@ static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots
     if (units / more >= min_units) bands = more;
   }
   int64_t band = (units + bands - 1) / bands;
+  /* a pointwise band in whole panels: only the image's last band ends in a partial one */
+  if (pw && band > MX_KGEMM_NR) band = round_up(band, MX_KGEMM_NR);
   if (band > units) band = units;
   p->band_rows = band;
   p->bands = (units + band - 1) / band;
@@ -84,11 +93,17 @@ static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots
   const int64_t tasks = outer * p->bands, cols = pw ? band : band * p->rowlen;
   const int64_t granule = mx__kgemm_f32_row_granule(p->mg, cols);
   if (slots > 1 && (tasks % slots || tasks < target) && p->mg >= 2 * granule) {
-    int64_t chunks = tasks < target ? (target + tasks - 1) / tasks : 2;
+    /* The chunks of a band share its packed columns (p->shared_b), so more chunks cost little
+     * but a narrow product's own regrouping of them (the 7x7 maps): there, one per thread. */
+    const bool narrow = granule == MX_KGEMM_NR;
+    int64_t chunks = narrow ? 1 : tasks < target ? (target + tasks - 1) / tasks : 2;
     while ((tasks * chunks) % slots) chunks++;
-    int64_t chunk = round_up((p->mg + chunks - 1) / chunks, granule);
+    /* whole row tiles, as many in every chunk as can be */
+    const int64_t tiles = (p->mg + granule - 1) / granule;
+    int64_t chunk = (tiles + chunks - 1) / chunks * granule;
     p->mchunk = chunk > p->mg ? p->mg : chunk;
     p->mchunks = (p->mg + p->mchunk - 1) / p->mchunk;
+    p->shared_b = p->mchunks > 1;
   }
 }
 
@@ -140,6 +155,13 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     if (n * p->bands > 1)
       p->pre_floats = (size_t)round_up(
           (int64_t)mx__kgemm_f32_pre_a_floats(p->mg, p->kdim, p->pre_mr) * group, 16);
+    if (p->shared_b) {
+      const int64_t units = n * group * p->bands;
+      p->shared_floats = (size_t)units * p->packed_floats;
+      /* about four packing tasks per thread, in whole input channels */
+      p->kparts = (4 * slots + units - 1) / units;
+      if (p->kparts > p->cg) p->kparts = p->cg;
+    }
     return;
   }
   /* Too few tasks for the threads: split the output channels too (a band's im2col is then
@@ -163,10 +185,10 @@ size_t mx__kconv_f32_slot_floats(const mx_kwin *w, int64_t n, int64_t c, int64_t
     fast_plan p;
     make_plan(w, n, c, m, group, s, &p);
     if (p.slot_floats > most) most = p.slot_floats;
-    if (p.pre_floats > pre) pre = p.pre_floats;
+    if (p.pre_floats + p.shared_floats > pre) pre = p.pre_floats + p.shared_floats;
   }
-  /* the caller sizes the workspace as slots of this; the pre-packed weights are one shared
-   * block at its start, spread over the slots here */
+  /* the caller sizes the workspace as slots of this; the pre-packed weights and the shared
+   * packed bands are blocks at its start, spread over the slots here */
   return most + (size_t)round_up((int64_t)((pre + (size_t)slots - 1) / (size_t)slots), 16);
 }
 
@@ -201,42 +223,61 @@ static void valid_range(int64_t n, int64_t s, int64_t off, int64_t width, int64_
   *hi = b;
 }
 
-/* col [channels*taps, (r1-r0)*rowlen]: the patches of output rows [r0, r1) (depth and height
- * flattened). With `packed`, each row of that matrix goes through col (one row of scratch) into
- * packed's panel layout of the own GEMM instead (kernels/gemm_f32.h). */
+/* Row (kd, kh, kw) of a channel's im2col for output rows [r0, r1) (depth and height flattened):
+ * (r1 - r0) * rowlen floats at row. */
+static void im2col_row(const float *xc, const mx_kwin *w, int64_t kd, int64_t kh, int64_t kw, int64_t r0,
+                       int64_t r1, float *row) {
+  const int64_t rowlen = w->grid[2], s = w->s[2];
+  int64_t off = kw * w->d[2] - w->pb[2], lo, hi;
+  valid_range(rowlen, s, off, w->img[2], &lo, &hi);
+  int64_t od = r0 / w->grid[1], oh = r0 % w->grid[1];
+  for (int64_t r = r0; r < r1; r++, row += rowlen) {
+    const int64_t id = od * w->s[0] - w->pb[0] + kd * w->d[0];
+    const int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
+    if (++oh == w->grid[1]) oh = 0, od++;
+    if (id < 0 || id >= w->img[0] || ih < 0 || ih >= w->img[1] || lo >= hi) {
+      memset(row, 0, (size_t)rowlen * sizeof(float));
+      continue;
+    }
+    const float *xr = xc + (id * w->img[1] + ih) * w->img[2];
+    for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0.0f;
+    if (s == 1) {
+      memcpy(row + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
+    } else {
+      for (int64_t ow = lo; ow < hi; ow++) row[ow] = xr[ow * s + off];
+    }
+    for (int64_t ow = hi; ow < rowlen; ow++) row[ow] = 0.0f;
+  }
+}
+
+/* col [channels*taps, (r1-r0)*rowlen]: the patches of output rows [r0, r1), for the sgemm
+ * path. */
 static void im2col_band(const float *x, int64_t channels, const mx_kwin *w, int64_t r0, int64_t r1,
-                        float *col, float *packed) {
-  const int64_t rowlen = w->grid[2], cols = (r1 - r0) * rowlen, s = w->s[2];
-  const int64_t kdim = channels * w->k_size;
-  for (int64_t c = 0; c < channels; c++) {
-    const float *xc = x + c * w->img_size;
+                        float *col) {
+  const int64_t cols = (r1 - r0) * w->grid[2];
+  for (int64_t c = 0; c < channels; c++)
     for (int64_t kd = 0; kd < w->k[0]; kd++)
       for (int64_t kh = 0; kh < w->k[1]; kh++)
         for (int64_t kw = 0; kw < w->k[2]; kw++) {
           const int64_t kidx = ((c * w->k[0] + kd) * w->k[1] + kh) * w->k[2] + kw;
-          float *row = packed ? col : col + kidx * cols;
-          int64_t off = kw * w->d[2] - w->pb[2], lo, hi;
-          valid_range(rowlen, s, off, w->img[2], &lo, &hi);
-          for (int64_t r = r0; r < r1; r++, row += rowlen) {
-            int64_t od = r / w->grid[1], oh = r % w->grid[1];
-            int64_t id = od * w->s[0] - w->pb[0] + kd * w->d[0];
-            int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
-            if (id < 0 || id >= w->img[0] || ih < 0 || ih >= w->img[1] || lo >= hi) {
-              memset(row, 0, (size_t)rowlen * sizeof(float));
-              continue;
-            }
-            const float *xr = xc + (id * w->img[1] + ih) * w->img[2];
-            for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0.0f;
-            if (s == 1) {
-              memcpy(row + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
-            } else {
-              for (int64_t ow = lo; ow < hi; ow++) row[ow] = xr[ow * s + off];
-            }
-            for (int64_t ow = hi; ow < rowlen; ow++) row[ow] = 0.0f;
-          }
-          if (packed) mx__kgemm_f32_pack_b_row(col, cols, kdim, kidx, packed);
+          im2col_row(x + c * w->img_size, w, kd, kh, kw, r0, r1, col + kidx * cols);
         }
-  }
+}
+
+/* The im2col rows of input channels [c0, c1) for output rows [r0, r1) in the own GEMM's packed
+ * B of the band (kdim rows, kernels/gemm_f32.h), each through `row` (one row of scratch).
+ * Threads may pack disjoint channel ranges of one band at once. */
+static void im2col_pack(const float *x, int64_t c0, int64_t c1, int64_t kdim, const mx_kwin *w, int64_t r0,
+                        int64_t r1, float *packed, float *row) {
+  const int64_t cols = (r1 - r0) * w->grid[2];
+  for (int64_t c = c0; c < c1; c++)
+    for (int64_t kd = 0; kd < w->k[0]; kd++)
+      for (int64_t kh = 0; kh < w->k[1]; kh++)
+        for (int64_t kw = 0; kw < w->k[2]; kw++) {
+          const int64_t kidx = ((c * w->k[0] + kd) * w->k[1] + kh) * w->k[2] + kw;
+          im2col_row(x + c * w->img_size, w, kd, kh, kw, r0, r1, row);
+          mx__kgemm_f32_pack_b_row(row, cols, kdim, kidx, packed);
+        }
 }
 
 /* --- tasks ------------------------------------------------------------------------------------ */
@@ -257,24 +298,43 @@ static void tile_epilogue_run(void *ctx, int64_t row0, int64_t rows, int64_t col
                     e->act, e->alpha, e->beta);
 }
 
-/* One task through the own GEMM: the band's columns packed into panels (the image's rows for a
- * pointwise Conv, im2col rows otherwise), then mn output channels times them, the epilogue on
- * each tile as it is finished. */
-static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f32 *j, int64_t band,
-                         const float *xg, const float *wg, float *yg, const float *zg, const float *bg,
-                         int64_t mn, const mx_kgemm_f32_pre_a *pa, float *scr) {
-  float *packed = scr, *ablocks = scr + p->packed_floats, *row = ablocks + p->gemm_floats;
-  int64_t c0, ncols;
+/* The first output position of a band and its count. */
+static void band_cols(const fast_plan *p, int64_t band, int64_t *c0, int64_t *ncols) {
   if (p->algo == ALGO_POINTWISE) {
-    c0 = band * p->band_rows;
-    ncols = p->P - c0 < p->band_rows ? p->P - c0 : p->band_rows;
-    for (int64_t k = 0; k < p->kdim; k++) mx__kgemm_f32_pack_b_row(xg + k * p->P + c0, ncols, p->kdim, k, packed);
+    *c0 = band * p->band_rows;
+    *ncols = p->P - *c0 < p->band_rows ? p->P - *c0 : p->band_rows;
   } else {
     int64_t r0 = band * p->band_rows, r1 = r0 + p->band_rows > p->rows ? p->rows : r0 + p->band_rows;
-    c0 = r0 * p->rowlen;
-    ncols = (r1 - r0) * p->rowlen;
-    im2col_band(xg, p->cg, w, r0, r1, row, packed);
+    *c0 = r0 * p->rowlen;
+    *ncols = (r1 - r0) * p->rowlen;
   }
+}
+
+/* Input channels [ch0, ch1) of a band's columns packed into the own GEMM's panels: the image's
+ * rows for a pointwise Conv, im2col rows otherwise. */
+static void pack_band(const fast_plan *p, const mx_kwin *w, int64_t band, const float *xg, int64_t ch0,
+                      int64_t ch1, float *packed, float *row) {
+  int64_t c0, ncols;
+  band_cols(p, band, &c0, &ncols);
+  if (p->algo == ALGO_POINTWISE) {
+    for (int64_t k = ch0; k < ch1; k++) mx__kgemm_f32_pack_b_row(xg + k * p->P + c0, ncols, p->kdim, k, packed);
+  } else {
+    const int64_t r0 = band * p->band_rows;
+    im2col_pack(xg, ch0, ch1, p->kdim, w, r0, r0 + ncols / p->rowlen, packed, row);
+  }
+}
+
+/* One task through the own GEMM: the band's columns packed into panels (or read packed from
+ * the shared block, bshared), then mn output channels times them, the epilogue on each tile as
+ * it is finished. */
+static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f32 *j, int64_t band,
+                         const float *xg, const float *wg, float *yg, const float *zg, const float *bg,
+                         int64_t mn, const mx_kgemm_f32_pre_a *pa, const float *bshared, float *scr) {
+  float *ablocks = scr + p->packed_floats;
+  const float *packed = bshared ? bshared : scr;
+  int64_t c0, ncols;
+  band_cols(p, band, &c0, &ncols);
+  if (!bshared) pack_band(p, w, band, xg, 0, p->cg, scr, ablocks + p->gemm_floats);
   tile_epilogue e = {yg + c0, zg ? zg + c0 : NULL, bg, p->P, j->act, j->alpha, j->beta};
   const bool any = zg || bg || j->act != MX_CONV_ACT_NONE;
   mx__kgemm_f32_packed_pre(mn, ncols, p->kdim, wg, p->kdim, pa, packed, yg + c0, p->P, ablocks,
@@ -287,6 +347,8 @@ typedef struct fast_job {
   float *scratch;    /* the threads' slots */
   const float *pre;  /* the weights packed for all tasks (p->pre_mr), or NULL */
   float *pre_dst;    /* where this run packs them (run_pre_pack), NULL when they were kept */
+  float *bshared;    /* every band packed once for all its chunks (p->shared_b), or NULL */
+  int64_t pre_tasks; /* run_prepare: the pre-pack's tasks come first */
 } fast_job;
 
 /* Row panels of the weights packed per pre-pack task. */
@@ -303,6 +365,25 @@ static void run_pre_pack(void *vctx, int64_t task, int32_t slot) {
   const size_t gsize = mx__kgemm_f32_pre_a_floats(p->mg, p->kdim, p->pre_mr);
   mx__kgemm_f32_pre_a_pack(fj->j->wt + g * p->mg * p->kdim, p->kdim, p->mg, p->kdim, p->pre_mr, r0, rows,
                            fj->pre_dst + (size_t)g * gsize);
+}
+
+/* One task of the packing ahead of a run in shared bands: a pre-pack task (the first
+ * fj->pre_tasks), or the im2col of one channel range of one band into the shared block. */
+static void run_prepare(void *vctx, int64_t task, int32_t slot) {
+  const fast_job *fj = vctx;
+  if (task < fj->pre_tasks) {
+    run_pre_pack(vctx, task, slot);
+    return;
+  }
+  const fast_plan *p = fj->p;
+  const mx_kconv_f32 *j = fj->j;
+  task -= fj->pre_tasks;
+  const int64_t unit = task / p->kparts, part = task % p->kparts;
+  const int64_t band = unit % p->bands, g = unit / p->bands % j->group, in = unit / p->bands / j->group;
+  const float *xg = j->x + (in * j->c + g * p->cg) * j->w->img_size;
+  float *row = fj->scratch + (size_t)slot * p->slot_floats + p->packed_floats + p->gemm_floats;
+  pack_band(p, j->w, band, xg, part * p->cg / p->kparts, (part + 1) * p->cg / p->kparts,
+            fj->bshared + (size_t)unit * p->packed_floats, row);
 }
 
 static void run_task(void *vctx, int64_t task, int32_t slot) {
@@ -332,7 +413,8 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
       const size_t gsize = mx__kgemm_f32_pre_a_floats(p->mg, p->kdim, p->pre_mr);
       pa = (mx_kgemm_f32_pre_a){fj->pre + (size_t)g * gsize, p->pre_mr, (p->mg + p->pre_mr - 1) / p->pre_mr * p->pre_mr, m0};
     }
-    run_own_gemm(p, w, j, band, xg, wg, yg, zg, bg, mn, fj->pre ? &pa : NULL, scr);
+    const float *bshared = fj->bshared ? fj->bshared + (size_t)(task / p->mchunks) * p->packed_floats : NULL;
+    run_own_gemm(p, w, j, band, xg, wg, yg, zg, bg, mn, fj->pre ? &pa : NULL, bshared, scr);
     return;
   }
   int64_t c0, ncols;
@@ -347,7 +429,7 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
     int64_t r0 = band * p->band_rows, r1 = r0 + p->band_rows > p->rows ? p->rows : r0 + p->band_rows;
     c0 = r0 * p->rowlen;
     ncols = (r1 - r0) * p->rowlen;
-    im2col_band(xg, p->cg, w, r0, r1, scr, NULL);
+    im2col_band(xg, p->cg, w, r0, r1, scr);
     bmat = scr;
     ldb = ncols;
   }
@@ -380,10 +462,15 @@ bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_flo
   const bool kept = j->pre_a && p.own_gemm && j->z != j->y && j->pre_mr == p.pre_mr;
   /* A residual read in place from Y runs the sgemm path: nothing to pre-pack for; nor when the
    * workspace (sized for another pool size) cannot hold it and one slot. */
-  if (kept || j->z == j->y || p.pre_floats + p.slot_floats > scratch_floats) p.pre_floats = 0;
+  /* Shared bands likewise, and not when the workspace cannot hold them (each task packs its
+   * own band then, as on one thread). */
+  if (j->z == j->y || p.shared_floats + p.pre_floats + p.slot_floats > scratch_floats) p.shared_b = false;
+  if (!p.shared_b) p.shared_floats = 0;
+  if (kept || j->z == j->y || p.shared_floats + p.pre_floats + p.slot_floats > scratch_floats) p.pre_floats = 0;
   float *pre_dst = p.pre_floats ? scratch : NULL;
-  scratch += p.pre_floats;
-  scratch_floats -= p.pre_floats;
+  float *bshared = p.shared_b ? scratch + p.pre_floats : NULL;
+  scratch += p.pre_floats + p.shared_floats;
+  scratch_floats -= p.pre_floats + p.shared_floats;
   if (p.slot_floats) {
     size_t fit = scratch_floats / p.slot_floats;
     if (fit < 1) return false;
@@ -393,12 +480,16 @@ bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_flo
     mx__kconv_dw_run(j, scratch, slots);
     return true;
   }
-  fast_job fj = {j, &p, scratch, kept ? j->pre_a : pre_dst, pre_dst};
+  fast_job fj = {j, &p, scratch, kept ? j->pre_a : pre_dst, pre_dst, NULL, 0};
+  fj.bshared = bshared;
   if (pre_dst) {
     const int64_t per = (p.mg + p.pre_mr - 1) / p.pre_mr;
-    mx__kparallel_work(j->group * ((per + PRE_PANELS - 1) / PRE_PANELS), slots, j->m * p.kdim * 8, run_pre_pack,
-                       &fj);
+    fj.pre_tasks = j->group * ((per + PRE_PANELS - 1) / PRE_PANELS);
   }
+  if (bshared) /* the bands (and weights) packed by all threads, then the products */
+    mx__kparallel(fj.pre_tasks + j->n * j->group * p.bands * p.kparts, slots, run_prepare, &fj);
+  else if (pre_dst)
+    mx__kparallel_work(fj.pre_tasks, slots, j->m * p.kdim * 8, run_pre_pack, &fj);
   int64_t tasks = j->n * j->group * p.bands * p.mchunks;
   mx__kparallel_work(tasks, slots, j->n * j->m * p.P * p.kdim, run_task, &fj);
   return true;
