@@ -97,6 +97,27 @@ static mx_status mark_projection(mx__shard_ctx *c, uint8_t *role, mx_node_id att
       what, g->values[start].name, g->values[v].name);
 }
 
+/* "tp 1, 2 or 4": the tensor-parallel sizes that divide both head counts, for a refusal. */
+static void tp_choices(int64_t nh, int64_t kvh, char *buf, size_t cap) {
+  int64_t a = nh, b = kvh;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  int64_t ok[8];
+  int n = 0;
+  for (int64_t d = 1; d <= a; d++)
+    if (a % d == 0) {
+      if (n == 8) memmove(ok, ok + 1, 7 * sizeof *ok); /* keep the largest */
+      ok[n < 8 ? n++ : 7] = d;
+    }
+  size_t len = (size_t)snprintf(buf, cap, "tp");
+  for (int i = 0; i < n && len < cap; i++)
+    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i == 0 ? " " : i + 1 < n ? ", " : " or ",
+                            (long long)ok[i]);
+}
+
 static mx_status find_attention(mx__shard_ctx *c, mx_node_id n, uint8_t *role, mx_value_id *states,
                                 size_t *n_states) {
   mx_graph *g = c->g;
@@ -111,10 +132,22 @@ static mx_status find_attention(mx__shard_ctx *c, mx_node_id n, uint8_t *role, m
     nh = attr_int(nd, "q_num_heads", 0);
     kvh = attr_int(nd, "kv_num_heads", 0);
   }
-  if (nh <= 0 || kvh <= 0 || nh % c->tp || kvh % c->tp)
+  if (nh <= 0 || kvh <= 0)
+    return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED, "its head counts (%lld query, %lld kv) are not known",
+                         (long long)nh, (long long)kvh);
+  if (nh % c->tp || kvh % c->tp) {
+    char fits[96];
+    tp_choices(nh, kvh, fits, sizeof fits);
+    if (nh % c->tp == 0 && kvh < c->tp)
+      return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED,
+                           "%lld kv head%s fewer than tp %d: mixrt splits the KV cache by kv-heads, one or "
+                           "more per rank, and does not replicate a kv-head on the ranks sharing it; use %s, "
+                           "or a model with at least %d kv heads",
+                           (long long)kvh, kvh == 1 ? " is" : "s are", c->tp, fits, c->tp);
     return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED,
-                         "%lld query heads and %lld kv heads are not both divisible by tp %d", (long long)nh,
-                         (long long)kvh, c->tp);
+                         "%lld query heads and %lld kv heads are not both divisible by tp %d: use %s", (long long)nh,
+                         (long long)kvh, c->tp, fits);
+  }
   static const char *const what[3] = {"q", "k", "v"};
   for (int i = 0; i < 3; i++) {
     mx_status st = mark_projection(c, role, n, g->nodes[n].inputs[i], what[i]);
