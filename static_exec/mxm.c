@@ -32,8 +32,9 @@
 #define MXM_MAGIC          "MIXRTMXM"
 #define MXM_CONTAINER      1u
 #define MXM_PREAMBLE       24u
-#define MXM_FORMAT_VERSION 2u    /* what this code writes (2: the weights section) */
-#define MXM_READER_VERSION 2u    /* the newest min_reader_version this code accepts */
+#define MXM_FORMAT_VERSION 3u    /* what this code writes (2: the weights section; 3: its chunked checksum) */
+#define MXM_READER_VERSION 3u    /* the newest min_reader_version this code accepts */
+#define MXM_MIN_READER     3u    /* what a file written now needs (the chunked checksum) */
 #define MXM_OLDEST_FORMAT  2u    /* older files (weights inside the messages) are refused */
 #define SECTION_ALIGN      4096u /* file offset of the weights section: a page */
 #define ITEM_ALIGN         64u   /* each block inside the section */
@@ -100,93 +101,6 @@ static uint64_t checksum_with_progress(const void *data, size_t n, const char *s
 }
 
 uint64_t mx__mxm_checksum(const void *data, size_t n) { return checksum_with_progress(data, n, NULL); }
-
-/* The weights section's checksum: the same word step in four independent lanes over 32-byte
- * blocks (the multiplies overlap, so checking a large section costs about what reading it
- * does), a zero-padded last block, then the lanes folded and mixed. Computed in pieces of any
- * size: up to 31 bytes wait in `carry`. */
-typedef struct lane_sum {
-  uint64_t lane[4];
-  uint64_t n; /* total bytes (part of the seed) */
-  unsigned char carry[32];
-  size_t n_carry;
-} lane_sum;
-
-static void lanes_init(lane_sum *ls, uint64_t n) {
-  memset(ls, 0, sizeof *ls);
-  ls->n = n;
-  for (int k = 0; k < 4; k++) ls->lane[k] = (0x6a09e667f3bcc909ull ^ n) + (uint64_t)k * 0x9e3779b97f4a7c15ull;
-}
-
-/* A little-endian word at p: one load on a little-endian host. */
-static inline uint64_t word_at(const unsigned char *p) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  uint64_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-#else
-  return load_le64(p);
-#endif
-}
-
-static void lanes_blocks(lane_sum *ls, const unsigned char *p, size_t n) {
-  uint64_t a = ls->lane[0], b = ls->lane[1], c = ls->lane[2], d = ls->lane[3];
-  for (size_t i = 0; i + 32 <= n; i += 32) {
-    a = (a ^ word_at(p + i)) * 0x9e3779b97f4a7c15ull;
-    b = (b ^ word_at(p + i + 8)) * 0x9e3779b97f4a7c15ull;
-    c = (c ^ word_at(p + i + 16)) * 0x9e3779b97f4a7c15ull;
-    d = (d ^ word_at(p + i + 24)) * 0x9e3779b97f4a7c15ull;
-    a ^= a >> 32;
-    b ^= b >> 32;
-    c ^= c >> 32;
-    d ^= d >> 32;
-  }
-  ls->lane[0] = a, ls->lane[1] = b, ls->lane[2] = c, ls->lane[3] = d;
-}
-
-static void lanes_update(lane_sum *ls, const unsigned char *p, size_t n) {
-  size_t i = 0;
-  if (ls->n_carry) {
-    while (ls->n_carry < 32 && i < n) ls->carry[ls->n_carry++] = p[i++];
-    if (ls->n_carry < 32) return;
-    lanes_blocks(ls, ls->carry, 32);
-    ls->n_carry = 0;
-  }
-  size_t whole = (n - i) & ~(size_t)31;
-  lanes_blocks(ls, p + i, whole);
-  i += whole;
-  while (i < n) ls->carry[ls->n_carry++] = p[i++];
-}
-
-static uint64_t lanes_finish(lane_sum *ls) {
-  if (ls->n_carry) {
-    memset(ls->carry + ls->n_carry, 0, 32 - ls->n_carry);
-    lanes_blocks(ls, ls->carry, 32);
-    ls->n_carry = 0;
-  }
-  uint64_t h = 0x6a09e667f3bcc909ull ^ ls->n;
-  for (int k = 0; k < 4; k++) {
-    h = (h ^ ls->lane[k]) * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 32;
-  }
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
-}
-
-/* The section checksum of n bytes, with progress lines (stage). */
-static uint64_t section_checksum(const unsigned char *p, size_t n, const char *stage) {
-  lane_sum ls;
-  lanes_init(&ls, n);
-  size_t step = (size_t)64 << 20;
-  for (size_t i = 0; i < n; i += step) {
-    size_t len = n - i < step ? n - i : step;
-    lanes_update(&ls, p + i, len);
-    mx__progress_bytes(stage, i + len, n);
-  }
-  return lanes_finish(&ls);
-}
 
 /* --- plan -> messages ------------------------------------------------------------------------- */
 
@@ -544,8 +458,8 @@ typedef struct stream_out {
   uint64_t h, done, total;
   unsigned char carry[8];
   size_t n_carry;
-  bool section; /* checksum with section_checksum's lanes (ls) instead of the word hash */
-  lane_sum ls;
+  bool section; /* the section checksum (ls) instead of the word hash */
+  mx__mxm_sum ls;
 } stream_out;
 
 static void stream_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
@@ -554,7 +468,7 @@ static void stream_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
   o->ok = write_chunks(o->f, data, len, o->section ? "save: write weights" : "save: write .mxm", &o->done,
                        o->total);
   if (o->section) {
-    lanes_update(&o->ls, data, len);
+    mx__mxm_sum_update(&o->ls, data, len);
     return;
   }
   size_t i = 0;
@@ -572,7 +486,7 @@ static void stream_append(ProtobufCBuffer *b, size_t len, const uint8_t *data) {
 
 /* The checksum of everything appended (the same value mx__mxm_checksum gives). */
 static uint64_t stream_checksum(stream_out *o) {
-  if (o->section) return lanes_finish(&o->ls);
+  if (o->section) return mx__mxm_sum_finish(&o->ls);
   uint64_t h = o->h;
   if (o->n_carry) {
     unsigned char tail[8] = {0};
@@ -596,13 +510,14 @@ typedef struct section_info {
 static unsigned char *pack_preamble(size_t psz, uint64_t checksum, const section_info *sec, size_t *size) {
   Mxm__FileHeader hdr = MXM__FILE_HEADER__INIT;
   hdr.format_version = MXM_FORMAT_VERSION;
-  hdr.min_reader_version = MXM_OLDEST_FORMAT;
+  hdr.min_reader_version = MXM_MIN_READER;
   hdr.payload_size = psz;
   hdr.payload_checksum = checksum;
   if (sec) {
     hdr.weights_offset = sec->offset;
     hdr.weights_size = sec->size;
     hdr.weights_checksum = sec->checksum;
+    hdr.weights_checksum_kind = MX__MXM_SUM_CHUNKED;
   }
   hdr.producer = "mixrt " MIXRT_VERSION_STRING;
   size_t hsz = mxm__file_header__get_packed_size(&hdr);
@@ -717,7 +632,7 @@ static mx_status stream_file(const char *path, const Mxm__ModelFile *mf, const P
     ok = fseek(f, (long)pad, SEEK_CUR) == 0;
     stream_out so = {.base = {.append = stream_append}, .f = f, .ok = ok, .total = w->size};
     so.section = true;
-    lanes_init(&so.ls, w->size);
+    mx__mxm_sum_init(&so.ls, MX__MXM_SUM_CHUNKED, w->size);
     mx__progress_stage("save: write weights");
     ok = ok && write_section(&so, w);
     sec.checksum = stream_checksum(&so);
@@ -742,7 +657,7 @@ static mx_status write_weights(const char *wpath, const mx__mxm_weights *w, uint
   }
   stream_out so = {.base = {.append = stream_append}, .f = f, .ok = true, .total = w->size};
   so.section = true;
-  lanes_init(&so.ls, w->size);
+  mx__mxm_sum_init(&so.ls, MX__MXM_SUM_CHUNKED, w->size);
   bool ok = write_section(&so, w);
   *checksum = stream_checksum(&so);
   return finish_tmp(f, ok, tmp, wpath, err);
@@ -802,6 +717,7 @@ static mx_status save_model(const mx_static_plan *const *plans, size_t n, const 
     snprintf(wpath, wl, "%s%s", path, WEIGHTS_SUFFIX);
     ew.file = (char *)base_name(wpath);
     ew.size = w->size;
+    ew.checksum_kind = MX__MXM_SUM_CHUNKED;
     mx__progress_stage("save: write weights");
     st = write_weights(wpath, w, &ew.checksum, err);
     if (st != MX_OK) goto free_all;
@@ -1271,16 +1187,20 @@ void mx__mxm_mapping_release(mx__mxm_mapping *m) {
 mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf, mx_error *err) {
   const unsigned char *sec;
   uint64_t sec_size, sec_checksum;
-  return mx__mxm_parse_sections(d, n, mf, &sec, &sec_size, &sec_checksum, err);
+  return mx__mxm_parse_sections(d, n, mf, &sec, &sec_size, &sec_checksum, NULL, err);
 }
+
+/* True for the checksum kinds this reader computes. */
+static bool known_sum_kind(uint32_t kind) { return kind == MX__MXM_SUM_LANES || kind == MX__MXM_SUM_CHUNKED; }
 
 mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
                                  const unsigned char **sec, uint64_t *sec_size, uint64_t *sec_checksum,
-                                 mx_error *err) {
+                                 uint32_t *sec_kind, mx_error *err) {
   *mf = NULL;
   *sec = NULL;
   *sec_size = 0;
   *sec_checksum = 0;
+  if (sec_kind) *sec_kind = MX__MXM_SUM_LANES;
   if (n < MXM_PREAMBLE) return BAD("truncated: %zu bytes, not even the %u-byte preamble", n, MXM_PREAMBLE);
   if (memcmp(d, MXM_MAGIC, 8) != 0) return BAD("not an .mxm file (bad magic)");
   if (load_le32(d + 8) != MXM_CONTAINER) return BAD("unknown container version %u", load_le32(d + 8));
@@ -1303,6 +1223,8 @@ mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFil
                   "written by an older mixrt (.mxm format %u, weights inside the plans; this mixrt reads "
                   "format %u and newer): compile the model again",
                   h->format_version, MXM_OLDEST_FORMAT);
+  } else if (!known_sum_kind(h->weights_checksum_kind)) {
+    st = BAD("corrupt: unknown weights checksum kind %u", h->weights_checksum_kind);
   } else if (h->weights_size && (h->weights_offset % SECTION_ALIGN ||
                                  h->weights_offset < MXM_PREAMBLE + hsz || h->payload_size > payload_end)) {
     st = BAD("corrupt: weights section at offset %llu", (unsigned long long)h->weights_offset);
@@ -1322,6 +1244,7 @@ mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFil
       *sec = d + h->weights_offset;
       *sec_size = h->weights_size;
       *sec_checksum = h->weights_checksum;
+      if (sec_kind) *sec_kind = h->weights_checksum_kind;
     }
   }
   mxm__file_header__free_unpacked(h, NULL);
@@ -1383,7 +1306,10 @@ mx_status mx__mxm_map_weights_file(const Mxm__ExternalWeights *ew, const char *p
             "model or a truncated copy)",
             wpath, *side_size, path, (unsigned long long)ew->size);
   } else {
-    if (section_checksum(*side, *side_size, "load: check weights") != ew->checksum)
+    if (!known_sum_kind(ew->checksum_kind))
+      st = BAD("corrupt: unknown checksum kind %u for weights file '%s'", ew->checksum_kind, wpath);
+    else if (mx__mxm_section_checksum(ew->checksum_kind, *side, *side_size, "load: check weights") !=
+             ew->checksum)
       st =
           BAD("weights file '%s' does not match '%s' (checksum differs: a weights file of "
               "another model or a damaged copy)",
@@ -1427,8 +1353,9 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
   size_t made = 0;
   const unsigned char *sec = NULL;
   uint64_t sec_size = 0, sec_checksum = 0;
+  uint32_t sec_kind = MX__MXM_SUM_LANES;
   mx__mxm_mapping *sec_map = NULL;
-  mx_status st = mx__mxm_parse_sections(d, n, &mf, &sec, &sec_size, &sec_checksum, err);
+  mx_status st = mx__mxm_parse_sections(d, n, &mf, &sec, &sec_size, &sec_checksum, &sec_kind, err);
   if (st != MX_OK) goto fail;
   /* The unpacked messages hold copies of everything before the section: those pages of a
    * mapped image can go now rather than stay resident for the rest of the load. */
@@ -1455,7 +1382,7 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
     sec_size = side_size;
     sec_map = side_map;
   } else if (sec) {
-    if (section_checksum(sec, (size_t)sec_size, "load: check weights") != sec_checksum) {
+    if (mx__mxm_section_checksum(sec_kind, sec, (size_t)sec_size, "load: check weights") != sec_checksum) {
       st = BAD("weights section checksum mismatch");
       goto fail;
     }

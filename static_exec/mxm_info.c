@@ -103,7 +103,7 @@ mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) 
   uint64_t sec_size = 0, sec_checksum = 0;
   unsigned char *side = NULL;
   size_t side_size = 0;
-  st = mx__mxm_parse_sections(d, n, &out->mf, &sec, &sec_size, &sec_checksum, err);
+  st = mx__mxm_parse_sections(d, n, &out->mf, &sec, &sec_size, &sec_checksum, NULL, err);
   if (st != MX_OK) goto done;
   out->file_size = n;
   out->header = header_of(d);

@@ -63,11 +63,41 @@ MX_MUST_USE mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, 
                                               mx_error *err);
 
 /* mx__mxm_parse_container that also gives the weights section (*sec NULL and 0 bytes when the
- * file has none) and its recorded checksum (not verified here). The section is checked to lie
- * inside the image: a truncated file is refused. */
+ * file has none), its recorded checksum (not verified here) and how that checksum is computed
+ * (*sec_kind, may be NULL; an unknown kind is refused). The section is checked to lie inside
+ * the image: a truncated file is refused. */
 MX_MUST_USE mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
                                              const unsigned char **sec, uint64_t *sec_size,
-                                             uint64_t *sec_checksum, mx_error *err);
+                                             uint64_t *sec_checksum, uint32_t *sec_kind, mx_error *err);
+
+/* --- mxm_checksum.c: checksums of a weights section ------------------------------------------- */
+
+#define MX__MXM_SUM_LANES   0u /* format 2: four lanes over the whole section */
+#define MX__MXM_SUM_CHUNKED 1u /* format 3: chunks of MX__MXM_SUM_CHUNK bytes, checked in parallel */
+#define MX__MXM_SUM_CHUNK   ((uint64_t)64 << 20)
+
+/* The four-lane sum of a byte stream (pieces of any size; up to 31 bytes wait in carry). */
+typedef struct mx__mxm_lanes {
+  uint64_t lane[4];
+  uint64_t n; /* total bytes (part of the seed) */
+  unsigned char carry[32];
+  size_t n_carry;
+} mx__mxm_lanes;
+
+/* A section checksum computed as the bytes are written. */
+typedef struct mx__mxm_sum {
+  uint32_t kind;
+  uint64_t total;         /* bytes the section will have */
+  uint64_t start, in_chunk; /* the current chunk's first byte and bytes summed into it */
+  uint64_t h;             /* chunk sums folded so far */
+  mx__mxm_lanes cur;      /* the current chunk (kind 0: the whole section) */
+} mx__mxm_sum;
+
+void mx__mxm_sum_init(mx__mxm_sum *s, uint32_t kind, uint64_t total);
+void mx__mxm_sum_update(mx__mxm_sum *s, const unsigned char *p, size_t n);
+uint64_t mx__mxm_sum_finish(mx__mxm_sum *s);
+/* The checksum of kind `kind` of n bytes at p, with progress lines (stage). */
+uint64_t mx__mxm_section_checksum(uint32_t kind, const unsigned char *p, size_t n, const char *stage);
 
 /* The weights section of a file being written: the static plans' weights, then every constant
  * of the root graph not found among them (by size and checksum, bytes compared), each block

@@ -179,7 +179,7 @@ static void rewrite(const char *good, const char *bad, void (*edit)(Mxm__Runtime
   Mxm__ModelFile *mf;
   const unsigned char *sec;
   uint64_t sec_size, sec_checksum;
-  cr_assert_eq(mx__mxm_parse_sections(d, size, &mf, &sec, &sec_size, &sec_checksum, &err), MX_OK, "%s",
+  cr_assert_eq(mx__mxm_parse_sections(d, size, &mf, &sec, &sec_size, &sec_checksum, NULL, &err), MX_OK, "%s",
                err.message);
   Mxm__Runtime *rt = mxm__runtime__unpack(NULL, mf->runtime.len, mf->runtime.data);
   cr_assert(rt);

@@ -44,7 +44,7 @@ Test(mxm_cli, inspect_and_partition_read_mxm_files) {
   /* The description needs neither the weights file nor a compile. */
   cr_assert_eq(rename(WORK_DIR "/step.mxm.weights", WORK_DIR "/moved.weights"), 0);
   cr_assert_eq(run("inspect " WORK_DIR "/step.mxm"), 0, "%s", out);
-  cr_assert(strstr(out, ".mxm format 2"), "%s", out);
+  cr_assert(strstr(out, ".mxm format 3"), "%s", out);
   cr_assert(strstr(out, "in the external file 'step.mxm.weights'"), "%s", out);
   cr_assert(strstr(out, "static plans: "), "%s", out);
   cr_assert(strstr(out, "past_key_0"), "%s", out);
