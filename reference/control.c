@@ -231,19 +231,27 @@ static mx_graph *body_of(const mx_node *nd, const char *name) {
 }
 
 /* Runs a body; with lent non-NULL, outputs that give back one of ins unchanged are borrowed
- * (lent[i] true: outs[i] is that input's tensor, see mx__reference_run_body). */
+ * (lent[i] true: outs[i] is that input's tensor, see mx__reference_run_body). Outputs with data
+ * set are buffers offered for the result (mx__ref_limits.run_body); with copied non-NULL,
+ * copied[i] says whether output i's bytes were copied rather than written in place there. */
 static mx_status run_body_lending(cx *c, mx_graph *body, const char *what, const mx_tensor *ins, size_t n_in,
-                                  mx_tensor *outs, bool *lent) {
+                                  mx_tensor *outs, bool *lent, bool *copied) {
   if (body->n_inputs != n_in)
     return mx__node_fail(c->err, c->nd, MX_ERR_INVALID_GRAPH, "%s has %zu inputs, %zu given", what,
                          body->n_inputs, n_in);
   const mx__ref_limits *lim = thread_limits;
   bool handled = false;
   mx_status st = MX_OK;
+  if (copied) memset(copied, 0, body->n_outputs * sizeof *copied);
   if (lim && lim->run_body)
-    st = lim->run_body(lim->body_user, c->nd, body, c->f, ins, n_in, outs, body->n_outputs, &handled, c->err);
+    st = lim->run_body(lim->body_user, c->nd, body, c->f, ins, n_in, outs, body->n_outputs, copied, &handled,
+                       c->err);
   if (handled && lent) memset(lent, 0, body->n_outputs * sizeof *lent); /* outputs of its own */
-  if (!handled) st = mx__reference_run_body(body, c->f, ins, n_in, outs, body->n_outputs, lent, c->err);
+  if (!handled) {
+    /* The interpreter makes outputs of its own: the offered buffers stay with their caller. */
+    memset(outs, 0, body->n_outputs * sizeof *outs);
+    st = mx__reference_run_body(body, c->f, ins, n_in, outs, body->n_outputs, lent, c->err);
+  }
   if (st != MX_OK && c->err && strncmp(c->err->message, "node '", 6) != 0)
     mx__error_prefix(c->err, "node '%s' (%s): %s: ", c->nd->name, c->nd->op_type, what);
   else if (st != MX_OK)
@@ -253,7 +261,118 @@ static mx_status run_body_lending(cx *c, mx_graph *body, const char *what, const
 
 static mx_status run_body(cx *c, mx_graph *body, const char *what, const mx_tensor *ins, size_t n_in,
                           mx_tensor *outs) {
-  return run_body_lending(c, body, what, ins, n_in, outs, NULL);
+  return run_body_lending(c, body, what, ins, n_in, outs, NULL, NULL);
+}
+
+/* --- carried values, double-buffered ----------------------------------------------------------
+ * A Loop or Scan state of one shape from iteration to iteration keeps two buffers: the body
+ * reads iteration i's value from one and writes its result straight into the other (offered
+ * through mx__ref_limits.run_body), which then becomes iteration i + 1's input; the two swap, and
+ * no bytes are copied. A body that declines the buffer (it stays with the interpreter, or the
+ * value's shape may change from iteration to iteration) gives a tensor of its own, which is
+ * adopted as before; that value is offered no buffer again. */
+typedef struct carry {
+  size_t n;         /* carried values */
+  mx_tensor *spare; /* per carried value: its other buffer (none yet: data NULL) */
+  bool *offered;    /* per carried value: its spare is offered this iteration */
+  bool *declined;   /* per carried value: the body declined it once; no more offers */
+  bool *taken;      /* per carried value: its result came back in its spare this iteration */
+  bool *copied;     /* per body output: its bytes were copied (run_body_lending) */
+  uint64_t rebinds, copies;
+} carry;
+
+static mx_status carry_init(cx *c, carry *k, size_t n, size_t n_body_out) {
+  memset(k, 0, sizeof *k);
+  k->n = n;
+  k->spare = calloc(n + 1, sizeof *k->spare);
+  k->offered = calloc(n + 1, sizeof *k->offered);
+  k->declined = calloc(n + 1, sizeof *k->declined);
+  k->taken = calloc(n + 1, sizeof *k->taken);
+  k->copied = calloc(n_body_out + 1, sizeof *k->copied);
+  return k->spare && k->offered && k->declined && k->taken && k->copied ? MX_OK : oom(c);
+}
+
+/* Counts what the loop did with its carried values into the session's statistics and frees k. */
+static void carry_free(carry *k) {
+  const mx__ref_limits *lim = thread_limits;
+  /* Atomic: two Loops of one session step may run at once (multi-thread executor). */
+  if (lim && lim->carry_rebinds && k->rebinds)
+    __atomic_fetch_add(lim->carry_rebinds, k->rebinds, __ATOMIC_RELAXED);
+  if (lim && lim->carry_copies && k->copies)
+    __atomic_fetch_add(lim->carry_copies, k->copies, __ATOMIC_RELAXED);
+  if (k->spare) release_all(k->spare, k->n);
+  free(k->spare);
+  free(k->offered);
+  free(k->declined);
+  free(k->taken);
+  free(k->copied);
+}
+
+static bool same_layout(const mx_tensor *a, const mx_tensor *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return false;
+  for (int32_t d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d]) return false;
+  return true;
+}
+
+/* A carried value's own copy (its first buffer): tensors in 64-byte aligned host memory, as
+ * their spares are. */
+static mx_status carry_own(cx *c, const mx_tensor *src, mx_tensor *dst) {
+  size_t nb = 0;
+  if (mx_value_is_list(src) || src->dtype == MX_STRING || !mx_tensor_nbytes(src, &nb))
+    return copy_value(c, src, dst);
+  mx_status st = new_tensor(c, src->dtype, src->rank, src->dims, dst);
+  if (st == MX_OK && nb) memcpy(dst->data, src->data, nb);
+  return st;
+}
+
+/* Offers each carried value's spare (cur[i]: its value now) as body output slot out[i]; with
+ * no body runner to take them (the interpreter alone) nothing is offered. */
+static mx_status carry_offer(cx *c, carry *k, const mx_tensor *cur, mx_tensor *out) {
+  const mx__ref_limits *lim = thread_limits;
+  bool runner = lim && lim->run_body;
+  memset(k->offered, 0, k->n * sizeof *k->offered);
+  memset(k->taken, 0, k->n * sizeof *k->taken);
+  for (size_t i = 0; i < k->n; i++) {
+    const mx_tensor *t = &cur[i];
+    if (!runner || k->declined[i] || mx_value_is_list(t) || t->dtype == MX_STRING) continue;
+    if (!k->spare[i].data || !same_layout(&k->spare[i], t)) {
+      mx_tensor_release(&k->spare[i]);
+      mx_status st = new_tensor(c, t->dtype, t->rank, t->dims, &k->spare[i]);
+      if (st != MX_OK) {
+        for (size_t j = 0; j < i; j++)
+          if (k->offered[j]) memset(&out[j], 0, sizeof out[j]);
+        return st;
+      }
+    }
+    out[i] = k->spare[i]; /* a view: the spare stays k's */
+    k->offered[i] = true;
+  }
+  return MX_OK;
+}
+
+/* Takes back the offered spares after the body ran with status st (copied: k->copied from the
+ * carried values' first output on): a result written into its spare becomes the value (the old
+ * buffer the spare); a declined spare is freed. Slots still viewing a spare are cleared. */
+static void carry_take(carry *k, mx_status st, mx_tensor *cur, mx_tensor *out, const bool *copied) {
+  for (size_t i = 0; i < k->n; i++) {
+    if (!k->offered[i]) continue;
+    bool back = out[i].data == k->spare[i].data;
+    if (st == MX_OK && back) {
+      if (copied[i])
+        k->copies++;
+      else
+        k->rebinds++;
+      mx_tensor old = cur[i];
+      cur[i] = k->spare[i];
+      k->spare[i] = old;
+      k->taken[i] = true;
+    } else if (st == MX_OK) {
+      k->declined[i] = true; /* a tensor of the body's own came back: its shape may change */
+      mx_tensor_release(&k->spare[i]);
+    }
+    if (back) memset(&out[i], 0, sizeof out[i]);
+  }
 }
 
 /* An empty scan output: [0] followed by the body output's compile-time dims (unknown ones 0). */
@@ -301,12 +420,14 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
   bool *lent = calloc(body->n_outputs + 1, sizeof *lent);
   int64_t iter = 0;
   uint8_t cond_byte = 0;
-  if (!bin || !bout || !scans || !lent) {
+  carry cv;
+  mx_status cst = carry_init(c, &cv, n, body->n_outputs);
+  if (!bin || !bout || !scans || !lent || cst != MX_OK) {
     st = oom(c);
     goto done;
   }
   for (size_t i = 0; i < n; i++)
-    if ((st = copy_value(c, ins[2 + i], &bin[2 + i])) != MX_OK) goto done;
+    if ((st = carry_own(c, ins[2 + i], &bin[2 + i])) != MX_OK) goto done;
   bin[0].dtype = MX_INT64;
   bin[0].data = &iter;
   bin[1].dtype = MX_BOOL;
@@ -328,34 +449,44 @@ static mx_status run_loop(cx *c, const mx_tensor *const *ins, mx_tensor *outs) {
     cond_byte = cond;
     /* Atomic: two Loops of one session step may run at once (multi-thread executor). */
     if (lim && lim->iterations) __atomic_fetch_add(lim->iterations, 1, __ATOMIC_RELAXED);
-    st = run_body_lending(c, body, "body", bin, 2 + n, bout, lent);
-    if (st != MX_OK) goto done;
+    if ((st = carry_offer(c, &cv, bin + 2, bout + 1)) != MX_OK) goto done;
+    st = run_body_lending(c, body, "body", bin, 2 + n, bout, lent, cv.copied);
     /* Outputs the body gave back from its inputs: a carried value passed through in its own slot
      * stays where it is (no copy per iteration); any other one is copied now, before bin
      * changes below. */
-    for (size_t o = 1; o < body->n_outputs; o++) {
+    for (size_t o = 1; o < body->n_outputs && st == MX_OK; o++) {
       if (!lent[o] || (o <= n && body->outputs[o] == body->inputs[o + 1])) continue;
       mx_tensor own;
-      mx_status cst = st == MX_OK ? copy_value(c, &bout[o], &own) : st;
+      mx_status lst = copy_value(c, &bout[o], &own);
       lent[o] = false;
-      if (cst == MX_OK) {
+      cv.copied[o] = true;
+      if (lst == MX_OK) {
         bout[o] = own;
       } else {
         memset(&bout[o], 0, sizeof bout[o]);
-        st = cst;
+        st = lst;
       }
     }
+    /* Results written into their carried value's other buffer swap in. */
+    carry_take(&cv, st, bin + 2, bout + 1, cv.copied + 1);
+    if (st != MX_OK) goto done;
     if (st == MX_OK) st = scalar_bool(c, &bout[0], "the body's condition output", &cond);
     if (lent[0])
       memset(&bout[0], 0, sizeof bout[0]);
     else
       mx_tensor_release(&bout[0]);
     for (size_t i = 0; i < n; i++) {
-      if (lent[1 + i]) { /* passed through: bin[2 + i] already holds it */
+      if (cv.taken[i]) continue; /* swapped in above */
+      if (lent[1 + i]) {         /* passed through: bin[2 + i] already holds it */
         memset(&bout[1 + i], 0, sizeof bout[1 + i]);
+        cv.rebinds++;
         continue;
       }
       if (st != MX_OK) continue; /* released with bout below */
+      if (cv.copied[1 + i])
+        cv.copies++;
+      else
+        cv.rebinds++;
       mx_tensor_release(&bin[2 + i]);
       bin[2 + i] = bout[1 + i];
       memset(&bout[1 + i], 0, sizeof bout[1 + i]);
@@ -379,6 +510,7 @@ done:
   if (bin) release_all(bin + 2, n);
   if (bout) release_all(bout, body->n_outputs);
   for (size_t j = 0; scans && j < k; j++) vec_free(&scans[j]);
+  carry_free(&cv);
   free(lent);
   free(scans);
   free(bout);
@@ -401,21 +533,30 @@ static mx_status scan_core(cx *c, mx_graph *body, size_t n, size_t m, size_t k,
   mx_status st = MX_OK;
   mx_tensor *bin = calloc(n + m + 1, sizeof *bin), *bout = calloc(n + k + 1, sizeof *bout);
   vec *scans = calloc(k + 1, sizeof *scans);
-  if (!bin || !bout || !scans) {
+  carry cv;
+  mx_status cst = carry_init(c, &cv, n, n + k);
+  if (!bin || !bout || !scans || cst != MX_OK) {
     st = oom(c);
     goto done;
   }
   for (size_t i = 0; i < n; i++)
-    if ((st = copy_value(c, states[i], &bin[i])) != MX_OK) goto done;
+    if ((st = carry_own(c, states[i], &bin[i])) != MX_OK) goto done;
   for (int64_t t = 0; t < trip; t++) {
     for (size_t i = 0; i < m; i++) {
       int64_t idx = in_dir[i] ? trip - 1 - t : t;
       if ((st = slice_range(c, scan_in[i], axes[i], idx, 1, true, &bin[n + i])) != MX_OK) goto done;
     }
-    st = run_body(c, body, "body", bin, n + m, bout);
+    if ((st = carry_offer(c, &cv, bin, bout)) == MX_OK)
+      st = run_body_lending(c, body, "body", bin, n + m, bout, NULL, cv.copied);
     release_all(bin + n, m);
+    carry_take(&cv, st, bin, bout, cv.copied);
     if (st != MX_OK) goto done;
     for (size_t i = 0; i < n; i++) {
+      if (cv.taken[i]) continue; /* written into its other buffer, swapped in */
+      if (cv.copied[i])
+        cv.copies++;
+      else
+        cv.rebinds++;
       mx_tensor_release(&bin[i]);
       bin[i] = bout[i];
       memset(&bout[i], 0, sizeof bout[i]);
@@ -455,6 +596,7 @@ done:
   if (bin) release_all(bin, n + m);
   if (bout) release_all(bout, n + k);
   for (size_t j = 0; scans && j < k; j++) vec_free(&scans[j]);
+  carry_free(&cv);
   free(scans);
   free(bout);
   free(bin);

@@ -68,13 +68,20 @@ typedef struct mx__ref_limits {
   const char *raise_hint;     /* what raises max_iterations, for the message (NULL: the
                                  interpreter's own knobs) */
   uint64_t *iterations;       /* counts every Loop iteration run (NULL: not counted) */
+  uint64_t *carry_rebinds;    /* Loop / Scan carried values handed to the next iteration without
+                                 a copy of their bytes (NULL: not counted) */
+  uint64_t *carry_copies;     /* ... and those whose bytes were copied (NULL: not counted) */
   /* Runs body `body` of control node nd (If, Loop, Scan) in place of the interpreter (sessions:
    * bodies compiled into programs of their own), or NULL. Inputs as the body takes them (its
-   * captures are found from frame f); outputs owned by the caller. Sets *handled false (outs
-   * untouched) to leave the body to the interpreter. */
+   * captures are found from frame f); outputs owned by the caller. An output whose data is set
+   * on entry is a buffer offered for the result (a carried value's other buffer, of the dtype and
+   * dims it had last): the body writes it there, or declines by giving a tensor of its own in
+   * that slot. copied[i] (n_out entries) is set false where output i was written in place into
+   * its offered buffer, true where its bytes were copied from elsewhere. Sets *handled false
+   * (outs untouched) to leave the body to the interpreter. */
   mx_status (*run_body)(void *user, const mx_node *nd, mx_graph *body, const struct mx__ref_frame *f,
-                        const mx_tensor *ins, size_t n_in, mx_tensor *outs, size_t n_out, bool *handled,
-                        mx_error *err);
+                        const mx_tensor *ins, size_t n_in, mx_tensor *outs, size_t n_out, bool *copied,
+                        bool *handled, mx_error *err);
   void *body_user;
 } mx__ref_limits;
 /* Installs l (borrowed; NULL: none) for the calling thread; returns the previous one. */

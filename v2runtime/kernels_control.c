@@ -29,6 +29,8 @@ mx_status mx__control_run_graph(mx_session *s, mx_graph *g, const mx_tensor *ins
       .cancel = &s->cancel,
       .raise_hint = "mx_session_options.max_loop_iterations",
       .iterations = &s->last.loop_iterations,
+      .carry_rebinds = &s->last.loop_carry_rebinds,
+      .carry_copies = &s->last.loop_carry_copies,
       .run_body = mx__control_body_run, /* bodies as programs of their own (kernels_control_body.c) */
       .body_user = s,
   };

@@ -29,11 +29,13 @@ struct mx__control_bodies;
 struct mx__ref_frame;
 /* mx__ref_limits.run_body of a session's runs (user: the mx_session): runs body `body` of
  * control node nd through a child session compiled from it on first use (partitioned like the
- * root; fixed-shape parts as static models); *handled false leaves a body that cannot be
- * compiled (sequences, optionals, strings) to the interpreter. */
+ * root; fixed-shape parts as static models), writing carried values into the buffers offered
+ * where it can (copied[i] false); *handled false leaves a body that cannot be compiled
+ * (sequences, optionals, strings) to the interpreter. */
 MX_MUST_USE mx_status mx__control_body_run(void *user, const mx_node *nd, mx_graph *body,
                                            const struct mx__ref_frame *f, const mx_tensor *ins, size_t n_in,
-                                           mx_tensor *outs, size_t n_out, bool *handled, mx_error *err);
+                                           mx_tensor *outs, size_t n_out, bool *copied, bool *handled,
+                                           mx_error *err);
 /* Sets the device of a body's child session in o: a device of its own that runs on the calling
  * thread (inline) when s runs on a CPU device, else s's device. */
 void mx__control_body_device(const struct mx_session *s, struct mx_session_options *o);

@@ -8,8 +8,15 @@
  * child's dynamic executor, and a control node nested in the body becomes a child's control op
  * in turn (its bodies children of the child). Each later run (every Loop or Scan iteration)
  * feeds the child the iteration's tensors: the static model stays sunk and only its addresses
- * are refreshed. The outputs come back as host tensors the interpreter's Loop adopts as the
- * next iteration's carried values (no copy).
+ * are refreshed.
+ *
+ * The child's device works in host memory, so unless it checks device accesses its static
+ * models and dynamic ops read the parent's tensors in place (fed as device tensors: no staging
+ * copy) and write a Loop's or Scan's carried value straight into the buffer the interpreter
+ * offers for it (the value's other buffer, reference/control.c), as a caller's device output:
+ * no copy between iterations. An offered buffer is declined (the child allocates the result and
+ * the interpreter adopts it, its bytes copied once out of the child) where the body's declared
+ * output shape is not that buffer's: it may change from iteration to iteration.
  *
  * A body holding sequences, optionals or strings, or one whose copy does not compile, stays
  * with the interpreter (the reason goes to the session's log once). */
@@ -34,6 +41,8 @@ typedef struct body_entry {
   char **captures;         /* names of the child's inputs after the body's own (malloc'd) */
   size_t n_in, n_captures; /* the body's own inputs, its captures */
   char why[160];           /* why it stays with the interpreter */
+  bool in_place;           /* the child's device reads and writes host tensors as its own: it
+                              does not check device accesses (see the top of the file) */
 } body_entry;
 
 struct mx__control_bodies {
@@ -84,6 +93,14 @@ static mx_session_options child_options(const mx_session *s) {
   return o;
 }
 
+/* Whether child's device takes host tensors as its own: it does not check device accesses
+ * against its allocations, and the child's program is compiled (not interpreted). */
+static bool takes_host_tensors(mx_session *child) {
+  mx_device_info info;
+  mx_device_get_info(mx_session_device(child), &info);
+  return !info.check && child->prog && !child->prog->interpreted;
+}
+
 /* Compiles body into entry e (e->child stays NULL with e->why set when it cannot be). */
 static void compile_body(mx_session *s, const mx_node *nd, const mx_graph *body, body_entry *e) {
   e->body = body;
@@ -117,6 +134,7 @@ static void compile_body(mx_session *s, const mx_node *nd, const mx_graph *body,
   if (st == MX_OK) {
     atomic_fetch_add(&body_compiles, 1);
     e->child = child;
+    e->in_place = takes_host_tensors(child);
     return;
   }
   mx_session_destroy(child);
@@ -173,13 +191,25 @@ static void account_child(mx_session *s, const mx_session *child) {
   __atomic_fetch_add(&s->last.body_static_executes, c->static_executes + c->body_static_executes,
                      __ATOMIC_RELAXED);
   __atomic_fetch_add(&s->last.loop_iterations, c->loop_iterations, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&s->last.loop_carry_rebinds, c->loop_carry_rebinds, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&s->last.loop_carry_copies, c->loop_carry_copies, __ATOMIC_RELAXED);
+}
+
+/* Whether body output k of child's program surely has t's dtype and dims: its declared shape is
+ * concrete and the same (then an offered buffer can take it as a caller's device output). */
+static bool output_fits(const mx_program *cp, size_t k, const mx_tensor *t) {
+  const mx_value *v = &cp->root->values[cp->root->outputs[k]];
+  if (v->dtype != t->dtype || v->kind != MX_KIND_TENSOR || v->shape.rank != t->rank) return false;
+  for (int32_t d = 0; d < t->rank; d++)
+    if (!mx_dim_is_concrete(v->shape.dims[d]) || v->shape.dims[d] != t->dims[d]) return false;
+  return true;
 }
 
 /* Most inputs and outputs kept on the stack; more take the heap. */
 #define LOCAL_IO 16
 
 mx_status mx__control_body_run(void *user, const mx_node *nd, mx_graph *body, const mx__ref_frame *f,
-                               const mx_tensor *ins, size_t n_in, mx_tensor *outs, size_t n_out,
+                               const mx_tensor *ins, size_t n_in, mx_tensor *outs, size_t n_out, bool *copied,
                                bool *handled, mx_error *err) {
   mx_session *s = user;
   *handled = false;
@@ -203,14 +233,37 @@ mx_status mx__control_body_run(void *user, const mx_node *nd, mx_graph *body, co
     }
     feed[i] = *t;
     feed[i].name = NULL;
+    if (e->in_place) feed[i].placement = MX_DEVICE; /* read in place, not staged */
   }
+  const mx_program *cp = e->child->prog;
   if (st == MX_OK) {
-    memset(outs, 0, n_out * sizeof *outs);
+    /* Offered buffers the child surely fills become its device outputs; the rest are declined
+     * (a zeroed record: the child allocates a host tensor of its own there). */
+    for (size_t k = 0; k < n_out; k++) {
+      bool offer = outs[k].data && e->in_place && output_fits(cp, k, &outs[k]);
+      if (!offer) memset(&outs[k], 0, sizeof outs[k]);
+      outs[k].placement = offer ? MX_DEVICE : MX_HOST;
+      outs[k].name = NULL;
+    }
     st = mx_session_run(e->child, feed, n, outs, n_out);
     if (st != MX_OK)
       st = mx__node_fail(err, nd, st, "body '%s': %s", body->name, mx_session_last_error(e->child));
     else
       account_child(s, e->child);
+    for (size_t k = 0; k < n_out; k++) {
+      if (outs[k].placement != MX_DEVICE) {
+        if (copied) copied[k] = true; /* copied out of the child into a tensor of its own */
+        continue;
+      }
+      /* Written in place: the value's buffer is the one given (OutputDeliver's own test). A
+       * dynamic partition may still have filled it by a copy at the end of its step (its
+       * output_copies): then every offered output it produced counts as copied. */
+      const mx_rt_value *rv = &cp->values[cp->root->outputs[k]];
+      bool dyn_copy = e->child->last.output_copies && rv->producer >= 0 && cp->calls[rv->producer].unknown;
+      if (copied) copied[k] = rv->t.data != outs[k].data || dyn_copy;
+      outs[k].placement = MX_HOST;
+      outs[k].name = NULL;
+    }
   }
   if (feed != local) free(feed);
   return st;
@@ -324,6 +377,7 @@ mx_status mx__control_body_restore(mx_session *s, mx_program *p, const mx_node *
   }
   if (st == MX_OK) {
     e->child = child;
+    e->in_place = takes_host_tensors(child);
     child = NULL;
     pthread_mutex_lock(&bodies_lock);
     if (!p->bodies) p->bodies = calloc(1, sizeof *p->bodies);

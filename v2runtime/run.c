@@ -120,6 +120,7 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   mx_session_stats *l = &s->last;
   uint64_t execs = l->static_executes, control_runs = l->control_runs, iterations = l->loop_iterations;
   uint64_t body_runs = l->body_runs, body_execs = l->body_static_executes;
+  uint64_t rebinds = l->loop_carry_rebinds, carry_copies = l->loop_carry_copies;
   memset(l, 0, sizeof *l);
   l->steps = 1;
   l->step_ns = step_ns;
@@ -128,6 +129,8 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   l->loop_iterations = iterations;
   l->body_runs = body_runs;
   l->body_static_executes = body_execs;
+  l->loop_carry_rebinds = rebinds;
+  l->loop_carry_copies = carry_copies;
   /* Ticks to nanoseconds, by the ratio of both clocks since the session was created. */
   double ns_per_tick = mx__tick_clock_ratio(&s->clock);
   l->dynamic_ns = (uint64_t)((double)step->dynamic_ticks * ns_per_tick);
@@ -171,6 +174,8 @@ static void account(mx_session *s, const mx_step *step, uint64_t step_ns) {
   t->loop_iterations += l->loop_iterations;
   t->body_runs += l->body_runs;
   t->body_static_executes += l->body_static_executes;
+  t->loop_carry_rebinds += l->loop_carry_rebinds;
+  t->loop_carry_copies += l->loop_carry_copies;
   t->refreshed_entries += l->refreshed_entries;
   t->kernels_run += l->kernels_run;
   t->device_allocations = cs.device_allocs;
@@ -258,6 +263,8 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   s->last.loop_iterations = 0;
   s->last.body_runs = 0; /* counted by the compiled bodies (kernels_control_body.c) */
   s->last.body_static_executes = 0;
+  s->last.loop_carry_rebinds = 0;
+  s->last.loop_carry_copies = 0;
   mx_program *p = s->prog;
   mx_step *step = &s->step;
   step->pads = NULL;

@@ -279,6 +279,12 @@ typedef struct mx_session_stats {
    * partitioned like the root, fixed-shape parts as static models. */
   uint64_t body_runs;            /* bodies run that way (one per Loop / Scan iteration, per If) */
   uint64_t body_static_executes; /* static model executions inside them, at any depth */
+  /* Loop and Scan carried values (at any depth), per iteration: handed to the next iteration
+   * without a copy (the body wrote its result straight into the value's other buffer, or the
+   * interpreter's result was adopted), or copied (a result that is an input or a capture given
+   * back, or whose shape may change per iteration, copied out of the body's program). */
+  uint64_t loop_carry_rebinds;
+  uint64_t loop_carry_copies;
 } mx_session_stats;
 
 /* Fills *last (the last step) and *total (since the model was loaded; the allocator counters
