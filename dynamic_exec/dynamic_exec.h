@@ -144,6 +144,9 @@ MX_MUST_USE mx_status mx__dyn_exec_run(mx_dyn_exec *e, const mx_tensor *inputs, 
 /* Message of the last failure ("" if none). Owned by the executor, valid until the next call. */
 const char *mx__dyn_exec_last_error(const mx_dyn_exec *e);
 
+/* Constants the executor keeps pre-packed for its kernels (kernels/prepack.h): blocks and bytes. */
+void mx__dyn_exec_prepacked(const mx_dyn_exec *e, uint32_t *blocks, uint64_t *bytes);
+
 /* The allocator the executor allocates from (borrowed). */
 mx_caching_allocator *mx__dyn_exec_allocator(mx_dyn_exec *e);
 

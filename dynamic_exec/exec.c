@@ -678,6 +678,11 @@ static void prepack_drop(void *ctx, void *block) {
     mx_device_free(e->dev, block);
 }
 
+void mx__dyn_exec_prepacked(const mx_dyn_exec *e, uint32_t *blocks, uint64_t *bytes) {
+  *blocks = e ? e->prepacks.blocks : 0;
+  *bytes = e ? e->prepacks.bytes : 0;
+}
+
 mx_status mx__dyn_exec_create(mx_device *dev, const mx_dyn_plan *plan, mx_caching_allocator *alloc,
                               mx_stream *const *streams, size_t n_streams, mx_dyn_exec **out, mx_error *err) {
   if (out) *out = NULL;

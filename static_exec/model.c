@@ -71,6 +71,11 @@ static mx_status model_fail(mx_static_model *m, mx_status st, const char *fmt, .
 
 const char *mx__static_model_last_error(const mx_static_model *m) { return m ? m->err.message : ""; }
 
+void mx__static_model_prepacked(const mx_static_model *m, uint32_t *blocks, uint64_t *bytes) {
+  *blocks = m ? m->prepacks.blocks : 0;
+  *bytes = m ? m->prepacks.bytes : 0;
+}
+
 void mx__static_load_options_init(mx_static_load_options *o) {
   if (o) memset(o, 0, sizeof *o);
 }

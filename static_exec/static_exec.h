@@ -260,6 +260,9 @@ size_t mx__static_model_last_refreshed(const mx_static_model *m, uint32_t *ids, 
 /* Message of the last failing call on the model; "" if none. Owned by the model. */
 const char *mx__static_model_last_error(const mx_static_model *m);
 
+/* Weights the model keeps pre-packed for its kernels (kernels/prepack.h): blocks and bytes. */
+void mx__static_model_prepacked(const mx_static_model *m, uint32_t *blocks, uint64_t *bytes);
+
 /* --- .mxm model files ------------------------------------------------------------------------- */
 
 typedef struct mx_mxm_save_options {
