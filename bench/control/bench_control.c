@@ -39,6 +39,8 @@ static int g_reps = 15;
 
 /* bench_control_body.c: loop_iteration_static_body_ns (a Loop body run as a static model). */
 void mx__bench_control_static_body(bool quick);
+/* bench_control_body.c: carried_4096 (a Loop carrying float32 [1,4096] through a static body). */
+void mx__bench_control_carried(bool quick);
 
 static void die(const char *what, const char *msg) {
   fprintf(stderr, "bench_control: %s failed: %s\n", what, msg ? msg : "");
@@ -278,6 +280,7 @@ int main(int argc, char **argv) {
     printf("  }%s\n", w == 0 ? "," : "");
   }
   mx__bench_control_static_body(quick); /* bench_control_body.c: ",\n  \"static_body\": {...}" */
+  mx__bench_control_carried(quick);     /* bench_control_body.c: ",\n  \"carried_4096\": {...}" */
   printf("}\n");
   return 0;
 }
