@@ -59,9 +59,9 @@ static bool concrete(mx_dim d, int64_t *v) {
 /* --- finding the blocks --------------------------------------------------------------------------- */
 
 /* From Attention input v back to the MatMul projecting it, through the head reshapes, transposes
- * and rotary embedding; marks it a column split. */
+ * and rotary embedding; marks it a column split in `parts` parts. */
 static mx_status mark_projection(mx__shard_ctx *c, uint8_t *role, mx_node_id att, mx_value_id v,
-                                 const char *what) {
+                                 const char *what, int parts) {
   mx_graph *g = c->g;
   int groups = 1;
   for (int hops = 0; hops < 16; hops++) {
@@ -69,7 +69,14 @@ static mx_status mark_projection(mx__shard_ctx *c, uint8_t *role, mx_node_id att
     if (p == MX_NO_NODE) break;
     const mx_node *pn = &g->nodes[p];
     if (is_weight_matmul(g, pn)) {
+      int16_t before = c->role_parts[p] ? c->role_parts[p] : (int16_t)c->tp;
+      if (role[p] && (role[p] != groups || before != parts))
+        return mx__node_fail(c->err, &g->nodes[att], MX_ERR_UNSUPPORTED,
+                             "its %s input comes from MatMul '%s', which another attention input cuts "
+                             "differently (a fused projection with fewer kv-heads than tp)",
+                             what, pn->name);
       role[p] = (uint8_t)groups;
+      c->role_parts[p] = (int16_t)(parts == c->tp ? 0 : parts);
       return MX_OK;
     }
     if (is_op(pn, "Split") && groups == 1 && pn->n_outputs > 1 && pn->n_outputs < 16) {
@@ -97,24 +104,22 @@ static mx_status mark_projection(mx__shard_ctx *c, uint8_t *role, mx_node_id att
       what, g->values[start].name, g->values[v].name);
 }
 
-/* "tp 1, 2 or 4": the tensor-parallel sizes that divide both head counts, for a refusal. */
+/* "tp 1, 2 or 4": the tensor-parallel sizes the pass can cut these heads for (query heads
+ * divisible by tp; kv-heads divisible by tp, or dividing it and then replicated), for a refusal. */
 static void tp_choices(int64_t nh, int64_t kvh, char *buf, size_t cap) {
-  int64_t a = nh, b = kvh;
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
   int64_t ok[8];
   int n = 0;
-  for (int64_t d = 1; d <= a; d++)
-    if (a % d == 0) {
+  for (int64_t d = 1; d <= nh; d++)
+    if (nh % d == 0 && (kvh % d == 0 || d % kvh == 0)) {
       if (n == 8) memmove(ok, ok + 1, 7 * sizeof *ok); /* keep the largest */
       ok[n < 8 ? n++ : 7] = d;
     }
   size_t len = (size_t)snprintf(buf, cap, "tp");
   for (int i = 0; i < n && len < cap; i++)
-    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i == 0 ? " " : i + 1 < n ? ", " : " or ",
+    len += (size_t)snprintf(buf + len, cap - len, "%s%lld",
+                            i == 0      ? " "
+                            : i + 1 < n ? ", "
+                                        : " or ",
                             (long long)ok[i]);
 }
 
@@ -133,26 +138,35 @@ static mx_status find_attention(mx__shard_ctx *c, mx_node_id n, uint8_t *role, m
     kvh = attr_int(nd, "kv_num_heads", 0);
   }
   if (nh <= 0 || kvh <= 0)
-    return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED, "its head counts (%lld query, %lld kv) are not known",
-                         (long long)nh, (long long)kvh);
-  if (nh % c->tp || kvh % c->tp) {
+    return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED,
+                         "its head counts (%lld query, %lld kv) are not known", (long long)nh,
+                         (long long)kvh);
+  /* Fewer kv-heads than ranks: each kv-head is replicated on the tp / kvh ranks whose query
+   * heads read it (rank r holds kv-head r * kvh / tp), when that is a whole number. */
+  int kv_parts = kvh < c->tp && c->tp % kvh == 0 ? (int)kvh : c->tp;
+  if (nh % c->tp || kvh % kv_parts) {
     char fits[96];
     tp_choices(nh, kvh, fits, sizeof fits);
     if (nh % c->tp == 0 && kvh < c->tp)
-      return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED,
-                           "%lld kv head%s fewer than tp %d: mixrt splits the KV cache by kv-heads, one or "
-                           "more per rank, and does not replicate a kv-head on the ranks sharing it; use %s, "
-                           "or a model with at least %d kv heads",
-                           (long long)kvh, kvh == 1 ? " is" : "s are", c->tp, fits, c->tp);
-    return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED,
-                         "%lld query heads and %lld kv heads are not both divisible by tp %d: use %s", (long long)nh,
-                         (long long)kvh, c->tp, fits);
+      return mx__node_fail(
+          c->err, nd, MX_ERR_UNSUPPORTED,
+          "%lld kv heads are fewer than tp %d and do not divide it: each kv-head is replicated on "
+          "tp / kv-heads ranks, which must be a whole number; use %s, or a model with at least "
+          "%d kv heads",
+          (long long)kvh, c->tp, fits, c->tp);
+    return mx__node_fail(
+        c->err, nd, MX_ERR_UNSUPPORTED,
+        "%lld query heads and %lld kv heads cannot be cut for tp %d (the query heads must be "
+        "divisible by tp, the kv heads divisible by tp or dividing it): use %s",
+        (long long)nh, (long long)kvh, c->tp, fits);
   }
   static const char *const what[3] = {"q", "k", "v"};
-  for (int i = 0; i < 3; i++) {
-    mx_status st = mark_projection(c, role, n, g->nodes[n].inputs[i], what[i]);
+  /* One kv-head (multi-query attention): keys, values and their cache stay whole on every rank. */
+  for (int i = 0; i < (kvh == 1 ? 1 : 3); i++) {
+    mx_status st = mark_projection(c, role, n, g->nodes[n].inputs[i], what[i], i ? kv_parts : c->tp);
     if (st != MX_OK) return st;
   }
+  if (kvh == 1) return MX_OK;
   for (uint32_t i = 4; i < 6 && i < g->nodes[n].n_inputs; i++) {
     mx_value_id pv = g->nodes[n].inputs[i];
     if (pv == MX_NO_VALUE) continue;
@@ -165,6 +179,7 @@ static mx_status find_attention(mx__shard_ctx *c, mx_node_id n, uint8_t *role, m
     if (c->kind[pv] == MX__SHARD_SPLIT) continue; /* a cache two Attention nodes share */
     c->kind[pv] = MX__SHARD_SPLIT;
     c->axis[pv] = 1;
+    c->parts[pv] = (int16_t)(kv_parts == c->tp ? 0 : kv_parts);
     states[(*n_states)++] = pv;
   }
   return MX_OK;
@@ -215,30 +230,34 @@ static mx_status refuse(mx__shard_ctx *c, mx_node_id n, mx_value_id v, const cha
                        (int)c->axis[v], why);
 }
 
-static void set_split(mx__shard_ctx *c, mx_value_id v, int axis) {
+/* Value v split on `axis` in `parts` parts (tp: one per rank). */
+static void set_split_parts(mx__shard_ctx *c, mx_value_id v, int axis, int parts) {
   c->kind[v] = MX__SHARD_SPLIT;
   c->axis[v] = (int8_t)axis;
+  c->parts[v] = (int16_t)(parts == c->tp ? 0 : parts);
 }
 
+static void set_split(mx__shard_ctx *c, mx_value_id v, int axis) { set_split_parts(c, v, axis, c->tp); }
+
 /* Column split: the weight's output columns (and bias) cut into tp parts. */
-static mx_status column_matmul(mx__shard_ctx *c, mx_node_id n, int groups) {
+static mx_status column_matmul(mx__shard_ctx *c, mx_node_id n, int groups, int parts) {
   mx_graph *g = c->g;
   mx_value_id x = g->nodes[n].inputs[0], w = g->nodes[n].inputs[1], y = g->nodes[n].outputs[0];
   if (c->kind[x] == MX__SHARD_SPLIT)
     return refuse(c, n, x, "a column-split projection needs its input whole");
   bool trans_b = attr_int(&g->nodes[n], "mixrt_trans_b", 0) != 0;
   mx_value_id out;
-  mx_status st = mx__shard_slice_const(c, n, w, trans_b ? 0 : 1, groups, &out);
+  mx_status st = mx__shard_slice_const(c, n, w, trans_b ? 0 : 1, groups, parts, &out);
   if (st != MX_OK) return st;
   if (attr_int(&g->nodes[n], "mixrt_bias", 0) && g->nodes[n].n_inputs > 2 &&
       is_const(g, g->nodes[n].inputs[2])) {
     mx_value_id b = g->nodes[n].inputs[2];
-    st = mx__shard_slice_const(c, n, b, g->values[b].data->rank - 1, groups, &out);
+    st = mx__shard_slice_const(c, n, b, g->values[b].data->rank - 1, groups, parts, &out);
     if (st != MX_OK) return st;
   } else if (attr_int(&g->nodes[n], "mixrt_bias", 0)) {
     return mx__node_fail(c->err, &g->nodes[n], MX_ERR_UNSUPPORTED, "its fused bias is no constant");
   }
-  set_split(c, y, g->values[y].shape.rank - 1);
+  set_split_parts(c, y, g->values[y].shape.rank - 1, parts);
   return MX_OK;
 }
 
@@ -248,11 +267,15 @@ static mx_status row_matmul(mx__shard_ctx *c, mx_node_id n, const char *block) {
   mx_value_id x = g->nodes[n].inputs[0], w = g->nodes[n].inputs[1], y = g->nodes[n].outputs[0];
   if (c->axis[x] != g->values[x].shape.rank - 1)
     return refuse(c, n, x, "a row-split MatMul needs it split on its last axis");
+  if (mx__shard_parts(c, x) != c->tp)
+    return refuse(
+        c, n, x,
+        "it is replicated on several ranks (a shared kv-head), so their sum would count it more than once");
   if (mx__node_attr(&g->nodes[n], "mixrt_activation"))
     return refuse(c, n, x, "its fused activation cannot run on partial sums");
   bool trans_b = attr_int(&g->nodes[n], "mixrt_trans_b", 0) != 0;
   mx_value_id out;
-  mx_status st = mx__shard_slice_const(c, n, w, trans_b ? 1 : 0, 1, &out);
+  mx_status st = mx__shard_slice_const(c, n, w, trans_b ? 1 : 0, 1, c->tp, &out);
   if (st != MX_OK) return st;
   if (attr_int(&g->nodes[n], "mixrt_bias", 0) && c->rank != 0) {
     /* The fused bias (a constant or a residual) is added once, by rank 0: the other ranks' node
@@ -278,7 +301,7 @@ static mx_status vocab_head(mx__shard_ctx *c, mx_node_id n) {
   const mx_tensor *w = cg->values[cg->nodes[n].inputs[1]].data;
   int64_t cols = w->dims[attr_int(&cg->nodes[n], "mixrt_trans_b", 0) ? 0 : 1];
   if (cols % c->tp) return MX_OK; /* stays whole on every rank: correct, only not split */
-  mx_status st = column_matmul(c, n, 1);
+  mx_status st = column_matmul(c, n, 1, c->tp);
   if (st != MX_OK) return st;
   mx_graph *g = c->g;
   mx_value_id y = g->nodes[n].outputs[0];
@@ -333,8 +356,11 @@ static mx_status vocab_embedding(mx__shard_ctx *c, mx_node_id n) {
   free(row_of_id);
   /* Named after the embedding, so an id out of range is reported against it. */
   snprintf(name, sizeof name, "%s.tp_rows", g->nodes[n].name);
-  mx_node_desc lookup = {
-      .op_type = "Gather", .name = name, .inputs = (mx_value_id[]){row_map, ids}, .n_inputs = 2, .n_outputs = 1};
+  mx_node_desc lookup = {.op_type = "Gather",
+                         .name = name,
+                         .inputs = (mx_value_id[]){row_map, ids},
+                         .n_inputs = 2,
+                         .n_outputs = 1};
   if (st == MX_OK) st = mx_graph_add_node(g, &lookup, &idx);
   if (st != MX_OK) return mx__fail_err_from_graph(c, st);
   st = mx__shard_rewire_input(c, n, ids, idx);
@@ -355,7 +381,7 @@ static mx_status reshape(mx__shard_ctx *c, mx_node_id n) {
   mx_value_id x = g->nodes[n].inputs[0], tv = g->nodes[n].inputs[1], y = g->nodes[n].outputs[0];
   if (!is_const(g, tv)) return refuse(c, n, x, "its target shape is no constant");
   const mx_shape *in = &g->values[x].shape, *out = &g->values[y].shape;
-  int a = c->axis[x], b = -1;
+  int a = c->axis[x], b = -1, parts = mx__shard_parts(c, x);
   mx_dim lead_in[MX_MAX_RANK], lead_out[MX_MAX_RANK];
   int nin = 0;
   for (int i = 0; i < a; i++)
@@ -366,7 +392,7 @@ static mx_status reshape(mx__shard_ctx *c, mx_node_id n) {
       bool same = true;
       for (int k = 0; k < nin; k++) same = same && lead_in[k] == lead_out[k];
       int64_t d;
-      if (same && concrete(out->dims[j], &d) && d % c->tp == 0) b = j;
+      if (same && concrete(out->dims[j], &d) && d % parts == 0) b = j;
     }
     if (out->dims[j] != 1 && nout < MX_MAX_RANK) lead_out[nout++] = out->dims[j];
   }
@@ -376,14 +402,14 @@ static mx_status reshape(mx__shard_ctx *c, mx_node_id n) {
   int64_t target[MX_MAX_RANK];
   memcpy(target, t->data, (size_t)out->rank * sizeof *target);
   if (target[b] > 0)
-    target[b] /= c->tp;
+    target[b] /= parts;
   else if (target[b] == 0 && b != a)
     return refuse(c, n, x, "its target copies another axis into the split one");
   mx_value_id nt;
   mx_status st = mx__rw_new_const_for(g, n, MX_INT64, 1, (int64_t[]){out->rank}, target, &nt);
   if (st == MX_OK) st = mx__shard_rewire_input(c, n, tv, nt);
   if (st != MX_OK) return st;
-  set_split(c, y, b);
+  set_split_parts(c, y, b, parts);
   return MX_OK;
 }
 
@@ -395,22 +421,22 @@ static mx_status transpose(mx__shard_ctx *c, mx_node_id n) {
   for (int j = 0; j < r; j++) {
     int64_t pj = perm && (size_t)j < perm->count ? perm->ints[j] : r - 1 - j;
     if (pj == a) {
-      set_split(c, y, j);
+      set_split_parts(c, y, j, mx__shard_parts(c, x));
       return MX_OK;
     }
   }
   return refuse(c, n, x, "its perm is not understood");
 }
 
-/* Divides integer attribute `name` of node n by tp (head counts of 3-D attention inputs). */
-static mx_status divide_attr(mx__shard_ctx *c, mx_node_id n, const char *name, bool required) {
+/* Divides integer attribute `name` of node n by `parts` (head counts of 3-D attention inputs). */
+static mx_status divide_attr(mx__shard_ctx *c, mx_node_id n, const char *name, int parts, bool required) {
   mx_node *nd = &c->g->nodes[n];
   for (uint32_t i = 0; i < nd->n_attrs; i++)
     if (!strcmp(nd->attrs[i].name, name)) {
-      if (nd->attrs[i].i % c->tp)
-        return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED, "%s %lld not divisible by tp %d", name,
-                             (long long)nd->attrs[i].i, c->tp);
-      nd->attrs[i].i /= c->tp;
+      if (nd->attrs[i].i % parts)
+        return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED, "%s %lld not divisible into %d parts (tp %d)",
+                             name, (long long)nd->attrs[i].i, parts, c->tp);
+      nd->attrs[i].i /= parts;
       nd->params = NULL;
       return MX_OK;
     }
@@ -424,10 +450,19 @@ static mx_status attention(mx__shard_ctx *c, mx_node_id n) {
   const mx_node *nd = &g->nodes[n];
   int r = g->values[nd->inputs[0]].shape.rank;
   int head_axis = r == 4 ? 1 : 2;
-  for (int i = 0; i < 3; i++)
+  /* Keys and values whole on every rank: one kv-head (multi-query), which every query head reads. */
+  const bool kv_whole =
+      c->kind[nd->inputs[1]] != MX__SHARD_SPLIT && c->kind[nd->inputs[2]] != MX__SHARD_SPLIT &&
+      (r == 4 ? g->values[nd->inputs[1]].shape.dims[1] == 1 : attr_int(nd, "kv_num_heads", 0) == 1);
+  for (int i = 0; i < (kv_whole ? 1 : 3); i++)
     if (c->kind[nd->inputs[i]] != MX__SHARD_SPLIT || c->axis[nd->inputs[i]] != head_axis)
       return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED, "its input '%s' is not split by heads",
                            g->values[nd->inputs[i]].name);
+  /* Query heads one part per rank; key and value heads the same parts (fewer when shared). */
+  const int kv_parts = kv_whole ? 1 : mx__shard_parts(c, nd->inputs[1]);
+  if (mx__shard_parts(c, nd->inputs[0]) != c->tp ||
+      (!kv_whole && mx__shard_parts(c, nd->inputs[2]) != kv_parts))
+    return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED, "its key and value heads are cut differently");
   if (nd->n_inputs > 3 && nd->inputs[3] != MX_NO_VALUE) {
     mx_value_id m = nd->inputs[3];
     mx_node_id e = g->values[m].producer;
@@ -450,14 +485,14 @@ static mx_status attention(mx__shard_ctx *c, mx_node_id n) {
                            g->values[m].name);
   }
   if (r == 3) {
-    mx_status st = divide_attr(c, n, "q_num_heads", true);
-    if (st == MX_OK) st = divide_attr(c, n, "kv_num_heads", true);
+    mx_status st = divide_attr(c, n, "q_num_heads", c->tp, true);
+    if (st == MX_OK) st = divide_attr(c, n, "kv_num_heads", kv_parts, true);
     if (st != MX_OK) return st;
   }
   nd = &g->nodes[n];
   set_split(c, nd->outputs[0], head_axis);
   for (uint32_t k = 1; k < nd->n_outputs && k < 3; k++)
-    if (nd->outputs[k] != MX_NO_VALUE) set_split(c, nd->outputs[k], 1);
+    if (nd->outputs[k] != MX_NO_VALUE && !kv_whole) set_split_parts(c, nd->outputs[k], 1, kv_parts);
   if (nd->n_outputs > 3 && nd->outputs[3] != MX_NO_VALUE && g->values[nd->outputs[3]].n_consumers)
     return mx__node_fail(c->err, nd, MX_ERR_UNSUPPORTED, "its qk output is read: mixrt cannot split it");
   c->report->n_attention++;
@@ -468,13 +503,16 @@ static mx_status attention(mx__shard_ctx *c, mx_node_id n) {
 static mx_status binary(mx__shard_ctx *c, mx_node_id n) {
   mx_graph *g = c->g;
   mx_value_id y = g->nodes[n].outputs[0];
-  int ry = g->values[y].shape.rank, axis = -1;
+  int ry = g->values[y].shape.rank, axis = -1, parts = 0;
   for (int i = 0; i < 2; i++) {
     mx_value_id v = g->nodes[n].inputs[i];
     if (c->kind[v] != MX__SHARD_SPLIT) continue;
     int a = c->axis[v] + ry - g->values[v].shape.rank;
     if (axis >= 0 && axis != a) return refuse(c, n, v, "its other operand is split on another axis");
+    if (parts && parts != mx__shard_parts(c, v))
+      return refuse(c, n, v, "its other operand is cut in other parts");
     axis = a;
+    parts = mx__shard_parts(c, v);
   }
   for (int i = 0; i < 2; i++) {
     mx_value_id v = g->nodes[n].inputs[i];
@@ -486,10 +524,10 @@ static mx_status binary(mx__shard_ctx *c, mx_node_id n) {
     if (!is_const(g, v))
       return refuse(c, n, split_in, "its other operand is whole and not broadcast on that axis");
     mx_value_id out;
-    mx_status st = mx__shard_slice_const(c, n, v, a, 1, &out);
+    mx_status st = mx__shard_slice_const(c, n, v, a, 1, parts, &out);
     if (st != MX_OK) return st;
   }
-  set_split(c, y, axis);
+  set_split_parts(c, y, axis, parts);
   return MX_OK;
 }
 
@@ -503,10 +541,10 @@ static mx_status rotary(mx__shard_ctx *c, mx_node_id n) {
   if (r == 4 && c->axis[x] != 1) return refuse(c, n, x, "4-D rotary input must be split by heads (axis 1)");
   if (r == 3) {
     if (c->axis[x] != 2) return refuse(c, n, x, "3-D rotary input must be split on its packed heads");
-    mx_status st = divide_attr(c, n, "num_heads", true);
+    mx_status st = divide_attr(c, n, "num_heads", mx__shard_parts(c, x), true);
     if (st != MX_OK) return st;
   }
-  set_split(c, g->nodes[n].outputs[0], c->axis[x]);
+  set_split_parts(c, g->nodes[n].outputs[0], c->axis[x], mx__shard_parts(c, x));
   return MX_OK;
 }
 
@@ -523,7 +561,7 @@ static mx_status shape_of_split(mx__shard_ctx *c, mx_node_id n) {
   if (end > r) end = r;
   if (end <= start) return MX_OK;
   int64_t k[MX_MAX_RANK];
-  for (int64_t i = start; i < end; i++) k[i - start] = i == c->axis[x] ? c->tp : 1;
+  for (int64_t i = start; i < end; i++) k[i - start] = i == c->axis[x] ? mx__shard_parts(c, x) : 1;
   mx_value_id kv;
   mx_status st = mx__rw_new_const_for(g, n, MX_INT64, 1, (int64_t[]){end - start}, k, &kv);
   if (st != MX_OK) return mx__fail_err_from_graph(c, st);
@@ -538,7 +576,8 @@ static mx_status split(mx__shard_ctx *c, mx_node_id n, const uint8_t *role) {
   int r = g->values[x].shape.rank;
   int64_t axis = attr_int(&g->nodes[n], "axis", 0);
   if (axis < 0) axis += r;
-  if (p == MX_NO_NODE || p >= c->n_roles || role[p] != g->nodes[n].n_outputs || axis != c->axis[x])
+  if (p == MX_NO_NODE || p >= c->n_roles || role[p] != g->nodes[n].n_outputs || axis != c->axis[x] ||
+      mx__shard_parts(c, x) != c->tp)
     return refuse(c, n, x, "only the Split of a fused projection into its sections is understood");
   if (g->nodes[n].n_inputs > 1 && g->nodes[n].inputs[1] != MX_NO_VALUE) {
     mx_value_id sv = g->nodes[n].inputs[1];
@@ -577,7 +616,8 @@ static mx_status visit(mx__shard_ctx *c, mx_node_id n, const uint8_t *role) {
   mx_status st = mx__shard_grow(c); /* values made by earlier rewrites (slices, targets) */
   if (st != MX_OK) return st;
   const mx_node *nd = &g->nodes[n];
-  if (role[n] >= ROLE_COLUMN) return column_matmul(c, n, role[n]);
+  if (role[n] >= ROLE_COLUMN)
+    return column_matmul(c, n, role[n], c->role_parts[n] ? c->role_parts[n] : c->tp);
   mx_value_id split_in = MX_NO_VALUE;
   for (uint32_t k = 0; k < nd->n_inputs; k++)
     if (nd->inputs[k] != MX_NO_VALUE && c->kind[nd->inputs[k]] == MX__SHARD_SPLIT) split_in = nd->inputs[k];
@@ -596,7 +636,7 @@ static mx_status visit(mx__shard_ctx *c, mx_node_id n, const uint8_t *role) {
   if (is_op(nd, "Shape")) return shape_of_split(c, n);
   if (is_op(nd, "Split")) return split(c, n, role);
   if (is_unary_elementwise(nd)) {
-    set_split(c, nd->outputs[0], c->axis[nd->inputs[0]]);
+    set_split_parts(c, nd->outputs[0], c->axis[nd->inputs[0]], mx__shard_parts(c, nd->inputs[0]));
     return MX_OK;
   }
   if (is_binary_elementwise(nd)) return binary(c, n);
@@ -620,10 +660,11 @@ static mx_status run(mx__shard_ctx *c) {
   if ((st = mx__graph_topo_order(g, &order, &n_order)) != MX_OK) return mx__fail_err_from_graph(c, st);
   mx_node_id *ord = malloc((n_order ? n_order : 1) * sizeof *ord);
   uint8_t *role = calloc(g->n_nodes ? g->n_nodes : 1, 1);
+  c->role_parts = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *c->role_parts);
   c->n_roles = g->n_nodes;
   mx_value_id *states = malloc((g->n_inputs ? g->n_inputs : 1) * sizeof *states);
   size_t n_states = 0;
-  if (!ord || !role || !states) {
+  if (!ord || !role || !states || !c->role_parts) {
     st = mx__fail_oom(c->err, "the sharding pass");
     goto done;
   }
@@ -665,7 +706,8 @@ static mx_status run(mx__shard_ctx *c) {
   }
   for (size_t i = 0; i < n_states; i++) {
     mx_shape *s = &g->values[states[i]].shape;
-    if (mx_dim_is_concrete(s->dims[1]) && s->dims[1] % c->tp == 0) s->dims[1] /= c->tp;
+    int parts = mx__shard_parts(c, states[i]);
+    if (mx_dim_is_concrete(s->dims[1]) && s->dims[1] % parts == 0) s->dims[1] /= parts;
     c->report->n_states++;
   }
   size_t rn = 0, rv = 0;
@@ -691,6 +733,8 @@ mx_status mx__shard_graph(mx_graph *g, int tp, int rank, mx__shard_report *repor
   mx_status st = run(&c);
   free(c.kind);
   free(c.axis);
+  free(c.parts);
+  free(c.role_parts);
   free(c.slices);
   if (report == &local) mx__shard_report_free(&local);
   return st;

@@ -4,7 +4,9 @@
  *
  * Attention heads are split (Q/K/V weight columns by heads, o_proj rows), the MLP column then
  * row (gate/up columns, down rows), with one AllReduce after each row-split MatMul; the KV cache
- * inputs/outputs of each Attention hold the rank's kv-heads only; a Gather on a constant
+ * inputs/outputs of each Attention hold the rank's kv-heads only (with fewer kv-heads than ranks,
+ * dividing tp, the one kv-head its query heads read, held alike by the ranks sharing it; one
+ * kv-head stays whole); a Gather on a constant
  * [vocab, hidden] table fed by a graph input becomes a Gather of the rank's rows (ids of other
  * ranks read a zero row; an id outside the vocabulary fails the run on every rank, before the
  * collective) plus an AllReduce; an LM head MatMul writing a graph output is split by

@@ -37,17 +37,17 @@ mx_status mx__shard_rewire_input(mx__shard_ctx *c, mx_node_id n, mx_value_id fro
 }
 
 mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v, int32_t axis,
-                                int32_t groups, mx_value_id *out) {
+                                int32_t groups, int32_t parts, mx_value_id *out) {
   mx_graph *g = c->g;
   for (size_t i = 0; i < c->n_slices; i++) {
     mx__shard_slice *s = &c->slices[i];
     if (s->orig != v) continue;
-    if (s->axis != axis || s->groups != groups)
+    if (s->axis != axis || s->groups != groups || s->parts != parts)
       return mx__fail(c->err, MX_ERR_UNSUPPORTED,
                       "weight '%s' is used twice in incompatible ways: node '%s' splits its axis %d in %d "
                       "part(s), node '%s' its axis %d in %d part(s)",
-                      g->values[v].name, g->nodes[s->first_user].name, (int)s->axis, (int)s->groups * c->tp,
-                      g->nodes[user].name, (int)axis, (int)groups * c->tp);
+                      g->values[v].name, g->nodes[s->first_user].name, (int)s->axis,
+                      (int)(s->groups * s->parts), g->nodes[user].name, (int)axis, (int)(groups * parts));
     *out = s->result;
     return mx__shard_rewire_input(c, user, v, s->result);
   }
@@ -56,11 +56,11 @@ mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v
     return mx__node_fail(c->err, &g->nodes[user], MX_ERR_UNSUPPORTED,
                          "input '%s' is no constant of rank > %d", g->values[v].name, (int)axis);
   int64_t size = t->dims[axis];
-  int64_t parts = (int64_t)groups * c->tp;
-  if (size % parts != 0)
+  int64_t all_parts = (int64_t)groups * parts;
+  if (size % all_parts != 0)
     return mx__node_fail(c->err, &g->nodes[user], MX_ERR_UNSUPPORTED,
                          "weight '%s' has %lld entries on axis %d, not divisible into %lld parts (tp %d)",
-                         g->values[v].name, (long long)size, (int)axis, (long long)parts, c->tp);
+                         g->values[v].name, (long long)size, (int)axis, (long long)all_parts, c->tp);
   size_t es = mx_dtype_size(t->dtype);
   if (t->dtype == MX_STRING || es == 0)
     return mx__node_fail(c->err, &g->nodes[user], MX_ERR_UNSUPPORTED,
@@ -68,11 +68,12 @@ mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v
   int64_t outer = 1, inner = 1;
   for (int32_t i = 0; i < axis; i++) outer *= t->dims[i];
   for (int32_t i = axis + 1; i < t->rank; i++) inner *= t->dims[i];
-  const int64_t section = size / groups, part = section / c->tp;
+  /* The rank's part: rank r of tp holds part r * parts / tp (its own when parts is tp). */
+  const int64_t section = size / groups, part = section / parts, index = (int64_t)c->rank * parts / c->tp;
   int64_t dims[MX_MAX_RANK];
   for (int32_t i = 0; i < t->rank; i++) dims[i] = t->dims[i];
-  dims[axis] = size / c->tp;
-  size_t bytes = (size_t)(outer * (size / c->tp) * inner) * es;
+  dims[axis] = size / parts;
+  size_t bytes = (size_t)(outer * (size / parts) * inner) * es;
   unsigned char *data = malloc(bytes ? bytes : 1);
   if (!data) return mx__fail_oom(c->err, "a weight slice");
   unsigned char *dst = data;
@@ -80,7 +81,7 @@ mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v
   const size_t run = (size_t)(part * inner) * es;
   for (int64_t o = 0; o < outer; o++)
     for (int32_t gi = 0; gi < groups; gi++) {
-      memcpy(dst, src + (size_t)((o * size + gi * section + c->rank * part) * inner) * es, run);
+      memcpy(dst, src + (size_t)((o * size + gi * section + index * part) * inner) * es, run);
       dst += run;
     }
   char hint[256];
@@ -95,7 +96,7 @@ mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v
     c->slices = ns;
     c->cap_slices = cap;
   }
-  c->slices[c->n_slices++] = (mx__shard_slice){v, axis, groups, *out, user};
+  c->slices[c->n_slices++] = (mx__shard_slice){v, axis, groups, parts, *out, user};
   c->report->n_weights++;
   return mx__shard_rewire_input(c, user, v, *out);
 }
@@ -171,6 +172,7 @@ mx_status mx__shard_collective_after(mx__shard_ctx *c, mx_value_id x, const char
   if (st != MX_OK) return st;
   c->kind[fresh] = c->kind[x];
   c->axis[fresh] = c->axis[x];
+  c->parts[fresh] = c->parts[x];
   c->kind[x] = MX__SHARD_REP;
   return note_collective(c, coll, why);
 }
@@ -193,8 +195,12 @@ mx_status mx__shard_grow(mx__shard_ctx *c) {
   int8_t *a = realloc(c->axis, cap);
   if (!a) return mx__fail_oom(c->err, "the value states");
   c->axis = a;
+  int16_t *pa = realloc(c->parts, cap * sizeof *pa);
+  if (!pa) return mx__fail_oom(c->err, "the value states");
+  c->parts = pa;
   memset(c->kind + c->cap, 0, cap - c->cap);
   memset(c->axis + c->cap, 0, cap - c->cap);
+  memset(c->parts + c->cap, 0, (cap - c->cap) * sizeof *pa);
   c->cap = cap;
   return MX_OK;
 }

@@ -12,7 +12,7 @@ enum { MX__SHARD_REP = 0, MX__SHARD_SPLIT = 1 };
  * cut (tied embeddings) and then share the slice. */
 typedef struct mx__shard_slice {
   mx_value_id orig;
-  int32_t axis, groups;
+  int32_t axis, groups, parts;
   mx_value_id result;
   mx_node_id first_user;
 } mx__shard_slice;
@@ -22,12 +22,16 @@ typedef struct mx__shard_ctx {
   int tp, rank;
   mx_error *err;
   mx__shard_report *report;
-  uint8_t *kind; /* per value: MX__SHARD_REP / MX__SHARD_SPLIT */
-  int8_t *axis;  /* per value: the split axis */
-  size_t cap;    /* entries of kind and axis */
+  uint8_t *kind;  /* per value: MX__SHARD_REP / MX__SHARD_SPLIT */
+  int8_t *axis;   /* per value: the split axis */
+  int16_t *parts; /* per value: the parts the split axis is cut into (0: tp; fewer for the kv-heads
+                     of a model with fewer kv-heads than ranks, each part on tp / parts ranks) */
+  size_t cap;     /* entries of kind and axis */
   mx__shard_slice *slices;
   size_t n_slices, cap_slices;
-  size_t n_roles; /* nodes that existed before the rewrite (the role array's length) */
+  size_t n_roles;      /* nodes that existed before the rewrite (the role array's length) */
+  int16_t *role_parts; /* per such node: the parts of its column split (0: tp; kv projections of a
+                          model with fewer kv-heads than ranks: the kv-heads) */
 } mx__shard_ctx;
 
 /* Grows the per-value states to the graph's value count. */
@@ -36,9 +40,14 @@ MX_MUST_USE mx_status mx__shard_grow(mx__shard_ctx *c);
 MX_MUST_USE mx_status mx__shard_rewire_input(mx__shard_ctx *c, mx_node_id n, mx_value_id from,
                                              mx_value_id to);
 /* Gives node `user` the rank's slice of constant v: axis `axis` cut into `groups` equal sections
- * (a fused QKV weight: 3), each cut in tp parts of which the rank keeps its own. */
+ * (a fused QKV weight: 3), each cut in `parts` parts (tp, or a divisor of tp: then tp / parts
+ * ranks hold the same part) of which the rank keeps its own. */
 MX_MUST_USE mx_status mx__shard_slice_const(mx__shard_ctx *c, mx_node_id user, mx_value_id v, int32_t axis,
-                                            int32_t groups, mx_value_id *out);
+                                            int32_t groups, int32_t parts, mx_value_id *out);
+/* The parts value v's split axis is cut into. */
+static inline int mx__shard_parts(const mx__shard_ctx *c, mx_value_id v) {
+  return c->parts[v] ? c->parts[v] : c->tp;
+}
 /* Inserts collective `op` (domain mixrt, world_size and `extra` attributes) behind value x:
  * x's producer writes a new value, the collective reads it and writes x; why goes into the report. */
 MX_MUST_USE mx_status mx__shard_collective_after(mx__shard_ctx *c, mx_value_id x, const char *op,

@@ -22,7 +22,7 @@ else()
   add_test(NAME mpi COMMAND sh -c "echo 'mpi: skipped: MPI was not found at configure time (libopenmpi-dev, MIXRT_MPI)'; exit 77")
   add_test(NAME mpi_cli COMMAND sh -c "echo 'mpi_cli: skipped: MPI was not found at configure time'; exit 77")
 endif()
-set_tests_properties(mpi PROPERTIES LABELS "mpi" TIMEOUT 120 SKIP_RETURN_CODE 77)
+set_tests_properties(mpi PROPERTIES LABELS "mpi" TIMEOUT 150 SKIP_RETURN_CODE 77)
 set_tests_properties(mpi_cli PROPERTIES LABELS "mpi" TIMEOUT 60 SKIP_RETURN_CODE 77)
 # Under AddressSanitizer: leak checking off for these runs only (Open MPI unloads its components
 # at MPI_Finalize and leaves their allocations behind, in stacks LeakSanitizer can no longer

@@ -14,8 +14,8 @@
 
 #include "mpi_support.h"
 
-#define STEPS 64   /* greedy steps, the prefill included */
-#define MAX_IO 64  /* model inputs/outputs this test handles */
+#define STEPS   64 /* greedy steps, the prefill included */
+#define MAX_IO  64 /* model inputs/outputs this test handles */
 #define PREFILL 4  /* prompt tokens of the first step */
 
 /* The model of `path` folded and fused as a session compiles it; sharded for tp ranks when
@@ -128,7 +128,8 @@ static int run(const char *path, mx_comm *c, decoder *rank_dec, decoder *full_de
   if (decoder_init(rank_dec, shard, c, &err)) return mpi_fail("load the shard", err.message);
   if (mpi_rank == 0) {
     mx_graph *full = gpt(path, 0, 0, &err);
-    if (!full || decoder_init(full_dec, full, NULL, &err)) return mpi_fail("the unsharded model", err.message);
+    if (!full || decoder_init(full_dec, full, NULL, &err))
+      return mpi_fail("the unsharded model", err.message);
   }
   /* A fixed prompt, then one token a step. */
   int64_t tokens[PREFILL] = {3, 17, 42, 7}, n = PREFILL;
@@ -156,7 +157,8 @@ static int run(const char *path, mx_comm *c, decoder *rank_dec, decoder *full_de
   if (mpi_rank == 0)
     printf(
         "ok rank 0: tp %d torch GPT decode (prefill %d, then %d greedy steps) equals one process (logits "
-        "within 1e-3/1e-4, same tokens: %d distinct, last %lld); %.2f ms per sharded step, one process %.2f ms "
+        "within 1e-3/1e-4, same tokens: %d distinct, last %lld); %.2f ms per sharded step, one process %.2f "
+        "ms "
         "(loaded run: noisy)\n",
         mpi_size, PREFILL, STEPS - 1, distinct, (long long)tokens[0], rank_time * 1e3 / STEPS,
         full_time * 1e3 / STEPS);

@@ -7,7 +7,8 @@
  * rank feeds a token id past the vocabulary, which each must refuse at the embedding without
  * waiting in a collective. Prints "ok rank R: ..." / "FAIL rank R: ..." lines for
  * tests/dist/run_mpi.sh (two ok lines per rank), plus rank 0's time split (this rank's step time,
- * of which the collectives). An argument names another llama preset ("small"). Whatever fails,
+ * of which the collectives). An argument names another llama preset ("small"), or the kv-heads of
+ * the tiny one ("kv=2": fewer than 4 ranks, each kv-head then held by the ranks sharing it). Whatever fails,
  * the sessions and caches are freed before the program ends (mpi_finish). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +104,9 @@ static int run(mx_comm *c, const mx_llama_config *cfg, decoder *rank_dec, decode
   if (!shard) return mpi_fail("shard", err.message);
   mx_session *ss = mpi_session(shard, c, &err);
   if (!ss) return mpi_fail("load the shard", err.message);
-  if (decoder_init(rank_dec, ss, cfg, cfg->kv_heads / mpi_size) != MX_OK) return mpi_fail("caches", "out of memory");
+  /* The rank's kv-heads: its share, or the one it shares with others when there are fewer. */
+  int64_t rank_kv = cfg->kv_heads < mpi_size ? 1 : cfg->kv_heads / mpi_size;
+  if (decoder_init(rank_dec, ss, cfg, rank_kv) != MX_OK) return mpi_fail("caches", "out of memory");
   if (mpi_rank == 0) {
     mx_graph *full = llama(cfg, 0, 0, &err);
     mx_session *fs = full ? mpi_session(full, NULL, &err) : NULL;
@@ -124,7 +127,8 @@ static int run(mx_comm *c, const mx_llama_config *cfg, decoder *rank_dec, decode
       if (decoder_step(full_dec, token) != MX_OK)
         return mpi_fail("unsharded step", mx_session_last_error(full_dec->s));
       full_time += mpi_now_s() - t1;
-      if (!mpi_same_step(step, &rank_dec->out[0], &full_dec->out[0], next, argmax(&full_dec->out[0]))) return 1;
+      if (!mpi_same_step(step, &rank_dec->out[0], &full_dec->out[0], next, argmax(&full_dec->out[0])))
+        return 1;
     }
     token = next;
   }
@@ -166,7 +170,10 @@ int main(int argc, char **argv) {
   mx_llama_config_default(&cfg);
   cfg.kv_heads = 4; /* kv-heads split over 2 or 4 ranks */
   /* `mpi_llama small`: the preset `mixrt demo` runs, for measurements (4 kv-heads too). */
-  if (argc > 1 && !mx_llama_config_preset(&cfg, argv[1])) return mpi_finish(c, mpi_fail("preset", argv[1]));
+  if (argc > 1 && !strncmp(argv[1], "kv=", 3))
+    cfg.kv_heads = atoi(argv[1] + 3);
+  else if (argc > 1 && !mx_llama_config_preset(&cfg, argv[1]))
+    return mpi_finish(c, mpi_fail("preset", argv[1]));
   decoder rank_dec = {0}, full_dec = {0};
   int status = run(c, &cfg, &rank_dec, &full_dec);
   decoder_free(&rank_dec);

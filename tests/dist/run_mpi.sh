@@ -66,6 +66,24 @@ for np in $NPS; do
     fi
 done
 
+# Fewer kv-heads than ranks: 2 kv-heads on 4 ranks, each held by the 2 ranks whose query heads
+# read it.
+if [ "$QUICK" != 1 ]; then
+    start=$(date +%s)
+    timeout -k 5 60 "$MPIRUN" --oversubscribe -np 4 --mca btl self,vader "$LLAMA" kv=2 >"$OUT" 2>&1
+    rc=$?
+    took=$(( $(date +%s) - start ))
+    oks=$(grep -c '^ok rank' "$OUT")
+    if [ "$rc" -ne 0 ] || grep -q '^FAIL' "$OUT" || [ "$oks" -ne 8 ]; then
+        echo "mpi: FAIL: llama with 2 kv-heads, tp 4 (exit $rc, $oks ok, ${took}s):"
+        cat "$OUT"
+        failed=1
+    else
+        echo "mpi: llama with 2 kv-heads, tp 4 (${took}s):"
+        grep -h '^ok rank 0: tp 4 llama' "$OUT"
+    fi
+fi
+
 # The zoo's torch-exported GPT decoder, sharded: prefill and 63 greedy steps on 2 and 4 ranks
 # equal to one process. Exported once into ZOO (its own directory: export.py --only rewrites the
 # manifest of the directory it writes); skipped, saying why, without Debian's python3-torch.

@@ -53,9 +53,9 @@ Test(shard_api, bad_rank_and_unshardable_graph) {
   cr_expect(strstr(mx_graph_last_error(g), "rank 2 of 2"), "%s", mx_graph_last_error(g));
   cr_expect_eq(mx_graph_shard(g, 0, 0), MX_ERR_INVALID_ARGUMENT);
   mx_graph_destroy(g);
-  /* 2 kv-heads do not split 4 ways. */
+  /* 4 query heads do not split 3 ways. */
   g = llama(2);
-  cr_expect_neq(mx_graph_shard(g, 4, 0), MX_OK);
+  cr_expect_neq(mx_graph_shard(g, 3, 0), MX_OK);
   cr_expect(strstr(mx_graph_last_error(g), "head"), "%s", mx_graph_last_error(g));
   mx_graph_destroy(g);
 }
