@@ -65,9 +65,11 @@ Test(dump_collectives, json_names_each_collective_and_why) {
     cr_expect(entry, "collective '%s' not listed: %s", names[i], list);
     cr_expect(entry && strstr(entry, "\"world_size\": 2, \"cluster\": "), "%s", entry ? entry : list);
   }
-  cr_expect_eq(count(list, "\"why\": \"sums the 2 ranks' partial products of row-split MatMul"), 4, "%s", list);
+  cr_expect_eq(count(list, "\"why\": \"sums the 2 ranks' partial products of row-split MatMul"), 4, "%s",
+               list);
   cr_expect_eq(count(list, "\"why\": \"sums the vocabulary-split rows of embedding Gather"), 1, "%s", list);
-  cr_expect_eq(count(list, "\"why\": \"gathers the 2 vocabulary-split column blocks of MatMul"), 1, "%s", list);
+  cr_expect_eq(count(list, "\"why\": \"gathers the 2 vocabulary-split column blocks of MatMul"), 1, "%s",
+               list);
   free(json);
   mx_partition_destroy(p);
   mx_graph_destroy(g);
