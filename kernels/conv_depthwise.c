@@ -171,6 +171,24 @@ MX_KINLINE void dw_copy_row(float *dst, const float *src, int64_t n, bool spill)
   memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
+/* A short image row (its pairs from src on, at most 16) split into 16 even and 16 odd floats,
+ * the even lanes from ne on and the odd ones from no on written as 0: 32 floats are read at src
+ * and 16 written at even and at odd, past the row into its padding (which must read 0) or the
+ * next padded rows (written after this one). */
+MX_KINLINE void dw_split_short_row(float *even, float *odd, const float *src, int64_t ne, int64_t no) {
+  static const v16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  const v16f zero = {0};
+  float e[16], o[16];
+  dw_split_pairs(e, o, src);
+  v16f ve, vo;
+  memcpy(&ve, e, sizeof ve);
+  memcpy(&vo, o, sizeof vo);
+  ve = SELECT16(lane < (int32_t)ne, ve, zero);
+  vo = SELECT16(lane < (int32_t)no, vo, zero);
+  memcpy(even, &ve, sizeof ve);
+  memcpy(odd, &vo, sizeof vo);
+}
+
 /* dst[0..n) = src[0..n), a row of the padded image. With `spill` (32 floats may be read at src
  * and written at dst) a row of up to 32 floats moves as one or two vectors whose lanes past n are
  * written as 0: they land on the row's right padding and the next rows' left padding, which must
@@ -229,8 +247,18 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
       int64_t e0 = (pb + 1) / 2, e1 = (IW - 1 + pb) / 2 + 1; /* 0 <= 2j - pb < IW */
       int64_t o0 = pb / 2, o1 = (IW - 2 + pb) / 2 + 1;       /* 0 <= 2j + 1 - pb < IW */
       if (IW - 2 + pb < 0) o1 = 0;
+      const bool fits = e1 <= p->q && o1 <= p->q; /* the image ends inside the padded width */
       e1 = e1 > p->q ? p->q : e1;
       o1 = o1 > p->q ? p->q : o1;
+      /* Rows of up to 16 pairs (7x7 to 28x28 maps) as one vector step when 32 floats can be read
+       * from the first pair on and 16 written in each plane; image column 0 of an odd pad
+       * (odd plane column e0 - 1) one by one. */
+      const int64_t s0 = 2 * e0 - pb;
+      if (fits && IW - s0 <= 32 && (IH - ih) * IW - s0 >= 32 && (p->hp - r) * p->q - e0 >= 16) {
+        dw_split_short_row(er + e0, orow + e0, xr + s0, e1 - e0, o1 - e0);
+        for (int64_t j = o0; j < o1 && j < e0; j++) orow[j] = xr[2 * j + 1 - pb];
+        continue;
+      }
       /* Columns e0.. whose pair (2j - pb, 2j + 1 - pb) and the next 15 pairs lie inside the
        * image: split 32 image floats into 16 even and 16 odd ones per step. */
       int64_t jv = e0;

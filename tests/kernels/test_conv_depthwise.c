@@ -139,6 +139,10 @@ static const dcase cases[] = {
     {1, 3, 1, 9, 5, 3, 3, 1, 1, 2},     /* rows copied by vectors, then exactly, pad 2 */
     {1, 3, 1, 10, 10, 3, 3, 3, 1, 1},   /* stride 3: the padded image of stride 1 */
     {1, 3, 1, 12, 12, 3, 5, 1, 1, 2},   /* a 3x5 kernel (neither 3x3 nor 5x5) */
+    /* stride 2 on rows of up to 32 image columns: split as one vector step per row */
+    {1, 3, 1, 9, 9, 2, 2, 2, 1, 0},     /* the image wider than the taps reach: not split so */
+    {1, 3, 1, 11, 31, 3, 3, 2, 1, 1},   /* 31 columns, odd pad: column 0 to the odd plane */
+    {1, 3, 1, 6, 32, 5, 5, 2, 1, 2},    /* 32 columns: the last rows one by one */
 };
 
 Test(conv_depthwise, fused_activations_without_residual_match_a_direct_loop) {
