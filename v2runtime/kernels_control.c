@@ -72,6 +72,7 @@ mx_status mx__control_run(void *user, const mx_node *nd, const mx_tensor *ins, s
     const mx_node *cn = mx__part_control_node(nd);
     return mx__node_fail(err, cn ? cn : nd, MX_ERR_CANCELLED, "the run was cancelled (mx_session_cancel)");
   }
-  s->last.control_runs++;
+  /* Atomic: the multi-thread executor runs two control ops of one step at once. */
+  __atomic_fetch_add(&s->last.control_runs, 1, __ATOMIC_RELAXED);
   return mx__control_run_graph(s, body, ins, n_in, outs, n_out, err);
 }

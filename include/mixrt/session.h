@@ -273,7 +273,8 @@ typedef struct mx_session_stats {
   uint64_t spec_fallbacks;  /* partitions that stopped specializing (churn or a body that
                                   cannot become static), each said once in the log */
   /* Control flow (If, Loop, Scan run as one op of a dynamic partition). */
-  uint64_t control_runs;    /* control ops run */
+  uint64_t control_runs;    /* control ops of the root graph run (a control op nested in a body
+                               counts as part of that body's run: see body_runs) */
   uint64_t loop_iterations; /* Loop iterations run by them, at any depth */
   /* Control-node bodies (If branches, Loop and Scan bodies) compiled into programs of their own:
    * partitioned like the root, fixed-shape parts as static models. */
