@@ -1111,9 +1111,10 @@ mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size,
     *data = (unsigned char *)"";
     goto close_file;
   }
-  /* Populated at once: every page is read (checksums) anyway, and one populating call costs far
-   * less than a page fault per few pages (a large section read through faults took 5x a read()). */
-  void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  /* Not populated: the weights checksum reads the file with pread (mx__mxm_section_checksum_fd),
+   * which costs less than a first touch of every page of a fresh mapping; pages are mapped as
+   * the weights are used. */
+  void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
   if (m == MAP_FAILED) {
     st = mx__fail(err, MX_ERR_IO, "cannot map '%s': %s", path, strerror(errno));
     goto close_file;
@@ -1121,17 +1122,6 @@ mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size,
   madvise(m, n, MADV_SEQUENTIAL);
   *data = m;
   *size = n;
-  if (mx__progress_enabled()) {
-    /* Touch one byte per page so the progress lines follow the reading. */
-    volatile unsigned char sink = 0;
-    size_t step = (size_t)64 << 20;
-    for (size_t i = 0; i < n; i += step) {
-      size_t end = n - i < step ? n : i + step;
-      for (size_t k = i; k < end; k += 4096) sink ^= ((const unsigned char *)m)[k];
-      mx__progress_bytes(stage, end, n);
-    }
-    (void)sink;
-  }
 close_file:
   close(fd);
   return st;
@@ -1251,6 +1241,17 @@ mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFil
   return st;
 }
 
+/* The checksum of kind `kind` of the n bytes at p, which are bytes [offset, offset + n) of the file
+ * at path (NULL: an in-memory image): read from the file when it can be, else from p. */
+static uint64_t checked_sum(uint32_t kind, const char *path, const unsigned char *p, uint64_t offset, size_t n,
+                            const char *stage) {
+  uint64_t sum = 0;
+  int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
+  bool ok = fd >= 0 && mx__mxm_section_checksum_fd(kind, fd, offset, n, stage, &sum);
+  if (fd >= 0) close(fd);
+  return ok ? sum : mx__mxm_section_checksum(kind, p, n, stage);
+}
+
 /* The weights file path for an .mxm path and a file name: name in the .mxm's directory
  * (malloc'd). */
 static char *sibling_path(const char *path, const char *name) {
@@ -1308,8 +1309,7 @@ mx_status mx__mxm_map_weights_file(const Mxm__ExternalWeights *ew, const char *p
   } else {
     if (!known_sum_kind(ew->checksum_kind))
       st = BAD("corrupt: unknown checksum kind %u for weights file '%s'", ew->checksum_kind, wpath);
-    else if (mx__mxm_section_checksum(ew->checksum_kind, *side, *side_size, "load: check weights") !=
-             ew->checksum)
+    else if (checked_sum(ew->checksum_kind, wpath, *side, 0, *side_size, "load: check weights") != ew->checksum)
       st =
           BAD("weights file '%s' does not match '%s' (checksum differs: a weights file of "
               "another model or a damaged copy)",
@@ -1382,7 +1382,8 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
     sec_size = side_size;
     sec_map = side_map;
   } else if (sec) {
-    if (mx__mxm_section_checksum(sec_kind, sec, (size_t)sec_size, "load: check weights") != sec_checksum) {
+    if (checked_sum(sec_kind, path, sec, (uint64_t)(sec - d), (size_t)sec_size, "load: check weights") !=
+        sec_checksum) {
       st = BAD("weights section checksum mismatch");
       goto fail;
     }

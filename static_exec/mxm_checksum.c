@@ -220,3 +220,101 @@ static uint64_t chunked_checksum(const unsigned char *p, size_t n, const char *s
 uint64_t mx__mxm_section_checksum(uint32_t kind, const unsigned char *p, size_t n, const char *stage) {
   return kind == MX__MXM_SUM_CHUNKED ? chunked_checksum(p, n, stage) : lanes_checksum(p, n, stage);
 }
+
+/* --- checking through read() ------------------------------------------------------------------ */
+
+/* A fresh mapping's first touch of each page costs far more than the kernel's copy of the same
+ * cached page (on the hosts measured, checking a 4.1 GB section through its new mapping took
+ * 2.3-2.6 s, reading it with pread 1.5 s, `cat` 1.0 s): the check reads the file instead, in
+ * 1 MiB pieces per thread, and the mapping's pages are touched only when the weights are used. */
+#define READ_PIECE ((size_t)1 << 20)
+
+typedef struct fd_job {
+  int fd;
+  uint64_t offset, n, n_chunks;
+  uint32_t kind;
+  uint64_t *sums;
+  atomic_uint_fast64_t next, done;
+  atomic_bool failed;
+  const char *stage;
+} fd_job;
+
+/* Sums bytes [start, start + len) of the job's range into s through buf. False on a read error. */
+static bool read_sum(fd_job *j, mx__mxm_sum *s, uint64_t start, uint64_t len, unsigned char *buf, bool report) {
+  for (uint64_t o = 0; o < len;) {
+    size_t want = len - o < READ_PIECE ? (size_t)(len - o) : READ_PIECE;
+    ssize_t got = pread(j->fd, buf, want, (off_t)(j->offset + start + o));
+    if (got <= 0) return false;
+    mx__mxm_sum_update(s, buf, (size_t)got);
+    o += (uint64_t)got;
+    uint64_t done = atomic_fetch_add(&j->done, (uint64_t)got) + (uint64_t)got;
+    if (report && (done % MX__MXM_SUM_CHUNK < (uint64_t)got || done == j->n))
+      mx__progress_bytes(j->stage, done, j->n);
+  }
+  return true;
+}
+
+static void run_fd_chunks(fd_job *j, bool report) {
+  unsigned char *buf = malloc(READ_PIECE);
+  if (!buf) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  for (;;) {
+    uint64_t i = atomic_fetch_add(&j->next, 1);
+    if (i >= j->n_chunks || atomic_load(&j->failed)) break;
+    uint64_t start = i * MX__MXM_SUM_CHUNK, len = chunk_len(j->n, start);
+    mx__mxm_sum s;
+    mx__mxm_sum_init(&s, MX__MXM_SUM_LANES, len); /* one chunk: the lanes sum of its length */
+    if (!read_sum(j, &s, start, len, buf, report)) {
+      atomic_store(&j->failed, true);
+      break;
+    }
+    j->sums[i] = mx__mxm_sum_finish(&s);
+  }
+  free(buf);
+}
+
+static void *fd_worker(void *arg) {
+  run_fd_chunks(arg, false);
+  return NULL;
+}
+
+bool mx__mxm_section_checksum_fd(uint32_t kind, int fd, uint64_t offset, uint64_t n, const char *stage,
+                                 uint64_t *out) {
+  fd_job j = {.fd = fd, .offset = offset, .n = n, .kind = kind, .stage = stage};
+  atomic_init(&j.next, 0);
+  atomic_init(&j.done, 0);
+  atomic_init(&j.failed, false);
+  if (kind != MX__MXM_SUM_CHUNKED || n == 0) { /* one sequential pass */
+    unsigned char *buf = malloc(READ_PIECE);
+    if (!buf) return false;
+    mx__mxm_sum s;
+    mx__mxm_sum_init(&s, kind, n);
+    bool ok = read_sum(&j, &s, 0, n, buf, true);
+    free(buf);
+    *out = mx__mxm_sum_finish(&s);
+    return ok;
+  }
+  j.n_chunks = (n + MX__MXM_SUM_CHUNK - 1) / MX__MXM_SUM_CHUNK;
+  j.sums = malloc(j.n_chunks * sizeof *j.sums);
+  if (!j.sums) return false;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t want = cores > 1 ? (uint64_t)cores : 1;
+  if (want > MAX_CHECK_THREADS) want = MAX_CHECK_THREADS;
+  if (want > j.n_chunks) want = j.n_chunks;
+  pthread_t helpers[MAX_CHECK_THREADS];
+  size_t started = 0;
+  for (; started + 1 < want; started++)
+    if (pthread_create(&helpers[started], NULL, fd_worker, &j) != 0) break;
+  run_fd_chunks(&j, true);
+  for (size_t i = 0; i < started; i++) pthread_join(helpers[i], NULL);
+  bool ok = !atomic_load(&j.failed);
+  if (ok) {
+    uint64_t h = chunks_seed(n);
+    for (uint64_t i = 0; i < j.n_chunks; i++) h = fold_chunk(h, j.sums[i]);
+    *out = final_mix(h);
+  }
+  free(j.sums);
+  return ok;
+}

@@ -98,6 +98,11 @@ void mx__mxm_sum_update(mx__mxm_sum *s, const unsigned char *p, size_t n);
 uint64_t mx__mxm_sum_finish(mx__mxm_sum *s);
 /* The checksum of kind `kind` of n bytes at p, with progress lines (stage). */
 uint64_t mx__mxm_section_checksum(uint32_t kind, const unsigned char *p, size_t n, const char *stage);
+/* The same checksum of bytes [offset, offset + n) of the open file fd, read with pread (on
+ * several threads for the chunked kind) rather than through a mapping. False when the file
+ * cannot be read or memory is short: the caller checks the mapped bytes instead. */
+bool mx__mxm_section_checksum_fd(uint32_t kind, int fd, uint64_t offset, uint64_t n, const char *stage,
+                                 uint64_t *out);
 
 /* The weights section of a file being written: the static plans' weights, then every constant
  * of the root graph not found among them (by size and checksum, bytes compared), each block
