@@ -6,8 +6,10 @@
 #                the fuzz targets for TEST_FUZZ_SECONDS each (default 30, so the whole run stays
 #                under 30 minutes on 2 cores); fails on any failure or report
 #   make demo    deps + build + the main job on a built-in model
-#   make asan    build + every test with AddressSanitizer/UBSan in build-asan/
-#   make tsan    build + the concurrency-labelled tests with ThreadSanitizer in build-tsan/
+#   make asan    build + every test with AddressSanitizer/UBSan in build-asan/ (sanitizer
+#                builds compile at -O1: -O0 makes the suites several times slower)
+#   make tsan    the concurrency-labelled suites (and the mixrt program they drive), built and
+#                run with ThreadSanitizer in build-tsan/
 #   make fuzz    build the libFuzzer targets with clang (build-fuzz/) and run each for
 #                FUZZ_SECONDS (default 60) on seed corpora (fuzz/run.sh; docs/reliability.md)
 #   make bench-deps  Node.js, npm, gnuplot and the pinned onnxruntime-node (scripts/bench-deps.sh)
@@ -54,7 +56,7 @@ asan: deps
 
 tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DMIXRT_SANITIZE=thread $(CMAKE_FLAGS)
-	cmake --build build-tsan -j $(JOBS)
+	cmake --build build-tsan -j $(JOBS) --target tests_concurrency
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) -L concurrency
 
 fuzz: deps
