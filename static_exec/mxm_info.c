@@ -2,7 +2,8 @@
  * checks it (preamble, header and payload checksums), the static plans are only described
  * (name, tasks, streams, weight and feature-map bytes), the external weights file is named but
  * not read, and the runtime record's partitioned root graph is imported and inferred so the
- * tools can print its inputs, outputs and partition calls. */
+ * tools can print its inputs, outputs and partition calls; the control bodies stored compiled
+ * are listed depth first, each with its control node (found in that graph) and its static plans. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,8 @@ void mx__mxm_info_release(mx__mxm_info *info) {
   if (!info) return;
   free(info->plans);
   free(info->calls);
+  free(info->bodies);
+  if (info->rt) mxm__runtime__free_unpacked(info->rt, NULL);
   mx_graph_destroy(info->root);
   if (info->mf) mxm__model_file__free_unpacked(info->mf, NULL);
   if (info->header) mxm__file_header__free_unpacked(info->header, NULL);
@@ -86,6 +89,83 @@ static bool describe_call(const mx_node *nd, mx__mxm_call_info *c) {
   return true;
 }
 
+/* The node of g or of any graph nested in it named `node` that holds a graph attribute named
+ * `body` (a wrapped control node's partition call has no such attribute); *attr gets the
+ * attribute's name and *graph its graph. */
+static const mx_node *find_control_node(const mx_graph *g, const char *node, const char *body,
+                                        const char **attr, const mx_graph **graph) {
+  for (size_t i = 0; g && i < g->n_nodes; i++) {
+    const mx_node *nd = &g->nodes[i];
+    if (nd->flags & MX_NODE_DEAD) continue;
+    bool named = nd->name && strcmp(nd->name, node) == 0;
+    for (uint32_t a = 0; a < nd->n_attrs; a++) {
+      const mx_graph *sub = nd->attrs[a].type == MX_ATTR_GRAPH ? nd->attrs[a].graph : NULL;
+      if (!sub) continue;
+      if (named && sub->name && strcmp(sub->name, body) == 0) {
+        *attr = nd->attrs[a].name;
+        *graph = sub;
+        return nd;
+      }
+      const mx_node *found = find_control_node(sub, node, body, attr, graph);
+      if (found) return found;
+    }
+  }
+  return NULL;
+}
+
+static size_t known_calls(const Mxm__Runtime *rt) {
+  size_t n = 0;
+  for (size_t c = 0; c < rt->n_call_unknown; c++) n += !rt->call_unknown[c];
+  return n;
+}
+
+/* Where the bodies are walked: the info being filled and the next static plan to hand out. */
+typedef struct body_walk {
+  mx__mxm_info *out;
+  size_t cap, next_plan;
+} body_walk;
+
+/* Adds the bodies rt stores (their control nodes searched for in scope, the graph of their
+ * program), each followed by its own nested bodies, and hands each its static plans in file
+ * order: its calls' plans, then its bodies'. */
+static bool add_bodies(body_walk *w, const Mxm__Runtime *rt, const mx_graph *scope, int parent,
+                       uint32_t depth) {
+  for (size_t b = 0; b < rt->n_bodies; b++) {
+    const Mxm__Body *m = rt->bodies[b];
+    if (!m->runtime) continue;
+    if (w->out->n_bodies == w->cap) {
+      size_t cap = w->cap ? 2 * w->cap : 8;
+      mx__mxm_body_info *v = realloc(w->out->bodies, cap * sizeof *v);
+      if (!v) return false;
+      w->out->bodies = v;
+      w->cap = cap;
+    }
+    int index = (int)w->out->n_bodies++;
+    mx__mxm_body_info *bi = &w->out->bodies[index];
+    memset(bi, 0, sizeof *bi);
+    bi->node = m->node ? m->node : "";
+    bi->name = m->name ? m->name : "";
+    bi->parent = parent;
+    bi->depth = depth;
+    const mx_graph *graph = NULL;
+    const mx_node *nd = find_control_node(scope, bi->node, bi->name, &bi->attr, &graph);
+    bi->op = nd ? nd->op_type : "?";
+    if (!nd) bi->attr = "";
+    for (size_t i = 0; graph && i < graph->n_nodes; i++) bi->n_ops += !(graph->nodes[i].flags & MX_NODE_DEAD);
+    bi->n_calls = m->runtime->n_call_unknown;
+    bi->n_unknown = bi->n_calls - known_calls(m->runtime);
+    /* A file whose plans run out is the loader's to refuse; described, it owns what is left. */
+    size_t avail = w->out->n_plans - w->next_plan;
+    size_t want = bi->n_calls - bi->n_unknown;
+    bi->first_plan = w->next_plan;
+    bi->n_plans = want < avail ? want : avail;
+    for (size_t p = 0; p < bi->n_plans; p++) w->out->plans[bi->first_plan + p].body = index;
+    w->next_plan += bi->n_plans;
+    if (!add_bodies(w, m->runtime, graph, index, depth + 1)) return false;
+  }
+  return true;
+}
+
 /* The file header, already checked by mx__mxm_parse_container. */
 static Mxm__FileHeader *header_of(const unsigned char *d) {
   uint32_t hsz = (uint32_t)d[12] | (uint32_t)d[13] << 8 | (uint32_t)d[14] << 16 | (uint32_t)d[15] << 24;
@@ -128,6 +208,7 @@ mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) 
     const Mxm__StaticPlan *m = mf->static_plans[i];
     mx__mxm_plan_info *pi = &out->plans[i];
     pi->name = m->name ? m->name : "";
+    pi->body = -1;
     pi->n_tasks = (uint32_t)m->n_tasks;
     pi->n_streams = m->n_streams;
     pi->n_inputs = (uint32_t)m->n_inputs;
@@ -137,6 +218,7 @@ mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) 
     if (m->weights) out->inline_weights += m->weights->data.len;
   }
   out->inline_weights += sec_size;
+  out->n_root_plans = out->n_plans; /* without a runtime record every plan is the root's */
   if (mf->runtime.len) {
     rt = mxm__runtime__unpack(NULL, mf->runtime.len, mf->runtime.data);
     if (!rt) {
@@ -175,6 +257,19 @@ mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) 
       if (!describe_call(nd, &out->calls[out->n_calls++]))
         st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
     }
+    /* The root's plans: one per KNOWN call, then the declared gears ("<call>@<binding>");
+     * the stored bodies' follow, depth first. */
+    if (st == MX_OK) {
+      size_t n_root = known_calls(rt);
+      if (n_root > out->n_plans) n_root = out->n_plans;
+      while (n_root < out->n_plans && strchr(out->plans[n_root].name, '@')) n_root++;
+      out->n_root_plans = n_root;
+      body_walk w = {.out = out, .next_plan = n_root};
+      if (!add_bodies(&w, rt, out->root, -1, 1))
+        st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    out->rt = rt; /* the bodies' strings point into it */
+    rt = NULL;
   }
 done:
   if (rt) mxm__runtime__free_unpacked(rt, NULL);

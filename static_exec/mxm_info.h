@@ -17,7 +17,24 @@ typedef struct mx__mxm_plan_info {
   uint64_t weight_bytes; /* its WEIGHT region */
   uint64_t fm_bytes;     /* its feature-map arena */
   uint32_t n_tasks, n_streams, n_inputs, n_outputs;
+  int body; /* index into mx__mxm_info.bodies of the control body it belongs to, -1 for the root */
 } mx__mxm_plan_info;
+
+/* One control body stored compiled (Runtime.bodies), in the order the loader meets them: depth
+ * first, a body's nested bodies right after it (the order its static plans take in the file). */
+typedef struct mx__mxm_body_info {
+  const char *node;  /* the control node holding it (points into the unpacked runtime record) */
+  const char *op;    /* that node's op type ("Loop", "If", "Scan"; "?" when not in the graph) */
+  const char *attr;  /* the attribute holding it ("body", "then_branch", ...; "" when not found) */
+  const char *name;  /* the body graph's name */
+  int parent;        /* index of the body whose program holds the control node, -1: the root */
+  uint32_t depth;    /* 1 for the bodies of the root's control nodes */
+  size_t first_plan; /* its own static plans are plans[first_plan, first_plan + n_plans) */
+  size_t n_plans;
+  size_t n_calls;   /* partition calls of its program */
+  size_t n_unknown; /* of which UNKNOWN (run op by op) */
+  size_t n_ops;     /* live nodes of the body graph (0 when it is not found) */
+} mx__mxm_body_info;
 
 /* One partition call of the root graph. */
 typedef struct mx__mxm_call_info {
@@ -40,6 +57,10 @@ typedef struct mx__mxm_info {
   mx_graph *root;           /* the partitioned root graph, inferred; NULL for plans only */
   size_t n_calls;
   mx__mxm_call_info *calls; /* malloc'd, in root node order */
+  size_t n_root_plans;      /* plans[0, n_root_plans): the root calls' and gears' plans */
+  size_t n_bodies;
+  mx__mxm_body_info *bodies; /* malloc'd, depth first */
+  Mxm__Runtime *rt;          /* the unpacked runtime record (owns the bodies' strings) */
   Mxm__ModelFile *mf;       /* the unpacked file (owns the strings above) */
   Mxm__FileHeader *header;
 } mx__mxm_info;

@@ -1,5 +1,6 @@
 /* `mixrt inspect MODEL.onnx|M.mxm`: a model's inputs, outputs, ops and how its shapes resolve;
- * for an .mxm file, what the file holds (format, weights, static plans, partition calls). */
+ * for an .mxm file, what the file holds (format, weights, static plans, partition calls, and the
+ * control bodies stored compiled, nested under their control nodes). */
 #include <string.h>
 
 #include "common/json.h"
@@ -21,7 +22,9 @@ void mx_cmd_inspect_help(FILE *out) {
           "An .mxm file (told apart by content) is described without loading it: its format and\n"
           "size, where its weights are (inline, or the external file and its size), each static\n"
           "plan (tasks, streams, weight and feature-map bytes), the inputs and outputs, and each\n"
-          "partition call with its op histogram (--shape and --passes do not apply).\n\n"
+          "partition call with its op histogram, then the control bodies stored compiled, nested\n"
+          "under their If/Loop/Scan node (each with its static plans and its own bodies)\n"
+          "(--shape and --passes do not apply).\n\n"
           "options:\n"
           "  --shape SYM=VALUE   bind a symbolic dim (e.g. --shape batch=1) before inference\n"
           "  --json              print the same as one JSON object\n"
@@ -30,6 +33,31 @@ void mx_cmd_inspect_help(FILE *out) {
 }
 
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
+
+static void print_plan_text(const mx__mxm_plan_info *p, int indent, FILE *out) {
+  fprintf(out,
+          "%*s%-24s %u tasks, %u streams, %u inputs, %u outputs, weights %.2f MiB, feature maps %.2f MiB\n",
+          indent, "", p->name, p->n_tasks, p->n_streams, p->n_inputs, p->n_outputs, mib(p->weight_bytes),
+          mib(p->fm_bytes));
+}
+
+/* The stored bodies, each under the control node holding it: in depth-first order a body's
+ * nested bodies follow it, so its depth is its indentation. */
+static void print_bodies_text(const mx__mxm_info *in, FILE *out) {
+  if (!in->n_bodies) return;
+  fprintf(out, "control bodies stored compiled: %zu\n", in->n_bodies);
+  for (size_t b = 0; b < in->n_bodies; b++) {
+    const mx__mxm_body_info *bi = &in->bodies[b];
+    int indent = 2 * (int)bi->depth;
+    fprintf(
+        out,
+        "%*s%s '%s' %s '%s': %zu static plan%s, %zu partition call%s (%zu static, %zu dynamic), %zu ops\n",
+        indent, "", bi->op, bi->node, *bi->attr ? bi->attr : "body", bi->name, bi->n_plans,
+        bi->n_plans == 1 ? "" : "s", bi->n_calls, bi->n_calls == 1 ? "" : "s", bi->n_calls - bi->n_unknown,
+        bi->n_unknown, bi->n_ops);
+    for (size_t i = 0; i < bi->n_plans; i++) print_plan_text(&in->plans[bi->first_plan + i], indent + 2, out);
+  }
+}
 
 static void print_mxm_text(const char *path, const mx__mxm_info *in, FILE *out) {
   fprintf(out, "model: %s (.mxm format %u, %s, %llu bytes)\n", path, in->format_version, in->producer,
@@ -41,13 +69,12 @@ static void print_mxm_text(const char *path, const mx__mxm_info *in, FILE *out) 
             mib(plan_weights), in->weights_file, (unsigned long long)in->weights_size);
   else
     fprintf(out, "static weights: %.2f MiB inline\n", mib(in->inline_weights));
-  fprintf(out, "static plans: %zu\n", in->n_plans);
-  for (size_t i = 0; i < in->n_plans; i++) {
-    const mx__mxm_plan_info *p = &in->plans[i];
-    fprintf(
-        out, "  %-24s %u tasks, %u streams, %u inputs, %u outputs, weights %.2f MiB, feature maps %.2f MiB\n",
-        p->name, p->n_tasks, p->n_streams, p->n_inputs, p->n_outputs, mib(p->weight_bytes), mib(p->fm_bytes));
-  }
+  if (in->n_root_plans == in->n_plans)
+    fprintf(out, "static plans: %zu\n", in->n_plans);
+  else
+    fprintf(out, "static plans: %zu (%zu of the root, %zu in control bodies, listed under them)\n",
+            in->n_plans, in->n_root_plans, in->n_plans - in->n_root_plans);
+  for (size_t i = 0; i < in->n_root_plans; i++) print_plan_text(&in->plans[i], 2, out);
   if (!in->root) {
     fprintf(out, "no runtime record: static plans only (mx__mxm_save)\n");
     return;
@@ -65,6 +92,45 @@ static void print_mxm_text(const char *path, const mx__mxm_info *in, FILE *out) 
     fprintf(out, "  %-7s %-24s %zu ops: %s\n", ci->unknown ? "UNKNOWN" : "KNOWN", ci->name, ci->n_ops,
             ci->ops);
   }
+  print_bodies_text(in, out);
+}
+
+static void print_plans_json(const mx__mxm_info *in, size_t first, size_t n, FILE *out) {
+  fprintf(out, "[");
+  for (size_t i = 0; i < n; i++) {
+    const mx__mxm_plan_info *p = &in->plans[first + i];
+    fprintf(out, "%s{\"name\": ", i ? ", " : "");
+    mx__json_string(out, p->name);
+    fprintf(out, ", \"tasks\": %u, \"streams\": %u, \"weight_bytes\": %llu, \"fm_bytes\": %llu}", p->n_tasks,
+            p->n_streams, (unsigned long long)p->weight_bytes, (unsigned long long)p->fm_bytes);
+  }
+  fprintf(out, "]");
+}
+
+/* The bodies held by the control nodes of parent's program (-1: the root), each with its own. */
+static void print_bodies_json(const mx__mxm_info *in, int parent, FILE *out) {
+  fprintf(out, "[");
+  bool first = true;
+  for (size_t b = 0; b < in->n_bodies; b++) {
+    const mx__mxm_body_info *bi = &in->bodies[b];
+    if (bi->parent != parent) continue;
+    fprintf(out, "%s{\"node\": ", first ? "" : ", ");
+    first = false;
+    mx__json_string(out, bi->node);
+    fprintf(out, ", \"op\": ");
+    mx__json_string(out, bi->op);
+    fprintf(out, ", \"attribute\": ");
+    mx__json_string(out, bi->attr);
+    fprintf(out, ", \"body\": ");
+    mx__json_string(out, bi->name);
+    fprintf(out, ", \"depth\": %u, \"calls\": %zu, \"unknown_calls\": %zu, \"ops\": %zu, \"static_plans\": ",
+            bi->depth, bi->n_calls, bi->n_unknown, bi->n_ops);
+    print_plans_json(in, bi->first_plan, bi->n_plans, out);
+    fprintf(out, ", \"bodies\": ");
+    print_bodies_json(in, (int)b, out);
+    fputc('}', out);
+  }
+  fprintf(out, "]");
 }
 
 static void print_mxm_json(const char *path, const mx__mxm_info *in, FILE *out) {
@@ -77,16 +143,12 @@ static void print_mxm_json(const char *path, const mx__mxm_info *in, FILE *out) 
     mx__json_string(out, in->weights_file);
   else
     fprintf(out, "null");
-  fprintf(out, ", \"weights_file_bytes\": %llu, \"inline_weight_bytes\": %llu, \"static_plans\": [",
-          (unsigned long long)in->weights_size, (unsigned long long)in->inline_weights);
-  for (size_t i = 0; i < in->n_plans; i++) {
-    const mx__mxm_plan_info *p = &in->plans[i];
-    fprintf(out, "%s{\"name\": ", i ? ", " : "");
-    mx__json_string(out, p->name);
-    fprintf(out, ", \"tasks\": %u, \"streams\": %u, \"weight_bytes\": %llu, \"fm_bytes\": %llu}", p->n_tasks,
-            p->n_streams, (unsigned long long)p->weight_bytes, (unsigned long long)p->fm_bytes);
-  }
-  fprintf(out, "]");
+  /* static_plans: the root's; the bodies' are under "bodies", nested as their control nodes. */
+  fprintf(out,
+          ", \"weights_file_bytes\": %llu, \"inline_weight_bytes\": %llu, \"static_plans_total\": %zu, "
+          "\"static_plans\": ",
+          (unsigned long long)in->weights_size, (unsigned long long)in->inline_weights, in->n_plans);
+  print_plans_json(in, 0, in->n_root_plans, out);
   if (in->root) {
     fprintf(out, ", \"inputs\": [");
     mx_cli_print_io(out, in->root, in->root->inputs, in->root->n_inputs, true);
@@ -102,7 +164,8 @@ static void print_mxm_json(const char *path, const mx__mxm_info *in, FILE *out) 
       mx__json_string(out, in->calls[c].ops);
       fputc('}', out);
     }
-    fprintf(out, "]");
+    fprintf(out, "], \"bodies\": ");
+    print_bodies_json(in, -1, out);
   }
   fprintf(out, "}\n");
 }
