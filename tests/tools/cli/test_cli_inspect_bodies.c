@@ -1,6 +1,7 @@
 /* `mixrt inspect M.mxm` on a model whose Loop body runs a Loop of its own: the control bodies
  * stored compiled are listed under their control node, the inner body under the outer one, each
- * with its own static plans, in the text output and nested the same way in the JSON. */
+ * with its own static plans, in the text output and nested the same way in the JSON; an If's
+ * two branches are each named by their attribute (then_branch, else_branch). */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -152,5 +153,74 @@ Test(cli_inspect_bodies, stored_bodies_are_listed_under_their_control_node) {
              "\"inner_body\", \"depth\": 2");
   cr_assert(inner_obj, "the inner body nested in the outer one: %s", out);
   cr_assert_eq(mxt_count(out, "\"node\": \"inner\""), 1, "%s", out);
+  remove(path);
+}
+
+/* A branch of If: y = op_type(x @ W + b), W and b from the root. */
+static mx_graph *branch(mx_graph *g, const char *name, const char *op_type) {
+  mx_graph *s;
+  cr_assert_eq(mx_graph_create_subgraph(g, name, &s), MX_OK);
+  mx_value_id mm = op(s, "MatMul", (mx_value_id[]){outer(s, "x"), outer(s, "W")}, 2);
+  mx_value_id ad = op(s, "Add", (mx_value_id[]){mm, outer(s, "b")}, 2);
+  cr_assert_eq(mx_graph_add_output(s, op(s, op_type, &ad, 1)), MX_OK);
+  return s;
+}
+
+Test(cli_inspect_bodies, if_branches_are_named_by_their_attribute) {
+  cr_assert(mxt_cli_available(), "build the mixrt program first");
+  for (int i = 0; i < H * H; i++) w_data[i] = 0.02f * (float)((i * 5 % 13) - 6);
+  for (int i = 0; i < H; i++) b_data[i] = 0.01f * (float)(i % 4);
+  mx_graph *g;
+  cr_assert_eq(mx_graph_create("branches", &g), MX_OK);
+  mx_value_id c = input(g, "c", MX_BOOL, 0, NULL);
+  input(g, "x", MX_FLOAT32, 2, (mx_dim[]){1, H});
+  constant(g, "W", MX_FLOAT32, 2, (int64_t[]){H, H}, w_data);
+  constant(g, "b", MX_FLOAT32, 1, (int64_t[]){H}, b_data);
+  mx_attr a[2] = {mx_attr_graph("then_branch", branch(g, "up", "Tanh")),
+                  mx_attr_graph("else_branch", branch(g, "down", "Sigmoid"))};
+  mx_node_desc d = {
+      .op_type = "If", .name = "pick", .inputs = &c, .n_inputs = 1, .attrs = a, .n_attrs = 2, .n_outputs = 1};
+  mx_value_id y;
+  cr_assert_eq(mx_graph_add_node(g, &d, &y), MX_OK, "%s", mx_graph_last_error(g));
+  cr_assert_eq(mx_graph_add_output(g, y), MX_OK);
+
+  mx_session_options o;
+  mx_session_options_init(&o);
+  o.executor = MX_EXECUTOR_SEQUENTIAL;
+  o.streams = 1;
+  mx_session *s;
+  mx_error err = {0};
+  cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx_session_load_graph(s, g), MX_OK, "%s", mx_session_last_error(s));
+  float x[H] = {0};
+  for (int pass = 0; pass < 2; pass++) {
+    uint8_t cond = (uint8_t)pass;
+    mx_tensor in[2] = {{.dtype = MX_BOOL, .rank = 0, .data = &cond},
+                       {.dtype = MX_FLOAT32, .rank = 2, .dims = {1, H}, .data = x}};
+    mx_tensor got = {0};
+    cr_assert_eq(mx_session_run(s, in, 2, &got, 1), MX_OK, "%s", mx_session_last_error(s));
+    mx_tensor_release(&got);
+  }
+  char path[] = "/tmp/mixrt_inspect_if_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(mx_session_save(s, path, NULL), MX_OK, "%s", mx_session_last_error(s));
+  mx_session_destroy(s);
+
+  char args[256];
+  snprintf(args, sizeof args, "inspect %s", path);
+  cr_assert_eq(mxt_cli_run_stdout(out, sizeof out, args), 0, "%s", out);
+  cr_assert(strstr(out, "control bodies stored compiled: 2\n"), "%s", out);
+  cr_assert(strstr(out, "\n  If 'pick' then_branch 'up': 1 static plan, "), "%s", out);
+  cr_assert(strstr(out, "\n  If 'pick' else_branch 'down': 1 static plan, "), "%s", out);
+  snprintf(args, sizeof args, "inspect %s --json", path);
+  cr_assert_eq(mxt_cli_run_stdout(out, sizeof out, args), 0, "%s", out);
+  char why[256];
+  cr_assert(mxt_json_valid(out, why, sizeof why), "%s: %s", why, out);
+  cr_assert(strstr(out,
+                   "{\"node\": \"pick\", \"op\": \"If\", \"attribute\": \"then_branch\", \"body\": \"up\", "
+                   "\"depth\": 1"),
+            "%s", out);
   remove(path);
 }
