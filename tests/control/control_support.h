@@ -23,4 +23,16 @@ void ctl_node(mx_graph *g, const char *type, const char *name, const mx_value_id
 mx_graph *ctl_sub(mx_graph *parent, const char *name);
 mx_value_id ctl_outer(mx_graph *s, const char *name);
 
+/* A toy greedy decoder (support_decode.c). One step: inputs token [1] int64 and past
+ * [past_len, HIDDEN] float32; outputs the next token [1] (ArgMax of tanh(sum of the cache rows) x
+ * a projection) and present (past with the token's embedding appended). The Loop runs STEPS such
+ * steps (Loop "generate", body "body"; inputs token and past [1, HIDDEN]) carrying (token,
+ * past) and scanning the token: outputs the last token, the final cache and the tokens
+ * [STEPS, 1]. */
+#define CTL_DECODE_VOCAB  7
+#define CTL_DECODE_HIDDEN 4
+#define CTL_DECODE_STEPS  6
+mx_graph *ctl_decode_step_model(void);
+mx_graph *ctl_decode_loop_model(void);
+
 #endif /* MIXRT_TESTS_CONTROL_SUPPORT_H */

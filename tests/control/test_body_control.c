@@ -5,7 +5,6 @@
  * equals the reference interpreter's; body_runs counts each body run (Loop iterations, If
  * branches taken). */
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,9 +15,8 @@
 #include "mixrt/session.h"
 
 #define N      8
-#define VOCAB  7
-#define HIDDEN 4
-#define STEPS  6
+#define HIDDEN CTL_DECODE_HIDDEN
+#define STEPS  CTL_DECODE_STEPS
 
 static mx_graph *new_graph(void) {
   mx_graph *g = NULL;
@@ -32,13 +30,6 @@ static mx_value_id input(mx_graph *g, const char *name, mx_dtype dt, int32_t ran
   mx_value_id v;
   cr_assert_eq(mx_graph_add_input(g, name, dt, &s, &v), MX_OK, "%s", mx_graph_last_error(g));
   return v;
-}
-
-static mx_value_id op_a(mx_graph *g, const char *type, const mx_value_id *ins, size_t n, const mx_attr *attrs,
-                        size_t n_attrs) {
-  mx_value_id y;
-  cr_assert_eq(mx_graph_add_op(g, type, ins, n, attrs, n_attrs, &y), MX_OK, "%s", mx_graph_last_error(g));
-  return y;
 }
 
 /* Loop without a trip count running while iter + 1 < limit, its body holding an If: iterations
@@ -189,75 +180,10 @@ Test(body_control, if_branches_of_different_shapes) {
 
 /* --- a greedy decode inside one Loop ----------------------------------------------------------- */
 
-static float emb[VOCAB * HIDDEN], proj[HIDDEN * VOCAB];
-
-static void fill_weights(void) {
-  for (int v = 0; v < VOCAB; v++)
-    for (int h = 0; h < HIDDEN; h++) {
-      emb[v * HIDDEN + h] = sinf(1.7f * (float)v + 0.9f * (float)h + 0.3f);
-      proj[h * VOCAB + v] = cosf(2.3f * (float)h + 1.1f * (float)v);
-    }
-}
-
-/* One decode step: token [1] and past [p, HIDDEN] give next [1] (ArgMax of tanh(sum of the cache
- * rows) x proj) and present = past with the token's embedding appended. */
-static void decode_step(mx_graph *g, mx_value_id token, mx_value_id past, mx_value_id *next,
-                        mx_value_id *present) {
-  int64_t axes0 = 0;
-  mx_value_id e = ctl_constant(g, "emb", MX_FLOAT32, 2, (int64_t[]){VOCAB, HIDDEN}, emb);
-  mx_value_id w = ctl_constant(g, "proj", MX_FLOAT32, 2, (int64_t[]){HIDDEN, VOCAB}, proj);
-  mx_value_id ax = ctl_constant(g, "axes0", MX_INT64, 1, (int64_t[]){1}, &axes0);
-  mx_value_id h = ctl_op(g, "Gather", (mx_value_id[]){e, token}, 2);
-  mx_attr cat = mx_attr_int("axis", 0);
-  *present = op_a(g, "Concat", (mx_value_id[]){past, h}, 2, &cat, 1);
-  mx_value_id sum = ctl_op(g, "ReduceSum", (mx_value_id[]){*present, ax}, 2);
-  mx_value_id act = ctl_op(g, "Tanh", &sum, 1);
-  mx_value_id logits = ctl_op(g, "MatMul", (mx_value_id[]){act, w}, 2);
-  mx_attr am[] = {mx_attr_int("axis", 1), mx_attr_int("keepdims", 0)};
-  *next = op_a(g, "ArgMax", &logits, 1, am, 2);
-}
-
-static mx_graph *step_model(void) {
-  mx_graph *g = new_graph();
-  mx_dim p = mx_sym_named(mx_graph_symtab(g), "past_len");
-  mx_value_id tok = input(g, "token", MX_INT64, 1, (mx_dim[]){1});
-  mx_value_id past = input(g, "past", MX_FLOAT32, 2, (mx_dim[]){p, HIDDEN});
-  mx_value_id next, present;
-  decode_step(g, tok, past, &next, &present);
-  cr_assert_eq(mx_graph_add_output(g, next), MX_OK);
-  cr_assert_eq(mx_graph_add_output(g, present), MX_OK);
-  return g;
-}
-
-static mx_graph *loop_model(void) {
-  mx_graph *g = new_graph();
-  int64_t steps = STEPS;
-  mx_value_id m = ctl_constant(g, "steps", MX_INT64, 0, NULL, &steps);
-  mx_value_id tok0 = input(g, "token", MX_INT64, 1, (mx_dim[]){1});
-  mx_value_id past0 = input(g, "past", MX_FLOAT32, 2, (mx_dim[]){1, HIDDEN});
-  mx_graph *body = ctl_sub(g, "body");
-  input(body, "iter", MX_INT64, 0, NULL);
-  mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
-  mx_value_id tok = input(body, "tok_in", MX_INT64, 1, (mx_dim[]){1});
-  mx_value_id past = input(body, "past_in", MX_FLOAT32, 2, (mx_dim[]){MX_DIM_UNKNOWN, HIDDEN});
-  mx_value_id next, present;
-  decode_step(body, tok, past, &next, &present);
-  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &ci, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, next), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, present), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &next, 1)), MX_OK);
-  mx_attr a = mx_attr_graph("body", body);
-  mx_value_id outs[3];
-  ctl_node(g, "Loop", "generate", (mx_value_id[]){m, MX_NO_VALUE, tok0, past0}, 4, &a, 1, outs, 3);
-  for (int k = 0; k < 3; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
-  return g;
-}
-
 Test(body_control, greedy_decode_in_one_loop_matches_separate_steps) {
-  fill_weights();
   int64_t tok0 = 3;
   float past0[HIDDEN] = {0.25f, -0.5f, 0.125f, 0.75f};
-  mx_session *step = open_with(step_model(), MX_EXECUTOR_SEQUENTIAL, 1);
+  mx_session *step = open_with(ctl_decode_step_model(), MX_EXECUTOR_SEQUENTIAL, 1);
   int64_t tokens[STEPS], tok = tok0;
   mx_tensor past = {0};
   cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 2, (int64_t[]){1, HIDDEN}, &past), MX_OK);
@@ -276,9 +202,9 @@ Test(body_control, greedy_decode_in_one_loop_matches_separate_steps) {
                      {.dtype = MX_FLOAT32, .rank = 2, .dims = {1, HIDDEN}, .data = past0}};
   for (size_t e = 0; e < 3; e++)
     for (uint32_t streams = 1; streams <= 2; streams++) {
-      mx_session *loop = open_with(loop_model(), executors[e], streams);
+      mx_session *loop = open_with(ctl_decode_loop_model(), executors[e], streams);
       for (int run = 0; run < 2; run++) {
-        expect_as_reference(loop, loop_model, in, 2, 3);
+        expect_as_reference(loop, ctl_decode_loop_model, in, 2, 3);
         mx_tensor out[3];
         memset(out, 0, sizeof out);
         cr_assert_eq(mx_session_run(loop, in, 2, out, 3), MX_OK, "%s", mx_session_last_error(loop));

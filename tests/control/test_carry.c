@@ -5,7 +5,6 @@
  * capture, and a value that grows every iteration, are copied (and counted) and stay right; scan
  * outputs and a greedy decode inside one Loop still equal the reference interpreter. */
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,74 +346,13 @@ Test(carry, rebound_after_an_mxm_round_trip) {
 
 /* --- a greedy decode inside one Loop ----------------------------------------------------------- */
 
-#define VOCAB  7
-#define HIDDEN 4
-#define STEPS  6
-
-static float emb[VOCAB * HIDDEN], proj[HIDDEN * VOCAB];
-
-/* token [1] and past [p, HIDDEN] give the next token (ArgMax of tanh(sum of the cache rows) x
- * proj) and present = past with the token's embedding appended. */
-static void decode_step(mx_graph *g, mx_value_id token, mx_value_id past, mx_value_id *next,
-                        mx_value_id *present) {
-  for (int v = 0; v < VOCAB; v++)
-    for (int h = 0; h < HIDDEN; h++) {
-      emb[v * HIDDEN + h] = sinf(1.7f * (float)v + 0.9f * (float)h + 0.3f);
-      proj[h * VOCAB + v] = cosf(2.3f * (float)h + 1.1f * (float)v);
-    }
-  int64_t axes0 = 0;
-  mx_value_id e = ctl_constant(g, "emb", MX_FLOAT32, 2, (int64_t[]){VOCAB, HIDDEN}, emb);
-  mx_value_id w = ctl_constant(g, "proj", MX_FLOAT32, 2, (int64_t[]){HIDDEN, VOCAB}, proj);
-  mx_value_id ax = ctl_constant(g, "axes0", MX_INT64, 1, (int64_t[]){1}, &axes0);
-  mx_value_id h = ctl_op(g, "Gather", (mx_value_id[]){e, token}, 2);
-  mx_attr cat = mx_attr_int("axis", 0);
-  ctl_node(g, "Concat", "append", (mx_value_id[]){past, h}, 2, &cat, 1, present, 1);
-  mx_value_id sum = ctl_op(g, "ReduceSum", (mx_value_id[]){*present, ax}, 2);
-  mx_value_id logits = ctl_op(g, "MatMul", (mx_value_id[]){ctl_op(g, "Tanh", &sum, 1), w}, 2);
-  mx_attr am[] = {mx_attr_int("axis", 1), mx_attr_int("keepdims", 0)};
-  ctl_node(g, "ArgMax", "pick", &logits, 1, am, 2, next, 1);
-}
-
-static mx_graph *step_model(void) {
-  mx_graph *g = new_graph("decode_step");
-  mx_dim p = mx_sym_named(mx_graph_symtab(g), "past_len");
-  mx_value_id tok = input(g, "token", MX_INT64, 1, (mx_dim[]){1});
-  mx_value_id past = input(g, "past", MX_FLOAT32, 2, (mx_dim[]){p, HIDDEN});
-  mx_value_id next, present;
-  decode_step(g, tok, past, &next, &present);
-  cr_assert_eq(mx_graph_add_output(g, next), MX_OK);
-  cr_assert_eq(mx_graph_add_output(g, present), MX_OK);
-  return g;
-}
-
-/* STEPS steps in one Loop: carried (token, past), the token scanned out. */
-static mx_graph *decode_loop(void) {
-  mx_graph *g = new_graph("decode_loop");
-  mx_value_id m = ctl_iconst(g, "steps", STEPS);
-  mx_value_id tok0 = input(g, "token", MX_INT64, 1, (mx_dim[]){1});
-  mx_value_id past0 = input(g, "past", MX_FLOAT32, 2, (mx_dim[]){1, HIDDEN});
-  mx_graph *body = ctl_sub(g, "decode_body");
-  input(body, "iter", MX_INT64, 0, NULL);
-  mx_value_id ci = input(body, "cond_in", MX_BOOL, 0, NULL);
-  mx_value_id tok = input(body, "tok_in", MX_INT64, 1, (mx_dim[]){1});
-  mx_value_id past = input(body, "past_in", MX_FLOAT32, 2, (mx_dim[]){MX_DIM_UNKNOWN, HIDDEN});
-  mx_value_id next, present;
-  decode_step(body, tok, past, &next, &present);
-  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &ci, 1)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, next), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, present), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, ctl_op(body, "Identity", &next, 1)), MX_OK);
-  mx_attr a = mx_attr_graph("body", body);
-  mx_value_id outs[3];
-  ctl_node(g, "Loop", "generate", (mx_value_id[]){m, MX_NO_VALUE, tok0, past0}, 4, &a, 1, outs, 3);
-  for (int k = 0; k < 3; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
-  return g;
-}
+#define HIDDEN CTL_DECODE_HIDDEN
+#define STEPS  CTL_DECODE_STEPS
 
 Test(carry, greedy_decode_in_one_loop_still_equals_separate_steps) {
   int64_t tok0 = 3;
   float past0[HIDDEN] = {0.25f, -0.5f, 0.125f, 0.75f};
-  mx_session *step = open_with(step_model(), MX_EXECUTOR_SEQUENTIAL, 1);
+  mx_session *step = open_with(ctl_decode_step_model(), MX_EXECUTOR_SEQUENTIAL, 1);
   int64_t tokens[STEPS], tok = tok0;
   mx_tensor past = {0};
   cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 2, (int64_t[]){1, HIDDEN}, &past), MX_OK);
@@ -431,7 +369,7 @@ Test(carry, greedy_decode_in_one_loop_still_equals_separate_steps) {
   }
   for (size_t e = 0; e < 3; e++)
     for (uint32_t streams = 1; streams <= 2; streams++) {
-      mx_session *loop = open_with(decode_loop(), executors[e], streams);
+      mx_session *loop = open_with(ctl_decode_loop_model(), executors[e], streams);
       mx_tensor in[2] = {{.dtype = MX_INT64, .rank = 1, .dims = {1}, .data = &tok0},
                          {.dtype = MX_FLOAT32, .rank = 2, .dims = {1, HIDDEN}, .data = past0}};
       mx_tensor out[3];

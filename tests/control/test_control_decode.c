@@ -4,16 +4,15 @@
  * loop-carried values passed through, swapped between slots or scanned out unchanged (the
  * interpreter lends such body outputs instead of copying them) keep their values. */
 #include <criterion/criterion.h>
-#include <math.h>
 #include <string.h>
 
+#include "control_support.h"
 #include "mixrt/graph.h"
 #include "mixrt/reference.h"
 #include "mixrt/session.h"
 
-#define VOCAB  7
-#define HIDDEN 4
-#define STEPS  6
+#define HIDDEN CTL_DECODE_HIDDEN
+#define STEPS  CTL_DECODE_STEPS
 
 static mx_value_id add_input(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, const mx_dim *dims) {
   mx_shape s = {.rank = rank};
@@ -32,92 +31,6 @@ static mx_value_id add_const(mx_graph *g, const char *name, mx_dtype dt, int32_t
   return v;
 }
 
-static mx_value_id add_op(mx_graph *g, const char *type, const mx_value_id *ins, size_t n,
-                          const mx_attr *attrs, size_t n_attrs) {
-  mx_value_id y;
-  cr_assert_eq(mx_graph_add_op(g, type, ins, n, attrs, n_attrs, &y), MX_OK, "%s", mx_graph_last_error(g));
-  return y;
-}
-
-/* The toy decoder's weights: an embedding [VOCAB, HIDDEN] and an output projection
- * [HIDDEN, VOCAB], fixed so that the greedy tokens change from step to step. */
-static float emb[VOCAB * HIDDEN], proj[HIDDEN * VOCAB];
-
-static void fill_weights(void) {
-  for (int v = 0; v < VOCAB; v++)
-    for (int h = 0; h < HIDDEN; h++) {
-      emb[v * HIDDEN + h] = sinf(1.7f * (float)v + 0.9f * (float)h + 0.3f);
-      proj[h * VOCAB + v] = cosf(2.3f * (float)h + 1.1f * (float)v);
-    }
-}
-
-/* One decode step in graph g: token [1] int64 and past [p, HIDDEN] give the next token [1]
- * (ArgMax of tanh(sum of the cache rows) x proj) and present = past with the token's embedding
- * appended. */
-static void decode_step(mx_graph *g, mx_value_id token, mx_value_id past, mx_value_id *next,
-                        mx_value_id *present) {
-  int64_t axes0 = 0;
-  mx_value_id e = add_const(g, "emb", MX_FLOAT32, 2, (int64_t[]){VOCAB, HIDDEN}, emb);
-  mx_value_id w = add_const(g, "proj", MX_FLOAT32, 2, (int64_t[]){HIDDEN, VOCAB}, proj);
-  mx_value_id ax = add_const(g, "axes0", MX_INT64, 1, (int64_t[]){1}, &axes0);
-  mx_value_id h = add_op(g, "Gather", (mx_value_id[]){e, token}, 2, NULL, 0);
-  mx_attr cat = mx_attr_int("axis", 0);
-  *present = add_op(g, "Concat", (mx_value_id[]){past, h}, 2, &cat, 1);
-  mx_value_id sum = add_op(g, "ReduceSum", (mx_value_id[]){*present, ax}, 2, NULL, 0);
-  mx_value_id act = add_op(g, "Tanh", &sum, 1, NULL, 0);
-  mx_value_id logits = add_op(g, "MatMul", (mx_value_id[]){act, w}, 2, NULL, 0);
-  mx_attr am[] = {mx_attr_int("axis", 1), mx_attr_int("keepdims", 0)};
-  *next = add_op(g, "ArgMax", &logits, 1, am, 2);
-}
-
-/* The step alone: inputs token [1], past [p, HIDDEN]; outputs next, present. */
-static mx_graph *step_model(void) {
-  mx_graph *g = NULL;
-  cr_assert_eq(mx_graph_create("decode_step", &g), MX_OK);
-  mx_dim p = mx_sym_named(mx_graph_symtab(g), "past_len");
-  mx_value_id tok = add_input(g, "token", MX_INT64, 1, (mx_dim[]){1});
-  mx_value_id past = add_input(g, "past", MX_FLOAT32, 2, (mx_dim[]){p, HIDDEN});
-  mx_value_id next, present;
-  decode_step(g, tok, past, &next, &present);
-  cr_assert_eq(mx_graph_add_output(g, next), MX_OK);
-  cr_assert_eq(mx_graph_add_output(g, present), MX_OK);
-  return g;
-}
-
-/* STEPS steps inside one Loop: carried (token, past), scanned token; outputs the last token,
- * the final cache and the tokens [STEPS, 1]. */
-static mx_graph *loop_model(void) {
-  mx_graph *g = NULL, *body = NULL;
-  cr_assert_eq(mx_graph_create("decode_loop", &g), MX_OK);
-  int64_t steps = STEPS;
-  mx_value_id m = add_const(g, "steps", MX_INT64, 0, NULL, &steps);
-  mx_value_id tok0 = add_input(g, "token", MX_INT64, 1, (mx_dim[]){1});
-  mx_value_id past0 = add_input(g, "past", MX_FLOAT32, 2, (mx_dim[]){1, HIDDEN});
-  cr_assert_eq(mx_graph_create_subgraph(g, "body", &body), MX_OK);
-  add_input(body, "iter", MX_INT64, 0, NULL);
-  mx_value_id ci = add_input(body, "cond_in", MX_BOOL, 0, NULL);
-  mx_value_id tok = add_input(body, "tok_in", MX_INT64, 1, (mx_dim[]){1});
-  mx_value_id past = add_input(body, "past_in", MX_FLOAT32, 2, (mx_dim[]){MX_DIM_UNKNOWN, HIDDEN});
-  mx_value_id next, present;
-  decode_step(body, tok, past, &next, &present);
-  cr_assert_eq(mx_graph_add_output(body, add_op(body, "Identity", &ci, 1, NULL, 0)), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, next), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, present), MX_OK);
-  cr_assert_eq(mx_graph_add_output(body, add_op(body, "Identity", &next, 1, NULL, 0)), MX_OK);
-  mx_attr a = mx_attr_graph("body", body);
-  mx_node_desc d = {.op_type = "Loop",
-                    .name = "generate",
-                    .inputs = (mx_value_id[]){m, MX_NO_VALUE, tok0, past0},
-                    .n_inputs = 4,
-                    .attrs = &a,
-                    .n_attrs = 1,
-                    .n_outputs = 3};
-  mx_value_id outs[3];
-  cr_assert_eq(mx_graph_add_node(g, &d, outs), MX_OK, "%s", mx_graph_last_error(g));
-  for (int k = 0; k < 3; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
-  return g;
-}
-
 static mx_session *open_session(mx_graph *g) {
   mx_session_options o;
   mx_session_options_init(&o);
@@ -129,12 +42,11 @@ static mx_session *open_session(mx_graph *g) {
 }
 
 Test(control_decode, greedy_decode_in_one_loop_matches_separate_steps) {
-  fill_weights();
   int64_t tok0 = 3;
   float past0[HIDDEN] = {0.25f, -0.5f, 0.125f, 0.75f};
 
   /* N separate steps through a session, the present fed back as the next past. */
-  mx_session *step = open_session(step_model());
+  mx_session *step = open_session(ctl_decode_step_model());
   int64_t tokens[STEPS], tok = tok0;
   mx_tensor past = {0};
   cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 2, (int64_t[]){1, HIDDEN}, &past), MX_OK);
@@ -145,7 +57,7 @@ Test(control_decode, greedy_decode_in_one_loop_matches_separate_steps) {
     memset(out, 0, sizeof out);
     cr_assert_eq(mx_session_run(step, in, 2, out, 2), MX_OK, "step %d: %s", i, mx_session_last_error(step));
     tok = tokens[i] = ((const int64_t *)out[0].data)[0];
-    cr_assert(tok >= 0 && tok < VOCAB);
+    cr_assert(tok >= 0 && tok < CTL_DECODE_VOCAB);
     mx_tensor_release(&out[0]);
     mx_tensor_release(&past);
     past = out[1];
@@ -157,7 +69,7 @@ Test(control_decode, greedy_decode_in_one_loop_matches_separate_steps) {
   cr_assert(varied, "the toy decoder picks more than one token");
 
   /* The same N steps inside one Loop, run by a session and by the reference interpreter. */
-  mx_session *loop = open_session(loop_model());
+  mx_session *loop = open_session(ctl_decode_loop_model());
   mx_tensor in[2] = {{.dtype = MX_INT64, .rank = 1, .dims = {1}, .data = &tok0},
                      {.dtype = MX_FLOAT32, .rank = 2, .dims = {1, HIDDEN}, .data = past0}};
   for (int way = 0; way < 2; way++) {
@@ -166,7 +78,7 @@ Test(control_decode, greedy_decode_in_one_loop_matches_separate_steps) {
     if (way == 0) {
       cr_assert_eq(mx_session_run(loop, in, 2, out, 3), MX_OK, "%s", mx_session_last_error(loop));
     } else {
-      mx_graph *g = loop_model();
+      mx_graph *g = ctl_decode_loop_model();
       mx_error err = {0};
       cr_assert_eq(mx_reference_run(g, in, 2, out, 3, &err), MX_OK, "%s", err.message);
       mx_graph_destroy(g);
