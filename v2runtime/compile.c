@@ -208,6 +208,7 @@ mx_status mx__program_compile(mx_session *s, mx_graph *g, mx_program **out, mx_e
       s->opts.log(s->opts.log_user, MX_LOG_INFO, line);
     }
     p->interpreted = true;
+    snprintf(p->interpreted_why, sizeof p->interpreted_why, "%s", why);
     p->root = g;
     p->source = NULL;
     st = mx__program_finish(p, err);

@@ -329,7 +329,9 @@ static mx_status run_step(mx_session *s, const mx_tensor *inputs, size_t n_input
   }
   if (p->interpreted) {
     st = async ? mx__fail(&s->err, MX_ERR_UNSUPPORTED,
-                          "asynchronous runs of a model with control flow or sequences are not supported")
+                          "the model runs whole through the reference interpreter (%s), which has no "
+                          "asynchronous runs",
+                          p->interpreted_why)
                : run_interpreted(s, p, step);
     if (st == MX_OK) account(s, step, mx__now_ns() - t0);
     goto out;

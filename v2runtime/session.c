@@ -458,7 +458,8 @@ mx_status mx_session_save(mx_session *s, const char *path, const mx_session_save
     st = mx__fail(&s->err, MX_ERR_INVALID_ARGUMENT, "no model is loaded");
   else if (s->prog->interpreted)
     st = mx__fail(&s->err, MX_ERR_UNSUPPORTED,
-                  "a model with control flow or sequences cannot be saved as .mxm");
+                  "the model runs whole through the reference interpreter (%s), which cannot be saved as .mxm",
+                  s->prog->interpreted_why);
   else
     st = mx__program_save_mxm(s, path, o && o->external_weights, &s->err);
   leave(s);

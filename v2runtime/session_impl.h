@@ -78,8 +78,9 @@ typedef struct mx_program {
   char **input_shapes;        /* printed shape of each graph input (malloc'd strings) */
   char **output_shapes;
   size_t static_calls, dynamic_calls;
-  bool interpreted;                    /* holds control flow or sequences: root runs on the host through
+  bool interpreted;                    /* holds sequences or optionals: root runs on the host through
                                  the reference interpreter, whole (no calls, empty exe graphs) */
+  char interpreted_why[MX_ERROR_MESSAGE_MAX]; /* the node or input that made it so, for errors */
   struct mx_mem_limits *limits;        /* what a step may take and the tensors to size (limits.c) */
   struct mx_spec_state *spec;          /* shape specialization of dynamic calls (spec.c), or NULL */
   struct mx__control_bodies *bodies;   /* control-node bodies compiled into programs of their own
