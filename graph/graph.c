@@ -356,7 +356,7 @@ static mx_status set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t, boo
 }
 
 mx_status mx__graph_set_const(mx_graph *g, mx_value_id vid, const mx_tensor *t) {
-  return set_const(g, vid, t, false, false);
+  return set_const(g, vid, t, false, true);
 }
 
 mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const mx_tensor *t,
