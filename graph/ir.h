@@ -35,7 +35,9 @@ enum {
 /* Storage of a large constant (>= MX__CONST_STORE_MIN bytes) held outside its graph's arena, so
  * its bytes can be released while the graph lives: they are a heap block until a holder (a static
  * plan's weight block) takes them over, then they lie in the holder's bytes (one copy, shared).
- * Owned by the graph that created it; other graphs' values may share it (same header). */
+ * Owned by the graph that created it; other graphs' values may share it (same header), so neither
+ * the header nor the bytes are ever written once set: a pass that changes a constant makes a new one.
+ * Every constant made by copying (import, builder, folding, rewrite rules) of this size is stored. */
 #define MX__CONST_STORE_MIN 4096
 typedef struct mx__const_store {
   mx_tensor header;             /* the constant; data = heap, or inside the holder's bytes */
@@ -149,7 +151,7 @@ MX_MUST_USE mx_status mx__graph_adopt_subgraph(mx_graph *g, mx_graph *sub);
 MX_MUST_USE mx_status mx__graph_new_value(mx_graph *g, const char *name, mx_value_id *out);
 /* A name not used by any value or node of g, built from `hint`; arena. NULL on OOM. */
 const char *mx__graph_unique_name(mx_graph *g, const char *hint);
-/* Turns v into a constant holding a copy of t (dtype and shape follow t). */
+/* Turns v into a constant holding a copy of t (dtype and shape follow t; stored when large). */
 MX_MUST_USE mx_status mx__graph_set_const(mx_graph *g, mx_value_id v, const mx_tensor *t);
 /* A new constant whose data are t's own bytes, not copied: they must stay valid and unchanged for
  * the graph's life (the mapped weights section of an .mxm file, held by whoever loaded it). */
