@@ -186,6 +186,7 @@ typedef struct mx__dyn_opstate {
   uint8_t last_meta;        /* entry used last */
   uint8_t next_victim;      /* entry to refill next */
   bool shapes_valid;        /* output dims of the previous step are still in the value states */
+  bool prepack_retry;       /* its constant's pre-pack ran out of memory: the next launch retries */
   int64_t *shape_out;       /* data-dependent ops: n_out shape records (owned) */
   unsigned char *infer_key; /* inferred ops: input shapes and values of the last inference
                                (owned), infer_key_len bytes of infer_key_cap */
@@ -245,6 +246,8 @@ struct mx_dyn_exec {
                                  at the first launch of each layout (host-memory devices),
                                  freed with the executor */
   bool prepack_ok;            /* pre-packing is on and the device is host memory */
+  mx_status prepack_error;    /* a device failure keeping a pre-packed block other than running
+                                 out of memory (which is absorbed and retried): the launch fails */
   mx__dyn_opstate *ops;  /* by plan op (owned) */
   int64_t *sym_val;      /* this step's symbol values, INT64_MIN unbound (owned) */
   int64_t *sym_prev;     /* values of the previous step (change detection) (owned) */

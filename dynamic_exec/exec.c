@@ -667,6 +667,9 @@ static void *prepack_keep(void *ctx, const void *host, size_t bytes) {
   void *block = NULL;
   mx_status st = e->const_shared ? mx_device_shared_acquire(e->dev, host, bytes, 64, &block)
                                  : mx_device_upload(e->dev, host, bytes, 64, &block);
+  /* Out of device memory: the kernel packs per run and a later launch retries. Any other failure
+   * is the device's, and the launch reports it. */
+  if (st != MX_OK && st != MX_ERR_DEVICE_OOM && e->prepack_error == MX_OK) e->prepack_error = st;
   return st == MX_OK ? block : NULL;
 }
 

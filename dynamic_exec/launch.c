@@ -63,6 +63,17 @@ static const void *op_prepack(mx_dyn_exec *e, const mx__dyn_op *op, mx_kernel_ca
   return block;
 }
 
+/* A launch block's pre-packed constant and workspace. A pack given up for want of memory is
+ * retried by the op's next launch, so that a passing out-of-memory does not leave the op packing
+ * its weights on every run for the executor's lifetime. */
+static void meta_prepack(mx_dyn_exec *e, size_t i, mx_kernel_call *call) {
+  const mx__dyn_op *op = &e->plan->ops[i];
+  const uint32_t failures = e->prepacks.failures;
+  call->prepacked = op->kind == MX__DYN_OP_DEVICE ? op_prepack(e, op, call) : NULL;
+  e->ops[i].prepack_retry = e->prepacks.failures != failures;
+  call->workspace_size = op->kernel->workspace ? op->kernel->workspace(call) : 0;
+}
+
 static void meta_fill(mx_dyn_exec *e, size_t i, unsigned char *block) {
   const mx__dyn_op *op = &e->plan->ops[i];
   const mx_node *nd = op->nd;
@@ -86,8 +97,7 @@ static void meta_fill(mx_dyn_exec *e, size_t i, unsigned char *block) {
     mx__ktensor_set_dims(&call->t[j], rv->rank, rv->dims);
     if (rv->pad_rows) mx__dyn_val_strides(rv, call->t[j].strides);
   }
-  call->prepacked = op->kind == MX__DYN_OP_DEVICE ? op_prepack(e, op, call) : NULL;
-  call->workspace_size = op->kernel->workspace ? op->kernel->workspace(call) : 0;
+  meta_prepack(e, i, call);
 }
 
 unsigned char *mx__dyn_meta(mx_dyn_exec *e, size_t i) {
@@ -98,6 +108,7 @@ unsigned char *mx__dyn_meta(mx_dyn_exec *e, size_t i) {
     unsigned char *last = os->meta + (size_t)os->last_meta * bs;
     if (meta_matches(e, op, last)) {
       e->stats.meta_hits++;
+      if (os->prepack_retry) meta_prepack(e, i, mx__kernel_task_call(last + MX__DYN_HDR_SIZE));
       return last;
     }
     for (uint8_t k = 0; k < os->n_meta; k++) {
@@ -105,6 +116,7 @@ unsigned char *mx__dyn_meta(mx_dyn_exec *e, size_t i) {
       if (k == os->last_meta || !meta_matches(e, op, b)) continue;
       os->last_meta = k;
       e->stats.meta_hits++;
+      if (os->prepack_retry) meta_prepack(e, i, mx__kernel_task_call(b + MX__DYN_HDR_SIZE));
       return b;
     }
   }
@@ -148,6 +160,12 @@ mx_status mx__dyn_launch_device(mx_dyn_exec *e, size_t i) {
     e->stats.event_waits++;
   }
   unsigned char *block = mx__dyn_meta(e, i);
+  if (e->prepack_error != MX_OK) {
+    st = e->prepack_error;
+    e->prepack_error = MX_OK;
+    return mx__dyn_fail(e, st, "node '%s' (%s): keeping its pre-packed weights: %s", nd->name, nd->op_type,
+                        mx_device_last_error(e->dev));
+  }
   mx__dyn_launch_hdr *h = (mx__dyn_launch_hdr *)block;
   h->step = (uint16_t)e->step;
   mx_kernel_call *call = mx__kernel_task_call(block + MX__DYN_HDR_SIZE);

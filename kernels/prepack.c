@@ -86,6 +86,7 @@ const void *mx__kprepack_get(mx_kprepack_cache *c, const mx_kernel_def *kd, cons
   if (!e || !host) {
     free(e);
     free(host);
+    c->failures++;
     return NULL;
   }
   mx_kernel_prepack_layout written;
@@ -102,6 +103,7 @@ const void *mx__kprepack_get(mx_kprepack_cache *c, const mx_kernel_def *kd, cons
     free(host);
     if (!block) {
       free(e);
+      c->failures++;
       return NULL;
     }
   }

@@ -87,8 +87,9 @@ typedef struct mx_kprepack_cache {
   void *(*keep)(void *ctx, const void *host, size_t bytes); /* NULL on failure */
   void (*drop)(void *ctx, void *block);
   void *ctx;
-  uint64_t bytes;  /* held by the blocks */
-  uint32_t blocks; /* held */
+  uint64_t bytes;    /* held by the blocks */
+  uint32_t blocks;   /* held */
+  uint32_t failures; /* packs given up for want of memory (nothing kept: a later request retries) */
 } mx_kprepack_cache;
 
 /* Whether executors pre-pack: yes unless MIXRT_PREPACK=0 (or off) in the environment, read once
