@@ -348,7 +348,7 @@ static mx_status vocab_embedding(mx__shard_ctx *c, mx_node_id n) {
   }
   char name[256];
   snprintf(name, sizeof name, "%s.tp%d", g->values[table].name, c->rank);
-  mx_value_id slice, row_map, idx;
+  mx_value_id slice = MX_NO_VALUE, row_map = MX_NO_VALUE, idx = MX_NO_VALUE;
   mx_status st = mx__rw_new_const(g, name, t->dtype, 2, (int64_t[]){local + 1, hidden}, rows, &slice);
   snprintf(name, sizeof name, "%s.tp%d_rows", g->values[ids].name, c->rank);
   if (st == MX_OK) st = mx__rw_new_const(g, name, it, 1, (int64_t[]){vocab}, row_of_id, &row_map);
