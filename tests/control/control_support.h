@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "mixrt/graph.h"
+#include "mixrt/session.h"
 
 /* A constant of dtype dt and the given dims (rank 0: a scalar; dims may then be NULL). */
 mx_value_id ctl_constant(mx_graph *g, const char *name, mx_dtype dt, int32_t rank, const int64_t *dims,
@@ -34,5 +35,10 @@ mx_value_id ctl_outer(mx_graph *s, const char *name);
 #define CTL_DECODE_STEPS  6
 mx_graph *ctl_decode_step_model(void);
 mx_graph *ctl_decode_loop_model(void);
+/* Runs the step model's session STEPS times from (tok0, past0 [1, HIDDEN]), each step fed the
+ * previous one's token and cache: the tokens, and the final cache in *past (the caller releases
+ * it). Each token lies in the vocabulary and the cache grows by one row per step. */
+void ctl_decode_separate_steps(mx_session *step, int64_t tok0, const float *past0, int64_t *tokens,
+                               mx_tensor *past);
 
 #endif /* MIXRT_TESTS_CONTROL_SUPPORT_H */

@@ -2,6 +2,7 @@
  * inside one Loop, so suites can check that the Loop's tokens equal separate steps. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 #include "control_support.h"
 
@@ -78,4 +79,25 @@ mx_graph *ctl_decode_loop_model(void) {
   ctl_node(g, "Loop", "generate", (mx_value_id[]){m, MX_NO_VALUE, tok0, past0}, 4, &a, 1, outs, 3);
   for (int k = 0; k < 3; k++) cr_assert_eq(mx_graph_add_output(g, outs[k]), MX_OK);
   return g;
+}
+
+void ctl_decode_separate_steps(mx_session *step, int64_t tok0, const float *past0, int64_t *tokens,
+                               mx_tensor *past) {
+  int64_t tok = tok0;
+  memset(past, 0, sizeof *past);
+  cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 2, (int64_t[]){1, CTL_DECODE_HIDDEN}, past), MX_OK);
+  memcpy(past->data, past0, CTL_DECODE_HIDDEN * sizeof *past0);
+  for (int i = 0; i < CTL_DECODE_STEPS; i++) {
+    mx_tensor in[2] = {{.dtype = MX_INT64, .rank = 1, .dims = {1}, .data = &tok}, *past};
+    mx_tensor out[2];
+    memset(out, 0, sizeof out);
+    cr_assert_eq(mx_session_run(step, in, 2, out, 2), MX_OK, "step %d: %s", i, mx_session_last_error(step));
+    tok = tokens[i] = ((const int64_t *)out[0].data)[0];
+    cr_assert(tok >= 0 && tok < CTL_DECODE_VOCAB);
+    mx_tensor_release(&out[0]);
+    mx_tensor_release(past);
+    *past = out[1];
+    cr_assert_eq(past->rank, 2);
+    cr_assert_eq(past->dims[0], i + 2, "the cache grows by one row per step");
+  }
 }

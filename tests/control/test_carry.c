@@ -353,20 +353,9 @@ Test(carry, greedy_decode_in_one_loop_still_equals_separate_steps) {
   int64_t tok0 = 3;
   float past0[HIDDEN] = {0.25f, -0.5f, 0.125f, 0.75f};
   mx_session *step = open_with(ctl_decode_step_model(), MX_EXECUTOR_SEQUENTIAL, 1);
-  int64_t tokens[STEPS], tok = tok0;
-  mx_tensor past = {0};
-  cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 2, (int64_t[]){1, HIDDEN}, &past), MX_OK);
-  memcpy(past.data, past0, sizeof past0);
-  for (int i = 0; i < STEPS; i++) {
-    mx_tensor in[2] = {{.dtype = MX_INT64, .rank = 1, .dims = {1}, .data = &tok}, past};
-    mx_tensor out[2];
-    memset(out, 0, sizeof out);
-    cr_assert_eq(mx_session_run(step, in, 2, out, 2), MX_OK, "step %d: %s", i, mx_session_last_error(step));
-    tok = tokens[i] = ((const int64_t *)out[0].data)[0];
-    mx_tensor_release(&out[0]);
-    mx_tensor_release(&past);
-    past = out[1];
-  }
+  int64_t tokens[STEPS];
+  mx_tensor past;
+  ctl_decode_separate_steps(step, tok0, past0, tokens, &past);
   for (size_t e = 0; e < 3; e++)
     for (uint32_t streams = 1; streams <= 2; streams++) {
       mx_session *loop = open_with(ctl_decode_loop_model(), executors[e], streams);
