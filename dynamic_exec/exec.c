@@ -665,8 +665,7 @@ done:
 static void *prepack_keep(void *ctx, const void *host, size_t bytes) {
   mx_dyn_exec *e = ctx;
   void *block = NULL;
-  mx_status st = e->const_shared ? mx_device_shared_acquire(e->dev, host, bytes, 64, &block)
-                                 : mx_device_upload(e->dev, host, bytes, 64, &block);
+  mx_status st = mx__hal_copy_keep(e->dev, e->const_shared, host, bytes, &block);
   /* Out of device memory: the kernel packs per run and a later launch retries. Any other failure
    * is the device's, and the launch reports it. */
   if (st != MX_OK && st != MX_ERR_DEVICE_OOM && e->prepack_error == MX_OK) e->prepack_error = st;
@@ -675,10 +674,7 @@ static void *prepack_keep(void *ctx, const void *host, size_t bytes) {
 
 static void prepack_drop(void *ctx, void *block) {
   mx_dyn_exec *e = ctx;
-  if (e->const_shared)
-    MX_IGNORE_STATUS(mx_device_shared_release(e->dev, block));
-  else
-    mx_device_free(e->dev, block);
+  mx__hal_copy_release(e->dev, e->const_shared, block);
 }
 
 void mx__dyn_exec_prepacked(const mx_dyn_exec *e, uint32_t *blocks, uint64_t *bytes) {

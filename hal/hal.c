@@ -238,6 +238,17 @@ bool mx__hal_device_host_memory(const mx_device *dev) {
   return dev && (dev->ops == &mx__cpu_device_ops || dev->ops == &mx__inline_device_ops);
 }
 
+mx_status mx__hal_copy_keep(mx_device *dev, bool shared, const void *host, size_t n, void **block) {
+  return shared ? mx_device_shared_acquire(dev, host, n, 64, block) : mx_device_upload(dev, host, n, 64, block);
+}
+
+void mx__hal_copy_release(mx_device *dev, bool shared, void *block) {
+  if (shared)
+    MX_IGNORE_STATUS(mx_device_shared_release(dev, block));
+  else
+    mx_device_free(dev, block);
+}
+
 /* --- channels --------------------------------------------------------------------------------- */
 
 static mx__chan *chan_acquire(mx_device *dev) {

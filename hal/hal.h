@@ -70,6 +70,12 @@ bool mx__hal_device_checking(const mx_device *dev);
  * can then serve as device buffers without a copy. */
 bool mx__hal_device_host_memory(const mx_device *dev);
 
+/* A read-only copy of n host bytes on dev (64-byte aligned): a block shared with every holder of
+ * equal bytes when shared (mx_device_shared_acquire), else the caller's own (mx_device_upload);
+ * mx__hal_copy_release frees it the same way. Executors keep their pre-packed weights so. */
+MX_MUST_USE mx_status mx__hal_copy_keep(mx_device *dev, bool shared, const void *host, size_t n, void **block);
+void mx__hal_copy_release(mx_device *dev, bool shared, void *block);
+
 /* --- HAL models ----------------------------------------------------------------------------- */
 
 typedef struct mx_hal_model mx_hal_model;

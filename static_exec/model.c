@@ -105,17 +105,12 @@ static mx_status copy_ios(mx_static_model *m, const mx__pio *src, uint32_t n, mx
 static void *prepack_keep(void *ctx, const void *host, size_t bytes) {
   mx_static_model *m = ctx;
   void *block = NULL;
-  mx_status st = m->share_prepacks ? mx_device_shared_acquire(m->dev, host, bytes, 64, &block)
-                                   : mx_device_upload(m->dev, host, bytes, 64, &block);
-  return st == MX_OK ? block : NULL;
+  return mx__hal_copy_keep(m->dev, m->share_prepacks, host, bytes, &block) == MX_OK ? block : NULL;
 }
 
 static void prepack_drop(void *ctx, void *block) {
   mx_static_model *m = ctx;
-  if (m->share_prepacks)
-    MX_IGNORE_STATUS(mx_device_shared_release(m->dev, block));
-  else
-    mx_device_free(m->dev, block);
+  mx__hal_copy_release(m->dev, m->share_prepacks, block);
 }
 
 /* The weights of kernel task pt (call: its block, dims and params set) packed once for the
