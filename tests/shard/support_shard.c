@@ -1,6 +1,7 @@
 /* Helpers of the sharding tests (support_shard.h). */
 #include "support_shard.h"
 
+#include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,4 +190,74 @@ mx_status shard_sim_run(shard_sim *s, mx_tensor *const *inputs, size_t n_in, mx_
   free(out);
   free(parts);
   return st;
+}
+
+static int64_t logits_argmax(const mx_tensor *t) {
+  int64_t n = 0, best = 0;
+  (void)mx_tensor_numel(t, &n);
+  const float *d = t->data;
+  for (int64_t i = 1; i < n; i++)
+    if (d[i] > d[best]) best = i;
+  return best;
+}
+
+static mx_tensor empty_cache(int64_t heads, int64_t d) {
+  mx_tensor t;
+  cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, heads, 0, d}, &t), MX_OK);
+  return t;
+}
+
+void shard_check_greedy(mx_graph *full, mx_graph **ranks, int tp, const shard_decode_shape *shape, int steps,
+                        const char *label) {
+  mx_error err = {0};
+  shard_sim *sim = shard_sim_create(ranks, tp);
+  cr_assert(sim);
+  const size_t n_io = 1 + 2 * (size_t)shape->layers;
+  cr_assert_leq(n_io, 64);
+  cr_assert_leq(tp, 8);
+  mx_tensor full_in[64], full_out[64], rank_in[8][64], rank_out[8][64];
+  mx_tensor *rin[8], *rout[8];
+  for (size_t i = 1; i < n_io; i++) {
+    full_in[i] = empty_cache(shape->kv_heads, shape->head_dim);
+    for (int r = 0; r < tp; r++) rank_in[r][i] = empty_cache(shape->rank_kv_heads, shape->head_dim);
+  }
+  for (int r = 0; r < tp; r++) {
+    rin[r] = rank_in[r];
+    rout[r] = rank_out[r];
+  }
+  int64_t token = shape->first_token;
+  for (int step = 0; step < steps; step++) {
+    mx_tensor ids;
+    cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &ids), MX_OK);
+    *(int64_t *)ids.data = token;
+    full_in[0] = ids;
+    for (int r = 0; r < tp; r++) rank_in[r][0] = ids;
+    cr_assert_eq(mx_reference_run(full, full_in, n_io, full_out, n_io, &err), MX_OK, "%s", err.message);
+    cr_assert_eq(shard_sim_run(sim, rin, n_io, rout, n_io, &err), MX_OK, "%s", err.message);
+    for (int r = 0; r < tp; r++) {
+      char why[256];
+      cr_assert(mx_tensor_allclose(&rank_out[r][0], &full_out[0], 1e-3, 1e-4, why, sizeof why),
+                "%s, tp %d rank %d step %d logits: %s", label, tp, r, step, why);
+    }
+    int64_t next = logits_argmax(&full_out[0]);
+    cr_assert_eq(logits_argmax(&rank_out[0][0]), next, "%s, tp %d step %d", label, tp, step);
+    token = next;
+    mx_tensor_release(&ids);
+    for (size_t i = 1; i < n_io; i++) {
+      mx_tensor_release(&full_in[i]);
+      full_in[i] = full_out[i];
+      for (int r = 0; r < tp; r++) {
+        mx_tensor_release(&rank_in[r][i]);
+        rank_in[r][i] = rank_out[r][i];
+      }
+    }
+    mx_tensor_release(&full_out[0]);
+    for (int r = 0; r < tp; r++) mx_tensor_release(&rank_out[r][0]);
+  }
+  for (size_t i = 1; i < n_io; i++) {
+    mx_tensor_release(&full_in[i]);
+    for (int r = 0; r < tp; r++) mx_tensor_release(&rank_in[r][i]);
+  }
+  shard_sim_destroy(sim);
+  mx_graph_destroy(full);
 }

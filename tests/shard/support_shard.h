@@ -25,4 +25,18 @@ void shard_sim_destroy(shard_sim *s);
 mx_status shard_sim_run(shard_sim *s, mx_tensor *const *inputs, size_t n_in, mx_tensor **outputs,
                         size_t n_out, mx_error *err);
 
+/* A decoder taking input_ids [1, 1] and per layer past key/value [1, kv_heads, past_len,
+ * head_dim], giving logits and the grown caches in the same order; each rank's caches hold
+ * rank_kv_heads. */
+typedef struct shard_decode_shape {
+  int64_t layers, kv_heads, rank_kv_heads, head_dim;
+  int64_t first_token;
+} shard_decode_shape;
+/* Greedy decode for `steps` steps of `full` (reference interpreter) and of its tp rank graphs on
+ * simulated ranks, from empty caches: every rank's logits within rtol 1e-3 / atol 1e-4 of the
+ * unsharded ones and the tokens equal (label starts each failure message). Takes full and
+ * ranks[0..tp). */
+void shard_check_greedy(mx_graph *full, mx_graph **ranks, int tp, const shard_decode_shape *shape, int steps,
+                        const char *label);
+
 #endif /* MIXRT_TESTS_SHARD_SUPPORT_H */

@@ -143,21 +143,6 @@ Test(shard, refuses_weight_used_twice) {
 
 /* --- numerics: N ranks simulated against the unsharded model ------------------------------------ */
 
-static int64_t argmax(const mx_tensor *t) {
-  int64_t n = 0, best = 0;
-  (void)mx_tensor_numel(t, &n);
-  const float *d = t->data;
-  for (int64_t i = 1; i < n; i++)
-    if (d[i] > d[best]) best = i;
-  return best;
-}
-
-static mx_tensor empty_cache(int64_t heads, int64_t d) {
-  mx_tensor t;
-  cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, heads, 0, d}, &t), MX_OK);
-  return t;
-}
-
 /* A decoder taking input_ids [1, 1] and per layer past key/value [1, kv_heads, past_len, d],
  * giving logits and the grown caches in the same order. */
 typedef struct decoder_src {
@@ -197,55 +182,12 @@ static void check_greedy(const decoder_src *m, int tp, int steps) {
     ranks[r] = fused(m);
     cr_assert_eq(mx__shard_graph(ranks[r], tp, r, NULL, &err), MX_OK, "%s", err.message);
   }
-  shard_sim *sim = shard_sim_create(ranks, tp);
-  cr_assert(sim);
-  const int64_t d = m->head_dim;
-  const size_t n_io = 1 + 2 * (size_t)m->layers;
-  mx_tensor full_in[64], full_out[64], rank_in[8][64], rank_out[8][64];
-  mx_tensor *rin[8], *rout[8];
-  int64_t token = m->first_token ? m->first_token : 1;
-  for (size_t i = 1; i < n_io; i++) {
-    full_in[i] = empty_cache(m->kv_heads, d);
-    for (int r = 0; r < tp; r++) rank_in[r][i] = empty_cache(m->kv_heads / tp, d);
-  }
-  for (int r = 0; r < tp; r++) {
-    rin[r] = rank_in[r];
-    rout[r] = rank_out[r];
-  }
-  for (int step = 0; step < steps; step++) {
-    mx_tensor ids;
-    cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &ids), MX_OK);
-    *(int64_t *)ids.data = token;
-    full_in[0] = ids;
-    for (int r = 0; r < tp; r++) rank_in[r][0] = ids;
-    cr_assert_eq(mx_reference_run(full, full_in, n_io, full_out, n_io, &err), MX_OK, "%s", err.message);
-    cr_assert_eq(shard_sim_run(sim, rin, n_io, rout, n_io, &err), MX_OK, "%s", err.message);
-    for (int r = 0; r < tp; r++) {
-      char why[256];
-      cr_assert(mx_tensor_allclose(&rank_out[r][0], &full_out[0], 1e-3, 1e-4, why, sizeof why),
-                "tp %d rank %d step %d logits: %s", tp, r, step, why);
-    }
-    int64_t next = argmax(&full_out[0]);
-    cr_assert_eq(argmax(&rank_out[0][0]), next, "tp %d step %d", tp, step);
-    token = next;
-    mx_tensor_release(&ids);
-    for (size_t i = 1; i < n_io; i++) {
-      mx_tensor_release(&full_in[i]);
-      full_in[i] = full_out[i];
-      for (int r = 0; r < tp; r++) {
-        mx_tensor_release(&rank_in[r][i]);
-        rank_in[r][i] = rank_out[r][i];
-      }
-    }
-    mx_tensor_release(&full_out[0]);
-    for (int r = 0; r < tp; r++) mx_tensor_release(&rank_out[r][0]);
-  }
-  for (size_t i = 1; i < n_io; i++) {
-    mx_tensor_release(&full_in[i]);
-    for (int r = 0; r < tp; r++) mx_tensor_release(&rank_in[r][i]);
-  }
-  shard_sim_destroy(sim);
-  mx_graph_destroy(full);
+  shard_decode_shape shape = {.layers = m->layers,
+                              .kv_heads = m->kv_heads,
+                              .rank_kv_heads = m->kv_heads / tp,
+                              .head_dim = m->head_dim,
+                              .first_token = m->first_token ? m->first_token : 1};
+  shard_check_greedy(full, ranks, tp, &shape, steps, m->path ? m->path : "llama");
 }
 
 static decoder_src llama_src(int64_t kv_heads) {

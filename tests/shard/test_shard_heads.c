@@ -58,7 +58,6 @@ Test(shard_heads, shared_kv_head_cache_shapes) {
 /* Greedy decode on simulated ranks against the unsharded model, rtol 1e-3 / atol 1e-4. */
 static void check_shared(int64_t q, int64_t kv, int tp, int steps) {
   mx_llama_config cfg = heads(q, kv);
-  const int64_t hd = cfg.hidden / cfg.heads, rank_kv = kv < tp ? 1 : kv / tp;
   mx_graph *full = shard_test_llama(&cfg);
   cr_assert(full);
   mx_graph *ranks[8];
@@ -67,58 +66,14 @@ static void check_shared(int64_t q, int64_t kv, int tp, int steps) {
     ranks[r] = shard_test_rank(&cfg, tp, r, NULL, &err);
     cr_assert(ranks[r], "%s", err.message);
   }
-  shard_sim *sim = shard_sim_create(ranks, tp);
-  cr_assert(sim);
-  const size_t n_io = 1 + 2 * (size_t)cfg.layers;
-  mx_tensor full_in[16], full_out[16], rank_in[8][16], rank_out[8][16];
-  mx_tensor *rin[8], *rout[8];
-  for (size_t i = 1; i < n_io; i++) {
-    cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, kv, 0, hd}, &full_in[i]), MX_OK);
-    for (int r = 0; r < tp; r++)
-      cr_assert_eq(mx_tensor_alloc(MX_FLOAT32, 4, (int64_t[]){1, rank_kv, 0, hd}, &rank_in[r][i]), MX_OK);
-  }
-  for (int r = 0; r < tp; r++) {
-    rin[r] = rank_in[r];
-    rout[r] = rank_out[r];
-  }
-  int64_t token = 1;
-  for (int step = 0; step < steps; step++) {
-    mx_tensor ids;
-    cr_assert_eq(mx_tensor_alloc(MX_INT64, 2, (int64_t[]){1, 1}, &ids), MX_OK);
-    *(int64_t *)ids.data = token;
-    full_in[0] = ids;
-    for (int r = 0; r < tp; r++) rank_in[r][0] = ids;
-    cr_assert_eq(mx_reference_run(full, full_in, n_io, full_out, n_io, &err), MX_OK, "%s", err.message);
-    cr_assert_eq(shard_sim_run(sim, rin, n_io, rout, n_io, &err), MX_OK, "%s", err.message);
-    int64_t next = 0;
-    const float *lf = full_out[0].data;
-    for (int64_t i = 1; i < cfg.vocab; i++)
-      if (lf[i] > lf[next]) next = i;
-    for (int r = 0; r < tp; r++) {
-      char why[256];
-      cr_assert(mx_tensor_allclose(&rank_out[r][0], &full_out[0], 1e-3, 1e-4, why, sizeof why),
-                "%lld/%lld heads, tp %d rank %d step %d logits: %s", (long long)q, (long long)kv, tp, r, step,
-                why);
-    }
-    token = next;
-    mx_tensor_release(&ids);
-    for (size_t i = 1; i < n_io; i++) {
-      mx_tensor_release(&full_in[i]);
-      full_in[i] = full_out[i];
-      for (int r = 0; r < tp; r++) {
-        mx_tensor_release(&rank_in[r][i]);
-        rank_in[r][i] = rank_out[r][i];
-      }
-    }
-    mx_tensor_release(&full_out[0]);
-    for (int r = 0; r < tp; r++) mx_tensor_release(&rank_out[r][0]);
-  }
-  for (size_t i = 1; i < n_io; i++) {
-    mx_tensor_release(&full_in[i]);
-    for (int r = 0; r < tp; r++) mx_tensor_release(&rank_in[r][i]);
-  }
-  shard_sim_destroy(sim);
-  mx_graph_destroy(full);
+  shard_decode_shape shape = {.layers = cfg.layers,
+                              .kv_heads = kv,
+                              .rank_kv_heads = kv < tp ? 1 : kv / tp,
+                              .head_dim = cfg.hidden / cfg.heads,
+                              .first_token = 1};
+  char label[64];
+  snprintf(label, sizeof label, "%lld/%lld heads", (long long)q, (long long)kv);
+  shard_check_greedy(full, ranks, tp, &shape, steps, label);
 }
 
 Test(shard_heads, two_kv_heads_on_four_ranks) { check_shared(4, 2, 4, 16); }
