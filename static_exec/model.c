@@ -37,6 +37,7 @@ struct mx_static_model {
   mx_kprepack_cache prepacks; /* weights of Conv / MatMul / Gemm tasks packed once at create
                                  (host-memory devices), freed with the model */
   bool share_prepacks;        /* prepacks are shared device blocks (with the weights shared) */
+  mx_status prepack_error;    /* a device failure other than out-of-memory while keeping one */
   void *fm_owned; /* model-owned FM arena (device, owned) or NULL */
   void *fm_base;  /* FM arena of the next execute (owned or supplied), or NULL */
   uint64_t fm_bytes;
@@ -105,7 +106,11 @@ static mx_status copy_ios(mx_static_model *m, const mx__pio *src, uint32_t n, mx
 static void *prepack_keep(void *ctx, const void *host, size_t bytes) {
   mx_static_model *m = ctx;
   void *block = NULL;
-  return mx__hal_copy_keep(m->dev, m->share_prepacks, host, bytes, &block) == MX_OK ? block : NULL;
+  mx_status st = mx__hal_copy_keep(m->dev, m->share_prepacks, host, bytes, &block);
+  /* Out of device memory: the task packs per run, as it would without pre-packing. Any other
+   * failure is the device's, and the model's create reports it (as a dynamic launch does). */
+  if (st != MX_OK && st != MX_ERR_DEVICE_OOM && m->prepack_error == MX_OK) m->prepack_error = st;
+  return st == MX_OK ? block : NULL;
 }
 
 static void prepack_drop(void *ctx, void *block) {
@@ -170,6 +175,9 @@ static mx_status sink_task(mx_static_model *m, const mx_static_plan *p, uint32_t
       call->params = params;
     }
     call->prepacked = task_prepack(m, pt, kd, call);
+    if (m->prepack_error != MX_OK)
+      return mx__fail(err, m->prepack_error, "task %u ('%s', %s): keeping its pre-packed weights: %s", ti,
+                      pt->name, pt->op, mx_device_last_error(m->dev));
     call->workspace_size = (size_t)pt->ws_size;
     if (pt->ws_size)
       slots[ns++] = (mx_hal_slot){(uint32_t)mx__kernel_task_workspace_offset(), MX__ID_FM, pt->ws_offset};
