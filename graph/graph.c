@@ -373,19 +373,6 @@ mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const m
   return MX_OK;
 }
 
-mx_status mx__graph_add_constant_stored(mx_graph *g, const char *name, const mx_tensor *t, mx_value_id *out) {
-  mx_value_id id = MX_NO_VALUE;
-  mx_status st = mx__graph_new_value(g, name, &id);
-  if (st != MX_OK) return st;
-  st = set_const(g, id, t, false, true);
-  if (st != MX_OK) {
-    mx__graph_remove_value(g, id);
-    return st;
-  }
-  if (out) *out = id;
-  return MX_OK;
-}
-
 mx_status mx__graph_add_constant_shared(mx_graph *g, const char *name, const mx_value *src,
                                         mx_value_id *out) {
   mx_value_id id = MX_NO_VALUE;

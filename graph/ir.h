@@ -157,10 +157,6 @@ MX_MUST_USE mx_status mx__graph_set_const(mx_graph *g, mx_value_id v, const mx_t
  * the graph's life (the mapped weights section of an .mxm file, held by whoever loaded it). */
 MX_MUST_USE mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *name, const mx_tensor *t,
                                                       mx_value_id *out);
-/* mx_graph_add_constant for a model's weights (initializers): a large one is held outside the arena
- * (see mx__const_store), so compiling can hand its bytes over to a plan's weight block. */
-MX_MUST_USE mx_status mx__graph_add_constant_stored(mx_graph *g, const char *name, const mx_tensor *t,
-                                                    mx_value_id *out);
 /* A new constant sharing src's data (src: a constant of a graph that outlives g, never modified):
  * a large constant shares src's storage, so a holder taking it over serves both graphs. */
 MX_MUST_USE mx_status mx__graph_add_constant_shared(mx_graph *g, const char *name, const mx_value *src,

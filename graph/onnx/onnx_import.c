@@ -228,7 +228,7 @@ static mx_status add_initializers(mx__onnx_import *im, mx__onnx_scope *sc) {
     if (im->src.borrow_blob && d >= im->src.blob && d < im->src.blob + im->src.blob_size) {
       st = mx__graph_add_constant_borrowed(sc->g, tp->name, &t, NULL); /* in place in the mapped section */
     } else {
-      st = mx__graph_add_constant_stored(sc->g, tp->name, &t, NULL);
+      st = mx_graph_add_constant(sc->g, tp->name, &t, NULL);
       mx_tensor_release(&t); /* the graph keeps its own copy (a string tensor's strings included) */
       /* The message's bytes are not read again: a copy protobuf-c made is freed now, a view into
        * the model's bytes dropped (with its pages, when mapped), so the weights are held about
