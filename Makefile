@@ -7,7 +7,10 @@
 #                under 30 minutes on 2 cores); fails on any failure or report
 #   make demo    deps + build + the main job on a built-in model
 #   make asan    build + every test with AddressSanitizer/UBSan in build-asan/ (sanitizer
-#                builds compile at -O1: -O0 makes the suites several times slower)
+#                builds compile at -O1: -O0 makes the suites several times slower); zoo_models
+#                reuses the models $(BUILD)/zoo already holds instead of exporting them again
+# ctest starts the longest entries first (COST in tests/CMakeLists.txt) so that no long suite is
+# left to run alone at the end of a stage.
 #   make tsan    the concurrency-labelled suites (and the mixrt program they drive), built and
 #                run with ThreadSanitizer in build-tsan/
 #   make fuzz    build the libFuzzer targets with clang (build-fuzz/) and run each for
@@ -49,8 +52,11 @@ test: build
 demo: build
 	./$(BUILD)/tools/mixrt demo
 
+# zoo_models exports the PyTorch models once: into the Release tree's $(BUILD)/zoo when that
+# export exists (after `make build` + ctest, as in `make test`), else into build-asan/zoo.
 asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMIXRT_SANITIZE=address $(CMAKE_FLAGS)
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMIXRT_SANITIZE=address \
+	    -DMIXRT_ZOO_DIR=$(CURDIR)/$(if $(wildcard $(BUILD)/zoo/manifest.json),$(BUILD),build-asan)/zoo $(CMAKE_FLAGS)
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
