@@ -4,13 +4,14 @@
 #   make debug   configure + build the Debug tree in build-debug/
 #   make test    deps + build + every test (ctest), then the sanitizer suites (asan, tsan) and
 #                the fuzz targets for TEST_FUZZ_SECONDS each (default 30, so the whole run stays
-#                under 30 minutes on 2 cores); fails on any failure or report
+#                under 30 minutes on 2 cores); fails on any failure or report. Every ctest run
+#                starts the longest entries first (COST in tests/CMakeLists.txt), so that no long
+#                suite is left running alone at the end of a stage (stage times: docs/reliability.md,
+#                "CI time")
 #   make demo    deps + build + the main job on a built-in model
 #   make asan    build + every test with AddressSanitizer/UBSan in build-asan/ (sanitizer
 #                builds compile at -O1: -O0 makes the suites several times slower); zoo_models
 #                reuses the models $(BUILD)/zoo already holds instead of exporting them again
-# ctest starts the longest entries first (COST in tests/CMakeLists.txt) so that no long suite is
-# left to run alone at the end of a stage.
 #   make tsan    the concurrency-labelled suites (and the mixrt program they drive), built and
 #                run with ThreadSanitizer in build-tsan/
 #   make fuzz    build the libFuzzer targets with clang (build-fuzz/) and run each for
