@@ -1091,12 +1091,15 @@ free_plan:
  * blocking and must be a regular file: a FIFO planted where a model or its weights should be
  * (nobody writing to it) fails at once instead of blocking the open forever. The size is taken
  * once here and every later check is against it, so a file cut short afterwards is refused by
- * those checks rather than read past its end. Progress lines (stage) show the pages being
- * read in. */
-mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size, const char *stage,
-                           mx_error *err) {
+ * those checks rather than read past its end. When kept_fd is not NULL it receives the open
+ * file (the caller closes it; -1 on failure), so later reads check the very file mapped even
+ * if another one has been renamed over the path since. */
+mx_status mx__mxm_map_file_fd(const char *path, unsigned char **data, size_t *size, int *kept_fd,
+                              const char *stage, mx_error *err) {
+  (void)stage;
   *data = NULL;
   *size = 0;
+  if (kept_fd) *kept_fd = -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return mx__fail(err, MX_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   mx_status st = MX_OK;
@@ -1123,8 +1126,16 @@ mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size,
   *data = m;
   *size = n;
 close_file:
-  close(fd);
+  if (kept_fd && st == MX_OK)
+    *kept_fd = fd;
+  else
+    close(fd);
   return st;
+}
+
+mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size, const char *stage,
+                           mx_error *err) {
+  return mx__mxm_map_file_fd(path, data, size, NULL, stage, err);
 }
 
 void mx__mxm_unmap(unsigned char *data, size_t size) {
@@ -1242,13 +1253,13 @@ mx_status mx__mxm_parse_sections(const unsigned char *d, size_t n, Mxm__ModelFil
 }
 
 /* The checksum of kind `kind` of the n bytes at p, which are bytes [offset, offset + n) of the file
- * at path (NULL: an in-memory image): read from the file when it can be, else from p. */
-static uint64_t checked_sum(uint32_t kind, const char *path, const unsigned char *p, uint64_t offset, size_t n,
+ * open as fd (the one mapped, never re-opened by name: a file renamed over the path since is not
+ * the one the plans will read; -1 for an in-memory image): read from the file when it can be,
+ * else from p. */
+static uint64_t checked_sum(uint32_t kind, int fd, const unsigned char *p, uint64_t offset, size_t n,
                             const char *stage) {
   uint64_t sum = 0;
-  int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
   bool ok = fd >= 0 && mx__mxm_section_checksum_fd(kind, fd, offset, n, stage, &sum);
-  if (fd >= 0) close(fd);
   return ok ? sum : mx__mxm_section_checksum(kind, p, n, stage);
 }
 
@@ -1299,7 +1310,8 @@ mx_status mx__mxm_map_weights_file(const Mxm__ExternalWeights *ew, const char *p
                   recorded);
     goto done;
   }
-  st = mx__mxm_map_file(wpath, side, side_size, "load: map weights", err);
+  int side_fd;
+  st = mx__mxm_map_file_fd(wpath, side, side_size, &side_fd, "load: map weights", err);
   if (st != MX_OK) goto done;
   if (*side_size != ew->size) {
     st =
@@ -1309,12 +1321,13 @@ mx_status mx__mxm_map_weights_file(const Mxm__ExternalWeights *ew, const char *p
   } else {
     if (!known_sum_kind(ew->checksum_kind))
       st = BAD("corrupt: unknown checksum kind %u for weights file '%s'", ew->checksum_kind, wpath);
-    else if (checked_sum(ew->checksum_kind, wpath, *side, 0, *side_size, "load: check weights") != ew->checksum)
+    else if (checked_sum(ew->checksum_kind, side_fd, *side, 0, *side_size, "load: check weights") != ew->checksum)
       st =
           BAD("weights file '%s' does not match '%s' (checksum differs: a weights file of "
               "another model or a damaged copy)",
               wpath, path);
   }
+  if (side_fd >= 0) close(side_fd);
   if (st != MX_OK) {
     mx__mxm_unmap(*side, *side_size);
     *side = NULL;
@@ -1334,11 +1347,11 @@ typedef struct loaded_section {
 } loaded_section;
 
 /* Decodes an .mxm image (path NULL for memory: no side file allowed); file_map is the image's
- * mapping (NULL for memory). When runtime is not NULL it receives the runtime record (malloc'd;
+ * mapping and fd the file mapped (NULL and -1 for memory). When runtime is not NULL it receives the runtime record (malloc'd;
  * NULL when the file has none). When section is not NULL it receives the weights section (its
  * mapping held: the caller releases it). */
 static mx_status load_image(const unsigned char *d, size_t n, const char *path, const char *label,
-                            mx__mxm_mapping *file_map, mx_static_plan ***plans, size_t *n_plans,
+                            mx__mxm_mapping *file_map, int fd, mx_static_plan ***plans, size_t *n_plans,
                             void **runtime, size_t *runtime_size, loaded_section *section, mx_error *err) {
   *plans = NULL;
   *n_plans = 0;
@@ -1382,7 +1395,7 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
     sec_size = side_size;
     sec_map = side_map;
   } else if (sec) {
-    if (checked_sum(sec_kind, path, sec, (uint64_t)(sec - d), (size_t)sec_size, "load: check weights") !=
+    if (checked_sum(sec_kind, fd, sec, (uint64_t)(sec - d), (size_t)sec_size, "load: check weights") !=
         sec_checksum) {
       st = BAD("weights section checksum mismatch");
       goto fail;
@@ -1441,15 +1454,19 @@ mx_status mx__mxm_load_mapped(const char *path, mx_static_plan ***plans, size_t 
   unsigned char *d;
   size_t size;
   mx__progress_stage("load: map .mxm");
-  mx_status st = mx__mxm_map_file(path, &d, &size, "load: read .mxm", err);
+  int fd;
+  mx_status st = mx__mxm_map_file_fd(path, &d, &size, &fd, "load: read .mxm", err);
   if (st != MX_OK) return st;
   mx__mxm_mapping *map = size ? mapping_new(d, size) : NULL;
   if (size && !map) {
     mx__mxm_unmap(d, size);
+    close(fd);
     return mx__fail_oom(err, ".mxm mapping");
   }
   loaded_section ls;
-  st = load_image(d, size, path, path, map, plans, n, runtime, runtime_size, section_map ? &ls : NULL, err);
+  st = load_image(d, size, path, path, map, fd, plans, n, runtime, runtime_size, section_map ? &ls : NULL,
+                  err);
+  close(fd);
   /* The plans whose weights lie in the file hold the mapping; it goes with the last of them. */
   mx__mxm_mapping_release(map);
   if (st == MX_OK && section_map) {
@@ -1499,7 +1516,7 @@ mx_status mx__mxm_load_memory(const void *data, size_t size, const char *label, 
   mx_static_plan **plans;
   size_t n;
   mx_status st =
-      load_image(data ? data : (const void *)"", size, NULL, label, NULL, &plans, &n, NULL, NULL, NULL, err);
+      load_image(data ? data : (const void *)"", size, NULL, label, NULL, -1, &plans, &n, NULL, NULL, NULL, err);
   if (st != MX_OK) return st;
   return single(plans, n, label, out, err);
 }

@@ -78,6 +78,10 @@ void mx__mxm_info_release(mx__mxm_info *info);
 MX_MUST_USE mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size,
                                        const char *stage, mx_error *err);
 void mx__mxm_unmap(unsigned char *data, size_t size);
+/* mx__mxm_map_file that also keeps the file open (*kept_fd, closed by the caller; -1 on
+ * failure): reads that check the mapped bytes go through it, never through the path again. */
+MX_MUST_USE mx_status mx__mxm_map_file_fd(const char *path, unsigned char **data, size_t *size, int *kept_fd,
+                                          const char *stage, mx_error *err);
 
 /* Checks an .mxm image's preamble, header and payload checksums and unpacks its ModelFile. */
 MX_MUST_USE mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,
