@@ -31,8 +31,10 @@
 #define MC_NARROW (NR * 5)
 
 /* One ISA copy: the rows of its tile and the tile kernel (C tile MR x NR at c, row stride ldc;
- * acc: add to the partial sums in C instead of starting from 0). */
-typedef void (*tile_kernel)(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc, bool acc);
+ * B's k rows ldb floats apart: NR in a packed panel, the image's row stride when B is read in
+ * place; acc: add to the partial sums in C instead of starting from 0). */
+typedef void (*tile_kernel)(int64_t kc, const float *ap, const float *bp, int64_t ldb, float *c, int64_t ldc,
+                            bool acc);
 /* Packs rows [r0, r0 + rows) x k [k0, k0 + kc) of A into mr-row panels (zero rows past m). */
 typedef void (*a_packer)(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t rows, int64_t k0,
                          int64_t kc, int64_t mr, float *ap);
@@ -54,7 +56,7 @@ typedef struct isa_copy {
  * panel with at most 16 valid columns (B's padding columns are skipped, not computed). */
 #define TILE_AVX512(NAME, W)                                                                          \
   __attribute__((target("avx512f,avx2,fma"))) static void NAME(int64_t kc, const float *restrict ap,  \
-                                                             const float *restrict bp,              \
+                                                             const float *restrict bp, int64_t ldb, \
                                                              float *restrict c, int64_t ldc, bool acc) { \
     const bool wide = (W) > 1;                                                                        \
     REP14(DECL512)                                                                                    \
@@ -67,7 +69,7 @@ typedef struct isa_copy {
       const __m512 b0 = _mm512_loadu_ps(bp), b1 = wide ? _mm512_loadu_ps(bp + 16) : b0;             \
       REP14(STEP512)                                                                                  \
       ap += MR_AVX512;                                                                                \
-      bp += NR;                                                                                       \
+      bp += ldb;                                                                                      \
     }                                                                                                 \
     REP14(STORE512)                                                                                   \
   }
@@ -89,10 +91,10 @@ typedef struct isa_copy {
 TILE_AVX512(tile_avx512, 2)
 TILE_AVX512(tile_avx512_half, 1)
 
-/* One 16-column half of a panel (bp already offset to it; B rows stay NR apart). */
+/* One 16-column half of a panel (bp already offset to it; B rows stay ldb apart). */
 __attribute__((target("avx2,fma"))) static inline void half_avx2(int64_t kc, const float *restrict ap,
-                                                                 const float *restrict bp, float *restrict c,
-                                                                 int64_t ldc, bool acc) {
+                                                                 const float *restrict bp, int64_t ldb,
+                                                                 float *restrict c, int64_t ldc, bool acc) {
 #define DECL(i) __m256 c##i##a, c##i##b;
   REP6(DECL)
 #undef DECL
@@ -120,7 +122,7 @@ __attribute__((target("avx2,fma"))) static inline void half_avx2(int64_t kc, con
     REP6(STEP)
 #undef STEP
     ap += MR_AVX2;
-    bp += NR;
+    bp += ldb;
   }
 #define STORE(i)                                 \
   _mm256_storeu_ps(c + (i) * ldc, c##i##a);      \
@@ -130,10 +132,10 @@ __attribute__((target("avx2,fma"))) static inline void half_avx2(int64_t kc, con
 }
 
 __attribute__((target("avx2,fma"))) static void tile_avx2(int64_t kc, const float *restrict ap,
-                                                          const float *restrict bp, float *restrict c,
-                                                          int64_t ldc, bool acc) {
-  half_avx2(kc, ap, bp, c, ldc, acc);
-  half_avx2(kc, ap, bp + 16, c + 16, ldc, acc);
+                                                          const float *restrict bp, int64_t ldb,
+                                                          float *restrict c, int64_t ldc, bool acc) {
+  half_avx2(kc, ap, bp, ldb, c, ldc, acc);
+  half_avx2(kc, ap, bp + 16, ldb, c + 16, ldc, acc);
 }
 
 /* pack_a with 16x16 transposes in registers (the weights are re-packed on every product, and
@@ -278,6 +280,28 @@ static const float *pre_a_block(const mx_kgemm_f32_pre_a *pa, int64_t pc, int64_
   return pa->ap + pc * pa->mpad + (pa->row0 + ic) / pa->mr * kc * pa->mr;
 }
 
+/* Where a product reads B: packed panels (ld unused), or a row-major K x n matrix read in
+ * place, its k rows ld floats apart (a 1x1 Conv's image). */
+typedef struct b_source {
+  const float *p;
+  int64_t ld;
+  bool packed;
+} b_source;
+
+/* Row kk of k block pc of B (n columns, a packed B holding k rows in all) into row, zeros from
+ * column n to `width`; returns row. Whole rows and panels by memcpy: regrouped one float at a
+ * time, a 7x7 product's B took a fifth of its layer. */
+static const float *b_row(const b_source *b, int64_t n, int64_t k, int64_t kabs, int64_t width, float *row) {
+  if (b->packed) {
+    const int64_t panels = (n + NR - 1) / NR;
+    for (int64_t p = 0; p < panels; p++) memcpy(row + p * NR, b->p + (p * k + kabs) * NR, NR * sizeof(float));
+  } else {
+    memcpy(row, b->p + kabs * b->ld, (size_t)n * sizeof(float));
+  }
+  for (int64_t j = n; j < width; j++) row[j] = 0.0f;
+  return row;
+}
+
 /* The product with the roles swapped (C^T = B^T A^T): A in NR-row panels takes the place of a
  * B panel, B's columns in groups of mr that of an A panel, so a narrow n wastes at most mr - 1
  * columns instead of up to NR - 1. The micro-kernel is the same and every output still gets its
@@ -285,21 +309,22 @@ static const float *pre_a_block(const mx_kgemm_f32_pre_a *pa, int64_t pc, int64_
  * out transposed: they stay in a transposed C in the scratch through the k blocks, and each
  * goes into C (then through tile_fn) once, after the last. */
 static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                          const mx_kgemm_f32_pre_a *pa, const float *bp, float *c, int64_t ldc, float *scratch,
+                          const mx_kgemm_f32_pre_a *pa, const b_source *b, float *c, int64_t ldc, float *scratch,
                           mx_kgemm_tile_fn tile_fn, void *ctx) {
   const int64_t mr = isa->mr, groups = (n + mr - 1) / mr;
   float *ablk = scratch, *bt = scratch + (size_t)MC_MAX * KC;
   float *ct_all = bt + (size_t)KC * (NARROW_N + MR_AVX512); /* C^T: groups*mr rows of mpad */
   const int64_t mpad = (m + NR - 1) / NR * NR;
+  /* a row of B: its panels (n <= NARROW_N), then the zero columns of the last group */
+  float row[NARROW_N + MR_AVX512 + NR];
   for (int64_t pc = 0; pc < k; pc += KC) {
     const int64_t kc = k - pc < KC ? k - pc : KC;
     const bool acc = pc > 0, last = pc + kc >= k;
-    for (int64_t g = 0; g < groups; g++)
-      for (int64_t kk = 0; kk < kc; kk++)
-        for (int64_t jj = 0; jj < mr; jj++) {
-          int64_t col = g * mr + jj;
-          bt[(g * kc + kk) * mr + jj] = col < n ? bp[((col / NR) * k + pc + kk) * NR + col % NR] : 0.0f;
-        }
+    for (int64_t kk = 0; kk < kc; kk++) {
+      const float *src = b_row(b, n, k, pc + kk, groups * mr, row);
+      for (int64_t g = 0; g < groups; g++)
+        memcpy(bt + (g * kc + kk) * mr, src + g * mr, (size_t)mr * sizeof(float));
+    }
     for (int64_t ic = 0; ic < m; ic += MC_NARROW) {
       const int64_t mc = m - ic < MC_NARROW ? m - ic : MC_NARROW, panels = (mc + NR - 1) / NR;
       const float *apan = pa ? pre_a_block(pa, pc, ic, kc) : ablk;
@@ -309,7 +334,7 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
         for (int64_t t = 0; t < panels; t++) {
           const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
           float *tile = ct_all + col0 * mpad + row0;
-          isa->tile(kc, bt + g * kc * mr, apan + t * kc * NR, tile, mpad, acc);
+          isa->tile(kc, bt + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc);
           if (!last) continue;
           float *ct = c + row0 * ldc + col0;
           for (int64_t i = 0; i < rows; i++)
@@ -342,7 +367,7 @@ void mx__kgemm_f32_pre_a_pack(const float *a, int64_t lda, int64_t m, int64_t k,
 }
 
 static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const mx_kgemm_f32_pre_a *pa,
-                        const float *bp, float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn,
+                        const b_source *b, float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn,
                         void *ctx) {
   const isa_copy *isa = pick_copy();
   if (!isa || m <= 0 || n <= 0) return;
@@ -356,33 +381,48 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
   /* pre-packed weights serve only a product that cuts its rows the same way */
   if (pa && (pa->mr != granule || pa->row0 % granule || pa->row0 + m > pa->mpad)) pa = NULL;
   if (narrow) {
-    packed_narrow(isa, m, n, k, a, lda, pa, bp, c, ldc, a_scratch, tile_fn, ctx);
+    packed_narrow(isa, m, n, k, a, lda, pa, b, c, ldc, a_scratch, tile_fn, ctx);
     return;
   }
   const int64_t mr = isa->mr, panels = (n + NR - 1) / NR;
   float edge[MR_AVX512 * NR] __attribute__((aligned(64)));
   memset(edge, 0, sizeof edge);
+  /* B read in place: a last panel of fewer than NR columns (16 in a half tile) is copied into
+   * a zero-padded panel per k block (the tile reads whole rows of it), in the scratch the narrow
+   * products' B groups use */
+  const int64_t tail = n % NR;
+  const bool tail_copy = !b->packed && tail && !(tail == 16 && isa->half);
+  float *tail_panel = a_scratch + (size_t)MC_MAX * KC;
   for (int64_t pc = 0; pc < k; pc += KC) {
     const int64_t kc = k - pc < KC ? k - pc : KC;
     const bool acc = pc > 0, last = pc + kc >= k;
+    if (tail_copy)
+      for (int64_t kk = 0; kk < kc; kk++) {
+        float *dst = tail_panel + kk * NR;
+        memcpy(dst, b->p + (pc + kk) * b->ld + (n - tail), (size_t)tail * sizeof(float));
+        memset(dst + tail, 0, (size_t)(NR - tail) * sizeof(float));
+      }
     for (int64_t ic = 0; ic < m; ic += isa->mc) {
       const int64_t mc = m - ic < isa->mc ? m - ic : isa->mc, tiles = (mc + mr - 1) / mr;
       const float *ablk = pa ? pre_a_block(pa, pc, ic, kc) : a_scratch;
       if (!pa) isa->pack(a, lda, m, ic, mc, pc, kc, mr, a_scratch);
       for (int64_t jp = 0; jp < panels; jp++) {
-        const float *bpp = bp + (jp * k + pc) * NR;
         const int64_t col0 = jp * NR, cols = n - col0 < NR ? n - col0 : NR;
+        const float *bpp = b->packed ? b->p + (jp * k + pc) * NR
+                           : cols < NR && tail_copy ? tail_panel
+                                                    : b->p + pc * b->ld + col0;
+        const int64_t ldb = b->packed || (cols < NR && tail_copy) ? NR : b->ld;
         for (int64_t t = 0; t < tiles; t++) {
           const int64_t row0 = ic + t * mr, rows = m - row0 < mr ? m - row0 : mr;
           float *ct = c + row0 * ldc + col0;
           const float *apt = ablk + t * kc * mr;
           const tile_kernel kern = cols <= 16 && isa->half ? isa->half : isa->tile;
           if (rows == mr && cols == NR) {
-            kern(kc, apt, bpp, ct, ldc, acc);
+            kern(kc, apt, bpp, ldb, ct, ldc, acc);
           } else {
             if (acc)
               for (int64_t r = 0; r < rows; r++) memcpy(edge + r * NR, ct + r * ldc, (size_t)cols * sizeof(float));
-            kern(kc, apt, bpp, edge, NR, acc);
+            kern(kc, apt, bpp, ldb, edge, NR, acc);
             for (int64_t r = 0; r < rows; r++) memcpy(ct + r * ldc, edge + r * NR, (size_t)cols * sizeof(float));
           }
           if (last && tile_fn) tile_fn(ctx, row0, rows, col0, cols);
@@ -394,11 +434,20 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
 
 void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
                           float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
-  packed_impl(m, n, k, a, lda, NULL, bp, c, ldc, a_scratch, tile_fn, ctx);
+  const b_source b = {bp, NR, true};
+  packed_impl(m, n, k, a, lda, NULL, &b, c, ldc, a_scratch, tile_fn, ctx);
 }
 
 void mx__kgemm_f32_packed_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                               const mx_kgemm_f32_pre_a *pa, const float *bp, float *c, int64_t ldc,
                               float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
-  packed_impl(m, n, k, a, lda, pa, bp, c, ldc, a_scratch, tile_fn, ctx);
+  const b_source b = {bp, NR, true};
+  packed_impl(m, n, k, a, lda, pa, &b, c, ldc, a_scratch, tile_fn, ctx);
+}
+
+void mx__kgemm_f32_strided_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                               const mx_kgemm_f32_pre_a *pa, const float *b, int64_t ldb, float *c, int64_t ldc,
+                               float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
+  const b_source src = {b, ldb, false};
+  packed_impl(m, n, k, a, lda, pa, &src, c, ldc, a_scratch, tile_fn, ctx);
 }

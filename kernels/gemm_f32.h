@@ -79,4 +79,11 @@ void mx__kgemm_f32_packed_pre(int64_t m, int64_t n, int64_t k, const float *a, i
                               const mx_kgemm_f32_pre_a *pa, const float *bp, float *c, int64_t ldc,
                               float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx);
 
+/* mx__kgemm_f32_packed_pre with B read in place: a row-major k x n matrix, its rows ldb floats
+ * apart (a 1x1 Conv's image, no packing); only a last panel of fewer than 32 columns is copied
+ * (per k block, into a_scratch). The same bits as the packed B. */
+void mx__kgemm_f32_strided_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                               const mx_kgemm_f32_pre_a *pa, const float *b, int64_t ldb, float *c, int64_t ldc,
+                               float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx);
+
 #endif /* MIXRT_KERNELS_GEMM_F32_H */
