@@ -20,6 +20,7 @@
 /* The padded geometry of one depthwise Conv. */
 typedef struct dw_plan {
   int64_t hp, wp, q; /* padded image height, width, plane width (stride 2) */
+  int64_t pitch1;    /* floats per padded row at stride 1 (see make_plan) */
   int64_t m_per_group;
   size_t slot_floats; /* scratch per thread */
 } dw_plan;
@@ -35,6 +36,15 @@ static void make_plan(const mx_kwin *w, dw_plan *p) {
   p->hp = (w->grid[1] - 1) * w->s[1] + (w->k[1] - 1) * w->d[1] + 1;
   p->wp = (w->grid[2] - 1) * w->s[2] + (w->k[2] - 1) * w->d[2] + 1;
   p->q = (p->wp + 1) / 2;
+  /* At stride 1 a row's right padding and the next row's left padding are the same zeros: the
+   * taps of row r read addresses r * pitch + j for j < wp, and with pitch >= wp - pl (its right
+   * reads end before row r + 1's image) and >= pl + IW' (row r's image ends before row r + 1's
+   * left reads) every read outside the image lands on a zero. A 7x7 map under 5x5 taps gets a
+   * pitch of 9 instead of 11: its output rows fill 4 vectors, not 5. */
+  const int64_t reach = p->wp - w->pb[2];
+  const int64_t img_cols = w->img[2] < reach ? w->img[2] : reach;
+  p->pitch1 = reach > w->pb[2] + img_cols ? reach : w->pb[2] + img_cols;
+  if (p->pitch1 > p->wp || p->pitch1 < 1) p->pitch1 = p->wp;
   /* padded image (as one plane, or two planes of q), then the accumulator of the output rows
    * laid out with the padded pitch (stride 1) or a pitch of whole vectors (rows of up to 32) */
   const int64_t acc_rows = w->grid[1] * (p->wp > round_up(w->grid[2], 16) ? p->wp : round_up(w->grid[2], 16));
@@ -229,12 +239,14 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
   const int64_t OH = w->grid[1], OW = w->grid[2], IH = w->img[1], IW = w->img[2];
   const int64_t sh = w->s[1], sw = w->s[2], dh = w->d[1], dw = w->d[2], KH = w->k[1], KW = w->k[2];
   const bool planes = sw == 2 && dw == 1;
-  const int64_t pitch = planes ? p->q : p->wp; /* floats per padded row (per plane) */
+  /* floats per padded row (per plane); stride 1 shares the zeros between rows */
+  const int64_t pitch = planes ? p->q : sw == 1 && sh == 1 ? p->pitch1 : p->wp;
   float *pad = slot, *odd = slot + p->hp * p->q;
   float *acc = slot + round_up(p->hp * 2 * p->q + SLACK, 16);
   /* The zero-padded image: rows and columns outside the image are 0. They stay 0 from one
    * channel to the next (every channel writes the same image columns, and a row copy that
    * spills past its row writes zeros), so only the image is written once the slot is clear. */
+  /* (at stride 1 the last row's taps read up to (hp - 1) * pitch + wp, within hp * wp) */
   if (clear) memset(slot, 0, (size_t)(planes ? p->hp * 2 * p->q : p->hp * p->wp) * sizeof(float));
   for (int64_t r = 0; r < p->hp; r++) {
     int64_t ih = r - w->pb[1];
