@@ -528,6 +528,16 @@ static bool device_constant(const mx_dyn_exec *e, size_t v) {
          (e->plan->vals[v].flags & MX__DYN_V_DEV_READ);
 }
 
+/* Whether kernels read constant v in the graph's own bytes: on a host-memory device (not in
+ * checking mode, which wants every buffer a kernel touches to be the device's) a 64-byte aligned
+ * constant needs no copy. The graph outlives the executor (plan->g is borrowed by the plan, which
+ * the executor borrows), and init_values pinned its bytes: a static plan compiled later (a
+ * specialization sharing them) no longer moves them into its weight block. */
+static bool const_in_place(const mx_dyn_exec *e, size_t v) {
+  return mx__hal_device_host_memory(e->dev) && !mx__hal_device_checking(e->dev) &&
+         ((uintptr_t)e->vals[v].host & 63) == 0;
+}
+
 /* The constants kernels read live in one device block, in value order at 64-byte offsets: one
  * allocation instead of one per weight, large enough for huge pages
  * (mx_device_options.huge_pages), so a step's walk over the weights misses the TLB per 2 MiB
@@ -536,7 +546,7 @@ static bool device_constant(const mx_dyn_exec *e, size_t v) {
 static void place_constants(mx_dyn_exec *e, char *base, char *staging) {
   size_t off = 0;
   for (size_t v = 0; v < e->plan->n_values; v++) {
-    if (!device_constant(e, v)) continue;
+    if (!device_constant(e, v) || const_in_place(e, v)) continue;
     mx__dyn_val *rv = &e->vals[v];
     if (base) rv->dev = base + off;
     if (staging) memcpy(staging + off, rv->host, rv->nbytes);
@@ -551,6 +561,10 @@ static mx_status upload_constants(mx_dyn_exec *e, mx_error *err) {
   size_t total = 0;
   for (size_t v = 0; v < e->plan->n_values; v++) {
     if (!device_constant(e, v)) continue;
+    if (const_in_place(e, v)) {
+      e->vals[v].dev = (void *)(uintptr_t)e->vals[v].host;
+      continue;
+    }
     size_t n = (e->vals[v].nbytes + 63) & ~(size_t)63;
     if (n < e->vals[v].nbytes || total > SIZE_MAX - n)
       return mx__fail(err, MX_ERR_LIMIT, "the constants exceed the address space");
@@ -576,7 +590,7 @@ static mx_status upload_constants(mx_dyn_exec *e, mx_error *err) {
                     mx_device_last_error(e->dev));
   place_constants(e, e->const_block, NULL);
   for (size_t v = 0; v < e->plan->n_values; v++) {
-    if (!device_constant(e, v)) continue;
+    if (!device_constant(e, v) || const_in_place(e, v)) continue;
     const mx__dyn_val *rv = &e->vals[v];
     st = mx_device_copy(e->dev, rv->dev, rv->host, rv->nbytes, MX_COPY_H2D);
     if (st != MX_OK)
@@ -604,6 +618,7 @@ static mx_status init_values(mx_dyn_exec *e, mx_error *err) {
     const mx_tensor *t = val->data;
     rv->pinned = rv->live = true;
     rv->host = t->data;
+    mx__graph_const_pin(g, (mx_value_id)v); /* rv->host stays valid while g lives */
     rv->rank = t->rank;
     memcpy(rv->dims, t->dims, sizeof rv->dims);
     mx_tensor_nbytes(t, &rv->nbytes);

@@ -293,32 +293,50 @@ static mx_status const_sv(mx_graph *g, mx_value *v) {
 /* A copy of large tensor t held outside the arena (see mx__const_store), or NULL when out of memory.
  * Blocks of 64 KiB and more are anonymous mappings: released, they go back to the system at once
  * (a freed malloc block amid the heap would not, and compiling frees them in any order). */
-static mx__const_store *store_new(mx_graph *g, const mx_tensor *t, size_t nbytes) {
+#define CONST_BLOCK_MAPPED 65536 /* blocks of this size and more are anonymous mappings */
+
+void *mx__graph_const_block_alloc(size_t nbytes) {
+  if (nbytes >= CONST_BLOCK_MAPPED) {
+    void *m = mmap(NULL, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+  }
+  return aligned_alloc(64, ((nbytes ? nbytes : 1) + 63) & ~(size_t)63);
+}
+
+void mx__graph_const_block_free(void *block, size_t nbytes) {
+  if (!block) return;
+  if (nbytes >= CONST_BLOCK_MAPPED)
+    munmap(block, nbytes);
+  else
+    free(block);
+}
+
+/* A store of g holding t (nbytes) in `heap`, a block of mx__graph_const_block_alloc it takes over,
+ * or NULL when out of memory (heap then still the caller's). */
+static mx__const_store *store_adopt(mx_graph *g, const mx_tensor *t, void *heap, size_t nbytes) {
   mx__const_store *s = calloc(1, sizeof *s);
   if (!s) return NULL;
-  if (nbytes >= 65536) {
-    void *m = mmap(NULL, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m != MAP_FAILED) {
-      s->heap = m;
-      s->heap_mapped = nbytes;
-    }
-  } else {
-    s->heap = aligned_alloc(64, (nbytes + 63) & ~(size_t)63);
-  }
-  void *heap = s->heap;
-  if (!heap) {
-    free(s);
-    return NULL;
-  }
-  atomic_fetch_add(&tensor_bytes_copied, (uint64_t)nbytes);
-  memcpy(heap, t->data, nbytes);
+  s->heap = heap;
+  s->heap_mapped = nbytes >= CONST_BLOCK_MAPPED ? nbytes : 0;
   s->header = *t;
   s->header.name = NULL;
   s->header.placement = MX_HOST;
   s->header.data = heap;
-  s->heap = heap;
   s->next = g->stores;
   g->stores = s;
+  return s;
+}
+
+static mx__const_store *store_new(mx_graph *g, const mx_tensor *t, size_t nbytes) {
+  void *heap = mx__graph_const_block_alloc(nbytes);
+  if (!heap) return NULL;
+  mx__const_store *s = store_adopt(g, t, heap, nbytes);
+  if (!s) {
+    mx__graph_const_block_free(heap, nbytes);
+    return NULL;
+  }
+  atomic_fetch_add(&tensor_bytes_copied, (uint64_t)nbytes);
+  memcpy(heap, t->data, nbytes);
   return s;
 }
 
@@ -386,17 +404,52 @@ mx_status mx__graph_add_constant_shared(mx_graph *g, const char *name, const mx_
   return MX_OK;
 }
 
+mx_status mx__graph_add_constant_adopt(mx_graph *g, const char *name, const mx_tensor *t, mx_value_id *out) {
+  size_t nbytes = 0;
+  bool adoptable = t->dtype != MX_STRING && mx_tensor_nbytes(t, &nbytes) && nbytes >= MX__CONST_STORE_MIN;
+  if (!adoptable) { /* a copy in the arena, as mx_graph_add_constant makes */
+    mx_status st = mx_graph_add_constant(g, name, t, out);
+    mx__graph_const_block_free(t->data, nbytes);
+    return st;
+  }
+  mx_value_id id = MX_NO_VALUE;
+  mx_status st = mx__graph_new_value(g, name, &id);
+  mx__const_store *s = st == MX_OK ? store_adopt(g, t, t->data, nbytes) : NULL;
+  if (!s) {
+    mx__graph_const_block_free(t->data, nbytes);
+    if (id != MX_NO_VALUE) mx__graph_remove_value(g, id);
+    return st != MX_OK ? st
+                       : mx__graph_fail(g, MX_ERR_OUT_OF_MEMORY, "out of memory adopting constant '%s'", name);
+  }
+  /* The store's header is the constant: set_const as a borrow of it, then the value owns it. */
+  st = set_const(g, id, &s->header, true, false);
+  if (st != MX_OK) { /* the store stays on g's list and is freed with g */
+    mx__graph_remove_value(g, id);
+    return st;
+  }
+  g->values[id].data = &s->header;
+  g->values[id].store = s;
+  if (out) *out = id;
+  return MX_OK;
+}
+
 bool mx__graph_const_rehome(const mx_graph *g, mx_value_id vid, void *bytes, size_t nbytes, void *holder,
                             void (*release)(void *)) {
   mx__const_store *s = g->values[vid].store;
   size_t have;
-  if (!s || !holder || !release || !mx_tensor_nbytes(&s->header, &have) || have != nbytes) return false;
+  if (!s || s->pinned || !holder || !release || !mx_tensor_nbytes(&s->header, &have) || have != nbytes)
+    return false;
   if (s->holder) s->release(s->holder);
   store_free_heap(s);
   s->holder = holder;
   s->release = release;
   s->header.data = bytes;
   return true;
+}
+
+void mx__graph_const_pin(const mx_graph *g, mx_value_id vid) {
+  mx__const_store *s = g->values[vid].store;
+  if (s) s->pinned = true;
 }
 
 mx_status mx__graph_add_use(mx_graph *g, mx_value_id vid, mx_node_id n) {

@@ -46,6 +46,8 @@ typedef struct mx__const_store {
   void *holder;                 /* one reference on the holder of the bytes, or NULL */
   void (*release)(void *);      /* drops `holder` */
   struct mx__const_store *next; /* the owning graph's list */
+  bool pinned;                  /* something reads header.data in place (mx__graph_const_pin):
+                                   the bytes never move again, no holder takes them over */
 } mx__const_store;
 
 typedef struct mx_value {
@@ -161,16 +163,31 @@ MX_MUST_USE mx_status mx__graph_add_constant_borrowed(mx_graph *g, const char *n
  * a large constant shares src's storage, so a holder taking it over serves both graphs. */
 MX_MUST_USE mx_status mx__graph_add_constant_shared(mx_graph *g, const char *name, const mx_value *src,
                                                     mx_value_id *out);
+/* Blocks a large constant's store holds (64-byte aligned; anonymous mappings from 64 KiB):
+ * a decoder writes a constant's bytes into one and hands it to mx__graph_add_constant_adopt. */
+void *mx__graph_const_block_alloc(size_t nbytes);
+void mx__graph_const_block_free(void *block, size_t nbytes);
+/* A new constant holding t, whose data are a block of nbytes(t) from mx__graph_const_block_alloc:
+ * g takes the block over (no copy; a constant too small for a store is copied into the arena and
+ * the block freed). The block is the graph's also on failure. */
+MX_MUST_USE mx_status mx__graph_add_constant_adopt(mx_graph *g, const char *name, const mx_tensor *t,
+                                                   mx_value_id *out);
 /* When constant v is a large constant held outside an arena, its bytes become the nbytes at
  * `bytes` (an equal copy kept alive by `holder`, e.g. a static plan's weight block): the heap copy
  * (or the previous holder) is released and one reference on holder is taken over (dropped with
  * release(holder) when the owning graph is destroyed). Returns false (holder not taken) otherwise. */
 bool mx__graph_const_rehome(const mx_graph *g, mx_value_id v, void *bytes, size_t nbytes, void *holder,
                             void (*release)(void *));
+/* Constant v's bytes (v->data->data) stay where they are while g lives: a holder no longer takes
+ * them over (mx__graph_const_rehome refuses). For readers of the bytes in place, e.g. an
+ * executor on a host-memory device. */
+void mx__graph_const_pin(const mx_graph *g, mx_value_id v);
 /* Bytes of tensor data every graph of the process has copied into its arena so far (constants,
  * Constant-node and tensor attributes): tests check with it that compiling shares the imported
  * initializers instead of copying them. */
 uint64_t mx__graph_tensor_bytes_copied(void);
+/* ONNX files mx_onnx_load_file has read in this process so far (graph/onnx/onnx_import.c). */
+uint64_t mx__onnx_files_loaded(void);
 /* Adds a use of v by node n. */
 MX_MUST_USE mx_status mx__graph_add_use(mx_graph *g, mx_value_id v, mx_node_id n);
 /* Removes one use of v by node n (no-op when absent). */

@@ -18,6 +18,7 @@
 #include "tools/cli.h"
 #include "tools/cmd_bench_models.h"
 #include "tools/run_inputs.h"
+#include "v2runtime/session_impl.h"
 
 #define MAX_SESSIONS 16
 #define MAX_IO       256
@@ -25,7 +26,7 @@
 typedef struct served {
   char name[64];
   mx_session *s;
-  mx_graph *g; /* the ONNX graph: input names and dtypes for feed */
+  mx_graph *g; /* the session's root graph (borrowed): input names and dtypes for feed */
   mx_tensor *in, *out;
   size_t n_in, n_out;
   bool fed;
@@ -50,7 +51,6 @@ static void drop(served *e) {
   free(e->in);
   free(e->out);
   mx_session_destroy(e->s);
-  mx_graph_destroy(e->g);
   memset(e, 0, sizeof *e);
 }
 
@@ -81,17 +81,14 @@ static void load(const char *name, const char *model, const char *mode, uint32_t
   o.device_options.kind = device;
   if (dynamic) o.static_min_ops = -1;
   mx_error err;
-  if (mx_onnx_load_file(model, &e->g, &err) != MX_OK) return reply_err("%s", err.message);
-  if (mx_session_create(&o, &e->s, &err) != MX_OK) {
-    mx_graph_destroy(e->g);
-    e->g = NULL;
-    return reply_err("%s", err.message);
-  }
+  if (mx_session_create(&o, &e->s, &err) != MX_OK) return reply_err("%s", err.message);
+  /* The session's load is the only one: its root graph declares the inputs. */
   if (mx_session_load_file(e->s, model) != MX_OK) {
     reply_err("%s", mx_session_last_error(e->s));
     drop(e);
     return;
   }
+  e->g = e->s->prog->root;
   e->n_in = mx_graph_input_count(e->g);
   e->n_out = mx_graph_output_count(e->g);
   e->in = calloc(e->n_in ? e->n_in : 1, sizeof *e->in);

@@ -1,7 +1,8 @@
 /* One specialization of a dynamic partition (spec.h): the call's body is copied into a new graph
  * whose inputs have the concrete dims the binding gives, inferred and folded (shape arithmetic
  * on now-concrete shapes becomes constants), compiled by the static compiler and loaded onto the
- * session's device. The copy and the plan are freed once the model is loaded. */
+ * session's device. The copy and the plan are freed once the model is loaded. The copy shares the
+ * body's constants (mx__graph_add_constant_shared, not copied): it is destroyed before the body. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,7 @@ mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_
         st = mx__fail(err, MX_ERR_UNSUPPORTED, "the body reads '%s' of an enclosing graph", val->name);
         goto done;
       }
-      if (val->data) st = mx_graph_add_constant(g, val->name, val->data, &map[x]);
+      if (val->data) st = mx__graph_add_constant_shared(g, val->name, val, &map[x]);
     }
   }
   mx_value_id in_ids[256];
@@ -139,7 +140,7 @@ mx_status mx__spec_copy_nodes(mx_graph *body, const mx_node_id *nodes, size_t n_
   for (size_t i = 0; i < n_outs && st == MX_OK; i++) {
     mx_value_id x = outs_wanted[i];
     if (map[x] == MX_NO_VALUE && body->values[x].data)
-      st = mx_graph_add_constant(g, body->values[x].name, body->values[x].data, &map[x]);
+      st = mx__graph_add_constant_shared(g, body->values[x].name, &body->values[x], &map[x]);
     if (st == MX_OK && map[x] == MX_NO_VALUE) {
       st = mx__fail(err, MX_ERR_INTERNAL, "output '%s' is not in the copy", body->values[x].name);
       goto done;

@@ -49,7 +49,13 @@ typedef struct mx__onnx_src {
   uint64_t blob_size;
   bool borrow_blob; /* floating-point tensors in blob are taken in place, not copied (decode
                        then returns data inside blob: the caller must not free it) */
+  bool const_blocks; /* decode writes a tensor of a constant store's size (not a string, not in an
+                        arena) into a block of mx__graph_const_block_alloc, for
+                        mx__graph_add_constant_adopt (mx__onnx_decoded_in_block) */
 } mx__onnx_src;
+
+/* Whether decode with src->const_blocks put t's bytes into a block of mx__graph_const_block_alloc. */
+bool mx__onnx_decoded_in_block(const mx__onnx_src *src, const mx_tensor *t);
 
 /* Where in src->blob the external data of tp lies (*out): the location must be
  * MX__ONNX_BLOB_LOCATION and the region (offset, length == nbytes) inside the blob. */

@@ -17,6 +17,7 @@
  * initializer is a constant. value_info and the types declared for graph outputs are not
  * imported: inference computes them. */
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,14 +223,21 @@ static mx_status add_initializers(mx__onnx_import *im, mx__onnx_scope *sc) {
     const Onnx__TensorProto *tp = sc->gp->initializer[i];
     mx_tensor t;
     snprintf(what, sizeof what, "graph '%.100s': initializer '%.150s'", mx_graph_name(sc->g), tp->name);
+    im->src.const_blocks = true; /* a large initializer is decoded into the block its store keeps */
     mx_status st = mx__onnx_tensor_decode(tp, what, &im->src, NULL, &t, im->err);
+    bool in_block = st == MX_OK && mx__onnx_decoded_in_block(&im->src, &t);
+    im->src.const_blocks = false;
     if (st != MX_OK) return st;
     const uint8_t *d = t.data;
     if (im->src.borrow_blob && d >= im->src.blob && d < im->src.blob + im->src.blob_size) {
       st = mx__graph_add_constant_borrowed(sc->g, tp->name, &t, NULL); /* in place in the mapped section */
     } else {
-      st = mx_graph_add_constant(sc->g, tp->name, &t, NULL);
-      mx_tensor_release(&t); /* the graph keeps its own copy (a string tensor's strings included) */
+      if (in_block) {
+        st = mx__graph_add_constant_adopt(sc->g, tp->name, &t, NULL); /* the block is the graph's */
+      } else {
+        st = mx_graph_add_constant(sc->g, tp->name, &t, NULL);
+        mx_tensor_release(&t); /* the graph keeps its own copy (a string tensor's strings included) */
+      }
       /* The message's bytes are not read again: a copy protobuf-c made is freed now, a view into
        * the model's bytes dropped (with its pages, when mapped), so the weights are held about
        * once while importing. */
@@ -447,6 +455,10 @@ mx_status mx__onnx_load_memory_borrow(const void *data, size_t size, const void 
   return load_model(data, size, NULL, blob ? blob : empty, blob_size, true, out, e);
 }
 
+static _Atomic uint64_t files_loaded;
+
+uint64_t mx__onnx_files_loaded(void) { return atomic_load(&files_loaded); }
+
 mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err) {
   mx_error local;
   mx_error *e = err ? err : &local;
@@ -464,6 +476,7 @@ mx_status mx_onnx_load_file(const char *path, mx_graph **out, mx_error *err) {
     st = mx__read_file(path, MX_ONNX_MAX_FILE_BYTES, &buf, &size, e);
     if (st != MX_OK) return st;
   }
+  atomic_fetch_add(&files_loaded, 1);
   char *dir = mx__onnx_dirname(path);
   if (!dir) {
     st = mx__fail(e, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);

@@ -209,6 +209,18 @@ static mx_status decode_strings(const Onnx__TensorProto *tp, const char *what, m
   return MX_OK;
 }
 
+/* Whether a decoded tensor of dtype and nbytes goes into a constant store's block. */
+static bool block_wanted(const mx__onnx_src *src, mx_dtype dtype, size_t nbytes) {
+  return src && src->const_blocks && dtype != MX_STRING && nbytes >= MX__CONST_STORE_MIN;
+}
+
+bool mx__onnx_decoded_in_block(const mx__onnx_src *src, const mx_tensor *t) {
+  size_t nbytes;
+  const uint8_t *d = t->data;
+  bool in_blob = src && src->borrow_blob && d >= src->blob && d < src->blob + src->blob_size;
+  return !in_blob && mx_tensor_nbytes(t, &nbytes) && block_wanted(src, t->dtype, nbytes);
+}
+
 mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, mx__onnx_src *src,
                                  mx_arena *arena, mx_tensor *t, mx_error *err) {
   char dbuf[160];
@@ -300,8 +312,12 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
     *t = nt;
     return MX_OK;
   }
-  /* Allocate only now: the bytes are known to exist. */
-  data = arena ? mx__arena_alloc(arena, nbytes ? nbytes : 1, 64) : malloc(nbytes ? nbytes : 1);
+  /* Allocate only now: the bytes are known to exist. A constant's block is handed over to the
+   * graph as is (mx__graph_add_constant_adopt): the bytes are written once. */
+  bool in_block = !arena && block_wanted(src, nt.dtype, nbytes);
+  data = arena      ? mx__arena_alloc(arena, nbytes ? nbytes : 1, 64)
+         : in_block ? mx__graph_const_block_alloc(nbytes)
+                    : malloc(nbytes ? nbytes : 1);
   if (!data) {
     st = mx__fail(err, MX_ERR_OUT_OF_MEMORY, "%s: out of host memory for %zu bytes", what, nbytes);
     goto close_ext;
@@ -327,7 +343,10 @@ mx_status mx__onnx_tensor_decode(const Onnx__TensorProto *tp, const char *what, 
   *t = nt;
   return MX_OK;
 free_data:
-  if (!arena) free(data);
+  if (in_block)
+    mx__graph_const_block_free(data, nbytes);
+  else if (!arena)
+    free(data);
 close_ext:
   mx__onnx_ext_close(&ext);
   return st;
