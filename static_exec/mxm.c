@@ -1149,6 +1149,7 @@ struct mx__mxm_mapping {
   size_t size;
   bool heap; /* data came from aligned_alloc: freed, not unmapped, with the last holder */
   _Atomic size_t holders;
+  mx__mxm_populater *populater; /* filling the weights' page tables; joined before the unmap */
 };
 
 /* Wraps a mapping made by mx__mxm_map_file (taken over; one holder). */
@@ -1158,6 +1159,7 @@ static mx__mxm_mapping *mapping_new(unsigned char *data, size_t size) {
   m->data = data;
   m->size = size;
   m->heap = false;
+  m->populater = NULL;
   atomic_init(&m->holders, 1);
   return m;
 }
@@ -1175,6 +1177,7 @@ mx__mxm_mapping *mx__mxm_mapping_retain(mx__mxm_mapping *m) {
 
 void mx__mxm_mapping_release(mx__mxm_mapping *m) {
   if (!m || atomic_fetch_sub(&m->holders, 1) != 1) return;
+  mx__mxm_populate_stop(m->populater);
   if (m->heap)
     free(m->data);
   else
@@ -1402,6 +1405,9 @@ static mx_status load_image(const unsigned char *d, size_t n, const char *path, 
     }
     sec_map = file_map;
   }
+  /* Checked: the section's page tables are filled ahead of the steps that will read it. */
+  if (sec_map && !sec_map->heap && !sec_map->populater)
+    sec_map->populater = mx__mxm_populate_start(sec, (size_t)sec_size, mx__mxm_populate_mode_from_env());
   out = calloc(mf->n_static_plans ? mf->n_static_plans : 1, sizeof *out);
   if (!out) {
     st = mx__fail_oom(err, "plans");

@@ -157,6 +157,22 @@ MX_MUST_USE mx_status mx__mxm_save_with_runtime(const struct mx_static_plan *con
                                                 const char *path, const struct mx_mxm_save_options *o,
                                                 mx_error *err);
 
+/* --- mxm_populate.c: the weights mapping's page tables filled ahead of the first step ---------- */
+
+typedef enum mx__mxm_populate_mode {
+  MX__MXM_POPULATE_OFF,        /* the steps fault the pages in */
+  MX__MXM_POPULATE_BACKGROUND, /* a thread started at load, stopped and joined with the mapping */
+  MX__MXM_POPULATE_LOAD,       /* the whole section, inside the load */
+} mx__mxm_populate_mode;
+typedef struct mx__mxm_populater mx__mxm_populater;
+/* MIXRT_MXM_POPULATE: "background" (default), "load" or "off". */
+mx__mxm_populate_mode mx__mxm_populate_mode_from_env(void);
+/* Populates size mapped bytes at data (page-aligned) as mode says; the running thread of
+ * MX__MXM_POPULATE_BACKGROUND is returned (NULL otherwise, or when it could not start). */
+mx__mxm_populater *mx__mxm_populate_start(const unsigned char *data, size_t size, mx__mxm_populate_mode mode);
+/* Stops the thread after its current piece and joins it (NULL: nothing). */
+void mx__mxm_populate_stop(mx__mxm_populater *p);
+
 /* mx__mxm_load_model that also hands over the weights section (mapped; in the .mxm or its
  * weights file) for the root graph's constants: *section_map holds it until
  * mx__mxm_mapping_release (NULL when the file has no section). */
