@@ -11,6 +11,7 @@
 
 #include "graph/ops/conv_params.h"
 #include "kernels/conv_impl.h"
+#include "kernels/conv_winograd.h"
 #include "kernels/groups.h"
 #include "kernels/kmath.h"
 #include "kernels/kutil.h"
@@ -101,6 +102,11 @@ static mx_status plan_conv(const mx_kernel_call *call, bool transpose, conv_plan
     int32_t slots = mx__kthreads();
     pl->fast_floats =
         (size_t)slots * mx__kconv_f32_slot_floats(&pl->w, pl->n, pl->c, pl->m, pl->group, slots);
+    /* a 3x3 Conv the Winograd core takes may need more (its transforms' blocks) */
+    size_t wino = mx__kconv_wino_chosen(&pl->w, pl->n, pl->c, pl->m, pl->group)
+                      ? mx__kconv_wino_ws_floats(&pl->w, pl->n, pl->c, pl->m, pl->group, slots)
+                      : 0;
+    if (wino > pl->fast_floats) pl->fast_floats = wino;
   } else if (transpose)
     pl->col_elems = mg * pl->w.k_size * pl->w.grid_size;
   else if (!is_pointwise_f32(&pl->w) && cg != 1)
@@ -142,6 +148,10 @@ static mx_status conv_f32(mx_kernel_call *call, const conv_plan *pl, const float
                     .act = cp->fused_act,
                     .alpha = cp->act_alpha,
                     .beta = cp->act_beta};
+  /* stride-1 3x3 shapes where it pays: Winograd F(4x4, 3x3), else (workspace too small) below */
+  if (mx__kconv_wino_chosen(&pl->w, pl->n, pl->c, pl->m, pl->group) &&
+      mx__kconv_wino_run(&j, mx__kconv_wino_prepacked(call, wt), call->workspace, pl->fast_floats))
+    return MX_OK;
   j.pre_a = mx__kconv_prepacked(call, wt, &j.pre_mr); /* weights packed beside the model, if any */
   if (!mx__kconv_f32_run(&j, call->workspace, pl->fast_floats)) {
     call->why = "Conv: the workspace is smaller than the kernel declared";

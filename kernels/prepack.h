@@ -23,6 +23,7 @@
 /* Layout kinds (mx_kernel_prepack_layout.v[0]). */
 #define MX_KPREPACK_CONV_A 1 /* a float32 Conv's weights in row panels (kernels/prepack_conv.c) */
 #define MX_KPREPACK_MM_B   2 /* a float32 MatMul/Gemm B in column panels (kernels/gemm_f32_matmul.c) */
+#define MX_KPREPACK_CONV_WINO 3 /* a 3x3 Conv's Winograd-transformed weights (kernels/conv_winograd.h) */
 
 typedef struct mx_kprepack_hdr {
   uint64_t magic;

@@ -4,10 +4,12 @@
  * The panel height follows the plan a run makes for the pool's threads (a 7x7 map's narrow
  * products read 32-row panels, the others the register tile's 14 or 6): a run whose plan cuts
  * other panels (the pool resized since) packs per run as before. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/ops/conv_params.h"
 #include "kernels/conv_impl.h"
+#include "kernels/conv_winograd.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/prepack.h"
 
@@ -43,6 +45,20 @@ size_t mx__kconv_prepack(const mx_kernel_call *call, void *dst, mx_kernel_prepac
   mx_kwin w;
   mx_kconv_f32 j;
   if (!conv_job(call, &w, &j)) return 0;
+  if (mx__kconv_wino_chosen(&w, j.n, j.c, j.m, j.group)) {
+    /* the Winograd core reads the weights transformed (36 x M x C) in the GEMM's row panels */
+    const int64_t wmr = mx__kconv_wino_mr();
+    const size_t wbytes = mx__kprepack_block_bytes(mx__kconv_wino_packed_floats(j.m, j.c) * sizeof(float));
+    *layout = (mx_kernel_prepack_layout){{MX_KPREPACK_CONV_WINO, j.m, j.c, wmr}};
+    if (!dst) return wbytes;
+    float *plain = malloc(mx__kconv_wino_u_floats(j.m, j.c) * sizeof(float)); /* at load, not per run */
+    if (!plain) return 0;
+    float *u = mx__kprepack_begin(dst, wbytes, call, 1, layout);
+    mx__kconv_wino_transform_weights(j.wt, j.m, j.c, 0, j.m, plain);
+    mx__kconv_wino_pack_weights(plain, j.m, j.c, wmr, 0, j.m, u);
+    free(plain);
+    return wbytes;
+  }
   const int64_t mr = mx__kconv_f32_pre_mr(&j);
   if (mr <= 0 || mr >= 256) return 0;
   const int64_t mg = j.m / j.group, kdim = j.c / j.group * w.k_size;
