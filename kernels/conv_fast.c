@@ -365,6 +365,18 @@ static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f3
   band_cols(p, band, &c0, &ncols);
   tile_epilogue e = {yg + c0, zg ? zg + c0 : NULL, bg, p->P, j->act, j->alpha, j->beta};
   const bool any = zg || bg || j->act != MX_CONV_ACT_NONE;
+  if (j->act == MX_CONV_ACT_NONE || j->act == MX_CONV_ACT_RELU || j->act == MX_CONV_ACT_CLIP) {
+    /* bias, residual and Relu/Clip in the GEMM's store (in registers on AVX-512), not in a
+     * pass over each finished tile */
+    const int32_t act = j->act == MX_CONV_ACT_RELU   ? MX_KGEMM_ACT_RELU
+                        : j->act == MX_CONV_ACT_CLIP ? MX_KGEMM_ACT_CLIP
+                                                     : MX_KGEMM_ACT_NONE;
+    const mx_kgemm_f32_epilogue epi = {bg, zg ? zg + c0 : NULL, p->P, act, j->alpha, j->beta};
+    if (!p->direct_b && !bshared) pack_band(p, w, band, xg, 0, p->cg, scr, ablocks + p->gemm_floats);
+    mx__kgemm_f32_epi_pre(mn, ncols, p->kdim, wg, p->kdim, pa, p->direct_b ? xg + c0 : packed,
+                          p->direct_b ? p->P : 0, yg + c0, p->P, ablocks, any ? &epi : NULL);
+    return;
+  }
   if (p->direct_b) {
     mx__kgemm_f32_strided_pre(mn, ncols, p->kdim, wg, p->kdim, pa, xg + c0, p->P, yg + c0, p->P, ablocks,
                               any ? tile_epilogue_run : NULL, &e);

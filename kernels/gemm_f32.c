@@ -32,15 +32,18 @@
 
 /* One ISA copy: the rows of its tile and the tile kernel (C tile MR x NR at c, row stride ldc;
  * B's k rows ldb floats apart: NR in a packed panel, the image's row stride when B is read in
- * place; acc: add to the partial sums in C instead of starting from 0). */
+ * place; acc: add to the partial sums in C instead of starting from 0; e: the epilogue, its
+ * pointers at the tile, applied to the registers before they are stored, or NULL; only the
+ * AVX-512 copy's whole tile takes one). */
 typedef void (*tile_kernel)(int64_t kc, const float *ap, const float *bp, int64_t ldb, float *c, int64_t ldc,
-                            bool acc);
+                            bool acc, const mx_kgemm_f32_epilogue *e);
 /* Packs rows [r0, r0 + rows) x k [k0, k0 + kc) of A into mr-row panels (zero rows past m). */
 typedef void (*a_packer)(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t rows, int64_t k0,
                          int64_t kc, int64_t mr, float *ap);
 static void pack_a(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
                    int64_t mr, float *ap);
 typedef struct isa_copy {
+  bool epi_in_store; /* its tile applies an epilogue in its store */
   int64_t mr, mc;
   tile_kernel tile, half; /* NR columns; the first 16 (NULL: none, the whole tile runs) */
   a_packer pack;
@@ -52,12 +55,32 @@ typedef struct isa_copy {
 #define REP14(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 #define REP6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
+/* The epilogue on 16 outputs of row i of a tile, columns j.. (e's pointers at the tile), in
+ * registers: the operations and order of epi_rows, so the same bits. */
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline __m512
+epi512(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j) {
+  const float bias = e->bias ? e->bias[i] : 0.0f;
+  if (e->z)
+    v = _mm512_add_ps(_mm512_add_ps(v, _mm512_set1_ps(bias)), _mm512_loadu_ps(e->z + i * e->ldz + j));
+  else if (bias != 0.0f)
+    v = _mm512_add_ps(v, _mm512_set1_ps(bias));
+  if (e->act == MX_KGEMM_ACT_RELU) {
+    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+  } else if (e->act == MX_KGEMM_ACT_CLIP) {
+    const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+  }
+  return v;
+}
+
 /* The AVX-512 tile, 14 rows x (W = 2: 32, W = 1: 16) columns; the 16-wide one serves a last
  * panel with at most 16 valid columns (B's padding columns are skipped, not computed). */
 #define TILE_AVX512(NAME, W)                                                                          \
   __attribute__((target("avx512f,avx2,fma"))) static void NAME(int64_t kc, const float *restrict ap,  \
                                                              const float *restrict bp, int64_t ldb, \
-                                                             float *restrict c, int64_t ldc, bool acc) { \
+                                                             float *restrict c, int64_t ldc, bool acc,  \
+                                                             const mx_kgemm_f32_epilogue *e) {       \
     const bool wide = (W) > 1;                                                                        \
     REP14(DECL512)                                                                                    \
     if (acc) {                                                                                        \
@@ -70,6 +93,9 @@ typedef struct isa_copy {
       REP14(STEP512)                                                                                  \
       ap += MR_AVX512;                                                                                \
       bp += ldb;                                                                                      \
+    }                                                                                                 \
+    if (e) {                                                                                          \
+      REP14(EPI512)                                                                                   \
     }                                                                                                 \
     REP14(STORE512)                                                                                   \
   }
@@ -84,6 +110,9 @@ typedef struct isa_copy {
     c##i##a = _mm512_fmadd_ps(a, b0, c##i##a);                     \
     if (wide) c##i##b = _mm512_fmadd_ps(a, b1, c##i##b);        \
   }
+#define EPI512(i)                                                  \
+  c##i##a = epi512(c##i##a, e, i, 0);                              \
+  if (wide) c##i##b = epi512(c##i##b, e, i, 16);
 #define STORE512(i)                                                \
   _mm512_storeu_ps(c + (i) * ldc, c##i##a);                        \
   if (wide) _mm512_storeu_ps(c + (i) * ldc + 16, c##i##b);
@@ -94,7 +123,9 @@ TILE_AVX512(tile_avx512_half, 1)
 /* One 16-column half of a panel (bp already offset to it; B rows stay ldb apart). */
 __attribute__((target("avx2,fma"))) static inline void half_avx2(int64_t kc, const float *restrict ap,
                                                                  const float *restrict bp, int64_t ldb,
-                                                                 float *restrict c, int64_t ldc, bool acc) {
+                                                                 float *restrict c, int64_t ldc, bool acc,
+                                                                 const mx_kgemm_f32_epilogue *e) {
+  (void)e; /* never given one (epi_in_store false) */
 #define DECL(i) __m256 c##i##a, c##i##b;
   REP6(DECL)
 #undef DECL
@@ -133,9 +164,10 @@ __attribute__((target("avx2,fma"))) static inline void half_avx2(int64_t kc, con
 
 __attribute__((target("avx2,fma"))) static void tile_avx2(int64_t kc, const float *restrict ap,
                                                           const float *restrict bp, int64_t ldb,
-                                                          float *restrict c, int64_t ldc, bool acc) {
-  half_avx2(kc, ap, bp, ldb, c, ldc, acc);
-  half_avx2(kc, ap, bp + 16, ldb, c + 16, ldc, acc);
+                                                          float *restrict c, int64_t ldc, bool acc,
+                                                          const mx_kgemm_f32_epilogue *e) {
+  half_avx2(kc, ap, bp, ldb, c, ldc, acc, e);
+  half_avx2(kc, ap, bp + 16, ldb, c + 16, ldc, acc, e);
 }
 
 /* pack_a with 16x16 transposes in registers (the weights are re-packed on every product, and
@@ -183,8 +215,8 @@ __attribute__((target("avx512f,avx2,fma"))) static void pack_a_avx512(const floa
   }
 }
 
-static const isa_copy copy_avx512 = {MR_AVX512, MC_AVX512, tile_avx512, tile_avx512_half, pack_a_avx512};
-static const isa_copy copy_avx2 = {MR_AVX2, MC_AVX2, tile_avx2, half_avx2, pack_a};
+static const isa_copy copy_avx512 = {true, MR_AVX512, MC_AVX512, tile_avx512, tile_avx512_half, pack_a_avx512};
+static const isa_copy copy_avx2 = {false, MR_AVX2, MC_AVX2, tile_avx2, half_avx2, pack_a};
 
 /* 0: not decided yet, 1: none, 2: AVX2, 3: AVX-512. */
 static _Atomic int isa_choice;
@@ -280,6 +312,40 @@ static const float *pre_a_block(const mx_kgemm_f32_pre_a *pa, int64_t pc, int64_
   return pa->ap + pc * pa->mpad + (pa->row0 + ic) / pa->mr * kc * pa->mr;
 }
 
+/* The epilogue on rows x cols outputs of C at c (row stride ldc), e's pointers at them: v =
+ * (c + bias) + z with a residual, c + bias without (no add for a 0 bias, so -0 stays -0), then
+ * Relu (v > 0 ? v : 0) or Clip (below lo: lo, then above hi: hi; NaN stays), as the Conv
+ * epilogue (kernels/conv_epilogue.h) computes them. */
+static void epi_rows(float *c, int64_t ldc, int64_t rows, int64_t cols, const mx_kgemm_f32_epilogue *e) {
+  for (int64_t i = 0; i < rows; i++) {
+    float *row = c + i * ldc;
+    const float bias = e->bias ? e->bias[i] : 0.0f;
+    const float *z = e->z ? e->z + i * e->ldz : NULL;
+    for (int64_t j = 0; j < cols; j++) {
+      float v = row[j];
+      if (z)
+        v = (v + bias) + z[j];
+      else if (bias != 0.0f)
+        v = v + bias;
+      if (e->act == MX_KGEMM_ACT_RELU) {
+        v = v > 0.0f ? v : 0.0f;
+      } else if (e->act == MX_KGEMM_ACT_CLIP) {
+        v = v < e->lo ? e->lo : v;
+        v = v > e->hi ? e->hi : v;
+      }
+      row[j] = v;
+    }
+  }
+}
+
+/* e with its pointers moved to the tile at (row0, col0). */
+static mx_kgemm_f32_epilogue epi_at(const mx_kgemm_f32_epilogue *e, int64_t row0, int64_t col0) {
+  mx_kgemm_f32_epilogue t = *e;
+  if (t.bias) t.bias += row0;
+  if (t.z) t.z += row0 * t.ldz + col0;
+  return t;
+}
+
 /* Where a product reads B: packed panels (ld unused), or a row-major K x n matrix read in
  * place, its k rows ld floats apart (a 1x1 Conv's image). */
 typedef struct b_source {
@@ -310,7 +376,7 @@ static const float *b_row(const b_source *b, int64_t n, int64_t k, int64_t kabs,
  * goes into C (then through tile_fn) once, after the last. */
 static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                           const mx_kgemm_f32_pre_a *pa, const b_source *b, float *c, int64_t ldc, float *scratch,
-                          mx_kgemm_tile_fn tile_fn, void *ctx) {
+                          const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn, void *ctx) {
   const int64_t mr = isa->mr, groups = (n + mr - 1) / mr;
   float *ablk = scratch, *bt = scratch + (size_t)MC_MAX * KC;
   float *ct_all = bt + (size_t)KC * (NARROW_N + MR_AVX512); /* C^T: groups*mr rows of mpad */
@@ -334,11 +400,15 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
         for (int64_t t = 0; t < panels; t++) {
           const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
           float *tile = ct_all + col0 * mpad + row0;
-          isa->tile(kc, bt + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc);
+          isa->tile(kc, bt + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL);
           if (!last) continue;
           float *ct = c + row0 * ldc + col0;
           for (int64_t i = 0; i < rows; i++)
             for (int64_t jj = 0; jj < cols; jj++) ct[i * ldc + jj] = tile[jj * mpad + i];
+          if (epi) {
+            const mx_kgemm_f32_epilogue te = epi_at(epi, row0, col0);
+            epi_rows(ct, ldc, rows, cols, &te);
+          }
           if (tile_fn) tile_fn(ctx, row0, rows, col0, cols);
         }
       }
@@ -367,12 +437,13 @@ void mx__kgemm_f32_pre_a_pack(const float *a, int64_t lda, int64_t m, int64_t k,
 }
 
 static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const mx_kgemm_f32_pre_a *pa,
-                        const b_source *b, float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn,
-                        void *ctx) {
+                        const b_source *b, float *c, int64_t ldc, float *a_scratch,
+                        const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn, void *ctx) {
   const isa_copy *isa = pick_copy();
   if (!isa || m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (int64_t r = 0; r < m; r++) memset(c + r * ldc, 0, (size_t)n * sizeof(float));
+    if (epi) epi_rows(c, ldc, m, n, epi);
     if (tile_fn) tile_fn(ctx, 0, m, 0, n);
     return;
   }
@@ -381,7 +452,7 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
   /* pre-packed weights serve only a product that cuts its rows the same way */
   if (pa && (pa->mr != granule || pa->row0 % granule || pa->row0 + m > pa->mpad)) pa = NULL;
   if (narrow) {
-    packed_narrow(isa, m, n, k, a, lda, pa, b, c, ldc, a_scratch, tile_fn, ctx);
+    packed_narrow(isa, m, n, k, a, lda, pa, b, c, ldc, a_scratch, epi, tile_fn, ctx);
     return;
   }
   const int64_t mr = isa->mr, panels = (n + NR - 1) / NR;
@@ -417,14 +488,18 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
           float *ct = c + row0 * ldc + col0;
           const float *apt = ablk + t * kc * mr;
           const tile_kernel kern = cols <= 16 && isa->half ? isa->half : isa->tile;
+          mx_kgemm_f32_epilogue te = {0};
+          if (last && epi) te = epi_at(epi, row0, col0);
+          const bool in_store = last && epi && isa->epi_in_store && rows == mr && cols == NR;
           if (rows == mr && cols == NR) {
-            kern(kc, apt, bpp, ldb, ct, ldc, acc);
+            kern(kc, apt, bpp, ldb, ct, ldc, acc, in_store ? &te : NULL);
           } else {
             if (acc)
               for (int64_t r = 0; r < rows; r++) memcpy(edge + r * NR, ct + r * ldc, (size_t)cols * sizeof(float));
-            kern(kc, apt, bpp, ldb, edge, NR, acc);
+            kern(kc, apt, bpp, ldb, edge, NR, acc, NULL);
             for (int64_t r = 0; r < rows; r++) memcpy(ct + r * ldc, edge + r * NR, (size_t)cols * sizeof(float));
           }
+          if (last && epi && !in_store) epi_rows(ct, ldc, rows, cols, &te);
           if (last && tile_fn) tile_fn(ctx, row0, rows, col0, cols);
         }
       }
@@ -435,19 +510,26 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
 void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
                           float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
   const b_source b = {bp, NR, true};
-  packed_impl(m, n, k, a, lda, NULL, &b, c, ldc, a_scratch, tile_fn, ctx);
+  packed_impl(m, n, k, a, lda, NULL, &b, c, ldc, a_scratch, NULL, tile_fn, ctx);
 }
 
 void mx__kgemm_f32_packed_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                               const mx_kgemm_f32_pre_a *pa, const float *bp, float *c, int64_t ldc,
                               float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
   const b_source b = {bp, NR, true};
-  packed_impl(m, n, k, a, lda, pa, &b, c, ldc, a_scratch, tile_fn, ctx);
+  packed_impl(m, n, k, a, lda, pa, &b, c, ldc, a_scratch, NULL, tile_fn, ctx);
 }
 
 void mx__kgemm_f32_strided_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                const mx_kgemm_f32_pre_a *pa, const float *b, int64_t ldb, float *c, int64_t ldc,
                                float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
   const b_source src = {b, ldb, false};
-  packed_impl(m, n, k, a, lda, pa, &src, c, ldc, a_scratch, tile_fn, ctx);
+  packed_impl(m, n, k, a, lda, pa, &src, c, ldc, a_scratch, NULL, tile_fn, ctx);
+}
+
+void mx__kgemm_f32_epi_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const mx_kgemm_f32_pre_a *pa,
+                           const float *b, int64_t ldb, float *c, int64_t ldc, float *a_scratch,
+                           const mx_kgemm_f32_epilogue *epi) {
+  const b_source src = {b, ldb > 0 ? ldb : NR, ldb <= 0};
+  packed_impl(m, n, k, a, lda, pa, &src, c, ldc, a_scratch, epi, NULL, NULL);
 }

@@ -56,6 +56,21 @@ typedef void (*mx_kgemm_tile_fn)(void *ctx, int64_t row0, int64_t rows, int64_t 
 void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
                           float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx);
 
+/* An epilogue the product applies to C as it stores it: each output v of row i, column j
+ * becomes (v + bias[i]) + z[i * ldz + j] with a residual (v + bias[i] without, no add for a 0
+ * bias), then Relu (v > 0 ? v : 0) or Clip (v < lo: lo, then v > hi: hi). The AVX-512 copy
+ * applies it to its whole tiles in registers before their one store (no pass over C after it),
+ * the rest as soon as a tile is stored; the same bits either way, and those of the Conv
+ * epilogue (kernels/conv_epilogue.h) for the same operations. */
+enum { MX_KGEMM_ACT_NONE = 0, MX_KGEMM_ACT_RELU = 1, MX_KGEMM_ACT_CLIP = 2 };
+typedef struct mx_kgemm_f32_epilogue {
+  const float *bias; /* per row of C, or NULL */
+  const float *z;    /* a residual laid out as C with row stride ldz, or NULL */
+  int64_t ldz;
+  int32_t act; /* MX_KGEMM_ACT_* */
+  float lo, hi; /* Clip's bounds */
+} mx_kgemm_f32_epilogue;
+
 /* A packed once for several products (a Conv's weights, used by every band of its image): its
  * rows in panels of mr (the row granule of the products that read it), k block by k block:
  * block pc (of KC = 256 k, the last shorter) starts at pc * mpad floats, panel t of it at
@@ -85,5 +100,12 @@ void mx__kgemm_f32_packed_pre(int64_t m, int64_t n, int64_t k, const float *a, i
 void mx__kgemm_f32_strided_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                const mx_kgemm_f32_pre_a *pa, const float *b, int64_t ldb, float *c, int64_t ldc,
                                float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx);
+
+/* C = A x B then the epilogue epi (may be NULL), A as mx__kgemm_f32_packed_pre reads it (pa may
+ * be NULL); B read in place with rows ldb floats apart (as mx__kgemm_f32_strided_pre), or
+ * packed (ldb <= 0, as mx__kgemm_f32_packed_pre). */
+void mx__kgemm_f32_epi_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const mx_kgemm_f32_pre_a *pa,
+                           const float *b, int64_t ldb, float *c, int64_t ldc, float *a_scratch,
+                           const mx_kgemm_f32_epilogue *epi);
 
 #endif /* MIXRT_KERNELS_GEMM_F32_H */
