@@ -529,12 +529,14 @@ static bool device_constant(const mx_dyn_exec *e, size_t v) {
 }
 
 /* Whether kernels read constant v in the graph's own bytes: on a host-memory device (not in
- * checking mode, which wants every buffer a kernel touches to be the device's) a 64-byte aligned
- * constant needs no copy. The graph outlives the executor (plan->g is borrowed by the plan, which
- * the executor borrows), and init_values pinned its bytes: a static plan compiled later (a
- * specialization sharing them) no longer moves them into its weight block. */
+ * checking mode, which wants every buffer a kernel touches to be the device's) a large constant
+ * held in a store (64-byte aligned, see mx__const_store) needs no copy. Only stores: which
+ * constants go to the block then depends on sizes alone, so executors of equal plans still lay
+ * out equal blocks (share_constants). The graph outlives the executor (plan->g is borrowed by the
+ * plan, which the executor borrows), and init_values pinned its bytes: a static plan compiled
+ * later (a specialization sharing them) no longer moves them into its weight block. */
 static bool const_in_place(const mx_dyn_exec *e, size_t v) {
-  return mx__hal_device_host_memory(e->dev) && !mx__hal_device_checking(e->dev) &&
+  return mx__hal_device_host_memory(e->dev) && !mx__hal_device_checking(e->dev) && e->g->values[v].store &&
          ((uintptr_t)e->vals[v].host & 63) == 0;
 }
 
