@@ -13,6 +13,9 @@
  * overhang m or n are computed whole into a scratch tile and their valid part copied. */
 #include "kernels/gemm_f32.h"
 
+#include "kernels/conv_epilogue.h"
+#include "kernels/kmath.h"
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,26 +319,15 @@ static const float *pre_a_block(const mx_kgemm_f32_pre_a *pa, int64_t pc, int64_
  * (c + bias) + z with a residual, c + bias without (no add for a 0 bias, so -0 stays -0), then
  * Relu (v > 0 ? v : 0) or Clip (below lo: lo, then above hi: hi; NaN stays), as the Conv
  * epilogue (kernels/conv_epilogue.h) computes them. */
-static void epi_rows(float *c, int64_t ldc, int64_t rows, int64_t cols, const mx_kgemm_f32_epilogue *e) {
-  for (int64_t i = 0; i < rows; i++) {
-    float *row = c + i * ldc;
-    const float bias = e->bias ? e->bias[i] : 0.0f;
-    const float *z = e->z ? e->z + i * e->ldz : NULL;
-    for (int64_t j = 0; j < cols; j++) {
-      float v = row[j];
-      if (z)
-        v = (v + bias) + z[j];
-      else if (bias != 0.0f)
-        v = v + bias;
-      if (e->act == MX_KGEMM_ACT_RELU) {
-        v = v > 0.0f ? v : 0.0f;
-      } else if (e->act == MX_KGEMM_ACT_CLIP) {
-        v = v < e->lo ? e->lo : v;
-        v = v > e->hi ? e->hi : v;
-      }
-      row[j] = v;
-    }
-  }
+MX_KHOT static void epi_rows(float *c, int64_t ldc, int64_t rows, int64_t cols, const mx_kgemm_f32_epilogue *e) {
+  /* the Conv epilogue's own loop (vectorized in each clone), in place: the bias is added only
+   * when it is not 0, or with a residual */
+  const int32_t act = e->act == MX_KGEMM_ACT_RELU ? MX_CONV_ACT_RELU
+                      : e->act == MX_KGEMM_ACT_CLIP ? MX_CONV_ACT_CLIP
+                                                    : MX_CONV_ACT_NONE;
+  for (int64_t i = 0; i < rows; i++)
+    mx__kconv_epilogue_body(c + i * ldc, c + i * ldc, e->z ? e->z + i * e->ldz : NULL, e->bias ? e->bias[i] : 0.0f,
+                            cols, act, e->lo, e->hi);
 }
 
 /* e with its pointers moved to the tile at (row0, col0). */
