@@ -153,7 +153,8 @@ static const gcase gcases[] = {
     {48, 10, 10, 36, 4, 3, 3, 1, 1, MX_CONV_ACT_RELU},   /* grouped: 4 groups of 12 in, 9 out */
     {300, 7, 7, 70, 1, 1, 1, 1, 0, MX_CONV_ACT_CLIP},    /* n = 49, k past a 256 block */
     {130, 7, 7, 64, 1, 3, 3, 1, 1, MX_CONV_ACT_RELU},    /* k = 1170: five blocks of k */
-    {64, 56, 56, 64, 1, 3, 3, 1, 1, MX_CONV_ACT_RELU},   /* many bands: weights packed once per run */
+    {64, 56, 56, 64, 1, 3, 3, 1, 1, MX_CONV_ACT_RELU},   /* large 3x3: may take Winograd */
+    {15, 56, 56, 64, 1, 3, 3, 1, 1, MX_CONV_ACT_RELU},   /* many bands: weights packed once per run */
     {64, 56, 56, 200, 1, 1, 1, 1, 0, MX_CONV_ACT_CLIP},  /* 1x1 in bands, weights packed once */
     {32, 40, 40, 48, 2, 3, 3, 1, 1, MX_CONV_ACT_RELU},   /* grouped, in bands: packed per group */
 };
@@ -169,8 +170,12 @@ Test(conv_gemm, convs_match_double_on_one_and_two_threads_and_both_copies) {
     run_gcase(g, 1, 3, y1, ref);
     run_gcase(g, 2, 3, y2, NULL);
     run_gcase(g, 1, 2, y3, NULL);
+    /* A stride-1 3x3 of one group may go through Winograd (kernels/conv_winograd.c), whose input
+     * and output transforms add rounding; tests/kernels/test_conv_winograd.c bounds it closer. */
+    const bool may_wino = g->kh == 3 && g->kw == 3 && g->s == 1 && g->group == 1;
+    const double tol = may_wino ? 3e-4 : 2e-5;
     for (int64_t i = 0; i < ny; i++)
-      cr_expect(fabs(y1[i] - ref[i]) <= 2e-5 * (1.0 + fabs(ref[i])), "case %zu at %lld: %g, want %g", t,
+      cr_expect(fabs(y1[i] - ref[i]) <= tol * (1.0 + fabs(ref[i])), "case %zu at %lld: %g, want %g", t,
                 (long long)i, y1[i], ref[i]);
     cr_expect(memcmp(y1, y2, (size_t)ny * 4) == 0, "case %zu: 1 and 2 threads differ", t);
     cr_expect(memcmp(y1, y3, (size_t)ny * 4) == 0, "case %zu: AVX-512 and AVX2 differ", t);
