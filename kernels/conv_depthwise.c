@@ -17,6 +17,11 @@
  * write past the end (lanes whose outputs are dropped): two vectors. */
 #define SLACK 32
 
+/* Vectors of sums per block along a stride-1 long row: each sum is a chain of dependent adds
+ * (25 on 5x5 taps), so a block needs about twice as many independent sums as an add's latency
+ * in cycles covers the two vector pipes: 8 (128 outputs), not 4. */
+#define DW_LONG_NV 8
+
 /* The padded geometry of one depthwise Conv. */
 typedef struct dw_plan {
   int64_t hp, wp, q; /* padded image height, width, plane width (stride 2) */
@@ -289,21 +294,27 @@ MX_KHOT static void dw_channel(const dw_plan *p, const mx_kwin *w, const float *
     }
   }
   if (sw == 1 && sh == 1) {
-    /* All output rows as one long row of pitch wp (output (oh, ow) is acc[oh*wp + ow]; the
-     * columns past OW are computed and dropped), 64 at a time with every tap in registers, the
-     * last 48 or fewer as 1 to 3 vectors (a 7x7 map's 73 sums take 80 lanes): small maps (7x7,
-     * 14x14) fill whole vectors this way. Then the epilogue from acc (y may hold the residual,
+    /* All output rows as one long row of pitch `pitch` (output (oh, ow) is acc[oh*pitch + ow];
+     * the columns past OW are computed and dropped), 128 at a time with every tap in registers,
+     * the last 112 or fewer as 1 to 7 vectors (a 7x7 map's 61 sums take 64 lanes): small maps
+     * (7x7, 14x14) fill whole vectors this way. Then the epilogue from acc (y may hold the residual,
      * read in place, so sums never land in y first). */
     const int64_t n = (OH - 1) * pitch + OW;
     bool fused = !z;
-    for (int64_t i = 0; i < n; i += 64) {
-      const int64_t nv = n - i >= 64 ? 4 : (n - i + 15) / 16;
+    for (int64_t i = 0; i < n; i += 16 * DW_LONG_NV) {
+      const int64_t nv = n - i >= 16 * DW_LONG_NV ? DW_LONG_NV : (n - i + 15) / 16;
+#define DW_LONG(NVC) dw_block_k(acc + i, 0, pad, odd, pitch, wk, 0, 0, dh, dw, i, KH, KW, false, 1, NVC)
       switch (nv) {
-        case 4: dw_block_k(acc + i, 0, pad, odd, pitch, wk, 0, 0, dh, dw, i, KH, KW, false, 1, 4); break;
-        case 3: dw_block_k(acc + i, 0, pad, odd, pitch, wk, 0, 0, dh, dw, i, KH, KW, false, 1, 3); break;
-        case 2: dw_block_k(acc + i, 0, pad, odd, pitch, wk, 0, 0, dh, dw, i, KH, KW, false, 1, 2); break;
-        default: dw_block_k(acc + i, 0, pad, odd, pitch, wk, 0, 0, dh, dw, i, KH, KW, false, 1, 1); break;
+        case 8: DW_LONG(8); break;
+        case 7: DW_LONG(7); break;
+        case 6: DW_LONG(6); break;
+        case 5: DW_LONG(5); break;
+        case 4: DW_LONG(4); break;
+        case 3: DW_LONG(3); break;
+        case 2: DW_LONG(2); break;
+        default: DW_LONG(1); break;
       }
+#undef DW_LONG
       for (int64_t v = 0; fused && v < nv; v++) fused = dw_vec_epilogue(acc + i + 16 * v, bias, act, aa, ab);
     }
     for (int64_t oh = 0; oh < OH; oh++) {

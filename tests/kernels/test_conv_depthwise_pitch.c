@@ -1,7 +1,8 @@
 /* Kernel tests of the depthwise Conv core's stride-1 padded image (kernels/conv_depthwise.c),
  * whose rows share their padding zeros (a row's right pad is the next row's left pad): uneven
  * left/right and top/bottom pads, pads wider than the taps reach, images wider than the taps
- * reach, dilation, a residual and several channels per slot, on one and two threads. Each output
+ * reach, dilation, a residual, several channels per slot and long rows in blocks of up to 8
+ * vectors with short last blocks, on one and two threads. Each output
  * must equal, bit for bit, a float loop that adds the taps inside the image in the kernel's order
  * (row by row, left to right, from zero) and then the bias and residual. */
 #include <criterion/criterion.h>
@@ -104,6 +105,11 @@ static const pcase cases[] = {
     {3, 1, 40, 1, 3, 1, 0, 1, 0, 1},    /* one row */
     {3, 30, 3, 3, 3, 1, 1, 2, 1, 0},    /* narrow and tall: many rows per vector */
     {2, 5, 40, 3, 3, 1, 1, 1, 1, 1},    /* rows wider than a vector */
+    /* blocks of up to 8 vectors along the long row and their short last blocks */
+    {2, 1, 70, 1, 3, 1, 0, 1, 0, 1},    /* 70 sums: one block of 5 vectors */
+    {2, 1, 128, 1, 3, 1, 0, 1, 0, 1},   /* 128: exactly one block of 8 */
+    {2, 1, 129, 1, 3, 1, 0, 1, 0, 1},   /* 129: 8, then 1 */
+    {2, 9, 30, 3, 3, 1, 1, 1, 1, 1},    /* 278: 8, 8, then 2 */
 };
 
 Test(conv_depthwise_pitch, shared_row_padding_gives_the_float_loops_bits) {
