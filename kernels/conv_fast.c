@@ -67,6 +67,25 @@ static bool is_pointwise(const mx_kwin *w) {
   return true;
 }
 
+/* Of the band sizes from `band` down to half of it (multiples of `step`, at least `least`), the
+ * one whose bands end soonest on `slots` threads taking them in turn (ties: the larger band).
+ * The cache rule's band need not divide the map: 56 output rows in bands of 5 are 11 bands and
+ * one of a single row, and two threads then finish after 6 bands where 14 bands of 4 take 28
+ * rows each. */
+static int64_t balanced_band(int64_t band, int64_t units, int64_t outer, int32_t slots, int64_t step,
+                             int64_t least) {
+  int64_t best = band, best_span = -1;
+  for (int64_t b = band; b >= step && 2 * b >= band && b >= least; b -= step) {
+    if (b != band && b % step) continue;
+    const int64_t tasks = outer * ((units + b - 1) / b);
+    const int64_t rounds = (tasks + slots - 1) / slots;
+    /* the last band of an image is shorter: count what the busiest thread gets */
+    const int64_t span = rounds * b;
+    if (best_span < 0 || span < best_span) best = b, best_span = span;
+  }
+  return best;
+}
+
 /* The tasks of the own GEMM's paths: bands of equal size (the cache rule's count). On several
  * threads, when the tasks are fewer than two per thread or do not divide among the threads,
  * more bands (while a band keeps 64 columns), else output-channel chunks of whole row tiles.
@@ -90,6 +109,7 @@ static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots
   /* a pointwise band in whole panels: only the image's last band ends in a partial one */
   if (pw && band > MX_KGEMM_NR) band = round_up(band, MX_KGEMM_NR);
   if (band > units) band = units;
+  if (slots > 1) band = balanced_band(band, units, outer, slots, pw ? MX_KGEMM_NR : 1, min_units);
   p->band_rows = band;
   p->bands = (units + band - 1) / band;
   p->mchunks = 1;

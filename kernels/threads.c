@@ -1,6 +1,7 @@
 /* The intra-op thread pool of the CPU kernels (kernels/threads.h): worker threads started on
- * demand that take the tasks of one parallel run at a time from a shared counter, the calling
- * thread taking its share as slot 0.
+ * demand that take the tasks of one parallel run at a time from a shared range (the first
+ * worker from its back, the others from its front), the calling thread taking its share as
+ * slot 0.
  *
  * A run must never cost more than running its tasks inline, so the handoff is cheap:
  *   - a run is published in one atomic word (generation, workers wanted, workers joined, closed);
@@ -55,7 +56,9 @@ static _Atomic uint64_t run_word;
 static atomic_int sleepers;       /* workers asleep on work_cv (or about to be) */
 static atomic_int caller_waiting; /* the caller sleeps on done_cv */
 static atomic_int job_done;       /* joined workers that ran out of tasks */
-static atomic_llong job_next;
+static atomic_llong job_next;          /* job_wide: the next task */
+static _Atomic uint64_t job_range;     /* otherwise: the tasks left, [lo, hi) (next_task) */
+static bool job_wide;
 /* The run's function and size: written before the run word is published, read by a worker only
  * after it joined, and not rewritten before every joined worker is done. */
 static mx_ktask_fn job_fn;
@@ -64,10 +67,30 @@ static int64_t job_tasks;
 
 static uint64_t generation_of(uint64_t w) { return w >> GEN_SHIFT; }
 
+/* The next task for `slot`, or -1 when none is left. The tasks not yet taken are the range
+ * [lo, hi) of job_range (lo in the low 32 bits, hi in the high ones): slot 1 takes them from the
+ * back, every other slot from the front. A kernel numbers its tasks in the order of the data they
+ * write (bands of columns, chunks of channels), so on two threads the caller keeps the first part
+ * and the worker the last part of every kernel's output, run after run: the next kernel's tasks
+ * then mostly read what the same core just wrote, still in its own cache, where a shared counter
+ * hands each task to whichever thread comes first. A run of more tasks than fit in 32 bits
+ * takes them all from the front (job_next). */
+static int64_t next_task(int32_t slot) {
+  if (job_wide) return atomic_fetch_add(&job_next, 1);
+  uint64_t r = atomic_load(&job_range);
+  for (;;) {
+    const uint64_t lo = r & 0xffffffffull, hi = r >> 32;
+    if (lo >= hi) return -1;
+    const bool back = slot == 1;
+    const uint64_t taken = back ? (hi - 1) << 32 | lo : hi << 32 | (lo + 1);
+    if (atomic_compare_exchange_weak(&job_range, &r, taken)) return (int64_t)(back ? hi - 1 : lo);
+  }
+}
+
 static void take_tasks(mx_ktask_fn fn, void *ctx, int64_t n, int32_t slot) {
   for (;;) {
-    int64_t t = atomic_fetch_add(&job_next, 1);
-    if (t >= n) return;
+    int64_t t = next_task(slot);
+    if (t < 0 || t >= n) return;
     fn(ctx, t, slot);
   }
 }
@@ -177,7 +200,9 @@ void mx__kparallel(int64_t n_tasks, int32_t max_slots, mx_ktask_fn fn, void *ctx
   job_fn = fn;
   job_ctx = ctx;
   job_tasks = n_tasks;
+  job_wide = n_tasks > (int64_t)0x7fffffff;
   atomic_store(&job_next, 0);
+  atomic_store(&job_range, job_wide ? 0 : (uint64_t)n_tasks << 32);
   atomic_store(&job_done, 0);
   uint64_t gen = generation_of(atomic_load(&run_word)) + 1;
   atomic_store(&run_word, gen << GEN_SHIFT | (uint64_t)slots << WANTED_SHIFT);

@@ -21,9 +21,11 @@ void mx__kthreads_set(int32_t n);
 int32_t mx__kthreads(void);
 
 /* Runs fn for every task, on at most max_slots threads (the caller's among them), and returns
- * when all are done. Tasks are taken in order from a shared counter; a slot number names a
- * thread within one run only (workers get theirs in the order they join). When the pool is busy with
- * another kernel (two streams running kernels at once) or has one thread, the tasks run here. */
+ * when all are done. Tasks are taken from a shared range, slot 1 from its back (the last task
+ * first), every other slot from its front, so on two threads each keeps about the same end of
+ * every kernel's output run after run. A slot number names a thread within one run only
+ * (workers get theirs in the order they join). When the pool is busy with another kernel (two
+ * streams running kernels at once) or has one thread, the tasks run here. */
 void mx__kparallel(int64_t n_tasks, int32_t max_slots, mx_ktask_fn fn, void *ctx);
 /* mx__kparallel for a run of about `work` multiply-adds (or comparable element steps) in all:
  * it takes only as many threads as the work repays, and runs inline when a handoff would cost
