@@ -152,7 +152,6 @@ static bool pointwise_direct(const fast_plan *p) {
   return !(p->mg >= 4 * p->kdim && p->P <= 1024);
 }
 
-
 static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group, int32_t slots,
                       fast_plan *p) {
   memset(p, 0, sizeof *p);
