@@ -9,14 +9,16 @@
  * maps it itself, and the thread then skips it), and stopped between two pieces and joined when
  * the mapping is released, on every path (a refused load, the model freed).
  *
- * MIXRT_MXM_POPULATE chooses: "background" (the default), "load" (the whole section populated
- * inside the load, before it returns), "off" (pages mapped by the steps' own faults). */
+ * A section larger than half the memory is not populated. MIXRT_MXM_POPULATE chooses:
+ * "background" (the default), "load" (the whole section populated inside the load, before it
+ * returns), "off" (pages mapped by the steps' own faults). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "static_exec/mxm_info.h"
 
@@ -63,8 +65,17 @@ static bool page_aligned(const unsigned char *data) {
   return ((uintptr_t)data & (uintptr_t)4095) == 0;
 }
 
+/* A section larger than half the machine's memory is left to the steps: populating it would read
+ * from disk pages that evict the ones populated before them. */
+static bool fits_in_memory(size_t size) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return true;
+  return (uint64_t)size <= (uint64_t)pages * (uint64_t)page / 2;
+}
+
 mx__mxm_populater *mx__mxm_populate_start(const unsigned char *data, size_t size, mx__mxm_populate_mode mode) {
-  if (!data || !size || mode == MX__MXM_POPULATE_OFF || !page_aligned(data)) return NULL;
+  if (!data || !size || mode == MX__MXM_POPULATE_OFF || !page_aligned(data) || !fits_in_memory(size))
+    return NULL;
   if (mode == MX__MXM_POPULATE_LOAD) {
     populate_pieces(data, size, NULL);
     return NULL;
