@@ -28,6 +28,13 @@ mx_status kc_run_with(const char *op, mx_kernel_call *c, const void *params);
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 
+/* The next uniform float in [-1, 1) of the linear congruential sequence at *seed (each suite keeps
+ * its own seed, so its values do not depend on which other tests ran). */
+float ks_rnd(uint32_t *seed);
+/* n (at least one) floats of ks_rnd, malloc'd: the test frees them. Fails the test when out of
+ * memory. */
+float *ks_rnd_buf(uint32_t *seed, int64_t n);
+
 /* got[i] == want[i] for i < n (non-fatal). */
 void expect_i64(const int64_t *got, const int64_t *want, int64_t n);
 /* got[i] equals want[i] exactly, or both are NaN (non-fatal). */

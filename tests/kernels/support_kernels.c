@@ -72,3 +72,15 @@ void assert_f32_near(const float *got, const float *want, int n, float tol) {
                 (double)got[i], (double)want[i]);
   }
 }
+
+float ks_rnd(uint32_t *seed) {
+  *seed = *seed * 1664525u + 1013904223u;
+  return (float)(*seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+}
+
+float *ks_rnd_buf(uint32_t *seed, int64_t n) {
+  float *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+  cr_assert(p, "out of memory for %lld test floats", (long long)n);
+  for (int64_t i = 0; i < n; i++) p[i] = ks_rnd(seed);
+  return p;
+}

@@ -25,17 +25,8 @@ static void restore(void) {
 TestSuite(conv_gemm, .fini = restore);
 
 static uint32_t seed = 4242u;
-static float rnd(void) {
-  seed = seed * 1664525u + 1013904223u;
-  return (float)(seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-}
 
-static float *rnd_buf(int64_t n) {
-  float *p = malloc((size_t)(n ? n : 1) * sizeof *p);
-  cr_assert(p);
-  for (int64_t i = 0; i < n; i++) p[i] = rnd();
-  return p;
-}
+static float *rnd_buf(int64_t n) { return ks_rnd_buf(&seed, n); }
 
 /* C = A x B through the packed GEMM with the copy `level`; returns the copy used. */
 static int gemm_with(int level, int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {

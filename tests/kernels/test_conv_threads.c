@@ -22,17 +22,8 @@ static void restore(void) { mx__kthreads_set(1); }
 TestSuite(conv_threads, .fini = restore);
 
 static uint32_t seed = 2023u;
-static float rnd(void) {
-  seed = seed * 1664525u + 1013904223u;
-  return (float)(seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-}
 
-static float *rnd_buf(int64_t n) {
-  float *p = malloc((size_t)(n ? n : 1) * sizeof *p);
-  cr_assert(p);
-  for (int64_t i = 0; i < n; i++) p[i] = rnd();
-  return p;
-}
+static float *rnd_buf(int64_t n) { return ks_rnd_buf(&seed, n); }
 
 /* A square 2-D Conv: batch, channels in, map size, channels out, group, kernel, stride, pad. */
 typedef struct tcase {

@@ -24,10 +24,7 @@ static void restore(void) { mx__kthreads_set(1); }
 TestSuite(conv_winograd, .fini = restore);
 
 static uint32_t seed = 77u;
-static float rnd(void) {
-  seed = seed * 1664525u + 1013904223u;
-  return (float)(seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-}
+static float rnd(void) { return ks_rnd(&seed); }
 
 /* A 3x3 stride-1 Conv: batch, channels in, map h x w, channels out, pads (top, left, bottom,
  * right), bias, residual, activation. */

@@ -10,23 +10,15 @@
 #include <string.h>
 
 #include "kernels/gemm_f32.h"
+#include "kernels/kernels_support.h"
 
 static void restore(void) { mx__kgemm_f32_use(0); }
 
 TestSuite(gemm_epilogue, .fini = restore);
 
 static uint32_t seed = 31337u;
-static float rnd(void) {
-  seed = seed * 1664525u + 1013904223u;
-  return (float)(seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-}
 
-static float *rnd_buf(int64_t n) {
-  float *p = malloc((size_t)(n ? n : 1) * sizeof *p);
-  cr_assert(p);
-  for (int64_t i = 0; i < n; i++) p[i] = rnd();
-  return p;
-}
+static float *rnd_buf(int64_t n) { return ks_rnd_buf(&seed, n); }
 
 /* The epilogue one output at a time, as mx_kgemm_f32_epilogue states it. */
 static float epi_one(float v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j) {

@@ -19,14 +19,7 @@
 TestSuite(prepack);
 
 static uint32_t seed = 4242u;
-static float *rnd_buf(int64_t n) {
-  float *p = malloc((size_t)(n ? n : 1) * sizeof *p);
-  for (int64_t i = 0; i < n; i++) {
-    seed = seed * 1664525u + 1013904223u;
-    p[i] = (float)(seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-  }
-  return p;
-}
+static float *rnd_buf(int64_t n) { return ks_rnd_buf(&seed, n); }
 
 /* Runs op on c (prepacked as set) on `threads` intra-op threads into y (ny floats), returns a copy. */
 static float *run_copy(const char *op, mx_kernel_call *c, float *y, int64_t ny, int32_t threads) {
