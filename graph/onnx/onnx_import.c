@@ -332,7 +332,7 @@ static mx_status load_model_owned(const uint8_t *data, size_t size, uint8_t **ow
                                   const char *base_dir, const uint8_t *blob, uint64_t blob_size, bool borrow,
                                   mx_graph **out, mx_error *err) {
   mx_status st;
-  mx__onnx_import im = {.src = {base_dir, 0, blob, blob_size, borrow}, .err = err};
+  mx__onnx_import im = {.src = {.base_dir = base_dir, .blob = blob, .blob_size = blob_size, .borrow_blob = borrow}, .err = err};
   mx_graph *g = NULL;
   if (size > MX_ONNX_MAX_FILE_BYTES)
     return mx__fail(err, MX_ERR_LIMIT, "%zu bytes is more than an ONNX model can hold", size);
