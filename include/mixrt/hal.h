@@ -82,7 +82,10 @@ typedef struct mx_device_options {
                            With a cap, each new stream joins the least loaded worker. */
   mx_pinning pinning;
   uint64_t memory_limit; /* bytes of device memory that may be allocated at once; 0 = no
-                            limit. Exceeding it gives MX_ERR_DEVICE_OOM. */
+                            limit. Exceeding it gives MX_ERR_DEVICE_OOM. On the CPU and inline
+                            devices, weights read where they already are (an .mxm file's
+                            mapping, a loaded graph's large constants) take no allocation and
+                            do not count. */
   mx_device_check check;
   bool fault_from_env;                      /* when every fault_nth is 0, read MIXRT_FAULT (default true) */
   uint64_t fault_nth[MX_FAULT_POINT_COUNT]; /* 0 = off; N = the Nth operation fails (once) */
