@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "block.h"
+#include "mxm_block.h"
 #include "static_exec/mxm_info.h"
 #include "static_exec/static_exec_impl.h"
 
@@ -100,22 +100,6 @@ Test(mxm_identity, refused_maps_keep_no_file_open) {
   free(missing);
 }
 
-/* Saves a small compiled block to path, weights inline (external: in a side file). */
-static void save_block(const char *path, bool external) {
-  mxt_block_config cfg = mxt_block_default();
-  cfg.seq = 4;
-  cfg.hidden = 16;
-  cfg.ffn = 32;
-  mx_graph *g;
-  cr_assert_eq(mxt_block_build(&cfg, &g), MX_OK);
-  mx_static_plan *p;
-  mx_error err;
-  cr_assert_eq(mx__static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
-  mx_graph_destroy(g);
-  mx_mxm_save_options so = {.external_weights = external};
-  cr_assert_eq(mx__mxm_save(p, path, &so, &err), MX_OK, "%s", err.message);
-  mx__static_plan_destroy(p);
-}
 
 /* Flips the last byte of a file (in its weights). */
 static void damage_last_byte(const char *path) {
@@ -133,8 +117,8 @@ Test(mxm_identity, loads_and_refusals_keep_no_file_open) {
   char *inl = temp_path("inline.mxm"), *ext = temp_path("external.mxm");
   char wpath[600];
   snprintf(wpath, sizeof wpath, "%s.weights", ext);
-  save_block(inl, false);
-  save_block(ext, true);
+  st_save_small_block(inl, false);
+  st_save_small_block(ext, true);
   int before = open_fds();
   mx_static_plan *q = NULL;
   mx_error err;

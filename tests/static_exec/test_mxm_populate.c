@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "block.h"
+#include "mxm_block.h"
 #include "static_exec/mxm_info.h"
 #include "static_exec/static_exec_impl.h"
 
@@ -111,28 +111,13 @@ Test(mxm_populate, mode_from_environment) {
   unsetenv("MIXRT_MXM_POPULATE");
 }
 
-static void save_block(const char *path, bool external) {
-  mxt_block_config cfg = mxt_block_default();
-  cfg.seq = 4;
-  cfg.hidden = 16;
-  cfg.ffn = 32;
-  mx_graph *g;
-  cr_assert_eq(mxt_block_build(&cfg, &g), MX_OK);
-  mx_static_plan *p;
-  mx_error err;
-  cr_assert_eq(mx__static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
-  mx_graph_destroy(g);
-  mx_mxm_save_options so = {.external_weights = external};
-  cr_assert_eq(mx__mxm_save(p, path, &so, &err), MX_OK, "%s", err.message);
-  mx__static_plan_destroy(p);
-}
 
 Test(mxm_populate, every_mode_loads_and_leaves_no_thread) {
   char *inl = temp_path("inline.mxm"), *ext = temp_path("external.mxm");
   char wpath[600];
   snprintf(wpath, sizeof wpath, "%s.weights", ext);
-  save_block(inl, false);
-  save_block(ext, true);
+  st_save_small_block(inl, false);
+  st_save_small_block(ext, true);
   int before = threads();
   const char *modes[] = {"background", "load", "off"};
   for (int m = 0; m < 3; m++) {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "block.h"
+#include "mxm_block.h"
 #include "static_exec/mxm_info.h"
 #include "static_exec/static_exec_impl.h"
 
@@ -23,17 +23,9 @@ static const char *temp_dir(void) {
 
 /* Compiles a small block and saves it with external weights to DIR/LEAF. */
 static mx_static_plan *save_external(const char *dir, const char *leaf, char *path, size_t cap) {
-  mxt_block_config cfg = mxt_block_default();
-  cfg.seq = 4;
-  cfg.hidden = 16;
-  cfg.ffn = 32;
-  mx_graph *g;
-  cr_assert_eq(mxt_block_build(&cfg, &g), MX_OK);
-  mx_static_plan *p;
-  mx_error err;
-  cr_assert_eq(mx__static_compile(g, NULL, &p, &err), MX_OK, "%s", err.message);
-  mx_graph_destroy(g);
+  mx_static_plan *p = st_small_block_plan();
   snprintf(path, cap, "%s/%s", dir, leaf);
+  mx_error err;
   mx_mxm_save_options so = {.external_weights = true};
   cr_assert_eq(mx__mxm_save(p, path, &so, &err), MX_OK, "%s", err.message);
   return p;
