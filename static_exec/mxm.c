@@ -1095,8 +1095,7 @@ free_plan:
  * file (the caller closes it; -1 on failure), so later reads check the very file mapped even
  * if another one has been renamed over the path since. */
 mx_status mx__mxm_map_file_fd(const char *path, unsigned char **data, size_t *size, int *kept_fd,
-                              const char *stage, mx_error *err) {
-  (void)stage;
+                              mx_error *err) {
   *data = NULL;
   *size = 0;
   if (kept_fd) *kept_fd = -1;
@@ -1133,9 +1132,8 @@ close_file:
   return st;
 }
 
-mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size, const char *stage,
-                           mx_error *err) {
-  return mx__mxm_map_file_fd(path, data, size, NULL, stage, err);
+mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size, mx_error *err) {
+  return mx__mxm_map_file_fd(path, data, size, NULL, err);
 }
 
 void mx__mxm_unmap(unsigned char *data, size_t size) {
@@ -1314,7 +1312,7 @@ mx_status mx__mxm_map_weights_file(const Mxm__ExternalWeights *ew, const char *p
     goto done;
   }
   int side_fd;
-  st = mx__mxm_map_file_fd(wpath, side, side_size, &side_fd, "load: map weights", err);
+  st = mx__mxm_map_file_fd(wpath, side, side_size, &side_fd, err);
   if (st != MX_OK) goto done;
   if (*side_size != ew->size) {
     st =
@@ -1461,7 +1459,7 @@ mx_status mx__mxm_load_mapped(const char *path, mx_static_plan ***plans, size_t 
   size_t size;
   mx__progress_stage("load: map .mxm");
   int fd;
-  mx_status st = mx__mxm_map_file_fd(path, &d, &size, &fd, "load: read .mxm", err);
+  mx_status st = mx__mxm_map_file_fd(path, &d, &size, &fd, err);
   if (st != MX_OK) return st;
   mx__mxm_mapping *map = size ? mapping_new(d, size) : NULL;
   if (size && !map) {

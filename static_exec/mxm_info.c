@@ -176,7 +176,7 @@ mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err) 
   memset(out, 0, sizeof *out);
   unsigned char *d = NULL;
   size_t n = 0;
-  mx_status st = mx__mxm_map_file(path, &d, &n, "inspect: read .mxm", err);
+  mx_status st = mx__mxm_map_file(path, &d, &n, err);
   if (st != MX_OK) return st;
   Mxm__Runtime *rt = NULL;
   const unsigned char *sec = NULL;

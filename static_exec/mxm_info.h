@@ -73,15 +73,13 @@ bool mx__mxm_is_file(const char *path);
 MX_MUST_USE mx_status mx__mxm_read_info(const char *path, mx__mxm_info *out, mx_error *err);
 void mx__mxm_info_release(mx__mxm_info *info);
 
-/* Maps a whole regular file read-only (stage: the progress lines' name); mx__mxm_unmap
- * releases it. */
-MX_MUST_USE mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size,
-                                       const char *stage, mx_error *err);
+/* Maps a whole regular file read-only; mx__mxm_unmap releases it. */
+MX_MUST_USE mx_status mx__mxm_map_file(const char *path, unsigned char **data, size_t *size, mx_error *err);
 void mx__mxm_unmap(unsigned char *data, size_t size);
 /* mx__mxm_map_file that also keeps the file open (*kept_fd, closed by the caller; -1 on
  * failure): reads that check the mapped bytes go through it, never through the path again. */
 MX_MUST_USE mx_status mx__mxm_map_file_fd(const char *path, unsigned char **data, size_t *size, int *kept_fd,
-                                          const char *stage, mx_error *err);
+                                          mx_error *err);
 
 /* Checks an .mxm image's preamble, header and payload checksums and unpacks its ModelFile. */
 MX_MUST_USE mx_status mx__mxm_parse_container(const unsigned char *d, size_t n, Mxm__ModelFile **mf,

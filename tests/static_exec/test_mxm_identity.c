@@ -60,7 +60,7 @@ Test(mxm_identity, check_reads_the_mapped_file_after_another_is_renamed_over_it)
   size_t n;
   int fd;
   mx_error err;
-  cr_assert_eq(mx__mxm_map_file_fd(path, &d, &n, &fd, "test", &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_map_file_fd(path, &d, &n, &fd, &err), MX_OK, "%s", err.message);
   cr_assert_eq(n, BYTES);
   cr_assert_geq(fd, 0);
   /* Same size, other bytes, now under the mapped file's name. */
@@ -88,13 +88,13 @@ Test(mxm_identity, refused_maps_keep_no_file_open) {
   int fd = 123;
   mx_error err;
   int before = open_fds();
-  cr_assert_eq(mx__mxm_map_file_fd(missing, &d, &n, &fd, "test", &err), MX_ERR_IO);
+  cr_assert_eq(mx__mxm_map_file_fd(missing, &d, &n, &fd, &err), MX_ERR_IO);
   cr_assert_eq(fd, -1);
   cr_assert_null(d);
   cr_assert_eq(n, 0);
   cr_assert(strstr(err.message, missing), "%s", err.message);
   /* A directory is not a regular file: refused after the open, which must be closed again. */
-  cr_assert_eq(mx__mxm_map_file_fd(P_tmpdir, &d, &n, &fd, "test", &err), MX_ERR_IO);
+  cr_assert_eq(mx__mxm_map_file_fd(P_tmpdir, &d, &n, &fd, &err), MX_ERR_IO);
   cr_assert_eq(fd, -1);
   cr_assert_eq(open_fds(), before);
   free(missing);

@@ -67,7 +67,7 @@ Test(mxm_populate, load_mode_maps_every_page_of_the_section) {
   unsigned char *d;
   size_t n;
   mx_error err;
-  cr_assert_eq(mx__mxm_map_file(path, &d, &n, "test", &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_map_file(path, &d, &n, &err), MX_OK, "%s", err.message);
   cr_assert_lt(mapped_kb(d), (long)(BYTES >> 10) / 2, "a fresh mapping is not populated");
   cr_assert_null(mx__mxm_populate_start(d, n, MX__MXM_POPULATE_LOAD));
   cr_assert_eq(mapped_kb(d), (long)(BYTES >> 10));
@@ -82,7 +82,7 @@ Test(mxm_populate, background_thread_stops_and_is_joined) {
   unsigned char *d;
   size_t n;
   mx_error err;
-  cr_assert_eq(mx__mxm_map_file(path, &d, &n, "test", &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_map_file(path, &d, &n, &err), MX_OK, "%s", err.message);
   int before = threads();
   for (int k = 0; k < 20; k++) { /* stopped at once, and after it may have finished */
     mx__mxm_populater *p = mx__mxm_populate_start(d, n, MX__MXM_POPULATE_BACKGROUND);

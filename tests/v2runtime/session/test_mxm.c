@@ -166,7 +166,7 @@ static void rewrite_runtime(const char *good, const char *bad, void (*edit)(Mxm_
   unsigned char *d;
   size_t size;
   mx_error err;
-  cr_assert_eq(mx__mxm_map_file(good, &d, &size, "test", &err), MX_OK, "%s", err.message);
+  cr_assert_eq(mx__mxm_map_file(good, &d, &size, &err), MX_OK, "%s", err.message);
   Mxm__ModelFile *mf;
   const unsigned char *sec;
   uint64_t sec_size, sec_checksum;
