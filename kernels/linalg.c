@@ -653,10 +653,8 @@ static mx_status gemm_run_f32(mx_kernel_call *call, const gemm_dims *g, const fl
   mx__kblas_init();
   if (g->m == 1) {
     /* one row (a classifier head at batch 1): sgemv streams B once, where sgemm would first
-     * copy all of it into packed panels */
-    cblas_sgemv(CblasRowMajor, p->trans_b ? CblasNoTrans : CblasTrans, (blasint)(p->trans_b ? g->n : g->k),
-                (blasint)(p->trans_b ? g->k : g->n), p->alpha, b, (blasint)(p->trans_b ? g->k : g->n), a, 1,
-                g->has_c ? 1.0f : 0.0f, y, 1);
+     * copy all of it into packed panels; its output blocks split across the intra-op threads */
+    mx__ksgemv_split(p->trans_b, g->n, g->k, p->alpha, a, b, g->has_c ? 1.0f : 0.0f, y);
     return MX_OK;
   }
   if (mx__ksgemm_threads(p->trans_a, p->trans_b, g->m, g->n, g->k, p->alpha, a, b, g->has_c ? 1.0f : 0.0f, y,

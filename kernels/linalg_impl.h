@@ -30,6 +30,13 @@ bool mx__ksgemm_threads(int ta, int tb, int64_t m, int64_t n, int64_t k, float a
                         const float *b, float beta, float *c, mx_ksgemm_rows_fn rows_done,
                         const void *rows_ctx);
 
+/* y[n] = alpha a[k] op(B) + beta y, op(B) = B [k, n] or, tb set, B^T of B [n, k]: one sgemv per
+ * fixed block of outputs, the blocks split across the intra-op threads when the weights are
+ * large enough (a classifier head streams megabytes of them). The same bits on any thread
+ * count. */
+void mx__ksgemv_split(int tb, int64_t n, int64_t k, float alpha, const float *a, const float *b, float beta,
+                      float *y);
+
 /* Runs fn over n_tasks independent tasks (the products of a batched MatMul) on the intra-op
  * threads when they hold `macs` multiply-adds in all, enough to be worth it; false, with nothing
  * run, otherwise. */

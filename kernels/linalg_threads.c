@@ -1,6 +1,7 @@
 /* MatMul and Gemm on the intra-op thread pool (kernels/threads.h): a large float32 product is
  * cut into bands of output rows (or, when there are too few rows, of output columns), one
- * single-threaded OpenBLAS sgemm per band, the bands taken by the pool's threads. OpenBLAS stays
+ * single-threaded OpenBLAS sgemm per band, the bands taken by the pool's threads; a one-row
+ * product (a classifier head at batch 1) in fixed blocks of outputs, one sgemv per block. OpenBLAS stays
  * at one thread (mx__kblas_init), so its own threads never compete with the pool's for the
  * cores. Every output element is still one sgemm's dot product over the whole of k, so a band
  * computes what the one large call computes. */
@@ -78,6 +79,51 @@ bool mx__ksgemm_threads(int ta, int tb, int64_t m, int64_t n, int64_t k, float a
   mx__kblas_init();
   mx__kparallel(tasks, slots, sgemm_task, &j);
   return true;
+}
+
+/* Outputs per task of a one-row product (sgemv_split): the same blocks on any thread count, so
+ * each output is computed by the same sgemv call shape and its bits never depend on the pool. */
+#define GEMV_BLOCK 128
+/* Below this many weight bytes streamed (the work is memory-bound: each weight is read once)
+ * a handoff costs more than the second core's bandwidth saves. */
+#define GEMV_PAR_MIN_BYTES ((int64_t)512 * 1024)
+
+typedef struct sgemv_job {
+  int tb;
+  int64_t n, k;
+  float alpha, beta;
+  const float *a, *b;
+  float *y;
+} sgemv_job;
+
+/* Outputs [j0, j0 + cols) of y = alpha a op(B) + beta y: rows j0.. of a transposed B ([n, k]),
+ * columns j0.. of a plain one ([k, n]). */
+static void sgemv_block(const sgemv_job *j, int64_t j0, int64_t cols) {
+  if (j->tb)
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)cols, (blasint)j->k, j->alpha, j->b + j0 * j->k,
+                (blasint)j->k, j->a, 1, j->beta, j->y + j0, 1);
+  else
+    cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)j->k, (blasint)cols, j->alpha, j->b + j0, (blasint)j->n,
+                j->a, 1, j->beta, j->y + j0, 1);
+}
+
+static void sgemv_task(void *ctx, int64_t task, int32_t slot) {
+  (void)slot;
+  const sgemv_job *j = ctx;
+  const int64_t j0 = task * GEMV_BLOCK;
+  sgemv_block(j, j0, j->n - j0 < GEMV_BLOCK ? j->n - j0 : GEMV_BLOCK);
+}
+
+void mx__ksgemv_split(int tb, int64_t n, int64_t k, float alpha, const float *a, const float *b, float beta,
+                      float *y) {
+  sgemv_job j = {tb, n, k, alpha, beta, a, b, y};
+  const int64_t tasks = (n + GEMV_BLOCK - 1) / GEMV_BLOCK;
+  mx__kblas_init();
+  if (mx__kthreads() > 1 && tasks > 1 && n * k * (int64_t)sizeof(float) >= GEMV_PAR_MIN_BYTES) {
+    mx__kparallel(tasks, mx__kthreads(), sgemv_task, &j);
+    return;
+  }
+  for (int64_t t = 0; t < tasks; t++) sgemv_task(&j, t, 0);
 }
 
 bool mx__kparallel_large(int64_t n_tasks, int64_t macs, mx_ktask_fn fn, void *ctx) {
