@@ -47,11 +47,16 @@ typedef void (*a_packer)(const float *a, int64_t lda, int64_t m, int64_t r0, int
                          int64_t kc, int64_t mr, float *ap);
 static void pack_a(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t rows, int64_t k0, int64_t kc,
                    int64_t mr, float *ap);
+/* A tile of rows x cols (at most the copy's MR x NR) computed and stored as it is, epilogue
+ * included (e: pointers at the tile, or NULL). */
+typedef void (*edge_fn)(int64_t rows, int64_t cols, int64_t kc, const float *ap, const float *bp, int64_t ldb,
+                        float *c, int64_t ldc, bool acc, const mx_kgemm_f32_epilogue *e);
 typedef struct isa_copy {
   bool epi_in_store; /* its tile applies an epilogue in its store */
   int64_t mr, mc;
   tile_kernel tile, half; /* NR columns; the first 16 (NULL: none, the whole tile runs) */
   a_packer pack;
+  edge_fn edge; /* edge tiles (NULL: a whole tile into a scratch tile, its valid part copied) */
 } isa_copy;
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -124,6 +129,110 @@ epi512(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j) {
 
 TILE_AVX512(tile_avx512, 2)
 TILE_AVX512(tile_avx512_half, 1)
+
+/* An edge tile: R rows (1..14) x W 16-column halves, only the columns in masks m0 (first half)
+ * and m1 (second) read from and written to C (and the residual), so a tile that overhangs m or n
+ * computes only its R rows, straight into C, with the epilogue in its store, instead of a whole
+ * 14-row tile into a scratch tile copied out. B's rows are read whole (its panels are padded).
+ * The same FMA chain per output as the whole tile. */
+typedef void (*edge_kernel)(int64_t kc, const float *ap, const float *bp, int64_t ldb, float *c, int64_t ldc,
+                            bool acc, const mx_kgemm_f32_epilogue *e, __mmask16 m0, __mmask16 m1);
+
+/* epi512 with the residual read only where mask is set. */
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline __m512
+epi512_masked(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j, __mmask16 mask) {
+  const float bias = e->bias ? e->bias[i] : 0.0f;
+  if (e->z)
+    v = _mm512_add_ps(_mm512_add_ps(v, _mm512_set1_ps(bias)), _mm512_maskz_loadu_ps(mask, e->z + i * e->ldz + j));
+  else if (bias != 0.0f)
+    v = _mm512_add_ps(v, _mm512_set1_ps(bias));
+  if (e->act == MX_KGEMM_ACT_RELU) {
+    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+  } else if (e->act == MX_KGEMM_ACT_CLIP) {
+    const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+  }
+  return v;
+}
+
+#define EDGE_AVX512(NAME, R, W)                                                                          \
+  __attribute__((target("avx512f,avx2,fma"))) static void NAME(                                         \
+      int64_t kc, const float *restrict ap, const float *restrict bp, int64_t ldb, float *restrict c,   \
+      int64_t ldc, bool acc, const mx_kgemm_f32_epilogue *e, __mmask16 m0, __mmask16 m1) {             \
+    enum { rows_ = (R) };                                                                                \
+    const bool wide = (W) > 1;                                                                           \
+    REP14(EDECL512)                                                                                      \
+    if (acc) {                                                                                           \
+      REP14(ELOAD512)                                                                                    \
+    }                                                                                                    \
+    for (int64_t k = 0; k < kc; k++) {                                                                   \
+      const __m512 b0 = _mm512_loadu_ps(bp), b1 = wide ? _mm512_loadu_ps(bp + 16) : b0;                \
+      REP14(ESTEP512)                                                                                    \
+      ap += MR_AVX512;                                                                                   \
+      bp += ldb;                                                                                         \
+    }                                                                                                    \
+    if (e) {                                                                                             \
+      REP14(EEPI512)                                                                                     \
+    }                                                                                                    \
+    REP14(ESTORE512)                                                                                     \
+  }
+#define EDECL512(i) __m512 c##i##a = _mm512_setzero_ps(), c##i##b = _mm512_setzero_ps();
+#define ELOAD512(i)                                                       \
+  if ((i) < rows_) {                                                      \
+    c##i##a = _mm512_maskz_loadu_ps(m0, c + (i) * ldc);                   \
+    if (wide) c##i##b = _mm512_maskz_loadu_ps(m1, c + (i) * ldc + 16);    \
+  }
+#define ESTEP512(i)                                                       \
+  if ((i) < rows_) {                                                      \
+    const __m512 a = _mm512_set1_ps(ap[i]);                               \
+    c##i##a = _mm512_fmadd_ps(a, b0, c##i##a);                            \
+    if (wide) c##i##b = _mm512_fmadd_ps(a, b1, c##i##b);                  \
+  }
+#define EEPI512(i)                                                        \
+  if ((i) < rows_) {                                                      \
+    c##i##a = epi512_masked(c##i##a, e, i, 0, m0);                        \
+    if (wide) c##i##b = epi512_masked(c##i##b, e, i, 16, m1);             \
+  }
+#define ESTORE512(i)                                                      \
+  if ((i) < rows_) {                                                      \
+    _mm512_mask_storeu_ps(c + (i) * ldc, m0, c##i##a);                    \
+    if (wide) _mm512_mask_storeu_ps(c + (i) * ldc + 16, m1, c##i##b);     \
+  }
+
+#define EDGE_PAIR(R) EDGE_AVX512(edge512_##R##_1, R, 1) EDGE_AVX512(edge512_##R##_2, R, 2)
+EDGE_PAIR(1)
+EDGE_PAIR(2)
+EDGE_PAIR(3)
+EDGE_PAIR(4)
+EDGE_PAIR(5)
+EDGE_PAIR(6)
+EDGE_PAIR(7)
+EDGE_PAIR(8)
+EDGE_PAIR(9)
+EDGE_PAIR(10)
+EDGE_PAIR(11)
+EDGE_PAIR(12)
+EDGE_PAIR(13)
+EDGE_PAIR(14)
+
+/* [rows - 1][halves - 1] */
+static const edge_kernel edge_avx512[MR_AVX512][2] = {
+    {edge512_1_1, edge512_1_2},   {edge512_2_1, edge512_2_2},   {edge512_3_1, edge512_3_2},
+    {edge512_4_1, edge512_4_2},   {edge512_5_1, edge512_5_2},   {edge512_6_1, edge512_6_2},
+    {edge512_7_1, edge512_7_2},   {edge512_8_1, edge512_8_2},   {edge512_9_1, edge512_9_2},
+    {edge512_10_1, edge512_10_2}, {edge512_11_1, edge512_11_2}, {edge512_12_1, edge512_12_2},
+    {edge512_13_1, edge512_13_2}, {edge512_14_1, edge512_14_2}};
+
+/* The edge tile of rows x cols (cols <= NR) at c. */
+__attribute__((target("avx512f,avx2,fma"))) static void edge_tile_avx512(int64_t rows, int64_t cols, int64_t kc,
+                                                                         const float *ap, const float *bp,
+                                                                         int64_t ldb, float *c, int64_t ldc,
+                                                                         bool acc, const mx_kgemm_f32_epilogue *e) {
+  const __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u);
+  const __mmask16 m1 = cols >= NR ? (__mmask16)0xFFFF : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1u) : 0;
+  edge_avx512[rows - 1][cols > 16](kc, ap, bp, ldb, c, ldc, acc, e, m0, m1);
+}
 
 /* One 16-column half of a panel (bp already offset to it; B rows stay ldb apart). */
 __attribute__((target("avx2,fma"))) static inline void half_avx2(int64_t kc, const float *restrict ap,
@@ -220,8 +329,9 @@ __attribute__((target("avx512f,avx2,fma"))) static void pack_a_avx512(const floa
   }
 }
 
-static const isa_copy copy_avx512 = {true, MR_AVX512, MC_AVX512, tile_avx512, tile_avx512_half, pack_a_avx512};
-static const isa_copy copy_avx2 = {false, MR_AVX2, MC_AVX2, tile_avx2, half_avx2, pack_a};
+static const isa_copy copy_avx512 = {true,          MR_AVX512,     MC_AVX512,       tile_avx512,
+                                     tile_avx512_half, pack_a_avx512, edge_tile_avx512};
+static const isa_copy copy_avx2 = {false, MR_AVX2, MC_AVX2, tile_avx2, half_avx2, pack_a, NULL};
 
 /* 0: not decided yet, 1: none, 2: AVX2, 3: AVX-512. */
 static _Atomic int isa_choice;
@@ -307,8 +417,10 @@ static bool narrow_pays(const isa_copy *isa, int64_t m, int64_t n) {
   if (n > NARROW_N || n % NR == 0) return false;
   const int64_t tail = n % NR, cols = n - tail + (tail <= 16 && isa->half ? 16 : NR);
   const int64_t mr = isa->mr;
-  double usual = (double)n / (double)cols * (double)m / (double)((m + mr - 1) / mr * mr);
-  double narrow = (double)n / (double)((n + mr - 1) / mr * mr) * (double)m / (double)((m + NR - 1) / NR * NR);
+  /* with edge tiles, the mr side of either grid wastes nothing */
+  const int64_t mrows = isa->edge ? m : (m + mr - 1) / mr * mr, ncols = isa->edge ? n : (n + mr - 1) / mr * mr;
+  double usual = (double)n / (double)cols * (double)m / (double)mrows;
+  double narrow = (double)n / (double)ncols * (double)m / (double)((m + NR - 1) / NR * NR);
   return narrow > usual;
 }
 
@@ -394,7 +506,11 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
         for (int64_t t = 0; t < panels; t++) {
           const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
           float *tile = ct_all + col0 * mpad + row0;
-          isa->tile(kc, bt + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL);
+          /* a last group of fewer columns computes only those rows of C^T */
+          if (cols < mr && isa->edge)
+            isa->edge(cols, NR, kc, bt + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL);
+          else
+            isa->tile(kc, bt + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL);
           if (!last) continue;
           float *ct = c + row0 * ldc + col0;
           for (int64_t i = 0; i < rows; i++)
@@ -487,13 +603,15 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
           const bool in_store = last && epi && isa->epi_in_store && rows == mr && cols == NR;
           if (rows == mr && cols == NR) {
             kern(kc, apt, bpp, ldb, ct, ldc, acc, in_store ? &te : NULL);
+          } else if (isa->edge) {
+            isa->edge(rows, cols, kc, apt, bpp, ldb, ct, ldc, acc, last && epi ? &te : NULL);
           } else {
             if (acc)
               for (int64_t r = 0; r < rows; r++) memcpy(edge + r * NR, ct + r * ldc, (size_t)cols * sizeof(float));
             kern(kc, apt, bpp, ldb, edge, NR, acc, NULL);
             for (int64_t r = 0; r < rows; r++) memcpy(ct + r * ldc, edge + r * NR, (size_t)cols * sizeof(float));
           }
-          if (last && epi && !in_store) epi_rows(ct, ldc, rows, cols, &te);
+          if (last && epi && !in_store && !isa->edge) epi_rows(ct, ldc, rows, cols, &te);
           if (last && tile_fn) tile_fn(ctx, row0, rows, col0, cols);
         }
       }
