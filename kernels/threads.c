@@ -15,12 +15,15 @@
  *   - runs whose estimated work is too small to repay a handoff run inline (one threshold,
  *     MIN_WORK_PER_SLOT, in mx__kparallel_work).
  * Nothing spins unbounded: every spin gives up after SPIN_ROUNDS pauses and then sleeps on a
- * condition variable. */
+ * condition variable. Workers are bound to cores of their own with hwloc (see "pinning"). */
 #include "kernels/threads.h"
 
+#include <hwloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -125,8 +128,95 @@ static uint64_t wait_for_run(uint64_t seen) {
   return w;
 }
 
+/* --- pinning ----------------------------------------------------------------------------------
+ * Each worker is bound to a core of its own (hwloc), away from the core of the thread that first
+ * started workers (the caller of the runs: an inline device's thread, or a CPU device stream
+ * that hal/cpu/topology.c pinned). Unbound, the scheduler at times put the worker on the caller's
+ * core for a while, and a run then took as long as on one thread plus the handoff. Worker i takes
+ * the i-th core after the caller's (cyclically), so two workers never share a core while one is
+ * free; with more workers than other cores they wrap onto cores again, the caller's last.
+ * MIXRT_POOL_PIN=0 in the environment leaves the workers unbound (comparisons). */
+
+static hwloc_topology_t pin_topo; /* loaded on the first worker start; kept for the process */
+static bool pin_tried;
+static int pin_cores;          /* cores in pin_topo */
+static int pin_caller_core;    /* the caller's core when the first worker started, or -1 */
+
+/* The core (logical index) the calling thread runs on, or is bound within; -1 if unknown. */
+static int caller_core(void) {
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  int core = -1;
+  if (set && hwloc_get_cpubind(pin_topo, set, HWLOC_CPUBIND_THREAD) == 0) {
+    hwloc_obj_t obj = hwloc_get_obj_covering_cpuset(pin_topo, set);
+    hwloc_obj_t c = obj ? hwloc_get_ancestor_obj_by_type(pin_topo, HWLOC_OBJ_CORE, obj) : NULL;
+    if (obj && obj->type == HWLOC_OBJ_CORE) c = obj;
+    if (c) core = (int)c->logical_index;
+  }
+  if (core < 0 && set && hwloc_get_last_cpu_location(pin_topo, set, HWLOC_CPUBIND_THREAD) == 0) {
+    hwloc_obj_t pu = hwloc_get_obj_covering_cpuset(pin_topo, set);
+    hwloc_obj_t c = pu ? hwloc_get_ancestor_obj_by_type(pin_topo, HWLOC_OBJ_CORE, pu) : NULL;
+    if (c) core = (int)c->logical_index;
+  }
+  hwloc_bitmap_free(set);
+  return core;
+}
+
+/* Loads the topology once (called with run_lock held, by the caller of a run). */
+static void pin_init(void) {
+  if (pin_tried) return;
+  pin_tried = true;
+  const char *env = getenv("MIXRT_POOL_PIN");
+  if (env && strcmp(env, "0") == 0) return;
+  if (hwloc_topology_init(&pin_topo) != 0) {
+    pin_topo = NULL;
+    return;
+  }
+  if (hwloc_topology_load(pin_topo) != 0) {
+    hwloc_topology_destroy(pin_topo);
+    pin_topo = NULL;
+    return;
+  }
+  pin_cores = hwloc_get_nbobjs_by_type(pin_topo, HWLOC_OBJ_CORE);
+  pin_caller_core = caller_core();
+  if (pin_cores < 2) { /* one core: nothing to spread over */
+    hwloc_topology_destroy(pin_topo);
+    pin_topo = NULL;
+  }
+}
+
+/* The core worker `index` (0-based) is bound to: the index-th core after the caller's. */
+static hwloc_obj_t worker_core(int32_t index) {
+  const int base = pin_caller_core < 0 ? 0 : pin_caller_core;
+  const int others = pin_caller_core < 0 ? pin_cores : pin_cores - 1;
+  const int step = index % pin_cores < others ? index % pin_cores : others; /* the caller's core last */
+  const int core = pin_caller_core < 0 ? step : (base + 1 + step) % pin_cores;
+  return hwloc_get_obj_by_type(pin_topo, HWLOC_OBJ_CORE, (unsigned)core);
+}
+
+/* Binds the calling worker to its core's first processing unit (one unit, so it does not move
+ * between SMT siblings either). */
+static void pin_self(int32_t index) {
+  if (!pin_topo) return;
+  hwloc_obj_t core = worker_core(index);
+  if (!core || !core->cpuset) return;
+  hwloc_bitmap_t one = hwloc_bitmap_dup(core->cpuset);
+  if (!one) return;
+  hwloc_bitmap_singlify(one);
+  (void)hwloc_set_cpubind(pin_topo, one, HWLOC_CPUBIND_THREAD); /* best effort: unbound on failure */
+  hwloc_bitmap_free(one);
+}
+
+typedef struct worker_start {
+  uint64_t gen;  /* the worker waits for the run after this generation */
+  int32_t index; /* its place among the workers: its core */
+} worker_start;
+
 static void *worker_main(void *arg) {
-  uint64_t seen = (uint64_t)(uintptr_t)arg;
+  worker_start start;
+  memcpy(&start, arg, sizeof start);
+  free(arg);
+  pin_self(start.index);
+  uint64_t seen = start.gen;
   for (;;) {
     uint64_t w = wait_for_run(seen);
     seen = generation_of(w);
@@ -153,16 +243,23 @@ int32_t mx__kthreads(void) { return atomic_load(&pool_size); }
 
 /* Starts workers up to n-1 of them; called with run_lock held. Returns the slots available. */
 static int32_t ensure_workers(int32_t n) {
+  if (workers < n - 1) pin_init();
   while (workers < n - 1) {
+    worker_start *start = malloc(sizeof *start);
+    if (!start) break;
+    /* a new worker waits for the run after the current generation */
+    start->gen = generation_of(atomic_load(&run_word));
+    start->index = workers;
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* a new worker waits for the run after the current generation */
-    uintptr_t gen = (uintptr_t)generation_of(atomic_load(&run_word));
-    bool ok = pthread_create(&t, &attr, worker_main, (void *)gen) == 0;
+    bool ok = pthread_create(&t, &attr, worker_main, start) == 0;
     pthread_attr_destroy(&attr);
-    if (!ok) break;
+    if (!ok) {
+      free(start);
+      break;
+    }
     workers++;
   }
   return workers + 1 < n ? workers + 1 : n;
