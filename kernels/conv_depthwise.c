@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "kernels/conv_depthwise_lanes.h"
 #include "kernels/conv_epilogue.h"
 #include "kernels/kmath.h"
 #include "kernels/threads.h"
@@ -59,7 +60,9 @@ static void make_plan(const mx_kwin *w, dw_plan *p) {
 size_t mx__kconv_dw_slot_floats(const mx_kwin *w) {
   dw_plan p;
   make_plan(w, &p);
-  return p.slot_floats;
+  /* room for the channels-in-lanes path too (whether it runs depends on the call) */
+  const size_t lanes = mx__kdwl_slot_floats(w);
+  return lanes > p.slot_floats ? lanes : p.slot_floats;
 }
 
 /* 16 floats as one value: gcc keeps it in one AVX-512 register, two AVX2 or four SSE
@@ -414,11 +417,29 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
              j->b ? j->b[oc] : 0.0f, j->act, j->alpha, j->beta);
 }
 
+/* task: 16 output channels of one image through the channels-in-lanes path */
+static void run_lanes_task(void *vctx, int64_t task, int32_t slot) {
+  dw_job *dj = vctx;
+  const mx_kconv_f32 *j = dj->j;
+  const int64_t groups = (j->m + MX_KDWL_LANES - 1) / MX_KDWL_LANES;
+  const bool clear = !dj->clear[slot];
+  dj->clear[slot] = true;
+  mx__kdwl_group(j, task / groups, task % groups * MX_KDWL_LANES, dj->scratch + (size_t)slot * dj->p->slot_floats,
+                 clear);
+}
+
 void mx__kconv_dw_run(const mx_kconv_f32 *j, float *scratch, int32_t slots) {
   dw_plan p;
   make_plan(j->w, &p);
   p.m_per_group = j->m / j->group;
+  p.slot_floats = mx__kconv_dw_slot_floats(j->w);
   dw_job dj = {.j = j, .p = &p, .scratch = scratch};
   const mx_kwin *w = j->w;
+  if (mx__kdwl_applies(j)) {
+    /* small maps: 16 channels per task, one in each vector lane */
+    const int64_t groups = (j->m + MX_KDWL_LANES - 1) / MX_KDWL_LANES;
+    mx__kparallel_work(j->n * groups, slots, j->n * j->m * w->grid_size * w->k_size, run_lanes_task, &dj);
+    return;
+  }
   mx__kparallel_work(j->n * j->m, slots, j->n * j->m * w->grid_size * w->k_size, run_task, &dj);
 }
