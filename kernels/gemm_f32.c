@@ -557,7 +557,12 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
     if (tile_fn) tile_fn(ctx, 0, m, 0, n);
     return;
   }
-  const bool narrow = narrow_pays(isa, m, n);
+  bool narrow = narrow_pays(isa, m, n);
+  /* Weights pre-packed for the other way round (packed for a Conv's first band, read by a last
+   * band of a few columns: 4 of a 14x14 map's 196) run that way, the same bits, rather than
+   * packing all of them again for those few columns. */
+  if (pa && pa->mr == isa->mr) narrow = false;
+  if (pa && pa->mr == NR && n <= NARROW_N) narrow = true;
   const int64_t granule = narrow ? NR : isa->mr;
   /* pre-packed weights serve only a product that cuts its rows the same way */
   if (pa && (pa->mr != granule || pa->row0 % granule || pa->row0 + m > pa->mpad)) pa = NULL;

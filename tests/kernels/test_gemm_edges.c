@@ -2,7 +2,7 @@
  * leave partial tiles (1, 13, 14, 15, 31, 32, 33, 49 and 196 rows and columns: a tile of fewer
  * than 14 rows, a panel of fewer than 32 or 16 columns, a narrow product run transposed with a
  * last column group of fewer than 14) give, with B packed or read in place, the weights packed
- * per product or ahead, and a bias + residual + Relu or Clip epilogue, the bits of the AVX2 copy
+ * per product or ahead (in the product's own row panels or in those of the other way round), and a bias + residual + Relu or Clip epilogue, the bits of the AVX2 copy
  * (one FMA chain per output in k order on both), near a double reference; and they write nothing
  * outside their m x n outputs of a wider C. Skipped where the CPU has no AVX-512 copy. */
 #include <criterion/criterion.h>
@@ -19,14 +19,16 @@ TestSuite(gemm_edges, .fini = restore);
 
 static uint32_t seed = 8086u;
 
-/* C = A x B then e, with the copy `level`, B packed (strided 0) or read in place, A pre-packed
- * or not; C has row stride ldc (ldc - n sentinel floats past every row, and a sentinel row). */
+/* C = A x B then e, with the copy `level`, B packed (strided 0) or read in place, A packed per
+ * product (pre 0), ahead in the product's own row panels (1) or in those of the other way round
+ * (2: 32-row panels of a narrow product for a wide one and back, as a Conv's last band of a few
+ * columns reads the weights packed for its first); C has row stride ldc (ldc - n sentinel floats past every row, and a sentinel row). */
 static void product(int level, int strided, int pre, int64_t m, int64_t n, int64_t k, const float *a,
                     const float *b, float *c, int64_t ldc, const mx_kgemm_f32_epilogue *e) {
   cr_assert_eq(mx__kgemm_f32_use(level), level);
   float *bp = aligned_alloc(64, (mx__kgemm_f32_packed_b_floats(k, n) * 4 + 64) / 64 * 64);
   float *as = aligned_alloc(64, (mx__kgemm_f32_a_floats(m) * 4 + 63) / 64 * 64);
-  const int64_t mr = mx__kgemm_f32_row_granule(m, n);
+  const int64_t own = mx__kgemm_f32_row_granule(m, n), mr = pre == 2 ? (own == MX_KGEMM_NR ? 14 : MX_KGEMM_NR) : own;
   float *ap = aligned_alloc(64, (mx__kgemm_f32_pre_a_floats(m, k, mr) * 4 + 63) / 64 * 64);
   cr_assert(bp && as && ap);
   for (int64_t r = 0; r < k; r++) mx__kgemm_f32_pack_b_row(b + r * n, n, k, r, bp);
@@ -59,11 +61,12 @@ static void check(int64_t m, int64_t n, int64_t k, int32_t act) {
                 (long long)n, (long long)k, (long long)i, (long long)j, want[i * ldc + j], v);
     }
   for (int strided = 0; strided < 2; strided++)
-    for (int pre = 0; pre < 2; pre++) {
+    for (int pre = 0; pre < 3; pre++) {
+      if (pre == 2 && n > 64) continue; /* only products of n <= 64 may run transposed */
       product(3, strided, pre, m, n, k, a, b, got, ldc, &e);
       cr_expect(memcmp(want, got, (size_t)((m + 1) * ldc) * 4) == 0,
                 "%lldx%lldx%lld (B %s, A %s, act %d): AVX-512 and AVX2 differ, or outputs past n written",
-                (long long)m, (long long)n, (long long)k, strided ? "in place" : "packed", pre ? "pre-packed" : "per product",
+                (long long)m, (long long)n, (long long)k, strided ? "in place" : "packed", pre == 2 ? "pre-packed the other way" : pre ? "pre-packed" : "per product",
                 act);
     }
   for (int64_t j = n; j < ldc; j++) cr_expect_eq(got[j], 1234.5f, "column %lld past n written", (long long)j);
