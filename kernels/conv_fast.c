@@ -13,7 +13,8 @@
  * straight into its panel layout, and the epilogue runs on each tile as it is finished. Elsewhere,
  * and for a residual read in place from Y, they run OpenBLAS's cblas_sgemm. On several threads
  * a band that several output-channel chunks read is packed once, by all the threads (channel
- * ranges), before the chunks' products run.
+ * ranges), before the chunks' products run; the bands and chunks are those of least modelled
+ * span on the run's threads (even_split), so the threads' shares end together.
  * Every output adds its taps in one fixed order, whatever the ISA copy or the thread count
  * (the sgemm path: whatever the thread count). */
 #include <cblas.h>
@@ -61,6 +62,17 @@ typedef struct fast_plan {
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
+/* Pointwise bands of `band` columns (whole panels) over P columns: a last remainder of less than
+ * a panel joins the band before it instead of running as a task of its own (196 columns in bands
+ * of 64: 64, 64 and 68, not 64, 64, 64 and 4, a task that costs a panel's pass over all of k and
+ * left one thread 128 columns and the other 68). */
+static int64_t pw_band_count(int64_t P, int64_t band) {
+  int64_t bands = (P + band - 1) / band;
+  /* (bands of 64 columns or more: the widened one is never a narrow product, kernels/gemm_f32.h) */
+  if (bands > 1 && band >= 2 * MX_KGEMM_NR && P - (bands - 1) * band < MX_KGEMM_NR) bands--;
+  return bands;
+}
+
 static bool is_pointwise(const mx_kwin *w) {
   for (int i = 0; i < 3; i++)
     if (w->k[i] != 1 || w->s[i] != 1 || w->pb[i] != 0 || w->img[i] != w->grid[i]) return false;
@@ -86,6 +98,8 @@ static int64_t balanced_band(int64_t band, int64_t units, int64_t outer, int32_t
   return best;
 }
 
+static void even_split(fast_plan *p, int64_t outer, int32_t slots, int64_t cache_band);
+
 /* The tasks of the own GEMM's paths: bands of equal size (the cache rule's count). On several
  * threads, when the tasks are fewer than two per thread or do not divide among the threads,
  * more bands (while a band keeps 64 columns), else output-channel chunks of whole row tiles.
@@ -94,6 +108,7 @@ static int64_t balanced_band(int64_t band, int64_t units, int64_t outer, int32_t
  * threads did 1.3-1.7x the CPU work of one on those layers. */
 static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots) {
   const bool pw = p->algo == ALGO_POINTWISE;
+  const int64_t cache_band = p->band_rows;
   const int64_t units = pw ? p->P : p->rows;                            /* columns or output rows */
   const int64_t min_units = pw ? 64 : (64 + p->rowlen - 1) / p->rowlen; /* a band's least */
   const int64_t outer = n * group;
@@ -111,7 +126,7 @@ static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots
   if (band > units) band = units;
   if (slots > 1) band = balanced_band(band, units, outer, slots, pw ? MX_KGEMM_NR : 1, min_units);
   p->band_rows = band;
-  p->bands = (units + band - 1) / band;
+  p->bands = pw ? pw_band_count(units, band) : (units + band - 1) / band;
   p->mchunks = 1;
   p->mchunk = p->mg;
   const int64_t tasks = outer * p->bands, cols = pw ? band : band * p->rowlen;
@@ -129,6 +144,131 @@ static void own_gemm_split(fast_plan *p, int64_t n, int64_t group, int32_t slots
     p->mchunks = (p->mg + p->mchunk - 1) / p->mchunk;
     p->shared_b = p->mchunks > 1;
   }
+  if (slots > 1) even_split(p, outer, slots, cache_band);
+}
+
+/* --- an even split on several threads ----------------------------------------------------------
+ * The rules above pick bands, then chunks, by counts; what the threads' shares come to is left
+ * to chance: a 14x14 pointwise map (196 columns) in bands of 64 is 64, 64, 64 and 4 columns, and
+ * two threads end after 128 and 68. split_span models a run instead: every task costs its
+ * register tiles (row tiles x 32-column panels, a partial tile as a whole one) times k, plus the
+ * packing of its band when it packs its own, the threads take tasks as the pool hands them out
+ * (slot 1 from the back, the others from the front; the workers start a handoff later than the
+ * caller), and a plan with shared bands pays the packing pass before its products. The span is
+ * when the last thread ends; even_split takes the plan of least span among bands of whole panels
+ * (rows for im2col) and chunks of whole row tiles, never a band wider than the cache rule's. The
+ * split does not change any output's bits. */
+
+/* In units of one register tile's k step (a 14x32 FMA block of one k): */
+#define SPLIT_HANDOFF 1200 /* a worker's start after the caller's (a wake of some microseconds) */
+#define SPLIT_TASK 200     /* a task's own cost besides its tiles */
+#define SPLIT_PACK_COLS 32 /* columns of B packed per k in the time of one tile step */
+
+typedef struct split_try {
+  int64_t band, bands, mchunk, mchunks; /* band: columns (pointwise) or output rows */
+  bool shared;
+} split_try;
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The span of a plan on `slots` threads (see above), in tile steps. */
+static int64_t split_span(const fast_plan *p, const split_try *t, int64_t outer, bool direct, int32_t slots) {
+  enum { MAX_SLOTS = 8 };
+  if (slots > MAX_SLOTS) slots = MAX_SLOTS;
+  const bool pw = p->algo == ALGO_POINTWISE;
+  const int64_t units = pw ? p->P : p->rows, per_band = t->bands * t->mchunks;
+  const int64_t n_tasks = outer * per_band;
+  int64_t clock[MAX_SLOTS];
+  for (int32_t s = 0; s < slots; s++) clock[s] = s ? SPLIT_HANDOFF : 0;
+  int64_t prepare = 0;
+  if (t->shared) {
+    /* every band packed once, by all threads, then a second handoff */
+    const int64_t packs = outer * ceil_div(p->kdim * (pw ? p->P : p->rows * p->rowlen), SPLIT_PACK_COLS);
+    prepare = ceil_div(packs, slots) + SPLIT_HANDOFF;
+  }
+  int64_t lo = 0, hi = n_tasks;
+  while (lo < hi) {
+    int32_t s = 0;
+    for (int32_t q = 1; q < slots; q++)
+      if (clock[q] < clock[s]) s = q;
+    const int64_t task = s == 1 ? --hi : lo++;
+    const int64_t mc = task % t->mchunks, band = task / t->mchunks % t->bands;
+    const int64_t u0 = band * t->band;
+    const int64_t un = (pw && band == t->bands - 1) || units - u0 < t->band ? units - u0 : t->band;
+    const int64_t cols = pw ? un : un * p->rowlen;
+    const int64_t mn = p->mg - mc * t->mchunk < t->mchunk ? p->mg - mc * t->mchunk : t->mchunk;
+    const int64_t g = mx__kgemm_f32_row_granule(mn, cols);
+    /* a narrow product runs transposed: 32 weight rows by the row tile's count of columns */
+    int64_t cost;
+    if (g == MX_KGEMM_NR)
+      cost = ceil_div(mn, g) * ceil_div(cols, mx__kgemm_f32_row_granule(1 << 20, 1 << 10)) * p->kdim;
+    else /* a last panel of up to 16 columns runs the half-width tile */
+      cost = ceil_div(mn, g) * ceil_div(cols, MX_KGEMM_NR / 2) * p->kdim / 2;
+    cost += SPLIT_TASK;
+    if (!t->shared && !direct) cost += ceil_div(p->kdim * cols, SPLIT_PACK_COLS);
+    clock[s] += cost;
+  }
+  int64_t span = 0;
+  for (int32_t s = 0; s < slots; s++)
+    if (clock[s] > span) span = clock[s];
+  return span + prepare;
+}
+
+static bool pointwise_direct(const fast_plan *p);
+
+/* Replaces p's split by the one of least span when that is clearly shorter (3 %). `cache_band`:
+ * the widest band the cache rule allows. */
+static void even_split(fast_plan *p, int64_t outer, int32_t slots, int64_t cache_band) {
+  /* MIXRT_CONV_SPLIT=count in the environment keeps the counted split (comparisons) */
+  static _Atomic int keep; /* 0 not read yet, 1 even, 2 counted */
+  int v = atomic_load_explicit(&keep, memory_order_relaxed);
+  if (!v) {
+    const char *env = getenv("MIXRT_CONV_SPLIT");
+    v = env && strcmp(env, "count") == 0 ? 2 : 1;
+    atomic_store_explicit(&keep, v, memory_order_relaxed);
+  }
+  if (v == 2) return;
+  const bool pw = p->algo == ALGO_POINTWISE;
+  const bool direct = pw && pointwise_direct(p);
+  const int64_t units = pw ? p->P : p->rows, step = pw ? MX_KGEMM_NR : 1;
+  const split_try now = {p->band_rows, p->bands, p->mchunk, p->mchunks, p->shared_b && !direct};
+  split_try best = now;
+  int64_t best_span = split_span(p, &now, outer, direct, slots);
+  const int64_t now_span = best_span;
+  const int64_t max_tasks = 8 * (int64_t)slots;
+  /* a band keeps 64 columns (narrower products run far below peak), and a product is run
+   * narrow (transposed, kernels/gemm_f32.h) only where the rules above run it so */
+  const int64_t least = pw ? 2 * MX_KGEMM_NR : ceil_div(2 * MX_KGEMM_NR, p->rowlen);
+  const bool narrow_now = mx__kgemm_f32_row_granule(p->mchunk, pw ? p->band_rows : p->band_rows * p->rowlen) ==
+                          MX_KGEMM_NR;
+  for (int64_t band = step; band < units + step; band += step) {
+    const int64_t b = band > units ? units : band;
+    if (b > cache_band && b > step) break;
+    if (b < least && b < units) continue;
+    const int64_t bands = pw ? pw_band_count(units, b) : ceil_div(units, b);
+    if (outer * bands > max_tasks) continue;
+    const int64_t cols = pw ? b : b * p->rowlen;
+    if (!narrow_now && mx__kgemm_f32_row_granule(p->mg, cols) == MX_KGEMM_NR) continue;
+    for (int64_t chunks = 1; chunks <= 2 * slots; chunks++) {
+      const int64_t g = mx__kgemm_f32_row_granule(p->mg, cols);
+      const int64_t tiles = ceil_div(p->mg, g);
+      if (chunks > 1 && (p->mg < 2 * g || chunks > tiles)) break;
+      if (outer * bands * chunks > max_tasks) break;
+      split_try t = {b, bands, 0, 0, false};
+      t.mchunk = chunks == 1 ? p->mg : ceil_div(tiles, chunks) * g;
+      if (t.mchunk > p->mg) t.mchunk = p->mg;
+      t.mchunks = ceil_div(p->mg, t.mchunk);
+      t.shared = t.mchunks > 1 && !direct;
+      const int64_t span = split_span(p, &t, outer, direct, slots);
+      if (span < best_span) best = t, best_span = span;
+    }
+  }
+  if (best_span * 100 > now_span * 92) return;
+  p->band_rows = best.band;
+  p->bands = best.bands;
+  p->mchunk = best.mchunk;
+  p->mchunks = best.mchunks;
+  p->shared_b = best.mchunks > 1;
 }
 
 /* Whether a pointwise Conv's products read the image in place (B = [Cin, H*W], rows P floats
@@ -168,7 +308,7 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     int64_t cols = BAND_BYTES / 4 / (p->kdim + p->mg);
     cols = round_up(cols < 64 ? 64 : cols, 32);
     p->band_rows = cols > p->P ? p->P : cols;
-    p->bands = (p->P + p->band_rows - 1) / p->band_rows;
+    p->bands = pw_band_count(p->P, p->band_rows);
   } else if (mx__kconv_dw_applies(w, p->cg)) {
     p->algo = ALGO_DEPTHWISE;
     p->slot_floats = mx__kconv_dw_slot_floats(w);
@@ -187,7 +327,9 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     /* packed B band, A blocks, one im2col row; the sgemm path's im2col band (taken by a
      * residual read in place from Y) fits in the same slot */
     own_gemm_split(p, n, group, slots);
-    int64_t cols = p->algo == ALGO_POINTWISE ? p->band_rows : p->band_rows * p->rowlen;
+    /* the widest band: a pointwise one's last may hold a remainder of less than a panel more */
+    int64_t cols = p->algo == ALGO_POINTWISE ? p->P - (p->bands - 1) * p->band_rows : p->band_rows * p->rowlen;
+    if (p->algo == ALGO_POINTWISE && cols < p->band_rows) cols = p->band_rows;
     p->slot_floats = p->algo == ALGO_POINTWISE ? 0 : (size_t)round_up(p->kdim * cols, 16);
     p->own_gemm = true;
     p->direct_b = p->algo == ALGO_POINTWISE && pointwise_direct(p);
@@ -199,7 +341,7 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     if (own > p->slot_floats) p->slot_floats = own;
     /* Each of the n x bands tasks of a weight chunk would pack it again (the 56x56 layers run
      * a dozen bands): pack it once for all of them when it is read more than once. */
-    p->pre_mr = mx__kgemm_f32_row_granule(p->mchunk, cols);
+    p->pre_mr = mx__kgemm_f32_row_granule(p->mchunk, p->algo == ALGO_POINTWISE ? p->band_rows : cols);
     if (n * p->bands > 1)
       p->pre_floats = (size_t)round_up(
           (int64_t)mx__kgemm_f32_pre_a_floats(p->mg, p->kdim, p->pre_mr) * group, 16);
@@ -350,7 +492,7 @@ static void tile_epilogue_run(void *ctx, int64_t row0, int64_t rows, int64_t col
 static void band_cols(const fast_plan *p, int64_t band, int64_t *c0, int64_t *ncols) {
   if (p->algo == ALGO_POINTWISE) {
     *c0 = band * p->band_rows;
-    *ncols = p->P - *c0 < p->band_rows ? p->P - *c0 : p->band_rows;
+    *ncols = band == p->bands - 1 || p->P - *c0 < p->band_rows ? p->P - *c0 : p->band_rows;
   } else {
     int64_t r0 = band * p->band_rows, r1 = r0 + p->band_rows > p->rows ? p->rows : r0 + p->band_rows;
     *c0 = r0 * p->rowlen;
@@ -486,8 +628,7 @@ static void run_task(void *vctx, int64_t task, int32_t slot) {
   const float *bmat;
   int64_t ldb;
   if (p->algo == ALGO_POINTWISE) {
-    c0 = band * p->band_rows;
-    ncols = p->P - c0 < p->band_rows ? p->P - c0 : p->band_rows;
+    band_cols(p, band, &c0, &ncols);
     bmat = xg + c0;
     ldb = p->P;
   } else {
