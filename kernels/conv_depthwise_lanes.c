@@ -35,10 +35,8 @@ typedef int32_t v16i __attribute__((vector_size(64)));
 typedef struct dwl_geom {
   int64_t hp, wp;      /* padded image height, width */
   int64_t pad_floats;  /* the padded image of 16-float pixels */
-  int64_t out_floats;  /* the output pixels, rounded up to whole transposes */
+  int64_t out_floats;  /* the output pixels */
 } dwl_geom;
-
-static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 static bool make_geom(const mx_kwin *w, dwl_geom *g) {
   memset(g, 0, sizeof *g);
@@ -46,7 +44,7 @@ static bool make_geom(const mx_kwin *w, dwl_geom *g) {
   g->hp = (w->grid[1] - 1) * w->s[1] + (w->k[1] - 1) * w->d[1] + 1;
   g->wp = (w->grid[2] - 1) * w->s[2] + (w->k[2] - 1) * w->d[2] + 1;
   g->pad_floats = g->hp * g->wp * LANES;
-  g->out_floats = round_up(w->grid_size, LANES) * LANES;
+  g->out_floats = w->grid_size * LANES;
   return g->pad_floats <= DWL_MAX_PAD_FLOATS;
 }
 
@@ -215,11 +213,20 @@ MX_KHOT static void dwl_run_group(const mx_kconv_f32 *j, const dwl_geom *g, cons
   const int64_t sh = w->s[1], sw = w->s[2], dh = w->d[1], dw = w->d[2], wp = g->wp;
   float *pad = slot, *outp = slot + g->pad_floats, *wv = outp + g->out_floats, *bias = wv + w->k_size * LANES;
   /* Rows and columns outside the images stay 0 from one group to the next (every group writes
-   * the same pixels), so they are zeroed once per run; so are the output pixels past the last,
-   * which the last transpose reads. */
+   * the same pixels), so they are zeroed once per run, and only they: the image's pixels are
+   * written by every group. */
   if (clear) {
-    memset(pad, 0, (size_t)g->pad_floats * sizeof(float));
-    memset(outp + OHW * LANES, 0, (size_t)(g->out_floats - OHW * LANES) * sizeof(float));
+    const int64_t pt = w->pb[1], pl = w->pb[2] < wp ? w->pb[2] : wp;
+    const int64_t ih_end = pt + w->img[1], iw_end = pl + w->img[2] < wp ? pl + w->img[2] : wp;
+    for (int64_t r = 0; r < g->hp; r++) {
+      float *row = pad + r * wp * LANES;
+      if (r < pt || r >= ih_end) {
+        memset(row, 0, (size_t)(wp * LANES) * sizeof(float));
+        continue;
+      }
+      memset(row, 0, (size_t)(pl * LANES) * sizeof(float));
+      memset(row + iw_end * LANES, 0, (size_t)((wp - iw_end) * LANES) * sizeof(float));
+    }
   }
   /* the taps of the 16 channels as KH x KW weight vectors */
   if (w->k_size < 16) {
