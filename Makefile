@@ -58,7 +58,7 @@ demo: build
 asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DMIXRT_SANITIZE=address \
 	    -DMIXRT_ZOO_DIR=$(CURDIR)/$(if $(wildcard $(BUILD)/zoo/manifest.json),$(BUILD),build-asan)/zoo $(CMAKE_FLAGS)
-	cmake --build build-asan -j $(JOBS)
+	cmake --build build-asan -j $(JOBS) --target tests_all
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
 tsan: deps

@@ -103,6 +103,23 @@ done:
   return result;
 }
 
+/* Sanitizer builds split the models between the executors: the sequential configurations run
+ * models 0, 3, 6, ..., the topological ones 1, 4, 7, ... and the multi-thread ones 2, 5, 8, ...,
+ * each with both partitionings, so every model still runs once under the sanitizer with its
+ * default partitioning and once all static, and every executor still sees every kind of op. Six
+ * passes over all ~1500 models took 2 minutes of the ASan stage and 3 of the TSan stage; the
+ * Release tree runs every model in every configuration. */
+static bool model_in_this_run(mx_executor_kind ex, size_t c) {
+#ifdef MIXRT_SANITIZED
+  int share = ex == MX_EXECUTOR_SEQUENTIAL ? 0 : ex == MX_EXECUTOR_TOPOLOGICAL ? 1 : 2;
+  return c % 3 == (size_t)share;
+#else
+  (void)ex;
+  (void)c;
+  return true;
+#endif
+}
+
 static void run_all(mx_executor_kind ex, uint32_t streams, int64_t static_min_ops) {
   const char *dir = mxt_onnx_node_dir();
   if (!dir) cr_skip_test("ONNX conformance data not found");
@@ -117,8 +134,10 @@ static void run_all(mx_executor_kind ex, uint32_t streams, int64_t static_min_op
   mx_session *s;
   mx_error err;
   cr_assert_eq(mx_session_create(&o, &s, &err), MX_OK, "%s", err.message);
-  size_t failed = 0, skipped = 0;
+  size_t failed = 0, skipped = 0, run = 0;
   for (size_t c = 0; c < n; c++) {
+    if (!model_in_this_run(ex, c)) continue;
+    run++;
     char why[600];
     int r = run_case(s, &cases[c], why, sizeof why);
     if (r == CASE_SKIPPED) {
@@ -133,10 +152,11 @@ static void run_all(mx_executor_kind ex, uint32_t streams, int64_t static_min_op
   fprintf(stderr,
           "session conformance (executor %d, %u streams, static_min_ops %lld): %zu passed, %zu failed, %zu "
           "skipped (string tensors)\n",
-          (int)ex, streams, (long long)static_min_ops, n - failed - skipped, failed, skipped);
+          (int)ex, streams, (long long)static_min_ops, run - failed - skipped, failed, skipped);
   mx_session_destroy(s);
   mxt_onnx_node_cases_free(cases, n);
-  cr_assert_eq(failed, 0, "%zu of %zu models failed through the session", failed, n);
+  cr_assert_gt(run, 0);
+  cr_assert_eq(failed, 0, "%zu of %zu models failed through the session", failed, run);
 }
 
 Test(conformance, sequential_1_stream) { run_all(MX_EXECUTOR_SEQUENTIAL, 1, 4); }
