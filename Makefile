@@ -3,14 +3,17 @@
 #   make build   configure + build the Release tree in build/
 #   make debug   configure + build the Debug tree in build-debug/
 #   make test    deps + build + every test (ctest), then the sanitizer suites (asan, tsan) and
-#                the fuzz targets for TEST_FUZZ_SECONDS each (default 30, so the whole run stays
-#                under 30 minutes on 2 cores); fails on any failure or report. Every ctest run
-#                starts the longest entries first (COST in tests/CMakeLists.txt), so that no long
-#                suite is left running alone at the end of a stage (stage times: docs/reliability.md,
-#                "CI time")
+#                the fuzz targets for TEST_FUZZ_SECONDS each (default 30); about 27 minutes on 2
+#                idle cores (stage times: docs/reliability.md, "CI time"); fails on any failure or
+#                report. Every ctest run starts the longest entries first (COST in
+#                tests/CMakeLists.txt, one table for the Release tree, one for the sanitizer trees),
+#                so that no long suite is left running alone at the end of a stage
 #   make demo    deps + build + the main job on a built-in model
-#   make asan    build + every test with AddressSanitizer/UBSan in build-asan/ (sanitizer
-#                builds compile at -O1: -O0 makes the suites several times slower); zoo_models
+#   make asan    the test programs and what their entries run (target tests_all: no bench/
+#                programs, no libmixrt.so), then every test, with AddressSanitizer/UBSan in
+#                build-asan/ (sanitizer builds compile at -O1: -O0 makes the suites several times
+#                slower; their tests see MIXRT_SANITIZED, and a few long loops run a smaller case
+#                that takes the same paths, see tests/CMakeLists.txt); zoo_models
 #                reuses the models $(BUILD)/zoo already holds instead of exporting them again
 #   make tsan    the concurrency-labelled suites (and the mixrt program they drive), built and
 #                run with ThreadSanitizer in build-tsan/
