@@ -74,34 +74,39 @@ bool mx__kdwl_applies(const mx_kconv_f32 *j) {
 #define DWL_SHUF(a, b, ...) __builtin_shuffle(a, b, (v16i){__VA_ARGS__})
 #endif
 
-/* r[i] lane l <- r[l] lane i: four stages, stage S swapping the off-diagonal S x S blocks of
- * every 2S x 2S block (rows i and i + S exchange the lanes whose bit S differs). */
+/* r[i] lane l <- r[l] lane i, in the classic four steps whose shuffles stay inside 128-bit
+ * lanes or move whole ones (unpack of floats, unpack of float pairs, two 128-bit lane selects),
+ * so no step needs a two-source permute: within each 128-bit lane a 4x4 transpose, then the
+ * 4x4 grid of 128-bit blocks transposed. */
 MX_KINLINE void dwl_transpose16(v16f *r) {
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; i += 2) {
-    const v16f a = r[i], b = r[i + 1];
-    r[i] = DWL_SHUF(a, b, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
-    r[i + 1] = DWL_SHUF(a, b, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+  v16f t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) { /* unpack floats: rows 2k, 2k + 1 */
+    t[i] = DWL_SHUF(r[i], r[i + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29);
+    t[i + 1] = DWL_SHUF(r[i], r[i + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; i++) {
-    if (i & 2) continue;
-    const v16f a = r[i], b = r[i + 2];
-    r[i] = DWL_SHUF(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-    r[i + 2] = DWL_SHUF(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) { /* unpack float pairs: t[4k + 0, 2] and t[4k + 1, 3] */
+    r[i] = DWL_SHUF(t[i], t[i + 2], 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+    r[i + 1] = DWL_SHUF(t[i], t[i + 2], 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    r[i + 2] = DWL_SHUF(t[i + 1], t[i + 3], 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+    r[i + 3] = DWL_SHUF(t[i + 1], t[i + 3], 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; i++) {
-    if (i & 4) continue;
-    const v16f a = r[i], b = r[i + 4];
-    r[i] = DWL_SHUF(a, b, 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-    r[i + 4] = DWL_SHUF(a, b, 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
-  }
-#pragma GCC unroll 16
+  /* Row 4q + j now holds, in its 128-bit lane L, column 4L + j of rows 4q .. 4q + 3. The
+   * 128-bit blocks are moved in two select steps: even then odd lanes of rows 8h + j and
+   * 8h + 4 + j ... */
+#pragma GCC unroll 4
+  for (int h = 0; h < 2; h++)
+    for (int j = 0; j < 4; j++) {
+      const int a = 8 * h + j, b = 8 * h + 4 + j;
+      t[8 * h + j] = DWL_SHUF(r[a], r[b], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+      t[8 * h + 4 + j] = DWL_SHUF(r[a], r[b], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    }
+  /* ... then of those across the two halves: column 4L + j lands in row 4L + j. */
+#pragma GCC unroll 8
   for (int i = 0; i < 8; i++) {
-    const v16f a = r[i], b = r[i + 8];
-    r[i] = DWL_SHUF(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-    r[i + 8] = DWL_SHUF(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    r[i] = DWL_SHUF(t[i], t[i + 8], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    r[i + 8] = DWL_SHUF(t[i], t[i + 8], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
   }
 }
 
