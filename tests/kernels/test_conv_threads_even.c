@@ -99,7 +99,7 @@ Test(conv_threads_even, resnet50_14x14_pointwise_layers_equal_bits_on_1_2_3_thre
       {1, 1024, 14, 256, 1, 1, 0}, /* read in place: bands of 96 columns */
       {1, 1024, 14, 512, 1, 1, 0}, /* read in place: bands and chunks */
       {2, 256, 14, 1024, 1, 1, 0}, /* two images */
-      {1, 200, 13, 300, 1, 1, 0},  /* 169 columns, 300 rows: partial tiles and panels */
+      {1, 400, 13, 600, 1, 1, 0},  /* 169 columns, 600 rows: partial tiles and panels */
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     const bcase *t = &cases[ci];
