@@ -454,62 +454,19 @@ static void im2col_band(const float *x, int64_t channels, const mx_kwin *w, int6
         }
 }
 
-/* n floats (src[i * s]; src NULL: zeros) into columns [j, j + n) of one k row of a packed B
- * whose panels are `panel` floats apart (bk: the row in the first panel). */
-static void put_cols(float *bk, size_t panel, int64_t j, const float *src, int64_t s, int64_t n) {
-  while (n > 0) {
-    float *dst = bk + (size_t)(j / MX_KGEMM_NR) * panel + j % MX_KGEMM_NR;
-    int64_t run = MX_KGEMM_NR - j % MX_KGEMM_NR;
-    if (run > n) run = n;
-    if (!src)
-      memset(dst, 0, (size_t)run * sizeof(float));
-    else if (s == 1)
-      memcpy(dst, src, (size_t)run * sizeof(float));
-    else
-      for (int64_t i = 0; i < run; i++) dst[i] = src[i * s];
-    if (src) src += run * s;
-    j += run;
-    n -= run;
-  }
-}
-
-/* im2col_row written straight into row k of the own GEMM's packed B (kernels/gemm_f32.h: bk at
- * that row of the first panel, panels `panel` floats apart), the last panel's columns past the
- * band zeroed: one pass, where a row of scratch then its copy into the panels took two. */
-static void im2col_row_panels(const float *xc, const mx_kwin *w, int64_t kd, int64_t kh, int64_t kw, int64_t r0,
-                              int64_t r1, float *bk, size_t panel) {
-  const int64_t rowlen = w->grid[2], s = w->s[2];
-  int64_t off = kw * w->d[2] - w->pb[2], lo, hi;
-  valid_range(rowlen, s, off, w->img[2], &lo, &hi);
-  int64_t od = r0 / w->grid[1], oh = r0 % w->grid[1], j = 0;
-  for (int64_t r = r0; r < r1; r++, j += rowlen) {
-    const int64_t id = od * w->s[0] - w->pb[0] + kd * w->d[0];
-    const int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
-    if (++oh == w->grid[1]) oh = 0, od++;
-    if (id < 0 || id >= w->img[0] || ih < 0 || ih >= w->img[1] || lo >= hi) {
-      put_cols(bk, panel, j, NULL, 1, rowlen);
-      continue;
-    }
-    const float *xr = xc + (id * w->img[1] + ih) * w->img[2];
-    put_cols(bk, panel, j, NULL, 1, lo);
-    put_cols(bk, panel, j + lo, xr + lo * s + off, s, hi - lo);
-    put_cols(bk, panel, j + hi, NULL, 1, rowlen - hi);
-  }
-  if (j % MX_KGEMM_NR) put_cols(bk, panel, j, NULL, 1, MX_KGEMM_NR - j % MX_KGEMM_NR);
-}
-
 /* The im2col rows of input channels [c0, c1) for output rows [r0, r1) in the own GEMM's packed
- * B of the band (kdim rows, kernels/gemm_f32.h). Threads may pack disjoint channel ranges of one
- * band at once. */
+ * B of the band (kdim rows, kernels/gemm_f32.h), each through `row` (one row of scratch).
+ * Threads may pack disjoint channel ranges of one band at once. */
 static void im2col_pack(const float *x, int64_t c0, int64_t c1, int64_t kdim, const mx_kwin *w, int64_t r0,
-                        int64_t r1, float *packed) {
-  const size_t panel = (size_t)kdim * MX_KGEMM_NR;
+                        int64_t r1, float *packed, float *row) {
+  const int64_t cols = (r1 - r0) * w->grid[2];
   for (int64_t c = c0; c < c1; c++)
     for (int64_t kd = 0; kd < w->k[0]; kd++)
       for (int64_t kh = 0; kh < w->k[1]; kh++)
         for (int64_t kw = 0; kw < w->k[2]; kw++) {
           const int64_t kidx = ((c * w->k[0] + kd) * w->k[1] + kh) * w->k[2] + kw;
-          im2col_row_panels(x + c * w->img_size, w, kd, kh, kw, r0, r1, packed + kidx * MX_KGEMM_NR, panel);
+          im2col_row(x + c * w->img_size, w, kd, kh, kw, r0, r1, row);
+          mx__kgemm_f32_pack_b_row(row, cols, kdim, kidx, packed);
         }
 }
 
@@ -553,8 +510,7 @@ static void pack_band(const fast_plan *p, const mx_kwin *w, int64_t band, const 
     for (int64_t k = ch0; k < ch1; k++) mx__kgemm_f32_pack_b_row(xg + k * p->P + c0, ncols, p->kdim, k, packed);
   } else {
     const int64_t r0 = band * p->band_rows;
-    (void)row; /* im2col rows go straight into the panels */
-    im2col_pack(xg, ch0, ch1, p->kdim, w, r0, r0 + ncols / p->rowlen, packed);
+    im2col_pack(xg, ch0, ch1, p->kdim, w, r0, r0 + ncols / p->rowlen, packed, row);
   }
 }
 
