@@ -15,11 +15,12 @@
  *   - runs whose estimated work is too small to repay a handoff run inline (one threshold,
  *     MIN_WORK_PER_SLOT, in mx__kparallel_work).
  * Nothing spins unbounded: every spin gives up after SPIN_ROUNDS pauses and then sleeps on a
- * condition variable. Workers are bound to cores of their own with hwloc (see "pinning"). */
+ * condition variable. Workers can be bound to cores of their own with hwloc (see "pinning"). */
 #include "kernels/threads.h"
 
 #include <hwloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -139,12 +140,23 @@ static uint64_t wait_for_run(uint64_t seen) {
  * core for a while, and a run then took as long as on one thread plus the handoff. Worker i takes
  * the i-th core after the caller's (cyclically), so two workers never share a core while one is
  * free; with more workers than other cores they wrap onto cores again, the caller's last.
- * MIXRT_POOL_PIN=0 in the environment leaves the workers unbound (comparisons). */
+ * The caller of later runs may sit elsewhere (a CPU device whose streams hal/cpu/topology.c pins
+ * after the workers started, or an unbound thread the scheduler moved): each run names the
+ * caller's processing unit, and a worker bound to the caller's core moves to the next other one
+ * before it takes tasks, so the two never share a core for a whole run.
+ * Binding is off unless MIXRT_POOL_PIN=1 is in the environment: measured on ResNet-50 and
+ * MobileNetV3 at 2 threads it gained nothing over the scheduler's placement (within the noise),
+ * and a bound worker cannot leave a core another busy thread holds: with a CPU device under
+ * SCHED_FIFO, the submitting thread waited on the worker's core and ResNet-50's Convs at 2 threads
+ * took as long as at 1 (`mixrt bench models --layers`: 69.9 ms bound, 40.4 ms unbound). */
 
 static hwloc_topology_t pin_topo; /* loaded on the first worker start; kept for the process */
 static bool pin_tried;
 static int pin_cores;          /* cores in pin_topo */
 static int pin_caller_core;    /* the caller's core when the first worker started, or -1 */
+static int *pin_core_of;       /* core (logical index) of each processing unit's OS index */
+static int pin_max_pu;         /* entries of pin_core_of */
+static atomic_int job_caller_pu = -1; /* the processing unit the run's caller took it on */
 
 /* The core (logical index) the calling thread runs on, or is bound within; -1 if unknown. */
 static int caller_core(void) {
@@ -170,7 +182,7 @@ static void pin_init(void) {
   if (pin_tried) return;
   pin_tried = true;
   const char *env = getenv("MIXRT_POOL_PIN");
-  if (env && strcmp(env, "0") == 0) return;
+  if (!env || strcmp(env, "1") != 0) return;
   if (hwloc_topology_init(&pin_topo) != 0) {
     pin_topo = NULL;
     return;
@@ -182,26 +194,37 @@ static void pin_init(void) {
   }
   pin_cores = hwloc_get_nbobjs_by_type(pin_topo, HWLOC_OBJ_CORE);
   pin_caller_core = caller_core();
+  const int npu = hwloc_get_nbobjs_by_type(pin_topo, HWLOC_OBJ_PU);
+  for (int i = 0; i < npu; i++) {
+    hwloc_obj_t pu = hwloc_get_obj_by_type(pin_topo, HWLOC_OBJ_PU, (unsigned)i);
+    if (pu && (int)pu->os_index + 1 > pin_max_pu) pin_max_pu = (int)pu->os_index + 1;
+  }
+  pin_core_of = pin_max_pu > 0 ? malloc((size_t)pin_max_pu * sizeof *pin_core_of) : NULL;
+  for (int i = 0; pin_core_of && i < pin_max_pu; i++) pin_core_of[i] = -1;
+  for (int i = 0; pin_core_of && i < npu; i++) {
+    hwloc_obj_t pu = hwloc_get_obj_by_type(pin_topo, HWLOC_OBJ_PU, (unsigned)i);
+    hwloc_obj_t c = pu ? hwloc_get_ancestor_obj_by_type(pin_topo, HWLOC_OBJ_CORE, pu) : NULL;
+    if (c) pin_core_of[pu->os_index] = (int)c->logical_index;
+  }
   if (pin_cores < 2) { /* one core: nothing to spread over */
     hwloc_topology_destroy(pin_topo);
     pin_topo = NULL;
   }
 }
 
-/* The core worker `index` (0-based) is bound to: the index-th core after the caller's. */
-static hwloc_obj_t worker_core(int32_t index) {
-  const int base = pin_caller_core < 0 ? 0 : pin_caller_core;
-  const int others = pin_caller_core < 0 ? pin_cores : pin_cores - 1;
-  const int step = index % pin_cores < others ? index % pin_cores : others; /* the caller's core last */
-  const int core = pin_caller_core < 0 ? step : (base + 1 + step) % pin_cores;
-  return hwloc_get_obj_by_type(pin_topo, HWLOC_OBJ_CORE, (unsigned)core);
+/* The core (logical index) worker `index` (0-based) is bound to when the caller sits on core
+ * `caller` (-1: unknown): the index-th core after the caller's, the caller's own last. */
+static int worker_core(int32_t index, int caller) {
+  const int others = caller < 0 ? pin_cores : pin_cores - 1;
+  const int step = index % pin_cores < others ? index % pin_cores : others;
+  return caller < 0 ? step : (caller + 1 + step) % pin_cores;
 }
 
-/* Binds the calling worker to its core's first processing unit (one unit, so it does not move
- * between SMT siblings either). */
-static void pin_self(int32_t index) {
+/* Binds the calling worker to the first processing unit of core `core_index` (one unit, so it
+ * does not move between SMT siblings either). */
+static void pin_self(int core_index) {
   if (!pin_topo) return;
-  hwloc_obj_t core = worker_core(index);
+  hwloc_obj_t core = hwloc_get_obj_by_type(pin_topo, HWLOC_OBJ_CORE, (unsigned)core_index);
   if (!core || !core->cpuset) return;
   hwloc_bitmap_t one = hwloc_bitmap_dup(core->cpuset);
   if (!one) return;
@@ -219,13 +242,23 @@ static void *worker_main(void *arg) {
   worker_start start;
   memcpy(&start, arg, sizeof start);
   free(arg);
-  pin_self(start.index);
+  int my_core = pin_topo ? worker_core(start.index, pin_caller_core) : -1;
+  pin_self(my_core);
   uint64_t seen = start.gen;
   for (;;) {
     uint64_t w = wait_for_run(seen);
     seen = generation_of(w);
     int32_t slot = try_join(w);
     if (!slot) continue;
+    if (pin_core_of) {
+      /* the caller on this worker's core: move to the next other one (see "pinning") */
+      const int pu = atomic_load_explicit(&job_caller_pu, memory_order_relaxed);
+      const int caller = pu >= 0 && pu < pin_max_pu ? pin_core_of[pu] : -1;
+      if (caller >= 0 && caller == my_core) {
+        my_core = worker_core(start.index, caller);
+        pin_self(my_core);
+      }
+    }
     take_tasks(job_fn, job_ctx, job_tasks, slot);
     atomic_fetch_add(&job_done, 1);
     if (atomic_load(&caller_waiting)) {
@@ -298,6 +331,7 @@ void mx__kparallel(int64_t n_tasks, int32_t max_slots, mx_ktask_fn fn, void *ctx
     return;
   }
   slots = ensure_workers(slots);
+  if (pin_core_of) atomic_store_explicit(&job_caller_pu, sched_getcpu(), memory_order_relaxed);
   job_fn = fn;
   job_ctx = ctx;
   job_tasks = n_tasks;
