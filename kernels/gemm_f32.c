@@ -10,9 +10,11 @@
  * x 2 zmm (28 accumulators), AVX2 6 rows x 2 ymm run on each 16-column half of the panel. Each
  * accumulator starts at 0 (or at the partial sum the previous k block stored, which is the same
  * float) and takes one FMA per k in order, so both copies round every output alike. Tiles that
- * overhang m or n are computed whole into a scratch tile and their valid part copied. B read in
- * place (its rows ld apart) takes the place of a packed panel; on the last k block an epilogue
- * is applied to the AVX-512 copy's whole tiles in registers, to the others once stored. */
+ * overhang m or n: on AVX-512 a tile of just their rows (1..14) with masked loads and stores of
+ * their columns, straight into C; on AVX2 computed whole into a scratch tile and their valid
+ * part copied. B read in place (its rows ld apart) takes the place of a packed panel; on the
+ * last k block an epilogue is applied to the AVX-512 copy's tiles in registers, to the AVX2
+ * copy's once stored. */
 #include "kernels/gemm_f32.h"
 
 #include "kernels/conv_epilogue.h"
