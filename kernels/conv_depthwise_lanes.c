@@ -14,6 +14,7 @@
  * so both paths give the same bits. */
 #include "kernels/conv_depthwise_lanes.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/ops/conv_params.h"
@@ -55,9 +56,21 @@ size_t mx__kdwl_slot_floats(const mx_kwin *w) {
   return (size_t)(g.pad_floats + g.out_floats + w->k_size * LANES + LANES);
 }
 
+/* MIXRT_DW_LANES=0 (or off) turns the path off, for comparisons; read once. */
+static bool lanes_enabled(void) {
+  static int enabled = -1;
+  int e = __atomic_load_n(&enabled, __ATOMIC_RELAXED);
+  if (e < 0) {
+    const char *env = getenv("MIXRT_DW_LANES");
+    e = !(env && (strcmp(env, "0") == 0 || strcmp(env, "off") == 0));
+    __atomic_store_n(&enabled, e, __ATOMIC_RELAXED);
+  }
+  return e != 0;
+}
+
 bool mx__kdwl_applies(const mx_kconv_f32 *j) {
   dwl_geom g;
-  if (j->z || !make_geom(j->w, &g)) return false;
+  if (j->z || !lanes_enabled() || !make_geom(j->w, &g)) return false;
   switch (j->act) {
     case MX_CONV_ACT_NONE:
     case MX_CONV_ACT_RELU:
