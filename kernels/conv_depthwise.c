@@ -4,7 +4,9 @@
  * dropped), stride 2 along even/odd column planes, so both vectorize with unit-stride loads
  * (AVX-512, AVX2 and baseline copies, MX_KHOT). Bias, residual and the fused activation are
  * applied per output row while it is in cache. Every output adds its taps in one fixed order,
- * whatever the ISA copy or the thread count. */
+ * whatever the ISA copy or the thread count. Convs whose padded image fits 64x64 pixels, without
+ * a residual, run 16 channels at a time in vector lanes instead (kernels/conv_depthwise_lanes.c,
+ * the same bits). */
 #include "kernels/conv_depthwise.h"
 
 #include <string.h>
