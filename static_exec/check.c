@@ -266,8 +266,10 @@ static mx_status check_kernel(const mx_static_plan *p, uint32_t ti, mx_symtab *s
   }
   size_t need = kd->workspace ? kd->workspace(call) : 0;
   if (need > pt->ws_size) {
-    st = BAD("task %u ('%s'): workspace of %llu bytes, the kernel needs %zu", ti, pt->name,
-             (unsigned long long)pt->ws_size, need);
+    /* a plan written by an older mixrt whose kernel needed less scratch for the same shapes */
+    st = BAD("task %u ('%s'): workspace of %llu bytes, the kernel needs %zu (a plan compiled by an "
+             "older mixrt: compile the model again)",
+             ti, pt->name, (unsigned long long)pt->ws_size, need);
     goto free_scratch;
   }
   st = check_overlaps(p, ti, (def->flags & MX_OP_ELEMENTWISE) != 0, err);
