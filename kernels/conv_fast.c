@@ -13,7 +13,8 @@
  * straight into its panel layout, and the epilogue runs on each tile as it is finished. Elsewhere,
  * and for a residual read in place from Y, they run OpenBLAS's cblas_sgemm. On several threads
  * a band that several output-channel chunks read is packed once, by all the threads (channel
- * ranges), before the chunks' products run; the bands and chunks are those of least modelled
+ * ranges), before the chunks' products run (for narrow products, a 7x7 map's, already in the
+ * column groups they read); the bands and chunks are those of least modelled
  * span on the run's threads (even_split), so the threads' shares end together.
  * Every output adds its taps in one fixed order, whatever the ISA copy or the thread count
  * (the sgemm path: whatever the thread count). */
@@ -56,6 +57,9 @@ typedef struct fast_plan {
                          once per run (in parallel, ahead of the products) into a shared block */
   size_t shared_floats; /* that block: n x group x bands packed bands of packed_floats */
   int64_t kparts;     /* tasks packing one band of it (channel ranges) */
+  bool narrow_b;      /* shared_b for narrow products (a 7x7 map's 49 columns, run transposed):
+                         the bands stored in the column groups those products read
+                         (mx__kgemm_f32_narrow_b_row), not in panels each chunk regroups again */
   bool direct_b;      /* own GEMM, pointwise: the product reads its B (the image's rows) in
                          place, nothing packed (pointwise_direct) */
 } fast_plan;
@@ -334,8 +338,18 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     p->own_gemm = true;
     p->direct_b = p->algo == ALGO_POINTWISE && pointwise_direct(p);
     if (p->direct_b) p->shared_b = false; /* nothing packed to share among the chunks */
+    /* Narrow products regroup their B's columns before they run; each chunk of a shared band
+     * did it again (two threads: the whole band twice). The shared block holds them regrouped
+     * instead, made once by all threads. (Not where a pointwise product reads the image in
+     * place: regrouped ahead, 2048 -> 512 on a 7x7 map took 0.39 ms on two threads, not 0.34,
+     * the pass and its second handoff costing more than a second regrouping.) */
+    if (p->shared_b && cols <= 64 && mx__kgemm_f32_row_granule(p->mchunk, cols) == MX_KGEMM_NR) p->narrow_b = true;
     p->packed_floats =
         p->direct_b ? 0 : (size_t)round_up((int64_t)mx__kgemm_f32_packed_b_floats(p->kdim, cols), 16);
+    if (p->narrow_b) {
+      const size_t regrouped = (size_t)round_up((int64_t)mx__kgemm_f32_narrow_b_floats(p->kdim, cols), 16);
+      if (regrouped > p->packed_floats) p->packed_floats = regrouped;
+    }
     p->gemm_floats = mx__kgemm_f32_a_floats(p->mchunk);
     size_t own = p->packed_floats + p->gemm_floats + (size_t)round_up(cols, 16);
     if (own > p->slot_floats) p->slot_floats = own;
@@ -496,7 +510,7 @@ static void im2col_band(const float *x, int64_t channels, const mx_kwin *w, int6
  * B of the band (kdim rows, kernels/gemm_f32.h), each through `row` (one row of scratch).
  * Threads may pack disjoint channel ranges of one band at once. */
 static void im2col_pack(const float *x, int64_t c0, int64_t c1, int64_t kdim, const mx_kwin *w, int64_t r0,
-                        int64_t r1, float *packed, float *row) {
+                        int64_t r1, float *packed, float *row, bool regrouped) {
   const int64_t cols = (r1 - r0) * w->grid[2];
   for (int64_t c = c0; c < c1; c++)
     for (int64_t kd = 0; kd < w->k[0]; kd++)
@@ -504,7 +518,10 @@ static void im2col_pack(const float *x, int64_t c0, int64_t c1, int64_t kdim, co
         for (int64_t kw = 0; kw < w->k[2]; kw++) {
           const int64_t kidx = ((c * w->k[0] + kd) * w->k[1] + kh) * w->k[2] + kw;
           im2col_row(x + c * w->img_size, w, kd, kh, kw, r0, r1, row);
-          mx__kgemm_f32_pack_b_row(row, cols, kdim, kidx, packed);
+          if (regrouped)
+            mx__kgemm_f32_narrow_b_row(row, cols, kdim, kidx, packed);
+          else
+            mx__kgemm_f32_pack_b_row(row, cols, kdim, kidx, packed);
         }
 }
 
@@ -538,17 +555,23 @@ static void band_cols(const fast_plan *p, int64_t band, int64_t *c0, int64_t *nc
   }
 }
 
-/* Input channels [ch0, ch1) of a band's columns packed into the own GEMM's panels: the image's
- * rows for a pointwise Conv, im2col rows otherwise. */
+/* Input channels [ch0, ch1) of a band's columns packed into the own GEMM's panels (regrouped:
+ * a narrow product's column groups): the image's rows for a pointwise Conv, im2col rows
+ * otherwise. */
 static void pack_band(const fast_plan *p, const mx_kwin *w, int64_t band, const float *xg, int64_t ch0,
-                      int64_t ch1, float *packed, float *row) {
+                      int64_t ch1, float *packed, float *row, bool regrouped) {
   int64_t c0, ncols;
   band_cols(p, band, &c0, &ncols);
   if (p->algo == ALGO_POINTWISE) {
-    for (int64_t k = ch0; k < ch1; k++) mx__kgemm_f32_pack_b_row(xg + k * p->P + c0, ncols, p->kdim, k, packed);
+    for (int64_t k = ch0; k < ch1; k++) {
+      if (regrouped)
+        mx__kgemm_f32_narrow_b_row(xg + k * p->P + c0, ncols, p->kdim, k, packed);
+      else
+        mx__kgemm_f32_pack_b_row(xg + k * p->P + c0, ncols, p->kdim, k, packed);
+    }
   } else {
     const int64_t r0 = band * p->band_rows;
-    im2col_pack(xg, ch0, ch1, p->kdim, w, r0, r0 + ncols / p->rowlen, packed, row);
+    im2col_pack(xg, ch0, ch1, p->kdim, w, r0, r0 + ncols / p->rowlen, packed, row, regrouped);
   }
 }
 
@@ -571,7 +594,12 @@ static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f3
                         : j->act == MX_CONV_ACT_CLIP ? MX_KGEMM_ACT_CLIP
                                                      : MX_KGEMM_ACT_NONE;
     const mx_kgemm_f32_epilogue epi = {bg, zg ? zg + c0 : NULL, p->P, act, j->alpha, j->beta};
-    if (!p->direct_b && !bshared) pack_band(p, w, band, xg, 0, p->cg, scr, ablocks + p->gemm_floats);
+    if (bshared && p->narrow_b) {
+      mx__kgemm_f32_narrow_pre(mn, ncols, p->kdim, wg, p->kdim, pa, bshared, yg + c0, p->P, ablocks,
+                               any ? &epi : NULL, NULL, NULL);
+      return;
+    }
+    if (!p->direct_b && !bshared) pack_band(p, w, band, xg, 0, p->cg, scr, ablocks + p->gemm_floats, false);
     mx__kgemm_f32_epi_pre(mn, ncols, p->kdim, wg, p->kdim, pa, p->direct_b ? xg + c0 : packed,
                           p->direct_b ? p->P : 0, yg + c0, p->P, ablocks, any ? &epi : NULL);
     return;
@@ -581,7 +609,12 @@ static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f3
                               any ? tile_epilogue_run : NULL, &e);
     return;
   }
-  if (!bshared) pack_band(p, w, band, xg, 0, p->cg, scr, ablocks + p->gemm_floats);
+  if (bshared && p->narrow_b) {
+    mx__kgemm_f32_narrow_pre(mn, ncols, p->kdim, wg, p->kdim, pa, bshared, yg + c0, p->P, ablocks, NULL,
+                             any ? tile_epilogue_run : NULL, &e);
+    return;
+  }
+  if (!bshared) pack_band(p, w, band, xg, 0, p->cg, scr, ablocks + p->gemm_floats, false);
   mx__kgemm_f32_packed_pre(mn, ncols, p->kdim, wg, p->kdim, pa, packed, yg + c0, p->P, ablocks,
                            any ? tile_epilogue_run : NULL, &e);
 }
@@ -628,7 +661,7 @@ static void run_prepare(void *vctx, int64_t task, int32_t slot) {
   const float *xg = j->x + (in * j->c + g * p->cg) * j->w->img_size;
   float *row = fj->scratch + (size_t)slot * p->slot_floats + p->packed_floats + p->gemm_floats;
   pack_band(p, j->w, band, xg, part * p->cg / p->kparts, (part + 1) * p->cg / p->kparts,
-            fj->bshared + (size_t)unit * p->packed_floats, row);
+            fj->bshared + (size_t)unit * p->packed_floats, row, p->narrow_b);
 }
 
 static void run_task(void *vctx, int64_t task, int32_t slot) {
@@ -709,7 +742,7 @@ bool mx__kconv_f32_run(const mx_kconv_f32 *j, float *scratch, size_t scratch_flo
   /* Shared bands likewise, and not when the workspace cannot hold them (each task packs its
    * own band then, as on one thread). */
   if (j->z == j->y || p.shared_floats + p.pre_floats + p.slot_floats > scratch_floats) p.shared_b = false;
-  if (!p.shared_b) p.shared_floats = 0;
+  if (!p.shared_b) p.shared_floats = 0, p.narrow_b = false;
   if (kept || j->z == j->y || p.shared_floats + p.pre_floats + p.slot_floats > scratch_floats) p.pre_floats = 0;
   float *pre_dst = p.pre_floats ? scratch : NULL;
   float *bshared = p.shared_b ? scratch + p.pre_floats : NULL;

@@ -460,6 +460,7 @@ typedef struct b_source {
   const float *p;
   int64_t ld;
   bool packed;
+  bool regrouped; /* already in a narrow product's column groups (mx__kgemm_f32_narrow_b_row) */
 } b_source;
 
 /* Row kk of k block pc of B (n columns, a packed B holding k rows in all) into row, zeros from
@@ -494,7 +495,9 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
   for (int64_t pc = 0; pc < k; pc += KC) {
     const int64_t kc = k - pc < KC ? k - pc : KC;
     const bool acc = pc > 0, last = pc + kc >= k;
-    for (int64_t kk = 0; kk < kc; kk++) {
+    /* B regrouped by the caller (once for several products) is read as it is */
+    const float *btk = b->regrouped ? b->p + pc * groups * mr : bt;
+    for (int64_t kk = 0; kk < kc && !b->regrouped; kk++) {
       const float *src = b_row(b, n, k, pc + kk, groups * mr, row);
       for (int64_t g = 0; g < groups; g++)
         memcpy(bt + (g * kc + kk) * mr, src + g * mr, (size_t)mr * sizeof(float));
@@ -510,9 +513,9 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
           float *tile = ct_all + col0 * mpad + row0;
           /* a last group of fewer columns computes only those rows of C^T */
           if (cols < mr && isa->edge)
-            isa->edge(cols, NR, kc, bt + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL);
+            isa->edge(cols, NR, kc, btk + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL);
           else
-            isa->tile(kc, bt + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL);
+            isa->tile(kc, btk + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL);
           if (!last) continue;
           float *ct = c + row0 * ldc + col0;
           for (int64_t i = 0; i < rows; i++)
@@ -565,6 +568,7 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
    * packing all of them again for those few columns. */
   if (pa && pa->mr == isa->mr) narrow = false;
   if (pa && pa->mr == NR && n <= NARROW_N) narrow = true;
+  if (b->regrouped) narrow = true; /* the caller's regrouped B serves only the transposed run */
   const int64_t granule = narrow ? NR : isa->mr;
   /* pre-packed weights serve only a product that cuts its rows the same way */
   if (pa && (pa->mr != granule || pa->row0 % granule || pa->row0 + m > pa->mpad)) pa = NULL;
@@ -628,27 +632,53 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
 
 void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
                           float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
-  const b_source b = {bp, NR, true};
+  const b_source b = {bp, NR, true, false};
   packed_impl(m, n, k, a, lda, NULL, &b, c, ldc, a_scratch, NULL, tile_fn, ctx);
 }
 
 void mx__kgemm_f32_packed_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                               const mx_kgemm_f32_pre_a *pa, const float *bp, float *c, int64_t ldc,
                               float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
-  const b_source b = {bp, NR, true};
+  const b_source b = {bp, NR, true, false};
   packed_impl(m, n, k, a, lda, pa, &b, c, ldc, a_scratch, NULL, tile_fn, ctx);
 }
 
 void mx__kgemm_f32_strided_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                const mx_kgemm_f32_pre_a *pa, const float *b, int64_t ldb, float *c, int64_t ldc,
                                float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
-  const b_source src = {b, ldb, false};
+  const b_source src = {b, ldb, false, false};
   packed_impl(m, n, k, a, lda, pa, &src, c, ldc, a_scratch, NULL, tile_fn, ctx);
+}
+
+size_t mx__kgemm_f32_narrow_b_floats(int64_t k, int64_t n) {
+  /* groups of mr columns (14 or 6) cover n with fewer than MR_AVX512 to spare */
+  return (size_t)k * (size_t)(n + MR_AVX512);
+}
+
+void mx__kgemm_f32_narrow_b_row(const float *row, int64_t n, int64_t k_total, int64_t k, float *bn) {
+  const isa_copy *isa = pick_copy();
+  if (!isa) return;
+  const int64_t mr = isa->mr, groups = (n + mr - 1) / mr;
+  const int64_t pc = k / KC * KC, kc = k_total - pc < KC ? k_total - pc : KC;
+  float *dst = bn + pc * groups * mr + (k - pc) * mr;
+  for (int64_t g = 0; g < groups; g++, dst += kc * mr) {
+    const int64_t cols = n - g * mr < mr ? n - g * mr : mr;
+    memcpy(dst, row + g * mr, (size_t)cols * sizeof(float));
+    for (int64_t j = cols; j < mr; j++) dst[j] = 0.0f;
+  }
+}
+
+void mx__kgemm_f32_narrow_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                              const mx_kgemm_f32_pre_a *pa, const float *bn, float *c, int64_t ldc,
+                              float *a_scratch, const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn,
+                              void *ctx) {
+  const b_source b = {bn, 0, false, true};
+  packed_impl(m, n, k, a, lda, pa, &b, c, ldc, a_scratch, epi, tile_fn, ctx);
 }
 
 void mx__kgemm_f32_epi_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const mx_kgemm_f32_pre_a *pa,
                            const float *b, int64_t ldb, float *c, int64_t ldc, float *a_scratch,
                            const mx_kgemm_f32_epilogue *epi) {
-  const b_source src = {b, ldb > 0 ? ldb : NR, ldb <= 0};
+  const b_source src = {b, ldb > 0 ? ldb : NR, ldb <= 0, false};
   packed_impl(m, n, k, a, lda, pa, &src, c, ldc, a_scratch, epi, NULL, NULL);
 }

@@ -110,4 +110,18 @@ void mx__kgemm_f32_epi_pre(int64_t m, int64_t n, int64_t k, const float *a, int6
                            const float *b, int64_t ldb, float *c, int64_t ldc, float *a_scratch,
                            const mx_kgemm_f32_epilogue *epi);
 
+/* B regrouped ahead for narrow products (n <= 64 columns, run transposed): the column groups
+ * the transposed product reads, k block by k block, so several products over the same B (a 7x7
+ * map's output-channel chunks) do not each regroup it. Floats it takes (either copy): */
+size_t mx__kgemm_f32_narrow_b_floats(int64_t k, int64_t n);
+/* Writes row k (n floats at `row`) of a K x n matrix into its regrouped layout bn; threads may
+ * write disjoint rows at once. */
+void mx__kgemm_f32_narrow_b_row(const float *row, int64_t n, int64_t k_total, int64_t k, float *bn);
+/* C = A x B from the regrouped B (the transposed run, whatever m; n <= 64), then the epilogue
+ * epi and tile_fn (either may be NULL); the same bits as the other forms of B. */
+void mx__kgemm_f32_narrow_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                              const mx_kgemm_f32_pre_a *pa, const float *bn, float *c, int64_t ldc,
+                              float *a_scratch, const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn,
+                              void *ctx);
+
 #endif /* MIXRT_KERNELS_GEMM_F32_H */
