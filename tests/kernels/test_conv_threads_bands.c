@@ -1,7 +1,8 @@
 /* Kernel tests of the float32 Conv's bands on several intra-op threads (kernels/conv_fast.c) on
  * ResNet-50's 56x56 maps, where a run re-sizes its bands so the threads' shares end together
- * (56 output rows in 14 bands of 4 on two threads, pointwise bands in whole panels), and the
- * pool's first worker takes the tasks from the back: 1, 2 and 3 threads give the same bits,
+ * (56 output rows in 14 bands of 4 on two threads, pointwise bands in whole panels), and on its
+ * 14x14 pointwise maps (even_split), with the pool's first worker taking the tasks from the back:
+ * 1, 2 and 3 threads give the same bits,
  * and sampled outputs match a double reference. Skipped where the CPU has neither own GEMM
  * copy. */
 #include <criterion/criterion.h>
@@ -92,16 +93,10 @@ static double reference_at(const bcase *t, const float *x, const float *w, const
   return acc > 0.0 ? acc : 0.0;
 }
 
-Test(conv_threads_bands, resnet50_56x56_layers_equal_bits_on_1_2_3_threads) {
-  if (!mx__kgemm_f32_available()) cr_skip_test("no AVX-512 or AVX2 copy on this CPU");
-  static const bcase cases[] = {
-      {1, 64, 56, 64, 3, 1, 1},  /* im2col bands of output rows */
-      {1, 64, 56, 256, 1, 1, 0}, /* pointwise bands of columns */
-      {1, 256, 56, 64, 1, 1, 0},
-      {2, 64, 56, 64, 3, 1, 1},  /* two images: bands of both */
-      {1, 32, 30, 48, 3, 1, 1},  /* rows that no band size divides evenly */
-  };
-  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+/* Every case: sampled outputs on 1 thread against the double reference, and 2 and 3 threads
+ * bit-identical to 1. */
+static void check_cases(const bcase *cases, size_t count) {
+  for (size_t ci = 0; ci < count; ci++) {
     const bcase *t = &cases[ci];
     const int64_t o = out_size(t), ny = t->n * t->m * o * o;
     float *x = filled(t->n * t->c * t->h * t->h, 11u), *w = filled(t->m * t->c * t->k * t->k, 12u);
@@ -127,4 +122,31 @@ Test(conv_threads_bands, resnet50_56x56_layers_equal_bits_on_1_2_3_threads) {
     free(y1);
     free(yt);
   }
+}
+
+Test(conv_threads_bands, resnet50_56x56_layers_equal_bits_on_1_2_3_threads) {
+  if (!mx__kgemm_f32_available()) cr_skip_test("no AVX-512 or AVX2 copy on this CPU");
+  static const bcase cases[] = {
+      {1, 64, 56, 64, 3, 1, 1},  /* im2col bands of output rows */
+      {1, 64, 56, 256, 1, 1, 0}, /* pointwise bands of columns */
+      {1, 256, 56, 64, 1, 1, 0},
+      {2, 64, 56, 64, 3, 1, 1},  /* two images: bands of both */
+      {1, 32, 30, 48, 3, 1, 1},  /* rows that no band size divides evenly */
+  };
+  check_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* The 14x14 pointwise layers, whose 196 columns in bands of 64 left a last band of 4 and two
+ * threads' shares at 128 and 68 columns: the bands and output-channel chunks of least modelled
+ * span (even_split) that a run takes now. */
+Test(conv_threads_bands, resnet50_14x14_pointwise_layers_equal_bits_on_1_2_3_threads) {
+  if (!mx__kgemm_f32_available()) cr_skip_test("no AVX-512 or AVX2 copy on this CPU");
+  static const bcase cases[] = {
+      {1, 256, 14, 1024, 1, 1, 0}, /* packed bands shared by chunks of output channels */
+      {1, 1024, 14, 256, 1, 1, 0}, /* read in place: bands of 96 columns */
+      {1, 1024, 14, 512, 1, 1, 0}, /* read in place: bands and chunks */
+      {2, 256, 14, 1024, 1, 1, 0}, /* two images */
+      {1, 400, 13, 600, 1, 1, 0},  /* 169 columns, 600 rows: partial tiles and panels */
+  };
+  check_cases(cases, sizeof cases / sizeof cases[0]);
 }
