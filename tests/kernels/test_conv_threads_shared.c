@@ -31,15 +31,7 @@ typedef struct scase {
 
 static int64_t out_size(const scase *t) { return (t->h + 2 * t->pad - t->k) / t->s + 1; }
 
-static float *filled(int64_t n, uint32_t seed) {
-  float *p = malloc((size_t)n * sizeof *p);
-  cr_assert(p);
-  for (int64_t i = 0; i < n; i++) {
-    seed = seed * 1664525u + 1013904223u;
-    p[i] = (float)(seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-  }
-  return p;
-}
+static float *filled(int64_t n, uint32_t seed) { return ks_rnd_buf(&seed, n); }
 
 /* y = the Conv through mx__kconv_f32_run with a workspace of `threads` slots (`tight`: one slot
  * only, no room for the shared block). */

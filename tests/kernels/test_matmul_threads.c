@@ -14,15 +14,7 @@
 TestSuite(matmul_threads);
 
 static uint32_t seed = 4242u;
-static float *random_floats(int64_t n) {
-  float *p = malloc((size_t)n * sizeof *p);
-  cr_assert(p);
-  for (int64_t i = 0; i < n; i++) {
-    seed = seed * 1664525u + 1013904223u;
-    p[i] = (float)(seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-  }
-  return p;
-}
+static float *random_floats(int64_t n) { return ks_rnd_buf(&seed, n); }
 
 static int64_t numel(int32_t rank, const int64_t *dims) {
   int64_t n = 1;

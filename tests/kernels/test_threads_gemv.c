@@ -16,15 +16,7 @@
 TestSuite(threads_gemv);
 
 static uint32_t seed = 977u;
-static float *random_floats(int64_t n) {
-  float *p = malloc((size_t)n * sizeof *p);
-  cr_assert(p);
-  for (int64_t i = 0; i < n; i++) {
-    seed = seed * 1664525u + 1013904223u;
-    p[i] = (float)(seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-  }
-  return p;
-}
+static float *random_floats(int64_t n) { return ks_rnd_buf(&seed, n); }
 
 /* Y[1, n] = alpha A[1, k] op(B) + beta C[n] on `threads` threads. */
 static float *gemm_row(const mx_gemm_params *p, int32_t threads, int64_t n, int64_t k, const float *a,
