@@ -14,6 +14,7 @@ out=$2
 here=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out"
 mkdir -p "$out/onnx" "$out/tensor_pb" "$out/mxm" "$out/session_mxm" "$out/session_run"
+out=$(cd "$out" && pwd) # absolute: the conformance copies below run from the conformance folder
 
 "$build/fuzz/fuzz_seeds" "$out"
 
