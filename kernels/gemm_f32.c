@@ -68,12 +68,13 @@ typedef struct isa_copy {
 #define REP6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
 /* The epilogue on 16 outputs of row i of a tile, columns j.. (e's pointers at the tile), in
- * registers: the operations and order of epi_rows, so the same bits. */
+ * registers: the operations and order of epi_rows, so the same bits. The residual is read only
+ * where mask is set (an edge tile's columns past n). */
 __attribute__((target("avx512f,avx2,fma"), always_inline)) static inline __m512
-epi512(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j) {
+epi512_masked(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j, __mmask16 mask) {
   const float bias = e->bias ? e->bias[i] : 0.0f;
   if (e->z)
-    v = _mm512_add_ps(_mm512_add_ps(v, _mm512_set1_ps(bias)), _mm512_loadu_ps(e->z + i * e->ldz + j));
+    v = _mm512_add_ps(_mm512_add_ps(v, _mm512_set1_ps(bias)), _mm512_maskz_loadu_ps(mask, e->z + i * e->ldz + j));
   else if (bias != 0.0f)
     v = _mm512_add_ps(v, _mm512_set1_ps(bias));
   if (e->act == MX_KGEMM_ACT_RELU) {
@@ -84,6 +85,12 @@ epi512(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j) {
     v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
   }
   return v;
+}
+
+/* epi512_masked over all 16 columns: a whole tile's. */
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline __m512
+epi512(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j) {
+  return epi512_masked(v, e, i, j, (__mmask16)0xffff);
 }
 
 /* The AVX-512 tile, 14 rows x (W = 2: 32, W = 1: 16) columns; the 16-wide one serves a last
@@ -139,24 +146,6 @@ TILE_AVX512(tile_avx512_half, 1)
  * The same FMA chain per output as the whole tile. */
 typedef void (*edge_kernel)(int64_t kc, const float *ap, const float *bp, int64_t ldb, float *c, int64_t ldc,
                             bool acc, const mx_kgemm_f32_epilogue *e, __mmask16 m0, __mmask16 m1);
-
-/* epi512 with the residual read only where mask is set. */
-__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline __m512
-epi512_masked(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j, __mmask16 mask) {
-  const float bias = e->bias ? e->bias[i] : 0.0f;
-  if (e->z)
-    v = _mm512_add_ps(_mm512_add_ps(v, _mm512_set1_ps(bias)), _mm512_maskz_loadu_ps(mask, e->z + i * e->ldz + j));
-  else if (bias != 0.0f)
-    v = _mm512_add_ps(v, _mm512_set1_ps(bias));
-  if (e->act == MX_KGEMM_ACT_RELU) {
-    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
-  } else if (e->act == MX_KGEMM_ACT_CLIP) {
-    const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);
-    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
-    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
-  }
-  return v;
-}
 
 #define EDGE_AVX512(NAME, R, W)                                                                          \
   __attribute__((target("avx512f,avx2,fma"))) static void NAME(                                         \
