@@ -2,9 +2,8 @@
  * ResNet-50's 56x56 maps, where a run re-sizes its bands so the threads' shares end together
  * (56 output rows in 14 bands of 4 on two threads, pointwise bands in whole panels), and on its
  * 14x14 pointwise maps (even_split), with the pool's first worker taking the tasks from the back:
- * 1, 2 and 3 threads give the same bits,
- * and sampled outputs match a double reference. Skipped where the CPU has neither own GEMM
- * copy. */
+ * 1, 2 and 3 threads give the same bits, and sampled outputs match a double reference
+ * (conv_square_support.h). Skipped where the CPU has neither own GEMM copy. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 
 #include "graph/ops/conv_params.h"
 #include "kernels/conv_impl.h"
+#include "kernels/conv_square_support.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/kernels_support.h"
 #include "kernels/threads.h"
@@ -20,91 +20,28 @@ static void restore(void) { mx__kthreads_set(1); }
 
 TestSuite(conv_threads_bands, .fini = restore);
 
-/* A square 2-D Conv with bias, residual and Relu: batch, channels in, map, channels out,
- * kernel, stride, pad. */
-typedef struct bcase {
-  int64_t n, c, h, m, k, s, pad;
-} bcase;
-
-static int64_t out_size(const bcase *t) { return (t->h + 2 * t->pad - t->k) / t->s + 1; }
-
 static float *filled(int64_t n, uint32_t seed) { return ks_rnd_buf(&seed, n); }
-
-/* y = the Conv through mx__kconv_f32_run with a workspace of `threads` slots. */
-static void run_on(const bcase *t, int32_t threads, const float *x, const float *w, const float *b,
-                   const float *z, float *y) {
-  mx_conv_params p;
-  memset(&p, 0, sizeof p);
-  p.op = MX_CONVOP_CONV;
-  p.group = 1;
-  p.n_strides = p.n_dilations = 2;
-  p.strides[0] = p.strides[1] = t->s;
-  p.dilations[0] = p.dilations[1] = 1;
-  p.n_pads = 4;
-  for (int i = 0; i < 4; i++) p.pads[i] = t->pad;
-  const int64_t o = out_size(t);
-  mx_kwin win;
-  cr_assert(mx__kwin_forward(&p, 2, DIMS(t->h, t->h), DIMS(o, o), DIMS(t->k, t->k), &win));
-  mx__kthreads_set(threads);
-  const size_t slot = mx__kconv_f32_slot_floats(&win, t->n, t->c, t->m, 1, threads);
-  const size_t floats = slot * (size_t)threads;
-  float *scratch = aligned_alloc(64, (floats * 4 + 63) / 64 * 64);
-  cr_assert(scratch);
-  for (int64_t i = 0; i < t->n * t->m * o * o; i++) y[i] = NAN; /* every output must be written */
-  mx_kconv_f32 j;
-  memset(&j, 0, sizeof j);
-  j.w = &win;
-  j.n = t->n;
-  j.c = t->c;
-  j.m = t->m;
-  j.group = 1;
-  j.x = x;
-  j.wt = w;
-  j.b = b;
-  j.z = z;
-  j.y = y;
-  j.act = MX_CONV_ACT_RELU;
-  cr_assert(mx__kconv_f32_run(&j, scratch, floats));
-  free(scratch);
-  mx__kthreads_set(1);
-}
-
-/* Output (in, m, i, j) in double, with bias, residual and Relu. */
-static double reference_at(const bcase *t, const float *x, const float *w, const float *b, const float *z,
-                           int64_t in, int64_t m, int64_t i, int64_t jj) {
-  const int64_t o = out_size(t);
-  double acc = b[m];
-  for (int64_t c = 0; c < t->c; c++)
-    for (int64_t a = 0; a < t->k; a++)
-      for (int64_t e = 0; e < t->k; e++) {
-        const int64_t ih = i * t->s - t->pad + a, iw = jj * t->s - t->pad + e;
-        if (ih < 0 || ih >= t->h || iw < 0 || iw >= t->h) continue;
-        acc += (double)x[((in * t->c + c) * t->h + ih) * t->h + iw] * w[((m * t->c + c) * t->k + a) * t->k + e];
-      }
-  acc += z[((in * t->m + m) * o + i) * o + jj];
-  return acc > 0.0 ? acc : 0.0;
-}
 
 /* Every case: sampled outputs on 1 thread against the double reference, and 2 and 3 threads
  * bit-identical to 1. */
-static void check_cases(const bcase *cases, size_t count) {
+static void check_cases(const cs_case *cases, size_t count) {
   for (size_t ci = 0; ci < count; ci++) {
-    const bcase *t = &cases[ci];
-    const int64_t o = out_size(t), ny = t->n * t->m * o * o;
+    const cs_case *t = &cases[ci];
+    const int64_t o = cs_out_size(t), ny = t->n * t->m * o * o;
     float *x = filled(t->n * t->c * t->h * t->h, 11u), *w = filled(t->m * t->c * t->k * t->k, 12u);
     float *b = filled(t->m, 13u), *z = filled(ny, 14u);
     float *y1 = malloc((size_t)ny * 4), *yt = malloc((size_t)ny * 4);
     cr_assert(y1 && yt);
-    run_on(t, 1, x, w, b, z, y1);
+    cs_run(t, 1, false, MX_CONV_ACT_RELU, x, w, b, z, y1);
     for (int64_t s = 0; s < 64; s++) {
       const int64_t idx = (s * 7919) % ny, jj = idx % o, i = idx / o % o, m = idx / (o * o) % t->m,
                     in = idx / (o * o * t->m);
-      const double ref = reference_at(t, x, w, b, z, in, m, i, jj);
+      const double ref = cs_reference_at(t, MX_CONV_ACT_RELU, x, w, b, z, in, m, i, jj);
       cr_expect(fabs(y1[idx] - ref) <= 1e-4 * (1.0 + fabs(ref)), "case %zu at %lld: %g, want %g", ci,
                 (long long)idx, (double)y1[idx], ref);
     }
     for (int32_t threads = 2; threads <= 3; threads++) {
-      run_on(t, threads, x, w, b, z, yt);
+      cs_run(t, threads, false, MX_CONV_ACT_RELU, x, w, b, z, yt);
       cr_expect(memcmp(y1, yt, (size_t)ny * 4) == 0, "case %zu: 1 and %d threads differ", ci, threads);
     }
     free(x);
@@ -118,7 +55,7 @@ static void check_cases(const bcase *cases, size_t count) {
 
 Test(conv_threads_bands, resnet50_56x56_layers_equal_bits_on_1_2_3_threads) {
   if (!mx__kgemm_f32_available()) cr_skip_test("no AVX-512 or AVX2 copy on this CPU");
-  static const bcase cases[] = {
+  static const cs_case cases[] = {
       {1, 64, 56, 64, 3, 1, 1},  /* im2col bands of output rows */
       {1, 64, 56, 256, 1, 1, 0}, /* pointwise bands of columns */
       {1, 256, 56, 64, 1, 1, 0},
@@ -133,7 +70,7 @@ Test(conv_threads_bands, resnet50_56x56_layers_equal_bits_on_1_2_3_threads) {
  * span (even_split) that a run takes now. */
 Test(conv_threads_bands, resnet50_14x14_pointwise_layers_equal_bits_on_1_2_3_threads) {
   if (!mx__kgemm_f32_available()) cr_skip_test("no AVX-512 or AVX2 copy on this CPU");
-  static const bcase cases[] = {
+  static const cs_case cases[] = {
       {1, 256, 14, 1024, 1, 1, 0}, /* packed bands shared by chunks of output channels */
       {1, 1024, 14, 256, 1, 1, 0}, /* read in place: bands of 96 columns */
       {1, 1024, 14, 512, 1, 1, 0}, /* read in place: bands and chunks */

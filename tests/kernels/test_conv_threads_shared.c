@@ -12,6 +12,7 @@
 
 #include "graph/ops/conv_params.h"
 #include "kernels/conv_impl.h"
+#include "kernels/conv_square_support.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/kernels_support.h"
 #include "kernels/threads.h"
@@ -23,96 +24,31 @@ static void restore(void) {
 
 TestSuite(conv_threads_shared, .fini = restore);
 
-/* A square 2-D Conv with bias and residual: batch, channels in, map, channels out, kernel,
- * stride, pad. */
-typedef struct scase {
-  int64_t n, c, h, m, k, s, pad;
-} scase;
-
-static int64_t out_size(const scase *t) { return (t->h + 2 * t->pad - t->k) / t->s + 1; }
-
 static float *filled(int64_t n, uint32_t seed) { return ks_rnd_buf(&seed, n); }
 
-/* y = the Conv through mx__kconv_f32_run with a workspace of `threads` slots (`tight`: one slot
- * only, no room for the shared block). */
-static void run_on(const scase *t, int32_t threads, bool tight, int32_t act, const float *x, const float *w,
-                   const float *b, const float *z, float *y) {
-  mx_conv_params p;
-  memset(&p, 0, sizeof p);
-  p.op = MX_CONVOP_CONV;
-  p.group = 1;
-  p.n_strides = p.n_dilations = 2;
-  p.strides[0] = p.strides[1] = t->s;
-  p.dilations[0] = p.dilations[1] = 1;
-  p.n_pads = 4;
-  for (int i = 0; i < 4; i++) p.pads[i] = t->pad;
-  const int64_t o = out_size(t);
-  mx_kwin win;
-  cr_assert(mx__kwin_forward(&p, 2, DIMS(t->h, t->h), DIMS(o, o), DIMS(t->k, t->k), &win));
-  mx__kthreads_set(threads);
-  const size_t slot = mx__kconv_f32_slot_floats(&win, t->n, t->c, t->m, 1, threads);
-  const size_t floats = tight ? slot : slot * (size_t)threads;
-  float *scratch = aligned_alloc(64, (floats * 4 + 63) / 64 * 64);
-  cr_assert(scratch);
-  for (int64_t i = 0; i < t->n * t->m * o * o; i++) y[i] = NAN; /* every output must be written */
-  mx_kconv_f32 j;
-  memset(&j, 0, sizeof j);
-  j.w = &win;
-  j.n = t->n;
-  j.c = t->c;
-  j.m = t->m;
-  j.group = 1;
-  j.x = x;
-  j.wt = w;
-  j.b = b;
-  j.z = z;
-  j.y = y;
-  j.act = act;
-  cr_assert(mx__kconv_f32_run(&j, scratch, floats));
-  free(scratch);
-  mx__kthreads_set(1);
-}
-
-/* Output (in, m, i, j) in double, with bias, residual and the activation. */
-static double reference_at(const scase *t, int32_t act, const float *x, const float *w, const float *b,
-                           const float *z, int64_t in, int64_t m, int64_t i, int64_t jj) {
-  const int64_t o = out_size(t);
-  double acc = b[m];
-  for (int64_t c = 0; c < t->c; c++)
-    for (int64_t a = 0; a < t->k; a++)
-      for (int64_t e = 0; e < t->k; e++) {
-        const int64_t ih = i * t->s - t->pad + a, iw = jj * t->s - t->pad + e;
-        if (ih < 0 || ih >= t->h || iw < 0 || iw >= t->h) continue;
-        acc += (double)x[((in * t->c + c) * t->h + ih) * t->h + iw] * w[((m * t->c + c) * t->k + a) * t->k + e];
-      }
-  acc += z[((in * t->m + m) * o + i) * o + jj];
-  if (act == MX_CONV_ACT_SIGMOID) return 1.0 / (1.0 + exp(-acc));
-  return acc > 0.0 ? acc : 0.0;
-}
-
-static void check_cases(const scase *cases, size_t count, int level) {
+static void check_cases(const cs_case *cases, size_t count, int level) {
   static const int32_t acts[] = {MX_CONV_ACT_RELU, MX_CONV_ACT_SIGMOID};
   mx__kgemm_f32_use(level);
   for (size_t ci = 0; ci < count; ci++)
     for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++) {
-      const scase *t = &cases[ci];
+      const cs_case *t = &cases[ci];
       const int32_t act = acts[ai];
-      const int64_t o = out_size(t), ny = t->n * t->m * o * o;
+      const int64_t o = cs_out_size(t), ny = t->n * t->m * o * o;
       float *x = filled(t->n * t->c * t->h * t->h, 21u), *w = filled(t->m * t->c * t->k * t->k, 22u);
       float *b = filled(t->m, 23u), *z = filled(ny, 24u);
       float *y1 = malloc((size_t)ny * 4), *yt = malloc((size_t)ny * 4);
       cr_assert(y1 && yt);
-      run_on(t, 1, false, act, x, w, b, z, y1);
+      cs_run(t, 1, false, act, x, w, b, z, y1);
       for (int64_t s = 0; s < 48; s++) {
         const int64_t idx = (s * 7919) % ny, jj = idx % o, i = idx / o % o, m = idx / (o * o) % t->m,
                       in = idx / (o * o * t->m);
-        const double ref = reference_at(t, act, x, w, b, z, in, m, i, jj);
+        const double ref = cs_reference_at(t, act, x, w, b, z, in, m, i, jj);
         cr_expect(fabs(y1[idx] - ref) <= 1e-4 * (1.0 + fabs(ref)), "copy %d case %zu act %d at %lld: %g, want %g",
                   level, ci, act, (long long)idx, (double)y1[idx], ref);
       }
       for (int32_t threads = 2; threads <= 3; threads++)
         for (int tight = 0; tight <= 1; tight++) {
-          run_on(t, threads, tight, act, x, w, b, z, yt);
+          cs_run(t, threads, tight, act, x, w, b, z, yt);
           cr_expect(memcmp(y1, yt, (size_t)ny * 4) == 0, "copy %d case %zu act %d: 1 and %d threads%s differ",
                     level, ci, act, threads, tight ? " (one slot)" : "");
         }
@@ -125,7 +61,7 @@ static void check_cases(const scase *cases, size_t count, int level) {
     }
 }
 
-static const scase resnet_cases[] = {
+static const cs_case resnet_cases[] = {
     {1, 512, 7, 512, 3, 1, 1},   /* 7x7 3x3: narrow products, regrouped im2col shared */
     {1, 2048, 7, 512, 1, 1, 0},  /* 7x7 pointwise read in place */
     {1, 512, 7, 2048, 1, 1, 0},  /* 7x7 pointwise, packed: regrouped, shared */
