@@ -14,6 +14,7 @@
 
 #include "kernels/conv_epilogue.h"
 #include "kernels/conv_winograd.h"
+#include "kernels/conv_winograd_lanes.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/kmath.h"
 #include "kernels/prepack.h"
@@ -188,7 +189,7 @@ void mx__kconv_wino_transform_weights(const float *wt, int64_t m, int64_t c, int
  * (zero outside the image), `width` = tw*4+2 columns, `ld` apart; t1 scratch of the same
  * shape. Tile tc's point (k, l) goes to v[(k*6+l)*vstride + panel offset of tile t0+tc]. */
 MX_KHOT static void input_tile_row(const float *band, int64_t ld, int64_t tw, float *t1, float *v,
-                                   int64_t vstride, int64_t c, int64_t ch, int64_t t0) {
+                                   int64_t vstride, int64_t c, int64_t ch, int64_t t0, bool lanes) {
   const int64_t width = tw * 4 + 2;
   /* B^T along the rows, all columns at once */
   {
@@ -199,6 +200,10 @@ MX_KHOT static void input_tile_row(const float *band, int64_t ld, int64_t tw, fl
       WINO_BT(d0[x], d1[x], d2[x], d3[x], d4[x], d5[x], o0[x], o1[x], o2[x], o3[x], o4[x], o5[x]);
   }
   /* B^T along each tile's columns, written into the packed panels */
+  if (lanes) {
+    mx__kwino_input_columns(t1, ld, tw, v, vstride, c, ch, t0);
+    return;
+  }
   for (int k = 0; k < 6; k++) {
     const float *r = t1 + k * ld;
     float *vk = v + (size_t)(k * 6) * (size_t)vstride;
@@ -290,6 +295,7 @@ static void transform_block(const wino_job *wj, int64_t block, int64_t c0, int64
   int64_t t0;
   const int64_t ntiles = block_tiles(p, block, &t0);
   const int64_t vstride = j->c * p->tb;
+  const bool lanes = mx__kwino_lanes();
   for (int64_t ch = c0; ch < c1; ch++) {
     for (int64_t local = 0; local < ntiles;) {
       /* the segment [tc0, tc1) of tile row r the block covers from its tile `local` on */
@@ -313,7 +319,7 @@ static void transform_block(const wino_job *wj, int64_t block, int64_t c0, int64
         memcpy(b + xlo, xc + ih * W + x0 + xlo, (size_t)(xhi - xlo) * sizeof(float));
         if (xhi < width) memset(b + xhi, 0, (size_t)(width - xhi) * sizeof(float));
       }
-      input_tile_row(band, ld, tc1 - tc0, t1, v, vstride, j->c, ch, local);
+      input_tile_row(band, ld, tc1 - tc0, t1, v, vstride, j->c, ch, local, lanes);
       local += tc1 - tc0;
     }
   }
@@ -354,6 +360,7 @@ static void products_block(const wino_job *wj, int64_t block, int64_t m0, int64_
   const int64_t OH = w->grid[1], OW = w->grid[2];
   const int64_t sld = round_up(p->tw, 16), ld = round_up(p->tw * 4 + 2, 16);
   float *s = line, *orows = line + 24 * sld;
+  const bool lanes = mx__kwino_lanes();
   for (int64_t om = m0; om < m0 + mn; om++) {
     const float bias = j->b ? j->b[om] : 0.0f;
     for (int64_t local = 0; local < ntiles;) {
@@ -361,8 +368,11 @@ static void products_block(const wino_job *wj, int64_t block, int64_t m0, int64_
       const int64_t r = (t0 + local) / p->tw, tc0 = (t0 + local) % p->tw;
       const int64_t tc1 = tc0 + (ntiles - local) < p->tw ? tc0 + (ntiles - local) : p->tw;
       const int64_t in = r / p->th, tr = r % p->th;
-      output_tile_row(mo + (size_t)(om - m0) * (size_t)p->tb + (size_t)local, (int64_t)mplane, tc1 - tc0, s, sld,
-                      orows, ld);
+      const float *mt = mo + (size_t)(om - m0) * (size_t)p->tb + (size_t)local;
+      if (lanes)
+        mx__kwino_output_rows(mt, (int64_t)mplane, tc1 - tc0, orows, ld);
+      else
+        output_tile_row(mt, (int64_t)mplane, tc1 - tc0, s, sld, orows, ld);
       const int64_t ox = tc0 * 4, on = (tc1 * 4 < OW ? tc1 * 4 : OW) - ox;
       const size_t ybase = (size_t)((in * j->m + om) * w->grid_size + ox);
       for (int a = 0; a < 4 && tr * 4 + a < OH; a++) {

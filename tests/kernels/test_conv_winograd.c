@@ -3,8 +3,8 @@
  * channels not a multiple of 16, with and without bias, residual and activation); 1, 2 and 3
  * threads give the same bits (blocks alone and the shared transform); weights transformed
  * ahead give the bits of the per-run transform; through the Conv kernel a pre-packed block is
- * read and a stale one ignored; on ResNet-50-like values the error stays far inside the model
- * zoo's tolerance (rtol 1e-3, atol 1e-4). Skipped where the CPU has no own GEMM copy. */
+ * read and a stale one ignored; the AVX-512 lane transforms give the plain transforms' bits; on
+ * ResNet-50-like values the error stays far inside the model zoo's tolerance (rtol 1e-3, atol 1e-4). Skipped where the CPU has no own GEMM copy. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "graph/ops/conv_params.h"
 #include "kernels/conv_impl.h"
 #include "kernels/conv_winograd.h"
+#include "kernels/conv_winograd_lanes.h"
 #include "kernels/gemm_f32.h"
 #include "kernels/kernel.h"
 #include "kernels/kernels_support.h"
@@ -217,6 +218,42 @@ Test(conv_winograd, one_two_and_three_threads_give_the_same_bits) {
     free(yt);
     free_data(&d);
   }
+}
+
+/* The lane transforms (kernels/conv_winograd_lanes.c, with the GEMM's AVX-512 copy) against the
+ * plain ones (the AVX2 copy, whose products give the same bits): tile rows of fewer and more
+ * than 16 tiles, segments that cross a 32-tile panel, a batch's last partial panel, pads. */
+Test(conv_winograd, lane_transforms_give_the_bits_of_the_plain_ones) {
+  if (mx__kgemm_f32_use(3) != 3) {
+    mx__kgemm_f32_use(0);
+    cr_skip_test("no AVX-512 copy on this CPU");
+  }
+  static const wcase cases[] = {
+      {1, 64, 56, 56, 64, 1, 1, 1, 1, true, false, MX_CONV_ACT_RELU},  /* 14 tiles a row */
+      {2, 20, 70, 75, 24, 1, 1, 1, 1, true, true, MX_CONV_ACT_CLIP},   /* 19 tiles a row, batch 2 */
+      {1, 24, 13, 38, 17, 0, 2, 1, 0, false, true, MX_CONV_ACT_NONE},  /* 10 tiles, asymmetric pads */
+      {1, 16, 130, 9, 16, 1, 1, 1, 1, true, false, MX_CONV_ACT_RELU},  /* 3 tiles, many rows */
+  };
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+    const wcase *t = &cases[s];
+    wdata d = make_data(t, true);
+    float *lanes = malloc((size_t)d.ny * 4), *plain = malloc((size_t)d.ny * 4);
+    cr_assert(lanes && plain);
+    for (int32_t th = 1; th <= 2; th++) {
+      mx__kgemm_f32_use(3);
+      cr_assert(mx__kwino_lanes());
+      run_wino(t, &d, th, NULL, lanes);
+      mx__kgemm_f32_use(2);
+      cr_assert(!mx__kwino_lanes());
+      run_wino(t, &d, th, NULL, plain);
+      cr_expect(memcmp(lanes, plain, (size_t)d.ny * 4) == 0, "case %zu, %d threads: lane and plain transforms differ",
+                s, th);
+    }
+    free(lanes);
+    free(plain);
+    free_data(&d);
+  }
+  mx__kgemm_f32_use(0);
 }
 
 Test(conv_winograd, weights_transformed_ahead_give_the_same_bits) {
