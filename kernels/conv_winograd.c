@@ -63,11 +63,13 @@ bool mx__kconv_wino_chosen(const mx_kwin *w, int64_t n, int64_t c, int64_t m, in
   (void)n;
   if (!wino_enabled() || !mx__kconv_wino_applies(w, c, m, group)) return false;
   /* Measured on ResNet-50's stride-1 3x3 layers (bench/RESULTS.md, "Winograd 3x3"): 56x56
-   * and 28x28 maps gain, 14x14 breaks even (16 tiles padded to a 32-column panel) and 7x7
-   * loses (4 tiles in a panel); so an image of at least 7x7 tiles (25x25 outputs), and 16
-   * channels each way, below which the transforms cost what the products save. */
+   * and 28x28 maps gain; 14x14 (16 tiles padded to a 32-column panel) gains with the lane
+   * transforms (kernels/conv_winograd_lanes.c) and breaks even with the plain ones; 7x7 (4
+   * tiles in a panel) loses 3x. So an image of at least 4x4 tiles (13x13 outputs), or 7x7
+   * tiles (25x25) with the plain transforms, and 16 channels each way, below which the
+   * transforms cost what the products save. */
   const int64_t tiles = ((w->grid[1] + 3) / 4) * ((w->grid[2] + 3) / 4);
-  return c >= 16 && m >= 16 && tiles >= 49;
+  return c >= 16 && m >= 16 && tiles >= (mx__kwino_lanes() ? 16 : 49);
 }
 
 /* Floats of the transformed weights in the GEMM's row panels of mr (all 36 points). */
