@@ -352,11 +352,15 @@ static void products_block(const wino_job *wj, int64_t block, int64_t m0, int64_
   const size_t plane = (size_t)j->m * (size_t)j->c, mplane = (size_t)(mn * p->tb);
   const size_t psize = packed_u_floats(j->m, j->c, p->mr) / MX_KWINO_POINTS;
   const int64_t mpad = round_up(j->m, p->mr);
+  /* the products' width: the block's tiles to a multiple of 16, so a last half panel (a 14x14
+   * map's 16 tiles) runs the GEMM's 16-column tile instead of a whole panel of zeros; the
+   * columns computed past the last tile are dropped */
+  const int64_t cols = round_up(ntiles, 16) < p->tb ? round_up(ntiles, 16) : p->tb;
   for (int q = 0; q < MX_KWINO_POINTS; q++) {
     const mx_kgemm_f32_pre_a pa = {wj->u + q * psize, p->mr, mpad, m0};
     /* the plain weights are read only if the panels did not fit the product (never here) */
     const float *a = wj->u_plain ? wj->u_plain + q * plane + (size_t)m0 * (size_t)j->c : NULL;
-    mx__kgemm_f32_packed_pre(mn, p->tb, j->c, a, j->c, &pa, v + (size_t)q * (size_t)vstride, mo + q * mplane,
+    mx__kgemm_f32_packed_pre(mn, cols, j->c, a, j->c, &pa, v + (size_t)q * (size_t)vstride, mo + q * mplane,
                              p->tb, ascr, NULL, NULL);
   }
   const int64_t OH = w->grid[1], OW = w->grid[2];
