@@ -650,9 +650,16 @@ void mx__kgemm_f32_narrow_b_row(const float *row, int64_t n, int64_t k_total, in
   const int64_t mr = isa->mr, groups = (n + mr - 1) / mr;
   const int64_t pc = k / KC * KC, kc = k_total - pc < KC ? k_total - pc : KC;
   float *dst = bn + pc * groups * mr + (k - pc) * mr;
-  for (int64_t g = 0; g < groups; g++, dst += kc * mr) {
-    const int64_t cols = n - g * mr < mr ? n - g * mr : mr;
-    memcpy(dst, row + g * mr, (size_t)cols * sizeof(float));
+  /* whole groups by copies of a constant size, which the compiler makes a few vector moves
+   * (a call per 14 floats was a tenth of a 7x7 map's 3x3 Conv on two threads) */
+  const int64_t whole = n / mr;
+  if (mr == MR_AVX512)
+    for (int64_t g = 0; g < whole; g++, dst += kc * mr) memcpy(dst, row + g * mr, MR_AVX512 * sizeof(float));
+  else
+    for (int64_t g = 0; g < whole; g++, dst += kc * mr) memcpy(dst, row + g * mr, MR_AVX2 * sizeof(float));
+  if (whole < groups) {
+    const int64_t cols = n - whole * mr;
+    memcpy(dst, row + whole * mr, (size_t)cols * sizeof(float));
     for (int64_t j = cols; j < mr; j++) dst[j] = 0.0f;
   }
 }
