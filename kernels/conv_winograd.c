@@ -22,6 +22,10 @@
 
 /* Bytes of V and Mout a block aims at: they and the weights of one point stay in L2. */
 #define BLOCK_BYTES (1024 * 1024)
+/* Floats between the 36 points' planes of V and Mout beyond their data: planes of a power-of-two
+ * size (64 channels x 32 tiles: 8 KB) would all start in the same L1 set, and a tile's 36 points
+ * are written (read) together. */
+#define PLANE_SKEW 16
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -81,6 +85,11 @@ int64_t mx__kconv_wino_mr(void) { return mx__kgemm_f32_row_granule(64, MX_KGEMM_
 
 size_t mx__kconv_wino_packed_floats(int64_t m, int64_t c) { return packed_u_floats(m, c, mx__kconv_wino_mr()); }
 
+/* Floats of a slot's Mout: 36 planes of an output-channel chunk's tiles. */
+static size_t mout_floats(const wino_plan *p) {
+  return (size_t)round_up(MX_KWINO_POINTS * (p->mchunk * p->tb + PLANE_SKEW), 16);
+}
+
 static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int32_t slots, wino_plan *p) {
   memset(p, 0, sizeof *p);
   p->th = (w->grid[1] + 3) / 4;
@@ -97,7 +106,7 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int32_t
   p->blocks = (p->tiles + p->tb - 1) / p->tb;
   p->mr = mx__kconv_wino_mr();
   p->u_floats = (size_t)round_up((int64_t)mx__kconv_wino_u_floats(m, c), 16) + packed_u_floats(m, c, p->mr);
-  p->v_floats = (size_t)round_up(MX_KWINO_POINTS * c * p->tb, 16);
+  p->v_floats = (size_t)round_up(MX_KWINO_POINTS * (c * p->tb + PLANE_SKEW), 16);
   p->mchunk = m;
   p->mchunks = 1;
   p->shared_v = slots > 1 && p->blocks < 2 * slots;
@@ -113,7 +122,7 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int32_t
    * sums (24 rows of tw) and 4 output rows */
   const int64_t width = round_up(p->tw * 4 + 2, 16);
   p->line_floats = (size_t)(16 * width + 24 * round_up(p->tw, 16));
-  p->slot_floats = (p->shared_v ? 0 : p->v_floats) + (size_t)round_up(MX_KWINO_POINTS * p->mchunk * p->tb, 16) +
+  p->slot_floats = (p->shared_v ? 0 : p->v_floats) + mout_floats(p) +
                    (size_t)round_up((int64_t)mx__kgemm_f32_a_floats(p->mchunk), 16) + p->line_floats;
 }
 
@@ -191,7 +200,7 @@ void mx__kconv_wino_transform_weights(const float *wt, int64_t m, int64_t c, int
  * (zero outside the image), `width` = tw*4+2 columns, `ld` apart; t1 scratch of the same
  * shape. Tile tc's point (k, l) goes to v[(k*6+l)*vstride + panel offset of tile t0+tc]. */
 MX_KHOT static void input_tile_row(const float *band, int64_t ld, int64_t tw, float *t1, float *v,
-                                   int64_t vstride, int64_t c, int64_t ch, int64_t t0, bool lanes) {
+                                   int64_t vstride, int64_t c, int64_t ch, int64_t t0) {
   const int64_t width = tw * 4 + 2;
   /* B^T along the rows, all columns at once */
   {
@@ -202,10 +211,6 @@ MX_KHOT static void input_tile_row(const float *band, int64_t ld, int64_t tw, fl
       WINO_BT(d0[x], d1[x], d2[x], d3[x], d4[x], d5[x], o0[x], o1[x], o2[x], o3[x], o4[x], o5[x]);
   }
   /* B^T along each tile's columns, written into the packed panels */
-  if (lanes) {
-    mx__kwino_input_columns(t1, ld, tw, v, vstride, c, ch, t0);
-    return;
-  }
   for (int k = 0; k < 6; k++) {
     const float *r = t1 + k * ld;
     float *vk = v + (size_t)(k * 6) * (size_t)vstride;
@@ -296,7 +301,7 @@ static void transform_block(const wino_job *wj, int64_t block, int64_t c0, int64
   float *band = line, *t1 = line + 6 * ld;
   int64_t t0;
   const int64_t ntiles = block_tiles(p, block, &t0);
-  const int64_t vstride = j->c * p->tb;
+  const int64_t vstride = j->c * p->tb + PLANE_SKEW;
   const bool lanes = mx__kwino_lanes();
   for (int64_t ch = c0; ch < c1; ch++) {
     for (int64_t local = 0; local < ntiles;) {
@@ -307,6 +312,11 @@ static void transform_block(const wino_job *wj, int64_t block, int64_t c0, int64
       const float *xc = j->x + (in * j->c + ch) * w->img_size;
       /* band column x reads image column x0 + x */
       const int64_t x0 = tc0 * 4 - pl;
+      if (lanes) {
+        mx__kwino_input_segment(xc, H, W, tr * 4 - pt, x0, tc1 - tc0, v, vstride, j->c, ch, local);
+        local += tc1 - tc0;
+        continue;
+      }
       int64_t xlo = -x0, xhi = W - x0;
       xlo = xlo < 0 ? 0 : xlo > width ? width : xlo;
       xhi = xhi < 0 ? 0 : xhi > width ? width : xhi;
@@ -321,7 +331,7 @@ static void transform_block(const wino_job *wj, int64_t block, int64_t c0, int64
         memcpy(b + xlo, xc + ih * W + x0 + xlo, (size_t)(xhi - xlo) * sizeof(float));
         if (xhi < width) memset(b + xhi, 0, (size_t)(width - xhi) * sizeof(float));
       }
-      input_tile_row(band, ld, tc1 - tc0, t1, v, vstride, j->c, ch, local, lanes);
+      input_tile_row(band, ld, tc1 - tc0, t1, v, vstride, j->c, ch, local);
       local += tc1 - tc0;
     }
   }
@@ -346,10 +356,10 @@ static void products_block(const wino_job *wj, int64_t block, int64_t m0, int64_
   const mx_kconv_f32 *j = wj->j;
   const mx_kwin *w = j->w;
   int64_t t0;
-  const int64_t ntiles = block_tiles(p, block, &t0), vstride = j->c * p->tb;
-  float *mo = slot, *ascr = mo + round_up(MX_KWINO_POINTS * p->mchunk * p->tb, 16);
+  const int64_t ntiles = block_tiles(p, block, &t0), vstride = j->c * p->tb + PLANE_SKEW;
+  float *mo = slot, *ascr = mo + mout_floats(p);
   float *line = ascr + round_up((int64_t)mx__kgemm_f32_a_floats(p->mchunk), 16);
-  const size_t plane = (size_t)j->m * (size_t)j->c, mplane = (size_t)(mn * p->tb);
+  const size_t plane = (size_t)j->m * (size_t)j->c, mplane = (size_t)(mn * p->tb + PLANE_SKEW);
   const size_t psize = packed_u_floats(j->m, j->c, p->mr) / MX_KWINO_POINTS;
   const int64_t mpad = round_up(j->m, p->mr);
   /* the products' width: the block's tiles to a multiple of 16, so a last half panel (a 14x14

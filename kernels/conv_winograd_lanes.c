@@ -2,10 +2,11 @@
  * kernels/conv_winograd_lanes.h).
  *
  * The plain transforms in kernels/conv_winograd.c handle a tile's six columns one float at a
- * time: each tile's points are combinations of neighbouring floats of one row, which a loop
- * over tiles cannot vectorize, and the products' panels or the output rows they feed are
- * strided. Here 16 tiles of a tile row are handled at once: the row's floats are deinterleaved
- * by 4 with permutes, so lane j of vector i holds float 4j + i (the i-th column of tile j), the
+ * time, from a zero-padded copy of the six image rows: each tile's points are combinations of
+ * neighbouring floats of one row, which a loop over tiles cannot vectorize, and the products'
+ * panels or the output rows they feed are strided. Here 16 tiles of a tile row are handled at
+ * once: the image rows are read in place (masked loads give the zeros outside the image), the
+ * transform's row pass runs on whole vectors, its floats are deinterleaved by 4 with permutes, so lane j of vector i holds float 4j + i (the i-th column of tile j), the
  * transform runs lane-wise, and the results go out as whole vectors (the input side into the
  * panels, where consecutive tiles are consecutive floats; the output side re-interleaved into
  * output rows). Every point is the same sequence of operations as in the plain code (C11 mode:
@@ -47,8 +48,21 @@ TARGET static inline __mmask16 first_lanes(int64_t n) {
     o3 = _mm512_add_ps(_mm512_add_ps(d12, _mm512_mul_ps(_mm512_set1_ps(8.0f), d34)), m5);          \
   } while (0)
 
-TARGET static void input_columns(const float *t1, int64_t ld, int64_t tw, float *v, int64_t vstride, int64_t c,
-                                 int64_t ch, int64_t t0) {
+/* Lanes [lo, hi) of 16 floats whose lane 0 is image column col0 of row `row` (lo > 0: the
+ * columns left of the image, which are zero; the load starts at the row's first column). */
+TARGET static inline __m512 image_lanes(const float *row, int64_t col0, int64_t lo, int64_t hi) {
+  if (lo == 0) return _mm512_maskz_loadu_ps(first_lanes(hi), row + col0);
+  const __m512 v = _mm512_maskz_loadu_ps(first_lanes(hi - lo), row + col0 + lo);
+  const __m512i back = _mm512_sub_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                        _mm512_set1_epi32((int)lo));
+  return _mm512_maskz_permutexvar_ps((__mmask16)(first_lanes(hi) & ~first_lanes(lo)), back, v);
+}
+
+/* Floats of a row of the row transform: 16 tiles' 66 columns, in whole vectors. */
+#define T1_LD 80
+
+TARGET static void input_segment(const float *xc, int64_t h, int64_t w, int64_t ih0, int64_t x0, int64_t tw,
+                                 float *v, int64_t vstride, int64_t c, int64_t ch, int64_t t0) {
   /* even/odd quarters: floats 4j + {0, 1} (or {2, 3}) of two vectors, j < 8 */
   const __m512i pick01 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
   const __m512i pick23 = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
@@ -56,16 +70,31 @@ TARGET static void input_columns(const float *t1, int64_t ld, int64_t tw, float 
   const __m512i next0 = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
   const __m512i next1 = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 17);
   const int64_t panel = c * MX_KGEMM_NR;
+  float t1[6 * T1_LD] __attribute__((aligned(64)));
+  const float *rows[6];
+  for (int i = 0; i < 6; i++) rows[i] = ih0 + i >= 0 && ih0 + i < h ? xc + (ih0 + i) * w : NULL;
   for (int64_t tc = 0; tc < tw; tc += 16) {
     const int64_t n = tw - tc < 16 ? tw - tc : 16, avail = 4 * n + 2;
+    /* B^T along the rows: the six image rows' columns the 16 tiles read, zero outside the image */
+    for (int64_t vi = 0; vi < 5 && 16 * vi < avail; vi++) {
+      const int64_t col0 = x0 + 4 * tc + 16 * vi, right = avail - 16 * vi < w - col0 ? avail - 16 * vi : w - col0;
+      const int64_t lo = col0 >= 0 ? 0 : -col0 > 16 ? 16 : -col0, hi = right < 0 ? 0 : right > 16 ? 16 : right;
+      __m512 d[6];
+      for (int i = 0; i < 6; i++)
+        d[i] = rows[i] && lo < hi ? image_lanes(rows[i], col0, lo, hi) : _mm512_setzero_ps();
+      __m512 o[6];
+      BT_LANES(d[0], d[1], d[2], d[3], d[4], d[5], o);
+      for (int k = 0; k < 6; k++) _mm512_store_ps(t1 + k * T1_LD + 16 * vi, o[k]);
+    }
     /* where the n tiles' points go: up to the end of their panel, then the next panel */
     const int64_t t = t0 + tc, pos = t % MX_KGEMM_NR;
     const int64_t first = MX_KGEMM_NR - pos < n ? MX_KGEMM_NR - pos : n;
     const __mmask16 m1 = first_lanes(first), m2 = (__mmask16)(first_lanes(n) & ~m1);
     float *base1 = v + (t / MX_KGEMM_NR) * panel + ch * MX_KGEMM_NR + pos;
     float *base2 = v + (t / MX_KGEMM_NR + 1) * panel + ch * MX_KGEMM_NR; /* lane `first` lands here */
+    /* B^T along each tile's columns */
     for (int k = 0; k < 6; k++) {
-      const float *p = t1 + k * ld + 4 * tc;
+      const float *p = t1 + k * T1_LD;
       const __m512 a0 = _mm512_maskz_loadu_ps(first_lanes(avail), p);
       const __m512 a1 = _mm512_maskz_loadu_ps(first_lanes(avail - 16), p + 16);
       const __m512 a2 = _mm512_maskz_loadu_ps(first_lanes(avail - 32), p + 32);
@@ -134,9 +163,9 @@ bool mx__kwino_lanes(void) {
   return __builtin_cpu_supports("avx512f") && mx__kgemm_f32_row_granule(64, MX_KGEMM_NR) == 14;
 }
 
-void mx__kwino_input_columns(const float *t1, int64_t ld, int64_t tw, float *v, int64_t vstride, int64_t c,
-                             int64_t ch, int64_t t0) {
-  input_columns(t1, ld, tw, v, vstride, c, ch, t0);
+void mx__kwino_input_segment(const float *xc, int64_t h, int64_t w, int64_t ih0, int64_t x0, int64_t tw, float *v,
+                             int64_t vstride, int64_t c, int64_t ch, int64_t t0) {
+  input_segment(xc, h, w, ih0, x0, tw, v, vstride, c, ch, t0);
 }
 
 void mx__kwino_output_rows(const float *mo, int64_t mstride, int64_t tw, float *out, int64_t ld) {
@@ -144,9 +173,9 @@ void mx__kwino_output_rows(const float *mo, int64_t mstride, int64_t tw, float *
 }
 #else
 bool mx__kwino_lanes(void) { return false; }
-void mx__kwino_input_columns(const float *t1, int64_t ld, int64_t tw, float *v, int64_t vstride, int64_t c,
-                             int64_t ch, int64_t t0) {
-  (void)t1, (void)ld, (void)tw, (void)v, (void)vstride, (void)c, (void)ch, (void)t0;
+void mx__kwino_input_segment(const float *xc, int64_t h, int64_t w, int64_t ih0, int64_t x0, int64_t tw, float *v,
+                             int64_t vstride, int64_t c, int64_t ch, int64_t t0) {
+  (void)xc, (void)h, (void)w, (void)ih0, (void)x0, (void)tw, (void)v, (void)vstride, (void)c, (void)ch, (void)t0;
 }
 void mx__kwino_output_rows(const float *mo, int64_t mstride, int64_t tw, float *out, int64_t ld) {
   (void)mo, (void)mstride, (void)tw, (void)out, (void)ld;

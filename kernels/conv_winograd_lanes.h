@@ -10,11 +10,13 @@
 /* Whether the lane transforms run: an AVX-512 CPU with the GEMM's AVX-512 copy in use. */
 bool mx__kwino_lanes(void);
 
-/* The input transform's second half for one channel's tile row: t1 holds B^T d of the six image
- * rows (6 rows of tw*4+2 floats, ld apart); tile tc's point (k, l) goes to
- * v[(k*6+l)*vstride + its panel offset], as in conv_winograd.c's input_tile_row. */
-void mx__kwino_input_columns(const float *t1, int64_t ld, int64_t tw, float *v, int64_t vstride, int64_t c,
-                             int64_t ch, int64_t t0);
+/* The whole input transform of one channel's tile-row segment, read in place: xc is the
+ * channel's h x w image, the segment's tiles read image rows ih0 .. ih0+5 and columns x0 ..
+ * x0 + tw*4+1 (zero outside the image); tile tc's point (k, l) goes to
+ * v[(k*6+l)*vstride + the panel offset of tile t0 + tc], as conv_winograd.c's band copy and
+ * input_tile_row put it. */
+void mx__kwino_input_segment(const float *xc, int64_t h, int64_t w, int64_t ih0, int64_t x0, int64_t tw, float *v,
+                             int64_t vstride, int64_t c, int64_t ch, int64_t t0);
 
 /* The whole output transform of one output channel's tile row: mo[p * mstride + tc] is point p
  * of tile tc; the 4 output rows (tw*4 floats, ld apart) go to out. */
