@@ -427,13 +427,24 @@ static void valid_range(int64_t n, int64_t s, int64_t off, int64_t width, int64_
   *hi = b;
 }
 
-/* row[i] = src[2 i] for i in [0, n): a stride-2 Conv's im2col run (ResNet-50's first 7x7 layer,
- * 112 outputs a row), 16 outputs per two loads and a permute on AVX-512 (one float at a time it
- * was half of the im2col's time); src[2 (n - 1)] is the last float read. Runs under 32 outputs
- * (the stride-2 3x3 and 1x1 layers' 28, 14, 7) stay a plain loop: the call cost more there. */
+/* Image row of output row (od, oh) for tap (kd, kh), advancing (od, oh) to the next output row;
+ * NULL where the tap reads padding. */
+static inline const float *im2col_source(const float *xc, const mx_kwin *w, int64_t kd, int64_t kh, int64_t *od,
+                                         int64_t *oh) {
+  const int64_t id = *od * w->s[0] - w->pb[0] + kd * w->d[0];
+  const int64_t ih = *oh * w->s[1] - w->pb[1] + kh * w->d[1];
+  if (++*oh == w->grid[1]) *oh = 0, ++*od;
+  if (id < 0 || id >= w->img[0] || ih < 0 || ih >= w->img[1]) return NULL;
+  return xc + (id * w->img[1] + ih) * w->img[2];
+}
+
+/* row[i] = src[2 i] for i in [0, n): a stride-2 Conv's im2col run, 16 outputs per two loads and a
+ * permute on AVX-512 (one float at a time it was half of the im2col's time on ResNet-50's first
+ * 7x7 layer, and a fifth of a stride-2 3x3 layer's); src[2 (n - 1)] is the last float read. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-__attribute__((target("avx512f"))) static void stride2_avx512(float *row, const float *src, int64_t n) {
+__attribute__((target("avx512f"), always_inline)) static inline void stride2_avx512(float *row, const float *src,
+                                                                                   int64_t n) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -448,6 +459,25 @@ __attribute__((target("avx512f"))) static void stride2_avx512(float *row, const 
     _mm512_mask_storeu_ps(row + i, (__mmask16)((1u << rest) - 1u), _mm512_permutex2var_ps(lo, even, hi));
   }
 }
+/* im2col_row (below) of a stride-2 Conv on AVX-512: every output row of the band in one call,
+ * so rows of 28, 14 or 7 outputs (ResNet-50's stride-2 3x3 and 1x1 layers) take the permutes
+ * too, not only runs long enough to repay a call per row. */
+__attribute__((target("avx512f"))) static void im2col_row_s2(const float *xc, const mx_kwin *w, int64_t kd,
+                                                             int64_t kh, int64_t off, int64_t lo, int64_t hi,
+                                                             int64_t r0, int64_t r1, float *row) {
+  const int64_t rowlen = w->grid[2];
+  int64_t od = r0 / w->grid[1], oh = r0 % w->grid[1];
+  for (int64_t r = r0; r < r1; r++, row += rowlen) {
+    const float *xr = im2col_source(xc, w, kd, kh, &od, &oh);
+    if (!xr || lo >= hi) {
+      memset(row, 0, (size_t)rowlen * sizeof(float));
+      continue;
+    }
+    for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0.0f;
+    stride2_avx512(row + lo, xr + lo * 2 + off, hi - lo);
+    for (int64_t ow = hi; ow < rowlen; ow++) row[ow] = 0.0f;
+  }
+}
 static bool stride2_fast(void) {
   static _Atomic int have; /* 0 not asked yet, 1 no, 2 yes */
   int v = atomic_load_explicit(&have, memory_order_relaxed);
@@ -458,7 +488,10 @@ static bool stride2_fast(void) {
   return v == 2;
 }
 #else
-static void stride2_avx512(float *row, const float *src, int64_t n) { (void)row, (void)src, (void)n; }
+static void im2col_row_s2(const float *xc, const mx_kwin *w, int64_t kd, int64_t kh, int64_t off, int64_t lo,
+                          int64_t hi, int64_t r0, int64_t r1, float *row) {
+  (void)xc, (void)w, (void)kd, (void)kh, (void)off, (void)lo, (void)hi, (void)r0, (void)r1, (void)row;
+}
 static bool stride2_fast(void) { return false; }
 #endif
 
@@ -469,22 +502,20 @@ static void im2col_row(const float *xc, const mx_kwin *w, int64_t kd, int64_t kh
   const int64_t rowlen = w->grid[2], s = w->s[2];
   int64_t off = kw * w->d[2] - w->pb[2], lo, hi;
   valid_range(rowlen, s, off, w->img[2], &lo, &hi);
-  const bool fast2 = s == 2 && stride2_fast();
+  if (s == 2 && stride2_fast()) {
+    im2col_row_s2(xc, w, kd, kh, off, lo, hi, r0, r1, row);
+    return;
+  }
   int64_t od = r0 / w->grid[1], oh = r0 % w->grid[1];
   for (int64_t r = r0; r < r1; r++, row += rowlen) {
-    const int64_t id = od * w->s[0] - w->pb[0] + kd * w->d[0];
-    const int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
-    if (++oh == w->grid[1]) oh = 0, od++;
-    if (id < 0 || id >= w->img[0] || ih < 0 || ih >= w->img[1] || lo >= hi) {
+    const float *xr = im2col_source(xc, w, kd, kh, &od, &oh);
+    if (!xr || lo >= hi) {
       memset(row, 0, (size_t)rowlen * sizeof(float));
       continue;
     }
-    const float *xr = xc + (id * w->img[1] + ih) * w->img[2];
     for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0.0f;
     if (s == 1) {
       memcpy(row + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
-    } else if (fast2 && hi - lo >= 32) {
-      stride2_avx512(row + lo, xr + lo * 2 + off, hi - lo);
     } else {
       for (int64_t ow = lo; ow < hi; ow++) row[ow] = xr[ow * s + off];
     }
