@@ -11,8 +11,10 @@
  *
  * float32 has two vectorized paths (AVX-512, AVX2 and baseline copies): 2-D MaxPool without
  * Indices (the columns whose window lies inside the image take every tap in one pass over the
- * row; the edge columns go tap by tap as the generic walk does, so NaNs and ties come out the
- * same), and GlobalAveragePool (eight double partial sums per plane, added in a fixed order). */
+ * row, 3 taps at stride 2 in AVX-512 lanes (kernels/pool_lanes.c); the edge columns go tap by
+ * tap as the generic walk does, so NaNs and ties come out the same; planes split among the
+ * intra-op threads when large enough), and GlobalAveragePool (eight double partial sums per
+ * plane, added in a fixed order). */
 #include <math.h>
 #include <string.h>
 
@@ -21,6 +23,8 @@
 #include "kernels/groups.h"
 #include "kernels/kmath.h"
 #include "kernels/kutil.h"
+#include "kernels/pool_lanes.h"
+#include "kernels/threads.h"
 
 /* What one pooling call computes. */
 typedef struct pool_plan {
@@ -47,8 +51,9 @@ typedef struct pool_plan {
 /* One plane of a 2-D MaxPool (w->grid[0] == 1, dilation 1 along the width): the same taps in
  * the same order as pool_all, the first valid tap as the start and a tap replacing the maximum
  * only when greater. */
-MX_KHOT static void maxpool2d_plane_f32(const mx_kwin *w, const float *restrict x, float *restrict y) {
+MX_KHOT static void maxpool2d_plane_f32(const mx_kwin *w, const float *restrict x, float *restrict y, bool lanes) {
   const int64_t OW = w->grid[2], IW = w->img[2], sw = w->s[2], KW = w->k[2], pbw = w->pb[2];
+  lanes = lanes && sw == 2 && KW == 3;
   /* columns ow whose taps ow*sw - pbw + kw all fall inside [0, IW) */
   int64_t in_lo = pbw > 0 ? (pbw + sw - 1) / sw : 0;
   int64_t in_hi = IW - KW + pbw >= 0 ? (IW - KW + pbw) / sw + 1 : 0;
@@ -70,6 +75,10 @@ MX_KHOT static void maxpool2d_plane_f32(const mx_kwin *w, const float *restrict 
           int64_t ih = oh * w->s[1] - w->pb[1] + kh * w->d[1];
           if (ih < 0 || ih >= w->img[1]) continue;
           const float *xr = x + ih * IW;
+          if (lanes) {
+            mx__kpool_max3_s2(yr + in_lo, xr + in_lo * sw - pbw, in_hi - in_lo, kh == kh_lo);
+            continue;
+          }
           for (int64_t kw = 0; kw < KW; kw++) {
             if (kh == kh_lo && kw == 0) {
               for (int64_t o = in_lo; o < in_hi; o++) yr[o] = xr[o * sw - pbw];
@@ -100,6 +109,20 @@ MX_KHOT static void maxpool2d_plane_f32(const mx_kwin *w, const float *restrict 
       yr[ow] = any ? best : NAN;
     }
   }
+}
+
+/* A 2-D MaxPool's planes as tasks of the intra-op pool. */
+typedef struct maxpool_job {
+  const mx_kwin *w;
+  const float *x;
+  float *y;
+  bool lanes;
+} maxpool_job;
+
+static void maxpool_task(void *ctx, int64_t plane, int32_t slot) {
+  (void)slot;
+  const maxpool_job *j = ctx;
+  maxpool2d_plane_f32(j->w, j->x + plane * j->w->img_size, j->y + plane * j->w->grid_size, j->lanes);
 }
 
 /* The mean of each plane of n values: eight double partial sums, added pairwise at the end. */
@@ -196,9 +219,8 @@ static mx_status pool_run(mx_kernel_call *call) {
       return MX_OK;
     }
     if (p->op == MX_CONVOP_MAX_POOL && !idx && w->spatial == 2 && w->d[2] == 1) {
-      for (int64_t pi = 0; pi < pl.planes; pi++)
-        maxpool2d_plane_f32(w, (const float *)x->data + pi * w->img_size,
-                            (float *)y->data + pi * w->grid_size);
+      maxpool_job job = {w, x->data, y->data, mx__kpool_lanes()};
+      mx__kparallel_work(pl.planes, mx__kthreads(), pl.planes * w->grid_size * w->k_size, maxpool_task, &job);
       return MX_OK;
     }
     pool_all_f32(&pl, x->data, y->data, idx);

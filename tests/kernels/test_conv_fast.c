@@ -213,7 +213,9 @@ Test(conv_fast, maxpool_and_global_average_match_the_generic_walk) {
             {15, 17, 3, 2, 1, 1},
             {9, 9, 2, 2, 0, 0},
             {7, 10, 3, 1, 1, 0},
-            {5, 5, 5, 3, 2, 1}};
+            {5, 5, 5, 3, 2, 1},
+            {40, 70, 3, 2, 1, 0},     /* rows of 35: AVX-512 lanes in two vectors (pool_lanes.c) */
+            {112, 112, 3, 2, 1, 0}}; /* ResNet's: rows of 56 */
   for (size_t i = 0; i < sizeof mp / sizeof *mp; i++)
     for (int nan = 0; nan < 2; nan++) {
       mx_conv_params p;
