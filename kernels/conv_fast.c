@@ -427,14 +427,21 @@ static void valid_range(int64_t n, int64_t s, int64_t off, int64_t width, int64_
   *hi = b;
 }
 
-/* Image row of output row (od, oh) for tap (kd, kh), advancing (od, oh) to the next output row;
- * NULL where the tap reads padding. */
-static inline const float *im2col_source(const float *xc, const mx_kwin *w, int64_t kd, int64_t kh, int64_t *od,
-                                         int64_t *oh) {
+/* One output row (od, oh) of an im2col row for tap (kd, kh), whose columns [lo, hi) read the
+ * image: zeroes the row's other columns (all of them where the tap reads padding) and returns
+ * the image row to copy [lo, hi) from, or NULL; advances (od, oh) to the next output row. */
+static inline const float *im2col_row_start(const float *xc, const mx_kwin *w, int64_t kd, int64_t kh, int64_t lo,
+                                            int64_t hi, int64_t *od, int64_t *oh, float *row) {
   const int64_t id = *od * w->s[0] - w->pb[0] + kd * w->d[0];
   const int64_t ih = *oh * w->s[1] - w->pb[1] + kh * w->d[1];
+  const int64_t rowlen = w->grid[2];
   if (++*oh == w->grid[1]) *oh = 0, ++*od;
-  if (id < 0 || id >= w->img[0] || ih < 0 || ih >= w->img[1]) return NULL;
+  if (id < 0 || id >= w->img[0] || ih < 0 || ih >= w->img[1] || lo >= hi) {
+    memset(row, 0, (size_t)rowlen * sizeof(float));
+    return NULL;
+  }
+  for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0.0f;
+  for (int64_t ow = hi; ow < rowlen; ow++) row[ow] = 0.0f;
   return xc + (id * w->img[1] + ih) * w->img[2];
 }
 
@@ -468,14 +475,8 @@ __attribute__((target("avx512f"))) static void im2col_row_s2(const float *xc, co
   const int64_t rowlen = w->grid[2];
   int64_t od = r0 / w->grid[1], oh = r0 % w->grid[1];
   for (int64_t r = r0; r < r1; r++, row += rowlen) {
-    const float *xr = im2col_source(xc, w, kd, kh, &od, &oh);
-    if (!xr || lo >= hi) {
-      memset(row, 0, (size_t)rowlen * sizeof(float));
-      continue;
-    }
-    for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0.0f;
-    stride2_avx512(row + lo, xr + lo * 2 + off, hi - lo);
-    for (int64_t ow = hi; ow < rowlen; ow++) row[ow] = 0.0f;
+    const float *xr = im2col_row_start(xc, w, kd, kh, lo, hi, &od, &oh, row);
+    if (xr) stride2_avx512(row + lo, xr + lo * 2 + off, hi - lo);
   }
 }
 static bool stride2_fast(void) {
@@ -508,18 +509,12 @@ static void im2col_row(const float *xc, const mx_kwin *w, int64_t kd, int64_t kh
   }
   int64_t od = r0 / w->grid[1], oh = r0 % w->grid[1];
   for (int64_t r = r0; r < r1; r++, row += rowlen) {
-    const float *xr = im2col_source(xc, w, kd, kh, &od, &oh);
-    if (!xr || lo >= hi) {
-      memset(row, 0, (size_t)rowlen * sizeof(float));
-      continue;
-    }
-    for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0.0f;
-    if (s == 1) {
+    const float *xr = im2col_row_start(xc, w, kd, kh, lo, hi, &od, &oh, row);
+    if (!xr) continue;
+    if (s == 1)
       memcpy(row + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(float));
-    } else {
+    else
       for (int64_t ow = lo; ow < hi; ow++) row[ow] = xr[ow * s + off];
-    }
-    for (int64_t ow = hi; ow < rowlen; ow++) row[ow] = 0.0f;
   }
 }
 
