@@ -3,11 +3,12 @@
 #   make build   configure + build the Release tree in build/
 #   make debug   configure + build the Debug tree in build-debug/
 #   make test    deps + build + every test (ctest), then the sanitizer suites (asan, tsan) and
-#                the fuzz targets for TEST_FUZZ_SECONDS each (default 30); about 27 minutes on 2
-#                idle cores (stage times: docs/reliability.md, "CI time"); fails on any failure or
-#                report. Every ctest run starts the longest entries first (COST in
-#                tests/CMakeLists.txt, one table for the Release tree, one for the sanitizer trees),
-#                so that no long suite is left running alone at the end of a stage
+#                the fuzz targets for TEST_FUZZ_SECONDS each (default 30); about 25 minutes on 2
+#                cores (a fresh clone at load 1-7: 25 min 22 s; stage times: docs/reliability.md,
+#                "CI time"); fails on any failure or report. Every ctest run starts the longest
+#                entries first (COST in tests/CMakeLists.txt, one table for the Release tree, one
+#                for the sanitizer trees), so that no long suite is left running alone at the end
+#                of a stage
 #   make demo    deps + build + the main job on a built-in model
 #   make asan    the test programs and what their entries run (target tests_all: no bench/
 #                programs, no libmixrt.so), then every test, with AddressSanitizer/UBSan in
