@@ -11,8 +11,10 @@
  * rank are refused by mx_session_set_comm on every rank.
  * MODE "killed": the last rank exits (status 1) before the first collective; the others must
  * end within the timeout (run_mpi.sh measures it).
- * MODE "stalled": the last rank sleeps instead of joining the collective; the others must fail
- * with an error naming the node and the missing rank. */
+ * MODE "stalled": the last rank waits instead of joining the collective; the others must fail
+ * with an error naming the node and the missing rank.
+ * In both fault modes an optional second argument names an empty directory through which the
+ * ranks still running wait for each other's report before leaving. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,13 +170,8 @@ static mx_session *session_for(mx_graph *g, mx_comm *c, int64_t static_min_ops, 
 /* Expected element i of the op's output on this rank, from every rank's input (dims of x). */
 static double expected(const char *op, int reduce_max, int64_t axis, int64_t root, int32_t rank,
                        const int64_t *dims, int64_t i) {
-  int64_t outer = 1, inner = 1;
-  for (int32_t k = 0; k < rank; k++) {
-    if (k < axis)
-      outer *= dims[k];
-    else
-      inner *= dims[k];
-  }
+  int64_t inner = 1; /* elements per index of the axis */
+  for (int32_t k = (int32_t)axis; k < rank; k++) inner *= dims[k];
   if (strcmp(op, "Broadcast") == 0) return value_of((int)root, i);
   if (strcmp(op, "AllGather") == 0) { /* output row o holds rank r's row o at r*inner */
     int64_t o = i / (inner * g_size), rest = i % (inner * g_size);
@@ -382,7 +379,29 @@ static void check_refusals(mx_comm *c) {
 
 /* --- faults --------------------------------------------------------------------------------------- */
 
-static int run_fault(mx_comm *c, bool kill) {
+/* The first rank to leave makes mpirun end every other one, maybe before it has printed its
+ * line; so the ranks still running agree through files in DONE_DIR (given by run_mpi.sh) and
+ * leave only when each of the first g_size - 1 ranks has reported, or after 20 s. */
+static void leave_together(const char *done_dir) {
+  char path[512];
+  if (done_dir) {
+    snprintf(path, sizeof path, "%s/done.%d", done_dir, g_rank);
+    FILE *f = fopen(path, "w");
+    if (f) fclose(f);
+  }
+  fflush(stdout);
+  for (int waited_ms = 0; done_dir && waited_ms < 20000; waited_ms += 50) {
+    int reported = 0;
+    for (int r = 0; r < g_size - 1; r++) {
+      snprintf(path, sizeof path, "%s/done.%d", done_dir, r);
+      reported += access(path, F_OK) == 0;
+    }
+    if (reported == g_size - 1) return;
+    usleep(50 * 1000);
+  }
+}
+
+static int run_fault(mx_comm *c, bool kill, const char *done_dir) {
   int64_t dims[2] = {4, 4};
   mx_attr ws = mx_attr_int("world_size", g_size);
   char msg[512];
@@ -400,8 +419,8 @@ static int run_fault(mx_comm *c, bool kill) {
       fflush(stdout);
       exit(1);
     }
-    sleep(
-        8); /* stalled: the others time out, hold their roll call and exit meanwhile (mpirun then ends this rank) */
+    /* Stalled: never joins; the others time out, hold their roll call and report. */
+    leave_together(done_dir);
     printf("ok rank %d: stalled rank done\n", g_rank);
     fflush(stdout);
     _exit(0);
@@ -419,7 +438,7 @@ static int run_fault(mx_comm *c, bool kill) {
         "the run fails in %.1f s: %s", sec, m);
   mx_tensor_release(&x);
   /* The communicator has a collective in flight: leave without MPI_Finalize. */
-  fflush(stdout);
+  leave_together(done_dir);
   _exit(g_failures ? 1 : 0);
 }
 
@@ -433,7 +452,7 @@ int main(int argc, char **argv) {
   }
   g_rank = mx_comm_rank(c);
   g_size = mx_comm_size(c);
-  if (!strcmp(mode, "killed") || !strcmp(mode, "stalled")) return run_fault(c, !strcmp(mode, "killed"));
+  if (!strcmp(mode, "killed") || !strcmp(mode, "stalled")) return run_fault(c, !strcmp(mode, "killed"), argc > 2 ? argv[2] : NULL);
   check_without_comm();
   static const mx_dtype types[] = {MX_FLOAT32, MX_FLOAT16, MX_BFLOAT16, MX_INT32, MX_INT64};
   for (size_t t = 0; t < 5; t++) {

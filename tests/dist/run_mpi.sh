@@ -24,12 +24,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One thread per rank: ranks share the machine's cores.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 OUT="$(mktemp)"
-trap 'rm -f "$OUT"' EXIT
+# The fault runs' ranks report into a fresh directory and leave together (mpi_collectives.c).
+DONE="$(mktemp -d)"
+trap 'rm -rf "$OUT" "$DONE"' EXIT
+fresh_done() { rm -f "$DONE"/done.*; }
 failed=0
 
-mpi() { # NP TIMEOUT MODE
+mpi() { # NP TIMEOUT MODE [DONE_DIR]
     timeout -k 5 "$2" "$MPIRUN" --oversubscribe -np "$1" --mca btl self,vader \
-        --mca rmaps_base_oversubscribe 1 "$PROGRAM" "$3" >"$OUT" 2>&1
+        --mca rmaps_base_oversubscribe 1 "$PROGRAM" "$3" ${4:+"$4"} >"$OUT" 2>&1
 }
 
 for np in $NPS; do
@@ -137,9 +140,10 @@ fi
 
 # The same with a launcher that lets the job go on (orte_abort_on_non_zero_status 0): the others
 # must fail by themselves after their 3 s timeout, naming the node and the rank that left.
+fresh_done
 start=$(date +%s)
 timeout -k 5 40 "$MPIRUN" --oversubscribe -np 4 --mca btl self,vader --mca orte_abort_on_non_zero_status 0 \
-    "$PROGRAM" killed >"$OUT" 2>&1
+    "$PROGRAM" killed "$DONE" >"$OUT" 2>&1
 rc=$?
 took=$(( $(date +%s) - start ))
 named=$(grep -c '^ok rank.*no answer from peer rank(s) 3' "$OUT")
@@ -156,7 +160,8 @@ fi
 # node and the missing rank (found by the roll call).
 for np in 2 4; do
     start=$(date +%s)
-    mpi "$np" 40 stalled
+    fresh_done
+    mpi "$np" 40 stalled "$DONE"
     rc=$?
     took=$(( $(date +%s) - start ))
     oks=$(grep -c '^ok rank' "$OUT")
