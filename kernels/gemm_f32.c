@@ -41,9 +41,9 @@
  * B's k rows ldb floats apart: NR in a packed panel, the image's row stride when B is read in
  * place; acc: add to the partial sums in C instead of starting from 0; e: the epilogue, its
  * pointers at the tile, applied to the registers before they are stored, or NULL; only the
- * AVX-512 copy's whole tile takes one). */
+ * AVX-512 copy's whole tile takes one; pf: see A_PREFETCH_FLOATS). */
 typedef void (*tile_kernel)(int64_t kc, const float *ap, const float *bp, int64_t ldb, float *c, int64_t ldc,
-                            bool acc, const mx_kgemm_f32_epilogue *e);
+                            bool acc, const mx_kgemm_f32_epilogue *e, int64_t pf);
 /* Packs rows [r0, r0 + rows) x k [k0, k0 + kc) of A into mr-row panels (zero rows past m). */
 typedef void (*a_packer)(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t rows, int64_t k0,
                          int64_t kc, int64_t mr, float *ap);
@@ -52,7 +52,7 @@ static void pack_a(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t r
 /* A tile of rows x cols (at most the copy's MR x NR) computed and stored as it is, epilogue
  * included (e: pointers at the tile, or NULL). */
 typedef void (*edge_fn)(int64_t rows, int64_t cols, int64_t kc, const float *ap, const float *bp, int64_t ldb,
-                        float *c, int64_t ldc, bool acc, const mx_kgemm_f32_epilogue *e);
+                        float *c, int64_t ldc, bool acc, const mx_kgemm_f32_epilogue *e, int64_t pf);
 typedef struct isa_copy {
   bool epi_in_store; /* its tile applies an epilogue in its store */
   int64_t mr, mc;
@@ -61,8 +61,28 @@ typedef struct isa_copy {
   edge_fn edge; /* edge tiles (NULL: a whole tile into a scratch tile, its valid part copied) */
 } isa_copy;
 
+/* With pre-packed weights, a tile prefetches their row panel this many floats (16 KB, about
+ * 290 k steps of a 14-row panel) ahead into L2. Past the first layers of a model they come from
+ * memory (ResNet-50's 3x3 and Winograd layers hold 9.4 MB each, more than a step leaves in
+ * cache), and a 16-column tile (a 14x14 map's Winograd products) uses each weight for only 16
+ * outputs: the hardware prefetcher alone kept it waiting on them when both cores read memory.
+ * Prefetches never fault, so those past the packed block's end are harmless. */
+#define A_PREFETCH_FLOATS 4096
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+/* pf > 0: the weights are A's panel, fetched pf floats ahead; pf < 0: they are B's panel (a
+ * narrow product's, 32 floats a k step), fetched -pf floats ahead; 0: none. */
+#define PREFETCH_WEIGHTS(ap, bp, pf)                                     \
+  do {                                                                   \
+    if ((pf) > 0) {                                                      \
+      _mm_prefetch((const char *)((ap) + (pf)), _MM_HINT_T1);            \
+    } else if ((pf) < 0) {                                               \
+      _mm_prefetch((const char *)((bp) - (pf)), _MM_HINT_T1);            \
+      _mm_prefetch((const char *)((bp) - (pf) + 16), _MM_HINT_T1);       \
+    }                                                                    \
+  } while (0)
 
 #define REP14(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 #define REP6(X) X(0) X(1) X(2) X(3) X(4) X(5)
@@ -99,7 +119,8 @@ epi512(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j) {
   __attribute__((target("avx512f,avx2,fma"))) static void NAME(int64_t kc, const float *restrict ap,  \
                                                              const float *restrict bp, int64_t ldb, \
                                                              float *restrict c, int64_t ldc, bool acc,  \
-                                                             const mx_kgemm_f32_epilogue *e) {       \
+                                                             const mx_kgemm_f32_epilogue *e,         \
+                                                             int64_t pf) {                           \
     const bool wide = (W) > 1;                                                                        \
     REP14(DECL512)                                                                                    \
     if (acc) {                                                                                        \
@@ -109,6 +130,7 @@ epi512(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j) {
     }                                                                                                 \
     for (int64_t k = 0; k < kc; k++) {                                                                \
       const __m512 b0 = _mm512_loadu_ps(bp), b1 = wide ? _mm512_loadu_ps(bp + 16) : b0;             \
+      PREFETCH_WEIGHTS(ap, bp, pf);                                                                   \
       REP14(STEP512)                                                                                  \
       ap += MR_AVX512;                                                                                \
       bp += ldb;                                                                                      \
@@ -145,12 +167,12 @@ TILE_AVX512(tile_avx512_half, 1)
  * 14-row tile into a scratch tile copied out. B's rows are read whole (its panels are padded).
  * The same FMA chain per output as the whole tile. */
 typedef void (*edge_kernel)(int64_t kc, const float *ap, const float *bp, int64_t ldb, float *c, int64_t ldc,
-                            bool acc, const mx_kgemm_f32_epilogue *e, __mmask16 m0, __mmask16 m1);
+                            bool acc, const mx_kgemm_f32_epilogue *e, __mmask16 m0, __mmask16 m1, int64_t pf);
 
 #define EDGE_AVX512(NAME, R, W)                                                                          \
   __attribute__((target("avx512f,avx2,fma"))) static void NAME(                                         \
       int64_t kc, const float *restrict ap, const float *restrict bp, int64_t ldb, float *restrict c,   \
-      int64_t ldc, bool acc, const mx_kgemm_f32_epilogue *e, __mmask16 m0, __mmask16 m1) {             \
+      int64_t ldc, bool acc, const mx_kgemm_f32_epilogue *e, __mmask16 m0, __mmask16 m1, int64_t pf) { \
     enum { rows_ = (R) };                                                                                \
     const bool wide = (W) > 1;                                                                           \
     REP14(EDECL512)                                                                                      \
@@ -159,6 +181,7 @@ typedef void (*edge_kernel)(int64_t kc, const float *ap, const float *bp, int64_
     }                                                                                                    \
     for (int64_t k = 0; k < kc; k++) {                                                                   \
       const __m512 b0 = _mm512_loadu_ps(bp), b1 = wide ? _mm512_loadu_ps(bp + 16) : b0;                \
+      PREFETCH_WEIGHTS(ap, bp, pf);                                                                      \
       REP14(ESTEP512)                                                                                    \
       ap += MR_AVX512;                                                                                   \
       bp += ldb;                                                                                         \
@@ -219,18 +242,20 @@ static const edge_kernel edge_avx512[MR_AVX512][2] = {
 __attribute__((target("avx512f,avx2,fma"))) static void edge_tile_avx512(int64_t rows, int64_t cols, int64_t kc,
                                                                          const float *ap, const float *bp,
                                                                          int64_t ldb, float *c, int64_t ldc,
-                                                                         bool acc, const mx_kgemm_f32_epilogue *e) {
+                                                                         bool acc, const mx_kgemm_f32_epilogue *e,
+                                                                         int64_t pf) {
   const __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1u);
   const __mmask16 m1 = cols >= NR ? (__mmask16)0xFFFF : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1u) : 0;
-  edge_avx512[rows - 1][cols > 16](kc, ap, bp, ldb, c, ldc, acc, e, m0, m1);
+  edge_avx512[rows - 1][cols > 16](kc, ap, bp, ldb, c, ldc, acc, e, m0, m1, pf);
 }
 
 /* One 16-column half of a panel (bp already offset to it; B rows stay ldb apart). */
 __attribute__((target("avx2,fma"))) static inline void half_avx2(int64_t kc, const float *restrict ap,
                                                                  const float *restrict bp, int64_t ldb,
                                                                  float *restrict c, int64_t ldc, bool acc,
-                                                                 const mx_kgemm_f32_epilogue *e) {
-  (void)e; /* never given one (epi_in_store false) */
+                                                                 const mx_kgemm_f32_epilogue *e, int64_t pf) {
+  (void)e;  /* never given one (epi_in_store false) */
+  (void)pf; /* the AVX2 copy leaves the weights to the hardware prefetcher */
 #define DECL(i) __m256 c##i##a, c##i##b;
   REP6(DECL)
 #undef DECL
@@ -270,9 +295,9 @@ __attribute__((target("avx2,fma"))) static inline void half_avx2(int64_t kc, con
 __attribute__((target("avx2,fma"))) static void tile_avx2(int64_t kc, const float *restrict ap,
                                                           const float *restrict bp, int64_t ldb,
                                                           float *restrict c, int64_t ldc, bool acc,
-                                                          const mx_kgemm_f32_epilogue *e) {
-  half_avx2(kc, ap, bp, ldb, c, ldc, acc, e);
-  half_avx2(kc, ap, bp + 16, ldb, c + 16, ldc, acc, e);
+                                                          const mx_kgemm_f32_epilogue *e, int64_t pf) {
+  half_avx2(kc, ap, bp, ldb, c, ldc, acc, e, pf);
+  half_avx2(kc, ap, bp + 16, ldb, c + 16, ldc, acc, e, pf);
 }
 
 /* pack_a with 16x16 transposes in registers (the weights are re-packed on every product, and
@@ -500,11 +525,13 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
         for (int64_t t = 0; t < panels; t++) {
           const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
           float *tile = ct_all + col0 * mpad + row0;
+          /* pre-packed weights (here B's panels) come from memory on the first group's pass */
+          const int64_t pf = pa && g == 0 ? -A_PREFETCH_FLOATS : 0;
           /* a last group of fewer columns computes only those rows of C^T */
           if (cols < mr && isa->edge)
-            isa->edge(cols, NR, kc, btk + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL);
+            isa->edge(cols, NR, kc, btk + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL, pf);
           else
-            isa->tile(kc, btk + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL);
+            isa->tile(kc, btk + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL, pf);
           if (!last) continue;
           float *ct = c + row0 * ldc + col0;
           for (int64_t i = 0; i < rows; i++)
@@ -598,17 +625,19 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
           float *ct = c + row0 * ldc + col0;
           const float *apt = ablk + t * kc * mr;
           const tile_kernel kern = cols <= 16 && isa->half ? isa->half : isa->tile;
+          /* pre-packed weights are read from memory on the first panel's pass, from cache after */
+          const int64_t pf = pa && jp == 0 ? A_PREFETCH_FLOATS : 0;
           mx_kgemm_f32_epilogue te = {0};
           if (last && epi) te = epi_at(epi, row0, col0);
           const bool in_store = last && epi && isa->epi_in_store && rows == mr && cols == NR;
           if (rows == mr && cols == NR) {
-            kern(kc, apt, bpp, ldb, ct, ldc, acc, in_store ? &te : NULL);
+            kern(kc, apt, bpp, ldb, ct, ldc, acc, in_store ? &te : NULL, pf);
           } else if (isa->edge) {
-            isa->edge(rows, cols, kc, apt, bpp, ldb, ct, ldc, acc, last && epi ? &te : NULL);
+            isa->edge(rows, cols, kc, apt, bpp, ldb, ct, ldc, acc, last && epi ? &te : NULL, pf);
           } else {
             if (acc)
               for (int64_t r = 0; r < rows; r++) memcpy(edge + r * NR, ct + r * ldc, (size_t)cols * sizeof(float));
-            kern(kc, apt, bpp, ldb, edge, NR, acc, NULL);
+            kern(kc, apt, bpp, ldb, edge, NR, acc, NULL, pf);
             for (int64_t r = 0; r < rows; r++) memcpy(ct + r * ldc, edge + r * NR, (size_t)cols * sizeof(float));
           }
           if (last && epi && !in_store && !isa->edge) epi_rows(ct, ldc, rows, cols, &te);
