@@ -243,6 +243,31 @@ Test(conv_fast, maxpool_and_global_average_match_the_generic_walk) {
   pool_both(&g, 2, 1, 3, 1, 1, false);
 }
 
+/* Inputs of 1 MB and more split into bands of output rows among the threads (kernels/pool.c):
+ * ResNet's MaxPool over 24 planes, and 100 planes of 40x70 (bands of 2 rows on 3 threads, the
+ * last shorter), with the same outputs as the generic walk. */
+Test(conv_fast, maxpool_split_among_threads_matches_the_generic_walk) {
+  struct {
+    int64_t planes, h, w, oh, ow;
+  } mp[] = {{24, 112, 112, 56, 56}, {100, 40, 70, 20, 35}};
+  for (int32_t threads = 2; threads <= 3; threads++) {
+    mx__kthreads_set(threads);
+    for (size_t i = 0; i < sizeof mp / sizeof *mp; i++)
+      for (int nan = 0; nan < 2; nan++) {
+        mx_conv_params p;
+        memset(&p, 0, sizeof p);
+        p.op = MX_CONVOP_MAX_POOL;
+        p.n_kernel = p.n_strides = 2;
+        p.kernel_shape[0] = p.kernel_shape[1] = 3;
+        p.strides[0] = p.strides[1] = 2;
+        p.n_pads = 4;
+        for (int j = 0; j < 4; j++) p.pads[j] = 1;
+        pool_both(&p, mp[i].planes, mp[i].h, mp[i].w, mp[i].oh, mp[i].ow, nan);
+      }
+  }
+  mx__kthreads_set(1);
+}
+
 /* --- the intra-op thread pool (kernels/threads.c) ---------------------------------------------- */
 
 typedef struct count_ctx {
