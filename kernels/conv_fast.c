@@ -613,12 +613,14 @@ static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f3
   band_cols(p, band, &c0, &ncols);
   tile_epilogue e = {yg + c0, zg ? zg + c0 : NULL, bg, p->P, j->act, j->alpha, j->beta};
   const bool any = zg || bg || j->act != MX_CONV_ACT_NONE;
-  if (j->act == MX_CONV_ACT_NONE || j->act == MX_CONV_ACT_RELU || j->act == MX_CONV_ACT_CLIP) {
-    /* bias, residual and Relu/Clip in the GEMM's store (in registers on AVX-512), not in a
-     * pass over each finished tile */
-    const int32_t act = j->act == MX_CONV_ACT_RELU   ? MX_KGEMM_ACT_RELU
-                        : j->act == MX_CONV_ACT_CLIP ? MX_KGEMM_ACT_CLIP
-                                                     : MX_KGEMM_ACT_NONE;
+  if (j->act == MX_CONV_ACT_NONE || j->act == MX_CONV_ACT_RELU || j->act == MX_CONV_ACT_CLIP ||
+      j->act == MX_CONV_ACT_HARD_SWISH) {
+    /* bias, residual and Relu/Clip/HardSwish in the GEMM's store (in registers on AVX-512), not
+     * in a pass over each finished tile */
+    const int32_t act = j->act == MX_CONV_ACT_RELU         ? MX_KGEMM_ACT_RELU
+                        : j->act == MX_CONV_ACT_CLIP       ? MX_KGEMM_ACT_CLIP
+                        : j->act == MX_CONV_ACT_HARD_SWISH ? MX_KGEMM_ACT_HARD_SWISH
+                                                           : MX_KGEMM_ACT_NONE;
     const mx_kgemm_f32_epilogue epi = {bg, zg ? zg + c0 : NULL, p->P, act, j->alpha, j->beta};
     if (bshared && p->narrow_b) {
       mx__kgemm_f32_narrow_pre(mn, ncols, p->kdim, wg, p->kdim, pa, bshared, yg + c0, p->P, ablocks,

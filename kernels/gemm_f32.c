@@ -103,6 +103,12 @@ epi512_masked(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j, __
     const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);
     v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
     v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+  } else if (e->act == MX_KGEMM_ACT_HARD_SWISH) {
+    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+    __m512 t = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.0f / 6.0f)), _mm512_set1_ps(0.5f));
+    t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, zero, _CMP_LT_OQ), zero);
+    t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, one, _CMP_GT_OQ), one);
+    v = _mm512_mul_ps(v, t);
   }
   return v;
 }
@@ -452,9 +458,10 @@ static const float *pre_a_block(const mx_kgemm_f32_pre_a *pa, int64_t pc, int64_
 MX_KHOT static void epi_rows(float *c, int64_t ldc, int64_t rows, int64_t cols, const mx_kgemm_f32_epilogue *e) {
   /* the Conv epilogue's own loop (vectorized in each clone), in place: the bias is added only
    * when it is not 0, or with a residual */
-  const int32_t act = e->act == MX_KGEMM_ACT_RELU ? MX_CONV_ACT_RELU
-                      : e->act == MX_KGEMM_ACT_CLIP ? MX_CONV_ACT_CLIP
-                                                    : MX_CONV_ACT_NONE;
+  const int32_t act = e->act == MX_KGEMM_ACT_RELU         ? MX_CONV_ACT_RELU
+                      : e->act == MX_KGEMM_ACT_CLIP       ? MX_CONV_ACT_CLIP
+                      : e->act == MX_KGEMM_ACT_HARD_SWISH ? MX_CONV_ACT_HARD_SWISH
+                                                          : MX_CONV_ACT_NONE;
   for (int64_t i = 0; i < rows; i++)
     mx__kconv_epilogue_body(c + i * ldc, c + i * ldc, e->z ? e->z + i * e->ldz : NULL, e->bias ? e->bias[i] : 0.0f,
                             cols, act, e->lo, e->hi);

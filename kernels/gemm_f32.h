@@ -60,11 +60,12 @@ void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64
 
 /* An epilogue the product applies to C as it stores it: each output v of row i, column j
  * becomes (v + bias[i]) + z[i * ldz + j] with a residual (v + bias[i] without, no add for a 0
- * bias), then Relu (v > 0 ? v : 0) or Clip (v < lo: lo, then v > hi: hi). The AVX-512 copy
+ * bias), then Relu (v > 0 ? v : 0), Clip (v < lo: lo, then v > hi: hi) or HardSwish
+ * (v * t, t = v * (1/6) + 0.5 clamped to [0, 1] the Clip way). The AVX-512 copy
  * applies it to its whole tiles in registers before their one store (no pass over C after it),
  * the rest as soon as a tile is stored; the same bits either way, and those of the Conv
  * epilogue (kernels/conv_epilogue.h) for the same operations. */
-enum { MX_KGEMM_ACT_NONE = 0, MX_KGEMM_ACT_RELU = 1, MX_KGEMM_ACT_CLIP = 2 };
+enum { MX_KGEMM_ACT_NONE = 0, MX_KGEMM_ACT_RELU = 1, MX_KGEMM_ACT_CLIP = 2, MX_KGEMM_ACT_HARD_SWISH = 3 };
 typedef struct mx_kgemm_f32_epilogue {
   const float *bias; /* per row of C, or NULL */
   const float *z;    /* a residual laid out as C with row stride ldz, or NULL */

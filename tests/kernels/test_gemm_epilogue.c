@@ -1,5 +1,5 @@
 /* Kernel tests of the epilogue the own float32 GEMM applies in its store
- * (mx__kgemm_f32_epi_pre, kernels/gemm_f32.c): bias, residual, Relu and Clip, in registers on the
+ * (mx__kgemm_f32_epi_pre, kernels/gemm_f32.c): bias, residual, Relu, Clip and HardSwish, in registers on the
  * AVX-512 copy's whole tiles and after the store elsewhere (edge tiles, narrow products, the
  * AVX2 copy), give the bits of the product followed by the epilogue one output at a time, with
  * B packed or read in place, for every combination of bias / residual / activation, residuals
@@ -32,6 +32,13 @@ static float epi_one(float v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t
     v = v < e->lo ? e->lo : v;
     v = v > e->hi ? e->hi : v;
   }
+  if (e->act == MX_KGEMM_ACT_HARD_SWISH) {
+    float t = v * (1.0f / 6.0f);
+    t = t + 0.5f;
+    t = t < 0.0f ? 0.0f : t;
+    t = t > 1.0f ? 1.0f : t;
+    v = v * t;
+  }
   return v;
 }
 
@@ -53,7 +60,7 @@ static void check_shape(int level, int64_t m, int64_t n, int64_t k) {
   mx__kgemm_f32_packed(m, n, k, a, k, bp, plain, n, as, NULL, NULL);
   for (int use_bias = 0; use_bias < 2; use_bias++)
     for (int use_z = 0; use_z < 2; use_z++)
-      for (int32_t act = MX_KGEMM_ACT_NONE; act <= MX_KGEMM_ACT_CLIP; act++)
+      for (int32_t act = MX_KGEMM_ACT_NONE; act <= MX_KGEMM_ACT_HARD_SWISH; act++)
         for (int strided = 0; strided < 2; strided++) {
           const mx_kgemm_f32_epilogue e = {use_bias ? bias : NULL, use_z ? z : NULL, n, act, -0.25f, 0.5f};
           for (int64_t i = 0; i < m; i++)
