@@ -293,6 +293,13 @@ static int64_t block_tiles(const wino_plan *p, int64_t block, int64_t *t0) {
   return p->tiles - *t0 < p->tb ? p->tiles - *t0 : p->tb;
 }
 
+/* The columns a block's products compute: its tiles to a multiple of 16, so a last half panel
+ * (a 14x14 map's 16 tiles) runs the GEMM's 16-column tile instead of a whole panel of zeros;
+ * the columns computed past the last tile are dropped. */
+static int64_t computed_cols(const wino_plan *p, int64_t ntiles) {
+  return round_up(ntiles, 16) < p->tb ? round_up(ntiles, 16) : p->tb;
+}
+
 /* Channels [c0, c1) of a block's V: each tile-row segment's six image rows copied into a
  * zero-padded band, then transformed. The columns past the batch's last tile are zeroed. */
 static void transform_block(const wino_job *wj, int64_t block, int64_t c0, int64_t c1, float *v, float *line) {
@@ -338,16 +345,20 @@ static void transform_block(const wino_job *wj, int64_t block, int64_t c0, int64
       local += tc1 - tc0;
     }
   }
-  /* The batch's last block: its columns past the last tile are zeroed (the products compute
-   * whole panels; those columns are dropped, but must not hold stale NaNs or denormals). */
-  if (ntiles < p->tb) {
+  /* The batch's last block: the columns the products compute past its last tile are zeroed:
+   * they are dropped, but must not hold stale NaNs or denormals. The rest of the panel is never
+   * read (a 14x14 map's 16 tiles: nothing to zero; zeroing up to the whole panel wrote 590 KB
+   * per run there). */
+  const int64_t computed = computed_cols(p, ntiles);
+  if (ntiles < computed) {
     const int64_t panel0 = ntiles / MX_KGEMM_NR, tail = ntiles % MX_KGEMM_NR;
     for (int q = 0; q < MX_KWINO_POINTS; q++)
-      for (int64_t pn = panel0; pn < p->tb / MX_KGEMM_NR; pn++) {
+      for (int64_t pn = panel0; pn * MX_KGEMM_NR < computed; pn++) {
         float *pv = v + (size_t)q * (size_t)vstride + (size_t)(pn * j->c * MX_KGEMM_NR);
         const int64_t from = pn == panel0 ? tail : 0;
+        const int64_t to = computed - pn * MX_KGEMM_NR < MX_KGEMM_NR ? computed - pn * MX_KGEMM_NR : MX_KGEMM_NR;
         for (int64_t ch = c0; ch < c1; ch++)
-          memset(pv + ch * MX_KGEMM_NR + from, 0, (size_t)(MX_KGEMM_NR - from) * sizeof(float));
+          memset(pv + ch * MX_KGEMM_NR + from, 0, (size_t)(to - from) * sizeof(float));
       }
   }
 }
@@ -365,10 +376,7 @@ static void products_block(const wino_job *wj, int64_t block, int64_t m0, int64_
   const size_t plane = (size_t)j->m * (size_t)j->c, mplane = (size_t)(mn * p->tb + PLANE_SKEW);
   const size_t psize = packed_u_floats(j->m, j->c, p->mr) / MX_KWINO_POINTS;
   const int64_t mpad = round_up(j->m, p->mr);
-  /* the products' width: the block's tiles to a multiple of 16, so a last half panel (a 14x14
-   * map's 16 tiles) runs the GEMM's 16-column tile instead of a whole panel of zeros; the
-   * columns computed past the last tile are dropped */
-  const int64_t cols = round_up(ntiles, 16) < p->tb ? round_up(ntiles, 16) : p->tb;
+  const int64_t cols = computed_cols(p, ntiles);
   for (int q = 0; q < MX_KWINO_POINTS; q++) {
     const mx_kgemm_f32_pre_a pa = {wj->u + q * psize, p->mr, mpad, m0};
     /* the plain weights are read only if the panels did not fit the product (never here) */
