@@ -53,12 +53,17 @@ static void pack_a(const float *a, int64_t lda, int64_t m, int64_t r0, int64_t r
  * included (e: pointers at the tile, or NULL). */
 typedef void (*edge_fn)(int64_t rows, int64_t cols, int64_t kc, const float *ap, const float *bp, int64_t ldb,
                         float *c, int64_t ldc, bool acc, const mx_kgemm_f32_epilogue *e, int64_t pf);
+/* A narrow product's finished tile of C^T (rows x cols of C, element (i, j) at t[j * ldt + i])
+ * written into C with the epilogue (e: pointers at the tile, or NULL). */
+typedef void (*narrow_out_fn)(const float *t, int64_t ldt, int64_t rows, int64_t cols, float *c, int64_t ldc,
+                              const mx_kgemm_f32_epilogue *e);
 typedef struct isa_copy {
   bool epi_in_store; /* its tile applies an epilogue in its store */
   int64_t mr, mc;
   tile_kernel tile, half; /* NR columns; the first 16 (NULL: none, the whole tile runs) */
   a_packer pack;
   edge_fn edge; /* edge tiles (NULL: a whole tile into a scratch tile, its valid part copied) */
+  narrow_out_fn narrow_out; /* a narrow product's tile into C (NULL: one float at a time) */
 } isa_copy;
 
 /* With pre-packed weights, a tile prefetches their row panel this many floats (16 KB, about
@@ -306,6 +311,54 @@ __attribute__((target("avx2,fma"))) static void tile_avx2(int64_t kc, const floa
   half_avx2(kc, ap, bp + 16, ldb, c + 16, ldc, acc, e, pf);
 }
 
+/* out[j][i] = r[i][j]: a 16x16 block transposed in registers. */
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline void transpose16_avx512(const __m512 *r,
+                                                                                                 __m512 *out) {
+  __m512 u[16], v[16];
+  for (int j = 0; j < 8; j++) {
+    u[2 * j] = _mm512_unpacklo_ps(r[2 * j], r[2 * j + 1]);
+    u[2 * j + 1] = _mm512_unpackhi_ps(r[2 * j], r[2 * j + 1]);
+  }
+  for (int j = 0; j < 4; j++) {
+    __m512d p0 = _mm512_castps_pd(u[4 * j]), p1 = _mm512_castps_pd(u[4 * j + 1]);
+    __m512d p2 = _mm512_castps_pd(u[4 * j + 2]), p3 = _mm512_castps_pd(u[4 * j + 3]);
+    v[4 * j + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(p0, p2));
+    v[4 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(p0, p2));
+    v[4 * j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(p1, p3));
+    v[4 * j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(p1, p3));
+  }
+  /* v[4j + e], 128-bit lane L: rows 4j..4j+3 at column 4L + e */
+  for (int e = 0; e < 4; e++) {
+    __m512 c0 = _mm512_shuffle_f32x4(v[e], v[4 + e], 0x44), c1 = _mm512_shuffle_f32x4(v[8 + e], v[12 + e], 0x44);
+    __m512 c2 = _mm512_shuffle_f32x4(v[e], v[4 + e], 0xEE), c3 = _mm512_shuffle_f32x4(v[8 + e], v[12 + e], 0xEE);
+    out[e] = _mm512_shuffle_f32x4(c0, c1, 0x88);
+    out[e + 4] = _mm512_shuffle_f32x4(c0, c1, 0xDD);
+    out[e + 8] = _mm512_shuffle_f32x4(c2, c3, 0x88);
+    out[e + 12] = _mm512_shuffle_f32x4(c2, c3, 0xDD);
+  }
+}
+
+/* narrow_out_fn: 16 rows of C at a time, their (at most 16) columns loaded as vectors along the
+ * rows, transposed in registers, then each row through the epilogue of whole tiles and one
+ * masked store: the same operations per output as the copy followed by epi_rows. */
+__attribute__((target("avx512f,avx2,fma"))) static void narrow_out_avx512(const float *t, int64_t ldt, int64_t rows,
+                                                                          int64_t cols, float *c, int64_t ldc,
+                                                                          const mx_kgemm_f32_epilogue *e) {
+  const __mmask16 col_mask = (__mmask16)((1u << cols) - 1u);
+  for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+    const int64_t n = rows - i0 < 16 ? rows - i0 : 16;
+    const __mmask16 row_mask = (__mmask16)((1u << n) - 1u);
+    __m512 r[16], o[16];
+    for (int j = 0; j < 16; j++)
+      r[j] = j < cols ? _mm512_maskz_loadu_ps(row_mask, t + j * ldt + i0) : _mm512_setzero_ps();
+    transpose16_avx512(r, o);
+    for (int64_t i = 0; i < n; i++) {
+      const __m512 v = e ? epi512_masked(o[i], e, i0 + i, 0, col_mask) : o[i];
+      _mm512_mask_storeu_ps(c + (i0 + i) * ldc, col_mask, v);
+    }
+  }
+}
+
 /* pack_a with 16x16 transposes in registers (the weights are re-packed on every product, and
  * a narrow one, 49 columns, reuses each weight only 49 times: copied one float at a time the
  * packing took longer than the FMAs). mr <= 32. */
@@ -318,33 +371,13 @@ __attribute__((target("avx512f,avx2,fma"))) static void pack_a_avx512(const floa
       const int64_t lanes = mr - i0 < 16 ? mr - i0 : 16;
       const __mmask16 keep = (__mmask16)((1u << lanes) - 1u);
       for (int64_t k = 0; k < kv; k += 16) {
-        __m512 r[16], u[16], v[16];
+        __m512 r[16], o[16];
         for (int i = 0; i < 16; i++) {
           int64_t row = r0 + t + i0 + i;
           r[i] = i < lanes && row < m ? _mm512_loadu_ps(a + row * lda + k0 + k) : _mm512_setzero_ps();
         }
-        for (int j = 0; j < 8; j++) {
-          u[2 * j] = _mm512_unpacklo_ps(r[2 * j], r[2 * j + 1]);
-          u[2 * j + 1] = _mm512_unpackhi_ps(r[2 * j], r[2 * j + 1]);
-        }
-        for (int j = 0; j < 4; j++) {
-          __m512d p0 = _mm512_castps_pd(u[4 * j]), p1 = _mm512_castps_pd(u[4 * j + 1]);
-          __m512d p2 = _mm512_castps_pd(u[4 * j + 2]), p3 = _mm512_castps_pd(u[4 * j + 3]);
-          v[4 * j + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(p0, p2));
-          v[4 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(p0, p2));
-          v[4 * j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(p1, p3));
-          v[4 * j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(p1, p3));
-        }
-        /* v[4j + e], 128-bit lane L: rows 4j..4j+3 at column 4L + e */
-        for (int e = 0; e < 4; e++) {
-          __m512 c0 = _mm512_shuffle_f32x4(v[e], v[4 + e], 0x44), c1 = _mm512_shuffle_f32x4(v[8 + e], v[12 + e], 0x44);
-          __m512 c2 = _mm512_shuffle_f32x4(v[e], v[4 + e], 0xEE), c3 = _mm512_shuffle_f32x4(v[8 + e], v[12 + e], 0xEE);
-          float *dst = ap + (k + e) * mr + i0;
-          _mm512_mask_storeu_ps(dst, keep, _mm512_shuffle_f32x4(c0, c1, 0x88));
-          _mm512_mask_storeu_ps(dst + 4 * mr, keep, _mm512_shuffle_f32x4(c0, c1, 0xDD));
-          _mm512_mask_storeu_ps(dst + 8 * mr, keep, _mm512_shuffle_f32x4(c2, c3, 0x88));
-          _mm512_mask_storeu_ps(dst + 12 * mr, keep, _mm512_shuffle_f32x4(c2, c3, 0xDD));
-        }
+        transpose16_avx512(r, o);
+        for (int kk = 0; kk < 16; kk++) _mm512_mask_storeu_ps(ap + (k + kk) * mr + i0, keep, o[kk]);
       }
     }
     if (kv < kc) pack_a(a, lda, m, r0 + t, mr, k0 + kv, kc - kv, mr, ap + kv * mr);
@@ -352,8 +385,8 @@ __attribute__((target("avx512f,avx2,fma"))) static void pack_a_avx512(const floa
 }
 
 static const isa_copy copy_avx512 = {true,          MR_AVX512,     MC_AVX512,       tile_avx512,
-                                     tile_avx512_half, pack_a_avx512, edge_tile_avx512};
-static const isa_copy copy_avx2 = {false, MR_AVX2, MC_AVX2, tile_avx2, half_avx2, pack_a, NULL};
+                                     tile_avx512_half, pack_a_avx512, edge_tile_avx512, narrow_out_avx512};
+static const isa_copy copy_avx2 = {false, MR_AVX2, MC_AVX2, tile_avx2, half_avx2, pack_a, NULL, NULL};
 
 /* 0: not decided yet, 1: none, 2: AVX2, 3: AVX-512. */
 static _Atomic int isa_choice;
@@ -541,11 +574,13 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
             isa->tile(kc, btk + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL, pf);
           if (!last) continue;
           float *ct = c + row0 * ldc + col0;
-          for (int64_t i = 0; i < rows; i++)
-            for (int64_t jj = 0; jj < cols; jj++) ct[i * ldc + jj] = tile[jj * mpad + i];
-          if (epi) {
-            const mx_kgemm_f32_epilogue te = epi_at(epi, row0, col0);
-            epi_rows(ct, ldc, rows, cols, &te);
+          const mx_kgemm_f32_epilogue te = epi ? epi_at(epi, row0, col0) : (mx_kgemm_f32_epilogue){0};
+          if (isa->narrow_out) {
+            isa->narrow_out(tile, mpad, rows, cols, ct, ldc, epi ? &te : NULL);
+          } else {
+            for (int64_t i = 0; i < rows; i++)
+              for (int64_t jj = 0; jj < cols; jj++) ct[i * ldc + jj] = tile[jj * mpad + i];
+            if (epi) epi_rows(ct, ldc, rows, cols, &te);
           }
           if (tile_fn) tile_fn(ctx, row0, rows, col0, cols);
         }
