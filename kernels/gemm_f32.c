@@ -92,6 +92,13 @@ typedef struct isa_copy {
 #define REP14(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
 #define REP6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
+/* Below lo: lo, then above hi: hi (NaN stays), the order of mx__kconv_clamp. */
+__attribute__((target("avx512f,avx2,fma"), always_inline)) static inline __m512 clamp512(__m512 v, __m512 lo,
+                                                                                           __m512 hi) {
+  v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
+  return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+}
+
 /* The epilogue on 16 outputs of row i of a tile, columns j.. (e's pointers at the tile), in
  * registers: the operations and order of epi_rows, so the same bits. The residual is read only
  * where mask is set (an edge tile's columns past n). */
@@ -105,15 +112,10 @@ epi512_masked(__m512 v, const mx_kgemm_f32_epilogue *e, int64_t i, int64_t j, __
   if (e->act == MX_KGEMM_ACT_RELU) {
     v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
   } else if (e->act == MX_KGEMM_ACT_CLIP) {
-    const __m512 lo = _mm512_set1_ps(e->lo), hi = _mm512_set1_ps(e->hi);
-    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
-    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+    v = clamp512(v, _mm512_set1_ps(e->lo), _mm512_set1_ps(e->hi));
   } else if (e->act == MX_KGEMM_ACT_HARD_SWISH) {
-    const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
-    __m512 t = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.0f / 6.0f)), _mm512_set1_ps(0.5f));
-    t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, zero, _CMP_LT_OQ), zero);
-    t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(t, one, _CMP_GT_OQ), one);
-    v = _mm512_mul_ps(v, t);
+    const __m512 t = _mm512_add_ps(_mm512_mul_ps(v, _mm512_set1_ps(1.0f / 6.0f)), _mm512_set1_ps(0.5f));
+    v = _mm512_mul_ps(v, clamp512(t, _mm512_setzero_ps(), _mm512_set1_ps(1.0f)));
   }
   return v;
 }

@@ -13,8 +13,8 @@
  * Indices (the columns whose window lies inside the image take every tap in one pass over the
  * row, 3 taps at stride 2 in AVX-512 lanes (kernels/pool_lanes.c); the edge columns go tap by
  * tap as the generic walk does, so NaNs and ties come out the same; bands of output rows split
- * among the intra-op threads when the input is 1 MB or more), and GlobalAveragePool (eight double partial sums per
- * plane, added in a fixed order). */
+ * among the intra-op threads when the input is 1 MB or more), and GlobalAveragePool (eight
+ * double partial sums per plane, added in a fixed order). */
 #include <math.h>
 #include <string.h>
 
@@ -51,8 +51,8 @@ typedef struct pool_plan {
 /* Output rows [oh0, oh1) of one plane of a 2-D MaxPool (w->grid[0] == 1, dilation 1 along the
  * width): the same taps in the same order as pool_all, the first valid tap as the start and a
  * tap replacing the maximum only when greater. */
-MX_KHOT static void maxpool2d_rows_f32(const mx_kwin *w, const float *restrict x, float *restrict y, int64_t oh0,
-                                       int64_t oh1, bool lanes) {
+MX_KHOT static void maxpool2d_rows_f32(const mx_kwin *w, const float *restrict x, float *restrict y,
+                                       int64_t oh0, int64_t oh1, bool lanes) {
   const int64_t OW = w->grid[2], IW = w->img[2], sw = w->s[2], KW = w->k[2], pbw = w->pb[2];
   lanes = lanes && sw == 2 && KW == 3;
   /* columns ow whose taps ow*sw - pbw + kw all fall inside [0, IW) */

@@ -452,7 +452,8 @@ int main(int argc, char **argv) {
   }
   g_rank = mx_comm_rank(c);
   g_size = mx_comm_size(c);
-  if (!strcmp(mode, "killed") || !strcmp(mode, "stalled")) return run_fault(c, !strcmp(mode, "killed"), argc > 2 ? argv[2] : NULL);
+  if (!strcmp(mode, "killed") || !strcmp(mode, "stalled"))
+    return run_fault(c, !strcmp(mode, "killed"), argc > 2 ? argv[2] : NULL);
   check_without_comm();
   static const mx_dtype types[] = {MX_FLOAT32, MX_FLOAT16, MX_BFLOAT16, MX_INT32, MX_INT64};
   for (size_t t = 0; t < 5; t++) {
