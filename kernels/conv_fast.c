@@ -15,7 +15,9 @@
  * a band that several output-channel chunks read is packed once, by all the threads (channel
  * ranges), before the chunks' products run (for narrow products, a 7x7 map's, already in the
  * column groups they read); the bands and chunks are those of least modelled
- * span on the run's threads (even_split), so the threads' shares end together.
+ * span on the run's threads (even_split), so the threads' shares end together. A map 7 outputs
+ * wide (ResNet's last stage) skips the im2col on AVX-512: its narrow product reads B straight
+ * from the image, zero-padded into the slot when the Conv pads (gather_b).
  * Every output adds its taps in one fixed order, whatever the ISA copy or the thread count
  * (the sgemm path: whatever the thread count). */
 #include <cblas.h>
@@ -62,6 +64,10 @@ typedef struct fast_plan {
                          (mx__kgemm_f32_narrow_b_row), not in panels each chunk regroups again */
   bool direct_b;      /* own GEMM, pointwise: the product reads its B (the image's rows) in
                          place, nothing packed (pointwise_direct) */
+  bool gather_b;      /* own GEMM, a 7-wide output map's narrow product reading its B straight
+                         from the image (mx__kgemm_f32_narrow_gather): no im2col, nothing shared */
+  int64_t gather_h, gather_w; /* the image as that product reads it: zero-padded (rows, columns) */
+  bool gather_copy;           /* the image needs its padding: copied into the slot first */
 } fast_plan;
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
@@ -296,6 +302,38 @@ static bool pointwise_direct(const fast_plan *p) {
   return !(p->mg >= 4 * p->kdim && p->P <= 1024);
 }
 
+/* The gathered product (fast_plan.gather_b) for a 2-D im2col Conv whose band is the whole
+ * output map, 7 wide, at width stride 1 or 2, when the product runs narrow and the own GEMM has
+ * its AVX-512 copy. The im2col of such a map (4608 rows of 49 floats for a 512-channel 3x3 Conv)
+ * and, on several threads, its regrouping in a block both threads write and read cost a fifth to
+ * a quarter of the layer; read in place, nothing is written but a zero-padded copy of the image
+ * (none when the Conv has no padding). */
+static void plan_gather(fast_plan *p, const mx_kwin *w, int64_t cols) {
+  p->gather_b = false;
+  if (p->algo != ALGO_IM2COL || p->rowlen != 7 || p->bands != 1 || cols != p->rows * 7 || cols > 64) return;
+  if (w->grid[0] != 1 || w->img[0] != 1 || w->k[0] != 1 || (w->s[2] != 1 && w->s[2] != 2)) return;
+  if (!mx__kgemm_f32_gather_available() || mx__kgemm_f32_row_granule(p->mchunk, cols) != MX_KGEMM_NR) return;
+  /* the padded image: every row and column a tap reads, from -pad on */
+  const int64_t h = (w->grid[1] - 1) * w->s[1] + (w->k[1] - 1) * w->d[1] + 1;
+  const int64_t wd = (w->grid[2] - 1) * w->s[2] + (w->k[2] - 1) * w->d[2] + 1;
+  p->gather_copy = w->pb[1] != 0 || w->pb[2] != 0 || h > w->img[1] || wd > w->img[2];
+  p->gather_h = p->gather_copy ? h : w->img[1];
+  p->gather_w = p->gather_copy ? wd : w->img[2];
+  /* the k rows' offsets are int32 */
+  if (p->cg * (p->gather_copy ? h * wd : w->img_size) > INT32_MAX) return;
+  p->gather_b = true;
+  p->shared_b = false;
+  p->narrow_b = false;
+}
+
+/* Slot floats of the gathered product: the padded image, the k rows' offsets (int32) and the
+ * output rows' (int64). */
+static size_t gather_floats(const fast_plan *p) {
+  if (!p->gather_b) return 0;
+  const int64_t image = p->gather_copy ? p->cg * p->gather_h * p->gather_w : 0;
+  return (size_t)round_up(image, 16) + (size_t)round_up(p->kdim, 16) + (size_t)round_up(2 * p->rows, 16);
+}
+
 static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group, int32_t slots,
                       fast_plan *p) {
   memset(p, 0, sizeof *p);
@@ -344,14 +382,16 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
      * place: regrouped ahead, 2048 -> 512 on a 7x7 map took 0.39 ms on two threads, not 0.34,
      * the pass and its second handoff costing more than a second regrouping.) */
     if (p->shared_b && cols <= 64 && mx__kgemm_f32_row_granule(p->mchunk, cols) == MX_KGEMM_NR) p->narrow_b = true;
-    p->packed_floats =
-        p->direct_b ? 0 : (size_t)round_up((int64_t)mx__kgemm_f32_packed_b_floats(p->kdim, cols), 16);
+    plan_gather(p, w, cols);
+    p->packed_floats = p->direct_b || p->gather_b
+                           ? 0
+                           : (size_t)round_up((int64_t)mx__kgemm_f32_packed_b_floats(p->kdim, cols), 16);
     if (p->narrow_b) {
       const size_t regrouped = (size_t)round_up((int64_t)mx__kgemm_f32_narrow_b_floats(p->kdim, cols), 16);
       if (regrouped > p->packed_floats) p->packed_floats = regrouped;
     }
     p->gemm_floats = mx__kgemm_f32_a_floats(p->mchunk);
-    size_t own = p->packed_floats + p->gemm_floats + (size_t)round_up(cols, 16);
+    size_t own = p->packed_floats + p->gemm_floats + (size_t)round_up(cols, 16) + gather_floats(p);
     if (own > p->slot_floats) p->slot_floats = own;
     /* Each of the n x bands tasks of a weight chunk would pack it again (the 56x56 layers run
      * a dozen bands): pack it once for all of them when it is read more than once. */
@@ -601,6 +641,46 @@ static void pack_band(const fast_plan *p, const mx_kwin *w, int64_t band, const 
   }
 }
 
+/* The gathered product of one task (fast_plan.gather_b): the image zero-padded into the slot
+ * when it needs it, each k row's offset in it (channel, tap row, tap column) and each output
+ * row's, then the product straight from it. */
+static void run_gather(const fast_plan *p, const mx_kwin *w, const float *xg, const float *wg, float *yg,
+                       int64_t mn, const mx_kgemm_f32_pre_a *pa, float *scr, const mx_kgemm_f32_epilogue *epi,
+                       mx_kgemm_tile_fn tile_fn, void *ctx) {
+  const int64_t H = p->gather_h, W = p->gather_w, plane = p->gather_copy ? H * W : w->img_size;
+  float *ablocks = scr, *image = scr + round_up((int64_t)p->gemm_floats, 16);
+  int32_t *koff = (int32_t *)(image + (p->gather_copy ? round_up(p->cg * H * W, 16) : 0));
+  int64_t *row_off = (int64_t *)((float *)koff + round_up(p->kdim, 16));
+  const float *x = xg;
+  if (p->gather_copy) {
+    const int64_t ih0 = w->pb[1], iw0 = w->pb[2]; /* the image's first row and column in the copy */
+    for (int64_t c = 0; c < p->cg; c++) {
+      const float *src = xg + c * w->img_size;
+      float *dst = image + c * plane;
+      for (int64_t r = 0; r < H; r++) {
+        const int64_t ih = r - ih0;
+        for (int64_t q = 0; q < W; q++) {
+          const int64_t iw = q - iw0;
+          const bool inside = ih >= 0 && ih < w->img[1] && iw >= 0 && iw < w->img[2];
+          dst[r * W + q] = inside ? src[ih * w->img[2] + iw] : 0.0f;
+        }
+      }
+    }
+    x = image;
+  }
+  /* output row r, column c, tap (kh, kw) of channel ch reads row r * s + kh * d (from -pad in a
+   * copy, from 0 in place) and column c * s + kw * d */
+  int64_t kidx = 0;
+  for (int64_t c = 0; c < p->cg; c++)
+    for (int64_t kh = 0; kh < w->k[1]; kh++)
+      for (int64_t kw = 0; kw < w->k[2]; kw++)
+        koff[kidx++] = (int32_t)(c * plane + kh * w->d[1] * W + kw * w->d[2]);
+  for (int64_t r = 0; r < p->rows; r++) row_off[r] = r * w->s[1] * W;
+  const mx_kgemm_f32_gather b = {x, koff, row_off, (int32_t)w->s[2]};
+  mx__kgemm_f32_narrow_gather(mn, p->rows * 7, p->kdim, wg, p->kdim, pa, &b, yg, p->P, ablocks, epi, tile_fn,
+                              ctx);
+}
+
 /* One task through the own GEMM: the band's columns packed into panels (or read packed from
  * the shared block, bshared), then mn output channels times them, the epilogue on each tile as
  * it is finished. */
@@ -622,6 +702,10 @@ static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f3
                         : j->act == MX_CONV_ACT_HARD_SWISH ? MX_KGEMM_ACT_HARD_SWISH
                                                            : MX_KGEMM_ACT_NONE;
     const mx_kgemm_f32_epilogue epi = {bg, zg ? zg + c0 : NULL, p->P, act, j->alpha, j->beta};
+    if (p->gather_b) {
+      run_gather(p, w, xg, wg, yg + c0, mn, pa, scr, any ? &epi : NULL, NULL, NULL);
+      return;
+    }
     if (bshared && p->narrow_b) {
       mx__kgemm_f32_narrow_pre(mn, ncols, p->kdim, wg, p->kdim, pa, bshared, yg + c0, p->P, ablocks,
                                any ? &epi : NULL, NULL, NULL);
@@ -630,6 +714,10 @@ static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f3
     if (!p->direct_b && !bshared) pack_band(p, w, band, xg, 0, p->cg, scr, ablocks + p->gemm_floats, false);
     mx__kgemm_f32_epi_pre(mn, ncols, p->kdim, wg, p->kdim, pa, p->direct_b ? xg + c0 : packed,
                           p->direct_b ? p->P : 0, yg + c0, p->P, ablocks, any ? &epi : NULL);
+    return;
+  }
+  if (p->gather_b) {
+    run_gather(p, w, xg, wg, yg + c0, mn, pa, scr, NULL, any ? tile_epilogue_run : NULL, &e);
     return;
   }
   if (p->direct_b) {

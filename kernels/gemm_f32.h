@@ -125,4 +125,24 @@ void mx__kgemm_f32_narrow_pre(int64_t m, int64_t n, int64_t k, const float *a, i
                               float *a_scratch, const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn,
                               void *ctx);
 
+/* B of a narrow product read straight from an image instead of an im2col (a Conv whose output
+ * map is 7 wide): column 7r + c (output row r, column c) of k row kk is
+ * x[koff[kk] + row_off[r] + c * stride]; x holds the padding as zeros. */
+typedef struct mx_kgemm_f32_gather {
+  const float *x;
+  const int32_t *koff;    /* per k row (a tap of a channel) */
+  const int64_t *row_off; /* per output row */
+  int32_t stride;         /* 1 or 2 */
+} mx_kgemm_f32_gather;
+/* Whether mx__kgemm_f32_narrow_gather runs (the AVX-512 copy in use). */
+bool mx__kgemm_f32_gather_available(void);
+/* C = A x B then the epilogue epi and tile_fn (either may be NULL), B as b describes it, n
+ * (<= 64) a multiple of 7: the transposed run of mx__kgemm_f32_narrow_pre without B's im2col or
+ * regrouping, the same bits. A as mx__kgemm_f32_packed_pre reads it (pa may be NULL); scratch
+ * as a_scratch there. */
+void mx__kgemm_f32_narrow_gather(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                                 const mx_kgemm_f32_pre_a *pa, const mx_kgemm_f32_gather *b, float *c,
+                                 int64_t ldc, float *scratch, const mx_kgemm_f32_epilogue *epi,
+                                 mx_kgemm_tile_fn tile_fn, void *ctx);
+
 #endif /* MIXRT_KERNELS_GEMM_F32_H */

@@ -7,12 +7,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* batch, channels in, map (h x h), channels out, kernel (k x k), stride, pad (all four sides). */
+/* batch, channels in, map (h x h), channels out, kernel (k x k), stride, pad (all four sides);
+ * optionally the map's width when it is not h (w) and the dilation when it is not 1 (d). */
 typedef struct cs_case {
-  int64_t n, c, h, m, k, s, pad;
+  int64_t n, c, h, m, k, s, pad, w, d;
 } cs_case;
 
+/* Output rows (cs_out_size) and columns (cs_out_width). */
 int64_t cs_out_size(const cs_case *t);
+int64_t cs_out_width(const cs_case *t);
 
 /* y = the Conv with activation `act` (MX_CONV_ACT_*) through mx__kconv_f32_run with a workspace of
  * `threads` slots (`tight`: one slot only, no room for a shared block); every output is checked

@@ -56,11 +56,11 @@ static void check_cases(const cs_case *cases, size_t count) {
 Test(conv_threads_bands, resnet50_56x56_layers_equal_bits_on_1_2_3_threads) {
   if (!mx__kgemm_f32_available()) cr_skip_test("no AVX-512 or AVX2 copy on this CPU");
   static const cs_case cases[] = {
-      {1, 64, 56, 64, 3, 1, 1},  /* im2col bands of output rows */
-      {1, 64, 56, 256, 1, 1, 0}, /* pointwise bands of columns */
-      {1, 256, 56, 64, 1, 1, 0},
-      {2, 64, 56, 64, 3, 1, 1},  /* two images: bands of both */
-      {1, 32, 30, 48, 3, 1, 1},  /* rows that no band size divides evenly */
+      {1, 64, 56, 64, 3, 1, 1, 0, 0},  /* im2col bands of output rows */
+      {1, 64, 56, 256, 1, 1, 0, 0, 0}, /* pointwise bands of columns */
+      {1, 256, 56, 64, 1, 1, 0, 0, 0}, /* pointwise, fewer channels out than in */
+      {2, 64, 56, 64, 3, 1, 1, 0, 0},  /* two images: bands of both */
+      {1, 32, 30, 48, 3, 1, 1, 0, 0},  /* rows that no band size divides evenly */
   };
   check_cases(cases, sizeof cases / sizeof cases[0]);
 }
@@ -71,11 +71,11 @@ Test(conv_threads_bands, resnet50_56x56_layers_equal_bits_on_1_2_3_threads) {
 Test(conv_threads_bands, resnet50_14x14_pointwise_layers_equal_bits_on_1_2_3_threads) {
   if (!mx__kgemm_f32_available()) cr_skip_test("no AVX-512 or AVX2 copy on this CPU");
   static const cs_case cases[] = {
-      {1, 256, 14, 1024, 1, 1, 0}, /* packed bands shared by chunks of output channels */
-      {1, 1024, 14, 256, 1, 1, 0}, /* read in place: bands of 96 columns */
-      {1, 1024, 14, 512, 1, 1, 0}, /* read in place: bands and chunks */
-      {2, 256, 14, 1024, 1, 1, 0}, /* two images */
-      {1, 400, 13, 600, 1, 1, 0},  /* 169 columns, 600 rows: partial tiles and panels */
+      {1, 256, 14, 1024, 1, 1, 0, 0, 0}, /* packed bands shared by chunks of output channels */
+      {1, 1024, 14, 256, 1, 1, 0, 0, 0}, /* read in place: bands of 96 columns */
+      {1, 1024, 14, 512, 1, 1, 0, 0, 0}, /* read in place: bands and chunks */
+      {2, 256, 14, 1024, 1, 1, 0, 0, 0}, /* two images */
+      {1, 400, 13, 600, 1, 1, 0, 0, 0},  /* 169 columns, 600 rows: partial tiles and panels */
   };
   check_cases(cases, sizeof cases / sizeof cases[0]);
 }

@@ -62,13 +62,15 @@ static void check_cases(const cs_case *cases, size_t count, int level) {
 }
 
 static const cs_case resnet_cases[] = {
-    {1, 512, 7, 512, 3, 1, 1},   /* 7x7 3x3: narrow products, regrouped im2col shared */
-    {1, 2048, 7, 512, 1, 1, 0},  /* 7x7 pointwise read in place */
-    {1, 512, 7, 2048, 1, 1, 0},  /* 7x7 pointwise, packed: regrouped, shared */
-    {1, 256, 14, 256, 3, 1, 1},  /* 14x14 3x3: packed panels shared */
-    {2, 512, 7, 512, 3, 1, 1},   /* two images */
-    {1, 256, 14, 512, 3, 2, 1},  /* stride 2 onto 7x7 */
-    {1, 96, 6, 200, 3, 1, 1},    /* 36 columns, 200 rows: partial groups and tiles */
+    /* 7x7 3x3: narrow products, regrouped im2col shared (on the AVX2 copy; the AVX-512 one
+     * reads the image in place, test_conv_gather.c) */
+    {1, 512, 7, 512, 3, 1, 1, 0, 0},
+    {1, 2048, 7, 512, 1, 1, 0, 0, 0}, /* 7x7 pointwise read in place */
+    {1, 512, 7, 2048, 1, 1, 0, 0, 0}, /* 7x7 pointwise, packed: regrouped, shared */
+    {1, 256, 14, 256, 3, 1, 1, 0, 0}, /* 14x14 3x3: packed panels shared */
+    {2, 512, 7, 512, 3, 1, 1, 0, 0},  /* two images */
+    {1, 256, 14, 512, 3, 2, 1, 0, 0}, /* stride 2 onto 7x7 */
+    {1, 96, 6, 200, 3, 1, 1, 0, 0},   /* 36 columns, 200 rows: partial groups and tiles */
 };
 
 Test(conv_threads_shared, small_maps_equal_bits_on_1_2_3_threads_avx512) {
