@@ -64,9 +64,9 @@ typedef struct fast_plan {
                          (mx__kgemm_f32_narrow_b_row), not in panels each chunk regroups again */
   bool direct_b;      /* own GEMM, pointwise: the product reads its B (the image's rows) in
                          place, nothing packed (pointwise_direct) */
-  bool gather_b;      /* own GEMM, a 7-wide output map's narrow product reading its B straight
-                         from the image (mx__kgemm_f32_narrow_gather): no im2col, nothing shared */
-  int64_t gather_h, gather_w; /* the image as that product reads it: zero-padded (rows, columns) */
+  bool gather_b;      /* own GEMM, output rows 7 or a multiple of 14 wide: the product reads B
+                         straight from the image (mx__kgemm_f32_gather), no im2col, nothing shared */
+  int64_t gather_h, gather_w; /* the image a band reads: zero-padded (rows, columns), or in place */
   bool gather_copy;           /* the image needs its padding: copied into the slot first */
 } fast_plan;
 
@@ -302,36 +302,63 @@ static bool pointwise_direct(const fast_plan *p) {
   return !(p->mg >= 4 * p->kdim && p->P <= 1024);
 }
 
-/* The gathered product (fast_plan.gather_b) for a 2-D im2col Conv whose band is the whole
- * output map, 7 wide, at width stride 1 or 2, when the product runs narrow and the own GEMM has
- * its AVX-512 copy. The im2col of such a map (4608 rows of 49 floats for a 512-channel 3x3 Conv)
- * and, on several threads, its regrouping in a block both threads write and read cost a fifth to
- * a quarter of the layer; read in place, nothing is written but a zero-padded copy of the image
- * (none when the Conv has no padding). */
+/* Whether gathered products run for wide maps too (rows a multiple of 14 wide), not only for
+ * 7-wide ones: MIXRT_CONV_GATHER=narrow keeps them to the 7-wide maps (comparisons). */
+static bool gather_wide(void) {
+  static _Atomic int choice; /* 0 not read yet, 1 yes, 2 no */
+  int v = atomic_load_explicit(&choice, memory_order_relaxed);
+  if (!v) {
+    const char *env = getenv("MIXRT_CONV_GATHER");
+    v = env && strcmp(env, "narrow") == 0 ? 2 : 1;
+    atomic_store_explicit(&choice, v, memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+/* The gathered product (fast_plan.gather_b) for a 2-D im2col Conv at width stride 1 or 2 on the
+ * own GEMM's AVX-512 copy, its output rows 7 wide (its whole map a narrow product) or a multiple
+ * of 14: B read straight from the image, 14 positions to a tile (two rows of 7, or 14 of one
+ * row), the product run transposed. The im2col of a 7x7 map (4608 rows of 49 floats for a
+ * 512-channel 3x3 Conv) and, on several threads, its regrouping in a block both threads write and
+ * read cost a fifth to a quarter of the layer; gathered, nothing is written but each band's
+ * rows of the image with their padding (nothing when the Conv has none). */
 static void plan_gather(fast_plan *p, const mx_kwin *w, int64_t cols) {
   p->gather_b = false;
-  if (p->algo != ALGO_IM2COL || p->rowlen != 7 || p->bands != 1 || cols != p->rows * 7 || cols > 64) return;
+  if (p->algo != ALGO_IM2COL || !mx__kgemm_f32_gather_available()) return;
   if (w->grid[0] != 1 || w->img[0] != 1 || w->k[0] != 1 || (w->s[2] != 1 && w->s[2] != 2)) return;
-  if (!mx__kgemm_f32_gather_available() || mx__kgemm_f32_row_granule(p->mchunk, cols) != MX_KGEMM_NR) return;
-  /* the padded image: every row and column a tap reads, from -pad on */
-  const int64_t h = (w->grid[1] - 1) * w->s[1] + (w->k[1] - 1) * w->d[1] + 1;
+  if (p->rowlen == 7) {
+    if (cols > 64 || mx__kgemm_f32_row_granule(p->mchunk, cols) != MX_KGEMM_NR) return;
+  } else if (p->rowlen % 14 || !gather_wide()) {
+    return;
+  } else if (p->kdim < 64 || 4 * p->mchunk < 3 * round_up(p->mchunk, MX_KGEMM_NR)) {
+    /* Run transposed, a tile spans 32 output channels and its outputs go through a transpose
+     * into Y: with fewer channels, or few taps to amortize the transpose over (MobileNetV3's
+     * first layer, 16 channels of 27 taps: 0.16-0.21 ms im2col'd, 0.26-0.31 gathered), the
+     * im2col's product is faster. */
+    return;
+  }
+  /* a band's rows of the padded image: every row and column its taps read, from -pad on */
+  const int64_t h = (p->band_rows - 1) * w->s[1] + (w->k[1] - 1) * w->d[1] + 1;
   const int64_t wd = (w->grid[2] - 1) * w->s[2] + (w->k[2] - 1) * w->d[2] + 1;
-  p->gather_copy = w->pb[1] != 0 || w->pb[2] != 0 || h > w->img[1] || wd > w->img[2];
-  p->gather_h = p->gather_copy ? h : w->img[1];
-  p->gather_w = p->gather_copy ? wd : w->img[2];
+  const int64_t full_h = (w->grid[1] - 1) * w->s[1] + (w->k[1] - 1) * w->d[1] + 1;
+  const bool copy = w->pb[1] != 0 || w->pb[2] != 0 || full_h > w->img[1] || wd > w->img[2];
   /* the k rows' offsets are int32 */
-  if (p->cg * (p->gather_copy ? h * wd : w->img_size) > INT32_MAX) return;
+  if (p->cg * (copy ? h * wd : w->img_size) > INT32_MAX) return;
+  p->gather_copy = copy;
+  p->gather_h = copy ? h : w->img[1];
+  p->gather_w = copy ? wd : w->img[2];
   p->gather_b = true;
   p->shared_b = false;
   p->narrow_b = false;
 }
 
-/* Slot floats of the gathered product: the padded image, the k rows' offsets (int32) and the
- * output rows' (int64). */
+/* Slot floats of the gathered product: the band's padded image, the k rows' offsets (int32)
+ * and the groups' (two int64 each). */
 static size_t gather_floats(const fast_plan *p) {
   if (!p->gather_b) return 0;
   const int64_t image = p->gather_copy ? p->cg * p->gather_h * p->gather_w : 0;
-  return (size_t)round_up(image, 16) + (size_t)round_up(p->kdim, 16) + (size_t)round_up(2 * p->rows, 16);
+  const int64_t groups = (p->band_rows * p->rowlen + 13) / 14;
+  return (size_t)round_up(image, 16) + (size_t)round_up(p->kdim, 16) + (size_t)round_up(4 * groups, 16);
 }
 
 static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t group, int32_t slots,
@@ -395,7 +422,9 @@ static void make_plan(const mx_kwin *w, int64_t n, int64_t c, int64_t m, int64_t
     if (own > p->slot_floats) p->slot_floats = own;
     /* Each of the n x bands tasks of a weight chunk would pack it again (the 56x56 layers run
      * a dozen bands): pack it once for all of them when it is read more than once. */
-    p->pre_mr = mx__kgemm_f32_row_granule(p->mchunk, p->algo == ALGO_POINTWISE ? p->band_rows : cols);
+    p->pre_mr = p->gather_b
+                    ? MX_KGEMM_NR
+                    : mx__kgemm_f32_row_granule(p->mchunk, p->algo == ALGO_POINTWISE ? p->band_rows : cols);
     if (n * p->bands > 1)
       p->pre_floats = (size_t)round_up(
           (int64_t)mx__kgemm_f32_pre_a_floats(p->mg, p->kdim, p->pre_mr) * group, 16);
@@ -641,26 +670,31 @@ static void pack_band(const fast_plan *p, const mx_kwin *w, int64_t band, const 
   }
 }
 
-/* The gathered product of one task (fast_plan.gather_b): the image zero-padded into the slot
- * when it needs it, each k row's offset in it (channel, tap row, tap column) and each output
- * row's, then the product straight from it. */
-static void run_gather(const fast_plan *p, const mx_kwin *w, const float *xg, const float *wg, float *yg,
-                       int64_t mn, const mx_kgemm_f32_pre_a *pa, float *scr, const mx_kgemm_f32_epilogue *epi,
-                       mx_kgemm_tile_fn tile_fn, void *ctx) {
-  const int64_t H = p->gather_h, W = p->gather_w, plane = p->gather_copy ? H * W : w->img_size;
+/* The gathered product of one task (fast_plan.gather_b) over output rows [r0, r1): their rows
+ * of the image zero-padded into the slot when the Conv pads, each k row's offset in them
+ * (channel, tap row, tap column) and each group of 14 positions', then the product straight
+ * from them. */
+static void run_gather(const fast_plan *p, const mx_kwin *w, int64_t r0, int64_t r1, const float *xg,
+                       const float *wg, float *yg, int64_t mn, const mx_kgemm_f32_pre_a *pa, float *scr,
+                       const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn, void *ctx) {
+  const int64_t W = p->gather_w, s1 = w->s[1], s2 = w->s[2];
+  const int64_t H = p->gather_copy ? (r1 - r0 - 1) * s1 + (w->k[1] - 1) * w->d[1] + 1 : 0;
+  const int64_t plane = p->gather_copy ? H * W : w->img_size;
   float *ablocks = scr, *image = scr + round_up((int64_t)p->gemm_floats, 16);
-  int32_t *koff = (int32_t *)(image + (p->gather_copy ? round_up(p->cg * H * W, 16) : 0));
-  int64_t *row_off = (int64_t *)((float *)koff + round_up(p->kdim, 16));
-  const float *x = xg;
+  int32_t *koff = (int32_t *)(image + (p->gather_copy ? round_up(p->cg * p->gather_h * W, 16) : 0));
+  int64_t *group_off = (int64_t *)((float *)koff + round_up(p->kdim, 16));
+  /* the first image row the band reads (the copy's row 0; in place, the image's own rows) */
+  const int64_t ih0 = r0 * s1 - w->pb[1];
+  const float *x = xg + (p->gather_copy ? 0 : ih0 * w->img[2]);
   if (p->gather_copy) {
-    const int64_t ih0 = w->pb[1], iw0 = w->pb[2]; /* the image's first row and column in the copy */
+    const int64_t iw0 = -w->pb[2];
     for (int64_t c = 0; c < p->cg; c++) {
       const float *src = xg + c * w->img_size;
       float *dst = image + c * plane;
       for (int64_t r = 0; r < H; r++) {
-        const int64_t ih = r - ih0;
+        const int64_t ih = ih0 + r;
         for (int64_t q = 0; q < W; q++) {
-          const int64_t iw = q - iw0;
+          const int64_t iw = iw0 + q;
           const bool inside = ih >= 0 && ih < w->img[1] && iw >= 0 && iw < w->img[2];
           dst[r * W + q] = inside ? src[ih * w->img[2] + iw] : 0.0f;
         }
@@ -668,17 +702,26 @@ static void run_gather(const fast_plan *p, const mx_kwin *w, const float *xg, co
     }
     x = image;
   }
-  /* output row r, column c, tap (kh, kw) of channel ch reads row r * s + kh * d (from -pad in a
-   * copy, from 0 in place) and column c * s + kw * d */
+  /* output row r0 + r, column q, tap (kh, kw) of channel ch reads the band's row r * s1 + kh *
+   * d1 and column q * s2 + kw * d2 */
   int64_t kidx = 0;
   for (int64_t c = 0; c < p->cg; c++)
     for (int64_t kh = 0; kh < w->k[1]; kh++)
       for (int64_t kw = 0; kw < w->k[2]; kw++)
         koff[kidx++] = (int32_t)(c * plane + kh * w->d[1] * W + kw * w->d[2]);
-  for (int64_t r = 0; r < p->rows; r++) row_off[r] = r * w->s[1] * W;
-  const mx_kgemm_f32_gather b = {x, koff, row_off, (int32_t)w->s[2]};
-  mx__kgemm_f32_narrow_gather(mn, p->rows * 7, p->kdim, wg, p->kdim, pa, &b, yg, p->P, ablocks, epi, tile_fn,
-                              ctx);
+  const int64_t n = (r1 - r0) * p->rowlen, groups = (n + 13) / 14;
+  for (int64_t g = 0; g < groups; g++) {
+    int64_t pos[2];
+    for (int h = 0; h < 2; h++) {
+      int64_t q = g * 14 + h * 7; /* the run's first position (past the end: any valid one) */
+      if (q >= n) q = g * 14;
+      pos[h] = q / p->rowlen * s1 * W + q % p->rowlen * s2;
+    }
+    group_off[2 * g] = pos[0];
+    group_off[2 * g + 1] = pos[1];
+  }
+  const mx_kgemm_f32_gather b = {x, koff, group_off, (int32_t)s2};
+  mx__kgemm_f32_gather(mn, n, p->kdim, wg, p->kdim, pa, &b, yg, p->P, ablocks, epi, tile_fn, ctx);
 }
 
 /* One task through the own GEMM: the band's columns packed into panels (or read packed from
@@ -703,7 +746,8 @@ static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f3
                                                            : MX_KGEMM_ACT_NONE;
     const mx_kgemm_f32_epilogue epi = {bg, zg ? zg + c0 : NULL, p->P, act, j->alpha, j->beta};
     if (p->gather_b) {
-      run_gather(p, w, xg, wg, yg + c0, mn, pa, scr, any ? &epi : NULL, NULL, NULL);
+      run_gather(p, w, c0 / p->rowlen, (c0 + ncols) / p->rowlen, xg, wg, yg + c0, mn, pa, scr,
+                 any ? &epi : NULL, NULL, NULL);
       return;
     }
     if (bshared && p->narrow_b) {
@@ -717,7 +761,8 @@ static void run_own_gemm(const fast_plan *p, const mx_kwin *w, const mx_kconv_f3
     return;
   }
   if (p->gather_b) {
-    run_gather(p, w, xg, wg, yg + c0, mn, pa, scr, NULL, any ? tile_epilogue_run : NULL, &e);
+    run_gather(p, w, c0 / p->rowlen, (c0 + ncols) / p->rowlen, xg, wg, yg + c0, mn, pa, scr, NULL,
+               any ? tile_epilogue_run : NULL, &e);
     return;
   }
   if (p->direct_b) {

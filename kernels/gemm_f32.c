@@ -251,9 +251,9 @@ static const edge_kernel edge_avx512[MR_AVX512][2] = {
     {edge512_10_1, edge512_10_2}, {edge512_11_1, edge512_11_2}, {edge512_12_1, edge512_12_2},
     {edge512_13_1, edge512_13_2}, {edge512_14_1, edge512_14_2}};
 
-/* A narrow product's tile of C^T read from the image itself (mx__kgemm_f32_narrow_gather): R
- * rows (14, or 7 for a map's last odd row) of positions, two rows of 7 of the map, by one
- * 32-column weight panel. Position i's float of tap k is x[koff[k] + off0 + i * S] for i < 7,
+/* A gathered product's tile of C^T read from the image itself (mx__kgemm_f32_gather): R rows
+ * (14, or 7 for a last group of 7) of positions, two runs of 7 in the image, by one 32-column
+ * weight panel. Position i's float of tap k is x[koff[k] + off0 + i * S] for i < 7,
  * x[koff[k] + off1 + (i - 7) * S] after: the broadcast that the regrouped B's row would hold,
  * so the same FMA chain per output as the tile over the regrouped B. */
 typedef void (*gather_kernel)(int64_t kc, const float *x, const int32_t *koff, int64_t off0, int64_t off1,
@@ -639,48 +639,56 @@ bool mx__kgemm_f32_gather_available(void) {
 #endif
 }
 
-void mx__kgemm_f32_narrow_gather(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                                 const mx_kgemm_f32_pre_a *pa, const mx_kgemm_f32_gather *b, float *c,
-                                 int64_t ldc, float *scratch, const mx_kgemm_f32_epilogue *epi,
-                                 mx_kgemm_tile_fn tile_fn, void *ctx) {
+/* Groups of 14 columns a gathered product keeps in its transposed C at once: the narrow
+ * products' room in the scratch (NARROW_N + MR_AVX512 columns). */
+#define GATHER_BAND_GROUPS 4
+
+void mx__kgemm_f32_gather(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                          const mx_kgemm_f32_pre_a *pa, const mx_kgemm_f32_gather *b, float *c, int64_t ldc,
+                          float *scratch, const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn,
+                          void *ctx) {
 #if defined(__x86_64__) && defined(__GNUC__)
   const isa_copy *isa = pick_copy();
-  if (isa != &copy_avx512 || m <= 0 || n <= 0 || n % 7 || n > NARROW_N || k <= 0) return;
-  /* the same blocking and order as packed_narrow, B's groups of 14 positions read in place */
+  if (isa != &copy_avx512 || m <= 0 || n <= 0 || n % 7 || k <= 0) return;
+  /* packed_narrow's blocking and order, B's groups of 14 positions read in place, in bands of
+   * groups whose transposed C fits the scratch */
   if (pa && (pa->mr != NR || pa->row0 % NR || pa->row0 + m > pa->mpad)) pa = NULL;
-  const int64_t mr = MR_AVX512, groups = (n + mr - 1) / mr, map_rows = n / 7;
+  const int64_t mr = MR_AVX512, groups = (n + mr - 1) / mr;
   float *ablk = scratch, *ct_all = scratch + (size_t)MC_MAX * KC + (size_t)KC * (NARROW_N + MR_AVX512);
   const int64_t mpad = (m + NR - 1) / NR * NR;
   const bool s2 = b->stride == 2;
-  for (int64_t pc = 0; pc < k; pc += KC) {
-    const int64_t kc = k - pc < KC ? k - pc : KC;
-    const bool acc = pc > 0, last = pc + kc >= k;
-    for (int64_t ic = 0; ic < m; ic += MC_NARROW) {
-      const int64_t mc = m - ic < MC_NARROW ? m - ic : MC_NARROW, panels = (mc + NR - 1) / NR;
-      const float *apan = pa ? pre_a_block(pa, pc, ic, kc) : ablk;
-      if (!pa) isa->pack(a, lda, m, ic, mc, pc, kc, NR, ablk);
-      for (int64_t g = 0; g < groups; g++) {
-        const int64_t col0 = g * mr, cols = n - col0 < mr ? n - col0 : mr;
-        const int64_t off0 = b->row_off[2 * g], off1 = 2 * g + 1 < map_rows ? b->row_off[2 * g + 1] : off0;
-        const gather_kernel kern =
-            cols == mr ? (s2 ? gather512_s2_14 : gather512_s1_14) : (s2 ? gather512_s2_7 : gather512_s1_7);
-        for (int64_t t = 0; t < panels; t++) {
-          const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
-          float *tile = ct_all + col0 * mpad + row0;
-          const int64_t pf = pa && g == 0 ? -A_PREFETCH_FLOATS : 0;
-          kern(kc, b->x, b->koff + pc, off0, off1, apan + t * kc * NR, tile, mpad, acc, pf);
-          if (!last) continue;
-          const mx_kgemm_f32_epilogue te = epi ? epi_at(epi, row0, col0) : (mx_kgemm_f32_epilogue){0};
-          isa->narrow_out(tile, mpad, rows, cols, c + row0 * ldc + col0, ldc, epi ? &te : NULL);
-          if (tile_fn) tile_fn(ctx, row0, rows, col0, cols);
+  for (int64_t g0 = 0; g0 < groups; g0 += GATHER_BAND_GROUPS) {
+    const int64_t g1 = g0 + GATHER_BAND_GROUPS < groups ? g0 + GATHER_BAND_GROUPS : groups;
+    for (int64_t pc = 0; pc < k; pc += KC) {
+      const int64_t kc = k - pc < KC ? k - pc : KC;
+      const bool acc = pc > 0, last = pc + kc >= k;
+      for (int64_t ic = 0; ic < m; ic += MC_NARROW) {
+        const int64_t mc = m - ic < MC_NARROW ? m - ic : MC_NARROW, panels = (mc + NR - 1) / NR;
+        const float *apan = pa ? pre_a_block(pa, pc, ic, kc) : ablk;
+        if (!pa) isa->pack(a, lda, m, ic, mc, pc, kc, NR, ablk);
+        for (int64_t g = g0; g < g1; g++) {
+          const int64_t col0 = g * mr, cols = n - col0 < mr ? n - col0 : mr;
+          const gather_kernel kern =
+              cols == mr ? (s2 ? gather512_s2_14 : gather512_s1_14) : (s2 ? gather512_s2_7 : gather512_s1_7);
+          for (int64_t t = 0; t < panels; t++) {
+            const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
+            float *tile = ct_all + (col0 - g0 * mr) * mpad + row0;
+            /* the weights come from memory on the band's first group's pass */
+            const int64_t pf = pa && g == g0 ? -A_PREFETCH_FLOATS : 0;
+            kern(kc, b->x, b->koff + pc, b->group_off[2 * g], b->group_off[2 * g + 1], apan + t * kc * NR,
+                 tile, mpad, acc, pf);
+            if (!last) continue;
+            const mx_kgemm_f32_epilogue te = epi ? epi_at(epi, row0, col0) : (mx_kgemm_f32_epilogue){0};
+            isa->narrow_out(tile, mpad, rows, cols, c + row0 * ldc + col0, ldc, epi ? &te : NULL);
+            if (tile_fn) tile_fn(ctx, row0, rows, col0, cols);
+          }
         }
       }
     }
   }
 #else
-  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)pa, (void)b, (void)c, (void)ldc, (void)scratch,
-      (void)epi;
-  (void)tile_fn, (void)ctx;
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)pa, (void)b, (void)c, (void)ldc, (void)scratch;
+  (void)epi, (void)tile_fn, (void)ctx;
 #endif
 }
 

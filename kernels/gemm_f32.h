@@ -125,24 +125,27 @@ void mx__kgemm_f32_narrow_pre(int64_t m, int64_t n, int64_t k, const float *a, i
                               float *a_scratch, const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn,
                               void *ctx);
 
-/* B of a narrow product read straight from an image instead of an im2col (a Conv whose output
- * map is 7 wide): column 7r + c (output row r, column c) of k row kk is
- * x[koff[kk] + row_off[r] + c * stride]; x holds the padding as zeros. */
+/* B read straight from an image instead of an im2col, for a Conv whose output rows are 7 or a
+ * multiple of 14 wide: C's columns in groups of 14 (the last may hold 7), group g's first 7
+ * positions at pos0 = group_off[2g], its last 7 at pos1 = group_off[2g + 1] (two rows of a 7-wide
+ * map, or one row's 14 neighbours), so column 14g + i of k row kk is
+ * x[koff[kk] + pos0 + i * stride] for i < 7 and x[koff[kk] + pos1 + (i - 7) * stride] after; x
+ * holds the padding as zeros. */
 typedef struct mx_kgemm_f32_gather {
   const float *x;
-  const int32_t *koff;    /* per k row (a tap of a channel) */
-  const int64_t *row_off; /* per output row */
-  int32_t stride;         /* 1 or 2 */
+  const int32_t *koff;      /* per k row (a tap of a channel) */
+  const int64_t *group_off; /* two per group of 14 columns */
+  int32_t stride;           /* 1 or 2 */
 } mx_kgemm_f32_gather;
-/* Whether mx__kgemm_f32_narrow_gather runs (the AVX-512 copy in use). */
+/* Whether mx__kgemm_f32_gather runs (the AVX-512 copy in use). */
 bool mx__kgemm_f32_gather_available(void);
-/* C = A x B then the epilogue epi and tile_fn (either may be NULL), B as b describes it, n
- * (<= 64) a multiple of 7: the transposed run of mx__kgemm_f32_narrow_pre without B's im2col or
- * regrouping, the same bits. A as mx__kgemm_f32_packed_pre reads it (pa may be NULL); scratch
- * as a_scratch there. */
-void mx__kgemm_f32_narrow_gather(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                                 const mx_kgemm_f32_pre_a *pa, const mx_kgemm_f32_gather *b, float *c,
-                                 int64_t ldc, float *scratch, const mx_kgemm_f32_epilogue *epi,
-                                 mx_kgemm_tile_fn tile_fn, void *ctx);
+/* C = A x B then the epilogue epi and tile_fn (either may be NULL), B as b describes it, n a
+ * multiple of 7: run transposed (as a narrow product, 14 columns of C by 32 rows a tile) without
+ * B's im2col or packing, the same bits as the other forms of B. A as mx__kgemm_f32_packed_pre reads
+ * it (pa may be NULL); scratch as a_scratch there. */
+void mx__kgemm_f32_gather(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                          const mx_kgemm_f32_pre_a *pa, const mx_kgemm_f32_gather *b, float *c, int64_t ldc,
+                          float *scratch, const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn,
+                          void *ctx);
 
 #endif /* MIXRT_KERNELS_GEMM_F32_H */

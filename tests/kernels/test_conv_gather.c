@@ -1,11 +1,12 @@
-/* Kernel tests of the gathered narrow product (kernels/conv_fast.c, gather_b): a Conv whose
- * output map is 7 wide reads its B straight from the image (zero-padded into the slot when the
- * Conv pads) on the AVX-512 copy, where the AVX2 copy runs the im2col. 3x3 taps at stride 1 and
- * 2, 1x1 at stride 2 read in place, dilation 2, maps of 1 to 9 rows (a last group of 7
- * positions), 64 to 160 output channels (a last weight panel of 24), channel counts whose taps
- * end a k block early, on 1 and 2 threads, with the epilogue in the store (Relu) or on each
- * finished tile (Sigmoid): every output matches a double reference and has the AVX2 copy's
- * bits. Skipped where the CPU has no AVX-512. */
+/* Kernel tests of the gathered product (kernels/conv_fast.c, gather_b): on the AVX-512 copy a
+ * Conv whose output rows are 7 or a multiple of 14 wide reads its B straight from the image
+ * (each band's rows zero-padded into the slot when the Conv pads), where the AVX2 copy runs the
+ * im2col. 3x3 taps at stride 1 and 2, 7x7 at stride 2, 1x1 at stride 2 read in place, dilation
+ * 2, rows 7, 14, 28 and 56 wide, 7-wide maps of 1 to 9 rows (a last group of 7 positions), 32
+ * to 160 output channels (last weight panels of 16 and 24), channel counts whose taps end a k
+ * block early, one and two images, on 1 and 2 threads, with the epilogue in the store (Relu) or
+ * on each finished tile (Sigmoid): every output matches a double reference and has the AVX2
+ * copy's bits. Skipped where the CPU has no AVX-512. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ static void restore(void) {
 
 TestSuite(conv_gather, .fini = restore);
 
-/* {n, c, h, m, k, s, pad, w, d}: every output map 7 wide */
+/* {n, c, h, m, k, s, pad, w, d}: every output row 7 or a multiple of 14 wide */
 static const cs_case cases[] = {
     {1, 64, 7, 64, 3, 1, 1, 0, 0},   /* a 7x7 map's 3x3 Conv (ResNet's last stage, narrower) */
     {1, 30, 14, 96, 3, 2, 1, 0, 0},  /* stride 2 from 14x14, 270 taps: a short second k block */
@@ -35,11 +36,18 @@ static const cs_case cases[] = {
     {1, 16, 9, 160, 3, 1, 1, 7, 0},  /* 9 rows (63 positions) */
     {1, 8, 1, 64, 3, 1, 1, 7, 0},    /* 1 row: one group of 7 */
     {1, 32, 16, 64, 3, 2, 0, 15, 0}, /* stride 2 without padding, an image taller than read */
+    {1, 16, 28, 64, 3, 2, 1, 0, 0},  /* 14 wide, stride 2 (ResNet's 28x28 -> 14x14) */
+    {1, 3, 56, 64, 7, 2, 3, 0, 0},   /* 7x7 taps at stride 2, 28 wide (ResNet's first layer) */
+    {1, 64, 56, 48, 1, 2, 0, 0, 0},  /* 1x1 stride 2 in place, 28 wide, a last panel of 16 */
+    {2, 20, 29, 56, 3, 2, 0, 0, 0},  /* two images, no padding: in place, 14 wide */
+    {1, 8, 28, 32, 3, 1, 2, 0, 2},   /* dilation 2, stride 1, 28 wide */
+    {1, 8, 6, 32, 3, 2, 1, 112, 0},  /* 3 rows of 56 */
+    {1, 96, 84, 64, 3, 2, 1, 0, 0},  /* 42 rows of 42: several bands */
 };
 
 static float *filled(int64_t n, uint32_t seed) { return ks_rnd_buf(&seed, n); }
 
-Test(conv_gather, seven_wide_maps_match_double_and_the_im2col_bits) {
+Test(conv_gather, rows_7_or_14n_wide_match_double_and_the_im2col_bits) {
   if (mx__kgemm_f32_use(3) != 3 || !mx__kgemm_f32_gather_available())
     cr_skip_test("no AVX-512 copy on this CPU");
   static const int32_t acts[] = {MX_CONV_ACT_RELU, MX_CONV_ACT_SIGMOID};
@@ -49,7 +57,7 @@ Test(conv_gather, seven_wide_maps_match_double_and_the_im2col_bits) {
       const int32_t act = acts[ai];
       const int64_t oh = cs_out_size(t), ow = cs_out_width(t), wd = t->w ? t->w : t->h,
                     ny = t->n * t->m * oh * ow;
-      cr_assert_eq(ow, 7, "case %zu: output %lld wide", ci, (long long)ow);
+      cr_assert(ow == 7 || ow % 14 == 0, "case %zu: output %lld wide", ci, (long long)ow);
       float *x = filled(t->n * t->c * t->h * wd, 31u + (uint32_t)ci),
             *w = filled(t->m * t->c * t->k * t->k, 32u);
       float *b = filled(t->m, 33u), *z = filled(ny, 34u);
