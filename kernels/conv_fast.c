@@ -350,6 +350,13 @@ static void plan_gather(fast_plan *p, const mx_kwin *w, int64_t cols) {
   p->gather_b = true;
   p->shared_b = false;
   p->narrow_b = false;
+  /* output-channel chunks in whole 32-channel panels, each starting on one of the pre-packed
+   * weights' panels (cut for 14-row tiles, 256 channels went as 140 and 116: 5 and 4 panels) */
+  if (p->mchunks > 1) {
+    const int64_t chunk = round_up((p->mg + p->mchunks - 1) / p->mchunks, MX_KGEMM_NR);
+    p->mchunk = chunk < p->mg ? chunk : p->mg;
+    p->mchunks = (p->mg + p->mchunk - 1) / p->mchunk;
+  }
 }
 
 /* Slot floats of the gathered product: the band's padded image, the k rows' offsets (int32)
