@@ -694,17 +694,22 @@ static void run_gather(const fast_plan *p, const mx_kwin *w, int64_t r0, int64_t
   const int64_t ih0 = r0 * s1 - w->pb[1];
   const float *x = xg + (p->gather_copy ? 0 : ih0 * w->img[2]);
   if (p->gather_copy) {
-    const int64_t iw0 = -w->pb[2];
+    /* each row: zeros, the image row's columns it holds, zeros (or all zeros off the image) */
+    const int64_t iw0 = -w->pb[2], lead = iw0 < 0 ? -iw0 : 0;
+    const int64_t last = iw0 + W < w->img[2] ? iw0 + W : w->img[2]; /* past the last column held */
+    const int64_t span = last - (iw0 + lead) > 0 ? last - (iw0 + lead) : 0;
     for (int64_t c = 0; c < p->cg; c++) {
       const float *src = xg + c * w->img_size;
       float *dst = image + c * plane;
-      for (int64_t r = 0; r < H; r++) {
+      for (int64_t r = 0; r < H; r++, dst += W) {
         const int64_t ih = ih0 + r;
-        for (int64_t q = 0; q < W; q++) {
-          const int64_t iw = iw0 + q;
-          const bool inside = ih >= 0 && ih < w->img[1] && iw >= 0 && iw < w->img[2];
-          dst[r * W + q] = inside ? src[ih * w->img[2] + iw] : 0.0f;
+        if (ih < 0 || ih >= w->img[1] || !span) {
+          memset(dst, 0, (size_t)W * sizeof(float));
+          continue;
         }
+        memset(dst, 0, (size_t)lead * sizeof(float));
+        memcpy(dst + lead, src + ih * w->img[2] + iw0 + lead, (size_t)span * sizeof(float));
+        memset(dst + lead + span, 0, (size_t)(W - lead - span) * sizeof(float));
       }
     }
     x = image;
