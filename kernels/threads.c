@@ -14,8 +14,8 @@
  *     workers as the run wants;
  *   - runs whose estimated work is too small to repay a handoff run inline (one threshold,
  *     MIN_WORK_PER_SLOT, in mx__kparallel_work).
- * Nothing spins unbounded: every spin gives up after SPIN_ROUNDS pauses and then sleeps on a
- * condition variable. Workers can be bound to cores of their own with hwloc (see "pinning"). */
+ * Nothing spins unbounded: every spin gives up after SPIN_ROUNDS pauses (the caller waiting for
+ * its run's workers after CALLER_SPIN_ROUNDS) and then sleeps on a condition variable. Workers can be bound to cores of their own with hwloc (see "pinning"). */
 #include "kernels/threads.h"
 
 #include <hwloc.h>
@@ -36,6 +36,13 @@
 /* Pauses a worker (or the waiting caller) spins before sleeping: some tens of microseconds,
  * longer than the gap between two kernels of a model, far shorter than a scheduler tick. */
 #define SPIN_ROUNDS 4000
+
+/* Pauses the caller spins for the workers that joined its run before it sleeps: longer than a
+ * worker's wait between runs, since a joined worker is running tasks and ends within one (a
+ * Winograd block or a band: up to a millisecond), and a caller put to sleep woke 50-100 us
+ * after its last worker ended (ResNet-50 at 2 threads: 0.17-0.2 ms a step in such wakes, half
+ * of that with this bound). About 1 ms. */
+#define CALLER_SPIN_ROUNDS 50000
 
 /* Estimated work (multiply-adds or comparable element steps) each thread of a run must get for
  * the handoff to pay: a woken worker costs some microseconds, a task split in two rarely ends at
@@ -311,7 +318,7 @@ static int32_t close_run(void) {
 }
 
 static void wait_for_workers(int32_t joined) {
-  for (int i = 0; i < SPIN_ROUNDS; i++) {
+  for (int i = 0; i < CALLER_SPIN_ROUNDS; i++) {
     if (atomic_load(&job_done) >= joined) return;
     CPU_RELAX();
   }
