@@ -110,6 +110,20 @@ static int64_t balanced_band(int64_t band, int64_t units, int64_t outer, int32_t
 
 static void even_split(fast_plan *p, int64_t outer, int32_t slots, int64_t cache_band);
 
+/* A comparison switch of the environment, read once into *cached: 1 when `name` is unset or
+ * holds none of the `count` values, else 2 + the index of the one it holds. */
+static int env_switch(_Atomic int *cached, const char *name, const char *const *values, int count) {
+  int v = atomic_load_explicit(cached, memory_order_relaxed);
+  if (!v) {
+    const char *env = getenv(name);
+    v = 1;
+    for (int i = 0; env && i < count; i++)
+      if (strcmp(env, values[i]) == 0) v = 2 + i;
+    atomic_store_explicit(cached, v, memory_order_relaxed);
+  }
+  return v;
+}
+
 /* The tasks of the own GEMM's paths: bands of equal size (the cache rule's count). On several
  * threads, when the tasks are fewer than two per thread or do not divide among the threads,
  * more bands (while a band keeps 64 columns), else output-channel chunks of whole row tiles.
@@ -230,14 +244,8 @@ static bool pointwise_direct(const fast_plan *p);
  * the widest band the cache rule allows. */
 static void even_split(fast_plan *p, int64_t outer, int32_t slots, int64_t cache_band) {
   /* MIXRT_CONV_SPLIT=count in the environment keeps the counted split (comparisons) */
-  static _Atomic int keep; /* 0 not read yet, 1 even, 2 counted */
-  int v = atomic_load_explicit(&keep, memory_order_relaxed);
-  if (!v) {
-    const char *env = getenv("MIXRT_CONV_SPLIT");
-    v = env && strcmp(env, "count") == 0 ? 2 : 1;
-    atomic_store_explicit(&keep, v, memory_order_relaxed);
-  }
-  if (v == 2) return;
+  static _Atomic int keep;
+  if (env_switch(&keep, "MIXRT_CONV_SPLIT", (const char *const[]){"count"}, 1) == 2) return;
   const bool pw = p->algo == ALGO_POINTWISE;
   const bool direct = pw && pointwise_direct(p);
   const int64_t units = pw ? p->P : p->rows, step = pw ? MX_KGEMM_NR : 1;
@@ -285,13 +293,8 @@ static void even_split(fast_plan *p, int64_t outer, int32_t slots, int64_t cache
  * apart) instead of packing each band into 32-column panels first. MIXRT_CONV_1X1=packed or
  * =direct in the environment forces one way (comparisons). */
 static bool pointwise_direct(const fast_plan *p) {
-  static _Atomic int choice; /* 0 not read yet, 1 by shape, 2 packed, 3 direct */
-  int v = atomic_load_explicit(&choice, memory_order_relaxed);
-  if (!v) {
-    const char *env = getenv("MIXRT_CONV_1X1");
-    v = env && strcmp(env, "packed") == 0 ? 2 : env && strcmp(env, "direct") == 0 ? 3 : 1;
-    atomic_store_explicit(&choice, v, memory_order_relaxed);
-  }
+  static _Atomic int choice; /* 1 by shape, 2 packed, 3 direct */
+  const int v = env_switch(&choice, "MIXRT_CONV_1X1", (const char *const[]){"packed", "direct"}, 2);
   if (v != 1) return v == 3;
   /* Packing a band costs a pass over it; read in place, B's rows are P floats apart instead of
    * one contiguous panel. Thread CPU time on ResNet-50's 1x1 layers, per layer: in place
@@ -305,14 +308,8 @@ static bool pointwise_direct(const fast_plan *p) {
 /* Whether gathered products run for wide maps too (rows a multiple of 14 wide), not only for
  * 7-wide ones: MIXRT_CONV_GATHER=narrow keeps them to the 7-wide maps (comparisons). */
 static bool gather_wide(void) {
-  static _Atomic int choice; /* 0 not read yet, 1 yes, 2 no */
-  int v = atomic_load_explicit(&choice, memory_order_relaxed);
-  if (!v) {
-    const char *env = getenv("MIXRT_CONV_GATHER");
-    v = env && strcmp(env, "narrow") == 0 ? 2 : 1;
-    atomic_store_explicit(&choice, v, memory_order_relaxed);
-  }
-  return v == 1;
+  static _Atomic int choice;
+  return env_switch(&choice, "MIXRT_CONV_GATHER", (const char *const[]){"narrow"}, 1) == 1;
 }
 
 /* The gathered product (fast_plan.gather_b) for a 2-D im2col Conv at width stride 1 or 2 on the
