@@ -1,7 +1,8 @@
 /* mixrt's own packed float32 GEMM (kernels/gemm_f32.c) for the dense Conv paths: C = A x B with
  * A row-major (the weights, packed into row panels block by block as the product runs) and B
  * already packed by the caller into panels of MX_KGEMM_NR columns (an im2col band written
- * straight into that layout), or read in place with a row stride (a 1x1 Conv's image). An
+ * straight into that layout), read in place with a row stride (a 1x1 Conv's image), or gathered
+ * straight from a Conv's image by offsets (mx__kgemm_f32_gather, AVX-512 only). An
  * epilogue (bias, residual, Relu/Clip) may be applied in the store, to the C tile still in
  * registers. Register-blocked AVX-512 (14x32) and AVX2 (6x16) FMA micro-kernels, picked at run
  * time; on CPUs with neither the caller keeps its sgemm path.
