@@ -291,6 +291,15 @@ GATHER_AVX512(gather512_s1_7, 1, 7)
 GATHER_AVX512(gather512_s2_14, 2, 14)
 GATHER_AVX512(gather512_s2_7, 2, 7)
 
+/* Group g's tile (cols: 14, or 7 for a last group of 7) over k block pc of a gathered B. */
+static void gather_tile(const mx_kgemm_f32_gather *b, int64_t g, int64_t cols, int64_t kc, int64_t pc,
+                        const float *bp, float *c, int64_t ldc, bool acc, int64_t pf) {
+  const bool s2 = b->stride == 2, whole = cols == MR_AVX512;
+  const gather_kernel kern =
+      whole ? (s2 ? gather512_s2_14 : gather512_s1_14) : (s2 ? gather512_s2_7 : gather512_s1_7);
+  kern(kc, b->x, b->koff + pc, b->group_off[2 * g], b->group_off[2 * g + 1], bp, c, ldc, acc, pf);
+}
+
 /* The edge tile of rows x cols (cols <= NR) at c. */
 __attribute__((target("avx512f,avx2,fma"))) static void edge_tile_avx512(int64_t rows, int64_t cols, int64_t kc,
                                                                          const float *ap, const float *bp,
@@ -453,6 +462,11 @@ static const isa_copy *pick_copy(void) {
 }
 #else
 static const isa_copy *pick_copy(void) { return NULL; }
+/* never called: no copy runs a product here */
+static void gather_tile(const mx_kgemm_f32_gather *b, int64_t g, int64_t cols, int64_t kc, int64_t pc,
+                        const float *bp, float *c, int64_t ldc, bool acc, int64_t pf) {
+  (void)b, (void)g, (void)cols, (void)kc, (void)pc, (void)bp, (void)c, (void)ldc, (void)acc, (void)pf;
+}
 #endif
 
 bool mx__kgemm_f32_available(void) { return pick_copy() != NULL; }
@@ -557,6 +571,7 @@ typedef struct b_source {
   int64_t ld;
   bool packed;
   bool regrouped; /* already in a narrow product's column groups (mx__kgemm_f32_narrow_b_row) */
+  const mx_kgemm_f32_gather *gather; /* or gathered from an image (the AVX-512 copy only) */
 } b_source;
 
 /* Row kk of k block pc of B (n columns, a packed B holding k rows in all) into row, zeros from
@@ -584,47 +599,55 @@ static void packed_narrow(const isa_copy *isa, int64_t m, int64_t n, int64_t k, 
                           const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn, void *ctx) {
   const int64_t mr = isa->mr, groups = (n + mr - 1) / mr;
   float *ablk = scratch, *bt = scratch + (size_t)MC_MAX * KC;
-  float *ct_all = bt + (size_t)KC * (NARROW_N + MR_AVX512); /* C^T: groups*mr rows of mpad */
+  float *ct_all = bt + (size_t)KC * (NARROW_N + MR_AVX512); /* C^T: a band's columns of mpad */
   const int64_t mpad = (m + NR - 1) / NR * NR;
+  /* the groups whose transposed C the scratch holds at once: all of a narrow n, bands of them for
+   * a gathered B of any width */
+  const int64_t band = (NARROW_N + MR_AVX512) / mr;
   /* a row of B: its panels (n <= NARROW_N), then the zero columns of the last group */
   float row[NARROW_N + MR_AVX512 + NR];
-  for (int64_t pc = 0; pc < k; pc += KC) {
-    const int64_t kc = k - pc < KC ? k - pc : KC;
-    const bool acc = pc > 0, last = pc + kc >= k;
-    /* B regrouped by the caller (once for several products) is read as it is */
-    const float *btk = b->regrouped ? b->p + pc * groups * mr : bt;
-    for (int64_t kk = 0; kk < kc && !b->regrouped; kk++) {
-      const float *src = b_row(b, n, k, pc + kk, groups * mr, row);
-      for (int64_t g = 0; g < groups; g++)
-        memcpy(bt + (g * kc + kk) * mr, src + g * mr, (size_t)mr * sizeof(float));
-    }
-    for (int64_t ic = 0; ic < m; ic += MC_NARROW) {
-      const int64_t mc = m - ic < MC_NARROW ? m - ic : MC_NARROW, panels = (mc + NR - 1) / NR;
-      const float *apan = pa ? pre_a_block(pa, pc, ic, kc) : ablk;
-      if (!pa) isa->pack(a, lda, m, ic, mc, pc, kc, NR, ablk);
-      for (int64_t g = 0; g < groups; g++) {
-        const int64_t col0 = g * mr, cols = n - col0 < mr ? n - col0 : mr;
-        for (int64_t t = 0; t < panels; t++) {
-          const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
-          float *tile = ct_all + col0 * mpad + row0;
-          /* pre-packed weights (here B's panels) come from memory on the first group's pass */
-          const int64_t pf = pa && g == 0 ? -A_PREFETCH_FLOATS : 0;
-          /* a last group of fewer columns computes only those rows of C^T */
-          if (cols < mr && isa->edge)
-            isa->edge(cols, NR, kc, btk + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL, pf);
-          else
-            isa->tile(kc, btk + g * kc * mr, apan + t * kc * NR, NR, tile, mpad, acc, NULL, pf);
-          if (!last) continue;
-          float *ct = c + row0 * ldc + col0;
-          const mx_kgemm_f32_epilogue te = epi ? epi_at(epi, row0, col0) : (mx_kgemm_f32_epilogue){0};
-          if (isa->narrow_out) {
-            isa->narrow_out(tile, mpad, rows, cols, ct, ldc, epi ? &te : NULL);
-          } else {
-            for (int64_t i = 0; i < rows; i++)
-              for (int64_t jj = 0; jj < cols; jj++) ct[i * ldc + jj] = tile[jj * mpad + i];
-            if (epi) epi_rows(ct, ldc, rows, cols, &te);
+  for (int64_t g0 = 0; g0 < groups; g0 += band) {
+    const int64_t g1 = g0 + band < groups ? g0 + band : groups;
+    for (int64_t pc = 0; pc < k; pc += KC) {
+      const int64_t kc = k - pc < KC ? k - pc : KC;
+      const bool acc = pc > 0, last = pc + kc >= k;
+      /* B regrouped by the caller (once for several products) is read as it is */
+      const float *btk = b->regrouped ? b->p + pc * groups * mr : bt;
+      for (int64_t kk = 0; kk < kc && !b->regrouped && !b->gather; kk++) {
+        const float *src = b_row(b, n, k, pc + kk, groups * mr, row);
+        for (int64_t g = 0; g < groups; g++)
+          memcpy(bt + (g * kc + kk) * mr, src + g * mr, (size_t)mr * sizeof(float));
+      }
+      for (int64_t ic = 0; ic < m; ic += MC_NARROW) {
+        const int64_t mc = m - ic < MC_NARROW ? m - ic : MC_NARROW, panels = (mc + NR - 1) / NR;
+        const float *apan = pa ? pre_a_block(pa, pc, ic, kc) : ablk;
+        if (!pa) isa->pack(a, lda, m, ic, mc, pc, kc, NR, ablk);
+        for (int64_t g = g0; g < g1; g++) {
+          const int64_t col0 = g * mr, cols = n - col0 < mr ? n - col0 : mr;
+          for (int64_t t = 0; t < panels; t++) {
+            const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
+            float *tile = ct_all + (col0 - g0 * mr) * mpad + row0;
+            const float *wpan = apan + t * kc * NR;
+            /* pre-packed weights (here B's panels) come from memory on a band's first group's pass */
+            const int64_t pf = pa && g == g0 ? -A_PREFETCH_FLOATS : 0;
+            if (b->gather)
+              gather_tile(b->gather, g, cols, kc, pc, wpan, tile, mpad, acc, pf);
+            else if (cols < mr && isa->edge) /* a last group of fewer columns: only those rows of C^T */
+              isa->edge(cols, NR, kc, btk + g * kc * mr, wpan, NR, tile, mpad, acc, NULL, pf);
+            else
+              isa->tile(kc, btk + g * kc * mr, wpan, NR, tile, mpad, acc, NULL, pf);
+            if (!last) continue;
+            float *ct = c + row0 * ldc + col0;
+            const mx_kgemm_f32_epilogue te = epi ? epi_at(epi, row0, col0) : (mx_kgemm_f32_epilogue){0};
+            if (isa->narrow_out) {
+              isa->narrow_out(tile, mpad, rows, cols, ct, ldc, epi ? &te : NULL);
+            } else {
+              for (int64_t i = 0; i < rows; i++)
+                for (int64_t jj = 0; jj < cols; jj++) ct[i * ldc + jj] = tile[jj * mpad + i];
+              if (epi) epi_rows(ct, ldc, rows, cols, &te);
+            }
+            if (tile_fn) tile_fn(ctx, row0, rows, col0, cols);
           }
-          if (tile_fn) tile_fn(ctx, row0, rows, col0, cols);
         }
       }
     }
@@ -639,57 +662,15 @@ bool mx__kgemm_f32_gather_available(void) {
 #endif
 }
 
-/* Groups of 14 columns a gathered product keeps in its transposed C at once: the narrow
- * products' room in the scratch (NARROW_N + MR_AVX512 columns). */
-#define GATHER_BAND_GROUPS 4
-
 void mx__kgemm_f32_gather(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                           const mx_kgemm_f32_pre_a *pa, const mx_kgemm_f32_gather *b, float *c, int64_t ldc,
                           float *scratch, const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn,
                           void *ctx) {
-#if defined(__x86_64__) && defined(__GNUC__)
   const isa_copy *isa = pick_copy();
-  if (isa != &copy_avx512 || m <= 0 || n <= 0 || n % 7 || k <= 0) return;
-  /* packed_narrow's blocking and order, B's groups of 14 positions read in place, in bands of
-   * groups whose transposed C fits the scratch */
+  if (!mx__kgemm_f32_gather_available() || m <= 0 || n <= 0 || n % 7 || k <= 0) return;
   if (pa && (pa->mr != NR || pa->row0 % NR || pa->row0 + m > pa->mpad)) pa = NULL;
-  const int64_t mr = MR_AVX512, groups = (n + mr - 1) / mr;
-  float *ablk = scratch, *ct_all = scratch + (size_t)MC_MAX * KC + (size_t)KC * (NARROW_N + MR_AVX512);
-  const int64_t mpad = (m + NR - 1) / NR * NR;
-  const bool s2 = b->stride == 2;
-  for (int64_t g0 = 0; g0 < groups; g0 += GATHER_BAND_GROUPS) {
-    const int64_t g1 = g0 + GATHER_BAND_GROUPS < groups ? g0 + GATHER_BAND_GROUPS : groups;
-    for (int64_t pc = 0; pc < k; pc += KC) {
-      const int64_t kc = k - pc < KC ? k - pc : KC;
-      const bool acc = pc > 0, last = pc + kc >= k;
-      for (int64_t ic = 0; ic < m; ic += MC_NARROW) {
-        const int64_t mc = m - ic < MC_NARROW ? m - ic : MC_NARROW, panels = (mc + NR - 1) / NR;
-        const float *apan = pa ? pre_a_block(pa, pc, ic, kc) : ablk;
-        if (!pa) isa->pack(a, lda, m, ic, mc, pc, kc, NR, ablk);
-        for (int64_t g = g0; g < g1; g++) {
-          const int64_t col0 = g * mr, cols = n - col0 < mr ? n - col0 : mr;
-          const gather_kernel kern =
-              cols == mr ? (s2 ? gather512_s2_14 : gather512_s1_14) : (s2 ? gather512_s2_7 : gather512_s1_7);
-          for (int64_t t = 0; t < panels; t++) {
-            const int64_t row0 = ic + t * NR, rows = m - row0 < NR ? m - row0 : NR;
-            float *tile = ct_all + (col0 - g0 * mr) * mpad + row0;
-            /* the weights come from memory on the band's first group's pass */
-            const int64_t pf = pa && g == g0 ? -A_PREFETCH_FLOATS : 0;
-            kern(kc, b->x, b->koff + pc, b->group_off[2 * g], b->group_off[2 * g + 1], apan + t * kc * NR,
-                 tile, mpad, acc, pf);
-            if (!last) continue;
-            const mx_kgemm_f32_epilogue te = epi ? epi_at(epi, row0, col0) : (mx_kgemm_f32_epilogue){0};
-            isa->narrow_out(tile, mpad, rows, cols, c + row0 * ldc + col0, ldc, epi ? &te : NULL);
-            if (tile_fn) tile_fn(ctx, row0, rows, col0, cols);
-          }
-        }
-      }
-    }
-  }
-#else
-  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)pa, (void)b, (void)c, (void)ldc, (void)scratch;
-  (void)epi, (void)tile_fn, (void)ctx;
-#endif
+  const b_source src = {NULL, 0, false, false, b};
+  packed_narrow(isa, m, n, k, a, lda, pa, &src, c, ldc, scratch, epi, tile_fn, ctx);
 }
 
 int64_t mx__kgemm_f32_row_granule(int64_t m, int64_t n) {
@@ -795,21 +776,21 @@ static void packed_impl(int64_t m, int64_t n, int64_t k, const float *a, int64_t
 
 void mx__kgemm_f32_packed(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const float *bp,
                           float *c, int64_t ldc, float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
-  const b_source b = {bp, NR, true, false};
+  const b_source b = {bp, NR, true, false, NULL};
   packed_impl(m, n, k, a, lda, NULL, &b, c, ldc, a_scratch, NULL, tile_fn, ctx);
 }
 
 void mx__kgemm_f32_packed_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                               const mx_kgemm_f32_pre_a *pa, const float *bp, float *c, int64_t ldc,
                               float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
-  const b_source b = {bp, NR, true, false};
+  const b_source b = {bp, NR, true, false, NULL};
   packed_impl(m, n, k, a, lda, pa, &b, c, ldc, a_scratch, NULL, tile_fn, ctx);
 }
 
 void mx__kgemm_f32_strided_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                const mx_kgemm_f32_pre_a *pa, const float *b, int64_t ldb, float *c, int64_t ldc,
                                float *a_scratch, mx_kgemm_tile_fn tile_fn, void *ctx) {
-  const b_source src = {b, ldb, false, false};
+  const b_source src = {b, ldb, false, false, NULL};
   packed_impl(m, n, k, a, lda, pa, &src, c, ldc, a_scratch, NULL, tile_fn, ctx);
 }
 
@@ -842,13 +823,13 @@ void mx__kgemm_f32_narrow_pre(int64_t m, int64_t n, int64_t k, const float *a, i
                               const mx_kgemm_f32_pre_a *pa, const float *bn, float *c, int64_t ldc,
                               float *a_scratch, const mx_kgemm_f32_epilogue *epi, mx_kgemm_tile_fn tile_fn,
                               void *ctx) {
-  const b_source b = {bn, 0, false, true};
+  const b_source b = {bn, 0, false, true, NULL};
   packed_impl(m, n, k, a, lda, pa, &b, c, ldc, a_scratch, epi, tile_fn, ctx);
 }
 
 void mx__kgemm_f32_epi_pre(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda, const mx_kgemm_f32_pre_a *pa,
                            const float *b, int64_t ldb, float *c, int64_t ldc, float *a_scratch,
                            const mx_kgemm_f32_epilogue *epi) {
-  const b_source src = {b, ldb > 0 ? ldb : NR, ldb <= 0, false};
+  const b_source src = {b, ldb > 0 ? ldb : NR, ldb <= 0, false, NULL};
   packed_impl(m, n, k, a, lda, pa, &src, c, ldc, a_scratch, epi, NULL, NULL);
 }
