@@ -15,7 +15,8 @@
  *   - runs whose estimated work is too small to repay a handoff run inline (one threshold,
  *     MIN_WORK_PER_SLOT, in mx__kparallel_work).
  * Nothing spins unbounded: every spin gives up after SPIN_ROUNDS pauses (the caller waiting for
- * its run's workers after CALLER_SPIN_ROUNDS) and then sleeps on a condition variable. Workers can be bound to cores of their own with hwloc (see "pinning"). */
+ * its run's workers after CALLER_SPIN_ROUNDS) and then sleeps on a condition variable. Workers
+ * can be bound to cores of their own with hwloc (see "pinning"). */
 #include "kernels/threads.h"
 
 #include <hwloc.h>

@@ -13,7 +13,9 @@ typedef struct cs_case {
   int64_t n, c, h, m, k, s, pad, w, d;
 } cs_case;
 
-/* Output rows (cs_out_size) and columns (cs_out_width). */
+/* The input map's width (w, or h when w is 0), output rows (cs_out_size) and columns
+ * (cs_out_width). */
+int64_t cs_in_width(const cs_case *t);
 int64_t cs_out_size(const cs_case *t);
 int64_t cs_out_width(const cs_case *t);
 

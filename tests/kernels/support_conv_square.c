@@ -12,14 +12,14 @@
 #include "kernels/kernels_support.h"
 #include "kernels/threads.h"
 
-static int64_t width_of(const cs_case *t) { return t->w ? t->w : t->h; }
+int64_t cs_in_width(const cs_case *t) { return t->w ? t->w : t->h; }
 static int64_t dilation_of(const cs_case *t) { return t->d ? t->d : 1; }
 
 int64_t cs_out_size(const cs_case *t) {
   return (t->h + 2 * t->pad - dilation_of(t) * (t->k - 1) - 1) / t->s + 1;
 }
 int64_t cs_out_width(const cs_case *t) {
-  return (width_of(t) + 2 * t->pad - dilation_of(t) * (t->k - 1) - 1) / t->s + 1;
+  return (cs_in_width(t) + 2 * t->pad - dilation_of(t) * (t->k - 1) - 1) / t->s + 1;
 }
 
 void cs_run(const cs_case *t, int32_t threads, bool tight, int32_t act, const float *x, const float *w,
@@ -35,7 +35,7 @@ void cs_run(const cs_case *t, int32_t threads, bool tight, int32_t act, const fl
   for (int i = 0; i < 4; i++) p.pads[i] = t->pad;
   const int64_t o = cs_out_size(t), ow = cs_out_width(t);
   mx_kwin win;
-  cr_assert(mx__kwin_forward(&p, 2, DIMS(t->h, width_of(t)), DIMS(o, ow), DIMS(t->k, t->k), &win));
+  cr_assert(mx__kwin_forward(&p, 2, DIMS(t->h, cs_in_width(t)), DIMS(o, ow), DIMS(t->k, t->k), &win));
   mx__kthreads_set(threads);
   const size_t slot = mx__kconv_f32_slot_floats(&win, t->n, t->c, t->m, 1, threads);
   const size_t floats = tight ? slot : slot * (size_t)threads;
@@ -62,7 +62,7 @@ void cs_run(const cs_case *t, int32_t threads, bool tight, int32_t act, const fl
 
 double cs_reference_at(const cs_case *t, int32_t act, const float *x, const float *w, const float *b,
                        const float *z, int64_t in, int64_t m, int64_t i, int64_t jj) {
-  const int64_t o = cs_out_size(t), ow = cs_out_width(t), wd = width_of(t), d = dilation_of(t);
+  const int64_t o = cs_out_size(t), ow = cs_out_width(t), wd = cs_in_width(t), d = dilation_of(t);
   double acc = b[m];
   for (int64_t c = 0; c < t->c; c++)
     for (int64_t a = 0; a < t->k; a++)

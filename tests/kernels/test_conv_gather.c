@@ -55,7 +55,7 @@ Test(conv_gather, rows_7_or_14n_wide_match_double_and_the_im2col_bits) {
     for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++) {
       const cs_case *t = &cases[ci];
       const int32_t act = acts[ai];
-      const int64_t oh = cs_out_size(t), ow = cs_out_width(t), wd = t->w ? t->w : t->h,
+      const int64_t oh = cs_out_size(t), ow = cs_out_width(t), wd = cs_in_width(t),
                     ny = t->n * t->m * oh * ow;
       cr_assert(ow == 7 || ow % 14 == 0, "case %zu: output %lld wide", ci, (long long)ow);
       float *x = filled(t->n * t->c * t->h * wd, 31u + (uint32_t)ci),
